@@ -1,0 +1,48 @@
+// swift-tools-version:6.0
+// payrecon: webhook ingestion and payment reconciliation on PostgreSQL.
+// Only the toolchain and Debian's C libraries (libpq, libmicrohttpd, libcrypto, zlib); no outside Swift packages.
+import PackageDescription
+
+let package = Package(
+    name: "payrecon",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "payrecon", targets: ["payrecon"]),
+        .executable(name: "paysim", targets: ["paysim"]),
+    ],
+    targets: [
+        // C libraries from Debian, module maps only.
+        .systemLibrary(name: "CLibPQ", path: "Sources/CLibPQ"),
+        .systemLibrary(name: "CMicroHTTPD", path: "Sources/CMicroHTTPD"),
+        .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL"),
+        .systemLibrary(name: "CZlib", path: "Sources/CZlib"),
+
+        // Logging (JSON lines) and Prometheus metrics: the one thing every room shares.
+        .target(name: "Observability"),
+        // libpq wrapper: connection, pool, query, transaction, pipeline, notify.
+        .target(name: "Postgres", dependencies: ["CLibPQ"]),
+        // HTTP server over libmicrohttpd and the client for provider APIs.
+        .target(name: "HTTP", dependencies: ["CMicroHTTPD"]),
+        // Pure domain: money, orders, snapshots, checks, the action planner. No I/O.
+        .target(name: "Reconciliation"),
+        // One folder per provider: webhook verifier, event parser, API client, mapping.
+        .target(name: "Providers", dependencies: ["Reconciliation", "HTTP", "Observability", "COpenSSL", "CZlib"]),
+        // SQL for deliveries, orders, snapshots, discrepancies, actions, runs.
+        .target(name: "Store", dependencies: ["Postgres", "Reconciliation", "Observability"]),
+        // The webhook endpoint: verification, group commit, answers, metrics.
+        .target(name: "Receiver", dependencies: ["HTTP", "Store", "Providers", "Postgres", "Observability"]),
+        // Queue claiming, the reconcile sweep, the action executor.
+        .target(name: "Worker", dependencies: ["Store", "Providers", "Reconciliation", "Postgres", "Observability"]),
+        .executableTarget(name: "payrecon", dependencies: ["Receiver", "Worker", "Store", "Providers", "Reconciliation", "Postgres", "HTTP", "Observability"]),
+        .executableTarget(name: "paysim", dependencies: ["HTTP", "Providers", "Reconciliation", "Observability", "COpenSSL"]),
+
+        // Unit tests: no database, run in seconds.
+        .testTarget(name: "ReconciliationTests", dependencies: ["Reconciliation"]),
+        .testTarget(name: "ProvidersTests", dependencies: ["Providers", "Reconciliation", "HTTP"],
+                    resources: [.copy("Fixtures")]),
+        .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
+        // Integration tests: a live PostgreSQL (DATABASE_URL), paysim and the built executables.
+        .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["Receiver", "Worker", "Store", "Providers", "Postgres", "HTTP", "Reconciliation", "Observability"]),
+    ]
+)

@@ -1,0 +1,78 @@
+# Shared by scripts/test, scripts/demo, scripts/run and the benchmarks: install what is missing and run a throwaway
+# PostgreSQL cluster under .data/ (as the postgres user: initdb refuses root). Source it; it defines functions only.
+# shellcheck shell=bash
+
+ROOT=${ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+PG_PORT=${PG_PORT:-54329}
+PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
+
+log() { printf '%s %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
+die() { log "error: $*"; exit 2; }
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else die "need root to run: $*"; fi; }
+
+# Debian packages the build, the tests and the tools need.
+ensure_packages() {
+    local need=() pkg
+    for pkg in libpq-dev libmicrohttpd-dev libssl-dev zlib1g-dev postgresql-15 postgresql-client-15 postgresql-contrib pkg-config wrk curl procps; do
+        dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
+    done
+    if [ ${#need[@]} -gt 0 ]; then
+        log "installing ${need[*]}"
+        as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+        as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null \
+            || die "apt-get install ${need[*]} failed"
+    fi
+    command -v swift >/dev/null || [ -x /opt/swift/usr/bin/swift ] || die "swift is not installed (expected on PATH or /opt/swift)"
+    command -v swift >/dev/null || export PATH=/opt/swift/usr/bin:$PATH
+}
+
+# The cluster lives under .data/pg when the postgres user can reach it, else under /tmp (a clone under /root, say).
+pg_datadir() {
+    local dir="$ROOT/.data/pg"
+    mkdir -p "$ROOT/.data"
+    if [ "$(id -u)" = 0 ] && ! su postgres -s /bin/sh -c "test -x '$ROOT/.data'" 2>/dev/null; then
+        dir="/tmp/payrecon-pg-$(printf '%s' "$ROOT" | cksum | cut -d' ' -f1)"
+    fi
+    printf '%s\n' "$dir"
+}
+
+pg_run() { # run a PostgreSQL binary as the cluster owner
+    if [ "$(id -u)" = 0 ]; then su postgres -s /bin/sh -c "$(printf '%q ' "$@")"; else "$@"; fi
+}
+
+# Starts (creating if needed) the cluster and the database; exports DATABASE_URL.
+pg_start() {
+    local dir; dir=$(pg_datadir)
+    local db=${1:-payrecon}
+    if [ ! -s "$dir/PG_VERSION" ]; then
+        log "creating PostgreSQL cluster in $dir"
+        mkdir -p "$dir"
+        [ "$(id -u)" = 0 ] && chown postgres:postgres "$dir"
+        chmod 700 "$dir"
+        pg_run "$PG_BIN/initdb" -D "$dir" -U postgres -A trust -E UTF8 --no-locale >/dev/null || die "initdb failed"
+        cat >>"$dir/postgresql.conf" <<CONF
+listen_addresses = '127.0.0.1'
+port = $PG_PORT
+unix_socket_directories = '$dir'
+max_connections = 300
+shared_buffers = 256MB
+fsync = on
+synchronous_commit = on
+logging_collector = off
+CONF
+    fi
+    if ! pg_run "$PG_BIN/pg_ctl" -D "$dir" status >/dev/null 2>&1; then
+        log "starting PostgreSQL on 127.0.0.1:$PG_PORT"
+        pg_run "$PG_BIN/pg_ctl" -D "$dir" -l "$dir/server.log" -w -t 60 start >/dev/null || { tail -20 "$dir/server.log" >&2; die "PostgreSQL did not start"; }
+    fi
+    psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = '$db'" | grep -q 1 \
+        || psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres -qc "CREATE DATABASE \"$db\"" || die "cannot create database $db"
+    export DATABASE_URL="postgresql://postgres@127.0.0.1:$PG_PORT/$db"
+    export PG_DATADIR="$dir"
+}
+
+pg_stop() {
+    local dir; dir=$(pg_datadir)
+    pg_run "$PG_BIN/pg_ctl" -D "$dir" -m fast -w stop >/dev/null 2>&1 || true
+}
