@@ -1,0 +1,89 @@
+import Foundation
+import Synchronization
+
+/// JSON-lines logging on stderr. Static messages, data in metadata (`delivery_id`, `provider`, `order_id`,
+/// `request_id`); never a secret or a full body.
+public enum Log {
+    public enum Level: Int, Sendable, Comparable, CustomStringConvertible {
+        case debug, info, warning, error
+        public static func < (a: Level, b: Level) -> Bool { a.rawValue < b.rawValue }
+        public var description: String { ["debug", "info", "warning", "error"][rawValue] }
+    }
+
+    private static let state = Mutex<(level: Level, sink: (@Sendable (String) -> Void)?)>(
+        (level: ProcessInfo.processInfo.environment["PAYRECON_LOG_LEVEL"].flatMap(Level.init(name:)) ?? .info, sink: nil))
+
+    /// The lowest level written.
+    public static var level: Level {
+        get { state.withLock { $0.level } }
+        set { state.withLock { $0.level = newValue } }
+    }
+
+    /// Redirects lines (tests). `nil` restores stderr.
+    public static func setSink(_ sink: (@Sendable (String) -> Void)?) { state.withLock { $0.sink = sink } }
+
+    public static func debug(_ message: StaticString, _ metadata: [String: any Sendable] = [:]) { write(.debug, message, metadata) }
+    public static func info(_ message: StaticString, _ metadata: [String: any Sendable] = [:]) { write(.info, message, metadata) }
+    public static func warning(_ message: StaticString, _ metadata: [String: any Sendable] = [:]) { write(.warning, message, metadata) }
+    public static func error(_ message: StaticString, _ metadata: [String: any Sendable] = [:]) { write(.error, message, metadata) }
+
+    static func write(_ level: Level, _ message: StaticString, _ metadata: [String: any Sendable]) {
+        let (min, sink) = state.withLock { ($0.level, $0.sink) }
+        guard level >= min else { return }
+        var line = "{\"ts\":\"\(timestamp())\",\"level\":\"\(level)\",\"msg\":" + jsonString(message.description)
+        for key in metadata.keys.sorted() {
+            line += "," + jsonString(key) + ":" + jsonValue(metadata[key]!)
+        }
+        line += "}"
+        if let sink { sink(line) } else { FileHandle.standardError.write(Data((line + "\n").utf8)) }
+    }
+
+    static func timestamp() -> String {
+        var tv = timeval(); gettimeofday(&tv, nil)
+        var t = time_t(tv.tv_sec); var tmv = tm(); gmtime_r(&t, &tmv)
+        return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tmv.tm_year + 1900, tmv.tm_mon + 1, tmv.tm_mday,
+                      tmv.tm_hour, tmv.tm_min, tmv.tm_sec, Int(tv.tv_usec / 1000))
+    }
+
+    static func jsonValue(_ value: any Sendable) -> String {
+        switch value {
+        case let v as Int: return String(v)
+        case let v as Int64: return String(v)
+        case let v as Int32: return String(v)
+        case let v as UInt16: return String(v)
+        case let v as Bool: return v ? "true" : "false"
+        case let v as String: return jsonString(v)
+        default: return jsonString(String(describing: value))
+        }
+    }
+
+    /// A JSON string literal (RFC 8259 escaping).
+    public static func jsonString(_ s: String) -> String {
+        var out = "\""
+        out.reserveCapacity(s.utf8.count + 2)
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+}
+
+extension Log.Level {
+    init?(name: String) {
+        switch name.lowercased() {
+        case "debug": self = .debug
+        case "info": self = .info
+        case "warning", "warn": self = .warning
+        case "error": self = .error
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,133 @@
+import Synchronization
+
+/// Prometheus metrics: counters, gauges and histograms with labels, rendered in the text exposition format.
+public final class Metrics: Sendable {
+    public static let shared = Metrics()
+
+    private struct Family {
+        var help: String
+        var type: String
+        var buckets: [Double] = []
+        var series: [String: Series] = [:]   // rendered label set → values
+        var order: [String] = []
+    }
+    private struct Series {
+        var value: Int64 = 0                  // counter/gauge; histogram: count
+        var sumMicros: Int64 = 0              // histogram sum in microseconds
+        var bucketCounts: [Int64] = []
+    }
+
+    private let families = Mutex<[String: Family]>([:])
+    private let names = Mutex<[String]>([])
+    /// Gauges computed at scrape time (e.g. pending deliveries from the database).
+    private let collectors = Mutex<[@Sendable () -> [(name: String, help: String, value: Int64)]]>([])
+
+    public init() {}
+
+    public func counter(_ name: String, help: String) -> Counter { register(name, help: help, type: "counter"); return Counter(metrics: self, name: name) }
+    public func gauge(_ name: String, help: String) -> Gauge { register(name, help: help, type: "gauge"); return Gauge(metrics: self, name: name) }
+    /// Latency histogram; observations in seconds, bucket bounds in seconds.
+    public func histogram(_ name: String, help: String, buckets: [Double]) -> Histogram {
+        register(name, help: help, type: "histogram", buckets: buckets.sorted()); return Histogram(metrics: self, name: name)
+    }
+    public func addCollector(_ collector: @escaping @Sendable () -> [(name: String, help: String, value: Int64)]) {
+        collectors.withLock { $0.append(collector) }
+    }
+
+    private func register(_ name: String, help: String, type: String, buckets: [Double] = []) {
+        families.withLock { fams in
+            if fams[name] == nil {
+                fams[name] = Family(help: help, type: type, buckets: buckets)
+                names.withLock { $0.append(name) }
+            }
+        }
+    }
+
+    fileprivate func add(_ name: String, _ labels: [(String, String)], _ delta: Int64, set: Bool = false) {
+        let key = Self.render(labels)
+        families.withLock { fams in
+            guard var fam = fams[name] else { return }
+            if fam.series[key] == nil { fam.order.append(key) }
+            var s = fam.series[key] ?? Series()
+            s.value = set ? delta : s.value + delta
+            fam.series[key] = s
+            fams[name] = fam
+        }
+    }
+
+    fileprivate func observe(_ name: String, _ labels: [(String, String)], seconds: Double) {
+        let key = Self.render(labels)
+        families.withLock { fams in
+            guard var fam = fams[name] else { return }
+            if fam.series[key] == nil { fam.order.append(key) }
+            var s = fam.series[key] ?? Series(bucketCounts: Array(repeating: 0, count: fam.buckets.count))
+            s.value += 1
+            s.sumMicros += Int64((seconds * 1_000_000).rounded())
+            for (i, bound) in fam.buckets.enumerated() where seconds <= bound { s.bucketCounts[i] += 1 }
+            fam.series[key] = s
+            fams[name] = fam
+        }
+    }
+
+    /// The Prometheus text exposition of every metric.
+    public func render() -> String {
+        var out = ""
+        let ordered = names.withLock { $0 }
+        let snapshot = families.withLock { $0 }
+        for name in ordered {
+            guard let fam = snapshot[name] else { continue }
+            out += "# HELP \(name) \(fam.help)\n# TYPE \(name) \(fam.type)\n"
+            for key in fam.order {
+                let s = fam.series[key]!
+                if fam.type == "histogram" {
+                    for (i, bound) in fam.buckets.enumerated() {
+                        out += "\(name)_bucket\(Self.merge(key, "le", Self.format(bound))) \(s.bucketCounts[i])\n"
+                    }
+                    out += "\(name)_bucket\(Self.merge(key, "le", "+Inf")) \(s.value)\n"
+                    out += "\(name)_sum\(key) \(Self.formatMicros(s.sumMicros))\n"
+                    out += "\(name)_count\(key) \(s.value)\n"
+                } else {
+                    out += "\(name)\(key) \(s.value)\n"
+                }
+            }
+        }
+        for collector in collectors.withLock({ $0 }) {
+            for g in collector() { out += "# HELP \(g.name) \(g.help)\n# TYPE \(g.name) gauge\n\(g.name) \(g.value)\n" }
+        }
+        return out
+    }
+
+    static func render(_ labels: [(String, String)]) -> String {
+        guard !labels.isEmpty else { return "" }
+        return "{" + labels.map { "\($0.0)=\"\(escape($0.1))\"" }.joined(separator: ",") + "}"
+    }
+    static func merge(_ key: String, _ label: String, _ value: String) -> String {
+        key.isEmpty ? "{\(label)=\"\(value)\"}" : String(key.dropLast()) + ",\(label)=\"\(value)\"}"
+    }
+    static func escape(_ s: String) -> String {
+        s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"").replacingOccurrences(of: "\n", with: "\\n")
+    }
+    static func format(_ d: Double) -> String {
+        // Bucket bounds are configuration, not money: printing them is the only use of Double here.
+        let s = String(d)
+        return s.hasSuffix(".0") ? String(s.dropLast(2)) : s
+    }
+    static func formatMicros(_ micros: Int64) -> String {
+        let whole = micros / 1_000_000, frac = micros % 1_000_000
+        let f = String(frac); return "\(whole)." + String(repeating: "0", count: 6 - f.count) + f
+    }
+
+    public struct Counter: Sendable {
+        let metrics: Metrics, name: String
+        public func increment(_ labels: [(String, String)] = [], by delta: Int64 = 1) { metrics.add(name, labels, delta) }
+    }
+    public struct Gauge: Sendable {
+        let metrics: Metrics, name: String
+        public func set(_ value: Int64, _ labels: [(String, String)] = []) { metrics.add(name, labels, value, set: true) }
+        public func add(_ delta: Int64, _ labels: [(String, String)] = []) { metrics.add(name, labels, delta) }
+    }
+    public struct Histogram: Sendable {
+        let metrics: Metrics, name: String
+        public func observe(seconds: Double, _ labels: [(String, String)] = []) { metrics.observe(name, labels, seconds: seconds) }
+    }
+}
