@@ -1,0 +1,93 @@
+import Foundation
+import Observability
+import Postgres
+import Store
+import Synchronization
+
+/// Executes the group-commit state machine: keeps up to `maxInFlight` transactions going on their own threads and
+/// calls each delivery's completion after its transaction committed (or failed).
+final class GroupCommitter: Sendable {
+    enum Outcome: Sendable {
+        case stored(StoredDelivery)
+        /// Not stored: the database is unreachable or refused the write; answer 503.
+        case unavailable(String)
+    }
+
+    struct Item: Sendable {
+        enum Kind: Sendable {
+            case delivery(NewDelivery, @Sendable (Outcome) -> Void)
+            case rejection(Rejection)
+        }
+        var kind: Kind
+    }
+
+    private let machine: Mutex<GroupCommitStateMachine<Item>>
+    private let pool: PostgresPool
+    private let queue = DispatchQueue(label: "payrecon.group-commit", attributes: .concurrent)
+    private let drained = DispatchGroup()
+    private let batchSize = Metrics.shared.histogram("payrecon_commit_batch_size", help: "Deliveries and rejections per group commit.",
+                                                     buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256])
+    private let dropped = Metrics.shared.counter("payrecon_rejections_not_recorded_total",
+                                                 help: "Rejected deliveries not recorded because the audit queue was full.")
+
+    init(pool: PostgresPool, maxBatch: Int = 256, maxInFlight: Int = 2, maxQueued: Int = 8192) {
+        self.pool = pool
+        self.machine = Mutex(GroupCommitStateMachine(maxBatch: maxBatch, maxInFlight: maxInFlight, maxQueued: maxQueued))
+    }
+
+    /// Stores `delivery`; `completion` runs on a committer thread once the outcome is known.
+    func store(_ delivery: NewDelivery, completion: @escaping @Sendable (Outcome) -> Void) {
+        switch machine.withLock({ $0.enqueue(Item(kind: .delivery(delivery, completion))) }) {
+        case .rejected: completion(.unavailable("the receiver's commit queue is full or closing"))
+        case .accepted(let action): run(action)
+        }
+    }
+
+    /// Records a rejected delivery for audit, best effort (dropped, and counted, when the queue is full).
+    func record(_ rejection: Rejection) {
+        switch machine.withLock({ $0.enqueue(Item(kind: .rejection(rejection))) }) {
+        case .rejected: dropped.increment()
+        case .accepted(let action): run(action)
+        }
+    }
+
+    /// Stops taking new items and waits until everything queued has been committed or failed.
+    func drain(timeout: DispatchTime) -> Bool {
+        machine.withLock { $0.close() }
+        while true {
+            if machine.withLock({ $0.isIdle }) { return true }
+            if DispatchTime.now() >= timeout { return false }
+            usleep(2_000)
+        }
+    }
+
+    private func run(_ action: GroupCommitStateMachine<Item>.Action) {
+        guard case .flush(let batch) = action else { return }
+        queue.async { [self] in
+            flush(batch)
+            run(machine.withLock { $0.flushCompleted() })
+        }
+    }
+
+    private func flush(_ batch: [Item]) {
+        var deliveries: [NewDelivery] = [], completions: [@Sendable (Outcome) -> Void] = [], rejections: [Rejection] = []
+        for item in batch {
+            switch item.kind {
+            case .delivery(let d, let c): deliveries.append(d); completions.append(c)
+            case .rejection(let r): rejections.append(r)
+            }
+        }
+        batchSize.observe(seconds: Double(batch.count))
+        do {
+            let stored = try pool.withConnection { conn in try DeliveryStore.commit(deliveries, rejections: rejections, on: conn) }
+            for (c, s) in zip(completions, stored) { c(.stored(s)) }
+        } catch let error as PostgresError where !error.isConnectionFailure && batch.count > 1 {
+            // One bad item must not fail its neighbours: commit each alone, so only the culprit is refused.
+            Log.warning("group commit failed; retrying items one by one", ["error": error.description, "items": batch.count])
+            for item in batch { flush([item]) }
+        } catch {
+            Log.error("could not store deliveries", ["error": String(describing: error), "deliveries": deliveries.count])
+            for c in completions { c(.unavailable(String(describing: error))) }
+        }
+    }
+}

@@ -1,0 +1,176 @@
+import Foundation
+import HTTP
+import Observability
+import Postgres
+import Reconciliation
+import Store
+import Synchronization
+
+/// `payrecon serve`: the webhook endpoint of contract §4.
+///
+/// Per delivery: route → size → signature on the raw bytes → parse (dedupe key) → group commit → 200. A 2xx is
+/// answered only from the commit's completion; every 4xx is recorded in `rejected_deliveries`.
+public final class Receiver: Sendable {
+    public struct Configuration: Sendable {
+        public var host: String
+        public var port: UInt16
+        public var maxBodyBytes: Int
+        public var threads: Int
+        public var connectionTimeoutSeconds: UInt32
+        public var drainSeconds: Int
+        public init(host: String = "127.0.0.1", port: UInt16 = 8080, maxBodyBytes: Int = 1_048_576, threads: Int = 4,
+                    connectionTimeoutSeconds: UInt32 = 15, drainSeconds: Int = 20) {
+            self.host = host; self.port = port; self.maxBodyBytes = maxBodyBytes; self.threads = threads
+            self.connectionTimeoutSeconds = connectionTimeoutSeconds; self.drainSeconds = drainSeconds
+        }
+    }
+
+    private let configuration: Configuration
+    private let endpoints: [String: any WebhookEndpoint]
+    private let pool: PostgresPool
+    private let committer: GroupCommitter
+    private let server: Mutex<HTTPServer?> = Mutex(nil)
+    private let metrics = ReceiverMetrics()
+
+    /// `endpoints`: one per provider that is configured; the others answer 503 `provider_not_configured`.
+    public init(configuration: Configuration, endpoints: [any WebhookEndpoint], pool: PostgresPool) {
+        self.configuration = configuration
+        self.endpoints = Dictionary(uniqueKeysWithValues: endpoints.map { ($0.provider.rawValue, $0) })
+        self.pool = pool
+        self.committer = GroupCommitter(pool: pool)
+        let pool = pool
+        Metrics.shared.addCollector {
+            guard let n = try? pool.withConnection({ try DeliveryStore.pendingCount(on: $0) }) else { return [] }
+            return [(name: "payrecon_deliveries_pending", help: "Stored deliveries waiting for the worker.", value: n)]
+        }
+    }
+
+    /// Starts listening; returns the bound port (useful with port 0).
+    @discardableResult
+    public func start() throws -> UInt16 {
+        let s = HTTPServer(configuration: .init(host: configuration.host, port: configuration.port, threads: configuration.threads,
+                                                maxBodyBytes: configuration.maxBodyBytes,
+                                                connectionTimeoutSeconds: configuration.connectionTimeoutSeconds)) { [self] request, responder in
+            handle(request, responder)
+        }
+        try s.start()
+        server.withLock { $0 = s }
+        Log.info("receiver listening", ["address": "\(configuration.host):\(s.port)", "providers": endpoints.keys.sorted().joined(separator: ",")])
+        return s.port
+    }
+
+    /// Stops accepting, answers what is in flight (each after its commit), then returns.
+    public func shutdown() {
+        let deadline = DispatchTime.now() + .seconds(configuration.drainSeconds)
+        server.withLock { $0 }?.shutdown(drainTimeout: Double(configuration.drainSeconds))
+        _ = committer.drain(timeout: deadline)
+        Log.info("receiver stopped")
+    }
+
+    // MARK: - Routing
+
+    func handle(_ request: HTTPRequest, _ responder: HTTPResponder) {
+        let path = request.path
+        if path.hasPrefix("/webhooks/") {
+            let name = String(path.dropFirst("/webhooks/".count))
+            guard let provider = Provider(rawValue: name) else { return responder.respond(.error(404, "not_found", "no such endpoint: \(path)")) }
+            guard request.method == "POST" else {
+                return responder.respond(.error(405, "method_not_allowed", "use POST for \(path)", headers: [("Allow", "POST")]))
+            }
+            return receive(provider, request, responder)
+        }
+        switch path {
+        case "/healthz", "/readyz", "/metrics":
+            guard request.method == "GET" || request.method == "HEAD" else {
+                return responder.respond(.error(405, "method_not_allowed", "use GET for \(path)", headers: [("Allow", "GET, HEAD")]))
+            }
+            if path == "/healthz" { return responder.respond(.json(200, #"{"status":"ok"}"#)) }
+            if path == "/metrics" {
+                return responder.respond(HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")],
+                                                      body: Array(Metrics.shared.render().utf8)))
+            }
+            let ready = pool.healthy()
+            return responder.respond(ready ? .json(200, #"{"status":"ready"}"#)
+                                           : .error(503, "storage_unavailable", "the database is not reachable", headers: [("Retry-After", "5")]))
+        default:
+            responder.respond(.error(404, "not_found", "no such endpoint: \(path)"))
+        }
+    }
+
+    // MARK: - Receiving a delivery
+
+    private func receive(_ provider: Provider, _ request: HTTPRequest, _ responder: HTTPResponder) {
+        let started = DispatchTime.now()
+        let headers = request.headers.pairs
+        let reject: @Sendable (Int, String, String) -> Void = { [self] status, code, message in
+            committer.record(Rejection(provider: provider.rawValue, reason: code, message: message, headers: headers,
+                                       body: request.body, bodyBytes: request.declaredLength.map(Int64.init), remoteAddress: request.remoteAddress))
+            metrics.delivery(provider, outcome: code)
+            Log.info("delivery rejected", ["provider": provider.rawValue, "reason": code, "status": status])
+            responder.respond(.error(status, code, message))
+        }
+        if request.bodyTooLarge {
+            return reject(413, "body_too_large", "the body is larger than PAYRECON_MAX_BODY_BYTES (\(configuration.maxBodyBytes) bytes)")
+        }
+        guard let endpoint = endpoints[provider.rawValue] else {
+            metrics.delivery(provider, outcome: "provider_not_configured")
+            return responder.respond(.error(503, "provider_not_configured",
+                                            "\(provider.rawValue) webhooks are not configured on this receiver: set \(provider.webhookSecretVariable)",
+                                            headers: [("Retry-After", "300")]))
+        }
+        let accepted: AcceptedDelivery
+        switch endpoint.accept(headers: request.headers, body: request.body, now: Date()) {
+        case .failure(let rejection): return reject(rejection.status, rejection.code, rejection.message)
+        case .success(let a): accepted = a
+        }
+        let delivery = NewDelivery(provider: provider, dedupeKey: accepted.dedupeKey, eventType: accepted.eventType,
+                                   headers: headers, body: request.body)
+        committer.store(delivery) { [metrics] outcome in
+            switch outcome {
+            case .stored(let stored):
+                let status = stored.inserted ? "accepted" : "duplicate"
+                metrics.delivery(provider, outcome: status)
+                metrics.ack(provider, since: started)
+                Log.debug("delivery stored", ["provider": provider.rawValue, "delivery_id": stored.id, "status": status])
+                responder.respond(.json(200, #"{"status":"\#(status)","event_id":\#(stored.id)}"#))
+            case .unavailable(let why):
+                metrics.delivery(provider, outcome: "storage_unavailable")
+                Log.warning("delivery not stored", ["provider": provider.rawValue, "error": why])
+                responder.respond(.error(503, "storage_unavailable", "the delivery could not be stored; retry later",
+                                         headers: [("Retry-After", "5")]))
+            }
+        }
+    }
+}
+
+extension Provider {
+    /// The environment variable holding this provider's webhook secret.
+    public var webhookSecretVariable: String {
+        switch self {
+        case .pxp: "PXP_WEBHOOK_KEY"
+        case .paypal: "PAYPAL_WEBHOOK_ID"
+        case .paypercut: "PAYPERCUT_WEBHOOK_SECRET"
+        }
+    }
+}
+
+extension HTTPResponse {
+    static func json(_ status: Int, _ body: String, headers: [(String, String)] = []) -> HTTPResponse {
+        HTTPResponse(status: status, headers: [("Content-Type", "application/json")] + headers, body: Array(body.utf8))
+    }
+    /// The contract's error body: `{"error":{"code":"...","message":"..."}}`.
+    static func error(_ status: Int, _ code: String, _ message: String, headers: [(String, String)] = []) -> HTTPResponse {
+        .json(status, #"{"error":{"code":\#(Log.jsonString(code)),"message":\#(Log.jsonString(message))}}"#, headers: headers)
+    }
+}
+
+struct ReceiverMetrics: Sendable {
+    let deliveries = Metrics.shared.counter("payrecon_deliveries_total", help: "Webhook deliveries by provider and outcome.")
+    let latency = Metrics.shared.histogram("payrecon_ack_seconds", help: "Time from a delivery's arrival to its 200, after commit.",
+                                           buckets: [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5])
+    func delivery(_ p: Provider, outcome: String) { deliveries.increment([("provider", p.rawValue), ("outcome", outcome)]) }
+    func ack(_ p: Provider, since: DispatchTime) {
+        let nanos = DispatchTime.now().uptimeNanoseconds - since.uptimeNanoseconds
+        latency.observe(seconds: Double(nanos) / 1e9, [("provider", p.rawValue)])
+    }
+}

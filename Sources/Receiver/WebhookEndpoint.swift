@@ -1,0 +1,32 @@
+import Foundation
+import HTTP
+import Reconciliation
+
+/// What the receiver needs of each provider: authenticate the raw delivery and name its dedupe key.
+/// Implementations wrap the provider's verifier and event parser (Sources/Providers).
+public protocol WebhookEndpoint: Sendable {
+    var provider: Provider { get }
+    func accept(headers: HTTPHeaders, body: [UInt8], now: Date) -> Result<AcceptedDelivery, DeliveryRejection>
+}
+
+public struct AcceptedDelivery: Sendable {
+    public var dedupeKey: String
+    public var eventType: String?
+    public init(dedupeKey: String, eventType: String?) {
+        self.dedupeKey = AcceptedDelivery.storable(dedupeKey)
+        self.eventType = eventType.map { String(AcceptedDelivery.storable($0).prefix(200)) }
+    }
+
+    /// Keys go into a text column: NUL bytes can't, and very long ones shouldn't; such keys are hashed instead.
+    static func storable(_ s: String) -> String {
+        if !s.utf8.contains(0) && s.utf8.count <= 256 { return s }
+        return "sha256:" + sha256Hex(Array(s.utf8))
+    }
+}
+
+public struct DeliveryRejection: Error, Sendable {
+    public var status: Int      // 400 or 401
+    public var code: String     // the contract's error code
+    public var message: String
+    public init(status: Int, code: String, message: String) { self.status = status; self.code = code; self.message = message }
+}

@@ -1,0 +1,107 @@
+import Foundation
+import Postgres
+import Reconciliation
+
+/// A row of the action outbox.
+public struct StoredAction: Sendable {
+    public var id: Int64
+    public var provider: Provider
+    public var orderID: String
+    public var kind: ActionKind
+    public var amount: Money
+    public var target: Int64
+    public var providerTarget: String?
+    public var idempotencyKey: String
+    public var status: ActionStatus
+    public var attempts: Int
+    public var lastError: String?
+    public var providerRef: String?
+    public var createdAt: Date
+}
+
+/// The outbox: `payrecon actions execute` (or the worker with PAYRECON_ACTIONS=execute) claims pending actions under
+/// a lease and records each outcome; the idempotency key goes to the provider, so a retry after a crash is a no-op there.
+public enum ActionStore {
+    static let columns = "id, provider, order_id, action, amount_minor, currency, target_minor, provider_target, idempotency_key, status, attempts, last_error, provider_ref, created_at"
+
+    public static func claimPending(leaseSeconds: Int, limit: Int, on conn: PostgresConnection) throws -> [StoredAction] {
+        try conn.query("""
+            UPDATE actions SET lease_expires_at = now() + make_interval(secs => $1), attempts = attempts + 1, updated_at = now()
+            WHERE id IN (SELECT id FROM actions WHERE status = 'pending' AND (lease_expires_at IS NULL OR lease_expires_at < now())
+                         ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED)
+            RETURNING \(columns)
+            """, [.int64(Int64(leaseSeconds)), .int64(Int64(limit))]).map(decode)
+    }
+
+    /// Records the outcome; `status` pending keeps it for another try (transient failure).
+    public static func finish(id: Int64, status: ActionStatus, providerRef: String?, error: String?, on conn: PostgresConnection) throws {
+        _ = try conn.execute("""
+            UPDATE actions SET status = $2, provider_ref = coalesce($3, provider_ref), last_error = $4, lease_expires_at = NULL, updated_at = now()
+            WHERE id = $1
+            """, [.int64(id), .text(status.rawValue), providerRef.map { .text($0) } ?? .null, error.map { .text($0) } ?? .null])
+    }
+
+    public static func list(status: ActionStatus?, limit: Int, on conn: PostgresConnection) throws -> [StoredAction] {
+        try conn.query("SELECT \(columns) FROM actions WHERE ($1::text IS NULL OR status = $1) ORDER BY id LIMIT $2",
+                       [status.map { .text($0.rawValue) } ?? .null, .int64(Int64(limit))]).map(decode)
+    }
+
+    /// Remembers a PXP modification transaction (its own systemTransactionId, linked to the parent).
+    public static func recordPXPModification(systemTransactionID: String, parent: String, orderID: String?, operation: ActionKind,
+                                             amount: Int64, currency: String, state: String, actionID: Int64?,
+                                             on conn: PostgresConnection) throws {
+        _ = try conn.execute("""
+            INSERT INTO pxp_modifications (system_transaction_id, parent_system_transaction_id, order_id, operation, amount_minor, currency, state, action_id)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+            ON CONFLICT (system_transaction_id) DO UPDATE SET state = EXCLUDED.state
+            """, [.text(systemTransactionID), .text(parent), orderID.map { .text($0) } ?? .null, .text(operation.rawValue),
+                  .int64(amount), .text(currency), .text(state), actionID.map { .int64($0) } ?? .null])
+    }
+
+    /// The modifications known for a PXP parent transaction.
+    public static func pxpModifications(parent: String, on conn: PostgresConnection) throws -> [(systemTransactionID: String, operation: ActionKind, amount: Int64, state: String)] {
+        try conn.query("""
+            SELECT system_transaction_id, operation, amount_minor, state FROM pxp_modifications
+            WHERE parent_system_transaction_id = $1 ORDER BY created_at, system_transaction_id
+            """, [.text(parent)]).compactMap { row in
+            guard let op = ActionKind(rawValue: try row.string("operation")) else { return nil }
+            return (try row.string("system_transaction_id"), op, try row.int64("amount_minor"), try row.string("state"))
+        }
+    }
+
+    static func decode(_ row: PostgresRow) throws -> StoredAction {
+        let code = try row.string("currency")
+        guard let currency = Currency(code: code), let provider = Provider(rawValue: try row.string("provider")),
+              let kind = ActionKind(rawValue: try row.string("action")), let status = ActionStatus(rawValue: try row.string("status")) else {
+            throw PostgresError.decoding("actions row \(try row.int64("id")) has an unknown provider, action, status or currency")
+        }
+        return StoredAction(id: try row.int64("id"), provider: provider, orderID: try row.string("order_id"), kind: kind,
+                            amount: Money(minorUnits: try row.int64("amount_minor"), currency: currency),
+                            target: try row.int64("target_minor"), providerTarget: try row.optionalString("provider_target"),
+                            idempotencyKey: try row.string("idempotency_key"), status: status, attempts: Int(try row.int64("attempts")),
+                            lastError: try row.optionalString("last_error"), providerRef: try row.optionalString("provider_ref"),
+                            createdAt: try row.date("created_at"))
+    }
+}
+
+/// One row per `payrecon reconcile`.
+public enum RunStore {
+    public struct Totals: Sendable, Equatable {
+        public var checked = 0, matched = 0, opened = 0, resolved = 0, actionsEmitted = 0, errors = 0
+        public init() {}
+    }
+
+    public static func start(options: String, on conn: PostgresConnection) throws -> Int64 {
+        try conn.query("INSERT INTO runs (options) VALUES ($1::jsonb) RETURNING id", [.jsonb(options)]).first!.int64("id")
+    }
+
+    public static func finish(id: Int64, totals: Totals, errors: [String], exitCode: Int32, on conn: PostgresConnection) throws {
+        let list = (try? JSONSerialization.data(withJSONObject: Array(errors.prefix(1000)))).map { String(decoding: $0, as: UTF8.self) } ?? "[]"
+        _ = try conn.execute("""
+            UPDATE runs SET finished_at = now(), checked = $2, matched = $3, opened = $4, resolved = $5, actions_emitted = $6,
+                errors = $7, error_list = $8::jsonb, exit_code = $9 WHERE id = $1
+            """, [.int64(id), .int64(Int64(totals.checked)), .int64(Int64(totals.matched)), .int64(Int64(totals.opened)),
+                  .int64(Int64(totals.resolved)), .int64(Int64(totals.actionsEmitted)), .int64(Int64(totals.errors)),
+                  .jsonb(list), .int64(Int64(exitCode))])
+    }
+}

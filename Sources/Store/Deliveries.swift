@@ -1,0 +1,115 @@
+import Foundation
+import Observability
+import Postgres
+import Reconciliation
+
+/// A verified delivery, ready to be stored.
+public struct NewDelivery: Sendable {
+    public var provider: Provider
+    public var dedupeKey: String
+    public var eventType: String?
+    public var headers: [(String, String)]
+    public var body: [UInt8]
+    public init(provider: Provider, dedupeKey: String, eventType: String?, headers: [(String, String)], body: [UInt8]) {
+        self.provider = provider; self.dedupeKey = dedupeKey; self.eventType = eventType; self.headers = headers; self.body = body
+    }
+}
+
+/// A delivery answered 4xx, kept for audit.
+public struct Rejection: Sendable {
+    public static let maxBodyPrefix = 64 * 1024
+    public var provider: String
+    public var reason: String
+    public var message: String
+    public var headers: [(String, String)]
+    public var bodyPrefix: [UInt8]
+    public var bodyBytes: Int64
+    public var remoteAddress: String?
+    public init(provider: String, reason: String, message: String, headers: [(String, String)], body: [UInt8], bodyBytes: Int64? = nil, remoteAddress: String?) {
+        self.provider = provider; self.reason = reason; self.message = message; self.headers = headers
+        self.bodyPrefix = Array(body.prefix(Self.maxBodyPrefix)); self.bodyBytes = bodyBytes ?? Int64(body.count)
+        self.remoteAddress = remoteAddress
+    }
+}
+
+/// Where a delivery landed: its row id, and whether this call stored it or found it already stored.
+public struct StoredDelivery: Sendable, Equatable {
+    public var id: Int64
+    public var inserted: Bool
+}
+
+/// SQL for the durable inbox. Group commit: many deliveries (and rejections) in one transaction, sent as one
+/// pipeline (BEGIN; INSERT…; COMMIT) so a batch costs one round trip and one fsync.
+public enum DeliveryStore {
+    public static let channel = "payrecon_deliveries"
+
+    static let insertDelivery = """
+        INSERT INTO deliveries (provider, dedupe_key, event_type, headers, body)
+        VALUES ($1, $2, $3, $4::jsonb, $5)
+        ON CONFLICT (provider, dedupe_key) DO UPDATE
+            SET redeliveries = deliveries.redeliveries + 1, last_redelivered_at = now()
+        RETURNING id, (xmax = 0) AS inserted
+        """
+    static let insertRejection = """
+        INSERT INTO rejected_deliveries (provider, reason, message, headers, body_prefix, body_bytes, remote_addr)
+        VALUES ($1, $2, $3, $4::jsonb, $5, $6, $7)
+        """
+
+    /// Commits `deliveries` and `rejections` in one transaction; returns one result per delivery, in order.
+    /// Identical (provider, dedupe key) pairs within the batch are stored once and all get that row's id
+    /// (the first one `inserted` if the row is new). Throws if the transaction did not commit.
+    public static func commit(_ deliveries: [NewDelivery], rejections: [Rejection], on conn: PostgresConnection) throws -> [StoredDelivery] {
+        // In-batch dedupe: ON CONFLICT cannot touch the same row twice in one transaction's statement sequence
+        // without waiting on itself, and one row per key is what we want anyway.
+        var firstIndex: [String: Int] = [:]
+        var unique: [Int] = []
+        var mapping = [Int](repeating: 0, count: deliveries.count)
+        for (i, d) in deliveries.enumerated() {
+            let key = d.provider.rawValue + "\u{0}" + d.dedupeKey
+            if let j = firstIndex[key] { mapping[i] = j } else { firstIndex[key] = unique.count; mapping[i] = unique.count; unique.append(i) }
+        }
+        var statements: [PostgresStatement] = [PostgresStatement("BEGIN")]
+        for i in unique {
+            let d = deliveries[i]
+            statements.append(PostgresStatement(insertDelivery, [
+                .text(d.provider.rawValue), .text(d.dedupeKey), d.eventType.map { .text($0) } ?? .null,
+                .jsonb(headersJSON(d.headers)), .bytea(d.body),
+            ]))
+        }
+        for r in rejections {
+            statements.append(PostgresStatement(insertRejection, [
+                .text(r.provider), .text(r.reason), .text(r.message), .jsonb(headersJSON(r.headers)),
+                .bytea(r.bodyPrefix), .int64(r.bodyBytes), r.remoteAddress.map { .text($0) } ?? .null,
+            ]))
+        }
+        if !unique.isEmpty { statements.append(PostgresStatement("SELECT pg_notify($1, '')", [.text(channel)])) }
+        statements.append(PostgresStatement("COMMIT"))
+
+        let results = try conn.pipeline(statements)
+        // Any failure means the transaction did not commit (the pipeline aborts after the first error).
+        var stored: [StoredDelivery] = []
+        for (n, result) in results.enumerated() {
+            let rows = try result.get()
+            if n >= 1 && n <= unique.count {
+                guard let row = rows.first else { throw PostgresError.protocolViolation("INSERT … RETURNING gave no row") }
+                stored.append(StoredDelivery(id: try row.int64("id"), inserted: try row.bool("inserted")))
+            }
+        }
+        return deliveries.indices.map { i in
+            let s = stored[mapping[i]]
+            // Only the first of identical deliveries in a batch is the one that inserted.
+            let isFirst = unique[mapping[i]] == i
+            return StoredDelivery(id: s.id, inserted: s.inserted && isFirst)
+        }
+    }
+
+    /// Headers as a JSON array of [name, value] pairs (order and repeats kept).
+    public static func headersJSON(_ headers: [(String, String)]) -> String {
+        "[" + headers.map { "[" + Log.jsonString($0.0) + "," + Log.jsonString($0.1) + "]" }.joined(separator: ",") + "]"
+    }
+
+    /// Deliveries waiting for the worker (for /metrics).
+    public static func pendingCount(on conn: PostgresConnection) throws -> Int64 {
+        try conn.query("SELECT count(*) AS n FROM deliveries WHERE status = 'pending'").first.map { try $0.int64("n") } ?? 0
+    }
+}

@@ -1,0 +1,127 @@
+import Foundation
+import Postgres
+import Reconciliation
+
+/// A stored delivery as the worker and `payrecon events` see it.
+public struct QueuedDelivery: Sendable {
+    public var id: Int64
+    public var provider: Provider
+    public var dedupeKey: String
+    public var eventType: String?
+    public var receivedAt: Date
+    public var headers: [(String, String)]
+    public var body: [UInt8]
+    public var status: String
+    public var attempts: Int
+    public var nextAttemptAt: Date
+    public var lastError: String?
+    public var redeliveries: Int
+    public var processedAt: Date?
+}
+
+/// The worker's queue over `deliveries`: claims with FOR UPDATE SKIP LOCKED under a lease, so several workers on
+/// one database never hold the same delivery at once, and a dead worker's deliveries come back when its lease ends.
+public enum DeliveryQueue {
+    static func columns(_ t: String = "") -> String {
+        ["id", "provider", "dedupe_key", "event_type", "received_at", "headers::text AS headers", "body", "status", "attempts",
+         "next_attempt_at", "last_error", "redeliveries", "processed_at"].map { t + $0 }.joined(separator: ", ")
+    }
+
+    /// Claims up to `limit` due deliveries for `owner` until `leaseSeconds` from now.
+    public static func claim(owner: String, leaseSeconds: Int, limit: Int, on conn: PostgresConnection) throws -> [QueuedDelivery] {
+        let rows = try conn.query("""
+            UPDATE deliveries d SET lease_owner = $1, lease_expires_at = now() + make_interval(secs => $2), attempts = d.attempts + 1
+            WHERE d.id IN (
+                SELECT id FROM deliveries
+                WHERE status = 'pending' AND next_attempt_at <= now() AND (lease_expires_at IS NULL OR lease_expires_at < now())
+                ORDER BY next_attempt_at, id
+                LIMIT $3
+                FOR UPDATE SKIP LOCKED)
+            RETURNING \(columns("d."))
+            """, [.text(owner), .int64(Int64(leaseSeconds)), .int64(Int64(limit))])
+        return try rows.map(decode)
+    }
+
+    /// Extends the lease of deliveries `owner` still holds; returns the ids whose lease it still had.
+    @discardableResult
+    public static func renew(ids: [Int64], owner: String, leaseSeconds: Int, on conn: PostgresConnection) throws -> [Int64] {
+        guard !ids.isEmpty else { return [] }
+        return try conn.query("""
+            UPDATE deliveries SET lease_expires_at = now() + make_interval(secs => $3)
+            WHERE id = ANY($1) AND lease_owner = $2 AND status = 'pending' RETURNING id
+            """, [.int64Array(ids), .text(owner), .int64(Int64(leaseSeconds))]).map { try $0.int64("id") }
+    }
+
+    /// Marks the delivery done, if `owner` still holds it. False when the lease was lost (another worker has it).
+    public static func complete(id: Int64, owner: String, on conn: PostgresConnection) throws -> Bool {
+        try conn.execute("""
+            UPDATE deliveries SET status = 'done', processed_at = now(), lease_owner = NULL, lease_expires_at = NULL, last_error = NULL
+            WHERE id = $1 AND lease_owner = $2 AND status = 'pending'
+            """, [.int64(id), .text(owner)]) == 1
+    }
+
+    /// Schedules another attempt after `delaySeconds`, or marks it dead when `dead`.
+    public static func fail(id: Int64, owner: String, error: String, retryAfterSeconds: Double?, on conn: PostgresConnection) throws -> Bool {
+        if let delay = retryAfterSeconds {
+            return try conn.execute("""
+                UPDATE deliveries SET next_attempt_at = now() + make_interval(secs => $3), last_error = $4,
+                    lease_owner = NULL, lease_expires_at = NULL
+                WHERE id = $1 AND lease_owner = $2 AND status = 'pending'
+                """, [.int64(id), .text(owner), .text(String(format: "%.3f", delay)), .text(error)]) == 1
+        }
+        return try conn.execute("""
+            UPDATE deliveries SET status = 'dead', last_error = $3, processed_at = now(), lease_owner = NULL, lease_expires_at = NULL
+            WHERE id = $1 AND lease_owner = $2 AND status = 'pending'
+            """, [.int64(id), .text(owner), .text(error)]) == 1
+    }
+
+    public static func list(status: String?, limit: Int, on conn: PostgresConnection) throws -> [QueuedDelivery] {
+        try conn.query("""
+            SELECT \(columns()) FROM deliveries WHERE ($1::text IS NULL OR status = $1) ORDER BY id DESC LIMIT $2
+            """, [status.map { .text($0) } ?? .null, .int64(Int64(limit))]).map(decode)
+    }
+
+    public static func find(id: Int64, on conn: PostgresConnection) throws -> QueuedDelivery? {
+        try conn.query("SELECT \(columns()) FROM deliveries WHERE id = $1", [.int64(id)]).first.map(decode)
+    }
+
+    /// Makes dead (or done) deliveries due again with a fresh attempt budget. Returns how many.
+    public static func retry(id: Int64?, on conn: PostgresConnection) throws -> Int {
+        if let id {
+            return try conn.execute("""
+                UPDATE deliveries SET status = 'pending', attempts = 0, next_attempt_at = now(), lease_owner = NULL, lease_expires_at = NULL
+                WHERE id = $1
+                """, [.int64(id)])
+        }
+        return try conn.execute("""
+            UPDATE deliveries SET status = 'pending', attempts = 0, next_attempt_at = now(), lease_owner = NULL, lease_expires_at = NULL
+            WHERE status = 'dead'
+            """)
+    }
+
+    /// Seconds until the next delivery is due (nil when none is pending): the worker sleeps that long at most.
+    public static func secondsUntilNextDue(on conn: PostgresConnection) throws -> Double? {
+        let row = try conn.query("""
+            SELECT extract(epoch FROM (min(greatest(next_attempt_at, coalesce(lease_expires_at, next_attempt_at))) - now()))::text AS s
+            FROM deliveries WHERE status = 'pending'
+            """).first
+        guard let s = try row?.optionalString("s") else { return nil }
+        return max(0, Double(s) ?? 0)
+    }
+
+    static func decode(_ row: PostgresRow) throws -> QueuedDelivery {
+        let provider = try row.string("provider")
+        return QueuedDelivery(
+            id: try row.int64("id"), provider: Provider(rawValue: provider) ?? .pxp, dedupeKey: try row.string("dedupe_key"),
+            eventType: try row.optionalString("event_type"), receivedAt: try row.date("received_at"),
+            headers: decodeHeaders(try row.string("headers")), body: try row.bytes("body"), status: try row.string("status"),
+            attempts: Int(try row.int64("attempts")), nextAttemptAt: try row.date("next_attempt_at"),
+            lastError: try row.optionalString("last_error"), redeliveries: Int(try row.int64("redeliveries")),
+            processedAt: try row.optionalDate("processed_at"))
+    }
+
+    static func decodeHeaders(_ json: String) -> [(String, String)] {
+        guard let array = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [[String]] else { return [] }
+        return array.compactMap { $0.count == 2 ? ($0[0], $0[1]) : nil }
+    }
+}

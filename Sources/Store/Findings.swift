@@ -1,0 +1,109 @@
+import Foundation
+import Postgres
+import Reconciliation
+
+/// What one check of one order changed in the database.
+public struct CheckOutcome: Sendable, Equatable {
+    public var opened = 0
+    public var resolved = 0
+    public var stillOpen = 0
+    public var actionsEmitted = 0
+    public var superseded = 0
+    public init() {}
+}
+
+/// Records a plan: discrepancies open/count/resolve, actions into the outbox, the latest snapshot. One transaction
+/// per order, under a per-order advisory lock so a webhook and the sweep checking the same order don't interleave.
+public enum FindingStore {
+    /// Actions already emitted for an order (the planner's memory).
+    public static func emitted(provider: Provider, orderID: String, on conn: PostgresConnection) throws -> [EmittedAction] {
+        try conn.query("""
+            SELECT idempotency_key, action, status, amount_minor FROM actions WHERE provider = $1 AND order_id = $2 ORDER BY id
+            """, [.text(provider.rawValue), .text(orderID)]).compactMap { row in
+            guard let kind = ActionKind(rawValue: try row.string("action")), let status = ActionStatus(rawValue: try row.string("status")) else { return nil }
+            return EmittedAction(idempotencyKey: try row.string("idempotency_key"), kind: kind, status: status, amount: try row.int64("amount_minor"))
+        }
+    }
+
+    static let upsertFinding = """
+        INSERT INTO discrepancies (provider, order_id, transaction_ref, kind, expected, actual, detail, amount_at_risk_minor, currency)
+        VALUES ($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7, $8, $9)
+        ON CONFLICT (provider, coalesce(order_id, ''), transaction_ref, kind) WHERE status = 'open' DO UPDATE SET
+            last_seen = now(), occurrences = discrepancies.occurrences + 1, expected = EXCLUDED.expected,
+            actual = EXCLUDED.actual, detail = EXCLUDED.detail, amount_at_risk_minor = EXCLUDED.amount_at_risk_minor,
+            currency = EXCLUDED.currency
+        RETURNING (xmax = 0) AS inserted
+        """
+
+    /// Applies `plan` for the order (or, with `order` nil, for the unknown transaction `transactionRef`).
+    public static func record(provider: Provider, order: Order?, transactionRef: String, snapshot: Snapshot?, plan: Plan,
+                              on conn: PostgresConnection) throws -> CheckOutcome {
+        var outcome = CheckOutcome()
+        let orderID = order?.orderID
+        let currency = order?.amount.currency.code ?? snapshot?.currency.code
+        try conn.transaction { tx in
+            _ = try tx.query("SELECT pg_advisory_xact_lock(hashtext($1))", [.text("\(provider.rawValue):\(orderID ?? "?" + transactionRef)")])
+            for f in plan.findings {
+                let row = try tx.query(upsertFinding, [
+                    .text(provider.rawValue), orderID.map { .text($0) } ?? .null, .text(transactionRef), .text(f.kind.rawValue),
+                    .jsonb(json(f.expected)), .jsonb(json(f.actual)), .text(f.detail), .int64(f.amountAtRisk),
+                    currency.map { .text($0) } ?? .null,
+                ]).first
+                if try row?.bool("inserted") == true { outcome.opened += 1 } else { outcome.stillOpen += 1 }
+            }
+            // Whatever this check no longer finds is resolved.
+            let kinds = plan.findings.map(\.kind.rawValue)
+            if let orderID {
+                outcome.resolved = try tx.execute("""
+                    UPDATE discrepancies SET status = 'resolved', resolved_at = now()
+                    WHERE provider = $1 AND order_id = $2 AND status = 'open' AND NOT (kind = ANY($3))
+                    """, [.text(provider.rawValue), .text(orderID), .textArray(kinds)])
+                // An order now known resolves the unknown_order its transaction had raised.
+                outcome.resolved += try tx.execute("""
+                    UPDATE discrepancies SET status = 'resolved', resolved_at = now()
+                    WHERE provider = $1 AND order_id IS NULL AND transaction_ref = $2 AND status = 'open'
+                    """, [.text(provider.rawValue), .text(transactionRef)])
+            } else {
+                outcome.resolved = try tx.execute("""
+                    UPDATE discrepancies SET status = 'resolved', resolved_at = now()
+                    WHERE provider = $1 AND order_id IS NULL AND transaction_ref = $2 AND status = 'open' AND NOT (kind = ANY($3))
+                    """, [.text(provider.rawValue), .text(transactionRef), .textArray(kinds)])
+            }
+            if let order {
+                for a in plan.actions {
+                    outcome.actionsEmitted += try tx.execute("""
+                        INSERT INTO actions (provider, order_id, action, amount_minor, currency, target_minor, provider_target, idempotency_key)
+                        VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (idempotency_key) DO NOTHING
+                        """, [.text(provider.rawValue), .text(order.orderID), .text(a.kind.rawValue), .int64(a.amount),
+                              .text(a.currency.code), .int64(a.target), a.providerTarget.map { .text($0) } ?? .null,
+                              .text(a.idempotencyKey)])
+                }
+                if !plan.supersede.isEmpty {
+                    outcome.superseded = try tx.execute("""
+                        UPDATE actions SET status = 'superseded', updated_at = now()
+                        WHERE idempotency_key = ANY($1) AND status = 'pending' AND (lease_expires_at IS NULL OR lease_expires_at < now())
+                        """, [.textArray(plan.supersede)])
+                }
+                if let snapshot {
+                    _ = try tx.execute("""
+                        INSERT INTO snapshots (provider, order_id, transaction_ref, snapshot) VALUES ($1, $2, $3, $4::jsonb)
+                        ON CONFLICT (provider, order_id) DO UPDATE SET transaction_ref = EXCLUDED.transaction_ref,
+                            snapshot = EXCLUDED.snapshot, fetched_at = now()
+                        """, [.text(provider.rawValue), .text(order.orderID), .text(transactionRef), .jsonb(try encode(snapshot))])
+                }
+            }
+        }
+        return outcome
+    }
+
+    static func json(_ dict: [String: String]) -> String {
+        guard let data = try? JSONSerialization.data(withJSONObject: dict, options: [.sortedKeys]) else { return "{}" }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    static func encode(_ snapshot: Snapshot) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return String(decoding: try encoder.encode(snapshot), as: UTF8.self)
+    }
+}

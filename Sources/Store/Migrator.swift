@@ -1,0 +1,51 @@
+import Foundation
+import Postgres
+
+/// Applies `sql/NNNN_name.sql` in order, each once, each in its own transaction, recorded in `schema_migrations`.
+/// An advisory lock keeps two processes from migrating at once.
+public enum Migrator {
+    public struct Migration: Sendable, Equatable {
+        public var version: String   // "0001_deliveries"
+        public var sql: String
+    }
+
+    /// Where the migrations are: `PAYRECON_SQL_DIR`, else `sql/` in the checkout the executable was built in
+    /// (walking up from it), else `./sql`, else `/usr/share/payrecon/sql`.
+    public static func locateDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL? {
+        if let dir = environment["PAYRECON_SQL_DIR"], !dir.isEmpty { return URL(fileURLWithPath: dir) }
+        var candidates: [URL] = []
+        var url = URL(fileURLWithPath: CommandLine.arguments.first ?? ".").resolvingSymlinksInPath().deletingLastPathComponent()
+        for _ in 0..<6 { candidates.append(url.appendingPathComponent("sql")); url.deleteLastPathComponent() }
+        candidates.append(URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent("sql"))
+        candidates.append(URL(fileURLWithPath: "/usr/share/payrecon/sql"))
+        return candidates.first { FileManager.default.fileExists(atPath: $0.appendingPathComponent("0001_deliveries.sql").path) }
+    }
+
+    public static func load(from directory: URL) throws -> [Migration] {
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+            .filter { $0.hasSuffix(".sql") && $0.first?.isNumber == true }.sorted()
+        return try names.map { name in
+            Migration(version: String(name.dropLast(4)), sql: try String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8))
+        }
+    }
+
+    /// Applies what is missing; returns the versions applied now.
+    @discardableResult
+    public static func migrate(_ migrations: [Migration], on conn: PostgresConnection) throws -> [String] {
+        _ = try conn.query("SELECT pg_advisory_lock(727274)")
+        defer { _ = try? conn.query("SELECT pg_advisory_unlock(727274)") }
+        _ = try conn.execute("""
+            CREATE TABLE IF NOT EXISTS schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())
+            """)
+        let done = Set(try conn.query("SELECT version FROM schema_migrations").map { try $0.string("version") })
+        var applied: [String] = []
+        for m in migrations where !done.contains(m.version) {
+            try conn.transaction { tx in
+                try tx.executeScript(m.sql)
+                _ = try tx.execute("INSERT INTO schema_migrations (version) VALUES ($1)", [.text(m.version)])
+            }
+            applied.append(m.version)
+        }
+        return applied
+    }
+}

@@ -1,0 +1,95 @@
+import Foundation
+import Postgres
+import Reconciliation
+
+/// SQL for the merchant's orders.
+public enum OrderStore {
+    static let columns = "provider, order_id, merchant, site, transaction_ref, intent, amount_minor, currency, fulfilment, refund_amount_minor"
+
+    /// Upserts every order in one transaction (the import is all-or-nothing), in chunks sent as arrays.
+    /// Returns (inserted, updated).
+    public static func upsert(_ orders: [Order], on conn: PostgresConnection) throws -> (inserted: Int, updated: Int) {
+        var inserted = 0, updated = 0
+        try conn.transaction { tx in
+            var start = 0
+            while start < orders.count {
+                let chunk = orders[start..<min(start + 2000, orders.count)]
+                start += chunk.count
+                let rows = try tx.query("""
+                    INSERT INTO orders (\(columns))
+                    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[], $9::text[], $10::bigint[])
+                    ON CONFLICT (provider, order_id) DO UPDATE SET
+                        merchant = EXCLUDED.merchant, site = EXCLUDED.site, transaction_ref = EXCLUDED.transaction_ref,
+                        intent = EXCLUDED.intent, amount_minor = EXCLUDED.amount_minor, currency = EXCLUDED.currency,
+                        fulfilment = EXCLUDED.fulfilment, refund_amount_minor = EXCLUDED.refund_amount_minor
+                    RETURNING (xmax = 0) AS inserted
+                    """, [
+                        .textArray(chunk.map(\.provider.rawValue)), .textArray(chunk.map(\.orderID)),
+                        .textArray(chunk.map { $0.merchant ?? "" }), .textArray(chunk.map { $0.site ?? "" }),
+                        .textArray(chunk.map(\.transactionRef)), .textArray(chunk.map(\.intent.rawValue)),
+                        .int64Array(chunk.map(\.amount.minorUnits)), .textArray(chunk.map(\.amount.currency.code)),
+                        .textArray(chunk.map(\.fulfilment.rawValue)), .int64Array(chunk.map(\.refundAmount)),
+                    ])
+                for row in rows { if try row.bool("inserted") { inserted += 1 } else { updated += 1 } }
+            }
+        }
+        return (inserted, updated)
+    }
+
+    public static func find(provider: Provider, orderID: String, on conn: PostgresConnection) throws -> Order? {
+        try conn.query("SELECT \(columns) FROM orders WHERE provider = $1 AND order_id = $2",
+                       [.text(provider.rawValue), .text(orderID)]).first.map(decode)
+    }
+
+    /// Orders whose transaction_ref is `ref` (normally one).
+    public static func find(provider: Provider, transactionRef: String, on conn: PostgresConnection) throws -> [Order] {
+        try conn.query("SELECT \(columns) FROM orders WHERE provider = $1 AND transaction_ref = $2 ORDER BY order_id",
+                       [.text(provider.rawValue), .text(transactionRef)]).map(decode)
+    }
+
+    /// The PXP order whose parent or modification carries `systemTransactionID` (learned from earlier checks).
+    public static func findPXP(systemTransactionID: String, on conn: PostgresConnection) throws -> [Order] {
+        try conn.query("""
+            SELECT \(columns.split(separator: ",").map { "o." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", "))
+            FROM orders o JOIN snapshots s ON s.provider = o.provider AND s.order_id = o.order_id
+            WHERE o.provider = 'pxp' AND s.snapshot -> 'actionTargets' ->> 'systemTransactionID' = $1
+            UNION
+            SELECT \(columns.split(separator: ",").map { "o." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", "))
+            FROM orders o JOIN pxp_modifications m ON m.order_id = o.order_id
+            WHERE o.provider = 'pxp' AND m.system_transaction_id = $1
+            """, [.text(systemTransactionID)]).map(decode)
+    }
+
+    /// The sweep's scope, a page at a time in key order (keyset pagination: constant memory, no long transaction).
+    /// `since` nil = all orders; otherwise orders created or updated since then, plus those with open discrepancies
+    /// or pending actions.
+    public static func page(after key: (provider: String, orderID: String)?, since: Date?, provider: Provider?, limit: Int,
+                            on conn: PostgresConnection) throws -> [Order] {
+        try conn.query("""
+            SELECT \(columns) FROM orders o
+            WHERE (o.provider, o.order_id) > ($1, $2)
+              AND ($3::text IS NULL OR o.provider = $3)
+              AND ($4::timestamptz IS NULL OR o.updated_at >= $4 OR o.created_at >= $4
+                   OR EXISTS (SELECT 1 FROM discrepancies d WHERE d.provider = o.provider AND d.order_id = o.order_id AND d.status = 'open')
+                   OR EXISTS (SELECT 1 FROM actions a WHERE a.provider = o.provider AND a.order_id = o.order_id AND a.status = 'pending'))
+            ORDER BY o.provider, o.order_id
+            LIMIT $5
+            """, [.text(key?.provider ?? ""), .text(key?.orderID ?? ""), provider.map { .text($0.rawValue) } ?? .null,
+                  since.map { .timestamptz($0) } ?? .null, .int64(Int64(limit))]).map(decode)
+    }
+
+    static func decode(_ row: PostgresRow) throws -> Order {
+        let code = try row.string("currency")
+        guard let currency = Currency(code: code) else { throw PostgresError.decoding("orders.currency '\(code)' is not an ISO 4217 code") }
+        let providerText = try row.string("provider"), intentText = try row.string("intent"), fulfilmentText = try row.string("fulfilment")
+        guard let provider = Provider(rawValue: providerText), let intent = Intent(rawValue: intentText),
+              let fulfilment = Fulfilment(rawValue: fulfilmentText) else {
+            throw PostgresError.decoding("orders row has an unknown provider, intent or fulfilment")
+        }
+        let merchant = try row.string("merchant"), site = try row.string("site")
+        return Order(provider: provider, orderID: try row.string("order_id"), merchant: merchant.isEmpty ? nil : merchant,
+                     site: site.isEmpty ? nil : site, transactionRef: try row.string("transaction_ref"), intent: intent,
+                     amount: Money(minorUnits: try row.int64("amount_minor"), currency: currency), fulfilment: fulfilment,
+                     refundAmount: try row.int64("refund_amount_minor"))
+    }
+}

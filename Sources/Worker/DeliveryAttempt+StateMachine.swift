@@ -1,0 +1,41 @@
+/// What happens to a claimed delivery after one attempt, decided from values alone (no clock reads, no I/O):
+/// done, another try after a backoff with full jitter (honouring a provider's Retry-After), or dead with the reason.
+public struct DeliveryAttempt: Sendable {
+    public enum Result: Sendable, Equatable {
+        case processed
+        /// The provider could not answer now (timeout, 429, 5xx): try again later.
+        case transient(reason: String, retryAfterSeconds: Int?)
+        /// Retrying will not help (e.g. malformed stored body, provider says 4xx); still retried until the budget
+        /// runs out, because credentials and configuration get fixed.
+        case permanent(reason: String)
+    }
+
+    public enum Decision: Sendable, Equatable {
+        case done
+        case retry(afterSeconds: Double, reason: String)
+        case dead(reason: String)
+    }
+
+    public var maxAttempts: Int
+    public var baseDelaySeconds: Double
+    public var maxDelaySeconds: Double
+
+    public init(maxAttempts: Int = 10, baseDelaySeconds: Double = 2, maxDelaySeconds: Double = 900) {
+        self.maxAttempts = maxAttempts; self.baseDelaySeconds = baseDelaySeconds; self.maxDelaySeconds = maxDelaySeconds
+    }
+
+    /// `attempts` counts this one (1 after the first try). `random` in [0, 1) supplies the jitter.
+    public func decide(_ result: Result, attempts: Int, random: Double) -> Decision {
+        let reason: String, retryAfter: Int?
+        switch result {
+        case .processed: return .done
+        case .transient(let r, let after): reason = r; retryAfter = after
+        case .permanent(let r): reason = r; retryAfter = nil
+        }
+        if attempts >= maxAttempts { return .dead(reason: "gave up after \(attempts) attempts: \(reason)") }
+        let ceiling = min(maxDelaySeconds, baseDelaySeconds * Double(1 << min(attempts - 1, 30)))
+        var delay = ceiling * random                      // full jitter: spread retries of many deliveries
+        if let retryAfter { delay = max(delay, Double(retryAfter)) }
+        return .retry(afterSeconds: max(delay, 0.05), reason: reason)
+    }
+}
