@@ -1,0 +1,156 @@
+import Foundation
+
+/// A statement parameter. Each case is sent with its PostgreSQL type, so `$1` needs no cast, except `.text`, which is
+/// sent untyped and takes the type the statement gives it (text, varchar, an enum, a uuid...).
+public enum PostgresValue: Sendable, Hashable {
+    case text(String)
+    case int64(Int64)
+    case int32(Int32)
+    case bool(Bool)
+    /// Sent in binary, so every byte sequence (NULs included) arrives unchanged.
+    case bytea([UInt8])
+    /// A JSON document as text; the server validates it.
+    case jsonb(String)
+    /// Sent as ISO 8601 in UTC with microseconds (PostgreSQL's precision); sub-microsecond parts are rounded.
+    case timestamptz(Date)
+    case textArray([String])
+    case int64Array([Int64])
+    case null
+}
+
+/// Type OIDs from pg_type.dat that this layer sends or names in messages.
+enum PostgresOID {
+    static let unknown: UInt32 = 0
+    static let bool: UInt32 = 16
+    static let bytea: UInt32 = 17
+    static let int8: UInt32 = 20
+    static let int2: UInt32 = 21
+    static let int4: UInt32 = 23
+    static let text: UInt32 = 25
+    static let json: UInt32 = 114
+    static let float4: UInt32 = 700
+    static let float8: UInt32 = 701
+    static let textArray: UInt32 = 1009
+    static let int8Array: UInt32 = 1016
+    static let varchar: UInt32 = 1043
+    static let date: UInt32 = 1082
+    static let timestamp: UInt32 = 1114
+    static let timestamptz: UInt32 = 1184
+    static let numeric: UInt32 = 1700
+    static let uuid: UInt32 = 2950
+    static let jsonb: UInt32 = 3802
+
+    static func name(_ oid: UInt32) -> String {
+        switch oid {
+        case bool: return "boolean"
+        case bytea: return "bytea"
+        case int8: return "bigint"
+        case int2: return "smallint"
+        case int4: return "integer"
+        case text: return "text"
+        case json: return "json"
+        case float4: return "real"
+        case float8: return "double precision"
+        case textArray: return "text[]"
+        case int8Array: return "bigint[]"
+        case varchar: return "varchar"
+        case date: return "date"
+        case timestamp: return "timestamp"
+        case timestamptz: return "timestamptz"
+        case numeric: return "numeric"
+        case uuid: return "uuid"
+        case jsonb: return "jsonb"
+        default: return "type oid \(oid)"
+        }
+    }
+}
+
+extension PostgresValue {
+    /// The wire form: type OID, bytes (nil for NULL) and whether they are binary.
+    struct Encoded {
+        var oid: UInt32
+        var bytes: [UInt8]?
+        var binary: Bool
+    }
+
+    func encoded() throws -> Encoded {
+        switch self {
+        case .text(let value): return Encoded(oid: PostgresOID.unknown, bytes: try Self.textBytes(value, "text"), binary: false)
+        case .int64(let value): return Encoded(oid: PostgresOID.int8, bytes: Array(String(value).utf8), binary: false)
+        case .int32(let value): return Encoded(oid: PostgresOID.int4, bytes: Array(String(value).utf8), binary: false)
+        case .bool(let value): return Encoded(oid: PostgresOID.bool, bytes: [value ? UInt8(ascii: "t") : UInt8(ascii: "f")], binary: false)
+        case .bytea(let value): return Encoded(oid: PostgresOID.bytea, bytes: value, binary: true)
+        case .jsonb(let value): return Encoded(oid: PostgresOID.jsonb, bytes: try Self.textBytes(value, "jsonb"), binary: false)
+        case .timestamptz(let value):
+            return Encoded(oid: PostgresOID.timestamptz, bytes: Array(try PostgresTimestamp.format(value).utf8), binary: false)
+        case .textArray(let values):
+            var literal = "{"
+            for (index, value) in values.enumerated() {
+                _ = try Self.textBytes(value, "textArray element")
+                if index > 0 { literal += "," }
+                literal += "\""
+                for scalar in value.unicodeScalars {
+                    if scalar == "\"" || scalar == "\\" { literal += "\\" }
+                    literal.unicodeScalars.append(scalar)
+                }
+                literal += "\""
+            }
+            literal += "}"
+            return Encoded(oid: PostgresOID.textArray, bytes: Array(literal.utf8), binary: false)
+        case .int64Array(let values):
+            let literal = "{" + values.map(String.init).joined(separator: ",") + "}"
+            return Encoded(oid: PostgresOID.int8Array, bytes: Array(literal.utf8), binary: false)
+        case .null: return Encoded(oid: PostgresOID.unknown, bytes: nil, binary: false)
+        }
+    }
+
+    /// Text parameters travel as C strings: a NUL would silently cut the value, and PostgreSQL text cannot hold one.
+    private static func textBytes(_ value: String, _ kind: String) throws -> [UInt8] {
+        let bytes = Array(value.utf8)
+        if bytes.contains(0) {
+            throw PostgresError.decoding("\(kind) parameter contains a NUL byte, which PostgreSQL text cannot store; use .bytea")
+        }
+        return bytes
+    }
+}
+
+/// A statement for ``PostgresConnection/pipeline(_:)``: SQL with parameters, or a statement prepared on the connection.
+public struct PostgresStatement: Sendable, Hashable {
+    enum Kind: Sendable, Hashable {
+        case sql(String)
+        case prepared(String)
+    }
+
+    let kind: Kind
+    public let params: [PostgresValue]
+
+    /// SQL with `$1`, `$2`... placeholders.
+    public init(_ sql: String, _ params: [PostgresValue] = []) {
+        kind = .sql(sql)
+        self.params = params
+    }
+
+    /// A statement registered with ``PostgresConnection/prepare(name:sql:)``.
+    public static func prepared(_ name: String, _ params: [PostgresValue] = []) -> PostgresStatement {
+        PostgresStatement(kind: .prepared(name), params: params)
+    }
+
+    private init(kind: Kind, params: [PostgresValue]) {
+        self.kind = kind
+        self.params = params
+    }
+}
+
+/// A NOTIFY received on a channel this connection listens to.
+public struct PostgresNotification: Sendable, Hashable {
+    public let channel: String
+    public let payload: String
+    /// Backend process id of the session that sent it.
+    public let pid: Int32
+
+    public init(channel: String, payload: String, pid: Int32) {
+        self.channel = channel
+        self.payload = payload
+        self.pid = pid
+    }
+}
