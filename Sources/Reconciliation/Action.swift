@@ -1,0 +1,50 @@
+// Actions the planner asks for, and the ones already recorded (contract §6).
+
+/// A provider operation payrecon can ask for.
+public enum ActionKind: String, Sendable, Hashable, Codable, CaseIterable {
+    case capture, void, refund, increment
+}
+
+/// The recorded outcome of an emitted action.
+public enum ActionStatus: String, Sendable, Hashable, Codable, CaseIterable {
+    case pending, succeeded, failed, superseded
+}
+
+/// An action the order calls for and the provider allows.
+public struct PlannedAction: Sendable, Hashable, Codable {
+    public var kind: ActionKind
+    /// The operation's own amount in minor units, always > 0: capture amt − C, refund its difference,
+    /// increment amt − A, void A − C (what the void releases).
+    public var amount: Int64
+    public var currency: Currency
+    /// The cumulative total the action brings the transaction to (captured, refunded or authorised); 0 for a void.
+    public var target: Int64
+    /// `provider:order_id:action:target`: planning again yields the same key, so nothing is emitted twice.
+    public var idempotencyKey: String
+    /// The provider object to act on: PXP systemTransactionId; PayPal authorization id (capture, void) or capture
+    /// id (refund); Paypercut payment intent id.
+    public var providerTarget: String?
+
+    public init(kind: ActionKind, amount: Int64, currency: Currency, target: Int64, idempotencyKey: String,
+                providerTarget: String?) {
+        self.kind = kind; self.amount = amount; self.currency = currency; self.target = target
+        self.idempotencyKey = idempotencyKey; self.providerTarget = providerTarget
+    }
+
+    /// `provider:order_id:action:target`.
+    public static func idempotencyKey(provider: Provider, orderID: String, kind: ActionKind, target: Int64) -> String {
+        "\(provider.rawValue):\(orderID):\(kind.rawValue):\(target)"
+    }
+}
+
+/// An action recorded earlier for the same order, as the store knows it.
+public struct EmittedAction: Sendable, Hashable, Codable {
+    public var idempotencyKey: String
+    public var kind: ActionKind
+    public var status: ActionStatus
+    public var amount: Int64
+
+    public init(idempotencyKey: String, kind: ActionKind, status: ActionStatus, amount: Int64) {
+        self.idempotencyKey = idempotencyKey; self.kind = kind; self.status = status; self.amount = amount
+    }
+}

@@ -1,0 +1,136 @@
+// RFC 4180 CSV records for order files.
+
+extension OrderFileReader {
+    enum CSVRecord {
+        case fields([[UInt8]], line: Int)
+        case error(OrderFileError)
+    }
+
+    /// The next record (blank lines skipped), or nil at the end of the input.
+    mutating func readCSVRecord() -> CSVRecord? {
+        while true {
+            guard input.peek() != nil else { return nil }
+            let startLine = input.line
+            var fields: [[UInt8]] = []
+            var field: [UInt8] = []
+            var atFieldStart = true
+            var quotedAny = false
+
+            func fail(_ reason: String) -> CSVRecord {
+                .error(OrderFileError(line: startLine, field: "", reason: reason))
+            }
+
+            reading: while true {
+                guard let byte = input.next() else { break reading }
+                if atFieldStart, byte == UInt8(ascii: "\"") {
+                    quotedAny = true
+                    atFieldStart = false
+                    quoted: while true {
+                        guard let inner = input.next() else { return fail("unterminated quoted field") }
+                        if inner == UInt8(ascii: "\"") {
+                            if input.peek() == UInt8(ascii: "\"") { _ = input.next(); field.append(inner) }
+                            else { break quoted }
+                        } else {
+                            field.append(inner)
+                            if ByteInput.isNewline(inner) {
+                                if inner == 0x0D, input.peek() == 0x0A { field.append(0x0A) }
+                                input.finishNewline(inner)
+                            }
+                        }
+                    }
+                    if let following = input.peek(), following != UInt8(ascii: ","), !ByteInput.isNewline(following) {
+                        input.skipLine()
+                        return fail("unexpected character after a closing quote (a quote inside a quoted field is written \"\")")
+                    }
+                    continue reading
+                }
+                switch byte {
+                case UInt8(ascii: ","):
+                    fields.append(field)
+                    field = []
+                    atFieldStart = true
+                case 0x0A, 0x0D:
+                    input.finishNewline(byte)
+                    break reading
+                case UInt8(ascii: "\""):
+                    input.skipLine()
+                    return fail("quote inside an unquoted field (quote the whole field and write \"\")")
+                default:
+                    field.append(byte)
+                    atFieldStart = false
+                }
+            }
+            fields.append(field)
+            if fields.count == 1, fields[0].isEmpty, !quotedAny { continue }   // blank line
+            return .fields(fields, line: startLine)
+        }
+    }
+
+    /// Reads the header row: column names, or every problem with them (then the file is not read further).
+    mutating func readHeader() -> Result<[String], OrderFileRejection> {
+        guard let record = readCSVRecord() else { return .failure(OrderFileRejection(errors: [])) }
+        let names: [[UInt8]]
+        let line: Int
+        switch record {
+        case let .error(error): return .failure(OrderFileRejection(errors: [error]))
+        case let .fields(fields, at): (names, line) = (fields, at)
+        }
+        var errors: [OrderFileError] = []
+        var columns: [String] = []
+        for raw in names {
+            guard let text = String(validating: raw, as: UTF8.self) else {
+                errors.append(OrderFileError(line: line, field: "", reason: "column name is not valid UTF-8"))
+                columns.append("")
+                continue
+            }
+            let name = String(text.trimmingASCIIBlanks()).lowercased()
+            if name.isEmpty {
+                errors.append(OrderFileError(line: line, field: "", reason: "empty column name"))
+            } else if !OrderFile.knownFields.contains(name) {
+                let known = (OrderFile.requiredFields + OrderFile.optionalFields).joined(separator: ", ")
+                errors.append(OrderFileError(line: line, field: text, reason: "unknown column (known: \(known))"))
+            } else if columns.contains(name) {
+                errors.append(OrderFileError(line: line, field: name, reason: "repeated column"))
+            }
+            columns.append(name)
+        }
+        for required in OrderFile.requiredFields where !columns.contains(required) {
+            errors.append(OrderFileError(line: line, field: required, reason: "missing column"))
+        }
+        return errors.isEmpty ? .success(columns) : .failure(OrderFileRejection(errors: errors))
+    }
+
+    mutating func nextCSVRow(columns: [String]) -> OrderFileRecord? {
+        guard let record = readCSVRecord() else { return nil }
+        switch record {
+        case let .error(error):
+            return .invalid([error])
+        case let .fields(fields, line):
+            guard fields.count == columns.count else {
+                return .invalid([OrderFileError(line: line, field: "",
+                                                reason: "expected \(columns.count) fields, found \(fields.count)")])
+            }
+            var values: [String: RawValue] = [:]
+            var errors: [OrderFileError] = []
+            for (column, raw) in zip(columns, fields) {
+                guard let text = String(validating: raw, as: UTF8.self) else {
+                    errors.append(OrderFileError(line: line, field: column, reason: "not valid UTF-8"))
+                    continue
+                }
+                values[column] = .text(text)
+            }
+            guard errors.isEmpty else { return .invalid(errors) }
+            return validator.validate(line: line, values: values)
+        }
+    }
+}
+
+extension StringProtocol {
+    func trimmingASCIIBlanks() -> SubSequence {
+        let isBlank = { (character: Character) in character == " " || character == "\t" }
+        guard let first = firstIndex(where: { !isBlank($0) }), let last = lastIndex(where: { !isBlank($0) }) else {
+            return self[endIndex...]
+        }
+        return self[first...last]
+    }
+}

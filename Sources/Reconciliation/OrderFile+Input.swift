@@ -1,0 +1,64 @@
+// Chunked byte input with one byte of lookahead and physical line counting (CRLF, LF or a lone CR).
+
+struct ByteInput {
+    private let nextChunk: () -> [UInt8]?
+    private var chunk: [UInt8] = []
+    private var index = 0
+    private var exhausted = false
+    /// 1-based line of the next byte.
+    private(set) var line = 1
+
+    init(nextChunk: @escaping () -> [UInt8]?) { self.nextChunk = nextChunk }
+
+    mutating func peek() -> UInt8? {
+        while index >= chunk.count {
+            guard !exhausted, let next = nextChunk() else { exhausted = true; return nil }
+            chunk = next
+            index = 0
+        }
+        return chunk[index]
+    }
+
+    mutating func next() -> UInt8? {
+        guard let byte = peek() else { return nil }
+        index += 1
+        return byte
+    }
+
+    /// After reading `byte` (CR or LF): swallow the LF of a CRLF and count the line.
+    mutating func finishNewline(_ byte: UInt8) {
+        if byte == 0x0D, peek() == 0x0A { index += 1 }
+        line += 1
+    }
+
+    static func isNewline(_ byte: UInt8) -> Bool { byte == 0x0A || byte == 0x0D }
+
+    mutating func skipBOM() {
+        // A BOM can straddle chunks: gather up to three bytes into one chunk first.
+        guard peek() == 0xEF else { return }
+        var head = Array(chunk[index...])
+        while head.count < 3, !exhausted {
+            guard let more = nextChunk() else { exhausted = true; break }
+            head += more
+        }
+        chunk = head
+        index = head.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
+    }
+
+    /// Skips blanks and blank lines (counting them) and returns the next byte without consuming it.
+    mutating func firstNonBlank() -> UInt8? {
+        while let byte = peek() {
+            if ByteInput.isNewline(byte) { index += 1; finishNewline(byte) }
+            else if byte == 0x20 || byte == 0x09 { index += 1 }
+            else { return byte }
+        }
+        return nil
+    }
+
+    /// Consumes the rest of the current line, its line break included.
+    mutating func skipLine() {
+        while let byte = next() {
+            if ByteInput.isNewline(byte) { finishNewline(byte); return }
+        }
+    }
+}

@@ -1,0 +1,145 @@
+// One row of an order file → an Order, or every problem in it (contract §5).
+
+/// A raw value from a CSV cell or a JSON Lines key.
+enum RawValue: Hashable {
+    case text(String)
+    /// A JSON number, as its literal text.
+    case number(String)
+    case null
+    /// A JSON value that is neither string, number nor null ("true", "an object", "an array").
+    case wrongType(String)
+}
+
+struct RowValidator {
+    private struct OrderKey: Hashable { var provider: Provider; var orderID: String }
+    /// First line of every (provider, order_id) seen, for the duplicate check.
+    private var firstLine: [OrderKey: Int] = [:]
+
+    mutating func validate(line: Int, values: [String: RawValue]) -> OrderFileRecord {
+        var row = Row(line: line, values: values)
+
+        let provider: Provider? = row.required("provider").flatMap { text in
+            row.enumValue(Provider.self, text, field: "provider", name: "provider")
+        }
+        let orderID = row.required("order_id", allowInteger: true)
+        let transactionRef = row.required("transaction_ref", allowInteger: true)
+        let merchant = row.optional("merchant", allowInteger: true)
+        let site = row.optional("site", allowInteger: true)
+        if provider == .pxp {
+            if merchant == nil { row.fail("merchant", "required for pxp (part of its API path)") }
+            if site == nil { row.fail("site", "required for pxp (part of its API path)") }
+        }
+        let intent = row.required("intent").flatMap { row.enumValue(Intent.self, $0, field: "intent", name: "intent") }
+        let fulfilment = row.required("fulfilment").flatMap {
+            row.enumValue(Fulfilment.self, $0, field: "fulfilment", name: "fulfilment")
+        }
+        let currency: Currency? = row.required("currency").flatMap { code in
+            if let currency = Currency(code: code) { return currency }
+            row.fail("currency", "unknown currency '\(code)'")
+            return nil
+        }
+        let amount = row.amount("amount", currency: currency, required: true)
+        let refundAmount = row.amount("refund_amount", currency: currency, required: false)
+        if let amount, let refundAmount, refundAmount > amount, let currency {
+            row.fail("refund_amount", "refund_amount above the amount "
+                     + "(\(Money.format(minorUnits: amount, exponent: currency.exponent)))")
+        }
+
+        if let provider, let orderID {
+            let key = OrderKey(provider: provider, orderID: orderID)
+            if let first = firstLine[key] {
+                row.fail("order_id", "duplicate order_id for \(provider.rawValue) (first on line \(first))")
+            } else {
+                firstLine[key] = line
+            }
+        }
+
+        guard row.errors.isEmpty, let provider, let orderID, let transactionRef, let intent, let fulfilment,
+              let currency, let amount
+        else { return .invalid(row.errors) }
+        let order = Order(provider: provider, orderID: orderID, merchant: merchant, site: site,
+                          transactionRef: transactionRef, intent: intent,
+                          amount: Money(minorUnits: amount, currency: currency), fulfilment: fulfilment,
+                          refundAmount: refundAmount ?? 0)
+        return .order(order, line: line)
+    }
+}
+
+/// The values of one row and the errors found so far (one per field: the first problem is the one reported).
+private struct Row {
+    let line: Int
+    let values: [String: RawValue]
+    var errors: [OrderFileError] = []
+
+    init(line: Int, values: [String: RawValue]) { self.line = line; self.values = values }
+
+    mutating func fail(_ field: String, _ reason: String) {
+        guard !errors.contains(where: { $0.field == field }) else { return }
+        errors.append(OrderFileError(line: line, field: field, reason: reason))
+    }
+
+    /// A string value; nil when absent, null or empty. A JSON integer is accepted where `allowInteger`.
+    mutating func optional(_ field: String, allowInteger: Bool = false) -> String? {
+        switch values[field] {
+        case nil, .null: return nil
+        case let .text(text): return text.isEmpty ? nil : text
+        case let .number(literal):
+            if allowInteger, literal.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) {
+                return literal
+            }
+            fail(field, allowInteger ? "must be a string or an integer" : "must be a string")
+            return nil
+        case let .wrongType(kind):
+            fail(field, "must be a string, not \(kind)")
+            return nil
+        }
+    }
+
+    mutating func required(_ field: String, allowInteger: Bool = false) -> String? {
+        let value = optional(field, allowInteger: allowInteger)
+        if value == nil { fail(field, "missing") }
+        return value
+    }
+
+    mutating func enumValue<E: RawRepresentable & CaseIterable>(_ type: E.Type, _ text: String, field: String,
+                                                                 name: String) -> E? where E.RawValue == String {
+        if let value = E(rawValue: text.lowercased()) { return value }
+        let allowed = E.allCases.map(\.rawValue).joined(separator: ", ")
+        fail(field, "unknown \(name) '\(text)' (expected one of: \(allowed))")
+        return nil
+    }
+
+    /// Minor units of an amount field: decimal string or JSON number, not negative, within the currency's
+    /// exponent. Without a valid currency only the syntax and the sign are checked.
+    mutating func amount(_ field: String, currency: Currency?, required: Bool) -> Int64? {
+        let text: String
+        let json: Bool
+        switch values[field] {
+        case nil, .null, .text(""):
+            if required { fail(field, "missing") }
+            return nil
+        case let .text(value): (text, json) = (value, false)
+        case let .number(literal): (text, json) = (literal, true)
+        case let .wrongType(kind):
+            fail(field, "must be a decimal string or a number, not \(kind)")
+            return nil
+        }
+        do throws(MoneyError) {
+            let number = try DecimalText(parsing: Array(text.utf8), json: json)
+            if number.negative, number.digits.contains(where: { $0 != 0 }) {
+                fail(field, "negative amount")
+                return nil
+            }
+            guard let currency else { return nil }
+            let minorUnits = try number.minorUnits(exponent: currency.exponent)
+            return minorUnits
+        } catch .tooManyDecimals(_, let allowed, let found) {
+            let named = MoneyError.tooManyDecimals(currency: currency?.code, allowed: allowed, found: found)
+            fail(field, named.description)
+            return nil
+        } catch {
+            fail(field, error.description)
+            return nil
+        }
+    }
+}

@@ -1,0 +1,145 @@
+// Order import files (contract §5): CSV with a header row, or JSON Lines; all-or-nothing with every bad row listed.
+
+/// One problem in an order file. `line` is the 1-based physical line where the row starts; `field` is the column
+/// or key ("" when the problem is the row itself, e.g. a wrong field count or a JSON syntax error).
+public struct OrderFileError: Error, Hashable, Sendable, CustomStringConvertible {
+    public var line: Int
+    public var field: String
+    public var reason: String
+
+    public init(line: Int, field: String, reason: String) {
+        self.line = line; self.field = field; self.reason = reason
+    }
+
+    /// "line 3, amount: more decimals than USD allows (2)".
+    public var description: String { field.isEmpty ? "line \(line): \(reason)" : "line \(line), \(field): \(reason)" }
+}
+
+/// A file with at least one bad row: nothing is imported; `errors` lists every problem in file order.
+public struct OrderFileRejection: Error, Hashable, Sendable, CustomStringConvertible {
+    public var errors: [OrderFileError]
+    public init(errors: [OrderFileError]) { self.errors = errors }
+    public var description: String { errors.map(\.description).joined(separator: "\n") }
+}
+
+/// One row of an order file, as the reader yields it.
+public enum OrderFileRecord: Hashable, Sendable {
+    case order(Order, line: Int)
+    /// Every problem found in one row (or in the CSV header, which ends the file).
+    case invalid([OrderFileError])
+}
+
+/// Reads order files.
+///
+/// Format: JSON Lines when the first non-blank character (after an optional UTF-8 BOM) is `{`, CSV otherwise.
+///
+/// CSV: RFC 4180 (quoted fields with `""` escapes and line breaks; CRLF, LF or CR), a header row naming the
+/// columns in any order (names are matched case-insensitively, surrounding spaces ignored). Required columns:
+/// provider, order_id, transaction_ref, intent, amount, currency, fulfilment; optional: merchant, site,
+/// refund_amount. Unknown or repeated columns are errors: a misspelt `refund_amout` must not silently mean
+/// "no refund". Values are taken as written (no trimming). Empty lines are skipped.
+///
+/// JSON Lines: one object per line with the same keys (unknown or repeated keys are errors); `null` = absent.
+/// Amounts may be strings ("25.00") or JSON numbers (25.00), read from the literal text, never through Double;
+/// order_id, transaction_ref, merchant and site may be integers (taken as written).
+///
+/// Values: provider, intent, fulfilment and currency are case-insensitive; amounts follow `Money.parse`.
+/// A row is invalid for the contract's reasons plus: a duplicate (provider, order_id) within the file (which row
+/// wins would be a guess), a wrong field count, a value of the wrong JSON type, invalid UTF-8.
+public enum OrderFile {
+    public enum Format: Sendable, Hashable { case csv, jsonLines }
+
+    /// The orders of a whole file, or every problem in it.
+    public static func parse(_ bytes: [UInt8]) throws(OrderFileRejection) -> [Order] {
+        var orders: [Order] = []
+        var errors: [OrderFileError] = []
+        for record in OrderFileReader(bytes: bytes) {
+            switch record {
+            case let .order(order, _): if errors.isEmpty { orders.append(order) }
+            case let .invalid(rowErrors): errors.append(contentsOf: rowErrors)
+            }
+        }
+        guard errors.isEmpty else { throw OrderFileRejection(errors: errors) }
+        return orders
+    }
+
+    /// `parse(_:)` for text.
+    public static func parse(text: String) throws(OrderFileRejection) -> [Order] {
+        try parse(Array(text.utf8))
+    }
+
+    /// The format `parse` would pick for a file starting with these bytes.
+    public static func detectFormat(_ bytes: some Sequence<UInt8>) -> Format {
+        var iterator = bytes.makeIterator()
+        var byte = iterator.next()
+        if byte == 0xEF {   // a UTF-8 BOM, or not ASCII at all (then not JSON either)
+            guard iterator.next() == 0xBB, iterator.next() == 0xBF else { return .csv }
+            byte = iterator.next()
+        }
+        while let current = byte, isBlank(current) { byte = iterator.next() }
+        return byte == UInt8(ascii: "{") ? .jsonLines : .csv
+    }
+
+    static func isBlank(_ byte: UInt8) -> Bool {
+        byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D
+    }
+
+    /// The keys / columns, in the contract's order.
+    static let requiredFields = ["provider", "order_id", "transaction_ref", "intent", "amount", "currency",
+                                 "fulfilment"]
+    static let optionalFields = ["merchant", "site", "refund_amount"]
+    static let knownFields = Set(requiredFields + optionalFields)
+}
+
+/// Streams the records of an order file, reading the bytes in chunks, so a large file is checked (and imported in
+/// a second pass) in constant memory apart from the set of order ids seen (for the duplicate check).
+///
+///     let reader = OrderFileReader { try? handle.read(upToCount: 1 << 16).map(Array.init) }
+public struct OrderFileReader: IteratorProtocol, Sequence {
+    var input: ByteInput
+    var state: ReaderState = .start
+    var validator = RowValidator()
+
+    enum ReaderState { case start, csv(columns: [String]), jsonLines, done }
+
+    /// Reads from `nextChunk` until it returns nil (empty chunks are skipped).
+    public init(chunks nextChunk: @escaping () -> [UInt8]?) {
+        input = ByteInput(nextChunk: nextChunk)
+    }
+
+    /// Reads a file held in memory.
+    public init(bytes: [UInt8]) {
+        var sent = false
+        self.init(chunks: {
+            defer { sent = true }
+            return sent ? nil : bytes
+        })
+    }
+
+    public mutating func next() -> OrderFileRecord? {
+        while true {
+            switch state {
+            case .done:
+                return nil
+            case .start:
+                input.skipBOM()
+                if input.firstNonBlank() == UInt8(ascii: "{") {
+                    state = .jsonLines
+                } else {
+                    switch readHeader() {
+                    case let .success(columns): state = .csv(columns: columns)
+                    case let .failure(rejection):
+                        state = .done
+                        return rejection.errors.isEmpty ? nil : .invalid(rejection.errors)
+                    }
+                }
+            case let .csv(columns):
+                guard let record = nextCSVRow(columns: columns) else { state = .done; return nil }
+                return record
+            case .jsonLines:
+                guard let record = nextJSONLine() else { state = .done; return nil }
+                return record
+            }
+        }
+    }
+}

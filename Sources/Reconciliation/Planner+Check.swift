@@ -1,0 +1,208 @@
+// The rows of the decision table for one order and its snapshot (documented at the top of Planner.swift).
+
+extension Planner {
+    struct Check {
+        let order: Order
+        let snapshot: Snapshot
+        let now: Int64
+        let pendingMax: Int64
+        var findings: [Finding] = []
+        var actions: [PlannedAction] = []
+
+        init(order: Order, snapshot: Snapshot, now: Int64, pendingMax: Int64) {
+            self.order = order; self.snapshot = snapshot; self.now = now; self.pendingMax = pendingMax
+        }
+
+        var amt: Int64 { order.amount.minorUnits }
+        var authorised: Int64 { snapshot.authorised }
+        var captured: Int64 { snapshot.captured }
+        var refunded: Int64 { snapshot.refunded }
+        var state: TransactionState { snapshot.state }
+        var currency: Currency { order.amount.currency }
+
+        func money(_ minorUnits: Int64) -> String { Money.format(minorUnits: minorUnits, exponent: currency.exponent) }
+        func withCode(_ minorUnits: Int64) -> String { "\(money(minorUnits)) \(currency.code)" }
+
+        mutating func run() {
+            checkBlocking()
+            guard findings.isEmpty else { return }
+            if order.intent == .payout { checkPayout(); return }
+            if order.fulfilment == .open, state == .failed || state == .voided { return }
+
+            let fulfilment = order.fulfilment
+            let authorisationIntent = order.intent.isAuthorisation
+
+            // 1. open, authorisation intents, authorised, amt > A → increment, else amount_mismatch.
+            if fulfilment == .open, authorisationIntent, state == .authorised, amt > authorised {
+                let need = amt - authorised
+                switch incrementPermission() {
+                case let .allowed(target): emit(.increment, amount: need, target: amt, providerTarget: target)
+                case let .denied(reason):
+                    add(.amountMismatch, expected: ["amount": money(amt)], actual: ["authorised": money(authorised)],
+                        detail: "order total \(withCode(amt)) is above the authorised \(withCode(authorised)) "
+                            + "and cannot be incremented: \(reason)",
+                        risk: need)
+                }
+            }
+            // 2. fulfilled, authorisation intents, authorised, C < amt ≤ A → capture amt − C.
+            if fulfilment == .fulfilled, authorisationIntent, state == .authorised, captured < amt, amt <= authorised {
+                let need = amt - captured
+                switch capturePermission() {
+                case let .allowed(target): emit(.capture, amount: need, target: amt, providerTarget: target)
+                case let .denied(reason): notAllowed(.capture, amount: need, reason: reason)
+                }
+            }
+            // 3. fulfilled, authorisation intents, authorised, amt > A → increment, else action_not_allowed.
+            if fulfilment == .fulfilled, authorisationIntent, state == .authorised, amt > authorised {
+                let need = amt - authorised
+                switch incrementPermission() {
+                case let .allowed(target): emit(.increment, amount: need, target: amt, providerTarget: target)
+                case let .denied(reason): notAllowed(.increment, amount: need, reason: reason)
+                }
+            }
+            // 4. purchase, captured or refunded, C < amt → amount_mismatch.
+            if order.intent == .purchase, state.holdsCapturedMoney, captured < amt {
+                add(.amountMismatch, expected: ["amount": money(amt)], actual: ["captured": money(captured)],
+                    detail: "captured \(withCode(captured)) is below the order total \(withCode(amt))",
+                    risk: amt - captured)
+            }
+            // 5. fulfilled, failed or voided → state_mismatch.
+            if fulfilment == .fulfilled, state == .failed || state == .voided {
+                stateMismatch()
+            }
+            // 6. cancelled, authorised, C = 0 → void A − C.
+            if fulfilment == .cancelled, state == .authorised, captured == 0, authorised > 0 {
+                let need = authorised - captured
+                switch voidPermission() {
+                case let .allowed(target): emit(.void, amount: need, target: 0, providerTarget: target)
+                case let .denied(reason): notAllowed(.void, amount: need, reason: reason)
+                }
+            }
+            // 7. cancelled, C − R > 0 → refund C − R.
+            if fulfilment == .cancelled, captured - refunded > 0 {
+                refund(captured - refunded)
+            }
+            // 8. not cancelled, rq > R → refund rq − R if rq ≤ C, else action_not_allowed.
+            if fulfilment != .cancelled, order.refundAmount > refunded {
+                let need = order.refundAmount - refunded
+                if order.refundAmount <= captured {
+                    refund(need)
+                } else {
+                    notAllowed(.refund, amount: need,
+                               reason: "refund_amount \(withCode(order.refundAmount)) is above the captured "
+                                   + withCode(captured))
+                }
+            }
+            // 9. C > amt → over_captured.
+            if captured > amt {
+                add(.overCaptured, expected: ["amount": money(amt)], actual: ["captured": money(captured)],
+                    detail: "captured \(withCode(captured)) is above the order total \(withCode(amt))",
+                    risk: captured - amt)
+            }
+            // 10. R > (cancelled ? C : rq) → over_refunded.
+            let refundLimit = fulfilment == .cancelled ? captured : order.refundAmount
+            if refunded > refundLimit {
+                let limitName = fulfilment == .cancelled ? "captured" : "refund_amount"
+                add(.overRefunded, expected: [limitName: money(refundLimit)], actual: ["refunded": money(refunded)],
+                    detail: "refunded \(withCode(refunded)) is above the \(limitName) \(withCode(refundLimit))",
+                    risk: refunded - refundLimit)
+            }
+            // 11. pending too long → stale_pending.
+            checkStale()
+        }
+
+        // MARK: blocking checks and payouts
+
+        mutating func checkBlocking() {
+            if let merchant = order.merchant, !merchant.isEmpty, snapshot.merchant != merchant {
+                add(.merchantMismatch, expected: ["merchant": merchant], actual: ["merchant": snapshot.merchant ?? ""],
+                    detail: "provider reports merchant '\(snapshot.merchant ?? "")', order expects '\(merchant)'",
+                    risk: amt)
+            }
+            if order.provider == .pxp, let site = order.site, !site.isEmpty, snapshot.site != site {
+                add(.siteMismatch, expected: ["site": site], actual: ["site": snapshot.site ?? ""],
+                    detail: "provider reports site '\(snapshot.site ?? "")', order expects '\(site)'", risk: amt)
+            }
+            if snapshot.currency != currency {
+                add(.currencyMismatch, expected: ["currency": currency.code], actual: ["currency": snapshot.currency.code],
+                    detail: "provider reports \(snapshot.currency.code), order is in \(currency.code)", risk: amt)
+            }
+            if snapshot.intent != order.intent {
+                add(.intentMismatch, expected: ["intent": order.intent.rawValue],
+                    actual: ["intent": snapshot.intent.rawValue],
+                    detail: "provider reports intent \(snapshot.intent.rawValue), order expects \(order.intent.rawValue)",
+                    risk: amt)
+            }
+        }
+
+        mutating func checkPayout() {
+            if state.holdsCapturedMoney, captured != amt {
+                add(.amountMismatch, expected: ["amount": money(amt)], actual: ["captured": money(captured)],
+                    detail: "payout of \(withCode(captured)) differs from the order total \(withCode(amt))",
+                    risk: captured > amt ? captured - amt : amt - captured)
+            }
+            if order.fulfilment == .fulfilled, state == .failed || state == .voided {
+                stateMismatch()
+            }
+            checkStale()
+        }
+
+        mutating func stateMismatch() {
+            add(.stateMismatch, expected: ["fulfilment": order.fulfilment.rawValue],
+                actual: ["state": state.rawValue, "raw_state": snapshot.rawState],
+                detail: "order is \(order.fulfilment.rawValue) but the transaction is \(state.rawValue) "
+                    + "(\(snapshot.rawState))",
+                risk: amt)
+        }
+
+        mutating func checkStale() {
+            guard state == .pending || state == .actionRequired, let createdAt = snapshot.createdAt else { return }
+            let (age, overflow) = now.subtractingReportingOverflow(createdAt)
+            guard !overflow, age > pendingMax else { return }
+            add(.stalePending, expected: ["max_age_seconds": String(pendingMax)],
+                actual: ["state": state.rawValue, "raw_state": snapshot.rawState, "age_seconds": String(age),
+                         "created_at": UnixTime.iso8601(createdAt)],
+                detail: "transaction \(state.rawValue) (\(snapshot.rawState)) for \(age)s, longer than \(pendingMax)s",
+                risk: amt)
+        }
+
+        // MARK: emitting
+
+        mutating func add(_ kind: DiscrepancyKind, expected: [String: String], actual: [String: String],
+                          detail: String, risk: Int64) {
+            findings.append(Finding(kind: kind, expected: expected, actual: actual, detail: detail,
+                                    amountAtRisk: max(risk, 0)))
+        }
+
+        mutating func notAllowed(_ kind: ActionKind, amount: Int64, reason: String) {
+            add(.actionNotAllowed, expected: ["action": kind.rawValue, "amount": money(amount)],
+                actual: ["state": state.rawValue, "raw_state": snapshot.rawState],
+                detail: "\(kind.rawValue) of \(withCode(amount)) needed but not allowed: \(reason)", risk: amount)
+        }
+
+        mutating func emit(_ kind: ActionKind, amount: Int64, target: Int64, providerTarget: String?) {
+            let key = PlannedAction.idempotencyKey(provider: order.provider, orderID: order.orderID, kind: kind,
+                                                   target: target)
+            actions.append(PlannedAction(kind: kind, amount: amount, currency: currency, target: target,
+                                         idempotencyKey: key, providerTarget: providerTarget))
+        }
+
+        /// A refund of `amount` on top of R, split over PayPal captures when needed; action_not_allowed otherwise.
+        mutating func refund(_ amount: Int64) {
+            switch refundPermission(amount) {
+            case let .denied(denial): notAllowed(.refund, amount: amount, reason: denial)
+            case let .allowed(parts):
+                var total = refunded
+                for part in parts {
+                    total += part.amount
+                    emit(.refund, amount: part.amount, target: total, providerTarget: part.target)
+                }
+            }
+        }
+    }
+}
+
+extension TransactionState {
+    /// States in which money has been taken: captured, partially_refunded, refunded.
+    var holdsCapturedMoney: Bool { self == .captured || self == .partiallyRefunded || self == .refunded }
+}

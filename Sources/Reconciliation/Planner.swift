@@ -1,0 +1,135 @@
+// The reconcile planner: order + provider snapshot + recorded actions → findings, new actions, superseded keys.
+//
+// Contract §6, as implemented here. A = authorised, C = captured, R = refunded (snapshot), amt = order amount,
+// rq = order refund_amount; "authorisation intents" = authorisation and estimated_authorisation.
+//
+// 0. No order, a snapshot                  → unknown_order (only).
+//    An order, no snapshot                 → missing_at_provider (only).
+//    Blocking, in this order, all reported: merchant_mismatch (order merchant non-empty and ≠ the snapshot's,
+//    a missing snapshot merchant counts as different); site_mismatch (PXP only: the contract's site is the PXP
+//    site, other providers have none; order site non-empty and ≠); currency_mismatch; intent_mismatch (exact).
+//    Any of them → only those findings, no actions.
+// P. payout intent (only these three checks, never an action):
+//      money moved (captured, partially_refunded, refunded) and C ≠ amt → amount_mismatch
+//        (before that C is 0 by nature; a pending or failed payout is covered by the next two checks);
+//      fulfilled and failed or voided → state_mismatch;
+//      pending or action_required for longer than pendingMax → stale_pending.
+// Other intents. An open order whose transaction failed or was voided is not a discrepancy: nothing is checked.
+//    Otherwise rows in order, each yielding at most one finding or one action (a PayPal refund spread over
+//    several captures is one action per capture, targets cumulative):
+//  1. open, authorisation intents, authorised, amt > A   → increment amt − A (target amt) where allowed,
+//                                                           else amount_mismatch
+//  2. fulfilled, authorisation intents, authorised, C < amt ≤ A
+//                                                         → capture amt − C (target amt) where allowed,
+//                                                           else action_not_allowed
+//  3. fulfilled, authorisation intents, authorised, amt > A
+//                                                         → increment amt − A (target amt) where allowed,
+//                                                           else action_not_allowed (the capture follows later)
+//  4. purchase, captured / partially_refunded / refunded, C < amt → amount_mismatch
+//  5. fulfilled, failed or voided                         → state_mismatch
+//  6. cancelled, authorised, C = 0, A > 0                 → void A − C (target 0) where allowed, else action_not_allowed
+//  7. cancelled, C − R > 0                                → refund C − R (target C) where allowed, else action_not_allowed
+//  8. not cancelled, rq > R                               → refund rq − R (target rq) if rq ≤ C and allowed,
+//                                                           else action_not_allowed
+//  9. C > amt                                             → over_captured
+// 10. R > (cancelled ? C : rq)                            → over_refunded
+// 11. pending or action_required, now − createdAt > pendingMax → stale_pending (exactly pendingMax is not stale;
+//     no createdAt, no verdict)
+//
+// Where allowed (a denial names its reason in the finding's detail):
+//   capture: authorisation intent, state authorised, C < A; PXP a systemTransactionId; PayPal an authorization id
+//            whose status, when known, is CREATED or PARTIALLY_CAPTURED; Paypercut raw state requires_capture.
+//   void:    as capture, and C = 0; PayPal authorization status CREATED.
+//   refund:  C − R ≥ the amount (> 0); PXP a systemTransactionId; PayPal refundable captures holding the amount.
+//   increment: PXP only, authorisation intent, state authorised, a systemTransactionId.
+//
+// Amount at risk (minor units): missing_at_provider, merchant/site/currency/intent mismatch, state_mismatch,
+// stale_pending: amt; unknown_order: the transaction's value unless it failed or was voided (then 0);
+// amount_mismatch: |amt − C| (row 1: amt − A); over_captured: C − amt; over_refunded: R − limit;
+// action_not_allowed: the amount of the action that was needed.
+//
+// Idempotency: a planned action whose key was already recorded as pending, succeeded or failed is not emitted
+// again (a failed one waits for an operator: retrying a refused capture on every check would hammer the provider);
+// a superseded key is emitted again when the plan wants it back. Recorded pending actions whose key the plan no
+// longer wants (any reason, blocking findings included) are listed in `supersede`.
+
+/// What planning one order yields.
+public struct Plan: Sendable, Hashable {
+    /// Every discrepancy found by this check (each one counts an occurrence).
+    public var findings: [Finding]
+    /// Actions to record now (not already recorded).
+    public var actions: [PlannedAction]
+    /// Idempotency keys of recorded pending actions the order no longer calls for.
+    public var supersede: [String]
+
+    public init(findings: [Finding] = [], actions: [PlannedAction] = [], supersede: [String] = []) {
+        self.findings = findings; self.actions = actions; self.supersede = supersede
+    }
+}
+
+/// The decision table of contract §6 as a pure function (see the table at the top of Planner.swift).
+public enum Planner {
+    /// Plans one order against the provider's answer.
+    /// - Parameters:
+    ///   - order: the stored order, nil when the provider's transaction names no stored order.
+    ///   - snapshot: the provider's answer, nil when the provider does not know the transaction.
+    ///   - emitted: actions already recorded for this order, any status.
+    ///   - now: unix seconds.
+    ///   - pendingMax: seconds after which a pending transaction is `stale_pending`.
+    public static func plan(order: Order?, snapshot: Snapshot?, emitted: [EmittedAction], now: Int64,
+                            pendingMax: Int64) -> Plan {
+        let (findings, wanted) = decide(order: order, snapshot: snapshot, now: now, pendingMax: pendingMax)
+        let recorded = Dictionary(emitted.map { ($0.idempotencyKey, $0.status) },
+                                  uniquingKeysWith: { first, second in first == .superseded ? second : first })
+        let actions = wanted.filter { action in
+            guard let status = recorded[action.idempotencyKey] else { return true }
+            return status == .superseded
+        }
+        let wantedKeys = Set(wanted.map(\.idempotencyKey))
+        var supersede: [String] = []
+        var seen = Set<String>()
+        for action in emitted where action.status == .pending && !wantedKeys.contains(action.idempotencyKey) {
+            if seen.insert(action.idempotencyKey).inserted { supersede.append(action.idempotencyKey) }
+        }
+        return Plan(findings: findings, actions: actions, supersede: supersede)
+    }
+
+    /// Findings and every action the order calls for now, recorded or not.
+    static func decide(order: Order?, snapshot: Snapshot?, now: Int64,
+                       pendingMax: Int64) -> ([Finding], [PlannedAction]) {
+        switch (order, snapshot) {
+        case (nil, nil):
+            return ([], [])
+        case let (nil, snapshot?):
+            return ([unknownOrder(snapshot)], [])
+        case let (order?, nil):
+            return ([missingAtProvider(order)], [])
+        case let (order?, snapshot?):
+            var check = Check(order: order, snapshot: snapshot, now: now, pendingMax: pendingMax)
+            check.run()
+            return (check.findings, check.actions)
+        }
+    }
+
+    static func unknownOrder(_ snapshot: Snapshot) -> Finding {
+        let value = Money.format(minorUnits: snapshot.value, exponent: snapshot.currency.exponent)
+        let dead = snapshot.state == .failed || snapshot.state == .voided
+        return Finding(
+            kind: .unknownOrder, expected: [:],
+            actual: ["transaction_ref": snapshot.transactionRef, "state": snapshot.state.rawValue,
+                     "amount": value, "currency": snapshot.currency.code],
+            detail: "\(snapshot.provider.rawValue) transaction \(snapshot.transactionRef) "
+                + "(\(value) \(snapshot.currency.code), \(snapshot.state.rawValue)) matches no stored order",
+            amountAtRisk: dead ? 0 : max(snapshot.value, 0))
+    }
+
+    static func missingAtProvider(_ order: Order) -> Finding {
+        var expected = ["transaction_ref": order.transactionRef]
+        if let merchant = order.merchant, !merchant.isEmpty { expected["merchant"] = merchant }
+        if let site = order.site, !site.isEmpty { expected["site"] = site }
+        return Finding(
+            kind: .missingAtProvider, expected: expected, actual: [:],
+            detail: "\(order.provider.rawValue) does not know transaction \(order.transactionRef)",
+            amountAtRisk: order.amount.minorUnits)
+    }
+}
