@@ -9,7 +9,8 @@ import Synchronization
 //   2. for each piece of body      (*upload_data_size  > 0)                    -> accumulate (bounded)
 //   3. body complete               (*upload_data_size == 0)                    -> call the app's handler
 // After the handler returns without an answer the connection is suspended; the responder (any thread)
-// queues the response on the suspended connection and resumes it. NOTIFY_COMPLETED frees the context.
+// stores the response and resumes the connection; MHD then calls the access handler again (size 0) and
+// that call queues the response. Only MHD threads ever queue. NOTIFY_COMPLETED frees the context.
 // The context's RequestStateMachine, under a Mutex, decides every step (see HTTPServer+StateMachine).
 
 /// Shared by all MHD threads of one server; passed to the C callbacks as an Unmanaged opaque pointer.
@@ -195,9 +196,8 @@ final class ServerCore: @unchecked Sendable {
     private func option(_ option: MHD_OPTION) -> CInt { CInt(bitPattern: option.rawValue) }
 }
 
-/// Builds an MHD response from ours and queues it. Used by the MHD thread and, on a suspended connection,
-/// by the responder's thread (MHD allows queuing on a suspended connection at any time).
-func queue(_ response: HTTPResponse, on connection: OpaquePointer) -> MHD_Result {
+/// Builds an MHD response from ours and queues it (MHD thread, inside the access handler).
+private func queue(_ response: HTTPResponse, on connection: OpaquePointer) -> MHD_Result {
     let created: OpaquePointer? = response.body.withUnsafeBytes { bytes in
         guard let base = bytes.baseAddress, !bytes.isEmpty else {
             return MHD_create_response_from_buffer(0, nil, .RESPMEM_PERSISTENT)
@@ -257,12 +257,9 @@ final class RequestContext: @unchecked Sendable {
     /// Any thread (via HTTPResponder or the shutdown sweep).
     func respond(_ response: HTTPResponse) {
         machine.withLock { machine in
-            guard case .queueAndResume(let response) = machine.respond(response) else { return }
-            // Still under the lock, so shutdown never sees this connection answered-but-suspended.
-            if queue(response, on: connection.raw) == MHD_Result.NO {
-                machine.queueFailed(response)  // the access handler queues it on the next call
-            }
-            MHD_resume_connection(connection.raw)
+            // Resume under the lock: shutdown's sweep then never finds an answered-but-suspended connection
+            // (MHD_stop_daemon must not see one), and MHD_resume_connection is safe from any thread.
+            if machine.respond(response) == .resume { MHD_resume_connection(connection.raw) }
         }
     }
 }

@@ -13,7 +13,7 @@ package struct RequestStateMachine: Sendable {
         case dispatched
         /// The handler has been called and the connection is suspended waiting for the responder.
         case suspended
-        /// A response arrived but could not be queued yet; the MHD thread queues it on its next call.
+        /// A response arrived; the MHD thread queues it on its next call (only MHD threads queue).
         case responded(HTTPResponse)
         /// A response was queued (or the request is over).
         case done
@@ -41,8 +41,8 @@ package struct RequestStateMachine: Sendable {
     package enum RespondAction: Equatable, Sendable {
         /// Stored; the MHD thread will queue it (it is between calling the handler and settling).
         case stored
-        /// The connection is suspended: queue the response on it and resume it.
-        case queueAndResume(HTTPResponse)
+        /// Stored, and the connection is suspended: resume it so MHD calls us back to queue the response.
+        case resume
         /// Too late or a second answer: ignored.
         case ignored
     }
@@ -82,16 +82,11 @@ package struct RequestStateMachine: Sendable {
             phase = .responded(response)
             return .stored
         case .suspended:
-            phase = .done
-            return .queueAndResume(response)
+            phase = .responded(response)
+            return .resume
         case .reading, .responded, .done, .closed:
             return .ignored
         }
-    }
-
-    /// Queuing on the suspended connection failed: keep the response for the next access-handler call.
-    package mutating func queueFailed(_ response: HTTPResponse) {
-        phase = .responded(response)
     }
 
     /// libmicrohttpd completed the request.
