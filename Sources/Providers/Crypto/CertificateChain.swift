@@ -1,0 +1,67 @@
+import COpenSSL
+import Foundation
+
+/// The outcome of building and checking a certificate chain.
+public enum ChainVerificationResult: Sendable, Equatable {
+    /// The leaf chains to one of the trust roots and every certificate is valid at the given time.
+    case trusted
+    /// It does not; `reason` is libcrypto's explanation (for example "certificate has expired").
+    case untrusted(reason: String)
+
+    public var isTrusted: Bool { self == .trusted }
+}
+
+/// Certificate-chain verification at a chosen time (libcrypto `X509_STORE` / `X509_verify_cert`).
+public enum CertificateChain {
+    /// Checks that `leaf` chains to a certificate of `trustRoots` with every certificate valid at `time`.
+    ///
+    /// `trustRoots` is a bundle of the root and any intermediates the leaf needs: all of them are trusted anchors, and
+    /// the ones that are not self-signed are offered as untrusted intermediates too, so a chain
+    /// leaf → intermediate → root builds either way. Revocation is not checked (there is no network here).
+    public static func verify(leaf: X509Certificate, trustRoots: [X509Certificate], at time: Date) -> ChainVerificationResult {
+        guard !trustRoots.isEmpty else { return .untrusted(reason: "no trust roots configured") }
+        guard let store = X509_STORE_new() else { return .untrusted(reason: "out of memory") }
+        defer { X509_STORE_free(store) }
+        guard let untrusted = OPENSSL_sk_new_null() else { return .untrusted(reason: "out of memory") }
+        // The stack does not own its elements; they are freed through `owned`.
+        defer { OPENSSL_sk_free(untrusted) }
+        var owned: [OpaquePointer] = []
+        defer { owned.forEach { X509_free($0) } }
+
+        func parse(_ certificate: X509Certificate) -> OpaquePointer? {
+            let x509: OpaquePointer? = certificate.der.withUnsafeBufferPointer { buffer in
+                var p: UnsafePointer<UInt8>? = buffer.baseAddress
+                return d2i_X509(nil, &p, buffer.count)
+            }
+            if let x509 { owned.append(x509) }
+            return x509
+        }
+
+        for root in trustRoots {
+            guard let x509 = parse(root) else { return .untrusted(reason: "a trust root does not parse") }
+            // X509_STORE_add_cert takes its own reference.
+            guard X509_STORE_add_cert(store, x509) == 1 else {
+                ERR_clear_error()
+                continue // a duplicate in the bundle is harmless
+            }
+            if X509_check_issued(x509, x509) != X509_V_OK {
+                OPENSSL_sk_push(untrusted, UnsafeRawPointer(x509))
+            }
+        }
+        guard let leafX509 = parse(leaf) else { return .untrusted(reason: "the certificate does not parse") }
+        guard let ctx = X509_STORE_CTX_new() else { return .untrusted(reason: "out of memory") }
+        defer { X509_STORE_CTX_free(ctx) }
+        guard X509_STORE_CTX_init(ctx, store, leafX509, untrusted) == 1 else {
+            ERR_clear_error()
+            return .untrusted(reason: "cannot initialise chain verification")
+        }
+        guard let param = X509_STORE_CTX_get0_param(ctx) else { return .untrusted(reason: "out of memory") }
+        X509_VERIFY_PARAM_set_time(param, time_t(time.timeIntervalSince1970.rounded(.down)))
+        let verified = X509_verify_cert(ctx)
+        let error = X509_STORE_CTX_get_error(ctx)
+        ERR_clear_error()
+        if verified == 1 { return .trusted }
+        let reason = X509_verify_cert_error_string(Int(error)).map { String(cString: $0) } ?? "error \(error)"
+        return .untrusted(reason: reason)
+    }
+}

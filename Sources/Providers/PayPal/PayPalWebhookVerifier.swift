@@ -1,0 +1,142 @@
+import Foundation
+
+/// Verifies PayPal webhook deliveries offline (contract §4): RSASSA-PKCS1-v1_5 / SHA-256 over
+/// `transmission_id|transmission_time|webhook_id|crc32(body)` with the certificate at `PAYPAL-CERT-URL`.
+///
+/// Order of checks, cheapest and least trusting first (nothing is fetched for a delivery that fails early):
+/// 1. `PAYPAL-TRANSMISSION-ID`, `-TIME`, `-SIG`, `-CERT-URL` present → else `missing_signature`;
+/// 2. `PAYPAL-AUTH-ALGO`, when present, is `SHA256withRSA` → else `invalid_signature`;
+/// 3. the transmission time is RFC 3339 and (unless evaluating at the signed time) within the tolerance of now
+///    → else `stale_timestamp`;
+/// 4. the cert URL starts with an allowed prefix and its rest is a plain path → else `untrusted_certificate`
+///    (never fetched);
+/// 5. fetched through the certificate source, parsed, chained to the trust roots at the transmission time, subject
+///    CN `messageverificationcerts[.sandbox].paypal.com`, and valid now (unless evaluating at the signed time)
+///    → else `untrusted_certificate`;
+/// 6. the signature verifies → else `invalid_signature`.
+public struct PayPalWebhookVerifier: Sendable {
+    public static let transmissionIDHeader = "PAYPAL-TRANSMISSION-ID"
+    public static let transmissionTimeHeader = "PAYPAL-TRANSMISSION-TIME"
+    public static let transmissionSignatureHeader = "PAYPAL-TRANSMISSION-SIG"
+    public static let certURLHeader = "PAYPAL-CERT-URL"
+    public static let authAlgorithmHeader = "PAYPAL-AUTH-ALGO"
+
+    /// `PAYPAL_CERT_URL_PREFIXES` default.
+    public static let defaultCertURLPrefixes = [
+        "https://api.paypal.com/v1/notifications/certs/",
+        "https://api.sandbox.paypal.com/v1/notifications/certs/",
+    ]
+    /// The subject common names PayPal signs webhooks with.
+    public static let signingCommonNames: Set<String> = [
+        "messageverificationcerts.paypal.com",
+        "messageverificationcerts.sandbox.paypal.com",
+    ]
+
+    /// `PAYPAL_WEBHOOK_ID`: the listener's webhook id, signed into every delivery (`WEBHOOK_ID` for the simulator).
+    public let webhookID: String
+    public let certURLPrefixes: [String]
+    public let trustRoots: [X509Certificate]
+    public let tolerance: TimeInterval
+    public let certificateSource: any CertificateSource
+
+    public init(webhookID: String, certificateSource: any CertificateSource,
+                trustRoots: [X509Certificate] = PayPalTrustRoots.defaultCertificates,
+                certURLPrefixes: [String] = PayPalWebhookVerifier.defaultCertURLPrefixes,
+                tolerance: TimeInterval = WebhookDefaults.signatureTolerance) throws(WebhookConfigurationError) {
+        guard !webhookID.isEmpty else { throw WebhookConfigurationError(provider: .paypal, variable: "PAYPAL_WEBHOOK_ID") }
+        guard !trustRoots.isEmpty else { throw WebhookConfigurationError(provider: .paypal, variable: "PAYPAL_TRUST_ROOTS") }
+        let prefixes = certURLPrefixes.map { $0.trimmingASCIIWhitespace() }.filter { !$0.isEmpty }
+        guard !prefixes.isEmpty else { throw WebhookConfigurationError(provider: .paypal, variable: "PAYPAL_CERT_URL_PREFIXES") }
+        self.webhookID = webhookID
+        self.certificateSource = certificateSource
+        self.trustRoots = trustRoots
+        self.certURLPrefixes = prefixes
+        self.tolerance = tolerance
+    }
+
+    /// Throws the reason the delivery is refused; returns when it is authentic and fresh.
+    public func verify(headers: Headers, body: [UInt8], time: VerificationTime) throws(WebhookRejection) {
+        guard let transmissionID = headers.nonEmpty(Self.transmissionIDHeader) else { throw .missing(Self.transmissionIDHeader) }
+        guard let transmissionTime = headers.nonEmpty(Self.transmissionTimeHeader) else { throw .missing(Self.transmissionTimeHeader) }
+        guard let signatureText = headers.nonEmpty(Self.transmissionSignatureHeader) else { throw .missing(Self.transmissionSignatureHeader) }
+        guard let certURL = headers.nonEmpty(Self.certURLHeader) else { throw .missing(Self.certURLHeader) }
+
+        if let algorithm = headers.nonEmpty(Self.authAlgorithmHeader), algorithm.lowercased() != "sha256withrsa" {
+            throw WebhookRejection(.invalidSignature, "\(Self.authAlgorithmHeader) is \(quoted(algorithm)); only SHA256withRSA is accepted")
+        }
+
+        guard let transmittedAt = ISO8601.parse(transmissionTime) else {
+            throw WebhookRejection(.staleTimestamp, "\(Self.transmissionTimeHeader) \(quoted(transmissionTime)) is not an RFC 3339 time")
+        }
+        var now = transmittedAt
+        if case .at(let instant) = time {
+            now = instant
+            if let stale = SignedTimestamp.freshness(transmittedAt, now: instant, tolerance: tolerance,
+                                                     header: Self.transmissionTimeHeader) {
+                throw stale
+            }
+        }
+
+        guard isAllowed(certURL: certURL) else {
+            throw WebhookRejection(.untrustedCertificate,
+                "\(Self.certURLHeader) \(quoted(certURL, limit: 120)) is not under an allowed prefix (PAYPAL_CERT_URL_PREFIXES); not fetched")
+        }
+        let pem: [UInt8]
+        do {
+            pem = try certificateSource.pem(for: certURL)
+        } catch {
+            throw WebhookRejection(.untrustedCertificate, "cannot fetch the certificate at \(quoted(certURL, limit: 120)): \(error)")
+        }
+        let leaf: X509Certificate
+        do {
+            leaf = try X509Certificate.parsePEM(pem)
+        } catch {
+            throw WebhookRejection(.untrustedCertificate, "the certificate at \(quoted(certURL, limit: 120)) is unreadable: \(error)")
+        }
+        if case .untrusted(let reason) = CertificateChain.verify(leaf: leaf, trustRoots: trustRoots, at: transmittedAt) {
+            throw WebhookRejection(.untrustedCertificate,
+                "the signing certificate does not chain to PAYPAL_TRUST_ROOTS at \(transmissionTime): \(reason)")
+        }
+        let names = leaf.subjectCommonNames
+        guard names.count == 1, Self.signingCommonNames.contains(names[0]) else {
+            throw WebhookRejection(.untrustedCertificate,
+                "the signing certificate is issued to \(names.map { quoted($0) }.joined(separator: ", ")), "
+                + "not messageverificationcerts.paypal.com or messageverificationcerts.sandbox.paypal.com")
+        }
+        if case .at = time, !leaf.isValid(at: now) {
+            let until = leaf.notAfter.map(ISO8601.format) ?? "?"
+            let from = leaf.notBefore.map(ISO8601.format) ?? "?"
+            throw WebhookRejection(.untrustedCertificate,
+                "the signing certificate is valid from \(from) to \(until), not now; replay old deliveries with --at transmission")
+        }
+
+        guard let signature = Base64.decode(signatureText) else {
+            throw WebhookRejection(.invalidSignature, "\(Self.transmissionSignatureHeader) is not base64")
+        }
+        let message = Self.signedMessage(transmissionID: transmissionID, transmissionTime: transmissionTime,
+                                         webhookID: webhookID, body: body)
+        guard leaf.verifyRSASHA256(signature: signature, message: Array(message.utf8)) else {
+            throw WebhookRejection(.invalidSignature,
+                "\(Self.transmissionSignatureHeader) does not verify over the transmission id, time, PAYPAL_WEBHOOK_ID and body CRC32 "
+                + "(check PAYPAL_WEBHOOK_ID; simulator deliveries use WEBHOOK_ID)")
+        }
+    }
+
+    /// `transmission_id|transmission_time|webhook_id|crc32 decimal`: the string PayPal signs.
+    public static func signedMessage(transmissionID: String, transmissionTime: String, webhookID: String, body: [UInt8]) -> String {
+        "\(transmissionID)|\(transmissionTime)|\(webhookID)|\(CRC32.checksum(body))"
+    }
+
+    /// The URL starts with an allowed prefix and continues with a plain path (no `..`, query, fragment, userinfo,
+    /// backslash or whitespace), so a prefix cannot be escaped.
+    public func isAllowed(certURL: String) -> Bool {
+        guard let prefix = certURLPrefixes.first(where: { certURL.hasPrefix($0) }) else { return false }
+        let rest = certURL.utf8.dropFirst(prefix.utf8.count)
+        guard !rest.isEmpty, !certURL.contains("..") else { return false }
+        return rest.allSatisfy { c in
+            (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a)
+                || c == UInt8(ascii: "-") || c == UInt8(ascii: "_") || c == UInt8(ascii: ".") || c == UInt8(ascii: "/")
+                || c == UInt8(ascii: "~")
+        }
+    }
+}
