@@ -104,7 +104,7 @@ public final class Receiver: Sendable {
         let headers = request.headers.pairs
         let reject: @Sendable (Int, String, String) -> Void = { [self] status, code, message in
             committer.record(Rejection(provider: provider.rawValue, reason: code, message: message, headers: headers,
-                                       body: request.body, bodyBytes: request.declaredLength.map(Int64.init), remoteAddress: request.remoteAddress))
+                                       body: request.body, bodyBytes: request.headers["content-length"].flatMap { Int64($0) }, remoteAddress: request.remoteAddress))
             metrics.delivery(provider, outcome: code)
             Log.info("delivery rejected", ["provider": provider.rawValue, "reason": code, "status": status])
             responder.respond(.error(status, code, message))

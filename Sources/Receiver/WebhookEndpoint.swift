@@ -1,5 +1,6 @@
 import Foundation
 import HTTP
+import Providers
 import Reconciliation
 
 /// What the receiver needs of each provider: authenticate the raw delivery and name its dedupe key.
@@ -20,7 +21,7 @@ public struct AcceptedDelivery: Sendable {
     /// Keys go into a text column: NUL bytes can't, and very long ones shouldn't; such keys are hashed instead.
     static func storable(_ s: String) -> String {
         if !s.utf8.contains(0) && s.utf8.count <= 256 { return s }
-        return "sha256:" + sha256Hex(Array(s.utf8))
+        return "sha256:" + SHA256.hex(Array(s.utf8))
     }
 }
 
