@@ -1,0 +1,53 @@
+import Foundation
+import Postgres
+import Store
+
+/// A throwaway schema in the test database (DATABASE_URL, set by scripts/test), migrated, dropped at the end.
+/// Each test gets its own, so tests run in parallel without seeing each other's rows.
+struct TestDatabase: Sendable {
+    static let baseURL = ProcessInfo.processInfo.environment["DATABASE_URL"] ?? "postgresql://postgres@127.0.0.1:54329/payrecon_test"
+
+    let schema: String
+    let url: String
+
+    static func create() throws -> TestDatabase {
+        let schema = "t_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased()
+        let admin = try PostgresConnection(conninfo: baseURL)
+        defer { admin.close() }
+        _ = try admin.execute("CREATE SCHEMA \(schema)")
+        let url = withSearchPath(baseURL, schema)
+        let conn = try PostgresConnection(conninfo: url)
+        defer { conn.close() }
+        guard let dir = Migrator.locateDirectory() else { throw TestSetupError("sql/ not found") }
+        try Migrator.migrate(try Migrator.load(from: dir), on: conn)
+        return TestDatabase(schema: schema, url: url)
+    }
+
+    func connect() throws -> PostgresConnection { try PostgresConnection(conninfo: url) }
+
+    func drop() {
+        guard let admin = try? PostgresConnection(conninfo: Self.baseURL) else { return }
+        _ = try? admin.execute("DROP SCHEMA \(schema) CASCADE")
+        admin.close()
+    }
+
+    /// Adds `options=-csearch_path=<schema>` to a URI or key=value conninfo.
+    static func withSearchPath(_ base: String, _ schema: String) -> String {
+        if base.hasPrefix("postgres://") || base.hasPrefix("postgresql://") {
+            return base + (base.contains("?") ? "&" : "?") + "options=-csearch_path%3D\(schema)"
+        }
+        return base + " options='-csearch_path=\(schema)'"
+    }
+
+    /// A count from SQL (tests only).
+    func count(_ sql: String, _ params: [PostgresValue] = []) throws -> Int64 {
+        let conn = try connect(); defer { conn.close() }
+        let rows = try conn.query(sql, params)
+        return try rows.first!.int64(rows.columns[0])
+    }
+}
+
+struct TestSetupError: Error, CustomStringConvertible {
+    var description: String
+    init(_ d: String) { description = d }
+}
