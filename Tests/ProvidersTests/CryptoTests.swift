@@ -163,6 +163,8 @@ import Testing
         let roots = try Fixture.digicertRoots()
         #expect(!CertificateChain.verify(leaf: leaf, trustRoots: [roots[0]], at: vector.transmissionTime).isTrusted)
         #expect(!CertificateChain.verify(leaf: leaf, trustRoots: [], at: vector.transmissionTime).isTrusted)
+        #expect(CertificateChain.verify(leaf: leaf, trustRootsPEM: Array(PayPalTrustRoots.defaultPEM.utf8), at: vector.transmissionTime).isTrusted)
+        #expect(!CertificateChain.verify(leaf: leaf, trustRootsPEM: Array("junk".utf8), at: vector.transmissionTime).isTrusted)
         // Order in the bundle does not matter.
         #expect(CertificateChain.verify(leaf: leaf, trustRoots: roots.reversed(), at: vector.transmissionTime).isTrusted)
         // A self-signed leaf trusted by nobody.
