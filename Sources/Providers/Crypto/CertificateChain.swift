@@ -13,6 +13,15 @@ public enum ChainVerificationResult: Sendable, Equatable {
 
 /// Certificate-chain verification at a chosen time (libcrypto `X509_STORE` / `X509_verify_cert`).
 public enum CertificateChain {
+    /// `verify(leaf:trustRoots:at:)` with the roots given as a PEM bundle (root + intermediates, LF or CRLF).
+    public static func verify(leaf: X509Certificate, trustRootsPEM: [UInt8], at time: Date) -> ChainVerificationResult {
+        do {
+            return verify(leaf: leaf, trustRoots: try X509Certificate.parsePEMBundle(trustRootsPEM), at: time)
+        } catch {
+            return .untrusted(reason: "trust roots: \(error)")
+        }
+    }
+
     /// Checks that `leaf` chains to a certificate of `trustRoots` with every certificate valid at `time`.
     ///
     /// `trustRoots` is a bundle of the root and any intermediates the leaf needs: all of them are trusted anchors, and

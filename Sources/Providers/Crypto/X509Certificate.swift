@@ -37,8 +37,10 @@ public struct X509Certificate: Sendable, Hashable {
     /// Every certificate of a PEM bundle, in order; throws when there is none or a block is damaged.
     public static func parsePEMBundle(_ pem: [UInt8]) throws(CertificateError) -> [X509Certificate] {
         guard !pem.isEmpty, pem.count <= Int(Int32.max) else { throw CertificateError("empty PEM input") }
+        // `cat a.pem b.pem` of files without a final newline glues "-----END …----------BEGIN …": split them again.
+        let text = splitGluedBlocks(pem)
         var certificates: [X509Certificate] = []
-        let result: CertificateError? = pem.withUnsafeBytes { raw -> CertificateError? in
+        let result: CertificateError? = text.withUnsafeBytes { raw -> CertificateError? in
             guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else {
                 return CertificateError("out of memory reading PEM")
             }
@@ -58,6 +60,24 @@ public struct X509Certificate: Sendable, Hashable {
         }
         if let result { throw result }
         return certificates
+    }
+
+    private static func splitGluedBlocks(_ pem: [UInt8]) -> [UInt8] {
+        let glue = Array("----------BEGIN ".utf8)
+        guard pem.count >= glue.count else { return pem }
+        var out: [UInt8] = []
+        out.reserveCapacity(pem.count + 8)
+        var i = 0
+        while i < pem.count {
+            if pem[i] == UInt8(ascii: "-"), i + glue.count <= pem.count, Array(pem[i..<(i + glue.count)]) == glue {
+                out.append(contentsOf: Array("-----\n-----BEGIN ".utf8))
+                i += glue.count
+            } else {
+                out.append(pem[i])
+                i += 1
+            }
+        }
+        return out
     }
 
     /// The certificate as PEM text with LF line endings.

@@ -1,0 +1,364 @@
+import Foundation
+import Testing
+@testable import Providers
+
+@Suite struct PayPalWebhookVerifierTests {
+    static let vectorsWithCertForms: [(String, Bool)] = Fixture.paypalVectors.flatMap { [($0, false), ($0, true)] }
+
+    func verifier(_ vector: PayPalVector, pem: [UInt8]? = nil, roots: [X509Certificate]? = nil,
+                  tolerance: TimeInterval = WebhookDefaults.signatureTolerance,
+                  source: (any CertificateSource)? = nil) throws -> PayPalWebhookVerifier {
+        try PayPalWebhookVerifier(webhookID: vector.webhookID,
+                                  certificateSource: source ?? FixedCertificateSource(pem: pem ?? vector.certPEM),
+                                  trustRoots: roots ?? (try Fixture.digicertRoots()), tolerance: tolerance)
+    }
+
+    @Test(arguments: vectorsWithCertForms)
+    func vectorVerifiesAtItsTransmissionTime(name: String, crlf: Bool) throws {
+        let vector = try PayPalVector(name)
+        let v = try verifier(vector, pem: crlf ? vector.certCRLFPEM : vector.certPEM)
+        try v.verify(headers: vector.headers, body: vector.body, time: .signedTime)
+        // Same thing with an explicit clock at the transmission time (tolerance and "valid now" both pass).
+        try v.verify(headers: vector.headers, body: vector.body, time: .at(vector.transmissionTime.addingTimeInterval(30)))
+    }
+
+    @Test(arguments: Fixture.paypalVectors)
+    func crc32AndSignedMessageMatchExpected(name: String) throws {
+        let vector = try PayPalVector(name)
+        let expected = try vector.expected
+        #expect(Int64(CRC32.checksum(vector.body)) == (expected["crc32_decimal"] as? NSNumber)?.int64Value)
+        #expect(Providers.SHA256.hex(vector.body) == expected["body_sha256"] as? String)
+        #expect(vector.body.count == (expected["body_length_bytes"] as? NSNumber)?.intValue)
+        let message = PayPalWebhookVerifier.signedMessage(
+            transmissionID: try #require(vector.headers["paypal-transmission-id"]),
+            transmissionTime: try #require(vector.headers["paypal-transmission-time"]),
+            webhookID: vector.webhookID, body: vector.body)
+        #expect(message == expected["signed_message"] as? String)
+        #expect(vector.webhookID == expected["webhook_id"] as? String)
+        #expect(vector.headers["Paypal-Cert-Url"] == expected["cert_url"] as? String)
+    }
+
+    /// Applies a negative case of expected.json (by name) to a vector.
+    static func mutate(_ vector: inout PayPalVector, case name: String) throws {
+        switch name {
+        case "dotnet_invalid_body":
+            let text = String(decoding: vector.body, as: UTF8.self)
+            #expect(text.contains("\"WH-2W7266712B616591M-"))
+            vector.body = Array(text.replacingOccurrences(of: "\"WH-2W7266712B616591M-", with: "\"XX-XXX266712B616591M-").utf8)
+        case "dotnet_invalid_signature":
+            let sig = try #require(vector.headers["PAYPAL-TRANSMISSION-SIG"])
+            #expect(sig.hasPrefix("vSO"))
+            vector.headers.set("PAYPAL-TRANSMISSION-SIG", "XXX" + sig.dropFirst(3))
+        case "dotnet_invalid_transmission_id":
+            vector.headers.set("PAYPAL-TRANSMISSION-ID", "XXX84410-f8d2-11e4-8bf3-77339302725b")
+        case "dotnet_sha1_algo", "python_sha1_algo":
+            vector.headers.set("PAYPAL-AUTH-ALGO", "SHA1withRSA")
+        case "java_invalid_webhook_id":
+            vector.webhookID = "NotToBeFound"
+        case "body_plus_byte":
+            vector.body.append(UInt8(ascii: " "))
+        case "wrong_webhook_id":
+            vector.webhookID = "0FV983392A0531201"
+        default:
+            Issue.record("negative case \(name) has no mutation in this test")
+        }
+    }
+
+    static let negativeCases: [(String, String)] = Fixture.paypalVectors.flatMap { name -> [(String, String)] in
+        let expected = (try? Fixture.json("paypal/\(name)/expected.json")) ?? [:]
+        let cases = expected["negative_cases"] as? [[String: Any]] ?? []
+        return cases.compactMap { ($0["name"] as? String).map { (name, $0) } }
+    }
+
+    @Test func everyVectorHasItsNegativeCases() {
+        #expect(Self.negativeCases.count == 8)
+    }
+
+    @Test(arguments: negativeCases)
+    func negativeCaseFails(vectorName: String, caseName: String) throws {
+        var vector = try PayPalVector(vectorName)
+        try Self.mutate(&vector, case: caseName)
+        let v = try verifier(vector)
+        let error = #expect(throws: WebhookRejection.self) {
+            try v.verify(headers: vector.headers, body: vector.body, time: .signedTime)
+        }
+        #expect(error?.code == .invalidSignature)
+    }
+
+    @Test(arguments: Fixture.paypalVectors)
+    func wallClockIsStale(name: String) throws {
+        let vector = try PayPalVector(name)
+        let source = CountingCertificateSource(pem: vector.certPEM)
+        let v = try verifier(vector, source: source)
+        let error = #expect(throws: WebhookRejection.self) { try v.verify(headers: vector.headers, body: vector.body, time: .at(Date())) }
+        #expect(error?.code == .staleTimestamp)
+        #expect(error?.message.contains("old") == true)
+        #expect(source.calls.isEmpty)
+    }
+
+    @Test(arguments: Fixture.paypalVectors)
+    func wallClockWithHugeToleranceFailsOnTheExpiredLeaf(name: String) throws {
+        let vector = try PayPalVector(name)
+        let v = try verifier(vector, tolerance: 100 * 365 * 86_400)
+        let error = #expect(throws: WebhookRejection.self) { try v.verify(headers: vector.headers, body: vector.body, time: .at(Date())) }
+        #expect(error?.code == .untrustedCertificate)
+        #expect(error?.message.contains("2017-03-22T12:00:00Z") == true)
+    }
+
+    @Test func futureTransmissionTimeIsStale() throws {
+        let vector = try PayPalVector(Fixture.paypalVectors[0])
+        let v = try verifier(vector)
+        let error = #expect(throws: WebhookRejection.self) {
+            try v.verify(headers: vector.headers, body: vector.body, time: .at(vector.transmissionTime.addingTimeInterval(-601)))
+        }
+        #expect(error?.code == .staleTimestamp)
+        #expect(error?.message.contains("in the future") == true)
+    }
+
+    @Test(arguments: [
+        "https://api.paypal.com.evil.example/v1/notifications/certs/CERT-1",
+        "http://api.sandbox.paypal.com/v1/notifications/certs/CERT-360caa42-fca2a594-a5cafa77",
+        "https://evil.example/v1/notifications/certs/CERT-1",
+        "https://api.sandbox.paypal.com/v1/notifications/certs/../../../evil",
+        "https://api.sandbox.paypal.com/v1/notifications/certs/CERT-1?redirect=https://evil.example",
+        "https://api.sandbox.paypal.com/v1/notifications/certs/CERT-1#x",
+        "https://api.sandbox.paypal.com/v1/notifications/certs/",
+        "https://api.sandbox.paypal.com/v1/notifications/certs/CERT 1",
+        "https://api.sandbox.paypal.com/v1/notifications/certs/CERT-1\\@evil.example",
+        "https://api-m.sandbox.paypal.com/v1/notifications/certs/CERT-360caa42-fca2a594-a5cafa77",
+    ])
+    func certURLOutsideThePrefixesIsNeverFetched(url: String) throws {
+        var vector = try PayPalVector(Fixture.paypalVectors[0])
+        vector.headers.set("PAYPAL-CERT-URL", url)
+        let source = CountingCertificateSource(pem: vector.certPEM)
+        let v = try verifier(vector, source: source)
+        let error = #expect(throws: WebhookRejection.self) { try v.verify(headers: vector.headers, body: vector.body, time: .signedTime) }
+        #expect(error?.code == .untrustedCertificate)
+        #expect(source.calls.isEmpty)
+    }
+
+    @Test func certURLUnderThePrefixIsFetchedOnce() throws {
+        let vector = try PayPalVector(Fixture.paypalVectors[0])
+        let source = CountingCertificateSource(pem: vector.certCRLFPEM)
+        let v = try verifier(vector, source: CachingCertificateSource(upstream: source))
+        try v.verify(headers: vector.headers, body: vector.body, time: .signedTime)
+        try v.verify(headers: vector.headers, body: vector.body, time: .signedTime)
+        #expect(source.calls == [try #require(vector.headers["paypal-cert-url"])])
+    }
+
+    @Test func failedFetchIsUntrusted() throws {
+        let vector = try PayPalVector(Fixture.paypalVectors[0])
+        let v = try verifier(vector, source: CountingCertificateSource(pem: nil))
+        let error = #expect(throws: WebhookRejection.self) { try v.verify(headers: vector.headers, body: vector.body, time: .signedTime) }
+        #expect(error?.code == .untrustedCertificate)
+        #expect(error?.message.contains("connection refused") == true)
+    }
+
+    @Test func unreadableCertificateIsUntrusted() throws {
+        let vector = try PayPalVector(Fixture.paypalVectors[0])
+        let v = try verifier(vector, pem: Array("<html>not found</html>".utf8))
+        let error = #expect(throws: WebhookRejection.self) { try v.verify(headers: vector.headers, body: vector.body, time: .signedTime) }
+        #expect(error?.code == .untrustedCertificate)
+    }
+
+    @Test func rootsWithoutTheIntermediateAreUntrusted() throws {
+        let vector = try PayPalVector(Fixture.paypalVectors[0])
+        let v = try verifier(vector, roots: [try Fixture.digicertRoots()[0]])
+        let error = #expect(throws: WebhookRejection.self) { try v.verify(headers: vector.headers, body: vector.body, time: .signedTime) }
+        #expect(error?.code == .untrustedCertificate)
+    }
+
+    @Test(arguments: ["PAYPAL-TRANSMISSION-ID", "PAYPAL-TRANSMISSION-TIME", "PAYPAL-TRANSMISSION-SIG", "PAYPAL-CERT-URL"])
+    func missingHeader(name: String) throws {
+        var vector = try PayPalVector(Fixture.paypalVectors[2])
+        vector.headers.set(name, nil)
+        let v = try verifier(vector)
+        let error = #expect(throws: WebhookRejection.self) { try v.verify(headers: vector.headers, body: vector.body, time: .signedTime) }
+        #expect(error?.code == .missingSignature)
+        #expect(error?.message.contains(name) == true)
+        vector.headers.set(name, "  ")
+        #expect(throws: WebhookRejection(.missingSignature, "header \(name) is missing or empty")) {
+            try v.verify(headers: vector.headers, body: vector.body, time: .signedTime)
+        }
+    }
+
+    @Test func headerNamesAreCaseInsensitiveAndAuthAlgoIsOptional() throws {
+        let vector = try PayPalVector(Fixture.paypalVectors[0])
+        let lower = Headers(vector.headers.fields.filter { $0.name.lowercased() != "paypal-auth-algo" }
+            .map { ($0.name.lowercased(), $0.value) })
+        try verifier(vector).verify(headers: lower, body: vector.body, time: .signedTime)
+    }
+
+    @Test(arguments: ["not a time", "2015-05-12 18:14:14", "1431454454", "2015-13-12T18:14:14Z"])
+    func unreadableTransmissionTimeIsStale(value: String) throws {
+        var vector = try PayPalVector(Fixture.paypalVectors[0])
+        vector.headers.set("PAYPAL-TRANSMISSION-TIME", value)
+        let error = #expect(throws: WebhookRejection.self) {
+            try verifier(vector).verify(headers: vector.headers, body: vector.body, time: .signedTime)
+        }
+        #expect(error?.code == .staleTimestamp)
+    }
+
+    @Test func nonBase64SignatureIsInvalid() throws {
+        var vector = try PayPalVector(Fixture.paypalVectors[0])
+        vector.headers.set("PAYPAL-TRANSMISSION-SIG", "!!!")
+        let error = #expect(throws: WebhookRejection.self) {
+            try verifier(vector).verify(headers: vector.headers, body: vector.body, time: .signedTime)
+        }
+        #expect(error?.code == .invalidSignature)
+    }
+
+    @Test func configurationErrors() throws {
+        #expect(throws: WebhookConfigurationError(provider: .paypal, variable: "PAYPAL_WEBHOOK_ID")) {
+            try PayPalWebhookVerifier(webhookID: "", certificateSource: UnavailableCertificateSource())
+        }
+        #expect(throws: WebhookConfigurationError(provider: .paypal, variable: "PAYPAL_TRUST_ROOTS")) {
+            try PayPalWebhookVerifier(webhookID: "X", certificateSource: UnavailableCertificateSource(), trustRoots: [])
+        }
+        #expect(throws: WebhookConfigurationError(provider: .paypal, variable: "PAYPAL_CERT_URL_PREFIXES")) {
+            try PayPalWebhookVerifier(webhookID: "X", certificateSource: UnavailableCertificateSource(), certURLPrefixes: [" "])
+        }
+        #expect(PayPalTrustRoots.defaultCertificates.count == 2)
+    }
+}
+
+/// End to end with a certificate authority generated here: the checks the recorded vectors cannot reach
+/// (a wrong CN on a chaining certificate, a currently valid certificate, expiry between signing and now).
+@Suite struct PayPalGeneratedCertificateTests {
+    static let body = Array(#"{"id":"WH-TEST-1","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_type":"capture","resource":{"id":"CAP1"}}"#.utf8)
+    static let url = "https://api.sandbox.paypal.com/v1/notifications/certs/CERT-test"
+
+    static func delivery(key: RSAPrivateKey, time: Date, webhookID: String = "WH-ID") throws -> Headers {
+        let transmissionTime = ISO8601.format(time)
+        let message = PayPalWebhookVerifier.signedMessage(transmissionID: "tx-1", transmissionTime: transmissionTime,
+                                                          webhookID: webhookID, body: body)
+        let signature = try key.signSHA256(Array(message.utf8))
+        return ["PAYPAL-TRANSMISSION-ID": "tx-1", "PAYPAL-TRANSMISSION-TIME": transmissionTime,
+                "PAYPAL-TRANSMISSION-SIG": Base64.encode(signature), "PAYPAL-CERT-URL": url, "PAYPAL-AUTH-ALGO": "SHA256withRSA"]
+    }
+
+    @Test(arguments: ["messageverificationcerts.paypal.com", "messageverificationcerts.sandbox.paypal.com"])
+    func acceptedCommonNamesVerifyNow(cn: String) throws {
+        let ca = try CertificateAuthority()
+        let (leaf, key) = try ca.issueLeaf(commonName: cn)
+        let now = Date()
+        let v = try PayPalWebhookVerifier(webhookID: "WH-ID", certificateSource: FixedCertificateSource(pem: Array(leaf.pem.utf8)),
+                                          trustRoots: [ca.certificate])
+        try v.verify(headers: try Self.delivery(key: key, time: now), body: Self.body, time: .at(now))
+    }
+
+    @Test(arguments: ["evil.example.com", "messageverificationcerts.paypal.com.evil.example", "messageverificationcerts.paypal.co",
+                      "MESSAGEVERIFICATIONCERTS.PAYPAL.COM.", "www.paypal.com"])
+    func otherCommonNamesAreUntrusted(cn: String) throws {
+        let ca = try CertificateAuthority()
+        let (leaf, key) = try ca.issueLeaf(commonName: cn)
+        let now = Date()
+        let v = try PayPalWebhookVerifier(webhookID: "WH-ID", certificateSource: FixedCertificateSource(pem: Array(leaf.pem.utf8)),
+                                          trustRoots: [ca.certificate])
+        let error = #expect(throws: WebhookRejection.self) {
+            try v.verify(headers: try Self.delivery(key: key, time: now), body: Self.body, time: .at(now))
+        }
+        #expect(error?.code == .untrustedCertificate)
+        #expect(error?.message.contains("issued to") == true)
+    }
+
+    @Test func rightNameButUntrustedIssuer() throws {
+        let ca = try CertificateAuthority()
+        let (leaf, key) = try ca.issueLeaf(commonName: "messageverificationcerts.paypal.com")
+        let now = Date()
+        // The default roots (DigiCert) did not issue it.
+        let v = try PayPalWebhookVerifier(webhookID: "WH-ID", certificateSource: FixedCertificateSource(pem: Array(leaf.pem.utf8)))
+        let error = #expect(throws: WebhookRejection.self) {
+            try v.verify(headers: try Self.delivery(key: key, time: now), body: Self.body, time: .at(now))
+        }
+        #expect(error?.code == .untrustedCertificate)
+        #expect(error?.message.contains("does not chain") == true)
+    }
+
+    @Test func signedByAnotherKeyIsInvalid() throws {
+        let ca = try CertificateAuthority()
+        let (leaf, _) = try ca.issueLeaf(commonName: "messageverificationcerts.paypal.com")
+        let now = Date()
+        let v = try PayPalWebhookVerifier(webhookID: "WH-ID", certificateSource: FixedCertificateSource(pem: Array(leaf.pem.utf8)),
+                                          trustRoots: [ca.certificate])
+        let error = #expect(throws: WebhookRejection.self) {
+            try v.verify(headers: try Self.delivery(key: ca.key, time: now), body: Self.body, time: .at(now))
+        }
+        #expect(error?.code == .invalidSignature)
+    }
+
+    @Test func leafThatExpiredAfterSigningPassesOnlyAtTransmissionTime() throws {
+        let ca = try CertificateAuthority()
+        let now = Date()
+        let signedAt = now.addingTimeInterval(-120)
+        let (leaf, key) = try ca.issueLeaf(commonName: "messageverificationcerts.paypal.com",
+                                           notBefore: now.addingTimeInterval(-3600), notAfter: now.addingTimeInterval(-60))
+        let v = try PayPalWebhookVerifier(webhookID: "WH-ID", certificateSource: FixedCertificateSource(pem: Array(leaf.pem.utf8)),
+                                          trustRoots: [ca.certificate])
+        let headers = try Self.delivery(key: key, time: signedAt)
+        try v.verify(headers: headers, body: Self.body, time: .signedTime)
+        let error = #expect(throws: WebhookRejection.self) { try v.verify(headers: headers, body: Self.body, time: .at(now)) }
+        #expect(error?.code == .untrustedCertificate)
+        #expect(error?.message.contains("not now") == true)
+    }
+}
+
+@Suite struct CachingCertificateSourceTests {
+    final class Clock: @unchecked Sendable {
+        private let lock = NSLock()
+        private var value = Date(timeIntervalSince1970: 1_700_000_000)
+        var now: Date { lock.withLock { value } }
+        func advance(_ seconds: TimeInterval) { lock.withLock { value += seconds } }
+    }
+
+    @Test func cachesByURLUntilTheTTL() throws {
+        let clock = Clock()
+        let upstream = CountingCertificateSource(pem: [1, 2, 3])
+        let cache = CachingCertificateSource(upstream: upstream, maxEntries: 4, ttl: 100, clock: { clock.now })
+        #expect(try cache.pem(for: "a") == [1, 2, 3])
+        #expect(try cache.pem(for: "a") == [1, 2, 3])
+        #expect(try cache.pem(for: "b") == [1, 2, 3])
+        #expect(upstream.calls == ["a", "b"])
+        clock.advance(101)
+        _ = try cache.pem(for: "a")
+        #expect(upstream.calls == ["a", "b", "a"])
+        #expect(cache.statistics.hits == 1 && cache.statistics.misses == 3)
+    }
+
+    @Test func boundedByMaxEntriesEvictingTheOldest() throws {
+        let upstream = CountingCertificateSource(pem: [9])
+        let cache = CachingCertificateSource(upstream: upstream, maxEntries: 2)
+        for url in ["a", "b", "c"] { _ = try cache.pem(for: url) }
+        #expect(cache.count == 2)
+        _ = try cache.pem(for: "c")
+        _ = try cache.pem(for: "b")
+        _ = try cache.pem(for: "a")
+        #expect(upstream.calls == ["a", "b", "c", "a"])
+        #expect(cache.count == 2)
+    }
+
+    @Test func failuresAreNotCached() throws {
+        let upstream = CountingCertificateSource(pem: nil)
+        let cache = CachingCertificateSource(upstream: upstream)
+        #expect(throws: CountingCertificateSource.Failure.self) { try cache.pem(for: "a") }
+        #expect(throws: CountingCertificateSource.Failure.self) { try cache.pem(for: "a") }
+        #expect(upstream.calls.count == 2)
+        #expect(cache.count == 0)
+    }
+
+    @Test func safeUnderConcurrentUse() async throws {
+        let upstream = CountingCertificateSource(pem: [7])
+        let cache = CachingCertificateSource(upstream: upstream, maxEntries: 8)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for i in 0..<200 {
+                group.addTask {
+                    let pem = try cache.pem(for: "u\(i % 16)")
+                    #expect(pem == [7])
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(cache.count <= 8)
+        #expect(cache.statistics.hits + cache.statistics.misses == 200)
+    }
+}
