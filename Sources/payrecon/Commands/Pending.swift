@@ -8,4 +8,3 @@ let actionsExecuteCommand = Command(name: "actions execute", summary: "Execute p
 let eventsListCommand = Command(name: "events list", summary: "List stored deliveries.") { _ in throw FatalError("not built yet") }
 let eventsShowCommand = Command(name: "events show", summary: "Show one stored delivery.", arguments: [.init(name: "ID", help: "The delivery id.")]) { _ in throw FatalError("not built yet") }
 let eventsRetryCommand = Command(name: "events retry", summary: "Make a dead delivery due again.") { _ in throw FatalError("not built yet") }
-let verifyCommand = Command(name: "verify", summary: "Check one delivery's signature offline.") { _ in throw FatalError("not built yet") }
