@@ -72,20 +72,13 @@ extension Money {
         let number = try DecimalText(parsing: Array(text.utf8), json: true)
         return try number.minorUnits(exponent: exponent)
     }
-
-    /// Syntax check only (no currency known yet): throws what `minorUnits(fromDecimal:)` would, except decimals.
-    static func checkDecimalSyntax(_ text: String) throws(MoneyError) {
-        _ = try DecimalText(parsing: Array(text.utf8), json: false)
-    }
-
-    /// Whether the text starts with a minus sign (a negative amount, or "-0").
-    static func isNegativeText(_ text: String) -> Bool { text.utf8.first == UInt8(ascii: "-") }
 }
 
 extension MoneyError {
-    fileprivate func naming(_ currency: Currency) -> MoneyError {
+    /// The error with the currency's code in a decimals message ("more decimals than USD allows (2)").
+    func naming(_ currency: Currency?) -> MoneyError {
         if case let .tooManyDecimals(_, allowed, found) = self {
-            return .tooManyDecimals(currency: currency.code, allowed: allowed, found: found)
+            return .tooManyDecimals(currency: currency?.code, allowed: allowed, found: found)
         }
         return self
     }

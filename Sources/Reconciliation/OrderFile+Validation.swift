@@ -131,14 +131,9 @@ private struct Row {
                 return nil
             }
             guard let currency else { return nil }
-            let minorUnits = try number.minorUnits(exponent: currency.exponent)
-            return minorUnits
-        } catch .tooManyDecimals(_, let allowed, let found) {
-            let named = MoneyError.tooManyDecimals(currency: currency?.code, allowed: allowed, found: found)
-            fail(field, named.description)
-            return nil
+            return try number.minorUnits(exponent: currency.exponent)
         } catch {
-            fail(field, error.description)
+            fail(field, error.naming(currency).description)
             return nil
         }
     }
