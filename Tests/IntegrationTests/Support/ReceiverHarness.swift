@@ -1,0 +1,116 @@
+import Foundation
+import HTTP
+import Postgres
+@testable import Providers
+import Receiver
+import Reconciliation
+
+/// Starts a receiver in-process on an ephemeral port against a throwaway schema, with all three providers
+/// configured, and hands back a client that signs deliveries like each provider: a receiver test is three lines.
+final class ReceiverHarness: @unchecked Sendable {
+    static let pxpKey = "pxp-test-key"
+    static let paypercutSecret = "whsec_test"
+    static let paypalWebhookID = "WH-TEST-ID"
+
+    let database: TestDatabase
+    let receiver: Receiver
+    let pool: PostgresPool
+    let port: UInt16
+    let client = HTTPClient(configuration: .init(timeoutSeconds: 20, maxConcurrentRequests: 64))
+    let paypal: PayPalSigner
+    let certServer: HTTPServer
+
+    init(maxBodyBytes: Int = 64 * 1024, databaseURL: String? = nil) throws {
+        let database = try TestDatabase.create()
+        self.database = database
+        paypal = try PayPalSigner()
+        let pem = paypal.leafPEM
+        certServer = HTTPServer(configuration: .init(port: 0)) { request, responder in
+            responder.respond(HTTPResponse(status: 200, headers: [("Content-Type", "application/x-pem-file")], body: pem))
+        }
+        try certServer.start()
+        paypal.certURL = "http://127.0.0.1:\(certServer.port)/v1/notifications/certs/CERT-test"
+        pool = PostgresPool(conninfo: databaseURL.map { TestDatabase.withSearchPath($0, database.schema) } ?? database.url, size: 4, acquireTimeout: 2)
+        let endpoints: [any WebhookEndpoint] = [
+            PXPEndpoint(verifier: try PXPWebhookVerifier(key: Self.pxpKey)),
+            PaypercutEndpoint(verifier: try PaypercutWebhookVerifier(secret: Self.paypercutSecret)),
+            PayPalEndpoint(verifier: try PayPalWebhookVerifier(
+                webhookID: Self.paypalWebhookID, certificateSource: CachingCertificateSource(upstream: HTTPCertificateSource()),
+                trustRoots: [paypal.ca.certificate],
+                certURLPrefixes: ["http://127.0.0.1:\(certServer.port)/v1/notifications/certs/"])),
+        ]
+        receiver = Receiver(configuration: .init(host: "127.0.0.1", port: 0, maxBodyBytes: maxBodyBytes, threads: 4),
+                            endpoints: endpoints, pool: pool)
+        port = try receiver.start()
+    }
+
+    func stop() {
+        receiver.shutdown()
+        certServer.shutdown(drainTimeout: 1)
+        pool.close()
+        database.drop()
+    }
+
+    struct Answer: Sendable {
+        var status: Int
+        var json: [String: Any] { (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any] ?? [:] }
+        var body: [UInt8]
+        var headers: HTTPHeaders
+        var eventID: Int64? { (json["event_id"] as? NSNumber)?.int64Value }
+        var outcome: String? { json["status"] as? String }
+        var errorCode: String? { (json["error"] as? [String: Any])?["code"] as? String }
+    }
+
+    func post(_ path: String, headers: [(String, String)], body: [UInt8]) async throws -> Answer {
+        let r = try await client.send(HTTPClientRequest(method: "POST", url: "http://127.0.0.1:\(port)\(path)", headers: headers, body: body))
+        return Answer(status: r.status, body: r.body, headers: r.headers)
+    }
+
+    func get(_ path: String, method: String = "GET") async throws -> Answer {
+        let r = try await client.send(HTTPClientRequest(method: method, url: "http://127.0.0.1:\(port)\(path)"))
+        return Answer(status: r.status, body: r.body, headers: r.headers)
+    }
+
+    /// A PXP delivery signed with the test key (or `key`), at `timestamp` (default now).
+    func pxp(_ body: String, requestID: String? = UUID().uuidString, timestamp: String? = nil, key: String = ReceiverHarness.pxpKey) async throws -> Answer {
+        let ts = timestamp ?? String(Int(Date().timeIntervalSince1970))
+        var headers = [("Content-Type", "application/json"), ("X-Signature-Timestamp", ts)]
+        if let requestID {
+            headers.append(("X-Request-Id", requestID))
+            headers.append(("X-Signature", PXPWebhookVerifier.signature(key: key, requestID: requestID, timestamp: ts, body: Array(body.utf8))))
+        }
+        return try await post("/webhooks/pxp", headers: headers, body: Array(body.utf8))
+    }
+
+    func paypercut(_ body: String, secret: String = ReceiverHarness.paypercutSecret) async throws -> Answer {
+        let value = PaypercutWebhookVerifier.signatureHeaderValue(secret: secret, timestamp: Int64(Date().timeIntervalSince1970), body: Array(body.utf8))
+        return try await post("/webhooks/paypercut", headers: [("Paypercut-Signature", value)], body: Array(body.utf8))
+    }
+
+    func paypalDelivery(_ body: String, certURL: String? = nil, time: Date = Date()) async throws -> Answer {
+        try await post("/webhooks/paypal", headers: try paypal.headers(body: Array(body.utf8), webhookID: Self.paypalWebhookID,
+                                                                         certURL: certURL, time: time), body: Array(body.utf8))
+    }
+}
+
+/// Signs PayPal deliveries with a test CA's leaf named like PayPal's signing certificate.
+final class PayPalSigner: @unchecked Sendable {
+    let ca: CertificateAuthority
+    let leaf: (certificate: X509Certificate, key: RSAPrivateKey)
+    var certURL = ""
+    var leafPEM: [UInt8] { Array(leaf.certificate.pem.utf8) }
+
+    init() throws {
+        ca = try CertificateAuthority(commonName: "paysim test root")
+        leaf = try ca.issueLeaf(commonName: "messageverificationcerts.sandbox.paypal.com")
+    }
+
+    func headers(body: [UInt8], webhookID: String, certURL: String? = nil, time: Date = Date()) throws -> [(String, String)] {
+        let id = UUID().uuidString.lowercased()
+        let t = ISO8601.format(time)
+        let message = PayPalWebhookVerifier.signedMessage(transmissionID: id, transmissionTime: t, webhookID: webhookID, body: body)
+        let sig = Base64.encode(try leaf.key.signSHA256(Array(message.utf8)))
+        return [("PAYPAL-TRANSMISSION-ID", id), ("PAYPAL-TRANSMISSION-TIME", t), ("PAYPAL-TRANSMISSION-SIG", sig),
+                ("PAYPAL-CERT-URL", certURL ?? self.certURL), ("PAYPAL-AUTH-ALGO", "SHA256withRSA"), ("Content-Type", "application/json")]
+    }
+}
