@@ -61,6 +61,18 @@ public final class PostgresConnection: @unchecked Sendable {
         handle.map { PQstatus($0) == CONNECTION_OK } ?? false
     }
 
+    /// The value libpq uses for a connection option (`connect_timeout`, `host`...), nil when unset.
+    func connectionOption(_ keyword: String) -> String? {
+        guard let handle, let options = PQconninfo(handle) else { return nil }
+        defer { PQconninfoFree(options) }
+        var option = options
+        while let name = option.pointee.keyword {
+            if String(cString: name) == keyword { return option.pointee.val.map { String(cString: $0) } }
+            option += 1
+        }
+        return nil
+    }
+
     // MARK: - Queries
 
     /// Runs one statement with `$1`... parameters and returns its rows (text results; bytea decoded exactly).
@@ -183,9 +195,14 @@ public final class PostgresConnection: @unchecked Sendable {
     /// FATAL message and EOF) without blocking. Used by the pool before handing a connection out.
     func isAliveWhenIdle() -> Bool {
         (try? withHandle { conn -> Bool in
-            guard PQstatus(conn) == CONNECTION_OK else { return false }
-            var descriptor = pollfd(fd: PQsocket(conn), events: Int16(POLLIN), revents: 0)
-            if poll(&descriptor, 1, 0) > 0, PQconsumeInput(conn) == 0 { return false }
+            // A terminated backend leaves its FATAL message and then EOF: read until nothing is left (or EOF
+            // breaks the connection). A few rounds suffice; an idle session receives little else.
+            for _ in 0..<8 {
+                guard PQstatus(conn) == CONNECTION_OK else { return false }
+                var descriptor = pollfd(fd: PQsocket(conn), events: Int16(POLLIN), revents: 0)
+                guard poll(&descriptor, 1, 0) > 0 else { return true }
+                if PQconsumeInput(conn) == 0 { return false }
+            }
             return PQstatus(conn) == CONNECTION_OK
         }) ?? false
     }
@@ -224,6 +241,9 @@ public final class PostgresConnection: @unchecked Sendable {
             PQfinish(connection)
             throw PostgresError.connection(message)
         }
+        // libpq prints notices and warnings to stderr by default, which would break the JSON-lines log.
+        // Errors that matter reach the caller as thrown errors; notices are dropped.
+        _ = PQsetNoticeProcessor(connection, { _, _ in }, nil)
         do {
             try configureSession(connection)
         } catch {
