@@ -103,14 +103,22 @@ public final class PostgresConnection: @unchecked Sendable {
 
     /// Re-dials with the same parameters (PQreset), then restores the session settings, LISTEN channels and (lazily)
     /// prepared statements. Use after a connection failure when you keep the connection object.
+    /// Also reopens a connection that was closed.
     public func reset() throws {
-        try withHandle { conn in
-            PQreset(conn)
+        try withExclusiveAccess {
             preparedInSession = []
-            guard PQstatus(conn) == CONNECTION_OK else {
-                throw PostgresError.connection(Self.connectFailureMessage(conn, conninfo))
+            let conn: OpaquePointer
+            if let handle {
+                PQreset(handle)
+                guard PQstatus(handle) == CONNECTION_OK else {
+                    throw PostgresError.connection(Self.connectFailureMessage(handle, conninfo))
+                }
+                try Self.configureSession(handle)
+                conn = handle
+            } else {
+                conn = try Self.dial(conninfo)
+                handle = conn
             }
-            try Self.configureSession(conn)
             for channel in listenChannels.sorted() {
                 _ = try rows(from: PQexec(conn, "LISTEN " + escapeIdentifier(conn, channel)), conn)
             }
@@ -121,14 +129,20 @@ public final class PostgresConnection: @unchecked Sendable {
 
     /// Runs `body` with the libpq handle, refusing concurrent or nested use of the connection.
     func withHandle<T>(_ body: (OpaquePointer) throws -> T) throws -> T {
+        try withExclusiveAccess {
+            guard let handle else { throw PostgresError.connection("the connection to \(target) is closed") }
+            return try body(handle)
+        }
+    }
+
+    private func withExclusiveAccess<T>(_ body: () throws -> T) throws -> T {
         guard busy.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged else {
             throw PostgresError.protocolViolation(
                 "the connection is already in use (another thread, or a forEachRow body using its own connection); "
                     + "use one connection per thread, or a PostgresPool")
         }
         defer { busy.store(false, ordering: .releasing) }
-        guard let handle else { throw PostgresError.connection("the connection to \(target) is closed") }
-        return try body(handle)
+        return try body()
     }
 
     /// Turns a PGresult into rows or an error, and clears it.

@@ -66,6 +66,8 @@ import Testing
         let error = postgresError { try conn.query("SELECT 1") }
         #expect(error?.isConnectionFailure == true)
         #expect(error?.description.contains("closed") == true)
+        try conn.reset()
+        #expect(try conn.query("SELECT 1 AS one")[0].int32("one") == 1)
     }
 
     @Test func executeScriptRunsSeveralStatements() throws {

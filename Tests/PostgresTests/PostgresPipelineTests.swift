@@ -105,6 +105,16 @@ import Testing
         #expect(try conn.query("SELECT count(*) AS n FROM \(table)")[0].int64("n") == 3000)
     }
 
+    @Test func aBrokenConnectionThrowsAndResetRecovers() throws {
+        let conn = try connect()
+        try terminateBackend(conn.backendPID)
+        let error = postgresError { _ = try conn.pipeline([PostgresStatement("BEGIN"), PostgresStatement("SELECT 1"), PostgresStatement("COMMIT")]) }
+        #expect(error?.isConnectionFailure == true)
+        try conn.reset()
+        let results = try conn.pipeline([PostgresStatement("SELECT 7 AS n")])
+        #expect(try results[0].get()[0].int32("n") == 7)
+    }
+
     @Test func insideATransactionAFailureFailsTheCommit() throws {
         let (conn, table) = try setUp()
         let error = postgresError {
