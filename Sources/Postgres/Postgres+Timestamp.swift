@@ -7,7 +7,7 @@ enum PostgresTimestamp {
         let micros = (date.timeIntervalSince1970 * 1_000_000).rounded()
         // Years 1...9999 only: what ISO 8601 with four digits and PostgreSQL both take without a BC suffix.
         guard micros.isFinite, micros >= -62_135_596_800_000_000, micros < 253_402_300_800_000_000 else {
-            throw PostgresError.decoding("timestamp \(date) is outside years 1...9999")
+            throw PostgresError.decoding("timestamp \(date.timeIntervalSince1970)s since 1970 is outside years 1...9999")
         }
         let total = Int64(micros)
         let seconds = floorDiv(total, 1_000_000)

@@ -32,11 +32,14 @@ extension PostgresConnection {
                 try sendPipeline(conn, statements, buffers)
                 results = try readPipeline(conn, count: statements.count)
             } catch {
-                // The connection broke mid-way: leave pipeline mode if libpq still lets us; the caller discards it.
-                _ = PQsetnonblocking(conn, 0)
-                while PQstatus(conn) == CONNECTION_OK, let result = PQgetResult(conn) { PQclear(result) }
-                _ = PQexitPipelineMode(conn)
-                throw error
+                // Failing mid-way leaves the protocol state unknown (statements sent without a Sync, results unread):
+                // close the connection rather than guess. Usually it is already broken.
+                let wasBroken = PQstatus(conn) != CONNECTION_OK
+                PQfinish(conn)
+                handle = nil
+                preparedInSession = []
+                if wasBroken { throw error }
+                throw PostgresError.connection("pipeline failed mid-way, connection to \(target) closed: \(error)")
             }
             if PQexitPipelineMode(conn) != 1 {
                 while let result = PQgetResult(conn) { PQclear(result) }

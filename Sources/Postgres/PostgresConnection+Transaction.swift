@@ -13,6 +13,7 @@ extension PostgresConnection {
     ///
     /// If a statement failed inside the body and the body caught the error, PostgreSQL turns COMMIT into a rollback;
     /// that is reported by throwing, never silently ignored. Retry on ``PostgresError/isSerializationFailure``.
+    @discardableResult
     public func transaction<T>(isolation: PostgresIsolation? = nil, _ body: (PostgresConnection) throws -> T) throws -> T {
         switch try currentTransactionStatus() {
         case PQTRANS_INTRANS:

@@ -61,6 +61,18 @@ public final class PostgresConnection: @unchecked Sendable {
         handle.map { PQstatus($0) == CONNECTION_OK } ?? false
     }
 
+    /// The value libpq uses for a connection option (`connect_timeout`, `host`...), nil when unset.
+    func connectionOption(_ keyword: String) -> String? {
+        guard let handle, let options = PQconninfo(handle) else { return nil }
+        defer { PQconninfoFree(options) }
+        var option = options
+        while let name = option.pointee.keyword {
+            if String(cString: name) == keyword { return option.pointee.val.map { String(cString: $0) } }
+            option += 1
+        }
+        return nil
+    }
+
     // MARK: - Queries
 
     /// Runs one statement with `$1`... parameters and returns its rows (text results; bytea decoded exactly).
@@ -91,14 +103,22 @@ public final class PostgresConnection: @unchecked Sendable {
 
     /// Re-dials with the same parameters (PQreset), then restores the session settings, LISTEN channels and (lazily)
     /// prepared statements. Use after a connection failure when you keep the connection object.
+    /// Also reopens a connection that was closed.
     public func reset() throws {
-        try withHandle { conn in
-            PQreset(conn)
+        try withExclusiveAccess {
             preparedInSession = []
-            guard PQstatus(conn) == CONNECTION_OK else {
-                throw PostgresError.connection(Self.connectFailureMessage(conn, conninfo))
+            let conn: OpaquePointer
+            if let handle {
+                PQreset(handle)
+                guard PQstatus(handle) == CONNECTION_OK else {
+                    throw PostgresError.connection(Self.connectFailureMessage(handle, conninfo))
+                }
+                try Self.configureSession(handle)
+                conn = handle
+            } else {
+                conn = try Self.dial(conninfo)
+                handle = conn
             }
-            try Self.configureSession(conn)
             for channel in listenChannels.sorted() {
                 _ = try rows(from: PQexec(conn, "LISTEN " + escapeIdentifier(conn, channel)), conn)
             }
@@ -109,14 +129,20 @@ public final class PostgresConnection: @unchecked Sendable {
 
     /// Runs `body` with the libpq handle, refusing concurrent or nested use of the connection.
     func withHandle<T>(_ body: (OpaquePointer) throws -> T) throws -> T {
+        try withExclusiveAccess {
+            guard let handle else { throw PostgresError.connection("the connection to \(target) is closed") }
+            return try body(handle)
+        }
+    }
+
+    private func withExclusiveAccess<T>(_ body: () throws -> T) throws -> T {
         guard busy.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged else {
             throw PostgresError.protocolViolation(
                 "the connection is already in use (another thread, or a forEachRow body using its own connection); "
                     + "use one connection per thread, or a PostgresPool")
         }
         defer { busy.store(false, ordering: .releasing) }
-        guard let handle else { throw PostgresError.connection("the connection to \(target) is closed") }
-        return try body(handle)
+        return try body()
     }
 
     /// Turns a PGresult into rows or an error, and clears it.
@@ -183,9 +209,14 @@ public final class PostgresConnection: @unchecked Sendable {
     /// FATAL message and EOF) without blocking. Used by the pool before handing a connection out.
     func isAliveWhenIdle() -> Bool {
         (try? withHandle { conn -> Bool in
-            guard PQstatus(conn) == CONNECTION_OK else { return false }
-            var descriptor = pollfd(fd: PQsocket(conn), events: Int16(POLLIN), revents: 0)
-            if poll(&descriptor, 1, 0) > 0, PQconsumeInput(conn) == 0 { return false }
+            // A terminated backend leaves its FATAL message and then EOF: read until nothing is left (or EOF
+            // breaks the connection). A few rounds suffice; an idle session receives little else.
+            for _ in 0..<8 {
+                guard PQstatus(conn) == CONNECTION_OK else { return false }
+                var descriptor = pollfd(fd: PQsocket(conn), events: Int16(POLLIN), revents: 0)
+                guard poll(&descriptor, 1, 0) > 0 else { return true }
+                if PQconsumeInput(conn) == 0 { return false }
+            }
             return PQstatus(conn) == CONNECTION_OK
         }) ?? false
     }
@@ -224,6 +255,9 @@ public final class PostgresConnection: @unchecked Sendable {
             PQfinish(connection)
             throw PostgresError.connection(message)
         }
+        // libpq prints notices and warnings to stderr by default, which would break the JSON-lines log.
+        // Errors that matter reach the caller as thrown errors; notices are dropped.
+        _ = PQsetNoticeProcessor(connection, { _, _ in }, nil)
         do {
             try configureSession(connection)
         } catch {

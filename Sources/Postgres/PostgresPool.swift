@@ -185,9 +185,11 @@ final class PoolCore: Sendable {
         }
         if startThreads {
             for index in 0..<size {
-                let thread = Thread { [self] in workerLoop() }
-                thread.name = "postgres-pool-\(poolNumber)-\(index)"
-                thread.start()
+                let name = "pgpool-\(poolNumber)-\(index)"  // Linux thread names hold 15 bytes
+                Thread { [self] in
+                    Thread.current.name = name  // set from the thread itself: Linux applies it to the running thread only
+                    workerLoop()
+                }.start()
             }
         }
         jobsReady.signal()
