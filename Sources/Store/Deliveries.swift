@@ -44,10 +44,10 @@ public enum DeliveryStore {
     public static let channel = "payrecon_deliveries"
 
     static let insertDelivery = """
-        INSERT INTO deliveries (provider, dedupe_key, event_type, headers, body)
-        VALUES ($1, $2, $3, $4::jsonb, $5)
+        INSERT INTO deliveries (provider, dedupe_key, event_type, headers, body, redeliveries, last_redelivered_at)
+        VALUES ($1, $2, $3, $4::jsonb, $5, $6, CASE WHEN $6 > 0 THEN now() END)
         ON CONFLICT (provider, dedupe_key) DO UPDATE
-            SET redeliveries = deliveries.redeliveries + 1, last_redelivered_at = now()
+            SET redeliveries = deliveries.redeliveries + 1 + $6, last_redelivered_at = now()
         RETURNING id, (xmax = 0) AS inserted
         """
     static let insertRejection = """
@@ -64,16 +64,18 @@ public enum DeliveryStore {
         var firstIndex: [String: Int] = [:]
         var unique: [Int] = []
         var mapping = [Int](repeating: 0, count: deliveries.count)
+        var extra: [Int64] = []          // identical deliveries in this batch beyond the first: redeliveries too
         for (i, d) in deliveries.enumerated() {
             let key = d.provider.rawValue + "\u{0}" + d.dedupeKey
-            if let j = firstIndex[key] { mapping[i] = j } else { firstIndex[key] = unique.count; mapping[i] = unique.count; unique.append(i) }
+            if let j = firstIndex[key] { mapping[i] = j; extra[j] += 1 }
+            else { firstIndex[key] = unique.count; mapping[i] = unique.count; unique.append(i); extra.append(0) }
         }
         var statements: [PostgresStatement] = [PostgresStatement("BEGIN")]
-        for i in unique {
+        for (n, i) in unique.enumerated() {
             let d = deliveries[i]
             statements.append(PostgresStatement(insertDelivery, [
                 .text(d.provider.rawValue), .text(d.dedupeKey), d.eventType.map { .text($0) } ?? .null,
-                .jsonb(headersJSON(d.headers)), .bytea(d.body),
+                .jsonb(headersJSON(d.headers)), .bytea(d.body), .int64(extra[n]),
             ]))
         }
         for r in rejections {

@@ -1,6 +1,7 @@
 import Foundation
 import HTTP
 import Postgres
+import Providers
 import Testing
 
 /// `payrecon serve` against a real PostgreSQL (contract §4).
@@ -60,10 +61,14 @@ struct ReceiverTests {
 
     @Test func pxpWithoutRequestIdDedupesOnTheBodyHash() async throws {
         let h = try ReceiverHarness(); defer { h.stop() }
-        // Without X-Request-Id there is nothing to sign with either: the receiver must refuse, not guess.
-        let answer = try await h.pxp(#"{"eventData":{}}"#, requestID: nil)
-        #expect(answer.status == 401)
-        #expect(answer.errorCode == "missing_signature")
+        let body = #"{"eventData":{"merchantTransactionId":"NO-ID"}}"#
+        let first = try await h.pxp(body, requestID: nil)
+        #expect(first.status == 200 && first.outcome == "accepted")
+        let again = try await h.pxp(body, requestID: nil)
+        #expect(again.outcome == "duplicate" && again.eventID == first.eventID)
+        let conn = try h.database.connect(); defer { conn.close() }
+        let key = try #require(try conn.query("SELECT dedupe_key FROM deliveries").first).string("dedupe_key")
+        #expect(key == SHA256.hex(Array(body.utf8)))
     }
 
     @Test func paypalAndPaypercutDeliveriesAreAcceptedAndDeduplicatedOnEventId() async throws {

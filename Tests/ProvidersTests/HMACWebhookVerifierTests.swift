@@ -120,7 +120,18 @@ import Testing
         #expect(try rejection(h)?.code == .invalidSignature)
     }
 
-    @Test(arguments: ["X-Request-Id", "X-Signature-Timestamp", "X-Signature"])
+    @Test func requestIdIsOptionalAndSignedAsEmpty() throws {
+        var h = Self.headers(timestamp: "1732870000")
+        h.set("X-Request-Id", nil)
+        // Signed with the request id: no longer matches once it is gone.
+        #expect(try rejection(h)?.code == .invalidSignature)
+        // Signed without one ("" + timestamp + body): authentic.
+        var unsigned = Self.headers(requestID: "", timestamp: "1732870000")
+        unsigned.set("X-Request-Id", nil)
+        try PXPWebhookVerifier(key: Self.key).verify(headers: unsigned, body: Self.body, time: .at(Self.now))
+    }
+
+    @Test(arguments: ["X-Signature-Timestamp", "X-Signature"])
     func missingHeader(name: String) throws {
         var h = Self.headers(timestamp: "1732870000")
         h.set(name, nil)

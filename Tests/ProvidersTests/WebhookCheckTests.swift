@@ -131,7 +131,7 @@ import Reconciliation
 
     @Test func missingHeadersAreInvalidNotUsageErrors() throws {
         let outcome = try WebhookCheck.run(.init(provider: .pxp, body: Array("{}".utf8), headersJSON: Array("{}".utf8), key: "k"))
-        #expect(outcome.line == "invalid: missing_signature: header X-Request-Id is missing or empty")
+        #expect(outcome.line == "invalid: missing_signature: header X-Signature-Timestamp is missing or empty")
     }
 
     @Test(arguments: ["now", "transmission", "TRANSMISSION", "1700000000", "2024-10-27T08:51:04Z"])

@@ -27,7 +27,9 @@ public struct PXPWebhookVerifier: Sendable {
 
     /// Throws the reason the delivery is refused; returns when it is authentic and fresh.
     public func verify(headers: Headers, body: [UInt8], time: VerificationTime) throws(WebhookRejection) {
-        guard let requestID = headers.nonEmpty(Self.requestIDHeader) else { throw .missing(Self.requestIDHeader) }
+        // X-Request-Id is signed when present; a delivery without one signs "" + timestamp + body and is
+        // deduplicated on the body's SHA-256 (contract §4).
+        let requestID = headers.nonEmpty(Self.requestIDHeader) ?? ""
         guard let timestamp = headers.nonEmpty(Self.timestampHeader) else { throw .missing(Self.timestampHeader) }
         guard let signatureText = headers.nonEmpty(Self.signatureHeader) else { throw .missing(Self.signatureHeader) }
 

@@ -75,10 +75,8 @@ final class ReceiverHarness: @unchecked Sendable {
     func pxp(_ body: String, requestID: String? = UUID().uuidString, timestamp: String? = nil, key: String = ReceiverHarness.pxpKey) async throws -> Answer {
         let ts = timestamp ?? String(Int(Date().timeIntervalSince1970))
         var headers = [("Content-Type", "application/json"), ("X-Signature-Timestamp", ts)]
-        if let requestID {
-            headers.append(("X-Request-Id", requestID))
-            headers.append(("X-Signature", PXPWebhookVerifier.signature(key: key, requestID: requestID, timestamp: ts, body: Array(body.utf8))))
-        }
+        if let requestID { headers.append(("X-Request-Id", requestID)) }
+        headers.append(("X-Signature", PXPWebhookVerifier.signature(key: key, requestID: requestID ?? "", timestamp: ts, body: Array(body.utf8))))
         return try await post("/webhooks/pxp", headers: headers, body: Array(body.utf8))
     }
 
