@@ -24,6 +24,16 @@ public enum ProviderOutcome<T: Sendable>: Sendable {
         }
     }
 
+    /// The same non-found outcome for another value type; nil for `.found`.
+    public func failure<U: Sendable>(as _: U.Type = U.self) -> ProviderOutcome<U>? {
+        switch self {
+        case .found: return nil
+        case .notFound: return .notFound
+        case .transient(let r, let a): return .transient(reason: r, retryAfterSeconds: a)
+        case .permanent(let s, let b): return .permanent(status: s, body: b)
+        }
+    }
+
     public var value: T? {
         if case .found(let v) = self { return v }
         return nil
