@@ -69,14 +69,17 @@ public enum ProviderOutcomeClassifier {
         }
     }
 
-    /// Classifies an error thrown by a transport: timeouts and connection failures are transient; anything else
-    /// (a bug, a cancelled task) is reported as transient too, since the request's fate is unknown.
+    /// Classifies an error thrown by a transport: timeouts and connection failures are transient; `rejected` is
+    /// permanent with status 0 (no HTTP answer); anything else (a cancelled task, an unknown error) is transient,
+    /// since the request's fate is unknown.
     public static func classify(transportError error: any Error) -> ProviderOutcome<[UInt8]> {
         switch error {
         case ProviderTransportError.timeout:
             return .transient(reason: "timeout", retryAfterSeconds: nil)
         case ProviderTransportError.connection(let message):
             return .transient(reason: "connection: \(message)", retryAfterSeconds: nil)
+        case ProviderTransportError.rejected(let message):
+            return .permanent(status: 0, body: truncatedBody(Array("request rejected: \(message)".utf8)))
         case is CancellationError:
             return .transient(reason: "cancelled", retryAfterSeconds: nil)
         default:

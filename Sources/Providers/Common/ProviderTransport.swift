@@ -10,10 +10,10 @@ public struct ProviderRequest: Sendable, Equatable {
     /// Header names as sent; lookups are case-insensitive (`header(_:)`).
     public var headers: [(String, String)]
     public var body: [UInt8]
-    /// Per-request timeout in seconds.
-    public var timeoutSeconds: Int
+    /// Per-request timeout in seconds (whole request).
+    public var timeoutSeconds: Double
 
-    public init(method: String, url: String, headers: [(String, String)] = [], body: [UInt8] = [], timeoutSeconds: Int = 30) {
+    public init(method: String, url: String, headers: [(String, String)] = [], body: [UInt8] = [], timeoutSeconds: Double = 30) {
         self.method = method; self.url = url; self.headers = headers; self.body = body; self.timeoutSeconds = timeoutSeconds
     }
 
@@ -56,12 +56,14 @@ public struct ProviderResponse: Sendable {
     }
 }
 
-/// Transport failures a `ProviderTransport` throws. Both are transient.
+/// Transport failures a `ProviderTransport` throws: `timeout` and `connection` are transient, `rejected` is not.
 public enum ProviderTransportError: Error, Sendable, Equatable {
     /// No answer within the request's timeout.
     case timeout
     /// The connection could not be made or broke (DNS, refused, reset, TLS).
     case connection(String)
+    /// The request cannot be made or the answer cannot be taken (bad URL, answer over the size cap): not transient.
+    case rejected(String)
 }
 
 /// Sends one request; throws `ProviderTransportError` when no HTTP answer arrived.

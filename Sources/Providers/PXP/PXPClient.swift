@@ -9,12 +9,12 @@ public struct PXPConfiguration: Sendable, CustomStringConvertible {
     public var tokenID: String
     /// The token value (HMAC key). Never printed: `description` masks it.
     public var tokenValue: String
-    public var timeoutSeconds: Int
+    public var timeoutSeconds: Double
 
     public static let sandboxBaseURL = "https://api-services.test.pxp.io/api/v1"
 
     public init(baseURL: String = PXPConfiguration.sandboxBaseURL, clientID: String, tokenID: String, tokenValue: String,
-                timeoutSeconds: Int = 30) {
+                timeoutSeconds: Double = 30) {
         self.baseURL = baseURL; self.clientID = clientID; self.tokenID = tokenID; self.tokenValue = tokenValue
         self.timeoutSeconds = timeoutSeconds
     }

@@ -8,11 +8,11 @@ public struct PayPalConfiguration: Sendable, CustomStringConvertible {
     public var clientID: String
     /// Never printed: `description` masks it.
     public var secret: String
-    public var timeoutSeconds: Int
+    public var timeoutSeconds: Double
 
     public static let sandboxBaseURL = "https://api-m.sandbox.paypal.com"
 
-    public init(baseURL: String = PayPalConfiguration.sandboxBaseURL, clientID: String, secret: String, timeoutSeconds: Int = 30) {
+    public init(baseURL: String = PayPalConfiguration.sandboxBaseURL, clientID: String, secret: String, timeoutSeconds: Double = 30) {
         self.baseURL = baseURL; self.clientID = clientID; self.secret = secret; self.timeoutSeconds = timeoutSeconds
     }
 
