@@ -16,7 +16,8 @@ public enum PayPalResourceLink: Sendable, Hashable {
 /// State, first match: order VOIDED, or authorizations all VOIDED (or EXPIRED, which older answers use) with C = 0
 /// → voided; captures all DECLINED/FAILED with C = 0, or authorizations all DENIED → failed; a capture PENDING with
 /// C = 0 → pending; no payments and order CREATED/SAVED/APPROVED → pending, PAYER_ACTION_REQUIRED → action_required;
-/// R ≥ C > 0 → refunded; R > 0 → partially_refunded; C > 0 → captured; A > 0 → authorised. What is left (payments
+/// R ≥ C > 0 → refunded; R > 0 → partially_refunded; an authorization PARTIALLY_CAPTURED → authorised (with C > 0);
+/// C > 0 → captured; A > 0 → authorised. What is left (payments
 /// that hold nothing: e.g. voided and denied authorizations) is pending when an authorization is PENDING, else failed;
 /// an order COMPLETED without any payment is a mapping error.
 public enum PayPalMapping {
@@ -83,6 +84,8 @@ public enum PayPalMapping {
             state = .refunded
         } else if R > 0 {
             state = .partiallyRefunded
+        } else if auths.contains(where: { $0.status == "PARTIALLY_CAPTURED" }) {
+            state = .authorised  // still holds an open authorization, with C > 0
         } else if C > 0 {
             state = .captured
         } else if A > 0 {
