@@ -42,6 +42,18 @@ public enum PXPAuth {
         return Data(mac[..<Int(macLength)]).base64EncodedString()
     }
 
+    /// The request target a server recomputes the signature over when its HTTP layer hands it a percent-decoded
+    /// path and decoded query (as HTTP's `HTTPRequest` does): each path segment and query pair re-encoded the way
+    /// `PXPClient` encodes them (RFC 3986 unreserved kept), query pairs sorted by name. For the ids PXP uses
+    /// (no `/` inside a segment) this equals what the client signed.
+    public static func requestTarget(decodedPath: String, query: [String: String]) -> String {
+        let path = decodedPath.split(separator: "/", omittingEmptySubsequences: false)
+            .map { ProviderURL.encodeComponent(String($0)) }.joined(separator: "/")
+        guard !query.isEmpty else { return path }
+        return path + "?" + query.sorted(by: { $0.key < $1.key })
+            .map { ProviderURL.encodeComponent($0.key) + "=" + ProviderURL.encodeComponent($0.value) }.joined(separator: "&")
+    }
+
     /// `PXP-UST1 {tokenId}:{timestamp}:{signature}`.
     public static func authorizationHeader(tokenID: String, timestamp: String, signature: String) -> String {
         "PXP-UST1 \(tokenID):\(timestamp):\(signature)"
