@@ -52,7 +52,7 @@ struct HTTPClientTests {
 
     @Test func slowServerGivesTimeout() async throws {
         try await withServer(drainTimeout: 0.1, handler: { _, responder in
-            DispatchQueue.global().asyncAfter(deadline: .now() + 3) { responder.respond(.text("late")) }
+            DispatchQueue.global().asyncAfter(deadline: .now() + 30) { responder.respond(.text("late")) }
         }) { _, base in
             let client = HTTPClient(configuration: .init(timeoutSeconds: 10))
             let started = Date()
@@ -61,7 +61,8 @@ struct HTTPClientTests {
             }
             #expect(error == .timeout(base + "/slow"))
             #expect(error?.isTransient == true)
-            #expect(Date().timeIntervalSince(started) < 2.5)
+            // Well before the answer (30 s): the timeout fired, however loaded the machine is.
+            #expect(Date().timeIntervalSince(started) < 20)
         }
     }
 
@@ -124,7 +125,7 @@ struct HTTPClientTests {
 
     @Test func cancellingTheTaskCancelsTheRequest() async throws {
         try await withServer(drainTimeout: 0.1, handler: { _, responder in
-            DispatchQueue.global().asyncAfter(deadline: .now() + 3) { responder.respond(.text("late")) }
+            DispatchQueue.global().asyncAfter(deadline: .now() + 30) { responder.respond(.text("late")) }
         }) { _, base in
             let client = HTTPClient(configuration: .init(timeoutSeconds: 10))
             let task = Task { try await client.send(.init(url: base + "/slow")) }

@@ -84,19 +84,20 @@ import Testing
             case "busy": return HTTPResponse(status: 429, headers: [("Retry-After", "17")])
             case "broken": return HTTPResponse(status: 502)
             case "slow":
-                try? await Task.sleep(for: .seconds(2))
+                try? await Task.sleep(for: .seconds(30))
                 return .json(bytes: Array("{}".utf8))
             default: return .json(status: 400, bytes: Array(#"{"errorCode":"BAD"}"#.utf8))
             }
         }) { base in
-            let c = pxpClient(base, timeout: 0.5)
+            // Generous timeout for the answers that come at once (the machine may be loaded); a short one for "slow".
+            let c = pxpClient(base, timeout: 10)
             let missing = await c.transaction(merchant: "M", site: "S", merchantTransactionId: "missing")
             #expect(missing == .notFound)
             let busy = await c.transaction(merchant: "M", site: "S", merchantTransactionId: "busy")
             #expect(busy == .transient(reason: "HTTP 429", retryAfterSeconds: 17))
             let broken = await c.transaction(merchant: "M", site: "S", merchantTransactionId: "broken")
             #expect(broken == .transient(reason: "HTTP 502", retryAfterSeconds: nil))
-            let slow = await c.transaction(merchant: "M", site: "S", merchantTransactionId: "slow")
+            let slow = await pxpClient(base, timeout: 0.5).transaction(merchant: "M", site: "S", merchantTransactionId: "slow")
             #expect(slow == .transient(reason: "timeout", retryAfterSeconds: nil))
             let bad = await c.transaction(merchant: "M", site: "S", merchantTransactionId: "bad")
             #expect(bad == .permanent(status: 400, body: #"{"errorCode":"BAD"}"#))

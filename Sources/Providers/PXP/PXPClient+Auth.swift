@@ -1,4 +1,3 @@
-import COpenSSL
 import Foundation
 
 /// PXP-UST1 request authentication (merchant → PXP API).
@@ -27,19 +26,7 @@ public enum PXPAuth {
         message += Array(method.uppercased().utf8)
         message += Array(pathAndQuery.utf8)
         message += body
-        let key = Array(tokenValue.utf8)
-        var mac = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
-        var macLength: UInt32 = 0
-        let keyBuffer = key.isEmpty ? [0] : key  // a valid pointer even for an empty key
-        let ok = keyBuffer.withUnsafeBytes { k in
-            message.withUnsafeBufferPointer { m in
-                mac.withUnsafeMutableBufferPointer { out in
-                    HMAC(EVP_sha256(), k.baseAddress, Int32(key.count), m.baseAddress, m.count, out.baseAddress, &macLength) != nil
-                }
-            }
-        }
-        precondition(ok, "HMAC-SHA256 failed in libcrypto")
-        return Data(mac[..<Int(macLength)]).base64EncodedString()
+        return Base64.encode(HMAC.authenticate(.sha256, key: Array(tokenValue.utf8), message: message))
     }
 
     /// The request target a server recomputes the signature over when its HTTP layer hands it a percent-decoded
@@ -64,18 +51,6 @@ extension PXPClient {
     /// A PXP merchantTransactionId (≤ 50 characters, unique per transaction) derived from an action's idempotency
     /// key, so executing the same action twice sends the same id: `pr-` + the first 32 hex digits of SHA-256(key).
     public static func merchantTransactionId(forIdempotencyKey key: String) -> String {
-        let data = Array(key.utf8)
-        var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
-        var length: UInt32 = 0
-        let ok = data.withUnsafeBufferPointer { d in
-            digest.withUnsafeMutableBufferPointer { out in
-                EVP_Digest(d.baseAddress ?? UnsafePointer(bitPattern: 1), d.count, out.baseAddress, &length, EVP_sha256(), nil) == 1
-            }
-        }
-        precondition(ok && length == 32, "SHA-256 failed in libcrypto")
-        let hex = Array("0123456789abcdef".utf8)
-        var out = Array("pr-".utf8)
-        for b in digest[..<16] { out.append(hex[Int(b >> 4)]); out.append(hex[Int(b & 0xF)]) }
-        return String(decoding: out, as: UTF8.self)
+        "pr-" + SHA256.hex(Array(key.utf8)).prefix(32)
     }
 }
