@@ -65,12 +65,11 @@ public struct JSONMember: Sendable, Equatable {
 }
 
 extension JSON: ExpressibleByStringLiteral, ExpressibleByBooleanLiteral, ExpressibleByIntegerLiteral,
-    ExpressibleByArrayLiteral, ExpressibleByNilLiteral {
+    ExpressibleByArrayLiteral {
     public init(stringLiteral value: String) { self = .string(value) }
     public init(booleanLiteral value: Bool) { self = .bool(value) }
     public init(integerLiteral value: Int) { self = .number(String(value)) }
     public init(arrayLiteral elements: JSON...) { self = .array(elements) }
-    public init(nilLiteral: ()) { self = .null }
 }
 
 // MARK: - Serializing

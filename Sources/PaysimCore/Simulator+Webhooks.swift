@@ -1,7 +1,5 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
+import HTTP
 
 /// Where deliveries go. The default posts over HTTP; tests substitute a recorder.
 public protocol WebhookTransport: Sendable {
@@ -49,18 +47,16 @@ public enum WebhookSigner {
     }
 }
 
-/// POSTs with URLSession (FoundationNetworking), 10 s timeout.
-public struct URLSessionWebhookTransport: WebhookTransport {
-    public init() {}
+/// POSTs through the project's `HTTPClient` (10 s per delivery).
+public struct HTTPClientWebhookTransport: WebhookTransport {
+    let client: HTTPClient
+
+    public init(client: HTTPClient = HTTPClient(configuration: .init(timeoutSeconds: 10, maxConcurrentRequests: 32))) {
+        self.client = client
+    }
 
     public func post(url: String, headers: [(String, String)], body: [UInt8]) async throws -> Int {
-        guard let target = URL(string: url) else { throw URLError(.badURL) }
-        var request = URLRequest(url: target, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: 10)
-        request.httpMethod = "POST"
-        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
-        request.httpBody = Data(body)
-        let (_, response) = try await URLSession.shared.data(for: request)
-        return (response as? HTTPURLResponse)?.statusCode ?? 0
+        try await client.send(HTTPClientRequest(method: "POST", url: url, headers: headers, body: body)).status
     }
 }
 
