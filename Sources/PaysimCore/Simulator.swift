@@ -287,8 +287,14 @@ public final class Simulator: Sendable {
         guard let header = r.header("authorization") else { throw reject("missing Authorization header") }
         let prefix = "PXP-UST1 "
         guard header.hasPrefix(prefix) else { throw reject("Authorization scheme must be PXP-UST1") }
-        let parts = header.dropFirst(prefix.count).split(separator: ":", omittingEmptySubsequences: false).map(String.init)
-        guard parts.count == 3, !parts[0].isEmpty, !parts[1].isEmpty, !parts[2].isEmpty else {
+        // tokenId up to the first ':', hmac after the last (an ISO 8601 timestamp has colons of its own).
+        let credential = header.dropFirst(prefix.count)
+        guard let first = credential.firstIndex(of: ":"), let last = credential.lastIndex(of: ":"), first < last else {
+            throw reject("Authorization must be PXP-UST1 {tokenId}:{timestamp}:{hmac}")
+        }
+        let parts = [String(credential[..<first]), String(credential[credential.index(after: first)..<last]),
+                     String(credential[credential.index(after: last)...])]
+        guard !parts[0].isEmpty, !parts[1].isEmpty, !parts[2].isEmpty else {
             throw reject("Authorization must be PXP-UST1 {tokenId}:{timestamp}:{hmac}")
         }
         guard SimCrypto.constantTimeEqual(Array(parts[0].utf8), Array(config.pxpTokenID.utf8)) else {
