@@ -129,6 +129,8 @@ public struct PXPModification: Sendable, Equatable {
 public struct PXPBook: Sendable {
     public private(set) var transactions: [String: PXPTransaction] = [:]
     private var byReference: [String: String] = [:]
+    /// parent systemTransactionId → its modifications' ids.
+    private var children: [String: [String]] = [:]
 
     public init() {}
 
@@ -151,13 +153,8 @@ public struct PXPBook: Sendable {
     /// Create or replace (admin). Replacing drops the old transaction's modifications.
     public mutating func put(_ transaction: PXPTransaction) {
         let key = Self.referenceKey(transaction.merchant, transaction.site, transaction.merchantTransactionID)
-        if let old = byReference[key], old != transaction.systemTransactionID {
-            remove(old)
-        }
-        if let previous = transactions[transaction.systemTransactionID] {
-            byReference[Self.referenceKey(previous.merchant, previous.site, previous.merchantTransactionID)] = nil
-        }
-        for child in transactions.values where child.parentID == transaction.systemTransactionID { remove(child.systemTransactionID) }
+        if let old = byReference[key] { remove(old) }
+        remove(transaction.systemTransactionID)
         transactions[transaction.systemTransactionID] = transaction
         byReference[key] = transaction.systemTransactionID
     }
@@ -165,7 +162,7 @@ public struct PXPBook: Sendable {
     private mutating func remove(_ id: String) {
         guard let t = transactions.removeValue(forKey: id) else { return }
         byReference[Self.referenceKey(t.merchant, t.site, t.merchantTransactionID)] = nil
-        for child in transactions.values where child.parentID == id { remove(child.systemTransactionID) }
+        for child in children.removeValue(forKey: id) ?? [] { remove(child) }
     }
 
     public enum Outcome: Sendable, Equatable {
@@ -292,6 +289,7 @@ public struct PXPBook: Sendable {
         }
         transactions[parentID] = parent
         transactions[child.systemTransactionID] = child
+        children[parentID, default: []].append(child.systemTransactionID)
         byReference[Self.referenceKey(child.merchant, child.site, child.merchantTransactionID)] = child.systemTransactionID
         return .applied(child)
     }

@@ -69,12 +69,17 @@ public struct PayPalBook: Sendable {
 
     // MARK: totals
 
+    /// Sums over the order's own payments (not the whole book), so actions stay O(payments of one order).
     func capturedTotal(ofAuthorization id: String) -> Int64 {
-        captures.values.filter { $0.authorizationID == id && $0.holdsMoney }.reduce(0) { $0 + $1.amount }
+        guard let orderID = authorizations[id]?.orderID, let order = orders[orderID] else { return 0 }
+        return order.captureIDs.compactMap { captures[$0] }.filter { $0.authorizationID == id && $0.holdsMoney }
+            .reduce(0) { $0 + $1.amount }
     }
 
     func refundedTotal(ofCapture id: String) -> Int64 {
-        refunds.values.filter { $0.captureID == id && $0.counts }.reduce(0) { $0 + $1.amount }
+        guard let orderID = captures[id]?.orderID, let order = orders[orderID] else { return 0 }
+        return order.refundIDs.compactMap { refunds[$0] }.filter { $0.captureID == id && $0.counts }
+            .reduce(0) { $0 + $1.amount }
     }
 
     // MARK: admin
