@@ -1,0 +1,136 @@
+import Foundation
+
+// What a provider call came to, in the terms the worker acts on: a value, an absence, "try again later" or
+// "don't retry". Every client classifies HTTP answers and transport errors the same way here.
+
+/// The result of one provider call.
+public enum ProviderOutcome<T: Sendable>: Sendable {
+    /// The provider answered with the thing asked for.
+    case found(T)
+    /// The provider says it does not exist (404 on a read).
+    case notFound
+    /// Worth retrying: timeout, connection failure, 429, 5xx. `retryAfterSeconds` from a Retry-After header.
+    case transient(reason: String, retryAfterSeconds: Int?)
+    /// Retrying will not help (other 4xx, an answer that cannot be read); the provider's body, truncated to 4 KiB.
+    case permanent(status: Int, body: String)
+
+    /// Transforms a found value; other cases pass through.
+    public func map<U: Sendable>(_ transform: (T) throws -> U) rethrows -> ProviderOutcome<U> {
+        switch self {
+        case .found(let v): return .found(try transform(v))
+        case .notFound: return .notFound
+        case .transient(let r, let a): return .transient(reason: r, retryAfterSeconds: a)
+        case .permanent(let s, let b): return .permanent(status: s, body: b)
+        }
+    }
+
+    /// The same non-found outcome for another value type; nil for `.found`.
+    public func failure<U: Sendable>(as _: U.Type = U.self) -> ProviderOutcome<U>? {
+        switch self {
+        case .found: return nil
+        case .notFound: return .notFound
+        case .transient(let r, let a): return .transient(reason: r, retryAfterSeconds: a)
+        case .permanent(let s, let b): return .permanent(status: s, body: b)
+        }
+    }
+
+    public var value: T? {
+        if case .found(let v) = self { return v }
+        return nil
+    }
+
+    public var isTransient: Bool {
+        if case .transient = self { return true }
+        return false
+    }
+}
+
+extension ProviderOutcome: Equatable where T: Equatable {}
+
+/// The classification rules shared by the clients.
+public enum ProviderOutcomeClassifier {
+    /// Largest provider error body kept in `.permanent`.
+    public static let maxErrorBodyBytes = 4096
+
+    /// Classifies an HTTP answer. 2xx → `.found(body)`; 404 → `.notFound` when `notFoundIsAbsence` (reads), else
+    /// permanent; 408, 429 and 5xx → transient (Retry-After honoured); other statuses → permanent with the body.
+    /// `now` (unix seconds) turns an HTTP-date Retry-After into seconds.
+    public static func classify(_ response: ProviderResponse, notFoundIsAbsence: Bool, now: Int64) -> ProviderOutcome<[UInt8]> {
+        switch response.status {
+        case 200..<300:
+            return .found(response.body)
+        case 404 where notFoundIsAbsence:
+            return .notFound
+        case 408, 429, 500..<600:
+            let retryAfter = response.header("Retry-After").flatMap { RetryAfter.seconds(from: $0, now: now) }
+            return .transient(reason: "HTTP \(response.status)", retryAfterSeconds: retryAfter)
+        default:
+            return .permanent(status: response.status, body: truncatedBody(response.body))
+        }
+    }
+
+    /// Classifies an error thrown by a transport: timeouts and connection failures are transient; `rejected` is
+    /// permanent with status 0 (no HTTP answer); anything else (a cancelled task, an unknown error) is transient,
+    /// since the request's fate is unknown.
+    public static func classify(transportError error: any Error) -> ProviderOutcome<[UInt8]> {
+        switch error {
+        case ProviderTransportError.timeout:
+            return .transient(reason: "timeout", retryAfterSeconds: nil)
+        case ProviderTransportError.connection(let message):
+            return .transient(reason: "connection: \(message)", retryAfterSeconds: nil)
+        case ProviderTransportError.rejected(let message):
+            return .permanent(status: 0, body: truncatedBody(Array("request rejected: \(message)".utf8)))
+        case is CancellationError:
+            return .transient(reason: "cancelled", retryAfterSeconds: nil)
+        default:
+            return .transient(reason: "transport: \(error)", retryAfterSeconds: nil)
+        }
+    }
+
+    /// The body as text for a report, at most 4 KiB, cut on a character boundary.
+    public static func truncatedBody(_ body: [UInt8]) -> String {
+        guard body.count > maxErrorBodyBytes else { return String(decoding: body, as: UTF8.self) }
+        var end = maxErrorBodyBytes
+        while end > 0, body[end] & 0xC0 == 0x80 { end -= 1 }  // don't split a UTF-8 sequence
+        return String(decoding: body[..<end], as: UTF8.self) + "…"
+    }
+}
+
+/// Retry-After (RFC 9110 §10.2.3): delay-seconds or an HTTP-date.
+public enum RetryAfter {
+    /// Seconds to wait, or nil if the value cannot be read. A date in the past gives 0.
+    public static func seconds(from value: String, now: Int64) -> Int? {
+        let v = value.trimmingCharacters(in: .whitespaces)
+        if !v.isEmpty, v.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
+            guard v.count <= 9, let s = Int(v) else { return Int(Int32.max) }
+            return s
+        }
+        guard let date = HTTPDate.unixSeconds(from: v) else { return nil }
+        return Int(max(0, min(date - now, Int64(Int32.max))))
+    }
+}
+
+/// HTTP-date parsing: IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), and the obsolete RFC 850
+/// (`Sunday, 06-Nov-94 08:49:37 GMT`) and asctime (`Sun Nov  6 08:49:37 1994`) forms recipients must accept.
+public enum HTTPDate {
+    static let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
+
+    public static func unixSeconds(from value: String) -> Int64? {
+        let tokens = value.split(whereSeparator: { $0 == " " || $0 == "," || $0 == "-" }).map(String.init)
+        var day: Int?, month: Int?, year: Int?, time: (Int, Int, Int)?
+        for token in tokens.dropFirst() {  // the first token is the weekday
+            if let m = months.firstIndex(of: token.lowercased()) { month = m + 1; continue }
+            if token.contains(":") {
+                let parts = token.split(separator: ":").compactMap { Int($0) }
+                guard parts.count == 3 else { return nil }
+                time = (parts[0], parts[1], parts[2]); continue
+            }
+            if token == "GMT" { continue }
+            // In all three forms the first number is the day and the second the year.
+            guard let n = Int(token), token.count <= 4 else { return nil }
+            if day == nil { day = n } else if year == nil { year = token.count == 2 ? (n < 70 ? 2000 + n : 1900 + n) : n } else { return nil }
+        }
+        guard let d = day, let m = month, let y = year, let (h, mi, s) = time else { return nil }
+        return CivilTime.unixSeconds(year: y, month: m, day: d, hour: h, minute: mi, second: s)
+    }
+}

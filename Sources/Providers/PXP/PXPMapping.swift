@@ -1,0 +1,154 @@
+import Reconciliation
+
+/// A modification transaction payrecon made or learned of: its own systemTransactionId, linked to the parent.
+public struct PXPModification: Sendable, Hashable, Codable {
+    public var systemTransactionId: String
+    /// The first systemTransactionId (the one in the modification URL).
+    public var parentSystemTransactionId: String
+    public var operation: PXPOperation
+    /// Minor units of the operation itself; for `.incremental` the increase (delta), not PXP's new total.
+    public var amount: Int64
+    /// PXP state of the modification transaction (`Captured`, `Authorised`, `Cancelled`, `Refused`, …).
+    public var state: String
+
+    public init(systemTransactionId: String, parentSystemTransactionId: String, operation: PXPOperation, amount: Int64,
+                state: String) {
+        self.systemTransactionId = systemTransactionId; self.parentSystemTransactionId = parentSystemTransactionId
+        self.operation = operation; self.amount = amount; self.state = state
+    }
+
+    /// Whether PXP accepted it: captures come back `Captured`, refunds and increments `Authorised`, voids `Cancelled`.
+    public var isAccepted: Bool {
+        let s = state.lowercased()
+        switch operation {
+        case .capture, .finalCapture: return s == "captured"
+        case .refund, .incremental: return s == "authorised"
+        case .void: return s == "cancelled"
+        }
+    }
+}
+
+/// PXP transaction answer (+ known modifications) → `Snapshot`, per contract §6.
+///
+/// Parent fields: intent `transactionMethod.intent`; currency and value V `amounts.currencyCode` /
+/// `amounts.transactionValue`; parent A = `fundingData.providerResponse.authorisedAmount` when present, else V.
+///
+/// State table (case-insensitive) with the parent's own C/R: Authorised → authorised (C 0); Captured → captured
+/// (C = V); Executed/Confirmed/Approved → captured (C = V); Refunded → refunded (C = R = V); Cancelled → voided;
+/// Refused/Rejected/Error → failed; Pending/Updated → pending. For a Purchase in a captured or refunded state, A = C.
+///
+/// Modifications (only those whose parent is this transaction; each systemTransactionId counted once; only
+/// accepted ones): captures (state Captured) sum to childC, refunds (state Authorised) to childR, increments
+/// (state Authorised) to childInc. PXP may or may not also reflect a modification on the parent, so amounts are
+/// combined without double counting:
+/// - C = max(parent C, childC); R = max(parent R, childR);
+/// - A = max(parent A, min(parent A, V) + childInc) — if the parent already shows the raised total it wins,
+///   otherwise the increments are added to the original authorisation.
+/// Then, when the parent state is authorised, captured or refunded: C > 0 and R ≥ C → refunded; R > 0 →
+/// partially_refunded; an authorised parent with C > 0 and C ≥ A → captured (C < A stays authorised, partly
+/// captured). An accepted void (state Cancelled) on an authorised parent with C = 0 → voided. `rawState` is always
+/// the parent's own state.
+public enum PXPMapping {
+    static let reader = AnswerReader(provider: "pxp")
+
+    public static func snapshot(transaction t: JSONValue, modifications: [PXPModification] = [],
+                                transactionRef: String) throws(ProviderMappingError) -> Snapshot {
+        let r = reader
+        guard t.objectMembers != nil else { throw r.fail("(answer)", t, "expected a JSON object") }
+
+        let intentText = try r.string(t["transactionMethod"]?["intent"], "transactionMethod.intent")
+        let intent: Intent
+        switch intentText.lowercased() {
+        case "authorisation": intent = .authorisation
+        case "estimatedauthorisation": intent = .estimatedAuthorisation
+        case "purchase": intent = .purchase
+        case "payout": intent = .payout
+        default: throw r.fail("transactionMethod.intent", t["transactionMethod"]?["intent"], "unsupported intent")
+        }
+
+        let currency = try r.currency(t["amounts"]?["currencyCode"], "amounts.currencyCode")
+        let value = try r.amount(t["amounts"]?["transactionValue"], "amounts.transactionValue", exponent: currency.exponent)
+        var authorised = value
+        if let a = t["fundingData"]?["providerResponse"]?["authorisedAmount"], !a.isNull {
+            authorised = try r.amount(a, "fundingData.providerResponse.authorisedAmount", exponent: currency.exponent)
+        }
+
+        let systemTransactionId = try r.string(t["systemTransactionId"], "systemTransactionId")
+        let rawState = try r.string(t["state"], "state")
+        var state: TransactionState
+        var captured: Int64 = 0, refunded: Int64 = 0
+        switch rawState.lowercased() {
+        case "authorised": state = .authorised
+        case "captured", "executed", "confirmed", "approved": state = .captured; captured = value
+        case "refunded": state = .refunded; captured = value; refunded = value
+        case "cancelled": state = .voided
+        case "refused", "rejected", "error": state = .failed
+        case "pending", "updated": state = .pending
+        default: throw r.fail("state", t["state"], "unknown transaction state")
+        }
+        if intent == .purchase && (state == .captured || state == .refunded) { authorised = captured }
+
+        // Modifications of this transaction, each counted once.
+        var seen = Set<String>()
+        var childCaptured: Int64 = 0, childRefunded: Int64 = 0, childIncrement: Int64 = 0
+        var voidAccepted = false
+        for m in modifications where m.parentSystemTransactionId == systemTransactionId && m.isAccepted {
+            guard seen.insert(m.systemTransactionId).inserted else { continue }
+            guard m.amount >= 0 else {
+                throw ProviderMappingError(provider: "pxp", field: "modification \(m.systemTransactionId).amount",
+                                           value: String(m.amount), reason: "negative amount")
+            }
+            switch m.operation {
+            case .capture, .finalCapture: childCaptured = try add(childCaptured, m.amount, m)
+            case .refund: childRefunded = try add(childRefunded, m.amount, m)
+            case .incremental: childIncrement = try add(childIncrement, m.amount, m)
+            case .void: voidAccepted = true
+            }
+        }
+        captured = max(captured, childCaptured)
+        refunded = max(refunded, childRefunded)
+        if childIncrement > 0 {
+            let (raised, overflow) = min(authorised, value).addingReportingOverflow(childIncrement)
+            guard !overflow else {
+                throw ProviderMappingError(provider: "pxp", field: "modifications", value: nil, reason: "increments overflow")
+            }
+            authorised = max(authorised, raised)
+        }
+
+        if state == .authorised || state == .captured || state == .refunded {
+            let base = state
+            if captured > 0 && refunded >= captured { state = .refunded }
+            else if refunded > 0 { state = .partiallyRefunded }
+            else if base == .authorised && captured > 0 && captured >= authorised { state = .captured }
+            else if base == .authorised && captured == 0 && voidAccepted { state = .voided }
+        }
+
+        return Snapshot(
+            provider: .pxp, transactionRef: transactionRef,
+            merchant: try r.optionalString(t["merchant"], "merchant"),
+            site: try r.optionalString(t["site"], "site"),
+            intent: intent, currency: currency, value: value,
+            authorised: authorised, captured: captured, refunded: refunded,
+            state: state, rawState: rawState,
+            createdAt: try r.timestamp(t["merchantTransactionDate"], "merchantTransactionDate"),
+            actionTargets: ActionTargets(systemTransactionID: systemTransactionId))
+    }
+
+    private static func add(_ a: Int64, _ b: Int64, _ m: PXPModification) throws(ProviderMappingError) -> Int64 {
+        let (sum, overflow) = a.addingReportingOverflow(b)
+        guard !overflow else {
+            throw ProviderMappingError(provider: "pxp", field: "modification \(m.systemTransactionId).amount",
+                                       value: String(m.amount), reason: "sum overflows")
+        }
+        return sum
+    }
+}
+
+extension PXPModificationResult {
+    /// The modification record to keep for mapping: `amount` is the operation's own amount (for an increment, the
+    /// delta — not the new total sent to PXP).
+    public func modification(parentSystemTransactionId: String, operation: PXPOperation, amount: Int64) -> PXPModification {
+        PXPModification(systemTransactionId: systemTransactionId, parentSystemTransactionId: parentSystemTransactionId,
+                        operation: operation, amount: amount, state: state)
+    }
+}

@@ -1,0 +1,177 @@
+import Foundation
+import Reconciliation
+
+/// Where and as whom to call PayPal's REST API.
+public struct PayPalConfiguration: Sendable, CustomStringConvertible {
+    /// `https://api-m.sandbox.paypal.com` or `https://api-m.paypal.com`.
+    public var baseURL: String
+    public var clientID: String
+    /// Never printed: `description` masks it.
+    public var secret: String
+    public var timeoutSeconds: Double
+
+    public static let sandboxBaseURL = "https://api-m.sandbox.paypal.com"
+
+    public init(baseURL: String = PayPalConfiguration.sandboxBaseURL, clientID: String, secret: String, timeoutSeconds: Double = 30) {
+        self.baseURL = baseURL; self.clientID = clientID; self.secret = secret; self.timeoutSeconds = timeoutSeconds
+    }
+
+    public var description: String { "PayPalConfiguration(baseURL: \(baseURL), clientID: \(clientID), secret: <redacted>)" }
+}
+
+/// PayPal Orders v2 / Payments v2: read orders and payments, capture, void, refund.
+///
+/// Auth is OAuth2 client credentials; the token is cached until shortly before `expires_in` and shared by concurrent
+/// callers; a 401 drops it and the call is retried once with a fresh one. Actions send the action's idempotency key
+/// as `PayPal-Request-Id` (so retries after a timeout are safe) and `Prefer: return=representation`.
+public final class PayPalClient: Sendable {
+    public let configuration: PayPalConfiguration
+    let transport: any ProviderTransport
+    let retry: RetryPolicy
+    let now: @Sendable () -> Int64
+    let tokens = PayPalTokenCache()
+
+    /// - Parameter now: unix seconds (token expiry, Retry-After dates).
+    public init(configuration: PayPalConfiguration, transport: any ProviderTransport, retry: RetryPolicy = .standard,
+                now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) {
+        self.configuration = configuration; self.transport = transport; self.retry = retry; self.now = now
+    }
+
+    // MARK: Reads
+
+    /// GET /v2/checkout/orders/{id}.
+    public func order(_ id: String) async -> ProviderOutcome<JSONValue> {
+        await call(method: "GET", segments: ["v2", "checkout", "orders", id])
+    }
+
+    /// GET /v2/payments/authorizations/{id}.
+    public func authorization(_ id: String) async -> ProviderOutcome<JSONValue> {
+        await call(method: "GET", segments: ["v2", "payments", "authorizations", id])
+    }
+
+    /// GET /v2/payments/captures/{id}.
+    public func capture(_ id: String) async -> ProviderOutcome<JSONValue> {
+        await call(method: "GET", segments: ["v2", "payments", "captures", id])
+    }
+
+    /// GET /v2/payments/refunds/{id}.
+    public func refund(_ id: String) async -> ProviderOutcome<JSONValue> {
+        await call(method: "GET", segments: ["v2", "payments", "refunds", id])
+    }
+
+    // MARK: Actions
+
+    /// POST /v2/payments/authorizations/{id}/capture with `amount` and `final_capture`.
+    public func captureAuthorization(_ id: String, amount: Money, final: Bool, requestID: String) async -> ProviderOutcome<JSONValue> {
+        let body: JSONValue = .object([("amount", PayPalClient.amountObject(amount)), ("final_capture", .bool(final))])
+        return await call(method: "POST", segments: ["v2", "payments", "authorizations", id, "capture"], body: body, requestID: requestID)
+    }
+
+    /// POST /v2/payments/authorizations/{id}/void (no body).
+    public func voidAuthorization(_ id: String, requestID: String) async -> ProviderOutcome<JSONValue> {
+        await call(method: "POST", segments: ["v2", "payments", "authorizations", id, "void"], body: nil, requestID: requestID)
+    }
+
+    /// POST /v2/payments/captures/{id}/refund with `amount`.
+    public func refundCapture(_ id: String, amount: Money, requestID: String) async -> ProviderOutcome<JSONValue> {
+        let body: JSONValue = .object([("amount", PayPalClient.amountObject(amount))])
+        return await call(method: "POST", segments: ["v2", "payments", "captures", id, "refund"], body: body, requestID: requestID)
+    }
+
+    /// `{"currency_code":"USD","value":"10.00"}`: the value with exactly the currency's decimals.
+    public static func amountObject(_ amount: Money) -> JSONValue {
+        .object([("currency_code", .string(amount.currency.code)),
+                 ("value", .string(JSONValue.decimalString(minorUnits: amount.minorUnits, exponent: amount.currency.exponent)))])
+    }
+
+    // MARK: Resolving a webhook resource to its order
+
+    /// The order id a webhook resource belongs to: an order's own id; else `supplementary_data.related_ids.order_id`;
+    /// else the `up` link, fetching the authorization or capture it points to (a refund → its capture → its
+    /// authorization or order) until an order id turns up. `.notFound` when the chain ends without one.
+    public func orderID(resourceType: String, resource: JSONValue) async -> ProviderOutcome<String> {
+        var current = resource
+        var type = resourceType
+        for _ in 0..<4 {
+            switch PayPalMapping.orderReference(resourceType: type, resource: current) {
+            case .order(let id):
+                return .found(id)
+            case .authorization(let id):
+                let fetched = await authorization(id)
+                guard case .found(let next) = fetched else { return fetched.failure(as: String.self)! }
+                current = next; type = "authorization"
+            case .capture(let id):
+                let fetched = await capture(id)
+                guard case .found(let next) = fetched else { return fetched.failure(as: String.self)! }
+                current = next; type = "capture"
+            case nil:
+                return .notFound
+            }
+        }
+        return .notFound
+    }
+
+    // MARK: Request building (pure; tested directly)
+
+    package func apiRequest(method: String, segments: [String], body: JSONValue?, requestID: String?, token: String) -> ProviderRequest {
+        var headers = [("Authorization", "Bearer \(token)"), ("Accept", "application/json")]
+        var bytes: [UInt8] = []
+        if method != "GET" {
+            headers.append(("Content-Type", "application/json"))
+            headers.append(("Prefer", "return=representation"))
+            if let body { bytes = body.serialized() }
+        }
+        if let requestID { headers.append(("PayPal-Request-Id", requestID)) }
+        return ProviderRequest(method: method, url: ProviderURL.build(base: configuration.baseURL, segments: segments),
+                               headers: headers, body: bytes, timeoutSeconds: configuration.timeoutSeconds)
+    }
+
+    // MARK: Plumbing
+
+    private func call(method: String, segments: [String], body: JSONValue? = nil, requestID: String? = nil) async
+        -> ProviderOutcome<JSONValue> {
+        await retrying(retry) { () async -> ProviderOutcome<JSONValue> in
+            await self.authorizedCall(method: method, segments: segments, body: body, requestID: requestID)
+        }
+    }
+
+    /// One call with a valid token; on 401, one refresh and one more try.
+    private func authorizedCall(method: String, segments: [String], body: JSONValue?, requestID: String?) async
+        -> ProviderOutcome<JSONValue> {
+        for attempt in 0..<2 {
+            let token: PayPalAccessToken
+            switch await tokens.get(now: now(), fetch: { await self.fetchToken() }) {
+            case .found(let t): token = t
+            case .notFound: return .notFound
+            case .transient(let r, let a): return .transient(reason: r, retryAfterSeconds: a)
+            case .permanent(let s, let b): return .permanent(status: s, body: b)
+            }
+            let request = apiRequest(method: method, segments: segments, body: body, requestID: requestID, token: token.value)
+            let raw: ProviderOutcome<[UInt8]>
+            do {
+                let response = try await transport.send(request)
+                if response.status == 401 && attempt == 0 {
+                    await tokens.invalidate(token.value)
+                    continue
+                }
+                raw = PayPalClient.classify(response, isRead: method == "GET", now: now())
+            } catch {
+                raw = ProviderOutcomeClassifier.classify(transportError: error)
+            }
+            if case .found(let bytes) = raw, bytes.isEmpty { return .found(.null) }  // 204 No Content
+            return ProviderOutcomeClassifier.parsingJSON(raw)
+        }
+        return .permanent(status: 401, body: "unauthorized with a freshly fetched token")
+    }
+
+    /// The shared classification, plus PayPal's 409 PREVIOUS_REQUEST_IN_PROGRESS, which is worth retrying.
+    static func classify(_ response: ProviderResponse, isRead: Bool, now: Int64) -> ProviderOutcome<[UInt8]> {
+        if response.status == 409, String(decoding: response.body, as: UTF8.self).contains("PREVIOUS_REQUEST_IN_PROGRESS") {
+            return .transient(reason: "HTTP 409 PREVIOUS_REQUEST_IN_PROGRESS", retryAfterSeconds: nil)
+        }
+        return ProviderOutcomeClassifier.classify(response, notFoundIsAbsence: isRead, now: now)
+    }
+
+    /// Test hook: how many token fetches were started.
+    package func tokenFetchCount() async -> Int { await tokens.fetchCount }
+}

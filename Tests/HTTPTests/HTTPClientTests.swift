@@ -1,0 +1,162 @@
+import Dispatch
+import Foundation
+import Synchronization
+import Testing
+
+@testable import HTTP
+
+@Suite("HTTPClient")
+struct HTTPClientTests {
+    @Test func postRoundTripSendsMethodHeadersAndBody() async throws {
+        let seen = Shared<HTTPRequest?>(nil)
+        try await withServer(handler: { request, responder in
+            seen.set(request)
+            responder.respond(.json(status: 201, bytes: Array(#"{"ok":true}"#.utf8), headers: [("Retry-After", "5")]))
+        }) { _, base in
+            let client = HTTPClient()
+            let response = try await client.send(.init(
+                method: "POST", url: base + "/submit", headers: [("Content-Type", "application/json"), ("Idempotency-Key", "k-1")],
+                body: Array(#"{"a":1}"#.utf8)))
+            #expect(response.status == 201)
+            #expect(response.headers["retry-after"] == "5")
+            #expect(response.text == #"{"ok":true}"#)
+            let request = try #require(seen.get())
+            #expect(request.method == "POST")
+            #expect(request.headers["idempotency-key"] == "k-1")
+            #expect(request.body == Array(#"{"a":1}"#.utf8))
+        }
+    }
+
+    @Test func errorStatusesAreResponsesNotErrors() async throws {
+        try await withServer(handler: { _, responder in
+            responder.respond(.error(status: 503, code: "storage_unavailable", message: "down"))
+        }) { _, base in
+            let response = try await HTTPClient().send(.init(url: base + "/"))
+            #expect(response.status == 503)
+        }
+    }
+
+    @Test func redirectsAreNotFollowed() async throws {
+        try await withServer(handler: { request, responder in
+            if request.path == "/from" {
+                responder.respond(HTTPResponse(status: 302, headers: [("Location", "/to")]))
+            } else {
+                responder.respond(.text("followed"))
+            }
+        }) { _, base in
+            let response = try await HTTPClient().send(.init(url: base + "/from"))
+            #expect(response.status == 302)
+            #expect(response.headers["location"] == "/to")
+        }
+    }
+
+    @Test func slowServerGivesTimeout() async throws {
+        try await withServer(drainTimeout: 0.1, handler: { _, responder in
+            DispatchQueue.global().asyncAfter(deadline: .now() + 3) { responder.respond(.text("late")) }
+        }) { _, base in
+            let client = HTTPClient(configuration: .init(timeoutSeconds: 10))
+            let started = Date()
+            let error = await #expect(throws: HTTPClientError.self) {
+                _ = try await client.send(.init(url: base + "/slow", timeoutSeconds: 0.3))
+            }
+            #expect(error == .timeout(base + "/slow"))
+            #expect(error?.isTransient == true)
+            #expect(Date().timeIntervalSince(started) < 2.5)
+        }
+    }
+
+    @Test func connectionRefused() async throws {
+        let url = "http://127.0.0.1:\(unusedPort())/x"
+        let error = await #expect(throws: HTTPClientError.self) {
+            _ = try await HTTPClient(configuration: .init(timeoutSeconds: 5)).send(.init(url: url))
+        }
+        guard case .connection(let failedURL, _) = error else {
+            Issue.record("expected .connection, got \(String(describing: error))")
+            return
+        }
+        #expect(failedURL == url)
+    }
+
+    @Test(arguments: ["", "not a url", "ftp://example.com/file", "/relative/path", "http://"])
+    func invalidURL(url: String) async throws {
+        let error = await #expect(throws: HTTPClientError.self) { _ = try await HTTPClient().send(.init(url: url)) }
+        #expect(error == .invalidURL(url))
+    }
+
+    @Test func responseOverTheCapFails() async throws {
+        try await withServer(handler: { _, responder in
+            responder.respond(HTTPResponse(status: 200, body: Array(repeating: 65, count: 50_000)))
+        }) { server, base in
+            let client = HTTPClient(configuration: .init(maxResponseBytes: 10_000))
+            let error = await #expect(throws: HTTPClientError.self) { _ = try await client.send(.init(url: base + "/big")) }
+            #expect(error == .responseTooLarge(base + "/big", 10_000))
+            // Under the cap is fine.
+            let roomy = HTTPClient(configuration: .init(maxResponseBytes: 50_000))
+            let body = try await roomy.send(.init(url: base + "/big")).body
+            #expect(body.count == 50_000)
+            _ = server
+        }
+    }
+
+    @Test func inFlightRequestsAreBounded() async throws {
+        let current = Shared(0)
+        let peak = Shared(0)
+        try await withServer(handler: { _, responder in
+            let now = current.update { value -> Int in
+                value += 1
+                return value
+            }
+            peak.update { $0 = max($0, now) }
+            DispatchQueue.global().asyncAfter(deadline: .now() + 0.05) {
+                current.update { $0 -= 1 }
+                responder.respond(.text("ok"))
+            }
+        }) { _, base in
+            let client = HTTPClient(configuration: .init(timeoutSeconds: 20, maxConcurrentRequests: 4, maxConnectionsPerHost: 16))
+            try await withThrowingTaskGroup(of: Int.self) { group in
+                for index in 0..<24 { group.addTask { try await client.send(.init(url: base + "/\(index)")).status } }
+                for try await status in group { #expect(status == 200) }
+            }
+            #expect(peak.get() <= 4)
+            #expect(peak.get() >= 2)
+        }
+    }
+
+    @Test func cancellingTheTaskCancelsTheRequest() async throws {
+        try await withServer(drainTimeout: 0.1, handler: { _, responder in
+            DispatchQueue.global().asyncAfter(deadline: .now() + 3) { responder.respond(.text("late")) }
+        }) { _, base in
+            let client = HTTPClient(configuration: .init(timeoutSeconds: 10))
+            let task = Task { try await client.send(.init(url: base + "/slow")) }
+            try await Task.sleep(for: .milliseconds(100))
+            task.cancel()
+            let started = Date()
+            await #expect(throws: CancellationError.self) { _ = try await task.value }
+            #expect(Date().timeIntervalSince(started) < 2)
+        }
+    }
+
+    @Test func sendBlockingFromAForeignThread() async throws {
+        try await withServer(handler: { request, responder in responder.respond(.text("blocking \(request.path)")) }) { _, base in
+            let client = HTTPClient()
+            let result = Shared<String?>(nil)
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                Thread {
+                    let text = (try? client.sendBlocking(.init(url: base + "/b")))?.text
+                    result.set(text)
+                    done.resume()
+                }.start()
+            }
+            #expect(result.get() == "blocking /b")
+
+            let failure = Shared<HTTPClientError?>(nil)
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                Thread {
+                    do { _ = try client.sendBlocking(.init(url: "nope")) } catch { failure.set(error as? HTTPClientError) }
+                    done.resume()
+                }.start()
+            }
+            #expect(failure.get() == .invalidURL("nope"))
+        }
+    }
+}
