@@ -43,7 +43,7 @@ let package = Package(
         .testTarget(name: "ProvidersTests", dependencies: ["Providers", "Reconciliation", "HTTP"],
                     resources: [.copy("Fixtures")]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
-        .testTarget(name: "PaysimCoreTests", dependencies: ["PaysimCore", "COpenSSL", "CZlib"]),
+        .testTarget(name: "PaysimCoreTests", dependencies: ["PaysimCore", "Providers", "HTTP", "Reconciliation", "COpenSSL", "CZlib"]),
         // Integration tests: a live PostgreSQL (DATABASE_URL), paysim and the built executables.
         .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
         .testTarget(name: "IntegrationTests", dependencies: ["Receiver", "Worker", "Store", "Providers", "Postgres", "HTTP", "Reconciliation", "Observability"]),

@@ -71,7 +71,7 @@ public struct PXPTransaction: Sendable, Equatable {
 }
 
 /// A modification request (`POST /transactions/{systemTransactionId}/modifications`), validated.
-public struct PXPModification: Sendable, Equatable {
+public struct PXPModificationRequest: Sendable, Equatable {
     public enum Operation: String, Sendable, CaseIterable { case capture = "Capture", finalCapture = "FinalCapture",
         void = "Void", refund = "Refund", incremental = "Incremental" }
     public var merchant: String
@@ -83,7 +83,7 @@ public struct PXPModification: Sendable, Equatable {
     public var amountText: String?
     public var currencyCode: String?
 
-    static func parse(_ body: [UInt8]) throws(SimError) -> PXPModification {
+    static func parse(_ body: [UInt8]) throws(SimError) -> PXPModificationRequest {
         let json: JSON
         do { json = try JSON.parse(body) } catch {
             throw SimError.pxp(400, "InvalidRequest", "body is not valid JSON: \(error)")
@@ -119,7 +119,7 @@ public struct PXPModification: Sendable, Equatable {
         if let date, SimTime.parse(date) == nil {
             throw SimError.pxp(400, "InvalidRequest", "merchantTransactionDate is not an ISO 8601 date-time")
         }
-        return PXPModification(merchant: merchant, site: site, merchantTransactionID: mtid,
+        return PXPModificationRequest(merchant: merchant, site: site, merchantTransactionID: mtid,
                                merchantTransactionDate: date, operation: operation, amountText: amountText,
                                currencyCode: currency)
     }
@@ -172,7 +172,7 @@ public struct PXPBook: Sendable {
     }
 
     /// Applies a modification to the parent named in the URL, as PXP would; returns the NEW modification transaction.
-    mutating func modify(parentID: String, _ request: PXPModification, newSystemTransactionID: String,
+    mutating func modify(parentID: String, _ request: PXPModificationRequest, newSystemTransactionID: String,
                          now: String) throws(SimError) -> Outcome {
         guard var parent = transactions[parentID] else {
             throw SimError.pxp(404, "TransactionNotFound", "no transaction \(parentID)")

@@ -315,14 +315,6 @@ public final class Simulator: Sendable {
         return SimTime.parse(text) != nil
     }
 
-    /// The one place that checks the PXP-UST1 HMAC. PXP's string-to-sign is not documented (providers/pxp.md §3);
-    /// until `PXPAuth.signature(...)` lands in Providers/PXP this accepts any HMAC once the header format,
-    /// token id, timestamp format, X-Request-Id and X-Client-Id have been checked. Switch it over here.
-    func verifyPXPSignature(request: SimRequest, tokenValue: String, timestamp: String, requestID: String,
-                            signature: String) -> Bool {
-        !signature.isEmpty
-    }
-
     private func pxpGet(merchant: String, site: String, query: [String: String]) throws(SimError) -> SimResponse {
         let found: PXPTransaction? = state.withLock { s in
             if let mtid = query["merchantTransactionId"], !mtid.isEmpty {
@@ -343,9 +335,9 @@ public final class Simulator: Sendable {
 
     private func pxpModify(parentID: String, _ r: SimRequest) throws(SimError) -> SimResponse {
         let route = Route.pxpModifications(parentID)
-        let modification: PXPModification
+        let modification: PXPModificationRequest
         do {
-            modification = try PXPModification.parse(r.body)
+            modification = try PXPModificationRequest.parse(r.body)
         } catch {
             logAction(route, r, key: nil, status: error.status, result: error.code, resourceID: nil)
             throw error

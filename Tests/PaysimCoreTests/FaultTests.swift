@@ -52,7 +52,7 @@ import Testing
         sim.seedPXP("ORD-1")
         sim.setFaults(FaultConfig(errorRate: 1, seed: 1))
         let pxp = await sim.respond(SimRequest(method: "GET", path: "/api/v1/transactions/M1/S1",
-                                               query: ["merchantTransactionId": "ORD-1"], headers: pxpAuth))
+                                               query: ["merchantTransactionId": "ORD-1"], headers: pxpHeaders("GET", "/api/v1/transactions/M1/S1", query: ["merchantTransactionId": "ORD-1"])))
         #expect(pxp.status == 500)
         let token = await sim.respond(SimRequest(method: "POST", path: "/v1/oauth2/token"))
         #expect(token.status == 500)

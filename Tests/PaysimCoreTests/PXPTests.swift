@@ -84,10 +84,38 @@ import Testing
     func acceptedTimestampFormats(timestamp: String) {
         let sim = makeSimulator()
         sim.seedPXP("ORD-1")
-        let r = sim.handle(method: "GET", path: "/api/v1/transactions/M1/S1", query: ["merchantTransactionId": "ORD-1"],
-                           headers: ["Authorization": "PXP-UST1 paysim-token:\(timestamp):abc", "X-Request-Id": "r",
-                                     "X-Client-Id": "paysim-client"])
+        let path = "/api/v1/transactions/M1/S1", query = ["merchantTransactionId": "ORD-1"]
+        let r = sim.handle(method: "GET", path: path, query: query,
+                           headers: pxpHeaders("GET", path, query: query, timestamp: timestamp))
         #expect(r.status == 200)
+    }
+
+    @Test func wrongSignatureIs401() {
+        let sim = makeSimulator()
+        sim.seedPXP("ORD-1")
+        let path = "/api/v1/transactions/M1/S1"
+        var headers = pxpHeaders("GET", path, query: ["merchantTransactionId": "ORD-1"])
+        headers["Authorization"] = "PXP-UST1 paysim-token:1790000000:c2lnbmF0dXJl"
+        let r = sim.handle(method: "GET", path: path, query: ["merchantTransactionId": "ORD-1"], headers: headers)
+        #expect(r.status == 401)
+        #expect(r.json?["errorReason"]?.stringValue == "signature does not match")
+        // Signed for another query, request id or token value.
+        for other in [pxpHeaders("GET", path, query: ["merchantTransactionId": "ORD-2"]),
+                      pxpHeaders("GET", path, query: ["merchantTransactionId": "ORD-1"], requestID: "req-2")
+                          .merging(["X-Request-Id": "req-1"]) { $1 }] {
+            #expect(sim.handle(method: "GET", path: path, query: ["merchantTransactionId": "ORD-1"], headers: other).status == 401)
+        }
+    }
+
+    @Test func signatureCoversTheBody() {
+        let sim = makeSimulator()
+        let sid = sim.seedPXP("ORD-1")
+        let path = "/api/v1/transactions/\(sid)/modifications"
+        let signedBody = #"{"merchant":"M1","site":"S1","merchantTransactionId":"X","operation":"Void"}"#
+        let sentBody = #"{"merchant":"M1","site":"S1","merchantTransactionId":"Y","operation":"Void"}"#
+        let r = sim.post(path, sentBody, headers: pxpHeaders("POST", path, body: Array(signedBody.utf8)))
+        #expect(r.status == 401)
+        #expect(sim.pxpPost(path, sentBody).status == 200)
     }
 
     // MARK: modifications
@@ -283,7 +311,7 @@ import Testing
     func invalidModificationBodies(body: String, status: Int) {
         let sim = makeSimulator()
         let sid = sim.seedPXP("ORD-1")
-        let r = sim.post("/api/v1/transactions/\(sid)/modifications", body, headers: pxpAuth)
+        let r = sim.pxpPost("/api/v1/transactions/\(sid)/modifications", body)
         #expect(r.status == status, "\(r.bodyText)")
         #expect(r.json?["errorReason"]?.stringValue != nil)
         // Nothing was applied.

@@ -1,4 +1,5 @@
 import Foundation
+import Providers
 import Synchronization
 @testable import PaysimCore
 
@@ -38,7 +39,22 @@ let pxpAuth: [String: String] = [
     "X-Client-Id": "paysim-client",
 ]
 
+/// PXP-UST1 headers signed the way Providers' PXPClient signs (the default paysim credentials).
+func pxpHeaders(_ method: String, _ path: String, query: [String: String] = [:], body: [UInt8] = [],
+                timestamp: String = "1790000000", requestID: String = "req-1") -> [String: String] {
+    let signature = PXPAuth.signature(tokenValue: "paysim-token-value", timestamp: timestamp, requestID: requestID,
+                                      method: method, pathAndQuery: PXPAuth.requestTarget(decodedPath: path, query: query),
+                                      body: body)
+    return ["Authorization": "PXP-UST1 paysim-token:\(timestamp):\(signature)", "X-Request-Id": requestID,
+            "X-Client-Id": "paysim-client"]
+}
+
 extension Simulator {
+    /// A signed PXP POST.
+    func pxpPost(_ path: String, _ body: String) -> SimResponse {
+        post(path, body, headers: pxpHeaders("POST", path, body: Array(body.utf8)))
+    }
+
     func post(_ path: String, _ body: String, headers: [String: String] = [:]) -> SimResponse {
         handle(method: "POST", path: path, headers: headers, body: Array(body.utf8))
     }
@@ -56,16 +72,18 @@ extension Simulator {
     }
 
     func pxpGet(_ query: String, merchant: String = "M1", site: String = "S1") -> SimResponse {
-        handle(method: "GET", path: "/api/v1/transactions/\(merchant)/\(site)", query: SimRequest.parseQuery(query), headers: pxpAuth)
+        let path = "/api/v1/transactions/\(merchant)/\(site)"
+        let q = SimRequest.parseQuery(query)
+        return handle(method: "GET", path: path, query: q, headers: pxpHeaders("GET", path, query: q))
     }
 
     func pxpModify(_ parent: String, _ operation: String, amount: String?, mtid: String, merchant: String = "M1",
                    extra: String = "") -> SimResponse {
         let amounts = amount.map { #","amounts":{"transaction":\#($0)}"# } ?? ""
-        return post("/api/v1/transactions/\(parent)/modifications", """
+        return pxpPost("/api/v1/transactions/\(parent)/modifications", """
             {"merchant":"\(merchant)","site":"S1","merchantTransactionId":"\(mtid)","merchantTransactionDate":"2026-01-27T08:51:02.826Z",
              "operation":"\(operation)"\(amounts)\(extra)}
-            """, headers: pxpAuth)
+            """)
     }
 
     /// Seeds one PayPal order through the admin API.
