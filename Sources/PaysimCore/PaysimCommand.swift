@@ -65,6 +65,22 @@ public struct PaysimOptions: Sendable {
       --threads N                 HTTP worker threads (default 4)
       -h, --help                  show this help
 
+    Admin bodies (JSON; amounts are decimal strings or numbers in major units, parsed exactly):
+      /admin/pxp/transactions  {merchant, site, merchantTransactionId, intent (Authorisation|EstimatedAuthorisation|
+                               Purchase|Payout|...), currency, value, state (default Authorised), authorisedAmount?,
+                               createdAt?, systemTransactionId?, entryType?, fundingType?}  (or an array of them)
+      /admin/paypal/orders     {id, intent (CAPTURE|AUTHORIZE), status (default COMPLETED), currency, amount,
+                               merchant_id?, reference_id?, create_time?, authorizations: [{id?, status?, amount?}],
+                               captures: [{id?, status?, amount?, authorization_id?, final_capture?}],
+                               refunds: [{id?, status?, amount?, capture_id?}]}  (or an array of them)
+      /admin/seed, --seed-file {"pxp": [transaction...], "paypal": [order...]}   (all or nothing)
+      /admin/faults            {latency_ms, latency_jitter_ms, error_rate, rate_429, retry_after, drop_rate, seed}
+      /admin/webhooks/send     {provider: pxp|paypal, target: URL, count?, forged?, duplicate?, body?: {...}, and
+                               pxp: merchantTransactionId | systemTransactionId, merchant?, site?, state?, event_code?,
+                                    nested?, array?;
+                               paypal: event_type, resource_id | order_id, webhook_id?}
+      /admin/log[?provider=&since=N]  the capture/void/refund/modification calls received, with their results
+
     Faults apply to provider API paths only (not /admin, not the cert URL). Logs are JSON lines on stderr.
     SIGTERM or SIGINT stops paysim cleanly (exit 0). Exit 2 on a usage or startup error.
     """
