@@ -34,13 +34,16 @@ let package = Package(
         // Queue claiming, the reconcile sweep, the action executor.
         .target(name: "Worker", dependencies: ["Store", "Providers", "Reconciliation", "Postgres", "Observability"]),
         .executableTarget(name: "payrecon", dependencies: ["Receiver", "Worker", "Store", "Providers", "Reconciliation", "Postgres", "HTTP", "Observability"]),
-        .executableTarget(name: "paysim", dependencies: ["HTTP", "Providers", "Reconciliation", "Observability", "COpenSSL"]),
+        .executableTarget(name: "paysim", dependencies: ["PaysimCore", "HTTP", "Providers", "Reconciliation", "Observability", "COpenSSL"]),
+        // paysim's logic as a library so it can be unit-tested (an executable target cannot be imported by tests).
+        .target(name: "PaysimCore", dependencies: ["HTTP", "Providers", "Reconciliation", "Observability", "COpenSSL", "CZlib"]),
 
         // Unit tests: no database, run in seconds.
         .testTarget(name: "ReconciliationTests", dependencies: ["Reconciliation"]),
         .testTarget(name: "ProvidersTests", dependencies: ["Providers", "Reconciliation", "HTTP"],
                     resources: [.copy("Fixtures")]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
+        .testTarget(name: "PaysimCoreTests", dependencies: ["PaysimCore", "Providers", "HTTP", "Reconciliation", "COpenSSL", "CZlib"]),
         // Integration tests: a live PostgreSQL (DATABASE_URL), paysim and the built executables.
         .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
         .testTarget(name: "IntegrationTests", dependencies: ["Receiver", "Worker", "Store", "Providers", "Postgres", "HTTP", "Reconciliation", "Observability"]),

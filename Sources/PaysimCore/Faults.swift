@@ -1,0 +1,105 @@
+/// Fault injection for the provider API paths (never /admin, never the cert URL). Rates are probabilities 0...1.
+public struct FaultConfig: Sendable, Equatable {
+    public var latencyMs: Int = 0
+    public var latencyJitterMs: Int = 0
+    /// Share of requests answered 500.
+    public var errorRate: Double = 0
+    /// Share of requests answered 429 with `Retry-After: retryAfter`.
+    public var rate429: Double = 0
+    public var retryAfter: Int = 1
+    /// Share of requests whose connection is closed without an answer.
+    public var dropRate: Double = 0
+    public var seed: UInt64 = 0
+
+    public init(latencyMs: Int = 0, latencyJitterMs: Int = 0, errorRate: Double = 0, rate429: Double = 0,
+                retryAfter: Int = 1, dropRate: Double = 0, seed: UInt64 = 0) {
+        self.latencyMs = latencyMs; self.latencyJitterMs = latencyJitterMs; self.errorRate = errorRate
+        self.rate429 = rate429; self.retryAfter = retryAfter; self.dropRate = dropRate; self.seed = seed
+    }
+
+    var json: JSON {
+        .obj(["latency_ms": .number(String(latencyMs)), "latency_jitter_ms": .number(String(latencyJitterMs)),
+              "error_rate": .number(String(errorRate)), "rate_429": .number(String(rate429)),
+              "retry_after": .number(String(retryAfter)), "drop_rate": .number(String(dropRate)),
+              "seed": .number(String(seed))])
+    }
+
+    /// Reads a `POST /admin/faults` body; absent fields keep `base`'s values.
+    static func parse(_ json: JSON, base: FaultConfig) throws(SimError) -> FaultConfig {
+        guard json.objectValue != nil else { throw SimError.admin(400, "malformed_body", "expected a JSON object") }
+        var config = base
+        func rate(_ key: String) throws(SimError) -> Double? {
+            guard let value = json[key], !value.isNull else { return nil }
+            guard let text = value.decimalText, let rate = Double(text), rate >= 0, rate <= 1 else {
+                throw SimError.admin(400, "invalid_field", "\(key) must be a number between 0 and 1")
+            }
+            return rate
+        }
+        func count(_ key: String) throws(SimError) -> Int? {
+            guard let value = json[key], !value.isNull else { return nil }
+            guard let n = value.int64Value, n >= 0, n <= 600_000 else {
+                throw SimError.admin(400, "invalid_field", "\(key) must be a non-negative integer")
+            }
+            return Int(n)
+        }
+        if let v = try count("latency_ms") { config.latencyMs = v }
+        if let v = try count("latency_jitter_ms") { config.latencyJitterMs = v }
+        if let v = try rate("error_rate") { config.errorRate = v }
+        if let v = try rate("rate_429") { config.rate429 = v }
+        if let v = try count("retry_after") { config.retryAfter = v }
+        if let v = try rate("drop_rate") { config.dropRate = v }
+        if let value = json["seed"], !value.isNull {
+            guard let text = value.decimalText, let seed = UInt64(text) else {
+                throw SimError.admin(400, "invalid_field", "seed must be a non-negative integer")
+            }
+            config.seed = seed
+        }
+        guard config.errorRate + config.rate429 + config.dropRate <= 1 else {
+            throw SimError.admin(400, "invalid_field", "error_rate + rate_429 + drop_rate must not exceed 1")
+        }
+        return config
+    }
+}
+
+/// What to do with one provider request.
+public struct FaultDecision: Sendable, Equatable {
+    public enum Outcome: Sendable, Equatable {
+        case pass
+        case serverError
+        case tooManyRequests(retryAfter: Int)
+        case drop
+    }
+    public var delayMs: Int
+    public var outcome: Outcome
+}
+
+/// Draws decisions from SplitMix64 seeded with `config.seed`: the n-th request after a reset always gets the
+/// same decision. Exactly two draws per request, so the sequence does not depend on which faults are enabled.
+public struct FaultInjector: Sendable {
+    public private(set) var config: FaultConfig
+    private var rng: SplitMix64
+
+    public init(config: FaultConfig) {
+        self.config = config
+        rng = SplitMix64(seed: config.seed)
+    }
+
+    public var isActive: Bool {
+        config.latencyMs > 0 || config.latencyJitterMs > 0 || config.errorRate > 0 || config.rate429 > 0
+            || config.dropRate > 0
+    }
+
+    public mutating func decide() -> FaultDecision {
+        let jitterDraw = rng.next()
+        let u = rng.nextUnit()
+        let jitter = config.latencyJitterMs > 0 ? Int(jitterDraw % UInt64(config.latencyJitterMs + 1)) : 0
+        let delay = config.latencyMs + jitter
+        var threshold = config.dropRate
+        if u < threshold { return FaultDecision(delayMs: delay, outcome: .drop) }
+        threshold += config.errorRate
+        if u < threshold { return FaultDecision(delayMs: delay, outcome: .serverError) }
+        threshold += config.rate429
+        if u < threshold { return FaultDecision(delayMs: delay, outcome: .tooManyRequests(retryAfter: config.retryAfter)) }
+        return FaultDecision(delayMs: delay, outcome: .pass)
+    }
+}

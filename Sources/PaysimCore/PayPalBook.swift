@@ -1,0 +1,314 @@
+// PayPal Orders v2 / Payments v2 resources and the authorization/capture/refund actions (providers/paypal.md §4).
+
+public struct PayPalAuthorization: Sendable, Equatable {
+    public var id: String
+    public var orderID: String
+    /// CREATED, CAPTURED, DENIED, PARTIALLY_CAPTURED, VOIDED, PENDING
+    public var status: String
+    public var amount: Int64
+    public var createTime: String
+    public var updateTime: String
+    static let statuses: Set<String> = ["CREATED", "CAPTURED", "DENIED", "PARTIALLY_CAPTURED", "VOIDED", "PENDING"]
+}
+
+public struct PayPalCapture: Sendable, Equatable {
+    public var id: String
+    public var orderID: String
+    public var authorizationID: String?
+    /// COMPLETED, DECLINED, PARTIALLY_REFUNDED, PENDING, REFUNDED, FAILED
+    public var status: String
+    public var amount: Int64
+    public var finalCapture: Bool
+    public var createTime: String
+    public var updateTime: String
+    static let statuses: Set<String> = ["COMPLETED", "DECLINED", "PARTIALLY_REFUNDED", "PENDING", "REFUNDED", "FAILED"]
+    /// Captures holding money (counted against the authorization).
+    var holdsMoney: Bool { ["COMPLETED", "PARTIALLY_REFUNDED", "REFUNDED", "PENDING"].contains(status) }
+}
+
+public struct PayPalRefund: Sendable, Equatable {
+    public var id: String
+    public var orderID: String
+    public var captureID: String
+    /// CANCELLED, FAILED, PENDING, COMPLETED
+    public var status: String
+    public var amount: Int64
+    public var createTime: String
+    public var updateTime: String
+    static let statuses: Set<String> = ["CANCELLED", "FAILED", "PENDING", "COMPLETED"]
+    var counts: Bool { status == "COMPLETED" || status == "PENDING" }
+}
+
+public struct PayPalOrder: Sendable, Equatable {
+    public var id: String
+    /// CAPTURE or AUTHORIZE
+    public var intent: String
+    /// CREATED, SAVED, APPROVED, VOIDED, COMPLETED, PAYER_ACTION_REQUIRED
+    public var status: String
+    public var currency: String
+    public var exponent: Int
+    public var amount: Int64
+    public var merchantID: String
+    public var referenceID: String
+    public var createTime: String
+    public var updateTime: String
+    public var authorizationIDs: [String] = []
+    public var captureIDs: [String] = []
+    public var refundIDs: [String] = []
+    static let statuses: Set<String> = ["CREATED", "SAVED", "APPROVED", "VOIDED", "COMPLETED", "PAYER_ACTION_REQUIRED"]
+}
+
+/// Everything PayPal-side: orders and their payments, by id.
+public struct PayPalBook: Sendable {
+    public private(set) var orders: [String: PayPalOrder] = [:]
+    public private(set) var authorizations: [String: PayPalAuthorization] = [:]
+    public private(set) var captures: [String: PayPalCapture] = [:]
+    public private(set) var refunds: [String: PayPalRefund] = [:]
+
+    public init() {}
+
+    // MARK: totals
+
+    /// Sums over the order's own payments (not the whole book), so actions stay O(payments of one order).
+    func capturedTotal(ofAuthorization id: String) -> Int64 {
+        guard let orderID = authorizations[id]?.orderID, let order = orders[orderID] else { return 0 }
+        return order.captureIDs.compactMap { captures[$0] }.filter { $0.authorizationID == id && $0.holdsMoney }
+            .reduce(0) { $0 + $1.amount }
+    }
+
+    func refundedTotal(ofCapture id: String) -> Int64 {
+        guard let orderID = captures[id]?.orderID, let order = orders[orderID] else { return 0 }
+        return order.refundIDs.compactMap { refunds[$0] }.filter { $0.captureID == id && $0.counts }
+            .reduce(0) { $0 + $1.amount }
+    }
+
+    // MARK: admin
+
+    /// Create or replace an order with its payments (replacing drops the old order's payments).
+    mutating func put(_ order: PayPalOrder, authorizations auths: [PayPalAuthorization], captures caps: [PayPalCapture],
+                      refunds refs: [PayPalRefund]) {
+        if let old = orders[order.id] {
+            for id in old.authorizationIDs { authorizations[id] = nil }
+            for id in old.captureIDs { captures[id] = nil }
+            for id in old.refundIDs { refunds[id] = nil }
+        }
+        var order = order
+        order.authorizationIDs = auths.map(\.id)
+        order.captureIDs = caps.map(\.id)
+        order.refundIDs = refs.map(\.id)
+        orders[order.id] = order
+        for a in auths { authorizations[a.id] = a }
+        for c in caps { captures[c.id] = c }
+        for r in refs { refunds[r.id] = r }
+    }
+
+    // MARK: actions
+
+    /// `POST /v2/payments/authorizations/{id}/capture`: amount nil captures the remaining amount.
+    mutating func capture(authorizationID: String, amountText: String?, currency: String?, finalCapture: Bool,
+                          newID: String, now: String) throws(SimError) -> PayPalCapture {
+        guard var auth = authorizations[authorizationID], var order = orders[auth.orderID] else {
+            throw SimError.paypalNotFound("Specified resource ID does not exist. Please check the resource ID and try again.")
+        }
+        switch auth.status {
+        case "CREATED", "PARTIALLY_CAPTURED": break
+        case "VOIDED": throw SimError.paypalUnprocessable("AUTHORIZATION_VOIDED", "A voided authorization cannot be captured or reauthorized.")
+        case "CAPTURED": throw SimError.paypalUnprocessable("AUTHORIZATION_ALREADY_CAPTURED", "Authorization has been previously captured and hence cannot be captured again.")
+        case "DENIED": throw SimError.paypalUnprocessable("AUTHORIZATION_DENIED", "A denied authorization cannot be captured.")
+        default: throw SimError.paypalUnprocessable("TRANSACTION_REFUSED", "The authorization is \(auth.status) and cannot be captured.")
+        }
+        let alreadyCaptured = capturedTotal(ofAuthorization: auth.id)
+        let remaining = auth.amount - alreadyCaptured
+        let amount = try Self.parseAmount(amountText, currency: currency, order: order, default: remaining,
+                                          mismatchIssue: "AUTH_CAPTURE_CURRENCY_MISMATCH")
+        guard amount <= remaining else {
+            throw SimError.paypalUnprocessable("MAX_CAPTURE_AMOUNT_EXCEEDED",
+                                               "Capture amount exceeds allowable limit. Remaining: \(MinorUnits.format(remaining, exponent: order.exponent)) \(order.currency).")
+        }
+        let capture = PayPalCapture(id: newID, orderID: order.id, authorizationID: auth.id, status: "COMPLETED",
+                                    amount: amount, finalCapture: finalCapture, createTime: now, updateTime: now)
+        auth.status = (finalCapture || alreadyCaptured + amount == auth.amount) ? "CAPTURED" : "PARTIALLY_CAPTURED"
+        auth.updateTime = now
+        authorizations[auth.id] = auth
+        captures[capture.id] = capture
+        order.captureIDs.append(capture.id)
+        order.updateTime = now
+        orders[order.id] = order
+        return capture
+    }
+
+    /// `POST /v2/payments/authorizations/{id}/void`: only CREATED with nothing captured.
+    mutating func void(authorizationID: String, now: String) throws(SimError) -> PayPalAuthorization {
+        guard var auth = authorizations[authorizationID] else {
+            throw SimError.paypalNotFound("Specified resource ID does not exist. Please check the resource ID and try again.")
+        }
+        switch auth.status {
+        case "CREATED":
+            guard capturedTotal(ofAuthorization: auth.id) == 0 else {
+                throw SimError.paypalUnprocessable("PREVIOUSLY_CAPTURED", "Authorization has been previously captured and hence cannot be voided.")
+            }
+        case "VOIDED": throw SimError.paypalUnprocessable("PREVIOUSLY_VOIDED", "Authorization has been previously voided and hence cannot be voided again.")
+        case "CAPTURED", "PARTIALLY_CAPTURED":
+            throw SimError.paypalUnprocessable("PREVIOUSLY_CAPTURED", "Authorization has been previously captured and hence cannot be voided.")
+        default: throw SimError.paypalUnprocessable("CANNOT_BE_VOIDED", "The authorization is \(auth.status) and cannot be voided.")
+        }
+        auth.status = "VOIDED"
+        auth.updateTime = now
+        authorizations[auth.id] = auth
+        return auth
+    }
+
+    /// `POST /v2/payments/captures/{id}/refund`: amount nil refunds what is left.
+    mutating func refund(captureID: String, amountText: String?, currency: String?, newID: String,
+                         now: String) throws(SimError) -> PayPalRefund {
+        guard var capture = captures[captureID], var order = orders[capture.orderID] else {
+            throw SimError.paypalNotFound("Specified resource ID does not exist. Please check the resource ID and try again.")
+        }
+        switch capture.status {
+        case "COMPLETED", "PARTIALLY_REFUNDED": break
+        case "REFUNDED": throw SimError.paypalUnprocessable("CAPTURE_FULLY_REFUNDED", "The capture has already been fully refunded.")
+        case "PENDING": throw SimError.paypalUnprocessable("PENDING_CAPTURE", "Cannot initiate a refund as the capture is pending.")
+        default: throw SimError.paypalUnprocessable("REFUND_NOT_ALLOWED", "The capture is \(capture.status) and cannot be refunded.")
+        }
+        let refunded = refundedTotal(ofCapture: capture.id)
+        let remaining = capture.amount - refunded
+        let amount = try Self.parseAmount(amountText, currency: currency, order: order, default: remaining,
+                                          mismatchIssue: "REFUND_CURRENCY_MISMATCH")
+        guard amount <= remaining else {
+            throw SimError.paypalUnprocessable("REFUND_AMOUNT_EXCEEDED",
+                                               "The refund amount must be less than or equal to the capture amount that has not yet been refunded.")
+        }
+        let refund = PayPalRefund(id: newID, orderID: order.id, captureID: capture.id, status: "COMPLETED",
+                                  amount: amount, createTime: now, updateTime: now)
+        capture.status = refunded + amount == capture.amount ? "REFUNDED" : "PARTIALLY_REFUNDED"
+        capture.updateTime = now
+        captures[capture.id] = capture
+        refunds[refund.id] = refund
+        order.refundIDs.append(refund.id)
+        order.updateTime = now
+        orders[order.id] = order
+        return refund
+    }
+
+    private static func parseAmount(_ text: String?, currency: String?, order: PayPalOrder, default remaining: Int64,
+                                    mismatchIssue: String) throws(SimError) -> Int64 {
+        guard let text else {
+            guard remaining > 0 else {
+                throw SimError.paypalUnprocessable("MAX_CAPTURE_AMOUNT_EXCEEDED", "Nothing is left.")
+            }
+            return remaining
+        }
+        guard let currency else {
+            throw SimError.paypalInvalid("MISSING_REQUIRED_PARAMETER", "amount.currency_code is required.", field: "/amount/currency_code")
+        }
+        guard currency == order.currency else {
+            throw SimError.paypalUnprocessable(mismatchIssue, "Currency of the request must match the currency of the payment (\(order.currency)).")
+        }
+        guard let minor = MinorUnits.parse(text, exponent: order.exponent) else {
+            throw SimError.paypalInvalid(order.exponent == 0 ? "DECIMALS_NOT_SUPPORTED" : "DECIMAL_PRECISION",
+                                         "amount.value \(text) is not a valid \(order.currency) amount.", field: "/amount/value")
+        }
+        guard minor > 0 else {
+            throw SimError.paypalInvalid("INVALID_PARAMETER_VALUE", "amount.value must be greater than zero.", field: "/amount/value")
+        }
+        return minor
+    }
+}
+
+// MARK: - JSON shapes
+
+extension PayPalBook {
+    func money(_ minor: Int64, _ order: PayPalOrder) -> JSON {
+        .obj(["currency_code": .string(order.currency), "value": .string(MinorUnits.format(minor, exponent: order.exponent))])
+    }
+
+    static func link(_ href: String, _ rel: String, _ method: String) -> JSON {
+        .obj(["href": .string(href), "rel": .string(rel), "method": .string(method)])
+    }
+
+    func authorizationJSON(_ a: PayPalAuthorization, base: String, standalone: Bool) -> JSON {
+        guard let order = orders[a.orderID] else { return .null }
+        var links = [Self.link("\(base)/v2/payments/authorizations/\(a.id)", "self", "GET")]
+        if a.status == "CREATED" || a.status == "PARTIALLY_CAPTURED" {
+            links.append(Self.link("\(base)/v2/payments/authorizations/\(a.id)/capture", "capture", "POST"))
+        }
+        if a.status == "CREATED" { links.append(Self.link("\(base)/v2/payments/authorizations/\(a.id)/void", "void", "POST")) }
+        links.append(Self.link("\(base)/v2/checkout/orders/\(order.id)", "up", "GET"))
+        let expiry = SimTime.parse(a.createTime).map { SimTime.rfc3339(Date(timeIntervalSince1970: Double($0 + 29 * 86400))) }
+        return .obj([
+            "id": .string(a.id), "status": .string(a.status), "amount": money(a.amount, order),
+            "supplementary_data": standalone ? .obj(["related_ids": .obj(["order_id": .string(order.id)])]) : nil,
+            "create_time": .string(a.createTime), "update_time": .string(a.updateTime),
+            "expiration_time": expiry.map { .string($0) },
+            "links": .array(links),
+        ])
+    }
+
+    func captureJSON(_ c: PayPalCapture, base: String, standalone: Bool) -> JSON {
+        guard let order = orders[c.orderID] else { return .null }
+        var links = [Self.link("\(base)/v2/payments/captures/\(c.id)", "self", "GET")]
+        if c.status == "COMPLETED" || c.status == "PARTIALLY_REFUNDED" {
+            links.append(Self.link("\(base)/v2/payments/captures/\(c.id)/refund", "refund", "POST"))
+        }
+        if let authID = c.authorizationID {
+            links.append(Self.link("\(base)/v2/payments/authorizations/\(authID)", "up", "GET"))
+        } else {
+            links.append(Self.link("\(base)/v2/checkout/orders/\(order.id)", "up", "GET"))
+        }
+        return .obj([
+            "id": .string(c.id), "status": .string(c.status), "amount": money(c.amount, order),
+            "final_capture": .bool(c.finalCapture),
+            "supplementary_data": standalone
+                ? .obj(["related_ids": .obj(["order_id": .string(order.id),
+                                             "authorization_id": c.authorizationID.map { .string($0) }])]) : nil,
+            "create_time": .string(c.createTime), "update_time": .string(c.updateTime),
+            "links": .array(links),
+        ])
+    }
+
+    func refundJSON(_ r: PayPalRefund, base: String, standalone: Bool) -> JSON {
+        guard let order = orders[r.orderID] else { return .null }
+        // Cumulative refunded on the capture up to and including this refund (refunds kept in creation order).
+        var totalRefunded: Int64 = 0
+        for id in order.refundIDs {
+            guard let other = refunds[id], other.captureID == r.captureID else { continue }
+            if other.counts { totalRefunded += other.amount }
+            if id == r.id { break }
+        }
+        return .obj([
+            "id": .string(r.id), "status": .string(r.status), "amount": money(r.amount, order),
+            "seller_payable_breakdown": .obj(["gross_amount": money(r.amount, order),
+                                              "net_amount": money(r.amount, order),
+                                              "total_refunded_amount": money(totalRefunded, order)]),
+            "supplementary_data": standalone
+                ? .obj(["related_ids": .obj(["order_id": .string(order.id), "capture_id": .string(r.captureID)])]) : nil,
+            "create_time": .string(r.createTime), "update_time": .string(r.updateTime),
+            "links": .array([Self.link("\(base)/v2/payments/refunds/\(r.id)", "self", "GET"),
+                             Self.link("\(base)/v2/payments/captures/\(r.captureID)", "up", "GET")]),
+        ])
+    }
+
+    func orderJSON(_ o: PayPalOrder, base: String) -> JSON {
+        var payments: [JSONMember] = []
+        let auths = o.authorizationIDs.compactMap { authorizations[$0] }.map { authorizationJSON($0, base: base, standalone: false) }
+        let caps = o.captureIDs.compactMap { captures[$0] }.map { captureJSON($0, base: base, standalone: false) }
+        let refs = o.refundIDs.compactMap { refunds[$0] }.map { refundJSON($0, base: base, standalone: false) }
+        if !auths.isEmpty { payments.append(JSONMember(key: "authorizations", value: .array(auths))) }
+        if !caps.isEmpty { payments.append(JSONMember(key: "captures", value: .array(caps))) }
+        if !refs.isEmpty { payments.append(JSONMember(key: "refunds", value: .array(refs))) }
+        let unit = JSON.obj([
+            "reference_id": .string(o.referenceID),
+            "amount": money(o.amount, o),
+            "payee": .obj(["merchant_id": .string(o.merchantID)]),
+            "payments": payments.isEmpty ? nil : .object(payments),
+        ])
+        return .obj([
+            "id": .string(o.id), "intent": .string(o.intent), "status": .string(o.status),
+            "purchase_units": .array([unit]),
+            "create_time": .string(o.createTime), "update_time": .string(o.updateTime),
+            "links": .array([Self.link("\(base)/v2/checkout/orders/\(o.id)", "self", "GET")]),
+        ])
+    }
+}
+
+import Foundation

@@ -1,0 +1,248 @@
+import Foundation
+
+// The admin API: seeding state, reading the action log, setting faults.
+
+extension Simulator {
+    /// Seeds from a JSON document `{"pxp": [transaction...], "paypal": [order...]}` (the `--seed-file` format and
+    /// `POST /admin/seed`). All or nothing: one invalid entry rejects the whole document.
+    public func seed(_ body: [UInt8]) throws -> (pxp: Int, paypal: Int) {
+        do {
+            let json = try Self.parseAdminBody(body)
+            return try applySeed(json)
+        } catch {
+            throw SeedError(message: Self.errorMessage(error))
+        }
+    }
+
+    public struct SeedError: Error, CustomStringConvertible {
+        public let message: String
+        public var description: String { message }
+    }
+
+    static func errorMessage(_ error: SimError) -> String {
+        error.body["error"]?["message"]?.stringValue ?? error.code
+    }
+
+    static func parseAdminBody(_ body: [UInt8]) throws(SimError) -> JSON {
+        do { return try JSON.parse(body) } catch {
+            throw SimError.admin(400, "malformed_body", "\(error)")
+        }
+    }
+
+    private func applySeed(_ json: JSON) throws(SimError) -> (pxp: Int, paypal: Int) {
+        guard json.objectValue != nil else { throw SimError.admin(400, "malformed_body", "expected {\"pxp\": [...], \"paypal\": [...]}") }
+        let pxpList = json["pxp"] ?? json["pxp_transactions"] ?? .array([])
+        let paypalList = json["paypal"] ?? json["paypal_orders"] ?? .array([])
+        guard let pxpItems = pxpList.arrayValue, let paypalItems = paypalList.arrayValue else {
+            throw SimError.admin(400, "malformed_body", "pxp and paypal must be arrays")
+        }
+        let now = nowString
+        return try state.withLock { s throws(SimError) in
+            var pxp: [PXPTransaction] = []
+            for (i, item) in pxpItems.enumerated() {
+                do throws(SimError) { pxp.append(try PXPTransaction.fromAdmin(item, systemTransactionID: s.ids.uuid(), now: now)) } catch {
+                    throw SimError.admin(400, error.code, "pxp[\(i)]: \(Self.errorMessage(error))")
+                }
+            }
+            var paypal: [PayPalOrderSeed] = []
+            for (i, item) in paypalItems.enumerated() {
+                do throws(SimError) { paypal.append(try PayPalOrderSeed.parse(item, ids: &s.ids, now: now)) } catch {
+                    throw SimError.admin(400, error.code, "paypal[\(i)]: \(Self.errorMessage(error))")
+                }
+            }
+            for t in pxp { s.pxp.put(t) }
+            for o in paypal { s.paypal.put(o.order, authorizations: o.authorizations, captures: o.captures, refunds: o.refunds) }
+            return (pxp.count, paypal.count)
+        }
+    }
+
+    func adminSeed(_ body: [UInt8]) throws(SimError) -> SimResponse {
+        let (pxp, paypal) = try applySeed(try Self.parseAdminBody(body))
+        return .json(200, .obj(["pxp": .number(String(pxp)), "paypal": .number(String(paypal))]))
+    }
+
+    /// One transaction object, or an array of them.
+    func adminPutPXP(_ body: [UInt8]) throws(SimError) -> SimResponse {
+        let json = try Self.parseAdminBody(body)
+        let items = json.arrayValue ?? [json]
+        let now = nowString
+        let stored: [PXPTransaction] = try state.withLock { s throws(SimError) in
+            var list: [PXPTransaction] = []
+            for item in items { list.append(try PXPTransaction.fromAdmin(item, systemTransactionID: s.ids.uuid(), now: now)) }
+            for t in list { s.pxp.put(t) }
+            return list
+        }
+        let rendered = stored.map(\.json)
+        return .json(201, json.arrayValue == nil ? rendered[0] : .array(rendered))
+    }
+
+    /// One order object, or an array of them.
+    func adminPutPayPal(_ body: [UInt8]) throws(SimError) -> SimResponse {
+        let json = try Self.parseAdminBody(body)
+        let items = json.arrayValue ?? [json]
+        let now = nowString
+        let rendered: [JSON] = try state.withLock { s throws(SimError) in
+            var list: [PayPalOrderSeed] = []
+            for item in items { list.append(try PayPalOrderSeed.parse(item, ids: &s.ids, now: now)) }
+            for o in list { s.paypal.put(o.order, authorizations: o.authorizations, captures: o.captures, refunds: o.refunds) }
+            return list.compactMap { o in s.paypal.orders[o.order.id].map { s.paypal.orderJSON($0, base: s.config.publicBaseURL) } }
+        }
+        return .json(201, json.arrayValue == nil ? rendered[0] : .array(rendered))
+    }
+
+    /// `GET /admin/log[?provider=pxp|paypal][&since=N]`: the action calls received, oldest first.
+    func adminLog(_ query: [String: String]) -> SimResponse {
+        let entries = state.withLock { $0.log }
+        let provider = query["provider"]
+        let since = query["since"].flatMap(Int.init) ?? 0
+        let filtered = entries.enumerated().filter { index, entry in
+            index >= since && (provider == nil || entry.provider == provider)
+        }.map { $0.element.json }
+        return .json(200, .obj(["count": .number(String(filtered.count)), "entries": .array(filtered)]))
+    }
+
+    func adminFaults(_ body: [UInt8]) throws(SimError) -> SimResponse {
+        let json = try Self.parseAdminBody(body)
+        let current = state.withLock { $0.faults.config }
+        let config = try FaultConfig.parse(json, base: current)
+        setFaults(config)
+        return .json(200, config.json)
+    }
+
+    /// Replaces the fault configuration and restarts its random sequence from `config.seed`.
+    public func setFaults(_ config: FaultConfig) {
+        state.withLock { s in
+            s.faults = FaultInjector(config: config)
+            s.config.faults = config
+        }
+    }
+
+    /// Forgets all transactions, orders, tokens, idempotency keys, the log, counters and faults.
+    func adminReset() -> SimResponse {
+        state.withLock { s in
+            let config = s.config
+            s = SimState(config: config)
+            s.faults = FaultInjector(config: FaultConfig())
+            s.config.faults = FaultConfig()
+        }
+        return .json(200, .obj(["status": "reset"]))
+    }
+
+    func adminStats() -> SimResponse {
+        let (counts, pxp, orders, logCount) = state.withLock { s in
+            (s.counts, s.pxp.transactions.count, s.paypal.orders.count, s.log.count)
+        }
+        let requests = JSON.object(counts.sorted { $0.key < $1.key }.map { JSONMember(key: $0.key, value: .number(String($0.value))) })
+        return .json(200, .obj(["requests": requests, "pxp_transactions": .number(String(pxp)),
+                                "paypal_orders": .number(String(orders)), "log_entries": .number(String(logCount))]))
+    }
+}
+
+/// A parsed `POST /admin/paypal/orders` object.
+struct PayPalOrderSeed {
+    var order: PayPalOrder
+    var authorizations: [PayPalAuthorization]
+    var captures: [PayPalCapture]
+    var refunds: [PayPalRefund]
+
+    static func parse(_ json: JSON, ids: inout SplitMix64, now: String) throws(SimError) -> PayPalOrderSeed {
+        guard json.objectValue != nil else { throw SimError.admin(400, "malformed_body", "a PayPal order must be an object") }
+        func string(_ object: JSON, _ key: String, _ where_: String) throws(SimError) -> String? {
+            guard let value = object[key], !value.isNull else { return nil }
+            guard let s = value.stringValue, !s.isEmpty else {
+                throw SimError.admin(400, "invalid_field", "\(where_)\(key) must be a non-empty string")
+            }
+            return s
+        }
+        func time(_ object: JSON, _ where_: String) throws(SimError) -> String {
+            guard let t = try string(object, "create_time", where_) else { return now }
+            guard SimTime.parse(t) != nil else { throw SimError.admin(400, "invalid_field", "\(where_)create_time must be RFC 3339") }
+            return t
+        }
+        func newID() -> String { ids.string(17, alphabet: SimState.paypalIDAlphabet) }
+        let id = try string(json, "id", "") ?? newID()
+        let intent = (try string(json, "intent", "") ?? "CAPTURE").uppercased()
+        guard intent == "CAPTURE" || intent == "AUTHORIZE" else {
+            throw SimError.admin(400, "invalid_field", "intent must be CAPTURE or AUTHORIZE")
+        }
+        let status = (try string(json, "status", "") ?? "COMPLETED").uppercased()
+        guard PayPalOrder.statuses.contains(status) else {
+            throw SimError.admin(400, "invalid_field", "status must be one of \(PayPalOrder.statuses.sorted().joined(separator: ", "))")
+        }
+        guard let currency = try string(json, "currency", "")?.uppercased(), let exponent = PaysimCurrency.exponent(of: currency) else {
+            throw SimError.admin(400, "invalid_field", "currency must be a known ISO 4217 code")
+        }
+        func amount(_ object: JSON, _ key: String, _ where_: String, default fallback: Int64?) throws(SimError) -> Int64 {
+            guard let value = object[key], !value.isNull else {
+                if let fallback { return fallback }
+                throw SimError.admin(400, "missing_field", "\(where_)\(key) is required")
+            }
+            guard let text = value.decimalText, let minor = MinorUnits.parse(text, exponent: exponent) else {
+                throw SimError.admin(400, "invalid_field", "\(where_)\(key) must be a decimal amount in \(currency)")
+            }
+            return minor
+        }
+        let total = try amount(json, "amount", "", default: nil)
+        let createTime = try time(json, "")
+        let order = PayPalOrder(id: id, intent: intent, status: status, currency: currency, exponent: exponent,
+                                amount: total, merchantID: try string(json, "merchant_id", "") ?? "PAYSIMMERCHANT",
+                                referenceID: try string(json, "reference_id", "") ?? "default",
+                                createTime: createTime, updateTime: createTime)
+        func list(_ key: String) throws(SimError) -> [JSON] {
+            guard let value = json[key], !value.isNull else { return [] }
+            guard let items = value.arrayValue else { throw SimError.admin(400, "invalid_field", "\(key) must be an array") }
+            return items
+        }
+        func statusOf(_ object: JSON, _ where_: String, allowed: Set<String>, default fallback: String) throws(SimError) -> String {
+            let s = (try string(object, "status", where_) ?? fallback).uppercased()
+            guard allowed.contains(s) else {
+                throw SimError.admin(400, "invalid_field", "\(where_)status must be one of \(allowed.sorted().joined(separator: ", "))")
+            }
+            return s
+        }
+        var auths: [PayPalAuthorization] = []
+        for (i, item) in try list("authorizations").enumerated() {
+            let w = "authorizations[\(i)]."
+            let t = try time(item, w)
+            auths.append(PayPalAuthorization(
+                id: try string(item, "id", w) ?? newID(), orderID: id,
+                status: try statusOf(item, w, allowed: PayPalAuthorization.statuses, default: "CREATED"),
+                amount: try amount(item, "amount", w, default: total), createTime: t, updateTime: t))
+        }
+        var caps: [PayPalCapture] = []
+        for (i, item) in try list("captures").enumerated() {
+            let w = "captures[\(i)]."
+            let t = try time(item, w)
+            var authID = try string(item, "authorization_id", w)
+            if authID == nil, intent == "AUTHORIZE" { authID = auths.first?.id }
+            if let authID, !auths.contains(where: { $0.id == authID }) {
+                throw SimError.admin(400, "invalid_field", "\(w)authorization_id \(authID) is not an authorization of this order")
+            }
+            var final = false
+            if let f = item["final_capture"], !f.isNull {
+                guard let b = f.boolValue else { throw SimError.admin(400, "invalid_field", "\(w)final_capture must be a boolean") }
+                final = b
+            }
+            caps.append(PayPalCapture(
+                id: try string(item, "id", w) ?? newID(), orderID: id, authorizationID: authID,
+                status: try statusOf(item, w, allowed: PayPalCapture.statuses, default: "COMPLETED"),
+                amount: try amount(item, "amount", w, default: total), finalCapture: final, createTime: t, updateTime: t))
+        }
+        var refs: [PayPalRefund] = []
+        for (i, item) in try list("refunds").enumerated() {
+            let w = "refunds[\(i)]."
+            let t = try time(item, w)
+            guard let captureID = try string(item, "capture_id", w) ?? caps.first?.id else {
+                throw SimError.admin(400, "invalid_field", "\(w)a refund needs a capture")
+            }
+            guard let capture = caps.first(where: { $0.id == captureID }) else {
+                throw SimError.admin(400, "invalid_field", "\(w)capture_id \(captureID) is not a capture of this order")
+            }
+            refs.append(PayPalRefund(
+                id: try string(item, "id", w) ?? newID(), orderID: id, captureID: captureID,
+                status: try statusOf(item, w, allowed: PayPalRefund.statuses, default: "COMPLETED"),
+                amount: try amount(item, "amount", w, default: capture.amount), createTime: t, updateTime: t))
+        }
+        return PayPalOrderSeed(order: order, authorizations: auths, captures: caps, refunds: refs)
+    }
+}

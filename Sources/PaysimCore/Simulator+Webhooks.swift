@@ -1,0 +1,297 @@
+import Foundation
+import HTTP
+
+/// Where deliveries go. The default posts over HTTP; tests substitute a recorder.
+public protocol WebhookTransport: Sendable {
+    /// POSTs `body` with `headers` to `url`; returns the HTTP status (throws on a transport failure).
+    func post(url: String, headers: [(String, String)], body: [UInt8]) async throws -> Int
+}
+
+/// One signed delivery, ready to send.
+public struct WebhookDelivery: Sendable {
+    /// PXP: X-Request-Id; PayPal: the event id (`WH-…`).
+    public var id: String
+    public var headers: [(String, String)]
+    public var body: [UInt8]
+    /// A redelivery of the delivery before it (sent only after that one was answered).
+    public var isRepeat = false
+
+    public func header(_ name: String) -> String? { headers.first(where: { $0.0.lowercased() == name.lowercased() })?.1 }
+}
+
+/// How each provider signs a delivery (contract §4).
+public enum WebhookSigner {
+    /// PXP: base64(HMAC-SHA256(key UTF-8, requestId + timestamp + body)).
+    public static func pxpSignature(key: String, requestID: String, timestamp: String, body: [UInt8]) -> String {
+        SimCrypto.base64(SimCrypto.hmacSHA256(key: Array(key.utf8), data: Array((requestID + timestamp).utf8) + body))
+    }
+
+    /// PayPal: the signed message `transmissionId|transmissionTime|webhookId|crc32(body) decimal`.
+    public static func paypalMessage(transmissionID: String, transmissionTime: String, webhookID: String,
+                                     body: [UInt8]) -> [UInt8] {
+        Array("\(transmissionID)|\(transmissionTime)|\(webhookID)|\(SimCrypto.crc32(body))".utf8)
+    }
+
+    static func pxpHeaders(key: String, requestID: String, timestamp: String, body: [UInt8]) -> [(String, String)] {
+        [("Content-Type", "application/json"), ("X-Request-Id", requestID), ("X-Signature-Timestamp", timestamp),
+         ("X-Signature", pxpSignature(key: key, requestID: requestID, timestamp: timestamp, body: body))]
+    }
+
+    static func paypalHeaders(ca: PayPalTestCA, webhookID: String, transmissionID: String, time: String, certURL: String,
+                              body: [UInt8]) throws -> [(String, String)] {
+        let signature = try ca.sign(paypalMessage(transmissionID: transmissionID, transmissionTime: time,
+                                                  webhookID: webhookID, body: body))
+        return [("Content-Type", "application/json"), ("PAYPAL-TRANSMISSION-ID", transmissionID),
+                ("PAYPAL-TRANSMISSION-TIME", time), ("PAYPAL-TRANSMISSION-SIG", SimCrypto.base64(signature)),
+                ("PAYPAL-CERT-URL", certURL), ("PAYPAL-AUTH-ALGO", "SHA256withRSA"), ("PAYPAL-AUTH-VERSION", "v2")]
+    }
+}
+
+/// POSTs through the project's `HTTPClient` (10 s per delivery).
+public struct HTTPClientWebhookTransport: WebhookTransport {
+    let client: HTTPClient
+
+    public init(client: HTTPClient = HTTPClient(configuration: .init(timeoutSeconds: 10, maxConcurrentRequests: 32))) {
+        self.client = client
+    }
+
+    public func post(url: String, headers: [(String, String)], body: [UInt8]) async throws -> Int {
+        try await client.send(HTTPClientRequest(method: "POST", url: url, headers: headers, body: body)).status
+    }
+}
+
+extension Simulator {
+    /// Builds the signed deliveries a `POST /admin/webhooks/send` body asks for (without sending them).
+    ///
+    /// PXP: `{provider:"pxp", merchant?, site?, merchantTransactionId | systemTransactionId, state?, event_code?,
+    /// nested?, array?, count?, forged?, duplicate?, body?}`. PayPal: `{provider:"paypal", event_type,
+    /// resource_id | order_id, count?, forged?, duplicate?, webhook_id?, body?}`. `body` (object) is sent as given.
+    /// `count` distinct events (new ids); `duplicate` sends each one twice (PXP: the same headers again, as a retry;
+    /// PayPal: same event id, new transmission); `forged` signs with the wrong key / webhook id.
+    public func webhookDeliveries(_ request: JSON) throws -> [WebhookDelivery] {
+        do { return try buildDeliveries(request) } catch {
+            throw SeedError(message: Self.errorMessage(error))
+        }
+    }
+
+    func buildDeliveries(_ request: JSON) throws(SimError) -> [WebhookDelivery] {
+        guard request.objectValue != nil else { throw SimError.admin(400, "malformed_body", "expected a JSON object") }
+        let count = request["count"]?.int64Value ?? 1
+        guard count >= 1, count <= 100_000 else { throw SimError.admin(400, "invalid_field", "count must be 1...100000") }
+        let forged = request["forged"]?.boolValue ?? false
+        let duplicate = request["duplicate"]?.boolValue ?? false
+        switch request["provider"]?.stringValue {
+        case "pxp": return try pxpDeliveries(request, count: Int(count), forged: forged, duplicate: duplicate)
+        case "paypal": return try paypalDeliveries(request, count: Int(count), forged: forged, duplicate: duplicate)
+        default: throw SimError.admin(400, "invalid_field", "provider must be pxp or paypal")
+        }
+    }
+
+    private func pxpDeliveries(_ request: JSON, count: Int, forged: Bool, duplicate: Bool) throws(SimError) -> [WebhookDelivery] {
+        let now = clock()
+        let (event, key, requestIDs): (JSON, String, [String]) = try state.withLock { s throws(SimError) in
+            let event: JSON
+            if let body = request["body"], !body.isNull {
+                event = body
+            } else {
+                var found: PXPTransaction?
+                if let sid = request["systemTransactionId"]?.stringValue {
+                    found = s.pxp.find(systemTransactionID: sid)
+                } else if let mtid = request["merchantTransactionId"]?.stringValue {
+                    if let merchant = request["merchant"]?.stringValue, let site = request["site"]?.stringValue {
+                        found = s.pxp.find(merchant: merchant, site: site, merchantTransactionID: mtid)
+                    } else {
+                        found = s.pxp.find(merchantTransactionID: mtid)
+                    }
+                } else {
+                    throw SimError.admin(400, "missing_field", "merchantTransactionId or systemTransactionId is required (or body)")
+                }
+                guard let t = found else { throw SimError.admin(404, "not_found", "no such PXP transaction") }
+                var data = t.json
+                let state = request["state"]?.stringValue ?? t.state
+                data = data.setting("state", .string(state))
+                let eventCode = request["event_code"]?.stringValue ?? "transaction-\(state.lowercased())"
+                let nested = request["nested"]?.boolValue ?? false
+                event = .obj([
+                    "eventCategory": "Transaction",
+                    "eventCode": .string(eventCode),
+                    "eventDate": .string(SimTime.rfc3339Millis(now)),
+                    "eventOwner": .obj(["merchantGroup": .string(s.config.pxpMerchantGroup), "merchant": .string(t.merchant),
+                                        "site": .string(t.site)]),
+                    "eventData": nested ? .obj(["transactionData": data]) : data,
+                ])
+            }
+            let ids = (0..<count).map { _ in s.ids.uuid() }
+            return (event, s.config.pxpWebhookKey, ids)
+        }
+        let body = (request["array"]?.boolValue ?? false) ? JSON.array([event]).bytes : event.bytes
+        let timestamp = String(Int64(now.timeIntervalSince1970))
+        let signingKey = forged ? key + "-forged" : key
+        var deliveries: [WebhookDelivery] = []
+        for id in requestIDs {
+            let delivery = WebhookDelivery(id: id, headers: WebhookSigner.pxpHeaders(key: signingKey, requestID: id,
+                                                                                     timestamp: timestamp, body: body),
+                                           body: body)
+            deliveries.append(delivery)
+            if duplicate {
+                var again = delivery
+                again.isRepeat = true
+                deliveries.append(again)
+            }
+        }
+        return deliveries
+    }
+
+    private func paypalDeliveries(_ request: JSON, count: Int, forged: Bool, duplicate: Bool) throws(SimError) -> [WebhookDelivery] {
+        guard let ca else { throw SimError.admin(503, "no_ca", "paysim runs without a PayPal test CA") }
+        let now = clock()
+        let (events, webhookID, certURL, transmissionIDs): ([JSON], String, String, [String]) = try state.withLock { s throws(SimError) in
+            let base = s.config.publicBaseURL
+            var template: JSON
+            if let body = request["body"], !body.isNull {
+                template = body
+            } else {
+                guard let eventType = request["event_type"]?.stringValue else {
+                    throw SimError.admin(400, "missing_field", "event_type is required (or body)")
+                }
+                let (resourceType, resource, summaryAmount) = try Self.paypalResource(eventType, request, s.paypal, base: base)
+                template = .obj([
+                    "id": "", "event_version": "1.0", "create_time": .string(SimTime.rfc3339Millis(now)),
+                    "resource_type": .string(resourceType), "resource_version": "2.0", "event_type": .string(eventType),
+                    "summary": .string("paysim \(eventType) for \(summaryAmount)"),
+                    "resource": resource,
+                ])
+            }
+            let given = request["body"].map { !$0.isNull } ?? false
+            var events: [JSON] = []
+            for _ in 0..<count {
+                if given && count == 1 { events.append(template); break }  // sent exactly as given
+                let id = "WH-\(s.paypalID())-\(s.paypalID())"
+                var event = template.setting("id", .string(id))
+                if !given {
+                    event = event.setting("links", .array([
+                        PayPalBook.link("\(base)/v1/notifications/webhooks-events/\(id)", "self", "GET"),
+                        PayPalBook.link("\(base)/v1/notifications/webhooks-events/\(id)/resend", "resend", "POST"),
+                    ]))
+                }
+                events.append(event)
+            }
+            let transmissions = (0..<(count * (duplicate ? 2 : 1))).map { _ in s.ids.uuid() }
+            let webhookID = request["webhook_id"]?.stringValue ?? s.config.paypalWebhookID
+            return (events, webhookID, "\(base)/v1/notifications/certs/\(Self.certName)", transmissions)
+        }
+        let time = SimTime.rfc3339(now)
+        let signedID = forged ? webhookID + "FORGED" : webhookID
+        var deliveries: [WebhookDelivery] = []
+        var transmission = transmissionIDs.makeIterator()
+        for event in events {
+            let body = event.bytes
+            let id = event["id"]?.stringValue ?? ""
+            for copy in 0..<(duplicate ? 2 : 1) {
+                let headers: [(String, String)]
+                do {
+                    headers = try WebhookSigner.paypalHeaders(ca: ca, webhookID: signedID, transmissionID: transmission.next()!,
+                                                              time: time, certURL: certURL, body: body)
+                } catch {
+                    throw SimError.admin(500, "signing_failed", "\(error)")
+                }
+                deliveries.append(WebhookDelivery(id: id, headers: headers, body: body, isRepeat: copy > 0))
+            }
+        }
+        return deliveries
+    }
+
+    /// The resource an event type carries: (resource_type, resource JSON, "value CUR" for the summary).
+    static func paypalResource(_ eventType: String, _ request: JSON, _ book: PayPalBook,
+                               base: String) throws(SimError) -> (String, JSON, String) {
+        let resourceID = request["resource_id"]?.stringValue
+        let orderID = request["order_id"]?.stringValue
+        func notFound(_ what: String) -> SimError { SimError.admin(404, "not_found", "no such PayPal \(what)") }
+        func order(of id: String) -> PayPalOrder? { book.orders[id] }
+        func summary(_ minor: Int64, _ o: PayPalOrder) -> String { "\(MinorUnits.format(minor, exponent: o.exponent)) \(o.currency)" }
+        if eventType.hasPrefix("CHECKOUT.ORDER.") || eventType.hasPrefix("CHECKOUT.") {
+            guard let id = resourceID ?? orderID, let o = order(of: id) else { throw notFound("order") }
+            return ("checkout-order", book.orderJSON(o, base: base), summary(o.amount, o))
+        }
+        if eventType.hasPrefix("PAYMENT.AUTHORIZATION.") {
+            let auth = resourceID.flatMap { book.authorizations[$0] }
+                ?? orderID.flatMap { order(of: $0) }.flatMap { $0.authorizationIDs.last }.flatMap { book.authorizations[$0] }
+            guard let auth, let o = order(of: auth.orderID) else { throw notFound("authorization") }
+            return ("authorization", book.authorizationJSON(auth, base: base, standalone: true), summary(auth.amount, o))
+        }
+        if eventType == "PAYMENT.CAPTURE.REFUNDED" || eventType == "PAYMENT.CAPTURE.REVERSED" {
+            let refund = resourceID.flatMap { book.refunds[$0] }
+                ?? orderID.flatMap { order(of: $0) }.flatMap { $0.refundIDs.last }.flatMap { book.refunds[$0] }
+            guard let refund, let o = order(of: refund.orderID) else { throw notFound("refund") }
+            return ("refund", book.refundJSON(refund, base: base, standalone: true), summary(refund.amount, o))
+        }
+        if eventType.hasPrefix("PAYMENT.CAPTURE.") {
+            let capture = resourceID.flatMap { book.captures[$0] }
+                ?? orderID.flatMap { order(of: $0) }.flatMap { $0.captureIDs.last }.flatMap { book.captures[$0] }
+            guard let capture, let o = order(of: capture.orderID) else { throw notFound("capture") }
+            return ("capture", book.captureJSON(capture, base: base, standalone: true), summary(capture.amount, o))
+        }
+        throw SimError.admin(400, "invalid_field", "unsupported event_type \(eventType)")
+    }
+
+    /// `POST /admin/webhooks/send`: builds, signs and sends; answers with what each delivery got.
+    func sendWebhooks(_ request: SimRequest) async throws(SimError) -> SimResponse {
+        let json = try Self.parseAdminBody(request.body)
+        guard let target = json["target"]?.stringValue, let url = URL(string: target), url.scheme != nil, url.host != nil else {
+            throw SimError.admin(400, "invalid_field", "target must be an absolute URL")
+        }
+        guard let transport else { throw SimError.admin(503, "no_transport", "paysim has no webhook transport") }
+        let deliveries = try buildDeliveries(json)
+        let results = await Self.send(deliveries, to: target, transport: transport, concurrency: 16)
+        var statuses: [String: Int] = [:]
+        for r in results { statuses[r.status.map(String.init) ?? "error", default: 0] += 1 }
+        let listed = results.prefix(1000).map { r in
+            JSON.obj(["id": .string(r.id), "status": r.status.map { .number(String($0)) } ?? .null,
+                      "error": r.error.map { .string($0) }])
+        }
+        SimLog.info("webhooks sent", ["provider": json["provider"], "count": .number(String(results.count)),
+                                      "target": .string(target)])
+        return .json(200, .obj([
+            "sent": .number(String(results.count)),
+            "statuses": .object(statuses.sorted { $0.key < $1.key }.map { JSONMember(key: $0.key, value: .number(String($0.value))) }),
+            "deliveries": .array(Array(listed)),
+        ]))
+    }
+
+    struct SendResult: Sendable { var index: Int; var id: String; var status: Int?; var error: String? }
+
+    /// Sends with at most `concurrency` in flight; results in delivery order. A repeat is sent only after the
+    /// delivery before it was answered (so a receiver sees original, then duplicate).
+    static func send(_ deliveries: [WebhookDelivery], to target: String, transport: any WebhookTransport,
+                     concurrency: Int) async -> [SendResult] {
+        var units: [[Int]] = []
+        for (i, d) in deliveries.enumerated() {
+            if d.isRepeat, !units.isEmpty { units[units.count - 1].append(i) } else { units.append([i]) }
+        }
+        return await withTaskGroup(of: [SendResult].self) { group in
+            var results: [SendResult] = []
+            var next = 0
+            func start(_ unit: [Int]) {
+                let items = unit.map { ($0, deliveries[$0]) }
+                group.addTask {
+                    var out: [SendResult] = []
+                    for (i, d) in items {
+                        do {
+                            let status = try await transport.post(url: target, headers: d.headers, body: d.body)
+                            out.append(SendResult(index: i, id: d.id, status: status, error: nil))
+                        } catch {
+                            out.append(SendResult(index: i, id: d.id, status: nil, error: "\(error)"))
+                        }
+                    }
+                    return out
+                }
+            }
+            while next < min(concurrency, units.count) { start(units[next]); next += 1 }
+            while let r = await group.next() {
+                results += r
+                if next < units.count { start(units[next]); next += 1 }
+            }
+            return results.sorted { $0.index < $1.index }
+        }
+    }
+}

@@ -1,0 +1,607 @@
+import Foundation
+import Synchronization
+
+/// One logged modification/action call (`GET /admin/log`).
+public struct SimLogEntry: Sendable, Equatable {
+    public var time: String
+    public var provider: String
+    public var method: String
+    public var path: String
+    /// PXP: the modification's merchantTransactionId; PayPal: PayPal-Request-Id.
+    public var idempotencyKey: String?
+    public var requestID: String?
+    public var status: Int
+    /// `applied`, `replayed`, an error code, or `fault_500` / `fault_429` / `dropped`.
+    public var result: String
+    /// The new transaction/capture/refund id, or the voided authorization.
+    public var resourceID: String?
+
+    var json: JSON {
+        .obj(["time": .string(time), "provider": .string(provider), "method": .string(method), "path": .string(path),
+              "idempotency_key": idempotencyKey.map { .string($0) } ?? .null,
+              "request_id": requestID.map { .string($0) } ?? .null,
+              "status": .number(String(status)), "result": .string(result),
+              "resource_id": resourceID.map { .string($0) } ?? .null])
+    }
+}
+
+struct SimState {
+    var config: SimConfig
+    var pxp = PXPBook()
+    var paypal = PayPalBook()
+    var faults: FaultInjector
+    var ids: SplitMix64
+    /// PayPal access token → expiry (unix seconds).
+    var tokens: [String: Int64] = [:]
+    /// PayPal-Request-Id → the answer given.
+    var paypalIdempotency: [String: SimResponse] = [:]
+    var log: [SimLogEntry] = []
+    var counts: [String: Int] = [:]
+    static let maxLog = 20_000
+
+    init(config: SimConfig) {
+        self.config = config
+        faults = FaultInjector(config: config.faults)
+        ids = SplitMix64(seed: config.faults.seed ^ 0x5EED_1D5)
+    }
+
+    mutating func record(_ entry: SimLogEntry) {
+        if log.count >= Self.maxLog { log.removeFirst(log.count - Self.maxLog + 1) }
+        log.append(entry)
+    }
+
+    static let paypalIDAlphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+    mutating func paypalID() -> String { ids.string(17, alphabet: Self.paypalIDAlphabet) }
+}
+
+/// The simulator: PXP and PayPal API paths over in-memory state, the admin API, fault injection and webhook
+/// sending. `handle` is pure request → response (no sockets, no sleeping); `respond` adds fault injection and the
+/// asynchronous `POST /admin/webhooks/send`.
+public final class Simulator: Sendable {
+    let state: Mutex<SimState>
+    /// The test CA signing PayPal deliveries (nil: PayPal webhooks and cert URLs are unavailable).
+    public let ca: PayPalTestCA?
+    let clock: @Sendable () -> Date
+    let transport: (any WebhookTransport)?
+
+    public init(config: SimConfig = SimConfig(), ca: PayPalTestCA?, clock: @escaping @Sendable () -> Date = { Date() },
+                transport: (any WebhookTransport)? = nil) {
+        state = Mutex(SimState(config: config))
+        self.ca = ca
+        self.clock = clock
+        self.transport = transport
+    }
+
+    public static let certName = "CERT-paysim-1"
+
+    /// Sets the base of links and of the PAYPAL-CERT-URL (call once the port is known).
+    public func setPublicBaseURL(_ base: String) {
+        state.withLock { $0.config.publicBaseURL = base.hasSuffix("/") ? String(base.dropLast()) : base }
+    }
+
+    public var config: SimConfig { state.withLock { $0.config } }
+    public var certURL: String { state.withLock { "\($0.config.publicBaseURL)/v1/notifications/certs/\(Self.certName)" } }
+    public var log: [SimLogEntry] { state.withLock { $0.log } }
+
+    var nowString: String { SimTime.rfc3339Millis(clock()) }
+
+    // MARK: - Entry points
+
+    public func handle(method: String, path: String, query: [String: String] = [:], headers: [String: String] = [:],
+                       body: [UInt8] = []) -> SimResponse {
+        handle(SimRequest(method: method, path: path, query: query, headers: headers, body: body))
+    }
+
+    /// Answers one request from state, without fault injection. `POST /admin/webhooks/send` needs `respond`.
+    public func handle(_ request: SimRequest) -> SimResponse {
+        let route = Route(method: request.method, path: request.path)
+        state.withLock { $0.counts[route.name, default: 0] += 1 }
+        do {
+            return try dispatch(route, request)
+        } catch {
+            return error.response
+        }
+    }
+
+    /// Answers one request as the server does: fault injection on provider paths, then `handle`.
+    public func respond(_ request: SimRequest) async -> SimResponse {
+        let route = Route(method: request.method, path: request.path)
+        if route.isProviderAPI {
+            let decision: FaultDecision? = state.withLock { $0.faults.isActive ? $0.faults.decide() : nil }
+            if let decision {
+                if decision.delayMs > 0 { try? await Task.sleep(for: .milliseconds(decision.delayMs)) }
+                if let faulted = faultResponse(decision.outcome, route: route, request: request) { return faulted }
+            }
+        }
+        if case .adminWebhooksSend = route {
+            guard request.method == "POST" else { return Self.methodNotAllowed("POST") }
+            state.withLock { $0.counts[route.name, default: 0] += 1 }
+            do { return try await sendWebhooks(request) } catch { return error.response }
+        }
+        return handle(request)
+    }
+
+    private func faultResponse(_ outcome: FaultDecision.Outcome, route: Route, request: SimRequest) -> SimResponse? {
+        let response: SimResponse
+        let result: String
+        switch outcome {
+        case .pass:
+            return nil
+        case .serverError:
+            result = "fault_500"
+            response = route.provider == "paypal"
+                ? .json(500, .obj(["name": "INTERNAL_SERVER_ERROR", "message": "An internal server error occurred.",
+                                   "debug_id": "paysim-fault"]))
+                : .json(500, .obj(["errorCode": "InternalError", "errorReason": "injected fault"]))
+        case .tooManyRequests(let retryAfter):
+            result = "fault_429"
+            response = route.provider == "paypal"
+                ? .json(429, .obj(["name": "RATE_LIMIT_REACHED", "message": "Too many requests. Blocked due to rate limiting.",
+                                   "debug_id": "paysim-fault"]), headers: [("Retry-After", String(retryAfter))])
+                : .json(429, .obj(["errorCode": "TooManyRequests", "errorReason": "injected fault"]),
+                        headers: [("Retry-After", String(retryAfter))])
+        case .drop:
+            result = "dropped"
+            response = SimResponse(status: 503, headers: [("Connection", "close")], body: [], drop: true)
+        }
+        state.withLock { s in
+            s.counts["fault.\(result)", default: 0] += 1
+            if request.method == "POST", route.isAction {
+                s.record(SimLogEntry(time: nowString, provider: route.provider ?? "", method: request.method,
+                                     path: request.path, idempotencyKey: Self.idempotencyKey(route, request),
+                                     requestID: request.header("x-request-id") ?? request.header("paypal-request-id"),
+                                     status: response.status, result: result, resourceID: nil))
+            }
+        }
+        return response
+    }
+
+    static func idempotencyKey(_ route: Route, _ request: SimRequest) -> String? {
+        if route.provider == "paypal" { return request.header("paypal-request-id") }
+        return (try? JSON.parse(request.body))?["merchantTransactionId"]?.stringValue
+    }
+
+    static func methodNotAllowed(_ allowed: String) -> SimResponse {
+        .json(405, .obj(["error": .obj(["code": "method_not_allowed", "message": .string("use \(allowed)")])]),
+              headers: [("Allow", allowed)])
+    }
+
+    private func dispatch(_ route: Route, _ r: SimRequest) throws(SimError) -> SimResponse {
+        func expect(_ method: String) throws(SimError) {
+            guard r.method == method else {
+                throw SimError(status: 405, body: .obj(["error": .obj(["code": "method_not_allowed",
+                                                                        "message": .string("use \(method)")])]),
+                               code: "method_not_allowed")
+            }
+        }
+        switch route {
+        case .healthz:
+            return .json(200, .obj(["status": "ok"]))
+        case .pxpTransaction(let merchant, let site):
+            try expect("GET"); try checkPXPAuth(r)
+            return try pxpGet(merchant: merchant, site: site, query: r.query)
+        case .pxpModifications(let id):
+            try expect("POST"); try checkPXPAuth(r)
+            return try pxpModify(parentID: id, r)
+        case .paypalToken:
+            try expect("POST")
+            return try paypalToken(r)
+        case .paypalOrder(let id):
+            try expect("GET"); try checkBearer(r)
+            return try state.withLock { s throws(SimError) in
+                guard let order = s.paypal.orders[id] else { throw SimError.paypalNotFound("The specified resource does not exist.") }
+                return .json(200, s.paypal.orderJSON(order, base: s.config.publicBaseURL))
+            }
+        case .paypalAuthorization(let id):
+            try expect("GET"); try checkBearer(r)
+            return try state.withLock { s throws(SimError) in
+                guard let a = s.paypal.authorizations[id] else { throw SimError.paypalNotFound("The specified resource does not exist.") }
+                return .json(200, s.paypal.authorizationJSON(a, base: s.config.publicBaseURL, standalone: true))
+            }
+        case .paypalCapture(let id):
+            try expect("GET"); try checkBearer(r)
+            return try state.withLock { s throws(SimError) in
+                guard let c = s.paypal.captures[id] else { throw SimError.paypalNotFound("The specified resource does not exist.") }
+                return .json(200, s.paypal.captureJSON(c, base: s.config.publicBaseURL, standalone: true))
+            }
+        case .paypalRefund(let id):
+            try expect("GET"); try checkBearer(r)
+            return try state.withLock { s throws(SimError) in
+                guard let x = s.paypal.refunds[id] else { throw SimError.paypalNotFound("The specified resource does not exist.") }
+                return .json(200, s.paypal.refundJSON(x, base: s.config.publicBaseURL, standalone: true))
+            }
+        case .paypalAuthorizationCapture(let id):
+            try expect("POST"); try checkBearer(r)
+            return paypalAction(route, r) { s, body throws(SimError) in
+                let (amount, currency) = try Self.paypalAmount(body)
+                var final = false
+                if let f = body?["final_capture"], !f.isNull {
+                    guard let b = f.boolValue else {
+                        throw SimError.paypalInvalid("INVALID_PARAMETER_SYNTAX", "final_capture must be a boolean.", field: "/final_capture")
+                    }
+                    final = b
+                }
+                let capture = try s.paypal.capture(authorizationID: id, amountText: amount, currency: currency,
+                                                   finalCapture: final, newID: s.paypalID(), now: self.nowSeconds)
+                return (.json(201, s.paypal.captureJSON(capture, base: s.config.publicBaseURL, standalone: true)), capture.id)
+            }
+        case .paypalAuthorizationVoid(let id):
+            try expect("POST"); try checkBearer(r)
+            return paypalAction(route, r) { s, _ throws(SimError) in
+                let auth = try s.paypal.void(authorizationID: id, now: self.nowSeconds)
+                return (.json(200, s.paypal.authorizationJSON(auth, base: s.config.publicBaseURL, standalone: true)), auth.id)
+            }
+        case .paypalCaptureRefund(let id):
+            try expect("POST"); try checkBearer(r)
+            return paypalAction(route, r) { s, body throws(SimError) in
+                let (amount, currency) = try Self.paypalAmount(body)
+                let refund = try s.paypal.refund(captureID: id, amountText: amount, currency: currency,
+                                                 newID: s.paypalID(), now: self.nowSeconds)
+                return (.json(201, s.paypal.refundJSON(refund, base: s.config.publicBaseURL, standalone: true)), refund.id)
+            }
+        case .paypalCert(let name):
+            try expect("GET")
+            guard name == Self.certName, let ca else {
+                return SimResponse(status: 404, headers: [("Content-Type", "text/plain")], body: Array("not found\n".utf8))
+            }
+            return SimResponse(status: 200, headers: [("Content-Type", "application/x-pem-file"),
+                                                      ("Cache-Control", "public,max-age=86400")],
+                               body: Array(ca.leafPEMWithCRLF.utf8))
+        case .adminPXPTransactions:
+            try expect("POST"); return try adminPutPXP(r.body)
+        case .adminPayPalOrders:
+            try expect("POST"); return try adminPutPayPal(r.body)
+        case .adminSeed:
+            try expect("POST"); return try adminSeed(r.body)
+        case .adminLog:
+            try expect("GET"); return adminLog(r.query)
+        case .adminFaults:
+            if r.method == "GET" { return .json(200, state.withLock { $0.faults.config.json }) }
+            try expect("POST"); return try adminFaults(r.body)
+        case .adminReset:
+            try expect("POST"); return adminReset()
+        case .adminStats:
+            try expect("GET"); return adminStats()
+        case .adminRootPEM:
+            try expect("GET")
+            guard let ca else { throw SimError.admin(404, "no_ca", "paysim runs without a PayPal test CA") }
+            return SimResponse(status: 200, headers: [("Content-Type", "application/x-pem-file")],
+                               body: Array(ca.trustBundlePEM.utf8))
+        case .adminWebhooksSend:
+            throw SimError.admin(501, "async_only", "webhooks are sent through Simulator.respond")
+        case .notFound(let provider):
+            if provider == "paypal" { throw SimError.paypalNotFound("No such path.") }
+            if provider == "pxp" { throw SimError.pxp(404, "NotFound", "no such path") }
+            throw SimError.admin(404, "not_found", "no such path")
+        }
+    }
+
+    var nowSeconds: String { SimTime.rfc3339(clock()) }
+
+    // MARK: - PXP
+
+    /// Checks `Authorization: PXP-UST1 {tokenId}:{timestamp}:{hmac}`, `X-Request-Id` and `X-Client-Id`.
+    func checkPXPAuth(_ r: SimRequest) throws(SimError) {
+        let config = state.withLock { $0.config }
+        func reject(_ reason: String) -> SimError { SimError.pxp(401, "Unauthorized", reason) }
+        guard let header = r.header("authorization") else { throw reject("missing Authorization header") }
+        let prefix = "PXP-UST1 "
+        guard header.hasPrefix(prefix) else { throw reject("Authorization scheme must be PXP-UST1") }
+        // tokenId up to the first ':', hmac after the last (an ISO 8601 timestamp has colons of its own).
+        let credential = header.dropFirst(prefix.count)
+        guard let first = credential.firstIndex(of: ":"), let last = credential.lastIndex(of: ":"), first < last else {
+            throw reject("Authorization must be PXP-UST1 {tokenId}:{timestamp}:{hmac}")
+        }
+        let parts = [String(credential[..<first]), String(credential[credential.index(after: first)..<last]),
+                     String(credential[credential.index(after: last)...])]
+        guard !parts[0].isEmpty, !parts[1].isEmpty, !parts[2].isEmpty else {
+            throw reject("Authorization must be PXP-UST1 {tokenId}:{timestamp}:{hmac}")
+        }
+        guard SimCrypto.constantTimeEqual(Array(parts[0].utf8), Array(config.pxpTokenID.utf8)) else {
+            throw reject("unknown token id")
+        }
+        guard Self.isPXPTimestamp(parts[1]) else { throw reject("timestamp must be unix seconds, unix milliseconds or ISO 8601") }
+        guard let requestID = r.header("x-request-id"), !requestID.isEmpty else { throw reject("missing X-Request-Id") }
+        guard let clientID = r.header("x-client-id"),
+              SimCrypto.constantTimeEqual(Array(clientID.utf8), Array(config.pxpClientID.utf8))
+        else { throw reject("missing or unknown X-Client-Id") }
+        guard verifyPXPSignature(request: r, tokenValue: config.pxpTokenValue, timestamp: parts[1],
+                                 requestID: requestID, signature: parts[2])
+        else { throw reject("signature does not match") }
+    }
+
+    static func isPXPTimestamp(_ text: String) -> Bool {
+        if text.allSatisfy(\.isASCII), text.allSatisfy(\.isNumber) { return text.count == 10 || text.count == 13 }
+        return SimTime.parse(text) != nil
+    }
+
+    private func pxpGet(merchant: String, site: String, query: [String: String]) throws(SimError) -> SimResponse {
+        let found: PXPTransaction? = state.withLock { s in
+            if let mtid = query["merchantTransactionId"], !mtid.isEmpty {
+                return s.pxp.find(merchant: merchant, site: site, merchantTransactionID: mtid)
+            }
+            if let sid = query["systemTransactionId"], !sid.isEmpty,
+               let t = s.pxp.find(systemTransactionID: sid), t.merchant == merchant, t.site == site {
+                return t
+            }
+            return nil
+        }
+        guard query["merchantTransactionId"] != nil || query["systemTransactionId"] != nil else {
+            throw SimError.pxp(400, "InvalidRequest", "merchantTransactionId or systemTransactionId is required")
+        }
+        guard let found else { throw SimError.pxp(404, "TransactionNotFound", "transaction not found") }
+        return .json(200, found.json)
+    }
+
+    private func pxpModify(parentID: String, _ r: SimRequest) throws(SimError) -> SimResponse {
+        let route = Route.pxpModifications(parentID)
+        let modification: PXPModificationRequest
+        do {
+            modification = try PXPModificationRequest.parse(r.body)
+        } catch {
+            logAction(route, r, key: nil, status: error.status, result: error.code, resourceID: nil)
+            throw error
+        }
+        let now = nowString
+        let outcome: Result<PXPBook.Outcome, SimError> = state.withLock { s in
+            let id = s.ids.uuid()
+            do throws(SimError) {
+                return .success(try s.pxp.modify(parentID: parentID, modification, newSystemTransactionID: id, now: now))
+            } catch {
+                return .failure(error)
+            }
+        }
+        switch outcome {
+        case .success(.applied(let t)):
+            logAction(route, r, key: modification.merchantTransactionID, status: 200, result: "applied",
+                      resourceID: t.systemTransactionID)
+            return .json(200, t.json)
+        case .success(.replayed(let t)):
+            logAction(route, r, key: modification.merchantTransactionID, status: 200, result: "replayed",
+                      resourceID: t.systemTransactionID)
+            return .json(200, t.json)
+        case .failure(let error):
+            logAction(route, r, key: modification.merchantTransactionID, status: error.status, result: error.code,
+                      resourceID: nil)
+            throw error
+        }
+    }
+
+    private func logAction(_ route: Route, _ r: SimRequest, key: String?, status: Int, result: String, resourceID: String?) {
+        let entry = SimLogEntry(time: nowString, provider: route.provider ?? "", method: r.method, path: r.path,
+                                idempotencyKey: key,
+                                requestID: r.header("x-request-id"), status: status, result: result,
+                                resourceID: resourceID)
+        state.withLock { $0.record(entry) }
+    }
+
+    // MARK: - PayPal
+
+    private func paypalToken(_ r: SimRequest) throws(SimError) -> SimResponse {
+        let config = state.withLock { $0.config }
+        func reject() -> SimError {
+            SimError(status: 401, body: .obj(["error": "invalid_client", "error_description": "Client Authentication failed"]),
+                     code: "invalid_client")
+        }
+        guard let header = r.header("authorization"), header.hasPrefix("Basic "),
+              let decoded = Data(base64Encoded: String(header.dropFirst(6)).trimmingCharacters(in: .whitespaces))
+        else { throw reject() }
+        let expected = Array("\(config.paypalClientID):\(config.paypalSecret)".utf8)
+        guard SimCrypto.constantTimeEqual(Array(decoded), expected) else { throw reject() }
+        let form = SimRequest.parseQuery(String(decoding: r.body, as: UTF8.self))
+        guard form["grant_type"] == "client_credentials" else {
+            throw SimError(status: 400, body: .obj(["error": "unsupported_grant_type",
+                                                    "error_description": "Grant Type is NULL or not client_credentials"]),
+                           code: "unsupported_grant_type")
+        }
+        let now = Int64(clock().timeIntervalSince1970)
+        let token: String = state.withLock { s in
+            if s.tokens.count > 10_000 { s.tokens = s.tokens.filter { $0.value > now } }
+            let token = "A21AA" + s.ids.string(60, alphabet: Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"))
+            s.tokens[token] = now + config.paypalTokenLifetime
+            return token
+        }
+        return .json(200, .obj([
+            "scope": "https://uri.paypal.com/services/payments/payment https://uri.paypal.com/services/payments/refund",
+            "access_token": .string(token), "token_type": "Bearer", "app_id": "APP-PAYSIM",
+            "expires_in": .number(String(config.paypalTokenLifetime)), "nonce": .string(SimTime.rfc3339(clock()) + "paysim"),
+        ]))
+    }
+
+    func checkBearer(_ r: SimRequest) throws(SimError) {
+        let now = Int64(clock().timeIntervalSince1970)
+        let valid: Bool = state.withLock { s in
+            guard let header = r.header("authorization"), header.hasPrefix("Bearer ") else { return false }
+            let token = String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces)
+            guard let expiry = s.tokens[token] else { return false }
+            return expiry > now
+        }
+        guard valid else {
+            throw SimError(status: 401, body: .obj([
+                "name": "AUTHENTICATION_FAILURE",
+                "message": "Authentication failed due to invalid authentication credentials or a missing Authorization header.",
+                "links": .array([PayPalBook.link("https://developer.paypal.com/docs/api/overview/#error", "information_link", "GET")]),
+            ]), code: "AUTHENTICATION_FAILURE")
+        }
+    }
+
+    /// `amount {currency_code, value}` of a capture or refund body, both nil when absent.
+    static func paypalAmount(_ body: JSON?) throws(SimError) -> (String?, String?) {
+        guard let amount = body?["amount"], !amount.isNull else { return (nil, nil) }
+        guard amount.objectValue != nil, let value = amount["value"]?.decimalText else {
+            throw SimError.paypalInvalid("MISSING_REQUIRED_PARAMETER", "amount.value is required.", field: "/amount/value")
+        }
+        return (value, amount["currency_code"]?.stringValue)
+    }
+
+    /// Runs a PayPal action once per PayPal-Request-Id: a repeated id gets the stored answer and changes nothing.
+    private func paypalAction(
+        _ route: Route, _ r: SimRequest,
+        _ apply: (inout SimState, JSON?) throws(SimError) -> (SimResponse, String)
+    ) -> SimResponse {
+        let requestID = r.header("paypal-request-id").flatMap { $0.isEmpty ? nil : $0 }
+        var body: JSON?
+        var parseError: SimError?
+        if !r.body.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
+            do {
+                let parsed = try JSON.parse(r.body)
+                if parsed.objectValue == nil {
+                    parseError = SimError.paypalInvalid("MALFORMED_REQUEST_JSON", "The request JSON must be an object.")
+                }
+                body = parsed
+            } catch {
+                parseError = SimError.paypalInvalid("MALFORMED_REQUEST_JSON", "The request JSON is not well formed.")
+            }
+        }
+        let now = nowString
+        return state.withLock { s in
+            if let requestID, let cached = s.paypalIdempotency[requestID] {
+                s.record(SimLogEntry(time: now, provider: "paypal", method: r.method, path: r.path, idempotencyKey: requestID,
+                                     requestID: requestID, status: cached.status, result: "replayed", resourceID: nil))
+                return cached
+            }
+            let response: SimResponse
+            let result: String
+            var resourceID: String?
+            if let parseError {
+                response = parseError.response; result = parseError.code
+            } else {
+                do throws(SimError) {
+                    let (answer, id) = try apply(&s, body)
+                    response = answer; result = "applied"; resourceID = id
+                } catch {
+                    response = error.response; result = error.code
+                }
+            }
+            if let requestID { s.paypalIdempotency[requestID] = response }
+            s.record(SimLogEntry(time: now, provider: "paypal", method: r.method, path: r.path, idempotencyKey: requestID,
+                                 requestID: requestID, status: response.status, result: result, resourceID: resourceID))
+            return response
+        }
+    }
+}
+
+// MARK: - Routing
+
+enum Route: Equatable {
+    case healthz
+    case pxpTransaction(merchant: String, site: String)
+    case pxpModifications(String)
+    case paypalToken
+    case paypalOrder(String)
+    case paypalAuthorization(String)
+    case paypalAuthorizationCapture(String)
+    case paypalAuthorizationVoid(String)
+    case paypalCapture(String)
+    case paypalCaptureRefund(String)
+    case paypalRefund(String)
+    case paypalCert(String)
+    case adminPXPTransactions, adminPayPalOrders, adminSeed, adminLog, adminFaults, adminReset, adminStats
+    case adminRootPEM, adminWebhooksSend
+    case notFound(provider: String?)
+
+    init(method: String, path: String) {
+        let segments = path.split(separator: "/", omittingEmptySubsequences: true).map {
+            String($0).removingPercentEncoding ?? String($0)
+        }
+        guard !segments.isEmpty else { self = .notFound(provider: nil); return }
+        let s = segments
+        switch s[0] {
+        case "healthz" where s.count == 1: self = .healthz
+        case "api":
+            // `/api/v1/transactions/{merchant}/{site}` (GET) vs `/api/v1/transactions/{id}/modifications` (POST).
+            if s.count == 5, s[1] == "v1", s[2] == "transactions" {
+                self = method != "GET" && s[4] == "modifications" ? .pxpModifications(s[3])
+                    : .pxpTransaction(merchant: s[3], site: s[4])
+            } else {
+                self = .notFound(provider: "pxp")
+            }
+        case "v1":
+            if s.count == 3, s[1] == "oauth2", s[2] == "token" { self = .paypalToken }
+            else if s.count == 4, s[1] == "notifications", s[2] == "certs" { self = .paypalCert(s[3]) }
+            else { self = .notFound(provider: "paypal") }
+        case "v2":
+            if s.count == 4, s[1] == "checkout", s[2] == "orders" { self = .paypalOrder(s[3]) }
+            else if s.count >= 4, s[1] == "payments" {
+                switch (s[2], s.count, s.count == 5 ? s[4] : "") {
+                case ("authorizations", 4, _): self = .paypalAuthorization(s[3])
+                case ("authorizations", 5, "capture"): self = .paypalAuthorizationCapture(s[3])
+                case ("authorizations", 5, "void"): self = .paypalAuthorizationVoid(s[3])
+                case ("captures", 4, _): self = .paypalCapture(s[3])
+                case ("captures", 5, "refund"): self = .paypalCaptureRefund(s[3])
+                case ("refunds", 4, _): self = .paypalRefund(s[3])
+                default: self = .notFound(provider: "paypal")
+                }
+            } else { self = .notFound(provider: "paypal") }
+        case "admin":
+            switch s.dropFirst().joined(separator: "/") {
+            case "pxp/transactions": self = .adminPXPTransactions
+            case "paypal/orders": self = .adminPayPalOrders
+            case "seed": self = .adminSeed
+            case "log": self = .adminLog
+            case "faults": self = .adminFaults
+            case "reset": self = .adminReset
+            case "stats": self = .adminStats
+            case "paypal/root.pem": self = .adminRootPEM
+            case "webhooks/send": self = .adminWebhooksSend
+            default: self = .notFound(provider: nil)
+            }
+        default: self = .notFound(provider: nil)
+        }
+    }
+
+    var provider: String? {
+        switch self {
+        case .pxpTransaction, .pxpModifications: return "pxp"
+        case .paypalToken, .paypalOrder, .paypalAuthorization, .paypalAuthorizationCapture, .paypalAuthorizationVoid,
+             .paypalCapture, .paypalCaptureRefund, .paypalRefund, .paypalCert: return "paypal"
+        case .notFound(let p): return p
+        default: return nil
+        }
+    }
+
+    /// Fault injection applies here: the provider API (not /admin, not the cert URL, not /healthz).
+    var isProviderAPI: Bool {
+        switch self {
+        case .paypalCert, .healthz: return false
+        case .notFound: return false
+        default: return provider != nil
+        }
+    }
+
+    /// Modification/action calls (logged in /admin/log).
+    var isAction: Bool {
+        switch self {
+        case .pxpModifications, .paypalAuthorizationCapture, .paypalAuthorizationVoid, .paypalCaptureRefund: return true
+        default: return false
+        }
+    }
+
+    /// A label for counters (ids left out).
+    var name: String {
+        switch self {
+        case .healthz: return "healthz"
+        case .pxpTransaction: return "pxp.get_transaction"
+        case .pxpModifications: return "pxp.modification"
+        case .paypalToken: return "paypal.token"
+        case .paypalOrder: return "paypal.get_order"
+        case .paypalAuthorization: return "paypal.get_authorization"
+        case .paypalAuthorizationCapture: return "paypal.capture"
+        case .paypalAuthorizationVoid: return "paypal.void"
+        case .paypalCapture: return "paypal.get_capture"
+        case .paypalCaptureRefund: return "paypal.refund"
+        case .paypalRefund: return "paypal.get_refund"
+        case .paypalCert: return "paypal.cert"
+        case .adminPXPTransactions: return "admin.pxp_transactions"
+        case .adminPayPalOrders: return "admin.paypal_orders"
+        case .adminSeed: return "admin.seed"
+        case .adminLog: return "admin.log"
+        case .adminFaults: return "admin.faults"
+        case .adminReset: return "admin.reset"
+        case .adminStats: return "admin.stats"
+        case .adminRootPEM: return "admin.root_pem"
+        case .adminWebhooksSend: return "admin.webhooks_send"
+        case .notFound: return "not_found"
+        }
+    }
+}
