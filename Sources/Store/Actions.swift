@@ -58,14 +58,16 @@ public enum ActionStore {
                   .int64(amount), .text(currency), .text(state), actionID.map { .int64($0) } ?? .null])
     }
 
-    /// The modifications known for a PXP parent transaction.
-    public static func pxpModifications(parent: String, on conn: PostgresConnection) throws -> [(systemTransactionID: String, operation: ActionKind, amount: Int64, state: String)] {
+    /// The modifications known for a PXP order's transaction.
+    public static func pxpModifications(orderID: String, on conn: PostgresConnection) throws
+        -> [(systemTransactionID: String, parent: String, operation: ActionKind, amount: Int64, state: String)] {
         try conn.query("""
-            SELECT system_transaction_id, operation, amount_minor, state FROM pxp_modifications
-            WHERE parent_system_transaction_id = $1 ORDER BY created_at, system_transaction_id
-            """, [.text(parent)]).compactMap { row in
+            SELECT system_transaction_id, parent_system_transaction_id, operation, amount_minor, state FROM pxp_modifications
+            WHERE order_id = $1 ORDER BY created_at, system_transaction_id
+            """, [.text(orderID)]).compactMap { row in
             guard let op = ActionKind(rawValue: try row.string("operation")) else { return nil }
-            return (try row.string("system_transaction_id"), op, try row.int64("amount_minor"), try row.string("state"))
+            return (try row.string("system_transaction_id"), try row.string("parent_system_transaction_id"), op,
+                    try row.int64("amount_minor"), try row.string("state"))
         }
     }
 

@@ -1,0 +1,88 @@
+import Foundation
+import Observability
+import Postgres
+import Providers
+import Reconciliation
+import Store
+
+/// Checks one order end to end: re-fetch from the provider, plan (pure), record. Shared by the queue worker, the
+/// nightly sweep and the action executor, so every path reconciles the same way.
+public final class OrderChecker: Sendable {
+    public enum Result: Sendable, Equatable {
+        /// Checked; `matched` when nothing is wrong.
+        case checked(CheckOutcome, matched: Bool)
+        /// Could not be checked now (provider timeout, 429, 5xx): try again later.
+        case transient(reason: String, retryAfterSeconds: Int?)
+        /// Could not be checked and retrying as-is will not help (credentials, unreadable answer).
+        case failed(reason: String)
+    }
+
+    let pool: PostgresPool
+    let gateway: ProviderGateway
+    let pendingMax: Int64
+    let clock: @Sendable () -> Int64
+
+    public init(pool: PostgresPool, gateway: ProviderGateway, pendingMaxSeconds: Int64,
+                clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) {
+        self.pool = pool; self.gateway = gateway; self.pendingMax = pendingMaxSeconds; self.clock = clock
+    }
+
+    public func check(_ order: Order) async -> Result {
+        let known: (emitted: [EmittedAction], modifications: [PXPModification])
+        do {
+            known = try await pool.run { conn in
+                let emitted = try FindingStore.emitted(provider: order.provider, orderID: order.orderID, on: conn)
+                var mods: [PXPModification] = []
+                if order.provider == .pxp {
+                    mods = try ActionStore.pxpModifications(orderID: order.orderID, on: conn).map {
+                        PXPModification(systemTransactionId: $0.systemTransactionID, parentSystemTransactionId: $0.parent,
+                                        operation: $0.operation.pxpOperation, amount: $0.amount, state: $0.state)
+                    }
+                }
+                return (emitted, mods)
+            }
+        } catch { return .transient(reason: "database: \(error)", retryAfterSeconds: nil) }
+
+        let outcome = await gateway.snapshot(provider: order.provider, transactionRef: order.transactionRef,
+                                             merchant: order.merchant, site: order.site, modifications: known.modifications)
+        let snapshot: Snapshot?
+        switch outcome {
+        case .found(let s): snapshot = s
+        case .notFound: snapshot = nil
+        case .transient(let r, let a): return .transient(reason: r, retryAfterSeconds: a)
+        case .permanent(let s, let b): return .failed(reason: s == 0 ? b : "provider answered \(s): \(b)")
+        }
+        let plan = Planner.plan(order: order, snapshot: snapshot, emitted: known.emitted, now: clock(), pendingMax: pendingMax)
+        return await record(provider: order.provider, order: order, transactionRef: order.transactionRef, snapshot: snapshot, plan: plan)
+    }
+
+    /// A transaction a webhook named that no stored order refers to: `unknown_order` if the provider has it.
+    public func checkUnknown(provider: Provider, transactionRef: String, merchant: String?, site: String?) async -> Result {
+        let outcome = await gateway.snapshot(provider: provider, transactionRef: transactionRef, merchant: merchant, site: site, modifications: [])
+        switch outcome {
+        case .found(let s):
+            let plan = Planner.plan(order: nil, snapshot: s, emitted: [], now: clock(), pendingMax: pendingMax)
+            return await record(provider: provider, order: nil, transactionRef: transactionRef, snapshot: s, plan: plan)
+        case .notFound:
+            // Neither ours nor the provider's: nothing to reconcile (the hint named nothing real).
+            return .checked(CheckOutcome(), matched: true)
+        case .transient(let r, let a): return .transient(reason: r, retryAfterSeconds: a)
+        case .permanent(let s, let b): return .failed(reason: s == 0 ? b : "provider answered \(s): \(b)")
+        }
+    }
+
+    private func record(provider: Provider, order: Order?, transactionRef: String, snapshot: Snapshot?, plan: Plan) async -> Result {
+        do {
+            let outcome = try await pool.run { conn in
+                try FindingStore.record(provider: provider, order: order, transactionRef: transactionRef, snapshot: snapshot, plan: plan, on: conn)
+            }
+            if !plan.findings.isEmpty || !plan.actions.isEmpty {
+                Log.debug("order checked", ["provider": provider.rawValue, "order_id": order?.orderID ?? "", "findings": plan.findings.count,
+                                            "actions": plan.actions.count])
+            }
+            return .checked(outcome, matched: plan.findings.isEmpty)
+        } catch {
+            return .transient(reason: "database: \(error)", retryAfterSeconds: nil)
+        }
+    }
+}

@@ -1,0 +1,143 @@
+import Foundation
+import Observability
+import Postgres
+import Store
+import Synchronization
+
+/// `payrecon work`: claims due deliveries (FOR UPDATE SKIP LOCKED, under a lease renewed while it works),
+/// processes them, and records done / retry-after-backoff / dead. Several workers may share one database: a
+/// delivery is held by one at a time, and a dead worker's lease runs out so another picks the delivery up.
+public final class QueueWorker: Sendable {
+    public struct Configuration: Sendable {
+        public var owner: String
+        public var leaseSeconds: Int
+        public var batchSize: Int
+        public var pollSeconds: Double
+        public var attempt: DeliveryAttempt
+        public var executeActions: Bool
+
+        public init(owner: String = QueueWorker.defaultOwner(), leaseSeconds: Int = 60, batchSize: Int = 8, pollSeconds: Double = 5,
+                    attempt: DeliveryAttempt = DeliveryAttempt(), executeActions: Bool = false) {
+            self.owner = owner; self.leaseSeconds = leaseSeconds; self.batchSize = batchSize; self.pollSeconds = pollSeconds
+            self.attempt = attempt; self.executeActions = executeActions
+        }
+    }
+
+    public static func defaultOwner() -> String {
+        "\(ProcessInfo.processInfo.hostName):\(getpid()):\(UUID().uuidString.prefix(8))"
+    }
+
+    public struct Totals: Sendable, Equatable {
+        public var done = 0, retried = 0, dead = 0, lostLease = 0
+    }
+
+    let configuration: Configuration
+    let pool: PostgresPool
+    let conninfo: String
+    let processor: DeliveryProcessor
+    let executor: ActionExecutor?
+    let wakeup = Wakeup()
+    let held = Mutex<Set<Int64>>([])
+    let stopping = Atomic<Bool>(false)
+    let totals = Mutex(Totals())
+
+    public init(configuration: Configuration, conninfo: String, pool: PostgresPool, processor: DeliveryProcessor, executor: ActionExecutor?) {
+        self.configuration = configuration; self.conninfo = conninfo; self.pool = pool; self.processor = processor
+        self.executor = executor
+    }
+
+    /// Asks `run` to finish the deliveries in hand and return.
+    public func stop() {
+        stopping.store(true, ordering: .relaxed)
+        wakeup.stop()
+    }
+
+    /// Works until `stop()`; with `once`, until nothing is due. Returns what it did.
+    @discardableResult
+    public func run(once: Bool) async -> Totals {
+        if !once { wakeup.listen(conninfo: conninfo, channel: DeliveryStore.channel) }
+        let renewer = Task { await renewLeases() }
+        defer { renewer.cancel(); wakeup.stop() }
+        Log.info("worker started", ["owner": configuration.owner, "once": once])
+        while !stopping.load(ordering: .relaxed) {
+            let claimed: [QueuedDelivery]
+            do {
+                claimed = try await pool.run { [configuration] conn in
+                    try DeliveryQueue.claim(owner: configuration.owner, leaseSeconds: configuration.leaseSeconds,
+                                            limit: configuration.batchSize, on: conn)
+                }
+            } catch {
+                Log.warning("cannot claim deliveries; retrying", ["error": String(describing: error)])
+                if once { break }
+                await wakeup.wait(seconds: configuration.pollSeconds)
+                continue
+            }
+            if claimed.isEmpty {
+                if let executor, configuration.executeActions { _ = await executor.executePending() }
+                if once { break }
+                let due = (try? await pool.run { try DeliveryQueue.secondsUntilNextDue(on: $0) }) ?? nil
+                await wakeup.wait(seconds: min(configuration.pollSeconds, due ?? configuration.pollSeconds))
+                continue
+            }
+            held.withLock { $0.formUnion(claimed.map(\.id)) }
+            await withTaskGroup(of: Void.self) { group in
+                for delivery in claimed { group.addTask { await self.handle(delivery) } }
+            }
+            if let executor, configuration.executeActions { _ = await executor.executePending() }
+        }
+        let t = totals.withLock { $0 }
+        Log.info("worker stopped", ["done": t.done, "retried": t.retried, "dead": t.dead])
+        return t
+    }
+
+    private func handle(_ delivery: QueuedDelivery) async {
+        defer { held.withLock { _ = $0.remove(delivery.id) } }
+        let result = await processor.process(delivery)
+        let decision = configuration.attempt.decide(result, attempts: delivery.attempts, random: Double.random(in: 0..<1))
+        let owner = configuration.owner
+        do {
+            let kept: Bool = try await pool.run { conn in
+                switch decision {
+                case .done: return try DeliveryQueue.complete(id: delivery.id, owner: owner, on: conn)
+                case .retry(let after, let reason):
+                    return try DeliveryQueue.fail(id: delivery.id, owner: owner, error: reason, retryAfterSeconds: after, on: conn)
+                case .dead(let reason):
+                    return try DeliveryQueue.fail(id: delivery.id, owner: owner, error: reason, retryAfterSeconds: nil, on: conn)
+                }
+            }
+            totals.withLock { t in
+                guard kept else { t.lostLease += 1; return }
+                switch decision {
+                case .done: t.done += 1
+                case .retry: t.retried += 1
+                case .dead: t.dead += 1
+                }
+            }
+            switch decision {
+            case .done: Log.debug("delivery processed", ["delivery_id": delivery.id, "provider": delivery.provider.rawValue])
+            case .retry(let after, let reason):
+                Log.info("delivery will be retried", ["delivery_id": delivery.id, "provider": delivery.provider.rawValue,
+                                                       "attempt": delivery.attempts, "after_s": Int(after.rounded(.up)), "reason": reason])
+            case .dead(let reason):
+                Log.error("delivery is dead", ["delivery_id": delivery.id, "provider": delivery.provider.rawValue, "reason": reason])
+            }
+            if !kept { Log.warning("lease lost before the result was recorded; another worker has the delivery", ["delivery_id": delivery.id]) }
+        } catch {
+            // The lease expires and the delivery comes back: processing is idempotent (unique action keys).
+            Log.warning("could not record a delivery's outcome", ["delivery_id": delivery.id, "error": String(describing: error)])
+        }
+    }
+
+    /// Renews the leases of held deliveries every third of the lease, so slow providers don't cause double work.
+    private func renewLeases() async {
+        let interval = max(1, configuration.leaseSeconds / 3)
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .seconds(interval))
+            let ids = Array(held.withLock { $0 })
+            guard !ids.isEmpty else { continue }
+            _ = try? await pool.run { [configuration] conn in
+                try DeliveryQueue.renew(ids: ids, owner: configuration.owner, leaseSeconds: configuration.leaseSeconds, on: conn)
+            }
+        }
+    }
+}
