@@ -40,7 +40,8 @@ public final class HTTPClient: Sendable {
         self.configuration = configuration
         let sessionConfiguration = URLSessionConfiguration.ephemeral
         sessionConfiguration.timeoutIntervalForRequest = configuration.timeoutSeconds
-        sessionConfiguration.timeoutIntervalForResource = configuration.timeoutSeconds
+        // The whole-request deadline is ours (per request); URLSession's resource timeout must not cut it short.
+        sessionConfiguration.timeoutIntervalForResource = 7 * 24 * 3600
         sessionConfiguration.httpMaximumConnectionsPerHost = max(1, configuration.maxConnectionsPerHost)
         sessionConfiguration.requestCachePolicy = .reloadIgnoringLocalCacheData
         sessionConfiguration.urlCache = nil
@@ -71,12 +72,14 @@ public final class HTTPClient: Sendable {
         let id = task.taskIdentifier
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                delegate.register(
-                    id, url: request.url, limit: configuration.maxResponseBytes, continuation: continuation)
                 // The overall deadline: URLRequest.timeoutInterval is only an idle timeout.
-                DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { [delegate] in
+                let deadline = DispatchWorkItem { [delegate] in
                     if delegate.fail(id, with: .timeout(request.url)) { task.cancel() }
                 }
+                delegate.register(
+                    id, url: request.url, limit: configuration.maxResponseBytes, deadline: deadline,
+                    continuation: continuation)
+                DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: deadline)
                 task.resume()
             }
         } onCancel: {
@@ -126,10 +129,17 @@ private final class BlockingOutcome: @unchecked Sendable {
 
 /// URLSession's delegate: collects each task's response and body (bounded) and resumes its continuation.
 private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+    /// DispatchWorkItem is thread-safe (cancel from any thread) but not marked Sendable.
+    struct Deadline: @unchecked Sendable {
+        let item: DispatchWorkItem
+    }
+
     private struct Pending {
         let url: String
         let limit: Int
         let continuation: CheckedContinuation<HTTPClientResponse, any Error>
+        /// Cancelled when the task completes, so finished requests don't linger until their deadline.
+        let deadline: Deadline
         var response: HTTPURLResponse?
         var body: [UInt8] = []
         /// Set by us (timeout, size) before cancelling the task; wins over URLSession's error.
@@ -138,8 +148,11 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecke
 
     private let pending = Mutex<[Int: Pending]>([:])
 
-    func register(_ id: Int, url: String, limit: Int, continuation: CheckedContinuation<HTTPClientResponse, any Error>) {
-        pending.withLock { $0[id] = Pending(url: url, limit: limit, continuation: continuation) }
+    func register(
+        _ id: Int, url: String, limit: Int, deadline: DispatchWorkItem,
+        continuation: CheckedContinuation<HTTPClientResponse, any Error>
+    ) {
+        pending.withLock { $0[id] = Pending(url: url, limit: limit, continuation: continuation, deadline: Deadline(item: deadline)) }
     }
 
     /// Marks the task failed (first failure wins); true if it was still running, so the caller cancels it.
@@ -196,6 +209,7 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecke
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         guard let entry = pending.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) else { return }
+        entry.deadline.item.cancel()
         if let failure = entry.failure {
             entry.continuation.resume(throwing: failure)
         } else if let error {

@@ -47,7 +47,11 @@ final class ServerCore: @unchecked Sendable {
 
         // MHD_start_daemon is variadic (not callable from Swift); its va_list twin is. Each option is read
         // back with va_arg as: option (int), then its value in the type the header documents.
-        var options: [CVarArg] = [
+        var options: [CVarArg] = []
+        if configuration.errorLog != nil {  // first, so MHD logs nothing through its default logger
+            options += [option(.EXTERNAL_LOGGER), unsafeBitCast(errorLogger, to: OpaquePointer.self), OpaquePointer(cls)]
+        }
+        options += [
             option(.LISTEN_SOCKET), CInt(listenFD),
             option(.THREAD_POOL_SIZE), CUnsignedInt(max(1, configuration.threads)),
             option(.CONNECTION_TIMEOUT), CUnsignedInt(configuration.connectionTimeoutSeconds),
@@ -55,9 +59,6 @@ final class ServerCore: @unchecked Sendable {
             option(.CONNECTION_MEMORY_LIMIT), Int(max(8 * 1024, configuration.memoryLimitPerConnection)),
             option(.NOTIFY_COMPLETED), unsafeBitCast(requestCompleted, to: OpaquePointer.self), OpaquePointer(cls),
         ]
-        if configuration.errorLog != nil {
-            options += [option(.EXTERNAL_LOGGER), unsafeBitCast(errorLogger, to: OpaquePointer.self), OpaquePointer(cls)]
-        }
         options.append(option(.END))
 
         let daemon = withVaList(options) { arguments in

@@ -34,7 +34,8 @@ public final class HTTPServer: @unchecked Sendable {
         public var maxBodyBytes: Int
         /// A connection idle this long (slow or stalled client) is closed. Suspended requests do not time out.
         public var connectionTimeoutSeconds: UInt32
-        /// Most simultaneous connections (spread over the threads).
+        /// Most simultaneous connections (split across the threads); at the limit MHD stops accepting and
+        /// newcomers wait in the kernel backlog until a connection closes.
         public var connectionLimit: Int
         /// Memory MHD may use per connection for the request line, headers and read buffer.
         public var memoryLimitPerConnection: Int

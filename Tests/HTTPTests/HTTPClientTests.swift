@@ -61,8 +61,7 @@ struct HTTPClientTests {
             }
             #expect(error == .timeout(base + "/slow"))
             #expect(error?.isTransient == true)
-            // Well before the answer (30 s): the timeout fired, however loaded the machine is.
-            #expect(Date().timeIntervalSince(started) < 20)
+            #expect(Date().timeIntervalSince(started) < 20)  // well before the answer at 30 s, however loaded the machine
         }
     }
 
@@ -133,7 +132,7 @@ struct HTTPClientTests {
             task.cancel()
             let started = Date()
             await #expect(throws: CancellationError.self) { _ = try await task.value }
-            #expect(Date().timeIntervalSince(started) < 2)
+            #expect(Date().timeIntervalSince(started) < 20)  // well before the answer at 30 s
         }
     }
 

@@ -301,4 +301,59 @@ struct HTTPServerTests {
             #expect(text.contains(#""path":"/a""#) && text.contains(#""path":"/b""#))
         }
     }
+
+    @Test func oversizedHeadersAreRejectedByMHD() async throws {
+        var configuration = HTTPServer.Configuration.test()
+        configuration.memoryLimitPerConnection = 16 * 1024
+        let called = Shared(false)
+        try await withServer(configuration, handler: { request, responder in
+            if request.path == "/huge" { called.set(true) }
+            responder.respond(.text("ok"))
+        }) { server, base in
+            let socket = try RawSocket(port: server.port)
+            socket.send("GET /huge HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "h", count: 64 * 1024))\r\n\r\n")
+            let (text, closed) = socket.readUntilClosed(timeout: 5)
+            #expect(text.hasPrefix("HTTP/1.1 4") || (text.isEmpty && closed))
+            #expect(!called.get())
+            #expect(try await client.send(.init(url: base + "/ok")).status == 200)
+        }
+    }
+
+    /// At the limit MHD stops accepting (the kernel backlog holds the extra connection) rather than
+    /// resetting it; it is served once a slot frees.
+    @Test func connectionLimitHoldsExtraConnectionsUntilASlotFrees() async throws {
+        var configuration = HTTPServer.Configuration.test()
+        configuration.threads = 1
+        configuration.connectionLimit = 1
+        try await withServer(configuration, handler: Self.echo) { server, _ in
+            var holder: RawSocket? = try RawSocket(port: server.port)
+            holder?.send("GET /first HTTP/1.1\r\nHost: x\r\n\r\n")  // keep-alive: holds the only slot
+            try await Task.sleep(for: .milliseconds(200))
+            let extra = try RawSocket(port: server.port)
+            extra.send("GET /second HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            let (early, _) = extra.readUntilClosed(timeout: 0.7)
+            #expect(early.isEmpty)
+            holder = nil  // frees the slot
+            let (text, closed) = extra.readUntilClosed(timeout: 3)
+            #expect(text.hasPrefix("HTTP/1.1 200"))
+            #expect(text.contains("/second"))
+            #expect(closed)
+        }
+    }
+
+    @Test func errorLogReceivesMHDDiagnostics() async throws {
+        let lines = Shared<[String]>([])
+        var configuration = HTTPServer.Configuration.test()
+        configuration.errorLog = { line in lines.update { $0.append(line) } }
+        try await withServer(configuration, handler: Self.echo) { server, _ in
+            let socket = try RawSocket(port: server.port)
+            socket.send("GARBAGE\r\n\r\n")
+            _ = socket.readUntilClosed(timeout: 3)
+            let socket2 = try RawSocket(port: server.port)
+            socket2.send("GET / HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "h", count: 80 * 1024))\r\n\r\n")
+            _ = socket2.readUntilClosed(timeout: 3)
+            #expect(await eventually(3) { lines.get().contains { $0.contains("431") } })
+            #expect(!lines.get().contains { $0.contains("not the first option") })
+        }
+    }
 }
