@@ -107,3 +107,12 @@ public enum FindingStore {
         return String(decoding: try encoder.encode(snapshot), as: UTF8.self)
     }
 }
+
+/// The latest provider snapshot stored for an order.
+public enum SnapshotStore {
+    public static func latest(provider: Provider, orderID: String, on conn: PostgresConnection) throws -> Snapshot? {
+        guard let text = try conn.query("SELECT snapshot::text AS s FROM snapshots WHERE provider = $1 AND order_id = $2",
+                                        [.text(provider.rawValue), .text(orderID)]).first?.string("s") else { return nil }
+        return try JSONDecoder().decode(Snapshot.self, from: Data(text.utf8))
+    }
+}

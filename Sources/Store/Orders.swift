@@ -9,12 +9,22 @@ public enum OrderStore {
     /// Upserts every order in one transaction (the import is all-or-nothing), in chunks sent as arrays.
     /// Returns (inserted, updated).
     public static func upsert(_ orders: [Order], on conn: PostgresConnection) throws -> (inserted: Int, updated: Int) {
-        var inserted = 0, updated = 0
         try conn.transaction { tx in
+            var total = (inserted: 0, updated: 0)
             var start = 0
             while start < orders.count {
                 let chunk = orders[start..<min(start + 2000, orders.count)]
                 start += chunk.count
+                let n = try upsertChunk(chunk, on: tx)
+                total.inserted += n.inserted; total.updated += n.updated
+            }
+            return total
+        }
+    }
+
+    /// Upserts one chunk (call inside a transaction for all-or-nothing). Returns (inserted, updated).
+    public static func upsertChunk(_ chunk: ArraySlice<Order>, on tx: PostgresConnection) throws -> (inserted: Int, updated: Int) {
+        var inserted = 0, updated = 0
                 let rows = try tx.query("""
                     INSERT INTO orders (\(columns))
                     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[], $9::text[], $10::bigint[])
@@ -31,8 +41,6 @@ public enum OrderStore {
                         .textArray(chunk.map(\.fulfilment.rawValue)), .int64Array(chunk.map(\.refundAmount)),
                     ])
                 for row in rows { if try row.bool("inserted") { inserted += 1 } else { updated += 1 } }
-            }
-        }
         return (inserted, updated)
     }
 

@@ -1,10 +1,15 @@
-// Commands still being built; each answers with a clear message until then.
-let workCommand = Command(name: "work", summary: "Process stored deliveries: re-fetch, reconcile, emit actions.") { _ in throw FatalError("not built yet") }
-let reconcileCommand = Command(name: "reconcile", summary: "The nightly sweep over recent orders.") { _ in throw FatalError("not built yet") }
+import Worker
+
+let actionsExecuteCommand = Command(
+    name: "actions execute",
+    summary: "Execute pending actions at the provider, each once, with its idempotency key.",
+    details: "Transient provider failures leave an action pending for the next run; other failures mark it failed with the provider's answer."
+) { _ in
+    let context = try WorkerContext(Environment())
+    let t = await context.executor.executePending(limit: 100_000)
+    print("actions executed: \(t.succeeded) succeeded, \(t.failed) failed, \(t.deferred) left pending")
+    context.pool.close()
+    return t.failed > 0 || t.deferred > 0 ? Exit.finding : Exit.ok
+}
 let reportCommand = Command(name: "report", summary: "What is wrong, since when, and how much money is at risk.") { _ in throw FatalError("not built yet") }
-let ordersImportCommand = Command(name: "orders import", summary: "Import orders from CSV or JSON Lines (all or nothing).", arguments: [.init(name: "FILE", help: "CSV with a header row, or JSON Lines.")]) { _ in throw FatalError("not built yet") }
 let actionsListCommand = Command(name: "actions list", summary: "List planned actions.") { _ in throw FatalError("not built yet") }
-let actionsExecuteCommand = Command(name: "actions execute", summary: "Execute pending actions at the provider.") { _ in throw FatalError("not built yet") }
-let eventsListCommand = Command(name: "events list", summary: "List stored deliveries.") { _ in throw FatalError("not built yet") }
-let eventsShowCommand = Command(name: "events show", summary: "Show one stored delivery.", arguments: [.init(name: "ID", help: "The delivery id.")]) { _ in throw FatalError("not built yet") }
-let eventsRetryCommand = Command(name: "events retry", summary: "Make a dead delivery due again.") { _ in throw FatalError("not built yet") }

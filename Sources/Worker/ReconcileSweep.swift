@@ -1,0 +1,107 @@
+import Foundation
+import Observability
+import Postgres
+import Reconciliation
+import Store
+import Synchronization
+
+/// `payrecon reconcile`: re-checks the orders created or updated within the window plus those with open
+/// discrepancies or pending actions. Orders stream in keyset pages (constant memory, no long transaction) and
+/// are checked with at most `concurrency` provider calls in flight, so throughput is bound by the provider's
+/// latency and the concurrency, not by payrecon.
+public struct ReconcileSweep: Sendable {
+    public struct Options: Sendable {
+        /// nil = every order (`--all`).
+        public var since: Date?
+        public var provider: Provider?
+        public var concurrency: Int
+        public var pageSize: Int
+        public init(since: Date?, provider: Provider?, concurrency: Int = 16, pageSize: Int = 500) {
+            self.since = since; self.provider = provider; self.concurrency = concurrency; self.pageSize = pageSize
+        }
+    }
+
+    public struct Summary: Sendable, Equatable {
+        public var totals = RunStore.Totals()
+        /// Orders that could not be checked, with why (at most 1000 kept).
+        public var errors: [String] = []
+        public var runID: Int64 = 0
+        /// 0 every order checked, 1 some could not be.
+        public var exitCode: Int32 { totals.errors == 0 ? 0 : 1 }
+    }
+
+    let pool: PostgresPool
+    let checker: OrderChecker
+
+    public init(pool: PostgresPool, checker: OrderChecker) { self.pool = pool; self.checker = checker }
+
+    /// Runs the sweep; `progress` is called now and then with the totals so far (for a terminal).
+    public func run(_ options: Options, progress: (@Sendable (RunStore.Totals) -> Void)? = nil) async throws -> Summary {
+        let optionsJSON = Self.optionsJSON(options)
+        let runID = try await pool.run { try RunStore.start(options: optionsJSON, on: $0) }
+        let state = Locked(Summary())
+        var cursor: (provider: String, orderID: String)?
+        let concurrency = max(1, options.concurrency)
+        var lastProgress = DispatchTime.now()
+
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            var inFlight = 0
+            pages: while true {
+                let after = cursor
+                let page = try await pool.run { conn in
+                    try OrderStore.page(after: after, since: options.since, provider: options.provider, limit: options.pageSize, on: conn)
+                }
+                if page.isEmpty { break pages }
+                cursor = (page.last!.provider.rawValue, page.last!.orderID)
+                for order in page {
+                    if inFlight >= concurrency { try await group.next(); inFlight -= 1 }
+                    inFlight += 1
+                    group.addTask {
+                        let result = await checker.check(order)
+                        state.withLock { s in
+                            switch result {
+                            case .checked(let o, let matched):
+                                s.totals.checked += 1
+                                if matched { s.totals.matched += 1 }
+                                s.totals.opened += o.opened
+                                s.totals.resolved += o.resolved
+                                s.totals.actionsEmitted += o.actionsEmitted
+                            case .transient(let reason, _), .failed(let reason):
+                                s.totals.errors += 1
+                                if s.errors.count < 1000 { s.errors.append("\(order.provider.rawValue) \(order.orderID): \(reason)") }
+                            }
+                        }
+                    }
+                    if let progress, DispatchTime.now().uptimeNanoseconds - lastProgress.uptimeNanoseconds > 500_000_000 {
+                        lastProgress = DispatchTime.now()
+                        progress(state.withLock { $0.totals })
+                    }
+                }
+                if page.count < options.pageSize { break pages }
+            }
+            try await group.waitForAll()
+        }
+        var summary = state.withLock { $0 }
+        summary.runID = runID
+        try await pool.run { [summary] conn in
+            try RunStore.finish(id: runID, totals: summary.totals, errors: summary.errors, exitCode: summary.exitCode, on: conn)
+        }
+        Log.info("reconcile finished", ["run_id": runID, "checked": summary.totals.checked, "matched": summary.totals.matched,
+                                        "opened": summary.totals.opened, "resolved": summary.totals.resolved,
+                                        "actions_emitted": summary.totals.actionsEmitted, "errors": summary.totals.errors])
+        return summary
+    }
+
+    final class Locked<T: Sendable>: Sendable {
+        private let mutex: Mutex<T>
+        init(_ value: T) { mutex = Mutex(value) }
+        func withLock<R>(_ body: (inout T) -> R) -> R { mutex.withLock { body(&$0) } }
+    }
+
+    static func optionsJSON(_ o: Options) -> String {
+        var parts = ["\"concurrency\":\(o.concurrency)"]
+        if let since = o.since { parts.append("\"since\":\"\(ISO8601DateFormatter().string(from: since))\"") } else { parts.append("\"all\":true") }
+        if let p = o.provider { parts.append("\"provider\":\"\(p.rawValue)\"") }
+        return "{" + parts.joined(separator: ",") + "}"
+    }
+}

@@ -1,0 +1,93 @@
+import Foundation
+import Postgres
+import Store
+
+let eventsListCommand = Command(
+    name: "events list",
+    summary: "List stored deliveries, newest first.",
+    options: [
+        .init(name: "--status", value: "pending|done|dead", help: "Only deliveries in this status."),
+        .init(name: "--limit", value: "N", help: "At most N (default 50)."),
+    ]
+) { args in
+    let status = args.value("--status")
+    if let status, !["pending", "done", "dead"].contains(status) { throw UsageError("--status must be pending, done or dead, not '\(status)'") }
+    let limit = try args.int("--limit", default: 50, range: 1...100_000)
+    let conn = try connect(try Environment().databaseURL())
+    defer { conn.close() }
+    let rows = try DeliveryQueue.list(status: status, limit: limit, on: conn)
+    print(pad(["ID", "PROVIDER", "STATUS", "ATTEMPTS", "RECEIVED", "EVENT", "LAST ERROR"], widths: [8, 10, 8, 8, 20, 32, 0]))
+    for d in rows {
+        print(pad([String(d.id), d.provider.rawValue, d.status, String(d.attempts), timestamp(d.receivedAt),
+                   d.eventType ?? "-", d.lastError.map { String($0.prefix(80)) } ?? ""], widths: [8, 10, 8, 8, 20, 32, 0]))
+    }
+    return Exit.ok
+}
+
+let eventsShowCommand = Command(
+    name: "events show",
+    summary: "Show one stored delivery: status, attempts, headers and body.",
+    arguments: [.init(name: "ID", help: "The delivery id (event_id in the receiver's answer).")]
+) { args in
+    guard let id = Int64(args.positionals[0]) else { throw UsageError("ID must be a number, not '\(args.positionals[0])'") }
+    let conn = try connect(try Environment().databaseURL())
+    defer { conn.close() }
+    guard let d = try DeliveryQueue.find(id: id, on: conn) else {
+        print("no delivery \(id)"); return Exit.finding
+    }
+    print("""
+        delivery \(d.id)
+          provider      \(d.provider.rawValue)
+          dedupe key    \(d.dedupeKey)
+          event type    \(d.eventType ?? "-")
+          received      \(timestamp(d.receivedAt))
+          status        \(d.status)
+          attempts      \(d.attempts)
+          next attempt  \(d.status == "pending" ? timestamp(d.nextAttemptAt) : "-")
+          redeliveries  \(d.redeliveries)
+          processed     \(d.processedAt.map(timestamp) ?? "-")
+          last error    \(d.lastError ?? "-")
+        headers:
+        """)
+    for (name, value) in d.headers {
+        // Signatures authenticate this delivery only; still, keep them out of terminals and tickets.
+        let redacted = name.lowercased().contains("signature") || name.lowercased().contains("transmission-sig") ? "<\(value.count) chars>" : value
+        print("  \(name): \(redacted)")
+    }
+    print("body (\(d.body.count) bytes):")
+    print(String(decoding: d.body.prefix(64 * 1024), as: UTF8.self))
+    return Exit.ok
+}
+
+let eventsRetryCommand = Command(
+    name: "events retry",
+    summary: "Make a dead (or done) delivery due again, with a fresh attempt budget.",
+    arguments: [.init(name: "ID", help: "The delivery id.", optional: true)],
+    options: [.init(name: "--dead", value: nil, help: "Every dead delivery.")]
+) { args in
+    let conn = try connect(try Environment().databaseURL())
+    defer { conn.close() }
+    if args.flag("--dead") {
+        guard args.positionals.isEmpty else { throw UsageError("give either ID or --dead, not both") }
+        let n = try DeliveryQueue.retry(id: nil, on: conn)
+        print("\(n) dead deliveries are due again")
+        return Exit.ok
+    }
+    guard let text = args.positionals.first else { throw UsageError("give a delivery ID or --dead") }
+    guard let id = Int64(text) else { throw UsageError("ID must be a number, not '\(text)'") }
+    let n = try DeliveryQueue.retry(id: id, on: conn)
+    if n == 0 { print("no delivery \(id)"); return Exit.finding }
+    print("delivery \(id) is due again")
+    return Exit.ok
+}
+
+func timestamp(_ date: Date) -> String {
+    let f = DateFormatter()
+    f.locale = Locale(identifier: "en_US_POSIX"); f.timeZone = TimeZone(identifier: "UTC"); f.dateFormat = "yyyy-MM-dd HH:mm:ss'Z'"
+    return f.string(from: date)
+}
+
+func pad(_ columns: [String], widths: [Int]) -> String {
+    zip(columns, widths).map { c, w in w == 0 || c.count >= w ? c + (w == 0 ? "" : " ") : c.padding(toLength: w, withPad: " ", startingAt: 0) }
+        .joined(separator: " ").trimmingCharacters(in: .whitespaces)
+}

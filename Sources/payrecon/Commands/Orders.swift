@@ -1,0 +1,65 @@
+import Foundation
+import Postgres
+import Reconciliation
+import Store
+
+let ordersImportCommand = Command(
+    name: "orders import",
+    summary: "Import orders from CSV (header row) or JSON Lines: all or nothing.",
+    arguments: [.init(name: "FILE", help: "A CSV file with a header row, or JSON Lines; '-' reads standard input.")],
+    details: """
+        Keys: provider, order_id, merchant, site, transaction_ref, intent, amount, currency, fulfilment,
+        refund_amount (see README). Orders are upserted on (provider, order_id). A file with any invalid row imports
+        nothing and lists every bad row (line, field, reason); exit 1.
+        """
+) { args in
+    let env = Environment()
+    let path = args.positionals[0]
+    let url = try env.databaseURL()
+    func reader() throws -> OrderFileReader {
+        let handle: FileHandle
+        if path == "-" { handle = .standardInput } else {
+            guard let h = FileHandle(forReadingAtPath: path) else { throw FatalError("cannot read \(path): no such file or not readable") }
+            handle = h
+        }
+        return OrderFileReader(chunks: {
+            let data = handle.readData(ofLength: 1 << 20)
+            return data.isEmpty ? nil : Array(data)
+        })
+    }
+    // Pass 1: validate everything (streaming), report every bad row.
+    var errors: [OrderFileError] = []
+    var count = 0
+    var buffered: [Order]? = path == "-" ? [] : nil   // stdin can only be read once
+    for record in try reader() {
+        switch record {
+        case .order(let o, _): count += 1; buffered?.append(o)
+        case .invalid(let e): errors += e
+        }
+    }
+    if !errors.isEmpty {
+        FileHandle.standardError.write(Data("payrecon: \(path): \(errors.count) invalid row(s); nothing imported\n".utf8))
+        for e in errors { print(e.description) }
+        return Exit.finding
+    }
+    // Pass 2: upsert in one transaction, in chunks.
+    let conn = try connect(url)
+    defer { conn.close() }
+    var inserted = 0, updated = 0
+    try conn.transaction { tx in
+        var chunk: [Order] = []
+        func flush() throws {
+            let n = try OrderStore.upsertChunk(chunk[...], on: tx); inserted += n.inserted; updated += n.updated; chunk.removeAll(keepingCapacity: true)
+        }
+        if let buffered {
+            for o in buffered { chunk.append(o); if chunk.count == 2000 { try flush() } }
+        } else {
+            for record in try reader() {
+                if case .order(let o, _) = record { chunk.append(o); if chunk.count == 2000 { try flush() } }
+            }
+        }
+        if !chunk.isEmpty { try flush() }
+    }
+    print("imported \(count) orders from \(path): \(inserted) new, \(updated) updated")
+    return Exit.ok
+}
