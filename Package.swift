@@ -33,7 +33,9 @@ let package = Package(
         .target(name: "Receiver", dependencies: ["HTTP", "Store", "Providers", "Postgres", "Observability"]),
         // Queue claiming, the reconcile sweep, the action executor.
         .target(name: "Worker", dependencies: ["Store", "Providers", "Reconciliation", "Postgres", "Observability"]),
-        .executableTarget(name: "payrecon", dependencies: ["Receiver", "Worker", "Store", "Providers", "Reconciliation", "Postgres", "HTTP", "Observability"]),
+        // `payrecon report` and `actions list` renderers: value types in, text out (table, JSON, CSV, HTML). No I/O.
+        .target(name: "Reporting", dependencies: ["Reconciliation"]),
+        .executableTarget(name: "payrecon", dependencies: ["Receiver", "Worker", "Store", "Providers", "Reconciliation", "Reporting", "Postgres", "HTTP", "Observability"]),
         .executableTarget(name: "paysim", dependencies: ["HTTP", "Providers", "Reconciliation", "Observability", "COpenSSL"]),
 
         // Unit tests: no database, run in seconds.
@@ -41,8 +43,9 @@ let package = Package(
         .testTarget(name: "ProvidersTests", dependencies: ["Providers", "Reconciliation", "HTTP"],
                     resources: [.copy("Fixtures")]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
+        .testTarget(name: "ReportingTests", dependencies: ["Reporting", "Reconciliation"]),
         // Integration tests: a live PostgreSQL (DATABASE_URL), paysim and the built executables.
         .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["Receiver", "Worker", "Store", "Providers", "Postgres", "HTTP", "Reconciliation", "Observability"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["Receiver", "Worker", "Store", "Providers", "Postgres", "HTTP", "Reconciliation", "Reporting", "Observability"]),
     ]
 )
