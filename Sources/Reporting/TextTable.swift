@@ -40,7 +40,9 @@ public struct TextTable: Sendable {
                 let last = i == columns.count - 1
                 parts.append(columns[i].alignment == .right ? pad + cell : (last ? cell : cell + pad))
             }
-            return parts.joined(separator: "  ")
+            var text = parts.joined(separator: "  ")
+            while text.hasSuffix(" ") { text.removeLast() }
+            return text
         }
         var out = indent + Style.bold.apply(line(columns.map(\.title)), colour: colour) + "\n"
         for row in rows { out += indent + row.style.apply(line(row.cells), colour: colour) + "\n" }
