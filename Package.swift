@@ -33,7 +33,9 @@ let package = Package(
         .target(name: "Receiver", dependencies: ["HTTP", "Store", "Providers", "Postgres", "Observability"]),
         // Queue claiming, the reconcile sweep, the action executor.
         .target(name: "Worker", dependencies: ["Store", "Providers", "Reconciliation", "Postgres", "Observability"]),
-        .executableTarget(name: "payrecon", dependencies: ["Receiver", "Worker", "Store", "Providers", "Reconciliation", "Postgres", "HTTP", "Observability"]),
+        // `payrecon report` and `actions list` renderers: value types in, text out (table, JSON, CSV, HTML). No I/O.
+        .target(name: "Reporting", dependencies: ["Reconciliation"]),
+        .executableTarget(name: "payrecon", dependencies: ["Receiver", "Worker", "Store", "Providers", "Reconciliation", "Reporting", "Postgres", "HTTP", "Observability"]),
         .executableTarget(name: "paysim", dependencies: ["PaysimCore", "HTTP", "Providers", "Reconciliation", "Observability", "COpenSSL"]),
         // paysim's logic as a library so it can be unit-tested (an executable target cannot be imported by tests).
         .target(name: "PaysimCore", dependencies: ["HTTP", "Providers", "Reconciliation", "Observability", "COpenSSL", "CZlib"]),
@@ -44,8 +46,9 @@ let package = Package(
                     resources: [.copy("Fixtures")]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
         .testTarget(name: "PaysimCoreTests", dependencies: ["PaysimCore", "Providers", "HTTP", "Reconciliation", "COpenSSL", "CZlib"]),
+        .testTarget(name: "ReportingTests", dependencies: ["Reporting", "Reconciliation"]),
         // Integration tests: a live PostgreSQL (DATABASE_URL), paysim and the built executables.
         .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["Receiver", "Worker", "Store", "Providers", "Postgres", "HTTP", "Reconciliation", "Observability"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["Receiver", "Worker", "Store", "Providers", "Postgres", "HTTP", "Reconciliation", "Reporting", "Observability"]),
     ]
 )

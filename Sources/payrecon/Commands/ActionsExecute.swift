@@ -11,5 +11,3 @@ let actionsExecuteCommand = Command(
     context.pool.close()
     return t.failed > 0 || t.deferred > 0 ? Exit.finding : Exit.ok
 }
-let reportCommand = Command(name: "report", summary: "What is wrong, since when, and how much money is at risk.") { _ in throw FatalError("not built yet") }
-let actionsListCommand = Command(name: "actions list", summary: "List planned actions.") { _ in throw FatalError("not built yet") }

@@ -1,0 +1,236 @@
+// `payrecon report --format html`: one self-contained page for finance — cards, two inline SVG charts and a
+// filterable table. Inline CSS and JS only; a Content-Security-Policy forbids every network fetch.
+import Reconciliation
+
+extension Report {
+    /// Days the "by day" chart covers, ending on the report's day (older open discrepancies form one "earlier" bar).
+    public static let chartDays = 14
+
+    /// The page. Every value from the database is escaped (`HTML.escape`); the script reads no data, it only
+    /// shows and hides the rows rendered here.
+    public func html() -> String {
+        let title = "payrecon report — \(Timestamp.iso8601(generatedAt))"
+        var out = """
+            <!DOCTYPE html>
+            <html lang="en">
+            <head>
+            <meta charset="utf-8">
+            <meta name="viewport" content="width=device-width, initial-scale=1">
+            <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:">
+            <meta name="referrer" content="no-referrer">
+            <title>\(HTML.escape(title))</title>
+            <style>\(HTML.css)</style>
+            </head>
+            <body>
+            <header><h1>Payment reconciliation</h1>
+            <p class="meta">Generated \(HTML.escape(Timestamp.iso8601(generatedAt))) · \(HTML.escape(filters.summaryText)) · times in UTC</p></header>
+            <section class="cards">
+
+            """
+        out += card(label: "Open discrepancies", value: String(summary.open), tone: summary.open > 0 ? "bad" : "good",
+                    extra: summary.kindsInOrder.map { "\(HTML.escape($0.kind.rawValue)): \($0.count)" })
+        let money = summary.amountsInOrder
+        out += "<div class=\"card \(money.isEmpty ? "good" : "bad")\"><div class=\"label\">Money at risk</div>"
+        if money.isEmpty {
+            out += "<div class=\"value\">none</div>"
+        } else {
+            for (currency, formatted) in money {
+                out += "<div class=\"value money\"><span>\(HTML.escape(formatted))</span> <small>\(HTML.escape(currency.code))</small></div>"
+            }
+        }
+        out += "</div>\n"
+        out += card(label: "Rejected deliveries (24 h)", value: String(summary.rejectedTotal),
+                    tone: summary.rejectedTotal > 0 ? "warn" : "good",
+                    extra: summary.rejectedInOrder.map { "\(HTML.escape($0.reason)): \($0.count)" })
+        out += "</section>\n"
+
+        out += "<section class=\"charts\">\n"
+        if summary.open == 0 {
+            out += "<p class=\"empty\">No open discrepancies.</p>\n"
+        } else {
+            out += "<figure><figcaption>Open discrepancies by kind</figcaption>\n\(kindChart())</figure>\n"
+            out += "<figure><figcaption>Open discrepancies by day first seen (last \(Report.chartDays) days)</figcaption>\n\(dayChart())</figure>\n"
+        }
+        out += "</section>\n"
+        out += tableSection()
+        out += "<script>\(HTML.script)</script>\n</body>\n</html>\n"
+        return out
+    }
+
+    private func card(label: String, value: String, tone: String, extra: [String]) -> String {
+        var s = "<div class=\"card \(tone)\"><div class=\"label\">\(HTML.escape(label))</div><div class=\"value\">\(HTML.escape(value))</div>"
+        if !extra.isEmpty { s += "<ul>" + extra.map { "<li>\($0)</li>" }.joined() + "</ul>" }   // items already escaped
+        return s + "</div>\n"
+    }
+
+    // MARK: Charts (inline SVG, computed here)
+
+    func kindChart() -> String {
+        let rows = summary.kindsInOrder
+        let labelWidth = 170, barMax = 470, rowHeight = 24
+        let height = rows.count * rowHeight + 8
+        let top = max(1, rows.map(\.count).max() ?? 1)
+        var svg = "<svg class=\"chart\" role=\"img\" aria-label=\"Open discrepancies by kind\" viewBox=\"0 0 \(labelWidth + barMax + 60) \(height)\">"
+        for (i, row) in rows.enumerated() {
+            let y = i * rowHeight + 4
+            let w = max(2, row.count * barMax / top)
+            let name = HTML.escape(row.kind.rawValue)
+            svg += "<text x=\"\(labelWidth - 8)\" y=\"\(y + 16)\" text-anchor=\"end\">\(name)</text>"
+            svg += "<rect x=\"\(labelWidth)\" y=\"\(y + 3)\" width=\"\(w)\" height=\"\(rowHeight - 8)\" rx=\"3\" fill=\"\(HTML.colour(row.kind))\"><title>\(name): \(row.count)</title></rect>"
+            svg += "<text x=\"\(labelWidth + w + 6)\" y=\"\(y + 16)\">\(row.count)</text>"
+        }
+        return svg + "</svg>\n"
+    }
+
+    func dayChart() -> String {
+        let days = (0..<Report.chartDays).map { Timestamp.day(of: generatedAt, offset: Int64($0 - Report.chartDays + 1)) }
+        let first = days[0]
+        var buckets: [String: [DiscrepancyKind: Int]] = [:]
+        for entry in openByDay where entry.count > 0 {
+            let key = entry.day < first ? "earlier" : entry.day
+            buckets[key, default: [:]][entry.kind, default: 0] += entry.count
+        }
+        let slots = (buckets["earlier"] == nil ? [] : ["earlier"]) + days
+        let left = 34, bottom = 26, topPad = 10, plotWidth = 700, plotHeight = 170
+        let slotWidth = plotWidth / slots.count
+        let barWidth = max(4, slotWidth * 7 / 10)
+        let maxTotal = max(1, slots.map { buckets[$0]?.values.reduce(0, +) ?? 0 }.max() ?? 1)
+        let width = left + plotWidth + 10, height = topPad + plotHeight + bottom
+        var svg = "<svg class=\"chart\" role=\"img\" aria-label=\"Open discrepancies by day first seen\" viewBox=\"0 0 \(width) \(height)\">"
+        for tick in Set([0, maxTotal / 2, maxTotal]).sorted() {
+            let y = topPad + plotHeight - tick * plotHeight / maxTotal
+            svg += "<line class=\"grid\" x1=\"\(left)\" y1=\"\(y)\" x2=\"\(left + plotWidth)\" y2=\"\(y)\"/>"
+            svg += "<text x=\"\(left - 6)\" y=\"\(y + 4)\" text-anchor=\"end\">\(tick)</text>"
+        }
+        for (i, slot) in slots.enumerated() {
+            let x = left + i * slotWidth + (slotWidth - barWidth) / 2
+            var y = topPad + plotHeight
+            let counts = buckets[slot] ?? [:]
+            for kind in DiscrepancyKind.allCases {
+                guard let n = counts[kind], n > 0 else { continue }
+                let h = max(1, n * plotHeight / maxTotal)
+                y -= h
+                svg += "<rect x=\"\(x)\" y=\"\(y)\" width=\"\(barWidth)\" height=\"\(h)\" fill=\"\(HTML.colour(kind))\"><title>\(HTML.escape(slot)) \(HTML.escape(kind.rawValue)): \(n)</title></rect>"
+            }
+            let label = slot == "earlier" ? "earlier" : String(slot.dropFirst(5))
+            svg += "<text x=\"\(x + barWidth / 2)\" y=\"\(topPad + plotHeight + 16)\" text-anchor=\"middle\" class=\"axis\">\(HTML.escape(label))</text>"
+        }
+        svg += "</svg>\n<p class=\"legend\">"
+        let present = DiscrepancyKind.allCases.filter { k in buckets.values.contains { ($0[k] ?? 0) > 0 } }
+        svg += present.map { "<span><i style=\"background:\(HTML.colour($0))\"></i>\(HTML.escape($0.rawValue))</span>" }.joined(separator: " ")
+        return svg + "</p>\n"
+    }
+
+    // MARK: Table with client-side filters
+
+    func tableSection() -> String {
+        func options(_ values: [String]) -> String {
+            values.map { "<option value=\"\(HTML.escape($0))\">\(HTML.escape($0))</option>" }.joined()
+        }
+        let providers = Set(discrepancies.map(\.provider)).sorted()
+        let kinds = DiscrepancyKind.allCases.filter { k in discrepancies.contains { $0.kind == k } }.map(\.rawValue)
+        let statuses = DiscrepancyStatus.allCases.filter { s in discrepancies.contains { $0.status == s } }.map(\.rawValue)
+        var out = """
+            <section class="list">
+            <h2>Discrepancies <small>(<span id="shown">\(discrepancies.count)</span> of \(discrepancies.count) shown)</small></h2>
+            <form class="filters" onsubmit="return false">
+            <label>Provider <select id="f-provider"><option value="">all</option>\(options(providers))</select></label>
+            <label>Kind <select id="f-kind"><option value="">all</option>\(options(kinds))</select></label>
+            <label>Status <select id="f-status"><option value="">all</option>\(options(statuses))</select></label>
+            <label>Search <input id="f-text" type="search" placeholder="order, reference, detail…"></label>
+            </form>
+            <div class="scroll"><table id="discrepancies">
+            <thead><tr><th>ID</th><th>Provider</th><th>Order</th><th>Transaction</th><th>Kind</th><th>Status</th><th class="num">At risk</th><th class="num">Seen</th><th>First seen</th><th>Last seen</th><th>Detail</th><th>Expected</th><th>Actual</th></tr></thead>
+            <tbody>
+
+            """
+        for d in discrepancies {
+            let risk = d.formattedAmountAtRisk.map { "\($0) \(d.currency!.code)" } ?? ""
+            out += "<tr data-provider=\"\(HTML.escape(d.provider))\" data-kind=\"\(HTML.escape(d.kind.rawValue))\" data-status=\"\(HTML.escape(d.status.rawValue))\" class=\"\(d.status.rawValue)\">"
+            out += "<td class=\"num\">\(d.id)</td><td>\(HTML.escape(d.provider))</td>"
+            out += "<td>" + (d.orderID.map { HTML.escape($0) } ?? "<span class=\"none\">none</span>") + "</td>"
+            out += "<td>\(HTML.escape(d.transactionRef))</td><td><i class=\"dot\" style=\"background:\(HTML.colour(d.kind))\"></i>\(HTML.escape(d.kind.rawValue))</td>"
+            out += "<td><span class=\"badge \(d.status.rawValue)\">\(d.status.rawValue)</span></td>"
+            out += "<td class=\"num\">\(HTML.escape(risk))</td><td class=\"num\">\(d.occurrences)</td>"
+            out += "<td>\(HTML.escape(Timestamp.minutes(d.firstSeen)))</td><td>\(HTML.escape(Timestamp.minutes(d.lastSeen)))</td>"
+            out += "<td>\(HTML.escape(d.detail))</td><td>\(HTML.members(d.expected))</td><td>\(HTML.members(d.actual))</td></tr>\n"
+        }
+        out += "</tbody></table></div>\n"
+        if discrepancies.isEmpty { out += "<p class=\"empty\">No discrepancies match (\(HTML.escape(filters.summaryText))).</p>\n" }
+        return out + "</section>\n"
+    }
+}
+
+/// HTML escaping and the page's fixed assets.
+public enum HTML {
+    /// Text safe in element content and in quoted attribute values: `& < > " '` become entities; NUL becomes U+FFFD.
+    public static func escape(_ text: String) -> String {
+        var out = ""
+        out.reserveCapacity(text.utf8.count)
+        for s in text.unicodeScalars {
+            switch s {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"": out += "&quot;"
+            case "'": out += "&#39;"
+            case "\u{0}": out += "\u{FFFD}"
+            default: out.unicodeScalars.append(s)
+            }
+        }
+        return out
+    }
+
+    /// An expected/actual object as escaped `key: value` lines.
+    static func members(_ value: JSONValue) -> String {
+        guard let members = value.objectMembers else { return escape(String(decoding: value.serialized(), as: UTF8.self)) }
+        return members.map { key, v in
+            let text = v.stringValue ?? String(decoding: v.serialized(), as: UTF8.self)
+            return "<span class=\"kv\"><b>\(escape(key))</b> \(escape(text))</span>"
+        }.joined(separator: "<br>")
+    }
+
+    /// One fixed colour per kind, in the contract's order.
+    static func colour(_ kind: DiscrepancyKind) -> String {
+        let palette = ["#7f3c8d", "#11a579", "#3969ac", "#f2b701", "#e73f74", "#80ba5a",
+                       "#e68310", "#008695", "#cf1c90", "#f97b72", "#4b4b8f", "#a5aa99"]
+        let index = DiscrepancyKind.allCases.firstIndex(of: kind) ?? 0
+        return palette[index % palette.count]
+    }
+
+    static let css = """
+        :root{--fg:#1d2330;--muted:#667085;--line:#e4e7ec;--bg:#f7f8fa;--bad:#b42318;--warn:#b54708;--good:#027a48}
+        *{box-sizing:border-box}body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:var(--bg)}
+        header,section{max-width:1280px;margin:0 auto;padding:16px 24px}h1{margin:8px 0 0;font-size:22px}h2{font-size:17px}
+        .meta{color:var(--muted);margin:4px 0 0}.cards{display:flex;gap:16px;flex-wrap:wrap}
+        .card{flex:1 1 220px;background:#fff;border:1px solid var(--line);border-left:5px solid var(--good);border-radius:8px;padding:14px 18px}
+        .card.bad{border-left-color:var(--bad)}.card.warn{border-left-color:var(--warn)}
+        .card .label{color:var(--muted);font-size:12px;text-transform:uppercase;letter-spacing:.04em}
+        .card .value{font-size:28px;font-weight:650;font-variant-numeric:tabular-nums}.card .money{font-size:22px}
+        .card small{font-size:13px;color:var(--muted)}.card ul{margin:6px 0 0;padding-left:18px;color:var(--muted);font-size:12px}
+        .charts{display:flex;gap:16px;flex-wrap:wrap}figure{flex:1 1 520px;margin:0;background:#fff;border:1px solid var(--line);border-radius:8px;padding:12px 16px}
+        figcaption{font-weight:600;margin-bottom:8px}.chart{width:100%;height:auto;font-size:11px;fill:var(--fg)}
+        .chart .grid{stroke:var(--line)}.chart .axis{fill:var(--muted)}.legend{margin:6px 0 0;font-size:12px;color:var(--muted)}
+        .legend span{margin-right:12px;white-space:nowrap}.legend i,.dot{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:5px;vertical-align:-1px}
+        .filters{display:flex;gap:14px;flex-wrap:wrap;margin-bottom:10px}.filters label{color:var(--muted);font-size:12px;display:flex;flex-direction:column;gap:3px}
+        select,input{font:inherit;padding:5px 8px;border:1px solid var(--line);border-radius:6px;background:#fff;min-width:150px}
+        .scroll{overflow-x:auto;background:#fff;border:1px solid var(--line);border-radius:8px}
+        table{border-collapse:collapse;width:100%}th,td{padding:7px 10px;border-bottom:1px solid var(--line);text-align:left;vertical-align:top}
+        th{position:sticky;top:0;background:#f2f4f7;font-size:12px;color:var(--muted);white-space:nowrap}td{word-break:break-word}
+        .num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}tr.resolved td{color:var(--muted)}
+        .badge{padding:1px 8px;border-radius:10px;font-size:12px}.badge.open{background:#fee4e2;color:var(--bad)}.badge.resolved{background:#d1fadf;color:var(--good)}
+        .kv b{font-weight:600;color:var(--muted)}.none,.empty{color:var(--muted)}tr[hidden]{display:none}
+        @media print{.filters{display:none}body{background:#fff}}
+        """
+
+    static let script = """
+        (function(){
+        var p=document.getElementById('f-provider'),k=document.getElementById('f-kind'),s=document.getElementById('f-status'),q=document.getElementById('f-text');
+        var rows=Array.prototype.slice.call(document.querySelectorAll('#discrepancies tbody tr')),shown=document.getElementById('shown');
+        function apply(){var t=q.value.trim().toLowerCase(),n=0;rows.forEach(function(r){
+        var ok=(!p.value||r.dataset.provider===p.value)&&(!k.value||r.dataset.kind===k.value)&&(!s.value||r.dataset.status===s.value)&&(!t||r.textContent.toLowerCase().indexOf(t)>=0);
+        r.hidden=!ok;if(ok)n++;});shown.textContent=n;}
+        [p,k,s,q].forEach(function(e){e.addEventListener('input',apply);e.addEventListener('change',apply);});
+        })();
+        """
+}

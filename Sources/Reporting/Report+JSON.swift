@@ -1,0 +1,59 @@
+// `payrecon report --format json` (contract §8): the contract's names and types, plus a few extras.
+import Foundation
+import Reconciliation
+
+extension Report {
+    /// The report as JSON (one document, newline-terminated). Amounts are decimal strings in major units with the
+    /// currency's digits; `expected` / `actual` are the stored objects as they are.
+    ///
+    /// Contract fields: `generated_at`, `summary {open, by_kind, amount_at_risk}`, `discrepancies[] {id, provider,
+    /// order_id, transaction_ref, kind, status, expected, actual, detail, first_seen, last_seen, occurrences}`.
+    /// Extras: `filters`, `summary.rejected_24h`, and per discrepancy `amount_at_risk`, `currency`, `resolved_at`.
+    public func json() -> [UInt8] {
+        var out = jsonValue().serialized()
+        out.append(UInt8(ascii: "\n"))
+        return out
+    }
+
+    /// The document as a `JSONValue` (for embedding or tests).
+    public func jsonValue() -> JSONValue {
+        var filterMembers: [(String, JSONValue)] = [("status", .string(filters.status))]
+        filterMembers.append(("provider", filters.provider.map(JSONValue.string) ?? .null))
+        filterMembers.append(("kind", filters.kind.map { .string($0.rawValue) } ?? .null))
+        filterMembers.append(("since", filters.since.map(JSONValue.string) ?? .null))
+        let summaryValue = JSONValue.object([
+            ("open", .number(String(summary.open))),
+            ("by_kind", .object(summary.kindsInOrder.map { ($0.kind.rawValue, .number(String($0.count))) })),
+            ("amount_at_risk", .object(summary.amountsInOrder.map { ($0.currency.code, .string($0.formatted)) })),
+            ("rejected_24h", .object(summary.rejectedInOrder.map { ($0.reason, .number(String($0.count))) })),
+        ])
+        return .object([
+            ("generated_at", .string(Timestamp.iso8601(generatedAt))),
+            ("filters", .object(filterMembers)),
+            ("summary", summaryValue),
+            ("discrepancies", .array(discrepancies.map { $0.jsonValue() })),
+        ])
+    }
+}
+
+extension DiscrepancyRow {
+    func jsonValue() -> JSONValue {
+        .object([
+            ("id", .number(String(id))),
+            ("provider", .string(provider)),
+            ("order_id", orderID.map(JSONValue.string) ?? .null),
+            ("transaction_ref", .string(transactionRef)),
+            ("kind", .string(kind.rawValue)),
+            ("status", .string(status.rawValue)),
+            ("expected", expected),
+            ("actual", actual),
+            ("detail", .string(detail)),
+            ("first_seen", .string(Timestamp.iso8601(firstSeen))),
+            ("last_seen", .string(Timestamp.iso8601(lastSeen))),
+            ("occurrences", .number(String(occurrences))),
+            ("amount_at_risk", formattedAmountAtRisk.map(JSONValue.string) ?? .null),
+            ("currency", currency.map { .string($0.code) } ?? .null),
+            ("resolved_at", resolvedAt.map { .string(Timestamp.iso8601($0)) } ?? .null),
+        ])
+    }
+}

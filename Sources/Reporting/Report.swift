@@ -1,0 +1,135 @@
+// What `payrecon report` renders: plain values, read from the database by the caller (contract §8).
+import Foundation
+import Reconciliation
+
+/// A discrepancy's lifecycle state as stored.
+public enum DiscrepancyStatus: String, Sendable, Hashable, CaseIterable {
+    case open, resolved
+}
+
+/// One row of the `discrepancies` table, ready to render.
+public struct DiscrepancyRow: Sendable, Equatable {
+    public var id: Int64
+    public var provider: String
+    /// nil for `unknown_order`.
+    public var orderID: String?
+    public var transactionRef: String
+    public var kind: DiscrepancyKind
+    public var status: DiscrepancyStatus
+    /// The stored jsonb objects, kept exactly (member order, number literals).
+    public var expected: JSONValue
+    public var actual: JSONValue
+    public var detail: String
+    /// Minor units of `currency`.
+    public var amountAtRisk: Int64
+    public var currency: Currency?
+    public var firstSeen: Date
+    public var lastSeen: Date
+    public var occurrences: Int
+    public var resolvedAt: Date?
+
+    public init(id: Int64, provider: String, orderID: String?, transactionRef: String, kind: DiscrepancyKind,
+                status: DiscrepancyStatus, expected: JSONValue = .object([]), actual: JSONValue = .object([]),
+                detail: String = "", amountAtRisk: Int64 = 0, currency: Currency? = nil, firstSeen: Date,
+                lastSeen: Date, occurrences: Int = 1, resolvedAt: Date? = nil) {
+        self.id = id; self.provider = provider; self.orderID = orderID; self.transactionRef = transactionRef
+        self.kind = kind; self.status = status; self.expected = expected; self.actual = actual; self.detail = detail
+        self.amountAtRisk = amountAtRisk; self.currency = currency; self.firstSeen = firstSeen; self.lastSeen = lastSeen
+        self.occurrences = occurrences; self.resolvedAt = resolvedAt
+    }
+
+    /// "25.00" in the row's currency; nil without a currency.
+    public var formattedAmountAtRisk: String? {
+        currency.map { Money.format(minorUnits: amountAtRisk, exponent: $0.exponent) }
+    }
+}
+
+/// What is open now (whatever `--status` lists), for the report's first lines.
+public struct ReportSummary: Sendable, Equatable {
+    /// Open discrepancies matching the provider / kind / since filters.
+    public var open: Int
+    public var byKind: [DiscrepancyKind: Int]
+    /// Sum of `amount_at_risk_minor` of those open discrepancies, per currency (Int64 minor units).
+    public var amountAtRisk: [Currency: Int64]
+    /// Deliveries rejected in the last 24 hours, by reason (`invalid_signature`, ...).
+    public var rejected24h: [String: Int]
+
+    public init(open: Int = 0, byKind: [DiscrepancyKind: Int] = [:], amountAtRisk: [Currency: Int64] = [:],
+                rejected24h: [String: Int] = [:]) {
+        self.open = open; self.byKind = byKind; self.amountAtRisk = amountAtRisk; self.rejected24h = rejected24h
+    }
+
+    /// Kinds with a count, in the contract's order.
+    public var kindsInOrder: [(kind: DiscrepancyKind, count: Int)] {
+        DiscrepancyKind.allCases.compactMap { k in byKind[k].flatMap { $0 > 0 ? (k, $0) : nil } }
+    }
+
+    /// Currencies by code, each with its total formatted in major units ("25.00", "1000", "1.250").
+    public var amountsInOrder: [(currency: Currency, formatted: String)] {
+        amountAtRisk.keys.sorted { $0.code < $1.code }.map { c in
+            (c, Money.format(minorUnits: amountAtRisk[c]!, exponent: c.exponent))
+        }
+    }
+
+    /// Reasons, most frequent first.
+    public var rejectedInOrder: [(reason: String, count: Int)] {
+        rejected24h.map { ($0.key, $0.value) }.sorted { $0.1 != $1.1 ? $0.1 > $1.1 : $0.0 < $1.0 }
+    }
+
+    public var rejectedTotal: Int { rejected24h.values.reduce(0, +) }
+}
+
+/// Open discrepancies first seen on one UTC day, for the HTML chart.
+public struct DayCount: Sendable, Equatable {
+    /// `YYYY-MM-DD` (UTC).
+    public var day: String
+    public var kind: DiscrepancyKind
+    public var count: Int
+    public init(day: String, kind: DiscrepancyKind, count: Int) { self.day = day; self.kind = kind; self.count = count }
+}
+
+/// The filters the report was asked for, shown in its heading.
+public struct ReportFilters: Sendable, Equatable {
+    /// `open`, `resolved` or `all`.
+    public var status: String
+    public var provider: String?
+    public var kind: DiscrepancyKind?
+    /// As typed (`7d`): last_seen within it.
+    public var since: String?
+    public init(status: String = "open", provider: String? = nil, kind: DiscrepancyKind? = nil, since: String? = nil) {
+        self.status = status; self.provider = provider; self.kind = kind; self.since = since
+    }
+
+    /// "status open, provider pxp, since 7d".
+    public var summaryText: String {
+        var parts = ["status \(status)"]
+        if let provider { parts.append("provider \(provider)") }
+        if let kind { parts.append("kind \(kind.rawValue)") }
+        if let since { parts.append("last seen within \(since)") }
+        return parts.joined(separator: ", ")
+    }
+}
+
+/// Everything one report shows.
+public struct Report: Sendable, Equatable {
+    public var generatedAt: Date
+    public var filters: ReportFilters
+    public var summary: ReportSummary
+    /// Open discrepancies by first-seen day and kind (any days; the HTML chart picks its window).
+    public var openByDay: [DayCount]
+    public var discrepancies: [DiscrepancyRow]
+
+    public init(generatedAt: Date, filters: ReportFilters = .init(), summary: ReportSummary, openByDay: [DayCount] = [],
+                discrepancies: [DiscrepancyRow]) {
+        self.generatedAt = generatedAt; self.filters = filters; self.summary = summary; self.openByDay = openByDay
+        self.discrepancies = discrepancies
+    }
+
+    /// True when a listed discrepancy is open (`--fail-on-open`).
+    public var listsOpen: Bool { discrepancies.contains { $0.status == .open } }
+}
+
+/// The formats `payrecon report --format` offers.
+public enum ReportFormat: String, Sendable, CaseIterable {
+    case table, json, csv, html
+}

@@ -1,0 +1,148 @@
+import Foundation
+import Postgres
+import Reconciliation
+
+/// Which discrepancies a report covers. nil = any.
+public struct DiscrepancyFilter: Sendable, Equatable {
+    /// `open` or `resolved`; nil for both.
+    public var status: String?
+    public var provider: String?
+    public var kind: DiscrepancyKind?
+    /// Only those last seen within this many seconds before now.
+    public var lastSeenWithin: Int64?
+
+    public init(status: String? = "open", provider: String? = nil, kind: DiscrepancyKind? = nil, lastSeenWithin: Int64? = nil) {
+        self.status = status; self.provider = provider; self.kind = kind; self.lastSeenWithin = lastSeenWithin
+    }
+}
+
+/// A row of `discrepancies`; `expected` / `actual` are the jsonb text as PostgreSQL prints it.
+public struct StoredDiscrepancy: Sendable, Equatable {
+    public var id: Int64
+    public var provider: String
+    public var orderID: String?
+    public var transactionRef: String
+    public var kind: DiscrepancyKind
+    public var status: String
+    public var expected: String
+    public var actual: String
+    public var detail: String
+    public var amountAtRiskMinor: Int64
+    public var currency: Currency?
+    public var firstSeen: Date
+    public var lastSeen: Date
+    public var occurrences: Int
+    public var resolvedAt: Date?
+}
+
+/// Open discrepancies of one kind in one currency (nil: none recorded), with their amount at risk summed.
+public struct OpenTotal: Sendable, Equatable {
+    public var kind: DiscrepancyKind
+    public var currency: Currency?
+    public var count: Int
+    public var amountAtRiskMinor: Int64
+}
+
+/// The SQL behind `payrecon report`: read-only, parameterized.
+public enum ReportStore {
+    /// The filter as parameters $1...$4 (status, provider, kind, seconds).
+    static let filterClause = """
+        ($1::text IS NULL OR status = $1) AND ($2::text IS NULL OR provider = $2) AND ($3::text IS NULL OR kind = $3)
+        AND ($4::bigint IS NULL OR last_seen >= now() - make_interval(secs => $4::bigint))
+        """
+
+    static func parameters(_ f: DiscrepancyFilter, status: String?) -> [PostgresValue] {
+        [status.map { .text($0) } ?? .null, f.provider.map { .text($0) } ?? .null,
+         f.kind.map { .text($0.rawValue) } ?? .null, f.lastSeenWithin.map { .int64($0) } ?? .null]
+    }
+
+    /// The discrepancies the filter matches, oldest id first.
+    public static func discrepancies(_ filter: DiscrepancyFilter, on conn: PostgresConnection) throws -> [StoredDiscrepancy] {
+        try conn.query("""
+            SELECT id, provider, order_id, transaction_ref, kind, status, expected::text AS expected, actual::text AS actual,
+                   detail, amount_at_risk_minor, currency, first_seen, last_seen, occurrences, resolved_at
+            FROM discrepancies WHERE \(filterClause) ORDER BY id
+            """, parameters(filter, status: filter.status)).map(decode)
+    }
+
+    /// Open discrepancies matching the filter's provider, kind and window (whatever its status), grouped by kind and
+    /// currency. Sums are exact (numeric in SQL) and must fit Int64.
+    public static func openTotals(_ filter: DiscrepancyFilter, on conn: PostgresConnection) throws -> [OpenTotal] {
+        try conn.query("""
+            SELECT kind, currency, count(*) AS n, sum(amount_at_risk_minor)::text AS at_risk
+            FROM discrepancies WHERE \(filterClause) GROUP BY kind, currency ORDER BY kind, currency
+            """, parameters(filter, status: "open")).map { row in
+            let kindText = try row.string("kind")
+            guard let kind = DiscrepancyKind(rawValue: kindText) else { throw PostgresError.decoding("unknown discrepancy kind \(kindText)") }
+            let sum = try row.string("at_risk")
+            guard let minor = Int64(sum) else { throw PostgresError.decoding("amount at risk \(sum) does not fit in 64 bits") }
+            return OpenTotal(kind: kind, currency: try currency(row.optionalString("currency")), count: Int(try row.int64("n")),
+                             amountAtRiskMinor: minor)
+        }
+    }
+
+    /// Open discrepancies matching the filter (whatever its status) by UTC day first seen (`YYYY-MM-DD`) and kind.
+    public static func openByDay(_ filter: DiscrepancyFilter, on conn: PostgresConnection) throws -> [(day: String, kind: DiscrepancyKind, count: Int)] {
+        try conn.query("""
+            SELECT to_char(first_seen AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, kind, count(*) AS n
+            FROM discrepancies WHERE \(filterClause) GROUP BY 1, 2 ORDER BY 1, 2
+            """, parameters(filter, status: "open")).compactMap { row in
+            guard let kind = DiscrepancyKind(rawValue: try row.string("kind")) else { return nil }
+            return (try row.string("day"), kind, Int(try row.int64("n")))
+        }
+    }
+
+    /// Rejected deliveries received within `seconds`, by reason, optionally for one provider.
+    public static func rejectedByReason(within seconds: Int64, provider: String?, on conn: PostgresConnection) throws -> [(reason: String, count: Int)] {
+        try conn.query("""
+            SELECT reason, count(*) AS n FROM rejected_deliveries
+            WHERE received_at >= now() - make_interval(secs => $1::bigint) AND ($2::text IS NULL OR provider = $2)
+            GROUP BY reason ORDER BY n DESC, reason
+            """, [.int64(seconds), provider.map { .text($0) } ?? .null]).map { (try $0.string("reason"), Int(try $0.int64("n"))) }
+    }
+
+    static func currency(_ code: String?) throws -> Currency? {
+        guard let code else { return nil }
+        guard let c = Currency(code: code) else { throw PostgresError.decoding("discrepancy currency \(code) is not an ISO 4217 code") }
+        return c
+    }
+
+    static func decode(_ row: PostgresRow) throws -> StoredDiscrepancy {
+        let kindText = try row.string("kind")
+        guard let kind = DiscrepancyKind(rawValue: kindText) else { throw PostgresError.decoding("unknown discrepancy kind \(kindText)") }
+        return StoredDiscrepancy(
+            id: try row.int64("id"), provider: try row.string("provider"), orderID: try row.optionalString("order_id"),
+            transactionRef: try row.string("transaction_ref"), kind: kind, status: try row.string("status"),
+            expected: try row.string("expected"), actual: try row.string("actual"), detail: try row.string("detail"),
+            amountAtRiskMinor: try row.int64("amount_at_risk_minor"), currency: try currency(row.optionalString("currency")),
+            firstSeen: try row.date("first_seen"), lastSeen: try row.date("last_seen"), occurrences: Int(try row.int64("occurrences")),
+            resolvedAt: try row.optionalDate("resolved_at"))
+    }
+}
+
+/// What `payrecon actions list` asks for.
+public struct ActionFilter: Sendable, Equatable {
+    public var status: ActionStatus?
+    public var provider: Provider?
+    public var orderID: String?
+    /// The newest `limit` matching actions are returned (in id order).
+    public var limit: Int
+
+    public init(status: ActionStatus? = nil, provider: Provider? = nil, orderID: String? = nil, limit: Int = 1000) {
+        self.status = status; self.provider = provider; self.orderID = orderID; self.limit = limit
+    }
+}
+
+extension ActionStore {
+    /// The newest `filter.limit` actions matching the filter, oldest first.
+    public static func list(_ filter: ActionFilter, on conn: PostgresConnection) throws -> [StoredAction] {
+        try conn.query("""
+            SELECT * FROM (
+                SELECT \(columns) FROM actions
+                WHERE ($1::text IS NULL OR status = $1) AND ($2::text IS NULL OR provider = $2) AND ($3::text IS NULL OR order_id = $3)
+                ORDER BY id DESC LIMIT $4) newest
+            ORDER BY id
+            """, [filter.status.map { .text($0.rawValue) } ?? .null, filter.provider.map { .text($0.rawValue) } ?? .null,
+                  filter.orderID.map { .text($0) } ?? .null, .int64(Int64(filter.limit))]).map(decode)
+    }
+}
