@@ -61,4 +61,18 @@ public enum DurationParser {
         if seconds == 0, !allowZero { throw .zero(text) }
         return seconds
     }
+
+    /// A duration for people: the largest whole unit, with one more when it matters ("3d 4h", "2h 5m", "45s").
+    public static func describe(_ seconds: Int64) -> String {
+        let units: [(Int64, String)] = [(86_400, "d"), (3_600, "h"), (60, "m"), (1, "s")]
+        guard seconds > 0 else { return "0s" }
+        for (i, (size, name)) in units.enumerated() where seconds >= size {
+            let whole = seconds / size, rest = seconds % size
+            if i + 1 < units.count, rest >= units[i + 1].0 {
+                return "\(whole)\(name) \(rest / units[i + 1].0)\(units[i + 1].1)"
+            }
+            return "\(whole)\(name)"
+        }
+        return "\(seconds)s"
+    }
 }

@@ -162,7 +162,7 @@ extension Planner {
             add(.stalePending, expected: ["max_age_seconds": String(pendingMax)],
                 actual: ["state": state.rawValue, "raw_state": snapshot.rawState, "age_seconds": String(age),
                          "created_at": UnixTime.iso8601(createdAt)],
-                detail: "transaction \(state.rawValue) (\(snapshot.rawState)) for \(age)s, longer than \(pendingMax)s",
+                detail: "transaction \(state.rawValue) (\(snapshot.rawState)) for \(DurationParser.describe(age)), longer than PAYRECON_PENDING_MAX (\(DurationParser.describe(pendingMax)))",
                 risk: amt)
         }
 

@@ -36,63 +36,80 @@ public enum FindingStore {
         """
 
     /// Applies `plan` for the order (or, with `order` nil, for the unknown transaction `transactionRef`).
+    /// One transaction sent as one pipeline: a check costs one round trip and one commit, whatever it found.
     public static func record(provider: Provider, order: Order?, transactionRef: String, snapshot: Snapshot?, plan: Plan,
                               on conn: PostgresConnection) throws -> CheckOutcome {
-        var outcome = CheckOutcome()
         let orderID = order?.orderID
         let currency = order?.amount.currency.code ?? snapshot?.currency.code
-        try conn.transaction { tx in
-            _ = try tx.query("SELECT pg_advisory_xact_lock(hashtext($1))", [.text("\(provider.rawValue):\(orderID ?? "?" + transactionRef)")])
-            for f in plan.findings {
-                let row = try tx.query(upsertFinding, [
-                    .text(provider.rawValue), orderID.map { .text($0) } ?? .null, .text(transactionRef), .text(f.kind.rawValue),
-                    .jsonb(json(f.expected)), .jsonb(json(f.actual)), .text(f.detail), .int64(f.amountAtRisk),
-                    currency.map { .text($0) } ?? .null,
-                ]).first
-                if try row?.bool("inserted") == true { outcome.opened += 1 } else { outcome.stillOpen += 1 }
+        let p = PostgresValue.text(provider.rawValue)
+        var statements: [PostgresStatement] = [
+            PostgresStatement("BEGIN"),
+            PostgresStatement("SELECT pg_advisory_xact_lock(hashtext($1))", [.text("\(provider.rawValue):\(orderID ?? "?" + transactionRef)")]),
+        ]
+        for f in plan.findings {
+            statements.append(PostgresStatement(upsertFinding, [
+                p, orderID.map { .text($0) } ?? .null, .text(transactionRef), .text(f.kind.rawValue),
+                .jsonb(json(f.expected)), .jsonb(json(f.actual)), .text(f.detail), .int64(f.amountAtRisk),
+                currency.map { .text($0) } ?? .null,
+            ]))
+        }
+        // Whatever this check no longer finds is resolved.
+        let kinds = PostgresValue.textArray(plan.findings.map(\.kind.rawValue))
+        var resolveStatements = 1
+        if let orderID {
+            statements.append(PostgresStatement("""
+                UPDATE discrepancies SET status = 'resolved', resolved_at = now()
+                WHERE provider = $1 AND order_id = $2 AND status = 'open' AND NOT (kind = ANY($3))
+                """, [p, .text(orderID), kinds]))
+            // An order now known resolves the unknown_order its transaction had raised.
+            statements.append(PostgresStatement("""
+                UPDATE discrepancies SET status = 'resolved', resolved_at = now()
+                WHERE provider = $1 AND order_id IS NULL AND transaction_ref = $2 AND status = 'open'
+                """, [p, .text(transactionRef)]))
+            resolveStatements = 2
+        } else {
+            statements.append(PostgresStatement("""
+                UPDATE discrepancies SET status = 'resolved', resolved_at = now()
+                WHERE provider = $1 AND order_id IS NULL AND transaction_ref = $2 AND status = 'open' AND NOT (kind = ANY($3))
+                """, [p, .text(transactionRef), kinds]))
+        }
+        var actionStatements = 0, supersedeStatements = 0
+        if let order {
+            for a in plan.actions {
+                statements.append(PostgresStatement("""
+                    INSERT INTO actions (provider, order_id, action, amount_minor, currency, target_minor, provider_target, idempotency_key)
+                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (idempotency_key) DO NOTHING
+                    """, [p, .text(order.orderID), .text(a.kind.rawValue), .int64(a.amount), .text(a.currency.code),
+                          .int64(a.target), a.providerTarget.map { .text($0) } ?? .null, .text(a.idempotencyKey)]))
+                actionStatements += 1
             }
-            // Whatever this check no longer finds is resolved.
-            let kinds = plan.findings.map(\.kind.rawValue)
-            if let orderID {
-                outcome.resolved = try tx.execute("""
-                    UPDATE discrepancies SET status = 'resolved', resolved_at = now()
-                    WHERE provider = $1 AND order_id = $2 AND status = 'open' AND NOT (kind = ANY($3))
-                    """, [.text(provider.rawValue), .text(orderID), .textArray(kinds)])
-                // An order now known resolves the unknown_order its transaction had raised.
-                outcome.resolved += try tx.execute("""
-                    UPDATE discrepancies SET status = 'resolved', resolved_at = now()
-                    WHERE provider = $1 AND order_id IS NULL AND transaction_ref = $2 AND status = 'open'
-                    """, [.text(provider.rawValue), .text(transactionRef)])
-            } else {
-                outcome.resolved = try tx.execute("""
-                    UPDATE discrepancies SET status = 'resolved', resolved_at = now()
-                    WHERE provider = $1 AND order_id IS NULL AND transaction_ref = $2 AND status = 'open' AND NOT (kind = ANY($3))
-                    """, [.text(provider.rawValue), .text(transactionRef), .textArray(kinds)])
+            if !plan.supersede.isEmpty {
+                statements.append(PostgresStatement("""
+                    UPDATE actions SET status = 'superseded', updated_at = now()
+                    WHERE idempotency_key = ANY($1) AND status = 'pending' AND (lease_expires_at IS NULL OR lease_expires_at < now())
+                    """, [.textArray(plan.supersede)]))
+                supersedeStatements = 1
             }
-            if let order {
-                for a in plan.actions {
-                    outcome.actionsEmitted += try tx.execute("""
-                        INSERT INTO actions (provider, order_id, action, amount_minor, currency, target_minor, provider_target, idempotency_key)
-                        VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (idempotency_key) DO NOTHING
-                        """, [.text(provider.rawValue), .text(order.orderID), .text(a.kind.rawValue), .int64(a.amount),
-                              .text(a.currency.code), .int64(a.target), a.providerTarget.map { .text($0) } ?? .null,
-                              .text(a.idempotencyKey)])
-                }
-                if !plan.supersede.isEmpty {
-                    outcome.superseded = try tx.execute("""
-                        UPDATE actions SET status = 'superseded', updated_at = now()
-                        WHERE idempotency_key = ANY($1) AND status = 'pending' AND (lease_expires_at IS NULL OR lease_expires_at < now())
-                        """, [.textArray(plan.supersede)])
-                }
-                if let snapshot {
-                    _ = try tx.execute("""
-                        INSERT INTO snapshots (provider, order_id, transaction_ref, snapshot) VALUES ($1, $2, $3, $4::jsonb)
-                        ON CONFLICT (provider, order_id) DO UPDATE SET transaction_ref = EXCLUDED.transaction_ref,
-                            snapshot = EXCLUDED.snapshot, fetched_at = now()
-                        """, [.text(provider.rawValue), .text(order.orderID), .text(transactionRef), .jsonb(try encode(snapshot))])
-                }
+            if let snapshot {
+                statements.append(PostgresStatement("""
+                    INSERT INTO snapshots (provider, order_id, transaction_ref, snapshot) VALUES ($1, $2, $3, $4::jsonb)
+                    ON CONFLICT (provider, order_id) DO UPDATE SET transaction_ref = EXCLUDED.transaction_ref,
+                        snapshot = EXCLUDED.snapshot, fetched_at = now()
+                    """, [p, .text(order.orderID), .text(transactionRef), .jsonb(try encode(snapshot))]))
             }
         }
+        statements.append(PostgresStatement("COMMIT"))
+
+        let results = try conn.pipeline(statements).map { try $0.get() }
+        var outcome = CheckOutcome()
+        var i = 2
+        for _ in plan.findings {
+            if try results[i].first?.bool("inserted") == true { outcome.opened += 1 } else { outcome.stillOpen += 1 }
+            i += 1
+        }
+        for _ in 0..<resolveStatements { outcome.resolved += results[i].affectedRows; i += 1 }
+        for _ in 0..<actionStatements { outcome.actionsEmitted += results[i].affectedRows; i += 1 }
+        for _ in 0..<supersedeStatements { outcome.superseded += results[i].affectedRows; i += 1 }
         return outcome
     }
 

@@ -46,3 +46,9 @@ import Testing
         #expect(DurationError.zero("0m").description == "duration '0m' must be greater than zero")
     }
 }
+
+@Test(arguments: [(Int64(0), "0s"), (45, "45s"), (60, "1m"), (125, "2m 5s"), (3_600, "1h"), (7_500, "2h 5m"),
+                  (86_400, "1d"), (27_933_148, "323d 7h"), (90_061, "1d 1h")])
+func describesDurationsForPeople(seconds: Int64, text: String) {
+    #expect(DurationParser.describe(seconds) == text)
+}
