@@ -197,12 +197,18 @@ struct WorkerTests {
             try await h.seedPXP("TX-K", value: "20.00")
             let order = WorkerHarness.order(.pxp, "K", ref: "TX-K", amount: 2000, fulfilment: .fulfilled)
             try h.insert(order)
-            let id = try h.store(.pxp, json: pxpEvent("TX-K"))
             let conn = try h.database.connect(); defer { conn.close() }
+            // While a lease holds, no other worker claims the delivery and `events retry` does not take it away.
+            let held = try h.store(.pxp, json: pxpEvent("TX-HELD"))
+            #expect(try DeliveryQueue.claim(owner: "holder", leaseSeconds: 60, limit: 10, on: conn).map(\.id) == [held])
+            #expect(try DeliveryQueue.claim(owner: "peer", leaseSeconds: 60, limit: 10, on: conn).isEmpty)
+            #expect(try DeliveryQueue.retry(id: held, on: conn) == 0)
+            #expect(try DeliveryQueue.renew(ids: [held], owner: "peer", leaseSeconds: 60, on: conn).isEmpty)
+            #expect(try DeliveryQueue.complete(id: held, owner: "holder", on: conn))
+
+            let id = try h.store(.pxp, json: pxpEvent("TX-K"))
             let claimed = try DeliveryQueue.claim(owner: "crashed", leaseSeconds: 1, limit: 10, on: conn)
             #expect(claimed.map(\.id) == [id])
-            #expect(try DeliveryQueue.claim(owner: "peer", leaseSeconds: 30, limit: 10, on: conn).isEmpty)   // held
-            #expect(try DeliveryQueue.retry(id: id, on: conn) == 0)   // `events retry` does not steal a held delivery
             // The crashed worker got as far as checking the order (emitting the capture) before it died.
             guard case .checked(let outcome, _) = await h.checker.check(order) else { Issue.record("check failed"); return }
             #expect(outcome.actionsEmitted == 1)
