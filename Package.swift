@@ -45,10 +45,12 @@ let package = Package(
         .testTarget(name: "ProvidersTests", dependencies: ["Providers", "Reconciliation", "HTTP"],
                     resources: [.copy("Fixtures")]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
+        // The worker's pure logic (delivery attempt decisions): no database.
+        .testTarget(name: "WorkerTests", dependencies: ["Worker"]),
         .testTarget(name: "PaysimCoreTests", dependencies: ["PaysimCore", "Providers", "HTTP", "Reconciliation", "COpenSSL", "CZlib"]),
         .testTarget(name: "ReportingTests", dependencies: ["Reporting", "Reconciliation"]),
         // Integration tests: a live PostgreSQL (DATABASE_URL), paysim and the built executables.
         .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["Receiver", "Worker", "Store", "Providers", "Postgres", "HTTP", "Reconciliation", "Reporting", "Observability"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["Receiver", "Worker", "Store", "Providers", "Postgres", "HTTP", "Reconciliation", "Reporting", "Observability", "PaysimCore"]),
     ]
 )

@@ -85,12 +85,14 @@ public enum DeliveryQueue {
         try conn.query("SELECT \(columns()) FROM deliveries WHERE id = $1", [.int64(id)]).first.map(decode)
     }
 
-    /// Makes dead (or done) deliveries due again with a fresh attempt budget. Returns how many.
+    /// Makes dead (or done) deliveries due again with a fresh attempt budget (a pending one waiting for its backoff
+    /// becomes due now). Returns how many. A delivery a worker holds right now is left alone: taking its lease
+    /// away would let a second worker process it at the same time.
     public static func retry(id: Int64?, on conn: PostgresConnection) throws -> Int {
         if let id {
             return try conn.execute("""
                 UPDATE deliveries SET status = 'pending', attempts = 0, next_attempt_at = now(), lease_owner = NULL, lease_expires_at = NULL
-                WHERE id = $1
+                WHERE id = $1 AND NOT (status = 'pending' AND lease_expires_at IS NOT NULL AND lease_expires_at >= now())
                 """, [.int64(id)])
         }
         return try conn.execute("""

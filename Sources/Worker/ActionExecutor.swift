@@ -13,6 +13,7 @@ import Store
 public final class ActionExecutor: Sendable {
     public struct Totals: Sendable, Equatable {
         public var succeeded = 0, failed = 0, deferred = 0
+        public init() {}
     }
 
     let pool: PostgresPool

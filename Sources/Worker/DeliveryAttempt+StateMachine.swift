@@ -1,5 +1,11 @@
 /// What happens to a claimed delivery after one attempt, decided from values alone (no clock reads, no I/O):
-/// done, another try after a backoff with full jitter (honouring a provider's Retry-After), or dead with the reason.
+/// done, another try after an exponential backoff with jitter (honouring a provider's Retry-After), or dead with
+/// the reason.
+///
+/// The jitter is "equal jitter": the delay is in [ceiling/2, ceiling) with ceiling = base·2^(attempts−1) capped at
+/// `maxDelaySeconds`. Full jitter ([0, ceiling)) spreads retries as well but lets an unlucky delivery retry almost at
+/// once, over and over, and burn its attempt budget inside a short provider outage; half the ceiling as a floor keeps
+/// the backoff exponential for every delivery.
 public struct DeliveryAttempt: Sendable {
     public enum Result: Sendable, Equatable {
         case processed
@@ -34,7 +40,8 @@ public struct DeliveryAttempt: Sendable {
         }
         if attempts >= maxAttempts { return .dead(reason: "gave up after \(attempts) attempts: \(reason)") }
         let ceiling = min(maxDelaySeconds, baseDelaySeconds * Double(1 << min(attempts - 1, 30)))
-        var delay = ceiling * random                      // full jitter: spread retries of many deliveries
+        let jitter = random.isNaN ? 0 : min(max(random, 0), 1)
+        var delay = ceiling / 2 + ceiling / 2 * jitter    // spread retries of many deliveries, never below half the ceiling
         if let retryAfter { delay = max(delay, Double(retryAfter)) }
         return .retry(afterSeconds: max(delay, 0.05), reason: reason)
     }

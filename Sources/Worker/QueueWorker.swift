@@ -29,6 +29,7 @@ public final class QueueWorker: Sendable {
 
     public struct Totals: Sendable, Equatable {
         public var done = 0, retried = 0, dead = 0, lostLease = 0
+        public init() {}
     }
 
     let configuration: Configuration

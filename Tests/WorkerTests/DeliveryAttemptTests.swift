@@ -1,0 +1,98 @@
+import Testing
+import Worker
+
+/// `DeliveryAttempt.decide`: the delivery lease's outcome as a pure function of (result, attempts, random).
+@Suite("DeliveryAttempt")
+struct DeliveryAttemptTests {
+    let policy = DeliveryAttempt(maxAttempts: 10, baseDelaySeconds: 2, maxDelaySeconds: 900)
+
+    func delay(_ d: DeliveryAttempt.Decision) -> Double? {
+        if case .retry(let after, _) = d { return after }
+        return nil
+    }
+
+    @Test func processedIsDoneWhateverTheAttempt() {
+        for attempts in [1, 5, 10, 11] {
+            #expect(policy.decide(.processed, attempts: attempts, random: 0.5) == .done)
+        }
+    }
+
+    @Test(arguments: [(1, 2.0), (2, 4.0), (3, 8.0), (4, 16.0), (5, 32.0), (9, 512.0)])
+    func backoffCeilingDoublesPerAttempt(attempts: Int, ceiling: Double) throws {
+        let low = try #require(delay(policy.decide(.transient(reason: "500", retryAfterSeconds: nil), attempts: attempts, random: 0)))
+        let high = try #require(delay(policy.decide(.transient(reason: "500", retryAfterSeconds: nil), attempts: attempts, random: 0.999_999)))
+        #expect(low == ceiling / 2)
+        #expect(high < ceiling && high > ceiling * 0.99)
+    }
+
+    @Test func delayGrowsWithAttemptsForEveryJitter() throws {
+        for random in [0.0, 0.3, 0.999] {
+            var previous = 0.0
+            for attempts in 1...9 {
+                let d = try #require(delay(policy.decide(.transient(reason: "timeout", retryAfterSeconds: nil), attempts: attempts, random: random)))
+                #expect(d > previous, "attempt \(attempts) random \(random)")
+                previous = d
+            }
+        }
+    }
+
+    @Test func delayIsCappedAtMaxDelay() throws {
+        let capped = DeliveryAttempt(maxAttempts: 100, baseDelaySeconds: 2, maxDelaySeconds: 900)
+        for attempts in [10, 20, 40, 64, 99] {
+            let d = try #require(delay(capped.decide(.transient(reason: "x", retryAfterSeconds: nil), attempts: attempts, random: 0.999)))
+            #expect(d <= 900 && d >= 450)
+        }
+    }
+
+    @Test(arguments: [0.0, 0.25, 0.5, 0.75, 0.999_999])
+    func jitterStaysWithinHalfToFullCeiling(random: Double) throws {
+        let d = try #require(delay(policy.decide(.transient(reason: "x", retryAfterSeconds: nil), attempts: 4, random: random)))
+        #expect(d >= 8 && d < 16)
+        #expect(d == 8 + 8 * random)
+    }
+
+    @Test(arguments: [-1.0, 1.5, Double.nan])
+    func randomOutsideTheUnitIntervalIsClamped(random: Double) throws {
+        let d = try #require(delay(policy.decide(.transient(reason: "x", retryAfterSeconds: nil), attempts: 4, random: random)))
+        // NaN clamps to 0 through max/min: never a NaN or negative delay.
+        #expect(d >= 8 && d <= 16)
+    }
+
+    @Test func retryAfterIsAFloor() throws {
+        let d = try #require(delay(policy.decide(.transient(reason: "429", retryAfterSeconds: 120), attempts: 1, random: 0.9)))
+        #expect(d == 120)
+        // A Retry-After below the backoff does not shorten it.
+        let longer = try #require(delay(policy.decide(.transient(reason: "429", retryAfterSeconds: 1), attempts: 6, random: 0)))
+        #expect(longer == 32)
+    }
+
+    @Test func permanentFailuresAreRetriedUntilTheBudgetRunsOut() throws {
+        let d = policy.decide(.permanent(reason: "401 invalid credentials"), attempts: 3, random: 0)
+        #expect(delay(d) == 4)
+        guard case .retry(_, let reason) = d else { Issue.record("expected a retry"); return }
+        #expect(reason == "401 invalid credentials")
+    }
+
+    @Test(arguments: [10, 11, 50])
+    func deadAtMaxAttemptsWithTheReason(attempts: Int) {
+        let d = policy.decide(.transient(reason: "PXP answered 503", retryAfterSeconds: nil), attempts: attempts, random: 0.5)
+        #expect(d == .dead(reason: "gave up after \(attempts) attempts: PXP answered 503"))
+    }
+
+    @Test func lastAttemptBeforeTheBudgetStillRetries() {
+        #expect(delay(policy.decide(.transient(reason: "x", retryAfterSeconds: nil), attempts: 9, random: 0)) == 256)
+        let two = DeliveryAttempt(maxAttempts: 2)
+        #expect(delay(two.decide(.transient(reason: "x", retryAfterSeconds: nil), attempts: 1, random: 0)) == 1)
+        #expect(two.decide(.permanent(reason: "bad"), attempts: 2, random: 0) == .dead(reason: "gave up after 2 attempts: bad"))
+    }
+
+    @Test func oneAttemptBudgetIsDeadAtOnce() {
+        let once = DeliveryAttempt(maxAttempts: 1)
+        #expect(once.decide(.transient(reason: "timeout", retryAfterSeconds: 5), attempts: 1, random: 0) == .dead(reason: "gave up after 1 attempts: timeout"))
+    }
+
+    @Test func tinyBaseDelayHasAFloor() throws {
+        let fast = DeliveryAttempt(maxAttempts: 5, baseDelaySeconds: 0, maxDelaySeconds: 1)
+        #expect(try #require(delay(fast.decide(.transient(reason: "x", retryAfterSeconds: nil), attempts: 1, random: 0))) == 0.05)
+    }
+}
