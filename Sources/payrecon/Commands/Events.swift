@@ -76,7 +76,14 @@ let eventsRetryCommand = Command(
     guard let text = args.positionals.first else { throw UsageError("give a delivery ID or --dead") }
     guard let id = Int64(text) else { throw UsageError("ID must be a number, not '\(text)'") }
     let n = try DeliveryQueue.retry(id: id, on: conn)
-    if n == 0 { print("no delivery \(id)"); return Exit.finding }
+    if n == 0 {
+        if try DeliveryQueue.find(id: id, on: conn) != nil {
+            print("delivery \(id) is being processed by a worker right now; it needs no retry")
+        } else {
+            print("no delivery \(id)")
+        }
+        return Exit.finding
+    }
     print("delivery \(id) is due again")
     return Exit.ok
 }
