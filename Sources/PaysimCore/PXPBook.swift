@@ -41,7 +41,7 @@ public struct PXPTransaction: Sendable, Equatable {
         Money.format(minorUnits: minorUnits, exponent: amount.currency.exponent)
     }
 
-    /// The transaction JSONValue in PXP's GET shape.
+    /// The transaction JSON in PXP's GET shape.
     public var json: JSONValue {
         .object([
             "systemTransactionId": .string(systemTransactionID),

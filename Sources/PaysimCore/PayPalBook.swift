@@ -217,7 +217,7 @@ public struct PayPalBook: Sendable {
     }
 }
 
-// MARK: - JSONValue shapes
+// MARK: - JSON shapes
 
 extension PayPalBook {
     func money(_ minor: Int64, _ order: PayPalOrder) -> JSONValue {

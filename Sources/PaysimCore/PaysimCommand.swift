@@ -67,7 +67,7 @@ public struct PaysimOptions: Sendable {
       --threads N                 HTTP worker threads (default 4)
       -h, --help                  show this help
 
-    Admin bodies (JSONValue; amounts are decimal strings or numbers in major units, parsed exactly):
+    Admin bodies (JSON; amounts are decimal strings or numbers in major units, parsed exactly):
       /admin/pxp/transactions  {merchant, site, merchantTransactionId, intent (Authorisation|EstimatedAuthorisation|
                                Purchase|Payout|...), currency, value, state (default Authorised), authorisedAmount?,
                                createdAt?, systemTransactionId?, entryType?, fundingType?}  (or an array of them)
@@ -83,7 +83,7 @@ public struct PaysimOptions: Sendable {
                                paypal: event_type, resource_id | order_id, webhook_id?}
       /admin/log[?provider=&since=N]  the capture/void/refund/modification calls received, with their results
 
-    Faults apply to provider API paths only (not /admin, not the cert URL). Logs are JSONValue lines on stderr.
+    Faults apply to provider API paths only (not /admin, not the cert URL). Logs are JSON lines on stderr.
     SIGTERM or SIGINT stops paysim cleanly (exit 0). Exit 2 on a usage or startup error.
     """
 

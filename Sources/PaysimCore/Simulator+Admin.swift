@@ -4,7 +4,7 @@ import Reconciliation
 // The admin API: seeding state, reading the action log, setting faults.
 
 extension Simulator {
-    /// Seeds from a JSONValue document `{"pxp": [transaction...], "paypal": [order...]}` (the `--seed-file` format and
+    /// Seeds from a JSON document `{"pxp": [transaction...], "paypal": [order...]}` (the `--seed-file` format and
     /// `POST /admin/seed`). All or nothing: one invalid entry rejects the whole document.
     public func seed(_ body: [UInt8]) throws -> (pxp: Int, paypal: Int) {
         do {

@@ -204,7 +204,7 @@ extension Simulator {
         return deliveries
     }
 
-    /// The resource an event type carries: (resource_type, resource JSONValue, "value CUR" for the summary).
+    /// The resource an event type carries: (resource_type, resource JSON, "value CUR" for the summary).
     static func paypalResource(_ eventType: String, _ request: JSONValue, _ book: PayPalBook,
                                base: String) throws(SimError) -> (String, JSONValue, String) {
         let resourceID = request["resource_id"]?.stringValue
