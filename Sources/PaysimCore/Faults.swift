@@ -1,3 +1,5 @@
+import Reconciliation
+
 /// Fault injection for the provider API paths (never /admin, never the cert URL). Rates are probabilities 0...1.
 public struct FaultConfig: Sendable, Equatable {
     public var latencyMs: Int = 0
@@ -17,27 +19,27 @@ public struct FaultConfig: Sendable, Equatable {
         self.rate429 = rate429; self.retryAfter = retryAfter; self.dropRate = dropRate; self.seed = seed
     }
 
-    var json: JSON {
-        .obj(["latency_ms": .number(String(latencyMs)), "latency_jitter_ms": .number(String(latencyJitterMs)),
+    var json: JSONValue {
+        .object(["latency_ms": .integer(latencyMs), "latency_jitter_ms": .integer(latencyJitterMs),
               "error_rate": .number(String(errorRate)), "rate_429": .number(String(rate429)),
-              "retry_after": .number(String(retryAfter)), "drop_rate": .number(String(dropRate)),
-              "seed": .number(String(seed))])
+              "retry_after": .integer(retryAfter), "drop_rate": .number(String(dropRate)),
+              "seed": .integer(seed)])
     }
 
     /// Reads a `POST /admin/faults` body; absent fields keep `base`'s values.
-    static func parse(_ json: JSON, base: FaultConfig) throws(SimError) -> FaultConfig {
-        guard json.objectValue != nil else { throw SimError.admin(400, "malformed_body", "expected a JSON object") }
+    static func parse(_ json: JSONValue, base: FaultConfig) throws(SimError) -> FaultConfig {
+        guard json.objectMembers != nil else { throw SimError.admin(400, "malformed_body", "expected a JSON object") }
         var config = base
         func rate(_ key: String) throws(SimError) -> Double? {
             guard let value = json[key], !value.isNull else { return nil }
-            guard let text = value.decimalText, let rate = Double(text), rate >= 0, rate <= 1 else {
+            guard let text = value.scalarText, let rate = Double(text), rate >= 0, rate <= 1 else {
                 throw SimError.admin(400, "invalid_field", "\(key) must be a number between 0 and 1")
             }
             return rate
         }
         func count(_ key: String) throws(SimError) -> Int? {
             guard let value = json[key], !value.isNull else { return nil }
-            guard let n = value.int64Value, n >= 0, n <= 600_000 else {
+            guard let n = value.integerValue, n >= 0, n <= 600_000 else {
                 throw SimError.admin(400, "invalid_field", "\(key) must be a non-negative integer")
             }
             return Int(n)
@@ -49,7 +51,7 @@ public struct FaultConfig: Sendable, Equatable {
         if let v = try count("retry_after") { config.retryAfter = v }
         if let v = try rate("drop_rate") { config.dropRate = v }
         if let value = json["seed"], !value.isNull {
-            guard let text = value.decimalText, let seed = UInt64(text) else {
+            guard let text = value.scalarText, let seed = UInt64(text) else {
                 throw SimError.admin(400, "invalid_field", "seed must be a non-negative integer")
             }
             config.seed = seed

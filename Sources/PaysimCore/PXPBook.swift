@@ -1,3 +1,5 @@
+import Reconciliation
+
 // PXP transactions and modifications as PXP applies them (see providers/pxp.md §2.3–2.4).
 //
 // Reported vs internal: a parent transaction reports only its own original values (state, authorisedAmount),
@@ -15,7 +17,8 @@ public struct PXPTransaction: Sendable, Equatable {
     public var intent: String
     public var entryType: String = "Ecom"
     public var fundingType: String = "Card"
-    public var amount: SimAmount
+    /// The transaction value (a modification: its own amount) in the transaction currency.
+    public var amount: Money
     /// Authorised, Captured, Cancelled, Refunded, Refused, Pending, ...
     public var state: String
     /// `fundingData.providerResponse.authorisedAmount` as reported (nil: not reported).
@@ -33,9 +36,14 @@ public struct PXPTransaction: Sendable, Equatable {
 
     var isAuthorisationIntent: Bool { intent == "Authorisation" || intent == "EstimatedAuthorisation" }
 
+    /// Minor units of this transaction's currency as major-unit text (for messages).
+    func formatted(_ minorUnits: Int64) -> String {
+        Money.format(minorUnits: minorUnits, exponent: amount.currency.exponent)
+    }
+
     /// The transaction JSON in PXP's GET shape.
-    public var json: JSON {
-        .obj([
+    public var json: JSONValue {
+        .object([
             "systemTransactionId": .string(systemTransactionID),
             "state": .string(state),
             "stateData": PXPTransaction.stateData(state),
@@ -43,24 +51,25 @@ public struct PXPTransaction: Sendable, Equatable {
             "merchantTransactionId": .string(merchantTransactionID),
             "merchant": .string(merchant),
             "site": .string(site),
-            "transactionMethod": .obj(["intent": .string(intent), "entryType": .string(entryType),
+            "transactionMethod": .object(["intent": .string(intent), "entryType": .string(entryType),
                                        "fundingType": .string(fundingType)]),
-            "amounts": .obj(["transactionValue": .number(amount.decimal), "currencyCode": .string(amount.currency)]),
-            "fundingData": .obj(["providerResponse": .obj([
+            "amounts": .object(["transactionValue": .decimal(minorUnits: amount.minorUnits, exponent: amount.currency.exponent),
+                                 "currencyCode": .string(amount.currency.code)]),
+            "fundingData": .object(["providerResponse": .object([
                 "provider": "pxpfinancial",
-                "authorisedAmount": reportedAuthorised.map { .number(MinorUnits.format($0, exponent: amount.exponent)) },
+                "authorisedAmount": reportedAuthorised.map { .decimal(minorUnits: $0, exponent: amount.currency.exponent) },
             ])]),
         ])
     }
 
-    static func stateData(_ state: String) -> JSON {
+    static func stateData(_ state: String) -> JSONValue {
         switch state {
         case "Authorised", "Captured", "Cancelled", "Refunded", "Executed", "Confirmed", "Approved":
-            return .obj(["code": "CRD000", "message": "Approved"])
+            return .object(["code": "CRD000", "message": "Approved"])
         case "Refused", "Rejected":
-            return .obj(["code": "CRD005", "message": "Do not honour"])
+            return .object(["code": "CRD005", "message": "Do not honour"])
         default:
-            return .obj([:])
+            return .object([:])
         }
     }
 
@@ -84,11 +93,11 @@ public struct PXPModificationRequest: Sendable, Equatable {
     public var currencyCode: String?
 
     static func parse(_ body: [UInt8]) throws(SimError) -> PXPModificationRequest {
-        let json: JSON
-        do { json = try JSON.parse(body) } catch {
+        let json: JSONValue
+        do { json = try JSONValue.parse(body) } catch {
             throw SimError.pxp(400, "InvalidRequest", "body is not valid JSON: \(error)")
         }
-        guard json.objectValue != nil else { throw SimError.pxp(400, "InvalidRequest", "body must be a JSON object") }
+        guard json.objectMembers != nil else { throw SimError.pxp(400, "InvalidRequest", "body must be a JSON object") }
         func required(_ key: String) throws(SimError) -> String {
             guard let value = json[key]?.stringValue, !value.isEmpty else {
                 throw SimError.pxp(400, "InvalidRequest", "\(key) is required")
@@ -106,7 +115,7 @@ public struct PXPModificationRequest: Sendable, Equatable {
         var amountText: String?
         var currency: String?
         if let amounts = json["amounts"], !amounts.isNull {
-            guard amounts.objectValue != nil else { throw SimError.pxp(400, "InvalidRequest", "amounts must be an object") }
+            guard amounts.objectMembers != nil else { throw SimError.pxp(400, "InvalidRequest", "amounts must be an object") }
             if let t = amounts["transaction"], !t.isNull {
                 guard let literal = t.numberLiteral ?? t.stringValue else {
                     throw SimError.pxp(400, "InvalidRequest", "amounts.transaction must be a number")
@@ -192,12 +201,12 @@ public struct PXPBook: Sendable {
         guard parent.parentID == nil else {
             throw SimError.pxp(422, "InvalidOperation", "modify the original transaction, not a modification")
         }
-        if let currency = request.currencyCode, currency.uppercased() != parent.amount.currency {
+        if let currency = request.currencyCode, currency.uppercased() != parent.amount.currency.code {
             throw SimError.pxp(422, "CurrencyMismatch", "currencyCode \(currency) differs from the transaction's \(parent.amount.currency)")
         }
         var amount: Int64?
         if let text = request.amountText {
-            guard let minor = MinorUnits.parse(text, exponent: parent.amount.exponent) else {
+            guard let minor = RequestAmount.minorUnits(text, exponent: parent.amount.currency.exponent) else {
                 throw SimError.pxp(400, "InvalidAmount",
                                    "amounts.transaction \(text) is not a valid \(parent.amount.currency) amount")
             }
@@ -234,22 +243,22 @@ public struct PXPBook: Sendable {
             let value = try requireAmount()
             guard parent.captured + value <= parent.authorised else {
                 throw SimError.pxp(422, "AmountExceeded",
-                                   "capture total \(MinorUnits.format(parent.captured + value, exponent: parent.amount.exponent)) exceeds the authorised \(MinorUnits.format(parent.authorised, exponent: parent.amount.exponent))")
+                                   "capture total \(parent.formatted(parent.captured + value)) exceeds the authorised \(parent.formatted(parent.authorised))")
             }
             parent.captured += value
             if request.operation == .finalCapture { parent.finalCaptured = true }
             child.state = "Captured"
-            child.amount.minor = value
+            child.amount.minorUnits = value
         case .void:
             try requireOpenAuthorisation()
             guard parent.captured == 0 else {
                 throw SimError.pxp(422, "InvalidState", "cannot void: money was already captured")
             }
-            if let amount, amount != parent.authorised, amount != parent.amount.minor {
+            if let amount, amount != parent.authorised, amount != parent.amount.minorUnits {
                 throw SimError.pxp(422, "InvalidAmount", "a void must match the authorised amount")
             }
             child.state = "Cancelled"
-            child.amount.minor = parent.authorised
+            child.amount.minorUnits = parent.authorised
             child.reportedAuthorised = 0
             parent.state = "Cancelled"
             parent.reportedAuthorised = 0
@@ -259,12 +268,12 @@ public struct PXPBook: Sendable {
             let newTotal = try requireAmount()
             guard newTotal > parent.authorised else {
                 throw SimError.pxp(422, "InvalidAmount",
-                                   "an incremental authorisation's amount is the new total and must exceed the authorised \(MinorUnits.format(parent.authorised, exponent: parent.amount.exponent))")
+                                   "an incremental authorisation's amount is the new total and must exceed the authorised \(parent.formatted(parent.authorised))")
             }
             // The modification reports the increase as its value (so summing modifications gives the total) and
             // the new total as providerResponse.authorisedAmount (as in PXP's example).
             child.state = "Authorised"
-            child.amount.minor = newTotal - parent.authorised
+            child.amount.minorUnits = newTotal - parent.authorised
             child.reportedAuthorised = newTotal
             child.authorised = newTotal - parent.authorised
             parent.authorised = newTotal
@@ -281,11 +290,11 @@ public struct PXPBook: Sendable {
             }
             guard parent.refunded + value <= parent.captured else {
                 throw SimError.pxp(422, "AmountExceeded",
-                                   "refund total \(MinorUnits.format(parent.refunded + value, exponent: parent.amount.exponent)) exceeds the captured \(MinorUnits.format(parent.captured, exponent: parent.amount.exponent))")
+                                   "refund total \(parent.formatted(parent.refunded + value)) exceeds the captured \(parent.formatted(parent.captured))")
             }
             parent.refunded += value
             child.state = "Authorised"  // PXP answers a refund with state Authorised
-            child.amount.minor = value
+            child.amount.minorUnits = value
         }
         transactions[parentID] = parent
         transactions[child.systemTransactionID] = child
@@ -297,8 +306,8 @@ public struct PXPBook: Sendable {
 
 extension PXPTransaction {
     /// Builds a transaction from a `POST /admin/pxp/transactions` object.
-    static func fromAdmin(_ json: JSON, systemTransactionID generated: String, now: String) throws(SimError) -> PXPTransaction {
-        guard json.objectValue != nil else { throw SimError.admin(400, "malformed_body", "a PXP transaction must be an object") }
+    static func fromAdmin(_ json: JSONValue, systemTransactionID generated: String, now: String) throws(SimError) -> PXPTransaction {
+        guard json.objectMembers != nil else { throw SimError.admin(400, "malformed_body", "a PXP transaction must be an object") }
         func string(_ key: String, required: Bool = true) throws(SimError) -> String? {
             guard let value = json[key], !value.isNull else {
                 if required { throw SimError.admin(400, "missing_field", "\(key) is required") }
@@ -320,16 +329,17 @@ extension PXPTransaction {
         guard PXPTransaction.states.contains(state) else {
             throw SimError.admin(400, "invalid_field", "state must be one of \(PXPTransaction.states.sorted().joined(separator: ", "))")
         }
-        let currency = try string("currency")!.uppercased()
-        guard PaysimCurrency.exponent(of: currency) != nil else {
-            throw SimError.admin(400, "invalid_field", "unknown currency \(currency)")
+        let code = try string("currency")!
+        guard let currency = Currency(code: code) else {
+            throw SimError.admin(400, "invalid_field", "unknown currency \(code.uppercased())")
         }
-        guard let valueText = json["value"]?.decimalText, let amount = SimAmount(decimal: valueText, currency: currency) else {
+        guard let minor = json["value"]?.seedMinorUnits(exponent: currency.exponent) else {
             throw SimError.admin(400, "invalid_field", "value must be a decimal amount in \(currency)")
         }
+        let amount = Money(minorUnits: minor, currency: currency)
         var reported: Int64?
         if let a = json["authorisedAmount"], !a.isNull {
-            guard let text = a.decimalText, let minor = MinorUnits.parse(text, exponent: amount.exponent) else {
+            guard let minor = a.seedMinorUnits(exponent: currency.exponent) else {
                 throw SimError.admin(400, "invalid_field", "authorisedAmount must be a decimal amount in \(currency)")
             }
             reported = minor
@@ -347,15 +357,15 @@ extension PXPTransaction {
         if let e = try string("entryType", required: false) { t.entryType = e }
         if let f = try string("fundingType", required: false) { t.fundingType = f }
         // Internal totals follow from the reported state.
-        let authorised = reported ?? amount.minor
+        let authorised = reported ?? amount.minorUnits
         switch state {
         case "Authorised":
             t.authorised = authorised
         case "Captured", "Executed", "Confirmed", "Approved":
-            t.authorised = t.isAuthorisationIntent ? authorised : amount.minor
+            t.authorised = t.isAuthorisationIntent ? authorised : amount.minorUnits
             t.captured = t.authorised
         case "Refunded":
-            t.authorised = amount.minor; t.captured = amount.minor; t.refunded = amount.minor
+            t.authorised = amount.minorUnits; t.captured = amount.minorUnits; t.refunded = amount.minorUnits
         default:
             t.authorised = 0
         }

@@ -1,3 +1,6 @@
+import Foundation
+import Reconciliation
+
 // PayPal Orders v2 / Payments v2 resources and the authorization/capture/refund actions (providers/paypal.md §4).
 
 public struct PayPalAuthorization: Sendable, Equatable {
@@ -45,8 +48,7 @@ public struct PayPalOrder: Sendable, Equatable {
     public var intent: String
     /// CREATED, SAVED, APPROVED, VOIDED, COMPLETED, PAYER_ACTION_REQUIRED
     public var status: String
-    public var currency: String
-    public var exponent: Int
+    public var currency: Currency
     public var amount: Int64
     public var merchantID: String
     public var referenceID: String
@@ -123,7 +125,7 @@ public struct PayPalBook: Sendable {
                                           mismatchIssue: "AUTH_CAPTURE_CURRENCY_MISMATCH")
         guard amount <= remaining else {
             throw SimError.paypalUnprocessable("MAX_CAPTURE_AMOUNT_EXCEEDED",
-                                               "Capture amount exceeds allowable limit. Remaining: \(MinorUnits.format(remaining, exponent: order.exponent)) \(order.currency).")
+                                               "Capture amount exceeds allowable limit. Remaining: \(Money(minorUnits: remaining, currency: order.currency)).")
         }
         let capture = PayPalCapture(id: newID, orderID: order.id, authorizationID: auth.id, status: "COMPLETED",
                                     amount: amount, finalCapture: finalCapture, createTime: now, updateTime: now)
@@ -201,11 +203,11 @@ public struct PayPalBook: Sendable {
         guard let currency else {
             throw SimError.paypalInvalid("MISSING_REQUIRED_PARAMETER", "amount.currency_code is required.", field: "/amount/currency_code")
         }
-        guard currency == order.currency else {
+        guard currency == order.currency.code else {
             throw SimError.paypalUnprocessable(mismatchIssue, "Currency of the request must match the currency of the payment (\(order.currency)).")
         }
-        guard let minor = MinorUnits.parse(text, exponent: order.exponent) else {
-            throw SimError.paypalInvalid(order.exponent == 0 ? "DECIMALS_NOT_SUPPORTED" : "DECIMAL_PRECISION",
+        guard let minor = RequestAmount.minorUnits(text, exponent: order.currency.exponent) else {
+            throw SimError.paypalInvalid(order.currency.exponent == 0 ? "DECIMALS_NOT_SUPPORTED" : "DECIMAL_PRECISION",
                                          "amount.value \(text) is not a valid \(order.currency) amount.", field: "/amount/value")
         }
         guard minor > 0 else {
@@ -218,15 +220,16 @@ public struct PayPalBook: Sendable {
 // MARK: - JSON shapes
 
 extension PayPalBook {
-    func money(_ minor: Int64, _ order: PayPalOrder) -> JSON {
-        .obj(["currency_code": .string(order.currency), "value": .string(MinorUnits.format(minor, exponent: order.exponent))])
+    func money(_ minor: Int64, _ order: PayPalOrder) -> JSONValue {
+        .object(["currency_code": .string(order.currency.code),
+                 "value": .string(Money.format(minorUnits: minor, exponent: order.currency.exponent))])
     }
 
-    static func link(_ href: String, _ rel: String, _ method: String) -> JSON {
-        .obj(["href": .string(href), "rel": .string(rel), "method": .string(method)])
+    static func link(_ href: String, _ rel: String, _ method: String) -> JSONValue {
+        .object(["href": .string(href), "rel": .string(rel), "method": .string(method)])
     }
 
-    func authorizationJSON(_ a: PayPalAuthorization, base: String, standalone: Bool) -> JSON {
+    func authorizationJSON(_ a: PayPalAuthorization, base: String, standalone: Bool) -> JSONValue {
         guard let order = orders[a.orderID] else { return .null }
         var links = [Self.link("\(base)/v2/payments/authorizations/\(a.id)", "self", "GET")]
         if a.status == "CREATED" || a.status == "PARTIALLY_CAPTURED" {
@@ -235,16 +238,16 @@ extension PayPalBook {
         if a.status == "CREATED" { links.append(Self.link("\(base)/v2/payments/authorizations/\(a.id)/void", "void", "POST")) }
         links.append(Self.link("\(base)/v2/checkout/orders/\(order.id)", "up", "GET"))
         let expiry = SimTime.parse(a.createTime).map { SimTime.rfc3339(Date(timeIntervalSince1970: Double($0 + 29 * 86400))) }
-        return .obj([
+        return .object([
             "id": .string(a.id), "status": .string(a.status), "amount": money(a.amount, order),
-            "supplementary_data": standalone ? .obj(["related_ids": .obj(["order_id": .string(order.id)])]) : nil,
+            "supplementary_data": standalone ? .object(["related_ids": .object(["order_id": .string(order.id)])]) : nil,
             "create_time": .string(a.createTime), "update_time": .string(a.updateTime),
             "expiration_time": expiry.map { .string($0) },
             "links": .array(links),
         ])
     }
 
-    func captureJSON(_ c: PayPalCapture, base: String, standalone: Bool) -> JSON {
+    func captureJSON(_ c: PayPalCapture, base: String, standalone: Bool) -> JSONValue {
         guard let order = orders[c.orderID] else { return .null }
         var links = [Self.link("\(base)/v2/payments/captures/\(c.id)", "self", "GET")]
         if c.status == "COMPLETED" || c.status == "PARTIALLY_REFUNDED" {
@@ -255,18 +258,18 @@ extension PayPalBook {
         } else {
             links.append(Self.link("\(base)/v2/checkout/orders/\(order.id)", "up", "GET"))
         }
-        return .obj([
+        return .object([
             "id": .string(c.id), "status": .string(c.status), "amount": money(c.amount, order),
             "final_capture": .bool(c.finalCapture),
             "supplementary_data": standalone
-                ? .obj(["related_ids": .obj(["order_id": .string(order.id),
+                ? .object(["related_ids": .object(["order_id": .string(order.id),
                                              "authorization_id": c.authorizationID.map { .string($0) }])]) : nil,
             "create_time": .string(c.createTime), "update_time": .string(c.updateTime),
             "links": .array(links),
         ])
     }
 
-    func refundJSON(_ r: PayPalRefund, base: String, standalone: Bool) -> JSON {
+    func refundJSON(_ r: PayPalRefund, base: String, standalone: Bool) -> JSONValue {
         guard let order = orders[r.orderID] else { return .null }
         // Cumulative refunded on the capture up to and including this refund (refunds kept in creation order).
         var totalRefunded: Int64 = 0
@@ -275,34 +278,34 @@ extension PayPalBook {
             if other.counts { totalRefunded += other.amount }
             if id == r.id { break }
         }
-        return .obj([
+        return .object([
             "id": .string(r.id), "status": .string(r.status), "amount": money(r.amount, order),
-            "seller_payable_breakdown": .obj(["gross_amount": money(r.amount, order),
+            "seller_payable_breakdown": .object(["gross_amount": money(r.amount, order),
                                               "net_amount": money(r.amount, order),
                                               "total_refunded_amount": money(totalRefunded, order)]),
             "supplementary_data": standalone
-                ? .obj(["related_ids": .obj(["order_id": .string(order.id), "capture_id": .string(r.captureID)])]) : nil,
+                ? .object(["related_ids": .object(["order_id": .string(order.id), "capture_id": .string(r.captureID)])]) : nil,
             "create_time": .string(r.createTime), "update_time": .string(r.updateTime),
             "links": .array([Self.link("\(base)/v2/payments/refunds/\(r.id)", "self", "GET"),
                              Self.link("\(base)/v2/payments/captures/\(r.captureID)", "up", "GET")]),
         ])
     }
 
-    func orderJSON(_ o: PayPalOrder, base: String) -> JSON {
-        var payments: [JSONMember] = []
+    func orderJSON(_ o: PayPalOrder, base: String) -> JSONValue {
+        var payments: [(String, JSONValue)] = []
         let auths = o.authorizationIDs.compactMap { authorizations[$0] }.map { authorizationJSON($0, base: base, standalone: false) }
         let caps = o.captureIDs.compactMap { captures[$0] }.map { captureJSON($0, base: base, standalone: false) }
         let refs = o.refundIDs.compactMap { refunds[$0] }.map { refundJSON($0, base: base, standalone: false) }
-        if !auths.isEmpty { payments.append(JSONMember(key: "authorizations", value: .array(auths))) }
-        if !caps.isEmpty { payments.append(JSONMember(key: "captures", value: .array(caps))) }
-        if !refs.isEmpty { payments.append(JSONMember(key: "refunds", value: .array(refs))) }
-        let unit = JSON.obj([
+        if !auths.isEmpty { payments.append(("authorizations", .array(auths))) }
+        if !caps.isEmpty { payments.append(("captures", .array(caps))) }
+        if !refs.isEmpty { payments.append(("refunds", .array(refs))) }
+        let unit = JSONValue.object([
             "reference_id": .string(o.referenceID),
             "amount": money(o.amount, o),
-            "payee": .obj(["merchant_id": .string(o.merchantID)]),
+            "payee": .object(["merchant_id": .string(o.merchantID)]),
             "payments": payments.isEmpty ? nil : .object(payments),
         ])
-        return .obj([
+        return .object([
             "id": .string(o.id), "intent": .string(o.intent), "status": .string(o.status),
             "purchase_units": .array([unit]),
             "create_time": .string(o.createTime), "update_time": .string(o.updateTime),
@@ -311,4 +314,3 @@ extension PayPalBook {
     }
 }
 
-import Foundation

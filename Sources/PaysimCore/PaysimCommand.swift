@@ -1,4 +1,6 @@
 import Foundation
+import Reconciliation
+import Observability
 import Synchronization
 
 /// paysim's command line: flags (which win) over environment variables over defaults.
@@ -177,7 +179,7 @@ public enum PaysimApp {
     public static func run(_ options: PaysimOptions) async -> Int32 {
         let ca: PayPalTestCA
         do { ca = try PayPalTestCA() } catch {
-            SimLog.error("cannot create the PayPal test CA", ["error": .string("\(error)")])
+            Log.error("cannot create the PayPal test CA", ["error": "\(error)"])
             return 2
         }
         let simulator = Simulator(config: options.config, ca: ca, transport: HTTPClientWebhookTransport())
@@ -185,41 +187,42 @@ public enum PaysimApp {
             do {
                 let data = try Data(contentsOf: URL(fileURLWithPath: seedFile))
                 let (pxp, paypal) = try simulator.seed(Array(data))
-                SimLog.info("seeded", ["file": .string(seedFile), "pxp": .number(String(pxp)), "paypal": .number(String(paypal))])
+                Log.info("seeded", ["file": seedFile, "pxp": pxp, "paypal": paypal])
             } catch {
-                SimLog.error("cannot load the seed file", ["file": .string(seedFile), "error": .string("\(error)")])
+                Log.error("cannot load the seed file", ["file": seedFile, "error": "\(error)"])
                 return 2
             }
         }
         if let out = options.paypalRootOut {
             do { try Data(ca.trustBundlePEM.utf8).write(to: URL(fileURLWithPath: out), options: .atomic) } catch {
-                SimLog.error("cannot write the PayPal root PEM", ["file": .string(out), "error": .string("\(error)")])
+                Log.error("cannot write the PayPal root PEM", ["file": out, "error": "\(error)"])
                 return 2
             }
         }
         let server = PaysimServer(simulator: simulator, host: options.host, port: options.port, threads: options.threads)
         let port: UInt16
         do { port = try server.start() } catch {
-            SimLog.error("cannot listen", ["address": .string("\(options.host):\(options.port)"), "error": .string("\(error)")])
+            Log.error("cannot listen", ["address": "\(options.host):\(options.port)", "error": "\(error)"])
             return 2
         }
         let linkHost = options.host == "0.0.0.0" ? "127.0.0.1" : options.host
         simulator.setPublicBaseURL(options.publicURL ?? "http://\(linkHost):\(port)")
         if let portFile = options.portFile {
             do { try Data("\(port)\n".utf8).write(to: URL(fileURLWithPath: portFile), options: .atomic) } catch {
-                SimLog.error("cannot write the port file", ["file": .string(portFile), "error": .string("\(error)")])
+                Log.error("cannot write the port file", ["file": portFile, "error": "\(error)"])
                 await server.shutdown(drainTimeout: 0)
                 return 2
             }
         }
         let faults = options.config.faults
-        SimLog.info("listening", ["address": .string("\(options.host):\(port)"), "port": .number(String(port)),
-                                  "cert_url": .string(simulator.certURL),
-                                  "faults": FaultInjector(config: faults).isActive ? faults.json : nil])
+        var listening: [String: any Sendable] = ["address": "\(options.host):\(port)", "port": port,
+                                                 "cert_url": simulator.certURL]
+        if FaultInjector(config: faults).isActive { listening["faults"] = faults.json.serializedText }
+        Log.info("listening", listening)
         let signal = await waitForTermination()
-        SimLog.info("stopping", ["signal": .string(signal)])
+        Log.info("stopping", ["signal": signal])
         await server.shutdown(drainTimeout: 5)
-        SimLog.info("stopped")
+        Log.info("stopped")
         return 0
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import HTTP
+import Observability
 
 /// The simulator behind the project's libmicrohttpd `HTTPServer`.
 ///
@@ -16,7 +17,7 @@ public final class PaysimServer: Sendable {
             connectionLimit: 4096, errorLog: { line in
                 // libmicrohttpd complains about its own option order on every start; not actionable here.
                 if line.contains("EXTERNAL_LOGGER is not the first option") { return }
-                SimLog.warn("libmicrohttpd", ["detail": .string(line)])
+                Log.warning("libmicrohttpd", ["detail": line])
             })
         server = HTTPServer(configuration: configuration) { [simulator] request, responder in
             Task {

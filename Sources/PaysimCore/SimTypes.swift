@@ -1,4 +1,5 @@
 import Foundation
+import Reconciliation
 
 /// One HTTP request as the simulator sees it (independent of the HTTP server, so it is testable without sockets).
 public struct SimRequest: Sendable {
@@ -49,8 +50,8 @@ public struct SimResponse: Sendable {
         self.status = status; self.headers = headers; self.body = body; self.drop = drop
     }
 
-    public static func json(_ status: Int, _ value: JSON, headers: [(String, String)] = []) -> SimResponse {
-        SimResponse(status: status, headers: [("Content-Type", "application/json")] + headers, body: value.bytes)
+    public static func json(_ status: Int, _ value: JSONValue, headers: [(String, String)] = []) -> SimResponse {
+        SimResponse(status: status, headers: [("Content-Type", "application/json")] + headers, body: value.serialized())
     }
 
     public func header(_ name: String) -> String? {
@@ -58,7 +59,7 @@ public struct SimResponse: Sendable {
     }
 
     public var bodyText: String { String(decoding: body, as: UTF8.self) }
-    public var json: JSON? { try? JSON.parse(body) }
+    public var json: JSONValue? { try? JSONValue.parse(body) }
 }
 
 /// Credentials and keys paysim checks and signs with. Secrets are never logged.
@@ -83,22 +84,22 @@ public struct SimConfig: Sendable {
 /// A rejection: HTTP status plus the provider-shaped error body.
 struct SimError: Error {
     let status: Int
-    let body: JSON
+    let body: JSONValue
     let code: String
     var response: SimResponse { .json(status, body) }
 
     static func pxp(_ status: Int, _ code: String, _ reason: String) -> SimError {
-        SimError(status: status, body: .obj(["errorCode": .string(code), "errorReason": .string(reason)]), code: code)
+        SimError(status: status, body: .object(["errorCode": .string(code), "errorReason": .string(reason)]), code: code)
     }
 
     static func paypal(_ status: Int, name: String, message: String, issue: String, description: String,
                        field: String? = nil) -> SimError {
-        let detail = JSON.obj(["field": field.map { .string($0) }, "issue": .string(issue),
+        let detail = JSONValue.object(["field": field.map { .string($0) }, "issue": .string(issue),
                                "description": .string(description)])
-        return SimError(status: status, body: .obj([
+        return SimError(status: status, body: .object([
             "name": .string(name), "message": .string(message), "debug_id": "paysim",
             "details": .array([detail]),
-            "links": .array([.obj(["href": .string("https://developer.paypal.com/docs/api/payments/v2/#error-\(issue)"),
+            "links": .array([.object(["href": .string("https://developer.paypal.com/docs/api/payments/v2/#error-\(issue)"),
                                    "rel": "information_link", "method": "GET"])]),
         ]), code: issue)
     }
@@ -121,7 +122,7 @@ struct SimError: Error {
     }
 
     static func admin(_ status: Int, _ code: String, _ message: String) -> SimError {
-        SimError(status: status, body: .obj(["error": .obj(["code": .string(code), "message": .string(message)])]),
+        SimError(status: status, body: .object(["error": .object(["code": .string(code), "message": .string(message)])]),
                  code: code)
     }
 }

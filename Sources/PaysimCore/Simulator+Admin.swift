@@ -1,4 +1,5 @@
 import Foundation
+import Reconciliation
 
 // The admin API: seeding state, reading the action log, setting faults.
 
@@ -23,14 +24,14 @@ extension Simulator {
         error.body["error"]?["message"]?.stringValue ?? error.code
     }
 
-    static func parseAdminBody(_ body: [UInt8]) throws(SimError) -> JSON {
-        do { return try JSON.parse(body) } catch {
+    static func parseAdminBody(_ body: [UInt8]) throws(SimError) -> JSONValue {
+        do { return try JSONValue.parse(body) } catch {
             throw SimError.admin(400, "malformed_body", "\(error)")
         }
     }
 
-    private func applySeed(_ json: JSON) throws(SimError) -> (pxp: Int, paypal: Int) {
-        guard json.objectValue != nil else { throw SimError.admin(400, "malformed_body", "expected {\"pxp\": [...], \"paypal\": [...]}") }
+    private func applySeed(_ json: JSONValue) throws(SimError) -> (pxp: Int, paypal: Int) {
+        guard json.objectMembers != nil else { throw SimError.admin(400, "malformed_body", "expected {\"pxp\": [...], \"paypal\": [...]}") }
         let pxpList = json["pxp"] ?? json["pxp_transactions"] ?? .array([])
         let paypalList = json["paypal"] ?? json["paypal_orders"] ?? .array([])
         guard let pxpItems = pxpList.arrayValue, let paypalItems = paypalList.arrayValue else {
@@ -58,7 +59,7 @@ extension Simulator {
 
     func adminSeed(_ body: [UInt8]) throws(SimError) -> SimResponse {
         let (pxp, paypal) = try applySeed(try Self.parseAdminBody(body))
-        return .json(200, .obj(["pxp": .number(String(pxp)), "paypal": .number(String(paypal))]))
+        return .json(200, .object(["pxp": .integer(pxp), "paypal": .integer(paypal)]))
     }
 
     /// One transaction object, or an array of them.
@@ -81,7 +82,7 @@ extension Simulator {
         let json = try Self.parseAdminBody(body)
         let items = json.arrayValue ?? [json]
         let now = nowString
-        let rendered: [JSON] = try state.withLock { s throws(SimError) in
+        let rendered: [JSONValue] = try state.withLock { s throws(SimError) in
             var list: [PayPalOrderSeed] = []
             for item in items { list.append(try PayPalOrderSeed.parse(item, ids: &s.ids, now: now)) }
             for o in list { s.paypal.put(o.order, authorizations: o.authorizations, captures: o.captures, refunds: o.refunds) }
@@ -98,7 +99,7 @@ extension Simulator {
         let filtered = entries.enumerated().filter { index, entry in
             index >= since && (provider == nil || entry.provider == provider)
         }.map { $0.element.json }
-        return .json(200, .obj(["count": .number(String(filtered.count)), "entries": .array(filtered)]))
+        return .json(200, .object(["count": .integer(filtered.count), "entries": .array(filtered)]))
     }
 
     func adminFaults(_ body: [UInt8]) throws(SimError) -> SimResponse {
@@ -125,16 +126,16 @@ extension Simulator {
             s.faults = FaultInjector(config: FaultConfig())
             s.config.faults = FaultConfig()
         }
-        return .json(200, .obj(["status": "reset"]))
+        return .json(200, .object(["status": "reset"]))
     }
 
     func adminStats() -> SimResponse {
         let (counts, pxp, orders, logCount) = state.withLock { s in
             (s.counts, s.pxp.transactions.count, s.paypal.orders.count, s.log.count)
         }
-        let requests = JSON.object(counts.sorted { $0.key < $1.key }.map { JSONMember(key: $0.key, value: .number(String($0.value))) })
-        return .json(200, .obj(["requests": requests, "pxp_transactions": .number(String(pxp)),
-                                "paypal_orders": .number(String(orders)), "log_entries": .number(String(logCount))]))
+        let requests = JSONValue.object(counts.sorted { $0.key < $1.key }.map { ($0.key, .integer($0.value)) })
+        return .json(200, .object(["requests": requests, "pxp_transactions": .integer(pxp),
+                                "paypal_orders": .integer(orders), "log_entries": .integer(logCount)]))
     }
 }
 
@@ -145,16 +146,16 @@ struct PayPalOrderSeed {
     var captures: [PayPalCapture]
     var refunds: [PayPalRefund]
 
-    static func parse(_ json: JSON, ids: inout SplitMix64, now: String) throws(SimError) -> PayPalOrderSeed {
-        guard json.objectValue != nil else { throw SimError.admin(400, "malformed_body", "a PayPal order must be an object") }
-        func string(_ object: JSON, _ key: String, _ where_: String) throws(SimError) -> String? {
+    static func parse(_ json: JSONValue, ids: inout SplitMix64, now: String) throws(SimError) -> PayPalOrderSeed {
+        guard json.objectMembers != nil else { throw SimError.admin(400, "malformed_body", "a PayPal order must be an object") }
+        func string(_ object: JSONValue, _ key: String, _ where_: String) throws(SimError) -> String? {
             guard let value = object[key], !value.isNull else { return nil }
             guard let s = value.stringValue, !s.isEmpty else {
                 throw SimError.admin(400, "invalid_field", "\(where_)\(key) must be a non-empty string")
             }
             return s
         }
-        func time(_ object: JSON, _ where_: String) throws(SimError) -> String {
+        func time(_ object: JSONValue, _ where_: String) throws(SimError) -> String {
             guard let t = try string(object, "create_time", where_) else { return now }
             guard SimTime.parse(t) != nil else { throw SimError.admin(400, "invalid_field", "\(where_)create_time must be RFC 3339") }
             return t
@@ -169,31 +170,31 @@ struct PayPalOrderSeed {
         guard PayPalOrder.statuses.contains(status) else {
             throw SimError.admin(400, "invalid_field", "status must be one of \(PayPalOrder.statuses.sorted().joined(separator: ", "))")
         }
-        guard let currency = try string(json, "currency", "")?.uppercased(), let exponent = PaysimCurrency.exponent(of: currency) else {
+        guard let currency = try string(json, "currency", "").flatMap(Currency.init(code:)) else {
             throw SimError.admin(400, "invalid_field", "currency must be a known ISO 4217 code")
         }
-        func amount(_ object: JSON, _ key: String, _ where_: String, default fallback: Int64?) throws(SimError) -> Int64 {
+        func amount(_ object: JSONValue, _ key: String, _ where_: String, default fallback: Int64?) throws(SimError) -> Int64 {
             guard let value = object[key], !value.isNull else {
                 if let fallback { return fallback }
                 throw SimError.admin(400, "missing_field", "\(where_)\(key) is required")
             }
-            guard let text = value.decimalText, let minor = MinorUnits.parse(text, exponent: exponent) else {
+            guard let minor = value.seedMinorUnits(exponent: currency.exponent) else {
                 throw SimError.admin(400, "invalid_field", "\(where_)\(key) must be a decimal amount in \(currency)")
             }
             return minor
         }
         let total = try amount(json, "amount", "", default: nil)
         let createTime = try time(json, "")
-        let order = PayPalOrder(id: id, intent: intent, status: status, currency: currency, exponent: exponent,
+        let order = PayPalOrder(id: id, intent: intent, status: status, currency: currency,
                                 amount: total, merchantID: try string(json, "merchant_id", "") ?? "PAYSIMMERCHANT",
                                 referenceID: try string(json, "reference_id", "") ?? "default",
                                 createTime: createTime, updateTime: createTime)
-        func list(_ key: String) throws(SimError) -> [JSON] {
+        func list(_ key: String) throws(SimError) -> [JSONValue] {
             guard let value = json[key], !value.isNull else { return [] }
             guard let items = value.arrayValue else { throw SimError.admin(400, "invalid_field", "\(key) must be an array") }
             return items
         }
-        func statusOf(_ object: JSON, _ where_: String, allowed: Set<String>, default fallback: String) throws(SimError) -> String {
+        func statusOf(_ object: JSONValue, _ where_: String, allowed: Set<String>, default fallback: String) throws(SimError) -> String {
             let s = (try string(object, "status", where_) ?? fallback).uppercased()
             guard allowed.contains(s) else {
                 throw SimError.admin(400, "invalid_field", "\(where_)status must be one of \(allowed.sorted().joined(separator: ", "))")

@@ -9,6 +9,6 @@ extension Simulator {
         let target = PXPAuth.requestTarget(decodedPath: request.path, query: request.query)
         let expected = PXPAuth.signature(tokenValue: tokenValue, timestamp: timestamp, requestID: requestID,
                                          method: request.method, pathAndQuery: target, body: request.body)
-        return SimCrypto.constantTimeEqual(Array(expected.utf8), Array(signature.utf8))
+        return constantTimeEquals(Array(expected.utf8), Array(signature.utf8))
     }
 }

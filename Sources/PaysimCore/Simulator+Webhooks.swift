@@ -1,5 +1,8 @@
 import Foundation
 import HTTP
+import Observability
+import Providers
+import Reconciliation
 
 /// Where deliveries go. The default posts over HTTP; tests substitute a recorder.
 public protocol WebhookTransport: Sendable {
@@ -23,13 +26,13 @@ public struct WebhookDelivery: Sendable {
 public enum WebhookSigner {
     /// PXP: base64(HMAC-SHA256(key UTF-8, requestId + timestamp + body)).
     public static func pxpSignature(key: String, requestID: String, timestamp: String, body: [UInt8]) -> String {
-        SimCrypto.base64(SimCrypto.hmacSHA256(key: Array(key.utf8), data: Array((requestID + timestamp).utf8) + body))
+        Base64.encode(HMAC.authenticate(.sha256, key: Array(key.utf8), message: Array((requestID + timestamp).utf8) + body))
     }
 
     /// PayPal: the signed message `transmissionId|transmissionTime|webhookId|crc32(body) decimal`.
     public static func paypalMessage(transmissionID: String, transmissionTime: String, webhookID: String,
                                      body: [UInt8]) -> [UInt8] {
-        Array("\(transmissionID)|\(transmissionTime)|\(webhookID)|\(SimCrypto.crc32(body))".utf8)
+        Array("\(transmissionID)|\(transmissionTime)|\(webhookID)|\(CRC32.checksum(body))".utf8)
     }
 
     static func pxpHeaders(key: String, requestID: String, timestamp: String, body: [UInt8]) -> [(String, String)] {
@@ -42,7 +45,7 @@ public enum WebhookSigner {
         let signature = try ca.sign(paypalMessage(transmissionID: transmissionID, transmissionTime: time,
                                                   webhookID: webhookID, body: body))
         return [("Content-Type", "application/json"), ("PAYPAL-TRANSMISSION-ID", transmissionID),
-                ("PAYPAL-TRANSMISSION-TIME", time), ("PAYPAL-TRANSMISSION-SIG", SimCrypto.base64(signature)),
+                ("PAYPAL-TRANSMISSION-TIME", time), ("PAYPAL-TRANSMISSION-SIG", Base64.encode(signature)),
                 ("PAYPAL-CERT-URL", certURL), ("PAYPAL-AUTH-ALGO", "SHA256withRSA"), ("PAYPAL-AUTH-VERSION", "v2")]
     }
 }
@@ -68,15 +71,15 @@ extension Simulator {
     /// resource_id | order_id, count?, forged?, duplicate?, webhook_id?, body?}`. `body` (object) is sent as given.
     /// `count` distinct events (new ids); `duplicate` sends each one twice (PXP: the same headers again, as a retry;
     /// PayPal: same event id, new transmission); `forged` signs with the wrong key / webhook id.
-    public func webhookDeliveries(_ request: JSON) throws -> [WebhookDelivery] {
+    public func webhookDeliveries(_ request: JSONValue) throws -> [WebhookDelivery] {
         do { return try buildDeliveries(request) } catch {
             throw SeedError(message: Self.errorMessage(error))
         }
     }
 
-    func buildDeliveries(_ request: JSON) throws(SimError) -> [WebhookDelivery] {
-        guard request.objectValue != nil else { throw SimError.admin(400, "malformed_body", "expected a JSON object") }
-        let count = request["count"]?.int64Value ?? 1
+    func buildDeliveries(_ request: JSONValue) throws(SimError) -> [WebhookDelivery] {
+        guard request.objectMembers != nil else { throw SimError.admin(400, "malformed_body", "expected a JSON object") }
+        let count = request["count"]?.integerValue ?? 1
         guard count >= 1, count <= 100_000 else { throw SimError.admin(400, "invalid_field", "count must be 1...100000") }
         let forged = request["forged"]?.boolValue ?? false
         let duplicate = request["duplicate"]?.boolValue ?? false
@@ -87,10 +90,10 @@ extension Simulator {
         }
     }
 
-    private func pxpDeliveries(_ request: JSON, count: Int, forged: Bool, duplicate: Bool) throws(SimError) -> [WebhookDelivery] {
+    private func pxpDeliveries(_ request: JSONValue, count: Int, forged: Bool, duplicate: Bool) throws(SimError) -> [WebhookDelivery] {
         let now = clock()
-        let (event, key, requestIDs): (JSON, String, [String]) = try state.withLock { s throws(SimError) in
-            let event: JSON
+        let (event, key, requestIDs): (JSONValue, String, [String]) = try state.withLock { s throws(SimError) in
+            let event: JSONValue
             if let body = request["body"], !body.isNull {
                 event = body
             } else {
@@ -112,19 +115,19 @@ extension Simulator {
                 data = data.setting("state", .string(state))
                 let eventCode = request["event_code"]?.stringValue ?? "transaction-\(state.lowercased())"
                 let nested = request["nested"]?.boolValue ?? false
-                event = .obj([
+                event = .object([
                     "eventCategory": "Transaction",
                     "eventCode": .string(eventCode),
                     "eventDate": .string(SimTime.rfc3339Millis(now)),
-                    "eventOwner": .obj(["merchantGroup": .string(s.config.pxpMerchantGroup), "merchant": .string(t.merchant),
+                    "eventOwner": .object(["merchantGroup": .string(s.config.pxpMerchantGroup), "merchant": .string(t.merchant),
                                         "site": .string(t.site)]),
-                    "eventData": nested ? .obj(["transactionData": data]) : data,
+                    "eventData": nested ? .object(["transactionData": data]) : data,
                 ])
             }
             let ids = (0..<count).map { _ in s.ids.uuid() }
             return (event, s.config.pxpWebhookKey, ids)
         }
-        let body = (request["array"]?.boolValue ?? false) ? JSON.array([event]).bytes : event.bytes
+        let body = (request["array"]?.boolValue ?? false) ? JSONValue.array([event]).serialized() : event.serialized()
         let timestamp = String(Int64(now.timeIntervalSince1970))
         let signingKey = forged ? key + "-forged" : key
         var deliveries: [WebhookDelivery] = []
@@ -142,12 +145,12 @@ extension Simulator {
         return deliveries
     }
 
-    private func paypalDeliveries(_ request: JSON, count: Int, forged: Bool, duplicate: Bool) throws(SimError) -> [WebhookDelivery] {
+    private func paypalDeliveries(_ request: JSONValue, count: Int, forged: Bool, duplicate: Bool) throws(SimError) -> [WebhookDelivery] {
         guard let ca else { throw SimError.admin(503, "no_ca", "paysim runs without a PayPal test CA") }
         let now = clock()
-        let (events, webhookID, certURL, transmissionIDs): ([JSON], String, String, [String]) = try state.withLock { s throws(SimError) in
+        let (events, webhookID, certURL, transmissionIDs): ([JSONValue], String, String, [String]) = try state.withLock { s throws(SimError) in
             let base = s.config.publicBaseURL
-            var template: JSON
+            var template: JSONValue
             if let body = request["body"], !body.isNull {
                 template = body
             } else {
@@ -155,7 +158,7 @@ extension Simulator {
                     throw SimError.admin(400, "missing_field", "event_type is required (or body)")
                 }
                 let (resourceType, resource, summaryAmount) = try Self.paypalResource(eventType, request, s.paypal, base: base)
-                template = .obj([
+                template = .object([
                     "id": "", "event_version": "1.0", "create_time": .string(SimTime.rfc3339Millis(now)),
                     "resource_type": .string(resourceType), "resource_version": "2.0", "event_type": .string(eventType),
                     "summary": .string("paysim \(eventType) for \(summaryAmount)"),
@@ -163,7 +166,7 @@ extension Simulator {
                 ])
             }
             let given = request["body"].map { !$0.isNull } ?? false
-            var events: [JSON] = []
+            var events: [JSONValue] = []
             for _ in 0..<count {
                 if given && count == 1 { events.append(template); break }  // sent exactly as given
                 let id = "WH-\(s.paypalID())-\(s.paypalID())"
@@ -185,7 +188,7 @@ extension Simulator {
         var deliveries: [WebhookDelivery] = []
         var transmission = transmissionIDs.makeIterator()
         for event in events {
-            let body = event.bytes
+            let body = event.serialized()
             let id = event["id"]?.stringValue ?? ""
             for copy in 0..<(duplicate ? 2 : 1) {
                 let headers: [(String, String)]
@@ -202,13 +205,13 @@ extension Simulator {
     }
 
     /// The resource an event type carries: (resource_type, resource JSON, "value CUR" for the summary).
-    static func paypalResource(_ eventType: String, _ request: JSON, _ book: PayPalBook,
-                               base: String) throws(SimError) -> (String, JSON, String) {
+    static func paypalResource(_ eventType: String, _ request: JSONValue, _ book: PayPalBook,
+                               base: String) throws(SimError) -> (String, JSONValue, String) {
         let resourceID = request["resource_id"]?.stringValue
         let orderID = request["order_id"]?.stringValue
         func notFound(_ what: String) -> SimError { SimError.admin(404, "not_found", "no such PayPal \(what)") }
         func order(of id: String) -> PayPalOrder? { book.orders[id] }
-        func summary(_ minor: Int64, _ o: PayPalOrder) -> String { "\(MinorUnits.format(minor, exponent: o.exponent)) \(o.currency)" }
+        func summary(_ minor: Int64, _ o: PayPalOrder) -> String { "\(Money(minorUnits: minor, currency: o.currency))" }
         if eventType.hasPrefix("CHECKOUT.ORDER.") || eventType.hasPrefix("CHECKOUT.") {
             guard let id = resourceID ?? orderID, let o = order(of: id) else { throw notFound("order") }
             return ("checkout-order", book.orderJSON(o, base: base), summary(o.amount, o))
@@ -246,14 +249,14 @@ extension Simulator {
         var statuses: [String: Int] = [:]
         for r in results { statuses[r.status.map(String.init) ?? "error", default: 0] += 1 }
         let listed = results.prefix(1000).map { r in
-            JSON.obj(["id": .string(r.id), "status": r.status.map { .number(String($0)) } ?? .null,
+            JSONValue.object(["id": .string(r.id), "status": r.status.map { .integer($0) } ?? .null,
                       "error": r.error.map { .string($0) }])
         }
-        SimLog.info("webhooks sent", ["provider": json["provider"], "count": .number(String(results.count)),
-                                      "target": .string(target)])
-        return .json(200, .obj([
-            "sent": .number(String(results.count)),
-            "statuses": .object(statuses.sorted { $0.key < $1.key }.map { JSONMember(key: $0.key, value: .number(String($0.value))) }),
+        Log.info("webhooks sent", ["provider": json["provider"]?.stringValue ?? "", "count": results.count,
+                                   "target": target])
+        return .json(200, .object([
+            "sent": .integer(results.count),
+            "statuses": .object(statuses.sorted { $0.key < $1.key }.map { ($0.key, .integer($0.value)) }),
             "deliveries": .array(Array(listed)),
         ]))
     }

@@ -1,4 +1,6 @@
 import Foundation
+import Providers
+import Reconciliation
 import Synchronization
 
 /// One logged modification/action call (`GET /admin/log`).
@@ -16,11 +18,11 @@ public struct SimLogEntry: Sendable, Equatable {
     /// The new transaction/capture/refund id, or the voided authorization.
     public var resourceID: String?
 
-    var json: JSON {
-        .obj(["time": .string(time), "provider": .string(provider), "method": .string(method), "path": .string(path),
+    var json: JSONValue {
+        .object(["time": .string(time), "provider": .string(provider), "method": .string(method), "path": .string(path),
               "idempotency_key": idempotencyKey.map { .string($0) } ?? .null,
               "request_id": requestID.map { .string($0) } ?? .null,
-              "status": .number(String(status)), "result": .string(result),
+              "status": .integer(status), "result": .string(result),
               "resource_id": resourceID.map { .string($0) } ?? .null])
     }
 }
@@ -130,15 +132,15 @@ public final class Simulator: Sendable {
         case .serverError:
             result = "fault_500"
             response = route.provider == "paypal"
-                ? .json(500, .obj(["name": "INTERNAL_SERVER_ERROR", "message": "An internal server error occurred.",
+                ? .json(500, .object(["name": "INTERNAL_SERVER_ERROR", "message": "An internal server error occurred.",
                                    "debug_id": "paysim-fault"]))
-                : .json(500, .obj(["errorCode": "InternalError", "errorReason": "injected fault"]))
+                : .json(500, .object(["errorCode": "InternalError", "errorReason": "injected fault"]))
         case .tooManyRequests(let retryAfter):
             result = "fault_429"
             response = route.provider == "paypal"
-                ? .json(429, .obj(["name": "RATE_LIMIT_REACHED", "message": "Too many requests. Blocked due to rate limiting.",
+                ? .json(429, .object(["name": "RATE_LIMIT_REACHED", "message": "Too many requests. Blocked due to rate limiting.",
                                    "debug_id": "paysim-fault"]), headers: [("Retry-After", String(retryAfter))])
-                : .json(429, .obj(["errorCode": "TooManyRequests", "errorReason": "injected fault"]),
+                : .json(429, .object(["errorCode": "TooManyRequests", "errorReason": "injected fault"]),
                         headers: [("Retry-After", String(retryAfter))])
         case .drop:
             result = "dropped"
@@ -158,25 +160,25 @@ public final class Simulator: Sendable {
 
     static func idempotencyKey(_ route: Route, _ request: SimRequest) -> String? {
         if route.provider == "paypal" { return request.header("paypal-request-id") }
-        return (try? JSON.parse(request.body))?["merchantTransactionId"]?.stringValue
+        return (try? JSONValue.parse(request.body))?["merchantTransactionId"]?.stringValue
     }
 
     static func methodNotAllowed(_ allowed: String) -> SimResponse {
-        .json(405, .obj(["error": .obj(["code": "method_not_allowed", "message": .string("use \(allowed)")])]),
+        .json(405, .object(["error": .object(["code": "method_not_allowed", "message": .string("use \(allowed)")])]),
               headers: [("Allow", allowed)])
     }
 
     private func dispatch(_ route: Route, _ r: SimRequest) throws(SimError) -> SimResponse {
         func expect(_ method: String) throws(SimError) {
             guard r.method == method else {
-                throw SimError(status: 405, body: .obj(["error": .obj(["code": "method_not_allowed",
+                throw SimError(status: 405, body: .object(["error": .object(["code": "method_not_allowed",
                                                                         "message": .string("use \(method)")])]),
                                code: "method_not_allowed")
             }
         }
         switch route {
         case .healthz:
-            return .json(200, .obj(["status": "ok"]))
+            return .json(200, .object(["status": "ok"]))
         case .pxpTransaction(let merchant, let site):
             try expect("GET"); try checkPXPAuth(r)
             return try pxpGet(merchant: merchant, site: site, query: r.query)
@@ -297,23 +299,21 @@ public final class Simulator: Sendable {
         guard !parts[0].isEmpty, !parts[1].isEmpty, !parts[2].isEmpty else {
             throw reject("Authorization must be PXP-UST1 {tokenId}:{timestamp}:{hmac}")
         }
-        guard SimCrypto.constantTimeEqual(Array(parts[0].utf8), Array(config.pxpTokenID.utf8)) else {
+        guard constantTimeEquals(Array(parts[0].utf8), Array(config.pxpTokenID.utf8)) else {
             throw reject("unknown token id")
         }
         guard Self.isPXPTimestamp(parts[1]) else { throw reject("timestamp must be unix seconds, unix milliseconds or ISO 8601") }
         guard let requestID = r.header("x-request-id"), !requestID.isEmpty else { throw reject("missing X-Request-Id") }
         guard let clientID = r.header("x-client-id"),
-              SimCrypto.constantTimeEqual(Array(clientID.utf8), Array(config.pxpClientID.utf8))
+              constantTimeEquals(Array(clientID.utf8), Array(config.pxpClientID.utf8))
         else { throw reject("missing or unknown X-Client-Id") }
         guard verifyPXPSignature(request: r, tokenValue: config.pxpTokenValue, timestamp: parts[1],
                                  requestID: requestID, signature: parts[2])
         else { throw reject("signature does not match") }
     }
 
-    static func isPXPTimestamp(_ text: String) -> Bool {
-        if text.allSatisfy(\.isASCII), text.allSatisfy(\.isNumber) { return text.count == 10 || text.count == 13 }
-        return SimTime.parse(text) != nil
-    }
+    /// Unix seconds, unix milliseconds or ISO 8601, read as payrecon reads signed timestamps.
+    static func isPXPTimestamp(_ text: String) -> Bool { SignedTimestamp.parse(text) != nil }
 
     private func pxpGet(merchant: String, site: String, query: [String: String]) throws(SimError) -> SimResponse {
         let found: PXPTransaction? = state.withLock { s in
@@ -380,17 +380,17 @@ public final class Simulator: Sendable {
     private func paypalToken(_ r: SimRequest) throws(SimError) -> SimResponse {
         let config = state.withLock { $0.config }
         func reject() -> SimError {
-            SimError(status: 401, body: .obj(["error": "invalid_client", "error_description": "Client Authentication failed"]),
+            SimError(status: 401, body: .object(["error": "invalid_client", "error_description": "Client Authentication failed"]),
                      code: "invalid_client")
         }
         guard let header = r.header("authorization"), header.hasPrefix("Basic "),
-              let decoded = Data(base64Encoded: String(header.dropFirst(6)).trimmingCharacters(in: .whitespaces))
+              let decoded = Base64.decode(String(header.dropFirst(6)).trimmingCharacters(in: .whitespaces))
         else { throw reject() }
         let expected = Array("\(config.paypalClientID):\(config.paypalSecret)".utf8)
-        guard SimCrypto.constantTimeEqual(Array(decoded), expected) else { throw reject() }
+        guard constantTimeEquals(decoded, expected) else { throw reject() }
         let form = SimRequest.parseQuery(String(decoding: r.body, as: UTF8.self))
         guard form["grant_type"] == "client_credentials" else {
-            throw SimError(status: 400, body: .obj(["error": "unsupported_grant_type",
+            throw SimError(status: 400, body: .object(["error": "unsupported_grant_type",
                                                     "error_description": "Grant Type is NULL or not client_credentials"]),
                            code: "unsupported_grant_type")
         }
@@ -401,10 +401,10 @@ public final class Simulator: Sendable {
             s.tokens[token] = now + config.paypalTokenLifetime
             return token
         }
-        return .json(200, .obj([
+        return .json(200, .object([
             "scope": "https://uri.paypal.com/services/payments/payment https://uri.paypal.com/services/payments/refund",
             "access_token": .string(token), "token_type": "Bearer", "app_id": "APP-PAYSIM",
-            "expires_in": .number(String(config.paypalTokenLifetime)), "nonce": .string(SimTime.rfc3339(clock()) + "paysim"),
+            "expires_in": .integer(config.paypalTokenLifetime), "nonce": .string(SimTime.rfc3339(clock()) + "paysim"),
         ]))
     }
 
@@ -417,7 +417,7 @@ public final class Simulator: Sendable {
             return expiry > now
         }
         guard valid else {
-            throw SimError(status: 401, body: .obj([
+            throw SimError(status: 401, body: .object([
                 "name": "AUTHENTICATION_FAILURE",
                 "message": "Authentication failed due to invalid authentication credentials or a missing Authorization header.",
                 "links": .array([PayPalBook.link("https://developer.paypal.com/docs/api/overview/#error", "information_link", "GET")]),
@@ -426,9 +426,9 @@ public final class Simulator: Sendable {
     }
 
     /// `amount {currency_code, value}` of a capture or refund body, both nil when absent.
-    static func paypalAmount(_ body: JSON?) throws(SimError) -> (String?, String?) {
+    static func paypalAmount(_ body: JSONValue?) throws(SimError) -> (String?, String?) {
         guard let amount = body?["amount"], !amount.isNull else { return (nil, nil) }
-        guard amount.objectValue != nil, let value = amount["value"]?.decimalText else {
+        guard amount.objectMembers != nil, let value = amount["value"]?.scalarText else {
             throw SimError.paypalInvalid("MISSING_REQUIRED_PARAMETER", "amount.value is required.", field: "/amount/value")
         }
         return (value, amount["currency_code"]?.stringValue)
@@ -437,15 +437,15 @@ public final class Simulator: Sendable {
     /// Runs a PayPal action once per PayPal-Request-Id: a repeated id gets the stored answer and changes nothing.
     private func paypalAction(
         _ route: Route, _ r: SimRequest,
-        _ apply: (inout SimState, JSON?) throws(SimError) -> (SimResponse, String)
+        _ apply: (inout SimState, JSONValue?) throws(SimError) -> (SimResponse, String)
     ) -> SimResponse {
         let requestID = r.header("paypal-request-id").flatMap { $0.isEmpty ? nil : $0 }
-        var body: JSON?
+        var body: JSONValue?
         var parseError: SimError?
         if !r.body.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
             do {
-                let parsed = try JSON.parse(r.body)
-                if parsed.objectValue == nil {
+                let parsed = try JSONValue.parse(r.body)
+                if parsed.objectMembers == nil {
                     parseError = SimError.paypalInvalid("MALFORMED_REQUEST_JSON", "The request JSON must be an object.")
                 }
                 body = parsed

@@ -51,6 +51,8 @@ import Testing
         (#"{"paypal":[{"id":"O","intent":"AUTHORIZE","currency":"USD","amount":"1.00","captures":[{"authorization_id":"NOPE"}]}]}"#, "authorization_id"),
         (#"{"paypal":[{"id":"O","intent":"CAPTURE","currency":"USD","amount":"1.00","refunds":[{"amount":"1.00"}]}]}"#, "capture"),
         (#"{"paypal":[{"id":"O","intent":"CAPTURE","currency":"USD","amount":"1.00","captures":{}}]}"#, "captures"),
+        (#"{"paypal":[{"id":"O","intent":"CAPTURE","currency":"USD","amount":-1}]}"#, "amount"),
+        (#"{"paypal":[{"id":"O","intent":"CAPTURE","currency":"USD","amount":"1.00","amount":"2.00"}]}"#, "duplicate"),
         (#"{"pxp":{}}"#, "arrays"),
         (#"[]"#, "expected"),
     ])
@@ -65,6 +67,16 @@ import Testing
         let message = r.json?["error"]?["message"]?.stringValue ?? ""
         #expect(message.contains(mentions), "\(message)")
         #expect(sim.pxpGet("merchantTransactionId=GOOD").status == 404)
+    }
+
+    /// Seeds are read like a provider's rendering: a trailing zero beyond the exponent does not change the value.
+    @Test func seedAmountsAcceptTrailingZerosAndNumbers() {
+        let sim = makeSimulator()
+        sim.seedPXP("ORD-1", value: "20.000", currency: "USD")
+        #expect(sim.pxpGet("merchantTransactionId=ORD-1").bodyText.contains(#""transactionValue":20.00,"#))
+        sim.seedPayPal(#"{"id":"O","intent":"CAPTURE","currency":"JPY","amount":1000.0}"#)
+        let order = sim.paypal("GET", "/v2/checkout/orders/O", token: sim.paypalToken())
+        #expect(order.json?["purchase_units"]?[0]?["amount"]?["value"]?.stringValue == "1000")
     }
 
     @Test func putReplacesATransactionAndItsModifications() throws {

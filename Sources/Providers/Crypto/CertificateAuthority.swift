@@ -65,7 +65,24 @@ package struct CertificateAuthority: Sendable {
         self.key = key
         self.certificate = try CertificateAuthority.issue(
             subjectCN: commonName, subjectKey: key, issuer: nil, issuerKey: key,
-            notBefore: notBefore, notAfter: notAfter, isCA: true, serial: 1)
+            notBefore: notBefore, notAfter: notAfter, role: .root, serial: 1)
+    }
+
+    private init(certificate: X509Certificate, key: RSAPrivateKey) {
+        self.certificate = certificate
+        self.key = key
+    }
+
+    /// Issues a subordinate CA for a fresh key (path length 0: it signs leaves, not further CAs), for chains shaped
+    /// like PayPal's root → intermediate → leaf. Its certificate is not self-signed: ship it beside the root.
+    package func issueIntermediate(commonName: String, notBefore: Date = Date(timeIntervalSinceNow: -86_400),
+                                   notAfter: Date = Date(timeIntervalSinceNow: 5 * 365 * 86_400),
+                                   serial: Int = 2) throws(CertificateError) -> CertificateAuthority {
+        let intermediateKey = try RSAPrivateKey()
+        let intermediate = try CertificateAuthority.issue(
+            subjectCN: commonName, subjectKey: intermediateKey, issuer: certificate, issuerKey: key,
+            notBefore: notBefore, notAfter: notAfter, role: .intermediate, serial: serial)
+        return CertificateAuthority(certificate: intermediate, key: intermediateKey)
     }
 
     /// Issues a leaf certificate for a fresh key; returns the certificate and the key that signs with it.
@@ -75,12 +92,14 @@ package struct CertificateAuthority: Sendable {
         let leafKey = try RSAPrivateKey()
         let leaf = try CertificateAuthority.issue(
             subjectCN: commonName, subjectKey: leafKey, issuer: certificate, issuerKey: key,
-            notBefore: notBefore, notAfter: notAfter, isCA: false, serial: serial)
+            notBefore: notBefore, notAfter: notAfter, role: .leaf, serial: serial)
         return (leaf, leafKey)
     }
 
+    private enum Role { case root, intermediate, leaf }
+
     private static func issue(subjectCN: String, subjectKey: RSAPrivateKey, issuer: X509Certificate?, issuerKey: RSAPrivateKey,
-                              notBefore: Date, notAfter: Date, isCA: Bool, serial: Int) throws(CertificateError) -> X509Certificate {
+                              notBefore: Date, notAfter: Date, role: Role, serial: Int) throws(CertificateError) -> X509Certificate {
         guard let x509 = X509_new() else { throw CertificateError("out of memory") }
         defer { X509_free(x509) }
         var issuerX509: OpaquePointer? = nil
@@ -108,12 +127,24 @@ package struct CertificateAuthority: Sendable {
 
         var ctx = X509V3_CTX()
         X509V3_set_ctx(&ctx, issuerX509 ?? x509, x509, nil, nil, 0)
-        let extensions: [(Int32, String)] = isCA
-            ? [(NID_basic_constraints, "critical,CA:TRUE"), (NID_key_usage, "critical,keyCertSign,cRLSign"),
-               (NID_subject_key_identifier, "hash")]
-            : [(NID_basic_constraints, "critical,CA:FALSE"), (NID_key_usage, "critical,digitalSignature,keyEncipherment"),
-               (NID_ext_key_usage, "serverAuth,clientAuth"), (NID_subject_alt_name, "DNS:\(subjectCN)")]
-        for (nid, value) in extensions {
+        // Key identifiers on every certificate (an issued one also names its issuer's), as strict chain
+        // verification (X509_V_FLAG_X509_STRICT) requires.
+        let identifiers: [(Int32, String)] = issuer == nil
+            ? [(NID_subject_key_identifier, "hash")]
+            : [(NID_subject_key_identifier, "hash"), (NID_authority_key_identifier, "keyid:always")]
+        let extensions: [(Int32, String)]
+        switch role {
+        case .root:
+            extensions = [(NID_basic_constraints, "critical,CA:TRUE"), (NID_key_usage, "critical,keyCertSign,cRLSign")]
+        case .intermediate:
+            extensions = [(NID_basic_constraints, "critical,CA:TRUE,pathlen:0"),
+                          (NID_key_usage, "critical,keyCertSign,cRLSign")]
+        case .leaf:
+            extensions = [(NID_basic_constraints, "critical,CA:FALSE"),
+                          (NID_key_usage, "critical,digitalSignature,keyEncipherment"),
+                          (NID_ext_key_usage, "serverAuth,clientAuth"), (NID_subject_alt_name, "DNS:\(subjectCN)")]
+        }
+        for (nid, value) in extensions + identifiers {
             guard let ext = X509V3_EXT_conf_nid(nil, &ctx, nid, value) else {
                 ERR_clear_error()
                 throw CertificateError("cannot build extension \(nid)")
