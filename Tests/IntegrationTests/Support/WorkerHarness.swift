@@ -133,7 +133,7 @@ final class WorkerHarness: @unchecked Sendable {
     /// them; returns their ids. `transform` may rewrite a body (e.g. strip related_ids).
     @discardableResult
     func storeWebhook(_ request: String, transform: (([String: Any]) -> Any)? = nil) throws -> [Int64] {
-        let deliveries = try simulator.webhookDeliveries(try JSON.parse(request))
+        let deliveries = try simulator.webhookDeliveries(try JSONValue.parse(request))
         var ids: [Int64] = []
         for d in deliveries where !d.isRepeat {
             var body = d.body
