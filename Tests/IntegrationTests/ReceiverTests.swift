@@ -8,80 +8,86 @@ import Testing
 @Suite("Receiver", .serialized)
 struct ReceiverTests {
     @Test func pxpDeliveryIsAcceptedThenDuplicateCountedOnTheStoredRow() async throws {
-        let h = try ReceiverHarness(); defer { h.stop() }
-        let body = #"{"eventCategory":"Transaction","eventData":{"merchantTransactionId":"ORD-1","state":"Authorised"}}"#
-        let first = try await h.pxp(body, requestID: "req-1")
-        #expect(first.status == 200)
-        #expect(first.outcome == "accepted")
-        let again = try await h.pxp(body, requestID: "req-1")
-        #expect(again.status == 200)
-        #expect(again.outcome == "duplicate")
-        #expect(again.eventID == first.eventID)
-        let conn = try h.database.connect(); defer { conn.close() }
-        let row = try #require(try conn.query("SELECT count(*) AS n, max(redeliveries) AS r, max(length(body)) AS len FROM deliveries").first)
-        #expect(try row.int64("n") == 1)
-        #expect(try row.int64("r") == 1)
-        #expect(try row.int64("len") == Int64(body.utf8.count))
+        try await ReceiverHarness.with { h in
+            let body = #"{"eventCategory":"Transaction","eventData":{"merchantTransactionId":"ORD-1","state":"Authorised"}}"#
+            let first = try await h.pxp(body, requestID: "req-1")
+            #expect(first.status == 200)
+            #expect(first.outcome == "accepted")
+            let again = try await h.pxp(body, requestID: "req-1")
+            #expect(again.status == 200)
+            #expect(again.outcome == "duplicate")
+            #expect(again.eventID == first.eventID)
+            let conn = try h.database.connect(); defer { conn.close() }
+            let row = try #require(try conn.query("SELECT count(*) AS n, max(redeliveries) AS r, max(length(body)) AS len FROM deliveries").first)
+            #expect(try row.int64("n") == 1)
+            #expect(try row.int64("r") == 1)
+            #expect(try row.int64("len") == Int64(body.utf8.count))
+        }
     }
 
     @Test func storedBodyAndHeadersAreTheRawBytesReceived() async throws {
-        let h = try ReceiverHarness(); defer { h.stop() }
-        // Non-ASCII, escaped and spaced JSON: stored byte for byte, never re-serialized.
-        let body = "{ \"eventData\" : {\"merchantTransactionId\":\"Ünïcødé-1\"}, \"note\":\"\\u00e9\" }"
-        let answer = try await h.pxp(body, requestID: "req-raw")
-        #expect(answer.status == 200)
-        let conn = try h.database.connect(); defer { conn.close() }
-        let row = try #require(try conn.query("SELECT body, headers::text AS headers FROM deliveries WHERE id = $1", [.int64(answer.eventID!)]).first)
-        #expect(try row.bytes("body") == Array(body.utf8))
-        #expect(try row.string("headers").lowercased().contains("x-request-id"))
+        try await ReceiverHarness.with { h in
+            // Non-ASCII, escaped and spaced JSON: stored byte for byte, never re-serialized.
+            let body = "{ \"eventData\" : {\"merchantTransactionId\":\"Ünïcødé-1\"}, \"note\":\"\\u00e9\" }"
+            let answer = try await h.pxp(body, requestID: "req-raw")
+            #expect(answer.status == 200)
+            let conn = try h.database.connect(); defer { conn.close() }
+            let row = try #require(try conn.query("SELECT body, headers::text AS headers FROM deliveries WHERE id = $1", [.int64(answer.eventID!)]).first)
+            #expect(try row.bytes("body") == Array(body.utf8))
+            #expect(try row.string("headers").lowercased().contains("x-request-id"))
+        }
     }
 
     @Test func twentyConcurrentIdenticalDeliveriesStoreOneRow() async throws {
-        let h = try ReceiverHarness(); defer { h.stop() }
-        let body = #"{"eventData":{"merchantTransactionId":"ORD-C"}}"#
-        let answers = try await withThrowingTaskGroup(of: ReceiverHarness.Answer.self) { group in
-            for _ in 0..<20 { group.addTask { try await h.pxp(body, requestID: "same-request") } }
-            return try await group.reduce(into: []) { $0.append($1) }
+        try await ReceiverHarness.with { h in
+            let body = #"{"eventData":{"merchantTransactionId":"ORD-C"}}"#
+            let answers = try await withThrowingTaskGroup(of: ReceiverHarness.Answer.self) { group in
+                for _ in 0..<20 { group.addTask { try await h.pxp(body, requestID: "same-request") } }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(answers.allSatisfy { $0.status == 200 })
+            #expect(Set(answers.compactMap(\.eventID)).count == 1)
+            #expect(answers.filter { $0.outcome == "accepted" }.count == 1)
+            #expect(answers.filter { $0.outcome == "duplicate" }.count == 19)
+            #expect(try h.database.count("SELECT count(*) FROM deliveries") == 1)
+            #expect(try h.database.count("SELECT redeliveries::bigint FROM deliveries") == 19)
         }
-        #expect(answers.allSatisfy { $0.status == 200 })
-        #expect(Set(answers.compactMap(\.eventID)).count == 1)
-        #expect(answers.filter { $0.outcome == "accepted" }.count == 1)
-        #expect(answers.filter { $0.outcome == "duplicate" }.count == 19)
-        #expect(try h.database.count("SELECT count(*) FROM deliveries") == 1)
-        #expect(try h.database.count("SELECT redeliveries::bigint FROM deliveries") == 19)
     }
 
     @Test func pxpArrayBodyIsOneDelivery() async throws {
-        let h = try ReceiverHarness(); defer { h.stop() }
-        let body = #"[{"eventData":{"merchantTransactionId":"A"}},{"eventData":{"merchantTransactionId":"B"}}]"#
-        let answer = try await h.pxp(body)
-        #expect(answer.status == 200 && answer.outcome == "accepted")
-        #expect(try h.database.count("SELECT count(*) FROM deliveries") == 1)
+        try await ReceiverHarness.with { h in
+            let body = #"[{"eventData":{"merchantTransactionId":"A"}},{"eventData":{"merchantTransactionId":"B"}}]"#
+            let answer = try await h.pxp(body)
+            #expect(answer.status == 200 && answer.outcome == "accepted")
+            #expect(try h.database.count("SELECT count(*) FROM deliveries") == 1)
+        }
     }
 
     @Test func pxpWithoutRequestIdDedupesOnTheBodyHash() async throws {
-        let h = try ReceiverHarness(); defer { h.stop() }
-        let body = #"{"eventData":{"merchantTransactionId":"NO-ID"}}"#
-        let first = try await h.pxp(body, requestID: nil)
-        #expect(first.status == 200 && first.outcome == "accepted")
-        let again = try await h.pxp(body, requestID: nil)
-        #expect(again.outcome == "duplicate" && again.eventID == first.eventID)
-        let conn = try h.database.connect(); defer { conn.close() }
-        let key = try #require(try conn.query("SELECT dedupe_key FROM deliveries").first).string("dedupe_key")
-        #expect(key == SHA256.hex(Array(body.utf8)))
+        try await ReceiverHarness.with { h in
+            let body = #"{"eventData":{"merchantTransactionId":"NO-ID"}}"#
+            let first = try await h.pxp(body, requestID: nil)
+            #expect(first.status == 200 && first.outcome == "accepted")
+            let again = try await h.pxp(body, requestID: nil)
+            #expect(again.outcome == "duplicate" && again.eventID == first.eventID)
+            let conn = try h.database.connect(); defer { conn.close() }
+            let key = try #require(try conn.query("SELECT dedupe_key FROM deliveries").first).string("dedupe_key")
+            #expect(key == SHA256.hex(Array(body.utf8)))
+        }
     }
 
     @Test func paypalAndPaypercutDeliveriesAreAcceptedAndDeduplicatedOnEventId() async throws {
-        let h = try ReceiverHarness(); defer { h.stop() }
-        let event = #"{"id":"WH-1","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_type":"capture","resource":{"id":"CAP-1","supplementary_data":{"related_ids":{"order_id":"ORDER-1"}}}}"#
-        let a = try await h.paypalDelivery(event)
-        #expect(a.status == 200 && a.outcome == "accepted")
-        let b = try await h.paypalDelivery(event)   // a redelivery: new transmission, same event id
-        #expect(b.status == 200 && b.outcome == "duplicate" && b.eventID == a.eventID)
-        let pc = #"{"id":"evt_1","type":"payment_intent.requires_capture","data":{"object":{"id":"pi_1","object":"payment_intent"}}}"#
-        let c = try await h.paypercut(pc)
-        #expect(c.status == 200 && c.outcome == "accepted")
-        #expect(try h.database.count("SELECT count(*) FROM deliveries") == 2)
+        try await ReceiverHarness.with { h in
+            let event = #"{"id":"WH-1","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_type":"capture","resource":{"id":"CAP-1","supplementary_data":{"related_ids":{"order_id":"ORDER-1"}}}}"#
+            let a = try await h.paypalDelivery(event)
+            #expect(a.status == 200 && a.outcome == "accepted")
+            let b = try await h.paypalDelivery(event)   // a redelivery: new transmission, same event id
+            #expect(b.status == 200 && b.outcome == "duplicate" && b.eventID == a.eventID)
+            let pc = #"{"id":"evt_1","type":"payment_intent.requires_capture","data":{"object":{"id":"pi_1","object":"payment_intent"}}}"#
+            let c = try await h.paypercut(pc)
+            #expect(c.status == 200 && c.outcome == "accepted")
+            #expect(try h.database.count("SELECT count(*) FROM deliveries") == 2)
+        }
     }
 
     struct ErrorCase: Sendable, CustomStringConvertible {
@@ -120,46 +126,49 @@ struct ReceiverTests {
 
     @Test(arguments: errorCases)
     func rejectedDeliveriesGetTheirStatusAndAreRecorded(_ c: ErrorCase) async throws {
-        let h = try ReceiverHarness(); defer { h.stop() }
-        let answer = try await c.send(h)
-        #expect(answer.status == c.status)
-        #expect(answer.errorCode == c.code)
-        #expect(answer.headers["content-type"] == "application/json")
-        #expect(try h.database.count("SELECT count(*) FROM deliveries") == 0)
-        // The audit row is written asynchronously (the 4xx does not wait for it): poll briefly.
-        var recorded: Int64 = 0
-        for _ in 0..<100 {
-            recorded = try h.database.count("SELECT count(*) FROM rejected_deliveries WHERE reason = $1", [.text(c.code)])
-            if recorded > 0 { break }
-            try await Task.sleep(for: .milliseconds(20))
+        try await ReceiverHarness.with { h in
+            let answer = try await c.send(h)
+            #expect(answer.status == c.status)
+            #expect(answer.errorCode == c.code)
+            #expect(answer.headers["content-type"] == "application/json")
+            #expect(try h.database.count("SELECT count(*) FROM deliveries") == 0)
+            // The audit row is written asynchronously (the 4xx does not wait for it): poll briefly.
+            var recorded: Int64 = 0
+            for _ in 0..<100 {
+                recorded = try h.database.count("SELECT count(*) FROM rejected_deliveries WHERE reason = $1", [.text(c.code)])
+                if recorded > 0 { break }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(recorded == 1)
+            let prefix = try h.database.count("SELECT max(length(body_prefix))::bigint FROM rejected_deliveries")
+            #expect(prefix <= 64 * 1024)
         }
-        #expect(recorded == 1)
-        let prefix = try h.database.count("SELECT max(length(body_prefix))::bigint FROM rejected_deliveries")
-        #expect(prefix <= 64 * 1024)
     }
 
     @Test func unknownPathsAndMethods() async throws {
-        let h = try ReceiverHarness(); defer { h.stop() }
-        let notFound = try await h.get("/webhooks/stripe")
-        #expect(notFound.status == 404 && notFound.errorCode == "not_found")
-        let elsewhere = try await h.get("/")
-        #expect(elsewhere.status == 404)
-        let wrongMethod = try await h.get("/webhooks/pxp")
-        #expect(wrongMethod.status == 405 && wrongMethod.headers["allow"] == "POST")
-        let health = try await h.get("/healthz")
-        #expect(health.status == 200)
-        let ready = try await h.get("/readyz")
-        #expect(ready.status == 200)
+        try await ReceiverHarness.with { h in
+            let notFound = try await h.get("/webhooks/stripe")
+            #expect(notFound.status == 404 && notFound.errorCode == "not_found")
+            let elsewhere = try await h.get("/")
+            #expect(elsewhere.status == 404)
+            let wrongMethod = try await h.get("/webhooks/pxp")
+            #expect(wrongMethod.status == 405 && wrongMethod.headers["allow"] == "POST")
+            let health = try await h.get("/healthz")
+            #expect(health.status == 200)
+            let ready = try await h.get("/readyz")
+            #expect(ready.status == 200)
+        }
     }
 
     @Test func metricsCountDeliveriesByOutcomeAndPending() async throws {
-        let h = try ReceiverHarness(); defer { h.stop() }
-        _ = try await h.pxp(#"{"eventData":{}}"#)
-        _ = try await h.pxp("{}", key: "wrong")
-        let metrics = String(decoding: try await h.get("/metrics").body, as: UTF8.self)
-        #expect(metrics.contains(#"payrecon_deliveries_total{provider="pxp",outcome="accepted"}"#))
-        #expect(metrics.contains(#"payrecon_deliveries_total{provider="pxp",outcome="invalid_signature"}"#))
-        #expect(metrics.contains("payrecon_ack_seconds_bucket"))
-        #expect(metrics.contains("payrecon_deliveries_pending"))
+        try await ReceiverHarness.with { h in
+            _ = try await h.pxp(#"{"eventData":{}}"#)
+            _ = try await h.pxp("{}", key: "wrong")
+            let metrics = String(decoding: try await h.get("/metrics").body, as: UTF8.self)
+            #expect(metrics.contains(#"payrecon_deliveries_total{provider="pxp",outcome="accepted"}"#))
+            #expect(metrics.contains(#"payrecon_deliveries_total{provider="pxp",outcome="invalid_signature"}"#))
+            #expect(metrics.contains("payrecon_ack_seconds_bucket"))
+            #expect(metrics.contains("payrecon_deliveries_pending"))
+        }
     }
 }

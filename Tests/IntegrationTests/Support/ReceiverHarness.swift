@@ -44,6 +44,13 @@ final class ReceiverHarness: @unchecked Sendable {
         port = try receiver.start()
     }
 
+    /// Runs `body` with a fresh harness and always tears it down, off the cooperative pool.
+    static func with(maxBodyBytes: Int = 64 * 1024, _ body: (ReceiverHarness) async throws -> Void) async throws {
+        let h = try await offload { try ReceiverHarness(maxBodyBytes: maxBodyBytes) }
+        do { try await body(h) } catch { await offload { h.stop() }; throw error }
+        await offload { h.stop() }
+    }
+
     func stop() {
         receiver.shutdown()
         certServer.shutdown(drainTimeout: 1)

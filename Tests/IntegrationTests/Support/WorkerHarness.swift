@@ -55,15 +55,14 @@ final class WorkerHarness: @unchecked Sendable {
 
     /// Runs `body` with a fresh harness and always tears it down.
     static func with(retry: RetryPolicy = .none, _ body: (WorkerHarness) async throws -> Void) async throws {
-        let h = try WorkerHarness(retry: retry)
+        let h = try await offload { try WorkerHarness(retry: retry) }
         do { try await body(h) } catch { await h.stop(); throw error }
         await h.stop()
     }
 
     func stop() async {
         await paysim.shutdown(drainTimeout: 1)
-        pool.close()
-        database.drop()
+        await offload { [pool, database] in pool.close(); database.drop() }
     }
 
     // MARK: paysim's admin API (over HTTP)
