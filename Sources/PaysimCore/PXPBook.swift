@@ -23,6 +23,9 @@ public struct PXPTransaction: Sendable, Equatable {
     public var state: String
     /// `fundingData.providerResponse.authorisedAmount` as reported (nil: not reported).
     public var reportedAuthorised: Int64?
+    /// The `site` the answer reports when it differs from the one in the API path (a site alias or a
+    /// misconfigured terminal at the provider): lets tests and the demo show `site_mismatch`.
+    public var reportedSite: String?
 
     // Internal totals (limits).
     public var authorised: Int64
@@ -50,7 +53,7 @@ public struct PXPTransaction: Sendable, Equatable {
             "merchantTransactionDate": .string(merchantTransactionDate),
             "merchantTransactionId": .string(merchantTransactionID),
             "merchant": .string(merchant),
-            "site": .string(site),
+            "site": .string(reportedSite ?? site),
             "transactionMethod": .object(["intent": .string(intent), "entryType": .string(entryType),
                                        "fundingType": .string(fundingType)]),
             "amounts": .object(["transactionValue": .decimal(minorUnits: amount.minorUnits, exponent: amount.currency.exponent),
@@ -355,6 +358,7 @@ extension PXPTransaction {
                                merchantTransactionDate: createdAt, intent: intent, amount: amount, state: state,
                                reportedAuthorised: reported, authorised: 0)
         if let e = try string("entryType", required: false) { t.entryType = e }
+        if let r = try string("reportedSite", required: false) { t.reportedSite = r }
         if let f = try string("fundingType", required: false) { t.fundingType = f }
         // Internal totals follow from the reported state.
         let authorised = reported ?? amount.minorUnits

@@ -70,7 +70,8 @@ public struct PaysimOptions: Sendable {
     Admin bodies (JSON; amounts are decimal strings or numbers in major units, parsed exactly):
       /admin/pxp/transactions  {merchant, site, merchantTransactionId, intent (Authorisation|EstimatedAuthorisation|
                                Purchase|Payout|...), currency, value, state (default Authorised), authorisedAmount?,
-                               createdAt?, systemTransactionId?, entryType?, fundingType?}  (or an array of them)
+                               createdAt?, systemTransactionId?, entryType?, fundingType?,
+                           reportedSite? (the site the answer reports, if not the path's)}  (or an array of them)
       /admin/paypal/orders     {id, intent (CAPTURE|AUTHORIZE), status (default COMPLETED), currency, amount,
                                merchant_id?, reference_id?, create_time?, authorizations: [{id?, status?, amount?}],
                                captures: [{id?, status?, amount?, authorization_id?, final_capture?}],

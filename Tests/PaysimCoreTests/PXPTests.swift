@@ -31,6 +31,14 @@ import Testing
         #expect(sim.pxpGet("merchantTransactionId=ORD-1").bodyText.contains(expected))
     }
 
+    @Test func reportedSiteIsAnsweredWhileThePathUsesTheSeededSite() throws {
+        let sim = makeSimulator()
+        sim.seedPXP("ORD-1", extra: #","reportedSite":"POS-7""#)
+        let r = sim.pxpGet("merchantTransactionId=ORD-1")
+        #expect(r.status == 200)
+        #expect(try #require(r.json)["site"]?.stringValue == "POS-7")
+    }
+
     @Test func getBySystemTransactionIdAndAuthorisedAmount() throws {
         let sim = makeSimulator()
         let sid = sim.seedPXP("ORD-1", extra: #","authorisedAmount":"15.00""#)
