@@ -58,17 +58,25 @@ public enum ActionStore {
                   .int64(amount), .text(currency), .text(state), actionID.map { .int64($0) } ?? .null])
     }
 
+    public typealias PXPModificationRow = (systemTransactionID: String, parent: String, operation: ActionKind, amount: Int64, state: String)
+
     /// The modifications known for a PXP order's transaction.
-    public static func pxpModifications(orderID: String, on conn: PostgresConnection) throws
-        -> [(systemTransactionID: String, parent: String, operation: ActionKind, amount: Int64, state: String)] {
-        try conn.query("""
-            SELECT system_transaction_id, parent_system_transaction_id, operation, amount_minor, state FROM pxp_modifications
-            WHERE order_id = $1 ORDER BY created_at, system_transaction_id
-            """, [.text(orderID)]).compactMap { row in
-            guard let op = ActionKind(rawValue: try row.string("operation")) else { return nil }
-            return (try row.string("system_transaction_id"), try row.string("parent_system_transaction_id"), op,
-                    try row.int64("amount_minor"), try row.string("state"))
+    public static func pxpModifications(orderID: String, on conn: PostgresConnection) throws -> [PXPModificationRow] {
+        try pxpModifications(orderIDs: [orderID], on: conn)[orderID] ?? []
+    }
+
+    /// The modifications known for many PXP orders at once, by order id.
+    public static func pxpModifications(orderIDs: [String], on conn: PostgresConnection) throws -> [String: [PXPModificationRow]] {
+        var out: [String: [PXPModificationRow]] = [:]
+        for row in try conn.query("""
+            SELECT order_id, system_transaction_id, parent_system_transaction_id, operation, amount_minor, state FROM pxp_modifications
+            WHERE order_id = ANY($1) ORDER BY created_at, system_transaction_id
+            """, [.textArray(orderIDs)]) {
+            guard let op = ActionKind(rawValue: try row.string("operation")) else { continue }
+            out[try row.string("order_id"), default: []].append((try row.string("system_transaction_id"), try row.string("parent_system_transaction_id"),
+                                                                 op, try row.int64("amount_minor"), try row.string("state")))
         }
+        return out
     }
 
     static func decode(_ row: PostgresRow) throws -> StoredAction {

@@ -25,6 +25,20 @@ public enum FindingStore {
         }
     }
 
+    /// Actions already emitted for many orders of one provider at once (the sweep loads a page's in one query).
+    public static func emitted(provider: Provider, orderIDs: [String], on conn: PostgresConnection) throws -> [String: [EmittedAction]] {
+        var out: [String: [EmittedAction]] = [:]
+        for row in try conn.query("""
+            SELECT order_id, idempotency_key, action, status, amount_minor FROM actions
+            WHERE provider = $1 AND order_id = ANY($2) ORDER BY id
+            """, [.text(provider.rawValue), .textArray(orderIDs)]) {
+            guard let kind = ActionKind(rawValue: try row.string("action")), let status = ActionStatus(rawValue: try row.string("status")) else { continue }
+            out[try row.string("order_id"), default: []].append(EmittedAction(idempotencyKey: try row.string("idempotency_key"), kind: kind,
+                                                                              status: status, amount: try row.int64("amount_minor")))
+        }
+        return out
+    }
+
     static let upsertFinding = """
         INSERT INTO discrepancies (provider, order_id, transaction_ref, kind, expected, actual, detail, amount_at_risk_minor, currency)
         VALUES ($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7, $8, $9)

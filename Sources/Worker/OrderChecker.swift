@@ -27,21 +27,36 @@ public final class OrderChecker: Sendable {
         self.pool = pool; self.gateway = gateway; self.pendingMax = pendingMaxSeconds; self.clock = clock
     }
 
-    public func check(_ order: Order) async -> Result {
-        let known: (emitted: [EmittedAction], modifications: [PXPModification])
-        do {
-            known = try await pool.run { conn in
-                let emitted = try FindingStore.emitted(provider: order.provider, orderID: order.orderID, on: conn)
-                var mods: [PXPModification] = []
-                if order.provider == .pxp {
-                    mods = try ActionStore.pxpModifications(orderID: order.orderID, on: conn).map {
-                        PXPModification(systemTransactionId: $0.systemTransactionID, parentSystemTransactionId: $0.parent,
-                                        operation: $0.operation.pxpOperation, amount: $0.amount, state: $0.state)
-                    }
+    /// What payrecon already knows of an order: the actions it emitted, the PXP modifications it made.
+    public struct Known: Sendable {
+        public var emitted: [EmittedAction]
+        public var modifications: [PXPModification]
+    }
+
+    /// Loads what is known of many orders (one provider) in two queries: the sweep does this per page.
+    public static func known(provider: Provider, orderIDs: [String], on conn: PostgresConnection) throws -> [String: Known] {
+        let emitted = try FindingStore.emitted(provider: provider, orderIDs: orderIDs, on: conn)
+        let mods = provider == .pxp ? try ActionStore.pxpModifications(orderIDs: orderIDs, on: conn) : [:]
+        var out: [String: Known] = [:]
+        for id in orderIDs {
+            out[id] = Known(emitted: emitted[id] ?? [], modifications: (mods[id] ?? []).map {
+                PXPModification(systemTransactionId: $0.systemTransactionID, parentSystemTransactionId: $0.parent,
+                                operation: $0.operation.pxpOperation, amount: $0.amount, state: $0.state)
+            })
+        }
+        return out
+    }
+
+    /// Checks `order`; `known` may be preloaded (the sweep), else it is read now.
+    public func check(_ order: Order, known preloaded: Known? = nil) async -> Result {
+        let known: Known
+        if let preloaded { known = preloaded } else {
+            do {
+                known = try await pool.run { conn in
+                    try Self.known(provider: order.provider, orderIDs: [order.orderID], on: conn)[order.orderID]!
                 }
-                return (emitted, mods)
-            }
-        } catch { return .transient(reason: "database: \(error)", retryAfterSeconds: nil) }
+            } catch { return .transient(reason: "database: \(error)", retryAfterSeconds: nil) }
+        }
 
         let outcome = await gateway.snapshot(provider: order.provider, transactionRef: order.transactionRef,
                                              merchant: order.merchant, site: order.site, modifications: known.modifications)

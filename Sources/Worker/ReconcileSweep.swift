@@ -53,11 +53,18 @@ public struct ReconcileSweep: Sendable {
                 }
                 if page.isEmpty { break pages }
                 cursor = (page.last!.provider.rawValue, page.last!.orderID)
+                // What is known of the page's orders, in a few queries rather than two per order.
+                var known: [Provider: [String: OrderChecker.Known]] = [:]
+                for provider in Set(page.map(\.provider)) {
+                    let ids = page.filter { $0.provider == provider }.map(\.orderID)
+                    known[provider] = try await pool.run { try OrderChecker.known(provider: provider, orderIDs: ids, on: $0) }
+                }
                 for order in page {
+                    let orderKnown = known[order.provider]?[order.orderID]
                     if inFlight >= concurrency { try await group.next(); inFlight -= 1 }
                     inFlight += 1
                     group.addTask {
-                        let result = await checker.check(order)
+                        let result = await checker.check(order, known: orderKnown)
                         state.withLock { s in
                             switch result {
                             case .checked(let o, let matched):
