@@ -149,7 +149,7 @@ extension Report {
             out += "<tr data-provider=\"\(HTML.escape(d.provider))\" data-kind=\"\(HTML.escape(d.kind.rawValue))\" data-status=\"\(HTML.escape(d.status.rawValue))\" class=\"\(d.status.rawValue)\">"
             out += "<td class=\"num\">\(d.id)</td><td>\(HTML.escape(d.provider))</td>"
             out += "<td>" + (d.orderID.map { HTML.escape($0) } ?? "<span class=\"none\">none</span>") + "</td>"
-            out += "<td>\(HTML.escape(d.transactionRef))</td><td><i class=\"dot\" style=\"background:\(HTML.colour(d.kind))\"></i>\(HTML.escape(d.kind.rawValue))</td>"
+            out += "<td>\(HTML.escape(d.transactionRef))</td><td class=\"kind\"><i class=\"dot\" style=\"background:\(HTML.colour(d.kind))\"></i>\(HTML.escape(d.kind.rawValue))</td>"
             out += "<td><span class=\"badge \(d.status.rawValue)\">\(d.status.rawValue)</span></td>"
             out += "<td class=\"num\">\(HTML.escape(risk))</td><td class=\"num\">\(d.occurrences)</td>"
             out += "<td>\(HTML.escape(Timestamp.minutes(d.firstSeen)))</td><td>\(HTML.escape(Timestamp.minutes(d.lastSeen)))</td>"
@@ -218,7 +218,7 @@ public enum HTML {
         table{border-collapse:collapse;width:100%}th,td{padding:7px 10px;border-bottom:1px solid var(--line);text-align:left;vertical-align:top}
         th{position:sticky;top:0;background:#f2f4f7;font-size:12px;color:var(--muted);white-space:nowrap}td{word-break:break-word}
         .num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}tr.resolved td{color:var(--muted)}
-        .badge{padding:1px 8px;border-radius:10px;font-size:12px}.badge.open{background:#fee4e2;color:var(--bad)}.badge.resolved{background:#d1fadf;color:var(--good)}
+        .badge{padding:1px 8px;border-radius:10px;font-size:12px;white-space:nowrap}td.kind{white-space:nowrap}.badge.open{background:#fee4e2;color:var(--bad)}.badge.resolved{background:#d1fadf;color:var(--good)}
         .kv b{font-weight:600;color:var(--muted)}.none,.empty{color:var(--muted)}tr[hidden]{display:none}
         @media print{.filters{display:none}body{background:#fff}}
         """
