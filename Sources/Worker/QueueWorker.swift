@@ -60,32 +60,45 @@ public final class QueueWorker: Sendable {
         let renewer = Task { await renewLeases() }
         defer { renewer.cancel(); wakeup.stop() }
         Log.info("worker started", ["owner": configuration.owner, "once": once])
-        while !stopping.load(ordering: .relaxed) {
-            let claimed: [QueuedDelivery]
-            do {
-                claimed = try await pool.run { [configuration] conn in
-                    try DeliveryQueue.claim(owner: configuration.owner, leaseSeconds: configuration.leaseSeconds,
-                                            limit: configuration.batchSize, on: conn)
+        // A pipeline, not batches: as soon as a delivery finishes, another is claimed, so one slow provider call
+        // never holds up the deliveries behind it.
+        await withTaskGroup(of: Void.self) { group in
+            var inFlight = 0
+            while !stopping.load(ordering: .relaxed) {
+                var claimed: [QueuedDelivery] = []
+                if inFlight < configuration.batchSize {
+                    let room = configuration.batchSize - inFlight
+                    do {
+                        claimed = try await pool.run { [configuration] conn in
+                            try DeliveryQueue.claim(owner: configuration.owner, leaseSeconds: configuration.leaseSeconds, limit: room, on: conn)
+                        }
+                    } catch {
+                        Log.warning("cannot claim deliveries; retrying", ["error": String(describing: error)])
+                        if inFlight == 0 {
+                            if once { break }
+                            await wakeup.wait(seconds: configuration.pollSeconds)
+                            continue
+                        }
+                    }
                 }
-            } catch {
-                Log.warning("cannot claim deliveries; retrying", ["error": String(describing: error)])
-                if once { break }
-                await wakeup.wait(seconds: configuration.pollSeconds)
-                continue
-            }
-            if claimed.isEmpty {
+                held.withLock { $0.formUnion(claimed.map(\.id)) }
+                for delivery in claimed { group.addTask { await self.handle(delivery) } }
+                inFlight += claimed.count
+                if inFlight > 0 && (claimed.isEmpty || inFlight >= configuration.batchSize) {
+                    await group.next()       // wait for one to finish, then top up
+                    inFlight -= 1
+                    continue
+                }
+                if inFlight > 0 { continue }
+                // Nothing in hand and nothing due.
                 if let executor, configuration.executeActions { _ = await executor.executePending() }
                 if once { break }
                 let due = (try? await pool.run { try DeliveryQueue.secondsUntilNextDue(on: $0) }) ?? nil
                 await wakeup.wait(seconds: min(configuration.pollSeconds, due ?? configuration.pollSeconds))
-                continue
             }
-            held.withLock { $0.formUnion(claimed.map(\.id)) }
-            await withTaskGroup(of: Void.self) { group in
-                for delivery in claimed { group.addTask { await self.handle(delivery) } }
-            }
-            if let executor, configuration.executeActions { _ = await executor.executePending() }
+            await group.waitForAll()
         }
+        if let executor, configuration.executeActions, once { _ = await executor.executePending() }
         let t = totals.withLock { $0 }
         Log.info("worker stopped", ["done": t.done, "retried": t.retried, "dead": t.dead])
         return t
