@@ -3,50 +3,43 @@ import HTTP
 import Providers
 import Reconciliation
 
-/// Each provider's endpoint: its verifier on the raw bytes, then its event parser for the dedupe key.
+/// A provider's endpoint: its verifier on the raw bytes, then its event parser for the dedupe key.
 /// The body is parsed only after the signature holds: nothing unauthenticated is interpreted.
-public struct PXPEndpoint: WebhookEndpoint {
-    public let provider = Provider.pxp
-    let verifier: PXPWebhookVerifier
-    public init(verifier: PXPWebhookVerifier) { self.verifier = verifier }
+public struct VerifyingEndpoint: WebhookEndpoint {
+    public let provider: Provider
+    let verify: @Sendable (Headers, [UInt8], Date) throws(WebhookRejection) -> Void
+    let parse: @Sendable (Headers, [UInt8]) throws(WebhookRejection) -> AcceptedDelivery
 
     public func accept(headers: HTTPHeaders, body: [UInt8], now: Date) -> Result<AcceptedDelivery, DeliveryRejection> {
         let h = Headers(headers.pairs.map { ($0.name, $0.value) })
         do {
-            try verifier.verify(headers: h, body: body, time: .at(now))
-            let n = try PXPNotification.parse(body: body, headers: h)
-            return .success(AcceptedDelivery(dedupeKey: n.dedupeKey, eventType: n.eventType))
+            try verify(h, body, now)
+            return .success(try parse(h, body))
         } catch { return .failure(DeliveryRejection(error)) }
     }
-}
 
-public struct PayPalEndpoint: WebhookEndpoint {
-    public let provider = Provider.paypal
-    let verifier: PayPalWebhookVerifier
-    public init(verifier: PayPalWebhookVerifier) { self.verifier = verifier }
-
-    public func accept(headers: HTTPHeaders, body: [UInt8], now: Date) -> Result<AcceptedDelivery, DeliveryRejection> {
-        let h = Headers(headers.pairs.map { ($0.name, $0.value) })
-        do {
-            try verifier.verify(headers: h, body: body, time: .at(now))
-            let e = try PayPalEvent.parse(body: body)
-            return .success(AcceptedDelivery(dedupeKey: e.id, eventType: e.eventType))
-        } catch { return .failure(DeliveryRejection(error)) }
+    public static func pxp(_ verifier: PXPWebhookVerifier) -> VerifyingEndpoint {
+        VerifyingEndpoint(provider: .pxp, verify: { h, b, now throws(WebhookRejection) in try verifier.verify(headers: h, body: b, time: .at(now)) },
+                          parse: { h, b throws(WebhookRejection) in
+                              let n = try PXPNotification.parse(body: b, headers: h)
+                              return AcceptedDelivery(dedupeKey: n.dedupeKey, eventType: n.eventType)
+                          })
     }
-}
 
-public struct PaypercutEndpoint: WebhookEndpoint {
-    public let provider = Provider.paypercut
-    let verifier: PaypercutWebhookVerifier
-    public init(verifier: PaypercutWebhookVerifier) { self.verifier = verifier }
+    public static func paypal(_ verifier: PayPalWebhookVerifier) -> VerifyingEndpoint {
+        VerifyingEndpoint(provider: .paypal, verify: { h, b, now throws(WebhookRejection) in try verifier.verify(headers: h, body: b, time: .at(now)) },
+                          parse: { _, b throws(WebhookRejection) in
+                              let e = try PayPalEvent.parse(body: b)
+                              return AcceptedDelivery(dedupeKey: e.id, eventType: e.eventType)
+                          })
+    }
 
-    public func accept(headers: HTTPHeaders, body: [UInt8], now: Date) -> Result<AcceptedDelivery, DeliveryRejection> {
-        let h = Headers(headers.pairs.map { ($0.name, $0.value) })
-        do {
-            try verifier.verify(headers: h, body: body, time: .at(now))
-            let e = try PaypercutEvent.parse(body: body)
-            return .success(AcceptedDelivery(dedupeKey: e.id, eventType: e.type))
-        } catch { return .failure(DeliveryRejection(error)) }
+    public static func paypercut(_ verifier: PaypercutWebhookVerifier) -> VerifyingEndpoint {
+        VerifyingEndpoint(provider: .paypercut, verify: { h, b, now throws(WebhookRejection) in try verifier.verify(headers: h, body: b, time: .at(now)) },
+                          parse: { _, b throws(WebhookRejection) in
+                              let e = try PaypercutEvent.parse(body: b)
+                              return AcceptedDelivery(dedupeKey: e.id, eventType: e.type)
+                          })
     }
 }
 

@@ -48,14 +48,14 @@ func webhookEndpoints(_ env: Environment) throws -> [any WebhookEndpoint] {
     if let key = env["PXP_WEBHOOK_KEY"] {
         let algoName = try env.choice("PXP_WEBHOOK_HMAC", ["sha256", "sha512", "sha1"], default: "sha256")
         guard let algo = HMACAlgorithm(configuration: algoName) else { throw FatalError("PXP_WEBHOOK_HMAC=\(algoName) is not supported") }
-        endpoints.append(PXPEndpoint(verifier: try PXPWebhookVerifier(key: key, algorithm: algo, tolerance: tolerance)))
+        endpoints.append(VerifyingEndpoint.pxp(try PXPWebhookVerifier(key: key, algorithm: algo, tolerance: tolerance)))
     } else {
         Log.warning("PXP webhooks disabled: PXP_WEBHOOK_KEY is not set", [:])
     }
     if let webhookID = env["PAYPAL_WEBHOOK_ID"] {
         let roots = try trustRoots(env)
         let source = CachingCertificateSource(upstream: HTTPCertificateSource())
-        endpoints.append(PayPalEndpoint(verifier: try PayPalWebhookVerifier(
+        endpoints.append(VerifyingEndpoint.paypal(try PayPalWebhookVerifier(
             webhookID: webhookID, certificateSource: source, trustRoots: roots,
             certURLPrefixes: env.list("PAYPAL_CERT_URL_PREFIXES", default: PayPalWebhookVerifier.defaultCertURLPrefixes.joined(separator: ",")),
             tolerance: tolerance)))
@@ -63,7 +63,7 @@ func webhookEndpoints(_ env: Environment) throws -> [any WebhookEndpoint] {
         Log.warning("PayPal webhooks disabled: PAYPAL_WEBHOOK_ID is not set", [:])
     }
     if let secret = env["PAYPERCUT_WEBHOOK_SECRET"] {
-        endpoints.append(PaypercutEndpoint(verifier: try PaypercutWebhookVerifier(secret: secret, tolerance: tolerance)))
+        endpoints.append(VerifyingEndpoint.paypercut(try PaypercutWebhookVerifier(secret: secret, tolerance: tolerance)))
     }
     return endpoints
 }

@@ -32,9 +32,9 @@ final class ReceiverHarness: @unchecked Sendable {
         paypal.certURL = "http://127.0.0.1:\(certServer.port)/v1/notifications/certs/CERT-test"
         pool = PostgresPool(conninfo: databaseURL.map { TestDatabase.withSearchPath($0, database.schema) } ?? database.url, size: 4, acquireTimeout: 2)
         let endpoints: [any WebhookEndpoint] = [
-            PXPEndpoint(verifier: try PXPWebhookVerifier(key: Self.pxpKey)),
-            PaypercutEndpoint(verifier: try PaypercutWebhookVerifier(secret: Self.paypercutSecret)),
-            PayPalEndpoint(verifier: try PayPalWebhookVerifier(
+            VerifyingEndpoint.pxp(try PXPWebhookVerifier(key: Self.pxpKey)),
+            VerifyingEndpoint.paypercut(try PaypercutWebhookVerifier(secret: Self.paypercutSecret)),
+            VerifyingEndpoint.paypal(try PayPalWebhookVerifier(
                 webhookID: Self.paypalWebhookID, certificateSource: CachingCertificateSource(upstream: HTTPCertificateSource()),
                 trustRoots: [paypal.ca.certificate],
                 certURLPrefixes: ["http://127.0.0.1:\(certServer.port)/v1/notifications/certs/"])),
