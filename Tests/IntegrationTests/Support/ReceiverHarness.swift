@@ -21,7 +21,7 @@ final class ReceiverHarness: @unchecked Sendable {
     let certServer: HTTPServer
 
     init(maxBodyBytes: Int = 64 * 1024, databaseURL: String? = nil) throws {
-        let database = try TestDatabase.create()
+        let database = try TestDatabase.create(baseURL: databaseURL ?? TestDatabase.baseURL)
         self.database = database
         paypal = try PayPalSigner()
         let pem = paypal.leafPEM
@@ -30,7 +30,7 @@ final class ReceiverHarness: @unchecked Sendable {
         }
         try certServer.start()
         paypal.certURL = "http://127.0.0.1:\(certServer.port)/v1/notifications/certs/CERT-test"
-        pool = PostgresPool(conninfo: databaseURL.map { TestDatabase.withSearchPath($0, database.schema) } ?? database.url, size: 4, acquireTimeout: 2)
+        pool = PostgresPool(conninfo: database.url, size: 4, acquireTimeout: 2)
         let endpoints: [any WebhookEndpoint] = [
             VerifyingEndpoint.pxp(try PXPWebhookVerifier(key: Self.pxpKey)),
             VerifyingEndpoint.paypercut(try PaypercutWebhookVerifier(secret: Self.paypercutSecret)),

@@ -9,8 +9,10 @@ struct TestDatabase: Sendable {
 
     let schema: String
     let url: String
+    var server: String = TestDatabase.baseURL
 
-    static func create() throws -> TestDatabase {
+    /// A migrated schema on `baseURL`'s server (the test database unless a test brings its own cluster).
+    static func create(baseURL: String = TestDatabase.baseURL) throws -> TestDatabase {
         let schema = "t_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased()
         let admin = try PostgresConnection(conninfo: baseURL)
         defer { admin.close() }
@@ -20,13 +22,13 @@ struct TestDatabase: Sendable {
         defer { conn.close() }
         guard let dir = Migrator.locateDirectory() else { throw TestSetupError("sql/ not found") }
         try Migrator.migrate(try Migrator.load(from: dir), on: conn)
-        return TestDatabase(schema: schema, url: url)
+        return TestDatabase(schema: schema, url: url, server: baseURL)
     }
 
     func connect() throws -> PostgresConnection { try PostgresConnection(conninfo: url) }
 
     func drop() {
-        guard let admin = try? PostgresConnection(conninfo: Self.baseURL) else { return }
+        guard let admin = try? PostgresConnection(conninfo: server) else { return }
         _ = try? admin.execute("DROP SCHEMA \(schema) CASCADE")
         admin.close()
     }

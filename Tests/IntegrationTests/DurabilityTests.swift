@@ -1,0 +1,110 @@
+import Foundation
+import HTTP
+import Postgres
+import Providers
+import Testing
+
+/// The receiver's promises when things go wrong (contract §4): no 2xx for what is not stored, recovery without a
+/// restart, and SIGTERM answers what is in flight before exiting 0.
+@Suite("Durability", .serialized)
+struct DurabilityTests {
+    @Test func databaseStoppedGives503ThenTheReceiverRecoversByItself() async throws {
+        let cluster = try await offload { try PrivateCluster() }
+        defer { cluster.destroy() }
+        let h = try await offload { try ReceiverHarness(databaseURL: cluster.url) }
+        defer { h.stop() }
+
+        let before = try await h.pxp(#"{"eventData":{"merchantTransactionId":"A"}}"#)
+        #expect(before.status == 200)
+
+        try await offload { try cluster.stop(immediate: true) }
+        let down = try await h.pxp(#"{"eventData":{"merchantTransactionId":"B"}}"#)
+        #expect(down.status == 503)
+        #expect(down.errorCode == "storage_unavailable")
+        #expect(down.headers["retry-after"] != nil)
+        let notReady = try await h.get("/readyz")
+        #expect(notReady.status == 503)
+
+        try await offload { try cluster.start() }
+        // The pool re-dials on its own: the same delivery, retried by the provider, is now stored.
+        var after: ReceiverHarness.Answer?
+        for _ in 0..<100 {
+            after = try await h.pxp(#"{"eventData":{"merchantTransactionId":"B"}}"#, requestID: "retry-of-B")
+            if after?.status == 200 { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(after?.status == 200)
+        #expect(after?.outcome == "accepted")
+        let conn = try h.database.connect()
+        defer { conn.close() }
+        // Exactly what was acknowledged is stored: A and the retried B, not the 503'd attempt.
+        let keys = try conn.query("SELECT dedupe_key FROM deliveries ORDER BY id").map { try $0.string("dedupe_key") }
+        #expect(keys.count == 2)
+        #expect(keys.last == "retry-of-B")
+    }
+
+    @Test func sigtermAnswersTheDeliveryInFlightAfterItsCommitThenExitsZero() async throws {
+        let db = try await offload { try TestDatabase.create() }
+        defer { db.drop() }
+        let portFile = FileManager.default.temporaryDirectory.appendingPathComponent("serve-\(UUID().uuidString).port").path
+        let process = Process()
+        process.executableURL = PayreconProcess.binary
+        process.arguments = ["serve", "--port-file", portFile]
+        process.environment = ["DATABASE_URL": db.url, "PAYRECON_LISTEN": "127.0.0.1:0", "PXP_WEBHOOK_KEY": ReceiverHarness.pxpKey,
+                               "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin", "PAYRECON_LOG_LEVEL": "warning"]
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+        var port = ""
+        for _ in 0..<200 where port.isEmpty {
+            port = ((try? String(contentsOfFile: portFile, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+            if port.isEmpty { try await Task.sleep(for: .milliseconds(25)) }
+        }
+        #expect(!port.isEmpty)
+
+        // Hold the deliveries table so the receiver's commit waits: the delivery is in flight when SIGTERM arrives.
+        let locker = try db.connect()
+        defer { locker.close() }
+        _ = try locker.execute("BEGIN")
+        _ = try locker.execute("LOCK TABLE deliveries IN ACCESS EXCLUSIVE MODE")
+
+        let body = #"{"eventData":{"merchantTransactionId":"DRAIN"}}"#
+        let ts = String(Int(Date().timeIntervalSince1970))
+        let request = HTTPRequestSender(url: "http://127.0.0.1:\(port)/webhooks/pxp", headers: [
+            ("X-Request-Id", "drain-1"), ("X-Signature-Timestamp", ts),
+            ("X-Signature", PXPWebhookVerifier.signature(key: ReceiverHarness.pxpKey, requestID: "drain-1", timestamp: ts, body: Array(body.utf8))),
+        ], body: Array(body.utf8))
+        let answer = Task { try await request.send() }
+        // Wait until the insert is blocked on our lock, then ask the receiver to stop.
+        let watcher = try db.connect()
+        defer { watcher.close() }
+        for _ in 0..<200 {
+            let waiting = try watcher.query("SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO deliveries%'")
+            if try waiting.first!.int64("n") > 0 { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        kill(process.processIdentifier, SIGTERM)
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(process.isRunning, "the receiver must wait for the delivery in flight")
+        _ = try locker.execute("COMMIT")
+
+        let (status, text) = try await answer.value
+        #expect(status == 200)
+        #expect(text.contains("\"accepted\""))
+        await offload { process.waitUntilExit() }
+        #expect(process.terminationStatus == 0)
+        #expect(try db.count("SELECT count(*) FROM deliveries WHERE dedupe_key = 'drain-1'") == 1)
+    }
+}
+
+/// One POST with URLSession-free plumbing: the HTTP client of the package.
+struct HTTPRequestSender: Sendable {
+    var url: String
+    var headers: [(String, String)]
+    var body: [UInt8]
+    func send() async throws -> (Int, String) {
+        let client = HTTP.HTTPClient(configuration: .init(timeoutSeconds: 30))
+        let r = try await client.send(HTTP.HTTPClientRequest(method: "POST", url: url, headers: headers, body: body))
+        return (r.status, r.text)
+    }
+}
