@@ -57,5 +57,5 @@ public enum SimTime {
 
     /// Unix seconds of an ISO 8601 / RFC 3339 date-time with a zone (`2026-01-02T03:04:05.678Z`,
     /// `2026-01-02 03:04:05+00:00`); nil for anything else.
-    public static func parse(_ text: String) -> Int64? { ISO8601Timestamp.unixSeconds(from: text) }
+    public static func parse(_ text: String) -> Int64? { ISO8601.unixSeconds(from: text) }
 }

@@ -274,37 +274,10 @@ private struct ExactJSONParser {
                 pos += 1
                 return String(decoding: out, as: UTF8.self)  // `out` is validated UTF-8
             case UInt8(ascii: "\\"):
-                pos += 1
-                guard pos < bytes.count else { throw fail("unterminated escape") }
-                let e = bytes[pos]
-                pos += 1
-                switch e {
-                case UInt8(ascii: "\""): out.append(0x22)
-                case UInt8(ascii: "\\"): out.append(0x5C)
-                case UInt8(ascii: "/"): out.append(0x2F)
-                case UInt8(ascii: "b"): out.append(0x08)
-                case UInt8(ascii: "f"): out.append(0x0C)
-                case UInt8(ascii: "n"): out.append(0x0A)
-                case UInt8(ascii: "r"): out.append(0x0D)
-                case UInt8(ascii: "t"): out.append(0x09)
-                case UInt8(ascii: "u"):
-                    let escapeStart = pos - 2
-                    var scalar = try parseHex4()
-                    if scalar >= 0xD800 && scalar <= 0xDBFF {
-                        guard pos + 1 < bytes.count, bytes[pos] == UInt8(ascii: "\\"), bytes[pos + 1] == UInt8(ascii: "u") else {
-                            throw fail("lone high surrogate", at: escapeStart)
-                        }
-                        pos += 2
-                        let low = try parseHex4()
-                        guard low >= 0xDC00 && low <= 0xDFFF else { throw fail("high surrogate without a low surrogate", at: escapeStart) }
-                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
-                    } else if scalar >= 0xDC00 && scalar <= 0xDFFF {
-                        throw fail("lone low surrogate", at: escapeStart)
-                    }
-                    guard let u = Unicode.Scalar(scalar) else { throw fail("invalid code point", at: escapeStart) }
-                    out.append(contentsOf: Array(String(Character(u)).utf8))
-                default:
-                    throw fail("invalid escape \\\(describe(e))", at: pos - 2)
+                do throws(JSONEscapeError) {
+                    pos = try JSONEscape.decode(bytes, backslash: pos, into: &out)
+                } catch {
+                    throw escapeFailure(error, backslash: pos)
                 }
             case 0x00..<0x20:
                 throw fail("unescaped control character in a string")
@@ -318,22 +291,17 @@ private struct ExactJSONParser {
         }
     }
 
-    mutating func parseHex4() throws(JSONParseError) -> UInt32 {
-        guard pos + 4 <= bytes.count else { throw fail("truncated \\u escape") }
-        var v: UInt32 = 0
-        for _ in 0..<4 {
-            let c = bytes[pos]
-            let d: UInt32
-            switch c {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): d = UInt32(c - UInt8(ascii: "0"))
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): d = UInt32(c - UInt8(ascii: "a") + 10)
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): d = UInt32(c - UInt8(ascii: "A") + 10)
-            default: throw fail("invalid hex digit in \\u escape")
-            }
-            v = v << 4 | d
-            pos += 1
+    func escapeFailure(_ error: JSONEscapeError, backslash: Int) -> JSONParseError {
+        switch error.kind {
+        case .endOfInput: fail("unterminated escape", at: error.index)
+        case .invalidEscape: fail("invalid escape \\\(describe(bytes[error.index]))", at: backslash)
+        case .truncatedHex: fail("truncated \\u escape", at: error.index)
+        case .invalidHexDigit: fail("invalid hex digit in \\u escape", at: error.index)
+        case .loneHighSurrogate: fail("lone high surrogate", at: backslash)
+        case .highSurrogateWithoutLow: fail("high surrogate without a low surrogate", at: backslash)
+        case .loneLowSurrogate: fail("lone low surrogate", at: backslash)
+        case .invalidCodePoint: fail("invalid code point", at: backslash)
         }
-        return v
     }
 
     /// Length of the well-formed UTF-8 sequence starting at `i` (Unicode Table 3-7), or an error.

@@ -91,7 +91,9 @@ struct JSONLineParser {
 
     private func peek() -> UInt8? { index < bytes.count ? bytes[index] : nil }
 
-    private func fail(_ reason: String) -> JSONSyntaxError { JSONSyntaxError(reason: reason, column: index + 1) }
+    private func fail(_ reason: String, at i: Int? = nil) -> JSONSyntaxError {
+        JSONSyntaxError(reason: reason, column: (i ?? index) + 1)
+    }
 
     private mutating func skipWhitespace() {
         while let byte = peek(), OrderFile.isBlank(byte) { index += 1 }
@@ -176,32 +178,10 @@ struct JSONLineParser {
             case UInt8(ascii: "\""):
                 return String(decoding: out, as: UTF8.self)
             case UInt8(ascii: "\\"):
-                guard let escape = peek() else { throw fail("unterminated string") }
-                index += 1
-                switch escape {
-                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): out.append(escape)
-                case UInt8(ascii: "b"): out.append(0x08)
-                case UInt8(ascii: "f"): out.append(0x0C)
-                case UInt8(ascii: "n"): out.append(0x0A)
-                case UInt8(ascii: "r"): out.append(0x0D)
-                case UInt8(ascii: "t"): out.append(0x09)
-                case UInt8(ascii: "u"):
-                    var scalar = try hex4()
-                    if (0xD800...0xDBFF).contains(scalar) {
-                        guard peek() == UInt8(ascii: "\\"), index + 1 < bytes.count,
-                              bytes[index + 1] == UInt8(ascii: "u") else { throw fail("lone surrogate") }
-                        index += 2
-                        let low = try hex4()
-                        guard (0xDC00...0xDFFF).contains(low) else { throw fail("lone surrogate") }
-                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
-                    } else if (0xDC00...0xDFFF).contains(scalar) {
-                        throw fail("lone surrogate")
-                    }
-                    guard let unicode = Unicode.Scalar(scalar) else { throw fail("invalid \\u escape") }
-                    out.append(contentsOf: Array(String(Character(unicode)).utf8))
-                default:
-                    index -= 1
-                    throw fail("invalid escape")
+                do throws(JSONEscapeError) {
+                    index = try JSONEscape.decode(bytes, backslash: index - 1, into: &out)
+                } catch {
+                    throw fail(Self.reason(error.kind), at: error.index)
                 }
             case 0x00..<0x20:
                 index -= 1
@@ -212,21 +192,12 @@ struct JSONLineParser {
         }
     }
 
-    private mutating func hex4() throws(JSONSyntaxError) -> UInt32 {
-        guard bytes.count - index >= 4 else { throw fail("invalid \\u escape") }
-        var value: UInt32 = 0
-        for _ in 0..<4 {
-            let byte = bytes[index]
-            let digit: UInt32
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt32(byte - 48)
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt32(byte - 87)
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = UInt32(byte - 55)
-            default: throw fail("invalid \\u escape")
-            }
-            value = value << 4 | digit
-            index += 1
+    private static func reason(_ kind: JSONEscapeError.Kind) -> String {
+        switch kind {
+        case .endOfInput: "unterminated string"
+        case .invalidEscape: "invalid escape"
+        case .truncatedHex, .invalidHexDigit, .invalidCodePoint: "invalid \\u escape"
+        case .loneHighSurrogate, .highSurrogateWithoutLow, .loneLowSurrogate: "lone surrogate"
         }
-        return value
     }
 }

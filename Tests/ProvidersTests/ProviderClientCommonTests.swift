@@ -199,20 +199,20 @@ final class RecordedSleeps: @unchecked Sendable {
         ("2024-01-27T08:51Z", 1706345460), ("2024-01-27t08:51:02z", 1706345462),
     ] as [(String, Int64)])
     func parsesProviderTimestamps(text: String, seconds: Int64) {
-        #expect(ISO8601Timestamp.unixSeconds(from: text) == seconds)
+        #expect(ISO8601.unixSeconds(from: text) == seconds)
     }
 
     @Test(arguments: ["", "2024-01-27", "2024-01-27T08:51:02", "2018-19-12T22:20:32.000Z", "2023-02-29T00:00:00Z",
                       "2024-01-27T24:00:00Z", "2024-01-27T08:51:02.Z", "2024-01-27T08:51:02.1234567890Z",
                       "2024-02-15T00:56:38.367PST", "2024-01-27T08:51:02Z junk", "2024-01-27T08:51:02+25:00"])
     func rejectsBadTimestamps(text: String) {
-        #expect(ISO8601Timestamp.unixSeconds(from: text) == nil)
+        #expect(ISO8601.unixSeconds(from: text) == nil)
     }
 
     @Test func formatsPXPDates() {
         #expect(PXPClient.formatDate(unixSeconds: 1706345462) == "2024-01-27T08:51:02.000Z")
         #expect(PXPClient.formatDate(unixSeconds: 0) == "1970-01-01T00:00:00.000Z")
-        #expect(ISO8601Timestamp.unixSeconds(from: PXPClient.formatDate(unixSeconds: 1709161199)) == 1709161199)
+        #expect(ISO8601.unixSeconds(from: PXPClient.formatDate(unixSeconds: 1709161199)) == 1709161199)
     }
 }
 

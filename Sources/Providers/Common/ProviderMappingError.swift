@@ -76,7 +76,7 @@ struct AnswerReader {
     /// Unix seconds from an ISO 8601 timestamp; nil when absent.
     func timestamp(_ v: JSONValue?, _ field: String) throws(ProviderMappingError) -> Int64? {
         guard let s = try optionalString(v, field) else { return nil }
-        guard let t = ISO8601Timestamp.unixSeconds(from: s) else { throw fail(field, v, "not an ISO 8601 date-time") }
+        guard let t = ISO8601.unixSeconds(from: s) else { throw fail(field, v, "not an ISO 8601 date-time") }
         return t
     }
 }

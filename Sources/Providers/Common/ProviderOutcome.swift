@@ -1,4 +1,5 @@
 import Foundation
+import Reconciliation
 
 // What a provider call came to, in the terms the worker acts on: a value, an absence, "try again later" or
 // "don't retry". Every client classifies HTTP answers and transport errors the same way here.
@@ -131,6 +132,6 @@ public enum HTTPDate {
             if day == nil { day = n } else if year == nil { year = token.count == 2 ? (n < 70 ? 2000 + n : 1900 + n) : n } else { return nil }
         }
         guard let d = day, let m = month, let y = year, let (h, mi, s) = time else { return nil }
-        return CivilTime.unixSeconds(year: y, month: m, day: d, hour: h, minute: mi, second: s)
+        return UnixTime.seconds(year: y, month: m, day: d, hour: h, minute: mi, second: s)
     }
 }

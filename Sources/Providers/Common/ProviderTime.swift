@@ -1,88 +1,87 @@
-// Timestamps as providers write them, to unix seconds, without Foundation's locale-dependent formatters.
+// Timestamps as providers write and sign them, without Foundation's locale-dependent formatters. The calendar
+// arithmetic is Reconciliation's `UnixTime`.
+import Foundation
+import Reconciliation
 
-/// Calendar arithmetic on the proleptic Gregorian calendar, UTC.
-public enum CivilTime {
-    /// Unix seconds for a UTC civil time, or nil if a field is out of range.
-    public static func unixSeconds(year: Int, month: Int, day: Int, hour: Int, minute: Int, second: Int) -> Int64? {
-        guard (1...9999).contains(year), (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day),
-              (0...23).contains(hour), (0...59).contains(minute), (0...60).contains(second) else { return nil }
-        // Days from civil (H. Hinnant's algorithm).
-        let y = Int64(month <= 2 ? year - 1 : year)
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yoe = y - era * 400
-        let mp = Int64((month + 9) % 12)
-        let doy = (153 * mp + 2) / 5 + Int64(day) - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        let days = era * 146097 + doe - 719468
-        return days * 86400 + Int64(hour * 3600 + minute * 60 + min(second, 59))
+/// A strict, dependency-free ISO 8601 / RFC 3339 date-time parser and formatter (the subset providers use).
+///
+/// Grammar: `YYYY-MM-DD(T| )hh:mm:ss[(.|,)f{1,9}](Z|±hh:mm|±hhmm|±hh)`; `T` and `Z` may be lowercase; a zone is
+/// required (a local time would be ambiguous). Seen: `2024-01-27T08:51:02.826Z`, `2025-01-27 08:51:02.826445+00:00`,
+/// `2024-10-27T08:51:04.8264455Z`, `2018-08-15T12:13:29-07:00`.
+public enum ISO8601 {
+    /// The instant, fraction kept; nil unless the text is a full date-time with seconds 00–59 (what webhook
+    /// signatures cover).
+    public static func parse(_ text: String) -> Date? {
+        guard let t = scan(text, lenient: false) else { return nil }
+        return Date(timeIntervalSince1970: TimeInterval(t.seconds) + t.fraction)
     }
 
-    static func daysIn(month: Int, year: Int) -> Int {
-        switch month {
-        case 2: return (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
-        case 4, 6, 9, 11: return 30
-        default: return 31
-        }
-    }
-}
-
-/// ISO 8601 / RFC 3339 date-times as the providers send them.
-public enum ISO8601Timestamp {
-    /// Unix seconds (fraction dropped) for `YYYY-MM-DD[T| ]hh:mm[:ss[.f{1,9}]](Z|±hh:mm|±hhmm|±hh)`, else nil.
-    /// Seen: `2024-01-27T08:51:02.826Z`, `2025-01-27 08:51:02.826445+00:00`, `2024-10-27T08:51:04.8264455Z`,
-    /// `2018-08-15T12:13:29-07:00`.
+    /// Unix seconds (fraction dropped), else nil. Lenient for provider answers: the seconds may be left out
+    /// (`2024-01-27T08:51Z`) and a leap second (`:60`) counts as `:59`.
     public static func unixSeconds(from text: String) -> Int64? {
-        let b = Array(text.utf8)
+        scan(text, lenient: true)?.seconds
+    }
+
+    /// `2015-05-12T18:14:14Z` (whole seconds, rounded down, UTC).
+    public static func format(_ date: Date) -> String {
+        UnixTime.iso8601(Int64(date.timeIntervalSince1970.rounded(.down)))
+    }
+
+    /// Whole unix seconds and the fraction of a second, or nil.
+    private static func scan(_ text: String, lenient: Bool) -> (seconds: Int64, fraction: Double)? {
+        let c = Array(text.utf8)
         var i = 0
         func digits(_ n: Int) -> Int? {
-            guard i + n <= b.count else { return nil }
+            guard i + n <= c.count else { return nil }
             var v = 0
             for k in i..<i + n {
-                guard b[k] >= 0x30 && b[k] <= 0x39 else { return nil }
-                v = v * 10 + Int(b[k] - 0x30)
+                guard c[k] >= 48 && c[k] <= 57 else { return nil }
+                v = v * 10 + Int(c[k] - 48)
             }
             i += n
             return v
         }
-        func expect(_ c: Character) -> Bool {
-            guard i < b.count, b[i] == c.asciiValue! else { return false }
+        func expect(_ chars: String) -> Bool {
+            guard i < c.count, chars.utf8.contains(c[i]) else { return false }
             i += 1
             return true
         }
-        guard let year = digits(4), expect("-"), let month = digits(2), expect("-"), let day = digits(2) else { return nil }
-        guard i < b.count, b[i] == UInt8(ascii: "T") || b[i] == UInt8(ascii: "t") || b[i] == UInt8(ascii: " ") else { return nil }
-        i += 1
-        guard let hour = digits(2), expect(":"), let minute = digits(2) else { return nil }
+        guard let year = digits(4), expect("-"), let month = digits(2), expect("-"), let day = digits(2),
+              expect("Tt "), let hour = digits(2), expect(":"), let minute = digits(2) else { return nil }
         var second = 0
+        var fraction = 0.0
         if expect(":") {
-            guard let s = digits(2) else { return nil }
+            guard let s = digits(2), lenient || s <= 59 else { return nil }
             second = s
-            if expect(".") || expect(",") {
+            if expect(".,") {
+                var scale = 0.1
                 let start = i
-                while i < b.count, b[i] >= 0x30 && b[i] <= 0x39 { i += 1 }
+                while i < c.count, c[i] >= 48 && c[i] <= 57 {
+                    fraction += Double(c[i] - 48) * scale
+                    scale /= 10
+                    i += 1
+                }
                 guard (1...9).contains(i - start) else { return nil }
             }
-        }
-        guard var t = CivilTime.unixSeconds(year: year, month: month, day: day, hour: hour, minute: minute, second: second) else {
+        } else if !lenient {
             return nil
         }
-        guard i < b.count else { return nil }  // a zone is required: a local time would be ambiguous
-        if b[i] == UInt8(ascii: "Z") || b[i] == UInt8(ascii: "z") {
-            i += 1
-        } else if b[i] == UInt8(ascii: "+") || b[i] == UInt8(ascii: "-") {
-            let sign: Int64 = b[i] == UInt8(ascii: "+") ? 1 : -1
+        guard var t = UnixTime.seconds(year: year, month: month, day: day, hour: hour, minute: minute, second: second),
+              i < c.count else { return nil }
+        if c[i] == UInt8(ascii: "+") || c[i] == UInt8(ascii: "-") {
+            let sign: Int64 = c[i] == UInt8(ascii: "-") ? -1 : 1
             i += 1
             guard let oh = digits(2), oh <= 23 else { return nil }
             var om = 0
-            if i < b.count {
+            if i < c.count {
                 _ = expect(":")
                 guard let m = digits(2), m <= 59 else { return nil }
                 om = m
             }
-            t -= sign * Int64(oh * 3600 + om * 60)
-        } else {
+            t -= sign * Int64(oh * 3_600 + om * 60)
+        } else if !expect("Zz") {
             return nil
         }
-        return i == b.count ? t : nil
+        return i == c.count ? (t, fraction) : nil
     }
 }

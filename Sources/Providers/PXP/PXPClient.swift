@@ -183,20 +183,7 @@ public final class PXPClient: Sendable {
 
     /// `2025-01-27T08:51:02.000Z` for unix seconds (a merchantTransactionDate when only the time is known).
     public static func formatDate(unixSeconds: Int64) -> String {
-        let days = unixSeconds >= 0 ? unixSeconds / 86400 : (unixSeconds - 86399) / 86400
-        let secs = Int(unixSeconds - days * 86400)
-        // Civil from days (H. Hinnant's algorithm).
-        let z = days + 719468
-        let era = (z >= 0 ? z : z - 146096) / 146097
-        let doe = z - era * 146097
-        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let d = doy - (153 * mp + 2) / 5 + 1
-        let m = mp < 10 ? mp + 3 : mp - 9
-        let y = yoe + era * 400 + (m <= 2 ? 1 : 0)
-        func pad(_ v: Int64, _ n: Int) -> String { let s = String(v); return String(repeating: "0", count: max(0, n - s.count)) + s }
-        return "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))T\(pad(Int64(secs / 3600), 2)):\(pad(Int64(secs % 3600 / 60), 2)):\(pad(Int64(secs % 60), 2)).000Z"
+        String(UnixTime.iso8601(unixSeconds).dropLast()) + ".000Z"
     }
 
     // MARK: Plumbing
