@@ -57,26 +57,32 @@ let pxp = PXPClient(configuration: PXPConfiguration(baseURL: base + "/api/v1", c
 }
 
 /// Runs `count` requests with `concurrency` workers; returns how many failed.
+final class Counter: Sendable {
+    private let value = Atomic<Int>(0)
+    func add(_ n: Int) -> Int { value.add(n, ordering: .relaxed).oldValue }
+    var current: Int { value.load(ordering: .relaxed) }
+}
+
 func run(_ count: Int) async -> Int {
-    let next = Atomic<Int>(0)
-    let failures = Atomic<Int>(0)
+    let next = Counter()
+    let failures = Counter()
     await withTaskGroup(of: Void.self) { group in
         for _ in 0..<concurrency {
             group.addTask {
                 while true {
-                    let index = next.add(1, ordering: .relaxed).oldValue
+                    let index = next.add(1)
                     guard index < count else { return }
-                    if await !one(index) { failures.add(1, ordering: .relaxed) }
+                    if await !one(index) { _ = failures.add(1) }
                 }
             }
         }
     }
-    return failures.load(ordering: .relaxed)
+    return failures.current
 }
 
 func cpuSeconds() -> Double {
     var usage = rusage()
-    getrusage(RUSAGE_SELF, &usage)
+    getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
     func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1_000_000 }
     return seconds(usage.ru_utime) + seconds(usage.ru_stime)
 }
