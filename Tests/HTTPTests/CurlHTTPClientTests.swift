@@ -151,11 +151,12 @@ struct CurlHTTPClientTests {
         let error = await #expect(throws: HTTPClientError.self) {
             _ = try await CurlHTTPClient(configuration: .init(timeoutSeconds: 10)).send(.init(url: url))
         }
-        guard case .connection(let failedURL, _) = error else {
-            Issue.record("expected .connection, got \(String(describing: error))")
-            return
+        // A resolver that cannot answer in time is this machine's, not the client's: a timeout is fine too.
+        switch error {
+        case .connection(let failedURL, _)?, .timeout(let failedURL)?: #expect(failedURL == url)
+        default: Issue.record("expected .connection or .timeout, got \(String(describing: error))")
         }
-        #expect(failedURL == url)
+        #expect(error?.isTransient == true)
     }
 
     @Test(arguments: ["", "not a url", "ftp://example.com/file", "/relative/path", "http://", "file:///etc/passwd"])
