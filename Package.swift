@@ -1,6 +1,6 @@
 // swift-tools-version:6.0
 // payrecon: webhook ingestion and payment reconciliation on PostgreSQL.
-// Only the toolchain and Debian's C libraries (libpq, libmicrohttpd, libcrypto, zlib); no outside Swift packages.
+// Only the toolchain and Debian's C libraries (libpq, libmicrohttpd, libcrypto, zlib, libcurl); no outside Swift packages.
 import PackageDescription
 
 let package = Package(
@@ -16,13 +16,14 @@ let package = Package(
         .systemLibrary(name: "CMicroHTTPD", path: "Sources/CMicroHTTPD"),
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL"),
         .systemLibrary(name: "CZlib", path: "Sources/CZlib"),
+        .systemLibrary(name: "CCurl", path: "Sources/CCurl"),
 
         // Logging (JSON lines) and Prometheus metrics: the one thing every room shares.
         .target(name: "Observability"),
         // libpq wrapper: connection, pool, query, transaction, pipeline, notify.
         .target(name: "Postgres", dependencies: ["CLibPQ"]),
-        // HTTP server over libmicrohttpd and the client for provider APIs.
-        .target(name: "HTTP", dependencies: ["CMicroHTTPD"]),
+        // HTTP server over libmicrohttpd and the clients for provider APIs (URLSession, libcurl).
+        .target(name: "HTTP", dependencies: ["CMicroHTTPD", "CCurl"]),
         // Pure domain: money, orders, snapshots, checks, the action planner. No I/O.
         .target(name: "Reconciliation"),
         // One folder per provider: webhook verifier, event parser, API client, mapping.
@@ -37,6 +38,8 @@ let package = Package(
         .target(name: "Reporting", dependencies: ["Reconciliation"]),
         .executableTarget(name: "payrecon", dependencies: ["Receiver", "Worker", "Store", "Providers", "Reconciliation", "Reporting", "Postgres", "HTTP", "Observability"]),
         .executableTarget(name: "paysim", dependencies: ["PaysimCore", "HTTP", "Providers", "Reconciliation", "Observability", "COpenSSL"]),
+        // scripts/bench-http-client: requests/s and CPU per request of each provider transport against paysim.
+        .executableTarget(name: "httpbench", dependencies: ["HTTP", "Providers"]),
         // paysim's logic as a library so it can be unit-tested (an executable target cannot be imported by tests).
         .target(name: "PaysimCore", dependencies: ["HTTP", "Providers", "Reconciliation", "Observability", "COpenSSL", "CZlib"]),
 

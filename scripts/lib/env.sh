@@ -14,7 +14,7 @@ as_root() { if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; t
 # Debian packages the build, the tests and the tools need.
 ensure_packages() {
     local need=() pkg
-    for pkg in libpq-dev libmicrohttpd-dev libssl-dev zlib1g-dev postgresql-15 postgresql-client-15 postgresql-contrib pkg-config wrk curl procps time python3; do
+    for pkg in libpq-dev libmicrohttpd-dev libssl-dev zlib1g-dev libcurl4-openssl-dev postgresql-15 postgresql-client-15 postgresql-contrib pkg-config wrk curl procps time python3; do
         dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
     done
     if [ ${#need[@]} -gt 0 ]; then

@@ -1,0 +1,26 @@
+import HTTP
+
+/// `ProviderTransport` over the HTTP room's `CurlHTTPClient` (libcurl multi, bounded in flight, size cap).
+public struct CurlTransport: ProviderTransport {
+    public let client: CurlHTTPClient
+
+    public init(client: CurlHTTPClient) { self.client = client }
+
+    public func send(_ request: ProviderRequest) async throws -> ProviderResponse {
+        let outgoing = HTTPClientRequest(method: request.method, url: request.url, headers: request.headers,
+                                         body: request.body.isEmpty && request.method == "GET" ? nil : request.body,
+                                         timeoutSeconds: request.timeoutSeconds)
+        let response: HTTPClientResponse
+        do {
+            response = try await client.send(outgoing)
+        } catch let error as HTTPClientError {
+            switch error {
+            case .timeout: throw ProviderTransportError.timeout
+            case .connection(_, let reason): throw ProviderTransportError.connection(reason)
+            case .invalidURL, .responseTooLarge: throw ProviderTransportError.rejected(error.description)
+            }
+        }
+        return ProviderResponse(status: response.status, headers: response.headers.pairs.map { ($0.name, $0.value) },
+                                body: response.body)
+    }
+}
