@@ -30,7 +30,7 @@ final class GroupCommitter: Sendable {
     private let dropped = Metrics.shared.counter("payrecon_rejections_not_recorded_total",
                                                  help: "Rejected deliveries not recorded because the audit queue was full.")
 
-    init(pool: PostgresPool, maxBatch: Int = 256, maxInFlight: Int = 2, maxQueued: Int = 8192) {
+    init(pool: PostgresPool, maxBatch: Int = 256, maxInFlight: Int = 1, maxQueued: Int = 8192) {
         self.pool = pool
         self.machine = Mutex(GroupCommitStateMachine(maxBatch: maxBatch, maxInFlight: maxInFlight, maxQueued: maxQueued))
     }

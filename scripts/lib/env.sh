@@ -4,6 +4,10 @@
 
 ROOT=${ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 PG_PORT=${PG_PORT:-54329}
+# PG_CLUSTER names the cluster directory under .data/ (default "pg"); PG_DATADIR, when set, is the full path and wins.
+# The benchmarks and chaos runs use their own cluster (.data/pg-bench on port 54340) so they never touch the one the
+# tests use, and chaos only ever stops the cluster it started.
+PG_CLUSTER=${PG_CLUSTER:-pg}
 PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
 
 log() { printf '%s %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
@@ -11,10 +15,10 @@ die() { log "error: $*"; exit 2; }
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else die "need root to run: $*"; fi; }
 
-# Debian packages the build, the tests and the tools need.
+# Debian packages the build, the tests and the tools need (plus any given as arguments).
 ensure_packages() {
     local need=() pkg
-    for pkg in libpq-dev libmicrohttpd-dev libssl-dev zlib1g-dev libcurl4-openssl-dev postgresql-15 postgresql-client-15 postgresql-contrib pkg-config wrk curl procps time python3; do
+    for pkg in libpq-dev libmicrohttpd-dev libssl-dev zlib1g-dev libcurl4-openssl-dev postgresql-15 postgresql-client-15 postgresql-contrib pkg-config wrk curl procps time python3 "$@"; do
         dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
     done
     if [ ${#need[@]} -gt 0 ]; then
@@ -27,12 +31,19 @@ ensure_packages() {
     command -v swift >/dev/null || export PATH=/opt/swift/usr/bin:$PATH
 }
 
+# python3 for the load generators of scripts/chaos (any python3 on PATH will do).
+ensure_python3() {
+    command -v python3 >/dev/null && return 0
+    ensure_packages python3
+}
+
 # The cluster lives under .data/pg when the postgres user can reach it, else under /tmp (a clone under /root, say).
 pg_datadir() {
-    local dir="$ROOT/.data/pg"
+    if [ -n "${PG_DATADIR:-}" ]; then printf '%s\n' "$PG_DATADIR"; return; fi
+    local dir="$ROOT/.data/$PG_CLUSTER"
     mkdir -p "$ROOT/.data"
     if [ "$(id -u)" = 0 ] && ! su postgres -s /bin/sh -c "test -x '$ROOT/.data'" 2>/dev/null; then
-        dir="/tmp/payrecon-pg-$(printf '%s' "$ROOT" | cksum | cut -d' ' -f1)"
+        dir="/tmp/payrecon-$PG_CLUSTER-$(printf '%s' "$ROOT" | cksum | cut -d' ' -f1)"
     fi
     printf '%s\n' "$dir"
 }
@@ -64,7 +75,8 @@ CONF
     fi
     if ! pg_run "$PG_BIN/pg_ctl" -D "$dir" status >/dev/null 2>&1; then
         log "starting PostgreSQL on 127.0.0.1:$PG_PORT"
-        pg_run "$PG_BIN/pg_ctl" -D "$dir" -l "$dir/server.log" -w -t 60 start >/dev/null || { tail -20 "$dir/server.log" >&2; die "PostgreSQL did not start"; }
+        # -p: the port asked for now, whatever the cluster was created with.
+        pg_run "$PG_BIN/pg_ctl" -D "$dir" -l "$dir/server.log" -o "-p $PG_PORT" -w -t 60 start >/dev/null || { tail -20 "$dir/server.log" >&2; die "PostgreSQL did not start"; }
     fi
     psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = '$db'" | grep -q 1 \
         || psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres -qc "CREATE DATABASE \"$db\"" || die "cannot create database $db"
@@ -72,7 +84,13 @@ CONF
     export PG_DATADIR="$dir"
 }
 
-pg_stop() {
+pg_stop() { # [mode]: fast (default) or immediate (a crash, for scripts/chaos)
     local dir; dir=$(pg_datadir)
-    pg_run "$PG_BIN/pg_ctl" -D "$dir" -m fast -w stop >/dev/null 2>&1 || true
+    pg_run "$PG_BIN/pg_ctl" -D "$dir" -m "${1:-fast}" -w stop >/dev/null 2>&1 || true
+}
+
+# The data directory of the server answering on PG_PORT (empty if none): lets a script check that the cluster it is
+# about to stop is its own.
+pg_serving_datadir() {
+    psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres -tAc "SHOW data_directory" 2>/dev/null || true
 }
