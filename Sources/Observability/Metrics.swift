@@ -15,6 +15,13 @@ public final class Metrics: Sendable {
         var value: Int64 = 0                  // counter/gauge; histogram: count
         var sumMicros: Int64 = 0              // histogram sum in microseconds
         var bucketCounts: [Int64] = []
+
+        mutating func add(_ delta: Int64, set: Bool) { value = set ? delta : value + delta }
+        mutating func observe(_ seconds: Double, _ buckets: [Double]) {
+            value += 1
+            sumMicros += Int64((seconds * 1_000_000).rounded())
+            for (i, bound) in buckets.enumerated() where seconds <= bound { bucketCounts[i] += 1 }
+        }
     }
 
     private let families = Mutex<[String: Family]>([:])
@@ -46,26 +53,19 @@ public final class Metrics: Sendable {
     fileprivate func add(_ name: String, _ labels: [(String, String)], _ delta: Int64, set: Bool = false) {
         let key = Self.render(labels)
         families.withLock { fams in
-            guard var fam = fams[name] else { return }
-            if fam.series[key] == nil { fam.order.append(key) }
-            var s = fam.series[key] ?? Series()
-            s.value = set ? delta : s.value + delta
-            fam.series[key] = s
-            fams[name] = fam
+            // In place: copying the family out and back would copy its series dictionary on every increment.
+            guard fams[name] != nil else { return }
+            if fams[name]!.series[key] == nil { fams[name]!.order.append(key) }
+            fams[name]!.series[key, default: Series()].add(delta, set: set)
         }
     }
 
     fileprivate func observe(_ name: String, _ labels: [(String, String)], seconds: Double) {
         let key = Self.render(labels)
         families.withLock { fams in
-            guard var fam = fams[name] else { return }
-            if fam.series[key] == nil { fam.order.append(key) }
-            var s = fam.series[key] ?? Series(bucketCounts: Array(repeating: 0, count: fam.buckets.count))
-            s.value += 1
-            s.sumMicros += Int64((seconds * 1_000_000).rounded())
-            for (i, bound) in fam.buckets.enumerated() where seconds <= bound { s.bucketCounts[i] += 1 }
-            fam.series[key] = s
-            fams[name] = fam
+            guard let buckets = fams[name]?.buckets else { return }
+            if fams[name]!.series[key] == nil { fams[name]!.order.append(key) }
+            fams[name]!.series[key, default: Series(bucketCounts: Array(repeating: 0, count: buckets.count))].observe(seconds, buckets)
         }
     }
 
@@ -105,7 +105,9 @@ public final class Metrics: Sendable {
         key.isEmpty ? "{\(label)=\"\(value)\"}" : String(key.dropLast()) + ",\(label)=\"\(value)\"}"
     }
     static func escape(_ s: String) -> String {
-        s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"").replacingOccurrences(of: "\n", with: "\\n")
+        // Label values are almost always plain: skip Foundation's replacing when there is nothing to escape.
+        guard s.utf8.contains(where: { $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "\"") || $0 == 0x0A }) else { return s }
+        return s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"").replacingOccurrences(of: "\n", with: "\\n")
     }
     static func format(_ d: Double) -> String {
         // Bucket bounds are configuration, not money: printing them is the only use of Double here.

@@ -71,12 +71,26 @@ public enum DeliveryStore {
             else { firstIndex[key] = unique.count; mapping[i] = unique.count; unique.append(i); extra.append(0) }
         }
         var statements: [PostgresStatement] = [PostgresStatement("BEGIN")]
-        for (n, i) in unique.enumerated() {
-            let d = deliveries[i]
-            statements.append(PostgresStatement(insertDelivery, [
-                .text(d.provider.rawValue), .text(d.dedupeKey), d.eventType.map { .text($0) } ?? .null,
-                .jsonb(headersJSON(d.headers)), .bytea(d.body), .int64(extra[n]),
-            ]))
+        if !unique.isEmpty {
+            // One multi-row INSERT for the batch: one parse, plan and executor start instead of one per delivery.
+            var params: [PostgresValue] = []
+            params.reserveCapacity(unique.count * 6)
+            var rows: [String] = []
+            rows.reserveCapacity(unique.count)
+            for (n, i) in unique.enumerated() {
+                let d = deliveries[i]
+                let b = n * 6
+                rows.append("($\(b + 1)::text, $\(b + 2)::text, $\(b + 3)::text, $\(b + 4)::jsonb, $\(b + 5)::bytea, $\(b + 6)::int8, CASE WHEN $\(b + 6)::int8 > 0 THEN now() END)")
+                params += [.text(d.provider.rawValue), .text(d.dedupeKey), d.eventType.map { .text($0) } ?? .null,
+                           .jsonb(headersJSON(d.headers)), .bytea(d.body), .int64(extra[n])]
+            }
+            statements.append(PostgresStatement("""
+                INSERT INTO deliveries (provider, dedupe_key, event_type, headers, body, redeliveries, last_redelivered_at)
+                VALUES \(rows.joined(separator: ", "))
+                ON CONFLICT (provider, dedupe_key) DO UPDATE
+                    SET redeliveries = deliveries.redeliveries + 1 + excluded.redeliveries, last_redelivered_at = now()
+                RETURNING id, (xmax = 0) AS inserted, provider, dedupe_key
+                """, params))
         }
         for r in rejections {
             statements.append(PostgresStatement(insertRejection, [
@@ -89,13 +103,21 @@ public enum DeliveryStore {
 
         let results = try conn.pipeline(statements)
         // Any failure means the transaction did not commit (the pipeline aborts after the first error).
-        var stored: [StoredDelivery] = []
-        for (n, result) in results.enumerated() {
-            let rows = try result.get()
-            if n >= 1 && n <= unique.count {
-                guard let row = rows.first else { throw PostgresError.protocolViolation("INSERT … RETURNING gave no row") }
-                stored.append(StoredDelivery(id: try row.int64("id"), inserted: try row.bool("inserted")))
+        for result in results { _ = try result.get() }
+        var byKey: [String: StoredDelivery] = [:]
+        if !unique.isEmpty {
+            for row in try results[1].get() {
+                byKey[try row.string("provider") + "\u{0}" + row.string("dedupe_key")] =
+                    StoredDelivery(id: try row.int64("id"), inserted: try row.bool("inserted"))
             }
+        }
+        var stored: [StoredDelivery] = []
+        for i in unique {
+            let d = deliveries[i]
+            guard let s = byKey[d.provider.rawValue + "\u{0}" + d.dedupeKey] else {
+                throw PostgresError.protocolViolation("INSERT … RETURNING gave no row for a delivery")
+            }
+            stored.append(s)
         }
         return deliveries.indices.map { i in
             let s = stored[mapping[i]]
