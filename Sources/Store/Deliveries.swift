@@ -77,9 +77,12 @@ public enum DeliveryStore {
             params.reserveCapacity(unique.count * 6)
             var rows: [String] = []
             rows.reserveCapacity(unique.count)
-            for (n, i) in unique.enumerated() {
-                let d = deliveries[i]
-                let b = n * 6
+            // Rows in key order: two receivers inserting overlapping keys then lock them in the same order and
+            // cannot deadlock each other.
+            let order = unique.indices.sorted { deliveries[unique[$0]].dedupeKey < deliveries[unique[$1]].dedupeKey }
+            for (row, n) in order.enumerated() {
+                let d = deliveries[unique[n]]
+                let b = row * 6
                 rows.append("($\(b + 1)::text, $\(b + 2)::text, $\(b + 3)::text, $\(b + 4)::jsonb, $\(b + 5)::bytea, $\(b + 6)::int8, CASE WHEN $\(b + 6)::int8 > 0 THEN now() END)")
                 params += [.text(d.provider.rawValue), .text(d.dedupeKey), d.eventType.map { .text($0) } ?? .null,
                            .jsonb(headersJSON(d.headers)), .bytea(d.body), .int64(extra[n])]
