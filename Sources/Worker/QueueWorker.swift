@@ -62,11 +62,14 @@ public final class QueueWorker: Sendable {
         Log.info("worker started", ["owner": configuration.owner, "once": once])
         // A pipeline, not batches: as soon as a delivery finishes, another is claimed, so one slow provider call
         // never holds up the deliveries behind it.
+        // Claims come in chunks of at least a quarter batch: one claim (a round trip and a commit) per finished
+        // delivery would cap the worker at one claim's latency.
+        let refill = max(1, configuration.batchSize / 4)
         await withTaskGroup(of: Void.self) { group in
             var inFlight = 0
             while !stopping.load(ordering: .relaxed) {
                 var claimed: [QueuedDelivery] = []
-                if inFlight < configuration.batchSize {
+                if configuration.batchSize - inFlight >= refill {
                     let room = configuration.batchSize - inFlight
                     do {
                         claimed = try await pool.run { [configuration] conn in
@@ -84,7 +87,7 @@ public final class QueueWorker: Sendable {
                 held.withLock { $0.formUnion(claimed.map(\.id)) }
                 for delivery in claimed { group.addTask { await self.handle(delivery) } }
                 inFlight += claimed.count
-                if inFlight > 0 && (claimed.isEmpty || inFlight >= configuration.batchSize) {
+                if inFlight > 0 && (claimed.isEmpty || configuration.batchSize - inFlight < refill) {
                     await group.next()       // wait for one to finish, then top up
                     inFlight -= 1
                     continue

@@ -12,7 +12,7 @@ let workCommand = Command(
     summary: "Process stored deliveries: re-fetch each named transaction, reconcile, emit actions.",
     options: [
         .init(name: "--once", value: nil, help: "Exit when nothing is due (instead of waiting for new deliveries)."),
-        .init(name: "--batch", value: "N", help: "Deliveries claimed and processed at once (default 8)."),
+        .init(name: "--batch", value: "N", help: "Deliveries in flight at once (default 32)."),
         .init(name: "--lease", value: "DURATION", help: "Lease on a claimed delivery, renewed while working (default 60s)."),
         .init(name: "--max-attempts", value: "N", help: "Attempts before a delivery is dead (default 10)."),
     ],
@@ -25,10 +25,13 @@ let workCommand = Command(
         """
 ) { args in
     let env = Environment()
-    let context = try WorkerContext(env)
+    let batch = try args.int("--batch", default: 32, range: 1...256)
+    // Each delivery in flight needs a connection now and then (find, check, record, complete): half the batch
+    // keeps them from queueing for one without holding PostgreSQL's connection slots for nothing.
+    let context = try WorkerContext(env, poolSize: min(64, batch / 2 + 4), maxConcurrentRequests: batch)
     let lease = try args.value("--lease").map { try parseDuration($0, flag: "--lease") } ?? 60
     let config = QueueWorker.Configuration(
-        leaseSeconds: Int(lease), batchSize: try args.int("--batch", default: 8, range: 1...256),
+        leaseSeconds: Int(lease), batchSize: batch,
         attempt: DeliveryAttempt(maxAttempts: try args.int("--max-attempts", default: 10, range: 1...100)),
         executeActions: context.executeActions)
     let worker = QueueWorker(configuration: config, conninfo: context.url, pool: context.pool,
