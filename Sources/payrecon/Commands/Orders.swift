@@ -38,7 +38,8 @@ let ordersImportCommand = Command(
         }
     }
     if !errors.isEmpty {
-        FileHandle.standardError.write(Data("payrecon: \(path): \(errors.count) invalid row(s); nothing imported\n".utf8))
+        let rows = Set(errors.map(\.line)).count
+        FileHandle.standardError.write(Data("payrecon: \(path): \(rows) invalid row(s), \(errors.count) problem(s); nothing imported\n".utf8))
         for e in errors { print(e.description) }
         return Exit.finding
     }
