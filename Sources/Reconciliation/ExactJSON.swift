@@ -191,7 +191,9 @@ private struct ExactJSONParser {
         guard depth <= limits.maxDepth else { throw fail("nesting deeper than \(limits.maxDepth)") }
         pos += 1  // {
         var members: [(String, JSONValue)] = []
-        var seen = Set<String>()
+        // Duplicate names: a linear scan while the object is small (no hashing, no allocation: the usual webhook
+        // or API object), a set once it grows.
+        var seen: Set<String>? = nil
         skipWhitespace()
         if pos < bytes.count, bytes[pos] == UInt8(ascii: "}") { pos += 1; return .object(members) }
         while true {
@@ -200,7 +202,16 @@ private struct ExactJSONParser {
             guard bytes[pos] == UInt8(ascii: "\"") else { throw fail("unexpected \(describe(bytes[pos])), expected a member name") }
             let keyOffset = pos
             let key = try parseString()
-            guard seen.insert(key).inserted else { throw fail("duplicate member name \"\(key)\"", at: keyOffset) }
+            let duplicate: Bool
+            if seen != nil {
+                duplicate = !seen!.insert(key).inserted
+            } else if members.count < 16 {
+                duplicate = members.contains(where: { $0.0 == key })
+            } else {
+                seen = Set(members.lazy.map(\.0))
+                duplicate = !seen!.insert(key).inserted
+            }
+            guard !duplicate else { throw fail("duplicate member name \"\(key)\"", at: keyOffset) }
             skipWhitespace()
             guard pos < bytes.count, bytes[pos] == UInt8(ascii: ":") else { throw fail("expected ':' after a member name") }
             pos += 1
@@ -265,7 +276,25 @@ private struct ExactJSONParser {
 
     mutating func parseString() throws(JSONParseError) -> String {
         pos += 1  // opening quote
-        var out: [UInt8] = []
+        // Fast path: a string without escapes (nearly all) becomes a String straight from the input bytes.
+        let start = pos
+        while pos < bytes.count {
+            let b = bytes[pos]
+            if b == UInt8(ascii: "\"") {
+                pos += 1
+                return String(decoding: bytes[start..<pos - 1], as: UTF8.self)  // UTF-8 checked while scanning
+            } else if b == UInt8(ascii: "\\") {
+                break
+            } else if b < 0x20 {
+                throw fail("unescaped control character in a string")
+            } else if b < 0x80 {
+                pos += 1
+            } else {
+                pos += try utf8SequenceLength(at: pos)
+            }
+        }
+        // Slow path from the first escape (or the end, which fails below as unterminated).
+        var out = Array(bytes[start..<pos])
         while true {
             guard pos < bytes.count else { throw fail("unterminated string") }
             let b = bytes[pos]

@@ -67,6 +67,79 @@ import Testing
         let n = try PXPNotification.parse(body: Array("{}".utf8), headers: [:])
         #expect(n.events == [PXPEvent()])
     }
+
+    /// Ids given as JSON integers are identifiers, taken from the literal digits (no Double: big ids stay exact).
+    @Test(arguments: [("12345", "12345"), ("0", "0"), ("-7", "-7"), ("-0", "0"),
+                      ("123456789012345678901234567890", "123456789012345678901234567890")])
+    func integerIdentifiers(literal: String, id: String) throws {
+        let body = #"{"eventData":{"systemTransactionId":\#(literal),"merchantTransactionId":\#(literal)}}"#
+        let event = try #require(try PXPNotification.parse(body: Array(body.utf8), headers: [:]).events.first)
+        #expect(event.systemTransactionID == id)
+        #expect(event.merchantTransactionID == id)
+    }
+
+    /// Fractions, exponents, booleans, null, empty strings, objects and arrays are not identifiers; a nested id
+    /// of the right kind is used instead.
+    @Test(arguments: ["12.5", "12.0", "1e3", "1E3", "true", "false", "null", "\"\"", "{}", "[\"X\"]"])
+    func nonIdentifiersFallBackToNested(value: String) throws {
+        let body = #"{"eventData":{"merchantTransactionId":\#(value),"transactionData":{"merchantTransactionId":"N"}}}"#
+        let event = try #require(try PXPNotification.parse(body: Array(body.utf8), headers: [:]).events.first)
+        #expect(event.merchantTransactionID == "N")
+    }
+
+    @Test(arguments: [#"{"eventCode":7,"eventCategory":true,"eventOwner":"x","eventData":[1]}"#,
+                      #"{"eventType":"","eventDate":null,"eventOwner":{"merchant":""},"eventData":{"transactionData":3}}"#])
+    func wrongTypesReadAsAbsent(body: String) throws {
+        let n = try PXPNotification.parse(body: Array(body.utf8), headers: [:])
+        #expect(n.events == [PXPEvent()])
+    }
+
+    /// Duplicate member names anywhere are refused (strict parser): two readers could take different values.
+    @Test(arguments: [#"{"eventCode":"a","eventCode":"b"}"#,
+                      #"{"eventData":{"merchantTransactionId":"A","merchantTransactionId":"B"}}"#,
+                      #"[{"eventCode":"a"},{"x":{"y":1,"y":2}}]"#])
+    func duplicateKeysAreMalformed(body: String) {
+        let error = #expect(throws: WebhookRejection.self) { try PXPNotification.parse(body: Array(body.utf8), headers: [:]) }
+        #expect(error?.code == .malformedBody)
+        #expect(error?.message.contains("duplicate") == true)
+    }
+
+    /// Anything that is not strict RFC 8259 JSON is `malformed_body`.
+    @Test(arguments: ["{\"a\":1,}", "[{},]", "{\"a\":01}", "\u{FEFF}{}", "{\"a\":\"\u{1}\"}", "{} x", "{'a':1}", "{\"a\":NaN}"])
+    func strictJSONOnly(body: String) {
+        let error = #expect(throws: WebhookRejection.self) { try PXPNotification.parse(body: Array(body.utf8), headers: [:]) }
+        #expect(error?.code == .malformedBody)
+    }
+
+    @Test func invalidUTF8IsMalformed() {
+        let body: [UInt8] = Array(#"{"eventCode":""#.utf8) + [0xFF, 0xFE] + Array(#""}"#.utf8)
+        let error = #expect(throws: WebhookRejection.self) { try PXPNotification.parse(body: body, headers: [:]) }
+        #expect(error?.code == .malformedBody)
+    }
+
+    /// Deep or long-numbered parts we never read do not get a body refused (limits as generous as JSONSerialization's).
+    @Test func deepNestingAndLongNumbersAreAccepted() throws {
+        let deep = String(repeating: "[", count: 200) + String(repeating: "]", count: 200)
+        let long = String(repeating: "9", count: 1000)
+        let body = #"{"eventCode":"c","extra":\#(deep),"big":\#(long).5}"#
+        #expect(try PXPNotification.parse(body: Array(body.utf8), headers: [:]).eventType == "c")
+    }
+
+    @Test func rejectionMessages() {
+        func message(_ body: String) -> String? {
+            do throws(WebhookRejection) {
+                _ = try PXPNotification.parse(body: Array(body.utf8), headers: [:]); return nil
+            } catch { return error.message }
+        }
+        #expect(message("") == "the body is empty")
+        #expect(message("[]") == "the body is an empty JSON array; expected event objects")
+        #expect(message("[{}, 3]") == "element 1 of the body array is not a JSON object")
+        #expect(message("42") == "the body is a JSON number; expected an event object or an array of them")
+        #expect(message("\"s\"") == "the body is a JSON string; expected an event object or an array of them")
+        #expect(message("null") == "the body is a JSON null; expected an event object or an array of them")
+        #expect(message("true") == "the body is a JSON boolean; expected an event object or an array of them")
+        #expect(message("nope")?.hasPrefix("the body is not valid JSON (") == true)
+    }
 }
 
 @Suite struct PayPalEventTests {
@@ -160,6 +233,20 @@ import Testing
         let e = try PayPalEvent.parse(body: Array(#"{"id":"WH-1"}"#.utf8))
         #expect(e == PayPalEvent(id: "WH-1"))
     }
+
+    @Test(arguments: [#"{"id":"WH-1","id":"WH-2"}"#, #"{"id":"WH-1","resource":{"id":"A","id":"B"}}"#])
+    func duplicateKeysAreMalformed(body: String) {
+        let error = #expect(throws: WebhookRejection.self) { try PayPalEvent.parse(body: Array(body.utf8)) }
+        #expect(error?.code == .malformedBody)
+    }
+
+    @Test func oddlyTypedPartsAreIgnored() throws {
+        let body = #"{"id":"WH-1","resource_type":"capture","resource":{"id":"C1","supplementary_data":[],"order_id":5,"links":[7,{"rel":"UP","href":"/v2/checkout/orders/O1"},{"rel":"up"},{"rel":"self","href":"/v2/checkout/orders/O2"}]}}"#
+        let e = try PayPalEvent.parse(body: Array(body.utf8))
+        #expect(e.references == [.capture("C1"), .order("O1")])
+        let notObject = try PayPalEvent.parse(body: Array(#"{"id":"WH-2","resource":"x","event_type":1}"#.utf8))
+        #expect(notObject == PayPalEvent(id: "WH-2"))
+    }
 }
 
 @Suite struct PaypercutEventTests {
@@ -202,6 +289,12 @@ import Testing
 
     @Test(arguments: [#"{"type":"x"}"#, #"{"id":"E"}"#, #"{"id":7,"type":"x"}"#, "[]", "null", "{", ""])
     func malformed(body: String) {
+        let error = #expect(throws: WebhookRejection.self) { try PaypercutEvent.parse(body: Array(body.utf8)) }
+        #expect(error?.code == .malformedBody)
+    }
+
+    @Test func duplicateKeysAreMalformed() {
+        let body = #"{"id":"E1","type":"t","data":{"object":{"id":"PI1","id":"PI2"}}}"#
         let error = #expect(throws: WebhookRejection.self) { try PaypercutEvent.parse(body: Array(body.utf8)) }
         #expect(error?.code == .malformedBody)
     }

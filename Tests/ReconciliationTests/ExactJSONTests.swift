@@ -72,6 +72,39 @@ import Testing
         do { _ = try JSONValue.parse(json) } catch { #expect(error.reason == reason) }
     }
 
+    /// Strings take a copy-free path until their first escape; the result must not depend on where the escape is.
+    @Test(arguments: [
+        ("\"plain ascii\"", "plain ascii"),
+        ("\"\"", ""),
+        ("\"h\u{e9}llo \\n w\u{f6}rld\"", "h\u{e9}llo \n w\u{f6}rld"),
+        ("\"\u{1F600}\\u00e9\u{20AC}\\\"x\"", "\u{1F600}\u{e9}\u{20AC}\"x"),
+        ("\"\\\\\"", "\\"),
+        ("\"abc\\t\"", "abc\t"),
+    ])
+    func decodesStringsWithEscapesAnywhere(json: String, expected: String) throws {
+        #expect(try JSONValue.parse(json).stringValue == expected)
+        #expect(try JSONValue.parse("{" + json + ":" + json + "}")[expected]?.stringValue == expected)
+    }
+
+    @Test(arguments: [("\"ab\\", 4), ("\"h\u{e9}llo\\n", 9), ("\"ab\\n\u{01}\"", 5)])
+    func stringErrorsAfterAnEscape(json: String, offset: Int) {
+        do { _ = try JSONValue.parse(json); Issue.record("accepted") } catch { #expect(error.offset == offset) }
+    }
+
+    /// Duplicate names are found however many members come before them (small objects are scanned, large use a set).
+    @Test(arguments: [2, 15, 16, 17, 40])
+    func duplicateNamesInObjectsOfAnySize(count: Int) {
+        let members = (0..<count).map { #""k\#($0)":\#($0)"# }
+        let ok = "{" + members.joined(separator: ",") + "}"
+        #expect(throws: Never.self) { try JSONValue.parse(ok) }
+        for duplicate in ["k0", "k\(count / 2)", "k\(count - 1)"] {
+            let bad = "{" + members.joined(separator: ",") + #","\#(duplicate)":true,"z":1}"#
+            do { _ = try JSONValue.parse(bad); Issue.record("accepted a duplicate \(duplicate)") } catch {
+                #expect(error.reason == "duplicate member name \"\(duplicate)\"")
+            }
+        }
+    }
+
     @Test func reportsTheByteOffset() {
         do { _ = try JSONValue.parse(#"{"a": [1, 2, x]}"#); Issue.record("accepted") } catch {
             #expect(error.offset == 13)

@@ -1,4 +1,5 @@
 import Foundation
+import Reconciliation
 
 /// One PXP webhook event, reduced to what deduplication and finding the transaction need (the body is a hint:
 /// amounts and states are never read from it).
@@ -39,38 +40,37 @@ public struct PXPNotification: Sendable, Hashable {
     /// Parses a delivery body. `malformed_body` unless it is a JSON object or a non-empty array of objects.
     public static func parse(body: [UInt8], headers: Headers) throws(WebhookRejection) -> PXPNotification {
         let json = try JSONBody.parse(body)
-        let objects: [[String: Any]]
-        if let object = json as? [String: Any] {
-            objects = [object]
-        } else if let array = json as? [Any] {
+        let objects: [JSONValue]
+        switch json {
+        case .object:
+            objects = [json]
+        case .array(let array):
             guard !array.isEmpty else { throw WebhookRejection(.malformedBody, "the body is an empty JSON array; expected event objects") }
-            var list: [[String: Any]] = []
             for (index, element) in array.enumerated() {
-                guard let object = element as? [String: Any] else {
+                guard case .object = element else {
                     throw WebhookRejection(.malformedBody, "element \(index) of the body array is not a JSON object")
                 }
-                list.append(object)
             }
-            objects = list
-        } else {
+            objects = array
+        default:
             throw WebhookRejection(.malformedBody, "the body is a JSON \(JSONBody.kind(json)); expected an event object or an array of them")
         }
         let key = headers.nonEmpty(PXPWebhookVerifier.requestIDHeader) ?? SHA256.hex(body)
         return PXPNotification(dedupeKey: key, events: objects.map(event))
     }
 
-    private static func event(_ object: [String: Any]) -> PXPEvent {
-        let owner = object["eventOwner"] as? [String: Any] ?? [:]
-        let data = object["eventData"] as? [String: Any] ?? [:]
-        let nested = data["transactionData"] as? [String: Any] ?? [:]
-        func reference(_ name: String) -> String? { JSONBody.identifier(data[name]) ?? JSONBody.identifier(nested[name]) }
+    private static func event(_ object: JSONValue) -> PXPEvent {
+        let owner = object["eventOwner"]
+        let data = object["eventData"]
+        let nested = data?["transactionData"]
+        func reference(_ name: String) -> String? { JSONBody.identifier(data?[name]) ?? JSONBody.identifier(nested?[name]) }
         return PXPEvent(
             eventType: JSONBody.string(object["eventCode"]) ?? JSONBody.string(object["eventType"]),
             eventCategory: JSONBody.string(object["eventCategory"]),
             eventDate: JSONBody.string(object["eventDate"]),
-            merchantGroup: JSONBody.string(owner["merchantGroup"]),
-            merchant: JSONBody.string(owner["merchant"]),
-            site: JSONBody.string(owner["site"]),
+            merchantGroup: JSONBody.string(owner?["merchantGroup"]),
+            merchant: JSONBody.string(owner?["merchant"]),
+            site: JSONBody.string(owner?["site"]),
             merchantTransactionID: reference("merchantTransactionId"),
             systemTransactionID: reference("systemTransactionId"))
     }

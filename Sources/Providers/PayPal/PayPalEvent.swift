@@ -1,4 +1,5 @@
 import Foundation
+import Reconciliation
 
 /// A PayPal resource a webhook names, to be re-fetched through the API.
 public enum PayPalReference: Sendable, Hashable {
@@ -49,9 +50,9 @@ public struct PayPalEvent: Sendable, Hashable {
         guard let id = JSONBody.string(object["id"]) else {
             throw WebhookRejection(.malformedBody, "the event has no string \"id\"")
         }
-        let resource = object["resource"] as? [String: Any] ?? [:]
+        let resource = object["resource"]
         let resourceType = JSONBody.string(object["resource_type"])
-        let resourceID = JSONBody.string(resource["id"])
+        let resourceID = JSONBody.string(resource?["id"])
 
         var references: [PayPalReference] = []
         func add(_ reference: PayPalReference?) {
@@ -66,14 +67,13 @@ public struct PayPalEvent: Sendable, Hashable {
             default: break
             }
         }
-        let supplementary = resource["supplementary_data"] as? [String: Any]
-        let related = supplementary?["related_ids"] as? [String: Any] ?? [:]
-        add(JSONBody.string(related["order_id"]).map(PayPalReference.order))
-        add(JSONBody.string(related["authorization_id"]).map(PayPalReference.authorization))
-        add(JSONBody.string(related["capture_id"]).map(PayPalReference.capture))
-        add(JSONBody.string(resource["order_id"]).map(PayPalReference.order))
-        for link in resource["links"] as? [Any] ?? [] {
-            guard let link = link as? [String: Any], JSONBody.string(link["rel"])?.lowercased() == "up",
+        let related = resource?["supplementary_data"]?["related_ids"]
+        add(JSONBody.string(related?["order_id"]).map(PayPalReference.order))
+        add(JSONBody.string(related?["authorization_id"]).map(PayPalReference.authorization))
+        add(JSONBody.string(related?["capture_id"]).map(PayPalReference.capture))
+        add(JSONBody.string(resource?["order_id"]).map(PayPalReference.order))
+        for link in resource?["links"]?.arrayValue ?? [] {
+            guard JSONBody.string(link["rel"])?.lowercased() == "up",
                   let href = JSONBody.string(link["href"]) else { continue }
             add(reference(href: href))
         }

@@ -1,4 +1,5 @@
 import Foundation
+import Reconciliation
 
 /// A Paypercut webhook event (the Event object: `id`, `type`, `data.object`), reduced to what deduplication and
 /// finding the payment need.
@@ -34,12 +35,11 @@ public struct PaypercutEvent: Sendable, Hashable {
         guard let type = JSONBody.string(object["type"]) else {
             throw WebhookRejection(.malformedBody, "the event has no string \"type\"")
         }
-        let data = object["data"] as? [String: Any]
-        let dataObject = data?["object"] as? [String: Any] ?? [:]
-        let objectType = JSONBody.string(dataObject["object"])
-        let objectID = JSONBody.string(dataObject["id"])
+        let dataObject = object["data"]?["object"]
+        let objectType = JSONBody.string(dataObject?["object"])
+        let objectID = JSONBody.string(dataObject?["id"])
         let isIntent = objectType == "payment_intent" || (objectType == nil && type.hasPrefix("payment_intent."))
-        let intent = isIntent ? objectID : JSONBody.string(dataObject["payment_intent"])
+        let intent = isIntent ? objectID : JSONBody.string(dataObject?["payment_intent"])
         return PaypercutEvent(id: id, type: type, account: JSONBody.string(object["account"]), objectType: objectType,
                               objectID: objectID, paymentIntentID: intent)
     }
