@@ -35,7 +35,7 @@ let configuration = HTTPClient.Configuration(timeoutSeconds: 30, maxConcurrentRe
                                              maxConnectionsPerHost: concurrency)
 let transport: any ProviderTransport
 switch transportName {
-case "curl": transport = CurlTransport(client: CurlHTTPClient(configuration: configuration))
+case "curl": transport = HTTPClientTransport(client: CurlHTTPClient(configuration: configuration))
 case "urlsession": transport = HTTPClientTransport(client: HTTPClient(configuration: configuration))
 default: fail("--transport must be curl or urlsession")
 }

@@ -1,10 +1,11 @@
 import HTTP
 
-/// `ProviderTransport` over the HTTP room's `HTTPClient` (URLSession, bounded in flight, size cap).
+/// `ProviderTransport` over either of the HTTP room's clients (libcurl or URLSession): bounded in flight, size cap,
+/// transport failures mapped to `ProviderTransportError`.
 public struct HTTPClientTransport: ProviderTransport {
-    public let client: HTTPClient
+    public let client: any HTTPSending
 
-    public init(client: HTTPClient) { self.client = client }
+    public init(client: any HTTPSending) { self.client = client }
 
     public func send(_ request: ProviderRequest) async throws -> ProviderResponse {
         let outgoing = HTTPClientRequest(method: request.method, url: request.url, headers: request.headers,

@@ -83,7 +83,7 @@ func providerGateway(_ env: Environment, maxConcurrentRequests: Int) throws -> P
     let transport: any ProviderTransport
     switch try env.choice("PAYRECON_HTTP_CLIENT", ["curl", "urlsession"], default: "curl") {
     case "urlsession": transport = HTTPClientTransport(client: HTTPClient(configuration: limits))
-    default: transport = CurlTransport(client: CurlHTTPClient(configuration: limits))
+    default: transport = HTTPClientTransport(client: CurlHTTPClient(configuration: limits))
     }
     var pxp: PXPClient?
     if let client = env["PXP_CLIENT_ID"], let token = env["PXP_TOKEN_ID"], let value = env["PXP_TOKEN_VALUE"] {

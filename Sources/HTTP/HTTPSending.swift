@@ -1,0 +1,8 @@
+/// What the provider clients need of an HTTP client: `CurlHTTPClient` (libcurl multi, the default) and
+/// `HTTPClient` (URLSession) both offer it, with the same request, response and error types.
+public protocol HTTPSending: Sendable {
+    func send(_ request: HTTPClientRequest) async throws -> HTTPClientResponse
+}
+
+extension HTTPClient: HTTPSending {}
+extension CurlHTTPClient: HTTPSending {}
