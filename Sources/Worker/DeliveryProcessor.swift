@@ -36,18 +36,20 @@ public struct DeliveryProcessor: Sendable {
     }
 
     private func checkPXP(_ event: PXPEvent) async -> [OrderChecker.Result] {
-        var orders: [Order] = []
+        // The orders the event names and what is known of them, in one trip to the pool.
+        let found: (orders: [Order], known: [String: OrderChecker.Known])
         do {
-            if let ref = event.merchantTransactionID {
-                orders = try await pool.run { try OrderStore.find(provider: .pxp, transactionRef: ref, on: $0) }
-            }
-            if orders.isEmpty, let system = event.systemTransactionID {
-                orders = try await pool.run { try OrderStore.findPXP(systemTransactionID: system, on: $0) }
+            found = try await pool.run { conn in
+                var orders: [Order] = []
+                if let ref = event.merchantTransactionID { orders = try OrderStore.find(provider: .pxp, transactionRef: ref, on: conn) }
+                if orders.isEmpty, let system = event.systemTransactionID { orders = try OrderStore.findPXP(systemTransactionID: system, on: conn) }
+                let known = orders.isEmpty ? [:] : try OrderChecker.known(provider: .pxp, orderIDs: orders.map(\.orderID), on: conn)
+                return (orders, known)
             }
         } catch { return [.transient(reason: "database: \(error)", retryAfterSeconds: nil)] }
-        if !orders.isEmpty {
+        if !found.orders.isEmpty {
             var results: [OrderChecker.Result] = []
-            for order in orders { results.append(await checker.check(order)) }
+            for order in found.orders { results.append(await checker.check(order, known: found.known[order.orderID])) }
             return results
         }
         guard let ref = event.merchantTransactionID else {
