@@ -54,10 +54,17 @@ public enum DeliveryQueue {
 
     /// Marks the delivery done, if `owner` still holds it. False when the lease was lost (another worker has it).
     public static func complete(id: Int64, owner: String, on conn: PostgresConnection) throws -> Bool {
-        try conn.execute("""
+        try complete(ids: [id], owner: owner, on: conn) == [id]
+    }
+
+    /// Marks many deliveries done in one statement (the worker batches its completions); returns the ids `owner`
+    /// still held, i.e. the ones it completed.
+    public static func complete(ids: [Int64], owner: String, on conn: PostgresConnection) throws -> [Int64] {
+        guard !ids.isEmpty else { return [] }
+        return try conn.query("""
             UPDATE deliveries SET status = 'done', processed_at = now(), lease_owner = NULL, lease_expires_at = NULL, last_error = NULL
-            WHERE id = $1 AND lease_owner = $2 AND status = 'pending'
-            """, [.int64(id), .text(owner)]) == 1
+            WHERE id = ANY($1) AND lease_owner = $2 AND status = 'pending' RETURNING id
+            """, [.int64Array(ids), .text(owner)]).map { try $0.int64("id") }
     }
 
     /// Schedules another attempt after `delaySeconds`, or marks it dead when `dead`.

@@ -41,6 +41,12 @@ public final class QueueWorker: Sendable {
     let held = Mutex<Set<Int64>>([])
     let stopping = Atomic<Bool>(false)
     let totals = Mutex(Totals())
+    /// Done deliveries not yet marked so: completions are committed together (one statement, one commit for many
+    /// deliveries), within `completionFlushMilliseconds`. A crash before the flush only means the delivery is
+    /// processed again after its lease ends, which is idempotent.
+    let completions = Mutex<[Int64]>([])
+    static let completionFlushMilliseconds = 50
+    static let completionBatch = 32
 
     public init(configuration: Configuration, conninfo: String, pool: PostgresPool, processor: DeliveryProcessor, executor: ActionExecutor?) {
         self.configuration = configuration; self.conninfo = conninfo; self.pool = pool; self.processor = processor
@@ -58,7 +64,13 @@ public final class QueueWorker: Sendable {
     public func run(once: Bool) async -> Totals {
         if !once { wakeup.listen(conninfo: conninfo, channel: DeliveryStore.channel) }
         let renewer = Task { await renewLeases() }
-        defer { renewer.cancel(); wakeup.stop() }
+        let flusher = Task { [self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(Self.completionFlushMilliseconds))
+                await flushCompletions()
+            }
+        }
+        defer { renewer.cancel(); flusher.cancel(); wakeup.stop() }
         Log.info("worker started", ["owner": configuration.owner, "once": once])
         // A pipeline, not batches: as soon as a delivery finishes, another is claimed, so one slow provider call
         // never holds up the deliveries behind it.
@@ -101,6 +113,9 @@ public final class QueueWorker: Sendable {
             }
             await group.waitForAll()
         }
+        flusher.cancel()
+        _ = await flusher.value          // a flush it had begun is counted before the last one
+        await flushCompletions()
         if let executor, configuration.executeActions, once { _ = await executor.executePending() }
         let t = totals.withLock { $0 }
         Log.info("worker stopped", ["done": t.done, "retried": t.retried, "dead": t.dead])
@@ -108,14 +123,21 @@ public final class QueueWorker: Sendable {
     }
 
     private func handle(_ delivery: QueuedDelivery) async {
-        defer { held.withLock { _ = $0.remove(delivery.id) } }
         let result = await processor.process(delivery)
         let decision = configuration.attempt.decide(result, attempts: delivery.attempts, random: Double.random(in: 0..<1))
+        if decision == .done {
+            // Still held (its lease renewed) until the batch that completes it is committed.
+            Log.debug("delivery processed", ["delivery_id": delivery.id, "provider": delivery.provider.rawValue])
+            let full = completions.withLock { $0.append(delivery.id); return $0.count >= Self.completionBatch }
+            if full { await flushCompletions() }
+            return
+        }
+        defer { held.withLock { _ = $0.remove(delivery.id) } }
         let owner = configuration.owner
         do {
             let kept: Bool = try await pool.run { conn in
                 switch decision {
-                case .done: return try DeliveryQueue.complete(id: delivery.id, owner: owner, on: conn)
+                case .done: return true   // batched: see flushCompletions()
                 case .retry(let after, let reason):
                     return try DeliveryQueue.fail(id: delivery.id, owner: owner, error: reason, retryAfterSeconds: after, on: conn)
                 case .dead(let reason):
@@ -131,7 +153,7 @@ public final class QueueWorker: Sendable {
                 }
             }
             switch decision {
-            case .done: Log.debug("delivery processed", ["delivery_id": delivery.id, "provider": delivery.provider.rawValue])
+            case .done: break
             case .retry(let after, let reason):
                 Log.info("delivery will be retried", ["delivery_id": delivery.id, "provider": delivery.provider.rawValue,
                                                        "attempt": delivery.attempts, "after_s": Int(after.rounded(.up)), "reason": reason])
@@ -142,6 +164,27 @@ public final class QueueWorker: Sendable {
         } catch {
             // The lease expires and the delivery comes back: processing is idempotent (unique action keys).
             Log.warning("could not record a delivery's outcome", ["delivery_id": delivery.id, "error": String(describing: error)])
+        }
+    }
+
+    /// Commits the pending completions in one statement.
+    private func flushCompletions() async {
+        let ids = completions.withLock { c -> [Int64] in let ids = c; c.removeAll(); return ids }
+        guard !ids.isEmpty else { return }
+        let owner = configuration.owner
+        do {
+            let completed = try await pool.run { try DeliveryQueue.complete(ids: ids, owner: owner, on: $0) }
+            held.withLock { $0.subtract(ids) }
+            totals.withLock { $0.done += completed.count; $0.lostLease += ids.count - completed.count }
+            if completed.count < ids.count {
+                Log.warning("lease lost before completion was recorded; another worker has the delivery",
+                            ["deliveries": ids.count - completed.count])
+            }
+        } catch {
+            // Put them back for the next flush; if that never comes, the leases run out and the deliveries are
+            // processed again (idempotently).
+            completions.withLock { $0.append(contentsOf: ids) }
+            Log.warning("could not record completed deliveries; will retry", ["deliveries": ids.count, "error": String(describing: error)])
         }
     }
 
