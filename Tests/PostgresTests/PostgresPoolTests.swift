@@ -34,8 +34,11 @@ import Testing
     @Test func runExecutesOnThePoolsOwnThreads() async throws {
         let pool = PostgresPool(conninfo: databaseURL, size: 2)
         defer { pool.close() }
-        let name = try await pool.run { _ in Thread.current.name ?? "" }
-        #expect(name.hasPrefix("pgpool-"))
+        // The kernel's name for the running thread, not Foundation's Thread.name.
+        let name = try await pool.run { _ -> String in
+            ((try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        #expect(name.hasPrefix("pgpool-"), "ran on \(name)")
     }
 
     @Test func dialsLazily() throws {
