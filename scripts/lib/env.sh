@@ -76,7 +76,7 @@ CONF
     if ! pg_run "$PG_BIN/pg_ctl" -D "$dir" status >/dev/null 2>&1; then
         log "starting PostgreSQL on 127.0.0.1:$PG_PORT"
         # -p: the port asked for now, whatever the cluster was created with.
-        pg_run "$PG_BIN/pg_ctl" -D "$dir" -l "$dir/server.log" -o "-p $PG_PORT" -w -t 60 start >/dev/null || { tail -20 "$dir/server.log" >&2; die "PostgreSQL did not start"; }
+        pg_run "$PG_BIN/pg_ctl" -D "$dir" -l "$dir/server.log" -o "-p $PG_PORT" -w -t 60 start >/dev/null || { tail -20 "$dir/server.log" >&2; die "PostgreSQL did not start (see above; if port $PG_PORT is in use, run again with PG_PORT=<a free port>)"; }
     fi
     psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = '$db'" | grep -q 1 \
         || psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres -qc "CREATE DATABASE \"$db\"" || die "cannot create database $db"
