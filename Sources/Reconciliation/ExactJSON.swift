@@ -391,20 +391,29 @@ extension JSONValue {
         }
     }
 
-    private static func writeString(_ s: String, into out: inout [UInt8]) {
-        let hex = Array("0123456789abcdef".utf8)
+    /// Appends `s` as a JSON string literal (RFC 8259 escaping, `\u00xx` for other control characters). Strings
+    /// that need no escaping, nearly all, are copied whole.
+    public static func writeString(_ s: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
-        for b in s.utf8 {
-            switch b {
-            case 0x22: out.append(contentsOf: [0x5C, 0x22])
-            case 0x5C: out.append(contentsOf: [0x5C, 0x5C])
-            case 0x0A: out.append(contentsOf: [0x5C, UInt8(ascii: "n")])
-            case 0x0D: out.append(contentsOf: [0x5C, UInt8(ascii: "r")])
-            case 0x09: out.append(contentsOf: [0x5C, UInt8(ascii: "t")])
-            case 0x00..<0x20:
-                out.append(contentsOf: Array("\\u00".utf8))
-                out.append(hex[Int(b >> 4)]); out.append(hex[Int(b & 0xF)])
-            default: out.append(b)
+        var s = s
+        s.withUTF8 { bytes in
+            guard bytes.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) else {
+                out.append(contentsOf: bytes)
+                return
+            }
+            let hex = Array("0123456789abcdef".utf8)
+            for b in bytes {
+                switch b {
+                case 0x22: out.append(contentsOf: [0x5C, 0x22])
+                case 0x5C: out.append(contentsOf: [0x5C, 0x5C])
+                case 0x0A: out.append(contentsOf: [0x5C, UInt8(ascii: "n")])
+                case 0x0D: out.append(contentsOf: [0x5C, UInt8(ascii: "r")])
+                case 0x09: out.append(contentsOf: [0x5C, UInt8(ascii: "t")])
+                case 0x00..<0x20:
+                    out.append(contentsOf: Array("\\u00".utf8))
+                    out.append(hex[Int(b >> 4)]); out.append(hex[Int(b & 0xF)])
+                default: out.append(b)
+                }
             }
         }
         out.append(UInt8(ascii: "\""))

@@ -144,46 +144,13 @@ public enum DeliveryStore {
         for (i, (name, value)) in headers.enumerated() {
             if i > 0 { out.append(UInt8(ascii: ",")) }
             out.append(UInt8(ascii: "["))
-            appendJSONString(name, to: &out)
+            JSONValue.writeString(name, into: &out)
             out.append(UInt8(ascii: ","))
-            appendJSONString(value, to: &out)
+            JSONValue.writeString(value, into: &out)
             out.append(UInt8(ascii: "]"))
         }
         out.append(UInt8(ascii: "]"))
         return String(decoding: out, as: UTF8.self)
-    }
-
-    private static func appendJSONString(_ string: String, to out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\""))
-        var string = string
-        string.withUTF8 { bytes in
-            if !bytes.contains(where: needsEscape) {
-                out.append(contentsOf: bytes)
-            } else {
-                for b in bytes {
-                    guard needsEscape(b) else { out.append(b); continue }
-                    out.append(UInt8(ascii: "\\"))
-                    switch b {
-                    case UInt8(ascii: "\""), UInt8(ascii: "\\"): out.append(b)
-                    case 0x0A: out.append(UInt8(ascii: "n"))
-                    case 0x0D: out.append(UInt8(ascii: "r"))
-                    case 0x09: out.append(UInt8(ascii: "t"))
-                    default:
-                        out.append(UInt8(ascii: "u")); out.append(UInt8(ascii: "0")); out.append(UInt8(ascii: "0"))
-                        out.append(hexDigit(b >> 4)); out.append(hexDigit(b & 0xF))
-                    }
-                }
-            }
-        }
-        out.append(UInt8(ascii: "\""))
-    }
-
-    @inline(__always) private static func needsEscape(_ b: UInt8) -> Bool {
-        b < 0x20 || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\")
-    }
-
-    @inline(__always) private static func hexDigit(_ nibble: UInt8) -> UInt8 {
-        nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
     }
 
     /// Deliveries waiting for the worker (for /metrics).
