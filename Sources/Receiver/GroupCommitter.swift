@@ -24,7 +24,6 @@ final class GroupCommitter: Sendable {
     private let machine: Mutex<GroupCommitStateMachine<Item>>
     private let pool: PostgresPool
     private let queue = DispatchQueue(label: "payrecon.group-commit", attributes: .concurrent)
-    private let drained = DispatchGroup()
     private let batchSize = Metrics.shared.histogram("payrecon_commit_batch_size", help: "Deliveries and rejections per group commit.",
                                                      buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256])
     private let dropped = Metrics.shared.counter("payrecon_rejections_not_recorded_total",

@@ -124,43 +124,35 @@ public final class QueueWorker: Sendable {
 
     private func handle(_ delivery: QueuedDelivery) async {
         let result = await processor.process(delivery)
-        let decision = configuration.attempt.decide(result, attempts: delivery.attempts, random: Double.random(in: 0..<1))
-        if decision == .done {
+        // A retry carries its delay; dead is the last attempt (no delay).
+        let failure: (retryAfter: Double?, reason: String)
+        switch configuration.attempt.decide(result, attempts: delivery.attempts, random: Double.random(in: 0..<1)) {
+        case .done:
             // Still held (its lease renewed) until the batch that completes it is committed.
             Log.debug("delivery processed", ["delivery_id": delivery.id, "provider": delivery.provider.rawValue])
             let full = completions.withLock { $0.append(delivery.id); return $0.count >= Self.completionBatch }
             if full { await flushCompletions() }
             return
+        case .retry(let after, let reason): failure = (after, reason)
+        case .dead(let reason): failure = (nil, reason)
         }
         defer { held.withLock { _ = $0.remove(delivery.id) } }
         let owner = configuration.owner
         do {
-            let kept: Bool = try await pool.run { conn in
-                switch decision {
-                case .done: return true   // batched: see flushCompletions()
-                case .retry(let after, let reason):
-                    return try DeliveryQueue.fail(id: delivery.id, owner: owner, error: reason, retryAfterSeconds: after, on: conn)
-                case .dead(let reason):
-                    return try DeliveryQueue.fail(id: delivery.id, owner: owner, error: reason, retryAfterSeconds: nil, on: conn)
-                }
+            let kept = try await pool.run { conn in
+                try DeliveryQueue.fail(id: delivery.id, owner: owner, error: failure.reason, retryAfterSeconds: failure.retryAfter, on: conn)
             }
             totals.withLock { t in
-                guard kept else { t.lostLease += 1; return }
-                switch decision {
-                case .done: t.done += 1
-                case .retry: t.retried += 1
-                case .dead: t.dead += 1
-                }
+                if !kept { t.lostLease += 1 } else if failure.retryAfter != nil { t.retried += 1 } else { t.dead += 1 }
             }
-            switch decision {
-            case .done: break
-            case .retry(let after, let reason):
+            if !kept {
+                Log.warning("lease lost before the result was recorded; another worker has the delivery", ["delivery_id": delivery.id])
+            } else if let after = failure.retryAfter {
                 Log.info("delivery will be retried", ["delivery_id": delivery.id, "provider": delivery.provider.rawValue,
-                                                       "attempt": delivery.attempts, "after_s": Int(after.rounded(.up)), "reason": reason])
-            case .dead(let reason):
-                Log.error("delivery is dead", ["delivery_id": delivery.id, "provider": delivery.provider.rawValue, "reason": reason])
+                                                       "attempt": delivery.attempts, "after_s": Int(after.rounded(.up)), "reason": failure.reason])
+            } else {
+                Log.error("delivery is dead", ["delivery_id": delivery.id, "provider": delivery.provider.rawValue, "reason": failure.reason])
             }
-            if !kept { Log.warning("lease lost before the result was recorded; another worker has the delivery", ["delivery_id": delivery.id]) }
         } catch {
             // The lease expires and the delivery comes back: processing is idempotent (unique action keys).
             Log.warning("could not record a delivery's outcome", ["delivery_id": delivery.id, "error": String(describing: error)])
