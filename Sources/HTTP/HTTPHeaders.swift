@@ -2,7 +2,7 @@
 ///
 /// `headers["paypal-transmission-id"]` finds `PAYPAL-TRANSMISSION-ID`. Repeated fields are kept;
 /// the subscript returns the first, `values(for:)` all of them.
-public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionaryLiteral {
+public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionaryLiteral {
     /// The fields as (name, value) pairs, in order.
     public private(set) var pairs: [(name: String, value: String)]
 
@@ -12,20 +12,40 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
         self.pairs = pairs.map { (name: $0.0, value: $0.1) }
     }
 
+    /// From a dictionary (a `--headers` file, a test): fields in name order.
+    public init(_ dictionary: [String: String]) {
+        self.pairs = dictionary.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) }
+    }
+
     public init(dictionaryLiteral elements: (String, String)...) {
         self.init(elements)
     }
 
-    /// The first value of the field `name` (ASCII case-insensitive), or nil.
+    /// The first value of the field `name` (ASCII case-insensitive, as HTTP says), or nil.
     public subscript(name: String) -> String? {
-        let key = name.lowercased()
-        return pairs.first { $0.name.lowercased() == key }?.value
+        pairs.first { Self.sameName($0.name, name) }?.value
     }
 
     /// Every value of the field `name`, in order.
     public func values(for name: String) -> [String] {
-        let key = name.lowercased()
-        return pairs.filter { $0.name.lowercased() == key }.map(\.value)
+        pairs.filter { Self.sameName($0.name, name) }.map(\.value)
+    }
+
+    /// The value of `name` with surrounding whitespace removed; nil when absent or empty.
+    public func nonEmpty(_ name: String) -> String? {
+        guard let value = self[name] else { return nil }
+        let bytes = Array(value.utf8)
+        func isSpace(_ b: UInt8) -> Bool { b == 0x20 || b == 0x09 || b == 0x0a || b == 0x0d }
+        var start = 0, end = bytes.count
+        while start < end && isSpace(bytes[start]) { start += 1 }
+        while end > start && isSpace(bytes[end - 1]) { end -= 1 }
+        return start == end ? nil : String(decoding: bytes[start..<end], as: UTF8.self)
+    }
+
+    /// Replaces every field named `name` (any case) with one field; removes them when `value` is nil.
+    public mutating func set(_ name: String, _ value: String?) {
+        pairs.removeAll { Self.sameName($0.name, name) }
+        if let value { pairs.append((name: name, value: value)) }
     }
 
     /// Whether a field called `name` is present.
@@ -37,11 +57,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     }
 
     /// Replaces every field called `name` with one field.
-    public mutating func replace(_ name: String, _ value: String) {
-        let key = name.lowercased()
-        pairs.removeAll { $0.name.lowercased() == key }
-        pairs.append((name: name, value: value))
-    }
+    public mutating func replace(_ name: String, _ value: String) { set(name, value) }
 
     public var count: Int { pairs.count }
     public var isEmpty: Bool { pairs.isEmpty }
@@ -63,5 +79,24 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     public static func == (lhs: HTTPHeaders, rhs: HTTPHeaders) -> Bool {
         lhs.pairs.count == rhs.pairs.count
             && zip(lhs.pairs, rhs.pairs).allSatisfy { $0.name == $1.name && $0.value == $1.value }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        for field in pairs { hasher.combine(field.name); hasher.combine(field.value) }
+    }
+
+    /// ASCII case-insensitive comparison without allocating (header names are ASCII).
+    static func sameName(_ a: String, _ b: String) -> Bool {
+        var i = a.utf8.makeIterator(), j = b.utf8.makeIterator()
+        while true {
+            switch (i.next(), j.next()) {
+            case (nil, nil): return true
+            case (let x?, let y?):
+                if x == y { continue }
+                let fx = x >= 65 && x <= 90 ? x + 32 : x, fy = y >= 65 && y <= 90 ? y + 32 : y
+                if fx != fy { return false }
+            default: return false
+            }
+        }
     }
 }

@@ -11,10 +11,9 @@ public struct VerifyingEndpoint: WebhookEndpoint {
     let parse: @Sendable (Headers, [UInt8]) throws(WebhookRejection) -> AcceptedDelivery
 
     public func accept(headers: HTTPHeaders, body: [UInt8], now: Date) -> Result<AcceptedDelivery, DeliveryRejection> {
-        let h = Headers(headers.pairs.map { ($0.name, $0.value) })
         do {
-            try verify(h, body, now)
-            return .success(try parse(h, body))
+            try verify(headers, body, now)
+            return .success(try parse(headers, body))
         } catch { return .failure(DeliveryRejection(error)) }
     }
 

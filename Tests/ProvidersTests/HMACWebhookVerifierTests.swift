@@ -46,7 +46,7 @@ import Testing
 
     @Test func headerNamesAreCaseInsensitive() throws {
         let h = Self.headers(timestamp: "1732870000")
-        let lower = Headers(h.fields.map { ($0.name.lowercased(), $0.value) })
+        let lower = Headers(h.pairs.map { ($0.name.lowercased(), $0.value) })
         try PXPWebhookVerifier(key: Self.key).verify(headers: lower, body: Self.body, time: .at(Self.now))
     }
 
