@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+import Reporting
 import Store
 
 let eventsListCommand = Command(
@@ -16,11 +17,15 @@ let eventsListCommand = Command(
     let conn = try connect(try Environment().databaseURL())
     defer { conn.close() }
     let rows = try DeliveryQueue.list(status: status, limit: limit, on: conn)
-    print(pad(["ID", "PROVIDER", "STATUS", "ATTEMPTS", "RECEIVED", "EVENT", "LAST ERROR"], widths: [8, 10, 8, 8, 20, 32, 0]))
+    // The report's table: aligned, and control characters from webhook bodies or provider errors shown escaped.
+    var table = TextTable([.init("ID"), .init("PROVIDER"), .init("STATUS"), .init("ATTEMPTS", .right), .init("RECEIVED"),
+                           .init("EVENT"), .init("LAST ERROR")])
+    table.indent = ""
     for d in rows {
-        print(pad([String(d.id), d.provider.rawValue, d.status, String(d.attempts), timestamp(d.receivedAt),
-                   d.eventType ?? "-", d.lastError.map { String($0.prefix(80)) } ?? ""], widths: [8, 10, 8, 8, 20, 32, 0]))
+        table.append([String(d.id), d.provider.rawValue, d.status, String(d.attempts), timestamp(d.receivedAt),
+                      d.eventType ?? "-", d.lastError.map { String($0.prefix(80)) } ?? ""])
     }
+    print(table.render(colour: false), terminator: "")
     return Exit.ok
 }
 
@@ -88,13 +93,7 @@ let eventsRetryCommand = Command(
     return Exit.ok
 }
 
+/// `2026-11-29 16:12:27Z` (UTC).
 func timestamp(_ date: Date) -> String {
-    let f = DateFormatter()
-    f.locale = Locale(identifier: "en_US_POSIX"); f.timeZone = TimeZone(identifier: "UTC"); f.dateFormat = "yyyy-MM-dd HH:mm:ss'Z'"
-    return f.string(from: date)
-}
-
-func pad(_ columns: [String], widths: [Int]) -> String {
-    zip(columns, widths).map { c, w in w == 0 || c.count >= w ? c + (w == 0 ? "" : " ") : c.padding(toLength: w, withPad: " ", startingAt: 0) }
-        .joined(separator: " ").trimmingCharacters(in: .whitespaces)
+    Timestamp.iso8601(date).replacingOccurrences(of: "T", with: " ")
 }
