@@ -54,6 +54,11 @@ let package = Package(
         .testTarget(name: "ReportingTests", dependencies: ["Reporting", "Reconciliation"]),
         // Integration tests: a live PostgreSQL (DATABASE_URL), paysim and the built executables.
         .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["Receiver", "Worker", "Store", "Providers", "Postgres", "HTTP", "Reconciliation", "Reporting", "Observability", "PaysimCore"]),
+        // What every integration suite shares: blocking work off the cooperative pool, `eventually`.
+        .target(name: "PayreconTesting", path: "Tests/PayreconTesting"),
+        // The idle worker's transaction rate, read from pg_stat_database: a target of its own so that no other suite's
+        // NOTIFY traffic reaches its LISTEN connection while it counts (scripts/test runs one target at a time).
+        .testTarget(name: "IdleWorkerTests", dependencies: ["Worker", "Store", "Postgres", "PayreconTesting"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["PayreconTesting", "Receiver", "Worker", "Store", "Providers", "Postgres", "HTTP", "Reconciliation", "Reporting", "Observability", "PaysimCore"]),
     ]
 )

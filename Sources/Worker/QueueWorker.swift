@@ -47,6 +47,8 @@ public final class QueueWorker: Sendable {
     let completions = Mutex<[Int64]>([])
     static let completionFlushMilliseconds = 50
     static let completionBatch = 32
+    /// The shortest idle wait, whatever `secondsUntilNextDue` says.
+    static let minimumWaitSeconds = 0.05
 
     public init(configuration: Configuration, conninfo: String, pool: PostgresPool, processor: DeliveryProcessor, executor: ActionExecutor?) {
         self.configuration = configuration; self.conninfo = conninfo; self.pool = pool; self.processor = processor
@@ -108,8 +110,11 @@ public final class QueueWorker: Sendable {
                 // Nothing in hand and nothing due.
                 if let executor, configuration.executeActions { _ = await executor.executePending() }
                 if once { break }
+                // A delivery due now that another transaction holds locked (SKIP LOCKED passed it) must not make
+                // this loop spin: wait at least `minimumWaitSeconds`.
                 let due = (try? await pool.run { try DeliveryQueue.secondsUntilNextDue(on: $0) }) ?? nil
-                await wakeup.wait(seconds: min(configuration.pollSeconds, due ?? configuration.pollSeconds))
+                let wait = min(configuration.pollSeconds, max(Self.minimumWaitSeconds, due ?? configuration.pollSeconds))
+                await wakeup.wait(seconds: wait)
             }
             await group.waitForAll()
         }

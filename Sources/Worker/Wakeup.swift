@@ -5,46 +5,62 @@ import Synchronization
 
 /// Wakes the worker when the receiver commits deliveries (LISTEN payrecon_deliveries on its own connection and
 /// thread); polling is the fallback, so a lost notification or a dropped connection only delays work.
+///
+/// The decisions are `WakeupStateMachine`'s; this class only holds the suspended continuation and its timer, and
+/// executes what the machine returns.
 final class Wakeup: Sendable {
-    private struct State {
-        var signalled = false
+    private struct Locked {
+        var machine = WakeupStateMachine()
         var waiter: CheckedContinuation<Void, Never>?
-        var stopped = false
+        var timer: Task<Void, Never>?
     }
-    private let state = Mutex(State())
+    private let state = Mutex(Locked())
 
     /// Wakes the current (or next) `wait`.
     func signal() {
-        let waiter = state.withLock { s -> CheckedContinuation<Void, Never>? in
-            if let w = s.waiter { s.waiter = nil; return w }
-            s.signalled = true
-            return nil
-        }
-        waiter?.resume()
+        execute { $0.signal() }
     }
 
-    /// Returns when signalled or after `seconds`.
+    /// Returns when signalled, when stopped, or after `seconds`, whichever comes first.
     func wait(seconds: Double) async {
-        let timer = Task { [self] in
-            try? await Task.sleep(for: .milliseconds(Int(max(0.001, seconds) * 1000)))
-            signal()
-        }
+        let duration = Duration.milliseconds(Int64((max(0.001, seconds) * 1000).rounded(.up)))
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            let resumeNow = state.withLock { s -> Bool in
-                if s.signalled || s.stopped { s.signalled = false; return true }
-                s.waiter = c
-                return false
+            let action = state.withLock { s -> WakeupStateMachine.WaitAction in
+                let action = s.machine.beginWait()
+                if case .suspend = action { s.waiter = c }
+                return action
             }
-            if resumeNow { c.resume() }
+            guard case .suspend(let id) = action else { c.resume(); return }
+            let timer = Task { [self] in
+                // Cancelled means the wait already ended another way: a cancelled timer does nothing.
+                do { try await Task.sleep(for: duration) } catch { return }
+                execute { $0.timerFired(id: id) }
+            }
+            let stillWaiting = state.withLock { s -> Bool in
+                guard s.machine.state == .waiting(id: id) else { return false }
+                s.timer = timer
+                return true
+            }
+            if !stillWaiting { timer.cancel() }
         }
-        timer.cancel()
+    }
+
+    /// Runs one transition and its resume action outside the lock.
+    private func execute(_ transition: (inout WakeupStateMachine) -> WakeupStateMachine.ResumeAction) {
+        let (waiter, timer) = state.withLock { s -> (CheckedContinuation<Void, Never>?, Task<Void, Never>?) in
+            guard case .resume = transition(&s.machine) else { return (nil, nil) }
+            defer { s.waiter = nil; s.timer = nil }
+            return (s.waiter, s.timer)
+        }
+        timer?.cancel()
+        waiter?.resume()
     }
 
     /// Listens on `channel` in a background thread until `stop()`.
     func listen(conninfo: String, channel: String) {
         let thread = Thread { [self] in
             var conn: PostgresConnection?
-            while !state.withLock({ $0.stopped }) {
+            while !state.withLock({ $0.machine.isStopped }) {
                 do {
                     if conn == nil {
                         let c = try PostgresConnection(conninfo: conninfo)
@@ -66,7 +82,6 @@ final class Wakeup: Sendable {
     }
 
     func stop() {
-        state.withLock { $0.stopped = true }
-        signal()
+        execute { $0.stop() }
     }
 }

@@ -1,3 +1,4 @@
+import PayreconTesting
 import Foundation
 
 /// Runs the built `payrecon` executable as a user would: arguments, environment, captured stdout/stderr, exit code.

@@ -1,3 +1,4 @@
+import PayreconTesting
 import Foundation
 
 /// Runs the built `payrecon` executable (.build/debug/payrecon under the package root) as users do.

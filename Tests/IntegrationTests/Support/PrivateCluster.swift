@@ -1,3 +1,4 @@
+import PayreconTesting
 import Foundation
 
 /// A PostgreSQL cluster of the test's own (initdb in a temporary folder, its own port), so a test can stop and

@@ -1,3 +1,4 @@
+import PayreconTesting
 import Foundation
 import Postgres
 import Store
@@ -49,7 +50,3 @@ struct TestDatabase: Sendable {
     }
 }
 
-struct TestSetupError: Error, CustomStringConvertible {
-    var description: String
-    init(_ d: String) { description = d }
-}

@@ -1,3 +1,4 @@
+import PayreconTesting
 import Foundation
 import HTTP
 import PaysimCore
@@ -204,11 +205,6 @@ final class WorkerHarness: @unchecked Sendable {
 
     /// Polls `condition` until it holds or `seconds` pass (never a sleep as the assertion itself).
     func eventually(_ seconds: Double = 15, _ condition: () async throws -> Bool) async throws -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if try await condition() { return true }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        return try await condition()
+        try await PayreconTesting.eventually(seconds, condition)
     }
 }
