@@ -36,7 +36,9 @@ let package = Package(
         .target(name: "Worker", dependencies: ["Store", "Providers", "Reconciliation", "Postgres", "Observability"]),
         // `payrecon report` and `actions list` renderers: value types in, text out (table, JSON, CSV, HTML). No I/O.
         .target(name: "Reporting", dependencies: ["Reconciliation"]),
-        .executableTarget(name: "payrecon", dependencies: ["Receiver", "Worker", "Store", "Providers", "Reconciliation", "Reporting", "Postgres", "HTTP", "Observability"]),
+        // What the commands wire together (registry, worker context, endpoints), as a library so tests reach it.
+        .target(name: "Wiring", dependencies: ["Receiver", "Worker", "Store", "Providers", "Reconciliation", "Reporting", "Postgres", "HTTP", "Observability"]),
+        .executableTarget(name: "payrecon", dependencies: ["Wiring", "Receiver", "Worker", "Store", "Providers", "Reconciliation", "Reporting", "Postgres", "HTTP", "Observability"]),
         .executableTarget(name: "paysim", dependencies: ["PaysimCore", "HTTP", "Providers", "Reconciliation", "Observability", "COpenSSL"]),
         // scripts/bench-http-client: requests/s and CPU per request of each provider transport against paysim.
         .executableTarget(name: "httpbench", dependencies: ["HTTP", "Providers"]),
@@ -44,7 +46,8 @@ let package = Package(
         .target(name: "PaysimCore", dependencies: ["HTTP", "Providers", "Reconciliation", "Observability", "COpenSSL", "CZlib"]),
 
         // Unit tests: no database, run in seconds.
-        .testTarget(name: "ReconciliationTests", dependencies: ["Reconciliation"]),
+        // The planner's tests run each provider's real capability rules (Providers), as the worker does.
+        .testTarget(name: "ReconciliationTests", dependencies: ["Reconciliation", "Providers"]),
         .testTarget(name: "ProvidersTests", dependencies: ["Providers", "Reconciliation", "HTTP"],
                     resources: [.copy("Fixtures")]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
@@ -58,7 +61,7 @@ let package = Package(
         .target(name: "PayreconTesting", path: "Tests/PayreconTesting"),
         // The idle worker's transaction rate, read from pg_stat_database: a target of its own so that no other suite's
         // NOTIFY traffic reaches its LISTEN connection while it counts (scripts/test runs one target at a time).
-        .testTarget(name: "IdleWorkerTests", dependencies: ["Worker", "Store", "Postgres", "PayreconTesting"]),
+        .testTarget(name: "IdleWorkerTests", dependencies: ["Worker", "Store", "Postgres", "Providers", "PayreconTesting"]),
         .testTarget(name: "IntegrationTests", dependencies: ["PayreconTesting", "Receiver", "Worker", "Store", "Providers", "Postgres", "HTTP", "Reconciliation", "Reporting", "Observability", "PaysimCore"]),
     ]
 )

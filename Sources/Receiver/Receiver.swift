@@ -2,6 +2,7 @@ import Foundation
 import HTTP
 import Observability
 import Postgres
+import Providers
 import Reconciliation
 import Store
 import Synchronization
@@ -115,7 +116,7 @@ public final class Receiver: Sendable {
         guard let endpoint = endpoints[provider.rawValue] else {
             metrics.delivery(provider, outcome: "provider_not_configured")
             return responder.respond(.error(503, "provider_not_configured",
-                                            "\(provider.rawValue) webhooks are not configured on this receiver: set \(provider.webhookSecretVariable)",
+                                            "\(provider.rawValue) webhooks are not configured on this receiver: set \(ProviderRegistry.definition(provider).webhookSecretVariable)",
                                             headers: [("Retry-After", "300")]))
         }
         let accepted: AcceptedDelivery
@@ -139,17 +140,6 @@ public final class Receiver: Sendable {
                 responder.respond(.error(503, "storage_unavailable", "the delivery could not be stored; retry later",
                                          headers: [("Retry-After", "5")]))
             }
-        }
-    }
-}
-
-extension Provider {
-    /// The environment variable holding this provider's webhook secret.
-    public var webhookSecretVariable: String {
-        switch self {
-        case .pxp: "PXP_WEBHOOK_KEY"
-        case .paypal: "PAYPAL_WEBHOOK_ID"
-        case .paypercut: "PAYPERCUT_WEBHOOK_SECRET"
         }
     }
 }

@@ -11,9 +11,13 @@ enum RawValue: Hashable {
 }
 
 struct RowValidator {
+    /// What each provider needs of a row (its merchant and site when they are part of its API path).
+    let traits: @Sendable (Provider) -> ProviderTraits
     private struct OrderKey: Hashable { var provider: Provider; var orderID: String }
     /// First line of every (provider, order_id) seen, for the duplicate check.
     private var firstLine: [OrderKey: Int] = [:]
+
+    init(traits: @escaping @Sendable (Provider) -> ProviderTraits) { self.traits = traits }
 
     mutating func validate(line: Int, values: [String: RawValue]) -> OrderFileRecord {
         var row = Row(line: line, values: values)
@@ -25,9 +29,9 @@ struct RowValidator {
         let transactionRef = row.required("transaction_ref", allowInteger: true)
         let merchant = row.optional("merchant", allowInteger: true)
         let site = row.optional("site", allowInteger: true)
-        if provider == .pxp {
-            if merchant == nil { row.fail("merchant", "required for pxp (part of its API path)") }
-            if site == nil { row.fail("site", "required for pxp (part of its API path)") }
+        if let provider, traits(provider).requiresMerchantAndSite {
+            if merchant == nil { row.fail("merchant", "required for \(provider.rawValue) (part of its API path)") }
+            if site == nil { row.fail("site", "required for \(provider.rawValue) (part of its API path)") }
         }
         let intent = row.required("intent").flatMap { row.enumValue(Intent.self, $0, field: "intent", name: "intent") }
         let fulfilment = row.required("fulfilment").flatMap {

@@ -49,11 +49,11 @@ public enum OrderFileRecord: Hashable, Sendable {
 public enum OrderFile {
     public enum Format: Sendable, Hashable { case csv, jsonLines }
 
-    /// The orders of a whole file, or every problem in it.
-    public static func parse(_ bytes: [UInt8]) throws(OrderFileRejection) -> [Order] {
+    /// The orders of a whole file, or every problem in it. `traits` are each provider's (the provider registry's).
+    public static func parse(_ bytes: [UInt8], traits: @escaping @Sendable (Provider) -> ProviderTraits) throws(OrderFileRejection) -> [Order] {
         var orders: [Order] = []
         var errors: [OrderFileError] = []
-        for record in OrderFileReader(bytes: bytes) {
+        for record in OrderFileReader(bytes: bytes, traits: traits) {
             switch record {
             case let .order(order, _): if errors.isEmpty { orders.append(order) }
             case let .invalid(rowErrors): errors.append(contentsOf: rowErrors)
@@ -64,8 +64,8 @@ public enum OrderFile {
     }
 
     /// `parse(_:)` for text.
-    public static func parse(text: String) throws(OrderFileRejection) -> [Order] {
-        try parse(Array(text.utf8))
+    public static func parse(text: String, traits: @escaping @Sendable (Provider) -> ProviderTraits) throws(OrderFileRejection) -> [Order] {
+        try parse(Array(text.utf8), traits: traits)
     }
 
     /// The format `parse` would pick for a file starting with these bytes.
@@ -98,22 +98,24 @@ public enum OrderFile {
 public struct OrderFileReader: IteratorProtocol, Sequence {
     var input: ByteInput
     var state: ReaderState = .start
-    var validator = RowValidator()
+    var validator: RowValidator
 
     enum ReaderState { case start, csv(columns: [String]), jsonLines, done }
 
-    /// Reads from `nextChunk` until it returns nil (empty chunks are skipped).
-    public init(chunks nextChunk: @escaping () -> [UInt8]?) {
+    /// Reads from `nextChunk` until it returns nil (empty chunks are skipped). `traits` say what each provider
+    /// needs of a row (the provider registry's).
+    public init(chunks nextChunk: @escaping () -> [UInt8]?, traits: @escaping @Sendable (Provider) -> ProviderTraits) {
         input = ByteInput(nextChunk: nextChunk)
+        validator = RowValidator(traits: traits)
     }
 
     /// Reads a file held in memory.
-    public init(bytes: [UInt8]) {
+    public init(bytes: [UInt8], traits: @escaping @Sendable (Provider) -> ProviderTraits) {
         var sent = false
         self.init(chunks: {
             defer { sent = true }
             return sent ? nil : bytes
-        })
+        }, traits: traits)
     }
 
     public mutating func next() -> OrderFileRecord? {

@@ -1,4 +1,5 @@
-// "Where allowed" (contract §6): what each provider lets payrecon do to a transaction in its current state.
+// "Where allowed" (contract §6): the rules every provider shares, then what the provider's own mapping said it
+// allows (`Snapshot.capabilities`). No provider is named here.
 
 extension Planner.Check {
     enum Permission<Target> {
@@ -14,81 +15,49 @@ extension Planner.Check {
     /// Capture needs an authorised, not fully captured authorisation.
     func capturePermission() -> Permission<String?> {
         if let denial = authorisationDenial(for: "capture") { return .denied(denial) }
-        switch snapshot.provider {
-        case .pxp:
-            return pxpTarget()
-        case .paypal:
-            guard let id = snapshot.actionTargets.authorizationID, !id.isEmpty else {
-                return .denied("no PayPal authorization left to capture")
-            }
-            if let status = snapshot.actionTargets.authorizationStatus,
-               status != "CREATED", status != "PARTIALLY_CAPTURED" {
-                return .denied("PayPal authorization \(id) is \(status)")
-            }
-            return .allowed(id)
-        case .paypercut:
-            return paypercutRequiresCapture()
-        }
+        return permission(snapshot.capabilities.capture)
     }
 
     /// Void needs an authorised authorisation with nothing captured.
     func voidPermission() -> Permission<String?> {
         if let denial = authorisationDenial(for: "void") { return .denied(denial) }
         guard captured == 0 else { return .denied("\(withCode(captured)) already captured") }
-        switch snapshot.provider {
-        case .pxp:
-            return pxpTarget()
-        case .paypal:
-            guard let id = snapshot.actionTargets.authorizationID, !id.isEmpty else {
-                return .denied("no PayPal authorization left to void")
-            }
-            guard snapshot.actionTargets.authorizationStatus == "CREATED" else {
-                return .denied("PayPal authorization \(id) is \(snapshot.actionTargets.authorizationStatus ?? "of unknown status"), not CREATED")
-            }
-            return .allowed(id)
-        case .paypercut:
-            return paypercutRequiresCapture()
-        }
+        return permission(snapshot.capabilities.void)
     }
 
-    /// Increment: PXP only, on an Authorisation or EstimatedAuthorisation in state Authorised.
+    /// Increment: a provider that has it, on an authorisation in state authorised.
     func incrementPermission() -> Permission<String?> {
-        guard snapshot.provider == .pxp else {
-            return .denied("\(snapshot.provider.rawValue) does not support incremental authorisation")
-        }
+        if case .unsupported(let reason) = snapshot.capabilities.increment { return .denied(reason) }
         if let denial = authorisationDenial(for: "increment") { return .denied(denial) }
-        return pxpTarget()
+        return permission(snapshot.capabilities.increment)
     }
 
-    /// Refund needs captured money not yet refunded; PayPal refunds act on captures, so the amount is spread over
-    /// the refundable captures in their order.
+    /// Refund needs captured money not yet refunded; a provider whose refunds act on captures gets the amount
+    /// spread over them in their order.
     func refundPermission(_ amount: Int64) -> Permission<[RefundPart]> {
         let refundable = captured - refunded
         guard amount > 0, refundable >= amount else {
             return .denied("only \(withCode(max(refundable, 0))) captured and not yet refunded")
         }
-        switch snapshot.provider {
-        case .pxp:
-            switch pxpTarget() {
-            case let .allowed(target): return .allowed([RefundPart(target: target, amount: amount)])
-            case let .denied(reason): return .denied(reason)
-            }
-        case .paypal:
+        switch snapshot.capabilities.refund {
+        case .denied(let reason):
+            return .denied(reason)
+        case .against(let target):
+            return .allowed([RefundPart(target: target, amount: amount)])
+        case .spread(let sources, let name):
             var parts: [RefundPart] = []
             var remaining = amount
-            for capture in snapshot.actionTargets.refundableCaptures where remaining > 0 {
-                let available = capture.amount - capture.refunded
-                guard available > 0, !capture.id.isEmpty else { continue }
+            for source in sources where remaining > 0 {
+                let available = source.amount - source.refunded
+                guard available > 0, !source.id.isEmpty else { continue }
                 let part = min(available, remaining)
-                parts.append(RefundPart(target: capture.id, amount: part))
+                parts.append(RefundPart(target: source.id, amount: part))
                 remaining -= part
             }
             guard remaining == 0 else {
-                return .denied("PayPal captures hold only \(withCode(amount - remaining)) refundable")
+                return .denied("\(name) hold only \(withCode(amount - remaining)) refundable")
             }
             return .allowed(parts)
-        case .paypercut:
-            return .allowed([RefundPart(target: snapshot.transactionRef, amount: amount)])
         }
     }
 
@@ -100,17 +69,10 @@ extension Planner.Check {
         return nil
     }
 
-    private func pxpTarget() -> Permission<String?> {
-        guard let id = snapshot.actionTargets.systemTransactionID, !id.isEmpty else {
-            return .denied("no PXP systemTransactionId to act on")
+    private func permission(_ capability: Capability) -> Permission<String?> {
+        switch capability {
+        case .allowed(let target): .allowed(target)
+        case .denied(let reason), .unsupported(let reason): .denied(reason)
         }
-        return .allowed(id)
-    }
-
-    private func paypercutRequiresCapture() -> Permission<String?> {
-        guard snapshot.rawState == "requires_capture" else {
-            return .denied("Paypercut payment intent is \(snapshot.rawState), not requires_capture")
-        }
-        return .allowed(snapshot.transactionRef)
     }
 }

@@ -119,7 +119,7 @@ extension Planner {
                     detail: "provider reports merchant '\(snapshot.merchant ?? "")', order expects '\(merchant)'",
                     risk: amt)
             }
-            if order.provider == .pxp, let site = order.site, !site.isEmpty, snapshot.site != site {
+            if snapshot.reportsSite, let site = order.site, !site.isEmpty, snapshot.site != site {
                 add(.siteMismatch, expected: ["site": site], actual: ["site": snapshot.site ?? ""],
                     detail: "provider reports site '\(snapshot.site ?? "")', order expects '\(site)'", risk: amt)
             }
@@ -187,7 +187,7 @@ extension Planner {
                                          idempotencyKey: key, providerTarget: providerTarget))
         }
 
-        /// A refund of `amount` on top of R, split over PayPal captures when needed; action_not_allowed otherwise.
+        /// A refund of `amount` on top of R, split over the provider's refund sources when needed; action_not_allowed otherwise.
         mutating func refund(_ amount: Int64) {
             switch refundPermission(amount) {
             case let .denied(denial): notAllowed(.refund, amount: amount, reason: denial)

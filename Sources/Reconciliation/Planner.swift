@@ -6,8 +6,8 @@
 // 0. No order, a snapshot                  → unknown_order (only).
 //    An order, no snapshot                 → missing_at_provider (only).
 //    Blocking, in this order, all reported: merchant_mismatch (order merchant non-empty and ≠ the snapshot's,
-//    a missing snapshot merchant counts as different); site_mismatch (PXP only: the contract's site is the PXP
-//    site, other providers have none; order site non-empty and ≠); currency_mismatch; intent_mismatch (exact).
+//    a missing snapshot merchant counts as different); site_mismatch (when the snapshot reports a site: the
+//    provider's mapping says so; order site non-empty and ≠); currency_mismatch; intent_mismatch (exact).
 //    Any of them → only those findings, no actions.
 // P. payout intent (only these three checks, never an action):
 //      money moved (captured, partially_refunded, refunded) and C ≠ amt → amount_mismatch
@@ -15,8 +15,8 @@
 //      fulfilled and failed or voided → state_mismatch;
 //      pending or action_required for longer than pendingMax → stale_pending.
 // Other intents. An open order whose transaction failed or was voided is not a discrepancy: nothing is checked.
-//    Otherwise rows in order, each yielding at most one finding or one action (a PayPal refund spread over
-//    several captures is one action per capture, targets cumulative):
+//    Otherwise rows in order, each yielding at most one finding or one action (a refund spread over several
+//    refund sources, e.g. captures, is one action per source, targets cumulative):
 //  1. open, authorisation intents, authorised, amt > A   → increment amt − A (target amt) where allowed,
 //                                                           else amount_mismatch
 //  2. fulfilled, authorisation intents, authorised, C < amt ≤ A
@@ -36,13 +36,14 @@
 // 11. pending or action_required, now − createdAt > pendingMax → stale_pending (exactly pendingMax is not stale;
 //     no createdAt, no verdict)
 //
-// Where allowed (a denial names its reason in the finding's detail):
-//   capture: authorisation intent, state authorised, C < A; PXP a systemTransactionId; PayPal an authorization id
-//            whose status, when known, is CREATED or PARTIALLY_CAPTURED; Paypercut raw state requires_capture.
-//   void:    as capture, and C = 0; PayPal authorization status CREATED.
-//   refund:  C − R ≥ the amount (> 0); PXP a systemTransactionId; PayPal refundable captures holding the amount.
-//   increment: PXP only, authorisation intent, state authorised, a systemTransactionId.
-//
+// Where allowed (a denial names its reason in the finding's detail): the shared rules below, then what the
+// provider's mapping put in `Snapshot.capabilities` (its own ids, statuses and missing operations):
+//   capture: authorisation intent, state authorised, C < A; then `capabilities.capture`.
+//   void:    as capture, and C = 0; then `capabilities.void`.
+//   refund:  C − R ≥ the amount (> 0); then `capabilities.refund`: one call against a target, or spread over
+//            refund sources holding the amount.
+//   increment: `capabilities.increment` not unsupported; authorisation intent, state authorised, C < A; then allowed.
+
 // Amount at risk (minor units): missing_at_provider, merchant/site/currency/intent mismatch, state_mismatch,
 // stale_pending: amt; unknown_order: the transaction's value unless it failed or was voided (then 0);
 // amount_mismatch: |amt − C| (row 1: amt − A); over_captured: C − amt; over_refunded: R − limit;

@@ -47,6 +47,8 @@ public struct Snapshot: Sendable, Hashable, Codable {
     public var transactionRef: String
     public var merchant: String?
     public var site: String?
+    /// The provider's answer carries a site, compared with the order's (PXP: site is part of its API path).
+    public var reportsSite: Bool
     public var intent: Intent
     public var currency: Currency
     public var value: Int64           // the transaction's own value (PXP transactionValue; PayPal purchase unit amount)
@@ -57,40 +59,41 @@ public struct Snapshot: Sendable, Hashable, Codable {
     public var rawState: String
     /// Unix seconds of the transaction's creation at the provider (PXP merchantTransactionDate, PayPal create_time).
     public var createdAt: Int64?
-    /// Provider ids needed to act on it: PXP systemTransactionId; PayPal authorization / capture ids.
-    public var actionTargets: ActionTargets
+    /// What the provider allows now, and against which of its ids (computed by the provider's mapping).
+    public var capabilities: Capabilities
+    /// Other ids the provider's webhooks may name this transaction by (PXP: its systemTransactionId). The store
+    /// links them to the order, so an event naming only one of them finds it.
+    public var aliases: [String]
 
-    public init(provider: Provider, transactionRef: String, merchant: String?, site: String?, intent: Intent,
-                currency: Currency, value: Int64, authorised: Int64, captured: Int64, refunded: Int64,
-                state: TransactionState, rawState: String, createdAt: Int64?, actionTargets: ActionTargets = .init()) {
+    public init(provider: Provider, transactionRef: String, merchant: String?, site: String?, reportsSite: Bool = false,
+                intent: Intent, currency: Currency, value: Int64, authorised: Int64, captured: Int64, refunded: Int64,
+                state: TransactionState, rawState: String, createdAt: Int64?, capabilities: Capabilities = .unknown(),
+                aliases: [String] = []) {
         self.provider = provider; self.transactionRef = transactionRef; self.merchant = merchant; self.site = site
+        self.reportsSite = reportsSite
         self.intent = intent; self.currency = currency; self.value = value; self.authorised = authorised
         self.captured = captured; self.refunded = refunded; self.state = state; self.rawState = rawState
-        self.createdAt = createdAt; self.actionTargets = actionTargets
+        self.createdAt = createdAt; self.capabilities = capabilities; self.aliases = aliases
     }
-}
 
-/// What the provider lets us act on, as read from its answer. The planner uses it for "where allowed".
-public struct ActionTargets: Sendable, Hashable, Codable {
-    /// PXP: the first systemTransactionId (modifications always name it).
-    public var systemTransactionID: String?
-    /// PayPal: the authorization that can still be captured or voided (status CREATED or PARTIALLY_CAPTURED), if any.
-    public var authorizationID: String?
-    /// PayPal: authorization status of that authorization (CREATED allows void).
-    public var authorizationStatus: String?
-    /// PayPal: captures that still hold unrefunded money, in creation order: (id, captured, refunded).
-    public var refundableCaptures: [CaptureRef]
-
-    public init(systemTransactionID: String? = nil, authorizationID: String? = nil, authorizationStatus: String? = nil,
-                refundableCaptures: [CaptureRef] = []) {
-        self.systemTransactionID = systemTransactionID; self.authorizationID = authorizationID
-        self.authorizationStatus = authorizationStatus; self.refundableCaptures = refundableCaptures
+    enum CodingKeys: String, CodingKey {
+        case provider, transactionRef, merchant, site, reportsSite, intent, currency, value, authorised, captured, refunded
+        case state, rawState, createdAt, capabilities, aliases
     }
-}
 
-public struct CaptureRef: Sendable, Hashable, Codable {
-    public var id: String
-    public var amount: Int64
-    public var refunded: Int64
-    public init(id: String, amount: Int64, refunded: Int64) { self.id = id; self.amount = amount; self.refunded = refunded }
+    /// Snapshots stored before capabilities and aliases were recorded decode with none known (every action refused
+    /// until the next fetch, which records them).
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(provider: try c.decode(Provider.self, forKey: .provider), transactionRef: try c.decode(String.self, forKey: .transactionRef),
+                  merchant: try c.decodeIfPresent(String.self, forKey: .merchant), site: try c.decodeIfPresent(String.self, forKey: .site),
+                  reportsSite: try c.decodeIfPresent(Bool.self, forKey: .reportsSite) ?? false,
+                  intent: try c.decode(Intent.self, forKey: .intent), currency: try c.decode(Currency.self, forKey: .currency),
+                  value: try c.decode(Int64.self, forKey: .value), authorised: try c.decode(Int64.self, forKey: .authorised),
+                  captured: try c.decode(Int64.self, forKey: .captured), refunded: try c.decode(Int64.self, forKey: .refunded),
+                  state: try c.decode(TransactionState.self, forKey: .state), rawState: try c.decode(String.self, forKey: .rawState),
+                  createdAt: try c.decodeIfPresent(Int64.self, forKey: .createdAt),
+                  capabilities: try c.decodeIfPresent(Capabilities.self, forKey: .capabilities) ?? .unknown(),
+                  aliases: try c.decodeIfPresent([String].self, forKey: .aliases) ?? [])
+    }
 }

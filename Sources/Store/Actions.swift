@@ -46,39 +46,6 @@ public enum ActionStore {
                        [status.map { .text($0.rawValue) } ?? .null, .int64(Int64(limit))]).map(decode)
     }
 
-    /// Remembers a PXP modification transaction (its own systemTransactionId, linked to the parent).
-    public static func recordPXPModification(systemTransactionID: String, parent: String, orderID: String?, operation: ActionKind,
-                                             amount: Int64, currency: String, state: String, actionID: Int64?,
-                                             on conn: PostgresConnection) throws {
-        _ = try conn.execute("""
-            INSERT INTO pxp_modifications (system_transaction_id, parent_system_transaction_id, order_id, operation, amount_minor, currency, state, action_id)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-            ON CONFLICT (system_transaction_id) DO UPDATE SET state = EXCLUDED.state
-            """, [.text(systemTransactionID), .text(parent), orderID.map { .text($0) } ?? .null, .text(operation.rawValue),
-                  .int64(amount), .text(currency), .text(state), actionID.map { .int64($0) } ?? .null])
-    }
-
-    public typealias PXPModificationRow = (systemTransactionID: String, parent: String, operation: ActionKind, amount: Int64, state: String)
-
-    /// The modifications known for a PXP order's transaction.
-    public static func pxpModifications(orderID: String, on conn: PostgresConnection) throws -> [PXPModificationRow] {
-        try pxpModifications(orderIDs: [orderID], on: conn)[orderID] ?? []
-    }
-
-    /// The modifications known for many PXP orders at once, by order id.
-    public static func pxpModifications(orderIDs: [String], on conn: PostgresConnection) throws -> [String: [PXPModificationRow]] {
-        var out: [String: [PXPModificationRow]] = [:]
-        for row in try conn.query("""
-            SELECT order_id, system_transaction_id, parent_system_transaction_id, operation, amount_minor, state FROM pxp_modifications
-            WHERE order_id = ANY($1) ORDER BY created_at, system_transaction_id
-            """, [.textArray(orderIDs)]) {
-            guard let op = ActionKind(rawValue: try row.string("operation")) else { continue }
-            out[try row.string("order_id"), default: []].append((try row.string("system_transaction_id"), try row.string("parent_system_transaction_id"),
-                                                                 op, try row.int64("amount_minor"), try row.string("state")))
-        }
-        return out
-    }
-
     static func decode(_ row: PostgresRow) throws -> StoredAction {
         let code = try row.string("currency")
         guard let currency = Currency(code: code), let provider = Provider(rawValue: try row.string("provider")),

@@ -119,9 +119,12 @@ public enum DeliveryQueue {
     }
 
     static func decode(_ row: PostgresRow) throws -> QueuedDelivery {
-        let provider = try row.string("provider")
+        let name = try row.string("provider")
+        guard let provider = Provider(rawValue: name) else {
+            throw PostgresError.decoding("deliveries row \(try row.int64("id")) has provider '\(name)', which this payrecon does not know")
+        }
         return QueuedDelivery(
-            id: try row.int64("id"), provider: Provider(rawValue: provider) ?? .pxp, dedupeKey: try row.string("dedupe_key"),
+            id: try row.int64("id"), provider: provider, dedupeKey: try row.string("dedupe_key"),
             eventType: try row.optionalString("event_type"), receivedAt: try row.date("received_at"),
             headers: decodeHeaders(try row.string("headers")), body: try row.bytes("body"), status: try row.string("status"),
             attempts: Int(try row.int64("attempts")), nextAttemptAt: try row.date("next_attempt_at"),

@@ -110,6 +110,9 @@ public enum FindingStore {
                     ON CONFLICT (provider, order_id) DO UPDATE SET transaction_ref = EXCLUDED.transaction_ref,
                         snapshot = EXCLUDED.snapshot, fetched_at = now()
                     """, [p, .text(order.orderID), .text(transactionRef), .jsonb(try encode(snapshot))]))
+                if !snapshot.aliases.isEmpty {
+                    statements.append(TransactionLinkStore.recordAliases(snapshot.aliases, provider: provider, orderID: order.orderID))
+                }
             }
         }
         statements.append(PostgresStatement("COMMIT"))

@@ -55,19 +55,6 @@ public enum OrderStore {
                        [.text(provider.rawValue), .text(transactionRef)]).map(decode)
     }
 
-    /// The PXP order whose parent or modification carries `systemTransactionID` (learned from earlier checks).
-    public static func findPXP(systemTransactionID: String, on conn: PostgresConnection) throws -> [Order] {
-        try conn.query("""
-            SELECT \(columns.split(separator: ",").map { "o." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", "))
-            FROM orders o JOIN snapshots s ON s.provider = o.provider AND s.order_id = o.order_id
-            WHERE o.provider = 'pxp' AND s.snapshot -> 'actionTargets' ->> 'systemTransactionID' = $1
-            UNION
-            SELECT \(columns.split(separator: ",").map { "o." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", "))
-            FROM orders o JOIN pxp_modifications m ON m.order_id = o.order_id
-            WHERE o.provider = 'pxp' AND m.system_transaction_id = $1
-            """, [.text(systemTransactionID)]).map(decode)
-    }
-
     /// The sweep's scope, a page at a time in key order (keyset pagination: constant memory, no long transaction).
     /// `since` nil = all orders; otherwise orders created or updated since then, plus those with open discrepancies
     /// or pending actions.

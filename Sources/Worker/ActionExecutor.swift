@@ -7,8 +7,8 @@ import Store
 
 /// Executes pending actions at the provider (PAYRECON_ACTIONS=execute, or `payrecon actions execute`).
 ///
-/// Each action is claimed under a lease, sent with its idempotency key (PayPal-Request-Id; for PXP a
-/// merchantTransactionId derived from the key), and its outcome recorded. A crash between the call and the record
+/// Each action is claimed under a lease, sent through its provider with its idempotency key (the provider sends it
+/// as it takes it), the transactions the call made are recorded, then its outcome. A crash between the call and the record
 /// re-sends the same key, which the provider answers with the first result: no action is executed twice.
 public final class ActionExecutor: Sendable {
     public struct Totals: Sendable, Equatable {
@@ -65,12 +65,19 @@ public final class ActionExecutor: Sendable {
         guard let order = context.order else {
             return await finish(action, .superseded, ref: nil, error: "the order no longer exists")
         }
-        let outcome: ProviderOutcome<String>
-        switch action.provider {
-        case .pxp: outcome = await executePXP(action, order: order, snapshot: context.snapshot)
-        case .paypal: outcome = await executePayPal(action)
-        case .paypercut: outcome = .permanent(status: 0, body: "Paypercut actions are not available yet")
+        let call = ActionCall(actionID: action.id, kind: action.kind, amount: action.amount, target: action.target,
+                              providerTarget: action.providerTarget, idempotencyKey: action.idempotencyKey,
+                              order: order, snapshot: context.snapshot)
+        let result = await gateway[action.provider].execute(call)
+        if !result.links.isEmpty {
+            do {
+                try await pool.run { try TransactionLinkStore.record(result.links, provider: action.provider, on: $0) }
+            } catch {
+                // Not recorded: the lease runs out and the same key is sent again; the provider answers the same.
+                return await finish(action, .pending, ref: nil, error: "will retry: database: \(error)")
+            }
         }
+        let outcome = result.outcome
         let status: ActionStatus
         switch outcome {
         case .found(let ref):
@@ -88,52 +95,6 @@ public final class ActionExecutor: Sendable {
                                           "idempotency_key": action.idempotencyKey])
         }
         return status
-    }
-
-    private func executePXP(_ action: StoredAction, order: Order, snapshot: Snapshot?) async -> ProviderOutcome<String> {
-        guard let pxp = gateway.pxp else { return ProviderGateway.notConfigured(.pxp).failure(as: String.self)! }
-        guard let snapshot, let parent = action.providerTarget ?? snapshot.actionTargets.systemTransactionID,
-              let merchant = order.merchant, let site = order.site else {
-            return .permanent(status: 0, body: "no PXP transaction to modify: the order has not been fetched yet")
-        }
-        let kind: PXPModificationKind = switch action.kind {
-        case .capture: .capture(amount: action.amount.minorUnits)
-        case .refund: .refund(amount: action.amount.minorUnits)
-        case .increment: .incremental(newTotal: action.target)
-        case .void: .void(originalValue: snapshot.value)
-        }
-        let result = await pxp.modify(systemTransactionId: parent, kind, currency: action.amount.currency, merchant: merchant, site: site,
-                                      merchantTransactionId: PXPClient.merchantTransactionId(forIdempotencyKey: action.idempotencyKey),
-                                      merchantTransactionDate: PXPClient.formatDate(unixSeconds: snapshot.createdAt ?? Int64(Date().timeIntervalSince1970)))
-        guard case .found(let r) = result else { return result.failure(as: String.self)! }
-        let modification = r.modification(parentSystemTransactionId: parent, operation: action.kind.pxpOperation, amount: action.amount.minorUnits)
-        do {
-            try await pool.run { conn in
-                try ActionStore.recordPXPModification(systemTransactionID: r.systemTransactionId, parent: parent, orderID: order.orderID,
-                                                      operation: action.kind, amount: action.amount.minorUnits,
-                                                      currency: action.amount.currency.code, state: r.state, actionID: action.id, on: conn)
-            }
-        } catch {
-            // Not recorded: the lease runs out, the same merchantTransactionId is sent again and PXP answers the same.
-            return .transient(reason: "database: \(error)", retryAfterSeconds: nil)
-        }
-        guard modification.isAccepted else { return .permanent(status: 200, body: "PXP answered state \(r.state)") }
-        return .found(r.systemTransactionId)
-    }
-
-    private func executePayPal(_ action: StoredAction) async -> ProviderOutcome<String> {
-        guard let paypal = gateway.paypal else { return ProviderGateway.notConfigured(.paypal).failure(as: String.self)! }
-        guard let target = action.providerTarget else {
-            return .permanent(status: 0, body: "no PayPal authorization or capture id recorded for this action")
-        }
-        let result: ProviderOutcome<JSONValue>
-        switch action.kind {
-        case .capture: result = await paypal.captureAuthorization(target, amount: action.amount, final: false, requestID: action.idempotencyKey)
-        case .void: result = await paypal.voidAuthorization(target, requestID: action.idempotencyKey)
-        case .refund: result = await paypal.refundCapture(target, amount: action.amount, requestID: action.idempotencyKey)
-        case .increment: return .permanent(status: 0, body: "PayPal has no incremental authorization")
-        }
-        return result.map { $0["id"]?.stringValue ?? target }
     }
 
     @discardableResult

@@ -27,23 +27,18 @@ public final class OrderChecker: Sendable {
         self.pool = pool; self.gateway = gateway; self.pendingMax = pendingMaxSeconds; self.clock = clock
     }
 
-    /// What payrecon already knows of an order: the actions it emitted, the PXP modifications it made.
+    /// What payrecon already knows of an order: the actions it emitted, the transactions linked to it.
     public struct Known: Sendable {
         public var emitted: [EmittedAction]
-        public var modifications: [PXPModification]
+        public var links: [TransactionLink]
     }
 
     /// Loads what is known of many orders (one provider) in two queries: the sweep does this per page.
     public static func known(provider: Provider, orderIDs: [String], on conn: PostgresConnection) throws -> [String: Known] {
         let emitted = try FindingStore.emitted(provider: provider, orderIDs: orderIDs, on: conn)
-        let mods = provider == .pxp ? try ActionStore.pxpModifications(orderIDs: orderIDs, on: conn) : [:]
+        let links = try TransactionLinkStore.links(provider: provider, orderIDs: orderIDs, on: conn)
         var out: [String: Known] = [:]
-        for id in orderIDs {
-            out[id] = Known(emitted: emitted[id] ?? [], modifications: (mods[id] ?? []).map {
-                PXPModification(systemTransactionId: $0.systemTransactionID, parentSystemTransactionId: $0.parent,
-                                operation: $0.operation.pxpOperation, amount: $0.amount, state: $0.state)
-            })
-        }
+        for id in orderIDs { out[id] = Known(emitted: emitted[id] ?? [], links: links[id] ?? []) }
         return out
     }
 
@@ -58,8 +53,8 @@ public final class OrderChecker: Sendable {
             } catch { return .transient(reason: "database: \(error)", retryAfterSeconds: nil) }
         }
 
-        let outcome = await gateway.snapshot(provider: order.provider, transactionRef: order.transactionRef,
-                                             merchant: order.merchant, site: order.site, modifications: known.modifications)
+        let outcome = await gateway[order.provider].snapshot(of: TransactionQuery(
+            transactionRef: order.transactionRef, merchant: order.merchant, site: order.site, links: known.links))
         let snapshot: Snapshot?
         switch outcome {
         case .found(let s): snapshot = s
@@ -73,7 +68,7 @@ public final class OrderChecker: Sendable {
 
     /// A transaction a webhook named that no stored order refers to: `unknown_order` if the provider has it.
     public func checkUnknown(provider: Provider, transactionRef: String, merchant: String?, site: String?) async -> Result {
-        let outcome = await gateway.snapshot(provider: provider, transactionRef: transactionRef, merchant: merchant, site: site, modifications: [])
+        let outcome = await gateway[provider].snapshot(of: TransactionQuery(transactionRef: transactionRef, merchant: merchant, site: site))
         switch outcome {
         case .found(let s):
             let plan = Planner.plan(order: nil, snapshot: s, emitted: [], now: clock(), pendingMax: pendingMax)

@@ -38,7 +38,9 @@ func child(_ id: String, _ op: PXPOperation, _ amount: Int64, _ state: String, p
         #expect(s.state == .authorised)
         #expect(s.rawState == "Authorised")
         #expect(s.createdAt == 1706345462)
-        #expect(s.actionTargets == ActionTargets(systemTransactionID: parentID))
+        #expect(s.capabilities == PXPProvider.capabilities(systemTransactionID: parentID))
+        #expect(s.aliases == [parentID])
+        #expect(s.reportsSite)
     }
 
     /// Every row of the contract's PXP state table, with A, C and R.

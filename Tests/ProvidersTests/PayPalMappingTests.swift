@@ -55,7 +55,8 @@ let captureUp = "https://api.sandbox.paypal.com/v2/payments/captures/"
         #expect(s.state == .captured)
         #expect(s.rawState == "COMPLETED")
         #expect(s.createdAt == 1522617529)
-        #expect(s.actionTargets == ActionTargets(refundableCaptures: [CaptureRef(id: "3C679366HH908993F", amount: 10000, refunded: 0)]))
+        #expect(s.capabilities == PayPalProvider.capabilities(authorizationID: nil, authorizationStatus: nil,
+                                                              refundableCaptures: [RefundSource(id: "3C679366HH908993F", amount: 10000, refunded: 0)]))
     }
 
     /// The contract's state rules, each reached by a realistic order.
@@ -104,15 +105,17 @@ let captureUp = "https://api.sandbox.paypal.com/v2/payments/captures/"
         let created = try PayPalMapping.snapshot(order: paypalOrder(intent: "AUTHORIZE", auths: [
             PP(id: "VOID1", status: "VOIDED", value: "100.00"), PP(id: "0VF52814937998046", status: "CREATED", value: "100.00"),
         ]))
-        #expect(created.actionTargets.authorizationID == "0VF52814937998046")
-        #expect(created.actionTargets.authorizationStatus == "CREATED")
+        // CREATED: capture and void both act on it.
+        #expect(created.capabilities.capture == .allowed(target: "0VF52814937998046"))
+        #expect(created.capabilities.void == .allowed(target: "0VF52814937998046"))
         let partial = try PayPalMapping.snapshot(order: paypalOrder(intent: "AUTHORIZE", auths: [PP(id: "A1", status: "PARTIALLY_CAPTURED", value: "100.00")],
                                                                    captures: [PP(id: "C1", status: "COMPLETED", value: "25.00")]))
-        #expect(partial.actionTargets.authorizationID == "A1")
-        #expect(partial.actionTargets.authorizationStatus == "PARTIALLY_CAPTURED")
-        #expect(partial.actionTargets.refundableCaptures == [CaptureRef(id: "C1", amount: 2500, refunded: 0)])
+        // PARTIALLY_CAPTURED: capture the rest, never void.
+        #expect(partial.capabilities.capture == .allowed(target: "A1"))
+        #expect(partial.capabilities.void == .denied("PayPal authorization A1 is PARTIALLY_CAPTURED, not CREATED"))
+        #expect(refundSources(partial) == [RefundSource(id: "C1", amount: 2500, refunded: 0)])
         let done = try PayPalMapping.snapshot(order: paypalOrder(intent: "AUTHORIZE", auths: [PP(id: "A1", status: "CAPTURED", value: "100.00")]))
-        #expect(done.actionTargets.authorizationID == nil)
+        #expect(done.capabilities.capture == .denied("no PayPal authorization left to capture"))
     }
 
     @Test func refundsAreAttributedToTheirCaptures() throws {
@@ -125,7 +128,7 @@ let captureUp = "https://api.sandbox.paypal.com/v2/payments/captures/"
             PP(id: "R3", status: "FAILED", value: "50.00", up: captureUp + "C1"),
         ]))
         #expect((s.captured, s.refunded, s.state) == (11000, 4500, .partiallyRefunded))
-        #expect(s.actionTargets.refundableCaptures == [CaptureRef(id: "C1", amount: 6000, refunded: 500), CaptureRef(id: "C3", amount: 1000, refunded: 0)])
+        #expect(refundSources(s) == [RefundSource(id: "C1", amount: 6000, refunded: 500), RefundSource(id: "C3", amount: 1000, refunded: 0)])
     }
 
     @Test func unlinkableRefundsFillCapturesInOrder() throws {
@@ -135,7 +138,7 @@ let captureUp = "https://api.sandbox.paypal.com/v2/payments/captures/"
             PP(id: "R1", status: "COMPLETED", value: "50.00"),
             PP(id: "R2", status: "COMPLETED", value: "5.00", up: "https://api.sandbox.paypal.com/v2/payments/captures/UNKNOWN"),
         ]))
-        #expect(s.actionTargets.refundableCaptures == [CaptureRef(id: "C2", amount: 7000, refunded: 2500)])
+        #expect(refundSources(s) == [RefundSource(id: "C2", amount: 7000, refunded: 2500)])
     }
 
     @Test(.enabled(if: Currency(code: "JPY")?.exponent == 0 && Currency(code: "KWD")?.exponent == 3, "needs the real currency table"),
@@ -253,4 +256,10 @@ let captureUp = "https://api.sandbox.paypal.com/v2/payments/captures/"
         #expect(PayPalMapping.linkTarget("https://api.paypal.com/v2/payments/refunds/R1") == nil)
         #expect(PayPalMapping.linkTarget("https://api.paypal.com/v2/payments/captures") == nil)
     }
+}
+
+/// The captures a PayPal snapshot's refunds are spread over (nil when refunds are not spread).
+private func refundSources(_ s: Snapshot) -> [RefundSource]? {
+    if case .spread(let sources, _) = s.capabilities.refund { return sources }
+    return nil
 }

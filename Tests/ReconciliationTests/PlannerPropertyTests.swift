@@ -1,3 +1,4 @@
+import Providers
 import Testing
 @testable import Reconciliation
 
@@ -9,13 +10,13 @@ import Testing
         var counts: [ActionKind: Int] = [:]
         var findingCounts: [DiscrepancyKind: Int] = [:]
         for iteration in 0..<20_000 {
-            let (order, snapshot) = Self.randomCase(&random)
+            let (order, snapshot, targets) = Self.randomCase(&random)
             let now = Fixture.now
             let plan = Planner.plan(order: order, snapshot: snapshot, emitted: [], now: now,
                                     pendingMax: Fixture.pendingMax)
             for action in plan.actions { counts[action.kind, default: 0] += 1 }
             for finding in plan.findings { findingCounts[finding.kind, default: 0] += 1 }
-            let problems = Self.violations(order: order, snapshot: snapshot, plan: plan)
+            let problems = Self.violations(order: order, snapshot: snapshot, targets: targets, plan: plan)
             if !problems.isEmpty {
                 Issue.record("case \(iteration): \(problems)\norder: \(order)\nsnapshot: \(snapshot)\nplan: \(plan)")
                 return
@@ -36,7 +37,7 @@ import Testing
         #expect(Set(findingCounts.keys) == Set(DiscrepancyKind.allCases).subtracting([.unknownOrder, .missingAtProvider]))
     }
 
-    static func violations(order: Order, snapshot: Snapshot, plan: Plan) -> [String] {
+    static func violations(order: Order, snapshot: Snapshot, targets: ActionTargets, plan: Plan) -> [String] {
         var problems: [String] = []
         let a = snapshot.authorised, c = snapshot.captured, r = snapshot.refunded, amt = order.amount.minorUnits
         let blocking = plan.findings.filter(\.kind.isBlocking)
@@ -65,16 +66,16 @@ import Testing
                 if !authorisation || c >= a { problems.append("capture without an open authorisation") }
                 if action.amount != amt - c || action.target != amt || amt > a { problems.append("capture amount") }
                 if order.fulfilment != .fulfilled { problems.append("capture of an unfulfilled order") }
-                problems += providerRule(snapshot, action, void: false)
+                problems += providerRule(snapshot, targets, action, void: false)
             case .void:
                 if !authorisation || c != 0 { problems.append("void without an uncaptured authorisation") }
                 if action.amount != a - c || action.target != 0 { problems.append("void amount") }
                 if order.fulfilment != .cancelled { problems.append("void of an uncancelled order") }
-                problems += providerRule(snapshot, action, void: true)
+                problems += providerRule(snapshot, targets, action, void: true)
             case .increment:
                 if snapshot.provider != .pxp || !authorisation { problems.append("increment not allowed") }
                 if action.amount != amt - a || action.target != amt { problems.append("increment amount") }
-                if action.providerTarget != snapshot.actionTargets.systemTransactionID || action.providerTarget == nil {
+                if action.providerTarget != targets.systemTransactionID || action.providerTarget == nil {
                     problems.append("increment target")
                 }
             case .refund:
@@ -82,11 +83,11 @@ import Testing
                 if action.target > c { problems.append("refund target above C") }
                 switch snapshot.provider {
                 case .pxp:
-                    if action.providerTarget == nil || action.providerTarget != snapshot.actionTargets.systemTransactionID {
+                    if action.providerTarget == nil || action.providerTarget != targets.systemTransactionID {
                         problems.append("pxp refund target")
                     }
                 case .paypal:
-                    guard let capture = snapshot.actionTargets.refundableCaptures.first(where: { $0.id == action.providerTarget }),
+                    guard let capture = targets.refundableCaptures.first(where: { $0.id == action.providerTarget }),
                           capture.amount - capture.refunded >= action.amount
                     else { problems.append("paypal refund on a capture without that much"); break }
                 case .paypercut:
@@ -97,13 +98,12 @@ import Testing
         return problems
     }
 
-    static func providerRule(_ snapshot: Snapshot, _ action: PlannedAction, void: Bool) -> [String] {
+    static func providerRule(_ snapshot: Snapshot, _ targets: ActionTargets, _ action: PlannedAction, void: Bool) -> [String] {
         switch snapshot.provider {
         case .pxp:
-            return action.providerTarget != nil && action.providerTarget == snapshot.actionTargets.systemTransactionID
+            return action.providerTarget != nil && action.providerTarget == targets.systemTransactionID
                 ? [] : ["pxp target"]
         case .paypal:
-            let targets = snapshot.actionTargets
             guard let id = targets.authorizationID, action.providerTarget == id else { return ["paypal authorization"] }
             if void { return targets.authorizationStatus == "CREATED" ? [] : ["paypal void not CREATED"] }
             return targets.authorizationStatus.map { ["CREATED", "PARTIALLY_CAPTURED"].contains($0) } ?? true
@@ -129,7 +129,7 @@ import Testing
         return max(0, anchor + pick([-1, 0, 0, 0, 1, 500], &random))
     }
 
-    static func randomCase(_ random: inout SplitMix64) -> (Order, Snapshot) {
+    static func randomCase(_ random: inout SplitMix64) -> (Order, Snapshot, ActionTargets) {
         let provider = pick(Provider.allCases, &random)
         let intents: [Intent] = provider == .pxp ? Intent.allCases : [.authorisation, .purchase, .payout]
         let intent = pick(intents, &random)
@@ -161,10 +161,10 @@ import Testing
             : state.rawValue
         let snapshot = Snapshot(
             provider: provider, transactionRef: "REF-1", merchant: chance(3, &random) ? "M2" : "M1",
-            site: chance(3, &random) ? "S2" : "S1", intent: snapshotIntent, currency: currency, value: max(a, c),
+            site: chance(3, &random) ? "S2" : "S1", reportsSite: provider == .pxp, intent: snapshotIntent, currency: currency, value: max(a, c),
             authorised: a, captured: c, refunded: r, state: state, rawState: rawState,
             createdAt: chance(10, &random) ? nil : Fixture.now - Fixture.pendingMax + pick([-1000, -1, 0, 1, 1000], &random),
-            actionTargets: targets)
-        return (order, snapshot)
+            capabilities: targets.capabilities(provider, transactionRef: "REF-1", rawState: rawState))
+        return (order, snapshot, targets)
     }
 }

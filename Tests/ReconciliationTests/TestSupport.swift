@@ -1,4 +1,5 @@
 import Foundation
+import Providers
 @testable import Reconciliation
 
 enum JSONCoding {
@@ -64,11 +65,13 @@ enum Fixture {
                          a: Int64, c: Int64 = 0, r: Int64 = 0, currency: Currency = .usd,
                          merchant: String? = "M1", site: String? = "S1", createdAt: Int64? = now - 60,
                          targets: ActionTargets? = nil, rawState: String? = nil) -> Snapshot {
-        Snapshot(provider: provider, transactionRef: "REF-1", merchant: merchant,
-                 site: provider == .pxp ? site : nil, intent: intent, currency: currency, value: max(a, c),
-                 authorised: a, captured: c, refunded: r, state: state,
-                 rawState: rawState ?? defaultRawState(provider, state), createdAt: createdAt,
-                 actionTargets: targets ?? defaultTargets(provider, intent, state, a: a, c: c, r: r))
+        let raw = rawState ?? defaultRawState(provider, state)
+        let targets = targets ?? defaultTargets(provider, intent, state, a: a, c: c, r: r)
+        return Snapshot(provider: provider, transactionRef: "REF-1", merchant: merchant,
+                        site: provider == .pxp ? site : nil, reportsSite: provider == .pxp, intent: intent, currency: currency,
+                        value: max(a, c), authorised: a, captured: c, refunded: r, state: state,
+                        rawState: raw, createdAt: createdAt,
+                        capabilities: targets.capabilities(provider, transactionRef: "REF-1", rawState: raw))
     }
 
     static func defaultRawState(_ provider: Provider, _ state: TransactionState) -> String {
@@ -113,4 +116,42 @@ extension PlannedAction {
 extension Plan {
     var kinds: [DiscrepancyKind] { findings.map(\.kind) }
     var actionSummaries: [String] { actions.map(\.summary) }
+}
+
+/// The provider ids a planner test names (PXP's systemTransactionId; PayPal's open authorization and captures).
+/// `capabilities` turns them into what each provider's own mapping computes, so planner tests run the real
+/// provider rules behind the seam.
+struct ActionTargets: Hashable {
+    var systemTransactionID: String?
+    var authorizationID: String?
+    var authorizationStatus: String?
+    var refundableCaptures: [CaptureRef]
+
+    init(systemTransactionID: String? = nil, authorizationID: String? = nil, authorizationStatus: String? = nil,
+         refundableCaptures: [CaptureRef] = []) {
+        self.systemTransactionID = systemTransactionID; self.authorizationID = authorizationID
+        self.authorizationStatus = authorizationStatus; self.refundableCaptures = refundableCaptures
+    }
+
+    func capabilities(_ provider: Provider, transactionRef: String, rawState: String) -> Capabilities {
+        switch provider {
+        case .pxp: PXPProvider.capabilities(systemTransactionID: systemTransactionID)
+        case .paypal: PayPalProvider.capabilities(authorizationID: authorizationID, authorizationStatus: authorizationStatus,
+                                                  refundableCaptures: refundableCaptures)
+        case .paypercut: PaypercutProvider.capabilities(paymentIntentID: transactionRef, rawState: rawState)
+        }
+    }
+}
+
+typealias CaptureRef = RefundSource
+
+/// The order file as the CLI reads it: with the registry's provider traits.
+extension OrderFile {
+    static func parse(_ bytes: [UInt8]) throws(OrderFileRejection) -> [Order] { try parse(bytes, traits: ProviderRegistry.traits) }
+    static func parse(text: String) throws(OrderFileRejection) -> [Order] { try parse(text: text, traits: ProviderRegistry.traits) }
+}
+
+extension OrderFileReader {
+    init(chunks: @escaping () -> [UInt8]?) { self.init(chunks: chunks, traits: ProviderRegistry.traits) }
+    init(bytes: [UInt8]) { self.init(bytes: bytes, traits: ProviderRegistry.traits) }
 }

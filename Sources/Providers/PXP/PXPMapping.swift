@@ -126,12 +126,13 @@ public enum PXPMapping {
         return Snapshot(
             provider: .pxp, transactionRef: transactionRef,
             merchant: try r.optionalString(t["merchant"], "merchant"),
-            site: try r.optionalString(t["site"], "site"),
+            site: try r.optionalString(t["site"], "site"), reportsSite: true,
             intent: intent, currency: currency, value: value,
             authorised: authorised, captured: captured, refunded: refunded,
             state: state, rawState: rawState,
             createdAt: try r.timestamp(t["merchantTransactionDate"], "merchantTransactionDate"),
-            actionTargets: ActionTargets(systemTransactionID: systemTransactionId))
+            capabilities: PXPProvider.capabilities(systemTransactionID: systemTransactionId),
+            aliases: [systemTransactionId])
     }
 
     private static func add(_ a: Int64, _ b: Int64, _ m: PXPModification) throws(ProviderMappingError) -> Int64 {

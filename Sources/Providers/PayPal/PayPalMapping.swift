@@ -102,13 +102,13 @@ public enum PayPalMapping {
             provider: .paypal, transactionRef: orderID, merchant: merchant, site: nil, intent: intent, currency: currency,
             value: value, authorised: A, captured: C, refunded: R, state: state, rawState: status,
             createdAt: try r.timestamp(o["create_time"], "create_time"),
-            actionTargets: targets(auths: auths, captures: captures, refunds: refunds))
+            capabilities: capabilities(auths: auths, captures: captures, refunds: refunds))
     }
 
     /// The authorization still open for capture/void, and the captures still holding unrefunded money. Completed
     /// refunds count against the capture their `up` link names; refunds that link nowhere known are attributed to
     /// captures in order, filling each one's remaining amount.
-    static func targets(auths: [Payment], captures: [Payment], refunds: [Payment]) -> ActionTargets {
+    static func capabilities(auths: [Payment], captures: [Payment], refunds: [Payment]) -> Capabilities {
         let open = auths.first(where: { $0.status == "CREATED" || $0.status == "PARTIALLY_CAPTURED" })
         let countable = captures.filter { ["COMPLETED", "PARTIALLY_REFUNDED", "REFUNDED"].contains($0.status) }
         var refunded = [Int64](repeating: 0, count: countable.count)
@@ -128,11 +128,11 @@ public enum PayPalMapping {
                 amount -= take
             }
         }
-        var refs: [CaptureRef] = []
+        var refs: [RefundSource] = []
         for (i, c) in countable.enumerated() where (c.status == "COMPLETED" || c.status == "PARTIALLY_REFUNDED") && c.amount > refunded[i] {
-            refs.append(CaptureRef(id: c.id, amount: c.amount, refunded: refunded[i]))
+            refs.append(RefundSource(id: c.id, amount: c.amount, refunded: refunded[i]))
         }
-        return ActionTargets(authorizationID: open?.id, authorizationStatus: open?.status, refundableCaptures: refs)
+        return PayPalProvider.capabilities(authorizationID: open?.id, authorizationStatus: open?.status, refundableCaptures: refs)
     }
 
     /// Where a webhook resource points for its order: an order's own id; `supplementary_data.related_ids`

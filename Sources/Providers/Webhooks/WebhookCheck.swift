@@ -167,3 +167,27 @@ public enum WebhookCheck {
         return Headers(fields)
     }
 }
+
+extension WebhookCheck.Options {
+    /// The options as the receiver would configure the provider from `environment` (contract §3): its webhook
+    /// secret (`PXP_WEBHOOK_KEY`, `PAYPAL_WEBHOOK_ID`, `PAYPERCUT_WEBHOOK_SECRET`, or `NAME_FILE`),
+    /// `PXP_WEBHOOK_HMAC`, `PAYRECON_SIGNATURE_TOLERANCE`, `PAYPAL_CERT_URL_PREFIXES` and, without `rootsPEM`,
+    /// `PAYPAL_TRUST_ROOTS`.
+    public init(provider: Provider, body: [UInt8], headersJSON: [UInt8], certPEM: [UInt8]?, rootsPEM: [UInt8]?,
+                at: WebhookCheck.At, environment env: Environment) throws(ConfigurationError) {
+        let secret = try env.secret(ProviderRegistry.definition(provider).webhookSecretVariable)
+        let name = try env.choice("PXP_WEBHOOK_HMAC", ["sha256", "sha512", "sha1"], default: "sha256")
+        var roots = rootsPEM
+        if roots == nil, let path = env["PAYPAL_TRUST_ROOTS"] {
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw ConfigurationError("PAYPAL_TRUST_ROOTS \(path): cannot read the file")
+            }
+            roots = Array(data)
+        }
+        self.init(provider: provider, body: body, headersJSON: headersJSON,
+                  webhookID: provider == .paypal ? secret : nil, certPEM: certPEM, rootsPEM: roots,
+                  key: provider == .paypal ? nil : secret, at: at, hmacAlgorithm: HMACAlgorithm(configuration: name) ?? .sha256,
+                  tolerance: TimeInterval(try env.duration("PAYRECON_SIGNATURE_TOLERANCE", default: "10m")),
+                  certURLPrefixes: PayPalProvider.certURLPrefixes(env))
+    }
+}

@@ -1,4 +1,6 @@
 import Foundation
+import Providers
+import Wiring
 import Reconciliation
 import Reporting
 import Store

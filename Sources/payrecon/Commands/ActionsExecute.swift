@@ -1,3 +1,5 @@
+import Providers
+import Wiring
 import Worker
 
 let actionsExecuteCommand = Command(

@@ -1,4 +1,6 @@
 import Foundation
+import Providers
+import Wiring
 import Postgres
 import Reporting
 import Store

@@ -1,4 +1,6 @@
 import Foundation
+import Providers
+import Wiring
 import Postgres
 import Reconciliation
 import Store
@@ -25,7 +27,7 @@ let ordersImportCommand = Command(
         return OrderFileReader(chunks: {
             let data = handle.readData(ofLength: 1 << 20)
             return data.isEmpty ? nil : Array(data)
-        })
+        }, traits: ProviderRegistry.traits)
     }
     // Pass 1: validate everything (streaming), report every bad row.
     var errors: [OrderFileError] = []

@@ -1,4 +1,6 @@
 import Foundation
+import Providers
+import Wiring
 import Observability
 import Reconciliation
 import Store

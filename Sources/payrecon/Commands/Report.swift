@@ -1,4 +1,6 @@
 import Foundation
+import Providers
+import Wiring
 import Postgres
 import Reconciliation
 import Reporting

@@ -4,6 +4,7 @@ import Observability
 import Postgres
 import Providers
 import Receiver
+import Wiring
 
 let serveCommand = Command(
     name: "serve",
@@ -41,44 +42,3 @@ let serveCommand = Command(
     return Exit.ok
 }
 
-/// The enabled endpoints, from the environment (contract §3).
-func webhookEndpoints(_ env: Environment) throws -> [any WebhookEndpoint] {
-    var endpoints: [any WebhookEndpoint] = []
-    let tolerance = TimeInterval(try env.duration("PAYRECON_SIGNATURE_TOLERANCE", default: "10m"))
-    if let key = env["PXP_WEBHOOK_KEY"] {
-        let algoName = try env.choice("PXP_WEBHOOK_HMAC", ["sha256", "sha512", "sha1"], default: "sha256")
-        guard let algo = HMACAlgorithm(configuration: algoName) else { throw FatalError("PXP_WEBHOOK_HMAC=\(algoName) is not supported") }
-        endpoints.append(VerifyingEndpoint.pxp(try PXPWebhookVerifier(key: key, algorithm: algo, tolerance: tolerance)))
-    } else {
-        Log.warning("PXP webhooks disabled: PXP_WEBHOOK_KEY is not set", [:])
-    }
-    if let webhookID = env["PAYPAL_WEBHOOK_ID"] {
-        let roots = try trustRoots(env)
-        let source = CachingCertificateSource(upstream: HTTPCertificateSource())
-        endpoints.append(VerifyingEndpoint.paypal(try PayPalWebhookVerifier(
-            webhookID: webhookID, certificateSource: source, trustRoots: roots,
-            certURLPrefixes: env.list("PAYPAL_CERT_URL_PREFIXES", default: PayPalWebhookVerifier.defaultCertURLPrefixes.joined(separator: ",")),
-            tolerance: tolerance)))
-    } else {
-        Log.warning("PayPal webhooks disabled: PAYPAL_WEBHOOK_ID is not set", [:])
-    }
-    if let secret = env["PAYPERCUT_WEBHOOK_SECRET"] {
-        endpoints.append(VerifyingEndpoint.paypercut(try PaypercutWebhookVerifier(secret: secret, tolerance: tolerance)))
-    }
-    return endpoints
-}
-
-/// `PAYPAL_TRUST_ROOTS` (a PEM file), else the DigiCert root and intermediate shipped with payrecon.
-func trustRoots(_ env: Environment) throws -> [X509Certificate] {
-    guard let path = env["PAYPAL_TRUST_ROOTS"] else { return PayPalTrustRoots.defaultCertificates }
-    guard let data = FileManager.default.contents(atPath: path) else {
-        throw FatalError("PAYPAL_TRUST_ROOTS=\(path) cannot be read: point it at a PEM file with the root and intermediates")
-    }
-    do {
-        let certs = try X509Certificate.parsePEMBundle(Array(data))
-        guard !certs.isEmpty else { throw FatalError("PAYPAL_TRUST_ROOTS=\(path) holds no certificate") }
-        return certs
-    } catch let e as FatalError { throw e } catch {
-        throw FatalError("PAYPAL_TRUST_ROOTS=\(path) is not a PEM bundle: \(error)")
-    }
-}

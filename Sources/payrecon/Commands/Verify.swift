@@ -1,4 +1,5 @@
 import Foundation
+import Wiring
 import Providers
 import Receiver
 import Reconciliation
@@ -35,17 +36,13 @@ let verifyCommand = Command(
         }
         at = parsed
     }
-    let algoName = try env.choice("PXP_WEBHOOK_HMAC", ["sha256", "sha512", "sha1"], default: "sha256")
-    var rootsPEM = try args.value("--roots").map { try read($0, "--roots") }
-    if rootsPEM == nil, let path = env["PAYPAL_TRUST_ROOTS"] { rootsPEM = try read(path, "PAYPAL_TRUST_ROOTS") }
-    let options = WebhookCheck.Options(
+    // The flags stand in for the environment: --key and --webhook-id for the provider's webhook secret.
+    let secretVariable = ProviderRegistry.definition(provider).webhookSecretVariable
+    let rootsPEM = try args.value("--roots").map { try read($0, "--roots") }
+    let options = try WebhookCheck.Options(
         provider: provider, body: try read(bodyPath, "--body"), headersJSON: try read(headersPath, "--headers"),
-        webhookID: args.value("--webhook-id") ?? env["PAYPAL_WEBHOOK_ID"],
-        certPEM: try args.value("--cert").map { try read($0, "--cert") }, rootsPEM: rootsPEM,
-        key: args.value("--key") ?? (provider == .paypercut ? env["PAYPERCUT_WEBHOOK_SECRET"] : env["PXP_WEBHOOK_KEY"]),
-        at: at, hmacAlgorithm: HMACAlgorithm(configuration: algoName) ?? .sha256,
-        tolerance: TimeInterval(try env.duration("PAYRECON_SIGNATURE_TOLERANCE", default: "10m")),
-        certURLPrefixes: env.list("PAYPAL_CERT_URL_PREFIXES", default: PayPalWebhookVerifier.defaultCertURLPrefixes.joined(separator: ",")))
+        certPEM: try args.value("--cert").map { try read($0, "--cert") }, rootsPEM: rootsPEM, at: at,
+        environment: env.overriding([secretVariable: args.value("--key") ?? args.value("--webhook-id")]))
     let outcome: WebhookCheck.Outcome
     do { outcome = try WebhookCheck.run(options, certificateSource: HTTPCertificateSource()) }
     catch { throw UsageError(String(describing: error)) }

@@ -6,6 +6,7 @@ import Providers
 import Reconciliation
 import Store
 import Worker
+import Wiring
 
 let workCommand = Command(
     name: "work",
@@ -46,56 +47,6 @@ let workCommand = Command(
     }
     context.pool.close()
     return Exit.ok
-}
-
-/// What `work`, `reconcile` and `actions execute` share: database, provider clients, the checker.
-struct WorkerContext {
-    let url: String
-    let pool: PostgresPool
-    let gateway: ProviderGateway
-    let checker: OrderChecker
-    let executor: ActionExecutor
-    let executeActions: Bool
-
-    init(_ env: Environment, poolSize: Int = 8, maxConcurrentRequests: Int = 64) throws {
-        url = try env.databaseURL()
-        pool = PostgresPool(conninfo: url, size: poolSize, acquireTimeout: 30)
-        gateway = try providerGateway(env, maxConcurrentRequests: maxConcurrentRequests)
-        checker = OrderChecker(pool: pool, gateway: gateway, pendingMaxSeconds: try env.duration("PAYRECON_PENDING_MAX", default: "24h"))
-        executor = ActionExecutor(pool: pool, gateway: gateway, checker: checker)
-        executeActions = try env.choice("PAYRECON_ACTIONS", ["emit", "execute"], default: "emit") == "execute"
-        if gateway.pxp == nil && gateway.paypal == nil {
-            Log.warning("no provider API credentials set: orders cannot be re-fetched (set PXP_* or PAYPAL_* credentials)", [:])
-        }
-    }
-}
-
-/// Provider API clients from the environment; a provider without credentials has none.
-///
-/// The HTTP client is libcurl (`CurlHTTPClient`, one curl_multi loop thread) by default;
-/// `PAYRECON_HTTP_CLIENT=urlsession` selects FoundationNetworking's URLSession (`HTTPClient`) instead, with the
-/// same limits (30 s timeout, `maxConcurrentRequests` in flight and per host). Measured with
-/// scripts/bench-http-client (20 ms latency, concurrency 64): curl used about 2.4× less CPU per authenticated PXP
-/// GET and 13× less per bare GET, and reached 0.95 of concurrency ÷ latency where URLSession reached 0.74–0.80.
-func providerGateway(_ env: Environment, maxConcurrentRequests: Int) throws -> ProviderGateway {
-    let limits = HTTPClient.Configuration(timeoutSeconds: 30, maxConcurrentRequests: maxConcurrentRequests,
-                                          maxConnectionsPerHost: maxConcurrentRequests)
-    let transport: any ProviderTransport
-    switch try env.choice("PAYRECON_HTTP_CLIENT", ["curl", "urlsession"], default: "curl") {
-    case "urlsession": transport = HTTPClientTransport(client: HTTPClient(configuration: limits))
-    default: transport = HTTPClientTransport(client: CurlHTTPClient(configuration: limits))
-    }
-    var pxp: PXPClient?
-    if let client = env["PXP_CLIENT_ID"], let token = env["PXP_TOKEN_ID"], let value = env["PXP_TOKEN_VALUE"] {
-        pxp = PXPClient(configuration: PXPConfiguration(baseURL: env["PXP_API_BASE_URL"] ?? PXPConfiguration.sandboxBaseURL,
-                                                        clientID: client, tokenID: token, tokenValue: value), transport: transport)
-    }
-    var paypal: PayPalClient?
-    if let client = env["PAYPAL_CLIENT_ID"], let secret = env["PAYPAL_CLIENT_SECRET"] {
-        paypal = PayPalClient(configuration: PayPalConfiguration(baseURL: env["PAYPAL_API_BASE_URL"] ?? PayPalConfiguration.sandboxBaseURL,
-                                                                 clientID: client, secret: secret), transport: transport)
-    }
-    return ProviderGateway(pxp: pxp, paypal: paypal)
 }
 
 func parseDuration(_ text: String, flag: String) throws -> Int64 {

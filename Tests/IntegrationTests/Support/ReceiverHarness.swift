@@ -120,3 +120,16 @@ final class PayPalSigner: @unchecked Sendable {
                 ("PAYPAL-CERT-URL", certURL ?? self.certURL), ("PAYPAL-AUTH-ALGO", "SHA256withRSA"), ("Content-Type", "application/json")]
     }
 }
+
+/// Endpoints over a given verifier, as the registry would build them from the environment.
+extension VerifyingEndpoint {
+    static func pxp(_ verifier: PXPWebhookVerifier) -> VerifyingEndpoint {
+        VerifyingEndpoint(provider: .pxp, webhook: PXPProvider.Webhook(verifier: verifier))
+    }
+    static func paypal(_ verifier: PayPalWebhookVerifier) -> VerifyingEndpoint {
+        VerifyingEndpoint(provider: .paypal, webhook: PayPalProvider.Webhook(verifier: verifier))
+    }
+    static func paypercut(_ verifier: PaypercutWebhookVerifier) -> VerifyingEndpoint {
+        VerifyingEndpoint(provider: .paypercut, webhook: PaypercutProvider.Webhook(verifier: verifier))
+    }
+}

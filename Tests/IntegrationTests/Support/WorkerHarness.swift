@@ -48,7 +48,7 @@ final class WorkerHarness: @unchecked Sendable {
         let paypal = PayPalClient(configuration: PayPalConfiguration(baseURL: paysimURL, clientID: config.paypalClientID,
                                                                      secret: config.paypalSecret, timeoutSeconds: 10),
                                   transport: transport, retry: retry)
-        gateway = ProviderGateway(pxp: pxp, paypal: paypal)
+        gateway = ProviderGateway(ConfiguredProviders(apis: [.pxp: PXPProvider.API(client: pxp), .paypal: PayPalProvider.API(client: paypal)]))
         checker = OrderChecker(pool: pool, gateway: gateway, pendingMaxSeconds: pendingMaxSeconds)
         processor = DeliveryProcessor(pool: pool, checker: checker)
         executor = ActionExecutor(pool: pool, gateway: gateway, checker: checker)

@@ -1,0 +1,141 @@
+import Foundation
+import Reconciliation
+
+// The one seam between payrecon and a payment provider. Everything a provider is lives in its own folder under
+// Sources/Providers and reaches the other rooms only through these types: a `ProviderDefinition` (its facts and how
+// to build its two sides from the environment), its `ProviderWebhook` (verify, then read the dedupe key) and its
+// `ProviderAPI` (what a stored event names, a transaction's snapshot, one action). The receiver, the worker, the
+// store and the planner never ask which provider this is; they ask the provider.
+
+/// A provider's facts and how to build its sides. Each provider folder declares one; `ProviderRegistry` lists them.
+public struct ProviderDefinition: Sendable {
+    public let provider: Provider
+    public let traits: ProviderTraits
+    /// The variable holding its webhook secret (the receiver's 503 and `payrecon verify --key` name it).
+    public let webhookSecretVariable: String
+    /// What to set to reach its API, for errors and the start-up warning ("PXP_CLIENT_ID, PXP_TOKEN_ID and …").
+    public let apiVariables: String
+    /// Its webhook side, or nil when its secret is not set (its endpoint then answers 503 provider_not_configured).
+    public let webhook: @Sendable (Environment) throws(ConfigurationError) -> (any ProviderWebhook)?
+    /// Its API side over `transport`. Always built: without credentials every call is a permanent failure that
+    /// names `apiVariables`, while what needs no call (reading a stored event) still works.
+    public let api: @Sendable (Environment, any ProviderTransport) throws(ConfigurationError) -> any ProviderAPI
+
+    public init(provider: Provider, traits: ProviderTraits, webhookSecretVariable: String, apiVariables: String,
+                webhook: @escaping @Sendable (Environment) throws(ConfigurationError) -> (any ProviderWebhook)?,
+                api: @escaping @Sendable (Environment, any ProviderTransport) throws(ConfigurationError) -> any ProviderAPI) {
+        self.provider = provider; self.traits = traits; self.webhookSecretVariable = webhookSecretVariable
+        self.apiVariables = apiVariables; self.webhook = webhook; self.api = api
+    }
+}
+
+// MARK: - The webhook side
+
+/// Verifies a delivery on its raw bytes and only then reads it (nothing unauthenticated is interpreted).
+public protocol ProviderWebhook: Sendable {
+    func accept(headers: Headers, body: [UInt8], now: Date) throws(WebhookRejection) -> AcceptedEvent
+}
+
+/// What the receiver stores with a verified delivery.
+public struct AcceptedEvent: Sendable, Hashable {
+    /// Redeliveries share it (contract §4).
+    public var dedupeKey: String
+    public var eventType: String?
+    public init(dedupeKey: String, eventType: String?) { self.dedupeKey = dedupeKey; self.eventType = eventType }
+}
+
+// MARK: - The API side
+
+/// A stored delivery, as the worker hands it to its provider.
+public struct StoredEvent: Sendable {
+    public var id: Int64
+    public var headers: Headers
+    public var body: [UInt8]
+    public init(id: Int64, headers: Headers, body: [UInt8]) { self.id = id; self.headers = headers; self.body = body }
+}
+
+/// One transaction an event names. The worker looks for the orders holding it and re-checks them, or reports it as
+/// `unknown_order` when the provider has it and no order does.
+public struct EventReference: Sendable, Hashable {
+    /// What an order's transaction_ref holds for it (PXP merchantTransactionId, PayPal order id); nil when the event
+    /// names the transaction only by `alias`.
+    public var transactionRef: String?
+    /// Another id of the transaction that stored links may know (PXP systemTransactionId); looked up when no order
+    /// holds `transactionRef`.
+    public var alias: String?
+    /// Merchant and site the event names, to fetch a transaction no order holds.
+    public var merchant: String?
+    public var site: String?
+
+    public init(transactionRef: String?, alias: String? = nil, merchant: String? = nil, site: String? = nil) {
+        self.transactionRef = transactionRef; self.alias = alias; self.merchant = merchant; self.site = site
+    }
+}
+
+/// What to fetch: an order's transaction (or one a webhook named), with what payrecon already knows of it.
+public struct TransactionQuery: Sendable {
+    public var transactionRef: String
+    public var merchant: String?
+    public var site: String?
+    /// Transactions linked to this one (modifications payrecon made or learned of).
+    public var links: [TransactionLink]
+    public init(transactionRef: String, merchant: String?, site: String?, links: [TransactionLink] = []) {
+        self.transactionRef = transactionRef; self.merchant = merchant; self.site = site; self.links = links
+    }
+}
+
+/// One planned action to execute, with the order it belongs to and the latest stored snapshot.
+public struct ActionCall: Sendable {
+    public var actionID: Int64
+    public var kind: ActionKind
+    /// The operation's own amount.
+    public var amount: Money
+    /// The cumulative total it brings the transaction to (minor units; 0 for a void).
+    public var target: Int64
+    /// The provider's id to act on, as planned.
+    public var providerTarget: String?
+    public var idempotencyKey: String
+    public var order: Order
+    public var snapshot: Snapshot?
+
+    public init(actionID: Int64, kind: ActionKind, amount: Money, target: Int64, providerTarget: String?, idempotencyKey: String,
+                order: Order, snapshot: Snapshot?) {
+        self.actionID = actionID; self.kind = kind; self.amount = amount; self.target = target
+        self.providerTarget = providerTarget; self.idempotencyKey = idempotencyKey; self.order = order; self.snapshot = snapshot
+    }
+}
+
+/// What an action's call came to: the provider's reference for what it did, and the transactions it created, which
+/// the executor records before the outcome (so later checks count them).
+public struct ActionCallResult: Sendable {
+    public var outcome: ProviderOutcome<String>
+    public var links: [TransactionLink]
+    public init(_ outcome: ProviderOutcome<String>, links: [TransactionLink] = []) { self.outcome = outcome; self.links = links }
+}
+
+/// A provider's API, as the worker, the sweep and the executor use it.
+public protocol ProviderAPI: Sendable {
+    /// Whether credentials were given (without them every call fails permanently, naming what to set).
+    var isConfigured: Bool { get }
+    /// The transactions a stored delivery names (a webhook is a hint: the worker re-fetches each). `.found([])`: it
+    /// names none. A body that no longer parses is permanent.
+    func references(in event: StoredEvent) async -> ProviderOutcome<[EventReference]>
+    /// The provider's answer for one transaction, normalized (contract §6). An answer that cannot be read is
+    /// permanent, naming the field.
+    func snapshot(of transaction: TransactionQuery) async -> ProviderOutcome<Snapshot>
+    /// Executes one action, its idempotency key sent as the provider takes it.
+    func execute(_ call: ActionCall) async -> ActionCallResult
+}
+
+extension ProviderOutcome where T == JSONValue {
+    /// A mapping error is the provider saying something we cannot read: permanent, with the field named.
+    public func mapped(_ map: (JSONValue) throws -> Snapshot) -> ProviderOutcome<Snapshot> {
+        switch self {
+        case .found(let json):
+            do { return .found(try map(json)) } catch { return .permanent(status: 200, body: "unreadable answer: \(error)") }
+        case .notFound: return .notFound
+        case .transient(let r, let a): return .transient(reason: r, retryAfterSeconds: a)
+        case .permanent(let s, let b): return .permanent(status: s, body: b)
+        }
+    }
+}

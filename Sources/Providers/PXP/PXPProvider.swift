@@ -1,0 +1,133 @@
+import Foundation
+import Reconciliation
+
+/// PXP behind the provider seam: its facts, its webhook side (HMAC over `X-Request-Id` + timestamp + body) and its
+/// API side (the Transactions API; modifications are transactions of their own, linked to their parent).
+public enum PXPProvider {
+    public static let definition = ProviderDefinition(
+        provider: .pxp,
+        traits: ProviderTraits(requiresMerchantAndSite: true),
+        webhookSecretVariable: "PXP_WEBHOOK_KEY",
+        apiVariables: "PXP_CLIENT_ID, PXP_TOKEN_ID and PXP_TOKEN_VALUE",
+        webhook: { env throws(ConfigurationError) in try webhook(env) },
+        api: { env, transport throws(ConfigurationError) in try API(environment: env, transport: transport) })
+
+    static func webhook(_ env: Environment) throws(ConfigurationError) -> (any ProviderWebhook)? {
+        guard let key = try env.secret("PXP_WEBHOOK_KEY") else { return nil }
+        let name = try env.choice("PXP_WEBHOOK_HMAC", ["sha256", "sha512", "sha1"], default: "sha256")
+        guard let algorithm = HMACAlgorithm(configuration: name) else { throw ConfigurationError("PXP_WEBHOOK_HMAC=\(name) is not supported") }
+        let tolerance = TimeInterval(try env.duration("PAYRECON_SIGNATURE_TOLERANCE", default: "10m"))
+        do { return Webhook(verifier: try PXPWebhookVerifier(key: key, algorithm: algorithm, tolerance: tolerance)) }
+        catch { throw ConfigurationError("PXP_WEBHOOK_KEY: \(error)") }
+    }
+
+    public struct Webhook: ProviderWebhook {
+        public let verifier: PXPWebhookVerifier
+        public init(verifier: PXPWebhookVerifier) { self.verifier = verifier }
+        public func accept(headers: Headers, body: [UInt8], now: Date) throws(WebhookRejection) -> AcceptedEvent {
+            try verifier.verify(headers: headers, body: body, time: .at(now))
+            let n = try PXPNotification.parse(body: body, headers: headers)
+            return AcceptedEvent(dedupeKey: n.dedupeKey, eventType: n.eventType)
+        }
+    }
+
+    /// What PXP allows on a transaction, all against its systemTransactionId: capture, void, increment and refund
+    /// (PXP's own state and the planner's shared rules decide the rest).
+    public static func capabilities(systemTransactionID: String?) -> Capabilities {
+        guard let id = systemTransactionID, !id.isEmpty else {
+            let reason = "no PXP systemTransactionId to act on"
+            return Capabilities(capture: .denied(reason), void: .denied(reason), increment: .denied(reason), refund: .denied(reason))
+        }
+        return Capabilities(capture: .allowed(target: id), void: .allowed(target: id), increment: .allowed(target: id),
+                            refund: .against(target: id))
+    }
+
+    public struct API: ProviderAPI {
+        public let client: PXPClient?
+
+        public init(client: PXPClient?) { self.client = client }
+
+        init(environment env: Environment, transport: any ProviderTransport) throws(ConfigurationError) {
+            guard let id = env["PXP_CLIENT_ID"], let token = env["PXP_TOKEN_ID"], let value = try env.secret("PXP_TOKEN_VALUE") else {
+                self.init(client: nil); return
+            }
+            self.init(client: PXPClient(configuration: PXPConfiguration(baseURL: env["PXP_API_BASE_URL"] ?? PXPConfiguration.sandboxBaseURL,
+                                                                        clientID: id, tokenID: token, tokenValue: value), transport: transport))
+        }
+
+        public var isConfigured: Bool { client != nil }
+
+        static let notConfigured = "no pxp API client: set \(definition.apiVariables)"
+
+        /// Each event names its transaction by merchantTransactionId (an order's transaction_ref) and/or PXP's own
+        /// systemTransactionId (looked up through stored links). No API call: this works without credentials.
+        public func references(in event: StoredEvent) async -> ProviderOutcome<[EventReference]> {
+            let notification: PXPNotification
+            do { notification = try PXPNotification.parse(body: event.body, headers: event.headers) }
+            catch { return .permanent(status: 0, body: "stored body no longer parses: \(error)") }
+            // Authentication, token or report events name no transaction: nothing to reconcile.
+            return .found(notification.events.compactMap { e in
+                guard e.merchantTransactionID != nil || e.systemTransactionID != nil else { return nil }
+                return EventReference(transactionRef: e.merchantTransactionID, alias: e.systemTransactionID, merchant: e.merchant, site: e.site)
+            })
+        }
+
+        public func snapshot(of q: TransactionQuery) async -> ProviderOutcome<Snapshot> {
+            guard let client else { return .permanent(status: 0, body: Self.notConfigured) }
+            guard let merchant = q.merchant, let site = q.site, !merchant.isEmpty, !site.isEmpty else {
+                return .permanent(status: 0, body: "PXP order without merchant and site: they are part of PXP's API path")
+            }
+            let modifications = q.links.compactMap(PXPModification.init(link:))
+            return await client.transaction(merchant: merchant, site: site, merchantTransactionId: q.transactionRef).mapped {
+                try PXPMapping.snapshot(transaction: $0, modifications: modifications, transactionRef: q.transactionRef)
+            }
+        }
+
+        /// A modification of the parent transaction, its merchantTransactionId derived from the idempotency key (so
+        /// a re-send is the same transaction); the modification is returned as a link whatever PXP's state.
+        public func execute(_ call: ActionCall) async -> ActionCallResult {
+            guard let client else { return ActionCallResult(.permanent(status: 0, body: Self.notConfigured)) }
+            guard let snapshot = call.snapshot, let parent = call.providerTarget ?? snapshot.aliases.first,
+                  let merchant = call.order.merchant, let site = call.order.site else {
+                return ActionCallResult(.permanent(status: 0, body: "no PXP transaction to modify: the order has not been fetched yet"))
+            }
+            let kind: PXPModificationKind = switch call.kind {
+            case .capture: .capture(amount: call.amount.minorUnits)
+            case .refund: .refund(amount: call.amount.minorUnits)
+            case .increment: .incremental(newTotal: call.target)
+            case .void: .void(originalValue: snapshot.value)
+            }
+            let result = await client.modify(systemTransactionId: parent, kind, currency: call.amount.currency, merchant: merchant, site: site,
+                                             merchantTransactionId: PXPClient.merchantTransactionId(forIdempotencyKey: call.idempotencyKey),
+                                             merchantTransactionDate: PXPClient.formatDate(unixSeconds: snapshot.createdAt ?? Int64(Date().timeIntervalSince1970)))
+            guard case .found(let r) = result else { return ActionCallResult(result.failure(as: String.self)!) }
+            let modification = r.modification(parentSystemTransactionId: parent, operation: call.kind.pxpOperation, amount: call.amount.minorUnits)
+            let link = TransactionLink(externalID: r.systemTransactionId, parentExternalID: parent, orderID: call.order.orderID,
+                                       kind: call.kind.rawValue, amount: call.amount.minorUnits, currency: call.amount.currency.code,
+                                       state: r.state, source: .payrecon, actionID: call.actionID)
+            guard modification.isAccepted else { return ActionCallResult(.permanent(status: 200, body: "PXP answered state \(r.state)"), links: [link]) }
+            return ActionCallResult(.found(r.systemTransactionId), links: [link])
+        }
+    }
+}
+
+extension ActionKind {
+    /// The PXP operation that carries out this action.
+    public var pxpOperation: PXPOperation {
+        switch self {
+        case .capture: .capture
+        case .void: .void
+        case .refund: .refund
+        case .increment: .incremental
+        }
+    }
+}
+
+extension PXPModification {
+    /// A stored link as a modification of its parent; nil for an alias or a kind PXP does not modify with.
+    public init?(link: TransactionLink) {
+        guard let parent = link.parentExternalID, let kind = ActionKind(rawValue: link.kind), let amount = link.amount else { return nil }
+        self.init(systemTransactionId: link.externalID, parentSystemTransactionId: parent, operation: kind.pxpOperation,
+                  amount: amount, state: link.state ?? "")
+    }
+}

@@ -1,0 +1,141 @@
+import Foundation
+import HTTP
+import Reconciliation
+
+/// PayPal behind the provider seam: offline RSA verification of its webhooks, the Orders v2 API, and what its
+/// authorizations and captures allow.
+public enum PayPalProvider {
+    public static let definition = ProviderDefinition(
+        provider: .paypal,
+        traits: ProviderTraits(),
+        webhookSecretVariable: "PAYPAL_WEBHOOK_ID",
+        apiVariables: "PAYPAL_CLIENT_ID and PAYPAL_CLIENT_SECRET",
+        webhook: { env throws(ConfigurationError) in try webhook(env) },
+        api: { env, transport throws(ConfigurationError) in try API(environment: env, transport: transport) })
+
+    static func webhook(_ env: Environment) throws(ConfigurationError) -> (any ProviderWebhook)? {
+        guard let webhookID = env["PAYPAL_WEBHOOK_ID"] else { return nil }
+        let tolerance = TimeInterval(try env.duration("PAYRECON_SIGNATURE_TOLERANCE", default: "10m"))
+        do {
+            return Webhook(verifier: try PayPalWebhookVerifier(
+                webhookID: webhookID, certificateSource: CachingCertificateSource(upstream: HTTPCertificateSource()),
+                trustRoots: try trustRoots(env), certURLPrefixes: certURLPrefixes(env), tolerance: tolerance))
+        } catch let e as ConfigurationError { throw e } catch { throw ConfigurationError("PayPal webhooks: \(error)") }
+    }
+
+    /// `PAYPAL_CERT_URL_PREFIXES`, else PayPal's live and sandbox certificate URLs.
+    public static func certURLPrefixes(_ env: Environment) -> [String] {
+        env.list("PAYPAL_CERT_URL_PREFIXES", default: PayPalWebhookVerifier.defaultCertURLPrefixes.joined(separator: ","))
+    }
+
+    /// `PAYPAL_TRUST_ROOTS` (a PEM file), else the DigiCert root and intermediate shipped with payrecon.
+    public static func trustRoots(_ env: Environment) throws(ConfigurationError) -> [X509Certificate] {
+        guard let path = env["PAYPAL_TRUST_ROOTS"] else { return PayPalTrustRoots.defaultCertificates }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ConfigurationError("PAYPAL_TRUST_ROOTS=\(path) cannot be read: point it at a PEM file with the root and intermediates")
+        }
+        let certs: [X509Certificate]
+        do { certs = try X509Certificate.parsePEMBundle(Array(data)) } catch {
+            throw ConfigurationError("PAYPAL_TRUST_ROOTS=\(path) is not a PEM bundle: \(error)")
+        }
+        guard !certs.isEmpty else { throw ConfigurationError("PAYPAL_TRUST_ROOTS=\(path) holds no certificate") }
+        return certs
+    }
+
+    public struct Webhook: ProviderWebhook {
+        public let verifier: PayPalWebhookVerifier
+        public init(verifier: PayPalWebhookVerifier) { self.verifier = verifier }
+        public func accept(headers: Headers, body: [UInt8], now: Date) throws(WebhookRejection) -> AcceptedEvent {
+            try verifier.verify(headers: headers, body: body, time: .at(now))
+            let e = try PayPalEvent.parse(body: body)
+            return AcceptedEvent(dedupeKey: e.id, eventType: e.eventType)
+        }
+    }
+
+    /// What PayPal allows: capture and void act on the open authorization (capture while CREATED or
+    /// PARTIALLY_CAPTURED, void only while CREATED), refunds on the captures still holding money, in order; PayPal
+    /// has no incremental authorisation.
+    public static func capabilities(authorizationID: String?, authorizationStatus: String?, refundableCaptures: [RefundSource]) -> Capabilities {
+        var capture = Capability.allowed(target: authorizationID)
+        var void = Capability.allowed(target: authorizationID)
+        if let id = authorizationID, !id.isEmpty {
+            if let status = authorizationStatus, status != "CREATED", status != "PARTIALLY_CAPTURED" {
+                capture = .denied("PayPal authorization \(id) is \(status)")
+            }
+            if authorizationStatus != "CREATED" {
+                void = .denied("PayPal authorization \(id) is \(authorizationStatus ?? "of unknown status"), not CREATED")
+            }
+        } else {
+            capture = .denied("no PayPal authorization left to capture")
+            void = .denied("no PayPal authorization left to void")
+        }
+        return Capabilities(capture: capture, void: void, increment: .unsupported("paypal does not support incremental authorisation"),
+                            refund: .spread(refundableCaptures, sources: "PayPal captures"))
+    }
+
+    public struct API: ProviderAPI {
+        public let client: PayPalClient?
+
+        public init(client: PayPalClient?) { self.client = client }
+
+        init(environment env: Environment, transport: any ProviderTransport) throws(ConfigurationError) {
+            guard let id = env["PAYPAL_CLIENT_ID"], let secret = try env.secret("PAYPAL_CLIENT_SECRET") else { self.init(client: nil); return }
+            self.init(client: PayPalClient(configuration: PayPalConfiguration(baseURL: env["PAYPAL_API_BASE_URL"] ?? PayPalConfiguration.sandboxBaseURL,
+                                                                              clientID: id, secret: secret), transport: transport))
+        }
+
+        public var isConfigured: Bool { client != nil }
+
+        /// The order behind the event's resource: its own id, `related_ids`, or its `up` links (fetched).
+        public func references(in event: StoredEvent) async -> ProviderOutcome<[EventReference]> {
+            guard let client else { return .permanent(status: 0, body: "no PayPal API client: set \(definition.apiVariables)") }
+            let json: JSONValue
+            do { json = try JSONValue.parse(event.body) } catch { return .permanent(status: 0, body: "stored body no longer parses: \(error)") }
+            guard let resource = json["resource"], let type = json["resource_type"]?.stringValue else {
+                return .found([])   // an event without a resource names nothing to reconcile
+            }
+            switch await client.orderID(resourceType: type, resource: resource) {
+            case .found(let id): return .found([EventReference(transactionRef: id)])
+            case .notFound: return .found([])   // vault tokens and other resources without an order
+            case .transient(let r, let a): return .transient(reason: r, retryAfterSeconds: a)
+            case .permanent(let s, let b): return .permanent(status: 0, body: "PayPal answered \(s): \(b)")
+            }
+        }
+
+        public func snapshot(of q: TransactionQuery) async -> ProviderOutcome<Snapshot> {
+            guard let client else { return .permanent(status: 0, body: "no paypal API client: set \(definition.apiVariables)") }
+            return await client.order(q.transactionRef).mapped { try PayPalMapping.snapshot(order: $0) }
+        }
+
+        /// Capture and void on the authorization, refund on the capture; the idempotency key is PayPal-Request-Id.
+        public func execute(_ call: ActionCall) async -> ActionCallResult {
+            guard let client else { return ActionCallResult(.permanent(status: 0, body: "no paypal API client: set \(definition.apiVariables)")) }
+            guard let target = call.providerTarget else {
+                return ActionCallResult(.permanent(status: 0, body: "no PayPal authorization or capture id recorded for this action"))
+            }
+            let result: ProviderOutcome<JSONValue>
+            switch call.kind {
+            case .capture: result = await client.captureAuthorization(target, amount: call.amount, final: false, requestID: call.idempotencyKey)
+            case .void: result = await client.voidAuthorization(target, requestID: call.idempotencyKey)
+            case .refund: result = await client.refundCapture(target, amount: call.amount, requestID: call.idempotencyKey)
+            case .increment: return ActionCallResult(.permanent(status: 0, body: "PayPal has no incremental authorization"))
+            }
+            return ActionCallResult(result.map { $0["id"]?.stringValue ?? target })
+        }
+    }
+}
+
+/// Fetches PayPal signing certificates over HTTP(S), bounded in size and time. Only ever called by the verifier
+/// after the URL passed the allowed-prefix check, and behind `CachingCertificateSource`.
+public struct HTTPCertificateSource: CertificateSource {
+    let client: HTTPClient
+    public init(client: HTTPClient = HTTPClient(configuration: .init(timeoutSeconds: 5, maxConcurrentRequests: 4, maxResponseBytes: 64 * 1024))) {
+        self.client = client
+    }
+    public func pem(for url: String) throws -> [UInt8] {
+        let response = try client.sendBlocking(HTTPClientRequest(method: "GET", url: url))
+        guard response.status == 200 else { throw CertificateFetchError(message: "GET \(url) answered \(response.status)") }
+        return response.body
+    }
+    struct CertificateFetchError: Error, CustomStringConvertible { var message: String; var description: String { message } }
+}

@@ -1,0 +1,40 @@
+/// A provider transaction linked to a merchant order: a modification payrecon made (a PXP capture has its own
+/// systemTransactionId, linked to the parent), or another id a fetched transaction is known by (an alias). Stored
+/// in `transaction_links`, provider-neutral; what the fields mean for a provider is its own folder's business.
+public struct TransactionLink: Sendable, Hashable, Codable {
+    public enum Source: String, Sendable, Hashable, Codable {
+        /// payrecon made it (an executed action).
+        case payrecon
+        /// payrecon learned of it from the provider's answers.
+        case learned
+    }
+
+    /// The provider's id of this transaction.
+    public var externalID: String
+    /// The transaction it modifies; nil for the order's own transaction (an alias).
+    public var parentExternalID: String?
+    public var orderID: String?
+    /// `alias` for another id of the order's own transaction, else the action kind (`capture`, `void`, `refund`,
+    /// `increment`).
+    public var kind: String
+    /// The operation's own amount, minor units of `currency`.
+    public var amount: Int64?
+    public var currency: String?
+    /// The provider's state of this transaction.
+    public var state: String?
+    public var source: Source
+    public var actionID: Int64?
+
+    public static let aliasKind = "alias"
+
+    public init(externalID: String, parentExternalID: String?, orderID: String?, kind: String, amount: Int64? = nil,
+                currency: String? = nil, state: String? = nil, source: Source, actionID: Int64? = nil) {
+        self.externalID = externalID; self.parentExternalID = parentExternalID; self.orderID = orderID; self.kind = kind
+        self.amount = amount; self.currency = currency; self.state = state; self.source = source; self.actionID = actionID
+    }
+
+    /// Another id `orderID`'s own transaction is known by.
+    public static func alias(_ id: String, orderID: String) -> TransactionLink {
+        TransactionLink(externalID: id, parentExternalID: nil, orderID: orderID, kind: aliasKind, source: .learned)
+    }
+}

@@ -1,0 +1,68 @@
+import Foundation
+import Postgres
+import Reconciliation
+
+/// `transaction_links`: provider transactions linked to orders (modifications payrecon made, aliases it learned).
+public enum TransactionLinkStore {
+    static let columns = "order_id, external_id, parent_external_id, kind, amount_minor, currency, state, source, action_id"
+
+    /// Records `links` of `provider`'s transactions; a link already known gets the newer state.
+    public static func record(_ links: [TransactionLink], provider: Provider, on conn: PostgresConnection) throws {
+        for link in links { _ = try conn.execute(upsert, parameters(link, provider: provider)) }
+    }
+
+    static let upsert = """
+        INSERT INTO transaction_links (provider, external_id, parent_external_id, order_id, kind, amount_minor, currency, state, source, action_id)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+        ON CONFLICT (provider, external_id, (coalesce(order_id, ''))) DO UPDATE
+            SET state = coalesce(EXCLUDED.state, transaction_links.state), updated_at = now()
+        """
+
+    static func parameters(_ l: TransactionLink, provider: Provider) -> [PostgresValue] {
+        [.text(provider.rawValue), .text(l.externalID), l.parentExternalID.map { .text($0) } ?? .null, l.orderID.map { .text($0) } ?? .null,
+         .text(l.kind), l.amount.map { .int64($0) } ?? .null, l.currency.map { .text($0) } ?? .null, l.state.map { .text($0) } ?? .null,
+         .text(l.source.rawValue), l.actionID.map { .int64($0) } ?? .null]
+    }
+
+    /// The aliases of an order's transaction, in one statement (recorded with every check that fetched it).
+    static func recordAliases(_ aliases: [String], provider: Provider, orderID: String) -> PostgresStatement {
+        PostgresStatement("""
+            INSERT INTO transaction_links (provider, external_id, order_id, kind, source)
+            SELECT $1, a, $2, 'alias', 'learned' FROM unnest($3::text[]) AS a WHERE a <> ''
+            ON CONFLICT DO NOTHING
+            """, [.text(provider.rawValue), .text(orderID), .textArray(aliases)])
+    }
+
+    /// The links of many orders of one provider, by order id, oldest first.
+    public static func links(provider: Provider, orderIDs: [String], on conn: PostgresConnection) throws -> [String: [TransactionLink]] {
+        var out: [String: [TransactionLink]] = [:]
+        for row in try conn.query("""
+            SELECT \(columns) FROM transaction_links WHERE provider = $1 AND order_id = ANY($2) ORDER BY created_at, id
+            """, [.text(provider.rawValue), .textArray(orderIDs)]) {
+            let link = try decode(row)
+            out[link.orderID ?? "", default: []].append(link)
+        }
+        return out
+    }
+
+    /// The orders a link names by `externalID` (an alias or a modification's own id).
+    public static func orders(provider: Provider, externalID: String, on conn: PostgresConnection) throws -> [Order] {
+        try conn.query("""
+            SELECT \(OrderStore.columns.split(separator: ",").map { "o." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", "))
+            FROM orders o JOIN transaction_links l ON l.provider = o.provider AND l.order_id = o.order_id
+            WHERE l.provider = $1 AND l.external_id = $2
+            GROUP BY o.provider, o.order_id ORDER BY o.order_id
+            """, [.text(provider.rawValue), .text(externalID)]).map(OrderStore.decode)
+    }
+
+    static func decode(_ row: PostgresRow) throws -> TransactionLink {
+        let sourceText = try row.string("source")
+        guard let source = TransactionLink.Source(rawValue: sourceText) else {
+            throw PostgresError.decoding("transaction_links.source '\(sourceText)' is neither payrecon nor learned")
+        }
+        return TransactionLink(externalID: try row.string("external_id"), parentExternalID: try row.optionalString("parent_external_id"),
+                               orderID: try row.optionalString("order_id"), kind: try row.string("kind"),
+                               amount: try row.optionalInt64("amount_minor"), currency: try row.optionalString("currency"),
+                               state: try row.optionalString("state"), source: source, actionID: try row.optionalInt64("action_id"))
+    }
+}

@@ -1,0 +1,90 @@
+import Foundation
+import PayreconTesting
+import Postgres
+import Reconciliation
+import Store
+import Testing
+
+/// `transaction_links`, the provider-neutral table of linked transactions, and the migration that moved PXP's
+/// modifications and snapshot ids into it.
+@Suite struct TransactionLinkTests {
+    /// A schema migrated up to (not including) `stopBefore`; the test applies the rest itself.
+    static func schema(migratedBefore stopBefore: String) throws -> (TestDatabase, [Migrator.Migration]) {
+        let schema = "t_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased()
+        let admin = try PostgresConnection(conninfo: TestDatabase.baseURL); defer { admin.close() }
+        _ = try admin.execute("CREATE SCHEMA \(schema)")
+        let db = TestDatabase(schema: schema, url: TestDatabase.withSearchPath(TestDatabase.baseURL, schema), server: TestDatabase.baseURL)
+        guard let dir = Migrator.locateDirectory() else { throw TestSetupError("sql/ not found") }
+        let all = try Migrator.load(from: dir)
+        let conn = try db.connect(); defer { conn.close() }
+        try Migrator.migrate(all.filter { $0.version < stopBefore }, on: conn)
+        return (db, all)
+    }
+
+    @Test func migrationMovesModificationsAndSnapshotIdsIntoLinks() async throws {
+        let (db, all) = try await offload { try Self.schema(migratedBefore: "0005") }
+        defer { db.drop() }
+        try await offload {
+            let conn = try db.connect(); defer { conn.close() }
+            _ = try conn.execute("""
+                INSERT INTO pxp_modifications (system_transaction_id, parent_system_transaction_id, order_id, operation, amount_minor, currency, state, action_id)
+                VALUES ('SYS-CAP', 'SYS-1', 'O-1', 'capture', 700, 'GBP', 'Captured', 3)
+                """)
+            _ = try conn.execute("""
+                INSERT INTO snapshots (provider, order_id, transaction_ref, snapshot) VALUES
+                ('pxp', 'O-1', 'TX-1', '{"actionTargets":{"systemTransactionID":"SYS-1","refundableCaptures":[]}}'),
+                ('paypal', 'O-2', 'PP-1', '{"actionTargets":{"authorizationID":"A1","refundableCaptures":[]}}')
+                """)
+            try Migrator.migrate(all, on: conn)
+            #expect(try conn.query("SELECT to_regclass('pxp_modifications') IS NULL AS gone").first!.bool("gone"))
+            let links = try TransactionLinkStore.links(provider: .pxp, orderIDs: ["O-1"], on: conn)["O-1"] ?? []
+            #expect(Set(links) == [
+                TransactionLink(externalID: "SYS-CAP", parentExternalID: "SYS-1", orderID: "O-1", kind: "capture", amount: 700,
+                                currency: "GBP", state: "Captured", source: .payrecon, actionID: 3),
+                .alias("SYS-1", orderID: "O-1"),
+            ])
+            #expect(try TransactionLinkStore.links(provider: .paypal, orderIDs: ["O-2"], on: conn).isEmpty)
+            // No table is named for a provider any more.
+            let named = try conn.query("""
+                SELECT table_name AS t FROM information_schema.tables WHERE table_schema = current_schema()
+                  AND (table_name LIKE '%pxp%' OR table_name LIKE '%paypal%' OR table_name LIKE '%paypercut%')
+                """).map { try $0.string("t") }
+            #expect(named.isEmpty, "tables named for a provider: \(named)")
+        }
+    }
+
+    @Test func recordingALinkTwiceKeepsOneRowWithTheNewerState() async throws {
+        let db = try await offload { try TestDatabase.create() }
+        defer { db.drop() }
+        try await offload {
+            let conn = try db.connect(); defer { conn.close() }
+            try OrderStore.upsert([Order(provider: .pxp, orderID: "O-1", merchant: "M1", site: "S1", transactionRef: "TX-1", intent: .authorisation,
+                                         amount: Money(minorUnits: 1000, currency: Currency(code: "GBP")!), fulfilment: .fulfilled)], on: conn)
+            var link = TransactionLink(externalID: "SYS-R", parentExternalID: "SYS-1", orderID: "O-1", kind: "refund", amount: 100,
+                                       currency: "GBP", state: "Pending", source: .payrecon, actionID: 9)
+            try TransactionLinkStore.record([link], provider: .pxp, on: conn)
+            link.state = "Authorised"
+            try TransactionLinkStore.record([link], provider: .pxp, on: conn)
+            #expect(try TransactionLinkStore.links(provider: .pxp, orderIDs: ["O-1"], on: conn)["O-1"] == [link])
+            #expect(try TransactionLinkStore.orders(provider: .pxp, externalID: "SYS-R", on: conn).map(\.orderID) == ["O-1"])
+            #expect(try TransactionLinkStore.orders(provider: .paypal, externalID: "SYS-R", on: conn).isEmpty)
+        }
+    }
+
+    @Test func aDeliveryOfAProviderThisPayreconDoesNotKnowIsAnErrorNamingIt() async throws {
+        let db = try await offload { try TestDatabase.create() }
+        defer { db.drop() }
+        try await offload {
+            let conn = try db.connect(); defer { conn.close() }
+            let id = try conn.query("""
+                INSERT INTO deliveries (provider, dedupe_key, headers, body) VALUES ('stripe', 'evt_1', '[]', '\\x7b7d') RETURNING id
+                """).first!.int64("id")
+            do {
+                _ = try DeliveryQueue.find(id: id, on: conn)
+                Issue.record("a delivery of an unknown provider was read as some other provider")
+            } catch {
+                #expect(String(describing: error).contains("provider 'stripe', which this payrecon does not know"))
+            }
+        }
+    }
+}
