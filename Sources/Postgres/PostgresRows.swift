@@ -163,55 +163,15 @@ public struct PostgresRow: Sendable {
         return .decoding("column \"\(column)\" (\(PostgresOID.name(columnSet.types[index]))): expected \(expected), found \"\(shown)\"")
     }
 
-    /// Decodes bytea text output: hex (`\x0aff`, the default) or the legacy escape format.
+    /// Decodes bytea text output (hex, the default, or the legacy escape format) with libpq's `PQunescapeBytea`.
     static func decodeBytea(_ text: String) -> [UInt8]? {
-        let utf8 = Array(text.utf8)
-        if utf8.count >= 2, utf8[0] == UInt8(ascii: "\\"), utf8[1] == UInt8(ascii: "x") {
-            guard utf8.count % 2 == 0 else { return nil }
-            var bytes: [UInt8] = []
-            bytes.reserveCapacity((utf8.count - 2) / 2)
-            var index = 2
-            while index < utf8.count {
-                guard let high = hexValue(utf8[index]), let low = hexValue(utf8[index + 1]) else { return nil }
-                bytes.append(high << 4 | low)
-                index += 2
-            }
-            return bytes
-        }
-        var bytes: [UInt8] = []
-        var index = 0
-        while index < utf8.count {
-            let byte = utf8[index]
-            guard byte == UInt8(ascii: "\\") else {
-                bytes.append(byte)
-                index += 1
-                continue
-            }
-            if index + 1 < utf8.count, utf8[index + 1] == UInt8(ascii: "\\") {
-                bytes.append(byte)
-                index += 2
-                continue
-            }
-            var value = 0
-            for offset in 1...3 {
-                guard index + offset < utf8.count else { return nil }
-                let digit = utf8[index + offset]
-                guard (48...55).contains(digit) else { return nil }
-                value = value * 8 + Int(digit - 48)
-            }
-            guard value <= 255 else { return nil }
-            bytes.append(UInt8(value))
-            index += 4
-        }
-        return bytes
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case 48...57: return byte - 48
-        case 97...102: return byte - 87
-        case 65...70: return byte - 55
-        default: return nil
+        var cString = Array(text.utf8)
+        cString.append(0)
+        return cString.withUnsafeBufferPointer { input -> [UInt8]? in
+            var length = 0
+            guard let output = PQunescapeBytea(input.baseAddress, &length) else { return nil }
+            defer { PQfreemem(output) }
+            return Array(UnsafeBufferPointer(start: output, count: length))
         }
     }
 }

@@ -70,11 +70,6 @@ import Testing
         #expect(PostgresRow.decodeBytea("abc") == Array("abc".utf8))
         #expect(PostgresRow.decodeBytea("a\\\\b\\000\\377") == [0x61, 0x5C, 0x62, 0x00, 0xFF])
     }
-
-    @Test(arguments: ["\\x0", "\\xzz", "\\x0g", "\\400", "\\12", "\\9aa"])
-    func rejectsMalformedOutput(text: String) {
-        #expect(PostgresRow.decodeBytea(text) == nil)
-    }
 }
 
 @Suite struct PostgresIdentifierTests {
