@@ -38,7 +38,9 @@ let package = Package(
         .target(name: "Reporting", dependencies: ["Reconciliation"]),
         // What the commands wire together (registry, worker context, endpoints), as a library so tests reach it.
         .target(name: "Wiring", dependencies: ["Receiver", "Worker", "Store", "Providers", "Reconciliation", "Reporting", "Postgres", "HTTP", "Observability"]),
-        .executableTarget(name: "payrecon", dependencies: ["Wiring", "Receiver", "Worker", "Store", "Providers", "Reconciliation", "Reporting", "Postgres", "HTTP", "Observability"]),
+        // The commands, their options and --help, as a library: the executable only calls `CLI.run`.
+        .target(name: "PayreconCLI", dependencies: ["Wiring", "Receiver", "Worker", "Store", "Providers", "Reconciliation", "Reporting", "Postgres", "HTTP", "Observability"]),
+        .executableTarget(name: "payrecon", dependencies: ["PayreconCLI"]),
         .executableTarget(name: "paysim", dependencies: ["PaysimCore", "HTTP", "Providers", "Reconciliation", "Observability", "COpenSSL"]),
         // scripts/bench-http-client: requests/s and CPU per request of each provider transport against paysim.
         .executableTarget(name: "httpbench", dependencies: ["HTTP", "Providers"]),
@@ -51,6 +53,8 @@ let package = Package(
         .testTarget(name: "ProvidersTests", dependencies: ["Providers", "Reconciliation", "HTTP"],
                     resources: [.copy("Fixtures")]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
+        // Option parsing and --help of every command: no database.
+        .testTarget(name: "CLITests", dependencies: ["PayreconCLI", "Reconciliation"]),
         // The worker's pure logic (delivery attempt decisions): no database.
         .testTarget(name: "WorkerTests", dependencies: ["Worker"]),
         .testTarget(name: "PaysimCoreTests", dependencies: ["PaysimCore", "Providers", "HTTP", "Reconciliation", "COpenSSL", "CZlib"]),

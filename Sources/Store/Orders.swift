@@ -6,24 +6,32 @@ import Reconciliation
 public enum OrderStore {
     static let columns = "provider, order_id, merchant, site, transaction_ref, intent, amount_minor, currency, fulfilment, refund_amount_minor"
 
-    /// Upserts every order in one transaction (the import is all-or-nothing), in chunks sent as arrays.
+    /// Upserts every order in one transaction (the import is all-or-nothing), in chunks of 2,000 sent as arrays;
+    /// `orders` is read once, a chunk at a time, so a streamed file is imported in constant memory.
     /// Returns (inserted, updated).
-    public static func upsert(_ orders: [Order], on conn: PostgresConnection) throws -> (inserted: Int, updated: Int) {
+    public static func upsert<S: Sequence<Order>>(_ orders: S, on conn: PostgresConnection) throws -> (inserted: Int, updated: Int) {
         try conn.transaction { tx in
             var total = (inserted: 0, updated: 0)
-            var start = 0
-            while start < orders.count {
-                let chunk = orders[start..<min(start + 2000, orders.count)]
-                start += chunk.count
-                let n = try upsertChunk(chunk, on: tx)
+            var chunk: [Order] = []
+            chunk.reserveCapacity(chunkSize)
+            func flush() throws {
+                let n = try upsertChunk(chunk[...], on: tx)
                 total.inserted += n.inserted; total.updated += n.updated
+                chunk.removeAll(keepingCapacity: true)
             }
+            for order in orders {
+                chunk.append(order)
+                if chunk.count == chunkSize { try flush() }
+            }
+            if !chunk.isEmpty { try flush() }
             return total
         }
     }
 
+    static let chunkSize = 2000
+
     /// Upserts one chunk (call inside a transaction for all-or-nothing). Returns (inserted, updated).
-    public static func upsertChunk(_ chunk: ArraySlice<Order>, on tx: PostgresConnection) throws -> (inserted: Int, updated: Int) {
+    static func upsertChunk(_ chunk: ArraySlice<Order>, on tx: PostgresConnection) throws -> (inserted: Int, updated: Int) {
         var inserted = 0, updated = 0
                 let rows = try tx.query("""
                     INSERT INTO orders (\(columns))

@@ -1,12 +1,5 @@
 import Foundation
+import PayreconCLI
 
-// payrecon: thin CLI over the rooms. Commands live in Commands/*.swift; the table below is the whole surface.
-let commands: [Command] = [
-    serveCommand, workCommand, reconcileCommand, reportCommand,
-    ordersImportCommand, actionsListCommand, actionsExecuteCommand,
-    eventsListCommand, eventsShowCommand, eventsRetryCommand,
-    verifyCommand, migrateCommand,
-]
-
-let exitCode = await CLI.run(Array(CommandLine.arguments.dropFirst()), commands: commands)
-exit(exitCode)
+// payrecon: the commands live in the PayreconCLI library (Sources/PayreconCLI), so tests reach them.
+exit(await CLI.run(Array(CommandLine.arguments.dropFirst())))

@@ -10,14 +10,8 @@ let reportCommand = Command(
     name: "report",
     summary: "What is wrong, since when, and how much money is at risk.",
     options: [
-        .init(name: "--format", value: "table|json|csv|html", help: "Output format (default table)."),
-        .init(name: "--output", value: "FILE", help: "Write to FILE (atomically) instead of stdout."),
-        .init(name: "--status", value: "open|resolved|all", help: "Which discrepancies to list (default open)."),
-        .init(name: "--provider", value: "P", help: "Only pxp, paypal or paypercut."),
-        .init(name: "--kind", value: "K", help: "Only this discrepancy kind (e.g. amount_mismatch)."),
-        .init(name: "--since", value: "DURATION", help: "Only those last seen within DURATION (90s, 10m, 24h, 7d)."),
-        .init(name: "--fail-on-open", value: nil, help: "Exit 1 when a listed discrepancy is open (after printing)."),
-        .init(name: "--database-url", value: "URL", help: "Override DATABASE_URL."),
+        ReportOptions.formatKey, Options.output, ReportOptions.statusKey, Options.provider, Options.kind,
+        Options.since.help("Only those last seen within DURATION (90s, 10m, 24h, 7d)."), Options.failOnOpen, Options.databaseURL,
     ],
     details: """
         The summary (open count by kind, money at risk per currency, rejected deliveries in the last 24 h) counts open
@@ -29,7 +23,7 @@ let reportCommand = Command(
         """
 ) { args in
     let options = try ReportOptions(args)
-    let url = try Environment().databaseURL(flag: args.value("--database-url"))
+    let url = try Environment().databaseURL(flag: args.value(Options.databaseURL))
     let conn = try connect(url)
     defer { conn.close() }
     let report = try ReportOptions.load(options, on: conn)
@@ -54,31 +48,20 @@ struct ReportOptions {
     var filters: ReportFilters
     var failOnOpen: Bool
 
+    static let formatKey = Options.format(ReportFormat.allCases.map(\.rawValue))
+    static let statusKey = Options.status(["open", "resolved", "all"], help: "Which discrepancies to list (default open).")
+
     init(_ args: ParsedArguments) throws(UsageError) {
-        format = ReportFormat(rawValue: try args.choice("--format", ReportFormat.allCases.map(\.rawValue), default: "table"))!
-        if let path = args.value("--output"), path.isEmpty { throw UsageError("--output needs a file name") }
-        output = args.value("--output")
-        let status = try args.choice("--status", ["open", "resolved", "all"], default: "open")
-        let provider = try args.value("--provider").map { (p: String) throws(UsageError) -> String in
-            guard Provider(rawValue: p) != nil else {
-                throw UsageError("--provider must be one of \(Provider.allCases.map(\.rawValue).joined(separator: ", ")), not '\(p)'")
-            }
-            return p
-        }
-        let kind = try args.value("--kind").map { (k: String) throws(UsageError) -> DiscrepancyKind in
-            guard let kind = DiscrepancyKind(rawValue: k) else {
-                throw UsageError("--kind must be one of \(DiscrepancyKind.allCases.map(\.rawValue).joined(separator: ", ")), not '\(k)'")
-            }
-            return kind
-        }
-        let since = args.value("--since")
-        var seconds: Int64?
-        if let since {
-            do { seconds = try DurationParser.parse(since) } catch { throw UsageError("--since: \(error)") }
-        }
+        format = ReportFormat(rawValue: try args.value(Self.formatKey, default: "table"))!
+        output = try args.value(Options.output)
+        let status = try args.value(Self.statusKey, default: "open")
+        let provider = try args.value(Options.provider)?.rawValue
+        let kind = try args.value(Options.kind)
+        let since = try args.value(Options.since)
+        let seconds = since.flatMap { try? DurationParser.parse($0) }
         filter = DiscrepancyFilter(status: status == "all" ? nil : status, provider: provider, kind: kind, lastSeenWithin: seconds)
         filters = ReportFilters(status: status, provider: provider, kind: kind, since: since)
-        failOnOpen = args.flag("--fail-on-open")
+        failOnOpen = args.flag(Options.failOnOpen)
     }
 
     /// Reads what the report shows, in one read-only snapshot so the summary and the list agree.

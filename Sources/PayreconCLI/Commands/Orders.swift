@@ -45,24 +45,13 @@ let ordersImportCommand = Command(
         for e in errors { print(e.description) }
         return Exit.finding
     }
-    // Pass 2: upsert in one transaction, in chunks.
+    // Pass 2: upsert in one transaction, in chunks (stdin was kept from pass 1; a file is read again).
     let conn = try connect(url)
     defer { conn.close() }
-    var inserted = 0, updated = 0
-    try conn.transaction { tx in
-        var chunk: [Order] = []
-        func flush() throws {
-            let n = try OrderStore.upsertChunk(chunk[...], on: tx); inserted += n.inserted; updated += n.updated; chunk.removeAll(keepingCapacity: true)
-        }
-        if let buffered {
-            for o in buffered { chunk.append(o); if chunk.count == 2000 { try flush() } }
-        } else {
-            for record in try reader() {
-                if case .order(let o, _) = record { chunk.append(o); if chunk.count == 2000 { try flush() } }
-            }
-        }
-        if !chunk.isEmpty { try flush() }
+    let orders: AnySequence<Order> = if let buffered { AnySequence(buffered) } else {
+        AnySequence(try reader().lazy.compactMap { if case .order(let o, _) = $0 { o } else { nil } })
     }
+    let (inserted, updated) = try OrderStore.upsert(orders, on: conn)
     print("imported \(count) orders from \(path): \(inserted) new, \(updated) updated")
     return Exit.ok
 }

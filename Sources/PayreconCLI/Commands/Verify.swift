@@ -9,13 +9,7 @@ let verifyCommand = Command(
     summary: "Check one delivery's signature offline: why was this webhook rejected?",
     arguments: [.init(name: "PROVIDER", help: "pxp, paypal or paypercut.")],
     options: [
-        .init(name: "--body", value: "FILE", help: "The raw body bytes, exactly as delivered."),
-        .init(name: "--headers", value: "FILE", help: "A JSON object of header names to values."),
-        .init(name: "--webhook-id", value: "ID", help: "PayPal: the listener's webhook id (default PAYPAL_WEBHOOK_ID)."),
-        .init(name: "--cert", value: "FILE", help: "PayPal: the signing certificate PEM (else PAYPAL-CERT-URL is fetched, if allowed)."),
-        .init(name: "--roots", value: "FILE", help: "PayPal: trust roots PEM (default PAYPAL_TRUST_ROOTS, else the shipped DigiCert roots)."),
-        .init(name: "--key", value: "K", help: "PXP: the webhook key (default PXP_WEBHOOK_KEY); Paypercut: the secret (default PAYPERCUT_WEBHOOK_SECRET)."),
-        .init(name: "--at", value: "TIME|transmission", help: "Evaluate time checks at TIME (ISO 8601 or unix seconds) or at the delivery's own timestamp (default: now)."),
+        Options.body, Options.headers, Options.webhookID, Options.cert, Options.roots, Options.key, Options.at,
     ],
     details: "Prints 'valid' or 'invalid: <reason>'. Exit 0 valid, 1 invalid, 2 usage error."
 ) { args in
@@ -23,14 +17,14 @@ let verifyCommand = Command(
     guard let provider = Provider(rawValue: args.positionals[0]) else {
         throw UsageError("PROVIDER must be pxp, paypal or paypercut, not '\(args.positionals[0])'")
     }
-    guard let bodyPath = args.value("--body") else { throw UsageError("--body FILE is required") }
-    guard let headersPath = args.value("--headers") else { throw UsageError("--headers FILE is required") }
+    guard let bodyPath = try args.value(Options.body) else { throw UsageError("--body FILE is required") }
+    guard let headersPath = try args.value(Options.headers) else { throw UsageError("--headers FILE is required") }
     func read(_ path: String, _ flag: String) throws -> [UInt8] {
         guard let data = FileManager.default.contents(atPath: path) else { throw UsageError("\(flag) \(path): cannot read the file") }
         return Array(data)
     }
     var at = WebhookCheck.At.now
-    if let text = args.value("--at") {
+    if let text = try args.value(Options.at) {
         guard let parsed = WebhookCheck.At(argument: text) else {
             throw UsageError("--at must be 'transmission', 'now', unix seconds or an ISO 8601 time, not '\(text)'")
         }
@@ -38,11 +32,11 @@ let verifyCommand = Command(
     }
     // The flags stand in for the environment: --key and --webhook-id for the provider's webhook secret.
     let secretVariable = ProviderRegistry.definition(provider).webhookSecretVariable
-    let rootsPEM = try args.value("--roots").map { try read($0, "--roots") }
+    let rootsPEM = try args.value(Options.roots).map { try read($0, "--roots") }
     let options = try WebhookCheck.Options(
         provider: provider, body: try read(bodyPath, "--body"), headersJSON: try read(headersPath, "--headers"),
-        certPEM: try args.value("--cert").map { try read($0, "--cert") }, rootsPEM: rootsPEM, at: at,
-        environment: env.overriding([secretVariable: args.value("--key") ?? args.value("--webhook-id")]))
+        certPEM: try args.value(Options.cert).map { try read($0, "--cert") }, rootsPEM: rootsPEM, at: at,
+        environment: env.overriding([secretVariable: try args.value(Options.key) ?? args.value(Options.webhookID)]))
     let outcome: WebhookCheck.Outcome
     do { outcome = try WebhookCheck.run(options, certificateSource: HTTPCertificateSource()) }
     catch { throw UsageError(String(describing: error)) }

@@ -1,8 +1,16 @@
 import Foundation
 import Observability
 
-enum CLI {
-    static let version = "0.1.0"
+public enum CLI {
+    public static let version = "0.1.0"
+
+    /// Every command: the whole surface.
+    public static let commands: [Command] = [
+        serveCommand, workCommand, reconcileCommand, reportCommand,
+        ordersImportCommand, actionsListCommand, actionsExecuteCommand,
+        eventsListCommand, eventsShowCommand, eventsRetryCommand,
+        verifyCommand, migrateCommand,
+    ]
 
     static func overview(_ commands: [Command]) -> String {
         var out = """
@@ -25,7 +33,7 @@ enum CLI {
     }
 
     /// Finds the command (one or two words), parses its options and runs it; returns the exit code.
-    static func run(_ args: [String], commands: [Command]) async -> Int32 {
+    public static func run(_ args: [String], commands: [Command] = CLI.commands) async -> Int32 {
         guard let first = args.first, first != "--help", first != "-h", first != "help" else {
             print(overview(commands), terminator: "")
             return args.isEmpty ? Exit.usage : Exit.ok

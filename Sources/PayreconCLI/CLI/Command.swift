@@ -1,35 +1,43 @@
 import Foundation
 
-/// A hand-written command table (swift-argument-parser can't be fetched here): each command declares its options,
-/// `--help` is generated from them, and parsing errors are usage errors (exit 2) that say what to do.
-struct Command: Sendable {
-    var name: String                 // "orders import"
-    var summary: String
-    var arguments: [Argument] = []   // positionals, in order
-    var options: [Option] = []
-    var details: String = ""         // extra help text
-    var run: @Sendable (ParsedArguments) async throws -> Int32
+/// A hand-written command table (swift-argument-parser can't be fetched here): each command declares its options
+/// (typed keys from `Options`, declared once), `--help` is generated from them, and parsing errors are usage errors
+/// (exit 2) that say what to do.
+public struct Command: Sendable {
+    public var name: String                 // "orders import"
+    public var summary: String
+    public var arguments: [Argument] = []   // positionals, in order
+    public var options: [Option]
+    public var details: String = ""         // extra help text
+    public var run: @Sendable (ParsedArguments) async throws -> Int32
 
-    struct Argument: Sendable {
+    public struct Argument: Sendable {
         var name: String
         var help: String
         var optional = false
     }
 
-    struct Option: Sendable {
-        var name: String             // "--format"
-        var value: String?           // "table|json"; nil for a flag
-        var help: String
+    /// What `--help` shows of an option and what the parser accepts (built from an `OptionKey` or `FlagKey`).
+    public struct Option: Sendable {
+        public var name: String      // "--format"
+        public var value: String?    // "table|json"; nil for a flag
+        public var help: String
     }
 
-    var usage: String {
+    init(name: String, summary: String, arguments: [Argument] = [], options: [any CommandOption] = [], details: String = "",
+         run: @escaping @Sendable (ParsedArguments) async throws -> Int32) {
+        self.name = name; self.summary = summary; self.arguments = arguments; self.options = options.map(\.spec)
+        self.details = details; self.run = run
+    }
+
+    public var usage: String {
         var parts = ["payrecon", name]
         if !options.isEmpty { parts.append("[options]") }
         for a in arguments { parts.append(a.optional ? "[\(a.name)]" : a.name) }
         return parts.joined(separator: " ")
     }
 
-    var help: String {
+    public var help: String {
         var out = "\(summary)\n\nUsage: \(usage)\n"
         if !arguments.isEmpty {
             out += "\nArguments:\n"
@@ -45,7 +53,7 @@ struct Command: Sendable {
     }
 
     /// Parses `args` (everything after the command name).
-    func parse(_ args: [String]) throws(UsageError) -> ParsedArguments {
+    public func parse(_ args: [String]) throws(UsageError) -> ParsedArguments {
         var parsed = ParsedArguments()
         var i = 0
         while i < args.count {
@@ -83,41 +91,38 @@ struct Command: Sendable {
     }
 }
 
-struct ParsedArguments: Sendable {
+/// What the parser found. Options are read through their typed keys (`args[Options.provider]`), so a misspelt
+/// option is a compile error, not a silent nil.
+public struct ParsedArguments: Sendable {
     var values: [String: String] = [:]
     var flags: Set<String> = []
-    var positionals: [String] = []
-    var helpRequested = false
+    public internal(set) var positionals: [String] = []
+    public internal(set) var helpRequested = false
 
-    func value(_ name: String) -> String? { values[name] }
-    func flag(_ name: String) -> Bool { flags.contains(name) }
-
-    /// A value restricted to `allowed`.
-    func choice(_ name: String, _ allowed: [String], default fallback: String) throws(UsageError) -> String {
-        guard let v = values[name] else { return fallback }
-        guard allowed.contains(v) else { throw UsageError("\(name) must be one of \(allowed.joined(separator: ", ")), not '\(v)'") }
-        return v
+    /// The option's value, read and checked; nil when it was not given.
+    public func value<Value>(_ key: OptionKey<Value>) throws(UsageError) -> Value? {
+        guard let text = values[key.spec.name] else { return nil }
+        return try key.read(text)
     }
 
-    func int(_ name: String, default fallback: Int, range: ClosedRange<Int>) throws(UsageError) -> Int {
-        guard let v = values[name] else { return fallback }
-        guard let n = Int(v), range.contains(n) else {
-            throw UsageError("\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound), not '\(v)'")
-        }
-        return n
+    /// The option's value, or `fallback` when it was not given.
+    public func value<Value>(_ key: OptionKey<Value>, default fallback: Value) throws(UsageError) -> Value {
+        try value(key) ?? fallback
     }
+
+    public func flag(_ key: FlagKey) -> Bool { flags.contains(key.spec.name) }
 }
 
 /// A mistake in how the command was called: printed with a hint, exit 2.
-struct UsageError: Error, CustomStringConvertible {
-    var description: String
-    init(_ message: String) { description = message }
+public struct UsageError: Error, CustomStringConvertible, Equatable {
+    public var description: String
+    public init(_ message: String) { description = message }
 }
 
 /// A fatal error the user can act on: printed, exit 2.
-struct FatalError: Error, CustomStringConvertible {
-    var description: String
-    init(_ message: String) { description = message }
+public struct FatalError: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ message: String) { description = message }
 }
 
 enum Exit {

@@ -6,14 +6,15 @@ import Reconciliation
 import Store
 import Worker
 
+private let reconcileSince = OptionKey<Int64>("--since", "DURATION", "Orders created or updated within this window (default 72h).") {
+    (v: String) throws(UsageError) -> Int64 in try Options.duration(v, flag: "--since")
+}
+
 let reconcileCommand = Command(
     name: "reconcile",
     summary: "The nightly sweep: re-check recent orders and those with open findings or pending actions.",
     options: [
-        .init(name: "--since", value: "DURATION", help: "Orders created or updated within this window (default 72h)."),
-        .init(name: "--all", value: nil, help: "Every order, whatever its age."),
-        .init(name: "--provider", value: "P", help: "Only pxp, paypal or paypercut orders."),
-        .init(name: "--concurrency", value: "N", help: "Provider calls in flight at once (default 16)."),
+        reconcileSince, Options.all, Options.provider.help("Only \(Options.names(Provider.self)) orders."), Options.concurrency,
     ],
     details: """
         Orders are streamed in pages (constant memory). Ends with a summary: checked, matched, discrepancies
@@ -22,15 +23,11 @@ let reconcileCommand = Command(
         """
 ) { args in
     let env = Environment()
-    if args.flag("--all") && args.value("--since") != nil { throw UsageError("use either --since or --all, not both") }
-    let since: Date? = args.flag("--all") ? nil
-        : Date(timeIntervalSinceNow: -TimeInterval(try parseDuration(args.value("--since") ?? "72h", flag: "--since")))
-    var provider: Provider?
-    if let p = args.value("--provider") {
-        guard let parsed = Provider(rawValue: p) else { throw UsageError("--provider must be pxp, paypal or paypercut, not '\(p)'") }
-        provider = parsed
-    }
-    let concurrency = try args.int("--concurrency", default: 16, range: 1...1024)
+    let window = try args.value(reconcileSince)
+    if args.flag(Options.all) && window != nil { throw UsageError("use either --since or --all, not both") }
+    let since: Date? = args.flag(Options.all) ? nil : Date(timeIntervalSinceNow: -TimeInterval(window ?? 72 * 3600))
+    let provider = try args.value(Options.provider)
+    let concurrency = try args.value(Options.concurrency, default: 16)
     let context = try WorkerContext(env, poolSize: min(32, concurrency + 2), maxConcurrentRequests: concurrency)
     let terminal = isatty(STDERR_FILENO) == 1
     let sweep = ReconcileSweep(pool: context.pool, checker: context.checker)

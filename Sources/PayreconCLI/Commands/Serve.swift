@@ -10,9 +10,7 @@ let serveCommand = Command(
     name: "serve",
     summary: "Receive webhooks: verify, store durably, answer 2xx only after commit.",
     options: [
-        .init(name: "--listen", value: "HOST:PORT", help: "Override PAYRECON_LISTEN (default 127.0.0.1:8080)."),
-        .init(name: "--threads", value: "N", help: "HTTP worker threads (default: 4)."),
-        .init(name: "--port-file", value: "FILE", help: "Write the bound port here once listening (useful with port 0)."),
+        Options.listen, Options.threads, Options.portFile,
     ],
     details: """
         Endpoints: POST /webhooks/pxp, /webhooks/paypal, /webhooks/paypercut; GET /healthz, /readyz, /metrics.
@@ -22,8 +20,8 @@ let serveCommand = Command(
 ) { args in
     let env = Environment()
     let url = try env.databaseURL()
-    let (host, port) = try env.listenAddress(flag: args.value("--listen"))
-    let threads = try args.int("--threads", default: 4, range: 1...256)
+    let (host, port) = try env.listenAddress(flag: args.value(Options.listen))
+    let threads = try args.value(Options.threads, default: 4)
     let maxBody = try env.int("PAYRECON_MAX_BODY_BYTES", default: 1_048_576, range: 1...(64 << 20))
     let endpoints = try webhookEndpoints(env)
     let pool = PostgresPool(conninfo: url, size: 8, acquireTimeout: 5)
@@ -34,7 +32,7 @@ let serveCommand = Command(
                             endpoints: endpoints, pool: pool)
     let bound: UInt16
     do { bound = try receiver.start() } catch { throw FatalError("\(error)") }
-    if let file = args.value("--port-file") { try? "\(bound)\n".write(toFile: file, atomically: true, encoding: .utf8) }
+    if let file = try args.value(Options.portFile) { try? "\(bound)\n".write(toFile: file, atomically: true, encoding: .utf8) }
     let signal = await Signals.waitForTermination()
     Log.info("draining", ["signal": signal])
     receiver.shutdown()

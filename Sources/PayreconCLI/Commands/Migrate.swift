@@ -8,11 +8,11 @@ import Store
 let migrateCommand = Command(
     name: "migrate",
     summary: "Apply the SQL migrations in sql/ that are not applied yet.",
-    options: [.init(name: "--database-url", value: "URL", help: "Override DATABASE_URL.")],
+    options: [Options.databaseURL],
     details: "Each migration runs once, in its own transaction, and is recorded in schema_migrations. Set PAYRECON_SQL_DIR when the sql/ folder is not beside the checkout."
 ) { args in
     let env = Environment()
-    let url = try env.databaseURL(flag: args.value("--database-url"))
+    let url = try env.databaseURL(flag: args.value(Options.databaseURL))
     guard let dir = Migrator.locateDirectory() else {
         throw FatalError("cannot find the sql/ migrations: set PAYRECON_SQL_DIR to the folder holding 0001_deliveries.sql")
     }

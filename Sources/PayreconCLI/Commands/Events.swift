@@ -5,17 +5,16 @@ import Postgres
 import Reporting
 import Store
 
+private let eventsStatus = Options.status(["pending", "done", "dead"], help: "Only deliveries in this status.")
+private let eventsLimit = Options.limit(default: 50, max: 100_000)
+
 let eventsListCommand = Command(
     name: "events list",
     summary: "List stored deliveries, newest first.",
-    options: [
-        .init(name: "--status", value: "pending|done|dead", help: "Only deliveries in this status."),
-        .init(name: "--limit", value: "N", help: "At most N (default 50)."),
-    ]
+    options: [eventsStatus, eventsLimit]
 ) { args in
-    let status = args.value("--status")
-    if let status, !["pending", "done", "dead"].contains(status) { throw UsageError("--status must be pending, done or dead, not '\(status)'") }
-    let limit = try args.int("--limit", default: 50, range: 1...100_000)
+    let status = try args.value(eventsStatus)
+    let limit = try args.value(eventsLimit, default: 50)
     let conn = try connect(try Environment().databaseURL())
     defer { conn.close() }
     let rows = try DeliveryQueue.list(status: status, limit: limit, on: conn)
@@ -70,11 +69,11 @@ let eventsRetryCommand = Command(
     name: "events retry",
     summary: "Make a dead (or done) delivery due again, with a fresh attempt budget.",
     arguments: [.init(name: "ID", help: "The delivery id.", optional: true)],
-    options: [.init(name: "--dead", value: nil, help: "Every dead delivery.")]
+    options: [Options.dead]
 ) { args in
     let conn = try connect(try Environment().databaseURL())
     defer { conn.close() }
-    if args.flag("--dead") {
+    if args.flag(Options.dead) {
         guard args.positionals.isEmpty else { throw UsageError("give either ID or --dead, not both") }
         let n = try DeliveryQueue.retry(id: nil, on: conn)
         print("\(n) dead deliveries are due again")
