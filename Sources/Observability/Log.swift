@@ -27,8 +27,10 @@ public enum Log {
     public static func warning(_ message: StaticString, _ metadata: [String: any Sendable] = [:]) { write(.warning, message, metadata) }
     public static func error(_ message: StaticString, _ metadata: [String: any Sendable] = [:]) { write(.error, message, metadata) }
 
-    static func write(_ level: Level, _ message: StaticString, _ metadata: [String: any Sendable]) {
-        let (min, sink) = state.withLock { ($0.level, $0.sink) }
+    static func write(_ level: Level, _ message: StaticString, _ metadata: [String: any Sendable],
+                      sink override: (@Sendable (String) -> Void)? = nil) {
+        let (min, global) = state.withLock { ($0.level, $0.sink) }
+        let sink = override ?? global
         guard level >= min else { return }
         var line = "{\"ts\":\"\(timestamp())\",\"level\":\"\(level)\",\"msg\":" + jsonString(message.description)
         for key in metadata.keys.sorted() {
@@ -85,5 +87,43 @@ extension Log.Level {
         case "error": self = .error
         default: return nil
         }
+    }
+}
+
+/// A logger that carries its context: each room adds what it knows (the receiver `request_id`, the worker
+/// `delivery_id` and `provider`, the checker and executor `order_id` and `idempotency_key`) and hands the result
+/// down, so every line says which request, delivery or order it is about. Lines go through `Log` (level, sink).
+public struct Logger: Sendable {
+    public private(set) var metadata: [String: any Sendable]
+    /// Where this logger's lines go (a test's capture); nil: `Log`'s sink, stderr by default.
+    let sink: (@Sendable (String) -> Void)?
+
+    public init(_ metadata: [String: any Sendable] = [:], sink: (@Sendable (String) -> Void)? = nil) {
+        self.metadata = metadata; self.sink = sink
+    }
+
+    /// This logger with more context (a key given again replaces the old value).
+    public func with(_ extra: [String: any Sendable]) -> Logger {
+        Logger(metadata.merging(extra) { _, new in new }, sink: sink)
+    }
+
+    public func debug(_ message: StaticString, _ extra: [String: any Sendable] = [:]) { write(.debug, message, extra) }
+    public func info(_ message: StaticString, _ extra: [String: any Sendable] = [:]) { write(.info, message, extra) }
+    public func warning(_ message: StaticString, _ extra: [String: any Sendable] = [:]) { write(.warning, message, extra) }
+    public func error(_ message: StaticString, _ extra: [String: any Sendable] = [:]) { write(.error, message, extra) }
+
+    private func write(_ level: Log.Level, _ message: StaticString, _ extra: [String: any Sendable]) {
+        guard level >= Log.level else { return }
+        Log.write(level, message, extra.isEmpty ? metadata : metadata.merging(extra) { _, new in new }, sink: sink)
+    }
+}
+
+extension Log {
+    /// Sets the level from `PAYRECON_LOG_LEVEL` (the CLI calls it at start); an unknown name is reported, not ignored.
+    public static func configure(levelName: String?) -> String? {
+        guard let name = levelName, !name.isEmpty else { return nil }
+        guard let parsed = Level(name: name) else { return "PAYRECON_LOG_LEVEL=\(name) must be debug, info, warning or error" }
+        level = parsed
+        return nil
     }
 }

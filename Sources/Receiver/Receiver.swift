@@ -32,10 +32,15 @@ public final class Receiver: Sendable {
     private let committer: GroupCommitter
     private let server: Mutex<HTTPServer?> = Mutex(nil)
     private let metrics = ReceiverMetrics()
+    private let logger: Logger
+    /// Request ids: a random prefix per process and a counter, so lines of one delivery can be found together.
+    private let requestPrefix = String(UInt32.random(in: .min ... .max), radix: 16)
+    private let requestCounter = Atomic<UInt64>(0)
 
     /// `endpoints`: one per provider that is configured; the others answer 503 `provider_not_configured`.
-    public init(configuration: Configuration, endpoints: [any WebhookEndpoint], pool: PostgresPool) {
+    public init(configuration: Configuration, endpoints: [any WebhookEndpoint], pool: PostgresPool, logger: Logger = Logger()) {
         self.configuration = configuration
+        self.logger = logger
         self.endpoints = Dictionary(uniqueKeysWithValues: endpoints.map { ($0.provider.rawValue, $0) })
         self.pool = pool
         self.committer = GroupCommitter(pool: pool)
@@ -56,7 +61,7 @@ public final class Receiver: Sendable {
         }
         try s.start()
         server.withLock { $0 = s }
-        Log.info("receiver listening", ["address": "\(configuration.host):\(s.port)", "providers": endpoints.keys.sorted().joined(separator: ",")])
+        logger.info("receiver listening", ["address": "\(configuration.host):\(s.port)", "providers": endpoints.keys.sorted().joined(separator: ",")])
         return s.port
     }
 
@@ -65,7 +70,7 @@ public final class Receiver: Sendable {
         let deadline = DispatchTime.now() + .seconds(configuration.drainSeconds)
         server.withLock { $0 }?.shutdown(drainTimeout: Double(configuration.drainSeconds))
         _ = committer.drain(timeout: deadline)
-        Log.info("receiver stopped")
+        logger.info("receiver stopped")
     }
 
     // MARK: - Routing
@@ -102,12 +107,14 @@ public final class Receiver: Sendable {
 
     private func receive(_ provider: Provider, _ request: HTTPRequest, _ responder: HTTPResponder) {
         let started = DispatchTime.now()
+        let requestID = requestPrefix + "-" + String(requestCounter.add(1, ordering: .relaxed).newValue)
+        let log = logger.with(["request_id": requestID, "provider": provider.rawValue])
         let headers = request.headers.pairs
         let reject: @Sendable (Int, String, String) -> Void = { [self] status, code, message in
             committer.record(Rejection(provider: provider.rawValue, reason: code, message: message, headers: headers,
                                        body: request.body, bodyBytes: request.headers["content-length"].flatMap { Int64($0) }, remoteAddress: request.remoteAddress))
             metrics.delivery(provider, outcome: code)
-            Log.info("delivery rejected", ["provider": provider.rawValue, "reason": code, "status": status])
+            log.info("delivery rejected", ["reason": code, "status": status])
             responder.respond(.error(status, code, message))
         }
         if request.bodyTooLarge {
@@ -126,17 +133,17 @@ public final class Receiver: Sendable {
         }
         let delivery = NewDelivery(provider: provider, dedupeKey: accepted.dedupeKey, eventType: accepted.eventType,
                                    headers: headers, body: request.body)
-        committer.store(delivery) { [metrics] outcome in
+        committer.store(delivery) { [metrics, log] outcome in
             switch outcome {
             case .stored(let stored):
                 let status = stored.inserted ? "accepted" : "duplicate"
                 metrics.delivery(provider, outcome: status)
                 metrics.ack(provider, since: started)
-                Log.debug("delivery stored", ["provider": provider.rawValue, "delivery_id": stored.id, "status": status])
+                log.debug("delivery stored", ["delivery_id": stored.id, "status": status])
                 responder.respond(.json(200, #"{"status":"\#(status)","event_id":\#(stored.id)}"#))
             case .unavailable(let why):
                 metrics.delivery(provider, outcome: "storage_unavailable")
-                Log.warning("delivery not stored", ["provider": provider.rawValue, "error": why])
+                log.warning("delivery not stored", ["error": why])
                 responder.respond(.error(503, "storage_unavailable", "the delivery could not be stored; retry later",
                                          headers: [("Retry-After", "5")]))
             }

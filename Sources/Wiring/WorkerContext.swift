@@ -16,13 +16,16 @@ public struct WorkerContext: Sendable {
     public let checker: OrderChecker
     public let executor: ActionExecutor
     public let executeActions: Bool
+    /// The root logger the worker, sweep and executor add their context to.
+    public let logger: Logger
 
-    public init(_ env: Environment, poolSize: Int = 8, maxConcurrentRequests: Int = 64) throws(ConfigurationError) {
+    public init(_ env: Environment, poolSize: Int = 8, maxConcurrentRequests: Int = 64, logger: Logger = Logger()) throws(ConfigurationError) {
+        self.logger = logger
         url = try env.databaseURL()
         gateway = ProviderGateway(try ConfiguredProviders(environment: env, transport: try Self.transport(env, maxConcurrentRequests: maxConcurrentRequests)))
         pool = PostgresPool(conninfo: url, size: poolSize, acquireTimeout: 30)
         checker = OrderChecker(pool: pool, gateway: gateway, pendingMaxSeconds: try env.duration("PAYRECON_PENDING_MAX", default: "24h"))
-        executor = ActionExecutor(pool: pool, gateway: gateway, checker: checker)
+        executor = ActionExecutor(pool: pool, gateway: gateway, checker: checker, logger: logger)
         executeActions = try env.choice("PAYRECON_ACTIONS", ["emit", "execute"], default: "emit") == "execute"
         if !gateway.anyConfigured {
             let variables = ProviderRegistry.definitions.map(\.apiVariables).joined(separator: "; ")

@@ -21,8 +21,10 @@ public final class ActionExecutor: Sendable {
     let checker: OrderChecker?
     let leaseSeconds: Int
 
-    public init(pool: PostgresPool, gateway: ProviderGateway, checker: OrderChecker?, leaseSeconds: Int = 120) {
-        self.pool = pool; self.gateway = gateway; self.checker = checker; self.leaseSeconds = leaseSeconds
+    let logger: Logger
+
+    public init(pool: PostgresPool, gateway: ProviderGateway, checker: OrderChecker?, leaseSeconds: Int = 120, logger: Logger = Logger()) {
+        self.pool = pool; self.gateway = gateway; self.checker = checker; self.leaseSeconds = leaseSeconds; self.logger = logger
     }
 
     /// Runs every pending action once (those a provider could not take now stay pending).
@@ -34,7 +36,7 @@ public final class ActionExecutor: Sendable {
             do {
                 batch = try await pool.run { [leaseSeconds] in try ActionStore.claimPending(leaseSeconds: leaseSeconds, limit: 16, on: $0) }
             } catch {
-                Log.warning("cannot claim actions", ["error": String(describing: error)]); break
+                logger.warning("cannot claim actions", ["error": String(describing: error)]); break
             }
             let fresh = batch.filter { !seen.contains($0.id) }
             if fresh.isEmpty { break }
@@ -53,6 +55,8 @@ public final class ActionExecutor: Sendable {
 
     /// Executes one claimed action and records the outcome; returns the status recorded.
     func execute(_ action: StoredAction) async -> ActionStatus {
+        let log = logger.with(["provider": action.provider.rawValue, "order_id": action.orderID, "action": action.kind.rawValue,
+                               "idempotency_key": action.idempotencyKey])
         let context: (order: Order?, snapshot: Snapshot?)
         do {
             context = try await pool.run { conn in
@@ -82,17 +86,15 @@ public final class ActionExecutor: Sendable {
         switch outcome {
         case .found(let ref):
             status = await finish(action, .succeeded, ref: ref, error: nil)
-            Log.info("action executed", ["provider": action.provider.rawValue, "order_id": action.orderID, "action": action.kind.rawValue,
-                                         "idempotency_key": action.idempotencyKey, "provider_ref": ref])
-            if let checker { _ = await checker.check(order) }   // see the provider's new state now
+            log.info("action executed", ["provider_ref": ref])
+            if let checker { _ = await checker.check(order, log: log) }   // see the provider's new state now
         case .notFound:
             status = await finish(action, .failed, ref: nil, error: "the provider does not know the transaction to act on")
         case .transient(let reason, _):
             status = await finish(action, .pending, ref: nil, error: "will retry: \(reason)")
         case .permanent(let code, let body):
             status = await finish(action, .failed, ref: nil, error: code == 0 ? body : "provider answered \(code): \(body)")
-            Log.warning("action failed", ["provider": action.provider.rawValue, "order_id": action.orderID, "action": action.kind.rawValue,
-                                          "idempotency_key": action.idempotencyKey])
+            log.warning("action failed", ["status": code])
         }
         return status
     }
@@ -102,8 +104,8 @@ public final class ActionExecutor: Sendable {
         do {
             try await pool.run { try ActionStore.finish(id: action.id, status: status, providerRef: ref, error: error, on: $0) }
         } catch {
-            Log.warning("could not record an action's outcome; it will be retried with the same key",
-                        ["idempotency_key": action.idempotencyKey, "error": String(describing: error)])
+            logger.warning("could not record an action's outcome; it will be retried with the same key",
+                           ["idempotency_key": action.idempotencyKey, "error": String(describing: error)])
         }
         return status
     }

@@ -14,7 +14,8 @@ public struct DeliveryProcessor: Sendable {
 
     public init(pool: PostgresPool, checker: OrderChecker) { self.pool = pool; self.checker = checker }
 
-    public func process(_ delivery: QueuedDelivery) async -> DeliveryAttempt.Result {
+    /// `log` carries the delivery's context (`delivery_id`, `provider`); each check adds `order_id`.
+    public func process(_ delivery: QueuedDelivery, log: Logger = Logger()) async -> DeliveryAttempt.Result {
         let provider = delivery.provider
         let references: [EventReference]
         switch await checker.gateway[provider].references(in: StoredEvent(id: delivery.id, headers: Headers(delivery.headers), body: delivery.body)) {
@@ -24,11 +25,11 @@ public struct DeliveryProcessor: Sendable {
         case .permanent(let s, let b): return .permanent(reason: s == 0 ? b : "\(provider.rawValue) answered \(s): \(b)")
         }
         var results: [OrderChecker.Result] = []
-        for reference in references { results += await check(reference, provider: provider) }
+        for reference in references { results += await check(reference, provider: provider, log: log) }
         return Self.combine(results)
     }
 
-    private func check(_ reference: EventReference, provider: Provider) async -> [OrderChecker.Result] {
+    private func check(_ reference: EventReference, provider: Provider, log: Logger) async -> [OrderChecker.Result] {
         // The orders the reference names and what is known of them, in one trip to the pool.
         let found: (orders: [Order], known: [String: OrderChecker.Known])
         do {
@@ -44,12 +45,12 @@ public struct DeliveryProcessor: Sendable {
         } catch { return [.transient(reason: "database: \(error)", retryAfterSeconds: nil)] }
         if !found.orders.isEmpty {
             var results: [OrderChecker.Result] = []
-            for order in found.orders { results.append(await checker.check(order, known: found.known[order.orderID])) }
+            for order in found.orders { results.append(await checker.check(order, known: found.known[order.orderID], log: log)) }
             return results
         }
         // Known only by an alias no order has: nothing to fetch it by.
         guard let ref = reference.transactionRef else { return [] }
-        return [await checker.checkUnknown(provider: provider, transactionRef: ref, merchant: reference.merchant, site: reference.site)]
+        return [await checker.checkUnknown(provider: provider, transactionRef: ref, merchant: reference.merchant, site: reference.site, log: log)]
     }
 
     /// Every check must have happened for the delivery to be done; the most retryable failure decides otherwise.

@@ -43,7 +43,9 @@ public final class OrderChecker: Sendable {
     }
 
     /// Checks `order`; `known` may be preloaded (the sweep), else it is read now.
-    public func check(_ order: Order, known preloaded: Known? = nil) async -> Result {
+    /// `log` is the caller's context; the checker adds `order_id` (and `provider`).
+    public func check(_ order: Order, known preloaded: Known? = nil, log: Logger = Logger()) async -> Result {
+        let log = log.with(["provider": order.provider.rawValue, "order_id": order.orderID])
         let known: Known
         if let preloaded { known = preloaded } else {
             do {
@@ -63,16 +65,17 @@ public final class OrderChecker: Sendable {
         case .permanent(let s, let b): return .failed(reason: s == 0 ? b : "provider answered \(s): \(b)")
         }
         let plan = Planner.plan(order: order, snapshot: snapshot, emitted: known.emitted, now: clock(), pendingMax: pendingMax)
-        return await record(provider: order.provider, order: order, transactionRef: order.transactionRef, snapshot: snapshot, plan: plan)
+        return await record(provider: order.provider, order: order, transactionRef: order.transactionRef, snapshot: snapshot, plan: plan, log: log)
     }
 
     /// A transaction a webhook named that no stored order refers to: `unknown_order` if the provider has it.
-    public func checkUnknown(provider: Provider, transactionRef: String, merchant: String?, site: String?) async -> Result {
+    public func checkUnknown(provider: Provider, transactionRef: String, merchant: String?, site: String?, log: Logger = Logger()) async -> Result {
+        let log = log.with(["provider": provider.rawValue, "transaction_ref": transactionRef])
         let outcome = await gateway[provider].snapshot(of: TransactionQuery(transactionRef: transactionRef, merchant: merchant, site: site))
         switch outcome {
         case .found(let s):
             let plan = Planner.plan(order: nil, snapshot: s, emitted: [], now: clock(), pendingMax: pendingMax)
-            return await record(provider: provider, order: nil, transactionRef: transactionRef, snapshot: s, plan: plan)
+            return await record(provider: provider, order: nil, transactionRef: transactionRef, snapshot: s, plan: plan, log: log)
         case .notFound:
             // Neither ours nor the provider's: nothing to reconcile (the hint named nothing real).
             return .checked(CheckOutcome(), matched: true)
@@ -81,13 +84,13 @@ public final class OrderChecker: Sendable {
         }
     }
 
-    private func record(provider: Provider, order: Order?, transactionRef: String, snapshot: Snapshot?, plan: Plan) async -> Result {
+    private func record(provider: Provider, order: Order?, transactionRef: String, snapshot: Snapshot?, plan: Plan, log: Logger) async -> Result {
         do {
             let outcome = try await pool.run { conn in
                 try FindingStore.record(provider: provider, order: order, transactionRef: transactionRef, snapshot: snapshot, plan: plan, on: conn)
             }
             if !plan.findings.isEmpty || !plan.actions.isEmpty {
-                Log.debug("order checked", ["provider": provider.rawValue, "order_id": order?.orderID ?? "", "findings": plan.findings.count,
+                log.debug("order checked", ["findings": plan.findings.count,
                                             "actions": plan.actions.count])
             }
             return .checked(outcome, matched: plan.findings.isEmpty)

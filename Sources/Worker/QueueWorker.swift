@@ -45,14 +45,17 @@ public final class QueueWorker: Sendable {
     /// deliveries), within `completionFlushMilliseconds`. A crash before the flush only means the delivery is
     /// processed again after its lease ends, which is idempotent.
     let completions = Mutex<[Int64]>([])
+    /// The worker's context (`owner`); each delivery adds `delivery_id` and `provider`.
+    let logger: Logger
     static let completionFlushMilliseconds = 50
     static let completionBatch = 32
     /// The shortest idle wait, whatever `secondsUntilNextDue` says.
     static let minimumWaitSeconds = 0.05
 
-    public init(configuration: Configuration, conninfo: String, pool: PostgresPool, processor: DeliveryProcessor, executor: ActionExecutor?) {
+    public init(configuration: Configuration, conninfo: String, pool: PostgresPool, processor: DeliveryProcessor, executor: ActionExecutor?,
+                logger: Logger = Logger()) {
         self.configuration = configuration; self.conninfo = conninfo; self.pool = pool; self.processor = processor
-        self.executor = executor
+        self.executor = executor; self.logger = logger.with(["owner": configuration.owner])
     }
 
     /// Asks `run` to finish the deliveries in hand and return.
@@ -73,7 +76,7 @@ public final class QueueWorker: Sendable {
             }
         }
         defer { renewer.cancel(); flusher.cancel(); wakeup.stop() }
-        Log.info("worker started", ["owner": configuration.owner, "once": once])
+        logger.info("worker started", ["once": once])
         // A pipeline, not batches: as soon as a delivery finishes, another is claimed, so one slow provider call
         // never holds up the deliveries behind it.
         // Claims come in chunks of at least a quarter batch: one claim (a round trip and a commit) per finished
@@ -90,7 +93,7 @@ public final class QueueWorker: Sendable {
                             try DeliveryQueue.claim(owner: configuration.owner, leaseSeconds: configuration.leaseSeconds, limit: room, on: conn)
                         }
                     } catch {
-                        Log.warning("cannot claim deliveries; retrying", ["error": String(describing: error)])
+                        logger.warning("cannot claim deliveries; retrying", ["error": String(describing: error)])
                         if inFlight == 0 {
                             if once { break }
                             await wakeup.wait(seconds: configuration.pollSeconds)
@@ -123,18 +126,19 @@ public final class QueueWorker: Sendable {
         await flushCompletions()
         if let executor, configuration.executeActions, once { _ = await executor.executePending() }
         let t = totals.withLock { $0 }
-        Log.info("worker stopped", ["done": t.done, "retried": t.retried, "dead": t.dead])
+        logger.info("worker stopped", ["done": t.done, "retried": t.retried, "dead": t.dead])
         return t
     }
 
     private func handle(_ delivery: QueuedDelivery) async {
-        let result = await processor.process(delivery)
+        let log = logger.with(["delivery_id": delivery.id, "provider": delivery.provider.rawValue])
+        let result = await processor.process(delivery, log: log)
         // A retry carries its delay; dead is the last attempt (no delay).
         let failure: (retryAfter: Double?, reason: String)
         switch configuration.attempt.decide(result, attempts: delivery.attempts, random: Double.random(in: 0..<1)) {
         case .done:
             // Still held (its lease renewed) until the batch that completes it is committed.
-            Log.debug("delivery processed", ["delivery_id": delivery.id, "provider": delivery.provider.rawValue])
+            log.debug("delivery processed")
             let full = completions.withLock { $0.append(delivery.id); return $0.count >= Self.completionBatch }
             if full { await flushCompletions() }
             return
@@ -151,16 +155,15 @@ public final class QueueWorker: Sendable {
                 if !kept { t.lostLease += 1 } else if failure.retryAfter != nil { t.retried += 1 } else { t.dead += 1 }
             }
             if !kept {
-                Log.warning("lease lost before the result was recorded; another worker has the delivery", ["delivery_id": delivery.id])
+                log.warning("lease lost before the result was recorded; another worker has the delivery")
             } else if let after = failure.retryAfter {
-                Log.info("delivery will be retried", ["delivery_id": delivery.id, "provider": delivery.provider.rawValue,
-                                                       "attempt": delivery.attempts, "after_s": Int(after.rounded(.up)), "reason": failure.reason])
+                log.info("delivery will be retried", ["attempt": delivery.attempts, "after_s": Int(after.rounded(.up)), "reason": failure.reason])
             } else {
-                Log.error("delivery is dead", ["delivery_id": delivery.id, "provider": delivery.provider.rawValue, "reason": failure.reason])
+                log.error("delivery is dead", ["reason": failure.reason])
             }
         } catch {
             // The lease expires and the delivery comes back: processing is idempotent (unique action keys).
-            Log.warning("could not record a delivery's outcome", ["delivery_id": delivery.id, "error": String(describing: error)])
+            log.warning("could not record a delivery's outcome", ["error": String(describing: error)])
         }
     }
 
@@ -174,14 +177,14 @@ public final class QueueWorker: Sendable {
             held.withLock { $0.subtract(ids) }
             totals.withLock { $0.done += completed.count; $0.lostLease += ids.count - completed.count }
             if completed.count < ids.count {
-                Log.warning("lease lost before completion was recorded; another worker has the delivery",
+                logger.warning("lease lost before completion was recorded; another worker has the delivery",
                             ["deliveries": ids.count - completed.count])
             }
         } catch {
             // Put them back for the next flush; if that never comes, the leases run out and the deliveries are
             // processed again (idempotently).
             completions.withLock { $0.append(contentsOf: ids) }
-            Log.warning("could not record completed deliveries; will retry", ["deliveries": ids.count, "error": String(describing: error)])
+            logger.warning("could not record completed deliveries; will retry", ["deliveries": ids.count, "error": String(describing: error)])
         }
     }
 

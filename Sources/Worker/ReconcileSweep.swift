@@ -33,12 +33,17 @@ public struct ReconcileSweep: Sendable {
     let pool: PostgresPool
     let checker: OrderChecker
 
-    public init(pool: PostgresPool, checker: OrderChecker) { self.pool = pool; self.checker = checker }
+    let logger: Logger
+
+    public init(pool: PostgresPool, checker: OrderChecker, logger: Logger = Logger()) {
+        self.pool = pool; self.checker = checker; self.logger = logger
+    }
 
     /// Runs the sweep; `progress` is called now and then with the totals so far (for a terminal).
     public func run(_ options: Options, progress: (@Sendable (RunStore.Totals) -> Void)? = nil) async throws -> Summary {
         let optionsJSON = Self.optionsJSON(options)
         let runID = try await pool.run { try RunStore.start(options: optionsJSON, on: $0) }
+        let log = logger.with(["run_id": runID])
         let state = Locked(Summary())
         var cursor: (provider: String, orderID: String)?
         let concurrency = max(1, options.concurrency)
@@ -64,7 +69,7 @@ public struct ReconcileSweep: Sendable {
                     if inFlight >= concurrency { try await group.next(); inFlight -= 1 }
                     inFlight += 1
                     group.addTask {
-                        let result = await checker.check(order, known: orderKnown)
+                        let result = await checker.check(order, known: orderKnown, log: log)
                         state.withLock { s in
                             switch result {
                             case .checked(let o, let matched):
@@ -93,7 +98,7 @@ public struct ReconcileSweep: Sendable {
         try await pool.run { [summary] conn in
             try RunStore.finish(id: runID, totals: summary.totals, errors: summary.errors, exitCode: summary.exitCode, on: conn)
         }
-        Log.info("reconcile finished", ["run_id": runID, "checked": summary.totals.checked, "matched": summary.totals.matched,
+        log.info("reconcile finished", ["checked": summary.totals.checked, "matched": summary.totals.matched,
                                         "opened": summary.totals.opened, "resolved": summary.totals.resolved,
                                         "actions_emitted": summary.totals.actionsEmitted, "errors": summary.totals.errors])
         return summary

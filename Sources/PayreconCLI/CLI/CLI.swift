@@ -39,6 +39,11 @@ public enum CLI {
             return args.isEmpty ? Exit.usage : Exit.ok
         }
         if first == "--version" { print("payrecon \(version)"); return Exit.ok }
+        // The CLI sets the level; every room logs through the logger it is handed.
+        if let problem = Log.configure(levelName: ProcessInfo.processInfo.environment["PAYRECON_LOG_LEVEL"]) {
+            printError(problem)
+            return Exit.usage
+        }
         var match: (Command, Int)?
         if args.count >= 2, let c = commands.first(where: { $0.name == "\(args[0]) \(args[1])" }) { match = (c, 2) }
         else if let c = commands.first(where: { $0.name == first }) { match = (c, 1) }

@@ -30,7 +30,7 @@ let reconcileCommand = Command(
     let concurrency = try args.value(Options.concurrency, default: 16)
     let context = try WorkerContext(env, poolSize: min(32, concurrency + 2), maxConcurrentRequests: concurrency)
     let terminal = isatty(STDERR_FILENO) == 1
-    let sweep = ReconcileSweep(pool: context.pool, checker: context.checker)
+    let sweep = ReconcileSweep(pool: context.pool, checker: context.checker, logger: context.logger)
     let started = Date()
     let summary: ReconcileSweep.Summary
     do {

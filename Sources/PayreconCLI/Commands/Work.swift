@@ -34,7 +34,7 @@ let workCommand = Command(
         executeActions: context.executeActions)
     let worker = QueueWorker(configuration: config, conninfo: context.url, pool: context.pool,
                              processor: DeliveryProcessor(pool: context.pool, checker: context.checker),
-                             executor: context.executor)
+                             executor: context.executor, logger: context.logger)
     if !args.flag(Options.once) {
         Task { let s = await Signals.waitForTermination(); Log.info("stopping", ["signal": s]); worker.stop() }
     }

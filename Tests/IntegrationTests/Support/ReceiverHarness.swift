@@ -20,6 +20,8 @@ final class ReceiverHarness: @unchecked Sendable {
     let client = HTTPClient(configuration: .init(timeoutSeconds: 20, maxConcurrentRequests: 64))
     let paypal: PayPalSigner
     let certServer: HTTPServer
+    /// What the receiver logged.
+    let log = CapturedLog()
 
     init(maxBodyBytes: Int = 64 * 1024, databaseURL: String? = nil) throws {
         let database = try TestDatabase.create(baseURL: databaseURL ?? TestDatabase.baseURL)
@@ -41,7 +43,7 @@ final class ReceiverHarness: @unchecked Sendable {
                 certURLPrefixes: ["http://127.0.0.1:\(certServer.port)/v1/notifications/certs/"])),
         ]
         receiver = Receiver(configuration: .init(host: "127.0.0.1", port: 0, maxBodyBytes: maxBodyBytes, threads: 4),
-                            endpoints: endpoints, pool: pool)
+                            endpoints: endpoints, pool: pool, logger: log.logger)
         port = try receiver.start()
     }
 

@@ -29,6 +29,8 @@ final class WorkerHarness: @unchecked Sendable {
     let checker: OrderChecker
     let processor: DeliveryProcessor
     let executor: ActionExecutor
+    /// What the worker and the executor logged.
+    let log = CapturedLog()
 
     /// - Parameter retry: the provider clients' in-call retries; none by default so a fault is one transient outcome.
     init(retry: RetryPolicy = .none, pendingMaxSeconds: Int64 = 86_400) throws {
@@ -51,7 +53,7 @@ final class WorkerHarness: @unchecked Sendable {
         gateway = ProviderGateway(ConfiguredProviders(apis: [.pxp: PXPProvider.API(client: pxp), .paypal: PayPalProvider.API(client: paypal)]))
         checker = OrderChecker(pool: pool, gateway: gateway, pendingMaxSeconds: pendingMaxSeconds)
         processor = DeliveryProcessor(pool: pool, checker: checker)
-        executor = ActionExecutor(pool: pool, gateway: gateway, checker: checker)
+        executor = ActionExecutor(pool: pool, gateway: gateway, checker: checker, logger: log.logger)
     }
 
     /// Runs `body` with a fresh harness and always tears it down.
@@ -153,7 +155,7 @@ final class WorkerHarness: @unchecked Sendable {
         QueueWorker(configuration: .init(owner: owner, leaseSeconds: leaseSeconds, batchSize: batchSize, pollSeconds: 0.2,
                                          attempt: DeliveryAttempt(maxAttempts: maxAttempts, baseDelaySeconds: baseDelaySeconds),
                                          executeActions: executeActions),
-                    conninfo: database.url, pool: pool, processor: processor, executor: executor)
+                    conninfo: database.url, pool: pool, processor: processor, executor: executor, logger: log.logger)
     }
 
     /// `payrecon work --once`.
