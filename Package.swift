@@ -52,7 +52,7 @@ let package = Package(
         .testTarget(name: "ReconciliationTests", dependencies: ["Reconciliation", "Providers"]),
         .testTarget(name: "ProvidersTests", dependencies: ["Providers", "Reconciliation", "HTTP"],
                     resources: [.copy("Fixtures")]),
-        .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
+        .testTarget(name: "HTTPTests", dependencies: ["HTTP", "PayreconTesting"]),
         // Option parsing and --help of every command: no database.
         .testTarget(name: "CLITests", dependencies: ["PayreconCLI", "Reconciliation"]),
         // The worker's pure logic (delivery attempt decisions): no database.

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import PayreconTesting
 import Synchronization
 import Testing
 

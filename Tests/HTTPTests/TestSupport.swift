@@ -1,4 +1,5 @@
 import Foundation
+import PayreconTesting
 import HTTP
 import Synchronization
 
@@ -41,15 +42,6 @@ final class Shared<Value: Sendable>: Sendable {
     func update<R: Sendable>(_ body: @Sendable (inout Value) -> R) -> R { value.withLock { body(&$0) } }
 }
 
-/// Polls `condition` until it holds or `seconds` pass.
-func eventually(_ seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(10))
-    }
-    return condition()
-}
 
 /// A raw TCP client for what HTTPClient cannot send (garbage, half requests, hand-made chunking).
 final class RawSocket {

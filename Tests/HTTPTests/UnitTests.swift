@@ -1,4 +1,5 @@
 import Foundation
+import PayreconTesting
 import Synchronization
 import Testing
 

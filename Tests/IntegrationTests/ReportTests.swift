@@ -1,4 +1,5 @@
 import Foundation
+import PayreconTesting
 import Postgres
 import Reconciliation
 import Testing
@@ -43,9 +44,9 @@ struct ReportTests {
         return db
     }
 
-    func report(_ db: TestDatabase, _ args: String...) throws -> PayreconCLI.Result { try report(db, args) }
-    func report(_ db: TestDatabase, _ args: [String]) throws -> PayreconCLI.Result {
-        try PayreconCLI.run(["report"] + args, databaseURL: db.url)
+    func report(_ db: TestDatabase, _ args: String...) throws -> PayreconProcess.Result { try report(db, args) }
+    func report(_ db: TestDatabase, _ args: [String]) throws -> PayreconProcess.Result {
+        try PayreconProcess.run(["report"] + args, databaseURL: db.url)
     }
 
     @Test func tableSummaryFirstThenGroups() throws {
@@ -131,14 +132,14 @@ struct ReportTests {
         (["--colour"], "unknown option --colour"),
     ])
     func usageErrors(args: [String], message: String) throws {
-        let r = try PayreconCLI.run(["report"] + args, databaseURL: "postgresql://postgres@127.0.0.1:1/none")
+        let r = try PayreconProcess.run(["report"] + args, databaseURL: "postgresql://postgres@127.0.0.1:1/none")
         #expect(r.status == 2)
         #expect(r.stderr.contains(message), "\(r.stderr)")
         #expect(r.stdout.isEmpty)
     }
 
     @Test func withoutDatabaseURLSaysWhatToSet() throws {
-        let r = try PayreconCLI.run(["report"], databaseURL: nil)
+        let r = try PayreconProcess.run(["report"], databaseURL: nil)
         #expect(r.status == 2)
         #expect(r.stderr.contains("DATABASE_URL is not set"))
     }
@@ -173,7 +174,7 @@ struct ReportTests {
 
     @Test func actionsListJSON() throws {
         let db = try Self.seeded(); defer { db.drop() }
-        let r = try PayreconCLI.run(["actions", "list", "--format", "json"], databaseURL: db.url)
+        let r = try PayreconProcess.run(["actions", "list", "--format", "json"], databaseURL: db.url)
         #expect(r.status == 0, "\(r.stderr)")
         let list = try #require(try JSONValue.parse(r.stdoutBytes).arrayValue)
         #expect(list.count == 3)
@@ -187,18 +188,18 @@ struct ReportTests {
         #expect(list[1]["amount"]?.stringValue == "1.250" && list[1]["last_error"]?.stringValue == "422 UNPROCESSABLE_ENTITY")
         #expect(list[2]["amount"]?.stringValue == "1000")
 
-        let failed = try PayreconCLI.run(["actions", "list", "--status", "failed", "--format", "json"], databaseURL: db.url)
+        let failed = try PayreconProcess.run(["actions", "list", "--status", "failed", "--format", "json"], databaseURL: db.url)
         #expect(try JSONValue.parse(failed.stdoutBytes).arrayValue?.compactMap { $0["order_id"]?.stringValue } == ["ORD-9"])
-        let limited = try PayreconCLI.run(["actions", "list", "--limit", "2", "--format", "json"], databaseURL: db.url)
+        let limited = try PayreconProcess.run(["actions", "list", "--limit", "2", "--format", "json"], databaseURL: db.url)
         #expect(try JSONValue.parse(limited.stdoutBytes).arrayValue?.compactMap { $0["order_id"]?.stringValue } == ["ORD-9", "ORD-7"])
         #expect(limited.stderr.contains("more than 2 actions match"))
 
-        let table = try PayreconCLI.run(["actions", "list"], databaseURL: db.url)
+        let table = try PayreconProcess.run(["actions", "list"], databaseURL: db.url)
         #expect(table.status == 0)
         #expect(table.stdout.split(separator: "\n").count == 4)
         #expect(table.stdout.contains("pxp:ORD-7:void:0"))
 
-        let bad = try PayreconCLI.run(["actions", "list", "--status", "done"], databaseURL: db.url)
+        let bad = try PayreconProcess.run(["actions", "list", "--status", "done"], databaseURL: db.url)
         #expect(bad.status == 2 && bad.stderr.contains("--status must be one of pending, succeeded, failed, superseded"))
     }
 }

@@ -1,3 +1,4 @@
+import PayreconTesting
 import Foundation
 import Postgres
 import Reconciliation

@@ -1,3 +1,4 @@
+import PayreconTesting
 import Foundation
 import PaysimCore
 import Postgres

@@ -31,3 +31,13 @@ public struct TestSetupError: Error, CustomStringConvertible {
     public var description: String
     public init(_ d: String) { description = d }
 }
+
+/// `eventually` for a plain condition (thread-safe state read from another thread), polled every 10 ms.
+public func eventually(_ seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(10))
+    }
+    return condition()
+}
