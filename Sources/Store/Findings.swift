@@ -49,17 +49,66 @@ public enum FindingStore {
         RETURNING (xmax = 0) AS inserted
         """
 
-    /// Applies `plan` for the order (or, with `order` nil, for the unknown transaction `transactionRef`).
-    /// One transaction sent as one pipeline: a check costs one round trip and one commit, whatever it found.
-    public static func record(provider: Provider, order: Order?, transactionRef: String, snapshot: Snapshot?, plan: Plan,
-                              on conn: PostgresConnection) throws -> CheckOutcome {
+    /// Plans and records one check under the order's lock, so checks of one order in any number of processes are
+    /// serialized and each plans from what the one before it recorded.
+    ///
+    /// Two round trips in one transaction: (BEGIN, the per-order advisory lock, the order as stored now, its
+    /// actions, when its stored snapshot was fetched), then `plan` — pure — on those, then (the findings, the
+    /// supersessions, the actions, the snapshot, COMMIT). A snapshot fetched before the stored one is older news:
+    /// nothing is recorded and nil is returned (the newer check planned already). With `order` nil the transaction
+    /// is an unknown one (`unknown_order`), and `plan` gets nil and no actions.
+    public static func record(provider: Provider, order: Order?, transactionRef: String, snapshot: Snapshot?, fetchedAt: Date,
+                              plan makePlan: (Order?, [EmittedAction]) -> Plan,
+                              on conn: PostgresConnection) throws -> (outcome: CheckOutcome, plan: Plan)? {
         let orderID = order?.orderID
-        let currency = order?.amount.currency.code ?? snapshot?.currency.code
         let p = PostgresValue.text(provider.rawValue)
-        var statements: [PostgresStatement] = [
+        var reads: [PostgresStatement] = [
             PostgresStatement("BEGIN"),
             PostgresStatement("SELECT pg_advisory_xact_lock(hashtext($1))", [.text("\(provider.rawValue):\(orderID ?? "?" + transactionRef)")]),
         ]
+        if let orderID {
+            reads.append(PostgresStatement("SELECT \(OrderStore.columns) FROM orders WHERE provider = $1 AND order_id = $2", [p, .text(orderID)]))
+            reads.append(PostgresStatement("""
+                SELECT idempotency_key, action, status, amount_minor FROM actions WHERE provider = $1 AND order_id = $2 ORDER BY id
+                """, [p, .text(orderID)]))
+            reads.append(PostgresStatement("SELECT fetched_at FROM snapshots WHERE provider = $1 AND order_id = $2", [p, .text(orderID)]))
+        }
+        do {
+            let read = try conn.pipeline(reads).map { try $0.get() }
+            var current: Order?
+            var emitted: [EmittedAction] = []
+            if orderID != nil {
+                guard let row = read[2].first else { _ = try conn.execute("ROLLBACK"); return nil }   // the order is gone
+                current = try OrderStore.decode(row)
+                emitted = try read[3].compactMap(decodeEmitted)
+                if let stored = try read[4].first?.date("fetched_at"), stored > fetchedAt {
+                    _ = try conn.execute("ROLLBACK")
+                    return nil
+                }
+            }
+            let plan = makePlan(current, emitted)
+            let outcome = try write(plan, provider: provider, order: current, transactionRef: transactionRef, snapshot: snapshot,
+                                    fetchedAt: fetchedAt, on: conn)
+            return (outcome, plan)
+        } catch {
+            // A failed statement leaves the transaction aborted (or it was never begun): end it either way.
+            _ = try? conn.execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    static func decodeEmitted(_ row: PostgresRow) throws -> EmittedAction? {
+        guard let kind = ActionKind(rawValue: try row.string("action")), let status = ActionStatus(rawValue: try row.string("status")) else { return nil }
+        return EmittedAction(idempotencyKey: try row.string("idempotency_key"), kind: kind, status: status, amount: try row.int64("amount_minor"))
+    }
+
+    /// The second round trip of `record`: every write of the plan, then COMMIT.
+    private static func write(_ plan: Plan, provider: Provider, order: Order?, transactionRef: String, snapshot: Snapshot?,
+                              fetchedAt: Date, on conn: PostgresConnection) throws -> CheckOutcome {
+        let orderID = order?.orderID
+        let currency = order?.amount.currency.code ?? snapshot?.currency.code
+        let p = PostgresValue.text(provider.rawValue)
+        var statements: [PostgresStatement] = []
         for f in plan.findings {
             statements.append(PostgresStatement(upsertFinding, [
                 p, orderID.map { .text($0) } ?? .null, .text(transactionRef), .text(f.kind.rawValue),
@@ -89,14 +138,7 @@ public enum FindingStore {
         }
         var actionStatements = 0, supersedeStatements = 0
         if let order {
-            for a in plan.actions {
-                statements.append(PostgresStatement("""
-                    INSERT INTO actions (provider, order_id, action, amount_minor, currency, target_minor, provider_target, idempotency_key)
-                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (idempotency_key) DO NOTHING
-                    """, [p, .text(order.orderID), .text(a.kind.rawValue), .int64(a.amount), .text(a.currency.code),
-                          .int64(a.target), a.providerTarget.map { .text($0) } ?? .null, .text(a.idempotencyKey)]))
-                actionStatements += 1
-            }
+            // Supersede first: the action that replaces one of the same kind is then the only pending one.
             if !plan.supersede.isEmpty {
                 statements.append(PostgresStatement("""
                     UPDATE actions SET status = 'superseded', updated_at = now()
@@ -104,12 +146,26 @@ public enum FindingStore {
                     """, [.textArray(plan.supersede)]))
                 supersedeStatements = 1
             }
-            if let snapshot {
+            for a in plan.actions {
+                // A superseded key the plan wants again is pending again: the same row, the plan's amount.
                 statements.append(PostgresStatement("""
-                    INSERT INTO snapshots (provider, order_id, transaction_ref, snapshot) VALUES ($1, $2, $3, $4::jsonb)
+                    INSERT INTO actions (provider, order_id, action, amount_minor, currency, target_minor, provider_target, idempotency_key)
+                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+                    ON CONFLICT (idempotency_key) DO UPDATE SET status = 'pending', amount_minor = EXCLUDED.amount_minor,
+                        provider_target = EXCLUDED.provider_target, last_error = NULL, lease_expires_at = NULL, updated_at = now()
+                    WHERE actions.status = 'superseded'
+                    """, [p, .text(order.orderID), .text(a.kind.rawValue), .int64(a.amount), .text(a.currency.code),
+                          .int64(a.target), a.providerTarget.map { .text($0) } ?? .null, .text(a.idempotencyKey)]))
+                actionStatements += 1
+            }
+            if let snapshot {
+                // A snapshot never replaces a newer one.
+                statements.append(PostgresStatement("""
+                    INSERT INTO snapshots (provider, order_id, transaction_ref, snapshot, fetched_at) VALUES ($1, $2, $3, $4::jsonb, $5)
                     ON CONFLICT (provider, order_id) DO UPDATE SET transaction_ref = EXCLUDED.transaction_ref,
-                        snapshot = EXCLUDED.snapshot, fetched_at = now()
-                    """, [p, .text(order.orderID), .text(transactionRef), .jsonb(try encode(snapshot))]))
+                        snapshot = EXCLUDED.snapshot, fetched_at = EXCLUDED.fetched_at
+                    WHERE snapshots.fetched_at <= EXCLUDED.fetched_at
+                    """, [p, .text(order.orderID), .text(transactionRef), .jsonb(try encode(snapshot)), .timestamptz(fetchedAt)]))
                 if !snapshot.aliases.isEmpty {
                     statements.append(TransactionLinkStore.recordAliases(snapshot.aliases, provider: provider, orderID: order.orderID))
                 }
@@ -119,14 +175,14 @@ public enum FindingStore {
 
         let results = try conn.pipeline(statements).map { try $0.get() }
         var outcome = CheckOutcome()
-        var i = 2
+        var i = 0
         for _ in plan.findings {
             if try results[i].first?.bool("inserted") == true { outcome.opened += 1 } else { outcome.stillOpen += 1 }
             i += 1
         }
         for _ in 0..<resolveStatements { outcome.resolved += results[i].affectedRows; i += 1 }
-        for _ in 0..<actionStatements { outcome.actionsEmitted += results[i].affectedRows; i += 1 }
         for _ in 0..<supersedeStatements { outcome.superseded += results[i].affectedRows; i += 1 }
+        for _ in 0..<actionStatements { outcome.actionsEmitted += results[i].affectedRows; i += 1 }
         return outcome
     }
 

@@ -55,6 +55,7 @@ public final class OrderChecker: Sendable {
             } catch { return .transient(reason: "database: \(error)", retryAfterSeconds: nil) }
         }
 
+        let fetchedAt = Date()
         let outcome = await gateway[order.provider].snapshot(of: TransactionQuery(
             transactionRef: order.transactionRef, merchant: order.merchant, site: order.site, links: known.links))
         let snapshot: Snapshot?
@@ -64,18 +65,18 @@ public final class OrderChecker: Sendable {
         case .transient(let r, let a): return .transient(reason: r, retryAfterSeconds: a)
         case .permanent(let s, let b): return .failed(reason: s == 0 ? b : "provider answered \(s): \(b)")
         }
-        let plan = Planner.plan(order: order, snapshot: snapshot, emitted: known.emitted, now: clock(), pendingMax: pendingMax)
-        return await record(provider: order.provider, order: order, transactionRef: order.transactionRef, snapshot: snapshot, plan: plan, log: log)
+        return await record(provider: order.provider, order: order, transactionRef: order.transactionRef, snapshot: snapshot,
+                            fetchedAt: fetchedAt, log: log)
     }
 
     /// A transaction a webhook named that no stored order refers to: `unknown_order` if the provider has it.
     public func checkUnknown(provider: Provider, transactionRef: String, merchant: String?, site: String?, log: Logger = Logger()) async -> Result {
         let log = log.with(["provider": provider.rawValue, "transaction_ref": transactionRef])
+        let fetchedAt = Date()
         let outcome = await gateway[provider].snapshot(of: TransactionQuery(transactionRef: transactionRef, merchant: merchant, site: site))
         switch outcome {
         case .found(let s):
-            let plan = Planner.plan(order: nil, snapshot: s, emitted: [], now: clock(), pendingMax: pendingMax)
-            return await record(provider: provider, order: nil, transactionRef: transactionRef, snapshot: s, plan: plan, log: log)
+            return await record(provider: provider, order: nil, transactionRef: transactionRef, snapshot: s, fetchedAt: fetchedAt, log: log)
         case .notFound:
             // Neither ours nor the provider's: nothing to reconcile (the hint named nothing real).
             return .checked(CheckOutcome(), matched: true)
@@ -84,14 +85,23 @@ public final class OrderChecker: Sendable {
         }
     }
 
-    private func record(provider: Provider, order: Order?, transactionRef: String, snapshot: Snapshot?, plan: Plan, log: Logger) async -> Result {
+    /// Plans under the order's lock, from the order and actions as stored then (see `FindingStore.record`).
+    private func record(provider: Provider, order: Order?, transactionRef: String, snapshot: Snapshot?, fetchedAt: Date,
+                        log: Logger) async -> Result {
+        let now = clock(), pendingMax = pendingMax
         do {
-            let outcome = try await pool.run { conn in
-                try FindingStore.record(provider: provider, order: order, transactionRef: transactionRef, snapshot: snapshot, plan: plan, on: conn)
+            let recorded = try await pool.run { conn in
+                try FindingStore.record(provider: provider, order: order, transactionRef: transactionRef, snapshot: snapshot,
+                                        fetchedAt: fetchedAt, plan: { current, emitted in
+                                            Planner.plan(order: current, snapshot: snapshot, emitted: emitted, now: now, pendingMax: pendingMax)
+                                        }, on: conn)
+            }
+            guard let (outcome, plan) = recorded else {
+                log.debug("check superseded by a newer one of the same order")
+                return .checked(CheckOutcome(), matched: true)
             }
             if !plan.findings.isEmpty || !plan.actions.isEmpty {
-                log.debug("order checked", ["findings": plan.findings.count,
-                                            "actions": plan.actions.count])
+                log.debug("order checked", ["findings": plan.findings.count, "actions": plan.actions.count])
             }
             return .checked(outcome, matched: plan.findings.isEmpty)
         } catch {
