@@ -442,7 +442,12 @@ public final class Simulator: Sendable {
         let requestID = r.header("paypal-request-id").flatMap { $0.isEmpty ? nil : $0 }
         var body: JSONValue?
         var parseError: SimError?
-        if !r.body.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
+        // PayPal-Request-Id is at most 108 characters (PayPal's API reference); a longer one is refused.
+        if let requestID, requestID.count > 108 {
+            parseError = SimError.paypalInvalid("INVALID_PARAMETER_SYNTAX", "PayPal-Request-Id must be at most 108 characters.",
+                                                field: "PayPal-Request-Id")
+        }
+        if parseError == nil, !r.body.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
             do {
                 let parsed = try JSONValue.parse(r.body)
                 if parsed.objectMembers == nil {
@@ -473,7 +478,7 @@ public final class Simulator: Sendable {
                     response = error.response; result = error.code
                 }
             }
-            if let requestID { s.paypalIdempotency[requestID] = response }
+            if let requestID, requestID.count <= 108 { s.paypalIdempotency[requestID] = response }
             s.record(SimLogEntry(time: now, provider: "paypal", method: r.method, path: r.path, idempotencyKey: requestID,
                                  requestID: requestID, status: response.status, result: result, resourceID: resourceID))
             return response

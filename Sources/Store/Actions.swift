@@ -33,12 +33,33 @@ public enum ActionStore {
             """, [.int64(Int64(leaseSeconds)), .int64(Int64(limit))]).map(decode)
     }
 
-    /// Records the outcome; `status` pending keeps it for another try (transient failure).
-    public static func finish(id: Int64, status: ActionStatus, providerRef: String?, error: String?, on conn: PostgresConnection) throws {
-        _ = try conn.execute("""
+    /// Records the outcome, if `attempt` still holds the action (its claim's attempt number and a live lease):
+    /// an executor that lost its lease records nothing. `status` pending keeps it for another try. False when the
+    /// fence refused the write.
+    @discardableResult
+    public static func finish(id: Int64, attempt: Int, status: ActionStatus, providerRef: String?, error: String?,
+                              on conn: PostgresConnection) throws -> Bool {
+        try conn.execute("""
             UPDATE actions SET status = $2, provider_ref = coalesce($3, provider_ref), last_error = $4, lease_expires_at = NULL, updated_at = now()
-            WHERE id = $1
-            """, [.int64(id), .text(status.rawValue), providerRef.map { .text($0) } ?? .null, error.map { .text($0) } ?? .null])
+            WHERE id = $1 AND attempts = $5 AND status = 'pending' AND lease_expires_at >= now()
+            """, [.int64(id), .text(status.rawValue), providerRef.map { .text($0) } ?? .null, error.map { .text($0) } ?? .null,
+                  .int64(Int64(attempt))]) == 1
+    }
+
+    /// Extends the lease of an action while its call is in flight; false when `attempt` no longer holds it.
+    public static func renew(id: Int64, attempt: Int, leaseSeconds: Int, on conn: PostgresConnection) throws -> Bool {
+        try conn.execute("""
+            UPDATE actions SET lease_expires_at = now() + make_interval(secs => $3)
+            WHERE id = $1 AND attempts = $2 AND status = 'pending' AND lease_expires_at >= now()
+            """, [.int64(id), .int64(Int64(attempt)), .int64(Int64(leaseSeconds))]) == 1
+    }
+
+    /// Records the amount and target the fresh plan gives, just before the call; false when `attempt` lost the action.
+    public static func replan(id: Int64, attempt: Int, amount: Int64, providerTarget: String?, on conn: PostgresConnection) throws -> Bool {
+        try conn.execute("""
+            UPDATE actions SET amount_minor = $3, provider_target = $4, updated_at = now()
+            WHERE id = $1 AND attempts = $2 AND status = 'pending' AND lease_expires_at >= now()
+            """, [.int64(id), .int64(Int64(attempt)), .int64(amount), providerTarget.map { .text($0) } ?? .null]) == 1
     }
 
     public static func list(status: ActionStatus?, limit: Int, on conn: PostgresConnection) throws -> [StoredAction] {

@@ -18,12 +18,12 @@ public final class ActionExecutor: Sendable {
 
     let pool: PostgresPool
     let gateway: ProviderGateway
-    let checker: OrderChecker?
+    let checker: OrderChecker
     let leaseSeconds: Int
 
     let logger: Logger
 
-    public init(pool: PostgresPool, gateway: ProviderGateway, checker: OrderChecker?, leaseSeconds: Int = 120, logger: Logger = Logger()) {
+    public init(pool: PostgresPool, gateway: ProviderGateway, checker: OrderChecker, leaseSeconds: Int = 120, logger: Logger = Logger()) {
         self.pool = pool; self.gateway = gateway; self.checker = checker; self.leaseSeconds = leaseSeconds; self.logger = logger
     }
 
@@ -54,58 +54,110 @@ public final class ActionExecutor: Sendable {
     }
 
     /// Executes one claimed action and records the outcome; returns the status recorded.
+    ///
+    /// Just before the call the transaction is fetched again and the order planned again: the call is made only
+    /// when the fresh plan still wants this key, with the amount it gives (a capture to 1000 after 300 was captured
+    /// elsewhere sends 700); otherwise the action is superseded. The lease is renewed while the call is in flight,
+    /// and every write is fenced by the claim's attempt number: an executor that lost the action records nothing.
     func execute(_ action: StoredAction) async -> ActionStatus {
         let log = logger.with(["provider": action.provider.rawValue, "order_id": action.orderID, "action": action.kind.rawValue,
                                "idempotency_key": action.idempotencyKey])
-        let context: (order: Order?, snapshot: Snapshot?)
+        let renewer = Task { [pool, leaseSeconds] in
+            let every = Duration.milliseconds(max(200, leaseSeconds * 1000 / 3))
+            while !Task.isCancelled {
+                try? await Task.sleep(for: every)
+                if Task.isCancelled { return }
+                let held = try? await pool.run { try ActionStore.renew(id: action.id, attempt: action.attempts, leaseSeconds: leaseSeconds, on: $0) }
+                if held == false { log.warning("action lease lost during its call; its outcome will not be recorded here"); return }
+            }
+        }
+        defer { renewer.cancel() }
+
+        let api = gateway[action.provider]
+        let context: (order: Order?, known: OrderChecker.Known?)
         do {
             context = try await pool.run { conn in
-                (try OrderStore.find(provider: action.provider, orderID: action.orderID, on: conn),
-                 try SnapshotStore.latest(provider: action.provider, orderID: action.orderID, on: conn))
+                guard let order = try OrderStore.find(provider: action.provider, orderID: action.orderID, on: conn) else { return (nil, nil) }
+                return (order, try OrderChecker.known(provider: action.provider, orderIDs: [order.orderID], on: conn)[order.orderID])
             }
         } catch {
-            return await finish(action, .pending, ref: nil, error: "database: \(error)")
+            return await finish(action, .pending, ref: nil, error: "database: \(error)", log: log)
         }
-        guard let order = context.order else {
-            return await finish(action, .superseded, ref: nil, error: "the order no longer exists")
+        guard let order = context.order, let known = context.known else {
+            return await finish(action, .superseded, ref: nil, error: "the order no longer exists", log: log)
         }
-        let call = ActionCall(actionID: action.id, kind: action.kind, amount: action.amount, target: action.target,
-                              providerTarget: action.providerTarget, idempotencyKey: action.idempotencyKey,
-                              order: order, snapshot: context.snapshot)
-        let result = await gateway[action.provider].execute(call)
+
+        // Re-fetch and re-plan: the key must still be wanted, and its amount is the fresh plan's.
+        let fetched = await api.snapshot(of: TransactionQuery(transactionRef: order.transactionRef, merchant: order.merchant,
+                                                              site: order.site, links: known.links))
+        let snapshot: Snapshot?
+        switch fetched {
+        case .found(let s): snapshot = s
+        case .notFound: snapshot = nil
+        case .transient(let reason, _): return await finish(action, .pending, ref: nil, error: "will retry: \(reason)", log: log)
+        case .permanent(let code, let body):
+            return await finish(action, .failed, ref: nil, error: code == 0 ? body : "provider answered \(code): \(body)", log: log)
+        }
+        let others = known.emitted.filter { $0.idempotencyKey != action.idempotencyKey }
+        let plan = Planner.plan(order: order, snapshot: snapshot, emitted: others, now: checker.clock(), pendingMax: checker.pendingMax)
+        guard let snapshot, let wanted = plan.actions.first(where: { $0.idempotencyKey == action.idempotencyKey }) else {
+            let why = plan.findings.first.map { "\($0.kind.rawValue): \($0.detail)" } ?? "the order no longer calls for it"
+            let status = await finish(action, .superseded, ref: nil, error: "not sent: the fresh plan no longer wants it (\(why))", log: log)
+            log.info("action superseded before its call", ["reason": why])
+            _ = await checker.check(order, log: log)   // record what the fresh answer shows
+            return status
+        }
+        if wanted.amount != action.amount.minorUnits || wanted.providerTarget != action.providerTarget {
+            let kept = (try? await pool.run {
+                try ActionStore.replan(id: action.id, attempt: action.attempts, amount: wanted.amount, providerTarget: wanted.providerTarget, on: $0)
+            }) ?? false
+            guard kept else { log.warning("action lost before its call; not sent"); return .pending }
+            log.info("action amount re-planned before its call", ["planned": action.amount.minorUnits, "sent": wanted.amount])
+        }
+
+        let call = ActionCall(actionID: action.id, kind: action.kind, amount: Money(minorUnits: wanted.amount, currency: action.amount.currency),
+                              target: action.target, providerTarget: wanted.providerTarget, idempotencyKey: action.idempotencyKey,
+                              order: order, snapshot: snapshot,
+                              isFinal: action.kind == .capture && action.target == order.amount.minorUnits)
+        let result = await api.execute(call)
         if !result.links.isEmpty {
             do {
                 try await pool.run { try TransactionLinkStore.record(result.links, provider: action.provider, on: $0) }
             } catch {
                 // Not recorded: the lease runs out and the same key is sent again; the provider answers the same.
-                return await finish(action, .pending, ref: nil, error: "will retry: database: \(error)")
+                return await finish(action, .pending, ref: nil, error: "will retry: database: \(error)", log: log)
             }
         }
-        let outcome = result.outcome
         let status: ActionStatus
-        switch outcome {
+        switch result.outcome {
         case .found(let ref):
-            status = await finish(action, .succeeded, ref: ref, error: nil)
-            log.info("action executed", ["provider_ref": ref])
-            if let checker { _ = await checker.check(order, log: log) }   // see the provider's new state now
+            status = await finish(action, .succeeded, ref: ref, error: nil, log: log)
+            log.info("action executed", ["provider_ref": ref, "amount": wanted.amount])
+            _ = await checker.check(order, log: log)   // see the provider's new state now
         case .notFound:
-            status = await finish(action, .failed, ref: nil, error: "the provider does not know the transaction to act on")
+            status = await finish(action, .failed, ref: nil, error: "the provider does not know the transaction to act on", log: log)
         case .transient(let reason, _):
-            status = await finish(action, .pending, ref: nil, error: "will retry: \(reason)")
+            status = await finish(action, .pending, ref: nil, error: "will retry: \(reason)", log: log)
         case .permanent(let code, let body):
-            status = await finish(action, .failed, ref: nil, error: code == 0 ? body : "provider answered \(code): \(body)")
+            status = await finish(action, .failed, ref: nil, error: code == 0 ? body : "provider answered \(code): \(body)", log: log)
             log.warning("action failed", ["status": code])
         }
         return status
     }
 
-    @discardableResult
-    private func finish(_ action: StoredAction, _ status: ActionStatus, ref: String?, error: String?) async -> ActionStatus {
+    /// Records the outcome under the claim's fence; an executor that lost the action records nothing (`pending`:
+    /// whoever holds it now decides).
+    private func finish(_ action: StoredAction, _ status: ActionStatus, ref: String?, error: String?, log: Logger) async -> ActionStatus {
         do {
-            try await pool.run { try ActionStore.finish(id: action.id, status: status, providerRef: ref, error: error, on: $0) }
+            let kept = try await pool.run {
+                try ActionStore.finish(id: action.id, attempt: action.attempts, status: status, providerRef: ref, error: error, on: $0)
+            }
+            guard kept else {
+                log.warning("action lease lost before its outcome was recorded; another executor holds it", ["outcome": status.rawValue])
+                return .pending
+            }
         } catch {
-            logger.warning("could not record an action's outcome; it will be retried with the same key",
-                           ["idempotency_key": action.idempotencyKey, "error": String(describing: error)])
+            log.warning("could not record an action's outcome; it will be retried with the same key", ["error": String(describing: error)])
         }
         return status
     }

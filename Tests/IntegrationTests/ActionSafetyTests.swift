@@ -1,4 +1,6 @@
 import Foundation
+import HTTP
+import PaysimCore
 import PayreconTesting
 import Providers
 import Reconciliation
@@ -63,6 +65,124 @@ import Worker
             // The stored snapshot is the newer one.
             let fetched = try h.database.count("SELECT count(*) FROM snapshots WHERE fetched_at > now() - interval '1 minute'")
             #expect(fetched == 1)
+        }
+    }
+
+    /// A PayPal client of "someone else" (the merchant's portal, their own system) on the same paysim.
+    static func elsewhere(_ h: WorkerHarness) -> PayPalClient {
+        let config = SimConfig()
+        return PayPalClient(configuration: PayPalConfiguration(baseURL: h.paysimURL, clientID: config.paypalClientID,
+                                                               secret: config.paypalSecret, timeoutSeconds: 10),
+                            transport: HTTPClientTransport(client: h.http), retry: .none)
+    }
+
+    static func paypalOrder(_ h: WorkerHarness, _ id: String) async throws -> JSONValue {
+        guard case .found(let order) = await elsewhere(h).order(id) else { throw TestSetupError("paysim has no PayPal order \(id)") }
+        return order
+    }
+
+    /// Defect 2: the amount was fixed at planning time. After 3.00 was captured elsewhere, the capture to 20.00 must
+    /// send 17.00 (PayPal accepts up to 115% of an authorization, so 20.00 would over-capture).
+    @Test func aCaptureAfterAPartialCaptureElsewhereSendsTheRest() async throws {
+        try await WorkerHarness.with { h in
+            try await h.seedPayPal(#"{"id":"PP-1","intent":"AUTHORIZE","currency":"USD","amount":"20.00","authorizations":[{"id":"AUTH-1"}]}"#)
+            let order = WorkerHarness.order(.paypal, "P1", ref: "PP-1", amount: 2000, currency: "USD", merchant: nil)
+            try h.insert(order)
+            _ = await h.checker.check(order)
+            #expect(try Self.pending(h) == ["paypal:P1:capture:2000": 2000])
+            let other = await Self.elsewhere(h).captureAuthorization("AUTH-1", amount: Money(minorUnits: 300, currency: Currency(code: "USD")!),
+                                                                     final: false, requestID: "portal-capture-1")
+            guard case .found = other else { Issue.record("the capture elsewhere failed: \(other)"); return }
+
+            #expect(await h.executor.executePending().succeeded == 1)
+            let action = try #require(try h.actions().first)
+            #expect(action.status == .succeeded && action.amount.minorUnits == 1700, "\(action)")
+            let captures = try await Self.paypalOrder(h, "PP-1")["purchase_units"]?[0]?["payments"]?["captures"]?.arrayValue ?? []
+            #expect(captures.compactMap { $0["amount"]?["value"]?.stringValue }.sorted() == ["17.00", "3.00"])
+        }
+    }
+
+    /// Defect 4: no re-plan before the call. The order was cancelled after the capture was planned: the capture is
+    /// superseded and never sent.
+    @Test func aCaptureForAnOrderCancelledSinceIsNotSent() async throws {
+        try await WorkerHarness.with { h in
+            try await h.seedPayPal(#"{"id":"PP-1","intent":"AUTHORIZE","currency":"USD","amount":"20.00","authorizations":[{"id":"AUTH-1"}]}"#)
+            var order = WorkerHarness.order(.paypal, "P1", ref: "PP-1", amount: 2000, currency: "USD", merchant: nil)
+            try h.insert(order)
+            _ = await h.checker.check(order)
+            order.fulfilment = .cancelled
+            try h.insert(order)   // the merchant cancels; no check has run since
+            let totals = await h.executor.executePending()
+            #expect(totals.succeeded == 1, "the void the fresh check emits is executed, not the capture")
+            #expect(try Self.status(h, "paypal:P1:capture:2000") == .superseded)
+            let log = try await h.paysimLog(provider: "paypal")
+            #expect(!log.contains { ($0["path"] as? String)?.hasSuffix("/capture") == true }, "\(log)")
+            #expect(log.contains { ($0["path"] as? String)?.hasSuffix("/void") == true && $0["result"] as? String == "applied" })
+        }
+    }
+
+    /// Defect 3: two executors can both call, and the first one's late outcome overwrites the second's. The lease
+    /// is renewed while the call is in flight, so a second executor never takes the action.
+    @Test func twoExecutorsRacingOnOneActionCallTheProviderOnce() async throws {
+        try await WorkerHarness.with { h in
+            try await h.seedPayPal(#"{"id":"PP-1","intent":"AUTHORIZE","currency":"USD","amount":"20.00","authorizations":[{"id":"AUTH-1"}]}"#)
+            let order = WorkerHarness.order(.paypal, "P1", ref: "PP-1", amount: 2000, currency: "USD", merchant: nil)
+            try h.insert(order)
+            _ = await h.checker.check(order)
+            let a = ActionExecutor(pool: h.pool, gateway: h.gateway, checker: h.checker, leaseSeconds: 1)
+            let b = ActionExecutor(pool: h.pool, gateway: h.gateway, checker: h.checker, leaseSeconds: 1)
+            try await h.faults(#"{"latency_ms":3000}"#)   // the re-fetch and the call each outlast a 1 s lease
+            let first = Task { await a.executePending() }
+            try await Task.sleep(for: .milliseconds(1500))   // a's claim would have run out by now
+            let second = await b.executePending()
+            let firstTotals = await first.value
+            #expect(firstTotals.succeeded == 1)
+            #expect(second == ActionExecutor.Totals(), "the second executor took an action whose call was in flight")
+            let calls = try await h.paysimLog(provider: "paypal").filter { ($0["path"] as? String)?.hasSuffix("/capture") == true }
+            #expect(calls.count == 1, "\(calls)")
+            #expect(try Self.status(h, "paypal:P1:capture:2000") == .succeeded)
+        }
+    }
+
+    /// Defect 7: a capture that brings C to the order amount is final, releasing the rest of the authorisation.
+    @Test func aCaptureToTheOrderAmountIsFinal() async throws {
+        try await WorkerHarness.with { h in
+            try await h.seedPayPal(#"{"id":"PP-1","intent":"AUTHORIZE","currency":"USD","amount":"100.00","authorizations":[{"id":"AUTH-1"}]}"#)
+            let order = WorkerHarness.order(.paypal, "P1", ref: "PP-1", amount: 8000, currency: "USD", merchant: nil)
+            try h.insert(order)
+            _ = await h.checker.check(order)
+            #expect(await h.executor.executePending().succeeded == 1)
+            let paypal = try await Self.paypalOrder(h, "PP-1")
+            let payments = paypal["purchase_units"]?[0]?["payments"]
+            #expect(payments?["captures"]?[0]?["final_capture"]?.boolValue == true)
+            #expect(payments?["authorizations"]?[0]?["status"]?.stringValue == "CAPTURED", "the rest of the authorization is released")
+
+            // PXP: Final capture.
+            try await h.seedPXP("TX", value: "20.00")
+            let pxp = WorkerHarness.order(.pxp, "O", ref: "TX", amount: 1500)
+            try h.insert(pxp)
+            _ = await h.checker.check(pxp)
+            #expect(await h.executor.executePending().succeeded == 1)
+            let modification = try #require(try await h.paysimLog(provider: "pxp").first)
+            #expect(modification["result"] as? String == "applied")
+            let link = try #require(try h.database.connect().query("SELECT state FROM transaction_links WHERE kind = 'capture'").first)
+            #expect(try link.string("state") == "Captured")
+        }
+    }
+
+    /// Defect 8: PayPal-Request-Id takes at most 108 characters; a longer key is sent as its SHA-256 in hex.
+    @Test func aKeyLongerThanPayPalTakesIsSentAsItsSHA256() async throws {
+        try await WorkerHarness.with { h in
+            try await h.seedPayPal(#"{"id":"PP-1","intent":"AUTHORIZE","currency":"USD","amount":"20.00","authorizations":[{"id":"AUTH-1"}]}"#)
+            let longID = "ORDER-" + String(repeating: "x", count: 120)
+            let order = WorkerHarness.order(.paypal, longID, ref: "PP-1", amount: 2000, currency: "USD", merchant: nil)
+            try h.insert(order)
+            _ = await h.checker.check(order)
+            let key = "paypal:\(longID):capture:2000"
+            #expect(await h.executor.executePending().succeeded == 1)
+            let sent = try #require(try await h.paysimLog(provider: "paypal").first?["idempotency_key"] as? String)
+            #expect(sent == Providers.SHA256.hex(Providers.SHA256.hash(Array(key.utf8))))
+            #expect(try Self.status(h, key) == .succeeded)
         }
     }
 }

@@ -96,12 +96,23 @@ public struct ActionCall: Sendable {
     public var providerTarget: String?
     public var idempotencyKey: String
     public var order: Order
+    /// The transaction as fetched just before the call.
     public var snapshot: Snapshot?
+    /// A capture that brings C to the order amount: it releases the rest of the authorisation (PayPal
+    /// `final_capture`, PXP Final capture, Paypercut `final_capture`).
+    public var isFinal: Bool
 
     public init(actionID: Int64, kind: ActionKind, amount: Money, target: Int64, providerTarget: String?, idempotencyKey: String,
-                order: Order, snapshot: Snapshot?) {
+                order: Order, snapshot: Snapshot?, isFinal: Bool = false) {
         self.actionID = actionID; self.kind = kind; self.amount = amount; self.target = target
         self.providerTarget = providerTarget; self.idempotencyKey = idempotencyKey; self.order = order; self.snapshot = snapshot
+        self.isFinal = isFinal
+    }
+
+    /// The idempotency key as a provider taking at most `limit` characters gets it: itself, or its SHA-256 in hex
+    /// when longer (contract §6).
+    public func idempotencyKey(limit: Int) -> String {
+        idempotencyKey.utf8.count <= limit ? idempotencyKey : SHA256.hex(SHA256.hash(Array(idempotencyKey.utf8)))
     }
 }
 

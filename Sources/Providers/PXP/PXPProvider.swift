@@ -92,7 +92,7 @@ public enum PXPProvider {
                 return ActionCallResult(.permanent(status: 0, body: "no PXP transaction to modify: the order has not been fetched yet"))
             }
             let kind: PXPModificationKind = switch call.kind {
-            case .capture: .capture(amount: call.amount.minorUnits)
+            case .capture: call.isFinal ? .finalCapture(amount: call.amount.minorUnits) : .capture(amount: call.amount.minorUnits)
             case .refund: .refund(amount: call.amount.minorUnits)
             case .increment: .incremental(newTotal: call.target)
             case .void: .void(originalValue: snapshot.value)
@@ -101,7 +101,7 @@ public enum PXPProvider {
                                              merchantTransactionId: PXPClient.merchantTransactionId(forIdempotencyKey: call.idempotencyKey),
                                              merchantTransactionDate: PXPClient.formatDate(unixSeconds: snapshot.createdAt ?? Int64(Date().timeIntervalSince1970)))
             guard case .found(let r) = result else { return ActionCallResult(result.failure(as: String.self)!) }
-            let modification = r.modification(parentSystemTransactionId: parent, operation: call.kind.pxpOperation, amount: call.amount.minorUnits)
+            let modification = r.modification(parentSystemTransactionId: parent, operation: kind.operation, amount: call.amount.minorUnits)
             let link = TransactionLink(externalID: r.systemTransactionId, parentExternalID: parent, orderID: call.order.orderID,
                                        kind: call.kind.rawValue, amount: call.amount.minorUnits, currency: call.amount.currency.code,
                                        state: r.state, source: .payrecon, actionID: call.actionID)

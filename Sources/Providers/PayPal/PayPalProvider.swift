@@ -5,6 +5,9 @@ import Reconciliation
 /// PayPal behind the provider seam: offline RSA verification of its webhooks, the Orders v2 API, and what its
 /// authorizations and captures allow.
 public enum PayPalProvider {
+    /// PayPal-Request-Id takes at most 108 characters.
+    public static let requestIDLimit = 108
+
     public static let definition = ProviderDefinition(
         provider: .paypal,
         traits: ProviderTraits(),
@@ -114,10 +117,11 @@ public enum PayPalProvider {
                 return ActionCallResult(.permanent(status: 0, body: "no PayPal authorization or capture id recorded for this action"))
             }
             let result: ProviderOutcome<JSONValue>
+            let requestID = call.idempotencyKey(limit: PayPalProvider.requestIDLimit)
             switch call.kind {
-            case .capture: result = await client.captureAuthorization(target, amount: call.amount, final: false, requestID: call.idempotencyKey)
-            case .void: result = await client.voidAuthorization(target, requestID: call.idempotencyKey)
-            case .refund: result = await client.refundCapture(target, amount: call.amount, requestID: call.idempotencyKey)
+            case .capture: result = await client.captureAuthorization(target, amount: call.amount, final: call.isFinal, requestID: requestID)
+            case .void: result = await client.voidAuthorization(target, requestID: requestID)
+            case .refund: result = await client.refundCapture(target, amount: call.amount, requestID: requestID)
             case .increment: return ActionCallResult(.permanent(status: 0, body: "PayPal has no incremental authorization"))
             }
             return ActionCallResult(result.map { $0["id"]?.stringValue ?? target })
