@@ -112,7 +112,13 @@ public final class Simulator: Sendable {
             let decision: FaultDecision? = state.withLock { $0.faults.isActive ? $0.faults.decide() : nil }
             if let decision {
                 if decision.delayMs > 0 { try? await Task.sleep(for: .milliseconds(decision.delayMs)) }
-                if let faulted = faultResponse(decision.outcome, route: route, request: request) { return faulted }
+                if decision.outcome == .dropAfterApply {
+                    if request.method == "POST", route.isAction {
+                        _ = handle(request)   // applied (and logged), then the answer is lost
+                        state.withLock { $0.counts["fault.dropped_after_apply", default: 0] += 1 }
+                        return SimResponse(status: 503, headers: [("Connection", "close")], body: [], drop: true)
+                    }
+                } else if let faulted = faultResponse(decision.outcome, route: route, request: request) { return faulted }
             }
         }
         if case .adminWebhooksSend = route {
@@ -142,7 +148,7 @@ public final class Simulator: Sendable {
                                    "debug_id": "paysim-fault"]), headers: [("Retry-After", String(retryAfter))])
                 : .json(429, .object(["errorCode": "TooManyRequests", "errorReason": "injected fault"]),
                         headers: [("Retry-After", String(retryAfter))])
-        case .drop:
+        case .drop, .dropAfterApply:
             result = "dropped"
             response = SimResponse(status: 503, headers: [("Connection", "close")], body: [], drop: true)
         }

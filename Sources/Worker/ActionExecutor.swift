@@ -118,7 +118,15 @@ public final class ActionExecutor: Sendable {
         let call = ActionCall(actionID: action.id, kind: action.kind, amount: Money(minorUnits: wanted.amount, currency: action.amount.currency),
                               target: action.target, providerTarget: wanted.providerTarget, idempotencyKey: action.idempotencyKey,
                               order: order, snapshot: snapshot,
-                              isFinal: action.kind == .capture && action.target == order.amount.minorUnits)
+                              isFinal: action.kind == .capture && action.target == order.amount.minorUnits, links: known.links)
+        let prepared = api.prepare(call)
+        if !prepared.isEmpty {
+            do {
+                try await pool.run { try TransactionLinkStore.record(prepared, provider: action.provider, on: $0) }
+            } catch {
+                return await finish(action, .pending, ref: nil, error: "will retry: database: \(error)", log: log)   // nothing sent
+            }
+        }
         let result = await api.execute(call)
         if !result.links.isEmpty {
             do {

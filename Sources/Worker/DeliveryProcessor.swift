@@ -36,8 +36,9 @@ public struct DeliveryProcessor: Sendable {
             found = try await pool.run { conn in
                 var orders: [Order] = []
                 if let ref = reference.transactionRef { orders = try OrderStore.find(provider: provider, transactionRef: ref, on: conn) }
-                if orders.isEmpty, let alias = reference.alias {
-                    orders = try TransactionLinkStore.orders(provider: provider, externalID: alias, on: conn)
+                // A transaction payrecon made or learned of (a modification's own reference, or an alias).
+                for id in [reference.transactionRef, reference.alias].compactMap({ $0 }) where orders.isEmpty {
+                    orders = try TransactionLinkStore.orders(provider: provider, externalID: id, on: conn)
                 }
                 let known = orders.isEmpty ? [:] : try OrderChecker.known(provider: provider, orderIDs: orders.map(\.orderID), on: conn)
                 return (orders, known)

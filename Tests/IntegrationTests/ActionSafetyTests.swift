@@ -181,8 +181,48 @@ import Worker
             let key = "paypal:\(longID):capture:2000"
             #expect(await h.executor.executePending().succeeded == 1)
             let sent = try #require(try await h.paysimLog(provider: "paypal").first?["idempotency_key"] as? String)
-            #expect(sent == Providers.SHA256.hex(Providers.SHA256.hash(Array(key.utf8))))
+            #expect(sent == Hex.encode(Providers.SHA256.hash(Array(key.utf8))) && sent.count == 64)
             #expect(try Self.status(h, key) == .succeeded)
+        }
+    }
+
+    /// Defect 6: a PXP modification is recorded before it is sent, so its webhook (naming only its
+    /// merchantTransactionId, and possibly arriving before the answer) finds the order instead of unknown_order.
+    @Test func aPXPModificationsWebhookFindsItsOrder() async throws {
+        try await WorkerHarness.with { h in
+            try await h.seedPXP("TX", value: "20.00")
+            let order = WorkerHarness.order(.pxp, "O", ref: "TX", amount: 2000)
+            try h.insert(order)
+            _ = await h.checker.check(order)
+            #expect(await h.executor.executePending().succeeded == 1)
+            let mtid = PXPClient.merchantTransactionId(forIdempotencyKey: "pxp:O:capture:2000")
+            try h.store(.pxp, json: pxpEvent(mtid))
+            #expect(await h.runOnce().done == 1)
+            let found = try h.discrepancies()
+            #expect(found.filter { $0.kind == "unknown_order" }.isEmpty, "\(found)")
+        }
+    }
+
+    /// Defect 6, after an unknown outcome: PXP applied the capture but the answer was lost. The next attempt asks
+    /// PXP for the merchantTransactionId and does not send it again.
+    @Test func aPXPModificationWhoseAnswerWasLostIsLookedUpNotResent() async throws {
+        try await WorkerHarness.with { h in
+            try await h.seedPXP("TX", value: "20.00")
+            let order = WorkerHarness.order(.pxp, "O", ref: "TX", amount: 1500)
+            try h.insert(order)
+            _ = await h.checker.check(order)
+            try await h.faults(#"{"drop_after_apply_rate":1.0}"#)
+            let lost = await h.executor.executePending()
+            #expect(lost.deferred == 1, "a lost answer leaves the action pending: \(lost)")
+            try await h.clearFaults()
+            try h.execute("UPDATE actions SET lease_expires_at = NULL")
+            // The fresh fetch sees the capture (PXP reflects it on the parent) or not; either way PXP is asked first.
+            _ = await h.executor.executePending()
+            let posts = try await h.paysimLog(provider: "pxp").filter { $0["method"] as? String == "POST" }
+            #expect(posts.filter { $0["result"] as? String == "applied" }.count == 1, "\(posts)")
+            #expect(posts.count == 1, "the capture is sent once: \(posts)")
+            let actions = try h.actions()
+            #expect(actions.allSatisfy { $0.status != .pending }, "\(actions)")
         }
     }
 }

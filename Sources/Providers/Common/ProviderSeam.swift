@@ -101,18 +101,20 @@ public struct ActionCall: Sendable {
     /// A capture that brings C to the order amount: it releases the rest of the authorisation (PayPal
     /// `final_capture`, PXP Final capture, Paypercut `final_capture`).
     public var isFinal: Bool
+    /// The transactions linked to the order before this attempt (what earlier attempts prepared or made).
+    public var links: [TransactionLink]
 
     public init(actionID: Int64, kind: ActionKind, amount: Money, target: Int64, providerTarget: String?, idempotencyKey: String,
-                order: Order, snapshot: Snapshot?, isFinal: Bool = false) {
+                order: Order, snapshot: Snapshot?, isFinal: Bool = false, links: [TransactionLink] = []) {
         self.actionID = actionID; self.kind = kind; self.amount = amount; self.target = target
         self.providerTarget = providerTarget; self.idempotencyKey = idempotencyKey; self.order = order; self.snapshot = snapshot
-        self.isFinal = isFinal
+        self.isFinal = isFinal; self.links = links
     }
 
     /// The idempotency key as a provider taking at most `limit` characters gets it: itself, or its SHA-256 in hex
     /// when longer (contract §6).
     public func idempotencyKey(limit: Int) -> String {
-        idempotencyKey.utf8.count <= limit ? idempotencyKey : SHA256.hex(SHA256.hash(Array(idempotencyKey.utf8)))
+        idempotencyKey.utf8.count <= limit ? idempotencyKey : SHA256.hex(Array(idempotencyKey.utf8))
     }
 }
 
@@ -134,8 +136,16 @@ public protocol ProviderAPI: Sendable {
     /// The provider's answer for one transaction, normalized (contract §6). An answer that cannot be read is
     /// permanent, naming the field.
     func snapshot(of transaction: TransactionQuery) async -> ProviderOutcome<Snapshot>
+    /// Links to record before the call is sent (a PXP modification's merchantTransactionId), so the provider's
+    /// webhook about it, which may arrive before the answer, finds its order. Nothing is sent when they cannot be
+    /// recorded.
+    func prepare(_ call: ActionCall) -> [TransactionLink]
     /// Executes one action, its idempotency key sent as the provider takes it.
     func execute(_ call: ActionCall) async -> ActionCallResult
+}
+
+extension ProviderAPI {
+    public func prepare(_ call: ActionCall) -> [TransactionLink] { [] }
 }
 
 extension ProviderOutcome where T == JSONValue {

@@ -83,8 +83,21 @@ public enum PXPProvider {
             }
         }
 
+        /// The modification's merchantTransactionId, recorded (state `Sent`) before the call: PXP's webhook about it
+        /// may come before the answer, and a later attempt knows it may have been made.
+        public func prepare(_ call: ActionCall) -> [TransactionLink] {
+            guard let parent = call.providerTarget ?? call.snapshot?.aliases.first else { return [] }
+            return [TransactionLink(externalID: PXPClient.merchantTransactionId(forIdempotencyKey: call.idempotencyKey), parentExternalID: parent,
+                                    orderID: call.order.orderID, kind: call.kind.rawValue, amount: call.amount.minorUnits,
+                                    currency: call.amount.currency.code, state: Self.sentState, source: .payrecon, actionID: call.actionID)]
+        }
+
+        static let sentState = "Sent"
+
         /// A modification of the parent transaction, its merchantTransactionId derived from the idempotency key (so
-        /// a re-send is the same transaction); the modification is returned as a link whatever PXP's state.
+        /// a re-send is the same transaction); the modification is returned as a link whatever PXP's state. When an
+        /// earlier attempt prepared it (its outcome unknown: a timeout, a crash), PXP is asked for that
+        /// merchantTransactionId first, and it is sent again only when PXP does not know it.
         public func execute(_ call: ActionCall) async -> ActionCallResult {
             guard let client else { return ActionCallResult(.permanent(status: 0, body: Self.notConfigured)) }
             guard let snapshot = call.snapshot, let parent = call.providerTarget ?? snapshot.aliases.first,
@@ -97,16 +110,37 @@ public enum PXPProvider {
             case .increment: .incremental(newTotal: call.target)
             case .void: .void(originalValue: snapshot.value)
             }
-            let result = await client.modify(systemTransactionId: parent, kind, currency: call.amount.currency, merchant: merchant, site: site,
-                                             merchantTransactionId: PXPClient.merchantTransactionId(forIdempotencyKey: call.idempotencyKey),
+            let mtid = PXPClient.merchantTransactionId(forIdempotencyKey: call.idempotencyKey)
+            var result: ProviderOutcome<PXPModificationResult> = .notFound
+            if call.links.contains(where: { $0.externalID == mtid }) {
+                switch await client.transaction(merchant: merchant, site: site, merchantTransactionId: mtid) {
+                case .found(let answer):
+                    guard let id = answer["systemTransactionId"]?.stringValue, let state = answer["state"]?.stringValue else {
+                        return ActionCallResult(.permanent(status: 200, body: "PXP's answer for \(mtid) has no systemTransactionId/state"))
+                    }
+                    result = .found(PXPModificationResult(systemTransactionId: id, state: state, answer: answer))
+                case .notFound: break   // never made: send it
+                case let other: return ActionCallResult(other.failure(as: String.self)!)
+                }
+            }
+            if case .notFound = result {
+                result = await client.modify(systemTransactionId: parent, kind, currency: call.amount.currency, merchant: merchant, site: site,
+                                             merchantTransactionId: mtid,
                                              merchantTransactionDate: PXPClient.formatDate(unixSeconds: snapshot.createdAt ?? Int64(Date().timeIntervalSince1970)))
+            }
             guard case .found(let r) = result else { return ActionCallResult(result.failure(as: String.self)!) }
             let modification = r.modification(parentSystemTransactionId: parent, operation: kind.operation, amount: call.amount.minorUnits)
             let link = TransactionLink(externalID: r.systemTransactionId, parentExternalID: parent, orderID: call.order.orderID,
                                        kind: call.kind.rawValue, amount: call.amount.minorUnits, currency: call.amount.currency.code,
                                        state: r.state, source: .payrecon, actionID: call.actionID)
-            guard modification.isAccepted else { return ActionCallResult(.permanent(status: 200, body: "PXP answered state \(r.state)"), links: [link]) }
-            return ActionCallResult(.found(r.systemTransactionId), links: [link])
+            // The prepared link takes PXP's state, so it is never counted apart from the modification itself.
+            var prepared = link
+            prepared.externalID = mtid
+            prepared.state = Self.sentState + "/" + r.state
+            guard modification.isAccepted else {
+                return ActionCallResult(.permanent(status: 200, body: "PXP answered state \(r.state)"), links: [link, prepared])
+            }
+            return ActionCallResult(.found(r.systemTransactionId), links: [link, prepared])
         }
     }
 }
