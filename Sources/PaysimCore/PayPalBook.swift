@@ -206,10 +206,12 @@ public struct PayPalBook: Sendable {
         guard currency == order.currency.code else {
             throw SimError.paypalUnprocessable(mismatchIssue, "Currency of the request must match the currency of the payment (\(order.currency)).")
         }
-        guard let minor = RequestAmount.minorUnits(text, exponent: order.currency.exponent) else {
-            throw SimError.paypalInvalid(order.currency.exponent == 0 ? "DECIMALS_NOT_SUPPORTED" : "DECIMAL_PRECISION",
+        let decimals = Self.paypalDecimals(order.currency)
+        guard let units = RequestAmount.minorUnits(text, exponent: decimals) else {
+            throw SimError.paypalInvalid(decimals == 0 ? "DECIMALS_NOT_SUPPORTED" : "DECIMAL_PRECISION",
                                          "amount.value \(text) is not a valid \(order.currency) amount.", field: "/amount/value")
         }
+        let minor = units * Self.paypalUnit(order.currency)
         guard minor > 0 else {
             throw SimError.paypalInvalid("INVALID_PARAMETER_VALUE", "amount.value must be greater than zero.", field: "/amount/value")
         }
@@ -222,7 +224,19 @@ public struct PayPalBook: Sendable {
 extension PayPalBook {
     func money(_ minor: Int64, _ order: PayPalOrder) -> JSONValue {
         .object(["currency_code": .string(order.currency.code),
-                 "value": .string(Money.format(minorUnits: minor, exponent: order.currency.exponent))])
+                 "value": .string(Money.format(minorUnits: minor / Self.paypalUnit(order.currency), exponent: Self.paypalDecimals(order.currency)))])
+    }
+
+    /// PayPal's decimals, which differ from ISO 4217 for HUF and TWD (none at PayPal), as for JPY. The book keeps
+    /// ISO minor units; only the API's amounts use PayPal's decimals.
+    static func paypalDecimals(_ currency: Currency) -> Int {
+        ["HUF", "JPY", "TWD"].contains(currency.code) ? 0 : currency.exponent
+    }
+
+    static func paypalUnit(_ currency: Currency) -> Int64 {
+        var unit: Int64 = 1
+        for _ in 0..<(currency.exponent - paypalDecimals(currency)) { unit *= 10 }
+        return unit
     }
 
     static func link(_ href: String, _ rel: String, _ method: String) -> JSONValue {

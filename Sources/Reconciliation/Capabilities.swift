@@ -9,9 +9,32 @@ public struct Capabilities: Sendable, Hashable, Codable {
     public var void: Capability
     public var increment: Capability
     public var refund: RefundCapability
+    /// Amounts sent must be whole multiples of this many minor units (PayPal takes HUF and TWD without decimals:
+    /// 100); `amountUnitNote` says why, in the refusal of an amount that is not.
+    public var amountUnit: Int64
+    public var amountUnitNote: String?
 
-    public init(capture: Capability, void: Capability, increment: Capability, refund: RefundCapability) {
+    public init(capture: Capability, void: Capability, increment: Capability, refund: RefundCapability,
+                amountUnit: Int64 = 1, amountUnitNote: String? = nil) {
         self.capture = capture; self.void = void; self.increment = increment; self.refund = refund
+        self.amountUnit = max(1, amountUnit); self.amountUnitNote = amountUnitNote
+    }
+
+    enum CodingKeys: String, CodingKey { case capture, void, increment, refund, amountUnit, amountUnitNote }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(capture: try c.decode(Capability.self, forKey: .capture), void: try c.decode(Capability.self, forKey: .void),
+                  increment: try c.decode(Capability.self, forKey: .increment), refund: try c.decode(RefundCapability.self, forKey: .refund),
+                  amountUnit: try c.decodeIfPresent(Int64.self, forKey: .amountUnit) ?? 1,
+                  amountUnitNote: try c.decodeIfPresent(String.self, forKey: .amountUnitNote))
+    }
+
+    /// Why `amount` cannot be sent, or nil when it can.
+    public func amountRefusal(_ amount: Int64, currency: Currency) -> String? {
+        guard amountUnit > 1, amount % amountUnit != 0 else { return nil }
+        let shown = Money.format(minorUnits: amount, exponent: currency.exponent) + " " + currency.code
+        return (amountUnitNote ?? "amounts must be whole multiples of \(amountUnit) minor units") + ": \(shown) cannot be sent"
     }
 
     /// Nothing is known to be allowed (a snapshot stored before capabilities were recorded): every action is

@@ -12,9 +12,10 @@ extension Planner.Check {
         var amount: Int64
     }
 
-    /// Capture needs an authorised, not fully captured authorisation.
-    func capturePermission() -> Permission<String?> {
+    /// Capture needs an authorised, not fully captured authorisation, and an amount the provider takes.
+    func capturePermission(_ amount: Int64) -> Permission<String?> {
         if let denial = authorisationDenial(for: "capture") { return .denied(denial) }
+        if let refusal = snapshot.capabilities.amountRefusal(amount, currency: snapshot.currency) { return .denied(refusal) }
         return permission(snapshot.capabilities.capture)
     }
 
@@ -26,9 +27,10 @@ extension Planner.Check {
     }
 
     /// Increment: a provider that has it, on an authorisation in state authorised.
-    func incrementPermission() -> Permission<String?> {
+    func incrementPermission(_ amount: Int64) -> Permission<String?> {
         if case .unsupported(let reason) = snapshot.capabilities.increment { return .denied(reason) }
         if let denial = authorisationDenial(for: "increment") { return .denied(denial) }
+        if let refusal = snapshot.capabilities.amountRefusal(amount, currency: snapshot.currency) { return .denied(refusal) }
         return permission(snapshot.capabilities.increment)
     }
 
@@ -39,6 +41,7 @@ extension Planner.Check {
         guard amount > 0, refundable >= amount else {
             return .denied("only \(withCode(max(refundable, 0))) captured and not yet refunded")
         }
+        if let refusal = snapshot.capabilities.amountRefusal(amount, currency: snapshot.currency) { return .denied(refusal) }
         switch snapshot.capabilities.refund {
         case .denied(let reason):
             return .denied(reason)

@@ -35,7 +35,7 @@ extension Planner {
             // 1. open, authorisation intents, authorised, amt > A → increment, else amount_mismatch.
             if fulfilment == .open, authorisationIntent, state == .authorised, amt > authorised {
                 let need = amt - authorised
-                switch incrementPermission() {
+                switch incrementPermission(need) {
                 case let .allowed(target): emit(.increment, amount: need, target: amt, providerTarget: target)
                 case let .denied(reason):
                     add(.amountMismatch, expected: ["amount": money(amt)], actual: ["authorised": money(authorised)],
@@ -47,7 +47,7 @@ extension Planner {
             // 2. fulfilled, authorisation intents, authorised, C < amt ≤ A → capture amt − C.
             if fulfilment == .fulfilled, authorisationIntent, state == .authorised, captured < amt, amt <= authorised {
                 let need = amt - captured
-                switch capturePermission() {
+                switch capturePermission(need) {
                 case let .allowed(target): emit(.capture, amount: need, target: amt, providerTarget: target)
                 case let .denied(reason): notAllowed(.capture, amount: need, reason: reason)
                 }
@@ -55,7 +55,7 @@ extension Planner {
             // 3. fulfilled, authorisation intents, authorised, amt > A → increment, else action_not_allowed.
             if fulfilment == .fulfilled, authorisationIntent, state == .authorised, amt > authorised {
                 let need = amt - authorised
-                switch incrementPermission() {
+                switch incrementPermission(need) {
                 case let .allowed(target): emit(.increment, amount: need, target: amt, providerTarget: target)
                 case let .denied(reason): notAllowed(.increment, amount: need, reason: reason)
                 }

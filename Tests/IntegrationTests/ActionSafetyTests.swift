@@ -225,4 +225,29 @@ import Worker
             #expect(actions.allSatisfy { $0.status != .pending }, "\(actions)")
         }
     }
+
+    /// Defect 9: PayPal takes HUF and TWD without decimals (ISO 4217 gives them two). A capture goes as "1000",
+    /// never "1000.00", and an amount with decimals is action_not_allowed, never a call.
+    @Test func hufGoesToPayPalWithoutDecimals() async throws {
+        try await WorkerHarness.with { h in
+            try await h.seedPayPal(#"""
+                [{"id":"PP-HUF","intent":"AUTHORIZE","currency":"HUF","amount":"1000.00","authorizations":[{"id":"AUTH-HUF"}]},
+                 {"id":"PP-HUF2","intent":"AUTHORIZE","currency":"HUF","amount":"2000.00","authorizations":[{"id":"AUTH-HUF2"}]}]
+                """#)
+            let whole = WorkerHarness.order(.paypal, "H1", ref: "PP-HUF", amount: 100_000, currency: "HUF", merchant: nil)
+            let fractional = WorkerHarness.order(.paypal, "H2", ref: "PP-HUF2", amount: 100_050, currency: "HUF", merchant: nil)
+            try h.insert(whole, fractional)
+            _ = await h.checker.check(whole)
+            _ = await h.checker.check(fractional)
+            #expect(try Self.pending(h) == ["paypal:H1:capture:100000": 100_000], "the capture with decimals is not planned")
+            #expect(try h.openKinds(order: "H2") == ["action_not_allowed"])
+            let detail = try h.database.count("SELECT count(*) FROM discrepancies WHERE order_id = 'H2' AND detail LIKE '%PayPal takes HUF without decimals%'")
+            #expect(detail == 1)
+            #expect(await h.executor.executePending().succeeded == 1)
+            let captured = try await Self.paypalOrder(h, "PP-HUF")["purchase_units"]?[0]?["payments"]?["captures"]?[0]?["amount"]?["value"]?.stringValue
+            #expect(captured == "1000")
+            // Read back: PayPal's "1000" is 100000 ISO minor units, so the order now matches.
+            #expect(await h.checker.check(whole) == .checked(CheckOutcome(), matched: true))
+        }
+    }
 }

@@ -78,10 +78,12 @@ public final class PayPalClient: Sendable {
         return await call(method: "POST", segments: ["v2", "payments", "captures", id, "refund"], body: body, requestID: requestID)
     }
 
-    /// `{"currency_code":"USD","value":"10.00"}`: the value with exactly the currency's decimals.
+    /// `{"currency_code":"USD","value":"10.00"}`: the value with exactly PayPal's decimals for the currency (HUF
+    /// and TWD none). The amount must be one PayPal can take (`PayPalCurrencies.refusal` is nil).
     public static func amountObject(_ amount: Money) -> JSONValue {
-        .object([("currency_code", .string(amount.currency.code)),
-                 ("value", .string(JSONValue.decimalString(minorUnits: amount.minorUnits, exponent: amount.currency.exponent)))])
+        let units = amount.minorUnits / PayPalCurrencies.unit(amount.currency)
+        return .object([("currency_code", .string(amount.currency.code)),
+                        ("value", .string(JSONValue.decimalString(minorUnits: units, exponent: PayPalCurrencies.exponent(amount.currency))))])
     }
 
     // MARK: Resolving a webhook resource to its order

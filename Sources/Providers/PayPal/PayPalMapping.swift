@@ -102,13 +102,13 @@ public enum PayPalMapping {
             provider: .paypal, transactionRef: orderID, merchant: merchant, site: nil, intent: intent, currency: currency,
             value: value, authorised: A, captured: C, refunded: R, state: state, rawState: status,
             createdAt: try r.timestamp(o["create_time"], "create_time"),
-            capabilities: capabilities(auths: auths, captures: captures, refunds: refunds))
+            capabilities: capabilities(auths: auths, captures: captures, refunds: refunds, currency: currency))
     }
 
     /// The authorization still open for capture/void, and the captures still holding unrefunded money. Completed
     /// refunds count against the capture their `up` link names; refunds that link nowhere known are attributed to
     /// captures in order, filling each one's remaining amount.
-    static func capabilities(auths: [Payment], captures: [Payment], refunds: [Payment]) -> Capabilities {
+    static func capabilities(auths: [Payment], captures: [Payment], refunds: [Payment], currency: Currency) -> Capabilities {
         let open = auths.first(where: { $0.status == "CREATED" || $0.status == "PARTIALLY_CAPTURED" })
         let countable = captures.filter { ["COMPLETED", "PARTIALLY_REFUNDED", "REFUNDED"].contains($0.status) }
         var refunded = [Int64](repeating: 0, count: countable.count)
@@ -132,7 +132,8 @@ public enum PayPalMapping {
         for (i, c) in countable.enumerated() where (c.status == "COMPLETED" || c.status == "PARTIALLY_REFUNDED") && c.amount > refunded[i] {
             refs.append(RefundSource(id: c.id, amount: c.amount, refunded: refunded[i]))
         }
-        return PayPalProvider.capabilities(authorizationID: open?.id, authorizationStatus: open?.status, refundableCaptures: refs)
+        return PayPalProvider.capabilities(authorizationID: open?.id, authorizationStatus: open?.status, refundableCaptures: refs,
+                                           currency: currency)
     }
 
     /// Where a webhook resource points for its order: an order's own id; `supplementary_data.related_ids`
@@ -197,7 +198,12 @@ public enum PayPalMapping {
         guard code == currency.code else {
             throw r.fail("\(field).currency_code", v["currency_code"], "differs from the order's currency \(currency.code)")
         }
-        return try r.amount(v["value"], "\(field).value", exponent: currency.exponent)
+        // PayPal's decimals (HUF, TWD: none), then ISO minor units.
+        let units = try r.amount(v["value"], "\(field).value", exponent: PayPalCurrencies.exponent(currency))
+        guard let minor = PayPalCurrencies.isoMinorUnits(units, currency) else {
+            throw r.fail("\(field).value", v["value"], "does not fit in 64-bit minor units")
+        }
+        return minor
     }
 
     static func sum(_ payments: [Payment], _ statuses: Set<String>) throws(ProviderMappingError) -> Int64 {

@@ -58,7 +58,8 @@ public enum PayPalProvider {
     /// What PayPal allows: capture and void act on the open authorization (capture while CREATED or
     /// PARTIALLY_CAPTURED, void only while CREATED), refunds on the captures still holding money, in order; PayPal
     /// has no incremental authorisation.
-    public static func capabilities(authorizationID: String?, authorizationStatus: String?, refundableCaptures: [RefundSource]) -> Capabilities {
+    public static func capabilities(authorizationID: String?, authorizationStatus: String?, refundableCaptures: [RefundSource],
+                                    currency: Currency? = nil) -> Capabilities {
         var capture = Capability.allowed(target: authorizationID)
         var void = Capability.allowed(target: authorizationID)
         if let id = authorizationID, !id.isEmpty {
@@ -72,8 +73,10 @@ public enum PayPalProvider {
             capture = .denied("no PayPal authorization left to capture")
             void = .denied("no PayPal authorization left to void")
         }
+        let unit = currency.map(PayPalCurrencies.unit) ?? 1
         return Capabilities(capture: capture, void: void, increment: .unsupported("paypal does not support incremental authorisation"),
-                            refund: .spread(refundableCaptures, sources: "PayPal captures"))
+                            refund: .spread(refundableCaptures, sources: "PayPal captures"), amountUnit: unit,
+                            amountUnitNote: unit > 1 ? currency.map { "PayPal takes \($0.code) without decimals" } : nil)
     }
 
     public struct API: ProviderAPI {
@@ -115,6 +118,9 @@ public enum PayPalProvider {
             guard let client else { return ActionCallResult(.permanent(status: 0, body: "no paypal API client: set \(definition.apiVariables)")) }
             guard let target = call.providerTarget else {
                 return ActionCallResult(.permanent(status: 0, body: "no PayPal authorization or capture id recorded for this action"))
+            }
+            if call.kind != .void, let refusal = PayPalCurrencies.refusal(call.amount.minorUnits, call.amount.currency) {
+                return ActionCallResult(.permanent(status: 0, body: refusal))   // never sent: PayPal would refuse it
             }
             let result: ProviderOutcome<JSONValue>
             let requestID = call.idempotencyKey(limit: PayPalProvider.requestIDLimit)
