@@ -250,4 +250,23 @@ import Worker
             #expect(await h.checker.check(whole) == .checked(CheckOutcome(), matched: true))
         }
     }
+
+    /// At most one pending action of a kind per order and transaction, whatever writes the table.
+    @Test func theDatabaseRefusesASecondPendingActionOfAKind() async throws {
+        try await WorkerHarness.with { h in
+            try await h.seedPXP("TX", value: "20.00")
+            let order = WorkerHarness.order(.pxp, "O", ref: "TX", amount: 2000)
+            try h.insert(order)
+            _ = await h.checker.check(order)
+            do {
+                try h.execute("""
+                    INSERT INTO actions (provider, order_id, action, amount_minor, currency, target_minor, provider_target, idempotency_key)
+                    SELECT provider, order_id, action, 900, currency, 900, provider_target, 'pxp:O:capture:900' FROM actions
+                    """)
+                Issue.record("a second pending capture of one transaction was accepted")
+            } catch {
+                #expect(String(describing: error).contains("actions_one_pending"))
+            }
+        }
+    }
 }
