@@ -13,7 +13,8 @@ public struct SimLogEntry: Sendable, Equatable {
     public var idempotencyKey: String?
     public var requestID: String?
     public var status: Int
-    /// `applied`, `replayed`, an error code, or `fault_500` / `fault_429` / `dropped`.
+    /// `applied`, `replayed`, an error code, or `fault_500` / `fault_429` / `dropped`; `answer_dropped` follows an
+    /// `applied` entry whose answer was then lost (`drop_after_apply_rate`).
     public var result: String
     /// The new transaction/capture/refund id, or the voided authorization.
     public var resourceID: String?
@@ -115,7 +116,14 @@ public final class Simulator: Sendable {
                 if decision.outcome == .dropAfterApply {
                     if request.method == "POST", route.isAction {
                         _ = handle(request)   // applied (and logged), then the answer is lost
-                        state.withLock { $0.counts["fault.dropped_after_apply", default: 0] += 1 }
+                        let now = nowString
+                        state.withLock { s in
+                            s.counts["fault.dropped_after_apply", default: 0] += 1
+                            s.record(SimLogEntry(time: now, provider: route.provider ?? "", method: request.method, path: request.path,
+                                                 idempotencyKey: Self.idempotencyKey(route, request),
+                                                 requestID: request.header("x-request-id") ?? request.header("paypal-request-id"),
+                                                 status: 0, result: "answer_dropped", resourceID: nil))
+                        }
                         return SimResponse(status: 503, headers: [("Connection", "close")], body: [], drop: true)
                     }
                 } else if let faulted = faultResponse(decision.outcome, route: route, request: request) { return faulted }

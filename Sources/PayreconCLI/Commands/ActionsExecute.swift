@@ -2,13 +2,22 @@ import Providers
 import Wiring
 import Worker
 
+private let actionLease = Options.lease.help("Lease on a claimed action, renewed while its call is in flight (default 120s).")
+
 let actionsExecuteCommand = Command(
     name: "actions execute",
     summary: "Execute pending actions at the provider, each once, with its idempotency key.",
-    details: "Transient provider failures leave an action pending for the next run; other failures mark it failed with the provider's answer."
-) { _ in
+    options: [actionLease],
+    details: """
+        Each action is re-planned just before its call (sent only if the order still calls for it, with the fresh
+        amount). Transient provider failures leave an action pending for the next run; other failures mark it failed
+        with the provider's answer.
+        """
+) { args in
     let context = try WorkerContext(Environment())
-    let t = await context.executor.executePending(limit: 100_000)
+    let executor = ActionExecutor(pool: context.pool, gateway: context.gateway, checker: context.checker,
+                                  leaseSeconds: Int(try args.value(actionLease, default: 120)), logger: context.logger)
+    let t = await executor.executePending(limit: 100_000)
     print("actions executed: \(t.succeeded) succeeded, \(t.failed) failed, \(t.deferred) left pending")
     context.pool.close()
     return t.failed > 0 || t.deferred > 0 ? Exit.finding : Exit.ok
