@@ -1,3 +1,4 @@
+import PaysimCore
 import Foundation
 import Testing
 @testable import Providers

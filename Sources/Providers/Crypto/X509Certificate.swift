@@ -165,7 +165,7 @@ public struct X509Certificate: Sendable, Hashable {
         return try body(x509)
     }
 
-    static func derBytes(_ x509: OpaquePointer) -> [UInt8]? {
+    package static func derBytes(_ x509: OpaquePointer) -> [UInt8]? {
         let length = i2d_X509(x509, nil)
         guard length > 0 else { return nil }
         var out = [UInt8](repeating: 0, count: Int(length))

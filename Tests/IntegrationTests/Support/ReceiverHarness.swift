@@ -1,3 +1,4 @@
+import PaysimCore
 import PayreconTesting
 import Foundation
 import HTTP

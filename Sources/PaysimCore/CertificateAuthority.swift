@@ -1,5 +1,6 @@
 import COpenSSL
 import Foundation
+import Providers
 import Synchronization
 
 /// An RSA private key owned by libcrypto (generated here; never read from or written to disk by this type).
