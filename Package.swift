@@ -21,11 +21,13 @@ let package = Package(
         // Logging (JSON lines) and Prometheus metrics: the one thing every room shares.
         .target(name: "Observability"),
         // libpq wrapper: connection, pool, query, transaction, pipeline, notify.
-        .target(name: "Postgres", dependencies: ["CLibPQ"]),
+        .target(name: "Postgres", dependencies: ["CLibPQ", "CivilTime"]),
+        // Civil-date arithmetic (days ↔ year, month, day), the one copy Postgres and Reconciliation share.
+        .target(name: "CivilTime"),
         // HTTP server over libmicrohttpd and the clients for provider APIs (URLSession, libcurl).
         .target(name: "HTTP", dependencies: ["CMicroHTTPD", "CCurl"]),
         // Pure domain: money, orders, snapshots, checks, the action planner. No I/O.
-        .target(name: "Reconciliation"),
+        .target(name: "Reconciliation", dependencies: ["CivilTime"]),
         // One folder per provider: webhook verifier, event parser, API client, mapping.
         .target(name: "Providers", dependencies: ["Reconciliation", "HTTP", "Observability", "COpenSSL", "CZlib"]),
         // SQL for deliveries, orders, snapshots, discrepancies, actions, runs.

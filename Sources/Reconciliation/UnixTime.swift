@@ -1,6 +1,6 @@
 // Unix seconds ↔ UTC calendar dates and ISO 8601 text, without Foundation formatters (locale- and time-zone-free).
-// The one implementation of this arithmetic for Reconciliation and the rooms above it (Providers, Reporting);
-// Postgres, which does not depend on Reconciliation, keeps its own.
+// The calendar arithmetic itself is CivilTime's, shared with Postgres.
+import CivilTime
 
 /// Civil-date arithmetic on unix time: proleptic Gregorian calendar, UTC (Howard Hinnant's algorithms).
 public enum UnixTime {
@@ -35,35 +35,14 @@ public enum UnixTime {
 
     /// Days since 1970-01-01 of a date (days_from_civil); fields are not range-checked.
     public static func days(fromYear year: Int64, month: Int64, day: Int64) -> Int64 {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yearOfEra = y - era * 400
-        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        return era * 146_097 + dayOfEra - 719_468
+        CivilDate.days(fromYear: year, month: month, day: day)
     }
 
     /// The date `days` days after 1970-01-01 (civil_from_days).
-    public static func civil(fromDays days: Int64) -> (year: Int64, month: Int64, day: Int64) {
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let mp = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
-    }
+    public static func civil(fromDays days: Int64) -> (year: Int64, month: Int64, day: Int64) { CivilDate.civil(fromDays: days) }
 
     /// 28–31: the length of `month` (1–12) in `year`.
-    static func daysIn(month: Int, year: Int) -> Int {
-        switch month {
-        case 2: return (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
-        case 4, 6, 9, 11: return 30
-        default: return 31
-        }
-    }
+    static func daysIn(month: Int, year: Int) -> Int { Int(CivilDate.daysIn(month: Int64(month), year: Int64(year))) }
 
     private static func two(_ value: Int64) -> String { value < 10 ? "0\(value)" : "\(value)" }
 }
