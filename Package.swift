@@ -64,7 +64,9 @@ let package = Package(
         // Integration tests: a live PostgreSQL (DATABASE_URL), paysim and the built executables.
         .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
         // What every integration suite shares: blocking work off the cooperative pool, `eventually`.
-        .target(name: "PayreconTesting", dependencies: ["Observability"], path: "Tests/PayreconTesting"),
+        .target(name: "PayreconTesting", dependencies: ["Observability", "Receiver", "Store", "Reconciliation"], path: "Tests/PayreconTesting"),
+        // The receiver in-process over in-memory storage: no database.
+        .testTarget(name: "ReceiverTests", dependencies: ["Receiver", "Providers", "HTTP", "Reconciliation", "PayreconTesting"]),
         // The idle worker's transaction rate, read from pg_stat_database: a target of its own so that no other suite's
         // NOTIFY traffic reaches its LISTEN connection while it counts (scripts/test runs one target at a time).
         .testTarget(name: "IdleWorkerTests", dependencies: ["Worker", "Store", "Postgres", "Providers", "PayreconTesting"]),

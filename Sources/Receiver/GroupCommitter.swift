@@ -22,15 +22,15 @@ final class GroupCommitter: Sendable {
     }
 
     private let machine: Mutex<GroupCommitStateMachine<Item>>
-    private let pool: PostgresPool
+    private let storage: any ReceiverStorage
     private let queue = DispatchQueue(label: "payrecon.group-commit", attributes: .concurrent)
     private let batchSize = Metrics.shared.histogram("payrecon_commit_batch_size", help: "Deliveries and rejections per group commit.",
                                                      buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256])
     private let dropped = Metrics.shared.counter("payrecon_rejections_not_recorded_total",
                                                  help: "Rejected deliveries not recorded because the audit queue was full.")
 
-    init(pool: PostgresPool, maxBatch: Int = 256, maxInFlight: Int = 1, maxQueued: Int = 8192) {
-        self.pool = pool
+    init(storage: any ReceiverStorage, maxBatch: Int = 256, maxInFlight: Int = 1, maxQueued: Int = 8192) {
+        self.storage = storage
         self.machine = Mutex(GroupCommitStateMachine(maxBatch: maxBatch, maxInFlight: maxInFlight, maxQueued: maxQueued))
     }
 
@@ -78,11 +78,11 @@ final class GroupCommitter: Sendable {
         }
         batchSize.observe(seconds: Double(batch.count))
         do {
-            let stored = try pool.withConnection { conn in try DeliveryStore.commit(deliveries, rejections: rejections, on: conn) }
+            let stored = try storage.commit(deliveries, rejections: rejections)
             for (c, s) in zip(completions, stored) { c(.stored(s)) }
-        } catch let error as PostgresError where !error.isConnectionFailure && batch.count > 1 {
+        } catch where !storage.isUnavailable(error) && batch.count > 1 {
             // One bad item must not fail its neighbours: commit each alone, so only the culprit is refused.
-            Log.warning("group commit failed; retrying items one by one", ["error": error.description, "items": batch.count])
+            Log.warning("group commit failed; retrying items one by one", ["error": String(describing: error), "items": batch.count])
             for item in batch { flush([item]) }
         } catch {
             Log.error("could not store deliveries", ["error": String(describing: error), "deliveries": deliveries.count])

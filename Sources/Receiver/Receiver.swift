@@ -28,7 +28,7 @@ public final class Receiver: Sendable {
 
     private let configuration: Configuration
     private let endpoints: [String: any WebhookEndpoint]
-    private let pool: PostgresPool
+    private let storage: any ReceiverStorage
     private let committer: GroupCommitter
     private let server: Mutex<HTTPServer?> = Mutex(nil)
     private let metrics = ReceiverMetrics()
@@ -38,15 +38,19 @@ public final class Receiver: Sendable {
     private let requestCounter = Atomic<UInt64>(0)
 
     /// `endpoints`: one per provider that is configured; the others answer 503 `provider_not_configured`.
-    public init(configuration: Configuration, endpoints: [any WebhookEndpoint], pool: PostgresPool, logger: Logger = Logger()) {
+    public convenience init(configuration: Configuration, endpoints: [any WebhookEndpoint], pool: PostgresPool, logger: Logger = Logger()) {
+        self.init(configuration: configuration, endpoints: endpoints, storage: PostgresReceiverStorage(pool: pool), logger: logger)
+    }
+
+    /// The receiver over any storage (`PostgresReceiverStorage` in production; an in-memory one in tests).
+    public init(configuration: Configuration, endpoints: [any WebhookEndpoint], storage: any ReceiverStorage, logger: Logger = Logger()) {
         self.configuration = configuration
         self.logger = logger
         self.endpoints = Dictionary(uniqueKeysWithValues: endpoints.map { ($0.provider.rawValue, $0) })
-        self.pool = pool
-        self.committer = GroupCommitter(pool: pool)
-        let pool = pool
+        self.storage = storage
+        self.committer = GroupCommitter(storage: storage)
         Metrics.shared.addCollector {
-            guard let n = try? pool.withConnection({ try DeliveryStore.pendingCount(on: $0) }) else { return [] }
+            guard let n = storage.pendingCount() else { return [] }
             return [(name: "payrecon_deliveries_pending", help: "Stored deliveries waiting for the worker.", value: n)]
         }
     }
@@ -95,7 +99,7 @@ public final class Receiver: Sendable {
                 return responder.respond(HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")],
                                                       body: Array(Metrics.shared.render().utf8)))
             }
-            let ready = pool.healthy()
+            let ready = storage.isReady()
             return responder.respond(ready ? .json(200, #"{"status":"ready"}"#)
                                            : .error(503, "storage_unavailable", "the database is not reachable", headers: [("Retry-After", "5")]))
         default:

@@ -36,6 +36,7 @@ public struct Rejection: Sendable {
 public struct StoredDelivery: Sendable, Equatable {
     public var id: Int64
     public var inserted: Bool
+    public init(id: Int64, inserted: Bool) { self.id = id; self.inserted = inserted }
 }
 
 /// SQL for the durable inbox. Group commit: many deliveries (and rejections) in one transaction, sent as one

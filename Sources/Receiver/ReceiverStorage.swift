@@ -1,0 +1,34 @@
+import Foundation
+import Postgres
+import Store
+
+/// Where the receiver stores what it accepts and records what it rejects. PostgreSQL in production
+/// (`PostgresReceiverStorage`); a test can hand the receiver an in-memory store and run it in-process without a
+/// database.
+public protocol ReceiverStorage: Sendable {
+    /// Commits `deliveries` (a redelivery counted on the stored row) and `rejections` in one transaction; one
+    /// `StoredDelivery` per delivery, in order. Only after this returns may a delivery be answered 200.
+    func commit(_ deliveries: [NewDelivery], rejections: [Rejection]) throws -> [StoredDelivery]
+    /// Whether the store takes writes now (`/readyz`).
+    func isReady() -> Bool
+    /// Stored deliveries waiting for a worker (`/metrics`); nil when it cannot be read now.
+    func pendingCount() -> Int64?
+    /// Whether `error` means the store is unreachable: the batch is not retried item by item.
+    func isUnavailable(_ error: any Error) -> Bool
+}
+
+/// The receiver's storage in PostgreSQL (`DeliveryStore`).
+public struct PostgresReceiverStorage: ReceiverStorage {
+    let pool: PostgresPool
+    public init(pool: PostgresPool) { self.pool = pool }
+
+    public func commit(_ deliveries: [NewDelivery], rejections: [Rejection]) throws -> [StoredDelivery] {
+        try pool.withConnection { try DeliveryStore.commit(deliveries, rejections: rejections, on: $0) }
+    }
+    public func isReady() -> Bool { pool.healthy() }
+    public func pendingCount() -> Int64? { try? pool.withConnection { try DeliveryStore.pendingCount(on: $0) } }
+    public func isUnavailable(_ error: any Error) -> Bool {
+        guard let error = error as? PostgresError else { return true }
+        return error.isConnectionFailure
+    }
+}

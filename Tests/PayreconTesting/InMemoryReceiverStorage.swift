@@ -1,0 +1,48 @@
+import Foundation
+import Receiver
+import Reconciliation
+import Store
+import Synchronization
+
+/// The receiver's storage in memory, for in-process receiver tests without PostgreSQL: deliveries deduplicated by
+/// (provider, dedupe key) as `DeliveryStore` does, rejections kept, and a switch to make it unavailable.
+public final class InMemoryReceiverStorage: ReceiverStorage {
+    public struct Stored: Sendable {
+        public var id: Int64
+        public var delivery: NewDelivery
+        public var redeliveries: Int
+    }
+    private struct State {
+        var rows: [Stored] = []
+        var rejections: [Rejection] = []
+        var available = true
+    }
+    private let state = Mutex(State())
+    public struct Unavailable: Error, CustomStringConvertible { public var description: String { "storage unavailable (test)" } }
+
+    public init() {}
+
+    public var deliveries: [Stored] { state.withLock { $0.rows } }
+    public var rejections: [Rejection] { state.withLock { $0.rejections } }
+    public func setAvailable(_ available: Bool) { state.withLock { $0.available = available } }
+
+    public func commit(_ deliveries: [NewDelivery], rejections: [Rejection]) throws -> [StoredDelivery] {
+        try state.withLock { s in
+            guard s.available else { throw Unavailable() }
+            s.rejections += rejections
+            return deliveries.map { d in
+                if let i = s.rows.firstIndex(where: { $0.delivery.provider == d.provider && $0.delivery.dedupeKey == d.dedupeKey }) {
+                    s.rows[i].redeliveries += 1
+                    return StoredDelivery(id: s.rows[i].id, inserted: false)
+                }
+                let id = Int64(s.rows.count + 1)
+                s.rows.append(Stored(id: id, delivery: d, redeliveries: 0))
+                return StoredDelivery(id: id, inserted: true)
+            }
+        }
+    }
+
+    public func isReady() -> Bool { state.withLock { $0.available } }
+    public func pendingCount() -> Int64? { state.withLock { Int64($0.rows.count) } }
+    public func isUnavailable(_ error: any Error) -> Bool { error is Unavailable }
+}

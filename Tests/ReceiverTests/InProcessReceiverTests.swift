@@ -1,0 +1,62 @@
+import Foundation
+import HTTP
+import PayreconTesting
+import Providers
+import Receiver
+import Reconciliation
+import Testing
+
+/// The receiver in-process over in-memory storage (no PostgreSQL): routing, verification, answers and dedupe as a
+/// client sees them over real HTTP. The same promises against PostgreSQL are IntegrationTests' ReceiverTests.
+@Suite struct InProcessReceiverTests {
+    static let key = "in-process-key"
+
+    static func with(_ body: (String, InMemoryReceiverStorage) async throws -> Void) async throws {
+        let storage = InMemoryReceiverStorage()
+        let endpoint = VerifyingEndpoint(provider: .pxp, webhook: PXPProvider.Webhook(verifier: try PXPWebhookVerifier(key: key)))
+        let receiver = Receiver(configuration: .init(host: "127.0.0.1", port: 0, threads: 2), endpoints: [endpoint], storage: storage)
+        let port = try receiver.start()
+        do { try await body("http://127.0.0.1:\(port)", storage) } catch { await offload { receiver.shutdown() }; throw error }
+        await offload { receiver.shutdown() }
+    }
+
+    static func pxp(_ base: String, _ body: String, requestID: String, key: String = key) async throws -> HTTPClientResponse {
+        let ts = String(Int(Date().timeIntervalSince1970))
+        let headers = [("X-Request-Id", requestID), ("X-Signature-Timestamp", ts),
+                       ("X-Signature", PXPWebhookVerifier.signature(key: key, requestID: requestID, timestamp: ts, body: Array(body.utf8)))]
+        return try await HTTPClient().send(HTTPClientRequest(method: "POST", url: base + "/webhooks/pxp", headers: headers, body: Array(body.utf8)))
+    }
+
+    @Test func acceptedThenDuplicateThenForgedAndUnconfigured() async throws {
+        try await Self.with { base, storage in
+            let body = #"{"eventData":{"merchantTransactionId":"TX-1"}}"#
+            let first = try await Self.pxp(base, body, requestID: "r-1")
+            #expect(first.status == 200 && first.text == #"{"status":"accepted","event_id":1}"#)
+            let again = try await Self.pxp(base, body, requestID: "r-1")
+            #expect(again.status == 200 && again.text == #"{"status":"duplicate","event_id":1}"#)
+            #expect(storage.deliveries.count == 1 && storage.deliveries[0].redeliveries == 1)
+            #expect(storage.deliveries[0].delivery.body == Array(body.utf8))
+
+            let forged = try await Self.pxp(base, body, requestID: "r-2", key: "wrong")
+            #expect(forged.status == 401 && forged.text.contains("invalid_signature"))
+            let recorded = try await eventually(5) { storage.rejections.count == 1 }
+            #expect(recorded && storage.rejections.first?.reason == "invalid_signature")
+
+            let paypal = try await HTTPClient().send(HTTPClientRequest(method: "POST", url: base + "/webhooks/paypal", body: Array("{}".utf8)))
+            #expect(paypal.status == 503 && paypal.text.contains("set PAYPAL_WEBHOOK_ID"))
+        }
+    }
+
+    @Test func unavailableStorageIs503WithRetryAfterAndNotReady() async throws {
+        try await Self.with { base, storage in
+            storage.setAvailable(false)
+            let answer = try await Self.pxp(base, #"{"a":1}"#, requestID: "r-3")
+            #expect(answer.status == 503 && answer.text.contains("storage_unavailable"))
+            #expect(answer.headers.first { $0.0.lowercased() == "retry-after" } != nil)
+            let ready = try await HTTPClient().send(HTTPClientRequest(method: "GET", url: base + "/readyz"))
+            #expect(ready.status == 503)
+            storage.setAvailable(true)
+            #expect(try await Self.pxp(base, #"{"a":1}"#, requestID: "r-3").status == 200)
+        }
+    }
+}
