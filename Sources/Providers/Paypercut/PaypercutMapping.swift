@@ -1,0 +1,90 @@
+import Reconciliation
+
+/// Paypercut payment intent (+ its latest payment) → `Snapshot`, per contract §6.
+///
+/// Intent from `capture_method` (manual → authorisation, automatic → purchase). Currency `currency.iso` (upper-cased;
+/// its `scale` must equal the currency table's exponent, else the check fails naming both); amounts are already
+/// minor units. A = `amount_capturable` + `amount_received`; C = the payment's `amount_captured`, else
+/// `amount_received`; R = the payment's `amount_refunded`, else 0. State: requires_capture → authorised; succeeded
+/// → refunded (R ≥ C > 0), partially_refunded (R > 0), else captured; requires_action → action_required;
+/// requires_confirmation, processing, and requires_payment_method with no failed payment → pending;
+/// requires_payment_method whose latest payment failed → failed; canceled → voided when C = 0 (with money captured,
+/// by R against C as for succeeded). Creation time `created`, ISO 8601 or unix seconds. The merchant is the
+/// account the intent was fetched under (`Paypercut-Account`), since the answer does not name it.
+public enum PaypercutMapping {
+    static let reader = AnswerReader(provider: "paypercut")
+
+    public static func snapshot(intent p: JSONValue, payment: JSONValue?, account: String?) throws(ProviderMappingError) -> Snapshot {
+        let r = reader
+        guard p.objectMembers != nil else { throw r.fail("(answer)", p, "expected a JSON object") }
+        let id = try r.string(p["id"], "id")
+        let method = try r.string(p["capture_method"], "capture_method")
+        let intent: Intent
+        switch method.lowercased() {
+        case "manual": intent = .authorisation
+        case "automatic", "automatic_async": intent = .purchase
+        default: throw r.fail("capture_method", p["capture_method"], "expected manual or automatic")
+        }
+
+        let iso = try r.string(p["currency"]?["iso"], "currency.iso").uppercased()
+        guard let currency = Currency(code: iso) else { throw r.fail("currency.iso", p["currency"]?["iso"], "unknown currency") }
+        if let scaleValue = p["currency"]?["scale"], !scaleValue.isNull {
+            guard let scale = scaleValue.numberLiteral.flatMap({ Int64($0) }) else { throw r.fail("currency.scale", scaleValue, "expected an integer") }
+            guard scale == Int64(currency.exponent) else {
+                throw r.fail("currency.scale", scaleValue, "Paypercut's scale \(scale) differs from \(currency.code)'s exponent \(currency.exponent)")
+            }
+        }
+
+        let value = try r.amount(p["amount"], "amount", exponent: 0)
+        let capturable = try optionalAmount(p["amount_capturable"], "amount_capturable")
+        let received = try optionalAmount(p["amount_received"], "amount_received")
+        let (authorised, overflow) = capturable.addingReportingOverflow(received)
+        guard !overflow else { throw r.fail("amount_capturable", p["amount_capturable"], "A overflows") }
+
+        var captured = received, refunded: Int64 = 0
+        var paymentFailed = false
+        if let payment, !payment.isNull {
+            if let c = payment["amount_captured"], !c.isNull { captured = try r.amount(c, "payment.amount_captured", exponent: 0) }
+            if let rf = payment["amount_refunded"], !rf.isNull { refunded = try r.amount(rf, "payment.amount_refunded", exponent: 0) }
+            paymentFailed = try r.optionalString(payment["status"], "payment.status")?.lowercased() == "failed"
+        }
+
+        let status = try r.string(p["status"], "status")
+        let state: TransactionState
+        func byMoney() -> TransactionState {
+            if captured > 0 && refunded >= captured { return .refunded }
+            if refunded > 0 { return .partiallyRefunded }
+            return .captured
+        }
+        switch status.lowercased() {
+        case "requires_capture": state = .authorised
+        case "succeeded": state = byMoney()
+        case "requires_action": state = .actionRequired
+        case "requires_confirmation", "processing": state = .pending
+        case "requires_payment_method": state = paymentFailed ? .failed : .pending
+        case "canceled", "cancelled": state = captured == 0 ? .voided : byMoney()
+        default: throw r.fail("status", p["status"], "unknown payment intent status")
+        }
+
+        return Snapshot(provider: .paypercut, transactionRef: id, merchant: account, site: nil, intent: intent, currency: currency,
+                        value: value, authorised: authorised,
+                        captured: captured, refunded: refunded, state: state, rawState: status,
+                        createdAt: try created(p["created"]),
+                        capabilities: PaypercutProvider.capabilities(paymentIntentID: id, rawState: status))
+    }
+
+    static func optionalAmount(_ v: JSONValue?, _ field: String) throws(ProviderMappingError) -> Int64 {
+        guard let v, !v.isNull else { return 0 }
+        return try reader.amount(v, field, exponent: 0)
+    }
+
+    /// `created`: ISO 8601 text or unix seconds.
+    static func created(_ v: JSONValue?) throws(ProviderMappingError) -> Int64? {
+        guard let v, !v.isNull else { return nil }
+        if let literal = v.numberLiteral {
+            guard let seconds = Int64(literal) else { throw reader.fail("created", v, "expected unix seconds or an ISO 8601 date-time") }
+            return seconds
+        }
+        return try reader.timestamp(v, "created")
+    }
+}
