@@ -15,6 +15,24 @@ import Worker
         Dictionary(uniqueKeysWithValues: try h.actions().filter { $0.status == .pending }.map { ($0.idempotencyKey, $0.amount.minorUnits) })
     }
 
+    /// A PayPal order authorised for 20.00, its merchant order fulfilled for 20.00, checked: capture:2000 pending.
+    static func plannedPayPalCapture(_ h: WorkerHarness) async throws -> Order {
+        try await h.seedPayPal(#"{"id":"PP-1","intent":"AUTHORIZE","currency":"USD","amount":"20.00","authorizations":[{"id":"AUTH-1"}]}"#)
+        let order = WorkerHarness.order(.paypal, "P1", ref: "PP-1", amount: 2000, currency: "USD", merchant: nil)
+        try h.insert(order)
+        _ = await h.checker.check(order)
+        return order
+    }
+
+    /// The same at PXP (merchant M1, site S1, GBP): capture:2000 pending.
+    static func plannedPXPCapture(_ h: WorkerHarness) async throws -> Order {
+        try await h.seedPXP("TX", value: "20.00")
+        let order = WorkerHarness.order(.pxp, "O", ref: "TX", amount: 2000)
+        try h.insert(order)
+        _ = await h.checker.check(order)
+        return order
+    }
+
     static func status(_ h: WorkerHarness, _ key: String) throws -> ActionStatus? {
         try h.actions().first { $0.idempotencyKey == key }?.status
     }
@@ -85,10 +103,7 @@ import Worker
     /// send 17.00 (PayPal accepts up to 115% of an authorization, so 20.00 would over-capture).
     @Test func aCaptureAfterAPartialCaptureElsewhereSendsTheRest() async throws {
         try await WorkerHarness.with { h in
-            try await h.seedPayPal(#"{"id":"PP-1","intent":"AUTHORIZE","currency":"USD","amount":"20.00","authorizations":[{"id":"AUTH-1"}]}"#)
-            let order = WorkerHarness.order(.paypal, "P1", ref: "PP-1", amount: 2000, currency: "USD", merchant: nil)
-            try h.insert(order)
-            _ = await h.checker.check(order)
+            _ = try await Self.plannedPayPalCapture(h)
             #expect(try Self.pending(h) == ["paypal:P1:capture:2000": 2000])
             let other = await Self.elsewhere(h).captureAuthorization("AUTH-1", amount: Money(minorUnits: 300, currency: Currency(code: "USD")!),
                                                                      final: false, requestID: "portal-capture-1")
@@ -125,10 +140,7 @@ import Worker
     /// is renewed while the call is in flight, so a second executor never takes the action.
     @Test func twoExecutorsRacingOnOneActionCallTheProviderOnce() async throws {
         try await WorkerHarness.with { h in
-            try await h.seedPayPal(#"{"id":"PP-1","intent":"AUTHORIZE","currency":"USD","amount":"20.00","authorizations":[{"id":"AUTH-1"}]}"#)
-            let order = WorkerHarness.order(.paypal, "P1", ref: "PP-1", amount: 2000, currency: "USD", merchant: nil)
-            try h.insert(order)
-            _ = await h.checker.check(order)
+            _ = try await Self.plannedPayPalCapture(h)
             let a = ActionExecutor(pool: h.pool, gateway: h.gateway, checker: h.checker, leaseSeconds: 1)
             let b = ActionExecutor(pool: h.pool, gateway: h.gateway, checker: h.checker, leaseSeconds: 1)
             try await h.faults(#"{"latency_ms":3000}"#)   // the re-fetch and the call each outlast a 1 s lease
@@ -190,13 +202,10 @@ import Worker
     /// merchantTransactionId, and possibly arriving before the answer) finds the order instead of unknown_order.
     @Test func aPXPModificationsWebhookFindsItsOrder() async throws {
         try await WorkerHarness.with { h in
-            try await h.seedPXP("TX", value: "20.00")
-            let order = WorkerHarness.order(.pxp, "O", ref: "TX", amount: 2000)
-            try h.insert(order)
-            _ = await h.checker.check(order)
+            _ = try await Self.plannedPXPCapture(h)
             #expect(await h.executor.executePending().succeeded == 1)
             let mtid = PXPClient.merchantTransactionId(forIdempotencyKey: "pxp:O:capture:2000")
-            try h.store(.pxp, json: pxpEvent(mtid))
+            _ = try h.store(.pxp, json: pxpEvent(mtid))
             #expect(await h.runOnce().done == 1)
             let found = try h.discrepancies()
             #expect(found.filter { $0.kind == "unknown_order" }.isEmpty, "\(found)")
@@ -254,10 +263,7 @@ import Worker
     /// At most one pending action of a kind per order and transaction, whatever writes the table.
     @Test func theDatabaseRefusesASecondPendingActionOfAKind() async throws {
         try await WorkerHarness.with { h in
-            try await h.seedPXP("TX", value: "20.00")
-            let order = WorkerHarness.order(.pxp, "O", ref: "TX", amount: 2000)
-            try h.insert(order)
-            _ = await h.checker.check(order)
+            _ = try await Self.plannedPXPCapture(h)
             do {
                 try h.execute("""
                     INSERT INTO actions (provider, order_id, action, amount_minor, currency, target_minor, provider_target, idempotency_key)
