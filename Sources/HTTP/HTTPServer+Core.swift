@@ -104,12 +104,14 @@ final class ServerCore: @unchecked Sendable {
             contexts.withLock { $0[ObjectIdentifier(context)] = context }
             slot.pointee = Unmanaged.passRetained(context).toOpaque()  // released in requestCompleted
             if let length = contentLength(connection) {
-                if length > configuration.maxBodyBytes {
-                    // Too large by declaration: answer before reading any of it (MHD then closes).
+                if length > discardLimit {
+                    // Far too large by declaration: answer before reading any of it (MHD then closes).
                     context.bodyTooLarge = true
                     return dispatch(context, inUpload: false)
                 }
-                context.body.reserveCapacity(length)
+                // Over the limit but within what we read and drop: read it (keeping a prefix), then answer 413,
+                // so a sender that does not wait for 100-continue reads the answer instead of a broken pipe.
+                context.body.reserveCapacity(min(length, configuration.maxBodyBytes))
             }
             return MHD_Result.YES
         }

@@ -67,6 +67,20 @@ struct HTTPServerTests {
         await server.shutdown(drainTimeout: 1)
     }
 
+    /// A sender that does not wait for 100-continue sends the whole over-limit body: it must read a 413, not a broken
+    /// pipe (the server reads and drops the rest, within its discard bound, before answering).
+    @Test func manySendersOfOverLimitBodiesAllRead413() async throws {
+        try await withServer(.test(maxBodyBytes: 64 * 1024), handler: { _, responder in
+            responder.respond(.error(status: 413, code: "body_too_large", message: "too large"))
+        }) { _, base in
+            let body = Array(repeating: UInt8(ascii: "x"), count: 120_000)
+            try await withThrowingTaskGroup(of: Int.self) { group in
+                for i in 0..<24 { group.addTask { try await client.send(.init(method: "POST", url: base + "/big\(i)", body: body)).status } }
+                for try await status in group { #expect(status == 413) }
+            }
+        }
+    }
+
     @Test(arguments: [false, true])
     func bodyOverLimitByContentLengthGets413(respondLater: Bool) async throws {
         let seen = Shared<(tooLarge: Bool, bodyCount: Int)?>(nil)
