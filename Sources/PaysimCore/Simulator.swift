@@ -32,6 +32,7 @@ struct SimState {
     var config: SimConfig
     var pxp = PXPBook()
     var paypal = PayPalBook()
+    var paypercut = PaypercutBook()
     var faults: FaultInjector
     var ids: SplitMix64
     /// PayPal access token → expiry (unix seconds).
@@ -174,6 +175,7 @@ public final class Simulator: Sendable {
 
     static func idempotencyKey(_ route: Route, _ request: SimRequest) -> String? {
         if route.provider == "paypal" { return request.header("paypal-request-id") }
+        if route.provider == "paypercut" { return request.header("idempotency-key") }
         return (try? JSONValue.parse(request.body))?["merchantTransactionId"]?.stringValue
     }
 
@@ -202,6 +204,46 @@ public final class Simulator: Sendable {
         case .paypalToken:
             try expect("POST")
             return try paypalToken(r)
+        case .paypercutIntent(let id):
+            try expect("GET"); try checkPaypercutAuth(r)
+            return try state.withLock { s throws(SimError) in
+                .json(200, s.paypercut.intentJSON(try s.paypercut.intent(id, account: r.header("paypercut-account"))))
+            }
+        case .paypercutPayment(let id):
+            try expect("GET"); try checkPaypercutAuth(r)
+            return try state.withLock { s throws(SimError) in
+                guard let p = s.paypercut.payments[id] else {
+                    throw PaypercutBook.error(404, "invalid_request_error", "resource_missing", "No such payment: '\(id)'")
+                }
+                return .json(200, s.paypercut.paymentJSON(p))
+            }
+        case .paypercutIntentCapture(let id):
+            try expect("POST"); try checkPaypercutAuth(r)
+            return paypercutAction(route, r) { s, body throws(SimError) in
+                let amount = body?["amount_to_capture"]?.integerValue
+                let final = body?["final_capture"]?.boolValue ?? false
+                let i = try s.paypercut.capture(id, account: r.header("paypercut-account"), amount: amount, final: final)
+                return (.json(200, s.paypercut.intentJSON(i)), i.id)
+            }
+        case .paypercutIntentCancel(let id):
+            try expect("POST"); try checkPaypercutAuth(r)
+            return paypercutAction(route, r) { s, _ throws(SimError) in
+                let i = try s.paypercut.cancel(id, account: r.header("paypercut-account"))
+                return (.json(200, s.paypercut.intentJSON(i)), i.id)
+            }
+        case .paypercutRefunds:
+            try expect("POST"); try checkPaypercutAuth(r)
+            return paypercutAction(route, r) { s, body throws(SimError) in
+                guard let intent = body?["payment_intent"]?.stringValue else {
+                    throw PaypercutBook.error(400, "invalid_request_error", "parameter_missing", "payment_intent is required.")
+                }
+                let refundID = "re_" + s.paypalID().lowercased()
+                let refund = try s.paypercut.refund(intentID: intent, account: r.header("paypercut-account"),
+                                                    amount: body?["amount"]?.integerValue, refundID: refundID)
+                return (.json(200, refund), refundID)
+            }
+        case .adminPaypercutIntents:
+            try expect("POST"); return try adminPutPaypercut(r.body)
         case .paypalOrder(let id):
             try expect("GET"); try checkBearer(r)
             return try state.withLock { s throws(SimError) in
@@ -500,6 +542,98 @@ public final class Simulator: Sendable {
     }
 }
 
+// MARK: - Paypercut
+
+extension Simulator {
+    /// `Authorization: Bearer <secret key>`; else Paypercut's 401.
+    func checkPaypercutAuth(_ r: SimRequest) throws(SimError) {
+        let key = state.withLock { $0.config.paypercutSecretKey }
+        guard let header = r.header("authorization"), header == "Bearer " + key else {
+            throw PaypercutBook.error(401, "authentication_error", "invalid_api_key", "Invalid API key provided.")
+        }
+    }
+
+    /// Runs a Paypercut action once per Idempotency-Key: the same key again gets the first answer and changes
+    /// nothing; the same key on another path is `409 idempotency_error`.
+    func paypercutAction(_ route: Route, _ r: SimRequest,
+                         _ apply: (inout SimState, JSONValue?) throws(SimError) -> (SimResponse, String)) -> SimResponse {
+        let key = r.header("idempotency-key").flatMap { $0.isEmpty ? nil : $0 }
+        let body = r.body.isEmpty ? nil : try? JSONValue.parse(r.body)
+        let now = nowString
+        return state.withLock { s in
+            if let key, let seen = s.paypercut.idempotency[key] {
+                guard seen.path == r.path else {
+                    let e = PaypercutBook.error(409, "idempotency_error", "idempotency_key_in_use",
+                                                "Keys for idempotent requests can only be used with the same parameters they were first used with.")
+                    s.record(SimLogEntry(time: now, provider: "paypercut", method: r.method, path: r.path, idempotencyKey: key,
+                                         requestID: key, status: 409, result: e.code, resourceID: nil))
+                    return e.response
+                }
+                s.record(SimLogEntry(time: now, provider: "paypercut", method: r.method, path: r.path, idempotencyKey: key,
+                                     requestID: key, status: seen.response.status, result: "replayed", resourceID: nil))
+                return seen.response
+            }
+            let response: SimResponse, result: String
+            var resourceID: String?
+            do throws(SimError) {
+                let (answer, id) = try apply(&s, body)
+                response = answer; result = "applied"; resourceID = id
+            } catch {
+                response = error.response; result = error.code
+            }
+            if let key { s.paypercut.idempotency[key] = (r.path, response) }
+            s.record(SimLogEntry(time: now, provider: "paypercut", method: r.method, path: r.path, idempotencyKey: key,
+                                 requestID: key, status: response.status, result: result, resourceID: resourceID))
+            return response
+        }
+    }
+
+    /// `POST /admin/paypercut/intents`: one intent or an array of them: `{id, account?, amount, currency, capture_method,
+    /// status, amount_capturable?, amount_received?, created?, payment?: {id?, status, amount_captured, amount_refunded?,
+    /// payment_method?}}`, amounts in minor units.
+    func adminPutPaypercut(_ bytes: [UInt8]) throws(SimError) -> SimResponse {
+        guard let json = try? JSONValue.parse(bytes) else { throw SimError.admin(400, "malformed_body", "expected JSON") }
+        let items = json.arrayValue ?? [json]
+        var parsed: [(PaypercutIntent, PaypercutPayment?)] = []
+        for (n, item) in items.enumerated() {
+            func need(_ key: String) throws(SimError) -> JSONValue {
+                guard let v = item[key], !v.isNull else { throw SimError.admin(400, "invalid_field", "intent \(n): \(key) is required") }
+                return v
+            }
+            guard let id = try need("id").stringValue, let code = try need("currency").stringValue, let currency = Currency(code: code.uppercased()),
+                  let amount = try need("amount").integerValue, let status = try need("status").stringValue else {
+                throw SimError.admin(400, "invalid_field", "intent \(n): id, currency (ISO code), amount (minor units) and status are required")
+            }
+            let method = item["capture_method"]?.stringValue ?? "manual"
+            let received = item["amount_received"]?.integerValue ?? (status == "succeeded" ? amount : 0)
+            let capturable = item["amount_capturable"]?.integerValue ?? (status == "requires_capture" ? amount : 0)
+            var payment: PaypercutPayment?
+            if let p = item["payment"], !p.isNull {
+                payment = PaypercutPayment(id: p["id"]?.stringValue ?? "pay_" + id, intentID: id,
+                                           status: p["status"]?.stringValue ?? "succeeded",
+                                           amountCaptured: p["amount_captured"]?.integerValue ?? received,
+                                           amountRefunded: p["amount_refunded"]?.integerValue ?? 0,
+                                           paymentMethod: p["payment_method"]?.stringValue ?? "card")
+            } else if status != "requires_payment_method" || received > 0 {
+                payment = PaypercutPayment(id: "pay_" + id, intentID: id, status: status == "requires_capture" || status == "succeeded" ? "succeeded" : "pending",
+                                           amountCaptured: received, amountRefunded: 0, paymentMethod: "card")
+            }
+            let intent = PaypercutIntent(id: id, account: item["account"]?.stringValue, amount: amount, currency: currency,
+                                         captureMethod: method, status: status, amountCapturable: capturable, amountReceived: received,
+                                         created: item["created"]?.integerValue ?? Int64(clock().timeIntervalSince1970),
+                                         paymentID: payment?.id)
+            parsed.append((intent, payment))
+        }
+        state.withLock { s in
+            for (i, p) in parsed {
+                s.paypercut.intents[i.id] = i
+                if let p { s.paypercut.payments[p.id] = p }
+            }
+        }
+        return .json(201, .object(["created": .integer(parsed.count)]))
+    }
+}
+
 // MARK: - Routing
 
 enum Route: Equatable {
@@ -515,6 +649,12 @@ enum Route: Equatable {
     case paypalCaptureRefund(String)
     case paypalRefund(String)
     case paypalCert(String)
+    case paypercutIntent(String)
+    case paypercutIntentCapture(String)
+    case paypercutIntentCancel(String)
+    case paypercutPayment(String)
+    case paypercutRefunds
+    case adminPaypercutIntents
     case adminPXPTransactions, adminPayPalOrders, adminSeed, adminLog, adminFaults, adminReset, adminStats
     case adminRootPEM, adminWebhooksSend
     case notFound(provider: String?)
@@ -538,9 +678,15 @@ enum Route: Equatable {
         case "v1":
             if s.count == 3, s[1] == "oauth2", s[2] == "token" { self = .paypalToken }
             else if s.count == 4, s[1] == "notifications", s[2] == "certs" { self = .paypalCert(s[3]) }
+            else if s.count == 3, s[1] == "payment_intents" { self = .paypercutIntent(s[2]) }
+            else if s.count == 4, s[1] == "payment_intents", s[3] == "capture" { self = .paypercutIntentCapture(s[2]) }
+            else if s.count == 4, s[1] == "payment_intents", s[3] == "cancel" { self = .paypercutIntentCancel(s[2]) }
+            else if s.count == 2, s[1] == "refunds" { self = .paypercutRefunds }
+            else if s.count >= 2, ["payment_intents", "refunds"].contains(s[1]) { self = .notFound(provider: "paypercut") }
             else { self = .notFound(provider: "paypal") }
         case "v2":
             if s.count == 4, s[1] == "checkout", s[2] == "orders" { self = .paypalOrder(s[3]) }
+            else if s.count == 3, s[1] == "payments" { self = .paypercutPayment(s[2]) }
             else if s.count >= 4, s[1] == "payments" {
                 switch (s[2], s.count, s.count == 5 ? s[4] : "") {
                 case ("authorizations", 4, _): self = .paypalAuthorization(s[3])
@@ -556,6 +702,7 @@ enum Route: Equatable {
             switch s.dropFirst().joined(separator: "/") {
             case "pxp/transactions": self = .adminPXPTransactions
             case "paypal/orders": self = .adminPayPalOrders
+            case "paypercut/intents": self = .adminPaypercutIntents
             case "seed": self = .adminSeed
             case "log": self = .adminLog
             case "faults": self = .adminFaults
@@ -574,6 +721,7 @@ enum Route: Equatable {
         case .pxpTransaction, .pxpModifications: return "pxp"
         case .paypalToken, .paypalOrder, .paypalAuthorization, .paypalAuthorizationCapture, .paypalAuthorizationVoid,
              .paypalCapture, .paypalCaptureRefund, .paypalRefund, .paypalCert: return "paypal"
+        case .paypercutIntent, .paypercutIntentCapture, .paypercutIntentCancel, .paypercutPayment, .paypercutRefunds: return "paypercut"
         case .notFound(let p): return p
         default: return nil
         }
@@ -591,7 +739,8 @@ enum Route: Equatable {
     /// Modification/action calls (logged in /admin/log).
     var isAction: Bool {
         switch self {
-        case .pxpModifications, .paypalAuthorizationCapture, .paypalAuthorizationVoid, .paypalCaptureRefund: return true
+        case .pxpModifications, .paypalAuthorizationCapture, .paypalAuthorizationVoid, .paypalCaptureRefund,
+             .paypercutIntentCapture, .paypercutIntentCancel, .paypercutRefunds: return true
         default: return false
         }
     }
@@ -611,6 +760,12 @@ enum Route: Equatable {
         case .paypalCaptureRefund: return "paypal.refund"
         case .paypalRefund: return "paypal.get_refund"
         case .paypalCert: return "paypal.cert"
+        case .paypercutIntent: return "paypercut.get_payment_intent"
+        case .paypercutIntentCapture: return "paypercut.capture"
+        case .paypercutIntentCancel: return "paypercut.cancel"
+        case .paypercutPayment: return "paypercut.get_payment"
+        case .paypercutRefunds: return "paypercut.refund"
+        case .adminPaypercutIntents: return "admin.paypercut_intents"
         case .adminPXPTransactions: return "admin.pxp_transactions"
         case .adminPayPalOrders: return "admin.paypal_orders"
         case .adminSeed: return "admin.seed"

@@ -2,16 +2,16 @@ import Foundation
 import Observability
 import Reconciliation
 
-/// Paypercut behind the provider seam. Its webhooks are verified and stored; its API client is not built yet, so
-/// its deliveries are kept (done) and its orders cannot be re-fetched (issue: "Paypercut, the third provider").
+/// Paypercut behind the provider seam: HMAC-signed webhooks, payment intents re-fetched from its API (with the
+/// latest payment), and capture / cancel / refund with Idempotency-Key.
 public enum PaypercutProvider {
     public static let definition = ProviderDefinition(
         provider: .paypercut,
         traits: ProviderTraits(),
         webhookSecretVariable: "PAYPERCUT_WEBHOOK_SECRET",
-        apiVariables: "PAYPERCUT_SECRET_KEY (Paypercut reconciliation is not available yet)",
+        apiVariables: "PAYPERCUT_SECRET_KEY",
         webhook: { env throws(ConfigurationError) in try webhook(env) },
-        api: { _, _ in API() })
+        api: { env, transport throws(ConfigurationError) in try API(environment: env, transport: transport) })
 
     static func webhook(_ env: Environment) throws(ConfigurationError) -> (any ProviderWebhook)? {
         guard let secret = try env.secret("PAYPERCUT_WEBHOOK_SECRET") else { return nil }
@@ -41,22 +41,63 @@ public enum PaypercutProvider {
     }
 
     public struct API: ProviderAPI {
-        public init() {}
-        public var isConfigured: Bool { false }
+        public let client: PaypercutClient?
+
+        public init(client: PaypercutClient?) { self.client = client }
+
+        init(environment env: Environment, transport: any ProviderTransport) throws(ConfigurationError) {
+            guard let key = try env.secret("PAYPERCUT_SECRET_KEY") else { self.init(client: nil); return }
+            self.init(client: PaypercutClient(configuration: PaypercutConfiguration(
+                baseURL: env["PAYPERCUT_API_BASE_URL"] ?? PaypercutConfiguration.defaultBaseURL, secretKey: key), transport: transport))
+        }
+
+        public var isConfigured: Bool { client != nil }
         static let notConfigured = "no paypercut API client: set \(definition.apiVariables)"
 
+        /// The event names its payment intent by `data.object.id` (a payment intent, or a `payment_intent.*` event)
+        /// or `data.object.payment_intent`; `account.*` and other events naming none name nothing to reconcile.
         public func references(in event: StoredEvent) async -> ProviderOutcome<[EventReference]> {
-            // Kept (done) for when the client exists.
-            Log.info("paypercut delivery stored; reconciliation for paypercut is not available yet", ["delivery_id": event.id])
-            return .found([])
+            let parsed: PaypercutEvent
+            do { parsed = try PaypercutEvent.parse(body: event.body) }
+            catch { return .permanent(status: 0, body: "stored body no longer parses: \(error)") }
+            guard let intent = parsed.paymentIntentID else { return .found([]) }
+            return .found([EventReference(transactionRef: intent, merchant: parsed.account)])
         }
 
-        public func snapshot(of transaction: TransactionQuery) async -> ProviderOutcome<Snapshot> {
-            .permanent(status: 0, body: Self.notConfigured)
+        public func snapshot(of q: TransactionQuery) async -> ProviderOutcome<Snapshot> {
+            guard let client else { return .permanent(status: 0, body: Self.notConfigured) }
+            let account = q.merchant.flatMap { $0.isEmpty ? nil : $0 }
+            let intent: JSONValue
+            switch await client.paymentIntent(q.transactionRef, account: account) {
+            case .found(let i): intent = i
+            case let other: return other.failure(as: Snapshot.self)!
+            }
+            var payment: JSONValue?
+            if let id = intent["latest_payment"]?.stringValue, !id.isEmpty {
+                switch await client.payment(id, account: account) {
+                case .found(let p): payment = p
+                case .notFound: return .permanent(status: 404, body: "the latest payment \(id) of \(q.transactionRef) is not found")
+                case let other: return other.failure(as: Snapshot.self)!
+                }
+            }
+            return ProviderOutcome<JSONValue>.found(intent).mapped { try PaypercutMapping.snapshot(intent: $0, payment: payment, account: account) }
         }
 
+        /// Capture (final when it brings C to the order amount), cancel, refund; the key as Idempotency-Key (its
+        /// SHA-256 when longer than Paypercut takes). A 409 is permanent; the executor's next check re-fetches.
         public func execute(_ call: ActionCall) async -> ActionCallResult {
-            ActionCallResult(.permanent(status: 0, body: "Paypercut actions are not available yet"))
+            guard let client else { return ActionCallResult(.permanent(status: 0, body: Self.notConfigured)) }
+            let target = call.providerTarget ?? call.order.transactionRef
+            let key = call.idempotencyKey(limit: PaypercutClient.idempotencyKeyLimit)
+            let account = call.order.merchant.flatMap { $0.isEmpty ? nil : $0 }
+            let result: ProviderOutcome<JSONValue>
+            switch call.kind {
+            case .capture: result = await client.capture(target, amount: call.amount.minorUnits, final: call.isFinal, key: key, account: account)
+            case .void: result = await client.cancel(target, key: key, account: account)
+            case .refund: result = await client.refund(paymentIntent: target, amount: call.amount.minorUnits, key: key, account: account)
+            case .increment: return ActionCallResult(.permanent(status: 0, body: "Paypercut has no incremental authorisation"))
+            }
+            return ActionCallResult(result.map { $0["id"]?.stringValue ?? target })
         }
     }
 }

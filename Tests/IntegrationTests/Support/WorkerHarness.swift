@@ -50,7 +50,11 @@ final class WorkerHarness: @unchecked Sendable {
         let paypal = PayPalClient(configuration: PayPalConfiguration(baseURL: paysimURL, clientID: config.paypalClientID,
                                                                      secret: config.paypalSecret, timeoutSeconds: 10),
                                   transport: transport, retry: retry)
-        gateway = ProviderGateway(ConfiguredProviders(apis: [.pxp: PXPProvider.API(client: pxp), .paypal: PayPalProvider.API(client: paypal)]))
+        let paypercut = PaypercutClient(configuration: PaypercutConfiguration(baseURL: paysimURL, secretKey: config.paypercutSecretKey,
+                                                                              timeoutSeconds: 10),
+                                        transport: transport, retry: retry)
+        gateway = ProviderGateway(ConfiguredProviders(apis: [.pxp: PXPProvider.API(client: pxp), .paypal: PayPalProvider.API(client: paypal),
+                                                             .paypercut: PaypercutProvider.API(client: paypercut)]))
         checker = OrderChecker(pool: pool, gateway: gateway, pendingMaxSeconds: pendingMaxSeconds)
         processor = DeliveryProcessor(pool: pool, checker: checker)
         executor = ActionExecutor(pool: pool, gateway: gateway, checker: checker, logger: log.logger)
