@@ -146,17 +146,22 @@ public final class Simulator: Sendable {
             return nil
         case .serverError:
             result = "fault_500"
-            response = route.provider == "paypal"
+            response = route.provider == "paypercut"
+                ? PaypercutBook.error(500, "api_error", "internal_error", "injected fault").response
+                : route.provider == "paypal"
                 ? .json(500, .object(["name": "INTERNAL_SERVER_ERROR", "message": "An internal server error occurred.",
                                    "debug_id": "paysim-fault"]))
                 : .json(500, .object(["errorCode": "InternalError", "errorReason": "injected fault"]))
         case .tooManyRequests(let retryAfter):
             result = "fault_429"
-            response = route.provider == "paypal"
+            // retry_after 0: no Retry-After header at all (a 429 that must still back off).
+            let retryHeader = retryAfter > 0 ? [("Retry-After", String(retryAfter))] : []
+            response = route.provider == "paypercut"
+                ? .json(429, PaypercutBook.error(429, "rate_limit_error", "rate_limit", "Too many requests.").body, headers: retryHeader)
+                : route.provider == "paypal"
                 ? .json(429, .object(["name": "RATE_LIMIT_REACHED", "message": "Too many requests. Blocked due to rate limiting.",
-                                   "debug_id": "paysim-fault"]), headers: [("Retry-After", String(retryAfter))])
-                : .json(429, .object(["errorCode": "TooManyRequests", "errorReason": "injected fault"]),
-                        headers: [("Retry-After", String(retryAfter))])
+                                   "debug_id": "paysim-fault"]), headers: retryHeader)
+                : .json(429, .object(["errorCode": "TooManyRequests", "errorReason": "injected fault"]), headers: retryHeader)
         case .drop, .dropAfterApply:
             result = "dropped"
             response = SimResponse(status: 503, headers: [("Connection", "close")], body: [], drop: true)

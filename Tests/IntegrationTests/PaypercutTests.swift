@@ -1,4 +1,6 @@
 import Foundation
+import HTTP
+import PaysimCore
 import PayreconTesting
 import Providers
 import Reconciliation
@@ -60,6 +62,68 @@ import Worker
             try h.insert(order)
             _ = await h.checker.check(order)
             #expect(try h.openKinds(order: "PC-1") == ["missing_at_provider"])
+        }
+    }
+}
+
+/// The Paypercut client over real HTTP against paysim: answers, errors and what it sends.
+@Suite struct PaypercutClientTests {
+    static func client(_ h: WorkerHarness, key: String = SimConfig().paypercutSecretKey) -> PaypercutClient {
+        PaypercutClient(configuration: PaypercutConfiguration(baseURL: h.paysimURL, secretKey: key, timeoutSeconds: 10),
+                        transport: HTTPClientTransport(client: h.http), retry: .none)
+    }
+
+    static let seed = #"{"id":"pi_c","account":"acct_1","amount":3000,"currency":"EUR","capture_method":"manual","status":"requires_capture"}"#
+
+    @Test func foundNotFoundAndTheWrongAccount() async throws {
+        try await WorkerHarness.with { h in
+            try await h.admin("/admin/paypercut/intents", Self.seed)
+            let c = Self.client(h)
+            #expect(await c.paymentIntent("pi_c", account: "acct_1").value?["status"]?.stringValue == "requires_capture")
+            #expect(await c.paymentIntent("pi_nope", account: "acct_1") == .notFound)
+            #expect(await c.paymentIntent("pi_c", account: "acct_other") == .notFound)
+        }
+    }
+
+    @Test func errorsAreClassified() async throws {
+        try await WorkerHarness.with { h in
+            try await h.admin("/admin/paypercut/intents", Self.seed)
+            guard case .permanent(401, let body) = await Self.client(h, key: "sk_wrong").paymentIntent("pi_c", account: nil) else {
+                Issue.record("a wrong key is not a permanent 401"); return
+            }
+            #expect(body.contains("invalid_api_key"))
+            let c = Self.client(h)
+            // The same Idempotency-Key on another request: 409 idempotency_error, permanent.
+            _ = await c.capture("pi_c", amount: 1000, final: false, key: "k-1", account: "acct_1")
+            guard case .permanent(409, let conflict) = await c.cancel("pi_c", key: "k-1", account: "acct_1") else {
+                Issue.record("a reused key is not a permanent 409"); return
+            }
+            #expect(conflict.contains("idempotency_error"))
+            try await h.faults(#"{"rate_429":1.0,"retry_after":7}"#)
+            guard case .transient(_, let seven) = await c.paymentIntent("pi_c", account: nil) else { Issue.record("429 not transient"); return }
+            #expect(seven == 7, "Retry-After is honoured")
+            try await h.faults(#"{"rate_429":1.0,"retry_after":0}"#)
+            guard case .transient(_, let after) = await c.paymentIntent("pi_c", account: nil) else { Issue.record("429 not transient"); return }
+            #expect(after == nil, "a 429 without Retry-After still backs off (transient), with no delay given")
+            try await h.faults(#"{"rate_429":0,"error_rate":1.0}"#)
+            #expect(await c.paymentIntent("pi_c", account: nil).isTransient)
+        }
+    }
+
+    @Test func actionsChangeStateAndHonourTheKey() async throws {
+        try await WorkerHarness.with { h in
+            try await h.admin("/admin/paypercut/intents", Self.seed)
+            let c = Self.client(h)
+            let first = await c.capture("pi_c", amount: 1000, final: true, key: "cap-1", account: "acct_1")
+            #expect(first.value?["status"]?.stringValue == "succeeded", "a final capture releases the rest")
+            #expect(first.value?["amount_received"]?.numberLiteral == "1000" && first.value?["amount_capturable"]?.numberLiteral == "0")
+            let again = await c.capture("pi_c", amount: 1000, final: true, key: "cap-1", account: "acct_1")
+            #expect(again.value?["amount_received"]?.numberLiteral == "1000", "the same key: the first answer, applied once")
+            let refund = await c.refund(paymentIntent: "pi_c", amount: 400, key: "ref-1", account: "acct_1")
+            #expect(refund.value?["amount"]?.numberLiteral == "400")
+            let log = try await h.paysimLog(provider: "paypercut")
+            #expect(log.map { $0["result"] as? String } == ["applied", "replayed", "applied"])
+            #expect(log.map { $0["idempotency_key"] as? String } == ["cap-1", "cap-1", "ref-1"])
         }
     }
 }
