@@ -74,6 +74,8 @@ public struct SimConfig: Sendable {
     public var paypalWebhookID = "WEBHOOK_ID"
     /// Paypercut's API secret key (`Authorization: Bearer`).
     public var paypercutSecretKey = "sk_test_paysim"
+    /// Paypercut's webhook signing secret (`Paypercut-Signature`).
+    public var paypercutWebhookSecret = "whsec_paysim"
     /// `expires_in` of issued PayPal access tokens, seconds.
     public var paypalTokenLifetime: Int64 = 32400
     /// Base of links and the PAYPAL-CERT-URL, e.g. `http://127.0.0.1:8081` (set once the port is bound).

@@ -9,7 +9,9 @@ extension Simulator {
     public func seed(_ body: [UInt8]) throws -> (pxp: Int, paypal: Int) {
         do {
             let json = try Self.parseAdminBody(body)
-            return try applySeed(json)
+            let counts = try applySeed(json)
+            if let list = json["paypercut"], !list.isNull { _ = try adminPutPaypercut(list.serialized()) }
+            return counts
         } catch {
             throw SeedError(message: Self.errorMessage(error))
         }
@@ -60,7 +62,9 @@ extension Simulator {
     }
 
     func adminSeed(_ body: [UInt8]) throws(SimError) -> SimResponse {
-        let (pxp, paypal) = try applySeed(try Self.parseAdminBody(body))
+        let json = try Self.parseAdminBody(body)
+        let (pxp, paypal) = try applySeed(json)
+        if let list = json["paypercut"], !list.isNull { _ = try adminPutPaypercut(list.serialized()) }
         return .json(200, .object(["pxp": .integer(pxp), "paypal": .integer(paypal)]))
     }
 

@@ -86,7 +86,8 @@ extension Simulator {
         switch request["provider"]?.stringValue {
         case "pxp": return try pxpDeliveries(request, count: Int(count), forged: forged, duplicate: duplicate)
         case "paypal": return try paypalDeliveries(request, count: Int(count), forged: forged, duplicate: duplicate)
-        default: throw SimError.admin(400, "invalid_field", "provider must be pxp or paypal")
+        case "paypercut": return try paypercutDeliveries(request, count: Int(count), forged: forged, duplicate: duplicate)
+        default: throw SimError.admin(400, "invalid_field", "provider must be pxp, paypal or paypercut")
         }
     }
 
@@ -141,6 +142,41 @@ extension Simulator {
                 again.isRepeat = true
                 deliveries.append(again)
             }
+        }
+        return deliveries
+    }
+
+    /// Paypercut: `{provider:"paypercut", type (payment_intent.authorized, payment_intent.captured,
+    /// checkout_session.completed, account.updated…), intent_id?, account?}`; signed `Paypercut-Signature: t=…,v1=…`.
+    private func paypercutDeliveries(_ request: JSONValue, count: Int, forged: Bool, duplicate: Bool) throws(SimError) -> [WebhookDelivery] {
+        let now = clock()
+        let type = request["type"]?.stringValue ?? "payment_intent.captured"
+        let (secret, ids, object): (String, [String], JSONValue) = try state.withLock { s throws(SimError) in
+            let object: JSONValue
+            if type.hasPrefix("account.") {
+                object = .object(["id": .string(request["account"]?.stringValue ?? "acct_paysim"), "object": "account"])
+            } else {
+                guard let id = request["intent_id"]?.stringValue else { throw SimError.admin(400, "missing_field", "intent_id is required") }
+                guard let intent = s.paypercut.intents[id] else { throw SimError.admin(404, "not_found", "no such Paypercut payment intent") }
+                object = type.hasPrefix("checkout_session.")
+                    ? .object(["id": .string("cs_" + id), "object": "checkout_session", "payment_intent": .string(id),
+                               "status": "complete", "payment_status": "paid"])
+                    : s.paypercut.intentJSON(intent)
+            }
+            return (s.config.paypercutWebhookSecret, (0..<count).map { _ in "evt_" + s.ids.uuid() }, object)
+        }
+        var deliveries: [WebhookDelivery] = []
+        for id in ids {
+            var envelope: [(String, JSONValue)] = [("id", .string(id)), ("type", .string(type)),
+                                                   ("created", .string(SimTime.rfc3339(now))), ("livemode", .bool(false))]
+            if let account = request["account"]?.stringValue { envelope.append(("account", .string(account))) }
+            envelope.append(("data", .object([("object", object)])))
+            let body = JSONValue.object(envelope).serialized()
+            let signature = PaypercutWebhookVerifier.signatureHeaderValue(secret: forged ? secret + "-forged" : secret,
+                                                                          timestamp: Int64(now.timeIntervalSince1970), body: body)
+            let delivery = WebhookDelivery(id: id, headers: [("Content-Type", "application/json"), ("Paypercut-Signature", signature)], body: body)
+            deliveries.append(delivery)
+            if duplicate { var again = delivery; again.isRepeat = true; deliveries.append(again) }
         }
         return deliveries
     }
