@@ -149,6 +149,9 @@ public final class ActionExecutor: Sendable {
         case .permanent(let code, let body):
             status = await finish(action, .failed, ref: nil, error: code == 0 ? body : "provider answered \(code): \(body)", log: log)
             log.warning("action failed", ["status": code])
+            // A refused call (Paypercut's 409 idempotency_error among them) is followed by a re-fetch, so the
+            // findings show what the provider holds now.
+            if code != 0 { _ = await checker.check(order, log: log) }
         }
         return status
     }
