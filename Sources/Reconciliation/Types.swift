@@ -64,21 +64,23 @@ public struct Snapshot: Sendable, Hashable, Codable {
     /// Other ids the provider's webhooks may name this transaction by (PXP: its systemTransactionId). The store
     /// links them to the order, so an event naming only one of them finds it.
     public var aliases: [String]
+    /// The payment method when the provider says it (`card`, `blik`, `aeropay`…): it picks the pending window.
+    public var method: String?
 
     public init(provider: Provider, transactionRef: String, merchant: String?, site: String?, reportsSite: Bool = false,
                 intent: Intent, currency: Currency, value: Int64, authorised: Int64, captured: Int64, refunded: Int64,
                 state: TransactionState, rawState: String, createdAt: Int64?, capabilities: Capabilities = .unknown(),
-                aliases: [String] = []) {
+                aliases: [String] = [], method: String? = nil) {
         self.provider = provider; self.transactionRef = transactionRef; self.merchant = merchant; self.site = site
         self.reportsSite = reportsSite
         self.intent = intent; self.currency = currency; self.value = value; self.authorised = authorised
         self.captured = captured; self.refunded = refunded; self.state = state; self.rawState = rawState
-        self.createdAt = createdAt; self.capabilities = capabilities; self.aliases = aliases
+        self.createdAt = createdAt; self.capabilities = capabilities; self.aliases = aliases; self.method = method
     }
 
     enum CodingKeys: String, CodingKey {
         case provider, transactionRef, merchant, site, reportsSite, intent, currency, value, authorised, captured, refunded
-        case state, rawState, createdAt, capabilities, aliases
+        case state, rawState, createdAt, capabilities, aliases, method
     }
 
     /// Snapshots stored before capabilities and aliases were recorded decode with none known (every action refused
@@ -94,6 +96,7 @@ public struct Snapshot: Sendable, Hashable, Codable {
                   state: try c.decode(TransactionState.self, forKey: .state), rawState: try c.decode(String.self, forKey: .rawState),
                   createdAt: try c.decodeIfPresent(Int64.self, forKey: .createdAt),
                   capabilities: try c.decodeIfPresent(Capabilities.self, forKey: .capabilities) ?? .unknown(),
-                  aliases: try c.decodeIfPresent([String].self, forKey: .aliases) ?? [])
+                  aliases: try c.decodeIfPresent([String].self, forKey: .aliases) ?? [],
+                  method: try c.decodeIfPresent(String.self, forKey: .method))
     }
 }

@@ -24,7 +24,9 @@ public struct WorkerContext: Sendable {
         url = try env.databaseURL()
         gateway = ProviderGateway(try ConfiguredProviders(environment: env, transport: try Self.transport(env, maxConcurrentRequests: maxConcurrentRequests)))
         pool = PostgresPool(conninfo: url, size: poolSize, acquireTimeout: 30)
-        checker = OrderChecker(pool: pool, gateway: gateway, pendingMaxSeconds: try env.duration("PAYRECON_PENDING_MAX", default: "24h"))
+        let windows: PendingWindows
+        do { windows = try PendingWindows.parse(env["PAYRECON_PENDING_MAX"] ?? "24h") } catch { throw ConfigurationError(error.description) }
+        checker = OrderChecker(pool: pool, gateway: gateway, pendingWindows: windows)
         executor = ActionExecutor(pool: pool, gateway: gateway, checker: checker, logger: logger)
         executeActions = try env.choice("PAYRECON_ACTIONS", ["emit", "execute"], default: "emit") == "execute"
         if !gateway.anyConfigured {

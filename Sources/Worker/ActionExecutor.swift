@@ -99,7 +99,8 @@ public final class ActionExecutor: Sendable {
             return await finish(action, .failed, ref: nil, error: code == 0 ? body : "provider answered \(code): \(body)", log: log)
         }
         let others = known.emitted.filter { $0.idempotencyKey != action.idempotencyKey }
-        let plan = Planner.plan(order: order, snapshot: snapshot, emitted: others, now: checker.clock(), pendingMax: checker.pendingMax)
+        let plan = Planner.plan(order: order, snapshot: snapshot, emitted: others, now: checker.clock(),
+                                pendingMax: checker.pendingMax(provider: action.provider, snapshot: snapshot))
         guard let snapshot, let wanted = plan.actions.first(where: { $0.idempotencyKey == action.idempotencyKey }) else {
             let why = plan.findings.first.map { "\($0.kind.rawValue): \($0.detail)" } ?? "the order no longer calls for it"
             let status = await finish(action, .superseded, ref: nil, error: "not sent: the fresh plan no longer wants it (\(why))", log: log)

@@ -19,12 +19,25 @@ public final class OrderChecker: Sendable {
 
     let pool: PostgresPool
     let gateway: ProviderGateway
-    let pendingMax: Int64
+    let pendingWindows: PendingWindows
+    /// The default window (the executor's re-plan uses the snapshot's own, like checks).
+    var pendingMax: Int64 { pendingWindows.defaultSeconds }
     let clock: @Sendable () -> Int64
 
-    public init(pool: PostgresPool, gateway: ProviderGateway, pendingMaxSeconds: Int64,
+    public convenience init(pool: PostgresPool, gateway: ProviderGateway, pendingMaxSeconds: Int64,
+                            clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) {
+        self.init(pool: pool, gateway: gateway, pendingWindows: PendingWindows(defaultSeconds: pendingMaxSeconds), clock: clock)
+    }
+
+    /// `pendingWindows`: PAYRECON_PENDING_MAX, per provider and payment method.
+    public init(pool: PostgresPool, gateway: ProviderGateway, pendingWindows: PendingWindows,
                 clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) {
-        self.pool = pool; self.gateway = gateway; self.pendingMax = pendingMaxSeconds; self.clock = clock
+        self.pool = pool; self.gateway = gateway; self.pendingWindows = pendingWindows; self.clock = clock
+    }
+
+    /// The pending window for a transaction as fetched.
+    func pendingMax(provider: Provider, snapshot: Snapshot?) -> Int64 {
+        pendingWindows.seconds(provider: provider, method: snapshot?.method)
     }
 
     /// What payrecon already knows of an order: the actions it emitted, the transactions linked to it.
@@ -88,7 +101,7 @@ public final class OrderChecker: Sendable {
     /// Plans under the order's lock, from the order and actions as stored then (see `FindingStore.record`).
     private func record(provider: Provider, order: Order?, transactionRef: String, snapshot: Snapshot?, fetchedAt: Date,
                         log: Logger) async -> Result {
-        let now = clock(), pendingMax = pendingMax
+        let now = clock(), pendingMax = pendingMax(provider: provider, snapshot: snapshot)
         do {
             let recorded = try await pool.run { conn in
                 try FindingStore.record(provider: provider, order: order, transactionRef: transactionRef, snapshot: snapshot,

@@ -54,6 +54,25 @@ import Worker
         }
     }
 
+    /// A BLIK payment left in requires_action for 20 minutes is stale under `blik=15m`, not under the 24 h default.
+    @Test func theMethodPicksThePendingWindow() async throws {
+        try await WorkerHarness.with { h in
+            let created = Int(Date().timeIntervalSince1970) - 20 * 60
+            try await h.admin("/admin/paypercut/intents", #"""
+                {"id":"pi_b","amount":4900,"currency":"PLN","capture_method":"automatic","status":"requires_action","created":\#(created),
+                 "payment":{"status":"pending","amount_captured":0,"payment_method":"blik"}}
+                """#)
+            let order = WorkerHarness.order(.paypercut, "PC-B", ref: "pi_b", intent: .purchase, amount: 4900, currency: "PLN",
+                                            fulfilment: .open, merchant: nil)
+            try h.insert(order)
+            _ = await h.checker.check(order)
+            #expect(try h.openKinds(order: "PC-B").isEmpty, "20 minutes is not stale under 24h")
+            let blik = OrderChecker(pool: h.pool, gateway: h.gateway, pendingWindows: try PendingWindows.parse("24h,blik=15m"))
+            _ = await blik.check(order)
+            #expect(try h.openKinds(order: "PC-B") == ["stale_pending"])
+        }
+    }
+
     @Test func aWrongAccountIsMissingAtProvider() async throws {
         try await WorkerHarness.with { h in
             try await h.admin("/admin/paypercut/intents",

@@ -43,7 +43,9 @@ public enum PaypercutMapping {
 
         var captured = received, refunded: Int64 = 0
         var paymentFailed = false
+        var paymentMethod: String?
         if let payment, !payment.isNull {
+            paymentMethod = try r.optionalString(payment["payment_method"], "payment.payment_method")?.lowercased()
             if let c = payment["amount_captured"], !c.isNull { captured = try r.amount(c, "payment.amount_captured", exponent: 0) }
             if let rf = payment["amount_refunded"], !rf.isNull { refunded = try r.amount(rf, "payment.amount_refunded", exponent: 0) }
             paymentFailed = try r.optionalString(payment["status"], "payment.status")?.lowercased() == "failed"
@@ -70,7 +72,7 @@ public enum PaypercutMapping {
                         value: value, authorised: authorised,
                         captured: captured, refunded: refunded, state: state, rawState: status,
                         createdAt: try created(p["created"]),
-                        capabilities: PaypercutProvider.capabilities(paymentIntentID: id, rawState: status))
+                        capabilities: PaypercutProvider.capabilities(paymentIntentID: id, rawState: status), method: paymentMethod)
     }
 
     static func optionalAmount(_ v: JSONValue?, _ field: String) throws(ProviderMappingError) -> Int64 {
