@@ -17,27 +17,11 @@ public struct CheckOutcome: Sendable, Equatable {
 public enum FindingStore {
     /// Actions already emitted for an order (the planner's memory).
     public static func emitted(provider: Provider, orderID: String, on conn: PostgresConnection) throws -> [EmittedAction] {
-        try conn.query("""
-            SELECT idempotency_key, action, status, amount_minor FROM actions WHERE provider = $1 AND order_id = $2 ORDER BY id
-            """, [.text(provider.rawValue), .text(orderID)]).compactMap { row in
-            guard let kind = ActionKind(rawValue: try row.string("action")), let status = ActionStatus(rawValue: try row.string("status")) else { return nil }
-            return EmittedAction(idempotencyKey: try row.string("idempotency_key"), kind: kind, status: status, amount: try row.int64("amount_minor"))
-        }
+        try conn.query(emittedSQL, [.text(provider.rawValue), .text(orderID)]).compactMap(decodeEmitted)
     }
 
-    /// Actions already emitted for many orders of one provider at once (the sweep loads a page's in one query).
-    public static func emitted(provider: Provider, orderIDs: [String], on conn: PostgresConnection) throws -> [String: [EmittedAction]] {
-        var out: [String: [EmittedAction]] = [:]
-        for row in try conn.query("""
-            SELECT order_id, idempotency_key, action, status, amount_minor FROM actions
-            WHERE provider = $1 AND order_id = ANY($2) ORDER BY id
-            """, [.text(provider.rawValue), .textArray(orderIDs)]) {
-            guard let kind = ActionKind(rawValue: try row.string("action")), let status = ActionStatus(rawValue: try row.string("status")) else { continue }
-            out[try row.string("order_id"), default: []].append(EmittedAction(idempotencyKey: try row.string("idempotency_key"), kind: kind,
-                                                                              status: status, amount: try row.int64("amount_minor")))
-        }
-        return out
-    }
+    /// The actions of one order, oldest first (also read under the order's lock by `record`).
+    static let emittedSQL = "SELECT idempotency_key, action, status, amount_minor FROM actions WHERE provider = $1 AND order_id = $2 ORDER BY id"
 
     static let upsertFinding = """
         INSERT INTO discrepancies (provider, order_id, transaction_ref, kind, expected, actual, detail, amount_at_risk_minor, currency)
@@ -68,9 +52,7 @@ public enum FindingStore {
         ]
         if let orderID {
             reads.append(PostgresStatement("SELECT \(OrderStore.columns) FROM orders WHERE provider = $1 AND order_id = $2", [p, .text(orderID)]))
-            reads.append(PostgresStatement("""
-                SELECT idempotency_key, action, status, amount_minor FROM actions WHERE provider = $1 AND order_id = $2 ORDER BY id
-                """, [p, .text(orderID)]))
+            reads.append(PostgresStatement(emittedSQL, [p, .text(orderID)]))
             reads.append(PostgresStatement("SELECT fetched_at FROM snapshots WHERE provider = $1 AND order_id = $2", [p, .text(orderID)]))
         }
         do {
@@ -195,14 +177,5 @@ public enum FindingStore {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         return String(decoding: try encoder.encode(snapshot), as: UTF8.self)
-    }
-}
-
-/// The latest provider snapshot stored for an order.
-public enum SnapshotStore {
-    public static func latest(provider: Provider, orderID: String, on conn: PostgresConnection) throws -> Snapshot? {
-        guard let text = try conn.query("SELECT snapshot::text AS s FROM snapshots WHERE provider = $1 AND order_id = $2",
-                                        [.text(provider.rawValue), .text(orderID)]).first?.string("s") else { return nil }
-        return try JSONDecoder().decode(Snapshot.self, from: Data(text.utf8))
     }
 }

@@ -74,11 +74,12 @@ public final class ActionExecutor: Sendable {
         defer { renewer.cancel() }
 
         let api = gateway[action.provider]
-        let context: (order: Order?, known: OrderChecker.Known?)
+        let context: (order: Order?, known: OrderChecker.Known?, emitted: [EmittedAction])
         do {
             context = try await pool.run { conn in
-                guard let order = try OrderStore.find(provider: action.provider, orderID: action.orderID, on: conn) else { return (nil, nil) }
-                return (order, try OrderChecker.known(provider: action.provider, orderIDs: [order.orderID], on: conn)[order.orderID])
+                guard let order = try OrderStore.find(provider: action.provider, orderID: action.orderID, on: conn) else { return (nil, nil, []) }
+                return (order, try OrderChecker.known(provider: action.provider, orderIDs: [order.orderID], on: conn)[order.orderID],
+                        try FindingStore.emitted(provider: action.provider, orderID: order.orderID, on: conn))
             }
         } catch {
             return await finish(action, .pending, ref: nil, error: "database: \(error)", log: log)
@@ -98,7 +99,7 @@ public final class ActionExecutor: Sendable {
         case .permanent(let code, let body):
             return await finish(action, .failed, ref: nil, error: code == 0 ? body : "provider answered \(code): \(body)", log: log)
         }
-        let others = known.emitted.filter { $0.idempotencyKey != action.idempotencyKey }
+        let others = context.emitted.filter { $0.idempotencyKey != action.idempotencyKey }
         let plan = Planner.plan(order: order, snapshot: snapshot, emitted: others, now: checker.clock(),
                                 pendingMax: checker.pendingMax(provider: action.provider, snapshot: snapshot))
         guard let snapshot, let wanted = plan.actions.first(where: { $0.idempotencyKey == action.idempotencyKey }) else {

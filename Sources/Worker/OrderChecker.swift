@@ -40,18 +40,17 @@ public final class OrderChecker: Sendable {
         pendingWindows.seconds(provider: provider, method: snapshot?.method)
     }
 
-    /// What payrecon already knows of an order: the actions it emitted, the transactions linked to it.
+    /// What a fetch needs to know of an order beforehand: the transactions linked to it. (Its actions are read
+    /// under the order's lock when the check is recorded, so they are never stale.)
     public struct Known: Sendable {
-        public var emitted: [EmittedAction]
         public var links: [TransactionLink]
     }
 
-    /// Loads what is known of many orders (one provider) in two queries: the sweep does this per page.
+    /// Loads what is known of many orders (one provider) in one query: the sweep does this per page.
     public static func known(provider: Provider, orderIDs: [String], on conn: PostgresConnection) throws -> [String: Known] {
-        let emitted = try FindingStore.emitted(provider: provider, orderIDs: orderIDs, on: conn)
         let links = try TransactionLinkStore.links(provider: provider, orderIDs: orderIDs, on: conn)
         var out: [String: Known] = [:]
-        for id in orderIDs { out[id] = Known(emitted: emitted[id] ?? [], links: links[id] ?? []) }
+        for id in orderIDs { out[id] = Known(links: links[id] ?? []) }
         return out
     }
 
