@@ -111,14 +111,17 @@ public final class Receiver: Sendable {
 
     private func receive(_ provider: Provider, _ request: HTTPRequest, _ responder: HTTPResponder) {
         let started = DispatchTime.now()
-        let requestID = requestPrefix + "-" + String(requestCounter.add(1, ordering: .relaxed).newValue)
-        let log = logger.with(["request_id": requestID, "provider": provider.rawValue])
+        // The request's logger is built only when a line is written: nothing is formatted on the path that logs nothing.
+        let requestNumber = requestCounter.add(1, ordering: .relaxed).newValue
+        let log: @Sendable () -> Logger = { [logger, requestPrefix] in
+            logger.with(["request_id": requestPrefix + "-" + String(requestNumber), "provider": provider.rawValue])
+        }
         let headers = request.headers.pairs
         let reject: @Sendable (Int, String, String) -> Void = { [self] status, code, message in
             committer.record(Rejection(provider: provider.rawValue, reason: code, message: message, headers: headers,
                                        body: request.body, bodyBytes: request.headers["content-length"].flatMap { Int64($0) }, remoteAddress: request.remoteAddress))
             metrics.delivery(provider, outcome: code)
-            log.info("delivery rejected", ["reason": code, "status": status])
+            log().info("delivery rejected", ["reason": code, "status": status])
             responder.respond(.error(status, code, message))
         }
         if request.bodyTooLarge {
@@ -143,11 +146,11 @@ public final class Receiver: Sendable {
                 let status = stored.inserted ? "accepted" : "duplicate"
                 metrics.delivery(provider, outcome: status)
                 metrics.ack(provider, since: started)
-                log.debug("delivery stored", ["delivery_id": stored.id, "status": status])
+                if Log.level <= .debug { log().debug("delivery stored", ["delivery_id": stored.id, "status": status]) }
                 responder.respond(.json(200, #"{"status":"\#(status)","event_id":\#(stored.id)}"#))
             case .unavailable(let why):
                 metrics.delivery(provider, outcome: "storage_unavailable")
-                log.warning("delivery not stored", ["error": why])
+                log().warning("delivery not stored", ["error": why])
                 responder.respond(.error(503, "storage_unavailable", "the delivery could not be stored; retry later",
                                          headers: [("Retry-After", "5")]))
             }
