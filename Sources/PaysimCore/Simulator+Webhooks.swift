@@ -35,6 +35,11 @@ public enum WebhookSigner {
         Array("\(transmissionID)|\(transmissionTime)|\(webhookID)|\(CRC32.checksum(body))".utf8)
     }
 
+    /// Paypercut: `Paypercut-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, t + "." + body)>` (docs.paypercut.io).
+    public static func paypercutSignature(secret: String, timestamp: Int64, body: [UInt8]) -> String {
+        "t=\(timestamp),v1=" + Hex.encode(HMAC.authenticate(.sha256, key: Array(secret.utf8), message: Array("\(timestamp).".utf8) + body))
+    }
+
     static func pxpHeaders(key: String, requestID: String, timestamp: String, body: [UInt8]) -> [(String, String)] {
         [("Content-Type", "application/json"), ("X-Request-Id", requestID), ("X-Signature-Timestamp", timestamp),
          ("X-Signature", pxpSignature(key: key, requestID: requestID, timestamp: timestamp, body: body))]
@@ -172,9 +177,10 @@ extension Simulator {
             if let account = request["account"]?.stringValue { envelope.append(("account", .string(account))) }
             envelope.append(("data", .object([("object", object)])))
             let body = JSONValue.object(envelope).serialized()
-            let signature = PaypercutWebhookVerifier.signatureHeaderValue(secret: forged ? secret + "-forged" : secret,
-                                                                          timestamp: Int64(now.timeIntervalSince1970), body: body)
-            let delivery = WebhookDelivery(id: id, headers: [("Content-Type", "application/json"), ("Paypercut-Signature", signature)], body: body)
+            let signature = WebhookSigner.paypercutSignature(secret: forged ? secret + "-forged" : secret,
+                                                             timestamp: Int64(now.timeIntervalSince1970), body: body)
+            let delivery = WebhookDelivery(id: id, headers: [("Content-Type", "application/json"), ("Paypercut-Signature", signature),
+                                                             ("Paypercut-Event-Id", id)], body: body)
             deliveries.append(delivery)
             if duplicate { var again = delivery; again.isRepeat = true; deliveries.append(again) }
         }

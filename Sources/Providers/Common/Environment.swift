@@ -53,6 +53,12 @@ public struct Environment: Sendable {
         (self[name] ?? fallback).split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
     }
 
+    /// `PAYRECON_SIGNATURE_TOLERANCE`: the allowed distance between a webhook's signed timestamp and now (every
+    /// provider's verifier takes it).
+    public func signatureTolerance() throws(ConfigurationError) -> TimeInterval {
+        TimeInterval(try duration("PAYRECON_SIGNATURE_TOLERANCE", default: "10m"))
+    }
+
     /// A copy with `overrides` set (a command's flags over the environment).
     public func overriding(_ overrides: [String: String?]) -> Environment {
         var copy = self

@@ -16,7 +16,7 @@ public enum PXPProvider {
         guard let key = try env.secret("PXP_WEBHOOK_KEY") else { return nil }
         let name = try env.choice("PXP_WEBHOOK_HMAC", ["sha256", "sha512", "sha1"], default: "sha256")
         guard let algorithm = HMACAlgorithm(configuration: name) else { throw ConfigurationError("PXP_WEBHOOK_HMAC=\(name) is not supported") }
-        let tolerance = TimeInterval(try env.duration("PAYRECON_SIGNATURE_TOLERANCE", default: "10m"))
+        let tolerance = try env.signatureTolerance()
         do { return Webhook(verifier: try PXPWebhookVerifier(key: key, algorithm: algorithm, tolerance: tolerance)) }
         catch { throw ConfigurationError("PXP_WEBHOOK_KEY: \(error)") }
     }

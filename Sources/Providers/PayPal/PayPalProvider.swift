@@ -18,7 +18,7 @@ public enum PayPalProvider {
 
     static func webhook(_ env: Environment) throws(ConfigurationError) -> (any ProviderWebhook)? {
         guard let webhookID = env["PAYPAL_WEBHOOK_ID"] else { return nil }
-        let tolerance = TimeInterval(try env.duration("PAYRECON_SIGNATURE_TOLERANCE", default: "10m"))
+        let tolerance = try env.signatureTolerance()
         do {
             return Webhook(verifier: try PayPalWebhookVerifier(
                 webhookID: webhookID, certificateSource: CachingCertificateSource(upstream: HTTPCertificateSource()),

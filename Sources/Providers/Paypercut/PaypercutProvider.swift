@@ -15,7 +15,7 @@ public enum PaypercutProvider {
 
     static func webhook(_ env: Environment) throws(ConfigurationError) -> (any ProviderWebhook)? {
         guard let secret = try env.secret("PAYPERCUT_WEBHOOK_SECRET") else { return nil }
-        let tolerance = TimeInterval(try env.duration("PAYRECON_SIGNATURE_TOLERANCE", default: "10m"))
+        let tolerance = try env.signatureTolerance()
         do { return Webhook(verifier: try PaypercutWebhookVerifier(secret: secret, tolerance: tolerance)) }
         catch { throw ConfigurationError("PAYPERCUT_WEBHOOK_SECRET: \(error)") }
     }

@@ -187,7 +187,7 @@ extension WebhookCheck.Options {
         self.init(provider: provider, body: body, headersJSON: headersJSON,
                   webhookID: provider == .paypal ? secret : nil, certPEM: certPEM, rootsPEM: roots,
                   key: provider == .paypal ? nil : secret, at: at, hmacAlgorithm: HMACAlgorithm(configuration: name) ?? .sha256,
-                  tolerance: TimeInterval(try env.duration("PAYRECON_SIGNATURE_TOLERANCE", default: "10m")),
+                  tolerance: try env.signatureTolerance(),
                   certURLPrefixes: PayPalProvider.certURLPrefixes(env))
     }
 }
