@@ -24,10 +24,10 @@ import Worker
         return order
     }
 
-    /// The same at PXP (merchant M1, site S1, GBP): capture:2000 pending.
-    static func plannedPXPCapture(_ h: WorkerHarness) async throws -> Order {
+    /// The same at PXP (merchant M1, site S1, GBP, authorised for 20.00): capture:`amount` pending.
+    static func plannedPXPCapture(_ h: WorkerHarness, amount: Int64 = 2000) async throws -> Order {
         try await h.seedPXP("TX", value: "20.00")
-        let order = WorkerHarness.order(.pxp, "O", ref: "TX", amount: 2000)
+        let order = WorkerHarness.order(.pxp, "O", ref: "TX", amount: amount)
         try h.insert(order)
         _ = await h.checker.check(order)
         return order
@@ -41,10 +41,7 @@ import Worker
     /// changed back), not silently left superseded.
     @Test func aSupersededActionThePlanWantsAgainIsPendingAgain() async throws {
         try await WorkerHarness.with { h in
-            try await h.seedPXP("TX", value: "20.00")
-            var order = WorkerHarness.order(.pxp, "O", ref: "TX", amount: 2000)
-            try h.insert(order)
-            _ = await h.checker.check(order)
+            var order = try await Self.plannedPXPCapture(h)
             #expect(try Self.pending(h) == ["pxp:O:capture:2000": 2000])
 
             order.amount = Money(minorUnits: 1500, currency: order.amount.currency)
@@ -216,10 +213,7 @@ import Worker
     /// PXP for the merchantTransactionId and does not send it again.
     @Test func aPXPModificationWhoseAnswerWasLostIsLookedUpNotResent() async throws {
         try await WorkerHarness.with { h in
-            try await h.seedPXP("TX", value: "20.00")
-            let order = WorkerHarness.order(.pxp, "O", ref: "TX", amount: 1500)
-            try h.insert(order)
-            _ = await h.checker.check(order)
+            _ = try await Self.plannedPXPCapture(h, amount: 1500)
             try await h.faults(#"{"drop_after_apply_rate":1.0}"#)
             let lost = await h.executor.executePending()
             #expect(lost.deferred == 1, "a lost answer leaves the action pending: \(lost)")

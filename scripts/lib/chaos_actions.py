@@ -6,7 +6,7 @@
   chaos_actions.py verify SIM DB_JSON              prints counts; exit 1 when an action was applied twice or an
                                                    order's captured/refunded money is not what it calls for
 """
-import base64, collections, json, sys, urllib.request
+import base64, collections, decimal, json, sys, urllib.request
 
 
 def token(sim):
@@ -54,7 +54,7 @@ def verify(sim, db_path):
     wrong = []
     for o in orders:
         units = call(sim, tok, "GET", "/v2/checkout/orders/" + o["transaction_ref"])["purchase_units"][0].get("payments", {})
-        cents = lambda p: round(float(p["amount"]["value"]) * 100)   # verification only; the value has 2 decimals
+        cents = lambda p: int(decimal.Decimal(p["amount"]["value"]) * 100)   # exact: USD has 2 decimals
         c = sum(cents(p) for p in units.get("captures", []) if p["status"] in ("COMPLETED", "PARTIALLY_REFUNDED", "REFUNDED"))
         r = sum(cents(p) for p in units.get("refunds", []) if p["status"] == "COMPLETED")
         ok = (c == o["amount_minor"] and r == 0) if o["fulfilment"] == "fulfilled" else (c == r)
