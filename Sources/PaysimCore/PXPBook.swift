@@ -17,6 +17,9 @@ public struct PXPTransaction: Sendable, Equatable {
     public var intent: String
     public var entryType: String = "Ecom"
     public var fundingType: String = "Card"
+    /// A modification made elsewhere (the Unity Portal) naming its parent: the one field payrecon assumes for it
+    /// (`PXPMapping.parentField`; PXP documents none), rendered only when set.
+    public var parentSystemTransactionID: String? = nil
     /// The transaction value (a modification: its own amount) in the transaction currency.
     public var amount: Money
     /// Authorised, Captured, Cancelled, Refunded, Refused, Pending, ...
@@ -52,6 +55,7 @@ public struct PXPTransaction: Sendable, Equatable {
             "stateData": PXPTransaction.stateData(state),
             "merchantTransactionDate": .string(merchantTransactionDate),
             "merchantTransactionId": .string(merchantTransactionID),
+            "parentSystemTransactionId": parentSystemTransactionID.map { .string($0) },
             "merchant": .string(merchant),
             "site": .string(reportedSite ?? site),
             "transactionMethod": .object(["intent": .string(intent), "entryType": .string(entryType),
@@ -360,6 +364,7 @@ extension PXPTransaction {
         if let e = try string("entryType", required: false) { t.entryType = e }
         if let r = try string("reportedSite", required: false) { t.reportedSite = r }
         if let f = try string("fundingType", required: false) { t.fundingType = f }
+        if let p = try string("parentSystemTransactionId", required: false) { t.parentSystemTransactionID = p }
         // Internal totals follow from the reported state.
         let authorised = reported ?? amount.minorUnits
         switch state {

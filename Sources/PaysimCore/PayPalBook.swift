@@ -6,27 +6,33 @@ import Reconciliation
 public struct PayPalAuthorization: Sendable, Equatable {
     public var id: String
     public var orderID: String
-    /// CREATED, CAPTURED, DENIED, PARTIALLY_CAPTURED, VOIDED, PENDING
+    /// CREATED, CAPTURED, DENIED, PARTIALLY_CAPTURED, VOIDED, PENDING (older answers: PARTIALLY_CREATED, EXPIRED)
     public var status: String
     public var amount: Int64
     public var createTime: String
     public var updateTime: String
-    static let statuses: Set<String> = ["CREATED", "CAPTURED", "DENIED", "PARTIALLY_CAPTURED", "VOIDED", "PENDING"]
+    /// The authorization this reauthorization replaces (named in its `supplementary_data.related_ids`, the one
+    /// reading payrecon documents: PayPal publishes no field for it).
+    public var parentID: String? = nil
+    static let statuses: Set<String> = ["CREATED", "CAPTURED", "DENIED", "PARTIALLY_CAPTURED", "VOIDED", "PENDING",
+                                        "PARTIALLY_CREATED", "EXPIRED"]
 }
 
 public struct PayPalCapture: Sendable, Equatable {
     public var id: String
     public var orderID: String
     public var authorizationID: String?
-    /// COMPLETED, DECLINED, PARTIALLY_REFUNDED, PENDING, REFUNDED, FAILED
+    /// COMPLETED, DECLINED, PARTIALLY_REFUNDED, PENDING, REFUNDED, FAILED, REVERSED (a chargeback)
     public var status: String
     public var amount: Int64
     public var finalCapture: Bool
     public var createTime: String
     public var updateTime: String
-    static let statuses: Set<String> = ["COMPLETED", "DECLINED", "PARTIALLY_REFUNDED", "PENDING", "REFUNDED", "FAILED"]
+    /// `status_details.reason` of a PENDING capture (ECHECK, PENDING_REVIEW, …).
+    public var pendingReason: String? = nil
+    static let statuses: Set<String> = ["COMPLETED", "DECLINED", "PARTIALLY_REFUNDED", "PENDING", "REFUNDED", "FAILED", "REVERSED"]
     /// Captures holding money (counted against the authorization).
-    var holdsMoney: Bool { ["COMPLETED", "PARTIALLY_REFUNDED", "REFUNDED", "PENDING"].contains(status) }
+    var holdsMoney: Bool { ["COMPLETED", "PARTIALLY_REFUNDED", "REFUNDED", "PENDING", "REVERSED"].contains(status) }
 }
 
 public struct PayPalRefund: Sendable, Equatable {
@@ -38,8 +44,11 @@ public struct PayPalRefund: Sendable, Equatable {
     public var amount: Int64
     public var createTime: String
     public var updateTime: String
+    /// PayPal's record of a reversal (`note_to_payer: "Payment reversed"`): carried by PAYMENT.CAPTURE.REVERSED and
+    /// fetchable, but not one of the order's refunds.
+    public var isReversal = false
     static let statuses: Set<String> = ["CANCELLED", "FAILED", "PENDING", "COMPLETED"]
-    var counts: Bool { status == "COMPLETED" || status == "PENDING" }
+    var counts: Bool { (status == "COMPLETED" || status == "PENDING") && !isReversal }
 }
 
 public struct PayPalOrder: Sendable, Equatable {
@@ -62,10 +71,14 @@ public struct PayPalOrder: Sendable, Equatable {
 
 /// Everything PayPal-side: orders and their payments, by id.
 public struct PayPalBook: Sendable {
-    public private(set) var orders: [String: PayPalOrder] = [:]
-    public private(set) var authorizations: [String: PayPalAuthorization] = [:]
-    public private(set) var captures: [String: PayPalCapture] = [:]
-    public private(set) var refunds: [String: PayPalRefund] = [:]
+    public internal(set) var orders: [String: PayPalOrder] = [:]
+    public internal(set) var authorizations: [String: PayPalAuthorization] = [:]
+    public internal(set) var captures: [String: PayPalCapture] = [:]
+    public internal(set) var refunds: [String: PayPalRefund] = [:]
+    /// Disputes (Customer Disputes v1), v1 sales and their refunds (PayPalBook+Events.swift).
+    public internal(set) var disputes: [String: PayPalDispute] = [:]
+    public internal(set) var sales: [String: PayPalSale] = [:]
+    public internal(set) var saleRefunds: [String: PayPalSaleRefund] = [:]
 
     public init() {}
 
@@ -254,7 +267,8 @@ extension PayPalBook {
         let expiry = SimTime.parse(a.createTime).map { SimTime.rfc3339(Date(timeIntervalSince1970: Double($0 + 29 * 86400))) }
         return .object([
             "id": .string(a.id), "status": .string(a.status), "amount": money(a.amount, order),
-            "supplementary_data": standalone ? .object(["related_ids": .object(["order_id": .string(order.id)])]) : nil,
+            "supplementary_data": standalone || a.parentID != nil
+                ? .object(["related_ids": .object(["order_id": .string(order.id), "authorization_id": a.parentID.map { .string($0) }])]) : nil,
             "create_time": .string(a.createTime), "update_time": .string(a.updateTime),
             "expiration_time": expiry.map { .string($0) },
             "links": .array(links),
@@ -274,6 +288,7 @@ extension PayPalBook {
         }
         return .object([
             "id": .string(c.id), "status": .string(c.status), "amount": money(c.amount, order),
+            "status_details": c.status == "PENDING" ? c.pendingReason.map { .object(["reason": .string($0)]) } : nil,
             "final_capture": .bool(c.finalCapture),
             "supplementary_data": standalone
                 ? .object(["related_ids": .object(["order_id": .string(order.id),
@@ -283,7 +298,7 @@ extension PayPalBook {
         ])
     }
 
-    func refundJSON(_ r: PayPalRefund, base: String, standalone: Bool) -> JSONValue {
+    func refundJSON(_ r: PayPalRefund, base: String, standalone _: Bool = true) -> JSONValue {
         guard let order = orders[r.orderID] else { return .null }
         // Cumulative refunded on the capture up to and including this refund (refunds kept in creation order).
         var totalRefunded: Int64 = 0
@@ -297,8 +312,8 @@ extension PayPalBook {
             "seller_payable_breakdown": .object(["gross_amount": money(r.amount, order),
                                               "net_amount": money(r.amount, order),
                                               "total_refunded_amount": money(totalRefunded, order)]),
-            "supplementary_data": standalone
-                ? .object(["related_ids": .object(["order_id": .string(order.id), "capture_id": .string(r.captureID)])]) : nil,
+            // A real refund carries no supplementary_data.related_ids: only its `up` link names the capture.
+            "note_to_payer": r.isReversal ? "Payment reversed" : nil,
             "create_time": .string(r.createTime), "update_time": .string(r.updateTime),
             "links": .array([Self.link("\(base)/v2/payments/refunds/\(r.id)", "self", "GET"),
                              Self.link("\(base)/v2/payments/captures/\(r.captureID)", "up", "GET")]),

@@ -38,8 +38,9 @@ extension Simulator {
         guard json.objectMembers != nil else { throw SimError.admin(400, "malformed_body", "expected {\"pxp\": [...], \"paypal\": [...]}") }
         let pxpList = json["pxp"] ?? json["pxp_transactions"] ?? .array([])
         let paypalList = json["paypal"] ?? json["paypal_orders"] ?? .array([])
-        guard let pxpItems = pxpList.arrayValue, let paypalItems = paypalList.arrayValue else {
-            throw SimError.admin(400, "malformed_body", "pxp and paypal must be arrays")
+        let salesList = json["paypal_sales"] ?? .array([])
+        guard let pxpItems = pxpList.arrayValue, let paypalItems = paypalList.arrayValue, let saleItems = salesList.arrayValue else {
+            throw SimError.admin(400, "malformed_body", "pxp, paypal and paypal_sales must be arrays")
         }
         let now = nowString
         return try state.withLock { s throws(SimError) in
@@ -55,8 +56,15 @@ extension Simulator {
                     throw SimError.admin(400, error.code, "paypal[\(i)]: \(Self.errorMessage(error))")
                 }
             }
+            var sales: [PayPalSale] = []
+            for (i, item) in saleItems.enumerated() {
+                do throws(SimError) { sales.append(try PayPalBook.sale(from: item, newID: s.paypalID(), now: now)) } catch {
+                    throw SimError.admin(400, error.code, "paypal_sales[\(i)]: \(Self.errorMessage(error))")
+                }
+            }
             for t in pxp { s.pxp.put(t) }
             for o in paypal { s.paypal.put(o.order, authorizations: o.authorizations, captures: o.captures, refunds: o.refunds) }
+            for sale in sales { s.paypal.putSale(sale) }
             return (pxp.count, paypal.count)
         }
     }
@@ -81,6 +89,54 @@ extension Simulator {
         }
         let rendered = stored.map(\.json)
         return .json(201, json.arrayValue == nil ? rendered[0] : .array(rendered))
+    }
+
+    /// `POST /admin/paypal/sales`: one v1 sale object, or an array of them (`PayPalBook.sale(from:)`).
+    func adminPutPayPalSales(_ body: [UInt8]) throws(SimError) -> SimResponse {
+        let json = try Self.parseAdminBody(body)
+        let items = json.arrayValue ?? [json]
+        let now = nowString
+        let rendered: [JSONValue] = try state.withLock { s throws(SimError) in
+            var list: [PayPalSale] = []
+            for item in items { list.append(try PayPalBook.sale(from: item, newID: s.paypalID(), now: now)) }
+            for sale in list { s.paypal.putSale(sale) }
+            return list.map { s.paypal.saleJSON($0, base: s.config.publicBaseURL) }
+        }
+        return .json(201, json.arrayValue == nil ? rendered[0] : .array(rendered))
+    }
+
+    /// `POST /admin/paypal/disputes`: `{"transaction_id": capture or sale, "amount"?, "status"?, "id"?}` opens one;
+    /// `{"resolve": id, "outcome": "buyer"|"seller"}` resolves it (the buyer winning reverses the capture).
+    func adminPayPalDispute(_ body: [UInt8]) throws(SimError) -> SimResponse {
+        let json = try Self.parseAdminBody(body)
+        let now = nowString
+        return try state.withLock { s throws(SimError) in
+            if let id = json["resolve"]?.stringValue {
+                let outcome = json["outcome"]?.stringValue ?? "buyer"
+                guard outcome == "buyer" || outcome == "seller" else { throw SimError.admin(400, "invalid_field", "outcome must be buyer or seller") }
+                let (d, reversal) = try s.paypal.resolveDispute(id: id, buyerWins: outcome == "buyer", newID: s.paypalID(), now: now)
+                return .json(200, .object(["dispute": s.paypal.disputeJSON(d, base: s.config.publicBaseURL),
+                                           "reversal": reversal.map { s.paypal.refundJSON($0, base: s.config.publicBaseURL) }]))
+            }
+            guard let transaction = json["transaction_id"]?.stringValue else {
+                throw SimError.admin(400, "missing_field", "transaction_id (a capture or sale id) or resolve is required")
+            }
+            let id = json["id"]?.stringValue ?? "PP-D-\(s.ids.string(5, alphabet: Array("0123456789")))"
+            let d = try s.paypal.openDispute(id: id, transactionID: transaction, amountText: json["amount"]?.scalarText,
+                                             status: json["status"]?.stringValue ?? "OPEN", now: now)
+            return .json(201, s.paypal.disputeJSON(d, base: s.config.publicBaseURL))
+        }
+    }
+
+    /// `POST /admin/paypal/reversals`: `{"capture_id"}` reverses a capture (a chargeback); answers the reversal record.
+    func adminPayPalReversal(_ body: [UInt8]) throws(SimError) -> SimResponse {
+        let json = try Self.parseAdminBody(body)
+        guard let capture = json["capture_id"]?.stringValue else { throw SimError.admin(400, "missing_field", "capture_id is required") }
+        let now = nowString
+        return try state.withLock { s throws(SimError) in
+            let record = try s.paypal.reverse(captureID: capture, newID: s.paypalID(), now: now)
+            return .json(201, s.paypal.refundJSON(record, base: s.config.publicBaseURL))
+        }
     }
 
     /// One order object, or an array of them.
@@ -211,10 +267,14 @@ struct PayPalOrderSeed {
         for (i, item) in try list("authorizations").enumerated() {
             let w = "authorizations[\(i)]."
             let t = try time(item, w)
+            let parent = try string(item, "reauthorizes", w)
+            if let parent, !auths.contains(where: { $0.id == parent }) {
+                throw SimError.admin(400, "invalid_field", "\(w)reauthorizes \(parent) is not an earlier authorization of this order")
+            }
             auths.append(PayPalAuthorization(
                 id: try string(item, "id", w) ?? newID(), orderID: id,
                 status: try statusOf(item, w, allowed: PayPalAuthorization.statuses, default: "CREATED"),
-                amount: try amount(item, "amount", w, default: total), createTime: t, updateTime: t))
+                amount: try amount(item, "amount", w, default: total), createTime: t, updateTime: t, parentID: parent))
         }
         var caps: [PayPalCapture] = []
         for (i, item) in try list("captures").enumerated() {
@@ -233,7 +293,8 @@ struct PayPalOrderSeed {
             caps.append(PayPalCapture(
                 id: try string(item, "id", w) ?? newID(), orderID: id, authorizationID: authID,
                 status: try statusOf(item, w, allowed: PayPalCapture.statuses, default: "COMPLETED"),
-                amount: try amount(item, "amount", w, default: total), finalCapture: final, createTime: t, updateTime: t))
+                amount: try amount(item, "amount", w, default: total), finalCapture: final, createTime: t, updateTime: t,
+                pendingReason: try string(item, "status_details_reason", w)))
         }
         var refs: [PayPalRefund] = []
         for (i, item) in try list("refunds").enumerated() {

@@ -202,7 +202,8 @@ extension Simulator {
                 let (resourceType, resource, summaryAmount) = try Self.paypalResource(eventType, request, s.paypal, base: base)
                 template = .object([
                     "id": "", "event_version": "1.0", "create_time": .string(SimTime.rfc3339Millis(now)),
-                    "resource_type": .string(resourceType), "resource_version": "2.0", "event_type": .string(eventType),
+                    "resource_type": resourceType.isEmpty ? nil : .string(resourceType), "resource_version": resourceType.isEmpty ? nil : "2.0",
+                    "event_type": .string(eventType),
                     "summary": .string("paysim \(eventType) for \(summaryAmount)"),
                     "resource": resource,
                 ])
@@ -254,6 +255,30 @@ extension Simulator {
         func notFound(_ what: String) -> SimError { SimError.admin(404, "not_found", "no such PayPal \(what)") }
         func order(of id: String) -> PayPalOrder? { book.orders[id] }
         func summary(_ minor: Int64, _ o: PayPalOrder) -> String { "\(Money(minorUnits: minor, currency: o.currency))" }
+        if eventType == "CHECKOUT.PAYMENT-APPROVAL.REVERSED" {
+            // No resource_type: the resource names the order by `order_id` (PayPal's Pay upon Invoice sample).
+            guard let id = resourceID ?? orderID, order(of: id) != nil else { throw notFound("order") }
+            return ("", .object(["order_id": .string(id)]), id)
+        }
+        if eventType.hasPrefix("CUSTOMER.DISPUTE.") {
+            guard let id = resourceID, let d = book.disputes[id] else { throw notFound("dispute") }
+            return ("dispute", book.disputeJSON(d, base: base), "\(Money(minorUnits: d.amount, currency: d.currency))")
+        }
+        if eventType == "PAYMENT.SALE.REFUNDED" {
+            let refund = resourceID.flatMap { book.saleRefunds[$0] ?? book.sales[$0]?.refundIDs.last.flatMap { book.saleRefunds[$0] } }
+            guard let refund, let sale = book.sales[refund.saleID] else { throw notFound("sale refund") }
+            return ("refund", book.saleRefundJSON(refund, base: base), "\(Money(minorUnits: refund.amount, currency: sale.currency))")
+        }
+        if eventType.hasPrefix("PAYMENT.SALE.") {
+            guard let id = resourceID, let sale = book.sales[id] else { throw notFound("sale") }
+            return ("sale", book.saleJSON(sale, base: base), "\(Money(minorUnits: sale.amount, currency: sale.currency))")
+        }
+        if eventType == "PAYMENT.CAPTURE.REVERSED" {
+            // The reversal record of the capture named (or the record itself).
+            let record = resourceID.flatMap { id in book.refunds[id] ?? book.refunds.values.first { $0.isReversal && $0.captureID == id } }
+            guard let record, let o = order(of: record.orderID) else { throw notFound("reversal") }
+            return ("refund", book.refundJSON(record, base: base, standalone: true), summary(record.amount, o))
+        }
         if eventType.hasPrefix("CHECKOUT.ORDER.") || eventType.hasPrefix("CHECKOUT.") {
             guard let id = resourceID ?? orderID, let o = order(of: id) else { throw notFound("order") }
             return ("checkout-order", book.orderJSON(o, base: base), summary(o.amount, o))
@@ -264,7 +289,7 @@ extension Simulator {
             guard let auth, let o = order(of: auth.orderID) else { throw notFound("authorization") }
             return ("authorization", book.authorizationJSON(auth, base: base, standalone: true), summary(auth.amount, o))
         }
-        if eventType == "PAYMENT.CAPTURE.REFUNDED" || eventType == "PAYMENT.CAPTURE.REVERSED" {
+        if eventType == "PAYMENT.CAPTURE.REFUNDED" {
             let refund = resourceID.flatMap { book.refunds[$0] }
                 ?? orderID.flatMap { order(of: $0) }.flatMap { $0.refundIDs.last }.flatMap { book.refunds[$0] }
             guard let refund, let o = order(of: refund.orderID) else { throw notFound("refund") }

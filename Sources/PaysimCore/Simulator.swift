@@ -302,6 +302,32 @@ public final class Simulator: Sendable {
                                                  newID: s.paypalID(), now: self.nowSeconds)
                 return (.json(201, s.paypal.refundJSON(refund, base: s.config.publicBaseURL, standalone: true)), refund.id)
             }
+        case .paypalSale(let id):
+            try expect("GET"); try checkBearer(r)
+            return try state.withLock { s throws(SimError) in
+                guard let sale = s.paypal.sales[id] else { throw SimError.paypalNotFound("The requested resource ID was not found.") }
+                return .json(200, s.paypal.saleJSON(sale, base: s.config.publicBaseURL))
+            }
+        case .paypalSaleRefund(let id):
+            try expect("POST"); try checkBearer(r)
+            return paypalAction(route, r) { s, body throws(SimError) in
+                let amount = body?["amount"]
+                let refund = try s.paypal.refundSale(id: id, total: amount?["total"]?.scalarText, currency: amount?["currency"]?.stringValue,
+                                                     newID: s.paypalID(), now: self.nowSeconds)
+                return (.json(201, s.paypal.saleRefundJSON(refund, base: s.config.publicBaseURL)), refund.id)
+            }
+        case .paypalDispute(let id):
+            try expect("GET"); try checkBearer(r)
+            return try state.withLock { s throws(SimError) in
+                guard let d = s.paypal.disputes[id] else { throw SimError.paypalNotFound("The requested resource ID was not found.") }
+                return .json(200, s.paypal.disputeJSON(d, base: s.config.publicBaseURL))
+            }
+        case .adminPayPalSales:
+            try expect("POST"); return try adminPutPayPalSales(r.body)
+        case .adminPayPalDisputes:
+            try expect("POST"); return try adminPayPalDispute(r.body)
+        case .adminPayPalReversals:
+            try expect("POST"); return try adminPayPalReversal(r.body)
         case .paypalCert(let name):
             try expect("GET")
             guard name == Self.certName, let ca else {
@@ -654,12 +680,16 @@ enum Route: Equatable {
     case paypalCaptureRefund(String)
     case paypalRefund(String)
     case paypalCert(String)
+    case paypalSale(String)
+    case paypalSaleRefund(String)
+    case paypalDispute(String)
     case paypercutIntent(String)
     case paypercutIntentCapture(String)
     case paypercutIntentCancel(String)
     case paypercutPayment(String)
     case paypercutRefunds
     case adminPaypercutIntents
+    case adminPayPalSales, adminPayPalDisputes, adminPayPalReversals
     case adminPXPTransactions, adminPayPalOrders, adminSeed, adminLog, adminFaults, adminReset, adminStats
     case adminRootPEM, adminWebhooksSend
     case notFound(provider: String?)
@@ -683,6 +713,9 @@ enum Route: Equatable {
         case "v1":
             if s.count == 3, s[1] == "oauth2", s[2] == "token" { self = .paypalToken }
             else if s.count == 4, s[1] == "notifications", s[2] == "certs" { self = .paypalCert(s[3]) }
+            else if s.count == 4, s[1] == "payments", s[2] == "sale" { self = .paypalSale(s[3]) }
+            else if s.count == 5, s[1] == "payments", s[2] == "sale", s[4] == "refund" { self = .paypalSaleRefund(s[3]) }
+            else if s.count == 4, s[1] == "customer", s[2] == "disputes" { self = .paypalDispute(s[3]) }
             else if s.count == 3, s[1] == "payment_intents" { self = .paypercutIntent(s[2]) }
             else if s.count == 4, s[1] == "payment_intents", s[3] == "capture" { self = .paypercutIntentCapture(s[2]) }
             else if s.count == 4, s[1] == "payment_intents", s[3] == "cancel" { self = .paypercutIntentCancel(s[2]) }
@@ -708,6 +741,9 @@ enum Route: Equatable {
             case "pxp/transactions": self = .adminPXPTransactions
             case "paypal/orders": self = .adminPayPalOrders
             case "paypercut/intents": self = .adminPaypercutIntents
+            case "paypal/sales": self = .adminPayPalSales
+            case "paypal/disputes": self = .adminPayPalDisputes
+            case "paypal/reversals": self = .adminPayPalReversals
             case "seed": self = .adminSeed
             case "log": self = .adminLog
             case "faults": self = .adminFaults
@@ -725,7 +761,7 @@ enum Route: Equatable {
         switch self {
         case .pxpTransaction, .pxpModifications: return "pxp"
         case .paypalToken, .paypalOrder, .paypalAuthorization, .paypalAuthorizationCapture, .paypalAuthorizationVoid,
-             .paypalCapture, .paypalCaptureRefund, .paypalRefund, .paypalCert: return "paypal"
+             .paypalCapture, .paypalCaptureRefund, .paypalRefund, .paypalCert, .paypalSale, .paypalSaleRefund, .paypalDispute: return "paypal"
         case .paypercutIntent, .paypercutIntentCapture, .paypercutIntentCancel, .paypercutPayment, .paypercutRefunds: return "paypercut"
         case .notFound(let p): return p
         default: return nil
@@ -744,7 +780,7 @@ enum Route: Equatable {
     /// Modification/action calls (logged in /admin/log).
     var isAction: Bool {
         switch self {
-        case .pxpModifications, .paypalAuthorizationCapture, .paypalAuthorizationVoid, .paypalCaptureRefund,
+        case .pxpModifications, .paypalAuthorizationCapture, .paypalAuthorizationVoid, .paypalCaptureRefund, .paypalSaleRefund,
              .paypercutIntentCapture, .paypercutIntentCancel, .paypercutRefunds: return true
         default: return false
         }
@@ -765,6 +801,12 @@ enum Route: Equatable {
         case .paypalCaptureRefund: return "paypal.refund"
         case .paypalRefund: return "paypal.get_refund"
         case .paypalCert: return "paypal.cert"
+        case .paypalSale: return "paypal.get_sale"
+        case .paypalSaleRefund: return "paypal.refund_sale"
+        case .paypalDispute: return "paypal.get_dispute"
+        case .adminPayPalSales: return "admin.paypal_sales"
+        case .adminPayPalDisputes: return "admin.paypal_disputes"
+        case .adminPayPalReversals: return "admin.paypal_reversals"
         case .paypercutIntent: return "paypercut.get_payment_intent"
         case .paypercutIntentCapture: return "paypercut.capture"
         case .paypercutIntentCancel: return "paypercut.cancel"

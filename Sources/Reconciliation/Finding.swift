@@ -14,6 +14,8 @@ public enum DiscrepancyKind: String, Sendable, Hashable, Codable, CaseIterable {
     case stateMismatch = "state_mismatch"
     case actionNotAllowed = "action_not_allowed"
     case stalePending = "stale_pending"
+    case disputed
+    case reversed
 
     /// Merchant, site, currency, intent mismatches and `missing_at_provider` block all actions for the order.
     public var isBlocking: Bool {

@@ -34,12 +34,16 @@ extension Planner.Check {
         return permission(snapshot.capabilities.increment)
     }
 
-    /// Refund needs captured money not yet refunded; a provider whose refunds act on captures gets the amount
-    /// spread over them in their order.
+    /// Refund needs captured money not yet refunded nor reversed, and no open dispute (refunding a disputed payment
+    /// pays twice); a provider whose refunds act on captures gets the amount spread over them in their order.
     func refundPermission(_ amount: Int64) -> Permission<[RefundPart]> {
-        let refundable = captured - refunded
+        if disputed > 0 {
+            return .denied("\(withCode(disputed)) is under open dispute (refunding a disputed payment pays twice)")
+        }
+        let refundable = captured - refunded - reversed
         guard amount > 0, refundable >= amount else {
-            return .denied("only \(withCode(max(refundable, 0))) captured and not yet refunded")
+            return .denied("only \(withCode(max(refundable, 0))) captured and not yet refunded"
+                           + (reversed > 0 ? " nor reversed" : ""))
         }
         if let refusal = snapshot.capabilities.amountRefusal(amount, currency: snapshot.currency) { return .denied(refusal) }
         switch snapshot.capabilities.refund {

@@ -17,6 +17,8 @@ extension Planner {
         var authorised: Int64 { snapshot.authorised }
         var captured: Int64 { snapshot.captured }
         var refunded: Int64 { snapshot.refunded }
+        var reversed: Int64 { snapshot.reversed }
+        var disputed: Int64 { snapshot.disputed }
         var state: TransactionState { snapshot.state }
         var currency: Currency { order.amount.currency }
 
@@ -78,9 +80,9 @@ extension Planner {
                 case let .denied(reason): notAllowed(.void, amount: need, reason: reason)
                 }
             }
-            // 7. cancelled, C − R > 0 → refund C − R.
-            if fulfilment == .cancelled, captured - refunded > 0 {
-                refund(captured - refunded)
+            // 7. cancelled, C − R > 0 → refund C − R (less what was reversed: the payer has that back already).
+            if fulfilment == .cancelled, captured - refunded - reversed > 0 {
+                refund(captured - refunded - reversed)
             }
             // 8. not cancelled, rq > R → refund rq − R if rq ≤ C, else action_not_allowed.
             if fulfilment != .cancelled, order.refundAmount > refunded {
@@ -109,12 +111,14 @@ extension Planner {
             }
             // 11. pending too long → stale_pending.
             checkStale()
+            // 12. D > 0 → disputed; 13. V > 0 → reversed.
+            checkDisputedAndReversed()
         }
 
         // MARK: blocking checks and payouts
 
         mutating func checkBlocking() {
-            if let merchant = order.merchant, !merchant.isEmpty, snapshot.merchant != merchant {
+            if snapshot.reportsMerchant, let merchant = order.merchant, !merchant.isEmpty, snapshot.merchant != merchant {
                 add(.merchantMismatch, expected: ["merchant": merchant], actual: ["merchant": snapshot.merchant ?? ""],
                     detail: "provider reports merchant '\(snapshot.merchant ?? "")', order expects '\(merchant)'",
                     risk: amt)
@@ -145,6 +149,18 @@ extension Planner {
                 stateMismatch()
             }
             checkStale()
+        }
+
+        mutating func checkDisputedAndReversed() {
+            if disputed > 0 {
+                add(.disputed, expected: [:], actual: ["disputed": money(disputed), "state": state.rawValue],
+                    detail: "\(withCode(disputed)) is under open dispute; refunds are held until it is resolved", risk: disputed)
+            }
+            if reversed > 0 {
+                add(.reversed, expected: [:], actual: ["reversed": money(reversed), "captured": money(captured)],
+                    detail: "\(withCode(reversed)) of the captured \(withCode(captured)) was taken back by the payer's bank or the provider "
+                        + "(chargeback or reversal), not refunded by the merchant", risk: reversed)
+            }
         }
 
         mutating func stateMismatch() {

@@ -35,19 +35,24 @@
 // 10. R > (cancelled ? C : rq)                            → over_refunded
 // 11. pending or action_required, now − createdAt > pendingMax → stale_pending (exactly pendingMax is not stale;
 //     no createdAt, no verdict)
+// 12. D > 0                                             → disputed (amount at risk D)
+// 13. V > 0                                             → reversed (amount at risk V)
+//
+// V (reversed) is counted in C and never in R: a chargeback is not a refund the merchant made. A cancelled order
+// wants C − R − V refunded (the payer has V back already). While D > 0 every refund is action_not_allowed.
 //
 // Where allowed (a denial names its reason in the finding's detail): the shared rules below, then what the
 // provider's mapping put in `Snapshot.capabilities` (its own ids, statuses and missing operations):
 //   capture: authorisation intent, state authorised, C < A; then `capabilities.capture`.
 //   void:    as capture, and C = 0; then `capabilities.void`.
-//   refund:  C − R ≥ the amount (> 0); then `capabilities.refund`: one call against a target, or spread over
+//   refund:  D = 0 and C − R − V ≥ the amount (> 0); then `capabilities.refund`: one call against a target, or spread over
 //            refund sources holding the amount.
 //   increment: `capabilities.increment` not unsupported; authorisation intent, state authorised, C < A; then allowed.
 
 // Amount at risk (minor units): missing_at_provider, merchant/site/currency/intent mismatch, state_mismatch,
 // stale_pending: amt; unknown_order: the transaction's value unless it failed or was voided (then 0);
 // amount_mismatch: |amt − C| (row 1: amt − A); over_captured: C − amt; over_refunded: R − limit;
-// action_not_allowed: the amount of the action that was needed.
+// action_not_allowed: the amount of the action that was needed; disputed: D; reversed: V.
 //
 // Idempotency: a planned action whose key was already recorded as pending, succeeded or failed is not emitted
 // again (a failed one waits for an operator: retrying a refused capture on every check would hammer the provider);
@@ -122,6 +127,17 @@ public enum Planner {
             detail: "\(snapshot.provider.rawValue) transaction \(snapshot.transactionRef) "
                 + "(\(value) \(snapshot.currency.code), \(snapshot.state.rawValue)) matches no stored order",
             amountAtRisk: dead ? 0 : max(snapshot.value, 0))
+    }
+
+    /// `unknown_order` for a transaction that is not an order's own and cannot be linked to one (a PXP Refund
+    /// transaction naming no parent): `detail` says why.
+    public static func unknownOrder(provider: Provider, transactionRef: String, value: Money?, state: String, detail: String) -> Finding {
+        var actual = ["transaction_ref": transactionRef, "state": state]
+        if let value {
+            actual["amount"] = Money.format(minorUnits: value.minorUnits, exponent: value.currency.exponent)
+            actual["currency"] = value.currency.code
+        }
+        return Finding(kind: .unknownOrder, expected: [:], actual: actual, detail: detail, amountAtRisk: max(value?.minorUnits ?? 0, 0))
     }
 
     static func missingAtProvider(_ order: Order) -> Finding {

@@ -14,8 +14,9 @@ public struct TransactionLink: Sendable, Hashable, Codable {
     /// The transaction it modifies; nil for the order's own transaction (an alias).
     public var parentExternalID: String?
     public var orderID: String?
-    /// `alias` for another id of the order's own transaction, else the action kind (`capture`, `void`, `refund`,
-    /// `increment`).
+    /// `alias` for another id of the order's own transaction; the action kind (`capture`, `void`, `refund`,
+    /// `increment`) of a modification; `sale` for a sale the order is paid by (PayPal v1); `dispute` for a dispute
+    /// naming one of the order's payments (the parent).
     public var kind: String
     /// The operation's own amount, minor units of `currency`.
     public var amount: Int64?
@@ -26,6 +27,8 @@ public struct TransactionLink: Sendable, Hashable, Codable {
     public var actionID: Int64?
 
     public static let aliasKind = "alias"
+    public static let saleKind = "sale"
+    public static let disputeKind = "dispute"
 
     public init(externalID: String, parentExternalID: String?, orderID: String?, kind: String, amount: Int64? = nil,
                 currency: String? = nil, state: String? = nil, source: Source, actionID: Int64? = nil) {

@@ -49,12 +49,19 @@ public struct Snapshot: Sendable, Hashable, Codable {
     public var site: String?
     /// The provider's answer carries a site, compared with the order's (PXP: site is part of its API path).
     public var reportsSite: Bool
+    /// The provider's answer carries the merchant (a PayPal v1 sale does not: the order's merchant is not compared).
+    public var reportsMerchant: Bool
     public var intent: Intent
     public var currency: Currency
     public var value: Int64           // the transaction's own value (PXP transactionValue; PayPal purchase unit amount)
     public var authorised: Int64      // A
     public var captured: Int64        // C
     public var refunded: Int64        // R
+    /// V: money the payer's bank or the provider took back without a refund the merchant made (chargebacks,
+    /// capture reversals, bank returns). Counted in C, never in R.
+    public var reversed: Int64
+    /// D: money under open dispute (disputes not yet resolved).
+    public var disputed: Int64
     public var state: TransactionState
     public var rawState: String
     /// Unix seconds of the transaction's creation at the provider (PXP merchantTransactionDate, PayPal create_time).
@@ -68,28 +75,30 @@ public struct Snapshot: Sendable, Hashable, Codable {
     public var method: String?
 
     public init(provider: Provider, transactionRef: String, merchant: String?, site: String?, reportsSite: Bool = false,
-                intent: Intent, currency: Currency, value: Int64, authorised: Int64, captured: Int64, refunded: Int64,
+                reportsMerchant: Bool = true, intent: Intent, currency: Currency, value: Int64, authorised: Int64, captured: Int64, refunded: Int64,
                 state: TransactionState, rawState: String, createdAt: Int64?, capabilities: Capabilities = .unknown(),
-                aliases: [String] = [], method: String? = nil) {
+                aliases: [String] = [], method: String? = nil, reversed: Int64 = 0, disputed: Int64 = 0) {
         self.provider = provider; self.transactionRef = transactionRef; self.merchant = merchant; self.site = site
-        self.reportsSite = reportsSite
+        self.reportsSite = reportsSite; self.reportsMerchant = reportsMerchant
         self.intent = intent; self.currency = currency; self.value = value; self.authorised = authorised
         self.captured = captured; self.refunded = refunded; self.state = state; self.rawState = rawState
         self.createdAt = createdAt; self.capabilities = capabilities; self.aliases = aliases; self.method = method
+        self.reversed = reversed; self.disputed = disputed
     }
 
     enum CodingKeys: String, CodingKey {
-        case provider, transactionRef, merchant, site, reportsSite, intent, currency, value, authorised, captured, refunded
-        case state, rawState, createdAt, capabilities, aliases, method
+        case provider, transactionRef, merchant, site, reportsSite, reportsMerchant, intent, currency, value, authorised, captured, refunded
+        case state, rawState, createdAt, capabilities, aliases, method, reversed, disputed
     }
 
-    /// Snapshots stored before capabilities and aliases were recorded decode with none known (every action refused
-    /// until the next fetch, which records them).
+    /// Snapshots stored before capabilities, aliases, V and D were recorded decode with no capability known (every
+    /// action refused until the next fetch, which records them) and V = D = 0.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         self.init(provider: try c.decode(Provider.self, forKey: .provider), transactionRef: try c.decode(String.self, forKey: .transactionRef),
                   merchant: try c.decodeIfPresent(String.self, forKey: .merchant), site: try c.decodeIfPresent(String.self, forKey: .site),
                   reportsSite: try c.decodeIfPresent(Bool.self, forKey: .reportsSite) ?? false,
+                  reportsMerchant: try c.decodeIfPresent(Bool.self, forKey: .reportsMerchant) ?? true,
                   intent: try c.decode(Intent.self, forKey: .intent), currency: try c.decode(Currency.self, forKey: .currency),
                   value: try c.decode(Int64.self, forKey: .value), authorised: try c.decode(Int64.self, forKey: .authorised),
                   captured: try c.decode(Int64.self, forKey: .captured), refunded: try c.decode(Int64.self, forKey: .refunded),
@@ -97,6 +106,8 @@ public struct Snapshot: Sendable, Hashable, Codable {
                   createdAt: try c.decodeIfPresent(Int64.self, forKey: .createdAt),
                   capabilities: try c.decodeIfPresent(Capabilities.self, forKey: .capabilities) ?? .unknown(),
                   aliases: try c.decodeIfPresent([String].self, forKey: .aliases) ?? [],
-                  method: try c.decodeIfPresent(String.self, forKey: .method))
+                  method: try c.decodeIfPresent(String.self, forKey: .method),
+                  reversed: try c.decodeIfPresent(Int64.self, forKey: .reversed) ?? 0,
+                  disputed: try c.decodeIfPresent(Int64.self, forKey: .disputed) ?? 0)
     }
 }

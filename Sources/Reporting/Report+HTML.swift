@@ -150,7 +150,12 @@ extension Report {
             out += "<td class=\"num\">\(d.id)</td><td>\(HTML.escape(d.provider))</td>"
             out += "<td>" + (d.orderID.map { HTML.escape($0) } ?? "<span class=\"none\">none</span>") + "</td>"
             out += "<td>\(HTML.escape(d.transactionRef))</td><td class=\"kind\"><i class=\"dot\" style=\"background:\(HTML.colour(d.kind))\"></i>\(HTML.escape(d.kind.rawValue))</td>"
-            out += "<td><span class=\"badge \(d.status.rawValue)\">\(d.status.rawValue)</span></td>"
+            out += "<td><span class=\"badge \(d.status.rawValue)\">\(d.status.rawValue)</span>"
+            if d.status == .acknowledged {
+                out += "<div class=\"ack\">\(HTML.escape(d.acknowledgedAt.map(Timestamp.minutes) ?? ""))"
+                    + (d.ackNote.map { ": " + HTML.escape($0) } ?? "") + "</div>"
+            }
+            out += "</td>"
             out += "<td class=\"num\">\(HTML.escape(risk))</td><td class=\"num\">\(d.occurrences)</td>"
             out += "<td>\(HTML.escape(Timestamp.minutes(d.firstSeen)))</td><td>\(HTML.escape(Timestamp.minutes(d.lastSeen)))</td>"
             out += "<td>\(HTML.escape(d.detail))</td><td>\(HTML.members(d.expected))</td><td>\(HTML.members(d.actual))</td></tr>\n"
@@ -218,7 +223,7 @@ public enum HTML {
         table{border-collapse:collapse;width:100%}th,td{padding:7px 10px;border-bottom:1px solid var(--line);text-align:left;vertical-align:top}
         th{position:sticky;top:0;background:#f2f4f7;font-size:12px;color:var(--muted);white-space:nowrap}td{word-break:break-word}
         .num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}tr.resolved td{color:var(--muted)}
-        .badge{padding:1px 8px;border-radius:10px;font-size:12px;white-space:nowrap}td.kind{white-space:nowrap}.badge.open{background:#fee4e2;color:var(--bad)}.badge.resolved{background:#d1fadf;color:var(--good)}
+        .badge{padding:1px 8px;border-radius:10px;font-size:12px;white-space:nowrap}td.kind{white-space:nowrap}.badge.open{background:#fee4e2;color:var(--bad)}.badge.resolved{background:#d1fadf;color:var(--good)}.badge.acknowledged{background:#eef;color:#446}.ack{font-size:11px;color:#667;max-width:16em}
         .kv b{font-weight:600;color:var(--muted)}.none,.empty{color:var(--muted)}tr[hidden]{display:none}
         @media print{.filters{display:none}body{background:#fff}}
         """

@@ -8,7 +8,7 @@ extension Report {
     ///
     /// Contract fields: `generated_at`, `summary {open, by_kind, amount_at_risk}`, `discrepancies[] {id, provider,
     /// order_id, transaction_ref, kind, status, expected, actual, detail, first_seen, last_seen, occurrences}`.
-    /// Extras: `filters`, `summary.rejected_24h`, and per discrepancy `amount_at_risk`, `currency`, `resolved_at`.
+    /// Extras: `filters`, `summary.rejected_24h`, and per discrepancy `amount_at_risk`, `currency`, `resolved_at`, `acknowledged_at`, `ack_note`.
     public func json() -> [UInt8] {
         var out = jsonValue().serialized()
         out.append(UInt8(ascii: "\n"))
@@ -54,6 +54,8 @@ extension DiscrepancyRow {
             ("amount_at_risk", formattedAmountAtRisk.map(JSONValue.string) ?? .null),
             ("currency", currency.map { .string($0.code) } ?? .null),
             ("resolved_at", resolvedAt.map { .string(Timestamp.iso8601($0)) } ?? .null),
+            ("acknowledged_at", acknowledgedAt.map { .string(Timestamp.iso8601($0)) } ?? .null),
+            ("ack_note", ackNote.map(JSONValue.string) ?? .null),
         ])
     }
 }

@@ -47,8 +47,10 @@ extension Report {
                 table.append([
                     String(d.id), d.provider, d.orderID ?? "-", d.transactionRef, d.status.rawValue,
                     d.formattedAmountAtRisk ?? "", d.currency?.code ?? "", "\(d.occurrences)x",
-                    Timestamp.minutes(d.firstSeen), Timestamp.minutes(d.lastSeen), d.detail,
-                ], style: d.status == .resolved ? .dim : .none)
+                    Timestamp.minutes(d.firstSeen), Timestamp.minutes(d.lastSeen),
+                    d.status == .acknowledged ? d.detail + " [acknowledged\(d.acknowledgedAt.map { " " + Timestamp.minutes($0) } ?? "")"
+                        + (d.ackNote.map { ": \($0)" } ?? "") + "]" : d.detail,
+                ], style: d.status == .open ? .none : .dim)
             }
             out += table.render(colour: colour)
         }

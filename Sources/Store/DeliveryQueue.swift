@@ -17,6 +17,8 @@ public struct QueuedDelivery: Sendable {
     public var lastError: String?
     public var redeliveries: Int
     public var processedAt: Date?
+    /// What processing came to: the orders re-checked, why it was ignored, or why it died.
+    public var outcome: String?
 }
 
 /// The worker's queue over `deliveries`: claims with FOR UPDATE SKIP LOCKED under a lease, so several workers on
@@ -24,7 +26,7 @@ public struct QueuedDelivery: Sendable {
 public enum DeliveryQueue {
     static func columns(_ t: String = "") -> String {
         ["id", "provider", "dedupe_key", "event_type", "received_at", "headers::text AS headers", "body", "status", "attempts",
-         "next_attempt_at", "last_error", "redeliveries", "processed_at"].map { t + $0 }.joined(separator: ", ")
+         "next_attempt_at", "last_error", "redeliveries", "processed_at", "outcome"].map { t + $0 }.joined(separator: ", ")
     }
 
     /// Claims up to `limit` due deliveries for `owner` until `leaseSeconds` from now.
@@ -52,19 +54,34 @@ public enum DeliveryQueue {
             """, [.int64Array(ids), .text(owner), .int64(Int64(leaseSeconds))]).map { try $0.int64("id") }
     }
 
-    /// Marks the delivery done, if `owner` still holds it. False when the lease was lost (another worker has it).
-    public static func complete(id: Int64, owner: String, on conn: PostgresConnection) throws -> Bool {
-        try complete(ids: [id], owner: owner, on: conn) == [id]
+    /// How a processed delivery ends: `done` (with the orders it re-checked) or `ignored` (with why it names no
+    /// payment), and that text.
+    public struct Completion: Sendable, Equatable {
+        public var id: Int64
+        public var status: String
+        public var outcome: String
+        public init(id: Int64, status: String, outcome: String) {
+            precondition(status == "done" || status == "ignored", "a processed delivery is done or ignored")
+            self.id = id; self.status = status; self.outcome = outcome
+        }
     }
 
-    /// Marks many deliveries done in one statement (the worker batches its completions); returns the ids `owner`
-    /// still held, i.e. the ones it completed.
-    public static func complete(ids: [Int64], owner: String, on conn: PostgresConnection) throws -> [Int64] {
-        guard !ids.isEmpty else { return [] }
+    /// Marks the delivery done, if `owner` still holds it. False when the lease was lost (another worker has it).
+    public static func complete(id: Int64, owner: String, outcome: String = "", on conn: PostgresConnection) throws -> Bool {
+        try complete([Completion(id: id, status: "done", outcome: outcome)], owner: owner, on: conn) == [id]
+    }
+
+    /// Ends many processed deliveries in one statement (the worker batches its completions); returns the ids
+    /// `owner` still held, i.e. the ones it completed.
+    public static func complete(_ completions: [Completion], owner: String, on conn: PostgresConnection) throws -> [Int64] {
+        guard !completions.isEmpty else { return [] }
         return try conn.query("""
-            UPDATE deliveries SET status = 'done', processed_at = now(), lease_owner = NULL, lease_expires_at = NULL, last_error = NULL
-            WHERE id = ANY($1) AND lease_owner = $2 AND status = 'pending' RETURNING id
-            """, [.int64Array(ids), .text(owner)]).map { try $0.int64("id") }
+            UPDATE deliveries d SET status = c.status, outcome = c.outcome, processed_at = now(), lease_owner = NULL,
+                lease_expires_at = NULL, last_error = NULL
+            FROM unnest($1::bigint[], $3::text[], $4::text[]) AS c(id, status, outcome)
+            WHERE d.id = c.id AND d.lease_owner = $2 AND d.status = 'pending' RETURNING d.id
+            """, [.int64Array(completions.map(\.id)), .text(owner), .textArray(completions.map(\.status)),
+                  .textArray(completions.map(\.outcome))]).map { try $0.int64("id") }
     }
 
     /// Schedules another attempt after `delaySeconds`, or marks it dead when `dead`.
@@ -77,7 +94,7 @@ public enum DeliveryQueue {
                 """, [.int64(id), .text(owner), .text(String(format: "%.3f", delay)), .text(error)]) == 1
         }
         return try conn.execute("""
-            UPDATE deliveries SET status = 'dead', last_error = $3, processed_at = now(), lease_owner = NULL, lease_expires_at = NULL
+            UPDATE deliveries SET status = 'dead', last_error = $3, outcome = $3, processed_at = now(), lease_owner = NULL, lease_expires_at = NULL
             WHERE id = $1 AND lease_owner = $2 AND status = 'pending'
             """, [.int64(id), .text(owner), .text(error)]) == 1
     }
@@ -129,7 +146,7 @@ public enum DeliveryQueue {
             headers: decodeHeaders(try row.string("headers")), body: try row.bytes("body"), status: try row.string("status"),
             attempts: Int(try row.int64("attempts")), nextAttemptAt: try row.date("next_attempt_at"),
             lastError: try row.optionalString("last_error"), redeliveries: Int(try row.int64("redeliveries")),
-            processedAt: try row.optionalDate("processed_at"))
+            processedAt: try row.optionalDate("processed_at"), outcome: try row.optionalString("outcome"))
     }
 
     static func decodeHeaders(_ json: String) -> [(String, String)] {

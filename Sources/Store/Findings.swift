@@ -9,6 +9,8 @@ public struct CheckOutcome: Sendable, Equatable {
     public var stillOpen = 0
     public var actionsEmitted = 0
     public var superseded = 0
+    /// Findings that matched an acknowledged discrepancy (counted there, not reopened).
+    public var acknowledged = 0
     public init() {}
 }
 
@@ -23,15 +25,42 @@ public enum FindingStore {
     /// The actions of one order, oldest first (also read under the order's lock by `record`).
     static let emittedSQL = "SELECT idempotency_key, action, status, amount_minor FROM actions WHERE provider = $1 AND order_id = $2 ORDER BY id"
 
+    /// One finding: an acknowledged discrepancy with the same kind, expected and actual values stays acknowledged
+    /// (it is counted, not reopened); an acknowledged one whose values changed is resolved and the finding opens a
+    /// new row; otherwise the open row is counted or a new one opened. `inserted` is true for a new row, false for
+    /// a counted open one; no row at all means the acknowledged one was counted.
     static let upsertFinding = """
+        WITH acknowledged AS (
+            UPDATE discrepancies SET last_seen = now(), occurrences = occurrences + 1, detail = $7::text, amount_at_risk_minor = $8::bigint
+            WHERE provider = $1 AND coalesce(order_id, '') = coalesce($2::text, '') AND transaction_ref = $3 AND kind = $4
+              AND status = 'acknowledged' AND expected = $5::jsonb AND actual = $6::jsonb
+            RETURNING id),
+        changed AS (
+            UPDATE discrepancies SET status = 'resolved', resolved_at = now()
+            WHERE provider = $1 AND coalesce(order_id, '') = coalesce($2::text, '') AND transaction_ref = $3 AND kind = $4
+              AND status = 'acknowledged' AND NOT (expected = $5::jsonb AND actual = $6::jsonb)
+            RETURNING id)
         INSERT INTO discrepancies (provider, order_id, transaction_ref, kind, expected, actual, detail, amount_at_risk_minor, currency)
-        VALUES ($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7, $8, $9)
+        SELECT $1::text, $2::text, $3::text, $4::text, $5::jsonb, $6::jsonb, $7::text, $8::bigint, $9::text WHERE NOT EXISTS (SELECT 1 FROM acknowledged)
         ON CONFLICT (provider, coalesce(order_id, ''), transaction_ref, kind) WHERE status = 'open' DO UPDATE SET
             last_seen = now(), occurrences = discrepancies.occurrences + 1, expected = EXCLUDED.expected,
             actual = EXCLUDED.actual, detail = EXCLUDED.detail, amount_at_risk_minor = EXCLUDED.amount_at_risk_minor,
             currency = EXCLUDED.currency
         RETURNING (xmax = 0) AS inserted
         """
+
+    /// `payrecon discrepancies ack ID --note`: an open discrepancy leaves the open set and the money at risk; the
+    /// note and the time are kept. Returns the row as acknowledged, or nil when there is no open discrepancy `id`
+    /// (`status` then says what it is, if it exists).
+    public static func acknowledge(id: Int64, note: String?, on conn: PostgresConnection) throws -> (acknowledged: Bool, status: String?) {
+        let rows = try conn.query("""
+            UPDATE discrepancies SET status = 'acknowledged', acknowledged_at = now(), ack_note = $2
+            WHERE id = $1 AND status = 'open' RETURNING id
+            """, [.int64(id), note.map { .text($0) } ?? .null])
+        if !rows.isEmpty { return (true, "acknowledged") }
+        let status = try conn.query("SELECT status FROM discrepancies WHERE id = $1", [.int64(id)]).first?.string("status")
+        return (false, status)
+    }
 
     /// Plans and records one check under the order's lock, so checks of one order in any number of processes are
     /// serialized and each plans from what the one before it recorded.
@@ -42,7 +71,7 @@ public enum FindingStore {
     /// nothing is recorded and nil is returned (the newer check planned already). With `order` nil the transaction
     /// is an unknown one (`unknown_order`), and `plan` gets nil and no actions.
     public static func record(provider: Provider, order: Order?, transactionRef: String, snapshot: Snapshot?, fetchedAt: Date,
-                              plan makePlan: (Order?, [EmittedAction]) -> Plan,
+                              currency: String? = nil, plan makePlan: (Order?, [EmittedAction]) -> Plan,
                               on conn: PostgresConnection) throws -> (outcome: CheckOutcome, plan: Plan)? {
         let orderID = order?.orderID
         let p = PostgresValue.text(provider.rawValue)
@@ -70,7 +99,7 @@ public enum FindingStore {
             }
             let plan = makePlan(current, emitted)
             let outcome = try write(plan, provider: provider, order: current, transactionRef: transactionRef, snapshot: snapshot,
-                                    fetchedAt: fetchedAt, on: conn)
+                                    fetchedAt: fetchedAt, currency: currency, on: conn)
             return (outcome, plan)
         } catch {
             // A failed statement leaves the transaction aborted (or it was never begun): end it either way.
@@ -86,9 +115,9 @@ public enum FindingStore {
 
     /// The second round trip of `record`: every write of the plan, then COMMIT.
     private static func write(_ plan: Plan, provider: Provider, order: Order?, transactionRef: String, snapshot: Snapshot?,
-                              fetchedAt: Date, on conn: PostgresConnection) throws -> CheckOutcome {
+                              fetchedAt: Date, currency: String?, on conn: PostgresConnection) throws -> CheckOutcome {
         let orderID = order?.orderID
-        let currency = order?.amount.currency.code ?? snapshot?.currency.code
+        let currency = order?.amount.currency.code ?? snapshot?.currency.code ?? currency
         let p = PostgresValue.text(provider.rawValue)
         var statements: [PostgresStatement] = []
         for f in plan.findings {
@@ -104,18 +133,18 @@ public enum FindingStore {
         if let orderID {
             statements.append(PostgresStatement("""
                 UPDATE discrepancies SET status = 'resolved', resolved_at = now()
-                WHERE provider = $1 AND order_id = $2 AND status = 'open' AND NOT (kind = ANY($3))
+                WHERE provider = $1 AND order_id = $2 AND status IN ('open', 'acknowledged') AND NOT (kind = ANY($3))
                 """, [p, .text(orderID), kinds]))
             // An order now known resolves the unknown_order its transaction had raised.
             statements.append(PostgresStatement("""
                 UPDATE discrepancies SET status = 'resolved', resolved_at = now()
-                WHERE provider = $1 AND order_id IS NULL AND transaction_ref = $2 AND status = 'open'
+                WHERE provider = $1 AND order_id IS NULL AND transaction_ref = $2 AND status IN ('open', 'acknowledged')
                 """, [p, .text(transactionRef)]))
             resolveStatements = 2
         } else {
             statements.append(PostgresStatement("""
                 UPDATE discrepancies SET status = 'resolved', resolved_at = now()
-                WHERE provider = $1 AND order_id IS NULL AND transaction_ref = $2 AND status = 'open' AND NOT (kind = ANY($3))
+                WHERE provider = $1 AND order_id IS NULL AND transaction_ref = $2 AND status IN ('open', 'acknowledged') AND NOT (kind = ANY($3))
                 """, [p, .text(transactionRef), kinds]))
         }
         var actionStatements = 0, supersedeStatements = 0
@@ -159,7 +188,11 @@ public enum FindingStore {
         var outcome = CheckOutcome()
         var i = 0
         for _ in plan.findings {
-            if try results[i].first?.bool("inserted") == true { outcome.opened += 1 } else { outcome.stillOpen += 1 }
+            switch try results[i].first?.bool("inserted") {
+            case true?: outcome.opened += 1
+            case false?: outcome.stillOpen += 1
+            case nil: outcome.acknowledged += 1   // counted on the acknowledged row
+            }
             i += 1
         }
         for _ in 0..<resolveStatements { outcome.resolved += results[i].affectedRows; i += 1 }

@@ -4,7 +4,7 @@ import Reconciliation
 
 /// Which discrepancies a report covers. nil = any.
 public struct DiscrepancyFilter: Sendable, Equatable {
-    /// `open` or `resolved`; nil for both.
+    /// `open`, `acknowledged` or `resolved`; nil for all.
     public var status: String?
     public var provider: String?
     public var kind: DiscrepancyKind?
@@ -33,6 +33,8 @@ public struct StoredDiscrepancy: Sendable, Equatable {
     public var lastSeen: Date
     public var occurrences: Int
     public var resolvedAt: Date?
+    public var acknowledgedAt: Date?
+    public var ackNote: String?
 }
 
 /// Open discrepancies of one kind in one currency (nil: none recorded), with their amount at risk summed.
@@ -60,7 +62,7 @@ public enum ReportStore {
     public static func discrepancies(_ filter: DiscrepancyFilter, on conn: PostgresConnection) throws -> [StoredDiscrepancy] {
         try conn.query("""
             SELECT id, provider, order_id, transaction_ref, kind, status, expected::text AS expected, actual::text AS actual,
-                   detail, amount_at_risk_minor, currency, first_seen, last_seen, occurrences, resolved_at
+                   detail, amount_at_risk_minor, currency, first_seen, last_seen, occurrences, resolved_at, acknowledged_at, ack_note
             FROM discrepancies WHERE \(filterClause) ORDER BY id
             """, parameters(filter, status: filter.status)).map(decode)
     }
@@ -116,7 +118,8 @@ public enum ReportStore {
             expected: try row.string("expected"), actual: try row.string("actual"), detail: try row.string("detail"),
             amountAtRiskMinor: try row.int64("amount_at_risk_minor"), currency: try currency(row.optionalString("currency")),
             firstSeen: try row.date("first_seen"), lastSeen: try row.date("last_seen"), occurrences: Int(try row.int64("occurrences")),
-            resolvedAt: try row.optionalDate("resolved_at"))
+            resolvedAt: try row.optionalDate("resolved_at"), acknowledgedAt: try row.optionalDate("acknowledged_at"),
+            ackNote: try row.optionalString("ack_note"))
     }
 }
 

@@ -7,8 +7,28 @@
 /// once, over and over, and burn its attempt budget inside a short provider outage; half the ceiling as a floor keeps
 /// the backoff exponential for every delivery.
 public struct DeliveryAttempt: Sendable {
+    /// How a processed delivery ends (contract §7): `done` with what it re-checked, or `ignored` with why it names no
+    /// payment. Never done having done nothing.
+    public enum Outcome: Sendable, Equatable {
+        case done(String)
+        case ignored(String)
+
+        public var status: String {
+            switch self {
+            case .done: "done"
+            case .ignored: "ignored"
+            }
+        }
+
+        public var text: String {
+            switch self {
+            case .done(let t), .ignored(let t): t
+            }
+        }
+    }
+
     public enum Result: Sendable, Equatable {
-        case processed
+        case processed(Outcome)
         /// The provider could not answer now (timeout, 429, 5xx): try again later.
         case transient(reason: String, retryAfterSeconds: Int?)
         /// Retrying will not help (e.g. malformed stored body, provider says 4xx); still retried until the budget
@@ -17,7 +37,7 @@ public struct DeliveryAttempt: Sendable {
     }
 
     public enum Decision: Sendable, Equatable {
-        case done
+        case done(Outcome)
         case retry(afterSeconds: Double, reason: String)
         case dead(reason: String)
     }
@@ -34,7 +54,7 @@ public struct DeliveryAttempt: Sendable {
     public func decide(_ result: Result, attempts: Int, random: Double) -> Decision {
         let reason: String, retryAfter: Int?
         switch result {
-        case .processed: return .done
+        case .processed(let outcome): return .done(outcome)
         case .transient(let r, let after): reason = r; retryAfter = after
         case .permanent(let r): reason = r; retryAfter = nil
         }

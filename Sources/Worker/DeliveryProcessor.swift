@@ -5,69 +5,145 @@ import Providers
 import Reconciliation
 import Store
 
-/// Turns one stored delivery into order checks: its provider says which transactions it names; each is found by
-/// the order holding it (its transaction_ref, or an alias or modification id in `transaction_links`) and the order
-/// checked, or reported as `unknown_order` when the provider has it and no order names it.
+/// Turns one stored delivery into order checks: its provider says which transactions it names (or why it names
+/// none); each is found by the order holding it (its transaction_ref or an alternative, or an alias, modification,
+/// sale or dispute in `transaction_links`) and the order checked, or the transaction looked up at the provider:
+/// `unknown_order`, a modification linked to its parent's order, or a reason to ignore it.
+///
+/// The delivery ends `done` with the orders it re-checked, or `ignored` with why nothing was (contract §7).
 public struct DeliveryProcessor: Sendable {
     let pool: PostgresPool
     let checker: OrderChecker
 
     public init(pool: PostgresPool, checker: OrderChecker) { self.pool = pool; self.checker = checker }
 
+    /// What one reference came to.
+    enum Step: Sendable, Equatable {
+        case checked(orderID: String, OrderChecker.Result)
+        case unknown(transactionRef: String, OrderChecker.Result)
+        case ignored(String)
+    }
+
     /// `log` carries the delivery's context (`delivery_id`, `provider`); each check adds `order_id`.
     public func process(_ delivery: QueuedDelivery, log: Logger = Logger()) async -> DeliveryAttempt.Result {
         let provider = delivery.provider
         let references: [EventReference]
         switch await checker.gateway[provider].references(in: StoredEvent(id: delivery.id, headers: Headers(delivery.headers), body: delivery.body)) {
-        case .found(let refs): references = refs
-        case .notFound: references = []
+        case .found(.references(let refs)): references = refs
+        case .found(.ignored(let reason)): return .processed(.ignored(reason))
+        case .notFound: return .processed(.ignored("\(delivery.eventType ?? "the event") names nothing \(provider.rawValue) knows"))
         case .transient(let r, let a): return .transient(reason: r, retryAfterSeconds: a)
         case .permanent(let s, let b): return .permanent(reason: s == 0 ? b : "\(provider.rawValue) answered \(s): \(b)")
         }
-        var results: [OrderChecker.Result] = []
-        for reference in references { results += await check(reference, provider: provider, log: log) }
-        return Self.combine(results)
+        guard !references.isEmpty else {
+            return .processed(.ignored("\(delivery.eventType ?? "the event") names no transaction"))
+        }
+        var steps: [Step] = []
+        for reference in references { steps += await check(reference, provider: provider, log: log) }
+        return Self.combine(steps, provider: provider)
     }
 
-    private func check(_ reference: EventReference, provider: Provider, log: Logger) async -> [OrderChecker.Result] {
-        // The orders the reference names and what is known of them, in one trip to the pool.
+    private func check(_ reference: EventReference, provider: Provider, log: Logger) async -> [Step] {
         let found: (orders: [Order], known: [String: OrderChecker.Known])
-        do {
-            found = try await pool.run { conn in
-                var orders: [Order] = []
-                if let ref = reference.transactionRef { orders = try OrderStore.find(provider: provider, transactionRef: ref, on: conn) }
-                // A transaction payrecon made or learned of (a modification's own reference, or an alias).
-                for id in [reference.transactionRef, reference.alias].compactMap({ $0 }) where orders.isEmpty {
-                    orders = try TransactionLinkStore.orders(provider: provider, externalID: id, on: conn)
-                }
-                let known = orders.isEmpty ? [:] : try OrderChecker.known(provider: provider, orderIDs: orders.map(\.orderID), on: conn)
-                return (orders, known)
-            }
-        } catch { return [.transient(reason: "database: \(error)", retryAfterSeconds: nil)] }
+        do { found = try await findOrders(reference, provider: provider) }
+        catch { return [.checked(orderID: "?", .transient(reason: "database: \(error)", retryAfterSeconds: nil))] }
         if !found.orders.isEmpty {
-            var results: [OrderChecker.Result] = []
-            for order in found.orders { results.append(await checker.check(order, known: found.known[order.orderID], log: log)) }
-            return results
+            var steps: [Step] = []
+            for order in found.orders {
+                steps.append(.checked(orderID: order.orderID, await checker.check(order, known: found.known[order.orderID], log: log)))
+            }
+            return steps
         }
         // Known only by an alias no order has: nothing to fetch it by.
-        guard let ref = reference.transactionRef else { return [] }
-        return [await checker.checkUnknown(provider: provider, transactionRef: ref, merchant: reference.merchant, site: reference.site, log: log)]
+        guard let ref = reference.transactionRef else {
+            return [.ignored("\(provider.rawValue) transaction \(reference.alias ?? "?") is linked to no stored order")]
+        }
+        switch await checker.checkUnknown(provider: provider, reference: reference, log: log) {
+        case .checked(let result): return [.unknown(transactionRef: ref, result)]
+        case .absent: return [.ignored("\(provider.rawValue) does not know transaction \(ref)")]
+        case .ignored(let reason): return [.ignored(reason)]
+        case .modification(let parent, let link):
+            // A modification made elsewhere (a PXP portal refund): link it to its parent's order and re-check that.
+            var linked = reference
+            linked.transactionRef = nil
+            linked.alternatives = []
+            linked.alias = parent
+            linked.learned = [link]
+            let parentOrders: (orders: [Order], known: [String: OrderChecker.Known])
+            do { parentOrders = try await findOrders(linked, provider: provider) }
+            catch { return [.checked(orderID: "?", .transient(reason: "database: \(error)", retryAfterSeconds: nil))] }
+            guard !parentOrders.orders.isEmpty else {
+                let detail = "\(provider.rawValue) transaction \(ref) is a \(link.kind) of \(parent), which no stored order holds"
+                return [.unknown(transactionRef: ref, await checker.recordUnknown(
+                    provider: provider, UnknownTransaction(transactionRef: ref, value: nil, state: link.state ?? "unknown", detail: detail),
+                    log: log))]
+            }
+            var steps: [Step] = []
+            for order in parentOrders.orders {
+                steps.append(.checked(orderID: order.orderID, await checker.check(order, known: parentOrders.known[order.orderID], log: log)))
+            }
+            return steps
+        }
     }
 
-    /// Every check must have happened for the delivery to be done; the most retryable failure decides otherwise.
-    static func combine(_ results: [OrderChecker.Result]) -> DeliveryAttempt.Result {
+    /// The orders a reference names and what is known of them, in one trip to the pool; the links the event teaches
+    /// are recorded for each order found first, so its check fetches them.
+    private func findOrders(_ reference: EventReference, provider: Provider) async throws -> (orders: [Order], known: [String: OrderChecker.Known]) {
+        try await pool.run { conn in
+            var orders: [Order] = []
+            for ref in ([reference.transactionRef].compactMap { $0 } + reference.alternatives) where orders.isEmpty {
+                orders = try OrderStore.find(provider: provider, transactionRef: ref, on: conn)
+            }
+            // A transaction payrecon made or learned of (a modification's own reference, an alias, a sale).
+            for id in [reference.transactionRef, reference.alias].compactMap({ $0 }) where orders.isEmpty {
+                orders = try TransactionLinkStore.orders(provider: provider, externalID: id, on: conn)
+            }
+            guard !orders.isEmpty else { return ([], [:]) }
+            if !reference.learned.isEmpty {
+                var links: [TransactionLink] = []
+                for order in orders {
+                    for var link in reference.learned { link.orderID = order.orderID; links.append(link) }
+                }
+                try TransactionLinkStore.record(links, provider: provider, on: conn)
+            }
+            return (orders, try OrderChecker.known(provider: provider, orderIDs: orders.map(\.orderID), on: conn))
+        }
+    }
+
+    /// Every check must have happened for the delivery to end; the most retryable failure decides otherwise. An
+    /// answer that cannot be read fails that order's check (named in the outcome), not the delivery.
+    static func combine(_ steps: [Step], provider: Provider) -> DeliveryAttempt.Result {
         var permanent: String?
         var transient: (String, Int?)?
-        for r in results {
-            switch r {
-            case .checked: continue
+        var checked: [String] = [], unknown: [String] = [], unreadable: [String] = [], ignored: [String] = []
+        func note(_ result: OrderChecker.Result, _ what: String) -> Bool {
+            switch result {
+            case .checked: return true
+            case .unreadable(let reason): unreadable.append("\(what) could not be checked: \(reason)"); return false
             case .transient(let reason, let after):
-                transient = (reason, max(after ?? 0, transient?.1 ?? 0) == 0 ? nil : max(after ?? 0, transient?.1 ?? 0))
+                let longest = max(after ?? 0, transient?.1 ?? 0)
+                transient = (reason, longest == 0 ? nil : longest)
             case .failed(let reason): permanent = reason
+            }
+            return false
+        }
+        for step in steps {
+            switch step {
+            case .checked(let id, let result): if note(result, "order \(id)") { checked.append(id) }
+            case .unknown(let ref, let result): if note(result, "transaction \(ref)") { unknown.append(ref) }
+            case .ignored(let reason): ignored.append(reason)
             }
         }
         if let transient { return .transient(reason: transient.0, retryAfterSeconds: transient.1) }
         if let permanent { return .permanent(reason: permanent) }
-        return .processed
+        var parts: [String] = []
+        var seen = Set<String>()
+        let orders = checked.filter { seen.insert($0).inserted }
+        if !orders.isEmpty { parts.append("re-checked \(provider.rawValue) order\(orders.count == 1 ? "" : "s") " + orders.joined(separator: ", ")) }
+        if !unknown.isEmpty { parts.append("unknown_order " + unknown.joined(separator: ", ")) }
+        parts += unreadable
+        guard !parts.isEmpty else { return .processed(.ignored(ignored.joined(separator: "; "))) }
+        parts += ignored
+        return .processed(.done(parts.joined(separator: "; ")))
     }
 }

@@ -13,8 +13,30 @@ public final class OrderChecker: Sendable {
         case checked(CheckOutcome, matched: Bool)
         /// Could not be checked now (provider timeout, 429, 5xx): try again later.
         case transient(reason: String, retryAfterSeconds: Int?)
-        /// Could not be checked and retrying as-is will not help (credentials, unreadable answer).
+        /// Could not be checked and retrying as-is will not help (credentials, a provider 4xx).
         case failed(reason: String)
+        /// The provider's answer has a field that cannot be read (named in the reason): this order's check failed,
+        /// not the delivery that named it.
+        case unreadable(reason: String)
+    }
+
+    /// What looking up a transaction no order holds came to.
+    public enum UnknownResult: Sendable, Equatable {
+        /// Recorded as `unknown_order` (or could not be: the result says why).
+        case checked(Result)
+        /// The provider does not know it either.
+        case absent
+        /// Not a payment payrecon reconciles (a PXP Verification).
+        case ignored(String)
+        /// A modification of `parent` (an id stored links know): to be linked to the parent's order.
+        case modification(parent: String, link: TransactionLink)
+    }
+
+    /// A provider's permanent answer as a check result: an unreadable answer (mapped with status 200) fails only
+    /// the order's check.
+    static func failure(status: Int, body: String) -> Result {
+        if status == 200 { return .unreadable(reason: body) }
+        return .failed(reason: status == 0 ? body : "provider answered \(status): \(body)")
     }
 
     let pool: PostgresPool
@@ -75,25 +97,47 @@ public final class OrderChecker: Sendable {
         case .found(let s): snapshot = s
         case .notFound: snapshot = nil
         case .transient(let r, let a): return .transient(reason: r, retryAfterSeconds: a)
-        case .permanent(let s, let b): return .failed(reason: s == 0 ? b : "provider answered \(s): \(b)")
+        case .permanent(let s, let b): return Self.failure(status: s, body: b)
         }
         return await record(provider: order.provider, order: order, transactionRef: order.transactionRef, snapshot: snapshot,
                             fetchedAt: fetchedAt, log: log)
     }
 
-    /// A transaction a webhook named that no stored order refers to: `unknown_order` if the provider has it.
-    public func checkUnknown(provider: Provider, transactionRef: String, merchant: String?, site: String?, log: Logger = Logger()) async -> Result {
+    /// A transaction a webhook named that no stored order refers to: `unknown_order` if the provider has it (its
+    /// provider may say instead that it is a modification of another transaction, or not a payment at all).
+    public func checkUnknown(provider: Provider, reference: EventReference, log: Logger = Logger()) async -> UnknownResult {
+        guard let transactionRef = reference.transactionRef else { return .absent }
         let log = log.with(["provider": provider.rawValue, "transaction_ref": transactionRef])
         let fetchedAt = Date()
-        let outcome = await gateway[provider].snapshot(of: TransactionQuery(transactionRef: transactionRef, merchant: merchant, site: site))
+        let outcome = await gateway[provider].lookup(TransactionQuery(
+            transactionRef: transactionRef, merchant: reference.merchant, site: reference.site, links: reference.learned))
         switch outcome {
-        case .found(let s):
-            return await record(provider: provider, order: nil, transactionRef: transactionRef, snapshot: s, fetchedAt: fetchedAt, log: log)
+        case .found(.transaction(let s)):
+            return .checked(await record(provider: provider, order: nil, transactionRef: transactionRef, snapshot: s, fetchedAt: fetchedAt, log: log))
+        case .found(.unreconcilable(let t)):
+            return .checked(await recordUnknown(provider: provider, t, log: log))
+        case .found(.ignored(let reason)): return .ignored(reason)
+        case .found(.modification(let parent, let link)): return .modification(parent: parent, link: link)
         case .notFound:
             // Neither ours nor the provider's: nothing to reconcile (the hint named nothing real).
-            return .checked(CheckOutcome(), matched: true)
-        case .transient(let r, let a): return .transient(reason: r, retryAfterSeconds: a)
-        case .permanent(let s, let b): return .failed(reason: s == 0 ? b : "provider answered \(s): \(b)")
+            return .absent
+        case .transient(let r, let a): return .checked(.transient(reason: r, retryAfterSeconds: a))
+        case .permanent(let s, let b): return .checked(Self.failure(status: s, body: b))
+        }
+    }
+
+    /// Records `unknown_order` for a transaction payrecon cannot reconcile as an order (the detail says why).
+    public func recordUnknown(provider: Provider, _ t: UnknownTransaction, log: Logger = Logger()) async -> Result {
+        let finding = Planner.unknownOrder(provider: provider, transactionRef: t.transactionRef, value: t.value, state: t.state, detail: t.detail)
+        do {
+            let recorded = try await pool.run { conn in
+                try FindingStore.record(provider: provider, order: nil, transactionRef: t.transactionRef, snapshot: nil, fetchedAt: Date(),
+                                        currency: t.value?.currency.code, plan: { _, _ in Plan(findings: [finding]) }, on: conn)
+            }
+            guard let (outcome, _) = recorded else { return .checked(CheckOutcome(), matched: true) }
+            return .checked(outcome, matched: false)
+        } catch {
+            return .transient(reason: "database: \(error)", retryAfterSeconds: nil)
         }
     }
 

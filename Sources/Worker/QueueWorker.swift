@@ -44,7 +44,7 @@ public final class QueueWorker: Sendable {
     /// Done deliveries not yet marked so: completions are committed together (one statement, one commit for many
     /// deliveries), within `completionFlushMilliseconds`. A crash before the flush only means the delivery is
     /// processed again after its lease ends, which is idempotent.
-    let completions = Mutex<[Int64]>([])
+    let completions = Mutex<[DeliveryQueue.Completion]>([])
     /// The worker's context (`owner`); each delivery adds `delivery_id` and `provider`.
     let logger: Logger
     static let completionFlushMilliseconds = 50
@@ -130,16 +130,28 @@ public final class QueueWorker: Sendable {
         return t
     }
 
+    /// Processed deliveries by provider and outcome (`done`, `ignored`, `retry`, `dead`).
+    static let processedMetric = Metrics.shared.counter("payrecon_deliveries_processed_total",
+                                                        help: "Deliveries the worker processed, by provider and outcome (done, ignored, retry, dead)")
+
     private func handle(_ delivery: QueuedDelivery) async {
         let log = logger.with(["delivery_id": delivery.id, "provider": delivery.provider.rawValue])
         let result = await processor.process(delivery, log: log)
         // A retry carries its delay; dead is the last attempt (no delay).
         let failure: (retryAfter: Double?, reason: String)
-        switch configuration.attempt.decide(result, attempts: delivery.attempts, random: Double.random(in: 0..<1)) {
-        case .done:
+        let decision = configuration.attempt.decide(result, attempts: delivery.attempts, random: Double.random(in: 0..<1))
+        let outcomeLabel: String = switch decision {
+        case .done(let o): o.status
+        case .retry: "retry"
+        case .dead: "dead"
+        }
+        Self.processedMetric.increment([("provider", delivery.provider.rawValue), ("outcome", outcomeLabel)])
+        switch decision {
+        case .done(let outcome):
             // Still held (its lease renewed) until the batch that completes it is committed.
-            log.debug("delivery processed")
-            let full = completions.withLock { $0.append(delivery.id); return $0.count >= Self.completionBatch }
+            log.debug("delivery processed", ["status": outcome.status])
+            let completion = DeliveryQueue.Completion(id: delivery.id, status: outcome.status, outcome: outcome.text)
+            let full = completions.withLock { $0.append(completion); return $0.count >= Self.completionBatch }
             if full { await flushCompletions() }
             return
         case .retry(let after, let reason): failure = (after, reason)
@@ -169,11 +181,12 @@ public final class QueueWorker: Sendable {
 
     /// Commits the pending completions in one statement.
     private func flushCompletions() async {
-        let ids = completions.withLock { c -> [Int64] in let ids = c; c.removeAll(); return ids }
-        guard !ids.isEmpty else { return }
+        let batch = completions.withLock { c -> [DeliveryQueue.Completion] in let b = c; c.removeAll(); return b }
+        guard !batch.isEmpty else { return }
+        let ids = batch.map(\.id)
         let owner = configuration.owner
         do {
-            let completed = try await pool.run { try DeliveryQueue.complete(ids: ids, owner: owner, on: $0) }
+            let completed = try await pool.run { try DeliveryQueue.complete(batch, owner: owner, on: $0) }
             held.withLock { $0.subtract(ids) }
             totals.withLock { $0.done += completed.count; $0.lostLease += ids.count - completed.count }
             if completed.count < ids.count {
@@ -183,7 +196,7 @@ public final class QueueWorker: Sendable {
         } catch {
             // Put them back for the next flush; if that never comes, the leases run out and the deliveries are
             // processed again (idempotently).
-            completions.withLock { $0.append(contentsOf: ids) }
+            completions.withLock { $0.append(contentsOf: batch) }
             logger.warning("could not record completed deliveries; will retry", ["deliveries": ids.count, "error": String(describing: error)])
         }
     }

@@ -123,7 +123,7 @@ struct ReportTests {
 
     @Test("bad input is a usage error (exit 2) that says what to do", arguments: [
         (["--kind", "amount_mismatchh"], "--kind must be one of missing_at_provider"),
-        (["--status", "closed"], "--status must be one of open, resolved, all"),
+        (["--status", "closed"], "--status must be one of open, acknowledged, resolved, all"),
         (["--format", "pdf"], "--format must be one of table, json, csv, html"),
         (["--provider", "stripe"], "--provider must be one of pxp, paypal, paypercut"),
         (["--since", "7"], "--since: duration '7' has no unit"),

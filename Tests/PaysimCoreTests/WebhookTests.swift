@@ -198,6 +198,10 @@ private func zlibCRC(_ bytes: [UInt8]) -> UInt {
         let resource = try #require(event["resource"])
         if resourceType == "checkout-order" {
             #expect(resource["id"]?.stringValue == "ORDER-A")
+        } else if resourceType == "refund" {
+            // A real refund names only its capture, through its up link (no related_ids).
+            #expect(resource["supplementary_data"] == nil)
+            #expect(resource["links"]?.arrayValue?.contains { $0["rel"]?.stringValue == "up" } == true)
         } else {
             #expect(resource["supplementary_data"]?["related_ids"]?["order_id"]?.stringValue == "ORDER-A")
             #expect(resource["links"]?.arrayValue?.contains { $0["rel"]?.stringValue == "up" } == true)

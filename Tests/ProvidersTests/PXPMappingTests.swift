@@ -195,8 +195,8 @@ func child(_ id: String, _ op: PXPOperation, _ amount: Int64, _ state: String, p
 
     @Test(arguments: [
         (#"{"state":"Voided"}"#, "state", "\"Voided\"", "unknown transaction state"),
-        (#"{"intent":"Refund"}"#, "transactionMethod.intent", "\"Refund\"", "unsupported intent"),
-        (#"{"intent":"Verification"}"#, "transactionMethod.intent", "\"Verification\"", "unsupported intent"),
+        (#"{"intent":"Refund"}"#, "transactionMethod.intent", "\"Refund\"", "not one of the four order intents"),
+        (#"{"intent":"Verification"}"#, "transactionMethod.intent", "\"Verification\"", "not one of the four order intents"),
         (#"{"value":"5e1"}"#, "amounts.transactionValue", "5e1", "exponent notation is not accepted for money"),
         (#"{"value":"50.051"}"#, "amounts.transactionValue", "50.051", "more than 2 decimals"),
         (#"{"value":"-1.00"}"#, "amounts.transactionValue", "-1.00", "negative amount"),

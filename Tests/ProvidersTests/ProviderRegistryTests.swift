@@ -53,7 +53,10 @@ import Testing
         let api = try PXPProvider.definition.api(Environment([:]), FailingTransport())
         let body = #"[{"eventData":{"merchantTransactionId":"TX-1","systemTransactionId":"SYS-1"},"eventOwner":{"merchant":"M1","site":"S1"}},{"eventCategory":"Authentication"}]"#
         let outcome = await api.references(in: StoredEvent(id: 1, headers: Headers([]), body: Array(body.utf8)))
-        #expect(outcome == .found([EventReference(transactionRef: "TX-1", alias: "SYS-1", merchant: "M1", site: "S1")]))
+        #expect(outcome == .found(.references([EventReference(transactionRef: "TX-1", alias: "SYS-1", merchant: "M1", site: "S1")])))
+        // Events naming no transaction end ignored, saying what they were.
+        let auth = await api.references(in: StoredEvent(id: 3, headers: Headers([]), body: Array(#"{"eventCode":"3DS","eventCategory":"Authentication"}"#.utf8)))
+        #expect(auth == .found(.ignored("3DS (category Authentication) names no transaction")))
         let broken = await api.references(in: StoredEvent(id: 2, headers: Headers([]), body: Array("{".utf8)))
         guard case .permanent(_, let reason) = broken else { Issue.record("expected permanent, got \(broken)"); return }
         #expect(reason.hasPrefix("stored body no longer parses"))

@@ -53,7 +53,14 @@ import Testing
             problems.append("stale_pending outside pending states")
         }
         let refunds = plan.actions.filter { $0.kind == .refund }.reduce(Int64(0)) { $0 + $1.amount }
-        if refunds > 0, refunds > c - r { problems.append("refunds \(refunds) above C − R") }
+        let v = snapshot.reversed
+        if refunds > 0, refunds > c - r - v { problems.append("refunds \(refunds) above C − R − V") }
+        if refunds > 0, snapshot.disputed > 0 { problems.append("a refund while \(snapshot.disputed) is disputed") }
+        let disputedFinding = plan.findings.first { $0.kind == .disputed }
+        if blocking.isEmpty, order.intent != .payout, snapshot.disputed > 0, disputedFinding?.amountAtRisk != snapshot.disputed,
+           !(order.fulfilment == .open && (snapshot.state == .failed || snapshot.state == .voided)) {
+            problems.append("disputed missing or with the wrong amount")
+        }
 
         for action in plan.actions {
             if action.amount <= 0 { problems.append("\(action.kind) amount \(action.amount) ≤ 0") }
@@ -164,7 +171,9 @@ import Testing
             site: chance(3, &random) ? "S2" : "S1", reportsSite: provider == .pxp, intent: snapshotIntent, currency: currency, value: max(a, c),
             authorised: a, captured: c, refunded: r, state: state, rawState: rawState,
             createdAt: chance(10, &random) ? nil : Fixture.now - Fixture.pendingMax + pick([-1000, -1, 0, 1, 1000], &random),
-            capabilities: targets.capabilities(provider, transactionRef: "REF-1", rawState: rawState))
+            capabilities: targets.capabilities(provider, transactionRef: "REF-1", rawState: rawState),
+            reversed: c > 0 && chance(10, &random) ? min(c, amount(&random, near: c)) : 0,
+            disputed: c > 0 && chance(10, &random) ? amount(&random, near: c) : 0)
         return (order, snapshot, targets)
     }
 }

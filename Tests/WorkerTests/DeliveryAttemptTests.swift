@@ -13,7 +13,8 @@ struct DeliveryAttemptTests {
 
     @Test func processedIsDoneWhateverTheAttempt() {
         for attempts in [1, 5, 10, 11] {
-            #expect(policy.decide(.processed, attempts: attempts, random: 0.5) == .done)
+            #expect(policy.decide(.processed(.done("re-checked")), attempts: attempts, random: 0.5) == .done(.done("re-checked")))
+            #expect(policy.decide(.processed(.ignored("names no payment")), attempts: attempts, random: 0.5) == .done(.ignored("names no payment")))
         }
     }
 

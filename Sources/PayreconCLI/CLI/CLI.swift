@@ -8,7 +8,7 @@ public enum CLI {
     public static let commands: [Command] = [
         serveCommand, workCommand, reconcileCommand, reportCommand,
         ordersImportCommand, actionsListCommand, actionsExecuteCommand,
-        eventsListCommand, eventsShowCommand, eventsRetryCommand,
+        eventsListCommand, eventsShowCommand, eventsRetryCommand, discrepanciesAckCommand,
         verifyCommand, migrateCommand,
     ]
 

@@ -5,7 +5,7 @@ import Postgres
 import Reporting
 import Store
 
-private let eventsStatus = Options.status(["pending", "done", "dead"], help: "Only deliveries in this status.")
+private let eventsStatus = Options.status(["pending", "done", "ignored", "dead"], help: "Only deliveries in this status.")
 private let eventsLimit = Options.limit(default: 50, max: 100_000)
 
 let eventsListCommand = Command(
@@ -20,11 +20,11 @@ let eventsListCommand = Command(
     let rows = try DeliveryQueue.list(status: status, limit: limit, on: conn)
     // The report's table: aligned, and control characters from webhook bodies or provider errors shown escaped.
     var table = TextTable([.init("ID"), .init("PROVIDER"), .init("STATUS"), .init("ATTEMPTS", .right), .init("RECEIVED"),
-                           .init("EVENT"), .init("LAST ERROR")])
+                           .init("EVENT"), .init("OUTCOME")])
     table.indent = ""
     for d in rows {
         table.append([String(d.id), d.provider.rawValue, d.status, String(d.attempts), timestamp(d.receivedAt),
-                      d.eventType ?? "-", d.lastError.map { String($0.prefix(80)) } ?? ""])
+                      d.eventType ?? "-", (d.outcome ?? d.lastError).map { String($0.prefix(100)) } ?? ""])
     }
     print(table.render(colour: false), terminator: "")
     return Exit.ok
@@ -52,6 +52,7 @@ let eventsShowCommand = Command(
           next attempt  \(d.status == "pending" ? timestamp(d.nextAttemptAt) : "-")
           redeliveries  \(d.redeliveries)
           processed     \(d.processedAt.map(timestamp) ?? "-")
+          outcome       \(d.outcome ?? "-")
           last error    \(d.lastError ?? "-")
         headers:
         """)

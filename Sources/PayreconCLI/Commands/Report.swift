@@ -49,7 +49,7 @@ struct ReportOptions {
     var failOnOpen: Bool
 
     static let formatKey = Options.format(ReportFormat.allCases.map(\.rawValue))
-    static let statusKey = Options.status(["open", "resolved", "all"], help: "Which discrepancies to list (default open).")
+    static let statusKey = Options.status(["open", "acknowledged", "resolved", "all"], help: "Which discrepancies to list (default open).")
 
     init(_ args: ParsedArguments) throws(UsageError) {
         format = ReportFormat(rawValue: try args.value(Self.formatKey, default: "table"))!
@@ -100,7 +100,8 @@ extension DiscrepancyRow {
         self.init(id: d.id, provider: d.provider, orderID: d.orderID, transactionRef: d.transactionRef, kind: d.kind,
                   status: status, expected: try object(d.expected, "expected"), actual: try object(d.actual, "actual"),
                   detail: d.detail, amountAtRisk: d.amountAtRiskMinor, currency: d.currency, firstSeen: d.firstSeen,
-                  lastSeen: d.lastSeen, occurrences: d.occurrences, resolvedAt: d.resolvedAt)
+                  lastSeen: d.lastSeen, occurrences: d.occurrences, resolvedAt: d.resolvedAt, acknowledgedAt: d.acknowledgedAt,
+                  ackNote: d.ackNote)
     }
 }
 

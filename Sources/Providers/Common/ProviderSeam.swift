@@ -54,21 +54,61 @@ public struct StoredEvent: Sendable {
     public init(id: Int64, headers: Headers, body: [UInt8]) { self.id = id; self.headers = headers; self.body = body }
 }
 
+/// What a stored delivery is about: the transactions it names, or why it names none (the delivery then ends
+/// `ignored` with that reason, contract §7).
+public enum EventContent: Sendable, Hashable {
+    case references([EventReference])
+    /// It names no payment: `VAULT.PAYMENT-TOKEN.CREATED names no payment`.
+    case ignored(String)
+}
+
 /// One transaction an event names. The worker looks for the orders holding it and re-checks them, or reports it as
 /// `unknown_order` when the provider has it and no order does.
 public struct EventReference: Sendable, Hashable {
     /// What an order's transaction_ref holds for it (PXP merchantTransactionId, PayPal order id); nil when the event
     /// names the transaction only by `alias`.
     public var transactionRef: String?
+    /// Other values an order's transaction_ref may hold for the same payment (a PayPal sale's billing agreement or
+    /// parent payment), tried in order after `transactionRef`.
+    public var alternatives: [String]
     /// Another id of the transaction that stored links may know (PXP systemTransactionId); looked up when no order
     /// holds `transactionRef`.
     public var alias: String?
     /// Merchant and site the event names, to fetch a transaction no order holds.
     public var merchant: String?
     public var site: String?
+    /// Links the event teaches (a PayPal sale, a dispute naming a capture, a sale's refund): recorded for every order
+    /// found (their `orderID` is filled in then), so every later check of it, the sweep's too, fetches them.
+    public var learned: [TransactionLink]
 
-    public init(transactionRef: String?, alias: String? = nil, merchant: String? = nil, site: String? = nil) {
-        self.transactionRef = transactionRef; self.alias = alias; self.merchant = merchant; self.site = site
+    public init(transactionRef: String?, alternatives: [String] = [], alias: String? = nil, merchant: String? = nil, site: String? = nil,
+                learned: [TransactionLink] = []) {
+        self.transactionRef = transactionRef; self.alternatives = alternatives; self.alias = alias
+        self.merchant = merchant; self.site = site; self.learned = learned
+    }
+}
+
+/// What the provider says of a transaction a webhook named and no order holds.
+public enum TransactionLookup: Sendable {
+    /// A transaction of its own: `unknown_order` unless it turns out to be an order's.
+    case transaction(Snapshot)
+    /// A modification of another transaction (a PXP refund or capture made in the portal), named by `parent` (an id
+    /// stored links know, PXP's systemTransactionId): linked to the parent's order and that order re-checked.
+    case modification(parent: String, link: TransactionLink)
+    /// Not a payment payrecon reconciles (a PXP Verification): the delivery ends ignored with this reason.
+    case ignored(String)
+    /// A transaction payrecon cannot reconcile as an order and cannot link: `unknown_order` with this detail.
+    case unreconcilable(UnknownTransaction)
+}
+
+/// A transaction that no order holds, as `unknown_order` reports it.
+public struct UnknownTransaction: Sendable, Hashable {
+    public var transactionRef: String
+    public var value: Money?
+    public var state: String
+    public var detail: String
+    public init(transactionRef: String, value: Money?, state: String, detail: String) {
+        self.transactionRef = transactionRef; self.value = value; self.state = state; self.detail = detail
     }
 }
 
@@ -130,9 +170,11 @@ public struct ActionCallResult: Sendable {
 public protocol ProviderAPI: Sendable {
     /// Whether credentials were given (without them every call fails permanently, naming what to set).
     var isConfigured: Bool { get }
-    /// The transactions a stored delivery names (a webhook is a hint: the worker re-fetches each). `.found([])`: it
-    /// names none. A body that no longer parses is permanent.
-    func references(in event: StoredEvent) async -> ProviderOutcome<[EventReference]>
+    /// The transactions a stored delivery names (a webhook is a hint: the worker re-fetches each), or why it names
+    /// none. A body that no longer parses is permanent.
+    func references(in event: StoredEvent) async -> ProviderOutcome<EventContent>
+    /// A transaction a webhook named that no order holds (by default its snapshot).
+    func lookup(_ transaction: TransactionQuery) async -> ProviderOutcome<TransactionLookup>
     /// The provider's answer for one transaction, normalized (contract §6). An answer that cannot be read is
     /// permanent, naming the field.
     func snapshot(of transaction: TransactionQuery) async -> ProviderOutcome<Snapshot>
@@ -146,6 +188,10 @@ public protocol ProviderAPI: Sendable {
 
 extension ProviderAPI {
     public func prepare(_ call: ActionCall) -> [TransactionLink] { [] }
+
+    public func lookup(_ transaction: TransactionQuery) async -> ProviderOutcome<TransactionLookup> {
+        await snapshot(of: transaction).map(TransactionLookup.transaction)
+    }
 }
 
 extension ProviderOutcome where T == JSONValue {

@@ -56,14 +56,9 @@ public enum PXPMapping {
         let r = reader
         guard t.objectMembers != nil else { throw r.fail("(answer)", t, "expected a JSON object") }
 
-        let intentText = try r.string(t["transactionMethod"]?["intent"], "transactionMethod.intent")
-        let intent: Intent
-        switch intentText.lowercased() {
-        case "authorisation": intent = .authorisation
-        case "estimatedauthorisation": intent = .estimatedAuthorisation
-        case "purchase": intent = .purchase
-        case "payout": intent = .payout
-        default: throw r.fail("transactionMethod.intent", t["transactionMethod"]?["intent"], "unsupported intent")
+        let read = try readIntent(t)
+        guard case .order(let intent) = read.intent else {
+            throw r.fail("transactionMethod.intent", t["transactionMethod"]?["intent"], "not one of the four order intents")
         }
 
         let currency = try r.currency(t["amounts"]?["currencyCode"], "amounts.currencyCode")
@@ -132,7 +127,90 @@ public enum PXPMapping {
             state: state, rawState: rawState,
             createdAt: try r.timestamp(t["merchantTransactionDate"], "merchantTransactionDate"),
             capabilities: PXPProvider.capabilities(systemTransactionID: systemTransactionId),
-            aliases: [systemTransactionId])
+            aliases: [systemTransactionId], method: read.method)
+    }
+
+    /// What `transactionMethod.intent` says: one of the four order intents, or another (Verification, Refund…).
+    public enum ReadIntent: Sendable, Equatable {
+        case order(Intent)
+        case other(String)
+    }
+
+    /// The intent and the payment method: `transactionMethod.intent` is a string, or an object naming the method
+    /// (Aeropay: `{"aeropay": "Authorisation"}`); the method is that key, else `transactionMethod.fundingType`
+    /// (`card`, `paypal`), lower-cased.
+    public static func readIntent(_ t: JSONValue) throws(ProviderMappingError) -> (intent: ReadIntent, method: String?) {
+        let r = reader
+        let field = t["transactionMethod"]?["intent"]
+        var method = t["transactionMethod"]?["fundingType"]?.stringValue?.lowercased()
+        let text: String
+        if let members = field?.objectMembers {
+            guard members.count == 1, let value = members[0].1.stringValue else {
+                throw r.fail("transactionMethod.intent", field, "expected a string or an object with one method")
+            }
+            method = members[0].0.lowercased()
+            text = value
+        } else {
+            text = try r.string(field, "transactionMethod.intent")
+        }
+        switch text.lowercased() {
+        case "authorisation": return (.order(.authorisation), method)
+        case "estimatedauthorisation": return (.order(.estimatedAuthorisation), method)
+        case "purchase": return (.order(.purchase), method)
+        case "payout": return (.order(.payout), method)
+        default: return (.other(text), method)
+        }
+    }
+
+    /// The one assumption about how a PXP modification names its parent (PXP documents no such field; its answers
+    /// seen so far carry none): a top-level `parentSystemTransactionId`. A refund or capture made in the Unity Portal
+    /// is linked to its order through it; without it such a transaction is `unknown_order` with that said.
+    public static let parentField = "parentSystemTransactionId"
+
+    public static func parentSystemTransactionId(_ t: JSONValue) -> String? {
+        guard let id = t[parentField]?.stringValue, !id.isEmpty else { return nil }
+        return id
+    }
+
+    /// What a transaction no order holds is: an order's own (a snapshot), a modification of another transaction
+    /// (linked to it: refund for intent Refund, else by its state — Captured a capture, Cancelled a void,
+    /// Authorised an increment), a Verification (ignored), or something payrecon cannot reconcile.
+    public static func lookup(transaction t: JSONValue, transactionRef: String) throws(ProviderMappingError) -> TransactionLookup {
+        let r = reader
+        guard t.objectMembers != nil else { throw r.fail("(answer)", t, "expected a JSON object") }
+        let read = try readIntent(t)
+        let state = t["state"]?.stringValue ?? "unknown"
+        if let parent = parentSystemTransactionId(t) {
+            let currency = try r.currency(t["amounts"]?["currencyCode"], "amounts.currencyCode")
+            let value = try r.amount(t["amounts"]?["transactionValue"], "amounts.transactionValue", exponent: currency.exponent)
+            let operation: ActionKind
+            if case .other(let name) = read.intent, name.lowercased() == "refund" { operation = .refund }
+            else {
+                switch state.lowercased() {
+                case "captured": operation = .capture
+                case "cancelled": operation = .void
+                case "authorised": operation = .increment
+                default: operation = .capture
+                }
+            }
+            let id = try r.string(t["systemTransactionId"], "systemTransactionId")
+            return .modification(parent: parent, link: TransactionLink(
+                externalID: id, parentExternalID: parent, orderID: nil, kind: operation.rawValue, amount: value,
+                currency: currency.code, state: state, source: .learned))
+        }
+        switch read.intent {
+        case .order:
+            return .transaction(try snapshot(transaction: t, transactionRef: transactionRef))
+        case .other(let name) where name.lowercased() == "verification":
+            return .ignored("pxp transaction \(transactionRef) is a Verification (intent \(name)): it checks a card and moves no money")
+        case .other(let name):
+            let currency = (try? r.currency(t["amounts"]?["currencyCode"], "amounts.currencyCode"))
+            let value = currency.flatMap { c in (try? r.amount(t["amounts"]?["transactionValue"], "amounts.transactionValue", exponent: c.exponent)).map { Money(minorUnits: $0, currency: c) } }
+            return .unreconcilable(UnknownTransaction(
+                transactionRef: transactionRef, value: value, state: state,
+                detail: "pxp transaction \(transactionRef) has intent \(name), which is not an order intent, and names no parent "
+                    + "transaction (\(parentField)): it cannot be linked to an order"))
+        }
     }
 
     private static func add(_ a: Int64, _ b: Int64, _ m: PXPModification) throws(ProviderMappingError) -> Int64 {

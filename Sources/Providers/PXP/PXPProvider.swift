@@ -61,15 +61,35 @@ public enum PXPProvider {
 
         /// Each event names its transaction by merchantTransactionId (an order's transaction_ref) and/or PXP's own
         /// systemTransactionId (looked up through stored links). No API call: this works without credentials.
-        public func references(in event: StoredEvent) async -> ProviderOutcome<[EventReference]> {
+        public func references(in event: StoredEvent) async -> ProviderOutcome<EventContent> {
             let notification: PXPNotification
             do { notification = try PXPNotification.parse(body: event.body, headers: event.headers) }
             catch { return .permanent(status: 0, body: "stored body no longer parses: \(error)") }
-            // Authentication, token or report events name no transaction: nothing to reconcile.
-            return .found(notification.events.compactMap { e in
+            let references: [EventReference] = notification.events.compactMap { e in
                 guard e.merchantTransactionID != nil || e.systemTransactionID != nil else { return nil }
                 return EventReference(transactionRef: e.merchantTransactionID, alias: e.systemTransactionID, merchant: e.merchant, site: e.site)
-            })
+            }
+            guard references.isEmpty else { return .found(.references(references)) }
+            // Authentication, token or report events name no transaction: nothing to reconcile.
+            let named = notification.events.map { e in
+                (e.eventType ?? "an event without eventCode") + (e.eventCategory.map { " (category \($0))" } ?? "")
+            }
+            return .found(.ignored(named.joined(separator: ", ") + " names no transaction"))
+        }
+
+        /// A transaction no order holds: fetched with the event's merchant and site, then read as an order's own, a
+        /// modification to link to its parent, a Verification, or something that cannot be reconciled.
+        public func lookup(_ q: TransactionQuery) async -> ProviderOutcome<TransactionLookup> {
+            guard let client else { return .permanent(status: 0, body: Self.notConfigured) }
+            guard let merchant = q.merchant, let site = q.site, !merchant.isEmpty, !site.isEmpty else {
+                return .permanent(status: 0, body: "PXP event without merchant and site: they are part of PXP's API path")
+            }
+            switch await client.transaction(merchant: merchant, site: site, merchantTransactionId: q.transactionRef) {
+            case .found(let t):
+                do { return .found(try PXPMapping.lookup(transaction: t, transactionRef: q.transactionRef)) }
+                catch { return .permanent(status: 200, body: "unreadable answer: \(error)") }
+            case let other: return other.failure(as: TransactionLookup.self)!
+            }
         }
 
         public func snapshot(of q: TransactionQuery) async -> ProviderOutcome<Snapshot> {

@@ -88,29 +88,56 @@ public final class PayPalClient: Sendable {
 
     // MARK: Resolving a webhook resource to its order
 
-    /// The order id a webhook resource belongs to: an order's own id; else `supplementary_data.related_ids.order_id`;
-    /// else the `up` link, fetching the authorization or capture it points to (a refund → its capture → its
-    /// authorization or order) until an order id turns up. `.notFound` when the chain ends without one.
-    public func orderID(resourceType: String, resource: JSONValue) async -> ProviderOutcome<String> {
+    /// The order id a webhook resource belongs to, read by `PayPalEvent.references` (the one reader of what a
+    /// PayPal resource names): an order's own id or `resource.order_id`; else `supplementary_data.related_ids`; else
+    /// the `up` link, fetching the authorization or capture it points to (a refund → its capture → its order) until
+    /// an order id turns up. A capture, authorization or refund that names nothing else is fetched itself once (the
+    /// API's representation carries the links a webhook's may lack). `.notFound` when the chain ends without one.
+    public func orderID(resourceType: String?, resource: JSONValue) async -> ProviderOutcome<String> {
         var current = resource
         var type = resourceType
-        for _ in 0..<4 {
-            switch PayPalMapping.orderReference(resourceType: type, resource: current) {
-            case .order(let id):
-                return .found(id)
-            case .authorization(let id):
-                let fetched = await authorization(id)
-                guard case .found(let next) = fetched else { return fetched.failure(as: String.self)! }
-                current = next; type = "authorization"
-            case .capture(let id):
-                let fetched = await capture(id)
-                guard case .found(let next) = fetched else { return fetched.failure(as: String.self)! }
-                current = next; type = "capture"
-            case nil:
+        var fetchedSelf = Set<PayPalReference>()
+        for _ in 0..<5 {
+            let references = PayPalEvent.references(resourceType: type, resource: current)
+            if let order = references.lazy.compactMap({ if case .order(let id) = $0 { id } else { nil } }).first { return .found(order) }
+            // The resource itself comes first when its type is known; what it links to is followed before it.
+            let own = references.first.flatMap { current["id"]?.stringValue == $0.id ? $0 : nil }
+            guard let next = references.first(where: { $0 != own }) ?? own.flatMap({ fetchedSelf.contains($0) ? nil : $0 }) else {
                 return .notFound
             }
+            if next == own { fetchedSelf.insert(next) }
+            let fetched: ProviderOutcome<JSONValue>
+            switch next {
+            case .authorization(let id): fetched = await authorization(id); type = "authorization"
+            case .capture(let id): fetched = await capture(id); type = "capture"
+            case .refund(let id): fetched = await refund(id); type = "refund"
+            case .order(let id): return .found(id)
+            }
+            guard case .found(let body) = fetched else { return fetched.failure(as: String.self)! }
+            current = body
         }
         return .notFound
+    }
+
+    // MARK: v1 sales and disputes
+
+    /// GET /v1/payments/sale/{id} (PayPal Subscriptions and the classic Payments API).
+    public func sale(_ id: String) async -> ProviderOutcome<JSONValue> {
+        await call(method: "GET", segments: ["v1", "payments", "sale", id])
+    }
+
+    /// POST /v1/payments/sale/{id}/refund with `amount {total, currency}`.
+    public func refundSale(_ id: String, amount: Money, requestID: String) async -> ProviderOutcome<JSONValue> {
+        let units = amount.minorUnits / PayPalCurrencies.unit(amount.currency)
+        let body: JSONValue = .object([("amount", .object([
+            ("total", .string(JSONValue.decimalString(minorUnits: units, exponent: PayPalCurrencies.exponent(amount.currency)))),
+            ("currency", .string(amount.currency.code))]))])
+        return await call(method: "POST", segments: ["v1", "payments", "sale", id, "refund"], body: body, requestID: requestID)
+    }
+
+    /// GET /v1/customer/disputes/{id}.
+    public func dispute(_ id: String) async -> ProviderOutcome<JSONValue> {
+        await call(method: "GET", segments: ["v1", "customer", "disputes", id])
     }
 
     // MARK: Request building (pure; tested directly)

@@ -1,41 +1,60 @@
 import Reconciliation
 
-/// Where a PayPal resource points for its order.
-public enum PayPalResourceLink: Sendable, Hashable {
-    case order(String)
-    case authorization(String)
-    case capture(String)
-}
-
 /// PayPal order answer (GET /v2/checkout/orders/{id}) → `Snapshot`, per contract §6.
 ///
 /// Intent CAPTURE = purchase, AUTHORIZE = authorisation. Merchant = `purchase_units[0].payee.merchant_id`,
 /// currency from `purchase_units[0].amount`, value = the purchase units' amounts (all in that currency).
-/// Over the payments of every purchase unit: A = authorizations CREATED, PARTIALLY_CAPTURED or CAPTURED;
-/// C = captures COMPLETED, PARTIALLY_REFUNDED or REFUNDED; R = refunds COMPLETED.
-/// State, first match: order VOIDED, or authorizations all VOIDED (or EXPIRED, which older answers use) with C = 0
-/// → voided; captures all DECLINED/FAILED with C = 0, or authorizations all DENIED → failed; a capture PENDING with
-/// C = 0 → pending; no payments and order CREATED/SAVED/APPROVED → pending, PAYER_ACTION_REQUIRED → action_required;
-/// R ≥ C > 0 → refunded; R > 0 → partially_refunded; an authorization PARTIALLY_CAPTURED → authorised (with C > 0);
-/// C > 0 → captured; A > 0 → authorised. What is left (payments
-/// that hold nothing: e.g. voided and denied authorizations) is pending when an authorization is PENDING, else failed;
-/// an order COMPLETED without any payment is a mapping error.
+/// Over the payments of every purchase unit: A = authorizations CREATED (PARTIALLY_CREATED counts as CREATED),
+/// PARTIALLY_CAPTURED or CAPTURED, a reauthorization replacing its parent (the chain counts once); C = captures
+/// COMPLETED, PARTIALLY_REFUNDED, REFUNDED or REVERSED; R = refunds COMPLETED, except a reversal's own refund
+/// record; V = what REVERSED captures held beyond their merchant refunds (a chargeback is not a refund the merchant
+/// made); D = `dispute_amount` of the disputes given (fetched for the captures a dispute event named) that are not
+/// RESOLVED.
+/// State, first match: order VOIDED, or authorizations all VOIDED (or EXPIRED) with C = 0 → voided; captures all
+/// DECLINED/FAILED with C = 0, or authorizations all DENIED → failed; a capture PENDING with C = 0 → pending (raw
+/// state `PENDING/<status_details.reason>`); no payments and order CREATED/SAVED/APPROVED → pending,
+/// PAYER_ACTION_REQUIRED → action_required; R ≥ C > 0 → refunded; R > 0 → partially_refunded; an authorization
+/// PARTIALLY_CAPTURED → authorised (with C > 0); C > 0 → captured; A > 0 → authorised. What is left (payments that
+/// hold nothing: e.g. voided and denied authorizations) is pending when an authorization is PENDING, else failed; an
+/// order COMPLETED without any payment is a mapping error. Method: an ECHECK capture → `echeck`, else the key of
+/// `payment_source` (`paypal`, `card`, `venmo`…).
 public enum PayPalMapping {
     static let reader = AnswerReader(provider: "paypal")
 
     static let orderStatuses: Set = ["CREATED", "SAVED", "APPROVED", "VOIDED", "COMPLETED", "PAYER_ACTION_REQUIRED"]
-    static let authorizationStatuses: Set = ["CREATED", "CAPTURED", "DENIED", "PARTIALLY_CAPTURED", "VOIDED", "PENDING", "EXPIRED"]
-    static let captureStatuses: Set = ["COMPLETED", "DECLINED", "PARTIALLY_REFUNDED", "PENDING", "REFUNDED", "FAILED"]
+    static let authorizationStatuses: Set = ["CREATED", "PARTIALLY_CREATED", "CAPTURED", "DENIED", "PARTIALLY_CAPTURED", "VOIDED",
+                                             "PENDING", "EXPIRED"]
+    static let captureStatuses: Set = ["COMPLETED", "DECLINED", "PARTIALLY_REFUNDED", "PENDING", "REFUNDED", "FAILED", "REVERSED"]
     static let refundStatuses: Set = ["CANCELLED", "FAILED", "PENDING", "COMPLETED"]
+    static let disputeStatuses: Set = ["OPEN", "WAITING_FOR_BUYER_RESPONSE", "WAITING_FOR_SELLER_RESPONSE", "UNDER_REVIEW",
+                                       "RESOLVED", "OTHER"]
+
+    /// Captures whose money counts in C.
+    static let countedCaptures: Set = ["COMPLETED", "PARTIALLY_REFUNDED", "REFUNDED", "REVERSED"]
 
     struct Payment {
         var id: String
         var status: String
         var amount: Int64
-        var up: PayPalResourceLink?
+        var up: PayPalReference?
+        /// `status_details.reason` (`ECHECK`, `PENDING_REVIEW`…).
+        var reason: String?
+        /// The authorization a reauthorization replaces (see `reauthorizationParent`).
+        var parent: String?
+        var note: String?
     }
 
-    public static func snapshot(order o: JSONValue) throws(ProviderMappingError) -> Snapshot {
+    /// The one assumption about reauthorizations (PayPal documents none): a reauthorization names the authorization
+    /// it replaces in `supplementary_data.related_ids.authorization_id` (an id other than its own). The chain then
+    /// counts once in A, and a void goes to the original parent ("A reauthorization cannot be voided. Please void
+    /// the original parent authorization", CANNOT_BE_VOIDED).
+    static func reauthorizationParent(_ authorization: JSONValue, id: String) -> String? {
+        guard let parent = authorization["supplementary_data"]?["related_ids"]?["authorization_id"]?.stringValue,
+              !parent.isEmpty, parent != id else { return nil }
+        return parent
+    }
+
+    public static func snapshot(order o: JSONValue, disputes: [JSONValue] = []) throws(ProviderMappingError) -> Snapshot {
         let r = reader
         guard o.objectMembers != nil else { throw r.fail("(answer)", o, "expected a JSON object") }
         let orderID = try r.string(o["id"], "id")
@@ -62,20 +81,43 @@ public enum PayPalMapping {
             captures += try payments(unit["payments"]?["captures"], "\(p).payments.captures", captureStatuses, currency)
             refunds += try payments(unit["payments"]?["refunds"], "\(p).payments.refunds", refundStatuses, currency)
         }
+        // PARTIALLY_CREATED counts as CREATED, EXPIRED as VOIDED.
+        for i in auths.indices {
+            if auths[i].status == "PARTIALLY_CREATED" { auths[i].status = "CREATED" }
+            if auths[i].status == "EXPIRED" { auths[i].status = "VOIDED" }
+        }
+        // A reauthorization replaces its parent: the parent leaves A and the chain's current member is the one acted on.
+        let replaced = Set(auths.compactMap(\.parent))
+        let current = auths.filter { !replaced.contains($0.id) }
 
-        let A = try sum(auths, ["CREATED", "PARTIALLY_CAPTURED", "CAPTURED"])
-        let C = try sum(captures, ["COMPLETED", "PARTIALLY_REFUNDED", "REFUNDED"])
-        let R = try sum(refunds, ["COMPLETED"])
+        let reversedCaptures = Set(captures.filter { $0.status == "REVERSED" }.map(\.id))
+        // A reversal's own refund record (linked to the reversed capture, "Payment reversed") is V, not R.
+        let merchantRefunds = refunds.filter { refund in
+            guard case .capture(let id)? = refund.up, reversedCaptures.contains(id) else { return true }
+            return refund.note?.lowercased().contains("reversed") != true
+        }
+
+        let A = try sum(current, ["CREATED", "PARTIALLY_CAPTURED", "CAPTURED"])
+        let C = try sum(captures, countedCaptures)
+        let R = try sum(merchantRefunds, ["COMPLETED"])
+        var V: Int64 = 0
+        for capture in captures where capture.status == "REVERSED" {
+            let refundedOnIt = try sum(merchantRefunds.filter { $0.up == .capture(capture.id) }, ["COMPLETED"])
+            V = try add(V, max(0, capture.amount - refundedOnIt), "payments.captures")
+        }
+        let D = try disputed(disputes, currency: currency)
         let noPayments = auths.isEmpty && captures.isEmpty && refunds.isEmpty
 
+        var rawState = status
         let state: TransactionState
-        if status == "VOIDED" || (!auths.isEmpty && auths.allSatisfy({ $0.status == "VOIDED" || $0.status == "EXPIRED" }) && C == 0) {
+        if status == "VOIDED" || (!current.isEmpty && current.allSatisfy({ $0.status == "VOIDED" }) && C == 0) {
             state = .voided
         } else if (!captures.isEmpty && captures.allSatisfy({ $0.status == "DECLINED" || $0.status == "FAILED" }) && C == 0)
-                    || (!auths.isEmpty && auths.allSatisfy({ $0.status == "DENIED" })) {
+                    || (!current.isEmpty && current.allSatisfy({ $0.status == "DENIED" })) {
             state = .failed
-        } else if captures.contains(where: { $0.status == "PENDING" }) && C == 0 {
+        } else if let pending = captures.first(where: { $0.status == "PENDING" }), C == 0 {
             state = .pending
+            rawState = "PENDING" + (pending.reason.map { "/" + $0 } ?? "")
         } else if noPayments && ["CREATED", "SAVED", "APPROVED"].contains(status) {
             state = .pending
         } else if noPayments && status == "PAYER_ACTION_REQUIRED" {
@@ -84,38 +126,66 @@ public enum PayPalMapping {
             state = .refunded
         } else if R > 0 {
             state = .partiallyRefunded
-        } else if auths.contains(where: { $0.status == "PARTIALLY_CAPTURED" }) {
+        } else if current.contains(where: { $0.status == "PARTIALLY_CAPTURED" }) {
             state = .authorised  // still holds an open authorization, with C > 0
         } else if C > 0 {
             state = .captured
         } else if A > 0 {
             state = .authorised
-        } else if auths.contains(where: { $0.status == "PENDING" }) {
+        } else if let pending = current.first(where: { $0.status == "PENDING" }) {
             state = .pending
+            rawState = "PENDING" + (pending.reason.map { "/" + $0 } ?? "")
         } else if !noPayments {
             state = .failed
         } else {
             throw r.fail("status", o["status"], "no payments to derive a state from")
         }
 
+        var method = o["payment_source"]?.objectMembers?.first?.0
+        if captures.contains(where: { $0.reason == "ECHECK" }) { method = "echeck" }
+
         return Snapshot(
             provider: .paypal, transactionRef: orderID, merchant: merchant, site: nil, intent: intent, currency: currency,
-            value: value, authorised: A, captured: C, refunded: R, state: state, rawState: status,
+            value: value, authorised: A, captured: C, refunded: R, state: state, rawState: rawState,
             createdAt: try r.timestamp(o["create_time"], "create_time"),
-            capabilities: capabilities(auths: auths, captures: captures, refunds: refunds, currency: currency))
+            capabilities: capabilities(auths: auths, current: current, captures: captures, refunds: merchantRefunds, currency: currency),
+            method: method, reversed: V, disputed: D)
     }
 
-    /// The authorization still open for capture/void, and the captures still holding unrefunded money. Completed
-    /// refunds count against the capture their `up` link names; refunds that link nowhere known are attributed to
-    /// captures in order, filling each one's remaining amount.
-    static func capabilities(auths: [Payment], captures: [Payment], refunds: [Payment], currency: Currency) -> Capabilities {
-        let open = auths.first(where: { $0.status == "CREATED" || $0.status == "PARTIALLY_CAPTURED" })
+    /// D: the disputes' `dispute_amount` where the status is not RESOLVED.
+    static func disputed(_ disputes: [JSONValue], currency: Currency) throws(ProviderMappingError) -> Int64 {
+        let r = reader
+        var total: Int64 = 0
+        for d in disputes {
+            let id = (try? r.string(d["dispute_id"], "dispute_id")) ?? "?"
+            let f = "dispute \(id)"
+            let status = try r.string(d["status"], "\(f).status")
+            guard disputeStatuses.contains(status) else { throw r.fail("\(f).status", d["status"], "unknown dispute status") }
+            guard status != "RESOLVED" else { continue }
+            total = try add(total, try money(d["dispute_amount"], "\(f).dispute_amount", currency), "\(f).dispute_amount")
+        }
+        return total
+    }
+
+    /// The authorization still open for capture/void, and the captures still holding unrefunded, unreversed money.
+    /// Completed refunds count against the capture their `up` link names; refunds that link nowhere known are
+    /// attributed to captures in order, filling each one's remaining amount.
+    static func capabilities(auths: [Payment], current: [Payment], captures: [Payment], refunds: [Payment], currency: Currency) -> Capabilities {
+        let open = current.first(where: { $0.status == "CREATED" || $0.status == "PARTIALLY_CAPTURED" })
+        // A reauthorization is voided through the original parent.
+        var root = open
+        var guardSteps = 0
+        while let parent = root?.parent, let p = auths.first(where: { $0.id == parent }), guardSteps < auths.count {
+            root = p; guardSteps += 1
+        }
         let countable = captures.filter { ["COMPLETED", "PARTIALLY_REFUNDED", "REFUNDED"].contains($0.status) }
         var refunded = [Int64](repeating: 0, count: countable.count)
         var unlinked: [Int64] = []
         for refund in refunds where refund.status == "COMPLETED" {
             if case .capture(let id)? = refund.up, let i = countable.firstIndex(where: { $0.id == id }) {
                 refunded[i] += refund.amount
+            } else if case .capture(let id)? = refund.up, captures.contains(where: { $0.id == id }) {
+                continue   // a refund of a reversed (or otherwise uncountable) capture
             } else {
                 unlinked.append(refund.amount)
             }
@@ -132,46 +202,12 @@ public enum PayPalMapping {
         for (i, c) in countable.enumerated() where (c.status == "COMPLETED" || c.status == "PARTIALLY_REFUNDED") && c.amount > refunded[i] {
             refs.append(RefundSource(id: c.id, amount: c.amount, refunded: refunded[i]))
         }
-        return PayPalProvider.capabilities(authorizationID: open?.id, authorizationStatus: open?.status, refundableCaptures: refs,
-                                           currency: currency)
-    }
-
-    /// Where a webhook resource points for its order: an order's own id; `supplementary_data.related_ids`
-    /// (order_id, then authorization_id, then capture_id); else the `up` link. Nil when nothing links.
-    public static func orderReference(resourceType: String, resource: JSONValue) -> PayPalResourceLink? {
-        if resourceType == "checkout-order" || resourceType == "order", let id = resource["id"]?.stringValue { return .order(id) }
-        let related = resource["supplementary_data"]?["related_ids"]
-        if let id = related?["order_id"]?.stringValue, !id.isEmpty { return .order(id) }
-        if let up = upLink(resource) { return up }
-        if let id = related?["authorization_id"]?.stringValue, !id.isEmpty, resourceType != "authorization" { return .authorization(id) }
-        if let id = related?["capture_id"]?.stringValue, !id.isEmpty, resourceType != "capture" { return .capture(id) }
-        return nil
-    }
-
-    /// The resource named by the first `rel: up` link.
-    static func upLink(_ resource: JSONValue) -> PayPalResourceLink? {
-        for link in resource["links"]?.arrayValue ?? [] where link["rel"]?.stringValue == "up" {
-            if let href = link["href"]?.stringValue, let target = linkTarget(href) { return target }
+        var capabilities = PayPalProvider.capabilities(authorizationID: open?.id, authorizationStatus: open?.status, refundableCaptures: refs,
+                                                       currency: currency)
+        if let open, let root, root.id != open.id, case .allowed = capabilities.void {
+            capabilities.void = .allowed(target: root.id)
         }
-        return nil
-    }
-
-    /// `…/v2/checkout/orders/{id}`, `…/v2/payments/authorizations/{id}`, `…/v2/payments/captures/{id}[/…]`.
-    public static func linkTarget(_ href: String) -> PayPalResourceLink? {
-        var path = Substring(href)
-        if let scheme = path.range(of: "://") { path = path[scheme.upperBound...].drop(while: { $0 != "/" }) }
-        if let q = path.firstIndex(where: { $0 == "?" || $0 == "#" }) { path = path[..<q] }
-        let segments = path.split(separator: "/").map(String.init)
-        for (i, s) in segments.enumerated() where i + 1 < segments.count {
-            let id = segments[i + 1]
-            switch s {
-            case "orders": return .order(id)
-            case "authorizations": return .authorization(id)
-            case "captures": return .capture(id)
-            default: continue
-            }
-        }
-        return nil
+        return capabilities
     }
 
     // MARK: Reading
@@ -184,10 +220,20 @@ public enum PayPalMapping {
             let f = "\(field)[\(i)]"
             let status = try r.string(p["status"], "\(f).status")
             guard statuses.contains(status) else { throw r.fail("\(f).status", p["status"], "unknown status") }
-            out.append(Payment(id: try r.string(p["id"], "\(f).id"), status: status,
-                               amount: try money(p["amount"], "\(f).amount", currency), up: upLink(p)))
+            let id = try r.string(p["id"], "\(f).id")
+            out.append(Payment(id: id, status: status, amount: try money(p["amount"], "\(f).amount", currency), up: upLink(p),
+                               reason: p["status_details"]?["reason"]?.stringValue, parent: reauthorizationParent(p, id: id),
+                               note: p["note_to_payer"]?.stringValue))
         }
         return out
+    }
+
+    /// The resource named by the first `rel: up` link.
+    static func upLink(_ resource: JSONValue) -> PayPalReference? {
+        for link in resource["links"]?.arrayValue ?? [] where link["rel"]?.stringValue?.lowercased() == "up" {
+            if let href = link["href"]?.stringValue, let target = PayPalEvent.reference(href: href) { return target }
+        }
+        return nil
     }
 
     /// `{"currency_code": …, "value": "…"}` in the order's currency → minor units.

@@ -92,25 +92,92 @@ public enum PayPalProvider {
 
         public var isConfigured: Bool { client != nil }
 
-        /// The order behind the event's resource: its own id, `related_ids`, or its `up` links (fetched).
-        public func references(in event: StoredEvent) async -> ProviderOutcome<[EventReference]> {
+        /// What the event is about (`PayPalEvent`, the one parser of PayPal events): the order behind a v2 resource
+        /// (its own id, `resource.order_id`, `related_ids`, or its `up` links, fetched); a v1 sale and the orders
+        /// holding it; the orders of the captures a dispute names; else why it names no payment.
+        public func references(in event: StoredEvent) async -> ProviderOutcome<EventContent> {
             guard let client else { return .permanent(status: 0, body: "no PayPal API client: set \(definition.apiVariables)") }
-            let json: JSONValue
-            do { json = try JSONValue.parse(event.body) } catch { return .permanent(status: 0, body: "stored body no longer parses: \(error)") }
-            guard let resource = json["resource"], let type = json["resource_type"]?.stringValue else {
-                return .found([])   // an event without a resource names nothing to reconcile
-            }
-            switch await client.orderID(resourceType: type, resource: resource) {
-            case .found(let id): return .found([EventReference(transactionRef: id)])
-            case .notFound: return .found([])   // vault tokens and other resources without an order
-            case .transient(let r, let a): return .transient(reason: r, retryAfterSeconds: a)
-            case .permanent(let s, let b): return .permanent(status: 0, body: "PayPal answered \(s): \(b)")
+            let e: PayPalEvent
+            do { e = try PayPalEvent.parse(body: event.body) } catch { return .permanent(status: 0, body: "stored body no longer parses: \(error)") }
+            let type = e.eventType ?? "an event without event_type"
+            switch e.subject {
+            case .noPayment(let reason):
+                return .found(.ignored(reason))
+            case .payments:
+                let resource = (try? JSONValue.parse(event.body))?["resource"] ?? .null
+                switch await client.orderID(resourceType: e.resourceType, resource: resource) {
+                case .found(let id): return .found(.references([EventReference(transactionRef: id)]))
+                case .notFound:
+                    let named = e.references.first.map { "\($0.kind) \($0.id)" } ?? "its resource"
+                    return .found(.ignored("\(type) names \(named), which PayPal does not trace to an order"))
+                case let other: return other.failure(as: EventContent.self)!
+                }
+            case .sale(let id, let agreement, let parent):
+                return .found(.references([EventReference(transactionRef: id, alternatives: [agreement, parent].compactMap { $0 },
+                                                          learned: [Self.saleLink(id)])]))
+            case .saleRefund(let id, let saleID, let parent, let amount, let currencyCode):
+                var refund = TransactionLink(externalID: id, parentExternalID: saleID, orderID: nil, kind: ActionKind.refund.rawValue,
+                                             currency: currencyCode, state: "completed", source: .learned)
+                if let amount, let code = currencyCode, let currency = Currency(code: code) {
+                    refund.amount = try? PayPalSaleMapping.amount(.string(amount), "resource.amount.total", currency)
+                }
+                return .found(.references([EventReference(transactionRef: saleID, alternatives: [parent].compactMap { $0 },
+                                                          learned: [Self.saleLink(saleID), refund])]))
+            case .dispute(let id, let transactions):
+                guard !transactions.isEmpty else { return .found(.ignored("\(type): dispute \(id) names no transaction")) }
+                var references: [EventReference] = []
+                for transaction in transactions {
+                    let link = TransactionLink(externalID: id, parentExternalID: transaction, orderID: nil, kind: TransactionLink.disputeKind,
+                                               source: .learned)
+                    // A capture (Orders v2) leads to its order; anything else is looked for as a sale or a transaction_ref.
+                    switch await client.capture(transaction) {
+                    case .found(let capture):
+                        switch await client.orderID(resourceType: "capture", resource: capture) {
+                        case .found(let order): references.append(EventReference(transactionRef: order, learned: [link]))
+                        case .notFound: references.append(EventReference(transactionRef: transaction, learned: [link]))
+                        case let other: return other.failure(as: EventContent.self)!
+                        }
+                    case .notFound: references.append(EventReference(transactionRef: transaction, learned: [link]))
+                    case let other: return other.failure(as: EventContent.self)!
+                    }
+                }
+                return .found(.references(references))
             }
         }
 
+        static func saleLink(_ id: String) -> TransactionLink {
+            TransactionLink(externalID: id, parentExternalID: nil, orderID: nil, kind: TransactionLink.saleKind, source: .learned)
+        }
+
+        /// An order paid by v1 sales fetches them (GET /v1/payments/sale/{id}); any other fetches its Orders v2
+        /// order. Either way the disputes a dispute event named for it are fetched too (GET /v1/customer/disputes/{id}).
         public func snapshot(of q: TransactionQuery) async -> ProviderOutcome<Snapshot> {
             guard let client else { return .permanent(status: 0, body: "no paypal API client: set \(definition.apiVariables)") }
-            return await client.order(q.transactionRef).mapped { try PayPalMapping.snapshot(order: $0) }
+            var disputes: [JSONValue] = []
+            for id in Set(q.links.filter { $0.kind == TransactionLink.disputeKind }.map(\.externalID)).sorted() {
+                switch await client.dispute(id) {
+                case .found(let d): disputes.append(d)
+                case .notFound: continue   // PayPal no longer has it: nothing under dispute
+                case let other: return other.failure(as: Snapshot.self)!
+                }
+            }
+            let saleIDs = q.links.filter { $0.kind == TransactionLink.saleKind }.map(\.externalID)
+            if !saleIDs.isEmpty {
+                var sales: [JSONValue] = []
+                var seen = Set<String>()
+                for id in saleIDs where seen.insert(id).inserted {
+                    switch await client.sale(id) {
+                    case .found(let sale): sales.append(sale)
+                    case .notFound: continue
+                    case let other: return other.failure(as: Snapshot.self)!
+                    }
+                }
+                guard !sales.isEmpty else { return .notFound }
+                return ProviderOutcome<JSONValue>.found(.array(sales)).mapped { _ in
+                    try PayPalSaleMapping.snapshot(sales: sales, refunds: q.links, transactionRef: q.transactionRef, disputes: disputes)
+                }
+            }
+            return await client.order(q.transactionRef).mapped { try PayPalMapping.snapshot(order: $0, disputes: disputes) }
         }
 
         /// Capture and void on the authorization, refund on the capture; the idempotency key is PayPal-Request-Id.
@@ -127,7 +194,12 @@ public enum PayPalProvider {
             switch call.kind {
             case .capture: result = await client.captureAuthorization(target, amount: call.amount, final: call.isFinal, requestID: requestID)
             case .void: result = await client.voidAuthorization(target, requestID: requestID)
-            case .refund: result = await client.refundCapture(target, amount: call.amount, requestID: requestID)
+            case .refund:
+                if call.links.contains(where: { $0.kind == TransactionLink.saleKind && $0.externalID == target }) {
+                    result = await client.refundSale(target, amount: call.amount, requestID: requestID)
+                } else {
+                    result = await client.refundCapture(target, amount: call.amount, requestID: requestID)
+                }
             case .increment: return ActionCallResult(.permanent(status: 0, body: "PayPal has no incremental authorization"))
             }
             return ActionCallResult(result.map { $0["id"]?.stringValue ?? target })

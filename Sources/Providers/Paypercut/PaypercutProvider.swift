@@ -55,13 +55,16 @@ public enum PaypercutProvider {
         static let notConfigured = "no paypercut API client: set \(definition.apiVariables)"
 
         /// The event names its payment intent by `data.object.id` (a payment intent, or a `payment_intent.*` event)
-        /// or `data.object.payment_intent`; `account.*` and other events naming none name nothing to reconcile.
-        public func references(in event: StoredEvent) async -> ProviderOutcome<[EventReference]> {
+        /// or `data.object.payment_intent`; `account.*` and other events naming none are ignored, with their type.
+        public func references(in event: StoredEvent) async -> ProviderOutcome<EventContent> {
             let parsed: PaypercutEvent
             do { parsed = try PaypercutEvent.parse(body: event.body) }
             catch { return .permanent(status: 0, body: "stored body no longer parses: \(error)") }
-            guard let intent = parsed.paymentIntentID else { return .found([]) }
-            return .found([EventReference(transactionRef: intent, merchant: parsed.account)])
+            guard let intent = parsed.paymentIntentID else {
+                return .found(.ignored("\(parsed.type) names no payment"
+                                       + (parsed.objectType.map { " (data.object is a \($0))" } ?? "")))
+            }
+            return .found(.references([EventReference(transactionRef: intent, merchant: parsed.account)]))
         }
 
         public func snapshot(of q: TransactionQuery) async -> ProviderOutcome<Snapshot> {

@@ -1,0 +1,90 @@
+import Reconciliation
+
+/// PayPal v1 sales (GET /v1/payments/sale/{id}: PayPal Subscriptions and the classic Payments API) → `Snapshot`,
+/// per contract §6. An order holds one sale (its transaction_ref is the sale id or its `parent_payment`) or every
+/// sale of a billing agreement its events named; the sales are summed.
+///
+/// Per sale, by `state`: completed → C = `amount.total`; pending → pending (raw state `pending/<reason_code>`);
+/// denied → failed; refunded → C = R = total; partially_refunded → C = total, R = the `PAYMENT.SALE.REFUNDED`
+/// amounts seen for the sale (links of kind refund whose parent is the sale); reversed → C = V = total. Intent
+/// purchase; the merchant is not compared (a sale does not carry it). The state of the whole: all denied → failed;
+/// nothing captured and one pending → pending; then R ≥ C > 0 → refunded, R > 0 → partially_refunded, C > 0 →
+/// captured. Refunds act on the sales holding money, in order (POST /v1/payments/sale/{id}/refund); a sale cannot be
+/// captured, voided or incremented.
+public enum PayPalSaleMapping {
+    static let reader = AnswerReader(provider: "paypal")
+    static let states: Set = ["completed", "partially_refunded", "pending", "refunded", "denied", "reversed"]
+
+    public static func snapshot(sales: [JSONValue], refunds: [TransactionLink], transactionRef: String,
+                                disputes: [JSONValue] = []) throws(ProviderMappingError) -> Snapshot {
+        let r = reader
+        guard let first = sales.first else { throw r.fail("(answer)", nil, "no sale to map") }
+        let currency = try r.currency(first["amount"]?["currency"], "sale \(first["id"]?.stringValue ?? "?").amount.currency")
+        var C: Int64 = 0, R: Int64 = 0, V: Int64 = 0
+        var states: [String] = []
+        var pendingRaw: String?
+        var createdAt: Int64?
+        var sources: [RefundSource] = []
+        for sale in sales {
+            let id = try r.string(sale["id"], "sale.id")
+            let f = "sale \(id)"
+            let state = try r.string(sale["state"], "\(f).state")
+            guard Self.states.contains(state) else { throw r.fail("\(f).state", sale["state"], "unknown sale state") }
+            let code = try r.string(sale["amount"]?["currency"], "\(f).amount.currency")
+            guard code == currency.code else { throw r.fail("\(f).amount.currency", sale["amount"]?["currency"], "differs from \(currency.code)") }
+            let total = try amount(sale["amount"]?["total"], "\(f).amount.total", currency)
+            if let t = try r.timestamp(sale["create_time"], "\(f).create_time") { createdAt = min(createdAt ?? t, t) }
+            states.append(state)
+            var refunded: Int64 = 0
+            switch state {
+            case "completed": C = try add(C, total)
+            case "pending": pendingRaw = pendingRaw ?? ("pending" + (sale["reason_code"]?.stringValue.map { "/" + $0 } ?? ""))
+            case "refunded": C = try add(C, total); refunded = total
+            case "partially_refunded":
+                C = try add(C, total)
+                for link in refunds where link.kind == "refund" && link.parentExternalID == id {
+                    refunded = try add(refunded, link.amount ?? 0)
+                }
+            case "reversed": C = try add(C, total); V = try add(V, total)
+            default: break   // denied
+            }
+            R = try add(R, refunded)
+            if state == "completed" || state == "partially_refunded", total > refunded {
+                sources.append(RefundSource(id: id, amount: total, refunded: refunded))
+            }
+        }
+        let state: TransactionState
+        var rawState = states.count == 1 ? states[0] : states.joined(separator: ",")
+        if states.allSatisfy({ $0 == "denied" }) { state = .failed }
+        else if C == 0, let pendingRaw { state = .pending; rawState = pendingRaw }
+        else if C > 0 && R >= C { state = .refunded }
+        else if R > 0 { state = .partiallyRefunded }
+        else if C > 0 { state = .captured }
+        else { state = .failed }
+
+        let noAuthorization = "a PayPal sale is captured when it is made: there is no authorization to "
+        let unit = PayPalCurrencies.unit(currency)
+        let capabilities = Capabilities(
+            capture: .denied(noAuthorization + "capture"), void: .denied(noAuthorization + "void"),
+            increment: .unsupported("paypal does not support incremental authorisation"),
+            refund: .spread(sources, sources: "PayPal sales"), amountUnit: unit,
+            amountUnitNote: unit > 1 ? "PayPal takes \(currency.code) without decimals" : nil)
+        return Snapshot(provider: .paypal, transactionRef: transactionRef, merchant: nil, site: nil, reportsMerchant: false,
+                        intent: .purchase, currency: currency, value: C, authorised: C, captured: C, refunded: R, state: state,
+                        rawState: rawState, createdAt: createdAt, capabilities: capabilities, method: "paypal", reversed: V,
+                        disputed: try PayPalMapping.disputed(disputes, currency: currency))
+    }
+
+    /// A v1 amount string (`"20.00"`) in PayPal's decimals for the currency → ISO minor units.
+    public static func amount(_ v: JSONValue?, _ field: String, _ currency: Currency) throws(ProviderMappingError) -> Int64 {
+        let units = try reader.amount(v, field, exponent: PayPalCurrencies.exponent(currency))
+        guard let minor = PayPalCurrencies.isoMinorUnits(units, currency) else { throw reader.fail(field, v, "does not fit in 64-bit minor units") }
+        return minor
+    }
+
+    static func add(_ a: Int64, _ b: Int64) throws(ProviderMappingError) -> Int64 {
+        let (s, overflow) = a.addingReportingOverflow(b)
+        guard !overflow else { throw reader.fail("sales", nil, "sum overflows") }
+        return s
+    }
+}

@@ -1,0 +1,265 @@
+import Testing
+@testable import Providers
+@testable import Reconciliation
+
+// Every event accounted for (contract §6, §7): what each PayPal event is about, read by the one parser; the PayPal
+// additions (V, D, status_details, reauthorizations, PARTIALLY_CREATED/EXPIRED); v1 sales; PXP transactions that are
+// not an order's own.
+
+@Suite struct PayPalEventSubjectTests {
+    static func sample(_ name: String) throws -> PayPalEvent {
+        try PayPalEvent.parse(body: Fixture.bytes("paypal/samples/\(name)"))
+    }
+
+    @Test func approvalReversedNamesItsOrderThroughResourceOrderID() throws {
+        let e = try Self.sample("CHECKOUT.PAYMENT-APPROVAL.REVERSED.docs-pui-sample.json")
+        #expect(e.subject == .payments)
+        #expect(e.orderID == "5O190127TN364715T")
+    }
+
+    @Test func vaultTokenNamesNoPayment() throws {
+        let e = try Self.sample("VAULT.PAYMENT-TOKEN.CREATED.v3.shopware-fixture.json")
+        guard case .noPayment(let reason) = e.subject else { Issue.record("expected noPayment, got \(e.subject)"); return }
+        #expect(reason.hasPrefix("VAULT.PAYMENT-TOKEN.CREATED names no payment"))
+    }
+
+    @Test(arguments: Fixture.paypalVectors)
+    func realSaleDeliveriesNameTheirSale(name: String) throws {
+        let e = try PayPalEvent.parse(body: Fixture.bytes("paypal/\(name)/body.bin"))
+        guard case .sale(let id, _, let parent) = e.subject else { Issue.record("expected a sale, got \(e.subject)"); return }
+        #expect(!id.isEmpty)
+        #expect(parent?.hasPrefix("PAY-") == true)
+    }
+
+    @Test func saleRefundNamesItsSaleAndAmount() throws {
+        let e = try Self.sample("PAYMENT.SALE.REFUNDED.v1.constructed.json")
+        #expect(e.subject == .saleRefund(id: "6YX43824R4443062K", saleID: "7DW85331GX749735N", parentPayment: "PAY-1A142943SV880364LKVJEFPQ",
+                                         amount: "5.00", currency: "USD"))
+    }
+
+    @Test func disputeNamesTheCapturesItDisputes() throws {
+        let e = try Self.sample("CUSTOMER.DISPUTE.CREATED.v1.constructed.json")
+        #expect(e.subject == .dispute(id: "PP-D-27803", transactions: ["3C679366HH908993F"]))
+    }
+
+    @Test func captureReversalIsARefundResourceLinkedToItsCapture() throws {
+        let e = try Self.sample("PAYMENT.CAPTURE.REVERSED.v2.constructed.json")
+        #expect(e.subject == .payments)
+        #expect(e.references == [.refund("09E71677NS257044M"), .capture("3C679366HH908993F")])
+    }
+
+    @Test func subscriptionSaleNamesItsBillingAgreement() throws {
+        let body = #"{"id":"WH-9","event_type":"PAYMENT.SALE.COMPLETED","resource_type":"sale","resource":{"id":"S1","state":"completed","billing_agreement_id":"I-BW452GLLEP1G","amount":{"total":"9.99","currency":"USD"}}}"#
+        let e = try PayPalEvent.parse(body: Array(body.utf8))
+        #expect(e.subject == .sale(id: "S1", billingAgreement: "I-BW452GLLEP1G", parentPayment: nil))
+    }
+
+    @Test func unknownEventTypesAreTracedThroughTheirResource() throws {
+        let traced = try PayPalEvent.parse(body: Array(#"{"id":"WH-1","event_type":"PAYMENT.CAPTURE.SOMETHING-NEW","resource_type":"capture","resource":{"id":"C9"}}"#.utf8))
+        #expect(traced.subject == .payments)
+        #expect(traced.references == [.capture("C9")])
+        let nothing = try PayPalEvent.parse(body: Array(#"{"id":"WH-2","event_type":"CATALOG.PRODUCT.CREATED","resource_type":"product","resource":{"id":"P1"}}"#.utf8))
+        #expect(nothing.subject == .noPayment("CATALOG.PRODUCT.CREATED names no payment (resource_type product)"))
+    }
+}
+
+@Suite struct PayPalAdditionsMappingTests {
+    /// An order answer built by hand where `paypalOrder` cannot say it (status_details, notes, related ids).
+    func order(_ units: String, status: String = "COMPLETED", intent: String = "CAPTURE", source: String = "") throws -> JSONValue {
+        try JSONValue.parse(#"{"id":"O1","status":"\#(status)","intent":"\#(intent)","create_time":"2026-11-01T10:00:00Z",\#(source)"purchase_units":[{"amount":{"currency_code":"USD","value":"100.00"},"payee":{"merchant_id":"M1"},"payments":\#(units)}]}"#)
+    }
+
+    @Test func aReversedCaptureCountsInCAndVNeverInR() throws {
+        let s = try PayPalMapping.snapshot(order: try order(#"""
+        {"captures":[{"id":"C1","status":"REVERSED","amount":{"currency_code":"USD","value":"100.00"}}],
+         "refunds":[{"id":"R1","status":"COMPLETED","note_to_payer":"Payment reversed","amount":{"currency_code":"USD","value":"100.00"},
+                     "links":[{"rel":"up","href":"https://api.paypal.com/v2/payments/captures/C1"}]}]}
+        """#))
+        #expect((s.captured, s.refunded, s.reversed) == (10000, 0, 10000))
+        #expect(s.state == .captured)
+        // Nothing is left to refund: the payer has the money back.
+        guard case .spread(let sources, _) = s.capabilities.refund else { Issue.record("expected spread refunds"); return }
+        #expect(sources.isEmpty)
+    }
+
+    @Test func aMerchantRefundBeforeAReversalStaysInR() throws {
+        let s = try PayPalMapping.snapshot(order: try order(#"""
+        {"captures":[{"id":"C1","status":"REVERSED","amount":{"currency_code":"USD","value":"100.00"}}],
+         "refunds":[{"id":"R1","status":"COMPLETED","amount":{"currency_code":"USD","value":"30.00"},
+                     "links":[{"rel":"up","href":"https://api.paypal.com/v2/payments/captures/C1"}]}]}
+        """#))
+        #expect((s.captured, s.refunded, s.reversed) == (10000, 3000, 7000))
+    }
+
+    @Test func aPendingCaptureKeepsItsReasonAndAnEcheckIsItsMethod() throws {
+        let s = try PayPalMapping.snapshot(order: try order(#"""
+        {"captures":[{"id":"C1","status":"PENDING","status_details":{"reason":"ECHECK"},"amount":{"currency_code":"USD","value":"100.00"}}]}
+        """#, source: #""payment_source":{"paypal":{"email_address":"b@example.com"}},"#))
+        #expect(s.state == .pending)
+        #expect(s.rawState == "PENDING/ECHECK")
+        #expect(s.method == "echeck")
+        let manual = try PayPalMapping.snapshot(order: try order(#"""
+        {"captures":[{"id":"C1","status":"PENDING","status_details":{"reason":"RECEIVING_PREFERENCE_MANDATES_MANUAL_ACTION"},"amount":{"currency_code":"USD","value":"100.00"}}]}
+        """#, source: #""payment_source":{"paypal":{}},"#))
+        #expect(manual.rawState == "PENDING/RECEIVING_PREFERENCE_MANDATES_MANUAL_ACTION")
+        #expect(manual.method == "paypal")
+    }
+
+    @Test func partiallyCreatedCountsAsCreatedAndExpiredAsVoided() throws {
+        let created = try PayPalMapping.snapshot(order: try order(#"""
+        {"authorizations":[{"id":"A1","status":"PARTIALLY_CREATED","amount":{"currency_code":"USD","value":"60.00"}}]}
+        """#, intent: "AUTHORIZE"))
+        #expect(created.state == .authorised)
+        #expect(created.authorised == 6000)
+        #expect(created.capabilities.capture == .allowed(target: "A1"))
+        let expired = try PayPalMapping.snapshot(order: try order(#"""
+        {"authorizations":[{"id":"A1","status":"EXPIRED","amount":{"currency_code":"USD","value":"60.00"}}]}
+        """#, intent: "AUTHORIZE"))
+        #expect(expired.state == .voided)
+        #expect(expired.authorised == 0)
+    }
+
+    @Test func aReauthorizationReplacesItsParentInA() throws {
+        let s = try PayPalMapping.snapshot(order: try order(#"""
+        {"authorizations":[{"id":"A1","status":"CREATED","amount":{"currency_code":"USD","value":"100.00"}},
+                           {"id":"A2","status":"CREATED","amount":{"currency_code":"USD","value":"110.00"},
+                            "supplementary_data":{"related_ids":{"order_id":"O1","authorization_id":"A1"}}}]}
+        """#, intent: "AUTHORIZE"))
+        #expect(s.authorised == 11000)     // not 210.00: the chain counts once
+        #expect(s.capabilities.capture == .allowed(target: "A2"))
+        #expect(s.capabilities.void == .allowed(target: "A1"))   // "void the original parent authorization"
+    }
+
+    @Test func openDisputesAreD() throws {
+        let disputes = [
+            try JSONValue.parse(#"{"dispute_id":"PP-D-1","status":"WAITING_FOR_SELLER_RESPONSE","dispute_amount":{"currency_code":"USD","value":"40.00"}}"#),
+            try JSONValue.parse(#"{"dispute_id":"PP-D-2","status":"RESOLVED","dispute_amount":{"currency_code":"USD","value":"60.00"}}"#),
+        ]
+        let s = try PayPalMapping.snapshot(order: try order(#"{"captures":[{"id":"C1","status":"COMPLETED","amount":{"currency_code":"USD","value":"100.00"}}]}"#),
+                                           disputes: disputes)
+        #expect(s.disputed == 4000)
+        let odd = [try JSONValue.parse(#"{"dispute_id":"PP-D-3","status":"SOMETHING","dispute_amount":{"currency_code":"USD","value":"1.00"}}"#)]
+        let error = #expect(throws: ProviderMappingError.self) {
+            try PayPalMapping.snapshot(order: try order(#"{"captures":[]}"#), disputes: odd)
+        }
+        #expect(error?.field == "dispute PP-D-3.status")
+    }
+}
+
+@Suite struct PayPalSaleMappingTests {
+    func sale(_ id: String, _ state: String, _ total: String, currency: String = "USD", reason: String? = nil) throws -> JSONValue {
+        try JSONValue.parse(#"{"id":"\#(id)","state":"\#(state)","amount":{"total":"\#(total)","currency":"\#(currency)"},"create_time":"2026-11-01T10:00:00Z"\#(reason.map { #","reason_code":"\#($0)""# } ?? "")}"#)
+    }
+
+    @Test(arguments: [
+        ("completed", TransactionState.captured, Int64(2000), Int64(0), Int64(0), "completed"),
+        ("refunded", .refunded, 2000, 2000, 0, "refunded"),
+        ("reversed", .captured, 2000, 0, 2000, "reversed"),
+        ("denied", .failed, 0, 0, 0, "denied"),
+    ])
+    func states(state: String, expected: TransactionState, c: Int64, r: Int64, v: Int64, raw: String) throws {
+        let s = try PayPalSaleMapping.snapshot(sales: [try sale("S1", state, "20.00")], refunds: [], transactionRef: "S1")
+        #expect(s.state == expected)
+        #expect((s.captured, s.refunded, s.reversed) == (c, r, v))
+        #expect(s.rawState == raw)
+        #expect(s.intent == .purchase)
+        #expect(!s.reportsMerchant)
+    }
+
+    @Test func pendingKeepsItsReasonCode() throws {
+        let s = try PayPalSaleMapping.snapshot(sales: [try sale("S1", "pending", "20.00", reason: "ECHECK")], refunds: [], transactionRef: "S1")
+        #expect(s.state == .pending)
+        #expect(s.rawState == "pending/ECHECK")
+    }
+
+    @Test func partiallyRefundedSumsTheRefundsSeen() throws {
+        let refunds = [
+            TransactionLink(externalID: "RF1", parentExternalID: "S1", orderID: "O", kind: "refund", amount: 500, currency: "USD", source: .learned),
+            TransactionLink(externalID: "RF2", parentExternalID: "S1", orderID: "O", kind: "refund", amount: 250, currency: "USD", source: .learned),
+            TransactionLink(externalID: "RF3", parentExternalID: "OTHER", orderID: "O", kind: "refund", amount: 999, currency: "USD", source: .learned),
+        ]
+        let s = try PayPalSaleMapping.snapshot(sales: [try sale("S1", "partially_refunded", "20.00")], refunds: refunds, transactionRef: "S1")
+        #expect(s.state == .partiallyRefunded)
+        #expect((s.captured, s.refunded) == (2000, 750))
+        guard case .spread(let sources, _) = s.capabilities.refund else { Issue.record("expected spread refunds"); return }
+        #expect(sources == [RefundSource(id: "S1", amount: 2000, refunded: 750)])
+        guard case .denied = s.capabilities.capture, case .denied = s.capabilities.void, case .unsupported = s.capabilities.increment else {
+            Issue.record("a sale cannot be captured, voided or incremented"); return
+        }
+    }
+
+    @Test func aBillingAgreementSumsItsSales() throws {
+        let s = try PayPalSaleMapping.snapshot(sales: [try sale("S1", "completed", "9.99"), try sale("S2", "completed", "9.99")],
+                                               refunds: [], transactionRef: "I-BW452GLLEP1G")
+        #expect(s.captured == 1998)
+        #expect(s.transactionRef == "I-BW452GLLEP1G")
+    }
+
+    @Test func hufTakesNoDecimalsAndMixedCurrenciesAreAnError() throws {
+        let huf = try PayPalSaleMapping.snapshot(sales: [try sale("S1", "completed", "1500", currency: "HUF")], refunds: [], transactionRef: "S1")
+        #expect(huf.captured == 150000)   // ISO minor units (HUF has 2)
+        #expect(huf.capabilities.amountUnit == 100)
+        let error = #expect(throws: ProviderMappingError.self) {
+            try PayPalSaleMapping.snapshot(sales: [try sale("S1", "completed", "1.00"), try sale("S2", "completed", "1.00", currency: "EUR")],
+                                           refunds: [], transactionRef: "S1")
+        }
+        #expect(error?.field == "sale S2.amount.currency")
+    }
+
+    @Test func anUnknownSaleStateNamesTheField() throws {
+        let error = #expect(throws: ProviderMappingError.self) {
+            try PayPalSaleMapping.snapshot(sales: [try sale("S1", "weird", "1.00")], refunds: [], transactionRef: "S1")
+        }
+        #expect(error?.field == "sale S1.state")
+    }
+}
+
+@Suite struct PXPNonOrderTransactionTests {
+    func answer(intent: String, state: String = "Authorised", parent: String? = nil) throws -> JSONValue {
+        try JSONValue.parse(#"{"systemTransactionId":"SYS-9","state":"\#(state)","transactionMethod":{"intent":\#(intent),"fundingType":"Card"},"merchant":"M1","site":"S1","merchantTransactionId":"PORTAL-1","merchantTransactionDate":"2026-11-01T10:00:00Z","amounts":{"transactionValue":12.50,"currencyCode":"EUR"}\#(parent.map { #","parentSystemTransactionId":"\#($0)""# } ?? "")}"#)
+    }
+
+    @Test func aVerificationIsIgnoredWithThatReason() throws {
+        guard case .ignored(let reason) = try PXPMapping.lookup(transaction: try answer(intent: #""Verification""#), transactionRef: "PORTAL-1") else {
+            Issue.record("expected ignored"); return
+        }
+        #expect(reason.contains("Verification"))
+    }
+
+    @Test func aPortalRefundNamingItsParentIsLinkedToIt() throws {
+        let lookup = try PXPMapping.lookup(transaction: try answer(intent: #""Refund""#, parent: "SYS-PARENT"), transactionRef: "PORTAL-1")
+        guard case .modification(let parent, let link) = lookup else { Issue.record("expected a modification, got \(lookup)"); return }
+        #expect(parent == "SYS-PARENT")
+        #expect(link.kind == "refund" && link.amount == 1250 && link.state == "Authorised" && link.externalID == "SYS-9")
+        #expect(PXPModification(link: link)?.isAccepted == true)
+    }
+
+    @Test func aPortalCaptureIsReadFromItsState() throws {
+        let lookup = try PXPMapping.lookup(transaction: try answer(intent: #""Authorisation""#, state: "Captured", parent: "SYS-PARENT"),
+                                           transactionRef: "PORTAL-2")
+        guard case .modification(_, let link) = lookup else { Issue.record("expected a modification"); return }
+        #expect(link.kind == "capture")
+    }
+
+    @Test func aRefundNamingNoParentIsUnknownOrderSayingWhy() throws {
+        guard case .unreconcilable(let t) = try PXPMapping.lookup(transaction: try answer(intent: #""Refund""#), transactionRef: "PORTAL-1") else {
+            Issue.record("expected unreconcilable"); return
+        }
+        #expect(t.detail.contains("intent Refund") && t.detail.contains(PXPMapping.parentField))
+        #expect(t.value == Money(minorUnits: 1250, currency: Currency(code: "EUR")!))
+    }
+
+    @Test func anAeropayIntentObjectNamesItsMethod() throws {
+        let s = try PXPMapping.snapshot(transaction: try answer(intent: #"{"aeropay":"Authorisation"}"#), transactionRef: "PORTAL-1")
+        #expect(s.intent == .authorisation)
+        #expect(s.method == "aeropay")
+        let card = try PXPMapping.snapshot(transaction: try answer(intent: #""Purchase""#, state: "Captured"), transactionRef: "PORTAL-1")
+        #expect(card.method == "card")
+    }
+
+    @Test func anUnparsableDateFailsTheCheckNamingTheField() throws {
+        let bad = try JSONValue.parse(#"{"systemTransactionId":"SYS-9","state":"Authorised","transactionMethod":{"intent":"Authorisation"},"merchant":"M1","site":"S1","merchantTransactionDate":"yesterday","amounts":{"transactionValue":1,"currencyCode":"EUR"}}"#)
+        let error = #expect(throws: ProviderMappingError.self) { try PXPMapping.snapshot(transaction: bad, transactionRef: "T") }
+        #expect(error?.field == "merchantTransactionDate")
+    }
+}
