@@ -263,3 +263,38 @@ import Testing
         #expect(error?.field == "merchantTransactionDate")
     }
 }
+
+/// The false alarm of one 24 h window for every method (contract §3): Aeropay (ACH, days), PayPal eCheck (days) and
+/// BLIK (minutes) each get their own window from the method the provider's answer names.
+@Suite struct PendingWindowByMethodTests {
+    let windows = try! PendingWindows.parse("24h,aeropay=5d,echeck=5d,blik=15m")
+    let now: Int64 = 1_796_000_000
+
+    func stale(_ snapshot: Snapshot, _ order: Order) -> Bool {
+        Planner.plan(order: order, snapshot: snapshot, emitted: [], now: now,
+                     pendingMax: windows.seconds(provider: snapshot.provider, method: snapshot.method))
+            .findings.contains { $0.kind == .stalePending }
+    }
+
+    func pxp(intent: String, ageDays: Int64) throws -> Snapshot {
+        let date = UnixTime.iso8601(now - ageDays * 86_400)
+        return try PXPMapping.snapshot(transaction: try JSONValue.parse(#"{"systemTransactionId":"S","state":"Pending","transactionMethod":{"intent":\#(intent),"fundingType":"Card"},"merchant":"M1","site":"S1","merchantTransactionDate":"\#(date)","amounts":{"transactionValue":10,"currencyCode":"USD"}}"#), transactionRef: "T")
+    }
+
+    @Test func aeropayPendingTwoDaysIsNotStaleButACardIs() throws {
+        let order = Order(provider: .pxp, orderID: "O", merchant: "M1", site: "S1", transactionRef: "T", intent: .authorisation,
+                          amount: Money(minorUnits: 1000, currency: Currency(code: "USD")!), fulfilment: .open)
+        #expect(!stale(try pxp(intent: #"{"aeropay":"Authorisation"}"#, ageDays: 2), order))
+        #expect(stale(try pxp(intent: #"{"aeropay":"Authorisation"}"#, ageDays: 6), order))
+        #expect(stale(try pxp(intent: #""Authorisation""#, ageDays: 2), order))
+    }
+
+    @Test func paypalEcheckPendingTwoDaysIsNotStale() throws {
+        let created = UnixTime.iso8601(now - 2 * 86_400)
+        let snapshot = try PayPalMapping.snapshot(order: try JSONValue.parse(#"{"id":"O1","status":"COMPLETED","intent":"CAPTURE","create_time":"\#(created)","payment_source":{"paypal":{}},"purchase_units":[{"amount":{"currency_code":"USD","value":"10.00"},"payments":{"captures":[{"id":"C1","status":"PENDING","status_details":{"reason":"ECHECK"},"amount":{"currency_code":"USD","value":"10.00"}}]}}]}"#))
+        let order = Order(provider: .paypal, orderID: "O", merchant: nil, site: nil, transactionRef: "O1", intent: .purchase,
+                          amount: Money(minorUnits: 1000, currency: Currency(code: "USD")!), fulfilment: .fulfilled)
+        #expect(snapshot.method == "echeck")
+        #expect(!stale(snapshot, order))
+    }
+}

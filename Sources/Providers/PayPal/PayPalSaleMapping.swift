@@ -19,13 +19,20 @@ public enum PayPalSaleMapping {
                                 disputes: [JSONValue] = []) throws(ProviderMappingError) -> Snapshot {
         let r = reader
         guard let first = sales.first else { throw r.fail("(answer)", nil, "no sale to map") }
+        // (`first` only gives the currency every sale must share.)
         let currency = try r.currency(first["amount"]?["currency"], "sale \(first["id"]?.stringValue ?? "?").amount.currency")
         var C: Int64 = 0, R: Int64 = 0, V: Int64 = 0
         var states: [String] = []
         var pendingRaw: String?
         var createdAt: Int64?
         var sources: [RefundSource] = []
-        for sale in sales {
+        // Oldest first (then by id), so refunds take from the sales in the order they were made, whatever order the
+        // events that named them arrived in.
+        let ordered = sales.sorted { a, b in
+            let ta = a["create_time"]?.stringValue.flatMap { ISO8601.unixSeconds(from: $0) } ?? 0, tb = b["create_time"]?.stringValue.flatMap { ISO8601.unixSeconds(from: $0) } ?? 0
+            return ta != tb ? ta < tb : (a["id"]?.stringValue ?? "") < (b["id"]?.stringValue ?? "")
+        }
+        for sale in ordered {
             let id = try r.string(sale["id"], "sale.id")
             let f = "sale \(id)"
             let state = try r.string(sale["state"], "\(f).state")

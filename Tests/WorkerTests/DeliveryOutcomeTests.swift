@@ -1,0 +1,41 @@
+import Testing
+import Store
+@testable import Worker
+
+/// How a delivery ends from what its references came to (contract §7): done with the orders it re-checked, ignored
+/// with why it names no payment, never done having done nothing; an unreadable answer fails the order's check, not
+/// the delivery; a transient failure anywhere retries the whole delivery.
+@Suite struct DeliveryOutcomeTests {
+    typealias Step = DeliveryProcessor.Step
+    let checked = OrderChecker.Result.checked(CheckOutcome(), matched: true)
+
+    @Test func checkedOrdersAreListedOnce() {
+        let r = DeliveryProcessor.combine([.checked(orderID: "A", checked), .checked(orderID: "B", checked), .checked(orderID: "A", checked)],
+                                          provider: .pxp)
+        #expect(r == .processed(.done("re-checked pxp orders A, B")))
+    }
+
+    @Test func onlyIgnoredStepsEndIgnoredWithTheirReasons() {
+        let r = DeliveryProcessor.combine([.ignored("X names no payment"), .ignored("paypal does not know transaction T")], provider: .paypal)
+        #expect(r == .processed(.ignored("X names no payment; paypal does not know transaction T")))
+    }
+
+    @Test func anUnknownOrderIsWorkDone() {
+        let r = DeliveryProcessor.combine([.unknown(transactionRef: "T9", checked), .ignored("a Verification")], provider: .pxp)
+        #expect(r == .processed(.done("unknown_order T9; a Verification")))
+    }
+
+    @Test func anUnreadableAnswerFailsTheOrderNotTheDelivery() {
+        let r = DeliveryProcessor.combine([.checked(orderID: "A", .unreadable(reason: "paypal answer: status = \"NEW\": unknown order status"))],
+                                          provider: .paypal)
+        #expect(r == .processed(.done("order A could not be checked: paypal answer: status = \"NEW\": unknown order status")))
+    }
+
+    @Test func transientAnywhereRetriesAndPermanentIsKept() {
+        let t = DeliveryProcessor.combine([.checked(orderID: "A", checked), .checked(orderID: "B", .transient(reason: "429", retryAfterSeconds: 30))],
+                                          provider: .pxp)
+        #expect(t == .transient(reason: "429", retryAfterSeconds: 30))
+        let p = DeliveryProcessor.combine([.checked(orderID: "A", .failed(reason: "provider answered 403: forbidden"))], provider: .pxp)
+        #expect(p == .permanent(reason: "provider answered 403: forbidden"))
+    }
+}
