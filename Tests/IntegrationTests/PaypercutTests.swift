@@ -83,6 +83,17 @@ import Worker
             #expect(try h.openKinds(order: "PC-1") == ["missing_at_provider"])
         }
     }
+
+    /// `account.*` events name no payment: the delivery ends ignored with its type, never done having done nothing.
+    @Test func accountEventsAreIgnoredWithTheirType() async throws {
+        try await WorkerHarness.with { h in
+            let id = try h.store(.paypercut, json: #"{"id":"evt_acct","type":"account.updated","created":"2026-11-30T10:00:00Z","account":"acct_1","data":{"object":{"id":"acct_1","object":"account"}}}"#)
+            #expect(await h.runOnce().done == 1)
+            let d = try h.delivery(id)
+            #expect(d.status == "ignored")
+            #expect(d.outcome == "account.updated names no payment (data.object: account)")
+        }
+    }
 }
 
 /// The Paypercut client over real HTTP against paysim: answers, errors and what it sends.

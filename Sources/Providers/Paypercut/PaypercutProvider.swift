@@ -62,7 +62,7 @@ public enum PaypercutProvider {
             catch { return .permanent(status: 0, body: "stored body no longer parses: \(error)") }
             guard let intent = parsed.paymentIntentID else {
                 return .found(.ignored("\(parsed.type) names no payment"
-                                       + (parsed.objectType.map { " (data.object is a \($0))" } ?? "")))
+                                       + (parsed.objectType.map { " (data.object: \($0))" } ?? "")))
             }
             return .found(.references([EventReference(transactionRef: intent, merchant: parsed.account)]))
         }
