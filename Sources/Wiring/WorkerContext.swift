@@ -62,9 +62,19 @@ extension Environment {
 
     /// `host:port` for the receiver.
     public func listenAddress(flag: String?) throws(ConfigurationError) -> (host: String, port: UInt16) {
-        let text = flag ?? self["PAYRECON_LISTEN"] ?? "127.0.0.1:8080"
+        try Self.address(flag ?? self["PAYRECON_LISTEN"] ?? "127.0.0.1:8080", variable: "PAYRECON_LISTEN")!
+    }
+
+    /// `host:port` for the worker's own `/metrics` (`--metrics-listen`, else PAYRECON_WORK_METRICS_LISTEN); nil: none.
+    public func workMetricsAddress(flag: String?) throws(ConfigurationError) -> (host: String, port: UInt16)? {
+        if let flag { return try Self.address(flag, variable: "--metrics-listen") }
+        guard let text = self["PAYRECON_WORK_METRICS_LISTEN"] else { return nil }
+        return try Self.address(text, variable: "PAYRECON_WORK_METRICS_LISTEN")
+    }
+
+    static func address(_ text: String, variable: String) throws(ConfigurationError) -> (host: String, port: UInt16)? {
         guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]) else {
-            throw ConfigurationError("PAYRECON_LISTEN=\(text) must be host:port, e.g. 127.0.0.1:8080 or 0.0.0.0:8080")
+            throw ConfigurationError("\(variable)\(variable.hasPrefix("--") ? " " : "=")\(text) must be host:port, e.g. 127.0.0.1:8080 or 0.0.0.0:8080")
         }
         var host = String(text[..<colon])
         if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }

@@ -56,6 +56,7 @@ public final class QueueWorker: Sendable {
                 logger: Logger = Logger()) {
         self.configuration = configuration; self.conninfo = conninfo; self.pool = pool; self.processor = processor
         self.executor = executor; self.logger = logger.with(["owner": configuration.owner])
+        _ = Self.processedMetric   // registered now, so /metrics names the family before the first delivery
     }
 
     /// Asks `run` to finish the deliveries in hand and return.

@@ -5,6 +5,8 @@ import Reconciliation
 import Store
 import Testing
 import Worker
+import Wiring
+import HTTP
 
 /// Every event accounted for (contract §6, §7), end to end: deliveries built by paysim's webhook builder as the
 /// providers send them, stored, processed by the real worker against paysim over HTTP; what each reaches, what it
@@ -202,6 +204,31 @@ import Worker
             let conn = try h.database.connect(); defer { conn.close() }
             let detail = try #require(try conn.query("SELECT detail FROM discrepancies WHERE transaction_ref = 'REFUND-1'").first?.string("detail"))
             #expect(detail.contains("intent Refund") && detail.contains("parentSystemTransactionId"))
+        }
+    }
+
+    /// The worker's own /metrics counts processed deliveries by provider and outcome (a scrape reads memory only).
+    @Test func processedDeliveriesAreCountedByOutcome() async throws {
+        try await WorkerHarness.with { h in
+            let server = WorkerMetricsServer(host: "127.0.0.1", port: 0)
+            let port = try server.start()
+            defer { server.stop() }
+            func value(_ outcome: String) async throws -> Int {
+                let response = try await h.http.send(HTTPClientRequest(method: "GET", url: "http://127.0.0.1:\(port)/metrics"))
+                let text = String(decoding: response.body, as: UTF8.self)
+                let prefix = #"payrecon_deliveries_processed_total{provider="paypal",outcome="\#(outcome)"} "#
+                return text.split(separator: "\n").first { $0.hasPrefix(prefix) }.flatMap { Int($0.dropFirst(prefix.count)) } ?? 0
+            }
+            let (ignored, done) = (try await value("ignored"), try await value("done"))
+            try await paypalOrder(h)
+            _ = try h.store(.paypal, json: #"{"id":"WH-V","event_type":"VAULT.PAYMENT-TOKEN.DELETED","resource_type":"payment_token","resource":{"id":"T1"}}"#)
+            _ = try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_id":"CAP-1"}"#)
+            #expect(await h.runOnce().done == 2)
+            // Other suites in this process count too: the counters only grow.
+            #expect(try await value("ignored") >= ignored + 1)
+            #expect(try await value("done") >= done + 1)
+            let other = try await h.http.send(HTTPClientRequest(method: "GET", url: "http://127.0.0.1:\(port)/orders"))
+            #expect(other.status == 404)
         }
     }
 

@@ -8,18 +8,23 @@ import Store
 import Worker
 import Wiring
 
+private let metricsListen = OptionKey<String>("--metrics-listen", "HOST:PORT",
+                                               "Serve the worker's own /metrics here (default PAYRECON_WORK_METRICS_LISTEN; none).")
+
 let workCommand = Command(
     name: "work",
     summary: "Process stored deliveries: re-fetch each named transaction, reconcile, emit actions.",
     options: [
-        Options.once, Options.batch, Options.lease, Options.maxAttempts,
+        Options.once, Options.batch, Options.lease, Options.maxAttempts, metricsListen,
     ],
     details: """
         Wakes on LISTEN/NOTIFY, polls every 5s as a fallback. Provider timeouts, 429 (Retry-After honoured) and 5xx
         are retried with exponential backoff and jitter; after the last attempt the delivery is 'dead' with its
         reason ('payrecon events list --status dead', 'payrecon events retry ID|--dead'). With
         PAYRECON_ACTIONS=execute, planned actions are also executed at the provider. SIGTERM finishes the deliveries
-        in hand and exits 0.
+        in hand and exits 0. Each delivery ends done (with the orders it re-checked), ignored (it names no payment;
+        the reason is kept) or dead. --metrics-listen (PAYRECON_WORK_METRICS_LISTEN) serves the worker's own
+        /metrics: payrecon_deliveries_processed_total{provider,outcome}.
         """
 ) { args in
     let env = Environment()
@@ -38,8 +43,17 @@ let workCommand = Command(
     if !args.flag(Options.once) {
         Task { let s = await Signals.waitForTermination(); Log.info("stopping", ["signal": s]); worker.stop() }
     }
+    var metricsServer: WorkerMetricsServer?
+    if let address = try env.workMetricsAddress(flag: args.value(metricsListen)) {
+        let server = WorkerMetricsServer(host: address.host, port: address.port)
+        do { Log.info("worker metrics listening", ["port": Int(try server.start())]) } catch {
+            throw ConfigurationError("cannot serve the worker's /metrics on \(address.host):\(address.port): \(error)")
+        }
+        metricsServer = server
+    }
     let once = args.flag(Options.once)
     let totals = await worker.run(once: once)
+    metricsServer?.stop()
     if once {
         print("processed \(totals.done), retry scheduled \(totals.retried), dead \(totals.dead)")
     }
