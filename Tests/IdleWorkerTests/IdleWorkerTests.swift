@@ -54,7 +54,7 @@ import Worker
             let run = Task { await worker.run(once: false) }
             defer { worker.stop() }
             #expect(try await eventually(10) { try await offload { try db.listening() } }, "the worker never listened on \(DeliveryStore.channel)")
-            // A PXP event that names no transaction: processed (done) without a provider call.
+            // A PXP event that names no transaction: processed (ignored, with its reason) without a provider call.
             let stored = Date()
             let id = try await offload {
                 let conn = try db.connect(); defer { conn.close() }
@@ -62,7 +62,7 @@ import Worker
                                                              body: Array(#"{"eventCode":"Authentication"}"#.utf8))],
                                                 rejections: [], on: conn)[0].id
             }
-            #expect(try await eventually(10) { try await offload { try db.status(of: id) } == "done" }, "a NOTIFY did not wake the idle worker")
+            #expect(try await eventually(10) { try await offload { try db.status(of: id) } == "ignored" }, "a NOTIFY did not wake the idle worker")
             #expect(Date().timeIntervalSince(stored) < 10)
             worker.stop()
             _ = await run.value

@@ -135,13 +135,15 @@ import HTTP
             let refund = try #require(try h.actions().first)
             #expect(refund.idempotencyKey == "paypal:SUB-1:refund:999")
             // Either sale holds the money (the deliveries are processed concurrently, so the first check may know
-            // only one of them).
-            let sale = try #require(refund.providerTarget)
-            #expect(["SALE-1", "SALE-2"].contains(sale))
-            // Executing refunds the sale through the v1 API, once.
+            // only one of them; the executor's fresh plan picks the target it sends to).
+            #expect(["SALE-1", "SALE-2"].contains(refund.providerTarget ?? ""))
+            // Executing refunds one sale through the v1 API, once.
             _ = await h.executor.executePending()
             let log = try await h.paysimLog(provider: "paypal")
-            #expect(log.compactMap { $0["path"] as? String } == ["/v1/payments/sale/\(sale)/refund"])
+            let paths = log.compactMap { $0["path"] as? String }
+            #expect(paths.count == 1)
+            let sale = try #require(try h.actions().first?.providerTarget)
+            #expect(paths == ["/v1/payments/sale/\(sale)/refund"])
             #expect(try h.actions().first?.status == .succeeded)
             // PAYMENT.SALE.REFUNDED (a v1 refund naming its sale) teaches the refund's amount; the next check
             // counts R = 9.99 and wants nothing more.
