@@ -24,16 +24,19 @@ public struct PlannedAction: Sendable, Hashable, Codable {
     /// The provider object to act on: PXP systemTransactionId; PayPal authorization id (capture, void) or capture
     /// id (refund); Paypercut payment intent id.
     public var providerTarget: String?
+    /// With several transactions: the one it acts on (its key ends with it); nil for a single-transaction order.
+    public var transactionRef: String?
 
     public init(kind: ActionKind, amount: Int64, currency: Currency, target: Int64, idempotencyKey: String,
-                providerTarget: String?) {
+                providerTarget: String?, transactionRef: String? = nil) {
         self.kind = kind; self.amount = amount; self.currency = currency; self.target = target
-        self.idempotencyKey = idempotencyKey; self.providerTarget = providerTarget
+        self.idempotencyKey = idempotencyKey; self.providerTarget = providerTarget; self.transactionRef = transactionRef
     }
 
-    /// `provider:order_id:action:target`.
-    public static func idempotencyKey(provider: Provider, orderID: String, kind: ActionKind, target: Int64) -> String {
-        "\(provider.rawValue):\(orderID):\(kind.rawValue):\(target)"
+    /// `provider:order_id:action:target`, and `:transaction_ref` when the order has several transactions.
+    public static func idempotencyKey(provider: Provider, orderID: String, kind: ActionKind, target: Int64,
+                                      transactionRef: String? = nil) -> String {
+        "\(provider.rawValue):\(orderID):\(kind.rawValue):\(target)" + (transactionRef.map { ":" + $0 } ?? "")
     }
 }
 

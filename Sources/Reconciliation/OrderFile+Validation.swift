@@ -26,7 +26,7 @@ struct RowValidator {
             row.enumValue(Provider.self, text, field: "provider", name: "provider")
         }
         let orderID = row.required("order_id", allowInteger: true)
-        let transactionRef = row.required("transaction_ref", allowInteger: true)
+        let transactionRefs = row.required("transaction_ref", allowInteger: true).flatMap { row.references($0) }
         let merchant = row.optional("merchant", allowInteger: true)
         let site = row.optional("site", allowInteger: true)
         if let provider, traits(provider).requiresMerchantAndSite {
@@ -58,13 +58,13 @@ struct RowValidator {
             }
         }
 
-        guard row.errors.isEmpty, let provider, let orderID, let transactionRef, let intent, let fulfilment,
+        guard row.errors.isEmpty, let provider, let orderID, let transactionRefs, let intent, let fulfilment,
               let currency, let amount
         else { return .invalid(row.errors) }
         let order = Order(provider: provider, orderID: orderID, merchant: merchant, site: site,
-                          transactionRef: transactionRef, intent: intent,
+                          transactionRef: transactionRefs[0], intent: intent,
                           amount: Money(minorUnits: amount, currency: currency), fulfilment: fulfilment,
-                          refundAmount: refundAmount ?? 0)
+                          refundAmount: refundAmount ?? 0, transactionRefs: transactionRefs)
         return .order(order, line: line)
     }
 }
@@ -76,6 +76,27 @@ private struct Row {
     var errors: [OrderFileError] = []
 
     init(line: Int, values: [String: RawValue]) { self.line = line; self.values = values }
+
+    /// `transaction_ref`: one reference, or several separated by spaces (an order paid in several attempts or
+    /// transactions). A repeated one, or one with a control character, is reported with its position.
+    mutating func references(_ text: String) -> [String]? {
+        let refs = text.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
+        guard !refs.isEmpty else { fail("transaction_ref", "missing"); return nil }
+        var seen: [String: Int] = [:]
+        for (i, ref) in refs.enumerated() {
+            if ref.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+                fail("transaction_ref", "reference \(i + 1) of \(refs.count) contains a control character"); return nil
+            }
+            if ref.utf8.count > 255 {
+                fail("transaction_ref", "reference \(i + 1) of \(refs.count) is longer than 255 bytes"); return nil
+            }
+            if let first = seen[ref] {
+                fail("transaction_ref", "reference \(i + 1) of \(refs.count) ('\(ref)') repeats reference \(first)"); return nil
+            }
+            seen[ref] = i + 1
+        }
+        return refs
+    }
 
     mutating func fail(_ field: String, _ reason: String) {
         guard !errors.contains(where: { $0.field == field }) else { return }

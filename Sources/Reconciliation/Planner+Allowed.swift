@@ -7,31 +7,61 @@ extension Planner.Check {
         case denied(String)
     }
 
+    /// What an action acts on: the provider's id, and (with several transactions) which of the order's.
+    struct Target {
+        var provider: String?
+        var transactionRef: String?
+    }
+
     struct RefundPart {
         var target: String?
         var amount: Int64
+        var transactionRef: String?
+    }
+
+    /// The transactions actions may act on: with several, those holding money (each with its own capabilities);
+    /// with one, the snapshot itself.
+    var actionable: [Snapshot] { parts.isEmpty ? [snapshot] : parts }
+
+    /// `ref` when the order has several transactions (its keys name them), else nil.
+    func ref(_ part: Snapshot) -> String? { parts.isEmpty ? nil : part.transactionRef }
+
+    /// An authorisation of the order's transactions, authorised and not fully captured, holding at least `amount`
+    /// more than it has captured (the first such).
+    func openAuthorisation(holding amount: Int64) -> Snapshot? {
+        actionable.first { $0.intent.isAuthorisation && $0.state == .authorised && $0.captured < $0.authorised
+            && $0.authorised - $0.captured >= amount }
     }
 
     /// Capture needs an authorised, not fully captured authorisation, and an amount the provider takes.
-    func capturePermission(_ amount: Int64) -> Permission<String?> {
+    func capturePermission(_ amount: Int64) -> Permission<Target> {
         if let denial = authorisationDenial(for: "capture") { return .denied(denial) }
-        if let refusal = snapshot.capabilities.amountRefusal(amount, currency: snapshot.currency) { return .denied(refusal) }
-        return permission(snapshot.capabilities.capture)
+        guard let part = openAuthorisation(holding: amount) else {
+            return .denied("no single authorisation of the order's transactions holds \(withCode(amount)) uncaptured")
+        }
+        if let refusal = part.capabilities.amountRefusal(amount, currency: part.currency) { return .denied(refusal) }
+        return permission(part.capabilities.capture, part)
     }
 
-    /// Void needs an authorised authorisation with nothing captured.
-    func voidPermission() -> Permission<String?> {
-        if let denial = authorisationDenial(for: "void") { return .denied(denial) }
-        guard captured == 0 else { return .denied("\(withCode(captured)) already captured") }
-        return permission(snapshot.capabilities.void)
+    /// Void needs an authorised authorisation with nothing captured: each such transaction of the order.
+    func voidPermission() -> [Permission<(Target, Int64)>] {
+        if let denial = authorisationDenial(for: "void") { return [.denied(denial)] }
+        guard captured == 0 else { return [.denied("\(withCode(captured)) already captured")] }
+        return actionable.filter { $0.state == .authorised && $0.captured == 0 && $0.authorised > 0 }.map { part in
+            switch permission(part.capabilities.void, part) {
+            case .allowed(let t): .allowed((t, part.authorised - part.captured))
+            case .denied(let why): .denied(why)
+            }
+        }
     }
 
     /// Increment: a provider that has it, on an authorisation in state authorised.
-    func incrementPermission(_ amount: Int64) -> Permission<String?> {
-        if case .unsupported(let reason) = snapshot.capabilities.increment { return .denied(reason) }
+    func incrementPermission(_ amount: Int64) -> Permission<Target> {
+        let part = openAuthorisation(holding: 0) ?? actionable[0]
+        if case .unsupported(let reason) = part.capabilities.increment { return .denied(reason) }
         if let denial = authorisationDenial(for: "increment") { return .denied(denial) }
-        if let refusal = snapshot.capabilities.amountRefusal(amount, currency: snapshot.currency) { return .denied(refusal) }
-        return permission(snapshot.capabilities.increment)
+        if let refusal = part.capabilities.amountRefusal(amount, currency: part.currency) { return .denied(refusal) }
+        return permission(part.capabilities.increment, part)
     }
 
     /// Refund needs captured money not yet refunded nor reversed, and no open dispute (refunding a disputed payment
@@ -46,26 +76,35 @@ extension Planner.Check {
                            + (reversed > 0 ? " nor reversed" : ""))
         }
         if let refusal = snapshot.capabilities.amountRefusal(amount, currency: snapshot.currency) { return .denied(refusal) }
-        switch snapshot.capabilities.refund {
-        case .denied(let reason):
-            return .denied(reason)
-        case .against(let target):
-            return .allowed([RefundPart(target: target, amount: amount)])
-        case .spread(let sources, let name):
-            var parts: [RefundPart] = []
-            var remaining = amount
-            for source in sources where remaining > 0 {
-                let available = source.amount - source.refunded
-                guard available > 0, !source.id.isEmpty else { continue }
-                let part = min(available, remaining)
-                parts.append(RefundPart(target: source.id, amount: part))
-                remaining -= part
+        // Over the order's transactions in order, each taking what it holds unrefunded, through its own refunds.
+        var result: [RefundPart] = []
+        var remaining = amount
+        var denial: String?
+        for part in actionable where remaining > 0 {
+            let holds = parts.isEmpty ? remaining : min(remaining, max(0, part.captured - part.refunded - part.reversed))
+            guard holds > 0 else { continue }
+            if !parts.isEmpty, let refusal = part.capabilities.amountRefusal(holds, currency: part.currency) { denial = refusal; continue }
+            switch part.capabilities.refund {
+            case .denied(let reason):
+                denial = reason
+            case .against(let target):
+                result.append(RefundPart(target: target, amount: holds, transactionRef: ref(part)))
+                remaining -= holds
+            case .spread(let sources, let name):
+                var left = holds
+                for source in sources where left > 0 {
+                    let available = source.amount - source.refunded
+                    guard available > 0, !source.id.isEmpty else { continue }
+                    let take = min(available, left)
+                    result.append(RefundPart(target: source.id, amount: take, transactionRef: ref(part)))
+                    left -= take
+                }
+                remaining -= holds - left
+                if left > 0 { denial = "\(name) hold only \(withCode(holds - left)) refundable" }
             }
-            guard remaining == 0 else {
-                return .denied("\(name) hold only \(withCode(amount - remaining)) refundable")
-            }
-            return .allowed(parts)
         }
+        guard remaining == 0 else { return .denied(denial ?? "the order's transactions hold only \(withCode(amount - remaining)) refundable") }
+        return .allowed(result)
     }
 
     /// Common to capture, void and increment: an authorisation, authorised, not fully captured.
@@ -76,9 +115,9 @@ extension Planner.Check {
         return nil
     }
 
-    private func permission(_ capability: Capability) -> Permission<String?> {
+    private func permission(_ capability: Capability, _ part: Snapshot) -> Permission<Target> {
         switch capability {
-        case .allowed(let target): .allowed(target)
+        case .allowed(let target): .allowed(Target(provider: target, transactionRef: ref(part)))
         case .denied(let reason), .unsupported(let reason): .denied(reason)
         }
     }

@@ -6,11 +6,13 @@ extension Planner {
         let snapshot: Snapshot
         let now: Int64
         let pendingMax: Int64
+        /// With several transactions: those holding money, which actions act on (`snapshot` is their sum).
+        let parts: [Snapshot]
         var findings: [Finding] = []
         var actions: [PlannedAction] = []
 
-        init(order: Order, snapshot: Snapshot, now: Int64, pendingMax: Int64) {
-            self.order = order; self.snapshot = snapshot; self.now = now; self.pendingMax = pendingMax
+        init(order: Order, snapshot: Snapshot, now: Int64, pendingMax: Int64, parts: [Snapshot] = []) {
+            self.order = order; self.snapshot = snapshot; self.now = now; self.pendingMax = pendingMax; self.parts = parts
         }
 
         var amt: Int64 { order.amount.minorUnits }
@@ -38,7 +40,7 @@ extension Planner {
             if fulfilment == .open, authorisationIntent, state == .authorised, amt > authorised {
                 let need = amt - authorised
                 switch incrementPermission(need) {
-                case let .allowed(target): emit(.increment, amount: need, target: amt, providerTarget: target)
+                case let .allowed(target): emit(.increment, amount: need, target: amt, on: target)
                 case let .denied(reason):
                     add(.amountMismatch, expected: ["amount": money(amt)], actual: ["authorised": money(authorised)],
                         detail: "order total \(withCode(amt)) is above the authorised \(withCode(authorised)) "
@@ -50,7 +52,7 @@ extension Planner {
             if fulfilment == .fulfilled, authorisationIntent, state == .authorised, captured < amt, amt <= authorised {
                 let need = amt - captured
                 switch capturePermission(need) {
-                case let .allowed(target): emit(.capture, amount: need, target: amt, providerTarget: target)
+                case let .allowed(target): emit(.capture, amount: need, target: amt, on: target)
                 case let .denied(reason): notAllowed(.capture, amount: need, reason: reason)
                 }
             }
@@ -58,7 +60,7 @@ extension Planner {
             if fulfilment == .fulfilled, authorisationIntent, state == .authorised, amt > authorised {
                 let need = amt - authorised
                 switch incrementPermission(need) {
-                case let .allowed(target): emit(.increment, amount: need, target: amt, providerTarget: target)
+                case let .allowed(target): emit(.increment, amount: need, target: amt, on: target)
                 case let .denied(reason): notAllowed(.increment, amount: need, reason: reason)
                 }
             }
@@ -75,9 +77,11 @@ extension Planner {
             // 6. cancelled, authorised, C = 0 → void A − C.
             if fulfilment == .cancelled, state == .authorised, captured == 0, authorised > 0 {
                 let need = authorised - captured
-                switch voidPermission() {
-                case let .allowed(target): emit(.void, amount: need, target: 0, providerTarget: target)
-                case let .denied(reason): notAllowed(.void, amount: need, reason: reason)
+                for permission in voidPermission() {
+                    switch permission {
+                    case let .allowed((target, amount)): emit(.void, amount: amount, target: 0, on: target)
+                    case let .denied(reason): notAllowed(.void, amount: need, reason: reason)
+                    }
                 }
             }
             // 7. cancelled, C − R > 0 → refund C − R (less what was reversed: the payer has that back already).
@@ -196,11 +200,15 @@ extension Planner {
                 detail: "\(kind.rawValue) of \(withCode(amount)) needed but not allowed: \(reason)", risk: amount)
         }
 
-        mutating func emit(_ kind: ActionKind, amount: Int64, target: Int64, providerTarget: String?) {
+        mutating func emit(_ kind: ActionKind, amount: Int64, target: Int64, on t: Target) {
+            emit(kind, amount: amount, target: target, providerTarget: t.provider, transactionRef: t.transactionRef)
+        }
+
+        mutating func emit(_ kind: ActionKind, amount: Int64, target: Int64, providerTarget: String?, transactionRef: String? = nil) {
             let key = PlannedAction.idempotencyKey(provider: order.provider, orderID: order.orderID, kind: kind,
-                                                   target: target)
+                                                   target: target, transactionRef: transactionRef)
             actions.append(PlannedAction(kind: kind, amount: amount, currency: currency, target: target,
-                                         idempotencyKey: key, providerTarget: providerTarget))
+                                         idempotencyKey: key, providerTarget: providerTarget, transactionRef: transactionRef))
         }
 
         /// A refund of `amount` on top of R, split over the provider's refund sources when needed; action_not_allowed otherwise.
@@ -211,7 +219,7 @@ extension Planner {
                 var total = refunded
                 for part in parts {
                     total += part.amount
-                    emit(.refund, amount: part.amount, target: total, providerTarget: part.target)
+                    emit(.refund, amount: part.amount, target: total, providerTarget: part.target, transactionRef: part.transactionRef)
                 }
             }
         }

@@ -85,6 +85,11 @@ public enum Planner {
     public static func plan(order: Order?, snapshot: Snapshot?, emitted: [EmittedAction], now: Int64,
                             pendingMax: Int64) -> Plan {
         let (findings, wanted) = decide(order: order, snapshot: snapshot, now: now, pendingMax: pendingMax)
+        return finish(findings: findings, wanted: wanted, emitted: emitted)
+    }
+
+    /// What is new against what was recorded, and what is no longer wanted.
+    static func finish(findings: [Finding], wanted: [PlannedAction], emitted: [EmittedAction]) -> Plan {
         let recorded = Dictionary(emitted.map { ($0.idempotencyKey, $0.status) },
                                   uniquingKeysWith: { first, second in first == .superseded ? second : first })
         let actions = wanted.filter { action in

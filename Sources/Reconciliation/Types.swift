@@ -27,18 +27,26 @@ public struct Order: Sendable, Hashable, Codable {
     public var orderID: String
     public var merchant: String?      // nil or "" = not checked (PXP requires it)
     public var site: String?
+    /// The order's first transaction (what a single-transaction order holds).
     public var transactionRef: String
+    /// Every transaction of the order, in the order given (a retry after a decline, a split payment); the first is
+    /// `transactionRef`. One element for most orders.
+    public var transactionRefs: [String]
     public var intent: Intent
     public var amount: Money          // order total now
     public var fulfilment: Fulfilment
     public var refundAmount: Int64    // minor units of `amount.currency`, default 0
 
     public init(provider: Provider, orderID: String, merchant: String?, site: String?, transactionRef: String,
-                intent: Intent, amount: Money, fulfilment: Fulfilment, refundAmount: Int64 = 0) {
+                intent: Intent, amount: Money, fulfilment: Fulfilment, refundAmount: Int64 = 0, transactionRefs: [String]? = nil) {
         self.provider = provider; self.orderID = orderID; self.merchant = merchant; self.site = site
-        self.transactionRef = transactionRef; self.intent = intent; self.amount = amount
+        let refs = (transactionRefs ?? []).isEmpty ? [transactionRef] : transactionRefs!
+        self.transactionRef = refs[0]; self.transactionRefs = refs; self.intent = intent; self.amount = amount
         self.fulfilment = fulfilment; self.refundAmount = refundAmount
     }
+
+    /// Paid in several transactions: keys and findings name the transaction they concern (contract §5).
+    public var hasSeveralTransactions: Bool { transactionRefs.count > 1 }
 }
 
 /// The provider's answer, normalized (contract §6). A, C, R are minor units in `currency`.
@@ -73,6 +81,9 @@ public struct Snapshot: Sendable, Hashable, Codable {
     public var aliases: [String]
     /// The payment method when the provider says it (`card`, `blik`, `aeropay`…): it picks the pending window.
     public var method: String?
+    /// Merchant order ids the provider's answer names for this transaction (PayPal `purchase_units[].reference_id`
+    /// and `custom_id`, Paypercut `metadata.order_id`): a transaction no order lists is linked to such an order.
+    public var orderReferences: [String] = []
 
     public init(provider: Provider, transactionRef: String, merchant: String?, site: String?, reportsSite: Bool = false,
                 reportsMerchant: Bool = true, intent: Intent, currency: Currency, value: Int64, authorised: Int64, captured: Int64, refunded: Int64,
@@ -88,7 +99,7 @@ public struct Snapshot: Sendable, Hashable, Codable {
 
     enum CodingKeys: String, CodingKey {
         case provider, transactionRef, merchant, site, reportsSite, reportsMerchant, intent, currency, value, authorised, captured, refunded
-        case state, rawState, createdAt, capabilities, aliases, method, reversed, disputed
+        case state, rawState, createdAt, capabilities, aliases, method, reversed, disputed, orderReferences
     }
 
     /// Snapshots stored before capabilities, aliases, V and D were recorded decode with no capability known (every
@@ -109,5 +120,6 @@ public struct Snapshot: Sendable, Hashable, Codable {
                   method: try c.decodeIfPresent(String.self, forKey: .method),
                   reversed: try c.decodeIfPresent(Int64.self, forKey: .reversed) ?? 0,
                   disputed: try c.decodeIfPresent(Int64.self, forKey: .disputed) ?? 0)
+        orderReferences = try c.decodeIfPresent([String].self, forKey: .orderReferences) ?? []
     }
 }

@@ -71,7 +71,7 @@ public enum FindingStore {
     /// nothing is recorded and nil is returned (the newer check planned already). With `order` nil the transaction
     /// is an unknown one (`unknown_order`), and `plan` gets nil and no actions.
     public static func record(provider: Provider, order: Order?, transactionRef: String, snapshot: Snapshot?, fetchedAt: Date,
-                              currency: String? = nil, plan makePlan: (Order?, [EmittedAction]) -> Plan,
+                              currency: String? = nil, transactionRefs: [String]? = nil, plan makePlan: (Order?, [EmittedAction]) -> Plan,
                               on conn: PostgresConnection) throws -> (outcome: CheckOutcome, plan: Plan)? {
         let orderID = order?.orderID
         let p = PostgresValue.text(provider.rawValue)
@@ -80,7 +80,7 @@ public enum FindingStore {
             PostgresStatement("SELECT pg_advisory_xact_lock(hashtext($1))", [.text("\(provider.rawValue):\(orderID ?? "?" + transactionRef)")]),
         ]
         if let orderID {
-            reads.append(PostgresStatement("SELECT \(OrderStore.columns) FROM orders WHERE provider = $1 AND order_id = $2", [p, .text(orderID)]))
+            reads.append(PostgresStatement("SELECT \(OrderStore.selectColumns) FROM orders o WHERE o.provider = $1 AND o.order_id = $2", [p, .text(orderID)]))
             reads.append(PostgresStatement(emittedSQL, [p, .text(orderID)]))
             reads.append(PostgresStatement("SELECT fetched_at FROM snapshots WHERE provider = $1 AND order_id = $2", [p, .text(orderID)]))
         }
@@ -99,7 +99,7 @@ public enum FindingStore {
             }
             let plan = makePlan(current, emitted)
             let outcome = try write(plan, provider: provider, order: current, transactionRef: transactionRef, snapshot: snapshot,
-                                    fetchedAt: fetchedAt, currency: currency, on: conn)
+                                    fetchedAt: fetchedAt, currency: currency, transactionRefs: transactionRefs ?? [transactionRef], on: conn)
             return (outcome, plan)
         } catch {
             // A failed statement leaves the transaction aborted (or it was never begun): end it either way.
@@ -115,7 +115,7 @@ public enum FindingStore {
 
     /// The second round trip of `record`: every write of the plan, then COMMIT.
     private static func write(_ plan: Plan, provider: Provider, order: Order?, transactionRef: String, snapshot: Snapshot?,
-                              fetchedAt: Date, currency: String?, on conn: PostgresConnection) throws -> CheckOutcome {
+                              fetchedAt: Date, currency: String?, transactionRefs: [String], on conn: PostgresConnection) throws -> CheckOutcome {
         let orderID = order?.orderID
         let currency = order?.amount.currency.code ?? snapshot?.currency.code ?? currency
         let p = PostgresValue.text(provider.rawValue)
@@ -127,19 +127,21 @@ public enum FindingStore {
                 currency.map { .text($0) } ?? .null,
             ]))
         }
-        // Whatever this check no longer finds is resolved.
+        // Whatever this check no longer finds is resolved (and what was found under the order's former list of
+        // transactions: it is found again, above, under the current one).
         let kinds = PostgresValue.textArray(plan.findings.map(\.kind.rawValue))
         var resolveStatements = 1
         if let orderID {
             statements.append(PostgresStatement("""
                 UPDATE discrepancies SET status = 'resolved', resolved_at = now()
-                WHERE provider = $1 AND order_id = $2 AND status IN ('open', 'acknowledged') AND NOT (kind = ANY($3))
-                """, [p, .text(orderID), kinds]))
-            // An order now known resolves the unknown_order its transaction had raised.
+                WHERE provider = $1 AND order_id = $2 AND status IN ('open', 'acknowledged')
+                  AND (NOT (kind = ANY($3)) OR transaction_ref <> $4)
+                """, [p, .text(orderID), kinds, .text(transactionRef)]))
+            // An order now known resolves the unknown_order its transactions had raised.
             statements.append(PostgresStatement("""
                 UPDATE discrepancies SET status = 'resolved', resolved_at = now()
-                WHERE provider = $1 AND order_id IS NULL AND transaction_ref = $2 AND status IN ('open', 'acknowledged')
-                """, [p, .text(transactionRef)]))
+                WHERE provider = $1 AND order_id IS NULL AND transaction_ref = ANY($2) AND status IN ('open', 'acknowledged')
+                """, [p, .textArray(transactionRefs)]))
             resolveStatements = 2
         } else {
             statements.append(PostgresStatement("""
@@ -160,13 +162,15 @@ public enum FindingStore {
             for a in plan.actions {
                 // A superseded key the plan wants again is pending again: the same row, the plan's amount.
                 statements.append(PostgresStatement("""
-                    INSERT INTO actions (provider, order_id, action, amount_minor, currency, target_minor, provider_target, idempotency_key)
-                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+                    INSERT INTO actions (provider, order_id, action, amount_minor, currency, target_minor, provider_target, idempotency_key,
+                                         transaction_ref)
+                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
                     ON CONFLICT (idempotency_key) DO UPDATE SET status = 'pending', amount_minor = EXCLUDED.amount_minor,
                         provider_target = EXCLUDED.provider_target, last_error = NULL, lease_expires_at = NULL, updated_at = now()
                     WHERE actions.status = 'superseded'
                     """, [p, .text(order.orderID), .text(a.kind.rawValue), .int64(a.amount), .text(a.currency.code),
-                          .int64(a.target), a.providerTarget.map { .text($0) } ?? .null, .text(a.idempotencyKey)]))
+                          .int64(a.target), a.providerTarget.map { .text($0) } ?? .null, .text(a.idempotencyKey),
+                          a.transactionRef.map { .text($0) } ?? .null]))
                 actionStatements += 1
             }
             if let snapshot {

@@ -48,7 +48,7 @@ public enum TransactionLinkStore {
     /// The orders a link names by `externalID` (an alias or a modification's own id).
     public static func orders(provider: Provider, externalID: String, on conn: PostgresConnection) throws -> [Order] {
         try conn.query("""
-            SELECT \(OrderStore.columns.split(separator: ",").map { "o." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", "))
+            SELECT \(OrderStore.selectColumns)
             FROM orders o JOIN transaction_links l ON l.provider = o.provider AND l.order_id = o.order_id
             WHERE l.provider = $1 AND l.external_id = $2
             GROUP BY o.provider, o.order_id ORDER BY o.order_id

@@ -5,6 +5,11 @@ import Reconciliation
 /// SQL for the merchant's orders.
 public enum OrderStore {
     static let columns = "provider, order_id, merchant, site, transaction_ref, intent, amount_minor, currency, fulfilment, refund_amount_minor"
+    /// The columns an order is read with, from `orders o`: its own, and every transaction of it
+    /// (`order_transactions`, in position order; none means just transaction_ref).
+    static let selectColumns = columns.split(separator: ",").map { "o." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")
+        + ", (SELECT coalesce(json_agg(t.transaction_ref ORDER BY t.position, t.created_at), '[]') FROM order_transactions t"
+        + " WHERE t.provider = o.provider AND t.order_id = o.order_id)::text AS transaction_refs"
 
     /// Upserts every order in one transaction (the import is all-or-nothing), in chunks of 2,000 sent as arrays;
     /// `orders` is read once, a chunk at a time, so a streamed file is imported in constant memory.
@@ -49,18 +54,64 @@ public enum OrderStore {
                         .textArray(chunk.map(\.fulfilment.rawValue)), .int64Array(chunk.map(\.refundAmount)),
                     ])
                 for row in rows { if try row.bool("inserted") { inserted += 1 } else { updated += 1 } }
+        // The file says every transaction of each order: what it lists replaces what the merchant listed before
+        // (what payrecon learned from a provider's answer is kept).
+        _ = try tx.execute("""
+            DELETE FROM order_transactions t USING unnest($1::text[], $2::text[]) AS c(provider, order_id)
+            WHERE t.provider = c.provider AND t.order_id = c.order_id AND t.source = 'merchant'
+            """, [.textArray(chunk.map(\.provider.rawValue)), .textArray(chunk.map(\.orderID))])
+        let several = chunk.filter(\.hasSeveralTransactions)
+        if !several.isEmpty {
+            var providers: [String] = [], ids: [String] = [], refs: [String] = [], positions: [Int64] = []
+            for order in several {
+                for (i, ref) in order.transactionRefs.enumerated() {
+                    providers.append(order.provider.rawValue); ids.append(order.orderID); refs.append(ref); positions.append(Int64(i))
+                }
+            }
+            _ = try tx.execute("""
+                INSERT INTO order_transactions (provider, order_id, transaction_ref, position)
+                SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[])
+                ON CONFLICT (provider, order_id, transaction_ref) DO UPDATE SET position = EXCLUDED.position, source = 'merchant'
+                """, [.textArray(providers), .textArray(ids), .textArray(refs), .int64Array(positions)])
+        }
         return (inserted, updated)
     }
 
     public static func find(provider: Provider, orderID: String, on conn: PostgresConnection) throws -> Order? {
-        try conn.query("SELECT \(columns) FROM orders WHERE provider = $1 AND order_id = $2",
+        try conn.query("SELECT \(selectColumns) FROM orders o WHERE o.provider = $1 AND o.order_id = $2",
                        [.text(provider.rawValue), .text(orderID)]).first.map(decode)
     }
 
-    /// Orders whose transaction_ref is `ref` (normally one).
+    /// Orders holding the transaction `ref`: as their transaction_ref or as one of their transactions (normally one).
     public static func find(provider: Provider, transactionRef: String, on conn: PostgresConnection) throws -> [Order] {
-        try conn.query("SELECT \(columns) FROM orders WHERE provider = $1 AND transaction_ref = $2 ORDER BY order_id",
-                       [.text(provider.rawValue), .text(transactionRef)]).map(decode)
+        try conn.query("""
+            SELECT \(selectColumns) FROM orders o
+            WHERE o.provider = $1 AND (o.transaction_ref = $2 OR EXISTS (
+                SELECT 1 FROM order_transactions t WHERE t.provider = o.provider AND t.order_id = o.order_id AND t.transaction_ref = $2))
+            ORDER BY o.order_id
+            """, [.text(provider.rawValue), .text(transactionRef)]).map(decode)
+    }
+
+    /// Adds a transaction to a known order (one the provider's answer says is the order's): it is checked with
+    /// the others from now on. The order's own transaction_ref becomes position 0 when it had no rows yet. Returns
+    /// whether the transaction was new to the order.
+    @discardableResult
+    public static func addTransaction(provider: Provider, orderID: String, transactionRef: String, on conn: PostgresConnection) throws -> Bool {
+        let added = try conn.query("""
+            INSERT INTO order_transactions (provider, order_id, transaction_ref, position, source)
+            SELECT o.provider, o.order_id, r.ref, r.position, r.source
+            FROM orders o, LATERAL (
+                SELECT o.transaction_ref AS ref, 0 AS position, 'merchant' AS source
+                WHERE NOT EXISTS (SELECT 1 FROM order_transactions t WHERE t.provider = o.provider AND t.order_id = o.order_id)
+                UNION ALL
+                SELECT $3::text, coalesce((SELECT max(t.position) + 1 FROM order_transactions t
+                                           WHERE t.provider = o.provider AND t.order_id = o.order_id), 1), 'learned'
+            ) r
+            WHERE o.provider = $1 AND o.order_id = $2 AND o.transaction_ref <> $3
+            ON CONFLICT DO NOTHING
+            RETURNING transaction_ref
+            """, [.text(provider.rawValue), .text(orderID), .text(transactionRef)])
+        return try added.contains { try $0.string("transaction_ref") == transactionRef }
     }
 
     /// The sweep's scope, a page at a time in key order (keyset pagination: constant memory, no long transaction).
@@ -69,7 +120,7 @@ public enum OrderStore {
     public static func page(after key: (provider: String, orderID: String)?, since: Date?, provider: Provider?, limit: Int,
                             on conn: PostgresConnection) throws -> [Order] {
         try conn.query("""
-            SELECT \(columns) FROM orders o
+            SELECT \(selectColumns) FROM orders o
             WHERE (o.provider, o.order_id) > ($1, $2)
               AND ($3::text IS NULL OR o.provider = $3)
               AND ($4::timestamptz IS NULL OR o.updated_at >= $4 OR o.created_at >= $4
@@ -79,6 +130,14 @@ public enum OrderStore {
             LIMIT $5
             """, [.text(key?.provider ?? ""), .text(key?.orderID ?? ""), provider.map { .text($0.rawValue) } ?? .null,
                   since.map { .timestamptz($0) } ?? .null, .int64(Int64(limit))]).map(decode)
+    }
+
+    /// The json array of an order's transactions (empty: only its transaction_ref).
+    static func refs(_ json: String) throws -> [String] {
+        guard let array = try? JSONValue.parse(Array(json.utf8)).arrayValue else {
+            throw PostgresError.decoding("order_transactions of an order do not read as a list: \(json.prefix(80))")
+        }
+        return array.compactMap(\.stringValue)
     }
 
     static func decode(_ row: PostgresRow) throws -> Order {
@@ -93,6 +152,6 @@ public enum OrderStore {
         return Order(provider: provider, orderID: try row.string("order_id"), merchant: merchant.isEmpty ? nil : merchant,
                      site: site.isEmpty ? nil : site, transactionRef: try row.string("transaction_ref"), intent: intent,
                      amount: Money(minorUnits: try row.int64("amount_minor"), currency: currency), fulfilment: fulfilment,
-                     refundAmount: try row.int64("refund_amount_minor"))
+                     refundAmount: try row.int64("refund_amount_minor"), transactionRefs: try refs(row.string("transaction_refs")))
     }
 }

@@ -88,21 +88,25 @@ public final class ActionExecutor: Sendable {
             return await finish(action, .superseded, ref: nil, error: "the order no longer exists", log: log)
         }
 
-        // Re-fetch and re-plan: the key must still be wanted, and its amount is the fresh plan's.
-        let fetched = await api.snapshot(of: TransactionQuery(transactionRef: order.transactionRef, merchant: order.merchant,
-                                                              site: order.site, links: known.links))
-        let snapshot: Snapshot?
-        switch fetched {
-        case .found(let s): snapshot = s
-        case .notFound: snapshot = nil
-        case .transient(let reason, _): return await finish(action, .pending, ref: nil, error: "will retry: \(reason)", log: log)
-        case .permanent(let code, let body):
-            return await finish(action, .failed, ref: nil, error: code == 0 ? body : "provider answered \(code): \(body)", log: log)
+        // Re-fetch and re-plan: the key must still be wanted, and its amount is the fresh plan's. Every transaction
+        // of the order is fetched; the call acts on the one the key names.
+        let transactions: [FetchedTransaction]
+        switch await checker.fetch(order, links: known.links) {
+        case .success(let t): transactions = t
+        case .failure(let failure):
+            switch failure.result {
+            case .transient(let reason, _): return await finish(action, .pending, ref: nil, error: "will retry: \(reason)", log: log)
+            case .failed(let reason), .unreadable(let reason): return await finish(action, .failed, ref: nil, error: reason, log: log)
+            case .checked: return await finish(action, .pending, ref: nil, error: "will retry", log: log)
+            }
         }
         let others = context.emitted.filter { $0.idempotencyKey != action.idempotencyKey }
-        let plan = Planner.plan(order: order, snapshot: snapshot, emitted: others, now: checker.clock(),
-                                pendingMax: checker.pendingMax(provider: action.provider, snapshot: snapshot))
-        guard let snapshot, let wanted = plan.actions.first(where: { $0.idempotencyKey == action.idempotencyKey }) else {
+        let windows = checker.pendingWindows
+        let plan = Planner.plan(order: order, transactions: transactions, emitted: others, now: checker.clock(),
+                                pendingMax: { windows.seconds(provider: action.provider, method: $0?.method) })
+        let wanted = plan.actions.first(where: { $0.idempotencyKey == action.idempotencyKey })
+        let acted = transactions.first { $0.transactionRef == (wanted?.transactionRef ?? order.transactionRef) }?.snapshot
+        guard let snapshot = acted, let wanted else {
             let why = plan.findings.first.map { "\($0.kind.rawValue): \($0.detail)" } ?? "the order no longer calls for it"
             let status = await finish(action, .superseded, ref: nil, error: "not sent: the fresh plan no longer wants it (\(why))", log: log)
             log.info("action superseded before its call", ["reason": why])

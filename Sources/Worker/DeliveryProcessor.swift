@@ -62,6 +62,8 @@ public struct DeliveryProcessor: Sendable {
         case .checked(let result): return [.unknown(transactionRef: ref, result)]
         case .absent: return [.ignored("\(provider.rawValue) does not know transaction \(ref)")]
         case .ignored(let reason): return [.ignored(reason)]
+        case .belongs(let order):
+            return [.checked(orderID: order.orderID, await checker.check(order, log: log))]
         case .modification(let parent, let link):
             // A modification made elsewhere (a PXP portal refund): link it to its parent's order and re-check that.
             var linked = reference

@@ -30,6 +30,9 @@ public final class OrderChecker: Sendable {
         case ignored(String)
         /// A modification of `parent` (an id stored links know): to be linked to the parent's order.
         case modification(parent: String, link: TransactionLink)
+        /// The provider's answer names this known order: the transaction was added to it (a retry the merchant
+        /// has not recorded yet), and the order is to be checked.
+        case belongs(Order)
     }
 
     /// A provider's permanent answer as a check result: an unreadable answer (mapped with status 200) fails only
@@ -90,17 +93,35 @@ public final class OrderChecker: Sendable {
         }
 
         let fetchedAt = Date()
-        let outcome = await gateway[order.provider].snapshot(of: TransactionQuery(
-            transactionRef: order.transactionRef, merchant: order.merchant, site: order.site, links: known.links))
-        let snapshot: Snapshot?
-        switch outcome {
-        case .found(let s): snapshot = s
-        case .notFound: snapshot = nil
-        case .transient(let r, let a): return .transient(reason: r, retryAfterSeconds: a)
-        case .permanent(let s, let b): return Self.failure(status: s, body: b)
+        let transactions: [FetchedTransaction]
+        switch await fetch(order, links: known.links) {
+        case .success(let t): transactions = t
+        case .failure(let failure): return failure.result
         }
-        return await record(provider: order.provider, order: order, transactionRef: order.transactionRef, snapshot: snapshot,
-                            fetchedAt: fetchedAt, log: log)
+        return await record(provider: order.provider, order: order, transactions: transactions, fetchedAt: fetchedAt, log: log)
+    }
+
+    struct FetchFailure: Error { var result: Result }
+
+    /// Every transaction of the order, fetched (one for most orders).
+    func fetch(_ order: Order, links: [TransactionLink]) async -> Swift.Result<[FetchedTransaction], FetchFailure> {
+        var out: [FetchedTransaction] = []
+        for ref in order.transactionRefs {
+            let outcome = await gateway[order.provider].snapshot(of: TransactionQuery(
+                transactionRef: ref, merchant: order.merchant, site: order.site, links: links))
+            switch outcome {
+            case .found(let s): out.append(FetchedTransaction(transactionRef: ref, snapshot: s))
+            case .notFound: out.append(FetchedTransaction(transactionRef: ref, snapshot: nil))
+            case .transient(let r, let a): return .failure(FetchFailure(result: .transient(reason: r, retryAfterSeconds: a)))
+            case .permanent(let s, let b):
+                let failure = Self.failure(status: s, body: b)
+                if order.hasSeveralTransactions, case .unreadable(let reason) = failure {
+                    return .failure(FetchFailure(result: .unreadable(reason: "transaction \(ref): \(reason)")))
+                }
+                return .failure(FetchFailure(result: failure))
+            }
+        }
+        return .success(out)
     }
 
     /// A transaction a webhook named that no stored order refers to: `unknown_order` if the provider has it (its
@@ -112,8 +133,27 @@ public final class OrderChecker: Sendable {
         let outcome = await gateway[provider].lookup(TransactionQuery(
             transactionRef: transactionRef, merchant: reference.merchant, site: reference.site, links: reference.learned))
         switch outcome {
+        case .found(.transaction(let s)) where !s.orderReferences.isEmpty:
+            // A retry the merchant has not recorded yet: linked to the order the provider's answer names.
+            do {
+                let order = try await pool.run { conn -> Order? in
+                    for id in s.orderReferences {
+                        guard try OrderStore.find(provider: provider, orderID: id, on: conn) != nil else { continue }
+                        try OrderStore.addTransaction(provider: provider, orderID: id, transactionRef: transactionRef, on: conn)
+                        return try OrderStore.find(provider: provider, orderID: id, on: conn)
+                    }
+                    return nil
+                }
+                if let order {
+                    log.info("transaction linked to the order its provider names", ["order_id": order.orderID])
+                    return .belongs(order)
+                }
+            } catch { return .checked(.transient(reason: "database: \(error)", retryAfterSeconds: nil)) }
+            return .checked(await record(provider: provider, order: nil, transactions: [FetchedTransaction(transactionRef: transactionRef, snapshot: s)],
+                                         fetchedAt: fetchedAt, log: log))
         case .found(.transaction(let s)):
-            return .checked(await record(provider: provider, order: nil, transactionRef: transactionRef, snapshot: s, fetchedAt: fetchedAt, log: log))
+            return .checked(await record(provider: provider, order: nil, transactions: [FetchedTransaction(transactionRef: transactionRef, snapshot: s)],
+                                         fetchedAt: fetchedAt, log: log))
         case .found(.unreconcilable(let t)):
             return .checked(await recordUnknown(provider: provider, t, log: log))
         case .found(.ignored(let reason)): return .ignored(reason)
@@ -141,15 +181,27 @@ public final class OrderChecker: Sendable {
         }
     }
 
-    /// Plans under the order's lock, from the order and actions as stored then (see `FindingStore.record`).
-    private func record(provider: Provider, order: Order?, transactionRef: String, snapshot: Snapshot?, fetchedAt: Date,
-                        log: Logger) async -> Result {
-        let now = clock(), pendingMax = pendingMax(provider: provider, snapshot: snapshot)
+    /// Plans under the order's lock, from the order and actions as stored then (see `FindingStore.record`). With
+    /// several transactions the stored snapshot is their sum (and every one's aliases are linked).
+    func record(provider: Provider, order: Order?, transactions: [FetchedTransaction], fetchedAt: Date,
+                log: Logger) async -> Result {
+        let now = clock()
+        let windows = pendingWindows
+        let several = transactions.count > 1
+        let transactionRef = transactions.map(\.transactionRef).joined(separator: " ")
+        let stored = several ? Planner.orderSnapshot(order: order, transactions: transactions) : transactions.first?.snapshot
         do {
             let recorded = try await pool.run { conn in
-                try FindingStore.record(provider: provider, order: order, transactionRef: transactionRef, snapshot: snapshot,
-                                        fetchedAt: fetchedAt, plan: { current, emitted in
-                                            Planner.plan(order: current, snapshot: snapshot, emitted: emitted, now: now, pendingMax: pendingMax)
+                try FindingStore.record(provider: provider, order: order, transactionRef: transactionRef, snapshot: stored,
+                                        fetchedAt: fetchedAt, transactionRefs: transactions.map(\.transactionRef),
+                                        plan: { current, emitted in
+                                            guard let current else {
+                                                let s = transactions.first?.snapshot
+                                                return Planner.plan(order: nil, snapshot: s, emitted: emitted, now: now,
+                                                                    pendingMax: windows.seconds(provider: provider, method: s?.method))
+                                            }
+                                            return Planner.plan(order: current, transactions: transactions, emitted: emitted, now: now,
+                                                                pendingMax: { windows.seconds(provider: provider, method: $0?.method) })
                                         }, on: conn)
             }
             guard let (outcome, plan) = recorded else {

@@ -339,3 +339,30 @@ private func csv(_ rows: String...) -> String { ([header] + rows).joined(separat
         #expect(rejection.description == "line 2, amount: missing\nline 3: expected 10 fields, found 9")
     }
 }
+
+/// `transaction_ref` with several references (contract §5): an order paid in several attempts or transactions.
+@Suite struct OrderFileSeveralTransactionsTests {
+    @Test func severalReferencesSeparatedBySpaces() throws {
+        let orders = try OrderFile.parse(text: csv("pxp,ORD-1,M1,S1,TX-1 TX-2  TX-3,purchase,10.00,GBP,fulfilled,0",
+                                                   "paypal,ORD-2,,,5O1,purchase,10.00,USD,fulfilled,0"))
+        #expect(orders[0].transactionRefs == ["TX-1", "TX-2", "TX-3"])
+        #expect(orders[0].transactionRef == "TX-1")
+        #expect(orders[0].hasSeveralTransactions)
+        #expect(orders[1].transactionRefs == ["5O1"] && !orders[1].hasSeveralTransactions)
+        let jsonl = try OrderFile.parse(text: #"{"provider":"paypal","order_id":"O","transaction_ref":"A B","intent":"purchase","amount":"1.00","currency":"USD","fulfilment":"open"}"# + "\n")
+        #expect(jsonl[0].transactionRefs == ["A", "B"])
+    }
+
+    @Test(arguments: [
+        ("TX-1 TX-2 TX-1", "reference 3 of 3 ('TX-1') repeats reference 1"),
+        ("TX-1 TX-\u{7}2", "reference 2 of 2 contains a control character"),
+        ("TX-1 " + String(repeating: "x", count: 256), "reference 2 of 2 is longer than 255 bytes"),
+    ])
+    func aBadReferenceIsReportedWithItsPosition(refs: String, reason: String) {
+        let found = errors(csv("pxp,ORD-1,M1,S1,\"\(refs)\",purchase,10.00,GBP,fulfilled,0"))
+        #expect(found.count == 1)
+        #expect(found.first?.field == "transaction_ref")
+        #expect(found.first?.reason == reason)
+        #expect(found.first?.line == 2)
+    }
+}

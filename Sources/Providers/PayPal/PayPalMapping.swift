@@ -144,12 +144,20 @@ public enum PayPalMapping {
         var method = o["payment_source"]?.objectMembers?.first?.0
         if captures.contains(where: { $0.reason == "ECHECK" }) { method = "echeck" }
 
-        return Snapshot(
+        var named: [String] = []
+        for unit in units {
+            for key in ["reference_id", "custom_id"] {
+                if let id = unit[key]?.stringValue, !id.isEmpty, id != "default", !named.contains(id) { named.append(id) }
+            }
+        }
+        var snapshot = Snapshot(
             provider: .paypal, transactionRef: orderID, merchant: merchant, site: nil, intent: intent, currency: currency,
             value: value, authorised: A, captured: C, refunded: R, state: state, rawState: rawState,
             createdAt: try r.timestamp(o["create_time"], "create_time"),
             capabilities: capabilities(auths: auths, current: current, captures: captures, refunds: merchantRefunds, currency: currency),
             method: method, reversed: V, disputed: D)
+        snapshot.orderReferences = named
+        return snapshot
     }
 
     /// D: the disputes' `dispute_amount` where the status is not RESOLVED.

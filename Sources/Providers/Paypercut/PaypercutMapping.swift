@@ -68,11 +68,13 @@ public enum PaypercutMapping {
         default: throw r.fail("status", p["status"], "unknown payment intent status")
         }
 
-        return Snapshot(provider: .paypercut, transactionRef: id, merchant: account, site: nil, intent: intent, currency: currency,
-                        value: value, authorised: authorised,
-                        captured: captured, refunded: refunded, state: state, rawState: status,
-                        createdAt: try created(p["created"]),
-                        capabilities: PaypercutProvider.capabilities(paymentIntentID: id, rawState: status), method: paymentMethod)
+        var snapshot = Snapshot(provider: .paypercut, transactionRef: id, merchant: account, site: nil, intent: intent, currency: currency,
+                                value: value, authorised: authorised,
+                                captured: captured, refunded: refunded, state: state, rawState: status,
+                                createdAt: try created(p["created"]),
+                                capabilities: PaypercutProvider.capabilities(paymentIntentID: id, rawState: status), method: paymentMethod)
+        if let named = p["metadata"]?["order_id"]?.stringValue, !named.isEmpty { snapshot.orderReferences = [named] }
+        return snapshot
     }
 
     static func optionalAmount(_ v: JSONValue?, _ field: String) throws(ProviderMappingError) -> Int64 {
