@@ -61,8 +61,12 @@ import Worker
                  {"id":"PP-B","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"40.00","captures":[{"id":"CAP-B"}]}]
                 """)
             #expect(try importCSV(h, "paypal,ORD-S,,,PP-A PP-B,purchase,100.00,USD,fulfilled,70.00").status == 0)
+            let before = (try await h.admin("/admin/stats", method: "GET")["requests"] as? [String: Int])?["paypal.get_order"] ?? 0
             let summary = try await h.sweep()
             #expect(summary.totals.checked == 1 && summary.totals.errors == 0)
+            // One check, both provider orders fetched.
+            let after = (try await h.admin("/admin/stats", method: "GET")["requests"] as? [String: Int])?["paypal.get_order"] ?? 0
+            #expect(after - before == 2)
             #expect(try h.openKinds(order: "ORD-S").isEmpty)
             // The refund of 70.00 is spread over the two provider orders' captures, in order.
             let keys = Dictionary(uniqueKeysWithValues: try h.actions().map { ($0.idempotencyKey, ($0.amount.minorUnits, $0.providerTarget)) })
