@@ -69,6 +69,7 @@ let package = Package(
         .testTarget(name: "ReceiverTests", dependencies: ["Receiver", "Providers", "HTTP", "Reconciliation", "PayreconTesting"]),
         // The idle worker's transaction rate, read from pg_stat_database: a target of its own so that no other suite's
         // NOTIFY traffic reaches its LISTEN connection while it counts (scripts/test runs one target at a time).
+        .testTarget(name: "PgBouncerTests", dependencies: ["Postgres", "Store", "PaysimCore", "HTTP", "Reconciliation", "PayreconTesting"]),
         .testTarget(name: "IdleWorkerTests", dependencies: ["Worker", "Store", "Postgres", "Providers", "PayreconTesting"]),
         .testTarget(name: "IntegrationTests", dependencies: ["PayreconTesting", "Receiver", "Worker", "Store", "Providers", "Postgres", "HTTP", "Reconciliation", "Reporting", "Observability", "PaysimCore", "Wiring"]),
     ]

@@ -40,7 +40,7 @@ public enum WebhookSigner {
         "t=\(timestamp),v1=" + Hex.encode(HMAC.authenticate(.sha256, key: Array(secret.utf8), message: Array("\(timestamp).".utf8) + body))
     }
 
-    static func pxpHeaders(key: String, requestID: String, timestamp: String, body: [UInt8]) -> [(String, String)] {
+    public static func pxpHeaders(key: String, requestID: String, timestamp: String, body: [UInt8]) -> [(String, String)] {
         [("Content-Type", "application/json"), ("X-Request-Id", requestID), ("X-Signature-Timestamp", timestamp),
          ("X-Signature", pxpSignature(key: key, requestID: requestID, timestamp: timestamp, body: body))]
     }

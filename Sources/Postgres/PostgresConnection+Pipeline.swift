@@ -15,14 +15,11 @@ extension PostgresConnection {
     /// later one is `.pipelineAborted` (not executed); nothing of the implicit or explicit transaction is committed,
     /// and a transaction the pipeline opened is rolled back, so the connection is idle and usable afterwards.
     /// Throws only for problems that concern the whole call: the connection breaks (`.connection`), a parameter
-    /// cannot be encoded, or a prepared statement name is unknown.
+    /// cannot be encoded.
     public func pipeline(_ statements: [PostgresStatement]) throws -> [Result<PostgresRows, PostgresError>] {
         guard !statements.isEmpty else { return [] }
         let buffers = try statements.map { try ParameterBuffers($0.params) }
         return try withHandle { conn in
-            for statement in statements {
-                if case .prepared(let name) = statement.kind { try ensurePrepared(conn, name) }
-            }
             let startedIdle = PQtransactionStatus(conn) == PQTRANS_IDLE
             guard PQenterPipelineMode(conn) == 1 else {
                 throw PostgresError.protocolViolation("cannot enter pipeline mode: \(Self.clean(PQerrorMessage(conn)))")
@@ -37,7 +34,6 @@ extension PostgresConnection {
                 let wasBroken = PQstatus(conn) != CONNECTION_OK
                 PQfinish(conn)
                 handle = nil
-                preparedInSession = []
                 if wasBroken { throw error }
                 throw PostgresError.connection("pipeline failed mid-way, connection to \(target) closed: \(error)")
             }
@@ -62,12 +58,7 @@ extension PostgresConnection {
         defer { _ = PQsetnonblocking(conn, 0) }
         for (statement, parameters) in zip(statements, buffers) {
             let sent: Int32 = parameters.withPointers { count, types, values, lengths, formats in
-                switch statement.kind {
-                case .sql(let sql):
-                    return PQsendQueryParams(conn, sql, count, types, values, lengths, formats, 0)
-                case .prepared(let name):
-                    return PQsendQueryPrepared(conn, name, count, values, lengths, formats, 0)
-                }
+                PQsendQueryParams(conn, statement.sql, count, types, values, lengths, formats, 0)
             }
             guard sent == 1 else { throw error(from: nil, conn) }
         }

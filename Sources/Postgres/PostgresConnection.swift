@@ -20,10 +20,6 @@ public final class PostgresConnection: @unchecked Sendable {
     let conninfo: String
     /// Where this connection goes, for messages (`host:port/dbname`, never the password).
     public let target: String
-    /// Prepared statements registered on this connection: name → SQL. Survives `reset()`.
-    var preparedStatements: [String: String] = [:]
-    /// Names prepared in the current server session (cleared when the session is replaced).
-    var preparedInSession: Set<String> = []
     /// LISTEN channels, issued again after `reset()`.
     var listenChannels: Set<String> = []
     var savepointCounter = 0
@@ -101,12 +97,10 @@ public final class PostgresConnection: @unchecked Sendable {
         }
     }
 
-    /// Re-dials with the same parameters (PQreset), then restores the session settings, LISTEN channels and (lazily)
-    /// prepared statements. Use after a connection failure when you keep the connection object.
+    /// Re-dials with the same parameters (PQreset), then restores the session settings and LISTEN channels. Use after a connection failure when you keep the connection object.
     /// Also reopens a connection that was closed.
     public func reset() throws {
         try withExclusiveAccess {
-            preparedInSession = []
             let conn: OpaquePointer
             if let handle {
                 PQreset(handle)
@@ -384,5 +378,18 @@ final class ParameterBuffers {
                 }
             }
         }
+    }
+}
+
+extension PostgresConnection {
+    /// Whether this connection reaches PostgreSQL through a proxy or pooler (PgBouncer): the port libpq connected to
+    /// is not the port the server says it listens on (`inet_server_port()`). nil when that cannot be told (a Unix
+    /// socket, where the server reports no port). LISTEN through a transaction-mode pooler loses notifications, so the
+    /// worker polls instead unless PAYRECON_LISTEN_DATABASE_URL gives a direct connection.
+    public func looksPooled() throws -> Bool? {
+        let connectedPort = try withHandle { conn in PQport(conn).map { String(cString: $0) } }
+        guard let serverPort = try query("SELECT inet_server_port()::text AS port").first?.optionalString("port"),
+              let connectedPort, !connectedPort.isEmpty, !connectedPort.hasPrefix("/") else { return nil }
+        return serverPort != connectedPort
     }
 }

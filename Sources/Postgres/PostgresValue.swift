@@ -114,29 +114,15 @@ extension PostgresValue {
     }
 }
 
-/// A statement for ``PostgresConnection/pipeline(_:)``: SQL with parameters, or a statement prepared on the connection.
+/// A statement for ``PostgresConnection/pipeline(_:)``: SQL with parameters (sent unnamed: no prepared statement
+/// outlives the call, so a transaction-mode pooler such as PgBouncer can hand the session to anyone in between).
 public struct PostgresStatement: Sendable, Hashable {
-    enum Kind: Sendable, Hashable {
-        case sql(String)
-        case prepared(String)
-    }
-
-    let kind: Kind
+    let sql: String
     public let params: [PostgresValue]
 
     /// SQL with `$1`, `$2`... placeholders.
     public init(_ sql: String, _ params: [PostgresValue] = []) {
-        kind = .sql(sql)
-        self.params = params
-    }
-
-    /// A statement registered with ``PostgresConnection/prepare(name:sql:)``.
-    public static func prepared(_ name: String, _ params: [PostgresValue] = []) -> PostgresStatement {
-        PostgresStatement(kind: .prepared(name), params: params)
-    }
-
-    private init(kind: Kind, params: [PostgresValue]) {
-        self.kind = kind
+        self.sql = sql
         self.params = params
     }
 }

@@ -2,7 +2,7 @@ import Foundation
 import Postgres
 
 /// Applies `sql/NNNN_name.sql` in order, each once, each in its own transaction, recorded in `schema_migrations`.
-/// An advisory lock keeps two processes from migrating at once.
+/// A transaction-scoped advisory lock keeps two processes from applying the same migration.
 public enum Migrator {
     public struct Migration: Sendable, Equatable {
         public var version: String   // "0001_deliveries"
@@ -30,21 +30,30 @@ public enum Migrator {
     }
 
     /// Applies what is missing; returns the versions applied now.
+    ///
+    /// Each migration runs in its own transaction under a transaction-scoped advisory lock (taken again by each),
+    /// and checks inside it whether it was applied meanwhile: two processes migrating at once apply each migration
+    /// once, and nothing is held on the session, so `migrate` works through PgBouncer in transaction mode too
+    /// (a session lock and its unlock could land on different server connections there).
     @discardableResult
     public static func migrate(_ migrations: [Migration], on conn: PostgresConnection) throws -> [String] {
-        _ = try conn.query("SELECT pg_advisory_lock(727274)")
-        defer { _ = try? conn.query("SELECT pg_advisory_unlock(727274)") }
-        _ = try conn.execute("""
-            CREATE TABLE IF NOT EXISTS schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())
-            """)
+        try conn.transaction { tx in
+            _ = try tx.query("SELECT pg_advisory_xact_lock(727274)")
+            _ = try tx.execute("""
+                CREATE TABLE IF NOT EXISTS schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())
+                """)
+        }
         let done = Set(try conn.query("SELECT version FROM schema_migrations").map { try $0.string("version") })
         var applied: [String] = []
         for m in migrations where !done.contains(m.version) {
-            try conn.transaction { tx in
+            let ran = try conn.transaction { tx -> Bool in
+                _ = try tx.query("SELECT pg_advisory_xact_lock(727274)")
+                guard try tx.query("SELECT 1 FROM schema_migrations WHERE version = $1", [.text(m.version)]).isEmpty else { return false }
                 try tx.executeScript(m.sql)
                 _ = try tx.execute("INSERT INTO schema_migrations (version) VALUES ($1)", [.text(m.version)])
+                return true
             }
-            applied.append(m.version)
+            if ran { applied.append(m.version) }
         }
         return applied
     }

@@ -35,6 +35,23 @@ public struct WorkerContext: Sendable {
         }
     }
 
+    /// Where the worker LISTENs for new deliveries (contract §10): PAYRECON_LISTEN_DATABASE_URL when set, else
+    /// DATABASE_URL unless that reaches PostgreSQL through a pooler (PgBouncer in transaction mode loses
+    /// notifications), in which case nil: the worker polls, and says so at start.
+    public func listenURL(_ env: Environment) -> String? {
+        if let direct = try? env.secret("PAYRECON_LISTEN_DATABASE_URL"), !direct.isEmpty { return direct }
+        var pooled: Bool?
+        if let probe = try? PostgresConnection(conninfo: url) {
+            pooled = (try? probe.looksPooled()) ?? nil
+            probe.close()
+        }
+        if pooled == true {
+            Log.warning("DATABASE_URL reaches PostgreSQL through a pooler and PAYRECON_LISTEN_DATABASE_URL is not set: the worker polls for deliveries")
+            return nil
+        }
+        return url
+    }
+
     /// The HTTP client provider calls go through: libcurl (`CurlHTTPClient`, one curl_multi loop thread) by
     /// default; `PAYRECON_HTTP_CLIENT=urlsession` selects FoundationNetworking's URLSession (`HTTPClient`) instead,
     /// with the same limits (30 s timeout, `maxConcurrentRequests` in flight and per host). Measured with

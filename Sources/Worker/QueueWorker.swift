@@ -34,7 +34,8 @@ public final class QueueWorker: Sendable {
 
     let configuration: Configuration
     let pool: PostgresPool
-    let conninfo: String
+    /// Where to LISTEN for new deliveries; nil: poll only (behind a transaction-mode pooler without a direct URL).
+    let conninfo: String?
     let processor: DeliveryProcessor
     let executor: ActionExecutor?
     let wakeup = Wakeup()
@@ -52,7 +53,7 @@ public final class QueueWorker: Sendable {
     /// The shortest idle wait, whatever `secondsUntilNextDue` says.
     static let minimumWaitSeconds = 0.05
 
-    public init(configuration: Configuration, conninfo: String, pool: PostgresPool, processor: DeliveryProcessor, executor: ActionExecutor?,
+    public init(configuration: Configuration, conninfo: String?, pool: PostgresPool, processor: DeliveryProcessor, executor: ActionExecutor?,
                 logger: Logger = Logger()) {
         self.configuration = configuration; self.conninfo = conninfo; self.pool = pool; self.processor = processor
         self.executor = executor; self.logger = logger.with(["owner": configuration.owner])
@@ -68,7 +69,14 @@ public final class QueueWorker: Sendable {
     /// Works until `stop()`; with `once`, until nothing is due. Returns what it did.
     @discardableResult
     public func run(once: Bool) async -> Totals {
-        if !once { wakeup.listen(conninfo: conninfo, channel: DeliveryStore.channel) }
+        if !once {
+            if let conninfo {
+                wakeup.listen(conninfo: conninfo, channel: DeliveryStore.channel)
+            } else {
+                logger.info("polling for deliveries: no connection to LISTEN on (set PAYRECON_LISTEN_DATABASE_URL to a direct one)",
+                            ["poll_s": configuration.pollSeconds])
+            }
+        }
         let renewer = Task { await renewLeases() }
         let flusher = Task { [self] in
             while !Task.isCancelled {

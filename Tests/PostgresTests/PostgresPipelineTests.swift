@@ -69,12 +69,12 @@ import Testing
         #expect(!conn.inTransaction)
     }
 
-    @Test func returnsRowsAndRunsPreparedStatements() throws {
+    @Test func returnsRows() throws {
         let (conn, table) = try setUp()
-        try conn.prepare(name: "pipe_insert", sql: "INSERT INTO \(table) (id) VALUES ($1) RETURNING id * 10 AS tenfold")
+        let insert = "INSERT INTO \(table) (id) VALUES ($1) RETURNING id * 10 AS tenfold"
         let results = try conn.pipeline([
-            .prepared("pipe_insert", [.int64(4)]),
-            .prepared("pipe_insert", [.int64(5)]),
+            PostgresStatement(insert, [.int64(4)]),
+            PostgresStatement(insert, [.int64(5)]),
             PostgresStatement("SELECT id FROM \(table) ORDER BY id"),
             PostgresStatement(""),
         ])
@@ -90,7 +90,6 @@ import Testing
             _ = try conn.pipeline([PostgresStatement("INSERT INTO \(table) (id) VALUES (1)"), PostgresStatement("SELECT $1", [.text("\u{0}")])])
         }
         #expect(error?.description.contains("NUL") == true)
-        #expect(postgresError { _ = try conn.pipeline([.prepared("never_prepared")]) }?.description.contains("never_prepared") == true)
         #expect(try ids(conn, table) == [])
         #expect(try conn.query("SELECT 1 AS one")[0].int32("one") == 1)
     }

@@ -18,7 +18,7 @@ as_root() { if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; t
 # Debian packages the build, the tests and the tools need (plus any given as arguments).
 ensure_packages() {
     local need=() pkg
-    for pkg in libpq-dev libmicrohttpd-dev libssl-dev zlib1g-dev libcurl4-openssl-dev postgresql-15 postgresql-client-15 postgresql-contrib pkg-config wrk curl procps time python3 "$@"; do
+    for pkg in libpq-dev libmicrohttpd-dev libssl-dev zlib1g-dev libcurl4-openssl-dev postgresql-15 postgresql-client-15 postgresql-contrib pkg-config wrk curl procps time python3 pgbouncer "$@"; do
         dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
     done
     if [ ${#need[@]} -gt 0 ]; then
@@ -87,6 +87,46 @@ CONF
 pg_stop() { # [mode]: fast (default) or immediate (a crash, for scripts/chaos)
     local dir; dir=$(pg_datadir)
     pg_run "$PG_BIN/pg_ctl" -D "$dir" -m "${1:-fast}" -w stop >/dev/null 2>&1 || true
+}
+
+# PgBouncer in transaction mode in front of database $1 of the cluster (contract §10), as the postgres user (it refuses
+# to run as root), on PGBOUNCER_PORT (default PG_PORT + 2). Exports PGBOUNCER_URL.
+PGBOUNCER_PORT=${PGBOUNCER_PORT:-$((PG_PORT + 2))}
+pgbouncer_start() {
+    local db=${1:-payrecon} dir; dir="$(pg_datadir)-bouncer"
+    mkdir -p "$dir"
+    [ "$(id -u)" = 0 ] && chown postgres:postgres "$dir"
+    printf '"postgres" ""\n' >"$dir/userlist.txt"
+    cat >"$dir/pgbouncer.ini" <<INI
+[databases]
+$db = host=127.0.0.1 port=$PG_PORT dbname=$db
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = $PGBOUNCER_PORT
+unix_socket_dir =
+auth_type = trust
+auth_file = $dir/userlist.txt
+pool_mode = transaction
+max_client_conn = 500
+default_pool_size = 20
+logfile = $dir/pgbouncer.log
+pidfile = $dir/pgbouncer.pid
+INI
+    [ "$(id -u)" = 0 ] && chown postgres:postgres "$dir"/*
+    pgbouncer_stop
+    pg_run /usr/sbin/pgbouncer -d "$dir/pgbouncer.ini" || die "pgbouncer did not start (see $dir/pgbouncer.log)"
+    local _i
+    for _i in $(seq 1 50); do
+        psql -h 127.0.0.1 -p "$PGBOUNCER_PORT" -U postgres -d "$db" -tAc "SELECT 1" >/dev/null 2>&1 && break
+        sleep 0.1
+    done
+    export PGBOUNCER_URL="postgresql://postgres@127.0.0.1:$PGBOUNCER_PORT/$db"
+}
+
+pgbouncer_stop() {
+    local dir; dir="$(pg_datadir)-bouncer"
+    [ -s "$dir/pgbouncer.pid" ] && kill "$(cat "$dir/pgbouncer.pid")" 2>/dev/null || true
+    rm -f "$dir/pgbouncer.pid"
 }
 
 # The data directory of the server answering on PG_PORT (empty if none): lets a script check that the cluster it is

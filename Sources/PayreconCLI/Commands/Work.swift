@@ -18,7 +18,8 @@ let workCommand = Command(
         Options.once, Options.batch, Options.lease, Options.maxAttempts, metricsListen,
     ],
     details: """
-        Wakes on LISTEN/NOTIFY, polls every 5s as a fallback. Provider timeouts, 429 (Retry-After honoured) and 5xx
+        Wakes on LISTEN/NOTIFY (on PAYRECON_LISTEN_DATABASE_URL when set, else DATABASE_URL unless that is a pooler
+        such as PgBouncer, which loses notifications: then it polls), polls every 5s as a fallback. Provider timeouts, 429 (Retry-After honoured) and 5xx
         are retried with exponential backoff and jitter; after the last attempt the delivery is 'dead' with its
         reason ('payrecon events list --status dead', 'payrecon events retry ID|--dead'). With
         PAYRECON_ACTIONS=execute, planned actions are also executed at the provider. SIGTERM finishes the deliveries
@@ -37,7 +38,7 @@ let workCommand = Command(
         leaseSeconds: Int(lease), batchSize: batch,
         attempt: DeliveryAttempt(maxAttempts: try args.value(Options.maxAttempts, default: 10)),
         executeActions: context.executeActions)
-    let worker = QueueWorker(configuration: config, conninfo: context.url, pool: context.pool,
+    let worker = QueueWorker(configuration: config, conninfo: args.flag(Options.once) ? nil : context.listenURL(env), pool: context.pool,
                              processor: DeliveryProcessor(pool: context.pool, checker: context.checker),
                              executor: context.executor, logger: context.logger)
     if !args.flag(Options.once) {

@@ -1,0 +1,127 @@
+import Foundation
+import HTTP
+import PaysimCore
+import PayreconTesting
+import Postgres
+import Reconciliation
+import Store
+import Testing
+
+/// payrecon with DATABASE_URL at a real PgBouncer in transaction mode (contract §10), the way production runs it:
+/// `migrate` from two processes at once, the receiver storing a delivery, the worker processing it (polling: LISTEN
+/// through the pooler would lose notifications), the sweep and the report, each as the real `payrecon` process.
+/// scripts/test starts PgBouncer (Debian `pgbouncer`, pool_mode = transaction) in front of a database of its own and
+/// sets PAYRECON_TEST_PGBOUNCER_URL (and PAYRECON_TEST_PGBOUNCER_DIRECT_URL, the same database without the pooler).
+@Suite("Through PgBouncer", .serialized, .enabled(if: PgBouncer.url != nil, "scripts/test starts PgBouncer and sets PAYRECON_TEST_PGBOUNCER_URL"))
+struct PgBouncerTests {
+    @Test func migrateFromTwoProcessesAtOnce() async throws {
+        let url = try #require(PgBouncer.url)
+        async let a = PayreconProcess.run(["migrate"], environment: ["DATABASE_URL": url])
+        async let b = PayreconProcess.run(["migrate"], environment: ["DATABASE_URL": url])
+        let (first, second) = try await (a, b)
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(second.status == 0, "\(second.stderr)")
+        let conn = try PostgresConnection(conninfo: try #require(PgBouncer.direct)); defer { conn.close() }
+        let versions = try conn.query("SELECT version, count(*) OVER (PARTITION BY version) AS n FROM schema_migrations")
+        #expect(!versions.isEmpty)
+        #expect(try versions.allSatisfy { try $0.int64("n") == 1 })
+        let files = try FileManager.default.contentsOfDirectory(atPath: PayreconProcess.packageRoot.appendingPathComponent("sql").path)
+            .filter { $0.hasSuffix(".sql") }
+        #expect(versions.count == files.count)
+    }
+
+    @Test func thePoolerIsRecognised() throws {
+        let pooled = try PostgresConnection(conninfo: try #require(PgBouncer.url)); defer { pooled.close() }
+        let direct = try PostgresConnection(conninfo: try #require(PgBouncer.direct)); defer { direct.close() }
+        #expect(try pooled.looksPooled() == true)
+        #expect(try direct.looksPooled() == false)
+    }
+
+    @Test func receiveWorkSweepAndReport() async throws {
+        let url = try #require(PgBouncer.url)
+        #expect(try await PayreconProcess.run(["migrate"], environment: ["DATABASE_URL": url]).status == 0)
+        // paysim answers PXP's API; the order's transaction was captured for less than the order total.
+        let config = SimConfig()
+        let simulator = Simulator(config: config, ca: nil, transport: nil)
+        let paysim = PaysimServer(simulator: simulator, host: "127.0.0.1", port: 0, threads: 2)
+        let simPort = try paysim.start()
+        let sim = "http://127.0.0.1:\(simPort)"
+        simulator.setPublicBaseURL(sim)
+        let ref = "PGB-" + UUID().uuidString.prefix(8)
+        let http = HTTPClient(configuration: .init(timeoutSeconds: 10))
+        let seeded = try await http.send(HTTPClientRequest(method: "POST", url: sim + "/admin/pxp/transactions", headers: [("Content-Type", "application/json")],
+            body: Array(#"{"merchant":"M1","site":"S1","merchantTransactionId":"\#(ref)","intent":"Purchase","currency":"GBP","value":"15.00","state":"Captured"}"#.utf8)))
+        #expect(seeded.status == 201)
+        var env = ["DATABASE_URL": url, "PXP_API_BASE_URL": sim + "/api/v1", "PXP_CLIENT_ID": config.pxpClientID,
+                   "PXP_TOKEN_ID": config.pxpTokenID, "PXP_TOKEN_VALUE": config.pxpTokenValue, "PXP_WEBHOOK_KEY": config.pxpWebhookKey]
+        let orders = FileManager.default.temporaryDirectory.appendingPathComponent("pgb-\(ref).csv")
+        try "provider,order_id,merchant,site,transaction_ref,intent,amount,currency,fulfilment\npxp,O-\(ref),M1,S1,\(ref),purchase,20.00,GBP,fulfilled\n"
+            .write(to: orders, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: orders) }
+        let imported = try await PayreconProcess.run(["orders", "import", orders.path], environment: env)
+        #expect(imported.status == 0, "\(imported.stderr)")
+
+        // The receiver stores a signed delivery through the pooler.
+        let portFile = FileManager.default.temporaryDirectory.appendingPathComponent("pgb-serve-\(ref).port")
+        let serve = try Background(["serve", "--listen", "127.0.0.1:0", "--port-file", portFile.path], environment: env)
+        defer { serve.stop() }
+        let port = try await PayreconTesting.eventually(20) { FileManager.default.fileExists(atPath: portFile.path) }
+            ? try String(contentsOf: portFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines) : ""
+        let body = Array(#"{"eventCategory":"Transaction","eventCode":"transaction-captured","eventOwner":{"merchant":"M1","site":"S1"},"eventData":{"merchantTransactionId":"\#(ref)"}}"#.utf8)
+        let requestID = UUID().uuidString
+        let headers = WebhookSigner.pxpHeaders(key: config.pxpWebhookKey, requestID: requestID,
+                                               timestamp: String(Int64(Date().timeIntervalSince1970)), body: body)
+        let answer = try await http.send(HTTPClientRequest(method: "POST", url: "http://127.0.0.1:\(port)/webhooks/pxp", headers: headers, body: body))
+        #expect(answer.status == 200, "\(String(decoding: answer.body, as: UTF8.self))")
+
+        // The worker processes it: it polls (said at start), since DATABASE_URL is a pooler.
+        let work = try Background(["work"], environment: env)
+        let direct = try PostgresConnection(conninfo: try #require(PgBouncer.direct)); defer { direct.close() }
+        let done = try await PayreconTesting.eventually(30) {
+            try direct.query("SELECT status FROM deliveries WHERE dedupe_key = $1", [.text(requestID)]).first?.string("status") == "done"
+        }
+        work.stop()
+        #expect(done, "the worker did not process the delivery through PgBouncer: \(work.stderr())")
+        #expect(work.stderr().contains("polling for deliveries"))
+
+        // The sweep and the report, through the pooler.
+        let sweep = try await PayreconProcess.run(["reconcile", "--all"], environment: env)
+        #expect(sweep.status == 0, "\(sweep.stderr)")
+        let report = try await PayreconProcess.run(["report", "--format", "json", "--kind", "amount_mismatch"], environment: env)
+        #expect(report.status == 0, "\(report.stderr)")
+        #expect(report.stdout.contains("\"order_id\": \"O-\(ref)\"") || report.stdout.contains("\"order_id\":\"O-\(ref)\""))
+        await paysim.shutdown(drainTimeout: 1)
+    }
+}
+
+enum PgBouncer {
+    static let url = ProcessInfo.processInfo.environment["PAYRECON_TEST_PGBOUNCER_URL"].flatMap { $0.isEmpty ? nil : $0 }
+    static let direct = ProcessInfo.processInfo.environment["PAYRECON_TEST_PGBOUNCER_DIRECT_URL"].flatMap { $0.isEmpty ? nil : $0 }
+}
+
+/// A `payrecon` process left running (serve, work), its stderr captured; stopped with SIGTERM.
+final class Background: @unchecked Sendable {
+    let process = Process()
+    let errors: URL
+
+    init(_ arguments: [String], environment: [String: String]) throws {
+        errors = FileManager.default.temporaryDirectory.appendingPathComponent("payrecon-bg-\(UUID().uuidString).log")
+        FileManager.default.createFile(atPath: errors.path, contents: nil)
+        process.executableURL = PayreconProcess.binary
+        process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment
+        for (k, v) in environment { env[k] = v }
+        process.environment = env
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = try FileHandle(forWritingTo: errors)
+        try process.run()
+    }
+
+    func stderr() -> String { (try? String(contentsOf: errors, encoding: .utf8)) ?? "" }
+
+    func stop() {
+        if process.isRunning { process.terminate(); process.waitUntilExit() }
+    }
+
+    deinit { stop(); try? FileManager.default.removeItem(at: errors) }
+}
