@@ -173,6 +173,7 @@ public final class ActionExecutor: Sendable {
                 log.warning("action lease lost before its outcome was recorded; another executor holds it", ["outcome": status.rawValue])
                 return .pending
             }
+            WorkerMetrics.action(action.provider, action.kind, status)
         } catch {
             log.warning("could not record an action's outcome; it will be retried with the same key", ["error": String(describing: error)])
         }

@@ -7,7 +7,10 @@ import Reconciliation
 public struct ProviderGateway: Sendable {
     let apis: [Provider: any ProviderAPI]
 
-    public init(_ configured: ConfiguredProviders) { apis = configured.apis }
+    /// Every call is counted and timed (`WorkerMetrics`).
+    public init(_ configured: ConfiguredProviders) {
+        apis = Dictionary(uniqueKeysWithValues: configured.apis.map { ($0.key, MeteredProviderAPI(provider: $0.key, base: $0.value) as any ProviderAPI) })
+    }
 
     /// Whether any provider has credentials (the worker warns at start when none has).
     public var anyConfigured: Bool { apis.values.contains { $0.isConfigured } }

@@ -45,7 +45,18 @@ let workCommand = Command(
         Task { let s = await Signals.waitForTermination(); Log.info("stopping", ["signal": s]); worker.stop() }
     }
     var metricsServer: WorkerMetricsServer?
+    var refresher: Task<Void, Never>?
     if let address = try env.workMetricsAddress(flag: args.value(metricsListen)) {
+        WorkerMetrics.register()
+        // The queue, open discrepancies, money at risk and the last sweep: read in the background, never by a scrape.
+        refresher = Task { [pool = context.pool] in
+            while !Task.isCancelled {
+                do { try await pool.run { try WorkerMetrics.refresh(on: $0) } } catch {
+                    Log.warning("cannot refresh the worker's metrics", ["error": String(describing: error)])
+                }
+                try? await Task.sleep(for: .seconds(15))
+            }
+        }
         let server = WorkerMetricsServer(host: address.host, port: address.port)
         do { Log.info("worker metrics listening", ["port": Int(try server.start())]) } catch {
             throw ConfigurationError("cannot serve the worker's /metrics on \(address.host):\(address.port): \(error)")
@@ -54,6 +65,7 @@ let workCommand = Command(
     }
     let once = args.flag(Options.once)
     let totals = await worker.run(once: once)
+    refresher?.cancel()
     metricsServer?.stop()
     if once {
         print("processed \(totals.done), retry scheduled \(totals.retried), dead \(totals.dead)")

@@ -1,0 +1,119 @@
+import Foundation
+import Observability
+import Postgres
+import Providers
+import Reconciliation
+
+/// What the worker exports on its own `/metrics` (`payrecon work --metrics-listen`), beside the processed
+/// deliveries counted by `QueueWorker`: provider calls at the seam, actions, the queue, open discrepancies and
+/// money at risk, and when the nightly sweep last succeeded. The database-backed values are refreshed in the
+/// background (`refresh`), never by a scrape.
+public enum WorkerMetrics {
+    static let calls = Metrics.shared.counter("payrecon_provider_calls_total",
+                                              help: "Provider API calls at the seam, by provider, operation (fetch, lookup, resolve, action) and status (found, not_found, transient, permanent)")
+    static let callSeconds = Metrics.shared.histogram("payrecon_provider_call_seconds",
+                                                      help: "Provider API call latency (retries included), by provider and operation",
+                                                      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30])
+    static let actions = Metrics.shared.counter("payrecon_actions_total",
+                                                help: "Actions the executor recorded an outcome for, by provider, kind and status")
+    static let backlog = Metrics.shared.gauge("payrecon_deliveries_backlog", help: "Deliveries pending processing")
+    static let oldest = Metrics.shared.gauge("payrecon_oldest_pending_delivery_age_seconds",
+                                             help: "Age of the oldest pending delivery (0 when none)")
+    static let dead = Metrics.shared.gauge("payrecon_deliveries_dead", help: "Deliveries dead after their last attempt, waiting for an operator")
+    static let open = Metrics.shared.gauge("payrecon_discrepancies_open", help: "Open discrepancies by kind")
+    static let atRisk = Metrics.shared.gauge("payrecon_money_at_risk_minor",
+                                             help: "Money at risk in open discrepancies, in minor units of the currency (2500 USD = 25.00)")
+    static let lastSweep = Metrics.shared.gauge("payrecon_last_reconcile_success_timestamp_seconds",
+                                                help: "Unix time the last payrecon reconcile run finished with exit 0 (0: never)")
+
+    /// Registers every family now, so `/metrics` names them before the first observation.
+    public static func register() {
+        _ = (calls, callSeconds, actions, backlog, oldest, dead, open, atRisk, lastSweep, QueueWorker.processedMetric)
+        for kind in DiscrepancyKind.allCases { open.add(0, [("kind", kind.rawValue)]) }
+    }
+
+    static func call<T>(_ provider: Provider, _ operation: String, _ outcome: ProviderOutcome<T>, since start: DispatchTime) {
+        let status = switch outcome {
+        case .found: "found"
+        case .notFound: "not_found"
+        case .transient: "transient"
+        case .permanent: "permanent"
+        }
+        calls.increment([("provider", provider.rawValue), ("operation", operation), ("status", status)])
+        callSeconds.observe(seconds: Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9,
+                            [("provider", provider.rawValue), ("operation", operation)])
+    }
+
+    static func action(_ provider: Provider, _ kind: ActionKind, _ status: ActionStatus) {
+        actions.increment([("provider", provider.rawValue), ("kind", kind.rawValue), ("status", status.rawValue)])
+    }
+
+    /// Reads the queue, the open discrepancies and the last successful sweep: three short queries.
+    public static func refresh(on conn: PostgresConnection) throws {
+        let queue = try conn.query("""
+            SELECT count(*) FILTER (WHERE status = 'pending') AS pending, count(*) FILTER (WHERE status = 'dead') AS dead,
+                   coalesce(extract(epoch FROM now() - min(received_at) FILTER (WHERE status = 'pending')), 0)::bigint AS oldest
+            FROM deliveries WHERE status IN ('pending', 'dead')
+            """)
+        if let row = queue.first {
+            backlog.set(try row.int64("pending")); dead.set(try row.int64("dead")); oldest.set(try row.int64("oldest"))
+        }
+        var counts = Dictionary(uniqueKeysWithValues: DiscrepancyKind.allCases.map { ($0.rawValue, Int64(0)) })
+        var risk: [String: Int64] = [:]
+        for row in try conn.query("""
+            SELECT kind, coalesce(currency, '') AS currency, count(*) AS n, coalesce(sum(amount_at_risk_minor), 0)::text AS risk
+            FROM discrepancies WHERE status = 'open' GROUP BY kind, currency
+            """) {
+            counts[try row.string("kind"), default: 0] += try row.int64("n")
+            let currency = try row.string("currency")
+            if !currency.isEmpty, let minor = Int64(try row.string("risk")) {
+                let (sum, overflow) = risk[currency, default: 0].addingReportingOverflow(minor)
+                risk[currency] = overflow ? .max : sum
+            }
+        }
+        for (kind, n) in counts { open.set(n, [("kind", kind)]) }
+        for (currency, minor) in risk { atRisk.set(minor, [("currency", currency)]) }
+        let last = try conn.query("""
+            SELECT coalesce(extract(epoch FROM max(finished_at)), 0)::bigint AS t FROM runs WHERE exit_code = 0
+            """).first
+        lastSweep.set(try last?.int64("t") ?? 0)
+    }
+}
+
+/// A provider's API with every call counted and timed (`WorkerMetrics`).
+struct MeteredProviderAPI: ProviderAPI {
+    let provider: Provider
+    let base: any ProviderAPI
+
+    var isConfigured: Bool { base.isConfigured }
+
+    func references(in event: StoredEvent) async -> ProviderOutcome<EventContent> {
+        let start = DispatchTime.now()
+        let outcome = await base.references(in: event)
+        WorkerMetrics.call(provider, "resolve", outcome, since: start)
+        return outcome
+    }
+
+    func snapshot(of transaction: TransactionQuery) async -> ProviderOutcome<Snapshot> {
+        let start = DispatchTime.now()
+        let outcome = await base.snapshot(of: transaction)
+        WorkerMetrics.call(provider, "fetch", outcome, since: start)
+        return outcome
+    }
+
+    func lookup(_ transaction: TransactionQuery) async -> ProviderOutcome<TransactionLookup> {
+        let start = DispatchTime.now()
+        let outcome = await base.lookup(transaction)
+        WorkerMetrics.call(provider, "lookup", outcome, since: start)
+        return outcome
+    }
+
+    func prepare(_ call: ActionCall) -> [TransactionLink] { base.prepare(call) }
+
+    func execute(_ call: ActionCall) async -> ActionCallResult {
+        let start = DispatchTime.now()
+        let result = await base.execute(call)
+        WorkerMetrics.call(provider, "action", result.outcome, since: start)
+        return result
+    }
+}
