@@ -124,8 +124,12 @@ INI
 }
 
 pgbouncer_stop() {
-    local dir; dir="$(pg_datadir)-bouncer"
-    [ -s "$dir/pgbouncer.pid" ] && kill "$(cat "$dir/pgbouncer.pid")" 2>/dev/null || true
+    local dir _i; dir="$(pg_datadir)-bouncer"
+    if [ -s "$dir/pgbouncer.pid" ]; then
+        kill -INT "$(cat "$dir/pgbouncer.pid")" 2>/dev/null || true   # SIGINT: PgBouncer's safe shutdown
+        for _i in $(seq 1 50); do [ -e "$dir/pgbouncer.pid" ] && kill -0 "$(cat "$dir/pgbouncer.pid" 2>/dev/null)" 2>/dev/null || break; sleep 0.1; done
+    fi
+    pkill -f "pgbouncer -d $dir/pgbouncer.ini" 2>/dev/null || true
     rm -f "$dir/pgbouncer.pid"
 }
 
