@@ -116,7 +116,7 @@ public final class Receiver: Sendable {
         let log: @Sendable () -> Logger = { [logger, requestPrefix] in
             logger.with(["request_id": requestPrefix + "-" + String(requestNumber), "provider": provider.rawValue])
         }
-        let headers = request.headers.pairs
+        let headers = Self.redacted(request.headers.pairs)
         let reject: @Sendable (Int, String, String) -> Void = { [self] status, code, message in
             committer.record(Rejection(provider: provider.rawValue, reason: code, message: message, headers: headers,
                                        body: request.body, bodyBytes: request.headers["content-length"].flatMap { Int64($0) }, remoteAddress: request.remoteAddress))
@@ -155,6 +155,15 @@ public final class Receiver: Sendable {
                                          headers: [("Retry-After", "5")]))
             }
         }
+    }
+}
+
+extension Receiver {
+    /// Headers as stored with a delivery or a rejection sample: credentials a sender (or a proxy in between) put in
+    /// `Authorization`, `Proxy-Authorization` or `Cookie` are never kept (contract §4).
+    static let redactedHeaders: Set<String> = ["authorization", "proxy-authorization", "cookie"]
+    static func redacted(_ headers: [(String, String)]) -> [(String, String)] {
+        headers.map { redactedHeaders.contains($0.0.lowercased()) ? ($0.0, "[redacted]") : $0 }
     }
 }
 

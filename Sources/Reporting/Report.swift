@@ -54,12 +54,13 @@ public struct ReportSummary: Sendable, Equatable {
     /// Open discrepancies matching the provider / kind / since filters.
     public var open: Int
     public var byKind: [DiscrepancyKind: Int]
-    /// Sum of `amount_at_risk_minor` of those open discrepancies, per currency (Int64 minor units).
-    public var amountAtRisk: [Currency: Int64]
+    /// Sum of `amount_at_risk_minor` of those open discrepancies, per currency, in minor units. 128 bits: each
+    /// amount fits in 64, so no number of them can overflow the sum (two near 2^62 made the report fail before).
+    public var amountAtRisk: [Currency: Int128]
     /// Deliveries rejected in the last 24 hours, by reason (`invalid_signature`, ...).
     public var rejected24h: [String: Int]
 
-    public init(open: Int = 0, byKind: [DiscrepancyKind: Int] = [:], amountAtRisk: [Currency: Int64] = [:],
+    public init(open: Int = 0, byKind: [DiscrepancyKind: Int] = [:], amountAtRisk: [Currency: Int128] = [:],
                 rejected24h: [String: Int] = [:]) {
         self.open = open; self.byKind = byKind; self.amountAtRisk = amountAtRisk; self.rejected24h = rejected24h
     }
@@ -72,8 +73,18 @@ public struct ReportSummary: Sendable, Equatable {
     /// Currencies by code, each with its total formatted in major units ("25.00", "1000", "1.250").
     public var amountsInOrder: [(currency: Currency, formatted: String)] {
         amountAtRisk.keys.sorted { $0.code < $1.code }.map { c in
-            (c, Money.format(minorUnits: amountAtRisk[c]!, exponent: c.exponent))
+            (c, Self.format(amountAtRisk[c]!, exponent: c.exponent))
         }
+    }
+
+    /// Major units with the exponent's digits, exactly ("25.00", "1000", "1.250"), for any 128-bit total.
+    public static func format(_ minor: Int128, exponent: Int) -> String {
+        let negative = minor < 0
+        var digits = String(negative ? 0 - minor : minor)
+        guard exponent > 0 else { return (negative ? "-" : "") + digits }
+        if digits.count <= exponent { digits = String(repeating: "0", count: exponent - digits.count + 1) + digits }
+        let point = digits.index(digits.endIndex, offsetBy: -exponent)
+        return (negative ? "-" : "") + digits[..<point] + "." + digits[point...]
     }
 
     /// Reasons, most frequent first.

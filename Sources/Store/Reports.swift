@@ -42,7 +42,8 @@ public struct OpenTotal: Sendable, Equatable {
     public var kind: DiscrepancyKind
     public var currency: Currency?
     public var count: Int
-    public var amountAtRiskMinor: Int64
+    /// Exact sum of the amounts at risk (each fits 64 bits; their sum may not).
+    public var amountAtRiskMinor: Int128
 }
 
 /// The SQL behind `payrecon report`: read-only, parameterized.
@@ -77,7 +78,7 @@ public enum ReportStore {
             let kindText = try row.string("kind")
             guard let kind = DiscrepancyKind(rawValue: kindText) else { throw PostgresError.decoding("unknown discrepancy kind \(kindText)") }
             let sum = try row.string("at_risk")
-            guard let minor = Int64(sum) else { throw PostgresError.decoding("amount at risk \(sum) does not fit in 64 bits") }
+            guard let minor = Int128(sum) else { throw PostgresError.decoding("amount at risk \(sum) is not an integer") }
             return OpenTotal(kind: kind, currency: try currency(row.optionalString("currency")), count: Int(try row.int64("n")),
                              amountAtRiskMinor: minor)
         }

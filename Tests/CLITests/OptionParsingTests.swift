@@ -33,7 +33,8 @@ import Testing
         ("work", ["--batch", "x"], "--batch must be a whole number from 1 to 256, not 'x'"),
         ("report", ["--kind", "nope"], "--kind must be one of missing_at_provider"),
         ("actions list", ["--status", "done"], "--status must be one of pending, succeeded, failed, superseded"),
-        ("events list", ["--status", "lost"], "--status must be one of pending, done, dead, not 'lost'"),
+        ("events list", ["--status", "lost"], "--status must be one of pending, done, ignored, dead, not 'lost'"),
+        ("work", ["--lease", "0s"], "--lease 0s is not a duration"),   // a lease of nothing is refused
     ])
     func badValuesAreUsageErrorsNamingTheOption(command: String, arguments: [String], message: String) throws {
         let args = try Self.command(command).parse(arguments)
@@ -68,7 +69,7 @@ import Testing
     }
 
     func readEventsStatus(_ args: ParsedArguments) -> UsageError? {
-        do throws(UsageError) { _ = try args.value(Options.status(["pending", "done", "dead"], help: "")); return nil } catch { return error }
+        do throws(UsageError) { _ = try args.value(eventsStatus); return nil } catch { return error }
     }
 
     /// Reads the option the case is about, as its command does; the error, if any.

@@ -109,7 +109,7 @@ import Testing
     func unreadableTimestampOfAGenuineDeliveryIsStale(timestamp: String) throws {
         let error = try rejection(Self.headers(timestamp: timestamp))
         #expect(error?.code == .staleTimestamp)
-        #expect(error?.message.contains("not unix seconds") == true)
+        #expect(error?.message.contains("is not canonical unix seconds") == true)
         // Even when replaying at the signed time: there is no signed time to use.
         #expect(try rejection(Self.headers(timestamp: timestamp), time: .signedTime)?.code == .staleTimestamp)
     }
@@ -277,5 +277,32 @@ import Testing
             #expect(ISO8601.parse(ISO8601.format(date)) == date)
         }
         #expect(ISO8601.format(Date(timeIntervalSince1970: 1_431_454_454)) == "2015-05-12T18:14:14Z")
+    }
+}
+
+/// PXP signs `X-Request-Id` + timestamp + body with no delimiter: a timestamp with a leading zero would let one
+/// genuine delivery be re-cut into another request id (a new dedupe key) under the same signature.
+@Suite struct PXPCanonicalTimestampTests {
+    @Test func aReCutRequestIdAndTimestampIsRefused() throws {
+        let v = try PXPWebhookVerifier(key: PXPWebhookVerifierTests.key)
+        let genuine = PXPWebhookVerifierTests.headers(requestID: "req-10", timestamp: "1732870000")
+        try v.verify(headers: genuine, body: PXPWebhookVerifierTests.body, time: .at(PXPWebhookVerifierTests.now))
+        // "req-1" + "01732870000" is the same signed string as "req-10" + "1732870000".
+        let recut = Headers(["X-Request-Id": "req-1", "X-Signature-Timestamp": "01732870000", "X-Signature": genuine["X-Signature"]!])
+        let error = #expect(throws: WebhookRejection.self) {
+            try v.verify(headers: recut, body: PXPWebhookVerifierTests.body, time: .at(PXPWebhookVerifierTests.now))
+        }
+        #expect(error?.code == .staleTimestamp)
+        #expect(error?.message.contains("no leading zero") == true)
+    }
+
+    @Test(arguments: ["01732870000", "00", "+1732870000", "-1732870000", "01732870000000"])
+    func nonCanonicalDigitsAreNotTimestamps(text: String) {
+        #expect(SignedTimestamp.parse(text) == nil)
+    }
+
+    @Test func paypercutUnixSecondsAreCanonicalToo() {
+        #expect(SignedTimestamp.parseUnixSeconds("01732870000") == nil)
+        #expect(SignedTimestamp.parseUnixSeconds("1732870000") != nil)
     }
 }

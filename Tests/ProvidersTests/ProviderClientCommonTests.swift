@@ -224,6 +224,14 @@ final class RecordedSleeps: @unchecked Sendable {
         #expect(ProviderURL.encodeComponent("Az09-._~") == "Az09-._~")
     }
 
+    /// `.` and `..` as a whole segment would be resolved away by path normalization (`/orders/..` is `/`): their
+    /// dots are encoded, so an id can never name another resource.
+    @Test func dotSegmentsAreEncoded() {
+        #expect(ProviderURL.build(base: "https://h", segments: ["v2", "checkout", "orders", ".."]) == "https://h/v2/checkout/orders/%2E%2E")
+        #expect(ProviderURL.build(base: "https://h", segments: ["a", ".", "b"]) == "https://h/a/%2E/b")
+        #expect(ProviderURL.build(base: "https://h", segments: ["a..b", "..."]) == "https://h/a..b/...")
+    }
+
     @Test func pathAndQueryOfAURL() {
         #expect(ProviderRequest(method: "GET", url: "https://h:8443/api/v1/t?a=b#f").pathAndQuery == "/api/v1/t?a=b")
         #expect(ProviderRequest(method: "GET", url: "http://h").pathAndQuery == "/")

@@ -47,6 +47,31 @@ import Testing
         }
     }
 
+    /// Credentials a sender or a proxy put in Authorization, Proxy-Authorization or Cookie are never stored, with a
+    /// delivery or with a rejection sample.
+    @Test func credentialHeadersAreStoredRedacted() async throws {
+        try await Self.with { base, storage in
+            let body = #"{"eventData":{"merchantTransactionId":"TX-R"}}"#
+            let ts = String(Int(Date().timeIntervalSince1970))
+            let secretish = [("Authorization", "Bearer sk_live_123"), ("Proxy-Authorization", "Basic dXNlcjpwYXNz"), ("Cookie", "session=abc")]
+            for (requestID, key) in [("r-red", Self.key), ("r-red-forged", "wrong")] {
+                let headers = [("X-Request-Id", requestID), ("X-Signature-Timestamp", ts),
+                               ("X-Signature", PXPWebhookVerifier.signature(key: key, requestID: requestID, timestamp: ts, body: Array(body.utf8)))] + secretish
+                _ = try await HTTPClient().send(HTTPClientRequest(method: "POST", url: base + "/webhooks/pxp", headers: headers, body: Array(body.utf8)))
+            }
+            #expect(try await eventually(5) { storage.rejections.count == 1 })
+            let stored = try #require(storage.deliveries.first?.delivery.headers)
+            let sample = try #require(storage.rejections.first?.headers)
+            for headers in [stored, sample] {
+                for name in ["authorization", "proxy-authorization", "cookie"] {
+                    #expect(headers.first { $0.0.lowercased() == name }?.1 == "[redacted]", "\(name): \(headers)")
+                }
+                #expect(!headers.contains { $0.1.contains("sk_live") || $0.1.contains("session=") })
+                #expect(headers.contains { $0.0.lowercased() == "x-request-id" })   // everything else is kept
+            }
+        }
+    }
+
     @Test func unavailableStorageIs503WithRetryAfterAndNotReady() async throws {
         try await Self.with { base, storage in
             storage.setAvailable(false)

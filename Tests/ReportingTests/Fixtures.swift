@@ -21,7 +21,7 @@ func report(_ rows: [DiscrepancyRow], summary: ReportSummary? = nil, days: [DayC
     for r in rows where r.status == .open {
         s.open += 1
         s.byKind[r.kind, default: 0] += 1
-        if let c = r.currency, r.amountAtRisk != 0 { s.amountAtRisk[c, default: 0] += r.amountAtRisk }
+        if let c = r.currency, r.amountAtRisk != 0 { s.amountAtRisk[c, default: 0] += Int128(r.amountAtRisk) }
     }
     return Report(generatedAt: noon, summary: summary ?? s, openByDay: days, discrepancies: rows)
 }

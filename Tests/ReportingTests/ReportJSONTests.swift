@@ -37,7 +37,7 @@ struct ReportJSONTests {
     ])
     func amountsAreExactStrings(currency: Currency, minor: Int64, expected: String) throws {
         let r = report([row(1, risk: minor, currency: currency)], summary: ReportSummary(open: 1, byKind: [.amountMismatch: 1],
-                                                                                  amountAtRisk: [currency: minor]))
+                                                                                  amountAtRisk: [currency: Int128(minor)]))
         let doc = try parseJSON(r.json())
         #expect(doc["summary"]?["amount_at_risk"]?[currency.code]?.stringValue == expected)
         #expect(doc["discrepancies"]?[0]?["amount_at_risk"]?.stringValue == expected)
@@ -103,5 +103,19 @@ struct TimestampTests {
         #expect(Timestamp.day(of: noon) == "2026-11-29")
         #expect(Timestamp.day(of: noon, offset: 3) == "2026-12-02")
         #expect(Timestamp.day(of: noon, offset: -29) == "2026-10-31")
+    }
+}
+
+/// Money-at-risk totals cannot overflow: two amounts near 2^62 in one currency (and many near 2^63) still print exactly.
+@Suite struct ReportTotalsTests {
+    @Test(arguments: [
+        (Int128(Int64.max) * 2, 2, "184467440737095516.14"),
+        (Int128(1) << 62 + Int128(1) << 62, 0, "9223372036854775808"),
+        (Int128(5), 3, "0.005"),
+        (Int128(0), 2, "0.00"),
+        (Int128(Int64.max) * 1_000_000, 2, "92233720368547758070000.00"),
+    ])
+    func wideTotalsFormatExactly(minor: Int128, exponent: Int, expected: String) {
+        #expect(ReportSummary.format(minor, exponent: exponent) == expected)
     }
 }

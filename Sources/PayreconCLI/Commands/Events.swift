@@ -5,7 +5,8 @@ import Postgres
 import Reporting
 import Store
 
-private let eventsStatus = Options.status(["pending", "done", "ignored", "dead"], help: "Only deliveries in this status.")
+/// `events list --status`: the delivery statuses (public so tests read the command's own key).
+public let eventsStatus = Options.status(["pending", "done", "ignored", "dead"], help: "Only deliveries in this status.")
 private let eventsLimit = Options.limit(default: 50, max: 100_000)
 
 let eventsListCommand = Command(
@@ -41,28 +42,33 @@ let eventsShowCommand = Command(
     guard let d = try DeliveryQueue.find(id: id, on: conn) else {
         print("no delivery \(id)"); return Exit.finding
     }
+    // Everything here came from a sender or a provider: control characters (ESC sequences, CR) are shown escaped,
+    // so a stored delivery cannot rewrite the operator's terminal.
+    let safe = TextTable.safe
     print("""
         delivery \(d.id)
           provider      \(d.provider.rawValue)
-          dedupe key    \(d.dedupeKey)
-          event type    \(d.eventType ?? "-")
+          dedupe key    \(safe(d.dedupeKey))
+          event type    \(safe(d.eventType ?? "-"))
           received      \(timestamp(d.receivedAt))
           status        \(d.status)
           attempts      \(d.attempts)
           next attempt  \(d.status == "pending" ? timestamp(d.nextAttemptAt) : "-")
           redeliveries  \(d.redeliveries)
           processed     \(d.processedAt.map(timestamp) ?? "-")
-          outcome       \(d.outcome ?? "-")
-          last error    \(d.lastError ?? "-")
+          outcome       \(safe(d.outcome ?? "-"))
+          last error    \(safe(d.lastError ?? "-"))
         headers:
         """)
     for (name, value) in d.headers {
         // Signatures authenticate this delivery only; still, keep them out of terminals and tickets.
         let redacted = name.lowercased().contains("signature") || name.lowercased().contains("transmission-sig") ? "<\(value.count) chars>" : value
-        print("  \(name): \(redacted)")
+        print("  \(safe(name)): \(safe(redacted))")
     }
     print("body (\(d.body.count) bytes):")
-    print(String(decoding: d.body.prefix(64 * 1024), as: UTF8.self))
+    // Line by line, so a pretty-printed body keeps its lines while every other control character is escaped.
+    print(String(decoding: d.body.prefix(64 * 1024), as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+        .map { safe(String($0)) }.joined(separator: "\n"))
     return Exit.ok
 }
 

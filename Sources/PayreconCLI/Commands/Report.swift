@@ -74,9 +74,7 @@ struct ReportOptions {
                 summary.open += total.count
                 summary.byKind[total.kind, default: 0] += total.count
                 if let currency = total.currency, total.amountAtRiskMinor != 0 {
-                    let (sum, overflow) = summary.amountAtRisk[currency, default: 0].addingReportingOverflow(total.amountAtRiskMinor)
-                    guard !overflow else { throw FatalError("money at risk in \(currency.code) does not fit in 64 bits") }
-                    summary.amountAtRisk[currency] = sum
+                    summary.amountAtRisk[currency, default: 0] += total.amountAtRiskMinor   // 128 bits: cannot overflow
                 }
             }
             for (reason, count) in try ReportStore.rejectedByReason(within: 86_400, provider: o.filter.provider, on: tx) {

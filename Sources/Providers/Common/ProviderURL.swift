@@ -19,11 +19,15 @@ public enum ProviderURL {
         return String(decoding: out, as: UTF8.self)
     }
 
-    /// `base` (trailing slashes dropped) + `/seg1/seg2…` (each encoded) + `?k=v&…` (each encoded).
+    /// `base` (trailing slashes dropped) + `/seg1/seg2…` (each encoded) + `?k=v&…` (each encoded). A segment that
+    /// is `.` or `..` has its dots encoded too (`%2E%2E`): left as is, path normalization (curl's, or a proxy's) would
+    /// turn `/orders/..` into another resource.
     public static func build(base: String, segments: [String], query: [(String, String)] = []) -> String {
         var url = base
         while url.hasSuffix("/") { url.removeLast() }
-        for s in segments { url += "/" + encodeComponent(s) }
+        for s in segments {
+            url += "/" + (s == "." || s == ".." ? String(repeating: "%2E", count: s.count) : encodeComponent(s))
+        }
         if !query.isEmpty {
             url += "?" + query.map { encodeComponent($0.0) + "=" + encodeComponent($0.1) }.joined(separator: "&")
         }

@@ -45,7 +45,7 @@ public struct PXPWebhookVerifier: Sendable {
 
         guard let signedAt = SignedTimestamp.parse(timestamp) else {
             throw WebhookRejection(.staleTimestamp,
-                "\(Self.timestampHeader) \(quoted(timestamp)) is not unix seconds, unix milliseconds or ISO 8601")
+                "\(Self.timestampHeader) \(quoted(timestamp)) is not canonical unix seconds, unix milliseconds (no sign, no leading zero) or ISO 8601")
         }
         if case .at(let now) = time,
            let stale = SignedTimestamp.freshness(signedAt, now: now, tolerance: tolerance, header: Self.timestampHeader) {
