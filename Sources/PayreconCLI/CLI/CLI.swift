@@ -8,7 +8,7 @@ public enum CLI {
     public static let commands: [Command] = [
         serveCommand, workCommand, reconcileCommand, reportCommand,
         ordersImportCommand, actionsListCommand, actionsExecuteCommand,
-        eventsListCommand, eventsShowCommand, eventsRetryCommand, discrepanciesAckCommand,
+        eventsListCommand, eventsShowCommand, eventsRetryCommand, discrepanciesAckCommand, pruneCommand,
         verifyCommand, migrateCommand,
     ]
 

@@ -1,0 +1,30 @@
+import Foundation
+import Providers
+import Wiring
+import Store
+
+private let dryRun = FlagKey("--dry-run", "Print what would be removed; remove nothing.")
+
+let pruneCommand = Command(
+    name: "prune",
+    summary: "Delete finished deliveries, rejected-delivery samples and closed runs older than PAYRECON_RETAIN.",
+    options: [dryRun, Options.databaseURL],
+    details: """
+        PAYRECON_RETAIN: deliveries=90d,rejected=7d,runs=90d (any subset; those are the defaults). Deliveries that are
+        done or ignored go once processed longer ago than their retention; rejected-delivery samples once received;
+        runs once finished. Dead and pending deliveries, orders, discrepancies and actions are never pruned. Rows go
+        in batches of 5,000, each its own short transaction, so the receiver and the worker are never held up.
+        deploy/payrecon-prune.timer runs it daily.
+        """
+) { args in
+    let env = Environment()
+    let policy: RetentionPolicy
+    do throws(RetentionPolicy.ParseError) { policy = try RetentionPolicy.parse(env["PAYRECON_RETAIN"]) } catch { throw ConfigurationError(error.description) }
+    let conn = try connect(try env.databaseURL(flag: args.value(Options.databaseURL)))
+    defer { conn.close() }
+    let dry = args.flag(dryRun)
+    let removed = try PruneStore.prune(policy, dryRun: dry, on: conn)
+    let verb = dry ? "would remove" : "removed"
+    print("\(verb) \(removed.deliveries) finished deliveries, \(removed.rejected) rejected-delivery samples, \(removed.runs) closed runs")
+    return Exit.ok
+}

@@ -1,0 +1,77 @@
+import Foundation
+import Postgres
+import Reconciliation
+
+/// `PAYRECON_RETAIN`: how long `payrecon prune` keeps finished deliveries (done, ignored), rejected-delivery samples,
+/// and closed runs. `deliveries=90d,rejected=7d,runs=90d`, any subset (the rest keep their defaults).
+public struct RetentionPolicy: Sendable, Equatable {
+    public var deliveriesSeconds: Int64 = 90 * 86_400
+    public var rejectedSeconds: Int64 = 7 * 86_400
+    public var runsSeconds: Int64 = 90 * 86_400
+
+    public init() {}
+
+    public struct ParseError: Error, CustomStringConvertible, Sendable { public var description: String }
+
+    public static func parse(_ text: String?) throws(ParseError) -> RetentionPolicy {
+        var policy = RetentionPolicy()
+        guard let text, !text.trimmingCharacters(in: .whitespaces).isEmpty else { return policy }
+        var seen = Set<String>()
+        for entry in text.split(separator: ",", omittingEmptySubsequences: false) {
+            let part = entry.trimmingCharacters(in: .whitespaces)
+            let pieces = part.split(separator: "=", maxSplits: 1).map(String.init)
+            guard pieces.count == 2 else {
+                throw ParseError(description: "PAYRECON_RETAIN entry '\(part)' is not name=duration (e.g. deliveries=90d,rejected=7d,runs=90d)")
+            }
+            let seconds: Int64
+            do { seconds = try DurationParser.parse(pieces[1]) } catch {
+                throw ParseError(description: "PAYRECON_RETAIN \(pieces[0])=\(pieces[1]): \(error); use 90s, 10m, 24h or 7d")
+            }
+            guard seen.insert(pieces[0]).inserted else { throw ParseError(description: "PAYRECON_RETAIN names \(pieces[0]) twice") }
+            switch pieces[0] {
+            case "deliveries": policy.deliveriesSeconds = seconds
+            case "rejected": policy.rejectedSeconds = seconds
+            case "runs": policy.runsSeconds = seconds
+            default: throw ParseError(description: "PAYRECON_RETAIN names '\(pieces[0])': it keeps deliveries, rejected and runs")
+            }
+        }
+        return policy
+    }
+}
+
+/// `payrecon prune`: deletes what the retention policy no longer keeps, in batches of `batchSize` rows, each its
+/// own short transaction (no long lock: the receiver and the worker go on). Dead and pending deliveries, orders,
+/// discrepancies and actions are never touched.
+public enum PruneStore {
+    public struct Removed: Sendable, Equatable {
+        public var deliveries = 0, rejected = 0, runs = 0
+        public init() {}
+    }
+
+    /// What would go (`dryRun`) or went.
+    public static func prune(_ policy: RetentionPolicy, dryRun: Bool, batchSize: Int = 5000, on conn: PostgresConnection) throws -> Removed {
+        var removed = Removed()
+        let targets: [(table: String, condition: String, seconds: Int64, count: WritableKeyPath<Removed, Int>)] = [
+            ("deliveries", "status IN ('done', 'ignored') AND processed_at < now() - make_interval(secs => $1::bigint)",
+             policy.deliveriesSeconds, \.deliveries),
+            ("rejected_deliveries", "received_at < now() - make_interval(secs => $1::bigint)", policy.rejectedSeconds, \.rejected),
+            ("runs", "finished_at IS NOT NULL AND finished_at < now() - make_interval(secs => $1::bigint)", policy.runsSeconds, \.runs),
+        ]
+        for target in targets {
+            if dryRun {
+                let n = try conn.query("SELECT count(*) AS n FROM \(target.table) WHERE \(target.condition)", [.int64(target.seconds)])
+                removed[keyPath: target.count] = Int(try n.first?.int64("n") ?? 0)
+                continue
+            }
+            while true {
+                let n = try conn.execute("""
+                    DELETE FROM \(target.table) WHERE id IN (
+                        SELECT id FROM \(target.table) WHERE \(target.condition) ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED)
+                    """, [.int64(target.seconds), .int64(Int64(batchSize))])
+                removed[keyPath: target.count] += n
+                if n < batchSize { break }
+            }
+        }
+        return removed
+    }
+}
