@@ -139,9 +139,15 @@ public final class Receiver: Sendable {
         case .success(let a): accepted = a
         }
         let delivery = NewDelivery(provider: provider, dedupeKey: accepted.dedupeKey, eventType: accepted.eventType,
-                                   headers: headers, body: request.body)
+                                   headers: headers, body: request.body, transmissionID: accepted.transmissionID)
         committer.store(delivery) { [metrics, log] outcome in
             switch outcome {
+            case .stored(let stored) where stored.refused != nil:
+                // Signed, but its transmission was already stored with another body: a forged body matching the CRC32
+                // PayPal signed. Counted as a rejection; nothing is stored.
+                metrics.delivery(provider, outcome: "invalid_signature")
+                log().warning("delivery refused: transmission id reused with another body")
+                responder.respond(.error(401, "invalid_signature", stored.refused!))
             case .stored(let stored):
                 let status = stored.inserted ? "accepted" : "duplicate"
                 metrics.delivery(provider, outcome: status)

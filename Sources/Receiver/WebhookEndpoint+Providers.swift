@@ -14,7 +14,7 @@ public struct VerifyingEndpoint: WebhookEndpoint {
     public func accept(headers: HTTPHeaders, body: [UInt8], now: Date) -> Result<AcceptedDelivery, DeliveryRejection> {
         do {
             let event = try webhook.accept(headers: headers, body: body, now: now)
-            return .success(AcceptedDelivery(dedupeKey: event.dedupeKey, eventType: event.eventType))
+            return .success(AcceptedDelivery(dedupeKey: event.dedupeKey, eventType: event.eventType, transmissionID: event.transmissionID))
         } catch { return .failure(DeliveryRejection(error)) }
     }
 

@@ -13,9 +13,11 @@ public protocol WebhookEndpoint: Sendable {
 public struct AcceptedDelivery: Sendable {
     public var dedupeKey: String
     public var eventType: String?
-    public init(dedupeKey: String, eventType: String?) {
+    public var transmissionID: String?
+    public init(dedupeKey: String, eventType: String?, transmissionID: String? = nil) {
         self.dedupeKey = AcceptedDelivery.storable(dedupeKey)
         self.eventType = eventType.map { String(AcceptedDelivery.storable($0).prefix(200)) }
+        self.transmissionID = transmissionID.map(AcceptedDelivery.storable)
     }
 
     /// Keys go into a text column: NUL bytes can't, and very long ones shouldn't; such keys are hashed instead.

@@ -10,8 +10,12 @@ public struct NewDelivery: Sendable {
     public var eventType: String?
     public var headers: [(String, String)]
     public var body: [UInt8]
-    public init(provider: Provider, dedupeKey: String, eventType: String?, headers: [(String, String)], body: [UInt8]) {
+    /// PayPal's PAYPAL-TRANSMISSION-ID: a stored delivery with it and another body refuses this one.
+    public var transmissionID: String?
+    public init(provider: Provider, dedupeKey: String, eventType: String?, headers: [(String, String)], body: [UInt8],
+                transmissionID: String? = nil) {
         self.provider = provider; self.dedupeKey = dedupeKey; self.eventType = eventType; self.headers = headers; self.body = body
+        self.transmissionID = transmissionID
     }
 }
 
@@ -36,13 +40,19 @@ public struct Rejection: Sendable {
 public struct StoredDelivery: Sendable, Equatable {
     public var id: Int64
     public var inserted: Bool
-    public init(id: Int64, inserted: Bool) { self.id = id; self.inserted = inserted }
+    /// Not stored, and why (its transmission id is already stored with another body): answered 401.
+    public var refused: String?
+    public init(id: Int64, inserted: Bool, refused: String? = nil) { self.id = id; self.inserted = inserted; self.refused = refused }
+
+    public static func refused(_ why: String) -> StoredDelivery { StoredDelivery(id: 0, inserted: false, refused: why) }
 }
 
 /// SQL for the durable inbox. Group commit: many deliveries (and rejections) in one transaction, sent as one
 /// pipeline (BEGIN; INSERT…; COMMIT) so a batch costs one round trip and one fsync.
 public enum DeliveryStore {
     public static let channel = "payrecon_deliveries"
+    /// `statement_timeout` of the receiver's commits: the commit deadline's default (PAYRECON_COMMIT_TIMEOUT, 5 s).
+    public static let commitStatementTimeoutMilliseconds = 5000
 
     static let insertDelivery = """
         INSERT INTO deliveries (provider, dedupe_key, event_type, headers, body, redeliveries, last_redelivered_at)
@@ -71,11 +81,16 @@ public enum DeliveryStore {
             if let j = firstIndex[key] { mapping[i] = j; extra[j] += 1 }
             else { firstIndex[key] = unique.count; mapping[i] = unique.count; unique.append(i); extra.append(0) }
         }
-        var statements: [PostgresStatement] = [PostgresStatement("BEGIN")]
+        // The receiver's durability does not depend on the server's defaults (contract §4): the commit waits for the
+        // WAL flush, and no statement runs longer than the commit deadline. SET LOCAL ends with the transaction, so
+        // nothing is left on the session (PgBouncer in transaction mode hands it to someone else next).
+        var statements: [PostgresStatement] = [PostgresStatement("BEGIN"), PostgresStatement("SET LOCAL synchronous_commit = on"),
+                                                PostgresStatement("SET LOCAL statement_timeout = '\(commitStatementTimeoutMilliseconds)ms'")]
+        let insertIndex = statements.count
         if !unique.isEmpty {
             // One multi-row INSERT for the batch: one parse, plan and executor start instead of one per delivery.
             var params: [PostgresValue] = []
-            params.reserveCapacity(unique.count * 6)
+            params.reserveCapacity(unique.count * 7)
             var rows: [String] = []
             rows.reserveCapacity(unique.count)
             // Rows in key order: two receivers inserting overlapping keys then lock them in the same order and
@@ -83,14 +98,20 @@ public enum DeliveryStore {
             let order = unique.indices.sorted { deliveries[unique[$0]].dedupeKey < deliveries[unique[$1]].dedupeKey }
             for (row, n) in order.enumerated() {
                 let d = deliveries[unique[n]]
-                let b = row * 6
-                rows.append("($\(b + 1)::text, $\(b + 2)::text, $\(b + 3)::text, $\(b + 4)::jsonb, $\(b + 5)::bytea, $\(b + 6)::int8, CASE WHEN $\(b + 6)::int8 > 0 THEN now() END)")
+                let b = row * 7
+                rows.append("($\(b + 1)::text, $\(b + 2)::text, $\(b + 3)::text, $\(b + 4)::jsonb, $\(b + 5)::bytea, $\(b + 6)::int8, $\(b + 7)::text)")
                 params += [.text(d.provider.rawValue), .text(d.dedupeKey), d.eventType.map { .text($0) } ?? .null,
-                           .jsonb(headersJSON(d.headers)), .bytea(d.body), .int64(extra[n])]
+                           .jsonb(headersJSON(d.headers)), .bytea(d.body), .int64(extra[n]), d.transmissionID.map { .text($0) } ?? .null]
             }
+            // A transmission id already stored with another body is refused: PayPal signs a CRC32 of the body, which
+            // a different body can match (contract §4). Refused rows are simply not in RETURNING.
             statements.append(PostgresStatement("""
-                INSERT INTO deliveries (provider, dedupe_key, event_type, headers, body, redeliveries, last_redelivered_at)
-                VALUES \(rows.joined(separator: ", "))
+                INSERT INTO deliveries (provider, dedupe_key, event_type, headers, body, redeliveries, last_redelivered_at, transmission_id)
+                SELECT v.provider, v.dedupe_key, v.event_type, v.headers, v.body, v.redeliveries,
+                       CASE WHEN v.redeliveries > 0 THEN now() END, v.transmission_id
+                FROM (VALUES \(rows.joined(separator: ", "))) AS v(provider, dedupe_key, event_type, headers, body, redeliveries, transmission_id)
+                WHERE v.transmission_id IS NULL OR NOT EXISTS (
+                    SELECT 1 FROM deliveries d WHERE d.provider = v.provider AND d.transmission_id = v.transmission_id AND d.body <> v.body)
                 ON CONFLICT (provider, dedupe_key) DO UPDATE
                     SET redeliveries = deliveries.redeliveries + 1 + excluded.redeliveries, last_redelivered_at = now()
                 RETURNING id, (xmax = 0) AS inserted, provider, dedupe_key
@@ -110,7 +131,7 @@ public enum DeliveryStore {
         for result in results { _ = try result.get() }
         var byKey: [String: StoredDelivery] = [:]
         if !unique.isEmpty {
-            for row in try results[1].get() {
+            for row in try results[insertIndex].get() {
                 byKey[try row.string("provider") + "\u{0}" + row.string("dedupe_key")] =
                     StoredDelivery(id: try row.int64("id"), inserted: try row.bool("inserted"))
             }
@@ -119,12 +140,17 @@ public enum DeliveryStore {
         for i in unique {
             let d = deliveries[i]
             guard let s = byKey[d.provider.rawValue + "\u{0}" + d.dedupeKey] else {
-                throw PostgresError.protocolViolation("INSERT … RETURNING gave no row for a delivery")
+                guard let tid = d.transmissionID else {
+                    throw PostgresError.protocolViolation("INSERT … RETURNING gave no row for a delivery")
+                }
+                stored.append(.refused("\(d.provider.rawValue) transmission id \(tid) is already stored with another body"))
+                continue
             }
             stored.append(s)
         }
         return deliveries.indices.map { i in
             let s = stored[mapping[i]]
+            if s.refused != nil { return s }
             // Only the first of identical deliveries in a batch is the one that inserted.
             let isFirst = unique[mapping[i]] == i
             return StoredDelivery(id: s.id, inserted: s.inserted && isFirst)

@@ -138,11 +138,13 @@ import Worker
     @Test func twoExecutorsRacingOnOneActionCallTheProviderOnce() async throws {
         try await WorkerHarness.with { h in
             _ = try await Self.plannedPayPalCapture(h)
-            let a = ActionExecutor(pool: h.pool, gateway: h.gateway, checker: h.checker, leaseSeconds: 1)
-            let b = ActionExecutor(pool: h.pool, gateway: h.gateway, checker: h.checker, leaseSeconds: 1)
-            try await h.faults(#"{"latency_ms":3000}"#)   // the re-fetch and the call each outlast a 1 s lease
+            // A 2 s lease renewed every 667 ms: on a loaded 2-core machine a 1 s lease could lapse between two
+            // renewals, and the fence then rightly keeps the first executor from recording its outcome.
+            let a = ActionExecutor(pool: h.pool, gateway: h.gateway, checker: h.checker, leaseSeconds: 2)
+            let b = ActionExecutor(pool: h.pool, gateway: h.gateway, checker: h.checker, leaseSeconds: 2)
+            try await h.faults(#"{"latency_ms":4000}"#)   // the re-fetch and the call each outlast a 2 s lease
             let first = Task { await a.executePending() }
-            try await Task.sleep(for: .milliseconds(1500))   // a's claim would have run out by now
+            try await Task.sleep(for: .milliseconds(3000))   // a's claim would have run out by now
             let second = await b.executePending()
             let firstTotals = await first.value
             #expect(firstTotals.succeeded == 1)

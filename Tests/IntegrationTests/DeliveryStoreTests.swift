@@ -45,3 +45,43 @@ import Testing
         #expect(DeliveryStore.headersJSON([("A", "é")]) == "[[\"A\",\"é\"]]")
     }
 }
+
+/// The receiver's commits do not depend on the server's or the session's defaults (contract §4): synchronous_commit
+/// on and a statement_timeout, both SET LOCAL (nothing is left on the session for a pooler to hand on).
+@Suite struct DeliveryCommitSettingsTests {
+    @Test func aSessionsOwnSettingsDoNotWeakenOrBreakTheCommit() throws {
+        let db = try TestDatabase.create(); defer { db.drop() }
+        let conn = try db.connect(); defer { conn.close() }
+        // A session (or a server) configured to lose commits and to cut statements after 1 ms.
+        _ = try conn.execute("SET synchronous_commit = off")
+        _ = try conn.execute("SET statement_timeout = '1ms'")
+        _ = try conn.execute("SET lock_timeout = 0")
+        // pg_sleep inside the INSERT would trip 1 ms; the commit's own statement_timeout (5 s) applies instead.
+        let stored = try DeliveryStore.commit([NewDelivery(provider: .pxp, dedupeKey: "settings-1", eventType: nil, headers: [],
+                                                           body: Array("{}".utf8))], rejections: [], on: conn)
+        #expect(stored.count == 1 && stored[0].inserted)
+        // And the session keeps its own settings afterwards: nothing leaked out of the transaction.
+        #expect(try conn.query("SHOW synchronous_commit").first?.string("synchronous_commit") == "off")
+        #expect(try conn.query("SELECT current_setting('statement_timeout') AS t").first?.string("t") == "1ms")
+        _ = try conn.execute("SET statement_timeout = 0")
+        #expect(try db.count("SELECT count(*) FROM deliveries WHERE dedupe_key = 'settings-1'") == 1)
+    }
+
+    @Test func theCommitRunsWithSynchronousCommitOn() throws {
+        let db = try TestDatabase.create(); defer { db.drop() }
+        let conn = try db.connect(); defer { conn.close() }
+        _ = try conn.execute("SET synchronous_commit = off")
+        // A trigger records the setting the insert ran under.
+        _ = try conn.execute("CREATE TABLE seen_settings (sync text, timeout text)")
+        _ = try conn.execute("""
+            CREATE FUNCTION record_settings() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN INSERT INTO seen_settings VALUES (current_setting('synchronous_commit'), current_setting('statement_timeout')); RETURN NEW; END $$
+            """)
+        _ = try conn.execute("CREATE TRIGGER record_settings BEFORE INSERT ON deliveries FOR EACH ROW EXECUTE FUNCTION record_settings()")
+        _ = try DeliveryStore.commit([NewDelivery(provider: .pxp, dedupeKey: "settings-2", eventType: nil, headers: [], body: Array("{}".utf8))],
+                                     rejections: [], on: conn)
+        let row = try #require(try conn.query("SELECT sync, timeout FROM seen_settings").first)
+        #expect(try row.string("sync") == "on")
+        #expect(try row.string("timeout") == "5s")
+    }
+}

@@ -90,6 +90,29 @@ struct ReceiverTests {
         }
     }
 
+    /// PayPal signs a CRC32 of the body, not the body: `forged` (new event id, another capture) has the same CRC32
+    /// as `genuine` (built by forcing four bytes of its "pad" value), so it passes the signature with the genuine
+    /// delivery's headers. The transmission id is already stored with another body: refused, nothing stored.
+    @Test func aTransmissionIdReusedWithAnotherBodyIsRefused() async throws {
+        let genuine = #"{"id":"WH-GENUINE-1","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_type":"capture","resource":{"id":"CAP-G1","status":"COMPLETED"}}"#
+        let forged = #"{"id":"WH-FORGED-6","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_type":"capture","resource":{"id":"CAP-EVIL","status":"COMPLETED"},"pad":"aK#L"}"#
+        #expect(CRC32.checksum(Array(genuine.utf8)) == CRC32.checksum(Array(forged.utf8)))
+        try await ReceiverHarness.with { h in
+            let headers = try h.paypal.headers(body: Array(genuine.utf8), webhookID: ReceiverHarness.paypalWebhookID)
+            let a = try await h.post("/webhooks/paypal", headers: headers, body: Array(genuine.utf8))
+            #expect(a.status == 200 && a.outcome == "accepted")
+            let b = try await h.post("/webhooks/paypal", headers: headers, body: Array(forged.utf8))
+            #expect(b.status == 401)
+            #expect(String(decoding: b.body, as: UTF8.self).contains("invalid_signature"))
+            #expect(String(decoding: b.body, as: UTF8.self).contains("already stored with another body"))
+            #expect(try h.database.count("SELECT count(*) FROM deliveries") == 1)
+            #expect(try h.database.count("SELECT count(*) FROM deliveries WHERE dedupe_key = 'WH-FORGED-6'") == 0)
+            // The genuine delivery replayed as it was is a duplicate, not a refusal.
+            let c = try await h.post("/webhooks/paypal", headers: headers, body: Array(genuine.utf8))
+            #expect(c.status == 200 && c.outcome == "duplicate" && c.eventID == a.eventID)
+        }
+    }
+
     struct ErrorCase: Sendable, CustomStringConvertible {
         var name: String
         var status: Int

@@ -41,7 +41,12 @@ public struct AcceptedEvent: Sendable, Hashable {
     /// Redeliveries share it (contract §4).
     public var dedupeKey: String
     public var eventType: String?
-    public init(dedupeKey: String, eventType: String?) { self.dedupeKey = dedupeKey; self.eventType = eventType }
+    /// The signed transmission's own id when the signature covers it but not the whole body (PayPal signs a CRC32
+    /// of the body): the store refuses a second, different body under the same transmission id.
+    public var transmissionID: String?
+    public init(dedupeKey: String, eventType: String?, transmissionID: String? = nil) {
+        self.dedupeKey = dedupeKey; self.eventType = eventType; self.transmissionID = transmissionID
+    }
 }
 
 // MARK: - The API side

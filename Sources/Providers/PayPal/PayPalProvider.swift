@@ -51,7 +51,8 @@ public enum PayPalProvider {
         public func accept(headers: Headers, body: [UInt8], now: Date) throws(WebhookRejection) -> AcceptedEvent {
             try verifier.verify(headers: headers, body: body, time: .at(now))
             let e = try PayPalEvent.parse(body: body)
-            return AcceptedEvent(dedupeKey: e.id, eventType: e.eventType)
+            return AcceptedEvent(dedupeKey: e.id, eventType: e.eventType,
+                                 transmissionID: headers[PayPalWebhookVerifier.transmissionIDHeader])
         }
     }
 
