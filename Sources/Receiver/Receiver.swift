@@ -36,6 +36,9 @@ public final class Receiver: Sendable {
     /// Request ids: a random prefix per process and a counter, so lines of one delivery can be found together.
     private let requestPrefix = String(UInt32.random(in: .min ... .max), radix: 16)
     private let requestCounter = Atomic<UInt64>(0)
+    /// What `/readyz` and `/metrics` answer from: refreshed in the background every `probeSeconds`, so neither ever
+    /// waits on the database (contract §4) nor runs a query per scrape.
+    private let probe: StorageProbe
 
     /// `endpoints`: one per provider that is configured; the others answer 503 `provider_not_configured`.
     public convenience init(configuration: Configuration, endpoints: [any WebhookEndpoint], pool: PostgresPool, logger: Logger = Logger()) {
@@ -49,9 +52,11 @@ public final class Receiver: Sendable {
         self.endpoints = Dictionary(uniqueKeysWithValues: endpoints.map { ($0.provider.rawValue, $0) })
         self.storage = storage
         self.committer = GroupCommitter(storage: storage)
+        let probe = StorageProbe(storage: storage)
+        self.probe = probe
         Metrics.shared.addCollector {
-            guard let n = storage.pendingCount() else { return [] }
-            return [(name: "payrecon_deliveries_pending", help: "Stored deliveries waiting for the worker.", value: n)]
+            guard let n = probe.pending else { return [] }
+            return [(name: "payrecon_deliveries_pending", help: "Stored deliveries waiting for the worker (refreshed every 2 s).", value: n)]
         }
     }
 
@@ -63,6 +68,7 @@ public final class Receiver: Sendable {
                                                 connectionTimeoutSeconds: configuration.connectionTimeoutSeconds)) { [self] request, responder in
             handle(request, responder)
         }
+        probe.start()
         try s.start()
         server.withLock { $0 = s }
         logger.info("receiver listening", ["address": "\(configuration.host):\(s.port)", "providers": endpoints.keys.sorted().joined(separator: ",")])
@@ -74,6 +80,7 @@ public final class Receiver: Sendable {
         let deadline = DispatchTime.now() + .seconds(configuration.drainSeconds)
         server.withLock { $0 }?.shutdown(drainTimeout: Double(configuration.drainSeconds))
         _ = committer.drain(timeout: deadline)
+        probe.stop()
         logger.info("receiver stopped")
     }
 
@@ -99,7 +106,7 @@ public final class Receiver: Sendable {
                 return responder.respond(HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")],
                                                       body: Array(Metrics.shared.render().utf8)))
             }
-            let ready = storage.isReady()
+            let ready = probe.ready
             return responder.respond(ready ? .json(200, #"{"status":"ready"}"#)
                                            : .error(503, "storage_unavailable", "the database is not reachable", headers: [("Retry-After", "5")]))
         default:
@@ -192,4 +199,41 @@ struct ReceiverMetrics: Sendable {
         let nanos = DispatchTime.now().uptimeNanoseconds - since.uptimeNanoseconds
         latency.observe(seconds: Double(nanos) / 1e9, [("provider", p.rawValue)])
     }
+}
+
+/// Reads the store's readiness and backlog off the request path, every `interval` seconds, on a queue of its own.
+final class StorageProbe: Sendable {
+    let storage: any ReceiverStorage
+    let interval: Double
+    private let readyFlag = Atomic<Bool>(false)
+    private let pendingValue = Atomic<Int64>(-1)
+    private let queue = DispatchQueue(label: "payrecon.receiver.probe")
+    /// Touched only on `queue`.
+    nonisolated(unsafe) private var source: DispatchSourceTimer?
+
+    init(storage: any ReceiverStorage, interval: Double = 2) { self.storage = storage; self.interval = interval }
+
+    var ready: Bool { readyFlag.load(ordering: .relaxed) }
+    var pending: Int64? { let n = pendingValue.load(ordering: .relaxed); return n < 0 ? nil : n }
+
+    func refresh() {
+        let ready = storage.isReady()
+        readyFlag.store(ready, ordering: .relaxed)
+        pendingValue.store(ready ? (storage.pendingCount() ?? -1) : -1, ordering: .relaxed)
+    }
+
+    /// Probes once now (before the receiver listens), then every `interval`.
+    func start() {
+        refresh()
+        queue.sync {
+            source?.cancel()
+            let t = DispatchSource.makeTimerSource(queue: queue)
+            t.schedule(deadline: .now() + interval, repeating: interval)
+            t.setEventHandler { [weak self] in self?.refresh() }
+            t.resume()
+            source = t
+        }
+    }
+
+    func stop() { queue.sync { source?.cancel(); source = nil } }
 }

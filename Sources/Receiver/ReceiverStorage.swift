@@ -25,7 +25,7 @@ public struct PostgresReceiverStorage: ReceiverStorage {
     public func commit(_ deliveries: [NewDelivery], rejections: [Rejection]) throws -> [StoredDelivery] {
         try pool.withConnection { try DeliveryStore.commit(deliveries, rejections: rejections, on: $0) }
     }
-    public func isReady() -> Bool { pool.healthy() }
+    public func isReady() -> Bool { pool.healthy(timeout: 1) }
     public func pendingCount() -> Int64? { try? pool.withConnection { try DeliveryStore.pendingCount(on: $0) } }
     public func isUnavailable(_ error: any Error) -> Bool {
         guard let error = error as? PostgresError else { return true }

@@ -29,7 +29,7 @@ import Testing
             let first = try #require(try rows(h).first)
             #expect(first.status == "open" && first.risk == 500)
 
-            let ack = try PayreconProcess.run(["discrepancies", "ack", String(first.id), "--note", "short-shipped, agreed with buyer"],
+            let ack = try await PayreconProcess.launch(["discrepancies", "ack", String(first.id), "--note", "short-shipped, agreed with buyer"],
                                               databaseURL: h.database.url)
             #expect(ack.status == 0, "\(ack.stderr)")
             #expect(ack.stdout.contains("acknowledged discrepancy \(first.id)"))
@@ -41,22 +41,22 @@ import Testing
             #expect(all[0].status == "acknowledged" && all[0].occurrences == 2 && all[0].note == "short-shipped, agreed with buyer")
 
             // The report leaves it out of the open set and the money at risk, and shows it when asked.
-            let open = try PayreconProcess.run(["report", "--format", "json"], databaseURL: h.database.url)
+            let open = try await PayreconProcess.launch(["report", "--format", "json"], databaseURL: h.database.url)
             let json = try #require(try JSONSerialization.jsonObject(with: Data(open.stdout.utf8)) as? [String: Any])
             let summary = try #require(json["summary"] as? [String: Any])
             #expect(summary["open"] as? Int == 0)
             #expect((summary["amount_at_risk"] as? [String: Any])?.isEmpty == true)
-            let listed = try PayreconProcess.run(["report", "--status", "acknowledged", "--format", "json"], databaseURL: h.database.url)
+            let listed = try await PayreconProcess.launch(["report", "--status", "acknowledged", "--format", "json"], databaseURL: h.database.url)
             let acknowledged = try #require((try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [String: Any])?["discrepancies"] as? [[String: Any]])
             #expect(acknowledged.count == 1)
             #expect(acknowledged.first?["status"] as? String == "acknowledged")
             #expect(acknowledged.first?["ack_note"] as? String == "short-shipped, agreed with buyer")
             #expect(acknowledged.first?["acknowledged_at"] is String)
-            let table = try PayreconProcess.run(["report", "--status", "all"], databaseURL: h.database.url)
+            let table = try await PayreconProcess.launch(["report", "--status", "all"], databaseURL: h.database.url)
             #expect(table.stdout.contains("[acknowledged") && table.stdout.contains("short-shipped, agreed with buyer"))
-            let csv = try PayreconProcess.run(["report", "--status", "all", "--format", "csv"], databaseURL: h.database.url)
+            let csv = try await PayreconProcess.launch(["report", "--status", "all", "--format", "csv"], databaseURL: h.database.url)
             #expect(csv.stdout.contains("acknowledged") && csv.stdout.contains("short-shipped"))
-            let html = try PayreconProcess.run(["report", "--status", "all", "--format", "html"], databaseURL: h.database.url)
+            let html = try await PayreconProcess.launch(["report", "--status", "all", "--format", "html"], databaseURL: h.database.url)
             #expect(html.stdout.contains(#"<option value="acknowledged">"#) && html.stdout.contains("short-shipped, agreed with buyer"))
 
             // The finding changes (now 12.00 captured): a new open row; the acknowledged one no longer holds.
@@ -79,12 +79,12 @@ import Testing
             try h.insert(WorkerHarness.order(.pxp, "O-A", ref: "TX-A", intent: .purchase, amount: 2000))
             _ = try await h.sweep()
             let id = try #require(try rows(h).first?.id)
-            #expect(try PayreconProcess.run(["discrepancies", "ack", String(id)], databaseURL: h.database.url).status == 0)
-            let again = try PayreconProcess.run(["discrepancies", "ack", String(id)], databaseURL: h.database.url)
+            #expect(try await PayreconProcess.launch(["discrepancies", "ack", String(id)], databaseURL: h.database.url).status == 0)
+            let again = try await PayreconProcess.launch(["discrepancies", "ack", String(id)], databaseURL: h.database.url)
             #expect(again.status == 1 && again.stderr.contains("already acknowledged"))
-            let missing = try PayreconProcess.run(["discrepancies", "ack", "999999"], databaseURL: h.database.url)
+            let missing = try await PayreconProcess.launch(["discrepancies", "ack", "999999"], databaseURL: h.database.url)
             #expect(missing.status == 1 && missing.stderr.contains("no discrepancy 999999"))
-            let bad = try PayreconProcess.run(["discrepancies", "ack", "x1"], databaseURL: h.database.url)
+            let bad = try await PayreconProcess.launch(["discrepancies", "ack", "x1"], databaseURL: h.database.url)
             #expect(bad.status == 2 && bad.stderr.contains("ID must be a discrepancy id"))
         }
     }

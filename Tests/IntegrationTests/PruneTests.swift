@@ -59,15 +59,15 @@ import Testing
         ]
     }
 
-    @Test func dryRunCountsAndRemovesNothingThenPruneRemovesOnlyWhatRetentionAllows() throws {
+    @Test func dryRunCountsAndRemovesNothingThenPruneRemovesOnlyWhatRetentionAllows() async throws {
         let db = try Self.seeded(); defer { db.drop() }
         let before = try counts(db)
-        let dry = try PayreconProcess.run(["prune", "--dry-run"], databaseURL: db.url)
+        let dry = try await PayreconProcess.launch(["prune", "--dry-run"], databaseURL: db.url)
         #expect(dry.status == 0, "\(dry.stderr)")
         #expect(dry.stdout.contains("would remove 2 finished deliveries, 2 rejected-delivery samples, 1 closed runs"))
         #expect(try counts(db) == before)
 
-        let real = try PayreconProcess.run(["prune"], databaseURL: db.url)
+        let real = try await PayreconProcess.launch(["prune"], databaseURL: db.url)
         #expect(real.status == 0, "\(real.stderr)")
         #expect(real.stdout.contains("removed 2 finished deliveries, 2 rejected-delivery samples, 1 closed runs"))
         let after = try counts(db)
@@ -75,12 +75,12 @@ import Testing
         #expect(after["rejected"] == 1 && after["runs"] == 2)
         #expect(after["orders"] == 1 && after["discrepancies"] == 1 && after["actions"] == 1)
         // Again: nothing left to remove.
-        #expect(try PayreconProcess.run(["prune"], databaseURL: db.url).stdout.contains("removed 0 finished deliveries, 0 rejected-delivery samples, 0 closed runs"))
+        #expect(try await PayreconProcess.launch(["prune"], databaseURL: db.url).stdout.contains("removed 0 finished deliveries, 0 rejected-delivery samples, 0 closed runs"))
     }
 
-    @Test func retentionIsConfigurable() throws {
+    @Test func retentionIsConfigurable() async throws {
         let db = try Self.seeded(); defer { db.drop() }
-        let r = try PayreconProcess.run(["prune"], databaseURL: db.url, environment: ["PAYRECON_RETAIN": "deliveries=12h, runs=365d"])
+        let r = try await PayreconProcess.launch(["prune"], databaseURL: db.url, environment: ["PAYRECON_RETAIN": "deliveries=12h, runs=365d"])
         #expect(r.status == 0, "\(r.stderr)")
         // Finished deliveries of a day ago go too; rejected keeps its default (7d); no run is a year old.
         #expect(r.stdout.contains("removed 4 finished deliveries, 2 rejected-delivery samples, 0 closed runs"))
@@ -92,10 +92,10 @@ import Testing
         ("orders=30d", "PAYRECON_RETAIN names 'orders': it keeps deliveries, rejected and runs"),
         ("runs=1d,runs=2d", "PAYRECON_RETAIN names runs twice"),
     ])
-    func aBadRetentionIsAClearErrorAndRemovesNothing(value: String, message: String) throws {
+    func aBadRetentionIsAClearErrorAndRemovesNothing(value: String, message: String) async throws {
         let db = try Self.seeded(); defer { db.drop() }
         let before = try counts(db)
-        let r = try PayreconProcess.run(["prune"], databaseURL: db.url, environment: ["PAYRECON_RETAIN": value])
+        let r = try await PayreconProcess.launch(["prune"], databaseURL: db.url, environment: ["PAYRECON_RETAIN": value])
         #expect(r.status == 2)
         #expect(r.stderr.contains(message), "\(r.stderr)")
         #expect(try counts(db) == before)

@@ -9,12 +9,12 @@ import Worker
 /// An order paid in several attempts or transactions, reconciled as one (contract §5), end to end: orders imported
 /// with several references, webhooks from paysim for each attempt, the real worker and sweep.
 @Suite("Several transactions per order", .serialized) struct SeveralTransactionsTests {
-    func importCSV(_ h: WorkerHarness, _ rows: String...) throws -> PayreconProcess.Result {
+    func importCSV(_ h: WorkerHarness, _ rows: String...) async throws -> PayreconProcess.Result {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("orders-\(UUID().uuidString).csv")
         try (["provider,order_id,merchant,site,transaction_ref,intent,amount,currency,fulfilment,refund_amount"] + rows)
             .joined(separator: "\n").write(to: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: file) }
-        return try PayreconProcess.run(["orders", "import", file.path], databaseURL: h.database.url)
+        return try await PayreconProcess.launch(["orders", "import", file.path], databaseURL: h.database.url)
     }
 
     @Test func aRetryAfterADeclineReconcilesClean() async throws {
@@ -22,7 +22,7 @@ import Worker
             // PXP: "use a new merchantTransactionId for each retry attempt"; the first was refused, the second authorised.
             _ = try await h.seedPXP("ATTEMPT-1", value: "20.00", state: "Refused")
             _ = try await h.seedPXP("ATTEMPT-2", value: "20.00", state: "Authorised")
-            let imported = try importCSV(h, "pxp,ORD-R,M1,S1,ATTEMPT-1 ATTEMPT-2,authorisation,20.00,GBP,fulfilled,0")
+            let imported = try await importCSV(h, "pxp,ORD-R,M1,S1,ATTEMPT-1 ATTEMPT-2,authorisation,20.00,GBP,fulfilled,0")
             #expect(imported.status == 0, "\(imported.stderr)")
             // The webhook for the refused attempt, then for the successful one: both re-check the order.
             let refused = try #require(try h.storeWebhook(#"{"provider":"pxp","merchantTransactionId":"ATTEMPT-1"}"#).first)
@@ -48,7 +48,7 @@ import Worker
         try await WorkerHarness.with { h in
             _ = try await h.seedPXP("F-1", value: "20.00", state: "Refused")
             _ = try await h.seedPXP("F-2", value: "20.00", state: "Refused")
-            #expect(try importCSV(h, "pxp,ORD-F,M1,S1,F-1 F-2,authorisation,20.00,GBP,fulfilled,0").status == 0)
+            #expect(try await importCSV(h, "pxp,ORD-F,M1,S1,F-1 F-2,authorisation,20.00,GBP,fulfilled,0").status == 0)
             _ = try await h.sweep()
             #expect(try h.openKinds(order: "ORD-F") == ["state_mismatch"])
         }
@@ -60,7 +60,7 @@ import Worker
                 [{"id":"PP-A","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"60.00","captures":[{"id":"CAP-A"}]},
                  {"id":"PP-B","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"40.00","captures":[{"id":"CAP-B"}]}]
                 """)
-            #expect(try importCSV(h, "paypal,ORD-S,,,PP-A PP-B,purchase,100.00,USD,fulfilled,70.00").status == 0)
+            #expect(try await importCSV(h, "paypal,ORD-S,,,PP-A PP-B,purchase,100.00,USD,fulfilled,70.00").status == 0)
             let before = (try await h.admin("/admin/stats", method: "GET")["requests"] as? [String: Int])?["paypal.get_order"] ?? 0
             let summary = try await h.sweep()
             #expect(summary.totals.checked == 1 && summary.totals.errors == 0)

@@ -34,6 +34,12 @@ public enum PayreconProcess {
         return try runBlocking(arguments, environment: env, timeoutSeconds: 120)
     }
 
+    /// As `run(_:databaseURL:environment:)`, off Swift's cooperative pool: for async tests, which must not block one
+    /// of its few threads (2 on these machines) while a process runs, starving every other suite's tasks.
+    public static func launch(_ arguments: [String], databaseURL: String?, environment extra: [String: String] = [:]) async throws -> Result {
+        try await offload { try run(arguments, databaseURL: databaseURL, environment: extra) }
+    }
+
     /// Output goes to files, not pipes, so a chatty process never blocks on a full pipe; past `timeoutSeconds`
     /// the process is terminated.
     static func runBlocking(_ arguments: [String], environment: [String: String], timeoutSeconds: Double) throws -> Result {

@@ -78,9 +78,16 @@ import Testing
             let answer = try await Self.pxp(base, #"{"a":1}"#, requestID: "r-3")
             #expect(answer.status == 503 && answer.text.contains("storage_unavailable"))
             #expect(answer.headers.first { $0.0.lowercased() == "retry-after" } != nil)
-            let ready = try await HTTPClient().send(HTTPClientRequest(method: "GET", url: base + "/readyz"))
-            #expect(ready.status == 503)
+            // /readyz answers from the background probe (every 2 s): it turns 503 without waiting on the store.
+            let notReady = try await eventually(10) {
+                let started = Date()
+                let ready = try await HTTPClient().send(HTTPClientRequest(method: "GET", url: base + "/readyz"))
+                #expect(Date().timeIntervalSince(started) < 1, "/readyz waited on the store")
+                return ready.status == 503
+            }
+            #expect(notReady)
             storage.setAvailable(true)
+            #expect(try await eventually(10) { try await HTTPClient().send(HTTPClientRequest(method: "GET", url: base + "/readyz")).status == 200 })
             #expect(try await Self.pxp(base, #"{"a":1}"#, requestID: "r-3").status == 200)
         }
     }
