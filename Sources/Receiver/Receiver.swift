@@ -140,6 +140,23 @@ public final class Receiver: Sendable {
                                             "\(provider.rawValue) webhooks are not configured on this receiver: set \(ProviderRegistry.definition(provider).webhookSecretVariable)",
                                             headers: [("Retry-After", "300")]))
         }
+        if endpoint.mayWait {
+            // Verification may fetch a certificate (bounded, one per URL, failures remembered): never on the thread
+            // that serves other connections. The answer goes out from here once the delivery is committed.
+            Self.verification.async { [self] in
+                verified(provider, endpoint, request, headers, started: started, log: log, reject: reject, responder)
+            }
+            return
+        }
+        verified(provider, endpoint, request, headers, started: started, log: log, reject: reject, responder)
+    }
+
+    /// Where verification that may wait runs: GCD's threads, never the HTTP threads.
+    static let verification = DispatchQueue(label: "payrecon.receiver.verify", attributes: .concurrent)
+
+    private func verified(_ provider: Provider, _ endpoint: any WebhookEndpoint, _ request: HTTPRequest, _ headers: [(String, String)],
+                          started: DispatchTime, log: @escaping @Sendable () -> Logger,
+                          reject: @escaping @Sendable (Int, String, String) -> Void, _ responder: HTTPResponder) {
         let accepted: AcceptedDelivery
         switch endpoint.accept(headers: request.headers, body: request.body, now: Date()) {
         case .failure(let rejection): return reject(rejection.status, rejection.code, rejection.message)

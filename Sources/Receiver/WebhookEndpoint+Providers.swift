@@ -11,6 +11,8 @@ public struct VerifyingEndpoint: WebhookEndpoint {
 
     public init(provider: Provider, webhook: any ProviderWebhook) { self.provider = provider; self.webhook = webhook }
 
+    public var mayWait: Bool { webhook.mayWait }
+
     public func accept(headers: HTTPHeaders, body: [UInt8], now: Date) -> Result<AcceptedDelivery, DeliveryRejection> {
         do {
             let event = try webhook.accept(headers: headers, body: body, now: now)

@@ -8,6 +8,12 @@ import Reconciliation
 public protocol WebhookEndpoint: Sendable {
     var provider: Provider { get }
     func accept(headers: HTTPHeaders, body: [UInt8], now: Date) -> Result<AcceptedDelivery, DeliveryRejection>
+    /// Accepting may wait on the network: the receiver runs it off the HTTP threads.
+    var mayWait: Bool { get }
+}
+
+extension WebhookEndpoint {
+    public var mayWait: Bool { false }
 }
 
 public struct AcceptedDelivery: Sendable {

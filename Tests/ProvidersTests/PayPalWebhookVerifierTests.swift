@@ -338,18 +338,78 @@ import Testing
         #expect(cache.count == 2)
     }
 
-    @Test func failuresAreNotCached() throws {
+    /// A URL that failed is not fetched again for 5 minutes (an unsigned sender could otherwise make every request
+    /// a fetch); then it may be tried again.
+    @Test func failuresAreRememberedForFiveMinutes() throws {
+        let clock = Clock()
         let upstream = CountingCertificateSource(pem: nil)
-        let cache = CachingCertificateSource(upstream: upstream)
+        let cache = CachingCertificateSource(upstream: upstream, clock: { clock.now })
         #expect(throws: CountingCertificateSource.Failure.self) { try cache.pem(for: "a") }
+        let again = #expect(throws: CachingCertificateSource.Refused.self) { try cache.pem(for: "a") }
+        #expect(again?.reason.contains("failed less than 5 minutes ago") == true)
+        #expect(upstream.calls.count == 1)
+        clock.advance(301)
         #expect(throws: CountingCertificateSource.Failure.self) { try cache.pem(for: "a") }
         #expect(upstream.calls.count == 2)
         #expect(cache.count == 0)
     }
 
+    /// Only a certificate the validator accepts is cached: a 200 answer that is not PayPal's certificate is a
+    /// failure (remembered), never served from the cache for a day.
+    @Test func onlyValidatedCertificatesAreCached() throws {
+        struct NotACertificate: Error {}
+        let upstream = CountingCertificateSource(pem: Array("<html>not a certificate</html>".utf8))
+        let cache = CachingCertificateSource(upstream: upstream, validate: { pem in
+            guard pem.starts(with: Array("-----BEGIN".utf8)) else { throw NotACertificate() }
+        })
+        #expect(throws: NotACertificate.self) { try cache.pem(for: "a") }
+        #expect(cache.count == 0)
+        #expect(throws: CachingCertificateSource.Refused.self) { try cache.pem(for: "a") }
+        #expect(upstream.calls == ["a"])
+    }
+
+    /// At most 10 distinct uncached URLs are fetched a minute; the eleventh is refused without a fetch, and a
+    /// cached one is still served.
+    @Test func newURLsAreRateLimited() throws {
+        let clock = Clock()
+        let upstream = CountingCertificateSource(pem: [1])
+        let cache = CachingCertificateSource(upstream: upstream, clock: { clock.now })
+        for i in 0..<10 { _ = try cache.pem(for: "u\(i)") }
+        let refused = #expect(throws: CachingCertificateSource.Refused.self) { try cache.pem(for: "u10") }
+        #expect(refused?.reason.contains("10 uncached certificate URLs were fetched in the last minute") == true)
+        #expect(try cache.pem(for: "u3") == [1])
+        #expect(upstream.calls.count == 10)
+        clock.advance(61)
+        #expect(try cache.pem(for: "u10") == [1])
+        #expect(upstream.calls.count == 11)
+    }
+
+    /// Many callers missing one URL at once make one fetch and all get its answer.
+    @Test func oneFetchAtATimePerURL() async throws {
+        final class Slow: CertificateSource, @unchecked Sendable {
+            let lock = NSLock(); var calls = 0
+            func pem(for url: String) throws -> [UInt8] {
+                lock.withLock { calls += 1 }
+                Thread.sleep(forTimeInterval: 0.3)
+                return [5]
+            }
+        }
+        let upstream = Slow()
+        let cache = CachingCertificateSource(upstream: upstream)
+        let results = await withTaskGroup(of: [UInt8]?.self) { group in
+            for _ in 0..<8 { group.addTask { await offloadPEM { try? cache.pem(for: "same") } } }
+            var all: [[UInt8]?] = []
+            for await r in group { all.append(r) }
+            return all
+        }
+        #expect(results.count == 8 && results.allSatisfy { $0 == [5] })
+        #expect(upstream.lock.withLock { upstream.calls } == 1)
+        #expect(cache.fetches == 1)
+    }
+
     @Test func safeUnderConcurrentUse() async throws {
         let upstream = CountingCertificateSource(pem: [7])
-        let cache = CachingCertificateSource(upstream: upstream, maxEntries: 8)
+        let cache = CachingCertificateSource(upstream: upstream, maxEntries: 8, maxNewURLsPerMinute: 1000)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for i in 0..<200 {
                 group.addTask {
@@ -362,4 +422,9 @@ import Testing
         #expect(cache.count <= 8)
         #expect(cache.statistics.hits + cache.statistics.misses == 200)
     }
+}
+
+/// Runs a blocking call on a thread of its own (the cache blocks its waiters).
+func offloadPEM<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { c in Thread { c.resume(returning: body()) }.start() }
 }

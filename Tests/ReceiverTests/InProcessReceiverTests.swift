@@ -72,6 +72,36 @@ import Testing
         }
     }
 
+    /// A PayPal delivery pointing at a slow certificate URL waits off the HTTP threads: a genuine PXP delivery on the
+    /// receiver's only HTTP thread is answered at once (contract §4: no unauthenticated sender slows a genuine one).
+    @Test func aSlowCertificateFetchDoesNotHoldTheHTTPThread() async throws {
+        final class SlowSource: CertificateSource, @unchecked Sendable {
+            func pem(for url: String) throws -> [UInt8] { Thread.sleep(forTimeInterval: 3); throw Slow() }
+            struct Slow: Error {}
+        }
+        let storage = InMemoryReceiverStorage()
+        let paypal = try PayPalWebhookVerifier(webhookID: "WH-ID", certificateSource: CachingCertificateSource(upstream: SlowSource()))
+        let endpoints = [VerifyingEndpoint(provider: .pxp, webhook: PXPProvider.Webhook(verifier: try PXPWebhookVerifier(key: Self.key))),
+                         VerifyingEndpoint(provider: .paypal, webhook: PayPalProvider.Webhook(verifier: paypal))]
+        let receiver = Receiver(configuration: .init(host: "127.0.0.1", port: 0, threads: 1), endpoints: endpoints, storage: storage)
+        let port = try receiver.start()
+        defer { receiver.shutdown() }
+        let base = "http://127.0.0.1:\(port)"
+        let unsigned = Task {
+            try await HTTPClient().send(HTTPClientRequest(method: "POST", url: base + "/webhooks/paypal", headers: [
+                ("PAYPAL-TRANSMISSION-ID", UUID().uuidString), ("PAYPAL-TRANSMISSION-TIME", ISO8601.format(Date())),
+                ("PAYPAL-TRANSMISSION-SIG", "AAAA"), ("PAYPAL-CERT-URL", "https://api.paypal.com/v1/notifications/certs/CERT-slow")],
+                body: Array(#"{"id":"WH-X"}"#.utf8)))
+        }
+        try await Task.sleep(for: .milliseconds(200))   // the PayPal request is waiting on its certificate now
+        let started = Date()
+        let genuine = try await Self.pxp(base, #"{"eventData":{"merchantTransactionId":"TX-S"}}"#, requestID: "r-slow")
+        #expect(genuine.status == 200)
+        #expect(Date().timeIntervalSince(started) < 1.5, "the genuine delivery waited behind the certificate fetch")
+        let refused = try await unsigned.value
+        #expect(refused.status == 401 && refused.text.contains("untrusted_certificate"))
+    }
+
     @Test func unavailableStorageIs503WithRetryAfterAndNotReady() async throws {
         try await Self.with { base, storage in
             storage.setAvailable(false)

@@ -34,6 +34,13 @@ public struct ProviderDefinition: Sendable {
 /// Verifies a delivery on its raw bytes and only then reads it (nothing unauthenticated is interpreted).
 public protocol ProviderWebhook: Sendable {
     func accept(headers: Headers, body: [UInt8], now: Date) throws(WebhookRejection) -> AcceptedEvent
+    /// Whether verifying may wait on the network (PayPal's certificate fetch): the receiver then runs it off the
+    /// threads that serve requests, so a sender pointing at a slow URL never slows another delivery.
+    var mayWait: Bool { get }
+}
+
+extension ProviderWebhook {
+    public var mayWait: Bool { false }
 }
 
 /// What the receiver stores with a verified delivery.

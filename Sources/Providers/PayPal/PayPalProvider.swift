@@ -20,9 +20,14 @@ public enum PayPalProvider {
         guard let webhookID = env["PAYPAL_WEBHOOK_ID"] else { return nil }
         let tolerance = try env.signatureTolerance()
         do {
+            let roots = try trustRoots(env)
+            // Only a certificate that parsed, chained and names PayPal's CN is cached; failures are remembered.
+            let source = CachingCertificateSource(upstream: HTTPCertificateSource(), validate: { pem in
+                try PayPalWebhookVerifier.validateSigningCertificate(pem, trustRoots: roots)
+            })
             return Webhook(verifier: try PayPalWebhookVerifier(
-                webhookID: webhookID, certificateSource: CachingCertificateSource(upstream: HTTPCertificateSource()),
-                trustRoots: try trustRoots(env), certURLPrefixes: certURLPrefixes(env), tolerance: tolerance))
+                webhookID: webhookID, certificateSource: source,
+                trustRoots: roots, certURLPrefixes: certURLPrefixes(env), tolerance: tolerance))
         } catch let e as ConfigurationError { throw e } catch { throw ConfigurationError("PayPal webhooks: \(error)") }
     }
 
@@ -48,6 +53,8 @@ public enum PayPalProvider {
     public struct Webhook: ProviderWebhook {
         public let verifier: PayPalWebhookVerifier
         public init(verifier: PayPalWebhookVerifier) { self.verifier = verifier }
+        /// Verifying may fetch a certificate: the receiver runs it off the threads that serve requests.
+        public var mayWait: Bool { true }
         public func accept(headers: Headers, body: [UInt8], now: Date) throws(WebhookRejection) -> AcceptedEvent {
             try verifier.verify(headers: headers, body: body, time: .at(now))
             let e = try PayPalEvent.parse(body: body)

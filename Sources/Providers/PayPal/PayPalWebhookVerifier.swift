@@ -122,6 +122,21 @@ public struct PayPalWebhookVerifier: Sendable {
         }
     }
 
+    /// What a fetched certificate must be before it is cached: a readable PEM leaf that chains to `trustRoots` now,
+    /// issued to the CN PayPal signs with (the verifier checks it again at the transmission time).
+    public static func validateSigningCertificate(_ pem: [UInt8], trustRoots: [X509Certificate], now: Date = Date()) throws {
+        struct Invalid: Error, CustomStringConvertible { var description: String }
+        let leaf: X509Certificate
+        do { leaf = try X509Certificate.parsePEM(pem) } catch { throw Invalid(description: "not a PEM certificate: \(error)") }
+        if case .untrusted(let reason) = CertificateChain.verify(leaf: leaf, trustRoots: trustRoots, at: now) {
+            throw Invalid(description: "does not chain to PAYPAL_TRUST_ROOTS: \(reason)")
+        }
+        let names = leaf.subjectCommonNames
+        guard names.count == 1, signingCommonNames.contains(names[0]) else {
+            throw Invalid(description: "issued to \(names.joined(separator: ", ")), not PayPal's message verification certificate")
+        }
+    }
+
     /// `transmission_id|transmission_time|webhook_id|crc32 decimal`: the string PayPal signs.
     public static func signedMessage(transmissionID: String, transmissionTime: String, webhookID: String, body: [UInt8]) -> String {
         "\(transmissionID)|\(transmissionTime)|\(webhookID)|\(CRC32.checksum(body))"
