@@ -1,4 +1,5 @@
 import Foundation
+import PaysimCore
 import PayreconTesting
 import Postgres
 import Reconciliation
@@ -107,6 +108,33 @@ import Worker
             #expect(order.transactionRefs == ["PP-OLD", "PP-NEW"])
             // Paid by the new order; the abandoned one (pending, young) is no discrepancy.
             #expect(try h.openKinds(order: "ORD-L").isEmpty)
+        }
+    }
+}
+
+/// `PXP_MAX_RPS` honoured by the real `payrecon reconcile` against paysim: every order fetched (paysim's count), and
+/// no faster than the limit allows (a lower bound only: load can only make it slower).
+@Suite("Provider rate limits", .serialized) struct ProviderRateLimitTests {
+    @Test func theSweepStaysUnderPXPMaxRPS() async throws {
+        try await WorkerHarness.with { h in
+            var orders: [Order] = []
+            for i in 0..<20 {
+                _ = try await h.seedPXP("RPS-\(i)", value: "20.00")
+                orders.append(WorkerHarness.order(.pxp, "O-RPS-\(i)", ref: "RPS-\(i)", amount: 2000, fulfilment: .open))
+            }
+            try h.insert(orders)
+            let before = (try await h.admin("/admin/stats", method: "GET")["requests"] as? [String: Int])?["pxp.get_transaction"] ?? 0
+            let config = SimConfig()
+            let started = Date()
+            let run = try await PayreconProcess.launch(["reconcile", "--all", "--concurrency", "16"], databaseURL: h.database.url, environment: [
+                "PXP_API_BASE_URL": h.paysimURL + "/api/v1", "PXP_CLIENT_ID": config.pxpClientID, "PXP_TOKEN_ID": config.pxpTokenID,
+                "PXP_TOKEN_VALUE": config.pxpTokenValue, "PXP_MAX_RPS": "20"])
+            let elapsed = Date().timeIntervalSince(started)
+            #expect(run.status == 0, "\(run.stderr)")
+            let after = (try await h.admin("/admin/stats", method: "GET")["requests"] as? [String: Int])?["pxp.get_transaction"] ?? 0
+            #expect(after - before == 20)
+            // 20 requests at 20/s: the last is sent at least 19 × 50 ms after the first.
+            #expect(elapsed >= 0.95, "20 fetches took \(elapsed) s at PXP_MAX_RPS=20")
         }
     }
 }

@@ -44,7 +44,10 @@ public struct ConfiguredProviders: Sendable {
         var apis: [Provider: any ProviderAPI] = [:]
         var hooks: [Provider: any ProviderWebhook] = [:]
         for d in ProviderRegistry.definitions {
-            apis[d.provider] = try d.api(environment, transport)
+            // `<PROVIDER>_MAX_RPS`: this provider's requests go through a limiter of their own.
+            let limited: any ProviderTransport = try RateLimitedTransport.limit(for: d.provider.rawValue, in: environment)
+                .map { RateLimitedTransport(base: transport, perSecond: $0) } ?? transport
+            apis[d.provider] = try d.api(environment, limited)
             if webhooks, let hook = try d.webhook(environment) { hooks[d.provider] = hook }
         }
         self.init(apis: apis, webhooks: hooks)
