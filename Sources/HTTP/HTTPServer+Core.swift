@@ -56,6 +56,7 @@ final class ServerCore: @unchecked Sendable {
             option(.THREAD_POOL_SIZE), CUnsignedInt(max(1, configuration.threads)),
             option(.CONNECTION_TIMEOUT), CUnsignedInt(configuration.connectionTimeoutSeconds),
             option(.CONNECTION_LIMIT), CUnsignedInt(max(1, configuration.connectionLimit)),
+            option(.PER_IP_CONNECTION_LIMIT), CUnsignedInt(max(0, configuration.connectionLimitPerIP)),
             option(.CONNECTION_MEMORY_LIMIT), Int(max(8 * 1024, configuration.memoryLimitPerConnection)),
             option(.NOTIFY_COMPLETED), unsafeBitCast(requestCompleted, to: OpaquePointer.self), OpaquePointer(cls),
         ]

@@ -37,6 +37,8 @@ public final class HTTPServer: @unchecked Sendable {
         /// Most simultaneous connections (split across the threads); at the limit MHD stops accepting and
         /// newcomers wait in the kernel backlog until a connection closes.
         public var connectionLimit: Int
+        /// Most simultaneous connections from one IP address (MHD refuses more at once); 0: no per-IP limit.
+        public var connectionLimitPerIP: Int
         /// Memory MHD may use per connection for the request line, headers and read buffer.
         public var memoryLimitPerConnection: Int
         /// Receives libmicrohttpd's own diagnostics (one line each); nil silences them.
@@ -49,6 +51,7 @@ public final class HTTPServer: @unchecked Sendable {
             maxBodyBytes: Int = 1_048_576,
             connectionTimeoutSeconds: UInt32 = 30,
             connectionLimit: Int = 1000,
+            connectionLimitPerIP: Int = 0,
             memoryLimitPerConnection: Int = 64 * 1024,
             errorLog: (@Sendable (String) -> Void)? = nil
         ) {
@@ -58,6 +61,7 @@ public final class HTTPServer: @unchecked Sendable {
             self.maxBodyBytes = maxBodyBytes
             self.connectionTimeoutSeconds = connectionTimeoutSeconds
             self.connectionLimit = connectionLimit
+            self.connectionLimitPerIP = connectionLimitPerIP
             self.memoryLimitPerConnection = memoryLimitPerConnection
             self.errorLog = errorLog
         }

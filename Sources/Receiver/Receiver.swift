@@ -19,10 +19,15 @@ public final class Receiver: Sendable {
         public var threads: Int
         public var connectionTimeoutSeconds: UInt32
         public var drainSeconds: Int
+        /// PAYRECON_MAX_CONNECTIONS and PAYRECON_MAX_CONNECTIONS_PER_IP (contract §3): one sender cannot take every
+        /// connection slot.
+        public var maxConnections: Int
+        public var maxConnectionsPerIP: Int
         public init(host: String = "127.0.0.1", port: UInt16 = 8080, maxBodyBytes: Int = 1_048_576, threads: Int = 4,
-                    connectionTimeoutSeconds: UInt32 = 15, drainSeconds: Int = 20) {
+                    connectionTimeoutSeconds: UInt32 = 15, drainSeconds: Int = 20, maxConnections: Int = 1000, maxConnectionsPerIP: Int = 256) {
             self.host = host; self.port = port; self.maxBodyBytes = maxBodyBytes; self.threads = threads
             self.connectionTimeoutSeconds = connectionTimeoutSeconds; self.drainSeconds = drainSeconds
+            self.maxConnections = maxConnections; self.maxConnectionsPerIP = maxConnectionsPerIP
         }
     }
 
@@ -65,7 +70,9 @@ public final class Receiver: Sendable {
     public func start() throws -> UInt16 {
         let s = HTTPServer(configuration: .init(host: configuration.host, port: configuration.port, threads: configuration.threads,
                                                 maxBodyBytes: configuration.maxBodyBytes,
-                                                connectionTimeoutSeconds: configuration.connectionTimeoutSeconds)) { [self] request, responder in
+                                                connectionTimeoutSeconds: configuration.connectionTimeoutSeconds,
+                                                connectionLimit: configuration.maxConnections,
+                                                connectionLimitPerIP: configuration.maxConnectionsPerIP)) { [self] request, responder in
             handle(request, responder)
         }
         probe.start()

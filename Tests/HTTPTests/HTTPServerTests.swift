@@ -337,6 +337,33 @@ struct HTTPServerTests {
         }
     }
 
+    /// PAYRECON_MAX_CONNECTIONS_PER_IP: one address cannot hold more than its share; the extra connection is closed at
+    /// once (nothing is served on it), and a slot freed by that address can be used again.
+    @Test func connectionsPerIPAreLimited() async throws {
+        var configuration = HTTPServer.Configuration.test()
+        configuration.connectionLimitPerIP = 2
+        try await withServer(configuration, handler: Self.echo) { server, _ in
+            var held: [RawSocket] = []
+            for i in 0..<2 {
+                let s = try RawSocket(port: server.port)
+                s.send("GET /held-\(i) HTTP/1.1\r\nHost: x\r\n\r\n")   // keep-alive: holds a slot
+                held.append(s)
+            }
+            try await Task.sleep(for: .milliseconds(200))
+            let extra = try RawSocket(port: server.port)
+            extra.send("GET /extra HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            let (text, closed) = extra.readUntilClosed(timeout: 2)
+            #expect(!text.contains("/extra"), "the third connection from one address was served: \(text)")
+            #expect(closed)
+            held.removeAll()   // frees both slots
+            try await Task.sleep(for: .milliseconds(300))
+            let again = try RawSocket(port: server.port)
+            again.send("GET /again HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            let (answer, _) = again.readUntilClosed(timeout: 3)
+            #expect(answer.hasPrefix("HTTP/1.1 200") && answer.contains("/again"))
+        }
+    }
+
     /// At the limit MHD stops accepting (the kernel backlog holds the extra connection) rather than
     /// resetting it; it is served once a slot frees.
     @Test func connectionLimitHoldsExtraConnectionsUntilASlotFrees() async throws {

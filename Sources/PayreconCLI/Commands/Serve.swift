@@ -23,12 +23,15 @@ let serveCommand = Command(
     let (host, port) = try env.listenAddress(flag: args.value(Options.listen))
     let threads = try args.value(Options.threads, default: 4)
     let maxBody = try env.int("PAYRECON_MAX_BODY_BYTES", default: 1_048_576, range: 1...(64 << 20))
+    let maxConnections = try env.int("PAYRECON_MAX_CONNECTIONS", default: 1000, range: 1...1_000_000)
+    let maxPerIP = try env.int("PAYRECON_MAX_CONNECTIONS_PER_IP", default: 256, range: 1...1_000_000)
     let endpoints = try webhookEndpoints(env)
     let pool = PostgresPool(conninfo: url, size: 8, acquireTimeout: 5)
     if !pool.healthy() {
         Log.warning("database not reachable at start; deliveries get 503 until it is", [:])
     }
-    let receiver = Receiver(configuration: .init(host: host, port: port, maxBodyBytes: maxBody, threads: threads),
+    let receiver = Receiver(configuration: .init(host: host, port: port, maxBodyBytes: maxBody, threads: threads,
+                                                 maxConnections: maxConnections, maxConnectionsPerIP: maxPerIP),
                             endpoints: endpoints, pool: pool)
     let bound: UInt16
     do { bound = try receiver.start() } catch { throw FatalError("\(error)") }
