@@ -428,3 +428,30 @@ import Testing
 func offloadPEM<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
     await withCheckedContinuation { c in Thread { c.resume(returning: body()) }.start() }
 }
+
+/// PAYPAL_CERT_URL_PREFIXES are checked at start (contract §4): a prefix that could be continued into another host or
+/// path is a fatal configuration error, not a hole.
+@Suite struct CertURLPrefixTests {
+    @Test(arguments: [
+        ("https://api.paypal.com", "has no path after the host"),
+        ("https://api.paypal.com/v1/notifications/certs", "must end in /"),
+        ("api.paypal.com/v1/certs/", "is not scheme://host/path/"),
+        ("https://user@api.paypal.com/certs/", "has userinfo"),
+        ("https://api.paypal.com/../certs/", "contains '..'"),
+    ])
+    func aBadPrefixIsRefusedAtStart(prefix: String, problem: String) {
+        let error = #expect(throws: WebhookConfigurationError.self) {
+            try PayPalWebhookVerifier(webhookID: "WH", certificateSource: UnavailableCertificateSource(), certURLPrefixes: [prefix])
+        }
+        #expect(error?.description.contains("PAYPAL_CERT_URL_PREFIXES") == true)
+        #expect(error?.description.contains(problem) == true, "\(String(describing: error))")
+    }
+
+    @Test func theDefaultsAndAPaysimPrefixAreFine() throws {
+        for prefix in PayPalWebhookVerifier.defaultCertURLPrefixes + ["http://127.0.0.1:8080/v1/notifications/certs/"] {
+            #expect(PayPalWebhookVerifier.prefixProblem(prefix) == nil, "\(prefix)")
+        }
+        // And the hole the check closes: without a path, another host would match the prefix.
+        #expect("https://api.paypal.com.evil.com/x".hasPrefix("https://api.paypal.com"))
+    }
+}

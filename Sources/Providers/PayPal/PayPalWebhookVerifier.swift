@@ -47,6 +47,11 @@ public struct PayPalWebhookVerifier: Sendable {
         guard !trustRoots.isEmpty else { throw WebhookConfigurationError(provider: .paypal, variable: "PAYPAL_TRUST_ROOTS") }
         let prefixes = certURLPrefixes.map { $0.trimmingASCIIWhitespace() }.filter { !$0.isEmpty }
         guard !prefixes.isEmpty else { throw WebhookConfigurationError(provider: .paypal, variable: "PAYPAL_CERT_URL_PREFIXES") }
+        for prefix in prefixes {
+            if let problem = Self.prefixProblem(prefix) {
+                throw WebhookConfigurationError(provider: .paypal, variable: "PAYPAL_CERT_URL_PREFIXES", problem: problem)
+            }
+        }
         self.webhookID = webhookID
         self.certificateSource = certificateSource
         self.trustRoots = trustRoots
@@ -135,6 +140,24 @@ public struct PayPalWebhookVerifier: Sendable {
         guard names.count == 1, signingCommonNames.contains(names[0]) else {
             throw Invalid(description: "issued to \(names.joined(separator: ", ")), not PayPal's message verification certificate")
         }
+    }
+
+    /// Why a cert-URL prefix is refused, or nil: it must be `scheme://host/path/`, ending in `/`, so it cannot be
+    /// continued into another host (`https://api.paypal.com` would let `https://api.paypal.com.evil.com/` through).
+    public static func prefixProblem(_ prefix: String) -> String? {
+        guard let scheme = prefix.range(of: "://"), !prefix[..<scheme.lowerBound].isEmpty,
+              prefix[..<scheme.lowerBound].allSatisfy({ $0.isLetter || $0.isNumber || $0 == "+" || $0 == "-" || $0 == "." }) else {
+            return "'\(prefix)' is not scheme://host/path/ (e.g. https://api.paypal.com/v1/notifications/certs/)"
+        }
+        let rest = prefix[scheme.upperBound...]
+        guard let slash = rest.firstIndex(of: "/"), slash != rest.startIndex else {
+            return "'\(prefix)' has no path after the host: it must be scheme://host/path/ ending in /"
+        }
+        let host = rest[..<slash]
+        guard !host.contains("@"), !host.contains("?"), !host.contains("#") else { return "'\(prefix)' has userinfo, a query or a fragment in its host" }
+        guard prefix.hasSuffix("/") else { return "'\(prefix)' must end in / (else it could be continued into another path)" }
+        guard !prefix.contains(".."), !prefix.contains("?"), !prefix.contains("#") else { return "'\(prefix)' contains '..', '?' or '#'" }
+        return nil
     }
 
     /// `transmission_id|transmission_time|webhook_id|crc32 decimal`: the string PayPal signs.

@@ -48,14 +48,18 @@ public struct WebhookConfigurationError: Error, Sendable, Hashable, CustomString
     public let provider: Provider
     /// The environment variable (or flag) that must be set, e.g. `PXP_WEBHOOK_KEY`.
     public let variable: String
+    /// Why its value is refused; nil when it is not set at all.
+    public let problem: String?
 
-    public init(provider: Provider, variable: String) {
+    public init(provider: Provider, variable: String, problem: String? = nil) {
         self.provider = provider
         self.variable = variable
+        self.problem = problem
     }
 
     public var description: String {
-        "\(provider.rawValue) webhooks cannot be verified: \(variable) is not set"
+        guard let problem else { return "\(provider.rawValue) webhooks cannot be verified: \(variable) is not set" }
+        return "\(provider.rawValue) webhooks cannot be verified: \(variable): \(problem)"
     }
 }
 
