@@ -44,6 +44,8 @@ public final class Receiver: Sendable {
     /// What `/readyz` and `/metrics` answer from: refreshed in the background every `probeSeconds`, so neither ever
     /// waits on the database (contract §4) nor runs a query per scrape.
     private let probe: StorageProbe
+    /// Rejections are counted and sampled apart from deliveries, bounded in bytes.
+    private let rejections: RejectionLane
 
     /// `endpoints`: one per provider that is configured; the others answer 503 `provider_not_configured`.
     public convenience init(configuration: Configuration, endpoints: [any WebhookEndpoint], pool: PostgresPool, logger: Logger = Logger()) {
@@ -57,6 +59,7 @@ public final class Receiver: Sendable {
         self.endpoints = Dictionary(uniqueKeysWithValues: endpoints.map { ($0.provider.rawValue, $0) })
         self.storage = storage
         self.committer = GroupCommitter(storage: storage)
+        self.rejections = RejectionLane(storage: storage)
         let probe = StorageProbe(storage: storage)
         self.probe = probe
         Metrics.shared.addCollector {
@@ -87,6 +90,7 @@ public final class Receiver: Sendable {
         let deadline = DispatchTime.now() + .seconds(configuration.drainSeconds)
         server.withLock { $0 }?.shutdown(drainTimeout: Double(configuration.drainSeconds))
         _ = committer.drain(timeout: deadline)
+        rejections.drain(timeout: deadline)
         probe.stop()
         logger.info("receiver stopped")
     }
@@ -132,8 +136,8 @@ public final class Receiver: Sendable {
         }
         let headers = Self.redacted(request.headers.pairs)
         let reject: @Sendable (Int, String, String) -> Void = { [self] status, code, message in
-            committer.record(Rejection(provider: provider.rawValue, reason: code, message: message, headers: headers,
-                                       body: request.body, bodyBytes: request.headers["content-length"].flatMap { Int64($0) }, remoteAddress: request.remoteAddress))
+            rejections.record(Rejection(provider: provider.rawValue, reason: code, message: message, headers: headers,
+                                        body: request.body, bodyBytes: request.headers["content-length"].flatMap { Int64($0) }, remoteAddress: request.remoteAddress))
             metrics.delivery(provider, outcome: code)
             log().info("delivery rejected", ["reason": code, "status": status])
             responder.respond(.error(status, code, message))

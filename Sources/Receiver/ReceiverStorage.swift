@@ -9,6 +9,9 @@ public protocol ReceiverStorage: Sendable {
     /// Commits `deliveries` (a redelivery counted on the stored row) and `rejections` in one transaction; one
     /// `StoredDelivery` per delivery, in order. Only after this returns may a delivery be answered 200.
     func commit(_ deliveries: [NewDelivery], rejections: [Rejection]) throws -> [StoredDelivery]
+    /// Records rejection counts and samples, apart from deliveries (the rejection lane); at most 20 samples per
+    /// (provider, reason, hour) are kept.
+    func recordRejections(_ counts: [RejectionCount], samples: [Rejection]) throws
     /// Whether the store takes writes now (`/readyz`).
     func isReady() -> Bool
     /// Stored deliveries waiting for a worker (`/metrics`); nil when it cannot be read now.
@@ -24,6 +27,9 @@ public struct PostgresReceiverStorage: ReceiverStorage {
 
     public func commit(_ deliveries: [NewDelivery], rejections: [Rejection]) throws -> [StoredDelivery] {
         try pool.withConnection { try DeliveryStore.commit(deliveries, rejections: rejections, on: $0) }
+    }
+    public func recordRejections(_ counts: [RejectionCount], samples: [Rejection]) throws {
+        try pool.withConnection { _ = try DeliveryStore.recordRejections(counts, samples: samples, on: $0) }
     }
     public func isReady() -> Bool { pool.healthy(timeout: 1) }
     public func pendingCount() -> Int64? { try? pool.withConnection { try DeliveryStore.pendingCount(on: $0) } }

@@ -36,6 +36,18 @@ public struct Rejection: Sendable {
     }
 }
 
+/// How many deliveries were rejected for one reason, from one address, in one hour (unix seconds of its start).
+public struct RejectionCount: Sendable, Hashable {
+    public var provider: String
+    public var reason: String
+    public var source: String
+    public var hour: Int64
+    public var count: Int64
+    public init(provider: String, reason: String, source: String, hour: Int64, count: Int64) {
+        self.provider = provider; self.reason = reason; self.source = source; self.hour = hour; self.count = count
+    }
+}
+
 /// Where a delivery landed: its row id, and whether this call stored it or found it already stored.
 public struct StoredDelivery: Sendable, Equatable {
     public var id: Int64
@@ -155,6 +167,42 @@ public enum DeliveryStore {
             let isFirst = unique[mapping[i]] == i
             return StoredDelivery(id: s.id, inserted: s.inserted && isFirst)
         }
+    }
+
+    /// Samples kept per (provider, reason, hour).
+    public static let samplesPerHour = 20
+
+    /// Records rejections in one short transaction of their own (never in a delivery's): the counts added up, and
+    /// each sample stored only while its (provider, reason, hour) has fewer than `samplesPerHour`. Returns the
+    /// samples stored.
+    @discardableResult
+    public static func recordRejections(_ counts: [RejectionCount], samples: [Rejection], on conn: PostgresConnection) throws -> Int {
+        var statements = [PostgresStatement("BEGIN")]
+        if !counts.isEmpty {
+            statements.append(PostgresStatement("""
+                INSERT INTO rejection_counts (provider, reason, source, hour, count)
+                SELECT p, r, s, to_timestamp(h), c FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[]) AS x(p, r, s, h, c)
+                ON CONFLICT (provider, reason, source, hour) DO UPDATE SET count = rejection_counts.count + EXCLUDED.count
+                """, [.textArray(counts.map(\.provider)), .textArray(counts.map(\.reason)), .textArray(counts.map(\.source)),
+                      .int64Array(counts.map(\.hour)), .int64Array(counts.map(\.count))]))
+        }
+        for r in samples {
+            statements.append(PostgresStatement("""
+                INSERT INTO rejected_deliveries (provider, reason, message, headers, body_prefix, body_bytes, remote_addr)
+                SELECT $1, $2, $3, $4::jsonb, $5, $6, $7
+                WHERE (SELECT count(*) FROM rejected_deliveries WHERE provider = $1 AND reason = $2
+                       AND received_at >= date_trunc('hour', now())) < $8
+                """, [.text(r.provider), .text(r.reason), .text(r.message), .jsonb(headersJSON(r.headers)), .bytea(r.bodyPrefix),
+                      .int64(r.bodyBytes), r.remoteAddress.map { .text($0) } ?? .null, .int64(Int64(samplesPerHour))]))
+        }
+        statements.append(PostgresStatement("COMMIT"))
+        let results = try conn.pipeline(statements)
+        var stored = 0
+        for (i, result) in results.enumerated() {
+            let rows = try result.get()
+            if i > (counts.isEmpty ? 0 : 1), i < results.count - 1 { stored += rows.affectedRows }
+        }
+        return stored
     }
 
     /// Headers as a JSON array of [name, value] pairs (order and repeats kept), e.g. `[["Host","a"],["X-Id","7"]]`.

@@ -44,7 +44,7 @@ public struct RetentionPolicy: Sendable, Equatable {
 /// discrepancies and actions are never touched.
 public enum PruneStore {
     public struct Removed: Sendable, Equatable {
-        public var deliveries = 0, rejected = 0, runs = 0
+        public var deliveries = 0, rejected = 0, rejectionCounts = 0, runs = 0
         public init() {}
     }
 
@@ -55,6 +55,7 @@ public enum PruneStore {
             ("deliveries", "status IN ('done', 'ignored') AND processed_at < now() - make_interval(secs => $1::bigint)",
              policy.deliveriesSeconds, \.deliveries),
             ("rejected_deliveries", "received_at < now() - make_interval(secs => $1::bigint)", policy.rejectedSeconds, \.rejected),
+            ("rejection_counts", "hour < now() - make_interval(secs => $1::bigint)", policy.rejectedSeconds, \.rejectionCounts),
             ("runs", "finished_at IS NOT NULL AND finished_at < now() - make_interval(secs => $1::bigint)", policy.runsSeconds, \.runs),
         ]
         for target in targets {
@@ -65,8 +66,8 @@ public enum PruneStore {
             }
             while true {
                 let n = try conn.execute("""
-                    DELETE FROM \(target.table) WHERE id IN (
-                        SELECT id FROM \(target.table) WHERE \(target.condition) ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED)
+                    DELETE FROM \(target.table) WHERE ctid IN (
+                        SELECT ctid FROM \(target.table) WHERE \(target.condition) LIMIT $2 FOR UPDATE SKIP LOCKED)
                     """, [.int64(target.seconds), .int64(Int64(batchSize))])
                 removed[keyPath: target.count] += n
                 if n < batchSize { break }

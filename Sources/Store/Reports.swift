@@ -95,11 +95,12 @@ public enum ReportStore {
         }
     }
 
-    /// Rejected deliveries received within `seconds`, by reason, optionally for one provider.
+    /// Rejected deliveries of the hours within `seconds`, by reason, optionally for one provider: every one counted
+    /// (`rejection_counts`), not just the samples kept.
     public static func rejectedByReason(within seconds: Int64, provider: String?, on conn: PostgresConnection) throws -> [(reason: String, count: Int)] {
         try conn.query("""
-            SELECT reason, count(*) AS n FROM rejected_deliveries
-            WHERE received_at >= now() - make_interval(secs => $1::bigint) AND ($2::text IS NULL OR provider = $2)
+            SELECT reason, sum(count)::bigint AS n FROM rejection_counts
+            WHERE hour >= date_trunc('hour', now() - make_interval(secs => $1::bigint)) AND ($2::text IS NULL OR provider = $2)
             GROUP BY reason ORDER BY n DESC, reason
             """, [.int64(seconds), provider.map { .text($0) } ?? .null]).map { (try $0.string("reason"), Int(try $0.int64("n"))) }
     }

@@ -1,3 +1,4 @@
+import PayreconTesting
 import Foundation
 import HTTP
 import Postgres
@@ -87,6 +88,39 @@ struct ReceiverTests {
             let c = try await h.paypercut(pc)
             #expect(c.status == 200 && c.outcome == "accepted")
             #expect(try h.database.count("SELECT count(*) FROM deliveries") == 2)
+        }
+    }
+
+    /// A flood of bad-signature bodies (60 KiB each) is counted in full but stored as at most 20 samples per
+    /// (provider, reason, hour); genuine deliveries during the flood are all stored and none gets 503.
+    @Test func aRejectionFloodIsCountedNotStoredAndNeverDelaysGenuineDeliveries() async throws {
+        try await ReceiverHarness.with(maxBodyBytes: 128 * 1024) { h in
+            let bad = String(repeating: "x", count: 60 * 1024)
+            let floods = 300
+            async let flood: [Int] = withThrowingTaskGroup(of: Int.self) { group in
+                for i in 0..<floods {
+                    group.addTask {
+                        try await h.pxp(#"{"pad":"\#(bad)","n":\#(i)}"#, key: "not-the-key").status
+                    }
+                }
+                var statuses: [Int] = []
+                for try await s in group { statuses.append(s) }
+                return statuses
+            }
+            var genuine: [Int] = []
+            for i in 0..<20 {
+                genuine.append(try await h.pxp(#"{"eventData":{"merchantTransactionId":"TX-F\#(i)"}}"#).status)
+            }
+            let statuses = try await flood
+            #expect(statuses.allSatisfy { $0 == 401 })
+            #expect(genuine.allSatisfy { $0 == 200 }, "\(genuine)")
+            #expect(try h.database.count("SELECT count(*) FROM deliveries") == 20)
+            // Every rejection counted; at most 20 kept, bounded in bytes.
+            #expect(try await PayreconTesting.eventually(10) {
+                try h.database.count("SELECT coalesce(sum(count), 0)::bigint FROM rejection_counts WHERE reason = 'invalid_signature'") == Int64(floods)
+            })
+            #expect(try h.database.count("SELECT count(*) FROM rejected_deliveries WHERE reason = 'invalid_signature'") <= 20)
+            #expect(try h.database.count("SELECT coalesce(sum(length(body_prefix)), 0)::bigint FROM rejected_deliveries") <= 20 * 64 * 1024)
         }
     }
 

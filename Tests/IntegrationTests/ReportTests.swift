@@ -35,6 +35,14 @@ struct ReportTests {
             ('pxp', 'invalid_signature', 'bad', '[]', '', 0, now()), ('pxp', 'invalid_signature', 'bad', '[]', '', 0, now() - interval '1 hour'),
             ('paypal', 'stale_timestamp', 'old', '[]', '', 0, now()), ('pxp', 'malformed_body', 'x', '[]', '', 0, now() - interval '2 days')
             """)
+        // The counts the report reads (every rejection, sampled or not).
+        _ = try conn.execute("""
+            INSERT INTO rejection_counts (provider, reason, source, hour, count) VALUES
+            ('pxp', 'invalid_signature', '10.0.0.1', date_trunc('hour', now()), 1),
+            ('pxp', 'invalid_signature', '10.0.0.2', date_trunc('hour', now() - interval '1 hour'), 1),
+            ('paypal', 'stale_timestamp', '10.0.0.3', date_trunc('hour', now()), 1),
+            ('pxp', 'malformed_body', '10.0.0.1', date_trunc('hour', now() - interval '2 days'), 1)
+            """)
         _ = try conn.execute("""
             INSERT INTO actions (provider, order_id, action, amount_minor, currency, target_minor, idempotency_key, status, last_error) VALUES
             ('pxp', 'ORD-1', 'capture', 2500, 'USD', 2500, 'pxp:ORD-1:capture:2500', 'pending', NULL),

@@ -15,6 +15,7 @@ public final class InMemoryReceiverStorage: ReceiverStorage {
     private struct State {
         var rows: [Stored] = []
         var rejections: [Rejection] = []
+        var rejectionCounts: [RejectionCount] = []
         var available = true
     }
     private let state = Mutex(State())
@@ -24,6 +25,16 @@ public final class InMemoryReceiverStorage: ReceiverStorage {
 
     public var deliveries: [Stored] { state.withLock { $0.rows } }
     public var rejections: [Rejection] { state.withLock { $0.rejections } }
+    /// Rejections counted by the rejection lane (every one, sampled or not).
+    public var rejectionCount: Int64 { state.withLock { $0.rejectionCounts.reduce(0) { $0 + $1.count } } }
+
+    public func recordRejections(_ counts: [RejectionCount], samples: [Rejection]) throws {
+        try state.withLock { s in
+            guard s.available else { throw Unavailable() }
+            s.rejectionCounts += counts
+            s.rejections += samples
+        }
+    }
     public func setAvailable(_ available: Bool) { state.withLock { $0.available = available } }
 
     public func commit(_ deliveries: [NewDelivery], rejections: [Rejection]) throws -> [StoredDelivery] {

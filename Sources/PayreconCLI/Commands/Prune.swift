@@ -25,6 +25,7 @@ let pruneCommand = Command(
     let dry = args.flag(dryRun)
     let removed = try PruneStore.prune(policy, dryRun: dry, on: conn)
     let verb = dry ? "would remove" : "removed"
-    print("\(verb) \(removed.deliveries) finished deliveries, \(removed.rejected) rejected-delivery samples, \(removed.runs) closed runs")
+    print("\(verb) \(removed.deliveries) finished deliveries, \(removed.rejected) rejected-delivery samples, \(removed.runs) closed runs, "
+          + "\(removed.rejectionCounts) hourly rejection counts")
     return Exit.ok
 }
