@@ -23,11 +23,16 @@ public final class Receiver: Sendable {
         /// connection slot.
         public var maxConnections: Int
         public var maxConnectionsPerIP: Int
+        /// PAYRECON_COMMIT_TIMEOUT: a delivery whose commit has not finished by then is answered 503
+        /// storage_unavailable (it may still commit: the provider's redelivery is then a duplicate).
+        public var commitTimeoutSeconds: Double
         public init(host: String = "127.0.0.1", port: UInt16 = 8080, maxBodyBytes: Int = 1_048_576, threads: Int = 4,
-                    connectionTimeoutSeconds: UInt32 = 15, drainSeconds: Int = 20, maxConnections: Int = 1000, maxConnectionsPerIP: Int = 256) {
+                    connectionTimeoutSeconds: UInt32 = 15, drainSeconds: Int = 20, maxConnections: Int = 1000, maxConnectionsPerIP: Int = 256,
+                    commitTimeoutSeconds: Double = 5) {
             self.host = host; self.port = port; self.maxBodyBytes = maxBodyBytes; self.threads = threads
             self.connectionTimeoutSeconds = connectionTimeoutSeconds; self.drainSeconds = drainSeconds
             self.maxConnections = maxConnections; self.maxConnectionsPerIP = maxConnectionsPerIP
+            self.commitTimeoutSeconds = commitTimeoutSeconds
         }
     }
 
@@ -162,6 +167,9 @@ public final class Receiver: Sendable {
         verified(provider, endpoint, request, headers, started: started, log: log, reject: reject, responder)
     }
 
+    /// Where commit deadlines fire.
+    static let deadlines = DispatchQueue(label: "payrecon.receiver.deadlines")
+
     /// Where verification that may wait runs: GCD's threads, never the HTTP threads.
     static let verification = DispatchQueue(label: "payrecon.receiver.verify", attributes: .concurrent)
 
@@ -175,7 +183,20 @@ public final class Receiver: Sendable {
         }
         let delivery = NewDelivery(provider: provider, dedupeKey: accepted.dedupeKey, eventType: accepted.eventType,
                                    headers: headers, body: request.body, transmissionID: accepted.transmissionID)
+        // One answer per delivery: the commit's, or 503 at the commit deadline, whichever comes first.
+        let once = AnswerOnce()
+        Self.deadlines.asyncAfter(deadline: .now() + configuration.commitTimeoutSeconds) { [metrics, configuration] in
+            guard once.take() else { return }
+            metrics.delivery(provider, outcome: "storage_unavailable")
+            log().warning("delivery not committed within PAYRECON_COMMIT_TIMEOUT; answered 503", ["timeout_s": configuration.commitTimeoutSeconds])
+            responder.respond(.error(503, "storage_unavailable", "the delivery was not committed in time; retry later (a retry of a delivery that did commit is a duplicate)",
+                                     headers: [("Retry-After", "5")]))
+        }
         committer.store(delivery) { [metrics, log] outcome in
+            guard once.take() else {
+                log().info("delivery committed after its 503 at the commit deadline; its redelivery will be a duplicate")
+                return
+            }
             switch outcome {
             case .stored(let stored) where stored.refused != nil:
                 // Signed, but its transmission was already stored with another body: a forged body matching the CRC32
@@ -264,4 +285,10 @@ final class StorageProbe: Sendable {
     }
 
     func stop() { queue.sync { source?.cancel(); source = nil } }
+}
+
+/// The first of two racing answers (the commit's, the deadline's) wins.
+final class AnswerOnce: Sendable {
+    private let taken = Atomic<Bool>(false)
+    func take() -> Bool { taken.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged }
 }

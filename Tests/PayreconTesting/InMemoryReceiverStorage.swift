@@ -36,9 +36,14 @@ public final class InMemoryReceiverStorage: ReceiverStorage {
         }
     }
     public func setAvailable(_ available: Bool) { state.withLock { $0.available = available } }
+    /// Each commit takes this long (a slow disk, a lock): for the commit deadline.
+    public func setCommitDelay(_ seconds: Double) { delay.withLock { $0 = seconds } }
+    private let delay = Mutex<Double>(0)
 
     public func commit(_ deliveries: [NewDelivery], rejections: [Rejection]) throws -> [StoredDelivery] {
-        try state.withLock { s in
+        let wait = delay.withLock { $0 }
+        if wait > 0 { Thread.sleep(forTimeInterval: wait) }
+        return try state.withLock { s in
             guard s.available else { throw Unavailable() }
             s.rejections += rejections
             return deliveries.map { d in

@@ -102,6 +102,27 @@ import Testing
         #expect(refused.status == 401 && refused.text.contains("untrusted_certificate"))
     }
 
+    /// PAYRECON_COMMIT_TIMEOUT: a delivery whose commit is slower than the deadline is answered 503 at the deadline
+    /// (never 200 before its commit); it may still commit, and the provider's redelivery is then a duplicate.
+    @Test func aSlowCommitIs503AtTheDeadlineAndItsRedeliveryADuplicate() async throws {
+        let storage = InMemoryReceiverStorage()
+        let endpoint = VerifyingEndpoint(provider: .pxp, webhook: PXPProvider.Webhook(verifier: try PXPWebhookVerifier(key: Self.key)))
+        let receiver = Receiver(configuration: .init(host: "127.0.0.1", port: 0, threads: 2, commitTimeoutSeconds: 0.5),
+                                endpoints: [endpoint], storage: storage)
+        let port = try receiver.start()
+        defer { receiver.shutdown() }
+        let base = "http://127.0.0.1:\(port)"
+        storage.setCommitDelay(1.5)
+        let started = Date()
+        let slow = try await Self.pxp(base, #"{"eventData":{"merchantTransactionId":"TX-D"}}"#, requestID: "r-deadline")
+        #expect(slow.status == 503 && slow.text.contains("storage_unavailable"))
+        #expect(Date().timeIntervalSince(started) < 1.4, "answered only after the slow commit")
+        #expect(try await eventually(5) { storage.deliveries.count == 1 })   // it committed after all
+        storage.setCommitDelay(0)
+        let again = try await Self.pxp(base, #"{"eventData":{"merchantTransactionId":"TX-D"}}"#, requestID: "r-deadline")
+        #expect(again.status == 200 && again.text.contains("duplicate"))
+    }
+
     @Test func unavailableStorageIs503WithRetryAfterAndNotReady() async throws {
         try await Self.with { base, storage in
             storage.setAvailable(false)

@@ -4,6 +4,7 @@ import Observability
 import Postgres
 import Providers
 import Receiver
+import Reconciliation
 import Wiring
 
 let serveCommand = Command(
@@ -24,6 +25,10 @@ let serveCommand = Command(
     let threads = try args.value(Options.threads, default: 4)
     let maxBody = try env.int("PAYRECON_MAX_BODY_BYTES", default: 1_048_576, range: 1...(64 << 20))
     let maxConnections = try env.int("PAYRECON_MAX_CONNECTIONS", default: 1000, range: 1...1_000_000)
+    let commitTimeout: Int64
+    do { commitTimeout = try DurationParser.parse(env["PAYRECON_COMMIT_TIMEOUT"] ?? "5s") } catch {
+        throw ConfigurationError("PAYRECON_COMMIT_TIMEOUT=\(env["PAYRECON_COMMIT_TIMEOUT"] ?? ""): \(error); use e.g. 5s")
+    }
     let maxPerIP = try env.int("PAYRECON_MAX_CONNECTIONS_PER_IP", default: 256, range: 1...1_000_000)
     let endpoints = try webhookEndpoints(env)
     let pool = PostgresPool(conninfo: url, size: 8, acquireTimeout: 5)
@@ -31,7 +36,8 @@ let serveCommand = Command(
         Log.warning("database not reachable at start; deliveries get 503 until it is", [:])
     }
     let receiver = Receiver(configuration: .init(host: host, port: port, maxBodyBytes: maxBody, threads: threads,
-                                                 maxConnections: maxConnections, maxConnectionsPerIP: maxPerIP),
+                                                 maxConnections: maxConnections, maxConnectionsPerIP: maxPerIP,
+                                                 commitTimeoutSeconds: Double(commitTimeout)),
                             endpoints: endpoints, pool: pool)
     let bound: UInt16
     do { bound = try receiver.start() } catch { throw FatalError("\(error)") }
