@@ -71,7 +71,7 @@ public enum FindingStore {
     /// nothing is recorded and nil is returned (the newer check planned already). With `order` nil the transaction
     /// is an unknown one (`unknown_order`), and `plan` gets nil and no actions.
     public static func record(provider: Provider, order: Order?, transactionRef: String, snapshot: Snapshot?, fetchedAt: Date,
-                              currency: String? = nil, transactionRefs: [String]? = nil, plan makePlan: (Order?, [EmittedAction]) -> Plan,
+                              currency: String? = nil, transactionRefs: [String]? = nil, snapshotJSON: String? = nil, plan makePlan: (Order?, [EmittedAction]) -> Plan,
                               on conn: PostgresConnection) throws -> (outcome: CheckOutcome, plan: Plan)? {
         let orderID = order?.orderID
         let p = PostgresValue.text(provider.rawValue)
@@ -99,7 +99,8 @@ public enum FindingStore {
             }
             let plan = makePlan(current, emitted)
             let outcome = try write(plan, provider: provider, order: current, transactionRef: transactionRef, snapshot: snapshot,
-                                    fetchedAt: fetchedAt, currency: currency, transactionRefs: transactionRefs ?? [transactionRef], on: conn)
+                                    fetchedAt: fetchedAt, currency: currency, transactionRefs: transactionRefs ?? [transactionRef],
+                                    snapshotJSON: snapshotJSON, on: conn)
             return (outcome, plan)
         } catch {
             // A failed statement leaves the transaction aborted (or it was never begun): end it either way.
@@ -115,7 +116,8 @@ public enum FindingStore {
 
     /// The second round trip of `record`: every write of the plan, then COMMIT.
     private static func write(_ plan: Plan, provider: Provider, order: Order?, transactionRef: String, snapshot: Snapshot?,
-                              fetchedAt: Date, currency: String?, transactionRefs: [String], on conn: PostgresConnection) throws -> CheckOutcome {
+                              fetchedAt: Date, currency: String?, transactionRefs: [String], snapshotJSON: String?,
+                              on conn: PostgresConnection) throws -> CheckOutcome {
         let orderID = order?.orderID
         let currency = order?.amount.currency.code ?? snapshot?.currency.code ?? currency
         let p = PostgresValue.text(provider.rawValue)
@@ -180,7 +182,7 @@ public enum FindingStore {
                     ON CONFLICT (provider, order_id) DO UPDATE SET transaction_ref = EXCLUDED.transaction_ref,
                         snapshot = EXCLUDED.snapshot, fetched_at = EXCLUDED.fetched_at
                     WHERE snapshots.fetched_at <= EXCLUDED.fetched_at
-                    """, [p, .text(order.orderID), .text(transactionRef), .jsonb(try encode(snapshot)), .timestamptz(fetchedAt)]))
+                    """, [p, .text(order.orderID), .text(transactionRef), .jsonb(try snapshotJSON ?? encode(snapshot)), .timestamptz(fetchedAt)]))
                 if !snapshot.aliases.isEmpty {
                     statements.append(TransactionLinkStore.recordAliases(snapshot.aliases, provider: provider, orderID: order.orderID))
                 }
@@ -210,7 +212,9 @@ public enum FindingStore {
         return String(decoding: data, as: UTF8.self)
     }
 
-    static func encode(_ snapshot: Snapshot) throws -> String {
+    /// The snapshot as stored (sorted keys). Callers encode it before taking a connection (`snapshotJSON`): the
+    /// encoder is the costliest CPU step of a check, and a pooled connection should not wait on it.
+    public static func encode(_ snapshot: Snapshot) throws -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         return String(decoding: try encoder.encode(snapshot), as: UTF8.self)

@@ -8,8 +8,7 @@ public enum OrderStore {
     /// The columns an order is read with, from `orders o`: its own, and every transaction of it
     /// (`order_transactions`, in position order; none means just transaction_ref).
     static let selectColumns = columns.split(separator: ",").map { "o." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")
-        + ", (SELECT coalesce(json_agg(t.transaction_ref ORDER BY t.position, t.created_at), '[]') FROM order_transactions t"
-        + " WHERE t.provider = o.provider AND t.order_id = o.order_id)::text AS transaction_refs"
+        + ", array_to_json(o.transaction_refs)::text AS transaction_refs"
 
     /// Upserts every order in one transaction (the import is all-or-nothing), in chunks of 2,000 sent as arrays;
     /// `orders` is read once, a chunk at a time, so a streamed file is imported in constant memory.
@@ -82,13 +81,15 @@ public enum OrderStore {
                        [.text(provider.rawValue), .text(orderID)]).first.map(decode)
     }
 
-    /// Orders holding the transaction `ref`: as their transaction_ref or as one of their transactions (normally one).
+    /// Orders holding the transaction `ref`: as their transaction_ref (one indexed lookup, the usual case), else as
+    /// another of their transactions (`order_transactions`).
     public static func find(provider: Provider, transactionRef: String, on conn: PostgresConnection) throws -> [Order] {
-        try conn.query("""
-            SELECT \(selectColumns) FROM orders o
-            WHERE o.provider = $1 AND (o.transaction_ref = $2 OR EXISTS (
-                SELECT 1 FROM order_transactions t WHERE t.provider = o.provider AND t.order_id = o.order_id AND t.transaction_ref = $2))
-            ORDER BY o.order_id
+        let direct = try conn.query("SELECT \(selectColumns) FROM orders o WHERE o.provider = $1 AND o.transaction_ref = $2 ORDER BY o.order_id",
+                                    [.text(provider.rawValue), .text(transactionRef)]).map(decode)
+        guard direct.isEmpty else { return direct }
+        return try conn.query("""
+            SELECT \(selectColumns) FROM order_transactions t JOIN orders o ON o.provider = t.provider AND o.order_id = t.order_id
+            WHERE t.provider = $1 AND t.transaction_ref = $2 ORDER BY o.order_id
             """, [.text(provider.rawValue), .text(transactionRef)]).map(decode)
     }
 
@@ -152,6 +153,6 @@ public enum OrderStore {
         return Order(provider: provider, orderID: try row.string("order_id"), merchant: merchant.isEmpty ? nil : merchant,
                      site: site.isEmpty ? nil : site, transactionRef: try row.string("transaction_ref"), intent: intent,
                      amount: Money(minorUnits: try row.int64("amount_minor"), currency: currency), fulfilment: fulfilment,
-                     refundAmount: try row.int64("refund_amount_minor"), transactionRefs: try refs(row.string("transaction_refs")))
+                     refundAmount: try row.int64("refund_amount_minor"), transactionRefs: try row.optionalString("transaction_refs").map(refs))
     }
 }
