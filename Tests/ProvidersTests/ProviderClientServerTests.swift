@@ -20,7 +20,9 @@ import Testing
         await server.shutdown(drainTimeout: 1)
     }
 
-    let transport = HTTPClientTransport(client: HTTPClient(configuration: .init(timeoutSeconds: 5)))
+    // Answers that come at once get a generous timeout: on a loaded 2-core machine a test server's async handler can
+    // wait seconds for a cooperative thread (the "slow" case sets its own short one).
+    let transport = HTTPClientTransport(client: HTTPClient(configuration: .init(timeoutSeconds: 30)))
 
     // MARK: PXP
 
@@ -37,7 +39,7 @@ import Testing
         return expected == parts[2]
     }
 
-    func pxpClient(_ base: String, timeout: Double = 5) -> PXPClient {
+    func pxpClient(_ base: String, timeout: Double = 20) -> PXPClient {
         PXPClient(configuration: PXPConfiguration(baseURL: base + "/api/v1", clientID: "client-1", tokenID: "token-1",
                                                   tokenValue: Self.pxpToken, timeoutSeconds: timeout),
                   transport: transport, retry: .none)
