@@ -13,21 +13,18 @@ final class GroupCommitter: Sendable {
         case unavailable(String)
     }
 
+    /// A delivery and what to call once its transaction ended. (Rejections never come here: they travel in the
+    /// `RejectionLane`, so a flood of them cannot make a delivery wait.)
     struct Item: Sendable {
-        enum Kind: Sendable {
-            case delivery(NewDelivery, @Sendable (Outcome) -> Void)
-            case rejection(Rejection)
-        }
-        var kind: Kind
+        var delivery: NewDelivery
+        var completion: @Sendable (Outcome) -> Void
     }
 
     private let machine: Mutex<GroupCommitStateMachine<Item>>
     private let storage: any ReceiverStorage
     private let queue = DispatchQueue(label: "payrecon.group-commit", attributes: .concurrent)
-    private let batchSize = Metrics.shared.histogram("payrecon_commit_batch_size", help: "Deliveries and rejections per group commit.",
+    private let batchSize = Metrics.shared.histogram("payrecon_commit_batch_size", help: "Deliveries per group commit.",
                                                      buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256])
-    private let dropped = Metrics.shared.counter("payrecon_rejections_not_recorded_total",
-                                                 help: "Rejected deliveries not recorded because the audit queue was full.")
 
     init(storage: any ReceiverStorage, maxBatch: Int = 256, maxInFlight: Int = 1, maxQueued: Int = 8192) {
         self.storage = storage
@@ -36,16 +33,8 @@ final class GroupCommitter: Sendable {
 
     /// Stores `delivery`; `completion` runs on a committer thread once the outcome is known.
     func store(_ delivery: NewDelivery, completion: @escaping @Sendable (Outcome) -> Void) {
-        switch machine.withLock({ $0.enqueue(Item(kind: .delivery(delivery, completion))) }) {
+        switch machine.withLock({ $0.enqueue(Item(delivery: delivery, completion: completion)) }) {
         case .rejected: completion(.unavailable("the receiver's commit queue is full or closing"))
-        case .accepted(let action): run(action)
-        }
-    }
-
-    /// Records a rejected delivery for audit, best effort (dropped, and counted, when the queue is full).
-    func record(_ rejection: Rejection) {
-        switch machine.withLock({ $0.enqueue(Item(kind: .rejection(rejection))) }) {
-        case .rejected: dropped.increment()
         case .accepted(let action): run(action)
         }
     }
@@ -69,16 +58,10 @@ final class GroupCommitter: Sendable {
     }
 
     private func flush(_ batch: [Item]) {
-        var deliveries: [NewDelivery] = [], completions: [@Sendable (Outcome) -> Void] = [], rejections: [Rejection] = []
-        for item in batch {
-            switch item.kind {
-            case .delivery(let d, let c): deliveries.append(d); completions.append(c)
-            case .rejection(let r): rejections.append(r)
-            }
-        }
+        let deliveries = batch.map(\.delivery), completions = batch.map(\.completion)
         batchSize.observe(seconds: Double(batch.count))
         do {
-            let stored = try storage.commit(deliveries, rejections: rejections)
+            let stored = try storage.commit(deliveries, rejections: [])
             for (c, s) in zip(completions, stored) { c(.stored(s)) }
         } catch where !storage.isUnavailable(error) && batch.count > 1 {
             // One bad item must not fail its neighbours: commit each alone, so only the culprit is refused.

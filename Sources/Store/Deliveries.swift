@@ -196,13 +196,9 @@ public enum DeliveryStore {
                       .int64(r.bodyBytes), r.remoteAddress.map { .text($0) } ?? .null, .int64(Int64(samplesPerHour))]))
         }
         statements.append(PostgresStatement("COMMIT"))
-        let results = try conn.pipeline(statements)
-        var stored = 0
-        for (i, result) in results.enumerated() {
-            let rows = try result.get()
-            if i > (counts.isEmpty ? 0 : 1), i < results.count - 1 { stored += rows.affectedRows }
-        }
-        return stored
+        let results = try conn.pipeline(statements).map { try $0.get() }
+        // BEGIN, [counts], one INSERT per sample, COMMIT: the samples' rows are the ones before COMMIT.
+        return results.suffix(samples.count + 1).dropLast().reduce(0) { $0 + $1.affectedRows }
     }
 
     /// Headers as a JSON array of [name, value] pairs (order and repeats kept), e.g. `[["Host","a"],["X-Id","7"]]`.

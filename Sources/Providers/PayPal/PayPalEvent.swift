@@ -76,7 +76,10 @@ public struct PayPalEvent: Sendable, Hashable {
     }
 
     /// Parses a delivery body: a JSON object with a string `id`, else `malformed_body`.
-    public static func parse(body: [UInt8]) throws(WebhookRejection) -> PayPalEvent {
+    public static func parse(body: [UInt8]) throws(WebhookRejection) -> PayPalEvent { try parseWithResource(body: body).event }
+
+    /// As `parse`, with the event's `resource` as read (the worker traces it to its order without parsing again).
+    static func parseWithResource(body: [UInt8]) throws(WebhookRejection) -> (event: PayPalEvent, resource: JSONValue?) {
         let object = try JSONBody.object(body)
         guard let id = JSONBody.string(object["id"]) else {
             throw WebhookRejection(.malformedBody, "the event has no string \"id\"")
@@ -85,9 +88,10 @@ public struct PayPalEvent: Sendable, Hashable {
         let resourceType = JSONBody.string(object["resource_type"])
         let resource = object["resource"]
         let references = Self.references(resourceType: resourceType, resource: resource)
-        return PayPalEvent(id: id, eventType: eventType, resourceType: resourceType, resourceID: JSONBody.string(resource?["id"]),
-                           references: references,
-                           subject: subject(eventType: eventType, resourceType: resourceType, resource: resource, references: references))
+        let event = PayPalEvent(id: id, eventType: eventType, resourceType: resourceType, resourceID: JSONBody.string(resource?["id"]),
+                                references: references,
+                                subject: subject(eventType: eventType, resourceType: resourceType, resource: resource, references: references))
+        return (event, resource)
     }
 
     /// The v2 resources a resource names (see `references`). Also used on resources fetched while tracing an event

@@ -105,15 +105,16 @@ public enum PayPalProvider {
         /// holding it; the orders of the captures a dispute names; else why it names no payment.
         public func references(in event: StoredEvent) async -> ProviderOutcome<EventContent> {
             guard let client else { return .permanent(status: 0, body: "no PayPal API client: set \(definition.apiVariables)") }
-            let e: PayPalEvent
-            do { e = try PayPalEvent.parse(body: event.body) } catch { return .permanent(status: 0, body: "stored body no longer parses: \(error)") }
+            let e: PayPalEvent, resource: JSONValue?
+            do { (e, resource) = try PayPalEvent.parseWithResource(body: event.body) } catch {
+                return .permanent(status: 0, body: "stored body no longer parses: \(error)")
+            }
             let type = e.eventType ?? "an event without event_type"
             switch e.subject {
             case .noPayment(let reason):
                 return .found(.ignored(reason))
             case .payments:
-                let resource = (try? JSONValue.parse(event.body))?["resource"] ?? .null
-                switch await client.orderID(resourceType: e.resourceType, resource: resource) {
+                switch await client.orderID(resourceType: e.resourceType, resource: resource ?? .null) {
                 case .found(let id): return .found(.references([EventReference(transactionRef: id)]))
                 case .notFound:
                     let named = e.references.first.map { "\($0.kind) \($0.id)" } ?? "its resource"
