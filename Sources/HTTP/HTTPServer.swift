@@ -110,7 +110,8 @@ public final class HTTPServer: @unchecked Sendable {
             guard case .idle = state else { throw HTTPServerError(message: "server already started") }
             let fd = try ListenSocket.open(host: configuration.host, port: configuration.port)
             guard let daemon = core.startDaemon(listenFD: fd) else {
-                close(fd)
+                // Not closed here: MHD_start_daemon closes a listening socket it was given on most of its failure
+                // paths, and closing the number again could close a descriptor another thread has just opened.
                 throw HTTPServerError(message: "cannot listen on \(configuration.host):\(configuration.port): libmicrohttpd failed to start")
             }
             var port = payrecon_mhd_bind_port(daemon.raw)
@@ -132,7 +133,8 @@ public final class HTTPServer: @unchecked Sendable {
 
         // 1. Stop accepting. MHD hands the listening socket back but its threads may still poll it, so it is
         //    only closed after MHD_stop_daemon; shutdown(2) makes the kernel refuse new connections now.
-        _ = MHD_quiesce_daemon(daemon.raw)
+        //    If MHD did not hand it back it still owns it and MHD_stop_daemon closes it: we must not close it too.
+        let returned = MHD_quiesce_daemon(daemon.raw) == fd
         _ = Glibc.shutdown(fd, Int32(SHUT_RDWR))
 
         // 2. Drain: wait for every started request to complete.
@@ -149,7 +151,7 @@ public final class HTTPServer: @unchecked Sendable {
 
         // 4. Stop: closes remaining connections (NOTIFY_COMPLETED frees their contexts).
         MHD_stop_daemon(daemon.raw)
-        close(fd)
+        if returned { close(fd) }
         core.daemonStopped()
     }
 

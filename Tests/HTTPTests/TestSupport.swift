@@ -48,8 +48,14 @@ final class RawSocket {
     let fd: Int32
 
     /// Connects to 127.0.0.1:port; throws the errno on failure.
+    ///
+    /// The socket is only stored once connected: a class whose stored properties are all set runs its deinit
+    /// when its init throws, so closing a failed socket here *and* in deinit closed the same number twice. Between
+    /// the two closes a parallel test's server could accept a connection on that number, and libmicrohttpd then
+    /// aborted ("Failed to remove FD from epoll set") when it cleaned up a connection whose socket we had closed.
     init(port: UInt16) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian
@@ -62,6 +68,7 @@ final class RawSocket {
             close(fd)
             throw POSIXError(POSIXErrorCode(rawValue: code) ?? .EIO)
         }
+        self.fd = fd
     }
 
     deinit { close(fd) }
