@@ -23,6 +23,8 @@ final class ServerCore: @unchecked Sendable {
     private let forcing = Atomic<Bool>(false)
     /// The +1 reference the C side holds while the daemon runs.
     private var unmanagedSelf: Unmanaged<ServerCore>?
+    /// Cuts off connections past `requestTimeoutSeconds` (nil without one).
+    let deadlines: DeadlineWatchdog?
 
     /// Body bytes kept when the body is too large.
     static let tooLargePrefix = 64 * 1024
@@ -30,6 +32,7 @@ final class ServerCore: @unchecked Sendable {
     init(configuration: HTTPServer.Configuration, handler: @escaping HTTPServer.Handler) {
         self.configuration = configuration
         self.handler = handler
+        deadlines = configuration.requestTimeoutSeconds.map { DeadlineWatchdog(timeoutSeconds: $0, onCut: configuration.onRequestTimeout) }
     }
 
     var activeRequests: Int { contexts.withLock { $0.count } }
@@ -60,6 +63,9 @@ final class ServerCore: @unchecked Sendable {
             option(.CONNECTION_MEMORY_LIMIT), Int(max(8 * 1024, configuration.memoryLimitPerConnection)),
             option(.NOTIFY_COMPLETED), unsafeBitCast(requestCompleted, to: OpaquePointer.self), OpaquePointer(cls),
         ]
+        if deadlines != nil {
+            options += [option(.NOTIFY_CONNECTION), unsafeBitCast(connectionNotified, to: OpaquePointer.self), OpaquePointer(cls)]
+        }
         options.append(option(.END))
 
         let daemon = withVaList(options) { arguments in
@@ -70,11 +76,13 @@ final class ServerCore: @unchecked Sendable {
             return nil
         }
         unmanagedSelf = retained
+        deadlines?.start()
         return DaemonHandle(raw: daemon)
     }
 
     /// After MHD_stop_daemon: no callback can run any more, drop the C side's reference.
     func daemonStopped() {
+        deadlines?.stop()
         unmanagedSelf?.release()
         unmanagedSelf = nil
     }
@@ -289,9 +297,21 @@ private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, m
         connection: connection, url: url, method: method, uploadData: uploadData, uploadDataSize: uploadDataSize, slot: slot)
 }
 
-private let requestCompleted: MHD_RequestCompletedCallback = { cls, _, slot, _ in
+private let requestCompleted: MHD_RequestCompletedCallback = { cls, connection, slot, _ in
     guard let cls, let slot else { return }
-    Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue().completed(slot)
+    let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
+    core.completed(slot)
+    if let connection { core.deadlines?.requestCompleted(connection) }
+}
+
+private let connectionNotified: MHD_NotifyConnectionCallback = { cls, connection, _, code in
+    guard let cls, let connection else { return }
+    let deadlines = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue().deadlines
+    switch code {
+    case .CONNECTION_NOTIFY_STARTED: deadlines?.opened(connection)
+    case .CONNECTION_NOTIFY_CLOSED: deadlines?.closed(connection)
+    default: break
+    }
 }
 
 private let collectKeyValue: MHD_KeyValueIteratorN = { cls, _, key, keySize, value, valueSize in

@@ -43,6 +43,12 @@ public final class HTTPServer: @unchecked Sendable {
         public var memoryLimitPerConnection: Int
         /// Receives libmicrohttpd's own diagnostics (one line each); nil silences them.
         public var errorLog: (@Sendable (String) -> Void)?
+        /// Longest a request may take, counted from when its connection opened or the previous request on it was
+        /// answered, to its answer; a connection past it is cut off however steadily it trickles. nil: no limit
+        /// beyond `connectionTimeoutSeconds` (which only bounds idle periods).
+        public var requestTimeoutSeconds: Double?
+        /// Called (on the deadline thread) for each connection cut off by `requestTimeoutSeconds`.
+        public var onRequestTimeout: (@Sendable () -> Void)?
 
         public init(
             host: String = "127.0.0.1",
@@ -53,7 +59,9 @@ public final class HTTPServer: @unchecked Sendable {
             connectionLimit: Int = 1000,
             connectionLimitPerIP: Int = 0,
             memoryLimitPerConnection: Int = 64 * 1024,
-            errorLog: (@Sendable (String) -> Void)? = nil
+            errorLog: (@Sendable (String) -> Void)? = nil,
+            requestTimeoutSeconds: Double? = nil,
+            onRequestTimeout: (@Sendable () -> Void)? = nil
         ) {
             self.host = host
             self.port = port
@@ -64,6 +72,8 @@ public final class HTTPServer: @unchecked Sendable {
             self.connectionLimitPerIP = connectionLimitPerIP
             self.memoryLimitPerConnection = memoryLimitPerConnection
             self.errorLog = errorLog
+            self.requestTimeoutSeconds = requestTimeoutSeconds
+            self.onRequestTimeout = onRequestTimeout
         }
     }
 

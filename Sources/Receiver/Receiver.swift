@@ -26,13 +26,17 @@ public final class Receiver: Sendable {
         /// PAYRECON_COMMIT_TIMEOUT: a delivery whose commit has not finished by then is answered 503
         /// storage_unavailable (it may still commit: the provider's redelivery is then a duplicate).
         public var commitTimeoutSeconds: Double
+        /// PAYRECON_REQUEST_TIMEOUT: longest a request may take to its answer, however steadily it trickles (MHD's
+        /// own timeout, `connectionTimeoutSeconds`, only bounds idle periods).
+        public var requestTimeoutSeconds: Double
         public init(host: String = "127.0.0.1", port: UInt16 = 8080, maxBodyBytes: Int = 1_048_576, threads: Int = 4,
                     connectionTimeoutSeconds: UInt32 = 15, drainSeconds: Int = 20, maxConnections: Int = 1000, maxConnectionsPerIP: Int = 256,
-                    commitTimeoutSeconds: Double = 5) {
+                    commitTimeoutSeconds: Double = 5, requestTimeoutSeconds: Double = 30) {
             self.host = host; self.port = port; self.maxBodyBytes = maxBodyBytes; self.threads = threads
             self.connectionTimeoutSeconds = connectionTimeoutSeconds; self.drainSeconds = drainSeconds
             self.maxConnections = maxConnections; self.maxConnectionsPerIP = maxConnectionsPerIP
             self.commitTimeoutSeconds = commitTimeoutSeconds
+            self.requestTimeoutSeconds = requestTimeoutSeconds
         }
     }
 
@@ -54,7 +58,8 @@ public final class Receiver: Sendable {
 
     /// `endpoints`: one per provider that is configured; the others answer 503 `provider_not_configured`.
     public convenience init(configuration: Configuration, endpoints: [any WebhookEndpoint], pool: PostgresPool, logger: Logger = Logger()) {
-        self.init(configuration: configuration, endpoints: endpoints, storage: PostgresReceiverStorage(pool: pool), logger: logger)
+        self.init(configuration: configuration, endpoints: endpoints, storage: PostgresReceiverStorage(pool: pool, statementTimeoutMilliseconds: Int((configuration.commitTimeoutSeconds * 1000).rounded(.up))),
+                  logger: logger)
     }
 
     /// The receiver over any storage (`PostgresReceiverStorage` in production; an in-memory one in tests).
@@ -80,7 +85,9 @@ public final class Receiver: Sendable {
                                                 maxBodyBytes: configuration.maxBodyBytes,
                                                 connectionTimeoutSeconds: configuration.connectionTimeoutSeconds,
                                                 connectionLimit: configuration.maxConnections,
-                                                connectionLimitPerIP: configuration.maxConnectionsPerIP)) { [self] request, responder in
+                                                connectionLimitPerIP: configuration.maxConnectionsPerIP,
+                                                requestTimeoutSeconds: configuration.requestTimeoutSeconds,
+                                                onRequestTimeout: { [metrics] in metrics.requestTimedOut() })) { [self] request, responder in
             handle(request, responder)
         }
         probe.start()
@@ -243,7 +250,10 @@ struct ReceiverMetrics: Sendable {
     let deliveries = Metrics.shared.counter("payrecon_deliveries_total", help: "Webhook deliveries by provider and outcome.")
     let latency = Metrics.shared.histogram("payrecon_ack_seconds", help: "Time from a delivery's arrival to its 200, after commit.",
                                            buckets: [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5])
+    let timedOut = Metrics.shared.counter("payrecon_requests_timed_out_total",
+                                          help: "Connections cut off by PAYRECON_REQUEST_TIMEOUT (a sender too slow to finish its request).")
     func delivery(_ p: Provider, outcome: String) { deliveries.increment([("provider", p.rawValue), ("outcome", outcome)]) }
+    func requestTimedOut() { timedOut.increment() }
     func ack(_ p: Provider, since: DispatchTime) {
         let nanos = DispatchTime.now().uptimeNanoseconds - since.uptimeNanoseconds
         latency.observe(seconds: Double(nanos) / 1e9, [("provider", p.rawValue)])

@@ -23,10 +23,17 @@ public protocol ReceiverStorage: Sendable {
 /// The receiver's storage in PostgreSQL (`DeliveryStore`).
 public struct PostgresReceiverStorage: ReceiverStorage {
     let pool: PostgresPool
-    public init(pool: PostgresPool) { self.pool = pool }
+    /// The commits' `statement_timeout`: PAYRECON_COMMIT_TIMEOUT, past which the delivery has been answered 503.
+    let statementTimeoutMilliseconds: Int
+    public init(pool: PostgresPool, statementTimeoutMilliseconds: Int = DeliveryStore.commitStatementTimeoutMilliseconds) {
+        self.pool = pool
+        self.statementTimeoutMilliseconds = statementTimeoutMilliseconds
+    }
 
     public func commit(_ deliveries: [NewDelivery], rejections: [Rejection]) throws -> [StoredDelivery] {
-        try pool.withConnection { try DeliveryStore.commit(deliveries, rejections: rejections, on: $0) }
+        try pool.withConnection {
+            try DeliveryStore.commit(deliveries, rejections: rejections, on: $0, statementTimeoutMilliseconds: statementTimeoutMilliseconds)
+        }
     }
     public func recordRejections(_ counts: [RejectionCount], samples: [Rejection]) throws {
         try pool.withConnection { _ = try DeliveryStore.recordRejections(counts, samples: samples, on: $0) }

@@ -63,7 +63,8 @@ public struct StoredDelivery: Sendable, Equatable {
 /// pipeline (BEGIN; INSERT…; COMMIT) so a batch costs one round trip and one fsync.
 public enum DeliveryStore {
     public static let channel = "payrecon_deliveries"
-    /// `statement_timeout` of the receiver's commits: the commit deadline's default (PAYRECON_COMMIT_TIMEOUT, 5 s).
+    /// `statement_timeout` of the receiver's commits unless told otherwise: the commit deadline's default
+    /// (PAYRECON_COMMIT_TIMEOUT, 5 s). A statement still running at the deadline has been answered 503 already.
     public static let commitStatementTimeoutMilliseconds = 5000
 
     static let insertDelivery = """
@@ -81,7 +82,8 @@ public enum DeliveryStore {
     /// Commits `deliveries` and `rejections` in one transaction; returns one result per delivery, in order.
     /// Identical (provider, dedupe key) pairs within the batch are stored once and all get that row's id
     /// (the first one `inserted` if the row is new). Throws if the transaction did not commit.
-    public static func commit(_ deliveries: [NewDelivery], rejections: [Rejection], on conn: PostgresConnection) throws -> [StoredDelivery] {
+    public static func commit(_ deliveries: [NewDelivery], rejections: [Rejection], on conn: PostgresConnection,
+                              statementTimeoutMilliseconds: Int = commitStatementTimeoutMilliseconds) throws -> [StoredDelivery] {
         // In-batch dedupe: ON CONFLICT cannot touch the same row twice in one transaction's statement sequence
         // without waiting on itself, and one row per key is what we want anyway.
         var firstIndex: [String: Int] = [:]
@@ -97,7 +99,7 @@ public enum DeliveryStore {
         // WAL flush, and no statement runs longer than the commit deadline. SET LOCAL ends with the transaction, so
         // nothing is left on the session (PgBouncer in transaction mode hands it to someone else next).
         var statements: [PostgresStatement] = [PostgresStatement("BEGIN"), PostgresStatement("SET LOCAL synchronous_commit = on"),
-                                                PostgresStatement("SET LOCAL statement_timeout = '\(commitStatementTimeoutMilliseconds)ms'")]
+                                                PostgresStatement("SET LOCAL statement_timeout = '\(max(1, statementTimeoutMilliseconds))ms'")]
         let insertIndex = statements.count
         if !unique.isEmpty {
             // One multi-row INSERT for the batch: one parse, plan and executor start instead of one per delivery.

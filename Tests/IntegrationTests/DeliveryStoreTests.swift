@@ -52,17 +52,22 @@ import Testing
     @Test func aSessionsOwnSettingsDoNotWeakenOrBreakTheCommit() throws {
         let db = try TestDatabase.create(); defer { db.drop() }
         let conn = try db.connect(); defer { conn.close() }
-        // A session (or a server) configured to lose commits and to cut statements after 1 ms.
+        // An insert that takes 300 ms (a trigger sleeps), on a session configured to lose commits and to cut statements
+        // after 100 ms (BEGIN itself runs under the session's setting, so not something a loaded machine trips).
+        _ = try conn.execute("""
+            CREATE FUNCTION slow_insert() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.3); RETURN NEW; END $$
+            """)
+        _ = try conn.execute("CREATE TRIGGER slow_insert BEFORE INSERT ON deliveries FOR EACH ROW EXECUTE FUNCTION slow_insert()")
         _ = try conn.execute("SET synchronous_commit = off")
-        _ = try conn.execute("SET statement_timeout = '1ms'")
+        _ = try conn.execute("SET statement_timeout = '100ms'")
         _ = try conn.execute("SET lock_timeout = 0")
-        // pg_sleep inside the INSERT would trip 1 ms; the commit's own statement_timeout (5 s) applies instead.
+        // The session's 100 ms would cancel the insert; the commit's own statement_timeout (5 s) applies instead.
         let stored = try DeliveryStore.commit([NewDelivery(provider: .pxp, dedupeKey: "settings-1", eventType: nil, headers: [],
                                                            body: Array("{}".utf8))], rejections: [], on: conn)
         #expect(stored.count == 1 && stored[0].inserted)
         // And the session keeps its own settings afterwards: nothing leaked out of the transaction.
         #expect(try conn.query("SHOW synchronous_commit").first?.string("synchronous_commit") == "off")
-        #expect(try conn.query("SELECT current_setting('statement_timeout') AS t").first?.string("t") == "1ms")
+        #expect(try conn.query("SELECT current_setting('statement_timeout') AS t").first?.string("t") == "100ms")
         _ = try conn.execute("SET statement_timeout = 0")
         #expect(try db.count("SELECT count(*) FROM deliveries WHERE dedupe_key = 'settings-1'") == 1)
     }

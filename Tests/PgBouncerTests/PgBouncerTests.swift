@@ -98,30 +98,3 @@ enum PgBouncer {
     static let url = ProcessInfo.processInfo.environment["PAYRECON_TEST_PGBOUNCER_URL"].flatMap { $0.isEmpty ? nil : $0 }
     static let direct = ProcessInfo.processInfo.environment["PAYRECON_TEST_PGBOUNCER_DIRECT_URL"].flatMap { $0.isEmpty ? nil : $0 }
 }
-
-/// A `payrecon` process left running (serve, work), its stderr captured; stopped with SIGTERM.
-final class Background: @unchecked Sendable {
-    let process = Process()
-    let errors: URL
-
-    init(_ arguments: [String], environment: [String: String]) throws {
-        errors = FileManager.default.temporaryDirectory.appendingPathComponent("payrecon-bg-\(UUID().uuidString).log")
-        FileManager.default.createFile(atPath: errors.path, contents: nil)
-        process.executableURL = PayreconProcess.binary
-        process.arguments = arguments
-        var env = ProcessInfo.processInfo.environment
-        for (k, v) in environment { env[k] = v }
-        process.environment = env
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = try FileHandle(forWritingTo: errors)
-        try process.run()
-    }
-
-    func stderr() -> String { (try? String(contentsOf: errors, encoding: .utf8)) ?? "" }
-
-    func stop() {
-        if process.isRunning { process.terminate(); process.waitUntilExit() }
-    }
-
-    deinit { stop(); try? FileManager.default.removeItem(at: errors) }
-}

@@ -29,6 +29,14 @@ let serveCommand = Command(
     do { commitTimeout = try DurationParser.parse(env["PAYRECON_COMMIT_TIMEOUT"] ?? "5s") } catch {
         throw ConfigurationError("PAYRECON_COMMIT_TIMEOUT=\(env["PAYRECON_COMMIT_TIMEOUT"] ?? ""): \(error); use e.g. 5s")
     }
+    let requestTimeout: Int64
+    do { requestTimeout = try DurationParser.parse(env["PAYRECON_REQUEST_TIMEOUT"] ?? "30s") } catch {
+        throw ConfigurationError("PAYRECON_REQUEST_TIMEOUT=\(env["PAYRECON_REQUEST_TIMEOUT"] ?? ""): \(error); use e.g. 30s")
+    }
+    if requestTimeout <= commitTimeout {
+        Log.warning("PAYRECON_REQUEST_TIMEOUT is not longer than PAYRECON_COMMIT_TIMEOUT: a slow commit's connection is cut before its 503",
+                    ["request_timeout_s": requestTimeout, "commit_timeout_s": commitTimeout])
+    }
     let maxPerIP = try env.int("PAYRECON_MAX_CONNECTIONS_PER_IP", default: 256, range: 1...1_000_000)
     let endpoints = try webhookEndpoints(env)
     let pool = PostgresPool(conninfo: url, size: 8, acquireTimeout: 5)
@@ -37,7 +45,8 @@ let serveCommand = Command(
     }
     let receiver = Receiver(configuration: .init(host: host, port: port, maxBodyBytes: maxBody, threads: threads,
                                                  maxConnections: maxConnections, maxConnectionsPerIP: maxPerIP,
-                                                 commitTimeoutSeconds: Double(commitTimeout)),
+                                                 commitTimeoutSeconds: Double(commitTimeout),
+                                                 requestTimeoutSeconds: Double(requestTimeout)),
                             endpoints: endpoints, pool: pool)
     let bound: UInt16
     do { bound = try receiver.start() } catch { throw FatalError("\(error)") }

@@ -1,0 +1,101 @@
+import Foundation
+import PayreconTesting
+import Synchronization
+import Testing
+@testable import HTTP
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The whole-request deadline as a value: the clock is handed in, nothing sleeps.
+@Suite struct RequestDeadlinesTests {
+    let second: UInt64 = 1_000_000_000
+
+    @Test func aConnectionIsCutOnceItsDeadlinePasses() {
+        var deadlines = RequestDeadlines(timeoutNanoseconds: 30 * second)
+        deadlines.opened(1, fd: 7, now: 100 * second)
+        #expect(deadlines.expire(now: 129 * second).isEmpty)
+        #expect(deadlines.expire(now: 130 * second) == [7])
+        #expect(deadlines.expire(now: 200 * second).isEmpty, "each connection is cut once")
+    }
+
+    @Test func eachRequestOnAKeepAliveConnectionGetsTheWholeTime() {
+        var deadlines = RequestDeadlines(timeoutNanoseconds: 30 * second)
+        deadlines.opened(1, fd: 7, now: 0)
+        deadlines.requestCompleted(1, now: 25 * second)
+        #expect(deadlines.expire(now: 54 * second).isEmpty)
+        #expect(deadlines.expire(now: 55 * second) == [7])
+    }
+
+    @Test func aCutConnectionIsNotRevivedByItsRequestCompleting() {
+        var deadlines = RequestDeadlines(timeoutNanoseconds: 30 * second)
+        deadlines.opened(1, fd: 7, now: 0)
+        #expect(deadlines.expire(now: 31 * second) == [7])
+        deadlines.requestCompleted(1, now: 31 * second)  // MHD completes the cut request
+        #expect(deadlines.expire(now: 100 * second).isEmpty)
+    }
+
+    @Test func aClosedConnectionIsForgottenAndItsNumberCanBeReused() {
+        var deadlines = RequestDeadlines(timeoutNanoseconds: 30 * second)
+        deadlines.opened(1, fd: 7, now: 0)
+        deadlines.opened(2, fd: 8, now: 10 * second)
+        deadlines.closed(1)
+        deadlines.opened(3, fd: 7, now: 20 * second)  // the kernel hands out 7 again
+        #expect(deadlines.expire(now: 40 * second) == [8])
+        #expect(deadlines.expire(now: 50 * second) == [7])
+        #expect(deadlines.entries.count == 2)
+    }
+}
+
+/// The deadline against a real server and a real slow sender.
+@Suite struct RequestDeadlineServerTests {
+    static let slowRequest = "POST /slow HTTP/1.1\r\nHost: x\r\nX-Padding: " + String(repeating: "a", count: 200) + "\r\nContent-Length: 100\r\n\r\n"
+        + String(repeating: "b", count: 100)
+
+    @Test func aTricklingSenderIsCutOffAtTheDeadlineWhileOthersAreServed() async throws {
+        let cut = Atomic<Int>(0)
+        let configuration = HTTPServer.Configuration(port: 0, threads: 2, connectionTimeoutSeconds: 5, requestTimeoutSeconds: 1,
+                                                     onRequestTimeout: { cut.add(1, ordering: .relaxed) })
+        try await withServer(configuration, handler: { _, responder in responder.respond(.text("ok")) }) { server, base in
+            let socket = try RawSocket(port: server.port)
+            // 20 bytes a second: never idle for MHD's 5 s, and the whole request would take 15 s.
+            let result = try await offload { socket.trickle(Self.slowRequest, interval: 0.05, limit: 10) }
+            #expect(result.closed, "the trickling connection was never cut")
+            #expect(result.seconds < 4, "cut after \(result.seconds) s against a 1 s deadline")
+            #expect(cut.load(ordering: .relaxed) == 1)
+            let response = try await HTTPClient().send(.init(url: base + "/other"))
+            #expect(response.status == 200)
+        }
+    }
+
+    @Test func withoutADeadlineTheSameTrickleHoldsItsConnection() async throws {
+        // The reason for the deadline: MHD's idle timeout (here 1 s) restarts on each byte.
+        try await withServer(.test(timeout: 1), handler: { _, responder in responder.respond(.text("ok")) }) { server, _ in
+            let socket = try RawSocket(port: server.port)
+            let result = try await offload { socket.trickle(Self.slowRequest, interval: 0.05, limit: 3) }
+            #expect(!result.closed, "MHD cut the trickle itself after \(result.seconds) s")
+        }
+    }
+
+    @Test func aRequestWithinTheDeadlineAndTheNextOnTheSameConnectionAreAnswered() async throws {
+        let configuration = HTTPServer.Configuration(port: 0, threads: 2, connectionTimeoutSeconds: 5, requestTimeoutSeconds: 1.5)
+        try await withServer(configuration, handler: { _, responder in responder.respond(.text("ok")) }) { server, _ in
+            let socket = try RawSocket(port: server.port)
+            let answers: Int = try await offload {
+                var answered = 0
+                for _ in 0..<3 {
+                    // Each request takes ~1 s: three in a row exceed the deadline only if it did not restart.
+                    usleep(900_000)
+                    socket.send("GET /ok HTTP/1.1\r\nHost: x\r\n\r\n")
+                    var buffer = [UInt8](repeating: 0, count: 4096)
+                    var pfd = pollfd(fd: socket.fd, events: Int16(POLLIN), revents: 0)
+                    guard poll(&pfd, 1, 3000) > 0, recv(socket.fd, &buffer, buffer.count, 0) > 0 else { break }
+                    if String(decoding: buffer, as: UTF8.self).hasPrefix("HTTP/1.1 200") { answered += 1 }
+                }
+                return answered
+            }
+            #expect(answers == 3)
+        }
+    }
+}
