@@ -52,7 +52,7 @@ let package = Package(
         // Unit tests: no database, run in seconds.
         // The planner's tests run each provider's real capability rules (Providers), as the worker does.
         .testTarget(name: "ReconciliationTests", dependencies: ["Reconciliation", "Providers"]),
-        .testTarget(name: "ProvidersTests", dependencies: ["Providers", "Reconciliation", "HTTP", "PaysimCore"],
+        .testTarget(name: "ProvidersTests", dependencies: ["Providers", "Reconciliation", "HTTP", "PaysimCore", "PayreconTesting"],
                     resources: [.copy("Fixtures")]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "PayreconTesting"]),
         // Option parsing and --help of every command: no database.

@@ -22,13 +22,16 @@ final class GroupCommitter: Sendable {
 
     private let machine: Mutex<GroupCommitStateMachine<Item>>
     private let storage: any ReceiverStorage
-    private let queue = DispatchQueue(label: "payrecon.group-commit", attributes: .concurrent)
+    /// One thread per transaction that may be in flight, round robin: never GCD's shared pool (DedicatedThread).
+    private let threads: [DedicatedThread]
+    private let nextThread = Atomic<Int>(0)
     private let batchSize = Metrics.shared.histogram("payrecon_commit_batch_size", help: "Deliveries per group commit.",
                                                      buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256])
 
     init(storage: any ReceiverStorage, maxBatch: Int = 256, maxInFlight: Int = 1, maxQueued: Int = 8192) {
         self.storage = storage
         self.machine = Mutex(GroupCommitStateMachine(maxBatch: maxBatch, maxInFlight: maxInFlight, maxQueued: maxQueued))
+        self.threads = (0..<max(1, maxInFlight)).map { DedicatedThread(name: "payrecon-commit-\($0)") }
     }
 
     /// Stores `delivery`; `completion` runs on a committer thread once the outcome is known.
@@ -39,9 +42,11 @@ final class GroupCommitter: Sendable {
         }
     }
 
-    /// Stops taking new items and waits until everything queued has been committed or failed.
+    /// Stops taking new items and waits until everything queued has been committed or failed; then lets the
+    /// committer threads end.
     func drain(timeout: DispatchTime) -> Bool {
         machine.withLock { $0.close() }
+        defer { threads.forEach { $0.stop() } }
         while true {
             if machine.withLock({ $0.isIdle }) { return true }
             if DispatchTime.now() >= timeout { return false }
@@ -51,7 +56,8 @@ final class GroupCommitter: Sendable {
 
     private func run(_ action: GroupCommitStateMachine<Item>.Action) {
         guard case .flush(let batch) = action else { return }
-        queue.async { [self] in
+        let thread = threads[nextThread.wrappingAdd(1, ordering: .relaxed).oldValue % threads.count]
+        thread.async { [self] in
             flush(batch)
             run(machine.withLock { $0.flushCompleted() })
         }

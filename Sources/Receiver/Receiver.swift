@@ -163,36 +163,34 @@ public final class Receiver: Sendable {
                                             "\(provider.rawValue) webhooks are not configured on this receiver: set \(ProviderRegistry.definition(provider).webhookSecretVariable)",
                                             headers: [("Retry-After", "300")]))
         }
-        if endpoint.mayWait {
-            // Verification may fetch a certificate (bounded, one per URL, failures remembered): never on the thread
-            // that serves other connections. The answer goes out from here once the delivery is committed.
-            Self.verification.async { [self] in
-                verified(provider, endpoint, request, headers, started: started, log: log, reject: reject, responder)
+        // Decided on this thread without waiting on anything. Only a PayPal delivery whose certificate is neither cached
+        // nor known bad needs a fetch (at most 10 new URLs a minute, one fetch per URL): it is answered from the fetch's
+        // continuation, and no thread waits for it — least of all this one, which serves other connections.
+        switch endpoint.accept(headers: request.headers, body: request.body, now: Date()) {
+        case .accepted(let accepted): store(accepted, provider, request, headers, started: started, log: log, responder)
+        case .rejected(let rejection): reject(rejection.status, rejection.code, rejection.message)
+        case .needsFetch:
+            endpoint.prepare(headers: request.headers) { [self] in
+                switch endpoint.accept(headers: request.headers, body: request.body, now: Date()) {
+                case .accepted(let accepted): store(accepted, provider, request, headers, started: started, log: log, responder)
+                case .rejected(let rejection): reject(rejection.status, rejection.code, rejection.message)
+                case .needsFetch:
+                    reject(401, "untrusted_certificate", "the certificate at the delivery's PAYPAL-CERT-URL is being fetched for too many deliveries at once; not waited for")
+                }
             }
-            return
         }
-        verified(provider, endpoint, request, headers, started: started, log: log, reject: reject, responder)
     }
 
     /// Where commit deadlines fire.
-    static let deadlines = DispatchQueue(label: "payrecon.receiver.deadlines")
+    static let deadlines = DedicatedThread(name: "payrecon-commit-deadlines")
 
-    /// Where verification that may wait runs: GCD's threads, never the HTTP threads.
-    static let verification = DispatchQueue(label: "payrecon.receiver.verify", attributes: .concurrent)
-
-    private func verified(_ provider: Provider, _ endpoint: any WebhookEndpoint, _ request: HTTPRequest, _ headers: [(String, String)],
-                          started: DispatchTime, log: @escaping @Sendable () -> Logger,
-                          reject: @escaping @Sendable (Int, String, String) -> Void, _ responder: HTTPResponder) {
-        let accepted: AcceptedDelivery
-        switch endpoint.accept(headers: request.headers, body: request.body, now: Date()) {
-        case .failure(let rejection): return reject(rejection.status, rejection.code, rejection.message)
-        case .success(let a): accepted = a
-        }
+    private func store(_ accepted: AcceptedDelivery, _ provider: Provider, _ request: HTTPRequest, _ headers: [(String, String)],
+                       started: DispatchTime, log: @escaping @Sendable () -> Logger, _ responder: HTTPResponder) {
         let delivery = NewDelivery(provider: provider, dedupeKey: accepted.dedupeKey, eventType: accepted.eventType,
                                    headers: headers, body: request.body, transmissionID: accepted.transmissionID)
         // One answer per delivery: the commit's, or 503 at the commit deadline, whichever comes first.
         let once = AnswerOnce()
-        Self.deadlines.asyncAfter(deadline: .now() + configuration.commitTimeoutSeconds) { [metrics, configuration] in
+        Self.deadlines.after(configuration.commitTimeoutSeconds) { [metrics, configuration] in
             guard once.take() else { return }
             metrics.delivery(provider, outcome: "storage_unavailable")
             log().warning("delivery not committed within PAYRECON_COMMIT_TIMEOUT; answered 503", ["timeout_s": configuration.commitTimeoutSeconds])
@@ -266,9 +264,8 @@ final class StorageProbe: Sendable {
     let interval: Double
     private let readyFlag = Atomic<Bool>(false)
     private let pendingValue = Atomic<Int64>(-1)
-    private let queue = DispatchQueue(label: "payrecon.receiver.probe")
-    /// Touched only on `queue`.
-    nonisolated(unsafe) private var source: DispatchSourceTimer?
+    private let thread = DedicatedThread(name: "payrecon-storage-probe")
+    private let running = Atomic<Bool>(false)
 
     init(storage: any ReceiverStorage, interval: Double = 2) { self.storage = storage; self.interval = interval }
 
@@ -284,17 +281,22 @@ final class StorageProbe: Sendable {
     /// Probes once now (before the receiver listens), then every `interval`.
     func start() {
         refresh()
-        queue.sync {
-            source?.cancel()
-            let t = DispatchSource.makeTimerSource(queue: queue)
-            t.schedule(deadline: .now() + interval, repeating: interval)
-            t.setEventHandler { [weak self] in self?.refresh() }
-            t.resume()
-            source = t
+        running.store(true, ordering: .releasing)
+        schedule()
+    }
+
+    private func schedule() {
+        thread.after(interval) { [self] in
+            guard running.load(ordering: .acquiring) else { return }
+            refresh()
+            schedule()
         }
     }
 
-    func stop() { queue.sync { source?.cancel(); source = nil } }
+    func stop() {
+        running.store(false, ordering: .releasing)
+        thread.stop()
+    }
 }
 
 /// The first of two racing answers (the commit's, the deadline's) wins.

@@ -25,7 +25,7 @@ final class RejectionLane: Sendable {
     let maxKeys: Int
     let samplesPerHour: Int
     private let state = Mutex(State())
-    private let queue = DispatchQueue(label: "payrecon.receiver.rejections")
+    private let thread = DedicatedThread(name: "payrecon-rejections")
     private let notRecorded = Metrics.shared.counter("payrecon_rejections_not_recorded_total",
                                                      help: "Rejected deliveries not recorded because the rejection lane was full.")
     private let clock: @Sendable () -> Int64
@@ -55,7 +55,7 @@ final class RejectionLane: Sendable {
             return (true, start)
         }
         if !accepted { notRecorded.increment([("provider", r.provider), ("reason", r.reason)]) }
-        if flush { queue.async { [self] in self.flush() } }
+        if flush { thread.async { [self] in self.flush() } }
     }
 
     /// Writes what is waiting, then again while more arrived meanwhile.
@@ -80,8 +80,10 @@ final class RejectionLane: Sendable {
     }
 
     /// Waits (up to `timeout`) until what was recorded is written.
+    /// Waits (until `timeout`) for what is waiting to be written, then lets the lane's thread end.
     func drain(timeout: DispatchTime) {
         while state.withLock({ $0.flushing }), DispatchTime.now() < timeout { usleep(2_000) }
+        thread.stop()
     }
 }
 

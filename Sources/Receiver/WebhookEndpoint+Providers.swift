@@ -11,14 +11,14 @@ public struct VerifyingEndpoint: WebhookEndpoint {
 
     public init(provider: Provider, webhook: any ProviderWebhook) { self.provider = provider; self.webhook = webhook }
 
-    public var mayWait: Bool { webhook.mayWait }
-
-    public func accept(headers: HTTPHeaders, body: [UInt8], now: Date) -> Result<AcceptedDelivery, DeliveryRejection> {
+    public func accept(headers: HTTPHeaders, body: [UInt8], now: Date) -> Acceptance {
         do {
-            let event = try webhook.accept(headers: headers, body: body, now: now)
-            return .success(AcceptedDelivery(dedupeKey: event.dedupeKey, eventType: event.eventType, transmissionID: event.transmissionID))
-        } catch { return .failure(DeliveryRejection(error)) }
+            guard let event = try webhook.acceptWithoutWaiting(headers: headers, body: body, now: now) else { return .needsFetch }
+            return .accepted(AcceptedDelivery(dedupeKey: event.dedupeKey, eventType: event.eventType, transmissionID: event.transmissionID))
+        } catch { return .rejected(DeliveryRejection(error)) }
     }
+
+    public func prepare(headers: HTTPHeaders, then: @escaping @Sendable () -> Void) { webhook.prepare(headers: headers, then: then) }
 
     /// One endpoint per provider whose webhook side is configured.
     public static func all(_ webhooks: [Provider: any ProviderWebhook]) -> [VerifyingEndpoint] {

@@ -7,13 +7,23 @@ import Reconciliation
 /// Implementations wrap the provider's verifier and event parser (Sources/Providers).
 public protocol WebhookEndpoint: Sendable {
     var provider: Provider { get }
-    func accept(headers: HTTPHeaders, body: [UInt8], now: Date) -> Result<AcceptedDelivery, DeliveryRejection>
-    /// Accepting may wait on the network: the receiver runs it off the HTTP threads.
-    var mayWait: Bool { get }
+    /// Decides without waiting on anything: called on the HTTP thread serving the request.
+    func accept(headers: HTTPHeaders, body: [UInt8], now: Date) -> Acceptance
+    /// Fetches what `accept` answered `.needsFetch` for, without blocking; `then` runs on any thread once `accept`
+    /// can decide.
+    func prepare(headers: HTTPHeaders, then: @escaping @Sendable () -> Void)
 }
 
 extension WebhookEndpoint {
-    public var mayWait: Bool { false }
+    public func prepare(headers: HTTPHeaders, then: @escaping @Sendable () -> Void) { then() }
+}
+
+/// What an endpoint decided about a delivery.
+public enum Acceptance: Sendable {
+    case accepted(AcceptedDelivery)
+    case rejected(DeliveryRejection)
+    /// Something must be fetched first (PayPal's signing certificate): `prepare`, then `accept` again.
+    case needsFetch
 }
 
 public struct AcceptedDelivery: Sendable {

@@ -228,4 +228,41 @@ struct ReceiverTests {
             #expect(metrics.contains("payrecon_deliveries_pending"))
         }
     }
+
+    /// Deliveries naming a slow certificate URL wait without a thread and without delaying anyone: while 40 of them
+    /// wait on one 3 s fetch, genuine PayPal deliveries (certificate cached) and PXP deliveries are answered at once.
+    @Test func deliveriesWaitingOnASlowCertificateDelayNoGenuineDelivery() async throws {
+        try await ReceiverHarness.with { h in
+            let warm = try await h.paypalDelivery(#"{"id":"WH-WARM","event_type":"PAYMENT.CAPTURE.COMPLETED","resource":{"id":"C"}}"#)
+            #expect(warm.status == 200)
+            let slowURL = h.paypal.certURL.replacingOccurrences(of: "CERT-test", with: "CERT-slow-1")
+            // Their own client with 40 connections: a client's per-host connection limit must not queue the genuine
+            // deliveries behind them on the sender's side.
+            let flood = CurlHTTPClient(configuration: .init(timeoutSeconds: 20, maxConcurrentRequests: 64))
+            let waiting = Task {
+                try await withThrowingTaskGroup(of: ReceiverHarness.Answer.self) { group in
+                    for i in 0..<40 {
+                        group.addTask {
+                            let body = Array(#"{"id":"WH-SLOW-\#(i)","event_type":"PAYMENT.CAPTURE.COMPLETED","resource":{"id":"C"}}"#.utf8)
+                            let r = try await flood.send(HTTPClientRequest(method: "POST", url: "http://127.0.0.1:\(h.port)/webhooks/paypal",
+                                headers: try h.paypal.headers(body: body, webhookID: ReceiverHarness.paypalWebhookID, certURL: slowURL), body: body))
+                            return ReceiverHarness.Answer(status: r.status, body: r.body, headers: r.headers)
+                        }
+                    }
+                    return try await group.reduce(into: []) { $0.append($1) }
+                }
+            }
+            try await Task.sleep(for: .milliseconds(300))   // the 40 are waiting on the fetch now
+            let started = Date()
+            for i in 0..<10 {
+                let genuine = try await h.paypalDelivery(#"{"id":"WH-G-\#(i)","event_type":"PAYMENT.CAPTURE.COMPLETED","resource":{"id":"C"}}"#)
+                #expect(genuine.status == 200)
+                #expect(try await h.pxp(#"{"eventData":{"merchantTransactionId":"G-\#(i)"}}"#).status == 200)
+            }
+            #expect(Date().timeIntervalSince(started) < 2, "genuine deliveries waited behind the certificate fetch")
+            let answers = try await waiting.value
+            #expect(answers.count == 40 && answers.allSatisfy { $0.status == 401 && $0.errorCode == "untrusted_certificate" })
+            #expect(try h.database.count("SELECT count(*) FROM deliveries WHERE provider = 'paypal'") == 11)
+        }
+    }
 }

@@ -39,10 +39,15 @@ public final class InMemoryReceiverStorage: ReceiverStorage {
     /// Each commit takes this long (a slow disk, a lock): for the commit deadline.
     public func setCommitDelay(_ seconds: Double) { delay.withLock { $0 = seconds } }
     private let delay = Mutex<Double>(0)
+    /// While held, commits wait until `releaseCommits()` (a slow database the test controls, without timing).
+    public func holdCommits() { held.withLock { $0 = true } }
+    public func releaseCommits() { held.withLock { $0 = false } }
+    private let held = Mutex<Bool>(false)
 
     public func commit(_ deliveries: [NewDelivery], rejections: [Rejection]) throws -> [StoredDelivery] {
         let wait = delay.withLock { $0 }
         if wait > 0 { Thread.sleep(forTimeInterval: wait) }
+        while held.withLock({ $0 }) { usleep(5_000) }
         return try state.withLock { s in
             guard s.available else { throw Unavailable() }
             s.rejections += rejections

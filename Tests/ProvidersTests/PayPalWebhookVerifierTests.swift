@@ -1,5 +1,7 @@
 import PaysimCore
+import PayreconTesting
 import Foundation
+import Synchronization
 import Testing
 @testable import Providers
 
@@ -405,6 +407,75 @@ import Testing
         #expect(results.count == 8 && results.allSatisfy { $0 == [5] })
         #expect(upstream.lock.withLock { upstream.calls } == 1)
         #expect(cache.fetches == 1)
+    }
+
+    /// Without waiting: a cached PEM at once, a known-bad URL or a spent budget refused at once, and nil (fetch first)
+    /// only when a fetch is allowed — asking never fetches, never spends the budget.
+    @Test func withoutWaitingAnswersFromWhatIsKnown() throws {
+        let upstream = CountingCertificateSource(pem: [1])
+        let cache = CachingCertificateSource(upstream: upstream, maxNewURLsPerMinute: 2)
+        #expect(try cache.pemWithoutWaiting(for: "a") == nil)
+        #expect(try cache.pemWithoutWaiting(for: "a") == nil)
+        #expect(upstream.calls.isEmpty && cache.fetches == 0)
+        _ = try cache.pem(for: "a")
+        #expect(try cache.pemWithoutWaiting(for: "a") == [1])
+        _ = try cache.pem(for: "b")   // the budget of 2 is spent
+        #expect(throws: CachingCertificateSource.Refused.self) { try cache.pemWithoutWaiting(for: "c") }
+        let failing = CachingCertificateSource(upstream: CountingCertificateSource(pem: nil))
+        _ = try? failing.pem(for: "x")
+        #expect(throws: CachingCertificateSource.Refused.self) { try failing.pemWithoutWaiting(for: "x") }
+    }
+
+    /// prefetch never blocks its caller: many deliveries missing one URL share one fetch on a thread of the cache's
+    /// own, and each continuation runs once it ended — after which the answer is known without waiting.
+    @Test func prefetchSharesOneFetchAndBlocksNoCaller() async throws {
+        final class Slow: CertificateSource, @unchecked Sendable {
+            let lock = NSLock(); var calls = 0
+            func pem(for url: String) throws -> [UInt8] {
+                lock.withLock { calls += 1 }
+                Thread.sleep(forTimeInterval: 0.3)
+                return [5]
+            }
+        }
+        let upstream = Slow()
+        let cache = CachingCertificateSource(upstream: upstream)
+        let done = Mutex(0)
+        let started = Date()
+        for _ in 0..<20 { cache.prefetch("same") { done.withLock { $0 += 1 } } }
+        #expect(Date().timeIntervalSince(started) < 0.2, "prefetch waited for the fetch")
+        #expect(try await eventually(5) { done.withLock { $0 } == 20 })
+        #expect(upstream.lock.withLock { upstream.calls } == 1)
+        #expect(try cache.pemWithoutWaiting(for: "same") == [5])
+    }
+
+    /// The continuations kept waiting are bounded (each holds a delivery); beyond the bound they run at once and the
+    /// answer is still "fetch first", which the receiver refuses.
+    @Test func prefetchKeepsAtMostMaxWaiters() async throws {
+        final class Gate: CertificateSource, @unchecked Sendable {
+            let open = DispatchSemaphore(value: 0)
+            func pem(for url: String) throws -> [UInt8] { open.wait(); return [6] }
+        }
+        let upstream = Gate()
+        let cache = CachingCertificateSource(upstream: upstream, maxWaiters: 3)
+        let ran = Mutex(0)
+        cache.prefetch("u") { ran.withLock { $0 += 1 } }   // starts the fetch: 1 kept
+        for _ in 0..<2 { cache.prefetch("u") { ran.withLock { $0 += 1 } } }   // 3 kept
+        for _ in 0..<5 { cache.prefetch("u") { ran.withLock { $0 += 1 } } }   // over the bound: run now
+        #expect(ran.withLock { $0 } == 5)
+        #expect(try cache.pemWithoutWaiting(for: "u") == nil)
+        upstream.open.signal()
+        #expect(try await eventually(5) { ran.withLock { $0 } == 8 })
+    }
+
+    /// A prefetch the rules forbid (budget spent, URL failed) fetches nothing and runs its continuation at once.
+    @Test func prefetchThatMayNotFetchRunsAtOnce() throws {
+        let upstream = CountingCertificateSource(pem: [1])
+        let cache = CachingCertificateSource(upstream: upstream, maxNewURLsPerMinute: 1)
+        _ = try cache.pem(for: "a")
+        let ran = Mutex(false)
+        cache.prefetch("b") { ran.withLock { $0 = true } }
+        #expect(ran.withLock { $0 })
+        #expect(upstream.calls == ["a"])
     }
 
     @Test func safeUnderConcurrentUse() async throws {

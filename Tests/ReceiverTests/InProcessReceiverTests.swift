@@ -112,13 +112,13 @@ import Testing
         let port = try receiver.start()
         defer { receiver.shutdown() }
         let base = "http://127.0.0.1:\(port)"
-        storage.setCommitDelay(1.5)
-        let started = Date()
+        // The commit cannot finish until the test lets it: the 503 must come from the deadline, before the commit.
+        storage.holdCommits()
         let slow = try await Self.pxp(base, #"{"eventData":{"merchantTransactionId":"TX-D"}}"#, requestID: "r-deadline")
         #expect(slow.status == 503 && slow.text.contains("storage_unavailable"))
-        #expect(Date().timeIntervalSince(started) < 1.4, "answered only after the slow commit")
+        #expect(storage.deliveries.isEmpty, "answered only after the commit")
+        storage.releaseCommits()
         #expect(try await eventually(5) { storage.deliveries.count == 1 })   // it committed after all
-        storage.setCommitDelay(0)
         let again = try await Self.pxp(base, #"{"eventData":{"merchantTransactionId":"TX-D"}}"#, requestID: "r-deadline")
         #expect(again.status == 200 && again.text.contains("duplicate"))
     }

@@ -33,14 +33,22 @@ public struct ProviderDefinition: Sendable {
 
 /// Verifies a delivery on its raw bytes and only then reads it (nothing unauthenticated is interpreted).
 public protocol ProviderWebhook: Sendable {
+    /// Verifies and reads the delivery; may wait on the network (PayPal's certificate fetch).
     func accept(headers: Headers, body: [UInt8], now: Date) throws(WebhookRejection) -> AcceptedEvent
-    /// Whether verifying may wait on the network (PayPal's certificate fetch): the receiver then runs it off the
-    /// threads that serve requests, so a sender pointing at a slow URL never slows another delivery.
-    var mayWait: Bool { get }
+    /// As `accept`, never waiting: nil when something must be fetched first. The receiver calls this on the thread
+    /// that serves requests, and on nil calls `prepare`, then this again — so no thread, least of all one serving
+    /// other deliveries, ever waits on a fetch a sender asked for.
+    func acceptWithoutWaiting(headers: Headers, body: [UInt8], now: Date) throws(WebhookRejection) -> AcceptedEvent?
+    /// Fetches what `acceptWithoutWaiting` lacked, without blocking; `then` runs (any thread) once it can decide.
+    func prepare(headers: Headers, then: @escaping @Sendable () -> Void)
 }
 
 extension ProviderWebhook {
-    public var mayWait: Bool { false }
+    /// Providers whose verification needs nothing from the network (HMAC) decide at once.
+    public func acceptWithoutWaiting(headers: Headers, body: [UInt8], now: Date) throws(WebhookRejection) -> AcceptedEvent? {
+        try accept(headers: headers, body: body, now: now)
+    }
+    public func prepare(headers: Headers, then: @escaping @Sendable () -> Void) { then() }
 }
 
 /// What the receiver stores with a verified delivery.

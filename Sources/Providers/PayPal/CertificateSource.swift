@@ -4,8 +4,20 @@ import Synchronization
 /// Where the PayPal verifier gets the PEM served at a `PAYPAL-CERT-URL`. The verifier only asks for URLs under an
 /// allowed prefix. The network fetcher (over the HTTP client) is wired by the receiver; this room has none.
 public protocol CertificateSource: Sendable {
-    /// The PEM bytes served at `url`; throws when they cannot be had.
+    /// The PEM bytes served at `url`; throws when they cannot be had. May wait on the network.
     func pem(for url: String) throws -> [UInt8]
+    /// The PEM when it is at hand without waiting; throws when it is known not to be had; nil when only a fetch can
+    /// tell (then `prefetch`, and ask again).
+    func pemWithoutWaiting(for url: String) throws -> [UInt8]?
+    /// Fetches `url` if a fetch is allowed, without blocking the caller; `then` runs (on any thread) once
+    /// `pemWithoutWaiting` can answer, or at once when there is nothing to wait for.
+    func prefetch(_ url: String, then: @escaping @Sendable () -> Void)
+}
+
+extension CertificateSource {
+    /// Sources without a network (fixed, unavailable) always answer at once.
+    public func pemWithoutWaiting(for url: String) throws -> [UInt8]? { try pem(for: url) }
+    public func prefetch(_ url: String, then: @escaping @Sendable () -> Void) { then() }
 }
 
 /// Serves one fixed PEM for every URL (`payrecon verify --cert FILE`, tests).
@@ -26,7 +38,8 @@ public struct UnavailableCertificateSource: CertificateSource {
 
 /// A thread-safe, bounded, expiring cache in front of another `CertificateSource`, keyed by URL, that no sender can
 /// turn into a fetch storm (contract §4):
-/// - one fetch at a time per URL: callers missing the same URL wait for that one fetch;
+/// - one fetch at a time per URL: callers missing the same URL wait for that one fetch (`prefetch` callers without a
+///   thread: their continuation is kept, at most `maxWaiters` of them; beyond that they are answered at once);
 /// - a URL whose fetch (or validation) failed is not fetched again for `failureTTL` (5 minutes): those deliveries
 ///   are refused at once;
 /// - at most `maxNewURLsPerMinute` (10) distinct uncached URLs are fetched per minute; beyond that, refused at once;
@@ -56,8 +69,10 @@ public final class CachingCertificateSource: CertificateSource {
     private final class Fetch: @unchecked Sendable {
         let done = DispatchSemaphore(value: 0)
         var result: Result<[UInt8], any Error> = .failure(Refused(reason: "not fetched"))
-        /// Callers waiting for it (counted under the source's lock, while the fetch is in flight).
+        /// Callers blocked on `done` (counted under the source's lock, while the fetch is in flight).
         var waiters = 0
+        /// `prefetch` continuations to run once it ended (under the source's lock, while in flight).
+        var continuations: [@Sendable () -> Void] = []
     }
 
     public struct Refused: Error, CustomStringConvertible {
@@ -71,12 +86,14 @@ public final class CachingCertificateSource: CertificateSource {
     public let ttl: TimeInterval
     public let failureTTL: TimeInterval
     public let maxNewURLsPerMinute: Int
+    /// Most `prefetch` continuations kept waiting on fetches at once (each holds a delivery's body).
+    public let maxWaiters: Int
     private let clock: @Sendable () -> Date
     private let state = Mutex(State())
 
     /// - Parameter validate: throws when the PEM is not a certificate to cache (the verifier's checks).
     public init(upstream: any CertificateSource, maxEntries: Int = 32, ttl: TimeInterval = 86_400, failureTTL: TimeInterval = 300,
-                maxNewURLsPerMinute: Int = 10, validate: @escaping @Sendable ([UInt8]) throws -> Void = { _ in },
+                maxNewURLsPerMinute: Int = 10, maxWaiters: Int = 256, validate: @escaping @Sendable ([UInt8]) throws -> Void = { _ in },
                 clock: @escaping @Sendable () -> Date = { Date() }) {
         self.upstream = upstream
         self.validate = validate
@@ -84,74 +101,123 @@ public final class CachingCertificateSource: CertificateSource {
         self.ttl = ttl
         self.failureTTL = failureTTL
         self.maxNewURLsPerMinute = max(1, maxNewURLsPerMinute)
+        self.maxWaiters = max(0, maxWaiters)
         self.clock = clock
     }
 
-    public func pem(for url: String) throws -> [UInt8] {
-        let now = clock()
-        enum Step { case cached([UInt8]), wait(Fetch), fetch(Fetch), refuse(String) }
-        let step: Step = state.withLock { state in
+    private enum Step { case cached([UInt8]), wait(Fetch), fetch(Fetch), refuse(String), fetchAllowed }
+
+    /// What to do for `url` now. `join`: whether the caller takes part (waits on a fetch in flight, or starts one);
+    /// without it nothing changes but the hit count.
+    private func step(for url: String, now: Date, join: Bool) -> Step {
+        state.withLock { state in
             if let entry = state.entries[url], entry.expires > now {
                 state.hits += 1
                 return .cached(entry.pem)
             }
-            state.misses += 1
             if let failed = state.failures[url] {
                 if failed.until > now {
+                    state.misses += 1
                     return .refuse("it failed less than \(Int(failureTTL / 60)) minutes ago (\(failed.reason)); not fetched again yet")
                 }
                 state.failures[url] = nil
             }
-            if let fetch = state.inFlight[url] { fetch.waiters += 1; return .wait(fetch) }
+            if let fetch = state.inFlight[url] {
+                if join { state.misses += 1; fetch.waiters += 1 }
+                return .wait(fetch)
+            }
             state.recentFetches.removeAll { $0 <= now.addingTimeInterval(-60) }
             guard state.recentFetches.count < maxNewURLsPerMinute else {
+                state.misses += 1
                 return .refuse("\(maxNewURLsPerMinute) uncached certificate URLs were fetched in the last minute; not fetched")
             }
+            guard join else { return .fetchAllowed }
+            state.misses += 1
             state.recentFetches.append(now)
             state.fetches += 1
             let fetch = Fetch()
             state.inFlight[url] = fetch
             return .fetch(fetch)
         }
-        switch step {
+    }
+
+    public func pem(for url: String) throws -> [UInt8] {
+        switch step(for: url, now: clock(), join: true) {
         case .cached(let pem): return pem
         case .refuse(let reason): throw Refused(reason: reason)
         case .wait(let fetch):
             fetch.done.wait()
             return try fetch.result.get()
         case .fetch(let fetch):
-            let result: Result<[UInt8], any Error>
-            do {
-                let pem = try upstream.pem(for: url)
-                try validate(pem)
-                result = .success(pem)
-            } catch {
-                result = .failure(error)
-            }
-            fetch.result = result
-            let waiters = state.withLock { state -> Int in
-                state.inFlight[url] = nil
-                switch result {
-                case .success(let pem):
-                    if state.entries.count >= maxEntries { state.entries = state.entries.filter { $0.value.expires > now } }
-                    while state.entries.count >= maxEntries,
-                          let oldest = state.entries.min(by: { $0.value.stored < $1.value.stored })?.key {
-                        state.entries[oldest] = nil
-                    }
-                    state.counter += 1
-                    state.entries[url] = Entry(pem: pem, expires: now.addingTimeInterval(ttl), stored: state.counter)
-                case .failure(let error):
-                    // Bounded like the cache: the oldest failures go first.
-                    if state.failures.count >= 1024, let oldest = state.failures.min(by: { $0.value.until < $1.value.until })?.key {
-                        state.failures[oldest] = nil
-                    }
-                    state.failures[url] = (now.addingTimeInterval(failureTTL), String(String(describing: error).prefix(200)))
-                }
-                return fetch.waiters   // none can join now: the fetch is no longer in flight
-            }
-            for _ in 0..<waiters { fetch.done.signal() }
-            return try result.get()
+            return try complete(fetch, url: url).get()
+        case .fetchAllowed:
+            throw Refused(reason: "not fetched")  // not reached: only asked for without joining
         }
+    }
+
+    public func pemWithoutWaiting(for url: String) throws -> [UInt8]? {
+        switch step(for: url, now: clock(), join: false) {
+        case .cached(let pem): return pem
+        case .refuse(let reason): throw Refused(reason: reason)
+        case .wait, .fetch, .fetchAllowed: return nil
+        }
+    }
+
+    public func prefetch(_ url: String, then: @escaping @Sendable () -> Void) {
+        // A fetch in flight: keep the continuation (bounded), run by the fetch's thread when it ends.
+        let kept: Bool? = state.withLock { state in
+            guard let fetch = state.inFlight[url] else { return nil }
+            let waiting = state.inFlight.values.reduce(0) { $0 + $1.continuations.count }
+            guard waiting < maxWaiters else { return false }
+            fetch.continuations.append(then)
+            return true
+        }
+        if kept == true { return }
+        if kept == false { return then() }  // too many waiting: pemWithoutWaiting still answers nil, the caller refuses
+        // None in flight: start one on a thread of its own if the rules allow (at most maxNewURLsPerMinute threads a
+        // minute), else there is nothing to wait for.
+        guard case .fetch(let fetch) = step(for: url, now: clock(), join: true) else { return then() }
+        state.withLock { _ in fetch.continuations.append(then) }
+        let thread = Thread { [self] in _ = complete(fetch, url: url) }
+        thread.name = "paypal-cert-fetch"
+        thread.start()
+    }
+
+    /// Makes `fetch` on this thread, records its outcome, wakes its blocked waiters and runs its continuations.
+    private func complete(_ fetch: Fetch, url: String) -> Result<[UInt8], any Error> {
+        let result: Result<[UInt8], any Error>
+        do {
+            let pem = try upstream.pem(for: url)
+            try validate(pem)
+            result = .success(pem)
+        } catch {
+            result = .failure(error)
+        }
+        let now = clock()
+        fetch.result = result
+        let (waiters, continuations) = state.withLock { state -> (Int, [@Sendable () -> Void]) in
+            state.inFlight[url] = nil
+            switch result {
+            case .success(let pem):
+                if state.entries.count >= maxEntries { state.entries = state.entries.filter { $0.value.expires > now } }
+                while state.entries.count >= maxEntries,
+                      let oldest = state.entries.min(by: { $0.value.stored < $1.value.stored })?.key {
+                    state.entries[oldest] = nil
+                }
+                state.counter += 1
+                state.entries[url] = Entry(pem: pem, expires: now.addingTimeInterval(ttl), stored: state.counter)
+            case .failure(let error):
+                // Bounded like the cache: the oldest failures go first.
+                if state.failures.count >= 1024, let oldest = state.failures.min(by: { $0.value.until < $1.value.until })?.key {
+                    state.failures[oldest] = nil
+                }
+                state.failures[url] = (now.addingTimeInterval(failureTTL), String(String(describing: error).prefix(200)))
+            }
+            return (fetch.waiters, fetch.continuations)   // none can join now: the fetch is no longer in flight
+        }
+        for _ in 0..<waiters { fetch.done.signal() }
+        for continuation in continuations { continuation() }
+        return result
     }
 
     /// Number of URLs cached now (expired ones included until evicted).

@@ -53,10 +53,19 @@ public enum PayPalProvider {
     public struct Webhook: ProviderWebhook {
         public let verifier: PayPalWebhookVerifier
         public init(verifier: PayPalWebhookVerifier) { self.verifier = verifier }
-        /// Verifying may fetch a certificate: the receiver runs it off the threads that serve requests.
-        public var mayWait: Bool { true }
         public func accept(headers: Headers, body: [UInt8], now: Date) throws(WebhookRejection) -> AcceptedEvent {
             try verifier.verify(headers: headers, body: body, time: .at(now))
+            return try Self.event(headers: headers, body: body)
+        }
+        /// nil while the delivery's certificate is neither cached nor known bad: `prepare` fetches it.
+        public func acceptWithoutWaiting(headers: Headers, body: [UInt8], now: Date) throws(WebhookRejection) -> AcceptedEvent? {
+            guard try verifier.verifyWithoutWaiting(headers: headers, body: body, time: .at(now)) else { return nil }
+            return try Self.event(headers: headers, body: body)
+        }
+        public func prepare(headers: Headers, then: @escaping @Sendable () -> Void) {
+            verifier.prefetchCertificate(headers: headers, then: then)
+        }
+        private static func event(headers: Headers, body: [UInt8]) throws(WebhookRejection) -> AcceptedEvent {
             let e = try PayPalEvent.parse(body: body)
             return AcceptedEvent(dedupeKey: e.id, eventType: e.eventType,
                                  transmissionID: headers[PayPalWebhookVerifier.transmissionIDHeader])

@@ -59,8 +59,25 @@ public struct PayPalWebhookVerifier: Sendable {
         self.tolerance = tolerance
     }
 
-    /// Throws the reason the delivery is refused; returns when it is authentic and fresh.
+    /// Throws the reason the delivery is refused; returns when it is authentic and fresh. May fetch the certificate.
     public func verify(headers: Headers, body: [UInt8], time: VerificationTime) throws(WebhookRejection) {
+        _ = try verify(headers: headers, body: body, time: time, waiting: true)
+    }
+
+    /// As `verify`, but never waits on the network: false when the certificate must be fetched first
+    /// (`prefetchCertificate`, then ask again). Everything checkable without it is checked first, so a delivery
+    /// refused for its headers, time or cert URL never causes a fetch.
+    public func verifyWithoutWaiting(headers: Headers, body: [UInt8], time: VerificationTime) throws(WebhookRejection) -> Bool {
+        try verify(headers: headers, body: body, time: time, waiting: false)
+    }
+
+    /// Fetches the delivery's certificate without blocking; `then` runs once `verifyWithoutWaiting` can decide.
+    public func prefetchCertificate(headers: Headers, then: @escaping @Sendable () -> Void) {
+        guard let certURL = headers.nonEmpty(Self.certURLHeader), isAllowed(certURL: certURL) else { return then() }
+        certificateSource.prefetch(certURL, then: then)
+    }
+
+    private func verify(headers: Headers, body: [UInt8], time: VerificationTime, waiting: Bool) throws(WebhookRejection) -> Bool {
         guard let transmissionID = headers.nonEmpty(Self.transmissionIDHeader) else { throw .missing(Self.transmissionIDHeader) }
         guard let transmissionTime = headers.nonEmpty(Self.transmissionTimeHeader) else { throw .missing(Self.transmissionTimeHeader) }
         guard let signatureText = headers.nonEmpty(Self.transmissionSignatureHeader) else { throw .missing(Self.transmissionSignatureHeader) }
@@ -88,7 +105,12 @@ public struct PayPalWebhookVerifier: Sendable {
         }
         let pem: [UInt8]
         do {
-            pem = try certificateSource.pem(for: certURL)
+            if waiting {
+                pem = try certificateSource.pem(for: certURL)
+            } else {
+                guard let available = try certificateSource.pemWithoutWaiting(for: certURL) else { return false }
+                pem = available
+            }
         } catch {
             throw WebhookRejection(.untrustedCertificate, "cannot fetch the certificate at \(quoted(certURL, limit: 120)): \(error)")
         }
@@ -125,6 +147,7 @@ public struct PayPalWebhookVerifier: Sendable {
                 "\(Self.transmissionSignatureHeader) does not verify over the transmission id, time, PAYPAL_WEBHOOK_ID and body CRC32 "
                 + "(check PAYPAL_WEBHOOK_ID; simulator deliveries use WEBHOOK_ID)")
         }
+        return true
     }
 
     /// What a fetched certificate must be before it is cached: a readable PEM leaf that chains to `trustRoots` now,

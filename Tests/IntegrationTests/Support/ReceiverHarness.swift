@@ -30,6 +30,10 @@ final class ReceiverHarness: @unchecked Sendable {
         paypal = try PayPalSigner()
         let pem = paypal.leafPEM
         certServer = HTTPServer(configuration: .init(port: 0)) { request, responder in
+            // A certificate URL whose name starts with CERT-slow answers 404 after 3 s (a sender's choice of URL).
+            if request.path.contains("/CERT-slow") {
+                return DispatchQueue.global().asyncAfter(deadline: .now() + 3) { responder.respond(HTTPResponse(status: 404)) }
+            }
             responder.respond(HTTPResponse(status: 200, headers: [("Content-Type", "application/x-pem-file")], body: pem))
         }
         try certServer.start()

@@ -1,0 +1,76 @@
+import Foundation
+import Synchronization
+
+/// A thread of its own that runs closures in order, now or at a deadline.
+///
+/// The receiver's background work (group commits, the commit deadline, the rejection lane, the storage probe) runs on
+/// these rather than on GCD's shared pool. That pool is small on these machines and grows slowly when its threads
+/// block: work blocked on the database — exactly when the database hangs — would hold up the commit deadline that
+/// exists for that case, and a PayPal verification waiting on a certificate fetch held up every PXP delivery's commit
+/// (scripts/chaos 5 before this: genuine deliveries delayed up to 3.9 s while the flood's first fetches were made).
+final class DedicatedThread: Sendable {
+    private struct Timer {
+        var deadline: UInt64
+        var order: UInt64
+        var work: @Sendable () -> Void
+    }
+    private struct State {
+        var ready: [@Sendable () -> Void] = []
+        var timers: [Timer] = []   // kept sorted by (deadline, order)
+        var order: UInt64 = 0
+        var stopped = false
+    }
+    private let state = Mutex(State())
+    /// Wakes the thread; its count may run ahead of the work (a spurious wake-up just re-checks).
+    private let wake = DispatchSemaphore(value: 0)
+
+    init(name: String) {
+        let thread = Thread { [self] in run() }
+        thread.name = name
+        thread.start()
+    }
+
+    /// Runs `work` on the thread, after what was queued before it.
+    func async(_ work: @escaping @Sendable () -> Void) {
+        state.withLock { $0.ready.append(work) }
+        wake.signal()
+    }
+
+    /// Runs `work` on the thread `seconds` from now.
+    func after(_ seconds: Double, _ work: @escaping @Sendable () -> Void) {
+        let deadline = DispatchTime.now().uptimeNanoseconds &+ UInt64(max(0, seconds) * 1e9)
+        state.withLock { s in
+            s.order &+= 1
+            let timer = Timer(deadline: deadline, order: s.order, work: work)
+            let index = s.timers.firstIndex { ($0.deadline, $0.order) > (deadline, s.order) } ?? s.timers.endIndex
+            s.timers.insert(timer, at: index)
+        }
+        wake.signal()
+    }
+
+    /// Lets the thread end once what is queued now has run; timers not yet due are dropped.
+    func stop() {
+        state.withLock { $0.stopped = true }
+        wake.signal()
+    }
+
+    private func run() {
+        while true {
+            let now = DispatchTime.now().uptimeNanoseconds
+            let (batch, next, stopped): ([@Sendable () -> Void], UInt64?, Bool) = state.withLock { s in
+                var batch = s.ready
+                s.ready = []
+                while let first = s.timers.first, first.deadline <= now { batch.append(s.timers.removeFirst().work) }
+                return (batch, s.timers.first?.deadline, s.stopped)
+            }
+            for work in batch { work() }
+            if !batch.isEmpty { continue }
+            if stopped { return }
+            if let next {
+                _ = wake.wait(timeout: DispatchTime(uptimeNanoseconds: next))
+            } else {
+                wake.wait()
+            }
+        }
+    }
+}
