@@ -192,11 +192,14 @@ extension Simulator {
     }
 
     func adminStats() -> SimResponse {
-        let (counts, pxp, orders, logCount) = state.withLock { s in
-            (s.counts, s.pxp.transactions.count, s.paypal.orders.count, s.log.count)
+        let (counts, pxp, orders, logCount, perSecond) = state.withLock { s in
+            (s.counts, s.pxp.transactions.count, s.paypal.orders.count, s.log.count, s.perSecond)
         }
         let requests = JSONValue.object(counts.sorted { $0.key < $1.key }.map { ($0.key, .integer($0.value)) })
-        return .json(200, .object(["requests": requests, "pxp_transactions": .integer(pxp),
+        let seconds = JSONValue.object(perSecond.sorted { $0.key < $1.key }.map { provider, bySecond in
+            (provider, .object(bySecond.sorted { $0.key < $1.key }.map { (String($0.key), .integer($0.value)) }))
+        })
+        return .json(200, .object(["requests": requests, "requests_per_second": seconds, "pxp_transactions": .integer(pxp),
                                 "paypal_orders": .integer(orders), "log_entries": .integer(logCount)]))
     }
 }

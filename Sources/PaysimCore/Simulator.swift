@@ -41,7 +41,18 @@ struct SimState {
     var paypalIdempotency: [String: SimResponse] = [:]
     var log: [SimLogEntry] = []
     var counts: [String: Int] = [:]
+    /// Provider API requests by provider and the unix second they arrived (before any injected latency): what a
+    /// rate-limit benchmark reads. The last `maxSeconds` seconds are kept.
+    var perSecond: [String: [Int64: Int]] = [:]
     static let maxLog = 20_000
+    static let maxSeconds = 3_600
+
+    mutating func countArrival(provider: String, second: Int64) {
+        perSecond[provider, default: [:]][second, default: 0] += 1
+        if perSecond[provider]!.count > Self.maxSeconds, let oldest = perSecond[provider]!.keys.min() {
+            perSecond[provider]![oldest] = nil
+        }
+    }
 
     init(config: SimConfig) {
         self.config = config
@@ -111,6 +122,8 @@ public final class Simulator: Sendable {
     public func respond(_ request: SimRequest) async -> SimResponse {
         let route = Route(method: request.method, path: request.path)
         if route.isProviderAPI {
+            let second = Int64(Date().timeIntervalSince1970)
+            state.withLock { $0.countArrival(provider: route.provider ?? "", second: second) }
             let decision: FaultDecision? = state.withLock { $0.faults.isActive ? $0.faults.decide() : nil }
             if let decision {
                 if decision.delayMs > 0 { try? await Task.sleep(for: .milliseconds(decision.delayMs)) }

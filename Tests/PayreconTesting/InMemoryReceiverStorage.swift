@@ -16,6 +16,7 @@ public final class InMemoryReceiverStorage: ReceiverStorage {
         var rows: [Stored] = []
         var rejections: [Rejection] = []
         var rejectionCounts: [RejectionCount] = []
+        var rejectionWrites = 0
         var available = true
     }
     private let state = Mutex(State())
@@ -28,9 +29,13 @@ public final class InMemoryReceiverStorage: ReceiverStorage {
     /// Rejections counted by the rejection lane (every one, sampled or not).
     public var rejectionCount: Int64 { state.withLock { $0.rejectionCounts.reduce(0) { $0 + $1.count } } }
 
+    /// Transactions the rejection lane wrote.
+    public var rejectionWrites: Int { state.withLock { $0.rejectionWrites } }
+
     public func recordRejections(_ counts: [RejectionCount], samples: [Rejection]) throws {
         try state.withLock { s in
             guard s.available else { throw Unavailable() }
+            s.rejectionWrites += 1
             s.rejectionCounts += counts
             s.rejections += samples
         }

@@ -40,6 +40,29 @@ import Testing
         await server.shutdown(drainTimeout: 1)
     }
 
+    /// A rate-limit benchmark reads what arrived each second per provider from /admin/stats; admin and certificate
+    /// requests are not provider API calls and are not counted.
+    @Test func statsCountProviderRequestsPerSecond() async throws {
+        let sim = makeSimulator()
+        sim.seedPXP("ORD-1", value: "20.00")
+        let (server, base) = try started(sim)
+        let client = HTTPClient(configuration: .init(timeoutSeconds: 5))
+        let path = "/api/v1/transactions/M1/S1"
+        for _ in 0..<3 {
+            _ = try await client.send(HTTPClientRequest(url: base + path + "?merchantTransactionId=ORD-1",
+                headers: pxpHeaders("GET", path, query: ["merchantTransactionId": "ORD-1"]).map { ($0.key, $0.value) }))
+        }
+        _ = try await client.send(HTTPClientRequest(url: sim.certURL))
+        let stats = try await client.send(HTTPClientRequest(url: base + "/admin/stats"))
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(stats.body)) as? [String: Any])
+        let perSecond = try #require(json["requests_per_second"] as? [String: [String: Int]])
+        #expect(perSecond["pxp"]?.values.reduce(0, +) == 3)
+        #expect(perSecond["paypal"] == nil)
+        let now = Int(Date().timeIntervalSince1970)
+        #expect(perSecond["pxp"]?.keys.allSatisfy { abs(Int($0)! - now) < 60 } == true)
+        await server.shutdown(drainTimeout: 1)
+    }
+
     @Test func pxpClientReadsAndModifies() async throws {
         let sim = makeSimulator()
         let sid = sim.seedPXP("ORD-1", value: "20.00", currency: "USD")

@@ -35,7 +35,7 @@ def phase(name, seconds, before, after, genuine_path, flood_path, keys_path):
         "missing": len(missing), "s503": sum(v for k, v in g["counts"].items() if k.endswith("_503")),
         "p99_ms": round(g["p99"] * 1000), "max_ms": round(g["max"] * 1000), "over_2s": g["over_2s"],
         "cert_fetches": a[4] - b[4], "rejected_rows": a[2] - b[2], "rejected_bytes": a[3] - b[3],
-        "rejection_tables_kib_per_min": round((a[1] - b[1]) / 1024 / minutes),
+        "rejection_tables_kib": round((a[1] - b[1]) / 1024),
         "db_kib_per_min": round((a[0] - b[0]) / 1024 / minutes),
     }
 
@@ -46,10 +46,10 @@ def show(path):
         print(f"  {r['phase']:>15}: {r['flood']}; genuine {r['genuine']} acknowledged ({r['pxp']} PXP, {r['paypal']} PayPal), "
               f"{r['missing']} missing, p99 {r['p99_ms']} ms, max {r['max_ms']} ms, {r['s503']} answered 503; "
               f"{r['cert_fetches']} certificate fetches; {r['rejected_rows']} rejected rows ({r['rejected_bytes'] // 1024} KiB) stored; "
-              f"rejection tables {r['rejection_tables_kib_per_min']:+} KiB/min, database {r['db_kib_per_min']:+} KiB/min",
+              f"rejection tables {r['rejection_tables_kib']:+} KiB in the phase, database {r['db_kib_per_min']:+} KiB/min (the genuine deliveries)",
               file=sys.stderr)
     print("; ".join(f"{r['phase']}: {r['genuine']} genuine, {r['missing']} lost, p99 {r['p99_ms']} ms, {r['s503']} 503, "
-                    f"{r['cert_fetches']} cert fetches, {r['rejected_rows']} rows stored, db {r['db_kib_per_min']:+} KiB/min"
+                    f"{r['cert_fetches']} cert fetches, {r['rejected_rows']} rows stored, rejection tables {r['rejection_tables_kib']:+} KiB"
                     for r in rows))
 
 
