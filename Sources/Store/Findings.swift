@@ -82,12 +82,15 @@ public enum FindingStore {
         if let orderID {
             reads.append(PostgresStatement("SELECT \(OrderStore.selectColumns) FROM orders o WHERE o.provider = $1 AND o.order_id = $2", [p, .text(orderID)]))
             reads.append(PostgresStatement(emittedSQL, [p, .text(orderID)]))
-            reads.append(PostgresStatement("SELECT fetched_at FROM snapshots WHERE provider = $1 AND order_id = $2", [p, .text(orderID)]))
+            // With the aliases already linked from it: a check that learns no new alias writes none.
+            reads.append(PostgresStatement("SELECT fetched_at, snapshot->'aliases' AS aliases FROM snapshots WHERE provider = $1 AND order_id = $2",
+                                           [p, .text(orderID)]))
         }
         do {
             let read = try conn.pipeline(reads).map { try $0.get() }
             var current: Order?
             var emitted: [EmittedAction] = []
+            var linkedAliases: Set<String> = []
             if orderID != nil {
                 guard let row = read[2].first else { _ = try conn.execute("ROLLBACK"); return nil }   // the order is gone
                 current = try OrderStore.decode(row)
@@ -96,11 +99,15 @@ public enum FindingStore {
                     _ = try conn.execute("ROLLBACK")
                     return nil
                 }
+                if let row = read[4].first, let text = try? row.string("aliases"),
+                   let aliases = try? JSONDecoder().decode([String].self, from: Data(text.utf8)) {
+                    linkedAliases = Set(aliases)
+                }
             }
             let plan = makePlan(current, emitted)
             let outcome = try write(plan, provider: provider, order: current, transactionRef: transactionRef, snapshot: snapshot,
                                     fetchedAt: fetchedAt, currency: currency, transactionRefs: transactionRefs ?? [transactionRef],
-                                    snapshotJSON: snapshotJSON, on: conn)
+                                    snapshotJSON: snapshotJSON, linkedAliases: linkedAliases, on: conn)
             return (outcome, plan)
         } catch {
             // A failed statement leaves the transaction aborted (or it was never begun): end it either way.
@@ -117,7 +124,7 @@ public enum FindingStore {
     /// The second round trip of `record`: every write of the plan, then COMMIT.
     private static func write(_ plan: Plan, provider: Provider, order: Order?, transactionRef: String, snapshot: Snapshot?,
                               fetchedAt: Date, currency: String?, transactionRefs: [String], snapshotJSON: String?,
-                              on conn: PostgresConnection) throws -> CheckOutcome {
+                              linkedAliases: Set<String> = [], on conn: PostgresConnection) throws -> CheckOutcome {
         let orderID = order?.orderID
         let currency = order?.amount.currency.code ?? snapshot?.currency.code ?? currency
         let p = PostgresValue.text(provider.rawValue)
@@ -183,7 +190,8 @@ public enum FindingStore {
                         snapshot = EXCLUDED.snapshot, fetched_at = EXCLUDED.fetched_at
                     WHERE snapshots.fetched_at <= EXCLUDED.fetched_at
                     """, [p, .text(order.orderID), .text(transactionRef), .jsonb(try snapshotJSON ?? encode(snapshot)), .timestamptz(fetchedAt)]))
-                if !snapshot.aliases.isEmpty {
+                // The stored snapshot's aliases were linked when it was stored (same transaction): only new ones are written.
+                if !snapshot.aliases.isEmpty, !Set(snapshot.aliases).isSubset(of: linkedAliases) {
                     statements.append(TransactionLinkStore.recordAliases(snapshot.aliases, provider: provider, orderID: order.orderID))
                 }
             }

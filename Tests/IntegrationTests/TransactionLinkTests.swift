@@ -71,6 +71,39 @@ import Testing
         }
     }
 
+    /// A check links its snapshot's aliases; a later check whose aliases are all linked already (they came with the
+    /// stored snapshot) writes none, and one that learns a new alias links it.
+    @Test func aliasesAreLinkedOnceAndNewOnesAdded() async throws {
+        let db = try await offload { try TestDatabase.create() }
+        defer { db.drop() }
+        try await offload {
+            let conn = try db.connect(); defer { conn.close() }
+            let gbp = Currency(code: "GBP")!
+            let order = Order(provider: .pxp, orderID: "O-1", merchant: "M1", site: "S1", transactionRef: "TX-1", intent: .authorisation,
+                              amount: Money(minorUnits: 1000, currency: gbp), fulfilment: .fulfilled)
+            try OrderStore.upsert([order], on: conn)
+            func check(aliases: [String], at seconds: TimeInterval) throws {
+                let snapshot = Snapshot(provider: .pxp, transactionRef: "TX-1", merchant: "M1", site: "S1", intent: .authorisation, currency: gbp,
+                                        value: 1000, authorised: 1000, captured: 0, refunded: 0, state: .authorised, rawState: "Authorised",
+                                        createdAt: nil, aliases: aliases)
+                _ = try FindingStore.record(provider: .pxp, order: order, transactionRef: "TX-1", snapshot: snapshot,
+                                            fetchedAt: Date(timeIntervalSince1970: 1_800_000_000 + seconds), plan: { _, _ in Plan() }, on: conn)
+            }
+            func aliases() throws -> [String] {
+                try conn.query("SELECT external_id FROM transaction_links WHERE kind = 'alias' AND order_id = 'O-1' ORDER BY external_id")
+                    .map { try $0.string("external_id") }
+            }
+            try check(aliases: ["SYS-1"], at: 0)
+            #expect(try aliases() == ["SYS-1"])
+            // Linked already: the second check skips the write (a row removed behind its back stays removed).
+            _ = try conn.execute("DELETE FROM transaction_links WHERE external_id = 'SYS-1'")
+            try check(aliases: ["SYS-1"], at: 1)
+            #expect(try aliases().isEmpty)
+            try check(aliases: ["SYS-1", "SYS-2"], at: 2)
+            #expect(try aliases() == ["SYS-1", "SYS-2"])
+        }
+    }
+
     @Test func aDeliveryOfAProviderThisPayreconDoesNotKnowIsAnErrorNamingIt() async throws {
         let db = try await offload { try TestDatabase.create() }
         defer { db.drop() }
