@@ -78,13 +78,17 @@ public final class QueueWorker: Sendable {
             }
         }
         let renewer = Task { await renewLeases() }
+        // Stopped by a flag, not by cancelling it: a cancelled flush's pool.run fails with CancellationError, which
+        // logged "could not record completed deliveries" at the end of every `work --once` (harmless — the final flush
+        // records them — but a warning an operator would chase).
+        let flusherDone = Atomic<Bool>(false)
         let flusher = Task { [self] in
-            while !Task.isCancelled {
+            while !flusherDone.load(ordering: .relaxed) {
                 try? await Task.sleep(for: .milliseconds(Self.completionFlushMilliseconds))
                 await flushCompletions()
             }
         }
-        defer { renewer.cancel(); flusher.cancel(); wakeup.stop() }
+        defer { renewer.cancel(); flusherDone.store(true, ordering: .relaxed); wakeup.stop() }
         logger.info("worker started", ["once": once])
         // A pipeline, not batches: as soon as a delivery finishes, another is claimed, so one slow provider call
         // never holds up the deliveries behind it.
@@ -130,7 +134,7 @@ public final class QueueWorker: Sendable {
             }
             await group.waitForAll()
         }
-        flusher.cancel()
+        flusherDone.store(true, ordering: .relaxed)
         _ = await flusher.value          // a flush it had begun is counted before the last one
         await flushCompletions()
         if let executor, configuration.executeActions, once { _ = await executor.executePending() }
