@@ -82,38 +82,56 @@ public enum FindingStore {
         if let orderID {
             reads.append(PostgresStatement("SELECT \(OrderStore.selectColumns) FROM orders o WHERE o.provider = $1 AND o.order_id = $2", [p, .text(orderID)]))
             reads.append(PostgresStatement(emittedSQL, [p, .text(orderID)]))
-            // With the aliases already linked from it: a check that learns no new alias writes none.
-            reads.append(PostgresStatement("SELECT fetched_at, snapshot->'aliases' AS aliases FROM snapshots WHERE provider = $1 AND order_id = $2",
-                                           [p, .text(orderID)]))
+            // With the aliases already linked from it (a check that learns no new alias writes none), and whether the last
+            // check left anything open (most find nothing: the resolving UPDATEs, whose planning cost more than executing
+            // all of the check's statements, per pg_stat_statements, are then not sent; sql/0013).
+            reads.append(PostgresStatement("""
+                SELECT fetched_at, snapshot->'aliases' AS aliases, open_findings, transaction_ref FROM snapshots
+                WHERE provider = $1 AND order_id = $2
+                """, [p, .text(orderID)]))
         }
         do {
             let read = try conn.pipeline(reads).map { try $0.get() }
             var current: Order?
             var emitted: [EmittedAction] = []
             var linkedAliases: Set<String> = []
+            var open = OpenToResolve()
             if orderID != nil {
                 guard let row = read[2].first else { _ = try conn.execute("ROLLBACK"); return nil }   // the order is gone
                 current = try OrderStore.decode(row)
                 emitted = try read[3].compactMap(decodeEmitted)
-                if let stored = try read[4].first?.date("fetched_at"), stored > fetchedAt {
+                if let stored = try read[4].first?.optionalDate("fetched_at"), stored > fetchedAt {
                     _ = try conn.execute("ROLLBACK")
                     return nil
                 }
-                if let row = read[4].first, let text = try? row.string("aliases"),
-                   let aliases = try? JSONDecoder().decode([String].self, from: Data(text.utf8)) {
-                    linkedAliases = Set(aliases)
+                if let row = read[4].first {
+                    if let text = try row.optionalString("aliases"), let aliases = try? JSONDecoder().decode([String].self, from: Data(text.utf8)) {
+                        linkedAliases = Set(aliases)
+                    }
+                    // Nothing left open last time, for the same transactions: nothing to resolve (a transaction newly
+                    // added to the order may have an unknown_order open, so a changed list resolves as before).
+                    if try !row.bool("open_findings"), try row.string("transaction_ref") == transactionRef {
+                        open = OpenToResolve(forOrder: false, unknown: false)
+                    }
                 }
             }
             let plan = makePlan(current, emitted)
             let outcome = try write(plan, provider: provider, order: current, transactionRef: transactionRef, snapshot: snapshot,
                                     fetchedAt: fetchedAt, currency: currency, transactionRefs: transactionRefs ?? [transactionRef],
-                                    snapshotJSON: snapshotJSON, linkedAliases: linkedAliases, on: conn)
+                                    snapshotJSON: snapshotJSON, linkedAliases: linkedAliases, open: open, on: conn)
             return (outcome, plan)
         } catch {
             // A failed statement leaves the transaction aborted (or it was never begun): end it either way.
             _ = try? conn.execute("ROLLBACK")
             throw error
         }
+    }
+
+    /// Whether the check may have something to resolve (both true unless the stored snapshot says the last check of the
+    /// same transactions left nothing open).
+    struct OpenToResolve {
+        var forOrder = true
+        var unknown = true
     }
 
     static func decodeEmitted(_ row: PostgresRow) throws -> EmittedAction? {
@@ -124,7 +142,8 @@ public enum FindingStore {
     /// The second round trip of `record`: every write of the plan, then COMMIT.
     private static func write(_ plan: Plan, provider: Provider, order: Order?, transactionRef: String, snapshot: Snapshot?,
                               fetchedAt: Date, currency: String?, transactionRefs: [String], snapshotJSON: String?,
-                              linkedAliases: Set<String> = [], on conn: PostgresConnection) throws -> CheckOutcome {
+                              linkedAliases: Set<String> = [], open: OpenToResolve = OpenToResolve(),
+                              on conn: PostgresConnection) throws -> CheckOutcome {
         let orderID = order?.orderID
         let currency = order?.amount.currency.code ?? snapshot?.currency.code ?? currency
         let p = PostgresValue.text(provider.rawValue)
@@ -139,20 +158,28 @@ public enum FindingStore {
         // Whatever this check no longer finds is resolved (and what was found under the order's former list of
         // transactions: it is found again, above, under the current one).
         let kinds = PostgresValue.textArray(plan.findings.map(\.kind.rawValue))
-        var resolveStatements = 1
+        var resolveStatements = 0
         if let orderID {
-            statements.append(PostgresStatement("""
+            // Under the order's lock nothing opens for it meanwhile; an unknown_order opened by another transaction after
+            // the read is resolved by the order's next check.
+            if open.forOrder {
+                resolveStatements += 1
+                statements.append(PostgresStatement("""
                 UPDATE discrepancies SET status = 'resolved', resolved_at = now()
                 WHERE provider = $1 AND order_id = $2 AND status IN ('open', 'acknowledged')
                   AND (NOT (kind = ANY($3)) OR transaction_ref <> $4)
                 """, [p, .text(orderID), kinds, .text(transactionRef)]))
+            }
             // An order now known resolves the unknown_order its transactions had raised.
-            statements.append(PostgresStatement("""
+            if open.unknown {
+                resolveStatements += 1
+                statements.append(PostgresStatement("""
                 UPDATE discrepancies SET status = 'resolved', resolved_at = now()
                 WHERE provider = $1 AND order_id IS NULL AND transaction_ref = ANY($2) AND status IN ('open', 'acknowledged')
                 """, [p, .textArray(transactionRefs)]))
-            resolveStatements = 2
+            }
         } else {
+            resolveStatements = 1
             statements.append(PostgresStatement("""
                 UPDATE discrepancies SET status = 'resolved', resolved_at = now()
                 WHERE provider = $1 AND order_id IS NULL AND transaction_ref = $2 AND status IN ('open', 'acknowledged') AND NOT (kind = ANY($3))
@@ -185,15 +212,21 @@ public enum FindingStore {
             if let snapshot {
                 // A snapshot never replaces a newer one.
                 statements.append(PostgresStatement("""
-                    INSERT INTO snapshots (provider, order_id, transaction_ref, snapshot, fetched_at) VALUES ($1, $2, $3, $4::jsonb, $5)
+                    INSERT INTO snapshots (provider, order_id, transaction_ref, snapshot, fetched_at, open_findings)
+                    VALUES ($1, $2, $3, $4::jsonb, $5, $6)
                     ON CONFLICT (provider, order_id) DO UPDATE SET transaction_ref = EXCLUDED.transaction_ref,
-                        snapshot = EXCLUDED.snapshot, fetched_at = EXCLUDED.fetched_at
+                        snapshot = EXCLUDED.snapshot, fetched_at = EXCLUDED.fetched_at, open_findings = EXCLUDED.open_findings
                     WHERE snapshots.fetched_at <= EXCLUDED.fetched_at
-                    """, [p, .text(order.orderID), .text(transactionRef), .jsonb(try snapshotJSON ?? encode(snapshot)), .timestamptz(fetchedAt)]))
+                    """, [p, .text(order.orderID), .text(transactionRef), .jsonb(try snapshotJSON ?? encode(snapshot)), .timestamptz(fetchedAt),
+                          .bool(!plan.findings.isEmpty)]))
                 // The stored snapshot's aliases were linked when it was stored (same transaction): only new ones are written.
                 if !snapshot.aliases.isEmpty, !Set(snapshot.aliases).isSubset(of: linkedAliases) {
                     statements.append(TransactionLinkStore.recordAliases(snapshot.aliases, provider: provider, orderID: order.orderID))
                 }
+            } else if !plan.findings.isEmpty {
+                // No snapshot this time (the transaction is gone) but findings open: the stored row must not say none.
+                statements.append(PostgresStatement("UPDATE snapshots SET open_findings = true WHERE provider = $1 AND order_id = $2",
+                                                    [p, .text(order.orderID)]))
             }
         }
         statements.append(PostgresStatement("COMMIT"))

@@ -104,6 +104,53 @@ import Testing
         }
     }
 
+    /// A check that finds nothing after one that found nothing sends no resolving UPDATE (sql/0013); every path that
+    /// can leave something open still resolves it: findings from the last check, a check without a snapshot, and a
+    /// transaction added to the order whose unknown_order is open.
+    @Test func resolvingIsSkippedOnlyWhenTheLastCheckLeftNothingOpen() async throws {
+        let db = try await offload { try TestDatabase.create() }
+        defer { db.drop() }
+        try await offload {
+            let conn = try db.connect(); defer { conn.close() }
+            let gbp = Currency(code: "GBP")!
+            var order = Order(provider: .pxp, orderID: "O-1", merchant: "M1", site: "S1", transactionRef: "TX-1", intent: .authorisation,
+                              amount: Money(minorUnits: 1000, currency: gbp), fulfilment: .fulfilled)
+            try OrderStore.upsert([order], on: conn)
+            let snapshot = Snapshot(provider: .pxp, transactionRef: "TX-1", merchant: "M1", site: "S1", intent: .authorisation, currency: gbp,
+                                    value: 1000, authorised: 1000, captured: 0, refunded: 0, state: .authorised, rawState: "Authorised", createdAt: nil)
+            let mismatch = Finding(kind: .amountMismatch, expected: ["amount": "10.00"], actual: ["amount": "9.00"], detail: "d", amountAtRisk: 100)
+            var second: TimeInterval = 0
+            func check(_ findings: [Finding], snapshot: Snapshot? = snapshot, order: Order? = nil, ref: String = "TX-1",
+                       refs: [String]? = nil) throws -> CheckOutcome {
+                second += 1
+                return try #require(try FindingStore.record(provider: .pxp, order: order ?? orderNow(), transactionRef: ref, snapshot: snapshot,
+                                                            fetchedAt: Date(timeIntervalSince1970: 1_800_000_000 + second), transactionRefs: refs,
+                                                            plan: { _, _ in Plan(findings: findings) }, on: conn)).outcome
+            }
+            func orderNow() throws -> Order { try #require(try OrderStore.find(provider: .pxp, orderID: "O-1", on: conn)) }
+            func open() throws -> Int64 {
+                try conn.query("SELECT count(*) AS n FROM discrepancies WHERE status IN ('open', 'acknowledged')").first!.int64("n")
+            }
+            #expect(try check([mismatch]).opened == 1)
+            #expect(try check([]).resolved == 1, "findings last time: resolved")
+            #expect(try check([]).resolved == 0)
+            #expect(try open() == 0)
+            // A check without a snapshot that finds something marks the row, so the next clean check resolves it.
+            #expect(try check([mismatch], snapshot: nil).opened == 1)
+            #expect(try check([]).resolved == 1)
+            #expect(try open() == 0)
+            // An unknown_order for TX-2, raised before TX-2 was the order's; then the order takes TX-2.
+            _ = try FindingStore.record(provider: .pxp, order: nil, transactionRef: "TX-2", snapshot: nil, fetchedAt: Date(),
+                                        plan: { _, _ in Plan(findings: [Finding(kind: .unknownOrder, expected: [:], actual: [:], detail: "u", amountAtRisk: 0)]) },
+                                        on: conn)
+            #expect(try open() == 1)
+            _ = try OrderStore.addTransaction(provider: .pxp, orderID: "O-1", transactionRef: "TX-2", on: conn)
+            order = try orderNow()
+            #expect(try check([], order: order, ref: "TX-1 TX-2", refs: ["TX-1", "TX-2"]).resolved == 1, "the order's new transaction")
+            #expect(try open() == 0)
+        }
+    }
+
     @Test func aDeliveryOfAProviderThisPayreconDoesNotKnowIsAnErrorNamingIt() async throws {
         let db = try await offload { try TestDatabase.create() }
         defer { db.drop() }
