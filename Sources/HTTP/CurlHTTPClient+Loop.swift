@@ -33,8 +33,10 @@ final class CurlLoop: @unchecked Sendable {
         self.maxIdleHandles = maxIdleHandles
         _ = payrecon_curl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, maxConnectionsPerHost)
         _ = payrecon_curl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, maxCachedConnections)
-        let thread = Thread { [self] in run() }  // the thread keeps the loop alive until `run` returns
-        thread.name = "CurlHTTPClient"
+        let thread = Thread { [self] in  // the thread keeps the loop alive until `run` returns
+            Thread.current.name = "curl-loop"  // from the thread itself: Linux names only the running thread
+            run()
+        }
         thread.start()
     }
 

@@ -72,6 +72,7 @@ final class DeadlineWatchdog: @unchecked Sendable {
 
     func start() {
         let thread = Thread { [self] in
+            Thread.current.name = "http-deadlines"  // from the thread itself: Linux names only the running thread
             while !stopped.load(ordering: .acquiring) {
                 usleep(tick)
                 // Under the lock: NOTIFY_CLOSED (which precedes MHD's close) cannot run between reading a
@@ -84,7 +85,6 @@ final class DeadlineWatchdog: @unchecked Sendable {
                 for _ in 0..<cut { onCut?() }
             }
         }
-        thread.name = "http-deadlines"
         self.thread = thread
         thread.start()
     }

@@ -31,7 +31,7 @@ final class GroupCommitter: Sendable {
     init(storage: any ReceiverStorage, maxBatch: Int = 256, maxInFlight: Int = 1, maxQueued: Int = 8192) {
         self.storage = storage
         self.machine = Mutex(GroupCommitStateMachine(maxBatch: maxBatch, maxInFlight: maxInFlight, maxQueued: maxQueued))
-        self.threads = (0..<max(1, maxInFlight)).map { DedicatedThread(name: "payrecon-commit-\($0)") }
+        self.threads = (0..<max(1, maxInFlight)).map { DedicatedThread(name: "group-commit-\($0)") }
     }
 
     /// Stores `delivery`; `completion` runs on a committer thread once the outcome is known.

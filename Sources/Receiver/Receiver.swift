@@ -182,7 +182,7 @@ public final class Receiver: Sendable {
     }
 
     /// Where commit deadlines fire.
-    static let deadlines = DedicatedThread(name: "payrecon-commit-deadlines")
+    static let deadlines = DedicatedThread(name: "commit-deadline")
 
     private func store(_ accepted: AcceptedDelivery, _ provider: Provider, _ request: HTTPRequest, _ headers: [(String, String)],
                        started: DispatchTime, log: @escaping @Sendable () -> Logger, _ responder: HTTPResponder) {
@@ -269,7 +269,7 @@ final class StorageProbe: Sendable {
     let interval: Double
     private let readyFlag = Atomic<Bool>(false)
     private let pendingValue = Atomic<Int64>(-1)
-    private let thread = DedicatedThread(name: "payrecon-storage-probe")
+    private let thread = DedicatedThread(name: "storage-probe")
     private let running = Atomic<Bool>(false)
 
     init(storage: any ReceiverStorage, interval: Double = 2) { self.storage = storage; self.interval = interval }

@@ -25,7 +25,7 @@ final class RejectionLane: Sendable {
     let maxKeys: Int
     let samplesPerHour: Int
     private let state = Mutex(State())
-    private let thread = DedicatedThread(name: "payrecon-rejections")
+    private let thread = DedicatedThread(name: "rejection-lane")
     private let notRecorded = Metrics.shared.counter("payrecon_rejections_not_recorded_total",
                                                      help: "Rejected deliveries not recorded because the rejection lane was full.")
     private let clock: @Sendable () -> Int64

@@ -178,8 +178,10 @@ public final class CachingCertificateSource: CertificateSource {
         // minute), else there is nothing to wait for.
         guard case .fetch(let fetch) = step(for: url, now: clock(), join: true) else { return then() }
         state.withLock { _ in fetch.continuations.append(then) }
-        let thread = Thread { [self] in _ = complete(fetch, url: url) }
-        thread.name = "paypal-cert-fetch"
+        let thread = Thread { [self] in
+            Thread.current.name = "paypal-cert"  // from the thread itself: Linux names only the running thread
+            _ = complete(fetch, url: url)
+        }
         thread.start()
     }
 
