@@ -120,7 +120,9 @@ final class ServerCore: @unchecked Sendable {
                 }
                 // Over the limit but within what we read and drop: read it (keeping a prefix), then answer 413,
                 // so a sender that does not wait for 100-continue reads the answer instead of a broken pipe.
-                context.body.reserveCapacity(min(length, configuration.maxBodyBytes))
+                // At most 64 KiB ahead of the bytes: a declared length is only a claim, and a sender that declares the
+                // limit on every connection and sends nothing must not make us set aside the limit for each.
+                context.body.reserveCapacity(min(length, configuration.maxBodyBytes, Self.tooLargePrefix))
             }
             return MHD_Result.YES
         }

@@ -207,7 +207,8 @@ public enum DeliveryStore {
     ///
     /// On the receiver's hot path (every delivery), so built in one pass into one preallocated buffer: a string with
     /// nothing to escape (almost every header) is copied whole. Escaping is the same as `Log.jsonString`: `\"`, `\\`,
-    /// `\n`, `\r`, `\t`, other control characters as `\u00xx`, everything else (DEL, non-ASCII) as is.
+    /// `\n`, `\r`, `\t`, other control characters as `\u00xx` (NUL, which jsonb refuses, as U+FFFD), everything else
+    /// (DEL, non-ASCII) as is.
     public static func headersJSON(_ headers: [(String, String)]) -> String {
         var capacity = 2
         for (name, value) in headers { capacity += name.utf8.count + value.utf8.count + 8 }
@@ -217,13 +218,19 @@ public enum DeliveryStore {
         for (i, (name, value)) in headers.enumerated() {
             if i > 0 { out.append(UInt8(ascii: ",")) }
             out.append(UInt8(ascii: "["))
-            JSONValue.writeString(name, into: &out)
+            JSONValue.writeString(jsonbSafe(name), into: &out)
             out.append(UInt8(ascii: ","))
-            JSONValue.writeString(value, into: &out)
+            JSONValue.writeString(jsonbSafe(value), into: &out)
             out.append(UInt8(ascii: "]"))
         }
         out.append(UInt8(ascii: "]"))
         return String(decoding: out, as: UTF8.self)
+    }
+
+    /// jsonb cannot hold U+0000 (`\u0000` is refused, failing the whole group commit): a NUL a sender put in a header
+    /// is stored as U+FFFD. Nothing else is changed.
+    static func jsonbSafe(_ s: String) -> String {
+        s.utf8.contains(0) ? s.replacingOccurrences(of: "\u{0}", with: "\u{FFFD}") : s
     }
 
     /// Deliveries waiting for the worker (for /metrics).

@@ -5,9 +5,11 @@ import Testing
 
 /// `DeliveryStore.headersJSON` (pure: no database).
 @Suite struct DeliveryStoreHeadersJSONTests {
-    /// The format before the one-pass builder: the stored jsonb must not change shape.
+    /// The format before the one-pass builder: the stored jsonb must not change shape. NUL, which jsonb refuses, is
+    /// U+FFFD in both.
     static func reference(_ headers: [(String, String)]) -> String {
-        "[" + headers.map { "[" + Log.jsonString($0.0) + "," + Log.jsonString($0.1) + "]" }.joined(separator: ",") + "]"
+        func safe(_ s: String) -> String { s.replacingOccurrences(of: "\u{0}", with: "\u{FFFD}") }
+        return "[" + headers.map { "[" + Log.jsonString(safe($0.0)) + "," + Log.jsonString(safe($0.1)) + "]" }.joined(separator: ",") + "]"
     }
 
     static let cases: [[(String, String)]] = [
@@ -28,7 +30,7 @@ import Testing
         let parsed = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [[String]])
         #expect(parsed.count == headers.count)
         for (pair, (name, value)) in zip(parsed, headers) {
-            #expect(pair == [name, value])
+            #expect(pair == [name, value].map { $0.replacingOccurrences(of: "\u{0}", with: "\u{FFFD}") })
         }
     }
 
@@ -41,13 +43,29 @@ import Testing
     @Test func shapeAndEscapes() {
         #expect(DeliveryStore.headersJSON([]) == "[]")
         #expect(DeliveryStore.headersJSON([("A", "1"), ("B", "2")]) == #"[["A","1"],["B","2"]]"#)
-        #expect(DeliveryStore.headersJSON([("A", "\"\\\n\r\t\u{0}\u{1F}")]) == #"[["A","\"\\\n\r\t\u0000\u001f"]]"#)
+        #expect(DeliveryStore.headersJSON([("A", "\"\\\n\r\t\u{0}\u{1F}")]) == "[[\"A\",\"\\\"\\\\\\n\\r\\t\u{FFFD}\\u001f\"]]")
         #expect(DeliveryStore.headersJSON([("A", "é")]) == "[[\"A\",\"é\"]]")
     }
 }
 
 /// The receiver's commits do not depend on the server's or the session's defaults (contract §4): synchronous_commit
 /// on and a statement_timeout, both SET LOCAL (nothing is left on the session for a pooler to hand on).
+/// A NUL in a header (jsonb cannot hold \u0000) must not fail the commit, and with it the whole group commit batch.
+@Suite struct DeliveryHeaderNULTests {
+    @Test func aHeaderWithANULIsStoredWithTheNULReplaced() throws {
+        let db = try TestDatabase.create(); defer { db.drop() }
+        let conn = try db.connect(); defer { conn.close() }
+        let stored = try DeliveryStore.commit([
+            NewDelivery(provider: .pxp, dedupeKey: "nul-1", eventType: nil, headers: [("X-Junk", "a\u{0}b"), ("X-\u{0}Name", "v")],
+                        body: Array("{}".utf8)),
+            NewDelivery(provider: .pxp, dedupeKey: "nul-2", eventType: nil, headers: [("X-Ok", "fine")], body: Array("{}".utf8)),
+        ], rejections: [], on: conn)
+        #expect(stored.count == 2 && stored.allSatisfy(\.inserted))
+        let text = try #require(try conn.query("SELECT headers::text AS h FROM deliveries WHERE dedupe_key = 'nul-1'").first).string("h")
+        #expect(text.contains("a\u{FFFD}b") && text.contains("X-\u{FFFD}Name"), "\(text)")
+    }
+}
+
 @Suite struct DeliveryCommitSettingsTests {
     @Test func aSessionsOwnSettingsDoNotWeakenOrBreakTheCommit() throws {
         let db = try TestDatabase.create(); defer { db.drop() }
