@@ -42,7 +42,8 @@ struct PgBouncerTests {
         #expect(try await PayreconProcess.run(["migrate"], environment: ["DATABASE_URL": url]).status == 0)
         // paysim answers PXP's API; the order's transaction was captured for less than the order total.
         let config = SimConfig()
-        let simulator = Simulator(config: config, ca: nil, transport: nil)
+        let ca = try PayPalTestCA()
+        let simulator = Simulator(config: config, ca: ca, transport: HTTPClientWebhookTransport())
         let paysim = PaysimServer(simulator: simulator, host: "127.0.0.1", port: 0, threads: 2)
         let simPort = try paysim.start()
         let sim = "http://127.0.0.1:\(simPort)"
@@ -52,8 +53,19 @@ struct PgBouncerTests {
         let seeded = try await http.send(HTTPClientRequest(method: "POST", url: sim + "/admin/pxp/transactions", headers: [("Content-Type", "application/json")],
             body: Array(#"{"merchant":"M1","site":"S1","merchantTransactionId":"\#(ref)","intent":"Purchase","currency":"GBP","value":"15.00","state":"Captured"}"#.utf8)))
         #expect(seeded.status == 201)
+        // And a PayPal capture, so a PayPal delivery (its certificate fetched from paysim and checked) goes through too.
+        let paypalOrder = "PP-" + ref
+        let seededPayPal = try await http.send(HTTPClientRequest(method: "POST", url: sim + "/admin/paypal/orders", headers: [("Content-Type", "application/json")],
+            body: Array(#"{"id":"\#(paypalOrder)","intent":"CAPTURE","currency":"USD","amount":"10.00","captures":[{"id":"CAP-\#(ref)"}]}"#.utf8)))
+        #expect(seededPayPal.status == 201, "\(seededPayPal.text)")
+        let roots = FileManager.default.temporaryDirectory.appendingPathComponent("pgb-roots-\(ref).pem")
+        try ca.trustBundlePEM.write(to: roots, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: roots) }
         var env = ["DATABASE_URL": url, "PXP_API_BASE_URL": sim + "/api/v1", "PXP_CLIENT_ID": config.pxpClientID,
-                   "PXP_TOKEN_ID": config.pxpTokenID, "PXP_TOKEN_VALUE": config.pxpTokenValue, "PXP_WEBHOOK_KEY": config.pxpWebhookKey]
+                   "PXP_TOKEN_ID": config.pxpTokenID, "PXP_TOKEN_VALUE": config.pxpTokenValue, "PXP_WEBHOOK_KEY": config.pxpWebhookKey,
+                   "PAYPAL_WEBHOOK_ID": config.paypalWebhookID, "PAYPAL_TRUST_ROOTS": roots.path,
+                   "PAYPAL_CERT_URL_PREFIXES": sim + "/v1/notifications/certs/", "PAYPAL_API_BASE_URL": sim,
+                   "PAYPAL_CLIENT_ID": config.paypalClientID, "PAYPAL_CLIENT_SECRET": config.paypalSecret]
         let orders = FileManager.default.temporaryDirectory.appendingPathComponent("pgb-\(ref).csv")
         try "provider,order_id,merchant,site,transaction_ref,intent,amount,currency,fulfilment\npxp,O-\(ref),M1,S1,\(ref),purchase,20.00,GBP,fulfilled\n"
             .write(to: orders, atomically: true, encoding: .utf8)
@@ -73,6 +85,10 @@ struct PgBouncerTests {
                                                timestamp: String(Int64(Date().timeIntervalSince1970)), body: body)
         let answer = try await http.send(HTTPClientRequest(method: "POST", url: "http://127.0.0.1:\(port)/webhooks/pxp", headers: headers, body: body))
         #expect(answer.status == 200, "\(String(decoding: answer.body, as: UTF8.self))")
+        // paysim signs and sends a PayPal delivery to the same receiver.
+        let sent = try await http.send(HTTPClientRequest(method: "POST", url: sim + "/admin/webhooks/send", headers: [("Content-Type", "application/json")],
+            body: Array(#"{"provider":"paypal","target":"http://127.0.0.1:\#(port)/webhooks/paypal","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_id":"CAP-\#(ref)"}"#.utf8)))
+        #expect(sent.status == 200 && sent.text.contains(#""200":1"#), "\(sent.text)")
 
         // The worker processes it: it polls (said at start), since DATABASE_URL is a pooler.
         let work = try Background(["work"], environment: env)
@@ -80,8 +96,12 @@ struct PgBouncerTests {
         let done = try await PayreconTesting.eventually(30) {
             try direct.query("SELECT status FROM deliveries WHERE dedupe_key = $1", [.text(requestID)]).first?.string("status") == "done"
         }
+        let paypalDone = try await PayreconTesting.eventually(30) {
+            try direct.query("SELECT count(*) AS n FROM deliveries WHERE provider = 'paypal' AND status IN ('done', 'ignored')").first?.int64("n") == 1
+        }
         work.stop()
         #expect(done, "the worker did not process the delivery through PgBouncer: \(work.stderr())")
+        #expect(paypalDone, "the PayPal delivery was not stored and processed through PgBouncer: \(serve.stderr()) \(work.stderr())")
         #expect(work.stderr().contains("polling for deliveries"))
 
         // The sweep and the report, through the pooler.
