@@ -110,35 +110,37 @@ public final class CachingCertificateSource: CertificateSource {
     /// What to do for `url` now. `join`: whether the caller takes part (waits on a fetch in flight, or starts one);
     /// without it nothing changes but the hit count.
     private func step(for url: String, now: Date, join: Bool) -> Step {
-        state.withLock { state in
-            if let entry = state.entries[url], entry.expires > now {
-                state.hits += 1
-                return .cached(entry.pem)
-            }
-            if let failed = state.failures[url] {
-                if failed.until > now {
-                    state.misses += 1
-                    return .refuse("it failed less than \(Int(failureTTL / 60)) minutes ago (\(failed.reason)); not fetched again yet")
-                }
-                state.failures[url] = nil
-            }
-            if let fetch = state.inFlight[url] {
-                if join { state.misses += 1; fetch.waiters += 1 }
-                return .wait(fetch)
-            }
-            state.recentFetches.removeAll { $0 <= now.addingTimeInterval(-60) }
-            guard state.recentFetches.count < maxNewURLsPerMinute else {
-                state.misses += 1
-                return .refuse("\(maxNewURLsPerMinute) uncached certificate URLs were fetched in the last minute; not fetched")
-            }
-            guard join else { return .fetchAllowed }
-            state.misses += 1
-            state.recentFetches.append(now)
-            state.fetches += 1
-            let fetch = Fetch()
-            state.inFlight[url] = fetch
-            return .fetch(fetch)
+        state.withLock { decide(&$0, url: url, now: now, join: join) }
+    }
+
+    private func decide(_ state: inout State, url: String, now: Date, join: Bool) -> Step {
+        if let entry = state.entries[url], entry.expires > now {
+            state.hits += 1
+            return .cached(entry.pem)
         }
+        if let failed = state.failures[url] {
+            if failed.until > now {
+                state.misses += 1
+                return .refuse("it failed less than \(Int(failureTTL / 60)) minutes ago (\(failed.reason)); not fetched again yet")
+            }
+            state.failures[url] = nil
+        }
+        if let fetch = state.inFlight[url] {
+            if join { state.misses += 1; fetch.waiters += 1 }
+            return .wait(fetch)
+        }
+        state.recentFetches.removeAll { $0 <= now.addingTimeInterval(-60) }
+        guard state.recentFetches.count < maxNewURLsPerMinute else {
+            state.misses += 1
+            return .refuse("\(maxNewURLsPerMinute) uncached certificate URLs were fetched in the last minute; not fetched")
+        }
+        guard join else { return .fetchAllowed }
+        state.misses += 1
+        state.recentFetches.append(now)
+        state.fetches += 1
+        let fetch = Fetch()
+        state.inFlight[url] = fetch
+        return .fetch(fetch)
     }
 
     public func pem(for url: String) throws -> [UInt8] {
@@ -164,25 +166,32 @@ public final class CachingCertificateSource: CertificateSource {
     }
 
     public func prefetch(_ url: String, then: @escaping @Sendable () -> Void) {
-        // A fetch in flight: keep the continuation (bounded), run by the fetch's thread when it ends.
-        let kept: Bool? = state.withLock { state in
-            guard let fetch = state.inFlight[url] else { return nil }
-            let waiting = state.inFlight.values.reduce(0) { $0 + $1.continuations.count }
-            guard waiting < maxWaiters else { return false }
+        // One decision under the lock: join the fetch in flight (bounded), or start one if the rules allow, or
+        // nothing to wait for. (Two locks let another caller start the fetch in between.)
+        enum Plan { case kept, now, start(Fetch) }
+        let now = clock()
+        let plan: Plan = state.withLock { state in
+            if let fetch = state.inFlight[url] {
+                let waiting = state.inFlight.values.reduce(0) { $0 + $1.continuations.count }
+                guard waiting < maxWaiters else { return .now }  // pemWithoutWaiting still answers nil: refused
+                fetch.continuations.append(then)
+                return .kept
+            }
+            guard case .fetch(let fetch) = decide(&state, url: url, now: now, join: true) else { return .now }
             fetch.continuations.append(then)
-            return true
+            return .start(fetch)
         }
-        if kept == true { return }
-        if kept == false { return then() }  // too many waiting: pemWithoutWaiting still answers nil, the caller refuses
-        // None in flight: start one on a thread of its own if the rules allow (at most maxNewURLsPerMinute threads a
-        // minute), else there is nothing to wait for.
-        guard case .fetch(let fetch) = step(for: url, now: clock(), join: true) else { return then() }
-        state.withLock { _ in fetch.continuations.append(then) }
-        let thread = Thread { [self] in
-            Thread.current.name = "paypal-cert"  // from the thread itself: Linux names only the running thread
-            _ = complete(fetch, url: url)
+        switch plan {
+        case .kept: return
+        case .now: then()
+        case .start(let fetch):
+            // On a thread of its own (at most maxNewURLsPerMinute a minute): no caller's thread waits for the fetch.
+            let thread = Thread { [self] in
+                Thread.current.name = "paypal-cert"  // from the thread itself: Linux names only the running thread
+                _ = complete(fetch, url: url)
+            }
+            thread.start()
         }
-        thread.start()
     }
 
     /// Makes `fetch` on this thread, records its outcome, wakes its blocked waiters and runs its continuations.
