@@ -175,7 +175,7 @@ public final class Receiver: Sendable {
                 case .accepted(let accepted): store(accepted, provider, request, headers, started: started, log: log, responder)
                 case .rejected(let rejection): reject(rejection.status, rejection.code, rejection.message)
                 case .needsFetch:
-                    reject(401, "untrusted_certificate", "the certificate at the delivery's PAYPAL-CERT-URL is being fetched for too many deliveries at once; not waited for")
+                    reject(401, "untrusted_certificate", "the certificate this delivery names is being fetched for too many deliveries at once; not waited for")
                 }
             }
         }
@@ -188,25 +188,21 @@ public final class Receiver: Sendable {
                        started: DispatchTime, log: @escaping @Sendable () -> Logger, _ responder: HTTPResponder) {
         let delivery = NewDelivery(provider: provider, dedupeKey: accepted.dedupeKey, eventType: accepted.eventType,
                                    headers: headers, body: request.body, transmissionID: accepted.transmissionID)
-        // One answer per delivery: the commit's, or 503 at the commit deadline, whichever comes first.
-        let once = AnswerOnce()
-        // The timer holds only this small box; a commit that answers first empties it, so the responder and everything
-        // it keeps are released at once rather than held for PAYRECON_COMMIT_TIMEOUT (at 9,000 deliveries a second that
-        // was 45,000 requests' worth of memory).
-        let deadline = DeadlineAnswer { [metrics, configuration] in
-            guard once.take() else { return }
+        // One answer per delivery: the commit's, or 503 at the commit deadline, whichever comes first. The timer holds only
+        // this small box; a commit that answers first empties it, so the responder and everything it keeps are released at
+        // once rather than held for PAYRECON_COMMIT_TIMEOUT (at 9,000 deliveries a second, 45,000 requests' worth).
+        let answer = FirstAnswer(deadline: { [metrics, configuration] in
             metrics.delivery(provider, outcome: "storage_unavailable")
             log().warning("delivery not committed within PAYRECON_COMMIT_TIMEOUT; answered 503", ["timeout_s": configuration.commitTimeoutSeconds])
             responder.respond(.error(503, "storage_unavailable", "the delivery was not committed in time; retry later (a retry of a delivery that did commit is a duplicate)",
                                      headers: [("Retry-After", "5")]))
-        }
-        Self.deadlines.after(configuration.commitTimeoutSeconds) { deadline.fire() }
+        })
+        Self.deadlines.after(configuration.commitTimeoutSeconds) { answer.deadlinePassed() }
         committer.store(delivery) { [metrics, log] outcome in
-            guard once.take() else {
+            guard answer.commitEnded() else {
                 log().info("delivery committed after its 503 at the commit deadline; its redelivery will be a duplicate")
                 return
             }
-            deadline.cancel()
             switch outcome {
             case .stored(let stored) where stored.refused != nil:
                 // Signed, but its transmission was already stored with another body: a forged body matching the CRC32
@@ -304,16 +300,27 @@ final class StorageProbe: Sendable {
     }
 }
 
-/// The deadline's answer, until it fires or the commit's answer cancels it (which releases what it captured).
-final class DeadlineAnswer: Sendable {
-    private let action: Mutex<(@Sendable () -> Void)?>
-    init(_ action: @escaping @Sendable () -> Void) { self.action = Mutex(action) }
-    func fire() { action.withLock { a -> (@Sendable () -> Void)? in let taken = a; a = nil; return taken }?() }
-    func cancel() { action.withLock { $0 = nil } }
-}
+/// The first of a delivery's two racing answers wins: the commit's, or the deadline's 503. The deadline's answer is
+/// kept only until one of them wins, so what it captured is released as soon as the commit ends.
+final class FirstAnswer: Sendable {
+    private struct State { var answered = false; var deadline: (@Sendable () -> Void)? }
+    private let state: Mutex<State>
+    init(deadline: @escaping @Sendable () -> Void) { state = Mutex(State(deadline: deadline)) }
 
-/// The first of two racing answers (the commit's, the deadline's) wins.
-final class AnswerOnce: Sendable {
-    private let taken = Atomic<Bool>(false)
-    func take() -> Bool { taken.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged }
+    /// The deadline passed: its answer goes out unless the commit's did.
+    func deadlinePassed() {
+        let answer = state.withLock { s -> (@Sendable () -> Void)? in
+            defer { s.answered = true; s.deadline = nil }
+            return s.answered ? nil : s.deadline
+        }
+        answer?()
+    }
+
+    /// The commit ended: whether its answer is the one to send.
+    func commitEnded() -> Bool {
+        state.withLock { s in
+            defer { s.answered = true; s.deadline = nil }
+            return !s.answered
+        }
+    }
 }
