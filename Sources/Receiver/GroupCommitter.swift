@@ -67,7 +67,7 @@ final class GroupCommitter: Sendable {
         let deliveries = batch.map(\.delivery), completions = batch.map(\.completion)
         batchSize.observe(seconds: Double(batch.count))
         do {
-            let stored = try storage.commit(deliveries, rejections: [])
+            let stored = try storage.commit(deliveries)
             for (c, s) in zip(completions, stored) { c(.stored(s)) }
         } catch where !storage.isUnavailable(error) && batch.count > 1 {
             // One bad item must not fail its neighbours: commit each alone, so only the culprit is refused.

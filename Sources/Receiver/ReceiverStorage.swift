@@ -6,9 +6,9 @@ import Store
 /// (`PostgresReceiverStorage`); a test can hand the receiver an in-memory store and run it in-process without a
 /// database.
 public protocol ReceiverStorage: Sendable {
-    /// Commits `deliveries` (a redelivery counted on the stored row) and `rejections` in one transaction; one
+    /// Commits `deliveries` (a redelivery counted on the stored row) in one transaction; one
     /// `StoredDelivery` per delivery, in order. Only after this returns may a delivery be answered 200.
-    func commit(_ deliveries: [NewDelivery], rejections: [Rejection]) throws -> [StoredDelivery]
+    func commit(_ deliveries: [NewDelivery]) throws -> [StoredDelivery]
     /// Records rejection counts and samples, apart from deliveries (the rejection lane); at most 20 samples per
     /// (provider, reason, hour) are kept.
     func recordRejections(_ counts: [RejectionCount], samples: [Rejection]) throws
@@ -30,9 +30,9 @@ public struct PostgresReceiverStorage: ReceiverStorage {
         self.statementTimeoutMilliseconds = statementTimeoutMilliseconds
     }
 
-    public func commit(_ deliveries: [NewDelivery], rejections: [Rejection]) throws -> [StoredDelivery] {
+    public func commit(_ deliveries: [NewDelivery]) throws -> [StoredDelivery] {
         try pool.withConnection {
-            try DeliveryStore.commit(deliveries, rejections: rejections, on: $0, statementTimeoutMilliseconds: statementTimeoutMilliseconds)
+            try DeliveryStore.commit(deliveries, on: $0, statementTimeoutMilliseconds: statementTimeoutMilliseconds)
         }
     }
     public func recordRejections(_ counts: [RejectionCount], samples: [Rejection]) throws {

@@ -59,7 +59,7 @@ public struct StoredDelivery: Sendable, Equatable {
     public static func refused(_ why: String) -> StoredDelivery { StoredDelivery(id: 0, inserted: false, refused: why) }
 }
 
-/// SQL for the durable inbox. Group commit: many deliveries (and rejections) in one transaction, sent as one
+/// SQL for the durable inbox. Group commit: many deliveries in one transaction, sent as one
 /// pipeline (BEGIN; INSERT…; COMMIT) so a batch costs one round trip and one fsync.
 public enum DeliveryStore {
     public static let channel = "payrecon_deliveries"
@@ -67,22 +67,11 @@ public enum DeliveryStore {
     /// (PAYRECON_COMMIT_TIMEOUT, 5 s). A statement still running at the deadline has been answered 503 already.
     public static let commitStatementTimeoutMilliseconds = 5000
 
-    static let insertDelivery = """
-        INSERT INTO deliveries (provider, dedupe_key, event_type, headers, body, redeliveries, last_redelivered_at)
-        VALUES ($1, $2, $3, $4::jsonb, $5, $6, CASE WHEN $6 > 0 THEN now() END)
-        ON CONFLICT (provider, dedupe_key) DO UPDATE
-            SET redeliveries = deliveries.redeliveries + 1 + $6, last_redelivered_at = now()
-        RETURNING id, (xmax = 0) AS inserted
-        """
-    static let insertRejection = """
-        INSERT INTO rejected_deliveries (provider, reason, message, headers, body_prefix, body_bytes, remote_addr)
-        VALUES ($1, $2, $3, $4::jsonb, $5, $6, $7)
-        """
-
-    /// Commits `deliveries` and `rejections` in one transaction; returns one result per delivery, in order.
+    /// Commits `deliveries` in one transaction; returns one result per delivery, in order. (Rejections are written by
+    /// `recordRejections`, in transactions of their own.)
     /// Identical (provider, dedupe key) pairs within the batch are stored once and all get that row's id
     /// (the first one `inserted` if the row is new). Throws if the transaction did not commit.
-    public static func commit(_ deliveries: [NewDelivery], rejections: [Rejection], on conn: PostgresConnection,
+    public static func commit(_ deliveries: [NewDelivery], on conn: PostgresConnection,
                               statementTimeoutMilliseconds: Int = commitStatementTimeoutMilliseconds) throws -> [StoredDelivery] {
         // In-batch dedupe: ON CONFLICT cannot touch the same row twice in one transaction's statement sequence
         // without waiting on itself, and one row per key is what we want anyway.
@@ -130,12 +119,6 @@ public enum DeliveryStore {
                     SET redeliveries = deliveries.redeliveries + 1 + excluded.redeliveries, last_redelivered_at = now()
                 RETURNING id, (xmax = 0) AS inserted, provider, dedupe_key
                 """, params))
-        }
-        for r in rejections {
-            statements.append(PostgresStatement(insertRejection, [
-                .text(r.provider), .text(r.reason), .text(r.message), .jsonb(headersJSON(r.headers)),
-                .bytea(r.bodyPrefix), .int64(r.bodyBytes), r.remoteAddress.map { .text($0) } ?? .null,
-            ]))
         }
         if !unique.isEmpty { statements.append(PostgresStatement("SELECT pg_notify($1, '')", [.text(channel)])) }
         statements.append(PostgresStatement("COMMIT"))

@@ -95,7 +95,7 @@ public enum FindingStore {
             var current: Order?
             var emitted: [EmittedAction] = []
             var linkedAliases: Set<String> = []
-            var open = OpenToResolve()
+            var mayResolve = true
             if orderID != nil {
                 guard let row = read[2].first else { _ = try conn.execute("ROLLBACK"); return nil }   // the order is gone
                 current = try OrderStore.decode(row)
@@ -105,33 +105,24 @@ public enum FindingStore {
                     return nil
                 }
                 if let row = read[4].first {
-                    if let text = try row.optionalString("aliases"), let aliases = try? JSONDecoder().decode([String].self, from: Data(text.utf8)) {
-                        linkedAliases = Set(aliases)
+                    if let text = try row.optionalString("aliases") {
+                        linkedAliases = Set(((try? JSONValue.parse(text))?.arrayValue ?? []).compactMap(\.stringValue))
                     }
                     // Nothing left open last time, for the same transactions: nothing to resolve (a transaction newly
                     // added to the order may have an unknown_order open, so a changed list resolves as before).
-                    if try !row.bool("open_findings"), try row.string("transaction_ref") == transactionRef {
-                        open = OpenToResolve(forOrder: false, unknown: false)
-                    }
+                    mayResolve = try row.bool("open_findings") || row.string("transaction_ref") != transactionRef
                 }
             }
             let plan = makePlan(current, emitted)
             let outcome = try write(plan, provider: provider, order: current, transactionRef: transactionRef, snapshot: snapshot,
                                     fetchedAt: fetchedAt, currency: currency, transactionRefs: transactionRefs ?? [transactionRef],
-                                    snapshotJSON: snapshotJSON, linkedAliases: linkedAliases, open: open, on: conn)
+                                    snapshotJSON: snapshotJSON, linkedAliases: linkedAliases, mayResolve: mayResolve, on: conn)
             return (outcome, plan)
         } catch {
             // A failed statement leaves the transaction aborted (or it was never begun): end it either way.
             _ = try? conn.execute("ROLLBACK")
             throw error
         }
-    }
-
-    /// Whether the check may have something to resolve (both true unless the stored snapshot says the last check of the
-    /// same transactions left nothing open).
-    struct OpenToResolve {
-        var forOrder = true
-        var unknown = true
     }
 
     static func decodeEmitted(_ row: PostgresRow) throws -> EmittedAction? {
@@ -142,7 +133,7 @@ public enum FindingStore {
     /// The second round trip of `record`: every write of the plan, then COMMIT.
     private static func write(_ plan: Plan, provider: Provider, order: Order?, transactionRef: String, snapshot: Snapshot?,
                               fetchedAt: Date, currency: String?, transactionRefs: [String], snapshotJSON: String?,
-                              linkedAliases: Set<String> = [], open: OpenToResolve = OpenToResolve(),
+                              linkedAliases: Set<String> = [], mayResolve: Bool = true,
                               on conn: PostgresConnection) throws -> CheckOutcome {
         let orderID = order?.orderID
         let currency = order?.amount.currency.code ?? snapshot?.currency.code ?? currency
@@ -160,23 +151,21 @@ public enum FindingStore {
         let kinds = PostgresValue.textArray(plan.findings.map(\.kind.rawValue))
         var resolveStatements = 0
         if let orderID {
-            // Under the order's lock nothing opens for it meanwhile; an unknown_order opened by another transaction after
-            // the read is resolved by the order's next check.
-            if open.forOrder {
-                resolveStatements += 1
+            // `mayResolve` is false only when the last check of these transactions left nothing open: under the order's
+            // lock nothing opens for it meanwhile (an unknown_order another transaction opens after the read is resolved
+            // by the order's next check).
+            if mayResolve {
+                resolveStatements = 2
                 statements.append(PostgresStatement("""
-                UPDATE discrepancies SET status = 'resolved', resolved_at = now()
-                WHERE provider = $1 AND order_id = $2 AND status IN ('open', 'acknowledged')
-                  AND (NOT (kind = ANY($3)) OR transaction_ref <> $4)
-                """, [p, .text(orderID), kinds, .text(transactionRef)]))
-            }
-            // An order now known resolves the unknown_order its transactions had raised.
-            if open.unknown {
-                resolveStatements += 1
+                    UPDATE discrepancies SET status = 'resolved', resolved_at = now()
+                    WHERE provider = $1 AND order_id = $2 AND status IN ('open', 'acknowledged')
+                      AND (NOT (kind = ANY($3)) OR transaction_ref <> $4)
+                    """, [p, .text(orderID), kinds, .text(transactionRef)]))
+                // An order now known resolves the unknown_order its transactions had raised.
                 statements.append(PostgresStatement("""
-                UPDATE discrepancies SET status = 'resolved', resolved_at = now()
-                WHERE provider = $1 AND order_id IS NULL AND transaction_ref = ANY($2) AND status IN ('open', 'acknowledged')
-                """, [p, .textArray(transactionRefs)]))
+                    UPDATE discrepancies SET status = 'resolved', resolved_at = now()
+                    WHERE provider = $1 AND order_id IS NULL AND transaction_ref = ANY($2) AND status IN ('open', 'acknowledged')
+                    """, [p, .textArray(transactionRefs)]))
             }
         } else {
             resolveStatements = 1

@@ -133,25 +133,24 @@ public final class OrderChecker: Sendable {
         let outcome = await gateway[provider].lookup(TransactionQuery(
             transactionRef: transactionRef, merchant: reference.merchant, site: reference.site, links: reference.learned))
         switch outcome {
-        case .found(.transaction(let s)) where !s.orderReferences.isEmpty:
-            // A retry the merchant has not recorded yet: linked to the order the provider's answer names.
-            do {
-                let order = try await pool.run { conn -> Order? in
-                    for id in s.orderReferences {
-                        guard try OrderStore.find(provider: provider, orderID: id, on: conn) != nil else { continue }
-                        try OrderStore.addTransaction(provider: provider, orderID: id, transactionRef: transactionRef, on: conn)
-                        return try OrderStore.find(provider: provider, orderID: id, on: conn)
-                    }
-                    return nil
-                }
-                if let order {
-                    log.info("transaction linked to the order its provider names", ["order_id": order.orderID])
-                    return .belongs(order)
-                }
-            } catch { return .checked(.transient(reason: "database: \(error)", retryAfterSeconds: nil)) }
-            return .checked(await record(provider: provider, order: nil, transactions: [FetchedTransaction(transactionRef: transactionRef, snapshot: s)],
-                                         fetchedAt: fetchedAt, log: log))
         case .found(.transaction(let s)):
+            if !s.orderReferences.isEmpty {
+                // A retry the merchant has not recorded yet: linked to the order the provider's answer names.
+                do {
+                    let order = try await pool.run { conn -> Order? in
+                        for id in s.orderReferences {
+                            guard try OrderStore.find(provider: provider, orderID: id, on: conn) != nil else { continue }
+                            try OrderStore.addTransaction(provider: provider, orderID: id, transactionRef: transactionRef, on: conn)
+                            return try OrderStore.find(provider: provider, orderID: id, on: conn)
+                        }
+                        return nil
+                    }
+                    if let order {
+                        log.info("transaction linked to the order its provider names", ["order_id": order.orderID])
+                        return .belongs(order)
+                    }
+                } catch { return .checked(.transient(reason: "database: \(error)", retryAfterSeconds: nil)) }
+            }
             return .checked(await record(provider: provider, order: nil, transactions: [FetchedTransaction(transactionRef: transactionRef, snapshot: s)],
                                          fetchedAt: fetchedAt, log: log))
         case .found(.unreconcilable(let t)):

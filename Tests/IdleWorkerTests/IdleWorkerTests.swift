@@ -59,8 +59,7 @@ import Worker
             let id = try await offload {
                 let conn = try db.connect(); defer { conn.close() }
                 return try DeliveryStore.commit([NewDelivery(provider: .pxp, dedupeKey: "idle-1", eventType: "Authentication", headers: [],
-                                                             body: Array(#"{"eventCode":"Authentication"}"#.utf8))],
-                                                rejections: [], on: conn)[0].id
+                                                             body: Array(#"{"eventCode":"Authentication"}"#.utf8))], on: conn)[0].id
             }
             #expect(try await eventually(10) { try await offload { try db.status(of: id) } == "ignored" }, "a NOTIFY did not wake the idle worker")
             #expect(Date().timeIntervalSince(stored) < 10)

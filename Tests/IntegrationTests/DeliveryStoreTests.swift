@@ -59,7 +59,7 @@ import Testing
             NewDelivery(provider: .pxp, dedupeKey: "nul-1", eventType: nil, headers: [("X-Junk", "a\u{0}b"), ("X-\u{0}Name", "v")],
                         body: Array("{}".utf8)),
             NewDelivery(provider: .pxp, dedupeKey: "nul-2", eventType: nil, headers: [("X-Ok", "fine")], body: Array("{}".utf8)),
-        ], rejections: [], on: conn)
+        ], on: conn)
         #expect(stored.count == 2 && stored.allSatisfy(\.inserted))
         let text = try #require(try conn.query("SELECT headers::text AS h FROM deliveries WHERE dedupe_key = 'nul-1'").first).string("h")
         #expect(text.contains("a\u{FFFD}b") && text.contains("X-\u{FFFD}Name"), "\(text)")
@@ -81,7 +81,7 @@ import Testing
         _ = try conn.execute("SET lock_timeout = 0")
         // The session's 100 ms would cancel the insert; the commit's own statement_timeout (5 s) applies instead.
         let stored = try DeliveryStore.commit([NewDelivery(provider: .pxp, dedupeKey: "settings-1", eventType: nil, headers: [],
-                                                           body: Array("{}".utf8))], rejections: [], on: conn)
+                                                           body: Array("{}".utf8))], on: conn)
         #expect(stored.count == 1 && stored[0].inserted)
         // And the session keeps its own settings afterwards: nothing leaked out of the transaction.
         #expect(try conn.query("SHOW synchronous_commit").first?.string("synchronous_commit") == "off")
@@ -101,8 +101,7 @@ import Testing
             BEGIN INSERT INTO seen_settings VALUES (current_setting('synchronous_commit'), current_setting('statement_timeout')); RETURN NEW; END $$
             """)
         _ = try conn.execute("CREATE TRIGGER record_settings BEFORE INSERT ON deliveries FOR EACH ROW EXECUTE FUNCTION record_settings()")
-        _ = try DeliveryStore.commit([NewDelivery(provider: .pxp, dedupeKey: "settings-2", eventType: nil, headers: [], body: Array("{}".utf8))],
-                                     rejections: [], on: conn)
+        _ = try DeliveryStore.commit([NewDelivery(provider: .pxp, dedupeKey: "settings-2", eventType: nil, headers: [], body: Array("{}".utf8))], on: conn)
         let row = try #require(try conn.query("SELECT sync, timeout FROM seen_settings").first)
         #expect(try row.string("sync") == "on")
         #expect(try row.string("timeout") == "5s")

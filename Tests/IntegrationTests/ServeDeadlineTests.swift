@@ -69,8 +69,7 @@ import Testing
         let pool = PostgresPool(conninfo: db.url, size: 1)
         defer { pool.close() }
         let storage = PostgresReceiverStorage(pool: pool, statementTimeoutMilliseconds: 2500)
-        _ = try storage.commit([NewDelivery(provider: .pxp, dedupeKey: "timeout-1", eventType: nil, headers: [], body: Array("{}".utf8))],
-                               rejections: [])
+        _ = try storage.commit([NewDelivery(provider: .pxp, dedupeKey: "timeout-1", eventType: nil, headers: [], body: Array("{}".utf8))])
         #expect(try conn.query("SELECT timeout FROM seen_settings").first?.string("timeout") == "2500ms")
     }
 }

@@ -419,7 +419,7 @@ struct WorkerTests {
             let conn = try h.database.connect(); defer { conn.close() }
             _ = try DeliveryStore.commit((0..<n).map {
                 NewDelivery(provider: .pxp, dedupeKey: "req-\($0)", eventType: nil, headers: [], body: Array(pxpEvent("TX-\($0)").utf8))
-            }, rejections: [], on: conn)
+            }, on: conn)
 
             let workers = (0..<3).map { h.worker(owner: "worker-\($0)", batchSize: 4) }
             let totals = await withTaskGroup(of: QueueWorker.Totals.self) { group in

@@ -49,13 +49,12 @@ public final class InMemoryReceiverStorage: ReceiverStorage {
     public func releaseCommits() { held.withLock { $0 = false } }
     private let held = Mutex<Bool>(false)
 
-    public func commit(_ deliveries: [NewDelivery], rejections: [Rejection]) throws -> [StoredDelivery] {
+    public func commit(_ deliveries: [NewDelivery]) throws -> [StoredDelivery] {
         let wait = delay.withLock { $0 }
         if wait > 0 { Thread.sleep(forTimeInterval: wait) }
         while held.withLock({ $0 }) { usleep(5_000) }
         return try state.withLock { s in
             guard s.available else { throw Unavailable() }
-            s.rejections += rejections
             return deliveries.map { d in
                 // As the PostgreSQL store: a transmission id stored with another body refuses the delivery.
                 if let tid = d.transmissionID,

@@ -388,15 +388,7 @@ import Testing
 
     /// Many callers missing one URL at once make one fetch and all get its answer.
     @Test func oneFetchAtATimePerURL() async throws {
-        final class Slow: CertificateSource, @unchecked Sendable {
-            let lock = NSLock(); var calls = 0
-            func pem(for url: String) throws -> [UInt8] {
-                lock.withLock { calls += 1 }
-                Thread.sleep(forTimeInterval: 0.3)
-                return [5]
-            }
-        }
-        let upstream = Slow()
+        let upstream = SlowCertificateSource()
         let cache = CachingCertificateSource(upstream: upstream)
         let results = await withTaskGroup(of: [UInt8]?.self) { group in
             for _ in 0..<8 { group.addTask { await offloadPEM { try? cache.pem(for: "same") } } }
@@ -429,15 +421,7 @@ import Testing
     /// prefetch never blocks its caller: many deliveries missing one URL share one fetch on a thread of the cache's
     /// own, and each continuation runs once it ended — after which the answer is known without waiting.
     @Test func prefetchSharesOneFetchAndBlocksNoCaller() async throws {
-        final class Slow: CertificateSource, @unchecked Sendable {
-            let lock = NSLock(); var calls = 0
-            func pem(for url: String) throws -> [UInt8] {
-                lock.withLock { calls += 1 }
-                Thread.sleep(forTimeInterval: 0.3)
-                return [5]
-            }
-        }
-        let upstream = Slow()
+        let upstream = SlowCertificateSource()
         let cache = CachingCertificateSource(upstream: upstream)
         let done = Mutex(0)
         let started = Date()
@@ -492,6 +476,16 @@ import Testing
         }
         #expect(cache.count <= 8)
         #expect(cache.statistics.hits + cache.statistics.misses == 200)
+    }
+}
+
+/// Answers [5] after 0.3 s, counting its calls.
+final class SlowCertificateSource: CertificateSource, @unchecked Sendable {
+    let lock = NSLock(); var calls = 0
+    func pem(for url: String) throws -> [UInt8] {
+        lock.withLock { calls += 1 }
+        Thread.sleep(forTimeInterval: 0.3)
+        return [5]
     }
 }
 

@@ -129,7 +129,7 @@ final class WorkerHarness: @unchecked Sendable {
     func store(_ provider: Provider, body: [UInt8], dedupeKey: String = UUID().uuidString, headers: [(String, String)] = []) throws -> Int64 {
         let conn = try database.connect(); defer { conn.close() }
         let stored = try DeliveryStore.commit([NewDelivery(provider: provider, dedupeKey: dedupeKey, eventType: nil,
-                                                           headers: headers, body: body)], rejections: [], on: conn)
+                                                           headers: headers, body: body)], on: conn)
         return stored[0].id
     }
 
