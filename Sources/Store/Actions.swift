@@ -54,12 +54,15 @@ public enum ActionStore {
             """, [.int64(id), .int64(Int64(attempt)), .int64(Int64(leaseSeconds))]) == 1
     }
 
-    /// Records the amount and target the fresh plan gives, just before the call; false when `attempt` lost the action.
-    public static func replan(id: Int64, attempt: Int, amount: Int64, providerTarget: String?, on conn: PostgresConnection) throws -> Bool {
+    /// Just before the call: records the amount and target the fresh plan gives and extends the lease; false when
+    /// `attempt` lost the action (then nothing may be sent).
+    public static func confirm(id: Int64, attempt: Int, amount: Int64, providerTarget: String?, leaseSeconds: Int,
+                               on conn: PostgresConnection) throws -> Bool {
         try conn.execute("""
-            UPDATE actions SET amount_minor = $3, provider_target = $4, updated_at = now()
+            UPDATE actions SET amount_minor = $3, provider_target = $4, lease_expires_at = now() + make_interval(secs => $5), updated_at = now()
             WHERE id = $1 AND attempts = $2 AND status = 'pending' AND lease_expires_at >= now()
-            """, [.int64(id), .int64(Int64(attempt)), .int64(amount), providerTarget.map { .text($0) } ?? .null]) == 1
+            """, [.int64(id), .int64(Int64(attempt)), .int64(amount), providerTarget.map { .text($0) } ?? .null,
+                  .int64(Int64(leaseSeconds))]) == 1
     }
 
     public static func list(status: ActionStatus?, limit: Int, on conn: PostgresConnection) throws -> [StoredAction] {

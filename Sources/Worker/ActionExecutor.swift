@@ -113,11 +113,14 @@ public final class ActionExecutor: Sendable {
             _ = await checker.check(order, log: log)   // record what the fresh answer shows
             return status
         }
-        if wanted.amount != action.amount.minorUnits || wanted.providerTarget != action.providerTarget {
-            let kept = (try? await pool.run {
-                try ActionStore.replan(id: action.id, attempt: action.attempts, amount: wanted.amount, providerTarget: wanted.providerTarget, on: $0)
-            }) ?? false
-            guard kept else { log.warning("action lost before its call; not sent"); return .pending }
+        // The fence is checked (and the lease extended) just before the call, with the amount the call sends: an
+        // executor whose claim lapsed during the re-fetch, and was taken, sends nothing.
+        let kept = (try? await pool.run { [leaseSeconds] in
+            try ActionStore.confirm(id: action.id, attempt: action.attempts, amount: wanted.amount, providerTarget: wanted.providerTarget,
+                                    leaseSeconds: leaseSeconds, on: $0)
+        }) ?? false
+        guard kept else { log.warning("action lost before its call; not sent"); return .pending }
+        if wanted.amount != action.amount.minorUnits {
             log.info("action amount re-planned before its call", ["planned": action.amount.minorUnits, "sent": wanted.amount])
         }
 

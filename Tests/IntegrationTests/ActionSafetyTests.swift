@@ -138,13 +138,13 @@ import Worker
     @Test func twoExecutorsRacingOnOneActionCallTheProviderOnce() async throws {
         try await WorkerHarness.with { h in
             _ = try await Self.plannedPayPalCapture(h)
-            // A 2 s lease renewed every 667 ms: on a loaded 2-core machine a 1 s lease could lapse between two
-            // renewals, and the fence then rightly keeps the first executor from recording its outcome.
-            let a = ActionExecutor(pool: h.pool, gateway: h.gateway, checker: h.checker, leaseSeconds: 2)
-            let b = ActionExecutor(pool: h.pool, gateway: h.gateway, checker: h.checker, leaseSeconds: 2)
-            try await h.faults(#"{"latency_ms":4000}"#)   // the re-fetch and the call each outlast a 2 s lease
+            // A 3 s lease renewed every second. A CI run of the whole suite on 2 cores once stalled a renewal of a
+            // 2 s lease past its end: a lapse the fence then handled (one call, b's), but not what this test is about.
+            let a = ActionExecutor(pool: h.pool, gateway: h.gateway, checker: h.checker, leaseSeconds: 3)
+            let b = ActionExecutor(pool: h.pool, gateway: h.gateway, checker: h.checker, leaseSeconds: 3)
+            try await h.faults(#"{"latency_ms":4500}"#)   // the re-fetch and the call each outlast a 3 s lease
             let first = Task { await a.executePending() }
-            try await Task.sleep(for: .milliseconds(3000))   // a's claim would have run out by now
+            try await Task.sleep(for: .milliseconds(3600))   // a's claim would have run out by now
             let second = await b.executePending()
             let firstTotals = await first.value
             #expect(firstTotals.succeeded == 1)
@@ -152,6 +152,24 @@ import Worker
             let calls = try await h.paysimLog(provider: "paypal").filter { ($0["path"] as? String)?.hasSuffix("/capture") == true }
             #expect(calls.count == 1, "\(calls)")
             #expect(try Self.status(h, "paypal:P1:capture:2000") == .succeeded)
+        }
+    }
+
+    /// An executor whose claim was taken while it re-fetched (its lease lapsed and another executor claimed the
+    /// action) must not make the call: the fence is checked just before it, not only when the outcome is recorded.
+    @Test func anExecutorThatLostItsClaimDuringTheRefetchDoesNotCall() async throws {
+        try await WorkerHarness.with { h in
+            _ = try await Self.plannedPayPalCapture(h)
+            try await h.faults(#"{"latency_ms":1500}"#)   // the re-fetch
+            let first = Task { await h.executor.executePending() }
+            try await Task.sleep(for: .milliseconds(500))
+            // What another executor's claim does once a lease has lapsed.
+            try h.execute("UPDATE actions SET attempts = attempts + 1, lease_expires_at = now() + interval '1 minute'")
+            let totals = await first.value
+            #expect(totals.succeeded == 0)
+            let calls = try await h.paysimLog(provider: "paypal").filter { ($0["path"] as? String)?.hasSuffix("/capture") == true }
+            #expect(calls.isEmpty, "the executor called after losing its claim: \(calls)")
+            #expect(try Self.status(h, "paypal:P1:capture:2000") == .pending)
         }
     }
 
