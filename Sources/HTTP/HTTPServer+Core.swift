@@ -64,7 +64,8 @@ final class ServerCore: @unchecked Sendable {
             option(.NOTIFY_COMPLETED), unsafeBitCast(requestCompleted, to: OpaquePointer.self), OpaquePointer(cls),
         ]
         if deadlines != nil {
-            options += [option(.NOTIFY_CONNECTION), unsafeBitCast(connectionNotified, to: OpaquePointer.self), OpaquePointer(cls)]
+            options += [option(.NOTIFY_CONNECTION), unsafeBitCast(connectionNotified, to: OpaquePointer.self), OpaquePointer(cls),
+                        option(.URI_LOG_CALLBACK), unsafeBitCast(requestLineArrived, to: OpaquePointer.self), OpaquePointer(cls)]
         }
         options.append(option(.END))
 
@@ -304,6 +305,14 @@ private let requestCompleted: MHD_RequestCompletedCallback = { cls, connection, 
     let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
     core.completed(slot)
     if let connection { core.deadlines?.requestCompleted(connection) }
+}
+
+/// MHD_OPTION_URI_LOG_CALLBACK: a request's line has arrived. What it returns becomes the request's initial context
+/// slot, so nil: the access handler sees its first call as before.
+private let requestLineArrived: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar>?, OpaquePointer?) -> UnsafeMutableRawPointer? = {
+    cls, _, connection in
+    if let cls, let connection { Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue().deadlines?.requestStarted(connection) }
+    return nil
 }
 
 private let connectionNotified: MHD_NotifyConnectionCallback = { cls, connection, _, code in

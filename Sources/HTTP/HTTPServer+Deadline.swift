@@ -6,20 +6,30 @@ import Synchronization
 import Glibc
 #endif
 
-// The whole-request deadline (PAYRECON_REQUEST_TIMEOUT). MHD's own timeout is per idle period: a sender that
-// trickles one byte every few seconds resets it forever. So each connection gets a clock: started when the connection
-// opens, restarted when a request on it completes (so every request on a keep-alive connection gets the full time,
-// counted from the end of the previous answer), and a watchdog thread cuts off any connection whose clock has run
-// past the deadline. Cutting is `shutdown(2)`, never `close(2)`: MHD still owns the descriptor and sees an ordinary
-// disconnect on its own thread, and the descriptor stays open until MHD's NOTIFY_CLOSED has removed it from here, so
-// the number is never one another thread has just opened.
+// The whole-request deadline (PAYRECON_REQUEST_TIMEOUT: "from its first byte to its answer"). MHD's own timeout is
+// per idle period: a sender that trickles one byte every few seconds resets it forever. So each connection gets a
+// clock: started when the connection opens (the first request's first byte is on its way), and on a keep-alive
+// connection restarted when the next request's line has arrived (MHD's URI log callback, the first sign of it).
+// A watchdog thread cuts off any connection whose clock has run past the deadline. A keep-alive connection idle
+// that long since its last answer is cut too (so the next request line cannot be trickled either), but that is no
+// request timing out and is not counted as one. Cutting is `shutdown(2)`, never `close(2)`: MHD still owns the
+// descriptor and sees an ordinary disconnect on its own thread, and the descriptor stays open until MHD's
+// NOTIFY_CLOSED has removed it from here, so the number is never one another thread has just opened.
 
 /// Which connections have run past their deadline: a pure value, the clock handed in.
 struct RequestDeadlines {
     struct Entry {
         var fd: Int32
         var since: UInt64  // monotonic ns
+        /// A request is under way: the first since the connection opened, or one whose line has arrived since the
+        /// last answer. False while a keep-alive connection waits for its next request.
+        var inRequest = true
         var cut = false
+    }
+    /// A connection to cut, and whether a request on it timed out (false: it sat idle after an answer).
+    struct Cut: Equatable {
+        var fd: Int32
+        var requestTimedOut: Bool
     }
     let timeoutNanoseconds: UInt64
     private(set) var entries: [UInt: Entry] = [:]
@@ -27,19 +37,26 @@ struct RequestDeadlines {
     init(timeoutNanoseconds: UInt64) { self.timeoutNanoseconds = timeoutNanoseconds }
 
     mutating func opened(_ connection: UInt, fd: Int32, now: UInt64) { entries[connection] = Entry(fd: fd, since: now) }
-    /// A request on the connection was answered (or abandoned): the next one gets the whole time again.
+    /// A request's line has arrived. On a connection that was waiting after an answer, its clock starts now.
+    mutating func requestStarted(_ connection: UInt, now: UInt64) {
+        guard let entry = entries[connection], !entry.cut, !entry.inRequest else { return }
+        entries[connection]?.since = now
+        entries[connection]?.inRequest = true
+    }
+    /// A request on the connection was answered (or abandoned): the wait for the next one starts.
     mutating func requestCompleted(_ connection: UInt, now: UInt64) {
         guard entries[connection]?.cut == false else { return }
         entries[connection]?.since = now
+        entries[connection]?.inRequest = false
     }
     mutating func closed(_ connection: UInt) { entries[connection] = nil }
 
-    /// The descriptors to cut now; each is returned once.
-    mutating func expire(now: UInt64) -> [Int32] {
-        var due: [Int32] = []
+    /// The connections to cut now; each is returned once.
+    mutating func expire(now: UInt64) -> [Cut] {
+        var due: [Cut] = []
         for (key, entry) in entries where !entry.cut && now >= entry.since &+ timeoutNanoseconds {
             entries[key]?.cut = true
-            due.append(entry.fd)
+            due.append(Cut(fd: entry.fd, requestTimedOut: entry.inRequest))
         }
         return due
     }
@@ -67,6 +84,7 @@ final class DeadlineWatchdog: @unchecked Sendable {
         guard fd >= 0 else { return }
         state.withLock { $0.opened(UInt(bitPattern: connection), fd: fd, now: Self.now()) }
     }
+    func requestStarted(_ connection: OpaquePointer) { state.withLock { $0.requestStarted(UInt(bitPattern: connection), now: Self.now()) } }
     func requestCompleted(_ connection: OpaquePointer) { state.withLock { $0.requestCompleted(UInt(bitPattern: connection), now: Self.now()) } }
     func closed(_ connection: OpaquePointer) { state.withLock { $0.closed(UInt(bitPattern: connection)) } }
 
@@ -79,8 +97,8 @@ final class DeadlineWatchdog: @unchecked Sendable {
                 // descriptor and shutting it down.
                 let cut = state.withLock { deadlines -> Int in
                     let due = deadlines.expire(now: Self.now())
-                    for fd in due { _ = Glibc.shutdown(fd, Int32(SHUT_RDWR)) }
-                    return due.count
+                    for connection in due { _ = Glibc.shutdown(connection.fd, Int32(SHUT_RDWR)) }
+                    return due.count { $0.requestTimedOut }
                 }
                 for _ in 0..<cut { onCut?() }
             }

@@ -12,27 +12,47 @@ import Glibc
 @Suite struct RequestDeadlinesTests {
     let second: UInt64 = 1_000_000_000
 
+    func timedOut(_ fd: Int32) -> RequestDeadlines.Cut { .init(fd: fd, requestTimedOut: true) }
+    func idle(_ fd: Int32) -> RequestDeadlines.Cut { .init(fd: fd, requestTimedOut: false) }
+
     @Test func aConnectionIsCutOnceItsDeadlinePasses() {
         var deadlines = RequestDeadlines(timeoutNanoseconds: 30 * second)
         deadlines.opened(1, fd: 7, now: 100 * second)
         #expect(deadlines.expire(now: 129 * second).isEmpty)
-        #expect(deadlines.expire(now: 130 * second) == [7])
+        #expect(deadlines.expire(now: 130 * second) == [timedOut(7)])
         #expect(deadlines.expire(now: 200 * second).isEmpty, "each connection is cut once")
     }
 
-    @Test func eachRequestOnAKeepAliveConnectionGetsTheWholeTime() {
+    @Test func theFirstRequestsClockRunsFromTheConnectionNotFromItsLine() {
+        var deadlines = RequestDeadlines(timeoutNanoseconds: 30 * second)
+        deadlines.opened(1, fd: 7, now: 0)
+        deadlines.requestStarted(1, now: 20 * second)   // a request line trickled for 20 s
+        #expect(deadlines.expire(now: 30 * second) == [timedOut(7)])
+    }
+
+    @Test func eachRequestOnAKeepAliveConnectionGetsTheWholeTimeFromItsLine() {
+        var deadlines = RequestDeadlines(timeoutNanoseconds: 30 * second)
+        deadlines.opened(1, fd: 7, now: 0)
+        deadlines.requestCompleted(1, now: 25 * second)
+        deadlines.requestStarted(1, now: 40 * second)   // idle 15 s, then the next request
+        #expect(deadlines.expire(now: 69 * second).isEmpty)
+        #expect(deadlines.expire(now: 70 * second) == [timedOut(7)])
+    }
+
+    @Test func aKeepAliveConnectionIdleThatLongIsCutButNoRequestTimedOut() {
         var deadlines = RequestDeadlines(timeoutNanoseconds: 30 * second)
         deadlines.opened(1, fd: 7, now: 0)
         deadlines.requestCompleted(1, now: 25 * second)
         #expect(deadlines.expire(now: 54 * second).isEmpty)
-        #expect(deadlines.expire(now: 55 * second) == [7])
+        #expect(deadlines.expire(now: 55 * second) == [idle(7)])
     }
 
     @Test func aCutConnectionIsNotRevivedByItsRequestCompleting() {
         var deadlines = RequestDeadlines(timeoutNanoseconds: 30 * second)
         deadlines.opened(1, fd: 7, now: 0)
-        #expect(deadlines.expire(now: 31 * second) == [7])
+        #expect(deadlines.expire(now: 31 * second) == [timedOut(7)])
         deadlines.requestCompleted(1, now: 31 * second)  // MHD completes the cut request
+        deadlines.requestStarted(1, now: 31 * second)
         #expect(deadlines.expire(now: 100 * second).isEmpty)
     }
 
@@ -42,8 +62,8 @@ import Glibc
         deadlines.opened(2, fd: 8, now: 10 * second)
         deadlines.closed(1)
         deadlines.opened(3, fd: 7, now: 20 * second)  // the kernel hands out 7 again
-        #expect(deadlines.expire(now: 40 * second) == [8])
-        #expect(deadlines.expire(now: 50 * second) == [7])
+        #expect(deadlines.expire(now: 40 * second) == [timedOut(8)])
+        #expect(deadlines.expire(now: 50 * second) == [timedOut(7)])
         #expect(deadlines.entries.count == 2)
     }
 }
@@ -66,6 +86,28 @@ import Glibc
             #expect(cut.load(ordering: .relaxed) == 1)
             let response = try await HTTPClient().send(.init(url: base + "/other"))
             #expect(response.status == 200)
+        }
+    }
+
+    @Test func anIdleKeepAliveConnectionIsClosedAtTheDeadlineButNotCountedAsATimeout() async throws {
+        let cut = Atomic<Int>(0)
+        let configuration = HTTPServer.Configuration(port: 0, threads: 2, connectionTimeoutSeconds: 5, requestTimeoutSeconds: 1,
+                                                     onRequestTimeout: { cut.add(1, ordering: .relaxed) })
+        try await withServer(configuration, handler: { _, responder in responder.respond(.text("ok")) }) { server, _ in
+            let socket = try RawSocket(port: server.port)
+            let closedAfter: Double? = try await offload {
+                socket.send("GET /ok HTTP/1.1\r\nHost: x\r\n\r\n")
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                var pfd = pollfd(fd: socket.fd, events: Int16(POLLIN), revents: 0)
+                guard poll(&pfd, 1, 3000) > 0, recv(socket.fd, &buffer, buffer.count, 0) > 0 else { return nil }
+                let answered = Date()
+                pfd.revents = 0
+                guard poll(&pfd, 1, 4000) > 0, recv(socket.fd, &buffer, buffer.count, 0) == 0 else { return nil }
+                return Date().timeIntervalSince(answered)
+            }
+            let seconds = try #require(closedAfter, "the idle connection was not closed by the deadline")
+            #expect(seconds < 3)
+            #expect(cut.load(ordering: .relaxed) == 0, "an idle keep-alive connection counted as a timed-out request")
         }
     }
 
