@@ -62,62 +62,118 @@ public enum FindingStore {
         return (false, status)
     }
 
-    /// Plans and records one check under the order's lock, so checks of one order in any number of processes are
-    /// serialized and each plans from what the one before it recorded.
-    ///
-    /// Two round trips in one transaction: (BEGIN, the per-order advisory lock, the order as stored now, its
-    /// actions, when its stored snapshot was fetched), then `plan` — pure — on those, then (the findings, the
-    /// supersessions, the actions, the snapshot, COMMIT). A snapshot fetched before the stored one is older news:
-    /// nothing is recorded and nil is returned (the newer check planned already). With `order` nil the transaction
-    /// is an unknown one (`unknown_order`), and `plan` gets nil and no actions.
+    /// One check to record: what was fetched, and the pure planner to run on the order and its actions as stored
+    /// under the order's lock.
+    public struct Check: Sendable {
+        public var provider: Provider
+        /// nil: a transaction no order holds (`unknown_order`); `plan` then gets nil and no actions.
+        public var order: Order?
+        public var transactionRef: String
+        public var snapshot: Snapshot?
+        public var fetchedAt: Date
+        public var currency: String?
+        public var transactionRefs: [String]
+        /// `snapshot` as stored, encoded beforehand so no pooled connection waits on the encoder.
+        public var snapshotJSON: String?
+        public var plan: @Sendable (Order?, [EmittedAction]) -> Plan
+
+        public init(provider: Provider, order: Order?, transactionRef: String, snapshot: Snapshot?, fetchedAt: Date,
+                    currency: String? = nil, transactionRefs: [String]? = nil, snapshotJSON: String? = nil,
+                    plan: @escaping @Sendable (Order?, [EmittedAction]) -> Plan) {
+            self.provider = provider; self.order = order; self.transactionRef = transactionRef; self.snapshot = snapshot
+            self.fetchedAt = fetchedAt; self.currency = currency; self.transactionRefs = transactionRefs ?? [transactionRef]
+            self.snapshotJSON = snapshotJSON; self.plan = plan
+        }
+
+        /// The advisory lock the check is recorded under: one per order (or per unknown transaction).
+        public var lockKey: String { "\(provider.rawValue):\(order?.orderID ?? "?" + transactionRef)" }
+    }
+
+    /// Plans and records one check under the order's lock (see `record(_:on:)`).
     public static func record(provider: Provider, order: Order?, transactionRef: String, snapshot: Snapshot?, fetchedAt: Date,
-                              currency: String? = nil, transactionRefs: [String]? = nil, snapshotJSON: String? = nil, plan makePlan: (Order?, [EmittedAction]) -> Plan,
+                              currency: String? = nil, transactionRefs: [String]? = nil, snapshotJSON: String? = nil,
+                              plan: @escaping @Sendable (Order?, [EmittedAction]) -> Plan,
                               on conn: PostgresConnection) throws -> (outcome: CheckOutcome, plan: Plan)? {
-        let orderID = order?.orderID
-        let p = PostgresValue.text(provider.rawValue)
-        var reads: [PostgresStatement] = [
-            PostgresStatement("BEGIN"),
-            PostgresStatement("SELECT pg_advisory_xact_lock(hashtext($1))", [.text("\(provider.rawValue):\(orderID ?? "?" + transactionRef)")]),
-        ]
-        if let orderID {
-            reads.append(PostgresStatement("SELECT \(OrderStore.selectColumns) FROM orders o WHERE o.provider = $1 AND o.order_id = $2", [p, .text(orderID)]))
-            reads.append(PostgresStatement(emittedSQL, [p, .text(orderID)]))
-            // With the aliases already linked from it (a check that learns no new alias writes none), and whether the last
-            // check left anything open (most find nothing: the resolving UPDATEs, whose planning cost more than executing
-            // all of the check's statements, per pg_stat_statements, are then not sent; sql/0013).
-            reads.append(PostgresStatement("""
-                SELECT fetched_at, snapshot->'aliases' AS aliases, open_findings, transaction_ref FROM snapshots
-                WHERE provider = $1 AND order_id = $2
-                """, [p, .text(orderID)]))
+        try record([Check(provider: provider, order: order, transactionRef: transactionRef, snapshot: snapshot, fetchedAt: fetchedAt,
+                          currency: currency, transactionRefs: transactionRefs, snapshotJSON: snapshotJSON, plan: plan)], on: conn)[0]
+    }
+
+    /// Plans and records checks, each under its order's lock, so checks of one order in any number of processes are
+    /// serialized and each plans from what the one before it recorded. Many checks share one transaction and its
+    /// two round trips (the sweep's and the worker's checks are grouped by `CheckRecorder`); no two may share a
+    /// lock key, since the second would plan from reads taken before the first wrote.
+    ///
+    /// The round trips: (BEGIN, then per check in lock-key order — so two groups never wait on each other in a cycle
+    /// — its advisory lock, the order as stored now, its actions, when its stored snapshot was fetched), then `plan`
+    /// — pure — on those, then (every check's findings, supersessions, actions and snapshot, COMMIT). A snapshot
+    /// fetched before the stored one is older news: that check records nothing and its result is nil (the newer
+    /// check planned already), as when its order is gone. One failing statement rolls back the whole group.
+    public static func record(_ checks: [Check], on conn: PostgresConnection) throws -> [(outcome: CheckOutcome, plan: Plan)?] {
+        guard !checks.isEmpty else { return [] }
+        guard Set(checks.map(\.lockKey)).count == checks.count else {
+            throw PostgresError.protocolViolation("two checks of one order in one transaction: record them one after the other")
+        }
+        let order = checks.indices.sorted { checks[$0].lockKey < checks[$1].lockKey }
+        var reads: [PostgresStatement] = [PostgresStatement("BEGIN")]
+        var firstRead = [Int](repeating: 0, count: checks.count)
+        for i in order {
+            let check = checks[i]
+            let p = PostgresValue.text(check.provider.rawValue)
+            reads.append(PostgresStatement("SELECT pg_advisory_xact_lock(hashtext($1))", [.text(check.lockKey)]))
+            firstRead[i] = reads.count
+            if let orderID = check.order?.orderID {
+                reads.append(PostgresStatement("SELECT \(OrderStore.selectColumns) FROM orders o WHERE o.provider = $1 AND o.order_id = $2", [p, .text(orderID)]))
+                reads.append(PostgresStatement(emittedSQL, [p, .text(orderID)]))
+                // With the aliases already linked from it (a check that learns no new alias writes none), and whether the last
+                // check left anything open (most find nothing: the resolving UPDATEs, whose planning cost more than executing
+                // all of the check's statements, per pg_stat_statements, are then not sent; sql/0013).
+                reads.append(PostgresStatement("""
+                    SELECT fetched_at, snapshot->'aliases' AS aliases, open_findings, transaction_ref FROM snapshots
+                    WHERE provider = $1 AND order_id = $2
+                    """, [p, .text(orderID)]))
+            }
         }
         do {
             let read = try conn.pipeline(reads).map { try $0.get() }
-            var current: Order?
-            var emitted: [EmittedAction] = []
-            var linkedAliases: Set<String> = []
-            var mayResolve = true
-            if orderID != nil {
-                guard let row = read[2].first else { _ = try conn.execute("ROLLBACK"); return nil }   // the order is gone
-                current = try OrderStore.decode(row)
-                emitted = try read[3].compactMap(decodeEmitted)
-                if let stored = try read[4].first?.optionalDate("fetched_at"), stored > fetchedAt {
-                    _ = try conn.execute("ROLLBACK")
-                    return nil
-                }
-                if let row = read[4].first {
-                    if let text = try row.optionalString("aliases") {
-                        linkedAliases = Set(((try? JSONValue.parse(text))?.arrayValue ?? []).compactMap(\.stringValue))
+            var statements: [PostgresStatement] = []
+            var layouts: [WriteLayout?] = []
+            var plans: [Plan?] = []
+            for (i, check) in checks.enumerated() {
+                var current: Order?
+                var emitted: [EmittedAction] = []
+                var linkedAliases: Set<String> = []
+                var mayResolve = true
+                if check.order != nil {
+                    let at = firstRead[i]
+                    // The order is gone, or a newer check recorded already: nothing to write for this one.
+                    guard let row = read[at].first else { layouts.append(nil); plans.append(nil); continue }
+                    if let stored = try read[at + 2].first?.optionalDate("fetched_at"), stored > check.fetchedAt {
+                        layouts.append(nil); plans.append(nil); continue
                     }
-                    // Nothing left open last time, for the same transactions: nothing to resolve (a transaction newly
-                    // added to the order may have an unknown_order open, so a changed list resolves as before).
-                    mayResolve = try row.bool("open_findings") || row.string("transaction_ref") != transactionRef
+                    current = try OrderStore.decode(row)
+                    emitted = try read[at + 1].compactMap(decodeEmitted)
+                    if let row = read[at + 2].first {
+                        if let text = try row.optionalString("aliases") {
+                            linkedAliases = Set(((try? JSONValue.parse(text))?.arrayValue ?? []).compactMap(\.stringValue))
+                        }
+                        // Nothing left open last time, for the same transactions: nothing to resolve (a transaction newly
+                        // added to the order may have an unknown_order open, so a changed list resolves as before).
+                        mayResolve = try row.bool("open_findings") || row.string("transaction_ref") != check.transactionRef
+                    }
                 }
+                let plan = check.plan(current, emitted)
+                plans.append(plan)
+                layouts.append(try writes(plan, check: check, order: current, linkedAliases: linkedAliases, mayResolve: mayResolve,
+                                          into: &statements))
             }
-            let plan = makePlan(current, emitted)
-            let outcome = try write(plan, provider: provider, order: current, transactionRef: transactionRef, snapshot: snapshot,
-                                    fetchedAt: fetchedAt, currency: currency, transactionRefs: transactionRefs ?? [transactionRef],
-                                    snapshotJSON: snapshotJSON, linkedAliases: linkedAliases, mayResolve: mayResolve, on: conn)
-            return (outcome, plan)
+            statements.append(PostgresStatement("COMMIT"))
+            let results = try conn.pipeline(statements).map { try $0.get() }
+            var next = 0
+            return try zip(layouts, plans).map { layout, plan in
+                guard let layout, let plan else { return nil }
+                defer { next += layout.count }
+                return (try layout.outcome(results[next..<(next + layout.count)]), plan)
+            }
         } catch {
             // A failed statement leaves the transaction aborted (or it was never begun): end it either way.
             _ = try? conn.execute("ROLLBACK")
@@ -130,15 +186,38 @@ public enum FindingStore {
         return EmittedAction(idempotencyKey: try row.string("idempotency_key"), kind: kind, status: status, amount: try row.int64("amount_minor"))
     }
 
-    /// The second round trip of `record`: every write of the plan, then COMMIT.
-    private static func write(_ plan: Plan, provider: Provider, order: Order?, transactionRef: String, snapshot: Snapshot?,
-                              fetchedAt: Date, currency: String?, transactionRefs: [String], snapshotJSON: String?,
-                              linkedAliases: Set<String> = [], mayResolve: Bool = true,
-                              on conn: PostgresConnection) throws -> CheckOutcome {
+    /// Where one check's writes sit among a group's statements, to read its outcome back.
+    struct WriteLayout {
+        var findings = 0, resolves = 0, supersedes = 0, actions = 0, others = 0
+        var count: Int { findings + resolves + supersedes + actions + others }
+
+        func outcome(_ results: ArraySlice<PostgresRows>) throws -> CheckOutcome {
+            var outcome = CheckOutcome()
+            var i = results.startIndex
+            for _ in 0..<findings {
+                switch try results[i].first?.bool("inserted") {
+                case true?: outcome.opened += 1
+                case false?: outcome.stillOpen += 1
+                case nil: outcome.acknowledged += 1   // no row: counted on the acknowledged row
+                }
+                i += 1
+            }
+            for _ in 0..<resolves { outcome.resolved += results[i].affectedRows; i += 1 }
+            for _ in 0..<supersedes { outcome.superseded += results[i].affectedRows; i += 1 }
+            for _ in 0..<actions { outcome.actionsEmitted += results[i].affectedRows; i += 1 }
+            return outcome
+        }
+    }
+
+    /// The second round trip of `record`, one check's part: every write of its plan, appended to `statements`.
+    private static func writes(_ plan: Plan, check: Check, order: Order?, linkedAliases: Set<String>, mayResolve: Bool,
+                               into statements: inout [PostgresStatement]) throws -> WriteLayout {
+        let provider = check.provider, transactionRef = check.transactionRef, snapshot = check.snapshot
         let orderID = order?.orderID
-        let currency = order?.amount.currency.code ?? snapshot?.currency.code ?? currency
+        let currency = order?.amount.currency.code ?? snapshot?.currency.code ?? check.currency
         let p = PostgresValue.text(provider.rawValue)
-        var statements: [PostgresStatement] = []
+        let before = statements.count
+        var layout = WriteLayout()
         for f in plan.findings {
             statements.append(PostgresStatement(upsertFinding, [
                 p, orderID.map { .text($0) } ?? .null, .text(transactionRef), .text(f.kind.rawValue),
@@ -149,13 +228,13 @@ public enum FindingStore {
         // Whatever this check no longer finds is resolved (and what was found under the order's former list of
         // transactions: it is found again, above, under the current one).
         let kinds = PostgresValue.textArray(plan.findings.map(\.kind.rawValue))
-        var resolveStatements = 0
+        layout.findings = plan.findings.count
         if let orderID {
             // `mayResolve` is false only when the last check of these transactions left nothing open: under the order's
             // lock nothing opens for it meanwhile (an unknown_order another transaction opens after the read is resolved
             // by the order's next check).
             if mayResolve {
-                resolveStatements = 2
+                layout.resolves = 2
                 statements.append(PostgresStatement("""
                     UPDATE discrepancies SET status = 'resolved', resolved_at = now()
                     WHERE provider = $1 AND order_id = $2 AND status IN ('open', 'acknowledged')
@@ -165,16 +244,15 @@ public enum FindingStore {
                 statements.append(PostgresStatement("""
                     UPDATE discrepancies SET status = 'resolved', resolved_at = now()
                     WHERE provider = $1 AND order_id IS NULL AND transaction_ref = ANY($2) AND status IN ('open', 'acknowledged')
-                    """, [p, .textArray(transactionRefs)]))
+                    """, [p, .textArray(check.transactionRefs)]))
             }
         } else {
-            resolveStatements = 1
+            layout.resolves = 1
             statements.append(PostgresStatement("""
                 UPDATE discrepancies SET status = 'resolved', resolved_at = now()
                 WHERE provider = $1 AND order_id IS NULL AND transaction_ref = $2 AND status IN ('open', 'acknowledged') AND NOT (kind = ANY($3))
                 """, [p, .text(transactionRef), kinds]))
         }
-        var actionStatements = 0, supersedeStatements = 0
         if let order {
             // Supersede first: the action that replaces one of the same kind is then the only pending one.
             if !plan.supersede.isEmpty {
@@ -182,7 +260,7 @@ public enum FindingStore {
                     UPDATE actions SET status = 'superseded', updated_at = now()
                     WHERE idempotency_key = ANY($1) AND status = 'pending' AND (lease_expires_at IS NULL OR lease_expires_at < now())
                     """, [.textArray(plan.supersede)]))
-                supersedeStatements = 1
+                layout.supersedes = 1
             }
             for a in plan.actions {
                 // A superseded key the plan wants again is pending again: the same row, the plan's amount.
@@ -196,7 +274,7 @@ public enum FindingStore {
                     """, [p, .text(order.orderID), .text(a.kind.rawValue), .int64(a.amount), .text(a.currency.code),
                           .int64(a.target), a.providerTarget.map { .text($0) } ?? .null, .text(a.idempotencyKey),
                           a.transactionRef.map { .text($0) } ?? .null]))
-                actionStatements += 1
+                layout.actions += 1
             }
             if let snapshot {
                 // A snapshot never replaces a newer one.
@@ -206,7 +284,7 @@ public enum FindingStore {
                     ON CONFLICT (provider, order_id) DO UPDATE SET transaction_ref = EXCLUDED.transaction_ref,
                         snapshot = EXCLUDED.snapshot, fetched_at = EXCLUDED.fetched_at, open_findings = EXCLUDED.open_findings
                     WHERE snapshots.fetched_at <= EXCLUDED.fetched_at
-                    """, [p, .text(order.orderID), .text(transactionRef), .jsonb(try snapshotJSON ?? encode(snapshot)), .timestamptz(fetchedAt),
+                    """, [p, .text(order.orderID), .text(transactionRef), .jsonb(try check.snapshotJSON ?? encode(snapshot)), .timestamptz(check.fetchedAt),
                           .bool(!plan.findings.isEmpty)]))
                 // The stored snapshot's aliases were linked when it was stored (same transaction): only new ones are written.
                 if !snapshot.aliases.isEmpty, !Set(snapshot.aliases).isSubset(of: linkedAliases) {
@@ -218,23 +296,8 @@ public enum FindingStore {
                                                     [p, .text(order.orderID)]))
             }
         }
-        statements.append(PostgresStatement("COMMIT"))
-
-        let results = try conn.pipeline(statements).map { try $0.get() }
-        var outcome = CheckOutcome()
-        var i = 0
-        for _ in plan.findings {
-            switch try results[i].first?.bool("inserted") {
-            case true?: outcome.opened += 1
-            case false?: outcome.stillOpen += 1
-            case nil: outcome.acknowledged += 1   // counted on the acknowledged row
-            }
-            i += 1
-        }
-        for _ in 0..<resolveStatements { outcome.resolved += results[i].affectedRows; i += 1 }
-        for _ in 0..<supersedeStatements { outcome.superseded += results[i].affectedRows; i += 1 }
-        for _ in 0..<actionStatements { outcome.actionsEmitted += results[i].affectedRows; i += 1 }
-        return outcome
+        layout.others = statements.count - before - layout.findings - layout.resolves - layout.supersedes - layout.actions
+        return layout
     }
 
     static func json(_ dict: [String: String]) -> String {

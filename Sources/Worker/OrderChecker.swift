@@ -48,6 +48,8 @@ public final class OrderChecker: Sendable {
     /// The default window (the executor's re-plan uses the snapshot's own, like checks).
     var pendingMax: Int64 { pendingWindows.defaultSeconds }
     let clock: @Sendable () -> Int64
+    /// Records checks, grouped under load (one transaction for many).
+    let recorder: CheckRecorder
 
     public convenience init(pool: PostgresPool, gateway: ProviderGateway, pendingMaxSeconds: Int64,
                             clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) {
@@ -58,6 +60,7 @@ public final class OrderChecker: Sendable {
     public init(pool: PostgresPool, gateway: ProviderGateway, pendingWindows: PendingWindows,
                 clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) {
         self.pool = pool; self.gateway = gateway; self.pendingWindows = pendingWindows; self.clock = clock
+        recorder = CheckRecorder(pool: pool)
     }
 
     /// The pending window for a transaction as fetched.
@@ -169,10 +172,9 @@ public final class OrderChecker: Sendable {
     public func recordUnknown(provider: Provider, _ t: UnknownTransaction, log: Logger = Logger()) async -> Result {
         let finding = Planner.unknownOrder(provider: provider, transactionRef: t.transactionRef, value: t.value, state: t.state, detail: t.detail)
         do {
-            let recorded = try await pool.run { conn in
-                try FindingStore.record(provider: provider, order: nil, transactionRef: t.transactionRef, snapshot: nil, fetchedAt: Date(),
-                                        currency: t.value?.currency.code, plan: { _, _ in Plan(findings: [finding]) }, on: conn)
-            }
+            let recorded = try await recorder.record(FindingStore.Check(
+                provider: provider, order: nil, transactionRef: t.transactionRef, snapshot: nil, fetchedAt: Date(),
+                currency: t.value?.currency.code, plan: { _, _ in Plan(findings: [finding]) }))
             guard let (outcome, _) = recorded else { return .checked(CheckOutcome(), matched: true) }
             return .checked(outcome, matched: false)
         } catch {
@@ -180,7 +182,8 @@ public final class OrderChecker: Sendable {
         }
     }
 
-    /// Plans under the order's lock, from the order and actions as stored then (see `FindingStore.record`). With
+    /// Plans under the order's lock, from the order and actions as stored then (see `FindingStore.record`), in a
+    /// group with the checks recorded at the same time (`CheckRecorder`). With
     /// several transactions the stored snapshot is their sum (and every one's aliases are linked).
     func record(provider: Provider, order: Order?, transactions: [FetchedTransaction], fetchedAt: Date,
                 log: Logger) async -> Result {
@@ -193,19 +196,18 @@ public final class OrderChecker: Sendable {
         // of its CPU, all of it inside the connection's hold).
         let storedJSON = try? stored.map(FindingStore.encode)
         do {
-            let recorded = try await pool.run { conn in
-                try FindingStore.record(provider: provider, order: order, transactionRef: transactionRef, snapshot: stored,
-                                        fetchedAt: fetchedAt, transactionRefs: transactions.map(\.transactionRef), snapshotJSON: storedJSON ?? nil,
-                                        plan: { current, emitted in
-                                            guard let current else {
-                                                let s = transactions.first?.snapshot
-                                                return Planner.plan(order: nil, snapshot: s, emitted: emitted, now: now,
-                                                                    pendingMax: windows.seconds(provider: provider, method: s?.method))
-                                            }
-                                            return Planner.plan(order: current, transactions: transactions, emitted: emitted, now: now,
-                                                                pendingMax: { windows.seconds(provider: provider, method: $0?.method) })
-                                        }, on: conn)
-            }
+            let recorded = try await recorder.record(FindingStore.Check(
+                provider: provider, order: order, transactionRef: transactionRef, snapshot: stored, fetchedAt: fetchedAt,
+                transactionRefs: transactions.map(\.transactionRef), snapshotJSON: storedJSON ?? nil,
+                plan: { current, emitted in
+                    guard let current else {
+                        let s = transactions.first?.snapshot
+                        return Planner.plan(order: nil, snapshot: s, emitted: emitted, now: now,
+                                            pendingMax: windows.seconds(provider: provider, method: s?.method))
+                    }
+                    return Planner.plan(order: current, transactions: transactions, emitted: emitted, now: now,
+                                        pendingMax: { windows.seconds(provider: provider, method: $0?.method) })
+                }))
             guard let (outcome, plan) = recorded else {
                 log.debug("check superseded by a newer one of the same order")
                 return .checked(CheckOutcome(), matched: true)

@@ -1,0 +1,109 @@
+import Postgres
+import Reconciliation
+import Store
+import Synchronization
+
+/// Records checks in groups, as the receiver commits deliveries: every check waiting when a connection is free goes
+/// into one transaction (two round trips and one commit for the group, `FindingStore.record(_:on:)`). A check with
+/// nothing ahead of it is recorded at once, alone; under load the groups grow by themselves while the one before
+/// commits.
+///
+/// At most `flushers` connections record at a time, each draining what waits. No group holds two checks of one order
+/// (the second waits for the next group: it must plan from what the first wrote). A group that fails is recorded
+/// again one check at a time, so one bad check fails only itself.
+final class CheckRecorder: Sendable {
+    typealias Recorded = (outcome: CheckOutcome, plan: Plan)?
+
+    private struct Waiting {
+        var check: FindingStore.Check
+        var continuation: CheckedContinuation<Result<Recorded, any Error>, Never>
+    }
+
+    /// What waits, and how many flushers run: a pure value, so taking a group is testable without a database.
+    struct Queue<Item> {
+        private(set) var waiting: [(key: String, item: Item)] = []
+        private(set) var flushers = 0
+        let maxFlushers: Int
+        let maxGroup: Int
+
+        init(maxFlushers: Int, maxGroup: Int) { self.maxFlushers = max(1, maxFlushers); self.maxGroup = max(1, maxGroup) }
+
+        /// Adds an item; true when the caller is to start a flusher for it.
+        mutating func add(_ item: Item, key: String) -> Bool {
+            waiting.append((key, item))
+            guard flushers < maxFlushers else { return false }
+            flushers += 1
+            return true
+        }
+
+        /// The next group, oldest first, at most one item per key (later ones of a key keep their place for the next
+        /// group). Empty when nothing waits: the flusher asking then stops.
+        mutating func takeGroup() -> [Item] {
+            var keys = Set<String>()
+            var group: [Item] = []
+            var kept: [(key: String, item: Item)] = []
+            for entry in waiting {
+                if group.count < maxGroup, keys.insert(entry.key).inserted { group.append(entry.item) } else { kept.append(entry) }
+            }
+            waiting = kept
+            if group.isEmpty { flushers -= 1 }
+            return group
+        }
+
+        /// Everything waiting, for a flusher that could not get a connection (it stops).
+        mutating func takeAllAndStop() -> [Item] {
+            defer { waiting = []; flushers -= 1 }
+            return waiting.map(\.item)
+        }
+    }
+
+    private let queue: Mutex<Queue<Waiting>>
+    private let pool: PostgresPool
+    private let groups = Atomic<Int>(0)
+
+    /// Groups recorded in one transaction so far (a group that failed and was recorded check by check is not one).
+    var groupsRecorded: Int { groups.load(ordering: .relaxed) }
+    /// Checks waiting for a flusher to take them.
+    var waitingCount: Int { queue.withLock { $0.waiting.count } }
+
+    init(pool: PostgresPool, flushers: Int = 2, maxGroup: Int = 64) {
+        self.pool = pool
+        queue = Mutex(Queue(maxFlushers: flushers, maxGroup: maxGroup))
+    }
+
+    func record(_ check: FindingStore.Check) async throws -> Recorded {
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Recorded, any Error>, Never>) in
+            let start = queue.withLock { $0.add(Waiting(check: check, continuation: continuation), key: check.lockKey) }
+            if start { Task { await self.flush() } }
+        }
+        return try result.get()
+    }
+
+    /// One flusher: a pooled connection, held while groups keep coming.
+    private func flush() async {
+        do {
+            try await pool.run { conn in self.drain(conn) }
+        } catch {
+            // No connection (the pool is closed, or none came within its timeout): what waits fails with why; the
+            // next check starts a flusher again.
+            for waiting in queue.withLock({ $0.takeAllAndStop() }) { waiting.continuation.resume(returning: .failure(error)) }
+        }
+    }
+
+    private func drain(_ conn: PostgresConnection) {
+        while true {
+            let group = queue.withLock { $0.takeGroup() }
+            if group.isEmpty { return }
+            do {
+                let recorded = try FindingStore.record(group.map(\.check), on: conn)
+                groups.add(1, ordering: .relaxed)
+                for (waiting, result) in zip(group, recorded) { waiting.continuation.resume(returning: .success(result)) }
+            } catch {
+                for waiting in group {
+                    let alone = group.count == 1 ? .failure(error) : Result { try FindingStore.record([waiting.check], on: conn)[0] }
+                    waiting.continuation.resume(returning: alone)
+                }
+            }
+        }
+    }
+}

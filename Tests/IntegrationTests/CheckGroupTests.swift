@@ -1,0 +1,139 @@
+import Foundation
+import PayreconTesting
+import Postgres
+import Reconciliation
+import Store
+import Synchronization
+import Testing
+@testable import Worker
+
+/// Many checks recorded in one transaction (`FindingStore.record(_:on:)`, grouped by `CheckRecorder`) record what
+/// each would alone.
+@Suite struct CheckGroupTests {
+    static let gbp = Currency(code: "GBP")!
+    static let mismatch = Finding(kind: .amountMismatch, expected: ["amount": "10.00"], actual: ["amount": "9.00"], detail: "d", amountAtRisk: 100)
+
+    static func order(_ id: String) -> Order {
+        Order(provider: .pxp, orderID: id, merchant: "M1", site: "S1", transactionRef: "TX-\(id)", intent: .authorisation,
+              amount: Money(minorUnits: 1000, currency: gbp), fulfilment: .fulfilled)
+    }
+
+    static func snapshot(_ id: String) -> Snapshot {
+        Snapshot(provider: .pxp, transactionRef: "TX-\(id)", merchant: "M1", site: "S1", intent: .authorisation, currency: gbp,
+                 value: 1000, authorised: 1000, captured: 0, refunded: 0, state: .authorised, rawState: "Authorised", createdAt: nil)
+    }
+
+    static func check(_ id: String, at second: TimeInterval, findings: [Finding] = [], capture: Bool = false,
+                      snapshotJSON: String? = nil) -> FindingStore.Check {
+        let order = order(id)
+        return FindingStore.Check(provider: .pxp, order: order, transactionRef: order.transactionRef, snapshot: snapshot(id),
+                                  fetchedAt: Date(timeIntervalSince1970: 1_800_000_000 + second), snapshotJSON: snapshotJSON,
+                                  plan: { current, emitted in
+            var actions: [PlannedAction] = []
+            if capture, let current, emitted.isEmpty {
+                actions.append(PlannedAction(kind: .capture, amount: current.amount.minorUnits, currency: gbp, target: current.amount.minorUnits,
+                                             idempotencyKey: "pxp:\(id):capture:1000", providerTarget: nil))
+            }
+            return Plan(findings: findings, actions: actions)
+        })
+    }
+
+    @Test func aGroupRecordsEachCheckAsItWouldAlone() async throws {
+        let db = try await offload { try TestDatabase.create() }
+        defer { db.drop() }
+        try await offload {
+            let conn = try db.connect(); defer { conn.close() }
+            try OrderStore.upsert(["A", "B", "C"].map(Self.order), on: conn)
+            let first = try FindingStore.record([Self.check("A", at: 1, findings: [Self.mismatch]), Self.check("B", at: 1),
+                                                 Self.check("C", at: 1, capture: true)], on: conn)
+            #expect(first.map { $0?.outcome.opened } == [1, 0, 0])
+            #expect(first.map { $0?.outcome.actionsEmitted } == [0, 0, 1])
+            #expect(first.map { $0?.plan.findings.count } == [1, 0, 0])
+            // Each planned from what the one before it recorded: C's capture is emitted once.
+            let second = try FindingStore.record([Self.check("C", at: 2, capture: true), Self.check("A", at: 2), Self.check("B", at: 2)], on: conn)
+            #expect(second.map { $0?.outcome.resolved } == [0, 1, 0])
+            #expect(second.map { $0?.outcome.actionsEmitted } == [0, 0, 0])
+            #expect(try db.count("SELECT count(*) FROM snapshots WHERE fetched_at = to_timestamp(1800000002)") == 3)
+            #expect(try db.count("SELECT count(*) FROM actions") == 1)
+            #expect(try db.count("SELECT count(*) FROM discrepancies WHERE status = 'resolved'") == 1)
+        }
+    }
+
+    @Test func aStaleCheckOrAGoneOrderInAGroupRecordsNothingAndTheOthersAreRecorded() async throws {
+        let db = try await offload { try TestDatabase.create() }
+        defer { db.drop() }
+        try await offload {
+            let conn = try db.connect(); defer { conn.close() }
+            try OrderStore.upsert(["A", "B"].map(Self.order), on: conn)
+            _ = try FindingStore.record([Self.check("A", at: 10)], on: conn)
+            let group = try FindingStore.record([Self.check("A", at: 5, findings: [Self.mismatch]), Self.check("B", at: 5),
+                                                 Self.check("GONE", at: 5)], on: conn)
+            #expect(group[0] == nil, "fetched before the stored snapshot: older news")
+            #expect(group[1] != nil)
+            #expect(group[2] == nil, "no such order")
+            #expect(try db.count("SELECT count(*) FROM discrepancies") == 0)
+            #expect(try db.count("SELECT count(*) FROM snapshots") == 2)
+        }
+    }
+
+    @Test func twoChecksOfOneOrderInOneGroupAreRefusedWithNothingWritten() async throws {
+        let db = try await offload { try TestDatabase.create() }
+        defer { db.drop() }
+        try await offload {
+            let conn = try db.connect(); defer { conn.close() }
+            try OrderStore.upsert([Self.order("A")], on: conn)
+            #expect(throws: PostgresError.self) {
+                try FindingStore.record([Self.check("A", at: 1), Self.check("A", at: 2)], on: conn)
+            }
+            #expect(try db.count("SELECT count(*) FROM snapshots") == 0)
+            #expect(try conn.query("SELECT 1 AS one").first?.int64("one") == 1, "the connection is usable after")
+        }
+    }
+
+    /// Records `checks` at once through `recorder` while the pool's one connection is held until every check waits.
+    static func recordHeld(_ checks: [FindingStore.Check], _ recorder: CheckRecorder, _ pool: PostgresPool) async throws
+        -> [String: Result<CheckRecorder.Recorded, any Error>] {
+        let release = Mutex(false)
+        let holder = Task { try await pool.run { _ in while !release.withLock({ $0 }) { usleep(5_000) } } }
+        let results = try await withThrowingTaskGroup(of: (String, Result<CheckRecorder.Recorded, any Error>).self) { group in
+            for check in checks {
+                group.addTask {
+                    do { return (check.order!.orderID, .success(try await recorder.record(check))) } catch { return (check.order!.orderID, .failure(error)) }
+                }
+            }
+            while recorder.waitingCount < checks.count { try await Task.sleep(for: .milliseconds(5)) }
+            release.withLock { $0 = true }
+            var out: [String: Result<CheckRecorder.Recorded, any Error>] = [:]
+            for try await (id, result) in group { out[id] = result }
+            return out
+        }
+        try await holder.value
+        return results
+    }
+
+    /// Checks that wait while the connection is busy go in one group; one that cannot be written (here a snapshot
+    /// that is no JSON) fails alone, and the rest of its group is recorded.
+    @Test func theRecorderGroupsWaitingChecksAndABadOneFailsAlone() async throws {
+        let db = try await offload { try TestDatabase.create() }
+        defer { db.drop() }
+        let pool = PostgresPool(conninfo: db.url, size: 1, acquireTimeout: 30)
+        defer { pool.close() }
+        let ids = (1...20).map { "O-\($0)" }
+        try await pool.run { try OrderStore.upsert((ids + ["P-1", "P-2", "P-3"]).map(Self.order), on: $0) }
+        let recorder = CheckRecorder(pool: pool, flushers: 1, maxGroup: 64)
+
+        let first = try await Self.recordHeld(ids.map { Self.check($0, at: 1, findings: $0 == "O-7" ? [Self.mismatch] : []) }, recorder, pool)
+        #expect(recorder.groupsRecorded == 1, "20 waiting checks, one transaction")
+        #expect(ids.allSatisfy { id in (try? first[id]?.get())??.outcome.opened == (id == "O-7" ? 1 : 0) }, "\(first)")
+        #expect(try db.count("SELECT count(*) FROM snapshots") == 20)
+
+        let second = try await Self.recordHeld([Self.check("P-1", at: 1), Self.check("P-2", at: 1, snapshotJSON: "{not json"),
+                                                Self.check("P-3", at: 1, findings: [Self.mismatch])], recorder, pool)
+        #expect(recorder.groupsRecorded == 1, "the group failed; its checks were recorded one by one")
+        #expect((try? second["P-1"]?.get()) != nil)
+        #expect((try? second["P-3"]?.get())??.outcome.opened == 1)
+        guard case .failure(let error)? = second["P-2"] else { Issue.record("the bad check did not fail: \(second)"); return }
+        #expect("\(error)".contains("json"), "\(error)")
+        #expect(try db.count("SELECT count(*) FROM snapshots") == 22)
+    }
+}

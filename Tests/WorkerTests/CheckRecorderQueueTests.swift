@@ -1,0 +1,51 @@
+import Testing
+@testable import Worker
+
+/// How the check recorder groups what waits: the queue alone, no database.
+@Suite struct CheckRecorderQueueTests {
+    typealias Queue = CheckRecorder.Queue<Int>
+
+    @Test func aCheckStartsAFlusherUntilTheLimitRuns() {
+        var q = Queue(maxFlushers: 2, maxGroup: 64)
+        let first = q.add(1, key: "a"), second = q.add(2, key: "b"), third = q.add(3, key: "c")
+        #expect(first && second)
+        #expect(!third, "two flushers run: the third check waits for one of them")
+        #expect(q.flushers == 2)
+    }
+
+    @Test func aGroupTakesWhatWaitsOldestFirstUpToItsSize() {
+        var q = Queue(maxFlushers: 1, maxGroup: 3)
+        for i in 1...5 { _ = q.add(i, key: "k\(i)") }
+        let groups = [q.takeGroup(), q.takeGroup()]
+        #expect(groups == [[1, 2, 3], [4, 5]])
+        #expect(q.flushers == 1)
+        let last = q.takeGroup()
+        #expect(last.isEmpty)
+        #expect(q.flushers == 0, "a flusher that finds nothing stops")
+        let restarted = q.add(6, key: "k6")
+        #expect(restarted, "and the next check starts one again")
+    }
+
+    /// Two checks of one order never share a group: the later plans from what the earlier recorded.
+    @Test func aSecondCheckOfAnOrderWaitsForTheNextGroupKeepingItsPlace() {
+        var q = Queue(maxFlushers: 1, maxGroup: 64)
+        _ = q.add(1, key: "pxp:O-1")
+        _ = q.add(2, key: "pxp:O-2")
+        _ = q.add(3, key: "pxp:O-1")
+        _ = q.add(4, key: "pxp:O-3")
+        _ = q.add(5, key: "pxp:O-1")
+        let groups = (0..<4).map { _ in q.takeGroup() }
+        #expect(groups == [[1, 2, 4], [3], [5], []])
+    }
+
+    @Test func aFlusherWithoutAConnectionTakesEverythingAndStops() {
+        var q = Queue(maxFlushers: 2, maxGroup: 2)
+        _ = q.add(1, key: "a"); _ = q.add(2, key: "a"); _ = q.add(3, key: "b")
+        let all = q.takeAllAndStop()
+        #expect(all == [1, 2, 3])
+        #expect(q.flushers == 1)
+        let none = q.takeGroup()
+        #expect(none.isEmpty)
+        #expect(q.flushers == 0)
+    }
+}
