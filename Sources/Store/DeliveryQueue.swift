@@ -44,13 +44,18 @@ public enum DeliveryQueue {
         return try rows.map(decode)
     }
 
-    /// Extends the lease of deliveries `owner` still holds; returns the ids whose lease it still had.
+    /// Extends the lease of deliveries `owner` still holds; returns the ids renewed (held, and not locked by another
+    /// transaction at that moment).
     @discardableResult
     public static func renew(ids: [Int64], owner: String, leaseSeconds: Int, on conn: PostgresConnection) throws -> [Int64] {
         guard !ids.isEmpty else { return [] }
+        // SKIP LOCKED: a row another transaction holds is being completed or failed right now, and renewing every
+        // held row while a completion flush locks some of them, each in its own order, deadlocked (40P01).
         return try conn.query("""
-            UPDATE deliveries SET lease_expires_at = now() + make_interval(secs => $3)
-            WHERE id = ANY($1) AND lease_owner = $2 AND status = 'pending' RETURNING id
+            UPDATE deliveries d SET lease_expires_at = now() + make_interval(secs => $3)
+            FROM (SELECT id FROM deliveries WHERE id = ANY($1) AND lease_owner = $2 AND status = 'pending'
+                  ORDER BY id FOR UPDATE SKIP LOCKED) held
+            WHERE d.id = held.id RETURNING d.id
             """, [.int64Array(ids), .text(owner), .int64(Int64(leaseSeconds))]).map { try $0.int64("id") }
     }
 

@@ -191,6 +191,25 @@ struct WorkerTests {
         }
     }
 
+    /// The worker's lease renewal once deadlocked with its own completion flush (the bench: "40P01 deadlock
+    /// detected"): one multi-row UPDATE renewing every held delivery, another completing some of them, each locking
+    /// rows in its own order. A renewal now skips a row another transaction holds (that one is being completed or
+    /// failed) instead of waiting for it.
+    @Test func aLeaseRenewalNeverWaitsOnADeliveryAnotherTransactionHolds() async throws {
+        try await WorkerHarness.with { h in
+            let ids = try (1...3).map { try h.store(.pxp, json: pxpEvent("TX-R\($0)")) }
+            let conn = try h.database.connect(); defer { conn.close() }
+            #expect(try DeliveryQueue.claim(owner: "w", leaseSeconds: 60, limit: 10, on: conn).map(\.id).sorted() == ids)
+            let completing = try h.database.connect(); defer { completing.close() }
+            _ = try completing.execute("BEGIN")
+            _ = try completing.execute("UPDATE deliveries SET outcome = 'x' WHERE id = $1", [.int64(ids[1])])
+            _ = try conn.execute("SET statement_timeout = '3s'")
+            let renewed = try await offload { try DeliveryQueue.renew(ids: ids, owner: "w", leaseSeconds: 60, on: conn) }
+            #expect(renewed.sorted() == [ids[0], ids[2]])
+            _ = try completing.execute("ROLLBACK")
+        }
+    }
+
     // MARK: A worker killed mid-delivery
 
     @Test func deliveryOfAWorkerThatDiedIsProcessedByAnotherAfterTheLeaseAndActionsRunOnce() async throws {
