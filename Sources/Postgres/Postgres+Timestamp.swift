@@ -116,3 +116,9 @@ enum PostgresTimestamp {
     static func days(fromYear year: Int64, month: Int64, day: Int64) -> Int64 { CivilDate.days(fromYear: year, month: month, day: day) }
     static func civil(fromDays days: Int64) -> (year: Int64, month: Int64, day: Int64) { CivilDate.civil(fromDays: days) }
 }
+
+extension PostgresValue {
+    /// A timestamp as `.timestamptz` sends it, for an element of a `text[]` cast to `timestamptz[]` (one statement
+    /// for many rows).
+    public static func timestampText(_ date: Date) throws -> String { try PostgresTimestamp.format(date) }
+}

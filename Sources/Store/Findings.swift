@@ -99,60 +99,66 @@ public enum FindingStore {
     }
 
     /// Plans and records checks, each under its order's lock, so checks of one order in any number of processes are
-    /// serialized and each plans from what the one before it recorded. Many checks share one transaction and its
-    /// two round trips (the sweep's and the worker's checks are grouped by `CheckRecorder`); no two may share a
-    /// lock key, since the second would plan from reads taken before the first wrote.
+    /// serialized and each plans from what the one before it recorded. Many checks share one transaction (the
+    /// sweep's and the worker's checks are grouped by `CheckRecorder`); no two may share a lock key, since the
+    /// second would plan from reads taken before the first wrote.
     ///
-    /// The round trips: (BEGIN, then per check in lock-key order — so two groups never wait on each other in a cycle
-    /// — its advisory lock, the order as stored now, its actions, when its stored snapshot was fetched), then `plan`
-    /// — pure — on those, then (every check's findings, supersessions, actions and snapshot, COMMIT). A snapshot
-    /// fetched before the stored one is older news: that check records nothing and its result is nil (the newer
-    /// check planned already), as when its order is gone. One failing statement rolls back the whole group.
+    /// Two round trips, whatever the group's size: (BEGIN, every check's advisory lock in one statement — in hash
+    /// order, so two groups never wait on each other in a cycle — then the orders as stored now, their actions and
+    /// their stored snapshots, each one statement for the group), then `plan` — pure — per check, then the writes
+    /// and COMMIT. A profile of the sweep found PostgreSQL parsing and planning more than executing, so what every
+    /// check writes (its snapshot, the resolving of what it no longer finds, its new aliases) is one statement for
+    /// the group; what few checks write (findings, actions) stays a statement each. A snapshot fetched before the
+    /// stored one is older news: that check records nothing and its result is nil (the newer check planned already),
+    /// as when its order is gone. One failing statement rolls back the whole group.
     public static func record(_ checks: [Check], on conn: PostgresConnection) throws -> [(outcome: CheckOutcome, plan: Plan)?] {
         guard !checks.isEmpty else { return [] }
         guard Set(checks.map(\.lockKey)).count == checks.count else {
             throw PostgresError.protocolViolation("two checks of one order in one transaction: record them one after the other")
         }
-        let order = checks.indices.sorted { checks[$0].lockKey < checks[$1].lockKey }
-        var reads: [PostgresStatement] = [PostgresStatement("BEGIN")]
-        var firstRead = [Int](repeating: 0, count: checks.count)
-        for i in order {
-            let check = checks[i]
-            let p = PostgresValue.text(check.provider.rawValue)
-            reads.append(PostgresStatement("SELECT pg_advisory_xact_lock(hashtext($1))", [.text(check.lockKey)]))
-            firstRead[i] = reads.count
-            if let orderID = check.order?.orderID {
-                reads.append(PostgresStatement("SELECT \(OrderStore.selectColumns) FROM orders o WHERE o.provider = $1 AND o.order_id = $2", [p, .text(orderID)]))
-                reads.append(PostgresStatement(emittedSQL, [p, .text(orderID)]))
-                // With the aliases already linked from it (a check that learns no new alias writes none), and whether the last
-                // check left anything open (most find nothing: the resolving UPDATEs, whose planning cost more than executing
-                // all of the check's statements, per pg_stat_statements, are then not sent; sql/0013).
-                reads.append(PostgresStatement("""
-                    SELECT fetched_at, snapshot->'aliases' AS aliases, open_findings, transaction_ref FROM snapshots
-                    WHERE provider = $1 AND order_id = $2
-                    """, [p, .text(orderID)]))
-            }
+        let known = checks.filter { $0.order != nil }
+        let pairs: [PostgresValue] = [.textArray(known.map(\.provider.rawValue)), .textArray(known.map { $0.order!.orderID })]
+        var reads: [PostgresStatement] = [
+            PostgresStatement("BEGIN"),
+            // DISTINCT: two keys with one hash are one lock. The locks are taken after the sort (a volatile function
+            // in the select list is evaluated after ORDER BY).
+            PostgresStatement("SELECT pg_advisory_xact_lock(h) FROM (SELECT DISTINCT hashtext(k) AS h FROM unnest($1::text[]) AS k) s ORDER BY h",
+                              [.textArray(checks.map(\.lockKey))]),
+        ]
+        if !known.isEmpty {
+            let join = "JOIN unnest($1::text[], $2::text[]) AS k(provider, order_id) ON t.provider = k.provider AND t.order_id = k.order_id"
+            reads.append(PostgresStatement("SELECT \(OrderStore.selectColumns) FROM orders o \(join.replacingOccurrences(of: "t.", with: "o."))", pairs))
+            reads.append(PostgresStatement("SELECT t.provider, t.order_id, idempotency_key, action, status, amount_minor FROM actions t \(join) ORDER BY t.id", pairs))
+            // With the aliases already linked from it (a check that learns no new alias writes none), and whether the last
+            // check left anything open (most find nothing: the resolving UPDATE is then not needed; sql/0013).
+            reads.append(PostgresStatement("""
+                SELECT t.provider, t.order_id, fetched_at, snapshot->'aliases' AS aliases, open_findings, transaction_ref FROM snapshots t \(join)
+                """, pairs))
         }
         do {
             let read = try conn.pipeline(reads).map { try $0.get() }
-            var statements: [PostgresStatement] = []
-            var layouts: [WriteLayout?] = []
-            var plans: [Plan?] = []
+            func key(_ provider: String, _ orderID: String) -> String { provider + "\u{0}" + orderID }
+            var orders: [String: Order] = [:], emitted: [String: [EmittedAction]] = [:], stored: [String: PostgresRow] = [:]
+            if !known.isEmpty {
+                for row in read[2] { let o = try OrderStore.decode(row); orders[key(o.provider.rawValue, o.orderID)] = o }
+                for row in read[3] {
+                    if let e = try decodeEmitted(row) { emitted[key(try row.string("provider"), try row.string("order_id")), default: []].append(e) }
+                }
+                for row in read[4] { stored[key(try row.string("provider"), try row.string("order_id"))] = row }
+            }
+
+            var writes = GroupWrites()
+            var results: [(index: Int, plan: Plan)] = []
             for (i, check) in checks.enumerated() {
                 var current: Order?
-                var emitted: [EmittedAction] = []
                 var linkedAliases: Set<String> = []
                 var mayResolve = true
-                if check.order != nil {
-                    let at = firstRead[i]
+                if let orderID = check.order?.orderID {
+                    let k = key(check.provider.rawValue, orderID)
                     // The order is gone, or a newer check recorded already: nothing to write for this one.
-                    guard let row = read[at].first else { layouts.append(nil); plans.append(nil); continue }
-                    if let stored = try read[at + 2].first?.optionalDate("fetched_at"), stored > check.fetchedAt {
-                        layouts.append(nil); plans.append(nil); continue
-                    }
-                    current = try OrderStore.decode(row)
-                    emitted = try read[at + 1].compactMap(decodeEmitted)
-                    if let row = read[at + 2].first {
+                    guard let order = orders[k] else { continue }
+                    if let row = stored[k] {
+                        if let at = try row.optionalDate("fetched_at"), at > check.fetchedAt { continue }
                         if let text = try row.optionalString("aliases") {
                             linkedAliases = Set(((try? JSONValue.parse(text))?.arrayValue ?? []).compactMap(\.stringValue))
                         }
@@ -160,20 +166,17 @@ public enum FindingStore {
                         // added to the order may have an unknown_order open, so a changed list resolves as before).
                         mayResolve = try row.bool("open_findings") || row.string("transaction_ref") != check.transactionRef
                     }
+                    current = order
                 }
-                let plan = check.plan(current, emitted)
-                plans.append(plan)
-                layouts.append(try writes(plan, check: check, order: current, linkedAliases: linkedAliases, mayResolve: mayResolve,
-                                          into: &statements))
+                let plan = check.plan(current, emitted[key(check.provider.rawValue, check.order?.orderID ?? "")] ?? [])
+                try writes.add(plan, check: check, index: i, order: current, linkedAliases: linkedAliases, mayResolve: mayResolve)
+                results.append((i, plan))
             }
-            statements.append(PostgresStatement("COMMIT"))
-            let results = try conn.pipeline(statements).map { try $0.get() }
-            var next = 0
-            return try zip(layouts, plans).map { layout, plan in
-                guard let layout, let plan else { return nil }
-                defer { next += layout.count }
-                return (try layout.outcome(results[next..<(next + layout.count)]), plan)
-            }
+            let statements = try writes.statements()
+            let written = try conn.pipeline(statements).map { try $0.get() }
+            var out = [(outcome: CheckOutcome, plan: Plan)?](repeating: nil, count: checks.count)
+            for (i, plan) in results { out[i] = (try writes.outcome(of: i, from: written), plan) }
+            return out
         } catch {
             // A failed statement leaves the transaction aborted (or it was never begun): end it either way.
             _ = try? conn.execute("ROLLBACK")
@@ -186,85 +189,66 @@ public enum FindingStore {
         return EmittedAction(idempotencyKey: try row.string("idempotency_key"), kind: kind, status: status, amount: try row.int64("amount_minor"))
     }
 
-    /// Where one check's writes sit among a group's statements, to read its outcome back.
-    struct WriteLayout {
-        var findings = 0, resolves = 0, supersedes = 0, actions = 0, others = 0
-        var count: Int { findings + resolves + supersedes + actions + others }
+    /// The second round trip of a group: what every check writes as one statement each for the group (snapshots,
+    /// resolving, aliases), what few checks write as a statement of their own, then COMMIT; and reading each check's
+    /// outcome back from the results.
+    struct GroupWrites {
+        private var own: [PostgresStatement] = []
+        /// Per check (by its index in the group): its own statements' positions, by what they count.
+        private var findings: [Int: [Int]] = [:], resolves: [Int: [Int]] = [:], supersedes: [Int: [Int]] = [:], actions: [Int: [Int]] = [:]
+        /// Rows of the group statements, each with the check it belongs to.
+        private var snapshotRows: [(check: Int, provider: String, orderID: String, ref: String, json: String, fetchedAt: String, open: Bool)] = []
+        private var resolveRows: [(check: Int, provider: String, orderID: String, kinds: String, ref: String)] = []
+        private var unknownRows: [(check: Int, provider: String, ref: String)] = []
+        private var aliasRows: [(provider: String, orderID: String, alias: String)] = []
+        /// Positions of the group statements (nil when none was needed).
+        private var resolveAt: Int?, unknownAt: Int?
 
-        func outcome(_ results: ArraySlice<PostgresRows>) throws -> CheckOutcome {
-            var outcome = CheckOutcome()
-            var i = results.startIndex
-            for _ in 0..<findings {
-                switch try results[i].first?.bool("inserted") {
-                case true?: outcome.opened += 1
-                case false?: outcome.stillOpen += 1
-                case nil: outcome.acknowledged += 1   // no row: counted on the acknowledged row
+        mutating func add(_ plan: Plan, check: Check, index: Int, order: Order?, linkedAliases: Set<String>, mayResolve: Bool) throws {
+            let provider = check.provider, transactionRef = check.transactionRef, snapshot = check.snapshot
+            let orderID = order?.orderID
+            let currency = order?.amount.currency.code ?? snapshot?.currency.code ?? check.currency
+            let p = PostgresValue.text(provider.rawValue)
+            func append(_ statement: PostgresStatement, to list: inout [Int: [Int]]) {
+                list[index, default: []].append(own.count)
+                own.append(statement)
+            }
+            for f in plan.findings {
+                append(PostgresStatement(upsertFinding, [
+                    p, orderID.map { .text($0) } ?? .null, .text(transactionRef), .text(f.kind.rawValue),
+                    .jsonb(json(f.expected)), .jsonb(json(f.actual)), .text(f.detail), .int64(f.amountAtRisk),
+                    currency.map { .text($0) } ?? .null,
+                ]), to: &findings)
+            }
+            // Whatever this check no longer finds is resolved (and what was found under the order's former list of
+            // transactions: it is found again, above, under the current one).
+            let kinds = plan.findings.map(\.kind.rawValue)
+            if let orderID {
+                // `mayResolve` is false only when the last check of these transactions left nothing open: under the order's
+                // lock nothing opens for it meanwhile (an unknown_order another transaction opens after the read is resolved
+                // by the order's next check).
+                if mayResolve {
+                    resolveRows.append((index, provider.rawValue, orderID, kinds.joined(separator: " "), transactionRef))
+                    // An order now known resolves the unknown_order its transactions had raised.
+                    for ref in check.transactionRefs { unknownRows.append((index, provider.rawValue, ref)) }
                 }
-                i += 1
-            }
-            for _ in 0..<resolves { outcome.resolved += results[i].affectedRows; i += 1 }
-            for _ in 0..<supersedes { outcome.superseded += results[i].affectedRows; i += 1 }
-            for _ in 0..<actions { outcome.actionsEmitted += results[i].affectedRows; i += 1 }
-            return outcome
-        }
-    }
-
-    /// The second round trip of `record`, one check's part: every write of its plan, appended to `statements`.
-    private static func writes(_ plan: Plan, check: Check, order: Order?, linkedAliases: Set<String>, mayResolve: Bool,
-                               into statements: inout [PostgresStatement]) throws -> WriteLayout {
-        let provider = check.provider, transactionRef = check.transactionRef, snapshot = check.snapshot
-        let orderID = order?.orderID
-        let currency = order?.amount.currency.code ?? snapshot?.currency.code ?? check.currency
-        let p = PostgresValue.text(provider.rawValue)
-        let before = statements.count
-        var layout = WriteLayout()
-        for f in plan.findings {
-            statements.append(PostgresStatement(upsertFinding, [
-                p, orderID.map { .text($0) } ?? .null, .text(transactionRef), .text(f.kind.rawValue),
-                .jsonb(json(f.expected)), .jsonb(json(f.actual)), .text(f.detail), .int64(f.amountAtRisk),
-                currency.map { .text($0) } ?? .null,
-            ]))
-        }
-        // Whatever this check no longer finds is resolved (and what was found under the order's former list of
-        // transactions: it is found again, above, under the current one).
-        let kinds = PostgresValue.textArray(plan.findings.map(\.kind.rawValue))
-        layout.findings = plan.findings.count
-        if let orderID {
-            // `mayResolve` is false only when the last check of these transactions left nothing open: under the order's
-            // lock nothing opens for it meanwhile (an unknown_order another transaction opens after the read is resolved
-            // by the order's next check).
-            if mayResolve {
-                layout.resolves = 2
-                statements.append(PostgresStatement("""
+            } else {
+                append(PostgresStatement("""
                     UPDATE discrepancies SET status = 'resolved', resolved_at = now()
-                    WHERE provider = $1 AND order_id = $2 AND status IN ('open', 'acknowledged')
-                      AND (NOT (kind = ANY($3)) OR transaction_ref <> $4)
-                    """, [p, .text(orderID), kinds, .text(transactionRef)]))
-                // An order now known resolves the unknown_order its transactions had raised.
-                statements.append(PostgresStatement("""
-                    UPDATE discrepancies SET status = 'resolved', resolved_at = now()
-                    WHERE provider = $1 AND order_id IS NULL AND transaction_ref = ANY($2) AND status IN ('open', 'acknowledged')
-                    """, [p, .textArray(check.transactionRefs)]))
+                    WHERE provider = $1 AND order_id IS NULL AND transaction_ref = $2 AND status IN ('open', 'acknowledged') AND NOT (kind = ANY($3))
+                    """, [p, .text(transactionRef), .textArray(kinds)]), to: &resolves)
             }
-        } else {
-            layout.resolves = 1
-            statements.append(PostgresStatement("""
-                UPDATE discrepancies SET status = 'resolved', resolved_at = now()
-                WHERE provider = $1 AND order_id IS NULL AND transaction_ref = $2 AND status IN ('open', 'acknowledged') AND NOT (kind = ANY($3))
-                """, [p, .text(transactionRef), kinds]))
-        }
-        if let order {
+            guard let order else { return }
             // Supersede first: the action that replaces one of the same kind is then the only pending one.
             if !plan.supersede.isEmpty {
-                statements.append(PostgresStatement("""
+                append(PostgresStatement("""
                     UPDATE actions SET status = 'superseded', updated_at = now()
                     WHERE idempotency_key = ANY($1) AND status = 'pending' AND (lease_expires_at IS NULL OR lease_expires_at < now())
-                    """, [.textArray(plan.supersede)]))
-                layout.supersedes = 1
+                    """, [.textArray(plan.supersede)]), to: &supersedes)
             }
             for a in plan.actions {
                 // A superseded key the plan wants again is pending again: the same row, the plan's amount.
-                statements.append(PostgresStatement("""
+                append(PostgresStatement("""
                     INSERT INTO actions (provider, order_id, action, amount_minor, currency, target_minor, provider_target, idempotency_key,
                                          transaction_ref)
                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
@@ -273,31 +257,89 @@ public enum FindingStore {
                     WHERE actions.status = 'superseded'
                     """, [p, .text(order.orderID), .text(a.kind.rawValue), .int64(a.amount), .text(a.currency.code),
                           .int64(a.target), a.providerTarget.map { .text($0) } ?? .null, .text(a.idempotencyKey),
-                          a.transactionRef.map { .text($0) } ?? .null]))
-                layout.actions += 1
+                          a.transactionRef.map { .text($0) } ?? .null]), to: &actions)
             }
             if let snapshot {
-                // A snapshot never replaces a newer one.
-                statements.append(PostgresStatement("""
-                    INSERT INTO snapshots (provider, order_id, transaction_ref, snapshot, fetched_at, open_findings)
-                    VALUES ($1, $2, $3, $4::jsonb, $5, $6)
-                    ON CONFLICT (provider, order_id) DO UPDATE SET transaction_ref = EXCLUDED.transaction_ref,
-                        snapshot = EXCLUDED.snapshot, fetched_at = EXCLUDED.fetched_at, open_findings = EXCLUDED.open_findings
-                    WHERE snapshots.fetched_at <= EXCLUDED.fetched_at
-                    """, [p, .text(order.orderID), .text(transactionRef), .jsonb(try check.snapshotJSON ?? encode(snapshot)), .timestamptz(check.fetchedAt),
-                          .bool(!plan.findings.isEmpty)]))
+                snapshotRows.append((index, provider.rawValue, order.orderID, transactionRef, try check.snapshotJSON ?? encode(snapshot),
+                                     try PostgresValue.timestampText(check.fetchedAt), !plan.findings.isEmpty))
                 // The stored snapshot's aliases were linked when it was stored (same transaction): only new ones are written.
                 if !snapshot.aliases.isEmpty, !Set(snapshot.aliases).isSubset(of: linkedAliases) {
-                    statements.append(TransactionLinkStore.recordAliases(snapshot.aliases, provider: provider, orderID: order.orderID))
+                    for alias in snapshot.aliases where !alias.isEmpty { aliasRows.append((provider.rawValue, order.orderID, alias)) }
                 }
             } else if !plan.findings.isEmpty {
                 // No snapshot this time (the transaction is gone) but findings open: the stored row must not say none.
-                statements.append(PostgresStatement("UPDATE snapshots SET open_findings = true WHERE provider = $1 AND order_id = $2",
-                                                    [p, .text(order.orderID)]))
+                own.append(PostgresStatement("UPDATE snapshots SET open_findings = true WHERE provider = $1 AND order_id = $2",
+                                             [p, .text(order.orderID)]))
             }
         }
-        layout.others = statements.count - before - layout.findings - layout.resolves - layout.supersedes - layout.actions
-        return layout
+
+        /// Every statement of the round trip, COMMIT last.
+        mutating func statements() throws -> [PostgresStatement] {
+            var all = own
+            if !resolveRows.isEmpty {
+                resolveAt = all.count
+                all.append(PostgresStatement("""
+                    UPDATE discrepancies d SET status = 'resolved', resolved_at = now()
+                    FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[]) AS c(provider, order_id, kinds, transaction_ref, n)
+                    WHERE d.provider = c.provider AND d.order_id = c.order_id AND d.status IN ('open', 'acknowledged')
+                      AND (NOT (d.kind = ANY(string_to_array(c.kinds, ' '))) OR d.transaction_ref <> c.transaction_ref)
+                    RETURNING c.n
+                    """, [.textArray(resolveRows.map(\.provider)), .textArray(resolveRows.map(\.orderID)), .textArray(resolveRows.map(\.kinds)),
+                          .textArray(resolveRows.map(\.ref)), .int64Array(resolveRows.map { Int64($0.check) })]))
+            }
+            if !unknownRows.isEmpty {
+                unknownAt = all.count
+                all.append(PostgresStatement("""
+                    UPDATE discrepancies d SET status = 'resolved', resolved_at = now()
+                    FROM unnest($1::text[], $2::text[], $3::bigint[]) AS c(provider, transaction_ref, n)
+                    WHERE d.provider = c.provider AND d.order_id IS NULL AND d.transaction_ref = c.transaction_ref
+                      AND d.status IN ('open', 'acknowledged')
+                    RETURNING c.n
+                    """, [.textArray(unknownRows.map(\.provider)), .textArray(unknownRows.map(\.ref)), .int64Array(unknownRows.map { Int64($0.check) })]))
+            }
+            if !snapshotRows.isEmpty {
+                // A snapshot never replaces a newer one.
+                all.append(PostgresStatement("""
+                    INSERT INTO snapshots (provider, order_id, transaction_ref, snapshot, fetched_at, open_findings)
+                    SELECT provider, order_id, transaction_ref, snapshot::jsonb, fetched_at::timestamptz, open_findings::boolean
+                    FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
+                         AS s(provider, order_id, transaction_ref, snapshot, fetched_at, open_findings)
+                    ON CONFLICT (provider, order_id) DO UPDATE SET transaction_ref = EXCLUDED.transaction_ref,
+                        snapshot = EXCLUDED.snapshot, fetched_at = EXCLUDED.fetched_at, open_findings = EXCLUDED.open_findings
+                    WHERE snapshots.fetched_at <= EXCLUDED.fetched_at
+                    """, [.textArray(snapshotRows.map(\.provider)), .textArray(snapshotRows.map(\.orderID)), .textArray(snapshotRows.map(\.ref)),
+                          .textArray(snapshotRows.map(\.json)), .textArray(snapshotRows.map(\.fetchedAt)),
+                          .textArray(snapshotRows.map { $0.open ? "true" : "false" })]))
+            }
+            if !aliasRows.isEmpty {
+                all.append(PostgresStatement("""
+                    INSERT INTO transaction_links (provider, external_id, order_id, kind, source)
+                    SELECT provider, alias, order_id, 'alias', 'learned' FROM unnest($1::text[], $2::text[], $3::text[]) AS a(provider, order_id, alias)
+                    ON CONFLICT DO NOTHING
+                    """, [.textArray(aliasRows.map(\.provider)), .textArray(aliasRows.map(\.orderID)), .textArray(aliasRows.map(\.alias))]))
+            }
+            all.append(PostgresStatement("COMMIT"))
+            return all
+        }
+
+        /// What check `index` changed, from the round trip's results.
+        func outcome(of index: Int, from results: [PostgresRows]) throws -> CheckOutcome {
+            var outcome = CheckOutcome()
+            for i in findings[index] ?? [] {
+                switch try results[i].first?.bool("inserted") {
+                case true?: outcome.opened += 1
+                case false?: outcome.stillOpen += 1
+                case nil: outcome.acknowledged += 1   // no row: counted on the acknowledged row
+                }
+            }
+            for i in resolves[index] ?? [] { outcome.resolved += results[i].affectedRows }
+            for at in [resolveAt, unknownAt].compactMap({ $0 }) {
+                outcome.resolved += try results[at].filter { try $0.int64("n") == Int64(index) }.count
+            }
+            for i in supersedes[index] ?? [] { outcome.superseded += results[i].affectedRows }
+            for i in actions[index] ?? [] { outcome.actionsEmitted += results[i].affectedRows }
+            return outcome
+        }
     }
 
     static func json(_ dict: [String: String]) -> String {

@@ -44,9 +44,14 @@ import Testing
         try await offload {
             let conn = try db.connect(); defer { conn.close() }
             try OrderStore.upsert(["A", "B", "C"].map(Self.order), on: conn)
+            // TX-C was seen before its order was imported: its unknown_order is resolved by C's first check.
+            _ = try FindingStore.record(provider: .pxp, order: nil, transactionRef: "TX-C", snapshot: nil, fetchedAt: Date(), plan: { _, _ in
+                Plan(findings: [Finding(kind: .unknownOrder, expected: [:], actual: [:], detail: "u", amountAtRisk: 0)])
+            }, on: conn)
             let first = try FindingStore.record([Self.check("A", at: 1, findings: [Self.mismatch]), Self.check("B", at: 1),
                                                  Self.check("C", at: 1, capture: true)], on: conn)
             #expect(first.map { $0?.outcome.opened } == [1, 0, 0])
+            #expect(first.map { $0?.outcome.resolved } == [0, 0, 1])
             #expect(first.map { $0?.outcome.actionsEmitted } == [0, 0, 1])
             #expect(first.map { $0?.plan.findings.count } == [1, 0, 0])
             // Each planned from what the one before it recorded: C's capture is emitted once.
@@ -55,7 +60,7 @@ import Testing
             #expect(second.map { $0?.outcome.actionsEmitted } == [0, 0, 0])
             #expect(try db.count("SELECT count(*) FROM snapshots WHERE fetched_at = to_timestamp(1800000002)") == 3)
             #expect(try db.count("SELECT count(*) FROM actions") == 1)
-            #expect(try db.count("SELECT count(*) FROM discrepancies WHERE status = 'resolved'") == 1)
+            #expect(try db.count("SELECT count(*) FROM discrepancies WHERE status = 'resolved'") == 2)
         }
     }
 
