@@ -183,8 +183,9 @@ extension Simulator {
     /// Forgets all transactions, orders, tokens, idempotency keys, the log, counters and faults.
     func adminReset() -> SimResponse {
         state.withLock { s in
-            let config = s.config
+            let config = s.config, answering = s.inFlight   // requests being answered now still finish after the reset
             s = SimState(config: config)
+            s.inFlight = answering
             s.faults = FaultInjector(config: FaultConfig())
             s.config.faults = FaultConfig()
         }
@@ -192,15 +193,16 @@ extension Simulator {
     }
 
     func adminStats() -> SimResponse {
-        let (counts, pxp, orders, logCount, perSecond) = state.withLock { s in
-            (s.counts, s.pxp.transactions.count, s.paypal.orders.count, s.log.count, s.perSecond)
+        let (counts, pxp, orders, logCount, perSecond, inFlightMax) = state.withLock { s in
+            (s.counts, s.pxp.transactions.count, s.paypal.orders.count, s.log.count, s.perSecond, s.inFlightMax)
         }
         let requests = JSONValue.object(counts.sorted { $0.key < $1.key }.map { ($0.key, .integer($0.value)) })
         let seconds = JSONValue.object(perSecond.sorted { $0.key < $1.key }.map { provider, bySecond in
             (provider, .object(bySecond.sorted { $0.key < $1.key }.map { (String($0.key), .integer($0.value)) }))
         })
         return .json(200, .object(["requests": requests, "requests_per_second": seconds, "pxp_transactions": .integer(pxp),
-                                "paypal_orders": .integer(orders), "log_entries": .integer(logCount)]))
+                                "paypal_orders": .integer(orders), "log_entries": .integer(logCount),
+                                "provider_requests_in_flight_max": .integer(inFlightMax)]))
     }
 }
 

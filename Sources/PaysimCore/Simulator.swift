@@ -46,6 +46,10 @@ struct SimState {
     var perSecond: [String: [Int64: Int]] = [:]
     static let maxLog = 20_000
     static let maxSeconds = 3_600
+    /// Provider API requests being answered now (injected latency included), and the most there ever were at once:
+    /// how a client's concurrency limit is checked from the provider's side.
+    var inFlight = 0
+    var inFlightMax = 0
 
     mutating func countArrival(provider: String, second: Int64) {
         perSecond[provider, default: [:]][second, default: 0] += 1
@@ -123,7 +127,14 @@ public final class Simulator: Sendable {
         let route = Route(method: request.method, path: request.path)
         if route.isProviderAPI {
             let second = Int64(Date().timeIntervalSince1970)
-            state.withLock { $0.countArrival(provider: route.provider ?? "", second: second) }
+            state.withLock {
+                $0.countArrival(provider: route.provider ?? "", second: second)
+                $0.inFlight += 1
+                $0.inFlightMax = max($0.inFlightMax, $0.inFlight)
+            }
+        }
+        defer { if route.isProviderAPI { state.withLock { $0.inFlight -= 1 } } }
+        if route.isProviderAPI {
             let decision: FaultDecision? = state.withLock { $0.faults.isActive ? $0.faults.decide() : nil }
             if let decision {
                 if decision.delayMs > 0 { try? await Task.sleep(for: .milliseconds(decision.delayMs)) }

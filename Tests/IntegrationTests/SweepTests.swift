@@ -145,6 +145,28 @@ struct SweepTests {
         }
     }
 
+    /// `--concurrency N` caps the provider calls in flight at N, as the provider counts them, while the sweep keeps
+    /// more checks in hand (recording) than calls in flight.
+    @Test func reconcileKeepsAtMostConcurrencyProviderCallsInFlight() async throws {
+        try await WorkerHarness.with { h in
+            let n = 24
+            let seeds = (0..<n).map { #"{"merchant":"M1","site":"S1","merchantTransactionId":"TX-\#($0)","intent":"Authorisation","currency":"GBP","value":"20.00"}"# }
+            try await h.admin("/admin/pxp/transactions", "[" + seeds.joined(separator: ",") + "]")
+            try h.insert((0..<n).map { WorkerHarness.order(.pxp, "O-\($0)", ref: "TX-\($0)", amount: 2000, fulfilment: .open) })
+            try await h.faults(#"{"latency_ms":150}"#)
+            let config = h.simulator.config
+            let env = ["DATABASE_URL": h.database.url, "PXP_API_BASE_URL": h.paysimURL + "/api/v1", "PXP_CLIENT_ID": config.pxpClientID,
+                       "PXP_TOKEN_ID": config.pxpTokenID, "PXP_TOKEN_VALUE": config.pxpTokenValue]
+            let run = try await PayreconProcess.run(["reconcile", "--all", "--concurrency", "3"], environment: env)
+            #expect(run.exitCode == 0, "\(run.stdout)\n\(run.stderr)")
+            #expect(run.stdout.contains("checked \(n),"), "\(run.stdout)")
+            let stats = try await h.admin("/admin/stats", method: "GET")
+            let most = try #require(stats["provider_requests_in_flight_max"] as? Int)
+            #expect(most <= 3, "\(most) provider calls in flight at once with --concurrency 3")
+            #expect(most >= 2, "the sweep never ran calls side by side")
+        }
+    }
+
     @Test func reconcileCommandAsASubprocess() async throws {
         try await WorkerHarness.with { h in
             try await seedScope(h)
