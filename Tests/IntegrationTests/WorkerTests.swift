@@ -191,6 +191,29 @@ struct WorkerTests {
         }
     }
 
+    /// `work --batch N` caps the provider calls in flight at N, as the provider counts them, while twice as many
+    /// deliveries are in hand.
+    @Test func workKeepsAtMostBatchProviderCallsInFlight() async throws {
+        try await WorkerHarness.with { h in
+            let n = 24
+            let seeds = (0..<n).map { #"{"merchant":"M1","site":"S1","merchantTransactionId":"TX-\#($0)","intent":"Authorisation","currency":"GBP","value":"20.00"}"# }
+            try await h.admin("/admin/pxp/transactions", "[" + seeds.joined(separator: ",") + "]")
+            try h.insert((0..<n).map { WorkerHarness.order(.pxp, "O-\($0)", ref: "TX-\($0)", amount: 2000, fulfilment: .open) })
+            for i in 0..<n { try h.store(.pxp, json: pxpEvent("TX-\(i)")) }
+            try await h.faults(#"{"latency_ms":150}"#)
+            let config = h.simulator.config
+            let env = ["DATABASE_URL": h.database.url, "PXP_API_BASE_URL": h.paysimURL + "/api/v1", "PXP_CLIENT_ID": config.pxpClientID,
+                       "PXP_TOKEN_ID": config.pxpTokenID, "PXP_TOKEN_VALUE": config.pxpTokenValue]
+            let run = try await PayreconProcess.run(["work", "--once", "--batch", "3"], environment: env)
+            #expect(run.exitCode == 0, "\(run.stdout)\n\(run.stderr)")
+            #expect(try h.database.count("SELECT count(*) FROM deliveries WHERE status = 'done'") == Int64(n))
+            let stats = try await h.admin("/admin/stats", method: "GET")
+            let most = try #require(stats["provider_requests_in_flight_max"] as? Int)
+            #expect(most <= 3, "\(most) provider calls in flight at once with --batch 3")
+            #expect(most >= 2, "the worker never ran calls side by side")
+        }
+    }
+
     /// The worker's lease renewal once deadlocked with its own completion flush (the bench: "40P01 deadlock
     /// detected"): one multi-row UPDATE renewing every held delivery, another completing some of them, each locking
     /// rows in its own order. A renewal now skips a row another transaction holds (that one is being completed or

@@ -60,7 +60,7 @@ public enum Options {
 
     // work
     public static let once = FlagKey("--once", "Exit when nothing is due (instead of waiting for new deliveries).")
-    public static let batch = OptionKey<Int>("--batch", "N", "Deliveries in flight at once (default 32).") { (v: String) throws(UsageError) -> Int in
+    public static let batch = OptionKey<Int>("--batch", "N", "Provider calls in flight at once (default 32); twice as many deliveries are in hand.") { (v: String) throws(UsageError) -> Int in
         try wholeNumber("--batch", v, 1...256)
     }
     public static let lease = OptionKey<Int64>("--lease", "DURATION", "Lease on a claimed delivery, renewed while working (default 60s).") {

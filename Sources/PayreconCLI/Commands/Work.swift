@@ -35,7 +35,9 @@ let workCommand = Command(
     let context = try WorkerContext(env, poolSize: min(64, batch / 2 + 4), maxConcurrentRequests: batch)
     let lease = try args.value(Options.lease, default: 60)
     let config = QueueWorker.Configuration(
-        leaseSeconds: Int(lease), batchSize: batch,
+        // Provider calls in flight are capped at --batch by the transport; twice as many deliveries are in hand, so a
+        // delivery waiting for its check to be recorded holds no call's place (as the sweep does with --concurrency).
+        leaseSeconds: Int(lease), batchSize: batch * 2,
         attempt: DeliveryAttempt(maxAttempts: try args.value(Options.maxAttempts, default: 10)),
         executeActions: context.executeActions)
     let worker = QueueWorker(configuration: config, conninfo: args.flag(Options.once) ? nil : context.listenURL(env), pool: context.pool,
