@@ -21,11 +21,11 @@ let package = Package(
         // Logging (JSON lines) and Prometheus metrics: the one thing every room shares.
         .target(name: "Observability"),
         // libpq wrapper: connection, pool, query, transaction, pipeline, notify.
-        .target(name: "Postgres", dependencies: ["CLibPQ", "CivilTime"]),
+        .target(name: "Postgres", dependencies: ["CLibPQ", "CivilTime", "Observability"]),
         // Civil-date arithmetic (days ↔ year, month, day), the one copy Postgres and Reconciliation share.
         .target(name: "CivilTime"),
         // HTTP server over libmicrohttpd and the clients for provider APIs (URLSession, libcurl).
-        .target(name: "HTTP", dependencies: ["CMicroHTTPD", "CCurl"]),
+        .target(name: "HTTP", dependencies: ["CMicroHTTPD", "CCurl", "Observability"]),
         // Pure domain: money, orders, snapshots, checks, the action planner. No I/O.
         .target(name: "Reconciliation", dependencies: ["CivilTime"]),
         // One folder per provider: webhook verifier, event parser, API client, mapping.

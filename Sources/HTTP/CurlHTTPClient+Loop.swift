@@ -1,5 +1,6 @@
 import CCurl
 import Foundation
+import Observability
 import Synchronization
 
 /// The thread that owns a curl multi handle and runs every transfer of one `CurlHTTPClient`.
@@ -34,7 +35,7 @@ final class CurlLoop: @unchecked Sendable {
         _ = payrecon_curl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, maxConnectionsPerHost)
         _ = payrecon_curl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, maxCachedConnections)
         let thread = Thread { [self] in  // the thread keeps the loop alive until `run` returns
-            Thread.current.name = "curl-loop"  // from the thread itself: Linux names only the running thread
+            ThreadName.set("curl-loop")
             run()
         }
         thread.start()

@@ -1,5 +1,6 @@
 import CMicroHTTPD
 import Foundation
+import Observability
 import Synchronization
 
 #if canImport(Glibc)
@@ -90,7 +91,7 @@ final class DeadlineWatchdog: @unchecked Sendable {
 
     func start() {
         let thread = Thread { [self] in
-            Thread.current.name = "http-deadlines"  // from the thread itself: Linux names only the running thread
+            ThreadName.set("http-deadlines")
             while !stopped.load(ordering: .acquiring) {
                 usleep(tick)
                 // Under the lock: NOTIFY_CLOSED (which precedes MHD's close) cannot run between reading a

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Observability
 import Synchronization
 
 /// A fixed-size pool of connections, dialled lazily.
@@ -187,7 +188,7 @@ final class PoolCore: Sendable {
             for index in 0..<size {
                 let name = "pgpool-\(poolNumber)-\(index)"  // Linux thread names hold 15 bytes
                 Thread { [self] in
-                    Thread.current.name = name  // set from the thread itself: Linux applies it to the running thread only
+                    ThreadName.set(name)
                     workerLoop()
                 }.start()
             }

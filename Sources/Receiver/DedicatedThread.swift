@@ -1,4 +1,5 @@
 import Foundation
+import Observability
 import Synchronization
 
 /// A thread of its own that runs closures in order, now or at a deadline.
@@ -32,7 +33,7 @@ final class DedicatedThread: Sendable {
 
     init(name: String) {
         let thread = Thread { [self] in
-            Thread.current.name = String(name.prefix(15))  // from the thread itself: Linux names only the running thread
+            ThreadName.set(name)
             run()
         }
         thread.start()

@@ -59,7 +59,7 @@ final class Wakeup: Sendable {
     /// Listens on `channel` in a background thread until `stop()`.
     func listen(conninfo: String, channel: String) {
         let thread = Thread { [self] in
-            Thread.current.name = "payrecon-listen"  // from the thread itself: Linux names only the running thread
+            ThreadName.set("payrecon-listen")
             var conn: PostgresConnection?
             while !state.withLock({ $0.machine.isStopped }) {
                 do {

@@ -1,4 +1,5 @@
 import Foundation
+import Observability
 import Synchronization
 
 /// Where the PayPal verifier gets the PEM served at a `PAYPAL-CERT-URL`. The verifier only asks for URLs under an
@@ -187,7 +188,7 @@ public final class CachingCertificateSource: CertificateSource {
         case .start(let fetch):
             // On a thread of its own (at most maxNewURLsPerMinute a minute): no caller's thread waits for the fetch.
             let thread = Thread { [self] in
-                Thread.current.name = "paypal-cert"  // from the thread itself: Linux names only the running thread
+                ThreadName.set("paypal-cert")
                 _ = complete(fetch, url: url)
             }
             thread.start()
