@@ -14,6 +14,10 @@ public enum PostgresValue: Sendable, Hashable {
     /// Sent as ISO 8601 in UTC with microseconds (PostgreSQL's precision); sub-microsecond parts are rounded.
     case timestamptz(Date)
     case textArray([String])
+    /// A `text[]` whose elements may be NULL.
+    case nullableTextArray([String?])
+    /// A `bytea[]`, sent in binary (no escaping of the bytes).
+    case byteaArray([[UInt8]])
     case int64Array([Int64])
     case null
 }
@@ -31,6 +35,7 @@ enum PostgresOID {
     static let float4: UInt32 = 700
     static let float8: UInt32 = 701
     static let textArray: UInt32 = 1009
+    static let byteaArray: UInt32 = 1001
     static let int8Array: UInt32 = 1016
     static let varchar: UInt32 = 1043
     static let date: UInt32 = 1082
@@ -52,6 +57,7 @@ enum PostgresOID {
         case float4: return "real"
         case float8: return "double precision"
         case textArray: return "text[]"
+        case byteaArray: return "bytea[]"
         case int8Array: return "bigint[]"
         case varchar: return "varchar"
         case date: return "date"
@@ -83,25 +89,44 @@ extension PostgresValue {
         case .jsonb(let value): return Encoded(oid: PostgresOID.jsonb, bytes: try Self.textBytes(value, "jsonb"), binary: false)
         case .timestamptz(let value):
             return Encoded(oid: PostgresOID.timestamptz, bytes: Array(try PostgresTimestamp.format(value).utf8), binary: false)
-        case .textArray(let values):
-            var literal = "{"
-            for (index, value) in values.enumerated() {
-                _ = try Self.textBytes(value, "textArray element")
-                if index > 0 { literal += "," }
-                literal += "\""
-                for scalar in value.unicodeScalars {
-                    if scalar == "\"" || scalar == "\\" { literal += "\\" }
-                    literal.unicodeScalars.append(scalar)
-                }
-                literal += "\""
+        case .textArray(let values): return try Self.textArrayLiteral(values)
+        case .nullableTextArray(let values): return try Self.textArrayLiteral(values)
+        case .byteaArray(let values):
+            // The binary array form (array_send): ndim, has-nulls flag, element type, then per dimension its size and
+            // lower bound, then each element as a length and its bytes.
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(20 + values.reduce(0) { $0 + 4 + $1.count })
+            func int32(_ v: Int32) { withUnsafeBytes(of: v.bigEndian) { bytes.append(contentsOf: $0) } }
+            guard values.allSatisfy({ $0.count <= Int(Int32.max) }), values.count <= Int(Int32.max) else {
+                throw PostgresError.decoding("byteaArray parameter too large for PostgreSQL")
             }
-            literal += "}"
-            return Encoded(oid: PostgresOID.textArray, bytes: Array(literal.utf8), binary: false)
+            int32(values.isEmpty ? 0 : 1); int32(0); int32(Int32(bitPattern: PostgresOID.bytea))
+            if !values.isEmpty { int32(Int32(values.count)); int32(1) }
+            for value in values { int32(Int32(value.count)); bytes.append(contentsOf: value) }
+            return Encoded(oid: PostgresOID.byteaArray, bytes: bytes, binary: true)
         case .int64Array(let values):
             let literal = "{" + values.map(String.init).joined(separator: ",") + "}"
             return Encoded(oid: PostgresOID.int8Array, bytes: Array(literal.utf8), binary: false)
         case .null: return Encoded(oid: PostgresOID.unknown, bytes: nil, binary: false)
         }
+    }
+
+    /// `{"a","b",NULL}`: each element quoted (a NULL unquoted), `"` and `\` escaped.
+    private static func textArrayLiteral(_ values: [String?]) throws -> Encoded {
+        var literal = "{"
+        for (index, value) in values.enumerated() {
+            if index > 0 { literal += "," }
+            guard let value else { literal += "NULL"; continue }
+            _ = try Self.textBytes(value, "textArray element")
+            literal += "\""
+            for scalar in value.unicodeScalars {
+                if scalar == "\"" || scalar == "\\" { literal += "\\" }
+                literal.unicodeScalars.append(scalar)
+            }
+            literal += "\""
+        }
+        literal += "}"
+        return Encoded(oid: PostgresOID.textArray, bytes: Array(literal.utf8), binary: false)
     }
 
     /// Text parameters travel as C strings: a NUL would silently cut the value, and PostgreSQL text cannot hold one.

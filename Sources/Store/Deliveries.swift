@@ -91,34 +91,29 @@ public enum DeliveryStore {
                                                 PostgresStatement("SET LOCAL statement_timeout = '\(max(1, statementTimeoutMilliseconds))ms'")]
         let insertIndex = statements.count
         if !unique.isEmpty {
-            // One multi-row INSERT for the batch: one parse, plan and executor start instead of one per delivery.
-            var params: [PostgresValue] = []
-            params.reserveCapacity(unique.count * 7)
-            var rows: [String] = []
-            rows.reserveCapacity(unique.count)
+            // One INSERT for the batch, its rows as arrays: one parse, plan and executor start whatever the batch size
+            // (a VALUES list of seven parameters a row was parsed and planned anew for every batch).
             // Rows in key order: two receivers inserting overlapping keys then lock them in the same order and
             // cannot deadlock each other.
-            let order = unique.indices.sorted { deliveries[unique[$0]].dedupeKey < deliveries[unique[$1]].dedupeKey }
-            for (row, n) in order.enumerated() {
-                let d = deliveries[unique[n]]
-                let b = row * 7
-                rows.append("($\(b + 1)::text, $\(b + 2)::text, $\(b + 3)::text, $\(b + 4)::jsonb, $\(b + 5)::bytea, $\(b + 6)::int8, $\(b + 7)::text)")
-                params += [.text(d.provider.rawValue), .text(d.dedupeKey), d.eventType.map { .text($0) } ?? .null,
-                           .jsonb(headersJSON(d.headers)), .bytea(d.body), .int64(extra[n]), d.transmissionID.map { .text($0) } ?? .null]
-            }
+            let rows = unique.indices.sorted { deliveries[unique[$0]].dedupeKey < deliveries[unique[$1]].dedupeKey }
+                .map { (d: deliveries[unique[$0]], extra: extra[$0]) }
             // A transmission id already stored with another body is refused: PayPal signs a CRC32 of the body, which
             // a different body can match (contract §4). Refused rows are simply not in RETURNING.
             statements.append(PostgresStatement("""
                 INSERT INTO deliveries (provider, dedupe_key, event_type, headers, body, redeliveries, last_redelivered_at, transmission_id)
-                SELECT v.provider, v.dedupe_key, v.event_type, v.headers, v.body, v.redeliveries,
+                SELECT v.provider, v.dedupe_key, v.event_type, v.headers::jsonb, v.body, v.redeliveries,
                        CASE WHEN v.redeliveries > 0 THEN now() END, v.transmission_id
-                FROM (VALUES \(rows.joined(separator: ", "))) AS v(provider, dedupe_key, event_type, headers, body, redeliveries, transmission_id)
+                FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bytea[], $6::bigint[], $7::text[])
+                     WITH ORDINALITY AS v(provider, dedupe_key, event_type, headers, body, redeliveries, transmission_id, n)
                 WHERE v.transmission_id IS NULL OR NOT EXISTS (
                     SELECT 1 FROM deliveries d WHERE d.provider = v.provider AND d.transmission_id = v.transmission_id AND d.body <> v.body)
+                ORDER BY v.n
                 ON CONFLICT (provider, dedupe_key) DO UPDATE
                     SET redeliveries = deliveries.redeliveries + 1 + excluded.redeliveries, last_redelivered_at = now()
                 RETURNING id, (xmax = 0) AS inserted, provider, dedupe_key
-                """, params))
+                """, [.textArray(rows.map(\.d.provider.rawValue)), .textArray(rows.map(\.d.dedupeKey)), .nullableTextArray(rows.map(\.d.eventType)),
+                      .textArray(rows.map { headersJSON($0.d.headers) }), .byteaArray(rows.map(\.d.body)), .int64Array(rows.map { $0.extra }),
+                      .nullableTextArray(rows.map(\.d.transmissionID))]))
         }
         if !unique.isEmpty { statements.append(PostgresStatement("SELECT pg_notify($1, '')", [.text(channel)])) }
         statements.append(PostgresStatement("COMMIT"))

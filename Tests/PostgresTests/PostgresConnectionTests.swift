@@ -211,6 +211,23 @@ import Testing
         #expect(try empty.string("t") == "text[]")
     }
 
+    @Test func nullableTextArray() throws {
+        let values: [String?] = ["a", nil, "NULL", "", "q\"uote"]
+        let rows = try connect().query("SELECT x, x IS NULL AS missing FROM unnest($1) WITH ORDINALITY AS t(x, n) ORDER BY n",
+                                       [.nullableTextArray(values)])
+        #expect(try rows.map { try $0.optionalString("x") } == values)
+        #expect(try rows.map { try $0.bool("missing") } == [false, true, false, false, false], "only nil is NULL, not the text NULL")
+    }
+
+    @Test func byteaArray() throws {
+        let values: [[UInt8]] = [[0, 1, 2, 255], [], Array("{\"a\",NULL}\\".utf8), [UInt8](repeating: 0x5c, count: 70_000)]
+        let rows = try connect().query("SELECT x FROM unnest($1) WITH ORDINALITY AS t(x, n) ORDER BY n", [.byteaArray(values)])
+        #expect(try rows.map { try $0.bytes("x") } == values)
+        let empty = try connect().query("SELECT cardinality($1) AS n, pg_typeof($1)::text AS t", [.byteaArray([])])[0]
+        #expect(try empty.int64("n") == 0)
+        #expect(try empty.string("t") == "bytea[]")
+    }
+
     @Test func int64Array() throws {
         let values: [Int64] = [1, -2, Int64.max, Int64.min, 0]
         let rows = try connect().query("SELECT x FROM unnest($1) WITH ORDINALITY AS t(x, n) ORDER BY n", [.int64Array(values)])
