@@ -111,22 +111,24 @@ extension PostgresValue {
         }
     }
 
-    /// `{"a","b",NULL}`: each element quoted (a NULL unquoted), `"` and `\` escaped.
+    /// `{"a","b",NULL}`: each element quoted (a NULL unquoted), `"` and `\` escaped. Built as bytes: a profile of the
+    /// receiver found appending scalar by scalar to a String at 8% of its CPU (the headers of every delivery).
     private static func textArrayLiteral(_ values: [String?]) throws -> Encoded {
-        var literal = "{"
+        var literal: [UInt8] = [UInt8(ascii: "{")]
+        literal.reserveCapacity(2 + values.reduce(0) { $0 + ($1?.utf8.count ?? 4) + 3 })
         for (index, value) in values.enumerated() {
-            if index > 0 { literal += "," }
-            guard let value else { literal += "NULL"; continue }
-            _ = try Self.textBytes(value, "textArray element")
-            literal += "\""
-            for scalar in value.unicodeScalars {
-                if scalar == "\"" || scalar == "\\" { literal += "\\" }
-                literal.unicodeScalars.append(scalar)
+            if index > 0 { literal.append(UInt8(ascii: ",")) }
+            guard let value else { literal += Array("NULL".utf8); continue }
+            literal.append(UInt8(ascii: "\""))
+            for byte in value.utf8 {
+                if byte == 0 { throw PostgresError.decoding("textArray element parameter contains a NUL byte, which PostgreSQL text cannot store; use .bytea") }
+                if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { literal.append(UInt8(ascii: "\\")) }
+                literal.append(byte)
             }
-            literal += "\""
+            literal.append(UInt8(ascii: "\""))
         }
-        literal += "}"
-        return Encoded(oid: PostgresOID.textArray, bytes: Array(literal.utf8), binary: false)
+        literal.append(UInt8(ascii: "}"))
+        return Encoded(oid: PostgresOID.textArray, bytes: literal, binary: false)
     }
 
     /// Text parameters travel as C strings: a NUL would silently cut the value, and PostgreSQL text cannot hold one.
