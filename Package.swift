@@ -16,6 +16,7 @@ let package = Package(
         .systemLibrary(name: "CMicroHTTPD", path: "Sources/CMicroHTTPD"),
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL"),
         .systemLibrary(name: "CZlib", path: "Sources/CZlib"),
+        .systemLibrary(name: "CMalloc", path: "Sources/CMalloc"),
         .systemLibrary(name: "CCurl", path: "Sources/CCurl"),
 
         // Logging (JSON lines) and Prometheus metrics: the one thing every room shares.
@@ -42,7 +43,7 @@ let package = Package(
         .target(name: "Wiring", dependencies: ["Receiver", "Worker", "Store", "Providers", "Reconciliation", "Reporting", "Postgres", "HTTP", "Observability"]),
         // The commands, their options and --help, as a library: the executable only calls `CLI.run`.
         .target(name: "PayreconCLI", dependencies: ["Wiring", "Receiver", "Worker", "Store", "Providers", "Reconciliation", "Reporting", "Postgres", "HTTP", "Observability"]),
-        .executableTarget(name: "payrecon", dependencies: ["PayreconCLI"]),
+        .executableTarget(name: "payrecon", dependencies: ["PayreconCLI", "CMalloc"]),
         .executableTarget(name: "paysim", dependencies: ["PaysimCore", "HTTP", "Providers", "Reconciliation", "Observability", "COpenSSL"]),
         // scripts/bench-http-client: requests/s and CPU per request of each provider transport against paysim.
         .executableTarget(name: "httpbench", dependencies: ["HTTP", "Providers"]),
