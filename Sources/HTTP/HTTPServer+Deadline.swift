@@ -10,7 +10,9 @@ import Glibc
 // The whole-request deadline (PAYRECON_REQUEST_TIMEOUT: "from its first byte to its answer"). MHD's own timeout is
 // per idle period: a sender that trickles one byte every few seconds resets it forever. So each connection gets a
 // clock: started when the connection opens (the first request's first byte is on its way), and on a keep-alive
-// connection restarted when the next request's line has arrived (MHD's URI log callback, the first sign of it).
+// connection restarted when the next request's line has arrived (MHD's URI log callback, the first sign of it:
+// MHD reports no earlier byte, so a request line trickled while the connection waited counts against that wait,
+// itself bounded by the deadline — a keep-alive request takes at most twice the deadline from its first byte).
 // A watchdog thread cuts off any connection whose clock has run past the deadline. A keep-alive connection idle
 // that long since its last answer is cut too (so the next request line cannot be trickled either), but that is no
 // request timing out and is not counted as one. Cutting is `shutdown(2)`, never `close(2)`: MHD still owns the

@@ -87,6 +87,14 @@ public enum FindingStore {
 
         /// The advisory lock the check is recorded under: one per order (or per unknown transaction).
         public var lockKey: String { "\(provider.rawValue):\(order?.orderID ?? "?" + transactionRef)" }
+        /// Every lock the check takes: its own, and for an order the unknown-transaction locks of its transactions,
+        /// whose `unknown_order` rows it may resolve. Without those, two groups could each hold an `unknown_order`
+        /// row the other's order check was resolving (one group's unknown check upserting r1 while its order check
+        /// resolved r2, the other's the reverse): a cycle the hash-ordered advisory locks now prevent.
+        var lockKeys: [String] {
+            guard order != nil else { return [lockKey] }
+            return [lockKey] + transactionRefs.map { "\(provider.rawValue):?\($0)" }
+        }
     }
 
     /// Plans and records one check under the order's lock (see `record(_:on:)`).
@@ -123,7 +131,7 @@ public enum FindingStore {
             // DISTINCT: two keys with one hash are one lock. The locks are taken after the sort (a volatile function
             // in the select list is evaluated after ORDER BY).
             PostgresStatement("SELECT pg_advisory_xact_lock(h) FROM (SELECT DISTINCT hashtext(k) AS h FROM unnest($1::text[]) AS k) s ORDER BY h",
-                              [.textArray(checks.map(\.lockKey))]),
+                              [.textArray(checks.flatMap(\.lockKeys))]),
         ]
         if !known.isEmpty {
             let join = "JOIN unnest($1::text[], $2::text[]) AS k(provider, order_id) ON t.provider = k.provider AND t.order_id = k.order_id"

@@ -113,17 +113,6 @@ public final class ActionExecutor: Sendable {
             _ = await checker.check(order, log: log)   // record what the fresh answer shows
             return status
         }
-        // The fence is checked (and the lease extended) just before the call, with the amount the call sends: an
-        // executor whose claim lapsed during the re-fetch, and was taken, sends nothing.
-        let kept = (try? await pool.run { [leaseSeconds] in
-            try ActionStore.confirm(id: action.id, attempt: action.attempts, amount: wanted.amount, providerTarget: wanted.providerTarget,
-                                    leaseSeconds: leaseSeconds, on: $0)
-        }) ?? false
-        guard kept else { log.warning("action lost before its call; not sent"); return .pending }
-        if wanted.amount != action.amount.minorUnits {
-            log.info("action amount re-planned before its call", ["planned": action.amount.minorUnits, "sent": wanted.amount])
-        }
-
         let call = ActionCall(actionID: action.id, kind: action.kind, amount: Money(minorUnits: wanted.amount, currency: action.amount.currency),
                               target: action.target, providerTarget: wanted.providerTarget, idempotencyKey: action.idempotencyKey,
                               order: order, snapshot: snapshot,
@@ -136,6 +125,23 @@ public final class ActionExecutor: Sendable {
                 return await finish(action, .pending, ref: nil, error: "will retry: database: \(error)", log: log)   // nothing sent
             }
         }
+        // The fence is checked (and the lease extended) last before the call, with the amount the call sends: an
+        // executor whose claim lapsed during the re-fetch (or while the links were recorded), and was taken, sends
+        // nothing.
+        let kept: Bool
+        do {
+            kept = try await pool.run { [leaseSeconds] in
+                try ActionStore.confirm(id: action.id, attempt: action.attempts, amount: wanted.amount, providerTarget: wanted.providerTarget,
+                                        leaseSeconds: leaseSeconds, on: $0)
+            }
+        } catch {
+            return await finish(action, .pending, ref: nil, error: "will retry: database: \(error)", log: log)   // nothing sent
+        }
+        guard kept else { log.warning("action lost before its call; not sent"); return .pending }
+        if wanted.amount != action.amount.minorUnits {
+            log.info("action amount re-planned before its call", ["planned": action.amount.minorUnits, "sent": wanted.amount])
+        }
+
         let result = await api.execute(call)
         if !result.links.isEmpty {
             do {

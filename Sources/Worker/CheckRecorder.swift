@@ -50,9 +50,15 @@ final class CheckRecorder: Sendable {
             return group
         }
 
-        /// Everything waiting, for a flusher that could not get a connection (it stops).
-        mutating func takeAllAndStop() -> [Item] {
-            defer { waiting = []; flushers -= 1 }
+        /// Puts a group back ahead of everything, in its order (its connection broke before it was recorded).
+        mutating func requeueFront(_ entries: [(key: String, item: Item)]) { waiting.insert(contentsOf: entries, at: 0) }
+
+        /// A flusher that could not get a working connection stops. The last one takes everything waiting, to fail
+        /// it; while another runs, what waits is left for that one to record.
+        mutating func stopWithoutConnection() -> [Item] {
+            flushers -= 1
+            guard flushers == 0 else { return [] }
+            defer { waiting = [] }
             return waiting.map(\.item)
         }
     }
@@ -79,18 +85,29 @@ final class CheckRecorder: Sendable {
         return try result.get()
     }
 
-    /// One flusher: a pooled connection, held while groups keep coming.
+    /// One flusher: a pooled connection, held while groups keep coming. A connection that breaks is dropped (the pool
+    /// discards it) with what it held put back, and the flusher goes on with a fresh one: a broken connection must not
+    /// fail every check that waits. After three tries without a working connection, what waits fails with why
+    /// (unless another flusher runs); the next check starts a flusher again.
     private func flush() async {
-        do {
-            try await pool.run { conn in self.drain(conn) }
-        } catch {
-            // No connection (the pool is closed, or none came within its timeout): what waits fails with why; the
-            // next check starts a flusher again.
-            for waiting in queue.withLock({ $0.takeAllAndStop() }) { waiting.continuation.resume(returning: .failure(error)) }
+        var tries = 0
+        while true {
+            do {
+                try await pool.run { conn in try self.drain(conn) }
+                return
+            } catch {
+                tries += 1
+                if tries < 3, Self.isBroken(error) { continue }
+                for waiting in queue.withLock({ $0.stopWithoutConnection() }) { waiting.continuation.resume(returning: .failure(error)) }
+                return
+            }
         }
     }
 
-    private func drain(_ conn: PostgresConnection) {
+    static func isBroken(_ error: any Error) -> Bool { (error as? PostgresError)?.isConnectionFailure ?? false }
+
+    /// Records groups until none waits. Throws (having put back what was not recorded) when the connection broke.
+    private func drain(_ conn: PostgresConnection) throws {
         while true {
             let group = queue.withLock { $0.takeGroup() }
             if group.isEmpty { return }
@@ -98,10 +115,21 @@ final class CheckRecorder: Sendable {
                 let recorded = try FindingStore.record(group.map(\.check), on: conn)
                 groups.add(1, ordering: .relaxed)
                 for (waiting, result) in zip(group, recorded) { waiting.continuation.resume(returning: .success(result)) }
+            } catch where Self.isBroken(error) {
+                queue.withLock { $0.requeueFront(group.map { ($0.check.lockKey, $0) }) }
+                throw error
             } catch {
-                for waiting in group {
-                    let alone = group.count == 1 ? .failure(error) : Result { try FindingStore.record([waiting.check], on: conn)[0] }
-                    waiting.continuation.resume(returning: alone)
+                // One check can fail the group (a statement error): each is recorded alone, so only that one fails.
+                for (i, waiting) in group.enumerated() {
+                    do {
+                        guard group.count > 1 else { throw error }
+                        waiting.continuation.resume(returning: .success(try FindingStore.record([waiting.check], on: conn)[0]))
+                    } catch where Self.isBroken(error) {
+                        queue.withLock { $0.requeueFront(group[i...].map { ($0.check.lockKey, $0) }) }
+                        throw error
+                    } catch {
+                        waiting.continuation.resume(returning: .failure(error))
+                    }
                 }
             }
         }

@@ -141,4 +141,56 @@ import Testing
         #expect("\(error)".contains("json"), "\(error)")
         #expect(try db.count("SELECT count(*) FROM snapshots") == 22)
     }
+    /// An order's check also takes the unknown-transaction locks of its transactions (it may resolve their
+    /// unknown_order rows): two groups then cannot each hold a row the other is resolving.
+    @Test func anOrdersCheckWaitsForTheUnknownTransactionLockOfItsTransaction() async throws {
+        let db = try await offload { try TestDatabase.create() }
+        defer { db.drop() }
+        try await offload {
+            let conn = try db.connect(), other = try db.connect()
+            defer { conn.close(); other.close() }
+            try OrderStore.upsert([Self.order("A")], on: conn)
+            _ = try other.execute("BEGIN")
+            _ = try other.query("SELECT pg_advisory_xact_lock(hashtext('pxp:?TX-A'))")   // an unknown check of TX-A
+            _ = try conn.execute("SET statement_timeout = '1s'")
+            #expect(throws: PostgresError.self, "the check of A did not wait for TX-A's unknown-transaction lock") {
+                try FindingStore.record([Self.check("A", at: 1)], on: conn)
+            }
+            _ = try other.execute("ROLLBACK")
+            _ = try conn.execute("SET statement_timeout = 0")
+            #expect(try FindingStore.record([Self.check("A", at: 1)], on: conn)[0] != nil)
+        }
+    }
+
+    /// The flusher's connection dies while checks wait for it: they are recorded on a fresh connection, not failed.
+    @Test func checksWaitingOnAConnectionThatDiesAreRecordedOnAFreshOne() async throws {
+        let db = try await offload { try TestDatabase.create() }
+        defer { db.drop() }
+        let pool = PostgresPool(conninfo: db.url, size: 1, acquireTimeout: 30)
+        defer { pool.close() }
+        let ids = (1...5).map { "D-\($0)" }
+        try await pool.run { try OrderStore.upsert(ids.map(Self.order), on: $0) }
+        let recorder = CheckRecorder(pool: pool, flushers: 1, maxGroup: 64)
+        // The pool's one connection, its server process ended while the checks wait for it.
+        let pid = try await pool.run { try $0.query("SELECT pg_backend_pid() AS pid")[0].int64("pid") }
+        let release = Mutex(false)
+        let holder = Task { try await pool.run { _ in while !release.withLock({ $0 }) { usleep(5_000) } } }
+        let results = try await withThrowingTaskGroup(of: (String, Bool).self) { group in
+            for id in ids {
+                group.addTask { (id, (try? await recorder.record(Self.check(id, at: 1))) != nil) }
+            }
+            while recorder.waitingCount < ids.count { try await Task.sleep(for: .milliseconds(5)) }
+            try await offload {
+                let admin = try db.connect(); defer { admin.close() }
+                _ = try admin.query("SELECT pg_terminate_backend($1::int)", [.int64(pid)])
+            }
+            release.withLock { $0 = true }
+            var out: [String: Bool] = [:]
+            for try await (id, ok) in group { out[id] = ok }
+            return out
+        }
+        try await holder.value
+        #expect(results == Dictionary(uniqueKeysWithValues: ids.map { ($0, true) }), "\(results)")
+        #expect(try db.count("SELECT count(*) FROM snapshots") == 5)
+    }
 }

@@ -38,14 +38,30 @@ import Testing
         #expect(groups == [[1, 2, 4], [3], [5], []])
     }
 
-    @Test func aFlusherWithoutAConnectionTakesEverythingAndStops() {
+    /// The last flusher without a connection fails what waits; while another runs, that one records it.
+    @Test func onlyTheLastFlusherWithoutAConnectionTakesWhatWaits() {
         var q = Queue(maxFlushers: 2, maxGroup: 2)
         _ = q.add(1, key: "a"); _ = q.add(2, key: "a"); _ = q.add(3, key: "b")
-        let all = q.takeAllAndStop()
-        #expect(all == [1, 2, 3])
+        #expect(q.flushers == 2)
+        let first = q.stopWithoutConnection()
+        #expect(first.isEmpty, "another flusher runs: it records them")
         #expect(q.flushers == 1)
+        let last = q.stopWithoutConnection()
+        #expect(last == [1, 2, 3])
+        #expect(q.flushers == 0)
         let none = q.takeGroup()
         #expect(none.isEmpty)
-        #expect(q.flushers == 0)
+    }
+
+    /// A group whose connection broke goes back ahead of what came after it, in its order.
+    @Test func aGroupPutBackIsTakenFirst() {
+        var q = Queue(maxFlushers: 1, maxGroup: 64)
+        _ = q.add(1, key: "a"); _ = q.add(2, key: "b")
+        let group = q.takeGroup()
+        _ = q.add(3, key: "a")
+        q.requeueFront([("a", 1), ("b", 2)])
+        let again = [q.takeGroup(), q.takeGroup()]
+        #expect(group == [1, 2])
+        #expect(again == [[1, 2], [3]], "the put-back check of a goes before the later one of a")
     }
 }
