@@ -166,19 +166,16 @@ public final class Receiver: Sendable {
         // Decided on this thread without waiting on anything. Only a PayPal delivery whose certificate is neither cached
         // nor known bad needs a fetch (at most 10 new URLs a minute, one fetch per URL): it is answered from the fetch's
         // continuation, and no thread waits for it — least of all this one, which serves other connections.
-        switch endpoint.accept(headers: request.headers, body: request.body, now: Date()) {
-        case .accepted(let accepted): store(accepted, provider, request, headers, started: started, log: log, responder)
-        case .rejected(let rejection): reject(rejection.status, rejection.code, rejection.message)
-        case .needsFetch:
-            endpoint.prepare(headers: request.headers) { [self] in
-                switch endpoint.accept(headers: request.headers, body: request.body, now: Date()) {
-                case .accepted(let accepted): store(accepted, provider, request, headers, started: started, log: log, responder)
-                case .rejected(let rejection): reject(rejection.status, rejection.code, rejection.message)
-                case .needsFetch:
-                    reject(401, "untrusted_certificate", "the certificate this delivery names is being fetched for too many deliveries at once; not waited for")
-                }
+        @Sendable func decide(fetched: Bool) {
+            switch endpoint.accept(headers: request.headers, body: request.body, now: Date()) {
+            case .accepted(let accepted): store(accepted, provider, request, headers, started: started, log: log, responder)
+            case .rejected(let rejection): reject(rejection.status, rejection.code, rejection.message)
+            case .needsFetch where fetched:
+                reject(401, "untrusted_certificate", "what verifying this delivery needs is being fetched for too many deliveries at once; not waited for")
+            case .needsFetch: endpoint.prepare(headers: request.headers) { decide(fetched: true) }
             }
         }
+        decide(fetched: false)
     }
 
     /// Where commit deadlines fire.
