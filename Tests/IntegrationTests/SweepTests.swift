@@ -121,9 +121,7 @@ struct SweepTests {
     @Test func providerErrorsForSomeOrdersAreListedAndExitOne() async throws {
         try await WorkerHarness.with { h in
             let n = 8
-            let seeds = (0..<n).map { #"{"merchant":"M1","site":"S1","merchantTransactionId":"TX-\#($0)","intent":"Authorisation","currency":"GBP","value":"20.00"}"# }
-            try await h.admin("/admin/pxp/transactions", "[" + seeds.joined(separator: ",") + "]")
-            try h.insert((0..<n).map { WorkerHarness.order(.pxp, "O-\($0)", ref: "TX-\($0)", amount: 2000, fulfilment: .open) })
+            try await h.seedPXPOrders(n, fulfilment: .open)
             // Seeded faults: the same requests fail on every run (one GET per order, no client retries).
             try await h.faults(#"{"error_rate":0.5,"seed":7}"#)
             let summary = try await h.sweep(since: nil, concurrency: 1)
@@ -150,13 +148,9 @@ struct SweepTests {
     @Test func reconcileKeepsAtMostConcurrencyProviderCallsInFlight() async throws {
         try await WorkerHarness.with { h in
             let n = 24
-            let seeds = (0..<n).map { #"{"merchant":"M1","site":"S1","merchantTransactionId":"TX-\#($0)","intent":"Authorisation","currency":"GBP","value":"20.00"}"# }
-            try await h.admin("/admin/pxp/transactions", "[" + seeds.joined(separator: ",") + "]")
-            try h.insert((0..<n).map { WorkerHarness.order(.pxp, "O-\($0)", ref: "TX-\($0)", amount: 2000, fulfilment: .open) })
+            try await h.seedPXPOrders(n, fulfilment: .open)
             try await h.faults(#"{"latency_ms":150}"#)
-            let config = h.simulator.config
-            let env = ["DATABASE_URL": h.database.url, "PXP_API_BASE_URL": h.paysimURL + "/api/v1", "PXP_CLIENT_ID": config.pxpClientID,
-                       "PXP_TOKEN_ID": config.pxpTokenID, "PXP_TOKEN_VALUE": config.pxpTokenValue]
+            let env = h.payreconEnvironment
             let run = try await PayreconProcess.run(["reconcile", "--all", "--concurrency", "3"], environment: env)
             #expect(run.exitCode == 0, "\(run.stdout)\n\(run.stderr)")
             #expect(run.stdout.contains("checked \(n),"), "\(run.stdout)")
@@ -171,11 +165,7 @@ struct SweepTests {
         try await WorkerHarness.with { h in
             try await seedScope(h)
             let config = h.simulator.config
-            let env = ["DATABASE_URL": h.database.url,
-                       "PXP_API_BASE_URL": h.paysimURL + "/api/v1", "PXP_CLIENT_ID": config.pxpClientID,
-                       "PXP_TOKEN_ID": config.pxpTokenID, "PXP_TOKEN_VALUE": config.pxpTokenValue,
-                       "PAYPAL_API_BASE_URL": h.paysimURL, "PAYPAL_CLIENT_ID": config.paypalClientID,
-                       "PAYPAL_CLIENT_SECRET": config.paypalSecret]
+            let env = h.payreconEnvironment
             let ok = try await PayreconProcess.run(["reconcile", "--since", "72h", "--concurrency", "2"], environment: env)
             #expect(ok.exitCode == 0, "\(ok.stdout)\n\(ok.stderr)")
             let line = try #require(ok.stdout.split(separator: "\n").first { $0.hasPrefix("reconcile run ") })

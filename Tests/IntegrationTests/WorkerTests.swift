@@ -196,14 +196,10 @@ struct WorkerTests {
     @Test func workKeepsAtMostBatchProviderCallsInFlight() async throws {
         try await WorkerHarness.with { h in
             let n = 24
-            let seeds = (0..<n).map { #"{"merchant":"M1","site":"S1","merchantTransactionId":"TX-\#($0)","intent":"Authorisation","currency":"GBP","value":"20.00"}"# }
-            try await h.admin("/admin/pxp/transactions", "[" + seeds.joined(separator: ",") + "]")
-            try h.insert((0..<n).map { WorkerHarness.order(.pxp, "O-\($0)", ref: "TX-\($0)", amount: 2000, fulfilment: .open) })
+            try await h.seedPXPOrders(n, fulfilment: .open)
             for i in 0..<n { try h.store(.pxp, json: pxpEvent("TX-\(i)")) }
             try await h.faults(#"{"latency_ms":150}"#)
-            let config = h.simulator.config
-            let env = ["DATABASE_URL": h.database.url, "PXP_API_BASE_URL": h.paysimURL + "/api/v1", "PXP_CLIENT_ID": config.pxpClientID,
-                       "PXP_TOKEN_ID": config.pxpTokenID, "PXP_TOKEN_VALUE": config.pxpTokenValue]
+            let env = h.payreconEnvironment
             let run = try await PayreconProcess.run(["work", "--once", "--batch", "3"], environment: env)
             #expect(run.exitCode == 0, "\(run.stdout)\n\(run.stderr)")
             #expect(try h.database.count("SELECT count(*) FROM deliveries WHERE status = 'done'") == Int64(n))
@@ -455,9 +451,7 @@ struct WorkerTests {
     @Test func threeWorkersNeverProcessADeliveryTwice() async throws {
         try await WorkerHarness.with { h in
             let n = 30
-            let seeds = (0..<n).map { #"{"merchant":"M1","site":"S1","merchantTransactionId":"TX-\#($0)","intent":"Authorisation","currency":"GBP","value":"20.00"}"# }
-            try await h.admin("/admin/pxp/transactions", "[" + seeds.joined(separator: ",") + "]")
-            try h.insert((0..<n).map { WorkerHarness.order(.pxp, "O-\($0)", ref: "TX-\($0)", amount: 2000) })
+            try await h.seedPXPOrders(n)
             let conn = try h.database.connect(); defer { conn.close() }
             _ = try DeliveryStore.commit((0..<n).map {
                 NewDelivery(provider: .pxp, dedupeKey: "req-\($0)", eventType: nil, headers: [], body: Array(pxpEvent("TX-\($0)").utf8))

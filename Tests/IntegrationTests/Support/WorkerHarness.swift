@@ -95,6 +95,23 @@ final class WorkerHarness: @unchecked Sendable {
         return try #require(answer["systemTransactionId"] as? String)
     }
 
+    /// `n` authorised PXP transactions TX-0… at paysim (M1/S1, GBP 20.00) and their orders O-0… for 20.00.
+    func seedPXPOrders(_ n: Int, fulfilment: Fulfilment = .fulfilled) async throws {
+        let seeds = (0..<n).map { #"{"merchant":"M1","site":"S1","merchantTransactionId":"TX-\#($0)","intent":"Authorisation","currency":"GBP","value":"20.00"}"# }
+        try await admin("/admin/pxp/transactions", "[" + seeds.joined(separator: ",") + "]")
+        try insert((0..<n).map { WorkerHarness.order(.pxp, "O-\($0)", ref: "TX-\($0)", amount: 2000, fulfilment: fulfilment) })
+    }
+
+    /// What a `payrecon` subprocess needs to reach this database and paysim's PXP and PayPal APIs.
+    var payreconEnvironment: [String: String] {
+        let config = simulator.config
+        return ["DATABASE_URL": database.url,
+                "PXP_API_BASE_URL": paysimURL + "/api/v1", "PXP_CLIENT_ID": config.pxpClientID,
+                "PXP_TOKEN_ID": config.pxpTokenID, "PXP_TOKEN_VALUE": config.pxpTokenValue,
+                "PAYPAL_API_BASE_URL": paysimURL, "PAYPAL_CLIENT_ID": config.paypalClientID,
+                "PAYPAL_CLIENT_SECRET": config.paypalSecret]
+    }
+
     /// Seeds a PayPal order (paysim's admin shape: id, intent, status, currency, amount, merchant_id, authorizations, captures, refunds).
     func seedPayPal(_ json: String) async throws { try await admin("/admin/paypal/orders", json) }
 
