@@ -73,10 +73,14 @@ import Glibc
     static let slowRequest = "POST /slow HTTP/1.1\r\nHost: x\r\nX-Padding: " + String(repeating: "a", count: 200) + "\r\nContent-Length: 100\r\n\r\n"
         + String(repeating: "b", count: 100)
 
+    /// A 1 s request deadline (MHD's idle timeout 5 s), `onCut` called for each request cut off.
+    static func oneSecondDeadline(onCut: @escaping @Sendable () -> Void) -> HTTPServer.Configuration {
+        HTTPServer.Configuration(port: 0, threads: 2, connectionTimeoutSeconds: 5, requestTimeoutSeconds: 1, onRequestTimeout: onCut)
+    }
+
     @Test func aTricklingSenderIsCutOffAtTheDeadlineWhileOthersAreServed() async throws {
         let cut = Atomic<Int>(0)
-        let configuration = HTTPServer.Configuration(port: 0, threads: 2, connectionTimeoutSeconds: 5, requestTimeoutSeconds: 1,
-                                                     onRequestTimeout: { cut.add(1, ordering: .relaxed) })
+        let configuration = Self.oneSecondDeadline { cut.add(1, ordering: .relaxed) }
         try await withServer(configuration, handler: { _, responder in responder.respond(.text("ok")) }) { server, base in
             let socket = try RawSocket(port: server.port)
             // 20 bytes a second: never idle for MHD's 5 s, and the whole request would take 15 s.
@@ -91,18 +95,14 @@ import Glibc
 
     @Test func anIdleKeepAliveConnectionIsClosedAtTheDeadlineButNotCountedAsATimeout() async throws {
         let cut = Atomic<Int>(0)
-        let configuration = HTTPServer.Configuration(port: 0, threads: 2, connectionTimeoutSeconds: 5, requestTimeoutSeconds: 1,
-                                                     onRequestTimeout: { cut.add(1, ordering: .relaxed) })
+        let configuration = Self.oneSecondDeadline { cut.add(1, ordering: .relaxed) }
         try await withServer(configuration, handler: { _, responder in responder.respond(.text("ok")) }) { server, _ in
             let socket = try RawSocket(port: server.port)
             let closedAfter: Double? = try await offload {
                 socket.send("GET /ok HTTP/1.1\r\nHost: x\r\n\r\n")
-                var buffer = [UInt8](repeating: 0, count: 4096)
-                var pfd = pollfd(fd: socket.fd, events: Int16(POLLIN), revents: 0)
-                guard poll(&pfd, 1, 3000) > 0, recv(socket.fd, &buffer, buffer.count, 0) > 0 else { return nil }
+                guard socket.receive(timeout: 3)?.isEmpty == false else { return nil }
                 let answered = Date()
-                pfd.revents = 0
-                guard poll(&pfd, 1, 4000) > 0, recv(socket.fd, &buffer, buffer.count, 0) == 0 else { return nil }
+                guard socket.receive(timeout: 4)?.isEmpty == true else { return nil }
                 return Date().timeIntervalSince(answered)
             }
             let seconds = try #require(closedAfter, "the idle connection was not closed by the deadline")
@@ -130,10 +130,8 @@ import Glibc
                     // Each request takes ~1 s: three in a row exceed the deadline only if it did not restart.
                     usleep(900_000)
                     socket.send("GET /ok HTTP/1.1\r\nHost: x\r\n\r\n")
-                    var buffer = [UInt8](repeating: 0, count: 4096)
-                    var pfd = pollfd(fd: socket.fd, events: Int16(POLLIN), revents: 0)
-                    guard poll(&pfd, 1, 3000) > 0, recv(socket.fd, &buffer, buffer.count, 0) > 0 else { break }
-                    if String(decoding: buffer, as: UTF8.self).hasPrefix("HTTP/1.1 200") { answered += 1 }
+                    guard let answer = socket.receive(timeout: 3), !answer.isEmpty else { break }
+                    if String(decoding: answer, as: UTF8.self).hasPrefix("HTTP/1.1 200") { answered += 1 }
                 }
                 return answered
             }

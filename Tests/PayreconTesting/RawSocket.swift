@@ -45,6 +45,15 @@ public final class RawSocket: Sendable {
         }
     }
 
+    /// One read within `timeout`: the bytes that came (empty when the peer closed), or nil when none came in time.
+    public func receive(timeout: Double) -> [UInt8]? {
+        var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&pfd, 1, Int32(timeout * 1000)) > 0 else { return nil }
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        let count = recv(fd, &buffer, buffer.count, 0)
+        return count > 0 ? Array(buffer[0..<count]) : []
+    }
+
     /// Reads until the peer closes or `timeout` passes. Returns the bytes and whether the peer closed.
     public func readUntilClosed(timeout: Double) -> (text: String, closed: Bool) {
         let deadline = Date().addingTimeInterval(timeout)
