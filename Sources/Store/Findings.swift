@@ -183,7 +183,12 @@ public enum FindingStore {
             let statements = try writes.statements()
             let written = try conn.pipeline(statements).map { try $0.get() }
             var out = [(outcome: CheckOutcome, plan: Plan)?](repeating: nil, count: checks.count)
-            for (i, plan) in results { out[i] = (try writes.outcome(of: i, from: written), plan) }
+            let resolvedInGroup = try writes.resolvedByGroupStatements(written)
+            for (i, plan) in results {
+                var outcome = try writes.outcome(of: i, from: written)
+                outcome.resolved += resolvedInGroup[i, default: 0]
+                out[i] = (outcome, plan)
+            }
             return out
         } catch {
             // A failed statement leaves the transaction aborted (or it was never begun): end it either way.
@@ -330,7 +335,16 @@ public enum FindingStore {
             return all
         }
 
-        /// What check `index` changed, from the round trip's results.
+        /// Rows the group's resolving statements resolved, per check (by its index in the group): one pass over them.
+        func resolvedByGroupStatements(_ results: [PostgresRows]) throws -> [Int: Int] {
+            var resolved: [Int: Int] = [:]
+            for at in [resolveAt, unknownAt].compactMap({ $0 }) {
+                for row in results[at] { resolved[Int(try row.int64("n")), default: 0] += 1 }
+            }
+            return resolved
+        }
+
+        /// What check `index` changed through its own statements, from the round trip's results.
         func outcome(of index: Int, from results: [PostgresRows]) throws -> CheckOutcome {
             var outcome = CheckOutcome()
             for i in findings[index] ?? [] {
@@ -341,9 +355,6 @@ public enum FindingStore {
                 }
             }
             for i in resolves[index] ?? [] { outcome.resolved += results[i].affectedRows }
-            for at in [resolveAt, unknownAt].compactMap({ $0 }) {
-                outcome.resolved += try results[at].filter { try $0.int64("n") == Int64(index) }.count
-            }
             for i in supersedes[index] ?? [] { outcome.superseded += results[i].affectedRows }
             for i in actions[index] ?? [] { outcome.actionsEmitted += results[i].affectedRows }
             return outcome
