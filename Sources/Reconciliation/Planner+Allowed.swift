@@ -11,12 +11,17 @@ extension Planner.Check {
     struct Target {
         var provider: String?
         var transactionRef: String?
+        /// The transaction's own total for the action before it (captured for a capture, authorised for an
+        /// increment): a key's target is this plus the action's amount.
+        var total: Int64 = 0
     }
 
     struct RefundPart {
         var target: String?
         var amount: Int64
         var transactionRef: String?
+        /// What the transaction this part acts on had refunded before the plan.
+        var refundedBefore: Int64
     }
 
     /// The transactions actions may act on: with several, those holding money (each with its own capabilities);
@@ -40,18 +45,16 @@ extension Planner.Check {
             return .denied("no single authorisation of the order's transactions holds \(withCode(amount)) uncaptured")
         }
         if let refusal = part.capabilities.amountRefusal(amount, currency: part.currency) { return .denied(refusal) }
-        return permission(part.capabilities.capture, part)
+        return permission(part.capabilities.capture, part, total: part.captured)
     }
 
-    /// Void needs an authorised authorisation with nothing captured: each such transaction of the order.
-    func voidPermission() -> [Permission<(Target, Int64)>] {
-        if let denial = authorisationDenial(for: "void") { return [.denied(denial)] }
-        guard captured == 0 else { return [.denied("\(withCode(captured)) already captured")] }
+    /// Void needs an authorised authorisation with nothing captured: each such transaction of the order, with the
+    /// amount it would release (what a refusal puts at risk).
+    func voidPermission() -> [(Permission<Target>, amount: Int64)] {
+        if let denial = authorisationDenial(for: "void") { return [(.denied(denial), authorised - captured)] }
+        guard captured == 0 else { return [(.denied("\(withCode(captured)) already captured"), authorised - captured)] }
         return actionable.filter { $0.state == .authorised && $0.captured == 0 && $0.authorised > 0 }.map { part in
-            switch permission(part.capabilities.void, part) {
-            case .allowed(let t): .allowed((t, part.authorised - part.captured))
-            case .denied(let why): .denied(why)
-            }
+            (permission(part.capabilities.void, part), part.authorised - part.captured)
         }
     }
 
@@ -61,7 +64,7 @@ extension Planner.Check {
         if case .unsupported(let reason) = part.capabilities.increment { return .denied(reason) }
         if let denial = authorisationDenial(for: "increment") { return .denied(denial) }
         if let refusal = part.capabilities.amountRefusal(amount, currency: part.currency) { return .denied(refusal) }
-        return permission(part.capabilities.increment, part)
+        return permission(part.capabilities.increment, part, total: part.authorised)
     }
 
     /// Refund needs captured money not yet refunded nor reversed, and no open dispute (refunding a disputed payment
@@ -88,7 +91,7 @@ extension Planner.Check {
             case .denied(let reason):
                 denial = reason
             case .against(let target):
-                result.append(RefundPart(target: target, amount: holds, transactionRef: ref(part)))
+                result.append(RefundPart(target: target, amount: holds, transactionRef: ref(part), refundedBefore: part.refunded))
                 remaining -= holds
             case .spread(let sources, let name):
                 var left = holds
@@ -96,7 +99,7 @@ extension Planner.Check {
                     let available = source.amount - source.refunded
                     guard available > 0, !source.id.isEmpty else { continue }
                     let take = min(available, left)
-                    result.append(RefundPart(target: source.id, amount: take, transactionRef: ref(part)))
+                    result.append(RefundPart(target: source.id, amount: take, transactionRef: ref(part), refundedBefore: part.refunded))
                     left -= take
                 }
                 remaining -= holds - left
@@ -115,9 +118,9 @@ extension Planner.Check {
         return nil
     }
 
-    private func permission(_ capability: Capability, _ part: Snapshot) -> Permission<Target> {
+    private func permission(_ capability: Capability, _ part: Snapshot, total: Int64 = 0) -> Permission<Target> {
         switch capability {
-        case .allowed(let target): .allowed(Target(provider: target, transactionRef: ref(part)))
+        case .allowed(let target): .allowed(Target(provider: target, transactionRef: ref(part), total: total))
         case .denied(let reason), .unsupported(let reason): .denied(reason)
         }
     }

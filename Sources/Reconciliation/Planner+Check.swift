@@ -40,7 +40,7 @@ extension Planner {
             if fulfilment == .open, authorisationIntent, state == .authorised, amt > authorised {
                 let need = amt - authorised
                 switch incrementPermission(need) {
-                case let .allowed(target): emit(.increment, amount: need, target: amt, on: target)
+                case let .allowed(target): emit(.increment, amount: need, target: target.total + need, on: target)
                 case let .denied(reason):
                     add(.amountMismatch, expected: ["amount": money(amt)], actual: ["authorised": money(authorised)],
                         detail: "order total \(withCode(amt)) is above the authorised \(withCode(authorised)) "
@@ -52,7 +52,7 @@ extension Planner {
             if fulfilment == .fulfilled, authorisationIntent, state == .authorised, captured < amt, amt <= authorised {
                 let need = amt - captured
                 switch capturePermission(need) {
-                case let .allowed(target): emit(.capture, amount: need, target: amt, on: target)
+                case let .allowed(target): emit(.capture, amount: need, target: target.total + need, on: target)
                 case let .denied(reason): notAllowed(.capture, amount: need, reason: reason)
                 }
             }
@@ -60,7 +60,7 @@ extension Planner {
             if fulfilment == .fulfilled, authorisationIntent, state == .authorised, amt > authorised {
                 let need = amt - authorised
                 switch incrementPermission(need) {
-                case let .allowed(target): emit(.increment, amount: need, target: amt, on: target)
+                case let .allowed(target): emit(.increment, amount: need, target: target.total + need, on: target)
                 case let .denied(reason): notAllowed(.increment, amount: need, reason: reason)
                 }
             }
@@ -76,11 +76,10 @@ extension Planner {
             }
             // 6. cancelled, authorised, C = 0 → void A − C.
             if fulfilment == .cancelled, state == .authorised, captured == 0, authorised > 0 {
-                let need = authorised - captured
-                for permission in voidPermission() {
+                for (permission, amount) in voidPermission() {
                     switch permission {
-                    case let .allowed((target, amount)): emit(.void, amount: amount, target: 0, on: target)
-                    case let .denied(reason): notAllowed(.void, amount: need, reason: reason)
+                    case let .allowed(target): emit(.void, amount: amount, target: 0, on: target)
+                    case let .denied(reason): notAllowed(.void, amount: amount, reason: reason)
                     }
                 }
             }
@@ -179,19 +178,23 @@ extension Planner {
             guard state == .pending || state == .actionRequired, let createdAt = snapshot.createdAt else { return }
             let (age, overflow) = now.subtractingReportingOverflow(createdAt)
             guard !overflow, age > pendingMax else { return }
+            // No age in expected/actual: it changes by itself, and an acknowledged finding must stay acknowledged
+            // while it is the same (the age is in the detail, and follows from created_at).
             add(.stalePending, expected: ["max_age_seconds": String(pendingMax)],
-                actual: ["state": state.rawValue, "raw_state": snapshot.rawState, "age_seconds": String(age),
-                         "created_at": UnixTime.iso8601(createdAt)],
+                actual: ["state": state.rawValue, "raw_state": snapshot.rawState, "created_at": UnixTime.iso8601(createdAt)],
                 detail: "transaction \(state.rawValue) (\(snapshot.rawState)) for \(DurationParser.describe(age)), longer than PAYRECON_PENDING_MAX (\(DurationParser.describe(pendingMax)))",
                 risk: amt)
         }
 
         // MARK: emitting
 
+        /// Records a finding; a second finding of a kind already found in this plan joins it (the order has one
+        /// open discrepancy of each kind: amounts at risk summed, details joined, values kept under numbered keys).
         mutating func add(_ kind: DiscrepancyKind, expected: [String: String], actual: [String: String],
                           detail: String, risk: Int64) {
-            findings.append(Finding(kind: kind, expected: expected, actual: actual, detail: detail,
-                                    amountAtRisk: max(risk, 0)))
+            let finding = Finding(kind: kind, expected: expected, actual: actual, detail: detail, amountAtRisk: max(risk, 0))
+            guard let i = findings.firstIndex(where: { $0.kind == kind }) else { findings.append(finding); return }
+            findings[i] = Planner.join(findings[i], finding)
         }
 
         mutating func notAllowed(_ kind: ActionKind, amount: Int64, reason: String) {
@@ -216,9 +219,12 @@ extension Planner {
             switch refundPermission(amount) {
             case let .denied(denial): notAllowed(.refund, amount: amount, reason: denial)
             case let .allowed(parts):
-                var total = refunded
+                // Each key's target is the refunded total of the transaction it acts on, never the order's: one
+                // transaction's key must not change when another's refunds do.
+                var totals: [String?: Int64] = [:]
                 for part in parts {
-                    total += part.amount
+                    let total = totals[part.transactionRef, default: part.refundedBefore] + part.amount
+                    totals[part.transactionRef] = total
                     emit(.refund, amount: part.amount, target: total, providerTarget: part.target, transactionRef: part.transactionRef)
                 }
             }

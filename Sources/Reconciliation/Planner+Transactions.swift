@@ -123,6 +123,20 @@ extension Planner {
                         reversed: total(\.reversed), disputed: total(\.disputed))
     }
 
+    /// Two findings of one kind in one plan as one: details joined, the second's values under numbered keys, the
+    /// amounts at risk summed (they are different needs: two voids, two refunds).
+    static func join(_ first: Finding, _ second: Finding) -> Finding {
+        var joined = first
+        joined.detail += "; " + second.detail
+        let numbered = (Array(first.expected.keys) + Array(first.actual.keys)).compactMap { $0.split(separator: "_").last.flatMap { Int($0) } }
+        let n = (numbered.max() ?? 1) + 1
+        for (k, v) in second.expected { joined.expected["\(k)_\(n)"] = v }
+        for (k, v) in second.actual { joined.actual["\(k)_\(n)"] = v }
+        let (sum, overflow) = first.amountAtRisk.addingReportingOverflow(second.amountAtRisk)
+        joined.amountAtRisk = overflow ? .max : sum
+        return joined
+    }
+
     /// Findings of one kind about several transactions, as one (the order has one open discrepancy per kind).
     static func merge(_ findings: [Finding]) -> Finding {
         guard findings.count > 1 else { return findings[0] }

@@ -59,20 +59,23 @@ public enum OrderStore {
             DELETE FROM order_transactions t USING unnest($1::text[], $2::text[]) AS c(provider, order_id)
             WHERE t.provider = c.provider AND t.order_id = c.order_id AND t.source = 'merchant'
             """, [.textArray(chunk.map(\.provider.rawValue)), .textArray(chunk.map(\.orderID))])
-        let several = chunk.filter(\.hasSeveralTransactions)
-        if !several.isEmpty {
-            var providers: [String] = [], ids: [String] = [], refs: [String] = [], positions: [Int64] = []
-            for order in several {
-                for (i, ref) in order.transactionRefs.enumerated() {
-                    providers.append(order.provider.rawValue); ids.append(order.orderID); refs.append(ref); positions.append(Int64(i))
-                }
+        // Every transaction the merchant listed goes back as rows when the order has several, or when payrecon
+        // learned another one for it: without its row, the order's own transaction would drop out of
+        // transaction_refs (rows win over transaction_ref), and its authorisation would never be captured.
+        var providers: [String] = [], ids: [String] = [], refs: [String] = [], positions: [Int64] = [], several: [String] = []
+        for order in chunk {
+            for (i, ref) in order.transactionRefs.enumerated() {
+                providers.append(order.provider.rawValue); ids.append(order.orderID); refs.append(ref); positions.append(Int64(i))
+                several.append(order.hasSeveralTransactions ? "t" : "f")
             }
-            _ = try tx.execute("""
-                INSERT INTO order_transactions (provider, order_id, transaction_ref, position)
-                SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[])
-                ON CONFLICT (provider, order_id, transaction_ref) DO UPDATE SET position = EXCLUDED.position, source = 'merchant'
-                """, [.textArray(providers), .textArray(ids), .textArray(refs), .int64Array(positions)])
         }
+        _ = try tx.execute("""
+            INSERT INTO order_transactions (provider, order_id, transaction_ref, position)
+            SELECT c.provider, c.order_id, c.ref, c.position FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[]::bool[])
+                AS c(provider, order_id, ref, position, several)
+            WHERE c.several OR EXISTS (SELECT 1 FROM order_transactions t WHERE t.provider = c.provider AND t.order_id = c.order_id)
+            ON CONFLICT (provider, order_id, transaction_ref) DO UPDATE SET position = EXCLUDED.position, source = 'merchant'
+            """, [.textArray(providers), .textArray(ids), .textArray(refs), .int64Array(positions), .textArray(several)])
         return (inserted, updated)
     }
 

@@ -73,7 +73,8 @@ import Worker
             let keys = Dictionary(uniqueKeysWithValues: try h.actions().map { ($0.idempotencyKey, ($0.amount.minorUnits, $0.providerTarget)) })
             #expect(keys.count == 2)
             #expect(keys["paypal:ORD-S:refund:6000:PP-A"]?.0 == 6000 && keys["paypal:ORD-S:refund:6000:PP-A"]?.1 == "CAP-A")
-            #expect(keys["paypal:ORD-S:refund:7000:PP-B"]?.0 == 1000 && keys["paypal:ORD-S:refund:7000:PP-B"]?.1 == "CAP-B")
+            // Each key names its own provider order's refunded total (PP-B: 0 + 10.00), never the order's running total.
+            #expect(keys["paypal:ORD-S:refund:1000:PP-B"]?.0 == 1000 && keys["paypal:ORD-S:refund:1000:PP-B"]?.1 == "CAP-B")
             _ = await h.executor.executePending()
             let paths = Set(try await h.paysimLog(provider: "paypal").compactMap { $0["path"] as? String })
             #expect(paths == ["/v2/payments/captures/CAP-A/refund", "/v2/payments/captures/CAP-B/refund"])
@@ -108,6 +109,31 @@ import Worker
             #expect(order.transactionRefs == ["PP-OLD", "PP-NEW"])
             // Paid by the new order; the abandoned one (pending, young) is no discrepancy.
             #expect(try h.openKinds(order: "ORD-L").isEmpty)
+        }
+    }
+    /// A nightly re-import of the merchant's file (which lists only the order's own transaction) keeps what payrecon
+    /// linked, and the order's own transaction with it: the original authorisation is still checked and captured.
+    @Test func aReImportKeepsTheOrdersOwnTransactionBesideALearnedOne() async throws {
+        try await WorkerHarness.with { h in
+            try await h.seedPayPal("""
+                [{"id":"PP-OWN","intent":"AUTHORIZE","status":"COMPLETED","currency":"EUR","amount":"30.00","authorizations":[{"id":"AUTH-OWN","status":"CREATED"}]},
+                 {"id":"PP-MORE","intent":"AUTHORIZE","status":"COMPLETED","currency":"EUR","amount":"10.00","reference_id":"ORD-K","authorizations":[{"id":"AUTH-MORE","status":"CREATED"}]}]
+                """)
+            #expect(try await importCSV(h, "paypal,ORD-K,,,PP-OWN,authorisation,30.00,EUR,open,0").status == 0)
+            _ = try #require(try h.storeWebhook(#"{"provider":"paypal","event_type":"CHECKOUT.ORDER.APPROVED","order_id":"PP-MORE"}"#).first)
+            #expect(await h.runOnce().done == 1)
+            let conn = try h.database.connect(); defer { conn.close() }
+            #expect(try OrderStore.find(provider: .paypal, orderID: "ORD-K", on: conn)?.transactionRefs == ["PP-OWN", "PP-MORE"])
+            // The nightly re-import, twice: the order's own transaction and the learned one are both still there.
+            for _ in 0..<2 {
+                #expect(try await importCSV(h, "paypal,ORD-K,,,PP-OWN,authorisation,30.00,EUR,open,0").status == 0)
+                #expect(try OrderStore.find(provider: .paypal, orderID: "ORD-K", on: conn)?.transactionRefs == ["PP-OWN", "PP-MORE"])
+            }
+            // A file that now lists another transaction replaces what the merchant listed, and keeps the learned one.
+            #expect(try await importCSV(h, "paypal,ORD-K,,,PP-OWN PP-THIRD,authorisation,30.00,EUR,open,0").status == 0)
+            #expect(Set(try OrderStore.find(provider: .paypal, orderID: "ORD-K", on: conn)?.transactionRefs ?? []) == ["PP-OWN", "PP-THIRD", "PP-MORE"])
+            #expect(try await importCSV(h, "paypal,ORD-K,,,PP-OWN,authorisation,30.00,EUR,open,0").status == 0)
+            #expect(try OrderStore.find(provider: .paypal, orderID: "ORD-K", on: conn)?.transactionRefs == ["PP-OWN", "PP-MORE"])
         }
     }
 }

@@ -175,15 +175,39 @@ private typealias F = Fixture
         #expect(finding.actual == ["refunded": "11.00"])
     }
 
-    @Test func stalePendingCarriesAgeAndCreationTime() throws {
-        let plan = F.plan(F.order(.purchase, .open, amount: 1000),
-                          F.snapshot(.purchase, .pending, a: 0, createdAt: 1_700_000_000),
-                          now: 1_700_000_000 + 86_401)
-        let finding = try #require(plan.findings.first)
+    /// The age is in the detail, never in expected/actual: it changes every check, and an acknowledged stale_pending
+    /// must stay acknowledged while it is the same finding.
+    @Test func stalePendingCarriesTheCreationTimeAndNoAge() throws {
+        let order = F.order(.purchase, .open, amount: 1000)
+        let snapshot = F.snapshot(.purchase, .pending, a: 0, createdAt: 1_700_000_000)
+        let finding = try #require(F.plan(order, snapshot, now: 1_700_000_000 + 86_401).findings.first)
         #expect(finding.kind == .stalePending)
-        #expect(finding.actual["age_seconds"] == "86401")
+        #expect(finding.actual["age_seconds"] == nil)
         #expect(finding.actual["created_at"] == "2023-11-14T22:13:20Z")
         #expect(finding.expected == ["max_age_seconds": "86400"])
+        #expect(finding.detail.contains("1d"))
+        let later = try #require(F.plan(order, snapshot, now: 1_700_000_000 + 5 * 86_400).findings.first)
+        #expect(later.expected == finding.expected && later.actual == finding.actual)
+    }
+
+    /// Two findings of one kind in one plan are one discrepancy: both voids refused, their amounts summed.
+    @Test func twoFindingsOfOneKindAreOneWithTheirAmountsSummed() throws {
+        var order = F.order(.authorisation, .cancelled, amount: 10000)
+        order.transactionRefs = ["T1", "T2"]
+        func auth(_ ref: String, _ a: Int64) -> FetchedTransaction {
+            var s = F.snapshot(.authorisation, .authorised, a: a)
+            s.transactionRef = ref
+            s.capabilities = Capabilities(capture: .denied("held"), void: .denied("the provider refuses voids now"),
+                                          increment: .denied("held"), refund: .denied("held"))
+            return FetchedTransaction(transactionRef: ref, snapshot: s)
+        }
+        let plan = Planner.plan(order: order, transactions: [auth("T1", 6000), auth("T2", 4000)], emitted: [], now: F.now,
+                                pendingMax: { _ in F.pendingMax })
+        #expect(plan.findings.map(\.kind) == [.actionNotAllowed])
+        let finding = try #require(plan.findings.first)
+        #expect(finding.amountAtRisk == 10000)
+        #expect(finding.detail.contains("6000") || finding.detail.contains("60.00"))
+        #expect(finding.detail.contains("40.00"))
     }
 
     @Test func unknownOrderNamesTheReference() throws {

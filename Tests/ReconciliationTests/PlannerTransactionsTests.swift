@@ -33,10 +33,10 @@ import Testing
              transactions: [(.captured, 6000, 6000, 0), (.captured, 3000, 3000, 0)], kinds: [.amountMismatch], actions: [:]),
         Case(name: "a refund spread over two transactions, in order", intent: .purchase, refund: 8000,
              transactions: [(.captured, 6000, 6000, 0), (.captured, 4000, 4000, 0)], kinds: [],
-             actions: ["pxp:ORD-1:refund:6000:T1": 6000, "pxp:ORD-1:refund:8000:T2": 2000]),
+             actions: ["pxp:ORD-1:refund:6000:T1": 6000, "pxp:ORD-1:refund:2000:T2": 2000]),
         Case(name: "the rest of a spread refund after the first part is done", intent: .purchase, refund: 8000,
              transactions: [(.refunded, 6000, 6000, 6000), (.captured, 4000, 4000, 0)], kinds: [],
-             actions: ["pxp:ORD-1:refund:8000:T2": 2000]),
+             actions: ["pxp:ORD-1:refund:2000:T2": 2000]),
         Case(name: "over-capture across transactions", intent: .purchase,
              transactions: [(.captured, 10000, 10000, 0), (.captured, 10000, 10000, 0)], kinds: [.overCaptured], actions: [:]),
         Case(name: "cancelled: each uncaptured authorisation is voided", fulfilment: .cancelled,
@@ -46,7 +46,17 @@ import Testing
              transactions: [(.authorised, 10000, 0, 0), nil], kinds: [.missingAtProvider], actions: [:]),
         Case(name: "PayPal: a refund over captures on two provider orders", provider: .paypal, intent: .purchase, refund: 7000,
              transactions: [(.captured, 5000, 5000, 0), (.captured, 5000, 5000, 0)], kinds: [],
-             actions: ["paypal:ORD-1:refund:5000:T1": 5000, "paypal:ORD-1:refund:7000:T2": 2000]),
+             actions: ["paypal:ORD-1:refund:5000:T1": 5000, "paypal:ORD-1:refund:2000:T2": 2000]),
+        // Targets are the transaction's own totals, never the order's (T1 6.00 + T2 4.00 raised to 12.00: T1 to 8.00).
+        Case(name: "an increment raises one transaction to its own new total", fulfilment: .open, amount: 12000,
+             transactions: [(.authorised, 6000, 0, 0), (.authorised, 4000, 0, 0)], kinds: [],
+             actions: ["pxp:ORD-1:increment:8000:T1": 2000]),
+        Case(name: "a capture on the second authorisation targets its own captured total", amount: 10000,
+             transactions: [(.authorised, 6000, 6000, 0), (.authorised, 4000, 0, 0)], kinds: [],
+             actions: ["pxp:ORD-1:capture:4000:T2": 4000]),
+        Case(name: "a refund of the second part keys on that part's refunded total", intent: .purchase, refund: 9000,
+             transactions: [(.refunded, 6000, 6000, 6000), (.partiallyRefunded, 4000, 4000, 1000)], kinds: [],
+             actions: ["pxp:ORD-1:refund:3000:T2": 2000]),
     ]
 
     static func snapshot(_ provider: Provider, _ intent: Intent, _ ref: String, _ t: (TransactionState, Int64, Int64, Int64)) -> Snapshot {
