@@ -14,6 +14,9 @@ public struct FaultConfig: Sendable, Equatable {
     /// Share of action calls (captures, voids, refunds, modifications) applied and then answered by closing the
     /// connection: the caller cannot know it happened (other requests pass).
     public var dropAfterApplyRate: Double = 0
+    /// Share of action calls whose connection is closed before they are applied: the caller cannot know that
+    /// nothing happened (other requests pass).
+    public var dropBeforeApplyRate: Double = 0
     public var seed: UInt64 = 0
 
     public init(latencyMs: Int = 0, latencyJitterMs: Int = 0, errorRate: Double = 0, rate429: Double = 0,
@@ -27,6 +30,7 @@ public struct FaultConfig: Sendable, Equatable {
               "error_rate": .number(String(errorRate)), "rate_429": .number(String(rate429)),
               "retry_after": .integer(retryAfter), "drop_rate": .number(String(dropRate)),
               "drop_after_apply_rate": .number(String(dropAfterApplyRate)),
+              "drop_before_apply_rate": .number(String(dropBeforeApplyRate)),
               "seed": .integer(seed)])
     }
 
@@ -55,14 +59,16 @@ public struct FaultConfig: Sendable, Equatable {
         if let v = try count("retry_after") { config.retryAfter = v }
         if let v = try rate("drop_rate") { config.dropRate = v }
         if let v = try rate("drop_after_apply_rate") { config.dropAfterApplyRate = v }
+        if let v = try rate("drop_before_apply_rate") { config.dropBeforeApplyRate = v }
         if let value = json["seed"], !value.isNull {
             guard let text = value.scalarText, let seed = UInt64(text) else {
                 throw SimError.admin(400, "invalid_field", "seed must be a non-negative integer")
             }
             config.seed = seed
         }
-        guard config.errorRate + config.rate429 + config.dropRate + config.dropAfterApplyRate <= 1 else {
-            throw SimError.admin(400, "invalid_field", "error_rate + rate_429 + drop_rate + drop_after_apply_rate must not exceed 1")
+        guard config.errorRate + config.rate429 + config.dropRate + config.dropAfterApplyRate + config.dropBeforeApplyRate <= 1 else {
+            throw SimError.admin(400, "invalid_field",
+                                 "error_rate + rate_429 + drop_rate + drop_after_apply_rate + drop_before_apply_rate must not exceed 1")
         }
         return config
     }
@@ -77,6 +83,8 @@ public struct FaultDecision: Sendable, Equatable {
         case drop
         /// Apply an action call, then close the connection without answering.
         case dropAfterApply
+        /// Close an action call's connection without applying it.
+        case dropBeforeApply
     }
     public var delayMs: Int
     public var outcome: Outcome
@@ -95,7 +103,7 @@ public struct FaultInjector: Sendable {
 
     public var isActive: Bool {
         config.latencyMs > 0 || config.latencyJitterMs > 0 || config.errorRate > 0 || config.rate429 > 0
-            || config.dropRate > 0 || config.dropAfterApplyRate > 0
+            || config.dropRate > 0 || config.dropAfterApplyRate > 0 || config.dropBeforeApplyRate > 0
     }
 
     public mutating func decide() -> FaultDecision {
@@ -111,6 +119,8 @@ public struct FaultInjector: Sendable {
         if u < threshold { return FaultDecision(delayMs: delay, outcome: .tooManyRequests(retryAfter: config.retryAfter)) }
         threshold += config.dropAfterApplyRate
         if u < threshold { return FaultDecision(delayMs: delay, outcome: .dropAfterApply) }
+        threshold += config.dropBeforeApplyRate
+        if u < threshold { return FaultDecision(delayMs: delay, outcome: .dropBeforeApply) }
         return FaultDecision(delayMs: delay, outcome: .pass)
     }
 }

@@ -160,6 +160,11 @@ public struct PXPBook: Sendable {
         byReference[Self.referenceKey(merchant, site, merchantTransactionID)].flatMap { transactions[$0] }
     }
 
+    /// Modifications applied with this merchantTransactionId (more than one when PXP does not de-duplicate).
+    public func applications(merchantTransactionID: String) -> [PXPTransaction] {
+        transactions.values.filter { $0.parentID != nil && $0.merchantTransactionID == merchantTransactionID }
+    }
+
     /// The first transaction with this merchantTransactionId, whatever its merchant and site.
     public func find(merchantTransactionID: String) -> PXPTransaction? {
         transactions.values.filter { $0.merchantTransactionID == merchantTransactionID }
@@ -189,21 +194,23 @@ public struct PXPBook: Sendable {
 
     /// Applies a modification to the parent named in the URL, as PXP would; returns the NEW modification transaction.
     mutating func modify(parentID: String, _ request: PXPModificationRequest, newSystemTransactionID: String,
-                         now: String) throws(SimError) -> Outcome {
+                         now: String, behaviour: PXPBehaviour = PXPBehaviour()) throws(SimError) -> Outcome {
         guard var parent = transactions[parentID] else {
             throw SimError.pxp(404, "TransactionNotFound", "no transaction \(parentID)")
         }
         guard parent.merchant == request.merchant, parent.site == request.site else {
             throw SimError.pxp(404, "TransactionNotFound", "no transaction \(parentID) for this merchant and site")
         }
-        // Idempotency: the same merchantTransactionId again → the earlier result.
+        // Idempotency: the same merchantTransactionId again → the earlier result; a PXP that does not de-duplicate
+        // (`behaviour.deduplicates` false: undocumented either way) applies it again as a new transaction.
         if let existing = find(merchant: request.merchant, site: request.site,
                                merchantTransactionID: request.merchantTransactionID) {
             if existing.parentID == parentID, existing.operation == request.operation.rawValue {
-                return .replayed(existing)
-            }
+                if behaviour.deduplicates { return .replayed(existing) }
+            } else {
             throw SimError.pxp(409, "DuplicateMerchantTransactionId",
                                "merchantTransactionId \(request.merchantTransactionID) is already used by another transaction")
+            }
         }
         guard parent.parentID == nil else {
             throw SimError.pxp(422, "InvalidOperation", "modify the original transaction, not a modification")
@@ -229,7 +236,9 @@ public struct PXPBook: Sendable {
                 throw SimError.pxp(422, "InvalidOperation",
                                    "\(request.operation.rawValue) needs an Authorisation or EstimatedAuthorisation, not \(parent.intent)")
             }
-            guard parent.state == "Authorised" else {
+            // A parent PXP shows Captured after a partial capture (`capturedAfterPartialCapture`) may still be captured.
+            let partlyCaptured = parent.state == "Captured" && parent.captured < parent.authorised
+            guard parent.state == "Authorised" || (partlyCaptured && request.operation != .void) else {
                 throw SimError.pxp(422, "InvalidState", "\(request.operation.rawValue) needs state Authorised, not \(parent.state)")
             }
             guard !parent.finalCaptured else {
@@ -254,6 +263,11 @@ public struct PXPBook: Sendable {
             }
             parent.captured += value
             if request.operation == .finalCapture { parent.finalCaptured = true }
+            // "A capture updates the state to Captured" (developer.pxp.io, capture a transaction); after a partial
+            // one, whether it does is undocumented: a setting.
+            if parent.finalCaptured || parent.captured == parent.authorised || behaviour.capturedAfterPartialCapture {
+                parent.state = "Captured"
+            }
             child.state = "Captured"
             child.amount.minorUnits = value
         case .void:
@@ -284,6 +298,10 @@ public struct PXPBook: Sendable {
             child.reportedAuthorised = newTotal
             child.authorised = newTotal - parent.authorised
             parent.authorised = newTotal
+            // The parent shows the new total as its authorisedAmount, and (undocumented either way: a setting) as its
+            // transactionValue too.
+            parent.reportedAuthorised = newTotal
+            if behaviour.incrementRaisesValue { parent.amount.minorUnits = newTotal }
         case .refund:
             let value = try requireAmount()
             let refundable: Bool
@@ -306,7 +324,8 @@ public struct PXPBook: Sendable {
         transactions[parentID] = parent
         transactions[child.systemTransactionID] = child
         children[parentID, default: []].append(child.systemTransactionID)
-        byReference[Self.referenceKey(child.merchant, child.site, child.merchantTransactionID)] = child.systemTransactionID
+        let key = Self.referenceKey(child.merchant, child.site, child.merchantTransactionID)
+        if byReference[key] == nil { byReference[key] = child.systemTransactionID }   // the first keeps the id
         return .applied(child)
     }
 }

@@ -64,6 +64,9 @@ public struct PaysimOptions: Sendable {
       --retry-after S             Retry-After seconds for 429 (default 1)
       --drop-rate R               share whose connection is closed (answered 503, Connection: close, no body)
       --seed N                    seed of the fault sequence (deterministic per seed)
+      --pxp-behaviour LIST        what PXP does where it documents nothing, e.g. dedupe=no,lookup=no,
+                                  partial-capture=captured,increment=value,timestamp=ms (defaults: dedupe=yes,
+                                  lookup=yes, partial-capture=authorised, increment=authorised, timestamp=seconds)
       --threads N                 HTTP worker threads (default 4)
       -h, --help                  show this help
 
@@ -77,7 +80,9 @@ public struct PaysimOptions: Sendable {
                                captures: [{id?, status?, amount?, authorization_id?, final_capture?}],
                                refunds: [{id?, status?, amount?, capture_id?}]}  (or an array of them)
       /admin/seed, --seed-file {"pxp": [transaction...], "paypal": [order...]}   (all or nothing)
-      /admin/faults            {latency_ms, latency_jitter_ms, error_rate, rate_429, retry_after, drop_rate, seed}
+      /admin/faults            {latency_ms, latency_jitter_ms, error_rate, rate_429, retry_after, drop_rate,
+                               drop_after_apply_rate, seed}
+      /admin/pxp/behaviour     {dedupe?, lookup?, partial_capture?, increment?, timestamp?}  (GET shows it)
       /admin/webhooks/send     {provider: pxp|paypal, target: URL, count?, forged?, duplicate?, body?: {...}, and
                                pxp: merchantTransactionId | systemTransactionId, merchant?, site?, state?, event_code?,
                                     nested?, array?;
@@ -161,6 +166,11 @@ public struct PaysimOptions: Sendable {
                 let v = try value()
                 guard let seed = UInt64(v) else { throw .usage("--seed must be a non-negative integer, not \(v)") }
                 faults.seed = seed
+            case "--pxp-behaviour":
+                switch PXPBehaviour.parse(try value()) {
+                case .success(let b): options.config.pxpBehaviour = b
+                case .failure(let e): throw .usage("--pxp-behaviour: \(e.message)")
+                }
             case "--threads": options.threads = try int(1...256)
             default:
                 throw .usage("unknown option \(flag)")

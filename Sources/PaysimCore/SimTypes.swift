@@ -81,6 +81,8 @@ public struct SimConfig: Sendable {
     /// Base of links and the PAYPAL-CERT-URL, e.g. `http://127.0.0.1:8081` (set once the port is bound).
     public var publicBaseURL = "http://127.0.0.1"
     public var faults = FaultConfig()
+    /// What PXP does where it documents nothing (`PXPBehaviour`).
+    public var pxpBehaviour = PXPBehaviour()
 
     public init() {}
 }

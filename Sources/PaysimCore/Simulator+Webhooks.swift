@@ -134,7 +134,12 @@ extension Simulator {
             return (event, s.config.pxpWebhookKey, ids)
         }
         let body = (request["array"]?.boolValue ?? false) ? JSONValue.array([event]).serialized() : event.serialized()
-        let timestamp = String(Int64(now.timeIntervalSince1970))
+        // PXP documents no timestamp format: seconds, milliseconds or ISO 8601, as set (`PXPBehaviour`).
+        let timestamp: String = switch state.withLock({ $0.config.pxpBehaviour.webhookTimestamp }) {
+        case .seconds: String(Int64(now.timeIntervalSince1970))
+        case .milliseconds: String(Int64(now.timeIntervalSince1970 * 1000))
+        case .iso8601: SimTime.rfc3339(now)
+        }
         let signingKey = forged ? key + "-forged" : key
         var deliveries: [WebhookDelivery] = []
         for id in requestIDs {

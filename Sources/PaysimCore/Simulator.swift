@@ -99,6 +99,9 @@ public final class Simulator: Sendable {
     }
 
     public var config: SimConfig { state.withLock { $0.config } }
+
+    /// Every PXP transaction paysim holds, modifications included (what tests count applications by).
+    public func pxpTransactions() -> [PXPTransaction] { state.withLock { Array($0.pxp.transactions.values) } }
     public var certURL: String { state.withLock { "\($0.config.publicBaseURL)/v1/notifications/certs/\(Self.certName)" } }
     public var log: [SimLogEntry] { state.withLock { $0.log } }
 
@@ -151,6 +154,10 @@ public final class Simulator: Sendable {
                         }
                         return SimResponse(status: 503, headers: [("Connection", "close")], body: [], drop: true)
                     }
+                } else if decision.outcome == .dropBeforeApply {
+                    if request.method == "POST", route.isAction, let faulted = faultResponse(.drop, route: route, request: request) {
+                        return faulted   // never applied; the caller sees a cut connection
+                    }
                 } else if let faulted = faultResponse(decision.outcome, route: route, request: request) { return faulted }
             }
         }
@@ -186,7 +193,7 @@ public final class Simulator: Sendable {
                 ? .json(429, .object(["name": "RATE_LIMIT_REACHED", "message": "Too many requests. Blocked due to rate limiting.",
                                    "debug_id": "paysim-fault"]), headers: retryHeader)
                 : .json(429, .object(["errorCode": "TooManyRequests", "errorReason": "injected fault"]), headers: retryHeader)
-        case .drop, .dropAfterApply:
+        case .drop, .dropAfterApply, .dropBeforeApply:
             result = "dropped"
             response = SimResponse(status: 503, headers: [("Connection", "close")], body: [], drop: true)
         }
@@ -362,6 +369,15 @@ public final class Simulator: Sendable {
                                body: Array(ca.leafPEMWithCRLF.utf8))
         case .adminPXPTransactions:
             try expect("POST"); return try adminPutPXP(r.body)
+        case .adminPXPBehaviour:
+            if r.method == "GET" { return .json(200, state.withLock { $0.config.pxpBehaviour.json }) }
+            try expect("POST")
+            let json = try Self.parseAdminBody(r.body)
+            let behaviour = try state.withLock { s throws(SimError) -> PXPBehaviour in
+                s.config.pxpBehaviour = try PXPBehaviour.parse(json, base: s.config.pxpBehaviour)
+                return s.config.pxpBehaviour
+            }
+            return .json(200, behaviour.json)
         case .adminPayPalOrders:
             try expect("POST"); return try adminPutPayPal(r.body)
         case .adminSeed:
@@ -429,7 +445,10 @@ public final class Simulator: Sendable {
     private func pxpGet(merchant: String, site: String, query: [String: String]) throws(SimError) -> SimResponse {
         let found: PXPTransaction? = state.withLock { s in
             if let mtid = query["merchantTransactionId"], !mtid.isEmpty {
-                return s.pxp.find(merchant: merchant, site: site, merchantTransactionID: mtid)
+                let t = s.pxp.find(merchant: merchant, site: site, merchantTransactionID: mtid)
+                // A PXP whose lookup by merchantTransactionId finds only the merchant's own transactions (undocumented).
+                if t?.parentID != nil, !s.config.pxpBehaviour.findsModifications { return nil }
+                return t
             }
             if let sid = query["systemTransactionId"], !sid.isEmpty,
                let t = s.pxp.find(systemTransactionID: sid), t.merchant == merchant, t.site == site {
@@ -457,7 +476,8 @@ public final class Simulator: Sendable {
         let outcome: Result<PXPBook.Outcome, SimError> = state.withLock { s in
             let id = s.ids.uuid()
             do throws(SimError) {
-                return .success(try s.pxp.modify(parentID: parentID, modification, newSystemTransactionID: id, now: now))
+                return .success(try s.pxp.modify(parentID: parentID, modification, newSystemTransactionID: id, now: now,
+                                                 behaviour: s.config.pxpBehaviour))
             } catch {
                 return .failure(error)
             }
@@ -714,7 +734,7 @@ enum Route: Equatable {
     case paypercutRefunds
     case adminPaypercutIntents
     case adminPayPalSales, adminPayPalDisputes, adminPayPalReversals
-    case adminPXPTransactions, adminPayPalOrders, adminSeed, adminLog, adminFaults, adminReset, adminStats
+    case adminPXPTransactions, adminPXPBehaviour, adminPayPalOrders, adminSeed, adminLog, adminFaults, adminReset, adminStats
     case adminRootPEM, adminWebhooksSend
     case notFound(provider: String?)
 
@@ -763,6 +783,7 @@ enum Route: Equatable {
         case "admin":
             switch s.dropFirst().joined(separator: "/") {
             case "pxp/transactions": self = .adminPXPTransactions
+            case "pxp/behaviour": self = .adminPXPBehaviour
             case "paypal/orders": self = .adminPayPalOrders
             case "paypercut/intents": self = .adminPaypercutIntents
             case "paypal/sales": self = .adminPayPalSales
@@ -842,6 +863,7 @@ enum Route: Equatable {
         case .adminSeed: return "admin.seed"
         case .adminLog: return "admin.log"
         case .adminFaults: return "admin.faults"
+        case .adminPXPBehaviour: return "admin.pxp_behaviour"
         case .adminReset: return "admin.reset"
         case .adminStats: return "admin.stats"
         case .adminRootPEM: return "admin.root_pem"

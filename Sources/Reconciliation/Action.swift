@@ -46,8 +46,17 @@ public struct EmittedAction: Sendable, Hashable, Codable {
     public var kind: ActionKind
     public var status: ActionStatus
     public var amount: Int64
+    /// The call may have reached the provider and its outcome is not known yet (a timeout, a cut connection, a
+    /// crash, or the provider answered that it is still pending): no plan may be made as if it had not happened.
+    public var inDoubt: Bool
+    /// With several transactions, the one the action acts on (nil: the order's only one).
+    public var transactionRef: String?
+    /// What the provider answered, for a failed action (the detail of `action_failed`).
+    public var lastError: String?
 
-    public init(idempotencyKey: String, kind: ActionKind, status: ActionStatus, amount: Int64) {
+    public init(idempotencyKey: String, kind: ActionKind, status: ActionStatus, amount: Int64, inDoubt: Bool = false,
+                transactionRef: String? = nil, lastError: String? = nil) {
         self.idempotencyKey = idempotencyKey; self.kind = kind; self.status = status; self.amount = amount
+        self.inDoubt = inDoubt; self.transactionRef = transactionRef; self.lastError = lastError
     }
 }

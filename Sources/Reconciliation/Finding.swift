@@ -16,6 +16,7 @@ public enum DiscrepancyKind: String, Sendable, Hashable, Codable, CaseIterable {
     case stalePending = "stale_pending"
     case disputed
     case reversed
+    case actionFailed = "action_failed"
 
     /// Merchant, site, currency, intent mismatches and `missing_at_provider` block all actions for the order.
     public var isBlocking: Bool {

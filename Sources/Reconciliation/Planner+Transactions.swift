@@ -31,7 +31,7 @@ extension Planner {
             return plan(order: order, snapshot: snapshot, emitted: emitted, now: now, pendingMax: pendingMax(snapshot))
         }
         let (findings, wanted) = decide(order: order, transactions: transactions, now: now, pendingMax: pendingMax)
-        return finish(findings: findings, wanted: wanted, emitted: emitted)
+        return finish(findings: findings, wanted: wanted, emitted: emitted, currency: order.amount.currency)
     }
 
     static func decide(order: Order, transactions: [FetchedTransaction], now: Int64,

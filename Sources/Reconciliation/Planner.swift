@@ -57,7 +57,10 @@
 // Idempotency: a planned action whose key was already recorded as pending, succeeded or failed is not emitted
 // again (a failed one waits for an operator: retrying a refused capture on every check would hammer the provider);
 // a superseded key is emitted again when the plan wants it back. Recorded pending actions whose key the plan no
-// longer wants (any reason, blocking findings included) are listed in `supersede`.
+// longer wants (any reason, blocking findings included) are listed in `supersede`, except those in doubt (their call
+// may have reached the provider): while one is in doubt nothing else is planned on its transaction.
+// 14. a failed action the plan still wants, or one whose outcome is unknown → action_failed (amount at risk the
+//     action's amount; detail the provider's answer).
 
 /// What planning one order yields.
 public struct Plan: Sendable, Hashable {
@@ -85,24 +88,50 @@ public enum Planner {
     public static func plan(order: Order?, snapshot: Snapshot?, emitted: [EmittedAction], now: Int64,
                             pendingMax: Int64) -> Plan {
         let (findings, wanted) = decide(order: order, snapshot: snapshot, now: now, pendingMax: pendingMax)
-        return finish(findings: findings, wanted: wanted, emitted: emitted)
+        return finish(findings: findings, wanted: wanted, emitted: emitted, currency: order?.amount.currency)
     }
 
     /// What is new against what was recorded, and what is no longer wanted.
-    static func finish(findings: [Finding], wanted: [PlannedAction], emitted: [EmittedAction]) -> Plan {
+    ///
+    /// An action in doubt (its call may have reached the provider, outcome unknown) is never superseded here, and
+    /// while it is in doubt nothing else is planned on its transaction: the plan is made from answers that may not
+    /// show the call yet, and acting on them could move the money twice (a refund of 5.00 in doubt and a new one of
+    /// 8.00 would refund 13.00). The executor learns the outcome from the provider first. A failed action the plan
+    /// still wants, or one whose outcome is unknown, is `action_failed` until an operator retries it or the order no
+    /// longer calls for it.
+    static func finish(findings: [Finding], wanted: [PlannedAction], emitted: [EmittedAction], currency: Currency?) -> Plan {
         let recorded = Dictionary(emitted.map { ($0.idempotencyKey, $0.status) },
                                   uniquingKeysWith: { first, second in first == .superseded ? second : first })
+        let doubtful = emitted.filter { $0.inDoubt && ($0.status == .pending || $0.status == .failed) }
+        let held = Set(doubtful.map { $0.transactionRef ?? "" })
+        let doubtfulKeys = Set(doubtful.map(\.idempotencyKey))
         let actions = wanted.filter { action in
+            if held.contains(action.transactionRef ?? ""), !doubtfulKeys.contains(action.idempotencyKey) { return false }
             guard let status = recorded[action.idempotencyKey] else { return true }
             return status == .superseded
         }
         let wantedKeys = Set(wanted.map(\.idempotencyKey))
         var supersede: [String] = []
         var seen = Set<String>()
-        for action in emitted where action.status == .pending && !wantedKeys.contains(action.idempotencyKey) {
+        for action in emitted where action.status == .pending && !action.inDoubt && !wantedKeys.contains(action.idempotencyKey) {
             if seen.insert(action.idempotencyKey).inserted { supersede.append(action.idempotencyKey) }
         }
-        return Plan(findings: findings, actions: actions, supersede: supersede)
+        var all = findings
+        var failedSeen = Set<String>()
+        for action in emitted where action.status == .failed && (wantedKeys.contains(action.idempotencyKey) || action.inDoubt) {
+            guard failedSeen.insert(action.idempotencyKey).inserted else { continue }
+            let amount = currency.map { Money.format(minorUnits: action.amount, exponent: $0.exponent) + " " + $0.code } ?? String(action.amount)
+            let outcome = action.inDoubt ? "outcome unknown" : "failed"
+            let finding = Finding(kind: .actionFailed,
+                                  expected: ["action": action.kind.rawValue, "idempotency_key": action.idempotencyKey],
+                                  actual: ["status": outcome],
+                                  detail: "\(action.kind.rawValue) of \(amount) (\(action.idempotencyKey)) \(outcome): "
+                                      + (action.lastError ?? "no answer recorded")
+                                      + " — fix the cause, then `payrecon actions retry`",
+                                  amountAtRisk: max(action.amount, 0))
+            if let i = all.firstIndex(where: { $0.kind == .actionFailed }) { all[i] = join(all[i], finding) } else { all.append(finding) }
+        }
+        return Plan(findings: all, actions: actions, supersede: supersede)
     }
 
     /// Findings and every action the order calls for now, recorded or not.

@@ -17,33 +17,63 @@ public struct StoredAction: Sendable {
     public var lastError: String?
     public var providerRef: String?
     public var createdAt: Date
+    /// Its last call may have reached the provider, outcome unknown (sql/0014).
+    public var inDoubt: Bool = false
+    /// With several transactions, the one it acts on.
+    public var transactionRef: String? = nil
 }
 
 /// The outbox: `payrecon actions execute` (or the worker with PAYRECON_ACTIONS=execute) claims pending actions under
 /// a lease and records each outcome; the idempotency key goes to the provider, so a retry after a crash is a no-op there.
 public enum ActionStore {
-    static let columns = "id, provider, order_id, action, amount_minor, currency, target_minor, provider_target, idempotency_key, status, attempts, last_error, provider_ref, created_at"
+    static let columns = "id, provider, order_id, action, amount_minor, currency, target_minor, provider_target, idempotency_key, status, attempts, last_error, provider_ref, created_at, in_doubt, transaction_ref"
 
-    public static func claimPending(leaseSeconds: Int, limit: Int, on conn: PostgresConnection) throws -> [StoredAction] {
+    /// Leases up to `limit` pending actions after `afterID`, in id order: an executor leases only what it is about to
+    /// run (a pass walks the outbox forward, so it never holds an action it already tried while it runs others).
+    public static func claimPending(leaseSeconds: Int, limit: Int, after afterID: Int64 = 0, on conn: PostgresConnection) throws -> [StoredAction] {
         try conn.query("""
             UPDATE actions SET lease_expires_at = now() + make_interval(secs => $1), attempts = attempts + 1, updated_at = now()
-            WHERE id IN (SELECT id FROM actions WHERE status = 'pending' AND (lease_expires_at IS NULL OR lease_expires_at < now())
+            WHERE id IN (SELECT id FROM actions WHERE status = 'pending' AND id > $3 AND (lease_expires_at IS NULL OR lease_expires_at < now())
                          ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED)
             RETURNING \(columns)
-            """, [.int64(Int64(leaseSeconds)), .int64(Int64(limit))]).map(decode)
+            """, [.int64(Int64(leaseSeconds)), .int64(Int64(limit)), .int64(afterID)]).map(decode)
     }
 
     /// Records the outcome, if `attempt` still holds the action (its claim's attempt number and a live lease):
     /// an executor that lost its lease records nothing. `status` pending keeps it for another try. False when the
     /// fence refused the write.
+    /// `inDoubt`: whether the call may have reached the provider with its outcome unknown (nil keeps what is
+    /// recorded: an attempt that sent nothing changes nothing about an earlier call).
     @discardableResult
     public static func finish(id: Int64, attempt: Int, status: ActionStatus, providerRef: String?, error: String?,
-                              on conn: PostgresConnection) throws -> Bool {
+                              inDoubt: Bool? = nil, on conn: PostgresConnection) throws -> Bool {
         try conn.execute("""
-            UPDATE actions SET status = $2, provider_ref = coalesce($3, provider_ref), last_error = $4, lease_expires_at = NULL, updated_at = now()
+            UPDATE actions SET status = $2, provider_ref = coalesce($3, provider_ref), last_error = $4, lease_expires_at = NULL,
+                in_doubt = coalesce($6, in_doubt), updated_at = now()
             WHERE id = $1 AND attempts = $5 AND status = 'pending' AND lease_expires_at >= now()
             """, [.int64(id), .text(status.rawValue), providerRef.map { .text($0) } ?? .null, error.map { .text($0) } ?? .null,
-                  .int64(Int64(attempt))]) == 1
+                  .int64(Int64(attempt)), inDoubt.map { .bool($0) } ?? .null]) == 1
+    }
+
+    /// `payrecon actions retry`: a failed action the fresh plan still wants is pending again, with the plan's amount
+    /// and currency, and no longer in doubt (the operator checked the provider). False when it is not failed.
+    public static func retry(id: Int64, amount: Int64, currency: String, providerTarget: String?, on conn: PostgresConnection) throws -> Bool {
+        try conn.execute("""
+            UPDATE actions SET status = 'pending', amount_minor = $2, currency = $3, provider_target = $4, in_doubt = false,
+                last_error = 'retried by an operator after: ' || coalesce(last_error, 'no answer recorded'), lease_expires_at = NULL, updated_at = now()
+            WHERE id = $1 AND status = 'failed'
+            """, [.int64(id), .int64(amount), .text(currency), providerTarget.map { .text($0) } ?? .null]) == 1
+    }
+
+    /// A failed action the fresh plan no longer wants: superseded (its action_failed finding resolves on the next check).
+    public static func retire(id: Int64, reason: String, on conn: PostgresConnection) throws -> Bool {
+        try conn.execute("""
+            UPDATE actions SET status = 'superseded', in_doubt = false, last_error = $2, updated_at = now() WHERE id = $1 AND status = 'failed'
+            """, [.int64(id), .text(reason)]) == 1
+    }
+
+    public static func find(id: Int64, on conn: PostgresConnection) throws -> StoredAction? {
+        try conn.query("SELECT \(columns) FROM actions WHERE id = $1", [.int64(id)]).first.map(decode)
     }
 
     /// Extends the lease of an action while its call is in flight; false when `attempt` no longer holds it.
@@ -56,10 +86,12 @@ public enum ActionStore {
 
     /// Just before the call: records the amount and target the fresh plan gives and extends the lease; false when
     /// `attempt` lost the action (then nothing may be sent).
+    /// From here on the call may reach the provider: the action is in doubt until its outcome is recorded.
     public static func confirm(id: Int64, attempt: Int, amount: Int64, providerTarget: String?, leaseSeconds: Int,
                                on conn: PostgresConnection) throws -> Bool {
         try conn.execute("""
-            UPDATE actions SET amount_minor = $3, provider_target = $4, lease_expires_at = now() + make_interval(secs => $5), updated_at = now()
+            UPDATE actions SET amount_minor = $3, provider_target = $4, lease_expires_at = now() + make_interval(secs => $5),
+                in_doubt = true, updated_at = now()
             WHERE id = $1 AND attempts = $2 AND status = 'pending' AND lease_expires_at >= now()
             """, [.int64(id), .int64(Int64(attempt)), .int64(amount), providerTarget.map { .text($0) } ?? .null,
                   .int64(Int64(leaseSeconds))]) == 1
@@ -81,7 +113,8 @@ public enum ActionStore {
                             target: try row.int64("target_minor"), providerTarget: try row.optionalString("provider_target"),
                             idempotencyKey: try row.string("idempotency_key"), status: status, attempts: Int(try row.int64("attempts")),
                             lastError: try row.optionalString("last_error"), providerRef: try row.optionalString("provider_ref"),
-                            createdAt: try row.date("created_at"))
+                            createdAt: try row.date("created_at"), inDoubt: try row.bool("in_doubt"),
+                            transactionRef: try row.optionalString("transaction_ref"))
     }
 }
 

@@ -23,7 +23,8 @@ public enum FindingStore {
     }
 
     /// The actions of one order, oldest first (also read under the order's lock by `record`).
-    static let emittedSQL = "SELECT idempotency_key, action, status, amount_minor FROM actions WHERE provider = $1 AND order_id = $2 ORDER BY id"
+    static let emittedSQL = "SELECT \(emittedColumns) FROM actions WHERE provider = $1 AND order_id = $2 ORDER BY id"
+    static let emittedColumns = "idempotency_key, action, status, amount_minor, in_doubt, transaction_ref, last_error"
 
     /// One finding: an acknowledged discrepancy with the same kind, expected and actual values stays acknowledged
     /// (it is counted, not reopened); an acknowledged one whose values changed is resolved and the finding opens a
@@ -136,7 +137,7 @@ public enum FindingStore {
         if !known.isEmpty {
             let join = "JOIN unnest($1::text[], $2::text[]) AS k(provider, order_id) ON t.provider = k.provider AND t.order_id = k.order_id"
             reads.append(PostgresStatement("SELECT \(OrderStore.selectColumns) FROM orders o \(join.replacingOccurrences(of: "t.", with: "o."))", pairs))
-            reads.append(PostgresStatement("SELECT t.provider, t.order_id, idempotency_key, action, status, amount_minor FROM actions t \(join) ORDER BY t.id", pairs))
+            reads.append(PostgresStatement("SELECT t.provider, t.order_id, \(emittedColumns) FROM actions t \(join) ORDER BY t.id", pairs))
             // With the aliases already linked from it (a check that learns no new alias writes none), and whether the last
             // check left anything open (most find nothing: the resolving UPDATE is then not needed; sql/0013).
             reads.append(PostgresStatement("""
@@ -199,7 +200,9 @@ public enum FindingStore {
 
     static func decodeEmitted(_ row: PostgresRow) throws -> EmittedAction? {
         guard let kind = ActionKind(rawValue: try row.string("action")), let status = ActionStatus(rawValue: try row.string("status")) else { return nil }
-        return EmittedAction(idempotencyKey: try row.string("idempotency_key"), kind: kind, status: status, amount: try row.int64("amount_minor"))
+        return EmittedAction(idempotencyKey: try row.string("idempotency_key"), kind: kind, status: status, amount: try row.int64("amount_minor"),
+                             inDoubt: try row.bool("in_doubt"), transactionRef: try row.optionalString("transaction_ref"),
+                             lastError: try row.optionalString("last_error"))
     }
 
     /// The second round trip of a group: what every check writes as one statement each for the group (snapshots,
@@ -256,7 +259,8 @@ public enum FindingStore {
             if !plan.supersede.isEmpty {
                 append(PostgresStatement("""
                     UPDATE actions SET status = 'superseded', updated_at = now()
-                    WHERE idempotency_key = ANY($1) AND status = 'pending' AND (lease_expires_at IS NULL OR lease_expires_at < now())
+                    WHERE idempotency_key = ANY($1) AND status = 'pending' AND NOT in_doubt
+                      AND (lease_expires_at IS NULL OR lease_expires_at < now())
                     """, [.textArray(plan.supersede)]), to: &supersedes)
             }
             for a in plan.actions {
@@ -266,7 +270,8 @@ public enum FindingStore {
                                          transaction_ref)
                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
                     ON CONFLICT (idempotency_key) DO UPDATE SET status = 'pending', amount_minor = EXCLUDED.amount_minor,
-                        provider_target = EXCLUDED.provider_target, last_error = NULL, lease_expires_at = NULL, updated_at = now()
+                        currency = EXCLUDED.currency, provider_target = EXCLUDED.provider_target, last_error = NULL,
+                        lease_expires_at = NULL, in_doubt = false, updated_at = now()
                     WHERE actions.status = 'superseded'
                     """, [p, .text(order.orderID), .text(a.kind.rawValue), .int64(a.amount), .text(a.currency.code),
                           .int64(a.target), a.providerTarget.map { .text($0) } ?? .null, .text(a.idempotencyKey),

@@ -4,7 +4,7 @@ import Reconciliation
 
 /// `transaction_links`: provider transactions linked to orders (modifications payrecon made, aliases it learned).
 public enum TransactionLinkStore {
-    static let columns = "order_id, external_id, parent_external_id, kind, amount_minor, currency, state, source, action_id"
+    static let columns = "order_id, external_id, parent_external_id, kind, amount_minor, currency, state, source, action_id, target_minor"
 
     /// Records `links` of `provider`'s transactions; a link already known gets the newer state.
     public static func record(_ links: [TransactionLink], provider: Provider, on conn: PostgresConnection) throws {
@@ -12,16 +12,19 @@ public enum TransactionLinkStore {
     }
 
     static let upsert = """
-        INSERT INTO transaction_links (provider, external_id, parent_external_id, order_id, kind, amount_minor, currency, state, source, action_id)
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+        INSERT INTO transaction_links (provider, external_id, parent_external_id, order_id, kind, amount_minor, currency, state, source, action_id,
+                                       target_minor)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
         ON CONFLICT (provider, external_id, (coalesce(order_id, ''))) DO UPDATE
-            SET state = coalesce(EXCLUDED.state, transaction_links.state), updated_at = now()
+            SET state = coalesce(EXCLUDED.state, transaction_links.state),
+                amount_minor = coalesce(EXCLUDED.amount_minor, transaction_links.amount_minor),
+                target_minor = coalesce(EXCLUDED.target_minor, transaction_links.target_minor), updated_at = now()
         """
 
     static func parameters(_ l: TransactionLink, provider: Provider) -> [PostgresValue] {
         [.text(provider.rawValue), .text(l.externalID), l.parentExternalID.map { .text($0) } ?? .null, l.orderID.map { .text($0) } ?? .null,
          .text(l.kind), l.amount.map { .int64($0) } ?? .null, l.currency.map { .text($0) } ?? .null, l.state.map { .text($0) } ?? .null,
-         .text(l.source.rawValue), l.actionID.map { .int64($0) } ?? .null]
+         .text(l.source.rawValue), l.actionID.map { .int64($0) } ?? .null, l.target.map { .int64($0) } ?? .null]
     }
 
     /// The aliases of an order's transaction, in one statement (recorded with every check that fetched it).
@@ -63,6 +66,7 @@ public enum TransactionLinkStore {
         return TransactionLink(externalID: try row.string("external_id"), parentExternalID: try row.optionalString("parent_external_id"),
                                orderID: try row.optionalString("order_id"), kind: try row.string("kind"),
                                amount: try row.optionalInt64("amount_minor"), currency: try row.optionalString("currency"),
-                               state: try row.optionalString("state"), source: source, actionID: try row.optionalInt64("action_id"))
+                               state: try row.optionalString("state"), source: source, actionID: try row.optionalInt64("action_id"),
+                               target: try row.optionalInt64("target_minor"))
     }
 }

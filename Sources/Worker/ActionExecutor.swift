@@ -8,8 +8,10 @@ import Store
 /// Executes pending actions at the provider (PAYRECON_ACTIONS=execute, or `payrecon actions execute`).
 ///
 /// Each action is claimed under a lease, sent through its provider with its idempotency key (the provider sends it
-/// as it takes it), the transactions the call made are recorded, then its outcome. A crash between the call and the record
-/// re-sends the same key, which the provider answers with the first result: no action is executed twice.
+/// as it takes it), the transactions the call made are recorded, then its outcome. From just before the call until
+/// its outcome is recorded the action is in doubt: after a timeout or a crash its next attempt asks the provider
+/// what came of it first (`ProviderAPI.settle`), and sends it again only when the provider does not know it, or when
+/// the provider answers a repeated idempotency key with the first result. No action is executed twice.
 public final class ActionExecutor: Sendable {
     public struct Totals: Sendable, Equatable {
         public var succeeded = 0, failed = 0, deferred = 0
@@ -30,24 +32,27 @@ public final class ActionExecutor: Sendable {
     /// Runs every pending action once (those a provider could not take now stay pending).
     public func executePending(limit: Int = 1000) async -> Totals {
         var totals = Totals()
-        var seen = Set<Int64>()
-        while seen.count < limit {
-            let batch: [StoredAction]
+        var done = 0
+        var after: Int64 = 0
+        // One pass walks the outbox forward in id order, leasing one action at a time, just before running it: an
+        // action it already tried is never held while others run (checks may supersede it meanwhile).
+        while done < limit {
+            let claimed: StoredAction?
             do {
-                batch = try await pool.run { [leaseSeconds] in try ActionStore.claimPending(leaseSeconds: leaseSeconds, limit: 16, on: $0) }
+                claimed = try await pool.run { [leaseSeconds, after] in
+                    try ActionStore.claimPending(leaseSeconds: leaseSeconds, limit: 1, after: after, on: $0).first
+                }
             } catch {
                 logger.warning("cannot claim actions", ["error": String(describing: error)]); break
             }
-            let fresh = batch.filter { !seen.contains($0.id) }
-            if fresh.isEmpty { break }
-            for action in fresh {
-                seen.insert(action.id)
-                switch await execute(action) {
-                case .succeeded: totals.succeeded += 1
-                case .failed: totals.failed += 1
-                case .pending: totals.deferred += 1
-                case .superseded: break
-                }
+            guard let action = claimed else { break }
+            after = action.id
+            done += 1
+            switch await execute(action) {
+            case .succeeded: totals.succeeded += 1
+            case .failed: totals.failed += 1
+            case .pending: totals.deferred += 1
+            case .superseded: break
             }
         }
         return totals
@@ -84,8 +89,41 @@ public final class ActionExecutor: Sendable {
         } catch {
             return await finish(action, .pending, ref: nil, error: "database: \(error)", log: log)
         }
-        guard let order = context.order, let known = context.known else {
-            return await finish(action, .superseded, ref: nil, error: "the order no longer exists", log: log)
+        guard let order = context.order, var known = context.known else {
+            return await finish(action, .superseded, ref: nil, error: "the order no longer exists", inDoubt: false, log: log)
+        }
+
+        // A call in doubt is asked about before anything else: it is never sent again on a guess.
+        if action.inDoubt {
+            let settlement: Settlement
+            switch await checker.settle(order, links: known.links) {
+            case .success(let settled): known.links = settled.links; settlement = settled.settlement
+            case .failure(let failure):
+                return await finish(action, .pending, ref: nil, error: "outcome of the last call still unknown; will ask again: \(failure.result)", log: log)
+            }
+            switch settlement.calls[action.id] {
+            case .made(let ref)?:
+                let status = await finish(action, .succeeded, ref: ref, error: nil, inDoubt: false, log: log)
+                log.info("action found made at the provider after an unknown outcome", ["provider_ref": ref])
+                _ = await checker.check(order, log: log)
+                return status
+            case .refused(let why)?:
+                let status = await finish(action, .failed, ref: nil, error: why, inDoubt: false, log: log)
+                _ = await checker.check(order, log: log)
+                return status
+            case .stillPending?:
+                return await finish(action, .pending, ref: nil, error: "the provider reports the call pending; asked again next time", log: log)
+            case .notMade?:
+                log.info("the provider does not know the call in doubt; it is planned again")
+            case nil where api.deduplicatesIdempotencyKeys:
+                break   // the provider answers a repeated key with the first result
+            case nil:
+                let why = "outcome unknown: the call may have been applied, and the provider cannot be asked whether it was "
+                    + "(it does not find it, and that it would is not known). Nothing is sent again automatically. Check the "
+                    + "transaction with the provider; if the call was not applied, run `payrecon actions retry \(action.id)`"
+                log.warning("action outcome unknown; not re-sent", ["reason": why])
+                return await finish(action, .failed, ref: nil, error: why, inDoubt: true, log: log)
+            }
         }
 
         // Re-fetch and re-plan: the key must still be wanted, and its amount is the fresh plan's. Every transaction
@@ -108,7 +146,7 @@ public final class ActionExecutor: Sendable {
         let acted = transactions.first { $0.transactionRef == (wanted?.transactionRef ?? order.transactionRef) }?.snapshot
         guard let snapshot = acted, let wanted else {
             let why = plan.findings.first.map { "\($0.kind.rawValue): \($0.detail)" } ?? "the order no longer calls for it"
-            let status = await finish(action, .superseded, ref: nil, error: "not sent: the fresh plan no longer wants it (\(why))", log: log)
+            let status = await finish(action, .superseded, ref: nil, error: "not sent: the fresh plan no longer wants it (\(why))", inDoubt: false, log: log)
             log.info("action superseded before its call", ["reason": why])
             _ = await checker.check(order, log: log)   // record what the fresh answer shows
             return status
@@ -154,15 +192,16 @@ public final class ActionExecutor: Sendable {
         let status: ActionStatus
         switch result.outcome {
         case .found(let ref):
-            status = await finish(action, .succeeded, ref: ref, error: nil, log: log)
+            status = await finish(action, .succeeded, ref: ref, error: nil, inDoubt: false, log: log)
             log.info("action executed", ["provider_ref": ref, "amount": wanted.amount])
             _ = await checker.check(order, log: log)   // see the provider's new state now
         case .notFound:
-            status = await finish(action, .failed, ref: nil, error: "the provider does not know the transaction to act on", log: log)
+            status = await finish(action, .failed, ref: nil, error: "the provider does not know the transaction to act on", inDoubt: false, log: log)
         case .transient(let reason, _):
-            status = await finish(action, .pending, ref: nil, error: "will retry: \(reason)", log: log)
+            // The call may have been applied: the action stays in doubt, and its next attempt asks the provider first.
+            status = await finish(action, .pending, ref: nil, error: "outcome unknown, asked before any re-send: \(reason)", inDoubt: true, log: log)
         case .permanent(let code, let body):
-            status = await finish(action, .failed, ref: nil, error: code == 0 ? body : "provider answered \(code): \(body)", log: log)
+            status = await finish(action, .failed, ref: nil, error: code == 0 ? body : "provider answered \(code): \(body)", inDoubt: false, log: log)
             log.warning("action failed", ["status": code])
             // A refused call (Paypercut's 409 idempotency_error among them) is followed by a re-fetch, so the
             // findings show what the provider holds now.
@@ -173,10 +212,12 @@ public final class ActionExecutor: Sendable {
 
     /// Records the outcome under the claim's fence; an executor that lost the action records nothing (`pending`:
     /// whoever holds it now decides).
-    private func finish(_ action: StoredAction, _ status: ActionStatus, ref: String?, error: String?, log: Logger) async -> ActionStatus {
+    private func finish(_ action: StoredAction, _ status: ActionStatus, ref: String?, error: String?, inDoubt: Bool? = nil,
+                        log: Logger) async -> ActionStatus {
         do {
             let kept = try await pool.run {
-                try ActionStore.finish(id: action.id, attempt: action.attempts, status: status, providerRef: ref, error: error, on: $0)
+                try ActionStore.finish(id: action.id, attempt: action.attempts, status: status, providerRef: ref, error: error,
+                                       inDoubt: inDoubt, on: $0)
             }
             guard kept else {
                 log.warning("action lease lost before its outcome was recorded; another executor holds it", ["outcome": status.rawValue])
@@ -187,5 +228,66 @@ public final class ActionExecutor: Sendable {
             log.warning("could not record an action's outcome; it will be retried with the same key", ["error": String(describing: error)])
         }
         return status
+    }
+}
+
+extension ActionExecutor {
+    /// What `payrecon actions retry` did with one failed action.
+    public enum RetryResult: Sendable, Equatable {
+        /// Pending again, with the fresh plan's amount (minor units).
+        case pending(amount: Int64)
+        /// The fresh plan no longer wants it: superseded, with why.
+        case retired(String)
+        /// It could not be re-planned now (the provider or the database); nothing changed.
+        case notNow(String)
+        /// No such action, or it is not failed.
+        case notFailed(String)
+    }
+
+    /// Re-plans a failed action from a fresh fetch (after an operator fixed the cause: a permission, a provider-side
+    /// state, or a call in doubt checked at the provider) and makes it pending again when the plan still wants it,
+    /// with the plan's amount and currency. The order is checked again, so its `action_failed` follows.
+    public func retry(id: Int64) async -> RetryResult {
+        let loaded: (StoredAction?, Order?, OrderChecker.Known?, [EmittedAction])
+        do {
+            loaded = try await pool.run { conn in
+                guard let action = try ActionStore.find(id: id, on: conn) else { return (nil, nil, nil, []) }
+                guard let order = try OrderStore.find(provider: action.provider, orderID: action.orderID, on: conn) else { return (action, nil, nil, []) }
+                return (action, order, try OrderChecker.known(provider: action.provider, orderIDs: [order.orderID], on: conn)[order.orderID],
+                        try FindingStore.emitted(provider: action.provider, orderID: order.orderID, on: conn))
+            }
+        } catch { return .notNow("database: \(error)") }
+        guard let action = loaded.0 else { return .notFailed("no action \(id): see 'payrecon actions list --status failed'") }
+        guard action.status == .failed else {
+            return .notFailed("action \(id) is \(action.status.rawValue): only a failed action can be retried")
+        }
+        guard let order = loaded.1, let known = loaded.2 else {
+            _ = try? await pool.run { try ActionStore.retire(id: id, reason: "retried: the order no longer exists", on: $0) }
+            return .retired("the order no longer exists")
+        }
+        let transactions: [FetchedTransaction]
+        switch await checker.fetch(order, links: known.links) {
+        case .success(let t): transactions = t
+        case .failure(let failure): return .notNow("the provider could not be asked now: \(failure.result)")
+        }
+        let others = loaded.3.filter { $0.idempotencyKey != action.idempotencyKey }
+        let windows = checker.pendingWindows
+        let plan = Planner.plan(order: order, transactions: transactions, emitted: others, now: checker.clock(),
+                                pendingMax: { windows.seconds(provider: action.provider, method: $0?.method) })
+        let result: RetryResult
+        do {
+            if let wanted = plan.actions.first(where: { $0.idempotencyKey == action.idempotencyKey }) {
+                let changed = try await pool.run {
+                    try ActionStore.retry(id: id, amount: wanted.amount, currency: wanted.currency.code, providerTarget: wanted.providerTarget, on: $0)
+                }
+                result = changed ? .pending(amount: wanted.amount) : .notFailed("action \(id) changed meanwhile; nothing done")
+            } else {
+                let why = plan.findings.first.map { "\($0.kind.rawValue): \($0.detail)" } ?? "the order no longer calls for it"
+                _ = try await pool.run { try ActionStore.retire(id: id, reason: "retried, but the fresh plan no longer wants it (\(why))", on: $0) }
+                result = .retired(why)
+            }
+        } catch { return .notNow("database: \(error)") }
+        _ = await checker.check(order, log: logger)
+        return result
     }
 }

@@ -106,8 +106,35 @@ public final class OrderChecker: Sendable {
 
     struct FetchFailure: Error { var result: Result }
 
-    /// Every transaction of the order, fetched (one for most orders).
-    func fetch(_ order: Order, links: [TransactionLink]) async -> Swift.Result<[FetchedTransaction], FetchFailure> {
+    /// Asks the provider about the order's calls in doubt (a PXP modification sent and never answered, or answered
+    /// Pending), records what it says, and returns the links as they are now. Nothing in doubt: no call.
+    func settle(_ order: Order, links: [TransactionLink]) async -> Swift.Result<(links: [TransactionLink], settlement: Settlement), FetchFailure> {
+        let api = gateway[order.provider]
+        switch await api.settle(TransactionQuery(transactionRef: order.transactionRef, merchant: order.merchant, site: order.site, links: links)) {
+        case .found(let settlement):
+            guard !settlement.links.isEmpty else { return .success((links, settlement)) }
+            do {
+                try await pool.run { try TransactionLinkStore.record(settlement.links, provider: order.provider, on: $0) }
+            } catch { return .failure(FetchFailure(result: .transient(reason: "database: \(error)", retryAfterSeconds: nil))) }
+            var merged = links
+            for link in settlement.links {
+                if let i = merged.firstIndex(where: { $0.externalID == link.externalID }) { merged[i] = link } else { merged.append(link) }
+            }
+            return .success((merged, settlement))
+        case .notFound: return .success((links, Settlement()))
+        case .transient(let r, let a): return .failure(FetchFailure(result: .transient(reason: r, retryAfterSeconds: a)))
+        case .permanent(let s, let b): return .failure(FetchFailure(result: Self.failure(status: s, body: b)))
+        }
+    }
+
+    /// Every transaction of the order, fetched (one for most orders), after its calls in doubt were asked about: no
+    /// plan is made as if a modification that may have happened had not.
+    func fetch(_ order: Order, links known: [TransactionLink]) async -> Swift.Result<[FetchedTransaction], FetchFailure> {
+        let links: [TransactionLink]
+        switch await settle(order, links: known) {
+        case .success(let settled): links = settled.links
+        case .failure(let failure): return .failure(failure)
+        }
         var out: [FetchedTransaction] = []
         for ref in order.transactionRefs {
             let outcome = await gateway[order.provider].snapshot(of: TransactionQuery(

@@ -88,7 +88,17 @@ public final class QueueWorker: Sendable {
                 await flushCompletions()
             }
         }
-        defer { renewer.cancel(); flusherDone.store(true, ordering: .relaxed); wakeup.stop() }
+        // Actions run beside deliveries, in a loop of their own: a queue that is never empty does not starve them.
+        let actionsDone = Atomic<Bool>(false)
+        let runsActions = !once && configuration.executeActions && executor != nil
+        let actionLoop = Task { [self] in
+            guard runsActions, let executor else { return }
+            while !actionsDone.load(ordering: .relaxed) && !stopping.load(ordering: .relaxed) {
+                let t = await executor.executePending()
+                if t.succeeded + t.failed == 0 { try? await Task.sleep(for: .milliseconds(Self.actionIdleMilliseconds)) }
+            }
+        }
+        defer { renewer.cancel(); flusherDone.store(true, ordering: .relaxed); actionsDone.store(true, ordering: .relaxed); wakeup.stop() }
         logger.info("worker started", ["once": once])
         // A pipeline, not batches: as soon as a delivery finishes, another is claimed, so one slow provider call
         // never holds up the deliveries behind it.
@@ -124,7 +134,6 @@ public final class QueueWorker: Sendable {
                 }
                 if inFlight > 0 { continue }
                 // Nothing in hand and nothing due.
-                if let executor, configuration.executeActions { _ = await executor.executePending() }
                 if once { break }
                 // A delivery due now that another transaction holds locked (SKIP LOCKED passed it) must not make
                 // this loop spin: wait at least `minimumWaitSeconds`.
@@ -135,6 +144,8 @@ public final class QueueWorker: Sendable {
             await group.waitForAll()
         }
         flusherDone.store(true, ordering: .relaxed)
+        actionsDone.store(true, ordering: .relaxed)
+        _ = await actionLoop.value       // an action under way finishes and records its outcome
         _ = await flusher.value          // a flush it had begun is counted before the last one
         await flushCompletions()
         if let executor, configuration.executeActions, once { _ = await executor.executePending() }
@@ -142,6 +153,10 @@ public final class QueueWorker: Sendable {
         logger.info("worker stopped", ["done": t.done, "retried": t.retried, "dead": t.dead])
         return t
     }
+
+    /// How long the action loop waits after a pass that finished nothing (none due, or every one deferred: a provider
+    /// that is down is asked again a second later, not in a loop).
+    static let actionIdleMilliseconds = 1000
 
     /// Processed deliveries by provider and outcome (`done`, `ignored`, `retry`, `dead`).
     static let processedMetric = Metrics.shared.counter("payrecon_deliveries_processed_total",

@@ -86,6 +86,14 @@ struct MeteredProviderAPI: ProviderAPI {
     let base: any ProviderAPI
 
     var isConfigured: Bool { base.isConfigured }
+    var deduplicatesIdempotencyKeys: Bool { base.deduplicatesIdempotencyKeys }
+
+    func settle(_ transaction: TransactionQuery) async -> ProviderOutcome<Settlement> {
+        let start = DispatchTime.now()
+        let outcome = await base.settle(transaction)
+        WorkerMetrics.call(provider, "settle", outcome, since: start)
+        return outcome
+    }
 
     func references(in event: StoredEvent) async -> ProviderOutcome<EventContent> {
         let start = DispatchTime.now()

@@ -34,12 +34,14 @@ import Testing
             case .tooManyRequests(let after): counts["429", default: 0] += 1; #expect(after == 3)
             case .drop: counts["drop", default: 0] += 1
             case .dropAfterApply: counts["dropAfterApply", default: 0] += 1
+            case .dropBeforeApply: counts["dropBeforeApply", default: 0] += 1
             }
         }
         #expect((1700...2300).contains(counts["500"] ?? 0))
         #expect((1700...2300).contains(counts["429"] ?? 0))
         #expect((800...1200).contains(counts["drop"] ?? 0))
         #expect(counts["dropAfterApply"] == nil, "mixed sets no drop_after_apply_rate")
+        #expect(counts["dropBeforeApply"] == nil, "mixed sets no drop_before_apply_rate")
         #expect(delays.min() == 5 && delays.max() == 25)
     }
 

@@ -147,13 +147,47 @@ import Testing
         let over = sim.pxpModify(sid, "Capture", amount: "7.51", mtid: "CAP-2")
         #expect(over.status == 422)
         #expect(over.errorCode == "AmountExceeded")
+        // After a partial capture the parent is still Authorised (the default reading; PXP documents neither).
+        #expect(sim.pxpGet("merchantTransactionId=ORD-1").json?["state"]?.stringValue == "Authorised")
         #expect(sim.pxpModify(sid, "Capture", amount: "7.50", mtid: "CAP-3").status == 200)
-        #expect(sim.pxpModify(sid, "Capture", amount: "0.01", mtid: "CAP-4").errorCode == "AmountExceeded")
-
-        // The parent still reports only its own original values.
+        // "A capture updates the state to Captured" (developer.pxp.io): once the whole amount is captured, nothing
+        // more can be.
+        #expect(sim.pxpModify(sid, "Capture", amount: "0.01", mtid: "CAP-4").errorCode == "InvalidState")
         let parent = try #require(sim.pxpGet("merchantTransactionId=ORD-1").json)
-        #expect(parent["state"]?.stringValue == "Authorised")
+        #expect(parent["state"]?.stringValue == "Captured")
         #expect(parent["fundingData"]?["providerResponse"]?["authorisedAmount"] == nil)
+    }
+
+    /// The other reading of a partial capture: the parent shows Captured at once, and may still be captured.
+    @Test func aParentShownCapturedAfterAPartialCaptureCanBeCapturedFurther() throws {
+        let sim = makeSimulator()
+        try sim.setPXPBehaviour(#"{"partial_capture":"captured"}"#)
+        let sid = sim.seedPXP("ORD-1", intent: "Authorisation", value: "20.00")
+        #expect(sim.pxpModify(sid, "Capture", amount: "12.50", mtid: "CAP-1").status == 200)
+        #expect(sim.pxpGet("merchantTransactionId=ORD-1").json?["state"]?.stringValue == "Captured")
+        #expect(sim.pxpModify(sid, "Capture", amount: "7.51", mtid: "CAP-2").errorCode == "AmountExceeded")
+        #expect(sim.pxpModify(sid, "Capture", amount: "7.50", mtid: "CAP-3").status == 200)
+    }
+
+    /// A PXP that does not de-duplicate applies a repeated merchantTransactionId again; one whose lookup does not find
+    /// modifications answers 404 for a modification's merchantTransactionId.
+    @Test func undocumentedModificationBehavioursAreSettings() throws {
+        let sim = makeSimulator()
+        let sid = sim.seedPXP("ORD-1", intent: "Authorisation", value: "20.00")
+        #expect(sim.pxpModify(sid, "Capture", amount: "5.00", mtid: "CAP-1").status == 200)
+        let replay = sim.pxpModify(sid, "Capture", amount: "5.00", mtid: "CAP-1")
+        #expect(replay.status == 200)
+        #expect(sim.pxpGet("merchantTransactionId=CAP-1").status == 200)
+        try sim.setPXPBehaviour(#"{"dedupe":false,"lookup":false}"#)
+        #expect(sim.pxpModify(sid, "Capture", amount: "5.00", mtid: "CAP-1").json?["systemTransactionId"]?.stringValue
+                != replay.json?["systemTransactionId"]?.stringValue)
+        #expect(sim.pxpGet("merchantTransactionId=CAP-1").status == 404)
+        #expect(sim.pxpGet("merchantTransactionId=ORD-1").status == 200)
+        // Applied twice: 10.00 of the 20.00 captured; two more repeats capture the rest.
+        #expect(sim.pxpModify(sid, "Capture", amount: "5.00", mtid: "CAP-1").status == 200)
+        #expect(sim.pxpGet("merchantTransactionId=ORD-1").json?["state"]?.stringValue == "Authorised")
+        #expect(sim.pxpModify(sid, "Capture", amount: "5.00", mtid: "CAP-1").status == 200)
+        #expect(sim.pxpGet("merchantTransactionId=ORD-1").json?["state"]?.stringValue == "Captured")
     }
 
     @Test func finalCaptureClosesTheAuthorisation() {
@@ -214,10 +248,20 @@ import Testing
         #expect(sim.pxpModify(sid, "Incremental", amount: "10.00", mtid: "INC-3").errorCode == "InvalidAmount")
         // Capture is now limited by the new total.
         #expect(sim.pxpModify(sid, "Capture", amount: "29.99", mtid: "CAP-1").status == 200)
-        // The parent reports its original values.
+        // The parent reports the new total as its authorisedAmount, its value unchanged (the default reading).
         let parent = sim.pxpGet("merchantTransactionId=ORD-1")
         #expect(parent.bodyText.contains(#""transactionValue":24.99"#))
-        #expect(!parent.bodyText.contains("authorisedAmount"))
+        #expect(parent.bodyText.contains(#""authorisedAmount":29.99"#))
+    }
+
+    @Test func anIncrementMayRaiseTheParentsValueToo() throws {
+        let sim = makeSimulator()
+        try sim.setPXPBehaviour(#"{"increment":"value"}"#)
+        let sid = sim.seedPXP("ORD-1", intent: "EstimatedAuthorisation", value: "24.99")
+        #expect(sim.pxpModify(sid, "Incremental", amount: "29.99", mtid: "INC-1").status == 200)
+        let parent = sim.pxpGet("merchantTransactionId=ORD-1")
+        #expect(parent.bodyText.contains(#""transactionValue":29.99"#))
+        #expect(parent.bodyText.contains(#""authorisedAmount":29.99"#))
     }
 
     @Test(arguments: ["Capture", "FinalCapture", "Void", "Incremental"])

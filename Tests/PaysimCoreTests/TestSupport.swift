@@ -86,6 +86,12 @@ extension Simulator {
             """)
     }
 
+    /// Sets what PXP does where it documents nothing (`POST /admin/pxp/behaviour`).
+    func setPXPBehaviour(_ json: String) throws {
+        let r = post("/admin/pxp/behaviour", json)
+        guard r.status == 200 else { throw SimTestError(r.bodyText) }
+    }
+
     /// Seeds one PayPal order through the admin API.
     func seedPayPal(_ json: String) {
         let r = post("/admin/paypal/orders", json)
@@ -112,4 +118,9 @@ extension SimResponse {
         json?["details"]?.arrayValue?.first?["issue"]?.stringValue ?? json?["errorCode"]?.stringValue
             ?? json?["error"]?["code"]?.stringValue
     }
+}
+
+struct SimTestError: Error, CustomStringConvertible {
+    var description: String
+    init(_ d: String) { description = d }
 }

@@ -34,7 +34,8 @@ import Testing
         }
         // The generator reaches every action and every finding an order with a snapshot can produce.
         #expect(Set(counts.keys) == Set(ActionKind.allCases))
-        #expect(Set(findingCounts.keys) == Set(DiscrepancyKind.allCases).subtracting([.unknownOrder, .missingAtProvider]))
+        // (action_failed needs a failed action recorded: PlannerIdempotencyTests.)
+        #expect(Set(findingCounts.keys) == Set(DiscrepancyKind.allCases).subtracting([.unknownOrder, .missingAtProvider, .actionFailed]))
     }
 
     static func violations(order: Order, snapshot: Snapshot, targets: ActionTargets, plan: Plan) -> [String] {

@@ -7,7 +7,7 @@ public enum CLI {
     /// Every command: the whole surface.
     public static let commands: [Command] = [
         serveCommand, workCommand, reconcileCommand, reportCommand,
-        ordersImportCommand, actionsListCommand, actionsExecuteCommand,
+        ordersImportCommand, actionsListCommand, actionsExecuteCommand, actionsRetryCommand,
         eventsListCommand, eventsShowCommand, eventsRetryCommand, discrepanciesAckCommand, pruneCommand,
         verifyCommand, migrateCommand,
     ]

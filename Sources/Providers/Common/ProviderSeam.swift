@@ -186,8 +186,37 @@ public struct ActionCallResult: Sendable {
     public init(_ outcome: ProviderOutcome<String>, links: [TransactionLink] = []) { self.outcome = outcome; self.links = links }
 }
 
+/// What the provider says now of a call payrecon made and whose outcome it does not know (a timeout, a cut
+/// connection, a crash between the call and its record).
+public enum CallOutcome: Sendable, Equatable {
+    /// It was made; the provider's reference for what it did.
+    case made(providerRef: String)
+    /// It was made and refused (the provider's word).
+    case refused(String)
+    /// The provider knows it and has not decided yet.
+    case stillPending
+    /// The provider does not know it, and its answer can be trusted to say so: it may be sent again.
+    case notMade
+}
+
+/// Calls in doubt, asked about: links to record (what the provider now says of them), and the outcome of each call
+/// the provider could tell, by action id. A call it could not tell about is absent.
+public struct Settlement: Sendable {
+    public var links: [TransactionLink]
+    public var calls: [Int64: CallOutcome]
+    public init(links: [TransactionLink] = [], calls: [Int64: CallOutcome] = [:]) { self.links = links; self.calls = calls }
+}
+
 /// A provider's API, as the worker, the sweep and the executor use it.
 public protocol ProviderAPI: Sendable {
+    /// Whether the provider documents that a repeated idempotency key is answered with the first result, so an
+    /// action whose outcome is unknown may be sent again with the same key (PayPal-Request-Id, Paypercut's
+    /// Idempotency-Key). Where it is not documented (PXP's merchantTransactionId), a call in doubt is sent again
+    /// only when `settle` says the provider does not know it.
+    var deduplicatesIdempotencyKeys: Bool { get }
+    /// Asks the provider about the calls in doubt among `transaction.links` (every check does, before planning, and
+    /// the executor before it decides to re-send). Nothing to ask: `.found(Settlement())`, no call made.
+    func settle(_ transaction: TransactionQuery) async -> ProviderOutcome<Settlement>
     /// Whether credentials were given (without them every call fails permanently, naming what to set).
     var isConfigured: Bool { get }
     /// The transactions a stored delivery names (a webhook is a hint: the worker re-fetches each), or why it names
@@ -208,6 +237,8 @@ public protocol ProviderAPI: Sendable {
 
 extension ProviderAPI {
     public func prepare(_ call: ActionCall) -> [TransactionLink] { [] }
+
+    public func settle(_ transaction: TransactionQuery) async -> ProviderOutcome<Settlement> { .found(Settlement()) }
 
     public func lookup(_ transaction: TransactionQuery) async -> ProviderOutcome<TransactionLookup> {
         await snapshot(of: transaction).map(TransactionLookup.transaction)

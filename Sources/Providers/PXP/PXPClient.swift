@@ -80,8 +80,9 @@ public struct PXPModificationResult: Sendable, Equatable {
 }
 
 /// The PXP Transactions API: read a transaction, modify it. Every request carries PXP-UST1 auth; transient
-/// failures are retried per `retry`. Modifications are retried too: their merchantTransactionId is derived from the
-/// action's idempotency key (`merchantTransactionId(forIdempotencyKey:)`), so a repeat names the same operation.
+/// failures of reads are retried per `retry`. A modification is sent once and never retried here: its
+/// merchantTransactionId is derived from the action's idempotency key (`merchantTransactionId(forIdempotencyKey:)`),
+/// and after an unknown outcome the executor looks it up before deciding to send it again.
 public final class PXPClient: Sendable {
     public let configuration: PXPConfiguration
     let transport: any ProviderTransport
@@ -120,12 +121,13 @@ public final class PXPClient: Sendable {
     public func modify(systemTransactionId: String, _ kind: PXPModificationKind, currency: Currency, merchant: String,
                        site: String, merchantTransactionId: String, merchantTransactionDate: String) async
         -> ProviderOutcome<PXPModificationResult> {
-        let outcome = await retrying(retry) { () async -> ProviderOutcome<JSONValue> in
-            let request = self.modificationRequest(systemTransactionId: systemTransactionId, kind, currency: currency,
-                                                   merchant: merchant, site: site, merchantTransactionId: merchantTransactionId,
-                                                   merchantTransactionDate: merchantTransactionDate)
-            return await self.send(request, notFoundIsAbsence: false)
-        }
+        // Sent once: after a timeout, a 5xx or a cut connection PXP may have applied it, and whether PXP
+        // de-duplicates a repeated merchantTransactionId is undocumented (PXP-DEDUPE). The action stays in doubt
+        // and its next attempt looks the merchantTransactionId up before anything is sent again.
+        let request = modificationRequest(systemTransactionId: systemTransactionId, kind, currency: currency,
+                                          merchant: merchant, site: site, merchantTransactionId: merchantTransactionId,
+                                          merchantTransactionDate: merchantTransactionDate)
+        let outcome = await send(request, notFoundIsAbsence: false)
         switch outcome {
         case .found(let answer):
             guard let id = answer["systemTransactionId"]?.stringValue, let state = answer["state"]?.stringValue else {

@@ -10,11 +10,13 @@ public struct PXPModification: Sendable, Hashable, Codable {
     public var amount: Int64
     /// PXP state of the modification transaction (`Captured`, `Authorised`, `Cancelled`, `Refused`, …).
     public var state: String
+    /// For an increment payrecon sent: the new authorised total it asked for (nil for one learned of).
+    public var newTotal: Int64?
 
     public init(systemTransactionId: String, parentSystemTransactionId: String, operation: PXPOperation, amount: Int64,
-                state: String) {
+                state: String, newTotal: Int64? = nil) {
         self.systemTransactionId = systemTransactionId; self.parentSystemTransactionId = parentSystemTransactionId
-        self.operation = operation; self.amount = amount; self.state = state
+        self.operation = operation; self.amount = amount; self.state = state; self.newTotal = newTotal
     }
 
     /// Whether PXP accepted it: captures come back `Captured`, refunds and increments `Authorised`, voids `Cancelled`.
@@ -86,7 +88,8 @@ public enum PXPMapping {
         // Modifications of this transaction, each counted once.
         var seen = Set<String>()
         var childCaptured: Int64 = 0, childRefunded: Int64 = 0, childIncrement: Int64 = 0
-        var voidAccepted = false
+        var newTotal: Int64?
+        var voidAccepted = false, finalCaptured = false
         for m in modifications where m.parentSystemTransactionId == systemTransactionId && m.isAccepted {
             guard seen.insert(m.systemTransactionId).inserted else { continue }
             guard m.amount >= 0 else {
@@ -94,13 +97,23 @@ public enum PXPMapping {
                                            value: String(m.amount), reason: "negative amount")
             }
             switch m.operation {
-            case .capture, .finalCapture: childCaptured = try add(childCaptured, m.amount, m)
+            case .capture, .finalCapture:
+                childCaptured = try add(childCaptured, m.amount, m)
+                if m.operation == .finalCapture { finalCaptured = true }
             case .refund: childRefunded = try add(childRefunded, m.amount, m)
-            case .incremental: childIncrement = try add(childIncrement, m.amount, m)
+            case .incremental:
+                if let total = m.newTotal { newTotal = max(newTotal ?? 0, total) } else { childIncrement = try add(childIncrement, m.amount, m) }
             case .void: voidAccepted = true
             }
         }
-        captured = max(captured, childCaptured)
+        // An increment payrecon sent names the new total: A is that, whether PXP shows it on the parent's
+        // authorisedAmount, on its transactionValue too, or not at all (PXP-34).
+        if let newTotal { authorised = max(authorised, newTotal) }
+        // PXP does not document how a parent looks after a partial capture (PXP-33): an authorisation it shows
+        // Captured while its captures hold less is partly captured, whichever way it shows it. The captures payrecon
+        // knows say how much; without any, Captured means the whole value (a capture made elsewhere).
+        let partlyCaptured = intent.isAuthorisation && state == .captured && childCaptured > 0 && childCaptured < max(value, authorised)
+        captured = partlyCaptured ? childCaptured : max(captured, childCaptured)
         refunded = max(refunded, childRefunded)
         if childIncrement > 0 {
             let (raised, overflow) = min(authorised, value).addingReportingOverflow(childIncrement)
@@ -116,6 +129,7 @@ public enum PXPMapping {
             else if refunded > 0 { state = .partiallyRefunded }
             else if base == .authorised && captured > 0 && captured >= authorised { state = .captured }
             else if base == .authorised && captured == 0 && voidAccepted { state = .voided }
+            else if partlyCaptured && !finalCaptured && captured < authorised { state = .authorised }
         }
 
         return Snapshot(

@@ -1,5 +1,6 @@
 import Foundation
 import Reconciliation
+import Synchronization
 
 /// PXP behind the provider seam: its facts, its webhook side (HMAC over `X-Request-Id` + timestamp + body) and its
 /// API side (the Transactions API; modifications are transactions of their own, linked to their parent).
@@ -45,7 +46,16 @@ public enum PXPProvider {
     public struct API: ProviderAPI {
         public let client: PXPClient?
 
+        /// Whether PXP has been seen, in this process, to find a modification by its merchantTransactionId
+        /// (undocumented: PXP-LOOKUP-MODIFICATIONS in docs/PROVIDER-FACTS.md). Until it has, a 404 for a
+        /// modification in doubt proves nothing, and nothing is re-sent on the strength of it.
+        let lookups = LookupEvidence()
+
         public init(client: PXPClient?) { self.client = client }
+
+        /// PXP does not document whether a repeated merchantTransactionId is de-duplicated (PXP-DEDUPE): payrecon
+        /// never relies on it.
+        public var deduplicatesIdempotencyKeys: Bool { false }
 
         init(environment env: Environment, transport: any ProviderTransport) throws(ConfigurationError) {
             guard let id = env["PXP_CLIENT_ID"], let token = env["PXP_TOKEN_ID"], let value = try env.secret("PXP_TOKEN_VALUE") else {
@@ -109,10 +119,96 @@ public enum PXPProvider {
             guard let parent = call.providerTarget ?? call.snapshot?.aliases.first else { return [] }
             return [TransactionLink(externalID: PXPClient.merchantTransactionId(forIdempotencyKey: call.idempotencyKey), parentExternalID: parent,
                                     orderID: call.order.orderID, kind: call.kind.rawValue, amount: call.amount.minorUnits,
-                                    currency: call.amount.currency.code, state: Self.sentState, source: .payrecon, actionID: call.actionID)]
+                                    currency: call.amount.currency.code, state: Self.sentState, source: .payrecon, actionID: call.actionID,
+                                    target: call.kind == .increment ? call.target : nil)]
         }
 
         static let sentState = "Sent"
+        /// A prepared modification PXP was asked about and, with lookups known to work, does not know.
+        static let notMadeState = "Sent/NotFound"
+
+        /// Whether a link is a modification payrecon prepared (its merchantTransactionId) whose outcome is not known:
+        /// sent and never answered, or answered Pending.
+        static func inDoubt(_ link: TransactionLink) -> Bool {
+            guard link.source == .payrecon, link.actionID != nil, let state = link.state else { return false }
+            return state == sentState || state.lowercased() == "sent/pending"
+        }
+
+        /// Modifications in doubt, looked up by their merchantTransactionId (contract: a modification whose outcome
+        /// is not known is looked up on every check before planning). A 404 says "not made" only when lookups are
+        /// known to find modifications: this process has seen one found, or a modification of the order whose
+        /// outcome is known is found now. Otherwise the call stays in doubt and is never re-sent automatically.
+        public func settle(_ q: TransactionQuery) async -> ProviderOutcome<Settlement> {
+            let doubtful = q.links.filter(Self.inDoubt)
+            let prepared = q.links.filter { $0.source == .payrecon && $0.actionID != nil && ($0.state ?? "").hasPrefix(Self.sentState + "/") }
+            guard !doubtful.isEmpty || !prepared.isEmpty else { return .found(Settlement()) }
+            var out = Settlement()
+            // What earlier lookups (a check's, a webhook's) already learned of a call: made, refused, or not made.
+            for link in prepared where !Self.inDoubt(link) {
+                let state = String(link.state!.dropFirst(Self.sentState.count + 1))
+                if link.state == Self.notMadeState { out.calls[link.actionID!] = .notMade; continue }
+                guard let kind = ActionKind(rawValue: link.kind) else { continue }
+                let made = q.links.first { $0.actionID == link.actionID && $0.externalID != link.externalID && $0.parentExternalID == link.parentExternalID }
+                let modification = PXPModification(systemTransactionId: made?.externalID ?? link.externalID, parentSystemTransactionId: link.parentExternalID ?? "",
+                                                   operation: kind.pxpOperation, amount: link.amount ?? 0, state: state)
+                out.calls[link.actionID!] = modification.isAccepted ? .made(providerRef: modification.systemTransactionId)
+                    : .refused("PXP answered state \(state)")
+            }
+            guard let client, let merchant = q.merchant, let site = q.site, !merchant.isEmpty, !site.isEmpty else { return .found(out) }
+            var unknown: [TransactionLink] = []
+            for link in doubtful {
+                switch await client.transaction(merchant: merchant, site: site, merchantTransactionId: link.externalID) {
+                case .found(let answer):
+                    guard let id = answer["systemTransactionId"]?.stringValue, let state = answer["state"]?.stringValue,
+                          let parent = link.parentExternalID, let kind = ActionKind(rawValue: link.kind) else {
+                        return .permanent(status: 200, body: "PXP's answer for \(link.externalID) has no systemTransactionId/state")
+                    }
+                    lookups.found()
+                    let modification = PXPModification(systemTransactionId: id, parentSystemTransactionId: parent,
+                                                       operation: kind.pxpOperation, amount: link.amount ?? 0, state: state)
+                    var made = link
+                    made.externalID = id
+                    made.state = state
+                    var prepared = link
+                    prepared.state = Self.sentState + "/" + state
+                    out.links += [made, prepared]
+                    out.calls[link.actionID!] = modification.isAccepted ? .made(providerRef: id)
+                        : state.lowercased() == "pending" ? .stillPending : .refused("PXP answered state \(state)")
+                case .notFound:
+                    unknown.append(link)
+                case let other:
+                    return other.failure(as: Settlement.self)!
+                }
+            }
+            guard !unknown.isEmpty else { return .found(out) }
+            if await lookupsFindModifications(q, client: client, merchant: merchant, site: site) {
+                for link in unknown {
+                    var cleared = link
+                    cleared.state = Self.notMadeState
+                    out.links.append(cleared)
+                    out.calls[link.actionID!] = .notMade
+                }
+            }
+            return .found(out)
+        }
+
+        /// Evidence that a 404 for a merchantTransactionId means PXP does not know it: a modification found that
+        /// way before, in this process, or one of the order's modifications with a known outcome found now.
+        func lookupsFindModifications(_ q: TransactionQuery, client: PXPClient, merchant: String, site: String) async -> Bool {
+            if lookups.seen { return true }
+            let known = q.links.filter { link in
+                guard link.source == .payrecon, let state = link.state, state.hasPrefix(Self.sentState + "/") else { return false }
+                return state != Self.notMadeState && state.lowercased() != "sent/pending"
+            }
+            // This order's modification with a known outcome, else the last one this process made (any order).
+            let probe = known.last.map { (merchant, site, $0.externalID) } ?? lookups.lastMade
+            guard let probe else { return false }
+            if case .found = await client.transaction(merchant: probe.0, site: probe.1, merchantTransactionId: probe.2) {
+                lookups.found()
+                return true
+            }
+            return false
+        }
 
         /// A modification of the parent transaction, its merchantTransactionId derived from the idempotency key (so
         /// a re-send is the same transaction); the modification is returned as a link whatever PXP's state. When an
@@ -135,6 +231,7 @@ public enum PXPProvider {
             if call.links.contains(where: { $0.externalID == mtid }) {
                 switch await client.transaction(merchant: merchant, site: site, merchantTransactionId: mtid) {
                 case .found(let answer):
+                    lookups.found()
                     guard let id = answer["systemTransactionId"]?.stringValue, let state = answer["state"]?.stringValue else {
                         return ActionCallResult(.permanent(status: 200, body: "PXP's answer for \(mtid) has no systemTransactionId/state"))
                     }
@@ -149,15 +246,22 @@ public enum PXPProvider {
                                              merchantTransactionDate: PXPClient.formatDate(unixSeconds: snapshot.createdAt ?? Int64(Date().timeIntervalSince1970)))
             }
             guard case .found(let r) = result else { return ActionCallResult(result.failure(as: String.self)!) }
+            lookups.made(merchant: merchant, site: site, merchantTransactionId: mtid)
             let modification = r.modification(parentSystemTransactionId: parent, operation: kind.operation, amount: call.amount.minorUnits)
             let link = TransactionLink(externalID: r.systemTransactionId, parentExternalID: parent, orderID: call.order.orderID,
                                        kind: call.kind.rawValue, amount: call.amount.minorUnits, currency: call.amount.currency.code,
-                                       state: r.state, source: .payrecon, actionID: call.actionID)
+                                       state: r.state, source: .payrecon, actionID: call.actionID,
+                                       target: call.kind == .increment ? call.target : nil)
             // The prepared link takes PXP's state, so it is never counted apart from the modification itself.
             var prepared = link
             prepared.externalID = mtid
             prepared.state = Self.sentState + "/" + r.state
             guard modification.isAccepted else {
+                if r.state.lowercased() == "pending" {
+                    // Not decided yet: the action stays in doubt, and every check looks the modification up again.
+                    return ActionCallResult(.transient(reason: "PXP answered state Pending; looked up again on every check",
+                                                       retryAfterSeconds: nil), links: [link, prepared])
+                }
                 return ActionCallResult(.permanent(status: 200, body: "PXP answered state \(r.state)"), links: [link, prepared])
             }
             return ActionCallResult(.found(r.systemTransactionId), links: [link, prepared])
@@ -182,6 +286,20 @@ extension PXPModification {
     public init?(link: TransactionLink) {
         guard let parent = link.parentExternalID, let kind = ActionKind(rawValue: link.kind), let amount = link.amount else { return nil }
         self.init(systemTransactionId: link.externalID, parentSystemTransactionId: parent, operation: kind.pxpOperation,
-                  amount: amount, state: link.state ?? "")
+                  amount: amount, state: link.state ?? "", newTotal: kind == .increment ? link.target : nil)
+    }
+}
+
+/// Whether PXP was seen to find a modification by its merchantTransactionId (`PXPProvider.API.settle`).
+final class LookupEvidence: Sendable {
+    private struct State { var seen = false; var lastMade: (String, String, String)? }
+    private let state = Mutex(State())
+    var seen: Bool { state.withLock { $0.seen } }
+    /// The last modification this process made with a known outcome (merchant, site, merchantTransactionId): what
+    /// to look up to learn whether lookups find modifications.
+    var lastMade: (String, String, String)? { state.withLock { $0.lastMade } }
+    func found() { state.withLock { $0.seen = true } }
+    func made(merchant: String, site: String, merchantTransactionId: String) {
+        state.withLock { $0.lastMade = (merchant, site, merchantTransactionId) }
     }
 }

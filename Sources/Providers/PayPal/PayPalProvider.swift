@@ -109,6 +109,10 @@ public enum PayPalProvider {
 
         public var isConfigured: Bool { client != nil }
 
+        /// PayPal answers a repeated PayPal-Request-Id with the first result (kept 45 days on v2 payments, 30 days
+        /// on v1 sale refunds: PAYPAL-IDEMPOTENCY in docs/PROVIDER-FACTS.md).
+        public var deduplicatesIdempotencyKeys: Bool { true }
+
         /// What the event is about (`PayPalEvent`, the one parser of PayPal events): the order behind a v2 resource
         /// (its own id, `resource.order_id`, `related_ids`, or its `up` links, fetched); a v1 sale and the orders
         /// holding it; the orders of the captures a dispute names; else why it names no payment.

@@ -52,6 +52,10 @@ public enum PaypercutProvider {
         }
 
         public var isConfigured: Bool { client != nil }
+
+        /// Paypercut answers a repeated Idempotency-Key with the first result (PAYPERCUT-IDEMPOTENCY in
+        /// docs/PROVIDER-FACTS.md).
+        public var deduplicatesIdempotencyKeys: Bool { true }
         static let notConfigured = "no paypercut API client: set \(definition.apiVariables)"
 
         /// The event names its payment intent by `data.object.id` (a payment intent, or a `payment_intent.*` event)

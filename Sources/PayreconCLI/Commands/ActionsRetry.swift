@@ -1,0 +1,50 @@
+import Foundation
+import Providers
+import Reconciliation
+import Store
+import Wiring
+import Worker
+
+private let failedFlag = FlagKey("--failed", "Every failed action.")
+
+let actionsRetryCommand = Command(
+    name: "actions retry",
+    summary: "Re-plan a failed action and make it pending again if the order still calls for it.",
+    arguments: [.init(name: "ID", help: "The action id (actions list).", optional: true)],
+    options: [failedFlag],
+    details: """
+        For after an operator fixed the cause of a failure: a missing permission, a provider-side state, or a call
+        whose outcome was unknown and was checked at the provider (it was not applied). The transaction is fetched
+        again and the order re-planned: an action the fresh plan still wants is pending again with the plan's amount
+        (the next `actions execute` or worker sends it); one it no longer wants is superseded. Exit 0 when every action
+        was re-planned, 1 when one could not be (it is not failed, or the provider could not be asked now), 2 on a
+        usage or database error.
+        """
+) { args in
+    let context = try WorkerContext(Environment())
+    defer { context.pool.close() }
+    let executor = ActionExecutor(pool: context.pool, gateway: context.gateway, checker: context.checker, logger: context.logger)
+    var ids: [Int64] = []
+    if args.flag(failedFlag) {
+        guard args.positionals.isEmpty else { throw UsageError("give either ID or --failed, not both") }
+        ids = try await context.pool.run { try ActionStore.list(status: .failed, limit: 100_000, on: $0).map(\.id) }
+        if ids.isEmpty { print("no failed actions"); return Exit.ok }
+    } else {
+        guard let text = args.positionals.first else { throw UsageError("give an action ID or --failed") }
+        guard let id = Int64(text), id > 0 else { throw UsageError("ID must be an action id (a positive number), not '\(text)'") }
+        ids = [id]
+    }
+    var partial = false
+    for id in ids {
+        switch await executor.retry(id: id) {
+        case .pending(let amount):
+            let a = try await context.pool.run { try ActionStore.find(id: id, on: $0) }
+            let shown = a.map { Money.format(minorUnits: amount, exponent: $0.amount.currency.exponent) + " " + $0.amount.currency.code } ?? String(amount)
+            print("action \(id) is pending again (\(shown))")
+        case .retired(let why): print("action \(id) is no longer wanted and was superseded: \(why)")
+        case .notNow(let why): CLI.printError("action \(id) was not retried: \(why); try again later"); partial = true
+        case .notFailed(let why): CLI.printError(why); partial = true
+        }
+    }
+    return partial ? Exit.finding : Exit.ok
+}
