@@ -15,3 +15,9 @@ ALTER TABLE discrepancies ADD CONSTRAINT discrepancies_kind_check CHECK (kind IN
 -- The total a modification brings its parent to, when payrecon sent it (an increment's new authorised total): the
 -- count of A then does not depend on whether PXP also shows the increment on the parent (undocumented).
 ALTER TABLE transaction_links ADD COLUMN target_minor bigint;
+
+-- A reversal record a PAYMENT.CAPTURE.REVERSED event named (a chargeback as PayPal shows it: a refund-shaped record):
+-- counted in V, never in R.
+ALTER TABLE transaction_links DROP CONSTRAINT IF EXISTS transaction_links_kind_check;
+ALTER TABLE transaction_links ADD CONSTRAINT transaction_links_kind_check
+    CHECK (kind IN ('alias', 'capture', 'void', 'refund', 'increment', 'sale', 'dispute', 'reversal'));

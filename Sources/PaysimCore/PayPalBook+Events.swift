@@ -50,20 +50,24 @@ extension PayPalBook {
 
     // MARK: chargebacks and disputes
 
-    /// A chargeback: the capture becomes REVERSED and PayPal keeps a reversal record of what the buyer got back
-    /// (the refund resource PAYMENT.CAPTURE.REVERSED carries, its `up` link to the capture).
+    /// A chargeback as PayPal shows it (providers/paypal.md §8): a COMPLETED refund-shaped record of what the buyer
+    /// got back (`note_to_payer` "Payment reversed", its `up` link to the capture), listed among the capture's
+    /// refunds and carried by PAYMENT.CAPTURE.REVERSED; the capture turns REFUNDED (its published statuses have no
+    /// REVERSED).
     mutating func reverse(captureID: String, newID: String, now: String) throws(SimError) -> PayPalRefund {
         guard var capture = captures[captureID] else { throw Self.notFound() }
         guard ["COMPLETED", "PARTIALLY_REFUNDED"].contains(capture.status) else {
             throw SimError.admin(409, "not_reversible", "capture \(captureID) is \(capture.status)")
         }
         let left = capture.amount - refundedTotal(ofCapture: capture.id)
-        capture.status = "REVERSED"
+        capture.status = "REFUNDED"
+        capture.beforeDispute = nil
         capture.updateTime = now
         captures[capture.id] = capture
         let record = PayPalRefund(id: newID, orderID: capture.orderID, captureID: capture.id, status: "COMPLETED", amount: left,
                                   createTime: now, updateTime: now, isReversal: true)
         refunds[record.id] = record
+        if var order = orders[capture.orderID] { order.refundIDs.append(record.id); orders[order.id] = order }
         return record
     }
 
@@ -86,6 +90,14 @@ extension PayPalBook {
         let d = PayPalDispute(id: id, transactionID: transactionID, status: status, amount: amount, currency: currency,
                               createTime: now, updateTime: now, outcome: nil)
         disputes[id] = d
+        // Opening a dispute flips the capture to PARTIALLY_REFUNDED at once, with no refund record (sandbox report,
+        // paypal/Checkout-NodeJS-SDK#31); back when the seller wins.
+        if var c = captures[transactionID], c.status == "COMPLETED" {
+            c.beforeDispute = c.status
+            c.status = "PARTIALLY_REFUNDED"
+            c.updateTime = now
+            captures[c.id] = c
+        }
         return d
     }
 
@@ -97,7 +109,12 @@ extension PayPalBook {
         d.outcome = buyerWins ? "RESOLVED_BUYER_FAVOUR" : "RESOLVED_SELLER_FAVOUR"
         d.updateTime = now
         disputes[id] = d
-        guard buyerWins else { return (d, nil) }
+        guard buyerWins else {
+            if var c = captures[d.transactionID], let before = c.beforeDispute {
+                c.status = before; c.beforeDispute = nil; c.updateTime = now; captures[c.id] = c
+            }
+            return (d, nil)
+        }
         if captures[d.transactionID] != nil { return (d, try reverse(captureID: d.transactionID, newID: newID, now: now)) }
         if var sale = sales[d.transactionID] { sale.state = "reversed"; sale.updateTime = now; sales[sale.id] = sale }
         return (d, nil)

@@ -22,7 +22,8 @@ public struct PayPalCapture: Sendable, Equatable {
     public var id: String
     public var orderID: String
     public var authorizationID: String?
-    /// COMPLETED, DECLINED, PARTIALLY_REFUNDED, PENDING, REFUNDED, FAILED, REVERSED (a chargeback)
+    /// COMPLETED, DECLINED, PARTIALLY_REFUNDED, PENDING, REFUNDED, FAILED (payments_payment_v2.json `capture_status`:
+    /// no REVERSED; a chargeback leaves the capture REFUNDED with a reversal record among its refunds)
     public var status: String
     public var amount: Int64
     public var finalCapture: Bool
@@ -30,9 +31,11 @@ public struct PayPalCapture: Sendable, Equatable {
     public var updateTime: String
     /// `status_details.reason` of a PENDING capture (ECHECK, PENDING_REVIEW, …).
     public var pendingReason: String? = nil
-    static let statuses: Set<String> = ["COMPLETED", "DECLINED", "PARTIALLY_REFUNDED", "PENDING", "REFUNDED", "FAILED", "REVERSED"]
+    static let statuses: Set<String> = ["COMPLETED", "DECLINED", "PARTIALLY_REFUNDED", "PENDING", "REFUNDED", "FAILED"]
     /// Captures holding money (counted against the authorization).
-    var holdsMoney: Bool { ["COMPLETED", "PARTIALLY_REFUNDED", "REFUNDED", "PENDING", "REVERSED"].contains(status) }
+    var holdsMoney: Bool { ["COMPLETED", "PARTIALLY_REFUNDED", "REFUNDED", "PENDING"].contains(status) }
+    /// The status before an open dispute flipped it to PARTIALLY_REFUNDED (restored when the seller wins).
+    var beforeDispute: String? = nil
 }
 
 public struct PayPalRefund: Sendable, Equatable {
@@ -45,10 +48,10 @@ public struct PayPalRefund: Sendable, Equatable {
     public var createTime: String
     public var updateTime: String
     /// PayPal's record of a reversal (`note_to_payer: "Payment reversed"`): carried by PAYMENT.CAPTURE.REVERSED and
-    /// fetchable, but not one of the order's refunds.
+    /// listed among the capture's refunds (the money is back with the buyer either way).
     public var isReversal = false
     static let statuses: Set<String> = ["CANCELLED", "FAILED", "PENDING", "COMPLETED"]
-    var counts: Bool { (status == "COMPLETED" || status == "PENDING") && !isReversal }
+    var counts: Bool { status == "COMPLETED" || status == "PENDING" }
 }
 
 public struct PayPalOrder: Sendable, Equatable {
@@ -67,6 +70,14 @@ public struct PayPalOrder: Sendable, Equatable {
     public var captureIDs: [String] = []
     public var refundIDs: [String] = []
     static let statuses: Set<String> = ["CREATED", "SAVED", "APPROVED", "VOIDED", "COMPLETED", "PAYER_ACTION_REQUIRED"]
+
+    /// An order left unapproved expires after about 3 hours, and GET then answers 404 RESOURCE_NOT_FOUND
+    /// (paypal/Checkout-PHP-SDK#84; shopware/SwagPayPal#679).
+    static let unapprovedLifetimeSeconds: Int64 = 3 * 3600
+    func hasExpired(now: Date) -> Bool {
+        guard status == "CREATED" || status == "PAYER_ACTION_REQUIRED", let created = SimTime.parse(createTime) else { return false }
+        return Int64(now.timeIntervalSince1970) - created > Self.unapprovedLifetimeSeconds
+    }
 }
 
 /// Everything PayPal-side: orders and their payments, by id.
@@ -267,8 +278,9 @@ extension PayPalBook {
         let expiry = SimTime.parse(a.createTime).map { SimTime.rfc3339(Date(timeIntervalSince1970: Double($0 + 29 * 86400))) }
         return .object([
             "id": .string(a.id), "status": .string(a.status), "amount": money(a.amount, order),
-            "supplementary_data": standalone || a.parentID != nil
-                ? .object(["related_ids": .object(["order_id": .string(order.id), "authorization_id": a.parentID.map { .string($0) }])]) : nil,
+            // Only a standalone authorization carries supplementary_data (the orders schema's
+            // authorization_with_additional_data defines none), and it names the order only.
+            "supplementary_data": standalone ? .object(["related_ids": .object(["order_id": .string(order.id)])]) : nil,
             "create_time": .string(a.createTime), "update_time": .string(a.updateTime),
             "expiration_time": expiry.map { .string($0) },
             "links": .array(links),

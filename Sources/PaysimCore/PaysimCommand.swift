@@ -64,6 +64,7 @@ public struct PaysimOptions: Sendable {
       --retry-after S             Retry-After seconds for 429 (default 1)
       --drop-rate R               share whose connection is closed (answered 503, Connection: close, no body)
       --seed N                    seed of the fault sequence (deterministic per seed)
+      --paypal-no-disputes-permission  answer GET /v1/customer/disputes/{id} with 403, as for an app without the scope
       --pxp-behaviour LIST        what PXP does where it documents nothing, e.g. dedupe=no,lookup=no,
                                   partial-capture=captured,increment=value,timestamp=ms (defaults: dedupe=yes,
                                   lookup=yes, partial-capture=authorised, increment=authorised, timestamp=seconds)
@@ -166,6 +167,7 @@ public struct PaysimOptions: Sendable {
                 let v = try value()
                 guard let seed = UInt64(v) else { throw .usage("--seed must be a non-negative integer, not \(v)") }
                 faults.seed = seed
+            case "--paypal-no-disputes-permission": options.config.paypalDisputesPermission = false
             case "--pxp-behaviour":
                 switch PXPBehaviour.parse(try value()) {
                 case .success(let b): options.config.pxpBehaviour = b

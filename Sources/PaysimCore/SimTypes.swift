@@ -81,6 +81,9 @@ public struct SimConfig: Sendable {
     /// Base of links and the PAYPAL-CERT-URL, e.g. `http://127.0.0.1:8081` (set once the port is bound).
     public var publicBaseURL = "http://127.0.0.1"
     public var faults = FaultConfig()
+    /// Whether the PayPal app may read disputes (`https://uri.paypal.com/services/disputes/read-seller`); without it
+    /// GET /v1/customer/disputes/{id} answers 403 (`--paypal-no-disputes-permission`, `POST /admin/paypal/permissions`).
+    public var paypalDisputesPermission = true
     /// What PXP does where it documents nothing (`PXPBehaviour`).
     public var pxpBehaviour = PXPBehaviour()
 

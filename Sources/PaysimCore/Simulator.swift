@@ -282,8 +282,11 @@ public final class Simulator: Sendable {
             try expect("POST"); return try adminPutPaypercut(r.body)
         case .paypalOrder(let id):
             try expect("GET"); try checkBearer(r)
+            let now = clock()
             return try state.withLock { s throws(SimError) in
-                guard let order = s.paypal.orders[id] else { throw SimError.paypalNotFound("The specified resource does not exist.") }
+                guard let order = s.paypal.orders[id], !order.hasExpired(now: now) else {
+                    throw SimError.paypalNotFound("The specified resource does not exist.")
+                }
                 return .json(200, s.paypal.orderJSON(order, base: s.config.publicBaseURL))
             }
         case .paypalAuthorization(let id):
@@ -350,6 +353,13 @@ public final class Simulator: Sendable {
         case .paypalDispute(let id):
             try expect("GET"); try checkBearer(r)
             return try state.withLock { s throws(SimError) in
+                // Reading a dispute needs the app's disputes scope (customer_disputes_v1.json security); without it
+                // PayPal refuses (PAYPAL-DISPUTES-PERMISSION).
+                guard s.config.paypalDisputesPermission else {
+                    throw SimError.paypal(403, name: "NOT_AUTHORIZED", message: "Authorization failed due to insufficient permissions.",
+                                          issue: "PERMISSION_DENIED",
+                                          description: "You do not have permission to access or perform operations on this resource.")
+                }
                 guard let d = s.paypal.disputes[id] else { throw SimError.paypalNotFound("The requested resource ID was not found.") }
                 return .json(200, s.paypal.disputeJSON(d, base: s.config.publicBaseURL))
             }
@@ -369,6 +379,15 @@ public final class Simulator: Sendable {
                                body: Array(ca.leafPEMWithCRLF.utf8))
         case .adminPXPTransactions:
             try expect("POST"); return try adminPutPXP(r.body)
+        case .adminPayPalPermissions:
+            if r.method == "POST" {
+                let json = try Self.parseAdminBody(r.body)
+                guard let disputes = json["disputes"]?.boolValue else {
+                    throw SimError.admin(400, "invalid_field", "disputes must be a boolean (whether the app may read disputes)")
+                }
+                state.withLock { $0.config.paypalDisputesPermission = disputes }
+            } else { try expect("GET") }
+            return .json(200, .object(["disputes": .bool(state.withLock { $0.config.paypalDisputesPermission })]))
         case .adminPXPBehaviour:
             if r.method == "GET" { return .json(200, state.withLock { $0.config.pxpBehaviour.json }) }
             try expect("POST")
@@ -734,7 +753,7 @@ enum Route: Equatable {
     case paypercutRefunds
     case adminPaypercutIntents
     case adminPayPalSales, adminPayPalDisputes, adminPayPalReversals
-    case adminPXPTransactions, adminPXPBehaviour, adminPayPalOrders, adminSeed, adminLog, adminFaults, adminReset, adminStats
+    case adminPXPTransactions, adminPXPBehaviour, adminPayPalPermissions, adminPayPalOrders, adminSeed, adminLog, adminFaults, adminReset, adminStats
     case adminRootPEM, adminWebhooksSend
     case notFound(provider: String?)
 
@@ -784,6 +803,7 @@ enum Route: Equatable {
             switch s.dropFirst().joined(separator: "/") {
             case "pxp/transactions": self = .adminPXPTransactions
             case "pxp/behaviour": self = .adminPXPBehaviour
+            case "paypal/permissions": self = .adminPayPalPermissions
             case "paypal/orders": self = .adminPayPalOrders
             case "paypercut/intents": self = .adminPaypercutIntents
             case "paypal/sales": self = .adminPayPalSales
@@ -864,6 +884,7 @@ enum Route: Equatable {
         case .adminLog: return "admin.log"
         case .adminFaults: return "admin.faults"
         case .adminPXPBehaviour: return "admin.pxp_behaviour"
+        case .adminPayPalPermissions: return "admin.paypal_permissions"
         case .adminReset: return "admin.reset"
         case .adminStats: return "admin.stats"
         case .adminRootPEM: return "admin.root_pem"

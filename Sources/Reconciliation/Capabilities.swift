@@ -13,21 +13,26 @@ public struct Capabilities: Sendable, Hashable, Codable {
     /// 100); `amountUnitNote` says why, in the refusal of an amount that is not.
     public var amountUnit: Int64
     public var amountUnitNote: String?
+    /// When one transaction holds several authorizations (a PayPal order of several purchase units): each open one,
+    /// with what it authorised (`amount`) and what was captured on it (`refunded` holds the captured part), in order.
+    /// A capture spreads over them and a void voids each; empty for a transaction of one authorization.
+    public var captureSources: [RefundSource]
 
     public init(capture: Capability, void: Capability, increment: Capability, refund: RefundCapability,
-                amountUnit: Int64 = 1, amountUnitNote: String? = nil) {
+                amountUnit: Int64 = 1, amountUnitNote: String? = nil, captureSources: [RefundSource] = []) {
         self.capture = capture; self.void = void; self.increment = increment; self.refund = refund
-        self.amountUnit = max(1, amountUnit); self.amountUnitNote = amountUnitNote
+        self.amountUnit = max(1, amountUnit); self.amountUnitNote = amountUnitNote; self.captureSources = captureSources
     }
 
-    enum CodingKeys: String, CodingKey { case capture, void, increment, refund, amountUnit, amountUnitNote }
+    enum CodingKeys: String, CodingKey { case capture, void, increment, refund, amountUnit, amountUnitNote, captureSources }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         self.init(capture: try c.decode(Capability.self, forKey: .capture), void: try c.decode(Capability.self, forKey: .void),
                   increment: try c.decode(Capability.self, forKey: .increment), refund: try c.decode(RefundCapability.self, forKey: .refund),
                   amountUnit: try c.decodeIfPresent(Int64.self, forKey: .amountUnit) ?? 1,
-                  amountUnitNote: try c.decodeIfPresent(String.self, forKey: .amountUnitNote))
+                  amountUnitNote: try c.decodeIfPresent(String.self, forKey: .amountUnitNote),
+                  captureSources: try c.decodeIfPresent([RefundSource].self, forKey: .captureSources) ?? [])
     }
 
     /// Why `amount` cannot be sent, or nil when it can.

@@ -156,8 +156,9 @@ extension Planner {
 
         mutating func checkDisputedAndReversed() {
             if disputed > 0 {
+                let notes = snapshot.notes.isEmpty ? "" : " (" + snapshot.notes.joined(separator: "; ") + ")"
                 add(.disputed, expected: [:], actual: ["disputed": money(disputed), "state": state.rawValue],
-                    detail: "\(withCode(disputed)) is under open dispute; refunds are held until it is resolved", risk: disputed)
+                    detail: "\(withCode(disputed)) is under open dispute; refunds are held until it is resolved" + notes, risk: disputed)
             }
             if reversed > 0 {
                 add(.reversed, expected: [:], actual: ["reversed": money(reversed), "captured": money(captured)],

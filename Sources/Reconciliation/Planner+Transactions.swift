@@ -19,13 +19,26 @@
 public struct FetchedTransaction: Sendable, Hashable {
     public var transactionRef: String
     public var snapshot: Snapshot?
-    public init(transactionRef: String, snapshot: Snapshot?) { self.transactionRef = transactionRef; self.snapshot = snapshot }
+    /// The provider forgets attempts that were never approved (a PayPal order left unapproved expires after about 3
+    /// hours and then answers 404): one it does not know may be such an attempt, not a missing payment.
+    public var absentMayHaveExpired: Bool
+    public init(transactionRef: String, snapshot: Snapshot?, absentMayHaveExpired: Bool = false) {
+        self.transactionRef = transactionRef; self.snapshot = snapshot; self.absentMayHaveExpired = absentMayHaveExpired
+    }
 }
 
 extension Planner {
     /// Plans an order over every one of its transactions. `pendingMax` gives each transaction's window.
-    public static func plan(order: Order, transactions: [FetchedTransaction], emitted: [EmittedAction], now: Int64,
+    public static func plan(order: Order, transactions all: [FetchedTransaction], emitted: [EmittedAction], now: Int64,
                             pendingMax: (Snapshot?) -> Int64) -> Plan {
+        // An attempt the provider forgot (expired unapproved) beside one holding money is no finding; alone, it is
+        // missing_at_provider unless the order was cancelled (an abandoned checkout that was cancelled is nothing).
+        var transactions = all
+        let holds = all.contains { t in t.snapshot.map { $0.state == .authorised || $0.state.holdsCapturedMoney } ?? false }
+        if holds { transactions = all.filter { $0.snapshot != nil || !$0.absentMayHaveExpired } }
+        else if order.fulfilment == .cancelled, !all.isEmpty, all.allSatisfy({ $0.snapshot == nil && $0.absentMayHaveExpired }) {
+            return finish(findings: [], wanted: [], emitted: emitted, currency: order.amount.currency)
+        }
         guard transactions.count > 1 else {
             let snapshot = transactions.first?.snapshot
             return plan(order: order, snapshot: snapshot, emitted: emitted, now: now, pendingMax: pendingMax(snapshot))

@@ -32,6 +32,9 @@ public struct TransactionLink: Sendable, Hashable, Codable {
     public static let aliasKind = "alias"
     public static let saleKind = "sale"
     public static let disputeKind = "dispute"
+    /// A record of money the payer's bank or the provider took back (a PayPal reversal record named by
+    /// PAYMENT.CAPTURE.REVERSED): counted in V, never in R.
+    public static let reversalKind = "reversal"
 
     public init(externalID: String, parentExternalID: String?, orderID: String?, kind: String, amount: Int64? = nil,
                 currency: String? = nil, state: String? = nil, source: Source, actionID: Int64? = nil, target: Int64? = nil) {

@@ -84,6 +84,9 @@ public struct Snapshot: Sendable, Hashable, Codable {
     /// Merchant order ids the provider's answer names for this transaction (PayPal `purchase_units[].reference_id`
     /// and `custom_id`, Paypercut `metadata.order_id`): a transaction no order lists is linked to such an order.
     public var orderReferences: [String] = []
+    /// What the provider would not show, said in the findings it bears on (a dispute PayPal refused to show: which
+    /// permission is missing). The planner joins them to the `disputed` finding's detail.
+    public var notes: [String] = []
 
     public init(provider: Provider, transactionRef: String, merchant: String?, site: String?, reportsSite: Bool = false,
                 reportsMerchant: Bool = true, intent: Intent, currency: Currency, value: Int64, authorised: Int64, captured: Int64, refunded: Int64,
@@ -99,7 +102,7 @@ public struct Snapshot: Sendable, Hashable, Codable {
 
     enum CodingKeys: String, CodingKey {
         case provider, transactionRef, merchant, site, reportsSite, reportsMerchant, intent, currency, value, authorised, captured, refunded
-        case state, rawState, createdAt, capabilities, aliases, method, reversed, disputed, orderReferences
+        case state, rawState, createdAt, capabilities, aliases, method, reversed, disputed, orderReferences, notes
     }
 
     /// Snapshots stored before capabilities, aliases, V and D were recorded decode with no capability known (every
@@ -121,5 +124,6 @@ public struct Snapshot: Sendable, Hashable, Codable {
                   reversed: try c.decodeIfPresent(Int64.self, forKey: .reversed) ?? 0,
                   disputed: try c.decodeIfPresent(Int64.self, forKey: .disputed) ?? 0)
         orderReferences = try c.decodeIfPresent([String].self, forKey: .orderReferences) ?? []
+        notes = try c.decodeIfPresent([String].self, forKey: .notes) ?? []
     }
 }

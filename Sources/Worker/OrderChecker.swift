@@ -141,7 +141,9 @@ public final class OrderChecker: Sendable {
                 transactionRef: ref, merchant: order.merchant, site: order.site, links: links))
             switch outcome {
             case .found(let s): out.append(FetchedTransaction(transactionRef: ref, snapshot: s))
-            case .notFound: out.append(FetchedTransaction(transactionRef: ref, snapshot: nil))
+            case .notFound:
+                out.append(FetchedTransaction(transactionRef: ref, snapshot: nil,
+                                              absentMayHaveExpired: gateway[order.provider].unapprovedAttemptsExpire))
             case .transient(let r, let a): return .failure(FetchFailure(result: .transient(reason: r, retryAfterSeconds: a)))
             case .permanent(let s, let b):
                 let failure = Self.failure(status: s, body: b)

@@ -69,26 +69,58 @@ import Testing
         try JSONValue.parse(#"{"id":"O1","status":"\#(status)","intent":"\#(intent)","create_time":"2026-11-01T10:00:00Z",\#(source)"purchase_units":[{"amount":{"currency_code":"USD","value":"100.00"},"payee":{"merchant_id":"M1"},"payments":\#(units)}]}"#)
     }
 
-    @Test func aReversedCaptureCountsInCAndVNeverInR() throws {
+    /// A chargeback as PayPal shows it: the capture REFUNDED (its published statuses have no REVERSED) and a
+    /// COMPLETED refund-shaped record "Payment reversed" under it. It counts in V, never in R: no false
+    /// over_refunded, and nothing is left to refund.
+    @Test func aReversalRecordCountsInVNeverInR() throws {
         let s = try PayPalMapping.snapshot(order: try order(#"""
-        {"captures":[{"id":"C1","status":"REVERSED","amount":{"currency_code":"USD","value":"100.00"}}],
+        {"captures":[{"id":"C1","status":"REFUNDED","amount":{"currency_code":"USD","value":"100.00"}}],
          "refunds":[{"id":"R1","status":"COMPLETED","note_to_payer":"Payment reversed","amount":{"currency_code":"USD","value":"100.00"},
                      "links":[{"rel":"up","href":"https://api.paypal.com/v2/payments/captures/C1"}]}]}
         """#))
         #expect((s.captured, s.refunded, s.reversed) == (10000, 0, 10000))
         #expect(s.state == .captured)
-        // Nothing is left to refund: the payer has the money back.
         guard case .spread(let sources, _) = s.capabilities.refund else { Issue.record("expected spread refunds"); return }
         #expect(sources.isEmpty)
+        // A capture status REVERSED is not PayPal's: an answer carrying it is unreadable, never guessed at.
+        #expect(throws: ProviderMappingError.self) {
+            _ = try PayPalMapping.snapshot(order: try order(#"{"captures":[{"id":"C1","status":"REVERSED","amount":{"currency_code":"USD","value":"1.00"}}]}"#))
+        }
     }
 
-    @Test func aMerchantRefundBeforeAReversalStaysInR() throws {
-        let s = try PayPalMapping.snapshot(order: try order(#"""
-        {"captures":[{"id":"C1","status":"REVERSED","amount":{"currency_code":"USD","value":"100.00"}}],
+    /// A record a PAYMENT.CAPTURE.REVERSED event named is a reversal whatever its note; one payrecon made is a refund.
+    @Test func aReversalNamedByItsEventIsVAndPayreconsOwnRefundIsR() throws {
+        let answer = try order(#"""
+        {"captures":[{"id":"C1","status":"REFUNDED","amount":{"currency_code":"USD","value":"100.00"}}],
          "refunds":[{"id":"R1","status":"COMPLETED","amount":{"currency_code":"USD","value":"30.00"},
+                     "links":[{"rel":"up","href":"https://api.paypal.com/v2/payments/captures/C1"}]},
+                    {"id":"R2","status":"COMPLETED","amount":{"currency_code":"USD","value":"70.00"},
                      "links":[{"rel":"up","href":"https://api.paypal.com/v2/payments/captures/C1"}]}]}
-        """#))
+        """#)
+        let links = [TransactionLink(externalID: "R2", parentExternalID: nil, orderID: "O", kind: TransactionLink.reversalKind, source: .learned),
+                     TransactionLink(externalID: "R1", parentExternalID: "C1", orderID: "O", kind: "refund", source: .payrecon)]
+        let s = try PayPalMapping.snapshot(order: answer, links: links)
         #expect((s.captured, s.refunded, s.reversed) == (10000, 3000, 7000))
+        // Without the event's link, a record without the note is a merchant refund.
+        #expect(try PayPalMapping.snapshot(order: answer).refunded == 10000)
+    }
+
+    /// While a dispute is open PayPal may show the capture PARTIALLY_REFUNDED with no refund record: R stays 0.
+    @Test func aCaptureFlippedByADisputeIsNotARefund() throws {
+        let s = try PayPalMapping.snapshot(order: try order(#"""
+        {"captures":[{"id":"C1","status":"PARTIALLY_REFUNDED","amount":{"currency_code":"USD","value":"100.00"}}]}
+        """#))
+        #expect((s.captured, s.refunded, s.reversed) == (10000, 0, 0))
+        #expect(s.state == .captured)
+    }
+
+    /// A dispute PayPal refuses to show (403) holds its capture's refunds and says which permission is missing.
+    @Test func anUnreadableDisputeHoldsTheCapturesRefunds() throws {
+        let s = try PayPalMapping.snapshot(order: try order(#"""
+        {"captures":[{"id":"C1","status":"COMPLETED","amount":{"currency_code":"USD","value":"100.00"}}]}
+        """#), unreadableDisputes: [(dispute: "PP-D-1", capture: "C1")])
+        #expect(s.disputed == 10000)
+        #expect(s.notes.first?.contains("disputes/read-seller") == true)
     }
 
     @Test func aPendingCaptureKeepsItsReasonAndAnEcheckIsItsMethod() throws {

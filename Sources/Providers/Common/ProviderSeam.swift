@@ -214,6 +214,9 @@ public protocol ProviderAPI: Sendable {
     /// Idempotency-Key). Where it is not documented (PXP's merchantTransactionId), a call in doubt is sent again
     /// only when `settle` says the provider does not know it.
     var deduplicatesIdempotencyKeys: Bool { get }
+    /// Whether a transaction this provider answers 404 for may be an attempt it forgot because it was never
+    /// approved (PayPal orders expire after about 3 hours), rather than a missing payment.
+    var unapprovedAttemptsExpire: Bool { get }
     /// Asks the provider about the calls in doubt among `transaction.links` (every check does, before planning, and
     /// the executor before it decides to re-send). Nothing to ask: `.found(Settlement())`, no call made.
     func settle(_ transaction: TransactionQuery) async -> ProviderOutcome<Settlement>
@@ -239,6 +242,8 @@ extension ProviderAPI {
     public func prepare(_ call: ActionCall) -> [TransactionLink] { [] }
 
     public func settle(_ transaction: TransactionQuery) async -> ProviderOutcome<Settlement> { .found(Settlement()) }
+
+    public var unapprovedAttemptsExpire: Bool { false }
 
     public func lookup(_ transaction: TransactionQuery) async -> ProviderOutcome<TransactionLookup> {
         await snapshot(of: transaction).map(TransactionLookup.transaction)

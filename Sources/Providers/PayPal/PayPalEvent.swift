@@ -126,16 +126,21 @@ public struct PayPalEvent: Sendable, Hashable {
     static func subject(eventType: String?, resourceType: String?, resource: JSONValue?,
                         references: [PayPalReference]) -> PayPalSubject {
         let type = eventType ?? ""
-        // v1 sales and their refunds (classic Payments API, Subscriptions).
+        // A v1 sale's refund comes in two shapes: a refund resource (`resource_type` refund, positive total, sandbox
+        // 2017) and the one PayPal's webhook simulator sends (`resource_type` sale, `amount.total` negative, both
+        // with `sale_id`). Either is a refund of |total| of the sale `sale_id` names.
+        if let saleID = JSONBody.string(resource?["sale_id"]), let id = JSONBody.string(resource?["id"]),
+           resourceType == "refund" || type == "PAYMENT.SALE.REFUNDED" {
+            var total = JSONBody.string(resource?["amount"]?["total"])
+            if let t = total, t.hasPrefix("-") { total = String(t.dropFirst()) }
+            return .saleRefund(id: id, saleID: saleID, parentPayment: JSONBody.string(resource?["parent_payment"]),
+                               amount: total, currency: JSONBody.string(resource?["amount"]?["currency"]))
+        }
+        // v1 sales (classic Payments API, Subscriptions).
         if resourceType == "sale" || (type.hasPrefix("PAYMENT.SALE.") && resourceType != "refund"),
            let id = JSONBody.string(resource?["id"]) {
             return .sale(id: id, billingAgreement: JSONBody.string(resource?["billing_agreement_id"]),
                          parentPayment: JSONBody.string(resource?["parent_payment"]))
-        }
-        if let saleID = JSONBody.string(resource?["sale_id"]), let id = JSONBody.string(resource?["id"]) {
-            return .saleRefund(id: id, saleID: saleID, parentPayment: JSONBody.string(resource?["parent_payment"]),
-                               amount: JSONBody.string(resource?["amount"]?["total"]),
-                               currency: JSONBody.string(resource?["amount"]?["currency"]))
         }
         if resourceType == "dispute" || type.hasPrefix("CUSTOMER.DISPUTE."),
            let id = JSONBody.string(resource?["dispute_id"]) ?? JSONBody.string(resource?["id"]) {

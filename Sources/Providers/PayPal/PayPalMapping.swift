@@ -4,33 +4,38 @@ import Reconciliation
 ///
 /// Intent CAPTURE = purchase, AUTHORIZE = authorisation. Merchant = `purchase_units[0].payee.merchant_id`,
 /// currency from `purchase_units[0].amount`, value = the purchase units' amounts (all in that currency).
-/// Over the payments of every purchase unit: A = authorizations CREATED (PARTIALLY_CREATED counts as CREATED),
-/// PARTIALLY_CAPTURED or CAPTURED, a reauthorization replacing its parent (the chain counts once); C = captures
-/// COMPLETED, PARTIALLY_REFUNDED, REFUNDED or REVERSED; R = refunds COMPLETED, except a reversal's own refund
-/// record; V = what REVERSED captures held beyond their merchant refunds (a chargeback is not a refund the merchant
-/// made); D = `dispute_amount` of the disputes given (fetched for the captures a dispute event named) that are not
-/// RESOLVED.
+/// Over the payments of every purchase unit: A = per purchase unit, its newest authorization when CREATED
+/// (PARTIALLY_CREATED counts as CREATED), PARTIALLY_CAPTURED or CAPTURED (PAYPAL-REAUTHORIZATION: the orders schema
+/// gives an authorization no parent, so a unit's newest authorization stands for it — a reauthorization replaces
+/// the one it renews — and a void goes to the unit's first, "the original parent"); C = captures COMPLETED,
+/// PARTIALLY_REFUNDED or REFUNDED (PayPal's capture statuses have no REVERSED); R = refund records COMPLETED that are
+/// refunds the merchant made; V = refund records COMPLETED that are reversals (chargebacks): one a
+/// PAYMENT.CAPTURE.REVERSED event named, or whose `note_to_payer` says the payment was reversed, unless payrecon
+/// made it. R counts records only, never a capture's status (an open dispute may show a capture
+/// PARTIALLY_REFUNDED with no record). D = `dispute_amount` of the disputes given that are not RESOLVED, plus the
+/// amount of each capture whose dispute PayPal refused to show (its refunds are held as if disputed).
 /// State, first match: order VOIDED, or authorizations all VOIDED (or EXPIRED) with C = 0 → voided; captures all
 /// DECLINED/FAILED with C = 0, or authorizations all DENIED → failed; a capture PENDING with C = 0 → pending (raw
 /// state `PENDING/<status_details.reason>`); no payments and order CREATED/SAVED/APPROVED → pending,
 /// PAYER_ACTION_REQUIRED → action_required; R ≥ C > 0 → refunded; R > 0 → partially_refunded; an authorization
-/// PARTIALLY_CAPTURED → authorised (with C > 0); C > 0 → captured; A > 0 → authorised. What is left (payments that
-/// hold nothing: e.g. voided and denied authorizations) is pending when an authorization is PENDING, else failed; an
-/// order COMPLETED without any payment is a mapping error. Method: an ECHECK capture → `echeck`, else the key of
-/// `payment_source` (`paypal`, `card`, `venmo`…).
+/// still open (PARTIALLY_CAPTURED, or CREATED beside captured money) → authorised (with C > 0); C > 0 → captured;
+/// A > 0 → authorised. What is left (payments that hold nothing: e.g. voided and denied authorizations) is pending
+/// when an authorization is PENDING, else failed; an order COMPLETED without any payment is a mapping error.
+/// Method: an ECHECK capture → `echeck`, else the key of `payment_source` (`paypal`, `card`, `venmo`…).
 public enum PayPalMapping {
     static let reader = AnswerReader(provider: "paypal")
 
     static let orderStatuses: Set = ["CREATED", "SAVED", "APPROVED", "VOIDED", "COMPLETED", "PAYER_ACTION_REQUIRED"]
     static let authorizationStatuses: Set = ["CREATED", "PARTIALLY_CREATED", "CAPTURED", "DENIED", "PARTIALLY_CAPTURED", "VOIDED",
                                              "PENDING", "EXPIRED"]
-    static let captureStatuses: Set = ["COMPLETED", "DECLINED", "PARTIALLY_REFUNDED", "PENDING", "REFUNDED", "FAILED", "REVERSED"]
+    /// PayPal's published capture statuses (payments_payment_v2.json `capture_status`): no REVERSED.
+    static let captureStatuses: Set = ["COMPLETED", "DECLINED", "PARTIALLY_REFUNDED", "PENDING", "REFUNDED", "FAILED"]
     static let refundStatuses: Set = ["CANCELLED", "FAILED", "PENDING", "COMPLETED"]
     static let disputeStatuses: Set = ["OPEN", "WAITING_FOR_BUYER_RESPONSE", "WAITING_FOR_SELLER_RESPONSE", "UNDER_REVIEW",
                                        "RESOLVED", "OTHER"]
 
     /// Captures whose money counts in C.
-    static let countedCaptures: Set = ["COMPLETED", "PARTIALLY_REFUNDED", "REFUNDED", "REVERSED"]
+    static let countedCaptures: Set = ["COMPLETED", "PARTIALLY_REFUNDED", "REFUNDED"]
 
     struct Payment {
         var id: String
@@ -39,22 +44,25 @@ public enum PayPalMapping {
         var up: PayPalReference?
         /// `status_details.reason` (`ECHECK`, `PENDING_REVIEW`…).
         var reason: String?
-        /// The authorization a reauthorization replaces (see `reauthorizationParent`).
-        var parent: String?
+        /// The purchase unit it belongs to.
+        var unit: Int = 0
         var note: String?
     }
 
-    /// The one assumption about reauthorizations (PayPal documents none): a reauthorization names the authorization
-    /// it replaces in `supplementary_data.related_ids.authorization_id` (an id other than its own). The chain then
-    /// counts once in A, and a void goes to the original parent ("A reauthorization cannot be voided. Please void
-    /// the original parent authorization", CANNOT_BE_VOIDED).
-    static func reauthorizationParent(_ authorization: JSONValue, id: String) -> String? {
-        guard let parent = authorization["supplementary_data"]?["related_ids"]?["authorization_id"]?.stringValue,
-              !parent.isEmpty, parent != id else { return nil }
-        return parent
+    /// A refund record that is a reversal (a chargeback, money the buyer's bank took back), not a refund the
+    /// merchant made: one a PAYMENT.CAPTURE.REVERSED event named (learned), or one whose `note_to_payer` says the
+    /// payment was reversed ("Payment reversed", PayPal's simulator delivery). payrecon's own refunds never are.
+    static func isReversal(_ refund: Payment, reversals: Set<String>, own: Set<String>) -> Bool {
+        guard !own.contains(refund.id) else { return false }
+        return reversals.contains(refund.id) || refund.note?.lowercased().contains("reversed") == true
     }
 
-    public static func snapshot(order o: JSONValue, disputes: [JSONValue] = []) throws(ProviderMappingError) -> Snapshot {
+    /// - Parameters:
+    ///   - links: what payrecon knows of the order: reversal records events named (kind `reversal`) and the refunds
+    ///     it made itself (source payrecon, kind `refund`).
+    ///   - unreadableDisputes: disputes PayPal refused to show (403), with the capture each one names.
+    public static func snapshot(order o: JSONValue, disputes: [JSONValue] = [], links: [TransactionLink] = [],
+                                unreadableDisputes: [(dispute: String, capture: String)] = []) throws(ProviderMappingError) -> Snapshot {
         let r = reader
         guard o.objectMembers != nil else { throw r.fail("(answer)", o, "expected a JSON object") }
         let orderID = try r.string(o["id"], "id")
@@ -78,6 +86,7 @@ public enum PayPalMapping {
             let p = "purchase_units[\(u)]"
             value = try add(value, try money(unit["amount"], "\(p).amount", currency), "\(p).amount")
             auths += try payments(unit["payments"]?["authorizations"], "\(p).payments.authorizations", authorizationStatuses, currency)
+                .map { var a = $0; a.unit = u; return a }
             captures += try payments(unit["payments"]?["captures"], "\(p).payments.captures", captureStatuses, currency)
             refunds += try payments(unit["payments"]?["refunds"], "\(p).payments.refunds", refundStatuses, currency)
         }
@@ -86,26 +95,33 @@ public enum PayPalMapping {
             if auths[i].status == "PARTIALLY_CREATED" { auths[i].status = "CREATED" }
             if auths[i].status == "EXPIRED" { auths[i].status = "VOIDED" }
         }
-        // A reauthorization replaces its parent: the parent leaves A and the chain's current member is the one acted on.
-        let replaced = Set(auths.compactMap(\.parent))
-        let current = auths.filter { !replaced.contains($0.id) }
-
-        let reversedCaptures = Set(captures.filter { $0.status == "REVERSED" }.map(\.id))
-        // A reversal's own refund record (linked to the reversed capture, "Payment reversed") is V, not R.
-        let merchantRefunds = refunds.filter { refund in
-            guard case .capture(let id)? = refund.up, reversedCaptures.contains(id) else { return true }
-            return refund.note?.lowercased().contains("reversed") != true
+        // Per purchase unit, its newest authorization stands for it (a reauthorization replaces the one it renews).
+        var current: [Payment] = [], roots: [String: String] = [:]
+        for unit in Set(auths.map(\.unit)).sorted() {
+            let mine = auths.filter { $0.unit == unit }
+            current.append(mine.last!)
+            // The original parent: the unit's earliest authorization still alive (not an earlier voided or denied attempt).
+            roots[mine.last!.id] = (mine.first { $0.status != "VOIDED" && $0.status != "DENIED" } ?? mine.last!).id
         }
+
+        let reversals = Set(links.filter { $0.kind == TransactionLink.reversalKind }.map(\.externalID))
+        let own = Set(links.filter { $0.source == .payrecon && $0.kind == ActionKind.refund.rawValue }.map(\.externalID))
+        let merchantRefunds = refunds.filter { !isReversal($0, reversals: reversals, own: own) }
+        let reversalRecords = refunds.filter { isReversal($0, reversals: reversals, own: own) }
 
         let A = try sum(current, ["CREATED", "PARTIALLY_CAPTURED", "CAPTURED"])
         let C = try sum(captures, countedCaptures)
         let R = try sum(merchantRefunds, ["COMPLETED"])
-        var V: Int64 = 0
-        for capture in captures where capture.status == "REVERSED" {
-            let refundedOnIt = try sum(merchantRefunds.filter { $0.up == .capture(capture.id) }, ["COMPLETED"])
-            V = try add(V, max(0, capture.amount - refundedOnIt), "payments.captures")
+        let V = try sum(reversalRecords, ["COMPLETED"])
+        var D = try disputed(disputes, currency: currency)
+        var notes: [String] = []
+        for (dispute, captureID) in unreadableDisputes {
+            // Held as if disputed: refunding a disputed payment pays twice.
+            let held = captures.first { $0.id == captureID }?.amount ?? 0
+            D = try add(D, held, "disputes")
+            notes.append("dispute \(dispute) on capture \(captureID) could not be read: PayPal answered 403; give the app the "
+                         + "disputes permission (https://uri.paypal.com/services/disputes/read-seller), meanwhile its refunds are held")
         }
-        let D = try disputed(disputes, currency: currency)
         let noPayments = auths.isEmpty && captures.isEmpty && refunds.isEmpty
 
         var rawState = status
@@ -126,8 +142,8 @@ public enum PayPalMapping {
             state = .refunded
         } else if R > 0 {
             state = .partiallyRefunded
-        } else if current.contains(where: { $0.status == "PARTIALLY_CAPTURED" }) {
-            state = .authorised  // still holds an open authorization, with C > 0
+        } else if current.contains(where: { $0.status == "PARTIALLY_CAPTURED" || ($0.status == "CREATED" && C > 0) }) {
+            state = .authorised  // still holds an open authorization, with C > 0 (another purchase unit's, say)
         } else if C > 0 {
             state = .captured
         } else if A > 0 {
@@ -154,9 +170,10 @@ public enum PayPalMapping {
             provider: .paypal, transactionRef: orderID, merchant: merchant, site: nil, intent: intent, currency: currency,
             value: value, authorised: A, captured: C, refunded: R, state: state, rawState: rawState,
             createdAt: try r.timestamp(o["create_time"], "create_time"),
-            capabilities: capabilities(auths: auths, current: current, captures: captures, refunds: merchantRefunds, currency: currency),
+            capabilities: capabilities(current: current, roots: roots, captures: captures, refunds: refunds, currency: currency),
             method: method, reversed: V, disputed: D)
         snapshot.orderReferences = named
+        snapshot.notes = notes
         return snapshot
     }
 
@@ -175,25 +192,22 @@ public enum PayPalMapping {
         return total
     }
 
-    /// The authorization still open for capture/void, and the captures still holding unrefunded, unreversed money.
-    /// Completed refunds count against the capture their `up` link names; refunds that link nowhere known are
-    /// attributed to captures in order, filling each one's remaining amount.
-    static func capabilities(auths: [Payment], current: [Payment], captures: [Payment], refunds: [Payment], currency: Currency) -> Capabilities {
-        let open = current.first(where: { $0.status == "CREATED" || $0.status == "PARTIALLY_CAPTURED" })
-        // A reauthorization is voided through the original parent.
-        var root = open
-        var guardSteps = 0
-        while let parent = root?.parent, let p = auths.first(where: { $0.id == parent }), guardSteps < auths.count {
-            root = p; guardSteps += 1
-        }
-        let countable = captures.filter { ["COMPLETED", "PARTIALLY_REFUNDED", "REFUNDED"].contains($0.status) }
+    /// The authorizations still open for capture/void (per purchase unit), and the captures still holding
+    /// unrefunded, unreversed money. Completed refund records (refunds and reversals alike: neither can be refunded
+    /// again) count against the capture their `up` link names; records that link nowhere known are attributed to
+    /// captures in order, filling each one's remaining amount.
+    static func capabilities(current: [Payment], roots: [String: String], captures: [Payment], refunds: [Payment],
+                             currency: Currency) -> Capabilities {
+        let openAuths = current.filter { $0.status == "CREATED" || $0.status == "PARTIALLY_CAPTURED" }
+        let open = openAuths.first
+        let countable = captures.filter { countedCaptures.contains($0.status) }
         var refunded = [Int64](repeating: 0, count: countable.count)
         var unlinked: [Int64] = []
         for refund in refunds where refund.status == "COMPLETED" {
             if case .capture(let id)? = refund.up, let i = countable.firstIndex(where: { $0.id == id }) {
                 refunded[i] += refund.amount
             } else if case .capture(let id)? = refund.up, captures.contains(where: { $0.id == id }) {
-                continue   // a refund of a reversed (or otherwise uncountable) capture
+                continue   // a record of an uncountable capture
             } else {
                 unlinked.append(refund.amount)
             }
@@ -212,8 +226,17 @@ public enum PayPalMapping {
         }
         var capabilities = PayPalProvider.capabilities(authorizationID: open?.id, authorizationStatus: open?.status, refundableCaptures: refs,
                                                        currency: currency)
-        if let open, let root, root.id != open.id, case .allowed = capabilities.void {
-            capabilities.void = .allowed(target: root.id)
+        // A reauthorization is voided through the original parent.
+        if let open, let root = roots[open.id], root != open.id, case .allowed = capabilities.void {
+            capabilities.void = .allowed(target: root)
+        }
+        // Several purchase units: a capture spreads over their open authorizations, a void voids each.
+        if openAuths.count > 1 {
+            capabilities.captureSources = openAuths.map { auth in
+                let capturedOnIt = captures.filter { $0.up == .authorization(auth.id) && countedCaptures.contains($0.status) }
+                    .reduce(Int64(0)) { $0 + $1.amount }
+                return RefundSource(id: auth.id, amount: auth.amount, refunded: capturedOnIt)
+            }
         }
         return capabilities
     }
@@ -230,8 +253,7 @@ public enum PayPalMapping {
             guard statuses.contains(status) else { throw r.fail("\(f).status", p["status"], "unknown status") }
             let id = try r.string(p["id"], "\(f).id")
             out.append(Payment(id: id, status: status, amount: try money(p["amount"], "\(f).amount", currency), up: upLink(p),
-                               reason: p["status_details"]?["reason"]?.stringValue, parent: reauthorizationParent(p, id: id),
-                               note: p["note_to_payer"]?.stringValue))
+                               reason: p["status_details"]?["reason"]?.stringValue, note: p["note_to_payer"]?.stringValue))
         }
         return out
     }

@@ -7,6 +7,9 @@ import Reconciliation
 public enum PayPalProvider {
     /// PayPal-Request-Id takes at most 108 characters.
     public static let requestIDLimit = 108
+    /// `/v1/payments/sale/{id}/refund` takes a PayPal-Request-Id of at most 78 characters (payments_payment_v1.json
+    /// `paypal_request_id`); a longer key goes as its SHA-256 in hex, as for v2.
+    public static let v1RequestIDLimit = 78
 
     public static let definition = ProviderDefinition(
         provider: .paypal,
@@ -113,6 +116,9 @@ public enum PayPalProvider {
         /// on v1 sale refunds: PAYPAL-IDEMPOTENCY in docs/PROVIDER-FACTS.md).
         public var deduplicatesIdempotencyKeys: Bool { true }
 
+        /// An order left unapproved expires after about 3 hours and then answers 404 (PAYPAL-ORDER-EXPIRY).
+        public var unapprovedAttemptsExpire: Bool { true }
+
         /// What the event is about (`PayPalEvent`, the one parser of PayPal events): the order behind a v2 resource
         /// (its own id, `resource.order_id`, `related_ids`, or its `up` links, fetched); a v1 sale and the orders
         /// holding it; the orders of the captures a dispute names; else why it names no payment.
@@ -127,8 +133,15 @@ public enum PayPalProvider {
             case .noPayment(let reason):
                 return .found(.ignored(reason))
             case .payments:
+                // A chargeback as PayPal shows it: PAYMENT.CAPTURE.REVERSED carries the reversal record (refund-shaped,
+                // COMPLETED): learned, so every later check counts it in V, never in R.
+                var learned: [TransactionLink] = []
+                if e.eventType == "PAYMENT.CAPTURE.REVERSED", e.resourceType == "refund", let id = e.resourceID {
+                    learned.append(TransactionLink(externalID: id, parentExternalID: nil, orderID: nil, kind: TransactionLink.reversalKind,
+                                                   source: .learned))
+                }
                 switch await client.orderID(resourceType: e.resourceType, resource: resource ?? .null) {
-                case .found(let id): return .found(.references([EventReference(transactionRef: id)]))
+                case .found(let id): return .found(.references([EventReference(transactionRef: id, learned: learned)]))
                 case .notFound:
                     let named = e.references.first.map { "\($0.kind) \($0.id)" } ?? "its resource"
                     return .found(.ignored("\(type) names \(named), which PayPal does not trace to an order"))
@@ -171,35 +184,62 @@ public enum PayPalProvider {
             TransactionLink(externalID: id, parentExternalID: nil, orderID: nil, kind: TransactionLink.saleKind, source: .learned)
         }
 
-        /// An order paid by v1 sales fetches them (GET /v1/payments/sale/{id}); any other fetches its Orders v2
-        /// order. Either way the disputes a dispute event named for it are fetched too (GET /v1/customer/disputes/{id}).
+        /// A transaction paid by v1 sales fetches them (GET /v1/payments/sale/{id}): those of the order's sales that
+        /// name this reference (their own id, billing agreement or parent payment), so an order of several
+        /// transactions counts each sale once. Any other fetches its Orders v2 order. Then the disputes a dispute
+        /// event named for one of this transaction's captures or sales (GET /v1/customer/disputes/{id}); a dispute
+        /// PayPal refuses to show (403: the app lacks the disputes permission) does not fail the check: the capture's
+        /// refunds are held as if disputed, and the finding says which permission is missing.
         public func snapshot(of q: TransactionQuery) async -> ProviderOutcome<Snapshot> {
             guard let client else { return .permanent(status: 0, body: "no paypal API client: set \(definition.apiVariables)") }
-            var disputes: [JSONValue] = []
-            for id in Set(q.links.filter { $0.kind == TransactionLink.disputeKind }.map(\.externalID)).sorted() {
-                switch await client.dispute(id) {
-                case .found(let d): disputes.append(d)
-                case .notFound: continue   // PayPal no longer has it: nothing under dispute
+            let saleIDs = q.links.filter { $0.kind == TransactionLink.saleKind }.map(\.externalID)
+            var sales: [JSONValue] = []
+            var seen = Set<String>()
+            for id in saleIDs where seen.insert(id).inserted {
+                switch await client.sale(id) {
+                case .found(let sale):
+                    let names = [sale["id"], sale["billing_agreement_id"], sale["parent_payment"]].compactMap { $0?.stringValue }
+                    if names.contains(q.transactionRef) { sales.append(sale) }
+                case .notFound: continue
                 case let other: return other.failure(as: Snapshot.self)!
                 }
             }
-            let saleIDs = q.links.filter { $0.kind == TransactionLink.saleKind }.map(\.externalID)
-            if !saleIDs.isEmpty {
-                var sales: [JSONValue] = []
-                var seen = Set<String>()
-                for id in saleIDs where seen.insert(id).inserted {
-                    switch await client.sale(id) {
-                    case .found(let sale): sales.append(sale)
-                    case .notFound: continue
-                    case let other: return other.failure(as: Snapshot.self)!
-                    }
+            let order: JSONValue?
+            if sales.isEmpty {
+                switch await client.order(q.transactionRef) {
+                case .found(let o): order = o
+                case let other: return other.failure(as: Snapshot.self)!
                 }
-                guard !sales.isEmpty else { return .notFound }
-                return ProviderOutcome<JSONValue>.found(.array(sales)).mapped { _ in
-                    try PayPalSaleMapping.snapshot(sales: sales, refunds: q.links, transactionRef: q.transactionRef, disputes: disputes)
+            } else { order = nil }
+            // The payments a dispute of this transaction names: its captures, or its sales.
+            let payments = Set(order.map(Self.captureIDs) ?? sales.compactMap { $0["id"]?.stringValue })
+            var disputes: [JSONValue] = []
+            var unreadable: [(dispute: String, capture: String)] = []
+            var asked = Set<String>()
+            for link in q.links where link.kind == TransactionLink.disputeKind && payments.contains(link.parentExternalID ?? "") {
+                guard asked.insert(link.externalID).inserted else { continue }
+                switch await client.dispute(link.externalID) {
+                case .found(let d): disputes.append(d)
+                case .notFound: continue   // PayPal no longer has it: nothing under dispute
+                case .permanent(403, _): unreadable.append((link.externalID, link.parentExternalID ?? ""))
+                case let other: return other.failure(as: Snapshot.self)!
                 }
             }
-            return await client.order(q.transactionRef).mapped { try PayPalMapping.snapshot(order: $0, disputes: disputes) }
+            if let order {
+                return ProviderOutcome<JSONValue>.found(order).mapped {
+                    try PayPalMapping.snapshot(order: $0, disputes: disputes, links: q.links, unreadableDisputes: unreadable)
+                }
+            }
+            return ProviderOutcome<JSONValue>.found(.array(sales)).mapped { _ in
+                try PayPalSaleMapping.snapshot(sales: sales, refunds: q.links, transactionRef: q.transactionRef, disputes: disputes)
+            }
+        }
+
+        /// The capture ids of an Orders v2 answer, over every purchase unit.
+        static func captureIDs(_ order: JSONValue) -> [String] {
+            (order["purchase_units"]?.arrayValue ?? []).flatMap { unit in
+                (unit["payments"]?["captures"]?.arrayValue ?? []).compactMap { $0["id"]?.stringValue }
+            }
         }
 
         /// Capture and void on the authorization, refund on the capture; the idempotency key is PayPal-Request-Id.
@@ -211,20 +251,74 @@ public enum PayPalProvider {
             if call.kind != .void, let refusal = PayPalCurrencies.refusal(call.amount.minorUnits, call.amount.currency) {
                 return ActionCallResult(.permanent(status: 0, body: refusal))   // never sent: PayPal would refuse it
             }
-            let result: ProviderOutcome<JSONValue>
             let requestID = call.idempotencyKey(limit: PayPalProvider.requestIDLimit)
+            let sources = call.snapshot?.capabilities.captureSources ?? []
             switch call.kind {
-            case .capture: result = await client.captureAuthorization(target, amount: call.amount, final: call.isFinal, requestID: requestID)
-            case .void: result = await client.voidAuthorization(target, requestID: requestID)
+            case .capture where sources.count > 1:
+                return await captureSpread(call, over: sources, client: client)
+            case .void where sources.count > 1:
+                return await voidEach(call, of: sources, client: client)
+            case .capture:
+                return ActionCallResult(await client.captureAuthorization(target, amount: call.amount, final: call.isFinal, requestID: requestID)
+                    .map { $0["id"]?.stringValue ?? target })
+            case .void:
+                return ActionCallResult(await client.voidAuthorization(target, requestID: requestID).map { $0["id"]?.stringValue ?? target })
             case .refund:
-                if call.links.contains(where: { $0.kind == TransactionLink.saleKind && $0.externalID == target }) {
-                    result = await client.refundSale(target, amount: call.amount, requestID: requestID)
-                } else {
-                    result = await client.refundCapture(target, amount: call.amount, requestID: requestID)
+                guard call.links.contains(where: { $0.kind == TransactionLink.saleKind && $0.externalID == target }) else {
+                    return ActionCallResult(await client.refundCapture(target, amount: call.amount, requestID: requestID)
+                        .map { $0["id"]?.stringValue ?? target })
                 }
+                // A v1 sale refund: the request id within v1's 78 characters, and the refund recorded from the answer,
+                // so R counts it before (or without) its PAYMENT.SALE.REFUNDED webhook.
+                let result = await client.refundSale(target, amount: call.amount, requestID: call.idempotencyKey(limit: PayPalProvider.v1RequestIDLimit))
+                guard case .found(let answer) = result, let id = answer["id"]?.stringValue else {
+                    return ActionCallResult(result.map { $0["id"]?.stringValue ?? target })
+                }
+                let refund = TransactionLink(externalID: id, parentExternalID: target, orderID: call.order.orderID, kind: ActionKind.refund.rawValue,
+                                             amount: call.amount.minorUnits, currency: call.amount.currency.code,
+                                             state: answer["state"]?.stringValue ?? "completed", source: .payrecon, actionID: call.actionID)
+                return ActionCallResult(.found(id), links: [refund])
             case .increment: return ActionCallResult(.permanent(status: 0, body: "PayPal has no incremental authorization"))
             }
-            return ActionCallResult(result.map { $0["id"]?.stringValue ?? target })
+        }
+
+        /// A PayPal order of several purchase units authorises each unit separately: the capture takes from each open
+        /// authorization in order what it still holds, each call with its own PayPal-Request-Id (the key and the
+        /// authorization, hashed when longer than PayPal takes), the last one final when it brings C to the order
+        /// amount. A repeat after a partial failure re-plans first, so it asks only for what is still missing.
+        func captureSpread(_ call: ActionCall, over sources: [RefundSource], client: PayPalClient) async -> ActionCallResult {
+            var left = call.amount.minorUnits
+            var refs: [String] = []
+            for source in sources where left > 0 {
+                let room = source.amount - source.refunded
+                guard room > 0 else { continue }
+                let take = min(room, left)
+                left -= take
+                let key = ActionCall(actionID: call.actionID, kind: call.kind, amount: call.amount, target: call.target, providerTarget: source.id,
+                                     idempotencyKey: call.idempotencyKey + ":" + source.id, order: call.order, snapshot: nil)
+                let outcome = await client.captureAuthorization(source.id, amount: Money(minorUnits: take, currency: call.amount.currency),
+                                                                final: take == room || (left == 0 && call.isFinal),
+                                                                requestID: key.idempotencyKey(limit: PayPalProvider.requestIDLimit))
+                guard case .found(let answer) = outcome else { return ActionCallResult(outcome.map { _ in "" }) }
+                refs.append(answer["id"]?.stringValue ?? source.id)
+            }
+            guard left == 0 else {
+                return ActionCallResult(.permanent(status: 0, body: "the order's authorizations hold \(call.amount.minorUnits - left) of \(call.amount.minorUnits) minor units uncaptured"))
+            }
+            return ActionCallResult(.found(refs.joined(separator: ",")))
+        }
+
+        /// Voids each open authorization of an order of several purchase units that has nothing captured.
+        func voidEach(_ call: ActionCall, of sources: [RefundSource], client: PayPalClient) async -> ActionCallResult {
+            var refs: [String] = []
+            for source in sources where source.refunded == 0 {
+                let key = ActionCall(actionID: call.actionID, kind: call.kind, amount: call.amount, target: call.target, providerTarget: source.id,
+                                     idempotencyKey: call.idempotencyKey + ":" + source.id, order: call.order, snapshot: nil)
+                let outcome = await client.voidAuthorization(source.id, requestID: key.idempotencyKey(limit: PayPalProvider.requestIDLimit))
+                guard case .found = outcome else { return ActionCallResult(outcome.map { _ in "" }) }
+                refs.append(source.id)
+            }
+            return ActionCallResult(.found(refs.joined(separator: ",")))
         }
     }
 }

@@ -26,6 +26,7 @@ public enum PayPalSaleMapping {
         var pendingRaw: String?
         var createdAt: Int64?
         var sources: [RefundSource] = []
+        var unaccounted: [String] = []
         // Oldest first (then by id), so refunds take from the sales in the order they were made, whatever order the
         // events that named them arrived in.
         let ordered = sales.sorted { a, b in
@@ -49,9 +50,12 @@ public enum PayPalSaleMapping {
             case "refunded": C = try add(C, total); refunded = total
             case "partially_refunded":
                 C = try add(C, total)
-                for link in refunds where link.kind == "refund" && link.parentExternalID == id {
+                var counted = Set<String>()
+                for link in refunds where link.kind == "refund" && link.parentExternalID == id && counted.insert(link.externalID).inserted {
                     refunded = try add(refunded, link.amount ?? 0)
                 }
+                // PayPal says part is refunded but payrecon knows of no refund: never a refund planned blind.
+                if refunded == 0 { unaccounted.append(id) }
             case "reversed": C = try add(C, total); V = try add(V, total)
             default: break   // denied
             }
@@ -74,7 +78,10 @@ public enum PayPalSaleMapping {
         let capabilities = Capabilities(
             capture: .denied(noAuthorization + "capture"), void: .denied(noAuthorization + "void"),
             increment: .unsupported("paypal does not support incremental authorisation"),
-            refund: .spread(sources, sources: "PayPal sales"), amountUnit: unit,
+            refund: unaccounted.isEmpty ? .spread(sources, sources: "PayPal sales")
+                : .denied("PayPal shows sale \(unaccounted.joined(separator: ", ")) partially refunded by refunds payrecon does not know "
+                          + "(no PAYMENT.SALE.REFUNDED event and none it made): what is left to refund cannot be known"),
+            amountUnit: unit,
             amountUnitNote: unit > 1 ? "PayPal takes \(currency.code) without decimals" : nil)
         return Snapshot(provider: .paypal, transactionRef: transactionRef, merchant: nil, site: nil, reportsMerchant: false,
                         intent: .purchase, currency: currency, value: C, authorised: C, captured: C, refunded: R, state: state,
