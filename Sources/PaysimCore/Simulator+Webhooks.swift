@@ -272,7 +272,17 @@ extension Simulator {
         if eventType == "PAYMENT.SALE.REFUNDED" {
             let refund = resourceID.flatMap { book.saleRefunds[$0] ?? book.sales[$0]?.refundIDs.last.flatMap { book.saleRefunds[$0] } }
             guard let refund, let sale = book.sales[refund.saleID] else { throw notFound("sale refund") }
-            return ("refund", book.saleRefundJSON(refund, base: base), "\(Money(minorUnits: refund.amount, currency: sale.currency))")
+            let summary = "\(Money(minorUnits: refund.amount, currency: sale.currency))"
+            guard request["shape"]?.stringValue == "simulator" else { return ("refund", book.saleRefundJSON(refund, base: base), summary) }
+            // The shape PayPal's webhook simulator sends (providers' captured deliveries, 2024): resource_type sale,
+            // a negative amount.total, and sale_id naming the sale refunded.
+            var resource = book.saleRefundJSON(refund, base: base)
+            if case .object(var members) = resource, let i = members.firstIndex(where: { $0.0 == "amount" }) {
+                members[i].1 = .object([("total", .string("-" + Money.format(minorUnits: refund.amount / PayPalBook.paypalUnit(sale.currency), exponent: PayPalBook.paypalDecimals(sale.currency)))),
+                                        ("currency", .string(sale.currency.code))])
+                resource = .object(members)
+            }
+            return ("sale", resource, summary)
         }
         if eventType.hasPrefix("PAYMENT.SALE.") {
             guard let id = resourceID, let sale = book.sales[id] else { throw notFound("sale") }

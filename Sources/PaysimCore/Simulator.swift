@@ -100,6 +100,11 @@ public final class Simulator: Sendable {
 
     public var config: SimConfig { state.withLock { $0.config } }
 
+    /// The refunds applied to a v1 sale, in minor units.
+    public func paypalSaleRefunds(of saleID: String) -> [Int64] {
+        state.withLock { s in s.paypal.saleRefunds.values.filter { $0.saleID == saleID }.map(\.amount) }
+    }
+
     /// Every PXP transaction paysim holds, modifications included (what tests count applications by).
     public func pxpTransactions() -> [PXPTransaction] { state.withLock { Array($0.pxp.transactions.values) } }
     public var certURL: String { state.withLock { "\($0.config.publicBaseURL)/v1/notifications/certs/\(Self.certName)" } }
@@ -592,9 +597,12 @@ public final class Simulator: Sendable {
         let requestID = r.header("paypal-request-id").flatMap { $0.isEmpty ? nil : $0 }
         var body: JSONValue?
         var parseError: SimError?
-        // PayPal-Request-Id is at most 108 characters (PayPal's API reference); a longer one is refused.
-        if let requestID, requestID.count > 108 {
-            parseError = SimError.paypalInvalid("INVALID_PARAMETER_SYNTAX", "PayPal-Request-Id must be at most 108 characters.",
+        // PayPal-Request-Id is at most 108 characters (checkout_orders_v2.json), 78 on the v1 sale refund
+        // (payments_payment_v1.json `paypal_request_id`); a longer one is refused.
+        let limit: Int
+        if case .paypalSaleRefund = route { limit = 78 } else { limit = 108 }
+        if let requestID, requestID.count > limit {
+            parseError = SimError.paypalInvalid("INVALID_PARAMETER_SYNTAX", "PayPal-Request-Id must be at most \(limit) characters.",
                                                 field: "PayPal-Request-Id")
         }
         if parseError == nil, !r.body.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
@@ -628,7 +636,7 @@ public final class Simulator: Sendable {
                     response = error.response; result = error.code
                 }
             }
-            if let requestID, requestID.count <= 108 { s.paypalIdempotency[requestID] = response }
+            if let requestID, requestID.count <= limit { s.paypalIdempotency[requestID] = response }
             s.record(SimLogEntry(time: now, provider: "paypal", method: r.method, path: r.path, idempotencyKey: requestID,
                                  requestID: requestID, status: response.status, result: result, resourceID: resourceID))
             return response

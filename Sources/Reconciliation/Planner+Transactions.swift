@@ -39,7 +39,9 @@ extension Planner {
         else if order.fulfilment == .cancelled, !all.isEmpty, all.allSatisfy({ $0.snapshot == nil && $0.absentMayHaveExpired }) {
             return finish(findings: [], wanted: [], emitted: emitted, currency: order.amount.currency)
         }
-        guard transactions.count > 1 else {
+        // An order of several transactions stays planned as one (its keys name the transaction they act on), even
+        // when only one of them is left to plan with.
+        guard all.count > 1 else {
             let snapshot = transactions.first?.snapshot
             return plan(order: order, snapshot: snapshot, emitted: emitted, now: now, pendingMax: pendingMax(snapshot))
         }

@@ -1,0 +1,163 @@
+import Foundation
+import PaysimCore
+import PayreconTesting
+import Postgres
+import Providers
+import Reconciliation
+import Store
+import Testing
+import Worker
+
+/// PayPal as its published documents and real deliveries show it (not as payrecon first read it), end to end
+/// against paysim over real HTTP and a real PostgreSQL: chargebacks as reversal records, disputes PayPal refuses to
+/// show, orders that expire, the simulator's shape of PAYMENT.SALE.REFUNDED, the v1 refund's key, and the sale
+/// refunds payrecon makes itself.
+@Suite("PayPal as documented", .serialized) struct PayPalRealityTests {
+    static func open(_ h: WorkerHarness, _ order: String) throws -> [String: Int64] {
+        let conn = try h.database.connect(); defer { conn.close() }
+        var out: [String: Int64] = [:]
+        for row in try conn.query("SELECT kind, amount_at_risk_minor FROM discrepancies WHERE order_id = $1 AND status = 'open'", [.text(order)]) {
+            out[try row.string("kind")] = try row.int64("amount_at_risk_minor")
+        }
+        return out
+    }
+
+    /// The chargeback's record is named by PAYMENT.CAPTURE.REVERSED: V, not a merchant refund; the capture itself
+    /// reads REFUNDED (PayPal has no REVERSED capture status). A refund the order wants is not planned against it.
+    @Test func aChargebackIsReversedAndNoRefundIsPlannedAgainstIt() async throws {
+        try await WorkerHarness.with { h in
+            try await h.seedPayPal(#"{"id":"PP-1","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"100.00","captures":[{"id":"CAP-1"}]}"#)
+            try h.insert(WorkerHarness.order(.paypal, "ORD-1", ref: "PP-1", intent: .purchase, amount: 10000, currency: "USD", refund: 2000, merchant: nil))
+            try await h.admin("/admin/paypal/reversals", #"{"capture_id":"CAP-1"}"#)
+            _ = try #require(try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.CAPTURE.REVERSED","resource_id":"CAP-1"}"#).first)
+            #expect(await h.runOnce().done == 1)
+            let kinds = try Self.open(h, "ORD-1")
+            #expect(kinds["reversed"] == 10000, "\(kinds)")
+            #expect(kinds["over_refunded"] == nil)
+            #expect(try h.actions().isEmpty, "nothing is left to refund: the payer has the money back")
+        }
+    }
+
+    /// Without the disputes permission PayPal answers 403: the check still records what it can, holds the
+    /// capture's refunds, and says which permission is missing.
+    @Test func aDisputePayPalWillNotShowHoldsRefundsAndSaysWhy() async throws {
+        try await WorkerHarness.with { h in
+            try await h.seedPayPal(#"{"id":"PP-1","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"100.00","captures":[{"id":"CAP-1"}]}"#)
+            try h.insert(WorkerHarness.order(.paypal, "ORD-1", ref: "PP-1", intent: .purchase, amount: 10000, currency: "USD", refund: 3000, merchant: nil))
+            try await h.admin("/admin/paypal/disputes", #"{"id":"PP-D-1","transaction_id":"CAP-1","amount":"40.00"}"#)
+            let id = try #require(try h.storeWebhook(#"{"provider":"paypal","event_type":"CUSTOMER.DISPUTE.CREATED","resource_id":"PP-D-1"}"#).first)
+            try await h.admin("/admin/paypal/permissions", #"{"disputes":false}"#)
+            #expect(await h.runOnce().done == 1)
+            #expect(try h.delivery(id).outcome == "re-checked paypal order ORD-1")
+            let kinds = try Self.open(h, "ORD-1")
+            #expect(kinds["disputed"] == 10000, "held as if the whole capture were disputed: \(kinds)")
+            #expect(kinds["action_not_allowed"] == 3000)
+            #expect(try h.actions().isEmpty)
+            let conn = try h.database.connect(); defer { conn.close() }
+            let detail = try conn.query("SELECT detail FROM discrepancies WHERE kind = 'disputed'").first?.string("detail") ?? ""
+            #expect(detail.contains("disputes/read-seller"), "\(detail)")
+            // The open dispute flipped the capture to PARTIALLY_REFUNDED with no refund record: R stays 0.
+            let r = try conn.query("SELECT snapshot->>'refunded' AS r FROM snapshots WHERE order_id = 'ORD-1'").first?.string("r")
+            #expect(r == "0")
+        }
+    }
+
+    /// An unapproved order expires to 404 after about 3 hours: beside the paid retry it is no finding, and it does
+    /// not block the retry's actions; alone it is missing_at_provider unless the order was cancelled.
+    @Test func anExpiredAttemptIsNoFindingBesideAPaidOne() async throws {
+        try await WorkerHarness.with { h in
+            let old = ISO8601DateFormatter().string(from: Date().addingTimeInterval(-4 * 3600))
+            try await h.seedPayPal("""
+                [{"id":"PP-OLD","intent":"AUTHORIZE","status":"CREATED","currency":"EUR","amount":"30.00","create_time":"\(old)"},
+                 {"id":"PP-NEW","intent":"AUTHORIZE","status":"COMPLETED","currency":"EUR","amount":"30.00","authorizations":[{"id":"AUTH-N"}]},
+                 {"id":"PP-GONE","intent":"CAPTURE","status":"CREATED","currency":"EUR","amount":"5.00","create_time":"\(old)"}]
+                """)
+            try h.insert(WorkerHarness.order(.paypal, "ORD-E", ref: "PP-OLD", intent: .authorisation, amount: 3000, currency: "EUR", merchant: nil))
+            try h.execute("INSERT INTO order_transactions (provider, order_id, transaction_ref, position) VALUES ('paypal','ORD-E','PP-OLD',0),('paypal','ORD-E','PP-NEW',1)")
+            try h.insert(WorkerHarness.order(.paypal, "ORD-G", ref: "PP-GONE", intent: .purchase, amount: 500, currency: "EUR", merchant: nil))
+            try h.insert(WorkerHarness.order(.paypal, "ORD-C", ref: "PP-GONE", intent: .purchase, amount: 500, currency: "EUR",
+                                             fulfilment: .cancelled, merchant: nil))
+            #expect(try await h.sweep().totals.errors == 0)
+            let e = try Self.open(h, "ORD-E")
+            #expect(e.isEmpty, "\(e)")
+            #expect(try h.actions().map(\.idempotencyKey) == ["paypal:ORD-E:capture:3000:PP-NEW"])
+            #expect(try Self.open(h, "ORD-G").keys.sorted() == ["missing_at_provider"])
+            #expect(try Self.open(h, "ORD-C").isEmpty)
+        }
+    }
+
+    /// Item 5 of the money review: a v1 sale refund payrecon made is counted from its answer, before any
+    /// PAYMENT.SALE.REFUNDED arrives: raising refund_amount from 5.00 to 8.00 refunds 3.00 more, never 8.00.
+    @Test func aSaleRefundPayreconMadeIsCountedBeforeItsWebhook() async throws {
+        try await WorkerHarness.with { h in
+            try await h.admin("/admin/paypal/sales", #"{"id":"SALE-1","state":"completed","amount":"20.00","currency":"USD","parent_payment":"PAY-1"}"#)
+            var order = WorkerHarness.order(.paypal, "ORD-S", ref: "PAY-1", intent: .purchase, amount: 2000, currency: "USD", refund: 500, merchant: nil)
+            try h.insert(order)
+            _ = try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.SALE.COMPLETED","resource_id":"SALE-1"}"#)
+            #expect(await h.runOnce().done == 1)
+            #expect(await h.executor.executePending().succeeded == 1)
+            order.refundAmount = 800
+            try h.insert(order)
+            _ = await h.checker.check(order)
+            _ = await h.executor.executePending()
+            let log = try await h.paysimLog(provider: "paypal").filter { $0["result"] as? String == "applied" }
+            #expect(log.count == 2, "\(log)")
+            let refunds = h.simulator.paypalSaleRefunds(of: "SALE-1")
+            #expect(refunds.sorted() == [300, 500], "\(refunds)")
+        }
+    }
+
+    /// PAYMENT.SALE.REFUNDED as PayPal's webhook simulator sends it (resource_type sale, a negative total, sale_id):
+    /// a refund of |total| of that sale, not a sale of its own.
+    @Test func aSaleRefundInTheSimulatorsShapeIsARefund() async throws {
+        try await WorkerHarness.with { h in
+            try await h.admin("/admin/paypal/sales", #"{"id":"SALE-2","state":"completed","amount":"20.00","currency":"USD","parent_payment":"PAY-2"}"#)
+            try h.insert(WorkerHarness.order(.paypal, "ORD-T", ref: "PAY-2", intent: .purchase, amount: 2000, currency: "USD", refund: 700, merchant: nil))
+            _ = try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.SALE.COMPLETED","resource_id":"SALE-2"}"#)
+            #expect(await h.runOnce().done == 1)
+            // The merchant refunded 7.00 in PayPal's dashboard; the webhook comes in the simulator's shape.
+            let elsewhere = await ActionSafetyTests.elsewhere(h).refundSale("SALE-2", amount: Money(minorUnits: 700, currency: Currency(code: "USD")!),
+                                                                          requestID: "dashboard-refund-1")
+            guard case .found = elsewhere else { Issue.record("the dashboard refund failed: \(elsewhere)"); return }
+            let id = try #require(try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.SALE.REFUNDED","resource_id":"SALE-2","shape":"simulator"}"#).first)
+            let body = String(decoding: try h.delivery(id).body, as: UTF8.self)
+            #expect(body.contains(#""resource_type":"sale""#) && body.contains(#""total":"-7.00""#), "\(body)")
+            #expect(await h.runOnce().done == 1)
+            #expect(try h.delivery(id).outcome == "re-checked paypal order ORD-T")
+            #expect(try Self.open(h, "ORD-T").isEmpty)
+            #expect(try h.actions().filter { $0.status == .pending }.isEmpty, "R = 7.00 already: nothing to refund")
+        }
+    }
+
+    /// The v1 sale refund takes a PayPal-Request-Id of at most 78 characters: a longer key goes as its SHA-256.
+    @Test func aLongKeyFitsTheV1RefundsSeventyEightCharacters() async throws {
+        try await WorkerHarness.with { h in
+            let orderID = "ORD-" + String(repeating: "L", count: 70)
+            try await h.admin("/admin/paypal/sales", #"{"id":"SALE-3","state":"completed","amount":"20.00","currency":"USD","parent_payment":"PAY-3"}"#)
+            try h.insert(WorkerHarness.order(.paypal, orderID, ref: "PAY-3", intent: .purchase, amount: 2000, currency: "USD", refund: 500, merchant: nil))
+            _ = try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.SALE.COMPLETED","resource_id":"SALE-3"}"#)
+            #expect(await h.runOnce().done == 1)
+            #expect(await h.executor.executePending().succeeded == 1)
+            let sent = try #require(try await h.paysimLog(provider: "paypal").first?["idempotency_key"] as? String)
+            #expect(sent.count == 64 && sent == SHA256.hex(Array("paypal:\(orderID):refund:500".utf8)))
+        }
+    }
+
+    /// Item 9: a dispute on an order of two PayPal orders is counted once, for the transaction whose capture it
+    /// names, not once per transaction.
+    @Test func aDisputeIsCountedOnceOnAnOrderOfTwoTransactions() async throws {
+        try await WorkerHarness.with { h in
+            try await h.seedPayPal("""
+                [{"id":"PP-A","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"60.00","captures":[{"id":"CAP-A"}]},
+                 {"id":"PP-B","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"40.00","captures":[{"id":"CAP-B"}]}]
+                """)
+            try h.insert(WorkerHarness.order(.paypal, "ORD-2", ref: "PP-A", intent: .purchase, amount: 10000, currency: "USD", merchant: nil))
+            try h.execute("INSERT INTO order_transactions (provider, order_id, transaction_ref, position) VALUES ('paypal','ORD-2','PP-A',0),('paypal','ORD-2','PP-B',1)")
+            try await h.admin("/admin/paypal/disputes", #"{"id":"PP-D-9","transaction_id":"CAP-A","amount":"10.00"}"#)
+            _ = try h.storeWebhook(#"{"provider":"paypal","event_type":"CUSTOMER.DISPUTE.CREATED","resource_id":"PP-D-9"}"#)
+            #expect(await h.runOnce().done == 1)
+            let kinds = try Self.open(h, "ORD-2")
+            #expect(kinds["disputed"] == 1000, "\(kinds)")
+        }
+    }
+}
