@@ -35,27 +35,24 @@ import Worker
     }
 
     /// Item 1: the client's own retry re-sent a modification within milliseconds of a timeout or a 5xx. With a
-    /// retrying client and an answer lost after PXP applied the capture, the capture is applied once.
+    /// retrying client and an answer lost after PXP applied a refund, the refund is applied once (a PXP that does not
+    /// de-duplicate would have applied the re-send too).
     @Test(arguments: modes) func aModificationIsNeverResentByTheClientsOwnRetry(_ mode: Mode) async throws {
         try await WorkerHarness.with(retry: RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(1))) { h in
             try await h.admin("/admin/pxp/behaviour", mode.json)
-            try await h.seedPXP("TX", value: "20.00")
-            let order = WorkerHarness.order(.pxp, "O", ref: "TX", amount: 1500)
-            try h.insert(order)
-            _ = await h.checker.check(order)
+            let order = try await Self.capturedPurchase(h, refund: 500)
             try await h.faults(#"{"drop_after_apply_rate":1.0}"#)
             let first = await h.executor.executePending()
-            try await h.clearFaults()
             try await h.faults(#"{"drop_after_apply_rate":0}"#)
             #expect(first.deferred + first.failed == 1, "a lost answer leaves the outcome unknown: \(first)")
-            #expect(try await Self.applied(h, operation: "Capture") == [1500], "sent once by the client")
+            #expect(try await Self.applied(h, operation: "Refund") == [500], "sent once by the client")
             // Later attempts never apply it twice either.
             for _ in 0..<3 {
                 try h.execute("UPDATE actions SET lease_expires_at = NULL")
                 _ = await h.executor.executePending()
                 _ = await h.checker.check(order)
             }
-            #expect(try await Self.applied(h, operation: "Capture") == [1500])
+            #expect(try await Self.applied(h, operation: "Refund") == [500])
             let action = try #require(try h.actions().first)
             if mode.lookup {
                 #expect(action.status == .succeeded, "found at PXP by its merchantTransactionId: \(action)")
