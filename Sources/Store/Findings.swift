@@ -241,8 +241,8 @@ public enum FindingStore {
             let kinds = plan.findings.map(\.kind.rawValue)
             if let orderID {
                 // `mayResolve` is false only when the last check of these transactions left nothing open: under the order's
-                // lock nothing opens for it meanwhile (an unknown_order another transaction opens after the read is resolved
-                // by the order's next check).
+                // lock nothing opens for it meanwhile, and an unknown_order recorded for one of its transactions marks its
+                // snapshot open (below), so the order's next check resolves it.
                 if mayResolve {
                     resolveRows.append((index, provider.rawValue, orderID, kinds.joined(separator: " "), transactionRef))
                     // An order now known resolves the unknown_order its transactions had raised.
@@ -253,6 +253,16 @@ public enum FindingStore {
                     UPDATE discrepancies SET status = 'resolved', resolved_at = now()
                     WHERE provider = $1 AND order_id IS NULL AND transaction_ref = $2 AND status IN ('open', 'acknowledged') AND NOT (kind = ANY($3))
                     """, [p, .text(transactionRef), .textArray(kinds)]), to: &resolves)
+                if !plan.findings.isEmpty {
+                    // An order that holds this transaction now (imported or linked meanwhile) must resolve the
+                    // unknown_order on its next check, even if its last one left nothing open.
+                    own.append(PostgresStatement("""
+                        UPDATE snapshots SET open_findings = true
+                        WHERE provider = $1 AND NOT open_findings AND order_id IN (
+                            SELECT order_id FROM orders WHERE provider = $1 AND transaction_ref = $2
+                            UNION SELECT order_id FROM order_transactions WHERE provider = $1 AND transaction_ref = $2)
+                        """, [p, .text(transactionRef)]))
+                }
             }
             guard let order else { return }
             // Supersede first: the action that replaces one of the same kind is then the only pending one.
@@ -284,10 +294,14 @@ public enum FindingStore {
                 if !snapshot.aliases.isEmpty, !Set(snapshot.aliases).isSubset(of: linkedAliases) {
                     for alias in snapshot.aliases where !alias.isEmpty { aliasRows.append((provider.rawValue, order.orderID, alias)) }
                 }
-            } else if !plan.findings.isEmpty {
-                // No snapshot this time (the transaction is gone) but findings open: the stored row must not say none.
-                own.append(PostgresStatement("UPDATE snapshots SET open_findings = true WHERE provider = $1 AND order_id = $2",
-                                             [p, .text(order.orderID)]))
+            } else {
+                // No snapshot this time (the transaction is gone): the stored row must not say no findings are open, and
+                // it takes this check's time, so an older answer recorded later does not replace the newer
+                // missing_at_provider (a snapshot never replaces a newer one, and neither does a check).
+                own.append(PostgresStatement("""
+                    UPDATE snapshots SET open_findings = open_findings OR $3::boolean, fetched_at = greatest(fetched_at, $4::timestamptz)
+                    WHERE provider = $1 AND order_id = $2
+                    """, [p, .text(order.orderID), .bool(!plan.findings.isEmpty), .timestamptz(check.fetchedAt)]))
             }
         }
 

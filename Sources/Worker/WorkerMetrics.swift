@@ -3,6 +3,7 @@ import Observability
 import Postgres
 import Providers
 import Reconciliation
+import Synchronization
 
 /// What the worker exports on its own `/metrics` (`payrecon work --metrics-listen`), beside the processed
 /// deliveries counted by `QueueWorker`: provider calls at the seam, actions, the queue, open discrepancies and
@@ -25,6 +26,9 @@ public enum WorkerMetrics {
                                              help: "Money at risk in open discrepancies, in minor units of the currency (2500 USD = 25.00)")
     static let lastSweep = Metrics.shared.gauge("payrecon_last_reconcile_success_timestamp_seconds",
                                                 help: "Unix time the last payrecon reconcile run finished with exit 0 (0: never)")
+
+    /// The currencies the last refresh exported money at risk for.
+    static let riskCurrencies = Mutex<Set<String>>([])
 
     /// Registers every family now, so `/metrics` names them before the first observation.
     public static func register() {
@@ -72,6 +76,13 @@ public enum WorkerMetrics {
             }
         }
         for (kind, n) in counts { open.set(n, [("kind", kind)]) }
+        // A currency whose money at risk went to zero reads 0, never its last value.
+        let gone = riskCurrencies.withLock { seen in
+            let gone = seen.subtracting(risk.keys)
+            seen = Set(risk.keys)
+            return gone
+        }
+        for currency in gone { atRisk.set(0, [("currency", currency)]) }
         for (currency, minor) in risk { atRisk.set(minor, [("currency", currency)]) }
         let last = try conn.query("""
             SELECT coalesce(extract(epoch FROM max(finished_at)), 0)::bigint AS t FROM runs WHERE exit_code = 0

@@ -64,6 +64,46 @@ import Testing
         }
     }
 
+    /// Item 10 of the money review: an unknown_order recorded just after the order's clean check of the same
+    /// transaction (the order imported meanwhile) is resolved by the order's next check; it used to stay open forever,
+    /// because a clean last check let the next one skip resolving.
+    @Test func anUnknownOrderRecordedAfterTheOrdersCleanCheckIsResolvedByItsNextCheck() async throws {
+        let db = try await offload { try TestDatabase.create() }
+        defer { db.drop() }
+        try await offload {
+            let conn = try db.connect(); defer { conn.close() }
+            try OrderStore.upsert([Self.order("D")], on: conn)
+            _ = try FindingStore.record([Self.check("D", at: 1)], on: conn)   // clean: nothing left open
+            _ = try FindingStore.record(provider: .pxp, order: nil, transactionRef: "TX-D", snapshot: nil, fetchedAt: Date(), plan: { _, _ in
+                Plan(findings: [Finding(kind: .unknownOrder, expected: [:], actual: [:], detail: "u", amountAtRisk: 0)])
+            }, on: conn)
+            #expect(try db.count("SELECT count(*) FROM discrepancies WHERE kind = 'unknown_order' AND status = 'open'") == 1)
+            let next = try FindingStore.record([Self.check("D", at: 2)], on: conn)
+            #expect(next.first??.outcome.resolved == 1)
+            #expect(try db.count("SELECT count(*) FROM discrepancies WHERE kind = 'unknown_order' AND status = 'open'") == 0)
+        }
+    }
+
+    /// Item 13 of the money review: a check that found the transaction gone (missing_at_provider) is newer news than
+    /// an answer fetched before it and recorded after it; that older answer no longer resolves it.
+    @Test func anOlderAnswerRecordedLaterDoesNotReplaceANewerMissingAtProvider() async throws {
+        let db = try await offload { try TestDatabase.create() }
+        defer { db.drop() }
+        try await offload {
+            let conn = try db.connect(); defer { conn.close() }
+            try OrderStore.upsert([Self.order("M")], on: conn)
+            _ = try FindingStore.record([Self.check("M", at: 1)], on: conn)
+            let missing = Finding(kind: .missingAtProvider, expected: ["transaction_ref": "TX-M"], actual: [:], detail: "gone", amountAtRisk: 1000)
+            var gone = Self.check("M", at: 10, findings: [missing])
+            gone.snapshot = nil
+            _ = try FindingStore.record([gone], on: conn)
+            #expect(try db.count("SELECT count(*) FROM discrepancies WHERE kind = 'missing_at_provider' AND status = 'open'") == 1)
+            let older = try FindingStore.record([Self.check("M", at: 5)], on: conn)
+            #expect(older[0] == nil, "fetched before the check that found it gone: older news")
+            #expect(try db.count("SELECT count(*) FROM discrepancies WHERE kind = 'missing_at_provider' AND status = 'open'") == 1)
+        }
+    }
+
     @Test func aStaleCheckOrAGoneOrderInAGroupRecordsNothingAndTheOthersAreRecorded() async throws {
         let db = try await offload { try TestDatabase.create() }
         defer { db.drop() }

@@ -81,6 +81,12 @@ import Worker
             #expect(text.contains(#"payrecon_deliveries_processed_total{provider="paypal",outcome="ignored"}"#))
             #expect(text.contains(#"payrecon_money_at_risk_minor{currency="USD"} 1000"#))
             for kind in DiscrepancyKind.allCases { #expect(text.contains(#"payrecon_discrepancies_open{kind="\#(kind.rawValue)"}"#)) }
+            // Item 11 of the money review: once the currency's discrepancies are resolved, its gauge reads 0, not 1000.
+            try h.execute("UPDATE discrepancies SET status = 'resolved', resolved_at = now() WHERE currency = 'USD'")
+            try await h.pool.run { try WorkerMetrics.refresh(on: $0) }
+            let after = Metrics.shared.render()
+            #expect(after.contains(#"payrecon_money_at_risk_minor{currency="USD"} 0"#), "\(after.split(separator: "\n").filter { $0.contains("money_at_risk") })")
+            #expect(after.contains(#"payrecon_discrepancies_open{kind="amount_mismatch"} 0"#))
         }
     }
 
