@@ -28,29 +28,88 @@ public struct PaypercutPayment: Sendable, Equatable {
 struct PaypercutBook: Sendable {
     var intents: [String: PaypercutIntent] = [:]
     var payments: [String: PaypercutPayment] = [:]
+    /// The connected accounts paysim's secret key may act for: every account a seeded intent belongs to.
+    var accounts: Set<String> = []
     /// Idempotency-Key → (the path it was used on, the answer given).
     var idempotency: [String: (path: String, response: SimResponse)] = [:]
 
-    static func error(_ status: Int, _ type: String, _ code: String, _ message: String) -> SimError {
-        SimError(status: status, body: .object(["type": .string(type), "code": .string(code), "message": .string(message),
-                                                "trace_id": "paysim-trace"]), code: code)
+    // MARK: Errors
+
+    /// Paypercut's error object, top level, not wrapped in `{"error": …}`: `type`, `code`, `param` (null unless a
+    /// parameter is at fault), `message`, `trace_id` (docs.paypercut.io/docs/developer-resources/error-object).
+    static func error(_ status: Int, _ type: String, _ code: String, _ message: String, param: String? = nil) -> SimError {
+        SimError(status: status, body: .object(["type": .string(type), "code": .string(code), "param": param.map { .string($0) } ?? .null,
+                                                "message": .string(message), "trace_id": "paysim-trace"]), code: code)
     }
 
-    static func notFound(_ id: String) -> SimError { error(404, "invalid_request_error", "resource_missing", "No such payment intent: '\(id)'") }
+    /// 404: "does not exist or is not accessible in the current context" (docs error handling); `resource_missing`
+    /// is Stripe's code, not a documented one (PAYPERCUT-5).
+    static func notFound(_ what: String, _ id: String) -> SimError {
+        error(404, "invalid_request_error", "resource_missing", "No such \(what): '\(id)'")
+    }
 
+    /// 403 `account_invalid`, an authorization error: "the authenticated principal cannot access the selected
+    /// account, or the account does not exist" (docs error codes). `invalid_request_error` is the nearest type the
+    /// published ApiErrorType enum has.
+    static func accountInvalid(_ account: String) -> SimError {
+        error(403, "invalid_request_error", "account_invalid", "The API key cannot act for account '\(account)', or it does not exist.")
+    }
+
+    /// 409: the request "conflicts with the current state of the resource" (its status does not allow the operation
+    /// at all). Paypercut documents no code for it; `state_conflict` is paysim's own.
+    static func stateConflict(_ message: String) -> SimError { error(409, "invalid_request_error", "state_conflict", message) }
+
+    /// 422 `amount_too_large`: the status allows the operation, but the amount is more than the resource holds now
+    /// ("well-formed but cannot be processed in its current state"); the one Stripe-style code Paypercut documents.
+    static func amountTooLarge(_ param: String, _ message: String) -> SimError {
+        error(422, "invalid_request_error", "amount_too_large", message, param: param)
+    }
+
+    /// 400 `parameter_invalid`: a value no state could take (docs error codes, invalid request errors).
+    static func invalidParameter(_ param: String, _ message: String) -> SimError {
+        error(400, "invalid_request_error", "parameter_invalid", message, param: param)
+    }
+
+    /// 400 `missing_required_param`.
+    static func missingParameter(_ param: String) -> SimError {
+        error(400, "invalid_request_error", "missing_required_param", "\(param) is required.", param: param)
+    }
+
+    // MARK: The account context
+
+    /// The account a request acts as, from `Paypercut-Account` (or its alias `X-Paypercut-Account`): nil, the
+    /// platform's own, without one; an account the key may not act for is refused before anything is looked up.
+    func account(_ header: String?) throws(SimError) -> String? {
+        guard let header, !header.isEmpty else { return nil }
+        guard accounts.contains(header) else { throw Self.accountInvalid(header) }
+        return header
+    }
+
+    // MARK: Reads and actions
+
+    /// The intent as `account` sees it: another account's intent is not found there; the platform sees all.
     func intent(_ id: String, account: String?) throws(SimError) -> PaypercutIntent {
-        guard let i = intents[id], account == nil || i.account == account else { throw Self.notFound(id) }
+        guard let i = intents[id], account == nil || i.account == account else { throw Self.notFound("payment intent", id) }
         return i
     }
 
+    /// The payment (v2) as `account` sees it: through its intent's account.
+    func payment(_ id: String, account: String?) throws(SimError) -> PaypercutPayment {
+        guard let p = payments[id], account == nil || intents[p.intentID]?.account == account else { throw Self.notFound("payment", id) }
+        return p
+    }
+
+    /// Captures `amount` (all that is capturable when nil) of a `requires_capture` intent; any other status is a
+    /// conflict (already captured, cancelled), and more than is capturable now is `amount_too_large`.
     mutating func capture(_ id: String, account: String?, amount: Int64?, final: Bool) throws(SimError) -> PaypercutIntent {
         var i = try intent(id, account: account)
         guard i.status == "requires_capture" else {
-            throw Self.error(400, "invalid_request_error", "payment_intent_unexpected_state", "This PaymentIntent is \(i.status), not requires_capture.")
+            throw Self.stateConflict("This payment intent is \(i.status); only a requires_capture payment intent can be captured.")
         }
+        if let amount, amount <= 0 { throw Self.invalidParameter("amount_to_capture", "amount_to_capture must be a positive integer.") }
         let n = amount ?? i.amountCapturable
-        guard n > 0, n <= i.amountCapturable else {
-            throw Self.error(400, "invalid_request_error", "amount_too_large", "amount_to_capture \(n) is above amount_capturable \(i.amountCapturable).")
+        guard n <= i.amountCapturable else {
+            throw Self.amountTooLarge("amount_to_capture", "amount_to_capture \(n) is above amount_capturable \(i.amountCapturable).")
         }
         i.amountReceived += n
         i.amountCapturable -= n
@@ -60,25 +119,30 @@ struct PaypercutBook: Sendable {
         return i
     }
 
+    /// Cancels from the states the docs allow it in; a succeeded, cancelled or processing intent is a conflict.
     mutating func cancel(_ id: String, account: String?) throws(SimError) -> PaypercutIntent {
         var i = try intent(id, account: account)
         guard ["requires_payment_method", "requires_capture", "requires_confirmation", "requires_action"].contains(i.status) else {
-            throw Self.error(400, "invalid_request_error", "payment_intent_unexpected_state", "A PaymentIntent that is \(i.status) cannot be canceled.")
+            throw Self.stateConflict("This payment intent is \(i.status) and cannot be canceled.")
         }
         i.status = "canceled"; i.amountCapturable = 0
         intents[id] = i
         return i
     }
 
+    /// Refunds `amount` (all that remains when nil) of what the intent's payment captured. Nothing captured, or
+    /// everything already refunded, is a conflict; more than remains is `amount_too_large` (docs: refunding an
+    /// already-refunded charge, or more than remains, raises an error).
     mutating func refund(intentID: String, account: String?, amount: Int64?, refundID: String) throws(SimError) -> JSONValue {
         let i = try intent(intentID, account: account)
-        guard let pid = i.paymentID, var p = payments[pid], p.amountCaptured > p.amountRefunded else {
-            throw Self.error(400, "invalid_request_error", "charge_already_refunded", "Nothing captured is left to refund on \(intentID).")
+        guard let pid = i.paymentID, var p = payments[pid], p.amountCaptured > 0 else {
+            throw Self.stateConflict("Payment intent \(intentID) is \(i.status) and has no captured payment to refund.")
         }
-        let n = amount ?? (p.amountCaptured - p.amountRefunded)
-        guard n > 0, n <= p.amountCaptured - p.amountRefunded else {
-            throw Self.error(400, "invalid_request_error", "amount_too_large", "Refund amount \(n) is above what is refundable.")
-        }
+        let remaining = p.amountCaptured - p.amountRefunded
+        guard remaining > 0 else { throw Self.stateConflict("The payment of \(intentID) is already fully refunded.") }
+        if let amount, amount <= 0 { throw Self.invalidParameter("amount", "amount must be a positive integer.") }
+        let n = amount ?? remaining
+        guard n <= remaining else { throw Self.amountTooLarge("amount", "Refund amount \(n) is above the \(remaining) left to refund.") }
         p.amountRefunded += n
         payments[pid] = p
         return .object(["id": .string(refundID), "object": "refund", "amount": .integer(n), "status": "succeeded",

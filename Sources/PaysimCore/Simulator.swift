@@ -246,41 +246,31 @@ public final class Simulator: Sendable {
             try expect("POST")
             return try paypalToken(r)
         case .paypercutIntent(let id):
-            try expect("GET"); try checkPaypercutAuth(r)
-            return try state.withLock { s throws(SimError) in
-                .json(200, s.paypercut.intentJSON(try s.paypercut.intent(id, account: r.header("paypercut-account"))))
-            }
+            try expect("GET"); let account = try paypercutAccount(r)
+            return try state.withLock { s throws(SimError) in .json(200, s.paypercut.intentJSON(try s.paypercut.intent(id, account: account))) }
         case .paypercutPayment(let id):
-            try expect("GET"); try checkPaypercutAuth(r)
-            return try state.withLock { s throws(SimError) in
-                guard let p = s.paypercut.payments[id] else {
-                    throw PaypercutBook.error(404, "invalid_request_error", "resource_missing", "No such payment: '\(id)'")
-                }
-                return .json(200, s.paypercut.paymentJSON(p))
-            }
+            try expect("GET"); let account = try paypercutAccount(r)
+            return try state.withLock { s throws(SimError) in .json(200, s.paypercut.paymentJSON(try s.paypercut.payment(id, account: account))) }
         case .paypercutIntentCapture(let id):
-            try expect("POST"); try checkPaypercutAuth(r)
+            try expect("POST"); let account = try paypercutAccount(r)
             return paypercutAction(route, r) { s, body throws(SimError) in
                 let amount = body?["amount_to_capture"]?.integerValue
                 let final = body?["final_capture"]?.boolValue ?? false
-                let i = try s.paypercut.capture(id, account: r.header("paypercut-account"), amount: amount, final: final)
+                let i = try s.paypercut.capture(id, account: account, amount: amount, final: final)
                 return (.json(200, s.paypercut.intentJSON(i)), i.id)
             }
         case .paypercutIntentCancel(let id):
-            try expect("POST"); try checkPaypercutAuth(r)
+            try expect("POST"); let account = try paypercutAccount(r)
             return paypercutAction(route, r) { s, _ throws(SimError) in
-                let i = try s.paypercut.cancel(id, account: r.header("paypercut-account"))
+                let i = try s.paypercut.cancel(id, account: account)
                 return (.json(200, s.paypercut.intentJSON(i)), i.id)
             }
         case .paypercutRefunds:
-            try expect("POST"); try checkPaypercutAuth(r)
+            try expect("POST"); let account = try paypercutAccount(r)
             return paypercutAction(route, r) { s, body throws(SimError) in
-                guard let intent = body?["payment_intent"]?.stringValue else {
-                    throw PaypercutBook.error(400, "invalid_request_error", "parameter_missing", "payment_intent is required.")
-                }
+                guard let intent = body?["payment_intent"]?.stringValue else { throw PaypercutBook.missingParameter("payment_intent") }
                 let refundID = "re_" + s.paypalID().lowercased()
-                let refund = try s.paypercut.refund(intentID: intent, account: r.header("paypercut-account"),
-                                                    amount: body?["amount"]?.integerValue, refundID: refundID)
+                let refund = try s.paypercut.refund(intentID: intent, account: account, amount: body?["amount"]?.integerValue, refundID: refundID)
                 return (.json(200, refund), refundID)
             }
         case .adminPaypercutIntents:
@@ -647,13 +637,32 @@ public final class Simulator: Sendable {
 // MARK: - Paypercut
 
 extension Simulator {
-    /// `Authorization: Bearer <secret key>`; else Paypercut's 401.
+    /// The account a Paypercut request acts as, once its credentials are checked: authentication first (401), then
+    /// the account context (403 `account_invalid`), as the docs order them; neither is kept under an Idempotency-Key,
+    /// so the same key goes through once the credentials or the account are right.
+    func paypercutAccount(_ r: SimRequest) throws(SimError) -> String? {
+        try checkPaypercutAuth(r)
+        let header = r.header("paypercut-account") ?? r.header("x-paypercut-account")
+        return try state.withLock { s throws(SimError) in try s.paypercut.account(header) }
+    }
+
+    /// `Authorization: Bearer <secret key>`, else 401 with the documented authentication codes: none given
+    /// (`authentication_required`), not a Bearer credential (`authentication_invalid`), an unknown key
+    /// (`token_invalid`, showing the key masked, as Paypercut's messages do).
     func checkPaypercutAuth(_ r: SimRequest) throws(SimError) {
-        let key = state.withLock { $0.config.paypercutSecretKey }
-        guard let header = r.header("authorization"), header == "Bearer " + key else {
-            throw PaypercutBook.error(401, "authentication_error", "invalid_api_key", "Invalid API key provided.")
+        func refuse(_ code: String, _ message: String) -> SimError { PaypercutBook.error(401, "authentication_error", code, message) }
+        guard let header = r.header("authorization"), !header.isEmpty else {
+            throw refuse("authentication_required", "This endpoint requires an API key: send Authorization: Bearer <secret key>.")
+        }
+        guard header.hasPrefix("Bearer ") else { throw refuse("authentication_invalid", "The Authorization header must be Bearer <secret key>.") }
+        let presented = String(header.dropFirst("Bearer ".count))
+        guard presented == state.withLock({ $0.config.paypercutSecretKey }) else {
+            throw refuse("token_invalid", "Invalid API key provided: \(Self.masked(presented)).")
         }
     }
+
+    /// A key as an error message may show it: its first few characters only.
+    static func masked(_ key: String) -> String { String(key.prefix(min(8, key.count / 2))) + "****" }
 
     /// Runs a Paypercut action once per Idempotency-Key: the same key again gets the first answer and changes
     /// nothing; the same key on another path is `409 idempotency_error`.
@@ -692,7 +701,7 @@ extension Simulator {
 
     /// `POST /admin/paypercut/intents`: one intent or an array of them: `{id, account?, amount, currency, capture_method,
     /// status, amount_capturable?, amount_received?, created?, payment?: {id?, status, amount_captured, amount_refunded?,
-    /// payment_method?}}`, amounts in minor units.
+    /// payment_method?}}`, amounts in minor units. An intent's `account` becomes one the secret key may act for.
     func adminPutPaypercut(_ bytes: [UInt8]) throws(SimError) -> SimResponse {
         guard let json = try? JSONValue.parse(bytes) else { throw SimError.admin(400, "malformed_body", "expected JSON") }
         let items = json.arrayValue ?? [json]
@@ -729,6 +738,7 @@ extension Simulator {
         state.withLock { s in
             for (i, p) in parsed {
                 s.paypercut.intents[i.id] = i
+                if let account = i.account { s.paypercut.accounts.insert(account) }
                 if let p { s.paypercut.payments[p.id] = p }
             }
         }

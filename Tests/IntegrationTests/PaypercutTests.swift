@@ -5,6 +5,7 @@ import PayreconTesting
 import Providers
 import Reconciliation
 import Store
+import Synchronization
 import Testing
 import Worker
 
@@ -73,15 +74,102 @@ import Worker
         }
     }
 
-    @Test func aWrongAccountIsMissingAtProvider() async throws {
+    /// An account Paypercut will not let the key act as (403 `account_invalid`) is a configuration problem: the check
+    /// fails naming the account and what to check, through the worker as through a direct check, and nothing is
+    /// recorded as missing at the provider.
+    @Test func anAccountPaysimDoesNotKnowFailsTheCheckNamingIt() async throws {
         try await WorkerHarness.with { h in
             try await h.admin("/admin/paypercut/intents",
                               #"{"id":"pi_1","account":"acct_1","amount":2000,"currency":"EUR","capture_method":"manual","status":"requires_capture"}"#)
-            let order = WorkerHarness.order(.paypercut, "PC-1", ref: "pi_1", amount: 2000, currency: "EUR", merchant: "acct_other")
+            let order = WorkerHarness.order(.paypercut, "PC-1", ref: "pi_1", amount: 2000, currency: "EUR", merchant: "acct_x")
+            try h.insert(order)
+            let id = try h.store(.paypercut, json: Self.event("pi_1"))
+            _ = await h.runOnce()
+            let delivery = try h.delivery(id)
+            #expect(delivery.status == "pending" && delivery.lastError?.contains("Paypercut refused account 'acct_x'") == true,
+                    "\(delivery.status): \(delivery.lastError ?? "-")")
+            guard case .failed(let reason) = await h.checker.check(order) else { Issue.record("the check did not fail"); return }
+            #expect(reason.hasPrefix("Paypercut refused account 'acct_x' (403 account_invalid): check the order's merchant and that "
+                                     + "PAYPERCUT_SECRET_KEY may act for it"), "\(reason)")
+            #expect(try h.discrepancies().isEmpty, "an account refusal is no finding, least of all missing_at_provider")
+            #expect(try h.actions().isEmpty)
+        }
+    }
+
+    /// An account the key may act for sees only its own intents: another account's is 404 there, so missing.
+    @Test func anotherAccountsIntentIsMissingAtProvider() async throws {
+        try await WorkerHarness.with { h in
+            try await h.admin("/admin/paypercut/intents", #"""
+                [{"id":"pi_1","account":"acct_1","amount":2000,"currency":"EUR","capture_method":"manual","status":"requires_capture"},
+                 {"id":"pi_2","account":"acct_2","amount":500,"currency":"EUR","capture_method":"manual","status":"requires_capture"}]
+                """#)
+            let order = WorkerHarness.order(.paypercut, "PC-1", ref: "pi_1", amount: 2000, currency: "EUR", merchant: "acct_2")
             try h.insert(order)
             _ = await h.checker.check(order)
             #expect(try h.openKinds(order: "PC-1") == ["missing_at_provider"])
         }
+    }
+
+    /// Someone else acts on the intent at Paypercut (a dashboard, the merchant's own system) after the executor's
+    /// re-fetch and before its capture: the one window no re-plan closes. Paypercut refuses the capture with a state
+    /// error (409 or 422); the action is `failed` with Paypercut's answer, the order is re-fetched, and nothing calls
+    /// again: no retry from the client, the executor or a later check.
+    static func captureRefusedAfterAChangeElsewhere(_ change: @escaping @Sendable (PaypercutClient) async -> ProviderOutcome<JSONValue>,
+                                                    status: Int, code: String, refetched: (rawState: String, captured: Int64),
+                                                    finding: String) async throws {
+        try await WorkerHarness.with(retry: .standard) { h in
+            try await h.admin("/admin/paypercut/intents",
+                              #"{"id":"pi_1","account":"acct_1","amount":2000,"currency":"EUR","capture_method":"manual","status":"requires_capture"}"#)
+            let order = WorkerHarness.order(.paypercut, "PC-1", ref: "pi_1", amount: 2000, currency: "EUR", merchant: "acct_1")
+            try h.insert(order)
+            _ = await h.checker.check(order)
+            let key = "paypercut:PC-1:capture:2000"
+            #expect(try h.actions().map(\.idempotencyKey) == [key])
+
+            let elsewhere = PaypercutClientTests.client(h)
+            let api = ChangedBeforeTheCall(base: PaypercutProvider.API(client: PaypercutClientTests.client(h, retry: .standard))) {
+                guard case .found = await change(elsewhere) else { Issue.record("the change elsewhere failed"); return }
+            }
+            let executor = ActionExecutor(pool: h.pool, gateway: ProviderGateway(ConfiguredProviders(apis: [.paypercut: api])), checker: h.checker)
+            let totals = await executor.executePending()
+            #expect(totals.failed == 1 && totals.succeeded == 0 && totals.deferred == 0, "\(totals)")
+            let action = try #require(try h.actions().first)
+            #expect(action.status == .failed && !action.inDoubt)
+            #expect(action.lastError?.hasPrefix("provider answered \(status): ") == true && action.lastError?.contains(#""code":"\#(code)""#) == true,
+                    "the action keeps Paypercut's answer: \(action.lastError ?? "-")")
+            let refetchedRows = try h.database.count("""
+                SELECT count(*) FROM snapshots WHERE provider = 'paypercut' AND order_id = 'PC-1'
+                AND snapshot->>'rawState' = '\(refetched.rawState)' AND (snapshot->>'captured')::bigint = \(refetched.captured)
+                """)
+            #expect(refetchedRows == 1, "the refusal is followed by a re-fetch: the stored answer is Paypercut's state after the change")
+            let open = try h.openKinds(order: "PC-1")
+            #expect(open.contains(finding), "\(open)")
+
+            // No retry storm: a second pass, a check and another worker run call Paypercut with this key no more.
+            #expect(await executor.executePending() == ActionExecutor.Totals())
+            _ = await h.checker.check(order)
+            #expect(await h.executor.executePending() == ActionExecutor.Totals())
+            let calls = try await h.paysimLog(provider: "paypercut").filter { $0["idempotency_key"] as? String == key }
+            #expect(calls.map { $0["status"] as? Int } == [status], "\(calls)")
+            #expect(try h.actions().map(\.status) == [.failed])
+            #expect(api.calls == 1)
+        }
+    }
+
+    /// The intent was cancelled meanwhile: capturing it conflicts with its state (409); the fulfilled order's payment
+    /// is voided, a `state_mismatch`.
+    @Test func aCaptureOfAnIntentCancelledMeanwhileFailsWith409AndIsNotRetried() async throws {
+        try await Self.captureRefusedAfterAChangeElsewhere({ await $0.cancel("pi_1", key: "dashboard-cancel", account: "acct_1") },
+                                                           status: 409, code: "state_conflict", refetched: ("canceled", 0),
+                                                           finding: "state_mismatch")
+    }
+
+    /// Part of it was captured meanwhile: the full capture is more than is capturable now (422 `amount_too_large`);
+    /// the order still wants the rest under the same key, so the failure is `action_failed` until an operator retries.
+    @Test func aCaptureAboveWhatIsCapturableNowFailsWith422AndIsNotRetried() async throws {
+        try await Self.captureRefusedAfterAChangeElsewhere({ await $0.capture("pi_1", amount: 500, final: false, key: "portal-capture", account: "acct_1") },
+                                                           status: 422, code: "amount_too_large", refetched: ("requires_capture", 500),
+                                                           finding: "action_failed")
     }
 
     /// `account.*` events name no payment: the delivery ends ignored with its type, never done having done nothing.
@@ -98,9 +186,9 @@ import Worker
 
 /// The Paypercut client over real HTTP against paysim: answers, errors and what it sends.
 @Suite struct PaypercutClientTests {
-    static func client(_ h: WorkerHarness, key: String = SimConfig().paypercutSecretKey) -> PaypercutClient {
+    static func client(_ h: WorkerHarness, key: String = SimConfig().paypercutSecretKey, retry: RetryPolicy = .none) -> PaypercutClient {
         PaypercutClient(configuration: PaypercutConfiguration(baseURL: h.paysimURL, secretKey: key, timeoutSeconds: 10),
-                        transport: HTTPClientTransport(client: h.http), retry: .none)
+                        transport: HTTPClientTransport(client: h.http), retry: retry)
     }
 
     static let seed = #"{"id":"pi_c","account":"acct_1","amount":3000,"currency":"EUR","capture_method":"manual","status":"requires_capture"}"#
@@ -111,7 +199,10 @@ import Worker
             let c = Self.client(h)
             #expect(await c.paymentIntent("pi_c", account: "acct_1").value?["status"]?.stringValue == "requires_capture")
             #expect(await c.paymentIntent("pi_nope", account: "acct_1") == .notFound)
-            #expect(await c.paymentIntent("pi_c", account: "acct_other") == .notFound)
+            guard case .permanent(0, let refused) = await c.paymentIntent("pi_c", account: "acct_other") else {
+                Issue.record("an account the key may not act for is not a named refusal"); return
+            }
+            #expect(refused.hasPrefix("Paypercut refused account 'acct_other' (403 account_invalid)"), "\(refused)")
         }
     }
 
@@ -121,7 +212,7 @@ import Worker
             guard case .permanent(401, let body) = await Self.client(h, key: "sk_wrong").paymentIntent("pi_c", account: nil) else {
                 Issue.record("a wrong key is not a permanent 401"); return
             }
-            #expect(body.contains("invalid_api_key"))
+            #expect(body.contains(#""code":"token_invalid""#), "\(body)")
             let c = Self.client(h)
             // The same Idempotency-Key on another request: 409 idempotency_error, permanent.
             _ = await c.capture("pi_c", amount: 1000, final: false, key: "k-1", account: "acct_1")
@@ -155,5 +246,27 @@ import Worker
             #expect(log.map { $0["result"] as? String } == ["applied", "replayed", "applied"])
             #expect(log.map { $0["idempotency_key"] as? String } == ["cap-1", "cap-1", "ref-1"])
         }
+    }
+}
+
+/// Paypercut's API as payrecon calls it, with `meanwhile` run just before each action call: what someone else does
+/// at Paypercut lands between the executor's re-fetch and its call. Counts the action calls payrecon made.
+final class ChangedBeforeTheCall: ProviderAPI {
+    let base: PaypercutProvider.API
+    let meanwhile: @Sendable () async -> Void
+    private let count = Mutex(0)
+    var calls: Int { count.withLock { $0 } }
+
+    init(base: PaypercutProvider.API, meanwhile: @escaping @Sendable () async -> Void) { self.base = base; self.meanwhile = meanwhile }
+
+    var isConfigured: Bool { base.isConfigured }
+    var deduplicatesIdempotencyKeys: Bool { base.deduplicatesIdempotencyKeys }
+    func references(in event: StoredEvent) async -> ProviderOutcome<EventContent> { await base.references(in: event) }
+    func snapshot(of transaction: TransactionQuery) async -> ProviderOutcome<Snapshot> { await base.snapshot(of: transaction) }
+
+    func execute(_ call: ActionCall) async -> ActionCallResult {
+        count.withLock { $0 += 1 }
+        await meanwhile()
+        return await base.execute(call)
     }
 }

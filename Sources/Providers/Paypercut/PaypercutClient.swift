@@ -17,8 +17,11 @@ public struct PaypercutConfiguration: Sendable, CustomStringConvertible {
 }
 
 /// Paypercut's API: payment intents (v1), payments (v2), capture / cancel / refund with `Idempotency-Key`.
-/// Errors come as `{type, code, message, trace_id}`: 404 is absence on a read; 409 (`idempotency_error`) is
-/// permanent; 408, 429 (with or without Retry-After) and 5xx are transient (ProviderOutcomeClassifier).
+/// Errors come as `{type, code, param, message, trace_id}` (docs.paypercut.io error handling): 404 is absence on a
+/// read; a 403 about the account context (`account_invalid`, `account_required`) is permanent and named in words,
+/// since it is a configuration problem, not a missing payment; the state errors 409 (a conflict with the resource's
+/// state, or `idempotency_error`) and 422 (not processable in its current state) are permanent, with Paypercut's
+/// answer; 408, 429 (with or without Retry-After) and 5xx are transient (ProviderOutcomeClassifier).
 public struct PaypercutClient: Sendable {
     public let configuration: PaypercutConfiguration
     let transport: any ProviderTransport
@@ -82,7 +85,7 @@ public struct PaypercutClient: Sendable {
             } catch {
                 raw = ProviderOutcomeClassifier.classify(transportError: error)
             }
-            return ProviderOutcomeClassifier.parsingJSON(raw)
+            return ProviderOutcomeClassifier.parsingJSON(raw).namingAccountRefusal(account: account)
         }
     }
 }

@@ -71,6 +71,8 @@ public enum PaypercutProvider {
             return .found(.references([EventReference(transactionRef: intent, merchant: parsed.account)]))
         }
 
+        /// The intent as the order's account (`Paypercut-Account`) sees it, with its latest payment. An account the
+        /// key may not act for fails the check naming it (the client's words), never `missing_at_provider`.
         public func snapshot(of q: TransactionQuery) async -> ProviderOutcome<Snapshot> {
             guard let client else { return .permanent(status: 0, body: Self.notConfigured) }
             let account = q.merchant.flatMap { $0.isEmpty ? nil : $0 }
@@ -91,7 +93,9 @@ public enum PaypercutProvider {
         }
 
         /// Capture (final when it brings C to the order amount), cancel, refund; the key as Idempotency-Key (its
-        /// SHA-256 when longer than Paypercut takes). A 409 is permanent; the executor's next check re-fetches.
+        /// SHA-256 when longer than Paypercut takes). Paypercut's refusals are permanent for the call: a state error
+        /// (409, 422, `idempotency_error`) keeps Paypercut's answer and the executor re-fetches; an account refusal
+        /// (403) names the account to fix.
         public func execute(_ call: ActionCall) async -> ActionCallResult {
             guard let client else { return ActionCallResult(.permanent(status: 0, body: Self.notConfigured)) }
             let target = call.providerTarget ?? call.order.transactionRef
