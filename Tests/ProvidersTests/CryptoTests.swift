@@ -115,12 +115,27 @@ import Testing
     }
 
     @Test func embeddedTrustRootsMatchTheFixturesAndTheRepoFile() throws {
-        #expect(PayPalTrustRoots.defaultCertificates == (try Fixture.digicertRoots()))
+        #expect(PayPalTrustRoots.defaultCertificates == (try Fixture.digicertRoots()) + [try Fixture.digicertG2Root()])
         // certs/paypal-trust-roots.pem at the package root (the PAYPAL_TRUST_ROOTS default file) holds the same bundle.
         let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
         let file = try Data(contentsOf: packageRoot.appendingPathComponent("certs/paypal-trust-roots.pem"))
         #expect(try X509Certificate.parsePEMBundle(Array(file)) == PayPalTrustRoots.defaultCertificates)
+    }
+
+    /// Both chains PayPal has signed with (contract §3): the EV root with its SHA2 EV intermediate, and DigiCert
+    /// Global Root G2 (PayPal's announced chain from October 2024), each the certificate DigiCert published.
+    @Test func defaultTrustRootsHoldBothDigiCertChains() throws {
+        let roots = PayPalTrustRoots.defaultCertificates
+        #expect(roots.map(\.subjectCommonNames) == [["DigiCert High Assurance EV Root CA"],
+                                                    ["DigiCert SHA2 Extended Validation Server CA"], ["DigiCert Global Root G2"]])
+        #expect(roots.map(\.isSelfSigned) == [true, false, true])
+        #expect(roots.map { Providers.SHA256.hex($0.der) } == [
+            "7431e5f4c3c1ce4690774f0b61e05440883ba9a01ed00ba6abd7806ed3b118cf",
+            "403e062a2653059113285baf80a0d4ae422c848c9f78fad01fc94bc5b87fef1a",
+            "cb3ccbb76031e5e0138f8dd39a23f9de47ffc35e43c1144cea27d46a5ab1cb5f",
+        ])
+        #expect(roots.last?.notAfter == ISO8601.parse("2038-01-15T12:00:00Z"))
     }
 
     @Test(arguments: [

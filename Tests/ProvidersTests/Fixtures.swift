@@ -34,6 +34,11 @@ enum Fixture {
         try X509Certificate.parsePEMBundle(bytes("paypal/certs/DigiCertHighAssuranceEVRootCA.pem"))
             + X509Certificate.parsePEMBundle(bytes("paypal/certs/DigiCertSHA2ExtendedValidationServerCA.pem"))
     }
+
+    /// DigiCert Global Root G2, as Debian's ca-certificates ships it (`mozilla/DigiCert_Global_Root_G2.crt`).
+    static func digicertG2Root() throws -> X509Certificate {
+        try X509Certificate.parsePEM(bytes("paypal/certs/DigiCertGlobalRootG2.pem"))
+    }
 }
 
 /// One recorded PayPal delivery.

@@ -1,6 +1,7 @@
 import PaysimCore
 import PayreconTesting
 import Foundation
+import HTTP
 import Synchronization
 import Testing
 @testable import Providers
@@ -221,7 +222,7 @@ import Testing
         #expect(throws: WebhookConfigurationError(provider: .paypal, variable: "PAYPAL_CERT_URL_PREFIXES")) {
             try PayPalWebhookVerifier(webhookID: "X", certificateSource: UnavailableCertificateSource(), certURLPrefixes: [" "])
         }
-        #expect(PayPalTrustRoots.defaultCertificates.count == 2)
+        #expect(PayPalTrustRoots.defaultCertificates.count == 3)
     }
 }
 
@@ -230,24 +231,153 @@ import Testing
 @Suite struct PayPalGeneratedCertificateTests {
     static let body = Array(#"{"id":"WH-TEST-1","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_type":"capture","resource":{"id":"CAP1"}}"#.utf8)
     static let url = "https://api.sandbox.paypal.com/v1/notifications/certs/CERT-test"
+    static let liveURL = "https://api.paypal.com/v1/notifications/certs/CERT-test"
+    static let liveCN = "messageverificationcerts.paypal.com"
+    static let sandboxCN = "messageverificationcerts.sandbox.paypal.com"
 
-    static func delivery(key: RSAPrivateKey, time: Date, webhookID: String = "WH-ID") throws -> Headers {
+    static func delivery(key: RSAPrivateKey, time: Date, webhookID: String = "WH-ID", certURL: String = url) throws -> Headers {
         let transmissionTime = ISO8601.format(time)
         let message = PayPalWebhookVerifier.signedMessage(transmissionID: "tx-1", transmissionTime: transmissionTime,
                                                           webhookID: webhookID, body: body)
         let signature = try key.signSHA256(Array(message.utf8))
         return ["PAYPAL-TRANSMISSION-ID": "tx-1", "PAYPAL-TRANSMISSION-TIME": transmissionTime,
-                "PAYPAL-TRANSMISSION-SIG": Base64.encode(signature), "PAYPAL-CERT-URL": url, "PAYPAL-AUTH-ALGO": "SHA256withRSA"]
+                "PAYPAL-TRANSMISSION-SIG": Base64.encode(signature), "PAYPAL-CERT-URL": certURL, "PAYPAL-AUTH-ALGO": "SHA256withRSA"]
     }
 
-    @Test(arguments: ["messageverificationcerts.paypal.com", "messageverificationcerts.sandbox.paypal.com"])
-    func acceptedCommonNamesVerifyNow(cn: String) throws {
+    /// Verifies now a delivery signed by `key` whose cert URL serves `served` (PEM), against `roots`.
+    static func verifyNow(served: String, key: RSAPrivateKey, roots: [X509Certificate], certURL: String = url,
+                          prefixes: [String] = PayPalWebhookVerifier.defaultCertURLPrefixes) throws {
+        let now = Date()
+        let v = try PayPalWebhookVerifier(webhookID: "WH-ID", certificateSource: FixedCertificateSource(pem: Array(served.utf8)),
+                                          trustRoots: roots, certURLPrefixes: prefixes)
+        try v.verify(headers: try delivery(key: key, time: now, certURL: certURL), body: body, time: .at(now))
+    }
+
+    @Test(arguments: [(liveCN, liveURL), (sandboxCN, url)])
+    func acceptedCommonNamesVerifyNow(cn: String, certURL: String) throws {
         let ca = try CertificateAuthority()
         let (leaf, key) = try ca.issueLeaf(commonName: cn)
+        try Self.verifyNow(served: leaf.pem, key: key, roots: [ca.certificate], certURL: certURL)
+    }
+
+    /// PayPal serves its live certificate from the live host only and its sandbox certificate from the sandbox host
+    /// only: a sandbox certificate (whose key a sandbox account's tooling may expose more widely) never signs a
+    /// delivery that names a live cert URL, nor the reverse.
+    @Test(arguments: [(sandboxCN, liveURL, "api.paypal.com"), (liveCN, url, "api.sandbox.paypal.com")])
+    func eachNameIsAcceptedOnlyFromItsOwnHost(cn: String, certURL: String, host: String) throws {
+        let ca = try CertificateAuthority()
+        let (leaf, key) = try ca.issueLeaf(commonName: cn)
+        let error = #expect(throws: WebhookRejection.self) {
+            try Self.verifyNow(served: leaf.pem, key: key, roots: [ca.certificate], certURL: certURL)
+        }
+        #expect(error?.code == .untrustedCertificate)
+        #expect(error?.message.contains("issued to '\(cn)'") == true, "\(error?.message ?? "")")
+        #expect(error?.message.contains("served from \(host) carry") == true, "\(error?.message ?? "")")
+    }
+
+    /// The cache's validation binds the name to the URL's host too, so a certificate from the wrong host is never
+    /// cached.
+    @Test func theCachesValidationBindsTheNameToTheHost() throws {
+        let ca = try CertificateAuthority()
+        let (leaf, _) = try ca.issueLeaf(commonName: Self.sandboxCN)
+        let pem = Array(leaf.pem.utf8)
+        try PayPalWebhookVerifier.validateSigningCertificate(pem, certURL: Self.url, trustRoots: [ca.certificate])
+        #expect(throws: PayPalWebhookVerifier.UntrustedCertificate.self) {
+            try PayPalWebhookVerifier.validateSigningCertificate(pem, certURL: Self.liveURL, trustRoots: [ca.certificate])
+        }
+    }
+
+    @Test(arguments: [
+        ("https://api.paypal.com/v1/notifications/certs/CERT-1", "api.paypal.com"),
+        ("https://API.Sandbox.PayPal.com./v1/notifications/certs/", "api.sandbox.paypal.com"),
+        ("https://user@api.paypal.com:443/v1/", "api.paypal.com"),
+        ("http://[::1]:8081/v1/notifications/certs/", "[::1]"),
+        ("http://127.0.0.1:8081/v1/notifications/certs/", "127.0.0.1"),
+    ])
+    func hostOfACertURL(url: String, host: String) {
+        #expect(PayPalWebhookVerifier.host(of: url) == host)
+    }
+
+    @Test func payPalsOwnPrefixesArePayPalHosts() {
+        #expect(PayPalWebhookVerifier.defaultCertURLPrefixes.allSatisfy(PayPalWebhookVerifier.isPayPalPrefix))
+        #expect(PayPalWebhookVerifier.isPayPalPrefix("https://api-m.paypal.com/v1/notifications/certs/"))
+        for other in ["http://127.0.0.1:8081/v1/notifications/certs/", "https://paypal.com.evil.example/certs/",
+                      "https://notpaypal.com/certs/", "not a url"] {
+            #expect(!PayPalWebhookVerifier.isPayPalPrefix(other), "\(other)")
+        }
+    }
+
+    /// A prefix that is neither of PayPal's hosts (paysim on loopback, which issues the sandbox name) keeps
+    /// accepting either name.
+    @Test(arguments: [liveCN, sandboxCN])
+    func otherHostsAcceptEitherName(cn: String) throws {
+        let ca = try CertificateAuthority()
+        let (leaf, key) = try ca.issueLeaf(commonName: cn)
+        let prefix = "http://127.0.0.1:8081/v1/notifications/certs/"
+        try Self.verifyNow(served: leaf.pem, key: key, roots: [ca.certificate], certURL: prefix + "CERT-sim",
+                           prefixes: [prefix])
+    }
+
+    /// The PEM at the cert URL may carry the leaf's intermediate after it (contract §4): root (in PAYPAL_TRUST_ROOTS)
+    /// → intermediate (only in the served PEM) → leaf verifies, with CRLF line endings too; the leaf alone does not.
+    @Test func anIntermediateServedAfterTheLeafCompletesTheChain() throws {
+        let root = try CertificateAuthority(commonName: "test root")
+        let intermediate = try root.issueIntermediate(commonName: "test intermediate")
+        let (leaf, key) = try intermediate.issueLeaf(commonName: Self.sandboxCN, serial: 3)
+        let served = leaf.pem + intermediate.certificate.pem
+        try Self.verifyNow(served: served, key: key, roots: [root.certificate])
+        try Self.verifyNow(served: served.replacingOccurrences(of: "\n", with: "\r\n"), key: key, roots: [root.certificate])
+        let alone = #expect(throws: WebhookRejection.self) { try Self.verifyNow(served: leaf.pem, key: key, roots: [root.certificate]) }
+        #expect(alone?.code == .untrustedCertificate)
+    }
+
+    /// Only the anchors of PAYPAL_TRUST_ROOTS are trusted: a served intermediate of another root is refused, even
+    /// with that root served beside it, and so is a served intermediate that has expired.
+    @Test func aServedIntermediateThatDoesNotChainToAnAnchorIsUntrusted() throws {
+        let anchor = try CertificateAuthority(commonName: "test root")
+        let stranger = try CertificateAuthority(commonName: "test root")   // the same name, another key
+        let intermediate = try stranger.issueIntermediate(commonName: "test intermediate")
+        let (leaf, key) = try intermediate.issueLeaf(commonName: Self.sandboxCN, serial: 3)
+        for served in [leaf.pem + intermediate.certificate.pem, leaf.pem + intermediate.certificate.pem + stranger.certificate.pem] {
+            let error = #expect(throws: WebhookRejection.self) { try Self.verifyNow(served: served, key: key, roots: [anchor.certificate]) }
+            #expect(error?.code == .untrustedCertificate)
+            #expect(error?.message.contains("does not chain to PAYPAL_TRUST_ROOTS") == true, "\(error?.message ?? "")")
+        }
         let now = Date()
-        let v = try PayPalWebhookVerifier(webhookID: "WH-ID", certificateSource: FixedCertificateSource(pem: Array(leaf.pem.utf8)),
-                                          trustRoots: [ca.certificate])
-        try v.verify(headers: try Self.delivery(key: key, time: now), body: Self.body, time: .at(now))
+        let expired = try anchor.issueIntermediate(commonName: "test intermediate", notBefore: now.addingTimeInterval(-7200),
+                                                   notAfter: now.addingTimeInterval(-3600))
+        let (late, lateKey) = try expired.issueLeaf(commonName: Self.sandboxCN, serial: 3)
+        let error = #expect(throws: WebhookRejection.self) {
+            try Self.verifyNow(served: late.pem + expired.certificate.pem, key: lateKey, roots: [anchor.certificate])
+        }
+        #expect(error?.code == .untrustedCertificate)
+    }
+
+    /// As `payrecon serve` configures it (environment → cache → HTTP fetch → validation → verification): a served
+    /// intermediate is accepted by the cache's validation too, so the certificate is cached and the delivery accepted.
+    @Test func servedIntermediateThroughTheConfiguredWebhook() async throws {
+        let root = try CertificateAuthority(commonName: "test root")
+        let intermediate = try root.issueIntermediate(commonName: "test intermediate")
+        let (leaf, key) = try intermediate.issueLeaf(commonName: Self.sandboxCN, serial: 3)
+        let served = Array((leaf.pem + intermediate.certificate.pem).replacingOccurrences(of: "\n", with: "\r\n").utf8)
+        let server = HTTPServer(configuration: HTTPServer.Configuration(port: 0, threads: 1, connectionTimeoutSeconds: 5)) { request, responder in
+            responder.respond(request.path.hasPrefix("/v1/notifications/certs/")
+                ? HTTPResponse(status: 200, headers: [("Content-Type", "application/x-pem-file")], body: served)
+                : HTTPResponse(status: 404))
+        }
+        try server.start()
+        defer { server.shutdown(drainTimeout: 1) }
+        let roots = FileManager.default.temporaryDirectory.appendingPathComponent("paypal-roots-\(UUID().uuidString).pem")
+        try root.certificate.pem.write(to: roots, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: roots) }
+        let prefix = "http://127.0.0.1:\(server.port)/v1/notifications/certs/"
+        let hooks = try ConfiguredProviders.webhooks(environment: Environment([
+            "PAYPAL_WEBHOOK_ID": "WH-ID", "PAYPAL_TRUST_ROOTS": roots.path, "PAYPAL_CERT_URL_PREFIXES": prefix]))
+        let hook = try #require(hooks[.paypal])
+        let now = Date()
+        let headers = try Self.delivery(key: key, time: now, certURL: prefix + "CERT-chain")
+        let accepted = try await offload { try hook.accept(headers: headers, body: Self.body, now: now) }
+        #expect(accepted.dedupeKey == "WH-TEST-1")
     }
 
     @Test(arguments: ["evil.example.com", "messageverificationcerts.paypal.com.evil.example", "messageverificationcerts.paypal.co",
@@ -267,7 +397,7 @@ import Testing
 
     @Test func rightNameButUntrustedIssuer() throws {
         let ca = try CertificateAuthority()
-        let (leaf, key) = try ca.issueLeaf(commonName: "messageverificationcerts.paypal.com")
+        let (leaf, key) = try ca.issueLeaf(commonName: Self.sandboxCN)
         let now = Date()
         // The default roots (DigiCert) did not issue it.
         let v = try PayPalWebhookVerifier(webhookID: "WH-ID", certificateSource: FixedCertificateSource(pem: Array(leaf.pem.utf8)))
@@ -280,7 +410,7 @@ import Testing
 
     @Test func signedByAnotherKeyIsInvalid() throws {
         let ca = try CertificateAuthority()
-        let (leaf, _) = try ca.issueLeaf(commonName: "messageverificationcerts.paypal.com")
+        let (leaf, _) = try ca.issueLeaf(commonName: Self.sandboxCN)
         let now = Date()
         let v = try PayPalWebhookVerifier(webhookID: "WH-ID", certificateSource: FixedCertificateSource(pem: Array(leaf.pem.utf8)),
                                           trustRoots: [ca.certificate])
@@ -294,7 +424,7 @@ import Testing
         let ca = try CertificateAuthority()
         let now = Date()
         let signedAt = now.addingTimeInterval(-120)
-        let (leaf, key) = try ca.issueLeaf(commonName: "messageverificationcerts.paypal.com",
+        let (leaf, key) = try ca.issueLeaf(commonName: Self.sandboxCN,
                                            notBefore: now.addingTimeInterval(-3600), notAfter: now.addingTimeInterval(-60))
         let v = try PayPalWebhookVerifier(webhookID: "WH-ID", certificateSource: FixedCertificateSource(pem: Array(leaf.pem.utf8)),
                                           trustRoots: [ca.certificate])
@@ -361,7 +491,7 @@ import Testing
     @Test func onlyValidatedCertificatesAreCached() throws {
         struct NotACertificate: Error {}
         let upstream = CountingCertificateSource(pem: Array("<html>not a certificate</html>".utf8))
-        let cache = CachingCertificateSource(upstream: upstream, validate: { pem in
+        let cache = CachingCertificateSource(upstream: upstream, validate: { _, pem in
             guard pem.starts(with: Array("-----BEGIN".utf8)) else { throw NotACertificate() }
         })
         #expect(throws: NotACertificate.self) { try cache.pem(for: "a") }

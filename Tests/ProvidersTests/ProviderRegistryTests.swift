@@ -37,6 +37,37 @@ import Testing
         }
     }
 
+    /// `WEBHOOK_ID` is the id PayPal's public webhook simulator signs with, and anyone can aim that simulator at any
+    /// listener: with PayPal's own certificate URLs allowed, it would let anyone post events that verify.
+    @Test(arguments: [
+        nil,
+        "https://api.paypal.com/v1/notifications/certs/",
+        "https://api.sandbox.paypal.com/v1/notifications/certs/",
+        "http://127.0.0.1:8081/v1/notifications/certs/,https://api.sandbox.paypal.com/v1/notifications/certs/",
+    ])
+    func theSimulatorsWebhookIDIsRefusedWithPayPalsOwnPrefixes(prefixes: String?) {
+        var env = ["PAYPAL_WEBHOOK_ID": " WEBHOOK_ID "]
+        env["PAYPAL_CERT_URL_PREFIXES"] = prefixes
+        do {
+            _ = try ConfiguredProviders.webhooks(environment: Environment(env))
+            Issue.record("PAYPAL_WEBHOOK_ID=WEBHOOK_ID was accepted with prefixes \(prefixes ?? "(default)")")
+        } catch {
+            let message = String(describing: error)
+            #expect(message.contains("PAYPAL_WEBHOOK_ID=WEBHOOK_ID"), "\(message)")
+            #expect(message.contains("webhook simulator") && message.contains("any listener"), "\(message)")
+        }
+    }
+
+    /// With only prefixes that are not PayPal's (paysim on loopback, as scripts/demo sets), the simulator's id is
+    /// what paysim signs with, and stays accepted.
+    @Test func theSimulatorsWebhookIDIsAcceptedWithOnlyLocalPrefixes() throws {
+        let hooks = try ConfiguredProviders.webhooks(environment: Environment([
+            "PAYPAL_WEBHOOK_ID": "WEBHOOK_ID", "PAYPAL_CERT_URL_PREFIXES": "http://127.0.0.1:8081/v1/notifications/certs/"]))
+        #expect(hooks[.paypal] != nil)
+        // A real webhook id with PayPal's prefixes is, of course, fine.
+        #expect(try ConfiguredProviders.webhooks(environment: Environment(["PAYPAL_WEBHOOK_ID": "40L71081MK3756722"]))[.paypal] != nil)
+    }
+
     @Test func everyAPIIsBuiltAndOnlyThoseWithCredentialsAreConfigured() async throws {
         let providers = try ConfiguredProviders(environment: Environment(["PAYPAL_CLIENT_ID": "id", "PAYPAL_CLIENT_SECRET": "s"]),
                                                 transport: FailingTransport())

@@ -26,8 +26,11 @@ public enum CertificateChain {
     ///
     /// `trustRoots` is a bundle of the root and any intermediates the leaf needs: all of them are trusted anchors, and
     /// the ones that are not self-signed are offered as untrusted intermediates too, so a chain
-    /// leaf → intermediate → root builds either way. Revocation is not checked (there is no network here).
-    public static func verify(leaf: X509Certificate, trustRoots: [X509Certificate], at time: Date) -> ChainVerificationResult {
+    /// leaf → intermediate → root builds either way. `intermediates` (those served beside the leaf) are offered as
+    /// untrusted only: they may complete a chain to an anchor, never end one (a self-signed one among them is not
+    /// trusted for being there). Revocation is not checked (there is no network here).
+    public static func verify(leaf: X509Certificate, intermediates: [X509Certificate] = [], trustRoots: [X509Certificate],
+                              at time: Date) -> ChainVerificationResult {
         guard !trustRoots.isEmpty else { return .untrusted(reason: "no trust roots configured") }
         guard let store = X509_STORE_new() else { return .untrusted(reason: "out of memory") }
         defer { X509_STORE_free(store) }
@@ -56,6 +59,10 @@ public enum CertificateChain {
             if X509_check_issued(x509, x509) != X509_V_OK {
                 OPENSSL_sk_push(untrusted, UnsafeRawPointer(x509))
             }
+        }
+        for intermediate in intermediates {
+            guard let x509 = parse(intermediate) else { return .untrusted(reason: "a served intermediate does not parse") }
+            OPENSSL_sk_push(untrusted, UnsafeRawPointer(x509))
         }
         guard let leafX509 = parse(leaf) else { return .untrusted(reason: "the certificate does not parse") }
         guard let ctx = X509_STORE_CTX_new() else { return .untrusted(reason: "out of memory") }

@@ -44,7 +44,8 @@ public struct UnavailableCertificateSource: CertificateSource {
 /// - a URL whose fetch (or validation) failed is not fetched again for `failureTTL` (5 minutes): those deliveries
 ///   are refused at once;
 /// - at most `maxNewURLsPerMinute` (10) distinct uncached URLs are fetched per minute; beyond that, refused at once;
-/// - only what `validate` accepts (parsed, chained to the trust roots, the CN PayPal signs with) is cached.
+/// - only what `validate` accepts (parsed, chained to the trust roots, the CN PayPal serves from that URL's host) is
+///   cached.
 ///
 /// PayPal serves each cert with `max-age=86400`, and a cert URL names one certificate (the id changes when PayPal
 /// rotates), so a day's TTL is safe. When full, expired entries go first, then the least recently fetched.
@@ -82,7 +83,7 @@ public final class CachingCertificateSource: CertificateSource {
     }
 
     private let upstream: any CertificateSource
-    private let validate: @Sendable ([UInt8]) throws -> Void
+    private let validate: @Sendable (_ url: String, _ pem: [UInt8]) throws -> Void
     public let maxEntries: Int
     public let ttl: TimeInterval
     public let failureTTL: TimeInterval
@@ -92,9 +93,11 @@ public final class CachingCertificateSource: CertificateSource {
     private let clock: @Sendable () -> Date
     private let state = Mutex(State())
 
-    /// - Parameter validate: throws when the PEM is not a certificate to cache (the verifier's checks).
+    /// - Parameter validate: throws when the PEM served at the URL is not a certificate to cache (the verifier's checks,
+    ///   which depend on the URL: each of PayPal's hosts serves one name).
     public init(upstream: any CertificateSource, maxEntries: Int = 32, ttl: TimeInterval = 86_400, failureTTL: TimeInterval = 300,
-                maxNewURLsPerMinute: Int = 10, maxWaiters: Int = 256, validate: @escaping @Sendable ([UInt8]) throws -> Void = { _ in },
+                maxNewURLsPerMinute: Int = 10, maxWaiters: Int = 256,
+                validate: @escaping @Sendable (_ url: String, _ pem: [UInt8]) throws -> Void = { _, _ in },
                 clock: @escaping @Sendable () -> Date = { Date() }) {
         self.upstream = upstream
         self.validate = validate
@@ -200,7 +203,7 @@ public final class CachingCertificateSource: CertificateSource {
         let result: Result<[UInt8], any Error>
         do {
             let pem = try upstream.pem(for: url)
-            try validate(pem)
+            try validate(url, pem)
             result = .success(pem)
         } catch {
             result = .failure(error)

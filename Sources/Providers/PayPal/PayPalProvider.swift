@@ -19,18 +19,26 @@ public enum PayPalProvider {
         webhook: { env throws(ConfigurationError) in try webhook(env) },
         api: { env, transport throws(ConfigurationError) in try API(environment: env, transport: transport) })
 
+    /// The receiver's PayPal side (contract §4). `PAYPAL_WEBHOOK_ID=WEBHOOK_ID` with PayPal's own certificate URLs
+    /// allowed is refused here, at start: PayPal's public simulator signs with that id for anyone who aims it at
+    /// this listener. (`payrecon verify` may still check a simulator delivery offline with it.)
     static func webhook(_ env: Environment) throws(ConfigurationError) -> (any ProviderWebhook)? {
         guard let webhookID = env["PAYPAL_WEBHOOK_ID"] else { return nil }
+        let prefixes = certURLPrefixes(env)
+        if let problem = PayPalWebhookVerifier.simulatorWebhookIDProblem(webhookID: webhookID, certURLPrefixes: prefixes) {
+            throw ConfigurationError(problem)
+        }
         let tolerance = try env.signatureTolerance()
         do {
             let roots = try trustRoots(env)
-            // Only a certificate that parsed, chained and names PayPal's CN is cached; failures are remembered.
-            let source = CachingCertificateSource(upstream: HTTPCertificateSource(), validate: { pem in
-                try PayPalWebhookVerifier.validateSigningCertificate(pem, trustRoots: roots)
+            // Only a certificate that parsed, chained and names the CN PayPal serves from its URL's host is cached;
+            // failures are remembered.
+            let source = CachingCertificateSource(upstream: HTTPCertificateSource(), validate: { url, pem in
+                try PayPalWebhookVerifier.validateSigningCertificate(pem, certURL: url, trustRoots: roots)
             })
             return Webhook(verifier: try PayPalWebhookVerifier(
                 webhookID: webhookID, certificateSource: source,
-                trustRoots: roots, certURLPrefixes: certURLPrefixes(env), tolerance: tolerance))
+                trustRoots: roots, certURLPrefixes: prefixes, tolerance: tolerance))
         } catch let e as ConfigurationError { throw e } catch { throw ConfigurationError("PayPal webhooks: \(error)") }
     }
 
@@ -39,7 +47,7 @@ public enum PayPalProvider {
         env.list("PAYPAL_CERT_URL_PREFIXES", default: PayPalWebhookVerifier.defaultCertURLPrefixes.joined(separator: ","))
     }
 
-    /// `PAYPAL_TRUST_ROOTS` (a PEM file), else the DigiCert root and intermediate shipped with payrecon.
+    /// `PAYPAL_TRUST_ROOTS` (a PEM file), else the DigiCert chains shipped with payrecon (`PayPalTrustRoots`).
     public static func trustRoots(_ env: Environment) throws(ConfigurationError) -> [X509Certificate] {
         guard let path = env["PAYPAL_TRUST_ROOTS"] else { return PayPalTrustRoots.defaultCertificates }
         guard let data = FileManager.default.contents(atPath: path) else {

@@ -10,8 +10,9 @@ import Foundation
 ///    → else `stale_timestamp`;
 /// 4. the cert URL starts with an allowed prefix and its rest is a plain path → else `untrusted_certificate`
 ///    (never fetched);
-/// 5. fetched through the certificate source, parsed, chained to the trust roots at the transmission time, subject
-///    CN `messageverificationcerts[.sandbox].paypal.com`, and valid now (unless evaluating at the signed time)
+/// 5. fetched through the certificate source, parsed, chained to the trust roots at the transmission time (through
+///    any intermediates served after the leaf), subject CN the one PayPal issues for the URL's host
+///    (`acceptedCommonNames(forCertURL:)`), and valid now (unless evaluating at the signed time)
 ///    → else `untrusted_certificate`;
 /// 6. the signature verifies → else `invalid_signature`.
 public struct PayPalWebhookVerifier: Sendable {
@@ -26,11 +27,16 @@ public struct PayPalWebhookVerifier: Sendable {
         "https://api.paypal.com/v1/notifications/certs/",
         "https://api.sandbox.paypal.com/v1/notifications/certs/",
     ]
+    /// PayPal's live certificate host, and the one name the certificates it serves are issued to.
+    public static let liveCertificateHost = "api.paypal.com"
+    public static let liveCommonName = "messageverificationcerts.paypal.com"
+    /// PayPal's sandbox certificate host, and the one name the certificates it serves are issued to.
+    public static let sandboxCertificateHost = "api.sandbox.paypal.com"
+    public static let sandboxCommonName = "messageverificationcerts.sandbox.paypal.com"
     /// The subject common names PayPal signs webhooks with.
-    public static let signingCommonNames: Set<String> = [
-        "messageverificationcerts.paypal.com",
-        "messageverificationcerts.sandbox.paypal.com",
-    ]
+    public static let signingCommonNames: Set<String> = [liveCommonName, sandboxCommonName]
+    /// The webhook id PayPal's public webhook simulator signs its mock events with (docs/PROVIDER-FACTS.md PAYPAL-13).
+    public static let simulatorWebhookID = "WEBHOOK_ID"
 
     /// `PAYPAL_WEBHOOK_ID`: the listener's webhook id, signed into every delivery (`WEBHOOK_ID` for the simulator).
     public let webhookID: String
@@ -116,19 +122,9 @@ public struct PayPalWebhookVerifier: Sendable {
         }
         let leaf: X509Certificate
         do {
-            leaf = try X509Certificate.parsePEM(pem)
+            leaf = try Self.signingCertificate(pem, certURL: certURL, trustRoots: trustRoots, at: transmittedAt)
         } catch {
-            throw WebhookRejection(.untrustedCertificate, "the certificate at \(quoted(certURL, limit: 120)) is unreadable: \(error)")
-        }
-        if case .untrusted(let reason) = CertificateChain.verify(leaf: leaf, trustRoots: trustRoots, at: transmittedAt) {
-            throw WebhookRejection(.untrustedCertificate,
-                "the signing certificate does not chain to PAYPAL_TRUST_ROOTS at \(transmissionTime): \(reason)")
-        }
-        let names = leaf.subjectCommonNames
-        guard names.count == 1, Self.signingCommonNames.contains(names[0]) else {
-            throw WebhookRejection(.untrustedCertificate,
-                "the signing certificate is issued to \(names.map { quoted($0) }.joined(separator: ", ")), "
-                + "not messageverificationcerts.paypal.com or messageverificationcerts.sandbox.paypal.com")
+            throw WebhookRejection(.untrustedCertificate, error.description)
         }
         if case .at = time, !leaf.isValid(at: now) {
             let until = leaf.notAfter.map(ISO8601.format) ?? "?"
@@ -150,19 +146,90 @@ public struct PayPalWebhookVerifier: Sendable {
         return true
     }
 
-    /// What a fetched certificate must be before it is cached: a readable PEM leaf that chains to `trustRoots` now,
-    /// issued to the CN PayPal signs with (the verifier checks it again at the transmission time).
-    public static func validateSigningCertificate(_ pem: [UInt8], trustRoots: [X509Certificate], now: Date = Date()) throws {
-        struct Invalid: Error, CustomStringConvertible { var description: String }
-        let leaf: X509Certificate
-        do { leaf = try X509Certificate.parsePEM(pem) } catch { throw Invalid(description: "not a PEM certificate: \(error)") }
-        if case .untrusted(let reason) = CertificateChain.verify(leaf: leaf, trustRoots: trustRoots, at: now) {
-            throw Invalid(description: "does not chain to PAYPAL_TRUST_ROOTS: \(reason)")
+    /// What a fetched certificate must be before it is cached: what `signingCertificate` accepts now (the verifier
+    /// checks it again at the transmission time).
+    public static func validateSigningCertificate(_ pem: [UInt8], certURL: String, trustRoots: [X509Certificate],
+                                                  now: Date = Date()) throws {
+        _ = try signingCertificate(pem, certURL: certURL, trustRoots: trustRoots, at: now)
+    }
+
+    /// Why the PEM served at a cert URL is not PayPal's signing certificate.
+    public struct UntrustedCertificate: Error, Sendable, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// The leaf of the PEM served at `certURL`, once it is PayPal's signing certificate at `time`: it chains to an
+    /// anchor of `trustRoots`, through any intermediates served after it (they complete a chain, they are not
+    /// trusted), and its subject CN is the one `acceptedCommonNames(forCertURL:)` allows.
+    static func signingCertificate(_ pem: [UInt8], certURL: String, trustRoots: [X509Certificate],
+                                   at time: Date) throws(UntrustedCertificate) -> X509Certificate {
+        let served: [X509Certificate]
+        do { served = try X509Certificate.parsePEMBundle(pem) } catch {
+            throw UntrustedCertificate(description: "the certificate at \(quoted(certURL, limit: 120)) is unreadable: \(error)")
+        }
+        let leaf = served[0]
+        if case .untrusted(let reason) = CertificateChain.verify(leaf: leaf, intermediates: Array(served.dropFirst()),
+                                                                  trustRoots: trustRoots, at: time) {
+            throw UntrustedCertificate(
+                description: "the signing certificate does not chain to PAYPAL_TRUST_ROOTS at \(ISO8601.format(time)): \(reason)")
         }
         let names = leaf.subjectCommonNames
-        guard names.count == 1, signingCommonNames.contains(names[0]) else {
-            throw Invalid(description: "issued to \(names.joined(separator: ", ")), not PayPal's message verification certificate")
+        let accepted = acceptedCommonNames(forCertURL: certURL)
+        guard names.count == 1, accepted.contains(names[0]) else {
+            let issuedTo = names.map { quoted($0) }.joined(separator: ", ")
+            let only = accepted.count == 1 ? ", the one name PayPal's certificates served from \(host(of: certURL) ?? "?") carry" : ""
+            throw UntrustedCertificate(
+                description: "the signing certificate is issued to \(issuedTo), not \(accepted.sorted().joined(separator: " or "))\(only)")
         }
+        return leaf
+    }
+
+    /// The names a certificate served at `certURL` may be issued to. PayPal's live host serves the live certificate
+    /// and its sandbox host the sandbox one, so each name is accepted only from its own host: a sandbox certificate
+    /// never vouches for a delivery naming a live cert URL, nor the reverse. Any other host (paysim on loopback, a
+    /// prefix an operator added) may serve either.
+    public static func acceptedCommonNames(forCertURL certURL: String) -> Set<String> {
+        switch host(of: certURL) {
+        case liveCertificateHost: [liveCommonName]
+        case sandboxCertificateHost: [sandboxCommonName]
+        default: signingCommonNames
+        }
+    }
+
+    /// Why `webhookID` cannot be used with `certURLPrefixes`, or nil. `WEBHOOK_ID` is the id PayPal's public webhook
+    /// simulator signs with, and anyone can aim that simulator at any listener: when PayPal's own certificate URLs
+    /// are allowed, its mock events verify, so anyone could post events this listener accepts. With only other
+    /// prefixes (paysim on loopback, which signs with that id too) it is harmless.
+    public static func simulatorWebhookIDProblem(webhookID: String, certURLPrefixes: [String]) -> String? {
+        guard webhookID == simulatorWebhookID, let own = certURLPrefixes.first(where: isPayPalPrefix) else { return nil }
+        return "PAYPAL_WEBHOOK_ID=\(simulatorWebhookID) is refused: it is the id PayPal's public webhook simulator signs its mock "
+            + "events with, and anyone can aim that simulator at any listener, so with PayPal's own certificate URLs allowed "
+            + "(PAYPAL_CERT_URL_PREFIXES includes \(own)) anyone could post events this listener would accept. Set "
+            + "PAYPAL_WEBHOOK_ID to the id PayPal gave this listener's webhook when it was subscribed (the developer dashboard "
+            + "lists it with the app's webhooks); \(simulatorWebhookID) is accepted only when no prefix is on a paypal.com host "
+            + "(a local simulator such as paysim)"
+    }
+
+    /// The prefix is on one of PayPal's own hosts (paypal.com or a host under it): the certificates there are
+    /// PayPal's, which also sign its public simulator's events.
+    public static func isPayPalPrefix(_ prefix: String) -> Bool {
+        guard let host = host(of: prefix) else { return false }
+        return host == "paypal.com" || host.hasSuffix(".paypal.com")
+    }
+
+    /// The host of a `scheme://[userinfo@]host[:port]/…` URL, lower-cased and without a final dot; nil when it has none.
+    static func host(of url: String) -> String? {
+        guard let scheme = url.range(of: "://") else { return nil }
+        var authority = url[scheme.upperBound...].prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
+        let host: Substring
+        if authority.first == "[", let close = authority.firstIndex(of: "]") {
+            host = authority[...close]   // an IPv6 literal: its colons are not a port
+        } else {
+            host = authority.prefix { $0 != ":" }
+        }
+        let name = host.hasSuffix(".") ? host.dropLast() : host
+        return name.isEmpty ? nil : name.lowercased()
     }
 
     /// Why a cert-URL prefix is refused, or nil: it must be `scheme://host/path/`, ending in `/`, so it cannot be
