@@ -1,5 +1,6 @@
 import Foundation
 import Providers
+import COpenSSL
 
 /// SplitMix64: tiny, fast, and fully determined by its seed (fault injection and generated ids).
 public struct SplitMix64: Sendable {
@@ -58,4 +59,11 @@ public enum SimTime {
     /// Unix seconds of an ISO 8601 / RFC 3339 date-time with a zone (`2026-01-02T03:04:05.678Z`,
     /// `2026-01-02 03:04:05+00:00`); nil for anything else.
     public static func parse(_ text: String) -> Int64? { ISO8601.unixSeconds(from: text) }
+}
+
+/// paysim's own constant-time comparison (OpenSSL's CRYPTO_memcmp), so no request check leans on payrecon's code.
+func simConstantTimeEquals(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+    guard a.count == b.count else { return false }
+    guard !a.isEmpty else { return true }
+    return a.withUnsafeBytes { x in b.withUnsafeBytes { y in CRYPTO_memcmp(x.baseAddress, y.baseAddress, a.count) == 0 } }
 }

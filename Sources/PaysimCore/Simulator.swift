@@ -440,21 +440,19 @@ public final class Simulator: Sendable {
         guard !parts[0].isEmpty, !parts[1].isEmpty, !parts[2].isEmpty else {
             throw reject("Authorization must be PXP-UST1 {tokenId}:{timestamp}:{hmac}")
         }
-        guard constantTimeEquals(Array(parts[0].utf8), Array(config.pxpTokenID.utf8)) else {
+        guard simConstantTimeEquals(Array(parts[0].utf8), Array(config.pxpTokenID.utf8)) else {
             throw reject("unknown token id")
         }
         guard Self.isPXPTimestamp(parts[1]) else { throw reject("timestamp must be unix seconds, unix milliseconds or ISO 8601") }
         guard let requestID = r.header("x-request-id"), !requestID.isEmpty else { throw reject("missing X-Request-Id") }
         guard let clientID = r.header("x-client-id"),
-              constantTimeEquals(Array(clientID.utf8), Array(config.pxpClientID.utf8))
+              simConstantTimeEquals(Array(clientID.utf8), Array(config.pxpClientID.utf8))
         else { throw reject("missing or unknown X-Client-Id") }
         guard verifyPXPSignature(request: r, tokenValue: config.pxpTokenValue, timestamp: parts[1],
                                  requestID: requestID, signature: parts[2])
         else { throw reject("signature does not match") }
     }
 
-    /// Unix seconds, unix milliseconds or ISO 8601, read as payrecon reads signed timestamps.
-    static func isPXPTimestamp(_ text: String) -> Bool { SignedTimestamp.parse(text) != nil }
 
     private func pxpGet(merchant: String, site: String, query: [String: String]) throws(SimError) -> SimResponse {
         let found: PXPTransaction? = state.withLock { s in
@@ -532,7 +530,7 @@ public final class Simulator: Sendable {
               let decoded = Base64.decode(String(header.dropFirst(6)).trimmingCharacters(in: .whitespaces))
         else { throw reject() }
         let expected = Array("\(config.paypalClientID):\(config.paypalSecret)".utf8)
-        guard constantTimeEquals(decoded, expected) else { throw reject() }
+        guard simConstantTimeEquals(decoded, expected) else { throw reject() }
         let form = SimRequest.parseQuery(String(decoding: r.body, as: UTF8.self))
         guard form["grant_type"] == "client_credentials" else {
             throw SimError(status: 400, body: .object(["error": "unsupported_grant_type",
