@@ -373,6 +373,15 @@ public final class Simulator: Sendable {
                                                       ("Cache-Control", "public,max-age=86400")],
                                body: Array(ca.leafPEMWithCRLF.utf8))
         case .adminPXPTransactions:
+            if r.method == "GET" {
+                // Every PXP transaction, modifications included, as PXP's GET shows each, with its parent: how the
+                // chaos runs count what was applied.
+                let all = state.withLock { Array($0.pxp.transactions.values) }.sorted { $0.systemTransactionID < $1.systemTransactionID }
+                return .json(200, .object(["transactions": .array(all.map { t in
+                    .object([("transaction", t.json), ("parent", t.parentID.map { .string($0) } ?? .null),
+                             ("operation", t.operation.map { .string($0) } ?? .null)])
+                })]))
+            }
             try expect("POST"); return try adminPutPXP(r.body)
         case .adminPayPalPermissions:
             if r.method == "POST" {

@@ -48,6 +48,23 @@ public enum TransactionLinkStore {
         return out
     }
 
+    /// Links of `provider`'s calls that succeeded (any order), newest first, with their order's merchant and site:
+    /// evidence a provider may look up when it must know whether its lookups can be trusted (`TransactionQuery.evidence`).
+    public static func succeededCallLinks(provider: Provider, limit: Int, on conn: PostgresConnection) throws
+        -> [(link: TransactionLink, merchant: String?, site: String?)] {
+        try conn.query("""
+            SELECT \(columns.split(separator: ",").map { "l." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")),
+                   o.merchant AS order_merchant, o.site AS order_site
+            FROM transaction_links l
+            JOIN actions a ON a.id = l.action_id AND a.status = 'succeeded'
+            JOIN orders o ON o.provider = l.provider AND o.order_id = l.order_id
+            WHERE l.provider = $1 AND l.source = 'payrecon'
+            ORDER BY l.id DESC LIMIT $2
+            """, [.text(provider.rawValue), .int64(Int64(limit))]).map { row in
+            (try decode(row), try row.optionalString("order_merchant"), try row.optionalString("order_site"))
+        }
+    }
+
     /// The orders a link names by `externalID` (an alias or a modification's own id).
     public static func orders(provider: Provider, externalID: String, on conn: PostgresConnection) throws -> [Order] {
         try conn.query("""

@@ -96,7 +96,7 @@ public final class ActionExecutor: Sendable {
         // A call in doubt is asked about before anything else: it is never sent again on a guess.
         if action.inDoubt {
             let settlement: Settlement
-            switch await checker.settle(order, links: known.links) {
+            switch await checker.settle(order, links: known.links, evidence: !api.deduplicatesIdempotencyKeys) {
             case .success(let settled): known.links = settled.links; settlement = settled.settlement
             case .failure(let failure):
                 return await finish(action, .pending, ref: nil, error: "outcome of the last call still unknown; will ask again: \(failure.result)", log: log)

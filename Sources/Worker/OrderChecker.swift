@@ -108,9 +108,18 @@ public final class OrderChecker: Sendable {
 
     /// Asks the provider about the order's calls in doubt (a PXP modification sent and never answered, or answered
     /// Pending), records what it says, and returns the links as they are now. Nothing in doubt: no call.
-    func settle(_ order: Order, links: [TransactionLink]) async -> Swift.Result<(links: [TransactionLink], settlement: Settlement), FetchFailure> {
+    /// `evidence`: also hand the provider other orders' succeeded calls (the executor does, when it must decide
+    /// whether a call in doubt may be sent again).
+    func settle(_ order: Order, links: [TransactionLink], evidence: Bool = false) async
+        -> Swift.Result<(links: [TransactionLink], settlement: Settlement), FetchFailure> {
         let api = gateway[order.provider]
-        switch await api.settle(TransactionQuery(transactionRef: order.transactionRef, merchant: order.merchant, site: order.site, links: links)) {
+        var known: [TransactionQuery.Evidence] = []
+        if evidence {
+            known = (try? await pool.run { try TransactionLinkStore.succeededCallLinks(provider: order.provider, limit: 6, on: $0) })?
+                .map { TransactionQuery.Evidence(link: $0.link, merchant: $0.merchant, site: $0.site) } ?? []
+        }
+        switch await api.settle(TransactionQuery(transactionRef: order.transactionRef, merchant: order.merchant, site: order.site, links: links,
+                                                 evidence: known)) {
         case .found(let settlement):
             guard !settlement.links.isEmpty else { return .success((links, settlement)) }
             do {

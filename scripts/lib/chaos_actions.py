@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
-"""scripts/chaos 4 helpers, against paysim's PayPal API over HTTP.
+"""scripts/chaos 4 helpers, against paysim's PayPal API and its PXP book over HTTP.
 
-  chaos_actions.py book N SEED_JSON ORDERS_CSV     PayPal orders authorised for 20.00 USD, and the merchant's orders
+  chaos_actions.py book N SEED_JSON ORDERS_CSV     PayPal orders authorised for 20.00 USD; N/10 PayPal orders paid on a
+                                                   retry after a declined attempt, N/10 split over two PayPal orders
+                                                   (refund 10.00 wanted); N/2 PXP orders: authorised (to capture) and
+                                                   captured purchases (refund 5.00 wanted)
   chaos_actions.py elsewhere SIM N                 captures 3.00 "elsewhere" (the merchant's portal) on every 5th order
   chaos_actions.py verify SIM DB_JSON              prints counts; exit 1 when an action was applied twice or an
                                                    order's captured/refunded money is not what it calls for
@@ -25,13 +28,37 @@ def call(sim, tok, method, path, body=None, request_id=None):
 
 
 def book(n, seed_path, orders_path):
+    m, p = max(1, n // 10), max(2, n // 2)
+    paypal = [{"id": f"CP-{i:05d}", "intent": "AUTHORIZE", "currency": "USD", "amount": "20.00",
+               "authorizations": [{"id": f"CA-{i:05d}"}]} for i in range(n)]
+    # A retry after a decline: the first attempt's authorization was denied, the second holds the money.
+    for i in range(m):
+        paypal.append({"id": f"PR-{i:05d}-1", "intent": "AUTHORIZE", "currency": "USD", "amount": "20.00",
+                       "authorizations": [{"id": f"RA-{i:05d}-1", "status": "DENIED"}]})
+        paypal.append({"id": f"PR-{i:05d}-2", "intent": "AUTHORIZE", "currency": "USD", "amount": "20.00",
+                       "authorizations": [{"id": f"RA-{i:05d}-2"}]})
+    # A split payment: two PayPal orders of 12.00 and 8.00 for one merchant order of 20.00.
+    for i in range(m):
+        paypal.append({"id": f"PS-{i:05d}-A", "intent": "CAPTURE", "currency": "USD", "amount": "12.00", "captures": [{"id": f"SC-{i:05d}-A"}]})
+        paypal.append({"id": f"PS-{i:05d}-B", "intent": "CAPTURE", "currency": "USD", "amount": "8.00", "captures": [{"id": f"SC-{i:05d}-B"}]})
+    pxp = []
+    for i in range(p):
+        intent, state = ("Authorisation", "Authorised") if i % 2 == 0 else ("Purchase", "Captured")
+        pxp.append({"merchant": "M1", "site": "S1", "merchantTransactionId": f"XT-{i:05d}", "intent": intent, "currency": "GBP",
+                    "value": "20.00", "state": state})
     with open(seed_path, "w") as seed, open(orders_path, "w") as orders:
-        seed.write(json.dumps({"paypal": [
-            {"id": f"CP-{i:05d}", "intent": "AUTHORIZE", "currency": "USD", "amount": "20.00",
-             "authorizations": [{"id": f"CA-{i:05d}"}]} for i in range(n)]}))
+        seed.write(json.dumps({"paypal": paypal, "pxp": pxp}))
         orders.write("provider,order_id,merchant,site,transaction_ref,intent,amount,currency,fulfilment,refund_amount\n")
         for i in range(n):
             orders.write(f"paypal,CO-{i:05d},,,CP-{i:05d},authorisation,20.00,USD,fulfilled,0\n")
+        for i in range(m):
+            orders.write(f"paypal,CR-{i:05d},,,PR-{i:05d}-1 PR-{i:05d}-2,authorisation,20.00,USD,fulfilled,0\n")
+            orders.write(f"paypal,CS-{i:05d},,,PS-{i:05d}-A PS-{i:05d}-B,purchase,20.00,USD,fulfilled,10.00\n")
+        for i in range(p):
+            if i % 2 == 0:
+                orders.write(f"pxp,XO-{i:05d},M1,S1,XT-{i:05d},authorisation,20.00,GBP,fulfilled,0\n")
+            else:
+                orders.write(f"pxp,XO-{i:05d},M1,S1,XT-{i:05d},purchase,20.00,GBP,fulfilled,5.00\n")
 
 
 def elsewhere(sim, n):
@@ -44,24 +71,56 @@ def elsewhere(sim, n):
     print(done)
 
 
+def pxp_money(sim):
+    """(parent merchantTransactionId → (captured, refunded)) in minor units, from every modification paysim applied."""
+    book = json.load(urllib.request.urlopen(sim + "/admin/pxp/transactions", timeout=30))["transactions"]
+    by_id = {t["transaction"]["systemTransactionId"]: t["transaction"] for t in book}
+    money = collections.defaultdict(lambda: [0, 0])
+    for t in book:
+        op, parent = t.get("operation"), t.get("parent")
+        if not parent:
+            continue
+        mtid = by_id[parent]["merchantTransactionId"]
+        cents = int(decimal.Decimal(str(t["transaction"]["amounts"]["transactionValue"])) * 100)
+        if op in ("Capture", "FinalCapture"): money[mtid][0] += cents
+        elif op == "Refund": money[mtid][1] += cents
+    return money, by_id
+
+
 def verify(sim, db_path):
     tok = token(sim)
-    orders = json.load(open(db_path))      # [{"order_id", "transaction_ref", "amount_minor", "fulfilment"}]
-    log = json.load(urllib.request.urlopen(sim + "/admin/log?provider=paypal", timeout=30))["entries"]
+    orders = json.load(open(db_path))      # [{"order_id", "provider", "transaction_refs", "intent", "amount_minor", "fulfilment", "refund_minor"}]
+    log = json.load(urllib.request.urlopen(sim + "/admin/log", timeout=30))["entries"]
+    # PayPal: one application per PayPal-Request-Id; PXP: one per merchantTransactionId (a PXP that does not
+    # de-duplicate applies a re-send again, so twice would show here).
     applied = collections.Counter(e.get("idempotency_key") for e in log if e.get("result") == "applied")
     twice = sorted(k for k, c in applied.items() if c > 1)
     dropped = sum(1 for e in log if e.get("result") == "answer_dropped")
+    pxp, pxp_parents = pxp_money(sim)
+    cents = lambda p: int(decimal.Decimal(p["amount"]["value"]) * 100)   # exact: USD has 2 decimals
     wrong = []
     for o in orders:
-        units = call(sim, tok, "GET", "/v2/checkout/orders/" + o["transaction_ref"])["purchase_units"][0].get("payments", {})
-        cents = lambda p: int(decimal.Decimal(p["amount"]["value"]) * 100)   # exact: USD has 2 decimals
-        c = sum(cents(p) for p in units.get("captures", []) if p["status"] in ("COMPLETED", "PARTIALLY_REFUNDED", "REFUNDED"))
-        r = sum(cents(p) for p in units.get("refunds", []) if p["status"] == "COMPLETED")
-        ok = (c == o["amount_minor"] and r == 0) if o["fulfilment"] == "fulfilled" else (c == r)
+        c = r = 0
+        for ref in o["transaction_refs"]:
+            if o["provider"] == "pxp":
+                parent = next(t for t in pxp_parents.values() if t["merchantTransactionId"] == ref)
+                own = int(decimal.Decimal(str(parent["amounts"]["transactionValue"])) * 100) if parent["state"] in ("Captured",) and o["intent"] == "purchase" else 0
+                c += own + pxp[ref][0]
+                r += pxp[ref][1]
+                continue
+            units = call(sim, tok, "GET", "/v2/checkout/orders/" + ref)["purchase_units"][0].get("payments", {})
+            c += sum(cents(p) for p in units.get("captures", []) if p["status"] in ("COMPLETED", "PARTIALLY_REFUNDED", "REFUNDED"))
+            r += sum(cents(p) for p in units.get("refunds", []) if p["status"] == "COMPLETED")
+        if o["fulfilment"] == "cancelled":
+            ok = c == r
+        else:
+            ok = c == o["amount_minor"] and r == o["refund_minor"]
         if not ok:
-            wrong.append(f'{o["order_id"]} ({o["fulfilment"]} {o["amount_minor"]}): captured {c}, refunded {r}')
+            wrong.append(f'{o["order_id"]} ({o["fulfilment"]} {o["amount_minor"]}, refund {o["refund_minor"]}): captured {c}, refunded {r}')
+    several = sum(1 for o in orders if len(o["transaction_refs"]) > 1)
     print(json.dumps({"applied": sum(applied.values()), "keys": len(applied), "twice": len(twice), "dropped_after_apply": dropped,
-                      "orders": len(orders), "wrong": len(wrong), "examples": wrong[:5] + twice[:5]}))
+                      "orders": len(orders), "several": several, "pxp_orders": sum(1 for o in orders if o["provider"] == "pxp"),
+                      "wrong": len(wrong), "examples": wrong[:5] + twice[:5]}))
     return 1 if twice or wrong else 0
 
 

@@ -139,8 +139,19 @@ public struct TransactionQuery: Sendable {
     public var site: String?
     /// Transactions linked to this one (modifications payrecon made or learned of).
     public var links: [TransactionLink]
-    public init(transactionRef: String, merchant: String?, site: String?, links: [TransactionLink] = []) {
-        self.transactionRef = transactionRef; self.merchant = merchant; self.site = site; self.links = links
+    /// For `settle`: links of other orders' calls that succeeded, with their order's merchant and site — what a
+    /// provider may look up to learn whether its lookups can be trusted (PXP: whether it finds modifications by
+    /// merchantTransactionId), when this order has none.
+    public var evidence: [Evidence]
+    public init(transactionRef: String, merchant: String?, site: String?, links: [TransactionLink] = [], evidence: [Evidence] = []) {
+        self.transactionRef = transactionRef; self.merchant = merchant; self.site = site; self.links = links; self.evidence = evidence
+    }
+
+    public struct Evidence: Sendable {
+        public var link: TransactionLink
+        public var merchant: String?
+        public var site: String?
+        public init(link: TransactionLink, merchant: String?, site: String?) { self.link = link; self.merchant = merchant; self.site = site }
     }
 }
 

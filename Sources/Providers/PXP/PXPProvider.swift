@@ -200,12 +200,19 @@ public enum PXPProvider {
                 guard link.source == .payrecon, let state = link.state, state.hasPrefix(Self.sentState + "/") else { return false }
                 return state != Self.notMadeState && state.lowercased() != "sent/pending"
             }
-            // This order's modification with a known outcome, else the last one this process made (any order).
-            let probe = known.last.map { (merchant, site, $0.externalID) } ?? lookups.lastMade
-            guard let probe else { return false }
-            if case .found = await client.transaction(merchant: probe.0, site: probe.1, merchantTransactionId: probe.2) {
-                lookups.found()
-                return true
+            // This order's modification with a known outcome, else the last one this process made, else one of
+            // another order's the store knows made (any process).
+            var probes = known.suffix(1).map { (merchant, site, $0.externalID) }
+            if let last = lookups.lastMade { probes.append(last) }
+            for e in q.evidence where e.link.source == .payrecon && (e.link.state ?? "").hasPrefix(Self.sentState + "/")
+                && e.link.state != Self.notMadeState {
+                if let m = e.merchant, let s = e.site, !m.isEmpty, !s.isEmpty { probes.append((m, s, e.link.externalID)) }
+            }
+            for probe in probes.prefix(3) {
+                if case .found = await client.transaction(merchant: probe.0, site: probe.1, merchantTransactionId: probe.2) {
+                    lookups.found()
+                    return true
+                }
             }
             return false
         }
