@@ -25,6 +25,10 @@ public final class ActionExecutor: Sendable {
 
     let logger: Logger
 
+    /// Attempts of an action in doubt, the provider unable to say what came of it, before it fails as outcome unknown
+    /// (each attempt asks the provider again and sends nothing).
+    public static let attemptsBeforeOutcomeUnknown = 4
+
     public init(pool: PostgresPool, gateway: ProviderGateway, checker: OrderChecker, leaseSeconds: Int = 120, logger: Logger = Logger()) {
         self.pool = pool; self.gateway = gateway; self.checker = checker; self.leaseSeconds = leaseSeconds; self.logger = logger
     }
@@ -117,12 +121,18 @@ public final class ActionExecutor: Sendable {
                 log.info("the provider does not know the call in doubt; it is planned again")
             case nil where api.deduplicatesIdempotencyKeys:
                 break   // the provider answers a repeated key with the first result
+            case nil where action.attempts < Self.attemptsBeforeOutcomeUnknown:
+                // Evidence that the provider's "not found" can be trusted may come (another call found by its id):
+                // asked again on the next pass, nothing sent meanwhile.
+                return await finish(action, .pending, ref: nil, error: "outcome of the last call unknown; the provider will be asked again", log: log)
             case nil:
                 let why = "outcome unknown: the call may have been applied, and the provider cannot be asked whether it was "
                     + "(it does not find it, and that it would is not known). Nothing is sent again automatically. Check the "
                     + "transaction with the provider; if the call was not applied, run `payrecon actions retry \(action.id)`"
                 log.warning("action outcome unknown; not re-sent", ["reason": why])
-                return await finish(action, .failed, ref: nil, error: why, inDoubt: true, log: log)
+                let status = await finish(action, .failed, ref: nil, error: why, inDoubt: true, log: log)
+                _ = await checker.check(order, log: log)   // action_failed
+                return status
             }
         }
 
