@@ -231,16 +231,22 @@ import Worker
 
     /// Defect 6, after an unknown outcome: PXP applied the capture but the answer was lost. The next attempt asks
     /// PXP for the merchantTransactionId and does not send it again.
-    @Test func aPXPModificationWhoseAnswerWasLostIsLookedUpNotResent() async throws {
+    @Test(arguments: PXPUnknownOutcomeTests.modes)
+    func aPXPModificationWhoseAnswerWasLostIsLookedUpNotResent(_ mode: PXPUnknownOutcomeTests.Mode) async throws {
         try await WorkerHarness.with { h in
+            try await h.admin("/admin/pxp/behaviour", mode.json)
             _ = try await Self.plannedPXPCapture(h, amount: 1500)
             try await h.faults(#"{"drop_after_apply_rate":1.0}"#)
             let lost = await h.executor.executePending()
             #expect(lost.deferred == 1, "a lost answer leaves the action pending: \(lost)")
             try await h.clearFaults()
-            try h.execute("UPDATE actions SET lease_expires_at = NULL")
-            // The fresh fetch sees the capture (PXP reflects it on the parent) or not; either way PXP is asked first.
-            _ = await h.executor.executePending()
+            try await h.faults(#"{"drop_after_apply_rate":0}"#)
+            // The fresh fetch sees the capture (PXP reflects it on the parent) or not; either way PXP is asked first,
+            // and where it cannot say (lookups that do not find modifications) nothing is sent again.
+            for _ in 0..<ActionExecutor.attemptsBeforeOutcomeUnknown {
+                try h.execute("UPDATE actions SET lease_expires_at = NULL")
+                _ = await h.executor.executePending()
+            }
             let posts = try await h.paysimLog(provider: "pxp").filter { $0["method"] as? String == "POST" && $0["result"] as? String != "answer_dropped" }
             #expect(posts.filter { $0["result"] as? String == "applied" }.count == 1, "\(posts)")
             #expect(posts.count == 1, "the capture is sent once: \(posts)")
