@@ -1,6 +1,6 @@
 -- What reconciling found and decided.
 
--- The latest normalized provider snapshot of each order (contract §6), for reports and debugging.
+-- The latest normalized provider snapshot of each order, for reports and debugging.
 CREATE TABLE snapshots (
     provider        text        NOT NULL,
     order_id        text        NOT NULL,
@@ -10,7 +10,7 @@ CREATE TABLE snapshots (
     PRIMARY KEY (provider, order_id)
 );
 
--- PXP modification transactions payrecon made or learned of, linked to their parent (contract §6).
+-- PXP modification transactions payrecon made or learned of, linked to their parent.
 CREATE TABLE pxp_modifications (
     system_transaction_id        text        PRIMARY KEY,
     parent_system_transaction_id text        NOT NULL,

@@ -1,4 +1,4 @@
--- An order has at most one pending action of each kind for each of its transactions (contract §6). Checks are
+-- An order has at most one pending action of each kind for each of its transactions. Checks are
 -- serialized per order and supersede before they insert; this makes the rule hold whatever writes the table.
 -- Older duplicates (from before checks were serialized) are superseded first, keeping the newest.
 UPDATE actions a SET status = 'superseded', updated_at = now(),

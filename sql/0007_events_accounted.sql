@@ -1,4 +1,4 @@
--- Every event accounted for (contract §6, §7, §8).
+-- Every event accounted for.
 
 -- A delivery ends done (with the orders it re-checked), ignored (it names no payment: the reason is kept) or dead.
 -- `outcome` says what processing came to: "re-checked pxp orders ORD-1, ORD-2", "ignored: VAULT.PAYMENT-TOKEN.CREATED

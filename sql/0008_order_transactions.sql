@@ -1,4 +1,4 @@
--- An order paid in several attempts or transactions (contract §5): a retry after a decline (PXP asks for a new
+-- An order paid in several attempts or transactions: a retry after a decline (PXP asks for a new
 -- merchantTransactionId per attempt), a split payment, a buyer who pays with a new PayPal order.
 --
 -- order_transactions lists every transaction of an order, in order (position 0 first). orders.transaction_ref stays

@@ -1,5 +1,5 @@
 -- Every rejected delivery is counted, per (provider, reason, source address, hour); only the first 20 of each
--- (provider, reason, hour) are kept as samples in rejected_deliveries (contract §4). An unauthenticated sender can
+-- (provider, reason, hour) are kept as samples in rejected_deliveries. An unauthenticated sender can
 -- add to a count, not to the disk. `payrecon prune` removes counts with the samples (PAYRECON_RETAIN rejected=).
 CREATE TABLE rejection_counts (
     provider text        NOT NULL,

@@ -6,7 +6,7 @@
 -- says it was not made, or when the provider de-duplicates the idempotency key.
 ALTER TABLE actions ADD COLUMN in_doubt boolean NOT NULL DEFAULT false;
 
--- action_failed (contract §6): an action of the order the provider refused, or whose outcome payrecon cannot learn.
+-- action_failed: an action of the order the provider refused, or whose outcome payrecon cannot learn.
 ALTER TABLE discrepancies DROP CONSTRAINT discrepancies_kind_check;
 ALTER TABLE discrepancies ADD CONSTRAINT discrepancies_kind_check CHECK (kind IN ('missing_at_provider', 'unknown_order',
     'merchant_mismatch', 'site_mismatch', 'currency_mismatch', 'intent_mismatch', 'amount_mismatch', 'over_captured',

@@ -4,7 +4,7 @@ import Reconciliation
 // What PayPal does after a payment: disputes (Customer Disputes v1), chargebacks (a capture REVERSED, with PayPal's
 // reversal record), and v1 sales (PayPal Subscriptions and the classic Payments API) with their refunds. Shapes
 // from `customer_disputes_v1.json`, `payments_payment_v2.json`, the v1 Payments API and the real sale deliveries in
-// ../shared/vectors/paypal (providers/paypal.md §7).
+// (Tests/ProvidersTests/Fixtures/paypal).
 
 public struct PayPalDispute: Sendable, Equatable {
     public var id: String

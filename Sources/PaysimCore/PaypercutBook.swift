@@ -2,7 +2,7 @@ import Foundation
 import Reconciliation
 
 /// Paysim's Paypercut state: payment intents and their payments (v2), with the state changes capture, cancel and
-/// refund make (contract §6; ../shared/providers/paypercut.md). Amounts are minor units, as Paypercut's API takes them.
+/// refund make. Amounts are minor units, as Paypercut's API takes them.
 public struct PaypercutIntent: Sendable, Equatable {
     public var id: String
     public var account: String?

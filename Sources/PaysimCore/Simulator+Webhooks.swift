@@ -22,7 +22,7 @@ public struct WebhookDelivery: Sendable {
     public func header(_ name: String) -> String? { headers.first(where: { $0.0.lowercased() == name.lowercased() })?.1 }
 }
 
-/// How each provider signs a delivery (contract §4).
+/// How each provider signs a delivery.
 public enum WebhookSigner {
     /// PXP: base64(HMAC-SHA256(key UTF-8, requestId + timestamp + body)).
     public static func pxpSignature(key: String, requestID: String, timestamp: String, body: [UInt8]) -> String {

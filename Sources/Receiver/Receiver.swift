@@ -7,7 +7,7 @@ import Reconciliation
 import Store
 import Synchronization
 
-/// `payrecon serve`: the webhook endpoint of contract §4.
+/// `payrecon serve`: the webhook endpoint (README: Commands, Operating it).
 ///
 /// Per delivery: route → size → signature on the raw bytes → parse (dedupe key) → group commit → 200. A 2xx is
 /// answered only from the commit's completion; every 4xx is recorded in `rejected_deliveries`.
@@ -19,7 +19,7 @@ public final class Receiver: Sendable {
         public var threads: Int
         public var connectionTimeoutSeconds: UInt32
         public var drainSeconds: Int
-        /// PAYRECON_MAX_CONNECTIONS and PAYRECON_MAX_CONNECTIONS_PER_IP (contract §3): one sender cannot take every
+        /// PAYRECON_MAX_CONNECTIONS and PAYRECON_MAX_CONNECTIONS_PER_IP: one sender cannot take every
         /// connection slot.
         public var maxConnections: Int
         public var maxConnectionsPerIP: Int
@@ -51,7 +51,7 @@ public final class Receiver: Sendable {
     private let requestPrefix = String(UInt32.random(in: .min ... .max), radix: 16)
     private let requestCounter = Atomic<UInt64>(0)
     /// What `/readyz` and `/metrics` answer from: refreshed in the background every `probeSeconds`, so neither ever
-    /// waits on the database (contract §4) nor runs a query per scrape.
+    /// waits on the database nor runs a query per scrape.
     private let probe: StorageProbe
     /// Rejections are counted and sampled apart from deliveries, bounded in bytes.
     private let rejections: RejectionLane
@@ -225,7 +225,7 @@ public final class Receiver: Sendable {
 
 extension Receiver {
     /// Headers as stored with a delivery or a rejection sample: credentials a sender (or a proxy in between) put in
-    /// `Authorization`, `Proxy-Authorization` or `Cookie` are never kept (contract §4).
+    /// `Authorization`, `Proxy-Authorization` or `Cookie` are never kept.
     static let redactedHeaders: Set<String> = ["authorization", "proxy-authorization", "cookie"]
     static func redacted(_ headers: [(String, String)]) -> [(String, String)] {
         headers.map { redactedHeaders.contains($0.0.lowercased()) ? ($0.0, "[redacted]") : $0 }

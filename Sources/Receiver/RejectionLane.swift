@@ -3,7 +3,7 @@ import Observability
 import Store
 import Synchronization
 
-/// Rejected deliveries travel here, never with genuine ones (contract §4): each is counted per (provider, reason,
+/// Rejected deliveries travel here, never with genuine ones: each is counted per (provider, reason,
 /// source address, hour), and only the first `samplesPerHour` of each (provider, reason, hour) are kept as samples.
 /// What waits to be written is bounded in bytes (`maxBytes` of samples) and in count keys (`maxKeys`); beyond
 /// that a rejection is still answered, and counted in `payrecon_rejections_not_recorded_total`, but not written.

@@ -1,4 +1,4 @@
-// Actions the planner asks for, and the ones already recorded (contract §6).
+// Actions the planner asks for, and the ones already recorded.
 
 /// A provider operation payrecon can ask for.
 public enum ActionKind: String, Sendable, Hashable, Codable, CaseIterable {

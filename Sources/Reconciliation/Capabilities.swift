@@ -1,4 +1,4 @@
-// "Where allowed" (contract §6), as the provider sees it: what may be done to a transaction in its current state,
+// "Where allowed", as the provider sees it: what may be done to a transaction in its current state,
 // and against which of the provider's ids. Each provider's mapping computes these from its own answer; the planner
 // only adds the rules every provider shares (an authorisation, authorised, not fully captured; nothing captured for
 // a void; captured money not yet refunded for a refund).

@@ -1,4 +1,4 @@
-// Currency: ISO 4217 codes with their minor-unit exponents (contract §2).
+// Currency: ISO 4217 codes with their minor-unit exponents.
 
 /// An ISO 4217 currency and its exponent (number of minor-unit digits).
 ///

@@ -1,4 +1,4 @@
-// Durations for configuration and flags (contract §3): `90s`, `10m`, `24h`, `7d`.
+// Durations for configuration and flags: `90s`, `10m`, `24h`, `7d`.
 
 /// Why a duration was rejected.
 public enum DurationError: Error, Hashable, Sendable, CustomStringConvertible {

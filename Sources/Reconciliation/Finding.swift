@@ -1,4 +1,4 @@
-// Discrepancies the planner reports (contract §6).
+// Discrepancies the planner reports.
 
 /// A discrepancy kind; the raw values are the contract's names, stored and reported as such.
 public enum DiscrepancyKind: String, Sendable, Hashable, Codable, CaseIterable {

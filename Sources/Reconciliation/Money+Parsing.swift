@@ -1,4 +1,4 @@
-// Exact decimal parsing into minor units (contract §2): no Double, no rounding, no locale.
+// Exact decimal parsing into minor units: no Double, no rounding, no locale.
 
 /// Why a decimal string or JSON number is not an amount.
 public enum MoneyError: Error, Hashable, Sendable, CustomStringConvertible {

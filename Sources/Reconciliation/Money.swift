@@ -1,4 +1,4 @@
-// Money: Int64 minor units in an ISO 4217 currency (contract §2). Never Double.
+// Money: Int64 minor units in an ISO 4217 currency. Never Double.
 
 /// An amount in minor units of a currency: `Money(minorUnits: 2500, currency: usd)` is 25.00 USD.
 public struct Money: Sendable, Hashable, Codable, CustomStringConvertible {

@@ -1,4 +1,4 @@
-// One row of an order file → an Order, or every problem in it (contract §5).
+// One row of an order file → an Order, or every problem in it.
 
 /// A raw value from a CSV cell or a JSON Lines key.
 enum RawValue: Hashable {

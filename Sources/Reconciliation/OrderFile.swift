@@ -1,4 +1,4 @@
-// Order import files (contract §5): CSV with a header row, or JSON Lines; all-or-nothing with every bad row listed.
+// Order import files: CSV with a header row, or JSON Lines; all-or-nothing with every bad row listed.
 
 /// One problem in an order file. `line` is the 1-based physical line where the row starts; `field` is the column
 /// or key ("" when the problem is the row itself, e.g. a wrong field count or a JSON syntax error).

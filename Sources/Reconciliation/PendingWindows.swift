@@ -1,4 +1,4 @@
-/// `PAYRECON_PENDING_MAX` (contract §3): how long a transaction may stay pending or action_required before it is
+/// `PAYRECON_PENDING_MAX`: how long a transaction may stay pending or action_required before it is
 /// `stale_pending` — a default, then `name=duration` entries where the name is a provider (`pxp`, `paypal`,
 /// `paypercut`) or a payment method as the snapshot reports it (`card`, `blik`, `aeropay`, `echeck`…). A method entry
 /// wins over a provider entry, which wins over the default. Example: `24h,aeropay=5d,blik=15m`.

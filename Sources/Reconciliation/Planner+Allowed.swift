@@ -1,4 +1,4 @@
-// "Where allowed" (contract §6): the rules every provider shares, then what the provider's own mapping said it
+// "Where allowed": the rules every provider shares, then what the provider's own mapping said it
 // allows (`Snapshot.capabilities`). No provider is named here.
 
 extension Planner.Check {

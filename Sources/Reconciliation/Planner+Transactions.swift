@@ -1,4 +1,4 @@
-// An order paid in several attempts or transactions (contract §5), reconciled as one.
+// An order paid in several attempts or transactions, reconciled as one.
 //
 // Every listed transaction is fetched. Then, in order:
 //  - a transaction the provider does not know is missing_at_provider (naming it); merchant, site, currency and

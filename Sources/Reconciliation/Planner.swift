@@ -1,6 +1,6 @@
 // The reconcile planner: order + provider snapshot + recorded actions → findings, new actions, superseded keys.
 //
-// Contract §6, as implemented here. A = authorised, C = captured, R = refunded (snapshot), amt = order amount,
+// The decision table (README and docs/ARCHITECTURE.md), as implemented here. A = authorised, C = captured, R = refunded (snapshot), amt = order amount,
 // rq = order refund_amount; "authorisation intents" = authorisation and estimated_authorisation.
 //
 // 0. No order, a snapshot                  → unknown_order (only).
@@ -76,7 +76,7 @@ public struct Plan: Sendable, Hashable {
     }
 }
 
-/// The decision table of contract §6 as a pure function (see the table at the top of Planner.swift).
+/// The decision table as a pure function (see the table at the top of Planner.swift).
 public enum Planner {
     /// Plans one order against the provider's answer.
     /// - Parameters:

@@ -15,7 +15,7 @@ public enum Fulfilment: String, Sendable, Hashable, Codable, CaseIterable {
     case open, fulfilled, cancelled
 }
 
-/// The normalized state of a provider transaction (contract §6).
+/// The normalized state of a provider transaction.
 public enum TransactionState: String, Sendable, Hashable, Codable, CaseIterable {
     case pending, actionRequired = "action_required", authorised, captured
     case partiallyRefunded = "partially_refunded", refunded, voided, failed
@@ -45,11 +45,11 @@ public struct Order: Sendable, Hashable, Codable {
         self.fulfilment = fulfilment; self.refundAmount = refundAmount
     }
 
-    /// Paid in several transactions: keys and findings name the transaction they concern (contract §5).
+    /// Paid in several transactions: keys and findings name the transaction they concern.
     public var hasSeveralTransactions: Bool { transactionRefs.count > 1 }
 }
 
-/// The provider's answer, normalized (contract §6). A, C, R are minor units in `currency`.
+/// The provider's answer, normalized. A, C, R are minor units in `currency`.
 public struct Snapshot: Sendable, Hashable, Codable {
     public var provider: Provider
     public var transactionRef: String

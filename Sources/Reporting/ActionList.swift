@@ -1,4 +1,4 @@
-// `payrecon actions list` (contract §8): the action outbox as a table or JSON.
+// `payrecon actions list`: the action outbox as a table or JSON.
 import Foundation
 import Reconciliation
 

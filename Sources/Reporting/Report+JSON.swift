@@ -1,4 +1,4 @@
-// `payrecon report --format json` (contract §8): the contract's names and types, plus a few extras.
+// `payrecon report --format json`: the contract's names and types, plus a few extras.
 import Foundation
 import Reconciliation
 

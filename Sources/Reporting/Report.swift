@@ -1,4 +1,4 @@
-// What `payrecon report` renders: plain values, read from the database by the caller (contract §8).
+// What `payrecon report` renders: plain values, read from the database by the caller.
 import Foundation
 import Reconciliation
 

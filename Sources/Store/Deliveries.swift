@@ -84,7 +84,7 @@ public enum DeliveryStore {
             if let j = firstIndex[key] { mapping[i] = j; extra[j] += 1 }
             else { firstIndex[key] = unique.count; mapping[i] = unique.count; unique.append(i); extra.append(0) }
         }
-        // The receiver's durability does not depend on the server's defaults (contract §4): the commit waits for the
+        // The receiver's durability does not depend on the server's defaults: the commit waits for the
         // WAL flush, and no statement runs longer than the commit deadline. SET LOCAL ends with the transaction, so
         // nothing is left on the session (PgBouncer in transaction mode hands it to someone else next).
         var statements: [PostgresStatement] = [PostgresStatement("BEGIN"), PostgresStatement("SET LOCAL synchronous_commit = on"),
@@ -98,7 +98,7 @@ public enum DeliveryStore {
             let rows = unique.indices.sorted { deliveries[unique[$0]].dedupeKey < deliveries[unique[$1]].dedupeKey }
                 .map { (d: deliveries[unique[$0]], extra: extra[$0]) }
             // A transmission id already stored with another body is refused: PayPal signs a CRC32 of the body, which
-            // a different body can match (contract §4). Refused rows are simply not in RETURNING.
+            // a different body can match. Refused rows are simply not in RETURNING.
             statements.append(PostgresStatement("""
                 INSERT INTO deliveries (provider, dedupe_key, event_type, headers, body, redeliveries, last_redelivered_at, transmission_id)
                 SELECT v.provider, v.dedupe_key, v.event_type, v.headers::jsonb, v.body, v.redeliveries,

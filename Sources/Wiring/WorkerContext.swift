@@ -8,7 +8,7 @@ import Store
 import Worker
 
 /// What `work`, `reconcile` and `actions execute` share: the database, every registered provider's API, the checker
-/// and the executor, all from the environment (contract §3).
+/// and the executor, all from the environment.
 public struct WorkerContext: Sendable {
     public let url: String
     public let pool: PostgresPool
@@ -35,7 +35,7 @@ public struct WorkerContext: Sendable {
         }
     }
 
-    /// Where the worker LISTENs for new deliveries (contract §10): PAYRECON_LISTEN_DATABASE_URL when set, else
+    /// Where the worker LISTENs for new deliveries: PAYRECON_LISTEN_DATABASE_URL when set, else
     /// DATABASE_URL unless that reaches PostgreSQL through a pooler (PgBouncer in transaction mode loses
     /// notifications), in which case nil: the worker polls, and says so at start.
     public func listenURL(_ env: Environment) -> String? {

@@ -7,7 +7,7 @@
 /// once, over and over, and burn its attempt budget inside a short provider outage; half the ceiling as a floor keeps
 /// the backoff exponential for every delivery.
 public struct DeliveryAttempt: Sendable {
-    /// How a processed delivery ends (contract §7): `done` with what it re-checked, or `ignored` with why it names no
+    /// How a processed delivery ends: `done` with what it re-checked, or `ignored` with why it names no
     /// payment. Never done having done nothing.
     public enum Outcome: Sendable, Equatable {
         case done(String)

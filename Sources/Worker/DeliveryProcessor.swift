@@ -10,7 +10,7 @@ import Store
 /// sale or dispute in `transaction_links`) and the order checked, or the transaction looked up at the provider:
 /// `unknown_order`, a modification linked to its parent's order, or a reason to ignore it.
 ///
-/// The delivery ends `done` with the orders it re-checked, or `ignored` with why nothing was (contract §7).
+/// The delivery ends `done` with the orders it re-checked, or `ignored` with why nothing was.
 public struct DeliveryProcessor: Sendable {
     let pool: PostgresPool
     let checker: OrderChecker

@@ -4,7 +4,7 @@ import Postgres
 import Reconciliation
 import Testing
 
-/// `payrecon discrepancies ack` (contract §6, §8): an acknowledged discrepancy leaves the open set and the money at
+/// `payrecon discrepancies ack`: an acknowledged discrepancy leaves the open set and the money at
 /// risk; the same finding seen again keeps it acknowledged; a changed finding of that kind opens a new row. Checks
 /// are real (worker harness, paysim); the command and the report run as processes.
 @Suite("Acknowledgement", .serialized) struct AcknowledgementTests {

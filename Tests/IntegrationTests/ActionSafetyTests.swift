@@ -8,7 +8,7 @@ import Store
 import Testing
 import Worker
 
-/// Actions move money exactly once, for exactly the right amount (issue 11, contract §6 "Executing moves money"),
+/// Actions move money exactly once, for exactly the right amount (issue 11),
 /// against PostgreSQL and paysim over real HTTP.
 @Suite struct ActionSafetyTests {
     static func pending(_ h: WorkerHarness) throws -> [String: Int64] {

@@ -48,7 +48,7 @@ import Testing
     }
 }
 
-/// The receiver's commits do not depend on the server's or the session's defaults (contract §4): synchronous_commit
+/// The receiver's commits do not depend on the server's or the session's defaults: synchronous_commit
 /// on and a statement_timeout, both SET LOCAL (nothing is left on the session for a pooler to hand on).
 /// A NUL in a header (jsonb cannot hold \u0000) must not fail the commit, and with it the whole group commit batch.
 @Suite struct DeliveryHeaderNULTests {

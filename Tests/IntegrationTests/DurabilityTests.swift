@@ -5,7 +5,7 @@ import Postgres
 import Providers
 import Testing
 
-/// The receiver's promises when things go wrong (contract §4): no 2xx for what is not stored, recovery without a
+/// The receiver's promises when things go wrong: no 2xx for what is not stored, recovery without a
 /// restart, and SIGTERM answers what is in flight before exiting 0.
 @Suite("Durability", .serialized)
 struct DurabilityTests {

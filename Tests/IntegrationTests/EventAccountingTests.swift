@@ -8,7 +8,7 @@ import Worker
 import Wiring
 import HTTP
 
-/// Every event accounted for (contract §6, §7), end to end: deliveries built by paysim's webhook builder as the
+/// Every event accounted for, end to end: deliveries built by paysim's webhook builder as the
 /// providers send them, stored, processed by the real worker against paysim over HTTP; what each reaches, what it
 /// fetches, how it ends, and what the report then holds.
 @Suite("Every event accounted for", .serialized) struct EventAccountingTests {

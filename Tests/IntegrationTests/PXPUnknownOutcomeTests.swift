@@ -7,7 +7,7 @@ import Store
 import Testing
 import Worker
 
-/// PXP modifications whose outcome is unknown (contract §6 "Executing moves money"), run against every plausible
+/// PXP modifications whose outcome is unknown, run against every plausible
 /// reading of what PXP leaves undocumented: whether it de-duplicates a repeated merchantTransactionId, and whether
 /// GET `?merchantTransactionId=` finds modifications. In none of them does money move wrongly.
 @Suite(.serialized) struct PXPUnknownOutcomeTests {

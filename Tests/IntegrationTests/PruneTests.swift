@@ -4,7 +4,7 @@ import Postgres
 import Store
 import Testing
 
-/// `payrecon prune` (contract §8): what PAYRECON_RETAIN no longer keeps goes, in batches; dead and pending
+/// `payrecon prune`: what PAYRECON_RETAIN no longer keeps goes, in batches; dead and pending
 /// deliveries, orders, discrepancies and actions never do.
 @Suite("Prune", .serialized) struct PruneTests {
     /// Deliveries of every status, old (100 days) and recent; rejections old (10 days) and recent; runs old,

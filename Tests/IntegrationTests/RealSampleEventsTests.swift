@@ -6,7 +6,7 @@ import Store
 import Testing
 import Worker
 
-/// Every PayPal sample body in ../shared/vectors/paypal (real deliveries and documented samples, plus the three
+/// Every PayPal sample body in Tests/ProvidersTests/Fixtures/paypal (real deliveries and documented samples, plus the three
 /// constructed ones), stored as received and processed by the worker against paysim seeded with what they name:
 /// the order each reaches, the fetches made (paysim's request counts), and how the delivery ends.
 @Suite("Real PayPal sample events", .serialized) struct RealSampleEventsTests {

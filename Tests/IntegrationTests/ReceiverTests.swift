@@ -5,7 +5,7 @@ import Postgres
 import Providers
 import Testing
 
-/// `payrecon serve` against a real PostgreSQL (contract §4).
+/// `payrecon serve` against a real PostgreSQL.
 @Suite("Receiver", .serialized)
 struct ReceiverTests {
     @Test func pxpDeliveryIsAcceptedThenDuplicateCountedOnTheStoredRow() async throws {

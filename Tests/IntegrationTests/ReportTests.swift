@@ -4,7 +4,7 @@ import Postgres
 import Reconciliation
 import Testing
 
-/// `payrecon report` and `payrecon actions list` run as processes against a seeded schema (contract §8).
+/// `payrecon report` and `payrecon actions list` run as processes against a seeded schema.
 @Suite("Report CLI", .serialized)
 struct ReportTests {
     /// Open: amount_mismatch 25.00 USD (pxp, seen now), over_captured 500 JPY (paypal, an id with markup),

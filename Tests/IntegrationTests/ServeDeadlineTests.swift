@@ -7,7 +7,7 @@ import Receiver
 import Store
 import Testing
 
-/// PAYRECON_REQUEST_TIMEOUT and PAYRECON_COMMIT_TIMEOUT as `payrecon serve` runs them (contract §3, §4).
+/// PAYRECON_REQUEST_TIMEOUT and PAYRECON_COMMIT_TIMEOUT as `payrecon serve` runs them.
 @Suite struct ServeDeadlineTests {
     static let slowRequest = "POST /webhooks/pxp HTTP/1.1\r\nHost: x\r\nX-Request-Id: slow\r\nContent-Length: 200\r\n\r\n"
         + String(repeating: "b", count: 200)

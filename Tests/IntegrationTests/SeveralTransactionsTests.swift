@@ -7,7 +7,7 @@ import Store
 import Testing
 import Worker
 
-/// An order paid in several attempts or transactions, reconciled as one (contract §5), end to end: orders imported
+/// An order paid in several attempts or transactions, reconciled as one, end to end: orders imported
 /// with several references, webhooks from paysim for each attempt, the real worker and sweep.
 @Suite("Several transactions per order", .serialized) struct SeveralTransactionsTests {
     func importCSV(_ h: WorkerHarness, _ rows: String...) async throws -> PayreconProcess.Result {

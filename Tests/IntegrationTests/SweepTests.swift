@@ -6,7 +6,7 @@ import Store
 import Testing
 import Worker
 
-/// `payrecon reconcile`: the nightly sweep against real PostgreSQL and paysim (contract §7).
+/// `payrecon reconcile`: the nightly sweep against real PostgreSQL and paysim.
 @Suite("Sweep")
 struct SweepTests {
     static let window: TimeInterval = 72 * 3600

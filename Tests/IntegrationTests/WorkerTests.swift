@@ -20,7 +20,7 @@ func paypalOrderEvent(_ orderID: String) -> String {
     #"{"id":"WH-\#(UUID().uuidString)","event_type":"CHECKOUT.ORDER.APPROVED","resource_type":"checkout-order","resource":{"id":"\#(orderID)"}}"#
 }
 
-/// `payrecon work` against real PostgreSQL and paysim over HTTP (contract §6–§7).
+/// `payrecon work` against real PostgreSQL and paysim over HTTP.
 @Suite("Worker")
 struct WorkerTests {
     // MARK: A delivery is processed once
@@ -271,7 +271,7 @@ struct WorkerTests {
             #expect(again == ActionExecutor.Totals())
             #expect(try h.actions().map(\.status) == [.succeeded])
             // An executor that died after the call but before recording it: the next one re-fetches first, sees the
-            // capture made, and does not send it again (contract §6: re-plan before a call).
+            // capture made, and does not send it again.
             try h.execute("UPDATE actions SET status = 'pending', provider_ref = NULL")
             let retried = await h.executor.executePending()
             #expect(retried.succeeded == 0 && retried.failed == 0 && retried.deferred == 0)

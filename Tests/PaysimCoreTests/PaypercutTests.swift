@@ -1,7 +1,7 @@
 import Testing
 @testable import PaysimCore
 
-/// paysim's Paypercut answers, as docs.paypercut.io publishes them (../shared/providers/paypercut.md §8, §11): the
+/// paysim's Paypercut answers, as docs.paypercut.io publishes them (docs/PROVIDER-FACTS.md, PAYPERCUT-3 and -19): the
 /// account context is an authorization check (403 `account_invalid`), state conflicts are 409 and 422 with a
 /// top-level error object, never Stripe's 400s. Paypercut publishes no code for a state conflict: paysim's
 /// `state_conflict` is its own (payrecon reads the status), and `amount_too_large` is the one documented code used.

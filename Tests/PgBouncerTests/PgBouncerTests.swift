@@ -7,7 +7,7 @@ import Reconciliation
 import Store
 import Testing
 
-/// payrecon with DATABASE_URL at a real PgBouncer in transaction mode (contract §10), the way production runs it:
+/// payrecon with DATABASE_URL at a real PgBouncer in transaction mode, the way production runs it:
 /// `migrate` from two processes at once, the receiver storing a delivery, the worker processing it (polling: LISTEN
 /// through the pooler would lose notifications), the sweep and the report, each as the real `payrecon` process.
 /// scripts/test starts PgBouncer (Debian `pgbouncer`, pool_mode = transaction) in front of a database of its own and

@@ -123,7 +123,7 @@ import Testing
         #expect(try X509Certificate.parsePEMBundle(Array(file)) == PayPalTrustRoots.defaultCertificates)
     }
 
-    /// Both chains PayPal has signed with (contract §3): the EV root with its SHA2 EV intermediate, and DigiCert
+    /// Both chains PayPal has signed with: the EV root with its SHA2 EV intermediate, and DigiCert
     /// Global Root G2 (PayPal's announced chain from October 2024), each the certificate DigiCert published.
     @Test func defaultTrustRootsHoldBothDigiCertChains() throws {
         let roots = PayPalTrustRoots.defaultCertificates

@@ -2,7 +2,7 @@ import Testing
 @testable import Providers
 @testable import Reconciliation
 
-// Every event accounted for (contract §6, §7): what each PayPal event is about, read by the one parser; the PayPal
+// Every event accounted for: what each PayPal event is about, read by the one parser; the PayPal
 // additions (V, D, status_details, reauthorizations, PARTIALLY_CREATED/EXPIRED); v1 sales; PXP transactions that are
 // not an order's own.
 
@@ -296,7 +296,7 @@ import Testing
     }
 }
 
-/// The false alarm of one 24 h window for every method (contract §3): Aeropay (ACH, days), PayPal eCheck (days) and
+/// The false alarm of one 24 h window for every method: Aeropay (ACH, days), PayPal eCheck (days) and
 /// BLIK (minutes) each get their own window from the method the provider's answer names.
 @Suite struct PendingWindowByMethodTests {
     let windows = try! PendingWindows.parse("24h,aeropay=5d,echeck=5d,blik=15m")

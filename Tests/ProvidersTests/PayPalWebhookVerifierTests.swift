@@ -318,7 +318,7 @@ import Testing
                            prefixes: [prefix])
     }
 
-    /// The PEM at the cert URL may carry the leaf's intermediate after it (contract §4): root (in PAYPAL_TRUST_ROOTS)
+    /// The PEM at the cert URL may carry the leaf's intermediate after it: root (in PAYPAL_TRUST_ROOTS)
     /// → intermediate (only in the served PEM) → leaf verifies, with CRLF line endings too; the leaf alone does not.
     @Test func anIntermediateServedAfterTheLeafCompletesTheChain() throws {
         let root = try CertificateAuthority(commonName: "test root")
@@ -624,7 +624,7 @@ func offloadPEM<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
     await withCheckedContinuation { c in Thread { c.resume(returning: body()) }.start() }
 }
 
-/// PAYPAL_CERT_URL_PREFIXES are checked at start (contract §4): a prefix that could be continued into another host or
+/// PAYPAL_CERT_URL_PREFIXES are checked at start: a prefix that could be continued into another host or
 /// path is a fatal configuration error, not a hole.
 @Suite struct CertURLPrefixTests {
     @Test(arguments: [

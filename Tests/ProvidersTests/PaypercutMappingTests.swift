@@ -2,7 +2,7 @@ import Providers
 import Reconciliation
 import Testing
 
-/// Paypercut payment intent + latest payment → snapshot (contract §6), on the documented answer shapes.
+/// Paypercut payment intent + latest payment → snapshot, on the documented answer shapes.
 @Suite struct PaypercutMappingTests {
     static func intent(status: String, method: String = "manual", amount: Int64 = 2000, capturable: Int64 = 0, received: Int64 = 0,
                        iso: String = "EUR", scale: Int = 2, created: String = #""2026-11-20T10:30:45Z""#) throws -> JSONValue {

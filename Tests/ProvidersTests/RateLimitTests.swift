@@ -3,7 +3,7 @@ import Synchronization
 import Testing
 @testable import Providers
 
-/// `<PROVIDER>_MAX_RPS` (contract §3): requests to one provider are spaced to the limit, concurrent callers
+/// `<PROVIDER>_MAX_RPS`: requests to one provider are spaced to the limit, concurrent callers
 /// included; a bad value is a clear configuration error.
 @Suite struct RateLimitTests {
     /// Pure: the clock is a number. A burst is spaced `1 / rate` apart; idle time is not saved up.

@@ -73,7 +73,7 @@ import Testing
     }
 
     /// A PayPal delivery pointing at a slow certificate URL waits off the HTTP threads: a genuine PXP delivery on the
-    /// receiver's only HTTP thread is answered at once (contract §4: no unauthenticated sender slows a genuine one).
+    /// receiver's only HTTP thread is answered at once.
     @Test func aSlowCertificateFetchDoesNotHoldTheHTTPThread() async throws {
         final class SlowSource: CertificateSource, @unchecked Sendable {
             func pem(for url: String) throws -> [UInt8] { Thread.sleep(forTimeInterval: 3); throw Slow() }

@@ -340,7 +340,7 @@ private func csv(_ rows: String...) -> String { ([header] + rows).joined(separat
     }
 }
 
-/// `transaction_ref` with several references (contract §5): an order paid in several attempts or transactions.
+/// `transaction_ref` with several references: an order paid in several attempts or transactions.
 @Suite struct OrderFileSeveralTransactionsTests {
     @Test func severalReferencesSeparatedBySpaces() throws {
         let orders = try OrderFile.parse(text: csv("pxp,ORD-1,M1,S1,TX-1 TX-2  TX-3,purchase,10.00,GBP,fulfilled,0",

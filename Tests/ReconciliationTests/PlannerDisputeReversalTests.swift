@@ -1,7 +1,7 @@
 import Testing
 @testable import Reconciliation
 
-// Rows 12–13 of the decision table (contract §6): D > 0 → disputed, V > 0 → reversed, each with its money at risk;
+// Rows 12–13 of the decision table: D > 0 → disputed, V > 0 → reversed, each with its money at risk;
 // while D > 0 every refund is action_not_allowed; a refund needs money neither refunded nor reversed.
 @Suite struct PlannerDisputeReversalTests {
     func snapshot(_ provider: Provider = .paypal, c: Int64, r: Int64 = 0, v: Int64 = 0, d: Int64 = 0,

@@ -1,7 +1,7 @@
 import Testing
 @testable import Reconciliation
 
-/// One row of contract §6's table, or one side of one of its boundaries.
+/// One row of the decision table, or one side of one of its boundaries.
 struct TableCase: Sendable, CustomTestStringConvertible {
     var name: String
     var order: Order?

@@ -1,7 +1,7 @@
 import Testing
 @testable import Reconciliation
 
-/// An order paid in several attempts or transactions, reconciled as one (contract §5): order-level rules over
+/// An order paid in several attempts or transactions, reconciled as one: order-level rules over
 /// several snapshots.
 @Suite struct PlannerTransactionsTests {
     struct Case: Sendable, CustomTestStringConvertible {

@@ -2,7 +2,7 @@ import Testing
 import Store
 @testable import Worker
 
-/// How a delivery ends from what its references came to (contract §7): done with the orders it re-checked, ignored
+/// How a delivery ends from what its references came to: done with the orders it re-checked, ignored
 /// with why it names no payment, never done having done nothing; an unreadable answer fails the order's check, not
 /// the delivery; a transient failure anywhere retries the whole delivery.
 @Suite struct DeliveryOutcomeTests {

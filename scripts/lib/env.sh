@@ -89,7 +89,7 @@ pg_stop() { # [mode]: fast (default) or immediate (a crash, for scripts/chaos)
     pg_run "$PG_BIN/pg_ctl" -D "$dir" -m "${1:-fast}" -w stop >/dev/null 2>&1 || true
 }
 
-# PgBouncer in transaction mode in front of database $1 of the cluster (contract §10), as the postgres user (it refuses
+# PgBouncer in transaction mode in front of database $1 of the cluster, as the postgres user (it refuses
 # to run as root), on PGBOUNCER_PORT (default PG_PORT + 2). Exports PGBOUNCER_URL.
 PGBOUNCER_PORT=${PGBOUNCER_PORT:-$((PG_PORT + 2))}
 pgbouncer_start() {

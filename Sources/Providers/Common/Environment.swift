@@ -1,7 +1,7 @@
 import Foundation
 import Reconciliation
 
-/// Configuration from the environment (contract §3). Every problem is reported with the variable's name and what to
+/// Configuration from the environment. Every problem is reported with the variable's name and what to
 /// set instead. Secrets are held, never printed; each may also be given as a file, `NAME_FILE=/path`, as container
 /// platforms mount them.
 public struct Environment: Sendable {

@@ -53,7 +53,7 @@ extension ProviderWebhook {
 
 /// What the receiver stores with a verified delivery.
 public struct AcceptedEvent: Sendable, Hashable {
-    /// Redeliveries share it (contract §4).
+    /// Redeliveries share it.
     public var dedupeKey: String
     public var eventType: String?
     /// The signed transmission's own id when the signature covers it but not the whole body (PayPal signs a CRC32
@@ -75,7 +75,7 @@ public struct StoredEvent: Sendable {
 }
 
 /// What a stored delivery is about: the transactions it names, or why it names none (the delivery then ends
-/// `ignored` with that reason, contract §7).
+/// `ignored` with that reason).
 public enum EventContent: Sendable, Hashable {
     case references([EventReference])
     /// It names no payment: `VAULT.PAYMENT-TOKEN.CREATED names no payment`.
@@ -183,7 +183,7 @@ public struct ActionCall: Sendable {
     }
 
     /// The idempotency key as a provider taking at most `limit` characters gets it: itself, or its SHA-256 in hex
-    /// when longer (contract §6).
+    /// when longer.
     public func idempotencyKey(limit: Int) -> String {
         idempotencyKey.utf8.count <= limit ? idempotencyKey : SHA256.hex(Array(idempotencyKey.utf8))
     }
@@ -238,7 +238,7 @@ public protocol ProviderAPI: Sendable {
     func references(in event: StoredEvent) async -> ProviderOutcome<EventContent>
     /// A transaction a webhook named that no order holds (by default its snapshot).
     func lookup(_ transaction: TransactionQuery) async -> ProviderOutcome<TransactionLookup>
-    /// The provider's answer for one transaction, normalized (contract §6). An answer that cannot be read is
+    /// The provider's answer for one transaction, normalized. An answer that cannot be read is
     /// permanent, naming the field.
     func snapshot(of transaction: TransactionQuery) async -> ProviderOutcome<Snapshot>
     /// Links to record before the call is sent (a PXP modification's merchantTransactionId), so the provider's

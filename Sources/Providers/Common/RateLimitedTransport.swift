@@ -26,7 +26,7 @@ public struct RateLimiter: Sendable, Equatable {
     public mutating func throttled(now: Double) { slowUntil = now + slowDownSeconds }
 }
 
-/// `PXP_MAX_RPS`, `PAYPAL_MAX_RPS`, `PAYPERCUT_MAX_RPS` (contract §3): at most `perSecond` requests a second from this
+/// `PXP_MAX_RPS`, `PAYPAL_MAX_RPS`, `PAYPERCUT_MAX_RPS`: at most `perSecond` requests a second from this
 /// process to one provider, fetches, actions, token calls and retries together (the sweep, the worker and the
 /// executor share the provider's transport). A caller waits for its slot in a `Task.sleep`, holding no thread.
 public final class RateLimitedTransport: ProviderTransport {

@@ -30,7 +30,7 @@ public struct PXPModification: Sendable, Hashable, Codable {
     }
 }
 
-/// PXP transaction answer (+ known modifications) → `Snapshot`, per contract §6.
+/// PXP transaction answer (+ known modifications) → `Snapshot`.
 ///
 /// Parent fields: intent `transactionMethod.intent`; currency and value V `amounts.currencyCode` /
 /// `amounts.transactionValue`; parent A = `fundingData.providerResponse.authorisedAmount` when present, else V.

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Verifies PXP webhook deliveries (contract §4): `X-Signature` = base64(HMAC(key as UTF-8,
+/// Verifies PXP webhook deliveries: `X-Signature` = base64(HMAC(key as UTF-8,
 /// `X-Request-Id` + `X-Signature-Timestamp` + raw body)), the timestamp within the tolerance of now.
 ///
 /// Order of checks: the three headers are present (`missing_signature`), the HMAC matches in constant time
@@ -28,7 +28,7 @@ public struct PXPWebhookVerifier: Sendable {
     /// Throws the reason the delivery is refused; returns when it is authentic and fresh.
     public func verify(headers: Headers, body: [UInt8], time: VerificationTime) throws(WebhookRejection) {
         // X-Request-Id is signed when present; a delivery without one signs "" + timestamp + body and is
-        // deduplicated on the body's SHA-256 (contract §4).
+        // deduplicated on the body's SHA-256.
         let requestID = headers.nonEmpty(Self.requestIDHeader) ?? ""
         guard let timestamp = headers.nonEmpty(Self.timestampHeader) else { throw .missing(Self.timestampHeader) }
         guard let signatureText = headers.nonEmpty(Self.signatureHeader) else { throw .missing(Self.signatureHeader) }

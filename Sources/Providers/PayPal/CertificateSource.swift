@@ -38,7 +38,7 @@ public struct UnavailableCertificateSource: CertificateSource {
 }
 
 /// A thread-safe, bounded, expiring cache in front of another `CertificateSource`, keyed by URL, that no sender can
-/// turn into a fetch storm (contract §4):
+/// turn into a fetch storm:
 /// - one fetch at a time per URL: callers missing the same URL wait for that one fetch (`prefetch` callers without a
 ///   thread: their continuation is kept, at most `maxWaiters` of them; beyond that they are answered at once);
 /// - a URL whose fetch (or validation) failed is not fetched again for `failureTTL` (5 minutes): those deliveries

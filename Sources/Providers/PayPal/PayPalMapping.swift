@@ -1,6 +1,6 @@
 import Reconciliation
 
-/// PayPal order answer (GET /v2/checkout/orders/{id}) → `Snapshot`, per contract §6.
+/// PayPal order answer (GET /v2/checkout/orders/{id}) → `Snapshot`.
 ///
 /// Intent CAPTURE = purchase, AUTHORIZE = authorisation. Merchant = `purchase_units[0].payee.merchant_id`,
 /// currency from `purchase_units[0].amount`, value = the purchase units' amounts (all in that currency).

@@ -19,7 +19,7 @@ public enum PayPalProvider {
         webhook: { env throws(ConfigurationError) in try webhook(env) },
         api: { env, transport throws(ConfigurationError) in try API(environment: env, transport: transport) })
 
-    /// The receiver's PayPal side (contract §4). `PAYPAL_WEBHOOK_ID=WEBHOOK_ID` with PayPal's own certificate URLs
+    /// The receiver's PayPal side. `PAYPAL_WEBHOOK_ID=WEBHOOK_ID` with PayPal's own certificate URLs
     /// allowed is refused here, at start: PayPal's public simulator signs with that id for anyone who aims it at
     /// this listener. (`payrecon verify` may still check a simulator delivery offline with it.)
     static func webhook(_ env: Environment) throws(ConfigurationError) -> (any ProviderWebhook)? {

@@ -1,7 +1,7 @@
 import Reconciliation
 
 /// PayPal v1 sales (GET /v1/payments/sale/{id}: PayPal Subscriptions and the classic Payments API) → `Snapshot`,
-/// per contract §6. An order holds one sale (its transaction_ref is the sale id or its `parent_payment`) or every
+/// as below. An order holds one sale (its transaction_ref is the sale id or its `parent_payment`) or every
 /// sale of a billing agreement its events named; the sales are summed.
 ///
 /// Per sale, by `state`: completed → C = `amount.total`; pending → pending (raw state `pending/<reason_code>`);

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Verifies PayPal webhook deliveries offline (contract §4): RSASSA-PKCS1-v1_5 / SHA-256 over
+/// Verifies PayPal webhook deliveries offline: RSASSA-PKCS1-v1_5 / SHA-256 over
 /// `transmission_id|transmission_time|webhook_id|crc32(body)` with the certificate at `PAYPAL-CERT-URL`.
 ///
 /// Order of checks, cheapest and least trusting first (nothing is fetched for a delivery that fails early):

@@ -1,6 +1,6 @@
 import Reconciliation
 
-/// Paypercut payment intent (+ its latest payment) → `Snapshot`, per contract §6.
+/// Paypercut payment intent (+ its latest payment) → `Snapshot`.
 ///
 /// Intent from `capture_method` (manual → authorisation, automatic → purchase). Currency `currency.iso` (upper-cased;
 /// its `scale` must equal the currency table's exponent, else the check fails naming both); amounts are already

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Verifies Paypercut webhook deliveries (contract §4): `Paypercut-Signature: t=<unix>,v1=<hex>` where
+/// Verifies Paypercut webhook deliveries: `Paypercut-Signature: t=<unix>,v1=<hex>` where
 /// v1 = hex(HMAC-SHA256(secret, t + "." + raw body)). Several `v1` entries may appear (secret rotation): the
 /// delivery is accepted when any of them matches. Unknown schemes (`v0=`, …) are ignored.
 ///

@@ -169,7 +169,7 @@ public enum WebhookCheck {
 }
 
 extension WebhookCheck.Options {
-    /// The options as the receiver would configure the provider from `environment` (contract §3): its webhook
+    /// The options as the receiver would configure the provider from `environment`: its webhook
     /// secret (`PXP_WEBHOOK_KEY`, `PAYPAL_WEBHOOK_ID`, `PAYPERCUT_WEBHOOK_SECRET`, or `NAME_FILE`),
     /// `PXP_WEBHOOK_HMAC`, `PAYRECON_SIGNATURE_TOLERANCE`, `PAYPAL_CERT_URL_PREFIXES` and, without `rootsPEM`,
     /// `PAYPAL_TRUST_ROOTS`.

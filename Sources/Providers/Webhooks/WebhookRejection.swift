@@ -1,7 +1,7 @@
 import Foundation
 import Reconciliation
 
-/// Why a webhook delivery was refused (contract §4).
+/// Why a webhook delivery was refused.
 public enum RejectionCode: String, Sendable, Hashable, CaseIterable {
     case missingSignature = "missing_signature"
     case invalidSignature = "invalid_signature"
