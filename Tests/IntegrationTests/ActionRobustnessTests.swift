@@ -1,0 +1,91 @@
+import Foundation
+import PaysimCore
+import PayreconTesting
+import Postgres
+import Providers
+import Reconciliation
+import Store
+import Testing
+import Worker
+
+/// The executor's robustness items of the money review: it leases only what it runs, actions run beside a busy
+/// queue, a re-pended action takes the plan's currency, and `payrecon actions retry` says what it did.
+@Suite(.serialized) struct ActionRobustnessTests {
+    /// A pass used to end by leasing up to 16 actions it had already tried, for 120 s, without running them: checks
+    /// could not supersede them meanwhile. Now nothing is left leased once a pass returns.
+    @Test func aPassLeavesNoActionLeased() async throws {
+        try await WorkerHarness.with { h in
+            try await h.seedPXPOrders(3)
+            for i in 0..<3 { _ = await h.checker.check(WorkerHarness.order(.pxp, "O-\(i)", ref: "TX-\(i)", amount: 2000)) }
+            #expect(try h.actions().count == 3)
+            try await h.faults(#"{"error_rate":1.0}"#)   // every call transient: every action stays pending
+            let totals = await h.executor.executePending()
+            #expect(totals.deferred == 3)
+            let conn = try h.database.connect(); defer { conn.close() }
+            let leased = try conn.query("SELECT count(*) AS n FROM actions WHERE status = 'pending' AND lease_expires_at > now()").first?.int64("n")
+            #expect(leased == 0, "actions tried and left pending are not held")
+        }
+    }
+
+    /// Actions ran only when the worker held no delivery, so sustained webhook load starved them. Now an action is
+    /// executed while deliveries are still being worked through.
+    @Test func actionsRunBesideABusyQueue() async throws {
+        try await WorkerHarness.with { h in
+            try await h.seedPXP("TX-A", value: "20.00")
+            let order = WorkerHarness.order(.pxp, "O-A", ref: "TX-A", amount: 2000)
+            try h.insert(order)
+            _ = await h.checker.check(order)
+            // A slow PayPal makes the queue busy: 40 deliveries at 2 at a time, each fetch 400 ms.
+            try await h.seedPayPal(#"{"id":"PP-B","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"5.00","captures":[{"id":"CAP-B"}]}"#)
+            for _ in 0..<40 { _ = try h.storeWebhook(#"{"provider":"paypal","event_type":"CHECKOUT.ORDER.COMPLETED","order_id":"PP-B"}"#) }
+            try await h.faults(#"{"latency_ms":400}"#)
+            let worker = h.worker(batchSize: 2, executeActions: true)
+            let running = Task { await worker.run(once: false) }
+            let executed = try await h.eventually(20) { try h.actions().first?.status == .succeeded }
+            let conn = try h.database.connect(); defer { conn.close() }
+            let pending = try conn.query("SELECT count(*) AS n FROM deliveries WHERE status = 'pending'").first?.int64("n") ?? 0
+            worker.stop()
+            _ = await running.value
+            #expect(executed, "the capture ran while the queue was busy")
+            #expect(pending > 0, "deliveries were still waiting when the action had run")
+        }
+    }
+
+    /// A superseded key the plan wants again is pending again with the plan's amount and currency.
+    @Test func aRependedActionTakesThePlansCurrency() async throws {
+        let db = try await offload { try TestDatabase.create() }
+        defer { db.drop() }
+        try await offload {
+            let conn = try db.connect(); defer { conn.close() }
+            let gbp = Currency(code: "GBP")!, eur = Currency(code: "EUR")!
+            let order = Order(provider: .pxp, orderID: "O", merchant: "M1", site: "S1", transactionRef: "TX", intent: .authorisation,
+                              amount: Money(minorUnits: 1000, currency: gbp), fulfilment: .fulfilled)
+            try OrderStore.upsert([order], on: conn)
+            func plan(_ currency: Currency, supersede: Bool, at second: TimeInterval) throws {
+                _ = try FindingStore.record(provider: .pxp, order: order, transactionRef: "TX", snapshot: nil,
+                                            fetchedAt: Date(timeIntervalSince1970: 1_800_000_000 + second), plan: { _, _ in
+                    supersede ? Plan(supersede: ["pxp:O:capture:1000"])
+                        : Plan(actions: [PlannedAction(kind: .capture, amount: 1000, currency: currency, target: 1000,
+                                                       idempotencyKey: "pxp:O:capture:1000", providerTarget: nil)])
+                }, on: conn)
+            }
+            try plan(gbp, supersede: false, at: 1)
+            try plan(gbp, supersede: true, at: 2)
+            try plan(eur, supersede: false, at: 3)
+            let row = try #require(try conn.query("SELECT status, currency FROM actions").first)
+            #expect(try row.string("status") == "pending")
+            #expect(try row.string("currency") == "EUR")
+        }
+    }
+
+    @Test func actionsRetrySaysWhatItDid() async throws {
+        try await WorkerHarness.with { h in
+            let none = try await PayreconProcess.launch(["actions", "retry", "--failed"], databaseURL: h.database.url, environment: h.payreconEnvironment)
+            #expect(none.status == 0 && none.stdout.contains("no failed actions"), "\(none.stdout) \(none.stderr)")
+            let unknown = try await PayreconProcess.launch(["actions", "retry", "999"], databaseURL: h.database.url, environment: h.payreconEnvironment)
+            #expect(unknown.status == 1 && unknown.stderr.contains("no action 999"), "\(unknown.stderr)")
+            let bad = try await PayreconProcess.launch(["actions", "retry", "x"], databaseURL: h.database.url, environment: h.payreconEnvironment)
+            #expect(bad.status == 2 && bad.stderr.contains("ID must be an action id"), "\(bad.stderr)")
+        }
+    }
+}
