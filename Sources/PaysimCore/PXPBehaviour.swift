@@ -18,6 +18,9 @@ public struct PXPBehaviour: Sendable, Equatable {
     /// How webhooks carry `X-Signature-Timestamp`.
     public enum Timestamp: String, Sendable, Equatable, CaseIterable { case seconds, milliseconds = "ms", iso8601 }
     public var webhookTimestamp = Timestamp.seconds
+    /// A modification is answered `Pending` (applied, its outcome not final yet) and shows its final state from the
+    /// first lookup on (PXP documents Pending among its states).
+    public var answersPending = false
 
     public init() {}
 
@@ -25,7 +28,7 @@ public struct PXPBehaviour: Sendable, Equatable {
         .object(["dedupe": .bool(deduplicates), "lookup": .bool(findsModifications),
                  "partial_capture": .string(capturedAfterPartialCapture ? "captured" : "authorised"),
                  "increment": .string(incrementRaisesValue ? "value" : "authorised"),
-                 "timestamp": .string(webhookTimestamp.rawValue)])
+                 "timestamp": .string(webhookTimestamp.rawValue), "pending": .bool(answersPending)])
     }
 
     /// Reads the command-line form (`name=value` pairs separated by commas); the error says what is wrong.
@@ -75,13 +78,14 @@ public struct PXPBehaviour: Sendable, Equatable {
             case "value": incrementRaisesValue = true
             default: throw SimError.admin(400, "invalid_field", "increment must be authorised or value")
             }
+        case "pending": answersPending = try yesNo()
         case "timestamp":
             guard let t = Timestamp(rawValue: value.lowercased()) else {
                 throw SimError.admin(400, "invalid_field", "timestamp must be seconds, ms or iso8601")
             }
             webhookTimestamp = t
         default:
-            throw SimError.admin(400, "invalid_field", "unknown PXP behaviour '\(name)' (dedupe, lookup, partial-capture, increment, timestamp)")
+            throw SimError.admin(400, "invalid_field", "unknown PXP behaviour '\(name)' (dedupe, lookup, partial-capture, increment, timestamp, pending)")
         }
     }
 }

@@ -147,6 +147,15 @@ public struct PXPBook: Sendable {
     private var byReference: [String: String] = [:]
     /// parent systemTransactionId → its modifications' ids.
     private var children: [String: [String]] = [:]
+    /// Modifications answered Pending (`PXPBehaviour.answersPending`) → the state they show from their first lookup on.
+    var pendingFinal: [String: String] = [:]
+
+    /// A modification's lookup: one answered Pending shows its final state from now on.
+    mutating func lookedUp(_ id: String) -> PXPTransaction? {
+        guard var t = transactions[id] else { return nil }
+        if let final = pendingFinal.removeValue(forKey: id) { t.state = final; transactions[id] = t }
+        return t
+    }
 
     public init() {}
 
@@ -326,6 +335,11 @@ public struct PXPBook: Sendable {
         children[parentID, default: []].append(child.systemTransactionID)
         let key = Self.referenceKey(child.merchant, child.site, child.merchantTransactionID)
         if byReference[key] == nil { byReference[key] = child.systemTransactionID }   // the first keeps the id
+        if behaviour.answersPending {
+            pendingFinal[child.systemTransactionID] = child.state
+            child.state = "Pending"
+            transactions[child.systemTransactionID] = child
+        }
         return .applied(child)
     }
 }

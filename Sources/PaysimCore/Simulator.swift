@@ -469,7 +469,7 @@ public final class Simulator: Sendable {
                 let t = s.pxp.find(merchant: merchant, site: site, merchantTransactionID: mtid)
                 // A PXP whose lookup by merchantTransactionId finds only the merchant's own transactions (undocumented).
                 if t?.parentID != nil, !s.config.pxpBehaviour.findsModifications { return nil }
-                return t
+                return t.flatMap { s.pxp.lookedUp($0.systemTransactionID) }
             }
             if let sid = query["systemTransactionId"], !sid.isEmpty,
                let t = s.pxp.find(systemTransactionID: sid), t.merchant == merchant, t.site == site {

@@ -133,4 +133,23 @@ import Worker
             #expect(try await Self.applied(h, operation: "Refund") == [700])
         }
     }
+
+    /// Item 4, its second half: a modification PXP answers Pending used to be failed at once and never looked up
+    /// again. It stays in doubt, every check looks it up, and once PXP shows it final the action is succeeded and
+    /// counted — never sent again.
+    @Test func aModificationAnsweredPendingIsLookedUpUntilItIsFinal() async throws {
+        try await WorkerHarness.with { h in
+            try await h.admin("/admin/pxp/behaviour", #"{"pending":true}"#)
+            let order = try await Self.capturedPurchase(h, refund: 500)
+            let first = await h.executor.executePending()
+            #expect(first.deferred == 1 && first.failed == 0, "Pending is not a failure: \(first)")
+            #expect(try h.actions().first?.status == .pending)
+            _ = await h.checker.check(order)   // looks the modification up: PXP shows it final now
+            try h.execute("UPDATE actions SET lease_expires_at = NULL")
+            _ = await h.executor.executePending()
+            #expect(try h.actions().first?.status == .succeeded)
+            #expect(try await Self.applied(h, operation: "Refund") == [500], "sent once")
+            #expect(try h.openKinds(order: "O").isEmpty)
+        }
+    }
 }
