@@ -21,3 +21,8 @@ ALTER TABLE transaction_links ADD COLUMN target_minor bigint;
 ALTER TABLE transaction_links DROP CONSTRAINT IF EXISTS transaction_links_kind_check;
 ALTER TABLE transaction_links ADD CONSTRAINT transaction_links_kind_check
     CHECK (kind IN ('alias', 'capture', 'void', 'refund', 'increment', 'sale', 'dispute', 'reversal'));
+
+-- When the last call was sent (set just before it): a provider's "not found" for a call in doubt is trusted only
+-- PAYRECON_IN_DOUBT_GRACE after it (a slow provider may still be applying it), and an action in doubt is not
+-- superseded sooner.
+ALTER TABLE actions ADD COLUMN sent_at timestamptz;

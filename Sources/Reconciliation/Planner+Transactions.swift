@@ -30,23 +30,23 @@ public struct FetchedTransaction: Sendable, Hashable {
 extension Planner {
     /// Plans an order over every one of its transactions. `pendingMax` gives each transaction's window.
     public static func plan(order: Order, transactions all: [FetchedTransaction], emitted: [EmittedAction], now: Int64,
-                            pendingMax: (Snapshot?) -> Int64) -> Plan {
+                            pendingMax: (Snapshot?) -> Int64, executing: String? = nil) -> Plan {
         // An attempt the provider forgot (expired unapproved) beside one holding money is no finding; alone, it is
         // missing_at_provider unless the order was cancelled (an abandoned checkout that was cancelled is nothing).
         var transactions = all
         let holds = all.contains { t in t.snapshot.map { $0.state == .authorised || $0.state.holdsCapturedMoney } ?? false }
         if holds { transactions = all.filter { $0.snapshot != nil || !$0.absentMayHaveExpired } }
         else if order.fulfilment == .cancelled, !all.isEmpty, all.allSatisfy({ $0.snapshot == nil && $0.absentMayHaveExpired }) {
-            return finish(findings: [], wanted: [], emitted: emitted, currency: order.amount.currency)
+            return finish(findings: [], wanted: [], emitted: emitted, currency: order.amount.currency, executing: executing)
         }
         // An order of several transactions stays planned as one (its keys name the transaction they act on), even
         // when only one of them is left to plan with.
         guard all.count > 1 else {
             let snapshot = transactions.first?.snapshot
-            return plan(order: order, snapshot: snapshot, emitted: emitted, now: now, pendingMax: pendingMax(snapshot))
+            return plan(order: order, snapshot: snapshot, emitted: emitted, now: now, pendingMax: pendingMax(snapshot), executing: executing)
         }
         let (findings, wanted) = decide(order: order, transactions: transactions, now: now, pendingMax: pendingMax)
-        return finish(findings: findings, wanted: wanted, emitted: emitted, currency: order.amount.currency)
+        return finish(findings: findings, wanted: wanted, emitted: emitted, currency: order.amount.currency, executing: executing)
     }
 
     static func decide(order: Order, transactions: [FetchedTransaction], now: Int64,

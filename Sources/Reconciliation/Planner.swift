@@ -85,10 +85,12 @@ public enum Planner {
     ///   - emitted: actions already recorded for this order, any status.
     ///   - now: unix seconds.
     ///   - pendingMax: seconds after which a pending transaction is `stale_pending`.
+    /// - Parameter executing: the key of the action the executor is about to call (left out of `emitted`): it is
+    ///   never held back by another action in doubt.
     public static func plan(order: Order?, snapshot: Snapshot?, emitted: [EmittedAction], now: Int64,
-                            pendingMax: Int64) -> Plan {
+                            pendingMax: Int64, executing: String? = nil) -> Plan {
         let (findings, wanted) = decide(order: order, snapshot: snapshot, now: now, pendingMax: pendingMax)
-        return finish(findings: findings, wanted: wanted, emitted: emitted, currency: order?.amount.currency)
+        return finish(findings: findings, wanted: wanted, emitted: emitted, currency: order?.amount.currency, executing: executing)
     }
 
     /// What is new against what was recorded, and what is no longer wanted.
@@ -99,14 +101,17 @@ public enum Planner {
     /// 8.00 would refund 13.00). The executor learns the outcome from the provider first. A failed action the plan
     /// still wants, or one whose outcome is unknown, is `action_failed` until an operator retries it or the order no
     /// longer calls for it.
-    static func finish(findings: [Finding], wanted: [PlannedAction], emitted: [EmittedAction], currency: Currency?) -> Plan {
+    static func finish(findings: [Finding], wanted: [PlannedAction], emitted: [EmittedAction], currency: Currency?,
+                       executing: String? = nil) -> Plan {
         let recorded = Dictionary(emitted.map { ($0.idempotencyKey, $0.status) },
                                   uniquingKeysWith: { first, second in first == .superseded ? second : first })
+        // While any action of the order is in doubt nothing new is planned on it: the order's transactions may be
+        // listed differently from one check to the next (a retry learned, a re-import), so the hold is the order's,
+        // not one transaction's.
         let doubtful = emitted.filter { $0.inDoubt && ($0.status == .pending || $0.status == .failed) }
-        let held = Set(doubtful.map { $0.transactionRef ?? "" })
         let doubtfulKeys = Set(doubtful.map(\.idempotencyKey))
         let actions = wanted.filter { action in
-            if held.contains(action.transactionRef ?? ""), !doubtfulKeys.contains(action.idempotencyKey) { return false }
+            if !doubtful.isEmpty, !doubtfulKeys.contains(action.idempotencyKey), action.idempotencyKey != executing { return false }
             guard let status = recorded[action.idempotencyKey] else { return true }
             return status == .superseded
         }
@@ -117,6 +122,17 @@ public enum Planner {
             if seen.insert(action.idempotencyKey).inserted { supersede.append(action.idempotencyKey) }
         }
         var all = findings
+        // A need the plan still has under a key that already succeeded (a refund the provider answered pending that
+        // failed later; another part of a spread refund that failed): it can never be planned again under that key.
+        for action in wanted where recorded[action.idempotencyKey] == .succeeded {
+            let amount = Money.format(minorUnits: action.amount, exponent: action.currency.exponent) + " " + action.currency.code
+            let finding = Finding(kind: .actionFailed, expected: ["action": action.kind.rawValue, "idempotency_key": action.idempotencyKey],
+                                  actual: ["status": "succeeded, yet still needed"],
+                                  detail: "\(action.kind.rawValue) of \(amount) is still needed, but \(action.idempotencyKey) already succeeded: "
+                                      + "the provider no longer shows what that call did; check it there",
+                                  amountAtRisk: max(action.amount, 0))
+            if let i = all.firstIndex(where: { $0.kind == .actionFailed }) { all[i] = join(all[i], finding) } else { all.append(finding) }
+        }
         var failedSeen = Set<String>()
         for action in emitted where action.status == .failed && (wantedKeys.contains(action.idempotencyKey) || action.inDoubt) {
             guard failedSeen.insert(action.idempotencyKey).inserted else { continue }

@@ -21,12 +21,14 @@ public struct StoredAction: Sendable {
     public var inDoubt: Bool = false
     /// With several transactions, the one it acts on.
     public var transactionRef: String? = nil
+    /// When its last call was sent (nil: never).
+    public var sentAt: Date? = nil
 }
 
 /// The outbox: `payrecon actions execute` (or the worker with PAYRECON_ACTIONS=execute) claims pending actions under
 /// a lease and records each outcome; the idempotency key goes to the provider, so a retry after a crash is a no-op there.
 public enum ActionStore {
-    static let columns = "id, provider, order_id, action, amount_minor, currency, target_minor, provider_target, idempotency_key, status, attempts, last_error, provider_ref, created_at, in_doubt, transaction_ref"
+    static let columns = "id, provider, order_id, action, amount_minor, currency, target_minor, provider_target, idempotency_key, status, attempts, last_error, provider_ref, created_at, in_doubt, transaction_ref, sent_at"
 
     /// Leases up to `limit` pending actions after `afterID`, in id order: an executor leases only what it is about to
     /// run (a pass walks the outbox forward, so it never holds an action it already tried while it runs others).
@@ -91,7 +93,7 @@ public enum ActionStore {
                                on conn: PostgresConnection) throws -> Bool {
         try conn.execute("""
             UPDATE actions SET amount_minor = $3, provider_target = $4, lease_expires_at = now() + make_interval(secs => $5),
-                in_doubt = true, updated_at = now()
+                in_doubt = true, sent_at = now(), updated_at = now()
             WHERE id = $1 AND attempts = $2 AND status = 'pending' AND lease_expires_at >= now()
             """, [.int64(id), .int64(Int64(attempt)), .int64(amount), providerTarget.map { .text($0) } ?? .null,
                   .int64(Int64(leaseSeconds))]) == 1
@@ -114,7 +116,7 @@ public enum ActionStore {
                             idempotencyKey: try row.string("idempotency_key"), status: status, attempts: Int(try row.int64("attempts")),
                             lastError: try row.optionalString("last_error"), providerRef: try row.optionalString("provider_ref"),
                             createdAt: try row.date("created_at"), inDoubt: try row.bool("in_doubt"),
-                            transactionRef: try row.optionalString("transaction_ref"))
+                            transactionRef: try row.optionalString("transaction_ref"), sentAt: try row.optionalDate("sent_at"))
     }
 }
 

@@ -16,6 +16,9 @@ public struct WorkerContext: Sendable {
     public let checker: OrderChecker
     public let executor: ActionExecutor
     public let executeActions: Bool
+    /// PAYRECON_IN_DOUBT_GRACE (default 2m): how long after a call whose outcome is unknown the provider's "not
+    /// found" is trusted.
+    public let inDoubtGraceSeconds: Double
     /// The root logger the worker, sweep and executor add their context to.
     public let logger: Logger
 
@@ -27,7 +30,8 @@ public struct WorkerContext: Sendable {
         let windows: PendingWindows
         do { windows = try PendingWindows.parse(env["PAYRECON_PENDING_MAX"] ?? "24h") } catch { throw ConfigurationError(error.description) }
         checker = OrderChecker(pool: pool, gateway: gateway, pendingWindows: windows)
-        executor = ActionExecutor(pool: pool, gateway: gateway, checker: checker, logger: logger)
+        inDoubtGraceSeconds = Double(try env.duration("PAYRECON_IN_DOUBT_GRACE", default: "2m"))
+        executor = ActionExecutor(pool: pool, gateway: gateway, checker: checker, inDoubtGraceSeconds: inDoubtGraceSeconds, logger: logger)
         executeActions = try env.choice("PAYRECON_ACTIONS", ["emit", "execute"], default: "emit") == "execute"
         if !gateway.anyConfigured {
             let variables = ProviderRegistry.definitions.map(\.apiVariables).joined(separator: "; ")

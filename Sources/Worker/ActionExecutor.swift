@@ -29,8 +29,20 @@ public final class ActionExecutor: Sendable {
     /// (each attempt asks the provider again and sends nothing).
     public static let attemptsBeforeOutcomeUnknown = 4
 
-    public init(pool: PostgresPool, gateway: ProviderGateway, checker: OrderChecker, leaseSeconds: Int = 120, logger: Logger = Logger()) {
-        self.pool = pool; self.gateway = gateway; self.checker = checker; self.leaseSeconds = leaseSeconds; self.logger = logger
+    /// How long after a call whose outcome is unknown the provider's "not found" is trusted, and the action may be
+    /// superseded (PAYRECON_IN_DOUBT_GRACE): a provider still applying a slow call may not show it yet.
+    let inDoubtGraceSeconds: Double
+
+    public init(pool: PostgresPool, gateway: ProviderGateway, checker: OrderChecker, leaseSeconds: Int = 120,
+                inDoubtGraceSeconds: Double = 120, logger: Logger = Logger()) {
+        self.pool = pool; self.gateway = gateway; self.checker = checker; self.leaseSeconds = leaseSeconds
+        self.inDoubtGraceSeconds = inDoubtGraceSeconds; self.logger = logger
+    }
+
+    /// Whether the action's last call was sent less than the grace ago.
+    func withinGrace(_ action: StoredAction) -> Bool {
+        guard let sent = action.sentAt else { return false }
+        return Date().timeIntervalSince(sent) < inDoubtGraceSeconds
     }
 
     /// Runs every pending action once (those a provider could not take now stay pending).
@@ -117,6 +129,9 @@ public final class ActionExecutor: Sendable {
                 return status
             case .stillPending?:
                 return await finish(action, .pending, ref: nil, error: "the provider reports the call pending; asked again next time", log: log)
+            case .notMade? where withinGrace(action):
+                return await finish(action, .pending, ref: nil,
+                                    error: "the provider does not show the last call yet; trusted only \(Int(inDoubtGraceSeconds)) s after it was sent", log: log)
             case .notMade?:
                 log.info("the provider does not know the call in doubt; it is planned again")
             case nil where api.deduplicatesIdempotencyKeys:
@@ -151,9 +166,15 @@ public final class ActionExecutor: Sendable {
         let others = context.emitted.filter { $0.idempotencyKey != action.idempotencyKey }
         let windows = checker.pendingWindows
         let plan = Planner.plan(order: order, transactions: transactions, emitted: others, now: checker.clock(),
-                                pendingMax: { windows.seconds(provider: action.provider, method: $0?.method) })
+                                pendingMax: { windows.seconds(provider: action.provider, method: $0?.method) },
+                                executing: action.idempotencyKey)
         let wanted = plan.actions.first(where: { $0.idempotencyKey == action.idempotencyKey })
         let acted = transactions.first { $0.transactionRef == (wanted?.transactionRef ?? order.transactionRef) }?.snapshot
+        if wanted == nil, action.inDoubt, withinGrace(action) {
+            // The fresh answer may not show the last call yet: it is not given up on sooner than the grace.
+            return await finish(action, .pending, ref: nil, error: "the order may no longer call for it; decided once the last call is "
+                                + "\(Int(inDoubtGraceSeconds)) s old", log: log)
+        }
         guard let snapshot = acted, let wanted else {
             let why = plan.findings.first.map { "\($0.kind.rawValue): \($0.detail)" } ?? "the order no longer calls for it"
             let status = await finish(action, .superseded, ref: nil, error: "not sent: the fresh plan no longer wants it (\(why))", inDoubt: false, log: log)
@@ -164,7 +185,8 @@ public final class ActionExecutor: Sendable {
         let call = ActionCall(actionID: action.id, kind: action.kind, amount: Money(minorUnits: wanted.amount, currency: action.amount.currency),
                               target: action.target, providerTarget: wanted.providerTarget, idempotencyKey: action.idempotencyKey,
                               order: order, snapshot: snapshot,
-                              isFinal: action.kind == .capture && action.target == order.amount.minorUnits, links: known.links)
+                              isFinal: action.kind == .capture && Self.completesOrder(order, transactions, capture: wanted.amount),
+                              links: known.links)
         let prepared = api.prepare(call)
         if !prepared.isEmpty {
             do {
@@ -218,6 +240,14 @@ public final class ActionExecutor: Sendable {
             if code != 0 { _ = await checker.check(order, log: log) }
         }
         return status
+    }
+
+    /// Whether a capture of `amount` brings the order's captured total to its amount (then it is final, releasing the
+    /// rest of the authorisation), over every transaction of the order.
+    static func completesOrder(_ order: Order, _ transactions: [FetchedTransaction], capture amount: Int64) -> Bool {
+        let captured = Planner.orderSnapshot(order: order, transactions: transactions)?.captured ?? 0
+        let (total, overflow) = captured.addingReportingOverflow(amount)
+        return !overflow && total == order.amount.minorUnits
     }
 
     /// Records the outcome under the claim's fence; an executor that lost the action records nothing (`pending`:
@@ -283,7 +313,8 @@ extension ActionExecutor {
         let others = loaded.3.filter { $0.idempotencyKey != action.idempotencyKey }
         let windows = checker.pendingWindows
         let plan = Planner.plan(order: order, transactions: transactions, emitted: others, now: checker.clock(),
-                                pendingMax: { windows.seconds(provider: action.provider, method: $0?.method) })
+                                pendingMax: { windows.seconds(provider: action.provider, method: $0?.method) },
+                                executing: action.idempotencyKey)
         let result: RetryResult
         do {
             if let wanted = plan.actions.first(where: { $0.idempotencyKey == action.idempotencyKey }) {

@@ -81,7 +81,7 @@ import Worker
     @Test func actionsRetrySaysWhatItDid() async throws {
         try await WorkerHarness.with { h in
             let none = try await PayreconProcess.launch(["actions", "retry", "--failed"], databaseURL: h.database.url, environment: h.payreconEnvironment)
-            #expect(none.status == 0 && none.stdout.contains("no failed actions"), "\(none.stdout) \(none.stderr)")
+            #expect(none.status == 0 && none.stdout.contains("no failed actions to retry"), "\(none.stdout) \(none.stderr)")
             let unknown = try await PayreconProcess.launch(["actions", "retry", "999"], databaseURL: h.database.url, environment: h.payreconEnvironment)
             #expect(unknown.status == 1 && unknown.stderr.contains("no action 999"), "\(unknown.stderr)")
             let bad = try await PayreconProcess.launch(["actions", "retry", "x"], databaseURL: h.database.url, environment: h.payreconEnvironment)

@@ -152,4 +152,34 @@ import Worker
             #expect(try h.openKinds(order: "O").isEmpty)
         }
     }
+
+    /// A timeout usually means the provider is slow: a modification it is still applying may not be findable a second
+    /// later. A "not found" is trusted only PAYRECON_IN_DOUBT_GRACE after the call was sent; before that nothing is
+    /// sent again.
+    @Test func aNotFoundIsTrustedOnlyAfterTheGrace() async throws {
+        try await WorkerHarness.with { h in
+            let patient = ActionExecutor(pool: h.pool, gateway: h.gateway, checker: h.checker, inDoubtGraceSeconds: 3600, logger: h.log.logger)
+            try await h.seedPXP("TX-0", value: "10.00")
+            let earlier = WorkerHarness.order(.pxp, "O-0", ref: "TX-0", amount: 1000)
+            try h.insert(earlier)
+            _ = await h.checker.check(earlier)
+            #expect(await patient.executePending().succeeded == 1)   // evidence that lookups find modifications
+            let order = try await Self.capturedPurchase(h, refund: 700)
+            _ = order
+            try await h.faults(#"{"drop_before_apply_rate":1.0}"#)
+            _ = await patient.executePending()
+            try await h.faults(#"{"drop_before_apply_rate":0}"#)
+            for _ in 0..<3 {
+                try h.execute("UPDATE actions SET lease_expires_at = NULL")
+                _ = await patient.executePending()
+            }
+            #expect(try await Self.applied(h, operation: "Refund").isEmpty, "not sent again within the grace")
+            let refund = try #require(try h.actions().first { $0.kind == .refund })
+            #expect(refund.status == .pending && refund.inDoubt)
+            // Once the grace has passed (the call's time moved back), PXP's "not found" is trusted and it is sent.
+            try h.execute("UPDATE actions SET sent_at = now() - interval '2 hours', lease_expires_at = NULL")
+            _ = await patient.executePending()
+            #expect(try await Self.applied(h, operation: "Refund") == [700])
+        }
+    }
 }

@@ -16,7 +16,8 @@ let actionsExecuteCommand = Command(
 ) { args in
     let context = try WorkerContext(Environment())
     let executor = ActionExecutor(pool: context.pool, gateway: context.gateway, checker: context.checker,
-                                  leaseSeconds: Int(try args.value(actionLease, default: 120)), logger: context.logger)
+                                  leaseSeconds: Int(try args.value(actionLease, default: 120)),
+                                  inDoubtGraceSeconds: context.inDoubtGraceSeconds, logger: context.logger)
     let t = await executor.executePending(limit: 100_000)
     print("actions executed: \(t.succeeded) succeeded, \(t.failed) failed, \(t.deferred) left pending")
     context.pool.close()

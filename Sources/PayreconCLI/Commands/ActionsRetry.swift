@@ -14,7 +14,8 @@ let actionsRetryCommand = Command(
     options: [failedFlag],
     details: """
         For after an operator fixed the cause of a failure: a missing permission, a provider-side state, or a call
-        whose outcome was unknown and was checked at the provider (it was not applied). The transaction is fetched
+        whose outcome was unknown and was checked at the provider (it was not applied). --failed leaves actions whose
+        last call's outcome is unknown: those are retried only by their ID. The transaction is fetched
         again and the order re-planned: an action the fresh plan still wants is pending again with the plan's amount
         (the next `actions execute` or worker sends it); one it no longer wants is superseded. Exit 0 when every action
         was re-planned, 1 when one could not be (it is not failed, or the provider could not be asked now), 2 on a
@@ -23,12 +24,21 @@ let actionsRetryCommand = Command(
 ) { args in
     let context = try WorkerContext(Environment())
     defer { context.pool.close() }
-    let executor = ActionExecutor(pool: context.pool, gateway: context.gateway, checker: context.checker, logger: context.logger)
+    let executor = ActionExecutor(pool: context.pool, gateway: context.gateway, checker: context.checker,
+                                  inDoubtGraceSeconds: context.inDoubtGraceSeconds, logger: context.logger)
     var ids: [Int64] = []
     if args.flag(failedFlag) {
         guard args.positionals.isEmpty else { throw UsageError("give either ID or --failed, not both") }
-        ids = try await context.pool.run { try ActionStore.list(status: .failed, limit: 100_000, on: $0).map(\.id) }
-        if ids.isEmpty { print("no failed actions"); return Exit.ok }
+        let failed = try await context.pool.run { try ActionStore.list(status: .failed, limit: 100_000, on: $0) }
+        // A call whose outcome is unknown is retried only by its id, once someone checked it was not applied.
+        let unknown = failed.filter(\.inDoubt)
+        ids = failed.filter { !$0.inDoubt }.map(\.id)
+        if !unknown.isEmpty {
+            CLI.printError("\(unknown.count) failed actions whose last call's outcome is unknown are left as they are ("
+                           + unknown.prefix(10).map { String($0.id) }.joined(separator: ", ")
+                           + "): check each at the provider, and retry it by its ID if it was not applied")
+        }
+        if ids.isEmpty { print("no failed actions to retry"); return unknown.isEmpty ? Exit.ok : Exit.finding }
     } else {
         guard let text = args.positionals.first else { throw UsageError("give an action ID or --failed") }
         guard let id = Int64(text), id > 0 else { throw UsageError("ID must be an action id (a positive number), not '\(text)'") }

@@ -57,7 +57,8 @@ final class WorkerHarness: @unchecked Sendable {
                                                              .paypercut: PaypercutProvider.API(client: paypercut)]))
         checker = OrderChecker(pool: pool, gateway: gateway, pendingMaxSeconds: pendingMaxSeconds)
         processor = DeliveryProcessor(pool: pool, checker: checker)
-        executor = ActionExecutor(pool: pool, gateway: gateway, checker: checker, logger: log.logger)
+        // No grace before a provider's "not found" is trusted: the tests decide when time has passed (PXPUnknownOutcomeTests has its own).
+        executor = ActionExecutor(pool: pool, gateway: gateway, checker: checker, inDoubtGraceSeconds: 0, logger: log.logger)
     }
 
     /// Runs `body` with a fresh harness and always tears it down.
