@@ -23,17 +23,19 @@ public struct PayPalDispute: Sendable, Equatable {
 
 public struct PayPalSale: Sendable, Equatable {
     public var id: String
-    /// completed, partially_refunded, pending, refunded, denied, reversed
+    /// completed, partially_refunded, pending, refunded, denied: payments_payment_v1.json's `sale.state`, which has
+    /// no `reversed` (a chargeback leaves the sale refunded, as it leaves a v2 capture REFUNDED).
     public var state: String
     public var amount: Int64
     public var currency: Currency
-    public var parentPayment: String?
+    /// The payment the sale belongs to: payments_payment_v1.json makes `parent_payment` a required field of a sale.
+    public var parentPayment: String
     public var billingAgreement: String?
     public var reasonCode: String?
     public var createTime: String
     public var updateTime: String
     public var refundIDs: [String] = []
-    static let states: Set<String> = ["completed", "partially_refunded", "pending", "refunded", "denied", "reversed"]
+    static let states: Set<String> = ["completed", "partially_refunded", "pending", "refunded", "denied"]
 }
 
 public struct PayPalSaleRefund: Sendable, Equatable {
@@ -45,7 +47,7 @@ public struct PayPalSaleRefund: Sendable, Equatable {
 
 extension PayPalBook {
     static func notFound() -> SimError {
-        SimError.paypalNotFound("Specified resource ID does not exist. Please check the resource ID and try again.")
+        SimError.paypalNotFound()
     }
 
     // MARK: chargebacks and disputes
@@ -101,8 +103,9 @@ extension PayPalBook {
         return d
     }
 
-    /// Resolves a dispute; when the buyer wins, PayPal takes the money back: the capture is REVERSED (or the sale
-    /// reversed). Returns the dispute and the reversal record, if any.
+    /// Resolves a dispute; when the buyer wins, PayPal takes the money back: the capture turns REFUNDED with a
+    /// reversal record, a sale turns refunded (the v1 sale states have no reversed). Returns the dispute and the
+    /// reversal record, if any.
     mutating func resolveDispute(id: String, buyerWins: Bool, newID: String, now: String) throws(SimError) -> (PayPalDispute, PayPalRefund?) {
         guard var d = disputes[id] else { throw SimError.admin(404, "not_found", "no PayPal dispute \(id)") }
         d.status = "RESOLVED"
@@ -116,7 +119,7 @@ extension PayPalBook {
             return (d, nil)
         }
         if captures[d.transactionID] != nil { return (d, try reverse(captureID: d.transactionID, newID: newID, now: now)) }
-        if var sale = sales[d.transactionID] { sale.state = "reversed"; sale.updateTime = now; sales[sale.id] = sale }
+        if var sale = sales[d.transactionID] { sale.state = "refunded"; sale.updateTime = now; sales[sale.id] = sale }
         return (d, nil)
     }
 
@@ -180,7 +183,7 @@ extension PayPalBook {
         .object([
             "id": .string(s.id), "state": .string(s.state), "amount": v1Money(s.amount, s.currency),
             "payment_mode": "INSTANT_TRANSFER", "reason_code": s.state == "pending" ? s.reasonCode.map { .string($0) } : nil,
-            "parent_payment": s.parentPayment.map { .string($0) }, "billing_agreement_id": s.billingAgreement.map { .string($0) },
+            "parent_payment": .string(s.parentPayment), "billing_agreement_id": s.billingAgreement.map { .string($0) },
             "create_time": .string(s.createTime), "update_time": .string(s.updateTime),
             "links": .array([Self.link("\(base)/v1/payments/sale/\(s.id)", "self", "GET"),
                              Self.link("\(base)/v1/payments/sale/\(s.id)/refund", "refund", "POST")]),
@@ -191,14 +194,16 @@ extension PayPalBook {
         guard let sale = sales[r.saleID] else { return .null }
         return .object([
             "id": .string(r.id), "state": "completed", "amount": v1Money(r.amount, sale.currency), "sale_id": .string(r.saleID),
-            "parent_payment": sale.parentPayment.map { .string($0) }, "create_time": .string(r.createTime), "update_time": .string(r.createTime),
+            "parent_payment": .string(sale.parentPayment), "create_time": .string(r.createTime), "update_time": .string(r.createTime),
             "links": .array([Self.link("\(base)/v1/payments/refund/\(r.id)", "self", "GET"),
                              Self.link("\(base)/v1/payments/sale/\(r.saleID)", "sale", "GET")]),
         ])
     }
 
     /// A sale from an admin or seed object: `{"id", "state", "amount", "currency", "parent_payment"?,
-    /// "billing_agreement_id"?, "reason_code"?, "create_time"?}`.
+    /// "billing_agreement_id"?, "reason_code"?, "create_time"?}`. Without a `parent_payment` (a Subscriptions sale
+    /// names its billing agreement instead) the sale gets one of its own, `PAYID-` and its id, since the document
+    /// requires one.
     static func sale(from json: JSONValue, newID: String, now: String) throws(SimError) -> PayPalSale {
         guard json.objectMembers != nil else { throw SimError.admin(400, "malformed_body", "a PayPal sale must be an object") }
         guard let currency = json["currency"]?.stringValue.flatMap(Currency.init(code:)) else {
@@ -212,8 +217,9 @@ extension PayPalBook {
             throw SimError.admin(400, "invalid_field", "state must be one of \(PayPalSale.states.sorted().joined(separator: ", "))")
         }
         let time = json["create_time"]?.stringValue ?? now
-        return PayPalSale(id: json["id"]?.stringValue ?? newID, state: state, amount: amount, currency: currency,
-                          parentPayment: json["parent_payment"]?.stringValue, billingAgreement: json["billing_agreement_id"]?.stringValue,
+        let id = json["id"]?.stringValue ?? newID
+        return PayPalSale(id: id, state: state, amount: amount, currency: currency,
+                          parentPayment: json["parent_payment"]?.stringValue ?? "PAYID-\(id)", billingAgreement: json["billing_agreement_id"]?.stringValue,
                           reasonCode: json["reason_code"]?.stringValue, createTime: time, updateTime: time)
     }
 }

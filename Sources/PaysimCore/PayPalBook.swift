@@ -6,7 +6,9 @@ import Reconciliation
 public struct PayPalAuthorization: Sendable, Equatable {
     public var id: String
     public var orderID: String
-    /// CREATED, CAPTURED, DENIED, PARTIALLY_CAPTURED, VOIDED, PENDING (older answers: PARTIALLY_CREATED, EXPIRED)
+    /// CREATED, CAPTURED, DENIED, PARTIALLY_CAPTURED, VOIDED, PENDING: payments_payment_v2.json's
+    /// `authorization_status`. Older documents also list PARTIALLY_CREATED and EXPIRED (payrecon still reads them),
+    /// but an answer carrying one would not validate against the documents, so paysim holds none.
     public var status: String
     public var amount: Int64
     public var createTime: String
@@ -14,8 +16,7 @@ public struct PayPalAuthorization: Sendable, Equatable {
     /// The authorization this reauthorization replaces (named in its `supplementary_data.related_ids`, the one
     /// reading payrecon documents: PayPal publishes no field for it).
     public var parentID: String? = nil
-    static let statuses: Set<String> = ["CREATED", "CAPTURED", "DENIED", "PARTIALLY_CAPTURED", "VOIDED", "PENDING",
-                                        "PARTIALLY_CREATED", "EXPIRED"]
+    static let statuses: Set<String> = ["CREATED", "CAPTURED", "DENIED", "PARTIALLY_CAPTURED", "VOIDED", "PENDING"]
 }
 
 public struct PayPalCapture: Sendable, Equatable {
@@ -70,6 +71,9 @@ public struct PayPalOrder: Sendable, Equatable {
     public var captureIDs: [String] = []
     public var refundIDs: [String] = []
     static let statuses: Set<String> = ["CREATED", "SAVED", "APPROVED", "VOIDED", "COMPLETED", "PAYER_ACTION_REQUIRED"]
+    /// `payee.merchant_id` when a seed names none: a PayPal account id is 13 characters of [2-9A-HJ-NP-Z]
+    /// (checkout_orders_v2.json `account_id`: no 0, 1, I or O), so paysim's own name cannot be one.
+    public static let defaultMerchantID = "PAYSMMERCHANT"
 
     /// An order left unapproved expires after about 3 hours, and GET then answers 404 RESOURCE_NOT_FOUND
     /// (paypal/Checkout-PHP-SDK#84; shopware/SwagPayPal#679).
@@ -134,23 +138,20 @@ public struct PayPalBook: Sendable {
     mutating func capture(authorizationID: String, amountText: String?, currency: String?, finalCapture: Bool,
                           newID: String, now: String) throws(SimError) -> PayPalCapture {
         guard var auth = authorizations[authorizationID], var order = orders[auth.orderID] else {
-            throw SimError.paypalNotFound("Specified resource ID does not exist. Please check the resource ID and try again.")
+            throw SimError.paypalNotFound()
         }
         switch auth.status {
         case "CREATED", "PARTIALLY_CAPTURED": break
-        case "VOIDED": throw SimError.paypalUnprocessable("AUTHORIZATION_VOIDED", "A voided authorization cannot be captured or reauthorized.")
-        case "CAPTURED": throw SimError.paypalUnprocessable("AUTHORIZATION_ALREADY_CAPTURED", "Authorization has been previously captured and hence cannot be captured again.")
-        case "DENIED": throw SimError.paypalUnprocessable("AUTHORIZATION_DENIED", "A denied authorization cannot be captured.")
-        default: throw SimError.paypalUnprocessable("TRANSACTION_REFUSED", "The authorization is \(auth.status) and cannot be captured.")
+        case "VOIDED": throw SimError.paypalUnprocessable("AUTHORIZATION_VOIDED")
+        case "CAPTURED": throw SimError.paypalUnprocessable("AUTHORIZATION_ALREADY_CAPTURED")
+        case "DENIED": throw SimError.paypalUnprocessable("AUTHORIZATION_DENIED")
+        default: throw SimError.paypalUnprocessable("TRANSACTION_REFUSED")
         }
         let alreadyCaptured = capturedTotal(ofAuthorization: auth.id)
         let remaining = auth.amount - alreadyCaptured
         let amount = try Self.parseAmount(amountText, currency: currency, order: order, default: remaining,
-                                          mismatchIssue: "AUTH_CAPTURE_CURRENCY_MISMATCH")
-        guard amount <= remaining else {
-            throw SimError.paypalUnprocessable("MAX_CAPTURE_AMOUNT_EXCEEDED",
-                                               "Capture amount exceeds allowable limit. Remaining: \(Money(minorUnits: remaining, currency: order.currency)).")
-        }
+                                          mismatchIssue: "AUTH_CAPTURE_CURRENCY_MISMATCH", nothingLeftIssue: "MAX_CAPTURE_AMOUNT_EXCEEDED")
+        guard amount <= remaining else { throw SimError.paypalUnprocessable("MAX_CAPTURE_AMOUNT_EXCEEDED") }
         let capture = PayPalCapture(id: newID, orderID: order.id, authorizationID: auth.id, status: "COMPLETED",
                                     amount: amount, finalCapture: finalCapture, createTime: now, updateTime: now)
         auth.status = (finalCapture || alreadyCaptured + amount == auth.amount) ? "CAPTURED" : "PARTIALLY_CAPTURED"
@@ -166,17 +167,16 @@ public struct PayPalBook: Sendable {
     /// `POST /v2/payments/authorizations/{id}/void`: only CREATED with nothing captured.
     mutating func void(authorizationID: String, now: String) throws(SimError) -> PayPalAuthorization {
         guard var auth = authorizations[authorizationID] else {
-            throw SimError.paypalNotFound("Specified resource ID does not exist. Please check the resource ID and try again.")
+            throw SimError.paypalNotFound()
         }
         switch auth.status {
         case "CREATED":
-            guard capturedTotal(ofAuthorization: auth.id) == 0 else {
-                throw SimError.paypalUnprocessable("PREVIOUSLY_CAPTURED", "Authorization has been previously captured and hence cannot be voided.")
-            }
-        case "VOIDED": throw SimError.paypalUnprocessable("PREVIOUSLY_VOIDED", "Authorization has been previously voided and hence cannot be voided again.")
-        case "CAPTURED", "PARTIALLY_CAPTURED":
-            throw SimError.paypalUnprocessable("PREVIOUSLY_CAPTURED", "Authorization has been previously captured and hence cannot be voided.")
-        default: throw SimError.paypalUnprocessable("CANNOT_BE_VOIDED", "The authorization is \(auth.status) and cannot be voided.")
+            guard capturedTotal(ofAuthorization: auth.id) == 0 else { throw SimError.paypalUnprocessable("PREVIOUSLY_CAPTURED") }
+        case "VOIDED": throw SimError.paypalUnprocessable("PREVIOUSLY_VOIDED")
+        case "CAPTURED", "PARTIALLY_CAPTURED": throw SimError.paypalUnprocessable("PREVIOUSLY_CAPTURED")
+        // A denied or pending authorization: of the three issues a void documents, the one that says it cannot be
+        // voided (its fixed description speaks of reauthorizations; the issue is what callers read).
+        default: throw SimError.paypalUnprocessable("CANNOT_BE_VOIDED")
         }
         auth.status = "VOIDED"
         auth.updateTime = now
@@ -188,22 +188,19 @@ public struct PayPalBook: Sendable {
     mutating func refund(captureID: String, amountText: String?, currency: String?, newID: String,
                          now: String) throws(SimError) -> PayPalRefund {
         guard var capture = captures[captureID], var order = orders[capture.orderID] else {
-            throw SimError.paypalNotFound("Specified resource ID does not exist. Please check the resource ID and try again.")
+            throw SimError.paypalNotFound()
         }
         switch capture.status {
         case "COMPLETED", "PARTIALLY_REFUNDED": break
-        case "REFUNDED": throw SimError.paypalUnprocessable("CAPTURE_FULLY_REFUNDED", "The capture has already been fully refunded.")
-        case "PENDING": throw SimError.paypalUnprocessable("PENDING_CAPTURE", "Cannot initiate a refund as the capture is pending.")
-        default: throw SimError.paypalUnprocessable("REFUND_NOT_ALLOWED", "The capture is \(capture.status) and cannot be refunded.")
+        case "REFUNDED": throw SimError.paypalUnprocessable("CAPTURE_FULLY_REFUNDED")
+        case "PENDING": throw SimError.paypalUnprocessable("PENDING_CAPTURE")
+        default: throw SimError.paypalUnprocessable("REFUND_NOT_ALLOWED")
         }
         let refunded = refundedTotal(ofCapture: capture.id)
         let remaining = capture.amount - refunded
         let amount = try Self.parseAmount(amountText, currency: currency, order: order, default: remaining,
-                                          mismatchIssue: "REFUND_CURRENCY_MISMATCH")
-        guard amount <= remaining else {
-            throw SimError.paypalUnprocessable("REFUND_AMOUNT_EXCEEDED",
-                                               "The refund amount must be less than or equal to the capture amount that has not yet been refunded.")
-        }
+                                          mismatchIssue: "REFUND_CAPTURE_CURRENCY_MISMATCH", nothingLeftIssue: "CAPTURE_FULLY_REFUNDED")
+        guard amount <= remaining else { throw SimError.paypalUnprocessable("REFUND_AMOUNT_EXCEEDED") }
         let refund = PayPalRefund(id: newID, orderID: order.id, captureID: capture.id, status: "COMPLETED",
                                   amount: amount, createTime: now, updateTime: now)
         capture.status = refunded + amount == capture.amount ? "REFUNDED" : "PARTIALLY_REFUNDED"
@@ -216,29 +213,23 @@ public struct PayPalBook: Sendable {
         return refund
     }
 
+    /// The amount of a capture or refund body. A missing field is 400; a value PayPal cannot take is 422, where
+    /// both routes' documents list DECIMAL_PRECISION, DECIMALS_NOT_SUPPORTED and CANNOT_BE_ZERO_OR_NEGATIVE.
+    /// `nothingLeftIssue` answers a call without an amount when nothing is left (each route's own issue).
     private static func parseAmount(_ text: String?, currency: String?, order: PayPalOrder, default remaining: Int64,
-                                    mismatchIssue: String) throws(SimError) -> Int64 {
+                                    mismatchIssue: String, nothingLeftIssue: String) throws(SimError) -> Int64 {
         guard let text else {
-            guard remaining > 0 else {
-                throw SimError.paypalUnprocessable("MAX_CAPTURE_AMOUNT_EXCEEDED", "Nothing is left.")
-            }
+            guard remaining > 0 else { throw SimError.paypalUnprocessable(nothingLeftIssue) }
             return remaining
         }
-        guard let currency else {
-            throw SimError.paypalInvalid("MISSING_REQUIRED_PARAMETER", "amount.currency_code is required.", field: "/amount/currency_code")
-        }
-        guard currency == order.currency.code else {
-            throw SimError.paypalUnprocessable(mismatchIssue, "Currency of the request must match the currency of the payment (\(order.currency)).")
-        }
+        guard let currency else { throw SimError.paypalInvalid("MISSING_REQUIRED_PARAMETER", field: "/amount/currency_code") }
+        guard currency == order.currency.code else { throw SimError.paypalUnprocessable(mismatchIssue, field: "/amount/currency_code") }
         let decimals = Self.paypalDecimals(order.currency)
         guard let units = RequestAmount.minorUnits(text, exponent: decimals) else {
-            throw SimError.paypalInvalid(decimals == 0 ? "DECIMALS_NOT_SUPPORTED" : "DECIMAL_PRECISION",
-                                         "amount.value \(text) is not a valid \(order.currency) amount.", field: "/amount/value")
+            throw SimError.paypalUnprocessable(decimals == 0 ? "DECIMALS_NOT_SUPPORTED" : "DECIMAL_PRECISION", field: "/amount/value")
         }
         let minor = units * Self.paypalUnit(order.currency)
-        guard minor > 0 else {
-            throw SimError.paypalInvalid("INVALID_PARAMETER_VALUE", "amount.value must be greater than zero.", field: "/amount/value")
-        }
+        guard minor > 0 else { throw SimError.paypalUnprocessable("CANNOT_BE_ZERO_OR_NEGATIVE", field: "/amount/value") }
         return minor
     }
 }

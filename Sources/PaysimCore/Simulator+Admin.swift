@@ -253,7 +253,7 @@ struct PayPalOrderSeed {
         let total = try amount(json, "amount", "", default: nil)
         let createTime = try time(json, "")
         let order = PayPalOrder(id: id, intent: intent, status: status, currency: currency,
-                                amount: total, merchantID: try string(json, "merchant_id", "") ?? "PAYSIMMERCHANT",
+                                amount: total, merchantID: try string(json, "merchant_id", "") ?? PayPalOrder.defaultMerchantID,
                                 referenceID: try string(json, "reference_id", "") ?? "default",
                                 createTime: createTime, updateTime: createTime)
         func list(_ key: String) throws(SimError) -> [JSONValue] {

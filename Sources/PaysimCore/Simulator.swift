@@ -280,26 +280,26 @@ public final class Simulator: Sendable {
             let now = clock()
             return try state.withLock { s throws(SimError) in
                 guard let order = s.paypal.orders[id], !order.hasExpired(now: now) else {
-                    throw SimError.paypalNotFound("The specified resource does not exist.")
+                    throw SimError.paypalNotFound()
                 }
                 return .json(200, s.paypal.orderJSON(order, base: s.config.publicBaseURL))
             }
         case .paypalAuthorization(let id):
             try expect("GET"); try checkBearer(r)
             return try state.withLock { s throws(SimError) in
-                guard let a = s.paypal.authorizations[id] else { throw SimError.paypalNotFound("The specified resource does not exist.") }
+                guard let a = s.paypal.authorizations[id] else { throw SimError.paypalNotFound() }
                 return .json(200, s.paypal.authorizationJSON(a, base: s.config.publicBaseURL, standalone: true))
             }
         case .paypalCapture(let id):
             try expect("GET"); try checkBearer(r)
             return try state.withLock { s throws(SimError) in
-                guard let c = s.paypal.captures[id] else { throw SimError.paypalNotFound("The specified resource does not exist.") }
+                guard let c = s.paypal.captures[id] else { throw SimError.paypalNotFound() }
                 return .json(200, s.paypal.captureJSON(c, base: s.config.publicBaseURL, standalone: true))
             }
         case .paypalRefund(let id):
             try expect("GET"); try checkBearer(r)
             return try state.withLock { s throws(SimError) in
-                guard let x = s.paypal.refunds[id] else { throw SimError.paypalNotFound("The specified resource does not exist.") }
+                guard let x = s.paypal.refunds[id] else { throw SimError.paypalNotFound() }
                 return .json(200, s.paypal.refundJSON(x, base: s.config.publicBaseURL, standalone: true))
             }
         case .paypalAuthorizationCapture(let id):
@@ -309,7 +309,7 @@ public final class Simulator: Sendable {
                 var final = false
                 if let f = body?["final_capture"], !f.isNull {
                     guard let b = f.boolValue else {
-                        throw SimError.paypalInvalid("INVALID_PARAMETER_SYNTAX", "final_capture must be a boolean.", field: "/final_capture")
+                        throw SimError.paypalInvalid("INVALID_PARAMETER_SYNTAX", field: "/final_capture")
                     }
                     final = b
                 }
@@ -352,8 +352,7 @@ public final class Simulator: Sendable {
                 // PayPal refuses (PAYPAL-DISPUTES-PERMISSION).
                 guard s.config.paypalDisputesPermission else {
                     throw SimError.paypal(403, name: "NOT_AUTHORIZED", message: "Authorization failed due to insufficient permissions.",
-                                          issue: "PERMISSION_DENIED",
-                                          description: "You do not have permission to access or perform operations on this resource.")
+                                          issue: "PERMISSION_DENIED", description: SimError.paypalDescriptions["PERMISSION_DENIED"]!)
                 }
                 guard let d = s.paypal.disputes[id] else { throw SimError.paypalNotFound("The requested resource ID was not found.") }
                 return .json(200, s.paypal.disputeJSON(d, base: s.config.publicBaseURL))
@@ -569,9 +568,11 @@ public final class Simulator: Sendable {
             return expiry > now
         }
         guard valid else {
+            // The message every document's `error_401` allows, and the debug_id the v1 `error` requires.
             throw SimError(status: 401, body: .object([
                 "name": "AUTHENTICATION_FAILURE",
-                "message": "Authentication failed due to invalid authentication credentials or a missing Authorization header.",
+                "message": "Authentication failed due to missing authorization header, or invalid authentication credentials.",
+                "debug_id": "paysim",
                 "links": .array([PayPalBook.link("https://developer.paypal.com/docs/api/overview/#error", "information_link", "GET")]),
             ]), code: "AUTHENTICATION_FAILURE")
         }
@@ -581,7 +582,7 @@ public final class Simulator: Sendable {
     static func paypalAmount(_ body: JSONValue?) throws(SimError) -> (String?, String?) {
         guard let amount = body?["amount"], !amount.isNull else { return (nil, nil) }
         guard amount.objectMembers != nil, let value = amount["value"]?.scalarText else {
-            throw SimError.paypalInvalid("MISSING_REQUIRED_PARAMETER", "amount.value is required.", field: "/amount/value")
+            throw SimError.paypalInvalid("MISSING_REQUIRED_PARAMETER", field: "/amount/value")
         }
         return (value, amount["currency_code"]?.stringValue)
     }
@@ -599,19 +600,14 @@ public final class Simulator: Sendable {
         let limit: Int
         if case .paypalSaleRefund = route { limit = 78 } else { limit = 108 }
         if let requestID, requestID.count > limit {
-            parseError = SimError.paypalInvalid("INVALID_PARAMETER_SYNTAX", "PayPal-Request-Id must be at most \(limit) characters.",
-                                                field: "PayPal-Request-Id")
+            parseError = SimError.paypalInvalid("INVALID_PARAMETER_SYNTAX", field: "PayPal-Request-Id")
         }
+        // A body that is not a JSON object is INVALID_PARAMETER_SYNTAX: the 400s the capture and refund documents
+        // list have no MALFORMED_REQUEST_JSON.
         if parseError == nil, !r.body.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
-            do {
-                let parsed = try JSONValue.parse(r.body)
-                if parsed.objectMembers == nil {
-                    parseError = SimError.paypalInvalid("MALFORMED_REQUEST_JSON", "The request JSON must be an object.")
-                }
-                body = parsed
-            } catch {
-                parseError = SimError.paypalInvalid("MALFORMED_REQUEST_JSON", "The request JSON is not well formed.")
-            }
+            let parsed = try? JSONValue.parse(r.body)
+            if parsed?.objectMembers == nil { parseError = SimError.paypalInvalid("INVALID_PARAMETER_SYNTAX") }
+            body = parsed
         }
         let now = nowString
         return state.withLock { s in

@@ -156,16 +156,18 @@ private let captureOrder = """
         #expect(sim.paypal("GET", "/v2/payments/authorizations/AUTH-1", token: token).json?["status"]?.stringValue == "CAPTURED")
     }
 
+    /// A value PayPal cannot take is 422 and a missing or malformed field 400, as payments_payment_v2.json lists
+    /// the capture's issues (it has no MALFORMED_REQUEST_JSON).
     @Test(arguments: [
         (#"{"amount":{"currency_code":"EUR","value":"1.00"}}"#, 422, "AUTH_CAPTURE_CURRENCY_MISMATCH"),
-        (#"{"amount":{"currency_code":"USD","value":"1.001"}}"#, 400, "DECIMAL_PRECISION"),
-        (#"{"amount":{"currency_code":"USD","value":"0.00"}}"#, 400, "INVALID_PARAMETER_VALUE"),
-        (#"{"amount":{"currency_code":"USD","value":"-1.00"}}"#, 400, "DECIMAL_PRECISION"),
+        (#"{"amount":{"currency_code":"USD","value":"1.001"}}"#, 422, "DECIMAL_PRECISION"),
+        (#"{"amount":{"currency_code":"USD","value":"0.00"}}"#, 422, "CANNOT_BE_ZERO_OR_NEGATIVE"),
+        (#"{"amount":{"currency_code":"USD","value":"-1.00"}}"#, 422, "DECIMAL_PRECISION"),
         (#"{"amount":{"value":"1.00"}}"#, 400, "MISSING_REQUIRED_PARAMETER"),
         (#"{"amount":{"currency_code":"USD"}}"#, 400, "MISSING_REQUIRED_PARAMETER"),
         (#"{"final_capture":"yes"}"#, 400, "INVALID_PARAMETER_SYNTAX"),
-        (#"{"amount":"#, 400, "MALFORMED_REQUEST_JSON"),
-        (#"[1]"#, 400, "MALFORMED_REQUEST_JSON"),
+        (#"{"amount":"#, 400, "INVALID_PARAMETER_SYNTAX"),
+        (#"[1]"#, 400, "INVALID_PARAMETER_SYNTAX"),
     ])
     func invalidCaptureBodies(body: String, status: Int, issue: String) {
         let (sim, token) = seeded()
@@ -257,7 +259,7 @@ private let captureOrder = """
         let r = sim.paypal("POST", "/v2/payments/captures/CAP-1/refund", token: token,
                            body: #"{"amount":{"currency_code":"USD","value":"1.00"}}"#)
         #expect(r.status == 422)
-        #expect(r.errorCode == "REFUND_CURRENCY_MISMATCH")
+        #expect(r.errorCode == "REFUND_CAPTURE_CURRENCY_MISMATCH")
     }
 
     // MARK: idempotency

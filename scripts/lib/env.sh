@@ -37,6 +37,19 @@ ensure_python3() {
     ensure_packages python3
 }
 
+# openapi-schema-validator (PyPI) for scripts/lib/validate-paysim-paypal.py, which PaysimCoreTests runs: paysim's
+# PayPal answers checked against PayPal's own OpenAPI documents. pip comes from python3-pip when python3 has none;
+# Debian's own python3 refuses a system-wide pip install (PEP 668) unless told it may.
+ensure_openapi_schema_validator() {
+    ensure_python3
+    python3 -c 'import openapi_schema_validator' 2>/dev/null && return 0
+    python3 -m pip --version >/dev/null 2>&1 || ensure_packages python3-pip
+    log "installing openapi-schema-validator"
+    python3 -m pip install -q openapi-schema-validator >/dev/null 2>&1 \
+        || python3 -m pip install -q --break-system-packages openapi-schema-validator >/dev/null \
+        || die "pip install openapi-schema-validator failed"
+}
+
 # The cluster lives under .data/pg when the postgres user can reach it, else under /tmp (a clone under /root, say).
 pg_datadir() {
     if [ -n "${PG_DATADIR:-}" ]; then printf '%s\n' "$PG_DATADIR"; return; fi
