@@ -160,4 +160,22 @@ import Worker
             #expect(kinds["disputed"] == 1000, "\(kinds)")
         }
     }
+
+    /// A v1 sale lost to a chargeback reads `refunded` (the v1 sale states have no reversed); the
+    /// PAYMENT.SALE.REVERSED event that named it makes it V, not R: `reversed`, never `over_refunded`.
+    @Test func aChargedBackSaleIsReversedNotRefunded() async throws {
+        try await WorkerHarness.with { h in
+            try await h.admin("/admin/paypal/sales", #"{"id":"SALE-4","state":"completed","amount":"20.00","currency":"USD","parent_payment":"PAY-4"}"#)
+            try h.insert(WorkerHarness.order(.paypal, "ORD-V", ref: "PAY-4", intent: .purchase, amount: 2000, currency: "USD", merchant: nil))
+            _ = try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.SALE.COMPLETED","resource_id":"SALE-4"}"#)
+            #expect(await h.runOnce().done == 1)
+            try await h.admin("/admin/paypal/disputes", #"{"id":"PP-D-4","transaction_id":"SALE-4"}"#)
+            try await h.admin("/admin/paypal/disputes", #"{"resolve":"PP-D-4","outcome":"buyer"}"#)
+            _ = try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.SALE.REVERSED","resource_id":"SALE-4"}"#)
+            #expect(await h.runOnce().done == 1)
+            let kinds = try Self.open(h, "ORD-V")
+            #expect(kinds["reversed"] == 2000, "\(kinds)")
+            #expect(kinds["over_refunded"] == nil)
+        }
+    }
 }

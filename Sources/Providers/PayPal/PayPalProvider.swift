@@ -156,8 +156,14 @@ public enum PayPalProvider {
                 case let other: return other.failure(as: EventContent.self)!
                 }
             case .sale(let id, let agreement, let parent):
+                var learned = [Self.saleLink(id)]
+                if e.eventType == "PAYMENT.SALE.REVERSED" {
+                    // The sale will read refunded (v1 has no reversed state): remember it was a chargeback.
+                    learned.append(TransactionLink(externalID: "reversal-of-" + id, parentExternalID: id, orderID: nil,
+                                                   kind: TransactionLink.reversalKind, source: .learned))
+                }
                 return .found(.references([EventReference(transactionRef: id, alternatives: [agreement, parent].compactMap { $0 },
-                                                          learned: [Self.saleLink(id)])]))
+                                                          learned: learned)]))
             case .saleRefund(let id, let saleID, let parent, let amount, let currencyCode):
                 var refund = TransactionLink(externalID: id, parentExternalID: saleID, orderID: nil, kind: ActionKind.refund.rawValue,
                                              currency: currencyCode, state: "completed", source: .learned)

@@ -27,6 +27,7 @@ public enum PayPalSaleMapping {
         var createdAt: Int64?
         var sources: [RefundSource] = []
         var unaccounted: [String] = []
+        let reversedSales = Set(refunds.filter { $0.kind == TransactionLink.reversalKind }.compactMap(\.parentExternalID))
         // Oldest first (then by id), so refunds take from the sales in the order they were made, whatever order the
         // events that named them arrived in.
         let ordered = sales.sorted { a, b in
@@ -47,6 +48,14 @@ public enum PayPalSaleMapping {
             switch state {
             case "completed": C = try add(C, total)
             case "pending": pendingRaw = pendingRaw ?? ("pending" + (sale["reason_code"]?.stringValue.map { "/" + $0 } ?? ""))
+            case "refunded" where reversedSales.contains(id):
+                // A chargeback: PayPal's v1 sale states have no reversed, so the sale reads refunded; the
+                // PAYMENT.SALE.REVERSED event that named it says the money was taken back, not refunded (V, not R).
+                C = try add(C, total)
+                var known: Int64 = 0
+                for link in refunds where link.kind == "refund" && link.parentExternalID == id { known = try add(known, link.amount ?? 0) }
+                refunded = min(known, total)
+                V = try add(V, total - refunded)
             case "refunded": C = try add(C, total); refunded = total
             case "partially_refunded":
                 C = try add(C, total)
