@@ -105,6 +105,16 @@ import Testing
         #expect(try PayPalMapping.snapshot(order: answer).refunded == 10000)
     }
 
+    /// Only PayPal's own note marks a reversal: a merchant's refund whose note mentions a reversal is still R.
+    @Test func aMerchantNoteMentioningAReversalIsStillARefund() throws {
+        let s = try PayPalMapping.snapshot(order: try order(#"""
+        {"captures":[{"id":"C1","status":"PARTIALLY_REFUNDED","amount":{"currency_code":"USD","value":"100.00"}}],
+         "refunds":[{"id":"R1","status":"COMPLETED","note_to_payer":"Charge reversed at customer request","amount":{"currency_code":"USD","value":"30.00"},
+                     "links":[{"rel":"up","href":"https://api.paypal.com/v2/payments/captures/C1"}]}]}
+        """#))
+        #expect((s.refunded, s.reversed) == (3000, 0))
+    }
+
     /// While a dispute is open PayPal may show the capture PARTIALLY_REFUNDED with no refund record: R stays 0.
     @Test func aCaptureFlippedByADisputeIsNotARefund() throws {
         let s = try PayPalMapping.snapshot(order: try order(#"""

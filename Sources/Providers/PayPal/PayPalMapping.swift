@@ -1,3 +1,4 @@
+import Foundation
 import Reconciliation
 
 /// PayPal order answer (GET /v2/checkout/orders/{id}) → `Snapshot`.
@@ -50,11 +51,12 @@ public enum PayPalMapping {
     }
 
     /// A refund record that is a reversal (a chargeback, money the buyer's bank took back), not a refund the
-    /// merchant made: one a PAYMENT.CAPTURE.REVERSED event named (learned), or one whose `note_to_payer` says the
-    /// payment was reversed ("Payment reversed", PayPal's simulator delivery). payrecon's own refunds never are.
+    /// merchant made: one a PAYMENT.CAPTURE.REVERSED event named (learned), or one whose `note_to_payer` is PayPal's
+    /// "Payment reversed" (PayPal's simulator delivery). payrecon's own refunds never are.
     static func isReversal(_ refund: Payment, reversals: Set<String>, own: Set<String>) -> Bool {
         guard !own.contains(refund.id) else { return false }
-        return reversals.contains(refund.id) || refund.note?.lowercased().contains("reversed") == true
+        // The note PayPal writes on its reversal record, exactly (a merchant's own note may mention a reversal).
+        return reversals.contains(refund.id) || refund.note?.trimmingCharacters(in: .whitespaces).lowercased() == "payment reversed"
     }
 
     /// - Parameters:
@@ -230,8 +232,9 @@ public enum PayPalMapping {
         if let open, let root = roots[open.id], root != open.id, case .allowed = capabilities.void {
             capabilities.void = .allowed(target: root)
         }
-        // Several purchase units: a capture spreads over their open authorizations, a void voids each.
-        if openAuths.count > 1 {
+        // Several purchase units: a capture spreads over their open authorizations, a void voids each (kept while
+        // one is left open, so each authorization's request id stays the same from one attempt to the next).
+        if current.count > 1 && !openAuths.isEmpty {
             capabilities.captureSources = openAuths.map { auth in
                 let capturedOnIt = captures.filter { $0.up == .authorization(auth.id) && countedCaptures.contains($0.status) }
                     .reduce(Int64(0)) { $0 + $1.amount }

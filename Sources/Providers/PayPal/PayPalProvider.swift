@@ -245,7 +245,8 @@ public enum PayPalProvider {
                 }
             }
             return ProviderOutcome<JSONValue>.found(.array(sales)).mapped { _ in
-                try PayPalSaleMapping.snapshot(sales: sales, refunds: q.links, transactionRef: q.transactionRef, disputes: disputes)
+                try PayPalSaleMapping.snapshot(sales: sales, refunds: q.links, transactionRef: q.transactionRef, disputes: disputes,
+                                               unreadableDisputes: unreadable)
             }
         }
 
@@ -268,9 +269,9 @@ public enum PayPalProvider {
             let requestID = call.idempotencyKey(limit: PayPalProvider.requestIDLimit)
             let sources = call.snapshot?.capabilities.captureSources ?? []
             switch call.kind {
-            case .capture where sources.count > 1:
+            case .capture where !sources.isEmpty:
                 return await captureSpread(call, over: sources, client: client)
-            case .void where sources.count > 1:
+            case .void where !sources.isEmpty:
                 return await voidEach(call, of: sources, client: client)
             case .capture:
                 return ActionCallResult(await client.captureAuthorization(target, amount: call.amount, final: call.isFinal, requestID: requestID)
@@ -279,8 +280,15 @@ public enum PayPalProvider {
                 return ActionCallResult(await client.voidAuthorization(target, requestID: requestID).map { $0["id"]?.stringValue ?? target })
             case .refund:
                 guard call.links.contains(where: { $0.kind == TransactionLink.saleKind && $0.externalID == target }) else {
-                    return ActionCallResult(await client.refundCapture(target, amount: call.amount, requestID: requestID)
-                        .map { $0["id"]?.stringValue ?? target })
+                    // The refund is recorded as payrecon's own, so it is always R, whatever note it carries.
+                    let result = await client.refundCapture(target, amount: call.amount, requestID: requestID)
+                    guard case .found(let answer) = result, let id = answer["id"]?.stringValue else {
+                        return ActionCallResult(result.map { $0["id"]?.stringValue ?? target })
+                    }
+                    return ActionCallResult(.found(id), links: [TransactionLink(
+                        externalID: id, parentExternalID: target, orderID: call.order.orderID, kind: ActionKind.refund.rawValue,
+                        amount: call.amount.minorUnits, currency: call.amount.currency.code, state: answer["status"]?.stringValue,
+                        source: .payrecon, actionID: call.actionID)])
                 }
                 // A v1 sale refund: the request id within v1's 78 characters, and the refund recorded from the answer,
                 // so R counts it before (or without) its PAYMENT.SALE.REFUNDED webhook.

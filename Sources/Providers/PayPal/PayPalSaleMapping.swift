@@ -15,8 +15,10 @@ public enum PayPalSaleMapping {
     static let reader = AnswerReader(provider: "paypal")
     static let states: Set = ["completed", "partially_refunded", "pending", "refunded", "denied", "reversed"]
 
+    /// `unreadableDisputes`: disputes PayPal refused to show (403), with the sale each names: that sale's refunds
+    /// are held as if disputed.
     public static func snapshot(sales: [JSONValue], refunds: [TransactionLink], transactionRef: String,
-                                disputes: [JSONValue] = []) throws(ProviderMappingError) -> Snapshot {
+                                disputes: [JSONValue] = [], unreadableDisputes: [(dispute: String, capture: String)] = []) throws(ProviderMappingError) -> Snapshot {
         let r = reader
         guard let first = sales.first else { throw r.fail("(answer)", nil, "no sale to map") }
         // (`first` only gives the currency every sale must share.)
@@ -92,10 +94,23 @@ public enum PayPalSaleMapping {
                           + "(no PAYMENT.SALE.REFUNDED event and none it made): what is left to refund cannot be known"),
             amountUnit: unit,
             amountUnitNote: unit > 1 ? "PayPal takes \(currency.code) without decimals" : nil)
-        return Snapshot(provider: .paypal, transactionRef: transactionRef, merchant: nil, site: nil, reportsMerchant: false,
-                        intent: .purchase, currency: currency, value: C, authorised: C, captured: C, refunded: R, state: state,
-                        rawState: rawState, createdAt: createdAt, capabilities: capabilities, method: "paypal", reversed: V,
-                        disputed: try PayPalMapping.disputed(disputes, currency: currency))
+        var D = try PayPalMapping.disputed(disputes, currency: currency)
+        var notes: [String] = []
+        for (dispute, saleID) in unreadableDisputes {
+            var held: Int64 = 0
+            if let sale = ordered.first(where: { $0["id"]?.stringValue == saleID }) {
+                held = try amount(sale["amount"]?["total"], "sale \(saleID).amount.total", currency)
+            }
+            D = try add(D, held)
+            notes.append("dispute \(dispute) on sale \(saleID) could not be read: PayPal answered 403; give the app the disputes "
+                         + "permission (https://uri.paypal.com/services/disputes/read-seller), meanwhile its refunds are held")
+        }
+        var snapshot = Snapshot(provider: .paypal, transactionRef: transactionRef, merchant: nil, site: nil, reportsMerchant: false,
+                                intent: .purchase, currency: currency, value: C, authorised: C, captured: C, refunded: R, state: state,
+                                rawState: rawState, createdAt: createdAt, capabilities: capabilities, method: "paypal", reversed: V,
+                                disputed: D)
+        snapshot.notes = notes
+        return snapshot
     }
 
     /// A v1 amount string (`"20.00"`) in PayPal's decimals for the currency → ISO minor units.
