@@ -77,6 +77,10 @@ public enum FindingStore {
         /// `snapshot` as stored, encoded beforehand so no pooled connection waits on the encoder.
         public var snapshotJSON: String?
         public var plan: @Sendable (Order?, [EmittedAction]) -> Plan
+        /// How many links of the order the fetch was made with (nil: not compared). When the order has another
+        /// number under its lock, a link was learned after the fetch (a sale another delivery named, a modification
+        /// the executor recorded): the answer may not show it, so nothing is recorded and the caller checks again.
+        public var linksSeen: Int?
 
         public init(provider: Provider, order: Order?, transactionRef: String, snapshot: Snapshot?, fetchedAt: Date,
                     currency: String? = nil, transactionRefs: [String]? = nil, snapshotJSON: String? = nil,
@@ -143,17 +147,24 @@ public enum FindingStore {
             reads.append(PostgresStatement("""
                 SELECT t.provider, t.order_id, fetched_at, snapshot->'aliases' AS aliases, open_findings, transaction_ref FROM snapshots t \(join)
                 """, pairs))
+            if known.contains(where: { $0.linksSeen != nil }) {
+                reads.append(PostgresStatement("SELECT t.provider, t.order_id, count(*)::bigint AS n FROM transaction_links t \(join) GROUP BY t.provider, t.order_id", pairs))
+            }
         }
         do {
             let read = try conn.pipeline(reads).map { try $0.get() }
             func key(_ provider: String, _ orderID: String) -> String { provider + "\u{0}" + orderID }
             var orders: [String: Order] = [:], emitted: [String: [EmittedAction]] = [:], stored: [String: PostgresRow] = [:]
+            var linkCounts: [String: Int] = [:]
             if !known.isEmpty {
                 for row in read[2] { let o = try OrderStore.decode(row); orders[key(o.provider.rawValue, o.orderID)] = o }
                 for row in read[3] {
                     if let e = try decodeEmitted(row) { emitted[key(try row.string("provider"), try row.string("order_id")), default: []].append(e) }
                 }
                 for row in read[4] { stored[key(try row.string("provider"), try row.string("order_id"))] = row }
+                if read.count > 5 {
+                    for row in read[5] { linkCounts[key(try row.string("provider"), try row.string("order_id"))] = Int(try row.int64("n")) }
+                }
             }
 
             var writes = GroupWrites()
@@ -166,6 +177,8 @@ public enum FindingStore {
                     let k = key(check.provider.rawValue, orderID)
                     // The order is gone, or a newer check recorded already: nothing to write for this one.
                     guard let order = orders[k] else { continue }
+                    // A link learned since the fetch: the answer may not show what it names.
+                    if let seen = check.linksSeen, linkCounts[k, default: 0] != seen { continue }
                     if let row = stored[k] {
                         if let at = try row.optionalDate("fetched_at"), at > check.fetchedAt { continue }
                         if let text = try row.optionalString("aliases") {

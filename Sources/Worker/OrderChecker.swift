@@ -72,6 +72,7 @@ public final class OrderChecker: Sendable {
     /// under the order's lock when the check is recorded, so they are never stale.)
     public struct Known: Sendable {
         public var links: [TransactionLink]
+        public init(links: [TransactionLink]) { self.links = links }
     }
 
     /// Loads what is known of many orders (one provider) in one query: the sweep does this per page.
@@ -85,6 +86,10 @@ public final class OrderChecker: Sendable {
     /// Checks `order`; `known` may be preloaded (the sweep), else it is read now.
     /// `log` is the caller's context; the checker adds `order_id` (and `provider`).
     public func check(_ order: Order, known preloaded: Known? = nil, log: Logger = Logger()) async -> Result {
+        await check(order, known: preloaded, retried: false, log: log)
+    }
+
+    func check(_ order: Order, known preloaded: Known?, retried: Bool, log: Logger) async -> Result {
         let log = log.with(["provider": order.provider.rawValue, "order_id": order.orderID])
         let known: Known
         if let preloaded { known = preloaded } else {
@@ -101,7 +106,14 @@ public final class OrderChecker: Sendable {
         case .success(let t): transactions = t
         case .failure(let failure): return failure.result
         }
-        return await record(provider: order.provider, order: order, transactions: transactions, fetchedAt: fetchedAt, log: log)
+        guard let result = await record(provider: order.provider, order: order, transactions: transactions, fetchedAt: fetchedAt,
+                                        linksSeen: retried ? nil : known.links.count, log: log) else {
+            // A link was learned while this check fetched (the sweep preloads a page's links; another delivery may
+            // have named a sale of the order): checked once more, with the links as they are now.
+            log.debug("a link was learned during the check; checking again")
+            return await check(order, known: nil, retried: true, log: log)
+        }
+        return result
     }
 
     struct FetchFailure: Error { var result: Result }
@@ -224,6 +236,13 @@ public final class OrderChecker: Sendable {
     /// several transactions the stored snapshot is their sum (and every one's aliases are linked).
     func record(provider: Provider, order: Order?, transactions: [FetchedTransaction], fetchedAt: Date,
                 log: Logger) async -> Result {
+        await record(provider: provider, order: order, transactions: transactions, fetchedAt: fetchedAt, linksSeen: nil, log: log)!
+    }
+
+    /// As `record`, comparing the order's links with the `linksSeen` the fetch used: nil when they differ (nothing
+    /// recorded; check again).
+    func record(provider: Provider, order: Order?, transactions: [FetchedTransaction], fetchedAt: Date,
+                linksSeen: Int?, log: Logger) async -> Result? {
         let now = clock()
         let windows = pendingWindows
         let several = transactions.count > 1
@@ -233,7 +252,7 @@ public final class OrderChecker: Sendable {
         // of its CPU, all of it inside the connection's hold).
         let storedJSON = try? stored.map(FindingStore.encode)
         do {
-            let recorded = try await recorder.record(FindingStore.Check(
+            var check = FindingStore.Check(
                 provider: provider, order: order, transactionRef: transactionRef, snapshot: stored, fetchedAt: fetchedAt,
                 transactionRefs: transactions.map(\.transactionRef), snapshotJSON: storedJSON ?? nil,
                 plan: { current, emitted in
@@ -244,8 +263,11 @@ public final class OrderChecker: Sendable {
                     }
                     return Planner.plan(order: current, transactions: transactions, emitted: emitted, now: now,
                                         pendingMax: { windows.seconds(provider: provider, method: $0?.method) })
-                }))
+                })
+            check.linksSeen = linksSeen
+            let recorded = try await recorder.record(check)
             guard let (outcome, plan) = recorded else {
+                if linksSeen != nil, order != nil { return nil }
                 log.debug("check superseded by a newer one of the same order")
                 return .checked(CheckOutcome(), matched: true)
             }

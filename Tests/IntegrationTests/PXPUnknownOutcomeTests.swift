@@ -182,4 +182,22 @@ import Worker
             #expect(try await Self.applied(h, operation: "Refund") == [700])
         }
     }
+
+    /// Item 13, its second half: the sweep preloads a page's links, so a check could plan from links read before a
+    /// modification was recorded. A final capture of 10.00 on a 20.00 authorisation leaves the parent Captured; read
+    /// without the capture's link, C looked like the whole 20.00 (a false over_captured). A check whose order learned a
+    /// link meanwhile records nothing and checks again with the links as they are.
+    @Test func aCheckWithLinksReadBeforeAModificationChecksAgain() async throws {
+        try await WorkerHarness.with { h in
+            try await h.seedPXP("TX", value: "20.00")
+            let order = WorkerHarness.order(.pxp, "O", ref: "TX", amount: 1000)
+            try h.insert(order)
+            let before = try await h.pool.run { try OrderChecker.known(provider: .pxp, orderIDs: ["O"], on: $0)["O"]! }
+            _ = await h.checker.check(order)
+            #expect(await h.executor.executePending().succeeded == 1)
+            _ = await h.checker.check(order, known: before)   // links as a sweep page read them before the capture
+            let kinds = try h.openKinds(order: "O")
+            #expect(kinds.isEmpty, "\(kinds)")
+        }
+    }
 }
