@@ -179,6 +179,44 @@ extension PayPalBook {
         ])
     }
 
+    /// `GET /v1/customer/disputes`: the disputes as summaries (`dispute_search` of customer_disputes_v1.json: `items`
+    /// of `dispute_info`, latest created first, and `links`), `page_size` (1…50, default 10) at a time, with a `next`
+    /// link while more remain. `items` is left out when there is none (the schema's `minItems: 1`). Other filters are
+    /// not applied.
+    func disputeListJSON(query: [String: String], base: String) throws(SimError) -> JSONValue {
+        func invalid(_ field: String, _ description: String) -> SimError {
+            SimError.paypal(400, name: "INVALID_REQUEST", message: "Request is not well-formed, syntactically incorrect, or violates schema.",
+                            issue: "INVALID_PARAMETER_VALUE", description: description, field: field)
+        }
+        var pageSize = 10
+        if let text = query["page_size"] {
+            guard let n = Int(text), (1...50).contains(n) else { throw invalid("page_size", "page_size must be a whole number from 1 to 50.") }
+            pageSize = n
+        }
+        var offset = 0
+        if let token = query["next_page_token"] {
+            guard let n = Int(token), n >= 0 else { throw invalid("next_page_token", "next_page_token is not one this API issued.") }
+            offset = n
+        }
+        let all = disputes.values.sorted { ($0.createTime, $0.id) > ($1.createTime, $1.id) }
+        let page = all.dropFirst(offset).prefix(pageSize)
+        let items: [JSONValue] = page.map { d in
+            .object([
+                "dispute_id": .string(d.id), "create_time": .string(d.createTime), "update_time": .string(d.updateTime),
+                "reason": "MERCHANDISE_OR_SERVICE_NOT_RECEIVED", "status": .string(d.status),
+                "dispute_amount": .object(["currency_code": .string(d.currency.code),
+                                           "value": .string(Money.format(minorUnits: d.amount / Self.paypalUnit(d.currency),
+                                                                         exponent: Self.paypalDecimals(d.currency)))]),
+                "dispute_life_cycle_stage": d.status == "RESOLVED" ? "CHARGEBACK" : "INQUIRY",
+                "links": .array([Self.link("\(base)/v1/customer/disputes/\(d.id)", "self", "GET")]),
+            ])
+        }
+        let list = "\(base)/v1/customer/disputes?page_size=\(pageSize)"
+        var links = [Self.link(list + (offset > 0 ? "&next_page_token=\(offset)" : ""), "self", "GET")]
+        if offset + page.count < all.count { links.append(Self.link(list + "&next_page_token=\(offset + page.count)", "next", "GET")) }
+        return .object(["items": items.isEmpty ? nil : .array(items), "links": .array(links)])
+    }
+
     func saleJSON(_ s: PayPalSale, base: String) -> JSONValue {
         .object([
             "id": .string(s.id), "state": .string(s.state), "amount": v1Money(s.amount, s.currency),

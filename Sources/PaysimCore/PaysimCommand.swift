@@ -38,6 +38,7 @@ public struct PaysimOptions: Sendable {
               GET  /v2/checkout/orders/{id}, /v2/payments/authorizations/{id}, /captures/{id}, /refunds/{id}
               POST /v2/payments/authorizations/{id}/capture, /authorizations/{id}/void, /captures/{id}/refund
               (Bearer token; PayPal-Request-Id makes a POST idempotent)
+              GET  /v1/customer/disputes?page_size=N, /v1/customer/disputes/{id}   (403 without the disputes scope)
               GET  /v1/notifications/certs/CERT-paysim-1   (the webhook signing leaf, PEM with CRLF)
       Admin   POST /admin/pxp/transactions, /admin/paypal/orders, /admin/seed, /admin/faults, /admin/reset,
               /admin/webhooks/send;  GET /admin/log, /admin/faults, /admin/stats, /admin/paypal/root.pem, /healthz
@@ -64,7 +65,8 @@ public struct PaysimOptions: Sendable {
       --retry-after S             Retry-After seconds for 429 (default 1)
       --drop-rate R               share whose connection is closed (answered 503, Connection: close, no body)
       --seed N                    seed of the fault sequence (deterministic per seed)
-      --paypal-no-disputes-permission  answer GET /v1/customer/disputes/{id} with 403, as for an app without the scope
+      --paypal-no-disputes-permission  answer GET /v1/customer/disputes and /v1/customer/disputes/{id} with 403, as for
+                                  an app without the scope
       --pxp-behaviour LIST        what PXP does where it documents nothing, e.g. dedupe=no,lookup=no,
                                   partial-capture=captured,increment=value,timestamp=ms (defaults: dedupe=yes,
                                   lookup=yes, partial-capture=authorised, increment=authorised, timestamp=seconds)

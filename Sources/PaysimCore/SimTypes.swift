@@ -82,7 +82,8 @@ public struct SimConfig: Sendable {
     public var publicBaseURL = "http://127.0.0.1"
     public var faults = FaultConfig()
     /// Whether the PayPal app may read disputes (`https://uri.paypal.com/services/disputes/read-seller`); without it
-    /// GET /v1/customer/disputes/{id} answers 403 (`--paypal-no-disputes-permission`, `POST /admin/paypal/permissions`).
+    /// GET /v1/customer/disputes and /v1/customer/disputes/{id} answer 403 (`--paypal-no-disputes-permission`,
+    /// `POST /admin/paypal/permissions`).
     public var paypalDisputesPermission = true
     /// What PXP does where it documents nothing (`PXPBehaviour`).
     public var pxpBehaviour = PXPBehaviour()

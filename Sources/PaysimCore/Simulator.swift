@@ -350,12 +350,16 @@ public final class Simulator: Sendable {
             return try state.withLock { s throws(SimError) in
                 // Reading a dispute needs the app's disputes scope (customer_disputes_v1.json security); without it
                 // PayPal refuses (PAYPAL-DISPUTES-PERMISSION).
-                guard s.config.paypalDisputesPermission else {
-                    throw SimError.paypal(403, name: "NOT_AUTHORIZED", message: "Authorization failed due to insufficient permissions.",
-                                          issue: "PERMISSION_DENIED", description: SimError.paypalDescriptions["PERMISSION_DENIED"]!)
-                }
+                guard s.config.paypalDisputesPermission else { throw Self.disputesNotAuthorized }
                 guard let d = s.paypal.disputes[id] else { throw SimError.paypalNotFound("The requested resource ID was not found.") }
                 return .json(200, s.paypal.disputeJSON(d, base: s.config.publicBaseURL))
+            }
+        case .paypalDisputes:
+            try expect("GET"); try checkBearer(r)
+            return try state.withLock { s throws(SimError) in
+                // Listing needs the same scope as reading one (customer_disputes_v1.json `disputes.list` security).
+                guard s.config.paypalDisputesPermission else { throw Self.disputesNotAuthorized }
+                return .json(200, try s.paypal.disputeListJSON(query: r.query, base: s.config.publicBaseURL))
             }
         case .adminPayPalSales:
             try expect("POST"); return try adminPutPayPalSales(r.body)
@@ -428,6 +432,12 @@ public final class Simulator: Sendable {
     }
 
     var nowSeconds: String { SimTime.rfc3339(clock()) }
+
+    /// What PayPal answers an app without the disputes scope (`https://uri.paypal.com/services/disputes/read-seller`).
+    static var disputesNotAuthorized: SimError {
+        SimError.paypal(403, name: "NOT_AUTHORIZED", message: "Authorization failed due to insufficient permissions.",
+                        issue: "PERMISSION_DENIED", description: SimError.paypalDescriptions["PERMISSION_DENIED"]!)
+    }
 
     // MARK: - PXP
 
@@ -767,6 +777,7 @@ enum Route: Equatable {
     case paypalSale(String)
     case paypalSaleRefund(String)
     case paypalDispute(String)
+    case paypalDisputes
     case paypercutIntent(String)
     case paypercutIntentCapture(String)
     case paypercutIntentCancel(String)
@@ -800,6 +811,7 @@ enum Route: Equatable {
             else if s.count == 4, s[1] == "payments", s[2] == "sale" { self = .paypalSale(s[3]) }
             else if s.count == 5, s[1] == "payments", s[2] == "sale", s[4] == "refund" { self = .paypalSaleRefund(s[3]) }
             else if s.count == 4, s[1] == "customer", s[2] == "disputes" { self = .paypalDispute(s[3]) }
+            else if s.count == 3, s[1] == "customer", s[2] == "disputes" { self = .paypalDisputes }
             else if s.count == 3, s[1] == "payment_intents" { self = .paypercutIntent(s[2]) }
             else if s.count == 4, s[1] == "payment_intents", s[3] == "capture" { self = .paypercutIntentCapture(s[2]) }
             else if s.count == 4, s[1] == "payment_intents", s[3] == "cancel" { self = .paypercutIntentCancel(s[2]) }
@@ -847,7 +859,8 @@ enum Route: Equatable {
         switch self {
         case .pxpTransaction, .pxpModifications: return "pxp"
         case .paypalToken, .paypalOrder, .paypalAuthorization, .paypalAuthorizationCapture, .paypalAuthorizationVoid,
-             .paypalCapture, .paypalCaptureRefund, .paypalRefund, .paypalCert, .paypalSale, .paypalSaleRefund, .paypalDispute: return "paypal"
+             .paypalCapture, .paypalCaptureRefund, .paypalRefund, .paypalCert, .paypalSale, .paypalSaleRefund, .paypalDispute,
+             .paypalDisputes: return "paypal"
         case .paypercutIntent, .paypercutIntentCapture, .paypercutIntentCancel, .paypercutPayment, .paypercutRefunds: return "paypercut"
         case .notFound(let p): return p
         default: return nil
@@ -890,6 +903,7 @@ enum Route: Equatable {
         case .paypalSale: return "paypal.get_sale"
         case .paypalSaleRefund: return "paypal.refund_sale"
         case .paypalDispute: return "paypal.get_dispute"
+        case .paypalDisputes: return "paypal.list_disputes"
         case .adminPayPalSales: return "admin.paypal_sales"
         case .adminPayPalDisputes: return "admin.paypal_disputes"
         case .adminPayPalReversals: return "admin.paypal_reversals"

@@ -181,6 +181,25 @@ public enum DeliveryStore {
         return results.suffix(samples.count + 1).dropLast().reduce(0) { $0 + $1.affectedRows }
     }
 
+    /// A kept rejected-delivery sample, as `payrecon doctor` reads it (unauthenticated: anyone could have sent it).
+    public struct StoredRejection: Sendable {
+        public var id: Int64
+        public var message: String
+        public var headers: [(String, String)]
+        public var receivedAt: Date
+    }
+
+    /// The provider's most recent sample refused for `reason` (an index reads it: provider, reason, received_at).
+    public static func latestRejection(provider: Provider, reason: String, on conn: PostgresConnection) throws -> StoredRejection? {
+        try conn.query("""
+            SELECT id, message, headers::text AS headers, received_at FROM rejected_deliveries
+            WHERE provider = $1 AND reason = $2 ORDER BY received_at DESC, id DESC LIMIT 1
+            """, [.text(provider.rawValue), .text(reason)]).first.map {
+            StoredRejection(id: try $0.int64("id"), message: try $0.string("message"),
+                            headers: DeliveryQueue.decodeHeaders(try $0.string("headers")), receivedAt: try $0.date("received_at"))
+        }
+    }
+
     /// Headers as a JSON array of [name, value] pairs (order and repeats kept), e.g. `[["Host","a"],["X-Id","7"]]`.
     ///
     /// On the receiver's hot path (every delivery), so built in one pass into one preallocated buffer: a string with

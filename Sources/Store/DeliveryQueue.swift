@@ -110,6 +110,12 @@ public enum DeliveryQueue {
             """, [status.map { .text($0) } ?? .null, .int64(Int64(limit))]).map(decode)
     }
 
+    /// The provider's most recently stored delivery (`payrecon doctor` checks the certificate it names).
+    public static func latest(provider: Provider, on conn: PostgresConnection) throws -> QueuedDelivery? {
+        try conn.query("SELECT \(columns()) FROM deliveries WHERE provider = $1 ORDER BY id DESC LIMIT 1", [.text(provider.rawValue)])
+            .first.map(decode)
+    }
+
     public static func find(id: Int64, on conn: PostgresConnection) throws -> QueuedDelivery? {
         try conn.query("SELECT \(columns()) FROM deliveries WHERE id = $1", [.int64(id)]).first.map(decode)
     }

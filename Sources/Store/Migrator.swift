@@ -29,6 +29,23 @@ public enum Migrator {
         }
     }
 
+    /// What the database holds against `migrations` (`payrecon doctor`): read only, no lock, nothing created.
+    public struct Status: Sendable, Equatable {
+        /// In `migrations`, not applied yet (in order).
+        public var pending: [String]
+        /// Applied, but not in `migrations`: the database was migrated by a newer payrecon.
+        public var unknown: [String]
+        public var applied: Int
+    }
+
+    public static func status(_ migrations: [Migration], on conn: PostgresConnection) throws -> Status {
+        let exists = try conn.query("SELECT to_regclass('schema_migrations') IS NOT NULL AS present").first?.bool("present") ?? false
+        let done = exists ? Set(try conn.query("SELECT version FROM schema_migrations").map { try $0.string("version") }) : []
+        let known = Set(migrations.map(\.version))
+        return Status(pending: migrations.map(\.version).filter { !done.contains($0) }, unknown: done.subtracting(known).sorted(),
+                      applied: done.intersection(known).count)
+    }
+
     /// Applies what is missing; returns the versions applied now.
     ///
     /// Each migration runs in its own transaction under a transaction-scoped advisory lock (taken again by each),

@@ -84,6 +84,13 @@ public enum OrderStore {
                        [.text(provider.rawValue), .text(orderID)]).first.map(decode)
     }
 
+    /// The merchant and site of the provider's most recently updated order with a merchant (`payrecon doctor` probes
+    /// PXP at that merchant's path); nil when there is none.
+    public static func latestMerchant(provider: Provider, on conn: PostgresConnection) throws -> (merchant: String, site: String)? {
+        try conn.query("SELECT merchant, site FROM orders WHERE provider = $1 AND merchant <> '' ORDER BY updated_at DESC LIMIT 1",
+                       [.text(provider.rawValue)]).first.map { (try $0.string("merchant"), try $0.string("site")) }
+    }
+
     /// Orders holding the transaction `ref`: as their transaction_ref (one indexed lookup, the usual case), else as
     /// another of their transactions (`order_transactions`).
     public static func find(provider: Provider, transactionRef: String, on conn: PostgresConnection) throws -> [Order] {

@@ -130,6 +130,8 @@ struct MeteredProviderAPI: ProviderAPI {
 
     func prepare(_ call: ActionCall) -> [TransactionLink] { base.prepare(call) }
 
+    func doctor(_ context: DoctorContext) async -> [DoctorCheck] { await base.doctor(context) }
+
     func execute(_ call: ActionCall) async -> ActionCallResult {
         let start = DispatchTime.now()
         let result = await base.execute(call)

@@ -9,7 +9,7 @@ public enum CLI {
         serveCommand, workCommand, reconcileCommand, reportCommand,
         ordersImportCommand, actionsListCommand, actionsExecuteCommand, actionsRetryCommand,
         eventsListCommand, eventsShowCommand, eventsRetryCommand, discrepanciesAckCommand, pruneCommand,
-        verifyCommand, migrateCommand,
+        verifyCommand, migrateCommand, doctorCommand,
     ]
 
     static func overview(_ commands: [Command]) -> String {

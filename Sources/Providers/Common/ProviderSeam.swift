@@ -247,6 +247,10 @@ public protocol ProviderAPI: Sendable {
     func prepare(_ call: ActionCall) -> [TransactionLink]
     /// Executes one action, its idempotency key sent as the provider takes it.
     func execute(_ call: ActionCall) async -> ActionCallResult
+    /// `payrecon doctor`'s checks of this provider, called only when it `isConfigured`: that the credentials work
+    /// (an authenticated read of something that does not exist answers 404, not 401 or 403) and that the permissions
+    /// payrecon needs are granted. Reads only: nothing here may move money. One `DoctorCheck` per line.
+    func doctor(_ context: DoctorContext) async -> [DoctorCheck]
 }
 
 extension ProviderAPI {
@@ -259,6 +263,9 @@ extension ProviderAPI {
     public func lookup(_ transaction: TransactionQuery) async -> ProviderOutcome<TransactionLookup> {
         await snapshot(of: transaction).map(TransactionLookup.transaction)
     }
+
+    /// A provider without checks of its own adds no line (its folder should say how to prove its credentials).
+    public func doctor(_ context: DoctorContext) async -> [DoctorCheck] { [] }
 }
 
 extension ProviderOutcome where T == JSONValue {

@@ -142,7 +142,8 @@ public final class PayPalClient: Sendable {
 
     // MARK: Request building (pure; tested directly)
 
-    package func apiRequest(method: String, segments: [String], body: JSONValue?, requestID: String?, token: String) -> ProviderRequest {
+    package func apiRequest(method: String, segments: [String], query: [(String, String)] = [], body: JSONValue?, requestID: String?,
+                            token: String) -> ProviderRequest {
         var headers = [("Authorization", "Bearer \(token)"), ("Accept", "application/json")]
         var bytes: [UInt8] = []
         if method != "GET" {
@@ -151,7 +152,7 @@ public final class PayPalClient: Sendable {
             if let body { bytes = body.serialized() }
         }
         if let requestID { headers.append(("PayPal-Request-Id", requestID)) }
-        return ProviderRequest(method: method, url: ProviderURL.build(base: configuration.baseURL, segments: segments),
+        return ProviderRequest(method: method, url: ProviderURL.build(base: configuration.baseURL, segments: segments, query: query),
                                headers: headers, body: bytes, timeoutSeconds: configuration.timeoutSeconds)
     }
 

@@ -257,8 +257,11 @@ public struct PayPalWebhookVerifier: Sendable {
 
     /// The URL starts with an allowed prefix and continues with a plain path (no `..`, query, fragment, userinfo,
     /// backslash or whitespace), so a prefix cannot be escaped.
-    public func isAllowed(certURL: String) -> Bool {
-        guard let prefix = certURLPrefixes.first(where: { certURL.hasPrefix($0) }) else { return false }
+    public func isAllowed(certURL: String) -> Bool { Self.isAllowed(certURL: certURL, prefixes: certURLPrefixes) }
+
+    /// `isAllowed(certURL:)` against `prefixes` (what `payrecon doctor` asks of a stored delivery's cert URL).
+    public static func isAllowed(certURL: String, prefixes: [String]) -> Bool {
+        guard let prefix = prefixes.first(where: { certURL.hasPrefix($0) }) else { return false }
         let rest = certURL.utf8.dropFirst(prefix.utf8.count)
         guard !rest.isEmpty, !certURL.contains("..") else { return false }
         return rest.allSatisfy { c in
