@@ -4,7 +4,7 @@ import Providers
 import Reconciliation
 import Store
 
-/// `payrecon doctor` (contract §8): checks a deployment before the first real delivery, moving no money. The database
+/// `payrecon doctor`: checks a deployment before the first real delivery, moving no money. The database
 /// (reachable, every migration in sql/ applied), then each provider with API credentials through its own checks
 /// (`ProviderAPI.doctor`), handed what the database knows: its last stored delivery and its latest order's merchant.
 public struct Doctor: Sendable {
@@ -13,7 +13,7 @@ public struct Doctor: Sendable {
         /// The database could not be reached (or DATABASE_URL is not set): nothing payrecon does can work.
         public var fatal = false
 
-        /// 0 every check passed; 1 a check failed; 2 a fatal error (contract §8's exit codes).
+        /// 0 every check passed; 1 a check failed; 2 a fatal error.
         public var exitCode: Int32 { fatal ? 2 : checks.contains { $0.status == .failed } ? 1 : 0 }
 
         public var summary: String {

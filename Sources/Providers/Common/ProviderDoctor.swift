@@ -1,6 +1,6 @@
 import Foundation
 
-// `payrecon doctor` behind the provider seam (contract §8): each provider's folder says how to prove, without moving
+// `payrecon doctor` behind the provider seam: each provider's folder says how to prove, without moving
 // money, that its credentials work and that it has the permissions payrecon needs. The wiring runs the database
 // checks, hands each configured provider what payrecon's own records know (`DoctorContext`), and prints the lines.
 
