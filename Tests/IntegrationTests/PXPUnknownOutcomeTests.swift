@@ -200,4 +200,25 @@ import Worker
             #expect(kinds.isEmpty, "\(kinds)")
         }
     }
+
+    /// PXP documents neither how a parent shows an increment nor a partial capture: an order raised from 20.00 to
+    /// 25.00 is incremented once to 25.00 and then captured once for 25.00, whichever way paysim shows it.
+    @Test(arguments: [#"{}"#, #"{"increment":"value"}"#, #"{"partial_capture":"captured"}"#, #"{"increment":"value","partial_capture":"captured"}"#])
+    func anIncrementThenACaptureMoveTheRightMoneyWhicheverWayPXPShowsThem(_ behaviour: String) async throws {
+        try await WorkerHarness.with { h in
+            try await h.admin("/admin/pxp/behaviour", behaviour)
+            try await h.seedPXP("TX", value: "20.00")
+            let order = WorkerHarness.order(.pxp, "O", ref: "TX", amount: 2500)
+            try h.insert(order)
+            for _ in 0..<3 {
+                _ = await h.checker.check(order)
+                _ = await h.executor.executePending()
+            }
+            #expect(try await Self.applied(h, operation: "Capture") == [2500], "\(behaviour)")
+            #expect(h.simulator.pxpTransactions().filter { $0.operation == "Incremental" }.count == 1)
+            #expect(try h.actions().map(\.status) == [.succeeded, .succeeded])
+            let kinds = try h.openKinds(order: "O")
+            #expect(kinds.isEmpty, "\(behaviour): \(kinds)")
+        }
+    }
 }

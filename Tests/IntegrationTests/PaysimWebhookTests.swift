@@ -74,4 +74,29 @@ struct PaysimWebhookTests {
         await offload { receiver.shutdown(); pool.close(); database.drop() }
         await paysim.shutdown(drainTimeout: 1)
     }
+
+    /// PXP documents no X-Signature-Timestamp format: paysim sends each plausible one (unix seconds, milliseconds,
+    /// ISO 8601) and the receiver accepts them all.
+    @Test(arguments: ["seconds", "ms", "iso8601"]) func everyPlausiblePXPTimestampFormatIsAccepted(_ format: String) async throws {
+        let config = SimConfig()
+        let simulator = Simulator(config: config, ca: WorkerHarness.ca, transport: HTTPClientWebhookTransport())
+        let paysim = PaysimServer(simulator: simulator, host: "127.0.0.1", port: 0, threads: 2)
+        let simURL = "http://127.0.0.1:\(try paysim.start())"
+        let database = try await offload { try TestDatabase.create() }
+        let pool = PostgresPool(conninfo: database.url, size: 2, acquireTimeout: 5)
+        let receiver = Receiver(configuration: .init(host: "127.0.0.1", port: 0, maxBodyBytes: 1 << 20, threads: 2),
+                                endpoints: [VerifyingEndpoint.pxp(try PXPWebhookVerifier(key: config.pxpWebhookKey))], pool: pool)
+        let port = try await offload { try receiver.start() }
+        let http = HTTPClient(configuration: .init(timeoutSeconds: 20))
+        func admin(_ path: String, _ body: String) async throws -> HTTPClientResponse {
+            try await http.send(HTTPClientRequest(method: "POST", url: simURL + path, headers: [("Content-Type", "application/json")], body: Array(body.utf8)))
+        }
+        #expect(try await admin("/admin/pxp/behaviour", #"{"timestamp":"\#(format)"}"#).status == 200)
+        _ = try await admin("/admin/pxp/transactions", #"{"merchant":"M1","site":"S1","merchantTransactionId":"TX-T","intent":"Purchase","currency":"EUR","value":"1.00","state":"Captured"}"#)
+        let sent = try await admin("/admin/webhooks/send", #"{"provider":"pxp","target":"http://127.0.0.1:\#(port)/webhooks/pxp","merchantTransactionId":"TX-T","merchant":"M1","site":"S1"}"#)
+        let answer = (try JSONSerialization.jsonObject(with: Data(sent.body)) as? [String: Any]) ?? [:]
+        #expect((answer["statuses"] as? [String: Any])?["200"] as? Int == 1, "\(sent.text)")
+        await offload { receiver.shutdown(); pool.close(); database.drop() }
+        await paysim.shutdown(drainTimeout: 1)
+    }
 }
