@@ -124,6 +124,8 @@ public final class OrderChecker: Sendable {
     /// whether a call in doubt may be sent again).
     func settle(_ order: Order, links: [TransactionLink], evidence: Bool = false) async
         -> Swift.Result<(links: [TransactionLink], settlement: Settlement), FetchFailure> {
+        // Only calls payrecon made can be in doubt: an order without any asks the provider nothing.
+        guard links.contains(where: { $0.source == .payrecon && $0.actionID != nil }) else { return .success((links, Settlement())) }
         let api = gateway[order.provider]
         var known: [TransactionQuery.Evidence] = []
         if evidence {
