@@ -13,6 +13,7 @@ public enum OrderStore {
     /// Upserts every order in one transaction (the import is all-or-nothing), in chunks of 2,000 sent as arrays;
     /// `orders` is read once, a chunk at a time, so a streamed file is imported in constant memory.
     /// Returns (inserted, updated).
+    @discardableResult
     public static func upsert<S: Sequence<Order>>(_ orders: S, on conn: PostgresConnection) throws -> (inserted: Int, updated: Int) {
         try conn.transaction { tx in
             var total = (inserted: 0, updated: 0)

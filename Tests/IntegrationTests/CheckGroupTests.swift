@@ -164,7 +164,7 @@ import Testing
         let pool = PostgresPool(conninfo: db.url, size: 1, acquireTimeout: 30)
         defer { pool.close() }
         let ids = (1...20).map { "O-\($0)" }
-        try await pool.run { try OrderStore.upsert((ids + ["P-1", "P-2", "P-3"]).map(Self.order), on: $0) }
+        _ = try await pool.run { try OrderStore.upsert((ids + ["P-1", "P-2", "P-3"]).map(Self.order), on: $0) }
         let recorder = CheckRecorder(pool: pool, flushers: 1, maxGroup: 64)
 
         let first = try await Self.recordHeld(ids.map { Self.check($0, at: 1, findings: $0 == "O-7" ? [Self.mismatch] : []) }, recorder, pool)
@@ -209,7 +209,7 @@ import Testing
         let pool = PostgresPool(conninfo: db.url, size: 1, acquireTimeout: 30)
         defer { pool.close() }
         let ids = (1...5).map { "D-\($0)" }
-        try await pool.run { try OrderStore.upsert(ids.map(Self.order), on: $0) }
+        _ = try await pool.run { try OrderStore.upsert(ids.map(Self.order), on: $0) }
         let recorder = CheckRecorder(pool: pool, flushers: 1, maxGroup: 64)
         // The pool's one connection, its server process ended while the checks wait for it.
         let pid = try await pool.run { try $0.query("SELECT pg_backend_pid() AS pid")[0].int64("pid") }

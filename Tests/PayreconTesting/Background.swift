@@ -7,7 +7,7 @@ public final class Background: @unchecked Sendable {
 
     public init(_ arguments: [String], environment: [String: String]) throws {
         errors = FileManager.default.temporaryDirectory.appendingPathComponent("payrecon-bg-\(UUID().uuidString).log")
-        FileManager.default.createFile(atPath: errors.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
         process.executableURL = PayreconProcess.binary
         process.arguments = arguments
         var env = ProcessInfo.processInfo.environment

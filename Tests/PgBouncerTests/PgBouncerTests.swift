@@ -61,7 +61,7 @@ struct PgBouncerTests {
         let roots = FileManager.default.temporaryDirectory.appendingPathComponent("pgb-roots-\(ref).pem")
         try ca.trustBundlePEM.write(to: roots, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: roots) }
-        var env = ["DATABASE_URL": url, "PXP_API_BASE_URL": sim + "/api/v1", "PXP_CLIENT_ID": config.pxpClientID,
+        let env = ["DATABASE_URL": url, "PXP_API_BASE_URL": sim + "/api/v1", "PXP_CLIENT_ID": config.pxpClientID,
                    "PXP_TOKEN_ID": config.pxpTokenID, "PXP_TOKEN_VALUE": config.pxpTokenValue, "PXP_WEBHOOK_KEY": config.pxpWebhookKey,
                    "PAYPAL_WEBHOOK_ID": config.paypalWebhookID, "PAYPAL_TRUST_ROOTS": roots.path,
                    "PAYPAL_CERT_URL_PREFIXES": sim + "/v1/notifications/certs/", "PAYPAL_API_BASE_URL": sim,
@@ -77,7 +77,7 @@ struct PgBouncerTests {
         let portFile = FileManager.default.temporaryDirectory.appendingPathComponent("pgb-serve-\(ref).port")
         let serve = try Background(["serve", "--listen", "127.0.0.1:0", "--port-file", portFile.path], environment: env)
         defer { serve.stop() }
-        let port = try await PayreconTesting.eventually(20) { FileManager.default.fileExists(atPath: portFile.path) }
+        let port = await PayreconTesting.eventually(20) { FileManager.default.fileExists(atPath: portFile.path) }
             ? try String(contentsOf: portFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines) : ""
         let body = Array(#"{"eventCategory":"Transaction","eventCode":"transaction-captured","eventOwner":{"merchant":"M1","site":"S1"},"eventData":{"merchantTransactionId":"\#(ref)"}}"#.utf8)
         let requestID = UUID().uuidString

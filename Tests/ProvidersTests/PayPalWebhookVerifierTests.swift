@@ -557,7 +557,7 @@ import Testing
         let started = Date()
         for _ in 0..<20 { cache.prefetch("same") { done.withLock { $0 += 1 } } }
         #expect(Date().timeIntervalSince(started) < 0.2, "prefetch waited for the fetch")
-        #expect(try await eventually(5) { done.withLock { $0 } == 20 })
+        #expect(await eventually(5) { done.withLock { $0 } == 20 })
         #expect(upstream.lock.withLock { upstream.calls } == 1)
         #expect(try cache.pemWithoutWaiting(for: "same") == [5])
     }
@@ -578,7 +578,7 @@ import Testing
         #expect(ran.withLock { $0 } == 5)
         #expect(try cache.pemWithoutWaiting(for: "u") == nil)
         upstream.open.signal()
-        #expect(try await eventually(5) { ran.withLock { $0 } == 8 })
+        #expect(await eventually(5) { ran.withLock { $0 } == 8 })
     }
 
     /// A prefetch the rules forbid (budget spent, URL failed) fetches nothing and runs its continuation at once.

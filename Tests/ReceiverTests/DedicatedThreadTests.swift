@@ -15,7 +15,7 @@ import Testing
         thread.after(0.1) { seen.withLock { $0.append("soon") } }
         thread.async { seen.withLock { $0.append("a") } }
         thread.async { seen.withLock { $0.append("b") } }
-        #expect(try await eventually(5) { seen.withLock { $0.count } == 4 })
+        #expect(await eventually(5) { seen.withLock { $0.count } == 4 })
         #expect(seen.withLock { $0 } == ["a", "b", "soon", "late"])
     }
 
@@ -27,7 +27,7 @@ import Testing
         thread.after(0.10) { seen.withLock { $0.append("a") } }
         thread.after(0.20) { seen.withLock { $0.append("c") } }
         thread.after(0.10) { seen.withLock { $0.append("b") } }
-        #expect(try await eventually(5) { seen.withLock { $0.count } == 4 })
+        #expect(await eventually(5) { seen.withLock { $0.count } == 4 })
         #expect(seen.withLock { $0 } == ["a", "b", "c", "d"])
     }
 
@@ -37,7 +37,7 @@ import Testing
         defer { thread.stop() }
         let ran = Mutex<[Int]>([])
         for i in 0..<20_000 { thread.after(0.05 + Double(i) * 0.000_01) { ran.withLock { $0.append(i) } } }
-        #expect(try await eventually(10) { ran.withLock { $0.count } == 20_000 })
+        #expect(await eventually(10) { ran.withLock { $0.count } == 20_000 })
         #expect(ran.withLock { $0 } == Array(0..<20_000))
     }
 

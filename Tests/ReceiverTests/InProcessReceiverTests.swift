@@ -39,7 +39,7 @@ import Testing
 
             let forged = try await Self.pxp(base, body, requestID: "r-2", key: "wrong")
             #expect(forged.status == 401 && forged.text.contains("invalid_signature"))
-            let recorded = try await eventually(5) { storage.rejections.count == 1 }
+            let recorded = await eventually(5) { storage.rejections.count == 1 }
             #expect(recorded && storage.rejections.first?.reason == "invalid_signature")
 
             let paypal = try await HTTPClient().send(HTTPClientRequest(method: "POST", url: base + "/webhooks/paypal", body: Array("{}".utf8)))
@@ -59,7 +59,7 @@ import Testing
                                ("X-Signature", PXPWebhookVerifier.signature(key: key, requestID: requestID, timestamp: ts, body: Array(body.utf8)))] + secretish
                 _ = try await HTTPClient().send(HTTPClientRequest(method: "POST", url: base + "/webhooks/pxp", headers: headers, body: Array(body.utf8)))
             }
-            #expect(try await eventually(5) { storage.rejections.count == 1 })
+            #expect(await eventually(5) { storage.rejections.count == 1 })
             let stored = try #require(storage.deliveries.first?.delivery.headers)
             let sample = try #require(storage.rejections.first?.headers)
             for headers in [stored, sample] {
@@ -118,7 +118,7 @@ import Testing
         #expect(slow.status == 503 && slow.text.contains("storage_unavailable"))
         #expect(storage.deliveries.isEmpty, "answered only after the commit")
         storage.releaseCommits()
-        #expect(try await eventually(5) { storage.deliveries.count == 1 })   // it committed after all
+        #expect(await eventually(5) { storage.deliveries.count == 1 })   // it committed after all
         let again = try await Self.pxp(base, #"{"eventData":{"merchantTransactionId":"TX-D"}}"#, requestID: "r-deadline")
         #expect(again.status == 200 && again.text.contains("duplicate"))
     }

@@ -31,7 +31,7 @@ import Testing
         let storage = InMemoryReceiverStorage()
         let lane = RejectionLane(storage: storage, flushInterval: 0.1)
         lane.record(Rejection(provider: "paypal", reason: "missing_signature", message: "m", headers: [], body: [], remoteAddress: nil))
-        #expect(try await eventually(5) { storage.rejectionCount == 1 })
+        #expect(await eventually(5) { storage.rejectionCount == 1 })
         #expect(storage.rejections.count == 1)
     }
 }

@@ -151,6 +151,7 @@ final class WorkerHarness: @unchecked Sendable {
         return stored[0].id
     }
 
+    @discardableResult
     func store(_ provider: Provider, json: String) throws -> Int64 { try store(provider, body: Array(json.utf8)) }
 
     /// Builds deliveries with paysim's webhook builder (`/admin/webhooks/send`'s body without a target) and stores

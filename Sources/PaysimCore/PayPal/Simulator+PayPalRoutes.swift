@@ -1,0 +1,248 @@
+import Foundation
+import Reconciliation
+
+// PayPal as paysim serves it: Orders v2, Payments v2, v1 sales, disputes, the signing certificate, and its admin
+// routes. Every answer conforms to PayPal's OpenAPI documents (scripts/lib/validate-paysim-paypal.py).
+extension Simulator {
+    /// PayPal's routes; nil for a route that is not PayPal's.
+    func dispatchPayPal(_ route: Route, _ r: SimRequest) throws(SimError) -> SimResponse? {
+        func expect(_ method: String) throws(SimError) {
+            guard r.method == method else { throw Self.wrongMethod(method) }
+        }
+        switch route {
+        case .paypalToken:
+            try expect("POST")
+            return try paypalToken(r)
+        case .paypalOrder(let id):
+            try expect("GET"); try checkBearer(r)
+            let now = clock()
+            return try state.withLock { s throws(SimError) in
+                guard let order = s.paypal.orders[id], !order.hasExpired(now: now) else {
+                    throw SimError.paypalNotFound()
+                }
+                return .json(200, s.paypal.orderJSON(order, base: s.config.publicBaseURL))
+            }
+        case .paypalAuthorization(let id):
+            try expect("GET"); try checkBearer(r)
+            return try state.withLock { s throws(SimError) in
+                guard let a = s.paypal.authorizations[id] else { throw SimError.paypalNotFound() }
+                return .json(200, s.paypal.authorizationJSON(a, base: s.config.publicBaseURL, standalone: true))
+            }
+        case .paypalCapture(let id):
+            try expect("GET"); try checkBearer(r)
+            return try state.withLock { s throws(SimError) in
+                guard let c = s.paypal.captures[id] else { throw SimError.paypalNotFound() }
+                return .json(200, s.paypal.captureJSON(c, base: s.config.publicBaseURL, standalone: true))
+            }
+        case .paypalRefund(let id):
+            try expect("GET"); try checkBearer(r)
+            return try state.withLock { s throws(SimError) in
+                guard let x = s.paypal.refunds[id] else { throw SimError.paypalNotFound() }
+                return .json(200, s.paypal.refundJSON(x, base: s.config.publicBaseURL, standalone: true))
+            }
+        case .paypalAuthorizationCapture(let id):
+            try expect("POST"); try checkBearer(r)
+            return paypalAction(route, r) { s, body throws(SimError) in
+                let (amount, currency) = try Self.paypalAmount(body)
+                var final = false
+                if let f = body?["final_capture"], !f.isNull {
+                    guard let b = f.boolValue else {
+                        throw SimError.paypalInvalid("INVALID_PARAMETER_SYNTAX", field: "/final_capture")
+                    }
+                    final = b
+                }
+                let capture = try s.paypal.capture(authorizationID: id, amountText: amount, currency: currency,
+                                                   finalCapture: final, newID: s.paypalID(), now: self.nowSeconds)
+                return (.json(201, s.paypal.captureJSON(capture, base: s.config.publicBaseURL, standalone: true)), capture.id)
+            }
+        case .paypalAuthorizationVoid(let id):
+            try expect("POST"); try checkBearer(r)
+            return paypalAction(route, r) { s, _ throws(SimError) in
+                let auth = try s.paypal.void(authorizationID: id, now: self.nowSeconds)
+                return (.json(200, s.paypal.authorizationJSON(auth, base: s.config.publicBaseURL, standalone: true)), auth.id)
+            }
+        case .paypalCaptureRefund(let id):
+            try expect("POST"); try checkBearer(r)
+            return paypalAction(route, r) { s, body throws(SimError) in
+                let (amount, currency) = try Self.paypalAmount(body)
+                let refund = try s.paypal.refund(captureID: id, amountText: amount, currency: currency,
+                                                 newID: s.paypalID(), now: self.nowSeconds)
+                return (.json(201, s.paypal.refundJSON(refund, base: s.config.publicBaseURL, standalone: true)), refund.id)
+            }
+        case .paypalSale(let id):
+            try expect("GET"); try checkBearer(r)
+            return try state.withLock { s throws(SimError) in
+                guard let sale = s.paypal.sales[id] else { throw SimError.paypalNotFound("The requested resource ID was not found.") }
+                return .json(200, s.paypal.saleJSON(sale, base: s.config.publicBaseURL))
+            }
+        case .paypalSaleRefund(let id):
+            try expect("POST"); try checkBearer(r)
+            return paypalAction(route, r) { s, body throws(SimError) in
+                let amount = body?["amount"]
+                let refund = try s.paypal.refundSale(id: id, total: amount?["total"]?.scalarText, currency: amount?["currency"]?.stringValue,
+                                                     newID: s.paypalID(), now: self.nowSeconds)
+                return (.json(201, s.paypal.saleRefundJSON(refund, base: s.config.publicBaseURL)), refund.id)
+            }
+        case .paypalDispute(let id):
+            try expect("GET"); try checkBearer(r)
+            return try state.withLock { s throws(SimError) in
+                // Reading a dispute needs the app's disputes scope (customer_disputes_v1.json security); without it
+                // PayPal refuses (PAYPAL-DISPUTES-PERMISSION).
+                guard s.config.paypalDisputesPermission else { throw Self.disputesNotAuthorized }
+                guard let d = s.paypal.disputes[id] else { throw SimError.paypalNotFound("The requested resource ID was not found.") }
+                return .json(200, s.paypal.disputeJSON(d, base: s.config.publicBaseURL))
+            }
+        case .paypalDisputes:
+            try expect("GET"); try checkBearer(r)
+            return try state.withLock { s throws(SimError) in
+                // Listing needs the same scope as reading one (customer_disputes_v1.json `disputes.list` security).
+                guard s.config.paypalDisputesPermission else { throw Self.disputesNotAuthorized }
+                return .json(200, try s.paypal.disputeListJSON(query: r.query, base: s.config.publicBaseURL))
+            }
+        case .adminPayPalSales:
+            try expect("POST"); return try adminPutPayPalSales(r.body)
+        case .adminPayPalDisputes:
+            try expect("POST"); return try adminPayPalDispute(r.body)
+        case .adminPayPalReversals:
+            try expect("POST"); return try adminPayPalReversal(r.body)
+        case .paypalCert(let name):
+            try expect("GET")
+            guard name == Self.certName, let ca else {
+                return SimResponse(status: 404, headers: [("Content-Type", "text/plain")], body: Array("not found\n".utf8))
+            }
+            return SimResponse(status: 200, headers: [("Content-Type", "application/x-pem-file"),
+                                                      ("Cache-Control", "public,max-age=86400")],
+                               body: Array(ca.leafPEMWithCRLF.utf8))
+        case .adminPayPalPermissions:
+            if r.method == "POST" {
+                let json = try Self.parseAdminBody(r.body)
+                guard let disputes = json["disputes"]?.boolValue else {
+                    throw SimError.admin(400, "invalid_field", "disputes must be a boolean (whether the app may read disputes)")
+                }
+                state.withLock { $0.config.paypalDisputesPermission = disputes }
+            } else { try expect("GET") }
+            return .json(200, .object(["disputes": .bool(state.withLock { $0.config.paypalDisputesPermission })]))
+        case .adminPayPalOrders:
+            try expect("POST"); return try adminPutPayPal(r.body)
+        case .adminRootPEM:
+            try expect("GET")
+            guard let ca else { throw SimError.admin(404, "no_ca", "paysim runs without a PayPal test CA") }
+            return SimResponse(status: 200, headers: [("Content-Type", "application/x-pem-file")],
+                               body: Array(ca.trustBundlePEM.utf8))
+        default:
+            return nil
+        }
+    }
+}
+
+extension Simulator {
+
+    func paypalToken(_ r: SimRequest) throws(SimError) -> SimResponse {
+        let config = state.withLock { $0.config }
+        func reject() -> SimError {
+            SimError(status: 401, body: .object(["error": "invalid_client", "error_description": "Client Authentication failed"]),
+                     code: "invalid_client")
+        }
+        guard let header = r.header("authorization"), header.hasPrefix("Basic "),
+              let data = Data(base64Encoded: String(header.dropFirst(6)).trimmingCharacters(in: .whitespaces))
+        else { throw reject() }
+        let decoded = [UInt8](data)
+        let expected = Array("\(config.paypalClientID):\(config.paypalSecret)".utf8)
+        guard simConstantTimeEquals(decoded, expected) else { throw reject() }
+        let form = SimRequest.parseQuery(String(decoding: r.body, as: UTF8.self))
+        guard form["grant_type"] == "client_credentials" else {
+            throw SimError(status: 400, body: .object(["error": "unsupported_grant_type",
+                                                    "error_description": "Grant Type is NULL or not client_credentials"]),
+                           code: "unsupported_grant_type")
+        }
+        let now = Int64(clock().timeIntervalSince1970)
+        let token: String = state.withLock { s in
+            if s.tokens.count > 10_000 { s.tokens = s.tokens.filter { $0.value > now } }
+            let token = "A21AA" + s.ids.string(60, alphabet: Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"))
+            s.tokens[token] = now + config.paypalTokenLifetime
+            return token
+        }
+        return .json(200, .object([
+            "scope": "https://uri.paypal.com/services/payments/payment https://uri.paypal.com/services/payments/refund",
+            "access_token": .string(token), "token_type": "Bearer", "app_id": "APP-PAYSIM",
+            "expires_in": .integer(config.paypalTokenLifetime), "nonce": .string(SimTime.rfc3339(clock()) + "paysim"),
+        ]))
+    }
+
+    func checkBearer(_ r: SimRequest) throws(SimError) {
+        let now = Int64(clock().timeIntervalSince1970)
+        let valid: Bool = state.withLock { s in
+            guard let header = r.header("authorization"), header.hasPrefix("Bearer ") else { return false }
+            let token = String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces)
+            guard let expiry = s.tokens[token] else { return false }
+            return expiry > now
+        }
+        guard valid else {
+            // The message every document's `error_401` allows, and the debug_id the v1 `error` requires.
+            throw SimError(status: 401, body: .object([
+                "name": "AUTHENTICATION_FAILURE",
+                "message": "Authentication failed due to missing authorization header, or invalid authentication credentials.",
+                "debug_id": "paysim",
+                "links": .array([PayPalBook.link("https://developer.paypal.com/docs/api/overview/#error", "information_link", "GET")]),
+            ]), code: "AUTHENTICATION_FAILURE")
+        }
+    }
+
+    /// `amount {currency_code, value}` of a capture or refund body, both nil when absent.
+    static func paypalAmount(_ body: JSONValue?) throws(SimError) -> (String?, String?) {
+        guard let amount = body?["amount"], !amount.isNull else { return (nil, nil) }
+        guard amount.objectMembers != nil, let value = amount["value"]?.scalarText else {
+            throw SimError.paypalInvalid("MISSING_REQUIRED_PARAMETER", field: "/amount/value")
+        }
+        return (value, amount["currency_code"]?.stringValue)
+    }
+
+    /// Runs a PayPal action once per PayPal-Request-Id: a repeated id gets the stored answer and changes nothing.
+    func paypalAction(
+        _ route: Route, _ r: SimRequest,
+        _ apply: (inout SimState, JSONValue?) throws(SimError) -> (SimResponse, String)
+    ) -> SimResponse {
+        let requestID = r.header("paypal-request-id").flatMap { $0.isEmpty ? nil : $0 }
+        var body: JSONValue?
+        var parseError: SimError?
+        // PayPal-Request-Id is at most 108 characters (checkout_orders_v2.json), 78 on the v1 sale refund
+        // (payments_payment_v1.json `paypal_request_id`); a longer one is refused.
+        let limit: Int
+        if case .paypalSaleRefund = route { limit = 78 } else { limit = 108 }
+        if let requestID, requestID.count > limit {
+            parseError = SimError.paypalInvalid("INVALID_PARAMETER_SYNTAX", field: "PayPal-Request-Id")
+        }
+        // A body that is not a JSON object is INVALID_PARAMETER_SYNTAX: the 400s the capture and refund documents
+        // list have no MALFORMED_REQUEST_JSON.
+        if parseError == nil, !r.body.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
+            let parsed = try? JSONValue.parse(r.body)
+            if parsed?.objectMembers == nil { parseError = SimError.paypalInvalid("INVALID_PARAMETER_SYNTAX") }
+            body = parsed
+        }
+        let now = nowString
+        return state.withLock { s in
+            if let requestID, let cached = s.paypalIdempotency[requestID] {
+                s.record(SimLogEntry(time: now, provider: "paypal", method: r.method, path: r.path, idempotencyKey: requestID,
+                                     requestID: requestID, status: cached.status, result: "replayed", resourceID: nil))
+                return cached
+            }
+            let response: SimResponse
+            let result: String
+            var resourceID: String?
+            if let parseError {
+                response = parseError.response; result = parseError.code
+            } else {
+                do throws(SimError) {
+                    let (answer, id) = try apply(&s, body)
+                    response = answer; result = "applied"; resourceID = id
+                } catch {
+                    response = error.response; result = error.code
+                }
+            }
+            if let requestID, requestID.count <= limit { s.paypalIdempotency[requestID] = response }
+            s.record(SimLogEntry(time: now, provider: "paypal", method: r.method, path: r.path, idempotencyKey: requestID,
+                                 requestID: requestID, status: response.status, result: result, resourceID: resourceID))
+            return response
+        }
+    }
+}
