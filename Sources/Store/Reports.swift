@@ -84,6 +84,24 @@ public enum ReportStore {
         }
     }
 
+    /// The money at risk in the open discrepancies matching the filter, per currency, with each order counted once:
+    /// an order's findings often name the same money (a disputed payment and the refund it holds), so an order's
+    /// share is the largest of its findings' amounts, never their sum. A transaction no order holds counts on its own.
+    public static func openAtRisk(_ filter: DiscrepancyFilter, on conn: PostgresConnection) throws -> [(currency: Currency, minor: Int128)] {
+        try conn.query("""
+            SELECT currency, sum(m)::text AS at_risk FROM (
+                SELECT currency, max(amount_at_risk_minor) AS m FROM discrepancies
+                WHERE \(filterClause) AND currency IS NOT NULL
+                GROUP BY provider, coalesce(order_id, '?' || transaction_ref), currency) per_order
+            GROUP BY currency ORDER BY currency
+            """, parameters(filter, status: "open")).compactMap { row in
+            guard let currency = try currency(row.optionalString("currency")) else { return nil }
+            let sum = try row.string("at_risk")
+            guard let minor = Int128(sum) else { throw PostgresError.decoding("amount at risk \(sum) is not an integer") }
+            return (currency, minor)
+        }
+    }
+
     /// Open discrepancies matching the filter (whatever its status) by UTC day first seen (`YYYY-MM-DD`) and kind.
     public static func openByDay(_ filter: DiscrepancyFilter, on conn: PostgresConnection) throws -> [(day: String, kind: DiscrepancyKind, count: Int)] {
         try conn.query("""

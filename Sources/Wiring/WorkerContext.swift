@@ -39,6 +39,27 @@ public struct WorkerContext: Sendable {
         }
     }
 
+    /// Refuses to go on against a database that cannot be reached or was not migrated, so `work --once`, `actions
+    /// execute` and `actions retry` exit 2 saying what to do instead of 0 having done nothing (a cron job would
+    /// report success). The SQL directory is found as `payrecon migrate` finds it; without one only reachability is
+    /// checked.
+    public func requireReadyDatabase(_ env: Environment) throws(ConfigurationError) {
+        let conn: PostgresConnection
+        do { conn = try PostgresConnection(conninfo: url) } catch {
+            throw ConfigurationError("cannot reach the database (\(error)): check DATABASE_URL and that PostgreSQL is up")
+        }
+        defer { conn.close() }
+        guard let dir = Migrator.locateDirectory(environment: env.values) else { return }
+        let status: Migrator.Status
+        do { status = try Migrator.status(try Migrator.load(from: dir), on: conn) } catch {
+            throw ConfigurationError("cannot read the database's migrations (\(error)): check DATABASE_URL")
+        }
+        guard status.pending.isEmpty else {
+            throw ConfigurationError("the database is not migrated (\(status.pending.count) pending, first \(status.pending[0])): "
+                                     + "run `payrecon migrate` first")
+        }
+    }
+
     /// Where the worker LISTENs for new deliveries: PAYRECON_LISTEN_DATABASE_URL when set, else
     /// DATABASE_URL unless that reaches PostgreSQL through a pooler (PgBouncer in transaction mode loses
     /// notifications), in which case nil: the worker polls, and says so at start.

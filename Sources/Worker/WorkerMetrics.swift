@@ -63,17 +63,18 @@ public enum WorkerMetrics {
             backlog.set(try row.int64("pending")); dead.set(try row.int64("dead")); oldest.set(try row.int64("oldest"))
         }
         var counts = Dictionary(uniqueKeysWithValues: DiscrepancyKind.allCases.map { ($0.rawValue, Int64(0)) })
+        for row in try conn.query("SELECT kind, count(*) AS n FROM discrepancies WHERE status = 'open' GROUP BY kind") {
+            counts[try row.string("kind"), default: 0] += try row.int64("n")
+        }
+        // Money at risk with each order counted once, as `payrecon report` counts it (an order's largest finding).
         var risk: [String: Int64] = [:]
         for row in try conn.query("""
-            SELECT kind, coalesce(currency, '') AS currency, count(*) AS n, coalesce(sum(amount_at_risk_minor), 0)::text AS risk
-            FROM discrepancies WHERE status = 'open' GROUP BY kind, currency
+            SELECT currency, sum(m)::text AS risk FROM (
+                SELECT currency, max(amount_at_risk_minor) AS m FROM discrepancies WHERE status = 'open' AND currency IS NOT NULL
+                GROUP BY provider, coalesce(order_id, '?' || transaction_ref), currency) per_order
+            GROUP BY currency
             """) {
-            counts[try row.string("kind"), default: 0] += try row.int64("n")
-            let currency = try row.string("currency")
-            if !currency.isEmpty, let minor = Int64(try row.string("risk")) {
-                let (sum, overflow) = risk[currency, default: 0].addingReportingOverflow(minor)
-                risk[currency] = overflow ? .max : sum
-            }
+            risk[try row.string("currency")] = Int64(try row.string("risk")) ?? .max
         }
         for (kind, n) in counts { open.set(n, [("kind", kind)]) }
         // A currency whose money at risk went to zero reads 0, never its last value.

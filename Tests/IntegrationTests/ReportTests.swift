@@ -70,6 +70,23 @@ struct ReportTests {
         #expect(!r.stdout.contains("\u{1B}["))              // not a terminal: no colour
     }
 
+    /// An order's findings that name the same money are counted once in the summary (an 80.00 payment under dispute
+    /// and the 20.00 refund it holds put 80.00 at risk, not 100.00); each finding keeps its own amount in the list.
+    @Test func moneyAtRiskCountsEachOrderOnce() throws {
+        let db = try Self.seeded(); defer { db.drop() }
+        let conn = try db.connect(); defer { conn.close() }
+        _ = try conn.execute("""
+            INSERT INTO discrepancies (provider, order_id, transaction_ref, kind, status, expected, actual, detail, amount_at_risk_minor, currency)
+            VALUES ('paypal', 'ORD-2008', 'PP-D', 'disputed', 'open', '{}', '{}', 'd', 8000, 'USD'),
+                   ('paypal', 'ORD-2008', 'PP-D', 'action_not_allowed', 'open', '{}', '{}', 'held', 2000, 'USD')
+            """)
+        let r = try report(db, "--format", "json")
+        let doc = try JSONValue.parse(r.stdoutBytes)
+        #expect(doc["summary"]?["amount_at_risk"]?["USD"]?.stringValue == "105.00", "25.00 (ORD-1) + 80.00 (ORD-2008, once)")
+        let amounts = (doc["discrepancies"]?.arrayValue ?? []).filter { $0["order_id"]?.stringValue == "ORD-2008" }.compactMap { $0["amount_at_risk"]?.stringValue }
+        #expect(amounts.sorted() == ["20.00", "80.00"])
+    }
+
     @Test func jsonHasTheContractShape() throws {
         let db = try Self.seeded(); defer { db.drop() }
         let r = try report(db, "--format", "json")

@@ -15,6 +15,7 @@ let actionsExecuteCommand = Command(
         """
 ) { args in
     let context = try WorkerContext(Environment())
+    try context.requireReadyDatabase(Environment())
     let executor = ActionExecutor(pool: context.pool, gateway: context.gateway, checker: context.checker,
                                   leaseSeconds: Int(try args.value(actionLease, default: 120)),
                                   inDoubtGraceSeconds: context.inDoubtGraceSeconds, logger: context.logger)

@@ -24,6 +24,7 @@ let actionsRetryCommand = Command(
 ) { args in
     let context = try WorkerContext(Environment())
     defer { context.pool.close() }
+    try context.requireReadyDatabase(Environment())
     let executor = ActionExecutor(pool: context.pool, gateway: context.gateway, checker: context.checker,
                                   inDoubtGraceSeconds: context.inDoubtGraceSeconds, logger: context.logger)
     var ids: [Int64] = []

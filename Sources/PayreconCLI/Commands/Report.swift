@@ -73,9 +73,10 @@ struct ReportOptions {
             for total in try ReportStore.openTotals(o.filter, on: tx) {
                 summary.open += total.count
                 summary.byKind[total.kind, default: 0] += total.count
-                if let currency = total.currency, total.amountAtRiskMinor != 0 {
-                    summary.amountAtRisk[currency, default: 0] += total.amountAtRiskMinor   // 128 bits: cannot overflow
-                }
+            }
+            // Each order once (the findings keep their own amounts in the list).
+            for (currency, minor) in try ReportStore.openAtRisk(o.filter, on: tx) where minor != 0 {
+                summary.amountAtRisk[currency] = minor
             }
             for (reason, count) in try ReportStore.rejectedByReason(within: 86_400, provider: o.filter.provider, on: tx) {
                 summary.rejected24h[reason] = count

@@ -34,6 +34,7 @@ let workCommand = Command(
     // groups on at most two. A quarter of the batch (at most 32): at --batch 256, 64 connections held 7 MiB more
     // than 36 for the same rate (scripts/bench-reconcile, worker 0.86-0.88 of the ideal either way).
     let context = try WorkerContext(env, poolSize: min(32, batch / 4 + 4), maxConcurrentRequests: batch)
+    try context.requireReadyDatabase(env)
     let lease = try args.value(Options.lease, default: 60)
     let config = QueueWorker.Configuration(
         // Provider calls in flight are capped at --batch by the transport; twice as many deliveries are in hand, so a
