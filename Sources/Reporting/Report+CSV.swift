@@ -40,7 +40,9 @@ public enum CSV {
 
     /// A field, quoted when it must be.
     public static func field(_ value: String) -> String {
-        let needsQuotes = value.unicodeScalars.contains { $0 == "," || $0 == "\"" || $0 == "\r" || $0 == "\n" }
+        // `;` and tab too: a spreadsheet in a locale that separates by `;` would otherwise split the field, and what
+        // follows could start with a formula character.
+        let needsQuotes = value.unicodeScalars.contains { $0 == "," || $0 == ";" || $0 == "\t" || $0 == "\"" || $0 == "\r" || $0 == "\n" }
         guard needsQuotes else { return value }
         return "\"" + value.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }

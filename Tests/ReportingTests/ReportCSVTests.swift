@@ -44,6 +44,14 @@ struct ReportCSVTests {
         #expect(records[1][7] == "")
     }
 
+    /// A field with `;` or a tab is quoted: a spreadsheet in a `;`-separated locale would otherwise split it, and
+    /// what follows could start a formula.
+    @Test func csvFieldsWithSemicolonsOrTabsAreQuoted() {
+        #expect(CSV.field("a;=HYPERLINK(\"x\")") == "\"a;=HYPERLINK(\"\"x\"\")\"")
+        #expect(CSV.field("a\t=1") == "\"a\t=1\"")
+        #expect(CSV.field("plain") == "plain")
+    }
+
     @Test func readerRejectsMalformedCSV() {
         for bad in ["a\"b\r\n", "\"open\r\n", "a,b", "a\nb\r\n"] { #expect(throws: (any Error).self) { try readCSV(bad) } }
     }

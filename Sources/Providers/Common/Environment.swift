@@ -55,6 +55,21 @@ public struct Environment: Sendable {
 
     /// `PAYRECON_SIGNATURE_TOLERANCE`: the allowed distance between a webhook's signed timestamp and now (every
     /// provider's verifier takes it).
+    /// A provider API base URL: `https://` (plain `http://` only for a loopback address — a simulator), so
+    /// credentials never go in clear.
+    public func baseURL(_ name: String, default fallback: String) throws(ConfigurationError) -> String {
+        let text = self[name] ?? fallback
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased(), !host.isEmpty else {
+            throw ConfigurationError("\(name)=\(text) is not an absolute URL (e.g. https://api.example.com)")
+        }
+        if scheme == "https" { return text }
+        let loopback = host == "localhost" || host.hasPrefix("127.") || host == "::1" || host == "[::1]"
+        guard scheme == "http", loopback else {
+            throw ConfigurationError("\(name)=\(text) must be https:// (plain http:// only for a loopback simulator): credentials would go in clear")
+        }
+        return text
+    }
+
     public func signatureTolerance() throws(ConfigurationError) -> TimeInterval {
         TimeInterval(try duration("PAYRECON_SIGNATURE_TOLERANCE", default: "10m"))
     }

@@ -61,7 +61,7 @@ public enum PXPProvider {
             guard let id = env["PXP_CLIENT_ID"], let token = env["PXP_TOKEN_ID"], let value = try env.secret("PXP_TOKEN_VALUE") else {
                 self.init(client: nil); return
             }
-            self.init(client: PXPClient(configuration: PXPConfiguration(baseURL: env["PXP_API_BASE_URL"] ?? PXPConfiguration.sandboxBaseURL,
+            self.init(client: PXPClient(configuration: PXPConfiguration(baseURL: try env.baseURL("PXP_API_BASE_URL", default: PXPConfiguration.sandboxBaseURL),
                                                                         clientID: id, tokenID: token, tokenValue: value), transport: transport))
         }
 

@@ -114,7 +114,7 @@ public enum PayPalProvider {
 
         init(environment env: Environment, transport: any ProviderTransport) throws(ConfigurationError) {
             guard let id = env["PAYPAL_CLIENT_ID"], let secret = try env.secret("PAYPAL_CLIENT_SECRET") else { self.init(client: nil); return }
-            self.init(client: PayPalClient(configuration: PayPalConfiguration(baseURL: env["PAYPAL_API_BASE_URL"] ?? PayPalConfiguration.sandboxBaseURL,
+            self.init(client: PayPalClient(configuration: PayPalConfiguration(baseURL: try env.baseURL("PAYPAL_API_BASE_URL", default: PayPalConfiguration.sandboxBaseURL),
                                                                               clientID: id, secret: secret), transport: transport))
         }
 

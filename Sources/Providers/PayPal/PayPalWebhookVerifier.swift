@@ -261,7 +261,8 @@ public struct PayPalWebhookVerifier: Sendable {
 
     /// `isAllowed(certURL:)` against `prefixes` (what `payrecon doctor` asks of a stored delivery's cert URL).
     public static func isAllowed(certURL: String, prefixes: [String]) -> Bool {
-        guard let prefix = prefixes.first(where: { certURL.hasPrefix($0) }) else { return false }
+        // Bytes, not String.hasPrefix: Unicode equivalence must not decide what is under an allowed prefix.
+        guard let prefix = prefixes.first(where: { Array(certURL.utf8).starts(with: $0.utf8) }) else { return false }
         let rest = certURL.utf8.dropFirst(prefix.utf8.count)
         guard !rest.isEmpty, !certURL.contains("..") else { return false }
         return rest.allSatisfy { c in

@@ -48,7 +48,7 @@ public enum PaypercutProvider {
         init(environment env: Environment, transport: any ProviderTransport) throws(ConfigurationError) {
             guard let key = try env.secret("PAYPERCUT_SECRET_KEY") else { self.init(client: nil); return }
             self.init(client: PaypercutClient(configuration: PaypercutConfiguration(
-                baseURL: env["PAYPERCUT_API_BASE_URL"] ?? PaypercutConfiguration.defaultBaseURL, secretKey: key), transport: transport))
+                baseURL: try env.baseURL("PAYPERCUT_API_BASE_URL", default: PaypercutConfiguration.defaultBaseURL), secretKey: key), transport: transport))
         }
 
         public var isConfigured: Bool { client != nil }
