@@ -215,6 +215,8 @@ public final class Receiver: Sendable {
                 responder.respond(.json(200, #"{"status":"\#(status)","event_id":\#(stored.id)}"#))
             case .unavailable(let why):
                 metrics.delivery(provider, outcome: "storage_unavailable")
+                // The database could not take the commit: /readyz says so at once; the probe turns it back.
+                self.probe.markUnavailable()
                 log().warning("delivery not stored", ["error": why])
                 responder.respond(.error(503, "storage_unavailable", "the delivery could not be stored; retry later",
                                          headers: [("Retry-After", "5")]))
@@ -268,6 +270,9 @@ final class StorageProbe: Sendable {
     init(storage: any ReceiverStorage, interval: Double = 2) { self.storage = storage; self.interval = interval }
 
     var ready: Bool { readyFlag.load(ordering: .relaxed) }
+
+    /// A commit failed because the database is unreachable: not ready until the next probe says otherwise.
+    func markUnavailable() { readyFlag.store(false, ordering: .relaxed) }
     var pending: Int64? { let n = pendingValue.load(ordering: .relaxed); return n < 0 ? nil : n }
 
     func refresh() {

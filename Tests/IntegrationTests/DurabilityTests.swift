@@ -23,6 +23,8 @@ struct DurabilityTests {
         #expect(down.status == 503)
         #expect(down.errorCode == "storage_unavailable")
         #expect(down.headers["retry-after"] != nil)
+        // A commit that failed because the database is unreachable turns /readyz to 503 at once, not at the next probe.
+        #expect(try await h.get("/readyz").status == 503, "/readyz still said ready after a delivery could not be stored")
         // /readyz answers from the background probe: 503 within a probe interval, never waiting on the database.
         let notReady = try await PayreconTesting.eventually(10) {
             // Against /healthz (which touches nothing) measured just before: under a loaded machine both are slow
