@@ -95,19 +95,15 @@ public final class ActionExecutor: Sendable {
         defer { renewer.cancel() }
 
         let api = gateway[action.provider]
-        let context: (order: Order?, known: OrderChecker.Known?, emitted: [EmittedAction])
-        do {
-            context = try await pool.run { conn in
-                guard let order = try OrderStore.find(provider: action.provider, orderID: action.orderID, on: conn) else { return (nil, nil, []) }
-                return (order, try OrderChecker.known(provider: action.provider, orderIDs: [order.orderID], on: conn)[order.orderID],
-                        try FindingStore.emitted(provider: action.provider, orderID: order.orderID, on: conn))
-            }
-        } catch {
+        let stored: Stored?
+        do { stored = try await self.stored(action) } catch {
             return await finish(action, .pending, ref: nil, error: "database: \(error)", log: log)
         }
-        guard let order = context.order, var known = context.known else {
+        guard let stored else {
             return await finish(action, .superseded, ref: nil, error: "the order no longer exists", inDoubt: false, log: log)
         }
+        let order = stored.order
+        var known = stored.known
 
         // A call in doubt is asked about before anything else: it is never sent again on a guess.
         if action.inDoubt {
@@ -154,7 +150,8 @@ public final class ActionExecutor: Sendable {
         // Re-fetch and re-plan: the key must still be wanted, and its amount is the fresh plan's. Every transaction
         // of the order is fetched; the call acts on the one the key names.
         let transactions: [FetchedTransaction]
-        switch await checker.fetch(order, links: known.links) {
+        // (A call in doubt was asked about just above: the fetch does not ask again.)
+        switch await checker.fetch(order, links: known.links, settling: !action.inDoubt) {
         case .success(let t): transactions = t
         case .failure(let failure):
             switch failure.result {
@@ -163,12 +160,7 @@ public final class ActionExecutor: Sendable {
             case .checked: return await finish(action, .pending, ref: nil, error: "will retry", log: log)
             }
         }
-        let others = context.emitted.filter { $0.idempotencyKey != action.idempotencyKey }
-        let windows = checker.pendingWindows
-        let plan = Planner.plan(order: order, transactions: transactions, emitted: others, now: checker.clock(),
-                                pendingMax: { windows.seconds(provider: action.provider, method: $0?.method) },
-                                executing: action.idempotencyKey)
-        let wanted = plan.actions.first(where: { $0.idempotencyKey == action.idempotencyKey })
+        let (plan, wanted) = replan(action, order: order, transactions: transactions, emitted: stored.emitted)
         let acted = transactions.first { $0.transactionRef == (wanted?.transactionRef ?? order.transactionRef) }?.snapshot
         if wanted == nil, action.inDoubt, withinGrace(action) {
             // The fresh answer may not show the last call yet: it is not given up on sooner than the grace.
@@ -242,6 +234,34 @@ public final class ActionExecutor: Sendable {
         return status
     }
 
+    /// An action's order as stored now: the order, its links and its actions (nil when the order is gone).
+    struct Stored: Sendable {
+        var order: Order
+        var known: OrderChecker.Known
+        var emitted: [EmittedAction]
+    }
+
+    func stored(_ action: StoredAction) async throws -> Stored? {
+        try await pool.run { conn in
+            guard let order = try OrderStore.find(provider: action.provider, orderID: action.orderID, on: conn),
+                  let known = try OrderChecker.known(provider: action.provider, orderIDs: [order.orderID], on: conn)[order.orderID]
+            else { return nil }
+            return Stored(order: order, known: known, emitted: try FindingStore.emitted(provider: action.provider, orderID: order.orderID, on: conn))
+        }
+    }
+
+    /// The fresh plan for `action`'s order, the action itself left out of what is recorded (and never held back by
+    /// another in doubt), and what it wants of the action's key now.
+    func replan(_ action: StoredAction, order: Order, transactions: [FetchedTransaction], emitted: [EmittedAction])
+        -> (plan: Plan, wanted: PlannedAction?) {
+        let others = emitted.filter { $0.idempotencyKey != action.idempotencyKey }
+        let windows = checker.pendingWindows
+        let plan = Planner.plan(order: order, transactions: transactions, emitted: others, now: checker.clock(),
+                                pendingMax: { windows.seconds(provider: action.provider, method: $0?.method) },
+                                executing: action.idempotencyKey)
+        return (plan, plan.actions.first { $0.idempotencyKey == action.idempotencyKey })
+    }
+
     /// Whether a capture of `amount` brings the order's captured total to its amount (then it is final, releasing the
     /// rest of the authorisation), over every transaction of the order.
     static func completesOrder(_ order: Order, _ transactions: [FetchedTransaction], capture amount: Int64) -> Bool {
@@ -288,36 +308,29 @@ extension ActionExecutor {
     /// state, or a call in doubt checked at the provider) and makes it pending again when the plan still wants it,
     /// with the plan's amount and currency. The order is checked again, so its `action_failed` follows.
     public func retry(id: Int64) async -> RetryResult {
-        let loaded: (StoredAction?, Order?, OrderChecker.Known?, [EmittedAction])
+        let action: StoredAction?, stored: Stored?
         do {
-            loaded = try await pool.run { conn in
-                guard let action = try ActionStore.find(id: id, on: conn) else { return (nil, nil, nil, []) }
-                guard let order = try OrderStore.find(provider: action.provider, orderID: action.orderID, on: conn) else { return (action, nil, nil, []) }
-                return (action, order, try OrderChecker.known(provider: action.provider, orderIDs: [order.orderID], on: conn)[order.orderID],
-                        try FindingStore.emitted(provider: action.provider, orderID: order.orderID, on: conn))
-            }
+            action = try await pool.run { try ActionStore.find(id: id, on: $0) }
+            if let action { stored = try await self.stored(action) } else { stored = nil }
         } catch { return .notNow("database: \(error)") }
-        guard let action = loaded.0 else { return .notFailed("no action \(id): see 'payrecon actions list --status failed'") }
+        guard let action else { return .notFailed("no action \(id): see 'payrecon actions list --status failed'") }
         guard action.status == .failed else {
             return .notFailed("action \(id) is \(action.status.rawValue): only a failed action can be retried")
         }
-        guard let order = loaded.1, let known = loaded.2 else {
+        guard let stored else {
             _ = try? await pool.run { try ActionStore.retire(id: id, reason: "retried: the order no longer exists", on: $0) }
             return .retired("the order no longer exists")
         }
+        let order = stored.order
         let transactions: [FetchedTransaction]
-        switch await checker.fetch(order, links: known.links) {
+        switch await checker.fetch(order, links: stored.known.links) {
         case .success(let t): transactions = t
         case .failure(let failure): return .notNow("the provider could not be asked now: \(failure.result)")
         }
-        let others = loaded.3.filter { $0.idempotencyKey != action.idempotencyKey }
-        let windows = checker.pendingWindows
-        let plan = Planner.plan(order: order, transactions: transactions, emitted: others, now: checker.clock(),
-                                pendingMax: { windows.seconds(provider: action.provider, method: $0?.method) },
-                                executing: action.idempotencyKey)
+        let (plan, wanted) = replan(action, order: order, transactions: transactions, emitted: stored.emitted)
         let result: RetryResult
         do {
-            if let wanted = plan.actions.first(where: { $0.idempotencyKey == action.idempotencyKey }) {
+            if let wanted {
                 let changed = try await pool.run {
                     try ActionStore.retry(id: id, amount: wanted.amount, currency: wanted.currency.code, providerTarget: wanted.providerTarget, on: $0)
                 }

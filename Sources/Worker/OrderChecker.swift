@@ -152,11 +152,12 @@ public final class OrderChecker: Sendable {
 
     /// Every transaction of the order, fetched (one for most orders), after its calls in doubt were asked about: no
     /// plan is made as if a modification that may have happened had not.
-    func fetch(_ order: Order, links known: [TransactionLink]) async -> Swift.Result<[FetchedTransaction], FetchFailure> {
+    /// `settling` false: the caller asked about the calls in doubt itself just before (the executor).
+    func fetch(_ order: Order, links known: [TransactionLink], settling: Bool = true) async -> Swift.Result<[FetchedTransaction], FetchFailure> {
         // A provider that cannot be asked about calls in doubt now does not stop the check: nothing is planned on
         // the order while one is in doubt anyway (Planner.finish), and the executor asks again before any re-send.
         var links = known
-        if case .success(let settled) = await settle(order, links: known) { links = settled.links }
+        if settling, case .success(let settled) = await settle(order, links: known) { links = settled.links }
         var out: [FetchedTransaction] = []
         for ref in order.transactionRefs {
             let outcome = await gateway[order.provider].snapshot(of: TransactionQuery(
