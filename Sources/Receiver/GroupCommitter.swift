@@ -9,8 +9,9 @@ import Synchronization
 final class GroupCommitter: Sendable {
     enum Outcome: Sendable {
         case stored(StoredDelivery)
-        /// Not stored: the database is unreachable or refused the write; answer 503.
-        case unavailable(String)
+        /// Not stored: the database is unreachable (`databaseDown`) or refused the write, or the queue was full;
+        /// answer 503.
+        case unavailable(String, databaseDown: Bool = false)
     }
 
     /// A delivery and what to call once its transaction ended. (Rejections never come here: they travel in the
@@ -37,7 +38,7 @@ final class GroupCommitter: Sendable {
     /// Stores `delivery`; `completion` runs on a committer thread once the outcome is known.
     func store(_ delivery: NewDelivery, completion: @escaping @Sendable (Outcome) -> Void) {
         switch machine.withLock({ $0.enqueue(Item(delivery: delivery, completion: completion)) }) {
-        case .rejected: completion(.unavailable("the receiver's commit queue is full or closing"))
+        case .rejected: completion(.unavailable("the receiver's commit queue is full or closing"))   // not the database's doing
         case .accepted(let action): run(action)
         }
     }
@@ -75,7 +76,8 @@ final class GroupCommitter: Sendable {
             for item in batch { flush([item]) }
         } catch {
             Log.error("could not store deliveries", ["error": String(describing: error), "deliveries": deliveries.count])
-            for c in completions { c(.unavailable(String(describing: error))) }
+            let down = storage.isUnavailable(error)
+            for c in completions { c(.unavailable(String(describing: error), databaseDown: down)) }
         }
     }
 }

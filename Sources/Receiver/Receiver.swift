@@ -213,10 +213,11 @@ public final class Receiver: Sendable {
                 metrics.ack(provider, since: started)
                 if Log.level <= .debug { log().debug("delivery stored", ["delivery_id": stored.id, "status": status]) }
                 responder.respond(.json(200, #"{"status":"\#(status)","event_id":\#(stored.id)}"#))
-            case .unavailable(let why):
+            case .unavailable(let why, let databaseDown):
                 metrics.delivery(provider, outcome: "storage_unavailable")
-                // The database could not take the commit: /readyz says so at once; the probe turns it back.
-                self.probe.markUnavailable()
+                // The database could not be reached: /readyz says so at once; the probe turns it back. A full queue
+                // or one refused write (a signed delivery the database will not take) leaves readiness alone.
+                if databaseDown { self.probe.markUnavailable() }
                 log().warning("delivery not stored", ["error": why])
                 responder.respond(.error(503, "storage_unavailable", "the delivery could not be stored; retry later",
                                          headers: [("Retry-After", "5")]))

@@ -41,6 +41,10 @@ public final class InMemoryReceiverStorage: ReceiverStorage {
         }
     }
     public func setAvailable(_ available: Bool) { state.withLock { $0.available = available } }
+    /// While set, commits fail with an error that is not the database being unreachable (a write it refuses).
+    public func setRefusesWrites(_ refuses: Bool) { refusing.withLock { $0 = refuses } }
+    private let refusing = Mutex<Bool>(false)
+    public struct Refused: Error, CustomStringConvertible { public var description: String { "write refused (test)" } }
     /// Each commit takes this long (a slow disk, a lock): for the commit deadline.
     public func setCommitDelay(_ seconds: Double) { delay.withLock { $0 = seconds } }
     private let delay = Mutex<Double>(0)
@@ -53,6 +57,7 @@ public final class InMemoryReceiverStorage: ReceiverStorage {
         let wait = delay.withLock { $0 }
         if wait > 0 { Thread.sleep(forTimeInterval: wait) }
         while held.withLock({ $0 }) { usleep(5_000) }
+        if refusing.withLock({ $0 }) { throw Refused() }
         return try state.withLock { s in
             guard s.available else { throw Unavailable() }
             return deliveries.map { d in

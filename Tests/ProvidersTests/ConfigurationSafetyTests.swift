@@ -9,6 +9,7 @@ import Testing
     func plainHTTPBaseURLsAreRefusedExceptOnLoopback(_ name: String) throws {
         #expect(throws: ConfigurationError.self) { try Environment([name: "http://api.example.com/v1"]).baseURL(name, default: "https://x") }
         #expect(throws: ConfigurationError.self) { try Environment([name: "api.example.com"]).baseURL(name, default: "https://x") }
+        #expect(throws: ConfigurationError.self) { try Environment([name: "http://127.evil.example/v1"]).baseURL(name, default: "https://x") }
         #expect(try Environment([name: "https://api.example.com/v1"]).baseURL(name, default: "https://x") == "https://api.example.com/v1")
         #expect(try Environment([name: "http://127.0.0.1:8089"]).baseURL(name, default: "https://x") == "http://127.0.0.1:8089")
         #expect(try Environment([:]).baseURL(name, default: "https://api.default") == "https://api.default")

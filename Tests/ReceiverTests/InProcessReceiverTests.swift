@@ -142,4 +142,22 @@ import Testing
             #expect(try await Self.pxp(base, #"{"a":1}"#, requestID: "r-3").status == 200)
         }
     }
+
+    /// Only an unreachable database turns /readyz to 503 at once: a write the database refuses (one delivery it will
+    /// not take, replayed by its sender) answers 503 but leaves the receiver in rotation.
+    @Test func aRefusedWriteIs503ButTheReceiverStaysReady() async throws {
+        try await Self.with { base, storage in
+            storage.setRefusesWrites(true)
+            let refused = try await Self.pxp(base, #"{"a":2}"#, requestID: "r-4")
+            #expect(refused.status == 503)
+            let stillReady = try await HTTPClient().send(HTTPClientRequest(method: "GET", url: base + "/readyz"))
+            #expect(stillReady.status == 200)
+            storage.setRefusesWrites(false)
+            storage.setAvailable(false)
+            let down = try await Self.pxp(base, #"{"a":2}"#, requestID: "r-4")
+            #expect(down.status == 503)
+            let notReady = try await HTTPClient().send(HTTPClientRequest(method: "GET", url: base + "/readyz"))
+            #expect(notReady.status == 503, "an unreachable database turns /readyz at once")
+        }
+    }
 }

@@ -63,7 +63,10 @@ public struct Environment: Sendable {
             throw ConfigurationError("\(name)=\(text) is not an absolute URL (e.g. https://api.example.com)")
         }
         if scheme == "https" { return text }
-        let loopback = host == "localhost" || host.hasPrefix("127.") || host == "::1" || host == "[::1]"
+        // A loopback address literally (127.x.y.z, ::1, localhost), not a name that merely starts with "127.".
+        let octets = host.split(separator: ".", omittingEmptySubsequences: false)
+        let ipv4Loopback = octets.count == 4 && octets[0] == "127" && octets.allSatisfy { UInt8($0) != nil }
+        let loopback = host == "localhost" || ipv4Loopback || host == "::1" || host == "[::1]"
         guard scheme == "http", loopback else {
             throw ConfigurationError("\(name)=\(text) must be https:// (plain http:// only for a loopback simulator): credentials would go in clear")
         }
