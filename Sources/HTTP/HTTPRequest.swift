@@ -14,6 +14,9 @@ public struct HTTPRequest: Sendable {
     public var bodyTooLarge: Bool
     /// The peer's address (`"127.0.0.1"`), when known.
     public var remoteAddress: String?
+    /// True when the body did not fit the server's body budget (`maxBodyBuffer`, all connections together): the body
+    /// is empty and the application should answer 503 with Retry-After.
+    public var bodyOverBudget: Bool = false
 
     public init(
         method: String, path: String, query: [String: String] = [:], headers: HTTPHeaders = HTTPHeaders(),

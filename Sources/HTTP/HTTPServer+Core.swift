@@ -25,6 +25,12 @@ final class ServerCore: @unchecked Sendable {
     private var unmanagedSelf: Unmanaged<ServerCore>?
     /// Cuts off connections past `requestTimeoutSeconds` (nil without one).
     let deadlines: DeadlineWatchdog?
+    /// Bodies held in memory, all connections together (used only with `maxBodyBuffer`).
+    let budget: Mutex<BodyBudget>
+    let hasBudget: Bool
+    /// Connections per address, when some addresses are exempt (else MHD's own per-IP limit counts them).
+    let perAddress: Mutex<ConnectionsPerAddress>
+    let countsPerAddress: Bool
 
     /// Body bytes kept when the body is too large.
     static let tooLargePrefix = 64 * 1024
@@ -33,6 +39,10 @@ final class ServerCore: @unchecked Sendable {
         self.configuration = configuration
         self.handler = handler
         deadlines = configuration.requestTimeoutSeconds.map { DeadlineWatchdog(timeoutSeconds: $0, onCut: configuration.onRequestTimeout) }
+        budget = Mutex(BodyBudget(limit: configuration.maxBodyBuffer ?? Int.max, connections: configuration.connectionLimit))
+        hasBudget = configuration.maxBodyBuffer != nil
+        perAddress = Mutex(ConnectionsPerAddress(limit: configuration.connectionLimitPerIP, exempt: configuration.connectionLimitPerIPExempt))
+        countsPerAddress = configuration.connectionLimitPerIP > 0 && !configuration.connectionLimitPerIPExempt.isEmpty
     }
 
     var activeRequests: Int { contexts.withLock { $0.count } }
@@ -59,18 +69,22 @@ final class ServerCore: @unchecked Sendable {
             option(.THREAD_POOL_SIZE), CUnsignedInt(max(1, configuration.threads)),
             option(.CONNECTION_TIMEOUT), CUnsignedInt(configuration.connectionTimeoutSeconds),
             option(.CONNECTION_LIMIT), CUnsignedInt(max(1, configuration.connectionLimit)),
-            option(.PER_IP_CONNECTION_LIMIT), CUnsignedInt(max(0, configuration.connectionLimitPerIP)),
+            // With exempt addresses the accept policy below counts per address instead.
+            option(.PER_IP_CONNECTION_LIMIT), CUnsignedInt(countsPerAddress ? 0 : max(0, configuration.connectionLimitPerIP)),
             option(.CONNECTION_MEMORY_LIMIT), Int(max(8 * 1024, configuration.memoryLimitPerConnection)),
             option(.NOTIFY_COMPLETED), unsafeBitCast(requestCompleted, to: OpaquePointer.self), OpaquePointer(cls),
         ]
+        if deadlines != nil || countsPerAddress {
+            options += [option(.NOTIFY_CONNECTION), unsafeBitCast(connectionNotified, to: OpaquePointer.self), OpaquePointer(cls)]
+        }
         if deadlines != nil {
-            options += [option(.NOTIFY_CONNECTION), unsafeBitCast(connectionNotified, to: OpaquePointer.self), OpaquePointer(cls),
-                        option(.URI_LOG_CALLBACK), unsafeBitCast(requestLineArrived, to: OpaquePointer.self), OpaquePointer(cls)]
+            options += [option(.URI_LOG_CALLBACK), unsafeBitCast(requestLineArrived, to: OpaquePointer.self), OpaquePointer(cls)]
         }
         options.append(option(.END))
 
+        let policy: MHD_AcceptPolicyCallback? = countsPerAddress ? acceptPolicy : nil
         let daemon = withVaList(options) { arguments in
-            MHD_start_daemon_va(flags, 0, nil, nil, accessHandler, cls, arguments)
+            MHD_start_daemon_va(flags, 0, policy, policy == nil ? nil : cls, accessHandler, cls, arguments)
         }
         guard let daemon else {
             retained.release()
@@ -119,6 +133,12 @@ final class ServerCore: @unchecked Sendable {
                     context.bodyTooLarge = true
                     return dispatch(context, inUpload: false)
                 }
+                if hasBudget, length <= configuration.maxBodyBytes, !budget.withLock({ $0.fits(length) }) {
+                    // The body budget has no room for what it declares: answer 503 now, before reading any of it
+                    // (MHD then closes). Bytes are still counted as they come for every other request.
+                    context.bodyOverBudget = true
+                    return dispatch(context, inUpload: false)
+                }
                 // Over the limit but within what we read and drop: read it (keeping a prefix), then answer 413,
                 // so a sender that does not wait for 100-continue reads the answer instead of a broken pipe.
                 // At most 64 KiB ahead of the bytes: a declared length is only a claim, and a sender that declares the
@@ -136,6 +156,13 @@ final class ServerCore: @unchecked Sendable {
             let piece = UnsafeRawBufferPointer(start: uploadData, count: size)
             if !context.handlerCalled {
                 if context.body.count + size <= configuration.maxBodyBytes {
+                    if hasBudget, !budget.withLock({ $0.take(size, for: &context.share) }) {
+                        // Past the body budget: nothing of it is kept; the handler answers 503 now and the rest is
+                        // read and dropped, as for a body too large.
+                        context.body = []
+                        context.bodyOverBudget = true
+                        return dispatch(context, inUpload: true)
+                    }
                     context.body.append(contentsOf: piece)
                     return MHD_Result.YES
                 }
@@ -205,6 +232,7 @@ final class ServerCore: @unchecked Sendable {
         slot.pointee = nil
         let context = Unmanaged<RequestContext>.fromOpaque(raw).takeRetainedValue()
         context.machine.withLock { $0.close() }
+        if hasBudget, context.share.bytes > 0 { budget.withLock { $0.release(context.share) } }
         _ = contexts.withLock { $0.removeValue(forKey: ObjectIdentifier(context)) }
     }
 
@@ -244,6 +272,9 @@ final class RequestContext: @unchecked Sendable {
     var bodyTooLarge = false
     var handlerCalled = false
     var discarded = 0
+    var bodyOverBudget = false
+    /// What the body holds of the server's body budget, released when the request completes.
+    var share = BodyBudget.Share()
 
     init(core: ServerCore, connection: OpaquePointer, method: String, path: String) {
         self.core = core
@@ -264,9 +295,11 @@ final class RequestContext: @unchecked Sendable {
         var query: [String: String] = [:]
         for (key, value) in collected.query where query[key] == nil { query[key] = value }
         let remote = payrecon_mhd_client_address(connection).flatMap { ListenSocket.describe($0) }
-        return HTTPRequest(
+        var request = HTTPRequest(
             method: method, path: path, query: query, headers: HTTPHeaders(collected.headers),
             body: body, bodyTooLarge: bodyTooLarge, remoteAddress: remote)
+        request.bodyOverBudget = bodyOverBudget
+        return request
     }
 
     /// Any thread (via HTTPResponder or the shutdown sweep).
@@ -317,12 +350,25 @@ private let requestLineArrived: @convention(c) (UnsafeMutableRawPointer?, Unsafe
 
 private let connectionNotified: MHD_NotifyConnectionCallback = { cls, connection, _, code in
     guard let cls, let connection else { return }
-    let deadlines = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue().deadlines
+    let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
     switch code {
-    case .CONNECTION_NOTIFY_STARTED: deadlines?.opened(connection)
-    case .CONNECTION_NOTIFY_CLOSED: deadlines?.closed(connection)
+    case .CONNECTION_NOTIFY_STARTED:
+        core.deadlines?.opened(connection)
+        if core.countsPerAddress, let address = payrecon_mhd_client_address(connection).flatMap({ ListenSocket.describe($0) }) {
+            core.perAddress.withLock { $0.opened(UInt(bitPattern: connection), address: address) }
+        }
+    case .CONNECTION_NOTIFY_CLOSED:
+        core.deadlines?.closed(connection)
+        if core.countsPerAddress { core.perAddress.withLock { $0.closed(UInt(bitPattern: connection)) } }
     default: break
     }
+}
+
+/// MHD's accept policy: with exempt addresses configured, the per-address limit is counted here.
+private let acceptPolicy: MHD_AcceptPolicyCallback = { cls, address, _ in
+    guard let cls, let address, let text = ListenSocket.describe(address) else { return MHD_Result.YES }
+    let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
+    return core.perAddress.withLock { $0.admit(text) } ? MHD_Result.YES : MHD_Result.NO
 }
 
 private let collectKeyValue: MHD_KeyValueIteratorN = { cls, _, key, keySize, value, valueSize in

@@ -37,8 +37,13 @@ public final class HTTPServer: @unchecked Sendable {
         /// Most simultaneous connections (split across the threads); at the limit MHD stops accepting and
         /// newcomers wait in the kernel backlog until a connection closes.
         public var connectionLimit: Int
-        /// Most simultaneous connections from one IP address (MHD refuses more at once); 0: no per-IP limit.
+        /// Most simultaneous connections from one IP address (refused at once beyond it); 0: no per-IP limit.
         public var connectionLimitPerIP: Int
+        /// Peers the per-IP limit does not apply to: proxies, each carrying many senders (`PAYRECON_TRUSTED_PROXIES`).
+        public var connectionLimitPerIPExempt: [AddressRange] = []
+        /// Most bytes of request bodies held at once, all connections together (`BodyBudget`); a request that would
+        /// pass it reaches the handler with `bodyOverBudget`. nil: no budget beyond `maxBodyBytes` per request.
+        public var maxBodyBuffer: Int? = nil
         /// Memory MHD may use per connection for the request line, headers and read buffer.
         public var memoryLimitPerConnection: Int
         /// Receives libmicrohttpd's own diagnostics (one line each); nil silences them.
@@ -107,6 +112,9 @@ public final class HTTPServer: @unchecked Sendable {
     deinit {
         if case .running = state.withLock({ $0 }) { shutdown(drainTimeout: 0) }
     }
+
+    /// Bytes of request bodies held now (0 without a budget).
+    public var bodyBufferBytes: Int { core.hasBudget ? core.budget.withLock { $0.held } : 0 }
 
     /// The port actually bound (useful with port 0); 0 before `start()`.
     public var port: UInt16 {

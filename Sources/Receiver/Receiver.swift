@@ -29,22 +29,41 @@ public final class Receiver: Sendable {
         /// PAYRECON_REQUEST_TIMEOUT: longest a request may take to its answer, however steadily it trickles (MHD's
         /// own timeout, `connectionTimeoutSeconds`, only bounds idle periods).
         public var requestTimeoutSeconds: Double
+        /// PAYRECON_TRUSTED_PROXIES: from these peers the last X-Forwarded-For hop is the sender (per-sender limits,
+        /// rejection counts and samples; never authentication), and the per-IP connection limit does not apply.
+        public var trustedProxies: [AddressRange]
+        /// PAYRECON_MAX_BODY_BUFFER: bytes of bodies held at once, all connections together (`BodyBudget`).
+        public var maxBodyBuffer: Int
+        /// PAYRECON_METRICS_LISTEN: where /metrics, /readyz and /healthz are answered instead of the webhook listener
+        /// (nil: on the webhook listener).
+        public var metricsHost: String?
+        public var metricsPort: UInt16
         public init(host: String = "127.0.0.1", port: UInt16 = 8080, maxBodyBytes: Int = 1_048_576, threads: Int = 4,
                     connectionTimeoutSeconds: UInt32 = 15, drainSeconds: Int = 20, maxConnections: Int = 1000, maxConnectionsPerIP: Int = 256,
-                    commitTimeoutSeconds: Double = 5, requestTimeoutSeconds: Double = 30) {
+                    commitTimeoutSeconds: Double = 5, requestTimeoutSeconds: Double = 30, trustedProxies: [AddressRange] = [],
+                    maxBodyBuffer: Int = Receiver.defaultMaxBodyBuffer, metricsHost: String? = nil, metricsPort: UInt16 = 0) {
             self.host = host; self.port = port; self.maxBodyBytes = maxBodyBytes; self.threads = threads
             self.connectionTimeoutSeconds = connectionTimeoutSeconds; self.drainSeconds = drainSeconds
             self.maxConnections = maxConnections; self.maxConnectionsPerIP = maxConnectionsPerIP
             self.commitTimeoutSeconds = commitTimeoutSeconds
             self.requestTimeoutSeconds = requestTimeoutSeconds
+            self.trustedProxies = trustedProxies
+            self.maxBodyBuffer = maxBodyBuffer
+            self.metricsHost = metricsHost; self.metricsPort = metricsPort
         }
     }
+
+    /// PAYRECON_MAX_BODY_BUFFER's default: 256 MiB.
+    public static let defaultMaxBodyBuffer = 256 << 20
 
     private let configuration: Configuration
     private let endpoints: [String: any WebhookEndpoint]
     private let storage: any ReceiverStorage
     private let committer: GroupCommitter
     private let server: Mutex<HTTPServer?> = Mutex(nil)
+    private let metricsServer: Mutex<HTTPServer?> = Mutex(nil)
+    /// Headers stored as sent, lower-cased, per provider (the rest by name with `[redacted]`).
+    private let storedHeaders: [String: Set<String>]
     private let metrics = ReceiverMetrics()
     private let logger: Logger
     /// Request ids: a random prefix per process and a counter, so lines of one delivery can be found together.
@@ -67,6 +86,9 @@ public final class Receiver: Sendable {
         self.configuration = configuration
         self.logger = logger
         self.endpoints = Dictionary(uniqueKeysWithValues: endpoints.map { ($0.provider.rawValue, $0) })
+        self.storedHeaders = Dictionary(uniqueKeysWithValues: ProviderRegistry.definitions.map { definition in
+            (definition.provider.rawValue, Set((definition.webhookHeaders + Self.headersAlwaysStored).map { $0.lowercased() }))
+        })
         self.storage = storage
         self.committer = GroupCommitter(storage: storage)
         self.rejections = RejectionLane(storage: storage)
@@ -76,31 +98,64 @@ public final class Receiver: Sendable {
             guard let n = probe.pending else { return [] }
             return [(name: "payrecon_deliveries_pending", help: "Stored deliveries waiting for the worker (refreshed every 2 s).", value: n)]
         }
+        Metrics.shared.addCollector { [weak self] in
+            guard let held = self?.bodyBufferBytes else { return [] }
+            return [(name: "payrecon_body_buffer_bytes", help: "Bytes of webhook bodies held in memory now (PAYRECON_MAX_BODY_BUFFER bounds them).",
+                     value: Int64(held))]
+        }
     }
 
     /// Starts listening; returns the bound port (useful with port 0).
     @discardableResult
     public func start() throws -> UInt16 {
-        let s = HTTPServer(configuration: .init(host: configuration.host, port: configuration.port, threads: configuration.threads,
-                                                maxBodyBytes: configuration.maxBodyBytes,
-                                                connectionTimeoutSeconds: configuration.connectionTimeoutSeconds,
-                                                connectionLimit: configuration.maxConnections,
-                                                connectionLimitPerIP: configuration.maxConnectionsPerIP,
-                                                requestTimeoutSeconds: configuration.requestTimeoutSeconds,
-                                                onRequestTimeout: { [metrics] in metrics.requestTimedOut() })) { [self] request, responder in
-            handle(request, responder)
+        var http = HTTPServer.Configuration(host: configuration.host, port: configuration.port, threads: configuration.threads,
+                                            maxBodyBytes: configuration.maxBodyBytes,
+                                            connectionTimeoutSeconds: configuration.connectionTimeoutSeconds,
+                                            connectionLimit: configuration.maxConnections,
+                                            connectionLimitPerIP: configuration.maxConnectionsPerIP,
+                                            requestTimeoutSeconds: configuration.requestTimeoutSeconds,
+                                            onRequestTimeout: { [metrics] in metrics.requestTimedOut() })
+        http.connectionLimitPerIPExempt = configuration.trustedProxies
+        http.maxBodyBuffer = configuration.maxBodyBuffer
+        let separateMetrics = configuration.metricsHost != nil
+        let s = HTTPServer(configuration: http) { [self] request, responder in
+            handle(request, responder, operations: !separateMetrics)
         }
+        // What verification kept from earlier runs (PayPal's certificates), before the first delivery.
+        let material = ReceiverMaterialStore(storage: storage)
+        for endpoint in endpoints.values { endpoint.keep(in: material) }
         probe.start()
+        if let host = configuration.metricsHost {
+            let m = HTTPServer(configuration: .init(host: host, port: configuration.metricsPort, threads: 1, maxBodyBytes: 4096,
+                                                    connectionTimeoutSeconds: 10, connectionLimit: 64)) { [self] request, responder in
+                guard ["/healthz", "/readyz", "/metrics"].contains(request.path) else {
+                    return responder.respond(.error(404, "not_found", "no such endpoint: \(request.path)"))
+                }
+                handle(request, responder, operations: true)
+            }
+            try m.start()
+            metricsServer.withLock { $0 = m }
+            logger.info("operations endpoints listening", ["address": "\(host):\(m.port)"])
+        }
         try s.start()
         server.withLock { $0 = s }
         logger.info("receiver listening", ["address": "\(configuration.host):\(s.port)", "providers": endpoints.keys.sorted().joined(separator: ",")])
         return s.port
     }
 
+    /// Bytes of webhook bodies held in memory now (PAYRECON_MAX_BODY_BUFFER bounds them).
+    public var bodyBufferBytes: Int { server.withLock { $0?.bodyBufferBytes } ?? 0 }
+
+    /// The port `/metrics`, `/readyz` and `/healthz` are answered on (the webhook port without PAYRECON_METRICS_LISTEN).
+    public var operationsPort: UInt16 {
+        metricsServer.withLock { $0?.port } ?? server.withLock { $0?.port } ?? 0
+    }
+
     /// Stops accepting, answers what is in flight (each after its commit), then returns.
     public func shutdown() {
         let deadline = DispatchTime.now() + .seconds(configuration.drainSeconds)
         server.withLock { $0 }?.shutdown(drainTimeout: Double(configuration.drainSeconds))
+        metricsServer.withLock { $0 }?.shutdown(drainTimeout: 1)
         _ = committer.drain(timeout: deadline)
         rejections.drain(timeout: deadline)
         probe.stop()
@@ -109,7 +164,9 @@ public final class Receiver: Sendable {
 
     // MARK: - Routing
 
-    func handle(_ request: HTTPRequest, _ responder: HTTPResponder) {
+    /// `operations`: whether this listener answers /healthz, /readyz and /metrics (not the webhook listener when
+    /// PAYRECON_METRICS_LISTEN puts them elsewhere: a proxy in front of the webhooks then publishes nothing else).
+    func handle(_ request: HTTPRequest, _ responder: HTTPResponder, operations: Bool = true) {
         let path = request.path
         if path.hasPrefix("/webhooks/") {
             let name = String(path.dropFirst("/webhooks/".count))
@@ -120,7 +177,7 @@ public final class Receiver: Sendable {
             return receive(provider, request, responder)
         }
         switch path {
-        case "/healthz", "/readyz", "/metrics":
+        case "/healthz" where operations, "/readyz" where operations, "/metrics" where operations:
             guard request.method == "GET" || request.method == "HEAD" else {
                 return responder.respond(.error(405, "method_not_allowed", "use GET for \(path)", headers: [("Allow", "GET, HEAD")]))
             }
@@ -146,13 +203,28 @@ public final class Receiver: Sendable {
         let log: @Sendable () -> Logger = { [logger, requestPrefix] in
             logger.with(["request_id": requestPrefix + "-" + String(requestNumber), "provider": provider.rawValue])
         }
-        let headers = Self.redacted(request.headers.pairs)
+        let headers = Self.stored(request.headers.pairs, keeping: storedHeaders[provider.rawValue] ?? [])
+        let sender = SenderAddress.resolve(peer: request.remoteAddress, forwardedFor: request.headers.values(for: "X-Forwarded-For"),
+                                           trustedProxies: configuration.trustedProxies)
         let reject: @Sendable (Int, String, String) -> Void = { [self] status, code, message in
-            rejections.record(Rejection(provider: provider.rawValue, reason: code, message: message, headers: headers,
-                                        body: request.body, bodyBytes: request.headers["content-length"].flatMap { Int64($0) }, remoteAddress: request.remoteAddress))
+            let own = rejections.record(Rejection(provider: provider.rawValue, reason: code, message: message, headers: headers,
+                                                  body: request.body, bodyBytes: request.headers["content-length"].flatMap { Int64($0) },
+                                                  remoteAddress: sender))
             metrics.delivery(provider, outcome: code)
-            log().info("delivery rejected", ["reason": code, "status": status])
+            // The first 10 per (provider, reason) a minute; the rest in the lane's one summary line a minute.
+            if own {
+                var fields: [String: any Sendable] = ["reason": code, "status": status, "source": sender ?? "?"]
+                if let id = Self.providerDeliveryID(request.headers, provider: provider) { fields["provider_delivery_id"] = String(id.prefix(128)) }
+                log().info("delivery rejected", fields)
+            }
             responder.respond(.error(status, code, message))
+        }
+        if request.bodyOverBudget {
+            // Not the sender's fault, and not a rejection to keep: the receiver holds as many bodies as it may.
+            metrics.delivery(provider, outcome: "body_buffer_full")
+            return responder.respond(.error(503, "body_buffer_full",
+                                            "the receiver holds as many request bodies as PAYRECON_MAX_BODY_BUFFER allows; retry later",
+                                            headers: [("Retry-After", "5")]))
         }
         if request.bodyTooLarge {
             return reject(413, "body_too_large", "the body is larger than PAYRECON_MAX_BODY_BYTES (\(configuration.maxBodyBytes) bytes)")
@@ -171,8 +243,10 @@ public final class Receiver: Sendable {
             case .accepted(let accepted): store(accepted, provider, request, headers, started: started, log: log, responder)
             case .rejected(let rejection): reject(rejection.status, rejection.code, rejection.message)
             case .needsFetch where fetched:
-                reject(401, "untrusted_certificate", "what verifying this delivery needs is being fetched for too many deliveries at once; not waited for")
-            case .needsFetch: endpoint.prepare(headers: request.headers) { decide(fetched: true) }
+                reject(401, "untrusted_certificate", "the certificate this delivery names is not cached and was not fetched now: the fetch "
+                       + "budget (10 new certificate URLs a minute, 2 for one sender) is spent or too many deliveries wait on fetches; "
+                       + "a retried delivery is verified once it is fetched")
+            case .needsFetch: endpoint.prepare(headers: request.headers, sender: SenderAddress.group(sender)) { decide(fetched: true) }
             }
         }
         decide(fetched: false)
@@ -227,11 +301,43 @@ public final class Receiver: Sendable {
 }
 
 extension Receiver {
-    /// Headers as stored with a delivery or a rejection sample: credentials a sender (or a proxy in between) put in
-    /// `Authorization`, `Proxy-Authorization` or `Cookie` are never kept.
-    static let redactedHeaders: Set<String> = ["authorization", "proxy-authorization", "cookie"]
-    static func redacted(_ headers: [(String, String)]) -> [(String, String)] {
-        headers.map { redactedHeaders.contains($0.0.lowercased()) ? ($0.0, "[redacted]") : $0 }
+    /// Stored as sent with every provider's deliveries and samples, beside the headers its verification reads.
+    static let headersAlwaysStored = ["Content-Type", "Content-Length", "User-Agent", "X-Forwarded-For"]
+
+    /// Headers as stored with a delivery or a rejection sample: those in `keeping` (lower-case names) as sent, every
+    /// other by name with the value `[redacted]` — proxies add credentials under many names, and a denylist of three
+    /// missed them.
+    static func stored(_ headers: [(String, String)], keeping: Set<String>) -> [(String, String)] {
+        headers.map { keeping.contains($0.0.lowercased()) ? $0 : ($0.0, "[redacted]") }
+    }
+
+    /// The provider's own id of a rejected delivery, for its log line (unauthenticated: whatever the sender wrote).
+    static func providerDeliveryID(_ headers: HTTPHeaders, provider: Provider) -> String? {
+        ProviderRegistry.definition(provider).webhookHeaders.first.flatMap { headers.nonEmpty($0) }
+    }
+}
+
+/// The receiver's side of `WebhookMaterialStore`: read at start, saved on a thread of its own (a save is asked for on
+/// the thread verifying a delivery, which must not wait on the database).
+final class ReceiverMaterialStore: WebhookMaterialStore {
+    let storage: any ReceiverStorage
+    private let thread = DedicatedThread(name: "webhook-material")
+    init(storage: any ReceiverStorage) { self.storage = storage }
+
+    func load(_ provider: Provider) -> [(key: String, value: [UInt8])] {
+        do { return try storage.loadWebhookMaterial(provider) } catch {
+            Log.warning("could not read what webhook verification kept; starting cold", ["provider": provider.rawValue, "error": String(describing: error)])
+            return []
+        }
+    }
+
+    func save(_ provider: Provider, key: String, value: [UInt8], keepUntil: Date) {
+        thread.after(0) { [storage] in
+            do { try storage.saveWebhookMaterial(provider, key: key, value: value, keepUntil: keepUntil) } catch {
+                Log.warning("could not keep webhook verification material; it is fetched again after a restart",
+                            ["provider": provider.rawValue, "error": String(describing: error)])
+            }
+        }
     }
 }
 

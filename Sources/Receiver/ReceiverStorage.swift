@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+import Reconciliation
 import Store
 
 /// Where the receiver stores what it accepts and records what it rejects. PostgreSQL in production
@@ -18,6 +19,10 @@ public protocol ReceiverStorage: Sendable {
     func pendingCount() -> Int64?
     /// Whether `error` means the store is unreachable: the batch is not retried item by item.
     func isUnavailable(_ error: any Error) -> Bool
+    /// What webhook verification kept for `provider` (PayPal's certificates), still to be kept, newest first.
+    func loadWebhookMaterial(_ provider: Provider) throws -> [(key: String, value: [UInt8])]
+    /// Keeps one item of webhook verification material until `keepUntil`.
+    func saveWebhookMaterial(_ provider: Provider, key: String, value: [UInt8], keepUntil: Date) throws
 }
 
 /// The receiver's storage in PostgreSQL (`DeliveryStore`).
@@ -43,5 +48,11 @@ public struct PostgresReceiverStorage: ReceiverStorage {
     public func isUnavailable(_ error: any Error) -> Bool {
         guard let error = error as? PostgresError else { return true }
         return error.isConnectionFailure
+    }
+    public func loadWebhookMaterial(_ provider: Provider) throws -> [(key: String, value: [UInt8])] {
+        try pool.withConnection { try WebhookMaterial.load(provider, on: $0) }
+    }
+    public func saveWebhookMaterial(_ provider: Provider, key: String, value: [UInt8], keepUntil: Date) throws {
+        try pool.withConnection { try WebhookMaterial.save(provider, key: key, value: value, keepUntil: keepUntil, on: $0) }
     }
 }

@@ -1,30 +1,38 @@
 import Foundation
 import Observability
+import Providers
 import Store
 import Synchronization
 
 /// Rejected deliveries travel here, never with genuine ones: each is counted per (provider, reason,
-/// source address, hour), and only the first `samplesPerHour` of each (provider, reason, hour) are kept as samples.
+/// source address, hour), and only the first `samplesPerHour` of each (provider, reason, hour), at most `samplesPerDay`
+/// of each (provider, reason, day), are kept as samples. Only the first `logsPerMinute` of each (provider, reason) a
+/// minute are logged; the rest are summed into one line when the minute ends (`RejectionLogBudget`), so a flood never
+/// drives journald's rate limit into dropping the lines that matter.
 /// What waits to be written is bounded in bytes (`maxBytes` of samples) and in count keys (`maxKeys`); beyond
 /// that a rejection is still answered, and counted in `payrecon_rejections_not_recorded_total`, but not written.
 /// A flood of bad requests can therefore neither fill the disk nor make a genuine delivery wait or get 503: the lane
 /// flushes in its own short transactions on its own queue.
 final class RejectionLane: Sendable {
     struct SampleKey: Hashable { var provider: String; var reason: String; var hour: Int64 }
+    struct DayKey: Hashable { var provider: String; var reason: String; var day: Int64 }
 
     private struct State {
         var counts: [RejectionCount.Key: Int64] = [:]
         var samples: [Rejection] = []
         var bytes = 0
         var sampled: [SampleKey: Int] = [:]
+        var sampledToday: [DayKey: Int] = [:]
         var flushing = false
+        var logs: RejectionLogBudget
     }
 
     let storage: any ReceiverStorage
     let maxBytes: Int
     let maxKeys: Int
     let samplesPerHour: Int
-    private let state = Mutex(State())
+    let samplesPerDay: Int
+    private let state: Mutex<State>
     private let thread = DedicatedThread(name: "rejection-lane")
     private let notRecorded = Metrics.shared.counter("payrecon_rejections_not_recorded_total",
                                                      help: "Rejected deliveries not recorded because the rejection lane was full.")
@@ -34,34 +42,66 @@ final class RejectionLane: Sendable {
     let flushInterval: Double
 
     init(storage: any ReceiverStorage, maxBytes: Int = 4 << 20, maxKeys: Int = 10_000, samplesPerHour: Int = DeliveryStore.samplesPerHour,
-         flushInterval: Double = 1, clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) {
-        self.storage = storage; self.maxBytes = maxBytes; self.maxKeys = maxKeys; self.samplesPerHour = samplesPerHour; self.clock = clock
+         samplesPerDay: Int = DeliveryStore.samplesPerDay, logsPerMinute: Int = 10,
+         flushInterval: Double = 1, clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
+         log: @escaping @Sendable (_ summary: RejectionLogBudget.Summary) -> Void = RejectionLane.logSummary) {
+        self.storage = storage; self.maxBytes = maxBytes; self.maxKeys = maxKeys; self.samplesPerHour = samplesPerHour
+        self.samplesPerDay = samplesPerDay; self.clock = clock
         self.flushInterval = flushInterval
+        self.logSummary = log
+        self.state = Mutex(State(logs: RejectionLogBudget(perMinute: logsPerMinute)))
     }
 
-    func record(_ r: Rejection) {
-        let hour = clock() / 3600 * 3600
-        let (accepted, flush): (Bool, Bool) = state.withLock { s in
+    private let logSummary: @Sendable (RejectionLogBudget.Summary) -> Void
+
+    /// The summary line of a minute's rejections that were not logged one by one.
+    static let logSummary: @Sendable (RejectionLogBudget.Summary) -> Void = { summary in
+        Log.warning("deliveries rejected without a line of their own", ["provider": summary.provider, "reason": summary.reason,
+            "not_logged": summary.suppressed, "minute": ISO8601.format(Date(timeIntervalSince1970: TimeInterval(summary.minute)))])
+    }
+
+    /// Counts `r` (and keeps it as a sample while its hour's and day's share lasts); whether it may have a log line of
+    /// its own.
+    @discardableResult
+    func record(_ r: Rejection) -> Bool {
+        let now = clock()
+        let hour = now / 3600 * 3600
+        let (accepted, flush, logIt, summaryDue): (Bool, Bool, Bool, Int64?) = state.withLock { s in
+            let admitted = s.logs.admit(provider: r.provider, reason: r.reason, at: now)
             let key = RejectionCount.Key(provider: r.provider, reason: r.reason, source: r.remoteAddress ?? "", hour: hour)
-            guard s.counts[key] != nil || s.counts.count < maxKeys else { return (false, false) }
+            guard s.counts[key] != nil || s.counts.count < maxKeys else { return (false, false, admitted.log, admitted.summaryAt) }
             s.counts[key, default: 0] += 1
             let start = !s.flushing
             s.flushing = true
             let sampleKey = SampleKey(provider: r.provider, reason: r.reason, hour: hour)
+            let dayKey = DayKey(provider: r.provider, reason: r.reason, day: now / 86_400)
             let size = r.bodyPrefix.count + r.headers.reduce(0) { $0 + $1.0.utf8.count + $1.1.utf8.count } + r.message.utf8.count
-            if s.sampled[sampleKey, default: 0] < samplesPerHour {
-                guard s.bytes + size <= maxBytes else { return (true, start) }   // counted; the sample is dropped
+            if s.sampled[sampleKey, default: 0] < samplesPerHour, s.sampledToday[dayKey, default: 0] < samplesPerDay {
+                guard s.bytes + size <= maxBytes else { return (true, start, admitted.log, admitted.summaryAt) }   // counted; the sample is dropped
                 s.sampled[sampleKey, default: 0] += 1
+                s.sampledToday[dayKey, default: 0] += 1
                 s.samples.append(r)
                 s.bytes += size
             }
             if s.sampled.count > 4 * maxKeys { s.sampled = s.sampled.filter { $0.key.hour == hour } }
-            return (true, start)
+            if s.sampledToday.count > 4 * maxKeys { s.sampledToday = s.sampledToday.filter { $0.key.day == dayKey.day } }
+            return (true, start, admitted.log, admitted.summaryAt)
+        }
+        if let summaryDue {
+            // The first rejection this minute not logged on its own: its minute's summary is written when it ends.
+            thread.after(Double(max(0, summaryDue - clock()))) { [self] in writeSummaries() }
         }
         if !accepted { notRecorded.increment([("provider", r.provider), ("reason", r.reason)]) }
         // Written at most once per `flushInterval`: a flood then updates each count row once a second, not once per
         // request (each update leaves a dead row version for vacuum; per request that was ~300 KiB a minute).
         if flush { thread.after(flushInterval) { [self] in self.flush() } }
+        return logIt
+    }
+
+    /// Writes the summary line of every (provider, reason) whose minute ended with rejections not logged.
+    private func writeSummaries() {
+        let now = clock()
+        for summary in state.withLock({ $0.logs.ended(at: now) }) { logSummary(summary) }
     }
 
     /// Writes what is waiting; if more arrives meanwhile, writes again one `flushInterval` later.
@@ -88,6 +128,7 @@ final class RejectionLane: Sendable {
     /// Waits (until `timeout`) for what is waiting to be written, then lets the lane's thread end.
     func drain(timeout: DispatchTime) {
         while state.withLock({ $0.flushing }), DispatchTime.now() < timeout { usleep(2_000) }
+        for summary in state.withLock({ $0.logs.ended(at: .max) }) { logSummary(summary) }
         thread.stop()
     }
 }
@@ -95,3 +136,50 @@ final class RejectionLane: Sendable {
 extension RejectionCount {
     struct Key: Hashable { var provider: String; var reason: String; var source: String; var hour: Int64 }
 }
+
+/// Which rejections get a log line of their own: the first `perMinute` of each (provider, reason) in each clock minute.
+/// The others are counted, and `ended(at:)` gives one summary per (provider, reason) whose minute is over. Pure: the
+/// lane holds it under its lock and passes the time in.
+struct RejectionLogBudget: Sendable {
+    struct Key: Hashable, Sendable { var provider: String; var reason: String }
+    struct Summary: Sendable, Equatable { var provider: String; var reason: String; var minute: Int64; var suppressed: Int }
+    private struct Window { var minute: Int64; var logged: Int; var suppressed: Int }
+
+    let perMinute: Int
+    private var windows: [Key: Window] = [:]
+    init(perMinute: Int) { self.perMinute = max(0, perMinute) }
+
+    /// Whether a rejection at `now` (unix seconds) gets its own line; `summaryAt`, when it is the first of its minute
+    /// not to: the time its minute's summary is due.
+    mutating func admit(provider: String, reason: String, at now: Int64) -> (log: Bool, summaryAt: Int64?) {
+        let key = Key(provider: provider, reason: reason)
+        let minute = now / 60 * 60
+        var window = windows[key] ?? Window(minute: minute, logged: 0, suppressed: 0)
+        if window.minute != minute {
+            // A window left unsummarised (its timer not run yet) keeps its count for `ended`; a new one starts.
+            if window.suppressed > 0 { pending.append(Summary(provider: provider, reason: reason, minute: window.minute, suppressed: window.suppressed)) }
+            window = Window(minute: minute, logged: 0, suppressed: 0)
+        }
+        defer { windows[key] = window }
+        if window.logged < perMinute { window.logged += 1; return (true, nil) }
+        window.suppressed += 1
+        return (false, window.suppressed == 1 ? minute + 60 : nil)
+    }
+
+    /// Summaries of windows that ended before a later one began.
+    private var pending: [Summary] = []
+
+    /// One summary per (provider, reason) whose minute ended by `now` with rejections not logged; each given once.
+    mutating func ended(at now: Int64) -> [Summary] {
+        var out = pending
+        pending = []
+        for (key, window) in windows where window.minute + 60 <= now {
+            if window.suppressed > 0 {
+                out.append(Summary(provider: key.provider, reason: key.reason, minute: window.minute, suppressed: window.suppressed))
+            }
+            windows[key] = nil
+        }
+        return out.sorted { ($0.minute, $0.provider, $0.reason) < ($1.minute, $1.provider, $1.reason) }
+    }
+}
+

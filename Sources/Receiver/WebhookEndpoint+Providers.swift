@@ -18,7 +18,10 @@ public struct VerifyingEndpoint: WebhookEndpoint {
         } catch { return .rejected(DeliveryRejection(error)) }
     }
 
-    public func prepare(headers: HTTPHeaders, then: @escaping @Sendable () -> Void) { webhook.prepare(headers: headers, then: then) }
+    public func prepare(headers: HTTPHeaders, sender: String?, then: @escaping @Sendable () -> Void) {
+        webhook.prepare(headers: headers, sender: sender, then: then)
+    }
+    public func keep(in store: any WebhookMaterialStore) { webhook.keep(in: store) }
 
     /// One endpoint per provider whose webhook side is configured.
     public static func all(_ webhooks: [Provider: any ProviderWebhook]) -> [VerifyingEndpoint] {

@@ -10,12 +10,15 @@ public protocol WebhookEndpoint: Sendable {
     /// Decides without waiting on anything: called on the HTTP thread serving the request.
     func accept(headers: HTTPHeaders, body: [UInt8], now: Date) -> Acceptance
     /// Fetches what `accept` answered `.needsFetch` for, without blocking; `then` runs on any thread once `accept`
-    /// can decide.
-    func prepare(headers: HTTPHeaders, then: @escaping @Sendable () -> Void)
+    /// can decide. `sender`: the sender's address group (`SenderAddress.group`), whose share of fetches it spends.
+    func prepare(headers: HTTPHeaders, sender: String?, then: @escaping @Sendable () -> Void)
+    /// Restores, and from now on saves, what verification keeps across restarts.
+    func keep(in store: any WebhookMaterialStore)
 }
 
 extension WebhookEndpoint {
-    public func prepare(headers: HTTPHeaders, then: @escaping @Sendable () -> Void) { then() }
+    public func prepare(headers: HTTPHeaders, sender: String?, then: @escaping @Sendable () -> Void) { then() }
+    public func keep(in store: any WebhookMaterialStore) {}
 }
 
 /// What an endpoint decided about a delivery.

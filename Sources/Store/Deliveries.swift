@@ -21,7 +21,9 @@ public struct NewDelivery: Sendable {
 
 /// A delivery answered 4xx, kept for audit.
 public struct Rejection: Sendable {
-    public static let maxBodyPrefix = 64 * 1024
+    /// The first 8 KiB of a rejected body, and of its headers, are kept in a sample.
+    public static let maxBodyPrefix = 8 * 1024
+    public static let maxHeaderBytes = 8 * 1024
     public var provider: String
     public var reason: String
     public var message: String
@@ -30,9 +32,28 @@ public struct Rejection: Sendable {
     public var bodyBytes: Int64
     public var remoteAddress: String?
     public init(provider: String, reason: String, message: String, headers: [(String, String)], body: [UInt8], bodyBytes: Int64? = nil, remoteAddress: String?) {
-        self.provider = provider; self.reason = reason; self.message = message; self.headers = headers
+        self.provider = provider; self.reason = reason; self.message = message; self.headers = Self.bounded(headers)
         self.bodyPrefix = Array(body.prefix(Self.maxBodyPrefix)); self.bodyBytes = bodyBytes ?? Int64(body.count)
         self.remoteAddress = remoteAddress
+    }
+}
+
+extension Rejection {
+    /// The headers as kept in a sample: in order, up to `maxHeaderBytes` of names and values; a value that would pass
+    /// it is cut, and what is left out is said in a last entry.
+    static func bounded(_ headers: [(String, String)]) -> [(String, String)] {
+        var room = maxHeaderBytes
+        var kept: [(String, String)] = []
+        for (index, (name, value)) in headers.enumerated() {
+            let size = name.utf8.count + value.utf8.count
+            if size <= room { kept.append((name, value)); room -= size; continue }
+            if name.utf8.count < room {
+                kept.append((name, String(decoding: value.utf8.prefix(room - name.utf8.count), as: UTF8.self)))
+            }
+            kept.append(("payrecon-truncated", "headers past 8 KiB not kept (\(headers.count - index) of \(headers.count) cut or left out)"))
+            break
+        }
+        return kept
     }
 }
 
@@ -89,24 +110,42 @@ public enum DeliveryStore {
         // nothing is left on the session (PgBouncer in transaction mode hands it to someone else next).
         var statements: [PostgresStatement] = [PostgresStatement("BEGIN"), PostgresStatement("SET LOCAL synchronous_commit = on"),
                                                 PostgresStatement("SET LOCAL statement_timeout = '\(max(1, statementTimeoutMilliseconds))ms'")]
-        let insertIndex = statements.count
+        var insertIndex = statements.count
         if !unique.isEmpty {
             // One INSERT for the batch, its rows as arrays: one parse, plan and executor start whatever the batch size
             // (a VALUES list of seven parameters a row was parsed and planned anew for every batch).
             // Rows in key order: two receivers inserting overlapping keys then lock them in the same order and
             // cannot deadlock each other.
             let rows = unique.indices.sorted { deliveries[unique[$0]].dedupeKey < deliveries[unique[$1]].dedupeKey }
-                .map { (d: deliveries[unique[$0]], extra: extra[$0]) }
+                .map { (d: deliveries[unique[$0]], extra: extra[$0], arrival: Int64(unique[$0])) }
             // A transmission id already stored with another body is refused: PayPal signs a CRC32 of the body, which
-            // a different body can match. Refused rows are simply not in RETURNING.
+            // a different body can match. `transmissions` holds one body hash per transmission id, under a primary key:
+            // the first body of a batch, or of two receivers' concurrent batches, is the one recorded (a second insert
+            // waits for the first's transaction, then does nothing), and the INSERT below (a statement of its own, so
+            // it sees what committed meanwhile) stores only deliveries whose body is the recorded one. Refused rows are
+            // simply not in RETURNING.
+            let signed = rows.filter { $0.d.transmissionID != nil }
+            if !signed.isEmpty {
+                statements.append(PostgresStatement("""
+                    INSERT INTO transmissions (provider, transmission_id, body_sha256)
+                    SELECT v.provider, v.transmission_id, sha256(v.body)
+                    FROM unnest($1::text[], $2::text[], $3::bytea[], $4::bigint[]) AS v(provider, transmission_id, body, arrival)
+                    -- One lock order for every receiver (no deadlock between two); within one id, the first to arrive.
+                    ORDER BY v.transmission_id, v.arrival
+                    ON CONFLICT (provider, transmission_id) DO NOTHING
+                    """, [.textArray(signed.map(\.d.provider.rawValue)), .textArray(signed.map { $0.d.transmissionID ?? "" }),
+                          .byteaArray(signed.map(\.d.body)), .int64Array(signed.map(\.arrival))]))
+            }
+            insertIndex = statements.count
             statements.append(PostgresStatement("""
                 INSERT INTO deliveries (provider, dedupe_key, event_type, headers, body, redeliveries, last_redelivered_at, transmission_id)
                 SELECT v.provider, v.dedupe_key, v.event_type, v.headers::jsonb, v.body, v.redeliveries,
                        CASE WHEN v.redeliveries > 0 THEN now() END, v.transmission_id
                 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bytea[], $6::bigint[], $7::text[])
                      WITH ORDINALITY AS v(provider, dedupe_key, event_type, headers, body, redeliveries, transmission_id, n)
-                WHERE v.transmission_id IS NULL OR NOT EXISTS (
-                    SELECT 1 FROM deliveries d WHERE d.provider = v.provider AND d.transmission_id = v.transmission_id AND d.body <> v.body)
+                WHERE v.transmission_id IS NULL OR EXISTS (
+                    SELECT 1 FROM transmissions t WHERE t.provider = v.provider AND t.transmission_id = v.transmission_id
+                    AND t.body_sha256 = sha256(v.body))
                 ORDER BY v.n
                 ON CONFLICT (provider, dedupe_key) DO UPDATE
                     SET redeliveries = deliveries.redeliveries + 1 + excluded.redeliveries, last_redelivered_at = now()
@@ -149,11 +188,13 @@ public enum DeliveryStore {
         }
     }
 
-    /// Samples kept per (provider, reason, hour).
+    /// Samples kept per (provider, reason, hour), and per (provider, reason, day).
     public static let samplesPerHour = 20
+    public static let samplesPerDay = 100
 
     /// Records rejections in one short transaction of their own (never in a delivery's): the counts added up, and
-    /// each sample stored only while its (provider, reason, hour) has fewer than `samplesPerHour`. Returns the
+    /// each sample stored only while its (provider, reason, hour) has fewer than `samplesPerHour` and its (provider,
+    /// reason, day) fewer than `samplesPerDay`. Returns the
     /// samples stored.
     @discardableResult
     public static func recordRejections(_ counts: [RejectionCount], samples: [Rejection], on conn: PostgresConnection) throws -> Int {
@@ -172,8 +213,11 @@ public enum DeliveryStore {
                 SELECT $1, $2, $3, $4::jsonb, $5, $6, $7
                 WHERE (SELECT count(*) FROM rejected_deliveries WHERE provider = $1 AND reason = $2
                        AND received_at >= date_trunc('hour', now())) < $8
+                  AND (SELECT count(*) FROM rejected_deliveries WHERE provider = $1 AND reason = $2
+                       AND received_at >= date_trunc('day', now())) < $9
                 """, [.text(r.provider), .text(r.reason), .text(r.message), .jsonb(headersJSON(r.headers)), .bytea(r.bodyPrefix),
-                      .int64(r.bodyBytes), r.remoteAddress.map { .text($0) } ?? .null, .int64(Int64(samplesPerHour))]))
+                      .int64(r.bodyBytes), r.remoteAddress.map { .text($0) } ?? .null, .int64(Int64(samplesPerHour)),
+                      .int64(Int64(samplesPerDay))]))
         }
         statements.append(PostgresStatement("COMMIT"))
         let results = try conn.pipeline(statements).map { try $0.get() }

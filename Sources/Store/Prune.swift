@@ -44,7 +44,7 @@ public struct RetentionPolicy: Sendable, Equatable {
 /// discrepancies and actions are never touched.
 public enum PruneStore {
     public struct Removed: Sendable, Equatable {
-        public var deliveries = 0, rejected = 0, rejectionCounts = 0, runs = 0
+        public var deliveries = 0, rejected = 0, rejectionCounts = 0, runs = 0, transmissions = 0, webhookMaterial = 0
         public init() {}
     }
 
@@ -57,6 +57,11 @@ public enum PruneStore {
             ("rejected_deliveries", "received_at < now() - make_interval(secs => $1::bigint)", policy.rejectedSeconds, \.rejected),
             ("rejection_counts", "hour < now() - make_interval(secs => $1::bigint)", policy.rejectedSeconds, \.rejectionCounts),
             ("runs", "finished_at IS NOT NULL AND finished_at < now() - make_interval(secs => $1::bigint)", policy.runsSeconds, \.runs),
+            // A transmission id guards its body only while a redelivery could be fresh (the signature tolerance is
+            // minutes); kept as long as finished deliveries.
+            ("transmissions", "received_at < now() - make_interval(secs => $1::bigint)", policy.deliveriesSeconds, \.transmissions),
+            // Certificates past their notAfter verify nothing.
+            ("webhook_material", "keep_until < now() - make_interval(secs => $1::bigint)", 0, \.webhookMaterial),
         ]
         for target in targets {
             if dryRun {

@@ -114,6 +114,22 @@ extension Environment {
         return try Self.address(text, variable: "PAYRECON_WORK_METRICS_LISTEN")
     }
 
+    /// `host:port` where `serve` answers /metrics, /readyz and /healthz instead of the webhook listener
+    /// (`--metrics-listen`, else PAYRECON_METRICS_LISTEN); nil: on the webhook listener.
+    public func serveMetricsAddress(flag: String?) throws(ConfigurationError) -> (host: String, port: UInt16)? {
+        if let flag { return try Self.address(flag, variable: "--metrics-listen") }
+        guard let text = self["PAYRECON_METRICS_LISTEN"] else { return nil }
+        return try Self.address(text, variable: "PAYRECON_METRICS_LISTEN")
+    }
+
+    /// PAYRECON_TRUSTED_PROXIES: addresses or CIDR blocks of the proxies in front of `serve`.
+    public func trustedProxies() throws(ConfigurationError) -> [AddressRange] {
+        guard let text = self["PAYRECON_TRUSTED_PROXIES"] else { return [] }
+        do { return try AddressRange.list(text) } catch {
+            throw ConfigurationError("PAYRECON_TRUSTED_PROXIES=\(text): \(error); list the proxies in front of serve, e.g. 127.0.0.1 or 10.0.0.0/8,fd00::/8")
+        }
+    }
+
     static func address(_ text: String, variable: String) throws(ConfigurationError) -> (host: String, port: UInt16)? {
         guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]) else {
             throw ConfigurationError("\(variable)\(variable.hasPrefix("--") ? " " : "=")\(text) must be host:port, e.g. 127.0.0.1:8080 or 0.0.0.0:8080")

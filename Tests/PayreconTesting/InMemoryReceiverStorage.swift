@@ -80,4 +80,22 @@ public final class InMemoryReceiverStorage: ReceiverStorage {
     public func isReady() -> Bool { state.withLock { $0.available } }
     public func pendingCount() -> Int64? { state.withLock { Int64($0.rows.count) } }
     public func isUnavailable(_ error: any Error) -> Bool { error is Unavailable }
+
+    /// Webhook verification material, as `webhook_material` keeps it (provider, key) → (value, keep until).
+    private let material = Mutex<[String: (value: [UInt8], keepUntil: Date, saved: Int)]>([:])
+    public func loadWebhookMaterial(_ provider: Provider) throws -> [(key: String, value: [UInt8])] {
+        guard isReady() else { throw Unavailable() }
+        let prefix = provider.rawValue + "\u{0}"
+        return material.withLock { $0 }.filter { $0.key.hasPrefix(prefix) && $0.value.keepUntil > Date() }
+            .sorted { $0.value.saved > $1.value.saved }.map { (key: String($0.key.dropFirst(prefix.count)), value: $0.value.value) }
+    }
+    public func saveWebhookMaterial(_ provider: Provider, key: String, value: [UInt8], keepUntil: Date) throws {
+        guard isReady() else { throw Unavailable() }
+        material.withLock { $0[provider.rawValue + "\u{0}" + key] = (value, keepUntil, $0.count) }
+    }
+    /// Keys of what was saved for `provider`.
+    public func webhookMaterialKeys(_ provider: Provider) -> [String] {
+        let prefix = provider.rawValue + "\u{0}"
+        return material.withLock { $0.keys.filter { $0.hasPrefix(prefix) }.map { String($0.dropFirst(prefix.count)) } }
+    }
 }

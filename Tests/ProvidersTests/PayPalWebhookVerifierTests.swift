@@ -491,8 +491,9 @@ import Testing
     @Test func onlyValidatedCertificatesAreCached() throws {
         struct NotACertificate: Error {}
         let upstream = CountingCertificateSource(pem: Array("<html>not a certificate</html>".utf8))
-        let cache = CachingCertificateSource(upstream: upstream, validate: { _, pem in
+        let cache = CachingCertificateSource(upstream: upstream, validate: { _, pem, now in
             guard pem.starts(with: Array("-----BEGIN".utf8)) else { throw NotACertificate() }
+            return ValidatedCertificate(keepUntil: now.addingTimeInterval(60))
         })
         #expect(throws: NotACertificate.self) { try cache.pem(for: "a") }
         #expect(cache.count == 0)

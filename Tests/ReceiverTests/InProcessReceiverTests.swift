@@ -11,12 +11,18 @@ import Testing
 @Suite struct InProcessReceiverTests {
     static let key = "in-process-key"
 
-    static func with(_ body: (String, InMemoryReceiverStorage) async throws -> Void) async throws {
+    static func with(_ configuration: Receiver.Configuration = .init(host: "127.0.0.1", port: 0, threads: 2),
+                     _ body: (String, InMemoryReceiverStorage) async throws -> Void) async throws {
+        try await withReceiver(configuration) { base, storage, _ in try await body(base, storage) }
+    }
+
+    static func withReceiver(_ configuration: Receiver.Configuration = .init(host: "127.0.0.1", port: 0, threads: 2),
+                             _ body: (String, InMemoryReceiverStorage, Receiver) async throws -> Void) async throws {
         let storage = InMemoryReceiverStorage()
         let endpoint = VerifyingEndpoint(provider: .pxp, webhook: PXPProvider.Webhook(verifier: try PXPWebhookVerifier(key: key)))
-        let receiver = Receiver(configuration: .init(host: "127.0.0.1", port: 0, threads: 2), endpoints: [endpoint], storage: storage)
+        let receiver = Receiver(configuration: configuration, endpoints: [endpoint], storage: storage)
         let port = try receiver.start()
-        do { try await body("http://127.0.0.1:\(port)", storage) } catch { await offload { receiver.shutdown() }; throw error }
+        do { try await body("http://127.0.0.1:\(port)", storage, receiver) } catch { await offload { receiver.shutdown() }; throw error }
         await offload { receiver.shutdown() }
     }
 
@@ -44,6 +50,105 @@ import Testing
 
             let paypal = try await HTTPClient().send(HTTPClientRequest(method: "POST", url: base + "/webhooks/paypal", body: Array("{}".utf8)))
             #expect(paypal.status == 503 && paypal.text.contains("set PAYPAL_WEBHOOK_ID"))
+        }
+    }
+
+    /// Only the headers verification or dedupe reads, Content-Type, Content-Length, User-Agent and X-Forwarded-For are
+    /// stored as sent; every other header is kept by name with `[redacted]` (a proxy's `X-Api-Key`, `X-Auth-Token`… a
+    /// three-name denylist let through).
+    @Test func onlyTheHeadersVerificationReadsAreStoredAsSent() async throws {
+        try await Self.with { base, storage in
+            let body = #"{"eventData":{"merchantTransactionId":"TX-H"}}"#
+            let ts = String(Int(Date().timeIntervalSince1970))
+            let extra = [("X-Api-Key", "proxy-secret-1"), ("X-Auth-Token", "proxy-secret-2"), ("User-Agent", "PXP-Webhooks/1.0"),
+                         ("X-Forwarded-For", "198.51.100.7"), ("Content-Type", "application/json")]
+            for (requestID, key) in [("r-h", Self.key), ("r-h-forged", "wrong")] {
+                let headers = [("X-Request-Id", requestID), ("X-Signature-Timestamp", ts),
+                               ("X-Signature", PXPWebhookVerifier.signature(key: key, requestID: requestID, timestamp: ts, body: Array(body.utf8)))] + extra
+                _ = try await HTTPClient().send(HTTPClientRequest(method: "POST", url: base + "/webhooks/pxp", headers: headers, body: Array(body.utf8)))
+            }
+            #expect(await eventually(5) { storage.rejections.count == 1 })
+            let stored = try #require(storage.deliveries.first?.delivery.headers)
+            let sample = try #require(storage.rejections.first?.headers)
+            for headers in [stored, sample] {
+                func value(_ name: String) -> String? { headers.first { $0.0.lowercased() == name }?.1 }
+                #expect(value("x-api-key") == "[redacted]" && value("x-auth-token") == "[redacted]", "\(headers)")
+                #expect(!headers.contains { $0.1.contains("proxy-secret") })
+                #expect(value("user-agent") == "PXP-Webhooks/1.0" && value("x-forwarded-for") == "198.51.100.7")
+                #expect(value("content-type") == "application/json" && value("content-length") != nil && value("content-length") != "[redacted]")
+                #expect(value("x-request-id")?.hasPrefix("r-h") == true && value("x-signature-timestamp") == ts)
+                #expect(value("x-signature").map { $0 != "[redacted]" } == true)
+                #expect(value("host") == "[redacted]")
+            }
+        }
+    }
+
+    /// Behind a trusted proxy the sender is the last X-Forwarded-For hop (rejection counts and samples name it), and
+    /// not the proxy; from any other peer the header is ignored.
+    @Test func behindATrustedProxyTheSenderIsTheLastForwardedHop() async throws {
+        var configuration = Receiver.Configuration(host: "127.0.0.1", port: 0, threads: 2)
+        configuration.trustedProxies = [try AddressRange("127.0.0.0/8")]
+        try await Self.with(configuration) { base, storage in
+            let headers = [("X-Request-Id", "r-p"), ("X-Signature-Timestamp", "1"), ("X-Signature", "AAAA"),
+                           ("X-Forwarded-For", "10.9.9.9, 203.0.113.5")]
+            _ = try await HTTPClient().send(HTTPClientRequest(method: "POST", url: base + "/webhooks/pxp", headers: headers, body: Array("{}".utf8)))
+            #expect(await eventually(5) { storage.rejections.count == 1 })
+            #expect(storage.rejections.first?.remoteAddress == "203.0.113.5")
+        }
+        try await Self.with { base, storage in
+            let headers = [("X-Request-Id", "r-q"), ("X-Signature-Timestamp", "1"), ("X-Signature", "AAAA"), ("X-Forwarded-For", "203.0.113.5")]
+            _ = try await HTTPClient().send(HTTPClientRequest(method: "POST", url: base + "/webhooks/pxp", headers: headers, body: Array("{}".utf8)))
+            #expect(await eventually(5) { storage.rejections.count == 1 })
+            #expect(storage.rejections.first?.remoteAddress == "127.0.0.1")
+        }
+    }
+
+    /// With PAYRECON_METRICS_LISTEN, /metrics, /readyz and /healthz answer there and not on the webhook listener (a
+    /// proxy in front of the webhooks publishes nothing else); webhooks are not answered on the metrics listener.
+    @Test func operationsEndpointsMoveToTheMetricsListener() async throws {
+        var configuration = Receiver.Configuration(host: "127.0.0.1", port: 0, threads: 2)
+        configuration.metricsHost = "127.0.0.1"
+        try await Self.withReceiver(configuration) { base, _, receiver in
+            let operations = "http://127.0.0.1:\(receiver.operationsPort)"
+            #expect(!base.hasSuffix(":\(receiver.operationsPort)"))
+            for path in ["/metrics", "/readyz", "/healthz"] {
+                #expect(try await HTTPClient().send(HTTPClientRequest(method: "GET", url: base + path)).status == 404, "\(path)")
+                let answer = try await HTTPClient().send(HTTPClientRequest(method: "GET", url: operations + path))
+                #expect(answer.status == 200, "\(path)")
+            }
+            #expect(try await HTTPClient().send(HTTPClientRequest(method: "POST", url: operations + "/webhooks/pxp", body: Array("{}".utf8))).status == 404)
+            #expect(try await Self.pxp(base, #"{"eventData":{"merchantTransactionId":"TX-M"}}"#, requestID: "r-m").status == 200)
+        }
+    }
+
+    /// Bodies held at once are bounded (PAYRECON_MAX_BODY_BUFFER): senders holding almost-complete large bodies fill
+    /// what large bodies may use, the next large one is answered 503 with Retry-After at once, and a small genuine
+    /// delivery is still accepted (the first 64 KiB of each body draw on a reserve large ones cannot take).
+    @Test func bodiesHeldAtOnceAreBoundedAndASmallDeliveryStillFits() async throws {
+        var configuration = Receiver.Configuration(host: "127.0.0.1", port: 0, maxBodyBytes: 1 << 20, threads: 2)
+        configuration.maxBodyBuffer = 2 << 20   // 2 MiB: 1.5 MiB for large bodies, 512 KiB reserve
+        try await Self.withReceiver(configuration) { base, _, receiver in
+            let port = UInt16(base.split(separator: ":").last!)!
+            // Two senders hold 700 KiB each of a declared 1 MiB body: 1.4 MiB held.
+            var holders: [RawSocket?] = []
+            for _ in 0..<2 {
+                let socket = try RawSocket(port: port)
+                socket.send("POST /webhooks/pxp HTTP/1.1\r\nHost: x\r\nContent-Length: 1048576\r\n\r\n")
+                socket.send([UInt8](repeating: 0x61, count: 700 * 1024))
+                holders.append(socket)
+            }
+            #expect(await eventually(5) { receiver.bodyBufferBytes >= 1_400 * 1024 })
+            // A third large body passes what large bodies may hold: 503 with Retry-After at once, before any of it is read.
+            let third = try RawSocket(port: port)
+            third.send("POST /webhooks/pxp HTTP/1.1\r\nHost: x\r\nContent-Length: 1048576\r\n\r\n")
+            let answer = String(decoding: third.receive(timeout: 5) ?? [], as: UTF8.self)
+            #expect(answer.hasPrefix("HTTP/1.1 503") && answer.contains("Retry-After: 5") && answer.contains("body_buffer_full"), "\(answer.prefix(300))")
+            // A small genuine delivery still fits.
+            let small = try await Self.pxp(base, #"{"eventData":{"merchantTransactionId":"TX-SMALL"}}"#, requestID: "r-small")
+            #expect(small.status == 200)
+            holders.removeAll()   // closed (deinit)
+            _ = third
+            #expect(await eventually(5) { receiver.bodyBufferBytes < 200 * 1024 })
         }
     }
 

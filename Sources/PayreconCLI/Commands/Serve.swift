@@ -11,12 +11,14 @@ let serveCommand = Command(
     name: "serve",
     summary: "Receive webhooks: verify, store durably, answer 2xx only after commit.",
     options: [
-        Options.listen, Options.threads, Options.portFile,
+        Options.listen, Options.threads, Options.portFile, serveMetricsListen,
     ],
     details: """
-        Endpoints: POST /webhooks/pxp, /webhooks/paypal, /webhooks/paypercut; GET /healthz, /readyz, /metrics.
+        Endpoints: POST /webhooks/pxp, /webhooks/paypal, /webhooks/paypercut; GET /healthz, /readyz, /metrics
+        (on --metrics-listen / PAYRECON_METRICS_LISTEN when set, and then not on the webhook listener).
         A provider's endpoint is enabled when its secret is set: PXP_WEBHOOK_KEY, PAYPAL_WEBHOOK_ID,
-        PAYPERCUT_WEBHOOK_SECRET. SIGTERM or Ctrl-C drains in-flight deliveries and exits 0.
+        PAYPERCUT_WEBHOOK_SECRET. Behind a TLS proxy, name it in PAYRECON_TRUSTED_PROXIES (README: Behind a TLS
+        proxy). SIGTERM or Ctrl-C drains in-flight deliveries and exits 0.
         """
 ) { args in
     let env = Environment()
@@ -38,6 +40,13 @@ let serveCommand = Command(
                     ["request_timeout_s": requestTimeout, "commit_timeout_s": commitTimeout])
     }
     let maxPerIP = try env.int("PAYRECON_MAX_CONNECTIONS_PER_IP", default: 256, range: 1...1_000_000)
+    let maxBodyBuffer = try env.int("PAYRECON_MAX_BODY_BUFFER", default: Receiver.defaultMaxBodyBuffer, range: (1 << 20)...(1 << 40))
+    if maxBodyBuffer < maxBody {
+        throw ConfigurationError("PAYRECON_MAX_BODY_BUFFER=\(maxBodyBuffer) is smaller than PAYRECON_MAX_BODY_BYTES=\(maxBody): no delivery "
+            + "of the largest size could ever be held; raise PAYRECON_MAX_BODY_BUFFER")
+    }
+    let trustedProxies = try env.trustedProxies()
+    let metricsAddress = try env.serveMetricsAddress(flag: args.value(serveMetricsListen))
     let endpoints = try webhookEndpoints(env)
     let pool = PostgresPool(conninfo: url, size: 8, acquireTimeout: 5)
     if !pool.healthy() {
@@ -46,7 +55,9 @@ let serveCommand = Command(
     let receiver = Receiver(configuration: .init(host: host, port: port, maxBodyBytes: maxBody, threads: threads,
                                                  maxConnections: maxConnections, maxConnectionsPerIP: maxPerIP,
                                                  commitTimeoutSeconds: Double(commitTimeout),
-                                                 requestTimeoutSeconds: Double(requestTimeout)),
+                                                 requestTimeoutSeconds: Double(requestTimeout), trustedProxies: trustedProxies,
+                                                 maxBodyBuffer: maxBodyBuffer, metricsHost: metricsAddress?.host,
+                                                 metricsPort: metricsAddress?.port ?? 0),
                             endpoints: endpoints, pool: pool)
     let bound: UInt16
     do { bound = try receiver.start() } catch { throw FatalError("\(error)") }
@@ -58,3 +69,6 @@ let serveCommand = Command(
     return Exit.ok
 }
 
+
+private let serveMetricsListen = OptionKey<String>("--metrics-listen", "HOST:PORT",
+    "Answer /metrics, /readyz and /healthz here, not on the webhook listener (default PAYRECON_METRICS_LISTEN; the webhook listener).")

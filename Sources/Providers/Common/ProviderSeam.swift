@@ -20,12 +20,16 @@ public struct ProviderDefinition: Sendable {
     /// Its API side over `transport`. Always built: without credentials every call is a permanent failure that
     /// names `apiVariables`, while what needs no call (reading a stored event) still works.
     public let api: @Sendable (Environment, any ProviderTransport) throws(ConfigurationError) -> any ProviderAPI
+    /// The request headers its webhook verification or dedupe reads: stored with a delivery as sent (any other header
+    /// is stored by name with the value `[redacted]`, since proxies add credentials under many names).
+    public let webhookHeaders: [String]
 
     public init(provider: Provider, traits: ProviderTraits, webhookSecretVariable: String, apiVariables: String,
+                webhookHeaders: [String],
                 webhook: @escaping @Sendable (Environment) throws(ConfigurationError) -> (any ProviderWebhook)?,
                 api: @escaping @Sendable (Environment, any ProviderTransport) throws(ConfigurationError) -> any ProviderAPI) {
         self.provider = provider; self.traits = traits; self.webhookSecretVariable = webhookSecretVariable
-        self.apiVariables = apiVariables; self.webhook = webhook; self.api = api
+        self.apiVariables = apiVariables; self.webhookHeaders = webhookHeaders; self.webhook = webhook; self.api = api
     }
 }
 
@@ -40,15 +44,29 @@ public protocol ProviderWebhook: Sendable {
     /// other deliveries, ever waits on a fetch a sender asked for.
     func acceptWithoutWaiting(headers: Headers, body: [UInt8], now: Date) throws(WebhookRejection) -> AcceptedEvent?
     /// Fetches what `acceptWithoutWaiting` lacked, without blocking; `then` runs (any thread) once it can decide.
-    func prepare(headers: Headers, then: @escaping @Sendable () -> Void)
+    /// `sender`: the address group the delivery came from, which pays for the fetch from its own share.
+    func prepare(headers: Headers, sender: String?, then: @escaping @Sendable () -> Void)
+    /// Restores what verification keeps across restarts (PayPal's validated signing certificates) from `store`, and
+    /// saves there what it learns from now on.
+    func keep(in store: any WebhookMaterialStore)
+}
+
+/// Where a provider's webhook side keeps what verifying deliveries taught it (PayPal's validated signing
+/// certificates), so a restart starts warm. The receiver's database in production.
+public protocol WebhookMaterialStore: Sendable {
+    /// What was saved for `provider` and is still to be kept, newest first.
+    func load(_ provider: Provider) -> [(key: String, value: [UInt8])]
+    /// Saves one item until `keepUntil`. Called on a thread that serves requests: must not block.
+    func save(_ provider: Provider, key: String, value: [UInt8], keepUntil: Date)
 }
 
 extension ProviderWebhook {
+    public func keep(in store: any WebhookMaterialStore) {}
     /// Providers whose verification needs nothing from the network (HMAC) decide at once.
     public func acceptWithoutWaiting(headers: Headers, body: [UInt8], now: Date) throws(WebhookRejection) -> AcceptedEvent? {
         try accept(headers: headers, body: body, now: now)
     }
-    public func prepare(headers: Headers, then: @escaping @Sendable () -> Void) { then() }
+    public func prepare(headers: Headers, sender: String?, then: @escaping @Sendable () -> Void) { then() }
 }
 
 /// What the receiver stores with a verified delivery.

@@ -196,7 +196,7 @@ public struct X509Certificate: Sendable, Hashable {
         return result
     }
 
-    private static func date(_ time: UnsafePointer<ASN1_TIME>?) -> Date? {
+    static func date(_ time: UnsafePointer<ASN1_TIME>?) -> Date? {
         guard let time else { return nil }
         var t = tm()
         guard ASN1_TIME_to_tm(time, &t) == 1 else { ERR_clear_error(); return nil }

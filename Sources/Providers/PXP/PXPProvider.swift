@@ -10,6 +10,7 @@ public enum PXPProvider {
         traits: ProviderTraits(requiresMerchantAndSite: true),
         webhookSecretVariable: "PXP_WEBHOOK_KEY",
         apiVariables: "PXP_CLIENT_ID, PXP_TOKEN_ID and PXP_TOKEN_VALUE",
+        webhookHeaders: [PXPWebhookVerifier.requestIDHeader, PXPWebhookVerifier.timestampHeader, PXPWebhookVerifier.signatureHeader],
         webhook: { env throws(ConfigurationError) in try webhook(env) },
         api: { env, transport throws(ConfigurationError) in try API(environment: env, transport: transport) })
 

@@ -10,15 +10,39 @@ public protocol CertificateSource: Sendable {
     /// The PEM when it is at hand without waiting; throws when it is known not to be had; nil when only a fetch can
     /// tell (then `prefetch`, and ask again).
     func pemWithoutWaiting(for url: String) throws -> [UInt8]?
-    /// Fetches `url` if a fetch is allowed, without blocking the caller; `then` runs (on any thread) once
-    /// `pemWithoutWaiting` can answer, or at once when there is nothing to wait for.
-    func prefetch(_ url: String, then: @escaping @Sendable () -> Void)
+    /// Fetches `url` if a fetch is allowed for `sender` (the address group the delivery came from, nil when unknown),
+    /// without blocking the caller; `then` runs (on any thread) once `pemWithoutWaiting` can answer, or at once when
+    /// there is nothing to wait for.
+    func prefetch(_ url: String, sender: String?, then: @escaping @Sendable () -> Void)
+    /// The certificate at `url` as already validated (chained, its name checked for the URL), when this source keeps
+    /// one: the verifier then checks the signature first and the chain only as its validity window.
+    func signingCertificate(for url: String) -> SigningCertificate?
+    /// The certificate at `url` has just verified a delivery's signature.
+    func verifiedDelivery(with url: String)
 }
 
 extension CertificateSource {
     /// Sources without a network (fixed, unavailable) always answer at once.
     public func pemWithoutWaiting(for url: String) throws -> [UInt8]? { try pem(for: url) }
-    public func prefetch(_ url: String, then: @escaping @Sendable () -> Void) { then() }
+    public func prefetch(_ url: String, sender: String?, then: @escaping @Sendable () -> Void) { then() }
+    public func prefetch(_ url: String, then: @escaping @Sendable () -> Void) { prefetch(url, sender: nil, then: then) }
+    public func signingCertificate(for url: String) -> SigningCertificate? { nil }
+    public func verifiedDelivery(with url: String) {}
+}
+
+/// A PayPal signing certificate as validated: its leaf, and the window in which its whole chain is valid.
+public struct SigningCertificate: Sendable {
+    public let leaf: X509Certificate
+    public let validity: DateInterval
+    public init(leaf: X509Certificate, validity: DateInterval) { self.leaf = leaf; self.validity = validity }
+}
+
+/// What validating a served PEM gives the cache: until when it may be kept, and (for the verifier's fast path) the
+/// validated certificate.
+public struct ValidatedCertificate: Sendable {
+    public var keepUntil: Date
+    public var signing: SigningCertificate?
+    public init(keepUntil: Date, signing: SigningCertificate? = nil) { self.keepUntil = keepUntil; self.signing = signing }
 }
 
 /// Serves one fixed PEM for every URL (`payrecon verify --cert FILE`, tests).
@@ -37,34 +61,42 @@ public struct UnavailableCertificateSource: CertificateSource {
     public func pem(for url: String) throws -> [UInt8] { throw Unavailable() }
 }
 
-/// A thread-safe, bounded, expiring cache in front of another `CertificateSource`, keyed by URL, that no sender can
-/// turn into a fetch storm:
+
+/// A thread-safe, bounded cache of validated certificates in front of another `CertificateSource`, keyed by URL,
+/// that no sender can turn into a fetch storm nor use to keep genuine deliveries from verifying:
 /// - one fetch at a time per URL: callers missing the same URL wait for that one fetch (`prefetch` callers without a
 ///   thread: their continuation is kept, at most `maxWaiters` of them; beyond that they are answered at once);
 /// - a URL whose fetch (or validation) failed is not fetched again for `failureTTL` (5 minutes): those deliveries
 ///   are refused at once;
-/// - at most `maxNewURLsPerMinute` (10) distinct uncached URLs are fetched per minute; beyond that, refused at once;
+/// - at most `maxNewURLsPerMinute` (10) distinct uncached URLs are fetched per minute, and at most
+///   `maxNewURLsPerSenderPerMinute` (2) of them for one sender (an IPv4 address, an IPv6 /64): a stranger's stream of
+///   random URLs spends its own share, not the budget a new genuine URL (PayPal rotates them) needs;
 /// - only what `validate` accepts (parsed, chained to the trust roots, the CN PayPal serves from that URL's host) is
-///   cached.
-///
-/// PayPal serves each cert with `max-age=86400`, and a cert URL names one certificate (the id changes when PayPal
-/// rotates), so a day's TTL is safe. When full, expired entries go first, then the least recently fetched.
+///   cached, and kept until what `validate` says (the chain's notAfter), not on a timer;
+/// - when full, expired entries go first, then those that never verified a delivery (oldest first), and only then the
+///   least recently used of those that did: a stranger's entry never pushes out one a genuine delivery uses;
+/// - a certificate is handed to `persist` the first time it verifies a delivery (the receiver keeps it in the
+///   database, and `restore` brings it back at start, so a restart starts warm).
 public final class CachingCertificateSource: CertificateSource {
     private struct Entry {
         var pem: [UInt8]
-        var expires: Date
+        var keepUntil: Date
+        var signing: SigningCertificate?
         var stored: UInt64
+        /// When it last verified a delivery; nil for a certificate only fetched so far.
+        var verified: Date?
     }
 
     private struct State {
         var entries: [String: Entry] = [:]
         var failures: [String: (until: Date, reason: String)] = [:]
         var inFlight: [String: Fetch] = [:]
-        var recentFetches: [Date] = []
+        var recentFetches: [(at: Date, sender: String)] = []
         var counter: UInt64 = 0
         var hits = 0
         var misses = 0
         var fetches = 0
+        var persist: (@Sendable (_ url: String, _ pem: [UInt8], _ keepUntil: Date) -> Void)?
     }
 
     /// One fetch of one URL; later callers for the same URL wait on it.
@@ -83,42 +115,51 @@ public final class CachingCertificateSource: CertificateSource {
     }
 
     private let upstream: any CertificateSource
-    private let validate: @Sendable (_ url: String, _ pem: [UInt8]) throws -> Void
+    private let validate: @Sendable (_ url: String, _ pem: [UInt8], _ now: Date) throws -> ValidatedCertificate
     public let maxEntries: Int
-    public let ttl: TimeInterval
     public let failureTTL: TimeInterval
     public let maxNewURLsPerMinute: Int
+    public let maxNewURLsPerSenderPerMinute: Int
     /// Most `prefetch` continuations kept waiting on fetches at once (each holds a delivery's body).
     public let maxWaiters: Int
     private let clock: @Sendable () -> Date
     private let state = Mutex(State())
 
     /// - Parameter validate: throws when the PEM served at the URL is not a certificate to cache (the verifier's checks,
-    ///   which depend on the URL: each of PayPal's hosts serves one name).
-    public init(upstream: any CertificateSource, maxEntries: Int = 32, ttl: TimeInterval = 86_400, failureTTL: TimeInterval = 300,
-                maxNewURLsPerMinute: Int = 10, maxWaiters: Int = 256,
-                validate: @escaping @Sendable (_ url: String, _ pem: [UInt8]) throws -> Void = { _, _ in },
+    ///   which depend on the URL: each of PayPal's hosts serves one name); says until when it may be kept.
+    public init(upstream: any CertificateSource, maxEntries: Int = 32, failureTTL: TimeInterval = 300,
+                maxNewURLsPerMinute: Int = 10, maxNewURLsPerSenderPerMinute: Int = 2, maxWaiters: Int = 256,
+                validate: @escaping @Sendable (_ url: String, _ pem: [UInt8], _ now: Date) throws -> ValidatedCertificate,
                 clock: @escaping @Sendable () -> Date = { Date() }) {
         self.upstream = upstream
         self.validate = validate
         self.maxEntries = max(1, maxEntries)
-        self.ttl = ttl
         self.failureTTL = failureTTL
         self.maxNewURLsPerMinute = max(1, maxNewURLsPerMinute)
+        self.maxNewURLsPerSenderPerMinute = max(1, maxNewURLsPerSenderPerMinute)
         self.maxWaiters = max(0, maxWaiters)
         self.clock = clock
+    }
+
+    /// A cache whose entries are kept `ttl` after their fetch, whatever they are (tests of the cache's own rules).
+    public convenience init(upstream: any CertificateSource, maxEntries: Int = 32, ttl: TimeInterval = 86_400, failureTTL: TimeInterval = 300,
+                            maxNewURLsPerMinute: Int = 10, maxNewURLsPerSenderPerMinute: Int = 2, maxWaiters: Int = 256,
+                            clock: @escaping @Sendable () -> Date = { Date() }) {
+        self.init(upstream: upstream, maxEntries: maxEntries, failureTTL: failureTTL, maxNewURLsPerMinute: maxNewURLsPerMinute,
+                  maxNewURLsPerSenderPerMinute: maxNewURLsPerSenderPerMinute, maxWaiters: maxWaiters,
+                  validate: { _, _, now in ValidatedCertificate(keepUntil: now.addingTimeInterval(ttl)) }, clock: clock)
     }
 
     private enum Step { case cached([UInt8]), wait(Fetch), fetch(Fetch), refuse(String), fetchAllowed }
 
     /// What to do for `url` now. `join`: whether the caller takes part (waits on a fetch in flight, or starts one);
     /// without it nothing changes but the hit count.
-    private func step(for url: String, now: Date, join: Bool) -> Step {
-        state.withLock { decide(&$0, url: url, now: now, join: join) }
+    private func step(for url: String, sender: String?, now: Date, join: Bool) -> Step {
+        state.withLock { decide(&$0, url: url, sender: sender, now: now, join: join) }
     }
 
-    private func decide(_ state: inout State, url: String, now: Date, join: Bool) -> Step {
-        if let entry = state.entries[url], entry.expires > now {
+    private func decide(_ state: inout State, url: String, sender: String?, now: Date, join: Bool) -> Step {
+        if let entry = state.entries[url], entry.keepUntil > now {
             state.hits += 1
             return .cached(entry.pem)
         }
@@ -133,14 +174,21 @@ public final class CachingCertificateSource: CertificateSource {
             if join { state.misses += 1; fetch.waiters += 1 }
             return .wait(fetch)
         }
-        state.recentFetches.removeAll { $0 <= now.addingTimeInterval(-60) }
+        state.recentFetches.removeAll { $0.at <= now.addingTimeInterval(-60) }
+        // A sender's share applies when the sender is known (the receiver always knows it; `pem(for:)`, which
+        // `payrecon verify` uses, does not).
+        let who = sender ?? ""
+        guard sender == nil || state.recentFetches.lazy.filter({ $0.sender == who }).count < maxNewURLsPerSenderPerMinute else {
+            state.misses += 1
+            return .refuse("\(maxNewURLsPerSenderPerMinute) uncached certificate URLs were fetched for this sender in the last minute; not fetched")
+        }
         guard state.recentFetches.count < maxNewURLsPerMinute else {
             state.misses += 1
             return .refuse("\(maxNewURLsPerMinute) uncached certificate URLs were fetched in the last minute; not fetched")
         }
         guard join else { return .fetchAllowed }
         state.misses += 1
-        state.recentFetches.append(now)
+        state.recentFetches.append((now, who))
         state.fetches += 1
         let fetch = Fetch()
         state.inFlight[url] = fetch
@@ -148,7 +196,7 @@ public final class CachingCertificateSource: CertificateSource {
     }
 
     public func pem(for url: String) throws -> [UInt8] {
-        switch step(for: url, now: clock(), join: true) {
+        switch step(for: url, sender: nil, now: clock(), join: true) {
         case .cached(let pem): return pem
         case .refuse(let reason): throw Refused(reason: reason)
         case .wait(let fetch):
@@ -162,14 +210,36 @@ public final class CachingCertificateSource: CertificateSource {
     }
 
     public func pemWithoutWaiting(for url: String) throws -> [UInt8]? {
-        switch step(for: url, now: clock(), join: false) {
+        switch step(for: url, sender: nil, now: clock(), join: false) {
         case .cached(let pem): return pem
         case .refuse(let reason): throw Refused(reason: reason)
         case .wait, .fetch, .fetchAllowed: return nil
         }
     }
 
-    public func prefetch(_ url: String, then: @escaping @Sendable () -> Void) {
+    public func signingCertificate(for url: String) -> SigningCertificate? {
+        let now = clock()
+        return state.withLock { state in
+            guard let entry = state.entries[url], entry.keepUntil > now, let signing = entry.signing else { return nil }
+            state.hits += 1
+            return signing
+        }
+    }
+
+    public func verifiedDelivery(with url: String) {
+        let now = clock()
+        let save: (@Sendable () -> Void)? = state.withLock { state in
+            guard var entry = state.entries[url] else { return nil }
+            let first = entry.verified == nil
+            entry.verified = now
+            state.entries[url] = entry
+            guard first, let persist = state.persist else { return nil }
+            return { [pem = entry.pem, keepUntil = entry.keepUntil] in persist(url, pem, keepUntil) }
+        }
+        save?()
+    }
+
+    public func prefetch(_ url: String, sender: String?, then: @escaping @Sendable () -> Void) {
         // One decision under the lock: join the fetch in flight (bounded), or start one if the rules allow, or
         // nothing to wait for. (Two locks let another caller start the fetch in between.)
         enum Plan { case kept, now, start(Fetch) }
@@ -181,7 +251,7 @@ public final class CachingCertificateSource: CertificateSource {
                 fetch.continuations.append(then)
                 return .kept
             }
-            guard case .fetch(let fetch) = decide(&state, url: url, now: now, join: true) else { return .now }
+            guard case .fetch(let fetch) = decide(&state, url: url, sender: sender, now: now, join: true) else { return .now }
             fetch.continuations.append(then)
             return .start(fetch)
         }
@@ -200,27 +270,20 @@ public final class CachingCertificateSource: CertificateSource {
 
     /// Makes `fetch` on this thread, records its outcome, wakes its blocked waiters and runs its continuations.
     private func complete(_ fetch: Fetch, url: String) -> Result<[UInt8], any Error> {
-        let result: Result<[UInt8], any Error>
+        let result: Result<(pem: [UInt8], validated: ValidatedCertificate), any Error>
         do {
             let pem = try upstream.pem(for: url)
-            try validate(url, pem)
-            result = .success(pem)
+            result = .success((pem, try validate(url, pem, clock())))
         } catch {
             result = .failure(error)
         }
         let now = clock()
-        fetch.result = result
+        fetch.result = result.map(\.pem)
         let (waiters, continuations) = state.withLock { state -> (Int, [@Sendable () -> Void]) in
             state.inFlight[url] = nil
             switch result {
-            case .success(let pem):
-                if state.entries.count >= maxEntries { state.entries = state.entries.filter { $0.value.expires > now } }
-                while state.entries.count >= maxEntries,
-                      let oldest = state.entries.min(by: { $0.value.stored < $1.value.stored })?.key {
-                    state.entries[oldest] = nil
-                }
-                state.counter += 1
-                state.entries[url] = Entry(pem: pem, expires: now.addingTimeInterval(ttl), stored: state.counter)
+            case .success(let fetched):
+                insert(&state, url: url, pem: fetched.pem, validated: fetched.validated, verified: nil, now: now)
             case .failure(let error):
                 // Bounded like the cache: the oldest failures go first.
                 if state.failures.count >= 1024, let oldest = state.failures.min(by: { $0.value.until < $1.value.until })?.key {
@@ -232,11 +295,60 @@ public final class CachingCertificateSource: CertificateSource {
         }
         for _ in 0..<waiters { fetch.done.signal() }
         for continuation in continuations { continuation() }
-        return result
+        return fetch.result
+    }
+
+    /// Makes room (expired entries, then those that never verified a delivery, oldest first, then the least recently
+    /// used of the rest) and stores the entry.
+    private func insert(_ state: inout State, url: String, pem: [UInt8], validated: ValidatedCertificate, verified: Date?, now: Date) {
+        if state.entries[url] == nil, state.entries.count >= maxEntries {
+            state.entries = state.entries.filter { $0.value.keepUntil > now }
+        }
+        while state.entries[url] == nil, state.entries.count >= maxEntries,
+              let victim = state.entries.min(by: { Self.evictsBefore($0.value, $1.value) })?.key {
+            state.entries[victim] = nil
+        }
+        state.counter += 1
+        let wasVerified = state.entries[url]?.verified
+        state.entries[url] = Entry(pem: pem, keepUntil: validated.keepUntil, signing: validated.signing, stored: state.counter,
+                                   verified: verified ?? wasVerified)
+    }
+
+    /// Whether `a` goes before `b` when room is needed.
+    private static func evictsBefore(_ a: Entry, _ b: Entry) -> Bool {
+        switch (a.verified, b.verified) {
+        case (nil, nil): a.stored < b.stored
+        case (nil, _): true
+        case (_, nil): false
+        case (let x?, let y?): x < y
+        }
+    }
+
+    /// Certificates kept from an earlier run (`persist`): each validated again now, and kept as having verified a
+    /// delivery (it had, or it would not have been kept). Returns how many were restored.
+    @discardableResult
+    public func restore(_ kept: [(url: String, pem: [UInt8])]) -> Int {
+        let now = clock()
+        var restored = 0
+        for (url, pem) in kept {
+            guard let validated = try? validate(url, pem, now), validated.keepUntil > now else { continue }
+            state.withLock { insert(&$0, url: url, pem: pem, validated: validated, verified: now, now: now) }
+            restored += 1
+        }
+        return restored
+    }
+
+    /// Where a certificate goes the first time it verifies a delivery (called on the verifying thread: it must not
+    /// block).
+    public func persist(with save: @escaping @Sendable (_ url: String, _ pem: [UInt8], _ keepUntil: Date) -> Void) {
+        state.withLock { $0.persist = save }
     }
 
     /// Number of URLs cached now (expired ones included until evicted).
     public var count: Int { state.withLock { $0.entries.count } }
+
+    /// Whether `url` is cached now.
+    public func contains(_ url: String) -> Bool { state.withLock { $0.entries[url] != nil } }
 
     /// Lookups answered from the cache, lookups that went upstream, and fetches actually made.
     public var statistics: (hits: Int, misses: Int) { state.withLock { ($0.hits, $0.misses) } }

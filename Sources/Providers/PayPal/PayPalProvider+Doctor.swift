@@ -160,7 +160,7 @@ extension PayPalProvider.API {
             return .failed(doctorCertificate, "cannot fetch \(certURL) (\(whose)): \(error); check that this host can reach it.\(sofar)")
         }
         let leaf: X509Certificate
-        do { leaf = try PayPalWebhookVerifier.signingCertificate(pem, certURL: certURL, trustRoots: roots, at: Date()) } catch {
+        do { leaf = try PayPalWebhookVerifier.signingCertificate(pem, certURL: certURL, trustRoots: roots, at: Date()).leaf } catch {
             let roots = env["PAYPAL_TRUST_ROOTS"].map { "PAYPAL_TRUST_ROOTS=\($0)" } ?? "the DigiCert roots shipped with payrecon (PAYPAL_TRUST_ROOTS unset)"
             return .failed(doctorCertificate, "\(certURL) (\(whose)): \(error.description). The receiver refuses every "
                            + "delivery signed with it (401 untrusted_certificate): point PAYPAL_TRUST_ROOTS at a PEM bundle holding the root "

@@ -16,6 +16,9 @@ public enum PayPalProvider {
         traits: ProviderTraits(),
         webhookSecretVariable: "PAYPAL_WEBHOOK_ID",
         apiVariables: "PAYPAL_CLIENT_ID and PAYPAL_CLIENT_SECRET",
+        webhookHeaders: [PayPalWebhookVerifier.transmissionIDHeader, PayPalWebhookVerifier.transmissionTimeHeader,
+                         PayPalWebhookVerifier.transmissionSignatureHeader, PayPalWebhookVerifier.certURLHeader,
+                         PayPalWebhookVerifier.authAlgorithmHeader],
         webhook: { env throws(ConfigurationError) in try webhook(env) },
         api: { env, transport throws(ConfigurationError) in try API(environment: env, transport: transport) })
 
@@ -30,16 +33,21 @@ public enum PayPalProvider {
         }
         let tolerance = try env.signatureTolerance()
         do {
-            let roots = try trustRoots(env)
-            // Only a certificate that parsed, chained and names the CN PayPal serves from its URL's host is cached;
-            // failures are remembered.
-            let source = CachingCertificateSource(upstream: HTTPCertificateSource(), validate: { url, pem in
-                try PayPalWebhookVerifier.validateSigningCertificate(pem, certURL: url, trustRoots: roots)
-            })
-            return Webhook(verifier: try PayPalWebhookVerifier(
-                webhookID: webhookID, certificateSource: source,
-                trustRoots: roots, certURLPrefixes: prefixes, tolerance: tolerance))
+            return try webhook(webhookID: webhookID, trustRoots: try trustRoots(env), certURLPrefixes: prefixes, tolerance: tolerance)
         } catch let e as ConfigurationError { throw e } catch { throw ConfigurationError("PayPal webhooks: \(error)") }
+    }
+
+    /// The receiver's PayPal side over `upstream` (PayPal's certificate URLs over HTTP in production): a verifier
+    /// behind a `CachingCertificateSource` that caches only a certificate that parsed, chained and names the CN PayPal
+    /// serves from its URL's host, until the chain's notAfter; failures are remembered.
+    public static func webhook(webhookID: String, trustRoots roots: [X509Certificate], certURLPrefixes prefixes: [String],
+                               tolerance: TimeInterval = WebhookDefaults.signatureTolerance,
+                               upstream: any CertificateSource = HTTPCertificateSource()) throws(WebhookConfigurationError) -> Webhook {
+        let source = CachingCertificateSource(upstream: upstream, validate: { url, pem, now in
+            try PayPalWebhookVerifier.validateSigningCertificate(pem, certURL: url, trustRoots: roots, now: now)
+        })
+        return Webhook(verifier: try PayPalWebhookVerifier(webhookID: webhookID, certificateSource: source, trustRoots: roots,
+                                                           certURLPrefixes: prefixes, tolerance: tolerance), cache: source)
     }
 
     /// `PAYPAL_CERT_URL_PREFIXES`, else PayPal's live and sandbox certificate URLs.
@@ -63,7 +71,9 @@ public enum PayPalProvider {
 
     public struct Webhook: ProviderWebhook {
         public let verifier: PayPalWebhookVerifier
-        public init(verifier: PayPalWebhookVerifier) { self.verifier = verifier }
+        /// The verifier's certificate cache, kept in the receiver's database (`keep(in:)`).
+        let cache: CachingCertificateSource?
+        public init(verifier: PayPalWebhookVerifier, cache: CachingCertificateSource? = nil) { self.verifier = verifier; self.cache = cache }
         public func accept(headers: Headers, body: [UInt8], now: Date) throws(WebhookRejection) -> AcceptedEvent {
             try verifier.verify(headers: headers, body: body, time: .at(now))
             return try Self.event(headers: headers, body: body)
@@ -73,8 +83,17 @@ public enum PayPalProvider {
             guard try verifier.verifyWithoutWaiting(headers: headers, body: body, time: .at(now)) else { return nil }
             return try Self.event(headers: headers, body: body)
         }
-        public func prepare(headers: Headers, then: @escaping @Sendable () -> Void) {
-            verifier.prefetchCertificate(headers: headers, then: then)
+        public func prepare(headers: Headers, sender: String?, then: @escaping @Sendable () -> Void) {
+            verifier.prefetchCertificate(headers: headers, sender: sender, then: then)
+        }
+        /// Signing certificates that verified a delivery are saved until their notAfter, and those saved before (still
+        /// under an allowed prefix) are validated again and cached at start: a restart, or a stranger's stream of
+        /// cert URLs right after one, never keeps a genuine delivery waiting for a fetch.
+        public func keep(in store: any WebhookMaterialStore) {
+            guard let cache else { return }
+            let kept = store.load(.paypal).filter { verifier.isAllowed(certURL: $0.key) }.map { (url: $0.key, pem: $0.value) }
+            cache.restore(kept)
+            cache.persist { url, pem, keepUntil in store.save(.paypal, key: url, value: pem, keepUntil: keepUntil) }
         }
         private static func event(headers: Headers, body: [UInt8]) throws(WebhookRejection) -> AcceptedEvent {
             let e = try PayPalEvent.parse(body: body)

@@ -8,13 +8,15 @@ import Foundation
 /// 2. `PAYPAL-AUTH-ALGO`, when present, is `SHA256withRSA` → else `invalid_signature`;
 /// 3. the transmission time is RFC 3339 and (unless evaluating at the signed time) within the tolerance of now
 ///    → else `stale_timestamp`;
-/// 4. the cert URL starts with an allowed prefix and its rest is a plain path → else `untrusted_certificate`
-///    (never fetched);
-/// 5. fetched through the certificate source, parsed, chained to the trust roots at the transmission time (through
-///    any intermediates served after the leaf), subject CN the one PayPal issues for the URL's host
+/// 4. the cert URL is one plain path segment under an allowed prefix → else `untrusted_certificate` (never fetched);
+///    the signature is base64 → else `invalid_signature`;
+/// 5. a certificate the source keeps validated (`CachingCertificateSource`): the signature verifies → else
+///    `invalid_signature`, then its chain's validity window holds the transmission time and now → else
+///    `untrusted_certificate`. A forged delivery naming a cached certificate costs one RSA verification;
+/// 6. otherwise fetched through the certificate source, parsed, chained to the trust roots at the transmission time
+///    (through any intermediates served after the leaf), subject CN the one PayPal issues for the URL's host
 ///    (`acceptedCommonNames(forCertURL:)`), and valid now (unless evaluating at the signed time)
-///    → else `untrusted_certificate`;
-/// 6. the signature verifies → else `invalid_signature`.
+///    → else `untrusted_certificate`; then the signature verifies → else `invalid_signature`.
 public struct PayPalWebhookVerifier: Sendable {
     public static let transmissionIDHeader = "PAYPAL-TRANSMISSION-ID"
     public static let transmissionTimeHeader = "PAYPAL-TRANSMISSION-TIME"
@@ -78,9 +80,10 @@ public struct PayPalWebhookVerifier: Sendable {
     }
 
     /// Fetches the delivery's certificate without blocking; `then` runs once `verifyWithoutWaiting` can decide.
-    public func prefetchCertificate(headers: Headers, then: @escaping @Sendable () -> Void) {
+    /// `sender`: the address group the delivery came from (it spends that sender's share of the fetch budget).
+    public func prefetchCertificate(headers: Headers, sender: String? = nil, then: @escaping @Sendable () -> Void) {
         guard let certURL = headers.nonEmpty(Self.certURLHeader), isAllowed(certURL: certURL) else { return then() }
-        certificateSource.prefetch(certURL, then: then)
+        certificateSource.prefetch(certURL, sender: sender, then: then)
     }
 
     private func verify(headers: Headers, body: [UInt8], time: VerificationTime, waiting: Bool) throws(WebhookRejection) -> Bool {
@@ -107,8 +110,23 @@ public struct PayPalWebhookVerifier: Sendable {
 
         guard isAllowed(certURL: certURL) else {
             throw WebhookRejection(.untrustedCertificate,
-                "\(Self.certURLHeader) \(quoted(certURL, limit: 120)) is not under an allowed prefix (PAYPAL_CERT_URL_PREFIXES); not fetched")
+                "\(Self.certURLHeader) \(quoted(certURL, limit: 120)) is not one path segment under an allowed prefix (PAYPAL_CERT_URL_PREFIXES); not fetched")
         }
+        guard let signature = Base64.decode(signatureText) else {
+            throw WebhookRejection(.invalidSignature, "\(Self.transmissionSignatureHeader) is not base64")
+        }
+        let message = Array(Self.signedMessage(transmissionID: transmissionID, transmissionTime: transmissionTime,
+                                               webhookID: webhookID, body: body).utf8)
+
+        // A certificate the source keeps was chained and name-checked when it was cached: the signature first (one RSA
+        // verification is all a forged delivery naming it costs), then the times against the chain's window.
+        if let kept = certificateSource.signingCertificate(for: certURL) {
+            guard kept.leaf.verifyRSASHA256(signature: signature, message: message) else { throw Self.badSignature }
+            try Self.check(kept.validity, transmittedAt: transmittedAt, now: now, time: time)
+            certificateSource.verifiedDelivery(with: certURL)
+            return true
+        }
+
         let pem: [UInt8]
         do {
             if waiting {
@@ -120,37 +138,44 @@ public struct PayPalWebhookVerifier: Sendable {
         } catch {
             throw WebhookRejection(.untrustedCertificate, "cannot fetch the certificate at \(quoted(certURL, limit: 120)): \(error)")
         }
-        let leaf: X509Certificate
+        let signing: SigningCertificate
         do {
-            leaf = try Self.signingCertificate(pem, certURL: certURL, trustRoots: trustRoots, at: transmittedAt)
+            signing = try Self.signingCertificate(pem, certURL: certURL, trustRoots: trustRoots, at: transmittedAt)
         } catch {
             throw WebhookRejection(.untrustedCertificate, error.description)
         }
-        if case .at = time, !leaf.isValid(at: now) {
-            let until = leaf.notAfter.map(ISO8601.format) ?? "?"
-            let from = leaf.notBefore.map(ISO8601.format) ?? "?"
+        try Self.check(signing.validity, transmittedAt: transmittedAt, now: now, time: time)
+        guard signing.leaf.verifyRSASHA256(signature: signature, message: message) else { throw Self.badSignature }
+        certificateSource.verifiedDelivery(with: certURL)
+        return true
+    }
+
+    private static var badSignature: WebhookRejection {
+        WebhookRejection(.invalidSignature,
+            "\(transmissionSignatureHeader) does not verify over the transmission id, time, PAYPAL_WEBHOOK_ID and body CRC32 "
+            + "(check PAYPAL_WEBHOOK_ID; simulator deliveries use WEBHOOK_ID)")
+    }
+
+    /// The chain must be valid at the transmission time, and (unless evaluating at the signed time) now.
+    private static func check(_ validity: DateInterval, transmittedAt: Date, now: Date, time: VerificationTime) throws(WebhookRejection) {
+        let from = ISO8601.format(validity.start), until = ISO8601.format(validity.end)
+        guard validity.contains(transmittedAt) else {
+            throw WebhookRejection(.untrustedCertificate,
+                "the signing certificate's chain is valid from \(from) to \(until), not at the transmission time \(ISO8601.format(transmittedAt))")
+        }
+        if case .at = time, !validity.contains(now) {
             throw WebhookRejection(.untrustedCertificate,
                 "the signing certificate is valid from \(from) to \(until), not now; replay old deliveries with --at transmission")
         }
-
-        guard let signature = Base64.decode(signatureText) else {
-            throw WebhookRejection(.invalidSignature, "\(Self.transmissionSignatureHeader) is not base64")
-        }
-        let message = Self.signedMessage(transmissionID: transmissionID, transmissionTime: transmissionTime,
-                                         webhookID: webhookID, body: body)
-        guard leaf.verifyRSASHA256(signature: signature, message: Array(message.utf8)) else {
-            throw WebhookRejection(.invalidSignature,
-                "\(Self.transmissionSignatureHeader) does not verify over the transmission id, time, PAYPAL_WEBHOOK_ID and body CRC32 "
-                + "(check PAYPAL_WEBHOOK_ID; simulator deliveries use WEBHOOK_ID)")
-        }
-        return true
     }
 
     /// What a fetched certificate must be before it is cached: what `signingCertificate` accepts now (the verifier
     /// checks it again at the transmission time).
+    @discardableResult
     public static func validateSigningCertificate(_ pem: [UInt8], certURL: String, trustRoots: [X509Certificate],
-                                                  now: Date = Date()) throws {
-        _ = try signingCertificate(pem, certURL: certURL, trustRoots: trustRoots, at: now)
+                                                  now: Date = Date()) throws -> ValidatedCertificate {
+        let signing = try signingCertificate(pem, certURL: certURL, trustRoots: trustRoots, at: now)
+        return ValidatedCertificate(keepUntil: signing.validity.end, signing: signing)
     }
 
     /// Why the PEM served at a cert URL is not PayPal's signing certificate.
@@ -162,16 +187,18 @@ public struct PayPalWebhookVerifier: Sendable {
     /// anchor of `trustRoots`, through any intermediates served after it (they complete a chain, they are not
     /// trusted), and its subject CN is the one `acceptedCommonNames(forCertURL:)` allows.
     static func signingCertificate(_ pem: [UInt8], certURL: String, trustRoots: [X509Certificate],
-                                   at time: Date) throws(UntrustedCertificate) -> X509Certificate {
+                                   at time: Date) throws(UntrustedCertificate) -> SigningCertificate {
         let served: [X509Certificate]
         do { served = try X509Certificate.parsePEMBundle(pem) } catch {
             throw UntrustedCertificate(description: "the certificate at \(quoted(certURL, limit: 120)) is unreadable: \(error)")
         }
         let leaf = served[0]
-        if case .untrusted(let reason) = CertificateChain.verify(leaf: leaf, intermediates: Array(served.dropFirst()),
-                                                                  trustRoots: trustRoots, at: time) {
+        let validity: DateInterval
+        switch CertificateChain.trustedWindow(leaf: leaf, intermediates: Array(served.dropFirst()), trustRoots: trustRoots, at: time) {
+        case .success(let window): validity = window
+        case .failure(let untrusted):
             throw UntrustedCertificate(
-                description: "the signing certificate does not chain to PAYPAL_TRUST_ROOTS at \(ISO8601.format(time)): \(reason)")
+                description: "the signing certificate does not chain to PAYPAL_TRUST_ROOTS at \(ISO8601.format(time)): \(untrusted.reason)")
         }
         let names = leaf.subjectCommonNames
         let accepted = acceptedCommonNames(forCertURL: certURL)
@@ -181,7 +208,7 @@ public struct PayPalWebhookVerifier: Sendable {
             throw UntrustedCertificate(
                 description: "the signing certificate is issued to \(issuedTo), not \(accepted.sorted().joined(separator: " or "))\(only)")
         }
-        return leaf
+        return SigningCertificate(leaf: leaf, validity: validity)
     }
 
     /// The names a certificate served at `certURL` may be issued to. PayPal's live host serves the live certificate
@@ -255,8 +282,10 @@ public struct PayPalWebhookVerifier: Sendable {
         "\(transmissionID)|\(transmissionTime)|\(webhookID)|\(CRC32.checksum(body))"
     }
 
-    /// The URL starts with an allowed prefix and continues with a plain path (no `..`, query, fragment, userinfo,
-    /// backslash or whitespace), so a prefix cannot be escaped.
+    /// The URL starts with an allowed prefix and continues with one plain path segment: no `/`, no `.` or `..`
+    /// segment, query, fragment, userinfo, percent-escape, backslash or whitespace. A prefix cannot be escaped, and no
+    /// two URLs name one resource (HTTP clients fold `./`, `x/../` and `//` into another URL, which let a stranger make
+    /// many cache entries of the genuine certificate, each evicting another).
     public func isAllowed(certURL: String) -> Bool { Self.isAllowed(certURL: certURL, prefixes: certURLPrefixes) }
 
     /// `isAllowed(certURL:)` against `prefixes` (what `payrecon doctor` asks of a stored delivery's cert URL).
@@ -264,11 +293,10 @@ public struct PayPalWebhookVerifier: Sendable {
         // Bytes, not String.hasPrefix: Unicode equivalence must not decide what is under an allowed prefix.
         guard let prefix = prefixes.first(where: { Array(certURL.utf8).starts(with: $0.utf8) }) else { return false }
         let rest = certURL.utf8.dropFirst(prefix.utf8.count)
-        guard !rest.isEmpty, !certURL.contains("..") else { return false }
+        guard !rest.isEmpty, !certURL.contains(".."), !rest.elementsEqual(".".utf8) else { return false }
         return rest.allSatisfy { c in
             (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a)
-                || c == UInt8(ascii: "-") || c == UInt8(ascii: "_") || c == UInt8(ascii: ".") || c == UInt8(ascii: "/")
-                || c == UInt8(ascii: "~")
+                || c == UInt8(ascii: "-") || c == UInt8(ascii: "_") || c == UInt8(ascii: ".") || c == UInt8(ascii: "~")
         }
     }
 }

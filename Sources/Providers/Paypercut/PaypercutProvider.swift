@@ -10,6 +10,7 @@ public enum PaypercutProvider {
         traits: ProviderTraits(),
         webhookSecretVariable: "PAYPERCUT_WEBHOOK_SECRET",
         apiVariables: "PAYPERCUT_SECRET_KEY",
+        webhookHeaders: [PaypercutWebhookVerifier.signatureHeader],
         webhook: { env throws(ConfigurationError) in try webhook(env) },
         api: { env, transport throws(ConfigurationError) in try API(environment: env, transport: transport) })
 

@@ -2,6 +2,7 @@ import PaysimCore
 import PayreconTesting
 import Foundation
 import HTTP
+import Observability
 import Postgres
 @testable import Providers
 import Receiver
@@ -15,9 +16,10 @@ final class ReceiverHarness: @unchecked Sendable {
     static let paypalWebhookID = "WH-TEST-ID"
 
     let database: TestDatabase
-    let receiver: Receiver
+    private(set) var receiver: Receiver
     let pool: PostgresPool
-    let port: UInt16
+    private(set) var port: UInt16
+    let maxBodyBytes: Int
     let client = HTTPClient(configuration: .init(timeoutSeconds: 20, maxConcurrentRequests: 64))
     let paypal: PayPalSigner
     let certServer: HTTPServer
@@ -27,6 +29,7 @@ final class ReceiverHarness: @unchecked Sendable {
     init(maxBodyBytes: Int = 64 * 1024, databaseURL: String? = nil) throws {
         let database = try TestDatabase.create(baseURL: databaseURL ?? TestDatabase.baseURL)
         self.database = database
+        self.maxBodyBytes = maxBodyBytes
         paypal = try PayPalSigner()
         let pem = paypal.leafPEM
         certServer = HTTPServer(configuration: .init(port: 0)) { request, responder in
@@ -39,16 +42,32 @@ final class ReceiverHarness: @unchecked Sendable {
         try certServer.start()
         paypal.certURL = "http://127.0.0.1:\(certServer.port)/v1/notifications/certs/CERT-test"
         pool = PostgresPool(conninfo: database.url, size: 4, acquireTimeout: 2)
+        receiver = try Self.receiver(pool: pool, paypal: paypal, certServerPort: certServer.port, maxBodyBytes: maxBodyBytes,
+                                     upstream: HTTPCertificateSource(), logger: log.logger)
+        port = try receiver.start()
+    }
+
+    /// A receiver with the three providers built as `serve` builds them (PayPal's certificates cached, validated, kept
+    /// in the database), its PayPal certificates fetched from `upstream`.
+    static func receiver(pool: PostgresPool, paypal: PayPalSigner, certServerPort: UInt16, maxBodyBytes: Int,
+                         upstream: any CertificateSource, logger: Logger) throws -> Receiver {
         let endpoints: [any WebhookEndpoint] = [
             VerifyingEndpoint.pxp(try PXPWebhookVerifier(key: Self.pxpKey)),
             VerifyingEndpoint.paypercut(try PaypercutWebhookVerifier(secret: Self.paypercutSecret)),
-            VerifyingEndpoint.paypal(try PayPalWebhookVerifier(
-                webhookID: Self.paypalWebhookID, certificateSource: CachingCertificateSource(upstream: HTTPCertificateSource()),
-                trustRoots: [paypal.ca.certificate],
-                certURLPrefixes: ["http://127.0.0.1:\(certServer.port)/v1/notifications/certs/"])),
+            VerifyingEndpoint(provider: .paypal, webhook: try PayPalProvider.webhook(
+                webhookID: Self.paypalWebhookID, trustRoots: [paypal.ca.certificate],
+                certURLPrefixes: ["http://127.0.0.1:\(certServerPort)/v1/notifications/certs/"], upstream: upstream)),
         ]
-        receiver = Receiver(configuration: .init(host: "127.0.0.1", port: 0, maxBodyBytes: maxBodyBytes, threads: 4),
-                            endpoints: endpoints, pool: pool, logger: log.logger)
+        return Receiver(configuration: .init(host: "127.0.0.1", port: 0, maxBodyBytes: maxBodyBytes, threads: 4),
+                        endpoints: endpoints, pool: pool, logger: logger)
+    }
+
+    /// Stops the receiver and starts a new process's worth of it on the same database (an empty certificate cache),
+    /// its PayPal certificates fetched from `upstream`.
+    func restart(upstream: any CertificateSource) throws {
+        receiver.shutdown()
+        receiver = try Self.receiver(pool: pool, paypal: paypal, certServerPort: certServer.port, maxBodyBytes: maxBodyBytes,
+                                     upstream: upstream, logger: log.logger)
         port = try receiver.start()
     }
 

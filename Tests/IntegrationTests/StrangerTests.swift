@@ -1,0 +1,114 @@
+import Foundation
+import HTTP
+import Postgres
+import PayreconTesting
+@testable import Providers
+import Receiver
+import Reconciliation
+import Store
+import Synchronization
+import Testing
+
+/// What a stranger with only the webhook URL can no longer do to genuine deliveries (and what the receiver keeps).
+@Suite("Strangers", .serialized)
+struct StrangerTests {
+    static let genuine = #"{"id":"WH-GENUINE-1","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_type":"capture","resource":{"id":"CAP-G1","status":"COMPLETED"}}"#
+    /// Same CRC32 as `genuine` (see ReceiverTests.aTransmissionIdReusedWithAnotherBodyIsRefused).
+    static let forged = #"{"id":"WH-FORGED-6","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_type":"capture","resource":{"id":"CAP-EVIL","status":"COMPLETED"},"pad":"aK#L"}"#
+
+    /// Two bodies under one transmission id in one group commit: only the first is stored. The guard used to be a
+    /// NOT EXISTS against stored deliveries, which cannot see rows of its own statement: both were stored.
+    @Test func twoBodiesUnderOneTransmissionIdInOneBatchStoreOne() throws {
+        let db = try TestDatabase.create()
+        defer { db.drop() }
+        let conn = try db.connect()
+        let batch = [
+            NewDelivery(provider: .paypal, dedupeKey: "WH-GENUINE-1", eventType: nil, headers: [], body: Array(Self.genuine.utf8), transmissionID: "T-1"),
+            NewDelivery(provider: .paypal, dedupeKey: "WH-FORGED-6", eventType: nil, headers: [], body: Array(Self.forged.utf8), transmissionID: "T-1"),
+        ]
+        let stored = try DeliveryStore.commit(batch, on: conn)
+        #expect(stored[0].inserted && stored[0].refused == nil)
+        #expect(stored[1].refused != nil)
+        #expect(try db.count("SELECT count(*) FROM deliveries") == 1)
+        #expect(try db.count("SELECT count(*) FROM deliveries WHERE dedupe_key = 'WH-GENUINE-1'") == 1)
+    }
+
+    /// Two receivers committing two bodies under one transmission id at once: the second waits on the first's row of
+    /// `transmissions` and is refused when it commits. A check before the insert let both through (2 of 30 pairs).
+    @Test func twoBodiesUnderOneTransmissionIdOnTwoReceiversStoreOne() async throws {
+        let db = try TestDatabase.create()
+        defer { db.drop() }
+        let first = try db.connect(), second = try db.connect()
+        // The first receiver's transaction, held open after its inserts, as a slow group commit would be.
+        _ = try first.execute("BEGIN")
+        _ = try first.execute("INSERT INTO transmissions (provider, transmission_id, body_sha256) VALUES ('paypal', 'T-2', sha256($1))",
+                              [.bytea(Array(Self.genuine.utf8))])
+        _ = try first.execute("INSERT INTO deliveries (provider, dedupe_key, headers, body, transmission_id) VALUES ('paypal', 'WH-GENUINE-1', '[]', $1, 'T-2')",
+                              [.bytea(Array(Self.genuine.utf8))])
+        let forged = NewDelivery(provider: .paypal, dedupeKey: "WH-FORGED-6", eventType: nil, headers: [], body: Array(Self.forged.utf8),
+                                 transmissionID: "T-2")
+        let result = Mutex<[StoredDelivery]?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            result.withLock { $0 = try? DeliveryStore.commit([forged], on: second) }
+            done.signal()
+        }.start()
+        // The second commit cannot finish while the first holds the transmission id.
+        #expect(done.wait(timeout: .now() + 0.5) == .timedOut)
+        _ = try first.execute("COMMIT")
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        let stored = try #require(result.withLock { $0 })
+        #expect(stored.first?.refused != nil)
+        #expect(try db.count("SELECT count(*) FROM deliveries") == 1)
+        #expect(try db.count("SELECT count(*) FROM deliveries WHERE dedupe_key = 'WH-FORGED-6'") == 0)
+    }
+
+    /// A validated certificate is kept in the database the first time it verifies a delivery; a restarted receiver
+    /// (an empty cache) whose certificate fetches all fail still verifies genuine deliveries at once. A restart used to
+    /// start cold, which is when a stranger's stream of random cert URLs could starve the refetch.
+    @Test func aRestartedReceiverVerifiesWithTheCertificateItKept() async throws {
+        try await ReceiverHarness.with { h in
+            let a = try await h.paypalDelivery(#"{"id":"WH-WARM-1","event_type":"PAYMENT.CAPTURE.COMPLETED","resource":{"id":"C"}}"#)
+            #expect(a.status == 200 && a.outcome == "accepted")
+            // Saved off the request path.
+            var kept: Int64 = 0
+            for _ in 0..<100 where kept == 0 {
+                kept = try h.database.count("SELECT count(*) FROM webhook_material WHERE provider = 'paypal' AND key = $1 AND keep_until > now() + interval '300 days'",
+                                            [.text(h.paypal.certURL)])
+                if kept == 0 { try await Task.sleep(for: .milliseconds(20)) }
+            }
+            #expect(kept == 1)
+            let unreachable = FailingCertificateSource()
+            try await offload { try h.restart(upstream: unreachable) }
+            let b = try await h.paypalDelivery(#"{"id":"WH-WARM-2","event_type":"PAYMENT.CAPTURE.COMPLETED","resource":{"id":"C"}}"#)
+            #expect(b.status == 200 && b.outcome == "accepted", "\(String(decoding: b.body, as: UTF8.self))")
+            #expect(unreachable.calls.withLock { $0 } == 0)
+            // A forged one naming it is refused on its signature.
+            var headers = try h.paypal.headers(body: Array(#"{"id":"WH-X"}"#.utf8), webhookID: ReceiverHarness.paypalWebhookID)
+            headers = headers.map { $0.0 == "PAYPAL-TRANSMISSION-SIG" ? ($0.0, Base64.encode(Array(repeating: 7, count: 256))) : $0 }
+            let c = try await h.post("/webhooks/paypal", headers: headers, body: Array(#"{"id":"WH-X"}"#.utf8))
+            #expect(c.status == 401 && c.errorCode == "invalid_signature")
+        }
+    }
+
+    /// Dot-segment aliases of the genuine cert URL are refused without a fetch: they used to be cache entries of their
+    /// own, 32 of which evicted the genuine one.
+    @Test func dotSegmentAliasesAreRefusedWithoutAFetch() async throws {
+        try await ReceiverHarness.with { h in
+            let id = h.paypal.certURL.split(separator: "/").last.map(String.init) ?? ""
+            let prefix = String(h.paypal.certURL.dropLast(id.count))
+            for alias in ["./\(id)", "x/../\(id)", ".//\(id)", "\(id)/.", "\(id)/"] {
+                let r = try await h.paypalDelivery(#"{"id":"WH-ALIAS"}"#, certURL: prefix + alias)
+                #expect(r.status == 401 && r.errorCode == "untrusted_certificate", "\(alias)")
+                #expect(String(decoding: r.body, as: UTF8.self).contains("one path segment"), "\(alias)")
+            }
+        }
+    }
+}
+
+/// Fails every fetch, counting them.
+final class FailingCertificateSource: CertificateSource {
+    let calls = Mutex(0)
+    struct Down: Error {}
+    func pem(for url: String) throws -> [UInt8] { calls.withLock { $0 += 1 }; throw Down() }
+}

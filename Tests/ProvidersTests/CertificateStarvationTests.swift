@@ -1,0 +1,154 @@
+import PaysimCore
+import Foundation
+import Synchronization
+import Testing
+@testable import Providers
+
+/// No stranger can keep a genuine PayPal delivery from being verified through the certificate cache: their random
+/// cert URLs spend their own share of fetches, their certificates never push out one a genuine delivery uses, a
+/// validated certificate is kept until its own notAfter (and across restarts), and no URL has aliases.
+@Suite struct CertificateStarvationTests {
+    typealias Clock = CachingCertificateSourceTests.Clock
+    static let prefix = "https://api.sandbox.paypal.com/v1/notifications/certs/"
+
+    /// A stranger asking for ten new URLs in a minute gets two fetched; a genuine new URL from another sender is still
+    /// fetched in that minute. (The budget of 10 a minute used to go to whoever asked first: 0 of 7 genuine retries
+    /// verified while a stranger sent 2 requests a second.)
+    @Test func aStrangersStreamOfURLsSpendsItsOwnShareNotTheBudgetAGenuineURLNeeds() async throws {
+        let upstream = CountingCertificateSource(pem: [1])
+        let cache = CachingCertificateSource(upstream: upstream, maxNewURLsPerMinute: 10, maxNewURLsPerSenderPerMinute: 2)
+        for i in 0..<10 {
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                cache.prefetch("stranger-\(i)", sender: "203.0.113.9") { done.resume() }
+            }
+        }
+        #expect(upstream.calls == ["stranger-0", "stranger-1"])
+        #expect(try cache.pemWithoutWaiting(for: "stranger-5") == nil)
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            cache.prefetch("CERT-genuine", sender: "173.0.82.126") { done.resume() }
+        }
+        #expect(try cache.pemWithoutWaiting(for: "CERT-genuine") == [1])
+        // The global bound still holds over many senders.
+        for i in 0..<20 {
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                cache.prefetch("other-\(i)", sender: "198.51.100.\(i)") { done.resume() }
+            }
+        }
+        #expect(upstream.calls.count == 10)
+    }
+
+    /// A full cache makes room with the entries that never verified a delivery, oldest first: 31 certificates a
+    /// stranger had fetched (real PayPal URLs serve real certificates) do not push out the one genuine deliveries use.
+    @Test func aStrangersCertificatesNeverEvictOneThatVerifiedADelivery() throws {
+        let upstream = CountingCertificateSource(pem: [7])
+        let cache = CachingCertificateSource(upstream: upstream, maxEntries: 4, maxNewURLsPerMinute: 1000)
+        _ = try cache.pem(for: "CERT-genuine")
+        cache.verifiedDelivery(with: "CERT-genuine")
+        for i in 0..<31 { _ = try cache.pem(for: "CERT-stranger-\(i)") }
+        #expect(cache.contains("CERT-genuine"))
+        #expect(cache.count == 4)
+        _ = try cache.pem(for: "CERT-genuine")
+        #expect(upstream.calls.filter { $0 == "CERT-genuine" }.count == 1)
+    }
+
+    /// A certificate is kept until what validation said (the chain's notAfter), not for a day: PayPal's stay valid for
+    /// months, and a timer that expired them opened a window every day in which a stranger's URLs could starve the
+    /// refetch.
+    @Test func aValidatedCertificateIsKeptUntilItsNotAfter() throws {
+        let clock = Clock()
+        let upstream = CountingCertificateSource(pem: [3])
+        let notAfter = clock.now.addingTimeInterval(90 * 86_400)
+        let cache = CachingCertificateSource(upstream: upstream, validate: { _, _, _ in ValidatedCertificate(keepUntil: notAfter) },
+                                             clock: { clock.now })
+        _ = try cache.pem(for: "CERT-1")
+        clock.advance(30 * 86_400)
+        #expect(try cache.pemWithoutWaiting(for: "CERT-1") == [3])
+        clock.advance(61 * 86_400)
+        #expect(try cache.pemWithoutWaiting(for: "CERT-1") == nil)
+        #expect(upstream.calls == ["CERT-1"])
+    }
+
+    /// The first time a certificate verifies a delivery it is handed to `persist` (once); a new cache restores it
+    /// (validated again) and serves it without a fetch, as having verified — so a restart starts warm.
+    @Test func aCertificateIsKeptTheFirstTimeItVerifiesAndARestartStartsWarm() throws {
+        let saved = Mutex<[(String, [UInt8], Date)]>([])
+        let keep = Date().addingTimeInterval(86_400 * 30)
+        let validate: @Sendable (String, [UInt8], Date) throws -> ValidatedCertificate = { _, _, _ in ValidatedCertificate(keepUntil: keep) }
+        let first = CachingCertificateSource(upstream: CountingCertificateSource(pem: [4, 2]), validate: validate)
+        first.persist { url, pem, until in saved.withLock { $0.append((url, pem, until)) } }
+        _ = try first.pem(for: "CERT-a")
+        _ = try first.pem(for: "CERT-b")
+        #expect(saved.withLock { $0.isEmpty }, "fetched is not verified: a stranger's URL is never kept")
+        first.verifiedDelivery(with: "CERT-a")
+        first.verifiedDelivery(with: "CERT-a")
+        let kept = saved.withLock { $0 }
+        #expect(kept.map(\.0) == ["CERT-a"])
+        #expect(kept.first?.1 == [4, 2] && kept.first?.2 == keep)
+
+        let unreachable = CountingCertificateSource(pem: nil)
+        let second = CachingCertificateSource(upstream: unreachable, maxEntries: 2, maxNewURLsPerMinute: 1000, validate: validate)
+        #expect(second.restore(kept.map { (url: $0.0, pem: $0.1) }) == 1)
+        #expect(try second.pemWithoutWaiting(for: "CERT-a") == [4, 2])
+        #expect(unreachable.calls.isEmpty)
+        // Restored as having verified: a stranger's fetched certificates do not evict it.
+        let strangers = CachingCertificateSource(upstream: CountingCertificateSource(pem: [9]), maxEntries: 2, maxNewURLsPerMinute: 1000,
+                                                 validate: validate)
+        strangers.restore(kept.map { (url: $0.0, pem: $0.1) })
+        for i in 0..<5 { _ = try strangers.pem(for: "CERT-x\(i)") }
+        #expect(strangers.contains("CERT-a"))
+        // Something that no longer validates is not restored.
+        let refusing = CachingCertificateSource(upstream: unreachable, validate: { _, _, _ in throw CachingCertificateSource.Refused(reason: "no") })
+        #expect(refusing.restore(kept.map { (url: $0.0, pem: $0.1) }) == 0)
+    }
+
+    /// The part after the prefix is one path segment: HTTP clients fold `./`, `x/../`, `//` and `.` into the genuine
+    /// URL, which made every alias a cache entry of its own.
+    @Test(arguments: ["./CERT-1", ".//CERT-1", "x/../CERT-1", "CERT-1/", "a/CERT-1", ".", "..", "", "CERT-1/.", "%2e/CERT-1", "CERT 1"])
+    func aCertURLIsOneSegment(rest: String) {
+        #expect(!PayPalWebhookVerifier.isAllowed(certURL: Self.prefix + rest, prefixes: [Self.prefix]), "\(rest)")
+    }
+
+    @Test(arguments: ["CERT-360caa42-fca2a594-1d93a270", "CERT-1.pem", ".well", "a_b~c"])
+    func aPlainSegmentIsAllowed(rest: String) {
+        #expect(PayPalWebhookVerifier.isAllowed(certURL: Self.prefix + rest, prefixes: [Self.prefix]), "\(rest)")
+    }
+
+    /// A forged delivery naming a kept certificate costs one RSA verification: the verifier checks the signature with
+    /// the validated leaf the source keeps and never asks for the PEM (no parse, no chain build). It used to re-parse
+    /// the PEM and build the chain for every delivery: 2.7 ms of CPU each.
+    @Test func aForgedDeliveryNamingAKeptCertificateIsCheckedWithoutAChainBuild() throws {
+        let ca = try CertificateAuthority()
+        let (leaf, key) = try ca.issueLeaf(commonName: PayPalGeneratedCertificateTests.sandboxCN)
+        let validated = try PayPalWebhookVerifier.validateSigningCertificate(Array(leaf.pem.utf8), certURL: PayPalGeneratedCertificateTests.url,
+                                                                            trustRoots: [ca.certificate])
+        let source = KeptCertificateSource(signing: try #require(validated.signing))
+        let v = try PayPalWebhookVerifier(webhookID: "WH-ID", certificateSource: source, trustRoots: [ca.certificate])
+        let now = Date()
+        try v.verify(headers: try PayPalGeneratedCertificateTests.delivery(key: key, time: now), body: PayPalGeneratedCertificateTests.body,
+                     time: .at(now))
+        let forged = #expect(throws: WebhookRejection.self) {
+            try v.verify(headers: try PayPalGeneratedCertificateTests.delivery(key: ca.key, time: now), body: PayPalGeneratedCertificateTests.body,
+                         time: .at(now))
+        }
+        #expect(forged?.code == .invalidSignature)
+        #expect(source.pemAsked.withLock { $0 } == 0)
+        #expect(source.verified.withLock { $0 } == 1)
+        // The chain's window still holds: a transmission before the leaf's notBefore is untrusted.
+        let early = #expect(throws: WebhookRejection.self) {
+            try v.verify(headers: try PayPalGeneratedCertificateTests.delivery(key: key, time: now.addingTimeInterval(-30 * 86_400)),
+                         body: PayPalGeneratedCertificateTests.body, time: .signedTime)
+        }
+        #expect(early?.code == .untrustedCertificate)
+    }
+}
+
+/// Keeps one validated certificate and counts what the verifier asks of it.
+final class KeptCertificateSource: CertificateSource, @unchecked Sendable {
+    let signing: SigningCertificate
+    let pemAsked = Mutex(0)
+    let verified = Mutex(0)
+    init(signing: SigningCertificate) { self.signing = signing }
+    func pem(for url: String) throws -> [UInt8] { pemAsked.withLock { $0 += 1 }; return Array(signing.leaf.pem.utf8) }
+    func signingCertificate(for url: String) -> SigningCertificate? { signing }
+    func verifiedDelivery(with url: String) { verified.withLock { $0 += 1 } }
+}
