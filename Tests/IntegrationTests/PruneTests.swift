@@ -117,3 +117,30 @@ import Testing
         #expect(try db.count("SELECT count(*) FROM deliveries WHERE status IN ('done', 'ignored') AND processed_at < now() - interval '90 days'") == 0)
     }
 }
+
+/// What the receiver keeps about webhooks goes too: transmission ids older than the deliveries' retention, and
+/// certificates past their notAfter; the current ones stay.
+@Suite("Prune webhook material", .serialized) struct PruneWebhookMaterialTests {
+    @Test func oldTransmissionIdsAndExpiredCertificatesGo() throws {
+        let db = try TestDatabase.create()
+        defer { db.drop() }
+        let conn = try db.connect(); defer { conn.close() }
+        _ = try conn.execute("""
+            INSERT INTO transmissions (provider, transmission_id, body_sha256, received_at) VALUES
+              ('paypal', 'T-OLD', '\\x00', now() - interval '100 days'), ('paypal', 'T-NEW', '\\x01', now() - interval '1 day')
+            """)
+        _ = try conn.execute("""
+            INSERT INTO webhook_material (provider, key, value, keep_until) VALUES
+              ('paypal', 'https://api.paypal.com/v1/notifications/certs/CERT-OLD', '\\x00', now() - interval '1 day'),
+              ('paypal', 'https://api.paypal.com/v1/notifications/certs/CERT-NEW', '\\x01', now() + interval '200 days')
+            """)
+        let dry = try PruneStore.prune(RetentionPolicy(), dryRun: true, on: conn)
+        #expect(dry.transmissions == 1 && dry.webhookMaterial == 1)
+        let removed = try PruneStore.prune(RetentionPolicy(), dryRun: false, on: conn)
+        #expect(removed.transmissions == 1 && removed.webhookMaterial == 1)
+        #expect(try db.count("SELECT count(*) FROM transmissions WHERE transmission_id = 'T-NEW'") == 1)
+        #expect(try db.count("SELECT count(*) FROM transmissions") == 1)
+        #expect(try db.count("SELECT count(*) FROM webhook_material WHERE key LIKE '%CERT-NEW'") == 1)
+        #expect(try db.count("SELECT count(*) FROM webhook_material") == 1)
+    }
+}

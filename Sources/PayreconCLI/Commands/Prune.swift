@@ -12,7 +12,8 @@ let pruneCommand = Command(
     details: """
         PAYRECON_RETAIN: deliveries=90d,rejected=7d,runs=90d (any subset; those are the defaults). Deliveries that are
         done or ignored go once processed longer ago than their retention; rejected-delivery samples once received;
-        runs once finished. Dead and pending deliveries, orders, discrepancies and actions are never pruned. Rows go
+        runs once finished; the transmission ids that guard PayPal bodies with the deliveries; certificates kept for
+        verifying webhooks once past their notAfter. Dead and pending deliveries, orders, discrepancies and actions are never pruned. Rows go
         in batches of 5,000, each its own short transaction, so the receiver and the worker are never held up.
         deploy/payrecon-prune.timer runs it daily.
         """
@@ -26,6 +27,7 @@ let pruneCommand = Command(
     let removed = try PruneStore.prune(policy, dryRun: dry, on: conn)
     let verb = dry ? "would remove" : "removed"
     print("\(verb) \(removed.deliveries) finished deliveries, \(removed.rejected) rejected-delivery samples, \(removed.runs) closed runs, "
-          + "\(removed.rejectionCounts) hourly rejection counts")
+          + "\(removed.rejectionCounts) hourly rejection counts, \(removed.transmissions) transmission ids, "
+          + "\(removed.webhookMaterial) expired webhook certificates")
     return Exit.ok
 }
