@@ -79,12 +79,14 @@ public enum SenderAddress {
         return clean
     }
 
-    /// The group a sender's share of a budget is kept under: an IPv4 address, or the /64 of an IPv6 one (one host or
-    /// subnet: a sender with an IPv6 block does not get a share per address).
+    /// The group a sender's share of a budget is kept under: the /24 of an IPv4 address, the /48 of an IPv6 one (what
+    /// one party is commonly given: a stranger does not get a share per address it controls).
     public static func group(_ address: String?) -> String? {
         guard let address, let bytes = AddressRange.bytes(address) else { return address }
-        if bytes.prefix(12).elementsEqual([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff]) { return address }
-        return AddressRange.masked(bytes, 64).prefix(8).map { String(format: "%02x", $0) }.joined() + "::/64"
+        if bytes.prefix(12).elementsEqual([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff]) {
+            return bytes[12..<15].map { String($0) }.joined(separator: ".") + ".0/24"
+        }
+        return stride(from: 0, to: 6, by: 2).map { String(format: "%x", Int(bytes[$0]) << 8 | Int(bytes[$0 + 1])) }.joined(separator: ":") + "::/48"
     }
 
     /// An address as written in a forwarding header (`1.2.3.4`, `1.2.3.4:5678`, `[2001:db8::1]:443`, `2001:db8::1`),

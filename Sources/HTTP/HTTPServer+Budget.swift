@@ -9,14 +9,14 @@ import Synchronization
 /// reserve (a quarter of the budget, or 64 KiB per connection if that is less). Large bodies therefore fill at most
 /// three quarters, and the rest stays for the first 64 KiB of whatever arrives, which is all a webhook needs.
 /// Nothing held ever passes `limit`.
-package struct BodyBudget: Sendable {
+public struct BodyBudget: Sendable {
     package static let smallBytes = 64 * 1024
     package let limit: Int
     package let reserve: Int
     package private(set) var held = 0
     package private(set) var heldPastSmall = 0
 
-    package init(limit: Int, connections: Int) {
+    public init(limit: Int, connections: Int) {
         self.limit = max(0, limit)
         self.reserve = min(self.limit / 4, max(1, connections) * Self.smallBytes)
     }
@@ -36,7 +36,7 @@ package struct BodyBudget: Sendable {
 
     /// Whether a body of `count` bytes would fit now, taking nothing (a declared Content-Length is only a claim: it is
     /// checked, never set aside).
-    package func fits(_ count: Int) -> Bool {
+    public func fits(_ count: Int) -> Bool {
         let past = max(0, count - Self.smallBytes)
         return held + count <= limit && heldPastSmall + past <= limit - reserve
     }

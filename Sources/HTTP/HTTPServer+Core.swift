@@ -134,10 +134,11 @@ final class ServerCore: @unchecked Sendable {
                     return dispatch(context, inUpload: false)
                 }
                 if hasBudget, length <= configuration.maxBodyBytes, !budget.withLock({ $0.fits(length) }) {
-                    // The body budget has no room for what it declares: answer 503 now, before reading any of it
-                    // (MHD then closes). Bytes are still counted as they come for every other request.
+                    // The body budget has no room for what it declares: none of it is kept; it is read and dropped
+                    // (up to the discard bound) and answered 503 when complete, so the sender, or a proxy in front,
+                    // reads the answer rather than a reset.
                     context.bodyOverBudget = true
-                    return dispatch(context, inUpload: false)
+                    return MHD_Result.YES
                 }
                 // Over the limit but within what we read and drop: read it (keeping a prefix), then answer 413,
                 // so a sender that does not wait for 100-continue reads the answer instead of a broken pipe.
@@ -154,6 +155,11 @@ final class ServerCore: @unchecked Sendable {
         if size > 0 {
             uploadDataSize.pointee = 0
             let piece = UnsafeRawBufferPointer(start: uploadData, count: size)
+            if context.bodyOverBudget && !context.handlerCalled {
+                // Refused by the budget at its headers: dropped as it comes; answered at the final call.
+                context.discarded += size
+                return context.discarded > discardLimit ? MHD_Result.NO : MHD_Result.YES
+            }
             if !context.handlerCalled {
                 if context.body.count + size <= configuration.maxBodyBytes {
                     if hasBudget, !budget.withLock({ $0.take(size, for: &context.share) }) {
@@ -161,6 +167,7 @@ final class ServerCore: @unchecked Sendable {
                         // read and dropped, as for a body too large.
                         context.body = []
                         context.bodyOverBudget = true
+                        releaseShare(context)
                         return dispatch(context, inUpload: true)
                     }
                     context.body.append(contentsOf: piece)
@@ -173,6 +180,7 @@ final class ServerCore: @unchecked Sendable {
                 context.body.append(contentsOf: piece.prefix(room))
                 if context.body.count > Self.tooLargePrefix { context.body.removeLast(context.body.count - Self.tooLargePrefix) }
                 context.bodyTooLarge = true
+                releaseShare(context)   // the prefix kept is bounded (64 KiB); the rest is dropped as it comes
                 return dispatch(context, inUpload: true)
             }
             context.discarded += size
@@ -184,6 +192,13 @@ final class ServerCore: @unchecked Sendable {
         // Final call: the body is complete.
         if !context.handlerCalled { return dispatch(context, inUpload: false) }
         return settle(context, inUpload: false)
+    }
+
+    /// What the request's body held of the budget is free again (its body was dropped, or the request ended).
+    private func releaseShare(_ context: RequestContext) {
+        guard hasBudget, context.share.bytes > 0 else { return }
+        budget.withLock { $0.release(context.share) }
+        context.share = BodyBudget.Share()
     }
 
     /// How much body we read and drop after the limit before closing the connection.
@@ -232,7 +247,7 @@ final class ServerCore: @unchecked Sendable {
         slot.pointee = nil
         let context = Unmanaged<RequestContext>.fromOpaque(raw).takeRetainedValue()
         context.machine.withLock { $0.close() }
-        if hasBudget, context.share.bytes > 0 { budget.withLock { $0.release(context.share) } }
+        releaseShare(context)
         _ = contexts.withLock { $0.removeValue(forKey: ObjectIdentifier(context)) }
     }
 

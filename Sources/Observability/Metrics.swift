@@ -28,6 +28,8 @@ public final class Metrics: Sendable {
     private let names = Mutex<[String]>([])
     /// Gauges computed at scrape time (e.g. pending deliveries from the database).
     private let collectors = Mutex<[@Sendable () -> [(name: String, help: String, value: Int64)]]>([])
+    /// Families rendered whole at scrape time (process metrics), in the exposition format.
+    private let textCollectors = Mutex<[@Sendable () -> String]>([])
 
     public init() {}
 
@@ -39,6 +41,10 @@ public final class Metrics: Sendable {
     }
     public func addCollector(_ collector: @escaping @Sendable () -> [(name: String, help: String, value: Int64)]) {
         collectors.withLock { $0.append(collector) }
+    }
+    /// A collector that renders its own families (with their HELP and TYPE lines).
+    public func addTextCollector(_ collector: @escaping @Sendable () -> String) {
+        textCollectors.withLock { $0.append(collector) }
     }
 
     private func register(_ name: String, help: String, type: String, buckets: [Double] = []) {
@@ -94,6 +100,7 @@ public final class Metrics: Sendable {
         for collector in collectors.withLock({ $0 }) {
             for g in collector() { out += "# HELP \(g.name) \(g.help)\n# TYPE \(g.name) gauge\n\(g.name) \(g.value)\n" }
         }
+        for collector in textCollectors.withLock({ $0 }) { out += collector() }
         return out
     }
 
@@ -122,6 +129,9 @@ public final class Metrics: Sendable {
     public struct Counter: Sendable {
         let metrics: Metrics, name: String
         public func increment(_ labels: [(String, String)] = [], by delta: Int64 = 1) { metrics.add(name, labels, delta) }
+        /// Makes the series exist at 0, so `increase()` sees its first increment (a series born at 1 is read as no
+        /// increase).
+        public func initialise(_ labels: [(String, String)] = []) { metrics.add(name, labels, 0) }
     }
     public struct Gauge: Sendable {
         let metrics: Metrics, name: String

@@ -76,8 +76,13 @@ public final class Receiver: Sendable {
     private let rejections: RejectionLane
 
     /// `endpoints`: one per provider that is configured; the others answer 503 `provider_not_configured`.
-    public convenience init(configuration: Configuration, endpoints: [any WebhookEndpoint], pool: PostgresPool, logger: Logger = Logger()) {
-        self.init(configuration: configuration, endpoints: endpoints, storage: PostgresReceiverStorage(pool: pool, statementTimeoutMilliseconds: Int((configuration.commitTimeoutSeconds * 1000).rounded(.up))),
+    /// `expectedMigrations`: the versions of the migrations this payrecon ships; `/readyz` is 503 while the database
+    /// lacks any of them.
+    public convenience init(configuration: Configuration, endpoints: [any WebhookEndpoint], pool: PostgresPool,
+                            expectedMigrations: [String] = [], logger: Logger = Logger()) {
+        self.init(configuration: configuration, endpoints: endpoints,
+                  storage: PostgresReceiverStorage(pool: pool, statementTimeoutMilliseconds: Int((configuration.commitTimeoutSeconds * 1000).rounded(.up)),
+                                                   expectedMigrations: expectedMigrations),
                   logger: logger)
     }
 
@@ -92,11 +97,17 @@ public final class Receiver: Sendable {
         self.storage = storage
         self.committer = GroupCommitter(storage: storage)
         self.rejections = RejectionLane(storage: storage)
+        metrics.initialise()
         let probe = StorageProbe(storage: storage)
         self.probe = probe
         Metrics.shared.addCollector {
             guard let n = probe.pending else { return [] }
             return [(name: "payrecon_deliveries_pending", help: "Stored deliveries waiting for the worker (refreshed every 2 s).", value: n)]
+        }
+        Metrics.shared.addCollector {
+            guard let pending = probe.migrationsPending else { return [] }
+            return [(name: "payrecon_migrations_pending", help: "Migrations this payrecon ships that the database lacks (run payrecon migrate).",
+                     value: Int64(pending.count))]
         }
         Metrics.shared.addCollector { [weak self] in
             guard let held = self?.bodyBufferBytes else { return [] }
@@ -186,6 +197,11 @@ public final class Receiver: Sendable {
                 return responder.respond(HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")],
                                                       body: Array(Metrics.shared.render().utf8)))
             }
+            if let pending = probe.migrationsPending, !pending.isEmpty {
+                return responder.respond(.error(503, "migrations_pending",
+                    "the database lacks \(pending.count) migration(s) this payrecon needs (\(pending.prefix(3).joined(separator: ", "))\(pending.count > 3 ? ", …" : "")): "
+                    + "run payrecon migrate", headers: [("Retry-After", "30")]))
+            }
             let ready = probe.ready
             return responder.respond(ready ? .json(200, #"{"status":"ready"}"#)
                                            : .error(503, "storage_unavailable", "the database is not reachable", headers: [("Retry-After", "5")]))
@@ -240,12 +256,14 @@ public final class Receiver: Sendable {
         // continuation, and no thread waits for it — least of all this one, which serves other connections.
         @Sendable func decide(fetched: Bool) {
             switch endpoint.accept(headers: request.headers, body: request.body, now: Date()) {
-            case .accepted(let accepted): store(accepted, provider, request, headers, started: started, log: log, responder)
+            case .accepted(let accepted):
+                if let group = SenderAddress.group(sender) { endpoint.verified(from: group) }
+                store(accepted, provider, request, headers, started: started, log: log, responder)
             case .rejected(let rejection): reject(rejection.status, rejection.code, rejection.message)
             case .needsFetch where fetched:
-                reject(401, "untrusted_certificate", "the certificate this delivery names is not cached and was not fetched now: the fetch "
-                       + "budget (10 new certificate URLs a minute, 2 for one sender) is spent or too many deliveries wait on fetches; "
-                       + "a retried delivery is verified once it is fetched")
+                reject(401, "untrusted_certificate", "the certificate this delivery names is not cached and was not fetched: the fetch "
+                       + "budget (10 new certificate URLs a minute, 2 for one sender, 5 more for senders of earlier verified deliveries) "
+                       + "is spent, or too many deliveries wait on fetches; a redelivery is fetched when the budget allows")
             case .needsFetch: endpoint.prepare(headers: request.headers, sender: SenderAddress.group(sender)) { decide(fetched: true) }
             }
         }
@@ -313,7 +331,7 @@ extension Receiver {
 
     /// The provider's own id of a rejected delivery, for its log line (unauthenticated: whatever the sender wrote).
     static func providerDeliveryID(_ headers: HTTPHeaders, provider: Provider) -> String? {
-        ProviderRegistry.definition(provider).webhookHeaders.first.flatMap { headers.nonEmpty($0) }
+        ProviderRegistry.definition(provider).webhookDeliveryIDHeader.flatMap { headers.nonEmpty($0) }
     }
 }
 
@@ -353,11 +371,22 @@ extension HTTPResponse {
 
 struct ReceiverMetrics: Sendable {
     let deliveries = Metrics.shared.counter("payrecon_deliveries_total", help: "Webhook deliveries by provider and outcome.")
+    // Up to 30 s: providers give up around 10–30 s, and a p99 the buckets cannot show is no p99.
     let latency = Metrics.shared.histogram("payrecon_ack_seconds", help: "Time from a delivery's arrival to its 200, after commit.",
-                                           buckets: [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5])
+                                           buckets: [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30])
     let timedOut = Metrics.shared.counter("payrecon_requests_timed_out_total",
                                           help: "Connections cut off by PAYRECON_REQUEST_TIMEOUT (a sender too slow to finish its request).")
     func delivery(_ p: Provider, outcome: String) { deliveries.increment([("provider", p.rawValue), ("outcome", outcome)]) }
+
+    /// Every outcome a delivery can have.
+    static let outcomes = ["accepted", "duplicate", "storage_unavailable", "provider_not_configured", "body_too_large", "body_buffer_full"]
+        + RejectionCode.allCases.map(\.rawValue)
+
+    /// Every series at 0, so `increase()` sees the first 503 or rejection after a start.
+    func initialise() {
+        for provider in Provider.allCases { for outcome in Self.outcomes { deliveries.initialise([("provider", provider.rawValue), ("outcome", outcome)]) } }
+        timedOut.initialise()
+    }
     func requestTimedOut() { timedOut.increment() }
     func ack(_ p: Provider, since: DispatchTime) {
         let nanos = DispatchTime.now().uptimeNanoseconds - since.uptimeNanoseconds
@@ -371,6 +400,7 @@ final class StorageProbe: Sendable {
     let interval: Double
     private let readyFlag = Atomic<Bool>(false)
     private let pendingValue = Atomic<Int64>(-1)
+    private let migrations = Mutex<[String]?>(nil)
     private let thread = DedicatedThread(name: "storage-probe")
     private let running = Atomic<Bool>(false)
 
@@ -381,11 +411,15 @@ final class StorageProbe: Sendable {
     /// A commit failed because the database is unreachable: not ready until the next probe says otherwise.
     func markUnavailable() { readyFlag.store(false, ordering: .relaxed) }
     var pending: Int64? { let n = pendingValue.load(ordering: .relaxed); return n < 0 ? nil : n }
+    /// The migrations the database lacks, as last read (nil: not read, or the database was unreachable).
+    var migrationsPending: [String]? { migrations.withLock { $0 } }
 
     func refresh() {
         let ready = storage.isReady()
-        readyFlag.store(ready, ordering: .relaxed)
-        pendingValue.store(ready ? (storage.pendingCount() ?? -1) : -1, ordering: .relaxed)
+        let lacking = ready ? storage.pendingMigrations() : nil
+        migrations.withLock { $0 = lacking }
+        readyFlag.store(ready && lacking?.isEmpty != false, ordering: .relaxed)
+        pendingValue.store(ready && lacking?.isEmpty != false ? (storage.pendingCount() ?? -1) : -1, ordering: .relaxed)
     }
 
     /// Probes once now (before the receiver listens), then every `interval`.

@@ -23,6 +23,13 @@ public protocol ReceiverStorage: Sendable {
     func loadWebhookMaterial(_ provider: Provider) throws -> [(key: String, value: [UInt8])]
     /// Keeps one item of webhook verification material until `keepUntil`.
     func saveWebhookMaterial(_ provider: Provider, key: String, value: [UInt8], keepUntil: Date) throws
+    /// The migrations this payrecon ships that the database lacks (`/readyz` is 503 naming them); nil when it cannot
+    /// be read now.
+    func pendingMigrations() -> [String]?
+}
+
+extension ReceiverStorage {
+    public func pendingMigrations() -> [String]? { [] }
 }
 
 /// The receiver's storage in PostgreSQL (`DeliveryStore`).
@@ -30,9 +37,22 @@ public struct PostgresReceiverStorage: ReceiverStorage {
     let pool: PostgresPool
     /// The commits' `statement_timeout`: PAYRECON_COMMIT_TIMEOUT, past which the delivery has been answered 503.
     let statementTimeoutMilliseconds: Int
-    public init(pool: PostgresPool, statementTimeoutMilliseconds: Int = DeliveryStore.commitStatementTimeoutMilliseconds) {
+    /// The versions of the migrations this payrecon ships (`sql/`); empty: not checked.
+    let expectedMigrations: [String]
+    public init(pool: PostgresPool, statementTimeoutMilliseconds: Int = DeliveryStore.commitStatementTimeoutMilliseconds,
+                expectedMigrations: [String] = []) {
         self.pool = pool
         self.statementTimeoutMilliseconds = statementTimeoutMilliseconds
+        self.expectedMigrations = expectedMigrations
+    }
+
+    public func pendingMigrations() -> [String]? {
+        guard !expectedMigrations.isEmpty else { return [] }
+        return try? pool.withConnection { conn in
+            let present = try conn.query("SELECT to_regclass('schema_migrations') IS NOT NULL AS present").first?.bool("present") ?? false
+            let done = present ? Set(try conn.query("SELECT version FROM schema_migrations").map { try $0.string("version") }) : []
+            return expectedMigrations.filter { !done.contains($0) }
+        }
     }
 
     public func commit(_ deliveries: [NewDelivery]) throws -> [StoredDelivery] {

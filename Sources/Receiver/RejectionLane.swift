@@ -23,6 +23,9 @@ final class RejectionLane: Sendable {
         var bytes = 0
         var sampled: [SampleKey: Int] = [:]
         var sampledToday: [DayKey: Int] = [:]
+        /// Source addresses counted this hour per (provider, reason): past `sourcesPerHour`, a new source counts as
+        /// `other` (a sender rotating addresses must not add a row per address).
+        var sources: [SampleKey: Set<String>] = [:]
         var flushing = false
         var logs: RejectionLogBudget
     }
@@ -32,6 +35,8 @@ final class RejectionLane: Sendable {
     let maxKeys: Int
     let samplesPerHour: Int
     let samplesPerDay: Int
+    /// Distinct sources counted per (provider, reason, hour); the rest count as `other`.
+    let sourcesPerHour = 1000
     private let state: Mutex<State>
     private let thread = DedicatedThread(name: "rejection-lane")
     private let notRecorded = Metrics.shared.counter("payrecon_rejections_not_recorded_total",
@@ -68,12 +73,17 @@ final class RejectionLane: Sendable {
         let hour = now / 3600 * 3600
         let (accepted, flush, logIt, summaryDue): (Bool, Bool, Bool, Int64?) = state.withLock { s in
             let admitted = s.logs.admit(provider: r.provider, reason: r.reason, at: now)
-            let key = RejectionCount.Key(provider: r.provider, reason: r.reason, source: r.remoteAddress ?? "", hour: hour)
+            let sampleKey = SampleKey(provider: r.provider, reason: r.reason, hour: hour)
+            var source = r.remoteAddress ?? ""
+            if s.sources[sampleKey]?.contains(source) != true {
+                if s.sources[sampleKey, default: []].count < sourcesPerHour { s.sources[sampleKey, default: []].insert(source) } else { source = "other" }
+                if s.sources.count > 64 { s.sources = s.sources.filter { $0.key.hour == hour } }
+            }
+            let key = RejectionCount.Key(provider: r.provider, reason: r.reason, source: source, hour: hour)
             guard s.counts[key] != nil || s.counts.count < maxKeys else { return (false, false, admitted.log, admitted.summaryAt) }
             s.counts[key, default: 0] += 1
             let start = !s.flushing
             s.flushing = true
-            let sampleKey = SampleKey(provider: r.provider, reason: r.reason, hour: hour)
             let dayKey = DayKey(provider: r.provider, reason: r.reason, day: now / 86_400)
             let size = r.bodyPrefix.count + r.headers.reduce(0) { $0 + $1.0.utf8.count + $1.1.utf8.count } + r.message.utf8.count
             if s.sampled[sampleKey, default: 0] < samplesPerHour, s.sampledToday[dayKey, default: 0] < samplesPerDay {

@@ -22,6 +22,7 @@ public struct VerifyingEndpoint: WebhookEndpoint {
         webhook.prepare(headers: headers, sender: sender, then: then)
     }
     public func keep(in store: any WebhookMaterialStore) { webhook.keep(in: store) }
+    public func verified(from sender: String) { webhook.verified(from: sender) }
 
     /// One endpoint per provider whose webhook side is configured.
     public static func all(_ webhooks: [Provider: any ProviderWebhook]) -> [VerifyingEndpoint] {

@@ -14,11 +14,14 @@ public protocol WebhookEndpoint: Sendable {
     func prepare(headers: HTTPHeaders, sender: String?, then: @escaping @Sendable () -> Void)
     /// Restores, and from now on saves, what verification keeps across restarts.
     func keep(in store: any WebhookMaterialStore)
+    /// A delivery from `sender` (its address group) was accepted: a sender of genuine deliveries.
+    func verified(from sender: String)
 }
 
 extension WebhookEndpoint {
     public func prepare(headers: HTTPHeaders, sender: String?, then: @escaping @Sendable () -> Void) { then() }
     public func keep(in store: any WebhookMaterialStore) {}
+    public func verified(from sender: String) {}
 }
 
 /// What an endpoint decided about a delivery.

@@ -279,3 +279,42 @@ public enum DeliveryStore {
         try conn.query("SELECT count(*) AS n FROM deliveries WHERE status = 'pending'").first.map { try $0.int64("n") } ?? 0
     }
 }
+
+/// Kept rejected-delivery samples, as `payrecon rejections list|show` reads them (unauthenticated: anyone could have
+/// sent them).
+public enum RejectionSamples {
+    public struct Sample: Sendable {
+        public var id: Int64
+        public var provider: String
+        public var reason: String
+        public var message: String
+        public var headers: [(String, String)]
+        public var bodyPrefix: [UInt8]
+        public var bodyBytes: Int64
+        public var source: String?
+        public var receivedAt: Date
+    }
+
+    /// Newest first, optionally of one provider and reason.
+    public static func list(provider: String?, reason: String?, limit: Int, on conn: PostgresConnection) throws -> [Sample] {
+        try conn.query("""
+            SELECT id, provider, reason, message, headers::text AS headers, body_prefix, body_bytes, remote_addr, received_at
+            FROM rejected_deliveries WHERE ($1::text IS NULL OR provider = $1) AND ($2::text IS NULL OR reason = $2)
+            ORDER BY received_at DESC, id DESC LIMIT $3
+            """, [provider.map { .text($0) } ?? .null, reason.map { .text($0) } ?? .null, .int64(Int64(limit))]).map(sample)
+    }
+
+    public static func find(id: Int64, on conn: PostgresConnection) throws -> Sample? {
+        try conn.query("""
+            SELECT id, provider, reason, message, headers::text AS headers, body_prefix, body_bytes, remote_addr, received_at
+            FROM rejected_deliveries WHERE id = $1
+            """, [.int64(id)]).first.map(sample)
+    }
+
+    static func sample(_ row: PostgresRow) throws -> Sample {
+        Sample(id: try row.int64("id"), provider: try row.string("provider"), reason: try row.string("reason"),
+               message: try row.string("message"), headers: DeliveryQueue.decodeHeaders(try row.string("headers")),
+               bodyPrefix: try row.bytes("body_prefix"), bodyBytes: try row.int64("body_bytes"),
+               source: try row.optionalString("remote_addr"), receivedAt: try row.date("received_at"))
+    }
+}

@@ -6,7 +6,7 @@ import Reconciliation
 /// certificates, by URL), each until its own `keep_until`. `payrecon prune` removes what is past it.
 public enum WebhookMaterial {
     /// At most this many items per provider are read at start (the newest).
-    public static let loadLimit = 64
+    public static let loadLimit = 512
 
     public static func load(_ provider: Provider, on conn: PostgresConnection) throws -> [(key: String, value: [UInt8])] {
         try conn.query("""

@@ -30,10 +30,27 @@ public enum WorkerMetrics {
     /// The currencies the last refresh exported money at risk for.
     static let riskCurrencies = Mutex<Set<String>>([])
 
-    /// Registers every family now, so `/metrics` names them before the first observation.
+    /// Registers every family now, and every counter's series at 0 for the label sets it can have, so `/metrics`
+    /// names them before the first observation and `increase()` sees the first action, call or delivery (a series
+    /// born at 1 reads as no increase).
     public static func register() {
         _ = (calls, callSeconds, actions, backlog, oldest, dead, open, atRisk, lastSweep, QueueWorker.processedMetric)
         for kind in DiscrepancyKind.allCases { open.add(0, [("kind", kind.rawValue)]) }
+        for provider in Provider.allCases {
+            for operation in ["fetch", "lookup", "resolve", "action", "settle"] {
+                for status in ["found", "not_found", "transient", "permanent"] {
+                    calls.initialise([("provider", provider.rawValue), ("operation", operation), ("status", status)])
+                }
+            }
+            for kind in ActionKind.allCases {
+                for status in ActionStatus.allCases where status != .pending {
+                    actions.initialise([("provider", provider.rawValue), ("kind", kind.rawValue), ("status", status.rawValue)])
+                }
+            }
+            for outcome in ["done", "ignored", "retry", "dead"] {
+                QueueWorker.processedMetric.initialise([("provider", provider.rawValue), ("outcome", outcome)])
+            }
+        }
     }
 
     static func call<T>(_ provider: Provider, _ operation: String, _ outcome: ProviderOutcome<T>, since start: DispatchTime) {

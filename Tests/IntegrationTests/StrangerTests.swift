@@ -78,6 +78,8 @@ struct StrangerTests {
                 if kept == 0 { try await Task.sleep(for: .milliseconds(20)) }
             }
             #expect(kept == 1)
+            // And the sender group of that verified delivery, for its reserve of fetches.
+            #expect(try h.database.count("SELECT count(*) FROM webhook_material WHERE provider = 'paypal' AND key = 'sender:127.0.0.0/24'") == 1)
             let unreachable = FailingCertificateSource()
             try await offload { try h.restart(upstream: unreachable) }
             let b = try await h.paypalDelivery(#"{"id":"WH-WARM-2","event_type":"PAYMENT.CAPTURE.COMPLETED","resource":{"id":"C"}}"#)
@@ -111,4 +113,47 @@ final class FailingCertificateSource: CertificateSource {
     let calls = Mutex(0)
     struct Down: Error {}
     func pem(for url: String) throws -> [UInt8] { calls.withLock { $0 += 1 }; throw Down() }
+}
+
+/// `payrecon rejections list|show --export`: a kept sample goes out as exactly what `payrecon verify` reads, so the
+/// RejectionSpike runbook's replay works on stored samples (their header format was not verify's, and no command
+/// exported one).
+@Suite("Rejection samples", .serialized)
+struct RejectionSampleCommandTests {
+    @Test func aSampleExportedIsWhatVerifyReads() async throws {
+        try await ReceiverHarness.with { h in
+            // Genuine but 20 minutes old: refused as stale, and valid at its own time once exported.
+            let body = #"{"eventData":{"merchantTransactionId":"TX-EXPORT"}}"#
+            let stale = String(Int(Date().timeIntervalSince1970) - 1200)
+            let a = try await h.pxp(body, requestID: "r-export-stale", timestamp: stale)
+            #expect(a.status == 401 && a.errorCode == "stale_timestamp")
+            let forged = try await h.pxp(body, requestID: "r-export-forged", key: "not-the-key")
+            #expect(forged.status == 401 && forged.errorCode == "invalid_signature")
+            var listed = ""
+            for _ in 0..<100 {
+                let r = try await PayreconProcess.launch(["rejections", "list", "--provider", "pxp"], databaseURL: h.database.url)
+                listed = r.stdout
+                if listed.contains("stale_timestamp") && listed.contains("invalid_signature") { break }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            #expect(listed.contains("stale_timestamp") && listed.contains("invalid_signature") && listed.contains("127.0.0.1"), "\(listed)")
+            let conn = try h.database.connect(); defer { conn.close() }
+            let samples = try RejectionSamples.list(provider: "pxp", reason: nil, limit: 10, on: conn)
+            let staleID = try #require(samples.first { $0.reason == "stale_timestamp" }?.id)
+            let forgedID = try #require(samples.first { $0.reason == "invalid_signature" }?.id)
+            for (id, expected, status) in [(staleID, "valid", Int32(0)), (forgedID, "invalid", Int32(1))] {
+                let dir = FileManager.default.temporaryDirectory.appendingPathComponent("payrecon-export-\(UUID().uuidString)")
+                defer { try? FileManager.default.removeItem(at: dir) }
+                let shown = try await PayreconProcess.launch(["rejections", "show", String(id), "--export", dir.path], databaseURL: h.database.url)
+                #expect(shown.status == 0 && shown.stdout.contains("payrecon verify pxp --body"), "\(shown.stdout) \(shown.stderr)")
+                #expect(try Data(contentsOf: dir.appendingPathComponent("body")) == Data(body.utf8))
+                let verified = try await PayreconProcess.launch(
+                    ["verify", "pxp", "--body", dir.appendingPathComponent("body").path, "--headers", dir.appendingPathComponent("headers.json").path,
+                     "--at", "transmission"], databaseURL: nil, environment: ["PXP_WEBHOOK_KEY": ReceiverHarness.pxpKey])
+                #expect(verified.status == status && verified.stdout.hasPrefix(expected), "\(id): \(verified.stdout) \(verified.stderr)")
+            }
+            let missing = try await PayreconProcess.launch(["rejections", "show", "999999"], databaseURL: h.database.url)
+            #expect(missing.status == 2 && missing.stderr.contains("rejections list"), "\(missing.stderr)")
+        }
+    }
 }

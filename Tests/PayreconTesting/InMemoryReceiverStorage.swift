@@ -93,6 +93,11 @@ public final class InMemoryReceiverStorage: ReceiverStorage {
         guard isReady() else { throw Unavailable() }
         material.withLock { $0[provider.rawValue + "\u{0}" + key] = (value, keepUntil, $0.count) }
     }
+    /// What `pendingMigrations` answers (the migrations the database lacks).
+    public func setPendingMigrations(_ versions: [String]) { migrations.withLock { $0 = versions } }
+    private let migrations = Mutex<[String]>([])
+    public func pendingMigrations() -> [String]? { migrations.withLock { $0 } }
+
     /// Keys of what was saved for `provider`.
     public func webhookMaterialKeys(_ provider: Provider) -> [String] {
         let prefix = provider.rawValue + "\u{0}"

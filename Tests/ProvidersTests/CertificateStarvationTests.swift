@@ -37,6 +37,49 @@ import Testing
         #expect(upstream.calls.count == 10)
     }
 
+    /// Strangers with many address groups can spend the whole budget of 10 a minute; a sender group that delivered a
+    /// verified delivery before (PayPal's) still has its reserve, so a rotated certificate is fetched on its first
+    /// delivery. The trust is kept (once, then at most daily) and restored after a restart.
+    @Test func aSenderOfVerifiedDeliveriesFetchesFromAReserveStrangersCannotSpend() async throws {
+        let upstream = CountingCertificateSource(pem: [1])
+        let saved = Mutex<[String]>([])
+        let cache = CachingCertificateSource(upstream: upstream, maxNewURLsPerMinute: 10, maxNewURLsPerSenderPerMinute: 2)
+        cache.persistTrusted { sender, _ in saved.withLock { $0.append(sender) } }
+        cache.trust(sender: "173.0.82.0/24")
+        cache.trust(sender: "173.0.82.0/24")
+        #expect(saved.withLock { $0 } == ["173.0.82.0/24"])
+        for i in 0..<10 {
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                cache.prefetch("stranger-\(i)", sender: "198.51.\(i).0/24") { done.resume() }
+            }
+        }
+        #expect(upstream.calls.count == 10)
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            cache.prefetch("CERT-new-unknown-sender", sender: "192.0.2.0/24") { done.resume() }
+        }
+        #expect((try? cache.pemWithoutWaiting(for: "CERT-new-unknown-sender")) == nil, "an unknown sender waits for the budget")
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            cache.prefetch("CERT-rotated", sender: "173.0.82.0/24") { done.resume() }
+        }
+        #expect(try cache.pemWithoutWaiting(for: "CERT-rotated") == [1])
+        #expect(cache.refusedFetches >= 1)
+
+        let restarted = CachingCertificateSource(upstream: upstream, maxNewURLsPerMinute: 1, maxNewURLsPerSenderPerMinute: 1)
+        restarted.restoreTrusted([(sender: "173.0.82.0/24", until: Date().addingTimeInterval(86_400)),
+                                  (sender: "203.0.113.0/24", until: Date().addingTimeInterval(-1))])
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            restarted.prefetch("stranger-x", sender: "198.51.200.0/24") { done.resume() }
+        }
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            restarted.prefetch("CERT-after-restart", sender: "173.0.82.0/24") { done.resume() }
+        }
+        #expect(try restarted.pemWithoutWaiting(for: "CERT-after-restart") == [1])
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            restarted.prefetch("CERT-expired-trust", sender: "203.0.113.0/24") { done.resume() }
+        }
+        #expect((try? restarted.pemWithoutWaiting(for: "CERT-expired-trust")) == nil, "a trust that ended is not restored")
+    }
+
     /// A full cache makes room with the entries that never verified a delivery, oldest first: 31 certificates a
     /// stranger had fetched (real PayPal URLs serve real certificates) do not push out the one genuine deliveries use.
     @Test func aStrangersCertificatesNeverEvictOneThatVerifiedADelivery() throws {

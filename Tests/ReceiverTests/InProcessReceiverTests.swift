@@ -138,17 +138,62 @@ import Testing
                 holders.append(socket)
             }
             #expect(await eventually(5) { receiver.bodyBufferBytes >= 1_400 * 1024 })
-            // A third large body passes what large bodies may hold: 503 with Retry-After at once, before any of it is read.
+            let held = receiver.bodyBufferBytes
+            // A third large body passes what large bodies may hold: none of it is kept (read and dropped), and it is
+            // answered 503 with Retry-After once sent.
             let third = try RawSocket(port: port)
             third.send("POST /webhooks/pxp HTTP/1.1\r\nHost: x\r\nContent-Length: 1048576\r\n\r\n")
+            third.send([UInt8](repeating: 0x62, count: 1_048_576))
             let answer = String(decoding: third.receive(timeout: 5) ?? [], as: UTF8.self)
             #expect(answer.hasPrefix("HTTP/1.1 503") && answer.contains("Retry-After: 5") && answer.contains("body_buffer_full"), "\(answer.prefix(300))")
+            #expect(receiver.bodyBufferBytes <= held, "the refused body holds nothing")
             // A small genuine delivery still fits.
             let small = try await Self.pxp(base, #"{"eventData":{"merchantTransactionId":"TX-SMALL"}}"#, requestID: "r-small")
             #expect(small.status == 200)
             holders.removeAll()   // closed (deinit)
             _ = third
             #expect(await eventually(5) { receiver.bodyBufferBytes < 200 * 1024 })
+        }
+    }
+
+    /// While the database lacks a migration this payrecon ships, /readyz is 503 naming it (and /metrics counts it), so
+    /// a receiver is taken out of rotation instead of answering 503 to every delivery; applied, it is ready again.
+    @Test func readyzNamesPendingMigrations() async throws {
+        try await Self.withReceiver { base, storage, receiver in
+            storage.setPendingMigrations(["0099_future"])
+            // The probe reads every 2 s; wait for it.
+            var answer = try await HTTPClient().send(HTTPClientRequest(method: "GET", url: base + "/readyz"))
+            for _ in 0..<60 where answer.status == 200 {
+                try await Task.sleep(for: .milliseconds(100))
+                answer = try await HTTPClient().send(HTTPClientRequest(method: "GET", url: base + "/readyz"))
+            }
+            #expect(answer.status == 503 && answer.text.contains("migrations_pending") && answer.text.contains("0099_future")
+                    && answer.text.contains("payrecon migrate"), "\(answer.text)")
+            let metrics = try await HTTPClient().send(HTTPClientRequest(method: "GET", url: base + "/metrics")).text
+            #expect(metrics.contains("payrecon_migrations_pending 1"))
+            storage.setPendingMigrations([])
+            var ready = 503
+            for _ in 0..<60 where ready != 200 {
+                try await Task.sleep(for: .milliseconds(100))
+                ready = try await HTTPClient().send(HTTPClientRequest(method: "GET", url: base + "/readyz")).status
+            }
+            #expect(ready == 200)
+            _ = receiver
+        }
+    }
+
+    /// Every delivery counter exists at 0 from the start, so `increase()` sees the first 503 or rejection (a series
+    /// born at 1 reads as no increase), and the ack histogram reaches 30 s.
+    @Test func countersStartAtZeroAndTheAckHistogramReachesThirtySeconds() async throws {
+        try await Self.with { base, _ in
+            let metrics = try await HTTPClient().send(HTTPClientRequest(method: "GET", url: base + "/metrics")).text
+            for outcome in ["storage_unavailable", "provider_not_configured", "invalid_signature", "body_buffer_full", "accepted"] {
+                #expect(metrics.contains("payrecon_deliveries_total{provider=\"paypercut\",outcome=\"\(outcome)\"}"), "\(outcome)")
+            }
+            #expect(metrics.contains("payrecon_requests_timed_out_total "))
+            _ = try await Self.pxp(base, #"{"eventData":{"merchantTransactionId":"TX-AC"}}"#, requestID: "r-ack")
+            let after = try await HTTPClient().send(HTTPClientRequest(method: "GET", url: base + "/metrics")).text
+            #expect(after.contains("payrecon_ack_seconds_bucket{provider=\"pxp\",le=\"30\"}"))
         }
     }
 

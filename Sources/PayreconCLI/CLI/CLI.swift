@@ -8,7 +8,8 @@ public enum CLI {
     public static let commands: [Command] = [
         serveCommand, workCommand, reconcileCommand, reportCommand,
         ordersImportCommand, actionsListCommand, actionsExecuteCommand, actionsRetryCommand,
-        eventsListCommand, eventsShowCommand, eventsRetryCommand, discrepanciesAckCommand, pruneCommand,
+        eventsListCommand, eventsShowCommand, eventsRetryCommand, rejectionsListCommand, rejectionsShowCommand,
+        discrepanciesAckCommand, pruneCommand,
         verifyCommand, migrateCommand, doctorCommand,
     ]
 

@@ -9,16 +9,26 @@ let migrateCommand = Command(
     name: "migrate",
     summary: "Apply the SQL migrations in sql/ that are not applied yet.",
     options: [Options.databaseURL],
-    details: "Each migration runs once, in its own transaction, and is recorded in schema_migrations. Set PAYRECON_SQL_DIR when the sql/ folder is not beside the checkout."
+    details: """
+        Each migration runs once, in its own transaction, and is recorded in schema_migrations. It waits at most 5 s for
+        a table lock (lock_timeout): when a long query holds one, it fails without holding up the receivers' commits;
+        run migrate again. Set PAYRECON_SQL_DIR when the sql/ folder is neither beside the checkout nor installed
+        beside the binary (PREFIX/share/payrecon/sql). A folder without the migrations is an error.
+        """
 ) { args in
     let env = Environment()
     let url = try env.databaseURL(flag: args.value(Options.databaseURL))
     guard let dir = Migrator.locateDirectory() else {
         throw FatalError("cannot find the sql/ migrations: set PAYRECON_SQL_DIR to the folder holding 0001_deliveries.sql")
     }
-    let migrations = try Migrator.load(from: dir)
+    let migrations: [Migrator.Migration]
+    do { migrations = try Migrator.load(from: dir) } catch { throw FatalError("cannot read the migrations: \(error)") }
     let conn = try connect(url)
-    let applied = try Migrator.migrate(migrations, on: conn)
+    let applied: [String]
+    do { applied = try Migrator.migrate(migrations, on: conn) } catch let error as PostgresError where error.sqlState == "55P03" {
+        throw FatalError("a migration waited more than 5 s for a table lock another session holds (\(error)); nothing of it was "
+            + "applied and the receivers were not held up. Run payrecon migrate again when the long query has ended")
+    }
     if applied.isEmpty { print("database is up to date (\(migrations.count) migrations)") }
     else { for v in applied { print("applied \(v)") } }
     return Exit.ok

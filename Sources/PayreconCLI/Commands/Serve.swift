@@ -5,6 +5,7 @@ import Postgres
 import Providers
 import Receiver
 import Reconciliation
+import Store
 import Wiring
 
 let serveCommand = Command(
@@ -18,7 +19,9 @@ let serveCommand = Command(
         (on --metrics-listen / PAYRECON_METRICS_LISTEN when set, and then not on the webhook listener).
         A provider's endpoint is enabled when its secret is set: PXP_WEBHOOK_KEY, PAYPAL_WEBHOOK_ID,
         PAYPERCUT_WEBHOOK_SECRET. Behind a TLS proxy, name it in PAYRECON_TRUSTED_PROXIES (README: Behind a TLS
-        proxy). SIGTERM or Ctrl-C drains in-flight deliveries and exits 0.
+        proxy). serve does not migrate: it refuses to start on a database that lacks migrations (run payrecon migrate
+        first), and /readyz is 503 migrations_pending while one is missing. SIGTERM or Ctrl-C drains in-flight
+        deliveries and exits 0.
         """
 ) { args in
     let env = Environment()
@@ -41,16 +44,33 @@ let serveCommand = Command(
     }
     let maxPerIP = try env.int("PAYRECON_MAX_CONNECTIONS_PER_IP", default: 256, range: 1...1_000_000)
     let maxBodyBuffer = try env.int("PAYRECON_MAX_BODY_BUFFER", default: Receiver.defaultMaxBodyBuffer, range: (1 << 20)...(1 << 40))
-    if maxBodyBuffer < maxBody {
-        throw ConfigurationError("PAYRECON_MAX_BODY_BUFFER=\(maxBodyBuffer) is smaller than PAYRECON_MAX_BODY_BYTES=\(maxBody): no delivery "
-            + "of the largest size could ever be held; raise PAYRECON_MAX_BODY_BUFFER")
+    // Bytes past each body's first 64 KiB may use what the reserve leaves: the largest body must fit in an empty buffer.
+    if !BodyBudget(limit: maxBodyBuffer, connections: maxConnections).fits(maxBody) {
+        throw ConfigurationError("PAYRECON_MAX_BODY_BUFFER=\(maxBodyBuffer) cannot hold one body of PAYRECON_MAX_BODY_BYTES=\(maxBody) "
+            + "(a quarter of it, or 64 KiB per connection, is kept for the first 64 KiB of every body): no delivery of the largest "
+            + "size could ever be accepted; raise PAYRECON_MAX_BODY_BUFFER to at least \(max(maxBody * 4 / 3 + 65_536, maxBody + 65_536))")
     }
     let trustedProxies = try env.trustedProxies()
     let metricsAddress = try env.serveMetricsAddress(flag: args.value(serveMetricsListen))
     let endpoints = try webhookEndpoints(env)
     let pool = PostgresPool(conninfo: url, size: 8, acquireTimeout: 5)
+    // serve does not migrate: it refuses to start on a database that lacks migrations (run `payrecon migrate` first,
+    // as the systemd unit's ExecStartPre does). Unreachable at start is not fatal: deliveries get 503 until it is.
+    var expected: [String] = []
+    if let dir = Migrator.locateDirectory(environment: env.values) {
+        do { expected = try Migrator.load(from: dir).map(\.version) } catch { throw ConfigurationError("cannot read the migrations: \(error)") }
+    }
     if !pool.healthy() {
         Log.warning("database not reachable at start; deliveries get 503 until it is", [:])
+    } else if !expected.isEmpty {
+        let status: Migrator.Status
+        do { status = try pool.withConnection { try Migrator.status(expected.map { Migrator.Migration(version: $0, sql: "") }, on: $0) } } catch {
+            throw ConfigurationError("cannot read the database's migrations (\(error)): check DATABASE_URL")
+        }
+        guard status.pending.isEmpty else {
+            throw ConfigurationError("the database lacks \(status.pending.count) migration(s) (first \(status.pending[0])): run `payrecon migrate` "
+                                     + "before serve (serve never migrates; the systemd unit runs it as ExecStartPre)")
+        }
     }
     let receiver = Receiver(configuration: .init(host: host, port: port, maxBodyBytes: maxBody, threads: threads,
                                                  maxConnections: maxConnections, maxConnectionsPerIP: maxPerIP,
@@ -58,7 +78,8 @@ let serveCommand = Command(
                                                  requestTimeoutSeconds: Double(requestTimeout), trustedProxies: trustedProxies,
                                                  maxBodyBuffer: maxBodyBuffer, metricsHost: metricsAddress?.host,
                                                  metricsPort: metricsAddress?.port ?? 0),
-                            endpoints: endpoints, pool: pool)
+                            endpoints: endpoints, pool: pool, expectedMigrations: expected)
+    ProcessMetrics.register(version: CLI.version)
     let bound: UInt16
     do { bound = try receiver.start() } catch { throw FatalError("\(error)") }
     if let file = try args.value(Options.portFile) { try? "\(bound)\n".write(toFile: file, atomically: true, encoding: .utf8) }

@@ -23,13 +23,16 @@ public struct ProviderDefinition: Sendable {
     /// The request headers its webhook verification or dedupe reads: stored with a delivery as sent (any other header
     /// is stored by name with the value `[redacted]`, since proxies add credentials under many names).
     public let webhookHeaders: [String]
+    /// The header naming the provider's own id of a delivery, for log lines (nil: the id is only in the body).
+    public let webhookDeliveryIDHeader: String?
 
     public init(provider: Provider, traits: ProviderTraits, webhookSecretVariable: String, apiVariables: String,
-                webhookHeaders: [String],
+                webhookHeaders: [String], webhookDeliveryIDHeader: String?,
                 webhook: @escaping @Sendable (Environment) throws(ConfigurationError) -> (any ProviderWebhook)?,
                 api: @escaping @Sendable (Environment, any ProviderTransport) throws(ConfigurationError) -> any ProviderAPI) {
         self.provider = provider; self.traits = traits; self.webhookSecretVariable = webhookSecretVariable
-        self.apiVariables = apiVariables; self.webhookHeaders = webhookHeaders; self.webhook = webhook; self.api = api
+        self.apiVariables = apiVariables; self.webhookHeaders = webhookHeaders
+        self.webhookDeliveryIDHeader = webhookDeliveryIDHeader; self.webhook = webhook; self.api = api
     }
 }
 
@@ -49,6 +52,8 @@ public protocol ProviderWebhook: Sendable {
     /// Restores what verification keeps across restarts (PayPal's validated signing certificates) from `store`, and
     /// saves there what it learns from now on.
     func keep(in store: any WebhookMaterialStore)
+    /// A delivery from `sender` (its address group) passed `accept`: a sender of genuine deliveries.
+    func verified(from sender: String)
 }
 
 /// Where a provider's webhook side keeps what verifying deliveries taught it (PayPal's validated signing
@@ -62,6 +67,7 @@ public protocol WebhookMaterialStore: Sendable {
 
 extension ProviderWebhook {
     public func keep(in store: any WebhookMaterialStore) {}
+    public func verified(from sender: String) {}
     /// Providers whose verification needs nothing from the network (HMAC) decide at once.
     public func acceptWithoutWaiting(headers: Headers, body: [UInt8], now: Date) throws(WebhookRejection) -> AcceptedEvent? {
         try accept(headers: headers, body: body, now: now)

@@ -11,6 +11,7 @@ public enum PXPProvider {
         webhookSecretVariable: "PXP_WEBHOOK_KEY",
         apiVariables: "PXP_CLIENT_ID, PXP_TOKEN_ID and PXP_TOKEN_VALUE",
         webhookHeaders: [PXPWebhookVerifier.requestIDHeader, PXPWebhookVerifier.timestampHeader, PXPWebhookVerifier.signatureHeader],
+        webhookDeliveryIDHeader: PXPWebhookVerifier.requestIDHeader,
         webhook: { env throws(ConfigurationError) in try webhook(env) },
         api: { env, transport throws(ConfigurationError) in try API(environment: env, transport: transport) })
 

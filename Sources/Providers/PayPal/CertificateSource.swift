@@ -19,6 +19,9 @@ public protocol CertificateSource: Sendable {
     func signingCertificate(for url: String) -> SigningCertificate?
     /// The certificate at `url` has just verified a delivery's signature.
     func verifiedDelivery(with url: String)
+    /// A delivery from `sender` (an address group) was verified: its later fetches come out of a reserve strangers
+    /// cannot spend.
+    func trust(sender: String)
 }
 
 extension CertificateSource {
@@ -28,6 +31,7 @@ extension CertificateSource {
     public func prefetch(_ url: String, then: @escaping @Sendable () -> Void) { prefetch(url, sender: nil, then: then) }
     public func signingCertificate(for url: String) -> SigningCertificate? { nil }
     public func verifiedDelivery(with url: String) {}
+    public func trust(sender: String) {}
 }
 
 /// A PayPal signing certificate as validated: its leaf, and the window in which its whole chain is valid.
@@ -69,8 +73,11 @@ public struct UnavailableCertificateSource: CertificateSource {
 /// - a URL whose fetch (or validation) failed is not fetched again for `failureTTL` (5 minutes): those deliveries
 ///   are refused at once;
 /// - at most `maxNewURLsPerMinute` (10) distinct uncached URLs are fetched per minute, and at most
-///   `maxNewURLsPerSenderPerMinute` (2) of them for one sender (an IPv4 address, an IPv6 /64): a stranger's stream of
-///   random URLs spends its own share, not the budget a new genuine URL (PayPal rotates them) needs;
+///   `maxNewURLsPerSenderPerMinute` (2) of them for one sender (an IPv4 /24, an IPv6 /48: `SenderAddress.group`): a
+///   stranger's stream of random URLs spends its own share. Senders that delivered a verified delivery before
+///   (`trust(sender:)`, kept across restarts with the certificates) fetch from a reserve of their own
+///   (`maxTrustedURLsPerMinute`, 5) that no stranger can spend, however many addresses the stranger has: a new genuine
+///   URL (PayPal rotates them) is fetched within a minute of PayPal's first delivery naming it;
 /// - only what `validate` accepts (parsed, chained to the trust roots, the CN PayPal serves from that URL's host) is
 ///   cached, and kept until what `validate` says (the chain's notAfter), not on a timer;
 /// - when full, expired entries go first, then those that never verified a delivery (oldest first), and only then the
@@ -97,6 +104,11 @@ public final class CachingCertificateSource: CertificateSource {
         var misses = 0
         var fetches = 0
         var persist: (@Sendable (_ url: String, _ pem: [UInt8], _ keepUntil: Date) -> Void)?
+        /// Sender groups that delivered a verified delivery, and when they last did (bounded: `maxTrustedSenders`).
+        var trusted: [String: Date] = [:]
+        var recentTrustedFetches: [Date] = []
+        var persistSender: (@Sendable (_ sender: String, _ keepUntil: Date) -> Void)?
+        var refused = 0
     }
 
     /// One fetch of one URL; later callers for the same URL wait on it.
@@ -120,6 +132,11 @@ public final class CachingCertificateSource: CertificateSource {
     public let failureTTL: TimeInterval
     public let maxNewURLsPerMinute: Int
     public let maxNewURLsPerSenderPerMinute: Int
+    /// Fetches a minute for trusted senders, beside `maxNewURLsPerMinute`.
+    public let maxTrustedURLsPerMinute = 5
+    /// Trusted sender groups kept (the most recent); a trusted sender is kept `trustSeconds` after its last delivery.
+    public let maxTrustedSenders = 256
+    public let trustSeconds: TimeInterval = 30 * 86_400
     /// Most `prefetch` continuations kept waiting on fetches at once (each holds a delivery's body).
     public let maxWaiters: Int
     private let clock: @Sendable () -> Date
@@ -175,20 +192,32 @@ public final class CachingCertificateSource: CertificateSource {
             return .wait(fetch)
         }
         state.recentFetches.removeAll { $0.at <= now.addingTimeInterval(-60) }
+        state.recentTrustedFetches.removeAll { $0 <= now.addingTimeInterval(-60) }
         // A sender's share applies when the sender is known (the receiver always knows it; `pem(for:)`, which
         // `payrecon verify` uses, does not).
         let who = sender ?? ""
-        guard sender == nil || state.recentFetches.lazy.filter({ $0.sender == who }).count < maxNewURLsPerSenderPerMinute else {
+        let trusted = sender.flatMap { state.trusted[$0] }.map { $0.addingTimeInterval(trustSeconds) > now } ?? false
+        if trusted, state.recentTrustedFetches.count < maxTrustedURLsPerMinute {
+            guard join else { return .fetchAllowed }
             state.misses += 1
+            state.recentTrustedFetches.append(now)
+            return startFetch(&state, url: url)
+        }
+        guard sender == nil || state.recentFetches.lazy.filter({ $0.sender == who }).count < maxNewURLsPerSenderPerMinute else {
+            state.misses += 1; state.refused += 1
             return .refuse("\(maxNewURLsPerSenderPerMinute) uncached certificate URLs were fetched for this sender in the last minute; not fetched")
         }
         guard state.recentFetches.count < maxNewURLsPerMinute else {
-            state.misses += 1
+            state.misses += 1; state.refused += 1
             return .refuse("\(maxNewURLsPerMinute) uncached certificate URLs were fetched in the last minute; not fetched")
         }
         guard join else { return .fetchAllowed }
         state.misses += 1
         state.recentFetches.append((now, who))
+        return startFetch(&state, url: url)
+    }
+
+    private func startFetch(_ state: inout State, url: String) -> Step {
         state.fetches += 1
         let fetch = Fetch()
         state.inFlight[url] = fetch
@@ -238,6 +267,40 @@ public final class CachingCertificateSource: CertificateSource {
         }
         save?()
     }
+
+    public func trust(sender: String) {
+        let now = clock()
+        let save: (@Sendable () -> Void)? = state.withLock { state in
+            let known = state.trusted[sender]
+            state.trusted[sender] = now
+            if state.trusted.count > maxTrustedSenders, let oldest = state.trusted.min(by: { $0.value < $1.value })?.key {
+                state.trusted[oldest] = nil
+            }
+            // Saved when new, and again at most once a day (its keep-until moves on).
+            guard known.map({ $0.addingTimeInterval(86_400) <= now }) ?? true, let persist = state.persistSender else { return nil }
+            let until = now.addingTimeInterval(trustSeconds)
+            return { persist(sender, until) }
+        }
+        save?()
+    }
+
+    /// Sender groups restored from an earlier run, with when their trust ends.
+    public func restoreTrusted(_ senders: [(sender: String, until: Date)]) {
+        let now = clock()
+        state.withLock { state in
+            for (sender, until) in senders where until > now && state.trusted.count < maxTrustedSenders {
+                state.trusted[sender] = until.addingTimeInterval(-trustSeconds)
+            }
+        }
+    }
+
+    /// Where a newly trusted sender group goes (called on the verifying thread: must not block).
+    public func persistTrusted(with save: @escaping @Sendable (_ sender: String, _ keepUntil: Date) -> Void) {
+        state.withLock { $0.persistSender = save }
+    }
+
+    /// Fetches refused by the budget (per sender or per minute) since start.
+    public var refusedFetches: Int { state.withLock { $0.refused } }
 
     public func prefetch(_ url: String, sender: String?, then: @escaping @Sendable () -> Void) {
         // One decision under the lock: join the fetch in flight (bounded), or start one if the rules allow, or

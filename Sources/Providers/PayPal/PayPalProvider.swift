@@ -19,6 +19,7 @@ public enum PayPalProvider {
         webhookHeaders: [PayPalWebhookVerifier.transmissionIDHeader, PayPalWebhookVerifier.transmissionTimeHeader,
                          PayPalWebhookVerifier.transmissionSignatureHeader, PayPalWebhookVerifier.certURLHeader,
                          PayPalWebhookVerifier.authAlgorithmHeader],
+        webhookDeliveryIDHeader: PayPalWebhookVerifier.transmissionIDHeader,
         webhook: { env throws(ConfigurationError) in try webhook(env) },
         api: { env, transport throws(ConfigurationError) in try API(environment: env, transport: transport) })
 
@@ -88,13 +89,27 @@ public enum PayPalProvider {
         }
         /// Signing certificates that verified a delivery are saved until their notAfter, and those saved before (still
         /// under an allowed prefix) are validated again and cached at start: a restart, or a stranger's stream of
-        /// cert URLs right after one, never keeps a genuine delivery waiting for a fetch.
+        /// cert URLs right after one, never keeps a genuine delivery waiting for a fetch. The sender groups PayPal's
+        /// verified deliveries came from are kept too (`sender:` keys), for their reserve of fetches.
         public func keep(in store: any WebhookMaterialStore) {
             guard let cache else { return }
-            let kept = store.load(.paypal).filter { verifier.isAllowed(certURL: $0.key) }.map { (url: $0.key, pem: $0.value) }
+            let items = store.load(.paypal)
+            let kept = items.filter { verifier.isAllowed(certURL: $0.key) }.map { (url: $0.key, pem: $0.value) }
             cache.restore(kept)
+            cache.restoreTrusted(items.compactMap { item in
+                guard item.key.hasPrefix(Self.senderKey), let seconds = Int64(String(decoding: item.value, as: UTF8.self)) else { return nil }
+                return (sender: String(item.key.dropFirst(Self.senderKey.count)), until: Date(timeIntervalSince1970: TimeInterval(seconds)))
+            })
             cache.persist { url, pem, keepUntil in store.save(.paypal, key: url, value: pem, keepUntil: keepUntil) }
+            cache.persistTrusted { sender, until in
+                store.save(.paypal, key: Self.senderKey + sender, value: Array(String(Int64(until.timeIntervalSince1970)).utf8), keepUntil: until)
+            }
         }
+        static let senderKey = "sender:"
+
+        /// A delivery from `sender` verified: its group fetches from the trusted reserve from now on.
+        public func verified(from sender: String) { cache?.trust(sender: sender) }
+
         private static func event(headers: Headers, body: [UInt8]) throws(WebhookRejection) -> AcceptedEvent {
             let e = try PayPalEvent.parse(body: body)
             return AcceptedEvent(dedupeKey: e.id, eventType: e.eventType,

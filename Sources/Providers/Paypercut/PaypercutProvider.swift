@@ -11,6 +11,7 @@ public enum PaypercutProvider {
         webhookSecretVariable: "PAYPERCUT_WEBHOOK_SECRET",
         apiVariables: "PAYPERCUT_SECRET_KEY",
         webhookHeaders: [PaypercutWebhookVerifier.signatureHeader],
+        webhookDeliveryIDHeader: nil,
         webhook: { env throws(ConfigurationError) in try webhook(env) },
         api: { env, transport throws(ConfigurationError) in try API(environment: env, transport: transport) })
 

@@ -1,0 +1,93 @@
+import Foundation
+import Providers
+import Reconciliation
+import Reporting
+import Store
+import Wiring
+
+private let rejectionsReason = OptionKey<String>("--reason", "R", "Only this rejection reason (invalid_signature, stale_timestamp, …).")
+private let rejectionsLimit = Options.limit(default: 50, max: 100_000)
+private let exportDirectory = OptionKey<String>("--export", "DIR",
+    "Write the sample's body and headers where `payrecon verify` reads them (DIR/body, DIR/headers.json).")
+
+let rejectionsListCommand = Command(
+    name: "rejections list",
+    summary: "List the kept samples of rejected deliveries, newest first.",
+    options: [Options.provider, rejectionsReason, rejectionsLimit],
+    details: """
+        Every rejected delivery is counted (rejection_counts, per provider, reason, source and hour); the first 20 of
+        each provider and reason an hour, at most 100 a day, are kept as samples: 8 KiB of headers and of the body.
+        Anyone can send them: nothing here is authenticated.
+        """
+) { args in
+    let provider = try args.value(Options.provider)
+    let reason = try args.value(rejectionsReason)
+    let conn = try connect(try Environment().databaseURL())
+    defer { conn.close() }
+    let rows = try RejectionSamples.list(provider: provider?.rawValue, reason: reason, limit: try args.value(rejectionsLimit, default: 50), on: conn)
+    var table = TextTable([.init("ID"), .init("PROVIDER"), .init("REASON"), .init("SOURCE"), .init("RECEIVED"), .init("BYTES", .right),
+                           .init("MESSAGE")])
+    table.indent = ""
+    for r in rows {
+        table.append([String(r.id), r.provider, r.reason, r.source ?? "-", timestamp(r.receivedAt), String(r.bodyBytes),
+                      String(r.message.prefix(100))])
+    }
+    print(table.render(colour: false), terminator: "")
+    return Exit.ok
+}
+
+let rejectionsShowCommand = Command(
+    name: "rejections show",
+    summary: "Show one rejected-delivery sample; --export writes what `payrecon verify` reads.",
+    arguments: [.init(name: "ID", help: "The sample's id (rejections list).")],
+    options: [exportDirectory],
+    details: """
+        With --export DIR, DIR/body holds the kept body and DIR/headers.json the kept headers as a JSON object, and the
+        command prints the `payrecon verify` line that checks them offline at their own time. A body longer than the
+        8 KiB kept cannot verify (its signature covers all of it): the command says so.
+        """
+) { args in
+    guard let id = Int64(args.positionals[0]) else { throw UsageError("ID must be a number, not '\(args.positionals[0])'") }
+    let conn = try connect(try Environment().databaseURL())
+    defer { conn.close() }
+    guard let r = try RejectionSamples.find(id: id, on: conn) else {
+        throw FatalError("no rejected-delivery sample \(id): `payrecon rejections list` shows the kept ones (samples older than "
+            + "PAYRECON_RETAIN's rejected= are pruned)")
+    }
+    let safe = TextTable.safe
+    let cut = Int64(r.bodyPrefix.count) < r.bodyBytes
+    print("""
+        rejected delivery \(r.id) (unauthenticated: anyone could have sent it)
+          provider   \(r.provider)
+          reason     \(r.reason)
+          message    \(safe(r.message))
+          source     \(safe(r.source ?? "-"))
+          received   \(timestamp(r.receivedAt))
+          body       \(r.bodyBytes) bytes\(cut ? ", the first \(r.bodyPrefix.count) kept" : "")
+        headers:
+        """)
+    for (name, value) in r.headers { print("  \(safe(name)): \(safe(value))") }
+    print("body:")
+    print(String(decoding: r.bodyPrefix, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+        .map { safe(String($0)) }.joined(separator: "\n"))
+    guard let directory = try args.value(exportDirectory) else { return Exit.ok }
+    let dir = URL(fileURLWithPath: directory)
+    do {
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        try Data(r.bodyPrefix).write(to: dir.appendingPathComponent("body"))
+        var object: [String: String] = [:]
+        for (name, value) in r.headers where object[name] == nil { object[name] = value }
+        let json = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
+        try json.write(to: dir.appendingPathComponent("headers.json"))
+    } catch {
+        throw FatalError("cannot write the sample to \(directory): \(error.localizedDescription); pick a directory you can write")
+    }
+    let provider = Provider(rawValue: r.provider)?.rawValue ?? r.provider
+    print("""
+
+        exported to \(dir.path)/body and \(dir.path)/headers.json; check it offline with:
+          payrecon verify \(provider) --body \(dir.path)/body --headers \(dir.path)/headers.json --at transmission
+        """)
+    if cut { print("note: the body was cut at \(r.bodyPrefix.count) of \(r.bodyBytes) bytes, so its signature cannot verify") }
+    return Exit.ok
+}

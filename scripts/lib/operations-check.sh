@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# Operations as shipped, checked with the real parts: scripts/install into a throwaway root; `payrecon serve` and
+# `payrecon work` started from the installed binary with the installed environment template's settings (only the
+# database, the ports, the provider URLs and the demo credentials differ); a real Prometheus (Debian's) scraping them
+# with deploy/prometheus/prometheus.yml and alerts.yml (its `for:` shortened); traffic from paysim's demo book. Then:
+# every Grafana panel's query returns data, no alert is pending, and stopping the worker turns PayreconWorkerDown
+# pending. Everything runs on 127.0.0.1 under a temporary directory and is stopped on exit.
+#   PAYRECON_BIN=.build/debug/payrecon PAYSIM_BIN=.build/debug/paysim DATABASE_URL=postgresql://… \
+#       scripts/lib/operations-check.sh
+# Prints one line per check and `operations-check: N passed`; exits 1 on the first failure.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+: "${PAYRECON_BIN:?set PAYRECON_BIN to the payrecon binary}" "${PAYSIM_BIN:?set PAYSIM_BIN to the paysim binary}"
+: "${DATABASE_URL:?set DATABASE_URL to a fresh database the check may write to}"
+PROMETHEUS=${PROMETHEUS:-/usr/bin/prometheus}
+[ -x "$PROMETHEUS" ] || { echo "operations-check: $PROMETHEUS is missing (apt-get install prometheus)" >&2; exit 2; }
+TEST_DATABASE_URL=$DATABASE_URL
+
+T=$(mktemp -d /tmp/payrecon-ops.XXXXXX)
+pids=()
+cleanup() {
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+    rm -rf "$T"
+}
+trap cleanup EXIT
+passed=0
+ok() { passed=$((passed + 1)); printf 'ok   %s\n' "$*"; }
+fail() {
+    printf 'FAIL %s\n' "$*"
+    for f in serve work prometheus paysim; do
+        [ -s "$T/$f.log" ] && { echo "--- $f log (last lines)"; tail -5 "$T/$f.log"; }
+    done
+    exit 1
+}
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+wait_http() { for _ in $(seq 1 200); do curl -fsS -o /dev/null "$1" 2>/dev/null && return 0; sleep 0.1; done; return 1; }
+
+# 1. Installed as a package would be, into a root of its own.
+"$ROOT/scripts/install" --root "$T/root" --binary "$PAYRECON_BIN" >"$T/install.log" 2>&1 || { cat "$T/install.log"; fail "scripts/install"; }
+env_file="$T/root/etc/payrecon/payrecon.env"
+for unit in payrecon-serve.service payrecon-work.service payrecon-reconcile.timer payrecon-prune.timer; do
+    [ -f "$T/root/etc/systemd/system/$unit" ] || fail "scripts/install did not install $unit"
+done
+# The template's paths are where the script put things; the units start the installed binary.
+sql_dir=$(sed -n 's/^PAYRECON_SQL_DIR=//p' "$env_file"); roots=$(sed -n 's/^PAYPAL_TRUST_ROOTS=//p' "$env_file")
+[ -f "$T/root$sql_dir/0001_deliveries.sql" ] || fail "the template's PAYRECON_SQL_DIR=$sql_dir is not what scripts/install installed"
+[ -f "$T/root$roots" ] || fail "the template's PAYPAL_TRUST_ROOTS=$roots is not what scripts/install installed"
+exec_start=$(sed -n 's/^ExecStart=\([^ ]*\).*/\1/p' "$T/root/etc/systemd/system/payrecon-serve.service")
+[ -x "$T/root$exec_start" ] || fail "payrecon-serve.service starts $exec_start, which scripts/install did not install"
+ok "scripts/install: binary, migrations, trust roots, units and env template, the template's paths and the units' binary where it put them"
+
+# 2. The template's settings, with the throwaway root's paths and this machine's free ports.
+set -a
+# shellcheck disable=SC1090
+. "$env_file"
+set +a
+BIN="$T/root$exec_start"
+serve_port=$(free_port); serve_metrics=$(free_port); work_metrics=$(free_port); prom_port=$(free_port)
+export DATABASE_URL=$TEST_DATABASE_URL PAYRECON_SQL_DIR="$T/root$sql_dir" PAYRECON_LOG_LEVEL=warning
+export PAYRECON_LISTEN=127.0.0.1:$serve_port PAYRECON_METRICS_LISTEN=127.0.0.1:$serve_metrics PAYRECON_WORK_METRICS_LISTEN=127.0.0.1:$work_metrics
+[ -n "${PAYRECON_TRUSTED_PROXIES:-}" ] || fail "the template names no PAYRECON_TRUSTED_PROXIES"
+export PXP_CLIENT_ID=demo-client PXP_TOKEN_ID=demo-token PXP_TOKEN_VALUE=demo-token-value PXP_WEBHOOK_KEY=demo-webhook-key
+export PAYPAL_CLIENT_ID=demo-paypal PAYPAL_CLIENT_SECRET=demo-paypal-secret PAYPAL_WEBHOOK_ID=WEBHOOK_ID
+export PAYPERCUT_SECRET_KEY=sk_test_paysim PAYPERCUT_WEBHOOK_SECRET=whsec_paysim
+
+"$PAYSIM_BIN" --listen 127.0.0.1:0 --port-file "$T/paysim.port" --seed-file "$ROOT/demo/seed.json" \
+    --paypal-root-out "$T/paypal-roots.pem" 2>"$T/paysim.log" &
+pids+=($!)
+for _ in $(seq 1 200); do [ -s "$T/paysim.port" ] && break; sleep 0.05; done
+SIM="http://127.0.0.1:$(cat "$T/paysim.port")"
+export PXP_API_BASE_URL="$SIM/api/v1" PAYPAL_API_BASE_URL="$SIM" PAYPERCUT_API_BASE_URL="$SIM"
+export PAYPAL_TRUST_ROOTS="$T/paypal-roots.pem" PAYPAL_CERT_URL_PREFIXES="$SIM/v1/notifications/certs/"
+
+"$BIN" migrate >"$T/migrate.log" 2>&1 || { cat "$T/migrate.log"; fail "payrecon migrate from the installed migrations"; }
+"$BIN" orders import "$ROOT/demo/orders.csv" >/dev/null 2>&1 || fail "payrecon orders import"
+"$BIN" serve 2>"$T/serve.log" &
+pids+=($!)
+"$BIN" work 2>"$T/work.log" &
+work_pid=$!; pids+=("$work_pid")
+wait_http "http://127.0.0.1:$serve_metrics/readyz" || fail "the installed serve is not ready on PAYRECON_METRICS_LISTEN"
+wait_http "http://127.0.0.1:$work_metrics/metrics" || fail "the installed work does not answer /metrics on PAYRECON_WORK_METRICS_LISTEN"
+ok "serve and work started from the installed files with the template's settings (readyz and both /metrics answer)"
+
+# 3. Prometheus with the shipped configuration and rules: targets at this run's ports, `for:` shortened to seconds.
+mkdir -p "$T/prom"
+sed -e "s/127.0.0.1:9463/127.0.0.1:$serve_metrics/; s/127.0.0.1:9464/127.0.0.1:$work_metrics/" \
+    -e 's/scrape_interval: 15s/scrape_interval: 1s/; s/evaluation_interval: 15s/evaluation_interval: 1s/' \
+    "$ROOT/deploy/prometheus/prometheus.yml" >"$T/prom/prometheus.yml"
+grep -q "127.0.0.1:$work_metrics" "$T/prom/prometheus.yml" || fail "deploy/prometheus/prometheus.yml does not scrape 127.0.0.1:9464 (PAYRECON_WORK_METRICS_LISTEN)"
+sed -E 's/^( *)for: [0-9]+[smh]$/\1for: 3s/' "$ROOT/deploy/prometheus/alerts.yml" >"$T/prom/alerts.yml"
+"$PROMETHEUS" --config.file="$T/prom/prometheus.yml" --storage.tsdb.path="$T/prom/data" \
+    --web.listen-address="127.0.0.1:$prom_port" >"$T/prometheus.log" 2>&1 &
+pids+=($!)
+PROM="http://127.0.0.1:$prom_port"
+wait_http "$PROM/-/ready" || fail "prometheus did not start"
+
+# 4. Traffic: paysim delivers signed webhooks from the demo book (discrepancies, actions, money at risk), and a forgery.
+RECV="http://127.0.0.1:$serve_port"
+send() { curl -sS -X POST "$SIM/admin/webhooks/send" -H 'Content-Type: application/json' -d "$1" >>"$T/webhooks.log"; echo >>"$T/webhooks.log"; }
+for tx in PXP-CAPTURE-1 PXP-SHORT-1 PXP-CURRENCY-1; do
+    send "{\"provider\":\"pxp\",\"target\":\"$RECV/webhooks/pxp\",\"merchantTransactionId\":\"$tx\",\"merchant\":\"MERCH-A\",\"site\":\"WEB\"}"
+done
+send "{\"provider\":\"paypal\",\"target\":\"$RECV/webhooks/paypal\",\"event_type\":\"CHECKOUT.ORDER.COMPLETED\",\"order_id\":\"PP-OVERCAPTURE-1\"}"
+send "{\"provider\":\"pxp\",\"target\":\"$RECV/webhooks/pxp\",\"merchantTransactionId\":\"PXP-CAPTURE-1\",\"merchant\":\"MERCH-A\",\"site\":\"WEB\",\"forged\":true}"
+for _ in $(seq 1 300); do
+    pending=$(psql "$DATABASE_URL" -tAc "SELECT count(*) FROM deliveries WHERE status = 'pending'")
+    [ "$pending" = 0 ] && break; sleep 0.1
+done
+[ "$pending" = 0 ] || fail "$pending deliveries still pending after 30 s"
+ok "paysim's signed deliveries were processed by the installed worker"
+
+# 5. Every dashboard panel's query returns data (the worker refreshes its database-backed gauges at start and every
+#    15 s; rates need two scrapes).
+query() { curl -fsS --get "$PROM/api/v1/query" --data-urlencode "query=$1"; }
+python3 - "$ROOT/deploy/grafana/payrecon.json" >"$T/panels.tsv" <<'PY'
+import json, sys
+for panel in json.load(open(sys.argv[1]))["panels"]:
+    for target in panel.get("targets", []):
+        if target.get("expr"):
+            print(f"{panel['title']}\t{target['expr']}")
+PY
+deadline=$((SECONDS + 40)); missing=""
+while :; do
+    missing=""
+    while IFS=$'\t' read -r title expr; do
+        n=$(query "$expr" | python3 -c 'import json, sys; d = json.load(sys.stdin)["data"]; r = d["result"]; print(len(r) if d["resultType"] in ("vector", "matrix") else 1)')
+        [ "$n" -gt 0 ] || missing="$missing; $title ($expr)"
+    done <"$T/panels.tsv"
+    [ -z "$missing" ] && break
+    [ $SECONDS -lt $deadline ] || fail "dashboard panels with no data:${missing#;}"
+    sleep 2
+done
+ok "every Grafana panel's query returns data ($(wc -l <"$T/panels.tsv") queries)"
+
+alerts() { curl -fsS "$PROM/api/v1/alerts" | python3 -c 'import json, sys; print(" ".join(sorted(a["labels"]["alertname"] + ":" + a["state"] for a in json.load(sys.stdin)["data"]["alerts"])))'; }
+active=$(alerts)
+[ -z "$active" ] || fail "alerts active on a healthy install: $active"
+ok "no alert is pending or firing on a healthy install"
+
+# 6. The worker stops: PayreconWorkerDown goes pending (then firing, `for:` being 3 s here).
+kill "$work_pid"; wait "$work_pid" 2>/dev/null || true
+for _ in $(seq 1 40); do
+    active=$(alerts)
+    case "$active" in *PayreconWorkerDown:*) break ;; esac
+    sleep 0.5
+done
+case "$active" in *PayreconWorkerDown:*) ok "stopping the worker turns PayreconWorkerDown ${active##*PayreconWorkerDown:}" ;;
+    *) fail "the worker stopped, but PayreconWorkerDown is not pending (active: ${active:-none})" ;; esac
+echo "operations-check: $passed passed"
