@@ -57,7 +57,9 @@ public final class Receiver: Sendable {
     public static let defaultMaxBodyBuffer = 256 << 20
 
     private let configuration: Configuration
-    private let endpoints: [String: any WebhookEndpoint]
+    /// One per configured provider; replaced whole by `replaceEndpoints` (SIGHUP), never edited.
+    private let endpointTable: Mutex<[String: any WebhookEndpoint]>
+    private var endpoints: [String: any WebhookEndpoint] { endpointTable.withLock { $0 } }
     private let storage: any ReceiverStorage
     private let committer: GroupCommitter
     private let server: Mutex<HTTPServer?> = Mutex(nil)
@@ -90,7 +92,7 @@ public final class Receiver: Sendable {
     public init(configuration: Configuration, endpoints: [any WebhookEndpoint], storage: any ReceiverStorage, logger: Logger = Logger()) {
         self.configuration = configuration
         self.logger = logger
-        self.endpoints = Dictionary(uniqueKeysWithValues: endpoints.map { ($0.provider.rawValue, $0) })
+        self.endpointTable = Mutex(Dictionary(uniqueKeysWithValues: endpoints.map { ($0.provider.rawValue, $0) }))
         self.storedHeaders = Dictionary(uniqueKeysWithValues: ProviderRegistry.definitions.map { definition in
             (definition.provider.rawValue, Set((definition.webhookHeaders + Self.headersAlwaysStored).map { $0.lowercased() }))
         })
@@ -156,6 +158,16 @@ public final class Receiver: Sendable {
 
     /// Bytes of webhook bodies held in memory now (PAYRECON_MAX_BODY_BUFFER bounds them).
     public var bodyBufferBytes: Int { server.withLock { $0?.bodyBufferBytes } ?? 0 }
+
+    /// Puts `new` in place of the endpoints (SIGHUP: the secrets re-read). A request already deciding keeps the
+    /// endpoint it read; the next one uses the new: nothing is dropped. What verification keeps (PayPal's
+    /// certificates) is restored into the new endpoints first.
+    public func replaceEndpoints(_ new: [any WebhookEndpoint]) {
+        let material = ReceiverMaterialStore(storage: storage)
+        for endpoint in new { endpoint.keep(in: material) }
+        endpointTable.withLock { $0 = Dictionary(uniqueKeysWithValues: new.map { ($0.provider.rawValue, $0) }) }
+        logger.info("webhook secrets re-read", ["providers": new.map(\.provider.rawValue).sorted().joined(separator: ",")])
+    }
 
     /// The port `/metrics`, `/readyz` and `/healthz` are answered on (the webhook port without PAYRECON_METRICS_LISTEN).
     public var operationsPort: UInt16 {

@@ -21,11 +21,14 @@ public struct WorkerContext: Sendable {
     public let inDoubtGraceSeconds: Double
     /// The root logger the worker, sweep and executor add their context to.
     public let logger: Logger
+    /// The transport the provider APIs share (rate limits, connections), kept when they are rebuilt.
+    let transport: any ProviderTransport
 
     public init(_ env: Environment, poolSize: Int = 8, maxConcurrentRequests: Int = 64, logger: Logger = Logger()) throws(ConfigurationError) {
         self.logger = logger
         url = try env.databaseURL()
-        gateway = ProviderGateway(try ConfiguredProviders(environment: env, transport: try Self.transport(env, maxConcurrentRequests: maxConcurrentRequests)))
+        transport = try Self.transport(env, maxConcurrentRequests: maxConcurrentRequests)
+        gateway = ProviderGateway(try ConfiguredProviders(environment: env, transport: transport))
         pool = PostgresPool(conninfo: url, size: poolSize, acquireTimeout: 30)
         let windows: PendingWindows
         do { windows = try PendingWindows.parse(env["PAYRECON_PENDING_MAX"] ?? "24h") } catch { throw ConfigurationError(error.description) }
@@ -37,6 +40,13 @@ public struct WorkerContext: Sendable {
             let variables = ProviderRegistry.definitions.map(\.apiVariables).joined(separator: "; ")
             Log.warning("no provider API credentials set: orders cannot be re-fetched", ["set": variables])
         }
+    }
+
+    /// Builds the provider APIs again from `env` (SIGHUP: secrets given as files are read again) over the same
+    /// transport, and puts them in place for the checker and the executor.
+    public func reloadProviders(_ env: Environment) throws(ConfigurationError) {
+        gateway.reload(try ConfiguredProviders(environment: env, transport: transport))
+        logger.info("provider API secrets re-read")
     }
 
     /// Refuses to go on against a database that cannot be reached or was not migrated, so `work --once`, `actions

@@ -21,6 +21,16 @@ enum Signals {
         }
     }
 
+    /// Runs `handler` (on a queue of its own) each time SIGHUP arrives: `serve` and `work` re-read the secrets given as
+    /// files then.
+    static func onHangup(_ handler: @escaping @Sendable () -> Void) {
+        signal(SIGHUP, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: SIGHUP, queue: DispatchQueue(label: "payrecon.sighup"))
+        source.setEventHandler(handler: handler)
+        source.resume()
+        keep([source])
+    }
+
     private nonisolated(unsafe) static var retained: [DispatchSourceSignal] = []
     private static func keep(_ s: [DispatchSourceSignal]) { retained.append(contentsOf: s) }
 }

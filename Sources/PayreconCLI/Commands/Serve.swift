@@ -19,7 +19,8 @@ let serveCommand = Command(
         (on --metrics-listen / PAYRECON_METRICS_LISTEN when set, and then not on the webhook listener).
         A provider's endpoint is enabled when its secret is set: PXP_WEBHOOK_KEY, PAYPAL_WEBHOOK_ID,
         PAYPERCUT_WEBHOOK_SECRET. Behind a TLS proxy, name it in PAYRECON_TRUSTED_PROXIES (README: Behind a TLS
-        proxy). serve does not migrate: it refuses to start on a database that lacks migrations (run payrecon migrate
+        proxy). SIGHUP re-reads the webhook secrets given as files (NAME_FILE) without dropping a delivery.
+        serve does not migrate: it refuses to start on a database that lacks migrations (run payrecon migrate
         first), and /readyz is 503 migrations_pending while one is missing. SIGTERM or Ctrl-C drains in-flight
         deliveries and exits 0.
         """
@@ -83,6 +84,13 @@ let serveCommand = Command(
     let bound: UInt16
     do { bound = try receiver.start() } catch { throw FatalError("\(error)") }
     if let file = try args.value(Options.portFile) { try? "\(bound)\n".write(toFile: file, atomically: true, encoding: .utf8) }
+    // SIGHUP: the webhook secrets given as files (NAME_FILE) are read again and take over at once; a secret that
+    // cannot be read keeps the ones in use, and says why.
+    Signals.onHangup {
+        do { receiver.replaceEndpoints(try webhookEndpoints(Environment())) } catch {
+            Log.error("SIGHUP: the webhook secrets were not re-read; the ones in use stay", ["error": String(describing: error)])
+        }
+    }
     let signal = await Signals.waitForTermination()
     Log.info("draining", ["signal": signal])
     receiver.shutdown()

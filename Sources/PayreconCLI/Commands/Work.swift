@@ -47,6 +47,13 @@ let workCommand = Command(
                              executor: context.executor, logger: context.logger)
     if !args.flag(Options.once) {
         Task { let s = await Signals.waitForTermination(); Log.info("stopping", ["signal": s]); worker.stop() }
+        // SIGHUP: the provider API secrets given as files (NAME_FILE) are read again; calls under way finish with the
+        // old ones. A secret that cannot be read keeps the ones in use, and says why.
+        Signals.onHangup {
+            do { try context.reloadProviders(Environment()) } catch {
+                Log.error("SIGHUP: the provider API secrets were not re-read; the ones in use stay", ["error": String(describing: error)])
+            }
+        }
     }
     var metricsServer: WorkerMetricsServer?
     var refresher: Task<Void, Never>?

@@ -1,0 +1,44 @@
+import Foundation
+import Observability
+
+/// Every HTTP request a provider's API sends, counted by what came back:
+/// `payrecon_provider_http_requests_total{provider, class}`, class one of `2xx`, `3xx`, `404`, `429`, `4xx` (any
+/// other 4xx: 401 and 403 are credentials), `5xx` and `no_answer` (timeout, refused, reset: no HTTP answer at all).
+/// Measured at the transport, so calls answered without a request (a stored event read) never dilute the share
+/// of failures, and an outage (no answer) is told apart from a provider saying no.
+public struct CountedTransport: ProviderTransport {
+    public static let requests = Metrics.shared.counter("payrecon_provider_http_requests_total",
+        help: "HTTP requests to each provider's API by what came back: 2xx, 3xx, 404, 429, 4xx (other), 5xx, no_answer")
+    public static let classes = ["2xx", "3xx", "404", "429", "4xx", "5xx", "no_answer"]
+
+    let base: any ProviderTransport
+    let provider: String
+    public init(base: any ProviderTransport, provider: String) { self.base = base; self.provider = provider }
+
+    public func send(_ request: ProviderRequest) async throws -> ProviderResponse {
+        do {
+            let response = try await base.send(request)
+            Self.requests.increment([("provider", provider), ("class", Self.statusClass(response.status))])
+            return response
+        } catch {
+            Self.requests.increment([("provider", provider), ("class", "no_answer")])
+            throw error
+        }
+    }
+
+    static func statusClass(_ status: Int) -> String {
+        switch status {
+        case 404: "404"
+        case 429: "429"
+        case 200..<300: "2xx"
+        case 300..<400: "3xx"
+        case 400..<500: "4xx"
+        default: "5xx"
+        }
+    }
+
+    /// Every class of every provider at 0, so `increase()` and ratios see the first failure.
+    public static func initialise(providers: [String]) {
+        for provider in providers { for c in classes { requests.initialise([("provider", provider), ("class", c)]) } }
+    }
+}
