@@ -74,17 +74,28 @@ public struct WorkerContext: Sendable {
     /// DATABASE_URL unless that reaches PostgreSQL through a pooler (PgBouncer in transaction mode loses
     /// notifications), in which case nil: the worker polls, and says so at start.
     public func listenURL(_ env: Environment) -> String? {
-        if let direct = try? env.secret("PAYRECON_LISTEN_DATABASE_URL"), !direct.isEmpty { return direct }
-        var pooled: Bool?
-        if let probe = try? PostgresConnection(conninfo: url) {
-            pooled = (try? probe.looksPooled()) ?? nil
-            probe.close()
+        if let direct = try? env.secret("PAYRECON_LISTEN_DATABASE_URL"), !direct.isEmpty {
+            // A LISTEN URL at the pooler by mistake: transaction-mode PgBouncer drops the LISTEN with the transaction,
+            // so the worker would wait for notifications that never come. Say so, and poll.
+            if Self.looksPooled(direct) == true {
+                Log.warning("PAYRECON_LISTEN_DATABASE_URL reaches PostgreSQL through a pooler, which loses LISTEN: point it at PostgreSQL itself (its own host and port); until then the worker polls for deliveries")
+                return nil
+            }
+            return direct
         }
+        let pooled = Self.looksPooled(url)
         if pooled == true {
             Log.warning("DATABASE_URL reaches PostgreSQL through a pooler and PAYRECON_LISTEN_DATABASE_URL is not set: the worker polls for deliveries")
             return nil
         }
         return url
+    }
+
+    /// Whether `url` reaches PostgreSQL through a pooler (nil: cannot tell, e.g. unreachable).
+    static func looksPooled(_ url: String) -> Bool? {
+        guard let probe = try? PostgresConnection(conninfo: url) else { return nil }
+        defer { probe.close() }
+        return (try? probe.looksPooled()) ?? nil
     }
 
     /// The HTTP client provider calls go through: libcurl (`CurlHTTPClient`, one curl_multi loop thread) by

@@ -101,9 +101,17 @@ public struct ReconcileSweep: Sendable {
         try await pool.run { [summary] conn in
             try RunStore.finish(id: runID, totals: summary.totals, errors: summary.errors, exitCode: summary.exitCode, on: conn)
         }
-        log.info("reconcile finished", ["checked": summary.totals.checked, "matched": summary.totals.matched,
-                                        "opened": summary.totals.opened, "resolved": summary.totals.resolved,
-                                        "actions_emitted": summary.totals.actionsEmitted, "errors": summary.totals.errors])
+        let fields: [String: any Sendable] = ["checked": summary.totals.checked, "matched": summary.totals.matched,
+                                              "opened": summary.totals.opened, "resolved": summary.totals.resolved,
+                                              "actions_emitted": summary.totals.actionsEmitted, "errors": summary.totals.errors]
+        // A run that could not check orders is not routine: an error when it checked none, a warning when some.
+        if summary.totals.errors > 0 && summary.totals.checked == 0 {
+            log.error("reconcile finished without checking any order", fields)
+        } else if summary.totals.errors > 0 {
+            log.warning("reconcile finished; some orders could not be checked", fields)
+        } else {
+            log.info("reconcile finished", fields)
+        }
         return summary
     }
 

@@ -177,6 +177,9 @@ struct SweepTests {
             #expect(failing.exitCode == 1, "\(failing.stdout)\n\(failing.stderr)")
             #expect(failing.stdout.contains("errors 4") && failing.stdout.contains("not checked:") && failing.stdout.contains("pxp A:"),
                     "\(failing.stdout)")
+            // A run that checked nothing logs at error (it logged at info, beside a healthy run's line).
+            #expect(failing.stderr.contains(#""level":"error","msg":"reconcile finished without checking any order""#), "\(failing.stderr)")
+            #expect(ok.stderr.contains(#""level":"info","msg":"reconcile finished""#), "\(ok.stderr)")
 
             let usage = try await PayreconProcess.run(["reconcile", "--since", "soon"], environment: env)
             #expect(usage.exitCode == 2)

@@ -37,6 +37,26 @@ struct PgBouncerTests {
         #expect(try direct.looksPooled() == false)
     }
 
+    /// PAYRECON_LISTEN_DATABASE_URL pointed at the pooler by mistake: the worker says so and polls (it used to
+    /// LISTEN there, where transaction-mode PgBouncer loses notifications, and wait in silence).
+    @Test func aListenURLAtThePoolerIsNamedAndTheWorkerPolls() async throws {
+        let pooled = try #require(PgBouncer.url), direct = try #require(PgBouncer.direct)
+        _ = try await PayreconProcess.run(["migrate"], environment: ["DATABASE_URL": direct])
+        let work = try Background(["work"], environment: ["DATABASE_URL": direct, "PAYRECON_LISTEN_DATABASE_URL": pooled])
+        defer { work.stop() }
+        var said = false
+        for _ in 0..<100 where !said {
+            said = work.stderr().contains("PAYRECON_LISTEN_DATABASE_URL reaches PostgreSQL through a pooler")
+            if !said { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(said, "\(work.stderr())")
+        // Pointed at PostgreSQL itself, nothing is said.
+        let fine = try Background(["work"], environment: ["DATABASE_URL": direct, "PAYRECON_LISTEN_DATABASE_URL": direct])
+        defer { fine.stop() }
+        try await Task.sleep(for: .milliseconds(700))
+        #expect(fine.process.isRunning && !fine.stderr().contains("through a pooler"), "\(fine.stderr())")
+    }
+
     @Test func receiveWorkSweepAndReport() async throws {
         let url = try #require(PgBouncer.url)
         #expect(try await PayreconProcess.run(["migrate"], environment: ["DATABASE_URL": url]).status == 0)
