@@ -80,6 +80,9 @@ public final class PostgresPool: Sendable {
     /// Connections currently open (idle or in use).
     public var openConnections: Int { core.openConnections }
 
+    /// Open and idle connections, and `run` jobs waiting for one (`payrecon_db_*` metrics).
+    public var statistics: (open: Int, idle: Int, waiting: Int) { core.statistics }
+
     /// Closes idle connections, fails queued `run` jobs and stops the pool's threads. Connections in use close when
     /// returned. Later calls throw `.connection`.
     public func close() {
@@ -118,6 +121,7 @@ final class PoolCore: Sendable {
     }
 
     var openConnections: Int { state.withLock { $0.open } }
+    var statistics: (open: Int, idle: Int, waiting: Int) { state.withLock { ($0.open, $0.idle.count, $0.jobs.count - $0.jobHead) } }
 
     func withConnection<T>(timeout: TimeInterval, _ body: (PostgresConnection) throws -> T) throws -> T {
         let connection = try acquire(timeout: timeout)

@@ -24,6 +24,10 @@ public enum WorkerMetrics {
     static let open = Metrics.shared.gauge("payrecon_discrepancies_open", help: "Open discrepancies by kind")
     static let atRisk = Metrics.shared.gauge("payrecon_money_at_risk_minor",
                                              help: "Money at risk in open discrepancies, in minor units of the currency (2500 USD = 25.00)")
+    static let actionsWaiting = Metrics.shared.gauge("payrecon_actions_pending",
+        help: "Actions in the outbox by state: pending (to run), in_doubt (a call whose outcome is unknown yet)")
+    static let oldestAction = Metrics.shared.gauge("payrecon_oldest_pending_action_age_seconds",
+        help: "Age of the oldest pending action (0 when none): the executor is stopped or every call fails")
     static let lastSweep = Metrics.shared.gauge("payrecon_last_reconcile_success_timestamp_seconds",
                                                 help: "Unix time the last payrecon reconcile run finished with exit 0 (0: never)")
 
@@ -34,7 +38,7 @@ public enum WorkerMetrics {
     /// names them before the first observation and `increase()` sees the first action, call or delivery (a series
     /// born at 1 reads as no increase).
     public static func register() {
-        _ = (calls, callSeconds, actions, backlog, oldest, dead, open, atRisk, lastSweep, QueueWorker.processedMetric)
+        _ = (calls, callSeconds, actions, backlog, oldest, dead, open, atRisk, lastSweep, QueueWorker.processedMetric, actionsWaiting, oldestAction)
         for kind in DiscrepancyKind.allCases { open.add(0, [("kind", kind.rawValue)]) }
         for provider in Provider.allCases {
             for operation in ["fetch", "lookup", "resolve", "action", "settle"] {
@@ -103,6 +107,15 @@ public enum WorkerMetrics {
         }
         for currency in gone { atRisk.set(0, [("currency", currency)]) }
         for (currency, minor) in risk { atRisk.set(minor, [("currency", currency)]) }
+        if let row = try conn.query("""
+            SELECT count(*) FILTER (WHERE NOT in_doubt) AS pending, count(*) FILTER (WHERE in_doubt) AS in_doubt,
+                   coalesce(extract(epoch FROM now() - min(created_at)), 0)::bigint AS oldest
+            FROM actions WHERE status = 'pending'
+            """).first {
+            actionsWaiting.set(try row.int64("pending"), [("state", "pending")])
+            actionsWaiting.set(try row.int64("in_doubt"), [("state", "in_doubt")])
+            oldestAction.set(try row.int64("oldest"))
+        }
         let last = try conn.query("""
             SELECT coalesce(extract(epoch FROM max(finished_at)), 0)::bigint AS t FROM runs WHERE exit_code = 0
             """).first

@@ -45,6 +45,8 @@ import Worker
     @Test func everyWorkerFamilyExistsWithItsTypeAndLabels() async throws {
         try await WorkerHarness.with { h in
             WorkerMetrics.register()
+            ProcessMetrics.register(version: "test")
+            PoolMetrics.register(h.pool)
             _ = try await h.admin("/admin/paypal/orders", #"{"id":"PP-M","intent":"AUTHORIZE","currency":"USD","amount":"20.00","authorizations":[{"id":"AUTH-M"}]}"#)
             try h.insert(WorkerHarness.order(.paypal, "ORD-M", ref: "PP-M", amount: 2000, currency: "USD", merchant: nil))
             // And one captured short of its total: 10.00 USD at risk.
@@ -72,6 +74,18 @@ import Worker
                 "payrecon_discrepancies_open": Family(type: "gauge", labels: ["kind"]),
                 "payrecon_money_at_risk_minor": Family(type: "gauge", labels: ["currency"]),
                 "payrecon_last_reconcile_success_timestamp_seconds": Family(type: "gauge", labels: []),
+                "payrecon_actions_pending": Family(type: "gauge", labels: ["state"]),
+                "payrecon_oldest_pending_action_age_seconds": Family(type: "gauge", labels: []),
+                "payrecon_provider_http_requests_total": Family(type: "counter", labels: ["provider", "class"]),
+                "payrecon_db_connections": Family(type: "gauge", labels: ["state"]),
+                "payrecon_db_pool_size": Family(type: "gauge", labels: []),
+                "payrecon_db_jobs_waiting": Family(type: "gauge", labels: []),
+                "payrecon_build_info": Family(type: "gauge", labels: ["version"]),
+                "process_resident_memory_bytes": Family(type: "gauge", labels: []),
+                "process_open_fds": Family(type: "gauge", labels: []),
+                "process_max_fds": Family(type: "gauge", labels: []),
+                "process_cpu_seconds_total": Family(type: "counter", labels: []),
+                "process_start_time_seconds": Family(type: "gauge", labels: []),
             ]
             for (name, family) in expected {
                 #expect(families[name] == family, "\(name): \(String(describing: families[name]))")
@@ -80,6 +94,9 @@ import Worker
             #expect(text.contains(#"payrecon_actions_total{provider="paypal",kind="capture",status="succeeded"}"#))
             #expect(text.contains(#"payrecon_deliveries_processed_total{provider="paypal",outcome="ignored"}"#))
             #expect(text.contains(#"payrecon_money_at_risk_minor{currency="USD"} 1000"#))
+            // Every class of every provider exists at 0 from the start.
+            #expect(text.contains(#"payrecon_provider_http_requests_total{provider="pxp",class="no_answer"} 0"#))
+            #expect(text.contains(#"payrecon_actions_pending{state="in_doubt"} 0"#))
             for kind in DiscrepancyKind.allCases { #expect(text.contains(#"payrecon_discrepancies_open{kind="\#(kind.rawValue)"}"#)) }
             // Item 11 of the money review: once the currency's discrepancies are resolved, its gauge reads 0, not 1000.
             try h.execute("UPDATE discrepancies SET status = 'resolved', resolved_at = now() WHERE currency = 'USD'")

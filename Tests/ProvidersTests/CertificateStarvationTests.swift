@@ -1,5 +1,6 @@
 import PaysimCore
 import Foundation
+import Observability
 import Synchronization
 import Testing
 @testable import Providers
@@ -194,4 +195,26 @@ final class KeptCertificateSource: CertificateSource, @unchecked Sendable {
     func pem(for url: String) throws -> [UInt8] { pemAsked.withLock { $0 += 1 }; return Array(signing.leaf.pem.utf8) }
     func signingCertificate(for url: String) -> SigningCertificate? { signing }
     func verifiedDelivery(with url: String) { verified.withLock { $0 += 1 } }
+}
+
+/// Provider requests are counted at the transport by what came back, so an outage (no answer) and a refusal (4xx) are
+/// told apart, and calls answered without a request never dilute the failure rate.
+@Suite struct CountedTransportTests {
+    @Test func eachRequestIsCountedByWhatCameBack() async throws {
+        let provider = "counted-\(UUID().uuidString.prefix(8))"
+        let counted = CountedTransport(base: ScriptedTransport([
+            .success(ProviderResponse(status: 200)), .success(ProviderResponse(status: 404)), .success(ProviderResponse(status: 401)),
+            .success(ProviderResponse(status: 429)), .success(ProviderResponse(status: 503)), .failure(.timeout),
+        ]), provider: provider)
+        CountedTransport.initialise(providers: [provider])
+        func value(_ c: String) -> String? {
+            Metrics.shared.render().split(separator: "\n").first { $0.hasPrefix("payrecon_provider_http_requests_total{provider=\"\(provider)\",class=\"\(c)\"}") }
+                .map { String($0.split(separator: " ").last!) }
+        }
+        #expect(value("no_answer") == "0" && value("2xx") == "0")
+        for _ in 0..<5 { _ = try await counted.send(ProviderRequest(method: "GET", url: "http://127.0.0.1/x")) }
+        await #expect(throws: ProviderTransportError.self) { _ = try await counted.send(ProviderRequest(method: "GET", url: "http://127.0.0.1/x")) }
+        for c in ["2xx", "404", "4xx", "429", "5xx", "no_answer"] { #expect(value(c) == "1", "\(c)") }
+        #expect(value("3xx") == "0")
+    }
 }

@@ -81,6 +81,7 @@ let serveCommand = Command(
                                                  metricsPort: metricsAddress?.port ?? 0),
                             endpoints: endpoints, pool: pool, expectedMigrations: expected)
     ProcessMetrics.register(version: CLI.version)
+    PoolMetrics.register(pool)
     let bound: UInt16
     do { bound = try receiver.start() } catch { throw FatalError("\(error)") }
     if let file = try args.value(Options.portFile) { try? "\(bound)\n".write(toFile: file, atomically: true, encoding: .utf8) }

@@ -60,6 +60,7 @@ let workCommand = Command(
     if let address = try env.workMetricsAddress(flag: args.value(metricsListen)) {
         WorkerMetrics.register()
         ProcessMetrics.register(version: CLI.version)
+        PoolMetrics.register(context.pool)
         // The queue, open discrepancies, money at risk and the last sweep: read in the background, never by a scrape.
         refresher = Task { [pool = context.pool] in
             while !Task.isCancelled {
