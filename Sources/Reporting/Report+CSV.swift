@@ -7,7 +7,7 @@ extension Report {
     public static let csvColumns = [
         "id", "provider", "order_id", "transaction_ref", "kind", "status", "amount_at_risk", "currency", "detail",
         "expected", "actual", "first_seen", "last_seen", "occurrences", "resolved_at",
-        "acknowledged_at", "ack_note",
+        "acknowledged_at", "ack_note", "acknowledged_by",
     ]
 
     /// RFC 4180: a header row, CRLF line ends, fields quoted when they hold a comma, quote, CR or LF (quotes doubled).
@@ -24,7 +24,7 @@ extension Report {
                 CSV.text(String(decoding: d.actual.serialized(), as: UTF8.self)),
                 Timestamp.iso8601(d.firstSeen), Timestamp.iso8601(d.lastSeen), String(d.occurrences),
                 d.resolvedAt.map(Timestamp.iso8601) ?? "",
-                d.acknowledgedAt.map(Timestamp.iso8601) ?? "", CSV.text(d.ackNote ?? ""),
+                d.acknowledgedAt.map(Timestamp.iso8601) ?? "", CSV.text(d.ackNote ?? ""), CSV.text(d.acknowledgedBy ?? ""),
             ])
         }
         return out

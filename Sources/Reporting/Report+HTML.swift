@@ -153,6 +153,7 @@ extension Report {
             out += "<td><span class=\"badge \(d.status.rawValue)\">\(d.status.rawValue)</span>"
             if d.status == .acknowledged {
                 out += "<div class=\"ack\">\(HTML.escape(d.acknowledgedAt.map(Timestamp.minutes) ?? ""))"
+                    + (d.acknowledgedBy.map { " by " + HTML.escape($0) } ?? "")
                     + (d.ackNote.map { ": " + HTML.escape($0) } ?? "") + "</div>"
             }
             out += "</td>"

@@ -8,7 +8,7 @@ extension Report {
     ///
     /// Contract fields: `generated_at`, `summary {open, by_kind, amount_at_risk}`, `discrepancies[] {id, provider,
     /// order_id, transaction_ref, kind, status, expected, actual, detail, first_seen, last_seen, occurrences}`.
-    /// Extras: `filters`, `summary.rejected_24h`, and per discrepancy `amount_at_risk`, `currency`, `resolved_at`, `acknowledged_at`, `ack_note`.
+    /// Extras: `filters`, `summary.rejected_24h`, and per discrepancy `amount_at_risk`, `currency`, `resolved_at`, `acknowledged_at`, `ack_note`, `acknowledged_by`.
     public func json() -> [UInt8] {
         var out = jsonValue().serialized()
         out.append(UInt8(ascii: "\n"))
@@ -38,24 +38,28 @@ extension Report {
 
 extension DiscrepancyRow {
     func jsonValue() -> JSONValue {
-        .object([
+        func text(_ value: String?) -> JSONValue { value.map(JSONValue.string) ?? .null }
+        func time(_ value: Date?) -> JSONValue { text(value.map(Timestamp.iso8601)) }
+        let fields: [(String, JSONValue)] = [
             ("id", .number(String(id))),
             ("provider", .string(provider)),
-            ("order_id", orderID.map(JSONValue.string) ?? .null),
+            ("order_id", text(orderID)),
             ("transaction_ref", .string(transactionRef)),
             ("kind", .string(kind.rawValue)),
             ("status", .string(status.rawValue)),
             ("expected", expected),
             ("actual", actual),
             ("detail", .string(detail)),
-            ("first_seen", .string(Timestamp.iso8601(firstSeen))),
-            ("last_seen", .string(Timestamp.iso8601(lastSeen))),
+            ("first_seen", time(firstSeen)),
+            ("last_seen", time(lastSeen)),
             ("occurrences", .number(String(occurrences))),
-            ("amount_at_risk", formattedAmountAtRisk.map(JSONValue.string) ?? .null),
-            ("currency", currency.map { .string($0.code) } ?? .null),
-            ("resolved_at", resolvedAt.map { .string(Timestamp.iso8601($0)) } ?? .null),
-            ("acknowledged_at", acknowledgedAt.map { .string(Timestamp.iso8601($0)) } ?? .null),
-            ("ack_note", ackNote.map(JSONValue.string) ?? .null),
-        ])
+            ("amount_at_risk", text(formattedAmountAtRisk)),
+            ("currency", text(currency?.code)),
+            ("resolved_at", time(resolvedAt)),
+            ("acknowledged_at", time(acknowledgedAt)),
+            ("ack_note", text(ackNote)),
+            ("acknowledged_by", text(acknowledgedBy)),
+        ]
+        return .object(fields)
     }
 }

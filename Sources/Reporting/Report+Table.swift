@@ -49,6 +49,7 @@ extension Report {
                     d.formattedAmountAtRisk ?? "", d.currency?.code ?? "", "\(d.occurrences)x",
                     Timestamp.minutes(d.firstSeen), Timestamp.minutes(d.lastSeen),
                     d.status == .acknowledged ? d.detail + " [acknowledged\(d.acknowledgedAt.map { " " + Timestamp.minutes($0) } ?? "")"
+                        + (d.acknowledgedBy.map { " by \($0)" } ?? "")
                         + (d.ackNote.map { ": \($0)" } ?? "") + "]" : d.detail,
                 ], style: d.status == .open ? .none : .dim)
             }

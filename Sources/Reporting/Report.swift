@@ -30,17 +30,19 @@ public struct DiscrepancyRow: Sendable, Equatable {
     /// When an operator acknowledged it (`payrecon discrepancies ack`), and the note they left.
     public var acknowledgedAt: Date?
     public var ackNote: String?
+    /// Who acknowledged it (`--by`, else the OS user who ran the command).
+    public var acknowledgedBy: String?
 
     public init(id: Int64, provider: String, orderID: String?, transactionRef: String, kind: DiscrepancyKind,
                 status: DiscrepancyStatus, expected: JSONValue = .object([]), actual: JSONValue = .object([]),
                 detail: String = "", amountAtRisk: Int64 = 0, currency: Currency? = nil, firstSeen: Date,
                 lastSeen: Date, occurrences: Int = 1, resolvedAt: Date? = nil, acknowledgedAt: Date? = nil,
-                ackNote: String? = nil) {
+                ackNote: String? = nil, acknowledgedBy: String? = nil) {
         self.id = id; self.provider = provider; self.orderID = orderID; self.transactionRef = transactionRef
         self.kind = kind; self.status = status; self.expected = expected; self.actual = actual; self.detail = detail
         self.amountAtRisk = amountAtRisk; self.currency = currency; self.firstSeen = firstSeen; self.lastSeen = lastSeen
         self.occurrences = occurrences; self.resolvedAt = resolvedAt
-        self.acknowledgedAt = acknowledgedAt; self.ackNote = ackNote
+        self.acknowledgedAt = acknowledgedAt; self.ackNote = ackNote; self.acknowledgedBy = acknowledgedBy
     }
 
     /// "25.00" in the row's currency; nil without a currency.

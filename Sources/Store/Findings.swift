@@ -53,11 +53,11 @@ public enum FindingStore {
     /// `payrecon discrepancies ack ID --note`: an open discrepancy leaves the open set and the money at risk; the
     /// note and the time are kept. Returns the row as acknowledged, or nil when there is no open discrepancy `id`
     /// (`status` then says what it is, if it exists).
-    public static func acknowledge(id: Int64, note: String?, on conn: PostgresConnection) throws -> (acknowledged: Bool, status: String?) {
+    public static func acknowledge(id: Int64, note: String?, by: String? = nil, on conn: PostgresConnection) throws -> (acknowledged: Bool, status: String?) {
         let rows = try conn.query("""
-            UPDATE discrepancies SET status = 'acknowledged', acknowledged_at = now(), ack_note = $2
+            UPDATE discrepancies SET status = 'acknowledged', acknowledged_at = now(), ack_note = $2, acknowledged_by = $3
             WHERE id = $1 AND status = 'open' RETURNING id
-            """, [.int64(id), note.map { .text($0) } ?? .null])
+            """, [.int64(id), note.map { .text($0) } ?? .null, by.map { .text($0) } ?? .null])
         if !rows.isEmpty { return (true, "acknowledged") }
         let status = try conn.query("SELECT status FROM discrepancies WHERE id = $1", [.int64(id)]).first?.string("status")
         return (false, status)

@@ -45,6 +45,11 @@ public enum OrderStore {
                         merchant = EXCLUDED.merchant, site = EXCLUDED.site, transaction_ref = EXCLUDED.transaction_ref,
                         intent = EXCLUDED.intent, amount_minor = EXCLUDED.amount_minor, currency = EXCLUDED.currency,
                         fulfilment = EXCLUDED.fulfilment, refund_amount_minor = EXCLUDED.refund_amount_minor
+                    -- An order re-imported as it is stays untouched (and is not counted as updated).
+                    WHERE (orders.merchant, orders.site, orders.transaction_ref, orders.intent, orders.amount_minor, orders.currency,
+                           orders.fulfilment, orders.refund_amount_minor)
+                          IS DISTINCT FROM (EXCLUDED.merchant, EXCLUDED.site, EXCLUDED.transaction_ref, EXCLUDED.intent,
+                           EXCLUDED.amount_minor, EXCLUDED.currency, EXCLUDED.fulfilment, EXCLUDED.refund_amount_minor)
                     RETURNING (xmax = 0) AS inserted
                     """, [
                         .textArray(chunk.map(\.provider.rawValue)), .textArray(chunk.map(\.orderID)),

@@ -35,6 +35,7 @@ public struct StoredDiscrepancy: Sendable, Equatable {
     public var resolvedAt: Date?
     public var acknowledgedAt: Date?
     public var ackNote: String?
+    public var acknowledgedBy: String?
 }
 
 /// Open discrepancies of one kind in one currency (nil: none recorded), with their amount at risk summed.
@@ -59,11 +60,22 @@ public enum ReportStore {
          f.kind.map { .text($0.rawValue) } ?? .null, f.lastSeenWithin.map { .int64($0) } ?? .null]
     }
 
+    /// One discrepancy by id, whatever its status.
+    public static func discrepancy(id: Int64, on conn: PostgresConnection) throws -> StoredDiscrepancy? {
+        try conn.query("""
+            SELECT id, provider, order_id, transaction_ref, kind, status, expected::text AS expected, actual::text AS actual,
+                   detail, amount_at_risk_minor, currency, first_seen, last_seen, occurrences, resolved_at, acknowledged_at, ack_note,
+                   acknowledged_by
+            FROM discrepancies WHERE id = $1
+            """, [.int64(id)]).first.map(decode)
+    }
+
     /// The discrepancies the filter matches, oldest id first.
     public static func discrepancies(_ filter: DiscrepancyFilter, on conn: PostgresConnection) throws -> [StoredDiscrepancy] {
         try conn.query("""
             SELECT id, provider, order_id, transaction_ref, kind, status, expected::text AS expected, actual::text AS actual,
-                   detail, amount_at_risk_minor, currency, first_seen, last_seen, occurrences, resolved_at, acknowledged_at, ack_note
+                   detail, amount_at_risk_minor, currency, first_seen, last_seen, occurrences, resolved_at, acknowledged_at, ack_note,
+                   acknowledged_by
             FROM discrepancies WHERE \(filterClause) ORDER BY id
             """, parameters(filter, status: filter.status)).map(decode)
     }
@@ -139,7 +151,7 @@ public enum ReportStore {
             amountAtRiskMinor: try row.int64("amount_at_risk_minor"), currency: try currency(row.optionalString("currency")),
             firstSeen: try row.date("first_seen"), lastSeen: try row.date("last_seen"), occurrences: Int(try row.int64("occurrences")),
             resolvedAt: try row.optionalDate("resolved_at"), acknowledgedAt: try row.optionalDate("acknowledged_at"),
-            ackNote: try row.optionalString("ack_note"))
+            ackNote: try row.optionalString("ack_note"), acknowledgedBy: try row.optionalString("acknowledged_by"))
     }
 }
 

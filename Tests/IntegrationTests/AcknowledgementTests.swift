@@ -29,10 +29,22 @@ import Testing
             let first = try #require(try rows(h).first)
             #expect(first.status == "open" && first.risk == 500)
 
-            let ack = try await PayreconProcess.launch(["discrepancies", "ack", String(first.id), "--note", "short-shipped, agreed with buyer"],
-                                              databaseURL: h.database.url)
+            // discrepancies list and show, before and after the acknowledgement.
+            let listed0 = try await PayreconProcess.launch(["discrepancies", "list"], databaseURL: h.database.url)
+            #expect(listed0.status == 0 && listed0.stdout.contains("O-A") && listed0.stdout.contains("amount_mismatch")
+                    && listed0.stdout.contains("5.00 GBP"), "\(listed0.stdout)")
+
+            let ack = try await PayreconProcess.launch(["discrepancies", "ack", String(first.id), "--note", "short-shipped, agreed with buyer",
+                                                        "--by", "finance@shop"], databaseURL: h.database.url)
             #expect(ack.status == 0, "\(ack.stderr)")
-            #expect(ack.stdout.contains("acknowledged discrepancy \(first.id)"))
+            #expect(ack.stdout.contains("acknowledged discrepancy \(first.id) as finance@shop"))
+            let shown = try await PayreconProcess.launch(["discrepancies", "show", String(first.id)], databaseURL: h.database.url)
+            #expect(shown.status == 0 && shown.stdout.contains("acknowledged") && shown.stdout.contains("by finance@shop")
+                    && shown.stdout.contains("short-shipped") && shown.stdout.contains("expected") && shown.stdout.contains("O-A"), "\(shown.stdout)")
+            let openNow = try await PayreconProcess.launch(["discrepancies", "list"], databaseURL: h.database.url)
+            #expect(openNow.stdout.contains("no open discrepancies"), "\(openNow.stdout)")
+            let missingShow = try await PayreconProcess.launch(["discrepancies", "show", "999999"], databaseURL: h.database.url)
+            #expect(missingShow.status == 2 && missingShow.stderr.contains("discrepancies list"))
 
             // The same finding again: counted on the acknowledged row, not reopened.
             _ = try await h.sweep()
@@ -52,8 +64,9 @@ import Testing
             #expect(acknowledged.first?["status"] as? String == "acknowledged")
             #expect(acknowledged.first?["ack_note"] as? String == "short-shipped, agreed with buyer")
             #expect(acknowledged.first?["acknowledged_at"] is String)
+            #expect(acknowledged.first?["acknowledged_by"] as? String == "finance@shop")
             let table = try await PayreconProcess.launch(["report", "--status", "all"], databaseURL: h.database.url)
-            #expect(table.stdout.contains("[acknowledged") && table.stdout.contains("short-shipped, agreed with buyer"))
+            #expect(table.stdout.contains("[acknowledged") && table.stdout.contains("by finance@shop") && table.stdout.contains("short-shipped, agreed with buyer"))
             let csv = try await PayreconProcess.launch(["report", "--status", "all", "--format", "csv"], databaseURL: h.database.url)
             #expect(csv.stdout.contains("acknowledged") && csv.stdout.contains("short-shipped"))
             let html = try await PayreconProcess.launch(["report", "--status", "all", "--format", "html"], databaseURL: h.database.url)
@@ -79,7 +92,9 @@ import Testing
             try h.insert(WorkerHarness.order(.pxp, "O-A", ref: "TX-A", intent: .purchase, amount: 2000))
             _ = try await h.sweep()
             let id = try #require(try rows(h).first?.id)
-            #expect(try await PayreconProcess.launch(["discrepancies", "ack", String(id)], databaseURL: h.database.url).status == 0)
+            let byDefault = try await PayreconProcess.launch(["discrepancies", "ack", String(id)], databaseURL: h.database.url,
+                                                             environment: ["USER": "ops-on-call"])
+            #expect(byDefault.status == 0 && byDefault.stdout.contains("as ops-on-call"), "\(byDefault.stdout)")
             let again = try await PayreconProcess.launch(["discrepancies", "ack", String(id)], databaseURL: h.database.url)
             #expect(again.status == 1 && again.stderr.contains("already acknowledged"))
             let missing = try await PayreconProcess.launch(["discrepancies", "ack", "999999"], databaseURL: h.database.url)

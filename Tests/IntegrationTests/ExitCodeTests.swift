@@ -50,3 +50,49 @@ import Testing
         #expect(!r.stdout.contains("up to date"))
     }
 }
+
+/// `events list` shows what is failing now for a delivery that fails again after an earlier success (it showed the
+/// old success), and how it ended for one that is done.
+@Suite(.serialized) struct EventsListTests {
+    @Test func aDeliveryFailingAgainShowsItsFailureNotItsOldSuccess() async throws {
+        let db = try TestDatabase.create()
+        defer { db.drop() }
+        let conn = try db.connect(); defer { conn.close() }
+        _ = try conn.execute("""
+            INSERT INTO deliveries (provider, dedupe_key, headers, body, status, attempts, outcome, last_error) VALUES
+              ('pxp', 'k-done', '[]', '\\x7b7d', 'done', 1, 're-checked pxp order ORD-1', NULL),
+              ('pxp', 'k-again', '[]', '\\x7b7d', 'pending', 2, 're-checked pxp order ORD-2', 'PXP answered 503 Service Unavailable')
+            """)
+        let r = try await PayreconProcess.launch(["events", "list"], databaseURL: db.url)
+        #expect(r.status == 0, "\(r.stderr)")
+        let lines = r.stdout.split(separator: "\n")
+        let done = try #require(lines.first { $0.contains(" done ") })
+        let again = try #require(lines.first { $0.contains(" pending ") })
+        #expect(done.contains("re-checked pxp order ORD-1"))
+        #expect(again.contains("failing: PXP answered 503") && !again.contains("re-checked pxp order ORD-2"), "\(again)")
+    }
+}
+
+/// Re-importing an unchanged file says so (it reported "2 updated"), and leaves the orders' updated_at alone, so the
+/// nightly window does not take them for changed; a changed order is counted as updated.
+@Suite(.serialized) struct OrderReimportTests {
+    @Test func anUnchangedFileIsReportedUnchanged() async throws {
+        let db = try TestDatabase.create()
+        defer { db.drop() }
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("orders-\(UUID().uuidString).csv")
+        defer { try? FileManager.default.removeItem(at: file) }
+        let header = "provider,order_id,merchant,site,transaction_ref,intent,amount,currency,fulfilment,refund_amount\n"
+        try (header + "paypal,R-1,,,PP-R-1,purchase,10.00,USD,fulfilled,0\npaypal,R-2,,,PP-R-2,purchase,20.00,USD,open,0\n")
+            .write(to: file, atomically: true, encoding: .utf8)
+        let first = try await PayreconProcess.launch(["orders", "import", file.path], databaseURL: db.url)
+        #expect(first.status == 0 && first.stdout.contains("2 new, 0 updated, 0 unchanged"), "\(first.stdout) \(first.stderr)")
+        let stamp = try db.count("SELECT (extract(epoch FROM max(updated_at)) * 1000000)::bigint FROM orders")
+        let again = try await PayreconProcess.launch(["orders", "import", file.path], databaseURL: db.url)
+        #expect(again.status == 0 && again.stdout.contains("0 new, 0 updated, 2 unchanged"), "\(again.stdout)")
+        #expect(try db.count("SELECT (extract(epoch FROM max(updated_at)) * 1000000)::bigint FROM orders") == stamp)
+        try (header + "paypal,R-1,,,PP-R-1,purchase,10.00,USD,fulfilled,0\npaypal,R-2,,,PP-R-2,purchase,20.00,USD,fulfilled,0\n")
+            .write(to: file, atomically: true, encoding: .utf8)
+        let changed = try await PayreconProcess.launch(["orders", "import", file.path], databaseURL: db.url)
+        #expect(changed.status == 0 && changed.stdout.contains("0 new, 1 updated, 1 unchanged"), "\(changed.stdout)")
+    }
+}

@@ -1,4 +1,5 @@
 import Foundation
+import Providers
 
 /// A hand-written command table (swift-argument-parser can't be fetched here): each command declares its options
 /// (typed keys from `Options`, declared once), `--help` is generated from them, and parsing errors are usage errors
@@ -129,4 +130,14 @@ enum Exit {
     static let ok: Int32 = 0
     static let finding: Int32 = 1   // partial, a finding asked for, invalid signature, bad import rows
     static let usage: Int32 = 2     // usage or fatal error
+}
+
+extension ParsedArguments {
+    /// The environment the command runs with: the process's, with `--database-url` (when the command takes it and it
+    /// was given) in place of DATABASE_URL, so every command that reaches the database takes the flag alike.
+    public func environment() throws(UsageError) -> Environment {
+        var env = Environment()
+        if let url = try value(Options.databaseURL), !url.isEmpty { env.values["DATABASE_URL"] = url; env.values["DATABASE_URL_FILE"] = nil }
+        return env
+    }
 }

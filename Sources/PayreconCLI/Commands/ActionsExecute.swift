@@ -7,15 +7,16 @@ private let actionLease = Options.lease.help("Lease on a claimed action, renewed
 let actionsExecuteCommand = Command(
     name: "actions execute",
     summary: "Execute pending actions at the provider, each once, with its idempotency key.",
-    options: [actionLease],
+    options: [actionLease, Options.databaseURL],
     details: """
         Each action is re-planned just before its call (sent only if the order still calls for it, with the fresh
         amount). Transient provider failures leave an action pending for the next run; other failures mark it failed
         with the provider's answer.
         """
 ) { args in
-    let context = try WorkerContext(Environment())
-    try context.requireReadyDatabase(Environment())
+    let env = try args.environment()
+    let context = try WorkerContext(env)
+    try context.requireReadyDatabase(env)
     let executor = ActionExecutor(pool: context.pool, gateway: context.gateway, checker: context.checker,
                                   leaseSeconds: Int(try args.value(actionLease, default: 120)),
                                   inDoubtGraceSeconds: context.inDoubtGraceSeconds, logger: context.logger)

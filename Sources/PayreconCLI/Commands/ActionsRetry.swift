@@ -11,7 +11,7 @@ let actionsRetryCommand = Command(
     name: "actions retry",
     summary: "Re-plan a failed action and make it pending again if the order still calls for it.",
     arguments: [.init(name: "ID", help: "The action id (actions list).", optional: true)],
-    options: [failedFlag],
+    options: [failedFlag, Options.databaseURL],
     details: """
         For after an operator fixed the cause of a failure: a missing permission, a provider-side state, or a call
         whose outcome was unknown and was checked at the provider (it was not applied). --failed leaves actions whose
@@ -22,9 +22,10 @@ let actionsRetryCommand = Command(
         usage or database error.
         """
 ) { args in
-    let context = try WorkerContext(Environment())
+    let env = try args.environment()
+    let context = try WorkerContext(env)
     defer { context.pool.close() }
-    try context.requireReadyDatabase(Environment())
+    try context.requireReadyDatabase(env)
     let executor = ActionExecutor(pool: context.pool, gateway: context.gateway, checker: context.checker,
                                   inDoubtGraceSeconds: context.inDoubtGraceSeconds, logger: context.logger)
     var ids: [Int64] = []

@@ -1,17 +1,22 @@
 import Foundation
 import Providers
 import Wiring
+import Reconciliation
+import Reporting
 import Store
 
 private let ackNote = OptionKey<String>("--note", "TEXT", "Why it is acknowledged (kept and shown in the report).")
+private let ackBy = OptionKey<String>("--by", "NAME", "Who acknowledges it (kept and shown in the report; default: the OS user running the command).")
+private let listStatus = Options.status(["open", "acknowledged", "resolved", "all"], help: "Only discrepancies in this status (default open).")
+private let listLimit = Options.limit(default: 100, max: 100_000)
 
 let discrepanciesAckCommand = Command(
     name: "discrepancies ack",
     summary: "Acknowledge an open discrepancy: it leaves the open set and the money at risk.",
     arguments: [.init(name: "ID", help: "The discrepancy id (the report's id column).")],
-    options: [ackNote, Options.databaseURL],
+    options: [ackNote, ackBy, Options.databaseURL],
     details: """
-        The note and the time are kept and shown in every report format (--status acknowledged lists them). A later
+        The note, who acknowledged it (--by, else the OS user) and the time are kept and shown in every report format (--status acknowledged lists them). A later
         check that finds the same kind with the same expected and actual values keeps it acknowledged (counting the
         occurrence); a different finding of that kind opens a new discrepancy. Exit 0 when acknowledged, 1 when ID is
         not an open discrepancy, 2 on a usage or database error.
@@ -19,9 +24,10 @@ let discrepanciesAckCommand = Command(
 ) { args in
     guard let id = Int64(args.positionals[0]), id > 0 else { throw UsageError("ID must be a discrepancy id (a positive number), not '\(args.positionals[0])'") }
     let note = try args.value(ackNote)
+    let by = try args.value(ackBy) ?? operatingSystemUser()
     let conn = try connect(try Environment().databaseURL(flag: args.value(Options.databaseURL)))
     defer { conn.close() }
-    let result = try FindingStore.acknowledge(id: id, note: note, on: conn)
+    let result = try FindingStore.acknowledge(id: id, note: note, by: by, on: conn)
     guard result.acknowledged else {
         switch result.status {
         case nil: CLI.printError("no discrepancy \(id): see 'payrecon report --status all' for ids")
@@ -30,6 +36,71 @@ let discrepanciesAckCommand = Command(
         }
         return Exit.finding
     }
-    print("acknowledged discrepancy \(id)" + (note.map { ": \($0)" } ?? ""))
+    print("acknowledged discrepancy \(id)" + (by.map { " as \($0)" } ?? "") + (note.map { ": \($0)" } ?? ""))
+    return Exit.ok
+}
+
+/// The user running the command (USER, else the password database), for `ack`'s default --by.
+func operatingSystemUser() -> String? {
+    if let user = ProcessInfo.processInfo.environment["USER"], !user.isEmpty { return user }
+    guard let entry = getpwuid(getuid()), let name = entry.pointee.pw_name else { return nil }
+    return String(cString: name)
+}
+
+let discrepanciesListCommand = Command(
+    name: "discrepancies list",
+    summary: "List discrepancies (open by default), oldest first: id, order, kind, money at risk, since when.",
+    options: [listStatus, Options.provider, Options.kind, listLimit, Options.databaseURL]
+) { args in
+    let status = try args.value(listStatus) ?? "open"
+    let conn = try connect(try args.environment().databaseURL())
+    defer { conn.close() }
+    let rows = try ReportStore.discrepancies(DiscrepancyFilter(status: status == "all" ? nil : status, provider: try args.value(Options.provider)?.rawValue,
+                                                               kind: try args.value(Options.kind)), on: conn)
+    var table = TextTable([.init("ID", .right), .init("PROVIDER"), .init("ORDER"), .init("KIND"), .init("STATUS"), .init("AT RISK", .right),
+                           .init("FIRST SEEN"), .init("LAST SEEN"), .init("SEEN", .right)])
+    table.indent = ""
+    for d in rows.prefix(try args.value(listLimit, default: 100)) {
+        let atRisk = d.currency.map { Money(minorUnits: d.amountAtRiskMinor, currency: $0).formatted + " " + $0.code } ?? "-"
+        table.append([String(d.id), d.provider, d.orderID ?? "-", d.kind.rawValue, d.status, atRisk, timestamp(d.firstSeen),
+                      timestamp(d.lastSeen), String(d.occurrences)])
+    }
+    print(table.render(colour: false), terminator: "")
+    if rows.isEmpty { print("no \(status == "all" ? "" : status + " ")discrepancies") }
+    return Exit.ok
+}
+
+let discrepanciesShowCommand = Command(
+    name: "discrepancies show",
+    summary: "Show one discrepancy: what was expected, what the provider answered, since when, who acknowledged it.",
+    arguments: [.init(name: "ID", help: "The discrepancy id (discrepancies list, or the report's id column).")],
+    options: [Options.databaseURL]
+) { args in
+    guard let id = Int64(args.positionals[0]), id > 0 else { throw UsageError("ID must be a discrepancy id (a positive number), not '\(args.positionals[0])'") }
+    let conn = try connect(try args.environment().databaseURL())
+    defer { conn.close() }
+    guard let d = try ReportStore.discrepancy(id: id, on: conn) else {
+        throw FatalError("no discrepancy \(id): payrecon discrepancies list --status all shows the ids")
+    }
+    let safe = TextTable.safe
+    let atRisk = d.currency.map { Money(minorUnits: d.amountAtRiskMinor, currency: $0).formatted + " " + $0.code } ?? "-"
+    print("""
+        discrepancy \(d.id)
+          provider      \(d.provider)
+          order         \(safe(d.orderID ?? "-"))
+          transaction   \(safe(d.transactionRef))
+          kind          \(d.kind.rawValue)
+          status        \(d.status)
+          money at risk \(atRisk)
+          expected      \(safe(d.expected))
+          actual        \(safe(d.actual))
+          detail        \(safe(d.detail))
+          first seen    \(timestamp(d.firstSeen))
+          last seen     \(timestamp(d.lastSeen)) (seen \(d.occurrences) time\(d.occurrences == 1 ? "" : "s"))
+        """)
+    if let at = d.resolvedAt { print("  resolved      \(timestamp(at))") }
+    if let at = d.acknowledgedAt {
+        print("  acknowledged  \(timestamp(at))\(d.acknowledgedBy.map { " by " + safe($0) } ?? "")\(d.ackNote.map { ": " + safe($0) } ?? "")")
+    }
     return Exit.ok
 }

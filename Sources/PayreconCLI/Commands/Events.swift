@@ -12,11 +12,11 @@ private let eventsLimit = Options.limit(default: 50, max: 100_000)
 let eventsListCommand = Command(
     name: "events list",
     summary: "List stored deliveries, newest first.",
-    options: [eventsStatus, eventsLimit]
+    options: [eventsStatus, eventsLimit, Options.databaseURL]
 ) { args in
     let status = try args.value(eventsStatus)
     let limit = try args.value(eventsLimit, default: 50)
-    let conn = try connect(try Environment().databaseURL())
+    let conn = try connect(try args.environment().databaseURL())
     defer { conn.close() }
     let rows = try DeliveryQueue.list(status: status, limit: limit, on: conn)
     // The report's table: aligned, and control characters from webhook bodies or provider errors shown escaped.
@@ -25,7 +25,7 @@ let eventsListCommand = Command(
     table.indent = ""
     for d in rows {
         table.append([String(d.id), d.provider.rawValue, d.status, String(d.attempts), timestamp(d.receivedAt),
-                      d.eventType ?? "-", (d.outcome ?? d.lastError).map { String($0.prefix(100)) } ?? ""])
+                      d.eventType ?? "-", String(Command.shownOutcome(d).prefix(100))])
     }
     print(table.render(colour: false), terminator: "")
     return Exit.ok
@@ -34,10 +34,11 @@ let eventsListCommand = Command(
 let eventsShowCommand = Command(
     name: "events show",
     summary: "Show one stored delivery: status, attempts, headers and body.",
-    arguments: [.init(name: "ID", help: "The delivery id (event_id in the receiver's answer).")]
+    arguments: [.init(name: "ID", help: "The delivery id (event_id in the receiver's answer).")],
+    options: [Options.databaseURL]
 ) { args in
     guard let id = Int64(args.positionals[0]) else { throw UsageError("ID must be a number, not '\(args.positionals[0])'") }
-    let conn = try connect(try Environment().databaseURL())
+    let conn = try connect(try args.environment().databaseURL())
     defer { conn.close() }
     guard let d = try DeliveryQueue.find(id: id, on: conn) else {
         print("no delivery \(id)"); return Exit.finding
@@ -76,9 +77,9 @@ let eventsRetryCommand = Command(
     name: "events retry",
     summary: "Make a dead (or done) delivery due again, with a fresh attempt budget.",
     arguments: [.init(name: "ID", help: "The delivery id.", optional: true)],
-    options: [Options.dead]
+    options: [Options.dead, Options.databaseURL]
 ) { args in
-    let conn = try connect(try Environment().databaseURL())
+    let conn = try connect(try args.environment().databaseURL())
     defer { conn.close() }
     if args.flag(Options.dead) {
         guard args.positionals.isEmpty else { throw UsageError("give either ID or --dead, not both") }
@@ -104,4 +105,17 @@ let eventsRetryCommand = Command(
 /// `2026-11-29 16:12:27Z` (UTC).
 func timestamp(_ date: Date) -> String {
     Timestamp.iso8601(date).replacingOccurrences(of: "T", with: " ")
+}
+
+extension Command {
+    /// What `events list` shows of a delivery: how it ended when it did (done, ignored), else what is failing now —
+    /// a delivery retried after an earlier success showed that old success while it failed again.
+    static func shownOutcome(_ d: QueuedDelivery) -> String {
+        switch d.status {
+        case "done", "ignored": return d.outcome ?? d.lastError ?? ""
+        default:
+            if let error = d.lastError { return "failing: " + error }
+            return d.status == "pending" && d.attempts == 0 ? "not processed yet" : (d.outcome.map { "earlier: " + $0 } ?? "")
+        }
+    }
 }

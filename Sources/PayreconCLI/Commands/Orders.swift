@@ -9,13 +9,14 @@ let ordersImportCommand = Command(
     name: "orders import",
     summary: "Import orders from CSV (header row) or JSON Lines: all or nothing.",
     arguments: [.init(name: "FILE", help: "A CSV file with a header row, or JSON Lines; '-' reads standard input.")],
+    options: [Options.databaseURL],
     details: """
         Keys: provider, order_id, merchant, site, transaction_ref, intent, amount, currency, fulfilment,
         refund_amount (see README). Orders are upserted on (provider, order_id). A file with any invalid row imports
         nothing and lists every bad row (line, field, reason); exit 1.
         """
 ) { args in
-    let env = Environment()
+    let env = try args.environment()
     let path = args.positionals[0]
     let url = try env.databaseURL()
     func reader() throws -> OrderFileReader {
@@ -52,6 +53,6 @@ let ordersImportCommand = Command(
         AnySequence(try reader().lazy.compactMap { if case .order(let o, _) = $0 { o } else { nil } })
     }
     let (inserted, updated) = try OrderStore.upsert(orders, on: conn)
-    print("imported \(count) orders from \(path): \(inserted) new, \(updated) updated")
+    print("imported \(count) orders from \(path): \(inserted) new, \(updated) updated, \(count - inserted - updated) unchanged")
     return Exit.ok
 }

@@ -15,6 +15,7 @@ let reconcileCommand = Command(
     summary: "The nightly sweep: re-check recent orders and those with open findings or pending actions.",
     options: [
         reconcileSince, Options.all, Options.provider.help("Only \(Options.names(Provider.self)) orders."), Options.concurrency,
+        Options.databaseURL,
     ],
     details: """
         Orders are streamed in pages (constant memory). Ends with a summary: checked, matched, discrepancies
@@ -22,7 +23,7 @@ let reconcileCommand = Command(
         some could not be (provider errors; listed), 2 on a fatal error. Each run is recorded in the runs table.
         """
 ) { args in
-    let env = Environment()
+    let env = try args.environment()
     let window = try args.value(reconcileSince)
     if args.flag(Options.all) && window != nil { throw UsageError("use either --since or --all, not both") }
     let since: Date? = args.flag(Options.all) ? nil : Date(timeIntervalSinceNow: -TimeInterval(window ?? 72 * 3600))

@@ -13,7 +13,7 @@ private let exportDirectory = OptionKey<String>("--export", "DIR",
 let rejectionsListCommand = Command(
     name: "rejections list",
     summary: "List the kept samples of rejected deliveries, newest first.",
-    options: [Options.provider, rejectionsReason, rejectionsLimit],
+    options: [Options.provider, rejectionsReason, rejectionsLimit, Options.databaseURL],
     details: """
         Every rejected delivery is counted (rejection_counts, per provider, reason, source and hour); the first 20 of
         each provider and reason an hour, at most 100 a day, are kept as samples: 8 KiB of headers and of the body.
@@ -22,7 +22,7 @@ let rejectionsListCommand = Command(
 ) { args in
     let provider = try args.value(Options.provider)
     let reason = try args.value(rejectionsReason)
-    let conn = try connect(try Environment().databaseURL())
+    let conn = try connect(try args.environment().databaseURL())
     defer { conn.close() }
     let rows = try RejectionSamples.list(provider: provider?.rawValue, reason: reason, limit: try args.value(rejectionsLimit, default: 50), on: conn)
     var table = TextTable([.init("ID"), .init("PROVIDER"), .init("REASON"), .init("SOURCE"), .init("RECEIVED"), .init("BYTES", .right),
@@ -40,7 +40,7 @@ let rejectionsShowCommand = Command(
     name: "rejections show",
     summary: "Show one rejected-delivery sample; --export writes what `payrecon verify` reads.",
     arguments: [.init(name: "ID", help: "The sample's id (rejections list).")],
-    options: [exportDirectory],
+    options: [exportDirectory, Options.databaseURL],
     details: """
         With --export DIR, DIR/body holds the kept body and DIR/headers.json the kept headers as a JSON object, and the
         command prints the `payrecon verify` line that checks them offline at their own time. A body longer than the
@@ -48,7 +48,7 @@ let rejectionsShowCommand = Command(
         """
 ) { args in
     guard let id = Int64(args.positionals[0]) else { throw UsageError("ID must be a number, not '\(args.positionals[0])'") }
-    let conn = try connect(try Environment().databaseURL())
+    let conn = try connect(try args.environment().databaseURL())
     defer { conn.close() }
     guard let r = try RejectionSamples.find(id: id, on: conn) else {
         throw FatalError("no rejected-delivery sample \(id): `payrecon rejections list` shows the kept ones (samples older than "

@@ -100,7 +100,7 @@ extension DiscrepancyRow {
                   status: status, expected: try object(d.expected, "expected"), actual: try object(d.actual, "actual"),
                   detail: d.detail, amountAtRisk: d.amountAtRiskMinor, currency: d.currency, firstSeen: d.firstSeen,
                   lastSeen: d.lastSeen, occurrences: d.occurrences, resolvedAt: d.resolvedAt, acknowledgedAt: d.acknowledgedAt,
-                  ackNote: d.ackNote)
+                  ackNote: d.ackNote, acknowledgedBy: d.acknowledgedBy)
     }
 }
 

@@ -12,7 +12,7 @@ let serveCommand = Command(
     name: "serve",
     summary: "Receive webhooks: verify, store durably, answer 2xx only after commit.",
     options: [
-        Options.listen, Options.threads, Options.portFile, serveMetricsListen,
+        Options.listen, Options.threads, Options.portFile, serveMetricsListen, Options.databaseURL,
     ],
     details: """
         Endpoints: POST /webhooks/pxp, /webhooks/paypal, /webhooks/paypercut; GET /healthz, /readyz, /metrics
@@ -25,7 +25,7 @@ let serveCommand = Command(
         deliveries and exits 0.
         """
 ) { args in
-    let env = Environment()
+    let env = try args.environment()
     let url = try env.databaseURL()
     let (host, port) = try env.listenAddress(flag: args.value(Options.listen))
     let threads = try args.value(Options.threads, default: 4)

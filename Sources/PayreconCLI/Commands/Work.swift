@@ -15,7 +15,7 @@ let workCommand = Command(
     name: "work",
     summary: "Process stored deliveries: re-fetch each named transaction, reconcile, emit actions.",
     options: [
-        Options.once, Options.batch, Options.lease, Options.maxAttempts, metricsListen,
+        Options.once, Options.batch, Options.lease, Options.maxAttempts, metricsListen, Options.databaseURL,
     ],
     details: """
         Wakes on LISTEN/NOTIFY (on PAYRECON_LISTEN_DATABASE_URL when set, else DATABASE_URL unless that is a pooler
@@ -28,7 +28,7 @@ let workCommand = Command(
         /metrics: payrecon_deliveries_processed_total{provider,outcome}.
         """
 ) { args in
-    let env = Environment()
+    let env = try args.environment()
     let batch = try args.value(Options.batch, default: 32)
     // Each delivery in flight needs a connection now and then (find, check, complete); checks are recorded in
     // groups on at most two. A quarter of the batch (at most 32): at --batch 256, 64 connections held 7 MiB more
