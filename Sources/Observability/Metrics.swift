@@ -75,6 +75,15 @@ public final class Metrics: Sendable {
         }
     }
 
+    fileprivate func initialiseHistogram(_ name: String, _ labels: [(String, String)]) {
+        let key = Self.render(labels)
+        families.withLock { fams in
+            guard let buckets = fams[name]?.buckets, fams[name]!.series[key] == nil else { return }
+            fams[name]!.order.append(key)
+            fams[name]!.series[key] = Series(bucketCounts: Array(repeating: 0, count: buckets.count))
+        }
+    }
+
     /// The Prometheus text exposition of every metric.
     public func render() -> String {
         var out = ""
@@ -141,5 +150,8 @@ public final class Metrics: Sendable {
     public struct Histogram: Sendable {
         let metrics: Metrics, name: String
         public func observe(seconds: Double, _ labels: [(String, String)] = []) { metrics.observe(name, labels, seconds: seconds) }
+        /// Makes the series exist with every bucket at 0, so the first observations show in `rate()` (a series born
+        /// with them reads as no increase, and a quantile over it as NaN).
+        public func initialise(_ labels: [(String, String)] = []) { metrics.initialiseHistogram(name, labels) }
     }
 }

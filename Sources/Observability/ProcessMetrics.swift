@@ -45,8 +45,20 @@ public enum ProcessMetrics {
         return out
     }
 
-    /// When this process started (the first time this file's code ran, which is at start for every command).
-    static let startTime = Int64(Date().timeIntervalSince1970)
+    /// When this process started: /proc/self/stat's start (clock ticks since boot) plus the boot time of /proc/stat;
+    /// when either cannot be read, the moment this was first asked.
+    static let startTime: Int64 = {
+        guard let stat = try? String(contentsOfFile: "/proc/self/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")"),
+              let ticks = Int64(stat[stat.index(after: close)...].split(separator: " ").dropFirst(19).first ?? ""),
+              let system = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
+              let line = system.split(separator: "\n").first(where: { $0.hasPrefix("btime ") }),
+              let boot = Int64(line.dropFirst("btime ".count).trimmingCharacters(in: .whitespaces)) else {
+            return Int64(Date().timeIntervalSince1970)
+        }
+        let hz = Int64(sysconf(Int32(_SC_CLK_TCK)))
+        return boot + ticks / max(1, hz)
+    }()
 
     /// VmRSS of /proc/self/status, in bytes.
     static func residentBytes() -> Int64? {

@@ -33,6 +33,7 @@ final class GroupCommitter: Sendable {
         self.storage = storage
         self.machine = Mutex(GroupCommitStateMachine(maxBatch: maxBatch, maxInFlight: maxInFlight, maxQueued: maxQueued))
         self.threads = (0..<max(1, maxInFlight)).map { DedicatedThread(name: "group-commit-\($0)") }
+        batchSize.initialise()   // at 0 from the start: the first commits show in rate()
     }
 
     /// Stores `delivery`; `completion` runs on a committer thread once the outcome is known.

@@ -76,6 +76,8 @@ public final class Receiver: Sendable {
     private let probe: StorageProbe
     /// Rejections are counted and sampled apart from deliveries, bounded in bytes.
     private let rejections: RejectionLane
+    /// Where verification keeps what it learned (one thread for the receiver's life, reloads included).
+    private let material: ReceiverMaterialStore
 
     /// `endpoints`: one per provider that is configured; the others answer 503 `provider_not_configured`.
     /// `expectedMigrations`: the versions of the migrations this payrecon ships; `/readyz` is 503 while the database
@@ -99,6 +101,7 @@ public final class Receiver: Sendable {
         self.storage = storage
         self.committer = GroupCommitter(storage: storage)
         self.rejections = RejectionLane(storage: storage)
+        self.material = ReceiverMaterialStore(storage: storage)
         metrics.initialise()
         let probe = StorageProbe(storage: storage)
         self.probe = probe
@@ -135,7 +138,6 @@ public final class Receiver: Sendable {
             handle(request, responder, operations: !separateMetrics)
         }
         // What verification kept from earlier runs (PayPal's certificates), before the first delivery.
-        let material = ReceiverMaterialStore(storage: storage)
         for endpoint in endpoints.values { endpoint.keep(in: material) }
         probe.start()
         if let host = configuration.metricsHost {
@@ -163,7 +165,6 @@ public final class Receiver: Sendable {
     /// endpoint it read; the next one uses the new: nothing is dropped. What verification keeps (PayPal's
     /// certificates) is restored into the new endpoints first.
     public func replaceEndpoints(_ new: [any WebhookEndpoint]) {
-        let material = ReceiverMaterialStore(storage: storage)
         for endpoint in new { endpoint.keep(in: material) }
         endpointTable.withLock { $0 = Dictionary(uniqueKeysWithValues: new.map { ($0.provider.rawValue, $0) }) }
         logger.info("webhook secrets re-read", ["providers": new.map(\.provider.rawValue).sorted().joined(separator: ",")])
@@ -396,7 +397,10 @@ struct ReceiverMetrics: Sendable {
 
     /// Every series at 0, so `increase()` sees the first 503 or rejection after a start.
     func initialise() {
-        for provider in Provider.allCases { for outcome in Self.outcomes { deliveries.initialise([("provider", provider.rawValue), ("outcome", outcome)]) } }
+        for provider in Provider.allCases {
+            for outcome in Self.outcomes { deliveries.initialise([("provider", provider.rawValue), ("outcome", outcome)]) }
+            latency.initialise([("provider", provider.rawValue)])
+        }
         timedOut.initialise()
     }
     func requestTimedOut() { timedOut.increment() }

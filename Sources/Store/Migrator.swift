@@ -4,6 +4,27 @@ import Postgres
 /// Applies `sql/NNNN_name.sql` in order, each once, each in its own transaction, recorded in `schema_migrations`.
 /// A transaction-scoped advisory lock keeps two processes from applying the same migration.
 public enum Migrator {
+    /// The migrations this build of payrecon needs, in order: compiled in, so whether a database is migrated never
+    /// depends on which sql/ folder a host points at (an upgrade that kept an older PAYRECON_SQL_DIR read the old
+    /// folder and called the database up to date). A test keeps it equal to sql/.
+    public static let shippedVersions = [
+        "0001_deliveries", "0002_orders", "0003_reconciliation", "0004_lookup_indexes", "0005_transaction_links",
+        "0006_one_pending_action", "0007_events_accounted", "0008_order_transactions", "0009_transmission_ids",
+        "0010_rejection_counts", "0011_active_discrepancy_indexes", "0012_order_transaction_refs",
+        "0013_snapshot_open_findings", "0014_actions_in_doubt", "0015_webhook_material_and_transmissions",
+        "0016_acknowledged_by",
+    ]
+
+    /// A folder that lacks migrations this payrecon ships: an older payrecon's.
+    public struct OlderMigrations: Error, CustomStringConvertible {
+        public let directory: String
+        public let missing: [String]
+        public var description: String {
+            "\(directory) lacks \(missing.count) migration(s) this payrecon ships (first \(missing[0])): it is an older payrecon's "
+                + "sql/ folder. Point PAYRECON_SQL_DIR at this one's (scripts/install puts it in PREFIX/share/payrecon/sql)"
+        }
+    }
+
     public struct Migration: Sendable, Equatable {
         public var version: String   // "0001_deliveries"
         public var sql: String
@@ -39,9 +60,13 @@ public enum Migrator {
         let names = try FileManager.default.contentsOfDirectory(atPath: directory.path)
             .filter { $0.hasSuffix(".sql") && $0.first?.isNumber == true }.sorted()
         guard names.first == "0001_deliveries.sql" else { throw NoMigrations(directory: directory.path) }
-        return try names.map { name in
+        let migrations = try names.map { name in
             Migration(version: String(name.dropLast(4)), sql: try String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8))
         }
+        let present = Set(migrations.map(\.version))
+        let missing = shippedVersions.filter { !present.contains($0) }
+        guard missing.isEmpty else { throw OlderMigrations(directory: directory.path, missing: missing) }
+        return migrations
     }
 
     /// What the database holds against `migrations` (`payrecon doctor`): read only, no lock, nothing created.
@@ -67,11 +92,14 @@ public enum Migrator {
     /// and checks inside it whether it was applied meanwhile: two processes migrating at once apply each migration
     /// once, and nothing is held on the session, so `migrate` works through PgBouncer in transaction mode too
     /// (a session lock and its unlock could land on different server connections there).
-    /// Each migration waits at most `lockTimeoutMilliseconds` for a table lock (`SET LOCAL lock_timeout`): one queued
-    /// behind a long reader would otherwise queue every receiver's commit behind itself (a one-line migration behind a
-    /// 15 s reader made serve answer 503 for 14 s). It then fails, and is retried by running `migrate` again.
+    /// Each migration waits at most `lockTimeoutMilliseconds` (1 s) for each table lock (`SET LOCAL lock_timeout`):
+    /// one queued behind a long reader queues every receiver's commit behind itself (a one-line migration behind a
+    /// 15 s reader made serve answer 503 for 14 s), so it gives up within a second — well inside the receivers'
+    /// PAYRECON_COMMIT_TIMEOUT — and is tried again after 1, 2, 4 and 8 s before `migrate` fails. (A lock it holds is
+    /// held until it commits: a migration that rewrites a large table still holds that table meanwhile.)
     @discardableResult
-    public static func migrate(_ migrations: [Migration], on conn: PostgresConnection, lockTimeoutMilliseconds: Int = 5000) throws -> [String] {
+    public static func migrate(_ migrations: [Migration], on conn: PostgresConnection, lockTimeoutMilliseconds: Int = 1000,
+                               attempts: Int = 5) throws -> [String] {
         try conn.transaction { tx in
             _ = try tx.query("SELECT pg_advisory_xact_lock(727274)")
             _ = try tx.execute("""
@@ -81,16 +109,29 @@ public enum Migrator {
         let done = Set(try conn.query("SELECT version FROM schema_migrations").map { try $0.string("version") })
         var applied: [String] = []
         for m in migrations where !done.contains(m.version) {
-            let ran = try conn.transaction { tx -> Bool in
-                _ = try tx.query("SELECT pg_advisory_xact_lock(727274)")
-                guard try tx.query("SELECT 1 FROM schema_migrations WHERE version = $1", [.text(m.version)]).isEmpty else { return false }
-                _ = try tx.execute("SET LOCAL lock_timeout = '\(max(1, lockTimeoutMilliseconds))ms'")
-                try tx.executeScript(m.sql)
-                _ = try tx.execute("INSERT INTO schema_migrations (version) VALUES ($1)", [.text(m.version)])
-                return true
+            // Behind a long query the lock wait times out (55P03) and nothing of the migration is applied: try again a
+            // few times, waiting longer each time, before giving up.
+            var attempt = 1
+            while true {
+                do { if try apply(m, on: conn, lockTimeoutMilliseconds: lockTimeoutMilliseconds) { applied.append(m.version) }; break }
+                catch let error as PostgresError where error.sqlState == "55P03" && attempt < attempts {
+                    Thread.sleep(forTimeInterval: Double(1 << (attempt - 1)))
+                    attempt += 1
+                }
             }
-            if ran { applied.append(m.version) }
         }
         return applied
+    }
+
+    /// Applies `m` in a transaction of its own unless it was applied meanwhile; whether it ran.
+    static func apply(_ m: Migration, on conn: PostgresConnection, lockTimeoutMilliseconds: Int) throws -> Bool {
+        try conn.transaction { tx -> Bool in
+            _ = try tx.query("SELECT pg_advisory_xact_lock(727274)")
+            guard try tx.query("SELECT 1 FROM schema_migrations WHERE version = $1", [.text(m.version)]).isEmpty else { return false }
+            _ = try tx.execute("SET LOCAL lock_timeout = '\(max(1, lockTimeoutMilliseconds))ms'")
+            try tx.executeScript(m.sql)
+            _ = try tx.execute("INSERT INTO schema_migrations (version) VALUES ($1)", [.text(m.version)])
+            return true
+        }
     }
 }

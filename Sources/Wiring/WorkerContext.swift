@@ -51,17 +51,16 @@ public struct WorkerContext: Sendable {
 
     /// Refuses to go on against a database that cannot be reached or was not migrated, so `work --once`, `actions
     /// execute` and `actions retry` exit 2 saying what to do instead of 0 having done nothing (a cron job would
-    /// report success). The SQL directory is found as `payrecon migrate` finds it; without one only reachability is
-    /// checked.
+    /// report success). The migrations are those this build ships (compiled in), whatever sql/ folder is at hand.
     public func requireReadyDatabase(_ env: Environment) throws(ConfigurationError) {
         let conn: PostgresConnection
         do { conn = try PostgresConnection(conninfo: url) } catch {
             throw ConfigurationError("cannot reach the database (\(error)): check DATABASE_URL and that PostgreSQL is up")
         }
         defer { conn.close() }
-        guard let dir = Migrator.locateDirectory(environment: env.values) else { return }
         let status: Migrator.Status
-        do { status = try Migrator.status(try Migrator.load(from: dir), on: conn) } catch {
+        let shipped = Migrator.shippedVersions.map { Migrator.Migration(version: $0, sql: "") }
+        do { status = try Migrator.status(shipped, on: conn) } catch {
             throw ConfigurationError("cannot read the database's migrations (\(error)): check DATABASE_URL")
         }
         guard status.pending.isEmpty else {

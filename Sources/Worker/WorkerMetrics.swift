@@ -28,6 +28,8 @@ public enum WorkerMetrics {
         help: "Actions in the outbox by state: pending (to run), in_doubt (a call whose outcome is unknown yet)")
     static let oldestAction = Metrics.shared.gauge("payrecon_oldest_pending_action_age_seconds",
         help: "Age of the oldest pending action (0 when none): the executor is stopped or every call fails")
+    static let installed = Metrics.shared.gauge("payrecon_installed_timestamp_seconds",
+        help: "Unix time the database was first migrated: when a nightly run that never succeeded is counted from")
     static let lastSweep = Metrics.shared.gauge("payrecon_last_reconcile_success_timestamp_seconds",
                                                 help: "Unix time the last payrecon reconcile run finished with exit 0 (0: never)")
 
@@ -38,10 +40,11 @@ public enum WorkerMetrics {
     /// names them before the first observation and `increase()` sees the first action, call or delivery (a series
     /// born at 1 reads as no increase).
     public static func register() {
-        _ = (calls, callSeconds, actions, backlog, oldest, dead, open, atRisk, lastSweep, QueueWorker.processedMetric, actionsWaiting, oldestAction)
+        _ = (calls, callSeconds, actions, backlog, oldest, dead, open, atRisk, lastSweep, QueueWorker.processedMetric, actionsWaiting, oldestAction, installed)
         for kind in DiscrepancyKind.allCases { open.add(0, [("kind", kind.rawValue)]) }
         for provider in Provider.allCases {
             for operation in ["fetch", "lookup", "resolve", "action", "settle"] {
+                callSeconds.initialise([("provider", provider.rawValue), ("operation", operation)])
                 for status in ["found", "not_found", "transient", "permanent"] {
                     calls.initialise([("provider", provider.rawValue), ("operation", operation), ("status", status)])
                 }
@@ -115,6 +118,9 @@ public enum WorkerMetrics {
             actionsWaiting.set(try row.int64("pending"), [("state", "pending")])
             actionsWaiting.set(try row.int64("in_doubt"), [("state", "in_doubt")])
             oldestAction.set(try row.int64("oldest"))
+        }
+        if let row = try conn.query("SELECT coalesce(extract(epoch FROM min(applied_at)), 0)::bigint AS t FROM schema_migrations").first {
+            installed.set(try row.int64("t"))
         }
         let last = try conn.query("""
             SELECT coalesce(extract(epoch FROM max(finished_at)), 0)::bigint AS t FROM runs WHERE exit_code = 0

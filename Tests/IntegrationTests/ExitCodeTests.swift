@@ -1,6 +1,7 @@
 import Foundation
 import PayreconTesting
 import Postgres
+import Store
 import Testing
 
 /// Commands a cron job runs tell the truth in their exit code: against a database that cannot be reached, or was never
@@ -94,5 +95,28 @@ import Testing
             .write(to: file, atomically: true, encoding: .utf8)
         let changed = try await PayreconProcess.launch(["orders", "import", file.path], databaseURL: db.url)
         #expect(changed.status == 0 && changed.stdout.contains("0 new, 1 updated, 1 unchanged"), "\(changed.stdout)")
+    }
+}
+
+/// The migrations a build needs are compiled in (`Migrator.shippedVersions`), equal to sql/; `migrate` refuses a
+/// folder of an older payrecon instead of calling the database up to date (an upgrade that kept an old
+/// PAYRECON_SQL_DIR did).
+@Suite(.serialized) struct ShippedMigrationsTests {
+    @Test func theCompiledListIsSql() throws {
+        let files = try FileManager.default.contentsOfDirectory(atPath: PayreconProcess.packageRoot.appendingPathComponent("sql").path)
+            .filter { $0.hasSuffix(".sql") }.map { String($0.dropLast(4)) }.sorted()
+        #expect(Migrator.shippedVersions == files)
+    }
+
+    @Test func migrateRefusesAnOlderFolder() async throws {
+        let old = FileManager.default.temporaryDirectory.appendingPathComponent("payrecon-old-sql-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: old, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: old) }
+        let sql = PayreconProcess.packageRoot.appendingPathComponent("sql")
+        for name in ["0001_deliveries.sql", "0002_orders.sql"] {
+            try FileManager.default.copyItem(at: sql.appendingPathComponent(name), to: old.appendingPathComponent(name))
+        }
+        let r = try await PayreconProcess.launch(["migrate"], databaseURL: TestDatabase.baseURL, environment: ["PAYRECON_SQL_DIR": old.path])
+        #expect(r.status == 2 && r.stderr.contains("older payrecon") && r.stderr.contains("0003_reconciliation"), "\(r.stderr)")
     }
 }

@@ -48,7 +48,14 @@ sql_dir=$(sed -n 's/^PAYRECON_SQL_DIR=//p' "$env_file"); roots=$(sed -n 's/^PAYP
 [ -f "$T/root$roots" ] || fail "the template's PAYPAL_TRUST_ROOTS=$roots is not what scripts/install installed"
 exec_start=$(sed -n 's/^ExecStart=\([^ ]*\).*/\1/p' "$T/root/etc/systemd/system/payrecon-serve.service")
 [ -x "$T/root$exec_start" ] || fail "payrecon-serve.service starts $exec_start, which scripts/install did not install"
-ok "scripts/install: binary, migrations, trust roots, units and env template, the template's paths and the units' binary where it put them"
+[ -x "$T/root/usr/local/bin/payrecon-env" ] || fail "scripts/install did not install payrecon-env"
+# An upgrade keeps the secrets file but points its paths at what it installed (an older install's sql/ would be read).
+sed -i 's|^PAYRECON_SQL_DIR=.*|PAYRECON_SQL_DIR=/usr/share/payrecon/sql|; s|^PXP_WEBHOOK_KEY=.*|PXP_WEBHOOK_KEY=kept-secret|' "$env_file"
+"$ROOT/scripts/install" --root "$T/root" --binary "$PAYRECON_BIN" >"$T/install2.log" 2>&1 || { cat "$T/install2.log"; fail "scripts/install over an install"; }
+grep -q '^PXP_WEBHOOK_KEY=kept-secret$' "$env_file" || fail "a second scripts/install overwrote the environment file's secrets"
+[ "$(sed -n 's/^PAYRECON_SQL_DIR=//p' "$env_file")" = "$sql_dir" ] || fail "a second scripts/install left PAYRECON_SQL_DIR at an older install's folder"
+[ -f "$env_file.new" ] || fail "a second scripts/install did not put the new template beside the kept file"
+ok "scripts/install: binary, migrations, trust roots, units, env template and payrecon-env where the template and units say; over an install, the secrets are kept and the paths follow"
 
 # 2. The template's settings, with the throwaway root's paths and this machine's free ports.
 set -a
@@ -94,6 +101,14 @@ sed -E 's/^( *)for: [0-9]+[smh]$/\1for: 3s/' "$ROOT/deploy/prometheus/alerts.yml
 pids+=($!)
 PROM="http://127.0.0.1:$prom_port"
 wait_http "$PROM/-/ready" || fail "prometheus did not start"
+# Both targets scraped once before any traffic, so the traffic shows as an increase (a series first seen after it
+# reads as none).
+for _ in $(seq 1 100); do
+    up=$(curl -fsS --get "$PROM/api/v1/query" --data-urlencode 'query=sum(up{job=~"payrecon-serve|payrecon-work"})' \
+        | python3 -c 'import json, sys; r = json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else 0)')
+    [ "$up" = 2 ] && break; sleep 0.2
+done
+[ "$up" = 2 ] || fail "prometheus did not scrape both serve and work (up: $up)"
 
 # 4. Traffic: paysim delivers signed webhooks from the demo book (discrepancies, actions, money at risk), and a forgery.
 RECV="http://127.0.0.1:$serve_port"
@@ -108,7 +123,8 @@ for _ in $(seq 1 300); do
     [ "$pending" = 0 ] && break; sleep 0.1
 done
 [ "$pending" = 0 ] || fail "$pending deliveries still pending after 30 s"
-ok "paysim's signed deliveries were processed by the installed worker"
+"$BIN" reconcile --all >"$T/reconcile.log" 2>&1 || true
+ok "paysim's signed deliveries were processed by the installed worker, and a nightly run made"
 
 # 5. Every dashboard panel's query returns data (the worker refreshes its database-backed gauges at start and every
 #    15 s; rates need two scrapes).
@@ -124,7 +140,9 @@ deadline=$((SECONDS + 40)); missing=""
 while :; do
     missing=""
     while IFS=$'\t' read -r title expr; do
-        n=$(query "$expr" | python3 -c 'import json, sys; d = json.load(sys.stdin)["data"]; r = d["result"]; print(len(r) if d["resultType"] in ("vector", "matrix") else 1)')
+        # A number, not NaN (a quantile or a mean over nothing is NaN: no data to show).
+        n=$(query "$expr" | python3 -c 'import json, sys; d = json.load(sys.stdin)["data"]; r = d["result"]
+print(sum(1 for x in r if x["value"][1] != "NaN") if d["resultType"] == "vector" else (len(r) if d["resultType"] == "matrix" else int(r[1] != "NaN")))')
         [ "$n" -gt 0 ] || missing="$missing; $title ($expr)"
     done <"$T/panels.tsv"
     [ -z "$missing" ] && break

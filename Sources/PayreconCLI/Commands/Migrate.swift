@@ -10,9 +10,9 @@ let migrateCommand = Command(
     summary: "Apply the SQL migrations in sql/ that are not applied yet.",
     options: [Options.databaseURL],
     details: """
-        Each migration runs once, in its own transaction, and is recorded in schema_migrations. It waits at most 5 s for
-        a table lock (lock_timeout): when a long query holds one, it fails without holding up the receivers' commits;
-        run migrate again. Set PAYRECON_SQL_DIR when the sql/ folder is neither beside the checkout nor installed
+        Each migration runs once, in its own transaction, and is recorded in schema_migrations. It waits at most 1 s for
+        each table lock (lock_timeout), so receivers' commits queued behind it wait at most that long; behind a long
+        query it is tried again after 1, 2, 4 and 8 s, then migrate fails: run it again when the query has ended. Set PAYRECON_SQL_DIR when the sql/ folder is neither beside the checkout nor installed
         beside the binary (PREFIX/share/payrecon/sql). A folder without the migrations is an error.
         """
 ) { args in
@@ -26,8 +26,8 @@ let migrateCommand = Command(
     let conn = try connect(url)
     let applied: [String]
     do { applied = try Migrator.migrate(migrations, on: conn) } catch let error as PostgresError where error.sqlState == "55P03" {
-        throw FatalError("a migration waited more than 5 s for a table lock another session holds (\(error)); nothing of it was "
-            + "applied and the receivers were not held up. Run payrecon migrate again when the long query has ended")
+        throw FatalError("a migration could not get a table lock within 1 s, five times over 15 s (\(error)): another session holds it. "
+            + "Nothing of that migration was applied. Run payrecon migrate again when the long query has ended")
     }
     if applied.isEmpty { print("database is up to date (\(migrations.count) migrations)") }
     else { for v in applied { print("applied \(v)") } }

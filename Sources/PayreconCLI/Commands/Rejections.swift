@@ -85,7 +85,8 @@ let rejectionsShowCommand = Command(
     let provider = Provider(rawValue: r.provider)?.rawValue ?? r.provider
     print("""
 
-        exported to \(dir.path)/body and \(dir.path)/headers.json; check it offline with:
+        exported to \(dir.path)/body and \(dir.path)/headers.json; check it with (PayPal's certificate is fetched from its
+        PAYPAL-CERT-URL unless you add --cert FILE):
           payrecon verify \(provider) --body \(dir.path)/body --headers \(dir.path)/headers.json --at transmission
         """)
     if cut { print("note: the body was cut at \(r.bodyPrefix.count) of \(r.bodyBytes) bytes, so its signature cannot verify") }

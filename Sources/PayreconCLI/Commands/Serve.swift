@@ -25,6 +25,8 @@ let serveCommand = Command(
         deliveries and exits 0.
         """
 ) { args in
+    // SIGHUP re-reads secrets once serving; until then it is ignored, never the default (which ends the process).
+    signal(SIGHUP, SIG_IGN)
     let env = try args.environment()
     let url = try env.databaseURL()
     let (host, port) = try env.listenAddress(flag: args.value(Options.listen))
@@ -44,6 +46,13 @@ let serveCommand = Command(
                     ["request_timeout_s": requestTimeout, "commit_timeout_s": commitTimeout])
     }
     let maxPerIP = try env.int("PAYRECON_MAX_CONNECTIONS_PER_IP", default: 256, range: 1...1_000_000)
+    // Each connection takes a descriptor: at the process's limit the receiver stops accepting without an error of its
+    // own, so a limit below what PAYRECON_MAX_CONNECTIONS needs is said at start.
+    var descriptors = rlimit()
+    if getrlimit(Int32(RLIMIT_NOFILE.rawValue), &descriptors) == 0, descriptors.rlim_cur < rlim_t(maxConnections + 128) {
+        Log.warning("the file-descriptor limit is below what PAYRECON_MAX_CONNECTIONS needs: connections past it are not accepted; raise it (LimitNOFILE in the unit, ulimit -n) or lower PAYRECON_MAX_CONNECTIONS",
+                    ["limit": Int(descriptors.rlim_cur), "needed": maxConnections + 128])
+    }
     let maxBodyBuffer = try env.int("PAYRECON_MAX_BODY_BUFFER", default: Receiver.defaultMaxBodyBuffer, range: (1 << 20)...(1 << 40))
     // Bytes past each body's first 64 KiB may use what the reserve leaves: the largest body must fit in an empty buffer.
     if !BodyBudget(limit: maxBodyBuffer, connections: maxConnections).fits(maxBody) {
@@ -57,10 +66,8 @@ let serveCommand = Command(
     let pool = PostgresPool(conninfo: url, size: 8, acquireTimeout: 5)
     // serve does not migrate: it refuses to start on a database that lacks migrations (run `payrecon migrate` first,
     // as the systemd unit's ExecStartPre does). Unreachable at start is not fatal: deliveries get 503 until it is.
-    var expected: [String] = []
-    if let dir = Migrator.locateDirectory(environment: env.values) {
-        do { expected = try Migrator.load(from: dir).map(\.version) } catch { throw ConfigurationError("cannot read the migrations: \(error)") }
-    }
+    // The migrations this build needs are compiled in: no sql/ folder, old or missing, decides readiness.
+    let expected = Migrator.shippedVersions
     if !pool.healthy() {
         Log.warning("database not reachable at start; deliveries get 503 until it is", [:])
     } else if !expected.isEmpty {

@@ -28,6 +28,8 @@ let workCommand = Command(
         /metrics: payrecon_deliveries_processed_total{provider,outcome}.
         """
 ) { args in
+    // SIGHUP re-reads secrets once working; until then it is ignored, never the default (which ends the process).
+    signal(SIGHUP, SIG_IGN)
     let env = try args.environment()
     let batch = try args.value(Options.batch, default: 32)
     // Each delivery in flight needs a connection now and then (find, check, complete); checks are recorded in
