@@ -28,7 +28,7 @@ extension Report {
 
             """
         out += card(label: "Open discrepancies", value: String(summary.open), tone: summary.open > 0 ? "bad" : "good",
-                    extra: summary.kindsInOrder.map { "\(HTML.escape($0.kind.rawValue)): \($0.count)" })
+                    extra: summary.kindsInOrder.map { "\(HTML.escape(KindGuide.of($0.kind).title)): \($0.count)" })
         let money = summary.amountsInOrder
         out += "<div class=\"card \(money.isEmpty ? "good" : "bad")\"><div class=\"label\">Money at risk</div>"
         if money.isEmpty {
@@ -74,7 +74,7 @@ extension Report {
         for (i, row) in rows.enumerated() {
             let y = i * rowHeight + 4
             let w = max(2, row.count * barMax / top)
-            let name = HTML.escape(row.kind.rawValue)
+            let name = HTML.escape(KindGuide.of(row.kind).title)
             svg += "<text x=\"\(labelWidth - 8)\" y=\"\(y + 16)\" text-anchor=\"end\">\(name)</text>"
             svg += "<rect x=\"\(labelWidth)\" y=\"\(y + 3)\" width=\"\(w)\" height=\"\(rowHeight - 8)\" rx=\"3\" fill=\"\(HTML.colour(row.kind))\"><title>\(name): \(row.count)</title></rect>"
             svg += "<text x=\"\(labelWidth + w + 6)\" y=\"\(y + 16)\">\(row.count)</text>"
@@ -110,14 +110,14 @@ extension Report {
                 guard let n = counts[kind], n > 0 else { continue }
                 let h = max(1, n * plotHeight / maxTotal)
                 y -= h
-                svg += "<rect x=\"\(x)\" y=\"\(y)\" width=\"\(barWidth)\" height=\"\(h)\" fill=\"\(HTML.colour(kind))\"><title>\(HTML.escape(slot)) \(HTML.escape(kind.rawValue)): \(n)</title></rect>"
+                svg += "<rect x=\"\(x)\" y=\"\(y)\" width=\"\(barWidth)\" height=\"\(h)\" fill=\"\(HTML.colour(kind))\"><title>\(HTML.escape(slot)) \(HTML.escape(KindGuide.of(kind).title)): \(n)</title></rect>"
             }
             let label = slot == "earlier" ? "earlier" : String(slot.dropFirst(5))
             svg += "<text x=\"\(x + barWidth / 2)\" y=\"\(topPad + plotHeight + 16)\" text-anchor=\"middle\" class=\"axis\">\(HTML.escape(label))</text>"
         }
         svg += "</svg>\n<p class=\"legend\">"
         let present = DiscrepancyKind.allCases.filter { k in buckets.values.contains { ($0[k] ?? 0) > 0 } }
-        svg += present.map { "<span><i style=\"background:\(HTML.colour($0))\"></i>\(HTML.escape($0.rawValue))</span>" }.joined(separator: " ")
+        svg += present.map { "<span><i style=\"background:\(HTML.colour($0))\"></i>\(HTML.escape(KindGuide.of($0).title))</span>" }.joined(separator: " ")
         return svg + "</p>\n"
     }
 
@@ -128,14 +128,14 @@ extension Report {
             values.map { "<option value=\"\(HTML.escape($0))\">\(HTML.escape($0))</option>" }.joined()
         }
         let providers = Set(discrepancies.map(\.provider)).sorted()
-        let kinds = DiscrepancyKind.allCases.filter { k in discrepancies.contains { $0.kind == k } }.map(\.rawValue)
+        let present = DiscrepancyKind.allCases.filter { k in discrepancies.contains { $0.kind == k } }
         let statuses = DiscrepancyStatus.allCases.filter { s in discrepancies.contains { $0.status == s } }.map(\.rawValue)
         var out = """
             <section class="list">
             <h2>Discrepancies <small>(<span id="shown">\(discrepancies.count)</span> of \(discrepancies.count) shown)</small></h2>
             <form class="filters" onsubmit="return false">
             <label>Provider <select id="f-provider"><option value="">all</option>\(options(providers))</select></label>
-            <label>Kind <select id="f-kind"><option value="">all</option>\(options(kinds))</select></label>
+            <label>Kind <select id="f-kind"><option value="">all</option>\(present.map { "<option value=\"\(HTML.escape($0.rawValue))\">\(HTML.escape(KindGuide.of($0).title))</option>" }.joined())</select></label>
             <label>Status <select id="f-status"><option value="">all</option>\(options(statuses))</select></label>
             <label>Search <input id="f-text" type="search" placeholder="order, reference, detail…"></label>
             </form>
@@ -148,8 +148,9 @@ extension Report {
             let risk = d.formattedAmountAtRisk.map { "\($0) \(d.currency!.code)" } ?? ""
             out += "<tr data-provider=\"\(HTML.escape(d.provider))\" data-kind=\"\(HTML.escape(d.kind.rawValue))\" data-status=\"\(HTML.escape(d.status.rawValue))\" class=\"\(d.status.rawValue)\">"
             out += "<td class=\"num\">\(d.id)</td><td>\(HTML.escape(d.provider))</td>"
-            out += "<td>" + (d.orderID.map { HTML.escape($0) } ?? "<span class=\"none\">none</span>") + "</td>"
-            out += "<td>\(HTML.escape(d.transactionRef))</td><td class=\"kind\"><i class=\"dot\" style=\"background:\(HTML.colour(d.kind))\"></i>\(HTML.escape(d.kind.rawValue))</td>"
+            out += "<td class=\"id\">" + (d.orderID.map { HTML.escape($0) } ?? "<span class=\"none\">none</span>") + "</td>"
+            out += "<td class=\"id\">\(HTML.escape(d.transactionRef))</td><td class=\"kind\"><a href=\"#kind-\(d.kind.rawValue)\" title=\"\(HTML.escape(d.kind.rawValue))\">"
+                + "<i class=\"dot\" style=\"background:\(HTML.colour(d.kind))\"></i>\(HTML.escape(KindGuide.of(d.kind).title))</a></td>"
             out += "<td><span class=\"badge \(d.status.rawValue)\">\(d.status.rawValue)</span>"
             if d.status == .acknowledged {
                 out += "<div class=\"ack\">\(HTML.escape(d.acknowledgedAt.map(Timestamp.minutes) ?? ""))"
@@ -158,12 +159,26 @@ extension Report {
             }
             out += "</td>"
             out += "<td class=\"num\">\(HTML.escape(risk))</td><td class=\"num\">\(d.occurrences)</td>"
-            out += "<td>\(HTML.escape(Timestamp.minutes(d.firstSeen)))</td><td>\(HTML.escape(Timestamp.minutes(d.lastSeen)))</td>"
-            out += "<td>\(HTML.escape(d.detail))</td><td>\(HTML.members(d.expected))</td><td>\(HTML.members(d.actual))</td></tr>\n"
+            out += "<td class=\"time\">\(HTML.escape(Timestamp.minutes(d.firstSeen)))</td><td class=\"time\">\(HTML.escape(Timestamp.minutes(d.lastSeen)))</td>"
+            out += "<td class=\"detail\">\(HTML.words(d.detail))</td><td class=\"values\">\(HTML.members(d.expected))</td>"
+                + "<td class=\"values\">\(HTML.members(d.actual))</td></tr>\n"
         }
         out += "</tbody></table></div>\n"
         if discrepancies.isEmpty { out += "<p class=\"empty\">No discrepancies match (\(HTML.escape(filters.summaryText))).</p>\n" }
+        out += legend(present)
         return out + "</section>\n"
+    }
+
+    /// What each kind in the table means and what to do next.
+    func legend(_ kinds: [DiscrepancyKind]) -> String {
+        guard !kinds.isEmpty else { return "" }
+        var out = "<h2>What the kinds mean, and what to do</h2>\n<dl class=\"kinds\">\n"
+        for kind in kinds {
+            let guide = KindGuide.of(kind)
+            out += "<div id=\"kind-\(kind.rawValue)\"><dt><i class=\"dot\" style=\"background:\(HTML.colour(kind))\"></i>\(HTML.escape(guide.title))"
+                + " <code>\(HTML.escape(kind.rawValue))</code></dt><dd>\(HTML.escape(guide.meaning)) <b>Next:</b> \(HTML.escape(guide.nextStep))</dd></div>\n"
+        }
+        return out + "</dl>\n"
     }
 }
 
@@ -187,12 +202,19 @@ public enum HTML {
         return out
     }
 
+    /// Escaped text whose hyphenated or slashed tokens (references, dates, `PXP-SHORT-1`) are kept whole: a browser
+    /// may break a line after a hyphen, which split them mid-reference.
+    static func words(_ text: String) -> String {
+        text.split(separator: " ", omittingEmptySubsequences: false).map { token in
+            token.contains(where: { $0 == "-" || $0 == "/" }) ? "<span class=\"w\">\(escape(String(token)))</span>" : escape(String(token))
+        }.joined(separator: " ")
+    }
+
     /// An expected/actual object as escaped `key: value` lines.
     static func members(_ value: JSONValue) -> String {
         guard let members = value.objectMembers else { return escape(String(decoding: value.serialized(), as: UTF8.self)) }
         return members.map { key, v in
-            let text = v.stringValue ?? String(decoding: v.serialized(), as: UTF8.self)
-            return "<span class=\"kv\"><b>\(escape(key))</b> \(escape(text))</span>"
+            "<span class=\"kv\"><b>\(escape(Humanize.key(key)))</b> \(words(Humanize.value(key, v)))</span>"
         }.joined(separator: "<br>")
     }
 
@@ -222,7 +244,12 @@ public enum HTML {
         select,input{font:inherit;padding:5px 8px;border:1px solid var(--line);border-radius:6px;background:#fff;min-width:150px}
         .scroll{overflow-x:auto;background:#fff;border:1px solid var(--line);border-radius:8px}
         table{border-collapse:collapse;width:100%}th,td{padding:7px 10px;border-bottom:1px solid var(--line);text-align:left;vertical-align:top}
-        th{position:sticky;top:0;background:#f2f4f7;font-size:12px;color:var(--muted);white-space:nowrap}td{word-break:break-word}
+        th{position:sticky;top:0;background:#f2f4f7;font-size:12px;color:var(--muted);white-space:nowrap}
+        td{word-break:normal;overflow-wrap:normal;hyphens:none}td.detail{min-width:22em}td.values{min-width:11em}
+        td.id,td.time,.w{white-space:nowrap}
+        td.kind a{color:inherit;text-decoration:none}dl.kinds{background:#fff;border:1px solid var(--line);border-radius:8px;padding:8px 16px;margin:0}
+        dl.kinds div{padding:6px 0;border-bottom:1px solid var(--line)}dl.kinds div:last-child{border-bottom:0}dl.kinds dt{font-weight:600}
+        dl.kinds dd{margin:2px 0 0 15px;color:var(--fg)}dl.kinds code{font-weight:400;color:var(--muted);font-size:12px}
         .num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}tr.resolved td{color:var(--muted)}
         .badge{padding:1px 8px;border-radius:10px;font-size:12px;white-space:nowrap}td.kind{white-space:nowrap}.badge.open{background:#fee4e2;color:var(--bad)}.badge.resolved{background:#d1fadf;color:var(--good)}.badge.acknowledged{background:#eef;color:#446}.ack{font-size:11px;color:#667;max-width:16em}
         .kv b{font-weight:600;color:var(--muted)}.none,.empty{color:var(--muted)}tr[hidden]{display:none}

@@ -69,6 +69,18 @@ import Reconciliation
         #expect(source.calls.count == 1)
     }
 
+    /// A certificate that could not be fetched says nothing of the delivery: `verify` says it cannot tell (exit 2,
+    /// naming --cert), never "invalid" (which sent an operator looking for a forgery that was a network problem).
+    @Test func aCertificateThatCannotBeFetchedIsNotInvalid() throws {
+        var options = try paypalOptions(Fixture.paypalVectors[0])
+        options.certPEM = nil
+        let error = #expect(throws: WebhookCheck.UsageError.self) {
+            try WebhookCheck.run(options, certificateSource: CountingCertificateSource(pem: nil))
+        }
+        #expect(error?.description.contains("cannot verify") == true && error?.description.contains("--cert FILE") == true,
+                "\(String(describing: error))")
+    }
+
     @Test func validlySignedButMalformedBodyIsInvalid() throws {
         let key = "k"
         let body = Array("[]".utf8)

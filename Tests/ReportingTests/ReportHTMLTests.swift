@@ -31,6 +31,25 @@ struct ReportHTMLTests {
         #expect(html.components(separatedBy: "<script>").count == 2)   // exactly one inline script: ours
     }
 
+    /// Kinds in words with a legend that says what each means and what to do next; expected and actual in words
+    /// (`age_seconds 28124537` reads "age 325 days"); and no CSS that breaks a word mid-word ("capture|d").
+    @Test func kindsAndValuesReadAsWordsAndNoWordIsBroken() {
+        let stale = row(9, kind: .stalePending, detail: "transaction pending for 325d",
+                        expected: .object([("state", .string("completed")), ("age_seconds", .number("28124537"))]))
+        let html = report([row(1), stale]).html()
+        #expect(html.contains(">Pending too long</a>") && html.contains(">Amount differs</a>"))
+        #expect(html.contains("id=\"kind-stale_pending\"") && html.contains("<code>stale_pending</code>"))
+        #expect(html.contains("<b>Next:</b> Look at the payment at the provider"))
+        #expect(html.contains("<b>age</b> 325 days") && !html.contains("28124537"))
+        #expect(!html.contains("break-word") && !html.contains("break-all") && !html.contains("overflow-wrap:anywhere"))
+        for kind in DiscrepancyKind.allCases {
+            let guide = KindGuide.of(kind)
+            #expect(!guide.title.isEmpty && guide.meaning.hasSuffix(".") && guide.nextStep.hasSuffix("."), "\(kind)")
+        }
+        #expect(Humanize.duration(seconds: 28_124_537) == "325 days" && Humanize.duration(seconds: 3_600) == "1 hour"
+                && Humanize.duration(seconds: 59) == "59 seconds" && Humanize.duration(seconds: 0) == "0 seconds")
+    }
+
     @Test func containsTheFigures() {
         let html = Self.sample.html()
         #expect(html.contains("25.00"))
@@ -41,8 +60,8 @@ struct ReportHTMLTests {
         #expect(html.contains("<div class=\"value\">4</div>"))   // rejected 24h card
         #expect(html.contains("invalid_signature: 4"))
         #expect(html.contains("<svg"))
-        #expect(html.contains("amount_mismatch: 1"))            // by-kind bar tooltip
-        #expect(html.contains("2026-11-29 amount_mismatch: 1")) // by-day segment
+        #expect(html.contains("Amount differs: 1"))             // by-kind bar tooltip, the kind in words
+        #expect(html.contains("2026-11-29 Amount differs: 1"))  // by-day segment
         #expect(html.contains(">earlier<"))                      // older than the chart window
         #expect(html.contains("id=\"f-provider\"") && html.contains("id=\"f-kind\"") && html.contains("id=\"f-status\"") && html.contains("id=\"f-text\""))
         #expect(html.components(separatedBy: "<tr data-provider=").count == 4)

@@ -151,6 +151,9 @@ print(sum(1 for x in r if x["value"][1] != "NaN") if d["resultType"] == "vector"
 done
 ok "every Grafana panel's query returns data ($(wc -l <"$T/panels.tsv") queries)"
 
+# The HTML report of what this traffic found, for scripts/lib/report-check.sh (REPORT_HTML names where).
+[ -z "${REPORT_HTML:-}" ] || "$BIN" report --format html --output "$REPORT_HTML" >/dev/null 2>&1 || fail "payrecon report --format html"
+
 alerts() { curl -fsS "$PROM/api/v1/alerts" | python3 -c 'import json, sys; print(" ".join(sorted(a["labels"]["alertname"] + ":" + a["state"] for a in json.load(sys.stdin)["data"]["alerts"])))'; }
 active=$(alerts)
 [ -z "$active" ] || fail "alerts active on a healthy install: $active"

@@ -139,7 +139,13 @@ public enum WebhookCheck {
                 } catch {
                     throw UsageError("\(error)")
                 }
-                try verifier.verify(headers: headers, body: options.body, time: time)
+                do { try verifier.verify(headers: headers, body: options.body, time: time) } catch {
+                    // A certificate that could not be had says nothing of the delivery: not "invalid", but cannot tell.
+                    if error.code == .untrustedCertificate, error.message.hasPrefix("cannot fetch the certificate") {
+                        throw UsageError("cannot verify: \(error.message); pass the certificate with --cert FILE")
+                    }
+                    throw error
+                }
             }
             _ = try WebhookDeliverySummary.parse(provider: options.provider, body: options.body, headers: headers)
             return .valid
