@@ -16,6 +16,28 @@ import Testing
         #expect(r.stderr.contains("cannot reach the database") && r.stderr.contains("DATABASE_URL"), "\(r.stderr)")
     }
 
+    /// Every command that reaches the database, against one that cannot be reached: exit 2 (fatal), saying what to
+    /// check — never 0 having done nothing, never a crash. (serve starts anyway and answers 503 until the database is
+    /// back; doctor reports it as its first failed check, and exits 2 too.)
+    static let everyDatabaseCommand: [[String]] = [
+        ["work", "--once"], ["reconcile", "--all"], ["report"], ["orders", "import", "/dev/null"], ["actions", "list"],
+        ["actions", "execute"], ["actions", "retry", "--failed"], ["events", "list"], ["events", "show", "1"], ["events", "retry", "--dead"],
+        ["rejections", "list"], ["rejections", "show", "1"], ["discrepancies", "list"], ["discrepancies", "show", "1"],
+        ["discrepancies", "ack", "1"], ["prune", "--dry-run"], ["migrate"],
+    ]
+
+    @Test(arguments: everyDatabaseCommand) func everyCommandExitsTwoWhenTheDatabaseCannotBeReached(_ command: [String]) async throws {
+        let r = try await PayreconProcess.launch(command, databaseURL: "postgresql://postgres@127.0.0.1:1/none?connect_timeout=2")
+        #expect(r.status == 2, "\(command): \(r.status) \(r.stdout) \(r.stderr)")
+        #expect(r.stderr.contains("DATABASE_URL") || r.stderr.contains("PostgreSQL") || r.stderr.contains("database"), "\(command): \(r.stderr)")
+    }
+
+    @Test func doctorSaysTheDatabaseIsDownAndExitsTwo() async throws {
+        let r = try await PayreconProcess.launch(["doctor"], databaseURL: "postgresql://postgres@127.0.0.1:1/none?connect_timeout=2")
+        #expect(r.status == 2 && r.stdout.contains("FAIL database reachable") && r.stdout.contains("check DATABASE_URL"),
+                "\(r.status) \(r.stdout) \(r.stderr)")
+    }
+
     @Test(arguments: commands) func anUnmigratedDatabaseSaysToMigrate(_ command: [String]) async throws {
         let schema = "t_exit_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12).lowercased()
         let admin = try PostgresConnection(conninfo: TestDatabase.baseURL)

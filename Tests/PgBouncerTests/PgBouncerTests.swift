@@ -57,6 +57,17 @@ struct PgBouncerTests {
         #expect(fine.process.isRunning && !fine.stderr().contains("through a pooler"), "\(fine.stderr())")
     }
 
+    /// Behind a pooler that cannot serve the database (its backend gone, or a database it does not have), commands a
+    /// cron job runs exit 2 saying what to check, never 0 having done nothing.
+    @Test(arguments: [["work", "--once"], ["reconcile", "--all"], ["report"], ["actions", "execute"], ["events", "list"], ["prune"]])
+    func aBrokenPoolerIsFatal(_ command: [String]) async throws {
+        let pooled = try #require(PgBouncer.url)
+        let broken = String(pooled[..<(pooled.lastIndex(of: "/") ?? pooled.endIndex)]) + "/payrecon_no_such_database"
+        let r = try await PayreconProcess.run(command, environment: ["DATABASE_URL": broken])
+        #expect(r.status == 2, "\(command): \(r.status) \(r.stdout) \(r.stderr)")
+        #expect(r.stderr.contains("DATABASE_URL") || r.stderr.contains("database"), "\(command): \(r.stderr)")
+    }
+
     @Test func receiveWorkSweepAndReport() async throws {
         let url = try #require(PgBouncer.url)
         #expect(try await PayreconProcess.run(["migrate"], environment: ["DATABASE_URL": url]).status == 0)
@@ -108,7 +119,7 @@ struct PgBouncerTests {
         // paysim signs and sends a PayPal delivery to the same receiver.
         let sent = try await http.send(HTTPClientRequest(method: "POST", url: sim + "/admin/webhooks/send", headers: [("Content-Type", "application/json")],
             body: Array(#"{"provider":"paypal","target":"http://127.0.0.1:\#(port)/webhooks/paypal","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_id":"CAP-\#(ref)"}"#.utf8)))
-        #expect(sent.status == 200 && sent.text.contains(#""200":1"#), "\(sent.text)")
+        #expect(sent.status == 200 && sent.text.contains(#""200":1"#), "\(sent.text) \(serve.stderr())")
 
         // The worker processes it: it polls (said at start), since DATABASE_URL is a pooler.
         let work = try Background(["work"], environment: env)

@@ -129,11 +129,11 @@ import Testing
         configuration.maxBodyBuffer = 2 << 20   // 2 MiB: 1.5 MiB for large bodies, 512 KiB reserve
         try await Self.withReceiver(configuration) { base, _, receiver in
             let port = UInt16(base.split(separator: ":").last!)!
-            // Two senders hold 700 KiB each of a declared 1 MiB body: 1.4 MiB held.
+            // Two senders each hold 700 KiB of a body one byte longer, never sending its last byte: 1.4 MiB held.
             var holders: [RawSocket?] = []
             for _ in 0..<2 {
                 let socket = try RawSocket(port: port)
-                socket.send("POST /webhooks/pxp HTTP/1.1\r\nHost: x\r\nContent-Length: 1048576\r\n\r\n")
+                socket.send("POST /webhooks/pxp HTTP/1.1\r\nHost: x\r\nContent-Length: \(700 * 1024 + 1)\r\n\r\n")
                 socket.send([UInt8](repeating: 0x61, count: 700 * 1024))
                 holders.append(socket)
             }

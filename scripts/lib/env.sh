@@ -151,3 +151,22 @@ pgbouncer_stop() {
 pg_serving_datadir() {
     psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres -tAc "SHOW data_directory" 2>/dev/null || true
 }
+
+# Builds (swift build ARGS…) quietly: the compiler's output goes to .data/build.log, a line every 30 s says it is still
+# going (a first build takes minutes), and a failure prints the errors with their context and stops.
+build_quietly() {
+    mkdir -p "$ROOT/.data"
+    local out="$ROOT/.data/build.log"
+    swift build "$@" >"$out" 2>&1 &
+    local pid=$! waited=0
+    while kill -0 "$pid" 2>/dev/null; do
+        sleep 1; waited=$((waited + 1))
+        if [ $((waited % 30)) = 0 ]; then
+            log "still building ($(grep -oE '^\[[0-9]+/[0-9]+\]' "$out" | tail -1 | tr -d '[]' | sed 's|/| of |') steps, ${waited}s)"
+        fi
+    done
+    if ! wait "$pid"; then
+        grep -E -A4 "error:" "$out" | head -60 >&2
+        die "the build failed (whole output in $out)"
+    fi
+}

@@ -6,7 +6,7 @@ import Reconciliation
 import Store
 import Worker
 
-private let reconcileSince = OptionKey<Int64>("--since", "DURATION", "Orders created or updated within this window (default 72h).") {
+private let reconcileSince = OptionKey<Int64>("--since", "DURATION", "Re-check orders created or updated within DURATION (default 72h), plus every order with an open discrepancy or a pending action (report --since picks discrepancies instead).") {
     (v: String) throws(UsageError) -> Int64 in try Options.duration(v, flag: "--since")
 }
 

@@ -11,7 +11,7 @@ let reportCommand = Command(
     summary: "What is wrong, since when, and how much money is at risk.",
     options: [
         ReportOptions.formatKey, Options.output, ReportOptions.statusKey, Options.provider, Options.kind,
-        Options.since.help("Only those last seen within DURATION (90s, 10m, 24h, 7d)."), Options.failOnOpen, Options.databaseURL,
+        Options.since.help("Only discrepancies last seen within DURATION (90s, 10m, 24h, 7d): found again by a check that recent, whenever the order was made (reconcile --since picks orders instead)."), Options.failOnOpen, Options.databaseURL,
     ],
     details: """
         The summary (open count by kind, money at risk per currency, rejected deliveries in the last 24 h) counts open
