@@ -93,7 +93,7 @@ import Testing
             _ = try await h.sweep()
             let id = try #require(try rows(h).first?.id)
             let byDefault = try await PayreconProcess.launch(["discrepancies", "ack", String(id)], databaseURL: h.database.url,
-                                                             environment: ["USER": "ops-on-call"])
+                                                             environment: ["USER": "ops-on-call", "SUDO_USER": ""])
             #expect(byDefault.status == 0 && byDefault.stdout.contains("as ops-on-call"), "\(byDefault.stdout)")
             let again = try await PayreconProcess.launch(["discrepancies", "ack", String(id)], databaseURL: h.database.url)
             #expect(again.status == 1 && again.stderr.contains("already acknowledged"))

@@ -22,7 +22,7 @@ public enum CLI {
             Commands:
 
             """
-        for c in commands { out += "  " + c.name.padding(toLength: 18, withPad: " ", startingAt: 0) + c.summary + "\n" }
+        for c in commands { out += "  " + c.name.padding(toLength: 21, withPad: " ", startingAt: 0) + c.summary + "\n" }
         out += """
 
             Configuration comes from the environment (DATABASE_URL, PAYRECON_*, PXP_*, PAYPAL_*, PAYPERCUT_*);

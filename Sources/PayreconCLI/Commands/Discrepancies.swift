@@ -40,9 +40,12 @@ let discrepanciesAckCommand = Command(
     return Exit.ok
 }
 
-/// The user running the command (USER, else the password database), for `ack`'s default --by.
+/// The user running the command (under sudo the one who ran sudo, SUDO_USER; else USER; else the password database),
+/// for `ack`'s default --by.
 func operatingSystemUser() -> String? {
-    if let user = ProcessInfo.processInfo.environment["USER"], !user.isEmpty { return user }
+    let env = ProcessInfo.processInfo.environment
+    if let user = env["SUDO_USER"], !user.isEmpty { return user }
+    if let user = env["USER"], !user.isEmpty { return user }
     guard let entry = getpwuid(getuid()), let name = entry.pointee.pw_name else { return nil }
     return String(cString: name)
 }
