@@ -275,7 +275,7 @@ public final class Receiver: Sendable {
             case .rejected(let rejection): reject(rejection.status, rejection.code, rejection.message)
             case .needsFetch where fetched:
                 reject(401, "untrusted_certificate", "the certificate this delivery names is not cached and was not fetched: the fetch "
-                       + "budget (10 new certificate URLs a minute, 2 for one sender, 5 more for senders of earlier verified deliveries) "
+                       + "budget (10 new certificate URLs a minute; senders of no verified delivery share 5 of them, 2 for one sender) "
                        + "is spent, or too many deliveries wait on fetches; a redelivery is fetched when the budget allows")
             case .needsFetch: endpoint.prepare(headers: request.headers, sender: SenderAddress.group(sender)) { decide(fetched: true) }
             }

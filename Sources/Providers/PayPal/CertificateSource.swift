@@ -74,10 +74,11 @@ public struct UnavailableCertificateSource: CertificateSource {
 ///   are refused at once;
 /// - at most `maxNewURLsPerMinute` (10) distinct uncached URLs are fetched per minute, and at most
 ///   `maxNewURLsPerSenderPerMinute` (2) of them for one sender (an IPv4 /24, an IPv6 /48: `SenderAddress.group`): a
-///   stranger's stream of random URLs spends its own share. Senders that delivered a verified delivery before
-///   (`trust(sender:)`, kept across restarts with the certificates) fetch from a reserve of their own
-///   (`maxTrustedURLsPerMinute`, 5) that no stranger can spend, however many addresses the stranger has: a new genuine
-///   URL (PayPal rotates them) is fetched within a minute of PayPal's first delivery naming it;
+///   stranger's stream of random URLs spends its own share. Senders of no verified delivery get 5 of the 10 together;
+///   senders that delivered a verified delivery before (`trust(sender:)`, kept across restarts with the certificates)
+///   may use all 10, so the 5 kept for them (`maxTrustedURLsPerMinute`) are never spent by a stranger, however many
+///   addresses the stranger has: a new genuine URL (PayPal rotates them) is fetched within a minute of PayPal's first
+///   delivery naming it;
 /// - only what `validate` accepts (parsed, chained to the trust roots, the CN PayPal serves from that URL's host) is
 ///   cached, and kept until what `validate` says (the chain's notAfter), not on a timer;
 /// - when full, expired entries go first, then those that never verified a delivery (oldest first), and only then the
@@ -98,7 +99,7 @@ public final class CachingCertificateSource: CertificateSource {
         var entries: [String: Entry] = [:]
         var failures: [String: (until: Date, reason: String)] = [:]
         var inFlight: [String: Fetch] = [:]
-        var recentFetches: [(at: Date, sender: String)] = []
+        var recentFetches: [(at: Date, sender: String, trusted: Bool)] = []
         var counter: UInt64 = 0
         var hits = 0
         var misses = 0
@@ -106,7 +107,6 @@ public final class CachingCertificateSource: CertificateSource {
         var persist: (@Sendable (_ url: String, _ pem: [UInt8], _ keepUntil: Date) -> Void)?
         /// Sender groups that delivered a verified delivery, and when they last did (bounded: `maxTrustedSenders`).
         var trusted: [String: Date] = [:]
-        var recentTrustedFetches: [Date] = []
         var persistSender: (@Sendable (_ sender: String, _ keepUntil: Date) -> Void)?
         var refused = 0
     }
@@ -132,7 +132,7 @@ public final class CachingCertificateSource: CertificateSource {
     public let failureTTL: TimeInterval
     public let maxNewURLsPerMinute: Int
     public let maxNewURLsPerSenderPerMinute: Int
-    /// Fetches a minute for trusted senders, beside `maxNewURLsPerMinute`.
+    /// Of `maxNewURLsPerMinute`, the fetches a minute kept for trusted senders: strangers together get the rest.
     public let maxTrustedURLsPerMinute = 5
     /// Trusted sender groups kept (the most recent); a trusted sender is kept `trustSeconds` after its last delivery.
     public let maxTrustedSenders = 256
@@ -192,28 +192,29 @@ public final class CachingCertificateSource: CertificateSource {
             return .wait(fetch)
         }
         state.recentFetches.removeAll { $0.at <= now.addingTimeInterval(-60) }
-        state.recentTrustedFetches.removeAll { $0 <= now.addingTimeInterval(-60) }
         // A sender's share applies when the sender is known (the receiver always knows it; `pem(for:)`, which
         // `payrecon verify` uses, does not).
         let who = sender ?? ""
         let trusted = sender.flatMap { state.trusted[$0] }.map { $0.addingTimeInterval(trustSeconds) > now } ?? false
-        if trusted, state.recentTrustedFetches.count < maxTrustedURLsPerMinute {
-            guard join else { return .fetchAllowed }
-            state.misses += 1
-            state.recentTrustedFetches.append(now)
-            return startFetch(&state, url: url)
-        }
-        guard sender == nil || state.recentFetches.lazy.filter({ $0.sender == who }).count < maxNewURLsPerSenderPerMinute else {
-            state.misses += 1; state.refused += 1
-            return .refuse("\(maxNewURLsPerSenderPerMinute) uncached certificate URLs were fetched for this sender in the last minute; not fetched")
-        }
         guard state.recentFetches.count < maxNewURLsPerMinute else {
             state.misses += 1; state.refused += 1
             return .refuse("\(maxNewURLsPerMinute) uncached certificate URLs were fetched in the last minute; not fetched")
         }
+        if !trusted, sender != nil {
+            guard state.recentFetches.lazy.filter({ $0.sender == who }).count < maxNewURLsPerSenderPerMinute else {
+                state.misses += 1; state.refused += 1
+                return .refuse("\(maxNewURLsPerSenderPerMinute) uncached certificate URLs were fetched for this sender in the last minute; not fetched")
+            }
+            // Half of a small budget at most: with 1 or 2 a minute (tests), a stranger still has a share.
+            let strangers = maxNewURLsPerMinute - min(maxTrustedURLsPerMinute, maxNewURLsPerMinute / 2)
+            guard state.recentFetches.lazy.filter({ !$0.trusted }).count < strangers else {
+                state.misses += 1; state.refused += 1
+                return .refuse("\(strangers) uncached certificate URLs were fetched for senders of no verified delivery in the last minute; not fetched")
+            }
+        }
         guard join else { return .fetchAllowed }
         state.misses += 1
-        state.recentFetches.append((now, who))
+        state.recentFetches.append((now, who, trusted))
         return startFetch(&state, url: url)
     }
 
