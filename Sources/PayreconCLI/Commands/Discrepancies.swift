@@ -50,6 +50,11 @@ func operatingSystemUser() -> String? {
     return String(cString: name)
 }
 
+/// "25.00 USD", or "-" without a currency.
+func moneyAtRisk(_ d: StoredDiscrepancy) -> String {
+    d.currency.map { Money(minorUnits: d.amountAtRiskMinor, currency: $0).formatted + " " + $0.code } ?? "-"
+}
+
 let discrepanciesListCommand = Command(
     name: "discrepancies list",
     summary: "List discrepancies (open by default), oldest first: id, order, kind, money at risk, since when.",
@@ -60,15 +65,11 @@ let discrepanciesListCommand = Command(
     defer { conn.close() }
     let rows = try ReportStore.discrepancies(DiscrepancyFilter(status: status == "all" ? nil : status, provider: try args.value(Options.provider)?.rawValue,
                                                                kind: try args.value(Options.kind)), on: conn)
-    var table = TextTable([.init("ID", .right), .init("PROVIDER"), .init("ORDER"), .init("KIND"), .init("STATUS"), .init("AT RISK", .right),
-                           .init("FIRST SEEN"), .init("LAST SEEN"), .init("SEEN", .right)])
-    table.indent = ""
-    for d in rows.prefix(try args.value(listLimit, default: 100)) {
-        let atRisk = d.currency.map { Money(minorUnits: d.amountAtRiskMinor, currency: $0).formatted + " " + $0.code } ?? "-"
-        table.append([String(d.id), d.provider, d.orderID ?? "-", d.kind.rawValue, d.status, atRisk, timestamp(d.firstSeen),
-                      timestamp(d.lastSeen), String(d.occurrences)])
-    }
-    print(table.render(colour: false), terminator: "")
+    printTable([.init("ID", .right), .init("PROVIDER"), .init("ORDER"), .init("KIND"), .init("STATUS"), .init("AT RISK", .right),
+                .init("FIRST SEEN"), .init("LAST SEEN"), .init("SEEN", .right)],
+               rows.prefix(try args.value(listLimit, default: 100)).map { d in
+                   [String(d.id), d.provider, d.orderID ?? "-", d.kind.rawValue, d.status, moneyAtRisk(d), timestamp(d.firstSeen),
+                    timestamp(d.lastSeen), String(d.occurrences)] })
     if rows.isEmpty { print("no \(status == "all" ? "" : status + " ")discrepancies") }
     return Exit.ok
 }
@@ -86,7 +87,7 @@ let discrepanciesShowCommand = Command(
         throw FatalError("no discrepancy \(id): payrecon discrepancies list --status all shows the ids")
     }
     let safe = TextTable.safe
-    let atRisk = d.currency.map { Money(minorUnits: d.amountAtRiskMinor, currency: $0).formatted + " " + $0.code } ?? "-"
+    let atRisk = moneyAtRisk(d)
     print("""
         discrepancy \(d.id)
           provider      \(d.provider)

@@ -20,14 +20,9 @@ let eventsListCommand = Command(
     defer { conn.close() }
     let rows = try DeliveryQueue.list(status: status, limit: limit, on: conn)
     // The report's table: aligned, and control characters from webhook bodies or provider errors shown escaped.
-    var table = TextTable([.init("ID"), .init("PROVIDER"), .init("STATUS"), .init("ATTEMPTS", .right), .init("RECEIVED"),
-                           .init("EVENT"), .init("OUTCOME")])
-    table.indent = ""
-    for d in rows {
-        table.append([String(d.id), d.provider.rawValue, d.status, String(d.attempts), timestamp(d.receivedAt),
-                      d.eventType ?? "-", String(Command.shownOutcome(d).prefix(100))])
-    }
-    print(table.render(colour: false), terminator: "")
+    printTable([.init("ID"), .init("PROVIDER"), .init("STATUS"), .init("ATTEMPTS", .right), .init("RECEIVED"), .init("EVENT"), .init("OUTCOME")],
+               rows.map { d in [String(d.id), d.provider.rawValue, d.status, String(d.attempts), timestamp(d.receivedAt),
+                                d.eventType ?? "-", String(Command.shownOutcome(d).prefix(100))] })
     return Exit.ok
 }
 
@@ -105,6 +100,14 @@ let eventsRetryCommand = Command(
 /// `2026-11-29 16:12:27Z` (UTC).
 func timestamp(_ date: Date) -> String {
     Timestamp.iso8601(date).replacingOccurrences(of: "T", with: " ")
+}
+
+/// A list command's table on stdout: aligned, plain (no colour), control characters from outside shown escaped.
+func printTable(_ columns: [TextTable.Column], _ rows: [[String]]) {
+    var table = TextTable(columns)
+    table.indent = ""
+    for row in rows { table.append(row) }
+    print(table.render(colour: false), terminator: "")
 }
 
 extension Command {

@@ -25,14 +25,9 @@ let rejectionsListCommand = Command(
     let conn = try connect(try args.environment().databaseURL())
     defer { conn.close() }
     let rows = try RejectionSamples.list(provider: provider?.rawValue, reason: reason, limit: try args.value(rejectionsLimit, default: 50), on: conn)
-    var table = TextTable([.init("ID"), .init("PROVIDER"), .init("REASON"), .init("SOURCE"), .init("RECEIVED"), .init("BYTES", .right),
-                           .init("MESSAGE")])
-    table.indent = ""
-    for r in rows {
-        table.append([String(r.id), r.provider, r.reason, r.source ?? "-", timestamp(r.receivedAt), String(r.bodyBytes),
-                      String(r.message.prefix(100))])
-    }
-    print(table.render(colour: false), terminator: "")
+    printTable([.init("ID"), .init("PROVIDER"), .init("REASON"), .init("SOURCE"), .init("RECEIVED"), .init("BYTES", .right), .init("MESSAGE")],
+               rows.map { r in [String(r.id), r.provider, r.reason, r.source ?? "-", timestamp(r.receivedAt), String(r.bodyBytes),
+                                String(r.message.prefix(100))] })
     return Exit.ok
 }
 
