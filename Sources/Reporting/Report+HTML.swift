@@ -140,13 +140,14 @@ extension Report {
             <label>Search <input id="f-text" type="search" placeholder="order, reference, detail…"></label>
             </form>
             <div class="scroll"><table id="discrepancies">
-            <thead><tr><th>ID</th><th>Provider</th><th>Order</th><th>Transaction</th><th>Kind</th><th>Status</th><th class="num">At risk</th><th class="num">Seen</th><th>First seen</th><th>Last seen</th><th>Detail</th><th>Expected</th><th>Actual</th></tr></thead>
-            <tbody>
+            <thead><tr><th>ID</th><th>Provider</th><th>Order</th><th>Transaction</th><th>Kind</th><th>Status</th><th class="num">At risk</th><th class="num">Seen</th><th>First seen</th><th>Last seen</th></tr></thead>
 
             """
         for d in discrepancies {
             let risk = d.formattedAmountAtRisk.map { "\($0) \(d.currency!.code)" } ?? ""
-            out += "<tr data-provider=\"\(HTML.escape(d.provider))\" data-kind=\"\(HTML.escape(d.kind.rawValue))\" data-status=\"\(HTML.escape(d.status.rawValue))\" class=\"\(d.status.rawValue)\">"
+            // One tbody per discrepancy: its figures on a line, what was expected and found on the next, spanning the
+            // table (so nothing sits off-screen on a narrow window); the filters show or hide the tbody.
+            out += "<tbody data-provider=\"\(HTML.escape(d.provider))\" data-kind=\"\(HTML.escape(d.kind.rawValue))\" data-status=\"\(HTML.escape(d.status.rawValue))\" class=\"\(d.status.rawValue)\"><tr>"
             out += "<td class=\"num\">\(d.id)</td><td>\(HTML.escape(d.provider))</td>"
             out += "<td class=\"id\">" + (d.orderID.map { HTML.escape($0) } ?? "<span class=\"none\">none</span>") + "</td>"
             out += "<td class=\"id\">\(HTML.escape(d.transactionRef))</td><td class=\"kind\"><a href=\"#kind-\(d.kind.rawValue)\" title=\"\(HTML.escape(d.kind.rawValue))\">"
@@ -159,11 +160,13 @@ extension Report {
             }
             out += "</td>"
             out += "<td class=\"num\">\(HTML.escape(risk))</td><td class=\"num\">\(d.occurrences)</td>"
-            out += "<td class=\"time\">\(HTML.escape(Timestamp.minutes(d.firstSeen)))</td><td class=\"time\">\(HTML.escape(Timestamp.minutes(d.lastSeen)))</td>"
-            out += "<td class=\"detail\">\(HTML.words(d.detail))</td><td class=\"values\">\(HTML.members(d.expected))</td>"
-                + "<td class=\"values\">\(HTML.members(d.actual))</td></tr>\n"
+            // Date and time may go on two lines on a narrow window; neither is ever split.
+            out += "<td class=\"time\">\(HTML.words(Timestamp.minutes(d.firstSeen)))</td><td class=\"time\">\(HTML.words(Timestamp.minutes(d.lastSeen)))</td>"
+            out += "</tr><tr class=\"more\"><td></td><td colspan=\"9\"><div class=\"more\"><div class=\"detail\">\(HTML.words(d.detail))</div>"
+                + "<div class=\"values\"><span class=\"label\">expected</span> \(HTML.members(d.expected))</div>"
+                + "<div class=\"values\"><span class=\"label\">found</span> \(HTML.members(d.actual))</div></div></td></tr></tbody>\n"
         }
-        out += "</tbody></table></div>\n"
+        out += "</table></div>\n"
         if discrepancies.isEmpty { out += "<p class=\"empty\">No discrepancies match (\(HTML.escape(filters.summaryText))).</p>\n" }
         out += legend(present)
         return out + "</section>\n"
@@ -202,11 +205,11 @@ public enum HTML {
         return out
     }
 
-    /// Escaped text whose hyphenated or slashed tokens (references, dates, `PXP-SHORT-1`) are kept whole: a browser
-    /// may break a line after a hyphen, which split them mid-reference.
+    /// Escaped text whose hyphenated, slashed or coloned tokens (references, dates, times, `PXP-SHORT-1`) are kept
+    /// whole: a browser may break a line after a hyphen, which split them mid-reference.
     static func words(_ text: String) -> String {
         text.split(separator: " ", omittingEmptySubsequences: false).map { token in
-            token.contains(where: { $0 == "-" || $0 == "/" }) ? "<span class=\"w\">\(escape(String(token)))</span>" : escape(String(token))
+            token.contains(where: { $0 == "-" || $0 == "/" || $0 == ":" }) ? "<span class=\"w\">\(escape(String(token)))</span>" : escape(String(token))
         }.joined(separator: " ")
     }
 
@@ -245,21 +248,23 @@ public enum HTML {
         .scroll{overflow-x:auto;background:#fff;border:1px solid var(--line);border-radius:8px}
         table{border-collapse:collapse;width:100%}th,td{padding:7px 10px;border-bottom:1px solid var(--line);text-align:left;vertical-align:top}
         th{position:sticky;top:0;background:#f2f4f7;font-size:12px;color:var(--muted);white-space:nowrap}
-        td{word-break:normal;overflow-wrap:normal;hyphens:none}td.detail{min-width:22em}td.values{min-width:11em}
-        td.id,td.time,.w{white-space:nowrap}
+        td{word-break:normal;overflow-wrap:normal;hyphens:none}td.id,.w{white-space:nowrap}
+        tr.more td{padding-top:0;font-size:13px}tbody tr:first-child td{border-bottom:0}
+        div.more{display:flex;flex-wrap:wrap;gap:6px 28px}div.more .detail{flex:1 1 24em}div.more .values{flex:0 1 auto}
+        .label{font-size:11px;text-transform:uppercase;letter-spacing:.04em;color:var(--muted);margin-right:4px}
         td.kind a{color:inherit;text-decoration:none}dl.kinds{background:#fff;border:1px solid var(--line);border-radius:8px;padding:8px 16px;margin:0}
         dl.kinds div{padding:6px 0;border-bottom:1px solid var(--line)}dl.kinds div:last-child{border-bottom:0}dl.kinds dt{font-weight:600}
         dl.kinds dd{margin:2px 0 0 15px;color:var(--fg)}dl.kinds code{font-weight:400;color:var(--muted);font-size:12px}
-        .num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}tr.resolved td{color:var(--muted)}
+        .num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}tbody.resolved td{color:var(--muted)}
         .badge{padding:1px 8px;border-radius:10px;font-size:12px;white-space:nowrap}td.kind{white-space:nowrap}.badge.open{background:#fee4e2;color:var(--bad)}.badge.resolved{background:#d1fadf;color:var(--good)}.badge.acknowledged{background:#eef;color:#446}.ack{font-size:11px;color:#667;max-width:16em}
-        .kv b{font-weight:600;color:var(--muted)}.none,.empty{color:var(--muted)}tr[hidden]{display:none}
+        .kv b{font-weight:600;color:var(--muted)}.none,.empty{color:var(--muted)}tbody[hidden],tr[hidden]{display:none}
         @media print{.filters{display:none}body{background:#fff}}
         """
 
     static let script = """
         (function(){
         var p=document.getElementById('f-provider'),k=document.getElementById('f-kind'),s=document.getElementById('f-status'),q=document.getElementById('f-text');
-        var rows=Array.prototype.slice.call(document.querySelectorAll('#discrepancies tbody tr')),shown=document.getElementById('shown');
+        var rows=Array.prototype.slice.call(document.querySelectorAll('#discrepancies tbody[data-provider]')),shown=document.getElementById('shown');
         function apply(){var t=q.value.trim().toLowerCase(),n=0;rows.forEach(function(r){
         var ok=(!p.value||r.dataset.provider===p.value)&&(!k.value||r.dataset.kind===k.value)&&(!s.value||r.dataset.status===s.value)&&(!t||r.textContent.toLowerCase().indexOf(t)>=0);
         r.hidden=!ok;if(ok)n++;});shown.textContent=n;}

@@ -64,7 +64,7 @@ struct ReportHTMLTests {
         #expect(html.contains("2026-11-29 Amount differs: 1"))  // by-day segment
         #expect(html.contains(">earlier<"))                      // older than the chart window
         #expect(html.contains("id=\"f-provider\"") && html.contains("id=\"f-kind\"") && html.contains("id=\"f-status\"") && html.contains("id=\"f-text\""))
-        #expect(html.components(separatedBy: "<tr data-provider=").count == 4)
+        #expect(html.components(separatedBy: "<tbody data-provider=").count == 4)
     }
 
     @Test func escapesEveryValue() {
