@@ -233,8 +233,9 @@ public final class Receiver: Sendable {
             logger.with(["request_id": requestPrefix + "-" + String(requestNumber), "provider": provider.rawValue])
         }
         let headers = Self.stored(request.headers.pairs, keeping: storedHeaders[provider.rawValue] ?? [])
-        let sender = SenderAddress.resolve(peer: request.remoteAddress, forwardedFor: request.headers.values(for: "X-Forwarded-For"),
-                                           trustedProxies: configuration.trustedProxies)
+        let sender = configuration.trustedProxies.isEmpty ? request.remoteAddress
+            : SenderAddress.resolve(peer: request.remoteAddress, forwardedFor: request.headers.values(for: "X-Forwarded-For"),
+                                    trustedProxies: configuration.trustedProxies)
         let reject: @Sendable (Int, String, String) -> Void = { [self] status, code, message in
             let own = rejections.record(Rejection(provider: provider.rawValue, reason: code, message: message, headers: headers,
                                                   body: request.body, bodyBytes: request.headers["content-length"].flatMap { Int64($0) },
@@ -270,14 +271,14 @@ public final class Receiver: Sendable {
         @Sendable func decide(fetched: Bool) {
             switch endpoint.accept(headers: request.headers, body: request.body, now: Date()) {
             case .accepted(let accepted):
-                if let group = SenderAddress.group(sender) { endpoint.verified(from: group) }
+                if let sender { endpoint.verified(from: sender) }
                 store(accepted, provider, request, headers, started: started, log: log, responder)
             case .rejected(let rejection): reject(rejection.status, rejection.code, rejection.message)
             case .needsFetch where fetched:
                 reject(401, "untrusted_certificate", "the certificate this delivery names is not cached and was not fetched: the fetch "
                        + "budget (10 new certificate URLs a minute; senders of no verified delivery share 5 of them, 2 for one sender) "
                        + "is spent, or too many deliveries wait on fetches; a redelivery is fetched when the budget allows")
-            case .needsFetch: endpoint.prepare(headers: request.headers, sender: SenderAddress.group(sender)) { decide(fetched: true) }
+            case .needsFetch: endpoint.prepare(headers: request.headers, sender: sender) { decide(fetched: true) }
             }
         }
         decide(fetched: false)
@@ -434,8 +435,9 @@ final class StorageProbe: Sendable {
         let ready = storage.isReady()
         let lacking = ready ? storage.pendingMigrations() : nil
         migrations.withLock { $0 = lacking }
-        readyFlag.store(ready && lacking?.isEmpty != false, ordering: .relaxed)
-        pendingValue.store(ready && lacking?.isEmpty != false ? (storage.pendingCount() ?? -1) : -1, ordering: .relaxed)
+        let migrated = ready && lacking?.isEmpty != false
+        readyFlag.store(migrated, ordering: .relaxed)
+        pendingValue.store(migrated ? (storage.pendingCount() ?? -1) : -1, ordering: .relaxed)
     }
 
     /// Probes once now (before the receiver listens), then every `interval`.

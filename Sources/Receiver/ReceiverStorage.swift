@@ -48,11 +48,7 @@ public struct PostgresReceiverStorage: ReceiverStorage {
 
     public func pendingMigrations() -> [String]? {
         guard !expectedMigrations.isEmpty else { return [] }
-        return try? pool.withConnection { conn in
-            let present = try conn.query("SELECT to_regclass('schema_migrations') IS NOT NULL AS present").first?.bool("present") ?? false
-            let done = present ? Set(try conn.query("SELECT version FROM schema_migrations").map { try $0.string("version") }) : []
-            return expectedMigrations.filter { !done.contains($0) }
-        }
+        return try? pool.withConnection { try Migrator.status(expectedMigrations, on: $0).pending }
     }
 
     public func commit(_ deliveries: [NewDelivery]) throws -> [StoredDelivery] {

@@ -10,11 +10,11 @@ public protocol WebhookEndpoint: Sendable {
     /// Decides without waiting on anything: called on the HTTP thread serving the request.
     func accept(headers: HTTPHeaders, body: [UInt8], now: Date) -> Acceptance
     /// Fetches what `accept` answered `.needsFetch` for, without blocking; `then` runs on any thread once `accept`
-    /// can decide. `sender`: the sender's address group (`SenderAddress.group`), whose share of fetches it spends.
+    /// can decide. `sender`: the address the delivery came from, whose share of fetches it spends.
     func prepare(headers: HTTPHeaders, sender: String?, then: @escaping @Sendable () -> Void)
     /// Restores, and from now on saves, what verification keeps across restarts.
     func keep(in store: any WebhookMaterialStore)
-    /// A delivery from `sender` (its address group) was accepted: a sender of genuine deliveries.
+    /// A delivery from `sender` (its address) was accepted: a sender of genuine deliveries.
     func verified(from sender: String)
 }
 

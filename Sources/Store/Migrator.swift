@@ -78,11 +78,12 @@ public enum Migrator {
         public var applied: Int
     }
 
-    public static func status(_ migrations: [Migration], on conn: PostgresConnection) throws -> Status {
+    /// How far the database is from `versions` (`shippedVersions`, or those of the migrations `load` read).
+    public static func status(_ versions: [String], on conn: PostgresConnection) throws -> Status {
         let exists = try conn.query("SELECT to_regclass('schema_migrations') IS NOT NULL AS present").first?.bool("present") ?? false
         let done = exists ? Set(try conn.query("SELECT version FROM schema_migrations").map { try $0.string("version") }) : []
-        let known = Set(migrations.map(\.version))
-        return Status(pending: migrations.map(\.version).filter { !done.contains($0) }, unknown: done.subtracting(known).sorted(),
+        let known = Set(versions)
+        return Status(pending: versions.filter { !done.contains($0) }, unknown: done.subtracting(known).sorted(),
                       applied: done.intersection(known).count)
     }
 

@@ -93,7 +93,7 @@ public struct Doctor: Sendable {
         let migrations: [Migrator.Migration]
         do {
             migrations = try Migrator.load(from: dir)
-            status = try Migrator.status(migrations, on: conn)
+            status = try Migrator.status(migrations.map(\.version), on: conn)
         } catch {
             return .failed(Self.databaseMigrated, "cannot read the migrations: \(error)")
         }

@@ -59,8 +59,7 @@ public struct WorkerContext: Sendable {
         }
         defer { conn.close() }
         let status: Migrator.Status
-        let shipped = Migrator.shippedVersions.map { Migrator.Migration(version: $0, sql: "") }
-        do { status = try Migrator.status(shipped, on: conn) } catch {
+        do { status = try Migrator.status(Migrator.shippedVersions, on: conn) } catch {
             throw ConfigurationError("cannot read the database's migrations (\(error)): check DATABASE_URL")
         }
         guard status.pending.isEmpty else {

@@ -72,7 +72,7 @@ let serveCommand = Command(
         Log.warning("database not reachable at start; deliveries get 503 until it is", [:])
     } else if !expected.isEmpty {
         let status: Migrator.Status
-        do { status = try pool.withConnection { try Migrator.status(expected.map { Migrator.Migration(version: $0, sql: "") }, on: $0) } } catch {
+        do { status = try pool.withConnection { try Migrator.status(expected, on: $0) } } catch {
             throw ConfigurationError("cannot read the database's migrations (\(error)): check DATABASE_URL")
         }
         guard status.pending.isEmpty else {

@@ -47,12 +47,12 @@ public protocol ProviderWebhook: Sendable {
     /// other deliveries, ever waits on a fetch a sender asked for.
     func acceptWithoutWaiting(headers: Headers, body: [UInt8], now: Date) throws(WebhookRejection) -> AcceptedEvent?
     /// Fetches what `acceptWithoutWaiting` lacked, without blocking; `then` runs (any thread) once it can decide.
-    /// `sender`: the address group the delivery came from, which pays for the fetch from its own share.
+    /// `sender`: the address the delivery came from (a provider that keeps per-sender budgets groups it itself).
     func prepare(headers: Headers, sender: String?, then: @escaping @Sendable () -> Void)
     /// Restores what verification keeps across restarts (PayPal's validated signing certificates) from `store`, and
     /// saves there what it learns from now on.
     func keep(in store: any WebhookMaterialStore)
-    /// A delivery from `sender` (its address group) passed `accept`: a sender of genuine deliveries.
+    /// A delivery from `sender` (its address) passed `accept`: a sender of genuine deliveries.
     func verified(from sender: String)
 }
 

@@ -85,7 +85,7 @@ public enum PayPalProvider {
             return try Self.event(headers: headers, body: body)
         }
         public func prepare(headers: Headers, sender: String?, then: @escaping @Sendable () -> Void) {
-            verifier.prefetchCertificate(headers: headers, sender: sender, then: then)
+            verifier.prefetchCertificate(headers: headers, sender: SenderAddress.group(sender), then: then)
         }
         /// Signing certificates that verified a delivery are saved until their notAfter, and those saved before (still
         /// under an allowed prefix) are validated again and cached at start: a restart, or a stranger's stream of
@@ -107,8 +107,12 @@ public enum PayPalProvider {
         }
         static let senderKey = "sender:"
 
-        /// A delivery from `sender` verified: its group fetches from the trusted reserve from now on.
-        public func verified(from sender: String) { cache?.trust(sender: sender) }
+        /// A delivery from `sender` verified: its address group (`SenderAddress.group`) may use the whole fetch budget
+        /// from now on.
+        public func verified(from sender: String) {
+            guard let cache, let group = SenderAddress.group(sender) else { return }
+            cache.trust(sender: group)
+        }
 
         private static func event(headers: Headers, body: [UInt8]) throws(WebhookRejection) -> AcceptedEvent {
             let e = try PayPalEvent.parse(body: body)
