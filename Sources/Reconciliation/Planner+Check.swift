@@ -10,6 +10,9 @@ extension Planner {
         let parts: [Snapshot]
         var findings: [Finding] = []
         var actions: [PlannedAction] = []
+        /// The row being evaluated, and each row that yielded something (`Decision`).
+        var row: DecisionRow = .blocking
+        var fired: [Decision.Fired] = []
 
         init(order: Order, snapshot: Snapshot, now: Int64, pendingMax: Int64, parts: [Snapshot] = []) {
             self.order = order; self.snapshot = snapshot; self.now = now; self.pendingMax = pendingMax; self.parts = parts
@@ -30,12 +33,13 @@ extension Planner {
         mutating func run() {
             checkBlocking()
             guard findings.isEmpty else { return }
-            if order.intent == .payout { checkPayout(); return }
+            if order.intent == .payout { row = .payout; checkPayout(); return }
             if order.fulfilment == .open, state == .failed || state == .voided { return }
 
             let fulfilment = order.fulfilment
             let authorisationIntent = order.intent.isAuthorisation
 
+            row = .incrementOpen
             // 1. open, authorisation intents, authorised, amt > A → increment, else amount_mismatch.
             if fulfilment == .open, authorisationIntent, state == .authorised, amt > authorised {
                 let need = amt - authorised
@@ -48,6 +52,7 @@ extension Planner {
                         risk: need)
                 }
             }
+            row = .capture
             // 2. fulfilled, authorisation intents, authorised, C < amt ≤ A → capture amt − C.
             if fulfilment == .fulfilled, authorisationIntent, state == .authorised, captured < amt, amt <= authorised {
                 let need = amt - captured
@@ -56,6 +61,7 @@ extension Planner {
                 case let .denied(reason): notAllowed(.capture, amount: need, reason: reason)
                 }
             }
+            row = .incrementFulfilled
             // 3. fulfilled, authorisation intents, authorised, amt > A → increment, else action_not_allowed.
             if fulfilment == .fulfilled, authorisationIntent, state == .authorised, amt > authorised {
                 let need = amt - authorised
@@ -64,16 +70,19 @@ extension Planner {
                 case let .denied(reason): notAllowed(.increment, amount: need, reason: reason)
                 }
             }
+            row = .purchaseShort
             // 4. purchase, captured or refunded, C < amt → amount_mismatch.
             if order.intent == .purchase, state.holdsCapturedMoney, captured < amt {
                 add(.amountMismatch, expected: ["amount": money(amt)], actual: ["captured": money(captured)],
                     detail: "captured \(withCode(captured)) is below the order total \(withCode(amt))",
                     risk: amt - captured)
             }
+            row = .fulfilledNotPaid
             // 5. fulfilled, failed or voided → state_mismatch.
             if fulfilment == .fulfilled, state == .failed || state == .voided {
                 stateMismatch()
             }
+            row = .cancelledVoid
             // 6. cancelled, authorised, C = 0 → void A − C.
             if fulfilment == .cancelled, state == .authorised, captured == 0, authorised > 0 {
                 for (permission, amount) in voidPermission() {
@@ -83,10 +92,12 @@ extension Planner {
                     }
                 }
             }
+            row = .cancelledRefund
             // 7. cancelled, C − R > 0 → refund C − R (less what was reversed: the payer has that back already).
             if fulfilment == .cancelled, captured - refunded - reversed > 0 {
                 refund(captured - refunded - reversed)
             }
+            row = .refundAmount
             // 8. not cancelled, rq > R → refund rq − R if rq ≤ C, else action_not_allowed.
             if fulfilment != .cancelled, order.refundAmount > refunded {
                 let need = order.refundAmount - refunded
@@ -98,12 +109,14 @@ extension Planner {
                                    + withCode(captured))
                 }
             }
+            row = .overCaptured
             // 9. C > amt → over_captured.
             if captured > amt {
                 add(.overCaptured, expected: ["amount": money(amt)], actual: ["captured": money(captured)],
                     detail: "captured \(withCode(captured)) is above the order total \(withCode(amt))",
                     risk: captured - amt)
             }
+            row = .overRefunded
             // 10. R > (cancelled ? C : rq) → over_refunded.
             let refundLimit = fulfilment == .cancelled ? captured : order.refundAmount
             if refunded > refundLimit {
@@ -112,6 +125,7 @@ extension Planner {
                     detail: "refunded \(withCode(refunded)) is above the \(limitName) \(withCode(refundLimit))",
                     risk: refunded - refundLimit)
             }
+            row = .stalePending
             // 11. pending too long → stale_pending.
             checkStale()
             // 12. D > 0 → disputed; 13. V > 0 → reversed.
@@ -156,11 +170,13 @@ extension Planner {
 
         mutating func checkDisputedAndReversed() {
             if disputed > 0 {
+                row = .disputed
                 let notes = snapshot.notes.isEmpty ? "" : " (" + snapshot.notes.joined(separator: "; ") + ")"
                 add(.disputed, expected: [:], actual: ["disputed": money(disputed), "state": state.rawValue],
                     detail: "\(withCode(disputed)) is under open dispute; refunds are held until it is resolved" + notes, risk: disputed)
             }
             if reversed > 0 {
+                row = .reversed
                 add(.reversed, expected: [:], actual: ["reversed": money(reversed), "captured": money(captured)],
                     detail: "\(withCode(reversed)) of the captured \(withCode(captured)) was taken back by the payer's bank or the provider "
                         + "(chargeback or reversal), not refunded by the merchant", risk: reversed)
@@ -194,6 +210,7 @@ extension Planner {
         mutating func add(_ kind: DiscrepancyKind, expected: [String: String], actual: [String: String],
                           detail: String, risk: Int64) {
             let finding = Finding(kind: kind, expected: expected, actual: actual, detail: detail, amountAtRisk: max(risk, 0))
+            fired.append(.init(row: row, yields: kind == .actionNotAllowed ? "\(kind.rawValue): \(detail)" : kind.rawValue))
             guard let i = findings.firstIndex(where: { $0.kind == kind }) else { findings.append(finding); return }
             findings[i] = Planner.join(findings[i], finding)
         }
@@ -211,6 +228,7 @@ extension Planner {
         mutating func emit(_ kind: ActionKind, amount: Int64, target: Int64, providerTarget: String?, transactionRef: String? = nil) {
             let key = PlannedAction.idempotencyKey(provider: order.provider, orderID: order.orderID, kind: kind,
                                                    target: target, transactionRef: transactionRef)
+            fired.append(.init(row: row, yields: "\(kind.rawValue) \(withCode(amount)) (\(key))"))
             actions.append(PlannedAction(kind: kind, amount: amount, currency: currency, target: target,
                                          idempotencyKey: key, providerTarget: providerTarget, transactionRef: transactionRef))
         }

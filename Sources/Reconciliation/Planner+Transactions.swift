@@ -45,18 +45,21 @@ extension Planner {
             let snapshot = transactions.first?.snapshot
             return plan(order: order, snapshot: snapshot, emitted: emitted, now: now, pendingMax: pendingMax(snapshot), executing: executing)
         }
-        let (findings, wanted) = decide(order: order, transactions: transactions, now: now, pendingMax: pendingMax)
-        return finish(findings: findings, wanted: wanted, emitted: emitted, currency: order.amount.currency, executing: executing)
+        let (findings, wanted, decision) = decide(order: order, transactions: transactions, now: now, pendingMax: pendingMax)
+        return finish(findings: findings, wanted: wanted, emitted: emitted, currency: order.amount.currency, executing: executing,
+                      decision: decision)
     }
 
     static func decide(order: Order, transactions: [FetchedTransaction], now: Int64,
-                       pendingMax: (Snapshot?) -> Int64) -> ([Finding], [PlannedAction]) {
+                       pendingMax: (Snapshot?) -> Int64) -> ([Finding], [PlannedAction], Decision) {
         // Blocking: unknown transactions and mismatches, one finding per kind. An attempt that failed or was voided
         // while another holds money is not compared (it is not a discrepancy).
         let anyHolds = transactions.contains { t in t.snapshot.map { $0.state == .authorised || $0.state.holdsCapturedMoney } ?? false }
         var blocking: [DiscrepancyKind: [Finding]] = [:]
+        var fired: [Decision.Fired] = []
         for t in transactions {
             guard let s = t.snapshot else {
+                fired.append(.init(row: .missingAtProvider, yields: "missing_at_provider (\(t.transactionRef))"))
                 var f = missingAtProvider(order)
                 f.expected["transaction_ref"] = t.transactionRef
                 f.detail = "\(order.provider.rawValue) does not know transaction \(t.transactionRef)"
@@ -66,6 +69,7 @@ extension Planner {
             if anyHolds, s.state == .failed || s.state == .voided { continue }
             var check = Check(order: order, snapshot: s, now: now, pendingMax: pendingMax(s))
             check.checkBlocking()
+            fired += check.fired.map { .init(row: $0.row, yields: "\($0.yields) (\(t.transactionRef))") }
             for f in check.findings {
                 var named = f
                 named.detail = "transaction \(t.transactionRef): " + f.detail
@@ -74,7 +78,7 @@ extension Planner {
         }
         if !blocking.isEmpty {
             let merged = DiscrepancyKind.allCases.compactMap { kind in blocking[kind].map(merge) }
-            return (merged, [])
+            return (merged, [], Decision(fired: fired))
         }
         let fetched = transactions.compactMap(\.snapshot)
         let holding = fetched.filter { $0.state == .authorised || $0.state.holdsCapturedMoney }
@@ -84,7 +88,9 @@ extension Planner {
         var stale: [Finding] = []
         for s in fetched where s.state == .pending || s.state == .actionRequired {
             var check = Check(order: order, snapshot: s, now: now, pendingMax: pendingMax(s))
+            check.row = .stalePending
             check.checkStale()
+            fired += check.fired.map { .init(row: $0.row, yields: "\($0.yields) (\(s.transactionRef))") }
             stale += check.findings.map { f in var named = f; named.detail = "transaction \(s.transactionRef): " + f.detail; return named }
         }
 
@@ -95,7 +101,8 @@ extension Planner {
             check.run()
             findings = check.findings.filter { $0.kind != .stalePending }
             if !stale.isEmpty { findings.append(merge(stale)) }
-            return (findings, check.actions)
+            fired += check.fired.filter { $0.row != .stalePending }
+            return (findings, check.actions, Decision(fired: fired, figures: Decision.Figures(order: order, snapshot: latest)))
         }
 
         let sum = combined(order: order, holding: holding)
@@ -103,7 +110,8 @@ extension Planner {
         check.run()
         findings = check.findings
         if !stale.isEmpty { findings.append(merge(stale)) }
-        return (findings, check.actions)
+        fired += check.fired
+        return (findings, check.actions, Decision(fired: fired, figures: Decision.Figures(order: order, snapshot: sum)))
     }
 
     /// What is stored as the order's snapshot: the sum of the transactions holding money (else the latest one

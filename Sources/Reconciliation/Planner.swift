@@ -70,9 +70,11 @@ public struct Plan: Sendable, Hashable {
     public var actions: [PlannedAction]
     /// Idempotency keys of recorded pending actions the order no longer calls for.
     public var supersede: [String]
+    /// The rows that fired and the figures they saw (`payrecon explain`).
+    public var decision: Decision
 
-    public init(findings: [Finding] = [], actions: [PlannedAction] = [], supersede: [String] = []) {
-        self.findings = findings; self.actions = actions; self.supersede = supersede
+    public init(findings: [Finding] = [], actions: [PlannedAction] = [], supersede: [String] = [], decision: Decision = Decision()) {
+        self.findings = findings; self.actions = actions; self.supersede = supersede; self.decision = decision
     }
 }
 
@@ -89,8 +91,9 @@ public enum Planner {
     ///   never held back by another action in doubt.
     public static func plan(order: Order?, snapshot: Snapshot?, emitted: [EmittedAction], now: Int64,
                             pendingMax: Int64, executing: String? = nil) -> Plan {
-        let (findings, wanted) = decide(order: order, snapshot: snapshot, now: now, pendingMax: pendingMax)
-        return finish(findings: findings, wanted: wanted, emitted: emitted, currency: order?.amount.currency, executing: executing)
+        let (findings, wanted, decision) = decide(order: order, snapshot: snapshot, now: now, pendingMax: pendingMax)
+        return finish(findings: findings, wanted: wanted, emitted: emitted, currency: order?.amount.currency, executing: executing,
+                      decision: decision)
     }
 
     /// What is new against what was recorded, and what is no longer wanted.
@@ -102,7 +105,8 @@ public enum Planner {
     /// still wants, or one whose outcome is unknown, is `action_failed` until an operator retries it or the order no
     /// longer calls for it.
     static func finish(findings: [Finding], wanted: [PlannedAction], emitted: [EmittedAction], currency: Currency?,
-                       executing: String? = nil) -> Plan {
+                       executing: String? = nil, decision: Decision = Decision()) -> Plan {
+        var decision = decision
         let recorded = Dictionary(emitted.map { ($0.idempotencyKey, $0.status) },
                                   uniquingKeysWith: { first, second in first == .superseded ? second : first })
         // While any action of the order is in doubt nothing new is planned on it: the order's transactions may be
@@ -132,6 +136,7 @@ public enum Planner {
                                       + "the provider no longer shows what that call did; check it there",
                                   amountAtRisk: max(action.amount, 0))
             if let i = all.firstIndex(where: { $0.kind == .actionFailed }) { all[i] = join(all[i], finding) } else { all.append(finding) }
+            decision.fired.append(.init(row: .actionFailed, yields: "action_failed (\(action.idempotencyKey) succeeded, yet still needed)"))
         }
         var failedSeen = Set<String>()
         for action in emitted where action.status == .failed && (wantedKeys.contains(action.idempotencyKey) || action.inDoubt) {
@@ -146,24 +151,25 @@ public enum Planner {
                                       + " — fix the cause, then `payrecon actions retry`",
                                   amountAtRisk: max(action.amount, 0))
             if let i = all.firstIndex(where: { $0.kind == .actionFailed }) { all[i] = join(all[i], finding) } else { all.append(finding) }
+            decision.fired.append(.init(row: .actionFailed, yields: "action_failed (\(action.idempotencyKey) \(outcome))"))
         }
-        return Plan(findings: all, actions: actions, supersede: supersede)
+        return Plan(findings: all, actions: actions, supersede: supersede, decision: decision)
     }
 
     /// Findings and every action the order calls for now, recorded or not.
     static func decide(order: Order?, snapshot: Snapshot?, now: Int64,
-                       pendingMax: Int64) -> ([Finding], [PlannedAction]) {
+                       pendingMax: Int64) -> ([Finding], [PlannedAction], Decision) {
         switch (order, snapshot) {
         case (nil, nil):
-            return ([], [])
+            return ([], [], Decision())
         case let (nil, snapshot?):
-            return ([unknownOrder(snapshot)], [])
+            return ([unknownOrder(snapshot)], [], Decision(fired: [.init(row: .unknownOrder, yields: DiscrepancyKind.unknownOrder.rawValue)]))
         case let (order?, nil):
-            return ([missingAtProvider(order)], [])
+            return ([missingAtProvider(order)], [], Decision(fired: [.init(row: .missingAtProvider, yields: DiscrepancyKind.missingAtProvider.rawValue)]))
         case let (order?, snapshot?):
             var check = Check(order: order, snapshot: snapshot, now: now, pendingMax: pendingMax)
             check.run()
-            return (check.findings, check.actions)
+            return (check.findings, check.actions, Decision(fired: check.fired, figures: Decision.Figures(order: order, snapshot: snapshot)))
         }
     }
 

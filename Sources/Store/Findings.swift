@@ -31,7 +31,11 @@ public enum FindingStore {
     /// new row; otherwise the open row is counted or a new one opened. `inserted` is true for a new row, false for
     /// a counted open one; no row at all means the acknowledged one was counted.
     static let upsertFinding = """
-        WITH acknowledged AS (
+        WITH prior AS (
+            SELECT expected, actual FROM discrepancies
+            WHERE provider = $1 AND coalesce(order_id, '') = coalesce($2::text, '') AND transaction_ref = $3 AND kind = $4
+              AND status = 'open'),
+        acknowledged AS (
             UPDATE discrepancies SET last_seen = now(), occurrences = occurrences + 1, detail = $7::text, amount_at_risk_minor = $8::bigint
             WHERE provider = $1 AND coalesce(order_id, '') = coalesce($2::text, '') AND transaction_ref = $3 AND kind = $4
               AND status = 'acknowledged' AND expected = $5::jsonb AND actual = $6::jsonb
@@ -41,13 +45,18 @@ public enum FindingStore {
             WHERE provider = $1 AND coalesce(order_id, '') = coalesce($2::text, '') AND transaction_ref = $3 AND kind = $4
               AND status = 'acknowledged' AND NOT (expected = $5::jsonb AND actual = $6::jsonb)
             RETURNING id)
-        INSERT INTO discrepancies (provider, order_id, transaction_ref, kind, expected, actual, detail, amount_at_risk_minor, currency)
-        SELECT $1::text, $2::text, $3::text, $4::text, $5::jsonb, $6::jsonb, $7::text, $8::bigint, $9::text WHERE NOT EXISTS (SELECT 1 FROM acknowledged)
+        INSERT INTO discrepancies (provider, order_id, transaction_ref, kind, expected, actual, detail, amount_at_risk_minor, currency, evidence_id)
+        SELECT $1::text, $2::text, $3::text, $4::text, $5::jsonb, $6::jsonb, $7::text, $8::bigint, $9::text, $10::bigint
+        WHERE NOT EXISTS (SELECT 1 FROM acknowledged)
         ON CONFLICT (provider, coalesce(order_id, ''), transaction_ref, kind) WHERE status = 'open' DO UPDATE SET
             last_seen = now(), occurrences = discrepancies.occurrences + 1, expected = EXCLUDED.expected,
             actual = EXCLUDED.actual, detail = EXCLUDED.detail, amount_at_risk_minor = EXCLUDED.amount_at_risk_minor,
-            currency = EXCLUDED.currency
-        RETURNING (xmax = 0) AS inserted
+            currency = EXCLUDED.currency,
+            -- The evidence behind a discrepancy is the check that opened it or last changed what defines it.
+            evidence_id = CASE WHEN discrepancies.expected = EXCLUDED.expected AND discrepancies.actual = EXCLUDED.actual
+                               THEN discrepancies.evidence_id ELSE coalesce(EXCLUDED.evidence_id, discrepancies.evidence_id) END
+        RETURNING (xmax = 0) AS inserted,
+            EXISTS (SELECT 1 FROM prior p WHERE NOT (p.expected = $5::jsonb AND p.actual = $6::jsonb)) AS changed
         """
 
     /// `payrecon discrepancies ack ID --note`: an open discrepancy leaves the open set and the money at risk; the
@@ -81,6 +90,8 @@ public enum FindingStore {
         /// number under its lock, a link was learned after the fetch (a sale another delivery named, a modification
         /// the executor recorded): the answer may not show it, so nothing is recorded and the caller checks again.
         public var linksSeen: Int?
+        /// The answers the check used, kept as evidence (`EvidenceStore`); nil keeps none.
+        public var evidence: CheckEvidence?
 
         public init(provider: Provider, order: Order?, transactionRef: String, snapshot: Snapshot?, fetchedAt: Date,
                     currency: String? = nil, transactionRefs: [String]? = nil, snapshotJSON: String? = nil,
@@ -138,6 +149,7 @@ public enum FindingStore {
             PostgresStatement("SELECT pg_advisory_xact_lock(h) FROM (SELECT DISTINCT hashtext(k) AS h FROM unnest($1::text[]) AS k) s ORDER BY h",
                               [.textArray(checks.flatMap(\.lockKeys))]),
         ]
+        var linkCountsAt: Int?
         if !known.isEmpty {
             let join = "JOIN unnest($1::text[], $2::text[]) AS k(provider, order_id) ON t.provider = k.provider AND t.order_id = k.order_id"
             reads.append(PostgresStatement("SELECT \(OrderStore.selectColumns) FROM orders o \(join.replacingOccurrences(of: "t.", with: "o."))", pairs))
@@ -148,27 +160,35 @@ public enum FindingStore {
                 SELECT t.provider, t.order_id, fetched_at, snapshot->'aliases' AS aliases, open_findings, transaction_ref FROM snapshots t \(join)
                 """, pairs))
             if known.contains(where: { $0.linksSeen != nil }) {
+                linkCountsAt = reads.count
                 reads.append(PostgresStatement("SELECT t.provider, t.order_id, count(*)::bigint AS n FROM transaction_links t \(join) GROUP BY t.provider, t.order_id", pairs))
             }
         }
+        let evidenced = checks.indices.filter { checks[$0].evidence != nil }
+        let allocateAt = reads.count
+        if !evidenced.isEmpty { reads.append(EvidenceStore.allocate(evidenced.count)) }
         do {
             let read = try conn.pipeline(reads).map { try $0.get() }
             func key(_ provider: String, _ orderID: String) -> String { provider + "\u{0}" + orderID }
             var orders: [String: Order] = [:], emitted: [String: [EmittedAction]] = [:], stored: [String: PostgresRow] = [:]
             var linkCounts: [String: Int] = [:]
+            var evidenceIDs: [Int: Int64] = [:]
+            if !evidenced.isEmpty {
+                for (i, row) in zip(evidenced, read[allocateAt]) { evidenceIDs[i] = try row.int64("id") }
+            }
             if !known.isEmpty {
                 for row in read[2] { let o = try OrderStore.decode(row); orders[key(o.provider.rawValue, o.orderID)] = o }
                 for row in read[3] {
                     if let e = try decodeEmitted(row) { emitted[key(try row.string("provider"), try row.string("order_id")), default: []].append(e) }
                 }
                 for row in read[4] { stored[key(try row.string("provider"), try row.string("order_id"))] = row }
-                if read.count > 5 {
-                    for row in read[5] { linkCounts[key(try row.string("provider"), try row.string("order_id"))] = Int(try row.int64("n")) }
+                if let at = linkCountsAt {
+                    for row in read[at] { linkCounts[key(try row.string("provider"), try row.string("order_id"))] = Int(try row.int64("n")) }
                 }
             }
 
             var writes = GroupWrites()
-            var results: [(index: Int, plan: Plan)] = []
+            var results: [(index: Int, plan: Plan, mayDecide: Bool)] = []
             for (i, check) in checks.enumerated() {
                 var current: Order?
                 var linkedAliases: Set<String> = []
@@ -191,17 +211,47 @@ public enum FindingStore {
                     current = order
                 }
                 let plan = check.plan(current, emitted[key(check.provider.rawValue, check.order?.orderID ?? "")] ?? [])
-                try writes.add(plan, check: check, index: i, order: current, linkedAliases: linkedAliases, mayResolve: mayResolve)
-                results.append((i, plan))
+                try writes.add(plan, check: check, index: i, order: current, linkedAliases: linkedAliases, mayResolve: mayResolve,
+                               evidenceID: evidenceIDs[i])
+                // Whether the check may open, change or resolve a discrepancy or plan an action: only then can its
+                // evidence need the answers themselves, known once the writes answer (a third round trip).
+                let mayDecide = !plan.findings.isEmpty || !plan.actions.isEmpty || !plan.supersede.isEmpty || current == nil || mayResolve
+                results.append((i, plan, mayDecide))
             }
-            let statements = try writes.statements()
+            var statements = try writes.statements()
+            let evidenceLater = results.contains { $0.mayDecide && evidenceIDs[$0.index] != nil }
+            if evidenceLater {
+                statements.removeLast()   // COMMIT, after the evidence
+            } else if !evidenceIDs.isEmpty {
+                // A group of clean checks: each keeps the hashes of its answers, in the same round trip.
+                let rows = results.compactMap { r in Self.evidenceRow(checks[r.index], id: evidenceIDs[r.index], decided: nil, plan: r.plan) }
+                if !rows.isEmpty { statements.insert(try EvidenceStore.insert(rows), at: statements.count - 1) }
+            }
             let written = try conn.pipeline(statements).map { try $0.get() }
             var out = [(outcome: CheckOutcome, plan: Plan)?](repeating: nil, count: checks.count)
             let resolvedInGroup = try writes.resolvedByGroupStatements(written)
-            for (i, plan) in results {
+            var rows: [EvidenceStore.Row] = [], answers: [PostgresStatement] = []
+            for (i, plan, _) in results {
                 var outcome = try writes.outcome(of: i, from: written)
                 outcome.resolved += resolvedInGroup[i, default: 0]
                 out[i] = (outcome, plan)
+                if evidenceLater, let id = evidenceIDs[i] {
+                    var decided: [String] = []
+                    if outcome.opened > 0 { decided.append("opened") }
+                    if try writes.changed(of: i, from: written) { decided.append("changed") }
+                    if outcome.resolved > 0 { decided.append("resolved") }
+                    if outcome.actionsEmitted > 0 { decided.append("planned") }
+                    if outcome.superseded > 0 { decided.append("superseded") }
+                    if let row = Self.evidenceRow(checks[i], id: id, decided: decided.isEmpty ? nil : decided.joined(separator: " "), plan: plan) {
+                        rows.append(row)
+                        if !decided.isEmpty { answers += EvidenceStore.insertAnswers(evidenceID: id, checks[i].evidence!.answers) }
+                    }
+                }
+            }
+            if evidenceLater {
+                var last: [PostgresStatement] = []
+                if !rows.isEmpty { last.append(try EvidenceStore.insert(rows)) }
+                _ = try conn.pipeline(last + answers + [PostgresStatement("COMMIT")]).map { try $0.get() }
             }
             return out
         } catch {
@@ -209,6 +259,18 @@ public enum FindingStore {
             _ = try? conn.execute("ROLLBACK")
             throw error
         }
+    }
+
+    /// A check's evidence row: the decision is kept only when it decided something.
+    static func evidenceRow(_ check: Check, id: Int64?, decided: String?, plan: Plan) -> EvidenceStore.Row? {
+        guard let id, let evidence = check.evidence else { return nil }
+        var decision: String?
+        if decided != nil {
+            decision = EvidenceStore.encode(DecisionRecord(decision: plan.decision, findings: plan.findings.map(\.kind.rawValue),
+                                                           planned: plan.actions.map(\.idempotencyKey), superseded: plan.supersede))
+        }
+        return EvidenceStore.Row(id: id, provider: check.provider.rawValue, orderID: check.order?.orderID, transactionRef: check.transactionRef,
+                                 checkedAt: check.fetchedAt, evidence: evidence, decided: decided, decision: decision)
     }
 
     static func decodeEmitted(_ row: PostgresRow) throws -> EmittedAction? {
@@ -233,7 +295,9 @@ public enum FindingStore {
         /// Positions of the group statements (nil when none was needed).
         private var resolveAt: Int?, unknownAt: Int?
 
-        mutating func add(_ plan: Plan, check: Check, index: Int, order: Order?, linkedAliases: Set<String>, mayResolve: Bool) throws {
+        mutating func add(_ plan: Plan, check: Check, index: Int, order: Order?, linkedAliases: Set<String>, mayResolve: Bool,
+                          evidenceID: Int64? = nil) throws {
+            let evidence = evidenceID.map { PostgresValue.int64($0) } ?? .null
             let provider = check.provider, transactionRef = check.transactionRef, snapshot = check.snapshot
             let orderID = order?.orderID
             let currency = order?.amount.currency.code ?? snapshot?.currency.code ?? check.currency
@@ -246,7 +310,7 @@ public enum FindingStore {
                 append(PostgresStatement(upsertFinding, [
                     p, orderID.map { .text($0) } ?? .null, .text(transactionRef), .text(f.kind.rawValue),
                     .jsonb(json(f.expected)), .jsonb(json(f.actual)), .text(f.detail), .int64(f.amountAtRisk),
-                    currency.map { .text($0) } ?? .null,
+                    currency.map { .text($0) } ?? .null, evidence,
                 ]), to: &findings)
             }
             // Whatever this check no longer finds is resolved (and what was found under the order's former list of
@@ -290,15 +354,15 @@ public enum FindingStore {
                 // A superseded key the plan wants again is pending again: the same row, the plan's amount.
                 append(PostgresStatement("""
                     INSERT INTO actions (provider, order_id, action, amount_minor, currency, target_minor, provider_target, idempotency_key,
-                                         transaction_ref)
-                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+                                         transaction_ref, evidence_id)
+                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
                     ON CONFLICT (idempotency_key) DO UPDATE SET status = 'pending', amount_minor = EXCLUDED.amount_minor,
                         currency = EXCLUDED.currency, provider_target = EXCLUDED.provider_target, last_error = NULL,
-                        lease_expires_at = NULL, in_doubt = false, updated_at = now()
+                        lease_expires_at = NULL, in_doubt = false, updated_at = now(), evidence_id = EXCLUDED.evidence_id
                     WHERE actions.status = 'superseded'
                     """, [p, .text(order.orderID), .text(a.kind.rawValue), .int64(a.amount), .text(a.currency.code),
                           .int64(a.target), a.providerTarget.map { .text($0) } ?? .null, .text(a.idempotencyKey),
-                          a.transactionRef.map { .text($0) } ?? .null]), to: &actions)
+                          a.transactionRef.map { .text($0) } ?? .null, evidence]), to: &actions)
             }
             if let snapshot {
                 snapshotRows.append((index, provider.rawValue, order.orderID, transactionRef, try check.snapshotJSON ?? encode(snapshot),
@@ -374,6 +438,12 @@ public enum FindingStore {
                 for row in results[at] { resolved[Int(try row.int64("n")), default: 0] += 1 }
             }
             return resolved
+        }
+
+        /// Whether one of check `index`'s findings changed what defines an open discrepancy.
+        func changed(of index: Int, from results: [PostgresRows]) throws -> Bool {
+            for i in findings[index] ?? [] where try results[i].first?.bool("changed") == true { return true }
+            return false
         }
 
         /// What check `index` changed through its own statements, from the round trip's results.

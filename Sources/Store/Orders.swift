@@ -14,8 +14,14 @@ public enum OrderStore {
     /// `orders` is read once, a chunk at a time, so a streamed file is imported in constant memory.
     /// Returns (inserted, updated).
     @discardableResult
-    public static func upsert<S: Sequence<Order>>(_ orders: S, on conn: PostgresConnection) throws -> (inserted: Int, updated: Int) {
+    /// `source`: where the orders come from (`orders import FILE` names its file), kept with each order it writes and
+    /// with each version it replaces (`payrecon explain`); nil: `table`.
+    public static func upsert<S: Sequence<Order>>(_ orders: S, source: String? = nil, on conn: PostgresConnection) throws -> (inserted: Int, updated: Int) {
         try conn.transaction { tx in
+            if let source {
+                // Transaction-scoped (PgBouncer in transaction mode keeps nothing across transactions).
+                _ = try tx.query("SELECT set_config('payrecon.order_source', $1, true)", [.text(source)])
+            }
             var total = (inserted: 0, updated: 0)
             var chunk: [Order] = []
             chunk.reserveCapacity(chunkSize)

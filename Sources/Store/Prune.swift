@@ -3,11 +3,13 @@ import Postgres
 import Reconciliation
 
 /// `PAYRECON_RETAIN`: how long `payrecon prune` keeps finished deliveries (done, ignored), rejected-delivery samples,
-/// and closed runs. `deliveries=90d,rejected=7d,runs=90d`, any subset (the rest keep their defaults).
+/// closed runs, and the evidence of checks. `deliveries=90d,rejected=7d,runs=90d,evidence=90d`, any subset (the rest keep
+/// their defaults).
 public struct RetentionPolicy: Sendable, Equatable {
     public var deliveriesSeconds: Int64 = 90 * 86_400
     public var rejectedSeconds: Int64 = 7 * 86_400
     public var runsSeconds: Int64 = 90 * 86_400
+    public var evidenceSeconds: Int64 = 90 * 86_400
 
     public init() {}
 
@@ -21,7 +23,7 @@ public struct RetentionPolicy: Sendable, Equatable {
             let part = entry.trimmingCharacters(in: .whitespaces)
             let pieces = part.split(separator: "=", maxSplits: 1).map(String.init)
             guard pieces.count == 2 else {
-                throw ParseError(description: "PAYRECON_RETAIN entry '\(part)' is not name=duration (e.g. deliveries=90d,rejected=7d,runs=90d)")
+                throw ParseError(description: "PAYRECON_RETAIN entry '\(part)' is not name=duration (e.g. deliveries=90d,rejected=7d,runs=90d,evidence=90d)")
             }
             let seconds: Int64
             do { seconds = try DurationParser.parse(pieces[1]) } catch {
@@ -32,7 +34,8 @@ public struct RetentionPolicy: Sendable, Equatable {
             case "deliveries": policy.deliveriesSeconds = seconds
             case "rejected": policy.rejectedSeconds = seconds
             case "runs": policy.runsSeconds = seconds
-            default: throw ParseError(description: "PAYRECON_RETAIN names '\(pieces[0])': it keeps deliveries, rejected and runs")
+            case "evidence": policy.evidenceSeconds = seconds
+            default: throw ParseError(description: "PAYRECON_RETAIN names '\(pieces[0])': it keeps deliveries, rejected, runs and evidence")
             }
         }
         return policy
@@ -44,7 +47,7 @@ public struct RetentionPolicy: Sendable, Equatable {
 /// discrepancies and actions are never touched.
 public enum PruneStore {
     public struct Removed: Sendable, Equatable {
-        public var deliveries = 0, rejected = 0, rejectionCounts = 0, runs = 0, transmissions = 0, webhookMaterial = 0
+        public var deliveries = 0, rejected = 0, rejectionCounts = 0, runs = 0, transmissions = 0, webhookMaterial = 0, evidence = 0
         public init() {}
     }
 
@@ -62,6 +65,14 @@ public enum PruneStore {
             ("transmissions", "received_at < now() - make_interval(secs => $1::bigint)", policy.deliveriesSeconds, \.transmissions),
             // Certificates past their notAfter verify nothing.
             ("webhook_material", "keep_until < now() - make_interval(secs => $1::bigint)", 0, \.webhookMaterial),
+            // The evidence of checks (its answers go with it), except what an open or acknowledged discrepancy, a pending
+            // action or a call made for an action points at: what is still being acted on keeps its reason.
+            ("evidence", """
+                checked_at < now() - make_interval(secs => $1::bigint)
+                AND NOT EXISTS (SELECT 1 FROM discrepancies d WHERE d.evidence_id = evidence.id AND d.status IN ('open', 'acknowledged'))
+                AND NOT EXISTS (SELECT 1 FROM actions a WHERE a.evidence_id = evidence.id AND a.status = 'pending')
+                AND NOT EXISTS (SELECT 1 FROM action_calls c WHERE c.evidence_id = evidence.id)
+                """, policy.evidenceSeconds, \.evidence),
         ]
         for target in targets {
             if dryRun {

@@ -81,6 +81,15 @@ public final class ActionExecutor: Sendable {
     /// elsewhere sends 700); otherwise the action is superseded. The lease is renewed while the call is in flight,
     /// and every write is fenced by the claim's attempt number: an executor that lost the action records nothing.
     func execute(_ action: StoredAction) async -> ActionStatus {
+        // Every answer this attempt reads is kept: the re-fetch that decided the call as evidence, the call's own
+        // exchanges as the action's calls (the checks it runs after collect their own).
+        let answers = AnswerLog()
+        return await CheckContext.$current.withValue(CheckContext(source: "executor", deliveryID: nil)) {
+            await AnswerLog.$current.withValue(answers) { await self.attempt(action, answers: answers) }
+        }
+    }
+
+    private func attempt(_ action: StoredAction, answers: AnswerLog) async -> ActionStatus {
         let log = logger.with(["provider": action.provider.rawValue, "order_id": action.orderID, "action": action.kind.rawValue,
                                "idempotency_key": action.idempotencyKey])
         let renewer = Task { [pool, leaseSeconds] in
@@ -150,6 +159,7 @@ public final class ActionExecutor: Sendable {
         // Re-fetch and re-plan: the key must still be wanted, and its amount is the fresh plan's. Every transaction
         // of the order is fetched; the call acts on the one the key names.
         let transactions: [FetchedTransaction]
+        let fetchedAt = Date()
         // (A call in doubt was asked about just above: the fetch does not ask again.)
         switch await checker.fetch(order, links: known.links, settling: !action.inDoubt) {
         case .success(let t): transactions = t
@@ -166,6 +176,18 @@ public final class ActionExecutor: Sendable {
             // The fresh answer may not show the last call yet: it is not given up on sooner than the grace.
             return await finish(action, .pending, ref: nil, error: "the order may no longer call for it; decided once the last call is "
                                 + "\(Int(inDoubtGraceSeconds)) s old", log: log)
+        }
+        // The fresh answers decided whether and for how much the call goes: kept with their bodies.
+        let evidenceID: Int64
+        do {
+            evidenceID = try await pool.run { [answers] conn in
+                try EvidenceStore.record(provider: action.provider, orderID: order.orderID, transactionRef: order.transactionRefs.joined(separator: " "),
+                                         checkedAt: fetchedAt, evidence: CheckContext.current.evidence(answers.exchanges),
+                                         decided: wanted == nil ? "not sent" : "call", decision: plan.decision, findings: plan.findings,
+                                         planned: wanted.map { [$0.idempotencyKey] } ?? [], on: conn)
+            }
+        } catch {
+            return await finish(action, .pending, ref: nil, error: "will retry: database: \(error)", log: log)   // nothing sent
         }
         guard let snapshot = acted, let wanted else {
             let why = plan.findings.first.map { "\($0.kind.rawValue): \($0.detail)" } ?? "the order no longer calls for it"
@@ -204,7 +226,16 @@ public final class ActionExecutor: Sendable {
             log.info("action amount re-planned before its call", ["planned": action.amount.minorUnits, "sent": wanted.amount])
         }
 
-        let result = await api.execute(call)
+        let (result, exchanges) = await AnswerLog.collecting { await api.execute(call) }
+        // What was sent and answered is kept before anything else is recorded, whatever comes of the lease.
+        do {
+            try await pool.run { conn in
+                try EvidenceStore.recordCalls(actionID: action.id, attempt: action.attempts, evidenceID: evidenceID, calls: exchanges.map(\.call),
+                                              outcome: Self.callOutcome(result.outcome), on: conn)
+            }
+        } catch {
+            log.warning("could not keep the evidence of an action's call", ["error": String(describing: error)])
+        }
         if !result.links.isEmpty {
             do {
                 try await pool.run { try TransactionLinkStore.record(result.links, provider: action.provider, on: $0) }
@@ -232,6 +263,16 @@ public final class ActionExecutor: Sendable {
             if code != 0 { _ = await checker.check(order, log: log) }
         }
         return status
+    }
+
+    /// What a call's answer came to, as kept with the call.
+    static func callOutcome(_ outcome: ProviderOutcome<String>) -> String {
+        switch outcome {
+        case .found(let ref): "succeeded (\(ref))"
+        case .notFound: "failed: the provider does not know the transaction to act on"
+        case .transient(let reason, _): "in doubt: \(reason)"
+        case .permanent(let code, let body): "failed: " + (code == 0 ? body : "provider answered \(code): \(body)")
+        }
     }
 
     /// An action's order as stored now: the order, its links and its actions (nil when the order is gone).

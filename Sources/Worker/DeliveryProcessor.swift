@@ -39,13 +39,13 @@ public struct DeliveryProcessor: Sendable {
             return .processed(.ignored("\(delivery.eventType ?? "the event") names no transaction"))
         }
         var steps: [Step] = []
-        for reference in references { steps += await check(reference, provider: provider, log: log) }
+        for reference in references { steps += await check(reference, provider: provider, deliveryID: delivery.id, log: log) }
         return Self.combine(steps, provider: provider)
     }
 
-    private func check(_ reference: EventReference, provider: Provider, log: Logger) async -> [Step] {
+    private func check(_ reference: EventReference, provider: Provider, deliveryID: Int64, log: Logger) async -> [Step] {
         let found: (orders: [Order], known: [String: OrderChecker.Known])
-        do { found = try await findOrders(reference, provider: provider) }
+        do { found = try await findOrders(reference, provider: provider, deliveryID: deliveryID) }
         catch { return [.checked(orderID: "?", .transient(reason: "database: \(error)", retryAfterSeconds: nil))] }
         if !found.orders.isEmpty {
             var steps: [Step] = []
@@ -63,6 +63,9 @@ public struct DeliveryProcessor: Sendable {
         case .absent: return [.ignored("\(provider.rawValue) does not know transaction \(ref)")]
         case .ignored(let reason): return [.ignored(reason)]
         case .belongs(let order):
+            do {
+                try await pool.run { try EvidenceStore.deliveryNamed(deliveryID, provider: provider, orderIDs: [order.orderID], on: $0) }
+            } catch { return [.checked(orderID: order.orderID, .transient(reason: "database: \(error)", retryAfterSeconds: nil))] }
             return [.checked(orderID: order.orderID, await checker.check(order, log: log))]
         case .modification(let parent, let link):
             // A modification made elsewhere (a PXP portal refund): link it to its parent's order and re-check that.
@@ -72,7 +75,7 @@ public struct DeliveryProcessor: Sendable {
             linked.alias = parent
             linked.learned = [link]
             let parentOrders: (orders: [Order], known: [String: OrderChecker.Known])
-            do { parentOrders = try await findOrders(linked, provider: provider) }
+            do { parentOrders = try await findOrders(linked, provider: provider, deliveryID: deliveryID) }
             catch { return [.checked(orderID: "?", .transient(reason: "database: \(error)", retryAfterSeconds: nil))] }
             guard !parentOrders.orders.isEmpty else {
                 let detail = "\(provider.rawValue) transaction \(ref) is a \(link.kind) of \(parent), which no stored order holds"
@@ -89,8 +92,10 @@ public struct DeliveryProcessor: Sendable {
     }
 
     /// The orders a reference names and what is known of them, in one trip to the pool; the links the event teaches
-    /// are recorded for each order found first, so its check fetches them.
-    private func findOrders(_ reference: EventReference, provider: Provider) async throws -> (orders: [Order], known: [String: OrderChecker.Known]) {
+    /// are recorded for each order found first, so its check fetches them, and that the delivery named them
+    /// (`payrecon explain`).
+    private func findOrders(_ reference: EventReference, provider: Provider, deliveryID: Int64) async throws
+        -> (orders: [Order], known: [String: OrderChecker.Known]) {
         try await pool.run { conn in
             var orders: [Order] = []
             for ref in ([reference.transactionRef].compactMap { $0 } + reference.alternatives) where orders.isEmpty {
@@ -108,6 +113,7 @@ public struct DeliveryProcessor: Sendable {
                 }
                 try TransactionLinkStore.record(links, provider: provider, on: conn)
             }
+            try EvidenceStore.deliveryNamed(deliveryID, provider: provider, orderIDs: orders.map(\.orderID), on: conn)
             return (orders, try OrderChecker.known(provider: provider, orderIDs: orders.map(\.orderID), on: conn))
         }
     }

@@ -102,12 +102,14 @@ public final class OrderChecker: Sendable {
 
         let fetchedAt = Date()
         let transactions: [FetchedTransaction]
-        switch await fetch(order, links: known.links) {
+        // Every answer the fetch used is collected (CountedTransport) and kept as the check's evidence.
+        let (fetched, exchanges) = await AnswerLog.collecting { await self.fetch(order, links: known.links) }
+        switch fetched {
         case .success(let t): transactions = t
         case .failure(let failure): return failure.result
         }
         guard let result = await record(provider: order.provider, order: order, transactions: transactions, fetchedAt: fetchedAt,
-                                        linksSeen: retried ? nil : known.links.count, log: log) else {
+                                        linksSeen: retried ? nil : known.links.count, exchanges: exchanges, log: log) else {
             // A link was learned while this check fetched (the sweep preloads a page's links; another delivery may
             // have named a sale of the order): checked once more, with the links as they are now.
             log.debug("a link was learned during the check; checking again")
@@ -185,8 +187,10 @@ public final class OrderChecker: Sendable {
         guard let transactionRef = reference.transactionRef else { return .absent }
         let log = log.with(["provider": provider.rawValue, "transaction_ref": transactionRef])
         let fetchedAt = Date()
-        let outcome = await gateway[provider].lookup(TransactionQuery(
-            transactionRef: transactionRef, merchant: reference.merchant, site: reference.site, links: reference.learned))
+        let (outcome, exchanges) = await AnswerLog.collecting {
+            await self.gateway[provider].lookup(TransactionQuery(
+                transactionRef: transactionRef, merchant: reference.merchant, site: reference.site, links: reference.learned))
+        }
         switch outcome {
         case .found(.transaction(let s)):
             if !s.orderReferences.isEmpty {
@@ -207,9 +211,9 @@ public final class OrderChecker: Sendable {
                 } catch { return .checked(.transient(reason: "database: \(error)", retryAfterSeconds: nil)) }
             }
             return .checked(await record(provider: provider, order: nil, transactions: [FetchedTransaction(transactionRef: transactionRef, snapshot: s)],
-                                         fetchedAt: fetchedAt, log: log))
+                                         fetchedAt: fetchedAt, linksSeen: nil, exchanges: exchanges, log: log)!)
         case .found(.unreconcilable(let t)):
-            return .checked(await recordUnknown(provider: provider, t, log: log))
+            return .checked(await recordUnknown(provider: provider, t, exchanges: exchanges, log: log))
         case .found(.ignored(let reason)): return .ignored(reason)
         case .found(.modification(let parent, let link)): return .modification(parent: parent, link: link)
         case .notFound:
@@ -221,12 +225,16 @@ public final class OrderChecker: Sendable {
     }
 
     /// Records `unknown_order` for a transaction payrecon cannot reconcile as an order (the detail says why).
-    public func recordUnknown(provider: Provider, _ t: UnknownTransaction, log: Logger = Logger()) async -> Result {
+    /// `exchanges`: the answers that showed it (kept as its evidence).
+    public func recordUnknown(provider: Provider, _ t: UnknownTransaction, exchanges: [ProviderExchange] = [], log: Logger = Logger()) async -> Result {
         let finding = Planner.unknownOrder(provider: provider, transactionRef: t.transactionRef, value: t.value, state: t.state, detail: t.detail)
         do {
-            let recorded = try await recorder.record(FindingStore.Check(
+            var check = FindingStore.Check(
                 provider: provider, order: nil, transactionRef: t.transactionRef, snapshot: nil, fetchedAt: Date(),
-                currency: t.value?.currency.code, plan: { _, _ in Plan(findings: [finding]) }))
+                currency: t.value?.currency.code,
+                plan: { _, _ in Plan(findings: [finding], decision: Decision(fired: [.init(row: .unknownOrder, yields: "unknown_order: \(t.detail)")])) })
+            check.evidence = CheckContext.current.evidence(exchanges)
+            let recorded = try await recorder.record(check)
             guard let (outcome, _) = recorded else { return .checked(CheckOutcome(), matched: true) }
             return .checked(outcome, matched: false)
         } catch {
@@ -237,15 +245,11 @@ public final class OrderChecker: Sendable {
     /// Plans under the order's lock, from the order and actions as stored then (see `FindingStore.record`), in a
     /// group with the checks recorded at the same time (`CheckRecorder`). With
     /// several transactions the stored snapshot is their sum (and every one's aliases are linked).
-    func record(provider: Provider, order: Order?, transactions: [FetchedTransaction], fetchedAt: Date,
-                log: Logger) async -> Result {
-        await record(provider: provider, order: order, transactions: transactions, fetchedAt: fetchedAt, linksSeen: nil, log: log)!
-    }
-
     /// As `record`, comparing the order's links with the `linksSeen` the fetch used: nil when they differ (nothing
     /// recorded; check again).
+    /// `exchanges`: the answers the fetch used, kept as the check's evidence.
     func record(provider: Provider, order: Order?, transactions: [FetchedTransaction], fetchedAt: Date,
-                linksSeen: Int?, log: Logger) async -> Result? {
+                linksSeen: Int?, exchanges: [ProviderExchange], log: Logger) async -> Result? {
         let now = clock()
         let windows = pendingWindows
         let several = transactions.count > 1
@@ -268,6 +272,7 @@ public final class OrderChecker: Sendable {
                                         pendingMax: { windows.seconds(provider: provider, method: $0?.method) })
                 })
             check.linksSeen = linksSeen
+            check.evidence = CheckContext.current.evidence(exchanges)
             let recorded = try await recorder.record(check)
             guard let (outcome, plan) = recorded else {
                 if linksSeen != nil, order != nil { return nil }

@@ -164,7 +164,9 @@ public final class QueueWorker: Sendable {
 
     private func handle(_ delivery: QueuedDelivery) async {
         let log = logger.with(["delivery_id": delivery.id, "provider": delivery.provider.rawValue])
-        let result = await processor.process(delivery, log: log)
+        let result = await CheckContext.$current.withValue(CheckContext(source: "webhook", deliveryID: delivery.id)) {
+            await processor.process(delivery, log: log)
+        }
         // A retry carries its delay; dead is the last attempt (no delay).
         let failure: (retryAfter: Double?, reason: String)
         let decision = configuration.attempt.decide(result, attempts: delivery.attempts, random: Double.random(in: 0..<1))

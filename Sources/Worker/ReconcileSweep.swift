@@ -72,7 +72,9 @@ public struct ReconcileSweep: Sendable {
                     if inFlight >= inHand { try await group.next(); inFlight -= 1 }
                     inFlight += 1
                     group.addTask {
-                        let result = await checker.check(order, known: orderKnown, log: log)
+                        let result = await CheckContext.$current.withValue(CheckContext(source: "sweep", deliveryID: nil)) {
+                            await checker.check(order, known: orderKnown, log: log)
+                        }
                         state.withLock { s in
                             switch result {
                             case .checked(let o, let matched):

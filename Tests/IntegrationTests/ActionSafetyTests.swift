@@ -75,7 +75,7 @@ import Worker
             try h.insert(after)
             try await h.faults(#"{"latency_ms":0}"#)
             guard case .checked = await h.checker.check(after) else { Issue.record("fast check failed"); return }
-            guard case .checked = await slow.value else { Issue.record("slow check failed"); return }
+            let slowResult = await slow.value; guard case .checked = slowResult else { Issue.record("slow check failed: \(slowResult)"); return }
             #expect(try Self.pending(h) == ["pxp:O:capture:1800": 1800])
             // The stored snapshot is the newer one.
             let fetched = try h.database.count("SELECT count(*) FROM snapshots WHERE fetched_at > now() - interval '1 minute'")

@@ -89,7 +89,7 @@ import Testing
     @Test(arguments: [
         ("deliveries=forever", "PAYRECON_RETAIN deliveries=forever"),
         ("deliveries", "is not name=duration"),
-        ("orders=30d", "PAYRECON_RETAIN names 'orders': it keeps deliveries, rejected and runs"),
+        ("orders=30d", "PAYRECON_RETAIN names 'orders': it keeps deliveries, rejected, runs and evidence"),
         ("runs=1d,runs=2d", "PAYRECON_RETAIN names runs twice"),
     ])
     func aBadRetentionIsAClearErrorAndRemovesNothing(value: String, message: String) async throws {

@@ -52,7 +52,7 @@ let ordersImportCommand = Command(
     let orders: AnySequence<Order> = if let buffered { AnySequence(buffered) } else {
         AnySequence(try reader().lazy.compactMap { if case .order(let o, _) = $0 { o } else { nil } })
     }
-    let (inserted, updated) = try OrderStore.upsert(orders, on: conn)
+    let (inserted, updated) = try OrderStore.upsert(orders, source: path == "-" ? "orders import (stdin)" : "orders import " + URL(fileURLWithPath: path).standardizedFileURL.path, on: conn)
     print("imported \(count) orders from \(path): \(inserted) new, \(updated) updated, \(count - inserted - updated) unchanged")
     return Exit.ok
 }

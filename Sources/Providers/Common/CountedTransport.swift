@@ -15,13 +15,21 @@ public struct CountedTransport: ProviderTransport {
     let provider: String
     public init(base: any ProviderTransport, provider: String) { self.base = base; self.provider = provider }
 
+    /// Also where a check's answers are collected as evidence, when its task has an `AnswerLog` bound.
     public func send(_ request: ProviderRequest) async throws -> ProviderResponse {
+        let log = request.answerIsEvidence ? AnswerLog.current : nil
+        let sentAt = Date()
         do {
             let response = try await base.send(request)
             Self.requests.increment([("provider", provider), ("class", Self.statusClass(response.status))])
+            log?.append(ProviderExchange(method: request.method, url: request.url, status: response.status, sentAt: sentAt,
+                                         body: response.body, requestBody: request.body, idempotencyKey: request.idempotencyKey))
             return response
         } catch {
             Self.requests.increment([("provider", provider), ("class", "no_answer")])
+            log?.append(ProviderExchange(method: request.method, url: request.url, status: nil, sentAt: sentAt,
+                                         body: Array("no answer: \(error)".utf8), requestBody: request.body,
+                                         idempotencyKey: request.idempotencyKey))
             throw error
         }
     }

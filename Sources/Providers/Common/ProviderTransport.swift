@@ -12,6 +12,10 @@ public struct ProviderRequest: Sendable, Equatable {
     public var body: [UInt8]
     /// Per-request timeout in seconds (whole request).
     public var timeoutSeconds: Double
+    /// The idempotency key as this request sends it (a header or a body field), for `payrecon explain`.
+    public var idempotencyKey: String?
+    /// Whether the answer may be kept as evidence (`AnswerLog`): false for an answer that holds a credential.
+    public var answerIsEvidence = true
 
     public init(method: String, url: String, headers: [(String, String)] = [], body: [UInt8] = [], timeoutSeconds: Double = 30) {
         self.method = method; self.url = url; self.headers = headers; self.body = body; self.timeoutSeconds = timeoutSeconds

@@ -164,9 +164,12 @@ public final class PXPClient: Sendable {
             ("operation", .string(kind.operation.rawValue)),
         ])
         let url = ProviderURL.build(base: configuration.baseURL, segments: ["transactions", systemTransactionId, "modifications"])
-        return signed(ProviderRequest(method: "POST", url: url,
-                                      headers: [("Accept", "application/json"), ("Content-Type", "application/json")],
-                                      body: body.serialized(), timeoutSeconds: configuration.timeoutSeconds))
+        var request = signed(ProviderRequest(method: "POST", url: url,
+                                             headers: [("Accept", "application/json"), ("Content-Type", "application/json")],
+                                             body: body.serialized(), timeoutSeconds: configuration.timeoutSeconds))
+        // PXP's idempotency is the merchantTransactionId in the body (derived from the action's key).
+        request.idempotencyKey = merchantTransactionId
+        return request
     }
 
     /// Adds X-Request-Id, X-Client-Id and the PXP-UST1 Authorization header.

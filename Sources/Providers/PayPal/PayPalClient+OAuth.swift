@@ -47,11 +47,14 @@ extension PayPalClient {
     /// POST /v1/oauth2/token with Basic client credentials and `grant_type=client_credentials`.
     package func tokenRequest() -> ProviderRequest {
         let credentials = Data("\(configuration.clientID):\(configuration.secret)".utf8).base64EncodedString()
-        return ProviderRequest(method: "POST", url: ProviderURL.build(base: configuration.baseURL, segments: ["v1", "oauth2", "token"]),
-                               headers: [("Authorization", "Basic \(credentials)"), ("Accept", "application/json"),
-                                         ("Content-Type", "application/x-www-form-urlencoded")],
-                               body: ProviderURL.form([("grant_type", "client_credentials")]),
-                               timeoutSeconds: configuration.timeoutSeconds)
+        var request = ProviderRequest(method: "POST", url: ProviderURL.build(base: configuration.baseURL, segments: ["v1", "oauth2", "token"]),
+                                      headers: [("Authorization", "Basic \(credentials)"), ("Accept", "application/json"),
+                                                ("Content-Type", "application/x-www-form-urlencoded")],
+                                      body: ProviderURL.form([("grant_type", "client_credentials")]),
+                                      timeoutSeconds: configuration.timeoutSeconds)
+        // Its answer is an access token: never evidence.
+        request.answerIsEvidence = false
+        return request
     }
 
     /// Fetches a token. 401/400 (bad credentials) are permanent; timeouts and 5xx transient.

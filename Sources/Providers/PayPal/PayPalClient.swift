@@ -152,8 +152,10 @@ public final class PayPalClient: Sendable {
             if let body { bytes = body.serialized() }
         }
         if let requestID { headers.append(("PayPal-Request-Id", requestID)) }
-        return ProviderRequest(method: method, url: ProviderURL.build(base: configuration.baseURL, segments: segments, query: query),
-                               headers: headers, body: bytes, timeoutSeconds: configuration.timeoutSeconds)
+        var request = ProviderRequest(method: method, url: ProviderURL.build(base: configuration.baseURL, segments: segments, query: query),
+                                      headers: headers, body: bytes, timeoutSeconds: configuration.timeoutSeconds)
+        request.idempotencyKey = requestID
+        return request
     }
 
     // MARK: Plumbing

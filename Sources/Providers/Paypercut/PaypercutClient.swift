@@ -71,8 +71,10 @@ public struct PaypercutClient: Sendable {
         if let account, !account.isEmpty { headers.append(("Paypercut-Account", account)) }
         if method != "GET" { headers.append(("Content-Type", "application/json")) }
         if let key { headers.append(("Idempotency-Key", key)) }
-        return ProviderRequest(method: method, url: ProviderURL.build(base: configuration.baseURL, segments: segments), headers: headers,
-                               body: body?.serialized() ?? [], timeoutSeconds: configuration.timeoutSeconds)
+        var request = ProviderRequest(method: method, url: ProviderURL.build(base: configuration.baseURL, segments: segments), headers: headers,
+                                      body: body?.serialized() ?? [], timeoutSeconds: configuration.timeoutSeconds)
+        request.idempotencyKey = key
+        return request
     }
 
     private func call(_ method: String, _ segments: [String], body: JSONValue? = nil, key: String? = nil, account: String?) async

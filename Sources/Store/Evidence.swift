@@ -1,0 +1,153 @@
+import Foundation
+import Postgres
+import Reconciliation
+
+/// One raw provider answer a check or a call used.
+public struct EvidenceAnswer: Sendable, Equatable {
+    public var method: String
+    public var url: String
+    /// nil: no answer (the body says what happened).
+    public var status: Int?
+    public var fetchedAt: Date
+    public var sha256: [UInt8]
+    public var body: [UInt8]
+    public init(method: String, url: String, status: Int?, fetchedAt: Date, sha256: [UInt8], body: [UInt8]) {
+        self.method = method; self.url = url; self.status = status; self.fetchedAt = fetchedAt; self.sha256 = sha256; self.body = body
+    }
+}
+
+/// What a check keeps as evidence (sql/0017): the hashes of its answers always; the answers themselves and the
+/// decision when it decided something.
+public struct CheckEvidence: Sendable {
+    /// Which check: `webhook`, `sweep`, `executor` or `command`.
+    public var source: String
+    public var deliveryID: Int64?
+    public var answers: [EvidenceAnswer]
+    public init(source: String, deliveryID: Int64?, answers: [EvidenceAnswer]) {
+        self.source = source; self.deliveryID = deliveryID; self.answers = answers
+    }
+
+    static let sources: Set<String> = ["webhook", "sweep", "executor", "command"]
+}
+
+/// What one check decided, as kept with its evidence.
+struct DecisionRecord: Codable {
+    var decision: Decision
+    var findings: [String]
+    var planned: [String]
+    var superseded: [String]
+}
+
+/// Writes and reads `evidence`, `evidence_answers` and `action_calls`.
+public enum EvidenceStore {
+    /// `SELECT nextval(...)` for `n` evidence rows: ids taken before a group is planned, so the discrepancies and
+    /// actions a check writes can name its evidence in the same round trip.
+    static func allocate(_ n: Int) -> PostgresStatement {
+        PostgresStatement("SELECT nextval('evidence_id_seq') AS id FROM generate_series(1, $1::bigint)", [.int64(Int64(n))])
+    }
+
+    /// One row to insert.
+    struct Row {
+        var id: Int64
+        var provider: String
+        var orderID: String?
+        var transactionRef: String
+        var checkedAt: Date
+        var evidence: CheckEvidence
+        /// Space-separated, or nil when the check decided nothing (then no answer is kept).
+        var decided: String?
+        var decision: String?
+    }
+
+    /// The evidence rows of a group, one statement.
+    static func insert(_ rows: [Row]) throws -> PostgresStatement {
+        PostgresStatement("""
+            INSERT INTO evidence (id, provider, order_id, transaction_ref, checked_at, source, delivery_id, answer_hashes, decided, decision)
+            SELECT id, provider, order_id, transaction_ref, checked_at::timestamptz, source, delivery_id, answer_hashes, decided, decision::jsonb
+            FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bytea[], $9::text[], $10::text[])
+                 AS e(id, provider, order_id, transaction_ref, checked_at, source, delivery_id, answer_hashes, decided, decision)
+            """, [
+                .int64Array(rows.map(\.id)), .textArray(rows.map(\.provider)), .nullableTextArray(rows.map(\.orderID)),
+                .textArray(rows.map(\.transactionRef)), .textArray(try rows.map { try PostgresValue.timestampText($0.checkedAt) }),
+                .textArray(rows.map(\.evidence.source)),
+                .nullableTextArray(rows.map { $0.evidence.deliveryID.map(String.init) }),
+                .byteaArray(rows.map { $0.evidence.answers.flatMap(\.sha256) }),
+                .nullableTextArray(rows.map(\.decided)), .nullableTextArray(rows.map(\.decision)),
+            ])
+    }
+
+    /// The raw answers of a check that decided something: one statement each (their bodies go binary).
+    static func insertAnswers(evidenceID: Int64, _ answers: [EvidenceAnswer]) -> [PostgresStatement] {
+        answers.enumerated().map { i, a in
+            PostgresStatement("""
+                INSERT INTO evidence_answers (evidence_id, position, fetched_at, method, url, status, sha256, body)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+                """, [.int64(evidenceID), .int64(Int64(i)), .timestamptz(a.fetchedAt), .text(a.method), .text(a.url),
+                      a.status.map { .int64(Int64($0)) } ?? .null, .bytea(a.sha256), .bytea(a.body)])
+        }
+    }
+
+    static func encode(_ record: DecisionRecord) -> String? {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return (try? encoder.encode(record)).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// Records evidence outside a check's group (the executor's re-fetch before a call): always with its answers.
+    /// Returns its id.
+    public static func record(provider: Provider, orderID: String?, transactionRef: String, checkedAt: Date, evidence: CheckEvidence,
+                              decided: String, decision: Decision, findings: [Finding], planned: [String],
+                              on conn: PostgresConnection) throws -> Int64 {
+        try conn.transaction { tx in
+            guard let id = try tx.query("SELECT nextval('evidence_id_seq') AS id", []).first.map({ try $0.int64("id") }) else {
+                throw PostgresError.protocolViolation("nextval returned no row")
+            }
+            let record = DecisionRecord(decision: decision, findings: findings.map(\.kind.rawValue), planned: planned, superseded: [])
+            let row = Row(id: id, provider: provider.rawValue, orderID: orderID, transactionRef: transactionRef, checkedAt: checkedAt,
+                          evidence: evidence, decided: decided, decision: encode(record))
+            _ = try tx.pipeline([try insert([row])] + insertAnswers(evidenceID: id, evidence.answers)).map { try $0.get() }
+            return id
+        }
+    }
+
+    /// That a delivery named these orders.
+    public static func deliveryNamed(_ deliveryID: Int64, provider: Provider, orderIDs: [String], on conn: PostgresConnection) throws {
+        _ = try conn.execute("""
+            INSERT INTO delivery_orders (delivery_id, provider, order_id) SELECT $1, $2, unnest($3::text[]) ON CONFLICT DO NOTHING
+            """, [.int64(deliveryID), .text(provider.rawValue), .textArray(orderIDs)])
+    }
+
+    /// One call made for an action.
+    public struct Call: Sendable {
+        public var sentAt: Date
+        public var method: String
+        public var url: String
+        public var idempotencyKey: String?
+        public var requestBody: [UInt8]
+        public var status: Int?
+        public var sha256: [UInt8]
+        public var body: [UInt8]
+        public init(sentAt: Date, method: String, url: String, idempotencyKey: String?, requestBody: [UInt8], status: Int?,
+                    sha256: [UInt8], body: [UInt8]) {
+            self.sentAt = sentAt; self.method = method; self.url = url; self.idempotencyKey = idempotencyKey
+            self.requestBody = requestBody; self.status = status; self.sha256 = sha256; self.body = body
+        }
+    }
+
+    /// Records the calls made for an action's attempt, with the outcome the executor came to (before it records
+    /// that outcome on the action: a call made is kept even when the executor lost its lease).
+    public static func recordCalls(actionID: Int64, attempt: Int, evidenceID: Int64?, calls: [Call], outcome: String,
+                                   on conn: PostgresConnection) throws {
+        guard !calls.isEmpty else { return }
+        let statements = calls.map { c in
+            PostgresStatement("""
+                INSERT INTO action_calls (action_id, attempt, evidence_id, sent_at, method, url, idempotency_key, request_body, status,
+                                          sha256, body, outcome)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+                """, [.int64(actionID), .int64(Int64(attempt)), evidenceID.map { .int64($0) } ?? .null, .timestamptz(c.sentAt),
+                      .text(c.method), .text(c.url), c.idempotencyKey.map { .text($0) } ?? .null, .bytea(c.requestBody),
+                      c.status.map { .int64(Int64($0)) } ?? .null, .bytea(c.sha256), .bytea(c.body), .text(outcome)])
+        }
+        _ = try conn.pipeline(statements).map { try $0.get() }
+    }
+}
