@@ -164,7 +164,8 @@ extension Report {
             out += "<td class=\"time\">\(HTML.words(Timestamp.minutes(d.firstSeen)))</td><td class=\"time\">\(HTML.words(Timestamp.minutes(d.lastSeen)))</td>"
             out += "</tr><tr class=\"more\"><td></td><td colspan=\"9\"><div class=\"more\"><div class=\"detail\">\(HTML.words(d.detail))</div>"
                 + "<div class=\"values\"><span class=\"label\">expected</span> \(HTML.members(d.expected))</div>"
-                + "<div class=\"values\"><span class=\"label\">found</span> \(HTML.members(d.actual))</div></div></td></tr></tbody>\n"
+                + "<div class=\"values\"><span class=\"label\">found</span> \(HTML.members(d.actual))</div></div>"
+                + evidence(d) + "</td></tr></tbody>\n"
         }
         out += "</table></div>\n"
         if discrepancies.isEmpty { out += "<p class=\"empty\">No discrepancies match (\(HTML.escape(filters.summaryText))).</p>\n" }
@@ -257,6 +258,9 @@ public enum HTML {
         dl.kinds dd{margin:2px 0 0 15px;color:var(--fg)}dl.kinds code{font-weight:400;color:var(--muted);font-size:12px}
         .num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}tbody.resolved td{color:var(--muted)}
         .badge{padding:1px 8px;border-radius:10px;font-size:12px;white-space:nowrap}td.kind{white-space:nowrap}.badge.open{background:#fee4e2;color:var(--bad)}.badge.resolved{background:#d1fadf;color:var(--good)}.badge.acknowledged{background:#eef;color:#446}.ack{font-size:11px;color:#667;max-width:16em}
+        details.evidence{margin-top:6px}details.evidence summary{cursor:pointer;color:var(--muted);font-size:12px}
+        details.evidence pre{width:0;min-width:100%;box-sizing:border-box;max-height:36em;overflow:auto;white-space:pre;font-size:11.5px;background:#f7f8fa;border:1px solid var(--line);border-radius:6px;padding:8px;margin:6px 0 0}
+        .evidence-note{font-size:12px;color:var(--muted);margin-top:4px}
         .kv b{font-weight:600;color:var(--muted)}.none,.empty{color:var(--muted)}tbody[hidden],tr[hidden]{display:none}
         @media print{.filters{display:none}body{background:#fff}}
         """
@@ -271,4 +275,16 @@ public enum HTML {
         [p,k,s,q].forEach(function(e){e.addEventListener('input',apply);e.addEventListener('change',apply);});
         })();
         """
+}
+
+extension Report {
+    /// The evidence behind one discrepancy, folded: the `payrecon explain` timeline, self-contained.
+    func evidence(_ d: DiscrepancyRow) -> String {
+        guard let e = explanations[d.id] else {
+            return d.evidenceID == nil ? "" : "<div class=\"evidence-note\">Evidence: <code>payrecon explain \(d.id)</code></div>"
+        }
+        return "<details class=\"evidence\" id=\"evidence-\(d.id)\"><summary>Evidence: why payrecon says this"
+            + (d.evidenceID.map { " (check \($0))" } ?? "") + "</summary><pre>"
+            + HTML.escape(TextTable.safeMultiline(e.table(bodyLimit: Report.answerBytesInHTML))) + "</pre></details>"
+    }
 }

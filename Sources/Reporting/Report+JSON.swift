@@ -8,7 +8,8 @@ extension Report {
     ///
     /// Contract fields: `generated_at`, `summary {open, by_kind, amount_at_risk}`, `discrepancies[] {id, provider,
     /// order_id, transaction_ref, kind, status, expected, actual, detail, first_seen, last_seen, occurrences}`.
-    /// Extras: `filters`, `summary.rejected_24h`, and per discrepancy `amount_at_risk`, `currency`, `resolved_at`, `acknowledged_at`, `ack_note`, `acknowledged_by`.
+    /// Extras: `filters`, `summary.rejected_24h`, and per discrepancy `amount_at_risk`, `currency`, `resolved_at`, `acknowledged_at`, `ack_note`, `acknowledged_by`, `evidence_id`
+    /// (the check behind it: `payrecon explain ID`).
     public func json() -> [UInt8] {
         var out = jsonValue().serialized()
         out.append(UInt8(ascii: "\n"))
@@ -58,6 +59,7 @@ extension DiscrepancyRow {
             ("resolved_at", time(resolvedAt)),
             ("acknowledged_at", time(acknowledgedAt)),
             ("ack_note", text(ackNote)),
+            ("evidence_id", evidenceID.map { .number(String($0)) } ?? .null),
             ("acknowledged_by", text(acknowledgedBy)),
         ]
         return .object(fields)

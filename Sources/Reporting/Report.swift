@@ -32,6 +32,8 @@ public struct DiscrepancyRow: Sendable, Equatable {
     public var ackNote: String?
     /// Who acknowledged it (`--by`, else the OS user who ran the command).
     public var acknowledgedBy: String?
+    /// The check that opened it or last changed what defines it (`payrecon explain ID` shows it).
+    public var evidenceID: Int64?
 
     public init(id: Int64, provider: String, orderID: String?, transactionRef: String, kind: DiscrepancyKind,
                 status: DiscrepancyStatus, expected: JSONValue = .object([]), actual: JSONValue = .object([]),
@@ -136,12 +138,18 @@ public struct Report: Sendable, Equatable {
     /// Open discrepancies by first-seen day and kind (any days; the HTML chart picks its window).
     public var openByDay: [DayCount]
     public var discrepancies: [DiscrepancyRow]
+    /// The evidence behind discrepancies, by id (the HTML shows each in a details element; others say how to see it).
+    public var explanations: [Int64: Explanation]
 
     public init(generatedAt: Date, filters: ReportFilters = .init(), summary: ReportSummary, openByDay: [DayCount] = [],
-                discrepancies: [DiscrepancyRow]) {
+                discrepancies: [DiscrepancyRow], explanations: [Int64: Explanation] = [:]) {
         self.generatedAt = generatedAt; self.filters = filters; self.summary = summary; self.openByDay = openByDay
-        self.discrepancies = discrepancies
+        self.discrepancies = discrepancies; self.explanations = explanations
     }
+
+    /// How many discrepancies the HTML carries the evidence of (the first listed), and how much of each answer.
+    public static let explainedInHTML = 200
+    public static let answerBytesInHTML = 2_000
 
     /// True when a listed discrepancy is open (`--fail-on-open`).
     public var listsOpen: Bool { discrepancies.contains { $0.status == .open } }

@@ -66,6 +66,11 @@ public struct TextTable: Sendable {
         return out
     }
 
+    /// As `safe`, keeping the line breaks of a multi-line text (each line made safe on its own).
+    public static func safeMultiline(_ text: String) -> String {
+        text.split(separator: "\n", omittingEmptySubsequences: false).map { safe(String($0)) }.joined(separator: "\n")
+    }
+
     static func isControl(_ s: Unicode.Scalar) -> Bool {
         s.value < 0x20 || (0x7F...0x9F).contains(s.value) || s.value == 0x2028 || s.value == 0x2029
             || (0x202A...0x202E).contains(s.value) || (0x2066...0x2069).contains(s.value)   // bidi overrides

@@ -7,6 +7,14 @@ public enum Timestamp {
     /// `2026-11-29T15:49:46Z` (whole seconds, rounded down).
     public static func iso8601(_ date: Date) -> String { UnixTime.iso8601(seconds(date)) }
 
+    /// `2026-11-29T15:49:46.123Z`: milliseconds, for a timeline whose events may share a second.
+    public static func iso8601Millis(_ date: Date) -> String {
+        let whole = seconds(date)
+        let millis = Int64(((date.timeIntervalSince1970 - Double(whole)) * 1000).rounded(.down))
+        let ms = String(max(0, min(999, millis)))
+        return String(UnixTime.iso8601(whole).dropLast()) + "." + String(repeating: "0", count: 3 - ms.count) + ms + "Z"
+    }
+
     /// `2026-11-29 15:49` for terminal tables (UTC).
     public static func minutes(_ date: Date) -> String {
         let text = iso8601(date)  // four-digit years: the fields sit at fixed offsets

@@ -36,6 +36,8 @@ public struct StoredDiscrepancy: Sendable, Equatable {
     public var acknowledgedAt: Date?
     public var ackNote: String?
     public var acknowledgedBy: String?
+    /// The check that opened it or last changed what defines it.
+    public var evidenceID: Int64?
 }
 
 /// Open discrepancies of one kind in one currency (nil: none recorded), with their amount at risk summed.
@@ -65,7 +67,7 @@ public enum ReportStore {
         try conn.query("""
             SELECT id, provider, order_id, transaction_ref, kind, status, expected::text AS expected, actual::text AS actual,
                    detail, amount_at_risk_minor, currency, first_seen, last_seen, occurrences, resolved_at, acknowledged_at, ack_note,
-                   acknowledged_by
+                   acknowledged_by, evidence_id
             FROM discrepancies WHERE id = $1
             """, [.int64(id)]).first.map(decode)
     }
@@ -75,7 +77,7 @@ public enum ReportStore {
         try conn.query("""
             SELECT id, provider, order_id, transaction_ref, kind, status, expected::text AS expected, actual::text AS actual,
                    detail, amount_at_risk_minor, currency, first_seen, last_seen, occurrences, resolved_at, acknowledged_at, ack_note,
-                   acknowledged_by
+                   acknowledged_by, evidence_id
             FROM discrepancies WHERE \(filterClause) ORDER BY id
             """, parameters(filter, status: filter.status)).map(decode)
     }
@@ -151,7 +153,8 @@ public enum ReportStore {
             amountAtRiskMinor: try row.int64("amount_at_risk_minor"), currency: try currency(row.optionalString("currency")),
             firstSeen: try row.date("first_seen"), lastSeen: try row.date("last_seen"), occurrences: Int(try row.int64("occurrences")),
             resolvedAt: try row.optionalDate("resolved_at"), acknowledgedAt: try row.optionalDate("acknowledged_at"),
-            ackNote: try row.optionalString("ack_note"), acknowledgedBy: try row.optionalString("acknowledged_by"))
+            ackNote: try row.optionalString("ack_note"), acknowledgedBy: try row.optionalString("acknowledged_by"),
+            evidenceID: try row.optionalInt64("evidence_id"))
     }
 }
 

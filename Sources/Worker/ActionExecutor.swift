@@ -179,10 +179,12 @@ public final class ActionExecutor: Sendable {
         }
         // The fresh answers decided whether and for how much the call goes: kept with their bodies.
         let evidenceID: Int64
+        // Read here: a task-local is not seen on the pool's threads.
+        let evidence = CheckContext.current.evidence(answers.exchanges)
         do {
-            evidenceID = try await pool.run { [answers] conn in
+            evidenceID = try await pool.run { conn in
                 try EvidenceStore.record(provider: action.provider, orderID: order.orderID, transactionRef: order.transactionRefs.joined(separator: " "),
-                                         checkedAt: fetchedAt, evidence: CheckContext.current.evidence(answers.exchanges),
+                                         checkedAt: fetchedAt, evidence: evidence,
                                          decided: wanted == nil ? "not sent" : "call", decision: plan.decision, findings: plan.findings,
                                          planned: wanted.map { [$0.idempotencyKey] } ?? [], on: conn)
             }

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The HTML report in a real headless Chromium (Debian's), at 1400 px and at 800 px wide: a screenshot of each, and a
 # check that fails when any word in the discrepancies table is broken across two lines ("capture|d"). The check runs
-# in the page: each word of each cell is measured with a Range; a word whose boxes sit on two lines is broken.
+# in the page: each word of each cell is measured with a Range; a word whose boxes sit on two lines is broken. Then the
+# first discrepancy's evidence (a details element) is opened: it must show, name a rule and an answer's SHA-256, and
+# not widen the table (its long lines scroll inside it); the screenshot shows it open.
 #   scripts/lib/report-check.sh REPORT.html [SCREENSHOT_DIR]
 # Prints one line per width and `report-check: N passed`; exits 1 on the first failure.
 set -euo pipefail
@@ -41,7 +43,23 @@ window.addEventListener('load', function () {
       }
     }
   });
-  document.title = 'report-check words=' + words + ' broken=' + broken.length + ' [' + broken.slice(0, 5).join(' | ') + ']';
+  // Then a discrepancy's evidence is opened: its timeline must show, name a rule and an answer's SHA-256, and
+  // not widen the table (its long lines scroll inside it).
+  var evidence = 'none', ev = document.querySelector('details.evidence');
+  if (ev) {
+    var box = document.querySelector('#discrepancies').closest('.scroll') || document.body, before = box.scrollWidth;
+    ev.open = true;
+    var pre = ev.querySelector('pre'), r = pre.getBoundingClientRect(), t = pre.textContent;
+    var problems = [];
+    if (r.height <= 0) problems.push('not shown when opened');
+    if (!/rule [0-9P]/.test(t)) problems.push('names no rule');
+    if (!/sha256 [0-9a-f]{64}/.test(t)) problems.push('shows no answer hash');
+    if (box.scrollWidth > before + 1) problems.push('widens the table (' + before + ' to ' + box.scrollWidth + ' px)');
+    evidence = problems.length ? 'bad:' + problems.join(',').replace(/ /g, '_') : 'ok:' + ev.id;
+  } else if (document.querySelector('#discrepancies tbody[data-provider]')) {
+    evidence = 'missing';
+  }
+  document.title = 'report-check words=' + words + ' broken=' + broken.length + ' evidence=' + evidence + ' [' + broken.slice(0, 5).join(' | ') + ']';
 });
 </script>"""
 open(sys.argv[2], "w", encoding="utf-8").write(page.replace("</body>", probe + "</body>", 1))
@@ -56,7 +74,14 @@ for width in 1400 800; do
     words=$(sed -E 's/.*words=([0-9]+).*/\1/' <<<"$title"); broken=$(sed -E 's/.*broken=([0-9]+).*/\1/' <<<"$title")
     [ "$words" -gt 0 ] || { echo "FAIL $width px: the table has no words to check ($title)"; exit 1; }
     [ "$broken" = 0 ] || { echo "FAIL $width px: $broken word(s) broken across lines in the table: ${title#*broken=}"; exit 1; }
-    echo "ok   $width px: $words words in the table, none broken across lines; screenshot $shots/report-$width.png"
+    evidence=$(sed -E 's/.*evidence=([^ ]+).*/\1/' <<<"$title")
+    case "$evidence" in
+        ok:*) shown="the evidence of ${evidence#ok:} opens with its rule and answer hashes, the table no wider" ;;
+        none) shown="no discrepancy listed, no evidence to open" ;;
+        missing) echo "FAIL $width px: discrepancies are listed but none carries its evidence (details.evidence)"; exit 1 ;;
+        *) echo "FAIL $width px: a discrepancy's evidence, opened: ${evidence#bad:}"; exit 1 ;;
+    esac
+    echo "ok   $width px: $words words in the table, none broken across lines; $shown; screenshot $shots/report-$width.png"
     passed=$((passed + 1))
 done
 echo "report-check: $passed passed"

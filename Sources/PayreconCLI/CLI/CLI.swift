@@ -9,7 +9,7 @@ public enum CLI {
         serveCommand, workCommand, reconcileCommand, reportCommand,
         ordersImportCommand, actionsListCommand, actionsExecuteCommand, actionsRetryCommand,
         eventsListCommand, eventsShowCommand, eventsRetryCommand, rejectionsListCommand, rejectionsShowCommand,
-        discrepanciesListCommand, discrepanciesShowCommand, discrepanciesAckCommand, pruneCommand,
+        discrepanciesListCommand, discrepanciesShowCommand, discrepanciesAckCommand, explainCommand, pruneCommand,
         verifyCommand, migrateCommand, doctorCommand,
     ]
 

@@ -82,8 +82,13 @@ struct ReportOptions {
                 summary.rejected24h[reason] = count
             }
             let days = try ReportStore.openByDay(o.filter, on: tx).map { DayCount(day: $0.day, kind: $0.kind, count: $0.count) }
+            // The HTML carries the evidence of the first discrepancies it lists, each folded in a details element.
+            var explanations: [Int64: Explanation] = [:]
+            if o.format == .html {
+                for d in rows.prefix(Report.explainedInHTML) { explanations[d.id] = try ExplainStore.explain(.discrepancy(d.id), on: tx) }
+            }
             return Report(generatedAt: Date(), filters: o.filters, summary: summary, openByDay: days,
-                          discrepancies: try rows.map(DiscrepancyRow.init(stored:)))
+                          discrepancies: try rows.map(DiscrepancyRow.init(stored:)), explanations: explanations)
         }
     }
 }
@@ -101,6 +106,7 @@ extension DiscrepancyRow {
                   detail: d.detail, amountAtRisk: d.amountAtRiskMinor, currency: d.currency, firstSeen: d.firstSeen,
                   lastSeen: d.lastSeen, occurrences: d.occurrences, resolvedAt: d.resolvedAt, acknowledgedAt: d.acknowledgedAt,
                   ackNote: d.ackNote, acknowledgedBy: d.acknowledgedBy)
+        evidenceID = d.evidenceID
     }
 }
 

@@ -1,0 +1,56 @@
+import Foundation
+import Providers
+import Reconciliation
+import Reporting
+import Store
+
+private let explainOrder = OptionKey<String>("--order", "PROVIDER:ORDER_ID", "Explain an order instead of a discrepancy (pxp:ORD-1).")
+private let explainFormat = Options.format(["table", "json"])
+
+let explainCommand = Command(
+    name: "explain",
+    summary: "Show the evidence behind a discrepancy or an order: imports, deliveries, provider answers, rules, actions.",
+    arguments: [.init(name: "ID", help: "The discrepancy id (discrepancies list, or the report's id column).", optional: true)],
+    options: [explainOrder, explainFormat, Options.databaseURL],
+    details: """
+        In time order: the order as stored (when, from which file, or the orders table, and its values then, with every
+        version a later import or write replaced); each delivery that named it (id, event type, how it ended); each
+        check (webhook, sweep, executor or command) with the SHA-256 of every provider answer it used, and the raw
+        answers themselves where the check opened, changed or resolved a discrepancy or planned an action; the
+        decision-table rows that fired with the A, C, R, V, D they saw; each action with every call made for it (when,
+        the idempotency key as sent, what was sent, the provider's status and answer, the outcome).
+        Evidence is kept as checks run and pruned after PAYRECON_RETAIN's evidence= (90d), except what an open
+        discrepancy or a pending action points at. --format json gives whole answers (the table cuts them at 4,000 bytes).
+        Exit 0; 2 when the id or order is unknown, or on a usage or database error.
+        """
+) { args in
+    let subject: ExplainStore.Subject
+    let order = try args.value(explainOrder)
+    switch (args.positionals.first, order) {
+    case (nil, nil): throw UsageError("give a discrepancy ID or --order PROVIDER:ORDER_ID; usage: payrecon explain [ID] [--order PROVIDER:ORDER_ID]")
+    case (_?, _?): throw UsageError("give a discrepancy ID or --order, not both")
+    case (let id?, nil):
+        guard let n = Int64(id), n > 0 else { throw UsageError("ID must be a discrepancy id (a positive number), not '\(id)'") }
+        subject = .discrepancy(n)
+    case (nil, let key?):
+        let parts = key.split(separator: ":", maxSplits: 1).map(String.init)
+        guard parts.count == 2, !parts[1].isEmpty else {
+            throw UsageError("--order takes PROVIDER:ORDER_ID (pxp:ORD-1), not '\(key)'")
+        }
+        guard let provider = Provider(rawValue: parts[0]) else {
+            throw UsageError("--order: unknown provider '\(parts[0])'; one of \(Provider.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        subject = .order(provider, parts[1])
+    }
+    let conn = try connect(try args.environment().databaseURL())
+    defer { conn.close() }
+    let explanation: Explanation
+    do { explanation = try ExplainStore.explain(subject, on: conn) } catch let missing as ExplainStore.NotFound {
+        throw FatalError(missing.description)
+    }
+    switch try args.value(explainFormat) ?? "table" {
+    case "json": FileHandle.standardOutput.write(Data(explanation.json()))
+    default: FileHandle.standardOutput.write(Data(TextTable.safeMultiline(explanation.table()).utf8))
+    }
+    return Exit.ok
+}

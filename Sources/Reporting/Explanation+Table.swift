@@ -1,0 +1,108 @@
+// `payrecon explain --format table`: the chain as a timeline a person reads top to bottom.
+import Foundation
+import Reconciliation
+
+extension Explanation {
+    /// Raw answers longer than this are cut in the timeline (`--format json` has them whole).
+    public static let bodyPreviewBytes = 4_000
+
+    /// The timeline as text, newline-terminated.
+    public func table(bodyLimit: Int = Explanation.bodyPreviewBytes) -> String {
+        var out: [String] = []
+        let what = orderID.map { "\(provider) order \($0)" } ?? "\(provider) transaction \(transactionRef) (no stored order holds it)"
+        if let s = subject {
+            out.append("discrepancy \(s.id): \(s.kind.rawValue) (\(s.status)) on \(what)")
+            out.append("  \(s.detail)")
+            let guide = KindGuide.of(s.kind)
+            out.append("  \(guide.title): \(guide.meaning) Next: \(guide.nextStep)")
+            out.append("  expected \(s.expected.serializedText), found \(s.actual.serializedText); seen \(s.occurrences)× "
+                       + "from \(Timestamp.iso8601(s.firstSeen)) to \(Timestamp.iso8601(s.lastSeen))"
+                       + (s.evidenceID.map { "; evidence \($0)" } ?? ""))
+        } else {
+            out.append(what + (orderID != nil ? " (transaction \(transactionRef))" : ""))
+        }
+        if orderID != nil, order == nil { out.append("  the order is no longer stored") }
+        out.append("")
+        // Clean checks in a row that saw the same answers are one entry ("and 87 more like it"): an order the sweep
+        // checks daily reads as what changed, not as ninety identical lines.
+        var alike = 0
+        var last: Check?
+        func flush() {
+            if alike > 0, let last { out.append("      … and \(alike) more check\(alike == 1 ? "" : "s") like it, the last at \(Self.time(last.at))") }
+            alike = 0
+        }
+        var previous: Check?
+        for event in timeline {
+            if case .check(let c) = event, c.decided.isEmpty, let p = previous, p.hashes == c.hashes {
+                alike += 1; last = c; continue
+            }
+            flush()
+            if case .check(let c) = event, c.decided.isEmpty { previous = c } else { previous = nil }
+            out += lines(event, bodyLimit: bodyLimit)
+        }
+        flush()
+        if checksLeftOut > 0 { out.append("(\(checksLeftOut) older checks left out)") }
+        return out.joined(separator: "\n") + "\n"
+    }
+
+    func lines(_ event: Event, bodyLimit: Int) -> [String] {
+        let at = Self.time(event.at)
+        switch event {
+        case .version(let v):
+            let verb = v == (replaced.first ?? order) ? "order stored" : "order changed"
+            let source = v.source == "table" ? "the orders table (written by the merchant's systems)" : v.source
+            return ["\(at)  \(verb) from \(source): " + v.fields.map { "\($0.0) \($0.1.isEmpty ? "-" : $0.1)" }.joined(separator: ", ")]
+        case .delivery(let d):
+            return ["\(at)  delivery \(d.id) \(d.eventType ?? "(no event type)") received; \(d.status)" + (d.outcome.map { ": \($0)" } ?? "")]
+        case .check(let c):
+            var l = ["\(at)  \(c.source) check (evidence \(c.evidenceID)"
+                     + (c.deliveryID.map { ", delivery \($0)" } ?? "") + "): "
+                     + (c.decided.isEmpty ? "nothing changed" : c.decided.joined(separator: ", "))]
+            if c.answers.isEmpty {
+                for h in c.hashes { l.append("      answer sha256 \(h)") }
+                if c.hashes.isEmpty { l.append("      no provider answer (nothing fetched)") }
+            }
+            for a in c.answers {
+                l.append("      \(a.method) \(a.url) → \(a.status.map(String.init) ?? "no answer") at \(Self.time(a.fetchedAt)), sha256 \(a.sha256)")
+                if let body = a.body { l += Self.indented(Self.preview(body, limit: bodyLimit)) }
+            }
+            if let decision = c.decision {
+                if let f = decision.figures { l.append("      saw: \(f.described)") }
+                for fired in decision.fired { l.append("      rule \(fired.row.rawValue): \(fired.row.words)"); l.append("        → \(fired.yields)") }
+                if decision.fired.isEmpty { l.append("      no row fired: the order and the provider agree") }
+            }
+            if !c.superseded.isEmpty { l.append("      superseded: " + c.superseded.joined(separator: ", ")) }
+            return l
+        case .opened(let d):
+            return ["\(at)  discrepancy \(d.id) \(d.kind.rawValue) opened" + (d.evidenceID.map { " (evidence \($0))" } ?? "")
+                    + (d.status == "open" ? ", open" : d.status == "acknowledged" ? ", acknowledged" : "") + ": \(d.detail)"]
+        case .resolved(let d):
+            return ["\(at)  discrepancy \(d.id) \(d.kind.rawValue) resolved: a later check no longer found it"]
+        case .planned(let a):
+            return ["\(at)  action \(a.id) \(a.kind) \(a.amount) \(a.currency) planned (key \(a.idempotencyKey)"
+                    + (a.evidenceID.map { ", evidence \($0)" } ?? "") + "); now \(a.status)"
+                    + (a.providerRef.map { ", provider ref \($0)" } ?? "") + (a.lastError.map { ": \($0)" } ?? "")]
+        case .call(let a, let c):
+            var l = ["\(at)  action \(a.id) call, attempt \(c.attempt)" + (c.evidenceID.map { " after re-fetch (evidence \($0))" } ?? "")
+                     + ": \(c.method) \(c.url), idempotency key \(c.idempotencyKey ?? "(none)")"]
+            if !c.request.isEmpty { l.append("      sent:"); l += Self.indented(Self.preview(c.request, limit: bodyLimit)) }
+            l.append("      → \(c.status.map(String.init) ?? "no answer"), sha256 \(c.sha256): \(c.outcome ?? "outcome not recorded")")
+            l += Self.indented(Self.preview(c.body, limit: bodyLimit))
+            return l
+        }
+    }
+
+    static func time(_ date: Date) -> String { Timestamp.iso8601Millis(date) }
+
+    static func indented(_ text: String) -> [String] { text.split(separator: "\n", omittingEmptySubsequences: false).map { "        " + $0 } }
+
+    /// The body as text (UTF-8), else as base64; cut past `limit` bytes with how much was left out.
+    static func preview(_ body: [UInt8], limit: Int) -> String {
+        if body.isEmpty { return "(empty)" }
+        let cut = body.count > limit ? Array(body.prefix(limit)) : body
+        var text = String(validating: cut, as: UTF8.self) ?? (String(validating: Array(cut.dropLast(3)), as: UTF8.self) ?? "")
+        if text.isEmpty { text = "base64 " + Data(cut).base64EncodedString() }
+        if body.count > limit { text += "\n… (\(body.count) bytes in all; --format json shows the whole answer)" }
+        return text
+    }
+}

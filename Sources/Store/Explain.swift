@@ -1,0 +1,207 @@
+import Foundation
+import Postgres
+import Reconciliation
+import Reporting
+
+/// The SQL behind `payrecon explain`: read only, parameterized. Everything kept about one order (or one transaction
+/// no order holds), assembled into an `Explanation`.
+public enum ExplainStore {
+    /// What `payrecon explain` was asked about.
+    public enum Subject: Sendable, Equatable {
+        case discrepancy(Int64)
+        case order(Provider, String)
+    }
+
+    /// Nothing is stored under the subject: the message says what and what to try.
+    public struct NotFound: Error, CustomStringConvertible, Sendable { public var description: String }
+
+    /// At most this many checks are shown (the newest); older ones are counted.
+    public static let checkLimit = 500
+
+    public static func explain(_ subject: Subject, now: Date = Date(), on conn: PostgresConnection) throws -> Explanation {
+        var provider: String, orderID: String?, transactionRef: String
+        var asked: Int64?
+        switch subject {
+        case .discrepancy(let id):
+            guard let row = try conn.query("SELECT provider, order_id, transaction_ref FROM discrepancies WHERE id = $1", [.int64(id)]).first else {
+                throw NotFound(description: "no discrepancy \(id): see `payrecon discrepancies list --status all` for the ids there are")
+            }
+            provider = try row.string("provider"); orderID = try row.optionalString("order_id"); transactionRef = try row.string("transaction_ref")
+            asked = id
+        case .order(let p, let id):
+            provider = p.rawValue; orderID = id
+            let known = try conn.query("""
+                SELECT (SELECT transaction_ref FROM orders WHERE provider = $1 AND order_id = $2) AS ref,
+                       EXISTS (SELECT 1 FROM discrepancies WHERE provider = $1 AND order_id = $2)
+                    OR EXISTS (SELECT 1 FROM evidence WHERE provider = $1 AND order_id = $2)
+                    OR EXISTS (SELECT 1 FROM actions WHERE provider = $1 AND order_id = $2) AS seen
+                """, [.text(p.rawValue), .text(id)]).first
+            let ref = try known?.optionalString("ref")
+            let seen = try known?.bool("seen") ?? false
+            guard ref != nil || seen else {
+                throw NotFound(description: "no \(p.rawValue) order \(id) is stored: see `payrecon report --status all` for the orders payrecon has "
+                               + "checked, or import it with `payrecon orders import FILE`")
+            }
+            transactionRef = ref ?? ""
+        }
+
+        var explanation = Explanation(generatedAt: now, provider: provider, orderID: orderID, transactionRef: transactionRef)
+        let p = PostgresValue.text(provider)
+        var refs = [transactionRef]
+        if let orderID {
+            let o = PostgresValue.text(orderID)
+            if let row = try conn.query("""
+                SELECT o.*, (SELECT json_agg(t.transaction_ref ORDER BY t.position)::text FROM order_transactions t
+                             WHERE t.provider = o.provider AND t.order_id = o.order_id) AS refs
+                FROM orders o WHERE o.provider = $1 AND o.order_id = $2
+                """, [p, o]).first {
+                let currency = Currency(code: try row.string("currency"))
+                func amount(_ column: String) throws -> String {
+                    let minor = try row.int64(column)
+                    return currency.map { Money.format(minorUnits: minor, exponent: $0.exponent) } ?? String(minor)
+                }
+                if let list = try row.optionalString("refs"), let parsed = try? JSONValue.parse(list).arrayValue {
+                    refs = parsed.compactMap(\.stringValue)
+                }
+                explanation.order = Explanation.OrderVersion(
+                    since: try row.date("updated_at"), replacedAt: nil, source: try row.string("source"),
+                    fields: [("merchant", try row.string("merchant")), ("site", try row.string("site")),
+                             ("transaction_ref", refs.joined(separator: " ")), ("intent", try row.string("intent")),
+                             ("amount", try amount("amount_minor")), ("currency", try row.string("currency")),
+                             ("fulfilment", try row.string("fulfilment")), ("refund_amount", try amount("refund_amount_minor"))])
+            }
+            explanation.replaced = try conn.query("""
+                SELECT valid_from, replaced_at, source, value::text AS value FROM order_versions
+                WHERE provider = $1 AND order_id = $2 ORDER BY replaced_at
+                """, [p, o]).map { row in
+                    let value = (try? JSONValue.parse(try row.string("value"))) ?? .object([])
+                    let currency = value["currency"]?.stringValue.flatMap(Currency.init(code:))
+                    func field(_ name: String) -> String { value[name]?.stringValue ?? value[name]?.numberLiteral ?? "" }
+                    func amount(_ name: String) -> String {
+                        guard let minor = Int64(field(name)) else { return field(name) }
+                        return currency.map { Money.format(minorUnits: minor, exponent: $0.exponent) } ?? String(minor)
+                    }
+                    return Explanation.OrderVersion(
+                        since: try row.date("valid_from"), replacedAt: try row.date("replaced_at"), source: try row.string("source"),
+                        fields: [("merchant", field("merchant")), ("site", field("site")), ("transaction_ref", field("transaction_ref")),
+                                 ("intent", field("intent")), ("amount", amount("amount_minor")), ("currency", field("currency")),
+                                 ("fulfilment", field("fulfilment")), ("refund_amount", amount("refund_amount_minor"))])
+                }
+            // The order was stored when it was created: the first version's time is created_at.
+            if let created = try conn.query("SELECT created_at FROM orders WHERE provider = $1 AND order_id = $2", [p, o]).first?.date("created_at") {
+                if explanation.replaced.isEmpty { explanation.order?.since = created } else { explanation.replaced[0].since = created }
+            }
+        }
+
+        // Checks: of the order, and of its transactions before an order held them (unknown_order).
+        let evidenceWhere = orderID != nil
+            ? "provider = $1 AND (order_id = $2 OR (order_id IS NULL AND transaction_ref = ANY($3)))"
+            : "provider = $1 AND order_id IS NULL AND transaction_ref = $2"
+        let evidenceParams: [PostgresValue] = orderID.map { [p, .text($0), .textArray(refs)] } ?? [p, .text(transactionRef)]
+        let total = try conn.query("SELECT count(*) AS n FROM evidence WHERE \(evidenceWhere)", evidenceParams).first?.int64("n") ?? 0
+        let evidenceRows = try conn.query("""
+            SELECT id, checked_at, source, delivery_id, answer_hashes, decided, decision::text AS decision FROM evidence
+            WHERE \(evidenceWhere) ORDER BY id DESC LIMIT \(checkLimit)
+            """, evidenceParams)
+        explanation.checksLeftOut = Int(total) - evidenceRows.count
+        var answers: [Int64: [Explanation.Answer]] = [:]
+        let decidedIDs = try evidenceRows.filter { try $0.optionalString("decided") != nil }.map { try $0.int64("id") }
+        if !decidedIDs.isEmpty {
+            for row in try conn.query("""
+                SELECT evidence_id, fetched_at, method, url, status, sha256, body FROM evidence_answers
+                WHERE evidence_id = ANY($1) ORDER BY evidence_id, position
+                """, [.int64Array(decidedIDs)]) {
+                answers[try row.int64("evidence_id"), default: []].append(Explanation.Answer(
+                    fetchedAt: try row.date("fetched_at"), method: try row.string("method"), url: try row.string("url"),
+                    status: try row.optionalInt64("status").map { Int($0) }, sha256: Self.hex(try row.bytes("sha256")), body: try row.bytes("body")))
+            }
+        }
+        let decoder = JSONDecoder()
+        explanation.checks = try evidenceRows.reversed().map { row in
+            let id = try row.int64("id")
+            let hashes = try row.bytes("answer_hashes")
+            let record = try row.optionalString("decision").flatMap { try? decoder.decode(DecisionRecord.self, from: Data($0.utf8)) }
+            return Explanation.Check(
+                evidenceID: id, at: try row.date("checked_at"), source: try row.string("source"), deliveryID: try row.optionalInt64("delivery_id"),
+                hashes: stride(from: 0, to: hashes.count, by: 32).map { Self.hex(Array(hashes[$0..<min($0 + 32, hashes.count)])) },
+                decided: (try row.optionalString("decided") ?? "").split(separator: " ").map(String.init).reduce(into: [String]()) { words, w in
+                    // "not sent" is two words.
+                    if w == "sent", words.last == "not" { words[words.count - 1] = "not sent" } else { words.append(w) }
+                },
+                decision: record?.decision, findings: record?.findings ?? [], planned: record?.planned ?? [], superseded: record?.superseded ?? [],
+                answers: answers[id] ?? [])
+        }
+
+        // Deliveries that named the order (or whose check looked up the transaction).
+        let checkDeliveries = explanation.checks.compactMap(\.deliveryID)
+        explanation.deliveries = try conn.query("""
+            SELECT id, event_type, received_at, status, outcome, last_error FROM deliveries
+            WHERE id = ANY($3::bigint[]) OR id IN (SELECT delivery_id FROM delivery_orders WHERE provider = $1 AND order_id = $2)
+            ORDER BY id
+            """, [p, orderID.map { .text($0) } ?? .null, .int64Array(checkDeliveries)]).map { row in
+                let status = try row.string("status")
+                let outcome = status == "pending" ? try row.optionalString("last_error").map { "being retried: \($0)" } : try row.optionalString("outcome")
+                return Explanation.Delivery(id: try row.int64("id"), eventType: try row.optionalString("event_type"), receivedAt: try row.date("received_at"),
+                                            status: status == "done" && (outcome ?? "").hasPrefix("ignored") ? "ignored" : status, outcome: outcome)
+            }
+
+        // Discrepancies: the order's, and the unknown_order its transactions raised before it held them.
+        let discrepancyWhere = orderID != nil
+            ? "provider = $1 AND (order_id = $2 OR (order_id IS NULL AND transaction_ref = ANY($3)))"
+            : "provider = $1 AND order_id IS NULL AND transaction_ref = $2"
+        explanation.discrepancies = try conn.query("""
+            SELECT id, kind, status, detail, expected::text AS expected, actual::text AS actual, first_seen, last_seen, resolved_at, occurrences,
+                   evidence_id FROM discrepancies WHERE \(discrepancyWhere) ORDER BY id
+            """, evidenceParams).compactMap(Self.discrepancy)
+        if let asked { explanation.subject = explanation.discrepancies.first { $0.id == asked } }
+
+        if let orderID {
+            let actionRows = try conn.query("""
+                SELECT id, action, amount_minor, currency, status, idempotency_key, created_at, updated_at, last_error, provider_ref, evidence_id
+                FROM actions WHERE provider = $1 AND order_id = $2 ORDER BY id
+                """, [p, .text(orderID)])
+            var calls: [Int64: [Explanation.Call]] = [:]
+            let ids = try actionRows.map { try $0.int64("id") }
+            if !ids.isEmpty {
+                for row in try conn.query("""
+                    SELECT action_id, attempt, evidence_id, sent_at, method, url, idempotency_key, request_body, status, sha256, body, outcome
+                    FROM action_calls WHERE action_id = ANY($1) ORDER BY id
+                    """, [.int64Array(ids)]) {
+                    calls[try row.int64("action_id"), default: []].append(Explanation.Call(
+                        attempt: Int(try row.int64("attempt")), sentAt: try row.date("sent_at"), method: try row.string("method"),
+                        url: try row.string("url"), idempotencyKey: try row.optionalString("idempotency_key"), request: try row.bytes("request_body"),
+                        status: try row.optionalInt64("status").map { Int($0) }, sha256: Self.hex(try row.bytes("sha256")), body: try row.bytes("body"),
+                        outcome: try row.optionalString("outcome"), evidenceID: try row.optionalInt64("evidence_id")))
+                }
+            }
+            explanation.actions = try actionRows.map { row in
+                let id = try row.int64("id"), code = try row.string("currency"), minor = try row.int64("amount_minor")
+                return Explanation.Action(
+                    id: id, kind: try row.string("action"),
+                    amount: Currency(code: code).map { Money.format(minorUnits: minor, exponent: $0.exponent) } ?? String(minor),
+                    currency: code, status: try row.string("status"), idempotencyKey: try row.string("idempotency_key"),
+                    createdAt: try row.date("created_at"), updatedAt: try row.date("updated_at"), lastError: try row.optionalString("last_error"),
+                    providerRef: try row.optionalString("provider_ref"), evidenceID: try row.optionalInt64("evidence_id"), calls: calls[id] ?? [])
+            }
+        }
+        return explanation
+    }
+
+    static func discrepancy(_ row: PostgresRow) throws -> Explanation.DiscrepancyLine? {
+        guard let kind = DiscrepancyKind(rawValue: try row.string("kind")) else { return nil }
+        return Explanation.DiscrepancyLine(
+            id: try row.int64("id"), kind: kind, status: try row.string("status"), detail: try row.string("detail"),
+            expected: (try? JSONValue.parse(try row.string("expected"))) ?? .object([]),
+            actual: (try? JSONValue.parse(try row.string("actual"))) ?? .object([]),
+            firstSeen: try row.date("first_seen"), lastSeen: try row.date("last_seen"), resolvedAt: try row.optionalDate("resolved_at"),
+            occurrences: Int(try row.int64("occurrences")), evidenceID: try row.optionalInt64("evidence_id"))
+    }
+
+    static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count * 2)
+        for b in bytes { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 0x0f)]) }
+        return String(decoding: out, as: UTF8.self)
+    }
+}
