@@ -42,17 +42,19 @@ final class WorkerHarness: @unchecked Sendable {
         let port = try paysim.start()
         paysimURL = "http://127.0.0.1:\(port)"
         simulator.setPublicBaseURL(paysimURL)
-        let transport = HTTPClientTransport(client: http)
+        // As in production, every request passes CountedTransport (where a check's answers are kept as evidence).
+        let base = HTTPClientTransport(client: http)
+        func transport(_ provider: Provider) -> CountedTransport { CountedTransport(base: base, provider: provider.rawValue) }
         let pxp = PXPClient(configuration: PXPConfiguration(baseURL: paysimURL + "/api/v1", clientID: config.pxpClientID,
                                                             tokenID: config.pxpTokenID, tokenValue: config.pxpTokenValue,
                                                             timeoutSeconds: 10),
-                            transport: transport, retry: retry)
+                            transport: transport(.pxp), retry: retry)
         let paypal = PayPalClient(configuration: PayPalConfiguration(baseURL: paysimURL, clientID: config.paypalClientID,
                                                                      secret: config.paypalSecret, timeoutSeconds: 10),
-                                  transport: transport, retry: retry)
+                                  transport: transport(.paypal), retry: retry)
         let paypercut = PaypercutClient(configuration: PaypercutConfiguration(baseURL: paysimURL, secretKey: config.paypercutSecretKey,
                                                                               timeoutSeconds: 10),
-                                        transport: transport, retry: retry)
+                                        transport: transport(.paypercut), retry: retry)
         gateway = ProviderGateway(ConfiguredProviders(apis: [.pxp: PXPProvider.API(client: pxp), .paypal: PayPalProvider.API(client: paypal),
                                                              .paypercut: PaypercutProvider.API(client: paypercut)]))
         checker = OrderChecker(pool: pool, gateway: gateway, pendingMaxSeconds: pendingMaxSeconds)
@@ -165,7 +167,7 @@ final class WorkerHarness: @unchecked Sendable {
             if let transform, let object = try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] {
                 body = Array(try JSONSerialization.data(withJSONObject: transform(object)))
             }
-            let provider: Provider = d.header("PAYPAL-TRANSMISSION-ID") != nil ? .paypal : .pxp
+            let provider: Provider = d.header("PAYPAL-TRANSMISSION-ID") != nil ? .paypal : d.header("Paypercut-Signature") != nil ? .paypercut : .pxp
             ids.append(try store(provider, body: body, dedupeKey: d.id, headers: d.headers))
         }
         return ids
