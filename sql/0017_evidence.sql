@@ -32,8 +32,10 @@ CREATE TABLE evidence_answers (
     method      text        NOT NULL,
     url         text        NOT NULL,
     status      integer,                        -- NULL: no answer (timeout, refused)
-    sha256      bytea       NOT NULL,
-    body        bytea       NOT NULL,
+    sha256      bytea       NOT NULL,           -- of the whole answer
+    length      integer     NOT NULL,           -- the whole answer's size
+    body        bytea       NOT NULL,           -- empty when not kept (past a check's bounds: 64 answers, 1 MiB)
+    body_kept   boolean     NOT NULL,
     PRIMARY KEY (evidence_id, position)
 );
 
@@ -49,7 +51,9 @@ CREATE TABLE action_calls (
     request_body    bytea       NOT NULL,       -- what was asked (never the headers: they carry credentials)
     status          integer,                    -- NULL: no answer
     sha256          bytea       NOT NULL,
+    length          integer     NOT NULL,
     body            bytea       NOT NULL,
+    body_kept       boolean     NOT NULL,
     outcome         text                        -- what the executor recorded after it: succeeded, failed, pending (in doubt)…
 );
 CREATE INDEX action_calls_action ON action_calls (action_id, id);
@@ -58,9 +62,13 @@ CREATE INDEX action_calls_action ON action_calls (action_id, id);
 ALTER TABLE discrepancies ADD COLUMN evidence_id bigint;
 ALTER TABLE actions ADD COLUMN evidence_id bigint;
 
--- What prune keeps: evidence an open or acknowledged discrepancy, a pending action or a call points at.
-CREATE INDEX discrepancies_evidence ON discrepancies (evidence_id) WHERE status IN ('open', 'acknowledged');
-CREATE INDEX actions_evidence ON actions (evidence_id) WHERE status = 'pending';
+-- What prune keeps: evidence an open or acknowledged discrepancy, a pending action (or a failed one whose outcome is
+-- unknown) or a call points at. Every evidence_id is NULL here, so building these scans each table once (a few seconds
+-- per million rows, holding the lock the ALTERs above took) and inserts nothing.
+CREATE INDEX discrepancies_evidence ON discrepancies (evidence_id)
+    WHERE evidence_id IS NOT NULL AND status IN ('open', 'acknowledged');
+CREATE INDEX actions_evidence ON actions (evidence_id)
+    WHERE evidence_id IS NOT NULL AND (status = 'pending' OR (status = 'failed' AND in_doubt));
 CREATE INDEX action_calls_evidence ON action_calls (evidence_id);
 
 -- Which orders each delivery named (`explain` lists them with how the delivery ended).

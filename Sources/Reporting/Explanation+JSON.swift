@@ -52,7 +52,8 @@ extension Explanation {
                     ("answer_sha256", .array(c.hashes.map(JSONValue.string))),
                     ("answers", .array(c.answers.map { a in
                         .object([("fetched_at", time(a.fetchedAt)), ("method", .string(a.method)), ("url", .string(a.url)), ("status", status(a.status)),
-                                 ("sha256", .string(a.sha256)), ("body", a.body.map(Self.bodyValue) ?? .null)])
+                                 ("sha256", .string(a.sha256)), ("length", .number(String(a.length))),
+                                 ("body", a.body.map(Self.bodyValue) ?? .null)])
                     })),
                     ("decision", decision(c.decision)), ("findings", .array(c.findings.map(JSONValue.string))),
                     ("planned", .array(c.planned.map(JSONValue.string))), ("superseded", .array(c.superseded.map(JSONValue.string))),
@@ -68,7 +69,8 @@ extension Explanation {
                 return .object([("at", time(event.at)), ("event", .string("action_call")), ("action_id", id(a.id)), ("attempt", .number(String(c.attempt))),
                                 ("evidence_id", id(c.evidenceID)), ("method", .string(c.method)), ("url", .string(c.url)),
                                 ("idempotency_key", text(c.idempotencyKey)), ("request", Self.bodyValue(c.request)), ("status", status(c.status)),
-                                ("sha256", .string(c.sha256)), ("answer", Self.bodyValue(c.body)), ("outcome", text(c.outcome))])
+                                ("sha256", .string(c.sha256)), ("length", .number(String(c.length))),
+                                ("answer", c.body.map(Self.bodyValue) ?? .null), ("outcome", text(c.outcome))])
             }
         }
         return .object([

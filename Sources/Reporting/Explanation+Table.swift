@@ -17,7 +17,7 @@ extension Explanation {
             out.append("  \(guide.title): \(guide.meaning) Next: \(guide.nextStep)")
             out.append("  expected \(s.expected.serializedText), found \(s.actual.serializedText); seen \(s.occurrences)× "
                        + "from \(Timestamp.iso8601(s.firstSeen)) to \(Timestamp.iso8601(s.lastSeen))"
-                       + (s.evidenceID.map { "; evidence \($0)" } ?? ""))
+                       + (s.evidenceID.map { "; evidence \($0)" } ?? "; no evidence: recorded before payrecon kept it"))
         } else {
             out.append(what + (orderID != nil ? " (transaction \(transactionRef))" : ""))
         }
@@ -57,14 +57,14 @@ extension Explanation {
         case .check(let c):
             var l = ["\(at)  \(c.source) check (evidence \(c.evidenceID)"
                      + (c.deliveryID.map { ", delivery \($0)" } ?? "") + "): "
-                     + (c.decided.isEmpty ? "nothing changed" : c.decided.joined(separator: ", "))]
+                     + (c.decided.isEmpty ? "nothing changed" : c.decided.map(Self.phrase).joined(separator: ", "))]
             if c.answers.isEmpty {
                 for h in c.hashes { l.append("      answer sha256 \(h)") }
                 if c.hashes.isEmpty { l.append("      no provider answer (nothing fetched)") }
             }
             for a in c.answers {
                 l.append("      \(a.method) \(a.url) → \(a.status.map(String.init) ?? "no answer") at \(Self.time(a.fetchedAt)), sha256 \(a.sha256)")
-                if let body = a.body { l += Self.indented(Self.preview(body, limit: bodyLimit)) }
+                l += Self.indented(a.body.map { Self.preview($0, length: a.length, limit: bodyLimit) } ?? Self.notKept(a.length))
             }
             if let decision = c.decision {
                 if let f = decision.figures { l.append("      saw: \(f.described)") }
@@ -77,7 +77,7 @@ extension Explanation {
             return ["\(at)  discrepancy \(d.id) \(d.kind.rawValue) opened" + (d.evidenceID.map { " (evidence \($0))" } ?? "")
                     + (d.status == "open" ? ", open" : d.status == "acknowledged" ? ", acknowledged" : "") + ": \(d.detail)"]
         case .resolved(let d):
-            return ["\(at)  discrepancy \(d.id) \(d.kind.rawValue) resolved: a later check no longer found it"]
+            return ["\(at)  discrepancy \(d.id) \(d.kind.rawValue) resolved: a later check no longer found it as it was"]
         case .planned(let a):
             return ["\(at)  action \(a.id) \(a.kind) \(a.amount) \(a.currency) planned (key \(a.idempotencyKey)"
                     + (a.evidenceID.map { ", evidence \($0)" } ?? "") + "); now \(a.status)"
@@ -85,10 +85,21 @@ extension Explanation {
         case .call(let a, let c):
             var l = ["\(at)  action \(a.id) call, attempt \(c.attempt)" + (c.evidenceID.map { " after re-fetch (evidence \($0))" } ?? "")
                      + ": \(c.method) \(c.url), idempotency key \(c.idempotencyKey ?? "(none)")"]
-            if !c.request.isEmpty { l.append("      sent:"); l += Self.indented(Self.preview(c.request, limit: bodyLimit)) }
+            if !c.request.isEmpty { l.append("      sent:"); l += Self.indented(Self.preview(c.request, length: c.request.count, limit: bodyLimit)) }
             l.append("      → \(c.status.map(String.init) ?? "no answer"), sha256 \(c.sha256): \(c.outcome ?? "outcome not recorded")")
-            l += Self.indented(Self.preview(c.body, limit: bodyLimit))
+            l += Self.indented(c.body.map { Self.preview($0, length: c.length, limit: bodyLimit) } ?? Self.notKept(c.length))
             return l
+        }
+    }
+
+    /// What a check decided, in words.
+    static func phrase(_ decided: String) -> String {
+        switch decided {
+        case "adopted": "now the evidence of a discrepancy recorded before payrecon kept evidence"
+        case "call": "decided the call below"
+        case "not sent": "the call was not sent: the order no longer called for it"
+        case "settled": "the provider said what came of a call in doubt"
+        default: decided
         }
     }
 
@@ -96,13 +107,18 @@ extension Explanation {
 
     static func indented(_ text: String) -> [String] { text.split(separator: "\n", omittingEmptySubsequences: false).map { "        " + $0 } }
 
-    /// The body as text (UTF-8), else as base64; cut past `limit` bytes with how much was left out.
-    static func preview(_ body: [UInt8], limit: Int) -> String {
-        if body.isEmpty { return "(empty)" }
+    /// The body as text (UTF-8), else as base64; cut past `limit` bytes with how much was left out (`length`: the
+    /// whole answer's size, when only its start was read).
+    static func preview(_ body: [UInt8], length: Int, limit: Int) -> String {
+        if length == 0 { return "(empty)" }
         let cut = body.count > limit ? Array(body.prefix(limit)) : body
         var text = String(validating: cut, as: UTF8.self) ?? (String(validating: Array(cut.dropLast(3)), as: UTF8.self) ?? "")
         if text.isEmpty { text = "base64 " + Data(cut).base64EncodedString() }
-        if body.count > limit { text += "\n… (\(body.count) bytes in all; --format json shows the whole answer)" }
+        if max(length, body.count) > cut.count { text += "\n… (\(max(length, body.count)) bytes in all; --format json shows the whole answer)" }
         return text
+    }
+
+    static func notKept(_ length: Int) -> String {
+        "(not kept: \(length) bytes, past what one check keeps — 64 answers, 1 MiB; its SHA-256 is above)"
     }
 }

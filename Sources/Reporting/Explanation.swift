@@ -68,10 +68,13 @@ public struct Explanation: Sendable, Equatable {
         /// nil: no answer.
         public var status: Int?
         public var sha256: String
-        /// The raw answer: nil when it was not kept (the check decided nothing).
+        /// The whole answer's size.
+        public var length: Int
+        /// The raw answer (perhaps only its start: see `length`); nil when it was not kept (past what one check keeps).
         public var body: [UInt8]?
-        public init(fetchedAt: Date, method: String, url: String, status: Int?, sha256: String, body: [UInt8]?) {
-            self.fetchedAt = fetchedAt; self.method = method; self.url = url; self.status = status; self.sha256 = sha256; self.body = body
+        public init(fetchedAt: Date, method: String, url: String, status: Int?, sha256: String, length: Int, body: [UInt8]?) {
+            self.fetchedAt = fetchedAt; self.method = method; self.url = url; self.status = status; self.sha256 = sha256
+            self.length = length; self.body = body
         }
     }
 
@@ -131,15 +134,17 @@ public struct Explanation: Sendable, Equatable {
         public var request: [UInt8]
         public var status: Int?
         public var sha256: String
-        public var body: [UInt8]
+        public var length: Int
+        /// nil when not kept.
+        public var body: [UInt8]?
         public var outcome: String?
         /// The executor's re-fetch that decided the call.
         public var evidenceID: Int64?
         public init(attempt: Int, sentAt: Date, method: String, url: String, idempotencyKey: String?, request: [UInt8], status: Int?,
-                    sha256: String, body: [UInt8], outcome: String?, evidenceID: Int64?) {
+                    sha256: String, length: Int, body: [UInt8]?, outcome: String?, evidenceID: Int64?) {
             self.attempt = attempt; self.sentAt = sentAt; self.method = method; self.url = url; self.idempotencyKey = idempotencyKey
-            self.request = request; self.status = status; self.sha256 = sha256; self.body = body; self.outcome = outcome
-            self.evidenceID = evidenceID
+            self.request = request; self.status = status; self.sha256 = sha256; self.length = length; self.body = body
+            self.outcome = outcome; self.evidenceID = evidenceID
         }
     }
 

@@ -9,10 +9,15 @@ public struct EvidenceAnswer: Sendable, Equatable {
     /// nil: no answer (the body says what happened).
     public var status: Int?
     public var fetchedAt: Date
+    /// Of the whole answer.
     public var sha256: [UInt8]
+    public var length: Int
+    /// Empty when not kept (`bodyKept`: past a check's bounds).
     public var body: [UInt8]
-    public init(method: String, url: String, status: Int?, fetchedAt: Date, sha256: [UInt8], body: [UInt8]) {
-        self.method = method; self.url = url; self.status = status; self.fetchedAt = fetchedAt; self.sha256 = sha256; self.body = body
+    public var bodyKept: Bool
+    public init(method: String, url: String, status: Int?, fetchedAt: Date, sha256: [UInt8], length: Int, body: [UInt8], bodyKept: Bool) {
+        self.method = method; self.url = url; self.status = status; self.fetchedAt = fetchedAt; self.sha256 = sha256
+        self.length = length; self.body = body; self.bodyKept = bodyKept
     }
 }
 
@@ -76,15 +81,22 @@ public enum EvidenceStore {
             ])
     }
 
-    /// The raw answers of a check that decided something: one statement each (their bodies go binary).
-    static func insertAnswers(evidenceID: Int64, _ answers: [EvidenceAnswer]) -> [PostgresStatement] {
-        answers.enumerated().map { i, a in
-            PostgresStatement("""
-                INSERT INTO evidence_answers (evidence_id, position, fetched_at, method, url, status, sha256, body)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-                """, [.int64(evidenceID), .int64(Int64(i)), .timestamptz(a.fetchedAt), .text(a.method), .text(a.url),
-                      a.status.map { .int64(Int64($0)) } ?? .null, .bytea(a.sha256), .bytea(a.body)])
-        }
+    /// The raw answers of the checks that decided something: one statement for all (bodies go binary).
+    static func insertAnswers(_ answers: [(evidenceID: Int64, answers: [EvidenceAnswer])]) throws -> [PostgresStatement] {
+        let rows = answers.flatMap { e in e.answers.enumerated().map { (e.evidenceID, Int64($0.offset), $0.element) } }
+        guard !rows.isEmpty else { return [] }
+        return [PostgresStatement("""
+            INSERT INTO evidence_answers (evidence_id, position, fetched_at, method, url, status, sha256, length, body, body_kept)
+            SELECT evidence_id, position, fetched_at::timestamptz, method, url, status::integer, sha256, length, body, body_kept
+            FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bytea[], $8::bigint[],
+                        $9::bytea[], $10::text[]::boolean[])
+                 AS a(evidence_id, position, fetched_at, method, url, status, sha256, length, body, body_kept)
+            """, [
+                .int64Array(rows.map(\.0)), .int64Array(rows.map(\.1)), .textArray(try rows.map { try PostgresValue.timestampText($0.2.fetchedAt) }),
+                .textArray(rows.map(\.2.method)), .textArray(rows.map(\.2.url)), .nullableTextArray(rows.map { $0.2.status.map(String.init) }),
+                .byteaArray(rows.map(\.2.sha256)), .int64Array(rows.map { Int64($0.2.length) }), .byteaArray(rows.map(\.2.body)),
+                .textArray(rows.map { $0.2.bodyKept ? "true" : "false" }),
+            ])]
     }
 
     static func encode(_ record: DecisionRecord) -> String? {
@@ -105,7 +117,7 @@ public enum EvidenceStore {
             let record = DecisionRecord(decision: decision, findings: findings.map(\.kind.rawValue), planned: planned, superseded: [])
             let row = Row(id: id, provider: provider.rawValue, orderID: orderID, transactionRef: transactionRef, checkedAt: checkedAt,
                           evidence: evidence, decided: decided, decision: encode(record))
-            _ = try tx.pipeline([try insert([row])] + insertAnswers(evidenceID: id, evidence.answers)).map { try $0.get() }
+            _ = try tx.pipeline([try insert([row])] + insertAnswers([(id, evidence.answers)])).map { try $0.get() }
             return id
         }
     }
@@ -126,11 +138,14 @@ public enum EvidenceStore {
         public var requestBody: [UInt8]
         public var status: Int?
         public var sha256: [UInt8]
+        public var length: Int
         public var body: [UInt8]
+        public var bodyKept: Bool
         public init(sentAt: Date, method: String, url: String, idempotencyKey: String?, requestBody: [UInt8], status: Int?,
-                    sha256: [UInt8], body: [UInt8]) {
+                    sha256: [UInt8], length: Int, body: [UInt8], bodyKept: Bool) {
             self.sentAt = sentAt; self.method = method; self.url = url; self.idempotencyKey = idempotencyKey
-            self.requestBody = requestBody; self.status = status; self.sha256 = sha256; self.body = body
+            self.requestBody = requestBody; self.status = status; self.sha256 = sha256; self.length = length; self.body = body
+            self.bodyKept = bodyKept
         }
     }
 
@@ -142,11 +157,12 @@ public enum EvidenceStore {
         let statements = calls.map { c in
             PostgresStatement("""
                 INSERT INTO action_calls (action_id, attempt, evidence_id, sent_at, method, url, idempotency_key, request_body, status,
-                                          sha256, body, outcome)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+                                          sha256, length, body, body_kept, outcome)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
                 """, [.int64(actionID), .int64(Int64(attempt)), evidenceID.map { .int64($0) } ?? .null, .timestamptz(c.sentAt),
                       .text(c.method), .text(c.url), c.idempotencyKey.map { .text($0) } ?? .null, .bytea(c.requestBody),
-                      c.status.map { .int64(Int64($0)) } ?? .null, .bytea(c.sha256), .bytea(c.body), .text(outcome)])
+                      c.status.map { .int64(Int64($0)) } ?? .null, .bytea(c.sha256), .int64(Int64(c.length)), .bytea(c.body),
+                      .bool(c.bodyKept), .text(outcome)])
         }
         _ = try conn.pipeline(statements).map { try $0.get() }
     }

@@ -18,7 +18,9 @@ public enum ExplainStore {
     /// At most this many checks are shown (the newest); older ones are counted.
     public static let checkLimit = 500
 
-    public static func explain(_ subject: Subject, now: Date = Date(), on conn: PostgresConnection) throws -> Explanation {
+    /// `bodyLimit`: read at most this many bytes of each raw answer (the timeline and the HTML show only their start;
+    /// the JSON wants them whole: nil).
+    public static func explain(_ subject: Subject, bodyLimit: Int? = nil, now: Date = Date(), on conn: PostgresConnection) throws -> Explanation {
         var provider: String, orderID: String?, transactionRef: String
         var asked: Int64?
         switch subject {
@@ -52,7 +54,9 @@ public enum ExplainStore {
             let o = PostgresValue.text(orderID)
             if let row = try conn.query("""
                 SELECT o.*, (SELECT json_agg(t.transaction_ref ORDER BY t.position)::text FROM order_transactions t
-                             WHERE t.provider = o.provider AND t.order_id = o.order_id) AS refs
+                             WHERE t.provider = o.provider AND t.order_id = o.order_id) AS refs,
+                            (SELECT json_agg(t.transaction_ref)::text FROM order_transactions t
+                             WHERE t.provider = o.provider AND t.order_id = o.order_id AND t.source = 'learned') AS learned
                 FROM orders o WHERE o.provider = $1 AND o.order_id = $2
                 """, [p, o]).first {
                 let currency = Currency(code: try row.string("currency"))
@@ -63,10 +67,15 @@ public enum ExplainStore {
                 if let list = try row.optionalString("refs"), let parsed = try? JSONValue.parse(list).arrayValue {
                     refs = parsed.compactMap(\.stringValue)
                 }
+                let learned = Set((try row.optionalString("learned")).flatMap { try? JSONValue.parse($0).arrayValue }?.compactMap(\.stringValue) ?? [])
+                var fields = [("merchant", try row.string("merchant")), ("site", try row.string("site")),
+                              ("transaction_ref", try row.string("transaction_ref"))]
+                // The order's transactions when it has several; those payrecon learned from a provider's answer (not from
+                // where the order came from) say so.
+                if refs.count > 1 { fields.append(("transactions", refs.map { learned.contains($0) ? $0 + " (learned)" : $0 }.joined(separator: " "))) }
                 explanation.order = Explanation.OrderVersion(
                     since: try row.date("updated_at"), replacedAt: nil, source: try row.string("source"),
-                    fields: [("merchant", try row.string("merchant")), ("site", try row.string("site")),
-                             ("transaction_ref", refs.joined(separator: " ")), ("intent", try row.string("intent")),
+                    fields: fields + [("intent", try row.string("intent")),
                              ("amount", try amount("amount_minor")), ("currency", try row.string("currency")),
                              ("fulfilment", try row.string("fulfilment")), ("refund_amount", try amount("refund_amount_minor"))])
             }
@@ -99,21 +108,34 @@ public enum ExplainStore {
             : "provider = $1 AND order_id IS NULL AND transaction_ref = $2"
         let evidenceParams: [PostgresValue] = orderID.map { [p, .text($0), .textArray(refs)] } ?? [p, .text(transactionRef)]
         let total = try conn.query("SELECT count(*) AS n FROM evidence WHERE \(evidenceWhere)", evidenceParams).first?.int64("n") ?? 0
+        // The newest checks, and always those a discrepancy, an action or a call of it points at (the check that opened a
+        // discrepancy may be older than the newest 500 of an order checked often).
+        let pinnedWhere = orderID != nil
+            ? """
+              SELECT evidence_id FROM discrepancies WHERE provider = $1 AND (order_id = $2 OR (order_id IS NULL AND transaction_ref = ANY($3)))
+              UNION SELECT evidence_id FROM actions WHERE provider = $1 AND order_id = $2
+              UNION SELECT c.evidence_id FROM action_calls c JOIN actions a ON a.id = c.action_id WHERE a.provider = $1 AND a.order_id = $2
+              """
+            : "SELECT evidence_id FROM discrepancies WHERE provider = $1 AND order_id IS NULL AND transaction_ref = $2"
         let evidenceRows = try conn.query("""
             SELECT id, checked_at, source, delivery_id, answer_hashes, decided, decision::text AS decision FROM evidence
-            WHERE \(evidenceWhere) ORDER BY id DESC LIMIT \(checkLimit)
+            WHERE id IN (SELECT id FROM evidence WHERE \(evidenceWhere) ORDER BY id DESC LIMIT \(checkLimit))
+               OR id IN (\(pinnedWhere))
+            ORDER BY id DESC
             """, evidenceParams)
-        explanation.checksLeftOut = Int(total) - evidenceRows.count
+        explanation.checksLeftOut = max(0, Int(total) - evidenceRows.count)
         var answers: [Int64: [Explanation.Answer]] = [:]
         let decidedIDs = try evidenceRows.filter { try $0.optionalString("decided") != nil }.map { try $0.int64("id") }
         if !decidedIDs.isEmpty {
             for row in try conn.query("""
-                SELECT evidence_id, fetched_at, method, url, status, sha256, body FROM evidence_answers
-                WHERE evidence_id = ANY($1) ORDER BY evidence_id, position
+                SELECT evidence_id, fetched_at, method, url, status, sha256, length, body_kept,
+                       \(bodyLimit.map { "substring(body from 1 for \(max(0, $0)))" } ?? "body") AS body
+                FROM evidence_answers WHERE evidence_id = ANY($1) ORDER BY evidence_id, position
                 """, [.int64Array(decidedIDs)]) {
                 answers[try row.int64("evidence_id"), default: []].append(Explanation.Answer(
                     fetchedAt: try row.date("fetched_at"), method: try row.string("method"), url: try row.string("url"),
-                    status: try row.optionalInt64("status").map { Int($0) }, sha256: Self.hex(try row.bytes("sha256")), body: try row.bytes("body")))
+                    status: try row.optionalInt64("status").map { Int($0) }, sha256: Self.hex(try row.bytes("sha256")),
+                    length: Int(try row.int64("length")), body: try row.bool("body_kept") ? try row.bytes("body") : nil))
             }
         }
         let decoder = JSONDecoder()
@@ -164,13 +186,15 @@ public enum ExplainStore {
             let ids = try actionRows.map { try $0.int64("id") }
             if !ids.isEmpty {
                 for row in try conn.query("""
-                    SELECT action_id, attempt, evidence_id, sent_at, method, url, idempotency_key, request_body, status, sha256, body, outcome
+                    SELECT action_id, attempt, evidence_id, sent_at, method, url, idempotency_key, request_body, status, sha256, length,
+                           body_kept, \(bodyLimit.map { "substring(body from 1 for \(max(0, $0)))" } ?? "body") AS body, outcome
                     FROM action_calls WHERE action_id = ANY($1) ORDER BY id
                     """, [.int64Array(ids)]) {
                     calls[try row.int64("action_id"), default: []].append(Explanation.Call(
                         attempt: Int(try row.int64("attempt")), sentAt: try row.date("sent_at"), method: try row.string("method"),
                         url: try row.string("url"), idempotencyKey: try row.optionalString("idempotency_key"), request: try row.bytes("request_body"),
-                        status: try row.optionalInt64("status").map { Int($0) }, sha256: Self.hex(try row.bytes("sha256")), body: try row.bytes("body"),
+                        status: try row.optionalInt64("status").map { Int($0) }, sha256: Self.hex(try row.bytes("sha256")),
+                        length: Int(try row.int64("length")), body: try row.bool("body_kept") ? try row.bytes("body") : nil,
                         outcome: try row.optionalString("outcome"), evidenceID: try row.optionalInt64("evidence_id")))
                 }
             }

@@ -32,7 +32,7 @@ public enum FindingStore {
     /// a counted open one; no row at all means the acknowledged one was counted.
     static let upsertFinding = """
         WITH prior AS (
-            SELECT expected, actual FROM discrepancies
+            SELECT expected, actual, evidence_id FROM discrepancies
             WHERE provider = $1 AND coalesce(order_id, '') = coalesce($2::text, '') AND transaction_ref = $3 AND kind = $4
               AND status = 'open'),
         acknowledged AS (
@@ -54,9 +54,13 @@ public enum FindingStore {
             currency = EXCLUDED.currency,
             -- The evidence behind a discrepancy is the check that opened it or last changed what defines it.
             evidence_id = CASE WHEN discrepancies.expected = EXCLUDED.expected AND discrepancies.actual = EXCLUDED.actual
-                               THEN discrepancies.evidence_id ELSE coalesce(EXCLUDED.evidence_id, discrepancies.evidence_id) END
+                               THEN coalesce(discrepancies.evidence_id, EXCLUDED.evidence_id)
+                               ELSE coalesce(EXCLUDED.evidence_id, discrepancies.evidence_id) END
         RETURNING (xmax = 0) AS inserted,
-            EXISTS (SELECT 1 FROM prior p WHERE NOT (p.expected = $5::jsonb AND p.actual = $6::jsonb)) AS changed
+            EXISTS (SELECT 1 FROM prior p WHERE NOT (p.expected = $5::jsonb AND p.actual = $6::jsonb)) AS changed,
+            -- An open discrepancy recorded before evidence was kept takes this check's as its own.
+            $10::bigint IS NOT NULL AND EXISTS (SELECT 1 FROM prior p WHERE p.evidence_id IS NULL
+                                                AND p.expected = $5::jsonb AND p.actual = $6::jsonb) AS adopted
         """
 
     /// `payrecon discrepancies ack ID --note`: an open discrepancy leaves the open set and the money at risk; the
@@ -230,7 +234,7 @@ public enum FindingStore {
             let written = try conn.pipeline(statements).map { try $0.get() }
             var out = [(outcome: CheckOutcome, plan: Plan)?](repeating: nil, count: checks.count)
             let resolvedInGroup = try writes.resolvedByGroupStatements(written)
-            var rows: [EvidenceStore.Row] = [], answers: [PostgresStatement] = []
+            var rows: [EvidenceStore.Row] = [], answers: [(evidenceID: Int64, answers: [EvidenceAnswer])] = []
             for (i, plan, _) in results {
                 var outcome = try writes.outcome(of: i, from: written)
                 outcome.resolved += resolvedInGroup[i, default: 0]
@@ -238,20 +242,22 @@ public enum FindingStore {
                 if evidenceLater, let id = evidenceIDs[i] {
                     var decided: [String] = []
                     if outcome.opened > 0 { decided.append("opened") }
-                    if try writes.changed(of: i, from: written) { decided.append("changed") }
+                    let (changed, adopted) = try writes.changed(of: i, from: written)
+                    if changed { decided.append("changed") }
+                    if adopted { decided.append("adopted") }
                     if outcome.resolved > 0 { decided.append("resolved") }
                     if outcome.actionsEmitted > 0 { decided.append("planned") }
                     if outcome.superseded > 0 { decided.append("superseded") }
                     if let row = Self.evidenceRow(checks[i], id: id, decided: decided.isEmpty ? nil : decided.joined(separator: " "), plan: plan) {
                         rows.append(row)
-                        if !decided.isEmpty { answers += EvidenceStore.insertAnswers(evidenceID: id, checks[i].evidence!.answers) }
+                        if !decided.isEmpty { answers.append((id, checks[i].evidence!.answers)) }
                     }
                 }
             }
             if evidenceLater {
                 var last: [PostgresStatement] = []
                 if !rows.isEmpty { last.append(try EvidenceStore.insert(rows)) }
-                _ = try conn.pipeline(last + answers + [PostgresStatement("COMMIT")]).map { try $0.get() }
+                _ = try conn.pipeline(last + (try EvidenceStore.insertAnswers(answers)) + [PostgresStatement("COMMIT")]).map { try $0.get() }
             }
             return out
         } catch {
@@ -440,10 +446,16 @@ public enum FindingStore {
             return resolved
         }
 
-        /// Whether one of check `index`'s findings changed what defines an open discrepancy.
-        func changed(of index: Int, from results: [PostgresRows]) throws -> Bool {
-            for i in findings[index] ?? [] where try results[i].first?.bool("changed") == true { return true }
-            return false
+        /// Whether one of check `index`'s findings changed what defines an open discrepancy, and whether one became the
+        /// evidence of a discrepancy recorded before evidence was kept.
+        func changed(of index: Int, from results: [PostgresRows]) throws -> (changed: Bool, adopted: Bool) {
+            var out = (changed: false, adopted: false)
+            for i in findings[index] ?? [] {
+                guard let row = results[i].first else { continue }
+                if try row.bool("changed") { out.changed = true }
+                if try row.bool("adopted") { out.adopted = true }
+            }
+            return out
         }
 
         /// What check `index` changed through its own statements, from the round trip's results.

@@ -47,7 +47,7 @@ public struct RetentionPolicy: Sendable, Equatable {
 /// discrepancies and actions are never touched.
 public enum PruneStore {
     public struct Removed: Sendable, Equatable {
-        public var deliveries = 0, rejected = 0, rejectionCounts = 0, runs = 0, transmissions = 0, webhookMaterial = 0, evidence = 0
+        public var deliveries = 0, rejected = 0, rejectionCounts = 0, runs = 0, transmissions = 0, webhookMaterial = 0, evidence = 0, orderVersions = 0
         public init() {}
     }
 
@@ -70,9 +70,12 @@ public enum PruneStore {
             ("evidence", """
                 checked_at < now() - make_interval(secs => $1::bigint)
                 AND NOT EXISTS (SELECT 1 FROM discrepancies d WHERE d.evidence_id = evidence.id AND d.status IN ('open', 'acknowledged'))
-                AND NOT EXISTS (SELECT 1 FROM actions a WHERE a.evidence_id = evidence.id AND a.status = 'pending')
+                AND NOT EXISTS (SELECT 1 FROM actions a WHERE a.evidence_id = evidence.id
+                                AND (a.status = 'pending' OR (a.status = 'failed' AND a.in_doubt)))
                 AND NOT EXISTS (SELECT 1 FROM action_calls c WHERE c.evidence_id = evidence.id)
                 """, policy.evidenceSeconds, \.evidence),
+            // Versions of orders replaced longer ago (the order itself, as it is now, is never pruned).
+            ("order_versions", "replaced_at < now() - make_interval(secs => $1::bigint)", policy.evidenceSeconds, \.orderVersions),
         ]
         for target in targets {
             if dryRun {

@@ -117,10 +117,20 @@ public final class ActionExecutor: Sendable {
         // A call in doubt is asked about before anything else: it is never sent again on a guess.
         if action.inDoubt {
             let settlement: Settlement
+            let settledAt = Date()
             switch await checker.settle(order, links: known.links, evidence: !api.deduplicatesIdempotencyKeys) {
             case .success(let settled): known.links = settled.links; settlement = settled.settlement
             case .failure(let failure):
                 return await finish(action, .pending, ref: nil, error: "outcome of the last call still unknown; will ask again: \(failure.result)", log: log)
+            }
+            // What the provider said of the call in doubt decides the action's status: those answers are kept.
+            let decides: Bool = switch settlement.calls[action.id] {
+            case .made?, .refused?: true
+            case nil: !api.deduplicatesIdempotencyKeys && action.attempts >= Self.attemptsBeforeOutcomeUnknown
+            default: false
+            }
+            if decides {
+                _ = await keepEvidence(action, order: order, answers: answers, checkedAt: settledAt, decided: "settled", plan: nil, log: log)
             }
             switch settlement.calls[action.id] {
             case .made(let ref)?:
@@ -178,18 +188,9 @@ public final class ActionExecutor: Sendable {
                                 + "\(Int(inDoubtGraceSeconds)) s old", log: log)
         }
         // The fresh answers decided whether and for how much the call goes: kept with their bodies.
-        let evidenceID: Int64
-        // Read here: a task-local is not seen on the pool's threads.
-        let evidence = CheckContext.current.evidence(answers.exchanges)
-        do {
-            evidenceID = try await pool.run { conn in
-                try EvidenceStore.record(provider: action.provider, orderID: order.orderID, transactionRef: order.transactionRefs.joined(separator: " "),
-                                         checkedAt: fetchedAt, evidence: evidence,
-                                         decided: wanted == nil ? "not sent" : "call", decision: plan.decision, findings: plan.findings,
-                                         planned: wanted.map { [$0.idempotencyKey] } ?? [], on: conn)
-            }
-        } catch {
-            return await finish(action, .pending, ref: nil, error: "will retry: database: \(error)", log: log)   // nothing sent
+        guard let evidenceID = await keepEvidence(action, order: order, answers: answers, checkedAt: fetchedAt,
+                                                   decided: wanted == nil ? "not sent" : "call", plan: plan, log: log) else {
+            return await finish(action, .pending, ref: nil, error: "will retry: the evidence of the re-fetch could not be kept", log: log)   // nothing sent
         }
         guard let snapshot = acted, let wanted else {
             let why = plan.findings.first.map { "\($0.kind.rawValue): \($0.detail)" } ?? "the order no longer calls for it"
@@ -229,14 +230,19 @@ public final class ActionExecutor: Sendable {
         }
 
         let (result, exchanges) = await AnswerLog.collecting { await api.execute(call) }
-        // What was sent and answered is kept before anything else is recorded, whatever comes of the lease.
+        // What was sent and answered is kept before anything else is recorded, whatever comes of the lease. When it cannot
+        // be, the action stays in doubt: its next attempt asks the provider what came of the call (and keeps that answer),
+        // so no action ends succeeded or failed without the evidence of how.
         do {
             try await pool.run { conn in
                 try EvidenceStore.recordCalls(actionID: action.id, attempt: action.attempts, evidenceID: evidenceID, calls: exchanges.map(\.call),
                                               outcome: Self.callOutcome(result.outcome), on: conn)
             }
         } catch {
-            log.warning("could not keep the evidence of an action's call", ["error": String(describing: error)])
+            log.warning("could not keep the evidence of an action's call; the provider is asked what came of it next time",
+                        ["error": String(describing: error)])
+            return await finish(action, .pending, ref: nil, error: "the call's evidence could not be kept: database: \(error); asked again next time",
+                                inDoubt: true, log: log)
         }
         if !result.links.isEmpty {
             do {
@@ -265,6 +271,24 @@ public final class ActionExecutor: Sendable {
             if code != 0 { _ = await checker.check(order, log: log) }
         }
         return status
+    }
+
+    /// Keeps the answers this attempt read (a re-fetch, or what the provider said of a call in doubt) as evidence, always
+    /// with their bodies; nil when the database could not keep them.
+    func keepEvidence(_ action: StoredAction, order: Order, answers: AnswerLog, checkedAt: Date, decided: String, plan: Plan?,
+                      log: Logger) async -> Int64? {
+        // Read here: a task-local is not seen on the pool's threads.
+        let evidence = CheckContext.current.evidence(answers.exchanges)
+        do {
+            return try await pool.run { conn in
+                try EvidenceStore.record(provider: action.provider, orderID: order.orderID, transactionRef: order.transactionRefs.joined(separator: " "),
+                                         checkedAt: checkedAt, evidence: evidence, decided: decided, decision: plan?.decision ?? Decision(),
+                                         findings: plan?.findings ?? [], planned: [action.idempotencyKey], on: conn)
+            }
+        } catch {
+            log.warning("could not keep the evidence of an action's attempt", ["error": String(describing: error)])
+            return nil
+        }
     }
 
     /// What a call's answer came to, as kept with the call.

@@ -18,11 +18,11 @@ public struct CheckContext: Sendable {
 
 extension ProviderExchange {
     var answer: EvidenceAnswer {
-        EvidenceAnswer(method: method, url: url, status: status, fetchedAt: sentAt, sha256: sha256, body: body)
+        EvidenceAnswer(method: method, url: url, status: status, fetchedAt: sentAt, sha256: sha256, length: length, body: body, bodyKept: bodyKept)
     }
 
     var call: EvidenceStore.Call {
         EvidenceStore.Call(sentAt: sentAt, method: method, url: url, idempotencyKey: idempotencyKey, requestBody: requestBody,
-                           status: status, sha256: sha256, body: body)
+                           status: status, sha256: sha256, length: length, body: body, bodyKept: bodyKept)
     }
 }

@@ -9,7 +9,7 @@ struct ExplanationTests {
 
     static func check(_ id: Int64, at seconds: Double, decided: [String] = [], body: String? = nil) -> Explanation.Check {
         let answers = body.map { [Explanation.Answer(fetchedAt: noon.addingTimeInterval(seconds), method: "GET", url: "https://api/tx/1", status: 200,
-                                                     sha256: hash, body: Array($0.utf8))] } ?? []
+                                                     sha256: hash, length: $0.utf8.count, body: Array($0.utf8))] } ?? []
         return Explanation.Check(evidenceID: id, at: noon.addingTimeInterval(seconds), source: "sweep", deliveryID: nil, hashes: [hash],
                                  decided: decided, decision: nil, findings: [], planned: [], superseded: [], answers: answers)
     }
@@ -36,6 +36,11 @@ struct ExplanationTests {
         let body = json["timeline"]?.arrayValue?.first?["answers"]?.arrayValue?.first?["body"]?.stringValue
         #expect(body == long)
         #expect(TextTable.safeMultiline("a\u{1B}[2Jb\nc") == "a\\u{1B}[2Jb\nc")
+        // An answer past what a check keeps: its hash and size, and why there is no body.
+        var check = Self.check(2, at: 1, decided: ["opened"], body: "x")
+        check.answers[0].body = nil; check.answers[0].length = 2_000_000
+        let text = Explanation(generatedAt: noon, provider: "pxp", orderID: "O-1", transactionRef: "TX-1", checks: [check]).table()
+        #expect(text.contains("(not kept: 2000000 bytes, past what one check keeps"))
     }
 
     @Test func theReportsJSONCarriesTheEvidenceID() throws {

@@ -44,11 +44,15 @@ let explainCommand = Command(
     }
     let conn = try connect(try args.environment().databaseURL())
     defer { conn.close() }
+    let format = try args.value(explainFormat) ?? "table"
     let explanation: Explanation
-    do { explanation = try ExplainStore.explain(subject, on: conn) } catch let missing as ExplainStore.NotFound {
+    do {
+        // The timeline shows the start of each answer: only that much is read.
+        explanation = try ExplainStore.explain(subject, bodyLimit: format == "json" ? nil : Explanation.bodyPreviewBytes, on: conn)
+    } catch let missing as ExplainStore.NotFound {
         throw FatalError(missing.description)
     }
-    switch try args.value(explainFormat) ?? "table" {
+    switch format {
     case "json": FileHandle.standardOutput.write(Data(explanation.json()))
     default: FileHandle.standardOutput.write(Data(TextTable.safeMultiline(explanation.table()).utf8))
     }

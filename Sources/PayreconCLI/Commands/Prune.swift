@@ -13,8 +13,9 @@ let pruneCommand = Command(
         PAYRECON_RETAIN: deliveries=90d,rejected=7d,runs=90d,evidence=90d (any subset; those are the defaults). Deliveries that are
         done or ignored go once processed longer ago than their retention; rejected-delivery samples once received;
         runs once finished; the transmission ids that guard PayPal bodies with the deliveries; certificates kept for
-        verifying webhooks once past their notAfter; the evidence of checks after `evidence=` (90d), except what an open or
-        acknowledged discrepancy, a pending action or an action's call points at. Dead and pending deliveries, orders, discrepancies and actions are never pruned. Rows go
+        verifying webhooks once past their notAfter; the evidence of checks and replaced order versions after `evidence=` (90d), except evidence an
+        open or acknowledged discrepancy, a pending action (or a failed one whose outcome is unknown) or an action's call
+        points at. Dead and pending deliveries, orders, discrepancies and actions are never pruned. Rows go
         in batches of 5,000, each its own short transaction, so the receiver and the worker are never held up.
         deploy/payrecon-prune.timer runs it daily.
         """
@@ -29,6 +30,6 @@ let pruneCommand = Command(
     let verb = dry ? "would remove" : "removed"
     print("\(verb) \(removed.deliveries) finished deliveries, \(removed.rejected) rejected-delivery samples, \(removed.runs) closed runs, "
           + "\(removed.rejectionCounts) hourly rejection counts, \(removed.transmissions) transmission ids, "
-          + "\(removed.webhookMaterial) expired webhook certificates, \(removed.evidence) checks' evidence")
+          + "\(removed.webhookMaterial) expired webhook certificates, \(removed.evidence) checks' evidence, \(removed.orderVersions) replaced order versions")
     return Exit.ok
 }

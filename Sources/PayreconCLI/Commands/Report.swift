@@ -85,7 +85,7 @@ struct ReportOptions {
             // The HTML carries the evidence of the first discrepancies it lists, each folded in a details element.
             var explanations: [Int64: Explanation] = [:]
             if o.format == .html {
-                for d in rows.prefix(Report.explainedInHTML) { explanations[d.id] = try ExplainStore.explain(.discrepancy(d.id), on: tx) }
+                for d in rows.prefix(Report.explainedInHTML) { explanations[d.id] = try ExplainStore.explain(.discrepancy(d.id), bodyLimit: Report.answerBytesInHTML, on: tx) }
             }
             return Report(generatedAt: Date(), filters: o.filters, summary: summary, openByDay: days,
                           discrepancies: try rows.map(DiscrepancyRow.init(stored:)), explanations: explanations)

@@ -10,15 +10,22 @@ public struct ProviderExchange: Sendable {
     /// nil: no answer at all (timeout, refused, reset); `body` then says what happened.
     public var status: Int?
     public var sentAt: Date
+    /// Of the whole answer, always (also when its body is not kept).
     public var sha256: [UInt8]
+    /// The answer's size in bytes.
+    public var length: Int
+    /// The raw answer; empty when it was not kept (`bodyKept`).
     public var body: [UInt8]
+    /// False past the log's bounds: the hash and the length stay, the body does not.
+    public var bodyKept: Bool
     public var requestBody: [UInt8]
     public var idempotencyKey: String?
 
     public init(method: String, url: String, status: Int?, sentAt: Date, body: [UInt8], requestBody: [UInt8] = [],
                 idempotencyKey: String? = nil) {
         self.method = method; self.url = url; self.status = status; self.sentAt = sentAt
-        self.sha256 = SHA256.hash(body); self.body = body; self.requestBody = requestBody; self.idempotencyKey = idempotencyKey
+        self.sha256 = SHA256.hash(body); self.length = body.count; self.body = body; self.bodyKept = true
+        self.requestBody = requestBody; self.idempotencyKey = idempotencyKey
     }
 }
 
@@ -26,16 +33,18 @@ public struct ProviderExchange: Sendable {
 /// (`CountedTransport`) while the work's task has a log bound (`AnswerLog.collecting`). Nothing is collected
 /// outside one, and an answer holding a credential (an OAuth token) never is (`ProviderRequest.answerIsEvidence`).
 ///
-/// Bounded: at most `maxExchanges` requests and `maxBodyBytes` of bodies per log; past them the hash is still kept
-/// and the body is left out (`omitted` says how many were).
+/// Bounded: the bodies of at most `maxBodies` answers and `maxBodyBytes` in all are kept; past them each answer keeps
+/// its hash and length only (`bodyKept` false), up to `maxExchanges`, and any beyond are counted in `omitted`.
 public final class AnswerLog: Sendable {
     @TaskLocal public static var current: AnswerLog?
 
-    public static let maxExchanges = 64
-    public static let maxBodyBytes = 4 << 20
+    public static let maxBodies = 64
+    public static let maxBodyBytes = 1 << 20
+    public static let maxExchanges = 1024
 
     private struct State {
         var exchanges: [ProviderExchange] = []
+        var bodies = 0
         var bodyBytes = 0
         var omitted = 0
     }
@@ -45,14 +54,18 @@ public final class AnswerLog: Sendable {
 
     /// What was collected so far, in the order the requests were sent.
     public var exchanges: [ProviderExchange] { state.withLock { $0.exchanges } }
-    /// Bodies left out past the bounds.
+    /// Exchanges past `maxExchanges`, not kept at all.
     public var omitted: Int { state.withLock { $0.omitted } }
 
     func append(_ exchange: ProviderExchange) {
         state.withLock { s in
+            guard s.exchanges.count < Self.maxExchanges else { s.omitted += 1; return }
             var e = exchange
-            if s.exchanges.count >= Self.maxExchanges { s.omitted += 1; return }
-            if s.bodyBytes + e.body.count > Self.maxBodyBytes { e.body = []; s.omitted += 1 } else { s.bodyBytes += e.body.count }
+            if s.bodies >= Self.maxBodies || s.bodyBytes + e.body.count + e.requestBody.count > Self.maxBodyBytes {
+                e.body = []; e.requestBody = []; e.bodyKept = false
+            } else {
+                s.bodies += 1; s.bodyBytes += e.body.count + e.requestBody.count
+            }
             s.exchanges.append(e)
         }
     }
