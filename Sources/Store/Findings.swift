@@ -31,11 +31,7 @@ public enum FindingStore {
     /// new row; otherwise the open row is counted or a new one opened. `inserted` is true for a new row, false for
     /// a counted open one; no row at all means the acknowledged one was counted.
     static let upsertFinding = """
-        WITH prior AS (
-            SELECT expected, actual, evidence_id FROM discrepancies
-            WHERE provider = $1 AND coalesce(order_id, '') = coalesce($2::text, '') AND transaction_ref = $3 AND kind = $4
-              AND status = 'open'),
-        acknowledged AS (
+        WITH acknowledged AS (
             UPDATE discrepancies SET last_seen = now(), occurrences = occurrences + 1, detail = $7::text, amount_at_risk_minor = $8::bigint
             WHERE provider = $1 AND coalesce(order_id, '') = coalesce($2::text, '') AND transaction_ref = $3 AND kind = $4
               AND status = 'acknowledged' AND expected = $5::jsonb AND actual = $6::jsonb
@@ -52,15 +48,12 @@ public enum FindingStore {
             last_seen = now(), occurrences = discrepancies.occurrences + 1, expected = EXCLUDED.expected,
             actual = EXCLUDED.actual, detail = EXCLUDED.detail, amount_at_risk_minor = EXCLUDED.amount_at_risk_minor,
             currency = EXCLUDED.currency,
-            -- The evidence behind a discrepancy is the check that opened it or last changed what defines it.
+            -- The evidence behind a discrepancy is the check that opened it or last changed what defines it (one recorded
+            -- before evidence was kept takes the first check that finds it).
             evidence_id = CASE WHEN discrepancies.expected = EXCLUDED.expected AND discrepancies.actual = EXCLUDED.actual
                                THEN coalesce(discrepancies.evidence_id, EXCLUDED.evidence_id)
                                ELSE coalesce(EXCLUDED.evidence_id, discrepancies.evidence_id) END
-        RETURNING (xmax = 0) AS inserted,
-            EXISTS (SELECT 1 FROM prior p WHERE NOT (p.expected = $5::jsonb AND p.actual = $6::jsonb)) AS changed,
-            -- An open discrepancy recorded before evidence was kept takes this check's as its own.
-            $10::bigint IS NOT NULL AND EXISTS (SELECT 1 FROM prior p WHERE p.evidence_id IS NULL
-                                                AND p.expected = $5::jsonb AND p.actual = $6::jsonb) AS adopted
+        RETURNING (xmax = 0) AS inserted
         """
 
     /// `payrecon discrepancies ack ID --note`: an open discrepancy leaves the open set and the money at risk; the
@@ -156,7 +149,10 @@ public enum FindingStore {
         var linkCountsAt: Int?
         if !known.isEmpty {
             let join = "JOIN unnest($1::text[], $2::text[]) AS k(provider, order_id) ON t.provider = k.provider AND t.order_id = k.order_id"
-            reads.append(PostgresStatement("SELECT \(OrderStore.selectColumns) FROM orders o \(join.replacingOccurrences(of: "t.", with: "o."))", pairs))
+            // Each order's row also takes the id of its check's evidence (nextval in the select list: one per row).
+            reads.append(PostgresStatement("""
+                SELECT \(OrderStore.selectColumns), nextval('evidence_id_seq') AS evidence_id FROM orders o \(join.replacingOccurrences(of: "t.", with: "o."))
+                """, pairs))
             reads.append(PostgresStatement("SELECT t.provider, t.order_id, \(emittedColumns) FROM actions t \(join) ORDER BY t.id", pairs))
             // With the aliases already linked from it (a check that learns no new alias writes none), and whether the last
             // check left anything open (most find nothing: the resolving UPDATE is then not needed; sql/0013).
@@ -168,20 +164,28 @@ public enum FindingStore {
                 reads.append(PostgresStatement("SELECT t.provider, t.order_id, count(*)::bigint AS n FROM transaction_links t \(join) GROUP BY t.provider, t.order_id", pairs))
             }
         }
-        let evidenced = checks.indices.filter { checks[$0].evidence != nil }
-        let allocateAt = reads.count
-        if !evidenced.isEmpty { reads.append(EvidenceStore.allocate(evidenced.count)) }
+        // What the checks keep as evidence depends on what each decides (opened, changed, resolved, planned): known before
+        // the writes from the discrepancies open now (read under the checks' locks), so the evidence goes in the same
+        // round trip as the writes. Transactions no order holds take their ids here (the orders read gives the others').
+        let evidenced = checks.filter { $0.evidence != nil }
+        var openAt: Int?, allocateAt: Int?
+        if !evidenced.isEmpty {
+            openAt = reads.count
+            reads.append(OpenDiscrepancy.read(evidenced))
+            let unknown = evidenced.filter { $0.order == nil }.count
+            if unknown > 0 { allocateAt = reads.count; reads.append(EvidenceStore.allocate(unknown)) }
+        }
         do {
             let read = try conn.pipeline(reads).map { try $0.get() }
             func key(_ provider: String, _ orderID: String) -> String { provider + "\u{0}" + orderID }
             var orders: [String: Order] = [:], emitted: [String: [EmittedAction]] = [:], stored: [String: PostgresRow] = [:]
-            var linkCounts: [String: Int] = [:]
-            var evidenceIDs: [Int: Int64] = [:]
-            if !evidenced.isEmpty {
-                for (i, row) in zip(evidenced, read[allocateAt]) { evidenceIDs[i] = try row.int64("id") }
-            }
+            var linkCounts: [String: Int] = [:], orderEvidence: [String: Int64] = [:]
             if !known.isEmpty {
-                for row in read[2] { let o = try OrderStore.decode(row); orders[key(o.provider.rawValue, o.orderID)] = o }
+                for row in read[2] {
+                    let o = try OrderStore.decode(row)
+                    orders[key(o.provider.rawValue, o.orderID)] = o
+                    orderEvidence[key(o.provider.rawValue, o.orderID)] = try row.int64("evidence_id")
+                }
                 for row in read[3] {
                     if let e = try decodeEmitted(row) { emitted[key(try row.string("provider"), try row.string("order_id")), default: []].append(e) }
                 }
@@ -190,13 +194,17 @@ public enum FindingStore {
                     for row in read[at] { linkCounts[key(try row.string("provider"), try row.string("order_id"))] = Int(try row.int64("n")) }
                 }
             }
+            let open = try openAt.map { try OpenDiscrepancy.decode(read[$0]) } ?? []
+            var unknownIDs = try allocateAt.map { try read[$0].map { try $0.int64("id") } } ?? []
 
             var writes = GroupWrites()
-            var results: [(index: Int, plan: Plan, mayDecide: Bool)] = []
+            var results: [(index: Int, plan: Plan)] = []
+            var evidenceRows: [EvidenceStore.Row] = [], answers: [(evidenceID: Int64, answers: [EvidenceAnswer])] = []
             for (i, check) in checks.enumerated() {
                 var current: Order?
                 var linkedAliases: Set<String> = []
                 var mayResolve = true
+                var evidenceID: Int64?
                 if let orderID = check.order?.orderID {
                     let k = key(check.provider.rawValue, orderID)
                     // The order is gone, or a newer check recorded already: nothing to write for this one.
@@ -213,51 +221,35 @@ public enum FindingStore {
                         mayResolve = try row.bool("open_findings") || row.string("transaction_ref") != check.transactionRef
                     }
                     current = order
+                    if check.evidence != nil { evidenceID = orderEvidence[k] }
+                } else if check.evidence != nil, !unknownIDs.isEmpty {
+                    evidenceID = unknownIDs.removeFirst()
                 }
                 let plan = check.plan(current, emitted[key(check.provider.rawValue, check.order?.orderID ?? "")] ?? [])
                 try writes.add(plan, check: check, index: i, order: current, linkedAliases: linkedAliases, mayResolve: mayResolve,
-                               evidenceID: evidenceIDs[i])
-                // Whether the check may open, change or resolve a discrepancy or plan an action: only then can its
-                // evidence need the answers themselves, known once the writes answer (a third round trip).
-                let mayDecide = !plan.findings.isEmpty || !plan.actions.isEmpty || !plan.supersede.isEmpty || current == nil || mayResolve
-                results.append((i, plan, mayDecide))
-            }
-            var statements = try writes.statements()
-            let evidenceLater = results.contains { $0.mayDecide && evidenceIDs[$0.index] != nil }
-            if evidenceLater {
-                statements.removeLast()   // COMMIT, after the evidence
-            } else if !evidenceIDs.isEmpty {
-                // A group of clean checks: each keeps the hashes of its answers, in the same round trip.
-                let rows = results.compactMap { r in Self.evidenceRow(checks[r.index], id: evidenceIDs[r.index], decided: nil, plan: r.plan) }
-                if !rows.isEmpty { statements.insert(try EvidenceStore.insert(rows), at: statements.count - 1) }
-            }
-            let written = try conn.pipeline(statements).map { try $0.get() }
-            var out = [(outcome: CheckOutcome, plan: Plan)?](repeating: nil, count: checks.count)
-            let resolvedInGroup = try writes.resolvedByGroupStatements(written)
-            var rows: [EvidenceStore.Row] = [], answers: [(evidenceID: Int64, answers: [EvidenceAnswer])] = []
-            for (i, plan, _) in results {
-                var outcome = try writes.outcome(of: i, from: written)
-                outcome.resolved += resolvedInGroup[i, default: 0]
-                out[i] = (outcome, plan)
-                if evidenceLater, let id = evidenceIDs[i] {
-                    var decided: [String] = []
-                    if outcome.opened > 0 { decided.append("opened") }
-                    let (changed, adopted) = try writes.changed(of: i, from: written)
-                    if changed { decided.append("changed") }
-                    if adopted { decided.append("adopted") }
-                    if outcome.resolved > 0 { decided.append("resolved") }
-                    if outcome.actionsEmitted > 0 { decided.append("planned") }
-                    if outcome.superseded > 0 { decided.append("superseded") }
-                    if let row = Self.evidenceRow(checks[i], id: id, decided: decided.isEmpty ? nil : decided.joined(separator: " "), plan: plan) {
-                        rows.append(row)
-                        if !decided.isEmpty { answers.append((id, checks[i].evidence!.answers)) }
+                               evidenceID: evidenceID)
+                results.append((i, plan))
+                if let evidenceID {
+                    let decided = OpenDiscrepancy.decided(plan, check: check, open: open, mayResolve: mayResolve)
+                    if let row = Self.evidenceRow(check, id: evidenceID, decided: decided.isEmpty ? nil : decided.joined(separator: " "), plan: plan) {
+                        evidenceRows.append(row)
+                        if !decided.isEmpty { answers.append((evidenceID, row.evidence.answers)) }
                     }
                 }
             }
-            if evidenceLater {
-                var last: [PostgresStatement] = []
-                if !rows.isEmpty { last.append(try EvidenceStore.insert(rows)) }
-                _ = try conn.pipeline(last + (try EvidenceStore.insertAnswers(answers)) + [PostgresStatement("COMMIT")]).map { try $0.get() }
+            var statements = try writes.statements()
+            // The evidence, before COMMIT: one statement for the checks' rows, one for the answers of those that decided.
+            var evidence: [PostgresStatement] = []
+            if !evidenceRows.isEmpty { evidence.append(try EvidenceStore.insert(evidenceRows)) }
+            evidence += try EvidenceStore.insertAnswers(answers)
+            statements.insert(contentsOf: evidence, at: statements.count - 1)
+            let written = try conn.pipeline(statements).map { try $0.get() }
+            var out = [(outcome: CheckOutcome, plan: Plan)?](repeating: nil, count: checks.count)
+            let resolvedInGroup = try writes.resolvedByGroupStatements(written)
+            for (i, plan) in results {
+                var outcome = try writes.outcome(of: i, from: written)
+                outcome.resolved += resolvedInGroup[i, default: 0]
+                out[i] = (outcome, plan)
             }
             return out
         } catch {
@@ -444,18 +436,6 @@ public enum FindingStore {
                 for row in results[at] { resolved[Int(try row.int64("n")), default: 0] += 1 }
             }
             return resolved
-        }
-
-        /// Whether one of check `index`'s findings changed what defines an open discrepancy, and whether one became the
-        /// evidence of a discrepancy recorded before evidence was kept.
-        func changed(of index: Int, from results: [PostgresRows]) throws -> (changed: Bool, adopted: Bool) {
-            var out = (changed: false, adopted: false)
-            for i in findings[index] ?? [] {
-                guard let row = results[i].first else { continue }
-                if try row.bool("changed") { out.changed = true }
-                if try row.bool("adopted") { out.adopted = true }
-            }
-            return out
         }
 
         /// What check `index` changed through its own statements, from the round trip's results.

@@ -1,0 +1,94 @@
+import Postgres
+import Reconciliation
+
+/// A discrepancy open or acknowledged when a group of checks is recorded, read under the checks' locks with the
+/// group's other reads: what each check's plan opens, changes or resolves follows from these before anything is
+/// written, so what its evidence keeps (the answers themselves only when it decided something) goes in the same round
+/// trip as the writes. The rules are `FindingStore.upsertFinding`'s and the resolving statements', read the other way.
+struct OpenDiscrepancy: Equatable {
+    var provider: String
+    var orderID: String?
+    var transactionRef: String
+    var kind: String
+    var acknowledged: Bool
+    /// What defines it (nil when it is not an object of strings: then no finding equals it).
+    var expected: [String: String]?
+    var actual: [String: String]?
+    /// Recorded before evidence was kept: the next check that finds it as it is becomes its evidence.
+    var bare: Bool
+
+    /// The orders' discrepancies, and the unknown_order ones of the checks' transactions (each by its partial index).
+    static func read(_ checks: [FindingStore.Check]) -> PostgresStatement {
+        let orders = checks.filter { $0.order != nil }
+        let refs = checks.flatMap { c in c.transactionRefs.map { (c.provider.rawValue, $0) } }
+        return PostgresStatement("""
+            SELECT d.provider, d.order_id, d.transaction_ref, d.kind, d.status, d.expected::text AS expected, d.actual::text AS actual,
+                   d.evidence_id IS NULL AS bare
+            FROM discrepancies d JOIN unnest($1::text[], $2::text[]) AS k(provider, order_id) ON d.provider = k.provider AND d.order_id = k.order_id
+            WHERE d.status IN ('open', 'acknowledged')
+            UNION ALL
+            SELECT d.provider, d.order_id, d.transaction_ref, d.kind, d.status, d.expected::text, d.actual::text, d.evidence_id IS NULL
+            FROM discrepancies d JOIN unnest($3::text[], $4::text[]) AS k(provider, ref) ON d.provider = k.provider AND d.transaction_ref = k.ref
+            WHERE d.order_id IS NULL AND d.status IN ('open', 'acknowledged')
+            """, [.textArray(orders.map(\.provider.rawValue)), .textArray(orders.map { $0.order!.orderID }),
+                  .textArray(refs.map(\.0)), .textArray(refs.map(\.1))])
+    }
+
+    static func decode(_ rows: PostgresRows) throws -> [OpenDiscrepancy] {
+        try rows.map { row in
+            OpenDiscrepancy(provider: try row.string("provider"), orderID: try row.optionalString("order_id"),
+                            transactionRef: try row.string("transaction_ref"), kind: try row.string("kind"),
+                            acknowledged: try row.string("status") == "acknowledged",
+                            expected: strings(try row.string("expected")), actual: strings(try row.string("actual")), bare: try row.bool("bare"))
+        }
+    }
+
+    static func strings(_ json: String) -> [String: String]? {
+        guard let value = try? JSONValue.parse(json), case .object(let members) = value else { return nil }
+        var out: [String: String] = [:]
+        for (k, v) in members {
+            guard let s = v.stringValue else { return nil }
+            out[k] = s
+        }
+        return out
+    }
+
+    /// What recording `plan` for `check` decides, in order: `opened`, `changed`, `adopted`, `resolved`, `planned`,
+    /// `superseded`; empty when it only finds again what is open (or finds nothing, as before).
+    static func decided(_ plan: Plan, check: FindingStore.Check, open: [OpenDiscrepancy], mayResolve: Bool) -> [String] {
+        let provider = check.provider.rawValue
+        let orderID = check.order?.orderID
+        let own = open.filter { d in
+            d.provider == provider && (orderID.map { d.orderID == $0 } ?? (d.orderID == nil && d.transactionRef == check.transactionRef))
+        }
+        var opened = false, changed = false, adopted = false
+        for f in plan.findings {
+            let same = own.filter { $0.kind == f.kind.rawValue && $0.transactionRef == check.transactionRef }
+            // The same finding as an acknowledged one is counted there; a different one resolves it and goes on below.
+            if same.contains(where: { $0.acknowledged && $0.expected == f.expected && $0.actual == f.actual }) { continue }
+            if let row = same.first(where: { !$0.acknowledged }) {
+                if row.expected == f.expected && row.actual == f.actual { adopted = adopted || row.bare } else { changed = true }
+            } else {
+                opened = true
+            }
+        }
+        let kinds = Set(plan.findings.map(\.kind.rawValue))
+        var resolved = false
+        if orderID != nil {
+            if mayResolve {
+                resolved = own.contains { !kinds.contains($0.kind) || $0.transactionRef != check.transactionRef }
+                    || open.contains { $0.provider == provider && $0.orderID == nil && check.transactionRefs.contains($0.transactionRef) }
+            }
+        } else {
+            resolved = own.contains { !kinds.contains($0.kind) }
+        }
+        var decided: [String] = []
+        if opened { decided.append("opened") }
+        if changed { decided.append("changed") }
+        if adopted { decided.append("adopted") }
+        if resolved { decided.append("resolved") }
+        if !plan.actions.isEmpty { decided.append("planned") }
+        if !plan.supersede.isEmpty { decided.append("superseded") }
+        return decided
+    }
+}
