@@ -71,9 +71,11 @@ CREATE INDEX actions_evidence ON actions (evidence_id)
     WHERE evidence_id IS NOT NULL AND (status = 'pending' OR (status = 'failed' AND in_doubt));
 CREATE INDEX action_calls_evidence ON action_calls (evidence_id);
 
--- Which orders each delivery named (`explain` lists them with how the delivery ended).
+-- Which orders each delivery named (`explain` lists them with how the delivery ended). No foreign key: the worker
+-- writes these on its hot path, where a key check would lock the delivery's row; `payrecon prune` removes a delivery's
+-- pairs with it.
 CREATE TABLE delivery_orders (
-    delivery_id bigint NOT NULL REFERENCES deliveries (id) ON DELETE CASCADE,
+    delivery_id bigint NOT NULL,
     provider    text   NOT NULL,
     order_id    text   NOT NULL,
     PRIMARY KEY (delivery_id, provider, order_id)

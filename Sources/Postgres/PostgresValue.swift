@@ -144,7 +144,7 @@ extension PostgresValue {
 /// A statement for ``PostgresConnection/pipeline(_:)``: SQL with parameters (sent unnamed: no prepared statement
 /// outlives the call, so a transaction-mode pooler such as PgBouncer can hand the session to anyone in between).
 public struct PostgresStatement: Sendable, Hashable {
-    let sql: String
+    public let sql: String
     public let params: [PostgresValue]
 
     /// SQL with `$1`, `$2`... placeholders.

@@ -65,10 +65,27 @@ public enum DeliveryQueue {
         public var id: Int64
         public var status: String
         public var outcome: String
-        public init(id: Int64, status: String, outcome: String) {
+        /// The orders it named (`delivery_orders`, for `payrecon explain`), of `provider`.
+        public var provider: String
+        public var orderIDs: [String]
+        public init(id: Int64, status: String, outcome: String, provider: String = "", orderIDs: [String] = []) {
             precondition(status == "done" || status == "ignored", "a processed delivery is done or ignored")
-            self.id = id; self.status = status; self.outcome = outcome
+            self.id = id; self.status = status; self.outcome = outcome; self.provider = provider; self.orderIDs = orderIDs
         }
+    }
+
+    /// The pairs (delivery, order) of what a statement completes (its CTE `done`), written by it: parameters `$n`…`$(n+2)`.
+    static func namedOrders(from n: Int) -> String {
+        """
+        named AS (INSERT INTO delivery_orders (delivery_id, provider, order_id)
+                  SELECT p.id, p.provider, p.order_id FROM unnest($\(n)::bigint[], $\(n + 1)::text[], $\(n + 2)::text[]) AS p(id, provider, order_id)
+                  WHERE p.id IN (SELECT id FROM done) ON CONFLICT DO NOTHING)
+        """
+    }
+
+    static func pairs(_ completions: [(id: Int64, provider: String, orderIDs: [String])]) -> [PostgresValue] {
+        let rows = completions.flatMap { c in c.orderIDs.map { (c.id, c.provider, $0) } }
+        return [.int64Array(rows.map(\.0)), .textArray(rows.map(\.1)), .textArray(rows.map(\.2))]
     }
 
     /// Marks the delivery done, if `owner` still holds it. False when the lease was lost (another worker has it).
@@ -80,28 +97,43 @@ public enum DeliveryQueue {
     /// `owner` still held, i.e. the ones it completed.
     public static func complete(_ completions: [Completion], owner: String, on conn: PostgresConnection) throws -> [Int64] {
         guard !completions.isEmpty else { return [] }
+        // The orders each delivery named go in with it (only for the deliveries this owner still held).
         return try conn.query("""
-            UPDATE deliveries d SET status = c.status, outcome = c.outcome, processed_at = now(), lease_owner = NULL,
-                lease_expires_at = NULL, last_error = NULL
-            FROM unnest($1::bigint[], $3::text[], $4::text[]) AS c(id, status, outcome)
-            WHERE d.id = c.id AND d.lease_owner = $2 AND d.status = 'pending' RETURNING d.id
+            WITH done AS (
+                UPDATE deliveries d SET status = c.status, outcome = c.outcome, processed_at = now(), lease_owner = NULL,
+                    lease_expires_at = NULL, last_error = NULL
+                FROM unnest($1::bigint[], $3::text[], $4::text[]) AS c(id, status, outcome)
+                WHERE d.id = c.id AND d.lease_owner = $2 AND d.status = 'pending' RETURNING d.id),
+            \(namedOrders(from: 5))
+            SELECT id FROM done
             """, [.int64Array(completions.map(\.id)), .text(owner), .textArray(completions.map(\.status)),
-                  .textArray(completions.map(\.outcome))]).map { try $0.int64("id") }
+                  .textArray(completions.map(\.outcome))] + pairs(completions.map { ($0.id, $0.provider, $0.orderIDs) }))
+            .map { try $0.int64("id") }
     }
 
     /// Schedules another attempt after `delaySeconds`, or marks it dead when `dead`.
-    public static func fail(id: Int64, owner: String, error: String, retryAfterSeconds: Double?, on conn: PostgresConnection) throws -> Bool {
+    /// `provider`, `orderIDs`: the orders it named (so far), kept with it.
+    public static func fail(id: Int64, owner: String, error: String, retryAfterSeconds: Double?, provider: String = "", orderIDs: [String] = [],
+                            on conn: PostgresConnection) throws -> Bool {
+        let named = pairs([(id, provider, orderIDs)])
         if let delay = retryAfterSeconds {
-            return try conn.execute("""
-                UPDATE deliveries SET next_attempt_at = now() + make_interval(secs => $3), last_error = $4,
-                    lease_owner = NULL, lease_expires_at = NULL
-                WHERE id = $1 AND lease_owner = $2 AND status = 'pending'
-                """, [.int64(id), .text(owner), .text(String(format: "%.3f", delay)), .text(error)]) == 1
+            return try !conn.query("""
+                WITH done AS (
+                    UPDATE deliveries SET next_attempt_at = now() + make_interval(secs => $3::double precision), last_error = $4,
+                        lease_owner = NULL, lease_expires_at = NULL
+                    WHERE id = $1 AND lease_owner = $2 AND status = 'pending' RETURNING id),
+                \(namedOrders(from: 5))
+                SELECT id FROM done
+                """, [.int64(id), .text(owner), .text(String(format: "%.3f", delay)), .text(error)] + named).isEmpty
         }
-        return try conn.execute("""
-            UPDATE deliveries SET status = 'dead', last_error = $3, outcome = $3, processed_at = now(), lease_owner = NULL, lease_expires_at = NULL
-            WHERE id = $1 AND lease_owner = $2 AND status = 'pending'
-            """, [.int64(id), .text(owner), .text(error)]) == 1
+        return try !conn.query("""
+            WITH done AS (
+                UPDATE deliveries SET status = 'dead', last_error = $3, outcome = $3, processed_at = now(), lease_owner = NULL,
+                    lease_expires_at = NULL
+                WHERE id = $1 AND lease_owner = $2 AND status = 'pending' RETURNING id),
+            \(namedOrders(from: 4))
+            SELECT id FROM done
+            """, [.int64(id), .text(owner), .text(error)] + named).isEmpty
     }
 
     public static func list(status: String?, limit: Int, on conn: PostgresConnection) throws -> [QueuedDelivery] {

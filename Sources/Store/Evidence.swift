@@ -122,13 +122,6 @@ public enum EvidenceStore {
         }
     }
 
-    /// That a delivery named these orders.
-    public static func deliveryNamed(_ deliveryID: Int64, provider: Provider, orderIDs: [String], on conn: PostgresConnection) throws {
-        _ = try conn.execute("""
-            INSERT INTO delivery_orders (delivery_id, provider, order_id) SELECT $1, $2, unnest($3::text[]) ON CONFLICT DO NOTHING
-            """, [.int64(deliveryID), .text(provider.rawValue), .textArray(orderIDs)])
-    }
-
     /// One call made for an action.
     public struct Call: Sendable {
         public var sentAt: Date

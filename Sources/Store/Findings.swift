@@ -149,10 +149,14 @@ public enum FindingStore {
         var linkCountsAt: Int?
         if !known.isEmpty {
             let join = "JOIN unnest($1::text[], $2::text[]) AS k(provider, order_id) ON t.provider = k.provider AND t.order_id = k.order_id"
-            // Each order's row also takes the id of its check's evidence (nextval in the select list: one per row).
+            // Each order's row also takes the id of its check's evidence (nextval in the select list: one per row) and the
+            // discrepancies open for it and for its check's transactions (what the check decides: `OpenDiscrepancy`).
             reads.append(PostgresStatement("""
-                SELECT \(OrderStore.selectColumns), nextval('evidence_id_seq') AS evidence_id FROM orders o \(join.replacingOccurrences(of: "t.", with: "o."))
-                """, pairs))
+                SELECT \(OrderStore.selectColumns), nextval('evidence_id_seq') AS evidence_id,
+                       \(OpenDiscrepancy.ofOrder("o", refs: "string_to_array(k.refs, ' ')")) AS open
+                FROM orders o JOIN unnest($1::text[], $2::text[], $3::text[]) AS k(provider, order_id, refs)
+                     ON o.provider = k.provider AND o.order_id = k.order_id
+                """, pairs + [.textArray(known.map { $0.transactionRefs.joined(separator: " ") })]))
             reads.append(PostgresStatement("SELECT t.provider, t.order_id, \(emittedColumns) FROM actions t \(join) ORDER BY t.id", pairs))
             // With the aliases already linked from it (a check that learns no new alias writes none), and whether the last
             // check left anything open (most find nothing: the resolving UPDATE is then not needed; sql/0013).
@@ -167,24 +171,26 @@ public enum FindingStore {
         // What the checks keep as evidence depends on what each decides (opened, changed, resolved, planned): known before
         // the writes from the discrepancies open now (read under the checks' locks), so the evidence goes in the same
         // round trip as the writes. Transactions no order holds take their ids here (the orders read gives the others').
-        let evidenced = checks.filter { $0.evidence != nil }
+        let unknownEvidenced = checks.filter { $0.evidence != nil && $0.order == nil }
         var openAt: Int?, allocateAt: Int?
-        if !evidenced.isEmpty {
+        if !unknownEvidenced.isEmpty {
             openAt = reads.count
-            reads.append(OpenDiscrepancy.read(evidenced))
-            let unknown = evidenced.filter { $0.order == nil }.count
-            if unknown > 0 { allocateAt = reads.count; reads.append(EvidenceStore.allocate(unknown)) }
+            reads.append(OpenDiscrepancy.read(unknownEvidenced))
+            allocateAt = reads.count
+            reads.append(EvidenceStore.allocate(unknownEvidenced.count))
         }
         do {
             let read = try conn.pipeline(reads).map { try $0.get() }
             func key(_ provider: String, _ orderID: String) -> String { provider + "\u{0}" + orderID }
             var orders: [String: Order] = [:], emitted: [String: [EmittedAction]] = [:], stored: [String: PostgresRow] = [:]
             var linkCounts: [String: Int] = [:], orderEvidence: [String: Int64] = [:]
+            var open = try openAt.map { try OpenDiscrepancy.decode(read[$0]) } ?? []
             if !known.isEmpty {
                 for row in read[2] {
                     let o = try OrderStore.decode(row)
                     orders[key(o.provider.rawValue, o.orderID)] = o
                     orderEvidence[key(o.provider.rawValue, o.orderID)] = try row.int64("evidence_id")
+                    if let text = try row.optionalString("open") { open += OpenDiscrepancy.decode(json: text, provider: o.provider.rawValue) }
                 }
                 for row in read[3] {
                     if let e = try decodeEmitted(row) { emitted[key(try row.string("provider"), try row.string("order_id")), default: []].append(e) }
@@ -194,7 +200,6 @@ public enum FindingStore {
                     for row in read[at] { linkCounts[key(try row.string("provider"), try row.string("order_id"))] = Int(try row.int64("n")) }
                 }
             }
-            let open = try openAt.map { try OpenDiscrepancy.decode(read[$0]) } ?? []
             var unknownIDs = try allocateAt.map { try read[$0].map { try $0.int64("id") } } ?? []
 
             var writes = GroupWrites()
@@ -237,12 +242,10 @@ public enum FindingStore {
                     }
                 }
             }
-            var statements = try writes.statements()
-            // The evidence, before COMMIT: one statement for the checks' rows, one for the answers of those that decided.
-            var evidence: [PostgresStatement] = []
-            if !evidenceRows.isEmpty { evidence.append(try EvidenceStore.insert(evidenceRows)) }
-            evidence += try EvidenceStore.insertAnswers(answers)
-            statements.insert(contentsOf: evidence, at: statements.count - 1)
+            // The evidence rows go with the group's snapshot write (one statement: most groups are a check or two, and each
+            // statement costs PostgreSQL its parse and plan), the answers of the checks that decided in one of their own.
+            var statements = try writes.statements(evidence: evidenceRows.isEmpty ? nil : try EvidenceStore.insert(evidenceRows))
+            statements.insert(contentsOf: try EvidenceStore.insertAnswers(answers), at: statements.count - 1)
             let written = try conn.pipeline(statements).map { try $0.get() }
             var out = [(outcome: CheckOutcome, plan: Plan)?](repeating: nil, count: checks.count)
             let resolvedInGroup = try writes.resolvedByGroupStatements(written)
@@ -380,8 +383,9 @@ public enum FindingStore {
             }
         }
 
-        /// Every statement of the round trip, COMMIT last.
-        mutating func statements() throws -> [PostgresStatement] {
+        /// Every statement of the round trip, COMMIT last. `evidence` (an INSERT) is sent with the snapshots' statement,
+        /// as a CTE of it, or alone when there is none.
+        mutating func statements(evidence: PostgresStatement? = nil) throws -> [PostgresStatement] {
             var all = own
             if !resolveRows.isEmpty {
                 resolveAt = all.count
@@ -404,9 +408,12 @@ public enum FindingStore {
                     RETURNING c.n
                     """, [.textArray(unknownRows.map(\.provider)), .textArray(unknownRows.map(\.ref)), .int64Array(unknownRows.map { Int64($0.check) })]))
             }
+            var evidence = evidence
             if !snapshotRows.isEmpty {
                 // A snapshot never replaces a newer one.
-                all.append(PostgresStatement("""
+                let cte = evidence.map { "WITH evidence_rows AS (\($0.sql))\n" } ?? ""
+                let shift = evidence?.params.count ?? 0
+                all.append(PostgresStatement(cte + Self.shifted("""
                     INSERT INTO snapshots (provider, order_id, transaction_ref, snapshot, fetched_at, open_findings)
                     SELECT provider, order_id, transaction_ref, snapshot::jsonb, fetched_at::timestamptz, open_findings::boolean
                     FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
@@ -414,10 +421,12 @@ public enum FindingStore {
                     ON CONFLICT (provider, order_id) DO UPDATE SET transaction_ref = EXCLUDED.transaction_ref,
                         snapshot = EXCLUDED.snapshot, fetched_at = EXCLUDED.fetched_at, open_findings = EXCLUDED.open_findings
                     WHERE snapshots.fetched_at <= EXCLUDED.fetched_at
-                    """, [.textArray(snapshotRows.map(\.provider)), .textArray(snapshotRows.map(\.orderID)), .textArray(snapshotRows.map(\.ref)),
-                          .textArray(snapshotRows.map(\.json)), .textArray(snapshotRows.map(\.fetchedAt)),
+                    """, by: shift), (evidence?.params ?? []) + [.textArray(snapshotRows.map(\.provider)), .textArray(snapshotRows.map(\.orderID)),
+                          .textArray(snapshotRows.map(\.ref)), .textArray(snapshotRows.map(\.json)), .textArray(snapshotRows.map(\.fetchedAt)),
                           .textArray(snapshotRows.map { $0.open ? "true" : "false" })]))
+                evidence = nil
             }
+            if let evidence { all.append(evidence) }
             if !aliasRows.isEmpty {
                 all.append(PostgresStatement("""
                     INSERT INTO transaction_links (provider, external_id, order_id, kind, source)
@@ -427,6 +436,20 @@ public enum FindingStore {
             }
             all.append(PostgresStatement("COMMIT"))
             return all
+        }
+
+        /// `sql` with its parameters $1… renumbered from $(1 + by) (to follow another statement's in one statement).
+        static func shifted(_ sql: String, by: Int) -> String {
+            guard by > 0 else { return sql }
+            var out = "", digits = "", inParameter = false
+            func flush() { if inParameter { out += "$" + String(Int(digits)! + by) }; inParameter = false; digits = "" }
+            for c in sql {
+                if inParameter, c.isASCII, c.isNumber { digits.append(c); continue }
+                flush()
+                if c == "$" { inParameter = true } else { out.append(c) }
+            }
+            flush()
+            return out
         }
 
         /// Rows the group's resolving statements resolved, per check (by its index in the group): one pass over them.

@@ -34,6 +34,37 @@ struct OpenDiscrepancy: Equatable {
                   .textArray(refs.map(\.0)), .textArray(refs.map(\.1))])
     }
 
+    /// A subquery, for a row of `orders` aliased `alias`: its open and acknowledged discrepancies and the unknown_order
+    /// ones of `refs` (a text[] expression), as JSON arrays `[order_id, transaction_ref, kind, acknowledged, expected,
+    /// actual, bare]` (NULL when there are none: most orders). Each arm uses its partial index.
+    static func ofOrder(_ alias: String, refs: String) -> String {
+        """
+        (SELECT json_agg(json_build_array(d.order_id, d.transaction_ref, d.kind, d.status = 'acknowledged', d.expected, d.actual,
+                                          d.evidence_id IS NULL))::text
+         FROM (SELECT * FROM discrepancies WHERE provider = \(alias).provider AND order_id = \(alias).order_id
+                                               AND status IN ('open', 'acknowledged')
+               UNION ALL
+               SELECT * FROM discrepancies WHERE provider = \(alias).provider AND order_id IS NULL AND transaction_ref = ANY(\(refs))
+                                               AND status IN ('open', 'acknowledged')) d)
+        """
+    }
+
+    /// The rows `ofOrder` gave for one order of `provider`.
+    static func decode(json: String, provider: String) -> [OpenDiscrepancy] {
+        guard let rows = (try? JSONValue.parse(json))?.arrayValue else { return [] }
+        return rows.compactMap { row in
+            guard let f = row.arrayValue, f.count == 7, let ref = f[1].stringValue, let kind = f[2].stringValue else { return nil }
+            func strings(_ v: JSONValue) -> [String: String]? {
+                guard case .object(let members) = v else { return nil }
+                var out: [String: String] = [:]
+                for (k, value) in members { guard let s = value.stringValue else { return nil }; out[k] = s }
+                return out
+            }
+            return OpenDiscrepancy(provider: provider, orderID: f[0].stringValue, transactionRef: ref, kind: kind,
+                                   acknowledged: f[3] == .bool(true), expected: strings(f[4]), actual: strings(f[5]), bare: f[6] == .bool(true))
+        }
+    }
+
     static func decode(_ rows: PostgresRows) throws -> [OpenDiscrepancy] {
         try rows.map { row in
             OpenDiscrepancy(provider: try row.string("provider"), orderID: try row.optionalString("order_id"),

@@ -83,11 +83,17 @@ public enum PruneStore {
                 removed[keyPath: target.count] = Int(try n.first?.int64("n") ?? 0)
                 continue
             }
+            // Which orders a delivery named goes with the delivery (no foreign key: the worker records the pairs on its hot
+            // path, where a key check would lock the delivery's row).
+            let alsoPairs = target.table == "deliveries"
+                ? ", pairs AS (DELETE FROM delivery_orders WHERE delivery_id IN (SELECT id FROM gone))" : ""
             while true {
-                let n = try conn.execute("""
-                    DELETE FROM \(target.table) WHERE ctid IN (
+                let n = Int(try conn.query("""
+                    WITH gone AS (DELETE FROM \(target.table) WHERE ctid IN (
                         SELECT ctid FROM \(target.table) WHERE \(target.condition) LIMIT $2 FOR UPDATE SKIP LOCKED)
-                    """, [.int64(target.seconds), .int64(Int64(batchSize))])
+                        RETURNING \(alsoPairs.isEmpty ? "1" : "id")) \(alsoPairs)
+                    SELECT count(*) AS n FROM gone
+                    """, [.int64(target.seconds), .int64(Int64(batchSize))]).first?.int64("n") ?? 0)
                 removed[keyPath: target.count] += n
                 if n < batchSize { break }
             }

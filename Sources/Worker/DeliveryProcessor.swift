@@ -45,8 +45,9 @@ public struct DeliveryProcessor: Sendable {
 
     private func check(_ reference: EventReference, provider: Provider, deliveryID: Int64, log: Logger) async -> [Step] {
         let found: (orders: [Order], known: [String: OrderChecker.Known])
-        do { found = try await findOrders(reference, provider: provider, deliveryID: deliveryID) }
+        do { found = try await findOrders(reference, provider: provider) }
         catch { return [.checked(orderID: "?", .transient(reason: "database: \(error)", retryAfterSeconds: nil))] }
+        CheckContext.current.named?.add(found.orders.map(\.orderID))
         if !found.orders.isEmpty {
             var steps: [Step] = []
             for order in found.orders {
@@ -63,9 +64,7 @@ public struct DeliveryProcessor: Sendable {
         case .absent: return [.ignored("\(provider.rawValue) does not know transaction \(ref)")]
         case .ignored(let reason): return [.ignored(reason)]
         case .belongs(let order):
-            do {
-                try await pool.run { try EvidenceStore.deliveryNamed(deliveryID, provider: provider, orderIDs: [order.orderID], on: $0) }
-            } catch { return [.checked(orderID: order.orderID, .transient(reason: "database: \(error)", retryAfterSeconds: nil))] }
+            CheckContext.current.named?.add([order.orderID])
             return [.checked(orderID: order.orderID, await checker.check(order, log: log))]
         case .modification(let parent, let link):
             // A modification made elsewhere (a PXP portal refund): link it to its parent's order and re-check that.
@@ -75,8 +74,9 @@ public struct DeliveryProcessor: Sendable {
             linked.alias = parent
             linked.learned = [link]
             let parentOrders: (orders: [Order], known: [String: OrderChecker.Known])
-            do { parentOrders = try await findOrders(linked, provider: provider, deliveryID: deliveryID) }
+            do { parentOrders = try await findOrders(linked, provider: provider) }
             catch { return [.checked(orderID: "?", .transient(reason: "database: \(error)", retryAfterSeconds: nil))] }
+            CheckContext.current.named?.add(parentOrders.orders.map(\.orderID))
             guard !parentOrders.orders.isEmpty else {
                 let detail = "\(provider.rawValue) transaction \(ref) is a \(link.kind) of \(parent), which no stored order holds"
                 return [.unknown(transactionRef: ref, await checker.recordUnknown(
@@ -92,10 +92,8 @@ public struct DeliveryProcessor: Sendable {
     }
 
     /// The orders a reference names and what is known of them, in one trip to the pool; the links the event teaches
-    /// are recorded for each order found first, so its check fetches them, and that the delivery named them
-    /// (`payrecon explain`).
-    private func findOrders(_ reference: EventReference, provider: Provider, deliveryID: Int64) async throws
-        -> (orders: [Order], known: [String: OrderChecker.Known]) {
+    /// are recorded for each order found first, so its check fetches them.
+    private func findOrders(_ reference: EventReference, provider: Provider) async throws -> (orders: [Order], known: [String: OrderChecker.Known]) {
         try await pool.run { conn in
             var orders: [Order] = []
             for ref in ([reference.transactionRef].compactMap { $0 } + reference.alternatives) where orders.isEmpty {
@@ -113,7 +111,6 @@ public struct DeliveryProcessor: Sendable {
                 }
                 try TransactionLinkStore.record(links, provider: provider, on: conn)
             }
-            try EvidenceStore.deliveryNamed(deliveryID, provider: provider, orderIDs: orders.map(\.orderID), on: conn)
             return (orders, try OrderChecker.known(provider: provider, orderIDs: orders.map(\.orderID), on: conn))
         }
     }

@@ -164,7 +164,8 @@ public final class QueueWorker: Sendable {
 
     private func handle(_ delivery: QueuedDelivery) async {
         let log = logger.with(["delivery_id": delivery.id, "provider": delivery.provider.rawValue])
-        let result = await CheckContext.$current.withValue(CheckContext(source: "webhook", deliveryID: delivery.id)) {
+        let named = NamedOrders()
+        let result = await CheckContext.$current.withValue(CheckContext(source: "webhook", deliveryID: delivery.id, named: named)) {
             await processor.process(delivery, log: log)
         }
         // A retry carries its delay; dead is the last attempt (no delay).
@@ -180,7 +181,8 @@ public final class QueueWorker: Sendable {
         case .done(let outcome):
             // Still held (its lease renewed) until the batch that completes it is committed.
             log.debug("delivery processed", ["status": outcome.status])
-            let completion = DeliveryQueue.Completion(id: delivery.id, status: outcome.status, outcome: outcome.text)
+            let completion = DeliveryQueue.Completion(id: delivery.id, status: outcome.status, outcome: outcome.text,
+                                                      provider: delivery.provider.rawValue, orderIDs: named.orderIDs)
             let full = completions.withLock { $0.append(completion); return $0.count >= Self.completionBatch }
             if full { await flushCompletions() }
             return
@@ -191,7 +193,8 @@ public final class QueueWorker: Sendable {
         let owner = configuration.owner
         do {
             let kept = try await pool.run { conn in
-                try DeliveryQueue.fail(id: delivery.id, owner: owner, error: failure.reason, retryAfterSeconds: failure.retryAfter, on: conn)
+                try DeliveryQueue.fail(id: delivery.id, owner: owner, error: failure.reason, retryAfterSeconds: failure.retryAfter,
+                                       provider: delivery.provider.rawValue, orderIDs: named.orderIDs, on: conn)
             }
             totals.withLock { t in
                 if !kept { t.lostLease += 1 } else if failure.retryAfter != nil { t.retried += 1 } else { t.dead += 1 }

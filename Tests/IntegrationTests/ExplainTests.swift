@@ -50,6 +50,11 @@ import Testing
             await h.runOnce()
             _ = try await h.sweep()
 
+            // The delivery that named an order is shown with how it ended (written with its completion).
+            let short = try Self.explain(h, .order(.pxp, "ORD-1006"))
+            #expect(short.deliveries.count == 1 && short.deliveries[0].status == "done"
+                    && short.deliveries[0].outcome == "re-checked pxp order ORD-1006", "\(short.deliveries)")
+            #expect(short.checks.first?.deliveryID == short.deliveries.first?.id && short.checks.first?.source == "webhook")
             let open = try h.discrepancies().filter { $0.status == "open" }
             let kinds = Set(open.map(\.kind))
             // What the demo shows (scripts/demo's report): every kind but action_failed, which needs a refused call.
@@ -275,6 +280,11 @@ import Testing
                 .first?.optionalInt64("evidence_id"))
             let planned = try #require(try conn.query("SELECT evidence_id FROM actions WHERE order_id = 'O-R'", []).first?.optionalInt64("evidence_id"))
             _ = try conn.execute("UPDATE order_versions SET replaced_at = now() - interval '100 days'")
+            // A finished delivery past its retention takes the orders it named with it.
+            _ = try conn.execute("""
+                INSERT INTO deliveries (provider, dedupe_key, headers, body, status, processed_at) VALUES ('pxp', 'old-1', '[]', '\\x7b7d', 'done', now() - interval '100 days')
+                """)
+            _ = try conn.execute("INSERT INTO delivery_orders SELECT id, 'pxp', 'O-P' FROM deliveries WHERE dedupe_key = 'old-1'")
             // Everything but the newest check of O-P is 100 days old.
             let newest = try conn.query("SELECT max(id) AS id FROM evidence WHERE order_id = 'O-P'", []).first!.int64("id")
             _ = try conn.execute("UPDATE evidence SET checked_at = now() - interval '100 days' WHERE id <> $1", [.int64(newest)])
@@ -285,7 +295,8 @@ import Testing
             #expect(dry.evidence == Int(total) - 3, "all but the newest, and those an open discrepancy and a failed action in doubt point at")
             #expect(dry.orderVersions == 1, "O-Q's replaced version")
             let removed = try PruneStore.prune(policy, dryRun: false, batchSize: 1, on: conn)
-            #expect(removed.evidence == dry.evidence && removed.orderVersions == 1)
+            #expect(removed.evidence == dry.evidence && removed.orderVersions == 1 && removed.deliveries == 1)
+            #expect(try conn.query("SELECT count(*) AS n FROM delivery_orders", []).first!.int64("n") == 0, "the pairs went with their delivery")
             let left = Set(try conn.query("SELECT id FROM evidence", []).map { try $0.int64("id") })
             #expect(left == [kept, newest, planned])
             #expect(try conn.query("SELECT count(*) AS n FROM evidence_answers WHERE NOT (evidence_id = ANY($1))", [.int64Array([kept, planned])])
