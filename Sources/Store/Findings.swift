@@ -104,7 +104,7 @@ public enum FindingStore {
         /// whose `unknown_order` rows it may resolve. Without those, two groups could each hold an `unknown_order`
         /// row the other's order check was resolving (one group's unknown check upserting r1 while its order check
         /// resolved r2, the other's the reverse): a cycle the hash-ordered advisory locks now prevent.
-        var lockKeys: [String] {
+        public var lockKeys: [String] {
             guard order != nil else { return [lockKey] }
             return [lockKey] + transactionRefs.map { "\(provider.rawValue):?\($0)" }
         }
@@ -134,8 +134,15 @@ public enum FindingStore {
     /// as when its order is gone. One failing statement rolls back the whole group.
     public static func record(_ checks: [Check], on conn: PostgresConnection) throws -> [(outcome: CheckOutcome, plan: Plan)?] {
         guard !checks.isEmpty else { return [] }
-        guard Set(checks.map(\.lockKey)).count == checks.count else {
-            throw PostgresError.protocolViolation("two checks of one order in one transaction: record them one after the other")
+        // No two checks share a lock: not two of one order, nor an unknown transaction's and the order's now holding it
+        // (one would resolve what the other writes, and neither's evidence would say so).
+        var taken = Set<String>()
+        for check in checks {
+            let keys = Set(check.lockKeys)
+            guard taken.isDisjoint(with: keys) else {
+                throw PostgresError.protocolViolation("two checks sharing a lock (one order, or an order and its transaction's unknown_order) in one transaction: record them one after the other")
+            }
+            taken.formUnion(keys)
         }
         let known = checks.filter { $0.order != nil }
         let pairs: [PostgresValue] = [.textArray(known.map(\.provider.rawValue)), .textArray(known.map { $0.order!.orderID })]
@@ -153,10 +160,10 @@ public enum FindingStore {
             // discrepancies open for it and for its check's transactions (what the check decides: `OpenDiscrepancy`).
             reads.append(PostgresStatement("""
                 SELECT \(OrderStore.selectColumns), nextval('evidence_id_seq') AS evidence_id,
-                       \(OpenDiscrepancy.ofOrder("o", refs: "string_to_array(k.refs, ' ')")) AS open
+                       \(OpenDiscrepancy.ofOrder("o", refs: "ARRAY(SELECT jsonb_array_elements_text(k.refs::jsonb))")) AS open
                 FROM orders o JOIN unnest($1::text[], $2::text[], $3::text[]) AS k(provider, order_id, refs)
                      ON o.provider = k.provider AND o.order_id = k.order_id
-                """, pairs + [.textArray(known.map { $0.transactionRefs.joined(separator: " ") })]))
+                """, pairs + [.textArray(known.map { JSONValue.array($0.transactionRefs.map(JSONValue.string)).serializedText })]))
             reads.append(PostgresStatement("SELECT t.provider, t.order_id, \(emittedColumns) FROM actions t \(join) ORDER BY t.id", pairs))
             // With the aliases already linked from it (a check that learns no new alias writes none), and whether the last
             // check left anything open (most find nothing: the resolving UPDATE is then not needed; sql/0013).
@@ -190,7 +197,7 @@ public enum FindingStore {
                     let o = try OrderStore.decode(row)
                     orders[key(o.provider.rawValue, o.orderID)] = o
                     orderEvidence[key(o.provider.rawValue, o.orderID)] = try row.int64("evidence_id")
-                    if let text = try row.optionalString("open") { open += OpenDiscrepancy.decode(json: text, provider: o.provider.rawValue) }
+                    if let text = try row.optionalString("open") { open += try OpenDiscrepancy.decode(json: text, provider: o.provider.rawValue) }
                 }
                 for row in read[3] {
                     if let e = try decodeEmitted(row) { emitted[key(try row.string("provider"), try row.string("order_id")), default: []].append(e) }
@@ -445,6 +452,7 @@ public enum FindingStore {
             func flush() { if inParameter { out += "$" + String(Int(digits)! + by) }; inParameter = false; digits = "" }
             for c in sql {
                 if inParameter, c.isASCII, c.isNumber { digits.append(c); continue }
+                if inParameter, digits.isEmpty { out += "$"; inParameter = false }   // a $ that is no parameter stays
                 flush()
                 if c == "$" { inParameter = true } else { out.append(c) }
             }

@@ -49,11 +49,16 @@ struct OpenDiscrepancy: Equatable {
         """
     }
 
-    /// The rows `ofOrder` gave for one order of `provider`.
-    static func decode(json: String, provider: String) -> [OpenDiscrepancy] {
-        guard let rows = (try? JSONValue.parse(json))?.arrayValue else { return [] }
-        return rows.compactMap { row in
-            guard let f = row.arrayValue, f.count == 7, let ref = f[1].stringValue, let kind = f[2].stringValue else { return nil }
+    /// The rows `ofOrder` gave for one order of `provider`. A row that does not read is an error, never "nothing open"
+    /// (that would keep a decision without its answers).
+    static func decode(json: String, provider: String) throws -> [OpenDiscrepancy] {
+        guard let rows = (try? JSONValue.parse(json))?.arrayValue else {
+            throw PostgresError.decoding("open discrepancies of a \(provider) order do not read as a list: \(json.prefix(80))")
+        }
+        return try rows.map { row in
+            guard let f = row.arrayValue, f.count == 7, let ref = f[1].stringValue, let kind = f[2].stringValue else {
+                throw PostgresError.decoding("an open discrepancy of a \(provider) order does not read: \(row.serializedText.prefix(80))")
+            }
             func strings(_ v: JSONValue) -> [String: String]? {
                 guard case .object(let members) = v else { return nil }
                 var out: [String: String] = [:]
@@ -84,6 +89,13 @@ struct OpenDiscrepancy: Equatable {
         return out
     }
 
+    /// Equal as jsonb compares them: byte for byte (Swift's `==` on strings holds "é" and "e\u{301}" equal; jsonb does not).
+    static func same(_ stored: [String: String]?, _ found: [String: String]) -> Bool {
+        guard let stored, stored.count == found.count else { return false }
+        func bytes(_ d: [String: String]) -> [[UInt8]] { d.map { Array($0.key.utf8) + [0] + Array($0.value.utf8) }.sorted { $0.lexicographicallyPrecedes($1) } }
+        return bytes(stored) == bytes(found)
+    }
+
     /// What recording `plan` for `check` decides, in order: `opened`, `changed`, `adopted`, `resolved`, `planned`,
     /// `superseded`; empty when it only finds again what is open (or finds nothing, as before).
     static func decided(_ plan: Plan, check: FindingStore.Check, open: [OpenDiscrepancy], mayResolve: Bool) -> [String] {
@@ -96,9 +108,9 @@ struct OpenDiscrepancy: Equatable {
         for f in plan.findings {
             let same = own.filter { $0.kind == f.kind.rawValue && $0.transactionRef == check.transactionRef }
             // The same finding as an acknowledged one is counted there; a different one resolves it and goes on below.
-            if same.contains(where: { $0.acknowledged && $0.expected == f.expected && $0.actual == f.actual }) { continue }
+            if same.contains(where: { $0.acknowledged && Self.same($0.expected, f.expected) && Self.same($0.actual, f.actual) }) { continue }
             if let row = same.first(where: { !$0.acknowledged }) {
-                if row.expected == f.expected && row.actual == f.actual { adopted = adopted || row.bare } else { changed = true }
+                if Self.same(row.expected, f.expected) && Self.same(row.actual, f.actual) { adopted = adopted || row.bare } else { changed = true }
             } else {
                 opened = true
             }

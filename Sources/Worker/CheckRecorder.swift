@@ -21,7 +21,7 @@ final class CheckRecorder: Sendable {
 
     /// What waits, and how many flushers run: a pure value, so taking a group is testable without a database.
     struct Queue<Item> {
-        private(set) var waiting: [(key: String, item: Item)] = []
+        private(set) var waiting: [(keys: [String], item: Item)] = []
         private(set) var flushers = 0
         let maxFlushers: Int
         let maxGroup: Int
@@ -29,21 +29,31 @@ final class CheckRecorder: Sendable {
         init(maxFlushers: Int, maxGroup: Int) { self.maxFlushers = max(1, maxFlushers); self.maxGroup = max(1, maxGroup) }
 
         /// Adds an item; true when the caller is to start a flusher for it.
-        mutating func add(_ item: Item, key: String) -> Bool {
-            waiting.append((key, item))
+        mutating func add(_ item: Item, key: String) -> Bool { add(item, keys: [key]) }
+
+        /// Adds an item under every lock it takes (a check of an order also takes its transactions' unknown-order keys).
+        mutating func add(_ item: Item, keys: [String]) -> Bool {
+            waiting.append((keys, item))
             guard flushers < maxFlushers else { return false }
             flushers += 1
             return true
         }
 
-        /// The next group, oldest first, at most one item per key (later ones of a key keep their place for the next
-        /// group). Empty when nothing waits: the flusher asking then stops.
+        /// The next group, oldest first, no two items sharing a key (a later one keeps its place for the next group): an
+        /// unknown transaction's check and the check of an order that now holds it are never recorded together, since
+        /// one would resolve what the other writes, unseen by what each decided from. Empty when nothing waits: the
+        /// flusher asking then stops.
         mutating func takeGroup() -> [Item] {
             var keys = Set<String>()
             var group: [Item] = []
-            var kept: [(key: String, item: Item)] = []
+            var kept: [(keys: [String], item: Item)] = []
             for entry in waiting {
-                if group.count < maxGroup, keys.insert(entry.key).inserted { group.append(entry.item) } else { kept.append(entry) }
+                if group.count < maxGroup, keys.isDisjoint(with: entry.keys) {
+                    keys.formUnion(entry.keys)
+                    group.append(entry.item)
+                } else {
+                    kept.append(entry)
+                }
             }
             waiting = kept
             if group.isEmpty { flushers -= 1 }
@@ -51,7 +61,7 @@ final class CheckRecorder: Sendable {
         }
 
         /// Puts a group back ahead of everything, in its order (its connection broke before it was recorded).
-        mutating func requeueFront(_ entries: [(key: String, item: Item)]) { waiting.insert(contentsOf: entries, at: 0) }
+        mutating func requeueFront(_ entries: [(keys: [String], item: Item)]) { waiting.insert(contentsOf: entries, at: 0) }
 
         /// A flusher that could not get a working connection stops. The last one takes everything waiting, to fail
         /// it; while another runs, what waits is left for that one to record.
@@ -79,7 +89,7 @@ final class CheckRecorder: Sendable {
 
     func record(_ check: FindingStore.Check) async throws -> Recorded {
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Recorded, any Error>, Never>) in
-            let start = queue.withLock { $0.add(Waiting(check: check, continuation: continuation), key: check.lockKey) }
+            let start = queue.withLock { $0.add(Waiting(check: check, continuation: continuation), keys: check.lockKeys) }
             if start { Task { await self.flush() } }
         }
         return try result.get()
@@ -116,7 +126,7 @@ final class CheckRecorder: Sendable {
                 groups.add(1, ordering: .relaxed)
                 for (waiting, result) in zip(group, recorded) { waiting.continuation.resume(returning: .success(result)) }
             } catch where Self.isBroken(error) {
-                queue.withLock { $0.requeueFront(group.map { ($0.check.lockKey, $0) }) }
+                queue.withLock { $0.requeueFront(group.map { ($0.check.lockKeys, $0) }) }
                 throw error
             } catch {
                 // One check can fail the group (a statement error): each is recorded alone, so only that one fails.
@@ -125,7 +135,7 @@ final class CheckRecorder: Sendable {
                         guard group.count > 1 else { throw error }
                         waiting.continuation.resume(returning: .success(try FindingStore.record([waiting.check], on: conn)[0]))
                     } catch where Self.isBroken(error) {
-                        queue.withLock { $0.requeueFront(group[i...].map { ($0.check.lockKey, $0) }) }
+                        queue.withLock { $0.requeueFront(group[i...].map { ($0.check.lockKeys, $0) }) }
                         throw error
                     } catch {
                         waiting.continuation.resume(returning: .failure(error))

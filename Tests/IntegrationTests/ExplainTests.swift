@@ -191,6 +191,23 @@ import Testing
         }
     }
 
+    /// An unknown transaction's check and the check of the order that now holds it are never recorded in one
+    /// transaction (second review: the order's check resolved the unknown_order the other opened in the same group,
+    /// and its evidence, decided before the writes, kept no answer for it).
+    @Test func anUnknownTransactionsCheckAndItsOrdersAreNeverOneGroup() async throws {
+        try await WorkerHarness.with { h in
+            let order = WorkerHarness.order(.pxp, "O-G", ref: "TX-G", intent: .purchase, amount: 1000)
+            try h.insert(order)
+            let unknown = FindingStore.Check(provider: .pxp, order: nil, transactionRef: "TX-G", snapshot: nil, fetchedAt: Date(),
+                                             plan: { _, _ in Plan() })
+            let ofOrder = FindingStore.Check(provider: .pxp, order: order, transactionRef: "TX-G", snapshot: nil, fetchedAt: Date(),
+                                             plan: { _, _ in Plan() })
+            let conn = try h.database.connect(); defer { conn.close() }
+            #expect(throws: PostgresError.self) { try FindingStore.record([unknown, ofOrder], on: conn) }
+            #expect(try FindingStore.record([unknown], on: conn).count == 1 && FindingStore.record([ofOrder], on: conn).count == 1)
+        }
+    }
+
     /// A clean re-check adds one hash and no body; so does a check that finds an open discrepancy again unchanged.
     @Test func aCleanRecheckAddsAHashAndNoBody() async throws {
         try await WorkerHarness.with { h in
