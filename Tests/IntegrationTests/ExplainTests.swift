@@ -17,6 +17,14 @@ import Testing
 
     static func sha256(_ bytes: [UInt8]) -> String { SHA256.hex(bytes) }
 
+    /// A fulfilled purchase of `amount` (minor units, GBP) whose PXP transaction `ref` captured `captured`, stored.
+    static func purchase(_ h: WorkerHarness, _ orderID: String, ref: String, captured: String, amount: Int64) async throws -> Order {
+        try await h.seedPXP(ref, intent: "Purchase", value: captured, state: "Captured")
+        let order = WorkerHarness.order(.pxp, orderID, ref: ref, intent: .purchase, amount: amount)
+        try h.insert(order)
+        return order
+    }
+
     /// The check that opened (or last changed) `d`, as shown.
     static func decidingCheck(_ e: Explanation, of d: Explanation.DiscrepancyLine) throws -> Explanation.Check {
         let id = try #require(d.evidenceID, "discrepancy \(d.id) \(d.kind.rawValue) names no evidence")
@@ -88,9 +96,7 @@ import Testing
     /// discrepancy points at the check that last changed it. The order's versions say where each came from.
     @Test func aFindingOpenedChangedThenResolvedShowsAllThreeAnswers() async throws {
         try await WorkerHarness.with { h in
-            try await h.seedPXP("TX-1", intent: "Purchase", value: "15.00", state: "Captured")
-            var order = WorkerHarness.order(.pxp, "O-1", ref: "TX-1", intent: .purchase, amount: 2000)
-            try h.insert(order)
+            var order = try await Self.purchase(h, "O-1", ref: "TX-1", captured: "15.00", amount: 2000)
             _ = await h.checker.check(order)                 // opened: captured 15.00 < 20.00
             order.amount = Money(minorUnits: 1800, currency: order.amount.currency)
             try h.insert(order)
@@ -211,11 +217,8 @@ import Testing
     /// A clean re-check adds one hash and no body; so does a check that finds an open discrepancy again unchanged.
     @Test func aCleanRecheckAddsAHashAndNoBody() async throws {
         try await WorkerHarness.with { h in
-            try await h.seedPXP("TX-C", intent: "Purchase", value: "20.00", state: "Captured")
-            try await h.seedPXP("TX-D", intent: "Purchase", value: "15.00", state: "Captured")
-            let clean = WorkerHarness.order(.pxp, "O-C", ref: "TX-C", intent: .purchase, amount: 2000)
-            let short = WorkerHarness.order(.pxp, "O-D", ref: "TX-D", intent: .purchase, amount: 2000)
-            try h.insert(clean, short)
+            let clean = try await Self.purchase(h, "O-C", ref: "TX-C", captured: "20.00", amount: 2000)
+            let short = try await Self.purchase(h, "O-D", ref: "TX-D", captured: "15.00", amount: 2000)
             for _ in 0..<3 { _ = await h.checker.check(clean); _ = await h.checker.check(short) }
             let conn = try h.database.connect(); defer { conn.close() }
             func count(_ sql: String, _ order: String) throws -> Int64 {
@@ -233,9 +236,7 @@ import Testing
     /// evidence, with that check's answer (review: it kept pointing at nothing forever).
     @Test func aDiscrepancyFromBeforeEvidenceAdoptsTheNextCheck() async throws {
         try await WorkerHarness.with { h in
-            try await h.seedPXP("TX-O", intent: "Purchase", value: "15.00", state: "Captured")
-            let order = WorkerHarness.order(.pxp, "O-O", ref: "TX-O", intent: .purchase, amount: 2000)
-            try h.insert(order)
+            let order = try await Self.purchase(h, "O-O", ref: "TX-O", captured: "15.00", amount: 2000)
             _ = await h.checker.check(order)
             try h.execute("UPDATE discrepancies SET evidence_id = NULL")
             try h.execute("DELETE FROM evidence")
@@ -257,9 +258,7 @@ import Testing
     /// the newest 500 explain lists (review: it fell outside them).
     @Test func theCheckBehindADiscrepancyIsShownPastTheNewestChecks() async throws {
         try await WorkerHarness.with { h in
-            try await h.seedPXP("TX-M", intent: "Purchase", value: "15.00", state: "Captured")
-            let order = WorkerHarness.order(.pxp, "O-M", ref: "TX-M", intent: .purchase, amount: 2000)
-            try h.insert(order)
+            let order = try await Self.purchase(h, "O-M", ref: "TX-M", captured: "15.00", amount: 2000)
             _ = await h.checker.check(order)
             try h.execute("""
                 INSERT INTO evidence (provider, order_id, transaction_ref, checked_at, source, answer_hashes)
@@ -276,11 +275,8 @@ import Testing
     /// Prune removes evidence older than `evidence=`, with its answers, and keeps what an open discrepancy points at.
     @Test func pruneRemovesOldEvidenceAndKeepsWhatAnOpenDiscrepancyPointsAt() async throws {
         try await WorkerHarness.with { h in
-            try await h.seedPXP("TX-P", intent: "Purchase", value: "15.00", state: "Captured")
-            try await h.seedPXP("TX-Q", intent: "Purchase", value: "20.00", state: "Captured")
-            let open = WorkerHarness.order(.pxp, "O-P", ref: "TX-P", intent: .purchase, amount: 2000)
-            var resolved = WorkerHarness.order(.pxp, "O-Q", ref: "TX-Q", intent: .purchase, amount: 2500)
-            try h.insert(open, resolved)
+            let open = try await Self.purchase(h, "O-P", ref: "TX-P", captured: "15.00", amount: 2000)
+            var resolved = try await Self.purchase(h, "O-Q", ref: "TX-Q", captured: "20.00", amount: 2500)
             _ = await h.checker.check(open); _ = await h.checker.check(open)
             _ = await h.checker.check(resolved)                       // opened, then resolved below
             // An action that failed with its outcome unknown waits for an operator: the check that planned it stays.
