@@ -410,7 +410,11 @@ struct WorkerTests {
             #expect(after.exitCode == 0 && after.stdout.split(separator: "\n").count == 1)
 
             let missing = try await PayreconProcess.run(["events", "retry", "99999"], environment: env)
-            #expect(missing.exitCode == 1 && missing.stdout.contains("no delivery 99999"))
+            // An unknown id is an error saying where the ids are (exit 2, as `discrepancies show`, `rejections show` and
+            // `explain` do), not a finding.
+            #expect(missing.exitCode == 2 && missing.stderr.contains("no delivery 99999") && missing.stderr.contains("events list"), "\(missing.stderr)")
+            let unknown = try await PayreconProcess.run(["events", "show", "99999"], environment: env)
+            #expect(unknown.exitCode == 2 && unknown.stderr.contains("no delivery 99999: payrecon events list shows the ids"), "\(unknown.stderr)")
             let bad = try await PayreconProcess.run(["events", "retry", "abc"], environment: env)
             #expect(bad.exitCode == 2)
             let badStatus = try await PayreconProcess.run(["events", "list", "--status", "sleeping"], environment: env)

@@ -36,7 +36,7 @@ let eventsShowCommand = Command(
     let conn = try connect(try args.environment().databaseURL())
     defer { conn.close() }
     guard let d = try DeliveryQueue.find(id: id, on: conn) else {
-        print("no delivery \(id)"); return Exit.finding
+        throw FatalError("no delivery \(id): payrecon events list shows the ids")
     }
     // Everything here came from a sender or a provider: control characters (ESC sequences, CR) are shown escaped,
     // so a stored delivery cannot rewrite the operator's terminal.
@@ -88,10 +88,9 @@ let eventsRetryCommand = Command(
     if n == 0 {
         if try DeliveryQueue.find(id: id, on: conn) != nil {
             print("delivery \(id) is being processed by a worker right now; it needs no retry")
-        } else {
-            print("no delivery \(id)")
+            return Exit.finding
         }
-        return Exit.finding
+        throw FatalError("no delivery \(id): payrecon events list --status dead shows the ones to retry")
     }
     print("delivery \(id) is due again")
     return Exit.ok
