@@ -31,8 +31,6 @@ public struct CheckEvidence: Sendable {
     public init(source: String, deliveryID: Int64?, answers: [EvidenceAnswer]) {
         self.source = source; self.deliveryID = deliveryID; self.answers = answers
     }
-
-    static let sources: Set<String> = ["webhook", "sweep", "executor", "command"]
 }
 
 /// What one check decided, as kept with its evidence.

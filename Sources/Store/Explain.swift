@@ -52,6 +52,7 @@ public enum ExplainStore {
         var refs = [transactionRef]
         if let orderID {
             let o = PostgresValue.text(orderID)
+            var created: Date?
             if let row = try conn.query("""
                 SELECT o.*, (SELECT json_agg(t.transaction_ref ORDER BY t.position)::text FROM order_transactions t
                              WHERE t.provider = o.provider AND t.order_id = o.order_id) AS refs,
@@ -59,6 +60,7 @@ public enum ExplainStore {
                              WHERE t.provider = o.provider AND t.order_id = o.order_id AND t.source = 'learned') AS learned
                 FROM orders o WHERE o.provider = $1 AND o.order_id = $2
                 """, [p, o]).first {
+                created = try row.date("created_at")
                 let currency = Currency(code: try row.string("currency"))
                 func amount(_ column: String) throws -> String {
                     let minor = try row.int64(column)
@@ -97,12 +99,12 @@ public enum ExplainStore {
                                  ("fulfilment", field("fulfilment")), ("refund_amount", amount("refund_amount_minor"))])
                 }
             // The order was stored when it was created: the first version's time is created_at.
-            if let created = try conn.query("SELECT created_at FROM orders WHERE provider = $1 AND order_id = $2", [p, o]).first?.date("created_at") {
+            if let created {
                 if explanation.replaced.isEmpty { explanation.order?.since = created } else { explanation.replaced[0].since = created }
             }
         }
 
-        // Checks: of the order, and of its transactions before an order held them (unknown_order).
+        // Checks and discrepancies: of the order, and of its transactions before an order held them (unknown_order).
         let evidenceWhere = orderID != nil
             ? "provider = $1 AND (order_id = $2 OR (order_id IS NULL AND transaction_ref = ANY($3)))"
             : "provider = $1 AND order_id IS NULL AND transaction_ref = $2"
@@ -164,16 +166,13 @@ public enum ExplainStore {
                 let status = try row.string("status")
                 let outcome = status == "pending" ? try row.optionalString("last_error").map { "being retried: \($0)" } : try row.optionalString("outcome")
                 return Explanation.Delivery(id: try row.int64("id"), eventType: try row.optionalString("event_type"), receivedAt: try row.date("received_at"),
-                                            status: status == "done" && (outcome ?? "").hasPrefix("ignored") ? "ignored" : status, outcome: outcome)
+                                            status: status, outcome: outcome)
             }
 
         // Discrepancies: the order's, and the unknown_order its transactions raised before it held them.
-        let discrepancyWhere = orderID != nil
-            ? "provider = $1 AND (order_id = $2 OR (order_id IS NULL AND transaction_ref = ANY($3)))"
-            : "provider = $1 AND order_id IS NULL AND transaction_ref = $2"
         explanation.discrepancies = try conn.query("""
             SELECT id, kind, status, detail, expected::text AS expected, actual::text AS actual, first_seen, last_seen, resolved_at, occurrences,
-                   evidence_id FROM discrepancies WHERE \(discrepancyWhere) ORDER BY id
+                   evidence_id FROM discrepancies WHERE \(evidenceWhere) ORDER BY id
             """, evidenceParams).compactMap(Self.discrepancy)
         if let asked { explanation.subject = explanation.discrepancies.first { $0.id == asked } }
 

@@ -17,21 +17,15 @@ struct OpenDiscrepancy: Equatable {
     /// Recorded before evidence was kept: the next check that finds it as it is becomes its evidence.
     var bare: Bool
 
-    /// The orders' discrepancies, and the unknown_order ones of the checks' transactions (each by its partial index).
+    /// The unknown_order discrepancies of the checks of transactions no order holds (an order's come with the orders
+    /// read: `ofOrder`).
     static func read(_ checks: [FindingStore.Check]) -> PostgresStatement {
-        let orders = checks.filter { $0.order != nil }
-        let refs = checks.flatMap { c in c.transactionRefs.map { (c.provider.rawValue, $0) } }
-        return PostgresStatement("""
+        PostgresStatement("""
             SELECT d.provider, d.order_id, d.transaction_ref, d.kind, d.status, d.expected::text AS expected, d.actual::text AS actual,
                    d.evidence_id IS NULL AS bare
-            FROM discrepancies d JOIN unnest($1::text[], $2::text[]) AS k(provider, order_id) ON d.provider = k.provider AND d.order_id = k.order_id
-            WHERE d.status IN ('open', 'acknowledged')
-            UNION ALL
-            SELECT d.provider, d.order_id, d.transaction_ref, d.kind, d.status, d.expected::text, d.actual::text, d.evidence_id IS NULL
-            FROM discrepancies d JOIN unnest($3::text[], $4::text[]) AS k(provider, ref) ON d.provider = k.provider AND d.transaction_ref = k.ref
+            FROM discrepancies d JOIN unnest($1::text[], $2::text[]) AS k(provider, ref) ON d.provider = k.provider AND d.transaction_ref = k.ref
             WHERE d.order_id IS NULL AND d.status IN ('open', 'acknowledged')
-            """, [.textArray(orders.map(\.provider.rawValue)), .textArray(orders.map { $0.order!.orderID }),
-                  .textArray(refs.map(\.0)), .textArray(refs.map(\.1))])
+            """, [.textArray(checks.map(\.provider.rawValue)), .textArray(checks.map(\.transactionRef))])
     }
 
     /// A subquery, for a row of `orders` aliased `alias`: its open and acknowledged discrepancies and the unknown_order
@@ -59,12 +53,6 @@ struct OpenDiscrepancy: Equatable {
             guard let f = row.arrayValue, f.count == 7, let ref = f[1].stringValue, let kind = f[2].stringValue else {
                 throw PostgresError.decoding("an open discrepancy of a \(provider) order does not read: \(row.serializedText.prefix(80))")
             }
-            func strings(_ v: JSONValue) -> [String: String]? {
-                guard case .object(let members) = v else { return nil }
-                var out: [String: String] = [:]
-                for (k, value) in members { guard let s = value.stringValue else { return nil }; out[k] = s }
-                return out
-            }
             return OpenDiscrepancy(provider: provider, orderID: f[0].stringValue, transactionRef: ref, kind: kind,
                                    acknowledged: f[3] == .bool(true), expected: strings(f[4]), actual: strings(f[5]), bare: f[6] == .bool(true))
         }
@@ -79,8 +67,11 @@ struct OpenDiscrepancy: Equatable {
         }
     }
 
-    static func strings(_ json: String) -> [String: String]? {
-        guard let value = try? JSONValue.parse(json), case .object(let members) = value else { return nil }
+    static func strings(_ json: String) -> [String: String]? { (try? JSONValue.parse(json)).flatMap(strings) }
+
+    /// An object of strings as a dictionary; nil for anything else.
+    static func strings(_ value: JSONValue) -> [String: String]? {
+        guard case .object(let members) = value else { return nil }
         var out: [String: String] = [:]
         for (k, v) in members {
             guard let s = v.stringValue else { return nil }
