@@ -87,6 +87,8 @@ public struct Snapshot: Sendable, Hashable, Codable {
     /// What the provider would not show, said in the findings it bears on (a dispute PayPal refused to show: which
     /// permission is missing). The planner joins them to the `disputed` finding's detail.
     public var notes: [String] = []
+    /// The captures, refunds and reversals the answer states, with their fees and nets where it states them.
+    public var movements: [Movement] = []
 
     public init(provider: Provider, transactionRef: String, merchant: String?, site: String?, reportsSite: Bool = false,
                 reportsMerchant: Bool = true, intent: Intent, currency: Currency, value: Int64, authorised: Int64, captured: Int64, refunded: Int64,
@@ -102,7 +104,7 @@ public struct Snapshot: Sendable, Hashable, Codable {
 
     enum CodingKeys: String, CodingKey {
         case provider, transactionRef, merchant, site, reportsSite, reportsMerchant, intent, currency, value, authorised, captured, refunded
-        case state, rawState, createdAt, capabilities, aliases, method, reversed, disputed, orderReferences, notes
+        case state, rawState, createdAt, capabilities, aliases, method, reversed, disputed, orderReferences, notes, movements
     }
 
     /// Snapshots stored before capabilities, aliases, V and D were recorded decode with no capability known (every
@@ -125,5 +127,6 @@ public struct Snapshot: Sendable, Hashable, Codable {
                   disputed: try c.decodeIfPresent(Int64.self, forKey: .disputed) ?? 0)
         orderReferences = try c.decodeIfPresent([String].self, forKey: .orderReferences) ?? []
         notes = try c.decodeIfPresent([String].self, forKey: .notes) ?? []
+        movements = try c.decodeIfPresent([Movement].self, forKey: .movements) ?? []
     }
 }

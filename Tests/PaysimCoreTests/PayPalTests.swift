@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import PaysimCore
+import Reconciliation
 
 private let authorizeOrder = """
     {"id":"ORDER-A","intent":"AUTHORIZE","status":"COMPLETED","currency":"USD","amount":"10.00","merchant_id":"MERCH1",
@@ -124,6 +125,29 @@ private let captureOrder = """
     }
 
     // MARK: capture
+
+    /// paysim's fee model on PayPal's breakdown shapes: a completed capture states gross, paypal_fee and net (3.49%
+    /// half up + 0.49: 30.00 → 1.54, net 28.46); a refund gives back the percentage of its own amount (10.00 → 0.35,
+    /// net 9.65) with the capture's total refunded so far; a pending capture states no breakdown at all.
+    @Test func capturesAndRefundsStateTheirFeeAndNet() throws {
+        let (sim, token) = seeded()
+        let capture = try #require(sim.paypal("GET", "/v2/payments/captures/CAP-1", token: token).json)
+        let b = try #require(capture["seller_receivable_breakdown"])
+        #expect(b["gross_amount"]?["value"]?.stringValue == "30.00" && b["paypal_fee"]?["value"]?.stringValue == "1.54"
+                && b["net_amount"]?["value"]?.stringValue == "28.46" && b["paypal_fee"]?["currency_code"]?.stringValue == "EUR")
+        let refund = try #require(sim.paypal("POST", "/v2/payments/captures/CAP-1/refund", token: token,
+                                             body: #"{"amount":{"currency_code":"EUR","value":"10.00"}}"#).json)
+        let p = try #require(refund["seller_payable_breakdown"])
+        #expect(p["gross_amount"]?["value"]?.stringValue == "10.00" && p["paypal_fee"]?["value"]?.stringValue == "0.35"
+                && p["net_amount"]?["value"]?.stringValue == "9.65" && p["total_refunded_amount"]?["value"]?.stringValue == "10.00")
+        sim.seedPayPal(#"{"id":"ORDER-P","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"5.00","captures":[{"id":"CAP-P","status":"PENDING"}]}"#)
+        let pending = try #require(sim.paypal("GET", "/v2/payments/captures/CAP-P", token: token).json)
+        #expect(pending["status"]?.stringValue == "PENDING" && pending["seller_receivable_breakdown"] == nil)
+        // Never more than the gross, whatever the amount; JPY has no decimals at PayPal.
+        #expect(PayPalFees.capture(10, Currency(code: "USD")!) == 10)
+        #expect(PayPalFees.capture(1_000, Currency(code: "JPY")!) == 84)
+        #expect(PayPalFees.refund(1_000, Currency(code: "JPY")!) == 35)
+    }
 
     @Test func partialThenFullCapture() throws {
         let (sim, token) = seeded()

@@ -10,7 +10,7 @@ let reportCommand = Command(
     name: "report",
     summary: "What is wrong, since when, and how much money is at risk.",
     options: [
-        ReportOptions.formatKey, Options.output, ReportOptions.statusKey, Options.provider, Options.kind,
+        ReportOptions.formatKey, ReportOptions.viewKey, Options.output, ReportOptions.statusKey, Options.provider, Options.kind,
         Options.since.help("Only discrepancies last seen within DURATION (90s, 10m, 24h, 7d): found again by a check that recent, whenever the order was made (reconcile --since picks orders instead)."), Options.failOnOpen, Options.databaseURL,
     ],
     details: """
@@ -18,6 +18,10 @@ let reportCommand = Command(
         discrepancies matching --provider, --kind and --since, whatever --status lists. Money at risk is the sum of the
         open discrepancies' amounts at risk, per currency, in major units.
         Kinds: \(DiscrepancyKind.allCases.map(\.rawValue).joined(separator: ", ")).
+        --view fees shows, per provider, currency and UTC day (when the provider says the money moved), what was
+        captured, refunded and reversed, the fees the provider took less those it gave back, and the net, as the
+        providers' answers state them (PayPal's seller_receivable_breakdown / seller_payable_breakdown, a v1 sale's
+        transaction_fee, Paypercut's balance_transaction), over --since (default 30d) and --provider; exact sums.
         Table output is coloured on a terminal unless NO_COLOR is set. Exit 0, or 1 with --fail-on-open when a
         listed discrepancy is open; 2 on a usage or database error.
         """
@@ -26,10 +30,20 @@ let reportCommand = Command(
     let url = try Environment().databaseURL(flag: args.value(Options.databaseURL))
     let conn = try connect(url)
     defer { conn.close() }
-    let report = try ReportOptions.load(options, on: conn)
-
     let toTerminal = options.output == nil && isatty(STDOUT_FILENO) == 1
     let noColor = !(ProcessInfo.processInfo.environment["NO_COLOR"] ?? "").isEmpty
+    if options.view == "fees" {
+        let fees = try ReportOptions.loadFees(options, on: conn)
+        let bytes: [UInt8] = switch options.format {
+        case .table: Array(fees.table(colour: toTerminal && !noColor).utf8)
+        case .json: fees.json()
+        case .csv: Array(fees.csv().utf8)
+        case .html: Array(fees.html().utf8)
+        }
+        try writeOutput(bytes, to: options.output)
+        return Exit.ok
+    }
+    let report = try ReportOptions.load(options, on: conn)
     let bytes: [UInt8] = switch options.format {
     case .table: Array(report.table(colour: toTerminal && !noColor).utf8)
     case .json: report.json()
@@ -43,12 +57,20 @@ let reportCommand = Command(
 /// `payrecon report`'s flags, validated before the database is touched.
 struct ReportOptions {
     var format: ReportFormat
+    /// `discrepancies` (default) or `fees`.
+    var view: String
+    /// `--since` as typed, and in seconds.
+    var since: String?, sinceSeconds: Int64?
     var output: String?
     var filter: DiscrepancyFilter
     var filters: ReportFilters
     var failOnOpen: Bool
 
     static let formatKey = Options.format(ReportFormat.allCases.map(\.rawValue))
+    static let viewKey = OptionKey<String>("--view", "discrepancies|fees", "What to report (default discrepancies): fees shows captured, refunded, fees and net per provider, currency and day.") { (v: String) throws(UsageError) -> String in
+        guard v == "discrepancies" || v == "fees" else { throw UsageError("--view must be discrepancies or fees, not '\(v)'") }
+        return v
+    }
     static let statusKey = Options.status(["open", "acknowledged", "resolved", "all"], help: "Which discrepancies to list (default open).")
 
     init(_ args: ParsedArguments) throws(UsageError) {
@@ -62,6 +84,24 @@ struct ReportOptions {
         filter = DiscrepancyFilter(status: status == "all" ? nil : status, provider: provider, kind: kind, lastSeenWithin: seconds)
         filters = ReportFilters(status: status, provider: provider, kind: kind, since: since)
         failOnOpen = args.flag(Options.failOnOpen)
+        view = try args.value(Self.viewKey, default: "discrepancies")
+        self.since = since
+        sinceSeconds = seconds
+        if view == "fees" {
+            // What only the discrepancies view has would be silently ignored: say so instead.
+            if try args.value(Self.statusKey) != nil { throw UsageError("--status lists discrepancies: it does not apply to --view fees") }
+            if kind != nil { throw UsageError("--kind lists discrepancies: it does not apply to --view fees") }
+            if failOnOpen { throw UsageError("--fail-on-open is about open discrepancies: it does not apply to --view fees") }
+        }
+    }
+
+    /// The fees view: the days of `movements` within --since (default 30 days).
+    static func loadFees(_ o: ReportOptions, on conn: PostgresConnection) throws -> FeesReport {
+        let days = try FeeStore.days(provider: o.filter.provider, within: o.sinceSeconds ?? 30 * 86_400, on: conn).map {
+            FeeDay(provider: $0.provider, currency: $0.currency, day: $0.day, captured: $0.captured, refunded: $0.refunded,
+                   reversed: $0.reversed, fees: $0.fees, net: $0.net, movements: $0.movements, withoutFee: $0.withoutFee)
+        }
+        return FeesReport(generatedAt: Date(), provider: o.filter.provider, since: o.since ?? "30d", days: days)
     }
 
     /// Reads what the report shows, in one read-only snapshot so the summary and the list agree.

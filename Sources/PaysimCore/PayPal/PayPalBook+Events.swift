@@ -221,6 +221,8 @@ extension PayPalBook {
         .object([
             "id": .string(s.id), "state": .string(s.state), "amount": v1Money(s.amount, s.currency),
             "payment_mode": "INSTANT_TRANSFER", "reason_code": s.state == "pending" ? s.reasonCode.map { .string($0) } : nil,
+            "transaction_fee": s.state == "pending" || s.state == "denied" ? nil
+                : .object(["value": v1Money(PayPalFees.capture(s.amount, s.currency), s.currency)["total"]!, "currency": .string(s.currency.code)]),
             "parent_payment": .string(s.parentPayment), "billing_agreement_id": s.billingAgreement.map { .string($0) },
             "create_time": .string(s.createTime), "update_time": .string(s.updateTime),
             "links": .array([Self.link("\(base)/v1/payments/sale/\(s.id)", "self", "GET"),

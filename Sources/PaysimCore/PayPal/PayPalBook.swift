@@ -293,6 +293,10 @@ extension PayPalBook {
             "id": .string(c.id), "status": .string(c.status), "amount": money(c.amount, order),
             "status_details": c.status == "PENDING" ? c.pendingReason.map { .object(["reason": .string($0)]) } : nil,
             "final_capture": .bool(c.finalCapture),
+            // "not available for transactions that are in pending state" (payments_payment_v2.json): captures that
+            // moved money only.
+            "seller_receivable_breakdown": ["COMPLETED", "PARTIALLY_REFUNDED", "REFUNDED"].contains(c.status)
+                ? breakdown(gross: c.amount, fee: PayPalFees.capture(c.amount, order.currency), order) : nil,
             "supplementary_data": standalone
                 ? .object(["related_ids": .object(["order_id": .string(order.id),
                                              "authorization_id": c.authorizationID.map { .string($0) }])]) : nil,
@@ -312,14 +316,24 @@ extension PayPalBook {
         }
         return .object([
             "id": .string(r.id), "status": .string(r.status), "amount": money(r.amount, order),
-            "seller_payable_breakdown": .object(["gross_amount": money(r.amount, order),
-                                              "net_amount": money(r.amount, order),
-                                              "total_refunded_amount": money(totalRefunded, order)]),
+            "seller_payable_breakdown": breakdown(gross: r.amount, fee: r.isReversal ? 0 : PayPalFees.refund(r.amount, order.currency), order,
+                                                  totalRefunded: totalRefunded),
             // A real refund carries no supplementary_data.related_ids: only its `up` link names the capture.
             "note_to_payer": r.isReversal ? "Payment reversed" : nil,
             "create_time": .string(r.createTime), "update_time": .string(r.updateTime),
             "links": .array([Self.link("\(base)/v2/payments/refunds/\(r.id)", "self", "GET"),
                              Self.link("\(base)/v2/payments/captures/\(r.captureID)", "up", "GET")]),
+        ])
+    }
+
+    /// A capture's seller_receivable_breakdown or a refund's seller_payable_breakdown: gross, the PayPal fee (left
+    /// out when there is none), net = gross − fee; a refund's also its capture's total refunded so far.
+    func breakdown(gross: Int64, fee: Int64, _ order: PayPalOrder, totalRefunded: Int64? = nil) -> JSONValue {
+        .object([
+            "gross_amount": money(gross, order),
+            "paypal_fee": fee > 0 ? money(fee, order) : nil,
+            "net_amount": money(gross - fee, order),
+            "total_refunded_amount": totalRefunded.map { money($0, order) },
         ])
     }
 

@@ -159,8 +159,27 @@ struct PaypercutBook: Sendable {
     }
 
     func paymentJSON(_ p: PaypercutPayment) -> JSONValue {
-        .object(["id": .string(p.id), "object": "payment", "status": .string(p.status), "amount_captured": .integer(p.amountCaptured),
-                 "amount_refunded": .integer(p.amountRefunded), "captured": .bool(p.amountCaptured > 0),
-                 "payment_method": .string(p.paymentMethod), "payment_intent": .string(p.intentID)])
+        let intent = intents[p.intentID]
+        let created = intent.map { JSONValue.string(SimTime.rfc3339(Date(timeIntervalSince1970: TimeInterval($0.created)))) }
+        var balance: JSONValue?
+        if let intent, p.status == "succeeded", p.amountCaptured > 0 {
+            // The Payment model's balance_transaction {id, amount, fee, net, exchange_rate, currency, created}.
+            let fee = Self.fee(p.amountCaptured)
+            balance = .object(["id": .string(p.id + "-bt"), "amount": .integer(p.amountCaptured), "fee": .integer(fee),
+                               "net": .integer(p.amountCaptured - fee), "exchange_rate": .null,
+                               "currency": .string(intent.currency.code.lowercased()), "created": created])
+        }
+        return .object(["id": .string(p.id), "object": "payment", "status": .string(p.status), "amount_captured": .integer(p.amountCaptured),
+                        "amount_refunded": .integer(p.amountRefunded), "captured": .bool(p.amountCaptured > 0),
+                        "payment_method": .string(p.paymentMethod), "payment_intent": .string(p.intentID), "created": created,
+                        "balance_transaction": balance])
+    }
+
+    /// paysim's Paypercut fee (a model: Paypercut publishes no price list payrecon reads, and payrecon only reads the
+    /// fee an answer states): 1.4% of the captured amount, half up, plus 20 minor units, never more than the amount.
+    static func fee(_ captured: Int64) -> Int64 {
+        let (product, overflow) = captured.multipliedReportingOverflow(by: 140)
+        let percent = overflow ? captured / 10_000 * 140 : (product + 5_000) / 10_000
+        return min(captured, percent + 20)
     }
 }

@@ -23,6 +23,8 @@ import Reconciliation
 /// A > 0 → authorised. What is left (payments that hold nothing: e.g. voided and denied authorizations) is pending
 /// when an authorization is PENDING, else failed; an order COMPLETED without any payment is a mapping error.
 /// Method: an ECHECK capture → `echeck`, else the key of `payment_source` (`paypal`, `card`, `venmo`…).
+/// Movements: each counted capture, completed refund and completed reversal, with its `create_time` and the fee and
+/// net of its breakdown (`movements(captures:merchantRefunds:reversals:currency:)`).
 public enum PayPalMapping {
     static let reader = AnswerReader(provider: "paypal")
 
@@ -48,6 +50,13 @@ public enum PayPalMapping {
         /// The purchase unit it belongs to.
         var unit: Int = 0
         var note: String?
+        /// `create_time`, unix seconds.
+        var at: Int64? = nil
+        /// A capture's `seller_receivable_breakdown` or a refund's `seller_payable_breakdown`: `paypal_fee` and
+        /// `net_amount`, in the transaction's currency (nil where the answer has no breakdown: a pending capture).
+        var fee: Int64? = nil
+        var net: Int64? = nil
+        var hasBreakdown = false
     }
 
     /// A refund record that is a reversal (a chargeback, money the buyer's bank took back), not a refund the
@@ -176,7 +185,22 @@ public enum PayPalMapping {
             method: method, reversed: V, disputed: D)
         snapshot.orderReferences = named
         snapshot.notes = notes
+        snapshot.movements = movements(captures: captures, merchantRefunds: merchantRefunds, reversals: reversalRecords, currency: currency)
         return snapshot
+    }
+
+    /// The money the order moved: its counted captures, and its completed refunds and reversals, each with the fee
+    /// and net its breakdown states. A breakdown without `paypal_fee` is a capture PayPal took no fee on (0); one
+    /// without `net_amount` nets gross − fee; no breakdown at all leaves both unknown.
+    static func movements(captures: [Payment], merchantRefunds: [Payment], reversals: [Payment], currency: Currency) -> [Movement] {
+        func movement(_ p: Payment, _ kind: Movement.Kind) -> Movement {
+            let fee: Int64? = p.hasBreakdown ? (p.fee ?? 0) : nil
+            return Movement(id: p.id, kind: kind, at: p.at, currency: currency, gross: p.amount, fee: fee,
+                            net: p.hasBreakdown ? Movement.net(gross: p.amount, fee: fee, stated: p.net) : nil)
+        }
+        return captures.filter { countedCaptures.contains($0.status) }.map { movement($0, .capture) }
+            + merchantRefunds.filter { $0.status == "COMPLETED" }.map { movement($0, .refund) }
+            + reversals.filter { $0.status == "COMPLETED" }.map { movement($0, .reversal) }
     }
 
     /// D: the disputes' `dispute_amount` where the status is not RESOLVED.
@@ -255,8 +279,19 @@ public enum PayPalMapping {
             let status = try r.string(p["status"], "\(f).status")
             guard statuses.contains(status) else { throw r.fail("\(f).status", p["status"], "unknown status") }
             let id = try r.string(p["id"], "\(f).id")
-            out.append(Payment(id: id, status: status, amount: try money(p["amount"], "\(f).amount", currency), up: upLink(p),
-                               reason: p["status_details"]?["reason"]?.stringValue, note: p["note_to_payer"]?.stringValue))
+            var payment = Payment(id: id, status: status, amount: try money(p["amount"], "\(f).amount", currency), up: upLink(p),
+                                  reason: p["status_details"]?["reason"]?.stringValue, note: p["note_to_payer"]?.stringValue)
+            payment.at = try r.timestamp(p["create_time"], "\(f).create_time")
+            // A capture's breakdown is seller_receivable_breakdown, a refund's seller_payable_breakdown.
+            for key in ["seller_receivable_breakdown", "seller_payable_breakdown"] {
+                guard let b = p[key], !b.isNull else { continue }
+                let bf = "\(f).\(key)"
+                guard b.objectMembers != nil else { throw r.fail(bf, b, "expected an object") }
+                payment.hasBreakdown = true
+                if let fee = b["paypal_fee"], !fee.isNull { payment.fee = try money(fee, "\(bf).paypal_fee", currency) }
+                if let net = b["net_amount"], !net.isNull { payment.net = try money(net, "\(bf).net_amount", currency) }
+            }
+            out.append(payment)
         }
         return out
     }

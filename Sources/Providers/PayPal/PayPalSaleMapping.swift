@@ -29,6 +29,7 @@ public enum PayPalSaleMapping {
         var createdAt: Int64?
         var sources: [RefundSource] = []
         var unaccounted: [String] = []
+        var movements: [Movement] = []
         let reversedSales = Set(refunds.filter { $0.kind == TransactionLink.reversalKind }.compactMap(\.parentExternalID))
         // Oldest first (then by id), so refunds take from the sales in the order they were made, whatever order the
         // events that named them arrived in.
@@ -46,6 +47,18 @@ public enum PayPalSaleMapping {
             let total = try amount(sale["amount"]?["total"], "\(f).amount.total", currency)
             if let t = try r.timestamp(sale["create_time"], "\(f).create_time") { createdAt = min(createdAt ?? t, t) }
             states.append(state)
+            if state != "pending" && state != "denied" {
+                // The sale's `transaction_fee` (v1 `currency` {currency, value}, in the sale's currency); the net is
+                // gross − fee (its receivable_amount is in the receiving account's currency).
+                var fee: Int64?
+                if let tf = sale["transaction_fee"], !tf.isNull {
+                    let feeCode = try r.string(tf["currency"], "\(f).transaction_fee.currency")
+                    guard feeCode == currency.code else { throw r.fail("\(f).transaction_fee.currency", tf["currency"], "differs from \(currency.code)") }
+                    fee = try amount(tf["value"], "\(f).transaction_fee.value", currency)
+                }
+                movements.append(Movement(id: id, kind: .capture, at: try r.timestamp(sale["create_time"], "\(f).create_time"), currency: currency,
+                                          gross: total, fee: fee, net: Movement.net(gross: total, fee: fee, stated: nil)))
+            }
             var refunded: Int64 = 0
             switch state {
             case "completed": C = try add(C, total)
@@ -110,6 +123,15 @@ public enum PayPalSaleMapping {
                                 rawState: rawState, createdAt: createdAt, capabilities: capabilities, method: "paypal", reversed: V,
                                 disputed: D)
         snapshot.notes = notes
+        // The refunds events named (a v1 sale's answer lists none): their amounts, fees unknown.
+        var seen = Set<String>()
+        for link in refunds where link.kind == "refund" && seen.insert(link.externalID).inserted
+            && ordered.contains(where: { $0["id"]?.stringValue == link.parentExternalID }) {
+            if let amount = link.amount, amount > 0 {
+                movements.append(Movement(id: link.externalID, kind: .refund, at: nil, currency: currency, gross: amount))
+            }
+        }
+        snapshot.movements = movements
         return snapshot
     }
 

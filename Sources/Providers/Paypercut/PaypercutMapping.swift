@@ -74,7 +74,39 @@ public enum PaypercutMapping {
                                 createdAt: try created(p["created"]),
                                 capabilities: PaypercutProvider.capabilities(paymentIntentID: id, rawState: status), method: paymentMethod)
         if let named = p["metadata"]?["order_id"]?.stringValue, !named.isEmpty { snapshot.orderReferences = [named] }
+        if let payment, !payment.isNull, captured > 0 || refunded > 0 {
+            snapshot.movements = try movements(payment: payment, captured: captured, refunded: refunded, currency: currency)
+        }
         return snapshot
+    }
+
+    /// The payment's money: its capture, with the fee and net of its `balance_transaction` {amount, fee, net,
+    /// currency, created} (documented on the v2 Payment; amounts in minor units like every Paypercut amount), and
+    /// its refunds as one movement of `amount_refunded` (a payment's answer lists no refund: their fees and days are
+    /// not known; the day is when payrecon first saw it). A balance transaction in another currency than the
+    /// intent's (`exchange_rate`) is left out, since its amounts are not the payment's: the capture then states no fee.
+    static func movements(payment: JSONValue, captured: Int64, refunded: Int64, currency: Currency) throws(ProviderMappingError) -> [Movement] {
+        let r = reader
+        let id = try r.string(payment["id"], "payment.id")
+        var fee: Int64?, net: Int64?
+        var at = try created(payment["created"], "payment.created")
+        if let bt = payment["balance_transaction"], !bt.isNull {
+            guard bt.objectMembers != nil else { throw r.fail("payment.balance_transaction", bt, "expected an object") }
+            // `currency`: an ISO code, or {iso, scale} as on the intent (its shape on a balance transaction is not shown).
+            let code = (bt["currency"]?.stringValue ?? bt["currency"]?["iso"]?.stringValue)?.uppercased()
+            if code == nil || code == currency.code {
+                if let f = bt["fee"], !f.isNull { fee = try r.amount(f, "payment.balance_transaction.fee", exponent: 0) }
+                if let n = bt["net"], !n.isNull { net = try r.amount(n, "payment.balance_transaction.net", exponent: 0) }
+                if let t = try created(bt["created"], "payment.balance_transaction.created") { at = t }
+            }
+        }
+        var out: [Movement] = []
+        if captured > 0 {
+            out.append(Movement(id: id, kind: .capture, at: at, currency: currency, gross: captured, fee: fee,
+                                net: fee == nil && net == nil ? nil : Movement.net(gross: captured, fee: fee, stated: net)))
+        }
+        if refunded > 0 { out.append(Movement(id: id, kind: .refund, at: nil, currency: currency, gross: refunded)) }
+        return out
     }
 
     static func optionalAmount(_ v: JSONValue?, _ field: String) throws(ProviderMappingError) -> Int64 {
@@ -83,12 +115,12 @@ public enum PaypercutMapping {
     }
 
     /// `created`: ISO 8601 text or unix seconds.
-    static func created(_ v: JSONValue?) throws(ProviderMappingError) -> Int64? {
+    static func created(_ v: JSONValue?, _ field: String = "created") throws(ProviderMappingError) -> Int64? {
         guard let v, !v.isNull else { return nil }
         if let literal = v.numberLiteral {
-            guard let seconds = Int64(literal) else { throw reader.fail("created", v, "expected unix seconds or an ISO 8601 date-time") }
+            guard let seconds = Int64(literal) else { throw reader.fail(field, v, "expected unix seconds or an ISO 8601 date-time") }
             return seconds
         }
-        return try reader.timestamp(v, "created")
+        return try reader.timestamp(v, field)
     }
 }
