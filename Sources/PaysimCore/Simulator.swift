@@ -309,6 +309,8 @@ enum Route: Equatable {
     case paypercutRefunds
     case adminPaypercutIntents
     case adminPayPalSales, adminPayPalDisputes, adminPayPalReversals
+    /// `GET /admin/paypal/reports/STL-yyyymmdd.01.009.CSV` (or TRR-…): the day's report file, `?faults=a,b`.
+    case adminPayPalReport(String)
     case adminPXPTransactions, adminPXPBehaviour, adminPayPalPermissions, adminPayPalOrders, adminSeed, adminLog, adminFaults, adminReset, adminStats
     case adminRootPEM, adminWebhooksSend
     case notFound(provider: String?)
@@ -357,6 +359,7 @@ enum Route: Equatable {
                 }
             } else { self = .notFound(provider: "paypal") }
         case "admin":
+            if s.count == 4, s[1] == "paypal", s[2] == "reports" { self = .adminPayPalReport(s[3]); return }
             switch s.dropFirst().joined(separator: "/") {
             case "pxp/transactions": self = .adminPXPTransactions
             case "pxp/behaviour": self = .adminPXPBehaviour
@@ -431,6 +434,7 @@ enum Route: Equatable {
         case .adminPayPalSales: return "admin.paypal_sales"
         case .adminPayPalDisputes: return "admin.paypal_disputes"
         case .adminPayPalReversals: return "admin.paypal_reversals"
+        case .adminPayPalReport: return "admin.paypal_report"
         case .paypercutIntent: return "paypercut.get_payment_intent"
         case .paypercutIntentCapture: return "paypercut.capture"
         case .paypercutIntentCancel: return "paypercut.cancel"

@@ -1,4 +1,4 @@
-// RFC 4180 CSV records for order files.
+// RFC 4180 CSV records for order files (the records themselves: ByteInput+CSV.swift).
 
 extension OrderFileReader {
     enum CSVRecord {
@@ -8,61 +8,10 @@ extension OrderFileReader {
 
     /// The next record (blank lines skipped), or nil at the end of the input.
     mutating func readCSVRecord() -> CSVRecord? {
-        while true {
-            guard input.peek() != nil else { return nil }
-            let startLine = input.line
-            var fields: [[UInt8]] = []
-            var field: [UInt8] = []
-            var atFieldStart = true
-            var quotedAny = false
-
-            func fail(_ reason: String) -> CSVRecord {
-                .error(OrderFileError(line: startLine, field: "", reason: reason))
-            }
-
-            reading: while true {
-                guard let byte = input.next() else { break reading }
-                if atFieldStart, byte == UInt8(ascii: "\"") {
-                    quotedAny = true
-                    atFieldStart = false
-                    quoted: while true {
-                        guard let inner = input.next() else { return fail("unterminated quoted field") }
-                        if inner == UInt8(ascii: "\"") {
-                            if input.peek() == UInt8(ascii: "\"") { _ = input.next(); field.append(inner) }
-                            else { break quoted }
-                        } else {
-                            field.append(inner)
-                            if ByteInput.isNewline(inner) {
-                                if inner == 0x0D, input.peek() == 0x0A { field.append(0x0A) }
-                                input.finishNewline(inner)
-                            }
-                        }
-                    }
-                    if let following = input.peek(), following != UInt8(ascii: ","), !ByteInput.isNewline(following) {
-                        input.skipLine()
-                        return fail("unexpected character after a closing quote (a quote inside a quoted field is written \"\")")
-                    }
-                    continue reading
-                }
-                switch byte {
-                case UInt8(ascii: ","):
-                    fields.append(field)
-                    field = []
-                    atFieldStart = true
-                case 0x0A, 0x0D:
-                    input.finishNewline(byte)
-                    break reading
-                case UInt8(ascii: "\""):
-                    input.skipLine()
-                    return fail("quote inside an unquoted field (quote the whole field and write \"\")")
-                default:
-                    field.append(byte)
-                    atFieldStart = false
-                }
-            }
-            fields.append(field)
-            if fields.count == 1, fields[0].isEmpty, !quotedAny { continue }   // blank line
-            return .fields(fields, line: startLine)
+        switch input.readCSVRecord() {
+        case nil: return nil
+        case let .fields(fields, line)?: return .fields(fields, line: line)
+        case let .error(line, reason)?: return .error(OrderFileError(line: line, field: "", reason: reason))
         }
     }
 

@@ -1,16 +1,22 @@
 // Chunked byte input with one byte of lookahead and physical line counting (CRLF, LF or a lone CR).
 
-struct ByteInput {
+public struct ByteInput {
     private let nextChunk: () -> [UInt8]?
     private var chunk: [UInt8] = []
     private var index = 0
     private var exhausted = false
     /// 1-based line of the next byte.
-    private(set) var line = 1
+    public private(set) var line = 1
 
-    init(nextChunk: @escaping () -> [UInt8]?) { self.nextChunk = nextChunk }
+    public init(nextChunk: @escaping () -> [UInt8]?) { self.nextChunk = nextChunk }
 
-    mutating func peek() -> UInt8? {
+    /// Over bytes already in memory.
+    public init(_ bytes: [UInt8]) {
+        var given: [UInt8]? = bytes
+        self.init(nextChunk: { defer { given = nil }; return given })
+    }
+
+    public mutating func peek() -> UInt8? {
         while index >= chunk.count {
             guard !exhausted, let next = nextChunk() else { exhausted = true; return nil }
             chunk = next
@@ -19,7 +25,7 @@ struct ByteInput {
         return chunk[index]
     }
 
-    mutating func next() -> UInt8? {
+    public mutating func next() -> UInt8? {
         guard let byte = peek() else { return nil }
         index += 1
         return byte
@@ -33,7 +39,7 @@ struct ByteInput {
 
     static func isNewline(_ byte: UInt8) -> Bool { byte == 0x0A || byte == 0x0D }
 
-    mutating func skipBOM() {
+    public mutating func skipBOM() {
         // A BOM can straddle chunks: gather up to three bytes into one chunk first.
         guard peek() == 0xEF else { return }
         var head = Array(chunk[index...])

@@ -124,6 +124,9 @@ extension Simulator {
             return .json(200, .object(["disputes": .bool(state.withLock { $0.config.paypalDisputesPermission })]))
         case .adminPayPalOrders:
             try expect("POST"); return try adminPutPayPal(r.body)
+        case .adminPayPalReport(let name):
+            try expect("GET")
+            return try paypalReport(name: name, faults: r.query["faults"] ?? "", account: r.query["account"])
         case .adminRootPEM:
             try expect("GET")
             guard let ca else { throw SimError.admin(404, "no_ca", "paysim runs without a PayPal test CA") }
@@ -244,5 +247,27 @@ extension Simulator {
                                  requestID: requestID, status: response.status, result: result, resourceID: resourceID))
             return response
         }
+    }
+}
+
+extension Simulator {
+    /// A report file by PayPal's name for it: `STL-20261130.01.009.CSV` or `TRR-20261130.01.011.CSV`.
+    func paypalReport(name: String, faults list: String, account: String?) throws(SimError) -> SimResponse {
+        let upper = name.uppercased()
+        guard let kind = ["STL", "TRR"].first(where: { upper.hasPrefix($0 + "-") }), upper.count >= 12,
+              case let digits = Array(upper.dropFirst(4).prefix(8)), digits.allSatisfy({ $0.isASCII && $0.isNumber }) else {
+            throw SimError.admin(400, "invalid_field", "a report is named STL-yyyymmdd.01.009.CSV or TRR-yyyymmdd.01.011.CSV")
+        }
+        let day = String(digits[0..<4]) + "-" + String(digits[4..<6]) + "-" + String(digits[6..<8])
+        let faults = Set(list.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
+        if let unknown = faults.first(where: { !PayPalBook.reportFaults.contains($0) }) {
+            throw SimError.admin(400, "invalid_field", "unknown report fault \(unknown) (known: \(PayPalBook.reportFaults.sorted().joined(separator: ", ")))")
+        }
+        let generated = nowSeconds
+        let bytes = state.withLock { s in
+            s.paypal.report(kind: kind, day: day, account: account ?? PayPalOrder.defaultMerchantID, generated: generated, faults: faults)
+        }
+        return SimResponse(status: 200, headers: [("Content-Type", "text/csv"), ("Content-Disposition", "attachment; filename=\"\(name)\"")],
+                           body: bytes)
     }
 }

@@ -1,0 +1,340 @@
+import Reconciliation
+
+extension PayPalSettlementReport {
+    /// The row-by-row reading: the encoding, the column names, the counts and totals the footers are checked against.
+    struct Reader {
+        private var input: ByteInput
+        private var summary = SettlementReportSummary()
+        /// Normalized column name → index (from the CH row).
+        private var columns: [String: Int] = [:]
+        private var columnCount = 0
+        private var at = Columns()
+        private var sawReportHeader = false, sawReportFooter = false, inSection = false
+        /// The file's FH sequence number ("01" the first file of a report), and whether its FF came.
+        private var fileSequence: Int?, sawFileFooter = false
+        private var sectionRows = 0, reportRows = 0
+        /// Per currency, the section's gross credits, gross debits, fee credits and fee debits, in hundredths.
+        private var sectionTotals: [String: [Int64]] = [:]
+        /// A body row read but not yet returned: the last one may turn out to be cut short.
+        private var held: (fields: [[UInt8]], line: Int)?
+
+        struct Columns {
+            var transactionID = -1, eventCode = -1, direction = -1, gross = -1, currency = -1
+            var feeDirection = -1, fee = -1, feeCurrency = -1, reference = -1, referenceType = -1, invoice = -1, custom = -1
+            var initiated = -1, completed = -1, status = -1
+        }
+
+        private let decoder: Decoder
+
+        init(name: String, chunks: @escaping () -> [UInt8]?) throws {
+            decoder = Decoder(chunks)
+            let decoder = self.decoder
+            input = ByteInput(nextChunk: { decoder.next() })
+            input.skipBOM()
+            let (kind, day) = nameParts(name)
+            summary.kind = kind
+            summary.day = day
+        }
+
+        /// The next body row as a line, or nil at the end. A body row is held until the row after it is read, so the
+        /// last one can be told cut short; footers are checked after the rows before them are counted.
+        mutating func nextLine() throws -> SettlementLine? {
+            while true {
+                if let line = ready { ready = nil; return line }
+                guard let record = input.readCSVRecord() else {
+                    if let error = decoder.error { throw error }
+                    guard let h = held else { return nil }
+                    held = nil
+                    return try release(h, last: true)
+                }
+                let fields: [[UInt8]], lineNumber: Int
+                switch record {
+                case let .error(line, reason):
+                    // A quoted field open at the end of the input is a file cut inside its last row.
+                    guard input.peek() == nil, reason.hasPrefix("unterminated") else { throw SettlementReportError(line: line, reason) }
+                    if let error = decoder.error { throw error }
+                    if let h = held { held = nil; ready = try release(h, last: false) }
+                    summary.problems.append("the file ends inside its last row (line \(line)): it was cut short")
+                    continue
+                case let .fields(f, line): (fields, lineNumber) = (f, line)
+                }
+                let type = String(decoding: fields[0], as: UTF8.self).trimmingCharacters(in: " \t")
+                if let h = held { held = nil; ready = try release(h, last: false) }
+                if type == "SB" {
+                    guard columnCount > 0 else { throw SettlementReportError(line: lineNumber, "a body row (SB) before the column names (CH)") }
+                    held = (fields, lineNumber)
+                } else {
+                    try header(type, fields, lineNumber)
+                }
+            }
+        }
+        private var ready: SettlementLine?
+
+        /// A held body row, counted into its section and read; the file's last one with too few fields was cut short.
+        private mutating func release(_ h: (fields: [[UInt8]], line: Int), last: Bool) throws -> SettlementLine? {
+            if h.fields.count < columnCount {
+                if last {
+                    summary.problems.append("the file ends inside its last row (line \(h.line) has \(h.fields.count) of \(columnCount) fields): it was cut short")
+                    return nil
+                }
+                throw SettlementReportError(line: h.line, "\(h.fields.count) fields where the column names (CH) give \(columnCount)")
+            }
+            try count(h)
+            return try line(h.fields, h.line)
+        }
+
+        private mutating func count(_ h: (fields: [[UInt8]], line: Int)) throws {
+            sectionRows += 1; reportRows += 1; summary.bodyRows += 1
+            let currency = text(h.fields, at.currency)
+            var totals = sectionTotals[currency] ?? [0, 0, 0, 0]
+            let gross = try hundredths(h.fields, at.gross, h.line, "Gross Transaction Amount") ?? 0
+            totals[text(h.fields, at.direction).uppercased() == "DR" ? 1 : 0] &+= gross
+            if at.fee >= 0, let fee = try hundredths(h.fields, at.fee, h.line, "Fee Amount") {
+                totals[text(h.fields, at.feeDirection).uppercased() == "DR" ? 3 : 2] &+= fee
+            }
+            sectionTotals[currency] = totals
+        }
+
+        private mutating func header(_ type: String, _ fields: [[UInt8]], _ line: Int) throws {
+            switch type {
+            case "RH":
+                sawReportHeader = true
+                if summary.account == nil, fields.count > 3 { summary.account = nonEmpty(text(fields, 3)) }
+            case "FH": fileSequence = Int(text(fields, 1))
+            case "SH":
+                inSection = true
+                sectionRows = 0
+                sectionTotals = [:]
+                if fields.count > 2 {
+                    summary.periodStart = summary.periodStart ?? timestamp(text(fields, 1))
+                    summary.periodEnd = timestamp(text(fields, 2)) ?? summary.periodEnd
+                }
+                if fields.count > 3, let account = nonEmpty(text(fields, 3)) { summary.account = account }
+                if summary.day == nil, let start = summary.periodStart { summary.day = UnixTime.date(UnixTime.split(start).days) }
+            case "CH":
+                columns = [:]
+                for (i, raw) in fields.enumerated() where i > 0 {
+                    columns[Self.normalized(String(decoding: raw, as: UTF8.self))] = i
+                }
+                columnCount = fields.count
+                at = Columns()
+                func need(_ name: String) throws -> Int {
+                    guard let i = columns[Self.normalized(name)] else {
+                        throw SettlementReportError(line: line, "the column names (CH) have no \"\(name)\"")
+                    }
+                    return i
+                }
+                at.transactionID = try need("Transaction ID")
+                at.eventCode = try need("Transaction Event Code")
+                at.direction = try need("Transaction Debit or Credit")
+                at.gross = try need("Gross Transaction Amount")
+                at.currency = try need("Gross Transaction Currency")
+                func optional(_ name: String) -> Int { columns[Self.normalized(name)] ?? -1 }
+                at.feeDirection = optional("Fee Debit or Credit"); at.fee = optional("Fee Amount"); at.feeCurrency = optional("Fee Currency")
+                at.reference = optional("PayPal Reference ID"); at.referenceType = optional("PayPal Reference ID Type")
+                at.invoice = optional("Invoice ID"); at.custom = optional("Custom Field")
+                at.initiated = optional("Transaction Initiation Date"); at.completed = optional("Transaction Completion Date")
+                at.status = optional("Transactional Status")
+            case "SC":
+                if let n = Int(text(fields, 1)), n != sectionRows {
+                    summary.problems.append("line \(line): its section count (SC) says \(n) rows, the section has \(sectionRows)")
+                }
+                inSection = false
+            case "SF":
+                // SF, currency, total gross credits, total gross debits, total fee credits, total fee debits, …
+                let currency = text(fields, 1)
+                let got = sectionTotals[currency] ?? [0, 0, 0, 0]
+                let names = ["gross credits", "gross debits", "fee credits", "fee debits"]
+                for (k, name) in names.enumerated() where fields.count > 2 + k {
+                    if let said = Int64(text(fields, 2 + k)), said != got[k] {
+                        summary.problems.append("line \(line): its section footer (SF) gives \(currency) \(name) of \(said) hundredths, its rows add up to \(got[k])")
+                    }
+                }
+            case "RC":
+                // A report of over a million rows comes in several files, and only the last has RC, counting all of
+                // them: it is checked when this file is the report's first (so its only) one.
+                if fileSequence == nil || fileSequence == 1, let n = Int(text(fields, 1)), n != reportRows {
+                    summary.problems.append("line \(line): its report count (RC) says \(n) rows, the report has \(reportRows)")
+                }
+            case "RF":
+                sawReportFooter = true
+            case "FF":
+                // FF counts the file's body rows (as the public parsers read it: PAYPAL-53).
+                sawFileFooter = true
+                if let n = Int(text(fields, 1)), n != summary.bodyRows {
+                    summary.problems.append("line \(line): its file footer (FF) says \(n) rows, the file has \(summary.bodyRows)")
+                }
+            default:
+                throw SettlementReportError(line: line, "\"\(type.prefix(20))\" is not a row type of a PayPal report (RH, FH, SH, CH, SB, SF, SC, RF, RC, FF)")
+            }
+        }
+
+        mutating func finish() -> SettlementReportSummary {
+            if fileSequence != nil && !sawFileFooter {
+                summary.problems.append("it has a file header (FH) and no file footer (FF): it was cut short")
+            } else if fileSequence == nil && sawReportHeader && !sawReportFooter {
+                summary.problems.append("it has a report header (RH) and no report footer (RF): it was cut short")
+            } else if inSection {
+                summary.problems.append("its last section has no section count (SC): it was cut short")
+            }
+            return summary
+        }
+
+        // MARK: Fields
+
+        private func line(_ f: [[UInt8]], _ lineNumber: Int) throws -> SettlementLine {
+            func required(_ i: Int, _ name: String) throws -> String {
+                let v = text(f, i)
+                guard !v.isEmpty else { throw SettlementReportError(line: lineNumber, "\(name) is empty") }
+                return v
+            }
+            let id = try required(at.transactionID, "Transaction ID")
+            let code = try required(at.eventCode, "Transaction Event Code")
+            guard let direction = SettlementLine.Direction(rawValue: try required(at.direction, "Transaction Debit or Credit").uppercased()) else {
+                throw SettlementReportError(line: lineNumber, "Transaction Debit or Credit is \"\(text(f, at.direction).prefix(20))\", not CR or DR")
+            }
+            let currency = try self.currency(try required(at.currency, "Gross Transaction Currency"), lineNumber, "Gross Transaction Currency")
+            guard let grossHundredths = try hundredths(f, at.gross, lineNumber, "Gross Transaction Amount") else {
+                throw SettlementReportError(line: lineNumber, "Gross Transaction Amount is empty")
+            }
+            guard let gross = minorUnits(hundredths: grossHundredths, currency) else {
+                throw SettlementReportError(line: lineNumber, "Gross Transaction Amount \(grossHundredths) hundredths is not a whole amount of \(currency.code)")
+            }
+            var out = SettlementLine(transactionID: id, eventCode: code, direction: direction, role: role(eventCode: code, status: nonEmpty(text(f, at.status))),
+                                     referenceID: nonEmpty(text(f, at.reference)), referenceType: nonEmpty(text(f, at.referenceType)),
+                                     invoiceID: nonEmpty(text(f, at.invoice)), customField: nonEmpty(text(f, at.custom)),
+                                     initiatedAt: timestamp(text(f, at.initiated)), completedAt: timestamp(text(f, at.completed)),
+                                     currency: currency, gross: gross, line: lineNumber)
+            if let feeHundredths = try hundredths(f, at.fee, lineNumber, "Fee Amount") {
+                let feeCurrency = nonEmpty(text(f, at.feeCurrency)).map { code in (try? self.currency(code, lineNumber, "Fee Currency")) ?? currency } ?? currency
+                guard let fee = minorUnits(hundredths: feeHundredths, feeCurrency) else {
+                    throw SettlementReportError(line: lineNumber, "Fee Amount \(feeHundredths) hundredths is not a whole amount of \(feeCurrency.code)")
+                }
+                out.fee = fee
+                out.feeCurrency = feeCurrency
+                out.feeDirection = SettlementLine.Direction(rawValue: text(f, at.feeDirection).uppercased()) ?? .debit
+            }
+            return out
+        }
+
+        private func currency(_ code: String, _ line: Int, _ field: String) throws -> Currency {
+            guard let c = Currency(code: code.uppercased()) else {
+                throw SettlementReportError(line: line, "\(field) \"\(code.prefix(10))\" is not an ISO 4217 currency")
+            }
+            return c
+        }
+
+        /// An unsigned integer amount field; nil when the column is absent or the field empty.
+        private func hundredths(_ f: [[UInt8]], _ i: Int, _ line: Int, _ field: String) throws -> Int64? {
+            guard i >= 0, i < f.count else { return nil }
+            let v = text(f, i)
+            guard !v.isEmpty else { return nil }
+            guard v.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let n = Int64(v) else {
+                throw SettlementReportError(line: line, "\(field) \"\(v.prefix(20))\" is not an unsigned whole number of hundredths")
+            }
+            return n
+        }
+
+        private func text(_ f: [[UInt8]], _ i: Int) -> String {
+            guard i >= 0, i < f.count else { return "" }
+            return String(decoding: f[i], as: UTF8.self).trimmingCharacters(in: " \t")
+        }
+
+        private func nonEmpty(_ s: String) -> String? { s.isEmpty ? nil : s }
+
+        /// "Transaction  Debit or Credit", "TransactionDebitOrCredit" → "transactiondebitorcredit".
+        static func normalized(_ name: String) -> String {
+            String(String.UnicodeScalarView(name.unicodeScalars.filter { !$0.properties.isWhitespace })).lowercased()
+        }
+    }
+}
+
+extension String {
+    fileprivate func trimmingCharacters(in set: String) -> String {
+        let blanks = Set(set)
+        guard let first = firstIndex(where: { !blanks.contains($0) }), let last = lastIndex(where: { !blanks.contains($0) }) else { return "" }
+        return String(self[first...last])
+    }
+}
+
+/// The file's bytes as UTF-8: UTF-16 (by its byte-order mark, or by the zero bytes of ASCII text without one) is
+/// transcoded chunk by chunk; anything else passes as it is (a UTF-8 byte-order mark is skipped by the reader).
+final class Decoder {
+    private let chunks: () -> [UInt8]?
+    private var first: [UInt8]?
+    private var transcoder: UTF16Transcoder?
+    private(set) var error: SettlementReportError?
+
+    init(_ chunks: @escaping () -> [UInt8]?) {
+        self.chunks = chunks
+        var head = chunks() ?? []
+        while head.count < 4, let more = chunks() { head += more }
+        if head.starts(with: [0xFF, 0xFE]) { transcoder = UTF16Transcoder(bigEndian: false); head.removeFirst(2) }
+        else if head.starts(with: [0xFE, 0xFF]) { transcoder = UTF16Transcoder(bigEndian: true); head.removeFirst(2) }
+        else if head.count >= 2, head[0] != 0, head[1] == 0 { transcoder = UTF16Transcoder(bigEndian: false) }
+        else if head.count >= 2, head[0] == 0, head[1] != 0 { transcoder = UTF16Transcoder(bigEndian: true) }
+        first = head
+    }
+
+    func next() -> [UInt8]? {
+        guard error == nil else { return nil }
+        let bytes: [UInt8]?
+        if let f = first { first = nil; bytes = f } else { bytes = chunks() }
+        guard transcoder != nil else { return bytes }
+        do {
+            guard let bytes else { return try transcoder!.finish() }
+            return try transcoder!.feed(bytes)
+        } catch {
+            self.error = error
+            return nil
+        }
+    }
+}
+
+/// UTF-16 bytes (either order) → UTF-8 bytes, fed in chunks of any size (a code unit or a surrogate pair may span two).
+struct UTF16Transcoder {
+    let bigEndian: Bool
+    private var carry: [UInt8] = []
+    private var high: UInt16?
+
+    init(bigEndian: Bool) { self.bigEndian = bigEndian }
+
+    mutating func feed(_ bytes: [UInt8]) throws(SettlementReportError) -> [UInt8] {
+        var all = carry + bytes
+        carry = []
+        if all.count % 2 == 1 { carry = [all.removeLast()] }
+        var out: [UInt8] = []
+        out.reserveCapacity(all.count)
+        var i = 0
+        while i < all.count {
+            let unit = bigEndian ? UInt16(all[i]) << 8 | UInt16(all[i + 1]) : UInt16(all[i + 1]) << 8 | UInt16(all[i])
+            i += 2
+            if let h = high {
+                guard unit >= 0xDC00, unit <= 0xDFFF else { throw SettlementReportError(line: 0, "the file is UTF-16 with a broken surrogate pair") }
+                high = nil
+                append(0x10000 + ((UInt32(h) - 0xD800) << 10) + (UInt32(unit) - 0xDC00), to: &out)
+            } else if unit >= 0xD800, unit <= 0xDBFF {
+                high = unit
+            } else if unit >= 0xDC00, unit <= 0xDFFF {
+                throw SettlementReportError(line: 0, "the file is UTF-16 with a broken surrogate pair")
+            } else {
+                append(UInt32(unit), to: &out)
+            }
+        }
+        return out
+    }
+
+    mutating func finish() throws(SettlementReportError) -> [UInt8]? {
+        guard carry.isEmpty, high == nil else { throw SettlementReportError(line: 0, "the file is UTF-16 and ends inside a character") }
+        return nil
+    }
+
+    private func append(_ scalar: UInt32, to out: inout [UInt8]) {
+        switch scalar {
+        case ..<0x80: out.append(UInt8(scalar))
+        case ..<0x800: out += [UInt8(0xC0 | (scalar >> 6)), UInt8(0x80 | (scalar & 0x3F))]
+        case ..<0x10000: out += [UInt8(0xE0 | (scalar >> 12)), UInt8(0x80 | ((scalar >> 6) & 0x3F)), UInt8(0x80 | (scalar & 0x3F))]
+        default: out += [UInt8(0xF0 | (scalar >> 18)), UInt8(0x80 | ((scalar >> 12) & 0x3F)), UInt8(0x80 | ((scalar >> 6) & 0x3F)), UInt8(0x80 | (scalar & 0x3F))]
+        }
+    }
+}

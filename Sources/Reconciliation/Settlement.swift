@@ -1,0 +1,82 @@
+/// A provider's settlement report, read: its balance lines and what its own counts and totals say of it. Pure
+/// values: the provider's reader builds them (PayPal: `PayPalSettlementReport`), the store keeps them, and
+/// `SettlementRules` judges them against the movements payrecon knows.
+public struct SettlementLine: Sendable, Hashable {
+    public enum Direction: String, Sendable, Hashable { case credit = "CR", debit = "DR" }
+    /// What the line is to payrecon: money in for a payment (a capture or sale), money back out (a refund, a
+    /// reversal, a chargeback), or anything else (withdrawals, holds, conversions, fees of the account) that no
+    /// order's transaction is.
+    public enum Role: String, Sendable, Hashable { case payment, moneyBack = "money_back", other }
+
+    /// The provider's id of the transaction (PayPal's Transaction ID: a capture, refund or sale id).
+    public var transactionID: String
+    /// The provider's code of the event (PayPal's T-code: T0006, T1107…). A line is (transactionID, eventCode,
+    /// direction): the same id appears under several codes.
+    public var eventCode: String
+    public var direction: Direction
+    public var role: Role
+    /// The transaction a refund or reversal belongs to (PayPal Reference ID of type TXN), and the reference's type.
+    public var referenceID: String?
+    public var referenceType: String?
+    public var invoiceID: String?
+    public var customField: String?
+    /// Unix seconds.
+    public var initiatedAt: Int64?
+    public var completedAt: Int64?
+    public var currency: Currency
+    /// ISO minor units of `currency`, never negative: the direction says which way.
+    public var gross: Int64
+    /// The fee, its direction and currency (a capture's fee is a debit; the fee a refund gives back a credit).
+    public var fee: Int64?
+    public var feeDirection: Direction?
+    public var feeCurrency: Currency?
+    /// The line of the file it came from (1-based).
+    public var line: Int
+
+    public init(transactionID: String, eventCode: String, direction: Direction, role: Role, referenceID: String? = nil,
+                referenceType: String? = nil, invoiceID: String? = nil, customField: String? = nil, initiatedAt: Int64? = nil,
+                completedAt: Int64? = nil, currency: Currency, gross: Int64, fee: Int64? = nil, feeDirection: Direction? = nil,
+                feeCurrency: Currency? = nil, line: Int) {
+        self.transactionID = transactionID; self.eventCode = eventCode; self.direction = direction; self.role = role
+        self.referenceID = referenceID; self.referenceType = referenceType; self.invoiceID = invoiceID; self.customField = customField
+        self.initiatedAt = initiatedAt; self.completedAt = completedAt; self.currency = currency; self.gross = gross
+        self.fee = fee; self.feeDirection = feeDirection; self.feeCurrency = feeCurrency; self.line = line
+    }
+
+    /// The fee as the merchant's balance saw it: positive when taken, negative when given back.
+    public var feeTaken: Int64? {
+        guard let fee else { return nil }
+        return feeDirection == .credit ? -fee : fee
+    }
+}
+
+/// What a settlement report says of itself: its kind, the account and period it covers, and where its own row
+/// counts or totals do not add up (then it is `settlement_incomplete`).
+public struct SettlementReportSummary: Sendable, Hashable {
+    /// `STL` (settlement), `TRR` (transaction detail), or nil when neither the name nor the content says.
+    public var kind: String?
+    public var account: String?
+    /// The report's day (`YYYY-MM-DD`): from the file name (`STL-yyyymmdd…`), else the period's start.
+    public var day: String?
+    /// Unix seconds of the period the report covers, when it says.
+    public var periodStart: Int64?
+    public var periodEnd: Int64?
+    public var bodyRows: Int
+    /// Each place the report contradicts itself or stops early, in words.
+    public var problems: [String]
+
+    public init(kind: String? = nil, account: String? = nil, day: String? = nil, periodStart: Int64? = nil, periodEnd: Int64? = nil,
+                bodyRows: Int = 0, problems: [String] = []) {
+        self.kind = kind; self.account = account; self.day = day; self.periodStart = periodStart; self.periodEnd = periodEnd
+        self.bodyRows = bodyRows; self.problems = problems
+    }
+}
+
+/// A report that cannot be read at all (not CSV, a body row before its column names, a column missing, an amount that
+/// is not a number): nothing of it is kept.
+public struct SettlementReportError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var line: Int
+    public var reason: String
+    public init(line: Int, _ reason: String) { self.line = line; self.reason = reason }
+    public var description: String { line > 0 ? "line \(line): \(reason)" : reason }
+}

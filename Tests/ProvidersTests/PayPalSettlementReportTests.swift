@@ -1,0 +1,132 @@
+import Foundation
+import Testing
+@testable import Providers
+import Reconciliation
+
+/// PayPal's STL and TRR report files, read: rows by their type, columns by the CH row, amounts in hundredths whatever
+/// the currency's exponent, direction from the CR/DR columns, UTF-8 with or without a BOM and UTF-16, footers checked.
+@Suite struct PayPalSettlementReportTests {
+    static let columns = #""CH","Transaction ID","Invoice ID","PayPal Reference ID","PayPal Reference ID Type","Transaction Event Code","Transaction Initiation Date","Transaction Completion Date","Transaction Debit or Credit","Gross Transaction Amount","Gross Transaction Currency","Fee Debit or Credit","Fee Amount","Fee Currency","Transactional Status","Custom Field""#
+    /// A refund row in the shape of a real TRR row (a public parser's fixture): 150 JPY refunded, 43 JPY of fee given back.
+    static let refund = #""SB","3HD08833MR473623T","46239229.0","1V551844CE5526421","TXN","T1107",2017/03/22 09:34:59 -0700,2017/03/22 09:34:59 -0700,"DR",15000,"JPY","CR",4300,"JPY","S","46239229""#
+    static let payment = #""SB","1V551844CE5526421","46239229.0","","","T0006",2017/03/20 10:00:00 -0700,2017/03/20 10:00:00 -0700,"CR",1000,"USD","DR",64,"USD","S","46239229""#
+
+    static func read(_ text: String) throws -> (SettlementReportSummary, [SettlementLine]) {
+        try PayPalSettlementReport.read(name: "TRR-20170322.01.011.CSV", bytes: Array(text.utf8))
+    }
+
+    static func stl(_ body: [String], sc: Int? = nil, sf: String? = nil, footers: Bool = true) -> String {
+        var lines = [#""RH",2017/03/23 02:00:00 -0700,"R","ACCT1",009,"#, #""FH",01"#,
+                     #""SH",2017/03/22 00:00:00 -0700,2017/03/22 23:59:59 -0700,"ACCT1","""#, columns] + body
+        if footers {
+            lines += [sf ?? #""SF","JPY",0,15000,4300,0"#, #""SC",\#(sc ?? body.count)"#, #""RF",\#(body.count)"#, #""RC",\#(body.count)"#,
+                      #""FF",\#(body.count)"#]
+        }
+        return lines.joined(separator: "\r\n") + "\r\n"
+    }
+
+    @Test func aJPYLineOf15000Is150JPYAndItsFeeGoesBackToTheMerchant() throws {
+        let (summary, lines) = try Self.read(Self.stl([Self.refund]))
+        #expect(summary.problems.isEmpty, "\(summary.problems)")
+        #expect(summary.kind == "TRR" && summary.day == "2017-03-22" && summary.account == "ACCT1" && summary.bodyRows == 1)
+        let line = try #require(lines.first)
+        #expect(line.transactionID == "3HD08833MR473623T" && line.eventCode == "T1107" && line.direction == .debit && line.role == .moneyBack)
+        #expect(line.currency.code == "JPY" && line.gross == 150)
+        #expect(line.fee == 43 && line.feeDirection == .credit && line.feeTaken == -43)
+        #expect(line.referenceID == "1V551844CE5526421" && line.referenceType == "TXN")
+        #expect(line.initiatedAt == 1_490_200_499 && line.line == 5)
+    }
+
+    @Test func amountsAreHundredthsOfTheMajorUnitForEveryExponent() {
+        #expect(PayPalSettlementReport.minorUnits(hundredths: 10000, Currency(code: "USD")!) == 10000)
+        #expect(PayPalSettlementReport.minorUnits(hundredths: 10000, Currency(code: "JPY")!) == 100)
+        #expect(PayPalSettlementReport.minorUnits(hundredths: 15050, Currency(code: "JPY")!) == nil)
+        #expect(PayPalSettlementReport.minorUnits(hundredths: 1250, Currency(code: "BHD")!) == 12500)
+        #expect(PayPalSettlementReport.minorUnits(hundredths: Int64.max, Currency(code: "BHD")!) == nil)
+    }
+
+    /// Header names vary between versions: a double space in "Transaction  Debit or Credit", or none at all.
+    @Test func columnsAreFoundWhateverTheirSpacing() throws {
+        for header in [Self.columns.replacingOccurrences(of: "Transaction Debit or Credit", with: "Transaction  Debit or Credit"),
+                       Self.columns.replacingOccurrences(of: " ", with: "")] {
+            let (_, lines) = try Self.read(Self.stl([Self.refund]).replacingOccurrences(of: Self.columns, with: header))
+            #expect(lines.map { $0.gross } == [150])
+        }
+    }
+
+    @Test func utf8WithABOMAndUTF16InEitherOrderReadAlike() throws {
+        let text = Self.stl([Self.payment, Self.refund], sf: #""SF","JPY",0,15000,4300,0"#)
+        var encodings: [[UInt8]] = [[0xEF, 0xBB, 0xBF] + Array(text.utf8)]
+        var le: [UInt8] = [0xFF, 0xFE], beNoBOM: [UInt8] = []
+        for unit in text.utf16 { le += [UInt8(unit & 0xFF), UInt8(unit >> 8)]; beNoBOM += [UInt8(unit >> 8), UInt8(unit & 0xFF)] }
+        encodings += [le, beNoBOM]
+        let (_, expected) = try Self.read(text)
+        for bytes in encodings {
+            // Fed in chunks of 7 bytes: a character, a surrogate pair or the BOM may span two.
+            var rest = bytes[...]
+            var lines: [SettlementLine] = []
+            _ = try PayPalSettlementReport.read(name: "x.csv", chunks: {
+                guard !rest.isEmpty else { return nil }
+                defer { rest = rest.dropFirst(7) }
+                return Array(rest.prefix(7))
+            }) { lines += $0 }
+            #expect(lines == expected)
+        }
+        #expect(expected.count == 2)
+    }
+
+    @Test func footersThatDoNotAddUpAreProblemsAndTheLinesAreStillRead() throws {
+        let good = try Self.read(Self.stl([Self.payment, Self.refund], sf: #""SF","JPY",0,15000,4300,0"#))
+        #expect(good.0.problems.isEmpty, "\(good.0.problems)")
+        let counted = try Self.read(Self.stl([Self.refund], sc: 2))
+        #expect(counted.0.problems.contains { $0.contains("section count (SC) says 2 rows, the section has 1") }, "\(counted.0.problems)")
+        #expect(counted.1.count == 1)
+        let fee = try Self.read(Self.stl([Self.refund], sf: #""SF","JPY",0,15000,4301,0"#))
+        #expect(fee.0.problems.contains { $0.contains("JPY fee credits of 4301 hundredths, its rows add up to 4300") }, "\(fee.0.problems)")
+        // A file of CH and SB rows alone (an export) is not incomplete for that alone.
+        let export = try Self.read([Self.columns, Self.refund].joined(separator: "\n"))
+        #expect(export.0.problems.isEmpty && export.1.count == 1)
+    }
+
+    @Test func aFileCutShortIsAProblemAndKeepsTheRowsBeforeTheCut() throws {
+        let whole = Self.stl([Self.payment, Self.refund], footers: false)
+        let cut = String(whole.dropLast(20))
+        let (summary, lines) = try Self.read(cut)
+        #expect(lines.map { $0.transactionID } == ["1V551844CE5526421"])
+        #expect(summary.problems.contains { $0.contains("ends inside its last row") }, "\(summary.problems)")
+        #expect(summary.problems.contains { $0.contains("no file footer (FF)") }, "\(summary.problems)")
+        // Whole rows but no footers after a header: cut short too.
+        #expect(try Self.read(whole).0.problems.contains { $0.contains("no file footer (FF)") })
+    }
+
+    @Test(arguments: [
+        (#""SB","X""#, "a body row (SB) before the column names (CH)"),
+        ("\(columns)\n\"ZZ\",1", "\"ZZ\" is not a row type"),
+        ("\(columns)\n" + payment.replacingOccurrences(of: ",1000,", with: ",10.00,"), "Gross Transaction Amount \"10.00\" is not an unsigned whole number"),
+        ("\(columns)\n" + refund.replacingOccurrences(of: ",15000,", with: ",15050,"), "15050 hundredths is not a whole amount of JPY"),
+        ("\(columns)\n" + refund.replacingOccurrences(of: "\"DR\",15000", with: "\"XX\",15000"), "not CR or DR"),
+        ("\(columns)\n" + refund.replacingOccurrences(of: "\"JPY\",\"CR\"", with: "\"YEN\",\"CR\""), "\"YEN\" is not an ISO 4217 currency"),
+        (columns.replacingOccurrences(of: ",\"Gross Transaction Amount\"", with: "") + "\n" + payment, "the column names (CH) have no \"Gross Transaction Amount\""),
+        ("\(columns)\n\(payment)\n\"SB\",\"short\"\n\(refund)", "2 fields where the column names (CH) give 16"),
+        ("\(columns)\n\"SB\",\"a\"b\"\n\(refund)", "unexpected character after a closing quote"),
+    ])
+    func aRowThatCannotBeReadRejectsTheFileNamingItsLine(_ text: String, _ reason: String) {
+        let error = #expect(throws: SettlementReportError.self) { try Self.read(text) }
+        #expect(error?.description.contains(reason) == true, "\(String(describing: error))")
+        #expect(error.map { $0.line > 0 } == true)
+    }
+
+    @Test func roles() {
+        #expect(PayPalSettlementReport.role(eventCode: "T0006") == .payment)
+        #expect(PayPalSettlementReport.role(eventCode: "T0002") == .payment)
+        #expect(PayPalSettlementReport.role(eventCode: "T1107") == .moneyBack)
+        #expect(PayPalSettlementReport.role(eventCode: "T1201") == .moneyBack)
+        #expect(PayPalSettlementReport.role(eventCode: "T0400") == .other)
+        #expect(PayPalSettlementReport.role(eventCode: "T0006", status: "P") == .other)
+        #expect(PayPalSettlementReport.nameParts("/in/STL-20261130.01.009.CSV") == ("STL", "2026-11-30"))
+        #expect(PayPalSettlementReport.nameParts("report.csv") == (nil, nil))
+        #expect(PayPalSettlementReport.timestamp("2017/03/22 09:34:59 -0700") == 1_490_200_499)
+        #expect(PayPalSettlementReport.timestamp("2017-03-22 16:34:59") == 1_490_200_499)
+        #expect(PayPalSettlementReport.timestamp("22/03/2017") == nil)
+    }
+}
