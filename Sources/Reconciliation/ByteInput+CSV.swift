@@ -8,8 +8,10 @@ extension ByteInput {
     }
 
     /// The next record (blank lines skipped), or nil at the end of the input. A field is its raw bytes (quotes
-    /// removed, `""` as one quote); a quoted field may hold line breaks.
-    public mutating func readCSVRecord() -> CSVRecord? {
+    /// removed, `""` as one quote); a quoted field may hold line breaks. A field longer than `maxFieldBytes` or a
+    /// record of more than `maxFields` fields is an error (the rest of its line skipped), so a hostile file cannot
+    /// make one record fill the memory.
+    public mutating func readCSVRecord(maxFieldBytes: Int = .max, maxFields: Int = .max) -> CSVRecord? {
         while true {
             guard peek() != nil else { return nil }
             let startLine = line
@@ -34,6 +36,7 @@ extension ByteInput {
                             else { break quoted }
                         } else {
                             field.append(inner)
+                            if field.count > maxFieldBytes { skipLine(); return fail("a field longer than \(maxFieldBytes) bytes") }
                             if ByteInput.isNewline(inner) {
                                 if inner == 0x0D, peek() == 0x0A { field.append(0x0A) }
                                 finishNewline(inner)
@@ -51,6 +54,7 @@ extension ByteInput {
                     fields.append(field)
                     field = []
                     atFieldStart = true
+                    if fields.count >= maxFields { skipLine(); return fail("more than \(maxFields) fields") }
                 case 0x0A, 0x0D:
                     finishNewline(byte)
                     break reading
@@ -60,6 +64,7 @@ extension ByteInput {
                 default:
                     field.append(byte)
                     atFieldStart = false
+                    if field.count > maxFieldBytes { skipLine(); return fail("a field longer than \(maxFieldBytes) bytes") }
                 }
             }
             fields.append(field)

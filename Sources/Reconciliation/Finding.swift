@@ -17,6 +17,20 @@ public enum DiscrepancyKind: String, Sendable, Hashable, Codable, CaseIterable {
     case disputed
     case reversed
     case actionFailed = "action_failed"
+    /// Settlement (`payrecon settlement import`): a capture or refund no settlement line shows after the deadline,
+    /// a line no transaction of payrecon's matches, a line whose gross, currency or direction differ from the API's,
+    /// a fee that differs, a file that does not add up or a day with no file.
+    case settlementMissing = "settlement_missing"
+    case unknownSettlement = "unknown_settlement"
+    case settlementMismatch = "settlement_mismatch"
+    case feeMismatch = "fee_mismatch"
+    case settlementIncomplete = "settlement_incomplete"
+
+    /// Kinds only settlement raises and resolves: a check of an order never resolves them (what it fetches says
+    /// nothing of settlement files).
+    public static let settlementKinds: [DiscrepancyKind] = [.settlementMissing, .unknownSettlement, .settlementMismatch, .feeMismatch,
+                                                            .settlementIncomplete]
+    public var isSettlement: Bool { Self.settlementKinds.contains(self) }
 
     /// Merchant, site, currency, intent mismatches and `missing_at_provider` block all actions for the order.
     public var isBlocking: Bool {

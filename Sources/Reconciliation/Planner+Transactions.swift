@@ -115,14 +115,21 @@ extension Planner {
     }
 
     /// What is stored as the order's snapshot: the sum of the transactions holding money (else the latest one
-    /// fetched), with the aliases of every transaction, so a webhook naming any of them finds the order.
+    /// fetched), with the aliases of every transaction, so a webhook naming any of them finds the order, and the money
+    /// every one of them moved (once per id and kind: fees and settlement read it).
     public static func orderSnapshot(order: Order?, transactions: [FetchedTransaction]) -> Snapshot? {
         let fetched = transactions.compactMap(\.snapshot)
-        guard let latest = fetched.last else { return nil }
+        guard var latest = fetched.last else { return nil }
+        var seen = Set<String>()
+        let movements = fetched.flatMap(\.movements).filter { seen.insert($0.id + "\u{0}" + $0.kind.rawValue).inserted }
         let holding = fetched.filter { $0.state == .authorised || $0.state.holdsCapturedMoney }
-        guard let order, !holding.isEmpty else { return latest }
+        guard let order, !holding.isEmpty else {
+            latest.movements = movements
+            return latest
+        }
         var sum = combined(order: order, holding: holding)
         sum.aliases = fetched.flatMap(\.aliases)
+        sum.movements = movements
         return sum
     }
 

@@ -32,6 +32,9 @@ public struct SettlementLine: Sendable, Hashable {
     public var feeCurrency: Currency?
     /// The line of the file it came from (1-based).
     public var line: Int
+    /// A transaction detail row of a transaction not completed (TRR status other than S): it moved no money yet, and
+    /// is not kept (the completed row, in a later file, is the line).
+    public var pending = false
 
     public init(transactionID: String, eventCode: String, direction: Direction, role: Role, referenceID: String? = nil,
                 referenceType: String? = nil, invoiceID: String? = nil, customField: String? = nil, initiatedAt: Int64? = nil,

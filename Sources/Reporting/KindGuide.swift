@@ -54,6 +54,21 @@ public struct KindGuide: Sendable {
         case .actionFailed:
             KindGuide(title: "Action failed", meaning: "A capture, void, refund or increment failed, or its outcome is unknown.",
                       nextStep: "See payrecon actions list --status failed; fix the cause (check at the provider first if the outcome is unknown), then payrecon actions retry ID.")
+        case .settlementMissing:
+            KindGuide(title: "Not settled", meaning: "A capture or refund has no line in the provider's settlement files after PAYRECON_SETTLEMENT_DEADLINE.",
+                      nextStep: "Import the missing days' files (payrecon settlement import); if they are all in, ask the provider where the money went.")
+        case .unknownSettlement:
+            KindGuide(title: "Unknown settlement line", meaning: "The settlement file moved money for a transaction payrecon does not know.",
+                      nextStep: "Find the order (payrecon backfill looks for it at the provider), import it, or acknowledge the line.")
+        case .settlementMismatch:
+            KindGuide(title: "Settled differently", meaning: "The settlement line's gross, currency or direction differ from what the provider's API says.",
+                      nextStep: "Compare the line with the transaction at the provider; raise it with the provider if the file is wrong.")
+        case .feeMismatch:
+            KindGuide(title: "Fee differs", meaning: "The fee in the settlement file differs from the fee the provider's API stated.",
+                      nextStep: "Check the fee at the provider; claim the difference if you were overcharged, then acknowledge it.")
+        case .settlementIncomplete:
+            KindGuide(title: "Settlement file incomplete", meaning: "A settlement file's own counts or totals do not add up, or a day has no file.",
+                      nextStep: "Fetch the file again from the provider's SFTP and import it; a day with no file needs that day's file.")
         }
     }
 }

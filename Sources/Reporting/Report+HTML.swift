@@ -225,7 +225,8 @@ public enum HTML {
     /// One fixed colour per kind, in the contract's order.
     static func colour(_ kind: DiscrepancyKind) -> String {
         let palette = ["#7f3c8d", "#11a579", "#3969ac", "#f2b701", "#e73f74", "#80ba5a",
-                       "#e68310", "#008695", "#cf1c90", "#f97b72", "#4b4b8f", "#a5aa99"]
+                       "#e68310", "#008695", "#cf1c90", "#f97b72", "#4b4b8f", "#a5aa99",
+                       "#5f4690", "#1d6996", "#38a6a5", "#0f8554", "#73af48", "#edad08", "#e17c05", "#cc503e"]
         let index = DiscrepancyKind.allCases.firstIndex(of: kind) ?? 0
         return palette[index % palette.count]
     }

@@ -17,6 +17,12 @@ public struct CheckOutcome: Sendable, Equatable {
 /// Records a plan: discrepancies open/count/resolve, actions into the outbox, the latest snapshot. One transaction
 /// per order, under a per-order advisory lock so a webhook and the sweep checking the same order don't interleave.
 public enum FindingStore {
+    /// `column` is a kind a check raises and resolves: settlement's kinds are settlement's alone (a constant list from
+    /// the code, never input).
+    static func checkKinds(_ column: String) -> String {
+        "\(column) NOT IN (" + DiscrepancyKind.settlementKinds.map { "'\($0.rawValue)'" }.joined(separator: ", ") + ")"
+    }
+
     /// Actions already emitted for an order (the planner's memory).
     public static func emitted(provider: Provider, orderID: String, on conn: PostgresConnection) throws -> [EmittedAction] {
         try conn.query(emittedSQL, [.text(provider.rawValue), .text(orderID)]).compactMap(decodeEmitted)
@@ -337,6 +343,7 @@ public enum FindingStore {
                 append(PostgresStatement("""
                     UPDATE discrepancies SET status = 'resolved', resolved_at = now()
                     WHERE provider = $1 AND order_id IS NULL AND transaction_ref = $2 AND status IN ('open', 'acknowledged') AND NOT (kind = ANY($3))
+                      AND \(FindingStore.checkKinds("kind"))
                     """, [p, .text(transactionRef), .textArray(kinds)]), to: &resolves)
                 if !plan.findings.isEmpty {
                     // An order that holds this transaction now (imported or linked meanwhile) must resolve the
@@ -400,6 +407,7 @@ public enum FindingStore {
                     UPDATE discrepancies d SET status = 'resolved', resolved_at = now()
                     FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[]) AS c(provider, order_id, kinds, transaction_ref, n)
                     WHERE d.provider = c.provider AND d.order_id = c.order_id AND d.status IN ('open', 'acknowledged')
+                      AND \(FindingStore.checkKinds("d.kind"))
                       AND (NOT (d.kind = ANY(string_to_array(c.kinds, ' '))) OR d.transaction_ref <> c.transaction_ref)
                     RETURNING c.n
                     """, [.textArray(resolveRows.map(\.provider)), .textArray(resolveRows.map(\.orderID)), .textArray(resolveRows.map(\.kinds)),
@@ -411,7 +419,7 @@ public enum FindingStore {
                     UPDATE discrepancies d SET status = 'resolved', resolved_at = now()
                     FROM unnest($1::text[], $2::text[], $3::bigint[]) AS c(provider, transaction_ref, n)
                     WHERE d.provider = c.provider AND d.order_id IS NULL AND d.transaction_ref = c.transaction_ref
-                      AND d.status IN ('open', 'acknowledged')
+                      AND d.status IN ('open', 'acknowledged') AND \(FindingStore.checkKinds("d.kind"))
                     RETURNING c.n
                     """, [.textArray(unknownRows.map(\.provider)), .textArray(unknownRows.map(\.ref)), .int64Array(unknownRows.map { Int64($0.check) })]))
             }

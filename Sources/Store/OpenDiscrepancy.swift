@@ -24,7 +24,7 @@ struct OpenDiscrepancy: Equatable {
             SELECT d.provider, d.order_id, d.transaction_ref, d.kind, d.status, d.expected::text AS expected, d.actual::text AS actual,
                    d.evidence_id IS NULL AS bare
             FROM discrepancies d JOIN unnest($1::text[], $2::text[]) AS k(provider, ref) ON d.provider = k.provider AND d.transaction_ref = k.ref
-            WHERE d.order_id IS NULL AND d.status IN ('open', 'acknowledged')
+            WHERE d.order_id IS NULL AND d.status IN ('open', 'acknowledged') AND \(FindingStore.checkKinds("d.kind"))
             """, [.textArray(checks.map(\.provider.rawValue)), .textArray(checks.map(\.transactionRef))])
     }
 
@@ -36,10 +36,10 @@ struct OpenDiscrepancy: Equatable {
         (SELECT json_agg(json_build_array(d.order_id, d.transaction_ref, d.kind, d.status = 'acknowledged', d.expected, d.actual,
                                           d.evidence_id IS NULL))::text
          FROM (SELECT * FROM discrepancies WHERE provider = \(alias).provider AND order_id = \(alias).order_id
-                                               AND status IN ('open', 'acknowledged')
+                                               AND status IN ('open', 'acknowledged') AND \(FindingStore.checkKinds("kind"))
                UNION ALL
                SELECT * FROM discrepancies WHERE provider = \(alias).provider AND order_id IS NULL AND transaction_ref = ANY(\(refs))
-                                               AND status IN ('open', 'acknowledged')) d)
+                                               AND status IN ('open', 'acknowledged') AND \(FindingStore.checkKinds("kind"))) d)
         """
     }
 

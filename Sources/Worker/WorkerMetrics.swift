@@ -32,6 +32,12 @@ public enum WorkerMetrics {
         help: "Unix time the database was first migrated: when a nightly run that never succeeded is counted from")
     static let lastSweep = Metrics.shared.gauge("payrecon_last_reconcile_success_timestamp_seconds",
                                                 help: "Unix time the last payrecon reconcile run finished with exit 0 (0: never)")
+    static let lastSettlementFile = Metrics.shared.gauge("payrecon_settlement_last_file_timestamp_seconds",
+        help: "Unix time the newest settlement file was imported (payrecon settlement import), per provider (0: never)")
+    static let fees24h = Metrics.shared.gauge("payrecon_fees_last_day_minor",
+        help: "Fees the providers' answers stated on money moved in the last 24 hours, less fees given back, per provider and currency, in minor units")
+    /// The (provider, currency) pairs the last refresh exported fees for.
+    static let feeSeries = Mutex<Set<[String]>>([])
 
     /// The currencies the last refresh exported money at risk for.
     static let riskCurrencies = Mutex<Set<String>>([])
@@ -40,7 +46,11 @@ public enum WorkerMetrics {
     /// names them before the first observation and `increase()` sees the first action, call or delivery (a series
     /// born at 1 reads as no increase).
     public static func register() {
-        _ = (calls, callSeconds, actions, backlog, oldest, dead, open, atRisk, lastSweep, QueueWorker.processedMetric, actionsWaiting, oldestAction, installed)
+        _ = (calls, callSeconds, actions, backlog, oldest, dead, open, atRisk, lastSweep, QueueWorker.processedMetric, actionsWaiting, oldestAction, installed,
+             lastSettlementFile, fees24h)
+        for definition in ProviderRegistry.definitions where definition.settlementReports != nil {
+            lastSettlementFile.set(0, [("provider", definition.provider.rawValue)])
+        }
         for kind in DiscrepancyKind.allCases { open.add(0, [("kind", kind.rawValue)]) }
         for provider in Provider.allCases {
             for operation in ["fetch", "lookup", "resolve", "action", "settle"] {
@@ -126,6 +136,25 @@ public enum WorkerMetrics {
             SELECT coalesce(extract(epoch FROM max(finished_at)), 0)::bigint AS t FROM runs WHERE exit_code = 0
             """).first
         lastSweep.set(try last?.int64("t") ?? 0)
+        for row in try conn.query("SELECT provider, extract(epoch FROM max(imported_at))::bigint AS t FROM settlement_files GROUP BY provider") {
+            lastSettlementFile.set(try row.int64("t"), [("provider", try row.string("provider"))])
+        }
+        var fees: [[String]: Int64] = [:]
+        for row in try conn.query("""
+            SELECT provider, currency, (coalesce(sum(fee_minor) FILTER (WHERE kind = 'capture'), 0)
+                                        - coalesce(sum(fee_minor) FILTER (WHERE kind <> 'capture'), 0))::text AS fees
+            FROM movements WHERE coalesce(occurred_at, first_seen) >= now() - interval '24 hours' GROUP BY provider, currency
+            """) {
+            fees[[try row.string("provider"), try row.string("currency")]] = Int64(try row.string("fees")) ?? .max
+        }
+        // A pair with no fees in the last 24 hours reads 0, never its last value.
+        let stale = feeSeries.withLock { seen in
+            let stale = seen.subtracting(fees.keys)
+            seen = Set(fees.keys)
+            return stale
+        }
+        for key in stale { fees24h.set(0, [("provider", key[0]), ("currency", key[1])]) }
+        for (key, minor) in fees { fees24h.set(minor, [("provider", key[0]), ("currency", key[1])]) }
     }
 }
 

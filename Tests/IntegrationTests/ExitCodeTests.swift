@@ -23,7 +23,7 @@ import Testing
         ["work", "--once"], ["reconcile", "--all"], ["report"], ["orders", "import", "/dev/null"], ["actions", "list"],
         ["actions", "execute"], ["actions", "retry", "--failed"], ["events", "list"], ["events", "show", "1"], ["events", "retry", "--dead"],
         ["rejections", "list"], ["rejections", "show", "1"], ["discrepancies", "list"], ["discrepancies", "show", "1"],
-        ["discrepancies", "ack", "1"], ["explain", "1"], ["prune", "--dry-run"], ["migrate"],
+        ["discrepancies", "ack", "1"], ["explain", "1"], ["prune", "--dry-run"], ["migrate"], ["settlement", "import", "/dev/null"],
     ]
 
     @Test(arguments: everyDatabaseCommand) func everyCommandExitsTwoWhenTheDatabaseCannotBeReached(_ command: [String]) async throws {

@@ -88,6 +88,12 @@ import Reconciliation
         #expect(export.0.problems.isEmpty && export.1.count == 1)
     }
 
+    /// A file of a million footers that disagree keeps 50 problems in words and counts the rest.
+    @Test func problemsAreBounded() throws {
+        let (summary, _) = try Self.read(Self.stl([Self.refund]) + String(repeating: "\"SC\",7\r\n", count: 200))
+        #expect(summary.problems.count == 51 && summary.problems.last == "… and 150 more problems", "\(summary.problems.suffix(2))")
+    }
+
     @Test func aFileCutShortIsAProblemAndKeepsTheRowsBeforeTheCut() throws {
         let whole = Self.stl([Self.payment, Self.refund], footers: false)
         let cut = String(whole.dropLast(20))
@@ -109,6 +115,10 @@ import Reconciliation
         (columns.replacingOccurrences(of: ",\"Gross Transaction Amount\"", with: "") + "\n" + payment, "the column names (CH) have no \"Gross Transaction Amount\""),
         ("\(columns)\n\(payment)\n\"SB\",\"short\"\n\(refund)", "2 fields where the column names (CH) give 16"),
         ("\(columns)\n\"SB\",\"a\"b\"\n\(refund)", "unexpected character after a closing quote"),
+        ("\(columns)\n" + payment.replacingOccurrences(of: ",1000,", with: ",99999999999999999,"), "larger than any settlement amount"),
+        ("\(columns)\n" + payment.replacingOccurrences(of: "1V551844CE5526421", with: String(repeating: "X", count: 300)), "Transaction ID is longer than 255 bytes"),
+        ("\(columns)\n" + payment.replacingOccurrences(of: "\"46239229\"", with: "\"" + String(repeating: "x", count: 70_000) + "\""), "a field longer than 65536 bytes"),
+        ("\(columns)\n\"SB\"" + String(repeating: ",1", count: 600), "more than 512 fields"),
     ])
     func aRowThatCannotBeReadRejectsTheFileNamingItsLine(_ text: String, _ reason: String) {
         let error = #expect(throws: SettlementReportError.self) { try Self.read(text) }
@@ -122,6 +132,9 @@ import Reconciliation
         #expect(PayPalSettlementReport.role(eventCode: "T1107") == .moneyBack)
         #expect(PayPalSettlementReport.role(eventCode: "T1201") == .moneyBack)
         #expect(PayPalSettlementReport.role(eventCode: "T0400") == .other)
+        #expect(PayPalSettlementReport.role(eventCode: "T0300") == .other)   // funding the account from a bank
+        #expect(PayPalSettlementReport.role(eventCode: "T1110") == .other)   // a hold and its release
+        #expect(PayPalSettlementReport.role(eventCode: "T1114") == .other)   // a mass payment's reversal
         #expect(PayPalSettlementReport.role(eventCode: "T0006", status: "P") == .other)
         #expect(PayPalSettlementReport.nameParts("/in/STL-20261130.01.009.CSV") == ("STL", "2026-11-30"))
         #expect(PayPalSettlementReport.nameParts("report.csv") == (nil, nil))

@@ -7,7 +7,7 @@ public enum CLI {
     /// Every command: the whole surface.
     public static let commands: [Command] = [
         serveCommand, workCommand, reconcileCommand, reportCommand,
-        ordersImportCommand, actionsListCommand, actionsExecuteCommand, actionsRetryCommand,
+        ordersImportCommand, settlementImportCommand, settlementVerifyCommand, actionsListCommand, actionsExecuteCommand, actionsRetryCommand,
         eventsListCommand, eventsShowCommand, eventsRetryCommand, rejectionsListCommand, rejectionsShowCommand,
         discrepanciesListCommand, discrepanciesShowCommand, discrepanciesAckCommand, explainCommand, pruneCommand,
         verifyCommand, migrateCommand, doctorCommand,

@@ -16,6 +16,8 @@ public struct Command: Sendable {
         var name: String
         var help: String
         var optional = false
+        /// The last argument may be given more than once (`FILE…`).
+        var repeats = false
     }
 
     /// What `--help` shows of an option and what the parser accepts (built from an `OptionKey` or `FlagKey`).
@@ -34,7 +36,7 @@ public struct Command: Sendable {
     public var usage: String {
         var parts = ["payrecon", name]
         if !options.isEmpty { parts.append("[options]") }
-        for a in arguments { parts.append(a.optional ? "[\(a.name)]" : a.name) }
+        for a in arguments { parts.append((a.optional ? "[\(a.name)]" : a.name) + (a.repeats ? "…" : "")) }
         return parts.joined(separator: " ")
     }
 
@@ -85,7 +87,7 @@ public struct Command: Sendable {
         if parsed.positionals.count < required {
             throw UsageError("missing \(arguments[parsed.positionals.count].name); usage: \(usage)")
         }
-        if parsed.positionals.count > arguments.count {
+        if parsed.positionals.count > arguments.count, arguments.last?.repeats != true {
             throw UsageError("unexpected argument '\(parsed.positionals[arguments.count])'; usage: \(usage)")
         }
         return parsed

@@ -21,6 +21,8 @@ let reconcileCommand = Command(
         Orders are streamed in pages (constant memory). Ends with a summary: checked, matched, discrepancies
         opened/resolved, actions emitted, errors. Exit 0 when every order was checked (whatever it found), 1 when
         some could not be (provider errors; listed), 2 on a fatal error. Each run is recorded in the runs table.
+        Then settlement is evaluated as a whole, once a settlement file has been imported: see payrecon settlement
+        import --help (settlement_missing comes due as PAYRECON_SETTLEMENT_DEADLINE passes).
         """
 ) { args in
     let env = try args.environment()
@@ -29,6 +31,7 @@ let reconcileCommand = Command(
     let since: Date? = args.flag(Options.all) ? nil : Date(timeIntervalSinceNow: -TimeInterval(window ?? 72 * 3600))
     let provider = try args.value(Options.provider)
     let concurrency = try args.value(Options.concurrency, default: 16)
+    let deadline = try env.duration("PAYRECON_SETTLEMENT_DEADLINE", default: "3d")
     let context = try WorkerContext(env, poolSize: min(32, concurrency + 2), maxConcurrentRequests: concurrency)
     let terminal = isatty(STDERR_FILENO) == 1
     let sweep = ReconcileSweep(pool: context.pool, checker: context.checker, logger: context.logger)
@@ -53,6 +56,27 @@ let reconcileCommand = Command(
         if summary.errors.count > 50 { print("  … and \(t.errors - 50) more (see runs.error_list for run \(summary.runID))") }
     }
     if context.executeActions { _ = await context.executor.executePending() }
+    // Settlement as a whole, after the checks refreshed what payrecon knows: captures and refunds past
+    // PAYRECON_SETTLEMENT_DEADLINE that no imported file shows (nothing happens before a first file is imported).
+    var settlementFailed = false
+    for definition in ProviderRegistry.definitions where definition.settlementReports != nil && (provider == nil || provider == definition.provider) {
+        do {
+            let evaluated = try await context.pool.run { conn in
+                try conn.transaction { tx in
+                    // Behind an import that holds the settlement lock, wait at most a minute: the next run evaluates.
+                    _ = try tx.execute("SET LOCAL lock_timeout = '60s'")
+                    return try SettlementStore.evaluate(provider: definition.provider, now: Date(), deadlineSeconds: deadline, on: tx)
+                }
+            }
+            let opened = evaluated.opened.values.reduce(0, +)
+            if opened + evaluated.resolved > 0 {
+                print("settlement (\(definition.provider.rawValue)): opened \(opened), resolved \(evaluated.resolved)")
+            }
+        } catch {
+            settlementFailed = true
+            FileHandle.standardError.write(Data("payrecon: settlement (\(definition.provider.rawValue)) was not evaluated: \(error); the next run tries again\n".utf8))
+        }
+    }
     context.pool.close()
-    return summary.exitCode
+    return summary.exitCode == Exit.ok && settlementFailed ? Exit.finding : summary.exitCode
 }

@@ -25,14 +25,31 @@ public struct ProviderDefinition: Sendable {
     public let webhookHeaders: [String]
     /// The header naming the provider's own id of a delivery, for log lines (nil: the id is only in the body).
     public let webhookDeliveryIDHeader: String?
+    /// Reads its settlement report files (`payrecon settlement import`), or nil when it publishes none payrecon reads.
+    public let settlementReports: SettlementReportReader?
 
     public init(provider: Provider, traits: ProviderTraits, webhookSecretVariable: String, apiVariables: String,
                 webhookHeaders: [String], webhookDeliveryIDHeader: String?,
                 webhook: @escaping @Sendable (Environment) throws(ConfigurationError) -> (any ProviderWebhook)?,
-                api: @escaping @Sendable (Environment, any ProviderTransport) throws(ConfigurationError) -> any ProviderAPI) {
+                api: @escaping @Sendable (Environment, any ProviderTransport) throws(ConfigurationError) -> any ProviderAPI,
+                settlementReports: SettlementReportReader? = nil) {
         self.provider = provider; self.traits = traits; self.webhookSecretVariable = webhookSecretVariable
         self.apiVariables = apiVariables; self.webhookHeaders = webhookHeaders
         self.webhookDeliveryIDHeader = webhookDeliveryIDHeader; self.webhook = webhook; self.api = api
+        self.settlementReports = settlementReports
+    }
+}
+
+/// A provider's settlement file format: reads a file (named, in chunks), handing its lines over in batches, and
+/// says what the file says of itself; throws `SettlementReportError` when a row cannot be read.
+public struct SettlementReportReader: Sendable {
+    /// What the files are, for help and errors ("PayPal Settlement (STL) and Transaction Detail (TRR) reports").
+    public let describes: String
+    public let read: @Sendable (_ name: String, _ chunks: @escaping () -> [UInt8]?, _ each: ([SettlementLine]) throws -> Void) throws
+        -> SettlementReportSummary
+    public init(describes: String, read: @escaping @Sendable (String, @escaping () -> [UInt8]?, ([SettlementLine]) throws -> Void) throws
+        -> SettlementReportSummary) {
+        self.describes = describes; self.read = read
     }
 }
 

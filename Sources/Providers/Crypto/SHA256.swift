@@ -63,3 +63,31 @@ public enum Hex {
         }
     }
 }
+
+/// SHA-256 of bytes fed in pieces (a file read in chunks), over libcrypto's digest context.
+public final class SHA256Stream {
+    private let context: OpaquePointer
+
+    public init() {
+        guard let c = EVP_MD_CTX_new() else { fatalError("libcrypto: EVP_MD_CTX_new failed") }
+        context = c
+        precondition(EVP_DigestInit_ex(context, EVP_sha256(), nil) == 1, "libcrypto SHA-256 init failed")
+    }
+
+    deinit { EVP_MD_CTX_free(context) }
+
+    public func update(_ bytes: [UInt8]) {
+        guard !bytes.isEmpty else { return }
+        let ok = bytes.withUnsafeBufferPointer { EVP_DigestUpdate(context, $0.baseAddress, $0.count) == 1 }
+        precondition(ok, "libcrypto SHA-256 update failed")
+    }
+
+    /// The 32-byte digest of everything fed (call once).
+    public func finish() -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: 32)
+        var length: UInt32 = 0
+        let ok = out.withUnsafeMutableBufferPointer { EVP_DigestFinal_ex(context, $0.baseAddress, &length) == 1 }
+        precondition(ok && length == 32, "libcrypto SHA-256 final failed")
+        return out
+    }
+}

@@ -21,7 +21,10 @@ public enum PayPalProvider {
                          PayPalWebhookVerifier.authAlgorithmHeader],
         webhookDeliveryIDHeader: PayPalWebhookVerifier.transmissionIDHeader,
         webhook: { env throws(ConfigurationError) in try webhook(env) },
-        api: { env, transport throws(ConfigurationError) in try API(environment: env, transport: transport) })
+        api: { env, transport throws(ConfigurationError) in try API(environment: env, transport: transport) },
+        settlementReports: SettlementReportReader(describes: "PayPal Settlement (STL-*.CSV) and Transaction Detail (TRR-*.CSV) reports") { name, chunks, each in
+            try PayPalSettlementReport.read(name: name, chunks: chunks, each: each)
+        })
 
     /// The receiver's PayPal side. `PAYPAL_WEBHOOK_ID=WEBHOOK_ID` with PayPal's own certificate URLs
     /// allowed is refused here, at start: PayPal's public simulator signs with that id for anyone who aims it at

@@ -18,6 +18,8 @@ extension PayPalSettlementReport {
         /// A body row read but not yet returned: the last one may turn out to be cut short.
         private var held: (fields: [[UInt8]], line: Int)?
 
+        static let maxHundredths: Int64 = 1_000_000_000_000_000
+
         struct Columns {
             var transactionID = -1, eventCode = -1, direction = -1, gross = -1, currency = -1
             var feeDirection = -1, fee = -1, feeCurrency = -1, reference = -1, referenceType = -1, invoice = -1, custom = -1
@@ -41,7 +43,7 @@ extension PayPalSettlementReport {
         mutating func nextLine() throws -> SettlementLine? {
             while true {
                 if let line = ready { ready = nil; return line }
-                guard let record = input.readCSVRecord() else {
+                guard let record = input.readCSVRecord(maxFieldBytes: 65_536, maxFields: 512) else {
                     if let error = decoder.error { throw error }
                     guard let h = held else { return nil }
                     held = nil
@@ -54,7 +56,7 @@ extension PayPalSettlementReport {
                     guard input.peek() == nil, reason.hasPrefix("unterminated") else { throw SettlementReportError(line: line, reason) }
                     if let error = decoder.error { throw error }
                     if let h = held { held = nil; ready = try release(h, last: false) }
-                    summary.problems.append("the file ends inside its last row (line \(line)): it was cut short")
+                    problem("the file ends inside its last row (line \(line)): it was cut short")
                     continue
                 case let .fields(f, line): (fields, lineNumber) = (f, line)
                 }
@@ -74,7 +76,7 @@ extension PayPalSettlementReport {
         private mutating func release(_ h: (fields: [[UInt8]], line: Int), last: Bool) throws -> SettlementLine? {
             if h.fields.count < columnCount {
                 if last {
-                    summary.problems.append("the file ends inside its last row (line \(h.line) has \(h.fields.count) of \(columnCount) fields): it was cut short")
+                    problem("the file ends inside its last row (line \(h.line) has \(h.fields.count) of \(columnCount) fields): it was cut short")
                     return nil
                 }
                 throw SettlementReportError(line: h.line, "\(h.fields.count) fields where the column names (CH) give \(columnCount)")
@@ -137,7 +139,7 @@ extension PayPalSettlementReport {
                 at.status = optional("Transactional Status")
             case "SC":
                 if let n = Int(text(fields, 1)), n != sectionRows {
-                    summary.problems.append("line \(line): its section count (SC) says \(n) rows, the section has \(sectionRows)")
+                    problem("line \(line): its section count (SC) says \(n) rows, the section has \(sectionRows)")
                 }
                 inSection = false
             case "SF":
@@ -147,14 +149,14 @@ extension PayPalSettlementReport {
                 let names = ["gross credits", "gross debits", "fee credits", "fee debits"]
                 for (k, name) in names.enumerated() where fields.count > 2 + k {
                     if let said = Int64(text(fields, 2 + k)), said != got[k] {
-                        summary.problems.append("line \(line): its section footer (SF) gives \(currency) \(name) of \(said) hundredths, its rows add up to \(got[k])")
+                        problem("line \(line): its section footer (SF) gives \(currency) \(name) of \(said) hundredths, its rows add up to \(got[k])")
                     }
                 }
             case "RC":
                 // A report of over a million rows comes in several files, and only the last has RC, counting all of
                 // them: it is checked when this file is the report's first (so its only) one.
                 if fileSequence == nil || fileSequence == 1, let n = Int(text(fields, 1)), n != reportRows {
-                    summary.problems.append("line \(line): its report count (RC) says \(n) rows, the report has \(reportRows)")
+                    problem("line \(line): its report count (RC) says \(n) rows, the report has \(reportRows)")
                 }
             case "RF":
                 sawReportFooter = true
@@ -162,21 +164,29 @@ extension PayPalSettlementReport {
                 // FF counts the file's body rows (as the public parsers read it: PAYPAL-53).
                 sawFileFooter = true
                 if let n = Int(text(fields, 1)), n != summary.bodyRows {
-                    summary.problems.append("line \(line): its file footer (FF) says \(n) rows, the file has \(summary.bodyRows)")
+                    problem("line \(line): its file footer (FF) says \(n) rows, the file has \(summary.bodyRows)")
                 }
             default:
                 throw SettlementReportError(line: line, "\"\(type.prefix(20))\" is not a row type of a PayPal report (RH, FH, SH, CH, SB, SF, SC, RF, RC, FF)")
             }
         }
 
+        /// At most 50 problems are kept in words; past that they are counted (a hostile file of a million bad footers
+        /// must not become a million lines of text).
+        private var moreProblems = 0
+        private mutating func problem(_ text: String) {
+            if summary.problems.count < 50 { summary.problems.append(text) } else { moreProblems += 1 }
+        }
+
         mutating func finish() -> SettlementReportSummary {
             if fileSequence != nil && !sawFileFooter {
-                summary.problems.append("it has a file header (FH) and no file footer (FF): it was cut short")
+                problem("it has a file header (FH) and no file footer (FF): it was cut short")
             } else if fileSequence == nil && sawReportHeader && !sawReportFooter {
-                summary.problems.append("it has a report header (RH) and no report footer (RF): it was cut short")
+                problem("it has a report header (RH) and no report footer (RF): it was cut short")
             } else if inSection {
-                summary.problems.append("its last section has no section count (SC): it was cut short")
+                problem("its last section has no section count (SC): it was cut short")
             }
+            if moreProblems > 0 { summary.problems.append("… and \(moreProblems) more problems") }
             return summary
         }
 
@@ -190,6 +200,12 @@ extension PayPalSettlementReport {
             }
             let id = try required(at.transactionID, "Transaction ID")
             let code = try required(at.eventCode, "Transaction Event Code")
+            for (i, name) in [(at.transactionID, "Transaction ID"), (at.eventCode, "Transaction Event Code"), (at.reference, "PayPal Reference ID"),
+                              (at.referenceType, "PayPal Reference ID Type"), (at.invoice, "Invoice ID"), (at.custom, "Custom Field")] where i >= 0 {
+                let v = text(f, i)
+                guard !v.utf8.contains(0) else { throw SettlementReportError(line: lineNumber, "\(name) holds a NUL byte") }
+                guard v.utf8.count <= 255 else { throw SettlementReportError(line: lineNumber, "\(name) is longer than 255 bytes") }
+            }
             guard let direction = SettlementLine.Direction(rawValue: try required(at.direction, "Transaction Debit or Credit").uppercased()) else {
                 throw SettlementReportError(line: lineNumber, "Transaction Debit or Credit is \"\(text(f, at.direction).prefix(20))\", not CR or DR")
             }
@@ -214,6 +230,8 @@ extension PayPalSettlementReport {
                 out.feeCurrency = feeCurrency
                 out.feeDirection = SettlementLine.Direction(rawValue: text(f, at.feeDirection).uppercased()) ?? .debit
             }
+            let status = nonEmpty(text(f, at.status))
+            out.pending = status.map { $0.uppercased() != "S" } ?? false
             return out
         }
 
@@ -231,6 +249,10 @@ extension PayPalSettlementReport {
             guard !v.isEmpty else { return nil }
             guard v.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let n = Int64(v) else {
                 throw SettlementReportError(line: line, "\(field) \"\(v.prefix(20))\" is not an unsigned whole number of hundredths")
+            }
+            // Ten trillion in any currency is no settlement line: refusing it keeps every sum and difference in range.
+            guard n <= Self.maxHundredths else {
+                throw SettlementReportError(line: line, "\(field) \(n) is larger than any settlement amount (at most \(Self.maxHundredths) hundredths)")
             }
             return n
         }

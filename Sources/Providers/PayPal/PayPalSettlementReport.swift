@@ -38,15 +38,15 @@ public enum PayPalSettlementReport {
         return (summary, lines)
     }
 
-    /// The role of a T-code: T00xx, T03xx, T05xx, T07xx and T22xx are payments (money in when credited; a debit is
-    /// a payment the merchant sent), T11xx and T12xx reversals, refunds and chargebacks (T1106, T1107, T1201);
-    /// every other code (withdrawals, holds, conversions…) is no order's. A TRR row whose Transactional Status is
-    /// not S (completed) moved no money yet: it is no order's either.
+    /// The role of a T-code: T00xx are payments (money in when credited; a debit is a payment the merchant sent);
+    /// T1106 (reversal), T1107 (refund) and T1201 (chargeback) take money back, their PayPal Reference ID naming the
+    /// parent. Every other code (withdrawals, holds and their releases, conversions, mass-payment refunds…) is no
+    /// order's. A TRR row whose Transactional Status is not S (completed) moved no money yet: no order's either.
     public static func role(eventCode: String, status: String? = nil) -> SettlementLine.Role {
         if let status, !status.isEmpty, status.uppercased() != "S" { return .other }
         let code = eventCode.uppercased()
-        if ["T00", "T03", "T05", "T07", "T22"].contains(where: code.hasPrefix) { return .payment }
-        if code.hasPrefix("T11") || code.hasPrefix("T12") { return .moneyBack }
+        if code.hasPrefix("T00") { return .payment }
+        if ["T1106", "T1107", "T1201"].contains(code) { return .moneyBack }
         return .other
     }
 

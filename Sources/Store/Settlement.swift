@@ -1,0 +1,360 @@
+import Foundation
+import Postgres
+import Reconciliation
+
+/// `payrecon settlement import`: a provider's settlement file kept whole or not at all, its new lines judged against
+/// the movements payrecon knows (`SettlementRules`), and what settlement alone opens and resolves kept true.
+public enum SettlementStore {
+    public struct Imported: Sendable, Equatable {
+        public var fileID: Int64
+        /// The same bytes were imported before (as `fileID`): nothing was done.
+        public var alreadyImported: Bool
+        public var summary: SettlementReportSummary
+        /// Lines in the file, and those no earlier file had brought.
+        public var lines: Int
+        public var newLines: Int
+        /// Rows of transactions not completed (a TRR's status other than S), not kept.
+        public var pending: Int = 0
+        /// Findings the new lines opened or counted again.
+        public var findings: [DiscrepancyKind: Int]
+    }
+
+    /// What settlement evaluation opened and resolved across every file.
+    public struct Evaluated: Sendable, Equatable {
+        public var opened: [DiscrepancyKind: Int] = [:]
+        public var resolved = 0
+    }
+
+    /// Imports one file in one transaction: the file row, its lines (in batches, each judged as it is stored), then the
+    /// evaluation of what settlement says as a whole. `read` streams the file's lines (and throws to reject it).
+    public static func importFile(provider: Provider, name: String, sha256: [UInt8], now: Date, deadlineSeconds: Int64,
+                                  read: (_ each: ([SettlementLine]) throws -> Void) throws -> SettlementReportSummary,
+                                  on conn: PostgresConnection) throws -> Imported {
+        try conn.transaction { tx in
+            // One import at a time: lines are identified across files, and the evaluation reads them all.
+            _ = try tx.execute("SELECT pg_advisory_xact_lock(hashtext('payrecon.settlement'))")
+            let p = PostgresValue.text(provider.rawValue)
+            if let existing = try tx.query("SELECT id, kind, account, to_char(day, 'YYYY-MM-DD') AS day, body_rows, problems::text AS problems FROM settlement_files WHERE provider = $1 AND sha256 = $2",
+                                           [p, .bytea(sha256)]).first {
+                let summary = SettlementReportSummary(kind: try existing.optionalString("kind"), account: try existing.optionalString("account"),
+                                                      day: try existing.optionalString("day"), bodyRows: Int(try existing.int64("body_rows")))
+                return Imported(fileID: try existing.int64("id"), alreadyImported: true, summary: summary, lines: summary.bodyRows, newLines: 0, findings: [:])
+            }
+            guard let fileID = try tx.query("INSERT INTO settlement_files (provider, sha256, name, body_rows) VALUES ($1, $2, $3, 0) RETURNING id",
+                                            [p, .bytea(sha256), .text(name)]).first.map({ try $0.int64("id") }) else {
+                throw PostgresError.decoding("settlement_files: no id returned")
+            }
+            var lines = 0, newLines = 0, pending = 0
+            var findings: [DiscrepancyKind: Int] = [:]
+            let summary = try read { all in
+                lines += all.count
+                // A row of a transaction not completed moved no money: the completed row is the line.
+                let batch = all.filter { !$0.pending }
+                pending += all.count - batch.count
+                let inserted = try insert(batch, provider: provider, fileID: fileID, on: tx)
+                newLines += inserted.count
+                var judged = try judge(inserted, provider: provider, on: tx)
+                judged += try conflicts(batch, inserted: inserted, provider: provider, fileID: fileID, on: tx)
+                try record(judged, provider: provider, on: tx)
+                for j in judged { findings[j.finding.kind, default: 0] += 1 }
+            }
+            _ = try tx.execute("""
+                UPDATE settlement_files SET kind = $2, account = $3, day = $4::date, period_start = to_timestamp($5::bigint),
+                    period_end = to_timestamp($6::bigint), body_rows = $7, lines_new = $8, problems = $9
+                WHERE id = $1
+                """, [.int64(fileID), summary.kind.map { .text($0) } ?? .null, summary.account.map { .text($0) } ?? .null,
+                      summary.day.map { .text($0) } ?? .null, summary.periodStart.map { .int64($0) } ?? .null,
+                      summary.periodEnd.map { .int64($0) } ?? .null, .int64(Int64(summary.bodyRows)), .int64(Int64(newLines)),
+                      .textArray(summary.problems)])
+            let evaluated = try evaluate(provider: provider, now: now, deadlineSeconds: deadlineSeconds, on: tx)
+            for (kind, n) in evaluated.opened { findings[kind, default: 0] += n }
+            return Imported(fileID: fileID, alreadyImported: false, summary: summary, lines: lines, newLines: newLines, pending: pending,
+                            findings: findings)
+        }
+    }
+
+    /// Stores a batch; returns the lines no earlier file had (a line is (transaction id, event code, direction)).
+    static func insert(_ batch: [SettlementLine], provider: Provider, fileID: Int64, on tx: PostgresConnection) throws -> [SettlementLine] {
+        func opt(_ v: String?) -> String? { v }
+        let rows = try tx.query("""
+            INSERT INTO settlement_lines (provider, transaction_id, event_code, direction, role, file_id, line, reference_id, reference_type,
+                                          invoice_id, custom_field, initiated_at, completed_at, currency, gross_minor, fee_minor,
+                                          fee_direction, fee_currency)
+            SELECT DISTINCT ON (l.transaction_id, l.event_code, l.direction)
+                   $1, l.transaction_id, l.event_code, l.direction, l.role, $2, l.line, l.reference_id, l.reference_type, l.invoice_id,
+                   l.custom_field, to_timestamp(l.initiated_at), to_timestamp(l.completed_at), l.currency, l.gross, l.fee, l.fee_direction,
+                   l.fee_currency
+            FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[], $9::text[], $10::text[], $11::text[],
+                        $12::text[], $13::text[], $14::text[], $15::bigint[], $16::text[], $17::text[], $18::text[], $19::bigint[])
+                 AS u(transaction_id, event_code, direction, role, line, reference_id, reference_type, invoice_id, custom_field,
+                      initiated_at_t, completed_at_t, currency, gross, fee_t, fee_direction, fee_currency, n),
+                 LATERAL (SELECT u.*, u.initiated_at_t::bigint AS initiated_at, u.completed_at_t::bigint AS completed_at,
+                                 u.fee_t::bigint AS fee) l
+            ORDER BY l.transaction_id, l.event_code, l.direction, l.n
+            ON CONFLICT DO NOTHING
+            RETURNING transaction_id, event_code, direction
+            """, [.text(provider.rawValue), .int64(fileID),
+                  .textArray(batch.map(\.transactionID)), .textArray(batch.map(\.eventCode)), .textArray(batch.map(\.direction.rawValue)),
+                  .textArray(batch.map(\.role.rawValue)), .int64Array(batch.map { Int64($0.line) }),
+                  .nullableTextArray(batch.map(\.referenceID)), .nullableTextArray(batch.map(\.referenceType)),
+                  .nullableTextArray(batch.map(\.invoiceID)), .nullableTextArray(batch.map(\.customField)),
+                  .nullableTextArray(batch.map { $0.initiatedAt.map(String.init) }), .nullableTextArray(batch.map { $0.completedAt.map(String.init) }),
+                  .textArray(batch.map(\.currency.code)), .int64Array(batch.map(\.gross)),
+                  .nullableTextArray(batch.map { $0.fee.map(String.init) }), .nullableTextArray(batch.map { $0.feeDirection?.rawValue }),
+                  .nullableTextArray(batch.map { $0.feeCurrency?.code }), .int64Array(batch.indices.map(Int64.init))])
+        var inserted = Set<String>()
+        for row in rows { inserted.insert(try row.string("transaction_id") + "\u{0}" + row.string("event_code") + "\u{0}" + row.string("direction")) }
+        var seen = Set<String>()
+        return batch.filter { l in
+            let key = l.transactionID + "\u{0}" + l.eventCode + "\u{0}" + l.direction.rawValue
+            return inserted.contains(key) && seen.insert(key).inserted
+        }
+    }
+
+    /// The lines of a batch that were not new: each is compared with the line kept under the same identity (from an
+    /// earlier file, or earlier in this one). The same line with another amount, currency or fee is a
+    /// settlement_mismatch: one of the two copies is wrong, and which one was kept must not decide it silently.
+    static func conflicts(_ batch: [SettlementLine], inserted: [SettlementLine], provider: Provider, fileID: Int64,
+                          on tx: PostgresConnection) throws -> [SettlementRules.Judged] {
+        func key(_ l: SettlementLine) -> String { l.transactionID + "\u{0}" + l.eventCode + "\u{0}" + l.direction.rawValue }
+        var kept = Set(inserted.map { key($0) }.map { $0 + "\u{0}first" })
+        var repeated: [SettlementLine] = []
+        for l in batch {
+            // The first copy of each new line was stored; every other copy is compared.
+            if kept.remove(key(l) + "\u{0}first") == nil { repeated.append(l) }
+        }
+        guard !repeated.isEmpty else { return [] }
+        var stored: [String: (gross: Int64, currency: String, fee: Int64?, feeDirection: String?, file: String)] = [:]
+        for row in try tx.query("""
+            SELECT l.transaction_id, l.event_code, l.direction, l.gross_minor, l.currency, l.fee_minor, l.fee_direction, f.name
+            FROM settlement_lines l JOIN settlement_files f ON f.id = l.file_id
+            JOIN unnest($2::text[], $3::text[], $4::text[]) AS k(id, code, direction)
+              ON l.transaction_id = k.id AND l.event_code = k.code AND l.direction = k.direction
+            WHERE l.provider = $1
+            """, [.text(provider.rawValue), .textArray(repeated.map(\.transactionID)), .textArray(repeated.map(\.eventCode)),
+                  .textArray(repeated.map(\.direction.rawValue))]) {
+            stored[try row.string("transaction_id") + "\u{0}" + row.string("event_code") + "\u{0}" + row.string("direction")] =
+                (try row.int64("gross_minor"), try row.string("currency"), try row.optionalInt64("fee_minor"), try row.optionalString("fee_direction"),
+                 try row.string("name"))
+        }
+        return repeated.compactMap { l in
+            guard let s = stored[key(l)] else { return nil }
+            let feeDirection = l.fee == nil ? nil : l.feeDirection?.rawValue
+            guard s.gross != l.gross || s.currency != l.currency.code || s.fee != l.fee || (s.fee != nil && s.feeDirection != feeDirection) else { return nil }
+            func amount(_ minor: Int64?, _ code: String) -> String {
+                minor.map { Money.format(minorUnits: $0, exponent: Currency(code: code)?.exponent ?? 2) } ?? "none"
+            }
+            return SettlementRules.Judged(
+                finding: Finding(kind: .settlementMismatch,
+                                 expected: ["gross": amount(s.gross, s.currency), "currency": s.currency, "fee": amount(s.fee, s.currency)],
+                                 actual: ["gross": amount(l.gross, l.currency.code), "currency": l.currency.code, "fee": amount(l.fee, l.currency.code)],
+                                 detail: "line \(l.line) (\(l.transactionID) \(l.eventCode) \(l.direction.rawValue)) appears again with gross \(amount(l.gross, l.currency.code)) \(l.currency.code), fee \(amount(l.fee, l.currency.code)); \(s.file) has gross \(amount(s.gross, s.currency)) \(s.currency), fee \(amount(s.fee, s.currency)), the copy kept",
+                                 amountAtRisk: max(SettlementRules.distanceOf(s.gross, l.gross), SettlementRules.distanceOf(s.fee ?? 0, l.fee ?? 0))),
+                orderID: nil, transactionRef: duplicatePrefix + l.transactionID, currency: l.currency)
+        }
+    }
+
+    /// The transaction_ref of a settlement_mismatch between two copies of one line: it stays until acknowledged
+    /// (no later file can say which copy was right).
+    static let duplicatePrefix = "copies:"
+
+    /// The movements of `ids`, by id (a capture and a refund never share one; a reversal record may share its id
+    /// with nothing else either).
+    static func movements(_ ids: [String], provider: Provider, on tx: PostgresConnection) throws -> [String: [SettlementRules.Known]] {
+        guard !ids.isEmpty else { return [:] }
+        var out: [String: [SettlementRules.Known]] = [:]
+        for row in try tx.query("""
+            SELECT movement_id, kind, order_id, extract(epoch FROM occurred_at)::bigint AS at, currency, gross_minor, fee_minor, net_minor
+            FROM movements WHERE provider = $1 AND movement_id = ANY($2)
+            """, [.text(provider.rawValue), .textArray(ids)]) {
+            let code = try row.string("currency")
+            guard let currency = Currency(code: code), let kind = Movement.Kind(rawValue: try row.string("kind")) else {
+                throw PostgresError.decoding("movements: \(code) / kind unreadable")
+            }
+            let m = Movement(id: try row.string("movement_id"), kind: kind, at: try row.optionalInt64("at"), currency: currency,
+                             gross: try row.int64("gross_minor"), fee: try row.optionalInt64("fee_minor"), net: try row.optionalInt64("net_minor"))
+            out[m.id, default: []].append(SettlementRules.Known(m, orderID: try row.string("order_id")))
+        }
+        return out
+    }
+
+    /// Judges lines against the movements they name (and a money-back line's parent, for its order).
+    static func judge(_ lines: [SettlementLine], provider: Provider, on tx: PostgresConnection) throws -> [SettlementRules.Judged] {
+        let relevant = lines.filter { $0.role != .other }
+        guard !relevant.isEmpty else { return [] }
+        let known = try movements(Array(Set(relevant.map(\.transactionID) + relevant.compactMap(\.referenceID))), provider: provider, on: tx)
+        return relevant.flatMap { line in
+            let matched = SettlementRules.movement(for: line, among: known[line.transactionID] ?? [])
+            let parent = matched == nil ? line.referenceID.flatMap { known[$0]?.first { $0.movement.kind == .capture } } : nil
+            return SettlementRules.judge(line, matched: matched, parent: parent)
+        }
+    }
+
+    /// Opens settlement findings, or counts them again (one statement for them all); an acknowledged one with the
+    /// same values stays acknowledged, one whose values changed is resolved and the finding opens anew — as a check's.
+    static func record(_ judged: [SettlementRules.Judged], provider: Provider, on tx: PostgresConnection) throws {
+        guard !judged.isEmpty else { return }
+        // One finding per (order, transaction, kind): the last wins (an upsert may not touch a row twice).
+        var byKey: [String: SettlementRules.Judged] = [:], order: [String] = []
+        for j in judged {
+            let key = (j.orderID ?? "") + "\u{0}" + j.transactionRef + "\u{0}" + j.finding.kind.rawValue
+            if byKey.updateValue(j, forKey: key) == nil { order.append(key) }
+        }
+        let rows = order.map { byKey[$0]! }
+        let json = FindingStore.json
+        _ = try tx.query("""
+            WITH f AS (
+                SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::text[])
+                    AS f(order_id, transaction_ref, kind, expected, actual, detail, amount, currency)),
+            acknowledged AS (
+                UPDATE discrepancies d SET last_seen = now(), occurrences = d.occurrences + 1, detail = f.detail, amount_at_risk_minor = f.amount
+                FROM f WHERE d.provider = $1 AND coalesce(d.order_id, '') = coalesce(f.order_id, '') AND d.transaction_ref = f.transaction_ref
+                  AND d.kind = f.kind AND d.status = 'acknowledged' AND d.expected = f.expected::jsonb AND d.actual = f.actual::jsonb
+                RETURNING d.order_id, d.transaction_ref, d.kind),
+            changed AS (
+                UPDATE discrepancies d SET status = 'resolved', resolved_at = now()
+                FROM f WHERE d.provider = $1 AND coalesce(d.order_id, '') = coalesce(f.order_id, '') AND d.transaction_ref = f.transaction_ref
+                  AND d.kind = f.kind AND d.status = 'acknowledged' AND NOT (d.expected = f.expected::jsonb AND d.actual = f.actual::jsonb)
+                RETURNING d.id)
+            INSERT INTO discrepancies (provider, order_id, transaction_ref, kind, expected, actual, detail, amount_at_risk_minor, currency)
+            SELECT $1, f.order_id, f.transaction_ref, f.kind, f.expected::jsonb, f.actual::jsonb, f.detail, f.amount, f.currency FROM f
+            WHERE NOT EXISTS (SELECT 1 FROM acknowledged a WHERE coalesce(a.order_id, '') = coalesce(f.order_id, '')
+                                AND a.transaction_ref = f.transaction_ref AND a.kind = f.kind)
+            ON CONFLICT (provider, coalesce(order_id, ''), transaction_ref, kind) WHERE status = 'open' DO UPDATE SET
+                last_seen = now(), occurrences = discrepancies.occurrences + 1, expected = EXCLUDED.expected, actual = EXCLUDED.actual,
+                detail = EXCLUDED.detail, amount_at_risk_minor = EXCLUDED.amount_at_risk_minor, currency = EXCLUDED.currency
+            """, [.text(provider.rawValue), .nullableTextArray(rows.map(\.orderID)), .textArray(rows.map(\.transactionRef)),
+                  .textArray(rows.map(\.finding.kind.rawValue)), .textArray(rows.map { json($0.finding.expected) }),
+                  .textArray(rows.map { json($0.finding.actual) }), .textArray(rows.map(\.finding.detail)),
+                  .int64Array(rows.map(\.finding.amountAtRisk)), .nullableTextArray(rows.map { $0.currency?.code })])
+    }
+
+    /// What settlement says as a whole, now: each open settlement discrepancy judged again (resolved when its line or
+    /// movement now agree, or the day's file came), captures and refunds past the deadline that no line shows
+    /// (`settlement_missing`, from the first imported file's period on), files whose counts or totals do not add up
+    /// and days with no file between the first and the last (`settlement_incomplete`).
+    public static func evaluate(provider: Provider, now: Date, deadlineSeconds: Int64, on tx: PostgresConnection) throws -> Evaluated {
+        var result = Evaluated()
+        _ = try tx.execute("SELECT pg_advisory_xact_lock(hashtext('payrecon.settlement'))")
+        let p = PostgresValue.text(provider.rawValue)
+        let nowSeconds = Int64(now.timeIntervalSince1970)
+        guard let coverage = try tx.query("""
+            SELECT extract(epoch FROM min(coalesce(period_start, day::timestamptz)))::bigint AS start, count(*) AS files
+            FROM settlement_files WHERE provider = $1
+            """, [p]).first, try coverage.int64("files") > 0 else { return result }
+        let start = try coverage.optionalInt64("start") ?? nowSeconds
+
+        // The findings settlement should have open now (besides those new lines opened as they were stored).
+        var wanted: [SettlementRules.Judged] = []
+        // settlement_missing: movements since the first file's period, past the deadline, that no line shows.
+        for row in try tx.query("""
+            SELECT movement_id, kind, order_id, extract(epoch FROM coalesce(occurred_at, first_seen))::bigint AS at, currency, gross_minor,
+                   fee_minor, net_minor
+            FROM movements m
+            WHERE m.provider = $1 AND m.kind IN ('capture', 'refund')
+              AND coalesce(m.occurred_at, m.first_seen) >= to_timestamp($2::bigint) AND coalesce(m.occurred_at, m.first_seen) < to_timestamp($3::bigint)
+              AND NOT EXISTS (SELECT 1 FROM settlement_lines l WHERE l.provider = m.provider AND l.transaction_id = m.movement_id
+                                AND l.role = CASE m.kind WHEN 'capture' THEN 'payment' ELSE 'money_back' END)
+            """, [p, .int64(start), .int64(nowSeconds - deadlineSeconds)]) {
+            guard let currency = Currency(code: try row.string("currency")), let kind = Movement.Kind(rawValue: try row.string("kind")) else { continue }
+            let m = Movement(id: try row.string("movement_id"), kind: kind, at: try row.optionalInt64("at"), currency: currency,
+                             gross: try row.int64("gross_minor"), fee: try row.optionalInt64("fee_minor"), net: try row.optionalInt64("net_minor"))
+            if let j = SettlementRules.missing(.init(m, orderID: try row.string("order_id")), now: nowSeconds, deadline: deadlineSeconds) { wanted.append(j) }
+        }
+        // settlement_incomplete: each file with problems (the newest file of a name stands for it), each day with no file.
+        for row in try tx.query("""
+            SELECT DISTINCT ON (coalesce(kind, name), coalesce(account, ''), coalesce(day::text, name)) name, problems
+            FROM settlement_files WHERE provider = $1
+            ORDER BY coalesce(kind, name), coalesce(account, ''), coalesce(day::text, name), id DESC
+            """, [p]) {
+            let problems = try row.string("problems")
+            guard problems != "{}" else { continue }
+            let list = try tx.query("SELECT unnest($1::text[]) AS p", [.text(problems)]).map { try $0.string("p") }
+            let name = try row.string("name")
+            wanted.append(SettlementRules.Judged(
+                finding: Finding(kind: .settlementIncomplete, expected: [:], actual: ["file": name],
+                                 detail: "settlement file \(name) does not add up: " + list.joined(separator: "; "), amountAtRisk: 0),
+                orderID: nil, transactionRef: "file:" + name, currency: nil))
+        }
+        for row in try tx.query("""
+            SELECT to_char(d, 'YYYY-MM-DD') AS day FROM (
+                SELECT generate_series(min(day), max(day), interval '1 day')::date AS d FROM settlement_files
+                WHERE provider = $1 AND day IS NOT NULL) s
+            WHERE NOT EXISTS (SELECT 1 FROM settlement_files f WHERE f.provider = $1 AND f.day = s.d)
+            """, [p]) {
+            let day = try row.string("day")
+            wanted.append(SettlementRules.Judged(
+                finding: Finding(kind: .settlementIncomplete, expected: ["day": day], actual: [:],
+                                 detail: "no settlement file for \(day), a day between the first and the last imported", amountAtRisk: 0),
+                orderID: nil, transactionRef: "day:" + day, currency: nil))
+        }
+        let settlementKinds = PostgresValue.textArray(DiscrepancyKind.settlementKinds.map(\.rawValue))
+        func key(_ orderID: String?, _ ref: String, _ kind: String) -> String { (orderID ?? "") + "\u{0}" + ref + "\u{0}" + kind }
+        var existing = Set<String>()
+        for row in try tx.query("""
+            SELECT order_id, transaction_ref, kind FROM discrepancies
+            WHERE provider = $1 AND status IN ('open', 'acknowledged') AND kind = ANY($2)
+            """, [p, settlementKinds]) {
+            existing.insert(key(try row.optionalString("order_id"), try row.string("transaction_ref"), try row.string("kind")))
+        }
+        for j in wanted where !existing.contains(key(j.orderID, j.transactionRef, j.finding.kind.rawValue)) {
+            result.opened[j.finding.kind, default: 0] += 1
+        }
+        for chunk in stride(from: 0, to: wanted.count, by: 5_000) {
+            try record(Array(wanted[chunk..<min(chunk + 5_000, wanted.count)]), provider: provider, on: tx)
+        }
+        // What no longer holds is resolved: a missing or incomplete finding not wanted now, and a line's finding whose
+        // lines, judged again against what payrecon knows now, no longer raise it.
+        let wantedKeys = Set(wanted.map { "\($0.finding.kind.rawValue)\u{0}\($0.transactionRef)" })
+        var open: [(id: Int64, kind: String, ref: String)] = []
+        for row in try tx.query("""
+            SELECT id, kind, transaction_ref FROM discrepancies WHERE provider = $1 AND status IN ('open', 'acknowledged') AND kind = ANY($2)
+            """, [p, settlementKinds]) {
+            open.append((try row.int64("id"), try row.string("kind"), try row.string("transaction_ref")))
+        }
+        let lineKinds: Set = [DiscrepancyKind.unknownSettlement.rawValue, DiscrepancyKind.settlementMismatch.rawValue, DiscrepancyKind.feeMismatch.rawValue]
+        // Two copies of a line that disagree stay until acknowledged.
+        open.removeAll { $0.ref.hasPrefix(duplicatePrefix) }
+        let lineRefs = Array(Set(open.filter { lineKinds.contains($0.kind) }.map(\.ref)))
+        var stillHeld = Set<String>()
+        for chunk in stride(from: 0, to: lineRefs.count, by: 5_000) {
+            let again = try judge(try storedLines(transactionIDs: Array(lineRefs[chunk..<min(chunk + 5_000, lineRefs.count)]), provider: provider, on: tx),
+                                  provider: provider, on: tx)
+            for j in again { stillHeld.insert("\(j.finding.kind.rawValue)\u{0}\(j.transactionRef)") }
+            try record(again, provider: provider, on: tx)
+        }
+        let gone = open.filter { o in
+            let k = "\(o.kind)\u{0}\(o.ref)"
+            return lineKinds.contains(o.kind) ? !stillHeld.contains(k) : !wantedKeys.contains(k)
+        }.map(\.id)
+        if !gone.isEmpty {
+            result.resolved = try tx.execute("UPDATE discrepancies SET status = 'resolved', resolved_at = now() WHERE id = ANY($1)", [.int64Array(gone)])
+        }
+        return result
+    }
+
+    /// The stored lines of these transaction ids.
+    static func storedLines(transactionIDs: [String], provider: Provider, on tx: PostgresConnection) throws -> [SettlementLine] {
+        try tx.query("""
+            SELECT transaction_id, event_code, direction, role, line, reference_id, reference_type, invoice_id, custom_field,
+                   extract(epoch FROM initiated_at)::bigint AS initiated_at, extract(epoch FROM completed_at)::bigint AS completed_at,
+                   currency, gross_minor, fee_minor, fee_direction, fee_currency
+            FROM settlement_lines WHERE provider = $1 AND transaction_id = ANY($2)
+            """, [.text(provider.rawValue), .textArray(transactionIDs)]).map { row in
+            guard let direction = SettlementLine.Direction(rawValue: try row.string("direction")),
+                  let role = SettlementLine.Role(rawValue: try row.string("role")),
+                  let currency = Currency(code: try row.string("currency")) else {
+                throw PostgresError.decoding("settlement_lines: a row does not read")
+            }
+            var l = SettlementLine(transactionID: try row.string("transaction_id"), eventCode: try row.string("event_code"), direction: direction,
+                                   role: role, referenceID: try row.optionalString("reference_id"), referenceType: try row.optionalString("reference_type"),
+                                   invoiceID: try row.optionalString("invoice_id"), customField: try row.optionalString("custom_field"),
+                                   initiatedAt: try row.optionalInt64("initiated_at"), completedAt: try row.optionalInt64("completed_at"),
+                                   currency: currency, gross: try row.int64("gross_minor"), line: Int(try row.int64("line")))
+            l.fee = try row.optionalInt64("fee_minor")
+            l.feeDirection = try row.optionalString("fee_direction").flatMap(SettlementLine.Direction.init(rawValue:))
+            l.feeCurrency = try row.optionalString("fee_currency").flatMap { Currency(code: $0) }
+            return l
+        }
+    }
+}
