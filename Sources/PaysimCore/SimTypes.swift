@@ -85,6 +85,12 @@ public struct SimConfig: Sendable {
     /// GET /v1/customer/disputes and /v1/customer/disputes/{id} answer 403 (`--paypal-no-disputes-permission`,
     /// `POST /admin/paypal/permissions`).
     public var paypalDisputesPermission = true
+    /// Whether the app may use Transaction Search (`https://uri.paypal.com/services/reporting/search/read`); without it
+    /// GET /v1/reporting/transactions answers 403 (`POST /admin/paypal/permissions {"transaction_search": false}`).
+    public var paypalTransactionSearchPermission = true
+    /// The most transactions one Transaction Search window may hold before PayPal answers RESULTSET_TOO_LARGE
+    /// (10,000, as Airbyte's connector documents it; lower for tests: `{"search_max_items": N}`).
+    public var paypalSearchMaxItems = 10_000
     /// What PXP does where it documents nothing (`PXPBehaviour`).
     public var pxpBehaviour = PXPBehaviour()
 

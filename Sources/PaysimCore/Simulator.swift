@@ -302,6 +302,7 @@ enum Route: Equatable {
     case paypalSaleRefund(String)
     case paypalDispute(String)
     case paypalDisputes
+    case paypalTransactionSearch
     case paypercutIntent(String)
     case paypercutIntentCapture(String)
     case paypercutIntentCancel(String)
@@ -338,6 +339,7 @@ enum Route: Equatable {
             else if s.count == 5, s[1] == "payments", s[2] == "sale", s[4] == "refund" { self = .paypalSaleRefund(s[3]) }
             else if s.count == 4, s[1] == "customer", s[2] == "disputes" { self = .paypalDispute(s[3]) }
             else if s.count == 3, s[1] == "customer", s[2] == "disputes" { self = .paypalDisputes }
+            else if s.count == 3, s[1] == "reporting", s[2] == "transactions" { self = .paypalTransactionSearch }
             else if s.count == 3, s[1] == "payment_intents" { self = .paypercutIntent(s[2]) }
             else if s.count == 4, s[1] == "payment_intents", s[3] == "capture" { self = .paypercutIntentCapture(s[2]) }
             else if s.count == 4, s[1] == "payment_intents", s[3] == "cancel" { self = .paypercutIntentCancel(s[2]) }
@@ -387,7 +389,7 @@ enum Route: Equatable {
         case .pxpTransaction, .pxpModifications: return "pxp"
         case .paypalToken, .paypalOrder, .paypalAuthorization, .paypalAuthorizationCapture, .paypalAuthorizationVoid,
              .paypalCapture, .paypalCaptureRefund, .paypalRefund, .paypalCert, .paypalSale, .paypalSaleRefund, .paypalDispute,
-             .paypalDisputes: return "paypal"
+             .paypalDisputes, .paypalTransactionSearch: return "paypal"
         case .paypercutIntent, .paypercutIntentCapture, .paypercutIntentCancel, .paypercutPayment, .paypercutRefunds: return "paypercut"
         case .notFound(let p): return p
         default: return nil
@@ -431,6 +433,7 @@ enum Route: Equatable {
         case .paypalSaleRefund: return "paypal.refund_sale"
         case .paypalDispute: return "paypal.get_dispute"
         case .paypalDisputes: return "paypal.list_disputes"
+        case .paypalTransactionSearch: return "paypal.search_transactions"
         case .adminPayPalSales: return "admin.paypal_sales"
         case .adminPayPalDisputes: return "admin.paypal_disputes"
         case .adminPayPalReversals: return "admin.paypal_reversals"

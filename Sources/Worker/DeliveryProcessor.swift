@@ -43,7 +43,7 @@ public struct DeliveryProcessor: Sendable {
         return Self.combine(steps, provider: provider)
     }
 
-    private func check(_ reference: EventReference, provider: Provider, deliveryID: Int64, log: Logger) async -> [Step] {
+    func check(_ reference: EventReference, provider: Provider, deliveryID: Int64, log: Logger) async -> [Step] {
         let found: (orders: [Order], known: [String: OrderChecker.Known])
         do { found = try await findOrders(reference, provider: provider) }
         catch { return [.checked(orderID: "?", .transient(reason: "database: \(error)", retryAfterSeconds: nil))] }

@@ -166,6 +166,7 @@ struct MeteredProviderAPI: ProviderAPI {
     var isConfigured: Bool { base.isConfigured }
     var deduplicatesIdempotencyKeys: Bool { base.deduplicatesIdempotencyKeys }
     var unapprovedAttemptsExpire: Bool { base.unapprovedAttemptsExpire }
+    var transactionSearch: (any TransactionSearching)? { base.transactionSearch }
 
     func settle(_ transaction: TransactionQuery) async -> ProviderOutcome<Settlement> {
         let start = DispatchTime.now()

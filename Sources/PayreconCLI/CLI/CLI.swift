@@ -6,7 +6,7 @@ public enum CLI {
 
     /// Every command: the whole surface.
     public static let commands: [Command] = [
-        serveCommand, workCommand, reconcileCommand, reportCommand,
+        serveCommand, workCommand, reconcileCommand, backfillCommand, reportCommand,
         ordersImportCommand, settlementImportCommand, settlementVerifyCommand, actionsListCommand, actionsExecuteCommand, actionsRetryCommand,
         eventsListCommand, eventsShowCommand, eventsRetryCommand, rejectionsListCommand, rejectionsShowCommand,
         discrepanciesListCommand, discrepanciesShowCommand, discrepanciesAckCommand, explainCommand, pruneCommand,

@@ -19,6 +19,12 @@ extension PayPalBook {
         var direction: String, gross: Int64, currency: Currency, feeDirection: String, fee: Int64?
     }
 
+    /// A Transaction Search amount: `{currency_code, value}`, signed (money out is negative), in PayPal's decimals.
+    func searchMoney(_ minor: Int64, _ currency: Currency) -> JSONValue {
+        .object(["currency_code": .string(currency.code),
+                 "value": .string(Money.format(minorUnits: minor / Self.paypalUnit(currency), exponent: Self.paypalDecimals(currency)))])
+    }
+
     static let reportFaults: Set = ["missing_line", "fee_off_by_one", "truncated", "double_space", "utf16", "bom"]
 
     /// Hundredths of the major unit, as the reports write every amount (JPY 150 → 15000).
@@ -34,10 +40,10 @@ extension PayPalBook {
         }
     }
 
-    /// The rows of one UTC day (`YYYY-MM-DD`), in time order then id.
-    func reportRows(day: String, detail: Bool) -> [ReportRow] {
+    /// The rows of one UTC day (`YYYY-MM-DD`; nil: every day), in time order then id.
+    func reportRows(day: String?, detail: Bool) -> [ReportRow] {
         var rows: [ReportRow] = []
-        func onDay(_ time: String) -> Bool { time.hasPrefix(day) }
+        func onDay(_ time: String) -> Bool { day.map { time.hasPrefix($0) } ?? true }
         for c in captures.values where onDay(c.createTime) {
             guard let order = orders[c.orderID] else { continue }
             let moved = ["COMPLETED", "PARTIALLY_REFUNDED", "REFUNDED"].contains(c.status)

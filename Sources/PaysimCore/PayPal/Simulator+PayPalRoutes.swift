@@ -116,12 +116,29 @@ extension Simulator {
         case .adminPayPalPermissions:
             if r.method == "POST" {
                 let json = try Self.parseAdminBody(r.body)
-                guard let disputes = json["disputes"]?.boolValue else {
-                    throw SimError.admin(400, "invalid_field", "disputes must be a boolean (whether the app may read disputes)")
+                let disputes = json["disputes"], search = json["transaction_search"], maxItems = json["search_max_items"]
+                guard disputes != nil || search != nil || maxItems != nil else {
+                    throw SimError.admin(400, "invalid_field", "give disputes or transaction_search (booleans: whether the app may use them) or search_max_items")
                 }
-                state.withLock { $0.config.paypalDisputesPermission = disputes }
+                if let disputes {
+                    guard let b = disputes.boolValue else { throw SimError.admin(400, "invalid_field", "disputes must be a boolean (whether the app may read disputes)") }
+                    state.withLock { $0.config.paypalDisputesPermission = b }
+                }
+                if let search {
+                    guard let b = search.boolValue else { throw SimError.admin(400, "invalid_field", "transaction_search must be a boolean") }
+                    state.withLock { $0.config.paypalTransactionSearchPermission = b }
+                }
+                if let maxItems {
+                    guard let n = maxItems.integerValue, n > 0 else { throw SimError.admin(400, "invalid_field", "search_max_items must be a positive integer") }
+                    state.withLock { $0.config.paypalSearchMaxItems = Int(n) }
+                }
             } else { try expect("GET") }
-            return .json(200, .object(["disputes": .bool(state.withLock { $0.config.paypalDisputesPermission })]))
+            return .json(200, state.withLock { s in .object(["disputes": .bool(s.config.paypalDisputesPermission),
+                                                              "transaction_search": .bool(s.config.paypalTransactionSearchPermission),
+                                                              "search_max_items": .integer(Int64(s.config.paypalSearchMaxItems))]) })
+        case .paypalTransactionSearch:
+            try expect("GET"); try checkBearer(r)
+            return try paypalTransactionSearch(r)
         case .adminPayPalOrders:
             try expect("POST"); return try adminPutPayPal(r.body)
         case .adminPayPalReport(let name):
@@ -269,5 +286,78 @@ extension Simulator {
         }
         return SimResponse(status: 200, headers: [("Content-Type", "text/csv"), ("Content-Disposition", "attachment; filename=\"\(name)\"")],
                            body: bytes)
+    }
+}
+
+extension Simulator {
+    /// GET /v1/reporting/transactions (reporting_transactions_v1.json): the book's money movements made in
+    /// [start_date, end_date], as `transaction_details[].transaction_info`. As PayPal documents it: both dates required,
+    /// at most 31 days apart; transactions listed 3 hours after they happen (`last_refreshed_datetime` is now − 3 h,
+    /// and a start after it is "Data for the given start date is not available"); pages of `page_size` (≤ 500,
+    /// default 100) from `page` 1; a window holding more than 10,000 items is RESULTSET_TOO_LARGE; 403 without the
+    /// Transaction Search permission. With `balance_affecting_records_only=N` a capture is listed twice under its id,
+    /// its authorization-like non-balance row too ("not unique in the reporting system").
+    func paypalTransactionSearch(_ r: SimRequest) throws(SimError) -> SimResponse {
+        let (allowed, maxItems) = state.withLock { ($0.config.paypalTransactionSearchPermission, $0.config.paypalSearchMaxItems) }
+        guard allowed else {
+            throw SimError.paypal(403, name: "NOT_AUTHORIZED", message: "Authorization failed due to insufficient permissions.",
+                                  issue: "PERMISSION_DENIED", description: SimError.paypalDescriptions["PERMISSION_DENIED"]!)
+        }
+        func invalid(_ message: String, field: String) -> SimError {
+            SimError.paypal(400, name: "INVALID_REQUEST", message: message, issue: "INVALID_PARAMETER_SYNTAX",
+                            description: "The value of a field does not conform to the expected format.", field: field)
+        }
+        guard let startText = r.query["start_date"], let start = SimTime.parse(startText) else { throw invalid("start_date is required (RFC 3339 with seconds)", field: "start_date") }
+        guard let endText = r.query["end_date"], let end = SimTime.parse(endText) else { throw invalid("end_date is required (RFC 3339 with seconds)", field: "end_date") }
+        guard end >= start else { throw invalid("end_date is before start_date", field: "end_date") }
+        guard end - start <= 31 * 86_400 else { throw invalid("Date range is greater than 31 days", field: "end_date") }
+        let pageSize = Int(r.query["page_size"] ?? "100") ?? 0, page = Int(r.query["page"] ?? "1") ?? 0
+        guard (1...500).contains(pageSize) else { throw invalid("page_size must be 1 to 500", field: "page_size") }
+        guard page >= 1 else { throw invalid("page must be 1 or more", field: "page") }
+        let now = Int64(clock().timeIntervalSince1970)
+        let reach = now - 3 * 3_600
+        guard start <= reach else {
+            throw SimError.paypal(400, name: "INVALID_REQUEST", message: "Data for the given start date is not available.",
+                                  issue: "INVALID_PARAMETER_VALUE", description: "The value of a field is invalid.", field: "start_date")
+        }
+        let until = min(end, reach)
+        let nonBalance = r.query["balance_affecting_records_only"]?.uppercased() == "N"
+        let items: [JSONValue] = state.withLock { s in
+            var rows = s.paypal.reportRows(day: nil, detail: false).filter { row in
+                guard let t = SimTime.parse(row.time) else { return false }
+                return t >= start && t <= until
+            }
+            if nonBalance {
+                // The same id as a non-balance-affecting row (PayPal: ids are "not unique in the reporting system").
+                rows += rows.filter { $0.code == "T0006" }.map { var h = $0; h.code = "T1105"; h.fee = nil; return h }
+            }
+            return rows.map { row in
+                var info: [(String, JSONValue)] = [
+                    ("paypal_account_id", .string(PayPalOrder.defaultMerchantID)), ("transaction_id", .string(row.id)),
+                    ("transaction_event_code", .string(row.code)),
+                    ("transaction_initiation_date", .string(row.time)), ("transaction_updated_date", .string(row.time)),
+                    ("transaction_amount", s.paypal.searchMoney(row.direction == "DR" ? -row.gross : row.gross, row.currency)),
+                    ("transaction_status", .string(row.status))]
+                if let fee = row.fee { info.append(("fee_amount", s.paypal.searchMoney(row.feeDirection == "DR" ? -fee : fee, row.currency))) }
+                if let reference = row.reference { info += [("paypal_reference_id", .string(reference)), ("paypal_reference_id_type", .string(row.code.hasPrefix("T11") ? "TXN" : "ODR"))] }
+                if !row.invoice.isEmpty { info += [("invoice_id", .string(row.invoice)), ("custom_field", .string(row.invoice))] }
+                return .object(["transaction_info": .object(info)])
+            }
+        }
+        guard items.count <= maxItems else {
+            return .json(400, .object(["name": "RESULTSET_TOO_LARGE",
+                                       "message": "Result set size is greater than the maximum limit. Change the filter criteria and try again.",
+                                       "debug_id": "paysim", "total_items": .integer(Int64(items.count)), "maximum_items": .integer(Int64(maxItems))]))
+        }
+        let totalPages = max(1, (items.count + pageSize - 1) / pageSize)
+        let slice = items.dropFirst((page - 1) * pageSize).prefix(pageSize)
+        return .json(200, .object([
+            "transaction_details": slice.isEmpty ? nil : .array(Array(slice)),
+            "account_number": .string(PayPalOrder.defaultMerchantID),
+            "start_date": .string(SimTime.rfc3339(Date(timeIntervalSince1970: Double(start)))),
+            "end_date": .string(SimTime.rfc3339(Date(timeIntervalSince1970: Double(until)))),
+            "last_refreshed_datetime": .string(SimTime.rfc3339(Date(timeIntervalSince1970: Double(reach)))),
+            "page": .integer(Int64(page)), "total_items": .integer(Int64(items.count)), "total_pages": .integer(Int64(totalPages)),
+        ]))
     }
 }

@@ -292,10 +292,14 @@ public protocol ProviderAPI: Sendable {
     /// (an authenticated read of something that does not exist answers 404, not 401 or 403) and that the permissions
     /// payrecon needs are granted. Reads only: nothing here may move money. One `DoctorCheck` per line.
     func doctor(_ context: DoctorContext) async -> [DoctorCheck]
+    /// The provider's own list of transactions, for `payrecon backfill` (nil: it publishes none payrecon reads).
+    var transactionSearch: (any TransactionSearching)? { get }
 }
 
 extension ProviderAPI {
     public func prepare(_ call: ActionCall) -> [TransactionLink] { [] }
+
+    public var transactionSearch: (any TransactionSearching)? { nil }
 
     public func settle(_ transaction: TransactionQuery) async -> ProviderOutcome<Settlement> { .found(Settlement()) }
 
@@ -320,4 +324,50 @@ extension ProviderOutcome where T == JSONValue {
         case .permanent(let s, let b): return .permanent(status: s, body: b)
         }
     }
+}
+
+
+// MARK: - The provider's own records (backfill)
+
+/// One transaction a provider's own records list, as `payrecon backfill` reads it.
+public struct FoundTransaction: Sendable, Hashable {
+    /// The provider's id of it (PayPal: a capture, refund or sale id).
+    public var id: String
+    public var eventCode: String?
+    /// The transaction it belongs to (a refund's capture), and what kind of id that is.
+    public var referenceID: String?
+    public var referenceType: String?
+    /// What the merchant sent with it: an order id, often (PayPal `invoice_id`, `custom_field`).
+    public var invoiceID: String?
+    public var customField: String?
+    /// Unix seconds it was made.
+    public var at: Int64?
+    public init(id: String, eventCode: String? = nil, referenceID: String? = nil, referenceType: String? = nil, invoiceID: String? = nil,
+                customField: String? = nil, at: Int64? = nil) {
+        self.id = id; self.eventCode = eventCode; self.referenceID = referenceID; self.referenceType = referenceType
+        self.invoiceID = invoiceID; self.customField = customField; self.at = at
+    }
+}
+
+/// One page of a search.
+public enum TransactionSearchPage: Sendable, Equatable {
+    /// The transactions on `page` of `totalPages`; `lastRefreshed`: the provider's data reaches that time (unix seconds).
+    case items([FoundTransaction], totalPages: Int, lastRefreshed: Int64?)
+    /// The window holds more than the provider lists at once: search halves of it.
+    case tooLarge
+    /// The window starts later than the provider's data reaches yet: nothing to list.
+    case notYetAvailable
+}
+
+/// A provider's search of its own records, over windows of time.
+public protocol TransactionSearching: Sendable {
+    /// The longest window one search may cover.
+    var maxWindowSeconds: Int64 { get }
+    /// How long a transaction takes to appear in the search: windows end at least this long before now.
+    var listingLagSeconds: Int64 { get }
+    /// Page `page` (1-based) of the transactions made in [from, to).
+    func search(from: Int64, to: Int64, page: Int) async -> ProviderOutcome<TransactionSearchPage>
+    /// What payrecon must check for a found transaction no order is known to hold: the references a webhook naming
+    /// it would carry (PayPal: a capture leads to its order).
+    func references(of found: FoundTransaction) async -> ProviderOutcome<[EventReference]>
 }

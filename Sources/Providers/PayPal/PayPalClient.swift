@@ -140,6 +140,12 @@ public final class PayPalClient: Sendable {
         await call(method: "GET", segments: ["v1", "customer", "disputes", id])
     }
 
+    /// GET /v1/reporting/transactions (Transaction Search): the transactions made in [start, end], one page of 500.
+    public func searchTransactions(start: String, end: String, page: Int) async -> ProviderOutcome<JSONValue> {
+        await call(method: "GET", segments: ["v1", "reporting", "transactions"],
+                   query: [("start_date", start), ("end_date", end), ("fields", "transaction_info"), ("page_size", "500"), ("page", String(page))])
+    }
+
     // MARK: Request building (pure; tested directly)
 
     package func apiRequest(method: String, segments: [String], query: [(String, String)] = [], body: JSONValue?, requestID: String?,
@@ -160,15 +166,15 @@ public final class PayPalClient: Sendable {
 
     // MARK: Plumbing
 
-    private func call(method: String, segments: [String], body: JSONValue? = nil, requestID: String? = nil) async
+    private func call(method: String, segments: [String], query: [(String, String)] = [], body: JSONValue? = nil, requestID: String? = nil) async
         -> ProviderOutcome<JSONValue> {
         await retrying(retry) { () async -> ProviderOutcome<JSONValue> in
-            await self.authorizedCall(method: method, segments: segments, body: body, requestID: requestID)
+            await self.authorizedCall(method: method, segments: segments, query: query, body: body, requestID: requestID)
         }
     }
 
     /// One call with a valid token; on 401, one refresh and one more try.
-    private func authorizedCall(method: String, segments: [String], body: JSONValue?, requestID: String?) async
+    private func authorizedCall(method: String, segments: [String], query: [(String, String)] = [], body: JSONValue?, requestID: String?) async
         -> ProviderOutcome<JSONValue> {
         for attempt in 0..<2 {
             let token: PayPalAccessToken
@@ -178,7 +184,7 @@ public final class PayPalClient: Sendable {
             case .transient(let r, let a): return .transient(reason: r, retryAfterSeconds: a)
             case .permanent(let s, let b): return .permanent(status: s, body: b)
             }
-            let request = apiRequest(method: method, segments: segments, body: body, requestID: requestID, token: token.value)
+            let request = apiRequest(method: method, segments: segments, query: query, body: body, requestID: requestID, token: token.value)
             let raw: ProviderOutcome<[UInt8]>
             do {
                 let response = try await transport.send(request)

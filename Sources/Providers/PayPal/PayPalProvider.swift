@@ -171,6 +171,9 @@ public enum PayPalProvider {
         /// What the event is about (`PayPalEvent`, the one parser of PayPal events): the order behind a v2 resource
         /// (its own id, `resource.order_id`, `related_ids`, or its `up` links, fetched); a v1 sale and the orders
         /// holding it; the orders of the captures a dispute names; else why it names no payment.
+        /// Transaction Search, when the API is configured (`payrecon backfill`).
+        public var transactionSearch: (any TransactionSearching)? { client.map { PayPalTransactionSearch(client: $0) } }
+
         public func references(in event: StoredEvent) async -> ProviderOutcome<EventContent> {
             guard let client else { return .permanent(status: 0, body: "no PayPal API client: set \(definition.apiVariables)") }
             let e: PayPalEvent, resource: JSONValue?

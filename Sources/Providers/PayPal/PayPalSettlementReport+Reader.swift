@@ -60,7 +60,7 @@ extension PayPalSettlementReport {
                     continue
                 case let .fields(f, line): (fields, lineNumber) = (f, line)
                 }
-                let type = String(decoding: fields[0], as: UTF8.self).trimmingCharacters(in: " \t")
+                let type = Self.trimmed(fields[0])
                 if let h = held { held = nil; ready = try release(h, last: false) }
                 if type == "SB" {
                     guard columnCount > 0 else { throw SettlementReportError(line: lineNumber, "a body row (SB) before the column names (CH)") }
@@ -259,7 +259,7 @@ extension PayPalSettlementReport {
 
         private func text(_ f: [[UInt8]], _ i: Int) -> String {
             guard i >= 0, i < f.count else { return "" }
-            return String(decoding: f[i], as: UTF8.self).trimmingCharacters(in: " \t")
+            return Self.trimmed(f[i])
         }
 
         private func nonEmpty(_ s: String) -> String? { s.isEmpty ? nil : s }
@@ -271,11 +271,14 @@ extension PayPalSettlementReport {
     }
 }
 
-extension String {
-    fileprivate func trimmingCharacters(in set: String) -> String {
-        let blanks = Set(set)
-        guard let first = firstIndex(where: { !blanks.contains($0) }), let last = lastIndex(where: { !blanks.contains($0) }) else { return "" }
-        return String(self[first...last])
+extension PayPalSettlementReport.Reader {
+    /// A field's text without the spaces and tabs around it, trimmed on the bytes (every field of a million-row file
+    /// passes here).
+    static func trimmed(_ bytes: [UInt8]) -> String {
+        var start = 0, end = bytes.count
+        while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
+        while end > start, bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09 { end -= 1 }
+        return start == 0 && end == bytes.count ? String(decoding: bytes, as: UTF8.self) : String(decoding: bytes[start..<end], as: UTF8.self)
     }
 }
 

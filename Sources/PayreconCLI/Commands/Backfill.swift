@@ -1,0 +1,71 @@
+import Foundation
+import Providers
+import Reconciliation
+import Wiring
+import Worker
+
+private let backfillSince = OptionKey<Int64>("--since", "DURATION", "How far back to read (default 7d): 90s, 10m, 24h, 7d.") {
+    (v: String) throws(UsageError) -> Int64 in try Options.duration(v, flag: "--since")
+}
+private let backfillFrom = OptionKey<Int64>("--from", "TIME", "Read from TIME (RFC 3339, e.g. 2026-11-01T00:00:00Z), with --to.") {
+    (v: String) throws(UsageError) -> Int64 in
+    guard let t = ISO8601.unixSeconds(from: v) else { throw UsageError("--from \(v) is not a time: use RFC 3339, e.g. 2026-11-01T00:00:00Z") }
+    return t
+}
+private let backfillTo = OptionKey<Int64>("--to", "TIME", "Read up to TIME (RFC 3339), with --from.") {
+    (v: String) throws(UsageError) -> Int64 in
+    guard let t = ISO8601.unixSeconds(from: v) else { throw UsageError("--to \(v) is not a time: use RFC 3339, e.g. 2026-11-30T00:00:00Z") }
+    return t
+}
+private let backfillDryRun = FlagKey("--dry-run", "List what the provider's records hold; check nothing, record nothing.")
+
+let backfillCommand = Command(
+    name: "backfill",
+    summary: "Read the provider's own records for what no webhook said: re-check their orders, find transactions no order holds.",
+    options: [Options.provider.help("The provider to read (paypal: Transaction Search)."), backfillSince, backfillFrom, backfillTo, backfillDryRun,
+              Options.databaseURL],
+    details: """
+        PayPal: Transaction Search (GET /v1/reporting/transactions) in windows of a UTC day at most, every page, a window
+        PayPal finds too large read in halves; windows end 3 hours before now (PayPal lists a transaction up to 3
+        hours after it happens) and never past the answer's last_refreshed_datetime. Each transaction is matched to the
+        order that holds it (the ids payrecon knows, then its invoice_id or custom_field as an order id) and that order
+        is re-checked; one no order holds is looked up as a webhook naming it would be (unknown_order, once however
+        often it is found). A window read to its end is recorded: a run reads only what no earlier run finished, so a
+        second run finds nothing new and a run stopped mid-window reads that window again. The app needs PayPal's
+        Transaction Search permission (granting it can take hours): without it the command says so and exits 2.
+        PXP publishes no search API. Exit 0 when every window was read and every order checked, 1 when something is
+        left for the next run (listed), 2 on a usage, permission or database error.
+        """
+) { args in
+    guard let provider = try args.value(Options.provider) else { throw UsageError("--provider is required (paypal)") }
+    let env = try args.environment()
+    let from = try args.value(backfillFrom), to = try args.value(backfillTo), since = try args.value(backfillSince)
+    if (from == nil) != (to == nil) { throw UsageError("--from and --to go together") }
+    if from != nil && since != nil { throw UsageError("use either --since or --from and --to, not both") }
+    let now = Int64(Date().timeIntervalSince1970)
+    let window = (from: from ?? now - (since ?? 7 * 86_400), to: to ?? now)
+    guard window.to > window.from else { throw UsageError("--to must be after --from") }
+    let context = try WorkerContext(env, poolSize: 4, maxConcurrentRequests: 8)
+    defer { context.pool.close() }
+    let terminal = isatty(STDERR_FILENO) == 1
+    let summary: Backfill.Summary
+    do {
+        summary = try await Backfill(pool: context.pool, checker: context.checker)
+            .run(.init(provider: provider, from: window.from, to: window.to, dryRun: args.flag(backfillDryRun)), log: context.logger) { s in
+                guard terminal else { return }
+                FileHandle.standardError.write(Data("\r\u{1B}[Kwindows \(s.windowsRead) read, \(s.windowsSkipped) done before  found \(s.found)  orders checked \(s.ordersChecked)  unknown \(s.unknown)  requests \(s.requests)".utf8))
+            }
+    } catch let failure as Backfill.Failure {
+        if terminal { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+        switch failure {
+        case .unsupported(let why): throw UsageError(why)
+        case .refused(let why):
+            throw FatalError(why + ". Give the app the Transaction Search permission in PayPal's developer dashboard (Apps & Credentials → the app → Features: Transaction search; it can take hours to apply), then run payrecon doctor")
+        }
+    }
+    if terminal { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+    let dry = args.flag(backfillDryRun) ? " (dry run: nothing checked or recorded)" : ""
+    print("backfill \(provider.rawValue) \(UnixTime.iso8601(summary.readFrom))–\(UnixTime.iso8601(summary.readTo))\(dry): \(summary.windowsRead) windows read, \(summary.windowsSkipped) read before; \(summary.requests) search requests (\(summary.halved) windows halved); \(summary.found) transactions listed, \(summary.ordersChecked) orders re-checked, \(summary.unknown) no order holds")
+    for problem in summary.problems { print("  left for the next run: \(problem)") }
+    return summary.problems.isEmpty ? Exit.ok : Exit.finding
+}

@@ -1,0 +1,117 @@
+import Foundation
+import PayreconTesting
+import Postgres
+import Reconciliation
+import Testing
+
+/// `payrecon backfill --provider paypal`, as run, against paysim's Transaction Search (its ledger, its 3-hour lag,
+/// its 31-day limit, RESULTSET_TOO_LARGE, 403 without the permission).
+@Suite("Backfill", .serialized)
+struct BackfillTests {
+    static func at(_ daysAgo: Int, _ time: String = "12:00:00") -> String { FeesTests.day(daysAgo) + "T" + time + "Z" }
+
+    static func backfill(_ h: WorkerHarness, _ args: String...) throws -> PayreconProcess.Result {
+        try PayreconProcess.run(["backfill", "--provider", "paypal"] + args, databaseURL: h.database.url, environment: h.payreconEnvironment)
+    }
+
+    /// PP-B1 was paid two days ago and no webhook said so, and no order holds it: unknown_order, once. PP-B2's order
+    /// was checked clean, then a refund was made in PayPal's dashboard yesterday: backfill re-checks the order.
+    @Test func findsWhatNoWebhookSaidOnceAndASecondRunFindsNothingNew() async throws {
+        try await WorkerHarness.with { h in
+            try await h.seedPayPal(#"""
+                [{"id":"PP-B1","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"12.00","captures":[{"id":"CAP-B1","create_time":"\#(Self.at(2))"}]},
+                 {"id":"PP-B2","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"30.00","captures":[{"id":"CAP-B2","create_time":"\#(Self.at(3))"}]}]
+                """#)
+            try h.insert(WorkerHarness.order(.paypal, "B2", ref: "PP-B2", intent: .purchase, amount: 3_000, currency: "USD", merchant: nil))
+            _ = try await h.sweep()
+            #expect(try h.openKinds(order: "B2").isEmpty)
+            // The dashboard refund, which no webhook reported.
+            try await h.seedPayPal(#"""
+                {"id":"PP-B2","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"30.00","captures":[{"id":"CAP-B2","status":"PARTIALLY_REFUNDED","create_time":"\#(Self.at(3))"}],
+                 "refunds":[{"id":"REF-B2","capture_id":"CAP-B2","amount":"10.00","create_time":"\#(Self.at(1))"}]}
+                """#)
+            let r = try Self.backfill(h, "--since", "5d")
+            #expect(r.status == 0, "\(r.stdout) \(r.stderr)")
+            #expect(r.stdout.contains("3 transactions listed") && r.stdout.contains("1 no order holds"), "\(r.stdout)")
+            #expect(try h.openKinds(order: "B2") == ["over_refunded"])
+            let unknown = try h.discrepancies(.paypal).filter { $0.kind == "unknown_order" && $0.status == "open" }
+            #expect(unknown.map(\.transactionRef) == ["PP-B1"])
+            // Nothing new the second time: every window was read to its end.
+            let again = try Self.backfill(h, "--since", "5d")
+            #expect(again.status == 0 && again.stdout.contains("0 windows read") && again.stdout.contains("0 transactions listed"), "\(again.stdout)")
+            #expect(try h.discrepancies(.paypal).filter { $0.kind == "unknown_order" }.map(\.occurrences) == [1])
+            // A dry run lists, checks nothing and records nothing.
+            try h.execute("DELETE FROM backfill_windows")
+            let dry = try Self.backfill(h, "--since", "5d", "--dry-run")
+            #expect(dry.stdout.contains("dry run") && dry.stdout.contains("3 transactions listed") && dry.stdout.contains("0 orders re-checked"), "\(dry.stdout)")
+            #expect(try h.database.count("SELECT count(*) FROM backfill_windows") == 0)
+        }
+    }
+
+    /// A window PayPal finds too large is read in halves; nothing is lost (Airbyte's connector lost data here).
+    @Test func aWindowTooLargeIsReadInHalves() async throws {
+        try await WorkerHarness.with { h in
+            let day = FeesTests.day(2)
+            let orders = (0..<12).map { i in
+                #"{"id":"PP-H\#(i)","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"5.00","captures":[{"id":"CAP-H\#(i)","create_time":"\#(day)T\#(String(format: "%02d", i * 2)):00:00Z"}]}"#
+            }
+            try await h.seedPayPal("[" + orders.joined(separator: ",") + "]")
+            try h.insert((0..<12).map { WorkerHarness.order(.paypal, "H\($0)", ref: "PP-H\($0)", intent: .purchase, amount: 500, currency: "USD", merchant: nil) })
+            try await h.admin("/admin/paypal/permissions", #"{"search_max_items": 5}"#)
+            let r = try Self.backfill(h, "--from", day + "T00:00:00Z", "--to", FeesTests.day(1) + "T00:00:00Z")
+            #expect(r.status == 0, "\(r.stdout) \(r.stderr)")
+            #expect(r.stdout.contains("12 transactions listed") && r.stdout.contains("12 orders re-checked"), "\(r.stdout)")
+            #expect(!r.stdout.contains("(0 windows halved)"), "\(r.stdout)")
+        }
+    }
+
+    @Test func withoutThePermissionItSaysSoAndExitsTwo() async throws {
+        try await WorkerHarness.with { h in
+            try await h.admin("/admin/paypal/permissions", #"{"transaction_search": false}"#)
+            let r = try Self.backfill(h, "--since", "2d")
+            #expect(r.status == 2, "\(r.stdout) \(r.stderr)")
+            #expect(r.stderr.contains("HTTP 403") && r.stderr.contains("Transaction Search permission"), "\(r.stderr)")
+            let pxp = try PayreconProcess.run(["backfill", "--provider", "pxp"], databaseURL: h.database.url, environment: h.payreconEnvironment)
+            #expect(pxp.status == 2 && pxp.stderr.contains("pxp publishes no transaction search"), "\(pxp.stderr)")
+            for bad in [["--from", "2026-11-01T00:00:00Z"], ["--since", "2d", "--from", "2026-11-01T00:00:00Z", "--to", "2026-11-02T00:00:00Z"],
+                        ["--from", "yesterday", "--to", "today"]] {
+                let u = try PayreconProcess.run(["backfill", "--provider", "paypal"] + bad, databaseURL: h.database.url, environment: h.payreconEnvironment)
+                #expect(u.status == 2, "\(bad): \(u.stderr)")
+            }
+        }
+    }
+
+    /// Killed with SIGKILL in the middle, it reads again what it had not finished, and every transaction is found
+    /// exactly once as a finding.
+    @Test func resumesAfterKillMinusNine() async throws {
+        try await WorkerHarness.with { h in
+            var seeds: [String] = []
+            for day in 1...3 {
+                for i in 0..<6 {
+                    seeds.append(#"{"id":"PP-K\#(day)-\#(i)","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"7.00","captures":[{"id":"CAP-K\#(day)-\#(i)","create_time":"\#(Self.at(day, String(format: "%02d:00:00", 8 + i)))"}]}"#)
+                }
+            }
+            try await h.seedPayPal("[" + seeds.joined(separator: ",") + "]")
+            try await h.faults(#"{"latency_ms":120}"#)
+            var env = h.payreconEnvironment
+            env["DATABASE_URL"] = h.database.url
+            let run = try Background(["backfill", "--provider", "paypal", "--since", "4d"], environment: env)
+            let deadline = Date().addingTimeInterval(60)
+            while Date() < deadline, run.process.isRunning, try h.database.count("SELECT count(*) FROM discrepancies WHERE kind = 'unknown_order'") < 8 {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            kill(run.process.processIdentifier, SIGKILL)
+            run.process.waitUntilExit()
+            let finishedBefore = try h.database.count("SELECT count(*) FROM backfill_windows")
+            #expect(try h.database.count("SELECT count(*) FROM discrepancies WHERE kind = 'unknown_order'") < 18)
+            try await h.clearFaults()
+            let r = try Self.backfill(h, "--since", "4d")
+            #expect(r.status == 0, "\(r.stdout) \(r.stderr)")
+            #expect(r.stdout.contains("\(finishedBefore) read before") || finishedBefore == 0, "\(r.stdout)")
+            #expect(try h.database.count("SELECT count(*) FROM discrepancies WHERE kind = 'unknown_order'") == 18)
+            #expect(try h.database.count("SELECT count(DISTINCT transaction_ref) FROM discrepancies WHERE kind = 'unknown_order'") == 18)
+            let again = try Self.backfill(h, "--since", "4d")
+            #expect(again.stdout.contains("0 transactions listed"), "\(again.stdout)")
+        }
+    }
+}
