@@ -122,17 +122,7 @@ public struct FeesReport: Sendable, Equatable {
     /// One self-contained page: per provider and currency a card of the window's totals and an inline SVG of the
     /// fees per day, then the table of days. No script, no network (the same Content-Security-Policy as the report).
     public func html() -> String {
-        var out = """
-            <!DOCTYPE html>
-            <html lang="en">
-            <head>
-            <meta charset="utf-8">
-            <meta name="viewport" content="width=device-width, initial-scale=1">
-            <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
-            <meta name="referrer" content="no-referrer">
-            <title>payrecon fees — \(HTML.escape(Timestamp.iso8601(generatedAt)))</title>
-            <style>\(HTML.css)</style>
-            </head>
+        var out = HTML.head(title: "payrecon fees — \(Timestamp.iso8601(generatedAt))", script: false) + """
             <body>
             <header><h1>Fees and net</h1>
             <p class="meta">Generated \(HTML.escape(Timestamp.iso8601(generatedAt))) · \(HTML.escape(heading))</p></header>

@@ -9,18 +9,7 @@ extension Report {
     /// The page. Every value from the database is escaped (`HTML.escape`); the script reads no data, it only
     /// shows and hides the rows rendered here.
     public func html() -> String {
-        let title = "payrecon report — \(Timestamp.iso8601(generatedAt))"
-        var out = """
-            <!DOCTYPE html>
-            <html lang="en">
-            <head>
-            <meta charset="utf-8">
-            <meta name="viewport" content="width=device-width, initial-scale=1">
-            <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:">
-            <meta name="referrer" content="no-referrer">
-            <title>\(HTML.escape(title))</title>
-            <style>\(HTML.css)</style>
-            </head>
+        var out = HTML.head(title: "payrecon report — \(Timestamp.iso8601(generatedAt))", script: true) + """
             <body>
             <header><h1>Payment reconciliation</h1>
             <p class="meta">Generated \(HTML.escape(Timestamp.iso8601(generatedAt))) · \(HTML.escape(filters.summaryText)) · times in UTC</p></header>
@@ -188,6 +177,24 @@ extension Report {
 
 /// HTML escaping and the page's fixed assets.
 public enum HTML {
+    /// The page's start up to `</head>`: its title, the inline CSS, and a Content-Security-Policy that forbids every
+    /// network fetch (and inline script unless `script`).
+    public static func head(title: String, script: Bool) -> String {
+        """
+        <!DOCTYPE html>
+        <html lang="en">
+        <head>
+        <meta charset="utf-8">
+        <meta name="viewport" content="width=device-width, initial-scale=1">
+        <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; \(script ? "script-src 'unsafe-inline'; " : "")img-src data:">
+        <meta name="referrer" content="no-referrer">
+        <title>\(escape(title))</title>
+        <style>\(css)</style>
+        </head>
+
+        """
+    }
+
     /// Text safe in element content and in quoted attribute values: `& < > " '` become entities; NUL becomes U+FFFD.
     public static func escape(_ text: String) -> String {
         var out = ""

@@ -39,8 +39,15 @@ public struct Backfill: Sendable {
         public var requests = 0, halved = 0
         /// Transactions listed; orders re-checked (each once); transactions no order holds.
         public var found = 0, ordersChecked = 0, unknown = 0
-        /// What could not be done (a check that failed, a window left for the next run), in words.
+        /// Windows left for the next run (not recorded: a transient failure, an answer that did not add up), in words.
         public var problems: [String] = []
+        /// Transactions or orders that could not be checked although their window was read (a provider's permanent
+        /// answer, an answer that does not read): reported, not retried by the next run.
+        public var notChecked: [String] = []
+        /// Transactions whose code is no order's (withdrawals, holds, conversions, fees of the account): skipped.
+        public var notAnOrders = 0
+        /// How far the provider's data reached when it reached less far than asked (unix seconds).
+        public var reach: Int64?
         /// The span actually read (the provider's lag and reach cut the end).
         public var readFrom: Int64 = 0, readTo: Int64 = 0
     }
@@ -56,8 +63,12 @@ public struct Backfill: Sendable {
 
     public func run(_ o: Options, now: Int64 = Int64(Date().timeIntervalSince1970), log: Logger = Logger(),
                     progress: @Sendable (Summary) -> Void = { _ in }) async throws -> Summary {
-        guard let search = checker.gateway[o.provider].transactionSearch else {
-            throw Failure.unsupported("\(o.provider.rawValue) publishes no transaction search payrecon reads: its transactions are checked as orders and webhooks name them")
+        let api = checker.gateway[o.provider]
+        guard let search = api.transactionSearch else {
+            if api.isConfigured || ProviderRegistry.definition(o.provider).provider != .paypal {
+                throw Failure.unsupported("\(o.provider.rawValue) publishes no transaction search payrecon reads: its transactions are checked as orders and webhooks name them")
+            }
+            throw Failure.unsupported("no \(o.provider.rawValue) API client: set \(ProviderRegistry.definition(o.provider).apiVariables)")
         }
         var summary = Summary()
         let end = min(o.to, now - search.listingLagSeconds)
@@ -103,56 +114,75 @@ public struct Backfill: Sendable {
         return gaps
     }
 
-    /// Reads [from, to) to its last page (in halves when too large), handles what it lists, and records it finished.
+    /// The most pages one window may have: PayPal lists at most 10,000 transactions a window, 500 a page.
+    static let maxPages = 20
+
+    /// Reads [from, to) to its last page (in halves when too large), handles what it lists, and records it finished
+    /// only when every page came back and they add up.
     private func read(from: Int64, to requested: Int64, search: any TransactionSearching, options o: Options, checked: inout Set<String>,
                       summary: inout Summary, log: Logger) async throws {
         var to = requested
         var items: [FoundTransaction] = []
-        var page = 1, pages = 1
+        var page = 1, pages = 1, clamped = false
+        func leave(_ why: String) {
+            if summary.problems.count < 50 { summary.problems.append("\(UnixTime.iso8601(from))–\(UnixTime.iso8601(to)): \(why); left for the next run") }
+            else if summary.problems.count == 50 { summary.problems.append("… and more windows left for the next run") }
+        }
         while page <= pages {
             summary.requests += 1
             switch await search.search(from: from, to: to, page: page) {
             case .found(.tooLarge):
-                guard to - from >= 120 else {
-                    summary.problems.append("\(UnixTime.iso8601(from)): the provider finds even a minute too large to list; left for the next run")
-                    return
-                }
+                guard page == 1 else { return leave("the provider found it too large on page \(page) only") }
+                guard to - from >= 120 else { return leave("the provider finds even two minutes too large to list") }
                 summary.halved += 1
                 let middle = from + (to - from) / 2
                 try await read(from: from, to: middle, search: search, options: o, checked: &checked, summary: &summary, log: log)
                 try await read(from: middle, to: to, search: search, options: o, checked: &checked, summary: &summary, log: log)
                 return
             case .found(.notYetAvailable):
-                return   // not yet listed: a later run reads it
+                summary.reach = min(summary.reach ?? from, from)
+                return   // not listed yet: a later run reads it
             case .found(.items(let listed, let totalPages, let lastRefreshed)):
-                // The provider's data reaches only so far: read up to there, and leave the rest for a later run.
                 if page == 1, let reach = lastRefreshed, reach < to {
+                    // The provider's data reaches only so far: read up to there, once (an answer that keeps moving
+                    // its reach back is not followed further), and leave the rest for a later run.
+                    summary.reach = min(summary.reach ?? reach, reach)
+                    guard !clamped else { return leave("the provider's data reach moved back again (to \(UnixTime.iso8601(reach)))") }
                     guard reach > from else { return }
+                    clamped = true
                     to = reach
                     continue
                 }
+                if page == 1 {
+                    guard (1...Self.maxPages).contains(totalPages) else { return leave("the provider counts \(totalPages) pages (at most \(Self.maxPages) of 500)") }
+                    pages = totalPages
+                } else if totalPages != pages {
+                    return leave("the provider's page count changed from \(pages) to \(totalPages) while it was read")
+                }
+                if page < pages && listed.count < 500 { return leave("page \(page) of \(pages) lists \(listed.count) transactions, not 500") }
                 items += listed
-                pages = totalPages
                 page += 1
             case .notFound:
-                pages = 0
+                return leave("the provider answered 404 for the search (check the API base URL)")
             case .transient(let reason, _):
-                summary.problems.append("\(UnixTime.iso8601(from))–\(UnixTime.iso8601(to)): \(reason); left for the next run")
-                return
+                return leave(reason)
             case .permanent(let status, let body):
-                if status == 401 || status == 403 {
-                    throw Failure.refused("\(o.provider.rawValue) refused the transaction search (HTTP \(status)): \(body.prefix(200))")
+                if status == 401 {
+                    throw Failure.refused("\(o.provider.rawValue) refused the credentials (HTTP 401): \(body.prefix(200)). Check \(ProviderRegistry.definition(o.provider).apiVariables)")
                 }
-                summary.problems.append("\(UnixTime.iso8601(from))–\(UnixTime.iso8601(to)): \(o.provider.rawValue) answered \(status): \(body.prefix(200)); left for the next run")
-                return
+                if status == 403 {
+                    throw Failure.refused("\(o.provider.rawValue) refused the transaction search (HTTP 403): \(body.prefix(200)). Give the app the Transaction Search permission in PayPal's developer dashboard (Apps & Credentials → the app → Features: Transaction search; it can take hours to apply), then run payrecon doctor")
+                }
+                return leave("\(o.provider.rawValue) answered \(status): \(body.prefix(200))")
             }
         }
         summary.found += items.count
         var failed = false
         if !o.dryRun {
-            failed = try await handle(items, provider: o.provider, checked: &checked, summary: &summary, log: log)
+            failed = try await handle(items, search: search, provider: o.provider, checked: &checked, summary: &summary, log: log)
         }
-        guard !failed, !o.dryRun else { return }
+        if failed { return leave("a check could not be made now (listed)") }
+        guard !o.dryRun else { return }
         summary.windowsRead += 1
         let (windowEnd, count, requests) = (to, Int64(items.count), Int64(pages))
         try await pool.run { conn in
@@ -167,36 +197,44 @@ public struct Backfill: Sendable {
 
     /// Each listed transaction's order re-checked (once per run), or the transaction checked as a webhook naming it
     /// would be. Returns whether something failed in a way worth reading the window again for.
-    private func handle(_ items: [FoundTransaction], provider: Provider, checked: inout Set<String>, summary: inout Summary,
-                        log: Logger) async throws -> Bool {
-        // The ids payrecon knows, in one query: movements, links and transaction refs, then the merchant's invoice id
-        // or custom field as an order id.
+    private func handle(_ items: [FoundTransaction], search: any TransactionSearching, provider: Provider, checked: inout Set<String>,
+                        summary: inout Summary, log: Logger) async throws -> Bool {
+        // The ids payrecon knows, in one query: movements, links and transaction refs (the row's own id, or its
+        // reference when that names a transaction or an order). A row matched by nothing else goes the way of a
+        // webhook naming it, which links it to the order its answer names (purchase unit reference or custom id):
+        // matching the merchant's invoice id here would hide a second payment under an order that already has one.
         let distinct = Dictionary(items.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
-        let list = Array(distinct.values)
+        let list = Array(distinct.values).filter { item in
+            guard search.isOrders(item) else { summary.notAnOrders += 1; return false }
+            return true
+        }
         let owners: [String: String] = try await pool.run { conn in
             var out: [String: String] = [:]
             for row in try conn.query("""
                 SELECT k.id, o.order_id FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) AS k(id, reference, invoice, custom)
                 JOIN LATERAL (
-                    SELECT order_id FROM movements WHERE provider = $1 AND movement_id IN (k.id, k.reference)
-                    UNION ALL SELECT order_id FROM transaction_links WHERE provider = $1 AND external_id IN (k.id, k.reference) AND order_id IS NOT NULL
-                    UNION ALL SELECT order_id FROM orders WHERE provider = $1 AND transaction_ref IN (k.id, k.reference)
-                    UNION ALL SELECT order_id FROM order_transactions WHERE provider = $1 AND transaction_ref IN (k.id, k.reference)
-                    UNION ALL SELECT order_id FROM orders WHERE provider = $1 AND order_id IN (k.invoice, k.custom)
-                    LIMIT 1) o ON true
-                """, [.text(provider.rawValue), .textArray(list.map(\.id)), .textArray(list.map { $0.referenceID ?? "" }),
+                    SELECT 1 AS rank, order_id FROM movements WHERE provider = $1 AND movement_id IN (k.id, k.reference)
+                    UNION ALL SELECT 2, order_id FROM transaction_links WHERE provider = $1 AND external_id IN (k.id, k.reference) AND order_id IS NOT NULL
+                    UNION ALL SELECT 3, order_id FROM orders WHERE provider = $1 AND transaction_ref IN (k.id, k.reference)
+                    UNION ALL SELECT 4, order_id FROM order_transactions WHERE provider = $1 AND transaction_ref IN (k.id, k.reference)
+                    ORDER BY 1, 2 LIMIT 1) o ON true
+                """, [.text(provider.rawValue), .textArray(list.map(\.id)),
+                      .textArray(list.map { ["TXN", "ODR"].contains($0.referenceType?.uppercased() ?? "") ? ($0.referenceID ?? "") : "" }),
                       .textArray(list.map { $0.invoiceID ?? "" }), .textArray(list.map { $0.customField ?? "" })]) {
                 out[try row.string("id")] = try row.string("order_id")
             }
             return out
         }
+        // Only what may work on a later try keeps the window open; the rest is reported, and the window recorded.
         var failed = false
         func note(_ result: OrderChecker.Result, _ what: String) {
             switch result {
             case .checked: break
-            case .transient(let reason, _), .failed(let reason), .unreadable(let reason):
+            case .transient(let reason, _):
                 failed = true
-                if summary.problems.count < 50 { summary.problems.append("\(what): \(reason)") }
+                if summary.notChecked.count < 50 { summary.notChecked.append("\(what): \(reason) (its window is read again next run)") }
+            case .failed(let reason), .unreadable(let reason):
+                if summary.notChecked.count < 50 { summary.notChecked.append("\(what): \(reason)") }
             }
         }
         for item in list {
@@ -209,11 +247,16 @@ public struct Backfill: Sendable {
             }
             guard checked.insert("transaction:" + item.id).inserted else { continue }
             let references: [EventReference]
-            switch await checker.gateway[provider].transactionSearch!.references(of: item) {
+            switch await search.references(of: item) {
             case .found(let refs): references = refs
             case .notFound: continue
-            case .transient(let reason, _): failed = true; summary.problems.append("transaction \(item.id): \(reason)"); continue
-            case .permanent(let status, let body): summary.problems.append("transaction \(item.id): \(provider.rawValue) answered \(status): \(body.prefix(120))"); continue
+            case .transient(let reason, _):
+                failed = true
+                if summary.notChecked.count < 50 { summary.notChecked.append("transaction \(item.id): \(reason) (its window is read again next run)") }
+                continue
+            case .permanent(let status, let body):
+                if summary.notChecked.count < 50 { summary.notChecked.append("transaction \(item.id): \(provider.rawValue) answered \(status): \(body.prefix(120))") }
+                continue
             }
             for reference in references {
                 for step in await processor.check(reference, provider: provider, deliveryID: 0, log: log) {

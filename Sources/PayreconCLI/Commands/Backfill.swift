@@ -59,13 +59,14 @@ let backfillCommand = Command(
         if terminal { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
         switch failure {
         case .unsupported(let why): throw UsageError(why)
-        case .refused(let why):
-            throw FatalError(why + ". Give the app the Transaction Search permission in PayPal's developer dashboard (Apps & Credentials → the app → Features: Transaction search; it can take hours to apply), then run payrecon doctor")
+        case .refused(let why): throw FatalError(why)
         }
     }
     if terminal { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
     let dry = args.flag(backfillDryRun) ? " (dry run: nothing checked or recorded)" : ""
-    print("backfill \(provider.rawValue) \(UnixTime.iso8601(summary.readFrom))–\(UnixTime.iso8601(summary.readTo))\(dry): \(summary.windowsRead) windows read, \(summary.windowsSkipped) read before; \(summary.requests) search requests (\(summary.halved) windows halved); \(summary.found) transactions listed, \(summary.ordersChecked) orders re-checked, \(summary.unknown) no order holds")
-    for problem in summary.problems { print("  left for the next run: \(problem)") }
-    return summary.problems.isEmpty ? Exit.ok : Exit.finding
+    print("backfill \(provider.rawValue) \(UnixTime.iso8601(summary.readFrom))–\(UnixTime.iso8601(summary.readTo))\(dry): \(summary.windowsRead) windows read, \(summary.windowsSkipped) read before; \(summary.requests) search requests (\(summary.halved) windows halved); \(summary.found) transactions listed, \(summary.ordersChecked) orders re-checked, \(summary.unknown) no order holds, \(summary.notAnOrders) no order's (withdrawals, holds…)")
+    if let reach = summary.reach { print("  \(provider.rawValue)'s data reaches \(UnixTime.iso8601(reach)) for now: a later run reads on from there") }
+    for problem in summary.problems { print("  \(problem)") }
+    for item in summary.notChecked { print("  not checked: \(item)") }
+    return summary.problems.isEmpty && summary.notChecked.isEmpty ? Exit.ok : Exit.finding
 }

@@ -333,14 +333,19 @@ extension Simulator {
             }
             return rows.map { row in
                 var info: [(String, JSONValue)] = [
-                    ("paypal_account_id", .string(PayPalOrder.defaultMerchantID)), ("transaction_id", .string(row.id)),
+                    ("transaction_id", .string(row.id)),
                     ("transaction_event_code", .string(row.code)),
                     ("transaction_initiation_date", .string(row.time)), ("transaction_updated_date", .string(row.time)),
                     ("transaction_amount", s.paypal.searchMoney(row.direction == "DR" ? -row.gross : row.gross, row.currency)),
                     ("transaction_status", .string(row.status))]
                 if let fee = row.fee { info.append(("fee_amount", s.paypal.searchMoney(row.feeDirection == "DR" ? -fee : fee, row.currency))) }
-                if let reference = row.reference { info += [("paypal_reference_id", .string(reference)), ("paypal_reference_id_type", .string(row.code.hasPrefix("T11") ? "TXN" : "ODR"))] }
-                if !row.invoice.isEmpty { info += [("invoice_id", .string(row.invoice)), ("custom_field", .string(row.invoice))] }
+                if let reference = row.reference {
+                    // A refund names its capture (TXN), a capture its order (ODR), a subscription payment its
+                    // billing agreement (PAP).
+                    let type = row.code.hasPrefix("T11") ? "TXN" : row.code == "T0002" ? "PAP" : "ODR"
+                    info += [("paypal_reference_id", .string(reference)), ("paypal_reference_id_type", .string(type))]
+                }
+                if !row.invoice.isEmpty { info.append(("invoice_id", .string(row.invoice))) }
                 return .object(["transaction_info": .object(info)])
             }
         }

@@ -370,4 +370,7 @@ public protocol TransactionSearching: Sendable {
     /// What payrecon must check for a found transaction no order is known to hold: the references a webhook naming
     /// it would carry (PayPal: a capture leads to its order).
     func references(of found: FoundTransaction) async -> ProviderOutcome<[EventReference]>
+    /// Whether a listed row can be an order's at all (PayPal: a payment or the money back of one; not a withdrawal,
+    /// a hold or a conversion): the others are skipped without a request.
+    func isOrders(_ found: FoundTransaction) -> Bool
 }

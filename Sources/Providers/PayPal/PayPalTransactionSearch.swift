@@ -11,13 +11,15 @@ struct PayPalTransactionSearch: TransactionSearching {
     var listingLagSeconds: Int64 { 3 * 3_600 }
 
     func search(from: Int64, to: Int64, page: Int) async -> ProviderOutcome<TransactionSearchPage> {
-        // end_date is inclusive: the window's last second, so adjacent windows never list a transaction twice.
-        switch await client.searchTransactions(start: UnixTime.iso8601(from), end: UnixTime.iso8601(to - 1), page: page) {
+        // end_date is inclusive: the window's last instant (…:59.999), so adjacent windows neither list a transaction
+        // twice nor miss one made within the last second.
+        let end = String(UnixTime.iso8601(to - 1).dropLast()) + ".999Z"
+        switch await client.searchTransactions(start: UnixTime.iso8601(from), end: end, page: page) {
         case .found(let body):
             do { return .found(try Self.page(body)) } catch { return .permanent(status: 0, body: "\(error)") }
         case .permanent(let status, let body) where status == 400 && body.contains("RESULTSET_TOO_LARGE"):
             return .found(.tooLarge)
-        case .permanent(let status, let body) where status == 400 && body.lowercased().contains("not available"):
+        case .permanent(let status, let body) where status == 400 && body.lowercased().contains("data for the given start date is not available"):
             return .found(.notYetAvailable)
         case let other:
             return other.failure(as: TransactionSearchPage.self)!
@@ -41,7 +43,10 @@ struct PayPalTransactionSearch: TransactionSearching {
                 customField: try r.optionalString(info["custom_field"], "\(f).custom_field"),
                 at: try r.timestamp(info["transaction_initiation_date"], "\(f).transaction_initiation_date")))
         }
-        let pages = body["total_pages"]?.numberLiteral.flatMap { Int($0) } ?? 1
+        // An empty window may leave the count out; a window with transactions must say how many pages it has.
+        guard let pages = body["total_pages"]?.numberLiteral.flatMap({ Int($0) }) ?? (items.isEmpty ? 1 : nil) else {
+            throw r.fail("total_pages", body["total_pages"], "missing beside \(items.count) transactions")
+        }
         return .items(items, totalPages: max(1, pages), lastRefreshed: try r.timestamp(body["last_refreshed_datetime"], "last_refreshed_datetime"))
     }
 
@@ -49,8 +54,28 @@ struct PayPalTransactionSearch: TransactionSearching {
     /// (a refund made in PayPal's dashboard is then seen by the order's check); a v1 sale is looked for as itself,
     /// by its billing agreement and parent payment. What PayPal cannot trace to an order is named as it is (no order
     /// holds it: `unknown_order`).
+    /// A payment (T00xx) or the money back of one (T1106 reversal, T1107 refund, T1201 chargeback): the codes the
+    /// settlement reader takes as an order's (PAYPAL-52). A row without a code is looked at.
+    func isOrders(_ found: FoundTransaction) -> Bool {
+        guard let code = found.eventCode?.uppercased(), !code.isEmpty else { return true }
+        return PayPalSettlementReport.role(eventCode: code) != .other
+    }
+
     func references(of found: FoundTransaction) async -> ProviderOutcome<[EventReference]> {
         let code = found.eventCode?.uppercased() ?? ""
+        // A reversal or chargeback is no refund resource: its reference (TXN) is the capture it took money from.
+        if code == "T1106" || code == "T1201", let capture = found.referenceID {
+            switch await client.capture(capture) {
+            case .found(let resource):
+                switch await client.orderID(resourceType: "capture", resource: resource) {
+                case .found(let order): return .found([EventReference(transactionRef: order)])
+                case .notFound: return .found([EventReference(transactionRef: capture)])
+                case let other: return other.failure(as: [EventReference].self)!
+                }
+            case .notFound: return .found([EventReference(transactionRef: capture)])
+            case let other: return other.failure(as: [EventReference].self)!
+            }
+        }
         let moneyBack = code.hasPrefix("T11") || code.hasPrefix("T12")
         let fetched = moneyBack ? await client.refund(found.id) : await client.capture(found.id)
         switch fetched {
