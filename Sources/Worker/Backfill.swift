@@ -6,9 +6,9 @@ import Reconciliation
 import Store
 
 /// `payrecon backfill`: what the provider's own records list over a span of time, each transaction matched to the
-/// order that holds it (by the ids payrecon knows: its movements, links and transaction refs, then the merchant's
-/// invoice id or custom field as an order id) and that order re-checked; one no order holds goes the way of a webhook
-/// naming it (`unknown_order`, once however often it is found). Windows are whole UTC days at most (and never longer
+/// order that holds it (by the ids payrecon knows: its movements, links and transaction refs) and that order
+/// re-checked; one no order holds goes the way of a webhook naming it (linked to the order its answer names, else
+/// `unknown_order`, once however often it is found). Windows are whole UTC days at most (and never longer
 /// than the provider allows), end `listingLagSeconds` before now and never past what the provider's data reaches;
 /// each window read to its last page is recorded, so a run reads only what no earlier run finished (a second run
 /// finds nothing new; a run killed mid-window reads that window again). A window the provider finds too large is

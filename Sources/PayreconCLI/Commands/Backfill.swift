@@ -28,7 +28,7 @@ let backfillCommand = Command(
         PayPal: Transaction Search (GET /v1/reporting/transactions) in windows of a UTC day at most, every page, a window
         PayPal finds too large read in halves; windows end 3 hours before now (PayPal lists a transaction up to 3
         hours after it happens) and never past the answer's last_refreshed_datetime. Each transaction is matched to the
-        order that holds it (the ids payrecon knows, then its invoice_id or custom_field as an order id) and that order
+        order that holds it (the ids payrecon knows: captures, refunds, links, transaction refs) and that order
         is re-checked; one no order holds is looked up as a webhook naming it would be (unknown_order, once however
         often it is found). A window read to its end is recorded: a run reads only what no earlier run finished, so a
         second run finds nothing new and a run stopped mid-window reads that window again. The app needs PayPal's
