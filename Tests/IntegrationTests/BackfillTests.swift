@@ -121,4 +121,26 @@ struct BackfillTests {
             #expect(try h.database.count("SELECT count(*) FROM discrepancies WHERE kind = 'unknown_order'") == 18)
         }
     }
+
+    /// PAYRECON_BACKFILL=paypal=5d: the nightly reconcile backfills first, so the sweep's report has what no webhook
+    /// said; without the permission it says so, sweeps anyway, and exits 1; a bad value is a usage error.
+    @Test func theNightlyReconcileBackfillsFirst() async throws {
+        try await WorkerHarness.with { h in
+            try await h.seedPayPal(#"{"id":"PP-N1","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"9.00","captures":[{"id":"CAP-N1","create_time":"\#(Self.at(2))"}]}"#)
+            var env = h.payreconEnvironment
+            env["PAYRECON_BACKFILL"] = "paypal=5d"
+            let r = try PayreconProcess.run(["reconcile", "--all"], databaseURL: h.database.url, environment: env)
+            #expect(r.status == 0, "\(r.stdout) \(r.stderr)")
+            #expect(r.stdout.contains("backfill paypal:") && r.stdout.contains("1 no order holds"), "\(r.stdout)")
+            #expect(try h.discrepancies(.paypal).map(\.kind) == ["unknown_order"])
+            try await h.admin("/admin/paypal/permissions", #"{"transaction_search":false}"#)
+            try h.execute("DELETE FROM backfill_windows")
+            let refused = try PayreconProcess.run(["reconcile", "--all"], databaseURL: h.database.url, environment: env)
+            #expect(refused.status == 1 && refused.stderr.contains("PAYRECON_BACKFILL paypal skipped") && refused.stderr.contains("403"), "\(refused.stderr)")
+            #expect(refused.stdout.contains("reconcile run"), "the sweep still ran: \(refused.stdout)")
+            env["PAYRECON_BACKFILL"] = "paypal"
+            let bad = try PayreconProcess.run(["reconcile", "--all"], databaseURL: h.database.url, environment: env)
+            #expect(bad.status == 2 && bad.stderr.contains("PAYRECON_BACKFILL"), "\(bad.stderr)")
+        }
+    }
 }

@@ -145,6 +145,24 @@ import Testing
         }
     }
 
+    /// With PAYRECON_BACKFILL naming PayPal, doctor checks the Transaction Search permission too: ok with it, 403
+    /// naming what to enable without it. Without PAYRECON_BACKFILL it is not asked.
+    @Test func transactionSearchPermissionIsCheckedWhenBackfillIsSet() async throws {
+        try await WorkerHarness.with { h in
+            try await Self.seed(h)
+            let roots = try Self.paysimRoots(); defer { try? FileManager.default.removeItem(atPath: roots) }
+            var env = Self.environment(h, roots: roots)
+            #expect(try await Self.doctor(env).line("paypal transaction search permission").isEmpty)
+            env["PAYRECON_BACKFILL"] = "paypal=3d"
+            let granted = try await Self.doctor(env)
+            #expect(granted.status == 0 && granted.line("paypal transaction search permission").hasPrefix("ok   "), "\(granted.description)")
+            try await h.admin("/admin/paypal/permissions", #"{"transaction_search":false}"#)
+            let refused = try await Self.doctor(env)
+            let line = refused.line("paypal transaction search permission")
+            #expect(refused.status == 1 && line.hasPrefix("FAIL ") && line.contains("403") && line.contains("Transaction search"), "\(refused.description)")
+        }
+    }
+
     /// The last stored PayPal delivery names paysim's leaf, and PAYPAL_TRUST_ROOTS holds PayPal's DigiCert roots only.
     @Test func aCertificateThatDoesNotChainToTheRootsFails() async throws {
         try await WorkerHarness.with { h in

@@ -21,7 +21,9 @@ let reconcileCommand = Command(
         Orders are streamed in pages (constant memory). Ends with a summary: checked, matched, discrepancies
         opened/resolved, actions emitted, errors. Exit 0 when every order was checked (whatever it found), 1 when
         some could not be (provider errors; listed), 2 on a fatal error. Each run is recorded in the runs table.
-        Then settlement is evaluated as a whole, once a settlement file has been imported: see payrecon settlement
+        With PAYRECON_BACKFILL=paypal=3d it first reads the provider's own records over that span (payrecon backfill
+        --help); a backfill that could not run or left something is reported and makes the exit 1. Then settlement is
+        evaluated as a whole, once a settlement file has been imported: see payrecon settlement
         import --help (settlement_missing comes due as PAYRECON_SETTLEMENT_DEADLINE passes).
         """
 ) { args in
@@ -32,9 +34,28 @@ let reconcileCommand = Command(
     let provider = try args.value(Options.provider)
     let concurrency = try args.value(Options.concurrency, default: 16)
     let deadline = try env.duration("PAYRECON_SETTLEMENT_DEADLINE", default: "3d")
+    let backfills = try env.backfill()
     let context = try WorkerContext(env, poolSize: min(32, concurrency + 2), maxConcurrentRequests: concurrency)
     let terminal = isatty(STDERR_FILENO) == 1
     let sweep = ReconcileSweep(pool: context.pool, checker: context.checker, logger: context.logger)
+    // PAYRECON_BACKFILL: what the providers' own records hold that no webhook said, first (so the sweep sees it too).
+    var backfillFailed = false
+    for (backfillProvider, seconds) in backfills where provider == nil || provider == backfillProvider {
+        let now = Int64(Date().timeIntervalSince1970)
+        do {
+            let b = try await Backfill(pool: context.pool, checker: context.checker)
+                .run(.init(provider: backfillProvider, from: now - seconds, to: now), log: context.logger)
+            print("backfill \(backfillProvider.rawValue): \(b.windowsRead) windows read, \(b.found) transactions listed, \(b.ordersChecked) orders re-checked, \(b.unknown) no order holds")
+            for problem in b.problems + b.notChecked.map({ "not checked: " + $0 }) { print("  \(problem)") }
+            if !b.problems.isEmpty || !b.notChecked.isEmpty { backfillFailed = true }
+        } catch let failure as Backfill.Failure {
+            backfillFailed = true
+            switch failure {
+            case .unsupported(let why), .refused(let why):
+                FileHandle.standardError.write(Data("payrecon: PAYRECON_BACKFILL \(backfillProvider.rawValue) skipped: \(why)\n".utf8))
+            }
+        }
+    }
     let started = Date()
     let summary: ReconcileSweep.Summary
     do {
@@ -78,5 +99,5 @@ let reconcileCommand = Command(
         }
     }
     context.pool.close()
-    return summary.exitCode == Exit.ok && settlementFailed ? Exit.finding : summary.exitCode
+    return summary.exitCode == Exit.ok && (settlementFailed || backfillFailed) ? Exit.finding : summary.exitCode
 }

@@ -35,6 +35,24 @@ public struct Environment: Sendable {
         }
     }
 
+    /// `PAYRECON_BACKFILL`: which providers the nightly `reconcile` backfills first, and how far back
+    /// (`paypal=3d`, comma-separated); empty when unset.
+    public func backfill() throws(ConfigurationError) -> [(provider: Provider, seconds: Int64)] {
+        guard let text = self["PAYRECON_BACKFILL"], !text.isEmpty else { return [] }
+        var out: [(provider: Provider, seconds: Int64)] = []
+        for part in text.split(separator: ",") {
+            let pair = part.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard pair.count == 2, let provider = Provider(rawValue: pair[0]) else {
+                throw ConfigurationError("PAYRECON_BACKFILL=\(text): each entry is provider=duration (paypal=3d); '\(part)' is not")
+            }
+            guard let seconds = try? DurationParser.parse(pair[1]), seconds > 0 else {
+                throw ConfigurationError("PAYRECON_BACKFILL=\(text): \(pair[1]) is not a duration (90s, 10m, 24h, 3d)")
+            }
+            out.append((provider, seconds))
+        }
+        return out
+    }
+
     public func int(_ name: String, default fallback: Int, range: ClosedRange<Int>) throws(ConfigurationError) -> Int {
         guard let text = self[name] else { return fallback }
         guard let n = Int(text), range.contains(n) else {

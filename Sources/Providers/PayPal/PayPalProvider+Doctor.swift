@@ -10,6 +10,7 @@ extension PayPalProvider.API {
     static let doctorCredentials = "paypal credentials"
     static let doctorDisputes = "paypal disputes permission"
     static let doctorCertificate = "paypal certificate of the last stored delivery"
+    static let doctorSearch = "paypal transaction search permission"
     /// An order id of the documented shape (`^[A-Z0-9]+$`, at most 36) that PayPal never issues.
     static let doctorOrderID = "PAYRECONDOCTOR0NOSUCHORDER"
     /// The scope an app needs to read its disputes (customer_disputes_v1.json security).
@@ -26,6 +27,10 @@ extension PayPalProvider.API {
         case .success(let token):
             checks.append(await Self.doctorOrderRead(client, token: token))
             checks.append(await Self.doctorDisputesRead(client, token: token))
+            // Only when the nightly run backfills from PayPal: the search needs a permission of its own.
+            if (try? context.environment.backfill())?.contains(where: { $0.provider == .paypal }) == true {
+                checks.append(await Self.doctorSearchRead(client, token: token))
+            }
         }
         checks.append(await Self.doctorCertificateCheck(context))
         return checks
@@ -105,6 +110,35 @@ extension PayPalProvider.API {
                 return .failed(doctorDisputes, "\(asked) answered \(r.status)\(doctorSummary(r)): PayPal could not answer now; run doctor again later")
             default:
                 return .failed(doctorDisputes, "\(asked) answered \(r.status)\(doctorSummary(r)): expected 200 (the disputes list) or 403 "
+                               + "(no permission); check PAYPAL_API_BASE_URL (\(client.configuration.baseURL))")
+            }
+        }
+    }
+
+    /// One page of one transaction of an hour PayPal lists by now (4 to 5 hours ago): answered (even with none) means
+    /// the app may use Transaction Search; 403 means it lacks the permission, and `backfill` would stop with exit 2.
+    static func doctorSearchRead(_ client: PayPalClient, token: String) async -> DoctorCheck {
+        let now = Int64(Date().timeIntervalSince1970)
+        let request = client.apiRequest(method: "GET", segments: ["v1", "reporting", "transactions"],
+                                        query: [("start_date", UnixTime.iso8601(now - 5 * 3_600)), ("end_date", UnixTime.iso8601(now - 4 * 3_600)),
+                                                ("fields", "transaction_info"), ("page_size", "1")],
+                                        body: nil, requestID: nil, token: token)
+        let asked = DoctorProbe.target(request)
+        switch await DoctorProbe.send(request, over: client.transport) {
+        case .unreachable(let reason):
+            return .failed(doctorSearch, "\(asked) got no answer (\(reason)): check the network to PAYPAL_API_BASE_URL")
+        case .answered(let r):
+            switch r.status {
+            case 200..<300:
+                return .ok(doctorSearch, "\(asked) answered \(r.status): the app may use Transaction Search (PAYRECON_BACKFILL)")
+            case 403:
+                return .failed(doctorSearch, "\(asked) answered 403\(doctorSummary(r)): the app lacks the Transaction Search permission "
+                               + "PAYRECON_BACKFILL needs. Enable Transaction search in the app's features on developer.paypal.com (it can "
+                               + "take hours to apply); until then payrecon backfill exits 2 and the nightly run skips it")
+            case 429, 500..<600:
+                return .failed(doctorSearch, "\(asked) answered \(r.status)\(doctorSummary(r)): PayPal could not answer now; run doctor again later")
+            default:
+                return .failed(doctorSearch, "\(asked) answered \(r.status)\(doctorSummary(r)): expected 200 (a page of transactions) or 403 "
                                + "(no permission); check PAYPAL_API_BASE_URL (\(client.configuration.baseURL))")
             }
         }
