@@ -17,9 +17,12 @@ public struct Backfill: Sendable {
     let pool: PostgresPool
     let checker: OrderChecker
     let processor: DeliveryProcessor
+    /// Checks in flight at once (as the sweep's `--concurrency`).
+    let concurrency: Int
 
-    public init(pool: PostgresPool, checker: OrderChecker) {
+    public init(pool: PostgresPool, checker: OrderChecker, concurrency: Int = 16) {
         self.pool = pool; self.checker = checker; self.processor = DeliveryProcessor(pool: pool, checker: checker)
+        self.concurrency = max(1, concurrency)
     }
 
     public struct Options: Sendable {
@@ -237,29 +240,47 @@ public struct Backfill: Sendable {
                 if summary.notChecked.count < 50 { summary.notChecked.append("\(what): \(reason)") }
             }
         }
+        // The orders to re-check (each once per run), loaded in one trip, then checked `concurrency` at a time, as the
+        // sweep checks them; then the transactions no order is known to hold, the same way.
+        var orderIDs: [String] = [], unknown: [FoundTransaction] = []
         for item in list {
             if let orderID = owners[item.id] {
-                guard checked.insert(orderID).inserted else { continue }
-                guard let order = try await pool.run({ conn in try OrderStore.find(provider: provider, orderID: orderID, on: conn) }) else { continue }
-                summary.ordersChecked += 1
-                note(await checker.check(order, log: log), "order \(orderID)")
-                continue
+                if checked.insert(orderID).inserted { orderIDs.append(orderID) }
+            } else if checked.insert("transaction:" + item.id).inserted {
+                unknown.append(item)
             }
-            guard checked.insert("transaction:" + item.id).inserted else { continue }
-            let references: [EventReference]
+        }
+        let toLoad = orderIDs
+        let orders: [Order] = try await pool.run { conn in
+            try toLoad.compactMap { try OrderStore.find(provider: provider, orderID: $0, on: conn) }
+        }
+        summary.ordersChecked += orders.count
+        let checker = self.checker
+        for (orderID, result) in await Self.concurrently(orders, limit: concurrency, { order in (order.orderID, await checker.check(order, log: log)) }) {
+            note(result, "order \(orderID)")
+        }
+        enum Outcome: Sendable { case steps([DeliveryProcessor.Step]), transient(String), permanent(String) }
+        let processor = self.processor
+        let outcomes = await Self.concurrently(unknown, limit: concurrency) { item -> (String, Outcome) in
             switch await search.references(of: item) {
-            case .found(let refs): references = refs
-            case .notFound: continue
-            case .transient(let reason, _):
-                failed = true
-                if summary.notChecked.count < 50 { summary.notChecked.append("transaction \(item.id): \(reason) (its window is read again next run)") }
-                continue
-            case .permanent(let status, let body):
-                if summary.notChecked.count < 50 { summary.notChecked.append("transaction \(item.id): \(provider.rawValue) answered \(status): \(body.prefix(120))") }
-                continue
+            case .found(let references):
+                var steps: [DeliveryProcessor.Step] = []
+                for reference in references { steps += await processor.check(reference, provider: provider, deliveryID: 0, log: log) }
+                return (item.id, .steps(steps))
+            case .notFound: return (item.id, .steps([]))
+            case .transient(let reason, _): return (item.id, .transient(reason))
+            case .permanent(let status, let body): return (item.id, .permanent("\(provider.rawValue) answered \(status): \(body.prefix(120))"))
             }
-            for reference in references {
-                for step in await processor.check(reference, provider: provider, deliveryID: 0, log: log) {
+        }
+        for (id, outcome) in outcomes {
+            switch outcome {
+            case .transient(let reason):
+                failed = true
+                if summary.notChecked.count < 50 { summary.notChecked.append("transaction \(id): \(reason) (its window is read again next run)") }
+            case .permanent(let why):
+                if summary.notChecked.count < 50 { summary.notChecked.append("transaction \(id): \(why)") }
+            case .steps(let steps):
+                for step in steps {
                     switch step {
                     case .checked(let orderID, let result):
                         if checked.insert(orderID).inserted { summary.ordersChecked += 1 }
@@ -273,5 +294,20 @@ public struct Backfill: Sendable {
             }
         }
         return failed
+    }
+
+    /// `body` over `items`, at most `limit` at a time; the results in no particular order.
+    static func concurrently<T: Sendable, R: Sendable>(_ items: [T], limit: Int, _ body: @escaping @Sendable (T) async -> R) async -> [R] {
+        await withTaskGroup(of: R.self) { group in
+            var results: [R] = []
+            results.reserveCapacity(items.count)
+            var next = 0
+            while next < items.count && next < limit { let item = items[next]; group.addTask { await body(item) }; next += 1 }
+            while let result = await group.next() {
+                results.append(result)
+                if next < items.count { let item = items[next]; group.addTask { await body(item) }; next += 1 }
+            }
+            return results
+        }
     }
 }

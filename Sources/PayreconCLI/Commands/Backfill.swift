@@ -23,7 +23,7 @@ let backfillCommand = Command(
     name: "backfill",
     summary: "Read the provider's own records for what no webhook said: re-check their orders, find transactions no order holds.",
     options: [Options.provider.help("The provider to read (paypal: Transaction Search)."), backfillSince, backfillFrom, backfillTo, backfillDryRun,
-              Options.databaseURL],
+              Options.concurrency, Options.databaseURL],
     details: """
         PayPal: Transaction Search (GET /v1/reporting/transactions) in windows of a UTC day at most, every page, a window
         PayPal finds too large read in halves; windows end 3 hours before now (PayPal lists a transaction up to 3
@@ -45,12 +45,13 @@ let backfillCommand = Command(
     let now = Int64(Date().timeIntervalSince1970)
     let window = (from: from ?? now - (since ?? 7 * 86_400), to: to ?? now)
     guard window.to > window.from else { throw UsageError("--to must be after --from") }
-    let context = try WorkerContext(env, poolSize: 4, maxConcurrentRequests: 8)
+    let concurrency = try args.value(Options.concurrency, default: 16)
+    let context = try WorkerContext(env, poolSize: min(32, concurrency + 2), maxConcurrentRequests: concurrency)
     defer { context.pool.close() }
     let terminal = isatty(STDERR_FILENO) == 1
     let summary: Backfill.Summary
     do {
-        summary = try await Backfill(pool: context.pool, checker: context.checker)
+        summary = try await Backfill(pool: context.pool, checker: context.checker, concurrency: concurrency)
             .run(.init(provider: provider, from: window.from, to: window.to, dryRun: args.flag(backfillDryRun)), log: context.logger) { s in
                 guard terminal else { return }
                 FileHandle.standardError.write(Data("\r\u{1B}[Kwindows \(s.windowsRead) read, \(s.windowsSkipped) done before  found \(s.found)  orders checked \(s.ordersChecked)  unknown \(s.unknown)  requests \(s.requests)".utf8))

@@ -43,7 +43,7 @@ let reconcileCommand = Command(
     for (backfillProvider, seconds) in backfills where provider == nil || provider == backfillProvider {
         let now = Int64(Date().timeIntervalSince1970)
         do {
-            let b = try await Backfill(pool: context.pool, checker: context.checker)
+            let b = try await Backfill(pool: context.pool, checker: context.checker, concurrency: concurrency)
                 .run(.init(provider: backfillProvider, from: now - seconds, to: now), log: context.logger)
             print("backfill \(backfillProvider.rawValue): \(b.windowsRead) windows read, \(b.found) transactions listed, \(b.ordersChecked) orders re-checked, \(b.unknown) no order holds")
             for problem in b.problems + b.notChecked.map({ "not checked: " + $0 }) { print("  \(problem)") }
