@@ -250,13 +250,18 @@ public struct Backfill: Sendable {
                 unknown.append(item)
             }
         }
+        // With what the checks read before they fetch (stored snapshot, links, actions), in the same trip, as the sweep
+        // loads a page: a check that loads its own makes its round trips one order at a time.
         let toLoad = orderIDs
-        let orders: [Order] = try await pool.run { conn in
-            try toLoad.compactMap { try OrderStore.find(provider: provider, orderID: $0, on: conn) }
+        let (orders, known): ([Order], [String: OrderChecker.Known]) = try await pool.run { conn in
+            let orders = try toLoad.compactMap { try OrderStore.find(provider: provider, orderID: $0, on: conn) }
+            return (orders, try OrderChecker.known(provider: provider, orderIDs: orders.map(\.orderID), on: conn))
         }
         summary.ordersChecked += orders.count
         let checker = self.checker
-        for (orderID, result) in await Self.concurrently(orders, limit: concurrency, { order in (order.orderID, await checker.check(order, log: log)) }) {
+        for (orderID, result) in await Self.concurrently(orders, limit: concurrency, { order in
+            (order.orderID, await checker.check(order, known: known[order.orderID], log: log))
+        }) {
             note(result, "order \(orderID)")
         }
         enum Outcome: Sendable { case steps([DeliveryProcessor.Step]), transient(String), permanent(String) }

@@ -322,7 +322,8 @@ extension Simulator {
         }
         let until = min(end, reach)
         let nonBalance = r.query["balance_affecting_records_only"]?.uppercased() == "N"
-        let items: [JSONValue] = state.withLock { s in
+        // The window's rows (under the book's lock), then only the asked page's as JSON.
+        let (rows, book): ([PayPalBook.ReportRow], PayPalBook) = state.withLock { s in
             var rows = s.paypal.reportRows(day: nil, detail: false).filter { row in
                 guard let t = SimTime.parse(row.time) else { return false }
                 return t >= start && t <= until
@@ -331,14 +332,21 @@ extension Simulator {
                 // The same id as a non-balance-affecting row (PayPal: ids are "not unique in the reporting system").
                 rows += rows.filter { $0.code == "T0006" }.map { var h = $0; h.code = "T1105"; h.fee = nil; return h }
             }
-            return rows.map { row in
+            return (rows, s.paypal)
+        }
+        guard rows.count <= maxItems else {
+            return .json(400, .object(["name": "RESULTSET_TOO_LARGE",
+                                       "message": "Result set size is greater than the maximum limit. Change the filter criteria and try again.",
+                                       "debug_id": "paysim", "total_items": .integer(Int64(rows.count)), "maximum_items": .integer(Int64(maxItems))]))
+        }
+        let items: [JSONValue] = rows.dropFirst((page - 1) * pageSize).prefix(pageSize).map { row in
                 var info: [(String, JSONValue)] = [
                     ("transaction_id", .string(row.id)),
                     ("transaction_event_code", .string(row.code)),
                     ("transaction_initiation_date", .string(row.time)), ("transaction_updated_date", .string(row.time)),
-                    ("transaction_amount", s.paypal.searchMoney(row.direction == "DR" ? -row.gross : row.gross, row.currency)),
+                    ("transaction_amount", book.searchMoney(row.direction == "DR" ? -row.gross : row.gross, row.currency)),
                     ("transaction_status", .string(row.status))]
-                if let fee = row.fee { info.append(("fee_amount", s.paypal.searchMoney(row.feeDirection == "DR" ? -fee : fee, row.currency))) }
+                if let fee = row.fee { info.append(("fee_amount", book.searchMoney(row.feeDirection == "DR" ? -fee : fee, row.currency))) }
                 if let reference = row.reference {
                     // A refund names its capture (TXN), a capture its order (ODR), a subscription payment its
                     // billing agreement (PAP).
@@ -347,22 +355,16 @@ extension Simulator {
                 }
                 if !row.invoice.isEmpty { info.append(("invoice_id", .string(row.invoice))) }
                 return .object(["transaction_info": .object(info)])
-            }
         }
-        guard items.count <= maxItems else {
-            return .json(400, .object(["name": "RESULTSET_TOO_LARGE",
-                                       "message": "Result set size is greater than the maximum limit. Change the filter criteria and try again.",
-                                       "debug_id": "paysim", "total_items": .integer(Int64(items.count)), "maximum_items": .integer(Int64(maxItems))]))
-        }
-        let totalPages = max(1, (items.count + pageSize - 1) / pageSize)
-        let slice = items.dropFirst((page - 1) * pageSize).prefix(pageSize)
+        let totalPages = max(1, (rows.count + pageSize - 1) / pageSize)
+        let slice = items
         return .json(200, .object([
             "transaction_details": slice.isEmpty ? nil : .array(Array(slice)),
             "account_number": .string(PayPalOrder.defaultMerchantID),
             "start_date": .string(SimTime.rfc3339(Date(timeIntervalSince1970: Double(start)))),
             "end_date": .string(SimTime.rfc3339(Date(timeIntervalSince1970: Double(until)))),
             "last_refreshed_datetime": .string(SimTime.rfc3339(Date(timeIntervalSince1970: Double(reach)))),
-            "page": .integer(Int64(page)), "total_items": .integer(Int64(items.count)), "total_pages": .integer(Int64(totalPages)),
+            "page": .integer(Int64(page)), "total_items": .integer(Int64(rows.count)), "total_pages": .integer(Int64(totalPages)),
         ]))
     }
 }
