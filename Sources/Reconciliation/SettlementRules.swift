@@ -87,8 +87,7 @@ public enum SettlementRules {
     }
 
     /// |a − b|, exact in 128 bits, at most Int64.max (never a trap on hostile amounts).
-    public static func distanceOf(_ a: Int64, _ b: Int64) -> Int64 { distance(a, b) }
-    static func distance(_ a: Int64, _ b: Int64) -> Int64 {
+    public static func distance(_ a: Int64, _ b: Int64) -> Int64 {
         Int64(clamping: (Int128(a) - Int128(b)).magnitude)
     }
 

@@ -19,9 +19,9 @@ public struct CheckOutcome: Sendable, Equatable {
 public enum FindingStore {
     /// `column` is a kind a check raises and resolves: settlement's kinds are settlement's alone (a constant list from
     /// the code, never input).
-    static func checkKinds(_ column: String) -> String {
-        "\(column) NOT IN (" + DiscrepancyKind.settlementKinds.map { "'\($0.rawValue)'" }.joined(separator: ", ") + ")"
-    }
+    static func checkKinds(_ column: String) -> String { "\(column) NOT IN \(settlementKindList)" }
+    /// Built once: statements of the worker's hot path interpolate it.
+    static let settlementKindList = "(" + DiscrepancyKind.settlementKinds.map { "'\($0.rawValue)'" }.joined(separator: ", ") + ")"
 
     /// Actions already emitted for an order (the planner's memory).
     public static func emitted(provider: Provider, orderID: String, on conn: PostgresConnection) throws -> [EmittedAction] {

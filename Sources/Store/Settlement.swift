@@ -149,7 +149,7 @@ public enum SettlementStore {
                                  expected: ["gross": amount(s.gross, s.currency), "currency": s.currency, "fee": amount(s.fee, s.currency)],
                                  actual: ["gross": amount(l.gross, l.currency.code), "currency": l.currency.code, "fee": amount(l.fee, l.currency.code)],
                                  detail: "line \(l.line) (\(l.transactionID) \(l.eventCode) \(l.direction.rawValue)) appears again with gross \(amount(l.gross, l.currency.code)) \(l.currency.code), fee \(amount(l.fee, l.currency.code)); \(s.file) has gross \(amount(s.gross, s.currency)) \(s.currency), fee \(amount(s.fee, s.currency)), the copy kept",
-                                 amountAtRisk: max(SettlementRules.distanceOf(s.gross, l.gross), SettlementRules.distanceOf(s.fee ?? 0, l.fee ?? 0))),
+                                 amountAtRisk: max(SettlementRules.distance(s.gross, l.gross), SettlementRules.distance(s.fee ?? 0, l.fee ?? 0))),
                 orderID: nil, transactionRef: duplicatePrefix + l.transactionID, currency: l.currency)
         }
     }

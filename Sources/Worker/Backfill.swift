@@ -214,7 +214,7 @@ public struct Backfill: Sendable {
         let owners: [String: String] = try await pool.run { conn in
             var out: [String: String] = [:]
             for row in try conn.query("""
-                SELECT k.id, o.order_id FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) AS k(id, reference, invoice, custom)
+                SELECT k.id, o.order_id FROM unnest($2::text[], $3::text[]) AS k(id, reference)
                 JOIN LATERAL (
                     SELECT 1 AS rank, order_id FROM movements WHERE provider = $1 AND movement_id IN (k.id, k.reference)
                     UNION ALL SELECT 2, order_id FROM transaction_links WHERE provider = $1 AND external_id IN (k.id, k.reference) AND order_id IS NOT NULL
@@ -222,8 +222,7 @@ public struct Backfill: Sendable {
                     UNION ALL SELECT 4, order_id FROM order_transactions WHERE provider = $1 AND transaction_ref IN (k.id, k.reference)
                     ORDER BY 1, 2 LIMIT 1) o ON true
                 """, [.text(provider.rawValue), .textArray(list.map(\.id)),
-                      .textArray(list.map { ["TXN", "ODR"].contains($0.referenceType?.uppercased() ?? "") ? ($0.referenceID ?? "") : "" }),
-                      .textArray(list.map { $0.invoiceID ?? "" }), .textArray(list.map { $0.customField ?? "" })]) {
+                      .textArray(list.map { ["TXN", "ODR"].contains($0.referenceType?.uppercased() ?? "") ? ($0.referenceID ?? "") : "" })]) {
                 out[try row.string("id")] = try row.string("order_id")
             }
             return out
