@@ -205,8 +205,16 @@ extension Simulator {
                     throw SimError.admin(400, "missing_field", "event_type is required (or body)")
                 }
                 let (resourceType, resource, summaryAmount) = try Self.paypalResource(eventType, request, s.paypal, base: base)
+                // `create_time` may be set: an event PayPal made earlier (one whose delivery was lost, say).
+                var created = SimTime.rfc3339Millis(now)
+                if let given = request["create_time"] {
+                    guard let text = given.stringValue, SimTime.parse(text) != nil else {
+                        throw SimError.admin(400, "invalid_field", "create_time must be an RFC 3339 time")
+                    }
+                    created = text
+                }
                 template = .object([
-                    "id": "", "event_version": "1.0", "create_time": .string(SimTime.rfc3339Millis(now)),
+                    "id": "", "event_version": "1.0", "create_time": .string(created),
                     "resource_type": resourceType.isEmpty ? nil : .string(resourceType), "resource_version": resourceType.isEmpty ? nil : "2.0",
                     "event_type": .string(eventType),
                     "summary": .string("paysim \(eventType) for \(summaryAmount)"),
@@ -227,6 +235,8 @@ extension Simulator {
                 }
                 events.append(event)
             }
+            // PayPal lists what it made, delivered or not; a forged delivery is no event of PayPal's.
+            if !forged { for event in events { s.paypal.record(event: event, now: Int64(now.timeIntervalSince1970)) } }
             let transmissions = (0..<(count * (duplicate ? 2 : 1))).map { _ in s.ids.uuid() }
             let webhookID = request["webhook_id"]?.stringValue ?? s.config.paypalWebhookID
             return (events, webhookID, "\(base)/v1/notifications/certs/\(Self.certName)", transmissions)
@@ -322,6 +332,12 @@ extension Simulator {
     /// `POST /admin/webhooks/send`: builds, signs and sends; answers with what each delivery got.
     func sendWebhooks(_ request: SimRequest) async throws(SimError) -> SimResponse {
         let json = try Self.parseAdminBody(request.body)
+        if json["lost"]?.boolValue == true {
+            // Made and listed by the provider, never delivered: what a lost webhook leaves behind.
+            let deliveries = try buildDeliveries(json)
+            return .json(200, .object(["sent": .integer(0), "lost": .integer(Int64(deliveries.count)),
+                                       "events": .array(deliveries.prefix(1000).map { .string($0.id) })]))
+        }
         guard let target = json["target"]?.stringValue, let url = URL(string: target), url.scheme != nil, url.host != nil else {
             throw SimError.admin(400, "invalid_field", "target must be an absolute URL")
         }

@@ -303,6 +303,7 @@ enum Route: Equatable {
     case paypalDispute(String)
     case paypalDisputes
     case paypalTransactionSearch
+    case paypalWebhookEvents
     case paypercutIntent(String)
     case paypercutIntentCapture(String)
     case paypercutIntentCancel(String)
@@ -340,6 +341,7 @@ enum Route: Equatable {
             else if s.count == 4, s[1] == "customer", s[2] == "disputes" { self = .paypalDispute(s[3]) }
             else if s.count == 3, s[1] == "customer", s[2] == "disputes" { self = .paypalDisputes }
             else if s.count == 3, s[1] == "reporting", s[2] == "transactions" { self = .paypalTransactionSearch }
+            else if s.count == 3, s[1] == "notifications", s[2] == "webhooks-events" { self = .paypalWebhookEvents }
             else if s.count == 3, s[1] == "payment_intents" { self = .paypercutIntent(s[2]) }
             else if s.count == 4, s[1] == "payment_intents", s[3] == "capture" { self = .paypercutIntentCapture(s[2]) }
             else if s.count == 4, s[1] == "payment_intents", s[3] == "cancel" { self = .paypercutIntentCancel(s[2]) }
@@ -389,7 +391,7 @@ enum Route: Equatable {
         case .pxpTransaction, .pxpModifications: return "pxp"
         case .paypalToken, .paypalOrder, .paypalAuthorization, .paypalAuthorizationCapture, .paypalAuthorizationVoid,
              .paypalCapture, .paypalCaptureRefund, .paypalRefund, .paypalCert, .paypalSale, .paypalSaleRefund, .paypalDispute,
-             .paypalDisputes, .paypalTransactionSearch: return "paypal"
+             .paypalDisputes, .paypalTransactionSearch, .paypalWebhookEvents: return "paypal"
         case .paypercutIntent, .paypercutIntentCapture, .paypercutIntentCancel, .paypercutPayment, .paypercutRefunds: return "paypercut"
         case .notFound(let p): return p
         default: return nil
@@ -434,6 +436,7 @@ enum Route: Equatable {
         case .paypalDispute: return "paypal.get_dispute"
         case .paypalDisputes: return "paypal.list_disputes"
         case .paypalTransactionSearch: return "paypal.search_transactions"
+        case .paypalWebhookEvents: return "paypal.list_webhook_events"
         case .adminPayPalSales: return "admin.paypal_sales"
         case .adminPayPalDisputes: return "admin.paypal_disputes"
         case .adminPayPalReversals: return "admin.paypal_reversals"

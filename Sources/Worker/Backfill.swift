@@ -53,6 +53,11 @@ public struct Backfill: Sendable {
         public var reach: Int64?
         /// The span actually read (the provider's lag and reach cut the end).
         public var readFrom: Int64 = 0, readTo: Int64 = 0
+        /// The provider's list of its webhook events: windows read, requests made, events listed, and those no
+        /// delivery had brought, stored now for the worker.
+        public var eventWindowsRead = 0, eventWindowsSkipped = 0, eventRequests = 0, eventsListed = 0, eventsStored = 0
+        /// Windows older than the provider keeps events for, and its words.
+        public var eventWindowsTooOld = 0, tooOld: String?
     }
 
     public enum Failure: Error, Equatable {
@@ -67,21 +72,52 @@ public struct Backfill: Sendable {
     public func run(_ o: Options, now: Int64 = Int64(Date().timeIntervalSince1970), log: Logger = Logger(),
                     progress: @Sendable (Summary) -> Void = { _ in }) async throws -> Summary {
         let api = checker.gateway[o.provider]
-        guard let search = api.transactionSearch else {
-            if api.isConfigured || ProviderRegistry.definition(o.provider).provider != .paypal {
+        let search = api.transactionSearch, events = api.eventList
+        guard search != nil || events != nil else {
+            if api.isConfigured || ProviderRegistry.definition(o.provider).backfillReads == nil {
                 throw Failure.unsupported("\(o.provider.rawValue) publishes no transaction search payrecon reads: its transactions are checked as orders and webhooks name them")
             }
             throw Failure.unsupported("no \(o.provider.rawValue) API client: set \(ProviderRegistry.definition(o.provider).apiVariables)")
         }
         var summary = Summary()
-        let end = min(o.to, now - search.listingLagSeconds)
-        summary.readFrom = o.from; summary.readTo = max(o.from, end)
-        guard end > o.from else { return summary }
-        // Whole UTC days, each cut by what earlier runs finished.
+        summary.readFrom = o.from; summary.readTo = o.from
+        var checked = Set<String>()
+        if let search {
+            let end = min(o.to, now - search.listingLagSeconds)
+            summary.readTo = max(summary.readTo, end)
+            for (_, b) in try await pending(Self.source, from: o.from, to: end, maxWindow: search.maxWindowSeconds, provider: o.provider) {
+                guard let gaps = b else { summary.windowsSkipped += 1; progress(summary); continue }
+                for (from, to) in gaps {
+                    try await read(from: from, to: to, search: search, options: o, checked: &checked, summary: &summary, log: log)
+                    progress(summary)
+                }
+            }
+        }
+        if let events {
+            let end = min(o.to, now - events.listingLagSeconds)
+            summary.readTo = max(summary.readTo, end)
+            for (_, b) in try await pending(Self.eventsSource, from: o.from, to: end, maxWindow: events.maxWindowSeconds, provider: o.provider) {
+                guard let gaps = b else { summary.eventWindowsSkipped += 1; progress(summary); continue }
+                for (from, to) in gaps {
+                    try await readEvents(from: from, to: to, list: events, options: o, summary: &summary)
+                    progress(summary)
+                }
+            }
+        }
+        return summary
+    }
+
+    static let eventsSource = "events"
+
+    /// [from, end) as whole UTC days (no longer than `maxWindow`), each with what no earlier run of `source` finished
+    /// (nil: all of it was).
+    private func pending(_ source: String, from: Int64, to end: Int64, maxWindow: Int64, provider: Provider) async throws
+        -> [((Int64, Int64), [(Int64, Int64)]?)] {
+        guard end > from else { return [] }
         var windows: [(Int64, Int64)] = []
-        var dayStart = o.from - ((o.from % 86_400) + 86_400) % 86_400
+        var dayStart = from - ((from % 86_400) + 86_400) % 86_400
         while dayStart < end {
-            let a = max(dayStart, o.from), b = min(dayStart + 86_400, end, a + search.maxWindowSeconds)
+            let a = max(dayStart, from), b = min(dayStart + 86_400, end, a + maxWindow)
             if b > a { windows.append((a, b)) }
             dayStart += 86_400
         }
@@ -90,18 +126,81 @@ public struct Backfill: Sendable {
                 SELECT extract(epoch FROM window_start)::bigint AS a, extract(epoch FROM window_end)::bigint AS b FROM backfill_windows
                 WHERE provider = $1 AND source = $2 AND window_end > to_timestamp($3::bigint) AND window_start < to_timestamp($4::bigint)
                 ORDER BY window_start
-                """, [.text(o.provider.rawValue), .text(Self.source), .int64(o.from), .int64(end)]).map { (try $0.int64("a"), try $0.int64("b")) }
+                """, [.text(provider.rawValue), .text(source), .int64(from), .int64(end)]).map { (try $0.int64("a"), try $0.int64("b")) }
         }
-        var checked = Set<String>()
-        for (a, b) in windows {
-            let gaps = Self.uncovered(a, b, by: finished)
-            if gaps.isEmpty { summary.windowsSkipped += 1; progress(summary); continue }
-            for (from, to) in gaps {
-                try await read(from: from, to: to, search: search, options: o, checked: &checked, summary: &summary, log: log)
-                progress(summary)
+        return windows.map { window in
+            let gaps = Self.uncovered(window.0, window.1, by: finished)
+            return (window, gaps.isEmpty ? nil : gaps)
+        }
+    }
+
+    /// Reads the provider's events made in [from, to) to the last page, stores each one no delivery brought (as a
+    /// delivery of it: the worker checks what it names), and records the window finished.
+    private func readEvents(from: Int64, to: Int64, list: any EventListing, options o: Options, summary: inout Summary) async throws {
+        var listed: [ListedEvent] = []
+        var cursor: String?, pages = 0
+        func leave(_ why: String) {
+            if summary.problems.count < 50 { summary.problems.append("events \(UnixTime.iso8601(from))–\(UnixTime.iso8601(to)): \(why); left for the next run") }
+            else if summary.problems.count == 50 { summary.problems.append("… and more windows left for the next run") }
+        }
+        reading: while true {
+            summary.eventRequests += 1
+            switch await list.events(from: from, to: to, cursor: cursor) {
+            case .found(.tooOld(let why)):
+                summary.eventWindowsTooOld += 1
+                summary.tooOld = summary.tooOld ?? why
+                return
+            case .found(.events(let page, let next)):
+                pages += 1
+                if next != nil && pages >= list.maxPagesPerWindow { return leave("more than \(list.maxPagesPerWindow) pages") }
+                if next != nil && next == cursor { return leave("the provider named the same page again") }
+                listed += page
+                cursor = next
+                if next == nil { break reading }
+            case .notFound:
+                return leave("the provider answered 404 for \(list.name) (check the API base URL)")
+            case .transient(let reason, _):
+                return leave(reason)
+            case .permanent(let status, let body):
+                if status == 401 || status == 403 {
+                    throw Failure.refused("\(o.provider.rawValue) refused \(list.name) (HTTP \(status)): \(body.prefix(200)). Check \(ProviderRegistry.definition(o.provider).apiVariables) and the app's permissions, then run payrecon doctor")
+                }
+                return leave(status == 0 ? body : "\(o.provider.rawValue) answered \(status): \(body.prefix(200))")
             }
         }
-        return summary
+        summary.eventsListed += listed.count
+        guard !o.dryRun else { return }
+        var unique: [String: ListedEvent] = [:]
+        for event in listed where unique[event.id] == nil { unique[event.id] = event }
+        let events = unique.values.sorted { $0.id < $1.id }
+        let provider = o.provider, count = Int64(listed.count), requests = Int64(pages)
+        // One transaction: the events no delivery brought, stored as deliveries are (the worker is woken for them),
+        // and the window recorded, so a run killed here reads it again and stores nothing twice.
+        summary.eventsStored += try await pool.run { conn in
+            try conn.transaction { conn in
+                var stored = 0
+                if !events.isEmpty {
+                    stored = try conn.query("""
+                        INSERT INTO deliveries (provider, dedupe_key, event_type, headers, body)
+                        SELECT $1, v.id, v.event_type, $5::jsonb, v.body
+                        FROM unnest($2::text[], $3::text[], $4::bytea[]) AS v(id, event_type, body)
+                        ON CONFLICT (provider, dedupe_key) DO NOTHING
+                        RETURNING id
+                        """, [.text(provider.rawValue), .textArray(events.map(\.id)), .nullableTextArray(events.map(\.eventType)),
+                              .byteaArray(events.map(\.body)),
+                              .text(DeliveryStore.headersJSON([("payrecon-source", "backfill: \(list.name), \(UnixTime.iso8601(from))–\(UnixTime.iso8601(to))")]))]).count
+                    if stored > 0 { _ = try conn.execute("SELECT pg_notify($1, '')", [.text(DeliveryStore.channel)]) }
+                }
+                _ = try conn.execute("""
+                    INSERT INTO backfill_windows (provider, source, window_start, window_end, found, requests)
+                    VALUES ($1, $2, to_timestamp($3::bigint), to_timestamp($4::bigint), $5, $6)
+                    ON CONFLICT (provider, source, window_start) DO UPDATE SET window_end = greatest(backfill_windows.window_end, EXCLUDED.window_end),
+                        found = EXCLUDED.found, requests = EXCLUDED.requests, finished_at = now()
+                    """, [.text(provider.rawValue), .text(Self.eventsSource), .int64(from), .int64(to), .int64(count), .int64(requests)])
+                return stored
+            }
+        }
+        summary.eventWindowsRead += 1
     }
 
     /// [a, b) less the intervals already finished (sorted by start).
@@ -117,25 +216,22 @@ public struct Backfill: Sendable {
         return gaps
     }
 
-    /// The most pages one window may have: PayPal lists at most 10,000 transactions a window, 500 a page.
-    static let maxPages = 20
-
     /// Reads [from, to) to its last page (in halves when too large), handles what it lists, and records it finished
     /// only when every page came back and they add up.
     private func read(from: Int64, to requested: Int64, search: any TransactionSearching, options o: Options, checked: inout Set<String>,
                       summary: inout Summary, log: Logger) async throws {
         var to = requested
         var items: [FoundTransaction] = []
-        var page = 1, pages = 1, clamped = false
+        var cursor: String?, pages = 0, counted: Int?, clamped = false
         func leave(_ why: String) {
             if summary.problems.count < 50 { summary.problems.append("\(UnixTime.iso8601(from))–\(UnixTime.iso8601(to)): \(why); left for the next run") }
             else if summary.problems.count == 50 { summary.problems.append("… and more windows left for the next run") }
         }
-        while page <= pages {
+        reading: while true {
             summary.requests += 1
-            switch await search.search(from: from, to: to, page: page) {
+            switch await search.search(from: from, to: to, cursor: cursor) {
             case .found(.tooLarge):
-                guard page == 1 else { return leave("the provider found it too large on page \(page) only") }
+                guard pages == 0 else { return leave("the provider found it too large on page \(pages + 1) only") }
                 guard to - from >= 120 else { return leave("the provider finds even two minutes too large to list") }
                 summary.halved += 1
                 let middle = from + (to - from) / 2
@@ -145,8 +241,8 @@ public struct Backfill: Sendable {
             case .found(.notYetAvailable):
                 summary.reach = min(summary.reach ?? from, from)
                 return   // not listed yet: a later run reads it
-            case .found(.items(let listed, let totalPages, let lastRefreshed)):
-                if page == 1, let reach = lastRefreshed, reach < to {
+            case .found(.items(let listed, let next, let totalPages, let lastRefreshed)):
+                if pages == 0, let reach = lastRefreshed, reach < to {
                     // The provider's data reaches only so far: read up to there, once (an answer that keeps moving
                     // its reach back is not followed further), and leave the rest for a later run.
                     summary.reach = min(summary.reach ?? reach, reach)
@@ -156,15 +252,22 @@ public struct Backfill: Sendable {
                     to = reach
                     continue
                 }
-                if page == 1 {
-                    guard (1...Self.maxPages).contains(totalPages) else { return leave("the provider counts \(totalPages) pages (at most \(Self.maxPages) of 500)") }
-                    pages = totalPages
-                } else if totalPages != pages {
-                    return leave("the provider's page count changed from \(pages) to \(totalPages) while it was read")
+                pages += 1
+                if pages == 1, let totalPages {
+                    guard (1...search.maxPagesPerWindow).contains(totalPages) else {
+                        return leave("the provider counts \(totalPages) pages (at most \(search.maxPagesPerWindow))")
+                    }
+                    counted = totalPages
+                } else if let counted, totalPages != counted {
+                    return leave("the provider's page count changed from \(counted) to \(totalPages.map(String.init) ?? "none") while it was read")
                 }
-                if page < pages && listed.count < 500 { return leave("page \(page) of \(pages) lists \(listed.count) transactions, not 500") }
+                if next != nil && pages >= search.maxPagesPerWindow {
+                    return leave("more than \(search.maxPagesPerWindow) pages")
+                }
+                if next != nil && next == cursor { return leave("the provider named the same page again") }
                 items += listed
-                page += 1
+                cursor = next
+                if next == nil { break reading }
             case .notFound:
                 return leave("the provider answered 404 for the search (check the API base URL)")
             case .transient(let reason, _):
@@ -174,11 +277,12 @@ public struct Backfill: Sendable {
                     throw Failure.refused("\(o.provider.rawValue) refused the credentials (HTTP 401): \(body.prefix(200)). Check \(ProviderRegistry.definition(o.provider).apiVariables)")
                 }
                 if status == 403 {
-                    throw Failure.refused("\(o.provider.rawValue) refused the transaction search (HTTP 403): \(body.prefix(200)). Give the app the Transaction Search permission in PayPal's developer dashboard (Apps & Credentials → the app → Features: Transaction search; it can take hours to apply), then run payrecon doctor")
+                    throw Failure.refused("\(o.provider.rawValue) refused the transaction search (HTTP 403): \(body.prefix(200)). \(search.permissionHint)")
                 }
-                return leave("\(o.provider.rawValue) answered \(status): \(body.prefix(200))")
+                return leave(status == 0 ? body : "\(o.provider.rawValue) answered \(status): \(body.prefix(200))")
             }
         }
+        let requests = pages
         summary.found += items.count
         var failed = false
         if !o.dryRun {
@@ -187,14 +291,14 @@ public struct Backfill: Sendable {
         if failed { return leave("a check could not be made now (listed)") }
         guard !o.dryRun else { return }
         summary.windowsRead += 1
-        let (windowEnd, count, requests) = (to, Int64(items.count), Int64(pages))
+        let (windowEnd, count) = (to, Int64(items.count))
         try await pool.run { conn in
             _ = try conn.execute("""
                 INSERT INTO backfill_windows (provider, source, window_start, window_end, found, requests)
                 VALUES ($1, $2, to_timestamp($3::bigint), to_timestamp($4::bigint), $5, $6)
                 ON CONFLICT (provider, source, window_start) DO UPDATE SET window_end = greatest(backfill_windows.window_end, EXCLUDED.window_end),
                     found = EXCLUDED.found, requests = EXCLUDED.requests, finished_at = now()
-                """, [.text(o.provider.rawValue), .text(Self.source), .int64(from), .int64(windowEnd), .int64(count), .int64(requests)])
+                """, [.text(o.provider.rawValue), .text(Self.source), .int64(from), .int64(windowEnd), .int64(count), .int64(Int64(requests))])
         }
     }
 
@@ -222,7 +326,7 @@ public struct Backfill: Sendable {
                     UNION ALL SELECT 4, order_id FROM order_transactions WHERE provider = $1 AND transaction_ref IN (k.id, k.reference)
                     ORDER BY 1, 2 LIMIT 1) o ON true
                 """, [.text(provider.rawValue), .textArray(list.map(\.id)),
-                      .textArray(list.map { ["TXN", "ODR"].contains($0.referenceType?.uppercased() ?? "") ? ($0.referenceID ?? "") : "" })]) {
+                      .textArray(list.map { search.matchReference(of: $0) ?? "" })]) {
                 out[try row.string("id")] = try row.string("order_id")
             }
             return out

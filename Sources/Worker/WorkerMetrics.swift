@@ -167,6 +167,7 @@ struct MeteredProviderAPI: ProviderAPI {
     var deduplicatesIdempotencyKeys: Bool { base.deduplicatesIdempotencyKeys }
     var unapprovedAttemptsExpire: Bool { base.unapprovedAttemptsExpire }
     var transactionSearch: (any TransactionSearching)? { base.transactionSearch }
+    var eventList: (any EventListing)? { base.eventList }
 
     func settle(_ transaction: TransactionQuery) async -> ProviderOutcome<Settlement> {
         let start = DispatchTime.now()

@@ -50,6 +50,43 @@ struct BackfillTests {
         }
     }
 
+    /// Events PayPal made whose deliveries never came (150 of them, so the list is read over two pages by its `next`
+    /// link) are stored as deliveries and go through the worker; the one that came is not stored again nor counted as
+    /// a redelivery; a second run finds nothing new; windows older than PayPal keeps events for are said, not failed.
+    @Test func storesTheEventsPayreconNeverReceived() async throws {
+        try await WorkerHarness.with { h in
+            try await h.seedPayPal(#"""
+                [{"id":"PP-E1","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"15.00","captures":[{"id":"CAP-E1","create_time":"\#(Self.at(2))"}]},
+                 {"id":"PP-E2","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"25.00","captures":[{"id":"CAP-E2","create_time":"\#(Self.at(2, "13:00:00"))"}]}]
+                """#)
+            try h.insert(WorkerHarness.order(.paypal, "E1", ref: "PP-E1", intent: .purchase, amount: 1_500, currency: "USD", merchant: nil),
+                         WorkerHarness.order(.paypal, "E2", ref: "PP-E2", intent: .purchase, amount: 2_500, currency: "USD", merchant: nil))
+            // E2's event came; E1's 150 never did.
+            let came = try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_id":"CAP-E2","create_time":"\#(Self.at(2, "13:00:01"))"}"#)
+            _ = try await h.admin("/admin/webhooks/send", #"{"provider":"paypal","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_id":"CAP-E1","lost":true,"count":150,"create_time":"\#(Self.at(2, "12:00:01"))"}"#)
+            let r = try Self.backfill(h, "--since", "5d")
+            #expect(r.status == 0, "\(r.stdout) \(r.stderr)")
+            #expect(r.stdout.contains("151 events listed, 150 no delivery had brought"), "\(r.stdout)")
+            let stats = try await h.admin("/admin/stats", method: "GET")
+            let listed = (stats["requests"] as? [String: Any])?["paypal.list_webhook_events"] as? Int ?? 0
+            #expect(listed >= 6 && r.stdout.contains("\(listed) requests; 151 events"), "five day windows, one of them two pages: \(listed) requests")
+            #expect(try h.database.count("SELECT count(*) FROM deliveries WHERE headers::text LIKE '%payrecon-source%' AND status = 'pending' AND event_type = 'PAYMENT.CAPTURE.COMPLETED'") == 150)
+            #expect(try h.database.count("SELECT count(*) FROM deliveries WHERE id = \(came[0]) AND redeliveries = 0") == 1)
+            // The worker takes them as it takes any delivery: each names CAP-E1, whose order E1 it checks.
+            _ = await h.runOnce()
+            _ = await h.runOnce()
+            #expect(try h.database.count("SELECT count(*) FROM deliveries WHERE headers::text LIKE '%payrecon-source%' AND status = 'done'") == 150)
+            #expect(try h.openKinds(order: "E1").isEmpty)
+            let again = try Self.backfill(h, "--since", "5d")
+            #expect(again.stdout.contains("0 events listed, 0 no delivery had brought"), "\(again.stdout)")
+            #expect(try h.database.count("SELECT count(*) FROM deliveries") == 151)
+            // PayPal refuses a start older than it keeps events for: said, and not a failure.
+            let old = try Self.backfill(h, "--from", FeesTests.day(60) + "T00:00:00Z", "--to", FeesTests.day(50) + "T00:00:00Z")
+            #expect(old.status == 0, "\(old.stdout) \(old.stderr)")
+            #expect(old.stdout.contains("10 windows older than paypal keeps webhook events for were not listed"), "\(old.stdout)")
+        }
+    }
+
     /// A window PayPal finds too large is read in halves; nothing is lost (Airbyte's connector lost data here).
     @Test func aWindowTooLargeIsReadInHalves() async throws {
         try await WorkerHarness.with { h in
@@ -104,14 +141,14 @@ struct BackfillTests {
             }
             kill(run.process.processIdentifier, SIGKILL)
             run.process.waitUntilExit()
-            let finishedBefore = try h.database.count("SELECT count(*) FROM backfill_windows")
+            let finishedBefore = try h.database.count("SELECT count(*) FROM backfill_windows WHERE source = 'transactions'")
             #expect(try h.database.count("SELECT count(*) FROM discrepancies WHERE kind = 'unknown_order'") < 18)
             try await h.clearFaults()
             #expect(finishedBefore >= 1, "the kill came before any window was finished: the test proves nothing")
             let r = try Self.backfill(h, "--since", "4d")
             #expect(r.status == 0, "\(r.stdout) \(r.stderr)")
             // It read exactly the windows the killed run had not finished.
-            let total = try h.database.count("SELECT count(*) FROM backfill_windows")
+            let total = try h.database.count("SELECT count(*) FROM backfill_windows WHERE source = 'transactions'")
             #expect(finishedBefore < total)
             #expect(r.stdout.contains(": \(total - finishedBefore) windows read, \(finishedBefore) read before"), "\(r.stdout)")
             #expect(try h.database.count("SELECT count(*) FROM discrepancies WHERE kind = 'unknown_order'") == 18)

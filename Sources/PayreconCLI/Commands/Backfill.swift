@@ -22,10 +22,11 @@ private let backfillDryRun = FlagKey("--dry-run", "List what the provider's reco
 let backfillCommand = Command(
     name: "backfill",
     summary: "Read the provider's own records for what no webhook said: re-check their orders, find transactions no order holds.",
-    options: [Options.provider.help("The provider to read (paypal: Transaction Search)."), backfillSince, backfillFrom, backfillTo, backfillDryRun,
+    options: [Options.provider.help("The provider to read (paypal: Transaction Search and the webhook events list)."), backfillSince, backfillFrom, backfillTo, backfillDryRun,
               Options.concurrency, Options.databaseURL],
     details: """
-        PayPal: Transaction Search (GET /v1/reporting/transactions) in windows of a UTC day at most, every page, a window
+        PayPal: Transaction Search (GET /v1/reporting/transactions) and the webhook events list
+        (GET /v1/notifications/webhooks-events), in windows of a UTC day at most, every page, a window
         PayPal finds too large read in halves; windows end 3 hours before now (PayPal lists a transaction up to 3
         hours after it happens) and never past the answer's last_refreshed_datetime. Each transaction is matched to the
         order that holds it (the ids payrecon knows: captures, refunds, links, transaction refs) and that order
@@ -33,6 +34,8 @@ let backfillCommand = Command(
         often it is found). A window read to its end is recorded: a run reads only what no earlier run finished, so a
         second run finds nothing new and a run stopped mid-window reads that window again. The app needs PayPal's
         Transaction Search permission (granting it can take hours): without it the command says so and exits 2.
+        An event in PayPal's list that no delivery brought is stored as a delivery of it would have been and goes
+        through payrecon work like any delivery (it is not counted as a redelivery of one that came).
         PXP publishes no search API. Exit 0 when every window was read and every order checked, 1 when something is
         left for the next run (listed), 2 on a usage, permission or database error.
         """
@@ -54,7 +57,7 @@ let backfillCommand = Command(
         summary = try await Backfill(pool: context.pool, checker: context.checker, concurrency: concurrency)
             .run(.init(provider: provider, from: window.from, to: window.to, dryRun: args.flag(backfillDryRun)), log: context.logger) { s in
                 guard terminal else { return }
-                FileHandle.standardError.write(Data("\r\u{1B}[Kwindows \(s.windowsRead) read, \(s.windowsSkipped) done before  found \(s.found)  orders checked \(s.ordersChecked)  unknown \(s.unknown)  requests \(s.requests)".utf8))
+                FileHandle.standardError.write(Data("\r\u{1B}[Kwindows \(s.windowsRead) read, \(s.windowsSkipped) done before  found \(s.found)  orders checked \(s.ordersChecked)  unknown \(s.unknown)  requests \(s.requests)  events \(s.eventsListed) listed, \(s.eventsStored) stored".utf8))
             }
     } catch let failure as Backfill.Failure {
         if terminal { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
@@ -66,6 +69,12 @@ let backfillCommand = Command(
     if terminal { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
     let dry = args.flag(backfillDryRun) ? " (dry run: nothing checked or recorded)" : ""
     print("backfill \(provider.rawValue) \(UnixTime.iso8601(summary.readFrom))–\(UnixTime.iso8601(summary.readTo))\(dry): \(summary.windowsRead) windows read, \(summary.windowsSkipped) read before; \(summary.requests) search requests (\(summary.halved) windows halved); \(summary.found) transactions listed, \(summary.ordersChecked) orders re-checked, \(summary.unknown) no order holds, \(summary.notAnOrders) no order's (withdrawals, holds…)")
+    if summary.eventWindowsRead + summary.eventWindowsSkipped + summary.eventWindowsTooOld > 0 || summary.eventRequests > 0 {
+        print("  webhook events: \(summary.eventWindowsRead) windows read, \(summary.eventWindowsSkipped) read before; \(summary.eventRequests) requests; \(summary.eventsListed) events listed, \(summary.eventsStored) no delivery had brought (stored for the worker)")
+    }
+    if let tooOld = summary.tooOld {
+        print("  \(summary.eventWindowsTooOld) windows older than \(provider.rawValue) keeps webhook events for were not listed: \(tooOld)")
+    }
     if let reach = summary.reach { print("  \(provider.rawValue)'s data reaches \(UnixTime.iso8601(reach)) for now: a later run reads on from there") }
     for problem in summary.problems { print("  \(problem)") }
     for item in summary.notChecked { print("  not checked: \(item)") }

@@ -94,6 +94,8 @@ public struct PayPalBook: Sendable {
     public internal(set) var disputes: [String: PayPalDispute] = [:]
     public internal(set) var sales: [String: PayPalSale] = [:]
     public internal(set) var saleRefunds: [String: PayPalSaleRefund] = [:]
+    /// The webhook events made, oldest first (PayPalBook+WebhookEvents.swift).
+    public internal(set) var events: [PayPalEventRecord] = []
 
     public init() {}
 

@@ -136,6 +136,9 @@ extension Simulator {
             return .json(200, state.withLock { s in .object(["disputes": .bool(s.config.paypalDisputesPermission),
                                                               "transaction_search": .bool(s.config.paypalTransactionSearchPermission),
                                                               "search_max_items": .integer(Int64(s.config.paypalSearchMaxItems))]) })
+        case .paypalWebhookEvents:
+            try expect("GET"); try checkBearer(r)
+            return try paypalWebhookEvents(r)
         case .paypalTransactionSearch:
             try expect("GET"); try checkBearer(r)
             return try paypalTransactionSearch(r)

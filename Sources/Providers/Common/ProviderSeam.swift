@@ -27,16 +27,20 @@ public struct ProviderDefinition: Sendable {
     public let webhookDeliveryIDHeader: String?
     /// Reads its settlement report files (`payrecon settlement import`), or nil when it publishes none payrecon reads.
     public let settlementReports: SettlementReportReader?
+    /// What `payrecon backfill` reads of it, in words ("Transaction Search and the webhook events list"), or nil
+    /// when it publishes no list payrecon reads.
+    public let backfillReads: String?
 
     public init(provider: Provider, traits: ProviderTraits, webhookSecretVariable: String, apiVariables: String,
                 webhookHeaders: [String], webhookDeliveryIDHeader: String?,
                 webhook: @escaping @Sendable (Environment) throws(ConfigurationError) -> (any ProviderWebhook)?,
                 api: @escaping @Sendable (Environment, any ProviderTransport) throws(ConfigurationError) -> any ProviderAPI,
-                settlementReports: SettlementReportReader? = nil) {
+                settlementReports: SettlementReportReader? = nil, backfillReads: String? = nil) {
         self.provider = provider; self.traits = traits; self.webhookSecretVariable = webhookSecretVariable
         self.apiVariables = apiVariables; self.webhookHeaders = webhookHeaders
         self.webhookDeliveryIDHeader = webhookDeliveryIDHeader; self.webhook = webhook; self.api = api
         self.settlementReports = settlementReports
+        self.backfillReads = backfillReads
     }
 }
 
@@ -294,12 +298,16 @@ public protocol ProviderAPI: Sendable {
     func doctor(_ context: DoctorContext) async -> [DoctorCheck]
     /// The provider's own list of transactions, for `payrecon backfill` (nil: it publishes none payrecon reads).
     var transactionSearch: (any TransactionSearching)? { get }
+    /// The provider's own list of the webhook events it made, for `payrecon backfill` (nil: none payrecon reads).
+    var eventList: (any EventListing)? { get }
 }
 
 extension ProviderAPI {
     public func prepare(_ call: ActionCall) -> [TransactionLink] { [] }
 
     public var transactionSearch: (any TransactionSearching)? { nil }
+
+    public var eventList: (any EventListing)? { nil }
 
     public func settle(_ transaction: TransactionQuery) async -> ProviderOutcome<Settlement> { .found(Settlement()) }
 
@@ -351,8 +359,10 @@ public struct FoundTransaction: Sendable, Hashable {
 
 /// One page of a search.
 public enum TransactionSearchPage: Sendable, Equatable {
-    /// The transactions on `page` of `totalPages`; `lastRefreshed`: the provider's data reaches that time (unix seconds).
-    case items([FoundTransaction], totalPages: Int, lastRefreshed: Int64?)
+    /// The transactions on one page; `next`: the cursor of the page after it (nil on the last); `totalPages`: how many
+    /// pages the provider counts for the window, where it says (PayPal); `lastRefreshed`: the provider's data reaches
+    /// that time (unix seconds).
+    case items([FoundTransaction], next: String?, totalPages: Int?, lastRefreshed: Int64?)
     /// The window holds more than the provider lists at once: search halves of it.
     case tooLarge
     /// The window starts later than the provider's data reaches yet: nothing to list.
@@ -365,12 +375,55 @@ public protocol TransactionSearching: Sendable {
     var maxWindowSeconds: Int64 { get }
     /// How long a transaction takes to appear in the search: windows end at least this long before now.
     var listingLagSeconds: Int64 { get }
-    /// Page `page` (1-based) of the transactions made in [from, to).
-    func search(from: Int64, to: Int64, page: Int) async -> ProviderOutcome<TransactionSearchPage>
+    /// The most pages one window may take before it is left for a later run as not adding up.
+    var maxPagesPerWindow: Int { get }
+    /// The transactions made in [from, to): the first page for a nil `cursor`, else the page a `next` named.
+    func search(from: Int64, to: Int64, cursor: String?) async -> ProviderOutcome<TransactionSearchPage>
     /// What payrecon must check for a found transaction no order is known to hold: the references a webhook naming
     /// it would carry (PayPal: a capture leads to its order).
     func references(of found: FoundTransaction) async -> ProviderOutcome<[EventReference]>
     /// Whether a listed row can be an order's at all (PayPal: a payment or the money back of one; not a withdrawal,
     /// a hold or a conversion): the others are skipped without a request.
     func isOrders(_ found: FoundTransaction) -> Bool
+    /// The id, beside the row's own, by which an order payrecon holds may know it (PayPal: the reference when it names
+    /// a transaction or an order; Paypercut: a payment's or refund's payment intent).
+    func matchReference(of found: FoundTransaction) -> String?
+    /// What to do when the provider refuses the search (HTTP 403): the permission to ask for, and where.
+    var permissionHint: String { get }
+}
+
+// MARK: - The provider's own list of its webhook events (backfill)
+
+/// One event a provider's list of its webhook events holds, as a delivery of it would carry it.
+public struct ListedEvent: Sendable, Equatable {
+    /// The event's id: what a delivery of it is deduplicated on.
+    public var id: String
+    public var eventType: String?
+    /// The event as the provider lists it: the body a delivery of it would carry.
+    public var body: [UInt8]
+    /// Unix seconds it was created.
+    public var at: Int64?
+    public init(id: String, eventType: String?, body: [UInt8], at: Int64?) {
+        self.id = id; self.eventType = eventType; self.body = body; self.at = at
+    }
+}
+
+/// One page of a provider's event list.
+public enum EventListPage: Sendable, Equatable {
+    /// The events on one page, and the cursor of the page after it (nil on the last).
+    case events([ListedEvent], next: String?)
+    /// The provider keeps no events this old (why, in its words): nothing to list, now or later.
+    case tooOld(String)
+}
+
+/// A provider's list of the webhook events it made, over windows of time: what a lost delivery would have carried.
+public protocol EventListing: Sendable {
+    var maxWindowSeconds: Int64 { get }
+    /// Windows end at least this long before now.
+    var listingLagSeconds: Int64 { get }
+    var maxPagesPerWindow: Int { get }
+    /// The events made in [from, to): the first page for a nil `cursor`, else the page a `next` named.
+    func events(from: Int64, to: Int64, cursor: String?) async -> ProviderOutcome<EventListPage>
+    /// The list's name and the permission it needs, for messages.
+    var name: String { get }
 }

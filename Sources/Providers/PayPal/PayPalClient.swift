@@ -146,6 +146,11 @@ public final class PayPalClient: Sendable {
                    query: [("start_date", start), ("end_date", end), ("fields", "transaction_info"), ("page_size", "500"), ("page", String(page))])
     }
 
+    /// GET /v1/notifications/webhooks-events with `query`: the first page's filters, or a `next` link's own query.
+    public func webhookEvents(query: [(String, String)]) async -> ProviderOutcome<JSONValue> {
+        await call(method: "GET", segments: ["v1", "notifications", "webhooks-events"], query: query)
+    }
+
     // MARK: Request building (pure; tested directly)
 
     package func apiRequest(method: String, segments: [String], query: [(String, String)] = [], body: JSONValue?, requestID: String?,

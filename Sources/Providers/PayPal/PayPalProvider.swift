@@ -24,7 +24,8 @@ public enum PayPalProvider {
         api: { env, transport throws(ConfigurationError) in try API(environment: env, transport: transport) },
         settlementReports: SettlementReportReader(describes: "PayPal Settlement (STL-*.CSV) and Transaction Detail (TRR-*.CSV) reports") { name, chunks, each in
             try PayPalSettlementReport.read(name: name, chunks: chunks, each: each)
-        })
+        },
+        backfillReads: "Transaction Search (GET /v1/reporting/transactions) and the webhook events list (GET /v1/notifications/webhooks-events)")
 
     /// The receiver's PayPal side. `PAYPAL_WEBHOOK_ID=WEBHOOK_ID` with PayPal's own certificate URLs
     /// allowed is refused here, at start: PayPal's public simulator signs with that id for anyone who aims it at
@@ -173,6 +174,7 @@ public enum PayPalProvider {
         /// holding it; the orders of the captures a dispute names; else why it names no payment.
         /// Transaction Search, when the API is configured (`payrecon backfill`).
         public var transactionSearch: (any TransactionSearching)? { client.map { PayPalTransactionSearch(client: $0) } }
+        public var eventList: (any EventListing)? { client.map { PayPalWebhookEventList(client: $0) } }
 
         public func references(in event: StoredEvent) async -> ProviderOutcome<EventContent> {
             guard let client else { return .permanent(status: 0, body: "no PayPal API client: set \(definition.apiVariables)") }

@@ -9,14 +9,18 @@ struct PayPalTransactionSearch: TransactionSearching {
 
     var maxWindowSeconds: Int64 { 31 * 86_400 }
     var listingLagSeconds: Int64 { 3 * 3_600 }
+    /// PayPal lists at most 10,000 transactions a window, 500 a page.
+    var maxPagesPerWindow: Int { 20 }
 
-    func search(from: Int64, to: Int64, page: Int) async -> ProviderOutcome<TransactionSearchPage> {
+    /// The cursor is the page number: PayPal pages by `page`, and counts them in `total_pages`.
+    func search(from: Int64, to: Int64, cursor: String?) async -> ProviderOutcome<TransactionSearchPage> {
+        guard let page = cursor.map({ Int($0) }) ?? 1, page >= 1 else { return .permanent(status: 0, body: "page cursor \(cursor ?? "") is no page number") }
         // end_date is inclusive: the window's last instant (…:59.999), so adjacent windows neither list a transaction
         // twice nor miss one made within the last second.
         let end = String(UnixTime.iso8601(to - 1).dropLast()) + ".999Z"
         switch await client.searchTransactions(start: UnixTime.iso8601(from), end: end, page: page) {
         case .found(let body):
-            do { return .found(try Self.page(body)) } catch { return .permanent(status: 0, body: "\(error)") }
+            do { return .found(try Self.page(body, page: page)) } catch { return .permanent(status: 0, body: "\(error)") }
         case .permanent(let status, let body) where status == 400 && body.contains("RESULTSET_TOO_LARGE"):
             return .found(.tooLarge)
         case .permanent(let status, let body) where status == 400 && body.lowercased().contains("data for the given start date is not available"):
@@ -27,7 +31,7 @@ struct PayPalTransactionSearch: TransactionSearching {
     }
 
     /// The answer's transactions (`transaction_details[].transaction_info`), pages and reach.
-    static func page(_ body: JSONValue) throws(ProviderMappingError) -> TransactionSearchPage {
+    static func page(_ body: JSONValue, page: Int = 1) throws(ProviderMappingError) -> TransactionSearchPage {
         let r = AnswerReader(provider: "paypal")
         guard body.objectMembers != nil else { throw r.fail("(answer)", body, "expected a JSON object") }
         var items: [FoundTransaction] = []
@@ -47,7 +51,22 @@ struct PayPalTransactionSearch: TransactionSearching {
         guard let pages = body["total_pages"]?.numberLiteral.flatMap({ Int($0) }) ?? (items.isEmpty ? 1 : nil) else {
             throw r.fail("total_pages", body["total_pages"], "missing beside \(items.count) transactions")
         }
-        return .items(items, totalPages: max(1, pages), lastRefreshed: try r.timestamp(body["last_refreshed_datetime"], "last_refreshed_datetime"))
+        let total = max(1, pages)
+        // A page before the last that holds fewer than 500 does not add up: the window is read again by a later run.
+        if page < total && items.count < 500 {
+            throw r.fail("transaction_details", nil, "page \(page) of \(total) lists \(items.count) transactions, not 500")
+        }
+        return .items(items, next: page < total ? String(page + 1) : nil, totalPages: total,
+                      lastRefreshed: try r.timestamp(body["last_refreshed_datetime"], "last_refreshed_datetime"))
+    }
+
+    var permissionHint: String {
+        "Give the app the Transaction Search permission in PayPal's developer dashboard (Apps & Credentials → the app → Features: Transaction search; it can take hours to apply), then run payrecon doctor"
+    }
+
+    /// The reference of a refund, reversal or chargeback (TXN: its capture) or of a payment (ODR: its order).
+    func matchReference(of found: FoundTransaction) -> String? {
+        ["TXN", "ODR"].contains(found.referenceType?.uppercased() ?? "") ? found.referenceID : nil
     }
 
     /// A capture (T00xx) leads to its order; a refund, reversal or chargeback (T11xx, T12xx) to its capture's order
