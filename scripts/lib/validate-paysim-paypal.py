@@ -53,7 +53,8 @@ except ImportError as error:  # scripts/test installs it; say how when run by ha
     sys.exit(2)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-DOCUMENTS = ["checkout_orders_v2.json", "payments_payment_v2.json", "payments_payment_v1.json", "customer_disputes_v1.json"]
+DOCUMENTS = ["checkout_orders_v2.json", "payments_payment_v2.json", "payments_payment_v1.json", "customer_disputes_v1.json",
+             "reporting_transactions_v1.json", "notifications_webhooks_v1.json"]
 CLIENT_ID, SECRET = "paysim-paypal-client", "paysim-paypal-secret"
 
 
@@ -114,6 +115,7 @@ class Checker:
         self.validators = {}
 
     def operation(self, method, path):
+        path = path.split("?", 1)[0]
         for d in self.documents:
             for m, regex, template, pointer in d.operations:
                 if m == method and regex.match(path):
@@ -328,12 +330,30 @@ class Run:
         self.undescribed = []
         self.request_ids = 0
 
-    def ask(self, what, method, path, body=None, expect=None, token=None, request_id=None, raw=None):
+    def ask(self, what, method, path, body=None, expect=None, token=None, request_id=None, raw=None, observed=None):
+        """`observed`: (fields, source) for an answer PayPal's production gives that its documents do not describe:
+        checked against what was seen there (those fields, those values), not against the documents."""
         headers = {"Authorization": f"Bearer {token or self.token}"} if token != "" else {}
         if method == "POST":
             self.request_ids += 1
             headers["PayPal-Request-Id"] = request_id or f"openapi-check-{self.request_ids}"
         status, answer = self.paysim.request(method, path, raw if raw is not None else body, headers)
+        if observed is not None:
+            fields, source = observed
+            route = f"{method} {self.checker.operation(method, path)[1]} (as observed: {source})"
+            try:
+                instance = json.loads(answer)
+            except ValueError:
+                instance = None
+            errors = [] if status == expect else [f"expected HTTP {expect}, got {status}"]
+            if not isinstance(instance, dict):
+                errors.append(f"not a JSON object: {answer[:200]!r}")
+            else:
+                errors += [f"{k}: {instance.get(k)!r}, observed {v!r}" for k, v in fields.items() if instance.get(k) != v]
+            self.results.append((route, status, not errors))
+            label = f"{'ok  ' if not errors else 'FAIL'} {route} {status}  {what}"
+            print(label if not errors else label + "\n" + "\n".join(f"       - {e}" for e in errors), flush=True)
+            return instance
         try:
             route, errors, note = self.checker.check(method, path, status, answer)
         except NotDescribed as why:
@@ -570,12 +590,58 @@ def drive(run):
     ask("a sale dispute the buyer won", "GET", "/v1/customer/disputes/PP-D-SALE", expect=200)
     ask("the sale taken back by the chargeback", "GET", "/v1/payments/sale/SDISPUTED", expect=200)
 
+    # Transaction Search (reporting_transactions_v1.json): its windows, pages, limits and permission.
+    day = lambda d: (now - timedelta(days=d)).strftime("%Y-%m-%d")
+    p.admin("/admin/paypal/orders", [
+        {"id": "OSEARCH", "intent": "CAPTURE", "status": "COMPLETED", "currency": "USD", "amount": "40.00",
+         "captures": [{"id": "CSEARCH", "status": "PARTIALLY_REFUNDED", "create_time": f"{day(2)}T10:00:00Z"}],
+         "refunds": [{"id": "RSEARCH", "capture_id": "CSEARCH", "amount": "5.00", "create_time": f"{day(2)}T11:00:00Z"}]}])
+    search = f"/v1/reporting/transactions?start_date={day(3)}T00:00:00Z&end_date={day(1)}T00:00:00Z"
+    ask("transactions of two days", "GET", search + "&fields=transaction_info&page_size=500&page=1", expect=200)
+    ask("one a page, the second page", "GET", search + "&page_size=1&page=2", expect=200)
+    ask("a page past the last", "GET", search + "&page_size=500&page=9", expect=200)
+    ask("with the non-balance rows", "GET", search + "&balance_affecting_records_only=N", expect=200)
+    ask("more than 31 days", "GET", f"/v1/reporting/transactions?start_date={day(40)}T00:00:00Z&end_date={day(1)}T00:00:00Z",
+        expect=400)
+    ask("a start later than the data reaches", "GET",
+        f"/v1/reporting/transactions?start_date={stamp(now - timedelta(hours=1))}&end_date={stamp(now)}", expect=400,
+        observed=({"name": "INVALID_REQUEST", "message": "Data for the given start date is not available.", "details": []},
+                  "PayPal-node-SDK#452"))
+    ask("no start_date", "GET", f"/v1/reporting/transactions?end_date={day(1)}T00:00:00Z", expect=400)
+    ask("a page_size above 500", "GET", search + "&page_size=501", expect=400)
+    p.admin("/admin/paypal/permissions", {"search_max_items": 1})
+    ask("more than the result set may hold", "GET", search, expect=400,
+        observed=({"name": "RESULTSET_TOO_LARGE",
+                   "message": "Result set size is greater than the maximum limit. Change the filter criteria and try again."},
+                  "airbytehq/airbyte#4404"))
+    p.admin("/admin/paypal/permissions", {"search_max_items": 10000, "transaction_search": False})
+    ask("an app without the Transaction Search permission", "GET", search, expect=403)
+    p.admin("/admin/paypal/permissions", {"transaction_search": True})
+
+    # The webhook events list (notifications_webhooks_v1.json): events made, delivered or lost, and its next links.
+    p.admin("/admin/webhooks/send", {"provider": "paypal", "event_type": "PAYMENT.CAPTURE.COMPLETED", "resource_id": "CSEARCH",
+                                     "lost": True, "count": 3, "create_time": f"{day(2)}T10:00:01Z"})
+    events = f"/v1/notifications/webhooks-events?start_time={day(3)}T00:00:00Z&end_time={day(1)}T00:00:00Z"
+    first = ask("two events a page", "GET", events + "&page_size=2", expect=200) or {}
+    following = [link["href"] for link in first.get("links", []) if link.get("rel") == "next"]
+    if not following:
+        run.results.append(("GET /v1/notifications/webhooks-events", 200, False))
+        print("FAIL GET /v1/notifications/webhooks-events  three events two a page gave no next link", flush=True)
+    else:
+        ask("the next page, by its link", "GET", following[0][following[0].index("/v1/"):], expect=200)
+    ask("by transaction id", "GET", "/v1/notifications/webhooks-events?transaction_id=CSEARCH", expect=200)
+    ask("by event type, none", "GET", events + "&event_type=PAYMENT.CAPTURE.DENIED", expect=200)
+    ask("a start older than PayPal keeps events", "GET",
+        f"/v1/notifications/webhooks-events?start_time={day(60)}T00:00:00Z", expect=400)
+    ask("a start that is no time", "GET", "/v1/notifications/webhooks-events?start_time=yesterday", expect=400)
+
     # A bad token, on every route.
     for method, path in [("GET", "/v2/checkout/orders/OCAPTURED"), ("GET", "/v2/payments/authorizations/AOPEN"),
                          ("GET", "/v2/payments/captures/C1"), ("GET", "/v2/payments/refunds/R1"),
                          ("POST", cap.format("APARTIAL")), ("POST", void.format("APARTIAL")),
                          ("POST", refund.format("CPART")), ("GET", "/v1/payments/sale/SSUB"),
-                         ("POST", sale_refund.format("SSUB")), ("GET", "/v1/customer/disputes/PP-D-OPEN")]:
+                         ("POST", sale_refund.format("SSUB")), ("GET", "/v1/customer/disputes/PP-D-OPEN"),
+                         ("GET", search), ("GET", "/v1/notifications/webhooks-events")]:
         ask("a bad token", method, path, {} if method == "POST" else None, 401, token="A21AA-not-a-token")
     ask("no Authorization header", "GET", "/v2/checkout/orders/OCAPTURED", expect=401, token="")
 

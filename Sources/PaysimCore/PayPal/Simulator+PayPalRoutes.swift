@@ -306,9 +306,10 @@ extension Simulator {
             throw SimError.paypal(403, name: "NOT_AUTHORIZED", message: "Authorization failed due to insufficient permissions.",
                                   issue: "PERMISSION_DENIED", description: SimError.paypalDescriptions["PERMISSION_DENIED"]!)
         }
+        // A parameter PayPal refuses: its documents' 400 (error_400: the fixed message, what is wrong in `details`).
         func invalid(_ message: String, field: String) -> SimError {
-            SimError.paypal(400, name: "INVALID_REQUEST", message: message, issue: "INVALID_PARAMETER_SYNTAX",
-                            description: "The value of a field does not conform to the expected format.", field: field)
+            SimError.paypal(400, name: "INVALID_REQUEST", message: "Request is not well-formed, syntactically incorrect, or violates schema.",
+                            issue: "INVALID_PARAMETER_VALUE", description: message, field: field)
         }
         guard let startText = r.query["start_date"], let start = SimTime.parse(startText) else { throw invalid("start_date is required (RFC 3339 with seconds)", field: "start_date") }
         guard let endText = r.query["end_date"], let end = SimTime.parse(endText) else { throw invalid("end_date is required (RFC 3339 with seconds)", field: "end_date") }
@@ -320,8 +321,9 @@ extension Simulator {
         let now = Int64(clock().timeIntervalSince1970)
         let reach = now - 3 * 3_600
         guard start <= reach else {
-            throw SimError.paypal(400, name: "INVALID_REQUEST", message: "Data for the given start date is not available.",
-                                  issue: "INVALID_PARAMETER_VALUE", description: "The value of a field is invalid.", field: "start_date")
+            // As production answered it (PayPal-node-SDK#452), not as the documents' error_400 has it.
+            return .json(400, .object(["debug_id": "paysim", "name": "INVALID_REQUEST", "details": .array([]), "links": .array([]),
+                                       "message": "Data for the given start date is not available."]))
         }
         let until = min(end, reach)
         let nonBalance = r.query["balance_affecting_records_only"]?.uppercased() == "N"
@@ -338,6 +340,7 @@ extension Simulator {
             return (rows, s.paypal)
         }
         guard rows.count <= maxItems else {
+            // As production answered it (airbytehq/airbyte#4404), not in the documents.
             return .json(400, .object(["name": "RESULTSET_TOO_LARGE",
                                        "message": "Result set size is greater than the maximum limit. Change the filter criteria and try again.",
                                        "debug_id": "paysim", "total_items": .integer(Int64(rows.count)), "maximum_items": .integer(Int64(maxItems))]))
