@@ -309,6 +309,8 @@ enum Route: Equatable {
     case paypercutIntentCancel(String)
     case paypercutPayment(String)
     case paypercutRefunds
+    /// `GET /v2/payments` and `GET /v1/refunds`: Paypercut's lists.
+    case paypercutPaymentList, paypercutRefundList
     case adminPaypercutIntents
     case adminPayPalSales, adminPayPalDisputes, adminPayPalReversals
     /// `GET /admin/paypal/reports/STL-yyyymmdd.01.009.CSV` (or TRR-…): the day's report file, `?faults=a,b`.
@@ -345,12 +347,13 @@ enum Route: Equatable {
             else if s.count == 3, s[1] == "payment_intents" { self = .paypercutIntent(s[2]) }
             else if s.count == 4, s[1] == "payment_intents", s[3] == "capture" { self = .paypercutIntentCapture(s[2]) }
             else if s.count == 4, s[1] == "payment_intents", s[3] == "cancel" { self = .paypercutIntentCancel(s[2]) }
-            else if s.count == 2, s[1] == "refunds" { self = .paypercutRefunds }
+            else if s.count == 2, s[1] == "refunds" { self = method == "GET" ? .paypercutRefundList : .paypercutRefunds }
             else if s.count >= 2, ["payment_intents", "refunds"].contains(s[1]) { self = .notFound(provider: "paypercut") }
             else { self = .notFound(provider: "paypal") }
         case "v2":
             if s.count == 4, s[1] == "checkout", s[2] == "orders" { self = .paypalOrder(s[3]) }
             else if s.count == 3, s[1] == "payments" { self = .paypercutPayment(s[2]) }
+            else if s.count == 2, s[1] == "payments" { self = .paypercutPaymentList }
             else if s.count >= 4, s[1] == "payments" {
                 switch (s[2], s.count, s.count == 5 ? s[4] : "") {
                 case ("authorizations", 4, _): self = .paypalAuthorization(s[3])
@@ -392,7 +395,8 @@ enum Route: Equatable {
         case .paypalToken, .paypalOrder, .paypalAuthorization, .paypalAuthorizationCapture, .paypalAuthorizationVoid,
              .paypalCapture, .paypalCaptureRefund, .paypalRefund, .paypalCert, .paypalSale, .paypalSaleRefund, .paypalDispute,
              .paypalDisputes, .paypalTransactionSearch, .paypalWebhookEvents: return "paypal"
-        case .paypercutIntent, .paypercutIntentCapture, .paypercutIntentCancel, .paypercutPayment, .paypercutRefunds: return "paypercut"
+        case .paypercutIntent, .paypercutIntentCapture, .paypercutIntentCancel, .paypercutPayment, .paypercutRefunds,
+             .paypercutPaymentList, .paypercutRefundList: return "paypercut"
         case .notFound(let p): return p
         default: return nil
         }
@@ -446,6 +450,8 @@ enum Route: Equatable {
         case .paypercutIntentCancel: return "paypercut.cancel"
         case .paypercutPayment: return "paypercut.get_payment"
         case .paypercutRefunds: return "paypercut.refund"
+        case .paypercutPaymentList: return "paypercut.list_payments"
+        case .paypercutRefundList: return "paypercut.list_refunds"
         case .adminPaypercutIntents: return "admin.paypercut_intents"
         case .adminPXPTransactions: return "admin.pxp_transactions"
         case .adminPayPalOrders: return "admin.paypal_orders"

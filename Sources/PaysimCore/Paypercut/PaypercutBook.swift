@@ -25,9 +25,21 @@ public struct PaypercutPayment: Sendable, Equatable {
     public var paymentMethod: String
 }
 
+/// A refund (RefundResponse): what was given back of an intent's payment, and when.
+public struct PaypercutRefund: Sendable, Equatable {
+    public var id: String
+    public var intentID: String
+    public var paymentID: String
+    public var amount: Int64
+    public var currency: Currency
+    public var status: String                 // pending | requires_action | succeeded | failed | canceled
+    public var created: Int64
+}
+
 struct PaypercutBook: Sendable {
     var intents: [String: PaypercutIntent] = [:]
     var payments: [String: PaypercutPayment] = [:]
+    var refunds: [String: PaypercutRefund] = [:]
     /// The connected accounts paysim's secret key may act for: every account a seeded intent belongs to.
     var accounts: Set<String> = []
     /// Idempotency-Key → (the path it was used on, the answer given).
@@ -133,7 +145,7 @@ struct PaypercutBook: Sendable {
     /// Refunds `amount` (all that remains when nil) of what the intent's payment captured. Nothing captured, or
     /// everything already refunded, is a conflict; more than remains is `amount_too_large` (docs: refunding an
     /// already-refunded charge, or more than remains, raises an error).
-    mutating func refund(intentID: String, account: String?, amount: Int64?, refundID: String) throws(SimError) -> JSONValue {
+    mutating func refund(intentID: String, account: String?, amount: Int64?, refundID: String, now: Int64) throws(SimError) -> JSONValue {
         let i = try intent(intentID, account: account)
         guard let pid = i.paymentID, var p = payments[pid], p.amountCaptured > 0 else {
             throw Self.stateConflict("Payment intent \(intentID) is \(i.status) and has no captured payment to refund.")
@@ -145,8 +157,15 @@ struct PaypercutBook: Sendable {
         guard n <= remaining else { throw Self.amountTooLarge("amount", "Refund amount \(n) is above the \(remaining) left to refund.") }
         p.amountRefunded += n
         payments[pid] = p
-        return .object(["id": .string(refundID), "object": "refund", "amount": .integer(n), "status": "succeeded",
-                        "payment_intent": .string(intentID), "currency": .string(i.currency.code.lowercased())])
+        let refund = PaypercutRefund(id: refundID, intentID: intentID, paymentID: pid, amount: n, currency: i.currency, status: "succeeded", created: now)
+        refunds[refundID] = refund
+        return refundJSON(refund)
+    }
+
+    func refundJSON(_ r: PaypercutRefund) -> JSONValue {
+        .object(["id": .string(r.id), "object": "refund", "amount": .integer(r.amount), "status": .string(r.status),
+                 "payment_intent": .string(r.intentID), "payment": .string(r.paymentID), "currency": .string(r.currency.code.lowercased()),
+                 "created": .string(SimTime.rfc3339(Date(timeIntervalSince1970: TimeInterval(r.created))))])
     }
 
     func intentJSON(_ i: PaypercutIntent) -> JSONValue {

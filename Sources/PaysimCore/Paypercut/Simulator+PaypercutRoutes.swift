@@ -34,9 +34,16 @@ extension Simulator {
             return paypercutAction(route, r) { s, body throws(SimError) in
                 guard let intent = body?["payment_intent"]?.stringValue else { throw PaypercutBook.missingParameter("payment_intent") }
                 let refundID = "re_" + s.paypalID().lowercased()
-                let refund = try s.paypercut.refund(intentID: intent, account: account, amount: body?["amount"]?.integerValue, refundID: refundID)
+                let refund = try s.paypercut.refund(intentID: intent, account: account, amount: body?["amount"]?.integerValue, refundID: refundID,
+                                                    now: Int64(self.clock().timeIntervalSince1970))
                 return (.json(200, refund), refundID)
             }
+        case .paypercutPaymentList:
+            try expect("GET"); let account = try paypercutAccount(r)
+            return try paypercutList(r, account: account, payments: true)
+        case .paypercutRefundList:
+            try expect("GET"); let account = try paypercutAccount(r)
+            return try paypercutList(r, account: account, payments: false)
         case .adminPaypercutIntents:
             try expect("POST"); return try adminPutPaypercut(r.body)
         default:
@@ -114,7 +121,7 @@ extension Simulator {
     func adminPutPaypercut(_ bytes: [UInt8]) throws(SimError) -> SimResponse {
         guard let json = try? JSONValue.parse(bytes) else { throw SimError.admin(400, "malformed_body", "expected JSON") }
         let items = json.arrayValue ?? [json]
-        var parsed: [(PaypercutIntent, PaypercutPayment?)] = []
+        var parsed: [(PaypercutIntent, PaypercutPayment?, [PaypercutRefund])] = []
         for (n, item) in items.enumerated() {
             func need(_ key: String) throws(SimError) -> JSONValue {
                 guard let v = item[key], !v.isNull else { throw SimError.admin(400, "invalid_field", "intent \(n): \(key) is required") }
@@ -142,15 +149,77 @@ extension Simulator {
                                          captureMethod: method, status: status, amountCapturable: capturable, amountReceived: received,
                                          created: item["created"]?.integerValue ?? Int64(clock().timeIntervalSince1970),
                                          paymentID: payment?.id)
-            parsed.append((intent, payment))
+            // "refunds": [{id?, amount, created?}]: refunds made before (in the dashboard, say), as the payment's.
+            var refunds: [PaypercutRefund] = []
+            for (k, refund) in (item["refunds"]?.arrayValue ?? []).enumerated() {
+                guard let payment, let n = refund["amount"]?.integerValue, n > 0 else {
+                    throw SimError.admin(400, "invalid_field", "intent \(n): refunds[\(k)] needs a positive amount (minor units) and a payment to refund")
+                }
+                refunds.append(PaypercutRefund(id: refund["id"]?.stringValue ?? "re_\(id)_\(k)", intentID: id, paymentID: payment.id, amount: n,
+                                               currency: currency, status: refund["status"]?.stringValue ?? "succeeded",
+                                               created: refund["created"]?.integerValue ?? Int64(clock().timeIntervalSince1970)))
+            }
+            if !refunds.isEmpty, payment != nil, item["payment"]?["amount_refunded"] == nil {
+                payment?.amountRefunded = refunds.filter { $0.status == "succeeded" }.reduce(0) { $0 + $1.amount }
+            }
+            parsed.append((intent, payment, refunds))
         }
         state.withLock { s in
-            for (i, p) in parsed {
+            for (i, p, refunds) in parsed {
                 s.paypercut.intents[i.id] = i
                 if let account = i.account { s.paypercut.accounts.insert(account) }
                 if let p { s.paypercut.payments[p.id] = p }
+                for refund in refunds { s.paypercut.refunds[refund.id] = refund }
             }
         }
         return .json(201, .object(["created": .integer(parsed.count)]))
+    }
+}
+
+extension Simulator {
+    /// `GET /v2/payments` and `GET /v1/refunds` as Paypercut documents them: `start_date` / `end_date` (RFC 3339, both
+    /// inclusive here), `limit` (default 10; paysim allows up to 100), `last_key` (the last item's id of the page
+    /// before); the answer `{items, last_key}`, `last_key` null on the last page. Newest first, by creation time then id,
+    /// so what is made meanwhile does not shift the pages. The account a request acts as sees only its own.
+    func paypercutList(_ r: SimRequest, account: String?, payments: Bool) throws(SimError) -> SimResponse {
+        func date(_ name: String) throws(SimError) -> Int64? {
+            guard let text = r.query[name] else { return nil }
+            guard let t = SimTime.parse(text) else { throw PaypercutBook.invalidParameter(name, "\(name) must be an RFC 3339 date-time.") }
+            return t
+        }
+        let start = try date("start_date"), end = try date("end_date")
+        let limit = Int(r.query["limit"] ?? "10") ?? 0
+        guard (1...100).contains(limit) else { throw PaypercutBook.invalidParameter("limit", "limit must be between 1 and 100.") }
+        let lastKey = r.query["last_key"].flatMap { $0.isEmpty ? nil : $0 }
+        return try state.withLock { s throws(SimError) -> SimResponse in
+            let book = s.paypercut
+            // (created, id, json) of what the account may see.
+            var rows: [(Int64, String)] = []
+            if payments {
+                for p in book.payments.values {
+                    guard let intent = book.intents[p.intentID], account == nil || intent.account == account else { continue }
+                    rows.append((intent.created, p.id))
+                }
+            } else {
+                for refund in book.refunds.values {
+                    guard account == nil || book.intents[refund.intentID]?.account == account else { continue }
+                    rows.append((refund.created, refund.id))
+                }
+            }
+            rows = rows.filter { row in (start.map { row.0 >= $0 } ?? true) && (end.map { row.0 <= $0 } ?? true) }
+            rows.sort { ($0.0, $0.1) > ($1.0, $1.1) }
+            if let lastKey {
+                guard let at = rows.firstIndex(where: { $0.1 == lastKey }) else {
+                    throw PaypercutBook.invalidParameter("last_key", "last_key \(lastKey) is not an item of this list.")
+                }
+                rows.removeFirst(at + 1)
+            }
+            let page = rows.prefix(limit)
+            let items: [JSONValue] = page.map { row in
+                payments ? book.paymentJSON(book.payments[row.1]!) : book.refundJSON(book.refunds[row.1]!)
+            }
+            let next: JSONValue = rows.count > limit ? .string(page.last!.1) : .null
+            return .json(200, .object(["items": .array(items), "last_key": next]))
+        }
     }
 }

@@ -65,21 +65,32 @@ public struct PaypercutClient: Sendable {
                    key: key, account: account)
     }
 
+    /// GET /v2/payments (`start_date`, `end_date`, `limit`, `last_key`, …): `{items, last_key}`.
+    public func payments(query: [(String, String)], account: String?) async -> ProviderOutcome<JSONValue> {
+        await call("GET", ["v2", "payments"], query: query, account: account)
+    }
+
+    /// GET /v1/refunds (`start_date`, `end_date`, `limit`, `last_key`, …): `{items, last_key}`.
+    public func refunds(query: [(String, String)], account: String?) async -> ProviderOutcome<JSONValue> {
+        await call("GET", ["v1", "refunds"], query: query, account: account)
+    }
+
     /// The request as sent (pure; tested directly).
-    package func request(_ method: String, _ segments: [String], body: JSONValue?, key: String?, account: String?) -> ProviderRequest {
+    package func request(_ method: String, _ segments: [String], query: [(String, String)] = [], body: JSONValue?, key: String?,
+                         account: String?) -> ProviderRequest {
         var headers = [("Authorization", "Bearer \(configuration.secretKey)"), ("Accept", "application/json")]
         if let account, !account.isEmpty { headers.append(("Paypercut-Account", account)) }
         if method != "GET" { headers.append(("Content-Type", "application/json")) }
         if let key { headers.append(("Idempotency-Key", key)) }
-        var request = ProviderRequest(method: method, url: ProviderURL.build(base: configuration.baseURL, segments: segments), headers: headers,
+        var request = ProviderRequest(method: method, url: ProviderURL.build(base: configuration.baseURL, segments: segments, query: query), headers: headers,
                                       body: body?.serialized() ?? [], timeoutSeconds: configuration.timeoutSeconds)
         request.idempotencyKey = key
         return request
     }
 
-    private func call(_ method: String, _ segments: [String], body: JSONValue? = nil, key: String? = nil, account: String?) async
-        -> ProviderOutcome<JSONValue> {
-        let request = request(method, segments, body: body, key: key, account: account)
+    private func call(_ method: String, _ segments: [String], query: [(String, String)] = [], body: JSONValue? = nil, key: String? = nil,
+                      account: String?) async -> ProviderOutcome<JSONValue> {
+        let request = request(method, segments, query: query, body: body, key: key, account: account)
         return await retrying(retry) { () async -> ProviderOutcome<JSONValue> in
             let raw: ProviderOutcome<[UInt8]>
             do {

@@ -13,7 +13,8 @@ public enum PaypercutProvider {
         webhookHeaders: [PaypercutWebhookVerifier.signatureHeader],
         webhookDeliveryIDHeader: nil,
         webhook: { env throws(ConfigurationError) in try webhook(env) },
-        api: { env, transport throws(ConfigurationError) in try API(environment: env, transport: transport) })
+        api: { env, transport throws(ConfigurationError) in try API(environment: env, transport: transport) },
+        backfillReads: "the payment and refund lists (GET /v2/payments, GET /v1/refunds)")
 
     static func webhook(_ env: Environment) throws(ConfigurationError) -> (any ProviderWebhook)? {
         guard let secret = try env.secret("PAYPERCUT_WEBHOOK_SECRET") else { return nil }
@@ -54,6 +55,7 @@ public enum PaypercutProvider {
         }
 
         public var isConfigured: Bool { client != nil }
+        public var transactionSearch: (any TransactionSearching)? { client.map { PaypercutTransactionSearch(client: $0) } }
 
         /// Paypercut answers a repeated Idempotency-Key with the first result (PAYPERCUT-IDEMPOTENCY in
         /// docs/PROVIDER-FACTS.md).

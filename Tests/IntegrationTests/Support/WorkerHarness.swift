@@ -105,14 +105,15 @@ final class WorkerHarness: @unchecked Sendable {
         try insert((0..<n).map { WorkerHarness.order(.pxp, "O-\($0)", ref: "TX-\($0)", amount: 2000, fulfilment: fulfilment) })
     }
 
-    /// What a `payrecon` subprocess needs to reach this database and paysim's PXP and PayPal APIs.
+    /// What a `payrecon` subprocess needs to reach this database and paysim's PXP, PayPal and Paypercut APIs.
     var payreconEnvironment: [String: String] {
         let config = simulator.config
         return ["DATABASE_URL": database.url,
                 "PXP_API_BASE_URL": paysimURL + "/api/v1", "PXP_CLIENT_ID": config.pxpClientID,
                 "PXP_TOKEN_ID": config.pxpTokenID, "PXP_TOKEN_VALUE": config.pxpTokenValue,
                 "PAYPAL_API_BASE_URL": paysimURL, "PAYPAL_CLIENT_ID": config.paypalClientID,
-                "PAYPAL_CLIENT_SECRET": config.paypalSecret]
+                "PAYPAL_CLIENT_SECRET": config.paypalSecret,
+                "PAYPERCUT_API_BASE_URL": paysimURL, "PAYPERCUT_SECRET_KEY": config.paypercutSecretKey]
     }
 
     /// Seeds a PayPal order (paysim's admin shape: id, intent, status, currency, amount, merchant_id, authorizations, captures, refunds).
