@@ -40,6 +40,12 @@ public struct PaysimOptions: Sendable {
               (Bearer token; PayPal-Request-Id makes a POST idempotent)
               GET  /v1/customer/disputes?page_size=N, /v1/customer/disputes/{id}   (403 without the disputes scope)
               GET  /v1/notifications/certs/CERT-paysim-1   (the webhook signing leaf, PEM with CRLF)
+              GET  /v1/reporting/transactions?start_date&end_date&page_size&page   (Transaction Search: 31 days,
+                   3-hour lag, RESULTSET_TOO_LARGE, 403 without the permission)
+              GET  /v1/notifications/webhooks-events?start_time&end_time&page_size&transaction_id&event_type
+                   (every event paysim made, delivered or lost; next links; 45 days)
+      Paypercut GET /v1/payment_intents/{id}, /v2/payments/{id}; POST …/capture, …/cancel, /v1/refunds
+              GET  /v2/payments, /v1/refunds ?start_date&end_date&limit&last_key   ({items, last_key})
       Admin   POST /admin/pxp/transactions, /admin/paypal/orders, /admin/seed, /admin/faults, /admin/reset,
               /admin/webhooks/send;  GET /admin/log, /admin/faults, /admin/stats, /admin/paypal/root.pem, /healthz
 
@@ -89,7 +95,8 @@ public struct PaysimOptions: Sendable {
       /admin/webhooks/send     {provider: pxp|paypal, target: URL, count?, forged?, duplicate?, body?: {...}, and
                                pxp: merchantTransactionId | systemTransactionId, merchant?, site?, state?, event_code?,
                                     nested?, array?;
-                               paypal: event_type, resource_id | order_id, webhook_id?}
+                               paypal: event_type, resource_id | order_id, webhook_id?, create_time?;
+                               lost?: made and listed by the provider, never sent (no target needed)}
       /admin/log[?provider=&since=N]  the capture/void/refund/modification calls received, with their results
 
     Faults apply to provider API paths only (not /admin, not the cert URL). Logs are JSON lines on stderr.

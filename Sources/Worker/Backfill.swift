@@ -30,8 +30,11 @@ public struct Backfill: Sendable {
         /// Unix seconds.
         public var from: Int64, to: Int64
         public var dryRun: Bool
-        public init(provider: Provider, from: Int64, to: Int64, dryRun: Bool = false) {
-            self.provider = provider; self.from = from; self.to = to; self.dryRun = dryRun
+        /// How long `payrecon prune` keeps a processed delivery (`PAYRECON_RETAIN deliveries=`): events older than that
+        /// are not listed, since their deliveries may have been pruned and they would be stored and processed again.
+        public var deliveriesKeptSeconds: Int64?
+        public init(provider: Provider, from: Int64, to: Int64, dryRun: Bool = false, deliveriesKeptSeconds: Int64? = nil) {
+            self.provider = provider; self.from = from; self.to = to; self.dryRun = dryRun; self.deliveriesKeptSeconds = deliveriesKeptSeconds
         }
     }
 
@@ -56,8 +59,12 @@ public struct Backfill: Sendable {
         /// The provider's list of its webhook events: windows read, requests made, events listed, and those no
         /// delivery had brought, stored now for the worker.
         public var eventWindowsRead = 0, eventWindowsSkipped = 0, eventRequests = 0, eventsListed = 0, eventsStored = 0
-        /// Windows older than the provider keeps events for, and its words.
-        public var eventWindowsTooOld = 0, tooOld: String?
+        /// Events are listed from here (unix seconds) when the span asked starts earlier than the provider keeps them
+        /// or than payrecon keeps deliveries; and which of the two.
+        public var eventsFrom: Int64?, eventsFromWhy: String?
+        /// What the provider refused (HTTP 401 or 403), per list, in words: the run goes on with its other list, and
+        /// exits 2.
+        public var refused: [String] = []
     }
 
     public enum Failure: Error, Equatable {
@@ -82,26 +89,43 @@ public struct Backfill: Sendable {
         var summary = Summary()
         summary.readFrom = o.from; summary.readTo = o.from
         var checked = Set<String>()
+        // Each list on its own: one the provider refuses (a permission not granted yet) does not keep the other unread.
         if let search {
             let end = min(o.to, now - search.listingLagSeconds)
             summary.readTo = max(summary.readTo, end)
-            for (_, b) in try await pending(Self.source, from: o.from, to: end, maxWindow: search.maxWindowSeconds, provider: o.provider) {
-                guard let gaps = b else { summary.windowsSkipped += 1; progress(summary); continue }
-                for (from, to) in gaps {
-                    try await read(from: from, to: to, search: search, options: o, checked: &checked, summary: &summary, log: log)
-                    progress(summary)
+            do {
+                for (_, b) in try await pending(Self.source, from: o.from, to: end, maxWindow: search.maxWindowSeconds, provider: o.provider) {
+                    guard let gaps = b else { summary.windowsSkipped += 1; progress(summary); continue }
+                    for (from, to) in gaps {
+                        try await read(from: from, to: to, search: search, options: o, checked: &checked, summary: &summary, log: log)
+                        progress(summary)
+                    }
                 }
+            } catch Failure.refused(let why) {
+                summary.refused.append(why)
             }
         }
         if let events {
             let end = min(o.to, now - events.listingLagSeconds)
             summary.readTo = max(summary.readTo, end)
-            for (_, b) in try await pending(Self.eventsSource, from: o.from, to: end, maxWindow: events.maxWindowSeconds, provider: o.provider) {
-                guard let gaps = b else { summary.eventWindowsSkipped += 1; progress(summary); continue }
-                for (from, to) in gaps {
-                    try await readEvents(from: from, to: to, list: events, options: o, summary: &summary)
-                    progress(summary)
+            var from = o.from
+            if let history = events.historySeconds, now - history > from {
+                from = now - history; summary.eventsFromWhy = "\(o.provider.rawValue) keeps webhook events about \(history / 86_400 + 1) days"
+            }
+            if let kept = o.deliveriesKeptSeconds, now - kept > from {
+                from = now - kept; summary.eventsFromWhy = "payrecon prune keeps processed deliveries \(kept / 86_400) days (PAYRECON_RETAIN)"
+            }
+            if from > o.from { summary.eventsFrom = from }
+            do {
+                for (_, b) in try await pending(Self.eventsSource, from: from, to: end, maxWindow: events.maxWindowSeconds, provider: o.provider) {
+                    guard let gaps = b else { summary.eventWindowsSkipped += 1; progress(summary); continue }
+                    for (from, to) in gaps {
+                        try await readEvents(from: from, to: to, list: events, options: o, summary: &summary)
+                        progress(summary)
+                    }
                 }
+            } catch Failure.refused(let why) {
+                summary.refused.append(why)
             }
         }
         return summary
@@ -134,29 +158,50 @@ public struct Backfill: Sendable {
         }
     }
 
-    /// Reads the provider's events made in [from, to) to the last page, stores each one no delivery brought (as a
-    /// delivery of it: the worker checks what it names), and records the window finished.
+    /// Reads the provider's events made in [from, to) to the last page, storing as it goes each one no delivery
+    /// brought (as a delivery of it: the worker checks what it names; an event already stored is left as it is), and
+    /// records the window finished after its last page. A run killed mid-window reads it again and stores nothing
+    /// twice.
     private func readEvents(from: Int64, to: Int64, list: any EventListing, options o: Options, summary: inout Summary) async throws {
-        var listed: [ListedEvent] = []
-        var cursor: String?, pages = 0
+        var cursor: String?, seen = Set<String>(), pages = 0, listed = 0
         func leave(_ why: String) {
             if summary.problems.count < 50 { summary.problems.append("events \(UnixTime.iso8601(from))–\(UnixTime.iso8601(to)): \(why); left for the next run") }
             else if summary.problems.count == 50 { summary.problems.append("… and more windows left for the next run") }
         }
+        let provider = o.provider
+        let source = DeliveryStore.headersJSON([("payrecon-source", "backfill: \(list.name), \(UnixTime.iso8601(from))–\(UnixTime.iso8601(to))")])
         reading: while true {
             summary.eventRequests += 1
             switch await list.events(from: from, to: to, cursor: cursor) {
-            case .found(.tooOld(let why)):
-                summary.eventWindowsTooOld += 1
-                summary.tooOld = summary.tooOld ?? why
-                return
-            case .found(.events(let page, let next)):
+            case .found(let page):
                 pages += 1
-                if next != nil && pages >= list.maxPagesPerWindow { return leave("more than \(list.maxPagesPerWindow) pages") }
-                if next != nil && next == cursor { return leave("the provider named the same page again") }
-                listed += page
+                listed += page.events.count
+                summary.eventsListed += page.events.count
+                for event in page.events where event.unreadable != nil && summary.notChecked.count < 50 {
+                    summary.notChecked.append("event \(event.id): \(event.unreadable ?? "")")
+                }
+                let events = page.events.filter { $0.unreadable == nil }
+                if !o.dryRun && !events.isEmpty {
+                    summary.eventsStored += try await pool.run { conn in
+                        try conn.transaction { conn in
+                            let stored = try conn.query("""
+                                INSERT INTO deliveries (provider, dedupe_key, event_type, headers, body)
+                                SELECT $1, v.id, v.event_type, $5::jsonb, v.body
+                                FROM unnest($2::text[], $3::text[], $4::bytea[]) AS v(id, event_type, body)
+                                ORDER BY v.id
+                                ON CONFLICT (provider, dedupe_key) DO NOTHING
+                                RETURNING id
+                                """, [.text(provider.rawValue), .textArray(events.map(\.id)), .nullableTextArray(events.map(\.eventType)),
+                                      .byteaArray(events.map(\.body)), .text(source)]).count
+                            if stored > 0 { _ = try conn.execute("SELECT pg_notify($1, '')", [.text(DeliveryStore.channel)]) }
+                            return stored
+                        }
+                    }
+                }
+                guard let next = page.next else { break reading }
+                if pages >= list.maxPagesPerWindow { return leave("more than \(list.maxPagesPerWindow) pages") }
+                guard seen.insert(next).inserted else { return leave("the provider named a page it had listed already") }
                 cursor = next
-                if next == nil { break reading }
             case .notFound:
                 return leave("the provider answered 404 for \(list.name) (check the API base URL)")
             case .transient(let reason, _):
@@ -168,37 +213,15 @@ public struct Backfill: Sendable {
                 return leave(status == 0 ? body : "\(o.provider.rawValue) answered \(status): \(body.prefix(200))")
             }
         }
-        summary.eventsListed += listed.count
         guard !o.dryRun else { return }
-        var unique: [String: ListedEvent] = [:]
-        for event in listed where unique[event.id] == nil { unique[event.id] = event }
-        let events = unique.values.sorted { $0.id < $1.id }
-        let provider = o.provider, count = Int64(listed.count), requests = Int64(pages)
-        // One transaction: the events no delivery brought, stored as deliveries are (the worker is woken for them),
-        // and the window recorded, so a run killed here reads it again and stores nothing twice.
-        summary.eventsStored += try await pool.run { conn in
-            try conn.transaction { conn in
-                var stored = 0
-                if !events.isEmpty {
-                    stored = try conn.query("""
-                        INSERT INTO deliveries (provider, dedupe_key, event_type, headers, body)
-                        SELECT $1, v.id, v.event_type, $5::jsonb, v.body
-                        FROM unnest($2::text[], $3::text[], $4::bytea[]) AS v(id, event_type, body)
-                        ON CONFLICT (provider, dedupe_key) DO NOTHING
-                        RETURNING id
-                        """, [.text(provider.rawValue), .textArray(events.map(\.id)), .nullableTextArray(events.map(\.eventType)),
-                              .byteaArray(events.map(\.body)),
-                              .text(DeliveryStore.headersJSON([("payrecon-source", "backfill: \(list.name), \(UnixTime.iso8601(from))–\(UnixTime.iso8601(to))")]))]).count
-                    if stored > 0 { _ = try conn.execute("SELECT pg_notify($1, '')", [.text(DeliveryStore.channel)]) }
-                }
-                _ = try conn.execute("""
-                    INSERT INTO backfill_windows (provider, source, window_start, window_end, found, requests)
-                    VALUES ($1, $2, to_timestamp($3::bigint), to_timestamp($4::bigint), $5, $6)
-                    ON CONFLICT (provider, source, window_start) DO UPDATE SET window_end = greatest(backfill_windows.window_end, EXCLUDED.window_end),
-                        found = EXCLUDED.found, requests = EXCLUDED.requests, finished_at = now()
-                    """, [.text(provider.rawValue), .text(Self.eventsSource), .int64(from), .int64(to), .int64(count), .int64(requests)])
-                return stored
-            }
+        let (count, requests) = (Int64(listed), Int64(pages))
+        try await pool.run { conn in
+            _ = try conn.execute("""
+                INSERT INTO backfill_windows (provider, source, window_start, window_end, found, requests)
+                VALUES ($1, $2, to_timestamp($3::bigint), to_timestamp($4::bigint), $5, $6)
+                ON CONFLICT (provider, source, window_start) DO UPDATE SET window_end = greatest(backfill_windows.window_end, EXCLUDED.window_end),
+                    found = EXCLUDED.found, requests = EXCLUDED.requests, finished_at = now()
+                """, [.text(provider.rawValue), .text(Self.eventsSource), .int64(from), .int64(to), .int64(count), .int64(requests)])
         }
         summary.eventWindowsRead += 1
     }
@@ -222,7 +245,7 @@ public struct Backfill: Sendable {
                       summary: inout Summary, log: Logger) async throws {
         var to = requested
         var items: [FoundTransaction] = []
-        var cursor: String?, pages = 0, counted: Int?, clamped = false
+        var cursor: String?, pages = 0, counted: Int?, clamped = false, seen = Set<String>()
         func leave(_ why: String) {
             if summary.problems.count < 50 { summary.problems.append("\(UnixTime.iso8601(from))–\(UnixTime.iso8601(to)): \(why); left for the next run") }
             else if summary.problems.count == 50 { summary.problems.append("… and more windows left for the next run") }
@@ -264,7 +287,7 @@ public struct Backfill: Sendable {
                 if next != nil && pages >= search.maxPagesPerWindow {
                     return leave("more than \(search.maxPagesPerWindow) pages")
                 }
-                if next != nil && next == cursor { return leave("the provider named the same page again") }
+                if let next, !seen.insert(next).inserted { return leave("the provider named a page it had listed already") }
                 items += listed
                 cursor = next
                 if next == nil { break reading }
@@ -310,7 +333,10 @@ public struct Backfill: Sendable {
         // reference when that names a transaction or an order). A row matched by nothing else goes the way of a
         // webhook naming it, which links it to the order its answer names (purchase unit reference or custom id):
         // matching the merchant's invoice id here would hide a second payment under an order that already has one.
-        let distinct = Dictionary(items.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        for item in items where item.unreadable != nil && summary.notChecked.count < 50 {
+            summary.notChecked.append("transaction \(item.id): \(item.unreadable ?? "")")
+        }
+        let distinct = Dictionary(items.filter { $0.unreadable == nil }.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         let list = Array(distinct.values).filter { item in
             guard search.isOrders(item) else { summary.notAnOrders += 1; return false }
             return true

@@ -66,7 +66,7 @@ struct BackfillTests {
             _ = try await h.admin("/admin/webhooks/send", #"{"provider":"paypal","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_id":"CAP-E1","lost":true,"count":150,"create_time":"\#(Self.at(2, "12:00:01"))"}"#)
             let r = try Self.backfill(h, "--since", "5d")
             #expect(r.status == 0, "\(r.stdout) \(r.stderr)")
-            #expect(r.stdout.contains("151 events listed, 150 no delivery had brought"), "\(r.stdout)")
+            #expect(r.stdout.contains("151 events listed, 150 payrecon had not stored"), "\(r.stdout)")
             let stats = try await h.admin("/admin/stats", method: "GET")
             let listed = (stats["requests"] as? [String: Any])?["paypal.list_webhook_events"] as? Int ?? 0
             #expect(listed >= 6 && r.stdout.contains("\(listed) requests; 151 events"), "five day windows, one of them two pages: \(listed) requests")
@@ -78,12 +78,29 @@ struct BackfillTests {
             #expect(try h.database.count("SELECT count(*) FROM deliveries WHERE headers::text LIKE '%payrecon-source%' AND status = 'done'") == 150)
             #expect(try h.openKinds(order: "E1").isEmpty)
             let again = try Self.backfill(h, "--since", "5d")
-            #expect(again.stdout.contains("0 events listed, 0 no delivery had brought"), "\(again.stdout)")
+            #expect(again.stdout.contains("0 events listed, 0 payrecon had not stored"), "\(again.stdout)")
             #expect(try h.database.count("SELECT count(*) FROM deliveries") == 151)
-            // PayPal refuses a start older than it keeps events for: said, and not a failure.
+            // A window read again (as after a kill mid-window: its pages' events are stored as they come, the window
+            // recorded last) stores nothing twice.
+            try h.execute("DELETE FROM backfill_windows WHERE source = 'events'")
+            let reread = try Self.backfill(h, "--since", "5d")
+            #expect(reread.stdout.contains("151 events listed, 0 payrecon had not stored"), "\(reread.stdout)")
+            #expect(try h.database.count("SELECT count(*) FROM deliveries") == 151)
+            // The delivery itself, coming late (PayPal retries for 3 days), is a redelivery of the stored event: not
+            // stored again, not processed again.
+            let late = try h.database.string("SELECT dedupe_key FROM deliveries WHERE headers::text LIKE '%payrecon-source%' ORDER BY id LIMIT 1")
+            _ = try h.store(.paypal, body: Array(#"{"id":"\#(late)"}"#.utf8), dedupeKey: late)
+            #expect(try h.database.count("SELECT count(*) FROM deliveries") == 151)
+            #expect(try h.database.count("SELECT count(*) FROM deliveries WHERE dedupe_key = '\(late)' AND redeliveries = 1 AND status = 'done'") == 1)
+            // PayPal keeps events about 45 days: an older span is not asked for, and that is said.
             let old = try Self.backfill(h, "--from", FeesTests.day(60) + "T00:00:00Z", "--to", FeesTests.day(50) + "T00:00:00Z")
             #expect(old.status == 0, "\(old.stdout) \(old.stderr)")
-            #expect(old.stdout.contains("10 windows older than paypal keeps webhook events for were not listed"), "\(old.stdout)")
+            #expect(old.stdout.contains("0 requests; 0 events listed") && old.stdout.contains("only: paypal keeps webhook events about 45 days"), "\(old.stdout)")
+            // Nor older than payrecon keeps processed deliveries (their events would be stored and processed again).
+            var env = h.payreconEnvironment
+            env["PAYRECON_RETAIN"] = "deliveries=1d"
+            let kept = try PayreconProcess.run(["backfill", "--provider", "paypal", "--since", "5d"], databaseURL: h.database.url, environment: env)
+            #expect(kept.stdout.contains("only: payrecon prune keeps processed deliveries 1 days"), "\(kept.stdout)")
         }
     }
 
@@ -141,9 +158,13 @@ struct BackfillTests {
     @Test func withoutThePermissionItSaysSoAndExitsTwo() async throws {
         try await WorkerHarness.with { h in
             try await h.admin("/admin/paypal/permissions", #"{"transaction_search": false}"#)
+            try await h.seedPayPal(#"{"id":"PP-403","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"9.00","captures":[{"id":"CAP-403","create_time":"\#(Self.at(1))"}]}"#)
+            _ = try await h.admin("/admin/webhooks/send", #"{"provider":"paypal","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_id":"CAP-403","lost":true,"create_time":"\#(Self.at(1, "12:00:01"))"}"#)
             let r = try Self.backfill(h, "--since", "2d")
             #expect(r.status == 2, "\(r.stdout) \(r.stderr)")
             #expect(r.stderr.contains("HTTP 403") && r.stderr.contains("Transaction Search permission"), "\(r.stderr)")
+            // The events list is read all the same: a permission not granted yet does not keep lost webhooks unread.
+            #expect(r.stdout.contains("1 events listed, 1 payrecon had not stored"), "\(r.stdout)")
             let pxp = try PayreconProcess.run(["backfill", "--provider", "pxp"], databaseURL: h.database.url, environment: h.payreconEnvironment)
             #expect(pxp.status == 2 && pxp.stderr.contains("pxp publishes no transaction search"), "\(pxp.stderr)")
             for bad in [["--from", "2026-11-01T00:00:00Z"], ["--since", "2d", "--from", "2026-11-01T00:00:00Z", "--to", "2026-11-02T00:00:00Z"],

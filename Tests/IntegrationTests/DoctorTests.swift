@@ -265,6 +265,7 @@ import Testing
         try await WorkerHarness.with { h in
             var env = h.payreconEnvironment
             env["PXP_CLIENT_ID"] = nil
+            env["PAYPERCUT_SECRET_KEY"] = nil
             let asked = try await Self.doctor(env, ["--provider", "pxp"])
             #expect(asked.status == 1 && asked.line("pxp credentials").contains("PXP_CLIENT_ID, PXP_TOKEN_ID and PXP_TOKEN_VALUE"), "\(asked.description)")
             let all = try await Self.doctor(env)

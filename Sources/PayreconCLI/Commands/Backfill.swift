@@ -1,6 +1,7 @@
 import Foundation
 import Providers
 import Reconciliation
+import Store
 import Wiring
 import Worker
 
@@ -40,7 +41,7 @@ let backfillCommand = Command(
         left for the next run (listed), 2 on a usage, permission or database error.
         """
 ) { args in
-    guard let provider = try args.value(Options.provider) else { throw UsageError("--provider is required (paypal)") }
+    guard let provider = try args.value(Options.provider) else { throw UsageError("--provider is required (\(ProviderRegistry.definitions.filter { $0.backfillReads != nil }.map(\.provider.rawValue).joined(separator: " or ")))") }
     let env = try args.environment()
     let from = try args.value(backfillFrom), to = try args.value(backfillTo), since = try args.value(backfillSince)
     if (from == nil) != (to == nil) { throw UsageError("--from and --to go together") }
@@ -48,6 +49,8 @@ let backfillCommand = Command(
     let now = Int64(Date().timeIntervalSince1970)
     let window = (from: from ?? now - (since ?? 7 * 86_400), to: to ?? now)
     guard window.to > window.from else { throw UsageError("--to must be after --from") }
+    let deliveriesKept: Int64
+    do { deliveriesKept = try RetentionPolicy.parse(env["PAYRECON_RETAIN"]).deliveriesSeconds } catch { throw UsageError("\(error)") }
     let concurrency = try args.value(Options.concurrency, default: 16)
     let context = try WorkerContext(env, poolSize: min(32, concurrency + 2), maxConcurrentRequests: concurrency)
     defer { context.pool.close() }
@@ -55,7 +58,8 @@ let backfillCommand = Command(
     let summary: Backfill.Summary
     do {
         summary = try await Backfill(pool: context.pool, checker: context.checker, concurrency: concurrency)
-            .run(.init(provider: provider, from: window.from, to: window.to, dryRun: args.flag(backfillDryRun)), log: context.logger) { s in
+            .run(.init(provider: provider, from: window.from, to: window.to, dryRun: args.flag(backfillDryRun),
+                       deliveriesKeptSeconds: deliveriesKept), log: context.logger) { s in
                 guard terminal else { return }
                 FileHandle.standardError.write(Data("\r\u{1B}[Kwindows \(s.windowsRead) read, \(s.windowsSkipped) done before  found \(s.found)  orders checked \(s.ordersChecked)  unknown \(s.unknown)  requests \(s.requests)  events \(s.eventsListed) listed, \(s.eventsStored) stored".utf8))
             }
@@ -66,17 +70,22 @@ let backfillCommand = Command(
         case .refused(let why): throw FatalError(why)
         }
     }
+    defer {
+        // What the provider refused is said last, after what was read: exit 2.
+        for why in summary.refused { FileHandle.standardError.write(Data("payrecon: \(why)\n".utf8)) }
+    }
     if terminal { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
     let dry = args.flag(backfillDryRun) ? " (dry run: nothing checked or recorded)" : ""
-    print("backfill \(provider.rawValue) \(UnixTime.iso8601(summary.readFrom))–\(UnixTime.iso8601(summary.readTo))\(dry): \(summary.windowsRead) windows read, \(summary.windowsSkipped) read before; \(summary.requests) search requests (\(summary.halved) windows halved); \(summary.found) transactions listed, \(summary.ordersChecked) orders re-checked, \(summary.unknown) no order holds, \(summary.notAnOrders) no order's (withdrawals, holds…)")
-    if summary.eventWindowsRead + summary.eventWindowsSkipped + summary.eventWindowsTooOld > 0 || summary.eventRequests > 0 {
-        print("  webhook events: \(summary.eventWindowsRead) windows read, \(summary.eventWindowsSkipped) read before; \(summary.eventRequests) requests; \(summary.eventsListed) events listed, \(summary.eventsStored) no delivery had brought (stored for the worker)")
+    print("backfill \(provider.rawValue) \(UnixTime.iso8601(summary.readFrom))–\(UnixTime.iso8601(summary.readTo))\(dry): \(summary.windowsRead) windows read, \(summary.windowsSkipped) read before; \(summary.requests) list requests (\(summary.halved) windows halved); \(summary.found) transactions listed, \(summary.ordersChecked) orders re-checked, \(summary.unknown) no order holds, \(summary.notAnOrders) no order's (withdrawals, holds…)")
+    if summary.eventWindowsRead + summary.eventWindowsSkipped > 0 || summary.eventRequests > 0 || summary.eventsFrom != nil {
+        print("  webhook events: \(summary.eventWindowsRead) windows read, \(summary.eventWindowsSkipped) read before; \(summary.eventRequests) requests; \(summary.eventsListed) events listed, \(summary.eventsStored) payrecon had not stored (stored now for payrecon work)")
     }
-    if let tooOld = summary.tooOld {
-        print("  \(summary.eventWindowsTooOld) windows older than \(provider.rawValue) keeps webhook events for were not listed: \(tooOld)")
+    if let start = summary.eventsFrom, let why = summary.eventsFromWhy {
+        print("  webhook events listed from \(UnixTime.iso8601(start)) only: \(why)")
     }
     if let reach = summary.reach { print("  \(provider.rawValue)'s data reaches \(UnixTime.iso8601(reach)) for now: a later run reads on from there") }
     for problem in summary.problems { print("  \(problem)") }
     for item in summary.notChecked { print("  not checked: \(item)") }
+    if !summary.refused.isEmpty { return Exit.usage }
     return summary.problems.isEmpty && summary.notChecked.isEmpty ? Exit.ok : Exit.finding
 }

@@ -40,14 +40,19 @@ let reconcileCommand = Command(
     let sweep = ReconcileSweep(pool: context.pool, checker: context.checker, logger: context.logger)
     // PAYRECON_BACKFILL: what the providers' own records hold that no webhook said, first (so the sweep sees it too).
     var backfillFailed = false
+    let deliveriesKept: Int64
+    do { deliveriesKept = try RetentionPolicy.parse(env["PAYRECON_RETAIN"]).deliveriesSeconds } catch { throw UsageError("\(error)") }
     for (backfillProvider, seconds) in backfills where provider == nil || provider == backfillProvider {
         let now = Int64(Date().timeIntervalSince1970)
         do {
             let b = try await Backfill(pool: context.pool, checker: context.checker, concurrency: concurrency)
-                .run(.init(provider: backfillProvider, from: now - seconds, to: now), log: context.logger)
-            print("backfill \(backfillProvider.rawValue): \(b.windowsRead) windows read, \(b.found) transactions listed, \(b.ordersChecked) orders re-checked, \(b.unknown) no order holds")
+                .run(.init(provider: backfillProvider, from: now - seconds, to: now,
+                           deliveriesKeptSeconds: deliveriesKept), log: context.logger)
+            let events = b.eventRequests > 0 ? "; \(b.eventsListed) webhook events listed, \(b.eventsStored) payrecon had not stored (stored now for payrecon work)" : ""
+            print("backfill \(backfillProvider.rawValue): \(b.windowsRead) windows read, \(b.found) transactions listed, \(b.ordersChecked) orders re-checked, \(b.unknown) no order holds\(events)")
             for problem in b.problems + b.notChecked.map({ "not checked: " + $0 }) { print("  \(problem)") }
-            if !b.problems.isEmpty || !b.notChecked.isEmpty { backfillFailed = true }
+            for why in b.refused { FileHandle.standardError.write(Data("payrecon: PAYRECON_BACKFILL \(backfillProvider.rawValue) skipped: \(why)\n".utf8)) }
+            if !b.problems.isEmpty || !b.notChecked.isEmpty || !b.refused.isEmpty { backfillFailed = true }
         } catch let failure as Backfill.Failure {
             backfillFailed = true
             switch failure {

@@ -40,9 +40,10 @@ extension Simulator {
     /// the next page is named by the last event's time and id (`move_to=next&index_time=…&index_id=…`), so events
     /// made meanwhile do not shift the pages.
     func paypalWebhookEvents(_ r: SimRequest) throws(SimError) -> SimResponse {
-        func invalid(_ field: String, _ issue: String) -> SimError {
-            SimError.paypal(400, name: "VALIDATION_ERROR", message: "Invalid data provided", issue: issue,
-                            description: "Invalid data provided", field: field)
+        // PayPal's refusal as its Node SDK's recorded mock has it: VALIDATION_ERROR, the field, "Invalid data provided".
+        func invalid(_ field: String, _ why: String) -> SimError {
+            SimError.paypal(400, name: "VALIDATION_ERROR", message: "Invalid data provided", issue: "Invalid data provided",
+                            description: why, field: field)
         }
         let now = Int64(clock().timeIntervalSince1970)
         var start: Int64?, end: Int64?

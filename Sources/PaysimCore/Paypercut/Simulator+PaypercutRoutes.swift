@@ -180,7 +180,8 @@ extension Simulator {
     /// `GET /v2/payments` and `GET /v1/refunds` as Paypercut documents them: `start_date` / `end_date` (RFC 3339, both
     /// inclusive here), `limit` (default 10; paysim allows up to 100), `last_key` (the last item's id of the page
     /// before); the answer `{items, last_key}`, `last_key` null on the last page. Newest first, by creation time then id,
-    /// so what is made meanwhile does not shift the pages. The account a request acts as sees only its own.
+    /// so what is made meanwhile does not shift the pages. A request acting as an account (`Paypercut-Account`) sees
+    /// only that account's; one without sees the key's own (intents of no connected account).
     func paypercutList(_ r: SimRequest, account: String?, payments: Bool) throws(SimError) -> SimResponse {
         func date(_ name: String) throws(SimError) -> Int64? {
             guard let text = r.query[name] else { return nil }
@@ -197,12 +198,12 @@ extension Simulator {
             var rows: [(Int64, String)] = []
             if payments {
                 for p in book.payments.values {
-                    guard let intent = book.intents[p.intentID], account == nil || intent.account == account else { continue }
+                    guard let intent = book.intents[p.intentID], intent.account == account else { continue }
                     rows.append((intent.created, p.id))
                 }
             } else {
                 for refund in book.refunds.values {
-                    guard account == nil || book.intents[refund.intentID]?.account == account else { continue }
+                    guard let intent = book.intents[refund.intentID], intent.account == account else { continue }
                     rows.append((refund.created, refund.id))
                 }
             }

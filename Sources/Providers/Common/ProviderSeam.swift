@@ -350,10 +350,13 @@ public struct FoundTransaction: Sendable, Hashable {
     public var customField: String?
     /// Unix seconds it was made.
     public var at: Int64?
+    /// Why the row could not be read (then `id` names where it is in the answer): reported, not checked, and its
+    /// window is not held open for it (reading it again would fail again).
+    public var unreadable: String?
     public init(id: String, eventCode: String? = nil, referenceID: String? = nil, referenceType: String? = nil, invoiceID: String? = nil,
-                customField: String? = nil, at: Int64? = nil) {
+                customField: String? = nil, at: Int64? = nil, unreadable: String? = nil) {
         self.id = id; self.eventCode = eventCode; self.referenceID = referenceID; self.referenceType = referenceType
-        self.invoiceID = invoiceID; self.customField = customField; self.at = at
+        self.invoiceID = invoiceID; self.customField = customField; self.at = at; self.unreadable = unreadable
     }
 }
 
@@ -403,17 +406,18 @@ public struct ListedEvent: Sendable, Equatable {
     public var body: [UInt8]
     /// Unix seconds it was created.
     public var at: Int64?
-    public init(id: String, eventType: String?, body: [UInt8], at: Int64?) {
-        self.id = id; self.eventType = eventType; self.body = body; self.at = at
+    /// Why the event cannot be stored (then `id` names where it is in the answer): reported, not stored.
+    public var unreadable: String?
+    public init(id: String, eventType: String?, body: [UInt8], at: Int64?, unreadable: String? = nil) {
+        self.id = id; self.eventType = eventType; self.body = body; self.at = at; self.unreadable = unreadable
     }
 }
 
-/// One page of a provider's event list.
-public enum EventListPage: Sendable, Equatable {
-    /// The events on one page, and the cursor of the page after it (nil on the last).
-    case events([ListedEvent], next: String?)
-    /// The provider keeps no events this old (why, in its words): nothing to list, now or later.
-    case tooOld(String)
+/// One page of a provider's event list: its events, and the cursor of the page after it (nil on the last).
+public struct EventListPage: Sendable, Equatable {
+    public var events: [ListedEvent]
+    public var next: String?
+    public init(events: [ListedEvent], next: String?) { self.events = events; self.next = next }
 }
 
 /// A provider's list of the webhook events it made, over windows of time: what a lost delivery would have carried.
@@ -422,6 +426,8 @@ public protocol EventListing: Sendable {
     /// Windows end at least this long before now.
     var listingLagSeconds: Int64 { get }
     var maxPagesPerWindow: Int { get }
+    /// How far back the provider keeps events (nil: no limit known): older windows are not asked for.
+    var historySeconds: Int64? { get }
     /// The events made in [from, to): the first page for a nil `cursor`, else the page a `next` named.
     func events(from: Int64, to: Int64, cursor: String?) async -> ProviderOutcome<EventListPage>
     /// The list's name and the permission it needs, for messages.

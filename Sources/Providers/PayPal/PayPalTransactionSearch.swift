@@ -37,15 +37,21 @@ struct PayPalTransactionSearch: TransactionSearching {
         var items: [FoundTransaction] = []
         for (i, detail) in (body["transaction_details"]?.arrayValue ?? []).enumerated() {
             let f = "transaction_details[\(i)].transaction_info"
-            guard let info = detail["transaction_info"], info.objectMembers != nil else { throw r.fail(f, detail["transaction_info"], "missing") }
-            items.append(FoundTransaction(
-                id: try r.string(info["transaction_id"], "\(f).transaction_id"),
-                eventCode: try r.optionalString(info["transaction_event_code"], "\(f).transaction_event_code"),
-                referenceID: try r.optionalString(info["paypal_reference_id"], "\(f).paypal_reference_id"),
-                referenceType: try r.optionalString(info["paypal_reference_id_type"], "\(f).paypal_reference_id_type"),
-                invoiceID: try r.optionalString(info["invoice_id"], "\(f).invoice_id"),
-                customField: try r.optionalString(info["custom_field"], "\(f).custom_field"),
-                at: try r.timestamp(info["transaction_initiation_date"], "\(f).transaction_initiation_date")))
+            // A row that does not read is named, not checked; the rest go on.
+            do {
+                guard let info = detail["transaction_info"], info.objectMembers != nil else { throw r.fail(f, detail["transaction_info"], "missing") }
+                items.append(FoundTransaction(
+                    id: try r.string(info["transaction_id"], "\(f).transaction_id"),
+                    eventCode: try r.optionalString(info["transaction_event_code"], "\(f).transaction_event_code"),
+                    referenceID: try r.optionalString(info["paypal_reference_id"], "\(f).paypal_reference_id"),
+                    referenceType: try r.optionalString(info["paypal_reference_id_type"], "\(f).paypal_reference_id_type"),
+                    invoiceID: try r.optionalString(info["invoice_id"], "\(f).invoice_id"),
+                    customField: try r.optionalString(info["custom_field"], "\(f).custom_field"),
+                    at: try r.timestamp(info["transaction_initiation_date"], "\(f).transaction_initiation_date")))
+            } catch {
+                let id = detail["transaction_info"]?["transaction_id"]?.stringValue
+                items.append(FoundTransaction(id: id.map { "\(f) (\($0.prefix(80)))" } ?? f, unreadable: "\(error)"))
+            }
         }
         // An empty window may leave the count out; a window with transactions must say how many pages it has.
         guard let pages = body["total_pages"]?.numberLiteral.flatMap({ Int($0) }) ?? (items.isEmpty ? 1 : nil) else {

@@ -12,17 +12,19 @@ struct PaypercutTransactionSearch: TransactionSearching {
     /// an hour before now, and what is newer the next run reads.
     var listingLagSeconds: Int64 { 3_600 }
     /// 100 a page (Paypercut's maximum `limit` is not published: a shorter page with a `last_key` is followed all
-    /// the same); at most 10,000 pages a window of each list.
+    /// the same); at most 2,000 pages a window, both lists together (200,000 payments and refunds a day: a window
+    /// holds what it lists in memory until its checks are made).
     static let pageSize = 100
-    var maxPagesPerWindow: Int { 20_000 }
+    var maxPagesPerWindow: Int { 2_000 }
 
     var permissionHint: String {
         "Check that PAYPERCUT_SECRET_KEY is a secret key that may list payments and refunds (Paypercut dashboard → Developers → API keys), then run payrecon doctor"
     }
 
     /// The cursor says which list and where in it: `payments:<last_key>`, `refunds:` (its first page) or
-    /// `refunds:<last_key>`. Both lists are asked for the window's start and end as given (inclusive or not, a
-    /// transaction at the boundary listed in two windows is checked once a run, and found once as a finding).
+    /// `refunds:<last_key>`. Both lists are asked from a second before the window's start to its end (whether
+    /// Paypercut takes the dates as inclusive is not said: this way no transaction falls between two windows, and one
+    /// listed in two is checked once a run and found once as a finding).
     func search(from: Int64, to: Int64, cursor: String?) async -> ProviderOutcome<TransactionSearchPage> {
         let list: String, key: String
         switch cursor {
@@ -31,7 +33,7 @@ struct PaypercutTransactionSearch: TransactionSearching {
         case let c? where c.hasPrefix("refunds:"): (list, key) = ("refunds", String(c.dropFirst("refunds:".count)))
         case let c?: return .permanent(status: 0, body: "page cursor \(c) names no Paypercut list")
         }
-        var query = [("start_date", UnixTime.iso8601(from)), ("end_date", UnixTime.iso8601(to)), ("limit", String(Self.pageSize))]
+        var query = [("start_date", UnixTime.iso8601(from - 1)), ("end_date", UnixTime.iso8601(to)), ("limit", String(Self.pageSize))]
         if !key.isEmpty { query.append(("last_key", key)) }
         let answer = list == "payments" ? await client.payments(query: query, account: nil) : await client.refunds(query: query, account: nil)
         switch answer {
@@ -48,24 +50,29 @@ struct PaypercutTransactionSearch: TransactionSearching {
     }
 
     /// A page's items (each a payment naming its `payment_intent`, or a refund naming its `payment_intent` or
-    /// `payment`) and its `last_key` (nil or empty on the last page).
+    /// `payment`) and its `last_key` (nil or empty on the last page). An item that does not read is named, not
+    /// checked; the rest go on.
     static func page(_ body: JSONValue, list: String) throws(ProviderMappingError) -> ([FoundTransaction], String?) {
         let r = AnswerReader(provider: "paypercut")
         guard body.objectMembers != nil else { throw r.fail("(answer)", body, "expected a JSON object") }
         var found: [FoundTransaction] = []
         for (i, item) in try r.array(body["items"], "items").enumerated() {
-            let f = "items[\(i)]"
-            guard item.objectMembers != nil else { throw r.fail(f, item, "expected an object") }
-            let id = try r.string(item["id"], "\(f).id")
-            guard !id.isEmpty, id.utf8.count <= 255 else { throw r.fail("\(f).id", item["id"], "not an id") }
-            let intent = try r.optionalString(item["payment_intent"], "\(f).payment_intent")
-            let payment = try r.optionalString(item["payment"], "\(f).payment")
-            guard let parent = intent ?? (list == "refunds" ? payment : nil) else {
-                throw r.fail("\(f).payment_intent", item["payment_intent"], "a \(list == "payments" ? "payment" : "refund") naming no payment")
+            let f = "\(list) items[\(i)]"
+            do {
+                guard item.objectMembers != nil else { throw r.fail(f, item, "expected an object") }
+                let id = try r.string(item["id"], "\(f).id")
+                guard !id.isEmpty, id.utf8.count <= 255 else { throw r.fail("\(f).id", item["id"], "not an id") }
+                let intent = try r.optionalString(item["payment_intent"], "\(f).payment_intent")
+                let payment = try r.optionalString(item["payment"], "\(f).payment")
+                guard let parent = intent ?? (list == "refunds" ? payment : nil) else {
+                    throw r.fail("\(f).payment_intent", item["payment_intent"], "a \(list == "payments" ? "payment" : "refund") naming no payment")
+                }
+                found.append(FoundTransaction(id: id, eventCode: list == "payments" ? "payment" : "refund", referenceID: parent,
+                                              referenceType: intent != nil ? "payment_intent" : "payment",
+                                              at: try PaypercutMapping.created(item["created"], "\(f).created")))
+            } catch {
+                found.append(FoundTransaction(id: item["id"]?.stringValue.map { "\(f) (\($0.prefix(80)))" } ?? f, unreadable: "\(error)"))
             }
-            found.append(FoundTransaction(id: id, eventCode: list == "payments" ? "payment" : "refund", referenceID: parent,
-                                          referenceType: intent != nil ? "payment_intent" : "payment",
-                                          at: try PaypercutMapping.created(item["created"], "\(f).created")))
         }
         let key = try r.optionalString(body["last_key"], "last_key").flatMap { $0.isEmpty ? nil : $0 }
         if key != nil && found.isEmpty { throw r.fail("items", body["items"], "empty beside a last_key") }

@@ -48,5 +48,12 @@ struct TestDatabase: Sendable {
         let rows = try conn.query(sql, params)
         return try rows.first!.int64(rows.columns[0])
     }
+
+    /// One text value from SQL (tests only).
+    func string(_ sql: String, _ params: [PostgresValue] = []) throws -> String {
+        let conn = try connect(); defer { conn.close() }
+        let rows = try conn.query(sql, params)
+        return try rows.first!.string(rows.columns[0])
+    }
 }
 
