@@ -41,6 +41,25 @@ extension PayPalBook {
     }
 
     /// The rows of one UTC day (`YYYY-MM-DD`; nil: every day), in time order then id.
+    /// The rows Transaction Search lists, in time order (then by id), built once per change of the book.
+    mutating func transactionSearchIndex() -> [(time: Int64, row: ReportRow)] {
+        if let searchIndex { return searchIndex }
+        let index = reportRows(day: nil, detail: false).compactMap { row in SimTime.parse(row.time).map { (time: $0, row: row) } }
+            .sorted { ($0.time, $0.row.id) < ($1.time, $1.row.id) }
+        searchIndex = index
+        return index
+    }
+
+    /// The first position in `index` whose time is `time` or later (binary search).
+    static func firstIndex(in index: [(time: Int64, row: ReportRow)], atOrAfter time: Int64) -> Int {
+        var low = 0, high = index.count
+        while low < high {
+            let middle = (low + high) / 2
+            if index[middle].time < time { low = middle + 1 } else { high = middle }
+        }
+        return low
+    }
+
     func reportRows(day: String?, detail: Bool) -> [ReportRow] {
         var rows: [ReportRow] = []
         func onDay(_ time: String) -> Bool { day.map { time.hasPrefix($0) } ?? true }

@@ -86,14 +86,19 @@ public struct PayPalOrder: Sendable, Equatable {
 
 /// Everything PayPal-side: orders and their payments, by id.
 public struct PayPalBook: Sendable {
-    public internal(set) var orders: [String: PayPalOrder] = [:]
+    // What Transaction Search lists changes with these: each change drops its index (simple didSet observers, so a
+    // dictionary is still changed in place).
+    public internal(set) var orders: [String: PayPalOrder] = [:] { didSet { searchIndex = nil } }
     public internal(set) var authorizations: [String: PayPalAuthorization] = [:]
-    public internal(set) var captures: [String: PayPalCapture] = [:]
-    public internal(set) var refunds: [String: PayPalRefund] = [:]
+    public internal(set) var captures: [String: PayPalCapture] = [:] { didSet { searchIndex = nil } }
+    public internal(set) var refunds: [String: PayPalRefund] = [:] { didSet { searchIndex = nil } }
     /// Disputes (Customer Disputes v1), v1 sales and their refunds (PayPalBook+Events.swift).
     public internal(set) var disputes: [String: PayPalDispute] = [:]
-    public internal(set) var sales: [String: PayPalSale] = [:]
-    public internal(set) var saleRefunds: [String: PayPalSaleRefund] = [:]
+    public internal(set) var sales: [String: PayPalSale] = [:] { didSet { searchIndex = nil } }
+    public internal(set) var saleRefunds: [String: PayPalSaleRefund] = [:] { didSet { searchIndex = nil } }
+    /// Transaction Search's rows with their times (unix seconds), in time order: built by the first search after a
+    /// change, so a backfill's pages do not each walk the whole book.
+    var searchIndex: [(time: Int64, row: ReportRow)]?
     /// The webhook events made, oldest first (PayPalBook+WebhookEvents.swift).
     public internal(set) var events: [PayPalEventRecord] = []
 

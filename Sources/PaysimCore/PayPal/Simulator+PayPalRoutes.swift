@@ -329,10 +329,8 @@ extension Simulator {
         let nonBalance = r.query["balance_affecting_records_only"]?.uppercased() == "N"
         // The window's rows (under the book's lock), then only the asked page's as JSON.
         let (rows, book): ([PayPalBook.ReportRow], PayPalBook) = state.withLock { s in
-            var rows = s.paypal.reportRows(day: nil, detail: false).filter { row in
-                guard let t = SimTime.parse(row.time) else { return false }
-                return t >= start && t <= until
-            }
+            let index = s.paypal.transactionSearchIndex()
+            var rows = index[PayPalBook.firstIndex(in: index, atOrAfter: start)..<PayPalBook.firstIndex(in: index, atOrAfter: until + 1)].map(\.row)
             if nonBalance {
                 // The same id as a non-balance-affecting row (PayPal: ids are "not unique in the reporting system").
                 rows += rows.filter { $0.code == "T0006" }.map { var h = $0; h.code = "T1105"; h.fee = nil; return h }
