@@ -96,6 +96,13 @@ public enum OrderStore {
                        [.text(provider.rawValue), .text(orderID)]).first.map(decode)
     }
 
+    /// The orders of `orderIDs` that exist, in one query (in order-id order).
+    public static func find(provider: Provider, orderIDs: [String], on conn: PostgresConnection) throws -> [Order] {
+        guard !orderIDs.isEmpty else { return [] }
+        return try conn.query("SELECT \(selectColumns) FROM orders o WHERE o.provider = $1 AND o.order_id = ANY($2::text[]) ORDER BY o.order_id",
+                              [.text(provider.rawValue), .textArray(orderIDs)]).map(decode)
+    }
+
     /// The merchant and site of the provider's most recently updated order with a merchant (`payrecon doctor` probes
     /// PXP at that merchant's path); nil when there is none.
     public static func latestMerchant(provider: Provider, on conn: PostgresConnection) throws -> (merchant: String, site: String)? {

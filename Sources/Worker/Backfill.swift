@@ -214,16 +214,20 @@ public struct Backfill: Sendable {
             }
         }
         guard !o.dryRun else { return }
-        let (count, requests) = (Int64(listed), Int64(pages))
+        try await recordRead(provider: provider, source: Self.eventsSource, from: from, to: to, found: listed, requests: pages)
+        summary.eventWindowsRead += 1
+    }
+
+    /// Records [from, to) of `source` read to its end: a later run reads only what no run finished.
+    private func recordRead(provider: Provider, source: String, from: Int64, to: Int64, found: Int, requests: Int) async throws {
         try await pool.run { conn in
             _ = try conn.execute("""
                 INSERT INTO backfill_windows (provider, source, window_start, window_end, found, requests)
                 VALUES ($1, $2, to_timestamp($3::bigint), to_timestamp($4::bigint), $5, $6)
                 ON CONFLICT (provider, source, window_start) DO UPDATE SET window_end = greatest(backfill_windows.window_end, EXCLUDED.window_end),
                     found = EXCLUDED.found, requests = EXCLUDED.requests, finished_at = now()
-                """, [.text(provider.rawValue), .text(Self.eventsSource), .int64(from), .int64(to), .int64(count), .int64(requests)])
+                """, [.text(provider.rawValue), .text(source), .int64(from), .int64(to), .int64(Int64(found)), .int64(Int64(requests))])
         }
-        summary.eventWindowsRead += 1
     }
 
     /// [a, b) less the intervals already finished (sorted by start).
@@ -314,15 +318,7 @@ public struct Backfill: Sendable {
         if failed { return leave("a check could not be made now (listed)") }
         guard !o.dryRun else { return }
         summary.windowsRead += 1
-        let (windowEnd, count) = (to, Int64(items.count))
-        try await pool.run { conn in
-            _ = try conn.execute("""
-                INSERT INTO backfill_windows (provider, source, window_start, window_end, found, requests)
-                VALUES ($1, $2, to_timestamp($3::bigint), to_timestamp($4::bigint), $5, $6)
-                ON CONFLICT (provider, source, window_start) DO UPDATE SET window_end = greatest(backfill_windows.window_end, EXCLUDED.window_end),
-                    found = EXCLUDED.found, requests = EXCLUDED.requests, finished_at = now()
-                """, [.text(o.provider.rawValue), .text(Self.source), .int64(from), .int64(windowEnd), .int64(count), .int64(Int64(requests))])
-        }
+        try await recordRead(provider: o.provider, source: Self.source, from: from, to: to, found: items.count, requests: requests)
     }
 
     /// Each listed transaction's order re-checked (once per run), or the transaction checked as a webhook naming it
@@ -383,7 +379,7 @@ public struct Backfill: Sendable {
         // loads a page: a check that loads its own makes its round trips one order at a time.
         let toLoad = orderIDs
         let (orders, known): ([Order], [String: OrderChecker.Known]) = try await pool.run { conn in
-            let orders = try toLoad.compactMap { try OrderStore.find(provider: provider, orderID: $0, on: conn) }
+            let orders = try OrderStore.find(provider: provider, orderIDs: toLoad, on: conn)
             return (orders, try OrderChecker.known(provider: provider, orderIDs: orders.map(\.orderID), on: conn))
         }
         summary.ordersChecked += orders.count

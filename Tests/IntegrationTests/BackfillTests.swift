@@ -155,6 +155,20 @@ struct BackfillTests {
         }
     }
 
+    /// A day of 501 transactions is two pages of 500: both read (a dry run: listed, nothing checked).
+    @Test func aWindowOfMoreThanOnePageIsReadToItsLastPage() async throws {
+        try await WorkerHarness.with { h in
+            let day = FeesTests.day(2)
+            let orders = (0..<501).map { i in
+                #"{"id":"PP-M\#(i)","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"1.00","captures":[{"id":"CAP-M\#(i)","create_time":"\#(day)T10:\#(String(format: "%02d:%02d", i / 60, i % 60))Z"}]}"#
+            }
+            try await h.seedPayPal("[" + orders.joined(separator: ",") + "]")
+            let r = try Self.backfill(h, "--from", day + "T00:00:00Z", "--to", FeesTests.day(1) + "T00:00:00Z", "--dry-run")
+            #expect(r.status == 0, "\(r.stdout) \(r.stderr)")
+            #expect(r.stdout.contains("2 list requests") && r.stdout.contains("501 transactions listed"), "\(r.stdout)")
+        }
+    }
+
     @Test func withoutThePermissionItSaysSoAndExitsTwo() async throws {
         try await WorkerHarness.with { h in
             try await h.admin("/admin/paypal/permissions", #"{"transaction_search": false}"#)
