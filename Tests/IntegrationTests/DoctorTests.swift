@@ -163,6 +163,22 @@ import Testing
         }
     }
 
+    /// With PAYRECON_BACKFILL naming Paypercut, doctor checks that the key may list payments and refunds: ok against
+    /// paysim, and a key Paypercut refuses fails naming what backfill would then do. Without it, not asked.
+    @Test func paypercutListsAreCheckedWhenBackfillNamesIt() async throws {
+        try await WorkerHarness.with { h in
+            var env = h.payreconEnvironment
+            #expect(try await Self.doctor(env, ["--provider", "paypercut"]).line("paypercut payment and refund lists").isEmpty)
+            env["PAYRECON_BACKFILL"] = "paypercut=3d"
+            let granted = try await Self.doctor(env, ["--provider", "paypercut"])
+            #expect(granted.line("paypercut payment and refund lists").hasPrefix("ok   "), "\(granted.description)")
+            env["PAYPERCUT_SECRET_KEY"] = "sk_test_not_the_key"
+            let refused = try await Self.doctor(env, ["--provider", "paypercut"])
+            let line = refused.line("paypercut payment and refund lists")
+            #expect(refused.status == 1 && line.hasPrefix("FAIL ") && line.contains("401") && line.contains("exits 2"), "\(refused.description)")
+        }
+    }
+
     /// The last stored PayPal delivery names paysim's leaf, and PAYPAL_TRUST_ROOTS holds PayPal's DigiCert roots only.
     @Test func aCertificateThatDoesNotChainToTheRootsFails() async throws {
         try await WorkerHarness.with { h in
