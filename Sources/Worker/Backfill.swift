@@ -79,7 +79,8 @@ public struct Backfill: Sendable {
     public func run(_ o: Options, now: Int64 = Int64(Date().timeIntervalSince1970), log: Logger = Logger(),
                     progress: @Sendable (Summary) -> Void = { _ in }) async throws -> Summary {
         let api = checker.gateway[o.provider]
-        let search = api.transactionSearch, events = api.eventList
+        var search = api.transactionSearch
+        let events = api.eventList
         guard search != nil || events != nil else {
             if api.isConfigured || ProviderRegistry.definition(o.provider).backfillReads == nil {
                 throw Failure.unsupported("\(o.provider.rawValue) publishes no transaction search payrecon reads: its transactions are checked as orders and webhooks name them")
@@ -90,6 +91,14 @@ public struct Backfill: Sendable {
         summary.readFrom = o.from; summary.readTo = o.from
         var checked = Set<String>()
         // Each list on its own: one the provider refuses (a permission not granted yet) does not keep the other unread.
+        if let unscoped = search, unscoped.listsPerAccount {
+            // The accounts payrecon's orders name, for a provider that lists per account.
+            let accounts = try await pool.run { conn in
+                try conn.query("SELECT DISTINCT merchant FROM orders WHERE provider = $1 AND merchant <> '' ORDER BY merchant LIMIT 10000",
+                               [.text(o.provider.rawValue)]).map { try $0.string("merchant") }
+            }
+            search = unscoped.scoped(to: accounts)
+        }
         if let search {
             let end = min(o.to, now - search.listingLagSeconds)
             summary.readTo = max(summary.readTo, end)

@@ -110,31 +110,36 @@ struct BackfillTests {
         try await WorkerHarness.with { h in
             let now = Int64(Date().timeIntervalSince1970)
             let twoDays = now - 2 * 86_400, threeDays = now - 3 * 86_400
-            func intent(_ id: String, _ amount: Int, created: Int64, refunds: String = "") -> String {
-                #"{"id":"\#(id)","amount":\#(amount),"currency":"EUR","capture_method":"automatic","status":"succeeded","created":\#(created)\#(refunds)}"#
+            func intent(_ id: String, _ amount: Int, created: Int64, refunds: String = "", account: String? = nil) -> String {
+                let owner = account.map { #","account":"\#($0)""# } ?? ""
+                return #"{"id":"\#(id)","amount":\#(amount),"currency":"EUR","capture_method":"automatic","status":"succeeded","created":\#(created)\#(refunds)\#(owner)}"#
             }
             // 101 held by orders and one no order holds, made the same day: two pages of that day's payments.
             var seeds = (0..<101).map { intent("pi_P\($0)", 500, created: twoDays + Int64($0)) }
             seeds += [intent("pi_U", 1_200, created: twoDays + 200), intent("pi_R", 3_000, created: threeDays)]
+            // A connected account's: listed as that account (Paypercut-Account), which an order names as its merchant.
+            seeds += [intent("pi_A1", 700, created: twoDays + 300, account: "acct_1"), intent("pi_A2", 800, created: twoDays + 301, account: "acct_1")]
             try await h.admin("/admin/paypercut/intents", "[" + seeds.joined(separator: ",") + "]")
             try h.insert((0..<101).map { WorkerHarness.order(.paypercut, "P\($0)", ref: "pi_P\($0)", intent: .purchase, amount: 500, currency: "EUR", merchant: nil) })
-            try h.insert(WorkerHarness.order(.paypercut, "R", ref: "pi_R", intent: .purchase, amount: 3_000, currency: "EUR", merchant: nil))
+            try h.insert(WorkerHarness.order(.paypercut, "R", ref: "pi_R", intent: .purchase, amount: 3_000, currency: "EUR", merchant: nil),
+                         WorkerHarness.order(.paypercut, "A1", ref: "pi_A1", intent: .purchase, amount: 700, currency: "EUR", merchant: "acct_1"))
             _ = try await h.sweep()
             #expect(try h.openKinds(order: "R").isEmpty)
             // A refund made in Paypercut's dashboard yesterday, which no webhook reported.
             try await h.admin("/admin/paypercut/intents", intent("pi_R", 3_000, created: threeDays, refunds: #","refunds":[{"id":"re_R1","amount":1000,"created":\#(now - 86_400)}]"#))
             let r = try PayreconProcess.run(["backfill", "--provider", "paypercut", "--since", "5d"], databaseURL: h.database.url, environment: h.payreconEnvironment)
             #expect(r.status == 0, "\(r.stdout) \(r.stderr)")
-            #expect(r.stdout.contains("104 transactions listed, 102 orders re-checked, 1 no order holds"), "\(r.stdout)")
+            #expect(r.stdout.contains("106 transactions listed, 103 orders re-checked, 2 no order holds"), "\(r.stdout)")
             #expect(try h.openKinds(order: "R") == ["over_refunded"])
-            #expect(try h.discrepancies(.paypercut).filter { $0.kind == "unknown_order" }.map(\.transactionRef) == ["pi_U"])
+            #expect(try h.openKinds(order: "A1").isEmpty)
+            #expect(Set(try h.discrepancies(.paypercut).filter { $0.kind == "unknown_order" }.map(\.transactionRef)) == ["pi_U", "pi_A2"])
             let stats = try await h.admin("/admin/stats", method: "GET")
             let requests = stats["requests"] as? [String: Any] ?? [:]
-            #expect((requests["paypercut.list_payments"] as? Int ?? 0) >= 7, "six day windows, one of two pages: \(requests)")
-            #expect((requests["paypercut.list_refunds"] as? Int ?? 0) >= 6, "\(requests)")
+            #expect((requests["paypercut.list_payments"] as? Int ?? 0) >= 13, "six day windows, two accounts, one of two pages: \(requests)")
+            #expect((requests["paypercut.list_refunds"] as? Int ?? 0) >= 12, "\(requests)")
             let again = try PayreconProcess.run(["backfill", "--provider", "paypercut", "--since", "5d"], databaseURL: h.database.url, environment: h.payreconEnvironment)
             #expect(again.status == 0 && again.stdout.contains("0 transactions listed"), "\(again.stdout)")
-            #expect(try h.discrepancies(.paypercut).filter { $0.kind == "unknown_order" }.map(\.occurrences) == [1])
+            #expect(try h.discrepancies(.paypercut).filter { $0.kind == "unknown_order" }.map(\.occurrences) == [1, 1])
         }
     }
 

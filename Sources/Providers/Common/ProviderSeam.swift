@@ -353,10 +353,12 @@ public struct FoundTransaction: Sendable, Hashable {
     /// Why the row could not be read (then `id` names where it is in the answer): reported, not checked, and its
     /// window is not held open for it (reading it again would fail again).
     public var unreadable: String?
+    /// The account it was listed as (Paypercut's `Paypercut-Account`), where the provider lists per account.
+    public var account: String?
     public init(id: String, eventCode: String? = nil, referenceID: String? = nil, referenceType: String? = nil, invoiceID: String? = nil,
-                customField: String? = nil, at: Int64? = nil, unreadable: String? = nil) {
+                customField: String? = nil, at: Int64? = nil, unreadable: String? = nil, account: String? = nil) {
         self.id = id; self.eventCode = eventCode; self.referenceID = referenceID; self.referenceType = referenceType
-        self.invoiceID = invoiceID; self.customField = customField; self.at = at; self.unreadable = unreadable
+        self.invoiceID = invoiceID; self.customField = customField; self.at = at; self.unreadable = unreadable; self.account = account
     }
 }
 
@@ -393,6 +395,16 @@ public protocol TransactionSearching: Sendable {
     func matchReference(of found: FoundTransaction) -> String?
     /// What to do when the provider refuses the search (HTTP 403): the permission to ask for, and where.
     var permissionHint: String { get }
+    /// The same search over the accounts payrecon's orders name (their merchants) as well as the key's own, where
+    /// the provider lists per account (Paypercut); itself otherwise.
+    func scoped(to accounts: [String]) -> any TransactionSearching
+    /// Whether it lists per account (then `scoped(to:)` is given the accounts).
+    var listsPerAccount: Bool { get }
+}
+
+extension TransactionSearching {
+    public func scoped(to accounts: [String]) -> any TransactionSearching { self }
+    public var listsPerAccount: Bool { false }
 }
 
 // MARK: - The provider's own list of its webhook events (backfill)

@@ -5,6 +5,17 @@ import Reconciliation
 /// page by page. docs/PROVIDER-FACTS.md PAYPERCUT-29…31.
 struct PaypercutTransactionSearch: TransactionSearching {
     let client: PaypercutClient
+    /// The accounts listed, one after another: nil (the key's own), then each connected account payrecon's orders
+    /// name as their merchant (`Paypercut-Account`).
+    var accounts: [String?] = [nil]
+
+    var listsPerAccount: Bool { true }
+
+    func scoped(to accounts: [String]) -> any TransactionSearching {
+        var search = self
+        search.accounts = [nil] + accounts.filter { !$0.isEmpty }
+        return search
+    }
 
     /// Paypercut publishes no limit on a list's span; windows are a UTC day at most anyway.
     var maxWindowSeconds: Int64 { 31 * 86_400 }
@@ -21,29 +32,43 @@ struct PaypercutTransactionSearch: TransactionSearching {
         "Check that PAYPERCUT_SECRET_KEY is a secret key that may list payments and refunds (Paypercut dashboard → Developers → API keys), then run payrecon doctor"
     }
 
-    /// The cursor says which list and where in it: `payments:<last_key>`, `refunds:` (its first page) or
-    /// `refunds:<last_key>`. Both lists are asked from a second before the window's start to its end (whether
+    /// The cursor says which account, which list and where in it: `<n>|payments:<last_key>`, `<n>|refunds:` (its
+    /// first page) or `<n>|refunds:<last_key>`, `n` the account's place in `accounts`; after the refunds' last page,
+    /// the next account's payments. A platform key that must name an account (`403 account_required`) lists the
+    /// connected accounts only. Both lists are asked from a second before the window's start to its end (whether
     /// Paypercut takes the dates as inclusive is not said: this way no transaction falls between two windows, and one
     /// listed in two is checked once a run and found once as a finding).
     func search(from: Int64, to: Int64, cursor: String?) async -> ProviderOutcome<TransactionSearchPage> {
-        let list: String, key: String
-        switch cursor {
-        case nil: (list, key) = ("payments", "")
-        case let c? where c.hasPrefix("payments:"): (list, key) = ("payments", String(c.dropFirst("payments:".count)))
-        case let c? where c.hasPrefix("refunds:"): (list, key) = ("refunds", String(c.dropFirst("refunds:".count)))
-        case let c?: return .permanent(status: 0, body: "page cursor \(c) names no Paypercut list")
+        var scope = 0, rest = cursor ?? "payments:"
+        if let cursor, let bar = cursor.firstIndex(of: "|") {
+            guard let n = Int(cursor[..<bar]), accounts.indices.contains(n) else {
+                return .permanent(status: 0, body: "page cursor \(cursor) names no account listed")
+            }
+            scope = n; rest = String(cursor[cursor.index(after: bar)...])
         }
+        let list: String, key: String
+        switch rest {
+        case let c where c.hasPrefix("payments:"): (list, key) = ("payments", String(c.dropFirst("payments:".count)))
+        case let c where c.hasPrefix("refunds:"): (list, key) = ("refunds", String(c.dropFirst("refunds:".count)))
+        default: return .permanent(status: 0, body: "page cursor \(cursor ?? "") names no Paypercut list")
+        }
+        let account = accounts[scope]
+        let nextScope = scope + 1 < accounts.count ? "\(scope + 1)|payments:" : nil
         var query = [("start_date", UnixTime.iso8601(from - 1)), ("end_date", UnixTime.iso8601(to)), ("limit", String(Self.pageSize))]
         if !key.isEmpty { query.append(("last_key", key)) }
-        let answer = list == "payments" ? await client.payments(query: query, account: nil) : await client.refunds(query: query, account: nil)
+        let answer = list == "payments" ? await client.payments(query: query, account: account) : await client.refunds(query: query, account: account)
         switch answer {
         case .found(let body):
             do {
-                let (items, next) = try Self.page(body, list: list)
-                // After the payments' last page, the refunds' first.
-                let following = next.map { "\(list):\($0)" } ?? (list == "payments" ? "refunds:" : nil)
+                var (items, next) = try Self.page(body, list: list)
+                for i in items.indices { items[i].account = account }
+                // After the payments' last page, the refunds' first; after those, the next account's.
+                let following = next.map { "\(scope)|\(list):\($0)" } ?? (list == "payments" ? "\(scope)|refunds:" : nextScope)
                 return .found(.items(items, next: following, totalPages: nil, lastRefreshed: nil))
             } catch { return .permanent(status: 0, body: "\(error)") }
+        case .permanent(_, let body) where account == nil && accounts.count > 1 && body.contains("account_required"):
+            // A platform key lists nothing as itself: on to the connected accounts.
+            return .found(.items([], next: nextScope, totalPages: nil, lastRefreshed: nil))
         case let other:
             return other.failure(as: TransactionSearchPage.self)!
         }
@@ -89,11 +114,11 @@ struct PaypercutTransactionSearch: TransactionSearching {
     /// the payment's intent.
     func references(of found: FoundTransaction) async -> ProviderOutcome<[EventReference]> {
         guard let parent = found.referenceID else { return .found([]) }
-        if found.referenceType == "payment_intent" { return .found([EventReference(transactionRef: parent)]) }
-        switch await client.payment(parent, account: nil) {
+        if found.referenceType == "payment_intent" { return .found([EventReference(transactionRef: parent, merchant: found.account)]) }
+        switch await client.payment(parent, account: found.account) {
         case .found(let payment):
             guard let intent = payment["payment_intent"]?.stringValue, !intent.isEmpty else { return .found([]) }
-            return .found([EventReference(transactionRef: intent)])
+            return .found([EventReference(transactionRef: intent, merchant: found.account)])
         case .notFound: return .found([])
         case let other: return other.failure(as: [EventReference].self)!
         }
