@@ -79,8 +79,7 @@ public struct Backfill: Sendable {
     public func run(_ o: Options, now: Int64 = Int64(Date().timeIntervalSince1970), log: Logger = Logger(),
                     progress: @Sendable (Summary) -> Void = { _ in }) async throws -> Summary {
         let api = checker.gateway[o.provider]
-        var search = api.transactionSearch
-        let events = api.eventList
+        let search = api.transactionSearch, events = api.eventList
         guard search != nil || events != nil else {
             if api.isConfigured || ProviderRegistry.definition(o.provider).backfillReads == nil {
                 throw Failure.unsupported("\(o.provider.rawValue) publishes no transaction search payrecon reads: its transactions are checked as orders and webhooks name them")
@@ -91,23 +90,27 @@ public struct Backfill: Sendable {
         summary.readFrom = o.from; summary.readTo = o.from
         var checked = Set<String>()
         // Each list on its own: one the provider refuses (a permission not granted yet) does not keep the other unread.
-        if let unscoped = search, unscoped.listsPerAccount {
-            // The accounts payrecon's orders name, for a provider that lists per account.
-            let accounts = try await pool.run { conn in
-                try conn.query("SELECT DISTINCT merchant FROM orders WHERE provider = $1 AND merchant <> '' ORDER BY merchant LIMIT 10000",
-                               [.text(o.provider.rawValue)]).map { try $0.string("merchant") }
-            }
-            search = unscoped.scoped(to: accounts)
-        }
         if let search {
             let end = min(o.to, now - search.listingLagSeconds)
             summary.readTo = max(summary.readTo, end)
+            // A provider that lists per account: the key's own, then each account payrecon's orders name, each with
+            // windows of its own (an account first named later is read from the start of the span then).
+            var scopes: [String?] = [nil]
+            if search.listsPerAccount {
+                scopes += try await pool.run { conn in
+                    try conn.query("SELECT DISTINCT merchant FROM orders WHERE provider = $1 AND merchant <> '' ORDER BY merchant",
+                                   [.text(o.provider.rawValue)]).map { try $0.string("merchant") }
+                }
+            }
             do {
-                for (_, b) in try await pending(Self.source, from: o.from, to: end, maxWindow: search.maxWindowSeconds, provider: o.provider) {
-                    guard let gaps = b else { summary.windowsSkipped += 1; progress(summary); continue }
-                    for (from, to) in gaps {
-                        try await read(from: from, to: to, search: search, options: o, checked: &checked, summary: &summary, log: log)
-                        progress(summary)
+                for scope in scopes {
+                    let source = scope.map { "\(Self.source):\($0)" } ?? Self.source, scoped = search.scoped(to: scope)
+                    for (_, b) in try await pending(source, from: o.from, to: end, maxWindow: search.maxWindowSeconds, provider: o.provider) {
+                        guard let gaps = b else { summary.windowsSkipped += 1; progress(summary); continue }
+                        for (from, to) in gaps {
+                            try await read(from: from, to: to, search: scoped, source: source, options: o, checked: &checked, summary: &summary, log: log)
+                            progress(summary)
+                        }
                     }
                 }
             } catch Failure.refused(let why) {
@@ -254,7 +257,7 @@ public struct Backfill: Sendable {
 
     /// Reads [from, to) to its last page (in halves when too large), handles what it lists, and records it finished
     /// only when every page came back and they add up.
-    private func read(from: Int64, to requested: Int64, search: any TransactionSearching, options o: Options, checked: inout Set<String>,
+    private func read(from: Int64, to requested: Int64, search: any TransactionSearching, source: String, options o: Options, checked: inout Set<String>,
                       summary: inout Summary, log: Logger) async throws {
         var to = requested
         var items: [FoundTransaction] = []
@@ -271,8 +274,8 @@ public struct Backfill: Sendable {
                 guard to - from >= 120 else { return leave("the provider finds even two minutes too large to list") }
                 summary.halved += 1
                 let middle = from + (to - from) / 2
-                try await read(from: from, to: middle, search: search, options: o, checked: &checked, summary: &summary, log: log)
-                try await read(from: middle, to: to, search: search, options: o, checked: &checked, summary: &summary, log: log)
+                try await read(from: from, to: middle, search: search, source: source, options: o, checked: &checked, summary: &summary, log: log)
+                try await read(from: middle, to: to, search: search, source: source, options: o, checked: &checked, summary: &summary, log: log)
                 return
             case .found(.notYetAvailable):
                 summary.reach = min(summary.reach ?? from, from)
@@ -319,7 +322,7 @@ public struct Backfill: Sendable {
             }
         }
         let requests = pages
-        summary.found += items.count
+        summary.found += items.count { $0.unreadable == nil }
         var failed = false
         if !o.dryRun {
             failed = try await handle(items, search: search, provider: o.provider, checked: &checked, summary: &summary, log: log)
@@ -327,7 +330,7 @@ public struct Backfill: Sendable {
         if failed { return leave("a check could not be made now (listed)") }
         guard !o.dryRun else { return }
         summary.windowsRead += 1
-        try await recordRead(provider: o.provider, source: Self.source, from: from, to: to, found: items.count, requests: requests)
+        try await recordRead(provider: o.provider, source: source, from: from, to: to, found: items.count, requests: requests)
     }
 
     /// Each listed transaction's order re-checked (once per run), or the transaction checked as a webhook naming it

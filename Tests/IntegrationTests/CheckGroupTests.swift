@@ -213,13 +213,24 @@ import Testing
         let recorder = CheckRecorder(pool: pool, flushers: 1, maxGroup: 64)
         // The pool's one connection, its server process ended while the checks wait for it.
         let pid = try await pool.run { try $0.query("SELECT pg_backend_pid() AS pid")[0].int64("pid") }
-        let release = Mutex(false)
-        let holder = Task { try await pool.run { _ in while !release.withLock({ $0 }) { usleep(5_000) } } }
+        let release = Mutex(false), held = Mutex(false)
+        let holder = Task { try await pool.run { _ in held.withLock { $0 = true }; while !release.withLock({ $0 }) { usleep(5_000) } } }
+        // The checks start only once the holder has the connection: a flusher that took it first would record them
+        // before the connection dies, and they would never all wait (the test hung on that race).
+        let deadline = ContinuousClock.now + .seconds(30)
+        while !held.withLock({ $0 }) {
+            guard ContinuousClock.now < deadline else { release.withLock { $0 = true }; Issue.record("the holder never got the connection"); return }
+            try await Task.sleep(for: .milliseconds(5))
+        }
         let results = try await withThrowingTaskGroup(of: (String, Bool).self) { group in
             for id in ids {
                 group.addTask { (id, (try? await recorder.record(Self.check(id, at: 1))) != nil) }
             }
-            while recorder.waitingCount < ids.count { try await Task.sleep(for: .milliseconds(5)) }
+            while recorder.waitingCount < ids.count {
+                guard ContinuousClock.now < deadline else { release.withLock { $0 = true }; break }
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            #expect(recorder.waitingCount == ids.count, "the checks did not all wait for the held connection")
             try await offload {
                 let admin = try db.connect(); defer { admin.close() }
                 _ = try admin.query("SELECT pg_terminate_backend($1::int)", [.int64(pid)])

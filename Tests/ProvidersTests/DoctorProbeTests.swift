@@ -54,6 +54,19 @@ import Testing
         #expect(request.header("Paypercut-Account") == nil, "no order's merchant is known: the key alone is checked")
     }
 
+    /// With PAYRECON_BACKFILL naming Paypercut, a platform key's lists (403 account_required as itself) are ok: backfill
+    /// lists its connected accounts; a key refused (401) fails.
+    @Test func paypercutListsOfAPlatformKeyAreOk() async throws {
+        let context = DoctorContext(environment: Environment(["PAYRECON_BACKFILL": "paypercut=3d"]))
+        let platform = await paypercut(ScriptedTransport([.success(json(403, #"{"type":"invalid_request_error","code":"account_required"}"#))])).doctor(context)
+        #expect(platform.map(\.name) == ["paypercut credentials", "paypercut payment and refund lists"])
+        #expect(platform.allSatisfy { $0.status == .ok }, "\(platform)")
+        let refused = await paypercut(ScriptedTransport { r, _ in
+            r.url.contains("payment_intents") ? json(404, #"{"code":"resource_missing"}"#) : json(401, #"{"code":"token_invalid"}"#)
+        }).doctor(context)
+        #expect(refused.last?.status == .failed && refused.last?.detail.contains("exits 2") == true, "\(refused)")
+    }
+
     @Test func paypercutAccountRequiredIsAPlatformKey() async throws {
         let checks = await paypercut(ScriptedTransport([.success(json(403, #"{"type":"invalid_request_error","code":"account_required"}"#))]))
             .doctor(DoctorContext(environment: Environment([:])))

@@ -37,8 +37,11 @@ let backfillCommand = Command(
         Transaction Search permission (granting it can take hours): without it the command says so and exits 2.
         An event in PayPal's list that no delivery brought is stored as a delivery of it would have been and goes
         through payrecon work like any delivery (it is not counted as a redelivery of one that came).
+        Paypercut: its payment and refund lists (GET /v2/payments, GET /v1/refunds) by date and last_key, as the key's
+        own account and as each account payrecon's orders name (Paypercut-Account), up to an hour before now.
         PXP publishes no search API. Exit 0 when every window was read and every order checked, 1 when something is
-        left for the next run (listed), 2 on a usage, permission or database error.
+        left for the next run or could not be checked (listed), 2 on a usage, permission or database error (a list
+        refused does not stop the other: both are read, then the run exits 2).
         """
 ) { args in
     guard let provider = try args.value(Options.provider) else { throw UsageError("--provider is required (\(ProviderRegistry.definitions.filter { $0.backfillReads != nil }.map(\.provider.rawValue).joined(separator: " or ")))") }

@@ -40,8 +40,11 @@ let reconcileCommand = Command(
     let sweep = ReconcileSweep(pool: context.pool, checker: context.checker, logger: context.logger)
     // PAYRECON_BACKFILL: what the providers' own records hold that no webhook said, first (so the sweep sees it too).
     var backfillFailed = false
-    let deliveriesKept: Int64
-    do { deliveriesKept = try RetentionPolicy.parse(env["PAYRECON_RETAIN"]).deliveriesSeconds } catch { throw UsageError("\(error)") }
+    // PAYRECON_RETAIN matters here only to a backfill (how far back events are listed).
+    var deliveriesKept: Int64?
+    if !backfills.isEmpty {
+        do { deliveriesKept = try RetentionPolicy.parse(env["PAYRECON_RETAIN"]).deliveriesSeconds } catch { throw UsageError("\(error)") }
+    }
     for (backfillProvider, seconds) in backfills where provider == nil || provider == backfillProvider {
         let now = Int64(Date().timeIntervalSince1970)
         do {
@@ -51,7 +54,7 @@ let reconcileCommand = Command(
             let events = b.eventRequests > 0 ? "; \(b.eventsListed) webhook events listed, \(b.eventsStored) payrecon had not stored (stored now for payrecon work)" : ""
             print("backfill \(backfillProvider.rawValue): \(b.windowsRead) windows read, \(b.found) transactions listed, \(b.ordersChecked) orders re-checked, \(b.unknown) no order holds\(events)")
             for problem in b.problems + b.notChecked.map({ "not checked: " + $0 }) { print("  \(problem)") }
-            for why in b.refused { FileHandle.standardError.write(Data("payrecon: PAYRECON_BACKFILL \(backfillProvider.rawValue) skipped: \(why)\n".utf8)) }
+            for why in b.refused { FileHandle.standardError.write(Data("payrecon: PAYRECON_BACKFILL \(backfillProvider.rawValue): a list was refused and skipped: \(why)\n".utf8)) }
             if !b.problems.isEmpty || !b.notChecked.isEmpty || !b.refused.isEmpty { backfillFailed = true }
         } catch let failure as Backfill.Failure {
             backfillFailed = true
@@ -59,6 +62,10 @@ let reconcileCommand = Command(
             case .unsupported(let why), .refused(let why):
                 FileHandle.standardError.write(Data("payrecon: PAYRECON_BACKFILL \(backfillProvider.rawValue) skipped: \(why)\n".utf8))
             }
+        } catch {
+            // A database error in the backfill: said, and the sweep runs all the same (its own errors stop it).
+            backfillFailed = true
+            FileHandle.standardError.write(Data("payrecon: PAYRECON_BACKFILL \(backfillProvider.rawValue) stopped: \(error); the sweep runs anyway\n".utf8))
         }
     }
     let started = Date()

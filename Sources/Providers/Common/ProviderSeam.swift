@@ -395,15 +395,16 @@ public protocol TransactionSearching: Sendable {
     func matchReference(of found: FoundTransaction) -> String?
     /// What to do when the provider refuses the search (HTTP 403): the permission to ask for, and where.
     var permissionHint: String { get }
-    /// The same search over the accounts payrecon's orders name (their merchants) as well as the key's own, where
-    /// the provider lists per account (Paypercut); itself otherwise.
-    func scoped(to accounts: [String]) -> any TransactionSearching
-    /// Whether it lists per account (then `scoped(to:)` is given the accounts).
+    /// The same search as `account` (nil: the key's own), where the provider lists per account (Paypercut); itself
+    /// otherwise.
+    func scoped(to account: String?) -> any TransactionSearching
+    /// Whether it lists per account: then backfill reads the key's own account and each account payrecon's orders name
+    /// (their merchants), each with windows of its own.
     var listsPerAccount: Bool { get }
 }
 
 extension TransactionSearching {
-    public func scoped(to accounts: [String]) -> any TransactionSearching { self }
+    public func scoped(to account: String?) -> any TransactionSearching { self }
     public var listsPerAccount: Bool { false }
 }
 

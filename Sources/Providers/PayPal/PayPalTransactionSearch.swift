@@ -58,6 +58,7 @@ struct PayPalTransactionSearch: TransactionSearching {
             throw r.fail("total_pages", body["total_pages"], "missing beside \(items.count) transactions")
         }
         let total = max(1, pages)
+        guard items.count <= 500 else { throw r.fail("transaction_details", nil, "\(items.count) transactions on one page, more than the 500 asked for") }
         // A page before the last that holds fewer than 500 does not add up: the window is read again by a later run.
         if page < total && items.count < 500 {
             throw r.fail("transaction_details", nil, "page \(page) of \(total) lists \(items.count) transactions, not 500")

@@ -60,7 +60,9 @@ struct PayPalWebhookEventList: EventListing {
         let r = AnswerReader(provider: "paypal")
         guard body.objectMembers != nil else { throw r.fail("(answer)", body, "expected a JSON object") }
         var events: [ListedEvent] = []
-        for (i, event) in (body["events"]?.arrayValue ?? []).enumerated() {
+        let listed = body["events"]?.arrayValue ?? []
+        guard listed.count <= pageSize else { throw r.fail("events", nil, "\(listed.count) events on one page, more than the \(pageSize) asked for") }
+        for (i, event) in listed.enumerated() {
             let f = "events[\(i)]"
             func unreadable(_ why: String) -> ListedEvent {
                 ListedEvent(id: event["id"]?.stringValue.map { "\(f) (\($0.prefix(80)))" } ?? f, eventType: nil, body: [], at: nil, unreadable: why)

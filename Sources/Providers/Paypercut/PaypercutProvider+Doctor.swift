@@ -34,6 +34,9 @@ extension PaypercutProvider.API {
                 guard let json = try? JSONValue.parse(r.body), json["items"]?.arrayValue != nil else {
                     return .failed(doctorLists, "\(asked) answered \(r.status) without an items list\(doctorExcerpt(r.body)): payrecon backfill could not read it")
                 }
+            case .answered(let r) where r.status == 403 && doctorError(r.body)?.code == "account_required":
+                return .ok(doctorLists, "\(asked) answered 403 account_required: a platform key holds nothing as itself; payrecon backfill "
+                           + "--provider paypercut lists each connected account payrecon's orders name as their merchant")
             case .answered(let r):
                 let said = doctorError(r.body).map { " (\($0.summary))" } ?? doctorExcerpt(r.body)
                 let hint = r.status == 401 || r.status == 403

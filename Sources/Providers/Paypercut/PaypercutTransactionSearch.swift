@@ -5,15 +5,14 @@ import Reconciliation
 /// page by page. docs/PROVIDER-FACTS.md PAYPERCUT-29…31.
 struct PaypercutTransactionSearch: TransactionSearching {
     let client: PaypercutClient
-    /// The accounts listed, one after another: nil (the key's own), then each connected account payrecon's orders
-    /// name as their merchant (`Paypercut-Account`).
-    var accounts: [String?] = [nil]
+    /// The account listed (`Paypercut-Account`): nil for the key's own.
+    var account: String?
 
     var listsPerAccount: Bool { true }
 
-    func scoped(to accounts: [String]) -> any TransactionSearching {
+    func scoped(to account: String?) -> any TransactionSearching {
         var search = self
-        search.accounts = [nil] + accounts.filter { !$0.isEmpty }
+        search.account = account.flatMap { $0.isEmpty ? nil : $0 }
         return search
     }
 
@@ -32,28 +31,19 @@ struct PaypercutTransactionSearch: TransactionSearching {
         "Check that PAYPERCUT_SECRET_KEY is a secret key that may list payments and refunds (Paypercut dashboard → Developers → API keys), then run payrecon doctor"
     }
 
-    /// The cursor says which account, which list and where in it: `<n>|payments:<last_key>`, `<n>|refunds:` (its
-    /// first page) or `<n>|refunds:<last_key>`, `n` the account's place in `accounts`; after the refunds' last page,
-    /// the next account's payments. A platform key that must name an account (`403 account_required`) lists the
-    /// connected accounts only. Both lists are asked from a second before the window's start to its end (whether
+    /// The cursor says which list and where in it: `payments:<last_key>`, `refunds:` (its first page) or
+    /// `refunds:<last_key>`. A platform key that must name an account (`403 account_required`) holds nothing as
+    /// itself: its own list is empty (its connected accounts are listed as themselves). An account the key may not
+    /// act for (`403 account_invalid`) is named, not fatal to the window. Both lists are asked from a second before the window's start to its end (whether
     /// Paypercut takes the dates as inclusive is not said: this way no transaction falls between two windows, and one
     /// listed in two is checked once a run and found once as a finding).
     func search(from: Int64, to: Int64, cursor: String?) async -> ProviderOutcome<TransactionSearchPage> {
-        var scope = 0, rest = cursor ?? "payments:"
-        if let cursor, let bar = cursor.firstIndex(of: "|") {
-            guard let n = Int(cursor[..<bar]), accounts.indices.contains(n) else {
-                return .permanent(status: 0, body: "page cursor \(cursor) names no account listed")
-            }
-            scope = n; rest = String(cursor[cursor.index(after: bar)...])
-        }
         let list: String, key: String
-        switch rest {
+        switch cursor ?? "payments:" {
         case let c where c.hasPrefix("payments:"): (list, key) = ("payments", String(c.dropFirst("payments:".count)))
         case let c where c.hasPrefix("refunds:"): (list, key) = ("refunds", String(c.dropFirst("refunds:".count)))
         default: return .permanent(status: 0, body: "page cursor \(cursor ?? "") names no Paypercut list")
         }
-        let account = accounts[scope]
-        let nextScope = scope + 1 < accounts.count ? "\(scope + 1)|payments:" : nil
         var query = [("start_date", UnixTime.iso8601(from - 1)), ("end_date", UnixTime.iso8601(to)), ("limit", String(Self.pageSize))]
         if !key.isEmpty { query.append(("last_key", key)) }
         let answer = list == "payments" ? await client.payments(query: query, account: account) : await client.refunds(query: query, account: account)
@@ -62,13 +52,15 @@ struct PaypercutTransactionSearch: TransactionSearching {
             do {
                 var (items, next) = try Self.page(body, list: list)
                 for i in items.indices { items[i].account = account }
-                // After the payments' last page, the refunds' first; after those, the next account's.
-                let following = next.map { "\(scope)|\(list):\($0)" } ?? (list == "payments" ? "\(scope)|refunds:" : nextScope)
+                // After the payments' last page, the refunds' first.
+                let following = next.map { "\(list):\($0)" } ?? (list == "payments" ? "refunds:" : nil)
                 return .found(.items(items, next: following, totalPages: nil, lastRefreshed: nil))
             } catch { return .permanent(status: 0, body: "\(error)") }
-        case .permanent(_, let body) where account == nil && accounts.count > 1 && body.contains("account_required"):
-            // A platform key lists nothing as itself: on to the connected accounts.
-            return .found(.items([], next: nextScope, totalPages: nil, lastRefreshed: nil))
+        case .permanent(_, let body) where account == nil && body.contains("account_required"):
+            return .found(.items([], next: nil, totalPages: nil, lastRefreshed: nil))
+        case .permanent(_, let body) where account != nil && body.contains("account_invalid"):
+            // An order names an account the key may not act for: said once a window, the other accounts go on.
+            return .found(.items([FoundTransaction(id: "account \(account ?? "")", unreadable: body)], next: nil, totalPages: nil, lastRefreshed: nil))
         case let other:
             return other.failure(as: TransactionSearchPage.self)!
         }
@@ -99,6 +91,7 @@ struct PaypercutTransactionSearch: TransactionSearching {
                 found.append(FoundTransaction(id: item["id"]?.stringValue.map { "\(f) (\($0.prefix(80)))" } ?? f, unreadable: "\(error)"))
             }
         }
+        guard found.count <= pageSize else { throw r.fail("items", nil, "\(found.count) items, more than the \(pageSize) asked for") }
         let key = try r.optionalString(body["last_key"], "last_key").flatMap { $0.isEmpty ? nil : $0 }
         if key != nil && found.isEmpty { throw r.fail("items", body["items"], "empty beside a last_key") }
         return (found, key)
