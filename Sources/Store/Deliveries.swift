@@ -188,6 +188,27 @@ public enum DeliveryStore {
         }
     }
 
+    /// Stores events a provider's own list holds as deliveries (`payrecon backfill`), in one transaction: each one no
+    /// delivery brought is inserted, pending, with `source` as its only header, and the worker woken; one already
+    /// stored is left as it is (not counted as a redelivery: nothing was delivered). Returns how many were new.
+    public static func insertListed(provider: Provider, events: [(id: String, eventType: String?, body: [UInt8])], source: String,
+                                    on conn: PostgresConnection) throws -> Int {
+        guard !events.isEmpty else { return 0 }
+        return try conn.transaction { conn in
+            let stored = try conn.query("""
+                INSERT INTO deliveries (provider, dedupe_key, event_type, headers, body)
+                SELECT $1, v.id, v.event_type, $5::jsonb, v.body
+                FROM unnest($2::text[], $3::text[], $4::bytea[]) AS v(id, event_type, body)
+                ORDER BY v.id
+                ON CONFLICT (provider, dedupe_key) DO NOTHING
+                RETURNING id
+                """, [.text(provider.rawValue), .textArray(events.map(\.id)), .nullableTextArray(events.map(\.eventType)),
+                      .byteaArray(events.map(\.body)), .text(headersJSON([("payrecon-source", source)]))]).count
+            if stored > 0 { _ = try conn.execute("SELECT pg_notify($1, '')", [.text(channel)]) }
+            return stored
+        }
+    }
+
     /// Samples kept per (provider, reason, hour), and per (provider, reason, day).
     public static let samplesPerHour = 20
     public static let samplesPerDay = 100

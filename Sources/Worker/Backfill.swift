@@ -65,6 +65,12 @@ public struct Backfill: Sendable {
         /// What the provider refused (HTTP 401 or 403), per list, in words: the run goes on with its other list, and
         /// exits 2.
         public var refused: [String] = []
+
+        /// A window left for the next run, in words (the first 50).
+        mutating func leave(_ list: String, _ from: Int64, _ to: Int64, _ why: String) {
+            if problems.count < 50 { problems.append("\(list)\(UnixTime.iso8601(from))–\(UnixTime.iso8601(to)): \(why); left for the next run") }
+            else if problems.count == 50 { problems.append("… and more windows left for the next run") }
+        }
     }
 
     public enum Failure: Error, Equatable {
@@ -105,8 +111,8 @@ public struct Backfill: Sendable {
             do {
                 for scope in scopes {
                     let source = scope.map { "\(Self.source):\($0)" } ?? Self.source, scoped = search.scoped(to: scope)
-                    for (_, b) in try await pending(source, from: o.from, to: end, maxWindow: search.maxWindowSeconds, provider: o.provider) {
-                        guard let gaps = b else { summary.windowsSkipped += 1; progress(summary); continue }
+                    for window in try await pending(source, from: o.from, to: end, maxWindow: search.maxWindowSeconds, provider: o.provider) {
+                        guard let gaps = window else { summary.windowsSkipped += 1; progress(summary); continue }
                         for (from, to) in gaps {
                             try await read(from: from, to: to, search: scoped, source: source, options: o, checked: &checked, summary: &summary, log: log)
                             progress(summary)
@@ -129,8 +135,8 @@ public struct Backfill: Sendable {
             }
             if from > o.from { summary.eventsFrom = from }
             do {
-                for (_, b) in try await pending(Self.eventsSource, from: from, to: end, maxWindow: events.maxWindowSeconds, provider: o.provider) {
-                    guard let gaps = b else { summary.eventWindowsSkipped += 1; progress(summary); continue }
+                for window in try await pending(Self.eventsSource, from: from, to: end, maxWindow: events.maxWindowSeconds, provider: o.provider) {
+                    guard let gaps = window else { summary.eventWindowsSkipped += 1; progress(summary); continue }
                     for (from, to) in gaps {
                         try await readEvents(from: from, to: to, list: events, options: o, summary: &summary)
                         progress(summary)
@@ -145,10 +151,10 @@ public struct Backfill: Sendable {
 
     static let eventsSource = "events"
 
-    /// [from, end) as whole UTC days (no longer than `maxWindow`), each with what no earlier run of `source` finished
-    /// (nil: all of it was).
+    /// [from, end) as whole UTC days (no longer than `maxWindow`), each as what no earlier run of `source` finished
+    /// of it (nil: all of it was).
     private func pending(_ source: String, from: Int64, to end: Int64, maxWindow: Int64, provider: Provider) async throws
-        -> [((Int64, Int64), [(Int64, Int64)]?)] {
+        -> [[(Int64, Int64)]?] {
         guard end > from else { return [] }
         var windows: [(Int64, Int64)] = []
         var dayStart = from - ((from % 86_400) + 86_400) % 86_400
@@ -166,7 +172,7 @@ public struct Backfill: Sendable {
         }
         return windows.map { window in
             let gaps = Self.uncovered(window.0, window.1, by: finished)
-            return (window, gaps.isEmpty ? nil : gaps)
+            return gaps.isEmpty ? nil : gaps
         }
     }
 
@@ -176,12 +182,9 @@ public struct Backfill: Sendable {
     /// twice.
     private func readEvents(from: Int64, to: Int64, list: any EventListing, options o: Options, summary: inout Summary) async throws {
         var cursor: String?, seen = Set<String>(), pages = 0, listed = 0
-        func leave(_ why: String) {
-            if summary.problems.count < 50 { summary.problems.append("events \(UnixTime.iso8601(from))–\(UnixTime.iso8601(to)): \(why); left for the next run") }
-            else if summary.problems.count == 50 { summary.problems.append("… and more windows left for the next run") }
-        }
+        func leave(_ why: String) { summary.leave("events ", from, to, why) }
         let provider = o.provider
-        let source = DeliveryStore.headersJSON([("payrecon-source", "backfill: \(list.name), \(UnixTime.iso8601(from))–\(UnixTime.iso8601(to))")])
+        let source = "backfill: \(list.name), \(UnixTime.iso8601(from))–\(UnixTime.iso8601(to))"
         reading: while true {
             summary.eventRequests += 1
             switch await list.events(from: from, to: to, cursor: cursor) {
@@ -192,23 +195,9 @@ public struct Backfill: Sendable {
                 for event in page.events where event.unreadable != nil && summary.notChecked.count < 50 {
                     summary.notChecked.append("event \(event.id): \(event.unreadable ?? "")")
                 }
-                let events = page.events.filter { $0.unreadable == nil }
+                let events = page.events.filter { $0.unreadable == nil }.map { (id: $0.id, eventType: $0.eventType, body: $0.body) }
                 if !o.dryRun && !events.isEmpty {
-                    summary.eventsStored += try await pool.run { conn in
-                        try conn.transaction { conn in
-                            let stored = try conn.query("""
-                                INSERT INTO deliveries (provider, dedupe_key, event_type, headers, body)
-                                SELECT $1, v.id, v.event_type, $5::jsonb, v.body
-                                FROM unnest($2::text[], $3::text[], $4::bytea[]) AS v(id, event_type, body)
-                                ORDER BY v.id
-                                ON CONFLICT (provider, dedupe_key) DO NOTHING
-                                RETURNING id
-                                """, [.text(provider.rawValue), .textArray(events.map(\.id)), .nullableTextArray(events.map(\.eventType)),
-                                      .byteaArray(events.map(\.body)), .text(source)]).count
-                            if stored > 0 { _ = try conn.execute("SELECT pg_notify($1, '')", [.text(DeliveryStore.channel)]) }
-                            return stored
-                        }
-                    }
+                    summary.eventsStored += try await pool.run { try DeliveryStore.insertListed(provider: provider, events: events, source: source, on: $0) }
                 }
                 guard let next = page.next else { break reading }
                 if pages >= list.maxPagesPerWindow { return leave("more than \(list.maxPagesPerWindow) pages") }
@@ -262,10 +251,7 @@ public struct Backfill: Sendable {
         var to = requested
         var items: [FoundTransaction] = []
         var cursor: String?, pages = 0, counted: Int?, clamped = false, seen = Set<String>()
-        func leave(_ why: String) {
-            if summary.problems.count < 50 { summary.problems.append("\(UnixTime.iso8601(from))–\(UnixTime.iso8601(to)): \(why); left for the next run") }
-            else if summary.problems.count == 50 { summary.problems.append("… and more windows left for the next run") }
-        }
+        func leave(_ why: String) { summary.leave("", from, to, why) }
         reading: while true {
             summary.requests += 1
             switch await search.search(from: from, to: to, cursor: cursor) {
@@ -321,7 +307,6 @@ public struct Backfill: Sendable {
                 return leave(status == 0 ? body : "\(o.provider.rawValue) answered \(status): \(body.prefix(200))")
             }
         }
-        let requests = pages
         summary.found += items.count { $0.unreadable == nil }
         var failed = false
         if !o.dryRun {
@@ -330,7 +315,7 @@ public struct Backfill: Sendable {
         if failed { return leave("a check could not be made now (listed)") }
         guard !o.dryRun else { return }
         summary.windowsRead += 1
-        try await recordRead(provider: o.provider, source: source, from: from, to: to, found: items.count, requests: requests)
+        try await recordRead(provider: o.provider, source: source, from: from, to: to, found: items.count, requests: pages)
     }
 
     /// Each listed transaction's order re-checked (once per run), or the transaction checked as a webhook naming it

@@ -15,10 +15,7 @@ struct PayPalTransactionSearch: TransactionSearching {
     /// The cursor is the page number: PayPal pages by `page`, and counts them in `total_pages`.
     func search(from: Int64, to: Int64, cursor: String?) async -> ProviderOutcome<TransactionSearchPage> {
         guard let page = cursor.map({ Int($0) }) ?? 1, page >= 1 else { return .permanent(status: 0, body: "page cursor \(cursor ?? "") is no page number") }
-        // end_date is inclusive: the window's last instant (…:59.999), so adjacent windows neither list a transaction
-        // twice nor miss one made within the last second.
-        let end = String(UnixTime.iso8601(to - 1).dropLast()) + ".999Z"
-        switch await client.searchTransactions(start: UnixTime.iso8601(from), end: end, page: page) {
+        switch await client.searchTransactions(start: UnixTime.iso8601(from), end: Self.inclusiveEnd(to), page: page) {
         case .found(let body):
             do { return .found(try Self.page(body, page: page)) } catch { return .permanent(status: 0, body: "\(error)") }
         case .permanent(let status, let body) where status == 400 && body.contains("RESULTSET_TOO_LARGE"):
@@ -29,6 +26,10 @@ struct PayPalTransactionSearch: TransactionSearching {
             return other.failure(as: TransactionSearchPage.self)!
         }
     }
+
+    /// PayPal's end times are inclusive: a window [from, to) ends at its last instant (…:59.999), so adjacent windows
+    /// neither list a thing twice nor miss one made within the last second.
+    static func inclusiveEnd(_ to: Int64) -> String { String(UnixTime.iso8601(to - 1).dropLast()) + ".999Z" }
 
     /// The answer's transactions (`transaction_details[].transaction_info`), pages and reach.
     static func page(_ body: JSONValue, page: Int = 1) throws(ProviderMappingError) -> TransactionSearchPage {

@@ -49,7 +49,7 @@ struct PayPalWebhookEventList: EventListing {
     struct Window {
         let from: Int64, to: Int64
         var start: String { UnixTime.iso8601(from) }
-        var end: String { String(UnixTime.iso8601(to - 1).dropLast()) + ".999Z" }
+        var end: String { PayPalTransactionSearch.inclusiveEnd(to) }
     }
 
     /// The page's events, each re-serialized exactly (numbers as PayPal wrote them) as the body a delivery carries,
