@@ -55,6 +55,14 @@ public struct DeliveryProcessor: Sendable {
             }
             return steps
         }
+        return await checkUnheld(reference, provider: provider, log: log)
+    }
+
+    /// A reference no stored order holds: looked up at its provider. Its own function, not inlined into `check`: a
+    /// Swift async function's frame holds the temporaries of every path through it, and this rare path's would
+    /// otherwise sit on the task stack of every check, for as long as it waits (`check`'s frame was 6.7 KB).
+    @inline(never)
+    func checkUnheld(_ reference: EventReference, provider: Provider, log: Logger) async -> [Step] {
         // Known only by an alias no order has: nothing to fetch it by.
         guard let ref = reference.transactionRef else {
             return [.ignored("\(provider.rawValue) transaction \(reference.alias ?? "?") is linked to no stored order")]

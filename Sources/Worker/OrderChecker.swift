@@ -124,6 +124,7 @@ public final class OrderChecker: Sendable {
     /// Pending), records what it says, and returns the links as they are now. Nothing in doubt: no call.
     /// `evidence`: also hand the provider other orders' succeeded calls (the executor does, when it must decide
     /// whether a call in doubt may be sent again).
+    @inline(never)
     func settle(_ order: Order, links: [TransactionLink], evidence: Bool = false) async
         -> Swift.Result<(links: [TransactionLink], settlement: Settlement), FetchFailure> {
         // Only calls payrecon made can be in doubt: an order without any asks the provider nothing.
@@ -162,23 +163,39 @@ public final class OrderChecker: Sendable {
         if settling, case .success(let settled) = await settle(order, links: known) { links = settled.links }
         var out: [FetchedTransaction] = []
         for ref in order.transactionRefs {
-            let outcome = await gateway[order.provider].snapshot(of: TransactionQuery(
-                transactionRef: ref, merchant: order.merchant, site: order.site, links: links))
-            switch outcome {
-            case .found(let s): out.append(FetchedTransaction(transactionRef: ref, snapshot: s))
-            case .notFound:
-                out.append(FetchedTransaction(transactionRef: ref, snapshot: nil,
-                                              absentMayHaveExpired: gateway[order.provider].unapprovedAttemptsExpire))
-            case .transient(let r, let a): return .failure(FetchFailure(result: .transient(reason: r, retryAfterSeconds: a)))
-            case .permanent(let s, let b):
-                let failure = Self.failure(status: s, body: b)
-                if order.hasSeveralTransactions, case .unreadable(let reason) = failure {
-                    return .failure(FetchFailure(result: .unreadable(reason: "transaction \(ref): \(reason)")))
-                }
-                return .failure(FetchFailure(result: failure))
+            switch await fetch(ref, of: order, links: links) {
+            case .success(let t): out.append(t)
+            case .failure(let f): return .failure(f)
             }
         }
         return .success(out)
+    }
+
+    /// One transaction of the order. Its own function (like `settle`): a Swift async function's frame holds the
+    /// temporaries of all it inlines, for as long as its task lives, so `fetch`'s frame held both at once (6.6 KB).
+    @inline(never)
+    func fetch(_ ref: String, of order: Order, links: [TransactionLink]) async -> Swift.Result<FetchedTransaction, FetchFailure> {
+        let api = gateway[order.provider]
+        let outcome = await api.snapshot(of: TransactionQuery(transactionRef: ref, merchant: order.merchant, site: order.site, links: links))
+        return Self.fetched(outcome, ref: ref, several: order.hasSeveralTransactions, absentMayHaveExpired: api.unapprovedAttemptsExpire)
+    }
+
+    /// What a transaction's fetch came to (sync, apart from `fetch`, for the same reason).
+    @inline(never)
+    static func fetched(_ outcome: ProviderOutcome<Snapshot>, ref: String, several: Bool, absentMayHaveExpired: Bool)
+        -> Swift.Result<FetchedTransaction, FetchFailure> {
+        switch outcome {
+        case .found(let s): return .success(FetchedTransaction(transactionRef: ref, snapshot: s))
+        case .notFound:
+            return .success(FetchedTransaction(transactionRef: ref, snapshot: nil, absentMayHaveExpired: absentMayHaveExpired))
+        case .transient(let r, let a): return .failure(FetchFailure(result: .transient(reason: r, retryAfterSeconds: a)))
+        case .permanent(let s, let b):
+            let failure = Self.failure(status: s, body: b)
+            if several, case .unreadable(let reason) = failure {
+                return .failure(FetchFailure(result: .unreadable(reason: "transaction \(ref): \(reason)")))
+            }
+            return .failure(FetchFailure(result: failure))
+        }
     }
 
     /// A transaction a webhook named that no stored order refers to: `unknown_order` if the provider has it (its
@@ -193,25 +210,7 @@ public final class OrderChecker: Sendable {
         }
         switch outcome {
         case .found(.transaction(let s)):
-            if !s.orderReferences.isEmpty {
-                // A retry the merchant has not recorded yet: linked to the order the provider's answer names.
-                do {
-                    let order = try await pool.run { conn -> Order? in
-                        for id in s.orderReferences {
-                            guard try OrderStore.find(provider: provider, orderID: id, on: conn) != nil else { continue }
-                            try OrderStore.addTransaction(provider: provider, orderID: id, transactionRef: transactionRef, on: conn)
-                            return try OrderStore.find(provider: provider, orderID: id, on: conn)
-                        }
-                        return nil
-                    }
-                    if let order {
-                        log.info("transaction linked to the order its provider names", ["order_id": order.orderID])
-                        return .belongs(order)
-                    }
-                } catch { return .checked(.transient(reason: "database: \(error)", retryAfterSeconds: nil)) }
-            }
-            return .checked(await record(provider: provider, order: nil, transactions: [FetchedTransaction(transactionRef: transactionRef, snapshot: s)],
-                                         fetchedAt: fetchedAt, linksSeen: nil, exchanges: exchanges, log: log)!)
+            return await checkUnknown(s, provider: provider, transactionRef: transactionRef, fetchedAt: fetchedAt, exchanges: exchanges, log: log)
         case .found(.unreconcilable(let t)):
             return .checked(await recordUnknown(provider: provider, t, exchanges: exchanges, log: log))
         case .found(.ignored(let reason)): return .ignored(reason)
@@ -222,6 +221,33 @@ public final class OrderChecker: Sendable {
         case .transient(let r, let a): return .checked(.transient(reason: r, retryAfterSeconds: a))
         case .permanent(let s, let b): return .checked(Self.failure(status: s, body: b))
         }
+    }
+
+    /// A transaction of its own no stored order holds: linked to the order its provider's answer names, or recorded
+    /// (`unknown_order`). Its own function, not inlined into `checkUnknown`: a Swift async function's frame holds the
+    /// temporaries of every path through it, kept on the task's stack while it waits (`checkUnknown`'s was 11.7 KB).
+    @inline(never)
+    func checkUnknown(_ s: Snapshot, provider: Provider, transactionRef: String, fetchedAt: Date, exchanges: [ProviderExchange],
+                      log: Logger) async -> UnknownResult {
+        if !s.orderReferences.isEmpty {
+            // A retry the merchant has not recorded yet: linked to the order the provider's answer names.
+            do {
+                let order = try await pool.run { conn -> Order? in
+                    for id in s.orderReferences {
+                        guard try OrderStore.find(provider: provider, orderID: id, on: conn) != nil else { continue }
+                        try OrderStore.addTransaction(provider: provider, orderID: id, transactionRef: transactionRef, on: conn)
+                        return try OrderStore.find(provider: provider, orderID: id, on: conn)
+                    }
+                    return nil
+                }
+                if let order {
+                    log.info("transaction linked to the order its provider names", ["order_id": order.orderID])
+                    return .belongs(order)
+                }
+            } catch { return .checked(.transient(reason: "database: \(error)", retryAfterSeconds: nil)) }
+        }
+        return .checked(await record(provider: provider, order: nil, transactions: [FetchedTransaction(transactionRef: transactionRef, snapshot: s)],
+                                     fetchedAt: fetchedAt, linksSeen: nil, exchanges: exchanges, log: log)!)
     }
 
     /// Records `unknown_order` for a transaction payrecon cannot reconcile as an order (the detail says why).
@@ -248,8 +274,28 @@ public final class OrderChecker: Sendable {
     /// As `record`, comparing the order's links with the `linksSeen` the fetch used: nil when they differ (nothing
     /// recorded; check again).
     /// `exchanges`: the answers the fetch used, kept as the check's evidence.
+    @inline(never)
     func record(provider: Provider, order: Order?, transactions: [FetchedTransaction], fetchedAt: Date,
                 linksSeen: Int?, exchanges: [ProviderExchange], log: Logger) async -> Result? {
+        // The check is built as it is queued, and its outcome read, in functions of their own: this async function's
+        // frame is kept for as long as the check waits for its group, for each of the hundreds of checks in hand, so it
+        // holds only what crosses the wait (see `makeCheck`).
+        let recorded: CheckRecorder.Recorded
+        do {
+            recorded = try await recorder.record {
+                makeCheck(provider: provider, order: order, transactions: transactions, fetchedAt: fetchedAt, linksSeen: linksSeen,
+                          exchanges: exchanges)
+            }
+        } catch { return .transient(reason: "database: \(error)", retryAfterSeconds: nil) }
+        return Self.result(of: recorded, rechecks: linksSeen != nil && order != nil, log: log)
+    }
+
+    /// The check to record. Not inlined into `record`: a Swift async function keeps every temporary of the code
+    /// inlined into it in its frame (the task allocator's, held until the task ends), and building a check makes many
+    /// (the order, the snapshot, their encoding), so `record`'s frame was 7.6 KB a check before this was split out.
+    @inline(never)
+    func makeCheck(provider: Provider, order: Order?, transactions: [FetchedTransaction], fetchedAt: Date,
+                   linksSeen: Int?, exchanges: [ProviderExchange]) -> FindingStore.Check {
         let now = clock()
         let windows = pendingWindows
         let several = transactions.count > 1
@@ -258,33 +304,34 @@ public final class OrderChecker: Sendable {
         // Encoded here, not while holding a pooled connection (a profile of the sweep showed the JSON encoder at 11 %
         // of its CPU, all of it inside the connection's hold).
         let storedJSON = try? stored.map(FindingStore.encode)
-        do {
-            var check = FindingStore.Check(
-                provider: provider, order: order, transactionRef: transactionRef, snapshot: stored, fetchedAt: fetchedAt,
-                transactionRefs: transactions.map(\.transactionRef), snapshotJSON: storedJSON ?? nil,
-                plan: { current, emitted in
-                    guard let current else {
-                        let s = transactions.first?.snapshot
-                        return Planner.plan(order: nil, snapshot: s, emitted: emitted, now: now,
-                                            pendingMax: windows.seconds(provider: provider, method: s?.method))
-                    }
-                    return Planner.plan(order: current, transactions: transactions, emitted: emitted, now: now,
-                                        pendingMax: { windows.seconds(provider: provider, method: $0?.method) })
-                })
-            check.linksSeen = linksSeen
-            check.evidence = CheckContext.current.evidence(exchanges)
-            let recorded = try await recorder.record(check)
-            guard let (outcome, plan) = recorded else {
-                if linksSeen != nil, order != nil { return nil }
-                log.debug("check superseded by a newer one of the same order")
-                return .checked(CheckOutcome(), matched: true)
-            }
-            if !plan.findings.isEmpty || !plan.actions.isEmpty {
-                log.debug("order checked", ["findings": plan.findings.count, "actions": plan.actions.count])
-            }
-            return .checked(outcome, matched: plan.findings.isEmpty)
-        } catch {
-            return .transient(reason: "database: \(error)", retryAfterSeconds: nil)
+        var check = FindingStore.Check(
+            provider: provider, order: order, transactionRef: transactionRef, snapshot: stored, fetchedAt: fetchedAt,
+            transactionRefs: transactions.map(\.transactionRef), snapshotJSON: storedJSON ?? nil,
+            plan: { current, emitted in
+                guard let current else {
+                    let s = transactions.first?.snapshot
+                    return Planner.plan(order: nil, snapshot: s, emitted: emitted, now: now,
+                                        pendingMax: windows.seconds(provider: provider, method: s?.method))
+                }
+                return Planner.plan(order: current, transactions: transactions, emitted: emitted, now: now,
+                                    pendingMax: { windows.seconds(provider: provider, method: $0?.method) })
+            })
+        check.linksSeen = linksSeen
+        check.evidence = CheckContext.current.evidence(exchanges)
+        return check
+    }
+
+    /// What a recorded check comes to; nil when it is to be checked again (`rechecks`: a link was learned meanwhile).
+    @inline(never)
+    static func result(of recorded: CheckRecorder.Recorded, rechecks: Bool, log: Logger) -> Result? {
+        guard let (outcome, plan) = recorded else {
+            if rechecks { return nil }
+            log.debug("check superseded by a newer one of the same order")
+            return .checked(CheckOutcome(), matched: true)
         }
+        if !plan.findings.isEmpty || !plan.actions.isEmpty {
+            log.debug("order checked", ["findings": plan.findings.count, "actions": plan.actions.count])
+        }
+        return .checked(outcome, matched: plan.findings.isEmpty)
     }
 }

@@ -17,21 +17,25 @@ public struct CountedTransport: ProviderTransport {
 
     /// Also where a check's answers are collected as evidence, when its task has an `AnswerLog` bound.
     public func send(_ request: ProviderRequest) async throws -> ProviderResponse {
-        let log = request.answerIsEvidence ? AnswerLog.current : nil
         let sentAt = Date()
         do {
             let response = try await base.send(request)
-            Self.requests.increment([("provider", provider), ("class", Self.statusClass(response.status))])
-            log?.append(ProviderExchange(method: request.method, url: request.url, status: response.status, sentAt: sentAt,
-                                         body: response.body, requestBody: request.body, idempotencyKey: request.idempotencyKey))
+            note(request, sentAt: sentAt, status: response.status, body: response.body)
             return response
         } catch {
-            Self.requests.increment([("provider", provider), ("class", "no_answer")])
-            log?.append(ProviderExchange(method: request.method, url: request.url, status: nil, sentAt: sentAt,
-                                         body: Array("no answer: \(error)".utf8), requestBody: request.body,
-                                         idempotencyKey: request.idempotencyKey))
+            note(request, sentAt: sentAt, status: nil, body: Array("no answer: \(error)".utf8))
             throw error
         }
+    }
+
+    /// Counts what came back and collects it into the task's log. Not inlined into `send`: what building the exchange
+    /// makes would sit in `send`'s async frame, on every request's task stack while it waits.
+    @inline(never)
+    func note(_ request: ProviderRequest, sentAt: Date, status: Int?, body: [UInt8]) {
+        Self.requests.increment([("provider", provider), ("class", status.map(Self.statusClass) ?? "no_answer")])
+        guard request.answerIsEvidence, let log = AnswerLog.current else { return }
+        log.append(ProviderExchange(method: request.method, url: request.url, status: status, sentAt: sentAt, body: body,
+                                    requestBody: request.body, idempotencyKey: request.idempotencyKey))
     }
 
     static func statusClass(_ status: Int) -> String {

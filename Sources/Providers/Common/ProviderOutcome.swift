@@ -7,7 +7,7 @@ import Reconciliation
 /// The result of one provider call.
 public enum ProviderOutcome<T: Sendable>: Sendable {
     /// The provider answered with the thing asked for.
-    case found(T)
+    indirect case found(T)
     /// The provider says it does not exist (404 on a read).
     case notFound
     /// Worth retrying: timeout, connection failure, 429, 5xx. `retryAfterSeconds` from a Retry-After header.

@@ -156,7 +156,7 @@ public struct EventReference: Sendable, Hashable {
 /// What the provider says of a transaction a webhook named and no order holds.
 public enum TransactionLookup: Sendable {
     /// A transaction of its own: `unknown_order` unless it turns out to be an order's.
-    case transaction(Snapshot)
+    indirect case transaction(Snapshot)
     /// A modification of another transaction (a PXP refund or capture made in the portal), named by `parent` (an id
     /// stored links know, PXP's systemTransactionId): linked to the parent's order and that order re-checked.
     case modification(parent: String, link: TransactionLink)
