@@ -90,13 +90,12 @@ final class CheckRecorder: Sendable {
     func record(_ check: FindingStore.Check) async throws -> Recorded { try await record { check } }
 
     /// Records the check `make` builds. Built inside the enqueueing, so the check (640 bytes, and more for what
-    /// building it makes) is never in the async frame of a check waiting for its group: each of the hundreds of
-    /// checks in hand keeps its frames (the task allocator's) until its task ends.
+    /// building it makes) is never in the async frame of a check waiting for its group (see `OrderChecker.makeCheck`).
     func record(building make: () -> FindingStore.Check) async throws -> Recorded {
         try await withCheckedContinuation { enqueue(make, $0) }.get()
     }
 
-    /// Not inlined into `record`, for the same reason.
+    /// Not inlined into `record`, so its temporaries (the waiting entry, the lock keys) are not in that frame either.
     @inline(never)
     private func enqueue(_ make: () -> FindingStore.Check, _ continuation: CheckedContinuation<Result<Recorded, any Error>, Never>) {
         let check = make()

@@ -58,9 +58,8 @@ public struct DeliveryProcessor: Sendable {
         return await checkUnheld(reference, provider: provider, log: log)
     }
 
-    /// A reference no stored order holds: looked up at its provider. Its own function, not inlined into `check`: a
-    /// Swift async function's frame holds the temporaries of every path through it, and this rare path's would
-    /// otherwise sit on the task stack of every check, for as long as it waits (`check`'s frame was 6.7 KB).
+    /// A reference no stored order holds: looked up at its provider. Its own function, not inlined into `check`, so
+    /// this rare path's values are not in the frame of every check (`check`'s was 6.7 KB: see `OrderChecker.makeCheck`).
     @inline(never)
     func checkUnheld(_ reference: EventReference, provider: Provider, log: Logger) async -> [Step] {
         // Known only by an alias no order has: nothing to fetch it by.

@@ -171,8 +171,8 @@ public final class OrderChecker: Sendable {
         return .success(out)
     }
 
-    /// One transaction of the order. Its own function (like `settle`): a Swift async function's frame holds the
-    /// temporaries of all it inlines, for as long as its task lives, so `fetch`'s frame held both at once (6.6 KB).
+    /// One transaction of the order. Its own function (like `settle`), so `fetch(_:links:settling:)`'s frame does not
+    /// hold both at once (it was 6.6 KB: see `makeCheck`).
     @inline(never)
     func fetch(_ ref: String, of order: Order, links: [TransactionLink]) async -> Swift.Result<FetchedTransaction, FetchFailure> {
         let api = gateway[order.provider]
@@ -224,8 +224,7 @@ public final class OrderChecker: Sendable {
     }
 
     /// A transaction of its own no stored order holds: linked to the order its provider's answer names, or recorded
-    /// (`unknown_order`). Its own function, not inlined into `checkUnknown`: a Swift async function's frame holds the
-    /// temporaries of every path through it, kept on the task's stack while it waits (`checkUnknown`'s was 11.7 KB).
+    /// (`unknown_order`). Its own function, not inlined into `checkUnknown`, whose frame was 11.7 KB (see `makeCheck`).
     @inline(never)
     func checkUnknown(_ s: Snapshot, provider: Provider, transactionRef: String, fetchedAt: Date, exchanges: [ProviderExchange],
                       log: Logger) async -> UnknownResult {
@@ -277,9 +276,9 @@ public final class OrderChecker: Sendable {
     @inline(never)
     func record(provider: Provider, order: Order?, transactions: [FetchedTransaction], fetchedAt: Date,
                 linksSeen: Int?, exchanges: [ProviderExchange], log: Logger) async -> Result? {
-        // The check is built as it is queued, and its outcome read, in functions of their own: this async function's
-        // frame is kept for as long as the check waits for its group, for each of the hundreds of checks in hand, so it
-        // holds only what crosses the wait (see `makeCheck`).
+        // The check is built as it is queued, and its outcome read, in functions of their own: this frame holds only
+        // what crosses the wait for the group (see `makeCheck`).
+        let rechecks = linksSeen != nil && order != nil
         let recorded: CheckRecorder.Recorded
         do {
             recorded = try await recorder.record {
@@ -287,12 +286,16 @@ public final class OrderChecker: Sendable {
                           exchanges: exchanges)
             }
         } catch { return .transient(reason: "database: \(error)", retryAfterSeconds: nil) }
-        return Self.result(of: recorded, rechecks: linksSeen != nil && order != nil, log: log)
+        return Self.result(of: recorded, rechecks: rechecks, log: log)
     }
 
-    /// The check to record. Not inlined into `record`: a Swift async function keeps every temporary of the code
-    /// inlined into it in its frame (the task allocator's, held until the task ends), and building a check makes many
-    /// (the order, the snapshot, their encoding), so `record`'s frame was 7.6 KB a check before this was split out.
+    /// The check to record, built as it is queued (`CheckRecorder.record(building:)`), never in `record`'s frame.
+    ///
+    /// Why the check's path is split into small functions: a Swift async function's frame holds what lives across
+    /// its awaits and, in practice, most temporaries of the code inlined into it (a `switch` over a found snapshot
+    /// makes several 360-byte slots). Frames come from the task's allocator, whose memory stays with the task at the
+    /// high-water mark of its deepest call chain until the task ends; hundreds of checks are in hand at once. Built
+    /// here, the check's values were 7.6 KB of `record`'s frame. `scripts/lib/async-frames.py` prints the sizes.
     @inline(never)
     func makeCheck(provider: Provider, order: Order?, transactions: [FetchedTransaction], fetchedAt: Date,
                    linksSeen: Int?, exchanges: [ProviderExchange]) -> FindingStore.Check {

@@ -3,8 +3,8 @@
 
     scripts/lib/async-frames.py BINARY [REGEX] [COUNT]
 
-An async function's frame comes from its task's allocator and, once the allocator has grown to hold it, stays with
-the task until the task ends: hundreds of checks in hand each keep the frames of their deepest call chain. The size
+An async function's frame comes from its task's allocator, whose memory stays with the task at the high-water mark
+of its deepest call chain until the task ends: hundreds of checks in hand each keep that much. The size
 is read from the function's "async function pointer" (symbol suffix `Tu`): a 32-bit relative offset to the code,
 then the 32-bit size of its initial context, which is the frame. REGEX filters the demangled names (default: every
 async function).
@@ -30,7 +30,8 @@ def main() -> None:
     sections = []  # (address, file offset, size)
     for line in subprocess.run(["readelf", "-SW", binary], capture_output=True, text=True, check=True).stdout.splitlines():
         m = re.match(r"\s*\[\s*\d+\]\s+\S+\s+(\S+)\s+([0-9a-f]+)\s+([0-9a-f]+)\s+([0-9a-f]+)", line)
-        if m and m.group(1) not in ("NULL", "NOBITS"):
+        # Only sections loaded at an address (not .symtab, .debug_*: address 0), holding bytes in the file.
+        if m and m.group(1) not in ("NULL", "NOBITS") and int(m.group(2), 16) != 0:
             sections.append((int(m.group(2), 16), int(m.group(3), 16), int(m.group(4), 16)))
     names = list(symbols)
     demangled = subprocess.run(["swift", "demangle", "--simplified"], input="\n".join(names), capture_output=True,
@@ -49,6 +50,8 @@ def main() -> None:
                 _, frame = struct.unpack("<iI", data[at:at + 8])
                 rows.append((frame, readable))
                 break
+    if not rows:
+        sys.exit(f"async-frames: no async function matching {pattern.pattern!r} in {binary} (a stripped binary has no symbols)")
     for frame, readable in sorted(rows, reverse=True)[:count]:
         print(f"{frame:7d}  {readable[:160]}")
 

@@ -20,21 +20,22 @@ public struct CountedTransport: ProviderTransport {
         let sentAt = Date()
         do {
             let response = try await base.send(request)
-            note(request, sentAt: sentAt, status: response.status, body: response.body)
+            note(request, sentAt: sentAt, status: response.status, body: response.body, error: nil)
             return response
         } catch {
-            note(request, sentAt: sentAt, status: nil, body: Array("no answer: \(error)".utf8))
+            note(request, sentAt: sentAt, status: nil, error: error)
             throw error
         }
     }
 
-    /// Counts what came back and collects it into the task's log. Not inlined into `send`: what building the exchange
-    /// makes would sit in `send`'s async frame, on every request's task stack while it waits.
+    /// Counts what came back (`error`: no answer) and collects it into the task's log. Not inlined into `send`, so
+    /// building the exchange adds nothing to the async frame every request's task holds while it waits.
     @inline(never)
-    func note(_ request: ProviderRequest, sentAt: Date, status: Int?, body: [UInt8]) {
+    func note(_ request: ProviderRequest, sentAt: Date, status: Int?, body: [UInt8] = [], error: (any Error)?) {
         Self.requests.increment([("provider", provider), ("class", status.map(Self.statusClass) ?? "no_answer")])
         guard request.answerIsEvidence, let log = AnswerLog.current else { return }
-        log.append(ProviderExchange(method: request.method, url: request.url, status: status, sentAt: sentAt, body: body,
+        log.append(ProviderExchange(method: request.method, url: request.url, status: status, sentAt: sentAt,
+                                    body: error.map { Array("no answer: \($0)".utf8) } ?? body,
                                     requestBody: request.body, idempotencyKey: request.idempotencyKey))
     }
 
