@@ -380,7 +380,7 @@ public enum FindingStore {
                           a.transactionRef.map { .text($0) } ?? .null, evidence]), to: &actions)
             }
             if let snapshot {
-                snapshotRows.append((index, provider.rawValue, order.orderID, transactionRef, try check.snapshotJSON ?? encode(snapshot),
+                snapshotRows.append((index, provider.rawValue, order.orderID, transactionRef, check.snapshotJSON ?? encode(snapshot),
                                      try PostgresValue.timestampText(check.fetchedAt), !plan.findings.isEmpty))
                 // The stored snapshot's aliases were linked when it was stored (same transaction): only new ones are written.
                 if !snapshot.aliases.isEmpty, !Set(snapshot.aliases).isSubset(of: linkedAliases) {
@@ -499,11 +499,7 @@ public enum FindingStore {
         return String(decoding: data, as: UTF8.self)
     }
 
-    /// The snapshot as stored (sorted keys). Callers encode it before taking a connection (`snapshotJSON`): the
-    /// encoder is the costliest CPU step of a check, and a pooled connection should not wait on it.
-    public static func encode(_ snapshot: Snapshot) throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        return String(decoding: try encoder.encode(snapshot), as: UTF8.self)
-    }
+    /// The snapshot as stored (`SnapshotJSON`). Callers encode it before taking a connection (`snapshotJSON`): a
+    /// pooled connection should not wait on a check's CPU.
+    public static func encode(_ snapshot: Snapshot) -> String { SnapshotJSON.encode(snapshot) }
 }

@@ -304,12 +304,12 @@ public final class OrderChecker: Sendable {
         let several = transactions.count > 1
         let transactionRef = transactions.map(\.transactionRef).joined(separator: " ")
         let stored = several ? Planner.orderSnapshot(order: order, transactions: transactions) : transactions.first?.snapshot
-        // Encoded here, not while holding a pooled connection (a profile of the sweep showed the JSON encoder at 11 %
-        // of its CPU, all of it inside the connection's hold).
-        let storedJSON = try? stored.map(FindingStore.encode)
+        // Encoded here, not while holding a pooled connection (a profile of the sweep once showed Foundation's JSON
+        // encoder at 11 % of its CPU, all of it inside the connection's hold).
+        let storedJSON = stored.map(FindingStore.encode)
         var check = FindingStore.Check(
             provider: provider, order: order, transactionRef: transactionRef, snapshot: stored, fetchedAt: fetchedAt,
-            transactionRefs: transactions.map(\.transactionRef), snapshotJSON: storedJSON ?? nil,
+            transactionRefs: transactions.map(\.transactionRef), snapshotJSON: storedJSON,
             plan: { current, emitted in
                 guard let current else {
                     let s = transactions.first?.snapshot
