@@ -8,7 +8,7 @@ import Testing
 /// field, enum case and string.
 @Suite struct SnapshotJSONTests {
     static let usd = Currency(code: "USD")!
-    static let awkward = "q\"b\\s/n\nr\rt\tc\u{01}\u{1f} é e\u{301} 🐙 </script>"
+    static let awkward = "q\"b\\s/n\nr\rt\tc\u{01}\u{1f}\u{08}\u{0c}\u{7f}\u{2028} é e\u{301} 🐙 </script>"
 
     static func full() -> Snapshot {
         var s = Snapshot(provider: .paypal, transactionRef: "ORDER-1 \(awkward)", merchant: "M/1", site: "S\"1", reportsSite: true,
@@ -102,5 +102,23 @@ import Testing
             Issue.record("no movements"); return
         }
         #expect(m.count == Mirror(reflecting: s.movements[0]).children.count)
+        guard case .array(let sources)? = c.first(where: { $0.0 == "captureSources" })?.1, case .object(let source)? = sources.first,
+              case .object(let currency)? = top.first(where: { $0.0 == "currency" })?.1 else {
+            Issue.record("no capture sources or currency"); return
+        }
+        #expect(source.count == Mirror(reflecting: s.capabilities.captureSources[0]).children.count)
+        #expect(currency.count == Mirror(reflecting: s.currency).children.count)
+    }
+
+    /// jsonb refuses `\u0000`: one NUL in a provider's answer (a reference, a state) failed the group's insert, then
+    /// that order's check on every sweep. It is stored as U+FFFD, as a NUL in a delivery's header is.
+    @Test func aNULIsStoredAsTheReplacementCharacter() throws {
+        var s = Self.minimal()
+        s.rawState = "CAPTURED\u{0}"
+        s.orderReferences = ["\u{0}order"]
+        let ours = FindingStore.encode(s)
+        #expect(!ours.contains("\\u0000"), "\(ours)")
+        let stored = try JSONDecoder().decode(Snapshot.self, from: Data(ours.utf8))
+        #expect(stored.rawState == "CAPTURED\u{FFFD}" && stored.orderReferences == ["\u{FFFD}order"])
     }
 }
