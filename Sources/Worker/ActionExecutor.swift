@@ -367,8 +367,10 @@ extension ActionExecutor {
         case retired(String)
         /// It could not be re-planned now (the provider or the database); nothing changed.
         case notNow(String)
-        /// No such action, or it is not failed.
+        /// It is not failed (pending, done, superseded…): nothing to retry.
         case notFailed(String)
+        /// No action has this id.
+        case noSuchAction(String)
     }
 
     /// Re-plans a failed action from a fresh fetch (after an operator fixed the cause: a permission, a provider-side
@@ -380,7 +382,7 @@ extension ActionExecutor {
             action = try await pool.run { try ActionStore.find(id: id, on: $0) }
             if let action { stored = try await self.stored(action) } else { stored = nil }
         } catch { return .notNow("database: \(error)") }
-        guard let action else { return .notFailed("no action \(id): see 'payrecon actions list --status failed'") }
+        guard let action else { return .noSuchAction("no action \(id): 'payrecon actions list --status failed' shows the ones to retry") }
         guard action.status == .failed else {
             return .notFailed("action \(id) is \(action.status.rawValue): only a failed action can be retried")
         }

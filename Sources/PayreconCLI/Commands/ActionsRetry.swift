@@ -18,8 +18,8 @@ let actionsRetryCommand = Command(
         last call's outcome is unknown: those are retried only by their ID. The transaction is fetched
         again and the order re-planned: an action the fresh plan still wants is pending again with the plan's amount
         (the next `actions execute` or worker sends it); one it no longer wants is superseded. Exit 0 when every action
-        was re-planned, 1 when one could not be (it is not failed, or the provider could not be asked now), 2 on a
-        usage or database error.
+        was re-planned, 1 when one could not be (it is not failed, or the provider could not be asked now), 2 for an ID
+        no action has, or on a usage or database error.
         """
 ) { args in
     let env = try args.environment()
@@ -56,6 +56,11 @@ let actionsRetryCommand = Command(
         case .retired(let why): print("action \(id) is no longer wanted and was superseded: \(why)")
         case .notNow(let why): CLI.printError("action \(id) was not retried: \(why); try again later"); partial = true
         case .notFailed(let why): CLI.printError(why); partial = true
+        case .noSuchAction(let why):
+            // Asked for by id: the id is wrong (exit 2, as events retry and explain say of one). Listed by --failed
+            // and gone since (pruned meanwhile): nothing left to retry.
+            guard args.flag(failedFlag) else { throw FatalError(why) }
+            CLI.printError(why); partial = true
         }
     }
     return partial ? Exit.finding : Exit.ok
