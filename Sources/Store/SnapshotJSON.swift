@@ -7,9 +7,9 @@ import Reconciliation
 /// Every check encodes one, and a profile of the sweep found `JSONEncoder` at about 90 µs of a check's 500 µs of
 /// CPU (it boxes each value, then sorts each object's keys); this takes a few. Keys are written in sorted order, as
 /// `.sortedKeys` wrote them; jsonb keeps its own order anyway, so only the document matters, not its bytes: `/` is
-/// not escaped (`JSONEncoder` writes `\/`, the same string). One difference: a NUL is stored as U+FFFD (jsonb holds
-/// none). `SnapshotJSONTests` holds every field to the encoder's document, so a field added to `Snapshot` and not
-/// here fails there.
+/// not escaped (`JSONEncoder` writes `\/`, the same string). (A provider's `\u0000` is U+FFFD from the parser on:
+/// jsonb holds no NUL.) `SnapshotJSONTests` holds every field to the encoder's document, so a field added to
+/// `Snapshot` and not here fails there.
 enum SnapshotJSON {
     static func encode(_ s: Snapshot) -> String {
         var w = Writer()
@@ -65,9 +65,7 @@ enum SnapshotJSON {
             comma = false
         }
 
-        /// A NUL (which an answer's `\u0000` decodes to) as U+FFFD, as `DeliveryStore.jsonbSafe` stores one: jsonb refuses
-        /// `\u0000`, and one such string would fail its whole group and then that order's check on every sweep.
-        mutating func string(_ s: String) { JSONValue.writeString(DeliveryStore.jsonbSafe(s), into: &out); comma = true }
+        mutating func string(_ s: String) { JSONValue.writeString(s, into: &out); comma = true }
         mutating func int<I: BinaryInteger>(_ v: I) { out.append(contentsOf: String(v).utf8); comma = true }
         mutating func bool(_ v: Bool) { out.append(contentsOf: (v ? "true" : "false").utf8); comma = true }
 

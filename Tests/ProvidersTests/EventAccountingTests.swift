@@ -261,6 +261,15 @@ import Testing
         try JSONValue.parse(#"{"systemTransactionId":"SYS-9","state":"\#(state)","transactionMethod":{"intent":\#(intent),"fundingType":"Card"},"merchant":"M1","site":"S1","merchantTransactionId":"PORTAL-1","merchantTransactionDate":"2026-11-01T10:00:00Z","amounts":{"transactionValue":12.50,"currencyCode":"EUR"}\#(parent.map { #","parentSystemTransactionId":"\#($0)""# } ?? "")}"#)
     }
 
+    /// A NUL in PXP's systemTransactionId (`\u0000`) made an alias no PostgreSQL text holds: the alias insert failed
+    /// its group, then the order's check alone, every sweep. Read as U+FFFD, what is linked is what is stored.
+    @Test func aNULInTheSystemTransactionIdIsAnAliasPostgreSQLCanHold() throws {
+        let answer = try JSONValue.parse(#"{"systemTransactionId":"SYS\u0000-9","state":"Authorised","transactionMethod":{"intent":"Authorisation","fundingType":"Card"},"merchant":"M1","site":"S1","merchantTransactionId":"T","merchantTransactionDate":"2026-11-01T10:00:00Z","amounts":{"transactionValue":12.50,"currencyCode":"EUR"}}"#)
+        let s = try PXPMapping.snapshot(transaction: answer, transactionRef: "T")
+        #expect(s.aliases == ["SYS\u{FFFD}-9"])
+        #expect(!s.aliases.contains { $0.utf8.contains(0) })
+    }
+
     @Test func aVerificationIsIgnoredWithThatReason() throws {
         guard case .ignored(let reason) = try PXPMapping.lookup(transaction: try answer(intent: #""Verification""#), transactionRef: "PORTAL-1") else {
             Issue.record("expected ignored"); return

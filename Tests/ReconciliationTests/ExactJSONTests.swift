@@ -16,6 +16,15 @@ import Testing
         #expect(v["a"]?["x"] == nil)
     }
 
+    /// PostgreSQL's text and jsonb hold no NUL: a `\u0000` in a provider's id failed every statement naming it (a PXP
+    /// alias: its order's check, on every sweep). It reads as U+FFFD; a raw NUL is still refused.
+    @Test func aNULEscapeReadsAsTheReplacementCharacter() throws {
+        let v = try JSONValue.parse(#"{"id":"SYS\u0000-1","list":["\u0000","a\n\u0000"]}"#)
+        #expect(v["id"]?.stringValue == "SYS\u{FFFD}-1")
+        #expect(v["list"]?.arrayValue?.compactMap(\.stringValue) == ["\u{FFFD}", "a\n\u{FFFD}"])
+        #expect(throws: JSONParseError.self) { try JSONValue.parse([UInt8](#"{"id":"a"#.utf8) + [0] + [UInt8](#""}"#.utf8)) }
+    }
+
     @Test func nestedLookup() throws {
         let v = try JSONValue.parse(#"{"amounts":{"transactionValue":50.05,"currencyCode":"EUR"}}"#)
         #expect(v["amounts"]?["transactionValue"]?.numberLiteral == "50.05")
