@@ -18,8 +18,8 @@ let actionsRetryCommand = Command(
         last call's outcome is unknown: those are retried only by their ID. The transaction is fetched
         again and the order re-planned: an action the fresh plan still wants is pending again with the plan's amount
         (the next `actions execute` or worker sends it); one it no longer wants is superseded. Exit 0 when every action
-        was re-planned, 1 when one could not be (it is not failed, or the provider could not be asked now), 2 for an ID
-        no action has, or on a usage or database error.
+        was re-planned, 1 when one could not be (it is not failed, or the provider or the database could not be asked
+        now), 2 when the ID given is no action's, on a usage error, or when the database is unreachable or unmigrated.
         """
 ) { args in
     let env = try args.environment()
