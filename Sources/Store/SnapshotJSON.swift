@@ -12,7 +12,7 @@ import Reconciliation
 /// `Snapshot` and not here fails there.
 enum SnapshotJSON {
     static func encode(_ s: Snapshot) -> String {
-        var w = Writer()
+        var w = JSONDocumentWriter()
         w.out.reserveCapacity(768)
         w.open()
         w.key("aliases"); w.strings(s.aliases)
@@ -43,104 +43,71 @@ enum SnapshotJSON {
         w.close()
         return String(decoding: w.out, as: UTF8.self)
     }
+}
 
-    /// Appends JSON tokens; a comma goes before a member or element when one was written before it at that level.
-    private struct Writer {
-        var out: [UInt8] = []
-        /// A value was just written at the current level: the next member or element needs a comma.
-        private var comma = false
+/// What a snapshot holds beyond plain values, as `JSONEncoder` wrote it.
+extension JSONDocumentWriter {
+    mutating func capabilities(_ c: Capabilities) {
+        open()
+        key("amountUnit"); int(c.amountUnit)
+        if let note = c.amountUnitNote { key("amountUnitNote"); string(note) }
+        key("capture"); capability(c.capture)
+        key("captureSources"); sources(c.captureSources)
+        key("increment"); capability(c.increment)
+        key("refund"); refund(c.refund)
+        key("void"); capability(c.void)
+        close()
+    }
 
-        mutating func open() { out.append(UInt8(ascii: "{")); comma = false }
-        mutating func close() { out.append(UInt8(ascii: "}")); comma = true }
-        mutating func openArray() { out.append(UInt8(ascii: "[")); comma = false }
-        mutating func closeArray() { out.append(UInt8(ascii: "]")); comma = true }
-        /// Before each element of an array.
-        mutating func element() { if comma { out.append(UInt8(ascii: ",")) }; comma = false }
+    /// An enum case with associated values: `{"case":{…}}`.
+    private mutating func variant(_ name: StaticString, target: String?) {
+        open(); key(name); open()
+        if let target { key("target"); string(target) }
+        close(); close()
+    }
 
-        mutating func key(_ k: StaticString) {
-            if comma { out.append(UInt8(ascii: ",")) }
-            out.append(UInt8(ascii: "\""))
-            k.withUTF8Buffer { out.append(contentsOf: $0) }
-            out.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: ":")])
-            comma = false
+    private mutating func variant(_ name: StaticString, reason: String) {
+        open(); key(name); open(); key("_0"); string(reason); close(); close()
+    }
+
+    mutating func capability(_ c: Capability) {
+        switch c {
+        case .allowed(let target): variant("allowed", target: target)
+        case .denied(let reason): variant("denied", reason: reason)
+        case .unsupported(let reason): variant("unsupported", reason: reason)
         }
+    }
 
-        mutating func string(_ s: String) { JSONValue.writeString(s, into: &out); comma = true }
-        mutating func int<I: BinaryInteger>(_ v: I) { out.append(contentsOf: String(v).utf8); comma = true }
-        mutating func bool(_ v: Bool) { out.append(contentsOf: (v ? "true" : "false").utf8); comma = true }
-
-        mutating func strings(_ list: [String]) {
-            openArray()
-            for s in list { element(); string(s) }
-            closeArray()
-        }
-
-        mutating func currency(_ c: Currency) {
-            open(); key("code"); string(c.code); key("exponent"); int(c.exponent); close()
-        }
-
-        mutating func capabilities(_ c: Capabilities) {
-            open()
-            key("amountUnit"); int(c.amountUnit)
-            if let note = c.amountUnitNote { key("amountUnitNote"); string(note) }
-            key("capture"); capability(c.capture)
-            key("captureSources"); sources(c.captureSources)
-            key("increment"); capability(c.increment)
-            key("refund"); refund(c.refund)
-            key("void"); capability(c.void)
-            close()
-        }
-
-        /// An enum case with associated values: `{"case":{…}}`.
-        private mutating func variant(_ name: StaticString, target: String?) {
-            open(); key(name); open()
-            if let target { key("target"); string(target) }
+    mutating func refund(_ r: RefundCapability) {
+        switch r {
+        case .against(let target): variant("against", target: target)
+        case .denied(let reason): variant("denied", reason: reason)
+        case .spread(let list, let names):
+            open(); key("spread"); open()
+            key("_0"); sources(list)
+            key("sources"); string(names)
             close(); close()
         }
+    }
 
-        private mutating func variant(_ name: StaticString, reason: String) {
-            open(); key(name); open(); key("_0"); string(reason); close(); close()
+    mutating func sources(_ list: [RefundSource]) {
+        openArray()
+        for s in list {
+            element()
+            open(); key("amount"); int(s.amount); key("id"); string(s.id); key("refunded"); int(s.refunded); close()
         }
+        closeArray()
+    }
 
-        mutating func capability(_ c: Capability) {
-            switch c {
-            case .allowed(let target): variant("allowed", target: target)
-            case .denied(let reason): variant("denied", reason: reason)
-            case .unsupported(let reason): variant("unsupported", reason: reason)
-            }
-        }
-
-        mutating func refund(_ r: RefundCapability) {
-            switch r {
-            case .against(let target): variant("against", target: target)
-            case .denied(let reason): variant("denied", reason: reason)
-            case .spread(let list, let names):
-                open(); key("spread"); open()
-                key("_0"); sources(list)
-                key("sources"); string(names)
-                close(); close()
-            }
-        }
-
-        mutating func sources(_ list: [RefundSource]) {
-            openArray()
-            for s in list {
-                element()
-                open(); key("amount"); int(s.amount); key("id"); string(s.id); key("refunded"); int(s.refunded); close()
-            }
-            closeArray()
-        }
-
-        mutating func movement(_ m: Movement) {
-            open()
-            if let v = m.at { key("at"); int(v) }
-            key("currency"); currency(m.currency)
-            if let v = m.fee { key("fee"); int(v) }
-            key("gross"); int(m.gross)
-            key("id"); string(m.id)
-            key("kind"); string(m.kind.rawValue)
-            if let v = m.net { key("net"); int(v) }
-            close()
-        }
+    mutating func movement(_ m: Movement) {
+        open()
+        if let v = m.at { key("at"); int(v) }
+        key("currency"); currency(m.currency)
+        if let v = m.fee { key("fee"); int(v) }
+        key("gross"); int(m.gross)
+        key("id"); string(m.id)
+        key("kind"); string(m.kind.rawValue)
+        if let v = m.net { key("net"); int(v) }
+        close()
     }
 }
