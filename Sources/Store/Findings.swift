@@ -162,14 +162,11 @@ public enum FindingStore {
         var linkCountsAt: Int?
         if !known.isEmpty {
             let join = "JOIN unnest($1::text[], $2::text[]) AS k(provider, order_id) ON t.provider = k.provider AND t.order_id = k.order_id"
-            // Each order's row also takes the id of its check's evidence (nextval in the select list: one per row) and the
-            // discrepancies open for it and for its check's transactions (what the check decides: `OpenDiscrepancy`).
+            // Each order's row also takes the id of its check's evidence (nextval in the select list: one per row).
             reads.append(PostgresStatement("""
-                SELECT \(OrderStore.selectColumns), nextval('evidence_id_seq') AS evidence_id,
-                       \(OpenDiscrepancy.ofOrder("o", refs: "ARRAY(SELECT jsonb_array_elements_text(k.refs::jsonb))")) AS open
-                FROM orders o JOIN unnest($1::text[], $2::text[], $3::text[]) AS k(provider, order_id, refs)
-                     ON o.provider = k.provider AND o.order_id = k.order_id
-                """, pairs + [.textArray(known.map { JSONValue.array($0.transactionRefs.map(JSONValue.string)).serializedText })]))
+                SELECT \(OrderStore.selectColumns), nextval('evidence_id_seq') AS evidence_id
+                FROM orders o JOIN unnest($1::text[], $2::text[]) AS k(provider, order_id) ON o.provider = k.provider AND o.order_id = k.order_id
+                """, pairs))
             reads.append(PostgresStatement("SELECT t.provider, t.order_id, \(emittedColumns) FROM actions t \(join) ORDER BY t.id", pairs))
             // With the aliases already linked from it (a check that learns no new alias writes none), and whether the last
             // check left anything open (most find nothing: the resolving UPDATE is then not needed; sql/0013).
@@ -182,13 +179,19 @@ public enum FindingStore {
             }
         }
         // What the checks keep as evidence depends on what each decides (opened, changed, resolved, planned): known before
-        // the writes from the discrepancies open now (read under the checks' locks), so the evidence goes in the same
-        // round trip as the writes. Transactions no order holds take their ids here (the orders read gives the others').
-        let unknownEvidenced = checks.filter { $0.evidence != nil && $0.order == nil }
+        // the writes from the discrepancies open now (read under the checks' locks: each order's, and the unknown_order
+        // ones of the transactions the checks name), so the evidence goes in the same round trip as the writes.
+        // Transactions no order holds take their evidence ids here (the orders read gives the others').
+        let evidenced = checks.filter { $0.evidence != nil }
+        let unknownEvidenced = evidenced.filter { $0.order == nil }
         var openAt: Int?, allocateAt: Int?
-        if !unknownEvidenced.isEmpty {
+        if !evidenced.isEmpty {
             openAt = reads.count
-            reads.append(OpenDiscrepancy.read(unknownEvidenced))
+            reads.append(OpenDiscrepancy.read(
+                orders: evidenced.compactMap { c in c.order.map { (c.provider.rawValue, $0.orderID) } },
+                refs: evidenced.flatMap { c in (c.order == nil ? [c.transactionRef] : c.transactionRefs).map { (c.provider.rawValue, $0) } }))
+        }
+        if !unknownEvidenced.isEmpty {
             allocateAt = reads.count
             reads.append(EvidenceStore.allocate(unknownEvidenced.count))
         }
@@ -197,13 +200,12 @@ public enum FindingStore {
             func key(_ provider: String, _ orderID: String) -> String { provider + "\u{0}" + orderID }
             var orders: [String: Order] = [:], emitted: [String: [EmittedAction]] = [:], stored: [String: PostgresRow] = [:]
             var linkCounts: [String: Int] = [:], orderEvidence: [String: Int64] = [:]
-            var open = try openAt.map { try OpenDiscrepancy.decode(read[$0]) } ?? []
+            let open = try openAt.map { try OpenDiscrepancy.decode(read[$0]) } ?? []
             if !known.isEmpty {
                 for row in read[2] {
                     let o = try OrderStore.decode(row)
                     orders[key(o.provider.rawValue, o.orderID)] = o
                     orderEvidence[key(o.provider.rawValue, o.orderID)] = try row.int64("evidence_id")
-                    if let text = try row.optionalString("open") { open += try OpenDiscrepancy.decode(json: text, provider: o.provider.rawValue) }
                 }
                 for row in read[3] {
                     if let e = try decodeEmitted(row) { emitted[key(try row.string("provider"), try row.string("order_id")), default: []].append(e) }

@@ -17,45 +17,15 @@ struct OpenDiscrepancy: Equatable {
     /// Recorded before evidence was kept: the next check that finds it as it is becomes its evidence.
     var bare: Bool
 
-    /// The unknown_order discrepancies of the checks of transactions no order holds (an order's come with the orders
-    /// read: `ofOrder`).
-    static func read(_ checks: [FindingStore.Check]) -> PostgresStatement {
-        PostgresStatement("""
-            SELECT d.provider, d.order_id, d.transaction_ref, d.kind, d.status, d.expected::text AS expected, d.actual::text AS actual,
-                   d.evidence_id IS NULL AS bare
-            FROM discrepancies d JOIN unnest($1::text[], $2::text[]) AS k(provider, ref) ON d.provider = k.provider AND d.transaction_ref = k.ref
-            WHERE d.order_id IS NULL AND d.status IN ('open', 'acknowledged') AND \(FindingStore.checkKinds("d.kind"))
-            """, [.textArray(checks.map(\.provider.rawValue)), .textArray(checks.map(\.transactionRef))])
-    }
-
-    /// A subquery, for a row of `orders` aliased `alias`: its open and acknowledged discrepancies and the unknown_order
-    /// ones of `refs` (a text[] expression), as JSON arrays `[order_id, transaction_ref, kind, acknowledged, expected,
-    /// actual, bare]` (NULL when there are none: most orders). Each arm uses its partial index.
-    static func ofOrder(_ alias: String, refs: String) -> String {
-        """
-        (SELECT json_agg(json_build_array(d.order_id, d.transaction_ref, d.kind, d.status = 'acknowledged', d.expected, d.actual,
-                                          d.evidence_id IS NULL))::text
-         FROM (SELECT * FROM discrepancies WHERE provider = \(alias).provider AND order_id = \(alias).order_id
-                                               AND status IN ('open', 'acknowledged') AND \(FindingStore.checkKinds("kind"))
-               UNION ALL
-               SELECT * FROM discrepancies WHERE provider = \(alias).provider AND order_id IS NULL AND transaction_ref = ANY(\(refs))
-                                               AND status IN ('open', 'acknowledged') AND \(FindingStore.checkKinds("kind"))) d)
-        """
-    }
-
-    /// The rows `ofOrder` gave for one order of `provider`. A row that does not read is an error, never "nothing open"
-    /// (that would keep a decision without its answers).
-    static func decode(json: String, provider: String) throws -> [OpenDiscrepancy] {
-        guard let rows = (try? JSONValue.parse(json))?.arrayValue else {
-            throw PostgresError.decoding("open discrepancies of a \(provider) order do not read as a list: \(json.prefix(80))")
-        }
-        return try rows.map { row in
-            guard let f = row.arrayValue, f.count == 7, let ref = f[1].stringValue, let kind = f[2].stringValue else {
-                throw PostgresError.decoding("an open discrepancy of a \(provider) order does not read: \(row.serializedText.prefix(80))")
-            }
-            return OpenDiscrepancy(provider: provider, orderID: f[0].stringValue, transactionRef: ref, kind: kind,
-                                   acknowledged: f[3] == .bool(true), expected: strings(f[4]), actual: strings(f[5]), bare: f[6] == .bool(true))
-        }
+    /// The discrepancies open or acknowledged for a group of checks: each order's (`orders`: provider and order id) and the
+    /// unknown_order ones of the transactions they name (`refs`: provider and transaction reference). One call of
+    /// `open_discrepancies` (sql/0021), a function so that each server process plans the query once.
+    static func read(orders: [(provider: String, orderID: String)], refs: [(provider: String, ref: String)]) -> PostgresStatement {
+        PostgresStatement("SELECT * FROM open_discrepancies($1::text[], $2::text[], $3::text[], $4::text[], $5::text[])", [
+            .textArray(orders.map(\.provider)), .textArray(orders.map(\.orderID)),
+            .textArray(refs.map(\.provider)), .textArray(refs.map(\.ref)),
+            .textArray(DiscrepancyKind.settlementKinds.map(\.rawValue)),
+        ])
     }
 
     static func decode(_ rows: PostgresRows) throws -> [OpenDiscrepancy] {
