@@ -12,13 +12,18 @@
 -- every active discrepancy on each call, long after the table grew (it is made again only when the table's
 -- statistics change). So each key is a lookup of its own (a LATERAL subquery behind OFFSET 0, which the planner
 -- neither flattens into a hash join nor reorders), and a sequential scan is never chosen (SET enable_seqscan = off,
--- for this function's queries only): whatever the statistics say, the plan is one index probe per key.
+-- for this function's queries only): whatever the statistics say, the plan is one index probe per key. That makes
+-- the generic plan safe to keep always (plan_cache_mode): left to choose, PostgreSQL would plan small groups afresh.
+-- Every column is qualified: the names of the result (provider, order_id, kind...) are variables in the body.
 CREATE FUNCTION open_discrepancies(order_providers text[], order_ids text[], ref_providers text[], refs text[],
                                    excluded_kinds text[])
 RETURNS TABLE (provider text, order_id text, transaction_ref text, kind text, status text, expected text, actual text,
                bare boolean)
-LANGUAGE plpgsql STABLE SET enable_seqscan = off AS $$
+LANGUAGE plpgsql STABLE SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS $$
 BEGIN
+    IF excluded_kinds IS NULL THEN
+        RAISE EXCEPTION 'open_discrepancies: excluded_kinds is NULL (pass an empty array to exclude none)';
+    END IF;
     RETURN QUERY
         SELECT d.* FROM (SELECT DISTINCT o.provider, o.order_id FROM unnest(order_providers, order_ids) AS o(provider, order_id)) k,
              LATERAL (SELECT d.provider, d.order_id, d.transaction_ref, d.kind, d.status, d.expected::text, d.actual::text,

@@ -11,10 +11,17 @@ import Testing
 
     static func figures() -> Decision.Figures {
         let order = Order(provider: .paypal, orderID: "O-1", merchant: "M", site: nil, transactionRef: "T-1", intent: .estimatedAuthorisation,
-                          amount: Money(minorUnits: 1_250, currency: Currency(code: "BHD")!), fulfilment: .fulfilled, refundAmount: 250)
+                          amount: Money(minorUnits: 1_250, currency: Currency(code: "BHD")!), fulfilment: .fulfilled, refundAmount: 260)
         var snapshot = SnapshotJSONTests.full()
         snapshot.rawState = "PARTIALLY_REFUNDED \(awkward)"
         return Decision.Figures(order: order, snapshot: snapshot)
+    }
+
+    /// Every figure a different number, so a figure written under another's key cannot pass as the same document.
+    @Test func theFixturesFiguresAreDistinct() {
+        let f = Self.figures()
+        let numbers = [f.amount, f.refundAmount, f.authorised, f.captured, f.refunded, f.reversed, f.disputed, Int64(f.currency.exponent)]
+        #expect(Set(numbers).count == numbers.count)
     }
 
     static let all: [DecisionRecord] = [
