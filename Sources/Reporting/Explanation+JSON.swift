@@ -55,7 +55,8 @@ extension Explanation {
                                  ("sha256", .string(a.sha256)), ("length", .number(String(a.length))),
                                  ("body", a.body.map(Self.bodyValue) ?? .null)])
                     })),
-                    ("decision", decision(c.decision)), ("findings", .array(c.findings.map(JSONValue.string))),
+                    ("decision", decision(c.decision)), ("decision_unreadable", text(c.decisionUnreadable)),
+                    ("findings", .array(c.findings.map(JSONValue.string))),
                     ("planned", .array(c.planned.map(JSONValue.string))), ("superseded", .array(c.superseded.map(JSONValue.string))),
                 ])
             case .opened(let d): return .object([("at", time(event.at)), ("event", .string("discrepancy_opened")), ("discrepancy", discrepancy(d))])

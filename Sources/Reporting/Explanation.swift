@@ -90,6 +90,9 @@ public struct Explanation: Sendable, Equatable {
         /// `opened`, `changed`, `resolved`, `planned`, `superseded`, `call`, `not sent`; empty: nothing decided.
         public var decided: [String]
         public var decision: Decision?
+        /// A decision was kept but does not read as one (written by another version of payrecon, or damaged): why, and
+        /// the start of what is stored. Never shown as "nothing decided".
+        public var decisionUnreadable: String?
         /// The findings the plan had, the action keys it planned and superseded.
         public var findings: [String]
         public var planned: [String]
@@ -97,10 +100,11 @@ public struct Explanation: Sendable, Equatable {
         /// The answers themselves (kept when it decided something).
         public var answers: [Answer]
         public init(evidenceID: Int64, at: Date, source: String, deliveryID: Int64?, hashes: [String], decided: [String],
-                    decision: Decision?, findings: [String], planned: [String], superseded: [String], answers: [Answer]) {
+                    decision: Decision?, findings: [String], planned: [String], superseded: [String], answers: [Answer],
+                    decisionUnreadable: String? = nil) {
             self.evidenceID = evidenceID; self.at = at; self.source = source; self.deliveryID = deliveryID; self.hashes = hashes
             self.decided = decided; self.decision = decision; self.findings = findings; self.planned = planned
-            self.superseded = superseded; self.answers = answers
+            self.superseded = superseded; self.answers = answers; self.decisionUnreadable = decisionUnreadable
         }
     }
 

@@ -144,7 +144,14 @@ public enum ExplainStore {
         explanation.checks = try evidenceRows.reversed().map { row in
             let id = try row.int64("id")
             let hashes = try row.bytes("answer_hashes")
-            let record = try row.optionalString("decision").flatMap { try? decoder.decode(DecisionRecord.self, from: Data($0.utf8)) }
+            // A decision that does not read is said so, never shown as none (a later payrecon may add a row this one
+            // does not know).
+            var record: DecisionRecord?, unreadable: String?
+            if let text = try row.optionalString("decision") {
+                do { record = try decoder.decode(DecisionRecord.self, from: Data(text.utf8)) } catch {
+                    unreadable = "\(Self.decodingReason(error)); stored: \(text.prefix(200))\(text.count > 200 ? "…" : "")"
+                }
+            }
             return Explanation.Check(
                 evidenceID: id, at: try row.date("checked_at"), source: try row.string("source"), deliveryID: try row.optionalInt64("delivery_id"),
                 hashes: stride(from: 0, to: hashes.count, by: 32).map { Self.hex(Array(hashes[$0..<min($0 + 32, hashes.count)])) },
@@ -153,7 +160,7 @@ public enum ExplainStore {
                     if w == "sent", words.last == "not" { words[words.count - 1] = "not sent" } else { words.append(w) }
                 },
                 decision: record?.decision, findings: record?.findings ?? [], planned: record?.planned ?? [], superseded: record?.superseded ?? [],
-                answers: answers[id] ?? [])
+                answers: answers[id] ?? [], decisionUnreadable: unreadable)
         }
 
         // Deliveries that named the order (or whose check looked up the transaction).
@@ -218,6 +225,19 @@ public enum ExplainStore {
             actual: (try? JSONValue.parse(try row.string("actual"))) ?? .object([]),
             firstSeen: try row.date("first_seen"), lastSeen: try row.date("last_seen"), resolvedAt: try row.optionalDate("resolved_at"),
             occurrences: Int(try row.int64("occurrences")), evidenceID: try row.optionalInt64("evidence_id"))
+    }
+
+    /// What a JSONDecoder error says, in a line: the field it stopped at and why.
+    static func decodingReason(_ error: any Error) -> String {
+        func path(_ keys: [any CodingKey]) -> String {
+            keys.reduce("") { path, key in key.intValue.map { path + "[\($0)]" } ?? (path.isEmpty ? key.stringValue : path + "." + key.stringValue) }
+        }
+        switch error as? DecodingError {
+        case .dataCorrupted(let c)?: return "\(path(c.codingPath)): \(c.debugDescription)"
+        case .keyNotFound(let key, let c)?: return "\(path(c.codingPath + [key])) is missing"
+        case .typeMismatch(_, let c)?, .valueNotFound(_, let c)?: return "\(path(c.codingPath)): \(c.debugDescription)"
+        default: return "\(error)"
+        }
     }
 
     static func hex(_ bytes: [UInt8]) -> String {

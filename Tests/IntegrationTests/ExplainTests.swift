@@ -133,6 +133,28 @@ import Testing
         }
     }
 
+    /// A decision kept that this payrecon cannot read (a row a later version added, a damaged record) is said so, with
+    /// why and what is stored, in the table and in JSON: never shown as a check that decided nothing.
+    @Test func aDecisionThatDoesNotReadIsSaidSo() async throws {
+        try await WorkerHarness.with { h in
+            let order = try await Self.purchase(h, "O-U", ref: "TX-U", captured: "15.00", amount: 2000)
+            _ = await h.checker.check(order)
+            let conn = try h.database.connect(); defer { conn.close() }
+            _ = try conn.query("""
+                UPDATE evidence SET decision = jsonb_set(decision, '{decision,fired,0,row}', '"99"') WHERE order_id = 'O-U' AND decision IS NOT NULL
+                """, [])
+            let e = try Self.explain(h, .order(.pxp, "O-U"))
+            let check = try #require(e.checks.first)
+            #expect(check.decided == ["opened"] && check.decision == nil)
+            let why = try #require(check.decisionUnreadable)
+            #expect(why.contains("decision.fired[0].row") && why.contains(#""row": "99""#), "\(why)")
+            #expect(e.table().contains("the rules it kept do not read: decision.fired[0].row"))
+            let json = try JSONValue.parse(e.json())
+            let timelineCheck = json["timeline"]?.arrayValue?.first { $0["event"] == .string("check") }
+            #expect(timelineCheck?["decision"] == .null && timelineCheck?["decision_unreadable"]?.stringValue == why)
+        }
+    }
+
     /// An action executed after the executor's re-fetch: the re-fetched answer (kept whole, source executor) and the
     /// call (when, the idempotency key as sent, what was sent, the provider's status and answer, the outcome).
     @Test func anActionExecutedAfterARefetchShowsTheRefetchedAnswerAndTheCall() async throws {
