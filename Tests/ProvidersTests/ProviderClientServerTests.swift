@@ -21,8 +21,9 @@ import Testing
     }
 
     // Answers that come at once get a generous timeout: on a loaded 2-core machine a test server's async handler can
-    // wait seconds for a cooperative thread (the "slow" case sets its own short one).
-    let transport = HTTPClientTransport(client: HTTPClient(configuration: .init(timeoutSeconds: 30)))
+    // wait seconds for a cooperative thread (the "slow" case sets its own short one). The client is the one payrecon
+    // runs (libcurl); over URLSession an answer given at once once went unseen for the whole 20 s in a CI run.
+    let transport = HTTPClientTransport(client: CurlHTTPClient(configuration: .init(timeoutSeconds: 30)))
 
     // MARK: PXP
 

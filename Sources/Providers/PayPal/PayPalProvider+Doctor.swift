@@ -145,7 +145,7 @@ extension PayPalProvider.API {
     }
 
     /// The receiver's fetcher (64 KiB at most), with more time: no sender is waiting behind this one fetch.
-    static let doctorCertificateSource = HTTPCertificateSource(client: HTTPClient(configuration: .init(
+    static let doctorCertificateSource = HTTPCertificateSource(client: CurlHTTPClient(configuration: .init(
         timeoutSeconds: 20, maxConcurrentRequests: 1, maxResponseBytes: 64 * 1024)))
 
     /// The certificate named by the last stored delivery's PAYPAL-CERT-URL: under PAYPAL_CERT_URL_PREFIXES, fetched

@@ -393,9 +393,10 @@ public enum PayPalProvider {
 
 /// Fetches PayPal signing certificates over HTTP(S), bounded in size and time. Only ever called by the verifier
 /// after the URL passed the allowed-prefix check, and behind `CachingCertificateSource`.
+/// Through libcurl (`CurlHTTPClient`), as every other provider call.
 public struct HTTPCertificateSource: CertificateSource {
-    let client: HTTPClient
-    public init(client: HTTPClient = HTTPClient(configuration: .init(timeoutSeconds: 5, maxConcurrentRequests: 4, maxResponseBytes: 64 * 1024))) {
+    let client: any HTTPSending
+    public init(client: any HTTPSending = CurlHTTPClient(configuration: .init(timeoutSeconds: 5, maxConcurrentRequests: 4, maxResponseBytes: 64 * 1024))) {
         self.client = client
     }
     public func pem(for url: String) throws -> [UInt8] {
