@@ -107,7 +107,11 @@ private struct Row {
     mutating func optional(_ field: String, allowInteger: Bool = false) -> String? {
         switch values[field] {
         case nil, .null: return nil
-        case let .text(text): return text.isEmpty ? nil : text
+        case let .text(text):
+            // A JSON line's \u0000 or a raw NUL in a CSV field: PostgreSQL's text holds none, so the import would fail
+            // at the database naming no line.
+            if text.utf8.contains(0) { fail(field, "contains a NUL character, which PostgreSQL cannot store"); return nil }
+            return text.isEmpty ? nil : text
         case let .number(literal):
             if allowInteger, literal.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) {
                 return literal

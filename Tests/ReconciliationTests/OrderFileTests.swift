@@ -101,6 +101,8 @@ private func csv(_ rows: String...) -> String { ([header] + rows).joined(separat
         BadRow(row: "paypal,o1,,,r,purchase,10.00,USD,open,1.001", field: "refund_amount",
                reason: "more decimals than USD allows (2)"),
         BadRow(row: "paypal,,,,r,purchase,1,USD,open,", field: "order_id", reason: "missing"),
+        BadRow(row: "paypal,o\u{0}1,,,r,purchase,1,USD,open,", field: "order_id", reason: "contains a NUL character, which PostgreSQL cannot store"),
+        BadRow(row: "paypal,o1,,,r,purchase,1,US\u{0}D,open,", field: "currency", reason: "contains a NUL character, which PostgreSQL cannot store"),
         BadRow(row: "paypal,o1,,,,purchase,1,USD,open,", field: "transaction_ref", reason: "missing"),
         BadRow(row: "pxp,o1,,S1,r,purchase,1,USD,open,", field: "merchant", reason: "required for pxp (part of its API path)"),
         BadRow(row: "pxp,o1,M1,,r,purchase,1,USD,open,", field: "site", reason: "required for pxp (part of its API path)"),
@@ -255,6 +257,12 @@ private func csv(_ rows: String...) -> String { ([header] + rows).joined(separat
         BadLine("{\(base),\"amount\":\"1\",}", "", "invalid JSON at column 130: expected a key"),
         BadLine("{\(base),\"amount\":\"\\ud800\"}", "", "invalid JSON at column 133: lone surrogate"),
         BadLine("{\(base),\"amount\":\"1\t\"}", "", "invalid JSON at column 128: control character in a string"),
+        // Escaped, a NUL is valid JSON; PostgreSQL's text holds none, so no field may carry one.
+        BadLine("{\(base),\"amount\":\"1\",\"merchant\":\"M\\u0000\"}", "merchant", "contains a NUL character, which PostgreSQL cannot store"),
+        BadLine(#"{"provider":"paypal","order_id":"o\u00002","transaction_ref":"r","intent":"purchase","currency":"USD","fulfilment":"open","amount":"1"}"#,
+                "order_id", "contains a NUL character, which PostgreSQL cannot store"),
+        BadLine(#"{"provider":"paypal","order_id":"o2","transaction_ref":"r\u0000","intent":"purchase","currency":"USD","fulfilment":"open","amount":"1"}"#,
+                "transaction_ref", "contains a NUL character, which PostgreSQL cannot store"),
     ])
     func invalidLine(_ bad: BadLine) {
         let good = #"{"provider":"paypal","order_id":"o1","transaction_ref":"r","intent":"purchase","amount":1,"currency":"USD","fulfilment":"open"}"#
