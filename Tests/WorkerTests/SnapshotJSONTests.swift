@@ -63,18 +63,23 @@ import Testing
         }
     }
 
+    /// Expects `ours` to be the document Foundation's encoder makes of `value`, compared as serialized bytes after
+    /// normalizing: strings byte for byte (Swift's == would hold "é" and "e\u{301}" equal), numbers by their text,
+    /// true never 1.
+    static func expectEncodersDocument<T: Encodable>(_ ours: String, of value: T, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let theirs = try encoder.encode(value)
+        let a = normalized(try JSONValue.parse(ours)).serialized()
+        let b = normalized(try JSONValue.parse(Array(theirs))).serialized()
+        let same = a == b
+        #expect(same, "ours: \(ours)\nthe encoder's: \(String(decoding: theirs, as: UTF8.self))", sourceLocation: sourceLocation)
+    }
+
     @Test(arguments: all)
     func isTheDocumentFoundationsEncoderMakes(_ s: Snapshot) throws {
         let ours = FindingStore.encode(s)
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        let theirs = try encoder.encode(s)
-        // Compared as serialized bytes after normalizing: strings byte for byte (Swift's == would hold "é" and
-        // "e\u{301}" equal), numbers by their text, true never 1.
-        let a = Self.normalized(try JSONValue.parse(ours)).serialized()
-        let b = Self.normalized(try JSONValue.parse(Array(theirs))).serialized()
-        let same = a == b
-        #expect(same, "ours: \(ours)\nthe encoder's: \(String(decoding: theirs, as: UTF8.self))")
+        try Self.expectEncodersDocument(ours, of: s)
         #expect(try JSONDecoder().decode(Snapshot.self, from: Data(ours.utf8)) == s)
     }
 
