@@ -21,14 +21,15 @@ public struct WorkerContext: Sendable {
     public let inDoubtGraceSeconds: Double
     /// The root logger the worker, sweep and executor add their context to.
     public let logger: Logger
-    /// The transport the provider APIs share (rate limits, connections), kept when they are rebuilt.
+    /// The transport the provider APIs share (connections) and their rate limiters, kept when they are rebuilt.
     let transport: any ProviderTransport
+    let limiters = RateLimiters()
 
     public init(_ env: Environment, poolSize: Int = 8, maxConcurrentRequests: Int = 64, logger: Logger = Logger()) throws(ConfigurationError) {
         self.logger = logger
         url = try env.databaseURL()
         transport = try Self.transport(env, maxConcurrentRequests: maxConcurrentRequests)
-        gateway = ProviderGateway(try ConfiguredProviders(environment: env, transport: transport))
+        gateway = ProviderGateway(try ConfiguredProviders(environment: env, transport: transport, limiters: limiters))
         pool = PostgresPool(conninfo: url, size: poolSize, acquireTimeout: 30)
         let windows: PendingWindows
         do { windows = try PendingWindows.parse(env["PAYRECON_PENDING_MAX"] ?? "24h") } catch { throw ConfigurationError(error.description) }
@@ -43,9 +44,9 @@ public struct WorkerContext: Sendable {
     }
 
     /// Builds the provider APIs again from `env` (SIGHUP: secrets given as files are read again) over the same
-    /// transport, and puts them in place for the checker and the executor.
+    /// transport and rate limiters, and puts them in place for the checker and the executor.
     public func reloadProviders(_ env: Environment) throws(ConfigurationError) {
-        gateway.reload(try ConfiguredProviders(environment: env, transport: transport))
+        gateway.reload(try ConfiguredProviders(environment: env, transport: transport, limiters: limiters))
         logger.info("provider API secrets re-read")
     }
 

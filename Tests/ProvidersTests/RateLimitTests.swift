@@ -38,10 +38,37 @@ import Testing
         let clock = Mutex<Double>(0)
         let limited = RateLimitedTransport(base: base, perSecond: 1000, clock: { clock.withLock { $0 } })
         _ = try await limited.send(ProviderRequest(method: "GET", url: "https://p/a"))
-        #expect(limited.limiter.withLock { $0.slowUntil } == -.infinity)
+        #expect(limited.limiter.current.slowUntil == -.infinity)
         _ = try await limited.send(ProviderRequest(method: "GET", url: "https://p/b"))
-        #expect(limited.limiter.withLock { $0.slowUntil } == 30)
+        #expect(limited.limiter.current.slowUntil == 30)
         #expect(base.requests.count == 2)
+    }
+
+    /// SIGHUP builds every provider API and its transport again: the provider's limiter is the same one, so a slot
+    /// booked on the old transport (a request still going out) is one the new transport waits behind, a changed rate
+    /// applies from the next request, and a slow-down after a 429 stands. (Each rebuild used to start a fresh limiter:
+    /// two budgets at once, the 429's slow-down forgotten.)
+    @Test func aReloadKeepsEachProvidersLimiter() async throws {
+        let limiters = RateLimiters()
+        let before = try ConfiguredProviders(environment: Environment(["PXP_MAX_RPS": "1000"]), transport: ScriptedTransport([]), limiters: limiters)
+        let kept = try #require(limiters.existing(for: "pxp"))
+        #expect(limiters.existing(for: "paypal") == nil, "no PAYPAL_MAX_RPS: no limiter")
+        let after = try ConfiguredProviders(environment: Environment(["PXP_MAX_RPS": "500"]), transport: ScriptedTransport([]), limiters: limiters)
+        #expect(limiters.existing(for: "pxp") === kept)
+        #expect(kept.current.interval == 1.0 / 500)
+        _ = (before, after)
+
+        // Two transports of one provider (the old and the rebuilt) take their slots from one schedule.
+        let clock = Mutex<Double>(0)
+        let base = ScriptedTransport([.success(ProviderResponse(status: 429)), .success(ProviderResponse(status: 200))])
+        let old = RateLimitedTransport(base: base, limiter: limiters.limiter(for: "pxp", perSecond: 1000), clock: { clock.withLock { $0 } })
+        _ = try await old.send(ProviderRequest(method: "GET", url: "https://p/a"))       // the slot at 0, answered 429
+        let new = RateLimitedTransport(base: base, limiter: limiters.limiter(for: "pxp", perSecond: 1000), clock: { clock.withLock { $0 } })
+        _ = try await new.send(ProviderRequest(method: "GET", url: "https://p/b"))       // waits for the slot at 1 ms
+        let shared = kept.current
+        #expect(shared.slowUntil == 30, "the 429 on the old transport slows the new one")
+        // Slots at 0 and 1 ms on one schedule, the next 2 ms after (slowed); two limiters would each stand at 1 ms.
+        #expect(abs(shared.next - 0.003) < 1e-9, "\(shared.next)")
     }
 
     @Test func unsetMeansUnlimitedAndABadValueIsAnError() throws {

@@ -39,8 +39,10 @@ public struct ConfiguredProviders: Sendable {
         self.apis = all; self.webhooks = webhooks
     }
 
-    /// Builds every registered provider's API over `transport` and, with `webhooks`, its webhook side.
-    public init(environment: Environment, transport: any ProviderTransport, webhooks: Bool = false) throws(ConfigurationError) {
+    /// Builds every registered provider's API over `transport` and, with `webhooks`, its webhook side. `limiters` are
+    /// the process's (kept by whoever builds the APIs again on SIGHUP, so a reload does not reset them).
+    public init(environment: Environment, transport: any ProviderTransport, webhooks: Bool = false,
+                limiters: RateLimiters = RateLimiters()) throws(ConfigurationError) {
         var apis: [Provider: any ProviderAPI] = [:]
         var hooks: [Provider: any ProviderWebhook] = [:]
         for d in ProviderRegistry.definitions {
@@ -48,7 +50,7 @@ public struct ConfiguredProviders: Sendable {
             // Every request counted by what came back (`payrecon_provider_http_requests_total`).
             let counted = CountedTransport(base: transport, provider: d.provider.rawValue)
             let limited: any ProviderTransport = try RateLimitedTransport.limit(for: d.provider.rawValue, in: environment)
-                .map { RateLimitedTransport(base: counted, perSecond: $0) } ?? counted
+                .map { RateLimitedTransport(base: counted, limiter: limiters.limiter(for: d.provider.rawValue, perSecond: $0)) } ?? counted
             apis[d.provider] = try d.api(environment, limited)
             if webhooks, let hook = try d.webhook(environment) { hooks[d.provider] = hook }
         }

@@ -5,7 +5,7 @@ import Synchronization
 /// request that finds the limiter idle goes at once; idle time is not saved up into a burst). After a 429 the
 /// provider is asked half as often for `slowDownSeconds`.
 public struct RateLimiter: Sendable, Equatable {
-    public let interval: Double
+    public private(set) var interval: Double
     public let slowDownSeconds: Double
     public private(set) var next: Double = 0
     public private(set) var slowUntil: Double = -.infinity
@@ -24,6 +24,42 @@ public struct RateLimiter: Sendable, Equatable {
 
     /// The provider answered 429: slow down for a while.
     public mutating func throttled(now: Double) { slowUntil = now + slowDownSeconds }
+
+    /// A new rate from the next slot on; the slots booked and a slow-down after a 429 stand.
+    public mutating func setRate(perSecond: Double) { interval = 1 / perSecond }
+}
+
+/// One provider's limiter: every transport built for that provider in this process takes its slots here.
+public final class SharedRateLimiter: Sendable {
+    let state: Mutex<RateLimiter>
+    init(perSecond: Double) { state = Mutex(RateLimiter(perSecond: perSecond)) }
+    /// The limiter as it stands.
+    public var current: RateLimiter { state.withLock { $0 } }
+}
+
+/// A process's limiters, one per provider, kept while the provider APIs are built again (SIGHUP re-reads secrets and
+/// rebuilds each API and its transport): the schedule and a slow-down after a 429 carry over, so requests still
+/// going out on the old transport and new ones on the new take one budget, not two each starting afresh. A changed
+/// `<PROVIDER>_MAX_RPS` applies from the next request.
+public final class RateLimiters: Sendable {
+    private let byProvider = Mutex<[String: SharedRateLimiter]>([:])
+    public init() {}
+
+    /// `provider`'s limiter, if one was made.
+    public func existing(for provider: String) -> SharedRateLimiter? { byProvider.withLock { $0[provider] } }
+
+    /// `provider`'s limiter at `perSecond`: the one it had, when it had one.
+    public func limiter(for provider: String, perSecond: Double) -> SharedRateLimiter {
+        byProvider.withLock { all in
+            if let kept = all[provider] {
+                kept.state.withLock { $0.setRate(perSecond: perSecond) }
+                return kept
+            }
+            let made = SharedRateLimiter(perSecond: perSecond)
+            all[provider] = made
+            return made
+        }
+    }
 }
 
 /// `PXP_MAX_RPS`, `PAYPAL_MAX_RPS`, `PAYPERCUT_MAX_RPS`: at most `perSecond` requests a second from this
@@ -31,19 +67,25 @@ public struct RateLimiter: Sendable, Equatable {
 /// executor share the provider's transport). A caller waits for its slot in a `Task.sleep`, holding no thread.
 public final class RateLimitedTransport: ProviderTransport {
     let base: any ProviderTransport
-    let limiter: Mutex<RateLimiter>
+    let limiter: SharedRateLimiter
     private let clock: @Sendable () -> Double
+    public static let uptime: @Sendable () -> Double = { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
 
-    public init(base: any ProviderTransport, perSecond: Double,
-                clock: @escaping @Sendable () -> Double = { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }) {
-        self.base = base; self.limiter = Mutex(RateLimiter(perSecond: perSecond)); self.clock = clock
+    /// With a limiter of its own.
+    public convenience init(base: any ProviderTransport, perSecond: Double, clock: @escaping @Sendable () -> Double = RateLimitedTransport.uptime) {
+        self.init(base: base, limiter: SharedRateLimiter(perSecond: perSecond), clock: clock)
+    }
+
+    /// With `limiter`, shared with the provider's other transports (`RateLimiters`).
+    public init(base: any ProviderTransport, limiter: SharedRateLimiter, clock: @escaping @Sendable () -> Double = RateLimitedTransport.uptime) {
+        self.base = base; self.limiter = limiter; self.clock = clock
     }
 
     public func send(_ request: ProviderRequest) async throws -> ProviderResponse {
-        let wait = limiter.withLock { $0.reserve(now: clock()) }
+        let wait = limiter.state.withLock { $0.reserve(now: clock()) }
         if wait > 0 { try await Task.sleep(for: .nanoseconds(Int64(wait * 1e9))) }
         let response = try await base.send(request)
-        if response.status == 429 { limiter.withLock { $0.throttled(now: clock()) } }
+        if response.status == 429 { limiter.state.withLock { $0.throttled(now: clock()) } }
         return response
     }
 
