@@ -53,7 +53,7 @@ public enum ActionStore {
             UPDATE actions SET status = $2, provider_ref = coalesce($3, provider_ref), last_error = $4, lease_expires_at = NULL,
                 in_doubt = coalesce($6, in_doubt), updated_at = now()
             WHERE id = $1 AND attempts = $5 AND status = 'pending' AND lease_expires_at >= now()
-            """, [.int64(id), .text(status.rawValue), providerRef.map { .text($0) } ?? .null, error.map { .text($0) } ?? .null,
+            """, [.int64(id), .text(status.rawValue), providerRef.map { .text($0) } ?? .null, error.map { .text(DeliveryStore.storable($0)) } ?? .null,
                   .int64(Int64(attempt)), inDoubt.map { .bool($0) } ?? .null]) == 1
     }
 
@@ -71,7 +71,7 @@ public enum ActionStore {
     public static func retire(id: Int64, reason: String, on conn: PostgresConnection) throws -> Bool {
         try conn.execute("""
             UPDATE actions SET status = 'superseded', in_doubt = false, last_error = $2, updated_at = now() WHERE id = $1 AND status = 'failed'
-            """, [.int64(id), .text(reason)]) == 1
+            """, [.int64(id), .text(DeliveryStore.storable(reason))]) == 1
     }
 
     public static func find(id: Int64, on conn: PostgresConnection) throws -> StoredAction? {
@@ -132,7 +132,8 @@ public enum RunStore {
     }
 
     public static func finish(id: Int64, totals: Totals, errors: [String], exitCode: Int32, on conn: PostgresConnection) throws {
-        let list = (try? JSONSerialization.data(withJSONObject: Array(errors.prefix(1000)))).map { String(decoding: $0, as: UTF8.self) } ?? "[]"
+        let list = (try? JSONSerialization.data(withJSONObject: errors.prefix(1000).map(DeliveryStore.storable)))
+            .map { String(decoding: $0, as: UTF8.self) } ?? "[]"
         _ = try conn.execute("""
             UPDATE runs SET finished_at = now(), checked = $2, matched = $3, opened = $4, resolved = $5, actions_emitted = $6,
                 errors = $7, error_list = $8::jsonb, exit_code = $9 WHERE id = $1

@@ -291,7 +291,12 @@ public enum DeliveryStore {
 
     /// jsonb cannot hold U+0000 (`\u0000` is refused, failing the whole group commit): a NUL a sender put in a header
     /// is stored as U+FFFD. Nothing else is changed.
-    static func jsonbSafe(_ s: String) -> String {
+    static func jsonbSafe(_ s: String) -> String { storable(s) }
+
+    /// Text that says what happened (a delivery's outcome, an action's last error, a run's errors) may quote what a
+    /// provider or a sender sent: a NUL in it is stored as U+FFFD, since PostgreSQL's text and jsonb hold none and one
+    /// refused row would fail the statement that records a whole batch, again on every try.
+    static func storable(_ s: String) -> String {
         s.utf8.contains(0) ? s.replacingOccurrences(of: "\u{0}", with: "\u{FFFD}") : s
     }
 

@@ -70,7 +70,7 @@ public enum DeliveryQueue {
         public var orderIDs: [String]
         public init(id: Int64, status: String, outcome: String, provider: String = "", orderIDs: [String] = []) {
             precondition(status == "done" || status == "ignored", "a processed delivery is done or ignored")
-            self.id = id; self.status = status; self.outcome = outcome; self.provider = provider; self.orderIDs = orderIDs
+            self.id = id; self.status = status; self.outcome = DeliveryStore.storable(outcome); self.provider = provider; self.orderIDs = orderIDs
         }
     }
 
@@ -115,6 +115,7 @@ public enum DeliveryQueue {
     /// `provider`, `orderIDs`: the orders it named (so far), kept with it.
     public static func fail(id: Int64, owner: String, error: String, retryAfterSeconds: Double?, provider: String = "", orderIDs: [String] = [],
                             on conn: PostgresConnection) throws -> Bool {
+        let error = DeliveryStore.storable(error)
         let named = pairs([(id, provider, orderIDs)])
         if let delay = retryAfterSeconds {
             return try !conn.query("""
