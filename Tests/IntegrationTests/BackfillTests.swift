@@ -10,8 +10,8 @@ import Testing
 struct BackfillTests {
     static func at(_ daysAgo: Int, _ time: String = "12:00:00") -> String { FeesTests.day(daysAgo) + "T" + time + "Z" }
 
-    static func backfill(_ h: WorkerHarness, _ args: String...) throws -> PayreconProcess.Result {
-        try PayreconProcess.run(["backfill", "--provider", "paypal"] + args, databaseURL: h.database.url, environment: h.payreconEnvironment)
+    static func backfill(_ h: WorkerHarness, _ args: String...) async throws -> PayreconProcess.Result {
+        try await PayreconProcess.launch(["backfill", "--provider", "paypal"] + args, databaseURL: h.database.url, environment: h.payreconEnvironment)
     }
 
     /// PP-B1 was paid two days ago and no webhook said so, and no order holds it: unknown_order, once. PP-B2's order
@@ -30,7 +30,7 @@ struct BackfillTests {
                 {"id":"PP-B2","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"30.00","captures":[{"id":"CAP-B2","status":"PARTIALLY_REFUNDED","create_time":"\#(Self.at(3))"}],
                  "refunds":[{"id":"REF-B2","capture_id":"CAP-B2","amount":"10.00","create_time":"\#(Self.at(1))"}]}
                 """#)
-            let r = try Self.backfill(h, "--since", "5d")
+            let r = try await Self.backfill(h, "--since", "5d")
             #expect(r.status == 0, "\(r.stdout) \(r.stderr)")
             #expect(r.stdout.contains("3 transactions listed") && r.stdout.contains("1 no order holds"), "\(r.stdout)")
             #expect(try h.openKinds(order: "B2") == ["over_refunded"])
@@ -38,13 +38,13 @@ struct BackfillTests {
             #expect(unknown.map(\.transactionRef) == ["PP-B1"])
             // Nothing new the second time: every window was read to its end, and only the seconds since the first run
             // (up to 3 hours ago) are read.
-            let again = try Self.backfill(h, "--since", "5d")
+            let again = try await Self.backfill(h, "--since", "5d")
             #expect(again.status == 0 && again.stdout.contains("0 transactions listed") && again.stdout.contains("0 orders re-checked"), "\(again.stdout)")
             #expect(again.stdout.contains(": 0 windows read") || again.stdout.contains(": 1 windows read"), "\(again.stdout)")
             #expect(try h.discrepancies(.paypal).filter { $0.kind == "unknown_order" }.map(\.occurrences) == [1])
             // A dry run lists, checks nothing and records nothing.
             try h.execute("DELETE FROM backfill_windows")
-            let dry = try Self.backfill(h, "--since", "5d", "--dry-run")
+            let dry = try await Self.backfill(h, "--since", "5d", "--dry-run")
             #expect(dry.stdout.contains("dry run") && dry.stdout.contains("3 transactions listed") && dry.stdout.contains("0 orders re-checked"), "\(dry.stdout)")
             #expect(try h.database.count("SELECT count(*) FROM backfill_windows") == 0)
         }
@@ -64,7 +64,7 @@ struct BackfillTests {
             // E2's event came; E1's 150 never did.
             let came = try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_id":"CAP-E2","create_time":"\#(Self.at(2, "13:00:01"))"}"#)
             _ = try await h.admin("/admin/webhooks/send", #"{"provider":"paypal","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_id":"CAP-E1","lost":true,"count":150,"create_time":"\#(Self.at(2, "12:00:01"))"}"#)
-            let r = try Self.backfill(h, "--since", "5d")
+            let r = try await Self.backfill(h, "--since", "5d")
             #expect(r.status == 0, "\(r.stdout) \(r.stderr)")
             #expect(r.stdout.contains("151 events listed, 150 payrecon had not stored"), "\(r.stdout)")
             let stats = try await h.admin("/admin/stats", method: "GET")
@@ -77,13 +77,13 @@ struct BackfillTests {
             _ = await h.runOnce()
             #expect(try h.database.count("SELECT count(*) FROM deliveries WHERE headers::text LIKE '%payrecon-source%' AND status = 'done'") == 150)
             #expect(try h.openKinds(order: "E1").isEmpty)
-            let again = try Self.backfill(h, "--since", "5d")
+            let again = try await Self.backfill(h, "--since", "5d")
             #expect(again.stdout.contains("0 events listed, 0 payrecon had not stored"), "\(again.stdout)")
             #expect(try h.database.count("SELECT count(*) FROM deliveries") == 151)
             // A window read again (as after a kill mid-window: its pages' events are stored as they come, the window
             // recorded last) stores nothing twice.
             try h.execute("DELETE FROM backfill_windows WHERE source = 'events'")
-            let reread = try Self.backfill(h, "--since", "5d")
+            let reread = try await Self.backfill(h, "--since", "5d")
             #expect(reread.stdout.contains("151 events listed, 0 payrecon had not stored"), "\(reread.stdout)")
             #expect(try h.database.count("SELECT count(*) FROM deliveries") == 151)
             // The delivery itself, coming late (PayPal retries for 3 days), is a redelivery of the stored event: not
@@ -95,18 +95,18 @@ struct BackfillTests {
             // A window whose list fails is left for the next run, not recorded: exit 1.
             try h.execute("DELETE FROM backfill_windows")
             try await h.faults(#"{"error_rate":1}"#)
-            let failing = try Self.backfill(h, "--since", "2d")
+            let failing = try await Self.backfill(h, "--since", "2d")
             try await h.clearFaults()
             #expect(failing.status == 1 && failing.stdout.contains("events ") && failing.stdout.contains("left for the next run"), "\(failing.stdout)")
             #expect(try h.database.count("SELECT count(*) FROM backfill_windows") == 0)
             // PayPal keeps events about 45 days: an older span is not asked for, and that is said.
-            let old = try Self.backfill(h, "--from", FeesTests.day(60) + "T00:00:00Z", "--to", FeesTests.day(50) + "T00:00:00Z")
+            let old = try await Self.backfill(h, "--from", FeesTests.day(60) + "T00:00:00Z", "--to", FeesTests.day(50) + "T00:00:00Z")
             #expect(old.status == 0, "\(old.stdout) \(old.stderr)")
             #expect(old.stdout.contains("0 requests; 0 events listed") && old.stdout.contains("only: paypal keeps webhook events about 45 days"), "\(old.stdout)")
             // Nor older than payrecon keeps processed deliveries (their events would be stored and processed again).
             var env = h.payreconEnvironment
             env["PAYRECON_RETAIN"] = "deliveries=1d"
-            let kept = try PayreconProcess.run(["backfill", "--provider", "paypal", "--since", "5d"], databaseURL: h.database.url, environment: env)
+            let kept = try await PayreconProcess.launch(["backfill", "--provider", "paypal", "--since", "5d"], databaseURL: h.database.url, environment: env)
             #expect(kept.stdout.contains("only: payrecon prune keeps processed deliveries 1 days"), "\(kept.stdout)")
         }
     }
@@ -136,7 +136,7 @@ struct BackfillTests {
             #expect(try h.openKinds(order: "R").isEmpty)
             // A refund made in Paypercut's dashboard yesterday, which no webhook reported.
             try await h.admin("/admin/paypercut/intents", intent("pi_R", 3_000, created: threeDays, refunds: #","refunds":[{"id":"re_R1","amount":1000,"created":\#(now - 86_400)}]"#))
-            let r = try PayreconProcess.run(["backfill", "--provider", "paypercut", "--since", "5d"], databaseURL: h.database.url, environment: h.payreconEnvironment)
+            let r = try await PayreconProcess.launch(["backfill", "--provider", "paypercut", "--since", "5d"], databaseURL: h.database.url, environment: h.payreconEnvironment)
             #expect(r.status == 1, "\(r.stdout) \(r.stderr)")
             #expect(r.stdout.contains("not checked: transaction account acct_gone: Paypercut refused account 'acct_gone' (403 account_invalid)"), "\(r.stdout)")
             #expect(r.stdout.contains("106 transactions listed, 103 orders re-checked, 2 no order holds"), "\(r.stdout)")
@@ -151,7 +151,7 @@ struct BackfillTests {
             #expect(requests["paypercut.list_refunds"] as? Int == 2 * days, "acct_gone's refunds are not asked once its payments are refused: \(requests)")
             // The second run reads only the seconds since the first: nothing new (acct_gone is named again if a second
             // has passed, its exit then 1).
-            let again = try PayreconProcess.run(["backfill", "--provider", "paypercut", "--since", "5d"], databaseURL: h.database.url, environment: h.payreconEnvironment)
+            let again = try await PayreconProcess.launch(["backfill", "--provider", "paypercut", "--since", "5d"], databaseURL: h.database.url, environment: h.payreconEnvironment)
             let notChecked = again.stdout.split(separator: "\n").filter { $0.contains("not checked:") }
             #expect(again.stdout.contains("0 transactions listed") && notChecked.allSatisfy { $0.contains("acct_gone") }
                     && again.status == (notChecked.isEmpty ? 0 : 1), "\(again.stdout)")
@@ -159,7 +159,7 @@ struct BackfillTests {
             // An account an order names for the first time is read over the whole span, in windows of its own.
             try await h.admin("/admin/paypercut/intents", intent("pi_B1", 900, created: twoDays, account: "acct_2"))
             try h.insert(WorkerHarness.order(.paypercut, "B1", ref: "pi_B1", intent: .purchase, amount: 900, currency: "EUR", merchant: "acct_2"))
-            let newAccount = try PayreconProcess.run(["backfill", "--provider", "paypercut", "--since", "5d"], databaseURL: h.database.url, environment: h.payreconEnvironment)
+            let newAccount = try await PayreconProcess.launch(["backfill", "--provider", "paypercut", "--since", "5d"], databaseURL: h.database.url, environment: h.payreconEnvironment)
             #expect(newAccount.stdout.contains("1 transactions listed, 1 orders re-checked"), "\(newAccount.stdout)")
         }
     }
@@ -174,7 +174,7 @@ struct BackfillTests {
             try await h.seedPayPal("[" + orders.joined(separator: ",") + "]")
             try h.insert((0..<12).map { WorkerHarness.order(.paypal, "H\($0)", ref: "PP-H\($0)", intent: .purchase, amount: 500, currency: "USD", merchant: nil) })
             try await h.admin("/admin/paypal/permissions", #"{"search_max_items": 5}"#)
-            let r = try Self.backfill(h, "--from", day + "T00:00:00Z", "--to", FeesTests.day(1) + "T00:00:00Z")
+            let r = try await Self.backfill(h, "--from", day + "T00:00:00Z", "--to", FeesTests.day(1) + "T00:00:00Z")
             #expect(r.status == 0, "\(r.stdout) \(r.stderr)")
             #expect(r.stdout.contains("12 transactions listed") && r.stdout.contains("12 orders re-checked"), "\(r.stdout)")
             #expect(!r.stdout.contains("(0 windows halved)"), "\(r.stdout)")
@@ -189,7 +189,7 @@ struct BackfillTests {
                 #"{"id":"PP-M\#(i)","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"1.00","captures":[{"id":"CAP-M\#(i)","create_time":"\#(day)T10:\#(String(format: "%02d:%02d", i / 60, i % 60))Z"}]}"#
             }
             try await h.seedPayPal("[" + orders.joined(separator: ",") + "]")
-            let r = try Self.backfill(h, "--from", day + "T00:00:00Z", "--to", FeesTests.day(1) + "T00:00:00Z", "--dry-run")
+            let r = try await Self.backfill(h, "--from", day + "T00:00:00Z", "--to", FeesTests.day(1) + "T00:00:00Z", "--dry-run")
             #expect(r.status == 0, "\(r.stdout) \(r.stderr)")
             #expect(r.stdout.contains("2 list requests") && r.stdout.contains("501 transactions listed"), "\(r.stdout)")
         }
@@ -200,16 +200,16 @@ struct BackfillTests {
             try await h.admin("/admin/paypal/permissions", #"{"transaction_search": false}"#)
             try await h.seedPayPal(#"{"id":"PP-403","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"9.00","captures":[{"id":"CAP-403","create_time":"\#(Self.at(1))"}]}"#)
             _ = try await h.admin("/admin/webhooks/send", #"{"provider":"paypal","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_id":"CAP-403","lost":true,"create_time":"\#(Self.at(1, "12:00:01"))"}"#)
-            let r = try Self.backfill(h, "--since", "2d")
+            let r = try await Self.backfill(h, "--since", "2d")
             #expect(r.status == 2, "\(r.stdout) \(r.stderr)")
             #expect(r.stderr.contains("HTTP 403") && r.stderr.contains("Transaction Search permission"), "\(r.stderr)")
             // The events list is read all the same: a permission not granted yet does not keep lost webhooks unread.
             #expect(r.stdout.contains("1 events listed, 1 payrecon had not stored"), "\(r.stdout)")
-            let pxp = try PayreconProcess.run(["backfill", "--provider", "pxp"], databaseURL: h.database.url, environment: h.payreconEnvironment)
+            let pxp = try await PayreconProcess.launch(["backfill", "--provider", "pxp"], databaseURL: h.database.url, environment: h.payreconEnvironment)
             #expect(pxp.status == 2 && pxp.stderr.contains("pxp publishes no transaction search"), "\(pxp.stderr)")
             for bad in [["--from", "2026-11-01T00:00:00Z"], ["--since", "2d", "--from", "2026-11-01T00:00:00Z", "--to", "2026-11-02T00:00:00Z"],
                         ["--from", "yesterday", "--to", "today"]] {
-                let u = try PayreconProcess.run(["backfill", "--provider", "paypal"] + bad, databaseURL: h.database.url, environment: h.payreconEnvironment)
+                let u = try await PayreconProcess.launch(["backfill", "--provider", "paypal"] + bad, databaseURL: h.database.url, environment: h.payreconEnvironment)
                 #expect(u.status == 2, "\(bad): \(u.stderr)")
             }
         }
@@ -240,7 +240,7 @@ struct BackfillTests {
             #expect(try h.database.count("SELECT count(*) FROM discrepancies WHERE kind = 'unknown_order'") < 18)
             try await h.clearFaults()
             #expect(finishedBefore >= 1, "the kill came before any window was finished: the test proves nothing")
-            let r = try Self.backfill(h, "--since", "4d")
+            let r = try await Self.backfill(h, "--since", "4d")
             #expect(r.status == 0, "\(r.stdout) \(r.stderr)")
             // It read exactly the windows the killed run had not finished.
             let total = try h.database.count("SELECT count(*) FROM backfill_windows WHERE source = 'transactions'")
@@ -248,7 +248,7 @@ struct BackfillTests {
             #expect(r.stdout.contains(": \(total - finishedBefore) windows read, \(finishedBefore) read before"), "\(r.stdout)")
             #expect(try h.database.count("SELECT count(*) FROM discrepancies WHERE kind = 'unknown_order'") == 18)
             #expect(try h.database.count("SELECT count(DISTINCT transaction_ref) FROM discrepancies WHERE kind = 'unknown_order'") == 18)
-            let again = try Self.backfill(h, "--since", "4d")
+            let again = try await Self.backfill(h, "--since", "4d")
             #expect(again.stdout.contains("0 transactions listed"), "\(again.stdout)")
             #expect(try h.database.count("SELECT count(*) FROM discrepancies WHERE kind = 'unknown_order'") == 18)
         }
@@ -261,17 +261,17 @@ struct BackfillTests {
             try await h.seedPayPal(#"{"id":"PP-N1","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"9.00","captures":[{"id":"CAP-N1","create_time":"\#(Self.at(2))"}]}"#)
             var env = h.payreconEnvironment
             env["PAYRECON_BACKFILL"] = "paypal=5d"
-            let r = try PayreconProcess.run(["reconcile", "--all"], databaseURL: h.database.url, environment: env)
+            let r = try await PayreconProcess.launch(["reconcile", "--all"], databaseURL: h.database.url, environment: env)
             #expect(r.status == 0, "\(r.stdout) \(r.stderr)")
             #expect(r.stdout.contains("backfill paypal:") && r.stdout.contains("1 no order holds"), "\(r.stdout)")
             #expect(try h.discrepancies(.paypal).map(\.kind) == ["unknown_order"])
             try await h.admin("/admin/paypal/permissions", #"{"transaction_search":false}"#)
             try h.execute("DELETE FROM backfill_windows")
-            let refused = try PayreconProcess.run(["reconcile", "--all"], databaseURL: h.database.url, environment: env)
+            let refused = try await PayreconProcess.launch(["reconcile", "--all"], databaseURL: h.database.url, environment: env)
             #expect(refused.status == 1 && refused.stderr.contains("PAYRECON_BACKFILL paypal: a list was refused") && refused.stderr.contains("403"), "\(refused.stderr)")
             #expect(refused.stdout.contains("reconcile run"), "the sweep still ran: \(refused.stdout)")
             env["PAYRECON_BACKFILL"] = "paypal"
-            let bad = try PayreconProcess.run(["reconcile", "--all"], databaseURL: h.database.url, environment: env)
+            let bad = try await PayreconProcess.launch(["reconcile", "--all"], databaseURL: h.database.url, environment: env)
             #expect(bad.status == 2 && bad.stderr.contains("PAYRECON_BACKFILL"), "\(bad.stderr)")
         }
     }

@@ -42,7 +42,7 @@ struct FeesTests {
             #expect(await h.executor.executePending().succeeded == 1)   // the Paypercut capture
             _ = try await h.sweep()
 
-            let r = try PayreconProcess.run(["report", "--view", "fees", "--format", "json"], databaseURL: h.database.url)
+            let r = try await PayreconProcess.launch(["report", "--view", "fees", "--format", "json"], databaseURL: h.database.url)
             #expect(r.status == 0, "\(r.stderr)")
             let doc = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
             let days = try #require(doc["days"] as? [[String: Any]])
@@ -66,13 +66,13 @@ struct FeesTests {
             #expect(totals.contains { $0["provider"] as? String == "paypal" && $0["currency"] as? String == "USD" && $0["net"] as? String == "110.00" })
 
             // The other formats carry the same figures.
-            let table = try PayreconProcess.run(["report", "--view", "fees"], databaseURL: h.database.url)
+            let table = try await PayreconProcess.launch(["report", "--view", "fees"], databaseURL: h.database.url)
             #expect(table.status == 0 && table.stdout.contains("110.00") && table.stdout.contains("Totals") && table.stdout.contains("By day"))
-            let csv = try PayreconProcess.run(["report", "--view", "fees", "--format", "csv", "--provider", "paypal"], databaseURL: h.database.url)
+            let csv = try await PayreconProcess.launch(["report", "--view", "fees", "--format", "csv", "--provider", "paypal"], databaseURL: h.database.url)
             #expect(csv.stdout.hasPrefix("day,provider,currency,captured,refunded,reversed,fees,net,movements,without_fee\r\n"))
             #expect(csv.stdout.contains("\(d2),paypal,USD,120.00,5.00,0.00,5.00,110.00,3,0\r\n"))
             #expect(!csv.stdout.contains("paypercut"))
-            let html = try PayreconProcess.run(["report", "--view", "fees", "--format", "html"], databaseURL: h.database.url)
+            let html = try await PayreconProcess.launch(["report", "--view", "fees", "--format", "html"], databaseURL: h.database.url)
             #expect(html.stdout.contains("<svg") && html.stdout.contains("Fees per day, paypal USD") && html.stdout.contains("110.00"))
         }
     }
@@ -106,10 +106,10 @@ struct FeesTests {
         #expect(try conn.query("SELECT count(*) AS n FROM movements").first?.int64("n") == 0)
     }
 
-    @Test func reportViewUsageErrors() throws {
+    @Test func reportViewUsageErrors() async throws {
         for args in [["--view", "money"], ["--view", "fees", "--kind", "amount_mismatch"], ["--view", "fees", "--status", "open"],
                      ["--view", "fees", "--fail-on-open"]] {
-            let r = try PayreconProcess.run(["report"] + args, databaseURL: "postgresql://127.0.0.1:1/none")
+            let r = try await PayreconProcess.launch(["report"] + args, databaseURL: "postgresql://127.0.0.1:1/none")
             #expect(r.status == 2, "\(args): \(r.stderr)")
             #expect(r.stderr.contains("--view") || r.stderr.contains("does not apply to --view fees"), "\(args): \(r.stderr)")
         }

@@ -52,14 +52,14 @@ struct ReportTests {
         return db
     }
 
-    func report(_ db: TestDatabase, _ args: String...) throws -> PayreconProcess.Result { try report(db, args) }
-    func report(_ db: TestDatabase, _ args: [String]) throws -> PayreconProcess.Result {
-        try PayreconProcess.run(["report"] + args, databaseURL: db.url)
+    func report(_ db: TestDatabase, _ args: String...) async throws -> PayreconProcess.Result { try await report(db, args) }
+    func report(_ db: TestDatabase, _ args: [String]) async throws -> PayreconProcess.Result {
+        try await PayreconProcess.launch(["report"] + args, databaseURL: db.url)
     }
 
-    @Test func tableSummaryFirstThenGroups() throws {
+    @Test func tableSummaryFirstThenGroups() async throws {
         let db = try Self.seeded(); defer { db.drop() }
-        let r = try report(db)
+        let r = try await report(db)
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout.contains("Open discrepancies: 3"))
         #expect(r.stdout.contains("USD        25.00") && r.stdout.contains("JPY          500") && r.stdout.contains("BHD        1.250"))
@@ -72,7 +72,7 @@ struct ReportTests {
 
     /// An order's findings that name the same money are counted once in the summary (an 80.00 payment under dispute
     /// and the 20.00 refund it holds put 80.00 at risk, not 100.00); each finding keeps its own amount in the list.
-    @Test func moneyAtRiskCountsEachOrderOnce() throws {
+    @Test func moneyAtRiskCountsEachOrderOnce() async throws {
         let db = try Self.seeded(); defer { db.drop() }
         let conn = try db.connect(); defer { conn.close() }
         _ = try conn.execute("""
@@ -80,16 +80,16 @@ struct ReportTests {
             VALUES ('paypal', 'ORD-2008', 'PP-D', 'disputed', 'open', '{}', '{}', 'd', 8000, 'USD'),
                    ('paypal', 'ORD-2008', 'PP-D', 'action_not_allowed', 'open', '{}', '{}', 'held', 2000, 'USD')
             """)
-        let r = try report(db, "--format", "json")
+        let r = try await report(db, "--format", "json")
         let doc = try JSONValue.parse(r.stdoutBytes)
         #expect(doc["summary"]?["amount_at_risk"]?["USD"]?.stringValue == "105.00", "25.00 (ORD-1) + 80.00 (ORD-2008, once)")
         let amounts = (doc["discrepancies"]?.arrayValue ?? []).filter { $0["order_id"]?.stringValue == "ORD-2008" }.compactMap { $0["amount_at_risk"]?.stringValue }
         #expect(amounts.sorted() == ["20.00", "80.00"])
     }
 
-    @Test func jsonHasTheContractShape() throws {
+    @Test func jsonHasTheContractShape() async throws {
         let db = try Self.seeded(); defer { db.drop() }
-        let r = try report(db, "--format", "json")
+        let r = try await report(db, "--format", "json")
         #expect(r.status == 0, "\(r.stderr)")
         let doc = try JSONValue.parse(r.stdoutBytes)
         let generated = try #require(doc["generated_at"]?.stringValue)
@@ -111,39 +111,39 @@ struct ReportTests {
         for d in list { for key in ["id", "transaction_ref", "actual", "first_seen", "last_seen"] { #expect(d[key] != nil) } }
     }
 
-    @Test func filters() throws {
+    @Test func filters() async throws {
         let db = try Self.seeded(); defer { db.drop() }
-        func kinds(_ args: String...) throws -> [String] {
-            let r = try report(db, ["--format", "json"] + args)
+        func kinds(_ args: String...) async throws -> [String] {
+            let r = try await report(db, ["--format", "json"] + args)
             #expect(r.status == 0, "\(r.stderr)")
             return try JSONValue.parse(r.stdoutBytes)["discrepancies"]?.arrayValue?.compactMap { $0["kind"]?.stringValue } ?? []
         }
-        #expect(try kinds("--status", "resolved") == ["state_mismatch"])
-        #expect(try kinds("--status", "all").count == 4)
-        #expect(try kinds("--provider", "paypal") == ["over_captured"])
-        #expect(try kinds("--kind", "unknown_order") == ["unknown_order"])
-        #expect(try kinds("--since", "1d") == ["amount_mismatch", "over_captured"])   // unknown_order last seen 3 days ago
-        #expect(try kinds("--provider", "paypercut").isEmpty)
+        #expect(try await kinds("--status", "resolved") == ["state_mismatch"])
+        #expect(try await kinds("--status", "all").count == 4)
+        #expect(try await kinds("--provider", "paypal") == ["over_captured"])
+        #expect(try await kinds("--kind", "unknown_order") == ["unknown_order"])
+        #expect(try await kinds("--since", "1d") == ["amount_mismatch", "over_captured"])   // unknown_order last seen 3 days ago
+        #expect(try await kinds("--provider", "paypercut").isEmpty)
         // The summary counts what is open under the same provider filter.
-        let r = try report(db, "--format", "json", "--provider", "pxp")
+        let r = try await report(db, "--format", "json", "--provider", "pxp")
         let doc = try JSONValue.parse(r.stdoutBytes)
         #expect(doc["summary"]?["open"]?.numberLiteral == "2")
         #expect(doc["summary"]?["amount_at_risk"] == .object([("BHD", .string("1.250")), ("USD", .string("25.00"))]))
         #expect(doc["summary"]?["rejected_24h"] == .object([("invalid_signature", .number("2"))]))
     }
 
-    @Test func failOnOpen() throws {
+    @Test func failOnOpen() async throws {
         let db = try Self.seeded(); defer { db.drop() }
-        let open = try report(db, "--fail-on-open")
+        let open = try await report(db, "--fail-on-open")
         #expect(open.status == 1)
         #expect(open.stdout.contains("Open discrepancies: 3"))   // printed before failing
-        #expect(try report(db, "--fail-on-open", "--provider", "paypercut").status == 0)
-        #expect(try report(db, "--fail-on-open", "--status", "resolved").status == 0)
-        #expect(try report(db, "--fail-on-open", "--kind", "over_captured", "--format", "json").status == 1)
-        #expect(try report(db).status == 0)
+        #expect(try await report(db, "--fail-on-open", "--provider", "paypercut").status == 0)
+        #expect(try await report(db, "--fail-on-open", "--status", "resolved").status == 0)
+        #expect(try await report(db, "--fail-on-open", "--kind", "over_captured", "--format", "json").status == 1)
+        #expect(try await report(db).status == 0)
         let conn = try db.connect(); defer { conn.close() }
         _ = try conn.execute("UPDATE discrepancies SET status = 'resolved', resolved_at = now()")
-        #expect(try report(db, "--fail-on-open").status == 0)
+        #expect(try await report(db, "--fail-on-open").status == 0)
     }
 
     @Test("bad input is a usage error (exit 2) that says what to do", arguments: [
@@ -156,27 +156,27 @@ struct ReportTests {
         (["--output"], "--output needs a value"),
         (["--colour"], "unknown option --colour"),
     ])
-    func usageErrors(args: [String], message: String) throws {
-        let r = try PayreconProcess.run(["report"] + args, databaseURL: "postgresql://postgres@127.0.0.1:1/none")
+    func usageErrors(args: [String], message: String) async throws {
+        let r = try await PayreconProcess.launch(["report"] + args, databaseURL: "postgresql://postgres@127.0.0.1:1/none")
         #expect(r.status == 2)
         #expect(r.stderr.contains(message), "\(r.stderr)")
         #expect(r.stdout.isEmpty)
     }
 
-    @Test func withoutDatabaseURLSaysWhatToSet() throws {
-        let r = try PayreconProcess.run(["report"], databaseURL: nil)
+    @Test func withoutDatabaseURLSaysWhatToSet() async throws {
+        let r = try await PayreconProcess.launch(["report"], databaseURL: nil)
         #expect(r.status == 2)
         #expect(r.stderr.contains("DATABASE_URL is not set"))
     }
 
-    @Test func outputFileCSVAndHTML() throws {
+    @Test func outputFileCSVAndHTML() async throws {
         let db = try Self.seeded(); defer { db.drop() }
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("report-" + UUID().uuidString)
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
 
         let csvPath = dir.appendingPathComponent("report.csv").path
-        let csv = try report(db, "--format", "csv", "--status", "all", "--output", csvPath)
+        let csv = try await report(db, "--format", "csv", "--status", "all", "--output", csvPath)
         #expect(csv.status == 0 && csv.stdout.isEmpty)
         let csvText = try String(contentsOfFile: csvPath, encoding: .utf8)
         #expect(csvText.hasPrefix("id,provider,order_id,transaction_ref,kind,status,amount_at_risk,currency,"))
@@ -185,7 +185,7 @@ struct ReportTests {
         #expect(csvText.contains(",9.99,USD,"))
 
         let htmlPath = dir.appendingPathComponent("report.html").path
-        let html = try report(db, "--format", "html", "--output", htmlPath)
+        let html = try await report(db, "--format", "html", "--output", htmlPath)
         #expect(html.status == 0)
         let page = try String(contentsOfFile: htmlPath, encoding: .utf8)
         #expect(page.contains("25.00") && page.contains("1.250") && page.contains("<svg"))
@@ -193,13 +193,13 @@ struct ReportTests {
         #expect(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"))
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted() == ["report.csv", "report.html"])   // no temp files left
 
-        let unwritable = try report(db, "--output", dir.appendingPathComponent("missing/dir/x.txt").path)
+        let unwritable = try await report(db, "--output", dir.appendingPathComponent("missing/dir/x.txt").path)
         #expect(unwritable.status == 2 && unwritable.stderr.contains("cannot write"))
     }
 
-    @Test func actionsListJSON() throws {
+    @Test func actionsListJSON() async throws {
         let db = try Self.seeded(); defer { db.drop() }
-        let r = try PayreconProcess.run(["actions", "list", "--format", "json"], databaseURL: db.url)
+        let r = try await PayreconProcess.launch(["actions", "list", "--format", "json"], databaseURL: db.url)
         #expect(r.status == 0, "\(r.stderr)")
         let list = try #require(try JSONValue.parse(r.stdoutBytes).arrayValue)
         #expect(list.count == 3)
@@ -213,18 +213,18 @@ struct ReportTests {
         #expect(list[1]["amount"]?.stringValue == "1.250" && list[1]["last_error"]?.stringValue == "422 UNPROCESSABLE_ENTITY")
         #expect(list[2]["amount"]?.stringValue == "1000")
 
-        let failed = try PayreconProcess.run(["actions", "list", "--status", "failed", "--format", "json"], databaseURL: db.url)
+        let failed = try await PayreconProcess.launch(["actions", "list", "--status", "failed", "--format", "json"], databaseURL: db.url)
         #expect(try JSONValue.parse(failed.stdoutBytes).arrayValue?.compactMap { $0["order_id"]?.stringValue } == ["ORD-9"])
-        let limited = try PayreconProcess.run(["actions", "list", "--limit", "2", "--format", "json"], databaseURL: db.url)
+        let limited = try await PayreconProcess.launch(["actions", "list", "--limit", "2", "--format", "json"], databaseURL: db.url)
         #expect(try JSONValue.parse(limited.stdoutBytes).arrayValue?.compactMap { $0["order_id"]?.stringValue } == ["ORD-9", "ORD-7"])
         #expect(limited.stderr.contains("more than 2 actions match"))
 
-        let table = try PayreconProcess.run(["actions", "list"], databaseURL: db.url)
+        let table = try await PayreconProcess.launch(["actions", "list"], databaseURL: db.url)
         #expect(table.status == 0)
         #expect(table.stdout.split(separator: "\n").count == 4)
         #expect(table.stdout.contains("pxp:ORD-7:void:0"))
 
-        let bad = try PayreconProcess.run(["actions", "list", "--status", "done"], databaseURL: db.url)
+        let bad = try await PayreconProcess.launch(["actions", "list", "--status", "done"], databaseURL: db.url)
         #expect(bad.status == 2 && bad.stderr.contains("--status must be one of pending, succeeded, failed, superseded"))
     }
 }

@@ -46,8 +46,8 @@ struct SettlementTests {
         return path
     }
 
-    static func importing(_ h: WorkerHarness, _ paths: String..., deadline: String = "1s") throws -> PayreconProcess.Result {
-        try PayreconProcess.run(["settlement", "import"] + paths, databaseURL: h.database.url, environment: ["PAYRECON_SETTLEMENT_DEADLINE": deadline])
+    static func importing(_ h: WorkerHarness, _ paths: String..., deadline: String = "1s") async throws -> PayreconProcess.Result {
+        try await PayreconProcess.launch(["settlement", "import"] + paths, databaseURL: h.database.url, environment: ["PAYRECON_SETTLEMENT_DEADLINE": deadline])
     }
 
     static func open(_ h: WorkerHarness) throws -> [String: [String]] {
@@ -62,7 +62,7 @@ struct SettlementTests {
         try await WorkerHarness.with { h in
             try await Self.seed(h)
             let d2 = try await Self.file(h, daysAgo: 2), d1 = try await Self.file(h, daysAgo: 1)
-            let r = try Self.importing(h, d2, d1, deadline: "30d")
+            let r = try await Self.importing(h, d2, d1, deadline: "30d")
             #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
             #expect(r.stdout.contains("4 lines, 4 new"), "\(r.stdout)")
             // The one line no order of payrecon's holds.
@@ -70,13 +70,13 @@ struct SettlementTests {
             #expect(open == ["unknown_settlement": ["CAP-S3"]], "\(open)")
             // A JPY line of 15000 is 150 JPY: it matched the capture of 150 (no settlement_mismatch), and is kept as 150.
             #expect(try h.database.count("SELECT count(*) FROM settlement_lines WHERE transaction_id = 'CAP-S2' AND gross_minor = 150 AND currency = 'JPY'") == 1)
-            let again = try Self.importing(h, d2)
+            let again = try await Self.importing(h, d2)
             #expect(again.status == 0 && again.stdout.contains("already imported"), "\(again.stdout)")
             #expect(try h.database.count("SELECT count(*) FROM settlement_files") == 2)
             #expect(try h.database.count("SELECT count(*) FROM settlement_lines") == 5)
             // The TRR of the same day brings the same lines: none new.
             let trr = try await Self.file(h, daysAgo: 2, kind: "TRR")
-            let t = try Self.importing(h, trr, deadline: "30d")
+            let t = try await Self.importing(h, trr, deadline: "30d")
             #expect(t.stdout.contains("4 lines, 0 new"), "\(t.stdout)")
         }
     }
@@ -84,7 +84,7 @@ struct SettlementTests {
     @Test func aFeeOffByOneHundredthIsFeeMismatch() async throws {
         try await WorkerHarness.with { h in
             try await Self.seed(h)
-            let r = try Self.importing(h, try await Self.file(h, daysAgo: 2, faults: "fee_off_by_one"), deadline: "30d")
+            let r = try await Self.importing(h, try await Self.file(h, daysAgo: 2, faults: "fee_off_by_one"), deadline: "30d")
             #expect(r.status == 0, "\(r.stderr)")
             #expect(try Self.open(h)["fee_mismatch"] == ["CAP-S1"])
             let d = try #require(try h.discrepancies(.paypal).first { $0.kind == "fee_mismatch" })
@@ -104,14 +104,14 @@ struct SettlementTests {
     @Test func aMissingLineIsAnIncompleteFileAndItsCaptureUnsettled() async throws {
         try await WorkerHarness.with { h in
             try await Self.seed(h)
-            let r = try Self.importing(h, try await Self.file(h, daysAgo: 2, faults: "missing_line"), try await Self.file(h, daysAgo: 1))
+            let r = try await Self.importing(h, try await Self.file(h, daysAgo: 2, faults: "missing_line"), try await Self.file(h, daysAgo: 1))
             #expect(r.status == 0, "\(r.stderr)")
             let open = try Self.open(h)
             #expect(open["settlement_missing"] == ["CAP-S1"], "\(open)")
             #expect(open["settlement_incomplete"]?.count == 1 && open["settlement_incomplete"]?.first?.hasPrefix("file:STL-") == true, "\(open)")
             #expect(r.stdout.contains("incomplete: line"), "\(r.stdout)")
             // The whole file, fetched again, settles both.
-            _ = try Self.importing(h, try await Self.file(h, daysAgo: 2))
+            _ = try await Self.importing(h, try await Self.file(h, daysAgo: 2))
             let after = try Self.open(h)
             #expect(after["settlement_missing"] == nil && after["settlement_incomplete"] == nil, "\(after)")
         }
@@ -121,9 +121,9 @@ struct SettlementTests {
         try await WorkerHarness.with { h in
             try await Self.seed(h)
             let path = try await Self.file(h, daysAgo: 2, faults: "truncated")
-            let verify = try PayreconProcess.run(["settlement", "verify", path], databaseURL: nil)
+            let verify = try await PayreconProcess.launch(["settlement", "verify", path], databaseURL: nil)
             #expect(verify.status == 1 && verify.stdout.contains("incomplete:") && verify.stdout.contains("cut short"), "\(verify.stdout)")
-            let r = try Self.importing(h, path, deadline: "30d")
+            let r = try await Self.importing(h, path, deadline: "30d")
             #expect(r.status == 0, "\(r.stderr)")
             #expect(try Self.open(h)["settlement_incomplete"]?.count == 1)
             #expect(try h.database.count("SELECT count(*) FROM settlement_lines") == 3)
@@ -133,9 +133,9 @@ struct SettlementTests {
     @Test func aDayWithNoFileBetweenTwoIsIncompleteUntilItComes() async throws {
         try await WorkerHarness.with { h in
             try await Self.seed(h)
-            _ = try Self.importing(h, try await Self.file(h, daysAgo: 3), try await Self.file(h, daysAgo: 1), deadline: "30d")
+            _ = try await Self.importing(h, try await Self.file(h, daysAgo: 3), try await Self.file(h, daysAgo: 1), deadline: "30d")
             #expect(try Self.open(h)["settlement_incomplete"] == ["day:" + Self.day(2).iso])
-            _ = try Self.importing(h, try await Self.file(h, daysAgo: 2, faults: "double_space"), deadline: "30d")
+            _ = try await Self.importing(h, try await Self.file(h, daysAgo: 2, faults: "double_space"), deadline: "30d")
             #expect(try Self.open(h)["settlement_incomplete"] == nil)
             #expect(try Self.open(h) == ["unknown_settlement": ["CAP-S3"]])
         }
@@ -148,7 +148,7 @@ struct SettlementTests {
                 text.replacingOccurrences(of: "\"CR\",10000,\"USD\"", with: "\"CR\",10001,\"USD\"")
                     .replacingOccurrences(of: "\"DR\",4000,\"USD\"", with: "\"CR\",4000,\"USD\"")
             }
-            _ = try Self.importing(h, path, deadline: "30d")
+            _ = try await Self.importing(h, path, deadline: "30d")
             let open = try Self.open(h)
             #expect(open["settlement_mismatch"] == ["CAP-S1", "REF-S1"], "\(open)")
             let details = try h.discrepancies(.paypal).filter { $0.kind == "settlement_mismatch" }.map(\.transactionRef)
@@ -161,13 +161,13 @@ struct SettlementTests {
             try await Self.seed(h)
             let bad = try await Self.file(h, daysAgo: 2) { $0.replacingOccurrences(of: "\"CR\",10000,", with: "\"CR\",100.00,") }
             let good = try await Self.file(h, daysAgo: 1)
-            let r = try Self.importing(h, bad, good, deadline: "30d")
+            let r = try await Self.importing(h, bad, good, deadline: "30d")
             #expect(r.status == 1)
             #expect(r.stderr.contains("line 5: Gross Transaction Amount \"100.00\" is not an unsigned whole number") && r.stderr.contains("nothing of it imported"), "\(r.stderr)")
             #expect(try h.database.count("SELECT count(*) FROM settlement_files") == 1)   // the good one
-            let missing = try Self.importing(h, "/nonexistent/STL-20261130.01.009.CSV")
+            let missing = try await Self.importing(h, "/nonexistent/STL-20261130.01.009.CSV")
             #expect(missing.status == 1 && missing.stderr.contains("cannot read"), "\(missing.stderr)")
-            let usage = try PayreconProcess.run(["settlement", "import", "--provider", "pxp", good], databaseURL: h.database.url)
+            let usage = try await PayreconProcess.launch(["settlement", "import", "--provider", "pxp", good], databaseURL: h.database.url)
             #expect(usage.status == 2 && usage.stderr.contains("pxp publishes no settlement files"), "\(usage.stderr)")
         }
     }
@@ -176,11 +176,11 @@ struct SettlementTests {
     @Test func theNightlyReconcileFindsWhatIsNowPastTheDeadline() async throws {
         try await WorkerHarness.with { h in
             try await Self.seed(h)
-            _ = try Self.importing(h, try await Self.file(h, daysAgo: 2, faults: "missing_line"), deadline: "30d")
+            _ = try await Self.importing(h, try await Self.file(h, daysAgo: 2, faults: "missing_line"), deadline: "30d")
             #expect(try Self.open(h)["settlement_missing"] == nil)
             var env = h.payreconEnvironment
             env["PAYRECON_SETTLEMENT_DEADLINE"] = "1s"
-            let r = try PayreconProcess.run(["reconcile", "--all"], databaseURL: h.database.url, environment: env)
+            let r = try await PayreconProcess.launch(["reconcile", "--all"], databaseURL: h.database.url, environment: env)
             #expect(r.status == 0, "\(r.stdout) \(r.stderr)")
             #expect(r.stdout.contains("settlement (paypal): opened"), "\(r.stdout)")
             // CAP-S1 left out of the file; CAP-S4 (a day no file covers yet, after the first file's period) too.
@@ -194,20 +194,20 @@ struct SettlementTests {
         try await WorkerHarness.with { h in
             try await Self.seed(h)
             let trr = try await Self.file(h, daysAgo: 1, kind: "TRR") { $0.replacingOccurrences(of: "\"USD\",\"S\",", with: "\"USD\",\"P\",") }
-            let first = try Self.importing(h, trr, deadline: "30d")
+            let first = try await Self.importing(h, trr, deadline: "30d")
             #expect(first.stdout.contains("1 rows of transactions not completed yet (not kept)"), "\(first.stdout)")
             #expect(try h.database.count("SELECT count(*) FROM settlement_lines WHERE transaction_id = 'CAP-S4'") == 0)
-            let stl = try Self.importing(h, try await Self.file(h, daysAgo: 1), deadline: "30d")
+            let stl = try await Self.importing(h, try await Self.file(h, daysAgo: 1), deadline: "30d")
             #expect(stl.stdout.contains("1 lines, 1 new"), "\(stl.stdout)")
             #expect(try h.database.count("SELECT count(*) FROM settlement_lines WHERE transaction_id = 'CAP-S4'") == 1)
             // The day's STL, then its TRR with CAP-S1's gross one cent more: the copy kept is the first, the other is named.
-            _ = try Self.importing(h, try await Self.file(h, daysAgo: 2), deadline: "30d")
+            _ = try await Self.importing(h, try await Self.file(h, daysAgo: 2), deadline: "30d")
             let other = try await Self.file(h, daysAgo: 2, kind: "TRR") { $0.replacingOccurrences(of: "\"CR\",10000,\"USD\"", with: "\"CR\",10001,\"USD\"") }
-            _ = try Self.importing(h, other, deadline: "30d")
+            _ = try await Self.importing(h, other, deadline: "30d")
             let open = try Self.open(h)
             #expect(open["settlement_mismatch"] == ["copies:CAP-S1"], "\(open)")
             // Another import (an evaluation) does not resolve it: only an operator can say which copy was right.
-            _ = try Self.importing(h, try await Self.file(h, daysAgo: 3), deadline: "30d")
+            _ = try await Self.importing(h, try await Self.file(h, daysAgo: 3), deadline: "30d")
             #expect(try Self.open(h)["settlement_mismatch"] == ["copies:CAP-S1"])
         }
     }

@@ -25,7 +25,10 @@ public enum PayreconProcess {
     }
 
     /// `payrecon args…` with this process's environment, DATABASE_URL set to `databaseURL` (nil: unset), no
-    /// NO_COLOR, plus `extra`; blocking (for synchronous tests).
+    /// NO_COLOR, plus `extra`; blocking, so only from a thread of its own (`launch` runs it so). Never from a test:
+    /// Swift Testing runs synchronous tests on the cooperative pool too, and a test blocking one of its two threads
+    /// while the payrecon it started calls paysim (served in this process, on that pool) starved every suite: a
+    /// provider client test's server did not answer for 20 s, a nightly reconcile's OAuth token timed out.
     public static func run(_ arguments: [String], databaseURL: String?, environment extra: [String: String] = [:]) throws -> Result {
         var env = ProcessInfo.processInfo.environment
         env["DATABASE_URL"] = databaseURL
