@@ -37,8 +37,13 @@ let verifyCommand = Command(
         provider: provider, body: try read(bodyPath, "--body"), headersJSON: try read(headersPath, "--headers"),
         certPEM: try args.value(Options.cert).map { try read($0, "--cert") }, rootsPEM: rootsPEM, at: at,
         environment: env.overriding([secretVariable: try args.value(Options.key) ?? args.value(Options.webhookID)]))
+    // A PayPal check may fetch the certificate, which blocks its caller until the answer: on a thread of its own, never
+    // Swift's cooperative pool (one thread on a one-core host, and the fetch's own completion needs one).
+    let checked: Result<WebhookCheck.Outcome, any Error> = await withCheckedContinuation { done in
+        Thread { done.resume(returning: Result { try WebhookCheck.run(options, certificateSource: HTTPCertificateSource()) }) }.start()
+    }
     let outcome: WebhookCheck.Outcome
-    do { outcome = try WebhookCheck.run(options, certificateSource: HTTPCertificateSource()) }
+    do { outcome = try checked.get() }
     catch { throw UsageError(String(describing: error)) }
     print(outcome.line)
     return outcome.exitCode
