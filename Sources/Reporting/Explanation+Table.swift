@@ -71,7 +71,9 @@ extension Explanation {
                 for fired in decision.fired { l.append("      rule \(fired.row.rawValue): \(fired.row.words)"); l.append("        → \(fired.yields)") }
                 if decision.fired.isEmpty { l.append("      no row fired: the order and the provider agree") }
             }
-            if let unreadable = c.decisionUnreadable { l.append("      the rules it kept do not read: \(unreadable)") }
+            if let unreadable = c.decisionUnreadable {
+                l.append("      the rules it kept cannot be read by this payrecon (written by a newer one, or damaged): \(unreadable)")
+            }
             if !c.superseded.isEmpty { l.append("      superseded: " + c.superseded.joined(separator: ", ")) }
             return l
         case .opened(let d):

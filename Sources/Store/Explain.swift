@@ -146,10 +146,13 @@ public enum ExplainStore {
             let hashes = try row.bytes("answer_hashes")
             // A decision that does not read is said so, never shown as none (a later payrecon may add a row this one
             // does not know).
-            var record: DecisionRecord?, unreadable: String?
+            // What does read (the findings, the actions planned and superseded) is still shown.
+            var record: DecisionRecord?, unreadable: String?, lists: [String: [String]] = [:]
             if let text = try row.optionalString("decision") {
                 do { record = try decoder.decode(DecisionRecord.self, from: Data(text.utf8)) } catch {
-                    unreadable = "\(Self.decodingReason(error)); stored: \(text.prefix(200))\(text.count > 200 ? "…" : "")"
+                    let stored = try? JSONValue.parse(Array(text.utf8))
+                    for key in ["findings", "planned", "superseded"] { lists[key] = stored?[key]?.arrayValue?.compactMap(\.stringValue) ?? [] }
+                    unreadable = Self.decodingReason(error, in: stored)
                 }
             }
             return Explanation.Check(
@@ -159,7 +162,8 @@ public enum ExplainStore {
                     // "not sent" is two words.
                     if w == "sent", words.last == "not" { words[words.count - 1] = "not sent" } else { words.append(w) }
                 },
-                decision: record?.decision, findings: record?.findings ?? [], planned: record?.planned ?? [], superseded: record?.superseded ?? [],
+                decision: record?.decision, findings: record?.findings ?? lists["findings"] ?? [], planned: record?.planned ?? lists["planned"] ?? [],
+                superseded: record?.superseded ?? lists["superseded"] ?? [],
                 answers: answers[id] ?? [], decisionUnreadable: unreadable)
         }
 
@@ -227,17 +231,28 @@ public enum ExplainStore {
             occurrences: Int(try row.int64("occurrences")), evidenceID: try row.optionalInt64("evidence_id"))
     }
 
-    /// What a JSONDecoder error says, in a line: the field it stopped at and why.
-    static func decodingReason(_ error: any Error) -> String {
-        func path(_ keys: [any CodingKey]) -> String {
-            keys.reduce("") { path, key in key.intValue.map { path + "[\($0)]" } ?? (path.isEmpty ? key.stringValue : path + "." + key.stringValue) }
-        }
+    /// What a JSONDecoder error says, in a line: the field it stopped at, why, and the value stored there (from `stored`,
+    /// the document parsed; at most 200 characters of it).
+    static func decodingReason(_ error: any Error, in stored: JSONValue?) -> String {
+        let keys: [any CodingKey], why: String
         switch error as? DecodingError {
-        case .dataCorrupted(let c)?: return "\(path(c.codingPath)): \(c.debugDescription)"
-        case .keyNotFound(let key, let c)?: return "\(path(c.codingPath + [key])) is missing"
-        case .typeMismatch(_, let c)?, .valueNotFound(_, let c)?: return "\(path(c.codingPath)): \(c.debugDescription)"
+        case .dataCorrupted(let c)?: (keys, why) = (c.codingPath, c.debugDescription)
+        case .keyNotFound(let key, let c)?: (keys, why) = (c.codingPath + [key], "missing")
+        case .typeMismatch(_, let c)?, .valueNotFound(_, let c)?: (keys, why) = (c.codingPath, c.debugDescription)
         default: return "\(error)"
         }
+        let path = keys.reduce("") { path, key in
+            key.intValue.map { path + "[\($0)]" } ?? (path.isEmpty ? key.stringValue : path + "." + key.stringValue)
+        }
+        var value = stored
+        for key in keys {
+            if let i = key.intValue { value = value?.arrayValue.flatMap { i < $0.count ? $0[i] : nil } } else { value = value?[key.stringValue] }
+        }
+        let shown = value.map { v -> String in
+            let text = String(decoding: v.serialized(), as: UTF8.self)
+            return "; stored there: " + String(text.prefix(200)) + (text.count > 200 ? "…" : "")
+        } ?? ""
+        return "\(path.isEmpty ? "(the whole record)" : path): \(why)\(shown)"
     }
 
     static func hex(_ bytes: [UInt8]) -> String {
