@@ -88,6 +88,24 @@ import Reconciliation
         #expect(export.0.problems.isEmpty && export.1.count == 1)
     }
 
+    /// What the headers and footers give is stored with the file (its account, its problems): a NUL or an overlong
+    /// account rejects the file naming the line, where it failed the whole import at the database naming none; a
+    /// footer's currency quoted in a problem holds U+FFFD for a NUL (outside review).
+    @Test func headersAndFootersCarryNoNULToTheDatabase() throws {
+        for (bad, reason) in [("ACCT\u{0}1", "the account of its header (RH) holds a NUL byte"),
+                              (String(repeating: "A", count: 256), "the account of its header (RH) is longer than 255 bytes")] {
+            let text = Self.stl([Self.refund]).replacingOccurrences(of: #""R","ACCT1""#, with: "\"R\",\"\(bad)\"")
+            let error = #expect(throws: SettlementReportError.self) { try Self.read(text) }
+            #expect(error?.description.contains(reason) == true && error?.line == 1, "\(String(describing: error))")
+        }
+        let section = Self.stl([Self.refund]).replacingOccurrences(of: #""ACCT1","""#, with: "\"AC\u{0}CT1\",\"\"")
+        let error = #expect(throws: SettlementReportError.self) { try Self.read(section) }
+        #expect(error?.description.contains("the account of its header (SH) holds a NUL byte") == true, "\(String(describing: error))")
+        let (summary, _) = try Self.read(Self.stl([Self.refund], sf: "\"SF\",\"JP\u{0}Y\",0,15000,4300,0"))
+        #expect(!summary.problems.isEmpty && summary.problems.allSatisfy { !$0.utf8.contains(0) }, "\(summary.problems)")
+        #expect(summary.problems.contains { $0.contains("JP\u{FFFD}Y") })
+    }
+
     /// A file of a million footers that disagree keeps 50 problems in words and counts the rest.
     @Test func problemsAreBounded() throws {
         let (summary, _) = try Self.read(Self.stl([Self.refund]) + String(repeating: "\"SC\",7\r\n", count: 200))

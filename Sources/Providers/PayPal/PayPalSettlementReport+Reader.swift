@@ -101,7 +101,7 @@ extension PayPalSettlementReport {
             switch type {
             case "RH":
                 sawReportHeader = true
-                if summary.account == nil, fields.count > 3 { summary.account = nonEmpty(text(fields, 3)) }
+                if summary.account == nil, fields.count > 3 { summary.account = try account(fields, line, "RH") }
             case "FH": fileSequence = Int(text(fields, 1))
             case "SH":
                 inSection = true
@@ -111,7 +111,7 @@ extension PayPalSettlementReport {
                     summary.periodStart = summary.periodStart ?? timestamp(text(fields, 1))
                     summary.periodEnd = timestamp(text(fields, 2)) ?? summary.periodEnd
                 }
-                if fields.count > 3, let account = nonEmpty(text(fields, 3)) { summary.account = account }
+                if fields.count > 3, let account = try account(fields, line, "SH") { summary.account = account }
                 if summary.day == nil, let start = summary.periodStart { summary.day = UnixTime.date(UnixTime.split(start).days) }
             case "CH":
                 columns = [:]
@@ -174,8 +174,19 @@ extension PayPalSettlementReport {
         /// At most 50 problems are kept in words; past that they are counted (a hostile file of a million bad footers
         /// must not become a million lines of text).
         private var moreProblems = 0
+        /// A problem's text may quote the file (a footer's currency): a NUL in it is U+FFFD, as PostgreSQL stores text.
         private mutating func problem(_ text: String) {
+            let text = text.utf8.contains(0) ? text.replacingOccurrences(of: "\u{0}", with: "\u{FFFD}") : text
             if summary.problems.count < 50 { summary.problems.append(text) } else { moreProblems += 1 }
+        }
+
+        /// The account of a report (RH) or section (SH) header, stored with the file: held to what a body row's
+        /// identifiers are held to.
+        private func account(_ fields: [[UInt8]], _ line: Int, _ row: String) throws -> String? {
+            guard let account = nonEmpty(text(fields, 3)) else { return nil }
+            guard !account.utf8.contains(0) else { throw SettlementReportError(line: line, "the account of its header (\(row)) holds a NUL byte") }
+            guard account.utf8.count <= 255 else { throw SettlementReportError(line: line, "the account of its header (\(row)) is longer than 255 bytes") }
+            return account
         }
 
         mutating func finish() -> SettlementReportSummary {
