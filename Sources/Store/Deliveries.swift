@@ -297,7 +297,7 @@ public enum DeliveryStore {
     /// provider or a sender sent: a NUL in it is stored as U+FFFD, since PostgreSQL's text and jsonb hold none and one
     /// refused row would fail the statement that records a whole batch, again on every try.
     static func storable(_ s: String) -> String {
-        s.utf8.contains(0) ? s.replacingOccurrences(of: "\u{0}", with: "\u{FFFD}") : s
+        s.withoutNUL
     }
 
     /// Deliveries waiting for the worker (for /metrics).

@@ -91,13 +91,12 @@ public enum ProviderOutcomeClassifier {
     /// The body as text for a report, at most 4 KiB, cut on a character boundary. A NUL in it is U+FFFD: this text
     /// is stored (a delivery's outcome, an action's last error), and PostgreSQL's text holds no NUL.
     public static func truncatedBody(_ body: [UInt8]) -> String {
-        guard body.count > maxErrorBodyBytes else { return withoutNUL(String(decoding: body, as: UTF8.self)) }
+        guard body.count > maxErrorBodyBytes else { return String(decoding: body, as: UTF8.self).withoutNUL }
         var end = maxErrorBodyBytes
         while end > 0, body[end] & 0xC0 == 0x80 { end -= 1 }  // don't split a UTF-8 sequence
-        return withoutNUL(String(decoding: body[..<end], as: UTF8.self)) + "…"
+        return String(decoding: body[..<end], as: UTF8.self).withoutNUL + "…"
     }
 
-    static func withoutNUL(_ s: String) -> String { s.utf8.contains(0) ? s.replacingOccurrences(of: "\u{0}", with: "\u{FFFD}") : s }
 }
 
 /// Retry-After (RFC 9110 §10.2.3): delay-seconds or an HTTP-date.

@@ -176,7 +176,7 @@ extension PayPalSettlementReport {
         private var moreProblems = 0
         /// A problem's text may quote the file (a footer's currency): a NUL in it is U+FFFD, as PostgreSQL stores text.
         private mutating func problem(_ text: String) {
-            let text = text.utf8.contains(0) ? text.replacingOccurrences(of: "\u{0}", with: "\u{FFFD}") : text
+            let text = text.withoutNUL
             if summary.problems.count < 50 { summary.problems.append(text) } else { moreProblems += 1 }
         }
 
