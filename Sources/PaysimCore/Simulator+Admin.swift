@@ -139,6 +139,18 @@ extension Simulator {
         }
     }
 
+    /// `POST /admin/paypal/refunds`: `{"refund_id", "status"}` completes, fails or cancels a PENDING refund.
+    func adminPayPalRefund(_ body: [UInt8]) throws(SimError) -> SimResponse {
+        let json = try Self.parseAdminBody(body)
+        guard let id = json["refund_id"]?.stringValue else { throw SimError.admin(400, "missing_field", "refund_id is required") }
+        guard let status = json["status"]?.stringValue?.uppercased() else { throw SimError.admin(400, "missing_field", "status is required") }
+        let now = nowString
+        return try state.withLock { s throws(SimError) in
+            let refund = try s.paypal.settleRefund(id: id, status: status, now: now)
+            return .json(200, s.paypal.refundJSON(refund, base: s.config.publicBaseURL))
+        }
+    }
+
     /// One order object, or an array of them.
     func adminPutPayPal(_ body: [UInt8]) throws(SimError) -> SimResponse {
         let json = try Self.parseAdminBody(body)
@@ -299,7 +311,8 @@ struct PayPalOrderSeed {
                 id: try string(item, "id", w) ?? newID(), orderID: id, authorizationID: authID,
                 status: try statusOf(item, w, allowed: PayPalCapture.statuses, default: "COMPLETED"),
                 amount: try amount(item, "amount", w, default: total), finalCapture: final, createTime: t, updateTime: t,
-                pendingReason: try string(item, "status_details_reason", w)))
+                pendingReason: try string(item, "status_details_reason", w),
+                refundsPendingReason: try string(item, "refunds_pending_reason", w)))
         }
         var refs: [PayPalRefund] = []
         for (i, item) in try list("refunds").enumerated() {
@@ -314,7 +327,8 @@ struct PayPalOrderSeed {
             refs.append(PayPalRefund(
                 id: try string(item, "id", w) ?? newID(), orderID: id, captureID: captureID,
                 status: try statusOf(item, w, allowed: PayPalRefund.statuses, default: "COMPLETED"),
-                amount: try amount(item, "amount", w, default: capture.amount), createTime: t, updateTime: t))
+                amount: try amount(item, "amount", w, default: capture.amount), createTime: t, updateTime: t,
+                pendingReason: try string(item, "status_details_reason", w)))
         }
         return PayPalOrderSeed(order: order, authorizations: auths, captures: caps, refunds: refs)
     }

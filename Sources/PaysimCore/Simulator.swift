@@ -106,6 +106,10 @@ public final class Simulator: Sendable {
     }
 
     /// Every PXP transaction paysim holds, modifications included (what tests count applications by).
+    /// The refunds (and reversal records) PayPal holds for an Orders v2 order, in creation order.
+    public func paypalRefunds(ofOrder orderID: String) -> [PayPalRefund] {
+        state.withLock { s in (s.paypal.orders[orderID]?.refundIDs ?? []).compactMap { s.paypal.refunds[$0] } }
+    }
     public func pxpTransactions() -> [PXPTransaction] { state.withLock { Array($0.pxp.transactions.values) } }
     public var certURL: String { state.withLock { "\($0.config.publicBaseURL)/v1/notifications/certs/\(Self.certName)" } }
     public var log: [SimLogEntry] { state.withLock { $0.log } }
@@ -312,7 +316,7 @@ enum Route: Equatable {
     /// `GET /v2/payments` and `GET /v1/refunds`: Paypercut's lists.
     case paypercutPaymentList, paypercutRefundList
     case adminPaypercutIntents
-    case adminPayPalSales, adminPayPalDisputes, adminPayPalReversals
+    case adminPayPalSales, adminPayPalDisputes, adminPayPalReversals, adminPayPalRefunds
     /// `GET /admin/paypal/reports/STL-yyyymmdd.01.009.CSV` (or TRR-…): the day's report file, `?faults=a,b`.
     case adminPayPalReport(String)
     case adminPXPTransactions, adminPXPBehaviour, adminPayPalPermissions, adminPayPalOrders, adminSeed, adminLog, adminFaults, adminReset, adminStats
@@ -376,6 +380,7 @@ enum Route: Equatable {
             case "paypal/sales": self = .adminPayPalSales
             case "paypal/disputes": self = .adminPayPalDisputes
             case "paypal/reversals": self = .adminPayPalReversals
+            case "paypal/refunds": self = .adminPayPalRefunds
             case "seed": self = .adminSeed
             case "log": self = .adminLog
             case "faults": self = .adminFaults
@@ -444,6 +449,7 @@ enum Route: Equatable {
         case .adminPayPalSales: return "admin.paypal_sales"
         case .adminPayPalDisputes: return "admin.paypal_disputes"
         case .adminPayPalReversals: return "admin.paypal_reversals"
+        case .adminPayPalRefunds: return "admin.paypal_refunds"
         case .adminPayPalReport: return "admin.paypal_report"
         case .paypercutIntent: return "paypercut.get_payment_intent"
         case .paypercutIntentCapture: return "paypercut.capture"

@@ -34,8 +34,8 @@ extension Planner.Check {
     /// An authorisation of the order's transactions, authorised and not fully captured, holding at least `amount`
     /// more than it has captured (the first such).
     func openAuthorisation(holding amount: Int64) -> Snapshot? {
-        actionable.first { $0.intent.isAuthorisation && $0.state == .authorised && $0.captured < $0.authorised
-            && $0.authorised - $0.captured >= amount }
+        actionable.first { $0.intent.isAuthorisation && $0.state == .authorised && $0.capturedOrPending < $0.authorised
+            && $0.authorised - $0.capturedOrPending >= amount }
     }
 
     /// Capture needs an authorised, not fully captured authorisation, and an amount the provider takes.
@@ -45,7 +45,7 @@ extension Planner.Check {
             return .denied("no single authorisation of the order's transactions holds \(withCode(amount)) uncaptured")
         }
         if let refusal = part.capabilities.amountRefusal(amount, currency: part.currency) { return .denied(refusal) }
-        return permission(part.capabilities.capture, part, total: part.captured)
+        return permission(part.capabilities.capture, part, total: part.capturedOrPending)
     }
 
     /// Void needs an authorised authorisation with nothing captured: each such transaction of the order, with the
@@ -115,6 +115,9 @@ extension Planner.Check {
         guard snapshot.intent.isAuthorisation else { return "\(action) needs an authorisation, not a \(snapshot.intent.rawValue)" }
         guard state == .authorised else { return "transaction is \(state.rawValue) (\(snapshot.rawState))" }
         guard captured < authorised else { return "authorisation fully captured" }
+        guard snapshot.capturedOrPending < authorised else {
+            return "authorisation fully given to captures, \(withCode(snapshot.pendingCaptured)) of them still pending at the provider"
+        }
         return nil
     }
 

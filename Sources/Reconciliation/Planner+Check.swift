@@ -53,9 +53,10 @@ extension Planner {
                 }
             }
             row = .capture
-            // 2. fulfilled, authorisation intents, authorised, C < amt ≤ A → capture amt − C.
-            if fulfilment == .fulfilled, authorisationIntent, state == .authorised, captured < amt, amt <= authorised {
-                let need = amt - captured
+            // 2. fulfilled, authorisation intents, authorised, C < amt ≤ A → capture amt − C, where C counts the
+            //    captures still pending too: money the provider may already be moving is never captured again.
+            if fulfilment == .fulfilled, authorisationIntent, state == .authorised, snapshot.capturedOrPending < amt, amt <= authorised {
+                let need = amt - snapshot.capturedOrPending
                 switch capturePermission(need) {
                 case let .allowed(target): emit(.capture, amount: need, target: target.total + need, on: target)
                 case let .denied(reason): notAllowed(.capture, amount: need, reason: reason)

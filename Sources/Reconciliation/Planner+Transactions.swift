@@ -142,15 +142,17 @@ extension Planner {
             }
         }
         let a = total(\.authorised), c = total(\.captured), r = total(\.refunded)
-        let openAuthorisation = holding.contains { $0.intent.isAuthorisation && $0.state == .authorised && $0.captured < $0.authorised }
+        let openAuthorisation = holding.contains { $0.intent.isAuthorisation && $0.state == .authorised && $0.capturedOrPending < $0.authorised }
         let state: TransactionState = openAuthorisation ? .authorised
             : c > 0 && r >= c ? .refunded : r > 0 ? .partiallyRefunded : c > 0 ? .captured : .authorised
-        return Snapshot(provider: order.provider, transactionRef: order.transactionRefs.joined(separator: " "), merchant: order.merchant,
+        var sum = Snapshot(provider: order.provider, transactionRef: order.transactionRefs.joined(separator: " "), merchant: order.merchant,
                         site: order.site, reportsSite: false, reportsMerchant: false, intent: holding[0].intent,
                         currency: holding[0].currency, value: total(\.value), authorised: a, captured: c, refunded: r,
                         state: state, rawState: holding.map(\.rawState).joined(separator: ","), createdAt: holding.compactMap(\.createdAt).min(),
                         capabilities: .unknown("acted on per transaction"), aliases: holding.flatMap(\.aliases), method: holding[0].method,
                         reversed: total(\.reversed), disputed: total(\.disputed))
+        sum.pendingCaptured = total(\.pendingCaptured)
+        return sum
     }
 
     /// Two findings of one kind in one plan as one: details joined, the second's values under numbered keys, the

@@ -70,6 +70,10 @@ public struct Snapshot: Sendable, Hashable, Codable {
     public var reversed: Int64
     /// D: money under open dispute (disputes not yet resolved).
     public var disputed: Int64
+    /// Captures the provider accepted and has not finished (PayPal capture PENDING): not in C, yet money the provider
+    /// may already be moving, so an authorisation's capturable room excludes it (planning on the bound that makes a
+    /// capture smaller). Pending refunds need no figure of their own: they count in R.
+    public var pendingCaptured: Int64 = 0
     public var state: TransactionState
     public var rawState: String
     /// Unix seconds of the transaction's creation at the provider (PXP merchantTransactionDate, PayPal create_time).
@@ -105,6 +109,7 @@ public struct Snapshot: Sendable, Hashable, Codable {
     enum CodingKeys: String, CodingKey {
         case provider, transactionRef, merchant, site, reportsSite, reportsMerchant, intent, currency, value, authorised, captured, refunded
         case state, rawState, createdAt, capabilities, aliases, method, reversed, disputed, orderReferences, notes, movements
+        case pendingCaptured
     }
 
     /// Snapshots stored before capabilities, aliases, V and D were recorded decode with no capability known (every
@@ -128,5 +133,13 @@ public struct Snapshot: Sendable, Hashable, Codable {
         orderReferences = try c.decodeIfPresent([String].self, forKey: .orderReferences) ?? []
         notes = try c.decodeIfPresent([String].self, forKey: .notes) ?? []
         movements = try c.decodeIfPresent([Movement].self, forKey: .movements) ?? []
+        pendingCaptured = try c.decodeIfPresent(Int64.self, forKey: .pendingCaptured) ?? 0
+    }
+
+    /// C and the captures still pending: what an authorisation has given up to captures, the bound a capture is
+    /// planned against.
+    public var capturedOrPending: Int64 {
+        let (sum, overflow) = captured.addingReportingOverflow(pendingCaptured)
+        return overflow ? .max : sum
     }
 }

@@ -30,6 +30,7 @@ enum SnapshotJSON {
         w.closeArray()
         w.key("notes"); w.strings(s.notes)
         w.key("orderReferences"); w.strings(s.orderReferences)
+        w.key("pendingCaptured"); w.int(s.pendingCaptured)
         w.key("provider"); w.string(s.provider.rawValue)
         w.key("rawState"); w.string(s.rawState)
         w.key("refunded"); w.int(s.refunded)

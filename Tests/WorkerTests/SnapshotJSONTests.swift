@@ -22,6 +22,7 @@ import Testing
                             captureSources: [RefundSource(id: "AUTH-1", amount: 1_000, refunded: 1_000)]),
                          aliases: ["A-1", awkward], method: "card", reversed: 5, disputed: Int64.min)
         s.orderReferences = ["ref-1", "custom/2"]
+        s.pendingCaptured = 42
         s.notes = [awkward, ""]
         s.movements = [Movement(id: "CAP-1", kind: .capture, at: 1_750_000_000, currency: usd, gross: 700, fee: 31, net: 669),
                        Movement(id: "R-1", kind: .refund, at: nil, currency: usd, gross: 250, fee: nil, net: nil),

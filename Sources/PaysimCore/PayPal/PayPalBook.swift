@@ -32,6 +32,10 @@ public struct PayPalCapture: Sendable, Equatable {
     public var updateTime: String
     /// `status_details.reason` of a PENDING capture (ECHECK, PENDING_REVIEW, …).
     public var pendingReason: String? = nil
+    /// Refunds of this capture stay PENDING with this `status_details.reason` (PayPal's refund_status_details:
+    /// ECHECK, "the customer's account is funded through an eCheck, which has not yet cleared") until
+    /// `POST /admin/paypal/refunds` completes or fails them; nil: refunds complete at once.
+    public var refundsPendingReason: String? = nil
     static let statuses: Set<String> = ["COMPLETED", "DECLINED", "PARTIALLY_REFUNDED", "PENDING", "REFUNDED", "FAILED"]
     /// Captures holding money (counted against the authorization).
     var holdsMoney: Bool { ["COMPLETED", "PARTIALLY_REFUNDED", "REFUNDED", "PENDING"].contains(status) }
@@ -51,6 +55,8 @@ public struct PayPalRefund: Sendable, Equatable {
     /// PayPal's record of a reversal (`note_to_payer: "Payment reversed"`): carried by PAYMENT.CAPTURE.REVERSED and
     /// listed among the capture's refunds (the money is back with the buyer either way).
     public var isReversal = false
+    /// `status_details.reason` of a PENDING refund (ECHECK).
+    public var pendingReason: String? = nil
     static let statuses: Set<String> = ["CANCELLED", "FAILED", "PENDING", "COMPLETED"]
     var counts: Bool { status == "COMPLETED" || status == "PENDING" }
 }
@@ -208,8 +214,10 @@ public struct PayPalBook: Sendable {
         let amount = try Self.parseAmount(amountText, currency: currency, order: order, default: remaining,
                                           mismatchIssue: "REFUND_CAPTURE_CURRENCY_MISMATCH", nothingLeftIssue: "CAPTURE_FULLY_REFUNDED")
         guard amount <= remaining else { throw SimError.paypalUnprocessable("REFUND_AMOUNT_EXCEEDED") }
-        let refund = PayPalRefund(id: newID, orderID: order.id, captureID: capture.id, status: "COMPLETED",
+        var refund = PayPalRefund(id: newID, orderID: order.id, captureID: capture.id,
+                                  status: capture.refundsPendingReason == nil ? "COMPLETED" : "PENDING",
                                   amount: amount, createTime: now, updateTime: now)
+        refund.pendingReason = capture.refundsPendingReason
         capture.status = refunded + amount == capture.amount ? "REFUNDED" : "PARTIALLY_REFUNDED"
         capture.updateTime = now
         captures[capture.id] = capture
@@ -217,6 +225,26 @@ public struct PayPalBook: Sendable {
         order.refundIDs.append(refund.id)
         order.updateTime = now
         orders[order.id] = order
+        return refund
+    }
+
+    /// A PENDING refund completes, fails or is cancelled (`POST /admin/paypal/refunds`); the capture's status follows
+    /// what its refunds that count (COMPLETED and PENDING) add up to.
+    mutating func settleRefund(id: String, status: String, now: String) throws(SimError) -> PayPalRefund {
+        guard var refund = refunds[id] else { throw SimError.admin(404, "not_found", "no refund \(id)") }
+        guard refund.status == "PENDING" else { throw SimError.admin(409, "not_pending", "refund \(id) is \(refund.status), not PENDING") }
+        guard ["COMPLETED", "FAILED", "CANCELLED"].contains(status) else {
+            throw SimError.admin(400, "invalid_field", "status must be COMPLETED, FAILED or CANCELLED")
+        }
+        refund.status = status
+        refund.updateTime = now
+        refunds[id] = refund
+        if var capture = captures[refund.captureID] {
+            let refunded = refundedTotal(ofCapture: capture.id)
+            capture.status = refunded == 0 ? "COMPLETED" : refunded >= capture.amount ? "REFUNDED" : "PARTIALLY_REFUNDED"
+            capture.updateTime = now
+            captures[capture.id] = capture
+        }
         return refund
     }
 
@@ -323,6 +351,7 @@ extension PayPalBook {
         }
         return .object([
             "id": .string(r.id), "status": .string(r.status), "amount": money(r.amount, order),
+            "status_details": r.status == "PENDING" ? r.pendingReason.map { .object(["reason": .string($0)]) } : nil,
             "seller_payable_breakdown": breakdown(gross: r.amount, fee: r.isReversal ? 0 : PayPalFees.refund(r.amount, order.currency), order,
                                                   totalRefunded: totalRefunded),
             // A real refund carries no supplementary_data.related_ids: only its `up` link names the capture.

@@ -105,6 +105,8 @@ extension Simulator {
             try expect("POST"); return try adminPayPalDispute(r.body)
         case .adminPayPalReversals:
             try expect("POST"); return try adminPayPalReversal(r.body)
+        case .adminPayPalRefunds:
+            try expect("POST"); return try adminPayPalRefund(r.body)
         case .paypalCert(let name):
             try expect("GET")
             guard name == Self.certName, let ca else {

@@ -19,6 +19,10 @@ public struct PXPModification: Sendable, Hashable, Codable {
         self.operation = operation; self.amount = amount; self.state = state; self.newTotal = newTotal
     }
 
+    /// Whether PXP answered it Pending (or Updated): accepted, not final. A pending refund counts in R and a pending
+    /// capture leaves the capturable room (money PXP may already be moving is never planned again).
+    public var isPending: Bool { ["pending", "updated"].contains(state.lowercased()) }
+
     /// Whether PXP accepted it: captures come back `Captured`, refunds and increments `Authorised`, voids `Cancelled`.
     public var isAccepted: Bool {
         let s = state.lowercased()
@@ -90,6 +94,15 @@ public enum PXPMapping {
         var childCaptured: Int64 = 0, childRefunded: Int64 = 0, childIncrement: Int64 = 0
         var newTotal: Int64?
         var voidAccepted = false, finalCaptured = false
+        var pendingCaptured: Int64 = 0, pendingRefund = false
+        for m in modifications where m.parentSystemTransactionId == systemTransactionId && m.isPending {
+            guard m.amount >= 0, seen.insert(m.systemTransactionId).inserted else { continue }
+            switch m.operation {
+            case .refund: childRefunded = try add(childRefunded, m.amount, m); pendingRefund = true
+            case .capture, .finalCapture: pendingCaptured = try add(pendingCaptured, m.amount, m)
+            case .incremental, .void: break   // neither moves money the plan could move again
+            }
+        }
         for m in modifications where m.parentSystemTransactionId == systemTransactionId && m.isAccepted {
             guard seen.insert(m.systemTransactionId).inserted else { continue }
             guard m.amount >= 0 else {
@@ -132,7 +145,7 @@ public enum PXPMapping {
             else if partlyCaptured && !finalCaptured && captured < authorised { state = .authorised }
         }
 
-        return Snapshot(
+        var snapshot = Snapshot(
             provider: .pxp, transactionRef: transactionRef,
             merchant: try r.optionalString(t["merchant"], "merchant"),
             site: try r.optionalString(t["site"], "site"), reportsSite: true,
@@ -142,6 +155,9 @@ public enum PXPMapping {
             createdAt: try r.timestamp(t["merchantTransactionDate"], "merchantTransactionDate"),
             capabilities: PXPProvider.capabilities(systemTransactionID: systemTransactionId),
             aliases: [systemTransactionId], method: read.method)
+        snapshot.pendingCaptured = pendingCaptured
+        if pendingRefund { snapshot.rawState += "/RefundPending" }
+        return snapshot
     }
 
     /// What `transactionMethod.intent` says: one of the four order intents, or another (Verification, Refund…).

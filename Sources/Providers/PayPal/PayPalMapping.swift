@@ -9,8 +9,11 @@ import Reconciliation
 /// (PARTIALLY_CREATED counts as CREATED), PARTIALLY_CAPTURED or CAPTURED (PAYPAL-REAUTHORIZATION: the orders schema
 /// gives an authorization no parent, so a unit's newest authorization stands for it — a reauthorization replaces
 /// the one it renews — and a void goes to the unit's first, "the original parent"); C = captures COMPLETED,
-/// PARTIALLY_REFUNDED or REFUNDED (PayPal's capture statuses have no REVERSED); R = refund records COMPLETED that are
-/// refunds the merchant made; V = refund records COMPLETED that are reversals (chargebacks): one a
+/// PARTIALLY_REFUNDED or REFUNDED (PayPal's capture statuses have no REVERSED); R = refund records COMPLETED or PENDING
+/// that are refunds the merchant made (a PENDING refund is money PayPal accepted to return and may still be moving:
+/// it counts as moved, and the raw state says so, `COMPLETED/REFUND_PENDING`); captures PENDING are
+/// `pendingCaptured`, outside C and outside the authorization's capturable room; V = refund records COMPLETED that are
+/// reversals (chargebacks): one a
 /// PAYMENT.CAPTURE.REVERSED event named, or whose `note_to_payer` says the payment was reversed, unless payrecon
 /// made it. R counts records only, never a capture's status (an open dispute may show a capture
 /// PARTIALLY_REFUNDED with no record). D = `dispute_amount` of the disputes given that are not RESOLVED, plus the
@@ -39,6 +42,9 @@ public enum PayPalMapping {
 
     /// Captures whose money counts in C.
     static let countedCaptures: Set = ["COMPLETED", "PARTIALLY_REFUNDED", "REFUNDED"]
+    /// Refund records whose money counts as moved: completed, and accepted but not final (PENDING: eCheck-funded, or
+    /// the balance was short). FAILED and CANCELLED ones moved nothing.
+    static let movedRefunds: Set = ["COMPLETED", "PENDING"]
 
     struct Payment {
         var id: String
@@ -122,7 +128,8 @@ public enum PayPalMapping {
 
         let A = try sum(current, ["CREATED", "PARTIALLY_CAPTURED", "CAPTURED"])
         let C = try sum(captures, countedCaptures)
-        let R = try sum(merchantRefunds, ["COMPLETED"])
+        let R = try sum(merchantRefunds, movedRefunds)
+        let pendingCaptured = try sum(captures, ["PENDING"])
         let V = try sum(reversalRecords, ["COMPLETED"])
         var D = try disputed(disputes, currency: currency)
         var notes: [String] = []
@@ -136,6 +143,7 @@ public enum PayPalMapping {
         let noPayments = auths.isEmpty && captures.isEmpty && refunds.isEmpty
 
         var rawState = status
+        if merchantRefunds.contains(where: { $0.status == "PENDING" }) { rawState += "/REFUND_PENDING" }
         let state: TransactionState
         if status == "VOIDED" || (!current.isEmpty && current.allSatisfy({ $0.status == "VOIDED" }) && C == 0) {
             state = .voided
@@ -185,6 +193,7 @@ public enum PayPalMapping {
             method: method, reversed: V, disputed: D)
         snapshot.orderReferences = named
         snapshot.notes = notes
+        snapshot.pendingCaptured = pendingCaptured
         snapshot.movements = movements(captures: captures, merchantRefunds: merchantRefunds, reversals: reversalRecords, currency: currency)
         return snapshot
     }
@@ -219,7 +228,7 @@ public enum PayPalMapping {
     }
 
     /// The authorizations still open for capture/void (per purchase unit), and the captures still holding
-    /// unrefunded, unreversed money. Completed refund records (refunds and reversals alike: neither can be refunded
+    /// unrefunded, unreversed money. Completed and pending refund records (refunds and reversals alike: neither can be refunded
     /// again) count against the capture their `up` link names; records that link nowhere known are attributed to
     /// captures in order, filling each one's remaining amount.
     static func capabilities(current: [Payment], roots: [String: String], captures: [Payment], refunds: [Payment],
@@ -229,7 +238,7 @@ public enum PayPalMapping {
         let countable = captures.filter { countedCaptures.contains($0.status) }
         var refunded = [Int64](repeating: 0, count: countable.count)
         var unlinked: [Int64] = []
-        for refund in refunds where refund.status == "COMPLETED" {
+        for refund in refunds where movedRefunds.contains(refund.status) {
             if case .capture(let id)? = refund.up, let i = countable.firstIndex(where: { $0.id == id }) {
                 refunded[i] += refund.amount
             } else if case .capture(let id)? = refund.up, captures.contains(where: { $0.id == id }) {
@@ -260,7 +269,8 @@ public enum PayPalMapping {
         // one is left open, so each authorization's request id stays the same from one attempt to the next).
         if current.count > 1 && !openAuths.isEmpty {
             capabilities.captureSources = openAuths.map { auth in
-                let capturedOnIt = captures.filter { $0.up == .authorization(auth.id) && countedCaptures.contains($0.status) }
+                // Captures PENDING on it are given up too: never captured a second time.
+                let capturedOnIt = captures.filter { $0.up == .authorization(auth.id) && (countedCaptures.contains($0.status) || $0.status == "PENDING") }
                     .reduce(Int64(0)) { $0 + $1.amount }
                 return RefundSource(id: auth.id, amount: auth.amount, refunded: capturedOnIt)
             }

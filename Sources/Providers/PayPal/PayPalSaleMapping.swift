@@ -30,6 +30,7 @@ public enum PayPalSaleMapping {
         var sources: [RefundSource] = []
         var unaccounted: [String] = []
         var movements: [Movement] = []
+        var pendingRefund = false
         let reversedSales = Set(refunds.filter { $0.kind == TransactionLink.reversalKind }.compactMap(\.parentExternalID))
         // Oldest first (then by id), so refunds take from the sales in the order they were made, whatever order the
         // events that named them arrived in.
@@ -61,7 +62,12 @@ public enum PayPalSaleMapping {
             }
             var refunded: Int64 = 0
             switch state {
-            case "completed": C = try add(C, total)
+            case "completed":
+                // A refund PayPal accepted and has not completed leaves the sale completed: it counts as moved all the
+                // same, so nothing plans that money again.
+                C = try add(C, total)
+                refunded = min(try knownRefunds(of: id, in: refunds, pendingOnly: true), total)
+                if refunded > 0 { pendingRefund = true }
             case "pending": pendingRaw = pendingRaw ?? ("pending" + (sale["reason_code"]?.stringValue.map { "/" + $0 } ?? ""))
             case "refunded" where reversedSales.contains(id):
                 // A chargeback: PayPal's v1 sale states have no reversed, so the sale reads refunded; the
@@ -74,9 +80,9 @@ public enum PayPalSaleMapping {
             case "refunded": C = try add(C, total); refunded = total
             case "partially_refunded":
                 C = try add(C, total)
-                var counted = Set<String>()
-                for link in refunds where link.kind == "refund" && link.parentExternalID == id && counted.insert(link.externalID).inserted {
-                    refunded = try add(refunded, link.amount ?? 0)
+                refunded = try knownRefunds(of: id, in: refunds, pendingOnly: false)
+                if refunds.contains(where: { $0.kind == "refund" && $0.parentExternalID == id && $0.state?.lowercased() == "pending" }) {
+                    pendingRefund = true
                 }
                 // PayPal says part is refunded but payrecon knows of no refund: never a refund planned blind.
                 if refunded == 0 { unaccounted.append(id) }
@@ -96,6 +102,7 @@ public enum PayPalSaleMapping {
         else if R > 0 { state = .partiallyRefunded }
         else if C > 0 { state = .captured }
         else { state = .failed }
+        if pendingRefund { rawState += "/refund_pending" }
 
         let noAuthorization = "a PayPal sale is captured when it is made: there is no authorization to "
         let unit = PayPalCurrencies.unit(currency)
@@ -133,6 +140,20 @@ public enum PayPalSaleMapping {
         }
         snapshot.movements = movements
         return snapshot
+    }
+
+    /// The refunds payrecon knows of sale `id` (those it made, recorded from their answers, and those events named),
+    /// each once: every one PayPal has not said failed or was cancelled (a pending one counts as moved), or only the
+    /// pending ones (`pendingOnly`, for a sale PayPal still shows completed).
+    static func knownRefunds(of id: String, in links: [TransactionLink], pendingOnly: Bool) throws(ProviderMappingError) -> Int64 {
+        var total: Int64 = 0
+        var counted = Set<String>()
+        for link in links where link.kind == "refund" && link.parentExternalID == id && counted.insert(link.externalID).inserted {
+            let state = link.state?.lowercased() ?? "completed"
+            if pendingOnly ? state != "pending" : (state == "failed" || state == "cancelled" || state == "canceled") { continue }
+            total = try add(total, link.amount ?? 0)
+        }
+        return total
     }
 
     /// A v1 amount string (`"20.00"`) in PayPal's decimals for the currency → ISO minor units.

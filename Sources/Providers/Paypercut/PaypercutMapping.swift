@@ -11,10 +11,16 @@ import Reconciliation
 /// requires_payment_method whose latest payment failed → failed; canceled → voided when C = 0 (with money captured,
 /// by R against C as for succeeded). Creation time `created`, ISO 8601 or unix seconds. The merchant is the
 /// account the intent was fetched under (`Paypercut-Account`), since the answer does not name it.
+///
+/// Paypercut's documents do not say whether `amount_refunded` includes refunds still `pending`, so R is the larger of
+/// it and the refunds payrecon knows of the intent (those it made, recorded from their answers; none Paypercut
+/// answered `failed` or `canceled`): a pending refund counts as moved, never planned again, and the raw state says
+/// so (`succeeded/refund_pending`).
 public enum PaypercutMapping {
     static let reader = AnswerReader(provider: "paypercut")
 
-    public static func snapshot(intent p: JSONValue, payment: JSONValue?, account: String?) throws(ProviderMappingError) -> Snapshot {
+    public static func snapshot(intent p: JSONValue, payment: JSONValue?, account: String?,
+                                links: [TransactionLink] = []) throws(ProviderMappingError) -> Snapshot {
         let r = reader
         guard p.objectMembers != nil else { throw r.fail("(answer)", p, "expected a JSON object") }
         let id = try r.string(p["id"], "id")
@@ -51,6 +57,10 @@ public enum PaypercutMapping {
             paymentFailed = try r.optionalString(payment["status"], "payment.status")?.lowercased() == "failed"
         }
 
+        let known = try knownRefunds(of: id, in: links)
+        let pendingRefund = known.pending > 0
+        refunded = max(refunded, known.total)
+
         let status = try r.string(p["status"], "status")
         let state: TransactionState
         func byMoney() -> TransactionState {
@@ -70,7 +80,8 @@ public enum PaypercutMapping {
 
         var snapshot = Snapshot(provider: .paypercut, transactionRef: id, merchant: account, site: nil, intent: intent, currency: currency,
                                 value: value, authorised: authorised,
-                                captured: captured, refunded: refunded, state: state, rawState: status,
+                                captured: captured, refunded: refunded, state: state,
+                                rawState: pendingRefund ? status + "/refund_pending" : status,
                                 createdAt: try created(p["created"]),
                                 capabilities: PaypercutProvider.capabilities(paymentIntentID: id, rawState: status), method: paymentMethod)
         if let named = p["metadata"]?["order_id"]?.stringValue, !named.isEmpty { snapshot.orderReferences = [named] }
@@ -107,6 +118,22 @@ public enum PaypercutMapping {
         }
         if refunded > 0 { out.append(Movement(id: id, kind: .refund, at: nil, currency: currency, gross: refunded)) }
         return out
+    }
+
+    /// The refunds payrecon knows of intent `id`, each once: their total (failed and canceled ones moved nothing) and
+    /// what of it is still pending.
+    static func knownRefunds(of id: String, in links: [TransactionLink]) throws(ProviderMappingError) -> (total: Int64, pending: Int64) {
+        var total: Int64 = 0, pending: Int64 = 0
+        var counted = Set<String>()
+        for link in links where link.kind == ActionKind.refund.rawValue && link.parentExternalID == id && counted.insert(link.externalID).inserted {
+            let state = link.state?.lowercased() ?? "succeeded"
+            guard state != "failed", state != "canceled", state != "cancelled", let amount = link.amount, amount > 0 else { continue }
+            let (sum, overflow) = total.addingReportingOverflow(amount)
+            guard !overflow else { throw reader.fail("refunds", nil, "sum overflows") }
+            total = sum
+            if state == "pending" || state == "requires_action" { pending = min(pending &+ amount, total) }
+        }
+        return (total, pending)
     }
 
     static func optionalAmount(_ v: JSONValue?, _ field: String) throws(ProviderMappingError) -> Int64 {

@@ -93,7 +93,7 @@ public enum PaypercutProvider {
                 case let other: return other.failure(as: Snapshot.self)!
                 }
             }
-            return ProviderOutcome<JSONValue>.found(intent).mapped { try PaypercutMapping.snapshot(intent: $0, payment: payment, account: account) }
+            return ProviderOutcome<JSONValue>.found(intent).mapped { try PaypercutMapping.snapshot(intent: $0, payment: payment, account: account, links: q.links) }
         }
 
         /// Capture (final when it brings C to the order amount), cancel, refund; the key as Idempotency-Key (its
@@ -109,7 +109,16 @@ public enum PaypercutProvider {
             switch call.kind {
             case .capture: result = await client.capture(target, amount: call.amount.minorUnits, final: call.isFinal, key: key, account: account)
             case .void: result = await client.cancel(target, key: key, account: account)
-            case .refund: result = await client.refund(paymentIntent: target, amount: call.amount.minorUnits, key: key, account: account)
+            case .refund:
+                result = await client.refund(paymentIntent: target, amount: call.amount.minorUnits, key: key, account: account)
+                // Recorded from Paypercut's answer (its amount and status: a pending refund counts in R until it fails).
+                if case .found(let answer) = result, let id = answer["id"]?.stringValue {
+                    let amount = answer["amount"]?.numberLiteral.flatMap { Int64($0) } ?? call.amount.minorUnits
+                    return ActionCallResult(.found(id), links: [TransactionLink(
+                        externalID: id, parentExternalID: target, orderID: call.order.orderID, kind: ActionKind.refund.rawValue,
+                        amount: amount, currency: call.amount.currency.code, state: answer["status"]?.stringValue,
+                        source: .payrecon, actionID: call.actionID)])
+                }
             case .increment: return ActionCallResult(.permanent(status: 0, body: "Paypercut has no incremental authorisation"))
             }
             return ActionCallResult(result.map { $0["id"]?.stringValue ?? target })
