@@ -24,9 +24,24 @@ extension Planner.Check {
         var refundedBefore: Int64
     }
 
-    /// The transactions actions may act on: with several, those holding money (each with its own capabilities);
-    /// with one, the snapshot itself.
-    var actionable: [Snapshot] { parts.isEmpty ? [snapshot] : parts }
+    /// The transactions actions may act on: with several, those holding money (each with its own capabilities) that
+    /// the merchant listed or payrecon made, never one learned from a provider's reference field (evidence, never
+    /// authority); with one, the snapshot itself (the order's own transaction_ref, always the merchant's).
+    var actionable: [Snapshot] { parts.isEmpty ? [snapshot] : parts.filter { order.mayActOn($0.transactionRef) } }
+
+    /// The transactions holding money that were learned, not listed: counted in the findings, never acted on.
+    var learnedParts: [Snapshot] { parts.filter { !order.mayActOn($0.transactionRef) } }
+
+    /// Why an action the learned transactions' money alone would call for is not taken: which transaction, the field
+    /// it was learned from, and how the merchant makes it theirs.
+    func learnedDenial(_ holding: [Snapshot]) -> String? {
+        guard !holding.isEmpty else { return nil }
+        let named = holding.map { "\($0.transactionRef) (learned from \(order.learned[$0.transactionRef] ?? "a reference field"))" }
+        return "the money is on " + (named.count == 1 ? "transaction " : "transactions ") + named.joined(separator: ", ")
+            + ", which the order does not list: a provider's reference field is free text anyone creating a payment can set, so "
+            + "payrecon counts it but never acts on it; if it is this order's, list it in the order's transaction_ref (import the "
+            + "order again) and payrecon will act on it"
+    }
 
     /// `ref` when the order has several transactions (its keys name them), else nil.
     func ref(_ part: Snapshot) -> String? { parts.isEmpty ? nil : part.transactionRef }
@@ -42,7 +57,8 @@ extension Planner.Check {
     func capturePermission(_ amount: Int64) -> Permission<Target> {
         if let denial = authorisationDenial(for: "capture") { return .denied(denial) }
         guard let part = openAuthorisation(holding: amount) else {
-            return .denied("no single authorisation of the order's transactions holds \(withCode(amount)) uncaptured")
+            let learned = learnedParts.filter { $0.intent.isAuthorisation && $0.state == .authorised && $0.authorised - $0.capturedOrPending >= amount }
+            return .denied(learnedDenial(learned) ?? "no single authorisation of the order's transactions holds \(withCode(amount)) uncaptured")
         }
         if let refusal = part.capabilities.amountRefusal(amount, currency: part.currency) { return .denied(refusal) }
         return permission(part.capabilities.capture, part, total: part.capturedOrPending)
@@ -53,14 +69,16 @@ extension Planner.Check {
     func voidPermission() -> [(Permission<Target>, amount: Int64)] {
         if let denial = authorisationDenial(for: "void") { return [(.denied(denial), authorised - captured)] }
         guard captured == 0 else { return [(.denied("\(withCode(captured)) already captured"), authorised - captured)] }
-        return actionable.filter { $0.state == .authorised && $0.captured == 0 && $0.authorised > 0 }.map { part in
-            (permission(part.capabilities.void, part), part.authorised - part.captured)
-        }
+        let voidable: (Snapshot) -> Bool = { $0.state == .authorised && $0.captured == 0 && $0.authorised > 0 }
+        return actionable.filter(voidable).map { part in (permission(part.capabilities.void, part), part.authorised - part.captured) }
+            + learnedParts.filter(voidable).map { part in (.denied(learnedDenial([part])!), part.authorised) }
     }
 
     /// Increment: a provider that has it, on an authorisation in state authorised.
     func incrementPermission(_ amount: Int64) -> Permission<Target> {
-        let part = openAuthorisation(holding: 0) ?? actionable[0]
+        guard let part = openAuthorisation(holding: 0) ?? actionable.first else {
+            return .denied(learnedDenial(learnedParts) ?? "no transaction of the order may be acted on")
+        }
         if case .unsupported(let reason) = part.capabilities.increment { return .denied(reason) }
         if let denial = authorisationDenial(for: "increment") { return .denied(denial) }
         if let refusal = part.capabilities.amountRefusal(amount, currency: part.currency) { return .denied(refusal) }
@@ -106,7 +124,10 @@ extension Planner.Check {
                 if left > 0 { denial = "\(name) hold only \(withCode(holds - left)) refundable" }
             }
         }
-        guard remaining == 0 else { return .denied(denial ?? "the order's transactions hold only \(withCode(amount - remaining)) refundable") }
+        guard remaining == 0 else {
+            let learned = learnedParts.filter { $0.captured - $0.refunded - $0.reversed > 0 }
+            return .denied(learnedDenial(learned) ?? denial ?? "the order's transactions hold only \(withCode(amount - remaining)) refundable")
+        }
         return .allowed(result)
     }
 

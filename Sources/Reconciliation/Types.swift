@@ -36,6 +36,11 @@ public struct Order: Sendable, Hashable, Codable {
     public var amount: Money          // order total now
     public var fulfilment: Fulfilment
     public var refundAmount: Int64    // minor units of `amount.currency`, default 0
+    /// The transactions payrecon added to the order because a provider's reference field named it (a PayPal
+    /// `reference_id`, a Paypercut `metadata.order_id`: free text anyone creating a payment can set), each with the
+    /// field it was learned from. Evidence, never authority: they count in the findings, and no action targets them
+    /// or is planned only for the money they hold. Listing one in `transaction_ref` makes it the merchant's.
+    public var learned: [String: String] = [:]
 
     public init(provider: Provider, orderID: String, merchant: String?, site: String?, transactionRef: String,
                 intent: Intent, amount: Money, fulfilment: Fulfilment, refundAmount: Int64 = 0, transactionRefs: [String]? = nil) {
@@ -47,6 +52,9 @@ public struct Order: Sendable, Hashable, Codable {
 
     /// Paid in several transactions: keys and findings name the transaction they concern.
     public var hasSeveralTransactions: Bool { transactionRefs.count > 1 }
+
+    /// Whether the merchant listed `transactionRef` (or payrecon made it), so an action may act on it.
+    public func mayActOn(_ transactionRef: String) -> Bool { learned[transactionRef] == nil }
 }
 
 /// The provider's answer, normalized. A, C, R are minor units in `currency`.
@@ -88,6 +96,9 @@ public struct Snapshot: Sendable, Hashable, Codable {
     /// Merchant order ids the provider's answer names for this transaction (PayPal `purchase_units[].reference_id`
     /// and `custom_id`, Paypercut `metadata.order_id`): a transaction no order lists is linked to such an order.
     public var orderReferences: [String] = []
+    /// For each of `orderReferences`, the answer's field that named it (`purchase_units[0].reference_id`): what a
+    /// learned transaction's finding quotes. Used when the transaction is linked, not stored with the snapshot.
+    public var orderReferenceFields: [String: String] = [:]
     /// What the provider would not show, said in the findings it bears on (a dispute PayPal refused to show: which
     /// permission is missing). The planner joins them to the `disputed` finding's detail.
     public var notes: [String] = []

@@ -8,7 +8,7 @@ public enum OrderStore {
     /// The columns an order is read with, from `orders o`: its own, and every transaction of it
     /// (`order_transactions`, in position order; none means just transaction_ref).
     static let selectColumns = columns.split(separator: ",").map { "o." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")
-        + ", array_to_json(o.transaction_refs)::text AS transaction_refs"
+        + ", array_to_json(o.transaction_refs)::text AS transaction_refs, o.learned_transactions::text AS learned_transactions"
 
     /// Upserts every order in one transaction (the import is all-or-nothing), in chunks of 2,000 sent as arrays;
     /// `orders` is read once, a chunk at a time, so a streamed file is imported in constant memory.
@@ -125,22 +125,25 @@ public enum OrderStore {
     /// Adds a transaction to a known order (one the provider's answer says is the order's): it is checked with
     /// the others from now on. The order's own transaction_ref becomes position 0 when it had no rows yet. Returns
     /// whether the transaction was new to the order.
+    /// `learnedFrom`: the provider's field that named the order (kept, and quoted where the transaction's money would
+    /// call for an action: a learned transaction is never acted on).
     @discardableResult
-    public static func addTransaction(provider: Provider, orderID: String, transactionRef: String, on conn: PostgresConnection) throws -> Bool {
+    public static func addTransaction(provider: Provider, orderID: String, transactionRef: String, learnedFrom: String,
+                                      on conn: PostgresConnection) throws -> Bool {
         let added = try conn.query("""
-            INSERT INTO order_transactions (provider, order_id, transaction_ref, position, source)
-            SELECT o.provider, o.order_id, r.ref, r.position, r.source
+            INSERT INTO order_transactions (provider, order_id, transaction_ref, position, source, learned_from)
+            SELECT o.provider, o.order_id, r.ref, r.position, r.source, r.learned_from
             FROM orders o, LATERAL (
-                SELECT o.transaction_ref AS ref, 0 AS position, 'merchant' AS source
+                SELECT o.transaction_ref AS ref, 0 AS position, 'merchant' AS source, NULL::text AS learned_from
                 WHERE NOT EXISTS (SELECT 1 FROM order_transactions t WHERE t.provider = o.provider AND t.order_id = o.order_id)
                 UNION ALL
                 SELECT $3::text, coalesce((SELECT max(t.position) + 1 FROM order_transactions t
-                                           WHERE t.provider = o.provider AND t.order_id = o.order_id), 1), 'learned'
+                                           WHERE t.provider = o.provider AND t.order_id = o.order_id), 1), 'learned', $4::text
             ) r
             WHERE o.provider = $1 AND o.order_id = $2 AND o.transaction_ref <> $3
             ON CONFLICT DO NOTHING
             RETURNING transaction_ref
-            """, [.text(provider.rawValue), .text(orderID), .text(transactionRef)])
+            """, [.text(provider.rawValue), .text(orderID), .text(transactionRef), .text(learnedFrom)])
         return try added.contains { try $0.string("transaction_ref") == transactionRef }
     }
 
@@ -170,6 +173,16 @@ public enum OrderStore {
         return array.compactMap(\.stringValue)
     }
 
+    /// The json object of an order's learned transactions (transaction_ref → the field that named the order).
+    static func learned(_ json: String) throws -> [String: String] {
+        guard let members = try? JSONValue.parse(Array(json.utf8)).objectMembers else {
+            throw PostgresError.decoding("orders.learned_transactions does not read as an object: \(json.prefix(80))")
+        }
+        var out: [String: String] = [:]
+        for (ref, field) in members { out[ref] = field.stringValue ?? "a reference field of the provider's answer" }
+        return out
+    }
+
     static func decode(_ row: PostgresRow) throws -> Order {
         let code = try row.string("currency")
         guard let currency = Currency(code: code) else { throw PostgresError.decoding("orders.currency '\(code)' is not an ISO 4217 code") }
@@ -179,9 +192,11 @@ public enum OrderStore {
             throw PostgresError.decoding("orders row has an unknown provider, intent or fulfilment")
         }
         let merchant = try row.string("merchant"), site = try row.string("site")
-        return Order(provider: provider, orderID: try row.string("order_id"), merchant: merchant.isEmpty ? nil : merchant,
-                     site: site.isEmpty ? nil : site, transactionRef: try row.string("transaction_ref"), intent: intent,
-                     amount: Money(minorUnits: try row.int64("amount_minor"), currency: currency), fulfilment: fulfilment,
-                     refundAmount: try row.int64("refund_amount_minor"), transactionRefs: try row.optionalString("transaction_refs").map(refs))
+        var order = Order(provider: provider, orderID: try row.string("order_id"), merchant: merchant.isEmpty ? nil : merchant,
+                          site: site.isEmpty ? nil : site, transactionRef: try row.string("transaction_ref"), intent: intent,
+                          amount: Money(minorUnits: try row.int64("amount_minor"), currency: currency), fulfilment: fulfilment,
+                          refundAmount: try row.int64("refund_amount_minor"), transactionRefs: try row.optionalString("transaction_refs").map(refs))
+        if let learned = try row.optionalString("learned_transactions") { order.learned = try Self.learned(learned) }
+        return order
     }
 }

@@ -234,13 +234,16 @@ public final class OrderChecker: Sendable {
                 let order = try await pool.run { conn -> Order? in
                     for id in s.orderReferences {
                         guard try OrderStore.find(provider: provider, orderID: id, on: conn) != nil else { continue }
-                        try OrderStore.addTransaction(provider: provider, orderID: id, transactionRef: transactionRef, on: conn)
+                        try OrderStore.addTransaction(provider: provider, orderID: id, transactionRef: transactionRef,
+                                                      learnedFrom: s.orderReferenceFields[id] ?? "a reference field of \(provider.rawValue)'s answer",
+                                                      on: conn)
                         return try OrderStore.find(provider: provider, orderID: id, on: conn)
                     }
                     return nil
                 }
                 if let order {
-                    log.info("transaction linked to the order its provider names", ["order_id": order.orderID])
+                    log.info("transaction linked to the order its provider names (evidence only: no action acts on it until the order lists it)",
+                             ["order_id": order.orderID])
                     return .belongs(order)
                 }
             } catch { return .checked(.transient(reason: "database: \(error)", retryAfterSeconds: nil)) }

@@ -75,3 +75,69 @@ import Worker
         }
     }
 }
+
+/// A learned transaction is evidence, never authority (issue "money by construction", item 2), end to end: another
+/// customer's payment that carries a cancelled order's number in its reference_id is counted, never refunded, by the
+/// worker (a webhook named it) and by `payrecon backfill` (PayPal's list named it); once the merchant lists it, it is.
+@Suite("Learned transactions", .serialized) struct LearnedTransactionTests {
+    /// ORD-C-1 was paid by PP-C1 (50.00) and cancelled, and that payment refunded. PP-STORE2 (80.00) is a second
+    /// storefront's payment on the same PayPal account whose reference_id happens to be "ORD-C-1".
+    static func seed(_ h: WorkerHarness, captureTime: String? = nil) async throws {
+        let time = captureTime.map { #","create_time":"\#($0)""# } ?? ""
+        try await h.seedPayPal(#"""
+            [{"id":"PP-C1","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"50.00","reference_id":"ORD-C-1",
+              "captures":[{"id":"CAP-C1","status":"REFUNDED"}],"refunds":[{"id":"REF-C1","capture_id":"CAP-C1","amount":"50.00"}]},
+             {"id":"PP-STORE2","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"80.00","reference_id":"ORD-C-1",
+              "captures":[{"id":"CAP-S2"\#(time)}]}]
+            """#)
+        try h.insert(WorkerHarness.order(.paypal, "ORD-C-1", ref: "PP-C1", intent: .purchase, amount: 5000, currency: "USD",
+                                         fulfilment: .cancelled, merchant: nil))
+    }
+
+    static func expectNothingMoved(_ h: WorkerHarness) async throws {
+        #expect(try h.actions().isEmpty, "no refund of the other customer's payment is planned")
+        #expect(await h.executor.executePending().succeeded == 0)
+        #expect(h.simulator.paypalRefunds(ofOrder: "PP-STORE2").isEmpty, "PayPal refunded nothing of PP-STORE2")
+        let open = try h.openKinds(order: "ORD-C-1")
+        #expect(open.contains("over_captured"), "the second payment still shows: \(open)")
+        #expect(open.contains("action_not_allowed"), "\(open)")
+        let conn = try h.database.connect(); defer { conn.close() }
+        let detail = try conn.query("SELECT detail FROM discrepancies WHERE order_id = 'ORD-C-1' AND kind = 'action_not_allowed' AND status = 'open'")
+            .first?.string("detail") ?? ""
+        #expect(detail.contains("PP-STORE2") && detail.contains("purchase_units[0].reference_id") && detail.contains("transaction_ref"), "\(detail)")
+    }
+
+    @Test func aWebhookNamingAnotherCustomersPaymentMovesNoMoney() async throws {
+        try await WorkerHarness.with { h in
+            try await Self.seed(h)
+            _ = try #require(try h.storeWebhook(#"{"provider":"paypal","event_type":"CHECKOUT.ORDER.COMPLETED","order_id":"PP-STORE2"}"#).first)
+            #expect(await h.runOnce().done == 1)
+            let conn = try h.database.connect(); defer { conn.close() }
+            #expect(try OrderStore.find(provider: .paypal, orderID: "ORD-C-1", on: conn)?.learned
+                    == ["PP-STORE2": "PayPal purchase_units[0].reference_id"])
+            try await Self.expectNothingMoved(h)
+            _ = try await h.sweep()
+            try await Self.expectNothingMoved(h)
+
+            // The merchant says it is this order's after all (a re-import listing it): now payrecon may refund it.
+            var listed = WorkerHarness.order(.paypal, "ORD-C-1", ref: "PP-C1", intent: .purchase, amount: 5000, currency: "USD",
+                                             fulfilment: .cancelled, merchant: nil)
+            listed.transactionRefs = ["PP-C1", "PP-STORE2"]
+            try OrderStore.upsert([listed], on: conn)
+            #expect(try OrderStore.find(provider: .paypal, orderID: "ORD-C-1", on: conn)?.learned.isEmpty == true)
+            _ = await h.checker.check(try #require(try OrderStore.find(provider: .paypal, orderID: "ORD-C-1", on: conn)))
+            #expect(try h.actions().map { "\($0.idempotencyKey)=\($0.amount.minorUnits)" } == ["paypal:ORD-C-1:refund:8000:PP-STORE2=8000"])
+        }
+    }
+
+    @Test func backfillLinkingAnotherCustomersPaymentMovesNoMoney() async throws {
+        try await WorkerHarness.with { h in
+            try await Self.seed(h, captureTime: BackfillTests.at(1))
+            let r = try await BackfillTests.backfill(h, "--since", "3d")
+            #expect(r.status == 0 || r.status == 1, "\(r.stdout) \(r.stderr)")
+            let conn = try h.database.connect(); defer { conn.close() }
+            #expect(try OrderStore.find(provider: .paypal, orderID: "ORD-C-1", on: conn)?.learned.keys.sorted() == ["PP-STORE2"], "\(r.stdout)")
+            try await Self.expectNothingMoved(h)
+        }
+    }
+}

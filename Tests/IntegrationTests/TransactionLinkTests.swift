@@ -144,7 +144,7 @@ import Testing
                                         plan: { _, _ in Plan(findings: [Finding(kind: .unknownOrder, expected: [:], actual: [:], detail: "u", amountAtRisk: 0)]) },
                                         on: conn)
             #expect(try open() == 1)
-            _ = try OrderStore.addTransaction(provider: .pxp, orderID: "O-1", transactionRef: "TX-2", on: conn)
+            _ = try OrderStore.addTransaction(provider: .pxp, orderID: "O-1", transactionRef: "TX-2", learnedFrom: "test", on: conn)
             order = try orderNow()
             #expect(try check([], order: order, ref: "TX-1 TX-2", refs: ["TX-1", "TX-2"]).resolved == 1, "the order's new transaction")
             #expect(try open() == 0)

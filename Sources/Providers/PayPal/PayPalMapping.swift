@@ -180,9 +180,13 @@ public enum PayPalMapping {
         if captures.contains(where: { $0.reason == "ECHECK" }) { method = "echeck" }
 
         var named: [String] = []
-        for unit in units {
+        var fields: [String: String] = [:]
+        for (u, unit) in units.enumerated() {
             for key in ["reference_id", "custom_id"] {
-                if let id = unit[key]?.stringValue, !id.isEmpty, id != "default", !named.contains(id) { named.append(id) }
+                if let id = unit[key]?.stringValue, !id.isEmpty, id != "default", !named.contains(id) {
+                    named.append(id)
+                    fields[id] = "PayPal purchase_units[\(u)].\(key)"
+                }
             }
         }
         var snapshot = Snapshot(
@@ -192,6 +196,7 @@ public enum PayPalMapping {
             capabilities: capabilities(current: current, roots: roots, captures: captures, refunds: refunds, currency: currency),
             method: method, reversed: V, disputed: D)
         snapshot.orderReferences = named
+        snapshot.orderReferenceFields = fields
         snapshot.notes = notes
         snapshot.pendingCaptured = pendingCaptured
         snapshot.movements = movements(captures: captures, merchantRefunds: merchantRefunds, reversals: reversalRecords, currency: currency)

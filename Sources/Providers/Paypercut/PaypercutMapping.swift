@@ -84,7 +84,10 @@ public enum PaypercutMapping {
                                 rawState: pendingRefund ? status + "/refund_pending" : status,
                                 createdAt: try created(p["created"]),
                                 capabilities: PaypercutProvider.capabilities(paymentIntentID: id, rawState: status), method: paymentMethod)
-        if let named = p["metadata"]?["order_id"]?.stringValue, !named.isEmpty { snapshot.orderReferences = [named] }
+        if let named = p["metadata"]?["order_id"]?.stringValue, !named.isEmpty {
+            snapshot.orderReferences = [named]
+            snapshot.orderReferenceFields = [named: "Paypercut metadata.order_id"]
+        }
         if let payment, !payment.isNull, captured > 0 || refunded > 0 {
             snapshot.movements = try movements(payment: payment, captured: captured, refunded: refunded, currency: currency)
         }
