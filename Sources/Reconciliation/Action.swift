@@ -53,10 +53,12 @@ public struct EmittedAction: Sendable, Hashable, Codable {
     public var transactionRef: String?
     /// What the provider answered, for a failed action (the detail of `action_failed`).
     public var lastError: String?
+    /// Its key was sent to the provider: a need that maps to it once it is superseded takes a key of its own.
+    public var sent: Bool
 
     public init(idempotencyKey: String, kind: ActionKind, status: ActionStatus, amount: Int64, inDoubt: Bool = false,
-                transactionRef: String? = nil, lastError: String? = nil) {
+                transactionRef: String? = nil, lastError: String? = nil, sent: Bool = false) {
         self.idempotencyKey = idempotencyKey; self.kind = kind; self.status = status; self.amount = amount
-        self.inDoubt = inDoubt; self.transactionRef = transactionRef; self.lastError = lastError
+        self.inDoubt = inDoubt; self.transactionRef = transactionRef; self.lastError = lastError; self.sent = sent
     }
 }

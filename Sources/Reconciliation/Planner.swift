@@ -56,7 +56,9 @@
 //
 // Idempotency: a planned action whose key was already recorded as pending, succeeded or failed is not emitted
 // again (a failed one waits for an operator: retrying a refused capture on every check would hammer the provider);
-// a superseded key is emitted again when the plan wants it back. Recorded pending actions whose key the plan no
+// a superseded key is emitted again when the plan wants it back, if it was never sent; a key sent and superseded is
+// never sent again (with another amount or target it would move other money under the same key): the need takes the
+// key with a suffix, `…:2`, `…:3`. Recorded pending actions whose key the plan no
 // longer wants (any reason, blocking findings included) are listed in `supersede`, except those in doubt (their call
 // may have reached the provider): while one is in doubt nothing else is planned on its transaction.
 // 14. a failed action the plan still wants, or one whose outcome is unknown → action_failed (amount at risk the
@@ -107,8 +109,10 @@ public enum Planner {
     static func finish(findings: [Finding], wanted: [PlannedAction], emitted: [EmittedAction], currency: Currency?,
                        executing: String? = nil, decision: Decision = Decision()) -> Plan {
         var decision = decision
-        let recorded = Dictionary(emitted.map { ($0.idempotencyKey, $0.status) },
-                                  uniquingKeysWith: { first, second in first == .superseded ? second : first })
+        let byKey = Dictionary(emitted.map { ($0.idempotencyKey, $0) },
+                               uniquingKeysWith: { first, second in first.status == .superseded ? second : first })
+        let recorded = byKey.mapValues(\.status)
+        let wanted = keyed(wanted, recorded: byKey)
         // While any action of the order is in doubt nothing new is planned on it: the order's transactions may be
         // listed differently from one check to the next (a retry learned, a re-import), so the hold is the order's,
         // not one transaction's.
@@ -154,6 +158,21 @@ public enum Planner {
             decision.fired.append(.init(row: .actionFailed, yields: "action_failed (\(action.idempotencyKey) \(outcome))"))
         }
         return Plan(findings: all, actions: actions, supersede: supersede, decision: decision)
+    }
+
+    /// A key once sent is never sent again with another amount or target: a need that maps to a key that was sent and
+    /// then superseded takes the key with a suffix (`…:2`, `…:3`, the first not sent and superseded), so planning again
+    /// still yields the same key. A superseded key never sent is pending again as it is.
+    static func keyed(_ wanted: [PlannedAction], recorded: [String: EmittedAction]) -> [PlannedAction] {
+        wanted.map { action in
+            var keyed = action
+            var n = 1
+            while let earlier = recorded[keyed.idempotencyKey], earlier.status == .superseded, earlier.sent {
+                n += 1
+                keyed.idempotencyKey = action.idempotencyKey + ":\(n)"
+            }
+            return keyed
+        }
     }
 
     /// Findings and every action the order calls for now, recorded or not.

@@ -46,15 +46,18 @@ public enum ActionStore {
     /// fence refused the write.
     /// `inDoubt`: whether the call may have reached the provider with its outcome unknown (nil keeps what is
     /// recorded: an attempt that sent nothing changes nothing about an earlier call).
+    /// `notBeforeSeconds`: a pending action is not claimed again for that long (a call refused with 429 waits for its
+    /// Retry-After).
     @discardableResult
     public static func finish(id: Int64, attempt: Int, status: ActionStatus, providerRef: String?, error: String?,
-                              inDoubt: Bool? = nil, on conn: PostgresConnection) throws -> Bool {
+                              inDoubt: Bool? = nil, notBeforeSeconds: Int? = nil, on conn: PostgresConnection) throws -> Bool {
         try conn.execute("""
-            UPDATE actions SET status = $2, provider_ref = coalesce($3, provider_ref), last_error = $4, lease_expires_at = NULL,
+            UPDATE actions SET status = $2, provider_ref = coalesce($3, provider_ref), last_error = $4,
+                lease_expires_at = CASE WHEN $2 = 'pending' AND $7::bigint IS NOT NULL THEN now() + make_interval(secs => $7::bigint) END,
                 in_doubt = coalesce($6, in_doubt), updated_at = now()
             WHERE id = $1 AND attempts = $5 AND status = 'pending' AND lease_expires_at >= now()
             """, [.int64(id), .text(status.rawValue), providerRef.map { .text($0) } ?? .null, error.map { .text(DeliveryStore.storable($0)) } ?? .null,
-                  .int64(Int64(attempt)), inDoubt.map { .bool($0) } ?? .null]) == 1
+                  .int64(Int64(attempt)), inDoubt.map { .bool($0) } ?? .null, notBeforeSeconds.map { .int64(Int64($0)) } ?? .null]) == 1
     }
 
     /// `payrecon actions retry`: a failed action the fresh plan still wants is pending again, with the plan's amount
@@ -87,7 +90,8 @@ public enum ActionStore {
     }
 
     /// Just before the call: records the amount and target the fresh plan gives and extends the lease; false when
-    /// `attempt` lost the action (then nothing may be sent).
+    /// `attempt` lost the action, or when its key was sent before with another amount or target (a key once sent is
+    /// sent again only as it was first sent): then nothing may be sent.
     /// From here on the call may reach the provider: the action is in doubt until its outcome is recorded.
     public static func confirm(id: Int64, attempt: Int, amount: Int64, providerTarget: String?, leaseSeconds: Int,
                                on conn: PostgresConnection) throws -> Bool {
@@ -95,6 +99,7 @@ public enum ActionStore {
             UPDATE actions SET amount_minor = $3, provider_target = $4, lease_expires_at = now() + make_interval(secs => $5),
                 in_doubt = true, sent_at = now(), updated_at = now()
             WHERE id = $1 AND attempts = $2 AND status = 'pending' AND lease_expires_at >= now()
+              AND (sent_at IS NULL OR (amount_minor = $3 AND provider_target IS NOT DISTINCT FROM $4))
             """, [.int64(id), .int64(Int64(attempt)), .int64(amount), providerTarget.map { .text($0) } ?? .null,
                   .int64(Int64(leaseSeconds))]) == 1
     }

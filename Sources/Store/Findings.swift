@@ -30,7 +30,7 @@ public enum FindingStore {
 
     /// The actions of one order, oldest first (also read under the order's lock by `record`).
     static let emittedSQL = "SELECT \(emittedColumns) FROM actions WHERE provider = $1 AND order_id = $2 ORDER BY id"
-    static let emittedColumns = "idempotency_key, action, status, amount_minor, in_doubt, transaction_ref, last_error"
+    static let emittedColumns = "idempotency_key, action, status, amount_minor, in_doubt, transaction_ref, last_error, (sent_at IS NOT NULL) AS sent"
 
     /// One finding: an acknowledged discrepancy with the same kind, expected and actual values stays acknowledged
     /// (it is counted, not reopened); an acknowledged one whose values changed is resolved and the finding opens a
@@ -293,7 +293,7 @@ public enum FindingStore {
         guard let kind = ActionKind(rawValue: try row.string("action")), let status = ActionStatus(rawValue: try row.string("status")) else { return nil }
         return EmittedAction(idempotencyKey: try row.string("idempotency_key"), kind: kind, status: status, amount: try row.int64("amount_minor"),
                              inDoubt: try row.bool("in_doubt"), transactionRef: try row.optionalString("transaction_ref"),
-                             lastError: try row.optionalString("last_error"))
+                             lastError: try row.optionalString("last_error"), sent: try row.bool("sent"))
     }
 
     /// The second round trip of a group: what every check writes as one statement each for the group (snapshots,
@@ -376,7 +376,7 @@ public enum FindingStore {
                     ON CONFLICT (idempotency_key) DO UPDATE SET status = 'pending', amount_minor = EXCLUDED.amount_minor,
                         currency = EXCLUDED.currency, provider_target = EXCLUDED.provider_target, last_error = NULL,
                         lease_expires_at = NULL, in_doubt = false, updated_at = now(), evidence_id = EXCLUDED.evidence_id
-                    WHERE actions.status = 'superseded'
+                    WHERE actions.status = 'superseded' AND actions.sent_at IS NULL
                     """, [p, .text(order.orderID), .text(a.kind.rawValue), .int64(a.amount), .text(a.currency.code),
                           .int64(a.target), a.providerTarget.map { .text($0) } ?? .null, .text(a.idempotencyKey),
                           a.transactionRef.map { .text($0) } ?? .null, evidence]), to: &actions)

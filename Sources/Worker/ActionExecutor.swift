@@ -1,5 +1,6 @@
 import Foundation
 import Observability
+import Synchronization
 import Postgres
 import Providers
 import Reconciliation
@@ -27,7 +28,7 @@ public final class ActionExecutor: Sendable {
 
     /// Attempts of an action in doubt, the provider unable to say what came of it, before it fails as outcome unknown
     /// (each attempt asks the provider again and sends nothing).
-    public static let attemptsBeforeOutcomeUnknown = 4
+    public static let attemptsBeforeOutcomeUnknown = ActionAttempt.attemptsBeforeOutcomeUnknown
 
     /// How long after a call whose outcome is unknown the provider's "not found" is trusted, and the action may be
     /// superseded (PAYRECON_IN_DOUBT_GRACE): a provider still applying a slow call may not show it yet.
@@ -89,201 +90,200 @@ public final class ActionExecutor: Sendable {
         }
     }
 
+    /// What one attempt has learned so far: the order, its links, and what the last re-fetch and plan gave. The
+    /// state machine decides; this is what its steps act on.
+    struct Attempt {
+        let action: StoredAction
+        let order: Order
+        var links: [TransactionLink]
+        let emitted: [EmittedAction]
+        let answers: AnswerLog
+        let log: Logger
+        /// When the answers now to be kept were read.
+        var checkedAt = Date()
+        var plan: Plan?
+        var transactions: [FetchedTransaction] = []
+        var wanted: PlannedAction?
+        var snapshot: Snapshot?
+        var evidenceID: Int64?
+    }
+
+    /// Performs the steps `ActionAttempt` returns until it is done: this loop does the I/O, the machine decides.
     private func attempt(_ action: StoredAction, answers: AnswerLog) async -> ActionStatus {
         let log = logger.with(["provider": action.provider.rawValue, "order_id": action.orderID, "action": action.kind.rawValue,
                                "idempotency_key": action.idempotencyKey])
-        let renewer = Task { [pool, leaseSeconds] in
-            let every = Duration.milliseconds(max(200, leaseSeconds * 1000 / 3))
-            while !Task.isCancelled {
-                try? await Task.sleep(for: every)
-                if Task.isCancelled { return }
-                let held = try? await pool.run { try ActionStore.renew(id: action.id, attempt: action.attempts, leaseSeconds: leaseSeconds, on: $0) }
-                if held == false { log.warning("action lease lost during its call; its outcome will not be recorded here"); return }
-            }
-        }
-        defer { renewer.cancel() }
+        let lease = LeaseRenewal(pool: pool, action: action, leaseSeconds: leaseSeconds, log: log)
+        defer { lease.stop() }
 
         let api = gateway[action.provider]
         let stored: Stored?
         do { stored = try await self.stored(action) } catch {
-            return await finish(action, .pending, ref: nil, error: "database: \(error)", log: log)
+            return await finish(action, .init(.pending, error: "database: \(error)"), log: log)
         }
         guard let stored else {
-            return await finish(action, .superseded, ref: nil, error: "the order no longer exists", inDoubt: false, log: log)
+            return await finish(action, .init(.superseded, error: "the order no longer exists", inDoubt: false), log: log)
         }
-        let order = stored.order
-        var known = stored.known
+        var machine = ActionAttempt(ActionAttempt.Claim(
+            inDoubt: action.inDoubt, sent: action.sentAt == nil ? nil : .init(amount: action.amount.minorUnits, providerTarget: action.providerTarget),
+            attempts: action.attempts, withinGrace: withinGrace(action), graceSeconds: Int(inDoubtGraceSeconds),
+            providerDeduplicatesKeys: api.deduplicatesIdempotencyKeys))
+        var run = Attempt(action: action, order: stored.order, links: stored.known.links, emitted: stored.emitted, answers: answers, log: log)
+        var step = machine.claimed()
+        while true {
+            if lease.isLost, !Self.isDone(step) { step = machine.leaseLost() }
+            switch step {
+            case .settle(let askOthers): step = machine.settled(await settle(&run, askOthers: askOthers, api: api))
+            case .replan(let settling): step = machine.replanned(await replan(&run, settling: settling))
+            case .keepEvidence(let decided, let planned):
+                run.evidenceID = await keepEvidence(action, order: run.order, answers: answers, checkedAt: run.checkedAt, decided: decided,
+                                                    plan: run.plan, planned: planned, log: log)
+                step = machine.evidenceKept(run.evidenceID != nil)
+            case .confirm(let call): step = machine.confirmed(await confirm(&run, call, api: api))
+            case .call(let call): step = machine.called(await send(&run, call, api: api))
+            case .record(let outcome): step = machine.recorded(await record(action, outcome, log: log))
+            case .recheck:
+                _ = await checker.check(run.order, log: log)   // the findings show what the provider holds now
+                step = machine.rechecked()
+            case .done(let status):
+                if let fault = machine.fault { log.error("action attempt stopped on an unexpected step; nothing more recorded", ["fault": fault]) }
+                return status
+            }
+        }
+    }
 
-        // A call in doubt is asked about before anything else: it is never sent again on a guess.
-        if action.inDoubt {
-            let settlement: Settlement
-            let settledAt = Date()
-            switch await checker.settle(order, links: known.links, evidence: !api.deduplicatesIdempotencyKeys) {
-            case .success(let settled): known.links = settled.links; settlement = settled.settlement
-            case .failure(let failure):
-                return await finish(action, .pending, ref: nil, error: "outcome of the last call still unknown; will ask again: \(failure.result)", log: log)
-            }
-            // What the provider said of the call in doubt decides the action's status: those answers are kept.
-            let decides: Bool = switch settlement.calls[action.id] {
-            case .made?, .refused?: true
-            case nil: !api.deduplicatesIdempotencyKeys && action.attempts >= Self.attemptsBeforeOutcomeUnknown
-            default: false
-            }
-            if decides {
-                _ = await keepEvidence(action, order: order, answers: answers, checkedAt: settledAt, decided: "settled", plan: nil, log: log)
-            }
-            switch settlement.calls[action.id] {
+    static func isDone(_ step: ActionAttempt.Step) -> Bool {
+        if case .done = step { return true }
+        return false
+    }
+
+    /// Asks the provider what came of the call in doubt (`askOthers`: with other orders' succeeded calls as evidence).
+    func settle(_ run: inout Attempt, askOthers: Bool, api: any ProviderAPI) async -> ActionAttempt.Settled {
+        run.checkedAt = Date()
+        let action = run.action
+        let doubt = CallInDoubt(actionID: action.id, kind: action.kind, idempotencyKey: action.idempotencyKey,
+                                amount: action.amount.minorUnits, providerTarget: action.providerTarget)
+        switch await checker.settle(run.order, links: run.links, evidence: askOthers, callsInDoubt: [doubt]) {
+        case .success(let settled):
+            run.links = settled.links
+            switch settled.settlement.calls[action.id] {
             case .made(let ref)?:
-                let status = await finish(action, .succeeded, ref: ref, error: nil, inDoubt: false, log: log)
-                log.info("action found made at the provider after an unknown outcome", ["provider_ref": ref])
-                _ = await checker.check(order, log: log)
-                return status
-            case .refused(let why)?:
-                let status = await finish(action, .failed, ref: nil, error: why, inDoubt: false, log: log)
-                _ = await checker.check(order, log: log)
-                return status
-            case .stillPending?:
-                return await finish(action, .pending, ref: nil, error: "the provider reports the call pending; asked again next time", log: log)
-            case .notMade? where withinGrace(action):
-                return await finish(action, .pending, ref: nil,
-                                    error: "the provider does not show the last call yet; trusted only \(Int(inDoubtGraceSeconds)) s after it was sent", log: log)
+                run.log.info("action found made at the provider after an unknown outcome", ["provider_ref": ref])
+                return .made(providerRef: ref)
+            case .refused(let why)?: return .refused(why)
+            case .stillPending?: return .stillPending
             case .notMade?:
-                log.info("the provider does not know the call in doubt; it is planned again")
-            case nil where api.deduplicatesIdempotencyKeys:
-                break   // the provider answers a repeated key with the first result
-            case nil where action.attempts < Self.attemptsBeforeOutcomeUnknown:
-                // Evidence that the provider's "not found" can be trusted may come (another call found by its id):
-                // asked again on the next pass, nothing sent meanwhile.
-                return await finish(action, .pending, ref: nil, error: "outcome of the last call unknown; the provider will be asked again", log: log)
-            case nil:
-                let why = "outcome unknown: the call may have been applied, and the provider cannot be asked whether it was "
-                    + "(it does not find it, and that it would is not known). Nothing is sent again automatically. Check the "
-                    + "transaction with the provider; if the call was not applied, run `payrecon actions retry \(action.id)`"
-                log.warning("action outcome unknown; not re-sent", ["reason": why])
-                let status = await finish(action, .failed, ref: nil, error: why, inDoubt: true, log: log)
-                _ = await checker.check(order, log: log)   // action_failed
-                return status
+                run.log.info("the provider does not know the call in doubt; it is planned again")
+                return .notMade
+            case nil: return .unknown
             }
+        case .failure(let failure): return .unreachable("\(failure.result)")
         }
+    }
 
-        // Re-fetch and re-plan: the key must still be wanted, and its amount is the fresh plan's. Every transaction
-        // of the order is fetched; the call acts on the one the key names.
-        let transactions: [FetchedTransaction]
-        let fetchedAt = Date()
-        // (A call in doubt was asked about just above: the fetch does not ask again.)
-        switch await checker.fetch(order, links: known.links, settling: !action.inDoubt) {
-        case .success(let t): transactions = t
+    /// Re-fetches every transaction of the order and plans it again: what the fresh plan wants of the key.
+    func replan(_ run: inout Attempt, settling: Bool) async -> ActionAttempt.Replanned {
+        run.checkedAt = Date()
+        switch await checker.fetch(run.order, links: run.links, settling: settling) {
+        case .success(let t): run.transactions = t
         case .failure(let failure):
             switch failure.result {
-            case .transient(let reason, _): return await finish(action, .pending, ref: nil, error: "will retry: \(reason)", log: log)
-            case .failed(let reason), .unreadable(let reason): return await finish(action, .failed, ref: nil, error: reason, log: log)
-            case .checked: return await finish(action, .pending, ref: nil, error: "will retry", log: log)
+            case .transient(let reason, _): return .transient(reason)
+            case .failed(let reason), .unreadable(let reason): return .failed(reason)
+            case .checked: return .transient("the re-fetch did not finish")
             }
         }
-        let (plan, wanted) = replan(action, order: order, transactions: transactions, emitted: stored.emitted)
-        let acted = transactions.first { $0.transactionRef == (wanted?.transactionRef ?? order.transactionRef) }?.snapshot
-        if wanted == nil, action.inDoubt, withinGrace(action) {
-            // The fresh answer may not show the last call yet: it is not given up on sooner than the grace.
-            return await finish(action, .pending, ref: nil, error: "the order may no longer call for it; decided once the last call is "
-                                + "\(Int(inDoubtGraceSeconds)) s old", log: log)
-        }
-        // The fresh answers decided whether and for how much the call goes: kept with their bodies.
-        guard let evidenceID = await keepEvidence(action, order: order, answers: answers, checkedAt: fetchedAt,
-                                                   decided: wanted == nil ? "not sent" : "call", plan: plan, log: log) else {
-            return await finish(action, .pending, ref: nil, error: "will retry: the evidence of the re-fetch could not be kept", log: log)   // nothing sent
-        }
-        guard let snapshot = acted, let wanted else {
+        let (plan, wanted) = replan(run.action, order: run.order, transactions: run.transactions, emitted: run.emitted)
+        run.plan = plan
+        run.wanted = wanted
+        run.snapshot = run.transactions.first { $0.transactionRef == (wanted?.transactionRef ?? run.order.transactionRef) }?.snapshot
+        guard let wanted, run.snapshot != nil else {
             let why = plan.findings.first.map { "\($0.kind.rawValue): \($0.detail)" } ?? "the order no longer calls for it"
-            let status = await finish(action, .superseded, ref: nil, error: "not sent: the fresh plan no longer wants it (\(why))", inDoubt: false, log: log)
-            log.info("action superseded before its call", ["reason": why])
-            _ = await checker.check(order, log: log)   // record what the fresh answer shows
-            return status
+            run.log.info("action not wanted by the fresh plan", ["reason": why])
+            return .notWanted(why)
         }
-        let call = ActionCall(actionID: action.id, kind: action.kind, amount: Money(minorUnits: wanted.amount, currency: action.amount.currency),
-                              target: action.target, providerTarget: wanted.providerTarget, idempotencyKey: action.idempotencyKey,
-                              order: order, snapshot: snapshot,
-                              isFinal: action.kind == .capture && Self.completesOrder(order, transactions, capture: wanted.amount),
-                              links: known.links)
-        let prepared = api.prepare(call)
-        if !prepared.isEmpty {
-            do {
-                try await pool.run { try TransactionLinkStore.record(prepared, provider: action.provider, on: $0) }
-            } catch {
-                return await finish(action, .pending, ref: nil, error: "will retry: database: \(error)", log: log)   // nothing sent
-            }
+        if wanted.amount != run.action.amount.minorUnits {
+            run.log.info("action amount re-planned before its call", ["planned": run.action.amount.minorUnits, "wanted": wanted.amount])
         }
-        // The fence is checked (and the lease extended) last before the call, with the amount the call sends: an
-        // executor whose claim lapsed during the re-fetch (or while the links were recorded), and was taken, sends
-        // nothing.
-        let kept: Bool
+        return .wanted(.init(amount: wanted.amount, providerTarget: wanted.providerTarget))
+    }
+
+    /// The call as it goes to the provider: the key, with the fresh plan's amount and target.
+    func actionCall(_ run: Attempt, _ call: ActionAttempt.Call) -> ActionCall {
+        let action = run.action
+        return ActionCall(actionID: action.id, kind: action.kind, amount: Money(minorUnits: call.amount, currency: action.amount.currency),
+                          target: action.target, providerTarget: call.providerTarget, idempotencyKey: action.idempotencyKey,
+                          order: run.order, snapshot: run.snapshot,
+                          isFinal: action.kind == .capture && Self.completesOrder(run.order, run.transactions, capture: call.amount),
+                          links: run.links)
+    }
+
+    /// Records the links the call will make (a PXP modification's merchantTransactionId), then checks the fence and
+    /// extends the lease with what is sent, last before the call: an executor whose claim lapsed sends nothing.
+    func confirm(_ run: inout Attempt, _ call: ActionAttempt.Call, api: any ProviderAPI) async -> ActionAttempt.Confirmed {
+        let action = run.action
+        let prepared = api.prepare(actionCall(run, call))
         do {
-            kept = try await pool.run { [leaseSeconds] in
-                try ActionStore.confirm(id: action.id, attempt: action.attempts, amount: wanted.amount, providerTarget: wanted.providerTarget,
+            if !prepared.isEmpty { try await pool.run { try TransactionLinkStore.record(prepared, provider: action.provider, on: $0) } }
+            let held = try await pool.run { [leaseSeconds] in
+                try ActionStore.confirm(id: action.id, attempt: action.attempts, amount: call.amount, providerTarget: call.providerTarget,
                                         leaseSeconds: leaseSeconds, on: $0)
             }
+            if !held { run.log.warning("action lost before its call, or its key was sent before with another amount or target; not sent") }
+            return held ? .held : .lost
         } catch {
-            return await finish(action, .pending, ref: nil, error: "will retry: database: \(error)", log: log)   // nothing sent
+            return .failed("database: \(error)")
         }
-        guard kept else { log.warning("action lost before its call; not sent"); return .pending }
-        if wanted.amount != action.amount.minorUnits {
-            log.info("action amount re-planned before its call", ["planned": action.amount.minorUnits, "sent": wanted.amount])
-        }
+    }
 
-        let (result, exchanges) = await AnswerLog.collecting { await api.execute(call) }
-        // What was sent and answered is kept before anything else is recorded, whatever comes of the lease. When it cannot
-        // be, the action stays in doubt: its next attempt asks the provider what came of the call (and keeps that answer),
-        // so no action ends succeeded or failed without the evidence of how.
+    /// Makes the call; what was sent and answered is kept, then the links it made, before its outcome is recorded.
+    /// When either cannot be written the call counts as in doubt: the next attempt asks the provider what came of it.
+    func send(_ run: inout Attempt, _ call: ActionAttempt.Call, api: any ProviderAPI) async -> ActionAttempt.Answer {
+        let action = run.action
+        let request = actionCall(run, call)
+        let (result, exchanges) = await AnswerLog.collecting { await api.execute(request) }
         do {
-            try await pool.run { conn in
-                try EvidenceStore.recordCalls(actionID: action.id, attempt: action.attempts, evidenceID: evidenceID, calls: exchanges.map(\.call),
+            try await pool.run { [evidenceID = run.evidenceID] conn in
+                try EvidenceStore.recordCalls(actionID: action.id, attempt: action.attempts, evidenceID: evidenceID ?? 0, calls: exchanges.map(\.call),
                                               outcome: Self.callOutcome(result.outcome), on: conn)
             }
         } catch {
-            log.warning("could not keep the evidence of an action's call; the provider is asked what came of it next time",
-                        ["error": String(describing: error)])
-            return await finish(action, .pending, ref: nil, error: "the call's evidence could not be kept: database: \(error); asked again next time",
-                                inDoubt: true, log: log)
+            run.log.warning("could not keep the evidence of an action's call; the provider is asked what came of it next time",
+                            ["error": String(describing: error)])
+            return .unknown("the call's evidence could not be kept: database: \(error); asked again next time")
         }
         if !result.links.isEmpty {
-            do {
-                try await pool.run { try TransactionLinkStore.record(result.links, provider: action.provider, on: $0) }
-            } catch {
-                // Not recorded: the lease runs out and the same key is sent again; the provider answers the same.
-                return await finish(action, .pending, ref: nil, error: "will retry: database: \(error)", log: log)
+            do { try await pool.run { try TransactionLinkStore.record(result.links, provider: action.provider, on: $0) } } catch {
+                return .unknown("the transactions the call made could not be recorded: database: \(error); asked again next time")
             }
         }
-        let status: ActionStatus
+        let answer = Self.answer(result)
+        if case .applied(let ref) = answer { run.log.info("action executed", ["provider_ref": ref, "amount": call.amount]) }
+        return answer
+    }
+
+    /// A provider's answer to a money call, as the attempt reads it.
+    static func answer(_ result: ActionCallResult) -> ActionAttempt.Answer {
         switch result.outcome {
-        case .found(let ref):
-            status = await finish(action, .succeeded, ref: ref, error: nil, inDoubt: false, log: log)
-            log.info("action executed", ["provider_ref": ref, "amount": wanted.amount])
-            _ = await checker.check(order, log: log)   // see the provider's new state now
-        case .notFound:
-            status = await finish(action, .failed, ref: nil, error: "the provider does not know the transaction to act on", inDoubt: false, log: log)
-        case .transient(let reason, _):
-            // The call may have been applied: the action stays in doubt, and its next attempt asks the provider first.
-            status = await finish(action, .pending, ref: nil, error: "outcome unknown, asked before any re-send: \(reason)", inDoubt: true, log: log)
-        case .permanent(let code, let body):
-            status = await finish(action, .failed, ref: nil, error: code == 0 ? body : "provider answered \(code): \(body)", inDoubt: false, log: log)
-            log.warning("action failed", ["status": code])
-            // A refused call (Paypercut's 409 idempotency_error among them) is followed by a re-fetch, so the
-            // findings show what the provider holds now.
-            if code != 0 { _ = await checker.check(order, log: log) }
+        case .found(let ref): .applied(providerRef: ref)
+        case .notFound: .targetUnknown
+        case .transient(let reason, let after) where ProviderOutcomeClassifier.refusedBeforeProcessing(reason): .notProcessed(reason: reason, retryAfterSeconds: after)
+        case .transient(let reason, _): .unknown(reason)
+        case .permanent(_, let body) where result.keyInUse: .keyInUse(body)
+        case .permanent(let status, let body): .refused(status: status, body: body)
         }
-        return status
     }
 
     /// Keeps the answers this attempt read (a re-fetch, or what the provider said of a call in doubt) as evidence, always
     /// with their bodies; nil when the database could not keep them.
     func keepEvidence(_ action: StoredAction, order: Order, answers: AnswerLog, checkedAt: Date, decided: String, plan: Plan?,
-                      log: Logger) async -> Int64? {
+                      planned: Bool, log: Logger) async -> Int64? {
         // Read here: a task-local is not seen on the pool's threads.
         let evidence = CheckContext.current.evidence(answers.exchanges)
         do {
             return try await pool.run { conn in
                 try EvidenceStore.record(provider: action.provider, orderID: order.orderID, transactionRef: order.transactionRefs.joined(separator: " "),
                                          checkedAt: checkedAt, evidence: evidence, decided: decided, decision: plan?.decision ?? Decision(),
-                                         findings: plan?.findings ?? [], planned: [action.idempotencyKey], on: conn)
+                                         findings: plan?.findings ?? [], planned: planned ? [action.idempotencyKey] : [], on: conn)
             }
         } catch {
             log.warning("could not keep the evidence of an action's attempt", ["error": String(describing: error)])
@@ -337,25 +337,64 @@ public final class ActionExecutor: Sendable {
         return !overflow && total == order.amount.minorUnits
     }
 
-    /// Records the outcome under the claim's fence; an executor that lost the action records nothing (`pending`:
-    /// whoever holds it now decides).
-    private func finish(_ action: StoredAction, _ status: ActionStatus, ref: String?, error: String?, inDoubt: Bool? = nil,
-                        log: Logger) async -> ActionStatus {
+    /// Records the outcome under the claim's fence: kept, lost (another executor holds the action now, and decides),
+    /// or failed (the database; the lease runs out and another attempt decides).
+    func record(_ action: StoredAction, _ outcome: ActionAttempt.Outcome, log: Logger) async -> ActionAttempt.Recorded {
         do {
             let kept = try await pool.run {
-                try ActionStore.finish(id: action.id, attempt: action.attempts, status: status, providerRef: ref, error: error,
-                                       inDoubt: inDoubt, on: $0)
+                try ActionStore.finish(id: action.id, attempt: action.attempts, status: outcome.status, providerRef: outcome.providerRef,
+                                       error: outcome.error, inDoubt: outcome.inDoubt, notBeforeSeconds: outcome.notBeforeSeconds, on: $0)
             }
             guard kept else {
-                log.warning("action lease lost before its outcome was recorded; another executor holds it", ["outcome": status.rawValue])
-                return .pending
+                log.warning("action lease lost before its outcome was recorded; another executor holds it", ["outcome": outcome.status.rawValue])
+                return .lost
             }
-            WorkerMetrics.action(action.provider, action.kind, status)
+            WorkerMetrics.action(action.provider, action.kind, outcome.status)
+            switch outcome.status {
+            case .failed: log.warning("action failed", ["reason": outcome.error ?? ""])
+            case .superseded: log.info("action superseded", ["reason": outcome.error ?? ""])
+            case .pending, .succeeded: break
+            }
+            return .kept
         } catch {
             log.warning("could not record an action's outcome; it will be retried with the same key", ["error": String(describing: error)])
+            return .failed
         }
-        return status
     }
+
+    /// Records an outcome decided outside an attempt (the order gone, the database out before it started).
+    private func finish(_ action: StoredAction, _ outcome: ActionAttempt.Outcome, log: Logger) async -> ActionStatus {
+        await record(action, outcome, log: log) == .kept ? outcome.status : .pending
+    }
+}
+
+/// Renews an action's lease while its attempt runs, and says when it was lost (another executor may hold it now).
+final class LeaseRenewal: Sendable {
+    final class Flag: Sendable {
+        let value = Mutex(false)
+    }
+    private let lost = Flag()
+    private let task: Task<Void, Never>
+
+    init(pool: PostgresPool, action: StoredAction, leaseSeconds: Int, log: Logger) {
+        let lost = self.lost
+        task = Task {
+            let every = Duration.milliseconds(max(200, leaseSeconds * 1000 / 3))
+            while !Task.isCancelled {
+                try? await Task.sleep(for: every)
+                if Task.isCancelled { return }
+                let held = try? await pool.run { try ActionStore.renew(id: action.id, attempt: action.attempts, leaseSeconds: leaseSeconds, on: $0) }
+                if held == false {
+                    lost.value.withLock { $0 = true }
+                    log.warning("action lease lost during its attempt; its outcome will not be recorded here")
+                    return
+                }
+            }
+        }
+    }
+
+    var isLost: Bool { lost.value.withLock { $0 } }
+    func stop() { task.cancel() }
 }
 
 extension ActionExecutor {
@@ -399,7 +438,14 @@ extension ActionExecutor {
         let (plan, wanted) = replan(action, order: order, transactions: transactions, emitted: stored.emitted)
         let result: RetryResult
         do {
-            if let wanted {
+            if let wanted, action.sentAt != nil,
+               wanted.amount != action.amount.minorUnits || wanted.providerTarget != action.providerTarget {
+                // Its key was sent with another amount or target: never sent again so; the need gets a key of its own.
+                let why = "its key was sent as \(action.amount.minorUnits) on \(action.providerTarget ?? "the transaction"), and the order now "
+                    + "wants \(wanted.amount) on \(wanted.providerTarget ?? "the transaction"): planned again under a key of its own"
+                _ = try await pool.run { try ActionStore.retire(id: id, reason: "retried, but \(why)", on: $0) }
+                result = .retired(why)
+            } else if let wanted {
                 let changed = try await pool.run {
                     try ActionStore.retry(id: id, amount: wanted.amount, currency: wanted.currency.code, providerTarget: wanted.providerTarget, on: $0)
                 }

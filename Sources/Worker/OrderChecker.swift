@@ -124,11 +124,14 @@ public final class OrderChecker: Sendable {
     /// Pending), records what it says, and returns the links as they are now. Nothing in doubt: no call.
     /// `evidence`: also hand the provider other orders' succeeded calls (the executor does, when it must decide
     /// whether a call in doubt may be sent again).
+    /// `callsInDoubt`: the executor's own call in doubt (a provider may find it by the mark it carried).
     @inline(never)
-    func settle(_ order: Order, links: [TransactionLink], evidence: Bool = false) async
+    func settle(_ order: Order, links: [TransactionLink], evidence: Bool = false, callsInDoubt: [CallInDoubt] = []) async
         -> Swift.Result<(links: [TransactionLink], settlement: Settlement), FetchFailure> {
         // Only calls payrecon made can be in doubt: an order without any asks the provider nothing.
-        guard links.contains(where: { $0.source == .payrecon && $0.actionID != nil }) else { return .success((links, Settlement())) }
+        guard !callsInDoubt.isEmpty || links.contains(where: { $0.source == .payrecon && $0.actionID != nil }) else {
+            return .success((links, Settlement()))
+        }
         let api = gateway[order.provider]
         var known: [TransactionQuery.Evidence] = []
         if evidence {
@@ -136,7 +139,7 @@ public final class OrderChecker: Sendable {
                 .map { TransactionQuery.Evidence(link: $0.link, merchant: $0.merchant, site: $0.site) } ?? []
         }
         switch await api.settle(TransactionQuery(transactionRef: order.transactionRef, merchant: order.merchant, site: order.site, links: links,
-                                                 evidence: known)) {
+                                                 evidence: known, callsInDoubt: callsInDoubt)) {
         case .found(let settlement):
             guard !settlement.links.isEmpty else { return .success((links, settlement)) }
             do {

@@ -70,6 +70,12 @@ public enum ProviderOutcomeClassifier {
         }
     }
 
+    /// Whether a transient outcome's reason is a 429: the provider refused the request before processing it (an
+    /// OAuth token refused so comes first: the call itself was never sent). A money call so refused is not in doubt.
+    public static func refusedBeforeProcessing(_ reason: String) -> Bool {
+        reason == "HTTP 429" || reason.hasSuffix(": HTTP 429")
+    }
+
     /// Classifies an error thrown by a transport: timeouts and connection failures are transient; `rejected` is
     /// permanent with status 0 (no HTTP answer); anything else (a cancelled task, an unknown error) is transient,
     /// since the request's fate is unknown.

@@ -188,8 +188,12 @@ public struct TransactionQuery: Sendable {
     /// provider may look up to learn whether its lookups can be trusted (PXP: whether it finds modifications by
     /// merchantTransactionId), when this order has none.
     public var evidence: [Evidence]
-    public init(transactionRef: String, merchant: String?, site: String?, links: [TransactionLink] = [], evidence: [Evidence] = []) {
+    /// For `settle`: the calls in doubt the executor asks about (besides those the links show).
+    public var callsInDoubt: [CallInDoubt]
+    public init(transactionRef: String, merchant: String?, site: String?, links: [TransactionLink] = [], evidence: [Evidence] = [],
+                callsInDoubt: [CallInDoubt] = []) {
         self.transactionRef = transactionRef; self.merchant = merchant; self.site = site; self.links = links; self.evidence = evidence
+        self.callsInDoubt = callsInDoubt
     }
 
     public struct Evidence: Sendable {
@@ -239,7 +243,31 @@ public struct ActionCall: Sendable {
 public struct ActionCallResult: Sendable {
     public var outcome: ProviderOutcome<String>
     public var links: [TransactionLink]
-    public init(_ outcome: ProviderOutcome<String>, links: [TransactionLink] = []) { self.outcome = outcome; self.links = links }
+    /// The provider refused the call because an earlier request under its key reached it with another body
+    /// (Paypercut's 409 `idempotency_error`): proof the earlier one arrived, so a call in doubt stays in doubt.
+    public var keyInUse: Bool
+    public init(_ outcome: ProviderOutcome<String>, links: [TransactionLink] = [], keyInUse: Bool = false) {
+        self.outcome = outcome; self.links = links; self.keyInUse = keyInUse
+    }
+}
+
+/// A call payrecon made whose outcome it does not know, as `settle` is asked about it: the provider may find what it
+/// did by the key it carried (PayPal's `custom_id` on a refund).
+public struct CallInDoubt: Sendable, Equatable {
+    public var actionID: Int64
+    public var kind: ActionKind
+    /// The key as payrecon holds it (each provider sends it as it takes it: `ActionCall.idempotencyKey(limit:)`).
+    public var idempotencyKey: String
+    public var amount: Int64
+    public var providerTarget: String?
+    public init(actionID: Int64, kind: ActionKind, idempotencyKey: String, amount: Int64, providerTarget: String?) {
+        self.actionID = actionID; self.kind = kind; self.idempotencyKey = idempotencyKey; self.amount = amount; self.providerTarget = providerTarget
+    }
+
+    /// The key as a provider taking at most `limit` characters got it.
+    public func idempotencyKey(limit: Int) -> String {
+        idempotencyKey.utf8.count <= limit ? idempotencyKey : SHA256.hex(Array(idempotencyKey.utf8))
+    }
 }
 
 /// What the provider says now of a call payrecon made and whose outcome it does not know (a timeout, a cut

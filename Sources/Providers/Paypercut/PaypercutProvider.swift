@@ -121,7 +121,9 @@ public enum PaypercutProvider {
                 }
             case .increment: return ActionCallResult(.permanent(status: 0, body: "Paypercut has no incremental authorisation"))
             }
-            return ActionCallResult(result.map { $0["id"]?.stringValue ?? target })
+            // 409 idempotency_error: an earlier request under this key reached Paypercut (PAYPERCUT-18).
+            let keyInUse = if case .permanent(409, let body) = result { body.contains("idempotency_error") } else { false }
+            return ActionCallResult(result.map { $0["id"]?.stringValue ?? target }, keyInUse: keyInUse)
         }
     }
 }
