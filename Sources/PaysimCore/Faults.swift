@@ -18,6 +18,9 @@ public struct FaultConfig: Sendable, Equatable {
     /// nothing happened (other requests pass).
     public var dropBeforeApplyRate: Double = 0
     public var seed: UInt64 = 0
+    /// The next this many action calls (captures, voids, refunds, modifications) are answered 429 with
+    /// `Retry-After: retryAfter` before they are applied: a provider refusing a money call it has not processed.
+    public var refuseActions429: Int = 0
 
     public init(latencyMs: Int = 0, latencyJitterMs: Int = 0, errorRate: Double = 0, rate429: Double = 0,
                 retryAfter: Int = 1, dropRate: Double = 0, seed: UInt64 = 0) {
@@ -31,7 +34,7 @@ public struct FaultConfig: Sendable, Equatable {
               "retry_after": .integer(retryAfter), "drop_rate": .number(String(dropRate)),
               "drop_after_apply_rate": .number(String(dropAfterApplyRate)),
               "drop_before_apply_rate": .number(String(dropBeforeApplyRate)),
-              "seed": .integer(seed)])
+              "seed": .integer(seed), "refuse_actions_429": .integer(refuseActions429)])
     }
 
     /// Reads a `POST /admin/faults` body; absent fields keep `base`'s values.
@@ -60,6 +63,7 @@ public struct FaultConfig: Sendable, Equatable {
         if let v = try rate("drop_rate") { config.dropRate = v }
         if let v = try rate("drop_after_apply_rate") { config.dropAfterApplyRate = v }
         if let v = try rate("drop_before_apply_rate") { config.dropBeforeApplyRate = v }
+        if let v = try count("refuse_actions_429") { config.refuseActions429 = v }
         if let value = json["seed"], !value.isNull {
             guard let text = value.scalarText, let seed = UInt64(text) else {
                 throw SimError.admin(400, "invalid_field", "seed must be a non-negative integer")
@@ -104,6 +108,13 @@ public struct FaultInjector: Sendable {
     public var isActive: Bool {
         config.latencyMs > 0 || config.latencyJitterMs > 0 || config.errorRate > 0 || config.rate429 > 0
             || config.dropRate > 0 || config.dropAfterApplyRate > 0 || config.dropBeforeApplyRate > 0
+    }
+
+    /// Whether this action call is one of the next `refuseActions429` (counted down).
+    public mutating func refusesAction() -> Bool {
+        guard config.refuseActions429 > 0 else { return false }
+        config.refuseActions429 -= 1
+        return true
     }
 
     public mutating func decide() -> FaultDecision {

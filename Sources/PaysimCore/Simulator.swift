@@ -146,6 +146,11 @@ public final class Simulator: Sendable {
             }
         }
         defer { if route.isProviderAPI { state.withLock { $0.inFlight -= 1 } } }
+        if route.isProviderAPI, request.method == "POST", route.isAction,
+           let retryAfter: Int = state.withLock({ $0.faults.refusesAction() ? $0.faults.config.retryAfter : nil }),
+           let refused = faultResponse(.tooManyRequests(retryAfter: retryAfter), route: route, request: request) {
+            return refused   // never applied
+        }
         if route.isProviderAPI {
             let decision: FaultDecision? = state.withLock { $0.faults.isActive ? $0.faults.decide() : nil }
             if let decision {

@@ -161,7 +161,8 @@ public final class ActionExecutor: Sendable {
         run.checkedAt = Date()
         let action = run.action
         let doubt = CallInDoubt(actionID: action.id, kind: action.kind, idempotencyKey: action.idempotencyKey,
-                                amount: action.amount.minorUnits, providerTarget: action.providerTarget)
+                                amount: action.amount.minorUnits, providerTarget: action.providerTarget,
+                                orderID: run.order.orderID, transactionRef: action.transactionRef ?? run.order.transactionRef)
         switch await checker.settle(run.order, links: run.links, evidence: askOthers, callsInDoubt: [doubt]) {
         case .success(let settled):
             run.links = settled.links

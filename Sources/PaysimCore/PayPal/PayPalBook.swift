@@ -57,6 +57,8 @@ public struct PayPalRefund: Sendable, Equatable {
     public var isReversal = false
     /// `status_details.reason` of a PENDING refund (ECHECK).
     public var pendingReason: String? = nil
+    /// The caller's `custom_id` from the refund request.
+    public var customID: String? = nil
     static let statuses: Set<String> = ["CANCELLED", "FAILED", "PENDING", "COMPLETED"]
     var counts: Bool { status == "COMPLETED" || status == "PENDING" }
 }
@@ -199,7 +201,7 @@ public struct PayPalBook: Sendable {
 
     /// `POST /v2/payments/captures/{id}/refund`: amount nil refunds what is left.
     mutating func refund(captureID: String, amountText: String?, currency: String?, newID: String,
-                         now: String) throws(SimError) -> PayPalRefund {
+                         now: String, customID: String? = nil) throws(SimError) -> PayPalRefund {
         guard var capture = captures[captureID], var order = orders[capture.orderID] else {
             throw SimError.paypalNotFound()
         }
@@ -218,6 +220,7 @@ public struct PayPalBook: Sendable {
                                   status: capture.refundsPendingReason == nil ? "COMPLETED" : "PENDING",
                                   amount: amount, createTime: now, updateTime: now)
         refund.pendingReason = capture.refundsPendingReason
+        refund.customID = customID
         capture.status = refunded + amount == capture.amount ? "REFUNDED" : "PARTIALLY_REFUNDED"
         capture.updateTime = now
         captures[capture.id] = capture
@@ -352,6 +355,7 @@ extension PayPalBook {
         return .object([
             "id": .string(r.id), "status": .string(r.status), "amount": money(r.amount, order),
             "status_details": r.status == "PENDING" ? r.pendingReason.map { .object(["reason": .string($0)]) } : nil,
+            "custom_id": r.customID.map { .string($0) },
             "seller_payable_breakdown": breakdown(gross: r.amount, fee: r.isReversal ? 0 : PayPalFees.refund(r.amount, order.currency), order,
                                                   totalRefunded: totalRefunded),
             // A real refund carries no supplementary_data.related_ids: only its `up` link names the capture.

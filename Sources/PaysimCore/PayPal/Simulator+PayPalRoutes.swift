@@ -65,8 +65,13 @@ extension Simulator {
             try expect("POST"); try checkBearer(r)
             return paypalAction(route, r) { s, body throws(SimError) in
                 let (amount, currency) = try Self.paypalAmount(body)
+                // refund_request.custom_id: 1 to 127 characters, kept on the refund and shown with it.
+                let customID = body?["custom_id"]?.stringValue
+                if let customID, customID.isEmpty || customID.count > 127 {
+                    throw SimError.paypalInvalid("INVALID_STRING_LENGTH", field: "/custom_id")
+                }
                 let refund = try s.paypal.refund(captureID: id, amountText: amount, currency: currency,
-                                                 newID: s.paypalID(), now: self.nowSeconds)
+                                                 newID: s.paypalID(), now: self.nowSeconds, customID: customID)
                 return (.json(201, s.paypal.refundJSON(refund, base: s.config.publicBaseURL, standalone: true)), refund.id)
             }
         case .paypalSale(let id):

@@ -43,7 +43,7 @@ struct PaypercutBook: Sendable {
     /// The connected accounts paysim's secret key may act for: every account a seeded intent belongs to.
     var accounts: Set<String> = []
     /// Idempotency-Key → (the path it was used on, the answer given).
-    var idempotency: [String: (path: String, response: SimResponse)] = [:]
+    var idempotency: [String: (path: String, body: JSONValue?, response: SimResponse)] = [:]
 
     // MARK: Errors
 

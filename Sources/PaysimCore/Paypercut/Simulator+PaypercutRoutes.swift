@@ -81,7 +81,8 @@ extension Simulator {
     static func masked(_ key: String) -> String { String(key.prefix(min(8, key.count / 2))) + "****" }
 
     /// Runs a Paypercut action once per Idempotency-Key: the same key again gets the first answer and changes
-    /// nothing; the same key on another path is `409 idempotency_error`.
+    /// nothing; the same key on another path or with other parameters is `409 idempotency_error` ("Keys for idempotent
+    /// requests can only be used with the same parameters they were first used with", PAYPERCUT-18).
     func paypercutAction(_ route: Route, _ r: SimRequest,
                          _ apply: (inout SimState, JSONValue?) throws(SimError) -> (SimResponse, String)) -> SimResponse {
         let key = r.header("idempotency-key").flatMap { $0.isEmpty ? nil : $0 }
@@ -89,7 +90,7 @@ extension Simulator {
         let now = nowString
         return state.withLock { s in
             if let key, let seen = s.paypercut.idempotency[key] {
-                guard seen.path == r.path else {
+                guard seen.path == r.path, seen.body == body else {
                     let e = PaypercutBook.error(409, "idempotency_error", "idempotency_key_in_use",
                                                 "Keys for idempotent requests can only be used with the same parameters they were first used with.")
                     s.record(SimLogEntry(time: now, provider: "paypercut", method: r.method, path: r.path, idempotencyKey: key,
@@ -108,7 +109,7 @@ extension Simulator {
             } catch {
                 response = error.response; result = error.code
             }
-            if let key { s.paypercut.idempotency[key] = (r.path, response) }
+            if let key { s.paypercut.idempotency[key] = (r.path, body, response) }
             s.record(SimLogEntry(time: now, provider: "paypercut", method: r.method, path: r.path, idempotencyKey: key,
                                  requestID: key, status: response.status, result: result, resourceID: resourceID))
             return response

@@ -260,8 +260,13 @@ public struct CallInDoubt: Sendable, Equatable {
     public var idempotencyKey: String
     public var amount: Int64
     public var providerTarget: String?
-    public init(actionID: Int64, kind: ActionKind, idempotencyKey: String, amount: Int64, providerTarget: String?) {
+    /// The order, and the order's transaction it acted on.
+    public var orderID: String
+    public var transactionRef: String
+    public init(actionID: Int64, kind: ActionKind, idempotencyKey: String, amount: Int64, providerTarget: String?, orderID: String,
+                transactionRef: String) {
         self.actionID = actionID; self.kind = kind; self.idempotencyKey = idempotencyKey; self.amount = amount; self.providerTarget = providerTarget
+        self.orderID = orderID; self.transactionRef = transactionRef
     }
 
     /// The key as a provider taking at most `limit` characters got it.

@@ -166,11 +166,14 @@ public enum PXPProvider {
                         return .permanent(status: 200, body: "PXP's answer for \(link.externalID) has no systemTransactionId/state")
                     }
                     lookups.found()
+                    let currency = link.currency.flatMap(Currency.init(code:))
+                    let moved = currency.flatMap { Self.moved(kind, answer: answer, currency: $0) } ?? link.amount ?? 0
                     let modification = PXPModification(systemTransactionId: id, parentSystemTransactionId: parent,
-                                                       operation: kind.pxpOperation, amount: link.amount ?? 0, state: state)
+                                                       operation: kind.pxpOperation, amount: moved, state: state)
                     var made = link
                     made.externalID = id
                     made.state = state
+                    made.amount = moved
                     var prepared = link
                     prepared.state = Self.sentState + "/" + state
                     out.links += [made, prepared]
@@ -219,6 +222,14 @@ public enum PXPProvider {
             return false
         }
 
+        /// The amount a capture or refund modification moved, as PXP's answer states it (`amounts.transactionValue`, on
+        /// a lookup's answer); nil when the answer states none. An increment's value is its new total or its delta
+        /// depending on how PXP shows it (PXP-34), and a void moves nothing: both keep what was sent.
+        static func moved(_ kind: ActionKind, answer: JSONValue, currency: Currency) -> Int64? {
+            guard kind == .capture || kind == .refund, let value = answer["amounts"]?["transactionValue"], !value.isNull else { return nil }
+            return try? PXPMapping.reader.amount(value, "amounts.transactionValue", exponent: currency.exponent)
+        }
+
         /// A modification of the parent transaction, its merchantTransactionId derived from the idempotency key (so
         /// a re-send is the same transaction); the modification is returned as a link whatever PXP's state. When an
         /// earlier attempt prepared it (its outcome unknown: a timeout, a crash), PXP is asked for that
@@ -256,9 +267,12 @@ public enum PXPProvider {
             }
             guard case .found(let r) = result else { return ActionCallResult(result.failure(as: String.self)!) }
             lookups.made(merchant: merchant, site: site, merchantTransactionId: mtid)
-            let modification = r.modification(parentSystemTransactionId: parent, operation: kind.operation, amount: call.amount.minorUnits)
+            // What moved is what PXP's answer states: a lookup's answer carries the modification's value; a
+            // modification's own answer carries none (developer.pxp.io's examples), so it moved what was just sent.
+            let moved = Self.moved(call.kind, answer: r.answer, currency: call.amount.currency) ?? call.amount.minorUnits
+            let modification = r.modification(parentSystemTransactionId: parent, operation: kind.operation, amount: moved)
             let link = TransactionLink(externalID: r.systemTransactionId, parentExternalID: parent, orderID: call.order.orderID,
-                                       kind: call.kind.rawValue, amount: call.amount.minorUnits, currency: call.amount.currency.code,
+                                       kind: call.kind.rawValue, amount: moved, currency: call.amount.currency.code,
                                        state: r.state, source: .payrecon, actionID: call.actionID,
                                        target: call.kind == .increment ? call.target : nil)
             // The prepared link takes PXP's state, so it is never counted apart from the modification itself.

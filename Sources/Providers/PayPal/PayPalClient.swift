@@ -72,9 +72,12 @@ public final class PayPalClient: Sendable {
         await call(method: "POST", segments: ["v2", "payments", "authorizations", id, "void"], body: nil, requestID: requestID)
     }
 
-    /// POST /v2/payments/captures/{id}/refund with `amount`.
-    public func refundCapture(_ id: String, amount: Money, requestID: String) async -> ProviderOutcome<JSONValue> {
-        let body: JSONValue = .object([("amount", PayPalClient.amountObject(amount))])
+    /// POST /v2/payments/captures/{id}/refund with `amount`, and `custom_id` (payments_payment_v2.json
+    /// `refund_request.custom_id`, at most 127 characters): the mark a later re-fetch finds the refund by.
+    public func refundCapture(_ id: String, amount: Money, requestID: String, customID: String? = nil) async -> ProviderOutcome<JSONValue> {
+        var members: [(String, JSONValue)] = [("amount", PayPalClient.amountObject(amount))]
+        if let customID { members.append(("custom_id", .string(customID))) }
+        let body: JSONValue = .object(members)
         return await call(method: "POST", segments: ["v2", "payments", "captures", id, "refund"], body: body, requestID: requestID)
     }
 

@@ -240,6 +240,49 @@ public enum PayPalProvider {
             }
         }
 
+        /// A refund payrecon made, as PayPal's answer states it: its amount (what moved, not what was asked) and status.
+        static func ownRefund(_ answer: JSONValue, id: String, capture: String, orderID: String, actionID: Int64, sent: Money) -> TransactionLink {
+            let moved = (try? PayPalMapping.money(answer["amount"], "amount", sent.currency)) ?? sent.minorUnits
+            return TransactionLink(externalID: id, parentExternalID: capture, orderID: orderID, kind: ActionKind.refund.rawValue,
+                                   amount: moved, currency: sent.currency.code, state: answer["status"]?.stringValue, source: .payrecon,
+                                   actionID: actionID)
+        }
+
+        /// Refunds in doubt, found by the mark they carried (`custom_id`, the request id as sent) among the refunds of
+        /// the order that holds their capture: made (COMPLETED or PENDING: PayPal accepted the money), or refused
+        /// (FAILED, CANCELLED). A refund PayPal does not show is left unknown: the executor re-sends it only as it
+        /// was sent (PayPal answers a repeated request id with the first result), or waits out the grace. Captures
+        /// and voids carry no mark (`capture_request` defines no `custom_id`), nor do v1 sale refunds.
+        public func settle(_ q: TransactionQuery) async -> ProviderOutcome<Settlement> {
+            guard let client else { return .found(Settlement()) }
+            var out = Settlement()
+            for call in q.callsInDoubt where call.kind == .refund {
+                if q.links.contains(where: { $0.kind == TransactionLink.saleKind && $0.externalID == call.providerTarget }) { continue }
+                let mark = call.idempotencyKey(limit: PayPalProvider.requestIDLimit)
+                let order: JSONValue
+                switch await client.order(call.transactionRef) {
+                case .found(let o): order = o
+                case .notFound: continue
+                case let other: return other.failure(as: Settlement.self)!
+                }
+                for unit in order["purchase_units"]?.arrayValue ?? [] {
+                    for refund in unit["payments"]?["refunds"]?.arrayValue ?? [] where refund["custom_id"]?.stringValue == mark {
+                        guard let id = refund["id"]?.stringValue, let currency = (order["purchase_units"]?[0]?["amount"]?["currency_code"]?.stringValue)
+                            .flatMap(Currency.init(code:)) else { continue }
+                        let status = refund["status"]?.stringValue ?? ""
+                        if status == "FAILED" || status == "CANCELLED" {
+                            out.calls[call.actionID] = .refused("PayPal shows refund \(id) \(status)")
+                        } else {
+                            out.calls[call.actionID] = .made(providerRef: id)
+                            out.links.append(Self.ownRefund(refund, id: id, capture: call.providerTarget ?? "", orderID: call.orderID,
+                                                            actionID: call.actionID, sent: Money(minorUnits: call.amount, currency: currency)))
+                        }
+                    }
+                }
+            }
+            return .found(out)
+        }
+
         static func saleLink(_ id: String) -> TransactionLink {
             TransactionLink(externalID: id, parentExternalID: nil, orderID: nil, kind: TransactionLink.saleKind, source: .learned)
         }
@@ -326,15 +369,14 @@ public enum PayPalProvider {
                 return ActionCallResult(await client.voidAuthorization(target, requestID: requestID).map { $0["id"]?.stringValue ?? target })
             case .refund:
                 guard call.links.contains(where: { $0.kind == TransactionLink.saleKind && $0.externalID == target }) else {
-                    // The refund is recorded as payrecon's own, so it is always R, whatever note it carries.
-                    let result = await client.refundCapture(target, amount: call.amount, requestID: requestID)
+                    // The refund is recorded as payrecon's own, so it is always R, whatever note it carries; it carries its
+                    // request id as custom_id, so a re-fetch tells which refund this call made.
+                    let result = await client.refundCapture(target, amount: call.amount, requestID: requestID, customID: requestID)
                     guard case .found(let answer) = result, let id = answer["id"]?.stringValue else {
                         return ActionCallResult(result.map { $0["id"]?.stringValue ?? target })
                     }
-                    return ActionCallResult(.found(id), links: [TransactionLink(
-                        externalID: id, parentExternalID: target, orderID: call.order.orderID, kind: ActionKind.refund.rawValue,
-                        amount: call.amount.minorUnits, currency: call.amount.currency.code, state: answer["status"]?.stringValue,
-                        source: .payrecon, actionID: call.actionID)])
+                    return ActionCallResult(.found(id), links: [Self.ownRefund(answer, id: id, capture: target, orderID: call.order.orderID,
+                                                                               actionID: call.actionID, sent: call.amount)])
                 }
                 // A v1 sale refund: the request id within v1's 78 characters, and the refund recorded from the answer,
                 // so R counts it before (or without) its PAYMENT.SALE.REFUNDED webhook.
