@@ -184,3 +184,27 @@ import Worker
         }
     }
 }
+
+/// Item 6: a subscription order (transaction_ref the billing agreement) whose sale was refunded, with only the
+/// refund's event in the shape PayPal's webhook simulator sends, is found through the sale's agreement: checked from
+/// the sale, never fetched as an Orders v2 order (which answers 404: `missing_at_provider`, blocking every action).
+@Suite("Sale refunds and their agreement", .serialized) struct SaleRefundAgreementTests {
+    @Test func aSaleRefundAloneFindsTheSubscriptionOrderAndTheSweepChecksTheSale() async throws {
+        try await WorkerHarness.with { h in
+            try await h.admin("/admin/paypal/sales", #"{"id":"SALE-SUB","state":"completed","amount":"9.99","currency":"USD","billing_agreement_id":"I-SUB1","parent_payment":"PAYID-SUB"}"#)
+            try h.insert(WorkerHarness.order(.paypal, "ORD-SUB", ref: "I-SUB1", intent: .purchase, amount: 999, currency: "USD", refund: 999, merchant: nil))
+            let elsewhere = await ActionSafetyTests.elsewhere(h).refundSale("SALE-SUB", amount: Money(minorUnits: 999, currency: Currency(code: "USD")!),
+                                                                          requestID: "dashboard-refund-sub")
+            guard case .found = elsewhere else { Issue.record("the dashboard refund failed: \(elsewhere)"); return }
+            let id = try #require(try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.SALE.REFUNDED","resource_id":"SALE-SUB","shape":"simulator"}"#).first)
+            #expect(await h.runOnce().done == 1)
+            #expect(try h.delivery(id).outcome == "re-checked paypal order ORD-SUB")
+            _ = try await h.sweep()
+            let open = try h.openKinds(order: "ORD-SUB")
+            #expect(!open.contains("missing_at_provider"), "\(open)")
+            #expect(open.isEmpty, "refunded as the order wants: \(open)")
+            #expect(try h.discrepancies(.paypal).filter { $0.kind == "unknown_order" && $0.status == "open" }.isEmpty)
+            #expect(try h.actions().isEmpty)
+        }
+    }
+}

@@ -216,7 +216,19 @@ public enum PayPalProvider {
                 if let amount, let code = currencyCode, let currency = Currency(code: code) {
                     refund.amount = try? PayPalSaleMapping.amount(.string(amount), "resource.amount.total", currency)
                 }
-                return .found(.references([EventReference(transactionRef: saleID, alternatives: [parent].compactMap { $0 },
+                // The refund names its sale, not the sale's billing agreement (what a subscription order lists): the
+                // sale's own answer does, so the order is found whichever of the sale's events comes first.
+                var alternatives = [parent].compactMap { $0 }
+                switch await client.sale(saleID) {
+                case .found(let sale):
+                    for name in [sale["billing_agreement_id"], sale["parent_payment"]].compactMap({ $0?.stringValue })
+                    where !name.isEmpty && !alternatives.contains(name) {
+                        alternatives.append(name)
+                    }
+                case .notFound: break
+                case let other: return other.failure(as: EventContent.self)!
+                }
+                return .found(.references([EventReference(transactionRef: saleID, alternatives: alternatives,
                                                           learned: [Self.saleLink(saleID), refund])]))
             case .dispute(let id, let transactions):
                 guard !transactions.isEmpty else { return .found(.ignored("\(type): dispute \(id) names no transaction")) }
