@@ -60,6 +60,9 @@ let package = Package(
         .testTarget(name: "CLITests", dependencies: ["PayreconCLI", "Reconciliation"]),
         // The worker's pure logic (delivery attempt decisions): no database.
         .testTarget(name: "WorkerTests", dependencies: ["Worker"]),
+        // The money invariant over generated provider answers and orders: the real mappings, planner and ActionAttempt,
+        // no database (scripts/money-invariants runs it longer).
+        .testTarget(name: "MoneyInvariantTests", dependencies: ["Worker", "Providers", "Reconciliation"]),
         .testTarget(name: "PaysimCoreTests", dependencies: ["PaysimCore", "Providers", "HTTP", "Reconciliation", "COpenSSL", "CZlib"]),
         .testTarget(name: "ReportingTests", dependencies: ["Reporting", "Reconciliation"]),
         // Integration tests: a live PostgreSQL (DATABASE_URL), paysim and the built executables.

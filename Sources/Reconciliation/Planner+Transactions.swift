@@ -105,7 +105,14 @@ extension Planner {
             return (findings, check.actions, Decision(fired: fired, figures: Decision.Figures(order: order, snapshot: latest)))
         }
 
-        let sum = combined(order: order, holding: holding)
+        var sum = combined(order: order, holding: holding)
+        // A capture still pending on an attempt that holds nothing yet (a PayPal order whose only capture is PENDING: an
+        // eCheck) may complete: it leaves the order's capturable room too, so nothing captures that money again.
+        let holdingRefs = Set(holding.map(\.transactionRef))
+        for s in fetched where !holdingRefs.contains(s.transactionRef) {
+            let (raised, overflow) = sum.pendingCaptured.addingReportingOverflow(s.pendingCaptured)
+            sum.pendingCaptured = overflow ? .max : raised
+        }
         var check = Check(order: order, snapshot: sum, now: now, pendingMax: pendingMax(nil), parts: holding)
         check.run()
         findings = check.findings
