@@ -3,13 +3,17 @@
 
   chaos_actions.py book N SEED_JSON ORDERS_CSV     PayPal orders authorised for 20.00 USD; N/10 PayPal orders paid on a
                                                    retry after a declined attempt, N/10 split over two PayPal orders
-                                                   (refund 10.00 wanted); N/2 PXP orders: authorised (to capture) and
-                                                   captured purchases (refund 5.00 wanted)
+                                                   (refund 10.00 wanted; a third of them eCheck-funded, so PayPal keeps
+                                                   their refunds PENDING, and a third with 4.00 refunded PENDING in the
+                                                   dashboard already); N/2 PXP orders: authorised (to capture) and
+                                                   captured purchases (refund 5.00 wanted); N/10 payments of a second
+                                                   storefront whose reference_id is the number of an order that will be
+                                                   cancelled (ST-*: never refunded by payrecon)
   chaos_actions.py elsewhere SIM N                 captures 3.00 "elsewhere" (the merchant's portal) on every 5th order
   chaos_actions.py verify SIM DB_JSON              prints counts; exit 1 when an action was applied twice or an
                                                    order's captured/refunded money is not what it calls for
 """
-import base64, collections, decimal, json, sys, urllib.request
+import base64, collections, decimal, json, sys, urllib.error, urllib.request
 
 
 def token(sim):
@@ -37,10 +41,22 @@ def book(n, seed_path, orders_path):
                        "authorizations": [{"id": f"RA-{i:05d}-1", "status": "DENIED"}]})
         paypal.append({"id": f"PR-{i:05d}-2", "intent": "AUTHORIZE", "currency": "USD", "amount": "20.00",
                        "authorizations": [{"id": f"RA-{i:05d}-2"}]})
-    # A split payment: two PayPal orders of 12.00 and 8.00 for one merchant order of 20.00.
+    # A split payment: two PayPal orders of 12.00 and 8.00 for one merchant order of 20.00. Money accepted but not final:
+    # a third are eCheck-funded (their refunds stay PENDING), a third hold a 4.00 refund made in the dashboard, PENDING.
     for i in range(m):
-        paypal.append({"id": f"PS-{i:05d}-A", "intent": "CAPTURE", "currency": "USD", "amount": "12.00", "captures": [{"id": f"SC-{i:05d}-A"}]})
+        capture_a = {"id": f"SC-{i:05d}-A"}
+        refunds_a = []
+        if i % 3 == 0:
+            capture_a["refunds_pending_reason"] = "ECHECK"
+        elif i % 3 == 1:
+            capture_a["status"] = "PARTIALLY_REFUNDED"
+            refunds_a = [{"id": f"SD-{i:05d}", "capture_id": f"SC-{i:05d}-A", "status": "PENDING", "amount": "4.00", "status_details_reason": "ECHECK"}]
+        paypal.append({"id": f"PS-{i:05d}-A", "intent": "CAPTURE", "currency": "USD", "amount": "12.00", "captures": [capture_a], "refunds": refunds_a})
         paypal.append({"id": f"PS-{i:05d}-B", "intent": "CAPTURE", "currency": "USD", "amount": "8.00", "captures": [{"id": f"SC-{i:05d}-B"}]})
+    # A second storefront's payments whose reference_id collides with an order payrecon holds (CO-…3, cancelled later).
+    for i in range(0, n - 3, 10):
+        paypal.append({"id": f"ST-{i:05d}", "intent": "CAPTURE", "currency": "USD", "amount": "20.00", "reference_id": f"CO-{i + 3:05d}",
+                       "captures": [{"id": f"STC-{i:05d}"}]})
     pxp = []
     for i in range(p):
         intent, state = ("Authorisation", "Authorised") if i % 2 == 0 else ("Purchase", "Captured")
@@ -102,6 +118,8 @@ def verify(sim, db_path):
     for o in orders:
         c = r = 0
         for ref in o["transaction_refs"]:
+            if ref in o.get("learned", []):
+                continue   # learned from a reference field: not this order's money (checked below: never refunded)
             if o["provider"] == "pxp":
                 parent = next(t for t in pxp_parents.values() if t["merchantTransactionId"] == ref)
                 own = int(decimal.Decimal(str(parent["amounts"]["transactionValue"])) * 100) if parent["state"] in ("Captured",) and o["intent"] == "purchase" else 0
@@ -110,16 +128,31 @@ def verify(sim, db_path):
                 continue
             units = call(sim, tok, "GET", "/v2/checkout/orders/" + ref)["purchase_units"][0].get("payments", {})
             c += sum(cents(p) for p in units.get("captures", []) if p["status"] in ("COMPLETED", "PARTIALLY_REFUNDED", "REFUNDED"))
-            r += sum(cents(p) for p in units.get("refunds", []) if p["status"] == "COMPLETED")
+            # Money accepted but not final counts as moved: a PENDING refund is money returned.
+            r += sum(cents(p) for p in units.get("refunds", []) if p["status"] in ("COMPLETED", "PENDING"))
         if o["fulfilment"] == "cancelled":
             ok = c == r
         else:
             ok = c == o["amount_minor"] and r == o["refund_minor"]
         if not ok:
             wrong.append(f'{o["order_id"]} ({o["fulfilment"]} {o["amount_minor"]}, refund {o["refund_minor"]}): captured {c}, refunded {r}')
+    # The second storefront's payments: payrecon must never have refunded any of them.
+    strangers = [t for o in orders for t in o.get("learned", [])]
+    stranger_refunds = []
+    order_ids = {o["order_id"] for o in orders}
+    seeded = {f"ST-{int(oid[3:]) - 3:05d}" for oid in order_ids if oid.startswith("CO-") and int(oid[3:]) % 10 == 3}
+    for ref in sorted(set(strangers) | seeded):
+        try:
+            units = call(sim, tok, "GET", "/v2/checkout/orders/" + ref)["purchase_units"][0].get("payments", {})
+        except urllib.error.HTTPError:
+            continue
+        if units.get("refunds"):
+            stranger_refunds.append(f"{ref}: refunded {sum(cents(p) for p in units['refunds'])}")
+    wrong += stranger_refunds
     several = sum(1 for o in orders if len(o["transaction_refs"]) > 1)
     print(json.dumps({"applied": sum(applied.values()), "keys": len(applied), "twice": len(twice), "dropped_after_apply": dropped,
                       "orders": len(orders), "several": several, "pxp_orders": sum(1 for o in orders if o["provider"] == "pxp"),
+                      "learned": len(strangers), "stranger_refunds": len(stranger_refunds),
                       "wrong": len(wrong), "examples": wrong[:5] + twice[:5]}))
     return 1 if twice or wrong else 0
 
