@@ -67,7 +67,7 @@ import Worker
                // A sale refund names its sale, not the sale's agreement: the sale is read once to find its order (its
                // billing_agreement_id and parent_payment), then again by the check.
                order: ("ORD-S1", "PAY-1A142943SV880364LKVJEFPQ"), status: "done", outcome: "re-checked paypal order ORD-S1",
-               fetches: ["paypal.get_sale": 2]),
+               fetches: ["paypal.get_sale": 1]),
         Sample(file: "02-sdk-node-python-sandbox-2015-sale-completed/body.bin",
                seeds: [("/admin/paypal/sales", #"{"id":"4EU7004268015634R","state":"completed","amount":"20.00","currency":"USD","parent_payment":"PAY-86C81811X5228590KKVNARQQ"}"#)],
                order: ("ORD-S2", "4EU7004268015634R"), status: "done", outcome: "re-checked paypal order ORD-S2",
