@@ -64,8 +64,6 @@ import Worker
         // The three real signed sale deliveries: the order holds the sale's parent payment.
         Sample(file: "01-sdk-java-dotnet-sandbox-2015-sale-completed/body.bin",
                seeds: [("/admin/paypal/sales", #"{"id":"7DW85331GX749735N","state":"completed","amount":"20.00","currency":"USD","parent_payment":"PAY-1A142943SV880364LKVJEFPQ"}"#)],
-               // A sale refund names its sale, not the sale's agreement: the sale is read once to find its order (its
-               // billing_agreement_id and parent_payment), then again by the check.
                order: ("ORD-S1", "PAY-1A142943SV880364LKVJEFPQ"), status: "done", outcome: "re-checked paypal order ORD-S1",
                fetches: ["paypal.get_sale": 1]),
         Sample(file: "02-sdk-node-python-sandbox-2015-sale-completed/body.bin",
