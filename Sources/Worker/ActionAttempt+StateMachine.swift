@@ -150,6 +150,9 @@ public struct ActionAttempt: Sendable {
     public static let attemptsBeforeOutcomeUnknown = 4
     /// Attempts of a call refused before it was processed (429) before the action fails.
     public static let attemptsWhileRefusedUnprocessed = 8
+    /// The longest a 429's Retry-After holds an action back (the wait is a lease: a check does not supersede a leased
+    /// action, so a provider asking for hours would hold the order's findings that long).
+    public static let longestWait = 300
 
     public let claim: Claim
     private(set) var state: State = .claimed
@@ -257,30 +260,37 @@ public struct ActionAttempt: Sendable {
         }
     }
 
+    /// Answered: what it came to. A call that was in doubt before this one stays in doubt whatever this one's answer
+    /// says of itself (a 429, a refusal): only the provider showing the first call's outcome settles it.
     public mutating func called(_ answer: Answer) -> Step {
         guard case .calling = state else { return unexpected("called") }
+        let earlier: Bool? = claim.inDoubt ? nil : false   // nil keeps in_doubt as it is: true
         switch answer {
         case .applied(let ref):
             return record(Outcome(.succeeded, ref: ref, inDoubt: false, recheck: true))
         case .notProcessed(let reason, let after) where claim.attempts < Self.attemptsWhileRefusedUnprocessed:
-            let delay = after ?? min(300, 1 << min(claim.attempts, 8))
+            let delay = min(Self.longestWait, after ?? min(300, 1 << min(claim.attempts, 8)))
             return record(Outcome(.pending, error: "refused before it was processed (\(reason)): sent again as it was after \(delay) s",
-                                  inDoubt: false, notBefore: delay))
+                                  inDoubt: earlier, notBefore: delay))
         case .notProcessed(let reason, _):
             return record(Outcome(.failed, error: "refused before it was processed \(claim.attempts) times (\(reason)); run "
-                                  + "`payrecon actions retry` once the provider takes calls again", inDoubt: false, recheck: true))
+                                  + "`payrecon actions retry` once the provider takes calls again", inDoubt: earlier, recheck: true))
         case .refused(let status, let body):
-            return record(Outcome(.failed, error: status == 0 ? body : "provider answered \(status): \(body)", inDoubt: false, recheck: status != 0))
-        case .keyInUse(let body) where claim.inDoubt || claim.sent != nil:
+            return record(Outcome(.failed, error: status == 0 ? body : "provider answered \(status): \(body)", inDoubt: earlier, recheck: status != 0))
+        case .keyInUse(let body) where (claim.inDoubt || claim.sent != nil) && claim.attempts < Self.attemptsBeforeOutcomeUnknown:
             // The 409 proves an earlier request under this key arrived: what it did is not known yet.
             return record(Outcome(.pending, error: "the provider says an earlier request under this key reached it (\(body)); in doubt "
                                   + "until it shows what that request did", inDoubt: true))
+        case .keyInUse(let body) where claim.inDoubt || claim.sent != nil:
+            return record(Outcome(.failed, error: "outcome unknown: the provider says an earlier request under this key reached it (\(body)), "
+                                  + "and shows nothing of what it did. Check the transaction with the provider; if nothing was applied, run "
+                                  + "`payrecon actions retry`", inDoubt: true, recheck: true))
         case .keyInUse(let body):
             return record(Outcome(.failed, error: "provider answered 409: \(body)", inDoubt: false, recheck: true))
         case .unknown(let reason):
             return record(Outcome(.pending, error: "outcome unknown, asked before any re-send: \(reason)", inDoubt: true))
         case .targetUnknown:
-            return record(Outcome(.failed, error: "the provider does not know the transaction to act on", inDoubt: false))
+            return record(Outcome(.failed, error: "the provider does not know the transaction to act on", inDoubt: earlier))
         }
     }
 

@@ -140,7 +140,9 @@ public final class ActionExecutor: Sendable {
                 step = machine.evidenceKept(run.evidenceID != nil)
             case .confirm(let call): step = machine.confirmed(await confirm(&run, call, api: api))
             case .call(let call): step = machine.called(await send(&run, call, api: api))
-            case .record(let outcome): step = machine.recorded(await record(action, outcome, log: log))
+            case .record(let outcome):
+                lease.stop()   // a renewal landing after the record would overwrite its lease (a 429's wait)
+                step = machine.recorded(await record(action, outcome, log: log))
             case .recheck:
                 _ = await checker.check(run.order, log: log)   // the findings show what the provider holds now
                 step = machine.rechecked()
@@ -333,7 +335,8 @@ public final class ActionExecutor: Sendable {
     /// Whether a capture of `amount` brings the order's captured total to its amount (then it is final, releasing the
     /// rest of the authorisation), over every transaction of the order.
     static func completesOrder(_ order: Order, _ transactions: [FetchedTransaction], capture amount: Int64) -> Bool {
-        let captured = Planner.orderSnapshot(order: order, transactions: transactions)?.captured ?? 0
+        // Captures still pending count: a capture beside one may not release the rest of the authorisation early.
+        let captured = Planner.orderSnapshot(order: order, transactions: transactions)?.capturedOrPending ?? 0
         let (total, overflow) = captured.addingReportingOverflow(amount)
         return !overflow && total == order.amount.minorUnits
     }
@@ -439,7 +442,14 @@ extension ActionExecutor {
         let (plan, wanted) = replan(action, order: order, transactions: transactions, emitted: stored.emitted)
         let result: RetryResult
         do {
-            if let wanted, action.sentAt != nil,
+            if wanted != nil, action.sentAt != nil, !action.inDoubt, gateway[action.provider].deduplicatesIdempotencyKeys {
+                // Refused, not in doubt, at a provider that answers a repeated key with its first answer: the same key
+                // would only be refused again. The refused call moved nothing, so the need gets a key of its own.
+                let why = "its key was sent and refused, and the provider answers a repeated key with its first answer: planned again "
+                    + "under a key of its own"
+                _ = try await pool.run { try ActionStore.retire(id: id, reason: "retried, but \(why)", on: $0) }
+                result = .retired(why)
+            } else if let wanted, action.sentAt != nil,
                wanted.amount != action.amount.minorUnits || wanted.providerTarget != action.providerTarget {
                 // Its key was sent with another amount or target: never sent again so; the need gets a key of its own.
                 let why = "its key was sent as \(action.amount.minorUnits) on \(action.providerTarget ?? "the transaction"), and the order now "

@@ -169,7 +169,9 @@ struct PayPalLedger: Ledger {
             guard let i = auths.firstIndex(where: { $0.id == providerTarget && ($0.status == "CREATED" || $0.status == "PARTIALLY_CAPTURED") })
             else { return nil }
             let onIt = captures.filter { $0.auth == auths[i].id && Self.holding.contains($0.status) }.reduce(0) { $0 + $1.amount }
-            guard amount > 0, onIt + amount <= auths[i].amount else { return nil }
+            // PayPal captures up to 115% of an authorization (payments_payment_v2.json, capture: "up to 115% of the
+            // original authorized amount"): the ledger takes that much, so over-capture is payrecon's to avoid.
+            guard amount > 0, onIt + amount <= auths[i].amount * 115 / 100 else { return nil }
             let id = ref + "-NC\(next)"
             captures.append(Capture(id: id, status: pending ? "PENDING" : "COMPLETED", amount: amount, auth: auths[i].id))
             auths[i].status = final || onIt + amount == auths[i].amount ? "CAPTURED" : "PARTIALLY_CAPTURED"

@@ -127,6 +127,22 @@ import Testing
         Row(name: "in doubt, deduplicating, 409 idempotency_error on the re-send: still in doubt", claim: claim(inDoubt: true, sent: c100, dedupe: true),
             steps: [(.claimed, "settle"), (.settled(.unknown), "replan(settled)"), (.replanned(.wanted(c100)), "evidence(call, planned)"), (.evidence(true), "confirm(100)"),
                     (.confirmed(.held), "call(100)"), (.called(.keyInUse("idempotency_error")), "record(pending, inDoubt=true)")]),
+        // The re-send of a call in doubt is answered for itself only: the first call is still unaccounted for.
+        Row(name: "in doubt, the re-send answered 429: still in doubt", claim: claim(inDoubt: true, sent: c100, dedupe: true), steps: [
+            (.claimed, "settle"), (.settled(.unknown), "replan(settled)"), (.replanned(.wanted(c100)), "evidence(call, planned)"), (.evidence(true), "confirm(100)"),
+            (.confirmed(.held), "call(100)"), (.called(.notProcessed(reason: "HTTP 429", retryAfterSeconds: 7200)), "record(pending, notBefore=300)")]),
+        Row(name: "in doubt, the re-send refused: failed, still in doubt", claim: claim(inDoubt: true, sent: c100, dedupe: true), steps: [
+            (.claimed, "settle"), (.settled(.unknown), "replan(settled)"), (.replanned(.wanted(c100)), "evidence(call, planned)"), (.evidence(true), "confirm(100)"),
+            (.confirmed(.held), "call(100)"), (.called(.refused(status: 422, body: "x")), "record(failed, recheck)")]),
+        Row(name: "in doubt, the re-send finds no transaction: failed, still in doubt", claim: claim(inDoubt: true, sent: c100, dedupe: true), steps: [
+            (.claimed, "settle"), (.settled(.unknown), "replan(settled)"), (.replanned(.wanted(c100)), "evidence(call, planned)"), (.evidence(true), "confirm(100)"),
+            (.confirmed(.held), "call(100)"), (.called(.targetUnknown), "record(failed)")]),
+        Row(name: "in doubt, a key in use on every attempt: failed as outcome unknown, for an operator",
+            claim: claim(inDoubt: true, sent: c100, attempts: A.attemptsBeforeOutcomeUnknown, dedupe: true), steps: [
+            (.claimed, "settle"), (.settled(.unknown), "replan(settled)"), (.replanned(.wanted(c100)), "evidence(call, planned)"), (.evidence(true), "confirm(100)"),
+            (.confirmed(.held), "call(100)"), (.called(.keyInUse("idempotency_error")), "record(failed, inDoubt=true, recheck)")]),
+        Row(name: "a 429 asking for hours holds the action back at most five minutes", claim: fresh, steps: toCall + [
+            (.called(.notProcessed(reason: "HTTP 429", retryAfterSeconds: 86_400)), "record(pending, inDoubt=false, notBefore=300)")]),
         Row(name: "in doubt, nobody can tell, asked again", claim: claim(inDoubt: true, sent: c100, attempts: 2), steps: [
             (.claimed, "settle+others"), (.settled(.unknown), "record(pending)")]),
         Row(name: "in doubt, nobody can tell after the last attempt: failed, still in doubt", claim: claim(inDoubt: true, sent: c100, attempts: A.attemptsBeforeOutcomeUnknown),

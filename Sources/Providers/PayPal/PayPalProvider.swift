@@ -387,6 +387,11 @@ public enum PayPalProvider {
                     guard case .found(let answer) = result, let id = answer["id"]?.stringValue else {
                         return ActionCallResult(result.map { $0["id"]?.stringValue ?? target })
                     }
+                    // A refund answered FAILED or CANCELLED (a repeated request id gets the first request's latest status)
+                    // moved nothing: refused, not done.
+                    if let status = answer["status"]?.stringValue, status == "FAILED" || status == "CANCELLED" {
+                        return ActionCallResult(.permanent(status: 422, body: "PayPal answered refund \(id) \(status)"))
+                    }
                     return ActionCallResult(.found(id), links: [Self.ownRefund(answer, id: id, capture: target, orderID: call.order.orderID,
                                                                                actionID: call.actionID, sent: call.amount)])
                 }

@@ -13,9 +13,9 @@ import Reconciliation
 /// account the intent was fetched under (`Paypercut-Account`), since the answer does not name it.
 ///
 /// Paypercut's documents do not say whether `amount_refunded` includes refunds still `pending`, so R is the larger of
-/// it and the refunds payrecon knows of the intent (those it made, recorded from their answers; none Paypercut
-/// answered `failed` or `canceled`): a pending refund counts as moved, never planned again, and the raw state says
-/// so (`succeeded/refund_pending`).
+/// the two readings: `amount_refunded` plus the pending refunds payrecon knows of the intent (those it made, recorded
+/// from their answers), and all the refunds it knows (none Paypercut answered `failed` or `canceled`): a pending
+/// refund counts as moved, never planned again, and the raw state says so (`succeeded/refund_pending`).
 public enum PaypercutMapping {
     static let reader = AnswerReader(provider: "paypercut")
 
@@ -59,7 +59,10 @@ public enum PaypercutMapping {
 
         let known = try knownRefunds(of: id, in: links)
         let pendingRefund = known.pending > 0
-        refunded = max(refunded, known.total)
+        // Whether amount_refunded counts pending refunds is not documented: the bound that makes a refund smaller is
+        // the larger of the two readings (it leaves them out: add those payrecon knows; it counts them: as it is).
+        let (withPending, tooLarge) = refunded.addingReportingOverflow(known.pending)
+        refunded = max(tooLarge ? .max : withPending, known.total)
 
         let status = try r.string(p["status"], "status")
         let state: TransactionState
