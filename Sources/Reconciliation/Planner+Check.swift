@@ -30,18 +30,31 @@ extension Planner {
         func money(_ minorUnits: Int64) -> String { Money.format(minorUnits: minorUnits, exponent: currency.exponent) }
         func withCode(_ minorUnits: Int64) -> String { "\(money(minorUnits)) \(currency.code)" }
 
+        /// The decision table, rows in order (Planner.swift): blocking mismatches, payouts, then rows 1–13.
         mutating func run() {
             checkBlocking()
             guard findings.isEmpty else { return }
             if order.intent == .payout { row = .payout; checkPayout(); return }
             if order.fulfilment == .open, state == .failed || state == .voided { return }
+            authorisationRows()
+            purchaseAndStateRows()
+            cancellationRows()
+            refundAmountRow()
+            overRows()
+            row = .stalePending
+            // 11. pending too long → stale_pending.
+            checkStale()
+            // 12. D > 0 → disputed; 13. V > 0 → reversed.
+            checkDisputedAndReversed()
+        }
 
+        /// Rows 1–3: an authorisation the order's total is above (increment), or a fulfilled one to capture.
+        mutating func authorisationRows() {
             let fulfilment = order.fulfilment
-            let authorisationIntent = order.intent.isAuthorisation
-
+            guard order.intent.isAuthorisation, state == .authorised else { return }
             row = .incrementOpen
             // 1. open, authorisation intents, authorised, amt > A → increment, else amount_mismatch.
-            if fulfilment == .open, authorisationIntent, state == .authorised, amt > authorised {
+            if fulfilment == .open, amt > authorised {
                 let need = amt - authorised
                 switch incrementPermission(need) {
                 case let .allowed(target): emit(.increment, amount: need, target: target.total + need, on: target)
@@ -55,7 +68,7 @@ extension Planner {
             row = .capture
             // 2. fulfilled, authorisation intents, authorised, C < amt ≤ A → capture amt − C, where C counts the
             //    captures still pending too: money the provider may already be moving is never captured again.
-            if fulfilment == .fulfilled, authorisationIntent, state == .authorised, snapshot.capturedOrPending < amt, amt <= authorised {
+            if fulfilment == .fulfilled, snapshot.capturedOrPending < amt, amt <= authorised {
                 let need = amt - snapshot.capturedOrPending
                 switch capturePermission(need) {
                 case let .allowed(target): emit(.capture, amount: need, target: target.total + need, on: target)
@@ -64,13 +77,17 @@ extension Planner {
             }
             row = .incrementFulfilled
             // 3. fulfilled, authorisation intents, authorised, amt > A → increment, else action_not_allowed.
-            if fulfilment == .fulfilled, authorisationIntent, state == .authorised, amt > authorised {
+            if fulfilment == .fulfilled, amt > authorised {
                 let need = amt - authorised
                 switch incrementPermission(need) {
                 case let .allowed(target): emit(.increment, amount: need, target: target.total + need, on: target)
                 case let .denied(reason): notAllowed(.increment, amount: need, reason: reason)
                 }
             }
+        }
+
+        /// Rows 4–5: a purchase short of its total; a fulfilled order whose payment failed or was voided.
+        mutating func purchaseAndStateRows() {
             row = .purchaseShort
             // 4. purchase, captured or refunded, C < amt → amount_mismatch.
             if order.intent == .purchase, state.holdsCapturedMoney, captured < amt {
@@ -80,12 +97,17 @@ extension Planner {
             }
             row = .fulfilledNotPaid
             // 5. fulfilled, failed or voided → state_mismatch.
-            if fulfilment == .fulfilled, state == .failed || state == .voided {
+            if order.fulfilment == .fulfilled, state == .failed || state == .voided {
                 stateMismatch()
             }
+        }
+
+        /// Rows 6–7: a cancelled order's authorisation voided, its captured money refunded.
+        mutating func cancellationRows() {
+            guard order.fulfilment == .cancelled else { return }
             row = .cancelledVoid
             // 6. cancelled, authorised, C = 0 → void A − C.
-            if fulfilment == .cancelled, state == .authorised, captured == 0, authorised > 0 {
+            if state == .authorised, captured == 0, authorised > 0 {
                 for (permission, amount) in voidPermission() {
                     switch permission {
                     case let .allowed(target): emit(.void, amount: amount, target: 0, on: target)
@@ -95,21 +117,26 @@ extension Planner {
             }
             row = .cancelledRefund
             // 7. cancelled, C − R > 0 → refund C − R (less what was reversed: the payer has that back already).
-            if fulfilment == .cancelled, captured - refunded - reversed > 0 {
+            if captured - refunded - reversed > 0 {
                 refund(captured - refunded - reversed)
             }
+        }
+
+        /// Row 8: not cancelled, rq > R → refund rq − R if rq ≤ C, else action_not_allowed.
+        mutating func refundAmountRow() {
             row = .refundAmount
-            // 8. not cancelled, rq > R → refund rq − R if rq ≤ C, else action_not_allowed.
-            if fulfilment != .cancelled, order.refundAmount > refunded {
-                let need = order.refundAmount - refunded
-                if order.refundAmount <= captured {
-                    refund(need)
-                } else {
-                    notAllowed(.refund, amount: need,
-                               reason: "refund_amount \(withCode(order.refundAmount)) is above the captured "
-                                   + withCode(captured))
-                }
+            guard order.fulfilment != .cancelled, order.refundAmount > refunded else { return }
+            let need = order.refundAmount - refunded
+            if order.refundAmount <= captured {
+                refund(need)
+            } else {
+                notAllowed(.refund, amount: need,
+                           reason: "refund_amount \(withCode(order.refundAmount)) is above the captured " + withCode(captured))
             }
+        }
+
+        /// Rows 9–10: more captured than the order's total, more refunded than it calls for.
+        mutating func overRows() {
             row = .overCaptured
             // 9. C > amt → over_captured.
             if captured > amt {
@@ -119,18 +146,13 @@ extension Planner {
             }
             row = .overRefunded
             // 10. R > (cancelled ? C : rq) → over_refunded.
-            let refundLimit = fulfilment == .cancelled ? captured : order.refundAmount
+            let refundLimit = order.fulfilment == .cancelled ? captured : order.refundAmount
             if refunded > refundLimit {
-                let limitName = fulfilment == .cancelled ? "captured" : "refund_amount"
+                let limitName = order.fulfilment == .cancelled ? "captured" : "refund_amount"
                 add(.overRefunded, expected: [limitName: money(refundLimit)], actual: ["refunded": money(refunded)],
                     detail: "refunded \(withCode(refunded)) is above the \(limitName) \(withCode(refundLimit))",
                     risk: refunded - refundLimit)
             }
-            row = .stalePending
-            // 11. pending too long → stale_pending.
-            checkStale()
-            // 12. D > 0 → disputed; 13. V > 0 → reversed.
-            checkDisputedAndReversed()
         }
 
         // MARK: blocking checks and payouts

@@ -52,34 +52,9 @@ extension Planner {
 
     static func decide(order: Order, transactions: [FetchedTransaction], now: Int64,
                        pendingMax: (Snapshot?) -> Int64) -> ([Finding], [PlannedAction], Decision) {
-        // Blocking: unknown transactions and mismatches, one finding per kind. An attempt that failed or was voided
-        // while another holds money is not compared (it is not a discrepancy).
-        let anyHolds = transactions.contains { t in t.snapshot.map { $0.state == .authorised || $0.state.holdsCapturedMoney } ?? false }
-        var blocking: [DiscrepancyKind: [Finding]] = [:]
-        var fired: [Decision.Fired] = []
-        for t in transactions {
-            guard let s = t.snapshot else {
-                fired.append(.init(row: .missingAtProvider, yields: "missing_at_provider (\(t.transactionRef))"))
-                var f = missingAtProvider(order)
-                f.expected["transaction_ref"] = t.transactionRef
-                f.detail = "\(order.provider.rawValue) does not know transaction \(t.transactionRef)"
-                blocking[.missingAtProvider, default: []].append(f)
-                continue
-            }
-            if anyHolds, s.state == .failed || s.state == .voided { continue }
-            var check = Check(order: order, snapshot: s, now: now, pendingMax: pendingMax(s))
-            check.checkBlocking()
-            fired += check.fired.map { .init(row: $0.row, yields: "\($0.yields) (\(t.transactionRef))") }
-            for f in check.findings {
-                var named = f
-                named.detail = "transaction \(t.transactionRef): " + f.detail
-                blocking[f.kind, default: []].append(named)
-            }
-        }
-        if !blocking.isEmpty {
-            let merged = DiscrepancyKind.allCases.compactMap { kind in blocking[kind].map(merge) }
-            return (merged, [], Decision(fired: fired))
-        }
+        let (blockingFindings, blockingFired) = blocking(order: order, transactions: transactions, now: now, pendingMax: pendingMax)
+        if !blockingFindings.isEmpty { return (blockingFindings, [], Decision(fired: blockingFired)) }
+        var fired = blockingFired
         let fetched = transactions.compactMap(\.snapshot)
         let holding = fetched.filter { $0.state == .authorised || $0.state.holdsCapturedMoney }
 
@@ -119,6 +94,35 @@ extension Planner {
         if !stale.isEmpty { findings.append(merge(stale)) }
         fired += check.fired
         return (findings, check.actions, Decision(fired: fired, figures: Decision.Figures(order: order, snapshot: sum)))
+    }
+
+    /// Blocking findings over every transaction: unknown transactions and mismatches, one finding per kind. An attempt
+    /// that failed or was voided while another holds money is not compared (it is not a discrepancy).
+    static func blocking(order: Order, transactions: [FetchedTransaction], now: Int64,
+                         pendingMax: (Snapshot?) -> Int64) -> ([Finding], [Decision.Fired]) {
+        let anyHolds = transactions.contains { t in t.snapshot.map { $0.state == .authorised || $0.state.holdsCapturedMoney } ?? false }
+        var blocking: [DiscrepancyKind: [Finding]] = [:]
+        var fired: [Decision.Fired] = []
+        for t in transactions {
+            guard let s = t.snapshot else {
+                fired.append(.init(row: .missingAtProvider, yields: "missing_at_provider (\(t.transactionRef))"))
+                var f = missingAtProvider(order)
+                f.expected["transaction_ref"] = t.transactionRef
+                f.detail = "\(order.provider.rawValue) does not know transaction \(t.transactionRef)"
+                blocking[.missingAtProvider, default: []].append(f)
+                continue
+            }
+            if anyHolds, s.state == .failed || s.state == .voided { continue }
+            var check = Check(order: order, snapshot: s, now: now, pendingMax: pendingMax(s))
+            check.checkBlocking()
+            fired += check.fired.map { .init(row: $0.row, yields: "\($0.yields) (\(t.transactionRef))") }
+            for f in check.findings {
+                var named = f
+                named.detail = "transaction \(t.transactionRef): " + f.detail
+                blocking[f.kind, default: []].append(named)
+            }
+        }
+        return (DiscrepancyKind.allCases.compactMap { kind in blocking[kind].map(merge) }, fired)
     }
 
     /// What is stored as the order's snapshot: the sum of the transactions holding money (else the latest one

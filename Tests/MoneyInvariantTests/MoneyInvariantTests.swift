@@ -33,7 +33,7 @@ import Worker
         for n in 0..<(replay == nil ? casesPerProvider : 1) {
             let caseSeed = replay ?? (seed &+ UInt64(n) &* 0x9E37_79B9 &+ (provider == .paypal ? 0 : provider == .pxp ? 1 << 40 : 2 << 40))
             var sim = Simulation(provider: provider, seed: caseSeed)
-            if let failure = sim.run(rounds: 4) {
+            if let failure = sim.run(rounds: 3) {
                 failures.append("\(provider.rawValue) case \(n) (replay: MONEY_CASE_SEED=\(caseSeed)): \(failure)\n\(sim.describe())")
                 if failures.count >= 3 { break }
             }

@@ -76,73 +76,28 @@ public enum PXPMapping {
 
         let systemTransactionId = try r.string(t["systemTransactionId"], "systemTransactionId")
         let rawState = try r.string(t["state"], "state")
-        var state: TransactionState
-        var captured: Int64 = 0, refunded: Int64 = 0
-        switch rawState.lowercased() {
-        case "authorised": state = .authorised
-        case "captured", "executed", "confirmed", "approved": state = .captured; captured = value
-        case "refunded": state = .refunded; captured = value; refunded = value
-        case "cancelled": state = .voided
-        case "refused", "rejected", "error": state = .failed
-        case "pending", "updated": state = .pending
-        default: throw r.fail("state", t["state"], "unknown transaction state")
-        }
+        guard let parent = parentState(rawState, value: value) else { throw r.fail("state", t["state"], "unknown transaction state") }
+        var (state, captured, refunded) = parent
         if intent == .purchase && (state == .captured || state == .refunded) { authorised = captured }
 
-        // Modifications of this transaction, each counted once.
-        var seen = Set<String>()
-        var childCaptured: Int64 = 0, childRefunded: Int64 = 0, childIncrement: Int64 = 0
-        var newTotal: Int64?
-        var voidAccepted = false, finalCaptured = false
-        var pendingCaptured: Int64 = 0, pendingRefund = false
-        for m in modifications where m.parentSystemTransactionId == systemTransactionId && m.isPending {
-            guard m.amount >= 0, seen.insert(m.systemTransactionId).inserted else { continue }
-            switch m.operation {
-            case .refund: childRefunded = try add(childRefunded, m.amount, m); pendingRefund = true
-            case .capture, .finalCapture: pendingCaptured = try add(pendingCaptured, m.amount, m)
-            case .incremental, .void: break   // neither moves money the plan could move again
-            }
-        }
-        for m in modifications where m.parentSystemTransactionId == systemTransactionId && m.isAccepted {
-            guard seen.insert(m.systemTransactionId).inserted else { continue }
-            guard m.amount >= 0 else {
-                throw ProviderMappingError(provider: "pxp", field: "modification \(m.systemTransactionId).amount",
-                                           value: String(m.amount), reason: "negative amount")
-            }
-            switch m.operation {
-            case .capture, .finalCapture:
-                childCaptured = try add(childCaptured, m.amount, m)
-                if m.operation == .finalCapture { finalCaptured = true }
-            case .refund: childRefunded = try add(childRefunded, m.amount, m)
-            case .incremental:
-                if let total = m.newTotal { newTotal = max(newTotal ?? 0, total) } else { childIncrement = try add(childIncrement, m.amount, m) }
-            case .void: voidAccepted = true
-            }
-        }
+        let m = try modificationSums(modifications, of: systemTransactionId)
         // An increment payrecon sent names the new total: A is that, whether PXP shows it on the parent's
         // authorisedAmount, on its transactionValue too, or not at all (PXP-34).
-        if let newTotal { authorised = max(authorised, newTotal) }
+        if let newTotal = m.newTotal { authorised = max(authorised, newTotal) }
         // PXP does not document how a parent looks after a partial capture (PXP-33): an authorisation it shows
         // Captured while its captures hold less is partly captured, whichever way it shows it. The captures payrecon
         // knows say how much; without any, Captured means the whole value (a capture made elsewhere).
-        let partlyCaptured = intent.isAuthorisation && state == .captured && childCaptured > 0 && childCaptured < max(value, authorised)
-        captured = partlyCaptured ? childCaptured : max(captured, childCaptured)
-        refunded = max(refunded, childRefunded)
-        if childIncrement > 0 {
-            let (raised, overflow) = min(authorised, value).addingReportingOverflow(childIncrement)
-            guard !overflow else {
-                throw ProviderMappingError(provider: "pxp", field: "modifications", value: nil, reason: "increments overflow")
-            }
-            authorised = max(authorised, raised)
-        }
-
+        let partlyCaptured = intent.isAuthorisation && state == .captured && m.captured > 0 && m.captured < max(value, authorised)
+        captured = partlyCaptured ? m.captured : max(captured, m.captured)
+        refunded = max(refunded, m.refunded)
+        if m.increment > 0 { authorised = max(authorised, try add(min(authorised, value), m.increment, field: "modifications", what: "increments")) }
         if state == .authorised || state == .captured || state == .refunded {
             let base = state
             if captured > 0 && refunded >= captured { state = .refunded }
             else if refunded > 0 { state = .partiallyRefunded }
             else if base == .authorised && captured > 0 && captured >= authorised { state = .captured }
-            else if base == .authorised && captured == 0 && voidAccepted { state = .voided }
-            else if partlyCaptured && !finalCaptured && captured < authorised { state = .authorised }
+            else if base == .authorised && captured == 0 && m.voidAccepted { state = .voided }
+            else if partlyCaptured && !m.finalCaptured && captured < authorised { state = .authorised }
         }
 
         var snapshot = Snapshot(
@@ -155,9 +110,63 @@ public enum PXPMapping {
             createdAt: try r.timestamp(t["merchantTransactionDate"], "merchantTransactionDate"),
             capabilities: PXPProvider.capabilities(systemTransactionID: systemTransactionId),
             aliases: [systemTransactionId], method: read.method)
-        snapshot.pendingCaptured = pendingCaptured
-        if pendingRefund { snapshot.rawState += "/RefundPending" }
+        snapshot.pendingCaptured = m.pendingCaptured
+        if m.pendingRefund { snapshot.rawState += "/RefundPending" }
         return snapshot
+    }
+
+    /// The parent's own state (case-insensitive) and what it holds by itself: Captured, Executed, Confirmed, Approved
+    /// hold the value captured; Refunded the value captured and refunded. Nil for a state PXP does not document.
+    static func parentState(_ raw: String, value: Int64) -> (TransactionState, captured: Int64, refunded: Int64)? {
+        switch raw.lowercased() {
+        case "authorised": (.authorised, 0, 0)
+        case "captured", "executed", "confirmed", "approved": (.captured, value, 0)
+        case "refunded": (.refunded, value, value)
+        case "cancelled": (.voided, 0, 0)
+        case "refused", "rejected", "error": (.failed, 0, 0)
+        case "pending", "updated": (.pending, 0, 0)
+        default: nil
+        }
+    }
+
+    /// The modifications of one transaction, summed, each counted once: accepted captures (and whether one was
+    /// final), refunds and increments (an increment payrecon sent names its new total), an accepted void; and those
+    /// PXP answered Pending: a pending refund counts in R, a pending capture outside the capturable room.
+    struct ModificationSums {
+        var captured: Int64 = 0, refunded: Int64 = 0, increment: Int64 = 0
+        var newTotal: Int64?
+        var voidAccepted = false, finalCaptured = false
+        var pendingCaptured: Int64 = 0, pendingRefund = false
+    }
+
+    static func modificationSums(_ modifications: [PXPModification], of system: String) throws(ProviderMappingError) -> ModificationSums {
+        var sums = ModificationSums()
+        var seen = Set<String>()
+        for m in modifications where m.parentSystemTransactionId == system && m.isPending {
+            guard m.amount >= 0, seen.insert(m.systemTransactionId).inserted else { continue }
+            switch m.operation {
+            case .refund: sums.refunded = try add(sums.refunded, m.amount, m); sums.pendingRefund = true
+            case .capture, .finalCapture: sums.pendingCaptured = try add(sums.pendingCaptured, m.amount, m)
+            case .incremental, .void: break   // neither moves money the plan could move again
+            }
+        }
+        for m in modifications where m.parentSystemTransactionId == system && m.isAccepted {
+            guard seen.insert(m.systemTransactionId).inserted else { continue }
+            guard m.amount >= 0 else {
+                throw ProviderMappingError(provider: "pxp", field: "modification \(m.systemTransactionId).amount",
+                                           value: String(m.amount), reason: "negative amount")
+            }
+            switch m.operation {
+            case .capture, .finalCapture:
+                sums.captured = try add(sums.captured, m.amount, m)
+                if m.operation == .finalCapture { sums.finalCaptured = true }
+            case .refund: sums.refunded = try add(sums.refunded, m.amount, m)
+            case .incremental:
+                if let total = m.newTotal { sums.newTotal = max(sums.newTotal ?? 0, total) } else { sums.increment = try add(sums.increment, m.amount, m) }
+            case .void: sums.voidAccepted = true
+            }
+        }
+        return sums
     }
 
     /// What `transactionMethod.intent` says: one of the four order intents, or another (Verification, Refund…).
@@ -241,6 +250,12 @@ public enum PXPMapping {
                 detail: "pxp transaction \(transactionRef) has intent \(name), which is not an order intent, and names no parent "
                     + "transaction (\(parentField)): it cannot be linked to an order"))
         }
+    }
+
+    private static func add(_ a: Int64, _ b: Int64, field: String, what: String) throws(ProviderMappingError) -> Int64 {
+        let (sum, overflow) = a.addingReportingOverflow(b)
+        guard !overflow else { throw ProviderMappingError(provider: "pxp", field: field, value: nil, reason: "\(what) overflow") }
+        return sum
     }
 
     private static func add(_ a: Int64, _ b: Int64, _ m: PXPModification) throws(ProviderMappingError) -> Int64 {

@@ -91,94 +91,115 @@ public enum PayPalMapping {
         case "AUTHORIZE": intent = .authorisation
         default: throw r.fail("intent", o["intent"], "unknown intent")
         }
-
         let units = try r.array(o["purchase_units"], "purchase_units")
         guard let first = units.first else { throw r.fail("purchase_units", o["purchase_units"], "no purchase unit") }
         let merchant = try r.optionalString(first["payee"]?["merchant_id"], "purchase_units[0].payee.merchant_id")
         let currency = try r.currency(first["amount"]?["currency_code"], "purchase_units[0].amount.currency_code")
 
+        let p = try readPayments(units, currency: currency, links: links)
+        let A = try sum(p.current, ["CREATED", "PARTIALLY_CAPTURED", "CAPTURED"])
+        let C = try sum(p.captures, countedCaptures)
+        let R = try sum(p.merchantRefunds, movedRefunds)
+        let (D, notes) = try disputeHold(disputes, unreadable: unreadableDisputes, captures: p.captures, currency: currency)
+        let (state, rawState) = try state(status: status, p, C: C, R: R, A: A, answer: o)
+
+        var method = o["payment_source"]?.objectMembers?.first?.0
+        if p.captures.contains(where: { $0.reason == "ECHECK" }) { method = "echeck" }
+        var snapshot = Snapshot(
+            provider: .paypal, transactionRef: orderID, merchant: merchant, site: nil, intent: intent, currency: currency,
+            value: p.value, authorised: A, captured: C, refunded: R, state: state, rawState: rawState,
+            createdAt: try r.timestamp(o["create_time"], "create_time"),
+            capabilities: capabilities(current: p.current, roots: p.roots, captures: p.captures, refunds: p.refunds, currency: currency),
+            method: method, reversed: try sum(p.reversalRecords, ["COMPLETED"]), disputed: D)
+        (snapshot.orderReferences, snapshot.orderReferenceFields) = orderReferences(units)
+        snapshot.notes = notes
+        snapshot.pendingCaptured = try sum(p.captures, ["PENDING"])
+        snapshot.movements = movements(captures: p.captures, merchantRefunds: p.merchantRefunds, reversals: p.reversalRecords, currency: currency)
+        return snapshot
+    }
+
+    /// The order's payments over every purchase unit, as the figures read them.
+    struct Payments {
         var value: Int64 = 0
         var auths: [Payment] = [], captures: [Payment] = [], refunds: [Payment] = []
+        /// Per purchase unit, its newest authorization (a reauthorization replaces the one it renews), and each one's
+        /// original parent (what a void goes to).
+        var current: [Payment] = [], roots: [String: String] = [:]
+        /// Refund records that are refunds the merchant made, and those that are reversals (chargebacks).
+        var merchantRefunds: [Payment] = [], reversalRecords: [Payment] = []
+        var none: Bool { auths.isEmpty && captures.isEmpty && refunds.isEmpty }
+    }
+
+    static func readPayments(_ units: [JSONValue], currency: Currency, links: [TransactionLink]) throws(ProviderMappingError) -> Payments {
+        var p = Payments()
         for (u, unit) in units.enumerated() {
-            let p = "purchase_units[\(u)]"
-            value = try add(value, try money(unit["amount"], "\(p).amount", currency), "\(p).amount")
-            auths += try payments(unit["payments"]?["authorizations"], "\(p).payments.authorizations", authorizationStatuses, currency)
+            let f = "purchase_units[\(u)]"
+            p.value = try add(p.value, try money(unit["amount"], "\(f).amount", currency), "\(f).amount")
+            p.auths += try payments(unit["payments"]?["authorizations"], "\(f).payments.authorizations", authorizationStatuses, currency)
                 .map { var a = $0; a.unit = u; return a }
-            captures += try payments(unit["payments"]?["captures"], "\(p).payments.captures", captureStatuses, currency)
-            refunds += try payments(unit["payments"]?["refunds"], "\(p).payments.refunds", refundStatuses, currency)
+            p.captures += try payments(unit["payments"]?["captures"], "\(f).payments.captures", captureStatuses, currency)
+            p.refunds += try payments(unit["payments"]?["refunds"], "\(f).payments.refunds", refundStatuses, currency)
         }
         // PARTIALLY_CREATED counts as CREATED, EXPIRED as VOIDED.
-        for i in auths.indices {
-            if auths[i].status == "PARTIALLY_CREATED" { auths[i].status = "CREATED" }
-            if auths[i].status == "EXPIRED" { auths[i].status = "VOIDED" }
+        for i in p.auths.indices {
+            if p.auths[i].status == "PARTIALLY_CREATED" { p.auths[i].status = "CREATED" }
+            if p.auths[i].status == "EXPIRED" { p.auths[i].status = "VOIDED" }
         }
-        // Per purchase unit, its newest authorization stands for it (a reauthorization replaces the one it renews).
-        var current: [Payment] = [], roots: [String: String] = [:]
-        for unit in Set(auths.map(\.unit)).sorted() {
-            let mine = auths.filter { $0.unit == unit }
-            current.append(mine.last!)
+        for unit in Set(p.auths.map(\.unit)).sorted() {
+            let mine = p.auths.filter { $0.unit == unit }
+            p.current.append(mine.last!)
             // The original parent: the unit's earliest authorization still alive (not an earlier voided or denied attempt).
-            roots[mine.last!.id] = (mine.first { $0.status != "VOIDED" && $0.status != "DENIED" } ?? mine.last!).id
+            p.roots[mine.last!.id] = (mine.first { $0.status != "VOIDED" && $0.status != "DENIED" } ?? mine.last!).id
         }
-
         let reversals = Set(links.filter { $0.kind == TransactionLink.reversalKind }.map(\.externalID))
         let own = Set(links.filter { $0.source == .payrecon && $0.kind == ActionKind.refund.rawValue }.map(\.externalID))
-        let merchantRefunds = refunds.filter { !isReversal($0, reversals: reversals, own: own) }
-        let reversalRecords = refunds.filter { isReversal($0, reversals: reversals, own: own) }
+        p.merchantRefunds = p.refunds.filter { !isReversal($0, reversals: reversals, own: own) }
+        p.reversalRecords = p.refunds.filter { isReversal($0, reversals: reversals, own: own) }
+        return p
+    }
 
-        let A = try sum(current, ["CREATED", "PARTIALLY_CAPTURED", "CAPTURED"])
-        let C = try sum(captures, countedCaptures)
-        let R = try sum(merchantRefunds, movedRefunds)
-        let pendingCaptured = try sum(captures, ["PENDING"])
-        let V = try sum(reversalRecords, ["COMPLETED"])
+    /// D, and what the check could not read: a dispute PayPal refused to show holds its whole capture (refunding a
+    /// disputed payment pays twice), and a note says which permission is missing.
+    static func disputeHold(_ disputes: [JSONValue], unreadable: [(dispute: String, capture: String)], captures: [Payment],
+                            currency: Currency) throws(ProviderMappingError) -> (Int64, [String]) {
         var D = try disputed(disputes, currency: currency)
         var notes: [String] = []
-        for (dispute, captureID) in unreadableDisputes {
-            // Held as if disputed: refunding a disputed payment pays twice.
-            let held = captures.first { $0.id == captureID }?.amount ?? 0
-            D = try add(D, held, "disputes")
+        for (dispute, captureID) in unreadable {
+            D = try add(D, captures.first { $0.id == captureID }?.amount ?? 0, "disputes")
             notes.append("dispute \(dispute) on capture \(captureID) could not be read: PayPal answered 403; give the app the "
                          + "disputes permission (https://uri.paypal.com/services/disputes/read-seller), meanwhile its refunds are held")
         }
-        let noPayments = auths.isEmpty && captures.isEmpty && refunds.isEmpty
+        return (D, notes)
+    }
 
-        var rawState = status
-        if merchantRefunds.contains(where: { $0.status == "PENDING" }) { rawState += "/REFUND_PENDING" }
-        let state: TransactionState
-        if status == "VOIDED" || (!current.isEmpty && current.allSatisfy({ $0.status == "VOIDED" }) && C == 0) {
-            state = .voided
-        } else if (!captures.isEmpty && captures.allSatisfy({ $0.status == "DECLINED" || $0.status == "FAILED" }) && C == 0)
-                    || (!current.isEmpty && current.allSatisfy({ $0.status == "DENIED" })) {
-            state = .failed
-        } else if let pending = captures.first(where: { $0.status == "PENDING" }), C == 0 {
-            state = .pending
-            rawState = "PENDING" + (pending.reason.map { "/" + $0 } ?? "")
-        } else if noPayments && ["CREATED", "SAVED", "APPROVED"].contains(status) {
-            state = .pending
-        } else if noPayments && status == "PAYER_ACTION_REQUIRED" {
-            state = .actionRequired
-        } else if C > 0 && R >= C {
-            state = .refunded
-        } else if R > 0 {
-            state = .partiallyRefunded
-        } else if current.contains(where: { $0.status == "PARTIALLY_CAPTURED" || ($0.status == "CREATED" && C > 0) }) {
-            state = .authorised  // still holds an open authorization, with C > 0 (another purchase unit's, say)
-        } else if C > 0 {
-            state = .captured
-        } else if A > 0 {
-            state = .authorised
-        } else if let pending = current.first(where: { $0.status == "PENDING" }) {
-            state = .pending
-            rawState = "PENDING" + (pending.reason.map { "/" + $0 } ?? "")
-        } else if !noPayments {
-            state = .failed
-        } else {
-            throw r.fail("status", o["status"], "no payments to derive a state from")
-        }
+    /// The state, first match (see the type's comment), and the raw state (`COMPLETED/REFUND_PENDING` while a refund
+    /// the merchant made is pending; `PENDING/<reason>` for a pending payment).
+    static func state(status: String, _ p: Payments, C: Int64, R: Int64, A: Int64, answer o: JSONValue) throws(ProviderMappingError)
+        -> (TransactionState, String) {
+        var raw = status
+        if p.merchantRefunds.contains(where: { $0.status == "PENDING" }) { raw += "/REFUND_PENDING" }
+        func pendingRaw(_ payment: Payment) -> String { "PENDING" + (payment.reason.map { "/" + $0 } ?? "") }
+        let current = p.current, captures = p.captures
+        if status == "VOIDED" || (!current.isEmpty && current.allSatisfy({ $0.status == "VOIDED" }) && C == 0) { return (.voided, raw) }
+        if (!captures.isEmpty && captures.allSatisfy({ $0.status == "DECLINED" || $0.status == "FAILED" }) && C == 0)
+            || (!current.isEmpty && current.allSatisfy({ $0.status == "DENIED" })) { return (.failed, raw) }
+        if let pending = captures.first(where: { $0.status == "PENDING" }), C == 0 { return (.pending, pendingRaw(pending)) }
+        if p.none && ["CREATED", "SAVED", "APPROVED"].contains(status) { return (.pending, raw) }
+        if p.none && status == "PAYER_ACTION_REQUIRED" { return (.actionRequired, raw) }
+        if C > 0 && R >= C { return (.refunded, raw) }
+        if R > 0 { return (.partiallyRefunded, raw) }
+        // Still holds an open authorization, with C > 0 (another purchase unit's, say).
+        if current.contains(where: { $0.status == "PARTIALLY_CAPTURED" || ($0.status == "CREATED" && C > 0) }) { return (.authorised, raw) }
+        if C > 0 { return (.captured, raw) }
+        if A > 0 { return (.authorised, raw) }
+        if let pending = current.first(where: { $0.status == "PENDING" }) { return (.pending, pendingRaw(pending)) }
+        if !p.none { return (.failed, raw) }
+        throw reader.fail("status", o["status"], "no payments to derive a state from")
+    }
 
-        var method = o["payment_source"]?.objectMembers?.first?.0
-        if captures.contains(where: { $0.reason == "ECHECK" }) { method = "echeck" }
-
+    /// The merchant order ids the answer names (`purchase_units[].reference_id` and `custom_id`, not PayPal's
+    /// "default"), each with the field that names it.
+    static func orderReferences(_ units: [JSONValue]) -> ([String], [String: String]) {
         var named: [String] = []
         var fields: [String: String] = [:]
         for (u, unit) in units.enumerated() {
@@ -189,18 +210,7 @@ public enum PayPalMapping {
                 }
             }
         }
-        var snapshot = Snapshot(
-            provider: .paypal, transactionRef: orderID, merchant: merchant, site: nil, intent: intent, currency: currency,
-            value: value, authorised: A, captured: C, refunded: R, state: state, rawState: rawState,
-            createdAt: try r.timestamp(o["create_time"], "create_time"),
-            capabilities: capabilities(current: current, roots: roots, captures: captures, refunds: refunds, currency: currency),
-            method: method, reversed: V, disputed: D)
-        snapshot.orderReferences = named
-        snapshot.orderReferenceFields = fields
-        snapshot.notes = notes
-        snapshot.pendingCaptured = pendingCaptured
-        snapshot.movements = movements(captures: captures, merchantRefunds: merchantRefunds, reversals: reversalRecords, currency: currency)
-        return snapshot
+        return (named, fields)
     }
 
     /// The money the order moved: its counted captures, and its completed refunds and reversals, each with the fee

@@ -211,25 +211,7 @@ public enum PayPalProvider {
                 return .found(.references([EventReference(transactionRef: id, alternatives: [agreement, parent].compactMap { $0 },
                                                           learned: learned)]))
             case .saleRefund(let id, let saleID, let parent, let amount, let currencyCode):
-                var refund = TransactionLink(externalID: id, parentExternalID: saleID, orderID: nil, kind: ActionKind.refund.rawValue,
-                                             currency: currencyCode, state: "completed", source: .learned)
-                if let amount, let code = currencyCode, let currency = Currency(code: code) {
-                    refund.amount = try? PayPalSaleMapping.amount(.string(amount), "resource.amount.total", currency)
-                }
-                // The refund names its sale, not the sale's billing agreement (what a subscription order lists): the
-                // sale's own answer does, so the order is found whichever of the sale's events comes first.
-                var alternatives = [parent].compactMap { $0 }
-                switch await client.sale(saleID) {
-                case .found(let sale):
-                    for name in [sale["billing_agreement_id"], sale["parent_payment"]].compactMap({ $0?.stringValue })
-                    where !name.isEmpty && !alternatives.contains(name) {
-                        alternatives.append(name)
-                    }
-                case .notFound: break
-                case let other: return other.failure(as: EventContent.self)!
-                }
-                return .found(.references([EventReference(transactionRef: saleID, alternatives: alternatives,
-                                                          learned: [Self.saleLink(saleID), refund])]))
+                return await saleRefund(id, sale: saleID, parent: parent, amount: amount, currency: currencyCode, client: client)
             case .dispute(let id, let transactions):
                 guard !transactions.isEmpty else { return .found(.ignored("\(type): dispute \(id) names no transaction")) }
                 var references: [EventReference] = []
@@ -293,6 +275,31 @@ public enum PayPalProvider {
                 }
             }
             return .found(out)
+        }
+
+        /// A refund of a sale (either shape of PAYMENT.SALE.REFUNDED): the refund is learned (its amount as the event
+        /// states it), and its order is looked for by the sale, its parent payment and its billing agreement.
+        func saleRefund(_ id: String, sale saleID: String, parent: String?, amount: String?, currency currencyCode: String?,
+                        client: PayPalClient) async -> ProviderOutcome<EventContent> {
+            var refund = TransactionLink(externalID: id, parentExternalID: saleID, orderID: nil, kind: ActionKind.refund.rawValue,
+                                         currency: currencyCode, state: "completed", source: .learned)
+            if let amount, let code = currencyCode, let currency = Currency(code: code) {
+                refund.amount = try? PayPalSaleMapping.amount(.string(amount), "resource.amount.total", currency)
+            }
+            // The refund names its sale, not the sale's billing agreement (what a subscription order lists): the
+            // sale's own answer does, so the order is found whichever of the sale's events comes first.
+            var alternatives = [parent].compactMap { $0 }
+            switch await client.sale(saleID) {
+            case .found(let sale):
+                for name in [sale["billing_agreement_id"], sale["parent_payment"]].compactMap({ $0?.stringValue })
+                where !name.isEmpty && !alternatives.contains(name) {
+                    alternatives.append(name)
+                }
+            case .notFound: break
+            case let other: return other.failure(as: EventContent.self)!
+            }
+            return .found(.references([EventReference(transactionRef: saleID, alternatives: alternatives,
+                                                      learned: [Self.saleLink(saleID), refund])]))
         }
 
         static func saleLink(_ id: String) -> TransactionLink {

@@ -32,14 +32,7 @@ public enum PaypercutMapping {
         default: throw r.fail("capture_method", p["capture_method"], "expected manual or automatic")
         }
 
-        let iso = try r.string(p["currency"]?["iso"], "currency.iso").uppercased()
-        guard let currency = Currency(code: iso) else { throw r.fail("currency.iso", p["currency"]?["iso"], "unknown currency") }
-        if let scaleValue = p["currency"]?["scale"], !scaleValue.isNull {
-            guard let scale = scaleValue.numberLiteral.flatMap({ Int64($0) }) else { throw r.fail("currency.scale", scaleValue, "expected an integer") }
-            guard scale == Int64(currency.exponent) else {
-                throw r.fail("currency.scale", scaleValue, "Paypercut's scale \(scale) differs from \(currency.code)'s exponent \(currency.exponent)")
-            }
-        }
+        let currency = try readCurrency(p["currency"])
 
         let value = try r.amount(p["amount"], "amount", exponent: 0)
         let capturable = try optionalAmount(p["amount_capturable"], "amount_capturable")
@@ -65,20 +58,8 @@ public enum PaypercutMapping {
         refunded = max(tooLarge ? .max : withPending, known.total)
 
         let status = try r.string(p["status"], "status")
-        let state: TransactionState
-        func byMoney() -> TransactionState {
-            if captured > 0 && refunded >= captured { return .refunded }
-            if refunded > 0 { return .partiallyRefunded }
-            return .captured
-        }
-        switch status.lowercased() {
-        case "requires_capture": state = .authorised
-        case "succeeded": state = byMoney()
-        case "requires_action": state = .actionRequired
-        case "requires_confirmation", "processing": state = .pending
-        case "requires_payment_method": state = paymentFailed ? .failed : .pending
-        case "canceled", "cancelled": state = captured == 0 ? .voided : byMoney()
-        default: throw r.fail("status", p["status"], "unknown payment intent status")
+        guard let state = state(status, captured: captured, refunded: refunded, paymentFailed: paymentFailed) else {
+            throw r.fail("status", p["status"], "unknown payment intent status")
         }
 
         var snapshot = Snapshot(provider: .paypercut, transactionRef: id, merchant: account, site: nil, intent: intent, currency: currency,
@@ -95,6 +76,34 @@ public enum PaypercutMapping {
             snapshot.movements = try movements(payment: payment, captured: captured, refunded: refunded, currency: currency)
         }
         return snapshot
+    }
+
+    /// `currency`: `{iso, scale}`, `iso` in any case; `scale` must equal the currency table's exponent.
+    static func readCurrency(_ v: JSONValue?) throws(ProviderMappingError) -> Currency {
+        let r = reader
+        let iso = try r.string(v?["iso"], "currency.iso").uppercased()
+        guard let currency = Currency(code: iso) else { throw r.fail("currency.iso", v?["iso"], "unknown currency") }
+        if let scaleValue = v?["scale"], !scaleValue.isNull {
+            guard let scale = scaleValue.numberLiteral.flatMap({ Int64($0) }) else { throw r.fail("currency.scale", scaleValue, "expected an integer") }
+            guard scale == Int64(currency.exponent) else {
+                throw r.fail("currency.scale", scaleValue, "Paypercut's scale \(scale) differs from \(currency.code)'s exponent \(currency.exponent)")
+            }
+        }
+        return currency
+    }
+
+    /// The intent's status as a state (by R against C where money was captured); nil for a status not documented.
+    static func state(_ status: String, captured: Int64, refunded: Int64, paymentFailed: Bool) -> TransactionState? {
+        let byMoney: TransactionState = captured > 0 && refunded >= captured ? .refunded : refunded > 0 ? .partiallyRefunded : .captured
+        switch status.lowercased() {
+        case "requires_capture": return .authorised
+        case "succeeded": return byMoney
+        case "requires_action": return .actionRequired
+        case "requires_confirmation", "processing": return .pending
+        case "requires_payment_method": return paymentFailed ? .failed : .pending
+        case "canceled", "cancelled": return captured == 0 ? .voided : byMoney
+        default: return nil
+        }
     }
 
     /// The payment's money: its capture, with the fee and net of its `balance_transaction` {amount, fee, net,
