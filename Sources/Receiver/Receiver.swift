@@ -271,8 +271,11 @@ public final class Receiver: Sendable {
         @Sendable func decide(fetched: Bool) {
             switch endpoint.accept(headers: request.headers, body: request.body, now: Date()) {
             case .accepted(let accepted):
-                if let sender { endpoint.verified(from: sender) }
-                store(accepted, provider, request, headers, started: started, log: log, responder)
+                // The sender's group is trusted with the fetch budget only once the delivery is stored as new (in
+                // `store`): a replay of a genuine delivery, answered duplicate, proves nothing about who sends it.
+                store(accepted, provider, request, headers, started: started, log: log, responder) {
+                    if let sender { endpoint.verified(from: sender) }
+                }
             case .rejected(let rejection): reject(rejection.status, rejection.code, rejection.message)
             case .needsFetch where fetched:
                 reject(401, "untrusted_certificate", "the certificate this delivery names is not cached and was not fetched: the fetch "
@@ -287,8 +290,10 @@ public final class Receiver: Sendable {
     /// Where commit deadlines fire.
     static let deadlines = DedicatedThread(name: "commit-deadline")
 
+    /// `newlyStored`: run when the delivery is stored as a new row (not a duplicate, not refused).
     private func store(_ accepted: AcceptedDelivery, _ provider: Provider, _ request: HTTPRequest, _ headers: [(String, String)],
-                       started: DispatchTime, log: @escaping @Sendable () -> Logger, _ responder: HTTPResponder) {
+                       started: DispatchTime, log: @escaping @Sendable () -> Logger, _ responder: HTTPResponder,
+                       newlyStored: @escaping @Sendable () -> Void = {}) {
         let delivery = NewDelivery(provider: provider, dedupeKey: accepted.dedupeKey, eventType: accepted.eventType,
                                    headers: headers, body: request.body, transmissionID: accepted.transmissionID)
         // One answer per delivery: the commit's, or 503 at the commit deadline, whichever comes first. The timer holds only
@@ -314,6 +319,7 @@ public final class Receiver: Sendable {
                 log().warning("delivery refused: transmission id reused with another body")
                 responder.respond(.error(401, "invalid_signature", stored.refused!))
             case .stored(let stored):
+                if stored.inserted { newlyStored() }
                 let status = stored.inserted ? "accepted" : "duplicate"
                 metrics.delivery(provider, outcome: status)
                 metrics.ack(provider, since: started)

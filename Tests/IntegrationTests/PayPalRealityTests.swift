@@ -179,3 +179,37 @@ import Worker
         }
     }
 }
+
+/// Issue "strangers, round three", item 1: whether a refund record is a reversal is read from PayPal's answer, never
+/// from the event that named it. A PAYMENT.CAPTURE.REVERSED naming a genuine merchant refund (forged to a CRC32 the
+/// sender matched, or simply wrong) leaves that refund in R: no second refund is planned or made.
+@Suite("A reversal from the answer", .serialized) struct ReversalFromTheAnswerTests {
+    @Test func anEventCallingAMerchantRefundAReversalLeavesItInR() async throws {
+        try await WorkerHarness.with { h in
+            try await h.seedPayPal(#"""
+                {"id":"PP-RV","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"100.00",
+                 "captures":[{"id":"CAP-RV","status":"PARTIALLY_REFUNDED"}],
+                 "refunds":[{"id":"REF-RV","capture_id":"CAP-RV","amount":"25.00"}]}
+                """#)
+            let order = WorkerHarness.order(.paypal, "ORD-RV", ref: "PP-RV", intent: .purchase, amount: 10000, currency: "USD", refund: 2500,
+                                            merchant: nil)
+            try h.insert(order)
+            guard case .checked(_, true) = await h.checker.check(order) else { Issue.record("not clean before the event"); return }
+            let body = #"""
+                {"id":"WH-RV-1","event_type":"PAYMENT.CAPTURE.REVERSED","resource_type":"refund","summary":"A payment was reversed",
+                 "resource":{"id":"REF-RV","status":"COMPLETED","amount":{"currency_code":"USD","value":"25.00"},"note_to_payer":"Payment reversed",
+                             "links":[{"href":"\#(h.paysimURL)/v2/payments/captures/CAP-RV","rel":"up","method":"GET"}]}}
+                """#
+            let id = try h.store(.paypal, json: body)
+            #expect(await h.runOnce().done == 1)
+            #expect(try h.delivery(id).outcome == "re-checked paypal order ORD-RV")
+            let conn = try h.database.connect(); defer { conn.close() }
+            let figures = try conn.query("SELECT snapshot->>'refunded' AS r, snapshot->>'reversed' AS v FROM snapshots WHERE order_id = 'ORD-RV'").first
+            #expect(try figures?.string("r") == "2500" && figures?.string("v") == "0", "the answer shows a merchant refund: R, not V")
+            #expect(try h.actions().isEmpty, "no second refund planned")
+            _ = await h.executor.executePending()
+            #expect(h.simulator.paypalRefunds(ofOrder: "PP-RV").map(\.amount) == [2500], "PayPal refunded nothing more")
+            #expect(try h.openKinds(order: "ORD-RV").isEmpty)
+        }
+    }
+}

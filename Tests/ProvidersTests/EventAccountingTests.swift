@@ -88,21 +88,32 @@ import Testing
         }
     }
 
-    /// A record a PAYMENT.CAPTURE.REVERSED event named is a reversal whatever its note; one payrecon made is a refund.
-    @Test func aReversalNamedByItsEventIsVAndPayreconsOwnRefundIsR() throws {
-        let answer = try order(#"""
-        {"captures":[{"id":"C1","status":"REFUNDED","amount":{"currency_code":"USD","value":"100.00"}}],
-         "refunds":[{"id":"R1","status":"COMPLETED","amount":{"currency_code":"USD","value":"30.00"},
-                     "links":[{"rel":"up","href":"https://api.paypal.com/v2/payments/captures/C1"}]},
-                    {"id":"R2","status":"COMPLETED","amount":{"currency_code":"USD","value":"70.00"},
-                     "links":[{"rel":"up","href":"https://api.paypal.com/v2/payments/captures/C1"}]}]}
-        """#)
-        let links = [TransactionLink(externalID: "R2", parentExternalID: nil, orderID: "O", kind: TransactionLink.reversalKind, source: .learned),
+    /// Whether a record is a reversal is read from PayPal's answer, never from the event that named it: a
+    /// PAYMENT.CAPTURE.REVERSED naming a record the answer shows as a merchant refund leaves it in R (said in a note),
+    /// so a forged event naming a genuine refund cannot take it out of R and have it made again; a record whose answer
+    /// carries PayPal's "Payment reversed" is V; one payrecon made is R whatever it carries.
+    @Test func aReversalIsReadFromTheAnswerNeverFromTheEvent() throws {
+        func answer(note: String?) throws -> JSONValue {
+            let n = note.map { #","note_to_payer":"\#($0)""# } ?? ""
+            return try order(#"""
+            {"captures":[{"id":"C1","status":"REFUNDED","amount":{"currency_code":"USD","value":"100.00"}}],
+             "refunds":[{"id":"R1","status":"COMPLETED","amount":{"currency_code":"USD","value":"30.00"},
+                         "links":[{"rel":"up","href":"https://api.paypal.com/v2/payments/captures/C1"}]},
+                        {"id":"R2","status":"COMPLETED","amount":{"currency_code":"USD","value":"70.00"}\#(n),
+                         "links":[{"rel":"up","href":"https://api.paypal.com/v2/payments/captures/C1"}]}]}
+            """#)
+        }
+        let named = [TransactionLink(externalID: "R2", parentExternalID: nil, orderID: "O", kind: TransactionLink.reversalKind, source: .learned),
                      TransactionLink(externalID: "R1", parentExternalID: "C1", orderID: "O", kind: "refund", source: .payrecon)]
-        let s = try PayPalMapping.snapshot(order: answer, links: links)
-        #expect((s.captured, s.refunded, s.reversed) == (10000, 3000, 7000))
-        // Without the event's link, a record without the note is a merchant refund.
-        #expect(try PayPalMapping.snapshot(order: answer).refunded == 10000)
+        let forged = try PayPalMapping.snapshot(order: try answer(note: nil), links: named)
+        #expect((forged.captured, forged.refunded, forged.reversed) == (10000, 10000, 0))
+        #expect(forged.notes.contains { $0.contains("named R2 a reversal") && $0.contains("counted in R") }, "\(forged.notes)")
+        let genuine = try PayPalMapping.snapshot(order: try answer(note: "Payment reversed"), links: named)
+        #expect((genuine.captured, genuine.refunded, genuine.reversed) == (10000, 3000, 7000))
+        #expect(genuine.notes.isEmpty)
+        // payrecon's own refund is R whatever note it carries.
+        let own = [TransactionLink(externalID: "R2", parentExternalID: "C1", orderID: "O", kind: "refund", source: .payrecon)]
+        #expect(try PayPalMapping.snapshot(order: try answer(note: "Payment reversed"), links: own).reversed == 0)
     }
 
     /// Only PayPal's own note marks a reversal: a merchant's refund whose note mentions a reversal is still R.

@@ -46,9 +46,11 @@ import Testing
     }
 
     @Test func pendingDeclinedAndReversedPayPalPaymentsMoveWhatTheyMoved() throws {
-        let order = paypalOrder(captures: [PP(id: "CAP1", status: "REFUNDED", value: "20.00"), PP(id: "CAP2", status: "PENDING", value: "5.00"),
-                                           PP(id: "CAP3", status: "DECLINED", value: "7.00")],
-                                refunds: [PP(id: "REV1", status: "COMPLETED", value: "20.00", up: captureUp + "CAP1")])
+        // The reversal record as PayPal's answer shows it: its note says the payment was reversed.
+        let order = try Self.setting(paypalOrder(captures: [PP(id: "CAP1", status: "REFUNDED", value: "20.00"), PP(id: "CAP2", status: "PENDING", value: "5.00"),
+                                                            PP(id: "CAP3", status: "DECLINED", value: "7.00")],
+                                                 refunds: [PP(id: "REV1", status: "COMPLETED", value: "20.00", up: captureUp + "CAP1")]),
+                                     refund: 0, "note_to_payer", #""Payment reversed""#)
         let links = [TransactionLink(externalID: "REV1", parentExternalID: "CAP1", orderID: nil,
                                      kind: TransactionLink.reversalKind, source: .learned)]
         let s = try PayPalMapping.snapshot(order: order, links: links)

@@ -74,6 +74,33 @@ import Testing
         return cases.compactMap { ($0["name"] as? String).map { (name, $0) } }
     }
 
+    /// The transmission id the one-body-per-transmission guard stores is the value the signature covers, byte for byte:
+    /// a genuine delivery whose id is padded (libmicrohttpd keeps trailing spaces and tabs) or whose signed headers come
+    /// twice is refused. Trimmed for the check and kept raw for the guard, `T`, `T ` and `T\t` were three transmissions
+    /// under one signature, each able to carry a body forged to the CRC32 PayPal signed.
+    @Test(arguments: [" ", "\t", "  "])
+    func aPaddedTransmissionIdIsRefused(pad: String) throws {
+        var vector = try PayPalVector(Fixture.paypalVectors[0])
+        let v = try verifier(vector)
+        try v.verify(headers: vector.headers, body: vector.body, time: .signedTime)
+        let id = try #require(vector.headers["PAYPAL-TRANSMISSION-ID"])
+        for padded in [id + pad, pad + id] {
+            vector.headers.set("PAYPAL-TRANSMISSION-ID", padded)
+            let error = #expect(throws: WebhookRejection.self) { try v.verify(headers: vector.headers, body: vector.body, time: .signedTime) }
+            #expect(error?.code == .invalidSignature)
+            #expect(error?.message.contains("whitespace") == true, "\(error?.message ?? "")")
+        }
+    }
+
+    @Test(arguments: ["PAYPAL-TRANSMISSION-ID", "PAYPAL-TRANSMISSION-TIME", "PAYPAL-TRANSMISSION-SIG", "PAYPAL-CERT-URL"])
+    func aSignedHeaderGivenTwiceIsRefused(name: String) throws {
+        var vector = try PayPalVector(Fixture.paypalVectors[0])
+        let v = try verifier(vector)
+        vector.headers.add(name, try #require(vector.headers[name]))
+        let error = #expect(throws: WebhookRejection.self) { try v.verify(headers: vector.headers, body: vector.body, time: .signedTime) }
+        #expect(error?.code == .invalidSignature)
+    }
+
     @Test func everyVectorHasItsNegativeCases() {
         #expect(Self.negativeCases.count == 8)
     }

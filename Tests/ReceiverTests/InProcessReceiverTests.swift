@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import HTTP
 import PayreconTesting
 import Providers
@@ -51,6 +52,31 @@ import Testing
             let paypal = try await HTTPClient().send(HTTPClientRequest(method: "POST", url: base + "/webhooks/paypal", body: Array("{}".utf8)))
             #expect(paypal.status == 503 && paypal.text.contains("set PAYPAL_WEBHOOK_ID"))
         }
+    }
+
+    /// A sender counts as a sender of genuine deliveries (PayPal's fetch budget trusts its address group) only from a
+    /// delivery newly stored: a replay of a genuine delivery, answered duplicate, proves nothing about who sends it.
+    @Test func aSenderIsTrustedOnlyFromADeliveryNewlyStored() async throws {
+        final class Recording: WebhookEndpoint, @unchecked Sendable {
+            let inner: VerifyingEndpoint
+            let trusted = Mutex<[String]>([])
+            init(_ inner: VerifyingEndpoint) { self.inner = inner }
+            var provider: Provider { inner.provider }
+            func accept(headers: HTTPHeaders, body: [UInt8], now: Date) -> Acceptance { inner.accept(headers: headers, body: body, now: now) }
+            func verified(from sender: String) { trusted.withLock { $0.append(sender) } }
+        }
+        let storage = InMemoryReceiverStorage()
+        let endpoint = Recording(VerifyingEndpoint(provider: .pxp, webhook: PXPProvider.Webhook(verifier: try PXPWebhookVerifier(key: Self.key))))
+        let receiver = Receiver(configuration: .init(host: "127.0.0.1", port: 0, threads: 2), endpoints: [endpoint], storage: storage)
+        let base = "http://127.0.0.1:\(try receiver.start())"
+        let body = #"{"eventData":{"merchantTransactionId":"TX-T"}}"#
+        let first = try await Self.pxp(base, body, requestID: "t-1")
+        var replays: [String] = []
+        for _ in 0..<3 { replays.append(try await Self.pxp(base, body, requestID: "t-1").text) }
+        await offload { receiver.shutdown() }
+        #expect(first.text.contains("accepted"))
+        #expect(replays.allSatisfy { $0.contains("duplicate") }, "\(replays)")
+        #expect(endpoint.trusted.withLock { $0.count } == 1, "a replay answered duplicate trusts no one")
     }
 
     /// Only the headers verification or dedupe reads, Content-Type, Content-Length, User-Agent and X-Forwarded-For are

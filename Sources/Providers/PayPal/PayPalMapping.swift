@@ -66,12 +66,14 @@ public enum PayPalMapping {
     }
 
     /// A refund record that is a reversal (a chargeback, money the buyer's bank took back), not a refund the
-    /// merchant made: one a PAYMENT.CAPTURE.REVERSED event named (learned), or one whose `note_to_payer` is PayPal's
-    /// "Payment reversed" (PayPal's simulator delivery). payrecon's own refunds never are.
-    static func isReversal(_ refund: Payment, reversals: Set<String>, own: Set<String>) -> Bool {
+    /// merchant made: one whose own answer says so, its `note_to_payer` PayPal's "Payment reversed". Read from the
+    /// API answer only: a PAYMENT.CAPTURE.REVERSED event naming a record (`reversals`) makes payrecon fetch it, never
+    /// decides it (a body is a hint: a forged one naming a merchant refund would take it out of R, and the refund
+    /// would be made again). payrecon's own refunds never are.
+    static func isReversal(_ refund: Payment, own: Set<String>) -> Bool {
         guard !own.contains(refund.id) else { return false }
         // The note PayPal writes on its reversal record, exactly (a merchant's own note may mention a reversal).
-        return reversals.contains(refund.id) || refund.note?.trimmingCharacters(in: .whitespaces).lowercased() == "payment reversed"
+        return refund.note?.trimmingCharacters(in: .whitespaces).lowercased() == "payment reversed"
     }
 
     /// - Parameters:
@@ -112,7 +114,9 @@ public enum PayPalMapping {
             capabilities: capabilities(current: p.current, roots: p.roots, captures: p.captures, refunds: p.refunds, currency: currency),
             method: method, reversed: try sum(p.reversalRecords, ["COMPLETED"]), disputed: D)
         (snapshot.orderReferences, snapshot.orderReferenceFields) = orderReferences(units)
-        snapshot.notes = notes
+        snapshot.notes = notes + p.calledReversals.map {
+            "a PAYMENT.CAPTURE.REVERSED event named \($0) a reversal, but PayPal's answer reads it as a refund the merchant made: counted in R"
+        }
         snapshot.pendingCaptured = try sum(p.captures, ["PENDING"])
         snapshot.movements = movements(captures: p.captures, merchantRefunds: p.merchantRefunds, reversals: p.reversalRecords, currency: currency)
         return snapshot
@@ -127,6 +131,8 @@ public enum PayPalMapping {
         var current: [Payment] = [], roots: [String: String] = [:]
         /// Refund records that are refunds the merchant made, and those that are reversals (chargebacks).
         var merchantRefunds: [Payment] = [], reversalRecords: [Payment] = []
+        /// Records a PAYMENT.CAPTURE.REVERSED event named that PayPal's answer reads as refunds the merchant made.
+        var calledReversals: [String] = []
         var none: Bool { auths.isEmpty && captures.isEmpty && refunds.isEmpty }
     }
 
@@ -153,8 +159,10 @@ public enum PayPalMapping {
         }
         let reversals = Set(links.filter { $0.kind == TransactionLink.reversalKind }.map(\.externalID))
         let own = Set(links.filter { $0.source == .payrecon && $0.kind == ActionKind.refund.rawValue }.map(\.externalID))
-        p.merchantRefunds = p.refunds.filter { !isReversal($0, reversals: reversals, own: own) }
-        p.reversalRecords = p.refunds.filter { isReversal($0, reversals: reversals, own: own) }
+        p.merchantRefunds = p.refunds.filter { !isReversal($0, own: own) }
+        p.reversalRecords = p.refunds.filter { isReversal($0, own: own) }
+        // What an event called a reversal and PayPal's answer does not: said, and counted as the refund it is.
+        p.calledReversals = p.merchantRefunds.filter { reversals.contains($0.id) && !own.contains($0.id) }.map(\.id)
         return p
     }
 

@@ -79,6 +79,20 @@ public struct PayPalWebhookVerifier: Sendable {
         try verify(headers: headers, body: body, time: time, waiting: false)
     }
 
+    /// The headers the signature covers, each given once and as signed: the transmission id the one-body-per-
+    /// transmission guard stores is byte for byte the value the signature was computed over. Trimmed for the check and
+    /// kept raw for the guard, `T`, `T ` and `T\t` verified against one signature as three transmissions, and each
+    /// could carry a body forged to the CRC32 PayPal signed.
+    static func requireExactSignedHeaders(_ headers: Headers) throws(WebhookRejection) {
+        for name in [transmissionIDHeader, transmissionTimeHeader, transmissionSignatureHeader, certURLHeader] {
+            let values = headers.values(for: name)
+            if values.count > 1 { throw WebhookRejection(.invalidSignature, "\(name) is given \(values.count) times; PayPal sends it once") }
+        }
+        if let raw = headers[transmissionIDHeader], let trimmed = headers.nonEmpty(transmissionIDHeader), raw != trimmed {
+            throw WebhookRejection(.invalidSignature, "\(transmissionIDHeader) has whitespace around its value; PayPal sends none")
+        }
+    }
+
     /// Fetches the delivery's certificate without blocking; `then` runs once `verifyWithoutWaiting` can decide.
     /// `sender`: the address group the delivery came from (it spends that sender's share of the fetch budget).
     public func prefetchCertificate(headers: Headers, sender: String? = nil, then: @escaping @Sendable () -> Void) {
@@ -87,6 +101,7 @@ public struct PayPalWebhookVerifier: Sendable {
     }
 
     private func verify(headers: Headers, body: [UInt8], time: VerificationTime, waiting: Bool) throws(WebhookRejection) -> Bool {
+        try Self.requireExactSignedHeaders(headers)
         guard let transmissionID = headers.nonEmpty(Self.transmissionIDHeader) else { throw .missing(Self.transmissionIDHeader) }
         guard let transmissionTime = headers.nonEmpty(Self.transmissionTimeHeader) else { throw .missing(Self.transmissionTimeHeader) }
         guard let signatureText = headers.nonEmpty(Self.transmissionSignatureHeader) else { throw .missing(Self.transmissionSignatureHeader) }
