@@ -16,7 +16,10 @@ public enum OrderStore {
     @discardableResult
     /// `source`: where the orders come from (`orders import FILE` names its file), kept with each order it writes and
     /// with each version it replaces (`payrecon explain`); nil: `table`.
-    public static func upsert<S: Sequence<Order>>(_ orders: S, source: String? = nil, on conn: PostgresConnection) throws -> (inserted: Int, updated: Int) {
+    /// `beforeCommit`: last, inside the transaction; what it throws rolls everything back (an import whose file changed
+    /// between its two reads).
+    public static func upsert<S: Sequence<Order>>(_ orders: S, source: String? = nil, on conn: PostgresConnection,
+                                                  beforeCommit: () throws -> Void = {}) throws -> (inserted: Int, updated: Int) {
         try conn.transaction { tx in
             if let source {
                 // Transaction-scoped (PgBouncer in transaction mode keeps nothing across transactions).
@@ -35,6 +38,7 @@ public enum OrderStore {
                 if chunk.count == chunkSize { try flush() }
             }
             if !chunk.isEmpty { try flush() }
+            try beforeCommit()
             return total
         }
     }

@@ -13,13 +13,16 @@ let ordersImportCommand = Command(
     details: """
         Keys: provider, order_id, merchant, site, transaction_ref, intent, amount, currency, fulfilment,
         refund_amount (see README). Orders are upserted on (provider, order_id). A file with any invalid row imports
-        nothing and lists every bad row (line, field, reason); exit 1.
+        nothing and lists every bad row (line, field, reason); exit 1. The file is validated, then read again to
+        import: one that reads differently the second time (being written meanwhile, a FIFO) imports nothing; exit 1.
         """
 ) { args in
     let env = try args.environment()
     let path = args.positionals[0]
     let url = try env.databaseURL()
-    func reader() throws -> OrderFileReader {
+    // The file is read twice (validated, then imported: constant memory), and must be the same bytes both times: a
+    // file that changes between the reads (a FIFO, an export job rewriting it) imports nothing.
+    func reader(_ digest: SHA256Stream) throws -> OrderFileReader {
         let handle: FileHandle
         if path == "-" { handle = .standardInput } else {
             guard let h = FileHandle(forReadingAtPath: path) else { throw FatalError("cannot read \(path): no such file or not readable") }
@@ -27,32 +30,62 @@ let ordersImportCommand = Command(
         }
         return OrderFileReader(chunks: {
             let data = handle.readData(ofLength: 1 << 20)
-            return data.isEmpty ? nil : Array(data)
+            if data.isEmpty { return nil }
+            let bytes = Array(data)
+            digest.update(bytes)
+            return bytes
         }, traits: ProviderRegistry.traits)
     }
     // Pass 1: validate everything (streaming), report every bad row.
     var errors: [OrderFileError] = []
     var count = 0
     var buffered: [Order]? = path == "-" ? [] : nil   // stdin can only be read once
-    for record in try reader() {
+    let validated = SHA256Stream()
+    for record in try reader(validated) {
         switch record {
         case .order(let o, _): count += 1; buffered?.append(o)
         case .invalid(let e): errors += e
         }
     }
+    let validatedDigest = validated.finish()
     if !errors.isEmpty {
         let rows = Set(errors.map(\.line)).count
         FileHandle.standardError.write(Data("payrecon: \(path): \(rows) invalid row(s), \(errors.count) problem(s); nothing imported\n".utf8))
         for e in errors { print(e.description) }
         return Exit.finding
     }
-    // Pass 2: upsert in one transaction, in chunks (stdin was kept from pass 1; a file is read again).
+    // Pass 2: upsert in one transaction, in chunks (stdin was kept from pass 1; a file is read again, and committed only
+    // when it read as the same bytes and no row of it is invalid).
     let conn = try connect(url)
     defer { conn.close() }
+    let imported = SHA256Stream()
+    let secondRead = Box()
     let orders: AnySequence<Order> = if let buffered { AnySequence(buffered) } else {
-        AnySequence(try reader().lazy.compactMap { if case .order(let o, _) = $0 { o } else { nil } })
+        AnySequence(try reader(imported).lazy.compactMap { record -> Order? in
+            switch record {
+            case .order(let o, _): return o
+            case .invalid: secondRead.invalid += 1; return nil
+            }
+        })
     }
-    let (inserted, updated) = try OrderStore.upsert(orders, source: path == "-" ? "orders import (stdin)" : "orders import " + URL(fileURLWithPath: path).standardizedFileURL.path, on: conn)
+    let source = path == "-" ? "orders import (stdin)" : "orders import " + URL(fileURLWithPath: path).standardizedFileURL.path
+    let (inserted, updated): (Int, Int)
+    do {
+        (inserted, updated) = try OrderStore.upsert(orders, source: source, on: conn) {
+            guard buffered == nil else { return }
+            if secondRead.invalid > 0 || imported.finish() != validatedDigest { throw FileChanged() }
+        }
+    } catch is FileChanged {
+        FileHandle.standardError.write(Data(("payrecon: \(path) changed while it was imported (it read differently the second time); nothing "
+                                             + "imported: import a copy that nothing is writing to\n").utf8))
+        return Exit.finding
+    }
     print("imported \(count) orders from \(path): \(inserted) new, \(updated) updated, \(count - inserted - updated) unchanged")
     return Exit.ok
 }
+
+/// What the import's second read met, counted as it streams.
+private final class Box: @unchecked Sendable { var invalid = 0 }
+
+/// The import's file read differently the second time.
+private struct FileChanged: Error {}
