@@ -8,7 +8,7 @@ extension OrderFileReader {
 
     /// The next record (blank lines skipped), or nil at the end of the input.
     mutating func readCSVRecord() -> CSVRecord? {
-        switch input.readCSVRecord() {
+        switch input.readCSVRecord(maxFieldBytes: OrderFile.maxFieldBytes, maxFields: OrderFile.maxFields) {
         case nil: return nil
         case let .fields(fields, line)?: return .fields(fields, line: line)
         case let .error(line, reason)?: return .error(OrderFileError(line: line, field: "", reason: reason))

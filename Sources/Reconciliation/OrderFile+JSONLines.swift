@@ -9,6 +9,10 @@ extension OrderFileReader {
             while let byte = input.next() {
                 if ByteInput.isNewline(byte) { input.finishNewline(byte); break }
                 bytes.append(byte)
+                if bytes.count > OrderFile.maxLineBytes {
+                    input.skipLine()   // a hostile file cannot make one line fill the memory
+                    return .invalid([OrderFileError(line: line, field: "", reason: "a line longer than \(OrderFile.maxLineBytes) bytes")])
+                }
             }
             if bytes.allSatisfy(OrderFile.isBlank) { continue }
             return record(line: line, bytes: bytes)

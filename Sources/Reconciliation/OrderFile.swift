@@ -47,6 +47,15 @@ public enum OrderFileRecord: Hashable, Sendable {
 /// A row is invalid for the contract's reasons plus: a duplicate (provider, order_id) within the file (which row
 /// wins would be a guess), a wrong field count, a value of the wrong JSON type, invalid UTF-8.
 public enum OrderFile {
+    /// Bounds on what one row may hold: no key or field of an order comes near them (ids, references, amounts), and a
+    /// hostile file cannot make one row fill the memory (a 200 MiB field took 432 MiB). A row over them is that
+    /// row's error.
+    public static let maxLineBytes = 64 * 1024
+    public static let maxFieldBytes = 16 * 1024
+    public static let maxFields = 64
+    /// The problems an import lists at most; the rest are counted.
+    public static let maxListedProblems = 1000
+
     public enum Format: Sendable, Hashable { case csv, jsonLines }
 
     /// The orders of a whole file, or every problem in it. `traits` are each provider's (the provider registry's).

@@ -48,3 +48,19 @@ import Testing
         }
     }
 }
+
+/// The problems of an order file are listed up to a bound, and the rest counted (issue "strangers, round three",
+/// item 5): a file of 1,500 bad rows prints 1,000 of them and says how many more.
+@Suite("Orders import, bounded") struct OrderImportBoundsTests {
+    @Test func theProblemsListedAreBounded() async throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("orders-\(UUID().uuidString).csv")
+        let rows = (0..<1_500).map { "bogus,O-\($0),,,X,purchase,1.00,USD,open,0" }
+        try (OrderImportTests.header + rows.joined(separator: "\n") + "\n").write(to: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let r = try await PayreconProcess.launch(["orders", "import", file.path], databaseURL: "postgresql://nobody@127.0.0.1:1/none")
+        #expect(r.status == 1)
+        #expect(r.stderr.contains("1500 invalid row(s), 1500 problem(s); nothing imported"), "\(r.stderr)")
+        #expect(r.stdout.split(separator: "\n").count == 1_001, "1,000 listed and one line that counts the rest")
+        #expect(r.stdout.contains("… and 500 more problem(s), not listed"))
+    }
+}

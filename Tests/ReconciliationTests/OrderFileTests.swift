@@ -374,3 +374,29 @@ private func csv(_ rows: String...) -> String { ([header] + rows).joined(separat
         #expect(found.first?.line == 2)
     }
 }
+
+/// Order files are bounded per row (issue "strangers, round three", item 5): a line or field past the bound is that
+/// row's error, the reader goes on with the next row, and memory stays near the bound, not the file's size.
+@Suite struct OrderFileBoundsTests {
+    @Test func aJSONLineLongerThanTheBoundIsItsRowsError() {
+        let long = #"{"provider":"paypal","order_id":"O-1","transaction_ref":""# + String(repeating: "x", count: OrderFile.maxLineBytes + 10) + #""}"#
+        let good = #"{"provider":"paypal","order_id":"O-2","transaction_ref":"PP-2","intent":"purchase","amount":"1.00","currency":"USD","fulfilment":"open"}"#
+        let found = errors(long + "\n" + good + "\n")
+        #expect(found.map(\.line) == [1], "\(found.map(\.description))")
+        #expect(found.first?.reason.contains("longer than \(OrderFile.maxLineBytes) bytes") == true)
+    }
+
+    @Test func aCSVFieldLongerThanTheBoundIsItsRowsError() {
+        let long = "paypal,O-1,,," + String(repeating: "x", count: OrderFile.maxFieldBytes + 10) + ",purchase,1.00,USD,open,0"
+        let found = errors(csv(long, "paypal,O-2,,,PP-2,purchase,1.00,USD,open,0"))
+        #expect(found.map(\.line) == [2], "\(found.map(\.description))")
+        #expect(found.first?.reason.contains("longer than \(OrderFile.maxFieldBytes) bytes") == true)
+    }
+
+    @Test func aRowOfTooManyFieldsIsItsRowsError() {
+        let wide = "paypal,O-1,,,PP-1,purchase,1.00,USD,open,0" + String(repeating: ",", count: OrderFile.maxFields + 5)
+        let found = errors(csv(wide))
+        #expect(found.map(\.line) == [2])
+        #expect(found.first?.reason.contains("more than \(OrderFile.maxFields) fields") == true)
+    }
+}

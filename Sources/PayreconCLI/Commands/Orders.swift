@@ -37,21 +37,25 @@ let ordersImportCommand = Command(
         }, traits: ProviderRegistry.traits)
     }
     // Pass 1: validate everything (streaming), report every bad row.
-    var errors: [OrderFileError] = []
+    var errors: [OrderFileError] = []   // the first OrderFile.maxListedProblems; the rest counted
+    var problems = 0, badRows = Set<Int>()
     var count = 0
     var buffered: [Order]? = path == "-" ? [] : nil   // stdin can only be read once
     let validated = SHA256Stream()
     for record in try reader(validated) {
         switch record {
         case .order(let o, _): count += 1; buffered?.append(o)
-        case .invalid(let e): errors += e
+        case .invalid(let e):
+            problems += e.count
+            if badRows.count < 1_000_000 { badRows.formUnion(e.map(\.line)) }
+            errors += e.prefix(max(0, OrderFile.maxListedProblems - errors.count))
         }
     }
     let validatedDigest = validated.finish()
-    if !errors.isEmpty {
-        let rows = Set(errors.map(\.line)).count
-        FileHandle.standardError.write(Data("payrecon: \(path): \(rows) invalid row(s), \(errors.count) problem(s); nothing imported\n".utf8))
+    if problems > 0 {
+        FileHandle.standardError.write(Data("payrecon: \(path): \(badRows.count) invalid row(s), \(problems) problem(s); nothing imported\n".utf8))
         for e in errors { print(e.description) }
+        if problems > errors.count { print("… and \(problems - errors.count) more problem(s), not listed") }
         return Exit.finding
     }
     // Pass 2: upsert in one transaction, in chunks (stdin was kept from pass 1; a file is read again, and committed only
