@@ -12,7 +12,7 @@ extension Explanation {
         let what = orderID.map { "\(provider) order \($0)" } ?? "\(provider) transaction \(transactionRef) (no stored order holds it)"
         if let s = subject {
             out.append("discrepancy \(s.id): \(s.kind.rawValue) (\(s.status)) on \(what)")
-            out.append("  \(s.detail)")
+            out.append("  \(s.detail.terminalSafe)")
             let guide = KindGuide.of(s.kind)
             out.append("  \(guide.title): \(guide.meaning) Next: \(guide.nextStep)")
             out.append("  expected \(s.expected.serializedText), found \(s.actual.serializedText); seen \(s.occurrences)× "
@@ -53,7 +53,7 @@ extension Explanation {
             let source = v.source == "table" ? "the orders table (written by the merchant's systems)" : v.source
             return ["\(at)  \(verb) from \(source): " + v.fields.map { "\($0.0) \($0.1.isEmpty ? "-" : $0.1)" }.joined(separator: ", ")]
         case .delivery(let d):
-            return ["\(at)  delivery \(d.id) \(d.eventType ?? "(no event type)") received; \(d.status)" + (d.outcome.map { ": \($0)" } ?? "")]
+            return ["\(at)  delivery \(d.id) \(d.eventType ?? "(no event type)") received; \(d.status)" + (d.outcome.map { ": \($0.terminalSafe)" } ?? "")]
         case .check(let c):
             var l = ["\(at)  \(c.source) check (evidence \(c.evidenceID)"
                      + (c.deliveryID.map { ", delivery \($0)" } ?? "") + "): "
@@ -78,7 +78,7 @@ extension Explanation {
             return l
         case .opened(let d):
             return ["\(at)  discrepancy \(d.id) \(d.kind.rawValue) opened" + (d.evidenceID.map { " (evidence \($0))" } ?? "")
-                    + (d.status == "open" ? ", open" : d.status == "acknowledged" ? ", acknowledged" : "") + ": \(d.detail)"]
+                    + (d.status == "open" ? ", open" : d.status == "acknowledged" ? ", acknowledged" : "") + ": \(d.detail.terminalSafe)"]
         case .resolved(let d):
             return ["\(at)  discrepancy \(d.id) \(d.kind.rawValue) resolved: a later check no longer found it as it was"]
         case .planned(let a):
@@ -89,7 +89,7 @@ extension Explanation {
             var l = ["\(at)  action \(a.id) call, attempt \(c.attempt)" + (c.evidenceID.map { " after re-fetch (evidence \($0))" } ?? "")
                      + ": \(c.method) \(c.url), idempotency key \(c.idempotencyKey ?? "(none)")"]
             if !c.request.isEmpty { l.append("      sent:"); l += Self.indented(Self.preview(c.request, length: c.request.count, limit: bodyLimit)) }
-            l.append("      → \(c.status.map(String.init) ?? "no answer"), sha256 \(c.sha256): \(c.outcome ?? "outcome not recorded")")
+            l.append("      → \(c.status.map(String.init) ?? "no answer"), sha256 \(c.sha256): \((c.outcome ?? "outcome not recorded").terminalSafe)")
             l += Self.indented(c.body.map { Self.preview($0, length: c.length, limit: bodyLimit) } ?? Self.notKept(c.length))
             return l
         }
@@ -108,7 +108,8 @@ extension Explanation {
 
     static func time(_ date: Date) -> String { Timestamp.iso8601Millis(date) }
 
-    static func indented(_ text: String) -> [String] { text.split(separator: "\n", omittingEmptySubsequences: false).map { "        " + $0 } }
+    /// An answer or request quoted: each line behind a gutter, so none of a provider's lines can pass for one of payrecon's.
+    static func indented(_ text: String) -> [String] { text.split(separator: "\n", omittingEmptySubsequences: false).map { "        | " + $0 } }
 
     /// The body as text (UTF-8), else as base64; cut past `limit` bytes with how much was left out (`length`: the
     /// whole answer's size, when only its start was read).

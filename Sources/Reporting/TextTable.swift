@@ -50,29 +50,11 @@ public struct TextTable: Sendable {
     }
 
     /// Control characters (ESC, CR, LF, ...) shown as escapes, so a stored value can neither move the cursor nor
-    /// break the alignment: "a\nb" → "a\\nb", ESC → "\\u{1B}".
-    public static func safe(_ text: String) -> String {
-        guard text.unicodeScalars.contains(where: isControl) else { return text }
-        var out = ""
-        for s in text.unicodeScalars {
-            switch s {
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where isControl(s): out += "\\u{" + String(s.value, radix: 16, uppercase: true) + "}"
-            default: out.unicodeScalars.append(s)
-            }
-        }
-        return out
-    }
+    /// break the alignment: "a\nb" → "a\\nb", ESC → "\\u{1B}" (`String.terminalSafe`, the one rule).
+    public static func safe(_ text: String) -> String { text.terminalSafe }
 
     /// As `safe`, keeping the line breaks of a multi-line text (each line made safe on its own).
     public static func safeMultiline(_ text: String) -> String {
         text.split(separator: "\n", omittingEmptySubsequences: false).map { safe(String($0)) }.joined(separator: "\n")
-    }
-
-    static func isControl(_ s: Unicode.Scalar) -> Bool {
-        s.value < 0x20 || (0x7F...0x9F).contains(s.value) || s.value == 0x2028 || s.value == 0x2029
-            || (0x202A...0x202E).contains(s.value) || (0x2066...0x2069).contains(s.value)   // bidi overrides
     }
 }

@@ -291,3 +291,46 @@ import Testing
         }
     }
 }
+
+/// A stranger's bytes never reach the terminal as they are (issue "strangers, round three", item 4): the raw
+/// PAYPAL-CERT-URL of a rejected sample, with escape sequences that set the title, clear the screen and draw a green
+/// "ok" over the FAIL, is written by `doctor` as visible escapes on its one line; the body of `rejections show` is
+/// behind a gutter, so none of its lines can pass for one of payrecon's.
+@Suite("Strangers' bytes on the terminal", .serialized) struct TerminalEscapingTests {
+    static let hostile = "https://api.sandbox.paypal.com/v1/notifications/certs/\u{1B}]0;pwned\u{07}\u{1B}[2J\u{1B}[32mok   everything\u{1B}[0m\nok   paypal certificate of the last stored delivery"
+
+    @Test func doctorWritesARejectedSamplesCertificateURLAsEscapes() async throws {
+        try await WorkerHarness.with { h in
+            let headers = DeliveryStore.headersJSON([("PAYPAL-CERT-URL", Self.hostile), ("PAYPAL-TRANSMISSION-ID", "T-1")])
+            try h.execute("""
+                INSERT INTO rejected_deliveries (provider, reason, message, headers, body_prefix, body_bytes)
+                VALUES ('paypal', 'untrusted_certificate', 'refused', $1::jsonb, ''::bytea, 0)
+                """, [.text(headers)])
+            let run = try await DoctorTests.doctor(DoctorTests.environment(h, roots: DoctorTests.digiCertRoots), ["--provider", "paypal"])
+            let bytes = Array(run.result.stdout.utf8)
+            #expect(!bytes.contains(0x1B) && !bytes.contains(0x07), "no escape sequence reaches the terminal: \(run.description)")
+            #expect(run.lines.filter { $0.contains("paypal certificate of the last stored delivery") }.count == 1,
+                    "the stranger's newline did not make a line of its own: \(run.description)")
+            #expect(run.result.stdout.contains("\\u{1B}]0;pwned"), "\(run.description)")
+        }
+    }
+
+    @Test func rejectionsShowKeepsABodysLinesBehindAGutter() async throws {
+        try await WorkerHarness.with { h in
+            let body = "{\"id\":1}\n2026-12-07T00:00:00Z  delivery 9 PAYMENT.CAPTURE.COMPLETED received; done\n\u{1B}[2Jok"
+            try h.execute("""
+                INSERT INTO rejected_deliveries (provider, reason, message, headers, body_prefix, body_bytes)
+                VALUES ('pxp', 'invalid_signature', 'forged\nok', '[]'::jsonb, $1::bytea, $2)
+                """, [.bytea(Array(body.utf8)), .int64(Int64(body.utf8.count))])
+            let id = try h.database.count("SELECT max(id) FROM rejected_deliveries")
+            let r = try await PayreconProcess.launch(["rejections", "show", String(id)], databaseURL: h.database.url)
+            #expect(r.status == 0, "\(r.stderr)")
+            #expect(!Array(r.stdout.utf8).contains(0x1B), "\(r.stdout)")
+            let afterBody = r.stdout.components(separatedBy: "body:\n").last ?? ""
+            let bodyLines = afterBody.split(separator: "\n").prefix(3)
+            #expect(bodyLines.count == 3 && bodyLines.allSatisfy { $0.hasPrefix("  | ") }, "\(r.stdout)")
+            #expect(!r.stdout.split(separator: "\n").contains { $0.hasPrefix("2026-12-07T00:00:00Z") }, "\(r.stdout)")
+            #expect(r.stdout.contains("forged\\nok"), "the message is one line: \(r.stdout)")
+        }
+    }
+}

@@ -400,3 +400,24 @@ private func csv(_ rows: String...) -> String { ([header] + rows).joined(separat
         #expect(found.first?.reason.contains("more than \(OrderFile.maxFields) fields") == true)
     }
 }
+
+/// The one rule for text from outside on a terminal (`String.terminalSafe`): every control character visible as an
+/// escape, nothing else changed.
+@Suite struct TerminalSafeTests {
+    @Test(arguments: [
+        ("plain é 🐙", "plain é 🐙"),
+        ("a\nb\r\tc", "a\\nb\\r\\tc"),
+        ("\u{1B}]0;title\u{07}", "\\u{1B}]0;title\\u{7}"),
+        ("\u{7F}\u{85}\u{9B}", "\\u{7F}\\u{85}\\u{9B}"),
+        ("left\u{202E}right\u{2066}", "left\\u{202E}right\\u{2066}"),
+        ("line\u{2028}sep", "line\\u{2028}sep"),
+    ])
+    func escapes(text: String, shown: String) {
+        #expect(text.terminalSafe == shown)
+        #expect(!shown.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) })
+    }
+
+    @Test func linesBehindAGutter() {
+        #expect("a\n\u{1B}b".terminalSafeLines() == "  | a\n  | \\u{1B}b")
+    }
+}

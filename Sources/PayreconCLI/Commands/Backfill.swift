@@ -84,11 +84,12 @@ let backfillCommand = Command(
         print("  webhook events: \(summary.eventWindowsRead) windows read, \(summary.eventWindowsSkipped) read before; \(summary.eventRequests) requests; \(summary.eventsListed) events listed, \(summary.eventsStored) payrecon had not stored (stored now for payrecon work)")
     }
     if let start = summary.eventsFrom, let why = summary.eventsFromWhy {
-        print("  webhook events listed from \(UnixTime.iso8601(start)) only: \(why)")
+        print("  webhook events listed from \(UnixTime.iso8601(start)) only: \(why.terminalSafe)")
     }
     if let reach = summary.reach { print("  \(provider.rawValue)'s data reaches \(UnixTime.iso8601(reach)) for now: a later run reads on from there") }
-    for problem in summary.problems { print("  \(problem)") }
-    for item in summary.notChecked { print("  not checked: \(item)") }
+    // Problems and items quote the provider's answers: one line each, as the terminal shows it.
+    for problem in summary.problems { print("  \(problem.terminalSafe)") }
+    for item in summary.notChecked { print("  not checked: \(item.terminalSafe)") }
     if !summary.refused.isEmpty { return Exit.usage }
     return summary.problems.isEmpty && summary.notChecked.isEmpty ? Exit.ok : Exit.finding
 }

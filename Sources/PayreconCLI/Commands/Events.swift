@@ -62,9 +62,9 @@ let eventsShowCommand = Command(
         print("  \(safe(name)): \(safe(redacted))")
     }
     print("body (\(d.body.count) bytes):")
-    // Line by line, so a pretty-printed body keeps its lines while every other control character is escaped.
-    print(String(decoding: d.body.prefix(64 * 1024), as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
-        .map { safe(String($0)) }.joined(separator: "\n"))
+    // Line by line behind a gutter, so a pretty-printed body keeps its lines, every other control character is
+    // escaped, and none of its lines can pass for one of payrecon's.
+    print(String(decoding: d.body.prefix(64 * 1024), as: UTF8.self).terminalSafeLines())
     return Exit.ok
 }
 

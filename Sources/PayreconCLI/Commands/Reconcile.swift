@@ -53,7 +53,7 @@ let reconcileCommand = Command(
                            deliveriesKeptSeconds: deliveriesKept), log: context.logger)
             let events = b.eventRequests > 0 ? "; \(b.eventsListed) webhook events listed, \(b.eventsStored) payrecon had not stored (stored now for payrecon work)" : ""
             print("backfill \(backfillProvider.rawValue): \(b.windowsRead) windows read, \(b.found) transactions listed, \(b.ordersChecked) orders re-checked, \(b.unknown) no order holds\(events)")
-            for problem in b.problems + b.notChecked.map({ "not checked: " + $0 }) { print("  \(problem)") }
+            for problem in b.problems + b.notChecked.map({ "not checked: " + $0 }) { print("  \(problem.terminalSafe)") }
             for why in b.refused { FileHandle.standardError.write(Data("payrecon: PAYRECON_BACKFILL \(backfillProvider.rawValue): a list was refused and skipped: \(why)\n".utf8)) }
             if !b.problems.isEmpty || !b.notChecked.isEmpty || !b.refused.isEmpty { backfillFailed = true }
         } catch let failure as Backfill.Failure {
@@ -85,7 +85,7 @@ let reconcileCommand = Command(
     print("reconcile run \(summary.runID): checked \(t.checked), matched \(t.matched), discrepancies opened \(t.opened), resolved \(t.resolved), actions emitted \(t.actionsEmitted), errors \(t.errors) in \(String(format: "%.1f", seconds))s")
     if !summary.errors.isEmpty {
         print("not checked:")
-        for e in summary.errors.prefix(50) { print("  \(e)") }
+        for e in summary.errors.prefix(50) { print("  \(e.terminalSafe)") }   // a provider's words, one line each
         if summary.errors.count > 50 { print("  … and \(t.errors - 50) more (see runs.error_list for run \(summary.runID))") }
     }
     if context.executeActions { _ = await context.executor.executePending() }

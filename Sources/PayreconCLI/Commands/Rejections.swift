@@ -63,8 +63,8 @@ let rejectionsShowCommand = Command(
         """)
     for (name, value) in r.headers { print("  \(safe(name)): \(safe(value))") }
     print("body:")
-    print(String(decoding: r.bodyPrefix, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
-        .map { safe(String($0)) }.joined(separator: "\n"))
+    // A stranger's bytes: behind a gutter, each line escaped (none can pass for a line of payrecon's).
+    print(String(decoding: r.bodyPrefix, as: UTF8.self).terminalSafeLines())
     guard let directory = try args.value(exportDirectory) else { return Exit.ok }
     let dir = URL(fileURLWithPath: directory)
     do {

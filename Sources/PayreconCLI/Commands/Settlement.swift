@@ -81,7 +81,7 @@ let settlementImportCommand = Command(
                   + (imported.summary.day.map { ", day \($0)" } ?? "")
                   + (kinds.isEmpty ? "; nothing to report" : "; " + kinds.joined(separator: ", ")))
             if imported.pending > 0 { print("  \(imported.pending) rows of transactions not completed yet (not kept)") }
-            for problem in imported.summary.problems { print("  incomplete: \(problem)") }
+            for problem in imported.summary.problems { print("  incomplete: \(problem.terminalSafe)") }
         } catch let error as SettlementReportError {
             failed += 1
             FileHandle.standardError.write(Data("payrecon: \(path): \(error); nothing of it imported. Fetch the file again from PayPal's SFTP, or check it with payrecon settlement verify.\n".utf8))
@@ -126,16 +126,17 @@ let settlementVerifyCommand = Command(
             }
         }
     } catch let error as SettlementReportError {
-        print("\(path): unreadable: \(error)")
+        print("\(path.terminalSafe): unreadable: \(String(describing: error).terminalSafe)")
         return Exit.finding
     }
-    print("\(path): \(summary.kind ?? "report")" + (summary.day.map { " of \($0)" } ?? "") + (summary.account.map { ", account \($0)" } ?? "")
+    print("\(path.terminalSafe): \((summary.kind ?? "report").terminalSafe)" + (summary.day.map { " of \($0)" } ?? "")
+          + (summary.account.map { ", account \($0.terminalSafe)" } ?? "")
           + ", \(summary.bodyRows) body rows, sha256 \(Hex.encode(chunks.sha.finish()))")
     for (code, t) in perCurrency.sorted(by: { $0.key < $1.key }) {
         let exponent = Currency(code: code)?.exponent ?? 2
         print("  \(code): \(t.lines) lines, credits \(ReportSummary.format(t.credit, exponent: exponent)), debits \(ReportSummary.format(t.debit, exponent: exponent))")
     }
     if summary.problems.isEmpty { print("ok"); return Exit.ok }
-    for problem in summary.problems { print("incomplete: \(problem)") }
+    for problem in summary.problems { print("incomplete: \(problem.terminalSafe)") }
     return Exit.finding
 }

@@ -27,9 +27,10 @@ public struct DoctorCheck: Sendable, Equatable {
 
     /// `ok   pxp credentials: …`, `FAIL paypal disputes permission: …`, `skip …`: the status first, so a run reads down
     /// one column.
+    /// One line whatever the detail quotes (a sender's certificate URL, a provider's answer): `terminalSafe`.
     public var line: String {
         let tag = switch status { case .ok: "ok  "; case .failed: "FAIL"; case .skipped: "skip" }
-        return detail.isEmpty ? "\(tag) \(name)" : "\(tag) \(name): \(detail)"
+        return detail.isEmpty ? "\(tag) \(name.terminalSafe)" : "\(tag) \(name.terminalSafe): \(detail.terminalSafe)"
     }
 }
 
