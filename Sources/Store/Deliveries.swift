@@ -212,6 +212,11 @@ public enum DeliveryStore {
     /// Samples kept per (provider, reason, hour), and per (provider, reason, day).
     public static let samplesPerHour = 20
     public static let samplesPerDay = 100
+    /// Rows of `rejection_counts` an hour, over every provider and reason and every receiver sharing the database
+    /// (about 130 bytes each with its index entries: some 260 KiB an hour, 6 MiB a day at worst): past them a source
+    /// not yet counted this hour is counted as `other`. A statement's new sources may pass the bound by the number it
+    /// carries (one flush of one receiver).
+    public static let countedSourcesPerHour = 2000
 
     /// Records rejections in one short transaction of their own (never in a delivery's): the counts added up, and
     /// each sample stored only while its (provider, reason, hour) has fewer than `samplesPerHour` and its (provider,
@@ -221,12 +226,21 @@ public enum DeliveryStore {
     public static func recordRejections(_ counts: [RejectionCount], samples: [Rejection], on conn: PostgresConnection) throws -> Int {
         var statements = [PostgresStatement("BEGIN")]
         if !counts.isEmpty {
+            // A source already counted this hour adds to its row; a new one gets a row while the hour holds fewer than
+            // `countedSourcesPerHour` rows (all providers, reasons and receivers), else it counts as `other`.
             statements.append(PostgresStatement("""
                 INSERT INTO rejection_counts (provider, reason, source, hour, count)
-                SELECT p, r, s, to_timestamp(h), c FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[]) AS x(p, r, s, h, c)
+                SELECT m.p, m.r, m.src, m.hr, sum(m.c) FROM (
+                    SELECT x.p, x.r, to_timestamp(x.h) AS hr, x.c,
+                           CASE WHEN EXISTS (SELECT 1 FROM rejection_counts rc WHERE rc.provider = x.p AND rc.reason = x.r
+                                                 AND rc.source = x.s AND rc.hour = to_timestamp(x.h))
+                                  OR (SELECT count(*) FROM rejection_counts rc WHERE rc.hour = to_timestamp(x.h)) < $6
+                                THEN x.s ELSE 'other' END AS src
+                    FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[]) AS x(p, r, s, h, c)) m
+                GROUP BY m.p, m.r, m.src, m.hr
                 ON CONFLICT (provider, reason, source, hour) DO UPDATE SET count = rejection_counts.count + EXCLUDED.count
                 """, [.textArray(counts.map(\.provider)), .textArray(counts.map(\.reason)), .textArray(counts.map(\.source)),
-                      .int64Array(counts.map(\.hour)), .int64Array(counts.map(\.count))]))
+                      .int64Array(counts.map(\.hour)), .int64Array(counts.map(\.count)), .int64(Int64(countedSourcesPerHour))]))
         }
         for r in samples {
             statements.append(PostgresStatement("""

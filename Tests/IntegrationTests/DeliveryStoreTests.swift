@@ -107,3 +107,28 @@ import Testing
         #expect(try row.string("timeout") == "5s")
     }
 }
+
+/// `rejection_counts` is bounded per hour over every receiver sharing the database (issue "strangers, round three",
+/// item 6): three receivers counting 1,500 new sources each in one hour keep at most `countedSourcesPerHour` rows
+/// (and one flush's worth past it); the rest count as `other`, and no rejection goes uncounted.
+@Suite struct RejectionCountBoundTests {
+    @Test func sourcesPerHourAreBoundedAcrossReceivers() throws {
+        let db = try TestDatabase.create()
+        defer { db.drop() }
+        let conn = try db.connect(); defer { conn.close() }
+        let hour = Int64(Date().timeIntervalSince1970) / 3600 * 3600
+        for receiver in 0..<3 {
+            for flush in 0..<6 {
+                let counts = (0..<250).map { i in
+                    RejectionCount(provider: "pxp", reason: receiver == 0 ? "invalid_signature" : "malformed_body",
+                                   source: "10.\(receiver).\(flush).\(i)", hour: hour, count: 2)
+                }
+                try DeliveryStore.recordRejections(counts, samples: [], on: conn)
+            }
+        }
+        let rows = try db.count("SELECT count(*) FROM rejection_counts")
+        #expect(rows <= Int64(DeliveryStore.countedSourcesPerHour + 250 + 2), "rows: \(rows)")
+        #expect(try db.count("SELECT sum(count)::bigint FROM rejection_counts") == 3 * 6 * 250 * 2, "every rejection counted")
+        #expect(try db.count("SELECT count(*) FROM rejection_counts WHERE source = 'other'") >= 1)
+    }
+}
