@@ -147,6 +147,27 @@ struct ReceiverTests {
         }
     }
 
+    /// Issue "strangers, round three", item 1: the genuine delivery's headers with its transmission id padded ("T ",
+    /// "T\t": libmicrohttpd keeps trailing spaces and tabs) verified against the same signature and were stored as new
+    /// transmissions, each free to carry a body forged to the CRC32 PayPal signed. Now refused, nothing stored.
+    @Test(arguments: [" ", "\t"])
+    func aForgedBodyUnderAPaddedTransmissionIdIsRefused(pad: String) async throws {
+        let genuine = #"{"id":"WH-GENUINE-1","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_type":"capture","resource":{"id":"CAP-G1","status":"COMPLETED"}}"#
+        let forged = #"{"id":"WH-FORGED-6","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_type":"capture","resource":{"id":"CAP-EVIL","status":"COMPLETED"},"pad":"aK#L"}"#
+        #expect(CRC32.checksum(Array(genuine.utf8)) == CRC32.checksum(Array(forged.utf8)))
+        try await ReceiverHarness.with { h in
+            let headers = try h.paypal.headers(body: Array(genuine.utf8), webhookID: ReceiverHarness.paypalWebhookID)
+            let a = try await h.post("/webhooks/paypal", headers: headers, body: Array(genuine.utf8))
+            #expect(a.status == 200 && a.outcome == "accepted")
+            let padded = headers.map { $0.0.lowercased() == "paypal-transmission-id" ? ($0.0, $0.1 + pad) : $0 }
+            let b = try await h.post("/webhooks/paypal", headers: padded, body: Array(forged.utf8))
+            #expect(b.status == 401, "\(String(decoding: b.body, as: UTF8.self))")
+            #expect(String(decoding: b.body, as: UTF8.self).contains("invalid_signature"))
+            #expect(try h.database.count("SELECT count(*) FROM deliveries") == 1)
+            #expect(try h.database.count("SELECT count(*) FROM transmissions") == 1, "no padded transmission id stored")
+        }
+    }
+
     struct ErrorCase: Sendable, CustomStringConvertible {
         var name: String
         var status: Int
