@@ -309,6 +309,8 @@ enum Route: Equatable {
     case paypalCert(String)
     case paypalSale(String)
     case paypalSaleRefund(String)
+    /// `GET /v1/payments/refund/{id}`: a v1 refund.
+    case paypalV1Refund(String)
     case paypalDispute(String)
     case paypalDisputes
     case paypalTransactionSearch
@@ -349,6 +351,7 @@ enum Route: Equatable {
             else if s.count == 4, s[1] == "notifications", s[2] == "certs" { self = .paypalCert(s[3]) }
             else if s.count == 4, s[1] == "payments", s[2] == "sale" { self = .paypalSale(s[3]) }
             else if s.count == 5, s[1] == "payments", s[2] == "sale", s[4] == "refund" { self = .paypalSaleRefund(s[3]) }
+            else if s.count == 4, s[1] == "payments", s[2] == "refund" { self = .paypalV1Refund(s[3]) }
             else if s.count == 4, s[1] == "customer", s[2] == "disputes" { self = .paypalDispute(s[3]) }
             else if s.count == 3, s[1] == "customer", s[2] == "disputes" { self = .paypalDisputes }
             else if s.count == 3, s[1] == "reporting", s[2] == "transactions" { self = .paypalTransactionSearch }
@@ -403,7 +406,7 @@ enum Route: Equatable {
         switch self {
         case .pxpTransaction, .pxpModifications: return "pxp"
         case .paypalToken, .paypalOrder, .paypalAuthorization, .paypalAuthorizationCapture, .paypalAuthorizationVoid,
-             .paypalCapture, .paypalCaptureRefund, .paypalRefund, .paypalCert, .paypalSale, .paypalSaleRefund, .paypalDispute,
+             .paypalCapture, .paypalCaptureRefund, .paypalRefund, .paypalCert, .paypalSale, .paypalSaleRefund, .paypalV1Refund, .paypalDispute,
              .paypalDisputes, .paypalTransactionSearch, .paypalWebhookEvents: return "paypal"
         case .paypercutIntent, .paypercutIntentCapture, .paypercutIntentCancel, .paypercutPayment, .paypercutRefunds,
              .paypercutPaymentList, .paypercutRefundList: return "paypercut"
@@ -447,6 +450,7 @@ enum Route: Equatable {
         case .paypalCert: return "paypal.cert"
         case .paypalSale: return "paypal.get_sale"
         case .paypalSaleRefund: return "paypal.refund_sale"
+        case .paypalV1Refund: return "paypal.get_v1_refund"
         case .paypalDispute: return "paypal.get_dispute"
         case .paypalDisputes: return "paypal.list_disputes"
         case .paypalTransactionSearch: return "paypal.search_transactions"

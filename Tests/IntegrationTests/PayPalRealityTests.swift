@@ -213,3 +213,35 @@ import Worker
         }
     }
 }
+
+/// Issue "strangers, round three" (§6): a v1 sale refund's amount is read from `GET /v1/payments/refund/{id}`, never
+/// from the PAYMENT.SALE.REFUNDED body. A body stating 1.00 for a 5.00 dashboard refund used to leave R at 1.00, and
+/// payrecon refunded 4.00 more.
+@Suite("A sale refund's amount from the answer", .serialized) struct SaleRefundAmountTests {
+    @Test func theRefundsAmountIsPayPalsNotTheEvents() async throws {
+        try await WorkerHarness.with { h in
+            try await h.admin("/admin/paypal/sales", #"{"id":"SALE-AM","state":"completed","amount":"20.00","currency":"USD","parent_payment":"PAY-AM"}"#)
+            try h.insert(WorkerHarness.order(.paypal, "ORD-AM", ref: "PAY-AM", intent: .purchase, amount: 2000, currency: "USD", refund: 500, merchant: nil))
+            _ = try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.SALE.COMPLETED","resource_id":"SALE-AM"}"#)
+            #expect(await h.runOnce().done == 1)
+            // 5.00 refunded in PayPal's dashboard; the event about it says 1.00.
+            let dashboard = await ActionSafetyTests.elsewhere(h).refundSale("SALE-AM", amount: Money(minorUnits: 500, currency: Currency(code: "USD")!),
+                                                                          requestID: "dashboard-refund-am")
+            guard case .found(let answer) = dashboard, let refundID = answer["id"]?.stringValue else { Issue.record("\(dashboard)"); return }
+            _ = try h.execute("DELETE FROM actions")   // whatever the first check planned before the dashboard refund
+            let body = #"""
+                {"id":"WH-AM-1","event_type":"PAYMENT.SALE.REFUNDED","resource_type":"refund",
+                 "resource":{"id":"\#(refundID)","state":"completed","amount":{"total":"1.00","currency":"USD"},"sale_id":"SALE-AM","parent_payment":"PAY-AM"}}
+                """#
+            let id = try h.store(.paypal, json: body)
+            #expect(await h.runOnce().done == 1)
+            #expect(try h.delivery(id).outcome == "re-checked paypal order ORD-AM")
+            let conn = try h.database.connect(); defer { conn.close() }
+            let amount = try conn.query("SELECT amount_minor FROM transaction_links WHERE external_id = $1", [.text(refundID)]).first?.int64("amount_minor")
+            #expect(amount == 500, "the link holds PayPal's 5.00, not the event's 1.00")
+            #expect(try h.actions().filter { $0.status == .pending }.isEmpty, "R = 5.00 already: nothing more to refund")
+            _ = await h.executor.executePending()
+            #expect(h.simulator.paypalSaleRefunds(of: "SALE-AM") == [500])
+        }
+    }
+}

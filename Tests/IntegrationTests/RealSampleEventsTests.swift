@@ -76,9 +76,10 @@ import Worker
         Sample(file: "samples/PAYMENT.SALE.REFUNDED.v1.constructed.json",
                seeds: [("/admin/paypal/sales", #"{"id":"7DW85331GX749735N","state":"partially_refunded","amount":"20.00","currency":"USD","parent_payment":"PAY-1A142943SV880364LKVJEFPQ"}"#)],
                // A sale refund names its sale, not the sale's agreement: the sale is read once to find its order (its
-               // billing_agreement_id and parent_payment), then again by the check.
+               // billing_agreement_id and parent_payment), then again by the check; the refund is read for its amount
+               // (never the event's), and PayPal does not know this constructed one.
                order: ("ORD-S1", "PAY-1A142943SV880364LKVJEFPQ"), status: "done", outcome: "re-checked paypal order ORD-S1",
-               fetches: ["paypal.get_sale": 2]),
+               fetches: ["paypal.get_sale": 2, "paypal.get_v1_refund": 1]),
     ]
 
     static func body(_ file: String) throws -> [UInt8] {

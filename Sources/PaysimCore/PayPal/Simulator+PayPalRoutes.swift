@@ -80,6 +80,12 @@ extension Simulator {
                 guard let sale = s.paypal.sales[id] else { throw SimError.paypalNotFound("The requested resource ID was not found.") }
                 return .json(200, s.paypal.saleJSON(sale, base: s.config.publicBaseURL))
             }
+        case .paypalV1Refund(let id):
+            try expect("GET"); try checkBearer(r)
+            return try state.withLock { s throws(SimError) in
+                guard let refund = s.paypal.saleRefunds[id] else { throw SimError.paypalNotFound("The requested resource ID was not found.") }
+                return .json(200, s.paypal.saleRefundJSON(refund, base: s.config.publicBaseURL))
+            }
         case .paypalSaleRefund(let id):
             try expect("POST"); try checkBearer(r)
             return paypalAction(route, r) { s, body throws(SimError) in

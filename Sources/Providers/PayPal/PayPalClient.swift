@@ -129,6 +129,11 @@ public final class PayPalClient: Sendable {
         await call(method: "GET", segments: ["v1", "payments", "sale", id])
     }
 
+    /// GET /v1/payments/refund/{id}: a v1 refund (of a sale), its `amount {total, currency}` and `state`.
+    public func saleRefund(_ id: String) async -> ProviderOutcome<JSONValue> {
+        await call(method: "GET", segments: ["v1", "payments", "refund", id])
+    }
+
     /// POST /v1/payments/sale/{id}/refund with `amount {total, currency}`.
     public func refundSale(_ id: String, amount: Money, requestID: String) async -> ProviderOutcome<JSONValue> {
         let units = amount.minorUnits / PayPalCurrencies.unit(amount.currency)

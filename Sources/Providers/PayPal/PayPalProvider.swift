@@ -277,14 +277,23 @@ public enum PayPalProvider {
             return .found(out)
         }
 
-        /// A refund of a sale (either shape of PAYMENT.SALE.REFUNDED): the refund is learned (its amount as the event
-        /// states it), and its order is looked for by the sale, its parent payment and its billing agreement.
-        func saleRefund(_ id: String, sale saleID: String, parent: String?, amount: String?, currency currencyCode: String?,
+        /// A refund of a sale (either shape of PAYMENT.SALE.REFUNDED): the refund is learned with its amount and state
+        /// as PayPal's answer states them (`GET /v1/payments/refund/{id}`), never as the event does; one PayPal does not
+        /// show is learned without an amount (a partially refunded sale then takes no further refund: what is left of
+        /// it is not known). Its order is looked for by the sale, its parent payment and its billing agreement.
+        func saleRefund(_ id: String, sale saleID: String, parent: String?, amount _: String?, currency _: String?,
                         client: PayPalClient) async -> ProviderOutcome<EventContent> {
             var refund = TransactionLink(externalID: id, parentExternalID: saleID, orderID: nil, kind: ActionKind.refund.rawValue,
-                                         currency: currencyCode, state: "completed", source: .learned)
-            if let amount, let code = currencyCode, let currency = Currency(code: code) {
-                refund.amount = try? PayPalSaleMapping.amount(.string(amount), "resource.amount.total", currency)
+                                         source: .learned)
+            switch await client.saleRefund(id) {
+            case .found(let answer):
+                refund.state = answer["state"]?.stringValue
+                if let code = answer["amount"]?["currency"]?.stringValue, let currency = Currency(code: code) {
+                    refund.currency = code
+                    refund.amount = try? PayPalSaleMapping.amount(answer["amount"]?["total"], "amount.total", currency)
+                }
+            case .notFound: break
+            case let other: return other.failure(as: EventContent.self)!
             }
             // The refund names its sale, not the sale's billing agreement (what a subscription order lists): the
             // sale's own answer does, so the order is found whichever of the sale's events comes first.
@@ -408,8 +417,10 @@ public enum PayPalProvider {
                 guard case .found(let answer) = result, let id = answer["id"]?.stringValue else {
                     return ActionCallResult(result.map { $0["id"]?.stringValue ?? target })
                 }
+                // What moved is what PayPal's answer states (its amount.total), not what was asked.
+                let moved = (try? PayPalSaleMapping.amount(answer["amount"]?["total"], "amount.total", call.amount.currency)) ?? call.amount.minorUnits
                 let refund = TransactionLink(externalID: id, parentExternalID: target, orderID: call.order.orderID, kind: ActionKind.refund.rawValue,
-                                             amount: call.amount.minorUnits, currency: call.amount.currency.code,
+                                             amount: moved, currency: call.amount.currency.code,
                                              state: answer["state"]?.stringValue ?? "completed", source: .payrecon, actionID: call.actionID)
                 return ActionCallResult(.found(id), links: [refund])
             case .increment: return ActionCallResult(.permanent(status: 0, body: "PayPal has no incremental authorization"))
