@@ -285,8 +285,16 @@ public enum PayPalProvider {
                         client: PayPalClient) async -> ProviderOutcome<EventContent> {
             var refund = TransactionLink(externalID: id, parentExternalID: saleID, orderID: nil, kind: ActionKind.refund.rawValue,
                                          source: .learned)
+            var saleID = saleID, named = true   // `named`: the sale is the one the event named
             switch await client.saleRefund(id) {
             case .found(let answer):
+                // The sale it refunds is the one PayPal's answer names: a body naming a real refund under another
+                // sale's id would otherwise count that refund in this sale's R.
+                if let own = answer["sale_id"]?.stringValue, !own.isEmpty, own != saleID {
+                    saleID = own
+                    named = false
+                    refund.parentExternalID = own
+                }
                 refund.state = answer["state"]?.stringValue
                 if let code = answer["amount"]?["currency"]?.stringValue, let currency = Currency(code: code) {
                     refund.currency = code
@@ -297,7 +305,8 @@ public enum PayPalProvider {
             }
             // The refund names its sale, not the sale's billing agreement (what a subscription order lists): the
             // sale's own answer does, so the order is found whichever of the sale's events comes first.
-            var alternatives = [parent].compactMap { $0 }
+            // (The event's parent_payment only when its sale is the refund's own.)
+            var alternatives = named ? [parent].compactMap { $0 } : []
             switch await client.sale(saleID) {
             case .found(let sale):
                 for name in [sale["billing_agreement_id"], sale["parent_payment"]].compactMap({ $0?.stringValue })
