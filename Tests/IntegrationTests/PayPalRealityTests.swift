@@ -161,8 +161,9 @@ import Worker
         }
     }
 
-    /// A v1 sale lost to a chargeback reads `refunded` (the v1 sale states have no reversed); the
-    /// PAYMENT.SALE.REVERSED event that named it makes it V, not R: `reversed`, never `over_refunded`.
+    /// A v1 sale lost to a chargeback reads `refunded` (the v1 sale states have no reversed); the dispute PayPal's
+    /// disputes API shows resolved in the buyer's favour (learned from its CUSTOMER.DISPUTE.* event) makes it V, not R:
+    /// `reversed`, never `over_refunded`. A PAYMENT.SALE.REVERSED alone decides nothing.
     @Test func aChargedBackSaleIsReversedNotRefunded() async throws {
         try await WorkerHarness.with { h in
             try await h.admin("/admin/paypal/sales", #"{"id":"SALE-4","state":"completed","amount":"20.00","currency":"USD","parent_payment":"PAY-4"}"#)
@@ -172,6 +173,10 @@ import Worker
             try await h.admin("/admin/paypal/disputes", #"{"id":"PP-D-4","transaction_id":"SALE-4"}"#)
             try await h.admin("/admin/paypal/disputes", #"{"resolve":"PP-D-4","outcome":"buyer"}"#)
             _ = try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.SALE.REVERSED","resource_id":"SALE-4"}"#)
+            #expect(await h.runOnce().done == 1)
+            // The event alone decides nothing: the sale reads refunded, R, until the dispute is known.
+            #expect(try Self.open(h, "ORD-V")["reversed"] == nil)
+            _ = try h.storeWebhook(#"{"provider":"paypal","event_type":"CUSTOMER.DISPUTE.RESOLVED","resource_id":"PP-D-4"}"#)
             #expect(await h.runOnce().done == 1)
             let kinds = try Self.open(h, "ORD-V")
             #expect(kinds["reversed"] == 2000, "\(kinds)")

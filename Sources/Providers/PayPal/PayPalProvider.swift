@@ -204,7 +204,9 @@ public enum PayPalProvider {
             case .sale(let id, let agreement, let parent):
                 var learned = [Self.saleLink(id)]
                 if e.eventType == "PAYMENT.SALE.REVERSED" {
-                    // The sale will read refunded (v1 has no reversed state): remember it was a chargeback.
+                    // What the event says, kept as the hint it is (explain shows it): the sale reads refunded (v1 has no
+                    // reversed state), and it counts as a chargeback only when a dispute PayPal shows resolved for the
+                    // buyer names it (PayPalSaleMapping), never on this event's word.
                     learned.append(TransactionLink(externalID: "reversal-of-" + id, parentExternalID: id, orderID: nil,
                                                    kind: TransactionLink.reversalKind, source: .learned))
                 }

@@ -30,7 +30,12 @@ public enum PayPalSaleMapping {
             return ta != tb ? ta < tb : (a["id"]?.stringValue ?? "") < (b["id"]?.stringValue ?? "")
         }
         var t = Totals()
-        for sale in ordered { try add(sale, refunds: refunds, currency: currency, to: &t) }
+        // A sale PayPal shows refunded is a chargeback (V) only when a dispute PayPal's disputes API shows resolved in
+        // the buyer's favour names it; a PAYMENT.SALE.REVERSED event alone decides nothing (a body is a hint).
+        let lostToBuyer = Set(disputes.filter(Self.resolvedForBuyer).flatMap { d in
+            (d["disputed_transactions"]?.arrayValue ?? []).compactMap { $0["seller_transaction_id"]?.stringValue }
+        })
+        for sale in ordered { try add(sale, refunds: refunds, lostToBuyer: lostToBuyer, currency: currency, to: &t) }
         let (state, rawState) = t.state
 
         let noAuthorization = "a PayPal sale is captured when it is made: there is no authorization to "
@@ -87,7 +92,13 @@ public enum PayPalSaleMapping {
     }
 
     /// One sale read into the totals: its money by its state (see the type's comment) and the refunds payrecon knows.
-    static func add(_ sale: JSONValue, refunds: [TransactionLink], currency: Currency, to t: inout Totals) throws(ProviderMappingError) {
+    /// A dispute PayPal shows RESOLVED with the outcome RESOLVED_BUYER_FAVOUR (customer_disputes_v1.json `outcome_code`).
+    static func resolvedForBuyer(_ d: JSONValue) -> Bool {
+        d["status"]?.stringValue == "RESOLVED" && d["dispute_outcome"]?["outcome_code"]?.stringValue == "RESOLVED_BUYER_FAVOUR"
+    }
+
+    static func add(_ sale: JSONValue, refunds: [TransactionLink], lostToBuyer: Set<String>, currency: Currency,
+                    to t: inout Totals) throws(ProviderMappingError) {
         let r = reader
         let id = try r.string(sale["id"], "sale.id")
         let f = "sale \(id)"
@@ -108,9 +119,9 @@ public enum PayPalSaleMapping {
             refunded = min(try knownRefunds(of: id, in: refunds, pendingOnly: true), total)
             if refunded > 0 { t.pendingRefund = true }
         case "pending": t.pendingRaw = t.pendingRaw ?? ("pending" + (sale["reason_code"]?.stringValue.map { "/" + $0 } ?? ""))
-        case "refunded" where refunds.contains(where: { $0.kind == TransactionLink.reversalKind && $0.parentExternalID == id }):
-            // A chargeback: PayPal's v1 sale states have no reversed, so the sale reads refunded; the
-            // PAYMENT.SALE.REVERSED event that named it says the money was taken back, not refunded (V, not R).
+        case "refunded" where lostToBuyer.contains(id):
+            // A chargeback: PayPal's v1 sale states have no reversed, so the sale reads refunded; the dispute PayPal
+            // shows resolved for the buyer says the money was taken back, not refunded (V, not R).
             t.C = try add(t.C, total)
             var known: Int64 = 0
             for link in refunds where link.kind == "refund" && link.parentExternalID == id { known = try add(known, link.amount ?? 0) }
