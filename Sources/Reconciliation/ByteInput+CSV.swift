@@ -32,8 +32,10 @@ extension ByteInput {
                     quoted: while true {
                         guard let inner = next() else { return fail("unterminated quoted field") }
                         if inner == UInt8(ascii: "\"") {
-                            if peek() == UInt8(ascii: "\"") { _ = next(); field.append(inner) }
-                            else { break quoted }
+                            if peek() == UInt8(ascii: "\"") {
+                                _ = next(); field.append(inner)
+                                if field.count > maxFieldBytes { skipLine(); return fail("a field longer than \(maxFieldBytes) bytes") }
+                            } else { break quoted }
                         } else {
                             field.append(inner)
                             if field.count > maxFieldBytes { skipLine(); return fail("a field longer than \(maxFieldBytes) bytes") }

@@ -51,9 +51,9 @@ extension Explanation {
         case .version(let v):
             let verb = v == (replaced.first ?? order) ? "order stored" : "order changed"
             let source = v.source == "table" ? "the orders table (written by the merchant's systems)" : v.source
-            return ["\(at)  \(verb) from \(source): " + v.fields.map { "\($0.0) \($0.1.isEmpty ? "-" : $0.1)" }.joined(separator: ", ")]
+            return ["\(at)  \(verb) from \(source.terminalSafe): " + v.fields.map { "\($0.0) \($0.1.isEmpty ? "-" : $0.1.terminalSafe)" }.joined(separator: ", ")]
         case .delivery(let d):
-            return ["\(at)  delivery \(d.id) \(d.eventType ?? "(no event type)") received; \(d.status)" + (d.outcome.map { ": \($0.terminalSafe)" } ?? "")]
+            return ["\(at)  delivery \(d.id) \((d.eventType ?? "(no event type)").terminalSafe) received; \(d.status)" + (d.outcome.map { ": \($0.terminalSafe)" } ?? "")]
         case .check(let c):
             var l = ["\(at)  \(c.source) check (evidence \(c.evidenceID)"
                      + (c.deliveryID.map { ", delivery \($0)" } ?? "") + "): "
@@ -84,10 +84,10 @@ extension Explanation {
         case .planned(let a):
             return ["\(at)  action \(a.id) \(a.kind) \(a.amount) \(a.currency) planned (key \(a.idempotencyKey)"
                     + (a.evidenceID.map { ", evidence \($0)" } ?? "") + "); now \(a.status)"
-                    + (a.providerRef.map { ", provider ref \($0)" } ?? "") + (a.lastError.map { ": \($0)" } ?? "")]
+                    + (a.providerRef.map { ", provider ref \($0.terminalSafe)" } ?? "") + (a.lastError.map { ": \($0.terminalSafe)" } ?? "")]
         case .call(let a, let c):
             var l = ["\(at)  action \(a.id) call, attempt \(c.attempt)" + (c.evidenceID.map { " after re-fetch (evidence \($0))" } ?? "")
-                     + ": \(c.method) \(c.url), idempotency key \(c.idempotencyKey ?? "(none)")"]
+                     + ": \(c.method) \(c.url.terminalSafe), idempotency key \((c.idempotencyKey ?? "(none)").terminalSafe)"]
             if !c.request.isEmpty { l.append("      sent:"); l += Self.indented(Self.preview(c.request, length: c.request.count, limit: bodyLimit)) }
             l.append("      → \(c.status.map(String.init) ?? "no answer"), sha256 \(c.sha256): \((c.outcome ?? "outcome not recorded").terminalSafe)")
             l += Self.indented(c.body.map { Self.preview($0, length: c.length, limit: bodyLimit) } ?? Self.notKept(c.length))

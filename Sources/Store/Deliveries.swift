@@ -214,9 +214,10 @@ public enum DeliveryStore {
     public static let samplesPerDay = 100
     /// Rows of `rejection_counts` an hour, over every provider and reason and every receiver sharing the database
     /// (about 130 bytes each with its index entries: some 260 KiB an hour, 6 MiB a day at worst): past them a source
-    /// not yet counted this hour is counted as `other`. A statement's new sources may pass the bound by the number it
-    /// carries (one flush of one receiver).
+    /// not yet counted this hour is counted as `other` (one more row per provider and reason).
     public static let countedSourcesPerHour = 2000
+    /// The transaction-scoped advisory lock receivers take turns under to count rejections.
+    static let rejectionCountsLock: Int64 = 0x5245_4A43   // "REJC"
 
     /// Records rejections in one short transaction of their own (never in a delivery's): the counts added up, and
     /// each sample stored only while its (provider, reason, hour) has fewer than `samplesPerHour` and its (provider,
@@ -226,17 +227,26 @@ public enum DeliveryStore {
     public static func recordRejections(_ counts: [RejectionCount], samples: [Rejection], on conn: PostgresConnection) throws -> Int {
         var statements = [PostgresStatement("BEGIN")]
         if !counts.isEmpty {
-            // A source already counted this hour adds to its row; a new one gets a row while the hour holds fewer than
-            // `countedSourcesPerHour` rows (all providers, reasons and receivers), else it counts as `other`.
+            // A source already counted this hour adds to its row; new ones get rows, in order, while the hour holds
+            // fewer than `countedSourcesPerHour` (all providers, reasons and receivers), and the rest count as `other`.
+            // The hour's rows are counted once per statement, and receivers take turns (a transaction-scoped lock), so
+            // the bound holds across them and a flood of new sources costs one count, not one per source.
+            statements.append(PostgresStatement("SELECT pg_advisory_xact_lock(\(rejectionCountsLock))"))
             statements.append(PostgresStatement("""
+                WITH x AS (
+                    SELECT x.p, x.r, x.s, to_timestamp(x.h) AS hr, x.c,
+                           EXISTS (SELECT 1 FROM rejection_counts rc WHERE rc.provider = x.p AND rc.reason = x.r AND rc.source = x.s
+                                   AND rc.hour = to_timestamp(x.h)) AS seen
+                    FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[]) AS x(p, r, s, h, c)),
+                held AS (
+                    SELECT hs.hr, (SELECT count(*) FROM rejection_counts rc WHERE rc.hour = hs.hr) AS n FROM (SELECT DISTINCT hr FROM x) hs),
+                ranked AS (
+                    SELECT x.*, row_number() OVER (PARTITION BY x.hr, x.seen ORDER BY x.p, x.r, x.s) AS rank FROM x)
                 INSERT INTO rejection_counts (provider, reason, source, hour, count)
                 SELECT m.p, m.r, m.src, m.hr, sum(m.c) FROM (
-                    SELECT x.p, x.r, to_timestamp(x.h) AS hr, x.c,
-                           CASE WHEN EXISTS (SELECT 1 FROM rejection_counts rc WHERE rc.provider = x.p AND rc.reason = x.r
-                                                 AND rc.source = x.s AND rc.hour = to_timestamp(x.h))
-                                  OR (SELECT count(*) FROM rejection_counts rc WHERE rc.hour = to_timestamp(x.h)) < $6
-                                THEN x.s ELSE 'other' END AS src
-                    FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[]) AS x(p, r, s, h, c)) m
+                    SELECT k.p, k.r, k.hr, k.c,
+                           CASE WHEN k.seen OR (SELECT held.n FROM held WHERE held.hr = k.hr) + k.rank <= $6 THEN k.s ELSE 'other' END AS src
+                    FROM ranked k) m
                 GROUP BY m.p, m.r, m.src, m.hr
                 ON CONFLICT (provider, reason, source, hour) DO UPDATE SET count = rejection_counts.count + EXCLUDED.count
                 """, [.textArray(counts.map(\.provider)), .textArray(counts.map(\.reason)), .textArray(counts.map(\.source)),

@@ -250,3 +250,31 @@ import Worker
         }
     }
 }
+
+/// A dispute holds an order's refunds only when its own answer names one of the order's payments (the review of
+/// round three): a forged CUSTOMER.DISPUTE event naming a real open dispute of another payment against this order's
+/// capture holds nothing.
+@Suite("A dispute from its answer", .serialized) struct DisputeFromTheAnswerTests {
+    @Test func aDisputeThatNamesAnotherPaymentHoldsNothing() async throws {
+        try await WorkerHarness.with { h in
+            try await h.seedPayPal(#"""
+                [{"id":"PP-DA","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"50.00","captures":[{"id":"CAP-DA"}]},
+                 {"id":"PP-DB","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"50.00","captures":[{"id":"CAP-DB"}]}]
+                """#)
+            try await h.admin("/admin/paypal/disputes", #"{"id":"PP-D-B","transaction_id":"CAP-DB","amount":"50.00"}"#)
+            let order = WorkerHarness.order(.paypal, "ORD-DA", ref: "PP-DA", intent: .purchase, amount: 5000, currency: "USD", refund: 2000,
+                                            merchant: nil)
+            try h.insert(order)
+            let forged = #"""
+                {"id":"WH-DF-1","event_type":"CUSTOMER.DISPUTE.CREATED","resource_type":"dispute",
+                 "resource":{"dispute_id":"PP-D-B","status":"OPEN","disputed_transactions":[{"seller_transaction_id":"CAP-DA"}],
+                             "dispute_amount":{"currency_code":"USD","value":"50.00"}}}
+                """#
+            _ = try h.store(.paypal, json: forged)
+            #expect(await h.runOnce().done == 1)
+            let open = try h.openKinds(order: "ORD-DA")
+            #expect(!open.contains("disputed") && !open.contains("action_not_allowed"), "\(open)")
+            #expect(try h.actions().map(\.idempotencyKey) == ["paypal:ORD-DA:refund:2000"], "the refund the order wants is not held")
+        }
+    }
+}

@@ -421,3 +421,12 @@ private func csv(_ rows: String...) -> String { ([header] + rows).joined(separat
         #expect("a\n\u{1B}b".terminalSafeLines() == "  | a\n  | \\u{1B}b")
     }
 }
+
+@Suite struct OrderFileQuotedBoundTests {
+    /// A quoted field of doubled quotes is bounded too (each `""` adds a byte): the review's bypass.
+    @Test func aFieldOfDoubledQuotesIsBounded() {
+        let quotes = "\"" + String(repeating: "\"\"", count: OrderFile.maxFieldBytes + 10) + "\""
+        let found = errors(csv("paypal,O-1,,," + quotes + ",purchase,1.00,USD,open,0"))
+        #expect(found.first?.reason.contains("longer than \(OrderFile.maxFieldBytes) bytes") == true, "\(found.map(\.description))")
+    }
+}

@@ -54,7 +54,7 @@ let ordersImportCommand = Command(
     let validatedDigest = validated.finish()
     if problems > 0 {
         FileHandle.standardError.write(Data("payrecon: \(path): \(badRows.count) invalid row(s), \(problems) problem(s); nothing imported\n".utf8))
-        for e in errors { print(e.description) }
+        for e in errors { print(e.description.terminalSafe) }   // a file's text, as it reads
         if problems > errors.count { print("… and \(problems - errors.count) more problem(s), not listed") }
         return Exit.finding
     }

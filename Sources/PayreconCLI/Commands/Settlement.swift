@@ -84,7 +84,7 @@ let settlementImportCommand = Command(
             for problem in imported.summary.problems { print("  incomplete: \(problem.terminalSafe)") }
         } catch let error as SettlementReportError {
             failed += 1
-            FileHandle.standardError.write(Data("payrecon: \(path): \(error); nothing of it imported. Fetch the file again from PayPal's SFTP, or check it with payrecon settlement verify.\n".utf8))
+            FileHandle.standardError.write(Data("payrecon: \(path.terminalSafe): \(String(describing: error).terminalSafe); nothing of it imported. Fetch the file again from PayPal's SFTP, or check it with payrecon settlement verify.\n".utf8))
         } catch let error as FatalError {
             failed += 1
             FileHandle.standardError.write(Data("payrecon: \(error.description)\n".utf8))

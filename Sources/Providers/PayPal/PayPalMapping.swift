@@ -13,10 +13,10 @@ import Reconciliation
 /// that are refunds the merchant made (a PENDING refund is money PayPal accepted to return and may still be moving:
 /// it counts as moved, and the raw state says so, `COMPLETED/REFUND_PENDING`); captures PENDING are
 /// `pendingCaptured`, outside C and outside the authorization's capturable room; V = refund records COMPLETED that are
-/// reversals (chargebacks): one a
-/// PAYMENT.CAPTURE.REVERSED event named, or whose `note_to_payer` says the payment was reversed, unless payrecon
-/// made it. R counts records only, never a capture's status (an open dispute may show a capture
-/// PARTIALLY_REFUNDED with no record). D = `dispute_amount` of the disputes given that are not RESOLVED, plus the
+/// reversals (chargebacks): those whose own `note_to_payer` says the payment was reversed, unless payrecon made it (a
+/// PAYMENT.CAPTURE.REVERSED event naming a record only makes it fetched, and is noted). R counts records only, never a
+/// capture's status (an open dispute may show a capture PARTIALLY_REFUNDED with no record). D = `dispute_amount` of the
+/// disputes given (those whose own answer names one of this order's payments) that are not RESOLVED, plus the
 /// amount of each capture whose dispute PayPal refused to show (its refunds are held as if disputed).
 /// State, first match: order VOIDED, or authorizations all VOIDED (or EXPIRED) with C = 0 → voided; captures all
 /// DECLINED/FAILED with C = 0, or authorizations all DENIED → failed; a capture PENDING with C = 0 → pending (raw

@@ -288,21 +288,23 @@ public enum PayPalProvider {
             var refund = TransactionLink(externalID: id, parentExternalID: saleID, orderID: nil, kind: ActionKind.refund.rawValue,
                                          source: .learned)
             var saleID = saleID, named = true   // `named`: the sale is the one the event named
+            var learnedRefund: TransactionLink?
             switch await client.saleRefund(id) {
             case .found(let answer):
-                // The sale it refunds is the one PayPal's answer names: a body naming a real refund under another
-                // sale's id would otherwise count that refund in this sale's R.
-                if let own = answer["sale_id"]?.stringValue, !own.isEmpty, own != saleID {
-                    saleID = own
-                    named = false
+                // Learned only as PayPal's answer states it: the sale it refunds (a body naming a real refund under
+                // another sale's id would count it in this sale's R), its amount and its state. An answer naming no
+                // sale (not a sale's refund) teaches nothing.
+                if let own = answer["sale_id"]?.stringValue, !own.isEmpty {
+                    if own != saleID { saleID = own; named = false }
                     refund.parentExternalID = own
+                    refund.state = answer["state"]?.stringValue
+                    if let code = answer["amount"]?["currency"]?.stringValue, let currency = Currency(code: code) {
+                        refund.currency = code
+                        refund.amount = try? PayPalSaleMapping.amount(answer["amount"]?["total"], "amount.total", currency)
+                    }
+                    learnedRefund = refund
                 }
-                refund.state = answer["state"]?.stringValue
-                if let code = answer["amount"]?["currency"]?.stringValue, let currency = Currency(code: code) {
-                    refund.currency = code
-                    refund.amount = try? PayPalSaleMapping.amount(answer["amount"]?["total"], "amount.total", currency)
-                }
-            case .notFound: break
+            case .notFound: break   // PayPal does not show it: nothing learned (a partially refunded sale then takes no refund)
             case let other: return other.failure(as: EventContent.self)!
             }
             // The refund names its sale, not the sale's billing agreement (what a subscription order lists): the
@@ -319,7 +321,7 @@ public enum PayPalProvider {
             case let other: return other.failure(as: EventContent.self)!
             }
             return .found(.references([EventReference(transactionRef: saleID, alternatives: alternatives,
-                                                      learned: [Self.saleLink(saleID), refund])]))
+                                                      learned: [Self.saleLink(saleID)] + (learnedRefund.map { [$0] } ?? []))]))
         }
 
         static func saleLink(_ id: String) -> TransactionLink {
@@ -361,7 +363,11 @@ public enum PayPalProvider {
             for link in q.links where link.kind == TransactionLink.disputeKind && payments.contains(link.parentExternalID ?? "") {
                 guard asked.insert(link.externalID).inserted else { continue }
                 switch await client.dispute(link.externalID) {
-                case .found(let d): disputes.append(d)
+                case .found(let d):
+                    // Counted only when its own answer names one of this transaction's payments: the event that linked it
+                    // is a hint, and a forged one naming a real dispute of another payment would hold this one's refunds.
+                    let named = (d["disputed_transactions"]?.arrayValue ?? []).compactMap { $0["seller_transaction_id"]?.stringValue }
+                    if named.contains(where: payments.contains) { disputes.append(d) }
                 case .notFound: continue   // PayPal no longer has it: nothing under dispute
                 case .permanent(403, _): unreadable.append((link.externalID, link.parentExternalID ?? ""))
                 case let other: return other.failure(as: Snapshot.self)!

@@ -65,6 +65,6 @@ public struct WebhookConfigurationError: Error, Sendable, Hashable, CustomString
 
 /// Shortens a header value quoted in a message (values are not secrets, but they may be long or hostile).
 func quoted(_ value: String, limit: Int = 64) -> String {
-    let cleaned = String(String.UnicodeScalarView(value.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7f ? "?" : $0 }))
+    let cleaned = String(String.UnicodeScalarView(value.unicodeScalars.map { String.isTerminalControl($0) ? "?" : $0 }))
     return cleaned.count <= limit ? "'\(cleaned)'" : "'\(cleaned.prefix(limit))…'"
 }
