@@ -9,7 +9,25 @@ import Testing
     /// U+FFFD in both.
     static func reference(_ headers: [(String, String)]) -> String {
         func safe(_ s: String) -> String { s.replacingOccurrences(of: "\u{0}", with: "\u{FFFD}") }
-        return "[" + headers.map { "[" + Log.jsonString(safe($0.0)) + "," + Log.jsonString(safe($0.1)) + "]" }.joined(separator: ",") + "]"
+        return "[" + headers.map { "[" + jsonString(safe($0.0)) + "," + jsonString(safe($0.1)) + "]" }.joined(separator: ",") + "]"
+    }
+
+    /// The JSON string the stored headers always had (RFC 8259: only what JSON requires escaped). Log lines escape
+    /// more now (terminal controls), and must not change what is stored.
+    static func jsonString(_ s: String) -> String {
+        var out = "\""
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
     }
 
     static let cases: [[(String, String)]] = [
