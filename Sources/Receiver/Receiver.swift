@@ -280,7 +280,8 @@ public final class Receiver: Sendable {
             case .needsFetch where fetched:
                 reject(401, "untrusted_certificate", "the certificate this delivery names is not cached and was not fetched: the fetch "
                        + "budget (10 new certificate URLs a minute; senders of no verified delivery share 5 of them, 2 for one sender) "
-                       + "is spent, or too many deliveries wait on fetches; a redelivery is fetched when the budget allows")
+                       + "is spent, another sender group has the turn, or too many deliveries wait on fetches; a redelivery is fetched "
+                       + "when the budget allows (each sender group's asks are remembered and served in turn)")
             case .needsFetch: endpoint.prepare(headers: request.headers, sender: sender) { decide(fetched: true) }
             }
         }

@@ -88,6 +88,43 @@ import Testing
         #expect((try? restarted.pemWithoutWaiting(for: "CERT-expired-trust")) == nil, "a trust that ended is not restored")
     }
 
+    /// Issue 39 item 2, at a cold start (PayPal's group not trusted yet): six stranger groups (three /24s, three /48s)
+    /// ask 30 times a second for random URLs, each asked three times, and always ask first after a slot frees. A
+    /// genuine URL retried every 20 s from PayPal's group is fetched within 2 minutes of its first attempt. (First
+    /// come took every slot for the flood: the genuine URL was never fetched.)
+    @Test func aColdStartFloodFromSixGroupsLeavesARetriedGenuineURLItsTurn() async throws {
+        let clock = Clock()
+        let upstream = OnlyCertificateSource(url: "CERT-genuine", pem: [5])
+        let cache = CachingCertificateSource(upstream: upstream, clock: { clock.now })
+        let groups = ["198.51.100.0/24", "198.51.101.0/24", "198.51.102.0/24", "2001:db8:1::/48", "2001:db8:2::/48", "2001:db8:3::/48"]
+        let firstAttempt = 61  // just after the first minute's slots are all spent
+        var verifiedAt: Int?
+        var n = 0
+        for second in 0..<300 where verifiedAt == nil {
+            for group in groups {
+                for _ in 0..<5 {
+                    n += 1
+                    let url = "CERT-random-\(n / 3)"
+                    cache.prefetch(url, sender: group) {}
+                }
+            }
+            if second >= firstAttempt, (second - firstAttempt) % 20 == 0 {
+                if (try? cache.pemWithoutWaiting(for: "CERT-genuine")) == [5] {
+                    verifiedAt = second
+                } else {
+                    cache.prefetch("CERT-genuine", sender: "173.0.82.0/24") {}
+                }
+            }
+            while cache.fetchesInFlight > 0 { try await Task.sleep(nanoseconds: 1_000_000) }
+            clock.advance(1)
+        }
+        let at = try #require(verifiedAt, "the genuine URL was never fetched")
+        #expect(at - firstAttempt <= 120, "fetched \(at - firstAttempt) s after its first attempt")
+        #expect(upstream.calls.filter { $0 == "CERT-genuine" }.count == 1)
+        // Still at most 10 fetches a minute, 5 for strangers.
+        #expect(cache.fetches <= (at / 60 + 1) * 5)
+    }
+
     /// A full cache makes room with the entries that never verified a delivery, oldest first: 31 certificates a
     /// stranger had fetched (real PayPal URLs serve real certificates) do not push out the one genuine deliveries use.
     @Test func aStrangersCertificatesNeverEvictOneThatVerifiedADelivery() throws {
@@ -223,5 +260,20 @@ final class KeptCertificateSource: CertificateSource, @unchecked Sendable {
         await #expect(throws: ProviderTransportError.self) { _ = try await counted.send(ProviderRequest(method: "GET", url: "http://127.0.0.1/x")) }
         for c in ["2xx", "404", "4xx", "429", "5xx", "no_answer"] { #expect(value(c) == "1", "\(c)") }
         #expect(value("3xx") == "0")
+    }
+}
+
+/// Serves one URL's PEM; every other URL fails (as a random URL under PayPal's prefix answers 404).
+final class OnlyCertificateSource: CertificateSource, @unchecked Sendable {
+    let url: String
+    let pemBytes: [UInt8]
+    private let lock = NSLock()
+    private var _calls: [String] = []
+    init(url: String, pem: [UInt8]) { self.url = url; self.pemBytes = pem }
+    var calls: [String] { lock.withLock { _calls } }
+    func pem(for url: String) throws -> [UInt8] {
+        lock.withLock { _calls.append(url) }
+        guard url == self.url else { throw CountingCertificateSource.Failure() }
+        return pemBytes
     }
 }

@@ -67,6 +67,8 @@ ap.add_argument("--give-up", type=float, default=10.0)
 ap.add_argument("--sources", default="127.0.0.4,127.0.0.5,127.0.0.6,127.0.0.7")
 ap.add_argument("--body-bytes", type=int, default=1048576)
 ap.add_argument("--serve-pid", type=int, default=0)
+ap.add_argument("--groups", default="", help="cert-flood: X-Forwarded-For addresses, one per sender group, in turn")
+ap.add_argument("--repeat", type=int, default=1, help="cert-flood with --groups: each random URL sent this many times")
 ap.add_argument("--stop-file", default="")
 ap.add_argument("--out", default="")
 args = ap.parse_args()
@@ -380,6 +382,7 @@ def run_cert_flood():
     prefix = args.cert_prefix
     genuine_id = args.cert_url[len(prefix):] if args.cert_url.startswith(prefix) else args.cert_url.rsplit("/", 1)[-1]
     period = 1.0 / args.rate
+    groups = [g for g in args.groups.split(",") if g]
     conn = None
     sent = 0
     due = time.monotonic()
@@ -389,7 +392,13 @@ def run_cert_flood():
             time.sleep(min(due - now, 0.2))
             continue
         due = max(due + period, now - period)  # no burst to catch up after a slow answer
-        if sent % 2 == 0:
+        if groups:
+            # Many sender groups (through the trusted proxy's X-Forwarded-For), random URLs each sent --repeat
+            # times: what the receiver's per-group turns must hold against at a cold start.
+            group = groups[sent % len(groups)]
+            k = sent // len(groups)
+            kind, url = "random", prefix + "CERT-flood-%s-%d" % (group.replace(":", "_"), k // args.repeat)
+        elif sent % 2 == 0:
             kind, url = "random", None
         else:
             # Distinct aliases of the genuine certificate's URL: each is an uncached URL to the receiver, and an HTTP
@@ -400,6 +409,8 @@ def run_cert_flood():
             url = prefix + ["./" * n, "x%s/../" % uuid.uuid4().hex[:8], "." + "/" * (n + 1)][k % 3] + genuine_id
         sent += 1
         path, headers, payload = unsigned_paypal(url)
+        if groups:
+            headers["X-Forwarded-For"] = group
         bump(f"sent_{kind}")
         try:
             if conn is None:

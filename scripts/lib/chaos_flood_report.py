@@ -4,7 +4,7 @@
   chaos_flood_report.py phase PHASE SECONDS "BEFORE" "AFTER" GENUINE.json FLOOD.json PXP_KEYS.txt
       one JSON line for a phase. BEFORE/AFTER are snapshots: database bytes, rejection-table bytes, rejected rows,
       rejected bytes, certificate fetches paysim served, connections cut by PAYRECON_REQUEST_TIMEOUT.
-  chaos_flood_report.py cold-start SECONDS "BEFORE" "AFTER" GENUINE_PAYPAL.json CERT_FLOOD.json PAYPAL_KEYS.txt
+  chaos_flood_report.py cold-start SECONDS "BEFORE" "AFTER" GENUINE_PAYPAL.json CERT_FLOOD.json PAYPAL_KEYS.txt [NAME]
       one JSON line for the cold start under the cert-URL flood (chaos-flood.py genuine-paypal and cert-flood).
   chaos_flood_report.py memory SECONDS BUDGET_BYTES SLACK_MIB MEMORY.json GENUINE.json PXP_KEYS.txt PAYPAL_STORED
       one JSON line for the memory phase (chaos-flood.py memory and genuine); PAYPAL_STORED: PayPal rows the phase
@@ -45,7 +45,7 @@ def phase(name, seconds, before, after, genuine_path, flood_path, keys_path):
     }
 
 
-def cold_start(seconds, before, after, genuine_path, flood_path, keys_path):
+def cold_start(seconds, before, after, genuine_path, flood_path, keys_path, name="cold-start"):
     b = [int(x) for x in before.split()]
     a = [int(x) for x in after.split()]
     g = json.load(open(genuine_path))
@@ -60,9 +60,13 @@ def cold_start(seconds, before, after, genuine_path, flood_path, keys_path):
              f"({f.get('sent_random', 0)} random cert URLs, {f.get('sent_alias', 0)} dot-segment aliases of the genuine one; "
              f"{f.get('connection_errors', 0)} before the receiver was up, {answered} answered, "
              f"{f.get('status_401', 0)} with 401)")
+    if name == "cold-start-groups":
+        flood = (f"{f.get('sent_random', 0)} unsigned PayPal deliveries at 30/s from three /24s and three /48s "
+                 f"(X-Forwarded-For), random cert URLs sent 3 times each ({f.get('connection_errors', 0)} before the "
+                 f"receiver was up, {answered} answered, {f.get('status_401', 0)} with 401)")
     retried = {k: v for k, v in g["answers"].items() if k != "200"}
     return {
-        "phase": "cold-start", "flood": flood, "flood_answers": kinds,
+        "phase": name, "flood": flood, "flood_answers": kinds,
         "deliveries": g["deliveries"], "acked": g["acked"], "given_up": g["given_up"],
         "untrusted_once": g["untrusted_once"], "attempts": g["attempts"], "answers": retried,
         "missing": sum(1 for i in g["acked_ids"] if i not in stored), "max_ms": round(g["max"] * 1000),
@@ -103,14 +107,14 @@ def memory(seconds, budget, slack_mib, memory_path, genuine_path, keys_path, pay
 
 def describe(r):
     """(the line on stderr, the part of the summary) of one phase."""
-    if r["phase"] == "cold-start":
+    if r["phase"].startswith("cold-start"):
         answers = ", ".join(f"{v}× {k}" for k, v in sorted(r["answers"].items())) or "none"
         return (f"  {r['phase']:>15}: a fresh receiver under {r['flood']}; genuine PayPal: {r['deliveries']} deliveries "
                 f"({r['attempts']} attempts), {r['acked']} acknowledged 200, {r['given_up']} given up, "
                 f"{r['untrusted_once']} answered 401 untrusted_certificate at least once, {r['missing']} acknowledged but missing, "
                 f"first acknowledged {r['first_acked_at']} s in, p50 {r['p50_ms']} ms, max {r['max_ms']} ms; "
                 f"answers but 200: {answers}; {r['cert_fetches']} certificate fetches",
-                f"cold-start: {r['acked']} of {r['deliveries']} genuine PayPal acknowledged, {r['given_up']} given up, "
+                f"{r['phase']}: {r['acked']} of {r['deliveries']} genuine PayPal acknowledged, {r['given_up']} given up, "
                 f"{r['untrusted_once']} saw 401 untrusted_certificate, {r['missing']} lost, max {r['max_ms']} ms, "
                 f"{r['cert_fetches']} cert fetches")
     if r["phase"] == "memory":
@@ -147,7 +151,7 @@ def show(path):
 if sys.argv[1] == "phase":
     print(json.dumps(phase(*sys.argv[2:9])))
 elif sys.argv[1] == "cold-start":
-    print(json.dumps(cold_start(*sys.argv[2:8])))
+    print(json.dumps(cold_start(*sys.argv[2:9])))
 elif sys.argv[1] == "memory":
     print(json.dumps(memory(*sys.argv[2:9])))
 else:

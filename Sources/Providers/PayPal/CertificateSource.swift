@@ -79,6 +79,11 @@ public struct UnavailableCertificateSource: CertificateSource {
 ///   may use all 10, so the 5 kept for them (`maxTrustedURLsPerMinute`) are never spent by a stranger, however many
 ///   addresses the stranger has: a new genuine URL (PayPal rotates them) is fetched within a minute of PayPal's first
 ///   delivery naming it;
+/// - a fetch the budget allows goes by turns (`CertificateFetchTurns`), not to whoever asks first after a slot frees:
+///   every ask is remembered by sender group, and the group served least recently is served next (its most asked
+///   URL; PayPal retries name the same one). At a cold start, when PayPal's group is not trusted yet, a stranger's
+///   flood from a few groups gets one turn per group, and a retried genuine URL is fetched within a round of turns,
+///   without waiting for its own request (the fetch runs, and PayPal's next retry finds the certificate cached);
 /// - only what `validate` accepts (parsed, chained to the trust roots, the CN PayPal serves from that URL's host) is
 ///   cached, and kept until what `validate` says (the chain's notAfter), not on a timer;
 /// - when full, expired entries go first, then those that never verified a delivery (oldest first), and only then the
@@ -109,6 +114,8 @@ public final class CachingCertificateSource: CertificateSource {
         var trusted: [String: Date] = [:]
         var persistSender: (@Sendable (_ sender: String, _ keepUntil: Date) -> Void)?
         var refused = 0
+        /// Asks the budget refused, by sender group: whose fetch is next.
+        var turns = CertificateFetchTurns()
     }
 
     /// One fetch of one URL; later callers for the same URL wait on it.
@@ -167,7 +174,9 @@ public final class CachingCertificateSource: CertificateSource {
                   validate: { _, _, now in ValidatedCertificate(keepUntil: now.addingTimeInterval(ttl)) }, clock: clock)
     }
 
-    private enum Step { case cached([UInt8]), wait(Fetch), fetch(Fetch), refuse(String), fetchAllowed }
+    private enum Step { case cached([UInt8]), wait(Fetch), fetch(Fetch), refuse(String), fetchAllowed
+        /// The turn went to another URL, whose fetch starts now (nobody waits on it); this ask is refused.
+        case fetchOther(String, Fetch) }
 
     /// What to do for `url` now. `join`: whether the caller takes part (waits on a fetch in flight, or starts one);
     /// without it nothing changes but the hit count.
@@ -192,33 +201,65 @@ public final class CachingCertificateSource: CertificateSource {
             return .wait(fetch)
         }
         state.recentFetches.removeAll { $0.at <= now.addingTimeInterval(-60) }
-        // A sender's share applies when the sender is known (the receiver always knows it; `pem(for:)`, which
-        // `payrecon verify` uses, does not).
-        let who = sender ?? ""
-        let trusted = sender.flatMap { state.trusted[$0] }.map { $0.addingTimeInterval(trustSeconds) > now } ?? false
-        guard state.recentFetches.count < maxNewURLsPerMinute else {
-            state.misses += 1; state.refused += 1
-            return .refuse("\(maxNewURLsPerMinute) uncached certificate URLs were fetched in the last minute; not fetched")
-        }
-        if !trusted, sender != nil {
-            guard state.recentFetches.lazy.filter({ $0.sender == who }).count < maxNewURLsPerSenderPerMinute else {
+        // Without a sender (`pem(for:)`, which `payrecon verify` uses) only the budget a minute applies, and no turn.
+        guard let sender else {
+            guard state.recentFetches.count < maxNewURLsPerMinute else {
                 state.misses += 1; state.refused += 1
-                return .refuse("\(maxNewURLsPerSenderPerMinute) uncached certificate URLs were fetched for this sender in the last minute; not fetched")
+                return .refuse("\(maxNewURLsPerMinute) uncached certificate URLs were fetched in the last minute; not fetched")
             }
-            // Half of a small budget at most: with 1 or 2 a minute (tests), a stranger still has a share.
-            let strangers = maxNewURLsPerMinute - min(maxTrustedURLsPerMinute, maxNewURLsPerMinute / 2)
-            guard state.recentFetches.lazy.filter({ !$0.trusted }).count < strangers else {
-                state.misses += 1; state.refused += 1
-                return .refuse("\(strangers) uncached certificate URLs were fetched for senders of no verified delivery in the last minute; not fetched")
-            }
+            guard join else { return .fetchAllowed }
+            state.misses += 1
+            state.recentFetches.append((now, "", false))
+            return startFetch(&state, url: url)
         }
-        guard join else { return .fetchAllowed }
+        guard join else { return budgetRefusal(state, sender: sender, now: now).map { .refuse($0) } ?? .fetchAllowed }
+        // The ask is remembered; the fetch a turn allows goes to the group served least recently (this one or another).
         state.misses += 1
-        state.recentFetches.append((now, who, trusted))
-        return startFetch(&state, url: url)
+        state.turns.record(url: url, group: sender, now: now)
+        var next = state.turns.next(eligible: { budgetRefusal(state, sender: $0, now: now) == nil })
+        // An ask answered since (restored, fetched without a sender) needs no turn.
+        while let stale = next, stale.url != url, state.entries[stale.url].map({ $0.keepUntil > now }) == true
+                || state.inFlight[stale.url] != nil || state.failures[stale.url].map({ $0.until > now }) == true {
+            state.turns.forget(url: stale.url)
+            next = state.turns.next(eligible: { budgetRefusal(state, sender: $0, now: now) == nil })
+        }
+        guard let turn = next else {
+            state.refused += 1
+            return .refuse(budgetRefusal(state, sender: sender, now: now) ?? "no certificate fetch is allowed now")
+        }
+        state.turns.served(group: turn.group, now: now)
+        state.recentFetches.append((now, turn.group, isTrusted(state, turn.group, now: now)))
+        let started = startFetch(&state, url: turn.url)
+        guard turn.url != url, case .fetch(let fetch) = started else { return started }
+        state.refused += 1
+        return .fetchOther(turn.url, fetch)
+    }
+
+    private func isTrusted(_ state: State, _ sender: String, now: Date) -> Bool {
+        state.trusted[sender].map { $0.addingTimeInterval(trustSeconds) > now } ?? false
+    }
+
+    /// Why the budget allows `sender` (a group) no fetch now, or nil when it allows one: 10 a minute in all; senders of
+    /// no verified delivery 5 together and 2 each.
+    private func budgetRefusal(_ state: State, sender: String, now: Date) -> String? {
+        let recent = state.recentFetches.lazy  // the last minute's (`decide` dropped older ones)
+        guard recent.count < maxNewURLsPerMinute else {
+            return "\(maxNewURLsPerMinute) uncached certificate URLs were fetched in the last minute; not fetched"
+        }
+        guard !isTrusted(state, sender, now: now) else { return nil }
+        guard recent.filter({ $0.sender == sender }).count < maxNewURLsPerSenderPerMinute else {
+            return "\(maxNewURLsPerSenderPerMinute) uncached certificate URLs were fetched for this sender in the last minute; not fetched"
+        }
+        // Half of a small budget at most: with 1 or 2 a minute (tests), a stranger still has a share.
+        let strangers = maxNewURLsPerMinute - min(maxTrustedURLsPerMinute, maxNewURLsPerMinute / 2)
+        guard recent.filter({ !$0.trusted }).count < strangers else {
+            return "\(strangers) uncached certificate URLs were fetched for senders of no verified delivery in the last minute; not fetched"
+        }
+        return nil
     }
 
     private func startFetch(_ state: inout State, url: String) -> Step {
+        state.turns.forget(url: url)
         state.fetches += 1
         let fetch = Fetch()
         state.inFlight[url] = fetch
@@ -234,8 +275,8 @@ public final class CachingCertificateSource: CertificateSource {
             return try fetch.result.get()
         case .fetch(let fetch):
             return try complete(fetch, url: url).get()
-        case .fetchAllowed:
-            throw Refused(reason: "not fetched")  // not reached: only asked for without joining
+        case .fetchAllowed, .fetchOther:
+            throw Refused(reason: "not fetched")  // not reached: only asked for without joining, or with a sender
         }
     }
 
@@ -243,7 +284,7 @@ public final class CachingCertificateSource: CertificateSource {
         switch step(for: url, sender: nil, now: clock(), join: false) {
         case .cached(let pem): return pem
         case .refuse(let reason): throw Refused(reason: reason)
-        case .wait, .fetch, .fetchAllowed: return nil
+        case .wait, .fetch, .fetchAllowed, .fetchOther: return nil
         }
     }
 
@@ -306,7 +347,7 @@ public final class CachingCertificateSource: CertificateSource {
     public func prefetch(_ url: String, sender: String?, then: @escaping @Sendable () -> Void) {
         // One decision under the lock: join the fetch in flight (bounded), or start one if the rules allow, or
         // nothing to wait for. (Two locks let another caller start the fetch in between.)
-        enum Plan { case kept, now, start(Fetch) }
+        enum Plan { case kept, now, start(String, Fetch, then: (@Sendable () -> Void)?) }
         let now = clock()
         let plan: Plan = state.withLock { state in
             if let fetch = state.inFlight[url] {
@@ -315,20 +356,25 @@ public final class CachingCertificateSource: CertificateSource {
                 fetch.continuations.append(then)
                 return .kept
             }
-            guard case .fetch(let fetch) = decide(&state, url: url, sender: sender, now: now, join: true) else { return .now }
-            fetch.continuations.append(then)
-            return .start(fetch)
+            switch decide(&state, url: url, sender: sender, now: now, join: true) {
+            case .fetch(let fetch):
+                fetch.continuations.append(then)
+                return .start(url, fetch, then: nil)
+            case .fetchOther(let other, let fetch): return .start(other, fetch, then: then)
+            default: return .now
+            }
         }
         switch plan {
         case .kept: return
         case .now: then()
-        case .start(let fetch):
+        case .start(let fetched, let fetch, let then):
             // On a thread of its own (at most maxNewURLsPerMinute a minute): no caller's thread waits for the fetch.
             let thread = Thread { [self] in
                 ThreadName.set("paypal-cert")
-                _ = complete(fetch, url: url)
+                _ = complete(fetch, url: fetched)
             }
             thread.start()
+            then?()  // the turn went to another group's URL: this ask is answered now (refused)
         }
     }
 
@@ -417,4 +463,6 @@ public final class CachingCertificateSource: CertificateSource {
     /// Lookups answered from the cache, lookups that went upstream, and fetches actually made.
     public var statistics: (hits: Int, misses: Int) { state.withLock { ($0.hits, $0.misses) } }
     public var fetches: Int { state.withLock { $0.fetches } }
+    /// Fetches started and not ended (tests wait for them).
+    var fetchesInFlight: Int { state.withLock { $0.inFlight.count } }
 }
