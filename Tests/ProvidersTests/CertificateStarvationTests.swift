@@ -125,6 +125,27 @@ import Testing
         #expect(cache.fetches <= (at / 60 + 1) * 5)
     }
 
+    /// A trusted group's ask never waits for a turn: twenty stranger groups' old asks, waiting longer and asked more,
+    /// do not take the fetch of a rotated URL PayPal's group names (the first turns design handed it to a stranger
+    /// and answered PayPal 401).
+    @Test func aTrustedGroupsURLIsFetchedBeforeStrangersWaitingAsks() async throws {
+        let clock = Clock()
+        let upstream = CountingCertificateSource(pem: [1])
+        let cache = CachingCertificateSource(upstream: upstream, clock: { clock.now })
+        cache.trust(sender: "173.0.82.0/24")
+        for i in 0..<5 { cache.prefetch("spent-\(i)", sender: "198.51.\(100 + i).0/24") {} }  // strangers' 5 a minute
+        for i in 0..<20 {
+            for _ in 0..<3 { cache.prefetch("waiting-\(i)", sender: "203.0.\(i).0/24") {} }
+        }
+        while cache.fetchesInFlight > 0 { try await Task.sleep(nanoseconds: 1_000_000) }
+        clock.advance(61)  // the minute's budget is free again; the strangers' asks still wait
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            cache.prefetch("CERT-rotated", sender: "173.0.82.0/24") { done.resume() }
+        }
+        #expect(try cache.pemWithoutWaiting(for: "CERT-rotated") == [1])
+        #expect(upstream.calls.filter { $0.hasPrefix("waiting-") }.isEmpty)
+    }
+
     /// A full cache makes room with the entries that never verified a delivery, oldest first: 31 certificates a
     /// stranger had fetched (real PayPal URLs serve real certificates) do not push out the one genuine deliveries use.
     @Test func aStrangersCertificatesNeverEvictOneThatVerifiedADelivery() throws {
@@ -191,12 +212,13 @@ import Testing
 
     /// The part after the prefix is one path segment: HTTP clients fold `./`, `x/../`, `//` and `.` into the genuine
     /// URL, which made every alias a cache entry of its own.
-    @Test(arguments: ["./CERT-1", ".//CERT-1", "x/../CERT-1", "CERT-1/", "a/CERT-1", ".", "..", "", "CERT-1/.", "%2e/CERT-1", "CERT 1"])
+    @Test(arguments: ["./CERT-1", ".//CERT-1", "x/../CERT-1", "CERT-1/", "a/CERT-1", ".", "..", "", "CERT-1/.", "%2e/CERT-1", "CERT 1",
+                      "CERT-" + String(repeating: "a", count: 124)])
     func aCertURLIsOneSegment(rest: String) {
         #expect(!PayPalWebhookVerifier.isAllowed(certURL: Self.prefix + rest, prefixes: [Self.prefix]), "\(rest)")
     }
 
-    @Test(arguments: ["CERT-360caa42-fca2a594-1d93a270", "CERT-1.pem", ".well", "a_b~c"])
+    @Test(arguments: ["CERT-360caa42-fca2a594-1d93a270", "CERT-1.pem", ".well", "a_b~c", "CERT-" + String(repeating: "a", count: 123)])
     func aPlainSegmentIsAllowed(rest: String) {
         #expect(PayPalWebhookVerifier.isAllowed(certURL: Self.prefix + rest, prefixes: [Self.prefix]), "\(rest)")
     }

@@ -1,14 +1,14 @@
 import Foundation
 
-/// Whose uncached certificate URL is fetched when the budget allows one more fetch: a fair turn between sender
-/// groups (an IPv4 /24, an IPv6 /48), not whoever asks first after a slot frees.
+/// Whose uncached certificate URL a stranger's share of the fetch budget goes to: a fair turn between sender groups
+/// (an IPv4 /24, an IPv6 /48), not whoever asks first after a slot frees.
 ///
 /// Under a flood the first ask after a slot frees is almost always the flood's, so "first come" gave a stranger with
 /// three /24s every fetch at a cold start (0 of 45 genuine deliveries verified in 225 s). Here every ask the budget
-/// refuses is remembered, by group; when a fetch is allowed, it goes to the group served least recently, and within
-/// the turn order to the URL asked most often: PayPal retries a delivery naming the same URL, while each of a
-/// stranger's random URLs is asked once and, once fetched and failed, not fetched again for a while. A stranger's
-/// groups each get their turn, and nothing more.
+/// refuses is remembered, by group, for `askSeconds`; when a fetch is allowed, it goes to the group served least
+/// recently (never served first), and of equals to the group waiting longest. A stranger's groups each get their
+/// turn, and nothing more: how often a group asks, or how many URLs, buys it nothing across groups. When a group was
+/// last served is kept apart from its asks, so a group pushed out by others' asks does not come back "never served".
 ///
 /// A value, with the clock passed in: no I/O, no lock (the certificate cache holds it under its own).
 struct CertificateFetchTurns {
@@ -18,79 +18,85 @@ struct CertificateFetchTurns {
         var last: Date
     }
 
-    struct Group {
-        var urls: [String: Ask] = [:]
-        var lastAsk: Date
-        var lastServed: Date?
-    }
-
-    private(set) var groups: [String: Group] = [:]
+    private(set) var asks: [String: [String: Ask]] = [:]
+    private(set) var lastServed: [String: Date] = [:]
     let maxURLsPerGroup: Int
     let maxGroups: Int
+    let askSeconds: TimeInterval
 
-    init(maxURLsPerGroup: Int = 16, maxGroups: Int = 1024) {
+    init(maxURLsPerGroup: Int = 16, maxGroups: Int = 1024, askSeconds: TimeInterval = 600) {
         self.maxURLsPerGroup = max(1, maxURLsPerGroup)
         self.maxGroups = max(1, maxGroups)
+        self.askSeconds = askSeconds
     }
 
     /// `group` asked for `url` at `now`. Bounded: a group keeps its `maxURLsPerGroup` most asked URLs (the most
-    /// recently asked of equals), and the `maxGroups` groups that asked most recently are kept.
+    /// recently asked of equals); past `maxGroups` groups, the one whose last ask is oldest goes. `lastServed` keeps
+    /// `4 × maxGroups` groups, the oldest served going first (which only moves them up the order they were near).
     mutating func record(url: String, group: String, now: Date) {
-        if groups[group] == nil, groups.count >= maxGroups,
-           let oldest = groups.min(by: { $0.value.lastAsk < $1.value.lastAsk })?.key {
-            groups[oldest] = nil
+        if asks[group] == nil, asks.count >= maxGroups,
+           let oldest = asks.min(by: { Self.lastAsk($0.value) < Self.lastAsk($1.value) })?.key {
+            asks[oldest] = nil
         }
-        var entry = groups[group] ?? Group(lastAsk: now)
-        entry.lastAsk = now
-        if var ask = entry.urls[url] {
+        var urls = asks[group] ?? [:]
+        if var ask = urls[url] {
             ask.asks += 1
             ask.last = now
-            entry.urls[url] = ask
+            urls[url] = ask
         } else {
-            if entry.urls.count >= maxURLsPerGroup,
-               let victim = entry.urls.min(by: { Self.keepsBefore($1.value, $0.value) })?.key {
-                entry.urls[victim] = nil
+            if urls.count >= maxURLsPerGroup, let victim = urls.min(by: { Self.keepsBefore($1.value, $0.value) })?.key {
+                urls[victim] = nil
             }
-            entry.urls[url] = Ask(asks: 1, first: now, last: now)
+            urls[url] = Ask(asks: 1, first: now, last: now)
         }
-        groups[group] = entry
+        asks[group] = urls
     }
 
-    /// The next URL to fetch, and the group it is fetched for, among the groups `eligible` allows (the budget's
-    /// rules for that group): the group served least recently (never served first); of equals, the one whose
-    /// candidate was asked most often, then first. A group's candidate is its most asked URL (the earliest asked of
-    /// equals).
-    func next(eligible: (String) -> Bool) -> (url: String, group: String)? {
-        var best: (url: String, group: String, served: Date, ask: Ask)?
-        for (name, group) in groups where eligible(name) {
-            guard let candidate = group.urls.min(by: { Self.fetchesBefore($0.value, $1.value) || ($0.value == $1.value && $0.key < $1.key) })
-            else { continue }
-            let served = group.lastServed ?? .distantPast
-            if let current = best {
-                if served > current.served { continue }
-                if served == current.served {
-                    if Self.fetchesBefore(current.ask, candidate.value) { continue }
-                    if current.ask == candidate.value, current.group < name { continue }
-                }
-            }
-            best = (candidate.key, name, served, candidate.value)
+    /// The next URL to fetch, and the group it is fetched for, among the groups `eligible` allows (the budget's rules
+    /// for that group) with an ask of the last `askSeconds`: the group served least recently (never served first);
+    /// of equals, the one whose oldest ask is oldest. A group's URL is its most asked (the earliest of equals).
+    func next(now: Date, eligible: (String) -> Bool) -> (url: String, group: String)? {
+        let since = now.addingTimeInterval(-askSeconds)
+        var best: (url: String, group: String, served: Date, waiting: Date)?
+        for (group, urls) in asks where eligible(group) {
+            let open = urls.filter { $0.value.last > since }
+            guard let candidate = open.min(by: { Self.fetchesBefore($0.value, $1.value) || ($0.value == $1.value && $0.key < $1.key) }),
+                  let waiting = open.values.map(\.first).min() else { continue }
+            let served = lastServed[group] ?? .distantPast
+            if let current = best, (current.served, current.waiting, current.group) < (served, waiting, group) { continue }
+            best = (candidate.key, group, served, waiting)
         }
         return best.map { ($0.url, $0.group) }
     }
 
     /// A fetch starts for `group`: its turn is taken.
     mutating func served(group: String, now: Date) {
-        groups[group]?.lastServed = now
+        if lastServed[group] == nil, lastServed.count >= 4 * maxGroups,
+           let oldest = lastServed.min(by: { $0.value < $1.value })?.key {
+            lastServed[oldest] = nil
+        }
+        lastServed[group] = now
     }
 
     /// `url` needs no turn any more (its fetch started: it is in flight, then cached or known bad).
     mutating func forget(url: String) {
-        for name in groups.keys where groups[name]?.urls[url] != nil {
-            groups[name]?.urls[url] = nil
+        for group in asks.keys where asks[group]?[url] != nil {
+            asks[group]?[url] = nil
         }
     }
 
-    /// Whether `a` is fetched before `b`: asked more often, then asked first.
+    /// Asks older than `askSeconds` go (PayPal's retries ask again); a group with none left goes too.
+    mutating func expire(now: Date) {
+        let since = now.addingTimeInterval(-askSeconds)
+        asks = asks.compactMapValues { urls in
+            let open = urls.filter { $0.value.last > since }
+            return open.isEmpty ? nil : open
+        }
+    }
+
+    private static func lastAsk(_ urls: [String: Ask]) -> Date { urls.values.map(\.last).max() ?? .distantPast }
+
+    /// Within a group, whether `a` is fetched before `b`: asked more often, then asked first.
     private static func fetchesBefore(_ a: Ask, _ b: Ask) -> Bool {
         a.asks != b.asks ? a.asks > b.asks : a.first < b.first
     }

@@ -79,11 +79,12 @@ public struct UnavailableCertificateSource: CertificateSource {
 ///   may use all 10, so the 5 kept for them (`maxTrustedURLsPerMinute`) are never spent by a stranger, however many
 ///   addresses the stranger has: a new genuine URL (PayPal rotates them) is fetched within a minute of PayPal's first
 ///   delivery naming it;
-/// - a fetch the budget allows goes by turns (`CertificateFetchTurns`), not to whoever asks first after a slot frees:
-///   every ask is remembered by sender group, and the group served least recently is served next (its most asked
-///   URL; PayPal retries name the same one). At a cold start, when PayPal's group is not trusted yet, a stranger's
-///   flood from a few groups gets one turn per group, and a retried genuine URL is fetched within a round of turns,
-///   without waiting for its own request (the fetch runs, and PayPal's next retry finds the certificate cached);
+/// - strangers' fetches go by turns (`CertificateFetchTurns`), not to whoever asks first after a slot frees: every
+///   ask is remembered by sender group for 10 minutes, and the group served least recently is served next (of
+///   equals, the one waiting longest). At a cold start, when PayPal's group is not trusted yet, a flood from a few
+///   groups gets one turn per group, and a retried genuine URL is fetched within a round of turns, whether or not
+///   its request still waits (PayPal's next retry then finds the certificate cached). A trusted group's ask never
+///   waits for a turn;
 /// - only what `validate` accepts (parsed, chained to the trust roots, the CN PayPal serves from that URL's host) is
 ///   cached, and kept until what `validate` says (the chain's notAfter), not on a timer;
 /// - when full, expired entries go first, then those that never verified a delivery (oldest first), and only then the
@@ -116,6 +117,8 @@ public final class CachingCertificateSource: CertificateSource {
         var refused = 0
         /// Asks the budget refused, by sender group: whose fetch is next.
         var turns = CertificateFetchTurns()
+        var lastTurnScan = Date.distantPast
+        var lastExpiry = Date.distantPast
     }
 
     /// One fetch of one URL; later callers for the same URL wait on it.
@@ -212,20 +215,39 @@ public final class CachingCertificateSource: CertificateSource {
             state.recentFetches.append((now, "", false))
             return startFetch(&state, url: url)
         }
-        guard join else { return budgetRefusal(state, sender: sender, now: now).map { .refuse($0) } ?? .fetchAllowed }
-        // The ask is remembered; the fetch a turn allows goes to the group served least recently (this one or another).
+        let refusal = budgetRefusal(state, sender: sender, now: now)
+        guard join else { return refusal.map { .refuse($0) } ?? .fetchAllowed }
         state.misses += 1
+        // A sender of verified deliveries (PayPal's groups) fetches its own URL whenever the budget allows it: turns
+        // decide only what strangers' asks get, so an old stranger ask never takes a rotated genuine URL's fetch.
+        if refusal == nil, isTrusted(state, sender, now: now) {
+            state.recentFetches.append((now, sender, true))
+            return startFetch(&state, url: url)
+        }
+        // The ask is remembered; the fetch a turn allows goes to the group served least recently (this one or
+        // another), the scan only when this sender may fetch or once a second (it reads every group's asks).
         state.turns.record(url: url, group: sender, now: now)
-        var next = state.turns.next(eligible: { budgetRefusal(state, sender: $0, now: now) == nil })
+        if state.lastExpiry.addingTimeInterval(60) <= now {
+            state.turns.expire(now: now)
+            state.lastExpiry = now
+        }
+        let strangers = maxNewURLsPerMinute - min(maxTrustedURLsPerMinute, maxNewURLsPerMinute / 2)
+        guard state.recentFetches.count < maxNewURLsPerMinute, state.recentFetches.lazy.filter({ !$0.trusted }).count < strangers,
+              refusal == nil || state.lastTurnScan.addingTimeInterval(1) <= now else {
+            state.refused += 1
+            return .refuse(refusal ?? "another sender group has the turn for a certificate fetch")
+        }
+        state.lastTurnScan = now
+        var next = state.turns.next(now: now, eligible: { budgetRefusal(state, sender: $0, now: now) == nil })
         // An ask answered since (restored, fetched without a sender) needs no turn.
         while let stale = next, stale.url != url, state.entries[stale.url].map({ $0.keepUntil > now }) == true
                 || state.inFlight[stale.url] != nil || state.failures[stale.url].map({ $0.until > now }) == true {
             state.turns.forget(url: stale.url)
-            next = state.turns.next(eligible: { budgetRefusal(state, sender: $0, now: now) == nil })
+            next = state.turns.next(now: now, eligible: { budgetRefusal(state, sender: $0, now: now) == nil })
         }
         guard let turn = next else {
             state.refused += 1
-            return .refuse(budgetRefusal(state, sender: sender, now: now) ?? "no certificate fetch is allowed now")
+            return .refuse(refusal ?? "no certificate fetch is allowed now")
         }
         state.turns.served(group: turn.group, now: now)
         state.recentFetches.append((now, turn.group, isTrusted(state, turn.group, now: now)))

@@ -304,11 +304,15 @@ public struct PayPalWebhookVerifier: Sendable {
     public func isAllowed(certURL: String) -> Bool { Self.isAllowed(certURL: certURL, prefixes: certURLPrefixes) }
 
     /// `isAllowed(certURL:)` against `prefixes` (what `payrecon doctor` asks of a stored delivery's cert URL).
+    /// The longest segment after an allowed prefix (PayPal's are 32 bytes).
+    public static let maxCertSegmentBytes = 128
+
     public static func isAllowed(certURL: String, prefixes: [String]) -> Bool {
         // Bytes, not String.hasPrefix: Unicode equivalence must not decide what is under an allowed prefix.
         guard let prefix = prefixes.first(where: { Array(certURL.utf8).starts(with: $0.utf8) }) else { return false }
         let rest = certURL.utf8.dropFirst(prefix.utf8.count)
-        guard !rest.isEmpty, !certURL.contains(".."), !rest.elementsEqual(".".utf8) else { return false }
+        // PayPal's segment is `CERT-` and three 8-hex groups; a long one is only memory a stranger makes us keep.
+        guard !rest.isEmpty, rest.count <= maxCertSegmentBytes, !certURL.contains(".."), !rest.elementsEqual(".".utf8) else { return false }
         return rest.allSatisfy { c in
             (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a)
                 || c == UInt8(ascii: "-") || c == UInt8(ascii: "_") || c == UInt8(ascii: ".") || c == UInt8(ascii: "~")
