@@ -19,6 +19,8 @@ struct CertificateFetchTurns {
     }
 
     private(set) var asks: [String: [String: Ask]] = [:]
+    /// Each group's last ask (kept beside `asks`: finding the oldest is one pass over the groups, not over every ask).
+    private var lastAsk: [String: Date] = [:]
     private(set) var lastServed: [String: Date] = [:]
     let maxURLsPerGroup: Int
     let maxGroups: Int
@@ -34,10 +36,11 @@ struct CertificateFetchTurns {
     /// recently asked of equals); past `maxGroups` groups, the one whose last ask is oldest goes. `lastServed` keeps
     /// `4 × maxGroups` groups, the oldest served going first (which only moves them up the order they were near).
     mutating func record(url: String, group: String, now: Date) {
-        if asks[group] == nil, asks.count >= maxGroups,
-           let oldest = asks.min(by: { Self.lastAsk($0.value) < Self.lastAsk($1.value) })?.key {
+        if asks[group] == nil, asks.count >= maxGroups, let oldest = lastAsk.min(by: { $0.value < $1.value })?.key {
             asks[oldest] = nil
+            lastAsk[oldest] = nil
         }
+        lastAsk[group] = now
         var urls = asks[group] ?? [:]
         if var ask = urls[url] {
             ask.asks += 1
@@ -92,9 +95,8 @@ struct CertificateFetchTurns {
             let open = urls.filter { $0.value.last > since }
             return open.isEmpty ? nil : open
         }
+        lastAsk = lastAsk.filter { asks[$0.key] != nil }
     }
-
-    private static func lastAsk(_ urls: [String: Ask]) -> Date { urls.values.map(\.last).max() ?? .distantPast }
 
     /// Within a group, whether `a` is fetched before `b`: asked more often, then asked first.
     private static func fetchesBefore(_ a: Ask, _ b: Ask) -> Bool {
