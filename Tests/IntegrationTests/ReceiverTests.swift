@@ -124,12 +124,15 @@ struct ReceiverTests {
         }
     }
 
+    /// A genuine PayPal body and a forged one with the same CRC32 (four bytes of its "pad" value forced).
+    static let crcGenuine = #"{"id":"WH-GENUINE-1","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_type":"capture","resource":{"id":"CAP-G1","status":"COMPLETED"}}"#
+    static let crcForged = #"{"id":"WH-FORGED-6","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_type":"capture","resource":{"id":"CAP-EVIL","status":"COMPLETED"},"pad":"aK#L"}"#
+
     /// PayPal signs a CRC32 of the body, not the body: `forged` (new event id, another capture) has the same CRC32
     /// as `genuine` (built by forcing four bytes of its "pad" value), so it passes the signature with the genuine
     /// delivery's headers. The transmission id is already stored with another body: refused, nothing stored.
     @Test func aTransmissionIdReusedWithAnotherBodyIsRefused() async throws {
-        let genuine = #"{"id":"WH-GENUINE-1","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_type":"capture","resource":{"id":"CAP-G1","status":"COMPLETED"}}"#
-        let forged = #"{"id":"WH-FORGED-6","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_type":"capture","resource":{"id":"CAP-EVIL","status":"COMPLETED"},"pad":"aK#L"}"#
+        let (genuine, forged) = (Self.crcGenuine, Self.crcForged)
         #expect(CRC32.checksum(Array(genuine.utf8)) == CRC32.checksum(Array(forged.utf8)))
         try await ReceiverHarness.with { h in
             let headers = try h.paypal.headers(body: Array(genuine.utf8), webhookID: ReceiverHarness.paypalWebhookID)
@@ -152,8 +155,7 @@ struct ReceiverTests {
     /// transmissions, each free to carry a body forged to the CRC32 PayPal signed. Now refused, nothing stored.
     @Test(arguments: [" ", "\t"])
     func aForgedBodyUnderAPaddedTransmissionIdIsRefused(pad: String) async throws {
-        let genuine = #"{"id":"WH-GENUINE-1","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_type":"capture","resource":{"id":"CAP-G1","status":"COMPLETED"}}"#
-        let forged = #"{"id":"WH-FORGED-6","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_type":"capture","resource":{"id":"CAP-EVIL","status":"COMPLETED"},"pad":"aK#L"}"#
+        let (genuine, forged) = (Self.crcGenuine, Self.crcForged)
         #expect(CRC32.checksum(Array(genuine.utf8)) == CRC32.checksum(Array(forged.utf8)))
         try await ReceiverHarness.with { h in
             let headers = try h.paypal.headers(body: Array(genuine.utf8), webhookID: ReceiverHarness.paypalWebhookID)
