@@ -149,7 +149,7 @@ public enum DeliveryStore {
                 ORDER BY v.n
                 ON CONFLICT (provider, dedupe_key) DO UPDATE
                     SET redeliveries = deliveries.redeliveries + 1 + excluded.redeliveries, last_redelivered_at = now()
-                RETURNING id, (xmax = 0) AS inserted, provider, dedupe_key
+                RETURNING id, redeliveries, provider, dedupe_key
                 """, [.textArray(rows.map(\.d.provider.rawValue)), .textArray(rows.map(\.d.dedupeKey)), .nullableTextArray(rows.map(\.d.eventType)),
                       .textArray(rows.map { headersJSON($0.d.headers) }), .byteaArray(rows.map(\.d.body)), .int64Array(rows.map { $0.extra }),
                       .nullableTextArray(rows.map(\.d.transmissionID))]))
@@ -160,11 +160,15 @@ public enum DeliveryStore {
         let results = try conn.pipeline(statements)
         // Any failure means the transaction did not commit (the pipeline aborts after the first error).
         for result in results { _ = try result.get() }
+        // Inserted or updated, told apart by the count alone (serve's role may read no system column such as xmax):
+        // an insert stores the batch's own extra copies, an update adds at least one to what was stored.
+        var extraByKey: [String: Int64] = [:]
+        for (j, i) in unique.enumerated() { extraByKey[deliveries[i].provider.rawValue + "\u{0}" + deliveries[i].dedupeKey] = extra[j] }
         var byKey: [String: StoredDelivery] = [:]
         if !unique.isEmpty {
             for row in try results[insertIndex].get() {
-                byKey[try row.string("provider") + "\u{0}" + row.string("dedupe_key")] =
-                    StoredDelivery(id: try row.int64("id"), inserted: try row.bool("inserted"))
+                let key = try row.string("provider") + "\u{0}" + row.string("dedupe_key")
+                byKey[key] = StoredDelivery(id: try row.int64("id"), inserted: try row.int64("redeliveries") == extraByKey[key])
             }
         }
         var stored: [StoredDelivery] = []

@@ -39,7 +39,8 @@ wait_http() { for _ in $(seq 1 200); do curl -fsS -o /dev/null "$1" 2>/dev/null 
 # 1. Installed as a package would be, into a root of its own.
 "$ROOT/scripts/install" --root "$T/root" --binary "$PAYRECON_BIN" >"$T/install.log" 2>&1 || { cat "$T/install.log"; fail "scripts/install"; }
 env_file="$T/root/etc/payrecon/payrecon.env"
-for unit in payrecon-serve.service payrecon-work.service payrecon-reconcile.timer payrecon-prune.timer; do
+serve_env="$T/root/etc/payrecon/serve.env"
+for unit in payrecon-serve.service payrecon-work.service payrecon-migrate.service payrecon-reconcile.timer payrecon-prune.timer; do
     [ -f "$T/root/etc/systemd/system/$unit" ] || fail "scripts/install did not install $unit"
 done
 # The template's paths are where the script put things; the units start the installed binary.
@@ -57,6 +58,31 @@ grep -q '^PXP_WEBHOOK_KEY=kept-secret$' "$env_file" || fail "a second scripts/in
 [ -f "$env_file.new" ] || fail "a second scripts/install did not put the new template beside the kept file"
 ok "scripts/install: binary, migrations, trust roots, units, env template and payrecon-env where the template and units say; over an install, the secrets are kept and the paths follow"
 
+# serve, the one process strangers reach, has a user, an environment file and a database role of its own: no provider
+# API credential in its file, payrecon.env out of its reach, and no migration run as it.
+serve_unit="$T/root/etc/systemd/system/payrecon-serve.service"
+[ -f "$serve_env" ] || fail "scripts/install did not install serve.env"
+grep -qx 'EnvironmentFile=/etc/payrecon/serve.env' "$serve_unit" || fail "payrecon-serve.service does not read /etc/payrecon/serve.env"
+grep -qx 'User=payrecon-serve' "$serve_unit" || fail "payrecon-serve.service does not run as payrecon-serve"
+grep -qx 'InaccessiblePaths=-/etc/payrecon/payrecon.env' "$serve_unit" || fail "payrecon-serve.service can read payrecon.env"
+! grep -q 'migrate' <(grep '^Exec' "$serve_unit") || fail "payrecon-serve.service runs migrate (as serve's role, which cannot)"
+grep -qx 'Wants=network-online.target payrecon-migrate.service' "$serve_unit" || fail "payrecon-serve.service does not pull in payrecon-migrate.service"
+api=$(grep -oE '^(PXP_(CLIENT_ID|TOKEN_ID|TOKEN_VALUE)|PAYPAL_CLIENT_(ID|SECRET)|PAYPERCUT_SECRET_KEY)(_FILE)?=' "$serve_env" || true)
+[ -z "$api" ] || fail "serve.env names provider API credentials: $api"
+# An upgrade from a payrecon whose serve read payrecon.env: serve.env is made from what serve read there, byte for byte.
+mkdir -p "$T/old/etc/payrecon"
+python3 - "$ROOT/deploy/payrecon.env" "$T/old/etc/payrecon/payrecon.env" <<'PY'
+import sys
+text = open(sys.argv[1]).read().replace("PAYRECON_SERVE_ROLE=payrecon_serve\n", "")
+text += "DATABASE_URL=postgresql://payrecon:p&a|s\\x$y@localhost/payrecon\nPXP_WEBHOOK_KEY=k&ey\nPAYRECON_LISTEN=0.0.0.0:9000\n"
+open(sys.argv[2], "w").write(text)
+PY
+"$ROOT/scripts/install" --root "$T/old" --binary "$PAYRECON_BIN" >"$T/install3.log" 2>&1 || { cat "$T/install3.log"; fail "scripts/install over an install without serve.env"; }
+for want in 'DATABASE_URL=postgresql://payrecon:p&a|s\x$y@localhost/payrecon' 'PXP_WEBHOOK_KEY=k&ey' 'PAYRECON_LISTEN=0.0.0.0:9000'; do
+    grep -qxF "$want" "$T/old/etc/payrecon/serve.env" || fail "an upgrade's serve.env lacks $want (what serve read in payrecon.env)"
+done
+ok "serve has its own user, environment file (no provider API credential) and role; migrations run as the owner; an upgrade's serve.env keeps what serve read"
+
 # 2. The template's settings, with the throwaway root's paths and this machine's free ports.
 set -a
 # shellcheck disable=SC1090
@@ -66,7 +92,7 @@ BIN="$T/root$exec_start"
 serve_port=$(free_port); serve_metrics=$(free_port); work_metrics=$(free_port); prom_port=$(free_port)
 export DATABASE_URL=$TEST_DATABASE_URL PAYRECON_SQL_DIR="$T/root$sql_dir" PAYRECON_LOG_LEVEL=warning
 export PAYRECON_LISTEN=127.0.0.1:$serve_port PAYRECON_METRICS_LISTEN=127.0.0.1:$serve_metrics PAYRECON_WORK_METRICS_LISTEN=127.0.0.1:$work_metrics
-[ -n "${PAYRECON_TRUSTED_PROXIES:-}" ] || fail "the template names no PAYRECON_TRUSTED_PROXIES"
+grep -q "^PAYRECON_TRUSTED_PROXIES=." "$serve_env" || fail "serve.env names no PAYRECON_TRUSTED_PROXIES"
 export PXP_CLIENT_ID=demo-client PXP_TOKEN_ID=demo-token PXP_TOKEN_VALUE=demo-token-value PXP_WEBHOOK_KEY=demo-webhook-key
 export PAYPAL_CLIENT_ID=demo-paypal PAYPAL_CLIENT_SECRET=demo-paypal-secret PAYPAL_WEBHOOK_ID=WEBHOOK_ID
 export PAYPERCUT_SECRET_KEY=sk_test_paysim PAYPERCUT_WEBHOOK_SECRET=whsec_paysim
@@ -79,15 +105,29 @@ SIM="http://127.0.0.1:$(cat "$T/paysim.port")"
 export PXP_API_BASE_URL="$SIM/api/v1" PAYPAL_API_BASE_URL="$SIM" PAYPERCUT_API_BASE_URL="$SIM"
 export PAYPAL_TRUST_ROOTS="$T/paypal-roots.pem" PAYPAL_CERT_URL_PREFIXES="$SIM/v1/notifications/certs/"
 
-"$BIN" migrate >"$T/migrate.log" 2>&1 || { cat "$T/migrate.log"; fail "payrecon migrate from the installed migrations"; }
+# serve's database role, as README (Least privilege for serve) has the operator create it; migrate gives it its grants.
+serve_role="payrecon_serve_ops_$$"
+psql -q "$TEST_DATABASE_URL" -c "CREATE ROLE $serve_role LOGIN" || fail "cannot create serve's role $serve_role"
+drop_role() { psql -q "$TEST_DATABASE_URL" -c "DROP OWNED BY $serve_role" -c "DROP ROLE $serve_role" >/dev/null 2>&1 || true; }
+trap 'cleanup; drop_role' EXIT
+serve_url=$(printf '%s' "$TEST_DATABASE_URL" | sed -E "s|://[^@/]*@|://$serve_role@|")
+[ "$(sed -n 's/^PAYRECON_SERVE_ROLE=//p' "$env_file")" = payrecon_serve ] || fail "payrecon.env does not name serve's role"
+PAYRECON_SERVE_ROLE=$serve_role "$BIN" migrate >"$T/migrate.log" 2>&1 || { cat "$T/migrate.log"; fail "payrecon migrate from the installed migrations"; }
+grep -q "serve's role $serve_role may store deliveries" "$T/migrate.log" || { cat "$T/migrate.log"; fail "payrecon migrate did not grant serve's role"; }
 "$BIN" orders import "$ROOT/demo/orders.csv" >/dev/null 2>&1 || fail "payrecon orders import"
-"$BIN" serve 2>"$T/serve.log" &
+# serve with serve.env's settings only (nothing of payrecon.env: no API credential), as serve's role.
+env -i PATH="$PATH" HOME="$T" bash -c '
+    set -a; . "$1"; set +a
+    export DATABASE_URL=$2 PAYRECON_LISTEN=$3 PAYRECON_METRICS_LISTEN=$4 PAYPAL_TRUST_ROOTS=$5 PAYPAL_CERT_URL_PREFIXES=$6
+    export PXP_WEBHOOK_KEY=demo-webhook-key PAYPAL_WEBHOOK_ID=WEBHOOK_ID PAYPERCUT_WEBHOOK_SECRET=whsec_paysim PAYRECON_LOG_LEVEL=warning
+    exec "$7" serve' serve "$serve_env" "$serve_url" "$PAYRECON_LISTEN" "$PAYRECON_METRICS_LISTEN" "$PAYPAL_TRUST_ROOTS" \
+    "$PAYPAL_CERT_URL_PREFIXES" "$BIN" 2>"$T/serve.log" &
 pids+=($!)
 "$BIN" work 2>"$T/work.log" &
 work_pid=$!; pids+=("$work_pid")
 wait_http "http://127.0.0.1:$serve_metrics/readyz" || fail "the installed serve is not ready on PAYRECON_METRICS_LISTEN"
 wait_http "http://127.0.0.1:$work_metrics/metrics" || fail "the installed work does not answer /metrics on PAYRECON_WORK_METRICS_LISTEN"
-ok "serve and work started from the installed files with the template's settings (readyz and both /metrics answer)"
+ok "serve (serve.env's settings, serve's role) and work (payrecon.env's) started from the installed files (readyz and both /metrics answer)"
 
 # 3. Prometheus with the shipped configuration and rules: targets at this run's ports, `for:` shortened to seconds.
 mkdir -p "$T/prom"
@@ -125,6 +165,13 @@ done
 [ "$pending" = 0 ] || fail "$pending deliveries still pending after 30 s"
 "$BIN" reconcile --all >"$T/reconcile.log" 2>&1 || true
 ok "paysim's signed deliveries were processed by the installed worker, and a nightly run made"
+stored=$(psql "$DATABASE_URL" -tAc "SELECT count(*) FROM deliveries")
+[ "$stored" -ge 4 ] || fail "serve, as its role, stored $stored deliveries (4 sent)"
+for sql in "SELECT body FROM deliveries LIMIT 1" "SELECT * FROM orders LIMIT 1" "UPDATE deliveries SET status = 'done'" "SELECT * FROM actions LIMIT 1"; do
+    if out=$(psql "$serve_url" -v ON_ERROR_STOP=1 -tAc "$sql" 2>&1); then fail "serve's role may: $sql"; fi
+    case "$out" in *"permission denied"*) ;; *) fail "serve's role: $sql failed, but not for want of privilege: $out" ;; esac
+done
+ok "serve's role stored $stored deliveries, and may not read a body or an order, change a delivery's status or read actions"
 
 # 5. Every dashboard panel's query returns data (the worker refreshes its database-backed gauges at start and every
 #    15 s; rates need two scrapes).

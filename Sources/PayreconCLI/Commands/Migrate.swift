@@ -3,6 +3,7 @@ import Providers
 import Wiring
 import Observability
 import Postgres
+import Reconciliation
 import Store
 
 let migrateCommand = Command(
@@ -14,6 +15,9 @@ let migrateCommand = Command(
         each table lock (lock_timeout), so receivers' commits queued behind it wait at most that long; behind a long
         query it is tried again after 1, 2, 4 and 8 s, then migrate fails: run it again when the query has ended. Set PAYRECON_SQL_DIR when the sql/ folder is neither beside the checkout nor installed
         beside the binary (PREFIX/share/payrecon/sql). A folder without the migrations is an error.
+        With PAYRECON_SERVE_ROLE set, the role serve connects as is then given only what serve does (store deliveries,
+        count rejections, keep PayPal's certificates, read which migrations are applied), every run: create it first
+        (CREATE ROLE payrecon_serve LOGIN PASSWORD '…'), and run migrate as the role that owns the tables.
         """
 ) { args in
     let env = Environment()
@@ -31,6 +35,10 @@ let migrateCommand = Command(
     }
     if applied.isEmpty { print("database is up to date (\(migrations.count) migrations)") }
     else { for v in applied { print("applied \(v)") } }
+    if let role = env["PAYRECON_SERVE_ROLE"] {
+        do { try ServeRole.apply(to: role, on: conn) } catch let error as ServeRole.Refused { throw FatalError(error.description) }
+        print("serve's role \(role.terminalSafe) may store deliveries and count rejections, and nothing more")
+    }
     return Exit.ok
 }
 

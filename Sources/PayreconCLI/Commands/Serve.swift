@@ -65,7 +65,7 @@ let serveCommand = Command(
     let endpoints = try webhookEndpoints(env)
     let pool = PostgresPool(conninfo: url, size: 8, acquireTimeout: 5)
     // serve does not migrate: it refuses to start on a database that lacks migrations (run `payrecon migrate` first,
-    // as the systemd unit's ExecStartPre does). Unreachable at start is not fatal: deliveries get 503 until it is.
+    // as the owner: payrecon-migrate.service, which starting serve's unit starts first; serve's own role cannot). Unreachable at start is not fatal: deliveries get 503 until it is.
     // The migrations this build needs are compiled in: no sql/ folder, old or missing, decides readiness.
     let expected = Migrator.shippedVersions
     if !pool.healthy() {
@@ -77,7 +77,7 @@ let serveCommand = Command(
         }
         guard status.pending.isEmpty else {
             throw ConfigurationError("the database lacks \(status.pending.count) migration(s) (first \(status.pending[0])): run `payrecon migrate` "
-                                     + "before serve (serve never migrates; the systemd unit runs it as ExecStartPre)")
+                                     + "before serve, as the role that owns the tables (serve never migrates; systemd's payrecon-migrate.service does it before serve starts)")
         }
     }
     let receiver = Receiver(configuration: .init(host: host, port: port, maxBodyBytes: maxBody, threads: threads,
