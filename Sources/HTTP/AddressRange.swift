@@ -89,6 +89,17 @@ public enum SenderAddress {
         return stride(from: 0, to: 6, by: 2).map { String(format: "%x", Int(bytes[$0]) << 8 | Int(bytes[$0 + 1])) }.joined(separator: ":") + "::/48"
     }
 
+    /// One host within a group: an IPv4 address itself, the /64 of an IPv6 one, written as its first address (a single
+    /// host is commonly given a whole /64, so an address a stranger rotates within one is still one host). The host's
+    /// `group` is its address's.
+    public static func host(_ address: String?) -> String? {
+        guard let address, let bytes = AddressRange.bytes(address) else { return address }
+        if bytes.prefix(12).elementsEqual([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff]) {
+            return bytes[12..<16].map { String($0) }.joined(separator: ".")
+        }
+        return stride(from: 0, to: 8, by: 2).map { String(format: "%x", Int(bytes[$0]) << 8 | Int(bytes[$0 + 1])) }.joined(separator: ":") + "::"
+    }
+
     /// An address as written in a forwarding header (`1.2.3.4`, `1.2.3.4:5678`, `[2001:db8::1]:443`, `2001:db8::1`),
     /// without its port; nil when it is none.
     static func address(_ hop: String) -> String? {

@@ -13,8 +13,11 @@ public enum Migrator {
         "0010_rejection_counts", "0011_active_discrepancy_indexes", "0012_order_transaction_refs",
         "0013_snapshot_open_findings", "0014_actions_in_doubt", "0015_webhook_material_and_transmissions",
         "0016_acknowledged_by", "0017_evidence", "0018_movements", "0019_settlement", "0020_backfill",
-        "0021_open_discrepancies_function", "0022_learned_transactions",
+        "0021_open_discrepancies_function", "0022_learned_transactions", "0023_webhook_material_saved_at",
     ]
+
+    /// The transaction-scoped advisory lock migrations (and serve's grants) are applied under, one process at a time.
+    static let advisoryLock: Int64 = 727_274
 
     /// A folder that lacks migrations this payrecon ships: an older payrecon's.
     public struct OlderMigrations: Error, CustomStringConvertible {
@@ -103,7 +106,7 @@ public enum Migrator {
     public static func migrate(_ migrations: [Migration], on conn: PostgresConnection, lockTimeoutMilliseconds: Int = 1000,
                                attempts: Int = 5) throws -> [String] {
         try conn.transaction { tx in
-            _ = try tx.query("SELECT pg_advisory_xact_lock(727274)")
+            _ = try tx.query("SELECT pg_advisory_xact_lock(\(advisoryLock))")
             _ = try tx.execute("""
                 CREATE TABLE IF NOT EXISTS schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())
                 """)
@@ -128,7 +131,7 @@ public enum Migrator {
     /// Applies `m` in a transaction of its own unless it was applied meanwhile; whether it ran.
     static func apply(_ m: Migration, on conn: PostgresConnection, lockTimeoutMilliseconds: Int) throws -> Bool {
         try conn.transaction { tx -> Bool in
-            _ = try tx.query("SELECT pg_advisory_xact_lock(727274)")
+            _ = try tx.query("SELECT pg_advisory_xact_lock(\(advisoryLock))")
             guard try tx.query("SELECT 1 FROM schema_migrations WHERE version = $1", [.text(m.version)]).isEmpty else { return false }
             _ = try tx.execute("SET LOCAL lock_timeout = '\(max(1, lockTimeoutMilliseconds))ms'")
             try tx.executeScript(m.sql)

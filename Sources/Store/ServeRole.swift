@@ -22,7 +22,8 @@ public enum ServeRole {
     public static let grants: [Grant] = [
         // DeliveryStore.commit: INSERT … ON CONFLICT (provider, dedupe_key) DO UPDATE SET redeliveries …, last_redelivered_at
         // … RETURNING id, redeliveries, provider, dedupe_key. pendingCount reads status.
-        Grant("deliveries", "INSERT"),
+        // The columns the commit names, no more: a row serve inserts is pending, unleased and due now (the defaults).
+        Grant("deliveries", "INSERT (provider, dedupe_key, event_type, headers, body, redeliveries, last_redelivered_at, transmission_id)"),
         Grant("deliveries", "SELECT (id, provider, dedupe_key, status, redeliveries)"),
         Grant("deliveries", "UPDATE (redeliveries, last_redelivered_at)"),
         // The one-body-per-transmission guard.
@@ -36,7 +37,8 @@ public enum ServeRole {
         // WebhookMaterial: PayPal's certificates, read at start (and validated again), saved when one verifies.
         Grant("webhook_material", "SELECT (provider, key, value, keep_until, saved_at)"),
         Grant("webhook_material", "INSERT (provider, key, value, keep_until)"),
-        Grant("webhook_material", "UPDATE (value, keep_until, saved_at)"),
+        // saved_at is the owner's trigger's (sql/0023): serve cannot date a row into the future to have it loaded first.
+        Grant("webhook_material", "UPDATE (value, keep_until)"),
         // Migrator.status: serve refuses a database that lacks a migration.
         Grant("schema_migrations", "SELECT"),
     ]
@@ -57,6 +59,10 @@ public enum ServeRole {
         guard !role.isEmpty else { throw Refused(description: "PAYRECON_SERVE_ROLE is empty: name the role serve connects as, or unset it") }
         guard let found = try conn.query("""
             SELECT r.rolsuper AS super, r.rolbypassrls AS bypass, r.rolname = current_user AS me,
+                   r.rolcreaterole AS createrole, r.rolreplication AS replication, r.rolcreatedb AS createdb,
+                   (SELECT d.datdba = r.oid FROM pg_database d WHERE d.datname = current_database()) AS owns_database,
+                   (SELECT n.nspowner = r.oid FROM pg_namespace n WHERE n.nspname = current_schema()) AS owns_schema,
+                   EXISTS (SELECT 1 FROM pg_class c WHERE c.relnamespace = current_schema()::regnamespace AND c.relowner = r.oid) AS owns_table,
                    pg_has_role(r.rolname, current_user, 'MEMBER') AS member_of_me,
                    (SELECT string_agg(g.rolname, ', ' ORDER BY g.rolname) FROM pg_auth_members m JOIN pg_roles g ON g.oid = m.roleid
                     WHERE m.member = r.oid) AS groups
@@ -77,6 +83,14 @@ public enum ServeRole {
             throw Refused(description: "PAYRECON_SERVE_ROLE=\(role) is a member of the role payrecon migrate runs as, so it has the "
                 + "owner's privileges: \(owner)")
         }
+        if try found.bool("createrole") || found.bool("replication") || found.bool("createdb") {
+            throw Refused(description: "PAYRECON_SERVE_ROLE=\(role) may create roles or databases, or replicate the cluster: give serve "
+                + "an ordinary role (ALTER ROLE \(try quoteIdentifier(role)) NOCREATEROLE NOCREATEDB NOREPLICATION)")
+        }
+        if try found.optionalBool("owns_database") == true || found.optionalBool("owns_schema") == true || found.bool("owns_table") {
+            throw Refused(description: "PAYRECON_SERVE_ROLE=\(role) owns the database, the schema or one of its tables, and an owner "
+                + "may drop them whatever is granted: \(owner)")
+        }
         if let groups = try found.optionalString("groups") {
             throw Refused(description: "PAYRECON_SERVE_ROLE=\(role) is a member of \(groups), whose privileges are serve's too: give serve a "
                 + "role that belongs to no other (REVOKE … FROM \(try quoteIdentifier(role)))")
@@ -86,6 +100,8 @@ public enum ServeRole {
             let schema = try tx.query("SELECT current_schema() AS s").first.flatMap { try $0.optionalString("s") }
             guard let schema else { throw Refused(description: "the connection has no current schema (search_path): nothing to grant on") }
             let qschema = try quoteIdentifier(schema)
+            // One grant at a time with the migrations (two concurrent migrates would update the same catalog rows).
+            _ = try tx.query("SELECT pg_advisory_xact_lock(\(Migrator.advisoryLock))")
             _ = try tx.execute("REVOKE ALL ON ALL TABLES IN SCHEMA \(qschema) FROM \(quoted)")
             _ = try tx.execute("REVOKE ALL ON ALL SEQUENCES IN SCHEMA \(qschema) FROM \(quoted)")
             // Column grants outlive a table-wide REVOKE: each table's columns are revoked by name.
@@ -104,6 +120,12 @@ public enum ServeRole {
             }
             for sequence in sequences {
                 _ = try tx.execute("GRANT USAGE ON SEQUENCE \(qschema).\(try quoteIdentifier(sequence)) TO \(quoted)")
+            }
+            // CREATE on the schema, granted to PUBLIC (PostgreSQL 14 and older, or kept by pg_upgrade), would let serve
+            // create tables, or functions that shadow built-ins the worker then runs as the owner.
+            if try tx.query("SELECT has_schema_privilege($1, $2, 'CREATE') AS c", [.text(role), .text(schema)]).first?.bool("c") == true {
+                throw Refused(description: "PAYRECON_SERVE_ROLE=\(role) may still create objects in schema \(schema) (granted to PUBLIC or "
+                    + "a role it belongs to): REVOKE CREATE ON SCHEMA \(qschema) FROM PUBLIC, then run payrecon migrate again")
             }
         }
     }

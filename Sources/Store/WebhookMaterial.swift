@@ -15,10 +15,11 @@ public enum WebhookMaterial {
             """, [.text(provider.rawValue), .int64(Int64(loadLimit))]).map { (key: try $0.string("key"), value: try $0.bytes("value")) }
     }
 
+    /// `saved_at` is set by the table's trigger (sql/0023), never by the writer.
     public static func save(_ provider: Provider, key: String, value: [UInt8], keepUntil: Date, on conn: PostgresConnection) throws {
         try conn.execute("""
             INSERT INTO webhook_material (provider, key, value, keep_until) VALUES ($1, $2, $3, $4)
-            ON CONFLICT (provider, key) DO UPDATE SET value = excluded.value, keep_until = excluded.keep_until, saved_at = now()
+            ON CONFLICT (provider, key) DO UPDATE SET value = excluded.value, keep_until = excluded.keep_until
             """, [.text(provider.rawValue), .text(key), .bytea(value), .timestamptz(keepUntil)])
     }
 }

@@ -74,11 +74,12 @@ import Testing
         #expect(try db.count("SELECT count FROM rejection_counts WHERE source = '203.0.113.9'") == 3)
         #expect(try db.count("SELECT count(*) FROM rejected_deliveries") == 1)
 
-        // PayPal's certificates: saved, replaced, read back.
+        // PayPal's certificates: saved, replaced, read back; when a row was saved is the database's word.
         try storage.saveWebhookMaterial(.paypal, key: "https://example/cert", value: [1, 2], keepUntil: Date().addingTimeInterval(3600))
         try storage.saveWebhookMaterial(.paypal, key: "https://example/cert", value: [3], keepUntil: Date().addingTimeInterval(3600))
         let material = try storage.loadWebhookMaterial(.paypal)
         #expect(material.count == 1 && material.first?.value == [3])
+        #expect(try db.count("SELECT count(*) FROM webhook_material WHERE saved_at <= now()") == 1)
     }
 
     /// What a stranger who took over serve would want, each refused by PostgreSQL (42501, insufficient privilege).
@@ -87,6 +88,9 @@ import Testing
         "SELECT headers FROM deliveries",
         "SELECT * FROM deliveries",
         "UPDATE deliveries SET status = 'done'",
+        "INSERT INTO deliveries (provider, dedupe_key, headers, body, status) VALUES ('pxp', 'x', '[]', '\\x00', 'done')",
+        "INSERT INTO deliveries (id, provider, dedupe_key, headers, body) VALUES (999999, 'pxp', 'y', '[]', '\\x00')",
+        "UPDATE webhook_material SET saved_at = now() + interval '100 years'",
         "UPDATE deliveries SET body = '\\x00'",
         "DELETE FROM deliveries",
         "DELETE FROM transmissions",
@@ -138,6 +142,16 @@ import Testing
             } throws: { error in
                 (error as? ServeRole.Refused)?.description.contains(c.says) == true
             }
+        }
+        // A role that may create roles (and so, on PostgreSQL 15, grant itself the owner's), or replicate the cluster.
+        let creator = "serve_creator_" + UUID().uuidString.prefix(8).lowercased()
+        let admin0 = try PostgresConnection(conninfo: db.server); defer { admin0.close() }
+        _ = try admin0.execute("CREATE ROLE \(creator) LOGIN CREATEROLE")
+        defer { _ = try? admin0.execute("DROP ROLE \(creator)") }
+        #expect {
+            try ServeRole.apply(to: creator, on: owner)
+        } throws: { error in
+            (error as? ServeRole.Refused)?.description.contains("may create roles") == true
         }
         // A member of another role has its privileges.
         let reader = "serve_reader_" + UUID().uuidString.prefix(8).lowercased()

@@ -1,5 +1,6 @@
 import PaysimCore
 import Foundation
+import HTTP
 import Observability
 import Synchronization
 import Testing
@@ -88,6 +89,31 @@ import Testing
         #expect((try? restarted.pemWithoutWaiting(for: "CERT-expired-trust")) == nil, "a trust that ended is not restored")
     }
 
+    /// Trust rows restored from the database count as seen no later than now: 256 rows dated to year 9999 (what a
+    /// compromised serve could write) neither outlast `trustSeconds` nor push out PayPal's group when it verifies a
+    /// delivery next: they are the oldest, and go first.
+    @Test func restoredTrustIsCappedAtWhatADeliveryCouldHaveProved() async throws {
+        let clock = Clock()
+        let upstream = CountingCertificateSource(pem: [1])
+        let cache = CachingCertificateSource(upstream: upstream, clock: { clock.now })
+        func fetched(_ prefix: String) -> Int { upstream.calls.filter { $0.hasPrefix(prefix) }.count }
+        func settle() async throws { while cache.fetchesInFlight > 0 { try await Task.sleep(nanoseconds: 1_000_000) } }
+        let forever = Date(timeIntervalSince1970: 253_402_300_000)
+        cache.restoreTrusted((0..<256).map { (sender: "198.51.\($0).0/24", until: forever) })
+        clock.advance(1)
+        cache.trust(sender: "173.0.82.126")
+        // PayPal's group kept its trust (a stranger group would get 2 a minute): its verified host fetches 5.
+        for i in 0..<5 { cache.prefetch("paypal-\(i)", sender: "173.0.82.126") {} }
+        try await settle()
+        #expect(fetched("paypal-") == 5)
+        // A planted group is trusted (if the trust it said was not the one pushed out) only for trustSeconds from the
+        // restore, whatever its row said: then it is a stranger group, 2 a minute in all, not 2 for each of its hosts.
+        clock.advance(cache.trustSeconds)
+        for host in 1...3 { for i in 0..<3 { cache.prefetch("later-\(host)-\(i)", sender: "198.51.7.\(host)") {} } }
+        try await settle()
+        #expect(fetched("later-") == 2)
+    }
+
     /// Issue 39 item 2, at a cold start (PayPal's group not trusted yet): six stranger groups (three /24s, three /48s)
     /// ask 30 times a second for random URLs, each asked three times, and always ask first after a slot frees. A
     /// genuine URL retried every 20 s from PayPal's group is fetched within 2 minutes of its first attempt. (First
@@ -144,6 +170,119 @@ import Testing
         }
         #expect(try cache.pemWithoutWaiting(for: "CERT-rotated") == [1])
         #expect(upstream.calls.filter { $0.hasPrefix("waiting-") }.isEmpty)
+    }
+
+    /// The receiver's PayPal side over `cache`, as the receiver drives it: `prepare` with the sender's address,
+    /// `verified(from:)` after a delivery verified.
+    static func webhook(_ cache: CachingCertificateSource) throws -> PayPalProvider.Webhook {
+        let verifier = try PayPalWebhookVerifier(webhookID: "WH-ID", certificateSource: cache, certURLPrefixes: [prefix])
+        return PayPalProvider.Webhook(verifier: verifier, cache: cache)
+    }
+
+    /// What the receiver does for a delivery naming `cert`: the certificate without waiting (cached, or refused: the
+    /// delivery is answered 401 at once), else `prepare` with the sender's address.
+    static func prepare(_ webhook: PayPalProvider.Webhook, _ cert: String, from address: String) {
+        do { if try webhook.verifier.certificateSource.pemWithoutWaiting(for: prefix + cert) != nil { return } } catch { return }
+        webhook.prepare(headers: Headers(["PAYPAL-CERT-URL": prefix + cert]), sender: address) {}
+    }
+
+    /// Issue 39 item 2, from inside a trusted /24: PayPal's group verified deliveries before; one other address in it
+    /// asks 30 times a second for random URLs, always first after a slot frees. A genuine rotated URL, retried every 20 s
+    /// from PayPal's own addresses in that group, is fetched within 2 minutes of its first attempt. (Through the seam as
+    /// it was, the group decided: whoever in it asked first took every fetch, and the genuine URL was never fetched.)
+    @Test func oneAddressInsideATrustedGroupCannotStarveItsGenuineURL() async throws {
+        let clock = Clock()
+        let upstream = OnlyCertificateSource(url: Self.prefix + "CERT-rotated", pem: [6])
+        let cache = CachingCertificateSource(upstream: upstream, clock: { clock.now })
+        let webhook = try Self.webhook(cache)
+        webhook.verified(from: "173.0.82.126")   // an earlier delivery, verified: the group is trusted
+        let firstAttempt = 61
+        var verifiedAt: Int?
+        var n = 0
+        for second in 0..<300 where verifiedAt == nil {
+            for _ in 0..<30 {
+                n += 1
+                Self.prepare(webhook, "CERT-random-\(n)", from: "173.0.82.66")
+            }
+            if second >= firstAttempt, (second - firstAttempt) % 20 == 0 {
+                if (try? cache.pemWithoutWaiting(for: Self.prefix + "CERT-rotated")) == [6] {
+                    verifiedAt = second
+                } else {
+                    Self.prepare(webhook, "CERT-rotated", from: ["173.0.82.126", "173.0.82.127"][(second / 20) % 2])
+                }
+            }
+            while cache.fetchesInFlight > 0 { try await Task.sleep(nanoseconds: 1_000_000) }
+            clock.advance(1)
+        }
+        let at = try #require(verifiedAt, "the genuine URL was never fetched")
+        #expect(at - firstAttempt <= 120, "fetched \(at - firstAttempt) s after its first attempt")
+        #expect(upstream.calls.filter { $0.hasSuffix("CERT-rotated") }.count == 1)
+        // The flooding address, never verified itself, has a stranger group's share: 2 a minute, not the group's 10.
+        #expect(upstream.calls.count <= (at / 60 + 1) * 2 + 1, "\(upstream.calls.count) fetches in \(at) s")
+    }
+
+    /// Five addresses inside PayPal's trusted /24, 2 fetches a minute each, spend the whole 10 a minute. A genuine URL
+    /// from PayPal's verified address is still asked for (a spent budget refuses the fetch, not the ask: the receiver
+    /// goes on to `prepare`) and fetched at the next free slot, before the flood's.
+    @Test func aSpentBudgetStillRemembersTheAskOfAVerifiedHost() async throws {
+        let clock = Clock()
+        let upstream = OnlyCertificateSource(url: Self.prefix + "CERT-rotated", pem: [6])
+        let cache = CachingCertificateSource(upstream: upstream, clock: { clock.now })
+        let webhook = try Self.webhook(cache)
+        webhook.verified(from: "173.0.82.126")
+        var verifiedAt: Int?
+        var n = 0
+        for second in 0..<200 where verifiedAt == nil {
+            for k in 0..<30 {
+                n += 1
+                Self.prepare(webhook, "CERT-random-\(n)", from: "173.0.82.\(60 + k % 5)")
+            }
+            if second >= 30, (second - 30) % 20 == 0 {
+                if (try? cache.pemWithoutWaiting(for: Self.prefix + "CERT-rotated")) == [6] { verifiedAt = second }
+                else { Self.prepare(webhook, "CERT-rotated", from: "173.0.82.126") }
+            }
+            while cache.fetchesInFlight > 0 { try await Task.sleep(nanoseconds: 1_000_000) }
+            clock.advance(1)
+        }
+        let at = try #require(verifiedAt, "the genuine URL was never fetched")
+        #expect(at - 30 <= 60, "fetched \(at - 30) s after its first attempt")
+    }
+
+    /// Inside a trusted group a host that delivered a verified delivery itself goes first and may use the whole budget;
+    /// any other host has 2 a minute, and hosts take turns (served least recently first, then waiting longest). An IPv6
+    /// host is its /64, so rotating addresses inside one buys nothing.
+    @Test func insideATrustedGroupVerifiedHostsGoFirstAndOthersTakeTurns() async throws {
+        let clock = Clock()
+        let upstream = CountingCertificateSource(pem: [1])
+        let cache = CachingCertificateSource(upstream: upstream, clock: { clock.now })
+        let webhook = try Self.webhook(cache)
+        webhook.verified(from: "173.0.82.126")
+        webhook.verified(from: "2001:db8:aa:1::1")
+        func settle() async throws { while cache.fetchesInFlight > 0 { try await Task.sleep(nanoseconds: 1_000_000) } }
+        // An address of the trusted /24 that never verified: 2 a minute, however much it asks.
+        for i in 0..<10 { Self.prepare(webhook, "flood-\(i)", from: "173.0.82.66") }
+        // A /64 of the trusted /48, rotating addresses inside it: one host, 2 a minute.
+        for i in 0..<10 { Self.prepare(webhook, "flood-v6-\(i)", from: "2001:db8:aa:2::\(i + 2)") }
+        try await settle()
+        #expect(Set(upstream.calls.map { $0.replacingOccurrences(of: Self.prefix, with: "") }) == ["flood-0", "flood-1", "flood-v6-0", "flood-v6-1"])
+        // The verified host is held to no share: the rest of the minute's 10.
+        for i in 0..<7 { Self.prepare(webhook, "genuine-\(i)", from: "173.0.82.126") }
+        try await settle()
+        #expect(upstream.calls.count == 10)
+        #expect(upstream.calls.filter { $0.contains("genuine-") }.count == 6)
+        clock.advance(61)
+        // A slot frees and the flood asks first: the verified host's waiting ask goes first.
+        Self.prepare(webhook, "flood-20", from: "173.0.82.66")
+        try await settle()
+        #expect(upstream.calls.last == Self.prefix + "genuine-6")
+        // Then the other hosts in turn, each its oldest ask (served as long ago and waiting as long, by name here).
+        Self.prepare(webhook, "flood-21", from: "173.0.82.66")
+        try await settle()
+        #expect(upstream.calls.last == Self.prefix + "flood-2")
+        Self.prepare(webhook, "flood-22", from: "173.0.82.66")
+        try await settle()
+        #expect(upstream.calls.last == Self.prefix + "flood-v6-2")
+        #expect(upstream.calls.count == 13)
     }
 
     /// A full cache makes room with the entries that never verified a delivery, oldest first: 31 certificates a

@@ -559,8 +559,10 @@ import Testing
         #expect(cache.fetches == 1)
     }
 
-    /// Without waiting: a cached PEM at once, a known-bad URL or a spent budget refused at once, and nil (fetch first)
-    /// only when a fetch is allowed — asking never fetches, never spends the budget.
+    /// Without waiting: a cached PEM at once, a known-bad URL refused at once, and nil (fetch first) otherwise — even
+    /// with the budget spent, since `prefetch` decides with the sender and remembers the ask for its turn (refused
+    /// here, the ask was never made: a budget a flood keeps spent starved the genuine URL). Asking never fetches,
+    /// never spends the budget.
     @Test func withoutWaitingAnswersFromWhatIsKnown() throws {
         let upstream = CountingCertificateSource(pem: [1])
         let cache = CachingCertificateSource(upstream: upstream, maxNewURLsPerMinute: 2)
@@ -570,7 +572,9 @@ import Testing
         _ = try cache.pem(for: "a")
         #expect(try cache.pemWithoutWaiting(for: "a") == [1])
         _ = try cache.pem(for: "b")   // the budget of 2 is spent
-        #expect(throws: CachingCertificateSource.Refused.self) { try cache.pemWithoutWaiting(for: "c") }
+        #expect(try cache.pemWithoutWaiting(for: "c") == nil)
+        #expect(throws: CachingCertificateSource.Refused.self) { try cache.pem(for: "c") }
+        #expect(upstream.calls == ["a", "b"])
         let failing = CachingCertificateSource(upstream: CountingCertificateSource(pem: nil))
         _ = try? failing.pem(for: "x")
         #expect(throws: CachingCertificateSource.Refused.self) { try failing.pemWithoutWaiting(for: "x") }

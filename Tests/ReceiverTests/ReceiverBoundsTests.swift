@@ -64,6 +64,14 @@ import Testing
         #expect(SenderAddress.group("203.0.114.5") != SenderAddress.group("203.0.113.5"))
         #expect(SenderAddress.group("2001:db8:1:2:aaaa::1") == "2001:db8:1::/48")
         #expect(SenderAddress.group("2001:db8:1:ffff::9") == SenderAddress.group("2001:db8:1:2::1"))
+        // A host: an IPv4 address, an IPv6 /64; in the same group as its address.
+        #expect(SenderAddress.host("203.0.113.5") == "203.0.113.5")
+        #expect(SenderAddress.host("2001:db8:1:2:aaaa::1") == "2001:db8:1:2::")
+        #expect(SenderAddress.host("2001:db8:1:2:bbbb::9") == SenderAddress.host("2001:db8:1:2::1"))
+        #expect(SenderAddress.host("2001:db8:1:3::1") != SenderAddress.host("2001:db8:1:2::1"))
+        for address in ["203.0.113.5", "2001:db8:1:2:aaaa::1", "::ffff:198.51.100.7"] {
+            #expect(SenderAddress.group(SenderAddress.host(address)) == SenderAddress.group(address), "\(address)")
+        }
         #expect(SenderAddress.group("2001:db8:2::1") != SenderAddress.group("2001:db8:1::1"))
     }
 

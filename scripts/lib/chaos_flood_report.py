@@ -64,6 +64,11 @@ def cold_start(seconds, before, after, genuine_path, flood_path, keys_path, name
         flood = (f"{f.get('sent_random', 0)} unsigned PayPal deliveries at 30/s from three /24s and three /48s "
                  f"(X-Forwarded-For), random cert URLs sent 3 times each ({f.get('connection_errors', 0)} before the "
                  f"receiver was up, {answered} answered, {f.get('status_401', 0)} with 401)")
+    if name == "trusted-address":
+        flood = (f"{f.get('sent_random', 0)} unsigned PayPal deliveries at 30/s from one address inside PayPal's trusted "
+                 f"/24 (X-Forwarded-For 127.0.0.66), random cert URLs sent 3 times each; PayPal's certificate not cached "
+                 f"({f.get('connection_errors', 0)} before the receiver was up, {answered} answered, "
+                 f"{f.get('status_401', 0)} with 401)")
     retried = {k: v for k, v in g["answers"].items() if k != "200"}
     return {
         "phase": name, "flood": flood, "flood_answers": kinds,
@@ -107,7 +112,7 @@ def memory(seconds, budget, slack_mib, memory_path, genuine_path, keys_path, pay
 
 def describe(r):
     """(the line on stderr, the part of the summary) of one phase."""
-    if r["phase"].startswith("cold-start"):
+    if r["phase"].startswith("cold-start") or r["phase"] == "trusted-address":
         answers = ", ".join(f"{v}× {k}" for k, v in sorted(r["answers"].items())) or "none"
         return (f"  {r['phase']:>15}: a fresh receiver under {r['flood']}; genuine PayPal: {r['deliveries']} deliveries "
                 f"({r['attempts']} attempts), {r['acked']} acknowledged 200, {r['given_up']} given up, "

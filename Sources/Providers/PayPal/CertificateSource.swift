@@ -1,4 +1,5 @@
 import Foundation
+import HTTP
 import Observability
 import Synchronization
 
@@ -10,7 +11,8 @@ public protocol CertificateSource: Sendable {
     /// The PEM when it is at hand without waiting; throws when it is known not to be had; nil when only a fetch can
     /// tell (then `prefetch`, and ask again).
     func pemWithoutWaiting(for url: String) throws -> [UInt8]?
-    /// Fetches `url` if a fetch is allowed for `sender` (the address group the delivery came from, nil when unknown),
+    /// Fetches `url` if a fetch is allowed for `sender` (the address the delivery came from, nil when unknown: the
+    /// budget is kept by its group, `SenderAddress.group`, and turns within a trusted group by host),
     /// without blocking the caller; `then` runs (on any thread) once `pemWithoutWaiting` can answer, or at once when
     /// there is nothing to wait for.
     func prefetch(_ url: String, sender: String?, then: @escaping @Sendable () -> Void)
@@ -19,8 +21,8 @@ public protocol CertificateSource: Sendable {
     func signingCertificate(for url: String) -> SigningCertificate?
     /// The certificate at `url` has just verified a delivery's signature.
     func verifiedDelivery(with url: String)
-    /// A delivery from `sender` (an address group) was verified: its later fetches come out of a reserve strangers
-    /// cannot spend.
+    /// A delivery from `sender` (an address; `SenderAddress.group` gives its group) was verified: its group's later
+    /// fetches come out of a reserve strangers cannot spend, and the host's own go first within the group.
     func trust(sender: String)
 }
 
@@ -84,7 +86,11 @@ public struct UnavailableCertificateSource: CertificateSource {
 ///   equals, the one waiting longest). At a cold start, when PayPal's group is not trusted yet, a flood from a few
 ///   groups gets one turn per group, and a retried genuine URL is fetched within a round of turns, whether or not
 ///   its request still waits (PayPal's next retry then finds the certificate cached). A trusted group's ask never
-///   waits for a turn;
+///   waits behind strangers' asks; within trusted groups a host (an IPv4 address, an IPv6 /64: `SenderAddress.host`)
+///   that delivered a verified delivery itself goes first and may use the whole budget, any other has 2 a minute, and
+///   they take turns, so one address inside PayPal's /24 asking for random URLs gets its turn, not every fetch the
+///   group may make. `pemWithoutWaiting` never refuses for the budget: `prefetch`, with the sender, remembers the
+///   ask, so its turn comes however long a flood keeps the budget spent;
 /// - only what `validate` accepts (parsed, chained to the trust roots, the CN PayPal serves from that URL's host) is
 ///   cached, and kept until what `validate` says (the chain's notAfter), not on a timer;
 /// - when full, expired entries go first, then those that never verified a delivery (oldest first), and only then the
@@ -105,7 +111,8 @@ public final class CachingCertificateSource: CertificateSource {
         var entries: [String: Entry] = [:]
         var failures: [String: (until: Date, reason: String)] = [:]
         var inFlight: [String: Fetch] = [:]
-        var recentFetches: [(at: Date, sender: String, trusted: Bool)] = []
+        /// The last minute's fetches: for which sender group and host (`SenderAddress.host`), and whether trusted.
+        var recentFetches: [(at: Date, sender: String, host: String, trusted: Bool)] = []
         var counter: UInt64 = 0
         var hits = 0
         var misses = 0
@@ -113,10 +120,16 @@ public final class CachingCertificateSource: CertificateSource {
         var persist: (@Sendable (_ url: String, _ pem: [UInt8], _ keepUntil: Date) -> Void)?
         /// Sender groups that delivered a verified delivery, and when they last did (bounded: `maxTrustedSenders`).
         var trusted: [String: Date] = [:]
+        /// Hosts that delivered a verified delivery themselves, and when they last did (in memory only; bounded:
+        /// `maxVerifiedHosts`): inside a trusted group they go first, and are not held to a host's share.
+        var verifiedHosts: [String: Date] = [:]
         var persistSender: (@Sendable (_ sender: String, _ keepUntil: Date) -> Void)?
         var refused = 0
-        /// Asks the budget refused, by sender group: whose fetch is next.
+        /// Strangers' asks, by sender group: whose fetch is next.
         var turns = CertificateFetchTurns()
+        /// Trusted groups' asks, by host (`SenderAddress.host`): one address inside a trusted group does not get
+        /// every fetch the group may make.
+        var trustedTurns = CertificateFetchTurns()
         var lastTurnScan = Date.distantPast
         var lastExpiry = Date.distantPast
     }
@@ -146,6 +159,8 @@ public final class CachingCertificateSource: CertificateSource {
     public let maxTrustedURLsPerMinute = 5
     /// Trusted sender groups kept (the most recent); a trusted sender is kept `trustSeconds` after its last delivery.
     public let maxTrustedSenders = 256
+    /// Hosts kept as having delivered a verified delivery themselves (the most recent).
+    public let maxVerifiedHosts = 1024
     public let trustSeconds: TimeInterval = 30 * 86_400
     /// Most `prefetch` continuations kept waiting on fetches at once (each holds a delivery's body).
     public let maxWaiters: Int
@@ -204,6 +219,10 @@ public final class CachingCertificateSource: CertificateSource {
             return .wait(fetch)
         }
         state.recentFetches.removeAll { $0.at <= now.addingTimeInterval(-60) }
+        // Asked without waiting (`pemWithoutWaiting`, the receiver's first look): whether a fetch is allowed is for
+        // `prefetch` to say, with the sender, which remembers the ask even when the budget is spent (refused here, the
+        // delivery would be answered 401 without its ask ever taking a turn).
+        guard join || sender != nil else { return .fetchAllowed }
         // Without a sender (`pem(for:)`, which `payrecon verify` uses) only the budget a minute applies, and no turn.
         guard let sender else {
             guard state.recentFetches.count < maxNewURLsPerMinute else {
@@ -212,25 +231,36 @@ public final class CachingCertificateSource: CertificateSource {
             }
             guard join else { return .fetchAllowed }
             state.misses += 1
-            state.recentFetches.append((now, "", false))
+            state.recentFetches.append((now, "", "", false))
             return startFetch(&state, url: url)
         }
-        let refusal = budgetRefusal(state, sender: sender, now: now)
+        // The budget is kept by group (an IPv4 /24, an IPv6 /48); turns within a trusted group by host.
+        let group = SenderAddress.group(sender) ?? sender
+        let refusal = budgetRefusal(state, sender: group, now: now)
         guard join else { return refusal.map { .refuse($0) } ?? .fetchAllowed }
         state.misses += 1
-        // A sender of verified deliveries (PayPal's groups) fetches its own URL whenever the budget allows it: turns
-        // decide only what strangers' asks get, so an old stranger ask never takes a rotated genuine URL's fetch.
-        if refusal == nil, isTrusted(state, sender, now: now) {
-            state.recentFetches.append((now, sender, true))
-            return startFetch(&state, url: url)
+        if state.lastExpiry.addingTimeInterval(60) <= now {
+            state.turns.expire(now: now)
+            state.trustedTurns.expire(now: now)
+            state.lastExpiry = now
+        }
+        // A sender of verified deliveries (PayPal's groups) never waits behind strangers' asks: an old stranger ask
+        // never takes a rotated genuine URL's fetch. Within trusted groups the fetch goes by turns between hosts, so
+        // one address inside PayPal's /24 asking for random URLs gets its turn, not every fetch.
+        if isTrusted(state, group, now: now) {
+            let host = SenderAddress.host(sender) ?? sender
+            state.trustedTurns.record(url: url, group: host, now: now)
+            if let refusal {
+                state.refused += 1
+                return .refuse(refusal)
+            }
+            return takeTurn(&state, \.trustedTurns, asked: url, now: now, refusal: hostRefusal(state, host: host, now: now),
+                            eligible: { state, host in hostRefusal(state, host: host, now: now) == nil },
+                            first: { state, host in isVerifiedHost(state, host, now: now) })
         }
         // The ask is remembered; the fetch a turn allows goes to the group served least recently (this one or
         // another), the scan only when this sender may fetch or once a second (it reads every group's asks).
-        state.turns.record(url: url, group: sender, now: now)
-        if state.lastExpiry.addingTimeInterval(60) <= now {
-            state.turns.expire(now: now)
-            state.lastExpiry = now
-        }
+        state.turns.record(url: url, group: group, now: now)
         let strangers = maxNewURLsPerMinute - min(maxTrustedURLsPerMinute, maxNewURLsPerMinute / 2)
         guard state.recentFetches.count < maxNewURLsPerMinute, state.recentFetches.lazy.filter({ !$0.trusted }).count < strangers,
               refusal == nil || state.lastTurnScan.addingTimeInterval(1) <= now else {
@@ -238,19 +268,34 @@ public final class CachingCertificateSource: CertificateSource {
             return .refuse(refusal ?? "another sender group has the turn for a certificate fetch")
         }
         state.lastTurnScan = now
-        var next = state.turns.next(now: now, eligible: { budgetRefusal(state, sender: $0, now: now) == nil })
+        return takeTurn(&state, \.turns, asked: url, now: now, refusal: refusal,
+                        eligible: { state, group in budgetRefusal(state, sender: group, now: now) == nil })
+    }
+
+    /// A fetch is allowed: it goes to the next turn in `turns` (the asker's own URL or another's, whose fetch then starts
+    /// with nobody waiting and the asker is refused), among those `first` picks if any, else among all `eligible`.
+    /// `refusal`: why the asker itself may not fetch, if so.
+    private func takeTurn(_ state: inout State, _ turns: WritableKeyPath<State, CertificateFetchTurns>, asked url: String, now: Date,
+                          refusal: String? = nil, eligible: (State, String) -> Bool,
+                          first: (State, String) -> Bool = { _, _ in false }) -> Step {
+        func pick(_ state: State) -> (url: String, group: String)? {
+            state[keyPath: turns].next(now: now, eligible: { eligible(state, $0) && first(state, $0) })
+                ?? state[keyPath: turns].next(now: now, eligible: { eligible(state, $0) })
+        }
+        var next = pick(state)
         // An ask answered since (restored, fetched without a sender) needs no turn.
         while let stale = next, stale.url != url, state.entries[stale.url].map({ $0.keepUntil > now }) == true
                 || state.inFlight[stale.url] != nil || state.failures[stale.url].map({ $0.until > now }) == true {
-            state.turns.forget(url: stale.url)
-            next = state.turns.next(now: now, eligible: { budgetRefusal(state, sender: $0, now: now) == nil })
+            state[keyPath: turns].forget(url: stale.url)
+            next = pick(state)
         }
         guard let turn = next else {
             state.refused += 1
             return .refuse(refusal ?? "no certificate fetch is allowed now")
         }
-        state.turns.served(group: turn.group, now: now)
-        state.recentFetches.append((now, turn.group, isTrusted(state, turn.group, now: now)))
+        state[keyPath: turns].served(group: turn.group, now: now)
+        let group = SenderAddress.group(turn.group) ?? turn.group
+        state.recentFetches.append((now, group, turn.group, isTrusted(state, group, now: now)))
         let started = startFetch(&state, url: turn.url)
         guard turn.url != url, case .fetch(let fetch) = started else { return started }
         state.refused += 1
@@ -259,6 +304,18 @@ public final class CachingCertificateSource: CertificateSource {
 
     private func isTrusted(_ state: State, _ sender: String, now: Date) -> Bool {
         state.trusted[sender].map { $0.addingTimeInterval(trustSeconds) > now } ?? false
+    }
+
+    private func isVerifiedHost(_ state: State, _ host: String, now: Date) -> Bool {
+        state.verifiedHosts[host].map { $0.addingTimeInterval(trustSeconds) > now } ?? false
+    }
+
+    /// Why a host inside a trusted group may not have another fetch now: one that never delivered a verified delivery
+    /// itself gets a stranger group's share (2 a minute), so one address of many in PayPal's /24 cannot spend all 10.
+    private func hostRefusal(_ state: State, host: String, now: Date) -> String? {
+        guard !isVerifiedHost(state, host, now: now),
+              state.recentFetches.lazy.filter({ $0.host == host }).count >= maxNewURLsPerSenderPerMinute else { return nil }
+        return "\(maxNewURLsPerSenderPerMinute) uncached certificate URLs were fetched for this address in the last minute; not fetched"
     }
 
     /// Why the budget allows `sender` (a group) no fetch now, or nil when it allows one: 10 a minute in all; senders of
@@ -282,6 +339,7 @@ public final class CachingCertificateSource: CertificateSource {
 
     private func startFetch(_ state: inout State, url: String) -> Step {
         state.turns.forget(url: url)
+        state.trustedTurns.forget(url: url)
         state.fetches += 1
         let fetch = Fetch()
         state.inFlight[url] = fetch
@@ -332,13 +390,18 @@ public final class CachingCertificateSource: CertificateSource {
         save?()
     }
 
-    public func trust(sender: String) {
+    public func trust(sender address: String) {
         let now = clock()
+        let sender = SenderAddress.group(address) ?? address, host = SenderAddress.host(address) ?? address
         let save: (@Sendable () -> Void)? = state.withLock { state in
             let known = state.trusted[sender]
             state.trusted[sender] = now
             if state.trusted.count > maxTrustedSenders, let oldest = state.trusted.min(by: { $0.value < $1.value })?.key {
                 state.trusted[oldest] = nil
+            }
+            state.verifiedHosts[host] = now
+            if state.verifiedHosts.count > maxVerifiedHosts, let oldest = state.verifiedHosts.min(by: { $0.value < $1.value })?.key {
+                state.verifiedHosts[oldest] = nil
             }
             // Saved when new, and again at most once a day (its keep-until moves on).
             guard known.map({ $0.addingTimeInterval(86_400) <= now }) ?? true, let persist = state.persistSender else { return nil }
@@ -348,12 +411,15 @@ public final class CachingCertificateSource: CertificateSource {
         save?()
     }
 
-    /// Sender groups restored from an earlier run, with when their trust ends.
+    /// Sender groups restored from an earlier run, with when their trust ends. What the database says is capped by
+    /// what a delivery could have proved: last seen no later than now (so at most `trustSeconds` more). A row dated
+    /// into the future (by whoever could write the table) neither lasts longer nor outranks a group seen since when
+    /// the oldest is pushed out.
     public func restoreTrusted(_ senders: [(sender: String, until: Date)]) {
         let now = clock()
         state.withLock { state in
             for (sender, until) in senders where until > now && state.trusted.count < maxTrustedSenders {
-                state.trusted[sender] = until.addingTimeInterval(-trustSeconds)
+                state.trusted[sender] = min(until.addingTimeInterval(-trustSeconds), now)
             }
         }
     }

@@ -89,7 +89,7 @@ public enum PayPalProvider {
             return try Self.event(headers: headers, body: body)
         }
         public func prepare(headers: Headers, sender: String?, then: @escaping @Sendable () -> Void) {
-            verifier.prefetchCertificate(headers: headers, sender: SenderAddress.group(sender), then: then)
+            verifier.prefetchCertificate(headers: headers, sender: sender, then: then)
         }
         /// Signing certificates that verified a delivery are saved until their notAfter, and those saved before (still
         /// under an allowed prefix) are validated again and cached at start: a restart, or a stranger's stream of
@@ -112,10 +112,10 @@ public enum PayPalProvider {
         static let senderKey = "sender:"
 
         /// A delivery from `sender` verified: its address group (`SenderAddress.group`) may use the whole fetch budget
-        /// from now on.
+        /// from now on, and within it this host (`SenderAddress.host`) goes first.
         public func verified(from sender: String) {
-            guard let cache, let group = SenderAddress.group(sender) else { return }
-            cache.trust(sender: group)
+            guard let cache, SenderAddress.group(sender) != nil else { return }
+            cache.trust(sender: sender)
         }
 
         private static func event(headers: Headers, body: [UInt8]) throws(WebhookRejection) -> AcceptedEvent {
