@@ -82,8 +82,16 @@ public struct RefundSource: Sendable, Hashable, Codable {
 public struct ProviderTraits: Sendable, Hashable {
     /// The order's merchant and site are part of the provider's API path: an order file row needs both.
     public var requiresMerchantAndSite: Bool
+    /// How the provider's subscriptions or billing agreements begin (PayPal `I-`): only an order whose transactions
+    /// are all such may carry a billing period. Empty: the provider has none payrecon splits by period (each renewal
+    /// is its own transaction, and its own order).
+    public var agreementPrefixes: [String]
 
-    public init(requiresMerchantAndSite: Bool = false) {
+    public init(requiresMerchantAndSite: Bool = false, agreementPrefixes: [String] = []) {
         self.requiresMerchantAndSite = requiresMerchantAndSite
+        self.agreementPrefixes = agreementPrefixes
     }
+
+    /// Whether `ref` names a subscription or billing agreement.
+    public func isAgreement(_ ref: String) -> Bool { agreementPrefixes.contains { ref.hasPrefix($0) && ref.count > $0.count } }
 }

@@ -16,6 +16,9 @@ struct RowValidator {
     private struct OrderKey: Hashable { var provider: Provider; var orderID: String }
     /// First line of every (provider, order_id) seen, for the duplicate check.
     private var firstLine: [OrderKey: Int] = [:]
+    private struct AgreementKey: Hashable { var provider: Provider; var ref: String }
+    /// The orders of each subscription or agreement seen, with their periods (nil: none), for the overlap check.
+    private var agreements: [AgreementKey: [(orderID: String, line: Int, period: BillingPeriod?)]] = [:]
 
     init(traits: @escaping @Sendable (Provider) -> ProviderTraits) { self.traits = traits }
 
@@ -49,6 +52,42 @@ struct RowValidator {
                      + "(\(Money.format(minorUnits: amount, exponent: currency.exponent)))")
         }
 
+        let period = row.period()
+        if let provider, let transactionRefs {
+            let traits = traits(provider)
+            if period != nil {
+                if traits.agreementPrefixes.isEmpty {
+                    row.fail("period_start", "\(provider.rawValue) has no subscriptions payrecon splits by billing period: record each renewal as "
+                             + "its own order, by the renewal's own transaction")
+                } else if transactionRefs.count > 1 || !traits.isAgreement(transactionRefs[0]) {
+                    let kinds = traits.agreementPrefixes.map { $0 + "…" }.joined(separator: ", ")
+                    row.fail("period_start", "a billing period is only for an order of one subscription or billing agreement (\(kinds)); "
+                             + "transaction_ref is '\(transactionRefs.joined(separator: " "))'")
+                }
+            }
+            // Of one agreement, the periods must not overlap (a renewal's payment would count on two orders), and an order
+            // without a period (which holds every payment) cannot stand beside orders with one.
+            if let orderID, transactionRefs.count == 1, traits.isAgreement(transactionRefs[0]), row.errors.isEmpty {
+                let key = AgreementKey(provider: provider, ref: transactionRefs[0])
+                let siblings = agreements[key] ?? []
+                if let clash = siblings.first(where: { other in
+                    switch (period, other.period) {
+                    case (nil, nil): return false
+                    case let (mine?, theirs?): return mine.overlaps(theirs)
+                    default: return true
+                    }
+                }) {
+                    let why = period == nil || clash.period == nil
+                        ? "one of them has no billing period, so it would hold every payment of the agreement"
+                        : "their periods overlap (\(period!) and \(clash.period!)), so a renewal's payment would count on both"
+                    row.fail(period == nil ? "transaction_ref" : "period_start",
+                             "order \(clash.orderID) (line \(clash.line)) is of the same agreement \(transactionRefs[0]) and \(why)")
+                } else {
+                    agreements[key, default: []].append((orderID, line, period))
+                }
+            }
+        }
+
         if let provider, let orderID {
             let key = OrderKey(provider: provider, orderID: orderID)
             if let first = firstLine[key] {
@@ -61,10 +100,11 @@ struct RowValidator {
         guard row.errors.isEmpty, let provider, let orderID, let transactionRefs, let intent, let fulfilment,
               let currency, let amount
         else { return .invalid(row.errors) }
-        let order = Order(provider: provider, orderID: orderID, merchant: merchant, site: site,
+        var order = Order(provider: provider, orderID: orderID, merchant: merchant, site: site,
                           transactionRef: transactionRefs[0], intent: intent,
                           amount: Money(minorUnits: amount, currency: currency), fulfilment: fulfilment,
                           refundAmount: refundAmount ?? 0, transactionRefs: transactionRefs)
+        order.period = period
         return .order(order, line: line)
     }
 }
@@ -96,6 +136,32 @@ private struct Row {
             seen[ref] = i + 1
         }
         return refs
+    }
+
+    /// `period_start` and `period_end`: both or neither, each a date (00:00 UTC) or a date-time with its zone, the end
+    /// after the start. nil when neither is given or either is wrong (then the row has the error).
+    mutating func period() -> BillingPeriod? {
+        func time(_ field: String) -> (given: Bool, at: Int64?) {
+            guard let text = optional(field) else { return (values[field].map { if case .wrongType = $0 { true } else { false } } ?? false, nil) }
+            guard let at = UnixTime.seconds(dateOrTime: text) else {
+                fail(field, "'\(text)' is neither a date (2026-01-31, meaning 00:00 UTC) nor a date-time with its zone (2026-01-31T00:00:00Z)")
+                return (true, nil)
+            }
+            return (true, at)
+        }
+        let start = time("period_start"), end = time("period_end")
+        switch (start.given, end.given) {
+        case (false, false): return nil
+        case (true, false): fail("period_end", "missing: a billing period needs period_start and period_end"); return nil
+        case (false, true): fail("period_start", "missing: a billing period needs period_start and period_end"); return nil
+        case (true, true): break
+        }
+        guard let s = start.at, let e = end.at else { return nil }
+        guard let period = BillingPeriod(start: s, end: e) else {
+            fail("period_end", "\(UnixTime.dateOrTime(e)) is not after period_start \(UnixTime.dateOrTime(s)) (the end is excluded)")
+            return nil
+        }
+        return period
     }
 
     mutating func fail(_ field: String, _ reason: String) {

@@ -36,7 +36,10 @@ public enum OrderFileRecord: Hashable, Sendable {
 /// CSV: RFC 4180 (quoted fields with `""` escapes and line breaks; CRLF, LF or CR), a header row naming the
 /// columns in any order (names are matched case-insensitively, surrounding spaces ignored). Required columns:
 /// provider, order_id, transaction_ref, intent, amount, currency, fulfilment; optional: merchant, site,
-/// refund_amount. Unknown or repeated columns are errors: a misspelt `refund_amout` must not silently mean
+/// refund_amount, period_start and period_end (a subscription's billing period: both or neither, a date
+/// `2026-01-01` meaning 00:00 UTC or a date-time with its zone, the end excluded and after the start, only for one
+/// transaction_ref the provider calls a subscription or billing agreement, and no two periods of one agreement
+/// overlapping, nor an order of it without one). Unknown or repeated columns are errors: a misspelt `refund_amout` must not silently mean
 /// "no refund". Values are taken as written (no trimming). Empty lines are skipped.
 ///
 /// JSON Lines: one object per line with the same keys (unknown or repeated keys are errors); `null` = absent.
@@ -96,7 +99,7 @@ public enum OrderFile {
     /// The keys / columns, in the contract's order.
     static let requiredFields = ["provider", "order_id", "transaction_ref", "intent", "amount", "currency",
                                  "fulfilment"]
-    static let optionalFields = ["merchant", "site", "refund_amount"]
+    static let optionalFields = ["merchant", "site", "refund_amount", "period_start", "period_end"]
     static let knownFields = Set(requiredFields + optionalFields)
 }
 

@@ -28,6 +28,8 @@ public struct TransactionLink: Sendable, Hashable, Codable {
     /// The total the modification brings its parent to, when payrecon knows it (an increment it sent: the new
     /// authorised total), so a count never depends on whether the provider shows it on the parent too.
     public var target: Int64?
+    /// When the payment was created, as the provider's answer says (unix seconds): which billing period holds it.
+    public var occurredAt: Int64?
 
     public static let aliasKind = "alias"
     public static let saleKind = "sale"
@@ -37,10 +39,11 @@ public struct TransactionLink: Sendable, Hashable, Codable {
     public static let reversalKind = "reversal"
 
     public init(externalID: String, parentExternalID: String?, orderID: String?, kind: String, amount: Int64? = nil,
-                currency: String? = nil, state: String? = nil, source: Source, actionID: Int64? = nil, target: Int64? = nil) {
+                currency: String? = nil, state: String? = nil, source: Source, actionID: Int64? = nil, target: Int64? = nil,
+                occurredAt: Int64? = nil) {
         self.externalID = externalID; self.parentExternalID = parentExternalID; self.orderID = orderID; self.kind = kind
         self.amount = amount; self.currency = currency; self.state = state; self.source = source; self.actionID = actionID
-        self.target = target
+        self.target = target; self.occurredAt = occurredAt
     }
 
     /// Another id `orderID`'s own transaction is known by.

@@ -41,6 +41,10 @@ public struct Order: Sendable, Hashable, Codable {
     /// field it was learned from. Evidence, never authority: they count in the findings, and no action targets them
     /// or is planned only for the money they hold. Listing one in `transaction_ref` makes it the merchant's.
     public var learned: [String: String] = [:]
+    /// The billing period this order charges, for an order whose transaction_ref is a subscription or billing
+    /// agreement (PayPal `I-…`): of the agreement's payments, only those created within it are this order's. nil: the
+    /// order holds every payment of its transactions.
+    public var period: BillingPeriod?
 
     public init(provider: Provider, orderID: String, merchant: String?, site: String?, transactionRef: String,
                 intent: Intent, amount: Money, fulfilment: Fulfilment, refundAmount: Int64 = 0, transactionRefs: [String]? = nil) {
@@ -55,6 +59,23 @@ public struct Order: Sendable, Hashable, Codable {
 
     /// Whether the merchant listed `transactionRef` (or payrecon made it), so an action may act on it.
     public func mayActOn(_ transactionRef: String) -> Bool { learned[transactionRef] == nil }
+}
+
+/// A billing period: from `start` (included) to `end` (excluded), unix seconds, `start < end`. One renewal of a
+/// subscription is one order, whose period holds the creation time of the payment that renewal took (PayPal's retry of
+/// a failed renewal days later included: it is still made within the period).
+public struct BillingPeriod: Sendable, Hashable, Codable, CustomStringConvertible {
+    public var start: Int64
+    public var end: Int64
+    /// nil unless `start < end`.
+    public init?(start: Int64, end: Int64) {
+        guard start < end else { return nil }
+        self.start = start; self.end = end
+    }
+    public func contains(_ t: Int64) -> Bool { start <= t && t < end }
+    public func overlaps(_ other: BillingPeriod) -> Bool { start < other.end && other.start < end }
+    /// `2026-01-01 – 2026-02-01` (dates when at midnight UTC, else full date-times).
+    public var description: String { UnixTime.dateOrTime(start) + " – " + UnixTime.dateOrTime(end) }
 }
 
 /// The provider's answer, normalized. A, C, R are minor units in `currency`.

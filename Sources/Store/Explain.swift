@@ -57,7 +57,8 @@ public enum ExplainStore {
                 SELECT o.*, (SELECT json_agg(t.transaction_ref ORDER BY t.position)::text FROM order_transactions t
                              WHERE t.provider = o.provider AND t.order_id = o.order_id) AS refs,
                             (SELECT json_agg(t.transaction_ref)::text FROM order_transactions t
-                             WHERE t.provider = o.provider AND t.order_id = o.order_id AND t.source = 'learned') AS learned
+                             WHERE t.provider = o.provider AND t.order_id = o.order_id AND t.source = 'learned') AS learned,
+                       extract(epoch FROM o.period_start)::bigint AS period_start_s, extract(epoch FROM o.period_end)::bigint AS period_end_s
                 FROM orders o WHERE o.provider = $1 AND o.order_id = $2
                 """, [p, o]).first {
                 created = try row.date("created_at")
@@ -75,6 +76,11 @@ public enum ExplainStore {
                 // The order's transactions when it has several; those payrecon learned from a provider's answer (not from
                 // where the order came from) say so.
                 if refs.count > 1 { fields.append(("transactions", refs.map { learned.contains($0) ? $0 + " (learned)" : $0 }.joined(separator: " "))) }
+                // A subscription's renewal: the billing period it charges.
+                if let start = try row.optionalInt64("period_start_s"), let end = try row.optionalInt64("period_end_s"),
+                   let period = BillingPeriod(start: start, end: end) {
+                    fields.append(("period", period.description))
+                }
                 explanation.order = Explanation.OrderVersion(
                     since: try row.date("updated_at"), replacedAt: nil, source: try row.string("source"),
                     fields: fields + [("intent", try row.string("intent")),
@@ -92,11 +98,15 @@ public enum ExplainStore {
                         guard let minor = Int64(field(name)) else { return field(name) }
                         return currency.map { Money.format(minorUnits: minor, exponent: $0.exponent) } ?? String(minor)
                     }
+                    // The period of a version kept since sql/0024 (a jsonb timestamp), as the current one is shown.
+                    let start = value["period_start"]?.stringValue.flatMap({ UnixTime.scanISO8601($0, lenient: true)?.seconds }), end = value["period_end"]?.stringValue.flatMap({ UnixTime.scanISO8601($0, lenient: true)?.seconds })
+                    let period = start.flatMap { s in end.flatMap { BillingPeriod(start: s, end: $0) } }
                     return Explanation.OrderVersion(
                         since: try row.date("valid_from"), replacedAt: try row.date("replaced_at"), source: try row.string("source"),
-                        fields: [("merchant", field("merchant")), ("site", field("site")), ("transaction_ref", field("transaction_ref")),
-                                 ("intent", field("intent")), ("amount", amount("amount_minor")), ("currency", field("currency")),
-                                 ("fulfilment", field("fulfilment")), ("refund_amount", amount("refund_amount_minor"))])
+                        fields: [("merchant", field("merchant")), ("site", field("site")), ("transaction_ref", field("transaction_ref"))]
+                            + (period.map { [("period", $0.description)] } ?? [])
+                            + [("intent", field("intent")), ("amount", amount("amount_minor")), ("currency", field("currency")),
+                               ("fulfilment", field("fulfilment")), ("refund_amount", amount("refund_amount_minor"))])
                 }
             // The order was stored when it was created: the first version's time is created_at.
             if let created {

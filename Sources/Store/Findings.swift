@@ -95,6 +95,10 @@ public enum FindingStore {
         public var linksSeen: Int?
         /// The answers the check used, kept as evidence (`EvidenceStore`); nil keeps none.
         public var evidence: CheckEvidence?
+        /// Payments linked to the order that are not among its transactions (a subscription's sales): an
+        /// `unknown_order` one of them raised before it was linked is resolved by the order's check, as its own
+        /// transactions' are.
+        public var linkedPayments: [String] = []
 
         public init(provider: Provider, order: Order?, transactionRef: String, snapshot: Snapshot?, fetchedAt: Date,
                     currency: String? = nil, transactionRefs: [String]? = nil, snapshotJSON: String? = nil,
@@ -112,7 +116,7 @@ public enum FindingStore {
         /// resolved r2, the other's the reverse): a cycle the hash-ordered advisory locks now prevent.
         public var lockKeys: [String] {
             guard order != nil else { return [lockKey] }
-            return [lockKey] + transactionRefs.map { "\(provider.rawValue):?\($0)" }
+            return [lockKey] + (transactionRefs + linkedPayments).map { "\(provider.rawValue):?\($0)" }
         }
     }
 
@@ -339,7 +343,7 @@ public enum FindingStore {
                 if mayResolve {
                     resolveRows.append((index, provider.rawValue, orderID, kinds.joined(separator: " "), transactionRef))
                     // An order now known resolves the unknown_order its transactions had raised.
-                    for ref in check.transactionRefs { unknownRows.append((index, provider.rawValue, ref)) }
+                    for ref in check.transactionRefs + check.linkedPayments { unknownRows.append((index, provider.rawValue, ref)) }
                 }
             } else {
                 append(PostgresStatement("""
@@ -354,7 +358,8 @@ public enum FindingStore {
                         UPDATE snapshots SET open_findings = true
                         WHERE provider = $1 AND NOT open_findings AND order_id IN (
                             SELECT order_id FROM orders WHERE provider = $1 AND transaction_ref = $2
-                            UNION SELECT order_id FROM order_transactions WHERE provider = $1 AND transaction_ref = $2)
+                            UNION SELECT order_id FROM order_transactions WHERE provider = $1 AND transaction_ref = $2
+                            UNION SELECT order_id FROM transaction_links WHERE provider = $1 AND external_id = $2 AND order_id IS NOT NULL)
                         """, [p, .text(transactionRef)]))
                 }
             }

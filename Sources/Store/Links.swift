@@ -4,7 +4,8 @@ import Reconciliation
 
 /// `transaction_links`: provider transactions linked to orders (modifications payrecon made, aliases it learned).
 public enum TransactionLinkStore {
-    static let columns = "order_id, external_id, parent_external_id, kind, amount_minor, currency, state, source, action_id, target_minor"
+    static let columns = "order_id, external_id, parent_external_id, kind, amount_minor, currency, state, source, action_id, target_minor, "
+        + "extract(epoch FROM occurred_at)::bigint AS occurred_s"
 
     /// Records `links` of `provider`'s transactions; a link already known gets the newer state.
     public static func record(_ links: [TransactionLink], provider: Provider, on conn: PostgresConnection) throws {
@@ -13,18 +14,20 @@ public enum TransactionLinkStore {
 
     static let upsert = """
         INSERT INTO transaction_links (provider, external_id, parent_external_id, order_id, kind, amount_minor, currency, state, source, action_id,
-                                       target_minor)
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+                                       target_minor, occurred_at)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, to_timestamp($12::bigint))
         ON CONFLICT (provider, external_id, (coalesce(order_id, ''))) DO UPDATE
             SET state = coalesce(EXCLUDED.state, transaction_links.state),
                 amount_minor = coalesce(EXCLUDED.amount_minor, transaction_links.amount_minor),
-                target_minor = coalesce(EXCLUDED.target_minor, transaction_links.target_minor), updated_at = now()
+                target_minor = coalesce(EXCLUDED.target_minor, transaction_links.target_minor),
+                occurred_at = coalesce(EXCLUDED.occurred_at, transaction_links.occurred_at), updated_at = now()
         """
 
     static func parameters(_ l: TransactionLink, provider: Provider) -> [PostgresValue] {
         [.text(provider.rawValue), .text(l.externalID), l.parentExternalID.map { .text($0) } ?? .null, l.orderID.map { .text($0) } ?? .null,
          .text(l.kind), l.amount.map { .int64($0) } ?? .null, l.currency.map { .text($0) } ?? .null, l.state.map { .text($0) } ?? .null,
-         .text(l.source.rawValue), l.actionID.map { .int64($0) } ?? .null, l.target.map { .int64($0) } ?? .null]
+         .text(l.source.rawValue), l.actionID.map { .int64($0) } ?? .null, l.target.map { .int64($0) } ?? .null,
+         l.occurredAt.map { .int64($0) } ?? .null]
     }
 
     /// The aliases of an order's transaction, in one statement (recorded with every check that fetched it).
@@ -53,7 +56,8 @@ public enum TransactionLinkStore {
     public static func succeededCallLinks(provider: Provider, limit: Int, on conn: PostgresConnection) throws
         -> [(link: TransactionLink, merchant: String?, site: String?)] {
         try conn.query("""
-            SELECT \(columns.split(separator: ",").map { "l." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")),
+            SELECT l.order_id, l.external_id, l.parent_external_id, l.kind, l.amount_minor, l.currency, l.state, l.source, l.action_id,
+                   l.target_minor, extract(epoch FROM l.occurred_at)::bigint AS occurred_s,
                    o.merchant AS order_merchant, o.site AS order_site
             FROM transaction_links l
             JOIN actions a ON a.id = l.action_id AND a.status = 'succeeded'
@@ -84,6 +88,6 @@ public enum TransactionLinkStore {
                                orderID: try row.optionalString("order_id"), kind: try row.string("kind"),
                                amount: try row.optionalInt64("amount_minor"), currency: try row.optionalString("currency"),
                                state: try row.optionalString("state"), source: source, actionID: try row.optionalInt64("action_id"),
-                               target: try row.optionalInt64("target_minor"))
+                               target: try row.optionalInt64("target_minor"), occurredAt: try row.optionalInt64("occurred_s"))
     }
 }

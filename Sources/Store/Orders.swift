@@ -9,6 +9,7 @@ public enum OrderStore {
     /// (`order_transactions`, in position order; none means just transaction_ref).
     static let selectColumns = columns.split(separator: ",").map { "o." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")
         + ", array_to_json(o.transaction_refs)::text AS transaction_refs, o.learned_transactions::text AS learned_transactions"
+        + ", extract(epoch FROM o.period_start)::bigint AS period_start_s, extract(epoch FROM o.period_end)::bigint AS period_end_s"
 
     /// Upserts every order in one transaction (the import is all-or-nothing), in chunks of 2,000 sent as arrays;
     /// `orders` is read once, a chunk at a time, so a streamed file is imported in constant memory.
@@ -21,6 +22,9 @@ public enum OrderStore {
     public static func upsert<S: Sequence<Order>>(_ orders: S, source: String? = nil, on conn: PostgresConnection,
                                                   beforeCommit: () throws -> Void = {}) throws -> (inserted: Int, updated: Int) {
         try conn.transaction { tx in
+            // Imports one at a time: the billing periods of one agreement are checked against what is stored, and two
+            // imports each adding a period of it must not both pass.
+            _ = try tx.query("SELECT pg_advisory_xact_lock(\(importLock))")
             if let source {
                 // Transaction-scoped (PgBouncer in transaction mode keeps nothing across transactions).
                 _ = try tx.query("SELECT set_config('payrecon.order_source', $1, true)", [.text(source)])
@@ -44,22 +48,38 @@ public enum OrderStore {
     }
 
     static let chunkSize = 2000
+    /// The transaction-scoped advisory lock imports take turns under.
+    static let importLock: Int64 = 0x4F52_4445   // "ORDE"
+
+    /// Orders of one subscription or agreement whose billing periods overlap, or of which one has a period and another
+    /// none: a renewal's payment would count on two orders. The import is refused (nothing of it is kept).
+    public struct PeriodConflict: Error, CustomStringConvertible {
+        public var clashes: [String]
+        public var description: String {
+            "billing periods of one agreement must not overlap, and every order of an agreement that has one needs one: "
+                + clashes.joined(separator: "; ")
+        }
+    }
 
     /// Upserts one chunk (call inside a transaction for all-or-nothing). Returns (inserted, updated).
     static func upsertChunk(_ chunk: ArraySlice<Order>, on tx: PostgresConnection) throws -> (inserted: Int, updated: Int) {
         var inserted = 0, updated = 0
                 let rows = try tx.query("""
-                    INSERT INTO orders (\(columns))
-                    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[], $9::text[], $10::bigint[])
+                    INSERT INTO orders (\(columns), period_start, period_end)
+                    SELECT c.p, c.o, c.m, c.s, c.t, c.i, c.a, c.c, c.f, c.r, to_timestamp(c.ps::bigint), to_timestamp(c.pe::bigint)
+                    FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[], $9::text[],
+                                $10::bigint[], $11::text[], $12::text[]) AS c(p, o, m, s, t, i, a, c, f, r, ps, pe)
                     ON CONFLICT (provider, order_id) DO UPDATE SET
                         merchant = EXCLUDED.merchant, site = EXCLUDED.site, transaction_ref = EXCLUDED.transaction_ref,
                         intent = EXCLUDED.intent, amount_minor = EXCLUDED.amount_minor, currency = EXCLUDED.currency,
-                        fulfilment = EXCLUDED.fulfilment, refund_amount_minor = EXCLUDED.refund_amount_minor
+                        fulfilment = EXCLUDED.fulfilment, refund_amount_minor = EXCLUDED.refund_amount_minor,
+                        period_start = EXCLUDED.period_start, period_end = EXCLUDED.period_end
                     -- An order re-imported as it is stays untouched (and is not counted as updated).
                     WHERE (orders.merchant, orders.site, orders.transaction_ref, orders.intent, orders.amount_minor, orders.currency,
-                           orders.fulfilment, orders.refund_amount_minor)
+                           orders.fulfilment, orders.refund_amount_minor, orders.period_start, orders.period_end)
                           IS DISTINCT FROM (EXCLUDED.merchant, EXCLUDED.site, EXCLUDED.transaction_ref, EXCLUDED.intent,
-                           EXCLUDED.amount_minor, EXCLUDED.currency, EXCLUDED.fulfilment, EXCLUDED.refund_amount_minor)
+                           EXCLUDED.amount_minor, EXCLUDED.currency, EXCLUDED.fulfilment, EXCLUDED.refund_amount_minor,
+                           EXCLUDED.period_start, EXCLUDED.period_end)
                     RETURNING (xmax = 0) AS inserted
                     """, [
                         .textArray(chunk.map(\.provider.rawValue)), .textArray(chunk.map(\.orderID)),
@@ -67,8 +87,12 @@ public enum OrderStore {
                         .textArray(chunk.map(\.transactionRef)), .textArray(chunk.map(\.intent.rawValue)),
                         .int64Array(chunk.map(\.amount.minorUnits)), .textArray(chunk.map(\.amount.currency.code)),
                         .textArray(chunk.map(\.fulfilment.rawValue)), .int64Array(chunk.map(\.refundAmount)),
+                        .nullableTextArray(chunk.map { $0.period.map { String($0.start) } }),
+                        .nullableTextArray(chunk.map { $0.period.map { String($0.end) } }),
                     ])
                 for row in rows { if try row.bool("inserted") { inserted += 1 } else { updated += 1 } }
+        try checkPeriods(chunk, on: tx)
+        try adoptUnheldPayments(chunk, on: tx)
         // The file says every transaction of each order: what it lists replaces what the merchant listed before
         // (what payrecon learned from a provider's answer is kept).
         _ = try tx.execute("""
@@ -93,6 +117,57 @@ public enum OrderStore {
             ON CONFLICT (provider, order_id, transaction_ref) DO UPDATE SET position = EXCLUDED.position, source = 'merchant'
             """, [.textArray(providers), .textArray(ids), .textArray(refs), .int64Array(positions), .textArray(several)])
         return (inserted, updated)
+    }
+
+    /// Refuses the chunk when one of its orders and another order of the same agreement (stored, or earlier in the
+    /// import) overlap in period, or one has a period and the other none.
+    static func checkPeriods(_ chunk: ArraySlice<Order>, on tx: PostgresConnection) throws {
+        let clashes = try tx.query("""
+            SELECT n.order_id AS mine, o.order_id AS other, n.transaction_ref AS ref,
+                   extract(epoch FROM n.period_start)::bigint AS ms, extract(epoch FROM n.period_end)::bigint AS me,
+                   extract(epoch FROM o.period_start)::bigint AS os, extract(epoch FROM o.period_end)::bigint AS oe
+            FROM unnest($1::text[], $2::text[]) AS c(provider, order_id)
+            JOIN orders n ON n.provider = c.provider AND n.order_id = c.order_id
+            JOIN orders o ON o.provider = n.provider AND o.transaction_ref = n.transaction_ref AND o.order_id <> n.order_id
+            WHERE (n.period_start IS NOT NULL OR o.period_start IS NOT NULL)
+              AND (n.period_start IS NULL OR o.period_start IS NULL OR (n.period_start < o.period_end AND o.period_start < n.period_end))
+            ORDER BY n.order_id, o.order_id LIMIT 20
+            """, [.textArray(chunk.map(\.provider.rawValue)), .textArray(chunk.map(\.orderID))])
+        guard !clashes.isEmpty else { return }
+        func period(_ row: PostgresRow, _ a: String, _ b: String) throws -> String {
+            guard let s = try row.optionalInt64(a), let e = try row.optionalInt64(b), let p = BillingPeriod(start: s, end: e) else { return "no period" }
+            return p.description
+        }
+        throw PeriodConflict(clashes: try clashes.map { row in
+            "order \(try row.string("mine")) (\(try period(row, "ms", "me"))) and order \(try row.string("other")) (\(try period(row, "os", "oe"))) "
+                + "of \(try row.string("ref"))"
+        })
+    }
+
+    /// A payment of an agreement that no order's period held when it was learned (kept with no order) goes to the
+    /// order whose period holds it, with the refunds learned for it: recording the missing renewal is enough for
+    /// its check to find them.
+    static func adoptUnheldPayments(_ chunk: ArraySlice<Order>, on tx: PostgresConnection) throws {
+        let periodic = chunk.filter { $0.period != nil }
+        guard !periodic.isEmpty else { return }
+        _ = try tx.execute("""
+            WITH held AS (
+                SELECT l.id, o.order_id FROM unnest($1::text[], $2::text[]) AS c(provider, order_id)
+                JOIN orders o ON o.provider = c.provider AND o.order_id = c.order_id
+                JOIN transaction_links l ON l.provider = o.provider AND l.parent_external_id = o.transaction_ref AND l.order_id IS NULL
+                    AND l.kind = 'sale' AND l.occurred_at >= o.period_start AND l.occurred_at < o.period_end
+            ), adopted AS (
+                SELECT l.*, h.order_id AS new_order FROM held h JOIN transaction_links l ON l.id = h.id
+                UNION ALL
+                SELECT r.*, h.order_id FROM held h JOIN transaction_links s ON s.id = h.id
+                JOIN transaction_links r ON r.provider = s.provider AND r.parent_external_id = s.external_id AND r.order_id IS NULL
+            )
+            INSERT INTO transaction_links (provider, external_id, parent_external_id, order_id, kind, amount_minor, currency, state,
+                                           source, action_id, target_minor, occurred_at)
+            SELECT provider, external_id, parent_external_id, new_order, kind, amount_minor, currency, state, source, action_id,
+                   target_minor, occurred_at FROM adopted
+            ON CONFLICT DO NOTHING
+            """, [.textArray(periodic.map(\.provider.rawValue)), .textArray(periodic.map(\.orderID))])
     }
 
     public static func find(provider: Provider, orderID: String, on conn: PostgresConnection) throws -> Order? {
@@ -201,6 +276,9 @@ public enum OrderStore {
                           amount: Money(minorUnits: try row.int64("amount_minor"), currency: currency), fulfilment: fulfilment,
                           refundAmount: try row.int64("refund_amount_minor"), transactionRefs: try row.optionalString("transaction_refs").map(refs))
         if let learned = try row.optionalString("learned_transactions") { order.learned = try Self.learned(learned) }
+        if let start = try row.optionalInt64("period_start_s"), let end = try row.optionalInt64("period_end_s") {
+            order.period = BillingPeriod(start: start, end: end)
+        }
         return order
     }
 }

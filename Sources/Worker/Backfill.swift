@@ -389,10 +389,13 @@ public struct Backfill: Sendable {
         enum Outcome: Sendable { case steps([DeliveryProcessor.Step]), transient(String), permanent(String) }
         let processor = self.processor
         let outcomes = await Self.concurrently(unknown, limit: concurrency) { item -> (String, Outcome) in
-            switch await search.references(of: item) {
+            let (found, answers) = await AnswerLog.collecting { await search.references(of: item) }
+            switch found {
             case .found(let references):
                 var steps: [DeliveryProcessor.Step] = []
-                for reference in references { steps += await processor.check(reference, provider: provider, deliveryID: 0, log: log) }
+                for reference in references {
+                    steps += await processor.check(reference, provider: provider, deliveryID: 0, answers: answers, log: log)
+                }
                 return (item.id, .steps(steps))
             case .notFound: return (item.id, .steps([]))
             case .transient(let reason, _): return (item.id, .transient(reason))

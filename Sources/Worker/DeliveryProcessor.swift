@@ -28,7 +28,12 @@ public struct DeliveryProcessor: Sendable {
     public func process(_ delivery: QueuedDelivery, log: Logger = Logger()) async -> DeliveryAttempt.Result {
         let provider = delivery.provider
         let references: [EventReference]
-        switch await checker.gateway[provider].references(in: StoredEvent(id: delivery.id, headers: Headers(delivery.headers), body: delivery.body)) {
+        // The answers the event's resolution read (a subscription sale's own answer) are the evidence of an
+        // unknown_order decided from them.
+        let (content, answers) = await AnswerLog.collecting {
+            await checker.gateway[provider].references(in: StoredEvent(id: delivery.id, headers: Headers(delivery.headers), body: delivery.body))
+        }
+        switch content {
         case .found(.references(let refs)): references = refs
         case .found(.ignored(let reason)): return .processed(.ignored(reason))
         case .notFound: return .processed(.ignored("\(delivery.eventType ?? "the event") names nothing \(provider.rawValue) knows"))
@@ -39,14 +44,21 @@ public struct DeliveryProcessor: Sendable {
             return .processed(.ignored("\(delivery.eventType ?? "the event") names no transaction"))
         }
         var steps: [Step] = []
-        for reference in references { steps += await check(reference, provider: provider, deliveryID: delivery.id, log: log) }
+        for reference in references {
+            steps += await check(reference, provider: provider, deliveryID: delivery.id, answers: answers, log: log)
+        }
         return Self.combine(steps, provider: provider)
     }
 
-    func check(_ reference: EventReference, provider: Provider, deliveryID: Int64, log: Logger) async -> [Step] {
-        let found: (orders: [Order], known: [String: OrderChecker.Known])
+    func check(_ reference: EventReference, provider: Provider, deliveryID: Int64, answers: [ProviderExchange] = [], log: Logger) async -> [Step] {
+        let found: Found
         do { found = try await findOrders(reference, provider: provider) }
         catch { return [.checked(orderID: "?", .transient(reason: "database: \(error)", retryAfterSeconds: nil))] }
+        if let unheld = found.unheld {
+            // A subscription's payment that no renewal's period holds: reported once, counted on no order.
+            return [.unknown(transactionRef: unheld.transactionRef,
+                             await checker.recordUnknown(provider: provider, unheld, exchanges: answers, log: log))]
+        }
         CheckContext.current.named?.add(found.orders.map(\.orderID))
         if !found.orders.isEmpty {
             var steps: [Step] = []
@@ -80,7 +92,7 @@ public struct DeliveryProcessor: Sendable {
             linked.alternatives = []
             linked.alias = parent
             linked.learned = [link]
-            let parentOrders: (orders: [Order], known: [String: OrderChecker.Known])
+            let parentOrders: Found
             do { parentOrders = try await findOrders(linked, provider: provider) }
             catch { return [.checked(orderID: "?", .transient(reason: "database: \(error)", retryAfterSeconds: nil))] }
             CheckContext.current.named?.add(parentOrders.orders.map(\.orderID))
@@ -98,19 +110,48 @@ public struct DeliveryProcessor: Sendable {
         }
     }
 
+    /// The orders a reference names and what is known of them; or, for a subscription's payment no renewal's period
+    /// holds, the `unknown_order` to record.
+    struct Found {
+        var orders: [Order] = []
+        var known: [String: OrderChecker.Known] = [:]
+        var unheld: UnknownTransaction?
+    }
+
     /// The orders a reference names and what is known of them, in one trip to the pool; the links the event teaches
-    /// are recorded for each order found first, so its check fetches them.
-    private func findOrders(_ reference: EventReference, provider: Provider) async throws -> (orders: [Order], known: [String: OrderChecker.Known]) {
+    /// are recorded for each order found first, so its check fetches them. Of a subscription's orders with billing
+    /// periods, only the one whose period holds the payment (`RenewalMatch`); a payment none holds keeps its links
+    /// with no order (the order of its period takes them when it is imported) and is `unknown_order`.
+    private func findOrders(_ reference: EventReference, provider: Provider) async throws -> Found {
         try await pool.run { conn in
             var orders: [Order] = []
+            var matched: String?
             for ref in ([reference.transactionRef].compactMap { $0 } + reference.alternatives) where orders.isEmpty {
                 orders = try OrderStore.find(provider: provider, transactionRef: ref, on: conn)
+                matched = ref
+            }
+            var unheld: UnknownTransaction?
+            if let matched, let payment = reference.transactionRef, matched != payment {
+                switch RenewalMatch.of(payment: "\(provider.rawValue) payment \(payment)", agreement: matched, createdAt: reference.occurredAt,
+                                       orders: orders.map { ($0.orderID, $0.period) }) {
+                case .all: break
+                case .order(let id): orders = orders.filter { $0.orderID == id }
+                case .unheld(let detail):
+                    orders = []
+                    unheld = UnknownTransaction(transactionRef: payment, value: reference.value, state: "in no recorded billing period",
+                                                detail: detail)
+                }
             }
             // A transaction payrecon made or learned of (a modification's own reference, an alias, a sale).
-            for id in [reference.transactionRef, reference.alias].compactMap({ $0 }) where orders.isEmpty {
+            for id in [reference.transactionRef, reference.alias].compactMap({ $0 }) where orders.isEmpty && unheld == nil {
                 orders = try TransactionLinkStore.orders(provider: provider, externalID: id, on: conn)
             }
-            guard !orders.isEmpty else { return ([], [:]) }
+            if let unheld {
+                // Kept with no order (the agreement as the sale's parent), for the renewal's order to take when recorded.
+                try TransactionLinkStore.record(reference.learned.map { var l = $0; l.orderID = nil; return l }, provider: provider, on: conn)
+                return Found(unheld: unheld)
+            }
+            guard !orders.isEmpty else { return Found() }
             if !reference.learned.isEmpty {
                 var links: [TransactionLink] = []
                 for order in orders {
@@ -118,7 +159,7 @@ public struct DeliveryProcessor: Sendable {
                 }
                 try TransactionLinkStore.record(links, provider: provider, on: conn)
             }
-            return (orders, try OrderChecker.known(provider: provider, orderIDs: orders.map(\.orderID), on: conn))
+            return Found(orders: orders, known: try OrderChecker.known(provider: provider, orderIDs: orders.map(\.orderID), on: conn))
         }
     }
 

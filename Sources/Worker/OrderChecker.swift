@@ -108,8 +108,10 @@ public final class OrderChecker: Sendable {
         case .success(let t): transactions = t
         case .failure(let failure): return failure.result
         }
+        let payments = known.links.filter { $0.kind == TransactionLink.saleKind }.map(\.externalID)
         guard let result = await record(provider: order.provider, order: order, transactions: transactions, fetchedAt: fetchedAt,
-                                        linksSeen: retried ? nil : known.links.count, exchanges: exchanges, log: log) else {
+                                        linksSeen: retried ? nil : known.links.count, exchanges: exchanges, linkedPayments: payments,
+                                        log: log) else {
             // A link was learned while this check fetched (the sweep preloads a page's links; another delivery may
             // have named a sale of the order): checked once more, with the links as they are now.
             log.debug("a link was learned during the check; checking again")
@@ -179,7 +181,8 @@ public final class OrderChecker: Sendable {
     @inline(never)
     func fetch(_ ref: String, of order: Order, links: [TransactionLink]) async -> Swift.Result<FetchedTransaction, FetchFailure> {
         let api = gateway[order.provider]
-        let outcome = await api.snapshot(of: TransactionQuery(transactionRef: ref, merchant: order.merchant, site: order.site, links: links))
+        let outcome = await api.snapshot(of: TransactionQuery(transactionRef: ref, merchant: order.merchant, site: order.site, links: links,
+                                                              period: order.period))
         return Self.fetched(outcome, ref: ref, several: order.hasSeveralTransactions, absentMayHaveExpired: api.unapprovedAttemptsExpire)
     }
 
@@ -281,7 +284,7 @@ public final class OrderChecker: Sendable {
     /// `exchanges`: the answers the fetch used, kept as the check's evidence.
     @inline(never)
     func record(provider: Provider, order: Order?, transactions: [FetchedTransaction], fetchedAt: Date,
-                linksSeen: Int?, exchanges: [ProviderExchange], log: Logger) async -> Result? {
+                linksSeen: Int?, exchanges: [ProviderExchange], linkedPayments: [String] = [], log: Logger) async -> Result? {
         // The check is built as it is queued, and its outcome read, in functions of their own: this frame holds only
         // what crosses the wait for the group (see `makeCheck`).
         let rechecks = linksSeen != nil && order != nil
@@ -289,7 +292,7 @@ public final class OrderChecker: Sendable {
         do {
             recorded = try await recorder.record {
                 makeCheck(provider: provider, order: order, transactions: transactions, fetchedAt: fetchedAt, linksSeen: linksSeen,
-                          exchanges: exchanges)
+                          exchanges: exchanges, linkedPayments: linkedPayments)
             }
         } catch { return .transient(reason: "database: \(error)", retryAfterSeconds: nil) }
         return Self.result(of: recorded, rechecks: rechecks, log: log)
@@ -304,7 +307,7 @@ public final class OrderChecker: Sendable {
     /// here, the check's values were 7.6 KB of `record`'s frame. `scripts/lib/async-frames.py` prints the sizes.
     @inline(never)
     func makeCheck(provider: Provider, order: Order?, transactions: [FetchedTransaction], fetchedAt: Date,
-                   linksSeen: Int?, exchanges: [ProviderExchange]) -> FindingStore.Check {
+                   linksSeen: Int?, exchanges: [ProviderExchange], linkedPayments: [String] = []) -> FindingStore.Check {
         let now = clock()
         let windows = pendingWindows
         let several = transactions.count > 1
@@ -327,6 +330,7 @@ public final class OrderChecker: Sendable {
             })
         check.linksSeen = linksSeen
         check.evidence = CheckContext.current.evidence(exchanges)
+        check.linkedPayments = linkedPayments.filter { !check.transactionRefs.contains($0) }
         return check
     }
 

@@ -55,6 +55,10 @@ import Testing
             try await h.admin("/admin/paypal/disputes", #"{"id":"PP-D-DEMO-2","transaction_id":"PP-CAP-CHARGEBACK-1"}"#)
             try await h.admin("/admin/paypal/disputes", #"{"resolve":"PP-D-DEMO-2","outcome":"buyer"}"#)
             try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.CAPTURE.REVERSED","resource_id":"PP-CAP-CHARGEBACK-1"}"#)
+            // The subscription reconciled one renewal at a time (two cycles recorded, the third not).
+            for month in ["09", "10", "11"] {
+                try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.SALE.COMPLETED","resource_id":"SALE-DEMO-SUB2-\#(month)"}"#)
+            }
             await h.runOnce()
             _ = try await h.sweep()
 

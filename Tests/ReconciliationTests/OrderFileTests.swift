@@ -183,7 +183,7 @@ private func csv(_ rows: String...) -> String { ([header] + rows).joined(separat
         #expect(found == [
             OrderFileError(line: 1, field: "order_id", reason: "repeated column"),
             OrderFileError(line: 1, field: "refund_amout", reason: "unknown column (known: provider, order_id, "
-                + "transaction_ref, intent, amount, currency, fulfilment, merchant, site, refund_amount)"),
+                + "transaction_ref, intent, amount, currency, fulfilment, merchant, site, refund_amount, period_start, period_end)"),
             OrderFileError(line: 1, field: "", reason: "empty column name"),
             OrderFileError(line: 1, field: "fulfilment", reason: "missing column"),
         ])

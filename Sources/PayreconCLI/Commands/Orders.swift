@@ -79,6 +79,9 @@ let ordersImportCommand = Command(
             guard buffered == nil else { return }
             if secondRead.invalid > 0 || imported.finish() != validatedDigest { throw FileChanged() }
         }
+    } catch let conflict as OrderStore.PeriodConflict {
+        FileHandle.standardError.write(Data(("payrecon: \(path): nothing imported: \(conflict)".terminalSafe + "\n").utf8))
+        return Exit.finding
     } catch is FileChanged {
         FileHandle.standardError.write(Data(("payrecon: \(path) changed while it was imported (it read differently the second time); nothing "
                                              + "imported: import a copy that nothing is writing to\n").utf8))

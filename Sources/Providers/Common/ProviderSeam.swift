@@ -145,11 +145,16 @@ public struct EventReference: Sendable, Hashable {
     /// Links the event teaches (a PayPal sale, a dispute naming a capture, a sale's refund): recorded for every order
     /// found (their `orderID` is filled in then), so every later check of it, the sweep's too, fetches them.
     public var learned: [TransactionLink]
+    /// When the payment was created, as the provider's API answer says (unix seconds; nil: not read): of the orders of
+    /// a subscription with billing periods, the one whose period holds it is the payment's.
+    public var occurredAt: Int64?
+    /// The payment's amount, as the provider's API answer says: what an `unknown_order` for it names.
+    public var value: Money?
 
     public init(transactionRef: String?, alternatives: [String] = [], alias: String? = nil, merchant: String? = nil, site: String? = nil,
-                learned: [TransactionLink] = []) {
+                learned: [TransactionLink] = [], occurredAt: Int64? = nil, value: Money? = nil) {
         self.transactionRef = transactionRef; self.alternatives = alternatives; self.alias = alias
-        self.merchant = merchant; self.site = site; self.learned = learned
+        self.merchant = merchant; self.site = site; self.learned = learned; self.occurredAt = occurredAt; self.value = value
     }
 }
 
@@ -190,10 +195,13 @@ public struct TransactionQuery: Sendable {
     public var evidence: [Evidence]
     /// For `settle`: the calls in doubt the executor asks about (besides those the links show).
     public var callsInDoubt: [CallInDoubt]
+    /// The order's billing period (a subscription's renewal): of the agreement's payments, only those the provider's
+    /// answer says were created within it are the order's.
+    public var period: BillingPeriod?
     public init(transactionRef: String, merchant: String?, site: String?, links: [TransactionLink] = [], evidence: [Evidence] = [],
-                callsInDoubt: [CallInDoubt] = []) {
+                callsInDoubt: [CallInDoubt] = [], period: BillingPeriod? = nil) {
         self.transactionRef = transactionRef; self.merchant = merchant; self.site = site; self.links = links; self.evidence = evidence
-        self.callsInDoubt = callsInDoubt
+        self.callsInDoubt = callsInDoubt; self.period = period
     }
 
     public struct Evidence: Sendable {

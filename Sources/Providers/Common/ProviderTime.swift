@@ -27,61 +27,8 @@ public enum ISO8601 {
         UnixTime.iso8601(Int64(date.timeIntervalSince1970.rounded(.down)))
     }
 
-    /// Whole unix seconds and the fraction of a second, or nil.
+    /// Whole unix seconds and the fraction of a second, or nil (`UnixTime.scanISO8601`).
     private static func scan(_ text: String, lenient: Bool) -> (seconds: Int64, fraction: Double)? {
-        let c = Array(text.utf8)
-        var i = 0
-        func digits(_ n: Int) -> Int? {
-            guard i + n <= c.count else { return nil }
-            var v = 0
-            for k in i..<i + n {
-                guard c[k] >= 48 && c[k] <= 57 else { return nil }
-                v = v * 10 + Int(c[k] - 48)
-            }
-            i += n
-            return v
-        }
-        func expect(_ chars: String) -> Bool {
-            guard i < c.count, chars.utf8.contains(c[i]) else { return false }
-            i += 1
-            return true
-        }
-        guard let year = digits(4), expect("-"), let month = digits(2), expect("-"), let day = digits(2),
-              expect("Tt "), let hour = digits(2), expect(":"), let minute = digits(2) else { return nil }
-        var second = 0
-        var fraction = 0.0
-        if expect(":") {
-            guard let s = digits(2), lenient || s <= 59 else { return nil }
-            second = s
-            if expect(".,") {
-                var scale = 0.1
-                let start = i
-                while i < c.count, c[i] >= 48 && c[i] <= 57 {
-                    fraction += Double(c[i] - 48) * scale
-                    scale /= 10
-                    i += 1
-                }
-                guard (1...9).contains(i - start) else { return nil }
-            }
-        } else if !lenient {
-            return nil
-        }
-        guard var t = UnixTime.seconds(year: year, month: month, day: day, hour: hour, minute: minute, second: second),
-              i < c.count else { return nil }
-        if c[i] == UInt8(ascii: "+") || c[i] == UInt8(ascii: "-") {
-            let sign: Int64 = c[i] == UInt8(ascii: "-") ? -1 : 1
-            i += 1
-            guard let oh = digits(2), oh <= 23 else { return nil }
-            var om = 0
-            if i < c.count {
-                _ = expect(":")
-                guard let m = digits(2), m <= 59 else { return nil }
-                om = m
-            }
-            t -= sign * Int64(oh * 3_600 + om * 60)
-        } else if !expect("Zz") {
-            return nil
-        }
-        return i == c.count ? (t, fraction) : nil
+        UnixTime.scanISO8601(text, lenient: lenient)
     }
 }

@@ -13,7 +13,8 @@ public enum PayPalProvider {
 
     public static let definition = ProviderDefinition(
         provider: .paypal,
-        traits: ProviderTraits(),
+        // Subscriptions and billing agreements are `I-…` (PROVIDER-FACTS PAYPAL-62): orders of one may carry periods.
+        traits: ProviderTraits(agreementPrefixes: ["I-"]),
         webhookSecretVariable: "PAYPAL_WEBHOOK_ID",
         apiVariables: "PAYPAL_CLIENT_ID and PAYPAL_CLIENT_SECRET",
         webhookHeaders: [PayPalWebhookVerifier.transmissionIDHeader, PayPalWebhookVerifier.transmissionTimeHeader,
@@ -210,8 +211,15 @@ public enum PayPalProvider {
                     learned.append(TransactionLink(externalID: "reversal-of-" + id, parentExternalID: id, orderID: nil,
                                                    kind: TransactionLink.reversalKind, source: .learned))
                 }
-                return .found(.references([EventReference(transactionRef: id, alternatives: [agreement, parent].compactMap { $0 },
-                                                          learned: learned)]))
+                let reference = EventReference(transactionRef: id, alternatives: [agreement, parent].compactMap { $0 }, learned: learned)
+                // A subscription's sale: its own answer says which agreement and which billing period it belongs to (a
+                // classic sale's order is its parent payment's, and its check reads the sale anyway).
+                guard agreement != nil else { return .found(.references([reference])) }
+                switch await client.sale(id) {
+                case .found(let sale): return .found(.references([Self.described(reference, by: sale)]))
+                case .notFound: return .found(.references([reference]))
+                case let other: return other.failure(as: EventContent.self)!
+                }
             case .saleRefund(let id, let saleID, let parent, let amount, let currencyCode):
                 return await saleRefund(id, sale: saleID, parent: parent, amount: amount, currency: currencyCode, client: client)
             case .dispute(let id, let transactions):
@@ -311,8 +319,10 @@ public enum PayPalProvider {
             // sale's own answer does, so the order is found whichever of the sale's events comes first.
             // (The event's parent_payment only when its sale is the refund's own.)
             var alternatives = named ? [parent].compactMap { $0 } : []
+            var saleAnswer: JSONValue?
             switch await client.sale(saleID) {
             case .found(let sale):
+                saleAnswer = sale
                 for name in [sale["billing_agreement_id"], sale["parent_payment"]].compactMap({ $0?.stringValue })
                 where !name.isEmpty && !alternatives.contains(name) {
                     alternatives.append(name)
@@ -320,8 +330,44 @@ public enum PayPalProvider {
             case .notFound: break
             case let other: return other.failure(as: EventContent.self)!
             }
-            return .found(.references([EventReference(transactionRef: saleID, alternatives: alternatives,
-                                                      learned: [Self.saleLink(saleID)] + (learnedRefund.map { [$0] } ?? []))]))
+            var reference = EventReference(transactionRef: saleID, alternatives: alternatives,
+                                           learned: [Self.saleLink(saleID)] + (learnedRefund.map { [$0] } ?? []))
+            // The refund counts on its sale's renewal: the period that holds the sale's creation.
+            if let saleAnswer {
+                let described = Self.described(reference, by: saleAnswer)
+                reference.occurredAt = described.occurredAt
+                reference.value = described.value
+                reference.learned = described.learned
+            }
+            return .found(.references([reference]))
+        }
+
+        /// Whether a sale's own answer says it was created within `period` (always, without one). A sale whose
+        /// creation time cannot be read is no period's: counted on no renewal, it moves no money.
+        static func sale(_ sale: JSONValue, isWithin period: BillingPeriod?) -> Bool {
+            guard let period else { return true }
+            guard let created = sale["create_time"]?.stringValue.flatMap(ISO8601.unixSeconds(from:)) else { return false }
+            return period.contains(created)
+        }
+
+        /// What a sale's own answer (`GET /v1/payments/sale/{id}`) says of the reference an event makes to it: the
+        /// agreement and payment it belongs to (identifiers PayPal assigned, over the event's hint), when it was created
+        /// (which billing period holds it) and its amount.
+        static func described(_ reference: EventReference, by sale: JSONValue) -> EventReference {
+            var reference = reference
+            let names = [sale["billing_agreement_id"], sale["parent_payment"]].compactMap { $0?.stringValue }.filter { !$0.isEmpty }
+            if !names.isEmpty { reference.alternatives = names }
+            reference.occurredAt = sale["create_time"]?.stringValue.flatMap(ISO8601.unixSeconds(from:))
+            if let code = sale["amount"]?["currency"]?.stringValue, let currency = Currency(code: code),
+               let minor = try? PayPalSaleMapping.amount(sale["amount"]?["total"], "amount.total", currency) {
+                reference.value = Money(minorUnits: minor, currency: currency)
+            }
+            let agreement = sale["billing_agreement_id"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 }
+            for i in reference.learned.indices where reference.learned[i].kind == TransactionLink.saleKind {
+                reference.learned[i].occurredAt = reference.occurredAt
+                if reference.learned[i].parentExternalID == nil { reference.learned[i].parentExternalID = agreement }
+            }
+            return reference
         }
 
         static func saleLink(_ id: String) -> TransactionLink {
@@ -343,12 +389,15 @@ public enum PayPalProvider {
                 switch await client.sale(id) {
                 case .found(let sale):
                     let names = [sale["id"], sale["billing_agreement_id"], sale["parent_payment"]].compactMap { $0?.stringValue }
-                    if names.contains(q.transactionRef) { sales.append(sale) }
+                    if names.contains(q.transactionRef), Self.sale(sale, isWithin: q.period) { sales.append(sale) }
                 case .notFound: continue
                 case let other: return other.failure(as: Snapshot.self)!
                 }
             }
             let order: JSONValue?
+            // A renewal's order (a billing period) is paid by the agreement's sales made within it, never by an Orders v2
+            // order: none made yet is none to count.
+            if sales.isEmpty, q.period != nil { return .notFound }
             if sales.isEmpty {
                 switch await client.order(q.transactionRef) {
                 case .found(let o): order = o

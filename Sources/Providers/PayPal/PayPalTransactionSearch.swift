@@ -120,7 +120,9 @@ struct PayPalTransactionSearch: TransactionSearching {
             switch await client.sale(found.id) {
             case .found(let sale):
                 let alternatives = [sale["billing_agreement_id"]?.stringValue, sale["parent_payment"]?.stringValue].compactMap { $0 }
-                return .found([EventReference(transactionRef: found.id, alternatives: alternatives, learned: [PayPalProvider.API.saleLink(found.id)])])
+                // As a sale's event: its agreement, and the billing period its creation falls in, from its own answer.
+                let reference = EventReference(transactionRef: found.id, alternatives: alternatives, learned: [PayPalProvider.API.saleLink(found.id)])
+                return .found([PayPalProvider.API.described(reference, by: sale)])
             case .notFound: return .found([EventReference(transactionRef: found.id)])
             case let other: return other.failure(as: [EventReference].self)!
             }
