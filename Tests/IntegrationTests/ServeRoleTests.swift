@@ -143,34 +143,23 @@ import Testing
                 (error as? ServeRole.Refused)?.description.contains(c.says) == true
             }
         }
-        // A role that may create roles (and so, on PostgreSQL 15, grant itself the owner's), or replicate the cluster.
-        let creator = "serve_creator_" + UUID().uuidString.prefix(8).lowercased()
-        let admin0 = try PostgresConnection(conninfo: db.server); defer { admin0.close() }
-        _ = try admin0.execute("CREATE ROLE \(creator) LOGIN CREATEROLE")
-        defer { _ = try? admin0.execute("DROP ROLE \(creator)") }
-        #expect {
-            try ServeRole.apply(to: creator, on: owner)
-        } throws: { error in
-            (error as? ServeRole.Refused)?.description.contains("may create roles") == true
-        }
-        // A member of another role has its privileges.
-        let reader = "serve_reader_" + UUID().uuidString.prefix(8).lowercased()
+        // Roles no grant can limit, each created for the case and dropped after.
         let admin = try PostgresConnection(conninfo: db.server); defer { admin.close() }
-        _ = try admin.execute("CREATE ROLE \(reader) LOGIN IN ROLE pg_read_all_data")
-        defer { _ = try? admin.execute("DROP ROLE \(reader)") }
-        #expect {
-            try ServeRole.apply(to: reader, on: owner)
-        } throws: { error in
-            (error as? ServeRole.Refused)?.description.contains("is a member of pg_read_all_data") == true
-        }
-        // A superuser: no grant can limit it.
-        let superuser = "serve_super_" + UUID().uuidString.prefix(8).lowercased()
-        _ = try admin.execute("CREATE ROLE \(superuser) SUPERUSER")
-        defer { _ = try? admin.execute("DROP ROLE \(superuser)") }
-        #expect {
-            try ServeRole.apply(to: superuser, on: owner)
-        } throws: { error in
-            (error as? ServeRole.Refused)?.description.contains("superuser") == true
+        let unlimitable: [(attributes: String, says: String)] = [
+            ("LOGIN CREATEROLE", "may create roles"),            // on PostgreSQL 15 it may grant itself the owner's role
+            ("LOGIN REPLICATION", "may create roles or databases, or replicate"),
+            ("LOGIN IN ROLE pg_read_all_data", "is a member of pg_read_all_data"),   // a member has the role's privileges
+            ("SUPERUSER", "superuser"),
+        ]
+        for c in unlimitable {
+            let role = "serve_case_" + UUID().uuidString.prefix(8).lowercased()
+            _ = try admin.execute("CREATE ROLE \(role) \(c.attributes)")
+            defer { _ = try? admin.execute("DROP ROLE \(role)") }
+            #expect {
+                try ServeRole.apply(to: role, on: owner)
+            } throws: { error in
+                (error as? ServeRole.Refused)?.description.contains(c.says) == true
+            }
         }
     }
 }

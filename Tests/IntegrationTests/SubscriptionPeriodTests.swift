@@ -29,8 +29,8 @@ import Testing
 
     /// A year of monthly renewals, one order per cycle, delivered as PayPal sends them (a `PAYMENT.SALE.COMPLETED`
     /// each): April's renewal failed and was retried three days later, June's was refunded from the dashboard (the
-    /// merchant's order wants it refunded), March's order wants a refund payrecon must take from March's sale alone,
-    /// and July's cycle the merchant never recorded.
+    /// merchant's order wants it refunded), September's was charged back (a dispute the buyer won), March's order wants
+    /// a refund payrecon must take from March's sale alone, and July's cycle the merchant never recorded.
     @Test func aYearOfRenewalsIsReconciledOneCycleAtATime() async throws {
         try await WorkerHarness.with { h in
             var sales: [String] = []
@@ -50,12 +50,16 @@ import Testing
                                                                            requestID: "dashboard-refund-june")
             guard case .found = dashboard else { Issue.record("the dashboard refund failed: \(dashboard)"); return }
             try h.insert((1...12).filter { $0 != 7 }.map { Self.cycle($0, refund: $0 == 3 || $0 == 6 ? 999 : 0) })
+            try await h.admin("/admin/paypal/disputes", #"{"id":"PP-D-SEPT","transaction_id":"S-09"}"#)
+            try await h.admin("/admin/paypal/disputes", #"{"resolve":"PP-D-SEPT","outcome":"buyer"}"#)
 
             var ids: [Int64] = []
             for sale in sales {
                 ids += try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.SALE.COMPLETED","resource_id":"\#(sale)"}"#)
             }
             ids += try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.SALE.REFUNDED","resource_id":"S-06"}"#)
+            ids += try h.storeWebhook(#"{"provider":"paypal","event_type":"CUSTOMER.DISPUTE.RESOLVED","resource_id":"PP-D-SEPT"}"#)
+            ids += try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.SALE.REVERSED","resource_id":"S-09"}"#)
             while await h.runOnce().done > 0 {}
             for id in ids {
                 let d = try h.delivery(id)
@@ -65,8 +69,11 @@ import Testing
             // Each sale re-checked its own cycle's order only.
             #expect(try h.delivery(ids[0]).outcome == "re-checked paypal order SUB-01")
             #expect(try h.delivery(ids[4]).outcome == "re-checked paypal order SUB-04", "the retry three days later is April's")
-            // No finding but the ones made on purpose: July's renewal, which no order records.
-            for month in (1...12).filter({ $0 != 7 && $0 != 3 }) {
+            // No finding but the ones made on purpose: September's chargeback, on September's order alone, and July's
+            // renewal, which no order records.
+            let september = try h.openKinds(order: "SUB-09")
+            #expect(september == ["reversed"], "\(september)")
+            for month in (1...12).filter({ $0 != 7 && $0 != 3 && $0 != 9 }) {
                 let order = String(format: "SUB-%02d", month), open = try h.openKinds(order: order)
                 #expect(open.isEmpty, "\(order): \(open)")
             }
@@ -88,7 +95,7 @@ import Testing
             #expect(july.isEmpty, "\(july)")
             #expect(try h.discrepancies(.paypal).filter { $0.kind == "unknown_order" && $0.status == "open" }.isEmpty)
             // And the sweep keeps every cycle as it was: one sale each, none counted twice.
-            for month in (1...12).filter({ $0 != 3 }) {
+            for month in (1...12).filter({ $0 != 3 && $0 != 9 }) {
                 let order = String(format: "SUB-%02d", month), open = try h.openKinds(order: order)
                 #expect(open.isEmpty, "after the sweep, \(order): \(open)")
             }

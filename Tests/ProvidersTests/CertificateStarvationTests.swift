@@ -186,6 +186,27 @@ import Testing
         webhook.prepare(headers: Headers(["PAYPAL-CERT-URL": prefix + cert]), sender: address) {}
     }
 
+    /// A flood of 30 random URLs a second (the k-th of a second from `flooder(k)`), and from `firstAttempt` on the
+    /// genuine `CERT-rotated` asked every 20 s from `genuine(second)`, as the receiver asks: the second the genuine
+    /// certificate was found fetched, or nil within `seconds`.
+    static func secondWhenFetched(_ webhook: PayPalProvider.Webhook, _ cache: CachingCertificateSource, _ clock: Clock, firstAttempt: Int,
+                                  seconds: Int, flooder: (Int) -> String, genuine: (Int) -> String) async throws -> Int? {
+        var n = 0
+        for second in 0..<seconds {
+            for k in 0..<30 {
+                n += 1
+                prepare(webhook, "CERT-random-\(n)", from: flooder(k))
+            }
+            if second >= firstAttempt, (second - firstAttempt) % 20 == 0 {
+                if (try? cache.pemWithoutWaiting(for: prefix + "CERT-rotated")) == [6] { return second }
+                prepare(webhook, "CERT-rotated", from: genuine(second))
+            }
+            while cache.fetchesInFlight > 0 { try await Task.sleep(nanoseconds: 1_000_000) }
+            clock.advance(1)
+        }
+        return nil
+    }
+
     /// Issue 39 item 2, from inside a trusted /24: PayPal's group verified deliveries before; one other address in it
     /// asks 30 times a second for random URLs, always first after a slot frees. A genuine rotated URL, retried every 20 s
     /// from PayPal's own addresses in that group, is fetched within 2 minutes of its first attempt. (Through the seam as
@@ -197,23 +218,9 @@ import Testing
         let webhook = try Self.webhook(cache)
         webhook.verified(from: "173.0.82.126")   // an earlier delivery, verified: the group is trusted
         let firstAttempt = 61
-        var verifiedAt: Int?
-        var n = 0
-        for second in 0..<300 where verifiedAt == nil {
-            for _ in 0..<30 {
-                n += 1
-                Self.prepare(webhook, "CERT-random-\(n)", from: "173.0.82.66")
-            }
-            if second >= firstAttempt, (second - firstAttempt) % 20 == 0 {
-                if (try? cache.pemWithoutWaiting(for: Self.prefix + "CERT-rotated")) == [6] {
-                    verifiedAt = second
-                } else {
-                    Self.prepare(webhook, "CERT-rotated", from: ["173.0.82.126", "173.0.82.127"][(second / 20) % 2])
-                }
-            }
-            while cache.fetchesInFlight > 0 { try await Task.sleep(nanoseconds: 1_000_000) }
-            clock.advance(1)
-        }
+        let verifiedAt = try await Self.secondWhenFetched(webhook, cache, clock, firstAttempt: firstAttempt, seconds: 300,
+                                                          flooder: { _ in "173.0.82.66" },
+                                                          genuine: { ["173.0.82.126", "173.0.82.127"][($0 / 20) % 2] })
         let at = try #require(verifiedAt, "the genuine URL was never fetched")
         #expect(at - firstAttempt <= 120, "fetched \(at - firstAttempt) s after its first attempt")
         #expect(upstream.calls.filter { $0.hasSuffix("CERT-rotated") }.count == 1)
@@ -230,20 +237,8 @@ import Testing
         let cache = CachingCertificateSource(upstream: upstream, clock: { clock.now })
         let webhook = try Self.webhook(cache)
         webhook.verified(from: "173.0.82.126")
-        var verifiedAt: Int?
-        var n = 0
-        for second in 0..<200 where verifiedAt == nil {
-            for k in 0..<30 {
-                n += 1
-                Self.prepare(webhook, "CERT-random-\(n)", from: "173.0.82.\(60 + k % 5)")
-            }
-            if second >= 30, (second - 30) % 20 == 0 {
-                if (try? cache.pemWithoutWaiting(for: Self.prefix + "CERT-rotated")) == [6] { verifiedAt = second }
-                else { Self.prepare(webhook, "CERT-rotated", from: "173.0.82.126") }
-            }
-            while cache.fetchesInFlight > 0 { try await Task.sleep(nanoseconds: 1_000_000) }
-            clock.advance(1)
-        }
+        let verifiedAt = try await Self.secondWhenFetched(webhook, cache, clock, firstAttempt: 30, seconds: 200,
+                                                          flooder: { "173.0.82.\(60 + $0 % 5)" }, genuine: { _ in "173.0.82.126" })
         let at = try #require(verifiedAt, "the genuine URL was never fetched")
         #expect(at - 30 <= 60, "fetched \(at - 30) s after its first attempt")
     }
