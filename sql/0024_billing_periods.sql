@@ -3,6 +3,9 @@
 -- within [period_start, period_end). Orders of one agreement have periods that do not overlap, or none of them has one
 -- (`payrecon orders import` refuses anything else, naming the lines).
 ALTER TABLE orders ADD COLUMN period_start timestamptz, ADD COLUMN period_end timestamptz;
+-- Given as dates without a time (read as 00:00 UTC): a payment made within 14 hours of such a boundary may be another
+-- cycle's for a merchant away from UTC, and no refund is taken from it.
+ALTER TABLE orders ADD COLUMN period_dates boolean NOT NULL DEFAULT false;
 -- Every row before this has neither: NOT VALID skips reading the table; the check holds for every write from now on.
 ALTER TABLE orders ADD CONSTRAINT orders_period CHECK ((period_start IS NULL) = (period_end IS NULL) AND period_end > period_start) NOT VALID;
 CREATE INDEX orders_agreement_periods ON orders (provider, transaction_ref, period_start) WHERE period_start IS NOT NULL;

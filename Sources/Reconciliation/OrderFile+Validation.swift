@@ -157,7 +157,9 @@ private struct Row {
         case (true, true): break
         }
         guard let s = start.at, let e = end.at else { return nil }
-        guard let period = BillingPeriod(start: s, end: e) else {
+        // Either end given as a date (00:00 UTC, the merchant's zone unknown) puts the period's cycle in doubt near its ends.
+        let dates = [values["period_start"], values["period_end"]].contains { if case .text(let t)? = $0 { t.utf8.count == 10 } else { false } }
+        guard let period = BillingPeriod(start: s, end: e, datesOnly: dates) else {
             fail("period_end", "\(UnixTime.dateOrTime(e)) is not after period_start \(UnixTime.dateOrTime(s)) (the end is excluded)")
             return nil
         }

@@ -67,10 +67,19 @@ public struct Order: Sendable, Hashable, Codable {
 public struct BillingPeriod: Sendable, Hashable, Codable, CustomStringConvertible {
     public var start: Int64
     public var end: Int64
+    /// Given as dates without a time (`2026-01-01`), read as 00:00 UTC: for a merchant east or west of UTC a boundary
+    /// may be hours off, so which cycle a payment made near one belongs to is not certain (no refund is taken from it).
+    public var datesOnly: Bool
+    /// Hours either side of a date-only boundary within which a payment's cycle is not certain (UTC+14 to UTC-12).
+    public static let dateOnlyDoubt: Int64 = 14 * 3_600
     /// nil unless `start < end`.
-    public init?(start: Int64, end: Int64) {
+    public init?(start: Int64, end: Int64, datesOnly: Bool = false) {
         guard start < end else { return nil }
-        self.start = start; self.end = end
+        self.start = start; self.end = end; self.datesOnly = datesOnly
+    }
+    /// Whether a payment created at `t` is near enough a date-only boundary that its cycle is in doubt.
+    public func nearADateBoundary(_ t: Int64) -> Bool {
+        datesOnly && (abs(t - start) < Self.dateOnlyDoubt || abs(t - end) < Self.dateOnlyDoubt)
     }
     public func contains(_ t: Int64) -> Bool { start <= t && t < end }
     public func overlaps(_ other: BillingPeriod) -> Bool { start < other.end && other.start < end }

@@ -359,7 +359,10 @@ public enum FindingStore {
                         WHERE provider = $1 AND NOT open_findings AND order_id IN (
                             SELECT order_id FROM orders WHERE provider = $1 AND transaction_ref = $2
                             UNION SELECT order_id FROM order_transactions WHERE provider = $1 AND transaction_ref = $2
-                            UNION SELECT order_id FROM transaction_links WHERE provider = $1 AND external_id = $2 AND order_id IS NOT NULL)
+                            UNION SELECT order_id FROM transaction_links WHERE provider = $1 AND external_id = $2 AND order_id IS NOT NULL
+                            UNION SELECT o.order_id FROM transaction_links l JOIN orders o ON o.provider = l.provider
+                                AND o.transaction_ref = l.parent_external_id AND l.occurred_at >= o.period_start AND l.occurred_at < o.period_end
+                            WHERE l.provider = $1 AND l.external_id = $2 AND l.order_id IS NULL)
                         """, [p, .text(transactionRef)]))
                 }
             }

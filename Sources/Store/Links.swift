@@ -18,6 +18,7 @@ public enum TransactionLinkStore {
         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, to_timestamp($12::bigint))
         ON CONFLICT (provider, external_id, (coalesce(order_id, ''))) DO UPDATE
             SET state = coalesce(EXCLUDED.state, transaction_links.state),
+                parent_external_id = coalesce(transaction_links.parent_external_id, EXCLUDED.parent_external_id),
                 amount_minor = coalesce(EXCLUDED.amount_minor, transaction_links.amount_minor),
                 target_minor = coalesce(EXCLUDED.target_minor, transaction_links.target_minor),
                 occurred_at = coalesce(EXCLUDED.occurred_at, transaction_links.occurred_at), updated_at = now()
@@ -39,14 +40,36 @@ public enum TransactionLinkStore {
             """, [.text(provider.rawValue), .text(orderID), .textArray(aliases)])
     }
 
-    /// The links of many orders of one provider, by order id, oldest first.
+    /// The links of many orders of one provider, by order id, oldest first: each order's own; for an order with a
+    /// billing period, the subscription's sales kept with no order that its period holds (recorded before the order
+    /// was, or while it was imported); and the refunds, reversals and disputes of those sales wherever they were
+    /// recorded (a sale counts on the order whose period holds it, and its refunds with it, whichever order or none an
+    /// earlier event linked them to). Each link once per order (`kind`, `externalID`), the order's own first; a
+    /// link keeps the `orderID` it was recorded with.
     public static func links(provider: Provider, orderIDs: [String], on conn: PostgresConnection) throws -> [String: [TransactionLink]] {
         var out: [String: [TransactionLink]] = [:]
+        var seen = Set<[String]>()
         for row in try conn.query("""
-            SELECT \(columns) FROM transaction_links WHERE provider = $1 AND order_id = ANY($2) ORDER BY created_at, id
+            WITH own AS (
+                SELECT l.order_id AS for_order, 0 AS rank, l.* FROM transaction_links l WHERE l.provider = $1 AND l.order_id = ANY($2)
+            ), unheld AS (
+                SELECT o.order_id AS for_order, 1 AS rank, l.* FROM orders o
+                JOIN transaction_links l ON l.provider = o.provider AND l.order_id IS NULL AND l.kind = 'sale'
+                    AND l.parent_external_id = o.transaction_ref AND l.occurred_at >= o.period_start AND l.occurred_at < o.period_end
+                WHERE o.provider = $1 AND o.order_id = ANY($2) AND o.period_start IS NOT NULL
+            ), sales AS (
+                SELECT for_order, external_id FROM own WHERE kind = 'sale' UNION SELECT for_order, external_id FROM unheld
+            ), children AS (
+                SELECT s.for_order, 2 AS rank, l.* FROM sales s
+                JOIN transaction_links l ON l.provider = $1 AND l.parent_external_id = s.external_id AND l.order_id IS DISTINCT FROM s.for_order
+            )
+            SELECT for_order, \(columns) FROM (SELECT * FROM own UNION ALL SELECT * FROM unheld UNION ALL SELECT * FROM children) x
+            ORDER BY for_order, rank, created_at, id
             """, [.text(provider.rawValue), .textArray(orderIDs)]) {
+            let order = try row.string("for_order")
             let link = try decode(row)
-            out[link.orderID ?? "", default: []].append(link)
+            guard seen.insert([order, link.kind, link.externalID]).inserted else { continue }
+            out[order, default: []].append(link)
         }
         return out
     }

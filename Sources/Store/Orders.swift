@@ -9,7 +9,7 @@ public enum OrderStore {
     /// (`order_transactions`, in position order; none means just transaction_ref).
     static let selectColumns = columns.split(separator: ",").map { "o." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")
         + ", array_to_json(o.transaction_refs)::text AS transaction_refs, o.learned_transactions::text AS learned_transactions"
-        + ", extract(epoch FROM o.period_start)::bigint AS period_start_s, extract(epoch FROM o.period_end)::bigint AS period_end_s"
+        + ", extract(epoch FROM o.period_start)::bigint AS period_start_s, extract(epoch FROM o.period_end)::bigint AS period_end_s, o.period_dates"
 
     /// Upserts every order in one transaction (the import is all-or-nothing), in chunks of 2,000 sent as arrays;
     /// `orders` is read once, a chunk at a time, so a streamed file is imported in constant memory.
@@ -24,7 +24,7 @@ public enum OrderStore {
         try conn.transaction { tx in
             // Imports one at a time: the billing periods of one agreement are checked against what is stored, and two
             // imports each adding a period of it must not both pass.
-            _ = try tx.query("SELECT pg_advisory_xact_lock(\(importLock))")
+            _ = try tx.query("SELECT pg_advisory_xact_lock(\(importLock.0), \(importLock.1))")
             if let source {
                 // Transaction-scoped (PgBouncer in transaction mode keeps nothing across transactions).
                 _ = try tx.query("SELECT set_config('payrecon.order_source', $1, true)", [.text(source)])
@@ -48,8 +48,9 @@ public enum OrderStore {
     }
 
     static let chunkSize = 2000
-    /// The transaction-scoped advisory lock imports take turns under.
-    static let importLock: Int64 = 0x4F52_4445   // "ORDE"
+    /// The transaction-scoped advisory lock imports take turns under: the two-key form, apart from the one-key locks
+    /// checks are recorded under (hashes of their keys).
+    static let importLock: (Int32, Int32) = (0x4F52, 0x4445)   // "OR", "DE"
 
     /// Orders of one subscription or agreement whose billing periods overlap, or of which one has a period and another
     /// none: a renewal's payment would count on two orders. The import is refused (nothing of it is kept).
@@ -65,21 +66,21 @@ public enum OrderStore {
     static func upsertChunk(_ chunk: ArraySlice<Order>, on tx: PostgresConnection) throws -> (inserted: Int, updated: Int) {
         var inserted = 0, updated = 0
                 let rows = try tx.query("""
-                    INSERT INTO orders (\(columns), period_start, period_end)
-                    SELECT c.p, c.o, c.m, c.s, c.t, c.i, c.a, c.c, c.f, c.r, to_timestamp(c.ps::bigint), to_timestamp(c.pe::bigint)
+                    INSERT INTO orders (\(columns), period_start, period_end, period_dates)
+                    SELECT c.p, c.o, c.m, c.s, c.t, c.i, c.a, c.c, c.f, c.r, to_timestamp(c.ps::bigint), to_timestamp(c.pe::bigint), c.pd::bool
                     FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[], $9::text[],
-                                $10::bigint[], $11::text[], $12::text[]) AS c(p, o, m, s, t, i, a, c, f, r, ps, pe)
+                                $10::bigint[], $11::text[], $12::text[], $13::text[]) AS c(p, o, m, s, t, i, a, c, f, r, ps, pe, pd)
                     ON CONFLICT (provider, order_id) DO UPDATE SET
                         merchant = EXCLUDED.merchant, site = EXCLUDED.site, transaction_ref = EXCLUDED.transaction_ref,
                         intent = EXCLUDED.intent, amount_minor = EXCLUDED.amount_minor, currency = EXCLUDED.currency,
                         fulfilment = EXCLUDED.fulfilment, refund_amount_minor = EXCLUDED.refund_amount_minor,
-                        period_start = EXCLUDED.period_start, period_end = EXCLUDED.period_end
+                        period_start = EXCLUDED.period_start, period_end = EXCLUDED.period_end, period_dates = EXCLUDED.period_dates
                     -- An order re-imported as it is stays untouched (and is not counted as updated).
                     WHERE (orders.merchant, orders.site, orders.transaction_ref, orders.intent, orders.amount_minor, orders.currency,
-                           orders.fulfilment, orders.refund_amount_minor, orders.period_start, orders.period_end)
+                           orders.fulfilment, orders.refund_amount_minor, orders.period_start, orders.period_end, orders.period_dates)
                           IS DISTINCT FROM (EXCLUDED.merchant, EXCLUDED.site, EXCLUDED.transaction_ref, EXCLUDED.intent,
                            EXCLUDED.amount_minor, EXCLUDED.currency, EXCLUDED.fulfilment, EXCLUDED.refund_amount_minor,
-                           EXCLUDED.period_start, EXCLUDED.period_end)
+                           EXCLUDED.period_start, EXCLUDED.period_end, EXCLUDED.period_dates)
                     RETURNING (xmax = 0) AS inserted
                     """, [
                         .textArray(chunk.map(\.provider.rawValue)), .textArray(chunk.map(\.orderID)),
@@ -89,6 +90,7 @@ public enum OrderStore {
                         .textArray(chunk.map(\.fulfilment.rawValue)), .int64Array(chunk.map(\.refundAmount)),
                         .nullableTextArray(chunk.map { $0.period.map { String($0.start) } }),
                         .nullableTextArray(chunk.map { $0.period.map { String($0.end) } }),
+                        .textArray(chunk.map { $0.period?.datesOnly == true ? "t" : "f" }),
                     ])
                 for row in rows { if try row.bool("inserted") { inserted += 1 } else { updated += 1 } }
         try checkPeriods(chunk, on: tx)
@@ -167,6 +169,11 @@ public enum OrderStore {
             SELECT provider, external_id, parent_external_id, new_order, kind, amount_minor, currency, state, source, action_id,
                    target_minor, occurred_at FROM adopted
             ON CONFLICT DO NOTHING
+            """, [.textArray(periodic.map(\.provider.rawValue)), .textArray(periodic.map(\.orderID))])
+        // Their next check resolves the unknown_order the payments raised, even if the order's last check found nothing.
+        _ = try tx.execute("""
+            UPDATE snapshots s SET open_findings = true FROM unnest($1::text[], $2::text[]) AS c(provider, order_id)
+            WHERE s.provider = c.provider AND s.order_id = c.order_id AND NOT s.open_findings
             """, [.textArray(periodic.map(\.provider.rawValue)), .textArray(periodic.map(\.orderID))])
     }
 
@@ -277,7 +284,7 @@ public enum OrderStore {
                           refundAmount: try row.int64("refund_amount_minor"), transactionRefs: try row.optionalString("transaction_refs").map(refs))
         if let learned = try row.optionalString("learned_transactions") { order.learned = try Self.learned(learned) }
         if let start = try row.optionalInt64("period_start_s"), let end = try row.optionalInt64("period_end_s") {
-            order.period = BillingPeriod(start: start, end: end)
+            order.period = BillingPeriod(start: start, end: end, datesOnly: try row.optionalBool("period_dates") ?? false)
         }
         return order
     }

@@ -108,9 +108,15 @@ public final class OrderChecker: Sendable {
         case .success(let t): transactions = t
         case .failure(let failure): return failure.result
         }
-        let payments = known.links.filter { $0.kind == TransactionLink.saleKind }.map(\.externalID)
+        // The payments this check counts besides its transactions (a subscription's sales within its period, by the
+        // creation time their answers gave): the unknown_order one raised is this order's to resolve.
+        let payments = known.links.filter { link in
+            link.kind == TransactionLink.saleKind && (order.period.map { p in link.occurredAt.map(p.contains) ?? false } ?? true)
+        }.map(\.externalID)
+        // Compared under the order's lock with the links recorded on it (its own: not those of its sales found elsewhere).
+        let ownLinks = known.links.filter { $0.orderID == order.orderID }.count
         guard let result = await record(provider: order.provider, order: order, transactions: transactions, fetchedAt: fetchedAt,
-                                        linksSeen: retried ? nil : known.links.count, exchanges: exchanges, linkedPayments: payments,
+                                        linksSeen: retried ? nil : ownLinks, exchanges: exchanges, linkedPayments: payments,
                                         log: log) else {
             // A link was learned while this check fetched (the sweep preloads a page's links; another delivery may
             // have named a sale of the order): checked once more, with the links as they are now.

@@ -151,6 +151,73 @@ import Testing
         }
     }
 
+    /// A sale's refunds count on the order whose period holds the sale, wherever an earlier event recorded them: March's
+    /// sale and a 3.00 refund of it were first linked to February's order (its period wrongly covered mid-March); the
+    /// periods corrected, March's order wants 5.00 refunded and a 1.00 refund arrives. Only 1.00 more is planned (the
+    /// refund recorded on February's order counted: without it, 4.00, and 8.00 refunded in all).
+    @Test func aSalesRefundsCountWhereverAnEarlierEventRecordedThem() async throws {
+        try await WorkerHarness.with { h in
+            try await h.admin("/admin/paypal/sales", Self.sale("M-03", month: 3))
+            var february = Self.cycle(2)
+            february.period = BillingPeriod(start: Self.at("2026-02-01"), end: Self.at("2026-03-15"))
+            try h.insert(february)
+            try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.SALE.COMPLETED","resource_id":"M-03"}"#)
+            let usd = Currency(code: "USD")!
+            for (amount, key) in [(300, "dashboard-3"), (100, "dashboard-1")] {
+                if key == "dashboard-1" {
+                    try h.insert(Self.cycle(2), Self.cycle(3, refund: 500))   // the periods corrected; March wants 5.00 back
+                }
+                let refund = await ActionSafetyTests.elsewhere(h).refundSale("M-03", amount: Money(minorUnits: Int64(amount), currency: usd), requestID: key)
+                guard case .found(let answer) = refund, let id = answer["id"]?.stringValue else { Issue.record("\(refund)"); return }
+                try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.SALE.REFUNDED","resource_id":"\#(id)"}"#)
+                while await h.runOnce().done > 0 {}
+            }
+            _ = try await h.sweep()
+            let refunds = try h.actions().filter { $0.kind == .refund }
+            #expect(refunds.map(\.amount.minorUnits) == [100], "\(refunds.map { ($0.orderID, $0.amount) })")
+            #expect(refunds.allSatisfy { $0.orderID == "SUB-03" && $0.providerTarget == "M-03" })
+        }
+    }
+
+    /// A dispute of a renewal no order records yet is kept with its sale: when the cycle's order is recorded wanting
+    /// the sale refunded, the open dispute holds the refund (the buyer may be paid twice otherwise).
+    @Test func aDisputeOfAnUnrecordedRenewalHoldsItsRefundOnceRecorded() async throws {
+        try await WorkerHarness.with { h in
+            try await h.admin("/admin/paypal/sales", Self.sale("D-06", month: 6))
+            try await h.admin("/admin/paypal/sales", Self.sale("D-07", month: 7))
+            try h.insert(Self.cycle(6))
+            try await h.admin("/admin/paypal/disputes", #"{"id":"PP-D-JULY","transaction_id":"D-07"}"#)
+            try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.SALE.COMPLETED","resource_id":"D-07"}"#)
+            try h.storeWebhook(#"{"provider":"paypal","event_type":"CUSTOMER.DISPUTE.CREATED","resource_id":"PP-D-JULY"}"#)
+            while await h.runOnce().done > 0 {}
+            #expect(try h.discrepancies(.paypal).filter { $0.kind == "unknown_order" && $0.status == "open" }.map(\.transactionRef) == ["D-07"])
+            try h.insert(Self.cycle(7, refund: 999))
+            _ = try await h.sweep()
+            #expect(try h.actions().filter { $0.kind == .refund }.isEmpty, "no refund while the buyer disputes the sale")
+            let july = try h.openKinds(order: "SUB-07")
+            #expect(july.contains("disputed"), "\(july)")
+            #expect(try h.discrepancies(.paypal).filter { $0.kind == "unknown_order" && $0.status == "open" }.isEmpty)
+        }
+    }
+
+    /// A period given as dates is read as 00:00 UTC; for a merchant ten hours east, a renewal charged at 20:00 UTC on
+    /// the last day is the next cycle's. Its order still counts it (and says so), but takes no refund from it on that
+    /// guess: the order wanting it refunded gets action_not_allowed naming the doubt, never a refund.
+    @Test func noRefundIsTakenFromARenewalMadeNearADateOnlyBoundary() async throws {
+        try await WorkerHarness.with { h in
+            try await h.admin("/admin/paypal/sales", #"{"id":"TZ-1","state":"completed","amount":"9.99","currency":"USD","billing_agreement_id":"\#(Self.agreement)","create_time":"2026-02-28T20:00:00Z"}"#)
+            var february = Self.cycle(2, refund: 999)
+            february.period?.datesOnly = true
+            try h.insert(february)
+            try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.SALE.COMPLETED","resource_id":"TZ-1"}"#)
+            while await h.runOnce().done > 0 {}
+            #expect(try h.actions().isEmpty)
+            #expect(try h.openKinds(order: "SUB-02").contains("action_not_allowed"))
+            let detail = try h.database.string("SELECT detail FROM discrepancies WHERE order_id = 'SUB-02' AND kind = 'action_not_allowed'")
+            #expect(detail.contains("within 14 hours") && detail.contains("with a time and zone"), "\(detail)")
+        }
+    }
+
     /// Without periods nothing changes: one order for the agreement sums every sale.
     @Test func withoutPeriodsOneOrderSumsEverySale() async throws {
         try await WorkerHarness.with { h in

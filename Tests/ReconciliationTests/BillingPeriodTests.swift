@@ -16,9 +16,15 @@ private func at(_ text: String) -> Int64 { UnixTime.seconds(dateOrTime: text)! }
             "paypal,SUB-02,I-ABC,purchase,9.99,USD,fulfilled,2026-02-01T00:00:00Z,2026-03-01T01:00:00+01:00",
             "paypal,ORD-1,5O190127TN364715T,purchase,9.99,USD,fulfilled,,",
             "paypercut,ORD-2,pi_2,purchase,9.99,USD,fulfilled,,"))
-        #expect(orders[0].period == BillingPeriod(start: at("2026-01-01"), end: at("2026-02-01")))
+        #expect(orders[0].period == BillingPeriod(start: at("2026-01-01"), end: at("2026-02-01"), datesOnly: true))
         #expect(orders[1].period == BillingPeriod(start: at("2026-02-01"), end: at("2026-03-01")), "+01:00 is the same instant")
         #expect(orders[2].period == nil && orders[3].period == nil)
+        // Dates (00:00 UTC, the merchant's zone unknown) put a payment near a boundary in doubt; date-times do not.
+        #expect(orders[0].period?.datesOnly == true && orders[1].period?.datesOnly == false)
+        let jan = try #require(orders[0].period)
+        #expect(jan.nearADateBoundary(at("2026-01-01") + 13 * 3_600) && jan.nearADateBoundary(at("2026-02-01") - 13 * 3_600))
+        #expect(!jan.nearADateBoundary(at("2026-01-01") + 15 * 3_600) && !jan.nearADateBoundary(at("2026-01-15")))
+        #expect(!(try #require(orders[1].period)).nearADateBoundary(at("2026-02-01") + 3_600))
         // JSON Lines, the same keys.
         let lines = try OrderFile.parse(text: #"{"provider":"paypal","order_id":"SUB-3","transaction_ref":"I-ABC","intent":"purchase","amount":"9.99","currency":"USD","fulfilment":"open","period_start":"2026-03-01","period_end":"2026-04-01"}"#)
         #expect(lines.first?.period?.description == "2026-03-01 – 2026-04-01")

@@ -212,9 +212,8 @@ public enum PayPalProvider {
                                                    kind: TransactionLink.reversalKind, source: .learned))
                 }
                 let reference = EventReference(transactionRef: id, alternatives: [agreement, parent].compactMap { $0 }, learned: learned)
-                // A subscription's sale: its own answer says which agreement and which billing period it belongs to (a
-                // classic sale's order is its parent payment's, and its check reads the sale anyway).
-                guard agreement != nil else { return .found(.references([reference])) }
+                // The sale's own answer says which agreement or payment it belongs to and which billing period holds it
+                // (the event's names are a hint, used only when PayPal does not show the sale).
                 switch await client.sale(id) {
                 case .found(let sale): return .found(.references([Self.described(reference, by: sale)]))
                 case .notFound: return .found(.references([reference]))
@@ -236,7 +235,17 @@ public enum PayPalProvider {
                         case .notFound: references.append(EventReference(transactionRef: transaction, learned: [link]))
                         case let other: return other.failure(as: EventContent.self)!
                         }
-                    case .notFound: references.append(EventReference(transactionRef: transaction, learned: [link]))
+                    case .notFound:
+                        // A v1 sale (a subscription's renewal): found as its own events find it, by its answer's agreement
+                        // and the billing period its creation falls in; with no order's period holding it, the dispute is
+                        // kept with the sale, for the cycle's order to count when it is recorded.
+                        switch await client.sale(transaction) {
+                        case .found(let sale):
+                            let reference = EventReference(transactionRef: transaction, learned: [Self.saleLink(transaction), link])
+                            references.append(Self.described(reference, by: sale))
+                        case .notFound: references.append(EventReference(transactionRef: transaction, learned: [link]))
+                        case let other: return other.failure(as: EventContent.self)!
+                        }
                     case let other: return other.failure(as: EventContent.self)!
                     }
                 }
@@ -318,7 +327,9 @@ public enum PayPalProvider {
             // The refund names its sale, not the sale's billing agreement (what a subscription order lists): the
             // sale's own answer does, so the order is found whichever of the sale's events comes first.
             // (The event's parent_payment only when its sale is the refund's own.)
-            var alternatives = named ? [parent].compactMap { $0 } : []
+            // The sale's answer's names first (identifiers PayPal assigned); the event's parent_payment (a hint) only after
+            // them, and only when its sale is the refund's own.
+            var alternatives: [String] = []
             var saleAnswer: JSONValue?
             switch await client.sale(saleID) {
             case .found(let sale):
@@ -330,6 +341,7 @@ public enum PayPalProvider {
             case .notFound: break
             case let other: return other.failure(as: EventContent.self)!
             }
+            if named, let parent, !alternatives.contains(parent) { alternatives.append(parent) }
             var reference = EventReference(transactionRef: saleID, alternatives: alternatives,
                                            learned: [Self.saleLink(saleID)] + (learnedRefund.map { [$0] } ?? []))
             // The refund counts on its sale's renewal: the period that holds the sale's creation.
@@ -428,8 +440,18 @@ public enum PayPalProvider {
                 }
             }
             return ProviderOutcome<JSONValue>.found(.array(sales)).mapped { _ in
-                try PayPalSaleMapping.snapshot(sales: sales, refunds: q.links, transactionRef: q.transactionRef, disputes: disputes,
-                                               unreadableDisputes: unreadable)
+                var snapshot = try PayPalSaleMapping.snapshot(sales: sales, refunds: q.links, transactionRef: q.transactionRef, disputes: disputes,
+                                                              unreadableDisputes: unreadable)
+                // A renewal made within hours of a period given as dates (00:00 UTC) may be the next or the last cycle's for
+                // a merchant away from UTC: no refund is taken from the order's sales on that guess.
+                if let period = q.period, let doubtful = sales.first(where: { sale in
+                    sale["create_time"]?.stringValue.flatMap(ISO8601.unixSeconds(from:)).map(period.nearADateBoundary) ?? false
+                }) {
+                    snapshot.capabilities.refund = .denied("PayPal sale \(doubtful["id"]?.stringValue ?? "?") was made within 14 hours of a "
+                        + "boundary of this order's billing period, given as dates (read as 00:00 UTC): which cycle it pays depends on the "
+                        + "merchant's time zone. Give period_start and period_end with a time and zone (2026-01-01T00:00:00+10:00)")
+                }
+                return snapshot
             }
         }
 
