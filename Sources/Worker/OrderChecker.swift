@@ -4,6 +4,7 @@ import Postgres
 import Providers
 import Reconciliation
 import Store
+import Synchronization
 
 /// Checks one order end to end: re-fetch from the provider, plan (pure), record. Shared by the queue worker, the
 /// nightly sweep and the action executor, so every path reconciles the same way.
@@ -81,6 +82,21 @@ public final class OrderChecker: Sendable {
         var out: [String: Known] = [:]
         for id in orderIDs { out[id] = Known(links: links[id] ?? []) }
         return out
+    }
+
+    /// Where a check run by `verify` leaves its verdict: decided under the order's lock, from what the check fetched,
+    /// the findings it planned and the actions stored then.
+    final class VerdictSink: Sendable {
+        let verdict = Mutex<Verdict?>(nil)
+    }
+    @TaskLocal static var verdictSink: VerdictSink?
+
+    /// A fresh check of `order` (the worker's check, recorded the same way with its evidence) and whether the order
+    /// may be fulfilled now (`payrecon check`): nil when the check could not be made (the result says why).
+    public func verify(_ order: Order, log: Logger = Logger()) async -> (result: Result, verdict: Verdict?) {
+        let sink = VerdictSink()
+        let result = await Self.$verdictSink.withValue(sink) { await check(order, known: nil, retried: false, log: log) }
+        return (result, sink.verdict.withLock { $0 })
     }
 
     /// Checks `order`; `known` may be preloaded (the sweep), else it is read now.
@@ -294,11 +310,12 @@ public final class OrderChecker: Sendable {
         // The check is built as it is queued, and its outcome read, in functions of their own: this frame holds only
         // what crosses the wait for the group (see `makeCheck`).
         let rechecks = linksSeen != nil && order != nil
+        let sink = Self.verdictSink
         let recorded: CheckRecorder.Recorded
         do {
             recorded = try await recorder.record {
                 makeCheck(provider: provider, order: order, transactions: transactions, fetchedAt: fetchedAt, linksSeen: linksSeen,
-                          exchanges: exchanges, linkedPayments: linkedPayments)
+                          exchanges: exchanges, linkedPayments: linkedPayments, verdict: sink)
             }
         } catch { return .transient(reason: "database: \(error)", retryAfterSeconds: nil) }
         return Self.result(of: recorded, rechecks: rechecks, log: log)
@@ -313,7 +330,8 @@ public final class OrderChecker: Sendable {
     /// here, the check's values were 7.6 KB of `record`'s frame. `scripts/lib/async-frames.py` prints the sizes.
     @inline(never)
     func makeCheck(provider: Provider, order: Order?, transactions: [FetchedTransaction], fetchedAt: Date,
-                   linksSeen: Int?, exchanges: [ProviderExchange], linkedPayments: [String] = []) -> FindingStore.Check {
+                   linksSeen: Int?, exchanges: [ProviderExchange], linkedPayments: [String] = [],
+                   verdict sink: VerdictSink? = nil) -> FindingStore.Check {
         let now = clock()
         let windows = pendingWindows
         let several = transactions.count > 1
@@ -331,8 +349,13 @@ public final class OrderChecker: Sendable {
                     return Planner.plan(order: nil, snapshot: s, emitted: emitted, now: now,
                                         pendingMax: windows.seconds(provider: provider, method: s?.method))
                 }
-                return Planner.plan(order: current, transactions: transactions, emitted: emitted, now: now,
-                                    pendingMax: { windows.seconds(provider: provider, method: $0?.method) })
+                let plan = Planner.plan(order: current, transactions: transactions, emitted: emitted, now: now,
+                                        pendingMax: { windows.seconds(provider: provider, method: $0?.method) })
+                if let sink {
+                    let verdict = Verdict.decide(order: current, transactions: transactions, findings: plan.findings, actions: emitted)
+                    sink.verdict.withLock { $0 = verdict }
+                }
+                return plan
             })
         check.linksSeen = linksSeen
         check.evidence = CheckContext.current.evidence(exchanges)

@@ -9,7 +9,7 @@ public enum CLI {
         serveCommand, workCommand, reconcileCommand, backfillCommand, reportCommand,
         ordersImportCommand, settlementImportCommand, settlementVerifyCommand, actionsListCommand, actionsExecuteCommand, actionsRetryCommand,
         eventsListCommand, eventsShowCommand, eventsRetryCommand, rejectionsListCommand, rejectionsShowCommand,
-        discrepanciesListCommand, discrepanciesShowCommand, discrepanciesAckCommand, explainCommand, pruneCommand,
+        discrepanciesListCommand, discrepanciesShowCommand, discrepanciesAckCommand, explainCommand, checkCommand, pruneCommand,
         verifyCommand, migrateCommand, doctorCommand,
     ]
 

@@ -1,0 +1,61 @@
+import Foundation
+import Providers
+import Reconciliation
+import Reporting
+import Store
+import Wiring
+import Worker
+
+private let checkFormat = Options.format(["table", "json"])
+
+let checkCommand = Command(
+    name: "check",
+    summary: "May this order be fulfilled now? A fresh check of it at the provider, and the verdict: fulfil, wait or refuse.",
+    arguments: [.init(name: "PROVIDER:ORDER_ID", help: "The order to verify (pxp:ORD-1).")],
+    options: [checkFormat, Options.databaseURL],
+    details: """
+        Re-fetches the order's transactions now (the worker's check, recorded the same way, with its evidence:
+        payrecon explain --order shows it) and answers whether the merchant may fulfil it (ship, release, confirm a
+        payout): fulfil (the provider holds the order's money as its intent requires, on transactions the merchant
+        listed or payrecon made, for the amount it keeps, nothing disputed, reversed, pending or in doubt), wait
+        (something is still to happen: what is awaited is listed) or refuse (every reason, in words). With the
+        figures the verdict saw (A, C, R, V, D, state). Exit 0 fulfil, 1 wait or refuse, 2 when the order is unknown
+        or the check could not be made (the provider or the database out of reach: never a guess).
+        """
+) { args in
+    guard let key = args.positionals.first else { throw UsageError("give the order as PROVIDER:ORDER_ID (pxp:ORD-1)") }
+    let parts = key.split(separator: ":", maxSplits: 1).map(String.init)
+    guard parts.count == 2, !parts[1].isEmpty else { throw UsageError("the order is PROVIDER:ORDER_ID (pxp:ORD-1), not '\(key.terminalSafe)'") }
+    guard let provider = Provider(rawValue: parts[0]) else {
+        throw UsageError("unknown provider '\(parts[0].terminalSafe)'; one of \(Provider.allCases.map(\.rawValue).joined(separator: ", "))")
+    }
+    let format = try args.value(checkFormat) ?? "table"
+    let env = try args.environment()
+    let context = try WorkerContext(env, poolSize: 2, maxConcurrentRequests: 4)
+    defer { context.pool.close() }
+    let order: Order?
+    do { order = try await context.pool.run { try OrderStore.find(provider: provider, orderID: parts[1], on: $0) } } catch {
+        throw FatalError("cannot read the order: \(error). Check DATABASE_URL and that the server is running")
+    }
+    guard let order else {
+        throw FatalError("payrecon holds no \(provider.rawValue) order \(parts[1].terminalSafe): import it first (payrecon orders import)")
+    }
+    let checkedAt = Int64(Date().timeIntervalSince1970)
+    let (result, verdict) = await context.checker.verify(order, log: context.logger)
+    guard let verdict else {
+        let why: String
+        switch result {
+        case .transient(let reason, _): why = "the provider or the database is out of reach (\(reason)); try again"
+        case .unreadable(let reason): why = "the provider's answer could not be read (\(reason))"
+        case .failed(let reason): why = reason
+        case .checked: why = "another check of the order was recorded at the same moment; try again"
+        }
+        throw FatalError("no verdict for \(provider.rawValue):\(parts[1].terminalSafe): \(why.terminalSafe)")
+    }
+    let report = VerdictReport(order: order, verdict: verdict, checkedAt: checkedAt)
+    switch format {
+    case "json": FileHandle.standardOutput.write(Data(report.json()))
+    default: FileHandle.standardOutput.write(Data(TextTable.safeMultiline(report.table()).utf8))
+    }
+    return verdict.outcome == .fulfil ? Exit.ok : Exit.finding
+}
