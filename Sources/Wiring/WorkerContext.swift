@@ -134,6 +134,13 @@ extension Environment {
         return try Self.address(text, variable: "PAYRECON_WORK_METRICS_LISTEN")
     }
 
+    /// `host:port` for the worker's verdict API (`--api-listen`, else PAYRECON_API_LISTEN); nil: none.
+    public func apiAddress(flag: String?) throws(ConfigurationError) -> (host: String, port: UInt16)? {
+        if let flag { return try Self.address(flag, variable: "--api-listen") }
+        guard let text = self["PAYRECON_API_LISTEN"] else { return nil }
+        return try Self.address(text, variable: "PAYRECON_API_LISTEN")
+    }
+
     /// `host:port` where `serve` answers /metrics, /readyz and /healthz instead of the webhook listener
     /// (`--metrics-listen`, else PAYRECON_METRICS_LISTEN); nil: on the webhook listener.
     public func serveMetricsAddress(flag: String?) throws(ConfigurationError) -> (host: String, port: UInt16)? {

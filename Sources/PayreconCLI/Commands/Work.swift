@@ -10,12 +10,14 @@ import Wiring
 
 private let metricsListen = OptionKey<String>("--metrics-listen", "HOST:PORT",
                                                "Serve the worker's own /metrics here (default PAYRECON_WORK_METRICS_LISTEN; none).")
+private let apiListen = OptionKey<String>("--api-listen", "HOST:PORT",
+                                          "Serve the verdict API here (default PAYRECON_API_LISTEN; none), for PAYRECON_API_TOKEN holders.")
 
 let workCommand = Command(
     name: "work",
     summary: "Process stored deliveries: re-fetch each named transaction, reconcile, emit actions.",
     options: [
-        Options.once, Options.batch, Options.lease, Options.maxAttempts, metricsListen, Options.databaseURL,
+        Options.once, Options.batch, Options.lease, Options.maxAttempts, metricsListen, apiListen, Options.databaseURL,
     ],
     details: """
         Wakes on LISTEN/NOTIFY (on PAYRECON_LISTEN_DATABASE_URL when set, else DATABASE_URL unless that is a pooler
@@ -25,7 +27,9 @@ let workCommand = Command(
         PAYRECON_ACTIONS=execute, planned actions are also executed at the provider. SIGTERM finishes the deliveries
         in hand and exits 0. Each delivery ends done (with the orders it re-checked), ignored (it names no payment;
         the reason is kept) or dead. --metrics-listen (PAYRECON_WORK_METRICS_LISTEN) serves the worker's own
-        /metrics: payrecon_deliveries_processed_total{provider,outcome}.
+        /metrics: payrecon_deliveries_processed_total{provider,outcome}. --api-listen (PAYRECON_API_LISTEN) serves
+        GET /v1/orders/{provider}/{order_id}/verdict for the merchant's fulfilment system, with Authorization: Bearer
+        PAYRECON_API_TOKEN (or PAYRECON_API_TOKEN_FILE): the verdict of a fresh check, as payrecon check gives it.
         """
 ) { args in
     // SIGHUP re-reads secrets once working; until then it is ignored, never the default (which ends the process).
@@ -78,8 +82,23 @@ let workCommand = Command(
         }
         metricsServer = server
     }
+    // The verdict API: the worker holds the provider credentials (serve must not).
+    var verdictServer: VerdictServer?
+    if let address = try env.apiAddress(flag: args.value(apiListen)), !args.flag(Options.once) {
+        guard let token = try env.secret("PAYRECON_API_TOKEN"), token.utf8.count >= 16 else {
+            throw ConfigurationError("the verdict API (\(address.host):\(address.port)) needs PAYRECON_API_TOKEN (or PAYRECON_API_TOKEN_FILE), "
+                + "at least 16 characters: generate one, e.g. openssl rand -hex 32")
+        }
+        let server = VerdictServer(host: address.host, port: address.port, token: Array(token.utf8),
+                                   service: VerdictService(pool: context.pool, checker: context.checker, logger: context.logger))
+        do { Log.info("verdict API listening", ["port": Int(try server.start())]) } catch {
+            throw ConfigurationError("cannot serve the verdict API on \(address.host):\(address.port): \(error)")
+        }
+        verdictServer = server
+    }
     let once = args.flag(Options.once)
     let totals = await worker.run(once: once)
+    verdictServer?.stop()
     refresher?.cancel()
     metricsServer?.stop()
     if once {

@@ -1,0 +1,95 @@
+import Foundation
+import HTTP
+import PayreconTesting
+import Postgres
+import Reconciliation
+import Testing
+import Wiring
+
+/// The verdict API `payrecon work` serves on PAYRECON_API_LISTEN: the token, the verdict of a fresh check, one check
+/// for many concurrent verdicts of one order, and never a guess (404, 503).
+@Suite("Verdict API", .serialized) struct VerdictAPITests {
+    static let token = "test-token-0123456789abcdef"
+
+    /// A verdict server over the harness's database and checker; its base URL.
+    static func serve(_ h: WorkerHarness, pool: PostgresPool? = nil, _ body: (String) async throws -> Void) async throws {
+        let server = VerdictServer(host: "127.0.0.1", port: 0, token: Array(token.utf8),
+                                   service: VerdictService(pool: pool ?? h.pool, checker: h.checker))
+        let port = try server.start()
+        defer { server.stop() }
+        try await body("http://127.0.0.1:\(port)")
+    }
+
+    static func get(_ h: WorkerHarness, _ url: String, token: String? = VerdictAPITests.token) async throws -> HTTPClientResponse {
+        try await h.http.send(HTTPClientRequest(method: "GET", url: url, headers: token.map { [("Authorization", "Bearer " + $0)] } ?? []))
+    }
+
+    @Test func theTokenMissingWrongAndRight() async throws {
+        try await WorkerHarness.with { h in
+            try await h.seedPXP("TX-PAID", intent: "Purchase", state: "Captured")
+            try h.insert(WorkerHarness.order(.pxp, "PAID", ref: "TX-PAID", intent: .purchase, amount: 2000))
+            try await Self.serve(h) { base in
+                let url = base + "/v1/orders/pxp/PAID/verdict"
+                #expect(try await Self.get(h, url, token: nil).status == 401)
+                #expect(try await Self.get(h, url, token: "wrong").status == 401)
+                #expect(try await Self.get(h, url, token: Self.token + "x").status == 401)
+                let right = try await Self.get(h, url)
+                #expect(right.status == 200, "\(right.text)")
+                let json = try #require(try JSONSerialization.jsonObject(with: Data(right.body)) as? [String: Any])
+                #expect(json["verdict"] as? String == "fulfil" && json["order_id"] as? String == "PAID", "\(json)")
+                #expect((json["figures"] as? [String: String])?["C"] == "20.00")
+                // An unknown order, and a path that is not the API's.
+                #expect(try await Self.get(h, base + "/v1/orders/pxp/NOPE/verdict").status == 404)
+                #expect(try await Self.get(h, base + "/v1/orders/stripe/PAID/verdict").status == 404)
+            }
+        }
+    }
+
+    /// Fifty verdicts of one order asked at once share one check: the provider is asked once, as for one verdict.
+    @Test func fiftyConcurrentVerdictsOfOneOrderShareOneFetch() async throws {
+        try await WorkerHarness.with { h in
+            try await h.seedPXP("TX-ONE", intent: "Purchase", state: "Captured")
+            try h.insert(WorkerHarness.order(.pxp, "ONE", ref: "TX-ONE", intent: .purchase, amount: 2000))
+            func pxpRequests() async throws -> Int {
+                let stats = try await h.admin("/admin/stats", method: "GET")
+                return (stats["requests"] as? [String: Int] ?? [:]).filter { $0.key.hasPrefix("pxp.") && !$0.key.contains("token") }.values.reduce(0, +)
+            }
+            try await Self.serve(h) { base in
+                let url = base + "/v1/orders/pxp/ONE/verdict"
+                let before = try await pxpRequests()
+                #expect(try await Self.get(h, url).status == 200)
+                let one = try await pxpRequests() - before
+                #expect(one >= 1)
+                try await h.faults(#"{"latency_ms":300}"#)
+                let start = try await pxpRequests()
+                let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                    for _ in 0..<50 { group.addTask { try await Self.get(h, url).status } }
+                    return try await group.reduce(into: [Int]()) { $0.append($1) }
+                }
+                try await h.clearFaults()
+                #expect(statuses.count == 50 && statuses.allSatisfy { $0 == 200 }, "\(statuses)")
+                #expect(try await pxpRequests() - start == one, "50 concurrent verdicts asked the provider as often as one")
+            }
+        }
+    }
+
+    /// The database or the provider out of reach: 503 with Retry-After, never a verdict.
+    @Test func noVerdictWithoutTheDatabaseOrTheProvider() async throws {
+        try await WorkerHarness.with { h in
+            try await h.seedPXP("TX-X", intent: "Purchase", state: "Captured")
+            try h.insert(WorkerHarness.order(.pxp, "X", ref: "TX-X", intent: .purchase, amount: 2000))
+            let unreachable = PostgresPool(conninfo: "postgresql://postgres@127.0.0.1:9/none?connect_timeout=1", size: 1, acquireTimeout: 1)
+            defer { unreachable.close() }
+            try await Self.serve(h, pool: unreachable) { base in
+                let answer = try await Self.get(h, base + "/v1/orders/pxp/X/verdict")
+                #expect(answer.status == 503 && answer.headers["retry-after"] != nil, "\(answer.status) \(answer.text)")
+            }
+            try await h.faults(#"{"error_rate":1.0}"#)
+            try await Self.serve(h) { base in
+                let answer = try await Self.get(h, base + "/v1/orders/pxp/X/verdict")
+                #expect(answer.status == 503 && answer.text.contains("no verdict now"), "\(answer.status) \(answer.text)")
+            }
+            try await h.clearFaults()
+        }
+    }
+}
