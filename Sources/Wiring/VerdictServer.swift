@@ -72,13 +72,19 @@ public final class VerdictService: Sendable {
         }
         waiting.subtract(1, ordering: .relaxed)
         defer { checks.release() }
-        let order: Order?
-        do { order = try await pool.run { try OrderStore.find(provider: provider, orderID: orderID, on: $0) } } catch {
+        // The order and what the check needs of it beforehand, in one trip to the pool.
+        let found: (order: Order, known: OrderChecker.Known?)?
+        do {
+            found = try await pool.run { conn in
+                guard let order = try OrderStore.find(provider: provider, orderID: orderID, on: conn) else { return nil }
+                return (order, try OrderChecker.known(provider: provider, orderIDs: [orderID], on: conn)[orderID])
+            }
+        } catch {
             return .unavailable("the database is out of reach")
         }
-        guard let order else { return .unknownOrder }
+        guard let (order, known) = found else { return .unknownOrder }
         let checkedAt = Int64(Date().timeIntervalSince1970)
-        let (result, verdict) = await checker.verify(order, log: logger)
+        let (result, verdict) = await checker.verify(order, known: known, log: logger)
         if let verdict { return .verdict(VerdictReport(order: order, verdict: verdict, checkedAt: checkedAt)) }
         switch result {
         case .transient(let reason, _): return .unavailable(reason)

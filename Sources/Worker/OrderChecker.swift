@@ -93,9 +93,9 @@ public final class OrderChecker: Sendable {
 
     /// A fresh check of `order` (the worker's check, recorded the same way with its evidence) and whether the order
     /// may be fulfilled now (`payrecon check`): nil when the check could not be made (the result says why).
-    public func verify(_ order: Order, log: Logger = Logger()) async -> (result: Result, verdict: Verdict?) {
+    public func verify(_ order: Order, known: Known? = nil, log: Logger = Logger()) async -> (result: Result, verdict: Verdict?) {
         let sink = VerdictSink()
-        let result = await Self.$verdictSink.withValue(sink) { await check(order, known: nil, retried: false, log: log) }
+        let result = await Self.$verdictSink.withValue(sink) { await check(order, known: known, retried: false, log: log) }
         return (result, sink.verdict.withLock { $0 })
     }
 

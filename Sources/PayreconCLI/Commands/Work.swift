@@ -89,8 +89,10 @@ let workCommand = Command(
             throw ConfigurationError("the verdict API (\(address.host):\(address.port)) needs PAYRECON_API_TOKEN (or PAYRECON_API_TOKEN_FILE), "
                 + "at least 16 characters: generate one, e.g. openssl rand -hex 32")
         }
+        // Verdict checks take at most half the provider calls in flight (--batch): the worker keeps the other half.
         let server = VerdictServer(host: address.host, port: address.port, token: Array(token.utf8),
-                                   service: VerdictService(pool: context.pool, checker: context.checker, logger: context.logger))
+                                   service: VerdictService(pool: context.pool, checker: context.checker, maxChecks: max(4, batch / 2),
+                                                           logger: context.logger))
         do { Log.info("verdict API listening", ["port": Int(try server.start())]) } catch {
             throw ConfigurationError("cannot serve the verdict API on \(address.host):\(address.port): \(error)")
         }
