@@ -1,5 +1,6 @@
 import Foundation
 import HTTP
+import Observability
 import PayreconTesting
 import Postgres
 import Reconciliation
@@ -38,6 +39,11 @@ import Wiring
                 let json = try #require(try JSONSerialization.jsonObject(with: Data(right.body)) as? [String: Any])
                 #expect(json["verdict"] as? String == "fulfil" && json["order_id"] as? String == "PAID", "\(json)")
                 #expect((json["figures"] as? [String: String])?["C"] == "20.00")
+                // Counted by provider and outcome, with its latency.
+                let metrics = Metrics.shared.render()
+                #expect(metrics.split(separator: "\n").contains { $0.hasPrefix("payrecon_verdicts_total{") && $0.contains(#"outcome="fulfil""#)
+                    && $0.contains(#"provider="pxp""#) }, "\(metrics.prefix(400))")
+                #expect(metrics.contains("payrecon_verdict_seconds_count{provider=\"pxp\"}"))
                 // An unknown order, and a path that is not the API's.
                 #expect(try await Self.get(h, base + "/v1/orders/pxp/NOPE/verdict").status == 404)
                 #expect(try await Self.get(h, base + "/v1/orders/stripe/PAID/verdict").status == 404)
