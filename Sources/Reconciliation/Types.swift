@@ -61,6 +61,14 @@ public struct Order: Sendable, Hashable, Codable {
     public func mayActOn(_ transactionRef: String) -> Bool { learned[transactionRef] == nil }
 }
 
+extension Snapshot {
+    /// A refund is pending at the provider (each mapping marks its raw state so: `COMPLETED/REFUND_PENDING`,
+    /// `Captured/RefundPending`, `partially_refunded/refund_pending`, `succeeded/refund_pending`).
+    public var hasPendingRefund: Bool {
+        String(rawState.lowercased().filter { $0 != "_" }).hasSuffix("/refundpending")
+    }
+}
+
 /// A billing period: from `start` (included) to `end` (excluded), unix seconds, `start < end`. One renewal of a
 /// subscription is one order, whose period holds the creation time of the payment that renewal took (PayPal's retry of
 /// a failed renewal days later included: it is still made within the period).

@@ -42,7 +42,8 @@ public struct Verdict: Sendable, Hashable {
         for (ref, s) in fetched {
             let name = order.hasSeveralTransactions ? "transaction \(ref) " : ""
             if s.state == .pending || s.pendingCaptured > 0 { wait.append("\(name)a payment is pending at the provider (\(s.rawState))") }
-            if s.rawState.hasSuffix("refund_pending") { wait.append("\(name)a refund is pending at the provider, and may take money back") }
+            if s.state == .actionRequired { wait.append("\(name)the buyer has still to complete the payment (\(s.rawState))") }
+            if s.hasPendingRefund { wait.append("\(name)a refund is pending at the provider (\(s.rawState))") }
             if s.disputed > 0 { refuse.append("\(name)\(money(s.disputed, s.currency)) is disputed by the buyer") }
             if s.reversed > 0 { refuse.append("\(name)\(money(s.reversed, s.currency)) was taken back (a chargeback or reversal)") }
         }
@@ -52,8 +53,11 @@ public struct Verdict: Sendable, Hashable {
         let learnedHolding = fetched.filter { !order.mayActOn($0.ref) && held($0.s, intent: order.intent) > 0 }
         let keeps = order.amount.minorUnits - order.refundAmount
         if keeps <= 0 { refuse.append("the order wants its whole amount refunded: there is nothing to fulfil") }
-        let heldListed = listed.reduce(Int64(0)) { sum, t in sum.addingReportingOverflow(held(t.s, intent: order.intent)).partialValue }
-        if keeps > 0, heldListed < keeps, listed.allSatisfy({ $0.s.currency == order.amount.currency }) {
+        // Only money in the order's currency counts (a listed attempt in another one, failed beside the paying
+        // transaction, holds none of it).
+        let heldListed = listed.filter { $0.s.currency == order.amount.currency }
+            .reduce(Int64(0)) { sum, t in sum.addingReportingOverflow(held(t.s, intent: order.intent)).partialValue }
+        if keeps > 0, heldListed < keeps {
             let short = "\(order.intent == .payout ? "paid out" : order.intent.isAuthorisation ? "authorised or captured" : "captured") "
                 + "\(money(heldListed, order.amount.currency)) of the \(money(keeps, order.amount.currency)) the order keeps"
             if !learnedHolding.isEmpty {

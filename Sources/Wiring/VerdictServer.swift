@@ -20,8 +20,10 @@ public enum VerdictAnswer: Sendable {
     case failed(String)
 }
 
-/// Verdicts for `GET /v1/orders/{provider}/{order_id}/verdict`, each from a fresh check (`OrderChecker.verify`):
-/// concurrent verdicts of one order share one check (one provider fetch), and at most `maxChecks` checks run at once
+/// Verdicts for `GET /v1/orders/{provider}/{order_id}/verdict`, each from a fresh check (`OrderChecker.verify`) whose
+/// provider answers came after the request: verdicts of one order asked before a check of it has its answers share
+/// that check (one provider fetch); one asked after gets the next check, which starts when that one ends (what the
+/// provider answered before the request is never the answer). At most `maxChecks` checks run at once
 /// (a burst of verdicts queues behind them instead of taking every provider call the worker needs; the provider's rate
 /// limit is the process's, shared with the worker's calls). At most `maxWaiting` wait for a turn; past them a verdict
 /// is answered unavailable at once.
@@ -30,7 +32,12 @@ public final class VerdictService: Sendable {
     let checker: OrderChecker
     let checks: AsyncSemaphore
     let maxWaiting: Int
-    private let flights = Mutex<[String: Task<VerdictAnswer, Never>]>([:])
+    /// Per order: the check waiting for a slot (requests join it), and the one under way.
+    private struct Flight {
+        var queued: (id: UInt64, task: Task<VerdictAnswer, Never>)?
+        var running: (id: UInt64, task: Task<VerdictAnswer, Never>)?
+    }
+    private let flights = Mutex<(next: UInt64, byOrder: [String: Flight])>((0, [:]))
     private let waiting = Atomic<Int>(0)
     let logger: Logger
 
@@ -48,20 +55,40 @@ public final class VerdictService: Sendable {
     /// The verdict of `provider`:`orderID` now. Callers asking for one order while its check runs get that check's answer.
     public func verdict(provider: Provider, orderID: String) async -> VerdictAnswer {
         let key = provider.rawValue + "\u{0}" + orderID
-        let task: Task<VerdictAnswer, Never> = flights.withLock { inFlight in
-            if let running = inFlight[key] { return running }
+        let task: Task<VerdictAnswer, Never> = flights.withLock { state in
+            var flight = state.byOrder[key] ?? Flight()
+            if let queued = flight.queued { return queued.task }
+            state.next += 1
+            let id = state.next, under = flight.running?.task
             let task = Task { [self] in
-                let answer = await self.decide(provider: provider, orderID: orderID)
-                _ = self.flights.withLock { $0.removeValue(forKey: key) }
+                if let under { _ = await under.value }   // began before this request: the next check is this one's
+                let answer = await self.decide(provider: provider, orderID: orderID, key: key, id: id)
+                self.flights.withLock { state in
+                    guard var flight = state.byOrder[key] else { return }
+                    if flight.running?.id == id { flight.running = nil }
+                    if flight.queued?.id == id { flight.queued = nil }
+                    state.byOrder[key] = flight.queued == nil && flight.running == nil ? nil : flight
+                }
                 return answer
             }
-            inFlight[key] = task
+            flight.queued = (id, task)
+            state.byOrder[key] = flight
             return task
         }
         return await task.value
     }
 
-    private func decide(provider: Provider, orderID: String) async -> VerdictAnswer {
+    /// The check `id` of `key` has the provider's answers: later requests wait for the next check.
+    private func fetched(key: String, id: UInt64) {
+        flights.withLock { state in
+            guard var flight = state.byOrder[key], let queued = flight.queued, queued.id == id else { return }
+            flight.running = queued
+            flight.queued = nil
+            state.byOrder[key] = flight
+        }
+    }
+
+    private func decide(provider: Provider, orderID: String, key: String, id: UInt64) async -> VerdictAnswer {
         guard waiting.add(1, ordering: .relaxed).newValue <= maxWaiting else {
             waiting.subtract(1, ordering: .relaxed)
             return .unavailable("too many verdicts wait for a check")
@@ -84,11 +111,12 @@ public final class VerdictService: Sendable {
         }
         guard let (order, known) = found else { return .unknownOrder }
         let checkedAt = Int64(Date().timeIntervalSince1970)
-        let (result, verdict) = await checker.verify(order, known: known, log: logger)
-        if let verdict { return .verdict(VerdictReport(order: order, verdict: verdict, checkedAt: checkedAt)) }
+        let (result, verdict, current) = await checker.verify(order, known: known, log: logger,
+                                                              fetched: { [self] in self.fetched(key: key, id: id) })
+        if let verdict { return .verdict(VerdictReport(order: current, verdict: verdict, checkedAt: checkedAt)) }
         switch result {
         case .transient(let reason, _): return .unavailable(reason)
-        case .checked: return .unavailable("another check of the order was recorded at the same moment")
+        case .checked: return .unavailable("another check of the order was recorded at the same moment, or the order changed during it")
         case .unreadable(let reason), .failed(let reason): return .failed(reason)
         }
     }
@@ -102,12 +130,20 @@ public final class VerdictService: Sendable {
 public final class VerdictServer: Sendable {
     let server: HTTPServer
 
-    public init(host: String, port: UInt16, token: [UInt8], service: VerdictService, connectionLimit: Int = 256) {
+    /// How long a verdict may take before it is answered 503 (its check goes on, and the next verdict may use it).
+    public static let deadlineSeconds: Double = 10
+
+    public init(host: String, port: UInt16, token: [UInt8], service: VerdictService, connectionLimit: Int = 256,
+                deadlineSeconds: Double = VerdictServer.deadlineSeconds) {
         let expected = SHA256.hash(token)
-        server = HTTPServer(configuration: .init(host: host, port: port, threads: 2, maxBodyBytes: 0, connectionTimeoutSeconds: 30,
-                                                 connectionLimit: connectionLimit)) { request, responder in
+        var configuration = HTTPServer.Configuration(host: host, port: port, threads: 2, maxBodyBytes: 0, connectionTimeoutSeconds: 15,
+                                                     connectionLimit: connectionLimit, connectionLimitPerIP: max(1, connectionLimit / 2))
+        // A request must be whole and answered within this: a client trickling bytes holds no connection for long.
+        configuration.requestTimeoutSeconds = deadlineSeconds + 5
+        server = HTTPServer(configuration: configuration) { request, responder in
             let authorization = request.headers["authorization"] ?? ""
-            let given = authorization.hasPrefix("Bearer ") ? Array(authorization.utf8.dropFirst(7)) : []
+            // The scheme is case-insensitive (RFC 7235); the token is compared whole.
+            let given = authorization.lowercased().hasPrefix("bearer ") ? Array(authorization.utf8.dropFirst(7)) : []
             guard !given.isEmpty, constantTimeEquals(SHA256.hash(given), expected) else {
                 return responder.respond(.error(status: 401, code: "unauthorized",
                                                 message: "send Authorization: Bearer with PAYRECON_API_TOKEN",
@@ -116,17 +152,31 @@ public final class VerdictServer: Sendable {
             guard request.method == "GET" else {
                 return responder.respond(.error(status: 405, code: "method_not_allowed", message: "use GET", headers: [("Allow", "GET")]))
             }
-            let parts = request.path.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
-            guard parts.count == 6, parts[0].isEmpty, parts[1] == "v1", parts[2] == "orders", parts[5] == "verdict", !parts[4].isEmpty,
-                  let provider = Provider(rawValue: parts[3]) else {
+            // /v1/orders/{provider}/{order_id}/verdict: the order id is everything between (it may hold a '/', sent as %2F).
+            let prefix = "/v1/orders/", suffix = "/verdict"
+            let inner = request.path.hasPrefix(prefix) && request.path.hasSuffix(suffix) && request.path.count > prefix.count + suffix.count
+                ? String(request.path.dropFirst(prefix.count).dropLast(suffix.count)) : ""
+            let slash = inner.firstIndex(of: "/")
+            guard let slash, let provider = Provider(rawValue: String(inner[..<slash])), inner.index(after: slash) < inner.endIndex else {
                 return responder.respond(.error(status: 404, code: "not_found",
                                                 message: "no such endpoint: GET /v1/orders/{provider}/{order_id}/verdict, provider one of "
                                                     + Provider.allCases.map(\.rawValue).joined(separator: ", ")))
             }
-            let orderID = parts[4]
+            let orderID = String(inner[inner.index(after: slash)...])
             let started = DispatchTime.now()
             Task {
-                let answer = await service.verdict(provider: provider, orderID: orderID)
+                // The verdict, or 503 at the deadline (its check goes on, for whoever asks next).
+                let answer: VerdictAnswer = await withCheckedContinuation { continuation in
+                    let answered = Atomic<Bool>(false)
+                    let answer: @Sendable (VerdictAnswer) -> Void = { a in
+                        if answered.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged { continuation.resume(returning: a) }
+                    }
+                    Task { answer(await service.verdict(provider: provider, orderID: orderID)) }
+                    Task {
+                        try? await Task.sleep(for: .seconds(deadlineSeconds))
+                        answer(.unavailable("the check took longer than \(deadlineSeconds) s"))
+                    }
+                }
                 let outcome: String
                 switch answer {
                 case .verdict(let report):

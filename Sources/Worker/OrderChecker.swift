@@ -87,16 +87,26 @@ public final class OrderChecker: Sendable {
     /// Where a check run by `verify` leaves its verdict: decided under the order's lock, from what the check fetched,
     /// the findings it planned and the actions stored then.
     final class VerdictSink: Sendable {
-        let verdict = Mutex<Verdict?>(nil)
+        /// The verdict of the attempt being recorded, with the order as stored then; `committed` once that attempt's
+        /// record committed (a verdict from an attempt rolled back or overtaken by a newer check is never handed out).
+        let state = Mutex<(verdict: Verdict?, order: Order?, committed: Bool)>((nil, nil, false))
+        /// Run once the provider's answers are in: from then on, what the check answers is older than a new request.
+        let fetched: @Sendable () -> Void
+        init(fetched: @escaping @Sendable () -> Void) { self.fetched = fetched }
     }
     @TaskLocal static var verdictSink: VerdictSink?
 
     /// A fresh check of `order` (the worker's check, recorded the same way with its evidence) and whether the order
     /// may be fulfilled now (`payrecon check`): nil when the check could not be made (the result says why).
-    public func verify(_ order: Order, known: Known? = nil, log: Logger = Logger()) async -> (result: Result, verdict: Verdict?) {
-        let sink = VerdictSink()
+    /// `order` in the answer is the order as stored when the verdict was decided (under its lock).
+    /// `fetched` runs once the provider's answers are in (a request after it must not be given this check's answer).
+    public func verify(_ order: Order, known: Known? = nil, log: Logger = Logger(),
+                       fetched: @escaping @Sendable () -> Void = {}) async -> (result: Result, verdict: Verdict?, order: Order) {
+        let sink = VerdictSink(fetched: fetched)
         let result = await Self.$verdictSink.withValue(sink) { await check(order, known: known, retried: false, log: log) }
-        return (result, sink.verdict.withLock { $0 })
+        let (verdict, current, committed) = sink.state.withLock { $0 }
+        guard case .checked = result, committed, let verdict else { return (result, nil, order) }
+        return (result, verdict, current ?? order)
     }
 
     /// Checks `order`; `known` may be preloaded (the sweep), else it is read now.
@@ -120,6 +130,7 @@ public final class OrderChecker: Sendable {
         let transactions: [FetchedTransaction]
         // Every answer the fetch used is collected (CountedTransport) and kept as the check's evidence.
         let (fetched, exchanges) = await AnswerLog.collecting { await self.fetch(order, links: known.links) }
+        Self.verdictSink?.fetched()
         switch fetched {
         case .success(let t): transactions = t
         case .failure(let failure): return failure.result
@@ -311,6 +322,7 @@ public final class OrderChecker: Sendable {
         // what crosses the wait for the group (see `makeCheck`).
         let rechecks = linksSeen != nil && order != nil
         let sink = Self.verdictSink
+        sink?.state.withLock { $0 = (nil, nil, false) }
         let recorded: CheckRecorder.Recorded
         do {
             recorded = try await recorder.record {
@@ -318,6 +330,7 @@ public final class OrderChecker: Sendable {
                           exchanges: exchanges, linkedPayments: linkedPayments, verdict: sink)
             }
         } catch { return .transient(reason: "database: \(error)", retryAfterSeconds: nil) }
+        if recorded != nil { sink?.state.withLock { $0.committed = true } }
         return Self.result(of: recorded, rechecks: rechecks, log: log)
     }
 
@@ -352,8 +365,12 @@ public final class OrderChecker: Sendable {
                 let plan = Planner.plan(order: current, transactions: transactions, emitted: emitted, now: now,
                                         pendingMax: { windows.seconds(provider: provider, method: $0?.method) })
                 if let sink {
-                    let verdict = Verdict.decide(order: current, transactions: transactions, findings: plan.findings, actions: emitted)
-                    sink.verdict.withLock { $0 = verdict }
+                    // What the check fetched is judged against the order as stored now; when its transactions are no
+                    // longer those fetched (re-imported meanwhile), no verdict: a transaction it no longer lists is not its payment.
+                    let fetchedRefs = transactions.map(\.transactionRef)
+                    let verdict = fetchedRefs == current.transactionRefs
+                        ? Verdict.decide(order: current, transactions: transactions, findings: plan.findings, actions: emitted) : nil
+                    sink.state.withLock { $0.verdict = verdict; $0.order = current }
                 }
                 return plan
             })

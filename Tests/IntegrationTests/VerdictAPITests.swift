@@ -79,6 +79,56 @@ import Wiring
         }
     }
 
+    /// A verdict asked while a check of the order is under way is not that check's (it fetched before the request):
+    /// it gets the next check. The buyer's refund lands during the first check's fetch; the second answer sees it.
+    @Test func aVerdictAskedDuringACheckGetsTheNextOne() async throws {
+        try await WorkerHarness.with { h in
+            try await h.seedPayPal(#"{"id":"PP-MID","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"20.00","captures":[{"id":"CAP-MID"}]}"#)
+            try h.insert(WorkerHarness.order(.paypal, "MID", ref: "PP-MID", intent: .purchase, amount: 2000, currency: "USD", merchant: nil))
+            try await Self.serve(h) { base in
+                let url = base + "/v1/orders/paypal/MID/verdict"
+                #expect(try await Self.get(h, url).status == 200)   // warm: the OAuth token is fetched
+                try await h.faults(#"{"latency_ms":600}"#)
+                async let first = Self.get(h, url)
+                try await Task.sleep(for: .milliseconds(900))      // the first check's fetch has been answered
+                try await h.seedPayPal(#"""
+                    {"id":"PP-MID","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"20.00","captures":[{"id":"CAP-MID","status":"REFUNDED"}],
+                     "refunds":[{"id":"REF-MID","capture_id":"CAP-MID","amount":"20.00"}]}
+                    """#)
+                let second = try await Self.get(h, url)
+                let one = try await first
+                try await h.clearFaults()
+                func verdict(_ r: HTTPClientResponse) -> String? {
+                    ((try? JSONSerialization.jsonObject(with: Data(r.body))) as? [String: Any])?["verdict"] as? String
+                }
+                #expect(verdict(second) == "refuse", "\(second.text)")
+                #expect(verdict(one) == "fulfil" || verdict(one) == "refuse", "\(one.text)")
+            }
+        }
+    }
+
+    /// A verdict slower than its deadline is answered 503 with Retry-After, not left hanging; the scheme is
+    /// case-insensitive; an order id may hold a '/' (sent as %2F).
+    @Test func aDeadlineALowercaseSchemeAndASlashInTheOrderID() async throws {
+        try await WorkerHarness.with { h in
+            try await h.seedPXP("TX-SLASH", intent: "Purchase", state: "Captured")
+            try h.insert(WorkerHarness.order(.pxp, "A/B", ref: "TX-SLASH", intent: .purchase, amount: 2000))
+            let server = VerdictServer(host: "127.0.0.1", port: 0, token: Array(Self.token.utf8),
+                                       service: VerdictService(pool: h.pool, checker: h.checker), deadlineSeconds: 0.5)
+            let base = "http://127.0.0.1:\(try server.start())"
+            defer { server.stop() }
+            let ok = try await h.http.send(HTTPClientRequest(method: "GET", url: base + "/v1/orders/pxp/A%2FB/verdict",
+                                                             headers: [("Authorization", "bearer " + Self.token)]))
+            #expect(ok.status == 200 && ok.text.contains(#""order_id":"A/B""#), "\(ok.status) \(ok.text)")
+            try await h.faults(#"{"latency_ms":2000}"#)
+            let started = Date()
+            let slow = try await Self.get(h, base + "/v1/orders/pxp/A%2FB/verdict")
+            try await h.clearFaults()
+            #expect(slow.status == 503 && slow.headers["retry-after"] != nil, "\(slow.status) \(slow.text)")
+            #expect(Date().timeIntervalSince(started) < 1.8, "answered at the deadline, not after the check")
+        }
+    }
+
     /// The database or the provider out of reach: 503 with Retry-After, never a verdict.
     @Test func noVerdictWithoutTheDatabaseOrTheProvider() async throws {
         try await WorkerHarness.with { h in

@@ -41,18 +41,18 @@ let checkCommand = Command(
         throw FatalError("payrecon holds no \(provider.rawValue) order \(parts[1].terminalSafe): import it first (payrecon orders import)")
     }
     let checkedAt = Int64(Date().timeIntervalSince1970)
-    let (result, verdict) = await context.checker.verify(order, log: context.logger)
+    let (result, verdict, current) = await context.checker.verify(order, log: context.logger)
     guard let verdict else {
         let why: String
         switch result {
         case .transient(let reason, _): why = "the provider or the database is out of reach (\(reason)); try again"
         case .unreadable(let reason): why = "the provider's answer could not be read (\(reason))"
         case .failed(let reason): why = reason
-        case .checked: why = "another check of the order was recorded at the same moment; try again"
+        case .checked: why = "another check of the order was recorded at the same moment, or the order changed during it; try again"
         }
         throw FatalError("no verdict for \(provider.rawValue):\(parts[1].terminalSafe): \(why.terminalSafe)")
     }
-    let report = VerdictReport(order: order, verdict: verdict, checkedAt: checkedAt)
+    let report = VerdictReport(order: current, verdict: verdict, checkedAt: checkedAt)
     switch format {
     case "json": FileHandle.standardOutput.write(Data(report.json()))
     default: FileHandle.standardOutput.write(Data(TextTable.safeMultiline(report.table()).utf8))

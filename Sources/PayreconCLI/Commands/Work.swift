@@ -91,7 +91,7 @@ let workCommand = Command(
         }
         // Verdict checks take at most half the provider calls in flight (--batch): the worker keeps the other half.
         let server = VerdictServer(host: address.host, port: address.port, token: Array(token.utf8),
-                                   service: VerdictService(pool: context.pool, checker: context.checker, maxChecks: max(4, batch / 2),
+                                   service: VerdictService(pool: context.pool, checker: context.checker, maxChecks: min(batch, max(4, batch / 2)),
                                                            logger: context.logger))
         do { Log.info("verdict API listening", ["port": Int(try server.start())]) } catch {
             throw ConfigurationError("cannot serve the verdict API on \(address.host):\(address.port): \(error)")
