@@ -105,6 +105,16 @@ extension Simulator {
         return .json(201, json.arrayValue == nil ? rendered[0] : .array(rendered))
     }
 
+    /// `POST /admin/paypal/subscriptions`: a PayPal Subscriptions subscription's year (or `cycles`) of renewals, with
+    /// failed-then-retried, refunded and charged-back cycles (`PayPalSubscriptionPlan`); answers what was made.
+    func adminPayPalSubscription(_ body: [UInt8]) throws(SimError) -> SimResponse {
+        let plan = try PayPalSubscriptionPlan(try Self.parseAdminBody(body))
+        return try state.withLock { s throws(SimError) in
+            let ids = (0..<(2 * plan.cycles)).map { _ in s.paypalID() }
+            return .json(201, try s.paypal.makeSubscription(plan, ids: ids))
+        }
+    }
+
     /// `POST /admin/paypal/disputes`: `{"transaction_id": capture or sale, "amount"?, "status"?, "id"?}` opens one;
     /// `{"resolve": id, "outcome": "buyer"|"seller"}` resolves it (the buyer winning reverses the capture).
     func adminPayPalDispute(_ body: [UInt8]) throws(SimError) -> SimResponse {

@@ -323,7 +323,7 @@ enum Route: Equatable {
     /// `GET /v2/payments` and `GET /v1/refunds`: Paypercut's lists.
     case paypercutPaymentList, paypercutRefundList
     case adminPaypercutIntents
-    case adminPayPalSales, adminPayPalDisputes, adminPayPalReversals, adminPayPalRefunds
+    case adminPayPalSales, adminPayPalDisputes, adminPayPalReversals, adminPayPalRefunds, adminPayPalSubscriptions
     /// `GET /admin/paypal/reports/STL-yyyymmdd.01.009.CSV` (or TRR-…): the day's report file, `?faults=a,b`.
     case adminPayPalReport(String)
     case adminPXPTransactions, adminPXPBehaviour, adminPayPalPermissions, adminPayPalOrders, adminSeed, adminLog, adminFaults, adminReset, adminStats
@@ -386,6 +386,7 @@ enum Route: Equatable {
             case "paypal/orders": self = .adminPayPalOrders
             case "paypercut/intents": self = .adminPaypercutIntents
             case "paypal/sales": self = .adminPayPalSales
+            case "paypal/subscriptions": self = .adminPayPalSubscriptions
             case "paypal/disputes": self = .adminPayPalDisputes
             case "paypal/reversals": self = .adminPayPalReversals
             case "paypal/refunds": self = .adminPayPalRefunds
@@ -456,6 +457,7 @@ enum Route: Equatable {
         case .paypalTransactionSearch: return "paypal.search_transactions"
         case .paypalWebhookEvents: return "paypal.list_webhook_events"
         case .adminPayPalSales: return "admin.paypal_sales"
+        case .adminPayPalSubscriptions: return "admin.paypal_subscriptions"
         case .adminPayPalDisputes: return "admin.paypal_disputes"
         case .adminPayPalReversals: return "admin.paypal_reversals"
         case .adminPayPalRefunds: return "admin.paypal_refunds"

@@ -42,7 +42,7 @@ public enum UnixTime {
     public static func civil(fromDays days: Int64) -> (year: Int64, month: Int64, day: Int64) { CivilDate.civil(fromDays: days) }
 
     /// 28–31: the length of `month` (1–12) in `year`.
-    static func daysIn(month: Int, year: Int) -> Int { Int(CivilDate.daysIn(month: Int64(month), year: Int64(year))) }
+    public static func daysIn(month: Int, year: Int) -> Int { Int(CivilDate.daysIn(month: Int64(month), year: Int64(year))) }
 
     /// An ISO 8601 / RFC 3339 date-time as whole unix seconds and the fraction of a second, or nil. Grammar:
     /// `YYYY-MM-DD(T| )hh:mm[:ss[(.|,)f{1,9}]](Z|±hh:mm|±hhmm|±hh)`; `T` and `Z` may be lowercase; a zone is required

@@ -218,6 +218,43 @@ import Testing
         }
     }
 
+    /// paysim's subscription book (`POST /admin/paypal/subscriptions`): a year of monthly renewals with April failed and
+    /// retried three days later, June refunded and September charged back, as PayPal's records show them. One order
+    /// per cycle, June's wanting its refund: every cycle reconciles clean but September's chargeback.
+    @Test func paysimsSubscriptionYearReconcilesCycleByCycle() async throws {
+        try await WorkerHarness.with { h in
+            let book = try await h.admin("/admin/paypal/subscriptions", #"""
+                {"id":"I-BOOK","amount":"9.99","currency":"USD","start":"2026-01-05T10:00:00Z","cycles":12,
+                 "failed_then_retried":[4],"retry_after_days":3,"refunded":[6],"charged_back":[9]}
+                """#)
+            let cycles = try #require(book["cycles"] as? [[String: Any]])
+            #expect(cycles.count == 12)
+            #expect(cycles[3]["sale"] as? String == "I-BOOK-04-R" && cycles[3]["create_time"] as? String == "2026-04-08T10:00:00Z")
+            #expect(cycles[5]["refund"] != nil && cycles[8]["dispute"] as? String == "PP-D-I-BOOK-09")
+            try h.insert((1...12).map { Self.cycle($0, refund: $0 == 6 ? 999 : 0, agreement: "I-BOOK") })
+            for cycle in cycles {
+                let sale = try #require(cycle["sale"] as? String)
+                try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.SALE.COMPLETED","resource_id":"\#(sale)"}"#)
+                for failed in cycle["failed"] as? [[String: Any]] ?? [] {
+                    try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.SALE.DENIED","resource_id":"\#(failed["id"] as? String ?? "")"}"#)
+                }
+                if let refund = cycle["refund"] as? String {
+                    try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.SALE.REFUNDED","resource_id":"\#(refund)"}"#)
+                }
+                if let dispute = cycle["dispute"] as? String {
+                    try h.storeWebhook(#"{"provider":"paypal","event_type":"CUSTOMER.DISPUTE.RESOLVED","resource_id":"\#(dispute)"}"#)
+                }
+            }
+            while await h.runOnce().done > 0 {}
+            for month in 1...12 {
+                let order = String(format: "SUB-%02d", month), open = try h.openKinds(order: order)
+                #expect(open == (month == 9 ? ["reversed"] : []), "\(order): \(open)")
+            }
+            #expect(try h.discrepancies(.paypal).filter { $0.kind == "unknown_order" }.isEmpty)
+            #expect(try h.actions().isEmpty)
+        }
+    }
+
     /// Without periods nothing changes: one order for the agreement sums every sale.
     @Test func withoutPeriodsOneOrderSumsEverySale() async throws {
         try await WorkerHarness.with { h in

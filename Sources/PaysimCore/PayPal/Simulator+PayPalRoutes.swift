@@ -112,6 +112,8 @@ extension Simulator {
             }
         case .adminPayPalSales:
             try expect("POST"); return try adminPutPayPalSales(r.body)
+        case .adminPayPalSubscriptions:
+            try expect("POST"); return try adminPayPalSubscription(r.body)
         case .adminPayPalDisputes:
             try expect("POST"); return try adminPayPalDispute(r.body)
         case .adminPayPalReversals:
