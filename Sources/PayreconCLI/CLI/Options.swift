@@ -119,6 +119,18 @@ public enum Options {
 
     // MARK: readers
 
+    /// `PROVIDER:ORDER_ID` (`pxp:ORD-1`) as `explain --order` and `check` take it; `what` names the argument in errors.
+    static func orderKey(_ key: String, what: String) throws(UsageError) -> (provider: Provider, orderID: String) {
+        let parts = key.split(separator: ":", maxSplits: 1).map(String.init)
+        guard parts.count == 2, !parts[1].isEmpty else {
+            throw UsageError("\(what) takes PROVIDER:ORDER_ID (pxp:ORD-1), not '\(key.terminalSafe)'")
+        }
+        guard let provider = Provider(rawValue: parts[0]) else {
+            throw UsageError("\(what): unknown provider '\(parts[0].terminalSafe)'; one of \(Provider.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        return (provider, parts[1])
+    }
+
     static func names<T: RawRepresentable & CaseIterable>(_: T.Type) -> String where T.RawValue == String {
         T.allCases.map(\.rawValue).joined(separator: ", ")
     }

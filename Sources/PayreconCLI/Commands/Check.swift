@@ -24,11 +24,8 @@ let checkCommand = Command(
         """
 ) { args in
     guard let key = args.positionals.first else { throw UsageError("give the order as PROVIDER:ORDER_ID (pxp:ORD-1)") }
-    let parts = key.split(separator: ":", maxSplits: 1).map(String.init)
-    guard parts.count == 2, !parts[1].isEmpty else { throw UsageError("the order is PROVIDER:ORDER_ID (pxp:ORD-1), not '\(key.terminalSafe)'") }
-    guard let provider = Provider(rawValue: parts[0]) else {
-        throw UsageError("unknown provider '\(parts[0].terminalSafe)'; one of \(Provider.allCases.map(\.rawValue).joined(separator: ", "))")
-    }
+    let (provider, orderID) = try Options.orderKey(key, what: "the order")
+    let parts = [provider.rawValue, orderID]
     let format = try args.value(checkFormat) ?? "table"
     let env = try args.environment()
     let context = try WorkerContext(env, poolSize: 2, maxConcurrentRequests: 4)

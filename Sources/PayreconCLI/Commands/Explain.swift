@@ -33,14 +33,8 @@ let explainCommand = Command(
         guard let n = Int64(id), n > 0 else { throw UsageError("ID must be a discrepancy id (a positive number), not '\(id)'") }
         subject = .discrepancy(n)
     case (nil, let key?):
-        let parts = key.split(separator: ":", maxSplits: 1).map(String.init)
-        guard parts.count == 2, !parts[1].isEmpty else {
-            throw UsageError("--order takes PROVIDER:ORDER_ID (pxp:ORD-1), not '\(key)'")
-        }
-        guard let provider = Provider(rawValue: parts[0]) else {
-            throw UsageError("--order: unknown provider '\(parts[0])'; one of \(Provider.allCases.map(\.rawValue).joined(separator: ", "))")
-        }
-        subject = .order(provider, parts[1])
+        let (provider, orderID) = try Options.orderKey(key, what: "--order")
+        subject = .order(provider, orderID)
     }
     let conn = try connect(try args.environment().databaseURL())
     defer { conn.close() }
