@@ -215,7 +215,7 @@ public final class OrderChecker: Sendable {
     func fetch(_ ref: String, of order: Order, links: [TransactionLink]) async -> Swift.Result<FetchedTransaction, FetchFailure> {
         let api = gateway[order.provider]
         let outcome = await api.snapshot(of: TransactionQuery(transactionRef: ref, merchant: order.merchant, site: order.site, links: links,
-                                                              period: order.period))
+                                                              period: order.period, currency: order.amount.currency))
         return Self.fetched(outcome, ref: ref, several: order.hasSeveralTransactions, absentMayHaveExpired: api.unapprovedAttemptsExpire)
     }
 

@@ -4,6 +4,7 @@ import Postgres
 import Reconciliation
 import Store
 import Testing
+import Worker
 
 /// Issue 40: a PayPal subscription reconciled one renewal at a time. Each order names the billing agreement and the
 /// period it charges; a sale of the agreement is the order's whose period holds the sale's creation time as PayPal's
@@ -252,6 +253,26 @@ import Testing
             }
             #expect(try h.discrepancies(.paypal).filter { $0.kind == "unknown_order" }.isEmpty)
             #expect(try h.actions().isEmpty)
+        }
+    }
+
+    /// A cycle recorded before PayPal charges it is a renewal still to come: pending from its period's start (no finding,
+    /// verdict wait), not missing; one whose period began longer ago than the pending window with no sale is
+    /// stale_pending, saying which period has none.
+    @Test func aCycleNotChargedYetIsPendingNotMissing() async throws {
+        try await WorkerHarness.with { h in
+            let now = Int64(Date().timeIntervalSince1970)
+            var upcoming = Self.cycle(1, agreement: "I-EARLY")
+            upcoming.period = BillingPeriod(start: now - 3_600, end: now + 30 * 86_400)
+            var overdue = Self.cycle(2, agreement: "I-EARLY")
+            overdue.period = BillingPeriod(start: now - 40 * 86_400, end: now - 3_600)
+            try h.insert(upcoming, overdue)
+            _ = try await h.sweep()
+            #expect(try h.openKinds(order: "SUB-01").isEmpty)
+            #expect(try h.openKinds(order: "SUB-02") == ["stale_pending"])
+            let (_, verdict, _) = await h.checker.verify(upcoming)
+            #expect(verdict?.outcome == .wait && verdict?.reasons.contains { $0.contains("no sale in this period yet") } == true,
+                    "\(String(describing: verdict))")
         }
     }
 

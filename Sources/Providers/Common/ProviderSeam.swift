@@ -198,10 +198,12 @@ public struct TransactionQuery: Sendable {
     /// The order's billing period (a subscription's renewal): of the agreement's payments, only those the provider's
     /// answer says were created within it are the order's.
     public var period: BillingPeriod?
+    /// The order's currency: what a renewal not charged yet is counted in (nothing, in it).
+    public var currency: Currency?
     public init(transactionRef: String, merchant: String?, site: String?, links: [TransactionLink] = [], evidence: [Evidence] = [],
-                callsInDoubt: [CallInDoubt] = [], period: BillingPeriod? = nil) {
+                callsInDoubt: [CallInDoubt] = [], period: BillingPeriod? = nil, currency: Currency? = nil) {
         self.transactionRef = transactionRef; self.merchant = merchant; self.site = site; self.links = links; self.evidence = evidence
-        self.callsInDoubt = callsInDoubt; self.period = period
+        self.callsInDoubt = callsInDoubt; self.period = period; self.currency = currency
     }
 
     public struct Evidence: Sendable {

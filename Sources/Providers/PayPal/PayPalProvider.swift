@@ -408,8 +408,16 @@ public enum PayPalProvider {
             }
             let order: JSONValue?
             // A renewal's order (a billing period) is paid by the agreement's sales made within it, never by an Orders v2
-            // order: none made yet is none to count.
-            if sales.isEmpty, q.period != nil { return .notFound }
+            // order. None known yet: the renewal is still to be charged, pending from the period's start (past the
+            // pending window, stale_pending), not missing (an order recorded before PayPal charges the cycle).
+            if sales.isEmpty, let period = q.period {
+                guard let currency = q.currency else { return .notFound }
+                let why = "no sale of \(q.transactionRef) is known within this order's billing period (\(period)) yet"
+                return .found(Snapshot(provider: .paypal, transactionRef: q.transactionRef, merchant: nil, site: nil, reportsMerchant: false,
+                                       intent: .purchase, currency: currency, value: 0, authorised: 0, captured: 0, refunded: 0,
+                                       state: .pending, rawState: "no sale in this period yet", createdAt: period.start,
+                                       capabilities: .unknown(why), method: "paypal"))
+            }
             if sales.isEmpty {
                 switch await client.order(q.transactionRef) {
                 case .found(let o): order = o
