@@ -14,7 +14,9 @@ CREATE INDEX orders_agreement_periods ON orders (provider, transaction_ref, peri
 -- holds it. A sale of an agreement no order's period holds is kept with no order (order_id NULL, parent_external_id the
 -- agreement), and taken by the order of that period when the merchant records it.
 ALTER TABLE transaction_links ADD COLUMN occurred_at timestamptz;
-CREATE INDEX transaction_links_unheld ON transaction_links (provider, parent_external_id, occurred_at) WHERE order_id IS NULL;
+-- By parent: an order's check reads the refunds, reversals and disputes of its sales wherever they were recorded, and
+-- the sales kept with no order under its agreement (TransactionLinkStore.links), on every check.
+CREATE INDEX transaction_links_parent ON transaction_links (provider, parent_external_id);
 
 -- A replaced version of an order keeps its period too (payrecon explain).
 CREATE OR REPLACE FUNCTION orders_keep_version() RETURNS trigger LANGUAGE plpgsql AS $$
