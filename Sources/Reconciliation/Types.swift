@@ -61,14 +61,6 @@ public struct Order: Sendable, Hashable, Codable {
     public func mayActOn(_ transactionRef: String) -> Bool { learned[transactionRef] == nil }
 }
 
-extension Snapshot {
-    /// A refund is pending at the provider (each mapping marks its raw state so: `COMPLETED/REFUND_PENDING`,
-    /// `Captured/RefundPending`, `partially_refunded/refund_pending`, `succeeded/refund_pending`).
-    public var hasPendingRefund: Bool {
-        String(rawState.lowercased().filter { $0 != "_" }).hasSuffix("/refundpending")
-    }
-}
-
 /// A billing period: from `start` (included) to `end` (excluded), unix seconds, `start < end`. One renewal of a
 /// subscription is one order, whose period holds the creation time of the payment that renewal took (PayPal's retry of
 /// a failed renewal days later included: it is still made within the period).
@@ -142,6 +134,9 @@ public struct Snapshot: Sendable, Hashable, Codable {
     public var notes: [String] = []
     /// The captures, refunds and reversals the answer states, with their fees and nets where it states them.
     public var movements: [Movement] = []
+    /// A refund of this transaction is pending at the provider (its mapping says so, and marks the raw state in its
+    /// provider's words). Read from the answer as fetched: not stored with the snapshot.
+    public var refundPending = false
 
     public init(provider: Provider, transactionRef: String, merchant: String?, site: String?, reportsSite: Bool = false,
                 reportsMerchant: Bool = true, intent: Intent, currency: Currency, value: Int64, authorised: Int64, captured: Int64, refunded: Int64,

@@ -43,7 +43,7 @@ public struct Verdict: Sendable, Hashable {
             let name = order.hasSeveralTransactions ? "transaction \(ref) " : ""
             if s.state == .pending || s.pendingCaptured > 0 { wait.append("\(name)a payment is pending at the provider (\(s.rawState))") }
             if s.state == .actionRequired { wait.append("\(name)the buyer has still to complete the payment (\(s.rawState))") }
-            if s.hasPendingRefund { wait.append("\(name)a refund is pending at the provider (\(s.rawState))") }
+            if s.refundPending { wait.append("\(name)a refund is pending at the provider (\(s.rawState))") }
             if s.disputed > 0 { refuse.append("\(name)\(money(s.disputed, s.currency)) is disputed by the buyer") }
             if s.reversed > 0 { refuse.append("\(name)\(money(s.reversed, s.currency)) was taken back (a chargeback or reversal)") }
         }

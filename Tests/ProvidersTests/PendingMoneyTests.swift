@@ -59,6 +59,7 @@ import Testing
             refunds: [PP(id: "R1", status: row.refundStatus, value: "30.00", up: captureUp + "C1")]))
         #expect(s.refunded == row.r)
         #expect(s.rawState == row.raw)
+        #expect(s.refundPending == (row.refundStatus == "PENDING"))
         // The capture's refundable room excludes the pending refund too.
         guard case .spread(let sources, _) = s.capabilities.refund else { Issue.record("no refund sources"); return }
         #expect(sources == [RefundSource(id: "C1", amount: 10000, refunded: row.r)])
@@ -116,6 +117,7 @@ import Testing
         let s = try PayPalSaleMapping.snapshot(sales: [Self.sale(state)], refunds: links, transactionRef: "S1")
         #expect(s.refunded == r, "\(name)")
         #expect(s.rawState == raw, "\(name)")
+        #expect(s.refundPending == raw.hasSuffix("/refund_pending"), "\(name)")
         // The order wants 5.00 refunded: planned only when R holds less.
         let p = Self.plan(Self.order(.paypal, amount: 2000, refund: 500), s)
         #expect(Self.keys(p) == (r >= 500 ? [:] : ["paypal:O-1:refund:500": 500 - r]), "\(name)")
@@ -132,6 +134,7 @@ import Testing
         let s = try PXPMapping.snapshot(transaction: try pxpAnswer(state: "Captured", intent: "Purchase", value: "50.00"),
                                         modifications: [child("MOD-1", op, 1000, state)], transactionRef: "ECOM-001")
         #expect((s.refunded, s.pendingCaptured, s.rawState) == (r, pendingCaptured, raw), "\(name)")
+        #expect(s.refundPending == raw.hasSuffix("/RefundPending"), "\(name)")
         let p = Self.plan(Self.order(.pxp, amount: 5000, refund: 1000, currency: "EUR", merchant: "MERCHANT-1", site: "SITE-1"), s)
         #expect(Self.keys(p) == (r >= 1000 ? [:] : ["pxp:O-1:refund:1000": 1000]), "\(name)")
     }
@@ -168,6 +171,7 @@ import Testing
                                               payment: try PaypercutMappingTests.payment(captured: 2000, refunded: amountRefunded),
                                               account: nil, links: links)
         #expect((s.refunded, s.rawState) == (r, raw), "\(name)")
+        #expect(s.refundPending == raw.hasSuffix("/refund_pending"), "\(name)")
         let p = Self.plan(Self.order(.paypercut, amount: 2000, refund: 700, currency: "EUR"), s)
         #expect(Self.keys(p) == (r >= 700 ? [:] : ["paypercut:O-1:refund:700": 700 - r]), "\(name)")
     }

@@ -112,6 +112,7 @@ public enum PXPMapping {
             aliases: [systemTransactionId], method: read.method)
         snapshot.pendingCaptured = m.pendingCaptured
         if m.pendingRefund { snapshot.rawState += "/RefundPending" }
+        snapshot.refundPending = m.pendingRefund
         return snapshot
     }
 

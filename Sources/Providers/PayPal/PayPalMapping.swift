@@ -114,6 +114,7 @@ public enum PayPalMapping {
             capabilities: capabilities(current: p.current, roots: p.roots, captures: p.captures, refunds: p.refunds, currency: currency),
             method: method, reversed: try sum(p.reversalRecords, ["COMPLETED"]), disputed: D)
         (snapshot.orderReferences, snapshot.orderReferenceFields) = orderReferences(units)
+        snapshot.refundPending = p.merchantRefunds.contains(where: { $0.status == "PENDING" })
         snapshot.notes = notes + p.calledReversals.map {
             "a PAYMENT.CAPTURE.REVERSED event named \($0) a reversal, but PayPal's answer reads it as a refund the merchant made: counted in R"
         }

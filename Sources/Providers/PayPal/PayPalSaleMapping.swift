@@ -54,6 +54,7 @@ public enum PayPalSaleMapping {
                                 rawState: rawState, createdAt: t.createdAt, capabilities: capabilities, method: "paypal", reversed: t.V,
                                 disputed: D)
         snapshot.notes = notes
+        snapshot.refundPending = t.pendingRefund
         // The refunds events named (a v1 sale's answer lists none): their amounts, fees unknown.
         var seen = Set<String>()
         for link in refunds where link.kind == "refund" && seen.insert(link.externalID).inserted

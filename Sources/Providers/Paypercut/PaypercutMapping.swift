@@ -68,6 +68,7 @@ public enum PaypercutMapping {
                                 rawState: pendingRefund ? status + "/refund_pending" : status,
                                 createdAt: try created(p["created"]),
                                 capabilities: PaypercutProvider.capabilities(paymentIntentID: id, rawState: status), method: paymentMethod)
+        snapshot.refundPending = pendingRefund
         if let named = p["metadata"]?["order_id"]?.stringValue, !named.isEmpty {
             snapshot.orderReferences = [named]
             snapshot.orderReferenceFields = [named: "Paypercut metadata.order_id"]
