@@ -102,18 +102,9 @@ public enum ServeRole {
             let qschema = try quoteIdentifier(schema)
             // One grant at a time with the migrations (two concurrent migrates would update the same catalog rows).
             _ = try tx.query("SELECT pg_advisory_xact_lock(\(Migrator.advisoryLock))")
+            // A table-wide REVOKE takes the column grants on each of its columns with it (PostgreSQL's REVOKE).
             _ = try tx.execute("REVOKE ALL ON ALL TABLES IN SCHEMA \(qschema) FROM \(quoted)")
             _ = try tx.execute("REVOKE ALL ON ALL SEQUENCES IN SCHEMA \(qschema) FROM \(quoted)")
-            // Column grants outlive a table-wide REVOKE: each table's columns are revoked by name.
-            for row in try tx.query("""
-                SELECT c.relname AS t, string_agg(quote_ident(a.attname), ', ') AS cols
-                FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid
-                WHERE c.relnamespace = $1::regnamespace AND c.relkind IN ('r', 'p', 'v', 'm') AND a.attnum > 0 AND NOT a.attisdropped
-                GROUP BY c.relname
-                """, [.text(qschema)]) {
-                let table = try quoteIdentifier(try row.string("t"))
-                _ = try tx.execute("REVOKE ALL (\(try row.string("cols"))) ON \(qschema).\(table) FROM \(quoted)")
-            }
             _ = try tx.execute("GRANT USAGE ON SCHEMA \(qschema) TO \(quoted)")
             for grant in grants {
                 _ = try tx.execute("GRANT \(grant.privileges) ON \(qschema).\(try quoteIdentifier(grant.table)) TO \(quoted)")
