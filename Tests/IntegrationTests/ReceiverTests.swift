@@ -124,20 +124,26 @@ struct ReceiverTests {
         }
     }
 
+    /// The genuine CRC32 fixture delivered as PayPal signs it, accepted: its signed headers (a forgery reuses them).
+    static func postCRCGenuine(_ h: ReceiverHarness) async throws -> (headers: [(String, String)], answer: ReceiverHarness.Answer) {
+        #expect(CRC32.checksum(Array(crcGenuine.utf8)) == CRC32.checksum(Array(crcForged.utf8)))
+        let headers = try h.paypal.headers(body: Array(crcGenuine.utf8), webhookID: ReceiverHarness.paypalWebhookID)
+        let answer = try await h.post("/webhooks/paypal", headers: headers, body: Array(crcGenuine.utf8))
+        #expect(answer.status == 200 && answer.outcome == "accepted")
+        return (headers, answer)
+    }
+
     /// A genuine PayPal body and a forged one with the same CRC32 (four bytes of its "pad" value forced).
     static let crcGenuine = #"{"id":"WH-GENUINE-1","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_type":"capture","resource":{"id":"CAP-G1","status":"COMPLETED"}}"#
     static let crcForged = #"{"id":"WH-FORGED-6","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_type":"capture","resource":{"id":"CAP-EVIL","status":"COMPLETED"},"pad":"aK#L"}"#
 
     /// PayPal signs a CRC32 of the body, not the body: `forged` (new event id, another capture) has the same CRC32
-    /// as `genuine` (built by forcing four bytes of its "pad" value), so it passes the signature with the genuine
+    /// as `crcGenuine` (built by forcing four bytes of its "pad" value), so it passes the signature with the genuine
     /// delivery's headers. The transmission id is already stored with another body: refused, nothing stored.
     @Test func aTransmissionIdReusedWithAnotherBodyIsRefused() async throws {
-        let (genuine, forged) = (Self.crcGenuine, Self.crcForged)
-        #expect(CRC32.checksum(Array(genuine.utf8)) == CRC32.checksum(Array(forged.utf8)))
+        let forged = Self.crcForged
         try await ReceiverHarness.with { h in
-            let headers = try h.paypal.headers(body: Array(genuine.utf8), webhookID: ReceiverHarness.paypalWebhookID)
-            let a = try await h.post("/webhooks/paypal", headers: headers, body: Array(genuine.utf8))
-            #expect(a.status == 200 && a.outcome == "accepted")
+            let (headers, a) = try await Self.postCRCGenuine(h)
             let b = try await h.post("/webhooks/paypal", headers: headers, body: Array(forged.utf8))
             #expect(b.status == 401)
             #expect(String(decoding: b.body, as: UTF8.self).contains("invalid_signature"))
@@ -145,7 +151,7 @@ struct ReceiverTests {
             #expect(try h.database.count("SELECT count(*) FROM deliveries") == 1)
             #expect(try h.database.count("SELECT count(*) FROM deliveries WHERE dedupe_key = 'WH-FORGED-6'") == 0)
             // The genuine delivery replayed as it was is a duplicate, not a refusal.
-            let c = try await h.post("/webhooks/paypal", headers: headers, body: Array(genuine.utf8))
+            let c = try await h.post("/webhooks/paypal", headers: headers, body: Array(Self.crcGenuine.utf8))
             #expect(c.status == 200 && c.outcome == "duplicate" && c.eventID == a.eventID)
         }
     }
@@ -155,12 +161,9 @@ struct ReceiverTests {
     /// transmissions, each free to carry a body forged to the CRC32 PayPal signed. Now refused, nothing stored.
     @Test(arguments: [" ", "\t"])
     func aForgedBodyUnderAPaddedTransmissionIdIsRefused(pad: String) async throws {
-        let (genuine, forged) = (Self.crcGenuine, Self.crcForged)
-        #expect(CRC32.checksum(Array(genuine.utf8)) == CRC32.checksum(Array(forged.utf8)))
+        let forged = Self.crcForged
         try await ReceiverHarness.with { h in
-            let headers = try h.paypal.headers(body: Array(genuine.utf8), webhookID: ReceiverHarness.paypalWebhookID)
-            let a = try await h.post("/webhooks/paypal", headers: headers, body: Array(genuine.utf8))
-            #expect(a.status == 200 && a.outcome == "accepted")
+            let (headers, _) = try await Self.postCRCGenuine(h)
             let padded = headers.map { $0.0.lowercased() == "paypal-transmission-id" ? ($0.0, $0.1 + pad) : $0 }
             let b = try await h.post("/webhooks/paypal", headers: padded, body: Array(forged.utf8))
             #expect(b.status == 401, "\(String(decoding: b.body, as: UTF8.self))")
