@@ -257,8 +257,8 @@ import Worker
     }
 
     /// A cycle recorded before PayPal charges it is a renewal still to come: pending from its period's start (no finding,
-    /// verdict wait), not missing; one whose period began longer ago than the pending window with no sale is
-    /// stale_pending, saying which period has none.
+    /// verdict wait), not missing; one whose period is over with no sale is missing_at_provider (the verdict refuses),
+    /// and a cancelled one of those is nothing.
     @Test func aCycleNotChargedYetIsPendingNotMissing() async throws {
         try await WorkerHarness.with { h in
             let now = Int64(Date().timeIntervalSince1970)
@@ -266,10 +266,14 @@ import Worker
             upcoming.period = BillingPeriod(start: now - 3_600, end: now + 30 * 86_400)
             var overdue = Self.cycle(2, agreement: "I-EARLY")
             overdue.period = BillingPeriod(start: now - 40 * 86_400, end: now - 3_600)
-            try h.insert(upcoming, overdue)
+            var cancelled = Self.cycle(3, agreement: "I-EARLY")
+            cancelled.period = BillingPeriod(start: now - 80 * 86_400, end: now - 40 * 86_400)
+            cancelled.fulfilment = .cancelled
+            try h.insert(upcoming, overdue, cancelled)
             _ = try await h.sweep()
             #expect(try h.openKinds(order: "SUB-01").isEmpty)
-            #expect(try h.openKinds(order: "SUB-02") == ["stale_pending"])
+            #expect(try h.openKinds(order: "SUB-02") == ["missing_at_provider"])
+            #expect(try h.openKinds(order: "SUB-03").isEmpty)
             let (_, verdict, _) = await h.checker.verify(upcoming)
             #expect(verdict?.outcome == .wait && verdict?.reasons.contains { $0.contains("no sale in this period yet") } == true,
                     "\(String(describing: verdict))")

@@ -408,10 +408,11 @@ public enum PayPalProvider {
             }
             let order: JSONValue?
             // A renewal's order (a billing period) is paid by the agreement's sales made within it, never by an Orders v2
-            // order. None known yet: the renewal is still to be charged, pending from the period's start (past the
-            // pending window, stale_pending), not missing (an order recorded before PayPal charges the cycle).
+            // order. None known while the period runs: the renewal is still to be charged, pending from the period's
+            // start (past the pending window, stale_pending), not missing (an order recorded before PayPal charges the
+            // cycle). None once the period is over: missing, as before (a cancelled order's: no finding).
             if sales.isEmpty, let period = q.period {
-                guard let currency = q.currency else { return .notFound }
+                guard let currency = q.currency, Int64(Date().timeIntervalSince1970) < period.end else { return .notFound }
                 let why = "no sale of \(q.transactionRef) is known within this order's billing period (\(period)) yet"
                 return .found(Snapshot(provider: .paypal, transactionRef: q.transactionRef, merchant: nil, site: nil, reportsMerchant: false,
                                        intent: .purchase, currency: currency, value: 0, authorised: 0, captured: 0, refunded: 0,
