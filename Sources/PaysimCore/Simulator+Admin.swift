@@ -249,6 +249,14 @@ struct PayPalOrderSeed {
             guard SimTime.parse(t) != nil else { throw SimError.admin(400, "invalid_field", "\(where_)create_time must be RFC 3339") }
             return t
         }
+        /// An optional RFC 3339 time no earlier than `than` (a capture's completion or listing, after it was made).
+        func later(_ object: JSONValue, _ key: String, than: String, _ where_: String) throws(SimError) -> String? {
+            guard let text = try string(object, key, where_) else { return nil }
+            guard let at = SimTime.parse(text), at >= SimTime.parse(than) ?? .min else {
+                throw SimError.admin(400, "invalid_field", "\(where_)\(key) must be an RFC 3339 time no earlier than its create_time")
+            }
+            return text
+        }
         func newID() -> String { ids.string(17, alphabet: SimState.paypalIDAlphabet) }
         let id = try string(json, "id", "") ?? newID()
         let intent = (try string(json, "intent", "") ?? "CAPTURE").uppercased()
@@ -322,6 +330,7 @@ struct PayPalOrderSeed {
                 status: try statusOf(item, w, allowed: PayPalCapture.statuses, default: "COMPLETED"),
                 amount: try amount(item, "amount", w, default: total), finalCapture: final, createTime: t, updateTime: t,
                 pendingReason: try string(item, "status_details_reason", w),
+                completedTime: try later(item, "completed_time", than: t, w), listedTime: try later(item, "listed_time", than: t, w),
                 refundsPendingReason: try string(item, "refunds_pending_reason", w)))
         }
         var refs: [PayPalRefund] = []

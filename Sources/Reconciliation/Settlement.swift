@@ -8,7 +8,25 @@ public struct SettlementLine: Sendable, Hashable {
     /// order's transaction is.
     public enum Role: String, Sendable, Hashable { case payment, moneyBack = "money_back", other }
 
-    /// The provider's id of the transaction (PayPal's Transaction ID: a capture, refund or sale id).
+    /// A transaction detail row's standing, as PayPal's Transactional Status defines it (reporting_transactions_v1.json
+    /// `transaction_status`). A settlement (STL) row has none: it lists only money that moved, so it is `completed`.
+    public enum Status: String, Sendable, Hashable, CaseIterable {
+        /// S: "successfully completed without a denial and after any pending statuses".
+        case completed = "S"
+        /// V: "a successful transaction was fully reversed and funds were refunded to the original sender". The money
+        /// did move; its refund or reversal is a row of its own. Kept and matched as a completed row is.
+        case reversed = "V"
+        /// P: "created but waits for another payment process to complete": a later file brings it completed.
+        case pending = "P"
+        /// D: "PayPal or merchant rules denied the transaction": it moved no money.
+        case denied = "D"
+
+        /// The row is money that moved: kept, matched and judged.
+        public var moved: Bool { self == .completed || self == .reversed }
+    }
+
+    /// The provider's id of the transaction (PayPal's Transaction ID: a capture, refund or sale id). Empty for an
+    /// account row (a balance transfer, a withdrawal…): no transaction's, kept with its file and never matched.
     public var transactionID: String
     /// The provider's code of the event (PayPal's T-code: T0006, T1107…). A line is (transactionID, eventCode,
     /// direction): the same id appears under several codes.
@@ -32,9 +50,12 @@ public struct SettlementLine: Sendable, Hashable {
     public var feeCurrency: Currency?
     /// The line of the file it came from (1-based).
     public var line: Int
-    /// A transaction detail row of a transaction not completed (TRR status other than S): it moved no money yet, and
-    /// is not kept (the completed row, in a later file, is the line).
-    public var pending = false
+    /// The row's standing: only money that moved (`status.moved`) is a line; a pending row waits for the later file
+    /// that lists it completed, a denied one moved nothing.
+    public var status: Status = .completed
+
+    /// A body row with no Transaction ID: the account's own (a transfer, a withdrawal, a fee of the account).
+    public var isAccountRow: Bool { transactionID.isEmpty }
 
     public init(transactionID: String, eventCode: String, direction: Direction, role: Role, referenceID: String? = nil,
                 referenceType: String? = nil, invoiceID: String? = nil, customField: String? = nil, initiatedAt: Int64? = nil,

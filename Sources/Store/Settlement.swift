@@ -13,8 +13,11 @@ public enum SettlementStore {
         /// Lines in the file, and those no earlier file had brought.
         public var lines: Int
         public var newLines: Int
-        /// Rows of transactions not completed (a TRR's status other than S), not kept.
+        /// Transaction detail rows not kept: pending (a later file lists them completed) and denied (no money moved).
         public var pending: Int = 0
+        public var denied: Int = 0
+        /// Rows with no Transaction ID: the account's own, kept with the file.
+        public var accountRows: Int = 0
         /// Findings the new lines opened or counted again.
         public var findings: [DiscrepancyKind: Int]
     }
@@ -44,13 +47,22 @@ public enum SettlementStore {
                                             [p, .bytea(sha256), .text(name)]).first.map({ try $0.int64("id") }) else {
                 throw PostgresError.decoding("settlement_files: no id returned")
             }
-            var lines = 0, newLines = 0, pending = 0
+            var lines = 0, newLines = 0, pending = 0, denied = 0, accountRows = 0
             var findings: [DiscrepancyKind: Int] = [:]
             let summary = try read { all in
                 lines += all.count
-                // A row of a transaction not completed moved no money: the completed row is the line.
-                let batch = all.filter { !$0.pending }
-                pending += all.count - batch.count
+                // A row that moved no money is no line: a pending one waits for the later file that lists it completed,
+                // a denied one moved nothing. An account row is kept with its file, no transaction's.
+                var batch: [SettlementLine] = [], account: [SettlementLine] = []
+                for line in all {
+                    switch line.status {
+                    case .pending: pending += 1
+                    case .denied: denied += 1
+                    case .completed, .reversed: if line.isAccountRow { account.append(line) } else { batch.append(line) }
+                    }
+                }
+                accountRows += account.count
+                try insertAccountRows(account, fileID: fileID, on: tx)
                 let inserted = try insert(batch, provider: provider, fileID: fileID, on: tx)
                 newLines += inserted.count
                 var judged = try judge(inserted, provider: provider, on: tx)
@@ -60,17 +72,36 @@ public enum SettlementStore {
             }
             _ = try tx.execute("""
                 UPDATE settlement_files SET kind = $2, account = $3, day = $4::date, period_start = to_timestamp($5::bigint),
-                    period_end = to_timestamp($6::bigint), body_rows = $7, lines_new = $8, problems = $9
+                    period_end = to_timestamp($6::bigint), body_rows = $7, lines_new = $8, problems = $9, account_rows = $10,
+                    pending_rows = $11, denied_rows = $12
                 WHERE id = $1
                 """, [.int64(fileID), summary.kind.map { .text($0) } ?? .null, summary.account.map { .text($0) } ?? .null,
                       summary.day.map { .text($0) } ?? .null, summary.periodStart.map { .int64($0) } ?? .null,
                       summary.periodEnd.map { .int64($0) } ?? .null, .int64(Int64(summary.bodyRows)), .int64(Int64(newLines)),
-                      .textArray(summary.problems)])
+                      .textArray(summary.problems), .int64(Int64(accountRows)), .int64(Int64(pending)), .int64(Int64(denied))])
             let evaluated = try evaluate(provider: provider, now: now, deadlineSeconds: deadlineSeconds, on: tx)
             for (kind, n) in evaluated.opened { findings[kind, default: 0] += n }
             return Imported(fileID: fileID, alreadyImported: false, summary: summary, lines: lines, newLines: newLines, pending: pending,
-                            findings: findings)
+                            denied: denied, accountRows: accountRows, findings: findings)
         }
+    }
+
+    /// Keeps a file's account rows (no Transaction ID) under the file and line that brought them.
+    static func insertAccountRows(_ rows: [SettlementLine], fileID: Int64, on tx: PostgresConnection) throws {
+        guard !rows.isEmpty else { return }
+        _ = try tx.execute("""
+            INSERT INTO settlement_account_rows (file_id, line, event_code, direction, initiated_at, completed_at, currency, gross_minor,
+                                                 fee_minor, fee_direction, fee_currency)
+            SELECT $1, u.line, u.code, u.direction, to_timestamp(u.initiated::bigint), to_timestamp(u.completed::bigint), u.currency, u.gross,
+                   u.fee::bigint, u.fee_direction, u.fee_currency
+            FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::text[], $10::text[],
+                        $11::text[]) AS u(line, code, direction, initiated, completed, currency, gross, fee, fee_direction, fee_currency)
+            """, [.int64(fileID), .int64Array(rows.map { Int64($0.line) }), .textArray(rows.map(\.eventCode)),
+                  .textArray(rows.map(\.direction.rawValue)), .nullableTextArray(rows.map { $0.initiatedAt.map(String.init) }),
+                  .nullableTextArray(rows.map { $0.completedAt.map(String.init) }), .textArray(rows.map(\.currency.code)),
+                  .int64Array(rows.map(\.gross)), .nullableTextArray(rows.map { $0.fee.map(String.init) }),
+                  .nullableTextArray(rows.map { $0.fee == nil ? nil : $0.feeDirection?.rawValue }),
+                  .nullableTextArray(rows.map { $0.fee == nil ? nil : $0.feeCurrency?.code })])
     }
 
     /// Stores a batch; returns the lines no earlier file had (a line is (transaction id, event code, direction)).

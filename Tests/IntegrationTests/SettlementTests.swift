@@ -117,16 +117,51 @@ struct SettlementTests {
         }
     }
 
-    @Test func aTruncatedFileKeepsItsWholeRowsAndIsIncomplete() async throws {
+    /// A file is all or nothing: one cut inside its last row is refused whole (exit 1, naming the line), nothing of it
+    /// stored and no finding opened. Before, its whole rows were imported and it exited 0 as settlement_incomplete.
+    @Test func aTruncatedFileIsRefusedWholeNamingTheLine() async throws {
         try await WorkerHarness.with { h in
             try await Self.seed(h)
             let path = try await Self.file(h, daysAgo: 2, faults: "truncated")
             let verify = try await PayreconProcess.launch(["settlement", "verify", path], databaseURL: nil)
-            #expect(verify.status == 1 && verify.stdout.contains("incomplete:") && verify.stdout.contains("cut short"), "\(verify.stdout)")
+            #expect(verify.status == 1 && verify.stdout.contains("unreadable: line 8: the file ends inside this row"), "\(verify.stdout)")
             let r = try await Self.importing(h, path, deadline: "30d")
-            #expect(r.status == 0, "\(r.stderr)")
-            #expect(try Self.open(h)["settlement_incomplete"]?.count == 1)
-            #expect(try h.database.count("SELECT count(*) FROM settlement_lines") == 3)
+            #expect(r.status == 1 && r.stderr.contains("line 8: the file ends inside this row") && r.stderr.contains("nothing of it imported"),
+                    "\(r.stdout)\(r.stderr)")
+            #expect(try h.database.count("SELECT count(*) FROM settlement_files") == 0)
+            #expect(try h.database.count("SELECT count(*) FROM settlement_lines") == 0)
+            #expect(try Self.open(h).isEmpty)
+        }
+    }
+
+    /// A TRR row of status V (a capture fully refunded since) moved money: it is kept and matched, its fee compared, so
+    /// the capture is not settlement_missing. Before, every status but S was dropped and the capture stayed missing
+    /// for good (no later file lists it again). A denied row (D) moved nothing and is not kept; an account row (no
+    /// Transaction ID) is kept with its file, where before it refused the whole file.
+    @Test func aReversedRowIsKeptADeniedOneIsNotAndAnAccountRowIsTheAccounts() async throws {
+        try await WorkerHarness.with { h in
+            let d2 = Self.day(2).iso
+            try await h.seedPayPal(#"""
+                [{"id":"PP-V1","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"60.00","captures":[{"id":"CAP-V1","status":"REFUNDED","create_time":"\#(d2)T09:00:00Z"}],
+                  "refunds":[{"id":"REF-V1","capture_id":"CAP-V1","amount":"60.00","create_time":"\#(d2)T10:00:00Z"}]},
+                 {"id":"PP-D1","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"70.00","captures":[{"id":"CAP-D1","status":"DECLINED","create_time":"\#(d2)T11:00:00Z"}]}]
+                """#)
+            try h.insert(WorkerHarness.order(.paypal, "V1", ref: "PP-V1", intent: .purchase, amount: 6_000, currency: "USD", refund: 6_000, merchant: nil))
+            _ = try await h.sweep()
+            let trr = try await Self.file(h, daysAgo: 2, kind: "TRR", faults: "account_row")
+            let written = String(decoding: try Data(contentsOf: URL(fileURLWithPath: trr)), as: UTF8.self)
+            #expect(written.contains("\"USD\",\"V\","), "\(written)")
+            let r = try await Self.importing(h, trr, deadline: "1s")
+            #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+            #expect(r.stdout.contains("4 lines, 2 new") && r.stdout.contains("1 rows of denied transactions")
+                    && r.stdout.contains("1 account rows with no Transaction ID"), "\(r.stdout)")
+            #expect(try h.database.count("SELECT count(*) FROM settlement_lines WHERE transaction_id IN ('CAP-V1', 'REF-V1')") == 2)
+            #expect(try h.database.count("SELECT count(*) FROM settlement_lines WHERE transaction_id = 'CAP-D1'") == 0)
+            #expect(try h.database.count("SELECT count(*) FROM settlement_account_rows WHERE event_code = 'T0400' AND direction = 'DR' AND gross_minor = 1000") == 1)
+            #expect(try h.database.count("SELECT count(*) FROM settlement_files WHERE account_rows = 1 AND denied_rows = 1") == 1)
+            // Matched, and the fee compared: nothing open for the capture or its refund.
+            let open = try Self.open(h)
+            #expect(open.isEmpty, "\(open)")
         }
     }
 
@@ -195,7 +230,7 @@ struct SettlementTests {
             try await Self.seed(h)
             let trr = try await Self.file(h, daysAgo: 1, kind: "TRR") { $0.replacingOccurrences(of: "\"USD\",\"S\",", with: "\"USD\",\"P\",") }
             let first = try await Self.importing(h, trr, deadline: "30d")
-            #expect(first.stdout.contains("1 rows of transactions not completed yet (not kept)"), "\(first.stdout)")
+            #expect(first.stdout.contains("1 rows of transactions still pending (not kept: a later file lists them completed)"), "\(first.stdout)")
             #expect(try h.database.count("SELECT count(*) FROM settlement_lines WHERE transaction_id = 'CAP-S4'") == 0)
             let stl = try await Self.importing(h, try await Self.file(h, daysAgo: 1), deadline: "30d")
             #expect(stl.stdout.contains("1 lines, 1 new"), "\(stl.stdout)")

@@ -112,15 +112,54 @@ import Reconciliation
         #expect(summary.problems.count == 51 && summary.problems.last == "… and 150 more problems", "\(summary.problems.suffix(2))")
     }
 
-    @Test func aFileCutShortIsAProblemAndKeepsTheRowsBeforeTheCut() throws {
+    /// A file is all or nothing: one cut short (inside its last row, or a header without its footer) is refused whole,
+    /// naming where it stops; before, its whole rows were kept and it was only `settlement_incomplete`.
+    @Test func aFileCutShortIsRefusedWholeNamingWhereItStops() throws {
         let whole = Self.stl([Self.payment, Self.refund], footers: false)
-        let cut = String(whole.dropLast(20))
-        let (summary, lines) = try Self.read(cut)
-        #expect(lines.map { $0.transactionID } == ["1V551844CE5526421"])
-        #expect(summary.problems.contains { $0.contains("ends inside its last row") }, "\(summary.problems)")
-        #expect(summary.problems.contains { $0.contains("no file footer (FF)") }, "\(summary.problems)")
-        // Whole rows but no footers after a header: cut short too.
-        #expect(try Self.read(whole).0.problems.contains { $0.contains("no file footer (FF)") })
+        // Cut inside the last row: it has fewer fields than its columns.
+        let cut = String(whole.dropLast(16))   // `,"S","46239229"` and the line end (one Character): 14 of 16 fields
+        let inRow = #expect(throws: SettlementReportError.self) { try Self.read(cut) }
+        #expect(inRow?.line == 6 && inRow?.description.contains("the file ends inside this row (14 of 16 fields): it was cut short") == true,
+                "\(String(describing: inRow))")
+        // Cut inside a quoted field.
+        let quoted = #expect(throws: SettlementReportError.self) { try Self.read(String(whole.dropLast(4))) }
+        #expect(quoted?.line == 6 && quoted?.description.contains("a quoted field never closes") == true, "\(String(describing: quoted))")
+        // Whole rows but no footers after a file header.
+        let footless = #expect(throws: SettlementReportError.self) { try Self.read(whole) }
+        #expect(footless?.description.contains("the file header (FH, line 2) has no file footer (FF): it stops after line 6, cut short") == true,
+                "\(String(describing: footless))")
+        // A report header without its report footer, where there is no file header.
+        let noFH = whole.replacingOccurrences(of: "\"FH\",01\r\n", with: "")
+        let report = #expect(throws: SettlementReportError.self) { try Self.read(noFH) }
+        #expect(report?.description.contains("the report header (RH, line 1) has no report footer (RF)") == true, "\(String(describing: report))")
+        // The whole file reads.
+        #expect(try Self.read(Self.stl([Self.payment, Self.refund])).1.count == 2)
+    }
+
+    /// A TRR row's Transactional Status as PayPal defines it: S and V moved money (V: fully refunded since, its
+    /// refund a row of its own), P waits for a later file, D moved none; anything else is no status PayPal defines.
+    @Test(arguments: [("S", SettlementLine.Status.completed, true), ("V", .reversed, true), ("v", .reversed, true),
+                      ("P", .pending, false), ("D", .denied, false)])
+    func eachTransactionalStatusIsReadAsPayPalDefinesIt(_ written: String, _ status: SettlementLine.Status, _ moved: Bool) throws {
+        let row = Self.payment.replacingOccurrences(of: "\"USD\",\"S\",", with: "\"USD\",\"\(written)\",")
+        let (_, lines) = try Self.read(Self.stl([row], sf: #""SF","USD",1000,0,0,64"#))
+        #expect(lines.count == 1 && lines[0].status == status && lines[0].status.moved == moved && lines[0].role == .payment)
+    }
+
+    @Test func aStatusPayPalDoesNotDefineRefusesTheFile() {
+        let row = Self.payment.replacingOccurrences(of: "\"USD\",\"S\",", with: "\"USD\",\"X\",")
+        let error = #expect(throws: SettlementReportError.self) { try Self.read(Self.stl([row], sf: #""SF","USD",1000,0,0,64"#)) }
+        #expect(error?.line == 5 && error?.description.contains("Transactional Status \"X\" is not one PayPal defines") == true, "\(String(describing: error))")
+    }
+
+    /// A body row with no Transaction ID (a withdrawal, a transfer) is the account's own: read, counted in the footers,
+    /// never a reason to refuse the file (before: "Transaction ID is empty", the whole file refused).
+    @Test func aRowWithNoTransactionIDIsAnAccountRow() throws {
+        let withdrawal = #""SB","","","","","T0400",2017/03/22 12:00:00 -0700,2017/03/22 12:00:00 -0700,"DR",5000,"USD","","","","S","""#
+        let (summary, lines) = try Self.read(Self.stl([Self.payment, withdrawal], sf: #""SF","USD",1000,5000,0,64"#))
+        #expect(summary.problems.isEmpty, "\(summary.problems)")
+        #expect(lines.count == 2 && lines[1].isAccountRow && lines[1].role == .other && lines[1].gross == 5000 && lines[1].line == 6)
+        #expect(!lines[0].isAccountRow)
     }
 
     @Test(arguments: [
@@ -153,7 +192,6 @@ import Reconciliation
         #expect(PayPalSettlementReport.role(eventCode: "T0300") == .other)   // funding the account from a bank
         #expect(PayPalSettlementReport.role(eventCode: "T1110") == .other)   // a hold and its release
         #expect(PayPalSettlementReport.role(eventCode: "T1114") == .other)   // a mass payment's reversal
-        #expect(PayPalSettlementReport.role(eventCode: "T0006", status: "P") == .other)
         #expect(PayPalSettlementReport.nameParts("/in/STL-20261130.01.009.CSV") == ("STL", "2026-11-30"))
         #expect(PayPalSettlementReport.nameParts("report.csv") == (nil, nil))
         #expect(PayPalSettlementReport.timestamp("2017/03/22 09:34:59 -0700") == 1_490_200_499)

@@ -38,14 +38,17 @@ let settlementImportCommand = Command(
     arguments: [.init(name: "FILE", help: "A report file as PayPal's SFTP delivers it (UTF-8 with or without a BOM, or UTF-16).", repeats: true)],
     options: [Options.provider, Options.databaseURL],
     details: """
-        Each file is read whole in one transaction: a row that cannot be read imports nothing of that file and names
-        its line. The same file twice is a no-op (by its bytes' SHA-256); a line is (Transaction ID, event code,
-        CR/DR), kept once whichever file brought it. New lines are matched to the captures, refunds and sales
-        payrecon knows (report --view fees shows their fees) and open, when they disagree: unknown_settlement,
+        Each file is read whole in one transaction: a row that cannot be read, or a file cut short (inside its last
+        row, or a header without its footer), imports nothing of that file and names its line. The same file twice
+        is a no-op (by its bytes' SHA-256); a line is (Transaction ID, event code, CR/DR), kept once whichever file
+        brought it. A transaction detail row's status is PayPal's: S and V (fully refunded since: the money did
+        move) are kept, P (pending) waits for a later file, D (denied) moved nothing. A row with no Transaction ID
+        is the account's own, kept with the file. New lines are matched to the captures, refunds and sales payrecon
+        knows (report --view fees shows their fees) and open, when they disagree: unknown_settlement,
         settlement_mismatch (gross, currency or direction), fee_mismatch. Then, over every file imported:
         settlement_missing (a capture or refund no line shows PAYRECON_SETTLEMENT_DEADLINE, default 3d, after it),
-        settlement_incomplete (a file whose counts or totals do not add up, or was cut short; a day with no file
-        between the first and the last). What no longer holds is resolved.
+        settlement_incomplete (a file whose counts or totals do not add up; a day with no file between the first
+        and the last). What no longer holds is resolved.
         Exit 0 when every file was imported (findings are in payrecon report), 1 when a file could not be, 2 on a
         usage or database error.
         """
@@ -80,7 +83,9 @@ let settlementImportCommand = Command(
             print("\(path): imported as file \(imported.fileID): \(imported.lines) lines, \(imported.newLines) new"
                   + (imported.summary.day.map { ", day \($0)" } ?? "")
                   + (kinds.isEmpty ? "; nothing to report" : "; " + kinds.joined(separator: ", ")))
-            if imported.pending > 0 { print("  \(imported.pending) rows of transactions not completed yet (not kept)") }
+            if imported.pending > 0 { print("  \(imported.pending) rows of transactions still pending (not kept: a later file lists them completed)") }
+            if imported.denied > 0 { print("  \(imported.denied) rows of denied transactions (not kept: they moved no money)") }
+            if imported.accountRows > 0 { print("  \(imported.accountRows) account rows with no Transaction ID (kept with the file, no order's)") }
             for problem in imported.summary.problems { print("  incomplete: \(problem.terminalSafe)") }
         } catch let error as SettlementReportError {
             failed += 1
@@ -106,7 +111,7 @@ let settlementVerifyCommand = Command(
     options: [Options.provider],
     details: """
         Reads the file as settlement import would, without a database: prints its kind, day, account and lines per
-        currency, then 'ok', or each place it does not add up (footer counts and totals, a file cut short).
+        currency, then 'ok', or each place it does not add up (footer counts and totals); a file cut short does not read.
         Exit 0 when it reads and adds up, 1 when it does not, 2 on a usage error.
         """
 ) { args in

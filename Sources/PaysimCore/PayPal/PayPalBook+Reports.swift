@@ -3,20 +3,34 @@ import Reconciliation
 
 /// paysim's PayPal Settlement (STL) and Transaction Detail (TRR) report files, written from the same book that
 /// answers the API (the layout payrecon reads: its README's "Settlement files", after PayPal's Settlement Report
-/// specification and the public parsers of it). One file per UTC day: RH, FH, SH, CH, one SB per money movement of
-/// the day (a capture or sale T0006/T0002 credited with its fee debited, a refund T1107 and a reversal T1106 debited
-/// with the fee given back credited, naming their capture as PayPal Reference ID of type TXN), an SF per currency
-/// (gross credits, gross debits, fee credits, fee debits), SC, RF, RC and FF. Amounts in hundredths of the major unit
-/// for every currency; the TRR adds Transactional Status and lists pending captures (status P) too.
+/// specification and the public parsers of it). One file per account and day of that account's time zone (the rows'
+/// offsets say which): RH, FH, SH, CH, one SB per money movement of the day (a capture or sale T0006/T0002 credited
+/// with its fee debited, a refund T1107 and a reversal T1106 debited with the fee given back credited, naming their
+/// capture as PayPal Reference ID of type TXN), an SF per currency (gross credits, gross debits, fee credits, fee
+/// debits), SC, RF, RC and FF. Amounts in hundredths of the major unit for every currency. An account's file lists
+/// the payments made to it (the order's payee `merchant_id`; sales are the default account's).
+///
+/// The TRR adds Transactional Status as PayPal's Transaction Search defines it (reporting_transactions_v1.json
+/// `transaction_status`): S completed; V a capture or sale fully refunded or reversed by the report's day's end (the
+/// money came in; the refund is a row of its own); P a payment made that day and not completed by its end (an eCheck
+/// seeded with a later `completed_time`, or one still PENDING), listed again as S in the file of the day it completes,
+/// which is also the day an STL lists it; D a declined capture (no money moved).
 ///
 /// Faults, to test a reader: `missing_line` (the day's first row left out, its footers still counting it),
 /// `fee_off_by_one` (the first fee one hundredth higher, its footer too), `truncated` (cut inside the last row, no
 /// footers), `double_space` ("Transaction  Debit or Credit", as some versions write it), `utf16` (UTF-16LE with a
-/// byte-order mark, as older files are), `bom` (UTF-8 with a byte-order mark).
+/// byte-order mark, as older files are), `bom` (UTF-8 with a byte-order mark). And `account_row`, no fault: an
+/// account-level row with no Transaction ID (a T0400 withdrawal of 10.00 in the day's first currency), as PayPal's
+/// public STL samples carry them.
 extension PayPalBook {
     struct ReportRow {
-        var id: String, invoice: String, reference: String?, code: String, time: String, status: String
+        var id: String, invoice: String, reference: String?, code: String
+        /// Unix seconds: when the transaction was made, when it moved money (completed), when Transaction Search lists it.
+        var initiated: Int64, completed: Int64, listed: Int64
+        var status: String
         var direction: String, gross: Int64, currency: Currency, feeDirection: String, fee: Int64?
+        /// The account the money moved in (the order's payee).
+        var account: String
     }
 
     /// A Transaction Search amount: `{currency_code, value}`, signed (money out is negative), in PayPal's decimals.
@@ -25,7 +39,7 @@ extension PayPalBook {
                  "value": .string(Money.format(minorUnits: minor / Self.paypalUnit(currency), exponent: Self.paypalDecimals(currency)))])
     }
 
-    static let reportFaults: Set = ["missing_line", "fee_off_by_one", "truncated", "double_space", "utf16", "bom"]
+    static let reportFaults: Set = ["missing_line", "fee_off_by_one", "truncated", "double_space", "utf16", "bom", "account_row"]
 
     /// Hundredths of the major unit, as the reports write every amount (JPY 150 → 15000).
     static func hundredths(_ minor: Int64, _ currency: Currency) -> Int64 {
@@ -40,11 +54,11 @@ extension PayPalBook {
         }
     }
 
-    /// The rows of one UTC day (`YYYY-MM-DD`; nil: every day), in time order then id.
-    /// The rows Transaction Search lists, in time order (then by id), built once per change of the book.
+    /// The rows Transaction Search lists (balance-affecting: completed), by initiation time (then id), built once per
+    /// change of the book. The route leaves out those not listed yet (`listed` after now).
     mutating func transactionSearchIndex() -> [(time: Int64, row: ReportRow)] {
         if let searchIndex { return searchIndex }
-        let index = reportRows(day: nil, detail: false).compactMap { row in SimTime.parse(row.time).map { (time: $0, row: row) } }
+        let index = ledgerRows().filter { $0.status == "S" || $0.status == "V" }.map { (time: $0.initiated, row: $0) }
             .sorted { ($0.time, $0.row.id) < ($1.time, $1.row.id) }
         searchIndex = index
         return index
@@ -60,57 +74,99 @@ extension PayPalBook {
         return low
     }
 
-    func reportRows(day: String?, detail: Bool) -> [ReportRow] {
+    /// Every money movement of the book, as of now: completed ones S (V once fully refunded or reversed), payments not
+    /// completed P, declined captures D.
+    func ledgerRows() -> [ReportRow] {
         var rows: [ReportRow] = []
-        func onDay(_ time: String) -> Bool { day.map { time.hasPrefix($0) } ?? true }
-        for c in captures.values where onDay(c.createTime) {
+        func t(_ text: String) -> Int64 { SimTime.parse(text) ?? 0 }
+        for c in captures.values {
             guard let order = orders[c.orderID] else { continue }
             let moved = ["COMPLETED", "PARTIALLY_REFUNDED", "REFUNDED"].contains(c.status)
-            guard moved || (detail && c.status == "PENDING") else { continue }
-            rows.append(ReportRow(id: c.id, invoice: order.referenceID, reference: order.id, code: "T0006", time: c.createTime,
-                                  status: moved ? "S" : "P", direction: "CR", gross: c.amount, currency: order.currency,
-                                  feeDirection: "DR", fee: moved ? PayPalFees.capture(c.amount, order.currency) : nil))
+            let created = t(c.createTime), completed = c.completedTime.map(t) ?? created
+            let status = c.status == "REFUNDED" ? "V" : moved ? "S" : c.status == "PENDING" ? "P" : c.status == "DECLINED" ? "D" : nil
+            guard let status else { continue }
+            rows.append(ReportRow(id: c.id, invoice: order.referenceID, reference: order.id, code: "T0006", initiated: created,
+                                  completed: moved ? completed : .max, listed: max(completed, c.listedTime.map(t) ?? completed), status: status,
+                                  direction: "CR", gross: c.amount, currency: order.currency, feeDirection: "DR",
+                                  fee: moved ? PayPalFees.capture(c.amount, order.currency) : nil, account: order.merchantID))
         }
-        for r in refunds.values where onDay(r.createTime) && r.status == "COMPLETED" {
+        for r in refunds.values where r.status == "COMPLETED" {
             guard let order = orders[r.orderID] else { continue }
             let fee = r.isReversal ? 0 : PayPalFees.refund(r.amount, order.currency)
+            let at = t(r.createTime)
             rows.append(ReportRow(id: r.id, invoice: order.referenceID, reference: r.captureID, code: r.isReversal ? "T1106" : "T1107",
-                                  time: r.createTime, status: "S", direction: "DR", gross: r.amount, currency: order.currency,
-                                  feeDirection: "CR", fee: fee > 0 ? fee : nil))
+                                  initiated: at, completed: at, listed: at, status: "S", direction: "DR", gross: r.amount, currency: order.currency,
+                                  feeDirection: "CR", fee: fee > 0 ? fee : nil, account: order.merchantID))
         }
-        for s in sales.values where onDay(s.createTime) && s.state != "pending" && s.state != "denied" {
-            rows.append(ReportRow(id: s.id, invoice: "", reference: s.billingAgreement ?? s.parentPayment, code: "T0002", time: s.createTime,
-                                  status: "S", direction: "CR", gross: s.amount, currency: s.currency, feeDirection: "DR",
-                                  fee: PayPalFees.capture(s.amount, s.currency)))
+        for s in sales.values {
+            let at = t(s.createTime)
+            let status = s.state == "refunded" ? "V" : s.state == "pending" ? "P" : s.state == "denied" ? "D" : "S"
+            let moved = status == "S" || status == "V"
+            rows.append(ReportRow(id: s.id, invoice: "", reference: s.billingAgreement ?? s.parentPayment, code: "T0002", initiated: at,
+                                  completed: moved ? at : .max, listed: at, status: status, direction: "CR", gross: s.amount, currency: s.currency,
+                                  feeDirection: "DR", fee: moved ? PayPalFees.capture(s.amount, s.currency) : nil, account: PayPalOrder.defaultMerchantID))
         }
-        for r in saleRefunds.values where onDay(r.createTime) {
+        for r in saleRefunds.values {
             guard let sale = sales[r.saleID] else { continue }
-            rows.append(ReportRow(id: r.id, invoice: "", reference: r.saleID, code: "T1107", time: r.createTime, status: "S",
-                                  direction: "DR", gross: r.amount, currency: sale.currency, feeDirection: "CR", fee: nil))
+            let at = t(r.createTime)
+            rows.append(ReportRow(id: r.id, invoice: "", reference: r.saleID, code: "T1107", initiated: at, completed: at, listed: at, status: "S",
+                                  direction: "DR", gross: r.amount, currency: sale.currency, feeDirection: "CR", fee: nil,
+                                  account: PayPalOrder.defaultMerchantID))
         }
-        return rows.sorted { ($0.time, $0.id) < ($1.time, $1.id) }
+        return rows
+    }
+
+    /// The rows of `account`'s day [from, from + 86 400): what moved money that day (an STL's), and for a TRR also the
+    /// payments made that day that had not moved it by the day's end (P) or were declined (D). A row fully refunded
+    /// after the day's end still reads S in that day's file: V only once it was so by then. In time order then id.
+    func reportRows(from: Int64, account: String, detail: Bool) -> [ReportRow] {
+        let to = from + 86_400
+        var rows: [ReportRow] = []
+        for var row in ledgerRows() where row.account == account {
+            if row.completed >= from && row.completed < to {
+                if row.status == "V", let c = captures[row.id], (SimTime.parse(c.updateTime) ?? 0) >= to { row.status = "S" }
+                if row.status == "V", let s = sales[row.id], (SimTime.parse(s.updateTime) ?? 0) >= to { row.status = "S" }
+                if !detail && row.status == "V" { row.status = "S" }
+                rows.append(row)
+            } else if detail, row.initiated >= from, row.initiated < to, row.completed >= to || row.status == "D" {
+                row.status = row.status == "D" ? "D" : "P"
+                row.fee = nil
+                row.completed = row.initiated
+                rows.append(row)
+            }
+        }
+        return rows.sorted { ($0.completed, $0.id) < ($1.completed, $1.id) }
     }
 
     /// The file `kind` (STL or TRR) of `day` for `account`, with `faults` applied.
-    func report(kind: String, day: String, account: String, generated: String, faults: Set<String>) -> [UInt8] {
+    /// `offset`: the account's time zone, seconds east of UTC (PayPal's samples read `-0700`): the day is that zone's,
+    /// and every time is written with it.
+    func report(kind: String, day: String, account: String, generated: String, faults: Set<String>, offset: Int64 = 0) -> [UInt8] {
         let detail = kind == "TRR"
-        var rows = reportRows(day: day, detail: detail)
+        let from = (SimTime.parse(day + "T00:00:00Z") ?? 0) - offset
+        var rows = reportRows(from: from, account: account, detail: detail)
+        if faults.contains("account_row") {
+            rows.append(ReportRow(id: "", invoice: "", reference: nil, code: "T0400", initiated: from + 43_200, completed: from + 43_200,
+                                  listed: from + 43_200, status: "S", direction: "DR", gross: 1_000,
+                                  currency: rows.first?.currency ?? Currency(code: "USD")!, feeDirection: "", fee: nil, account: account))
+        }
         let counted = rows   // what the footers count (a missing line is left out after)
         if faults.contains("fee_off_by_one"), let i = rows.firstIndex(where: { $0.fee != nil }) {
             rows[i].fee! += 1   // one hundredth for a two-decimal currency: in the footer as well
         }
         if faults.contains("missing_line"), !rows.isEmpty { rows.removeFirst() }
-        let stamp = { (t: String) -> String in
-            // RFC 3339 → PayPal's "yyyy/MM/dd HH:mm:ss +0000".
-            let s = t.replacingOccurrences(of: "-", with: "/").prefix(10) + " " + t.dropFirst(11).prefix(8) + " +0000"
-            return String(s)
+        let zone = String(format: "%@%02d%02d", offset < 0 ? "-" : "+", abs(offset) / 3_600, abs(offset) % 3_600 / 60)
+        func stamp(_ seconds: Int64) -> String {
+            // PayPal's "yyyy/MM/dd HH:mm:ss -0700": the account's local time and its offset.
+            let t = SimTime.rfc3339(Date(timeIntervalSince1970: Double(seconds + offset)))
+            return t.replacingOccurrences(of: "-", with: "/").prefix(10) + " " + t.dropFirst(11).prefix(8) + " " + zone
         }
         func q(_ s: String) -> String { "\"" + s.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
         var lines: [String] = []
         let version = detail ? "011" : "009"
-        lines.append("\(q("RH")),\(stamp(generated)),\(q("R")),\(q(account)),\(version),")
+        lines.append("\(q("RH")),\(stamp(SimTime.parse(generated) ?? from)),\(q("R")),\(q(account)),\(version),")
         lines.append("\(q("FH")),01")
-        lines.append("\(q("SH")),\(day.replacingOccurrences(of: "-", with: "/")) 00:00:00 +0000,\(day.replacingOccurrences(of: "-", with: "/")) 23:59:59 +0000,\(q(account)),\(q(""))")
+        lines.append("\(q("SH")),\(stamp(from)),\(stamp(from + 86_399)),\(q(account)),\(q(""))")
         var names = ["Transaction ID", "Invoice ID", "PayPal Reference ID", "PayPal Reference ID Type", "Transaction Event Code",
                      "Transaction Initiation Date", "Transaction Completion Date",
                      faults.contains("double_space") ? "Transaction  Debit or Credit" : "Transaction Debit or Credit",
@@ -119,7 +175,8 @@ extension PayPalBook {
         names += ["Custom Field", "Consumer ID"]
         lines.append(([q("CH")] + names.map(q)).joined(separator: ","))
         for r in rows {
-            var f = [q("SB"), q(r.id), q(r.invoice), q(r.reference ?? ""), q(r.reference == nil ? "" : "TXN"), q(r.code), stamp(r.time), stamp(r.time),
+            let referenceType = r.reference == nil ? "" : r.code.hasPrefix("T11") ? "TXN" : r.code == "T0002" ? "PAP" : "ODR"
+            var f = [q("SB"), q(r.id), q(r.invoice), q(r.reference ?? ""), q(referenceType), q(r.code), stamp(r.initiated), stamp(r.completed),
                      q(r.direction), String(Self.hundredths(r.gross, r.currency)), q(r.currency.code),
                      q(r.fee == nil ? "" : r.feeDirection), r.fee.map { String(Self.hundredths($0, r.currency)) } ?? "", q(r.fee == nil ? "" : r.currency.code)]
             if detail { f.append(q(r.status)) }

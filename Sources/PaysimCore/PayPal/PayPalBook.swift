@@ -32,6 +32,11 @@ public struct PayPalCapture: Sendable, Equatable {
     public var updateTime: String
     /// `status_details.reason` of a PENDING capture (ECHECK, PENDING_REVIEW, …).
     public var pendingReason: String? = nil
+    /// When a capture made PENDING (an eCheck, one held for review) completed, if later than it was made: its money
+    /// moved then, so the reports list it pending (P) on the day it was made and completed (S) on this day.
+    public var completedTime: String? = nil
+    /// When Transaction Search first lists it, if later than it completed (PayPal lists some transactions late).
+    public var listedTime: String? = nil
     /// Refunds of this capture stay PENDING with this `status_details.reason` (PayPal's refund_status_details:
     /// ECHECK, "the customer's account is funded through an eCheck, which has not yet cleared") until
     /// `POST /admin/paypal/refunds` completes or fails them; nil: refunds complete at once.

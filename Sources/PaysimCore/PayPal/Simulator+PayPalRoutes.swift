@@ -161,7 +161,7 @@ extension Simulator {
             try expect("POST"); return try adminPutPayPal(r.body)
         case .adminPayPalReport(let name):
             try expect("GET")
-            return try paypalReport(name: name, faults: r.query["faults"] ?? "", account: r.query["account"])
+            return try paypalReport(name: name, faults: r.query["faults"] ?? "", account: r.query["account"], zone: r.query["tz"])
         case .adminRootPEM:
             try expect("GET")
             guard let ca else { throw SimError.admin(404, "no_ca", "paysim runs without a PayPal test CA") }
@@ -287,7 +287,8 @@ extension Simulator {
 
 extension Simulator {
     /// A report file by PayPal's name for it: `STL-20261130.01.009.CSV` or `TRR-20261130.01.011.CSV`.
-    func paypalReport(name: String, faults list: String, account: String?) throws(SimError) -> SimResponse {
+    /// `zone`: the account's time zone as PayPal writes it (`-0700`; default `+0000`).
+    func paypalReport(name: String, faults list: String, account: String?, zone: String?) throws(SimError) -> SimResponse {
         let upper = name.uppercased()
         guard let kind = ["STL", "TRR"].first(where: { upper.hasPrefix($0 + "-") }), upper.count >= 12,
               case let digits = Array(upper.dropFirst(4).prefix(8)), digits.allSatisfy({ $0.isASCII && $0.isNumber }) else {
@@ -298,9 +299,19 @@ extension Simulator {
         if let unknown = faults.first(where: { !PayPalBook.reportFaults.contains($0) }) {
             throw SimError.admin(400, "invalid_field", "unknown report fault \(unknown) (known: \(PayPalBook.reportFaults.sorted().joined(separator: ", ")))")
         }
+        var offset: Int64 = 0
+        if let zone {
+            let z = Array(zone.utf8)
+            guard z.count == 5, z[0] == 0x2B || z[0] == 0x2D, z.dropFirst().allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+                  let hours = Int64(String(zone.dropFirst().prefix(2))), let minutes = Int64(String(zone.suffix(2))), hours <= 14, minutes < 60 else {
+                throw SimError.admin(400, "invalid_field", "tz is an offset as PayPal writes it: -0700, +0530")
+            }
+            offset = (z[0] == 0x2D ? -1 : 1) * (hours * 3_600 + minutes * 60)
+        }
         let generated = nowSeconds
         let bytes = state.withLock { s in
-            s.paypal.report(kind: kind, day: day, account: account ?? PayPalOrder.defaultMerchantID, generated: generated, faults: faults)
+            s.paypal.report(kind: kind, day: day, account: account ?? PayPalOrder.defaultMerchantID, generated: generated, faults: faults,
+                            offset: offset)
         }
         return SimResponse(status: 200, headers: [("Content-Type", "text/csv"), ("Content-Disposition", "attachment; filename=\"\(name)\"")],
                            body: bytes)
@@ -345,7 +356,9 @@ extension Simulator {
         // The window's rows (under the book's lock), then only the asked page's as JSON.
         let (rows, book): ([PayPalBook.ReportRow], PayPalBook) = state.withLock { s in
             let index = s.paypal.transactionSearchIndex()
-            var rows = index[PayPalBook.firstIndex(in: index, atOrAfter: start)..<PayPalBook.firstIndex(in: index, atOrAfter: until + 1)].map(\.row)
+            // A row PayPal lists late (an eCheck that cleared later, one held for review) is not there until it is.
+            var rows = index[PayPalBook.firstIndex(in: index, atOrAfter: start)..<PayPalBook.firstIndex(in: index, atOrAfter: until + 1)]
+                .map(\.row).filter { $0.listed <= now }
             if nonBalance {
                 // The same id as a non-balance-affecting row (PayPal: ids are "not unique in the reporting system").
                 rows += rows.filter { $0.code == "T0006" }.map { var h = $0; h.code = "T1105"; h.fee = nil; return h }
@@ -362,7 +375,8 @@ extension Simulator {
                 var info: [(String, JSONValue)] = [
                     ("transaction_id", .string(row.id)),
                     ("transaction_event_code", .string(row.code)),
-                    ("transaction_initiation_date", .string(row.time)), ("transaction_updated_date", .string(row.time)),
+                    ("transaction_initiation_date", .string(SimTime.rfc3339(Date(timeIntervalSince1970: Double(row.initiated))))),
+                    ("transaction_updated_date", .string(SimTime.rfc3339(Date(timeIntervalSince1970: Double(row.completed))))),
                     ("transaction_amount", book.searchMoney(row.direction == "DR" ? -row.gross : row.gross, row.currency)),
                     ("transaction_status", .string(row.status))]
                 if let fee = row.fee { info.append(("fee_amount", book.searchMoney(row.feeDirection == "DR" ? -fee : fee, row.currency))) }

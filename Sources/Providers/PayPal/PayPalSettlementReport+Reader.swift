@@ -52,14 +52,13 @@ extension PayPalSettlementReport {
                 let fields: [[UInt8]], lineNumber: Int
                 switch record {
                 case let .error(line, reason):
+                    if let error = decoder.error { throw error }
                     // A quoted field open at the end of the input is a file cut inside its last row.
                     guard input.peek() == nil, reason.hasPrefix("unterminated") else { throw SettlementReportError(line: line, reason) }
-                    if let error = decoder.error { throw error }
-                    if let h = held { held = nil; ready = try release(h, last: false) }
-                    problem("the file ends inside its last row (line \(line)): it was cut short")
-                    continue
+                    throw SettlementReportError(line: line, "the file ends inside this row (a quoted field never closes): it was cut short")
                 case let .fields(f, line): (fields, lineNumber) = (f, line)
                 }
+                lastLine = lineNumber
                 let type = Self.trimmed(fields[0])
                 if let h = held { held = nil; ready = try release(h, last: false) }
                 if type == "SB" {
@@ -71,13 +70,16 @@ extension PayPalSettlementReport {
             }
         }
         private var ready: SettlementLine?
+        /// The line of the last record read (where a file cut short ends).
+        private var lastLine = 0
+        /// Where the file and report headers were (a cut-short file names them).
+        private var fileHeaderLine = 0, reportHeaderLine = 0
 
         /// A held body row, counted into its section and read; the file's last one with too few fields was cut short.
         private mutating func release(_ h: (fields: [[UInt8]], line: Int), last: Bool) throws -> SettlementLine? {
             if h.fields.count < columnCount {
                 if last {
-                    problem("the file ends inside its last row (line \(h.line) has \(h.fields.count) of \(columnCount) fields): it was cut short")
-                    return nil
+                    throw SettlementReportError(line: h.line, "the file ends inside this row (\(h.fields.count) of \(columnCount) fields): it was cut short")
                 }
                 throw SettlementReportError(line: h.line, "\(h.fields.count) fields where the column names (CH) give \(columnCount)")
             }
@@ -101,8 +103,11 @@ extension PayPalSettlementReport {
             switch type {
             case "RH":
                 sawReportHeader = true
+                reportHeaderLine = line
                 if summary.account == nil, fields.count > 3 { summary.account = try account(fields, line, "RH") }
-            case "FH": fileSequence = Int(text(fields, 1))
+            case "FH":
+                fileSequence = Int(text(fields, 1))
+                fileHeaderLine = line
             case "SH":
                 inSection = true
                 sectionRows = 0
@@ -189,13 +194,18 @@ extension PayPalSettlementReport {
             return account
         }
 
-        mutating func finish() -> SettlementReportSummary {
+        /// What the file says of itself, once it is read to its end; a file whose header has no footer was cut short
+        /// and is refused whole, naming where it stops.
+        mutating func finish() throws -> SettlementReportSummary {
+            let end = lastLine == 0 ? "it is empty" : "it stops after line \(lastLine)"
             if fileSequence != nil && !sawFileFooter {
-                problem("it has a file header (FH) and no file footer (FF): it was cut short")
-            } else if fileSequence == nil && sawReportHeader && !sawReportFooter {
-                problem("it has a report header (RH) and no report footer (RF): it was cut short")
-            } else if inSection {
-                problem("its last section has no section count (SC): it was cut short")
+                throw SettlementReportError(line: lastLine, "the file header (FH, line \(fileHeaderLine)) has no file footer (FF): \(end), cut short")
+            }
+            if fileSequence == nil && sawReportHeader && !sawReportFooter {
+                throw SettlementReportError(line: lastLine, "the report header (RH, line \(reportHeaderLine)) has no report footer (RF): \(end), cut short")
+            }
+            if inSection {
+                problem("its last section has no section count (SC)")
             }
             if moreProblems > 0 { summary.problems.append("… and \(moreProblems) more problems") }
             return summary
@@ -209,7 +219,8 @@ extension PayPalSettlementReport {
                 guard !v.isEmpty else { throw SettlementReportError(line: lineNumber, "\(name) is empty") }
                 return v
             }
-            let id = try required(at.transactionID, "Transaction ID")
+            // No Transaction ID: an account row (a transfer, a withdrawal), the account's own and no transaction's.
+            let id = text(f, at.transactionID)
             let code = try required(at.eventCode, "Transaction Event Code")
             for (i, name) in [(at.transactionID, "Transaction ID"), (at.eventCode, "Transaction Event Code"), (at.reference, "PayPal Reference ID"),
                               (at.referenceType, "PayPal Reference ID Type"), (at.invoice, "Invoice ID"), (at.custom, "Custom Field")] where i >= 0 {
@@ -227,7 +238,7 @@ extension PayPalSettlementReport {
             guard let gross = minorUnits(hundredths: grossHundredths, currency) else {
                 throw SettlementReportError(line: lineNumber, "Gross Transaction Amount \(grossHundredths) hundredths is not a whole amount of \(currency.code)")
             }
-            var out = SettlementLine(transactionID: id, eventCode: code, direction: direction, role: role(eventCode: code, status: nonEmpty(text(f, at.status))),
+            var out = SettlementLine(transactionID: id, eventCode: code, direction: direction, role: id.isEmpty ? .other : role(eventCode: code),
                                      referenceID: nonEmpty(text(f, at.reference)), referenceType: nonEmpty(text(f, at.referenceType)),
                                      invoiceID: nonEmpty(text(f, at.invoice)), customField: nonEmpty(text(f, at.custom)),
                                      initiatedAt: timestamp(text(f, at.initiated)), completedAt: timestamp(text(f, at.completed)),
@@ -241,8 +252,12 @@ extension PayPalSettlementReport {
                 out.feeCurrency = feeCurrency
                 out.feeDirection = SettlementLine.Direction(rawValue: text(f, at.feeDirection).uppercased()) ?? .debit
             }
-            let status = nonEmpty(text(f, at.status))
-            out.pending = status.map { $0.uppercased() != "S" } ?? false
+            if let status = nonEmpty(text(f, at.status)) {
+                guard let known = SettlementLine.Status(rawValue: status.uppercased()) else {
+                    throw SettlementReportError(line: lineNumber, "Transactional Status \"\(status.prefix(10))\" is not one PayPal defines (S, V, P or D)")
+                }
+                out.status = known
+            }
             return out
         }
 

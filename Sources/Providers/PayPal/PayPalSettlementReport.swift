@@ -10,11 +10,13 @@ import Reconciliation
 /// unit for every currency ("100,00 yen and $100.00 USD are both represented as 10000"), their direction in the
 /// debit-or-credit columns. CSV in UTF-8 with or without a byte-order mark, or UTF-16 (older files).
 ///
-/// A file is read whole or not at all: a row that cannot be read is an error naming its line. Footers are checked
-/// when present: an SC or RC whose count differs from the body rows before it, an SF whose gross or fee totals
-/// differ from its section's rows in that currency, a header with no footer (a file cut short), or a last body row
-/// with fewer fields than its columns, are problems of the report (`settlement_incomplete`) — its lines are still
-/// read. A file of CH and SB rows alone (an export) has no footers to check.
+/// A file is read whole or not at all: a row that cannot be read is an error naming its line, and so is a file cut
+/// short (it ends inside its last row, or has a header without its footer): half a file is never half imported.
+/// Footers are checked when present: an SC or RC whose count differs from the body rows before it, or an SF whose
+/// gross or fee totals differ from its section's rows in that currency, are problems of the report
+/// (`settlement_incomplete`) — its lines are still read. A file of CH and SB rows alone (an export) has no footers to
+/// check. A body row with no Transaction ID is the account's own (a transfer, a withdrawal): kept as such, never a
+/// reason to refuse the file.
 public enum PayPalSettlementReport {
     /// Reads the report from `chunks`, handing its lines to `each` in batches of `batch`, in file order.
     public static func read(name: String, chunks: @escaping () -> [UInt8]?, batch: Int = 5_000,
@@ -27,7 +29,7 @@ public enum PayPalSettlementReport {
             if pending.count >= batch { try each(pending); pending.removeAll(keepingCapacity: true) }
         }
         if !pending.isEmpty { try each(pending) }
-        return reader.finish()
+        return try reader.finish()
     }
 
     /// Reads a whole report held in memory.
@@ -41,9 +43,8 @@ public enum PayPalSettlementReport {
     /// The role of a T-code: T00xx are payments (money in when credited; a debit is a payment the merchant sent);
     /// T1106 (reversal), T1107 (refund) and T1201 (chargeback) take money back, their PayPal Reference ID naming the
     /// parent. Every other code (withdrawals, holds and their releases, conversions, mass-payment refunds…) is no
-    /// order's. A TRR row whose Transactional Status is not S (completed) moved no money yet: no order's either.
-    public static func role(eventCode: String, status: String? = nil) -> SettlementLine.Role {
-        if let status, !status.isEmpty, status.uppercased() != "S" { return .other }
+    /// order's. Whether the row moved money at all is its status's to say (`SettlementLine.Status`), not its code's.
+    public static func role(eventCode: String) -> SettlementLine.Role {
         let code = eventCode.uppercased()
         if code.hasPrefix("T00") { return .payment }
         if ["T1106", "T1107", "T1201"].contains(code) { return .moneyBack }
