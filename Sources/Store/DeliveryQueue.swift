@@ -143,10 +143,13 @@ public enum DeliveryQueue {
             """, [status.map { .text($0) } ?? .null, .int64(Int64(limit))]).map(decode)
     }
 
-    /// The provider's most recently stored delivery (`payrecon doctor` checks the certificate it names).
+    /// The provider's most recently stored delivery that the provider sent (`payrecon doctor` checks the certificate
+    /// it names): an event `payrecon backfill` read from the provider's own list (its only header `payrecon-source`)
+    /// was never delivered, and names no certificate.
     public static func latest(provider: Provider, on conn: PostgresConnection) throws -> QueuedDelivery? {
-        try conn.query("SELECT \(columns()) FROM deliveries WHERE provider = $1 ORDER BY id DESC LIMIT 1", [.text(provider.rawValue)])
-            .first.map(decode)
+        try conn.query("""
+            SELECT \(columns()) FROM deliveries WHERE provider = $1 AND NOT headers @> $2::jsonb ORDER BY id DESC LIMIT 1
+            """, [.text(provider.rawValue), .text(#"[["payrecon-source"]]"#)]).first.map(decode)
     }
 
     public static func find(id: Int64, on conn: PostgresConnection) throws -> QueuedDelivery? {

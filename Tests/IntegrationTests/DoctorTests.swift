@@ -215,6 +215,24 @@ import Testing
         }
     }
 
+    /// An event `payrecon backfill` read from PayPal's own list carries no PAYPAL-CERT-URL (nothing was delivered):
+    /// the certificate checked is the last delivery PayPal sent. Before, doctor read the backfilled event and failed
+    /// "delivery N has no PAYPAL-CERT-URL header" after every nightly backfill.
+    @Test func anEventReadByBackfillIsNotTheDeliveryWhoseCertificateIsChecked() async throws {
+        try await WorkerHarness.with { h in
+            try await Self.seed(h)
+            let conn = try h.database.connect(); defer { conn.close() }
+            let listed = try DeliveryStore.insertListed(provider: .paypal, events: [(id: "WH-LISTED-1", eventType: "PAYMENT.CAPTURE.COMPLETED",
+                                                                                   body: Array(#"{"id":"WH-LISTED-1"}"#.utf8))],
+                                                        source: "paypal webhook events list", on: conn)
+            #expect(listed == 1)
+            let roots = try Self.paysimRoots(); defer { try? FileManager.default.removeItem(atPath: roots) }
+            let run = try await Self.doctor(Self.environment(h, roots: roots), ["--provider", "paypal"])
+            #expect(run.status == 0, "\(run.description)")
+            #expect(run.line("paypal certificate of the last stored delivery").contains(h.simulator.certURL), "\(run.description)")
+        }
+    }
+
     /// A cert URL outside PAYPAL_CERT_URL_PREFIXES is what the receiver never fetches: doctor says so, fetching nothing.
     @Test func aCertificateURLOutsideThePrefixesFails() async throws {
         try await WorkerHarness.with { h in
