@@ -192,6 +192,13 @@ public enum DeliveryStore {
         }
     }
 
+    /// Which of `keys` (a provider's event ids) a stored delivery already has: what `insertListed` would not store.
+    public static func storedKeys(provider: Provider, among keys: [String], on conn: PostgresConnection) throws -> Set<String> {
+        guard !keys.isEmpty else { return [] }
+        return Set(try conn.query("SELECT dedupe_key FROM deliveries WHERE provider = $1 AND dedupe_key = ANY($2)",
+                                  [.text(provider.rawValue), .textArray(keys)]).map { try $0.string("dedupe_key") })
+    }
+
     /// Stores events a provider's own list holds as deliveries (`payrecon backfill`), in one transaction: each one no
     /// delivery brought is inserted, pending, with `source` as its only header, and the worker woken; one already
     /// stored is left as it is (not counted as a redelivery: nothing was delivered). Returns how many were new.

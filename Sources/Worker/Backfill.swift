@@ -12,7 +12,11 @@ import Store
 /// than the provider allows), end `listingLagSeconds` before now and never past what the provider's data reaches;
 /// each window read to its last page is recorded, so a run reads only what no earlier run finished (a second run
 /// finds nothing new; a run killed mid-window reads that window again). A window the provider finds too large is
-/// read in halves.
+/// read in halves. Providers list some transactions late (PayPal within about 3 hours; an eCheck, or a payment held
+/// for review, once it turns balance-affecting), so every run reads again the windows of its last `rereadSeconds`
+/// even if read before; of what they list, only a transaction no run handled yet (or listed with another status
+/// since) is handled (`backfill_listed`), so a re-read re-checks and opens nothing twice. A dry run reads and
+/// matches as a run would, and lists what it would store or open, storing nothing.
 public struct Backfill: Sendable {
     let pool: PostgresPool
     let checker: OrderChecker
@@ -33,14 +37,49 @@ public struct Backfill: Sendable {
         /// How long `payrecon prune` keeps a processed delivery (`PAYRECON_RETAIN deliveries=`): events older than that
         /// are not listed, since their deliveries may have been pruned and they would be stored and processed again.
         public var deliveriesKeptSeconds: Int64?
-        public init(provider: Provider, from: Int64, to: Int64, dryRun: Bool = false, deliveriesKeptSeconds: Int64? = nil) {
+        /// The windows of the last `rereadSeconds` before now are read again every run (`PAYRECON_BACKFILL_REREAD`,
+        /// default 3d), even if an earlier run read them to their end.
+        public var rereadSeconds: Int64
+        public static let defaultRereadSeconds: Int64 = 3 * 86_400
+        public init(provider: Provider, from: Int64, to: Int64, dryRun: Bool = false, deliveriesKeptSeconds: Int64? = nil,
+                    rereadSeconds: Int64 = Options.defaultRereadSeconds) {
             self.provider = provider; self.from = from; self.to = to; self.dryRun = dryRun; self.deliveriesKeptSeconds = deliveriesKeptSeconds
+            self.rereadSeconds = max(0, rereadSeconds)
+        }
+    }
+
+    /// What a dry run found a run would do, one line each.
+    public enum Planned: Sendable, Equatable, CustomStringConvertible {
+        /// An event of the provider's list no delivery brought: a run stores it for the worker.
+        case storeEvent(id: String, eventType: String?)
+        /// A transaction an order holds: a run re-checks that order.
+        case recheck(orderID: String, transaction: String, code: String?)
+        /// A transaction no order holds: a run opens unknown_order for it (`open`), or counts the one open again.
+        case unknownOrder(transaction: String, code: String?, alreadyOpen: Bool)
+        /// A transaction that could not be matched now (the provider's answer); a run would try it and say so.
+        case unmatched(transaction: String, why: String)
+
+        public var description: String {
+            func code(_ c: String?) -> String { c.map { " (\($0))" } ?? "" }
+            switch self {
+            case let .storeEvent(id, type): return "store event \(id)\(code(type)): no delivery brought it"
+            case let .recheck(order, transaction, c): return "re-check order \(order): it holds transaction \(transaction)\(code(c))"
+            case let .unknownOrder(transaction, c, open):
+                return open ? "count unknown_order for transaction \(transaction)\(code(c)) again: it is open already"
+                            : "open unknown_order for transaction \(transaction)\(code(c)): no order holds it"
+            case let .unmatched(transaction, why): return "check transaction \(transaction): \(why)"
+            }
         }
     }
 
     public struct Summary: Sendable, Equatable {
-        /// Windows read to their end, and those an earlier run had finished.
-        public var windowsRead = 0, windowsSkipped = 0
+        /// Windows read to their end, and those an earlier run had finished; of those read, the ones read again
+        /// although finished before (the last `rereadSeconds`).
+        public var windowsRead = 0, windowsSkipped = 0, windowsReread = 0
+        /// Transactions listed that no run had handled, or listed with another status since: what a run handles.
+        public var new = 0
+        /// A dry run's list of what a run would store or open (each event or transaction, one line).
+        public var planned: [Planned] = []
         /// Search requests made (pages, and windows asked again in halves or up to the provider's reach).
         public var requests = 0, halved = 0
         /// Transactions listed; orders re-checked (each once); transactions no order holds.
@@ -58,7 +97,7 @@ public struct Backfill: Sendable {
         public var readFrom: Int64 = 0, readTo: Int64 = 0
         /// The provider's list of its webhook events: windows read, requests made, events listed, and those no
         /// delivery had brought, stored now for the worker.
-        public var eventWindowsRead = 0, eventWindowsSkipped = 0, eventRequests = 0, eventsListed = 0, eventsStored = 0
+        public var eventWindowsRead = 0, eventWindowsSkipped = 0, eventWindowsReread = 0, eventRequests = 0, eventsListed = 0, eventsStored = 0
         /// Events are listed from here (unix seconds) when the span asked starts earlier than the provider keeps them
         /// or than payrecon keeps deliveries; and which of the two.
         public var eventsFrom: Int64?, eventsFromWhy: String?
@@ -111,8 +150,10 @@ public struct Backfill: Sendable {
             do {
                 for scope in scopes {
                     let source = scope.map { "\(Self.source):\($0)" } ?? Self.source, scoped = search.scoped(to: scope)
-                    for window in try await pending(source, from: o.from, to: end, maxWindow: search.maxWindowSeconds, provider: o.provider) {
-                        guard let gaps = window else { summary.windowsSkipped += 1; progress(summary); continue }
+                    for window in try await pending(source, from: o.from, to: end, maxWindow: search.maxWindowSeconds, provider: o.provider,
+                                                    rereadFrom: now - o.rereadSeconds) {
+                        guard let (gaps, again) = window else { summary.windowsSkipped += 1; progress(summary); continue }
+                        if again { summary.windowsReread += 1 }
                         for (from, to) in gaps {
                             try await read(from: from, to: to, search: scoped, source: source, options: o, checked: &checked, summary: &summary, log: log)
                             progress(summary)
@@ -135,8 +176,10 @@ public struct Backfill: Sendable {
             }
             if from > o.from { summary.eventsFrom = from }
             do {
-                for window in try await pending(Self.eventsSource, from: from, to: end, maxWindow: events.maxWindowSeconds, provider: o.provider) {
-                    guard let gaps = window else { summary.eventWindowsSkipped += 1; progress(summary); continue }
+                for window in try await pending(Self.eventsSource, from: from, to: end, maxWindow: events.maxWindowSeconds, provider: o.provider,
+                                                rereadFrom: now - o.rereadSeconds) {
+                    guard let (gaps, again) = window else { summary.eventWindowsSkipped += 1; progress(summary); continue }
+                    if again { summary.eventWindowsReread += 1 }
                     for (from, to) in gaps {
                         try await readEvents(from: from, to: to, list: events, options: o, summary: &summary)
                         progress(summary)
@@ -146,15 +189,25 @@ public struct Backfill: Sendable {
                 summary.refused.append(why)
             }
         }
+        if !o.dryRun {
+            // What no run reads again is forgotten: made before the re-read span, with two days to spare (a window is a
+            // whole day, and a provider that lists by date lists its whole day when part of it is read again).
+            let forgetBefore = now - o.rereadSeconds - 2 * 86_400
+            try await pool.run { conn in
+                _ = try conn.execute("DELETE FROM backfill_listed WHERE provider = $1 AND made_at < to_timestamp($2::bigint)",
+                                     [.text(o.provider.rawValue), .int64(forgetBefore)])
+            }
+        }
         return summary
     }
 
     static let eventsSource = "events"
 
     /// [from, end) as whole UTC days (no longer than `maxWindow`), each as what no earlier run of `source` finished
-    /// of it (nil: all of it was).
-    private func pending(_ source: String, from: Int64, to end: Int64, maxWindow: Int64, provider: Provider) async throws
-        -> [[(Int64, Int64)]?] {
+    /// of it (nil: all of it was), and whether part of it is read again: what runs finished from `rereadFrom` on
+    /// counts as not finished.
+    private func pending(_ source: String, from: Int64, to end: Int64, maxWindow: Int64, provider: Provider, rereadFrom: Int64) async throws
+        -> [(gaps: [(Int64, Int64)], again: Bool)?] {
         guard end > from else { return [] }
         var windows: [(Int64, Int64)] = []
         var dayStart = from - ((from % 86_400) + 86_400) % 86_400
@@ -170,9 +223,12 @@ public struct Backfill: Sendable {
                 ORDER BY window_start
                 """, [.text(provider.rawValue), .text(source), .int64(from), .int64(end)]).map { (try $0.int64("a"), try $0.int64("b")) }
         }
+        let stillFinished = finished.map { ($0.0, min($0.1, rereadFrom)) }.filter { $0.1 > $0.0 }
         return windows.map { window in
-            let gaps = Self.uncovered(window.0, window.1, by: finished)
-            return gaps.isEmpty ? nil : gaps
+            let gaps = Self.uncovered(window.0, window.1, by: stillFinished)
+            guard !gaps.isEmpty else { return nil }
+            let length = { (g: [(Int64, Int64)]) in g.reduce(Int64(0)) { $0 + ($1.1 - $1.0) } }
+            return (gaps, length(gaps) > length(Self.uncovered(window.0, window.1, by: finished)))
         }
     }
 
@@ -196,7 +252,14 @@ public struct Backfill: Sendable {
                     summary.notChecked.append("event \(event.id): \(event.unreadable ?? "")")
                 }
                 let events = page.events.filter { $0.unreadable == nil }.map { (id: $0.id, eventType: $0.eventType, body: $0.body) }
-                if !o.dryRun && !events.isEmpty {
+                if o.dryRun && !events.isEmpty {
+                    // What a run would store: the events no delivery brought.
+                    let stored = try await pool.run { try DeliveryStore.storedKeys(provider: provider, among: events.map(\.id), on: $0) }
+                    for event in events where !stored.contains(event.id) {
+                        summary.eventsStored += 1
+                        summary.planned.append(.storeEvent(id: event.id, eventType: event.eventType))
+                    }
+                } else if !events.isEmpty {
                     summary.eventsStored += try await pool.run { try DeliveryStore.insertListed(provider: provider, events: events, source: source, on: $0) }
                 }
                 guard let next = page.next else { break reading }
@@ -214,9 +277,9 @@ public struct Backfill: Sendable {
                 return leave(status == 0 ? body : "\(o.provider.rawValue) answered \(status): \(body.prefix(200))")
             }
         }
+        summary.eventWindowsRead += 1
         guard !o.dryRun else { return }
         try await recordRead(provider: provider, source: Self.eventsSource, from: from, to: to, found: listed, requests: pages)
-        summary.eventWindowsRead += 1
     }
 
     /// Records [from, to) of `source` read to its end: a later run reads only what no run finished.
@@ -308,14 +371,126 @@ public struct Backfill: Sendable {
             }
         }
         summary.found += items.count { $0.unreadable == nil }
-        var failed = false
-        if !o.dryRun {
-            failed = try await handle(items, search: search, provider: o.provider, checked: &checked, summary: &summary, log: log)
+        // Only what no run handled yet, or what is listed with another status since: a window read again re-checks
+        // and opens nothing twice.
+        let fresh = try await unhandled(items.filter { $0.unreadable == nil }, provider: o.provider)
+        summary.new += fresh.count
+        let unreadable = items.filter { $0.unreadable != nil }
+        if o.dryRun {
+            try await plan(fresh, search: search, provider: o.provider, checked: &checked, summary: &summary)
+            summary.windowsRead += 1   // read to its end, not recorded
+            return
         }
+        let failed = try await handle(fresh + unreadable, search: search, provider: o.provider, checked: &checked, summary: &summary, log: log)
         if failed { return leave("a check could not be made now (listed)") }
-        guard !o.dryRun else { return }
         summary.windowsRead += 1
+        try await recordHandled(fresh, provider: o.provider)
         try await recordRead(provider: o.provider, source: source, from: from, to: to, found: items.count, requests: pages)
+    }
+
+    /// The rows no run handled yet: (id, event code, status) not in `backfill_listed`, each once.
+    private func unhandled(_ items: [FoundTransaction], provider: Provider) async throws -> [FoundTransaction] {
+        var seen = Set<String>()
+        let distinct = items.filter { seen.insert(Self.listedKey($0)).inserted }
+        guard !distinct.isEmpty else { return [] }
+        let handled: Set<String> = try await pool.run { conn in
+            var out = Set<String>()
+            for row in try conn.query("""
+                SELECT l.transaction_id, l.event_code, l.status FROM backfill_listed l
+                JOIN unnest($2::text[], $3::text[], $4::text[]) AS u(id, code, status)
+                  ON l.transaction_id = u.id AND l.event_code = u.code AND l.status = u.status
+                WHERE l.provider = $1
+                """, [.text(provider.rawValue), .textArray(distinct.map(\.id)), .textArray(distinct.map { $0.eventCode ?? "" }),
+                      .textArray(distinct.map { $0.status ?? "" })]) {
+                out.insert(try row.string("transaction_id") + "\u{0}" + row.string("event_code") + "\u{0}" + row.string("status"))
+            }
+            return out
+        }
+        return distinct.filter { !handled.contains(Self.listedKey($0)) }
+    }
+
+    static func listedKey(_ item: FoundTransaction) -> String { item.id + "\u{0}" + (item.eventCode ?? "") + "\u{0}" + (item.status ?? "") }
+
+    /// Records rows handled: a later read of their window passes them by.
+    private func recordHandled(_ items: [FoundTransaction], provider: Provider) async throws {
+        guard !items.isEmpty else { return }
+        try await pool.run { conn in
+            _ = try conn.execute("""
+                INSERT INTO backfill_listed (provider, transaction_id, event_code, status, made_at)
+                SELECT $1, u.id, u.code, u.status, to_timestamp(u.at::bigint) FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) AS u(id, code, status, at)
+                ON CONFLICT DO NOTHING
+                """, [.text(provider.rawValue), .textArray(items.map(\.id)), .textArray(items.map { $0.eventCode ?? "" }),
+                      .textArray(items.map { $0.status ?? "" }), .nullableTextArray(items.map { $0.at.map(String.init) })])
+        }
+    }
+
+    /// A dry run's matching: each fresh row's order, as a run would find it (the ids payrecon knows, then what the
+    /// provider's answer names), read only; listed as what a run would re-check or open.
+    private func plan(_ items: [FoundTransaction], search: any TransactionSearching, provider: Provider, checked: inout Set<String>,
+                      summary: inout Summary) async throws {
+        let list = items.filter { item in
+            guard search.isOrders(item) else { summary.notAnOrders += 1; return false }
+            return true
+        }
+        let owners = try await self.owners(list, search: search, provider: provider)
+        var unknown: [FoundTransaction] = []
+        for item in list {
+            if let orderID = owners[item.id] {
+                if checked.insert(orderID).inserted { summary.planned.append(.recheck(orderID: orderID, transaction: item.id, code: item.eventCode)) }
+            } else if checked.insert("transaction:" + item.id).inserted {
+                unknown.append(item)
+            }
+        }
+        let found = await Self.concurrently(unknown, limit: concurrency) { item in (item, await search.references(of: item)) }
+        for (item, outcome) in found.sorted(by: { $0.0.id < $1.0.id }) {
+            switch outcome {
+            case .found(let references):
+                let refs = references.flatMap { [$0.transactionRef].compactMap { $0 } + $0.alternatives }
+                let (holder, open): (String?, Bool) = try await pool.run { conn in
+                    for ref in refs {
+                        if let order = try OrderStore.find(provider: provider, transactionRef: ref, on: conn).first { return (order.orderID, false) }
+                    }
+                    let open = try conn.query("""
+                        SELECT 1 FROM discrepancies WHERE provider = $1 AND kind = 'unknown_order' AND status IN ('open', 'acknowledged')
+                          AND transaction_ref = ANY($2) LIMIT 1
+                        """, [.text(provider.rawValue), .textArray(refs + [item.id])]).first != nil
+                    return (nil, open)
+                }
+                if let holder {
+                    if checked.insert(holder).inserted { summary.planned.append(.recheck(orderID: holder, transaction: item.id, code: item.eventCode)) }
+                } else {
+                    summary.unknown += 1
+                    summary.planned.append(.unknownOrder(transaction: item.id, code: item.eventCode, alreadyOpen: open))
+                }
+            case .notFound:
+                summary.planned.append(.unmatched(transaction: item.id, why: "\(provider.rawValue) does not know it (404): nothing to check"))
+            case .transient(let reason, _):
+                summary.planned.append(.unmatched(transaction: item.id, why: "\(reason) (a run tries it and reads its window again)"))
+            case .permanent(let status, let body):
+                summary.planned.append(.unmatched(transaction: item.id, why: "\(provider.rawValue) answered \(status): \(body.prefix(120))"))
+            }
+        }
+    }
+
+    /// The order that holds each row, by the ids payrecon knows: movements, links and transaction refs (the row's own
+    /// id, or its reference when that names a transaction or an order).
+    private func owners(_ list: [FoundTransaction], search: any TransactionSearching, provider: Provider) async throws -> [String: String] {
+        try await pool.run { conn in
+            var out: [String: String] = [:]
+            for row in try conn.query("""
+                SELECT k.id, o.order_id FROM unnest($2::text[], $3::text[]) AS k(id, reference)
+                JOIN LATERAL (
+                    SELECT 1 AS rank, order_id FROM movements WHERE provider = $1 AND movement_id IN (k.id, k.reference)
+                    UNION ALL SELECT 2, order_id FROM transaction_links WHERE provider = $1 AND external_id IN (k.id, k.reference) AND order_id IS NOT NULL
+                    UNION ALL SELECT 3, order_id FROM orders WHERE provider = $1 AND transaction_ref IN (k.id, k.reference)
+                    UNION ALL SELECT 4, order_id FROM order_transactions WHERE provider = $1 AND transaction_ref IN (k.id, k.reference)
+                    ORDER BY 1, 2 LIMIT 1) o ON true
+                """, [.text(provider.rawValue), .textArray(list.map(\.id)),
+                      .textArray(list.map { search.matchReference(of: $0) ?? "" })]) {
+                out[try row.string("id")] = try row.string("order_id")
+            }
+            return out
+        }
     }
 
     /// Each listed transaction's order re-checked (once per run), or the transaction checked as a webhook naming it
@@ -334,22 +509,7 @@ public struct Backfill: Sendable {
             guard search.isOrders(item) else { summary.notAnOrders += 1; return false }
             return true
         }
-        let owners: [String: String] = try await pool.run { conn in
-            var out: [String: String] = [:]
-            for row in try conn.query("""
-                SELECT k.id, o.order_id FROM unnest($2::text[], $3::text[]) AS k(id, reference)
-                JOIN LATERAL (
-                    SELECT 1 AS rank, order_id FROM movements WHERE provider = $1 AND movement_id IN (k.id, k.reference)
-                    UNION ALL SELECT 2, order_id FROM transaction_links WHERE provider = $1 AND external_id IN (k.id, k.reference) AND order_id IS NOT NULL
-                    UNION ALL SELECT 3, order_id FROM orders WHERE provider = $1 AND transaction_ref IN (k.id, k.reference)
-                    UNION ALL SELECT 4, order_id FROM order_transactions WHERE provider = $1 AND transaction_ref IN (k.id, k.reference)
-                    ORDER BY 1, 2 LIMIT 1) o ON true
-                """, [.text(provider.rawValue), .textArray(list.map(\.id)),
-                      .textArray(list.map { search.matchReference(of: $0) ?? "" })]) {
-                out[try row.string("id")] = try row.string("order_id")
-            }
-            return out
-        }
+        let owners = try await self.owners(list, search: search, provider: provider)
         // Only what may work on a later try keeps the window open; the rest is reported, and the window recorded.
         var failed = false
         func note(_ result: OrderChecker.Result, _ what: String) {

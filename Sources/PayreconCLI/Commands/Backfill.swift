@@ -18,7 +18,7 @@ private let backfillTo = OptionKey<Int64>("--to", "TIME", "Read up to TIME (RFC 
     guard let t = ISO8601.unixSeconds(from: v) else { throw UsageError("--to \(v) is not a time: use RFC 3339, e.g. 2026-11-30T00:00:00Z") }
     return t
 }
-private let backfillDryRun = FlagKey("--dry-run", "List what the provider's records hold; check nothing, record nothing.")
+private let backfillDryRun = FlagKey("--dry-run", "Read and match as a run would, and list what it would store or open, one line each; store nothing.")
 
 let backfillCommand = Command(
     name: "backfill",
@@ -33,7 +33,10 @@ let backfillCommand = Command(
         order that holds it (the ids payrecon knows: captures, refunds, links, transaction refs) and that order
         is re-checked; one no order holds is looked up as a webhook naming it would be (unknown_order, once however
         often it is found). A window read to its end is recorded: a run reads only what no earlier run finished, so a
-        second run finds nothing new and a run stopped mid-window reads that window again. The app needs PayPal's
+        second run finds nothing new and a run stopped mid-window reads that window again. PayPal lists some
+        transactions late (an eCheck, a payment held for review), so every run reads again the windows of its last
+        PAYRECON_BACKFILL_REREAD (default 3d) even if read before; of what they list, only a transaction no run
+        handled yet, or listed with another status since, is handled. The app needs PayPal's
         Transaction Search permission (granting it can take hours): without it the command says so and exits 2.
         An event in PayPal's list that no delivery brought is stored as a delivery of it would have been and goes
         through payrecon work like any delivery (it is not counted as a redelivery of one that came).
@@ -54,6 +57,7 @@ let backfillCommand = Command(
     guard window.to > window.from else { throw UsageError("--to must be after --from") }
     let deliveriesKept: Int64
     do { deliveriesKept = try RetentionPolicy.parse(env["PAYRECON_RETAIN"]).deliveriesSeconds } catch { throw UsageError("\(error)") }
+    let reread = try env.duration("PAYRECON_BACKFILL_REREAD", default: "3d")
     let concurrency = try args.value(Options.concurrency, default: 16)
     let context = try WorkerContext(env, poolSize: min(32, concurrency + 2), maxConcurrentRequests: concurrency)
     defer { context.pool.close() }
@@ -62,7 +66,7 @@ let backfillCommand = Command(
     do {
         summary = try await Backfill(pool: context.pool, checker: context.checker, concurrency: concurrency)
             .run(.init(provider: provider, from: window.from, to: window.to, dryRun: args.flag(backfillDryRun),
-                       deliveriesKeptSeconds: deliveriesKept), log: context.logger) { s in
+                       deliveriesKeptSeconds: deliveriesKept, rereadSeconds: reread), log: context.logger) { s in
                 guard terminal else { return }
                 FileHandle.standardError.write(Data("\r\u{1B}[Kwindows \(s.windowsRead) read, \(s.windowsSkipped) done before  found \(s.found)  orders checked \(s.ordersChecked)  unknown \(s.unknown)  requests \(s.requests)  events \(s.eventsListed) listed, \(s.eventsStored) stored".utf8))
             }
@@ -78,11 +82,18 @@ let backfillCommand = Command(
         for why in summary.refused { FileHandle.standardError.write(Data("payrecon: \(why)\n".utf8)) }
     }
     if terminal { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
-    let dry = args.flag(backfillDryRun) ? " (dry run: nothing checked or recorded)" : ""
-    print("backfill \(provider.rawValue) \(UnixTime.iso8601(summary.readFrom))–\(UnixTime.iso8601(summary.readTo))\(dry): \(summary.windowsRead) windows read, \(summary.windowsSkipped) read before; \(summary.requests) list requests (\(summary.halved) windows halved); \(summary.found) transactions listed, \(summary.ordersChecked) orders re-checked, \(summary.unknown) no order holds, \(summary.notAnOrders) no order's (withdrawals, holds…)")
+    let dryRun = args.flag(backfillDryRun)
+    let dry = dryRun ? " (dry run: nothing stored, checked or recorded)" : ""
+    let again = summary.windowsReread > 0 ? " (\(summary.windowsReread) of them again: the last \(DurationParser.describe(reread)), where \(provider.rawValue) lists late)" : ""
+    let checked = dryRun ? "\(summary.planned.count { if case .recheck = $0 { true } else { false } }) orders a run would re-check"
+                         : "\(summary.ordersChecked) orders re-checked"
+    print("backfill \(provider.rawValue) \(UnixTime.iso8601(summary.readFrom))–\(UnixTime.iso8601(summary.readTo))\(dry): \(summary.windowsRead) windows read\(again), \(summary.windowsSkipped) read before; \(summary.requests) list requests (\(summary.halved) windows halved); \(summary.found) transactions listed, \(summary.new) new or changed since a run handled them, \(checked), \(summary.unknown) no order holds, \(summary.notAnOrders) no order's (withdrawals, holds…)")
     if summary.eventWindowsRead + summary.eventWindowsSkipped > 0 || summary.eventRequests > 0 || summary.eventsFrom != nil {
-        print("  webhook events: \(summary.eventWindowsRead) windows read, \(summary.eventWindowsSkipped) read before; \(summary.eventRequests) requests; \(summary.eventsListed) events listed, \(summary.eventsStored) payrecon had not stored (stored now for payrecon work)")
+        let eventsAgain = summary.eventWindowsReread > 0 ? " (\(summary.eventWindowsReread) of them again)" : ""
+        print("  webhook events: \(summary.eventWindowsRead) windows read\(eventsAgain), \(summary.eventWindowsSkipped) read before; \(summary.eventRequests) requests; \(summary.eventsListed) events listed, \(summary.eventsStored) payrecon had not stored" + (dryRun ? " (a run stores them for payrecon work)" : " (stored now for payrecon work)"))
     }
+    // A dry run's list: what a run would store or open, one line each (ids and codes are the provider's: escaped).
+    for planned in summary.planned { print("  would \(planned.description.terminalSafe)") }
     if let start = summary.eventsFrom, let why = summary.eventsFromWhy {
         print("  webhook events listed from \(UnixTime.iso8601(start)) only: \(why.terminalSafe)")
     }

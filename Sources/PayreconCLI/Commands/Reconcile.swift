@@ -35,6 +35,7 @@ let reconcileCommand = Command(
     let concurrency = try args.value(Options.concurrency, default: 16)
     let deadline = try env.duration("PAYRECON_SETTLEMENT_DEADLINE", default: "3d")
     let backfills = try env.backfill()
+    let reread = try env.duration("PAYRECON_BACKFILL_REREAD", default: "3d")
     let context = try WorkerContext(env, poolSize: min(32, concurrency + 2), maxConcurrentRequests: concurrency)
     let terminal = isatty(STDERR_FILENO) == 1
     let sweep = ReconcileSweep(pool: context.pool, checker: context.checker, logger: context.logger)
@@ -50,9 +51,9 @@ let reconcileCommand = Command(
         do {
             let b = try await Backfill(pool: context.pool, checker: context.checker, concurrency: concurrency)
                 .run(.init(provider: backfillProvider, from: now - seconds, to: now,
-                           deliveriesKeptSeconds: deliveriesKept), log: context.logger)
+                           deliveriesKeptSeconds: deliveriesKept, rereadSeconds: reread), log: context.logger)
             let events = b.eventRequests > 0 ? "; \(b.eventsListed) webhook events listed, \(b.eventsStored) payrecon had not stored (stored now for payrecon work)" : ""
-            print("backfill \(backfillProvider.rawValue): \(b.windowsRead) windows read, \(b.found) transactions listed, \(b.ordersChecked) orders re-checked, \(b.unknown) no order holds\(events)")
+            print("backfill \(backfillProvider.rawValue): \(b.windowsRead) windows read (\(b.windowsReread) again), \(b.found) transactions listed, \(b.new) new or changed, \(b.ordersChecked) orders re-checked, \(b.unknown) no order holds\(events)")
             for problem in b.problems + b.notChecked.map({ "not checked: " + $0 }) { print("  \(problem.terminalSafe)") }
             for why in b.refused { FileHandle.standardError.write(Data("payrecon: PAYRECON_BACKFILL \(backfillProvider.rawValue): a list was refused and skipped: \(why)\n".utf8)) }
             if !b.problems.isEmpty || !b.notChecked.isEmpty || !b.refused.isEmpty { backfillFailed = true }

@@ -398,10 +398,14 @@ public struct FoundTransaction: Sendable, Hashable {
     public var unreadable: String?
     /// The account it was listed as (Paypercut's `Paypercut-Account`), where the provider lists per account.
     public var account: String?
+    /// Its status as listed (PayPal's `transaction_status`: S, V, P, D; Paypercut's payment `status`): a row listed
+    /// again with another status (a pending payment completed, a payment refunded since) is news to a re-read.
+    public var status: String?
     public init(id: String, eventCode: String? = nil, referenceID: String? = nil, referenceType: String? = nil, invoiceID: String? = nil,
-                customField: String? = nil, at: Int64? = nil, unreadable: String? = nil, account: String? = nil) {
+                customField: String? = nil, at: Int64? = nil, unreadable: String? = nil, account: String? = nil, status: String? = nil) {
         self.id = id; self.eventCode = eventCode; self.referenceID = referenceID; self.referenceType = referenceType
         self.invoiceID = invoiceID; self.customField = customField; self.at = at; self.unreadable = unreadable; self.account = account
+        self.status = status
     }
 }
 

@@ -48,7 +48,8 @@ struct PayPalTransactionSearch: TransactionSearching {
                     referenceType: try r.optionalString(info["paypal_reference_id_type"], "\(f).paypal_reference_id_type"),
                     invoiceID: try r.optionalString(info["invoice_id"], "\(f).invoice_id"),
                     customField: try r.optionalString(info["custom_field"], "\(f).custom_field"),
-                    at: try r.timestamp(info["transaction_initiation_date"], "\(f).transaction_initiation_date")))
+                    at: try r.timestamp(info["transaction_initiation_date"], "\(f).transaction_initiation_date"),
+                    status: try r.optionalString(info["transaction_status"], "\(f).transaction_status")))
             } catch {
                 let id = detail["transaction_info"]?["transaction_id"]?.stringValue
                 items.append(FoundTransaction(id: id.map { "\(f) (\($0.prefix(80)))" } ?? f, unreadable: "\(error)"))

@@ -86,7 +86,8 @@ struct PaypercutTransactionSearch: TransactionSearching {
                 }
                 found.append(FoundTransaction(id: id, eventCode: list == "payments" ? "payment" : "refund", referenceID: parent,
                                               referenceType: intent != nil ? "payment_intent" : "payment",
-                                              at: try PaypercutMapping.created(item["created"], "\(f).created")))
+                                              at: try PaypercutMapping.created(item["created"], "\(f).created"),
+                                              status: item["status"]?.stringValue))
             } catch {
                 found.append(FoundTransaction(id: item["id"]?.stringValue.map { "\(f) (\($0.prefix(80)))" } ?? f, unreadable: "\(error)"))
             }
