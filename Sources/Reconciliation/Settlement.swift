@@ -88,6 +88,9 @@ public struct SettlementReportSummary: Sendable, Hashable {
     public var bodyRows: Int
     /// Each place the report contradicts itself or stops early, in words.
     public var problems: [String]
+    /// The file's time zone, seconds east of UTC, as its times' offsets state it (`-0700`: −25 200); nil when they
+    /// state none. Its `day` is that zone's.
+    public var utcOffset: Int?
 
     public init(kind: String? = nil, account: String? = nil, day: String? = nil, periodStart: Int64? = nil, periodEnd: Int64? = nil,
                 bodyRows: Int = 0, problems: [String] = []) {

@@ -18,6 +18,11 @@ public enum SettlementStore {
         public var denied: Int = 0
         /// Rows with no Transaction ID: the account's own, kept with the file.
         public var accountRows: Int = 0
+        /// The account the file was judged as: its header's, else the payee its captures share (nil: none).
+        public var account: String?
+        /// Where the header's account names none of the payees of the captures it lists, in words: then no capture is
+        /// judged by it, and that is said rather than left quiet.
+        public var accountNote: String?
         /// Findings the new lines opened or counted again.
         public var findings: [DiscrepancyKind: Int]
     }
@@ -48,6 +53,7 @@ public enum SettlementStore {
                 throw PostgresError.decoding("settlement_files: no id returned")
             }
             var lines = 0, newLines = 0, pending = 0, denied = 0, accountRows = 0
+            var payees = Set<String>()
             var findings: [DiscrepancyKind: Int] = [:]
             let summary = try read { all in
                 lines += all.count
@@ -63,6 +69,7 @@ public enum SettlementStore {
                 }
                 accountRows += account.count
                 try insertAccountRows(account, fileID: fileID, on: tx)
+                payees.formUnion(try self.payees(of: batch, provider: provider, on: tx))
                 let inserted = try insert(batch, provider: provider, fileID: fileID, on: tx)
                 newLines += inserted.count
                 var judged = try judge(inserted, provider: provider, on: tx)
@@ -70,20 +77,37 @@ public enum SettlementStore {
                 try record(judged, provider: provider, on: tx)
                 for j in judged { findings[j.finding.kind, default: 0] += 1 }
             }
+            // The file's account: its header's, else the one payee its captures share, else none.
+            let account = summary.account ?? (payees.count == 1 ? payees.first : nil)
+            var accountNote: String?
+            if let stated = summary.account, !payees.isEmpty, !payees.contains(stated) {
+                accountNote = "its header names account \(stated), but the captures it lists were paid to \(payees.sorted().joined(separator: ", ")): "
+                    + "they are not judged by this file (check that the header's account is the payee's merchant id)"
+            }
             _ = try tx.execute("""
                 UPDATE settlement_files SET kind = $2, account = $3, day = $4::date, period_start = to_timestamp($5::bigint),
                     period_end = to_timestamp($6::bigint), body_rows = $7, lines_new = $8, problems = $9, account_rows = $10,
-                    pending_rows = $11, denied_rows = $12
+                    pending_rows = $11, denied_rows = $12, utc_offset = $13
                 WHERE id = $1
-                """, [.int64(fileID), summary.kind.map { .text($0) } ?? .null, summary.account.map { .text($0) } ?? .null,
+                """, [.int64(fileID), summary.kind.map { .text($0) } ?? .null, account.map { .text($0) } ?? .null,
                       summary.day.map { .text($0) } ?? .null, summary.periodStart.map { .int64($0) } ?? .null,
                       summary.periodEnd.map { .int64($0) } ?? .null, .int64(Int64(summary.bodyRows)), .int64(Int64(newLines)),
-                      .textArray(summary.problems), .int64(Int64(accountRows)), .int64(Int64(pending)), .int64(Int64(denied))])
+                      .textArray(summary.problems), .int64(Int64(accountRows)), .int64(Int64(pending)), .int64(Int64(denied)),
+                      summary.utcOffset.map { .int64(Int64($0)) } ?? .null])
             let evaluated = try evaluate(provider: provider, now: now, deadlineSeconds: deadlineSeconds, on: tx)
             for (kind, n) in evaluated.opened { findings[kind, default: 0] += n }
             return Imported(fileID: fileID, alreadyImported: false, summary: summary, lines: lines, newLines: newLines, pending: pending,
-                            denied: denied, accountRows: accountRows, findings: findings)
+                            denied: denied, accountRows: accountRows, account: account, accountNote: accountNote, findings: findings)
         }
+    }
+
+    /// The accounts the captures of a batch's payment lines were paid to (as payrecon's movements hold them).
+    static func payees(of batch: [SettlementLine], provider: Provider, on tx: PostgresConnection) throws -> Set<String> {
+        let ids = batch.filter { $0.role == .payment }.map(\.transactionID)
+        guard !ids.isEmpty else { return [] }
+        return Set(try tx.query("""
+            SELECT DISTINCT account FROM movements WHERE provider = $1 AND kind = 'capture' AND movement_id = ANY($2) AND account IS NOT NULL
+            """, [.text(provider.rawValue), .textArray(ids)]).map { try $0.string("account") })
     }
 
     /// Keeps a file's account rows (no Transaction ID) under the file and line that brought them.
@@ -269,24 +293,28 @@ public enum SettlementStore {
         _ = try tx.execute("SELECT pg_advisory_xact_lock(hashtext('payrecon.settlement'))")
         let p = PostgresValue.text(provider.rawValue)
         let nowSeconds = Int64(now.timeIntervalSince1970)
-        guard let coverage = try tx.query("""
-            SELECT extract(epoch FROM min(coalesce(period_start, day::timestamptz)))::bigint AS start, count(*) AS files
-            FROM settlement_files WHERE provider = $1
-            """, [p]).first, try coverage.int64("files") > 0 else { return result }
-        let start = try coverage.optionalInt64("start") ?? nowSeconds
+        guard try tx.query("SELECT 1 FROM settlement_files WHERE provider = $1 LIMIT 1", [p]).first != nil else { return result }
 
         // The findings settlement should have open now (besides those new lines opened as they were stored).
         var wanted: [SettlementRules.Judged] = []
-        // settlement_missing: movements since the first file's period, past the deadline, that no line shows.
+        // settlement_missing: movements past the deadline that no file of their own account lists, from that account's
+        // first file's period on (an account no file was imported for is not judged; no account's files judge or
+        // excuse another's movements; "no account" is an account of its own).
         for row in try tx.query("""
+            WITH coverage AS (
+                SELECT coalesce(account, '') AS account, min(coalesce(period_start, day::timestamptz)) AS start
+                FROM settlement_files WHERE provider = $1 GROUP BY 1)
             SELECT movement_id, kind, order_id, extract(epoch FROM coalesce(occurred_at, first_seen))::bigint AS at, currency, gross_minor,
                    fee_minor, net_minor
-            FROM movements m
+            FROM movements m JOIN coverage c ON c.account = coalesce(m.account, '')
             WHERE m.provider = $1 AND m.kind IN ('capture', 'refund')
-              AND coalesce(m.occurred_at, m.first_seen) >= to_timestamp($2::bigint) AND coalesce(m.occurred_at, m.first_seen) < to_timestamp($3::bigint)
-              AND NOT EXISTS (SELECT 1 FROM settlement_lines l WHERE l.provider = m.provider AND l.transaction_id = m.movement_id
-                                AND l.role = CASE m.kind WHEN 'capture' THEN 'payment' ELSE 'money_back' END)
-            """, [p, .int64(start), .int64(nowSeconds - deadlineSeconds)]) {
+              AND coalesce(m.occurred_at, m.first_seen) >= coalesce(c.start, to_timestamp($2::bigint))
+              AND coalesce(m.occurred_at, m.first_seen) < to_timestamp($2::bigint - $3::bigint)
+              AND NOT EXISTS (SELECT 1 FROM settlement_lines l JOIN settlement_files f ON f.id = l.file_id
+                              WHERE l.provider = m.provider AND l.transaction_id = m.movement_id
+                                AND l.role = CASE m.kind WHEN 'capture' THEN 'payment' ELSE 'money_back' END
+                                AND coalesce(f.account, '') = coalesce(m.account, ''))
+            """, [p, .int64(nowSeconds), .int64(deadlineSeconds)]) {
             guard let currency = Currency(code: try row.string("currency")), let kind = Movement.Kind(rawValue: try row.string("kind")) else { continue }
             let m = Movement(id: try row.string("movement_id"), kind: kind, at: try row.optionalInt64("at"), currency: currency,
                              gross: try row.int64("gross_minor"), fee: try row.optionalInt64("fee_minor"), net: try row.optionalInt64("net_minor"))
@@ -307,17 +335,22 @@ public enum SettlementStore {
                                  detail: "settlement file \(name) does not add up: " + list.joined(separator: "; "), amountAtRisk: 0),
                 orderID: nil, transactionRef: "file:" + name, currency: nil))
         }
+        // Days are judged per account and kind: a day with no STL between that account's first and last STL is missing
+        // even when a TRR (or another account's file) covers it.
         for row in try tx.query("""
-            SELECT to_char(d, 'YYYY-MM-DD') AS day FROM (
-                SELECT generate_series(min(day), max(day), interval '1 day')::date AS d FROM settlement_files
-                WHERE provider = $1 AND day IS NOT NULL) s
-            WHERE NOT EXISTS (SELECT 1 FROM settlement_files f WHERE f.provider = $1 AND f.day = s.d)
+            SELECT s.account, s.kind, to_char(s.d, 'YYYY-MM-DD') AS day FROM (
+                SELECT coalesce(account, '') AS account, coalesce(kind, '') AS kind,
+                       generate_series(min(day), max(day), interval '1 day')::date AS d
+                FROM settlement_files WHERE provider = $1 AND day IS NOT NULL GROUP BY 1, 2) s
+            WHERE NOT EXISTS (SELECT 1 FROM settlement_files f WHERE f.provider = $1 AND f.day = s.d
+                                AND coalesce(f.account, '') = s.account AND coalesce(f.kind, '') = s.kind)
             """, [p]) {
-            let day = try row.string("day")
+            let day = try row.string("day"), account = try row.string("account"), kind = try row.string("kind")
+            let which = (kind.isEmpty ? "settlement file" : "\(kind) file") + (account.isEmpty ? "" : " of account \(account)")
             wanted.append(SettlementRules.Judged(
-                finding: Finding(kind: .settlementIncomplete, expected: ["day": day], actual: [:],
-                                 detail: "no settlement file for \(day), a day between the first and the last imported", amountAtRisk: 0),
-                orderID: nil, transactionRef: "day:" + day, currency: nil))
+                finding: Finding(kind: .settlementIncomplete, expected: ["day": day, "kind": kind, "account": account], actual: [:],
+                                 detail: "no \(which) for \(day), a day between the first and the last imported", amountAtRisk: 0),
+                orderID: nil, transactionRef: Self.dayRef(day, kind: kind, account: account), currency: nil))
         }
         let settlementKinds = PostgresValue.textArray(DiscrepancyKind.settlementKinds.map(\.rawValue))
         func key(_ orderID: String?, _ ref: String, _ kind: String) -> String { (orderID ?? "") + "\u{0}" + ref + "\u{0}" + kind }
@@ -362,6 +395,12 @@ public enum SettlementStore {
             result.resolved = try tx.execute("UPDATE discrepancies SET status = 'resolved', resolved_at = now() WHERE id = ANY($1)", [.int64Array(gone)])
         }
         return result
+    }
+
+    /// The transaction_ref of a day with no file: `day:2026-12-01`, with its kind and account where the files state them
+    /// (`day:2026-12-01 STL ACCT-A`).
+    static func dayRef(_ day: String, kind: String, account: String) -> String {
+        "day:" + day + (kind.isEmpty ? "" : " " + kind) + (account.isEmpty ? "" : " " + account)
     }
 
     /// The stored lines of these transaction ids.

@@ -33,9 +33,12 @@ struct SettlementTests {
     }
 
     /// paysim's file of `daysAgo`, with `faults`, written where the import reads it.
-    static func file(_ h: WorkerHarness, daysAgo: Int, kind: String = "STL", faults: String = "", edit: ((String) -> String)? = nil) async throws -> String {
+    static func file(_ h: WorkerHarness, daysAgo: Int, kind: String = "STL", faults: String = "", account: String? = nil, zone: String? = nil,
+                     edit: ((String) -> String)? = nil) async throws -> String {
         let name = "\(kind)-\(day(daysAgo).compact).01.\(kind == "STL" ? "009" : "011").CSV"
-        let r = try await h.http.send(HTTPClientRequest(method: "GET", url: h.paysimURL + "/admin/paypal/reports/\(name)" + (faults.isEmpty ? "" : "?faults=\(faults)")))
+        let query = [faults.isEmpty ? nil : "faults=\(faults)", account.map { "account=\($0)" }, zone.map { "tz=\($0.replacingOccurrences(of: "+", with: "%2B"))" }]
+            .compactMap { $0 }.joined(separator: "&")
+        let r = try await h.http.send(HTTPClientRequest(method: "GET", url: h.paysimURL + "/admin/paypal/reports/\(name)" + (query.isEmpty ? "" : "?" + query)))
         guard r.status == 200 else { throw TestSetupError("paysim answered \(r.status) for \(name): \(r.text)") }
         var bytes = r.body
         if let edit { bytes = Array(edit(String(decoding: bytes, as: UTF8.self)).utf8) }
@@ -169,7 +172,7 @@ struct SettlementTests {
         try await WorkerHarness.with { h in
             try await Self.seed(h)
             _ = try await Self.importing(h, try await Self.file(h, daysAgo: 3), try await Self.file(h, daysAgo: 1), deadline: "30d")
-            #expect(try Self.open(h)["settlement_incomplete"] == ["day:" + Self.day(2).iso])
+            #expect(try Self.open(h)["settlement_incomplete"] == ["day:" + Self.day(2).iso + " STL PAYSMMERCHANT"])
             _ = try await Self.importing(h, try await Self.file(h, daysAgo: 2, faults: "double_space"), deadline: "30d")
             #expect(try Self.open(h)["settlement_incomplete"] == nil)
             #expect(try Self.open(h) == ["unknown_settlement": ["CAP-S3"]])
@@ -244,6 +247,49 @@ struct SettlementTests {
             // Another import (an evaluation) does not resolve it: only an operator can say which copy was right.
             _ = try await Self.importing(h, try await Self.file(h, daysAgo: 3), deadline: "30d")
             #expect(try Self.open(h)["settlement_mismatch"] == ["copies:CAP-S1"])
+        }
+    }
+
+    /// Two PayPal accounts, one account's files imported: the other's captures are not judged (before, every one of
+    /// them was settlement_missing), and one account's file never excuses the other's capture. Days are judged per
+    /// account and kind: a day with only a TRR, or only another account's STL, is still missing its STL.
+    @Test func eachAccountIsJudgedByItsOwnFilesAndEachDayByItsOwnKind() async throws {
+        try await WorkerHarness.with { h in
+            let d3 = Self.day(3).iso, d2 = Self.day(2).iso, d1 = Self.day(1).iso
+            try await h.seedPayPal(#"""
+                [{"id":"PP-A3","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"10.00","merchant_id":"ACCT-A","captures":[{"id":"CAP-A3","create_time":"\#(d3)T12:00:00Z"}]},
+                 {"id":"PP-A2","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"11.00","merchant_id":"ACCT-A","captures":[{"id":"CAP-A2","create_time":"\#(d2)T12:00:00Z"}]},
+                 {"id":"PP-A1","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"12.00","merchant_id":"ACCT-A","captures":[{"id":"CAP-A1","create_time":"\#(d1)T12:00:00Z"}]},
+                 {"id":"PP-B2","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"20.00","merchant_id":"ACCT-B","captures":[{"id":"CAP-B2","create_time":"\#(d2)T12:00:00Z"}]}]
+                """#)
+            try h.insert(WorkerHarness.order(.paypal, "A3", ref: "PP-A3", intent: .purchase, amount: 1_000, currency: "USD", merchant: "ACCT-A"),
+                         WorkerHarness.order(.paypal, "A2", ref: "PP-A2", intent: .purchase, amount: 1_100, currency: "USD", merchant: "ACCT-A"),
+                         WorkerHarness.order(.paypal, "A1", ref: "PP-A1", intent: .purchase, amount: 1_200, currency: "USD", merchant: "ACCT-A"),
+                         WorkerHarness.order(.paypal, "B2", ref: "PP-B2", intent: .purchase, amount: 2_000, currency: "USD", merchant: "ACCT-B"))
+            _ = try await h.sweep()
+            #expect(try h.database.count("SELECT count(*) FROM movements WHERE account = 'ACCT-A'") == 3)
+            // Account A's STL of days 3 and 1, and its TRR of day 2; nothing of account B.
+            let r = try await Self.importing(h, try await Self.file(h, daysAgo: 3, account: "ACCT-A"), try await Self.file(h, daysAgo: 1, account: "ACCT-A"),
+                                             try await Self.file(h, daysAgo: 2, kind: "TRR", account: "ACCT-A"))
+            #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+            let open = try Self.open(h)
+            // B's capture is not judged: no file of account B was imported.
+            #expect(open["settlement_missing"] == nil, "\(open)")
+            // Day 2 has A's TRR but not A's STL.
+            #expect(open["settlement_incomplete"] == ["day:\(d2) STL ACCT-A"], "\(open)")
+            // B's STL of day 2 judges B from then on, and does not cover A's missing STL of day 2.
+            _ = try await Self.importing(h, try await Self.file(h, daysAgo: 2, account: "ACCT-B"))
+            let after = try Self.open(h)
+            #expect(after["settlement_missing"] == nil && after["settlement_incomplete"] == ["day:\(d2) STL ACCT-A"], "\(after)")
+            // An account's file never excuses another's capture: B's capture listed only in a file claiming account A.
+            try await h.seedPayPal(#"{"id":"PP-B1","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"21.00","merchant_id":"ACCT-B","captures":[{"id":"CAP-B1","create_time":"\#(d1)T13:00:00Z"}]}"#)
+            try h.insert(WorkerHarness.order(.paypal, "B1", ref: "PP-B1", intent: .purchase, amount: 2_100, currency: "USD", merchant: "ACCT-B"))
+            _ = try await h.sweep()
+            let claimed = try await Self.file(h, daysAgo: 1, account: "ACCT-B") { $0.replacingOccurrences(of: "\"ACCT-B\"", with: "\"ACCT-A\"") }
+            let c = try await Self.importing(h, claimed)
+            #expect(c.stdout.contains("account: its header names account ACCT-A, but the captures it lists were paid to ACCT-B"), "\(c.stdout)")
+            let last = try Self.open(h)
+            #expect(last["settlement_missing"] == ["CAP-B1"], "\(last)")
         }
     }
 }

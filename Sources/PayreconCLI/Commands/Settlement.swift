@@ -85,6 +85,7 @@ let settlementImportCommand = Command(
                   + (kinds.isEmpty ? "; nothing to report" : "; " + kinds.joined(separator: ", ")))
             if imported.pending > 0 { print("  \(imported.pending) rows of transactions still pending (not kept: a later file lists them completed)") }
             if imported.denied > 0 { print("  \(imported.denied) rows of denied transactions (not kept: they moved no money)") }
+            if let note = imported.accountNote { print("  account: \(note.terminalSafe)") }
             if imported.accountRows > 0 { print("  \(imported.accountRows) account rows with no Transaction ID (kept with the file, no order's)") }
             for problem in imported.summary.problems { print("  incomplete: \(problem.terminalSafe)") }
         } catch let error as SettlementReportError {

@@ -84,7 +84,10 @@ extension PayPalSettlementReport {
                 throw SettlementReportError(line: h.line, "\(h.fields.count) fields where the column names (CH) give \(columnCount)")
             }
             try count(h)
-            return try line(h.fields, h.line)
+            let read = try line(h.fields, h.line)
+            // A file with no section header states its zone in its rows' times.
+            if summary.utcOffset == nil { summary.utcOffset = offset(text(h.fields, at.initiated)) }
+            return read
         }
 
         private mutating func count(_ h: (fields: [[UInt8]], line: Int)) throws {
@@ -114,6 +117,7 @@ extension PayPalSettlementReport {
                 sectionTotals = [:]
                 if fields.count > 2 {
                     summary.periodStart = summary.periodStart ?? timestamp(text(fields, 1))
+                    summary.utcOffset = summary.utcOffset ?? offset(text(fields, 1))
                     summary.periodEnd = timestamp(text(fields, 2)) ?? summary.periodEnd
                 }
                 if fields.count > 3, let account = try account(fields, line, "SH") { summary.account = account }

@@ -79,6 +79,15 @@ public enum PayPalSettlementReport {
         }
     }
 
+    /// The offset of a report time (`2017/03/22 09:34:59 -0700` → −25 200 seconds east of UTC); nil without one.
+    public static func offset(_ text: String) -> Int? {
+        let t = Array(text.utf8)
+        guard t.count > 19, let local = timestamp(String(decoding: t[..<19], as: UTF8.self)), let absolute = timestamp(text) else { return nil }
+        let rest = t[19...].drop { $0 == 0x20 }
+        guard !rest.isEmpty, rest != [0x5A] else { return nil }
+        return Int(local - absolute)
+    }
+
     /// `2017/03/22 09:34:59 -0700` (also with `-` between the date's parts, or `T`, or no zone: UTC) → unix seconds.
     public static func timestamp(_ text: String) -> Int64? {
         let t = Array(text.utf8)
