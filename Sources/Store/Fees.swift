@@ -6,7 +6,9 @@ import Reconciliation
 public struct StoredFeeDay: Sendable, Equatable {
     public var provider: String
     public var currency: Currency
-    /// `YYYY-MM-DD`, UTC: when the provider says the movement happened, else when payrecon first saw it.
+    /// `YYYY-MM-DD` of when the provider says the movement happened (else when payrecon first saw it): the day of its
+    /// account's settlement files (their time zone, as their rows' offsets state it) once a file of that account is
+    /// imported, so a day ties to the file's section footers; UTC otherwise.
     public var day: String
     public var captured: Int128, refunded: Int128, reversed: Int128
     /// Fees taken on captures less fees given back on refunds and reversals.
@@ -21,8 +23,28 @@ public struct StoredFeeDay: Sendable, Equatable {
 public enum FeeStore {
     /// Days within `seconds` before now (nil: all), newest first, then provider and currency.
     public static func days(provider: String?, within seconds: Int64?, on conn: PostgresConnection) throws -> [StoredFeeDay] {
+        // Each movement's zone: that of its account's file whose period holds it, else of that account's latest file.
         try conn.query("""
-            SELECT provider, currency, to_char(coalesce(occurred_at, first_seen) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day,
+            WITH zones AS (
+                SELECT DISTINCT ON (provider, coalesce(account, ''), period_start) provider, coalesce(account, '') AS account, period_start,
+                       period_end, utc_offset
+                FROM settlement_files WHERE utc_offset IS NOT NULL AND period_start IS NOT NULL AND period_end IS NOT NULL
+                ORDER BY provider, coalesce(account, ''), period_start, id),
+            latest AS (
+                SELECT DISTINCT ON (provider, coalesce(account, '')) provider, coalesce(account, '') AS account, utc_offset
+                FROM settlement_files WHERE utc_offset IS NOT NULL
+                ORDER BY provider, coalesce(account, ''), period_start DESC NULLS LAST, id DESC),
+            dated AS (
+                SELECT m.*, to_char((coalesce(m.occurred_at, m.first_seen) AT TIME ZONE 'UTC')
+                                    + make_interval(secs => coalesce(z.utc_offset, l.utc_offset, 0)), 'YYYY-MM-DD') AS day
+                FROM movements m
+                LEFT JOIN LATERAL (SELECT z.utc_offset FROM zones z
+                                   WHERE z.provider = m.provider AND z.account = coalesce(m.account, '')
+                                     AND coalesce(m.occurred_at, m.first_seen) >= z.period_start
+                                     AND coalesce(m.occurred_at, m.first_seen) < z.period_end + interval '1 second'
+                                   LIMIT 1) z ON true
+                LEFT JOIN latest l ON l.provider = m.provider AND l.account = coalesce(m.account, ''))
+            SELECT provider, currency, day,
                    coalesce(sum(gross_minor) FILTER (WHERE kind = 'capture'), 0)::text AS captured,
                    coalesce(sum(gross_minor) FILTER (WHERE kind = 'refund'), 0)::text AS refunded,
                    coalesce(sum(gross_minor) FILTER (WHERE kind = 'reversal'), 0)::text AS reversed,
@@ -31,7 +53,7 @@ public enum FeeStore {
                    (coalesce(sum(net_minor) FILTER (WHERE kind = 'capture'), 0)
                     - coalesce(sum(coalesce(net_minor, gross_minor)) FILTER (WHERE kind <> 'capture'), 0))::text AS net,
                    count(*) AS n, count(*) FILTER (WHERE kind = 'capture' AND fee_minor IS NULL) AS without_fee
-            FROM movements
+            FROM dated
             WHERE ($1::text IS NULL OR provider = $1)
               AND ($2::bigint IS NULL OR coalesce(occurred_at, first_seen) >= now() - make_interval(secs => $2::bigint))
             GROUP BY 1, 2, 3 ORDER BY 3 DESC, 1, 2

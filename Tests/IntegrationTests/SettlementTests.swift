@@ -292,4 +292,30 @@ struct SettlementTests {
             #expect(last["settlement_missing"] == ["CAP-B1"], "\(last)")
         }
     }
+
+    /// PayPal's files use the account's day (the samples read `-0700`): once a file of the account is imported, the
+    /// fees view groups its movements by that day, so a day's totals tie to the file's section footers. Before, they
+    /// were grouped by UTC day: a capture at 03:00 UTC fell on the next day of the view.
+    @Test func theFeesViewGroupsByTheFilesOwnDay() async throws {
+        try await WorkerHarness.with { h in
+            let d1 = Self.day(1).iso, d2 = Self.day(2).iso
+            // 03:00 UTC on day 1 is 20:00 on day 2 at -0700.
+            try await h.seedPayPal(#"""
+                [{"id":"PP-Z1","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"50.00","captures":[{"id":"CAP-Z1","create_time":"\#(d1)T03:00:00Z"}]}]
+                """#)
+            try h.insert(WorkerHarness.order(.paypal, "Z1", ref: "PP-Z1", intent: .purchase, amount: 5_000, currency: "USD", merchant: nil))
+            _ = try await h.sweep()
+            func feeDays() async throws -> [String] {
+                let r = try await PayreconProcess.launch(["report", "--view", "fees", "--format", "json"], databaseURL: h.database.url)
+                let doc = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
+                return (doc["days"] as? [[String: Any]] ?? []).compactMap { $0["day"] as? String }
+            }
+            #expect(try await feeDays() == [d1])
+            let path = try await Self.file(h, daysAgo: 2, zone: "-0700")
+            let r = try await Self.importing(h, path, deadline: "30d")
+            #expect(r.status == 0 && r.stdout.contains("1 lines, 1 new"), "\(r.stdout)\(r.stderr)")
+            #expect(try h.database.count("SELECT count(*) FROM settlement_files WHERE utc_offset = -25200") == 1)
+            #expect(try await feeDays() == [d2])
+        }
+    }
 }
