@@ -54,9 +54,11 @@ public enum FindingStore {
             last_seen = now(), occurrences = discrepancies.occurrences + 1, expected = EXCLUDED.expected,
             actual = EXCLUDED.actual, detail = EXCLUDED.detail, amount_at_risk_minor = EXCLUDED.amount_at_risk_minor,
             currency = EXCLUDED.currency,
-            -- The evidence behind a discrepancy is the check that opened it or last changed what defines it (one recorded
-            -- before evidence was kept takes the first check that finds it).
+            -- The evidence behind a discrepancy is the check that opened it or last changed what it says (its values, its
+            -- detail or its amount: one recorded before evidence was kept takes the first check that finds it).
             evidence_id = CASE WHEN discrepancies.expected = EXCLUDED.expected AND discrepancies.actual = EXCLUDED.actual
+                                    AND discrepancies.detail = EXCLUDED.detail
+                                    AND discrepancies.amount_at_risk_minor = EXCLUDED.amount_at_risk_minor
                                THEN coalesce(discrepancies.evidence_id, EXCLUDED.evidence_id)
                                ELSE coalesce(EXCLUDED.evidence_id, discrepancies.evidence_id) END
         RETURNING (xmax = 0) AS inserted

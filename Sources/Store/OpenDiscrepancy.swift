@@ -16,6 +16,11 @@ struct OpenDiscrepancy: Equatable {
     var actual: [String: String]?
     /// Recorded before evidence was kept: the next check that finds it as it is becomes its evidence.
     var bare: Bool
+    /// What it says and the money it puts at risk, as last recorded: a check that finds it with another detail or
+    /// amount changed it (its answers are kept, and become its evidence), so `explain` never shows a detail beside an
+    /// older answer.
+    var detail: String? = nil
+    var amount: Int64? = nil
 
     /// The discrepancies open or acknowledged for a group of checks: each order's (`orders`: provider and order id) and the
     /// unknown_order ones of the transactions they name (`refs`: provider and transaction reference). One call of
@@ -33,7 +38,8 @@ struct OpenDiscrepancy: Equatable {
             OpenDiscrepancy(provider: try row.string("provider"), orderID: try row.optionalString("order_id"),
                             transactionRef: try row.string("transaction_ref"), kind: try row.string("kind"),
                             acknowledged: try row.string("status") == "acknowledged",
-                            expected: strings(try row.string("expected")), actual: strings(try row.string("actual")), bare: try row.bool("bare"))
+                            expected: strings(try row.string("expected")), actual: strings(try row.string("actual")), bare: try row.bool("bare"),
+                            detail: try row.optionalString("detail"), amount: try row.optionalInt64("amount"))
         }
     }
 
@@ -71,7 +77,11 @@ struct OpenDiscrepancy: Equatable {
             // The same finding as an acknowledged one is counted there; a different one resolves it and goes on below.
             if same.contains(where: { $0.acknowledged && Self.same($0.expected, f.expected) && Self.same($0.actual, f.actual) }) { continue }
             if let row = same.first(where: { !$0.acknowledged }) {
-                if Self.same(row.expected, f.expected) && Self.same(row.actual, f.actual) { adopted = adopted || row.bare } else { changed = true }
+                if Self.same(row.expected, f.expected) && Self.same(row.actual, f.actual) && row.detail == f.detail && row.amount == f.amountAtRisk {
+                    adopted = adopted || row.bare
+                } else {
+                    changed = true
+                }
             } else {
                 opened = true
             }

@@ -261,6 +261,32 @@ import Testing
         }
     }
 
+    /// A check that finds a discrepancy with the same values but another detail (a stale_pending's age) changed what it
+    /// says: its answers are kept and it becomes the discrepancy's evidence, so explain never shows a detail beside an
+    /// older answer. Before, only a change of expected or actual moved the evidence, while the detail moved every check.
+    @Test func aChangedDetailMovesTheEvidenceWithIt() async throws {
+        try await WorkerHarness.with(pendingMaxSeconds: 60) { h in
+            let created = Int(Date().timeIntervalSince1970) - 120
+            try await h.admin("/admin/paypercut/intents", #"""
+                {"id":"pi_sp","amount":900,"currency":"PLN","capture_method":"automatic","status":"requires_action","created":\#(created),
+                 "payment":{"status":"pending","amount_captured":0,"payment_method":"blik"}}
+                """#)
+            let order = WorkerHarness.order(.paypercut, "SP", ref: "pi_sp", intent: .purchase, amount: 900, currency: "PLN", fulfilment: .open, merchant: nil)
+            try h.insert(order)
+            _ = await h.checker.check(order)
+            var e = try Self.explain(h, .order(.paypercut, "SP"))
+            let first = try #require(e.discrepancies.first { $0.kind == .stalePending })
+            try await Task.sleep(for: .milliseconds(1_100))
+            _ = await h.checker.check(order)
+            e = try Self.explain(h, .order(.paypercut, "SP"))
+            let second = try #require(e.discrepancies.first { $0.kind == .stalePending })
+            #expect(second.detail != first.detail, "the age in the detail moved: \(second.detail)")
+            #expect(second.evidenceID != first.evidenceID, "the evidence moved with the detail")
+            let behind = try #require(e.checks.first { $0.evidenceID == second.evidenceID })
+            #expect(behind.decided == ["changed"] && !behind.answers.isEmpty, "\(behind.decided)")
+        }
+    }
+
     /// A discrepancy recorded before evidence was kept (no evidence_id) takes the next check that finds it as its
     /// evidence, with that check's answer (review: it kept pointing at nothing forever).
     @Test func aDiscrepancyFromBeforeEvidenceAdoptsTheNextCheck() async throws {

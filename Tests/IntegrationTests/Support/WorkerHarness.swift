@@ -64,8 +64,8 @@ final class WorkerHarness: @unchecked Sendable {
     }
 
     /// Runs `body` with a fresh harness and always tears it down.
-    static func with(retry: RetryPolicy = .none, _ body: (WorkerHarness) async throws -> Void) async throws {
-        let h = try await offload { try WorkerHarness(retry: retry) }
+    static func with(retry: RetryPolicy = .none, pendingMaxSeconds: Int64 = 86_400, _ body: (WorkerHarness) async throws -> Void) async throws {
+        let h = try await offload { try WorkerHarness(retry: retry, pendingMaxSeconds: pendingMaxSeconds) }
         do { try await body(h) } catch { await h.stop(); throw error }
         await h.stop()
     }
