@@ -100,6 +100,7 @@ extension Explanation {
         switch decided {
         case "adopted": "now the evidence of a discrepancy recorded before payrecon kept evidence"
         case "call": "decided the call below"
+        case "moved": "its answer stated money that moved (kept: a settlement line is compared with it)"
         case "not sent": "the call was not sent: the order no longer called for it"
         case "settled": "the provider said what came of a call in doubt"
         default: decided

@@ -177,7 +177,8 @@ public enum FindingStore {
             // With the aliases already linked from it (a check that learns no new alias writes none), and whether the last
             // check left anything open (most find nothing: the resolving UPDATE is then not needed; sql/0013).
             reads.append(PostgresStatement("""
-                SELECT t.provider, t.order_id, fetched_at, snapshot->'aliases' AS aliases, open_findings, transaction_ref FROM snapshots t \(join)
+                SELECT t.provider, t.order_id, fetched_at, snapshot->'aliases' AS aliases, open_findings, transaction_ref,
+                       snapshot->'movements' AS movements FROM snapshots t \(join)
                 """, pairs))
             if known.contains(where: { $0.linksSeen != nil }) {
                 linkCountsAt = reads.count
@@ -231,6 +232,9 @@ public enum FindingStore {
                 var linkedAliases: Set<String> = []
                 var mayResolve = true
                 var evidenceID: Int64?
+                // The money its answer states changed (a capture, a refund, a fee): its answers are kept, since a
+                // settlement line may later be compared with them (fee_mismatch, settlement_mismatch show that answer).
+                var moved = false
                 if let orderID = check.order?.orderID {
                     let k = key(check.provider.rawValue, orderID)
                     // The order is gone, or a newer check recorded already: nothing to write for this one.
@@ -245,6 +249,9 @@ public enum FindingStore {
                         // Nothing left open last time, for the same transactions: nothing to resolve (a transaction newly
                         // added to the order may have an unknown_order open, so a changed list resolves as before).
                         mayResolve = try row.bool("open_findings") || row.string("transaction_ref") != check.transactionRef
+                        moved = OpenDiscrepancy.moved(stored: try row.optionalString("movements"), now: check.snapshot?.movements ?? [])
+                    } else {
+                        moved = !(check.snapshot?.movements ?? []).isEmpty
                     }
                     current = order
                     if check.evidence != nil { evidenceID = orderEvidence[k] }
@@ -256,7 +263,8 @@ public enum FindingStore {
                                evidenceID: evidenceID)
                 results.append((i, plan))
                 if let evidenceID {
-                    let decided = OpenDiscrepancy.decided(plan, check: check, open: open, mayResolve: mayResolve)
+                    var decided = OpenDiscrepancy.decided(plan, check: check, open: open, mayResolve: mayResolve)
+                    if moved { decided.append("moved") }
                     if let row = Self.evidenceRow(check, id: evidenceID, decided: decided.isEmpty ? nil : decided.joined(separator: " "), plan: plan) {
                         evidenceRows.append(row)
                         if !decided.isEmpty { answers.append((evidenceID, row.evidence.answers)) }

@@ -63,6 +63,25 @@ struct OpenDiscrepancy: Equatable {
         return bytes(stored) == bytes(found)
     }
 
+    /// Whether the money an answer states (`now`) differs from what the stored snapshot held (`stored`: its
+    /// `movements` as jsonb text; nil: none stored): any movement added, gone, or with another amount, fee, net, day or
+    /// currency.
+    static func moved(stored: String?, now: [Movement]) -> Bool {
+        func text(_ v: Int64?) -> String { v.map { String($0) } ?? "-" }
+        func key(id: String, kind: String, at: Int64?, currency: String, gross: Int64?, fee: Int64?, net: Int64?) -> String {
+            let parts: [String] = [id, kind, text(at), currency, text(gross), text(fee), text(net)]
+            return parts.joined(separator: "\u{0}")
+        }
+        let fresh = Set(now.map { key(id: $0.id, kind: $0.kind.rawValue, at: $0.at, currency: $0.currency.code, gross: $0.gross, fee: $0.fee, net: $0.net) })
+        guard let stored, let items = (try? JSONValue.parse(stored))?.arrayValue else { return !fresh.isEmpty }
+        func int(_ v: JSONValue?) -> Int64? { v?.numberLiteral.flatMap { Int64($0) } }
+        let old = Set(items.map { m in
+            key(id: m["id"]?.stringValue ?? "", kind: m["kind"]?.stringValue ?? "", at: int(m["at"]), currency: m["currency"]?["code"]?.stringValue ?? "",
+                gross: int(m["gross"]), fee: int(m["fee"]), net: int(m["net"]))
+        })
+        return old != fresh
+    }
+
     /// What recording `plan` for `check` decides, in order: `opened`, `changed`, `adopted`, `resolved`, `planned`,
     /// `superseded`; empty when it only finds again what is open (or finds nothing, as before).
     static func decided(_ plan: Plan, check: FindingStore.Check, open: [OpenDiscrepancy], mayResolve: Bool) -> [String] {

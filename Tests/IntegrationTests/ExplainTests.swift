@@ -287,6 +287,23 @@ import Testing
         }
     }
 
+    /// The check whose answer first states an order's money (a PayPal capture and its fee) keeps that answer, as does
+    /// one that finds the money changed: a settlement line compared later shows the answer it was compared with. A
+    /// clean re-check after it keeps a hash only.
+    @Test func theAnswerThatStatesTheMoneyIsKept() async throws {
+        try await WorkerHarness.with { h in
+            try await h.seedPayPal(#"{"id":"PP-MV","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"30.00","captures":[{"id":"CAP-MV"}]}"#)
+            let order = WorkerHarness.order(.paypal, "MV", ref: "PP-MV", intent: .purchase, amount: 3_000, currency: "USD", merchant: nil)
+            try h.insert(order)
+            for _ in 0..<3 { _ = await h.checker.check(order) }
+            let e = try Self.explain(h, .order(.paypal, "MV"))
+            #expect(e.checks.count == 3 && e.discrepancies.isEmpty)
+            #expect(e.checks.map(\.decided).sorted { $0.count > $1.count } == [["moved"], [], []], "\(e.checks.map(\.decided))")
+            #expect(e.checks.first { $0.decided == ["moved"] }?.answers.isEmpty == false)
+            #expect(e.checks.filter { $0.decided.isEmpty }.allSatisfy { $0.answers.isEmpty })
+        }
+    }
+
     /// A discrepancy recorded before evidence was kept (no evidence_id) takes the next check that finds it as its
     /// evidence, with that check's answer (review: it kept pointing at nothing forever).
     @Test func aDiscrepancyFromBeforeEvidenceAdoptsTheNextCheck() async throws {
