@@ -15,8 +15,13 @@ public enum SettlementRules {
         public var transactionRef: String
         /// nil for a finding about files, not money (settlement_incomplete).
         public var currency: Currency?
-        public init(finding: Finding, orderID: String?, transactionRef: String, currency: Currency?) {
+        /// Its evidence: the line that raised it (nil: none, as for a capture no line shows), or the file.
+        public var line: SettlementLine?
+        public var fileID: Int64?
+        public init(finding: Finding, orderID: String?, transactionRef: String, currency: Currency?, line: SettlementLine? = nil,
+                    fileID: Int64? = nil) {
             self.finding = finding; self.orderID = orderID; self.transactionRef = transactionRef; self.currency = currency
+            self.line = line; self.fileID = fileID ?? line?.fileID
         }
     }
 
@@ -45,7 +50,7 @@ public enum SettlementRules {
                                                      "currency": line.currency.code],
                                             detail: "the settlement file shows \(what) \(amount(line.gross, line.currency)) \(line.currency.code) for transaction \(line.transactionID) (\(where_())), which payrecon does not know\(orderNote)",
                                             amountAtRisk: line.gross),
-                           orderID: parent?.orderID, transactionRef: line.transactionID, currency: line.currency)]
+                           orderID: parent?.orderID, transactionRef: line.transactionID, currency: line.currency, line: line)]
         }
         let m = known.movement
         var out: [Judged] = []
@@ -67,7 +72,7 @@ public enum SettlementRules {
             out.append(Judged(finding: Finding(kind: .settlementMismatch, expected: expected, actual: actual,
                                                detail: "the settlement line for \(m.kind.rawValue) \(m.id) (\(where_())) shows " + differences.joined(separator: ", "),
                                                amountAtRisk: atRisk == 0 ? line.gross : atRisk),
-                              orderID: known.orderID, transactionRef: m.id, currency: m.currency))
+                              orderID: known.orderID, transactionRef: m.id, currency: m.currency, line: line))
         }
         // The fee, where the API stated one and the line is in its currency: what the balance was charged (a capture)
         // or given back (a refund), both as positive amounts.
@@ -80,7 +85,7 @@ public enum SettlementRules {
                                                    expected: ["fee": amount(apiFee, m.currency)], actual: ["fee": amount(lineFee, m.currency)],
                                                    detail: "the settlement file \(said) a fee of \(amount(lineFee, m.currency)) \(m.currency.code) on \(m.kind.rawValue) \(m.id) (\(where_())); the provider's API stated \(amount(apiFee, m.currency))",
                                                    amountAtRisk: distance(lineFee, apiFee)),
-                                  orderID: known.orderID, transactionRef: m.id, currency: m.currency))
+                                  orderID: known.orderID, transactionRef: m.id, currency: m.currency, line: line))
             }
         }
         return out

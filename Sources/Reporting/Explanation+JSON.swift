@@ -58,6 +58,10 @@ extension Explanation {
                     ("decision", decision(c.decision)), ("decision_unreadable", text(c.decisionUnreadable)),
                     ("findings", .array(c.findings.map(JSONValue.string))),
                     ("planned", .array(c.planned.map(JSONValue.string))), ("superseded", .array(c.superseded.map(JSONValue.string))),
+                    ("settlement", c.settlement.map { s in
+                        .object([("file", text(s.fileName)), ("kind", text(s.kind)), ("account", text(s.account)), ("sha256", text(s.sha256)),
+                                 ("line", s.line.map { .number(String($0)) } ?? .null), ("row", text(s.row))])
+                    } ?? .null),
                 ])
             case .opened(let d): return .object([("at", time(event.at)), ("event", .string("discrepancy_opened")), ("discrepancy", discrepancy(d))])
             case .resolved(let d): return .object([("at", time(event.at)), ("event", .string("discrepancy_resolved")), ("discrepancy_id", id(d.id))])

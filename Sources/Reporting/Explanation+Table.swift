@@ -55,9 +55,20 @@ extension Explanation {
         case .delivery(let d):
             return ["\(at)  delivery \(d.id) \((d.eventType ?? "(no event type)").terminalSafe) received; \(d.status)" + (d.outcome.map { ": \($0.terminalSafe)" } ?? "")]
         case .check(let c):
-            var l = ["\(at)  \(c.source) check (evidence \(c.evidenceID)"
+            var l = ["\(at)  \(c.source == "settlement" ? "settlement import" : c.source + " check") (evidence \(c.evidenceID)"
                      + (c.deliveryID.map { ", delivery \($0)" } ?? "") + "): "
                      + (c.decided.isEmpty ? "nothing changed" : c.decided.map(Self.phrase).joined(separator: ", "))]
+            if let s = c.settlement {
+                if let name = s.fileName {
+                    // The file's name, account and row are the file's text: escaped, and the row behind a gutter.
+                    l.append("      file \(name.terminalSafe) (\(s.kind ?? "kind not stated"), account \((s.account ?? "not stated").terminalSafe), sha256 \(s.sha256 ?? "?"))"
+                             + (s.line.map { ", line \($0)" } ?? ""))
+                    if let row = s.row { l += Self.indented(row) }
+                } else {
+                    l.append("      no settlement file lists it")
+                }
+                if !c.answers.isEmpty { l.append("      compared with the answer that stated the money:") }
+            }
             if c.answers.isEmpty {
                 for h in c.hashes { l.append("      answer sha256 \(h)") }
                 if c.hashes.isEmpty { l.append("      no provider answer (nothing fetched)") }

@@ -79,6 +79,20 @@ public struct Explanation: Sendable, Equatable {
     }
 
     /// One check of the order: the answers it used and what it decided.
+    /// Where a settlement finding came from: the file (its name, kind, account and SHA-256) and the line, with the row
+    /// as read; no file for a capture no file lists.
+    public struct SettlementSource: Sendable, Equatable {
+        public var fileName: String?
+        public var kind: String?
+        public var account: String?
+        public var sha256: String?
+        public var line: Int?
+        public var row: String?
+        public init(fileName: String?, kind: String?, account: String?, sha256: String?, line: Int?, row: String?) {
+            self.fileName = fileName; self.kind = kind; self.account = account; self.sha256 = sha256; self.line = line; self.row = row
+        }
+    }
+
     public struct Check: Sendable, Equatable {
         public var evidenceID: Int64
         public var at: Date
@@ -99,12 +113,16 @@ public struct Explanation: Sendable, Equatable {
         public var superseded: [String]
         /// The answers themselves (kept when it decided something).
         public var answers: [Answer]
+        /// A finding a settlement file raised: the file and the line (the answers are those of the order's check that
+        /// stated the money it was compared with).
+        public var settlement: SettlementSource?
         public init(evidenceID: Int64, at: Date, source: String, deliveryID: Int64?, hashes: [String], decided: [String],
                     decision: Decision?, findings: [String], planned: [String], superseded: [String], answers: [Answer],
-                    decisionUnreadable: String? = nil) {
+                    decisionUnreadable: String? = nil, settlement: SettlementSource? = nil) {
             self.evidenceID = evidenceID; self.at = at; self.source = source; self.deliveryID = deliveryID; self.hashes = hashes
             self.decided = decided; self.decision = decision; self.findings = findings; self.planned = planned
             self.superseded = superseded; self.answers = answers; self.decisionUnreadable = decisionUnreadable
+            self.settlement = settlement
         }
     }
 

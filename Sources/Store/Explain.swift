@@ -150,6 +150,20 @@ public enum ExplainStore {
                     length: Int(try row.int64("length")), body: try row.bool("body_kept") ? try row.bytes("body") : nil))
             }
         }
+        // What a settlement file raised: the file and the line behind the evidence.
+        var settlement: [Int64: Explanation.SettlementSource] = [:]
+        let settlementIDs = try evidenceRows.filter { try $0.string("source") == "settlement" }.map { try $0.int64("id") }
+        if !settlementIDs.isEmpty {
+            for row in try conn.query("""
+                SELECT s.evidence_id, f.name, f.kind, f.account, f.sha256, s.line, s.row_text
+                FROM settlement_evidence s LEFT JOIN settlement_files f ON f.id = s.file_id WHERE s.evidence_id = ANY($1)
+                """, [.int64Array(settlementIDs)]) {
+                settlement[try row.int64("evidence_id")] = Explanation.SettlementSource(
+                    fileName: try row.optionalString("name"), kind: try row.optionalString("kind"), account: try row.optionalString("account"),
+                    sha256: try row.optionalBytes("sha256").map(Self.hex), line: try row.optionalInt64("line").map { Int($0) },
+                    row: try row.optionalString("row_text"))
+            }
+        }
         let decoder = JSONDecoder()
         explanation.checks = try evidenceRows.reversed().map { row in
             let id = try row.int64("id")
@@ -174,7 +188,7 @@ public enum ExplainStore {
                 },
                 decision: record?.decision, findings: record?.findings ?? lists["findings"] ?? [], planned: record?.planned ?? lists["planned"] ?? [],
                 superseded: record?.superseded ?? lists["superseded"] ?? [],
-                answers: answers[id] ?? [], decisionUnreadable: unreadable)
+                answers: answers[id] ?? [], decisionUnreadable: unreadable, settlement: settlement[id])
         }
 
         // Deliveries that named the order (or whose check looked up the transaction).

@@ -70,10 +70,10 @@ public enum SettlementStore {
                 accountRows += account.count
                 try insertAccountRows(account, fileID: fileID, on: tx)
                 payees.formUnion(try self.payees(of: batch, provider: provider, on: tx))
-                let inserted = try insert(batch, provider: provider, fileID: fileID, on: tx)
+                let inserted = try insert(batch, provider: provider, fileID: fileID, on: tx).map { var l = $0; l.fileID = fileID; return l }
                 newLines += inserted.count
                 var judged = try judge(inserted, provider: provider, on: tx)
-                judged += try conflicts(batch, inserted: inserted, provider: provider, fileID: fileID, on: tx)
+                judged += try conflicts(batch.map { var l = $0; l.fileID = fileID; return l }, inserted: inserted, provider: provider, fileID: fileID, on: tx)
                 try record(judged, provider: provider, on: tx)
                 for j in judged { findings[j.finding.kind, default: 0] += 1 }
             }
@@ -205,7 +205,7 @@ public enum SettlementStore {
                                  actual: ["gross": amount(l.gross, l.currency.code), "currency": l.currency.code, "fee": amount(l.fee, l.currency.code)],
                                  detail: "line \(l.line) (\(l.transactionID) \(l.eventCode) \(l.direction.rawValue)) appears again with gross \(amount(l.gross, l.currency.code)) \(l.currency.code), fee \(amount(l.fee, l.currency.code)); \(s.file) has gross \(amount(s.gross, s.currency)) \(s.currency), fee \(amount(s.fee, s.currency)), the copy kept",
                                  amountAtRisk: max(SettlementRules.distance(s.gross, l.gross), SettlementRules.distance(s.fee ?? 0, l.fee ?? 0))),
-                orderID: nil, transactionRef: duplicatePrefix + l.transactionID, currency: l.currency)
+                orderID: nil, transactionRef: duplicatePrefix + l.transactionID, currency: l.currency, line: l)
         }
     }
 
@@ -247,6 +247,9 @@ public enum SettlementStore {
 
     /// Opens settlement findings, or counts them again (one statement for them all); an acknowledged one with the
     /// same values stays acknowledged, one whose values changed is resolved and the finding opens anew — as a check's.
+    /// A finding opened, or found with other values, detail or amount, takes new evidence (`evidence` of source
+    /// `settlement`): the file and line that raised it, the row as read, and a copy of the answer that stated the money
+    /// it was compared with; one found as it was keeps its evidence.
     static func record(_ judged: [SettlementRules.Judged], provider: Provider, on tx: PostgresConnection) throws {
         guard !judged.isEmpty else { return }
         // One finding per (order, transaction, kind): the last wins (an upsert may not touch a row twice).
@@ -256,13 +259,15 @@ public enum SettlementStore {
             if byKey.updateValue(j, forKey: key) == nil { order.append(key) }
         }
         let rows = order.map { byKey[$0]! }
+        let evidence = try self.evidence(for: rows, provider: provider, on: tx)
         let json = FindingStore.json
         _ = try tx.query("""
             WITH f AS (
-                SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::text[])
-                    AS f(order_id, transaction_ref, kind, expected, actual, detail, amount, currency)),
+                SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::text[], $10::bigint[])
+                    AS f(order_id, transaction_ref, kind, expected, actual, detail, amount, currency, evidence_id)),
             acknowledged AS (
-                UPDATE discrepancies d SET last_seen = now(), occurrences = d.occurrences + 1, detail = f.detail, amount_at_risk_minor = f.amount
+                UPDATE discrepancies d SET last_seen = now(), occurrences = d.occurrences + 1, detail = f.detail, amount_at_risk_minor = f.amount,
+                    evidence_id = coalesce(f.evidence_id, d.evidence_id)
                 FROM f WHERE d.provider = $1 AND coalesce(d.order_id, '') = coalesce(f.order_id, '') AND d.transaction_ref = f.transaction_ref
                   AND d.kind = f.kind AND d.status = 'acknowledged' AND d.expected = f.expected::jsonb AND d.actual = f.actual::jsonb
                 RETURNING d.order_id, d.transaction_ref, d.kind),
@@ -271,17 +276,89 @@ public enum SettlementStore {
                 FROM f WHERE d.provider = $1 AND coalesce(d.order_id, '') = coalesce(f.order_id, '') AND d.transaction_ref = f.transaction_ref
                   AND d.kind = f.kind AND d.status = 'acknowledged' AND NOT (d.expected = f.expected::jsonb AND d.actual = f.actual::jsonb)
                 RETURNING d.id)
-            INSERT INTO discrepancies (provider, order_id, transaction_ref, kind, expected, actual, detail, amount_at_risk_minor, currency)
-            SELECT $1, f.order_id, f.transaction_ref, f.kind, f.expected::jsonb, f.actual::jsonb, f.detail, f.amount, f.currency FROM f
+            INSERT INTO discrepancies (provider, order_id, transaction_ref, kind, expected, actual, detail, amount_at_risk_minor, currency, evidence_id)
+            SELECT $1, f.order_id, f.transaction_ref, f.kind, f.expected::jsonb, f.actual::jsonb, f.detail, f.amount, f.currency, f.evidence_id FROM f
             WHERE NOT EXISTS (SELECT 1 FROM acknowledged a WHERE coalesce(a.order_id, '') = coalesce(f.order_id, '')
                                 AND a.transaction_ref = f.transaction_ref AND a.kind = f.kind)
             ON CONFLICT (provider, coalesce(order_id, ''), transaction_ref, kind) WHERE status = 'open' DO UPDATE SET
                 last_seen = now(), occurrences = discrepancies.occurrences + 1, expected = EXCLUDED.expected, actual = EXCLUDED.actual,
-                detail = EXCLUDED.detail, amount_at_risk_minor = EXCLUDED.amount_at_risk_minor, currency = EXCLUDED.currency
+                detail = EXCLUDED.detail, amount_at_risk_minor = EXCLUDED.amount_at_risk_minor, currency = EXCLUDED.currency,
+                evidence_id = coalesce(EXCLUDED.evidence_id, discrepancies.evidence_id)
             """, [.text(provider.rawValue), .nullableTextArray(rows.map(\.orderID)), .textArray(rows.map(\.transactionRef)),
                   .textArray(rows.map(\.finding.kind.rawValue)), .textArray(rows.map { json($0.finding.expected) }),
                   .textArray(rows.map { json($0.finding.actual) }), .textArray(rows.map(\.finding.detail)),
-                  .int64Array(rows.map(\.finding.amountAtRisk)), .nullableTextArray(rows.map { $0.currency?.code })])
+                  .int64Array(rows.map(\.finding.amountAtRisk)), .nullableTextArray(rows.map { $0.currency?.code }),
+                  .nullableTextArray(evidence.map { $0.map(String.init) })])
+    }
+
+    /// The evidence of each row that opens or changes a finding (nil for one found as it is recorded): an `evidence`
+    /// row of source `settlement`, the file, line and row that raised it (`settlement_evidence`), and for a finding
+    /// about an order's money a copy of the answers of that order's newest check that kept them (the check that stated
+    /// the money: one whose answer stated money that moved keeps it).
+    static func evidence(for rows: [SettlementRules.Judged], provider: Provider, on tx: PostgresConnection) throws -> [Int64?] {
+        let p = PostgresValue.text(provider.rawValue)
+        // What is recorded now, to tell a finding found as it is from one opened or changed.
+        var recorded: [String: OpenDiscrepancy] = [:]
+        for row in try tx.query("""
+            SELECT d.order_id, d.transaction_ref, d.kind, d.expected::text AS expected, d.actual::text AS actual, d.detail, d.amount_at_risk_minor,
+                   d.evidence_id IS NULL AS bare
+            FROM discrepancies d JOIN unnest($2::text[], $3::text[], $4::text[]) AS k(order_id, ref, kind)
+              ON coalesce(d.order_id, '') = k.order_id AND d.transaction_ref = k.ref AND d.kind = k.kind
+            WHERE d.provider = $1 AND d.status IN ('open', 'acknowledged')
+            """, [p, .textArray(rows.map { $0.orderID ?? "" }), .textArray(rows.map(\.transactionRef)), .textArray(rows.map(\.finding.kind.rawValue))]) {
+            let key = (try row.optionalString("order_id") ?? "") + "\u{0}" + (try row.string("transaction_ref")) + "\u{0}" + (try row.string("kind"))
+            recorded[key] = OpenDiscrepancy(provider: provider.rawValue, orderID: try row.optionalString("order_id"),
+                                            transactionRef: try row.string("transaction_ref"), kind: try row.string("kind"), acknowledged: false,
+                                            expected: OpenDiscrepancy.strings(try row.string("expected")),
+                                            actual: OpenDiscrepancy.strings(try row.string("actual")), bare: try row.bool("bare"),
+                                            detail: try row.optionalString("detail"), amount: try row.optionalInt64("amount_at_risk_minor"))
+        }
+        let fresh = rows.indices.filter { i in
+            let r = rows[i]
+            guard let d = recorded[(r.orderID ?? "") + "\u{0}" + r.transactionRef + "\u{0}" + r.finding.kind.rawValue] else { return true }
+            return d.bare || !(OpenDiscrepancy.same(d.expected, r.finding.expected) && OpenDiscrepancy.same(d.actual, r.finding.actual)
+                               && d.detail == r.finding.detail && d.amount == r.finding.amountAtRisk)
+        }
+        var out = [Int64?](repeating: nil, count: rows.count)
+        guard !fresh.isEmpty else { return out }
+        let picked = fresh.map { rows[$0] }
+        // Ids first (one per finding, in order), then the rows under them: RETURNING promises no order.
+        let ids = try tx.query("SELECT nextval('evidence_id_seq') AS id FROM generate_series(1, $1::integer) ORDER BY 1", [.int64(Int64(picked.count))])
+            .map { try $0.int64("id") }
+        guard ids.count == picked.count else { throw PostgresError.decoding("evidence: \(ids.count) ids for \(picked.count) settlement findings") }
+        _ = try tx.execute("""
+            INSERT INTO evidence (id, provider, order_id, transaction_ref, checked_at, source, answer_hashes, decided)
+            SELECT u.id, $1, u.order_id, u.ref, now(), 'settlement', ''::bytea, u.decided
+            FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[]) AS u(id, order_id, ref, decided)
+            """, [p, .int64Array(ids), .nullableTextArray(picked.map(\.orderID)), .textArray(picked.map(\.transactionRef)),
+                  .textArray(fresh.map { recorded[(rows[$0].orderID ?? "") + "\u{0}" + rows[$0].transactionRef + "\u{0}" + rows[$0].finding.kind.rawValue] == nil ? "opened" : "changed" })])
+        _ = try tx.execute("""
+            INSERT INTO settlement_evidence (evidence_id, file_id, line, row_text)
+            SELECT u.id, u.file_id::bigint, u.line::integer, u.row_text
+            FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[]) AS u(id, file_id, line, row_text)
+            """, [.int64Array(ids), .nullableTextArray(picked.map { $0.fileID.map(String.init) }),
+                  .nullableTextArray(picked.map { $0.line.map { String($0.line) } }), .nullableTextArray(picked.map { $0.line?.rowText })])
+        // The answers each order's money was compared with: those of its newest check that kept its answers.
+        let withOrder = zip(ids, picked).filter { $0.1.orderID != nil }
+        if !withOrder.isEmpty {
+            _ = try tx.execute("""
+                INSERT INTO evidence_answers (evidence_id, position, fetched_at, method, url, status, sha256, length, body, body_kept)
+                SELECT u.id, a.position, a.fetched_at, a.method, a.url, a.status, a.sha256, a.length, a.body, a.body_kept
+                FROM unnest($2::bigint[], $3::text[]) AS u(id, order_id)
+                JOIN LATERAL (SELECT e.id FROM evidence e
+                              WHERE e.provider = $1 AND e.order_id = u.order_id AND e.source <> 'settlement'
+                                AND EXISTS (SELECT 1 FROM evidence_answers x WHERE x.evidence_id = e.id AND x.body_kept)
+                              ORDER BY e.id DESC LIMIT 1) src ON true
+                JOIN evidence_answers a ON a.evidence_id = src.id
+                """, [p, .int64Array(withOrder.map(\.0)), .textArray(withOrder.map { $0.1.orderID! })])
+            _ = try tx.execute("""
+                UPDATE evidence e SET answer_hashes = coalesce((SELECT string_agg(a.sha256, ''::bytea ORDER BY a.position) FROM evidence_answers a
+                                                                 WHERE a.evidence_id = e.id), ''::bytea)
+                WHERE e.id = ANY($1)
+                """, [.int64Array(withOrder.map(\.0))])
+        }
+        for (k, i) in fresh.enumerated() { out[i] = ids[k] }
+        return out
     }
 
     /// What settlement says as a whole, now: each open settlement discrepancy judged again (resolved when its line or
@@ -322,7 +399,7 @@ public enum SettlementStore {
         }
         // settlement_incomplete: each file with problems (the newest file of a name stands for it), each day with no file.
         for row in try tx.query("""
-            SELECT DISTINCT ON (coalesce(kind, name), coalesce(account, ''), coalesce(day::text, name)) name, problems
+            SELECT DISTINCT ON (coalesce(kind, name), coalesce(account, ''), coalesce(day::text, name)) id, name, problems
             FROM settlement_files WHERE provider = $1
             ORDER BY coalesce(kind, name), coalesce(account, ''), coalesce(day::text, name), id DESC
             """, [p]) {
@@ -333,7 +410,7 @@ public enum SettlementStore {
             wanted.append(SettlementRules.Judged(
                 finding: Finding(kind: .settlementIncomplete, expected: [:], actual: ["file": name],
                                  detail: "settlement file \(name) does not add up: " + list.joined(separator: "; "), amountAtRisk: 0),
-                orderID: nil, transactionRef: "file:" + name, currency: nil))
+                orderID: nil, transactionRef: "file:" + name, currency: nil, fileID: try row.int64("id")))
         }
         // Days are judged per account and kind: a day with no STL between that account's first and last STL is missing
         // even when a TRR (or another account's file) covers it.
@@ -408,7 +485,7 @@ public enum SettlementStore {
         try tx.query("""
             SELECT transaction_id, event_code, direction, role, line, reference_id, reference_type, invoice_id, custom_field,
                    extract(epoch FROM initiated_at)::bigint AS initiated_at, extract(epoch FROM completed_at)::bigint AS completed_at,
-                   currency, gross_minor, fee_minor, fee_direction, fee_currency
+                   currency, gross_minor, fee_minor, fee_direction, fee_currency, file_id
             FROM settlement_lines WHERE provider = $1 AND transaction_id = ANY($2)
             """, [.text(provider.rawValue), .textArray(transactionIDs)]).map { row in
             guard let direction = SettlementLine.Direction(rawValue: try row.string("direction")),
@@ -424,6 +501,7 @@ public enum SettlementStore {
             l.fee = try row.optionalInt64("fee_minor")
             l.feeDirection = try row.optionalString("fee_direction").flatMap(SettlementLine.Direction.init(rawValue:))
             l.feeCurrency = try row.optionalString("fee_currency").flatMap { Currency(code: $0) }
+            l.fileID = try row.int64("file_id")
             return l
         }
     }

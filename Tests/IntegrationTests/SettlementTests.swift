@@ -3,6 +3,8 @@ import HTTP
 import PayreconTesting
 import Postgres
 import Reconciliation
+import Reporting
+import Store
 import Testing
 
 /// `payrecon settlement import` and `settlement verify`, as run, on files paysim writes from the ledger that answers
@@ -316,6 +318,44 @@ struct SettlementTests {
             #expect(r.status == 0 && r.stdout.contains("1 lines, 1 new"), "\(r.stdout)\(r.stderr)")
             #expect(try h.database.count("SELECT count(*) FROM settlement_files WHERE utc_offset = -25200") == 1)
             #expect(try await feeDays() == [d2])
+        }
+    }
+
+    /// A finding a settlement file opened carries its evidence: explain shows the file (name, kind, account,
+    /// SHA-256), the line and the row as read, and for fee_mismatch the answer that stated the fee. Before, it said
+    /// "no evidence: recorded before payrecon kept it" for a finding recorded seconds earlier.
+    @Test func explainShowsTheFileTheLineAndTheAnswerBehindASettlementFinding() async throws {
+        try await WorkerHarness.with { h in
+            try await Self.seed(h)
+            let path = try await Self.file(h, daysAgo: 2, faults: "fee_off_by_one")
+            let r = try await Self.importing(h, path, deadline: "30d")
+            #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+            let sha = try h.database.string("SELECT encode(sha256, 'hex') FROM settlement_files")
+            let conn = try h.database.connect(); defer { conn.close() }
+            let fee = try #require(try h.discrepancies(.paypal).first { $0.kind == "fee_mismatch" })
+            let e = try ExplainStore.explain(.discrepancy(fee.id), on: conn)
+            let line = try #require(e.discrepancies.first { $0.id == fee.id })
+            let behind = try #require(e.checks.first { $0.evidenceID == line.evidenceID })
+            #expect(behind.source == "settlement" && behind.decided == ["opened"])
+            let source = try #require(behind.settlement)
+            #expect(source.fileName == URL(fileURLWithPath: path).lastPathComponent && source.kind == "STL" && source.account == "PAYSMMERCHANT"
+                    && source.sha256 == sha && source.line == 5, "\(source)")
+            #expect(source.row?.hasPrefix("SB,CAP-S1,") == true && source.row?.contains(",399,") == true, "\(source.row ?? "")")
+            // The answer the line was compared with, kept (not only its hash): it states the fee of 3.98.
+            let answer = try #require(behind.answers.first)
+            #expect(String(decoding: answer.body ?? [], as: UTF8.self).contains("\"3.98\""), "\(answer.url)")
+            let table = e.table()
+            #expect(table.contains("settlement import (evidence \(behind.evidenceID)): opened") && table.contains(", line 5")
+                    && table.contains("compared with the answer that stated the money:"), "\(table)")
+            #expect(!table.contains("no evidence: recorded before payrecon kept it"))
+            // An unknown line (no order) shows its file and line too.
+            let unknown = try #require(try h.discrepancies(.paypal).first { $0.kind == "unknown_settlement" })
+            let u = try ExplainStore.explain(.discrepancy(unknown.id), on: conn)
+            let uLine = try #require(u.discrepancies.first { $0.id == unknown.id })
+            #expect(u.checks.first { $0.evidenceID == uLine.evidenceID }?.settlement?.line == 8, "\(u.table())")
+            // Imported again (another file's evaluation finds it as it is): its evidence stays.
+            _ = try await Self.importing(h, try await Self.file(h, daysAgo: 1), deadline: "30d")
+            #expect(try h.database.count("SELECT count(*) FROM discrepancies WHERE kind = 'fee_mismatch' AND evidence_id = \(line.evidenceID ?? -1)") == 1)
         }
     }
 }
