@@ -55,6 +55,8 @@ public struct SettlementLine: Sendable, Hashable {
     public var fields: [[UInt8]] = []
     /// The stored file it came from, once stored.
     public var fileID: Int64?
+    /// The row as read, when it was kept as text rather than as fields (staged for the import).
+    public var storedRow: String?
     /// The row's standing: only money that moved (`status.moved`) is a line; a pending row waits for the later file
     /// that lists it completed, a denied one moved nothing.
     public var status: Status = .completed
@@ -65,7 +67,7 @@ public struct SettlementLine: Sendable, Hashable {
     /// The row as read, as CSV (a field with a comma, a quote or a line break quoted), for a finding's evidence: at
     /// most 4 KiB, a NUL as U+FFFD (PostgreSQL text holds none). nil when its fields are not known.
     public var rowText: String? {
-        guard !fields.isEmpty else { return nil }
+        guard !fields.isEmpty else { return storedRow }
         var out: [UInt8] = Array("SB".utf8)
         for field in fields.dropFirst() {
             out.append(0x2C)

@@ -32,12 +32,12 @@ with open(path, "w", newline="") as f, open(movements_path, "w") as m:
         w(f'"SB","{cap}","INV-{i}","O{i}","ODR","T0006",{t},{t},"CR",{gross},"USD","DR",{fee},"USD","ORD-{i}",""\r\n')
         rows += 1; credit += gross; fee_debit += fee
         if rng.random() * 100 >= unknown:
-            m.write(f"paypal,{cap},capture,ORD-{i},O{i},2026-11-30 00:00:00+00,USD,{gross},{fee},{gross - fee}\n")
+            m.write(f"paypal,{cap},capture,ORD-{i},O{i},2026-11-30 00:00:00+00,USD,{gross},{fee},{gross - fee},BENCHACCOUNT1\n")
         if i % 5 == 0 and rows < n:
             ref = f"REF{i:013d}"
             back = gross // 3
             back_fee = (back * 349 + 5000) // 10000
             w(f'"SB","{ref}","INV-{i}","{cap}","TXN","T1107",{t},{t},"DR",{back},"USD","CR",{back_fee},"USD","ORD-{i}",""\r\n')
             rows += 1; debit += back; fee_credit += back_fee
-            m.write(f"paypal,{ref},refund,ORD-{i},O{i},2026-11-30 00:00:00+00,USD,{back},{back_fee},{back - back_fee}\n")
+            m.write(f"paypal,{ref},refund,ORD-{i},O{i},2026-11-30 00:00:00+00,USD,{back},{back_fee},{back - back_fee},BENCHACCOUNT1\n")
     w(f'"SF","USD",{credit},{debit},{fee_credit},{fee_debit}\r\n"SC",{rows}\r\n"RF",{rows}\r\n"RC",{rows}\r\n"FF",{rows}\r\n')
