@@ -433,4 +433,76 @@ struct SettlementTests {
             #expect(expected.count >= 10, "\(expected.sorted())")
         }
     }
+
+    /// As a user runs it: two PayPal accounts' STL and TRR files over three days (one TRR with a V row, one file with an
+    /// account row, one fee off by a cent, one capture no order holds), a payment PayPal lists late, `settlement
+    /// import`, `backfill` and the nightly `reconcile`; then `report` and `explain` show exactly the findings expected,
+    /// each settlement finding with its file and line.
+    @Test func twoAccountsThreeDaysAsAUserRunsIt() async throws {
+        try await WorkerHarness.with { h in
+            let d3 = Self.day(3).iso, d2 = Self.day(2).iso, d1 = Self.day(1).iso
+            let later = ISO8601DateFormatter().string(from: Date().addingTimeInterval(3_600))
+            func late(_ listed: String) -> String {
+                #"{"id":"PP-LATE","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"60.00","merchant_id":"ACCT-A","captures":[{"id":"CAP-LATE","create_time":"\#(d1)T15:00:00Z","listed_time":"\#(listed)"}]}"#
+            }
+            try await h.seedPayPal(#"""
+                [{"id":"PP-A1","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"10.00","merchant_id":"ACCT-A","captures":[{"id":"CAP-A1","create_time":"\#(d3)T10:00:00Z"}]},
+                 {"id":"PP-A2","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"20.00","merchant_id":"ACCT-A","captures":[{"id":"CAP-A2","status":"REFUNDED","create_time":"\#(d2)T10:00:00Z"}],
+                  "refunds":[{"id":"REF-A2","capture_id":"CAP-A2","amount":"20.00","create_time":"\#(d2)T11:00:00Z"}]},
+                 {"id":"PP-A3","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"30.00","merchant_id":"ACCT-A","captures":[{"id":"CAP-A3","create_time":"\#(d1)T10:00:00Z"}]},
+                 {"id":"PP-B1","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"40.00","merchant_id":"ACCT-B","captures":[{"id":"CAP-B1","create_time":"\#(d2)T12:00:00Z"}]},
+                 {"id":"PP-BX","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"45.00","merchant_id":"ACCT-B","captures":[{"id":"CAP-BX","create_time":"\#(d1)T12:00:00Z"}]},
+                 {"id":"PP-B2","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"50.00","merchant_id":"ACCT-B","captures":[{"id":"CAP-B2","create_time":"\#(d1)T13:00:00Z"}]}]
+                """#)
+            try await h.seedPayPal(late(later))
+            try h.insert(WorkerHarness.order(.paypal, "A1", ref: "PP-A1", intent: .purchase, amount: 1_000, currency: "USD", merchant: "ACCT-A"),
+                         WorkerHarness.order(.paypal, "A2", ref: "PP-A2", intent: .purchase, amount: 2_000, currency: "USD", refund: 2_000, merchant: "ACCT-A"),
+                         WorkerHarness.order(.paypal, "A3", ref: "PP-A3", intent: .purchase, amount: 3_000, currency: "USD", merchant: "ACCT-A"),
+                         WorkerHarness.order(.paypal, "B1", ref: "PP-B1", intent: .purchase, amount: 4_000, currency: "USD", merchant: "ACCT-B"),
+                         WorkerHarness.order(.paypal, "B2", ref: "PP-B2", intent: .purchase, amount: 5_000, currency: "USD", merchant: "ACCT-B"))
+            _ = try await h.sweep()
+            #expect(try Self.open(h).isEmpty && h.discrepancies(.paypal).isEmpty)
+
+            // The files, as PayPal's SFTP delivers them: A's three STLs and its TRR of day 2 (CAP-A2 fully refunded: V, and
+            // an account row); B's STLs of days 2 (a fee one cent off) and 1 (CAP-BX, which no order holds).
+            let files = [try await Self.file(h, daysAgo: 3, account: "ACCT-A"), try await Self.file(h, daysAgo: 2, account: "ACCT-A"),
+                         try await Self.file(h, daysAgo: 1, account: "ACCT-A"),
+                         try await Self.file(h, daysAgo: 2, kind: "TRR", faults: "account_row", account: "ACCT-A"),
+                         try await Self.file(h, daysAgo: 2, faults: "fee_off_by_one", account: "ACCT-B"), try await Self.file(h, daysAgo: 1, account: "ACCT-B")]
+            let trr = String(decoding: try Data(contentsOf: URL(fileURLWithPath: files[3])), as: UTF8.self)
+            #expect(trr.contains(#""CAP-A2""#) && trr.contains(#""USD","V","#), "\(trr)")
+            var env = h.payreconEnvironment
+            env["PAYRECON_SETTLEMENT_DEADLINE"] = "1s"
+            let imported = try await PayreconProcess.launch(["settlement", "import"] + files, databaseURL: h.database.url, environment: env)
+            #expect(imported.status == 0 && imported.stdout.contains("1 account rows with no Transaction ID"), "\(imported.stdout)\(imported.stderr)")
+
+            // backfill before PayPal lists CAP-LATE; the nightly reconcile after (PAYRECON_BACKFILL reads the last 3 days again).
+            let first = try await PayreconProcess.launch(["backfill", "--provider", "paypal", "--since", "4d"], databaseURL: h.database.url, environment: env)
+            #expect(first.status == 0 && first.stdout.contains("1 no order holds"), "\(first.stdout)\(first.stderr)")
+            try await h.seedPayPal(late(ISO8601DateFormatter().string(from: Date().addingTimeInterval(-1))))
+            env["PAYRECON_BACKFILL"] = "paypal=3d"
+            let nightly = try await PayreconProcess.launch(["reconcile", "--all"], databaseURL: h.database.url, environment: env)
+            #expect(nightly.status == 0 && nightly.stdout.contains("1 new or changed"), "\(nightly.stdout)\(nightly.stderr)")
+
+            // Exactly these: the capture no order holds (found by backfill, and a line of B's day-1 file), the payment PayPal
+            // listed late (found by the nightly backfill's re-read, and a line of A's day-1 file), B1's fee one cent off. No
+            // settlement_missing: CAP-A2's V row is kept and matched, and each account is judged by its own files.
+            let open = try h.discrepancies(.paypal).filter { $0.status == "open" }.map { "\($0.kind) \($0.transactionRef)" }.sorted()
+            #expect(open == ["fee_mismatch CAP-B1", "unknown_order PP-BX", "unknown_order PP-LATE",
+                             "unknown_settlement CAP-BX", "unknown_settlement CAP-LATE"], "\(open)")
+            let report = try await PayreconProcess.launch(["report", "--format", "json"], databaseURL: h.database.url)
+            #expect(report.status == 0, "\(report.stderr)")
+            let doc = try #require(try JSONSerialization.jsonObject(with: Data(report.stdout.utf8)) as? [String: Any])
+            let listed = (doc["discrepancies"] as? [[String: Any]] ?? []).map { "\($0["kind"] ?? "") \($0["transaction_ref"] ?? "")" }.sorted()
+            #expect(listed == open, "\(listed)")
+            // Each settlement finding explained with its file and line.
+            for d in try h.discrepancies(.paypal) where d.status == "open" && DiscrepancyKind(rawValue: d.kind)?.isSettlement == true {
+                let e = try await PayreconProcess.launch(["explain", String(d.id)], databaseURL: h.database.url)
+                #expect(e.status == 0, "\(e.stderr)")
+                #expect(e.stdout.contains("settlement import (evidence") && e.stdout.contains("file STL-") && e.stdout.contains(", line "),
+                        "\(d.kind) \(d.transactionRef): \(e.stdout)")
+                #expect(!e.stdout.contains("no evidence"), "\(e.stdout)")
+            }
+        }
+    }
 }
