@@ -38,4 +38,4 @@ $$;
 -- A file's time zone, as its rows' offsets state it (seconds east of UTC): its day is that zone's, and the fees view
 -- groups an account's movements by the same day.
 ALTER TABLE settlement_files ADD COLUMN utc_offset integer;
-CREATE INDEX settlement_files_account ON settlement_files (provider, account, kind, day);
+CREATE INDEX settlement_files_account ON settlement_files (provider, (coalesce(account, '')), (coalesce(kind, '')), day);

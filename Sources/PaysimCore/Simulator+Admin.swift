@@ -282,10 +282,24 @@ struct PayPalOrderSeed {
         }
         let total = try amount(json, "amount", "", default: nil)
         let createTime = try time(json, "")
-        let order = PayPalOrder(id: id, intent: intent, status: status, currency: currency,
+        // A payee who receives in another currency: `receivable_currency` and PayPal's `exchange_rate` ("1.0847").
+        var receivable: PayPalReceivable?
+        if let code = try string(json, "receivable_currency", "") {
+            guard let to = Currency(code: code), to != currency else {
+                throw SimError.admin(400, "invalid_field", "receivable_currency must be a known ISO 4217 code other than the order's")
+            }
+            guard let text = try string(json, "exchange_rate", ""), let dot = text.firstIndex(of: ".") ?? Optional(text.endIndex),
+                  case let digits = text.replacingOccurrences(of: ".", with: ""), !digits.isEmpty, digits.count <= 15,
+                  digits.allSatisfy({ $0.isASCII && $0.isNumber }), let rate = Int64(digits), rate > 0 else {
+                throw SimError.admin(400, "invalid_field", "exchange_rate must be a positive decimal (\"1.0847\") with receivable_currency")
+            }
+            receivable = PayPalReceivable(currency: to, rate: rate, scale: text.distance(from: dot, to: text.endIndex) - (dot == text.endIndex ? 0 : 1))
+        }
+        var order = PayPalOrder(id: id, intent: intent, status: status, currency: currency,
                                 amount: total, merchantID: try string(json, "merchant_id", "") ?? PayPalOrder.defaultMerchantID,
                                 referenceID: try string(json, "reference_id", "") ?? "default",
                                 createTime: createTime, updateTime: createTime)
+        order.receivable = receivable
         func list(_ key: String) throws(SimError) -> [JSONValue] {
             guard let value = json[key], !value.isNull else { return [] }
             guard let items = value.arrayValue else { throw SimError.admin(400, "invalid_field", "\(key) must be an array") }

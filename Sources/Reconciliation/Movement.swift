@@ -26,9 +26,16 @@ public struct Movement: Sendable, Hashable, Codable {
     /// What reached the merchant's balance (a capture) or left it (a refund); nil where the answer states neither it
     /// nor the fee.
     public var net: Int64?
+    /// What reached (or left) the merchant's balance in another currency, when the provider converted the net (PayPal:
+    /// a capture's `receivable_amount`, a refund's `net_amount_in_receivable_currency`): then `net` never reached the
+    /// balance in `currency`, and the fees view counts this in `receivedCurrency` instead. nil without a conversion.
+    public var received: Int64?
+    public var receivedCurrency: Currency?
 
-    public init(id: String, kind: Kind, at: Int64?, currency: Currency, gross: Int64, fee: Int64? = nil, net: Int64? = nil) {
+    public init(id: String, kind: Kind, at: Int64?, currency: Currency, gross: Int64, fee: Int64? = nil, net: Int64? = nil,
+                received: Int64? = nil, receivedCurrency: Currency? = nil) {
         self.id = id; self.kind = kind; self.at = at; self.currency = currency; self.gross = gross; self.fee = fee; self.net = net
+        self.received = received; self.receivedCurrency = receivedCurrency
     }
 
     /// The net from a stated fee when the answer states no net (gross − fee); nil when it states neither, or the

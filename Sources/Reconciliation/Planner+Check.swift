@@ -218,11 +218,11 @@ extension Planner {
             guard state == .pending || state == .actionRequired, let createdAt = snapshot.createdAt else { return }
             let (age, overflow) = now.subtractingReportingOverflow(createdAt)
             guard !overflow, age > pendingMax else { return }
-            // No age in expected/actual: it changes by itself, and an acknowledged finding must stay acknowledged
-            // while it is the same (the age is in the detail, and follows from created_at).
+            // No age in the finding: it changes by itself, and a finding found as it was must stay as it was (an
+            // acknowledged one acknowledged, its evidence the check that opened it). The age follows from created_at.
             add(.stalePending, expected: ["max_age_seconds": String(pendingMax)],
                 actual: ["state": state.rawValue, "raw_state": snapshot.rawState, "created_at": UnixTime.iso8601(createdAt)],
-                detail: "transaction \(state.rawValue) (\(snapshot.rawState)) for \(DurationParser.describe(age)), longer than PAYRECON_PENDING_MAX (\(DurationParser.describe(pendingMax)))",
+                detail: "transaction \(state.rawValue) (\(snapshot.rawState)) since \(UnixTime.iso8601(createdAt)), longer than PAYRECON_PENDING_MAX (\(DurationParser.describe(pendingMax)))",
                 risk: amt)
         }
 

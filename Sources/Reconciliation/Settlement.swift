@@ -50,13 +50,11 @@ public struct SettlementLine: Sendable, Hashable {
     public var feeCurrency: Currency?
     /// The line of the file it came from (1-based).
     public var line: Int
-    /// The row's fields as read (kept as evidence when the line raises a finding); empty when not known (a line
-    /// read back from the store, whose fields are its columns).
-    public var fields: [[UInt8]] = []
+    /// The row as read, as CSV, at most `SettlementLine.rowLimit` bytes (the evidence of a finding it raises); nil when
+    /// not known.
+    public var row: String?
     /// The stored file it came from, once stored.
     public var fileID: Int64?
-    /// The row as read, when it was kept as text rather than as fields (staged for the import).
-    public var storedRow: String?
     /// The row's standing: only money that moved (`status.moved`) is a line; a pending row waits for the later file
     /// that lists it completed, a denied one moved nothing.
     public var status: Status = .completed
@@ -64,26 +62,30 @@ public struct SettlementLine: Sendable, Hashable {
     /// A body row with no Transaction ID: the account's own (a transfer, a withdrawal, a fee of the account).
     public var isAccountRow: Bool { transactionID.isEmpty }
 
-    /// The row as read, as CSV (a field with a comma, a quote or a line break quoted), for a finding's evidence: at
-    /// most 4 KiB, a NUL as U+FFFD (PostgreSQL text holds none). nil when its fields are not known.
-    public var rowText: String? {
-        guard !fields.isEmpty else { return storedRow }
-        var out: [UInt8] = Array("SB".utf8)
-        for field in fields.dropFirst() {
-            out.append(0x2C)
+    /// How much of a row is kept as evidence: real rows are about 200 bytes; a hostile row of 512 fields of 64 KiB
+    /// keeps no more than this.
+    public static let rowLimit = 1_024
+
+    /// Fields as a CSV row (a field with a comma, a quote or a line break quoted), at most `rowLimit` bytes (then "…"),
+    /// a NUL as U+FFFD (PostgreSQL text holds none).
+    public static func rowText(_ fields: [[UInt8]]) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity(256)
+        for (i, field) in fields.enumerated() {
+            if i > 0 { out.append(0x2C) }
             if field.contains(where: { $0 == 0x2C || $0 == 0x22 || $0 == 0x0A || $0 == 0x0D }) {
                 out.append(0x22)
                 for b in field { if b == 0x22 { out.append(0x22) }; out.append(b) }
                 out.append(0x22)
             } else {
-                out += field
+                out += field.prefix(rowLimit + 1)
             }
-            if out.count > 4_096 { break }
+            if out.count > rowLimit { break }
         }
         var kept: [UInt8] = []
-        kept.reserveCapacity(min(out.count, 4_096))
-        for b in out.prefix(4_096) { if b == 0 { kept += [0xEF, 0xBF, 0xBD] } else { kept.append(b) } }
-        return String(decoding: kept, as: UTF8.self) + (out.count > 4_096 ? "…" : "")
+        kept.reserveCapacity(min(out.count, rowLimit) + 4)
+        for b in out.prefix(rowLimit) { if b == 0 { kept += [0xEF, 0xBF, 0xBD] } else { kept.append(b) } }
+        return String(decoding: kept, as: UTF8.self) + (out.count > rowLimit ? "…" : "")
     }
 
     public init(transactionID: String, eventCode: String, direction: Direction, role: Role, referenceID: String? = nil,

@@ -43,19 +43,29 @@ public enum FeeStore {
                                      AND coalesce(m.occurred_at, m.first_seen) >= z.period_start
                                      AND coalesce(m.occurred_at, m.first_seen) < z.period_end + interval '1 second'
                                    LIMIT 1) z ON true
-                LEFT JOIN latest l ON l.provider = m.provider AND l.account = coalesce(m.account, ''))
+                LEFT JOIN latest l ON l.provider = m.provider AND l.account = coalesce(m.account, '')
+                WHERE ($1::text IS NULL OR m.provider = $1)
+                  AND ($2::bigint IS NULL OR coalesce(m.occurred_at, m.first_seen) >= now() - make_interval(secs => $2::bigint))),
+            -- What reached the balance, in the currency it reached it in: a movement PayPal converted (received in another
+            -- currency) counts its gross and fee in its own currency, its net in the currency received.
+            contributions AS (
+                SELECT provider, currency, day, kind, gross_minor AS gross, fee_minor AS fee, true AS own,
+                       CASE WHEN received_currency IS NOT NULL AND received_currency <> currency THEN 0
+                            WHEN kind = 'capture' THEN net_minor ELSE coalesce(net_minor, gross_minor) END AS net_value
+                FROM dated
+                UNION ALL
+                SELECT provider, received_currency, day, kind, NULL, NULL, false, received_minor
+                FROM dated WHERE received_currency IS NOT NULL AND received_currency <> currency)
             SELECT provider, currency, day,
-                   coalesce(sum(gross_minor) FILTER (WHERE kind = 'capture'), 0)::text AS captured,
-                   coalesce(sum(gross_minor) FILTER (WHERE kind = 'refund'), 0)::text AS refunded,
-                   coalesce(sum(gross_minor) FILTER (WHERE kind = 'reversal'), 0)::text AS reversed,
-                   (coalesce(sum(fee_minor) FILTER (WHERE kind = 'capture'), 0)
-                    - coalesce(sum(fee_minor) FILTER (WHERE kind <> 'capture'), 0))::text AS fees,
-                   (coalesce(sum(net_minor) FILTER (WHERE kind = 'capture'), 0)
-                    - coalesce(sum(coalesce(net_minor, gross_minor)) FILTER (WHERE kind <> 'capture'), 0))::text AS net,
-                   count(*) AS n, count(*) FILTER (WHERE kind = 'capture' AND fee_minor IS NULL) AS without_fee
-            FROM dated
-            WHERE ($1::text IS NULL OR provider = $1)
-              AND ($2::bigint IS NULL OR coalesce(occurred_at, first_seen) >= now() - make_interval(secs => $2::bigint))
+                   coalesce(sum(gross) FILTER (WHERE kind = 'capture'), 0)::text AS captured,
+                   coalesce(sum(gross) FILTER (WHERE kind = 'refund'), 0)::text AS refunded,
+                   coalesce(sum(gross) FILTER (WHERE kind = 'reversal'), 0)::text AS reversed,
+                   (coalesce(sum(fee) FILTER (WHERE kind = 'capture'), 0)
+                    - coalesce(sum(fee) FILTER (WHERE kind <> 'capture'), 0))::text AS fees,
+                   (coalesce(sum(net_value) FILTER (WHERE kind = 'capture'), 0)
+                    - coalesce(sum(net_value) FILTER (WHERE kind <> 'capture'), 0))::text AS net,
+                   count(*) FILTER (WHERE own) AS n, count(*) FILTER (WHERE own AND kind = 'capture' AND fee IS NULL) AS without_fee
+            FROM contributions
             GROUP BY 1, 2, 3 ORDER BY 3 DESC, 1, 2
             """, [provider.map { .text($0) } ?? .null, seconds.map { .int64($0) } ?? .null]).map { row in
             func sum(_ column: String) throws -> Int128 {

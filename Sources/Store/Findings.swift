@@ -249,9 +249,11 @@ public enum FindingStore {
                         // Nothing left open last time, for the same transactions: nothing to resolve (a transaction newly
                         // added to the order may have an unknown_order open, so a changed list resolves as before).
                         mayResolve = try row.bool("open_findings") || row.string("transaction_ref") != check.transactionRef
-                        moved = OpenDiscrepancy.moved(stored: try row.optionalString("movements"), now: check.snapshot?.movements ?? [])
+                        if check.evidence != nil {
+                            moved = OpenDiscrepancy.moved(stored: try row.optionalString("movements"), now: check.snapshot?.movements ?? [])
+                        }
                     } else {
-                        moved = !(check.snapshot?.movements ?? []).isEmpty
+                        moved = check.evidence != nil && !(check.snapshot?.movements ?? []).isEmpty
                     }
                     current = order
                     if check.evidence != nil { evidenceID = orderEvidence[k] }

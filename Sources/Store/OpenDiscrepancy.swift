@@ -68,16 +68,21 @@ struct OpenDiscrepancy: Equatable {
     /// currency.
     static func moved(stored: String?, now: [Movement]) -> Bool {
         func text(_ v: Int64?) -> String { v.map { String($0) } ?? "-" }
-        func key(id: String, kind: String, at: Int64?, currency: String, gross: Int64?, fee: Int64?, net: Int64?) -> String {
-            let parts: [String] = [id, kind, text(at), currency, text(gross), text(fee), text(net)]
+        func key(id: String, kind: String, at: Int64?, currency: String, gross: Int64?, fee: Int64?, net: Int64?, received: Int64?,
+                 receivedIn: String?) -> String {
+            let parts: [String] = [id, kind, text(at), currency, text(gross), text(fee), text(net), text(received), receivedIn ?? "-"]
             return parts.joined(separator: "\u{0}")
         }
-        let fresh = Set(now.map { key(id: $0.id, kind: $0.kind.rawValue, at: $0.at, currency: $0.currency.code, gross: $0.gross, fee: $0.fee, net: $0.net) })
+        let fresh = Set(now.map {
+            key(id: $0.id, kind: $0.kind.rawValue, at: $0.at, currency: $0.currency.code, gross: $0.gross, fee: $0.fee, net: $0.net,
+                received: $0.received, receivedIn: $0.receivedCurrency?.code)
+        })
         guard let stored, let items = (try? JSONValue.parse(stored))?.arrayValue else { return !fresh.isEmpty }
         func int(_ v: JSONValue?) -> Int64? { v?.numberLiteral.flatMap { Int64($0) } }
         let old = Set(items.map { m in
             key(id: m["id"]?.stringValue ?? "", kind: m["kind"]?.stringValue ?? "", at: int(m["at"]), currency: m["currency"]?["code"]?.stringValue ?? "",
-                gross: int(m["gross"]), fee: int(m["fee"]), net: int(m["net"]))
+                gross: int(m["gross"]), fee: int(m["fee"]), net: int(m["net"]), received: int(m["received"]),
+                receivedIn: m["receivedCurrency"]?["code"]?.stringValue)
         })
         return old != fresh
     }

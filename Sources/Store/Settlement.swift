@@ -154,7 +154,7 @@ public enum SettlementStore {
                     rows.text(line.direction.rawValue); rows.text(line.role.rawValue); rows.text(line.referenceID); rows.text(line.referenceType)
                     rows.text(line.invoiceID); rows.text(line.customField); rows.int(line.initiatedAt); rows.int(line.completedAt)
                     rows.text(line.currency.code); rows.int(line.gross); rows.int(line.fee); rows.text(line.feeDirection?.rawValue)
-                    rows.text(line.feeCurrency?.code); rows.text(line.rowText)
+                    rows.text(line.feeCurrency?.code); rows.text(line.row)
                     rows.end()
                 }
                 try sender.send(&rows)
@@ -168,7 +168,8 @@ public enum SettlementStore {
     /// The file's new lines that do not agree with the movement they name, read back to be judged: a line with no
     /// movement, or whose currency, gross, direction or fee (where the API stated one) differ. The condition is
     /// `SettlementRules.judge`'s, read the other way, and only ever lets through more than judge raises (a line it
-    /// lets through is judged in full); `SettlementImportTests` holds the two to each other line by line.
+    /// lets through is judged in full); `SettlementTests.theImportRaisesExactlyWhatTheRulesRaiseLineByLine` holds the
+    /// two to each other line by line.
     static func disagreeing(fileID: Int64, provider: Provider, on tx: PostgresConnection) throws -> [SettlementLine] {
         // With the row each was read from (staged), for its evidence: joined once the few are found.
         try tx.query("""
@@ -189,7 +190,7 @@ public enum SettlementStore {
             ORDER BY d.line
             """, [.text(provider.rawValue), .int64(fileID)]).map { row in
             var line = try decodeLine(row)
-            line.storedRow = try row.optionalString("row_text")
+            line.row = try row.optionalString("row_text")
             return line
         }
     }
@@ -236,7 +237,7 @@ public enum SettlementStore {
             }
             var line = SettlementLine(transactionID: id, eventCode: code, direction: d, role: .other, currency: c, gross: gross, line: Int(lineNumber))
             line.fileID = fileID
-            line.storedRow = try row.optionalString("row_text")
+            line.row = try row.optionalString("row_text")
             return SettlementRules.Judged(
                 finding: Finding(kind: .settlementMismatch,
                                  expected: ["gross": amount(keptGross, keptCurrency), "currency": keptCurrency, "fee": amount(keptFee, keptCurrency)],
@@ -258,7 +259,7 @@ public enum SettlementStore {
         var out: [String: [SettlementRules.Known]] = [:]
         for row in try tx.query("""
             SELECT movement_id, kind, order_id, extract(epoch FROM occurred_at)::bigint AS at, currency, gross_minor, fee_minor, net_minor
-            FROM movements WHERE provider = $1 AND movement_id = ANY($2)
+            FROM movements WHERE provider = $1 AND movement_id = ANY($2) ORDER BY movement_id, kind
             """, [.text(provider.rawValue), .textArray(ids)]) {
             let code = try row.string("currency")
             guard let currency = Currency(code: code), let kind = Movement.Kind(rawValue: try row.string("kind")) else {
@@ -375,7 +376,7 @@ public enum SettlementStore {
             SELECT u.id, u.file_id::bigint, u.line::integer, u.row_text
             FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[]) AS u(id, file_id, line, row_text)
             """, [.int64Array(ids), .nullableTextArray(picked.map { $0.fileID.map(String.init) }),
-                  .nullableTextArray(picked.map { $0.line.map { String($0.line) } }), .nullableTextArray(picked.map { $0.line?.rowText })])
+                  .nullableTextArray(picked.map { $0.line.map { String($0.line) } }), .nullableTextArray(picked.map { $0.line?.row })])
         // The answers each order's money was compared with: those of its newest check that kept its answers.
         let withOrder = zip(ids, picked).filter { $0.1.orderID != nil }
         if !withOrder.isEmpty {
@@ -413,22 +414,26 @@ public enum SettlementStore {
         // The findings settlement should have open now (besides those new lines opened as they were stored).
         var wanted: [SettlementRules.Judged] = []
         // settlement_missing: movements past the deadline that no file of their own account lists, from that account's
-        // first file's period on (an account no file was imported for is not judged; no account's files judge or
-        // excuse another's movements; "no account" is an account of its own).
+        // first file's period on: an account no file was imported for is not judged, and one account's files neither
+        // judge nor excuse another's movements. Where an account is not known the rule is the file-wide one: a
+        // movement of no known account (a v1 sale's answer names no payee) is judged from the first file of any
+        // account, and a file of no known account (an export with no header) lists for every account.
         for row in try tx.query("""
             WITH coverage AS (
-                SELECT coalesce(account, '') AS account, min(coalesce(period_start, day::timestamptz)) AS start
-                FROM settlement_files WHERE provider = $1 GROUP BY 1)
+                SELECT account, min(coalesce(period_start, day::timestamptz)) AS start
+                FROM settlement_files WHERE provider = $1 AND account IS NOT NULL GROUP BY 1
+                UNION ALL
+                SELECT NULL, min(coalesce(period_start, day::timestamptz)) FROM settlement_files WHERE provider = $1)
             SELECT movement_id, kind, order_id, extract(epoch FROM coalesce(occurred_at, first_seen))::bigint AS at, currency, gross_minor,
                    fee_minor, net_minor
-            FROM movements m JOIN coverage c ON c.account = coalesce(m.account, '')
+            FROM movements m JOIN coverage c ON c.account IS NOT DISTINCT FROM m.account
             WHERE m.provider = $1 AND m.kind IN ('capture', 'refund')
               AND coalesce(m.occurred_at, m.first_seen) >= coalesce(c.start, to_timestamp($2::bigint))
               AND coalesce(m.occurred_at, m.first_seen) < to_timestamp($2::bigint - $3::bigint)
               AND NOT EXISTS (SELECT 1 FROM settlement_lines l JOIN settlement_files f ON f.id = l.file_id
                               WHERE l.provider = m.provider AND l.transaction_id = m.movement_id
                                 AND l.role = CASE m.kind WHEN 'capture' THEN 'payment' ELSE 'money_back' END
-                                AND coalesce(f.account, '') = coalesce(m.account, ''))
+                                AND (f.account IS NULL OR m.account IS NULL OR f.account = m.account))
             """, [p, .int64(nowSeconds), .int64(deadlineSeconds)]) {
             guard let currency = Currency(code: try row.string("currency")), let kind = Movement.Kind(rawValue: try row.string("kind")) else { continue }
             let m = Movement(id: try row.string("movement_id"), kind: kind, at: try row.optionalInt64("at"), currency: currency,
@@ -451,14 +456,19 @@ public enum SettlementStore {
                 orderID: nil, transactionRef: "file:" + name, currency: nil, fileID: try row.int64("id")))
         }
         // Days are judged per account and kind: a day with no STL between that account's first and last STL is missing
-        // even when a TRR (or another account's file) covers it.
+        // even when a TRR (or another account's file) covers it. A file of no known account covers its day for every
+        // account; its own series is judged only while no file names an account (its account follows from the
+        // captures it lists, which a quiet day may not have).
         for row in try tx.query("""
             SELECT s.account, s.kind, to_char(s.d, 'YYYY-MM-DD') AS day FROM (
                 SELECT coalesce(account, '') AS account, coalesce(kind, '') AS kind,
                        generate_series(min(day), max(day), interval '1 day')::date AS d
-                FROM settlement_files WHERE provider = $1 AND day IS NOT NULL GROUP BY 1, 2) s
-            WHERE NOT EXISTS (SELECT 1 FROM settlement_files f WHERE f.provider = $1 AND f.day = s.d
-                                AND coalesce(f.account, '') = s.account AND coalesce(f.kind, '') = s.kind)
+                FROM settlement_files
+                WHERE provider = $1 AND day IS NOT NULL
+                  AND (account IS NOT NULL OR NOT EXISTS (SELECT 1 FROM settlement_files a WHERE a.provider = $1 AND a.account IS NOT NULL))
+                GROUP BY 1, 2) s
+            WHERE NOT EXISTS (SELECT 1 FROM settlement_files f WHERE f.provider = $1 AND f.day = s.d AND coalesce(f.kind, '') = s.kind
+                                AND (coalesce(f.account, '') = s.account OR f.account IS NULL))
             """, [p]) {
             let day = try row.string("day"), account = try row.string("account"), kind = try row.string("kind")
             let which = (kind.isEmpty ? "settlement file" : "\(kind) file") + (account.isEmpty ? "" : " of account \(account)")

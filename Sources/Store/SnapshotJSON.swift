@@ -109,6 +109,8 @@ extension JSONDocumentWriter {
         key("id"); string(m.id)
         key("kind"); string(m.kind.rawValue)
         if let v = m.net { key("net"); int(v) }
+        if let v = m.received { key("received"); int(v) }
+        if let v = m.receivedCurrency { key("receivedCurrency"); currency(v) }
         close()
     }
 }

@@ -194,7 +194,10 @@ public struct Backfill: Sendable {
             // whole day, and a provider that lists by date lists its whole day when part of it is read again).
             let forgetBefore = now - o.rereadSeconds - 2 * 86_400
             try await pool.run { conn in
-                _ = try conn.execute("DELETE FROM backfill_listed WHERE provider = $1 AND made_at < to_timestamp($2::bigint)",
+                _ = try conn.execute("""
+                    DELETE FROM backfill_listed WHERE provider = $1
+                      AND (made_at < to_timestamp($2::bigint) OR (made_at IS NULL AND listed_at < to_timestamp($2::bigint)))
+                    """,
                                      [.text(o.provider.rawValue), .int64(forgetBefore)])
             }
         }
@@ -409,6 +412,17 @@ public struct Backfill: Sendable {
         return distinct.filter { !handled.contains(Self.listedKey($0)) }
     }
 
+    /// The readable rows that are an order's (one per id: a payment listed under a second code is one transaction),
+    /// counting the ids that are no order's (withdrawals, holds) in `summary`. An id listed both as an order's and
+    /// under another code is the order's: which row came first does not decide it.
+    static func ordersRows(_ items: [FoundTransaction], search: any TransactionSearching, summary: inout Summary) -> [FoundTransaction] {
+        let readable = items.filter { $0.unreadable == nil }
+        var seen = Set<String>(), rows: [FoundTransaction] = []
+        for item in readable where search.isOrders(item) && seen.insert(item.id).inserted { rows.append(item) }
+        summary.notAnOrders += Set(readable.map(\.id)).subtracting(seen).count
+        return rows
+    }
+
     static func listedKey(_ item: FoundTransaction) -> String { item.id + "\u{0}" + (item.eventCode ?? "") + "\u{0}" + (item.status ?? "") }
 
     /// Records rows handled: a later read of their window passes them by.
@@ -428,10 +442,7 @@ public struct Backfill: Sendable {
     /// provider's answer names), read only; listed as what a run would re-check or open.
     private func plan(_ items: [FoundTransaction], search: any TransactionSearching, provider: Provider, checked: inout Set<String>,
                       summary: inout Summary) async throws {
-        let list = items.filter { item in
-            guard search.isOrders(item) else { summary.notAnOrders += 1; return false }
-            return true
-        }
+        let list = Self.ordersRows(items, search: search, summary: &summary)
         let owners = try await self.owners(list, search: search, provider: provider)
         var unknown: [FoundTransaction] = []
         for item in list {
@@ -504,11 +515,7 @@ public struct Backfill: Sendable {
         for item in items where item.unreadable != nil && summary.notChecked.count < 50 {
             summary.notChecked.append("transaction \(item.id): \(item.unreadable ?? "")")
         }
-        let distinct = Dictionary(items.filter { $0.unreadable == nil }.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
-        let list = Array(distinct.values).filter { item in
-            guard search.isOrders(item) else { summary.notAnOrders += 1; return false }
-            return true
-        }
+        let list = Self.ordersRows(items, search: search, summary: &summary)
         let owners = try await self.owners(list, search: search, provider: provider)
         // Only what may work on a later try keeps the window open; the rest is reported, and the window recorded.
         var failed = false

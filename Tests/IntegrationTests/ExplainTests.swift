@@ -261,29 +261,46 @@ import Testing
         }
     }
 
-    /// A check that finds a discrepancy with the same values but another detail (a stale_pending's age) changed what it
-    /// says: its answers are kept and it becomes the discrepancy's evidence, so explain never shows a detail beside an
-    /// older answer. Before, only a change of expected or actual moved the evidence, while the detail moved every check.
+    /// A check that finds a discrepancy with the same values but another detail (a dispute's notes, or the words of
+    /// another payrecon version) changed what it says: its answers are kept and it becomes the discrepancy's evidence,
+    /// so explain never shows a detail beside an older answer. Before, only a change of expected or actual moved the
+    /// evidence, while the detail was rewritten on every check. A stale_pending's detail holds no age (since
+    /// created_at), so a pending order checked every hour is found as it was.
     @Test func aChangedDetailMovesTheEvidenceWithIt() async throws {
         try await WorkerHarness.with(pendingMaxSeconds: 60) { h in
+            let order = try await Self.purchase(h, "O-W", ref: "TX-W", captured: "15.00", amount: 2000)
+            _ = await h.checker.check(order)
+            var e = try Self.explain(h, .order(.pxp, "O-W"))
+            let first = try #require(e.discrepancies.first { $0.kind == .amountMismatch })
+            // The detail as an earlier check worded it.
+            try h.execute("UPDATE discrepancies SET detail = detail || ' (as worded before)' WHERE kind = 'amount_mismatch'")
+            _ = await h.checker.check(order)
+            e = try Self.explain(h, .order(.pxp, "O-W"))
+            let second = try #require(e.discrepancies.first { $0.kind == .amountMismatch })
+            #expect(!second.detail.contains("as worded before") && second.evidenceID != first.evidenceID, "the evidence moved with the detail")
+            let behind = try #require(e.checks.first { $0.evidenceID == second.evidenceID })
+            #expect(behind.decided == ["changed"] && !behind.answers.isEmpty, "\(behind.decided)")
+            // Found as it is now: nothing changed, the evidence stays.
+            _ = await h.checker.check(order)
+            e = try Self.explain(h, .order(.pxp, "O-W"))
+            #expect(e.discrepancies.first { $0.kind == .amountMismatch }?.evidenceID == second.evidenceID && e.checks.last?.decided.isEmpty == true)
+
+            // A payment pending past PAYRECON_PENDING_MAX, checked twice a second apart: the same finding, the same evidence.
             let created = Int(Date().timeIntervalSince1970) - 120
             try await h.admin("/admin/paypercut/intents", #"""
                 {"id":"pi_sp","amount":900,"currency":"PLN","capture_method":"automatic","status":"requires_action","created":\#(created),
                  "payment":{"status":"pending","amount_captured":0,"payment_method":"blik"}}
                 """#)
-            let order = WorkerHarness.order(.paypercut, "SP", ref: "pi_sp", intent: .purchase, amount: 900, currency: "PLN", fulfilment: .open, merchant: nil)
-            try h.insert(order)
-            _ = await h.checker.check(order)
-            var e = try Self.explain(h, .order(.paypercut, "SP"))
-            let first = try #require(e.discrepancies.first { $0.kind == .stalePending })
+            let pending = WorkerHarness.order(.paypercut, "SP", ref: "pi_sp", intent: .purchase, amount: 900, currency: "PLN", fulfilment: .open, merchant: nil)
+            try h.insert(pending)
+            _ = await h.checker.check(pending)
+            let stale = try #require(try Self.explain(h, .order(.paypercut, "SP")).discrepancies.first { $0.kind == .stalePending })
+            #expect(stale.detail.contains("since "), "\(stale.detail)")
             try await Task.sleep(for: .milliseconds(1_100))
-            _ = await h.checker.check(order)
-            e = try Self.explain(h, .order(.paypercut, "SP"))
-            let second = try #require(e.discrepancies.first { $0.kind == .stalePending })
-            #expect(second.detail != first.detail, "the age in the detail moved: \(second.detail)")
-            #expect(second.evidenceID != first.evidenceID, "the evidence moved with the detail")
-            let behind = try #require(e.checks.first { $0.evidenceID == second.evidenceID })
-            #expect(behind.decided == ["changed"] && !behind.answers.isEmpty, "\(behind.decided)")
+            _ = await h.checker.check(pending)
+            let again = try Self.explain(h, .order(.paypercut, "SP"))
+            #expect(again.discrepancies.first { $0.kind == .stalePending }?.evidenceID == stale.evidenceID)
+            #expect(again.checks.last?.decided.isEmpty == true, "\(again.checks.map(\.decided))")
         }
     }
 

@@ -77,6 +77,31 @@ struct FeesTests {
         }
     }
 
+    /// PayPal converts the net of a payment made in another currency than the payee receives in: a capture's answer
+    /// then states `receivable_amount` (a refund's `net_amount_in_receivable_currency`) with the rate. The fees view
+    /// counts that net where it reached the balance: in the currency received. Before, it was counted in the payment's
+    /// currency, where nothing was credited. 100.00 EUR captured (fee 3.98, net 96.02) at 1.0847 USD per EUR is 104.15
+    /// USD received; 20.00 EUR refunded (fee back 0.70, net 19.30) is 20.93 USD out.
+    @Test func aConvertedNetCountsWhereItWasReceived() async throws {
+        try await WorkerHarness.with { h in
+            let d1 = Self.day(1)
+            try await h.seedPayPal(#"""
+                {"id":"PP-FX","intent":"CAPTURE","status":"COMPLETED","currency":"EUR","amount":"100.00","receivable_currency":"USD","exchange_rate":"1.0847",
+                 "captures":[{"id":"CAP-FX","status":"PARTIALLY_REFUNDED","create_time":"\#(d1)T09:00:00Z"}],
+                 "refunds":[{"id":"REF-FX","capture_id":"CAP-FX","amount":"20.00","create_time":"\#(d1)T10:00:00Z"}]}
+                """#)
+            try h.insert(WorkerHarness.order(.paypal, "FX", ref: "PP-FX", intent: .purchase, amount: 10_000, currency: "EUR", refund: 2_000, merchant: nil))
+            _ = try await h.sweep()
+            #expect(try h.database.count("SELECT count(*) FROM movements WHERE movement_id = 'CAP-FX' AND received_minor = 10415 AND received_currency = 'USD'") == 1)
+            #expect(try h.database.count("SELECT count(*) FROM movements WHERE movement_id = 'REF-FX' AND received_minor = 2093 AND received_currency = 'USD'") == 1)
+            let r = try await PayreconProcess.launch(["report", "--view", "fees", "--format", "csv"], databaseURL: h.database.url)
+            #expect(r.status == 0, "\(r.stderr)")
+            // EUR: captured, refunded and fees in EUR; no net credited in EUR. USD: no capture of its own, the net received.
+            #expect(r.stdout.contains("\(d1),paypal,EUR,100.00,20.00,0.00,3.28,0.00,2,0\r\n"), "\(r.stdout)")
+            #expect(r.stdout.contains("\(d1),paypal,USD,0.00,0.00,0.00,0.00,83.22,0,0\r\n"), "\(r.stdout)")
+        }
+    }
+
     /// The movements table follows the snapshots: a movement the answer no longer lists goes, a re-check that finds
     /// nothing new writes nothing, and sums of amounts past 64 bits are exact.
     @Test func movementsFollowTheSnapshotsAndSumPast64Bits() throws {

@@ -24,7 +24,7 @@ import Testing
         s.orderReferences = ["ref-1", "custom/2"]
         s.pendingCaptured = 42
         s.notes = [awkward, ""]
-        s.movements = [Movement(id: "CAP-1", kind: .capture, at: 1_750_000_000, currency: usd, gross: 700, fee: 31, net: 669),
+        s.movements = [Movement(id: "CAP-1", kind: .capture, at: 1_750_000_000, currency: usd, gross: 700, fee: 31, net: 669, received: 612, receivedCurrency: Currency(code: "EUR")!),
                        Movement(id: "R-1", kind: .refund, at: nil, currency: usd, gross: 250, fee: nil, net: nil),
                        Movement(id: "V-1", kind: .reversal, at: 0, currency: usd, gross: 5, fee: 0, net: -5)]
         return s

@@ -68,6 +68,13 @@ public struct PayPalRefund: Sendable, Equatable {
     var counts: Bool { status == "COMPLETED" || status == "PENDING" }
 }
 
+/// The currency a payee receives in and PayPal's rate to it: `rate` / 10^`scale` of it per major unit of the order's.
+public struct PayPalReceivable: Sendable, Equatable {
+    public var currency: Currency
+    public var rate: Int64
+    public var scale: Int
+}
+
 public struct PayPalOrder: Sendable, Equatable {
     public var id: String
     /// CAPTURE or AUTHORIZE
@@ -81,6 +88,10 @@ public struct PayPalOrder: Sendable, Equatable {
     public var createTime: String
     public var updateTime: String
     public var authorizationIDs: [String] = []
+    /// The currency the payee receives in, when it is not the order's, and PayPal's exchange rate to it (its digits
+    /// and how many of them are decimals: "1.0847" is 10847 and 4): captures then state a `receivable_amount` and
+    /// refunds a `net_amount_in_receivable_currency`, the net times the rate (payments_payment_v2.json).
+    public var receivable: PayPalReceivable? = nil
     public var captureIDs: [String] = []
     public var refundIDs: [String] = []
     static let statuses: Set<String> = ["CREATED", "SAVED", "APPROVED", "VOIDED", "COMPLETED", "PAYER_ACTION_REQUIRED"]
@@ -362,7 +373,7 @@ extension PayPalBook {
             "status_details": r.status == "PENDING" ? r.pendingReason.map { .object(["reason": .string($0)]) } : nil,
             "custom_id": r.customID.map { .string($0) },
             "seller_payable_breakdown": breakdown(gross: r.amount, fee: r.isReversal ? 0 : PayPalFees.refund(r.amount, order.currency), order,
-                                                  totalRefunded: totalRefunded),
+                                                  totalRefunded: totalRefunded, receivableKey: "net_amount_in_receivable_currency"),
             // A real refund carries no supplementary_data.related_ids: only its `up` link names the capture.
             "note_to_payer": r.isReversal ? "Payment reversed" : nil,
             "create_time": .string(r.createTime), "update_time": .string(r.updateTime),
@@ -373,13 +384,36 @@ extension PayPalBook {
 
     /// A capture's seller_receivable_breakdown or a refund's seller_payable_breakdown: gross, the PayPal fee (left
     /// out when there is none), net = gross − fee; a refund's also its capture's total refunded so far.
-    func breakdown(gross: Int64, fee: Int64, _ order: PayPalOrder, totalRefunded: Int64? = nil) -> JSONValue {
-        .object([
+    func breakdown(gross: Int64, fee: Int64, _ order: PayPalOrder, totalRefunded: Int64? = nil, receivableKey: String = "receivable_amount") -> JSONValue {
+        var received: JSONValue? = nil, rate: JSONValue? = nil
+        if let r = order.receivable {
+            received = searchMoney(Self.converted(gross - fee, from: order.currency, to: r.currency, rate: r.rate, scale: r.scale), r.currency)
+            rate = .object(["source_currency": .string(order.currency.code), "target_currency": .string(r.currency.code),
+                            "value": .string(Money.format(minorUnits: r.rate, exponent: r.scale))])
+        }
+        return .object([
             "gross_amount": money(gross, order),
             "paypal_fee": fee > 0 ? money(fee, order) : nil,
             "net_amount": money(gross - fee, order),
+            receivableKey: received,
+            "exchange_rate": rate,
             "total_refunded_amount": totalRefunded.map { money($0, order) },
         ])
+    }
+
+    /// `minor` of `from` times the rate (`rate` / 10^`scale` per major unit) in `to`'s minor units, at PayPal's decimals
+    /// for `to`, half up.
+    static func converted(_ minor: Int64, from: Currency, to: Currency, rate: Int64, scale: Int) -> Int64 {
+        var numerator = Int128(minor) * Int128(rate), denominator = Int128(1)
+        for _ in 0..<scale { denominator *= 10 }
+        // to's minor units per from's: 10^(e_to − e_from).
+        let shift = to.exponent - from.exponent
+        if shift > 0 { for _ in 0..<shift { numerator *= 10 } } else { for _ in 0..<(-shift) { denominator *= 10 } }
+        // Rounded to PayPal's last digit of `to`.
+        let unit = Int128(paypalUnit(to))
+        denominator *= unit
+        let rounded = (numerator * 2 + denominator) / (denominator * 2)
+        return Int64(clamping: rounded * unit)
     }
 
     func orderJSON(_ o: PayPalOrder, base: String) -> JSONValue {

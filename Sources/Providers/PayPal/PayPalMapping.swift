@@ -63,6 +63,9 @@ public enum PayPalMapping {
         var fee: Int64? = nil
         var net: Int64? = nil
         var hasBreakdown = false
+        /// The net credited (or debited) in the payee's receiving currency after a conversion: a capture's
+        /// `receivable_amount`, a refund's `net_amount_in_receivable_currency`.
+        var received: (currency: Currency, amount: Int64)? = nil
     }
 
     /// A refund record that is a reversal (a chargeback, money the buyer's bank took back), not a refund the
@@ -228,8 +231,11 @@ public enum PayPalMapping {
     static func movements(captures: [Payment], merchantRefunds: [Payment], reversals: [Payment], currency: Currency) -> [Movement] {
         func movement(_ p: Payment, _ kind: Movement.Kind) -> Movement {
             let fee: Int64? = p.hasBreakdown ? (p.fee ?? 0) : nil
+            // A conversion into the currency of the transaction itself is no conversion.
+            let received = p.received.flatMap { $0.currency == currency ? nil : $0 }
             return Movement(id: p.id, kind: kind, at: p.at, currency: currency, gross: p.amount, fee: fee,
-                            net: p.hasBreakdown ? Movement.net(gross: p.amount, fee: fee, stated: p.net) : nil)
+                            net: p.hasBreakdown ? Movement.net(gross: p.amount, fee: fee, stated: p.net) : nil,
+                            received: received?.amount, receivedCurrency: received?.currency)
         }
         return captures.filter { countedCaptures.contains($0.status) }.map { movement($0, .capture) }
             + merchantRefunds.filter { $0.status == "COMPLETED" }.map { movement($0, .refund) }
@@ -324,6 +330,11 @@ public enum PayPalMapping {
                 payment.hasBreakdown = true
                 if let fee = b["paypal_fee"], !fee.isNull { payment.fee = try money(fee, "\(bf).paypal_fee", currency) }
                 if let net = b["net_amount"], !net.isNull { payment.net = try money(net, "\(bf).net_amount", currency) }
+                // Returned "only when the currency of the captured payment is different from the currency of the PayPal
+                // account where the payee wants to credit the funds" (payments_payment_v2.json).
+                for name in ["receivable_amount", "net_amount_in_receivable_currency"] {
+                    if let received = b[name], !received.isNull { payment.received = try anyMoney(received, "\(bf).\(name)") }
+                }
             }
             out.append(payment)
         }
@@ -352,6 +363,16 @@ public enum PayPalMapping {
             throw r.fail("\(field).value", v["value"], "does not fit in 64-bit minor units")
         }
         return minor
+    }
+
+    /// `{"currency_code": …, "value": "…"}` in whatever currency it names (a receivable amount) → that currency and
+    /// its minor units.
+    static func anyMoney(_ v: JSONValue?, _ field: String) throws(ProviderMappingError) -> (currency: Currency, amount: Int64) {
+        let r = reader
+        guard let v, v.objectMembers != nil else { throw r.fail(field, v, v == nil ? "missing" : "expected an amount object") }
+        let code = try r.string(v["currency_code"], "\(field).currency_code")
+        guard let currency = Currency(code: code) else { throw r.fail("\(field).currency_code", v["currency_code"], "not an ISO 4217 currency") }
+        return (currency, try money(v, field, currency))
     }
 
     static func sum(_ payments: [Payment], _ statuses: Set<String>) throws(ProviderMappingError) -> Int64 {

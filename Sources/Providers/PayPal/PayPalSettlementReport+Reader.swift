@@ -247,7 +247,7 @@ extension PayPalSettlementReport {
                                      invoiceID: nonEmpty(text(f, at.invoice)), customField: nonEmpty(text(f, at.custom)),
                                      initiatedAt: timestamp(text(f, at.initiated)), completedAt: timestamp(text(f, at.completed)),
                                      currency: currency, gross: gross, line: lineNumber)
-            out.fields = f
+            out.row = SettlementLine.rowText(f)
             if let feeHundredths = try hundredths(f, at.fee, lineNumber, "Fee Amount") {
                 let feeCurrency = nonEmpty(text(f, at.feeCurrency)).map { code in (try? self.currency(code, lineNumber, "Fee Currency")) ?? currency } ?? currency
                 guard let fee = minorUnits(hundredths: feeHundredths, feeCurrency) else {
