@@ -505,4 +505,44 @@ struct SettlementTests {
             }
         }
     }
+
+    /// Where an account is not known the rule is file-wide (outside review): a movement of no known payee (a v1 sale's
+    /// answer names none) is judged once any account's file is imported, and a file of no known account (an export of
+    /// CH and SB rows, whose captures share no payee) lists for every account, so the account's own file brought after
+    /// it does not leave its captures missing for good.
+    @Test func anUnknownAccountIsJudgedFileWide() async throws {
+        try await WorkerHarness.with { h in
+            let conn = try h.database.connect(); defer { conn.close() }
+            let day = Self.day(2)
+            for (id, account) in [("SALE-1", nil), ("CAP-K1", "ACCT-K"), ("CAP-J1", "ACCT-J")] as [(String, String?)] {
+                _ = try conn.execute("""
+                    INSERT INTO movements (provider, movement_id, kind, order_id, transaction_ref, occurred_at, currency, gross_minor, fee_minor, account)
+                    VALUES ('paypal', $1, 'capture', $1, $1, $2::timestamptz, 'USD', 1000, NULL, $3)
+                    """, [.text(id), .text(day.iso + "T12:00:00Z"), account.map { .text($0) } ?? .null])
+            }
+            let columns = #""CH","Transaction ID","Transaction Event Code","Transaction Debit or Credit","Gross Transaction Amount","Gross Transaction Currency""#
+            func write(_ name: String, _ lines: [String]) throws -> String {
+                let dir = FileManager.default.temporaryDirectory.appendingPathComponent("settlement-" + UUID().uuidString)
+                try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+                let path = dir.appendingPathComponent(name).path
+                try Data(lines.joined(separator: "\r\n").utf8).write(to: URL(fileURLWithPath: path))
+                return path
+            }
+            // An export with no header listing K's and J's captures: no account (they share no payee).
+            let export = try write("STL-\(day.compact).01.009.CSV", [columns, #""SB","CAP-K1","T0006","CR",1000,"USD""#, #""SB","CAP-J1","T0006","CR",1000,"USD""#])
+            let r = try await Self.importing(h, export)
+            #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+            #expect(try h.database.count("SELECT count(*) FROM settlement_files WHERE account IS NULL") == 1)
+            // The sale of no known payee is judged by it (no line lists it); K's and J's captures are listed.
+            let first = try Self.open(h)
+            #expect(first["settlement_missing"] == ["SALE-1"], "\(first)")
+            // K's own STL of the day, with a header: its lines are not new (the export brought them), and still count.
+            let own = try write("TRR-\(day.compact).01.011.CSV", [#""RH",2026/12/01 02:00:00 +0000,"R","ACCT-K",011,"#, #""FH",01"#, columns,
+                                                                   #""SB","CAP-K1","T0006","CR",1000,"USD""#, #""RF",1"#, #""FF",1"#])
+            let k = try await Self.importing(h, own)
+            #expect(k.status == 0 && k.stdout.contains("1 lines, 0 new"), "\(k.stdout)\(k.stderr)")
+            let after = try Self.open(h)
+            #expect(after["settlement_missing"] == ["SALE-1"], "\(after)")
+        }
+    }
 }
