@@ -56,7 +56,17 @@ sed -i 's|^PAYRECON_SQL_DIR=.*|PAYRECON_SQL_DIR=/usr/share/payrecon/sql|; s|^PXP
 grep -q '^PXP_WEBHOOK_KEY=kept-secret$' "$env_file" || fail "a second scripts/install overwrote the environment file's secrets"
 [ "$(sed -n 's/^PAYRECON_SQL_DIR=//p' "$env_file")" = "$sql_dir" ] || fail "a second scripts/install left PAYRECON_SQL_DIR at an older install's folder"
 [ -f "$env_file.new" ] || fail "a second scripts/install did not put the new template beside the kept file"
-ok "scripts/install: binary, migrations, trust roots, units, env template and payrecon-env where the template and units say; over an install, the secrets are kept and the paths follow"
+[ "$(sed -n 's/^PAYPAL_TRUST_ROOTS=//p' "$env_file")" = "$roots" ] || fail "a second scripts/install left PAYPAL_TRUST_ROOTS at an older install's shipped bundle"
+# A trust bundle of the operator's own (what doctor says to set when PayPal's chain changes) survives the upgrade; an
+# older install's shipped one follows the new install.
+sed -i 's|^PAYPAL_TRUST_ROOTS=.*|PAYPAL_TRUST_ROOTS=/etc/payrecon/paypal-roots-2027.pem|' "$env_file"
+"$ROOT/scripts/install" --root "$T/root" --binary "$PAYRECON_BIN" >"$T/install2b.log" 2>&1 || { cat "$T/install2b.log"; fail "scripts/install over an install with its own trust roots"; }
+[ "$(sed -n 's/^PAYPAL_TRUST_ROOTS=//p' "$env_file")" = /etc/payrecon/paypal-roots-2027.pem ] || fail "scripts/install replaced a custom PAYPAL_TRUST_ROOTS: every PayPal delivery would be refused after the restart"
+grep -q "kept PAYPAL_TRUST_ROOTS=/etc/payrecon/paypal-roots-2027.pem (your own bundle)" "$T/install2b.log" || { cat "$T/install2b.log"; fail "scripts/install did not say it kept the custom trust roots"; }
+sed -i 's|^PAYPAL_TRUST_ROOTS=.*|PAYPAL_TRUST_ROOTS=/opt/payrecon-1.0/share/payrecon/certs/paypal-trust-roots.pem|' "$env_file"
+"$ROOT/scripts/install" --root "$T/root" --binary "$PAYRECON_BIN" >"$T/install2c.log" 2>&1 || { cat "$T/install2c.log"; fail "scripts/install over an older install's trust roots"; }
+[ "$(sed -n 's/^PAYPAL_TRUST_ROOTS=//p' "$env_file")" = "$roots" ] || fail "scripts/install left PAYPAL_TRUST_ROOTS at an older install's shipped bundle"
+ok "scripts/install: binary, migrations, trust roots, units, env template and payrecon-env where the template and units say; over an install, the secrets and a custom trust bundle are kept and the shipped paths follow"
 
 # serve, the one process strangers reach, has a user, an environment file and a database role of its own: no provider
 # API credential in its file, payrecon.env out of its reach, and no migration run as it.
