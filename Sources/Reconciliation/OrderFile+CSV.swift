@@ -15,8 +15,9 @@ extension OrderFileReader {
         }
     }
 
-    /// Reads the header row: column names, or every problem with them (then the file is not read further).
-    mutating func readHeader() -> Result<[String], OrderFileRejection> {
+    /// Reads the header row: column names (nil for one read past), or every problem with them (then the file is not
+    /// read further).
+    mutating func readHeader() -> Result<[String?], OrderFileRejection> {
         guard let record = readCSVRecord() else { return .failure(OrderFileRejection(errors: [])) }
         let names: [[UInt8]]
         let line: Int
@@ -25,7 +26,7 @@ extension OrderFileReader {
         case let .fields(fields, at): (names, line) = (fields, at)
         }
         var errors: [OrderFileError] = []
-        var columns: [String] = []
+        var columns: [String?] = []
         for raw in names {
             guard let text = String(validating: raw, as: UTF8.self) else {
                 errors.append(OrderFileError(line: line, field: "", reason: "column name is not valid UTF-8"))
@@ -36,8 +37,10 @@ extension OrderFileReader {
             if name.isEmpty {
                 errors.append(OrderFileError(line: line, field: "", reason: "empty column name"))
             } else if !OrderFile.knownFields.contains(name) {
+                if readPast(name) != nil { columns.append(nil); continue }
                 let known = (OrderFile.requiredFields + OrderFile.optionalFields).joined(separator: ", ")
-                errors.append(OrderFileError(line: line, field: text, reason: "unknown column (known: \(known))"))
+                let miss = Self.nearMiss(name).map { "; did you mean \($0)?" } ?? ""
+                errors.append(OrderFileError(line: line, field: text, reason: "unknown column\(miss) (known: \(known))"))
             } else if columns.contains(name) {
                 errors.append(OrderFileError(line: line, field: name, reason: "repeated column"))
             }
@@ -49,7 +52,7 @@ extension OrderFileReader {
         return errors.isEmpty ? .success(columns) : .failure(OrderFileRejection(errors: errors))
     }
 
-    mutating func nextCSVRow(columns: [String]) -> OrderFileRecord? {
+    mutating func nextCSVRow(columns: [String?]) -> OrderFileRecord? {
         guard let record = readCSVRecord() else { return nil }
         switch record {
         case let .error(error):
@@ -62,6 +65,7 @@ extension OrderFileReader {
             var values: [String: RawValue] = [:]
             var errors: [OrderFileError] = []
             for (column, raw) in zip(columns, fields) {
+                guard let column else { continue }
                 guard let text = String(validating: raw, as: UTF8.self) else {
                     errors.append(OrderFileError(line: line, field: column, reason: "not valid UTF-8"))
                     continue

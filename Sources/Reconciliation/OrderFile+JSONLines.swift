@@ -34,7 +34,8 @@ extension OrderFileReader {
         var errors: [OrderFileError] = []
         for (key, value) in members {
             if !OrderFile.knownFields.contains(key) {
-                errors.append(OrderFileError(line: line, field: key, reason: "unknown key"))
+                if readPast(key) != nil { continue }
+                errors.append(OrderFileError(line: line, field: key, reason: "unknown key" + (Self.nearMiss(key).map { "; did you mean \($0)?" } ?? "")))
             } else if values[key] != nil {
                 errors.append(OrderFileError(line: line, field: key, reason: "repeated key"))
             } else {

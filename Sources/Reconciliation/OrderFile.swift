@@ -111,8 +111,16 @@ public struct OrderFileReader: IteratorProtocol, Sequence {
     var input: ByteInput
     var state: ReaderState = .start
     var validator: RowValidator
+    /// Refuse a column (or JSON key) payrecon does not read, as before: a file with one is rejected whole. Otherwise a
+    /// shop's export with columns of its own is read, those columns named once (`ignored`); one whose name is a near
+    /// miss of a field payrecon reads (`refund_amout`) is still refused, since ignoring it would drop what it holds.
+    public var strict = false
+    /// The columns (or keys) read past, in the order met; at most `maxIgnoredNames` are kept.
+    public private(set) var ignored: [String] = []
+    static let maxIgnoredNames = 20
 
-    enum ReaderState { case start, csv(columns: [String]), jsonLines, done }
+    /// nil: a column payrecon reads past.
+    enum ReaderState { case start, csv(columns: [String?]), jsonLines, done }
 
     /// Reads from `nextChunk` until it returns nil (empty chunks are skipped). `traits` say what each provider
     /// needs of a row (the provider registry's).
@@ -128,6 +136,34 @@ public struct OrderFileReader: IteratorProtocol, Sequence {
             defer { sent = true }
             return sent ? nil : bytes
         }, traits: traits)
+    }
+
+    /// Whether `name` (a column or key payrecon does not read) is one edit or two from a field it reads: a misspelling,
+    /// not a column of the shop's own.
+    static func nearMiss(_ name: String) -> String? {
+        func distance(_ a: [UInt8], _ b: [UInt8]) -> Int {
+            var previous = Array(0...b.count)
+            for (i, x) in a.enumerated() {
+                var current = [i + 1]
+                for (j, y) in b.enumerated() { current.append(Swift.min(previous[j + 1] + 1, current[j] + 1, previous[j] + (x == y ? 0 : 1))) }
+                previous = current
+            }
+            return previous[b.count]
+        }
+        let bytes = Array(name.utf8)
+        guard bytes.count <= 64 else { return nil }
+        // Short names are close to many others ("note", "site"): one edit there, two in a longer name.
+        return (OrderFile.requiredFields + OrderFile.optionalFields).first {
+            distance(bytes, Array($0.utf8)) <= (Swift.min(bytes.count, $0.utf8.count) <= 5 ? 1 : 2)
+        }
+    }
+
+    /// Reads past `name` (a column or key payrecon does not read), or says why it may not.
+    mutating func readPast(_ name: String) -> String? {
+        if strict { return nil }
+        if Self.nearMiss(name) != nil { return nil }
+        if !ignored.contains(name) && ignored.count < Self.maxIgnoredNames { ignored.append(name) }
+        return name
     }
 
     public mutating func next() -> OrderFileRecord? {

@@ -20,7 +20,7 @@ import Testing
     /// check — never 0 having done nothing, never a crash. (serve starts anyway and answers 503 until the database is
     /// back; doctor reports it as its first failed check, and exits 2 too.)
     static let everyDatabaseCommand: [[String]] = [
-        ["work", "--once"], ["reconcile", "--all"], ["report"], ["orders", "import", "/dev/null"], ["actions", "list"],
+        ["work", "--once"], ["reconcile", "--all"], ["report"], ["orders", "import", PayreconProcess.packageRoot.appendingPathComponent("demo/orders.csv").path], ["actions", "list"],
         ["actions", "execute"], ["actions", "retry", "--failed"], ["events", "list"], ["events", "show", "1"], ["events", "retry", "--dead"],
         ["rejections", "list"], ["rejections", "show", "1"], ["discrepancies", "list"], ["discrepancies", "show", "1"],
         ["discrepancies", "ack", "1"], ["explain", "1"], ["prune", "--dry-run"], ["migrate"], ["settlement", "import", "/dev/null"],

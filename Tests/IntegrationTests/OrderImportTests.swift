@@ -47,6 +47,32 @@ import Testing
             #expect(try h.database.count("SELECT count(*) FROM orders") == 1)
         }
     }
+
+    /// A shop's export with columns of its own imports, naming them once; `--strict` refuses it, as before. A file with
+    /// no order in it (an export job that wrote only its header, or nothing) exits 1 saying so: before, it imported 0
+    /// orders and exited 0, so a broken export passed unnoticed.
+    @Test func foreignColumnsAreReadPastAndAnEmptyFileFails() async throws {
+        try await WorkerHarness.with { h in
+            let dir = FileManager.default.temporaryDirectory.appendingPathComponent("orders-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: dir) }
+            let export = dir.appendingPathComponent("export.csv")
+            try ("provider,order_id,customer_email,merchant,site,transaction_ref,intent,amount,currency,fulfilment,refund_amount\n"
+                 + "paypal,ORD-X1,a@example.com,,,PP-X1,purchase,10.00,USD,open,0\n").write(to: export, atomically: true, encoding: .utf8)
+            let strict = try await PayreconProcess.launch(["orders", "import", "--strict", export.path], databaseURL: h.database.url)
+            #expect(strict.status == 1 && strict.stdout.contains("customer_email") && strict.stdout.contains("unknown column"), "\(strict.stdout) \(strict.stderr)")
+            let r = try await PayreconProcess.launch(["orders", "import", export.path], databaseURL: h.database.url)
+            #expect(r.status == 0 && r.stdout.contains("read past columns payrecon does not read: customer_email") && r.stdout.contains("imported 1 orders"),
+                    "\(r.stdout) \(r.stderr)")
+            for (name, text) in [("header-only.csv", Self.header), ("empty.csv", "")] {
+                let file = dir.appendingPathComponent(name)
+                try text.write(to: file, atomically: true, encoding: .utf8)
+                let e = try await PayreconProcess.launch(["orders", "import", file.path], databaseURL: h.database.url)
+                #expect(e.status == 1 && e.stderr.contains("holds no orders; nothing imported"), "\(name): \(e.stdout) \(e.stderr)")
+            }
+            #expect(try h.database.count("SELECT count(*) FROM orders") == 1)
+        }
+    }
 }
 
 /// The problems of an order file are listed up to a bound, and the rest counted (issue "strangers, round three",

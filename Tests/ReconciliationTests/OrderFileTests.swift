@@ -1,4 +1,5 @@
 import Testing
+import Providers
 @testable import Reconciliation
 
 private let header = "provider,order_id,merchant,site,transaction_ref,intent,amount,currency,fulfilment,refund_amount"
@@ -182,11 +183,39 @@ private func csv(_ rows: String...) -> String { ([header] + rows).joined(separat
         let found = errors("provider,order_id,order_id,transaction_ref,intent,amount,currency,refund_amout,\npaypal,o1\n")
         #expect(found == [
             OrderFileError(line: 1, field: "order_id", reason: "repeated column"),
-            OrderFileError(line: 1, field: "refund_amout", reason: "unknown column (known: provider, order_id, "
+            OrderFileError(line: 1, field: "refund_amout", reason: "unknown column; did you mean refund_amount? (known: provider, order_id, "
                 + "transaction_ref, intent, amount, currency, fulfilment, merchant, site, refund_amount, period_start, period_end)"),
             OrderFileError(line: 1, field: "", reason: "empty column name"),
             OrderFileError(line: 1, field: "fulfilment", reason: "missing column"),
         ])
+    }
+
+    /// A shop's export has columns of its own: read past and named once; one a letter or two from a field payrecon
+    /// reads is refused (its values would be dropped: `refund_amout`); `strict` refuses every one, as before.
+    @Test func columnsOfTheShopsOwnAreReadPastAndNearMissesRefused() throws {
+        let text = "provider,order_id,customer_email,transaction_ref,intent,amount,currency,fulfilment,Notes\n"
+            + "paypal,o1,a@example.com,r1,purchase,1.00,USD,open,gift\npaypal,o2,b@example.com,r2,purchase,2.00,USD,open,\n"
+        var reader = OrderFileReader(bytes: Array(text.utf8), traits: ProviderRegistry.traits)
+        var orders: [Order] = []
+        while let record = reader.next() {
+            guard case let .order(o, _) = record else { Issue.record("\(record)"); continue }
+            orders.append(o)
+        }
+        #expect(orders.map(\.orderID) == ["o1", "o2"])
+        let amounts: [Int64] = orders.map(\.amount.minorUnits)
+        #expect(amounts == [100, 200])
+        #expect(reader.ignored == ["customer_email", "notes"])
+        var strict = OrderFileReader(bytes: Array(text.utf8), traits: ProviderRegistry.traits)
+        strict.strict = true
+        guard case let .invalid(errors)? = strict.next() else { Issue.record("strict read a foreign column"); return }
+        #expect(errors.map(\.field) == ["customer_email", "Notes"])
+        // JSON Lines alike: a key of the shop's own is read past, a near miss refused.
+        let line = #"{"provider":"paypal","order_id":"o3","transaction_ref":"r3","intent":"purchase","amount":"3","currency":"USD","fulfilment":"open","note":"x"}"#
+        var json = OrderFileReader(bytes: Array(line.utf8), traits: ProviderRegistry.traits)
+        guard case .order? = json.next() else { Issue.record("a key of the shop's own refused"); return }
+        #expect(json.ignored == ["note"])
+        #expect(OrderFileReader.nearMiss("refund_amout") == "refund_amount" && OrderFileReader.nearMiss("transacton_ref") == "transaction_ref")
+        #expect(OrderFileReader.nearMiss("note") == nil && OrderFileReader.nearMiss("customer_email") == nil && OrderFileReader.nearMiss("sites") == "site")
     }
 
     @Test func headerAfterBlankLinesKeepsItsLineNumber() {
@@ -242,7 +271,7 @@ private func csv(_ rows: String...) -> String { ([header] + rows).joined(separat
         BadLine("{\(base),\"amount\":null}", "amount", "missing"),
         BadLine("{\(base)}", "amount", "missing"),
         BadLine("{\(base),\"amount\":\"1\",\"refund_amount\":1.01}", "refund_amount", "refund_amount above the amount (1.00)"),
-        BadLine("{\(base),\"amount\":\"1\",\"note\":\"x\"}", "note", "unknown key"),
+        BadLine("{\(base),\"amount\":\"1\",\"refund_amout\":\"1\"}", "refund_amout", "unknown key; did you mean refund_amount?"),
         BadLine("{\(base),\"amount\":\"1\",\"amount\":\"2\"}", "amount", "repeated key"),
         BadLine("{\(base),\"amount\":\"1\",\"merchant\":[\"M\"]}", "merchant", "must be a string, not an array"),
         BadLine("{\(base),\"amount\":\"1\",\"merchant\":1.5}", "merchant", "must be a string or an integer"),

@@ -5,15 +5,20 @@ import Postgres
 import Reconciliation
 import Store
 
+private let strictFlag = FlagKey("--strict", "Refuse a file with a column (or key) payrecon does not read, instead of reading past it.")
+
 let ordersImportCommand = Command(
     name: "orders import",
     summary: "Import orders from CSV (header row) or JSON Lines: all or nothing.",
     arguments: [.init(name: "FILE", help: "A CSV file with a header row, or JSON Lines; '-' reads standard input.")],
-    options: [Options.databaseURL],
+    options: [strictFlag, Options.databaseURL],
     details: """
         Keys: provider, order_id, merchant, site, transaction_ref, intent, amount, currency, fulfilment,
-        refund_amount (see README). Orders are upserted on (provider, order_id). A file with any invalid row imports
-        nothing and lists every bad row (line, field, reason); exit 1. The file is validated, then read again to
+        refund_amount, period_start, period_end (see README). Orders are upserted on (provider, order_id). A column
+        or key of the shop's own is read past and named once; one a letter or two from a key payrecon reads
+        (refund_amout) is refused, since its values would be dropped; --strict refuses every one. A file with any
+        invalid row imports nothing and lists every bad row (line, field, reason); exit 1. A file with no order in
+        it (an export job that wrote nothing) imports nothing; exit 1. The file is validated, then read again to
         import: one that reads differently the second time (being written meanwhile, a FIFO) imports nothing; exit 1.
         """
 ) { args in
@@ -22,19 +27,22 @@ let ordersImportCommand = Command(
     let url = try env.databaseURL()
     // The file is read twice (validated, then imported: constant memory), and must be the same bytes both times: a
     // file that changes between the reads (a FIFO, an export job rewriting it) imports nothing.
+    let strict = args.flag(strictFlag)
     func reader(_ digest: SHA256Stream) throws -> OrderFileReader {
         let handle: FileHandle
         if path == "-" { handle = .standardInput } else {
             guard let h = FileHandle(forReadingAtPath: path) else { throw FatalError("cannot read \(path): no such file or not readable") }
             handle = h
         }
-        return OrderFileReader(chunks: {
+        var reader = OrderFileReader(chunks: {
             let data = handle.readData(ofLength: 1 << 20)
             if data.isEmpty { return nil }
             let bytes = Array(data)
             digest.update(bytes)
             return bytes
         }, traits: ProviderRegistry.traits)
+        reader.strict = strict
+        return reader
     }
     // Pass 1: validate everything (streaming), report every bad row.
     var errors: [OrderFileError] = []   // the first OrderFile.maxListedProblems; the rest counted
@@ -42,7 +50,8 @@ let ordersImportCommand = Command(
     var count = 0
     var buffered: [Order]? = path == "-" ? [] : nil   // stdin can only be read once
     let validated = SHA256Stream()
-    for record in try reader(validated) {
+    var validating = try reader(validated)
+    while let record = validating.next() {
         switch record {
         case .order(let o, _): count += 1; buffered?.append(o)
         case .invalid(let e):
@@ -52,10 +61,18 @@ let ordersImportCommand = Command(
         }
     }
     let validatedDigest = validated.finish()
+    if !validating.ignored.isEmpty {
+        // The file's own words: escaped.
+        print("read past columns payrecon does not read: \(validating.ignored.joined(separator: ", ").terminalSafe) (--strict refuses them)")
+    }
     if problems > 0 {
         FileHandle.standardError.write(Data("payrecon: \(path): \(badRows.count) invalid row(s), \(problems) problem(s); nothing imported\n".utf8))
         for e in errors { print(e.description.terminalSafe) }   // a file's text, as it reads
         if problems > errors.count { print("… and \(problems - errors.count) more problem(s), not listed") }
+        return Exit.finding
+    }
+    guard count > 0 else {
+        FileHandle.standardError.write(Data("payrecon: \(path.terminalSafe) holds no orders; nothing imported. Check the export that wrote it\n".utf8))
         return Exit.finding
     }
     // Pass 2: upsert in one transaction, in chunks (stdin was kept from pass 1; a file is read again, and committed only
