@@ -74,7 +74,18 @@ public final class PostgresPool: Sendable {
 
     /// Quick readiness check for `/readyz`: `SELECT 1` on a pooled connection within `timeout` seconds.
     public func healthy(timeout: TimeInterval = 2) -> Bool {
-        (try? core.withConnection(timeout: timeout) { try $0.query("SELECT 1").rowCount == 1 }) ?? false
+        probe(timeout: timeout) == nil
+    }
+
+    /// `SELECT 1` on a pooled connection within `timeout` seconds: nil when it answered, else why not, in libpq's words
+    /// (a wrong database name reads differently from a server that is down).
+    public func probe(timeout: TimeInterval = 2) -> String? {
+        do {
+            let answered = try core.withConnection(timeout: timeout) { try $0.query("SELECT 1").rowCount == 1 }
+            return answered ? nil : "SELECT 1 returned no row"
+        } catch {
+            return String(describing: error)
+        }
     }
 
     /// Connections currently open (idle or in use).

@@ -46,6 +46,10 @@ public final class QueueWorker: Sendable {
     /// deliveries), within `completionFlushMilliseconds`. A crash before the flush only means the delivery is
     /// processed again after its lease ends, which is idempotent.
     let completions = Mutex<[DeliveryQueue.Completion]>([])
+    /// Completions that could not be recorded (the database out of reach): when it began, and whether a retry is
+    /// scheduled. They are retried with backoff until recorded (not left for their leases to run out and be processed
+    /// again), with one warning per outage and one line when they are recorded again.
+    let flushFailure = Mutex(FlushRetry())
     /// The worker's context (`owner`); each delivery adds `delivery_id` and `provider`.
     let logger: Logger
     static let completionFlushMilliseconds = 50
@@ -220,6 +224,9 @@ public final class QueueWorker: Sendable {
         let owner = configuration.owner
         do {
             let completed = try await pool.run { try DeliveryQueue.complete(batch, owner: owner, on: $0) }
+            if let since = flushFailure.withLock({ $0.succeeded() }) {
+                logger.info("completed deliveries recorded again", ["deliveries": ids.count, "after_seconds": Int(Date().timeIntervalSince(since))])
+            }
             held.withLock { $0.subtract(ids) }
             totals.withLock { $0.done += completed.count; $0.lostLease += ids.count - completed.count }
             if completed.count < ids.count {
@@ -227,10 +234,22 @@ public final class QueueWorker: Sendable {
                             ["deliveries": ids.count - completed.count])
             }
         } catch {
-            // Put them back for the next flush; if that never comes, the leases run out and the deliveries are
-            // processed again (idempotently).
+            // Put them back, and retry with backoff (1 s, doubling to 30 s) whether or not another completes: left for
+            // a later completion, they would wait for their leases to run out and be processed again.
             completions.withLock { $0.append(contentsOf: batch) }
-            logger.warning("could not record completed deliveries; will retry", ["deliveries": ids.count, "error": String(describing: error)])
+            let (first, delay) = flushFailure.withLock { $0.failed(at: Date()) }
+            if first {
+                logger.warning("could not record completed deliveries; retrying until the database answers",
+                               ["deliveries": ids.count, "error": String(describing: error)])
+            }
+            if let delay {
+                Task { [weak self] in
+                    try? await Task.sleep(for: .seconds(delay))
+                    guard let self else { return }
+                    self.flushFailure.withLock { $0.retrying() }
+                    await self.flushCompletions()
+                }
+            }
         }
     }
 
@@ -245,5 +264,33 @@ public final class QueueWorker: Sendable {
                 try DeliveryQueue.renew(ids: ids, owner: configuration.owner, leaseSeconds: configuration.leaseSeconds, on: conn)
             }
         }
+    }
+}
+
+/// When completions that could not be recorded are tried again: at once on the next completion, and on their own
+/// after 1 s, 2 s, 4 s… up to 30 s, one retry scheduled at a time; the first failure of an outage is the one said.
+struct FlushRetry: Equatable {
+    private(set) var since: Date?
+    private(set) var retryScheduled = false
+    private(set) var attempt = 0
+
+    /// A flush failed: whether it is the first of an outage (to warn), and the seconds to a retry when one is to be
+    /// scheduled (nil: one already is).
+    mutating func failed(at now: Date) -> (first: Bool, retryAfter: Int?) {
+        let first = since == nil
+        if first { since = now }
+        guard !retryScheduled else { return (first, nil) }
+        retryScheduled = true
+        attempt += 1
+        return (first, min(30, 1 << min(attempt - 1, 5)))
+    }
+
+    /// The scheduled retry runs now.
+    mutating func retrying() { retryScheduled = false }
+
+    /// A flush succeeded: when the outage it ends began (nil: there was none).
+    mutating func succeeded() -> Date? {
+        defer { since = nil; attempt = 0 }
+        return since
     }
 }

@@ -57,6 +57,48 @@ struct DurabilityTests {
         #expect(keys.last == "retry-of-B")
     }
 
+    /// On a quiet night, with no delivery to fail, a PostgreSQL outage still shows: the worker's probe sets
+    /// payrecon_database_up to 0 (PayreconDatabaseDown reads it), logs the outage once with libpq's reason however many
+    /// probes fail, and says when the database is back.
+    @Test func theDatabaseProbeSaysWhenTheDatabaseIsGoneAndWhenItIsBack() async throws {
+        let cluster = try await offload { try PrivateCluster() }
+        defer { cluster.destroy() }
+        let migrate = try await PayreconProcess.launch(["migrate"], databaseURL: cluster.url)
+        #expect(migrate.status == 0, "\(migrate.stderr)")
+        let port = try PrivateCluster.freePort()
+        let work = try Background(["work", "--metrics-listen", "127.0.0.1:\(port)"],
+                                  environment: ["DATABASE_URL": cluster.url, "PAYRECON_DB_PROBE_INTERVAL": "1s", "PAYRECON_LOG_LEVEL": "info"])
+        defer { work.stop() }
+        let http = HTTP.HTTPClient()
+        func up() async -> String? {
+            guard let text = try? await http.send(.init(url: "http://127.0.0.1:\(port)/metrics")).text else { return nil }
+            return text.split(separator: "\n").first { $0.hasPrefix("payrecon_database_up ") }.map { String($0.split(separator: " ")[1]) }
+        }
+        #expect(try await PayreconTesting.eventually(20) { await up() == "1" }, "\(work.stderr())")
+        try await offload { try cluster.stop(immediate: true) }
+        #expect(try await PayreconTesting.eventually(20) { await up() == "0" }, "\(work.stderr())")
+        try await Task.sleep(for: .seconds(3))   // several more probes fail
+        try await offload { try cluster.start() }
+        #expect(try await PayreconTesting.eventually(30) { await up() == "1" }, "\(work.stderr())")
+        let log = work.stderr()
+        #expect(log.components(separatedBy: "database out of reach").count == 2, "one warning per outage: \(log)")
+        #expect(log.contains("database reachable again"), "\(log)")
+    }
+
+    /// serve's start-up warning names libpq's reason: a misspelt database name is not a passing outage.
+    @Test func serveNamesWhyTheDatabaseIsNotReachableAtStart() async throws {
+        let cluster = try await offload { try PrivateCluster() }
+        defer { cluster.destroy() }
+        let url = cluster.url.replacingOccurrences(of: "/postgres", with: "/paycron_typo")
+        let portFile = FileManager.default.temporaryDirectory.appendingPathComponent("serve-port-\(UUID().uuidString)").path
+        let serve = try Background(["serve", "--listen", "127.0.0.1:0", "--port-file", portFile],
+                                   environment: ["DATABASE_URL": url, "PXP_WEBHOOK_KEY": "k", "PXP_WEBHOOK_KEY_ID": "1"])
+        defer { serve.stop() }
+        _ = await serve.port(from: portFile)
+        let named = await PayreconTesting.eventually(10) { serve.stderr().contains("database not reachable at start") }
+        #expect(named && serve.stderr().contains("paycron_typo") && serve.stderr().contains("does not exist"), "\(serve.stderr())")
+    }
+
     @Test func sigtermAnswersTheDeliveryInFlightAfterItsCommitThenExitsZero() async throws {
         let db = try await offload { try TestDatabase.create() }
         defer { db.drop() }

@@ -68,8 +68,9 @@ let serveCommand = Command(
     // as the owner: payrecon-migrate.service, which starting serve's unit starts first; serve's own role cannot). Unreachable at start is not fatal: deliveries get 503 until it is.
     // The migrations this build needs are compiled in: no sql/ folder, old or missing, decides readiness.
     let expected = Migrator.shippedVersions
-    if !pool.healthy() {
-        Log.warning("database not reachable at start; deliveries get 503 until it is", [:])
+    if let reason = pool.probe() {
+        // libpq's words: a misspelt database name reads differently from a server that is down.
+        Log.warning("database not reachable at start; deliveries get 503 until it is", ["error": reason])
     } else if !expected.isEmpty {
         let status: Migrator.Status
         do { status = try pool.withConnection { try Migrator.status(expected, on: $0) } } catch {
@@ -89,6 +90,9 @@ let serveCommand = Command(
                             endpoints: endpoints, pool: pool, expectedMigrations: expected)
     ProcessMetrics.register(version: CLI.version)
     PoolMetrics.register(pool)
+    // payrecon_database_up, and one line when the database goes out of reach and one when it is back.
+    let probe = try DatabaseProbe(pool: pool, process: "serve", environment: env).start()
+    defer { probe.cancel() }
     let bound: UInt16
     do { bound = try receiver.start() } catch { throw FatalError("\(error)") }
     if let file = try args.value(Options.portFile) { try? "\(bound)\n".write(toFile: file, atomically: true, encoding: .utf8) }

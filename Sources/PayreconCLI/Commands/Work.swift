@@ -61,6 +61,9 @@ let workCommand = Command(
             }
         }
     }
+    // payrecon_database_up, and one line when the database goes out of reach and one when it is back.
+    let probe: Task<Void, Never>? = args.flag(Options.once) ? nil : try DatabaseProbe(pool: context.pool, process: "work", environment: env).start()
+    defer { probe?.cancel() }
     var metricsServer: WorkerMetricsServer?
     var refresher: Task<Void, Never>?
     if let address = try env.workMetricsAddress(flag: args.value(metricsListen)) {

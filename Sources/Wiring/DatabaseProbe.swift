@@ -1,0 +1,64 @@
+import Foundation
+import Observability
+import Postgres
+import Providers
+
+/// Whether this process reaches PostgreSQL, probed every 15 s (`SELECT 1` through its pool) and exported as
+/// `payrecon_database_up` (1 or 0), so an outage on a quiet night, with no delivery to fail, still raises
+/// PayreconDatabaseDown. An outage is logged once, with libpq's reason, and its end once, with how long it lasted.
+public final class DatabaseProbe: Sendable {
+    static let up = Metrics.shared.gauge("payrecon_database_up",
+        help: "1 when this process's last probe of PostgreSQL (SELECT 1 through its pool, every 15 s) answered, else 0")
+
+    private let pool: PostgresPool
+    private let interval: Duration
+    private let process: String
+
+    public init(pool: PostgresPool, process: String, interval: Duration = .seconds(15)) {
+        self.pool = pool; self.process = process; self.interval = interval
+    }
+
+    /// With the interval `PAYRECON_DB_PROBE_INTERVAL` sets (default 15s).
+    public convenience init(pool: PostgresPool, process: String, environment: Environment) throws {
+        self.init(pool: pool, process: process, interval: .seconds(try environment.duration("PAYRECON_DB_PROBE_INTERVAL", default: "15s")))
+    }
+
+    /// Registers the gauge and probes until the task is cancelled; the first probe runs at once.
+    public func start() -> Task<Void, Never> {
+        Self.up.set(0)
+        let pool = self.pool, interval = self.interval, process = self.process
+        return Task.detached {
+            var state = ProbeState()
+            while !Task.isCancelled {
+                let failure = await withCheckedContinuation { (done: CheckedContinuation<String?, Never>) in
+                    // libpq blocks: off the cooperative pool.
+                    DispatchQueue.global().async { done.resume(returning: pool.probe(timeout: 5)) }
+                }
+                Self.up.set(failure == nil ? 1 : 0)
+                switch state.observe(failure: failure, at: Date()) {
+                case .none: break
+                case .lost(let reason):
+                    Log.warning("database out of reach; probing it until it answers, and saying when it is back",
+                                ["error": reason, "process": process])
+                case .back(let seconds):
+                    Log.info("database reachable again", ["after_seconds": Int(seconds), "process": process])
+                }
+                try? await Task.sleep(for: interval)
+            }
+        }
+    }
+}
+
+/// What a sequence of probes says worth a log line: the first failure of an outage, and the first success after one.
+struct ProbeState {
+    enum Event: Equatable { case none, lost(String), back(Double) }
+    private var since: Date?
+
+    mutating func observe(failure: String?, at now: Date) -> Event {
+        switch (failure, since) {
+        case (let reason?, nil): since = now; return .lost(reason)
+        case (nil, let start?): since = nil; return .back(now.timeIntervalSince(start))
+        default: return .none
+        }
+    }
+}
