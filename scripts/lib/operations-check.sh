@@ -3,8 +3,10 @@
 # `payrecon work` started from the installed binary with the installed environment template's settings (only the
 # database, the ports, the provider URLs and the demo credentials differ); a real Prometheus (Debian's) scraping them
 # with deploy/prometheus/prometheus.yml and alerts.yml (its `for:` shortened); traffic from paysim's demo book. Then:
-# every Grafana panel's query returns data, no alert is pending, and stopping the worker turns PayreconWorkerDown
-# pending. Everything runs on 127.0.0.1 under a temporary directory and is stopped on exit.
+# every Grafana panel's query returns data, no alert is pending, stopping the worker turns PayreconWorkerDown
+# pending, and (when PAYRECON_PG_DATADIR names the cluster, as scripts/test does) stopping PostgreSQL with no traffic
+# turns PayreconDatabaseDown pending; the cluster is started again. Everything runs on 127.0.0.1 under a temporary
+# directory and is stopped on exit.
 #   PAYRECON_BIN=.build/debug/payrecon PAYSIM_BIN=.build/debug/paysim DATABASE_URL=postgresql://… \
 #       scripts/lib/operations-check.sh
 # Prints one line per check and `operations-check: N passed`; exits 1 on the first failure.
@@ -100,7 +102,7 @@ set -a
 set +a
 BIN="$T/root$exec_start"
 serve_port=$(free_port); serve_metrics=$(free_port); work_metrics=$(free_port); prom_port=$(free_port)
-export DATABASE_URL=$TEST_DATABASE_URL PAYRECON_SQL_DIR="$T/root$sql_dir" PAYRECON_LOG_LEVEL=warning
+export DATABASE_URL=$TEST_DATABASE_URL PAYRECON_SQL_DIR="$T/root$sql_dir" PAYRECON_LOG_LEVEL=warning PAYRECON_DB_PROBE_INTERVAL=1s
 export PAYRECON_LISTEN=127.0.0.1:$serve_port PAYRECON_METRICS_LISTEN=127.0.0.1:$serve_metrics PAYRECON_WORK_METRICS_LISTEN=127.0.0.1:$work_metrics
 grep -q "^PAYRECON_TRUSTED_PROXIES=." "$serve_env" || fail "serve.env names no PAYRECON_TRUSTED_PROXIES"
 export PXP_CLIENT_ID=demo-client PXP_TOKEN_ID=demo-token PXP_TOKEN_VALUE=demo-token-value PXP_WEBHOOK_KEY=demo-webhook-key
@@ -129,7 +131,8 @@ grep -q "serve's role $serve_role may store deliveries" "$T/migrate.log" || { ca
 env -i PATH="$PATH" HOME="$T" bash -c '
     set -a; . "$1"; set +a
     export DATABASE_URL=$2 PAYRECON_LISTEN=$3 PAYRECON_METRICS_LISTEN=$4 PAYPAL_TRUST_ROOTS=$5 PAYPAL_CERT_URL_PREFIXES=$6
-    export PXP_WEBHOOK_KEY=demo-webhook-key PAYPAL_WEBHOOK_ID=WEBHOOK_ID PAYPERCUT_WEBHOOK_SECRET=whsec_paysim PAYRECON_LOG_LEVEL=warning
+    export PXP_WEBHOOK_KEY=demo-webhook-key PAYPAL_WEBHOOK_ID=WEBHOOK_ID PAYPERCUT_WEBHOOK_SECRET=whsec_paysim PAYRECON_LOG_LEVEL=info
+    export PAYRECON_DB_PROBE_INTERVAL=1s
     exec "$7" serve' serve "$serve_env" "$serve_url" "$PAYRECON_LISTEN" "$PAYRECON_METRICS_LISTEN" "$PAYPAL_TRUST_ROOTS" \
     "$PAYPAL_CERT_URL_PREFIXES" "$BIN" 2>"$T/serve.log" &
 pids+=($!)
@@ -225,4 +228,30 @@ for _ in $(seq 1 40); do
 done
 case "$active" in *PayreconWorkerDown:*) ok "stopping the worker turns PayreconWorkerDown ${active##*PayreconWorkerDown:}" ;;
     *) fail "the worker stopped, but PayreconWorkerDown is not pending (active: ${active:-none})" ;; esac
+# 7. PostgreSQL stops, with no traffic at all: serve's probe turns PayreconDatabaseDown pending (then firing), its log
+#    says so once with libpq's reason, and says when the database is back. (scripts/test names the cluster.)
+if [ -n "${PAYRECON_PG_DATADIR:-}" ]; then
+    pg_port=$(printf '%s' "$TEST_DATABASE_URL" | sed -E 's|.*:([0-9]+)/.*|\1|')
+    pgctl() { # pg_ctl on the test cluster, as its owner
+        local bin=${PAYRECON_PG_BIN:-/usr/lib/postgresql/15/bin}
+        if [ "$(id -u)" = 0 ]; then su postgres -s /bin/sh -c "$(printf '%q ' "$bin/pg_ctl" -D "$PAYRECON_PG_DATADIR" "$@")"
+        else "$bin/pg_ctl" -D "$PAYRECON_PG_DATADIR" "$@"; fi
+    }
+    pgctl -m fast -w stop >/dev/null 2>&1 || fail "cannot stop the test cluster in $PAYRECON_PG_DATADIR"
+    restart_pg() { pgctl -l "$PAYRECON_PG_DATADIR/server.log" -o "-p $pg_port" -w -t 60 start >/dev/null 2>&1; }
+    trap 'restart_pg; cleanup; drop_role' EXIT
+    for _ in $(seq 1 60); do
+        active=$(alerts)
+        case "$active" in *PayreconDatabaseDown:*) break ;; esac
+        sleep 0.5
+    done
+    case "$active" in *PayreconDatabaseDown:*) ;; *) restart_pg; fail "PostgreSQL stopped with no traffic, but PayreconDatabaseDown is not pending (active: ${active:-none})" ;; esac
+    sleep 3
+    restart_pg || fail "the test cluster did not start again"
+    for _ in $(seq 1 60); do grep -q "database reachable again" "$T/serve.log" && break; sleep 0.5; done
+    grep -q "database reachable again" "$T/serve.log" || { cat "$T/serve.log"; fail "serve did not say the database is back"; }
+    [ "$(grep -c "database out of reach" "$T/serve.log")" = 1 ] || { cat "$T/serve.log"; fail "serve did not say the outage exactly once"; }
+    state=$(printf '%s\n' $active | sed -n 's/^PayreconDatabaseDown://p' | head -1)
+    ok "PostgreSQL stopped with no traffic turns PayreconDatabaseDown $state; serve logs the outage once and says when the database is back"
+fi
 echo "operations-check: $passed passed"
