@@ -159,6 +159,18 @@ public enum DeliveryQueue {
     /// Makes dead (or done) deliveries due again with a fresh attempt budget (a pending one waiting for its backoff
     /// becomes due now). Returns how many. A delivery a worker holds right now is left alone: taking its lease
     /// away would let a second worker process it at the same time.
+    /// Makes every pending delivery waiting for a retry due now (no worker holds it), and wakes the workers: after the
+    /// cause of its failures is fixed (a provider secret re-read on SIGHUP), it need not wait out its backoff. Its
+    /// attempts are kept. Returns how many.
+    public static func dueNow(on conn: PostgresConnection) throws -> Int {
+        let n = try conn.execute("""
+            UPDATE deliveries SET next_attempt_at = now()
+            WHERE status = 'pending' AND attempts > 0 AND next_attempt_at > now() AND (lease_expires_at IS NULL OR lease_expires_at < now())
+            """)
+        if n > 0 { _ = try conn.execute("SELECT pg_notify($1, '')", [.text(DeliveryStore.channel)]) }
+        return n
+    }
+
     public static func retry(id: Int64?, on conn: PostgresConnection) throws -> Int {
         if let id {
             return try conn.execute("""

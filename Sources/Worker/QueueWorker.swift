@@ -205,6 +205,11 @@ public final class QueueWorker: Sendable {
             }
             if !kept {
                 log.warning("lease lost before the result was recorded; another worker has the delivery")
+            } else if let after = failure.retryAfter, case .permanent = result {
+                // Retrying as it is will not help (the provider refused the credentials, a 4xx): said as a warning, with
+                // what to do; it is still retried, since credentials and configuration get fixed.
+                log.warning("delivery will be retried, but the provider refused it as it is: fix what the reason names (credentials or permissions: payrecon doctor), then reload the worker (systemctl reload payrecon-work) to retry it at once",
+                            ["attempt": delivery.attempts, "after_s": Int(after.rounded(.up)), "reason": failure.reason])
             } else if let after = failure.retryAfter {
                 log.info("delivery will be retried", ["attempt": delivery.attempts, "after_s": Int(after.rounded(.up)), "reason": failure.reason])
             } else {

@@ -113,11 +113,23 @@ struct WorkerSecretRotationTests {
             }
             let before = try #require(refused, "\(work.stderr())")
             #expect(before.status != "done", "a wrong token must not check the order")
+            // A refusal that retrying as it is will not fix is a warning that says what to do, not an info line.
+            #expect(work.stderr().contains("delivery will be retried, but the provider refused it as it is") && work.stderr().contains("payrecon doctor"),
+                    "\(work.stderr())")
+            // As after several refusals: its next try is an hour away.
+            try h.execute("UPDATE deliveries SET next_attempt_at = now() + interval '1 hour' WHERE id = \(first)")
 
             try h.simulator.config.pxpTokenValue.write(to: tokenFile, atomically: true, encoding: .utf8)
             kill(work.process.processIdentifier, SIGHUP)
             for _ in 0..<100 where !work.stderr().contains("provider API secrets re-read") { try await Task.sleep(for: .milliseconds(50)) }
             #expect(work.stderr().contains("provider API secrets re-read"))
+            // The reload makes it due at once: it does not wait out its backoff.
+            var firstStatus = ""
+            for _ in 0..<200 where firstStatus != "done" {
+                firstStatus = try h.delivery(first).status
+                if firstStatus != "done" { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            #expect(firstStatus == "done" && work.stderr().contains("deliveries waiting for a retry are due now"), "\(work.stderr())")
 
             let second = try h.store(.pxp, json: #"{"eventData":{"merchantTransactionId":"TX-1"}}"#)
             var status = ""

@@ -70,8 +70,8 @@ let eventsShowCommand = Command(
 
 let eventsRetryCommand = Command(
     name: "events retry",
-    summary: "Make a dead (or done) delivery due again, with a fresh attempt budget.",
-    arguments: [.init(name: "ID", help: "The delivery id.", optional: true)],
+    summary: "Make a delivery due again now, with a fresh attempt budget: a dead or done one, or a pending one waiting for its retry.",
+    arguments: [.init(name: "ID", help: "The delivery id (dead, done, or pending in backoff; not one a worker holds now).", optional: true)],
     options: [Options.dead, Options.databaseURL]
 ) { args in
     let conn = try connect(try args.environment().databaseURL())

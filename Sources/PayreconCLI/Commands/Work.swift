@@ -58,6 +58,16 @@ let workCommand = Command(
         Signals.onHangup {
             do { try context.reloadProviders(Environment()) } catch {
                 Log.error("SIGHUP: the provider API secrets were not re-read; the ones in use stay", ["error": String(describing: error)])
+                return
+            }
+            // What waited out a backoff for a cause now fixed (a refused secret) is retried at once.
+            Task {
+                do {
+                    let due = try await context.pool.run { try DeliveryQueue.dueNow(on: $0) }
+                    if due > 0 { Log.info("SIGHUP: deliveries waiting for a retry are due now", ["deliveries": due]) }
+                } catch {
+                    Log.warning("SIGHUP: deliveries waiting for a retry could not be made due now; they keep their backoff", ["error": String(describing: error)])
+                }
             }
         }
     }
