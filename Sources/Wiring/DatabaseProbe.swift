@@ -23,9 +23,12 @@ public final class DatabaseProbe: Sendable {
         self.init(pool: pool, process: process, interval: .seconds(try environment.duration("PAYRECON_DB_PROBE_INTERVAL", default: "15s")))
     }
 
+    /// Exports `payrecon_database_up` (0 until the first probe answers).
+    public static func register() { up.set(0) }
+
     /// Registers the gauge and probes until the task is cancelled; the first probe runs at once.
     public func start() -> Task<Void, Never> {
-        Self.up.set(0)
+        Self.register()
         let pool = self.pool, interval = self.interval, process = self.process
         return Task.detached {
             var state = ProbeState()

@@ -116,6 +116,7 @@ import Worker
         // The receiver's families are registered by a receiver; the worker's by WorkerMetrics and the queue worker.
         try await ReceiverHarness.with { _ in }
         WorkerMetrics.register()
+        DatabaseProbe.register()   // serve and work both run it
         let exported = Set(Self.parse(Metrics.shared.render()).keys)
         let pattern = try NSRegularExpression(pattern: "payrecon_[a-z_]+")
         var queried = Set<String>()
