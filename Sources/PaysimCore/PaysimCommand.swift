@@ -26,7 +26,7 @@ public struct PaysimOptions: Sendable {
     }
 
     public static let help = """
-    paysim — a PXP and PayPal sandbox simulator for payrecon's tests, demo and benchmarks.
+    paysim — a PXP, PayPal and Paypercut sandbox simulator for payrecon's tests, demo and benchmarks.
 
     USAGE: paysim [options]
 
@@ -85,8 +85,10 @@ public struct PaysimOptions: Sendable {
                                createdAt?, systemTransactionId?, entryType?, fundingType?,
                            reportedSite? (the site the answer reports, if not the path's)}  (or an array of them)
       /admin/paypal/orders     {id, intent (CAPTURE|AUTHORIZE), status (default COMPLETED), currency, amount,
-                               merchant_id?, reference_id?, create_time?, authorizations: [{id?, status?, amount?}],
-                               captures: [{id?, status?, amount?, authorization_id?, final_capture?}],
+                               merchant_id?, reference_id?, create_time?, receivable_currency? and exchange_rate?
+                               (the payee receives in another currency), authorizations: [{id?, status?, amount?}],
+                               captures: [{id?, status?, amount?, authorization_id?, final_capture?, completed_time?
+                               (a pending payment that cleared later), listed_time? (Transaction Search lists it late)}],
                                refunds: [{id?, status?, amount?, capture_id?}]}  (or an array of them)
       /admin/seed, --seed-file {"pxp": [transaction...], "paypal": [order...]}   (all or nothing)
       /admin/faults            {latency_ms, latency_jitter_ms, error_rate, rate_429, retry_after, drop_rate,

@@ -31,6 +31,17 @@ public enum Migrator {
         }
     }
 
+    /// A migration the database refused: its file, those applied before it in this run, and PostgreSQL's error. Nothing
+    /// of it was applied (each runs in a transaction of its own).
+    public struct Failed: Error, CustomStringConvertible {
+        public var file: String
+        public var applied: [String]
+        public var error: PostgresError
+        public var description: String {
+            "migration \(file) failed: \(error); nothing of it was applied" + (applied.isEmpty ? "" : " (applied before it: \(applied.joined(separator: ", ")))")
+        }
+    }
+
     public struct Migration: Sendable, Equatable {
         public var version: String   // "0001_deliveries"
         public var sql: String
@@ -124,6 +135,8 @@ public enum Migrator {
                 catch let error as PostgresError where error.sqlState == "55P03" && attempt < attempts {
                     Thread.sleep(forTimeInterval: Double(1 << (attempt - 1)))
                     attempt += 1
+                } catch let error as PostgresError where error.sqlState != "55P03" {
+                    throw Failed(file: m.version + ".sql", applied: applied, error: error)
                 }
             }
         }

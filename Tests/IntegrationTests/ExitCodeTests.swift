@@ -141,4 +141,23 @@ import Testing
         let r = try await PayreconProcess.launch(["migrate"], databaseURL: TestDatabase.baseURL, environment: ["PAYRECON_SQL_DIR": old.path])
         #expect(r.status == 2 && r.stderr.contains("older payrecon") && r.stderr.contains("0003_reconciliation"), "\(r.stderr)")
     }
+
+    /// A migration the database refuses names its file (before, only PostgreSQL's error: which of 30 files?), and
+    /// nothing of it is applied.
+    @Test func aMigrationThatFailsNamesItsFile() async throws {
+        try await WorkerHarness.with { h in
+            let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sql-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: dir) }
+            let shipped = PayreconProcess.packageRoot.appendingPathComponent("sql")
+            for name in try FileManager.default.contentsOfDirectory(atPath: shipped.path) where name.hasSuffix(".sql") {
+                try FileManager.default.copyItem(at: shipped.appendingPathComponent(name), to: dir.appendingPathComponent(name))
+            }
+            try "CREATE TABLE broken_half (n int);\nSELECT no_such_column FROM deliveries;\n".write(to: dir.appendingPathComponent("9999_broken.sql"), atomically: true, encoding: .utf8)
+            let r = try await PayreconProcess.launch(["migrate"], databaseURL: h.database.url, environment: ["PAYRECON_SQL_DIR": dir.path])
+            #expect(r.status == 2 && r.stderr.contains("migration 9999_broken.sql failed") && r.stderr.contains("no_such_column")
+                    && r.stderr.contains("nothing of it was applied"), "\(r.stderr)")
+            #expect(try h.database.count("SELECT count(*) FROM pg_tables WHERE tablename = 'broken_half'") == 0)
+        }
+    }
 }

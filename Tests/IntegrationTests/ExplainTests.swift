@@ -440,6 +440,15 @@ import Testing
             r = try await PayreconProcess.launch(["explain", "--order", "pxp:O-F", "--format", "json"], databaseURL: url)
             let json = try JSONValue.parse(r.stdout)
             #expect(json["order_id"]?.stringValue == "O-F" && json["timeline"]?.arrayValue?.first?["event"]?.stringValue == "order")
+            // --answers: how much of each answer the table quotes (the demo shows its entries whole with a short one).
+            let short = try await Self.purchase(h, "O-Q2", ref: "TX-Q2", captured: "15.00", amount: 2000)
+            _ = await h.checker.check(short)
+            let quoted = try await PayreconProcess.launch(["explain", "--order", "pxp:O-Q2", "--answers", "40"], databaseURL: url)
+            #expect(quoted.status == 0 && quoted.stdout.contains("bytes in all; --format json shows the whole answer"), "\(quoted.stdout)")
+            let full = try await PayreconProcess.launch(["explain", "--order", "pxp:O-Q2"], databaseURL: url)
+            #expect(quoted.stdout.count < full.stdout.count, "\(quoted.stdout.count) vs \(full.stdout.count)")
+            r = try await PayreconProcess.launch(["explain", "--order", "pxp:O-Q2", "--answers", "x"], databaseURL: url)
+            #expect(r.status == 2 && r.stderr.contains("--answers x is not a number of bytes"), "\(r.stderr)")
         }
     }
 }

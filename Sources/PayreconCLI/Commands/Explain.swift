@@ -4,6 +4,11 @@ import Reconciliation
 import Reporting
 import Store
 
+private let explainAnswers = OptionKey<Int>("--answers", "BYTES", "Quote at most BYTES of each answer in the table (default 4000; json gives them whole).") {
+    (v: String) throws(UsageError) -> Int in
+    guard let n = Int(v), (0...1_048_576).contains(n) else { throw UsageError("--answers \(v) is not a number of bytes from 0 to 1048576") }
+    return n
+}
 private let explainOrder = OptionKey<String>("--order", "PROVIDER:ORDER_ID", "Explain an order instead of a discrepancy (pxp:ORD-1).")
 private let explainFormat = Options.format(["table", "json"])
 
@@ -11,7 +16,7 @@ let explainCommand = Command(
     name: "explain",
     summary: "Show the evidence behind a discrepancy or an order: imports, deliveries, provider answers, rules, actions.",
     arguments: [.init(name: "ID", help: "The discrepancy id (discrepancies list, or the report's id column).", optional: true)],
-    options: [explainOrder, explainFormat, Options.databaseURL],
+    options: [explainOrder, explainFormat, explainAnswers, Options.databaseURL],
     details: """
         In time order: the order as stored (when, from which file, or the orders table, and its values then, with every
         version a later import or write replaced); each delivery that named it (id, event type, how it ended); each
@@ -39,16 +44,17 @@ let explainCommand = Command(
     let conn = try connect(try args.environment().databaseURL())
     defer { conn.close() }
     let format = try args.value(explainFormat) ?? "table"
+    let answerBytes = try args.value(explainAnswers) ?? Explanation.bodyPreviewBytes
     let explanation: Explanation
     do {
         // The timeline shows the start of each answer: only that much is read.
-        explanation = try ExplainStore.explain(subject, bodyLimit: format == "json" ? nil : Explanation.bodyPreviewBytes, on: conn)
+        explanation = try ExplainStore.explain(subject, bodyLimit: format == "json" ? nil : answerBytes, on: conn)
     } catch let missing as ExplainStore.NotFound {
         throw FatalError(missing.description)
     }
     switch format {
     case "json": FileHandle.standardOutput.write(Data(explanation.json()))
-    default: FileHandle.standardOutput.write(Data(TextTable.safeMultiline(explanation.table()).utf8))
+    default: FileHandle.standardOutput.write(Data(TextTable.safeMultiline(explanation.table(bodyLimit: answerBytes)).utf8))
     }
     return Exit.ok
 }

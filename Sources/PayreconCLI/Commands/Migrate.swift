@@ -32,6 +32,8 @@ let migrateCommand = Command(
     do { applied = try Migrator.migrate(migrations, on: conn) } catch let error as PostgresError where error.sqlState == "55P03" {
         throw FatalError("a migration could not get a table lock within 1 s, five times over 15 s (\(error)): another session holds it. "
             + "Nothing of that migration was applied. Run payrecon migrate again when the long query has ended")
+    } catch let failed as Migrator.Failed {
+        throw FatalError(failed.description + ". Fix what PostgreSQL names, then run payrecon migrate again")
     }
     if applied.isEmpty { print("database is up to date (\(migrations.count) migrations)") }
     else { for v in applied { print("applied \(v)") } }
