@@ -7,7 +7,7 @@ import Reconciliation
 import Store
 import Synchronization
 
-/// `payrecon serve`: the webhook endpoint (README: Commands, Operating it).
+/// `payrecon serve`: the webhook endpoint (README: Commands; docs/OPERATIONS.md).
 ///
 /// Per delivery: route → size → signature on the raw bytes → parse (dedupe key) → group commit → 200. A 2xx is
 /// answered only from the commit's completion; every 4xx is recorded in `rejected_deliveries`.

@@ -1,6 +1,6 @@
 // The reconcile planner: order + provider snapshot + recorded actions → findings, new actions, superseded keys.
 //
-// The decision table (README and docs/ARCHITECTURE.md), as implemented here. A = authorised, C = captured, R = refunded (snapshot), amt = order amount,
+// The decision table (docs/reconciliation.md and docs/ARCHITECTURE.md), as implemented here. A = authorised, C = captured, R = refunded (snapshot), amt = order amount,
 // rq = order refund_amount; "authorisation intents" = authorisation and estimated_authorisation.
 //
 // 0. No order, a snapshot                  → unknown_order (only).

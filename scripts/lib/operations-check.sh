@@ -117,7 +117,7 @@ SIM="http://127.0.0.1:$(cat "$T/paysim.port")"
 export PXP_API_BASE_URL="$SIM/api/v1" PAYPAL_API_BASE_URL="$SIM" PAYPERCUT_API_BASE_URL="$SIM"
 export PAYPAL_TRUST_ROOTS="$T/paypal-roots.pem" PAYPAL_CERT_URL_PREFIXES="$SIM/v1/notifications/certs/"
 
-# serve's database role, as README (Least privilege for serve) has the operator create it; migrate gives it its grants.
+# serve's database role, as docs/OPERATIONS.md (Least privilege for serve) has the operator create it; migrate gives it its grants.
 serve_role="payrecon_serve_ops_$$"
 psql -q "$TEST_DATABASE_URL" -c "CREATE ROLE $serve_role LOGIN" || fail "cannot create serve's role $serve_role"
 drop_role() { psql -q "$TEST_DATABASE_URL" -c "DROP OWNED BY $serve_role" -c "DROP ROLE $serve_role" >/dev/null 2>&1 || true; }

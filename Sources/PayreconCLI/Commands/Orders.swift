@@ -14,7 +14,7 @@ let ordersImportCommand = Command(
     options: [strictFlag, Options.databaseURL],
     details: """
         Keys: provider, order_id, merchant, site, transaction_ref, intent, amount, currency, fulfilment,
-        refund_amount, period_start, period_end (see README). Orders are upserted on (provider, order_id). A column
+        refund_amount, period_start, period_end (see docs/orders.md). Orders are upserted on (provider, order_id). A column
         or key of the shop's own is read past and named once; one a letter or two from a key payrecon reads
         (refund_amout) is refused, since its values would be dropped; --strict refuses every one. A file with any
         invalid row imports nothing and lists every bad row (line, field, reason); exit 1. A file with no order in

@@ -18,8 +18,8 @@ let serveCommand = Command(
         Endpoints: POST /webhooks/pxp, /webhooks/paypal, /webhooks/paypercut; GET /healthz, /readyz, /metrics
         (on --metrics-listen / PAYRECON_METRICS_LISTEN when set, and then not on the webhook listener).
         A provider's endpoint is enabled when its secret is set: PXP_WEBHOOK_KEY, PAYPAL_WEBHOOK_ID,
-        PAYPERCUT_WEBHOOK_SECRET. Behind a TLS proxy, name it in PAYRECON_TRUSTED_PROXIES (README: Behind a TLS
-        proxy). SIGHUP re-reads the webhook secrets given as files (NAME_FILE) without dropping a delivery.
+        PAYPERCUT_WEBHOOK_SECRET. Behind a TLS proxy, name it in PAYRECON_TRUSTED_PROXIES (docs/OPERATIONS.md:
+        Behind a TLS proxy). SIGHUP re-reads the webhook secrets given as files (NAME_FILE) without dropping a delivery.
         serve does not migrate: it refuses to start on a database that lacks migrations (run payrecon migrate
         first), and /readyz is 503 migrations_pending while one is missing. SIGTERM or Ctrl-C drains in-flight
         deliveries and exits 0.

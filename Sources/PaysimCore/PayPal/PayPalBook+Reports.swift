@@ -2,7 +2,7 @@ import Foundation
 import Reconciliation
 
 /// paysim's PayPal Settlement (STL) and Transaction Detail (TRR) report files, written from the same book that
-/// answers the API (the layout payrecon reads: its README's "Settlement files", after PayPal's Settlement Report
+/// answers the API (the layout payrecon reads: its docs/money-seen.md, "Settlement files", after PayPal's Settlement Report
 /// specification and the public parsers of it). One file per account and day of that account's time zone (the rows'
 /// offsets say which): RH, FH, SH, CH, one SB per money movement of the day (a capture or sale T0006/T0002 credited
 /// with its fee debited, a refund T1107 and a reversal T1106 debited with the fee given back credited, naming their
