@@ -7,15 +7,18 @@ extension Report {
     public static let csvColumns = [
         "id", "provider", "order_id", "transaction_ref", "kind", "status", "amount_at_risk", "currency", "detail",
         "expected", "actual", "first_seen", "last_seen", "occurrences", "resolved_at",
-        "acknowledged_at", "ack_note", "acknowledged_by",
+        "acknowledged_at", "ack_note", "acknowledged_by", "counted_at_risk",
     ]
 
     /// RFC 4180: a header row, CRLF line ends, fields quoted when they hold a comma, quote, CR or LF (quotes doubled).
     /// `expected` / `actual` are compact JSON. Text that came from outside (order ids, references, details) and begins
     /// with `=`, `+`, `-`, `@`, tab or CR gets a leading `'` so a spreadsheet shows it instead of running it as a
     /// formula (CSV injection); amounts and timestamps are ours and never prefixed.
+    /// `counted_at_risk`: what the row adds to the headline money at risk (`countedAtRisk`): summed over the open rows,
+    /// per currency, it is the report's total; empty for a row not open.
     public func csv() -> String {
         var out = CSV.line(Report.csvColumns)
+        let counted = countedAtRisk()
         for d in discrepancies {
             out += CSV.line([
                 String(d.id), CSV.text(d.provider), CSV.text(d.orderID ?? ""), CSV.text(d.transactionRef), d.kind.rawValue,
@@ -25,6 +28,7 @@ extension Report {
                 Timestamp.iso8601(d.firstSeen), Timestamp.iso8601(d.lastSeen), String(d.occurrences),
                 d.resolvedAt.map(Timestamp.iso8601) ?? "",
                 d.acknowledgedAt.map(Timestamp.iso8601) ?? "", CSV.text(d.ackNote ?? ""), CSV.text(d.acknowledgedBy ?? ""),
+                counted[d.id].flatMap { amount in d.currency.map { Money.format(minorUnits: amount, exponent: $0.exponent) } } ?? "",
             ])
         }
         return out

@@ -26,6 +26,7 @@ extension Report {
             for (currency, formatted) in money {
                 out += "<div class=\"value money\"><span>\(HTML.escape(formatted))</span> <small>\(HTML.escape(currency.code))</small></div>"
             }
+            out += "<ul><li>\(HTML.escape(Report.moneyAtRiskRule.prefix(1).uppercased() + Report.moneyAtRiskRule.dropFirst()))</li></ul>"
         }
         out += "</div>\n"
         out += card(label: "Rejected deliveries (24 h)", value: String(summary.rejectedTotal),

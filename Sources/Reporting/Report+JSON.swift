@@ -22,17 +22,27 @@ extension Report {
         filterMembers.append(("provider", filters.provider.map(JSONValue.string) ?? .null))
         filterMembers.append(("kind", filters.kind.map { .string($0.rawValue) } ?? .null))
         filterMembers.append(("since", filters.since.map(JSONValue.string) ?? .null))
+        let counted = countedAtRisk()
         let summaryValue = JSONValue.object([
             ("open", .number(String(summary.open))),
             ("by_kind", .object(summary.kindsInOrder.map { ($0.kind.rawValue, .number(String($0.count))) })),
             ("amount_at_risk", .object(summary.amountsInOrder.map { ($0.currency.code, .string($0.formatted)) })),
+            ("amount_at_risk_counts", .string(Report.moneyAtRiskRule)),
             ("rejected_24h", .object(summary.rejectedInOrder.map { ($0.reason, .number(String($0.count))) })),
         ])
         return .object([
             ("generated_at", .string(Timestamp.iso8601(generatedAt))),
             ("filters", .object(filterMembers)),
             ("summary", summaryValue),
-            ("discrepancies", .array(discrepancies.map { $0.jsonValue() })),
+            ("discrepancies", .array(discrepancies.map { d in
+                // What the row adds to summary.amount_at_risk (null when not open).
+                var value = d.jsonValue()
+                if case .object(var members) = value {
+                    members.append(("counted_at_risk", counted[d.id].flatMap { a in d.currency.map { .string(Money.format(minorUnits: a, exponent: $0.exponent)) } } ?? .null))
+                    value = .object(members)
+                }
+                return value
+            })),
         ])
     }
 }

@@ -159,3 +159,27 @@ public struct Report: Sendable, Equatable {
 public enum ReportFormat: String, Sendable, CaseIterable {
     case table, json, csv, html
 }
+
+extension Report {
+    /// How the headline money at risk counts: each order once, at its largest open finding (two findings of one order
+    /// are often one amount seen twice). The rows of a report can add up to more.
+    public static let moneyAtRiskRule = "each order counted once, at its largest open finding; its rows may add up to more"
+
+    /// What each open discrepancy adds to the headline money at risk: the order's largest finding its amount (the first
+    /// of them by id, when two are as large), every other finding of the order 0; not open: nil. Summed per currency
+    /// over every open discrepancy, it is the headline (CSV's `counted_at_risk`).
+    public func countedAtRisk() -> [Int64: Int64] {
+        var largest: [String: (id: Int64, amount: Int64)] = [:]
+        for d in discrepancies.sorted(by: { $0.id < $1.id }) where d.status == .open {
+            guard let currency = d.currency else { continue }
+            let key = d.provider + "\u{0}" + (d.orderID ?? "?" + d.transactionRef) + "\u{0}" + currency.code
+            if let held = largest[key], held.amount >= d.amountAtRisk { continue }
+            largest[key] = (d.id, d.amountAtRisk)
+        }
+        var out: [Int64: Int64] = [:]
+        for d in discrepancies where d.status == .open { out[d.id] = 0 }
+        for (_, held) in largest { out[held.id] = held.amount }
+        return out
+    }
+}
+

@@ -20,6 +20,32 @@ struct ReportCSVTests {
         #expect(records[1][col("expected")] == #"{"amount":"25.00"}"#)
     }
 
+    /// The headline money at risk counts each order once, at its largest open finding; CSV's counted_at_risk column
+    /// gives each row what it adds, so a spreadsheet's sum is the headline (a trial read USD 110 on top over rows of
+    /// 130, with nothing saying why). The table, the JSON and the HTML say how it counts.
+    @Test func countedAtRiskSumsToTheHeadline() throws {
+        let rows = [row(1, order: "ORD-A", risk: 11_000), row(2, order: "ORD-A", kind: .overRefunded, risk: 2_000),
+                    row(3, order: nil, ref: "TX-U", kind: .unknownOrder, risk: 500), row(4, order: "ORD-B", risk: 700, currency: jpy),
+                    row(5, order: "ORD-C", status: .resolved, risk: 999)]
+        var summary = ReportSummary()
+        summary.open = 4
+        summary.amountAtRisk = [usd: 11_500, jpy: 700]   // as the store computes it: per order, its largest finding
+        let r = report(rows, summary: summary)
+        let records = try readCSV(r.csv())
+        let col = Report.csvColumns.firstIndex(of: "counted_at_risk")!, cur = Report.csvColumns.firstIndex(of: "currency")!
+        #expect(records[1...].map { $0[col] } == ["110.00", "0.00", "5.00", "700", ""])
+        var sums: [String: Int64] = [:]
+        for record in records.dropFirst() where !record[col].isEmpty {
+            sums[record[cur], default: 0] += Int64(record[col].replacingOccurrences(of: ".", with: ""))!
+        }
+        #expect(sums == ["USD": 11_500, "JPY": 700])
+        #expect(r.table(colour: false).contains("each order counted once, at its largest open finding") && r.table(colour: false).contains("counted_at_risk"))
+        let json = try parseJSON(r.json())
+        #expect(json["summary"]?["amount_at_risk_counts"]?.stringValue == Report.moneyAtRiskRule)
+        #expect(json["discrepancies"]?.arrayValue?.map { $0["counted_at_risk"]?.stringValue ?? "null" } == ["110.00", "0.00", "5.00", "700", "null"])
+        #expect(r.html().contains("Each order counted once, at its largest open finding"))
+    }
+
     @Test("fields with quotes, commas and newlines parse back", arguments: [
         "plain", "a,b", "say \"hi\"", "two\nlines", "cr\r\nlf", "\"", ",", "", "ünïcødé, \"mixed\"\r\n,end",
     ])
