@@ -39,10 +39,14 @@ public enum OrderFileRecord: Hashable, Sendable {
 /// refund_amount, period_start and period_end (a subscription's billing period: both or neither, a date
 /// `2026-01-01` meaning 00:00 UTC or a date-time with its zone, the end excluded and after the start, only for one
 /// transaction_ref the provider calls a subscription or billing agreement, and no two periods of one agreement
-/// overlapping, nor an order of it without one). Unknown or repeated columns are errors: a misspelt `refund_amout` must not silently mean
-/// "no refund". Values are taken as written (no trimming). Empty lines are skipped.
+/// overlapping, nor an order of it without one). Repeated columns are errors. A column of the shop's own is read past
+/// and named (`OrderFileReader.ignored`), unless its name is near one payrecon reads or holds one of its words
+/// (`refund_amout`, `amount_refunded`): then it is an error, since a refund limit read past would silently mean "no
+/// refund"; `strict` makes every unknown column an error. Values are taken as written (no trimming). Empty lines are
+/// skipped.
 ///
-/// JSON Lines: one object per line with the same keys (unknown or repeated keys are errors); `null` = absent.
+/// JSON Lines: one object per line with the same keys (unknown keys as unknown columns are; repeated keys are errors);
+/// `null` = absent.
 /// Amounts may be strings ("25.00") or JSON numbers (25.00), read from the literal text, never through Double;
 /// order_id, transaction_ref, merchant and site may be integers (taken as written).
 ///
@@ -150,7 +154,7 @@ public struct OrderFileReader: IteratorProtocol, Sequence {
             }
             return previous[b.count]
         }
-        let bytes = Array(name.utf8)
+        let bytes = Array(name.lowercased().utf8)
         guard bytes.count <= 64 else { return nil }
         // Short names are close to many others ("note", "site"): one edit there, two in a longer name.
         return (OrderFile.requiredFields + OrderFile.optionalFields).first {
@@ -158,10 +162,17 @@ public struct OrderFileReader: IteratorProtocol, Sequence {
         }
     }
 
-    /// Reads past `name` (a column or key payrecon does not read), or says why it may not.
+    /// The words of the optional fields payrecon reads (a required one is there under its own name, or the file is
+    /// refused): a column or key of the shop's own that holds one (`refund`, `amount_refunded`, `billing_period`,
+    /// `merchant_account`) may be that field under another name, and reading past it would drop what it holds (a refund
+    /// limit imported as 0), so it is refused, never read past.
+    static let fieldWords = ["refund", "amount", "period", "merchant", "site"]
+
+    /// Reads past `name` (a column or key payrecon does not read), or says why it may not (nil).
     mutating func readPast(_ name: String) -> String? {
         if strict { return nil }
-        if Self.nearMiss(name) != nil { return nil }
+        let lowered = name.lowercased()
+        if Self.nearMiss(lowered) != nil || Self.fieldWords.contains(where: { lowered.contains($0) }) { return nil }
         if !ignored.contains(name) && ignored.count < Self.maxIgnoredNames { ignored.append(name) }
         return name
     }

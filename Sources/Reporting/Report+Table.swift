@@ -21,7 +21,7 @@ extension Report {
             var money = TextTable([.init("CURRENCY"), .init("AMOUNT", .right)])
             for (currency, formatted) in summary.amountsInOrder { money.append([currency.code, formatted], style: .red) }
             out += money.render(colour: colour)
-            out += "(\(Report.moneyAtRiskRule); --format csv's counted_at_risk column sums to it)\n"
+            out += "(\(Report.moneyAtRiskRule); over the open rows, --format csv's counted_at_risk column sums to it)\n"
         }
 
         out += "\n" + Style.bold.apply("Rejected deliveries (last 24 h): ", colour: colour)

@@ -156,9 +156,6 @@ public enum DeliveryQueue {
         try conn.query("SELECT \(columns()) FROM deliveries WHERE id = $1", [.int64(id)]).first.map(decode)
     }
 
-    /// Makes dead (or done) deliveries due again with a fresh attempt budget (a pending one waiting for its backoff
-    /// becomes due now). Returns how many. A delivery a worker holds right now is left alone: taking its lease
-    /// away would let a second worker process it at the same time.
     /// Makes every pending delivery waiting for a retry due now (no worker holds it), and wakes the workers: after the
     /// cause of its failures is fixed (a provider secret re-read on SIGHUP), it need not wait out its backoff. Its
     /// attempts are kept. Returns how many.
@@ -171,6 +168,9 @@ public enum DeliveryQueue {
         return n
     }
 
+    /// Makes dead (or done) deliveries due again with a fresh attempt budget (a pending one waiting for its backoff
+    /// becomes due now). Returns how many. A delivery a worker holds right now is left alone: taking its lease
+    /// away would let a second worker process it at the same time.
     public static func retry(id: Int64?, on conn: PostgresConnection) throws -> Int {
         if let id {
             return try conn.execute("""

@@ -1,5 +1,6 @@
 import Foundation
 import Observability
+import Synchronization
 import Postgres
 import Providers
 
@@ -32,10 +33,21 @@ public final class DatabaseProbe: Sendable {
         let pool = self.pool, interval = self.interval, process = self.process
         return Task.detached {
             var state = ProbeState()
+            // A probe still waiting (a network that drops packets holds a query until the kernel gives up, minutes
+            // later): none is started beside it, and the database reads as out of reach meanwhile.
+            let running = Flag()
             while !Task.isCancelled {
-                let failure = await withCheckedContinuation { (done: CheckedContinuation<String?, Never>) in
-                    // libpq blocks: off the cooperative pool.
-                    DispatchQueue.global().async { done.resume(returning: pool.probe(timeout: 5)) }
+                let failure: String? = await withCheckedContinuation { (done: CheckedContinuation<String?, Never>) in
+                    let answered = Flag()
+                    let answer: @Sendable (String?) -> Void = { value in if answered.set() { done.resume(returning: value) } }
+                    guard running.set() else { return answer("the last probe has not answered yet") }
+                    // libpq blocks: off the cooperative pool, raced against a deadline.
+                    DispatchQueue.global().async {
+                        let result = pool.probe(timeout: 5)
+                        running.clear()
+                        answer(result)
+                    }
+                    DispatchQueue.global().asyncAfter(deadline: .now() + 10) { answer("no answer within 10 s") }
                 }
                 Self.up.set(failure == nil ? 1 : 0)
                 switch state.observe(failure: failure, at: Date()) {
@@ -64,4 +76,12 @@ struct ProbeState {
         default: return .none
         }
     }
+}
+
+/// A flag set once until cleared, from any thread.
+final class Flag: Sendable {
+    private let value = Mutex(false)
+    /// Sets it; whether it was clear.
+    func set() -> Bool { value.withLock { was in defer { was = true }; return !was } }
+    func clear() { value.withLock { $0 = false } }
 }

@@ -151,7 +151,7 @@ public final class QueueWorker: Sendable {
         actionsDone.store(true, ordering: .relaxed)
         _ = await actionLoop.value       // an action under way finishes and records its outcome
         _ = await flusher.value          // a flush it had begun is counted before the last one
-        await flushCompletions()
+        await flushCompletions(force: true)
         if let executor, configuration.executeActions, once { _ = await executor.executePending() }
         let t = totals.withLock { $0 }
         logger.info("worker stopped", ["done": t.done, "retried": t.retried, "dead": t.dead])
@@ -188,7 +188,7 @@ public final class QueueWorker: Sendable {
             let completion = DeliveryQueue.Completion(id: delivery.id, status: outcome.status, outcome: outcome.text,
                                                       provider: delivery.provider.rawValue, orderIDs: named.orderIDs)
             let full = completions.withLock { $0.append(completion); return $0.count >= Self.completionBatch }
-            if full { await flushCompletions() }
+            if full { await flushCompletions(force: false) }
             return
         case .retry(let after, let reason): failure = (after, reason)
         case .dead(let reason): failure = (nil, reason)
@@ -208,7 +208,7 @@ public final class QueueWorker: Sendable {
             } else if let after = failure.retryAfter, case .permanent = result {
                 // Retrying as it is will not help (the provider refused the credentials, a 4xx): said as a warning, with
                 // what to do; it is still retried, since credentials and configuration get fixed.
-                log.warning("delivery will be retried, but the provider refused it as it is: fix what the reason names (credentials or permissions: payrecon doctor), then reload the worker (systemctl reload payrecon-work) to retry it at once",
+                log.warning("delivery will be retried, but the provider refused it as it is: fix what the reason names (credentials or permissions: payrecon doctor), then restart the worker, or reload it (systemctl reload payrecon-work) when the secret is given as a file (NAME_FILE), which also makes the deliveries waiting for a retry due at once; payrecon events retry ID retries one now",
                             ["attempt": delivery.attempts, "after_s": Int(after.rounded(.up)), "reason": failure.reason])
             } else if let after = failure.retryAfter {
                 log.info("delivery will be retried", ["attempt": delivery.attempts, "after_s": Int(after.rounded(.up)), "reason": failure.reason])
@@ -222,7 +222,11 @@ public final class QueueWorker: Sendable {
     }
 
     /// Commits the pending completions in one statement.
-    private func flushCompletions() async {
+    /// `force`: the last flush, at stop, whatever the backoff (a failure then leaves the deliveries to their leases).
+    private func flushCompletions(force: Bool = false) async {
+        // While the database would not take them, completions wait out the backoff (the flusher's 50 ms timer and
+        // a full batch do not retry sooner).
+        if !force, flushFailure.withLock({ !$0.due(at: Date()) }) { return }
         let batch = completions.withLock { c -> [DeliveryQueue.Completion] in let b = c; c.removeAll(); return b }
         guard !batch.isEmpty else { return }
         let ids = batch.map(\.id)
@@ -242,18 +246,10 @@ public final class QueueWorker: Sendable {
             // Put them back, and retry with backoff (1 s, doubling to 30 s) whether or not another completes: left for
             // a later completion, they would wait for their leases to run out and be processed again.
             completions.withLock { $0.append(contentsOf: batch) }
-            let (first, delay) = flushFailure.withLock { $0.failed(at: Date()) }
+            let first = flushFailure.withLock { $0.failed(at: Date()) }
             if first {
-                logger.warning("could not record completed deliveries; retrying until the database answers",
+                logger.warning("could not record completed deliveries; retrying with backoff until the database answers",
                                ["deliveries": ids.count, "error": String(describing: error)])
-            }
-            if let delay {
-                Task { [weak self] in
-                    try? await Task.sleep(for: .seconds(delay))
-                    guard let self else { return }
-                    self.flushFailure.withLock { $0.retrying() }
-                    await self.flushCompletions()
-                }
             }
         }
     }
@@ -272,30 +268,31 @@ public final class QueueWorker: Sendable {
     }
 }
 
-/// When completions that could not be recorded are tried again: at once on the next completion, and on their own
-/// after 1 s, 2 s, 4 s… up to 30 s, one retry scheduled at a time; the first failure of an outage is the one said.
+/// When completions that could not be recorded are tried again: by the flusher, once their backoff (1 s, doubling to
+/// 30 s) has passed, not on its 50 ms timer; the first failure of an outage is the one said.
 struct FlushRetry: Equatable {
     private(set) var since: Date?
-    private(set) var retryScheduled = false
+    private(set) var nextAt: Date?
     private(set) var attempt = 0
 
-    /// A flush failed: whether it is the first of an outage (to warn), and the seconds to a retry when one is to be
-    /// scheduled (nil: one already is).
-    mutating func failed(at now: Date) -> (first: Bool, retryAfter: Int?) {
+    /// Whether a flush may be tried at `now`.
+    func due(at now: Date) -> Bool { nextAt.map { now >= $0 } ?? true }
+
+    /// A flush failed at `now`: whether it is the first of an outage (to warn). The next is due after the backoff.
+    mutating func failed(at now: Date) -> Bool {
         let first = since == nil
         if first { since = now }
-        guard !retryScheduled else { return (first, nil) }
-        retryScheduled = true
         attempt += 1
-        return (first, min(30, 1 << min(attempt - 1, 5)))
+        nextAt = now.addingTimeInterval(Double(Self.delay(attempt)))
+        return first
     }
 
-    /// The scheduled retry runs now.
-    mutating func retrying() { retryScheduled = false }
+    /// Seconds before the retry after the `attempt`th failure in a row.
+    static func delay(_ attempt: Int) -> Int { min(30, 1 << min(max(attempt, 1) - 1, 5)) }
 
     /// A flush succeeded: when the outage it ends began (nil: there was none).
     mutating func succeeded() -> Date? {
-        defer { since = nil; attempt = 0 }
+        defer { since = nil; nextAt = nil; attempt = 0 }
         return since
     }
 }

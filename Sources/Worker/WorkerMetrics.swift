@@ -26,6 +26,11 @@ public enum WorkerMetrics {
                                              help: "Money at risk in open discrepancies, in minor units of the currency (2500 USD = 25.00)")
     static let actionsWaiting = Metrics.shared.gauge("payrecon_actions_pending",
         help: "Actions in the outbox by state: pending (to run), in_doubt (a call whose outcome is unknown yet)")
+    static let failedActions = Metrics.shared.gauge("payrecon_actions_failed",
+        help: "Actions that failed (the provider refused them, or they failed after their retries) and wait for an operator (payrecon actions retry)")
+    /// 1 when this worker executes actions (PAYRECON_ACTIONS=execute); 0 when it only plans them for a person.
+    public static let executes = Metrics.shared.gauge("payrecon_actions_execute",
+        help: "1 when this worker executes planned actions (PAYRECON_ACTIONS=execute), 0 when they wait for payrecon actions execute")
     static let oldestAction = Metrics.shared.gauge("payrecon_oldest_pending_action_age_seconds",
         help: "Age of the oldest pending action (0 when none): the executor is stopped or every call fails")
     static let installed = Metrics.shared.gauge("payrecon_installed_timestamp_seconds",
@@ -47,7 +52,7 @@ public enum WorkerMetrics {
     /// born at 1 reads as no increase).
     public static func register() {
         _ = (calls, callSeconds, actions, backlog, oldest, dead, open, atRisk, lastSweep, QueueWorker.processedMetric, actionsWaiting, oldestAction, installed,
-             lastSettlementFile, fees24h)
+             lastSettlementFile, fees24h, failedActions, executes)
         for definition in ProviderRegistry.definitions where definition.settlementReports != nil {
             lastSettlementFile.set(0, [("provider", definition.provider.rawValue)])
         }
@@ -121,12 +126,15 @@ public enum WorkerMetrics {
         for currency in gone { atRisk.set(0, [("currency", currency)]) }
         for (currency, minor) in risk { atRisk.set(minor, [("currency", currency)]) }
         if let row = try conn.query("""
-            SELECT count(*) FILTER (WHERE NOT in_doubt) AS pending, count(*) FILTER (WHERE in_doubt) AS in_doubt,
-                   coalesce(extract(epoch FROM now() - min(created_at)), 0)::bigint AS oldest
-            FROM actions WHERE status = 'pending'
+            SELECT count(*) FILTER (WHERE status = 'pending' AND NOT in_doubt) AS pending,
+                   count(*) FILTER (WHERE status = 'pending' AND in_doubt) AS in_doubt,
+                   count(*) FILTER (WHERE status = 'failed') AS failed,
+                   coalesce(extract(epoch FROM now() - min(created_at) FILTER (WHERE status = 'pending')), 0)::bigint AS oldest
+            FROM actions WHERE status IN ('pending', 'failed')
             """).first {
             actionsWaiting.set(try row.int64("pending"), [("state", "pending")])
             actionsWaiting.set(try row.int64("in_doubt"), [("state", "in_doubt")])
+            failedActions.set(try row.int64("failed"))
             oldestAction.set(try row.int64("oldest"))
         }
         if let row = try conn.query("SELECT coalesce(extract(epoch FROM min(applied_at)), 0)::bigint AS t FROM schema_migrations").first {

@@ -156,7 +156,7 @@ import Testing
             try "CREATE TABLE broken_half (n int);\nSELECT no_such_column FROM deliveries;\n".write(to: dir.appendingPathComponent("9999_broken.sql"), atomically: true, encoding: .utf8)
             let r = try await PayreconProcess.launch(["migrate"], databaseURL: h.database.url, environment: ["PAYRECON_SQL_DIR": dir.path])
             #expect(r.status == 2 && r.stderr.contains("migration 9999_broken.sql failed") && r.stderr.contains("no_such_column")
-                    && r.stderr.contains("nothing of it was applied"), "\(r.stderr)")
+                    && r.stderr.contains("its transaction was rolled back"), "\(r.stderr)")
             #expect(try h.database.count("SELECT count(*) FROM pg_tables WHERE tablename = 'broken_half'") == 0)
         }
     }

@@ -216,6 +216,13 @@ private func csv(_ rows: String...) -> String { ([header] + rows).joined(separat
         #expect(json.ignored == ["note"])
         #expect(OrderFileReader.nearMiss("refund_amout") == "refund_amount" && OrderFileReader.nearMiss("transacton_ref") == "transaction_ref")
         #expect(OrderFileReader.nearMiss("note") == nil && OrderFileReader.nearMiss("customer_email") == nil && OrderFileReader.nearMiss("sites") == "site")
+        // A name holding a word of a field payrecon reads may be that field under another name: refused, whatever its case.
+        for name in ["refund", "amount_refunded", "refund_total", "REFUND_AMOUNT_CENTS", "Total Amount", "billing_period", "merchant_account"] {
+            var r = OrderFileReader(bytes: Array((#"{"provider":"paypal","order_id":"o4","transaction_ref":"r4","intent":"purchase","amount":"3","currency":"USD","fulfilment":"open",""# + name + #"":"1"}"#).utf8),
+                                    traits: ProviderRegistry.traits)
+            guard case let .invalid(errors)? = r.next() else { Issue.record("\(name) was read past"); continue }
+            #expect(errors.map(\.field) == [name], "\(name)")
+        }
     }
 
     @Test func headerAfterBlankLinesKeepsItsLineNumber() {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs deploy/nginx/payrecon.conf with a real nginx in front of a real `payrecon serve` and checks what the README
+# Runs deploy/nginx/payrecon.conf with a real nginx in front of a real `payrecon serve` and checks what docs/OPERATIONS.md
 # promises of it. The shipped file is used as it is, except for its listen addresses, certificate paths and upstream
 # address (each replaced on its own line, checked below). Everything runs on 127.0.0.0/8 under a temporary directory,
 # and everything started here is stopped on exit, failed or not.
@@ -138,7 +138,7 @@ EOF
     || { cat "$T/nginx-t.log" "$T/error.log" 2>/dev/null; fail "nginx -t rejects deploy/nginx/payrecon.conf"; }
 ok "nginx -t accepts deploy/nginx/payrecon.conf (nginx $("$NGINX" -v 2>&1 | sed 's|.*nginx/||'))"
 
-# --- serve, as the README configures it behind nginx.
+# --- serve, as docs/OPERATIONS.md configures it behind nginx.
 (cd "$ROOT" && PAYRECON_SQL_DIR="$ROOT/sql" "$PAYRECON_BIN" migrate) >"$T/migrate.log" 2>&1 \
     || { cat "$T/migrate.log"; fail "payrecon migrate failed against DATABASE_URL"; }
 (

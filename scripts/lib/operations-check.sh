@@ -4,8 +4,9 @@
 # database, the ports, the provider URLs and the demo credentials differ); a real Prometheus (Debian's) scraping them
 # with deploy/prometheus/prometheus.yml and alerts.yml (its `for:` shortened); traffic from paysim's demo book. Then:
 # every Grafana panel's query returns data, no alert is pending, stopping the worker turns PayreconWorkerDown
-# pending, and (when PAYRECON_PG_DATADIR names the cluster, as scripts/test does) stopping PostgreSQL with no traffic
-# turns PayreconDatabaseDown pending; the cluster is started again. Everything runs on 127.0.0.1 under a temporary
+# pending, and (when scripts/test started the cluster itself: PAYRECON_PG_DATADIR, PAYRECON_PG_PORT,
+# PAYRECON_OPS_MAY_STOP_PG=1) stopping PostgreSQL with no traffic turns PayreconDatabaseDown pending; the cluster is
+# started again. Everything runs on 127.0.0.1 under a temporary
 # directory and is stopped on exit.
 #   PAYRECON_BIN=.build/debug/payrecon PAYSIM_BIN=.build/debug/paysim DATABASE_URL=postgresql://… \
 #       scripts/lib/operations-check.sh
@@ -230,8 +231,8 @@ case "$active" in *PayreconWorkerDown:*) ok "stopping the worker turns PayreconW
     *) fail "the worker stopped, but PayreconWorkerDown is not pending (active: ${active:-none})" ;; esac
 # 7. PostgreSQL stops, with no traffic at all: serve's probe turns PayreconDatabaseDown pending (then firing), its log
 #    says so once with libpq's reason, and says when the database is back. (scripts/test names the cluster.)
-if [ -n "${PAYRECON_PG_DATADIR:-}" ]; then
-    pg_port=$(printf '%s' "$TEST_DATABASE_URL" | sed -E 's|.*:([0-9]+)/.*|\1|')
+if [ -n "${PAYRECON_PG_DATADIR:-}" ] && [ "${PAYRECON_OPS_MAY_STOP_PG:-0}" = 1 ] && [ -n "${PAYRECON_PG_PORT:-}" ]; then
+    pg_port=$PAYRECON_PG_PORT
     pgctl() { # pg_ctl on the test cluster, as its owner
         local bin=${PAYRECON_PG_BIN:-/usr/lib/postgresql/15/bin}
         if [ "$(id -u)" = 0 ]; then su postgres -s /bin/sh -c "$(printf '%q ' "$bin/pg_ctl" -D "$PAYRECON_PG_DATADIR" "$@")"

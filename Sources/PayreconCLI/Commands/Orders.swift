@@ -15,8 +15,9 @@ let ordersImportCommand = Command(
     details: """
         Keys: provider, order_id, merchant, site, transaction_ref, intent, amount, currency, fulfilment,
         refund_amount, period_start, period_end (see docs/orders.md). Orders are upserted on (provider, order_id). A column
-        or key of the shop's own is read past and named once; one a letter or two from a key payrecon reads
-        (refund_amout) is refused, since its values would be dropped; --strict refuses every one. A file with any
+        or key of the shop's own is read past and named once on stderr; one near a key payrecon reads, or holding one
+        of its words (refund_amout, amount_refunded), is refused, since its values would be dropped; --strict refuses
+        every one. A file with any
         invalid row imports nothing and lists every bad row (line, field, reason); exit 1. A file with no order in
         it (an export job that wrote nothing) imports nothing; exit 1. The file is validated, then read again to
         import: one that reads differently the second time (being written meanwhile, a FIFO) imports nothing; exit 1.
@@ -63,7 +64,7 @@ let ordersImportCommand = Command(
     let validatedDigest = validated.finish()
     if !validating.ignored.isEmpty {
         // The file's own words: escaped.
-        print("read past columns payrecon does not read: \(validating.ignored.joined(separator: ", ").terminalSafe) (--strict refuses them)")
+        FileHandle.standardError.write(Data("payrecon: \(path.terminalSafe): read past columns payrecon does not read: \(validating.ignored.joined(separator: ", ").terminalSafe) (--strict refuses them)\n".utf8))
     }
     if problems > 0 {
         FileHandle.standardError.write(Data("payrecon: \(path): \(badRows.count) invalid row(s), \(problems) problem(s); nothing imported\n".utf8))

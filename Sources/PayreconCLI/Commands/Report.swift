@@ -15,10 +15,12 @@ let reportCommand = Command(
     ],
     details: """
         The summary (open count by kind, money at risk per currency, rejected deliveries in the last 24 h) counts open
-        discrepancies matching --provider, --kind and --since, whatever --status lists. Money at risk is the sum of the
-        open discrepancies' amounts at risk, per currency, in major units.
+        discrepancies matching --provider, --kind and --since, whatever --status lists. Money at risk counts each order once,
+        at its largest open finding, per currency, in major units (two findings of one order are often one amount seen
+        twice); --format csv and json give each open row's share of it as counted_at_risk.
         Kinds: \(DiscrepancyKind.allCases.map(\.rawValue).joined(separator: ", ")).
-        --view fees shows, per provider, currency and UTC day (when the provider says the money moved), what was
+        --view fees shows, per provider, currency and day (UTC, or the account's settlement day once a settlement file
+        of it is imported; when the provider says the money moved), what was
         captured, refunded and reversed, the fees the provider took less those it gave back, and the net, as the
         providers' answers state them (PayPal's seller_receivable_breakdown / seller_payable_breakdown, a v1 sale's
         transaction_fee, Paypercut's balance_transaction), over --since (default 30d) and --provider; exact sums.

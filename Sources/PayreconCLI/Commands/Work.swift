@@ -78,6 +78,7 @@ let workCommand = Command(
     var refresher: Task<Void, Never>?
     if let address = try env.workMetricsAddress(flag: args.value(metricsListen)) {
         WorkerMetrics.register()
+        WorkerMetrics.executes.set(context.executeActions ? 1 : 0)
         ProcessMetrics.register(version: CLI.version)
         PoolMetrics.register(context.pool)
         // The queue, open discrepancies, money at risk and the last sweep: read in the background, never by a scrape.
