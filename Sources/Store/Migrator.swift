@@ -15,8 +15,8 @@ public enum Migrator {
         "0016_acknowledged_by", "0017_evidence", "0018_movements", "0019_settlement", "0020_backfill",
         "0021_open_discrepancies_function", "0022_learned_transactions", "0023_webhook_material_saved_at", "0024_billing_periods",
         "0025_settlement_account_rows", "0026_backfill_listed", "0027_settlement_accounts",
-        "0028_discrepancy_evidence_follows_detail", "0029_settlement_evidence", "0030_received_after_conversion",
-        "0031_actions_failed_index",
+        "0028_discrepancy_evidence_follows_detail", "0029_settlement_evidence",
+        "0030_actions_failed_index",
     ]
 
     /// The transaction-scoped advisory lock migrations (and serve's grants) are applied under, one process at a time.
