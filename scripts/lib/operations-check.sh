@@ -239,7 +239,8 @@ if [ -n "${PAYRECON_PG_DATADIR:-}" ] && [ "${PAYRECON_OPS_MAY_STOP_PG:-0}" = 1 ]
         else "$bin/pg_ctl" -D "$PAYRECON_PG_DATADIR" "$@"; fi
     }
     pgctl -m fast -w stop >/dev/null 2>&1 || fail "cannot stop the test cluster in $PAYRECON_PG_DATADIR"
-    restart_pg() { pgctl -l "$PAYRECON_PG_DATADIR/server.log" -o "-p $pg_port" -w -t 60 start >/dev/null 2>&1; }
+    # Starts the cluster unless it runs (it may already have been started again when the exit trap runs).
+    restart_pg() { pgctl status >/dev/null 2>&1 || pgctl -l "$PAYRECON_PG_DATADIR/server.log" -o "-p $pg_port" -w -t 60 start >/dev/null 2>&1; }
     trap 'restart_pg; cleanup; drop_role' EXIT
     for _ in $(seq 1 60); do
         active=$(alerts)
@@ -249,6 +250,7 @@ if [ -n "${PAYRECON_PG_DATADIR:-}" ] && [ "${PAYRECON_OPS_MAY_STOP_PG:-0}" = 1 ]
     case "$active" in *PayreconDatabaseDown:*) ;; *) restart_pg; fail "PostgreSQL stopped with no traffic, but PayreconDatabaseDown is not pending (active: ${active:-none})" ;; esac
     sleep 3
     restart_pg || fail "the test cluster did not start again"
+    trap 'cleanup; drop_role' EXIT
     for _ in $(seq 1 60); do grep -q "database reachable again" "$T/serve.log" && break; sleep 0.5; done
     grep -q "database reachable again" "$T/serve.log" || { cat "$T/serve.log"; fail "serve did not say the database is back"; }
     [ "$(grep -c "database out of reach" "$T/serve.log")" = 1 ] || { cat "$T/serve.log"; fail "serve did not say the outage exactly once"; }
