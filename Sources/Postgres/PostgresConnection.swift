@@ -236,10 +236,18 @@ public final class PostgresConnection: @unchecked Sendable {
 
     // MARK: - Dialling
 
+    /// TCP settings every connection starts from (a connection string may set its own): keepalive probes after 30 s
+    /// idle, every 10 s, 3 of them; data unacknowledged for 60 s ends the connection (`tcp_user_timeout`, which never
+    /// cuts a long query: the server acknowledges the query it computes). Ignored on a Unix-domain socket.
+    static let tcpDefaults: [(String, String)] = [("keepalives", "1"), ("keepalives_idle", "30"), ("keepalives_interval", "10"),
+                                                   ("keepalives_count", "3"), ("tcp_user_timeout", "60000")]
+
     static func dial(_ conninfo: String) throws -> OpaquePointer {
-        // Keywords before the expanded "dbname" are defaults the connection string overrides.
-        let keywords = ["connect_timeout", "fallback_application_name", "dbname"]
-        let values = [String(defaultConnectTimeout), "payrecon", conninfo]
+        // Keywords before the expanded "dbname" are defaults the connection string overrides. TCP keepalives and a
+        // user timeout notice a network that drops packets within about a minute, where the kernel alone waits up to
+        // a quarter of an hour: a query on a dead connection fails, the pool dials again, the probe says so.
+        let keywords = ["connect_timeout", "fallback_application_name"] + tcpDefaults.map(\.0) + ["dbname"]
+        let values = [String(defaultConnectTimeout), "payrecon"] + tcpDefaults.map(\.1) + [conninfo]
         let connection = withCStringArray(keywords) { keywordPointers in
             withCStringArray(values) { valuePointers in PQconnectdbParams(keywordPointers, valuePointers, 1) }
         }

@@ -3,6 +3,19 @@ import Testing
 @testable import Postgres
 
 @Suite struct PostgresConnectTests {
+    /// Every connection starts with TCP keepalives and a user timeout, so a network that drops packets is noticed in
+    /// about a minute rather than the kernel's quarter of an hour; a connection string's own values win.
+    @Test func connectionsStartWithKeepalivesAndTheStringMayOverrideThem() throws {
+        let conn = try connect()
+        #expect(conn.connectionOption("keepalives") == "1" && conn.connectionOption("keepalives_idle") == "30"
+                && conn.connectionOption("keepalives_interval") == "10" && conn.connectionOption("keepalives_count") == "3"
+                && conn.connectionOption("tcp_user_timeout") == "60000")
+        let separator = databaseURL.contains("?") ? "&" : "?"
+        let own = try PostgresConnection(conninfo: databaseURL + separator + "keepalives_idle=45&tcp_user_timeout=5000")
+        #expect(own.connectionOption("keepalives_idle") == "45" && own.connectionOption("tcp_user_timeout") == "5000")
+        #expect(try own.query("SELECT 1 AS one")[0].int32("one") == 1)
+    }
+
     @Test func connectsAndConfiguresTheSession() throws {
         let conn = try connect()
         let row = try conn.query("SELECT current_setting('TimeZone') AS tz, current_setting('DateStyle') AS style, "
