@@ -37,7 +37,7 @@ extension OrderFileReader {
             if name.isEmpty {
                 errors.append(OrderFileError(line: line, field: "", reason: "empty column name"))
             } else if !OrderFile.knownFields.contains(name) {
-                if readPast(name) != nil { columns.append(nil); continue }
+                if readPast(name) { columns.append(nil); continue }
                 let known = (OrderFile.requiredFields + OrderFile.optionalFields).joined(separator: ", ")
                 let miss = Self.nearMiss(name).map { "; did you mean \($0)?" } ?? ""
                 errors.append(OrderFileError(line: line, field: text, reason: "unknown column\(miss) (known: \(known))"))

@@ -34,7 +34,7 @@ extension OrderFileReader {
         var errors: [OrderFileError] = []
         for (key, value) in members {
             if !OrderFile.knownFields.contains(key) {
-                if readPast(key) != nil { continue }
+                if readPast(key) { continue }
                 errors.append(OrderFileError(line: line, field: key, reason: "unknown key" + (Self.nearMiss(key).map { "; did you mean \($0)?" } ?? "")))
             } else if values[key] != nil {
                 errors.append(OrderFileError(line: line, field: key, reason: "repeated key"))

@@ -168,13 +168,13 @@ public struct OrderFileReader: IteratorProtocol, Sequence {
     /// limit imported as 0), so it is refused, never read past.
     static let fieldWords = ["refund", "amount", "period", "merchant", "site"]
 
-    /// Reads past `name` (a column or key payrecon does not read), or says why it may not (nil).
-    mutating func readPast(_ name: String) -> String? {
-        if strict { return nil }
+    /// Reads past `name` (a column or key payrecon does not read) and notes it, or says it may not (false).
+    mutating func readPast(_ name: String) -> Bool {
+        if strict { return false }
         let lowered = name.lowercased()
-        if Self.nearMiss(lowered) != nil || Self.fieldWords.contains(where: { lowered.contains($0) }) { return nil }
+        if Self.nearMiss(lowered) != nil || Self.fieldWords.contains(where: { lowered.contains($0) }) { return false }
         if !ignored.contains(name) && ignored.count < Self.maxIgnoredNames { ignored.append(name) }
-        return name
+        return true
     }
 
     public mutating func next() -> OrderFileRecord? {

@@ -63,6 +63,13 @@ struct OpenDiscrepancy: Equatable {
         return bytes(stored) == bytes(found)
     }
 
+    /// Whether it says what `finding` says: the same values (byte for byte, as jsonb compares them), detail and amount.
+    /// A check or an import that finds it so changed nothing, and its evidence stays.
+    func says(_ finding: Finding) -> Bool {
+        Self.same(expected, finding.expected) && Self.same(actual, finding.actual) && detail == finding.detail
+            && amount == finding.amountAtRisk
+    }
+
     /// Whether the money an answer states (`now`) differs from what the stored snapshot held (`stored`: its
     /// `movements` as jsonb text; nil: none stored): any movement added, gone, or with another amount, fee, net, day or
     /// currency.
@@ -101,7 +108,7 @@ struct OpenDiscrepancy: Equatable {
             // The same finding as an acknowledged one is counted there; a different one resolves it and goes on below.
             if same.contains(where: { $0.acknowledged && Self.same($0.expected, f.expected) && Self.same($0.actual, f.actual) }) { continue }
             if let row = same.first(where: { !$0.acknowledged }) {
-                if Self.same(row.expected, f.expected) && Self.same(row.actual, f.actual) && row.detail == f.detail && row.amount == f.amountAtRisk {
+                if row.says(f) {
                     adopted = adopted || row.bare
                 } else {
                     changed = true

@@ -355,8 +355,7 @@ public enum SettlementStore {
         let fresh = rows.indices.filter { i in
             let r = rows[i]
             guard let d = recorded[(r.orderID ?? "") + "\u{0}" + r.transactionRef + "\u{0}" + r.finding.kind.rawValue] else { return true }
-            return d.bare || !(OpenDiscrepancy.same(d.expected, r.finding.expected) && OpenDiscrepancy.same(d.actual, r.finding.actual)
-                               && d.detail == r.finding.detail && d.amount == r.finding.amountAtRisk)
+            return d.bare || !d.says(r.finding)
         }
         var out = [Int64?](repeating: nil, count: rows.count)
         guard !fresh.isEmpty else { return out }
