@@ -21,12 +21,18 @@ extension PostgresConnection {
         let buffers = try statements.map { try ParameterBuffers($0.params) }
         return try withHandle { conn in
             let startedIdle = PQtransactionStatus(conn) == PQTRANS_IDLE
+            // Statements due to be prepared are prepared first, one round trip each, once per session. Only from an
+            // idle session: there a statement that cannot be prepared changes nothing, and is sent unnamed so its
+            // error comes back in its place.
+            let named: [(PreparedStatements.Key, String)?] = zip(statements, buffers).map { statement, parameters in
+                startedIdle ? (try? preparedName(conn, statement.sql, parameters)) ?? nil : nil
+            }
             guard PQenterPipelineMode(conn) == 1 else {
                 throw PostgresError.protocolViolation("cannot enter pipeline mode: \(Self.clean(PQerrorMessage(conn)))")
             }
             let results: [Result<PostgresRows, PostgresError>]
             do {
-                try sendPipeline(conn, statements, buffers)
+                try sendPipeline(conn, statements, buffers, named.map { $0?.1 })
                 results = try readPipeline(conn, count: statements.count)
             } catch {
                 // Failing mid-way leaves the protocol state unknown (statements sent without a Sync, results unread):
@@ -43,6 +49,10 @@ extension PostgresConnection {
                     throw PostgresError.protocolViolation("cannot leave pipeline mode: \(Self.clean(PQerrorMessage(conn)))")
                 }
             }
+            for (result, name) in zip(results, named) {
+                guard case .failure(let failure) = result, let (key, _) = name, PreparedStatements.invalidates(failure) else { continue }
+                if failure.sqlState == "26000" { prepared.forgetAll() } else { prepared.forget(key) }
+            }
             // A failed BEGIN...COMMIT leaves the session in an aborted transaction: end it.
             if startedIdle, PQtransactionStatus(conn) == PQTRANS_INERROR {
                 _ = try rows(from: PQexec(conn, "ROLLBACK"), conn)
@@ -53,12 +63,14 @@ extension PostgresConnection {
 
     /// Queues the statements and a Sync, then flushes in non-blocking mode while reading what the server already
     /// answers, so neither side can block on a full socket buffer however long the pipeline is.
-    private func sendPipeline(_ conn: OpaquePointer, _ statements: [PostgresStatement], _ buffers: [ParameterBuffers]) throws {
+    private func sendPipeline(_ conn: OpaquePointer, _ statements: [PostgresStatement], _ buffers: [ParameterBuffers],
+                              _ names: [String?]) throws {
         guard PQsetnonblocking(conn, 1) == 0 else { throw error(from: nil, conn) }
         defer { _ = PQsetnonblocking(conn, 0) }
-        for (statement, parameters) in zip(statements, buffers) {
+        for ((statement, parameters), name) in zip(zip(statements, buffers), names) {
             let sent: Int32 = parameters.withPointers { count, types, values, lengths, formats in
-                PQsendQueryParams(conn, statement.sql, count, types, values, lengths, formats, 0)
+                if let name { return PQsendQueryPrepared(conn, name, count, values, lengths, formats, 0) }
+                return PQsendQueryParams(conn, statement.sql, count, types, values, lengths, formats, 0)
             }
             guard sent == 1 else { throw error(from: nil, conn) }
         }

@@ -23,6 +23,8 @@ public final class PostgresConnection: @unchecked Sendable {
     /// LISTEN channels, issued again after `reset()`.
     var listenChannels: Set<String> = []
     var savepointCounter = 0
+    /// The statements this session runs by name (off unless the pool turns it on).
+    var prepared = PreparedStatements()
     private let busy = Atomic<Bool>(false)
 
     /// Dials PostgreSQL. `conninfo` is a URI (`postgresql://user@host:port/db?sslmode=disable`) or key=value pairs
@@ -76,6 +78,19 @@ public final class PostgresConnection: @unchecked Sendable {
     public func query(_ sql: String, _ params: [PostgresValue] = []) throws -> PostgresRows {
         let buffers = try ParameterBuffers(params)
         return try withHandle { conn in
+            if let (key, name) = try preparedName(conn, sql, buffers) {
+                let idle = PQtransactionStatus(conn) == PQTRANS_IDLE
+                do {
+                    return try rows(from: buffers.withPointers { count, _, values, lengths, formats in
+                        PQexecPrepared(conn, name, count, values, lengths, formats, 0)
+                    }, conn)
+                } catch let failure as PostgresError where PreparedStatements.invalidates(failure) {
+                    if failure.sqlState == "26000" { prepared.forgetAll() } else { prepared.forget(key) }
+                    // Raised before the statement did anything: outside a transaction it is simply run again,
+                    // unnamed; inside one, the transaction is aborted and its caller decides.
+                    guard idle else { throw failure }
+                }
+            }
             let result = buffers.withPointers { count, types, values, lengths, formats in
                 PQexecParams(conn, sql, count, types, values, lengths, formats, 0)
             }
@@ -104,6 +119,7 @@ public final class PostgresConnection: @unchecked Sendable {
             let conn: OpaquePointer
             if let handle {
                 PQreset(handle)
+                prepared.forgetAll()
                 guard PQstatus(handle) == CONNECTION_OK else {
                     throw PostgresError.connection(Self.connectFailureMessage(handle, conninfo))
                 }
@@ -111,6 +127,7 @@ public final class PostgresConnection: @unchecked Sendable {
                 conn = handle
             } else {
                 conn = try Self.dial(conninfo)
+                prepared.forgetAll()
                 handle = conn
             }
             for channel in listenChannels.sorted() {
@@ -336,7 +353,7 @@ func withCStringArray<R>(_ strings: [String], _ body: (UnsafePointer<UnsafePoint
 /// Parameters marshalled for libpq: values in malloc'd buffers (freed on deinit), with types, lengths and formats.
 final class ParameterBuffers {
     let count: Int32
-    private var types: [UInt32] = []
+    private(set) var types: [UInt32] = []
     private var values: [UnsafePointer<CChar>?] = []
     private var lengths: [Int32] = []
     private var formats: [Int32] = []

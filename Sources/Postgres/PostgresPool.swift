@@ -26,8 +26,10 @@ public final class PostgresPool: Sendable {
     ///   - conninfo: URI or key=value connection string (see ``PostgresConnection/init(conninfo:)``).
     ///   - size: connections (and `run` threads), at least 1.
     ///   - acquireTimeout: seconds to wait for a free connection.
-    public init(conninfo: String, size: Int = 8, acquireTimeout: TimeInterval = 5) {
-        core = PoolCore(conninfo: conninfo, size: max(1, size), acquireTimeout: acquireTimeout)
+    ///   - prepareStatements: let each session prepare the statements it runs often (``PreparedStatements``), where
+    ///     it reaches PostgreSQL itself; a session through a pooler, or whose route cannot be told, never does.
+    public init(conninfo: String, size: Int = 8, acquireTimeout: TimeInterval = 5, prepareStatements: Bool = true) {
+        core = PoolCore(conninfo: conninfo, size: max(1, size), acquireTimeout: acquireTimeout, prepareStatements: prepareStatements)
     }
 
     deinit {
@@ -118,13 +120,15 @@ final class PoolCore: Sendable {
     let size: Int
     let acquireTimeout: TimeInterval
     private let slots: DispatchSemaphore
+    let prepareStatements: Bool
     private let jobsReady = DispatchSemaphore(value: 0)
     private let state = Mutex(State())
     private static let poolCounter = Atomic<Int>(0)
     private let poolNumber: Int
 
-    init(conninfo: String, size: Int, acquireTimeout: TimeInterval) {
+    init(conninfo: String, size: Int, acquireTimeout: TimeInterval, prepareStatements: Bool) {
         self.conninfo = conninfo
+        self.prepareStatements = prepareStatements
         self.size = size
         self.acquireTimeout = acquireTimeout
         slots = DispatchSemaphore(value: size)
@@ -163,6 +167,7 @@ final class PoolCore: Sendable {
         }
         do {
             let connection = try PostgresConnection(conninfo: conninfo)
+            if prepareStatements { connection.preparesStatements = (try? connection.looksPooled()) == false }
             state.withLock { $0.open += 1 }
             return connection
         } catch {

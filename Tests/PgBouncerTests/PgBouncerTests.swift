@@ -37,6 +37,20 @@ struct PgBouncerTests {
         #expect(try direct.looksPooled() == false)
     }
 
+    /// A named statement prepared on one server session is unknown on the next, which transaction-mode PgBouncer may
+    /// hand over at any statement: a pool's session through the pooler prepares nothing, one to PostgreSQL itself does.
+    @Test func onlyASessionReachingPostgreSQLItselfPreparesStatements() throws {
+        let pooled = PostgresPool(conninfo: try #require(PgBouncer.url), size: 1)
+        defer { pooled.close() }
+        try pooled.withConnection { conn throws in
+            #expect(!conn.preparesStatements)
+            for i in Int32(1)...3 { #expect(try conn.query("SELECT $1::int AS n", [.int32(i)])[0].int32("n") == i) }
+        }
+        let direct = PostgresPool(conninfo: try #require(PgBouncer.direct), size: 1)
+        defer { direct.close() }
+        try direct.withConnection { conn in #expect(conn.preparesStatements) }
+    }
+
     /// PAYRECON_LISTEN_DATABASE_URL pointed at the pooler by mistake: the worker says so and polls (it used to
     /// LISTEN there, where transaction-mode PgBouncer loses notifications, and wait in silence).
     @Test func aListenURLAtThePoolerIsNamedAndTheWorkerPolls() async throws {
