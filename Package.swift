@@ -59,7 +59,7 @@ let package = Package(
         // Option parsing and --help of every command: no database.
         .testTarget(name: "CLITests", dependencies: ["PayreconCLI", "Reconciliation"]),
         // The worker's pure logic (delivery attempt decisions): no database.
-        .testTarget(name: "WorkerTests", dependencies: ["Worker"]),
+        .testTarget(name: "WorkerTests", dependencies: ["Worker", "Providers"]),
         // The money invariant over generated provider answers and orders: the real mappings, planner and ActionAttempt,
         // no database (scripts/money-invariants runs it longer).
         .testTarget(name: "MoneyInvariantTests", dependencies: ["Worker", "Providers", "Reconciliation"]),

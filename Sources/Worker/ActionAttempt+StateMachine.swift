@@ -1,3 +1,4 @@
+import Providers
 import Reconciliation
 
 /// One attempt at an action, from its claim to its recorded outcome, as a value fed what each step found
@@ -82,8 +83,8 @@ public struct ActionAttempt: Sendable {
         case applied(providerRef: String)
         /// Refused before it was processed (429): sent again, as it was, after the delay.
         case notProcessed(reason: String, retryAfterSeconds: Int?)
-        /// Refused (a 4xx, or a call payrecon could not make at all: status 0).
-        case refused(status: Int, body: String)
+        /// Refused (a 4xx), declined, answered unreadably, or never sent (`ProviderFailure` says which).
+        case permanent(ProviderFailure)
         /// The provider says an earlier request under this key reached it (Paypercut 409 `idempotency_error`).
         case keyInUse(String)
         /// Timeout, 5xx, a cut connection, a provider that has not decided yet, or what was answered could not be
@@ -275,8 +276,12 @@ public struct ActionAttempt: Sendable {
         case .notProcessed(let reason, _):
             return record(Outcome(.failed, error: "refused before it was processed \(claim.attempts) times (\(reason)); run "
                                   + "`payrecon actions retry` once the provider takes calls again", inDoubt: earlier, recheck: true))
-        case .refused(let status, let body):
-            return record(Outcome(.failed, error: status == 0 ? body : "provider answered \(status): \(body)", inDoubt: earlier, recheck: status != 0))
+        case .permanent(.unreadable(let reason)):
+            // Answered, and the answer cannot be read: it may have been applied, as after a timeout.
+            return called(.unknown("the provider's answer could not be read: \(reason)"))
+        case .permanent(let failure):
+            // A call that reached the provider may have moved money whatever it answered: its order is checked again.
+            return record(Outcome(.failed, error: failure.description, inDoubt: earlier, recheck: failure.reachedProvider))
         case .keyInUse(let body) where (claim.inDoubt || claim.sent != nil) && claim.attempts < Self.attemptsBeforeOutcomeUnknown:
             // The 409 proves an earlier request under this key arrived: what it did is not known yet.
             return record(Outcome(.pending, error: "the provider says an earlier request under this key reached it (\(body)); in doubt "

@@ -271,8 +271,8 @@ public final class ActionExecutor: Sendable {
         case .notFound: .targetUnknown
         case .transient(let reason, let after) where ProviderOutcomeClassifier.refusedBeforeProcessing(reason): .notProcessed(reason: reason, retryAfterSeconds: after)
         case .transient(let reason, _): .unknown(reason)
-        case .permanent(_, let body) where result.keyInUse: .keyInUse(body)
-        case .permanent(let status, let body): .refused(status: status, body: body)
+        case .permanent(let failure) where result.keyInUse: .keyInUse(failure.text)
+        case .permanent(let failure): .permanent(failure)
         }
     }
 
@@ -300,7 +300,7 @@ public final class ActionExecutor: Sendable {
         case .found(let ref): "succeeded (\(ref))"
         case .notFound: "failed: the provider does not know the transaction to act on"
         case .transient(let reason, _): "in doubt: \(reason)"
-        case .permanent(let code, let body): "failed: " + (code == 0 ? body : "provider answered \(code): \(body)")
+        case .permanent(let failure): "failed: " + failure.description
         }
     }
 

@@ -273,11 +273,11 @@ public struct Backfill: Sendable {
                 return leave("the provider answered 404 for \(list.name) (check the API base URL)")
             case .transient(let reason, _):
                 return leave(reason)
-            case .permanent(let status, let body):
-                if status == 401 || status == 403 {
-                    throw Failure.refused("\(o.provider.rawValue) refused \(list.name) (HTTP \(status)): \(body.prefix(200)). Check \(ProviderRegistry.definition(o.provider).apiVariables) and the app's permissions, then run payrecon doctor")
+            case .permanent(let failure):
+                if let status = failure.status, status == 401 || status == 403 {
+                    throw Failure.refused("\(o.provider.rawValue) refused \(list.name) (HTTP \(status)): \(failure.text.prefix(200)). Check \(ProviderRegistry.definition(o.provider).apiVariables) and the app's permissions, then run payrecon doctor")
                 }
-                return leave(status == 0 ? body : "\(o.provider.rawValue) answered \(status): \(body.prefix(200))")
+                return leave(failure.words(for: o.provider.rawValue, bodyLimit: 200))
             }
         }
         summary.eventWindowsRead += 1
@@ -363,14 +363,14 @@ public struct Backfill: Sendable {
                 return leave("the provider answered 404 for the search (check the API base URL)")
             case .transient(let reason, _):
                 return leave(reason)
-            case .permanent(let status, let body):
-                if status == 401 {
-                    throw Failure.refused("\(o.provider.rawValue) refused the credentials (HTTP 401): \(body.prefix(200)). Check \(ProviderRegistry.definition(o.provider).apiVariables)")
+            case .permanent(let failure):
+                if failure.status == 401 {
+                    throw Failure.refused("\(o.provider.rawValue) refused the credentials (HTTP 401): \(failure.text.prefix(200)). Check \(ProviderRegistry.definition(o.provider).apiVariables)")
                 }
-                if status == 403 {
-                    throw Failure.refused("\(o.provider.rawValue) refused the transaction search (HTTP 403): \(body.prefix(200)). \(search.permissionHint)")
+                if failure.status == 403 {
+                    throw Failure.refused("\(o.provider.rawValue) refused the transaction search (HTTP 403): \(failure.text.prefix(200)). \(search.permissionHint)")
                 }
-                return leave(status == 0 ? body : "\(o.provider.rawValue) answered \(status): \(body.prefix(200))")
+                return leave(failure.words(for: o.provider.rawValue, bodyLimit: 200))
             }
         }
         summary.found += items.count { $0.unreadable == nil }
@@ -477,8 +477,8 @@ public struct Backfill: Sendable {
                 summary.planned.append(.unmatched(transaction: item.id, why: "\(provider.rawValue) does not know it (404): nothing to check"))
             case .transient(let reason, _):
                 summary.planned.append(.unmatched(transaction: item.id, why: "\(reason) (a run tries it and reads its window again)"))
-            case .permanent(let status, let body):
-                summary.planned.append(.unmatched(transaction: item.id, why: "\(provider.rawValue) answered \(status): \(body.prefix(120))"))
+            case .permanent(let failure):
+                summary.planned.append(.unmatched(transaction: item.id, why: failure.words(for: provider.rawValue, bodyLimit: 120)))
             }
         }
     }
@@ -566,7 +566,7 @@ public struct Backfill: Sendable {
                 return (item.id, .steps(steps))
             case .notFound: return (item.id, .steps([]))
             case .transient(let reason, _): return (item.id, .transient(reason))
-            case .permanent(let status, let body): return (item.id, .permanent("\(provider.rawValue) answered \(status): \(body.prefix(120))"))
+            case .permanent(let failure): return (item.id, .permanent(failure.words(for: provider.rawValue, bodyLimit: 120)))
             }
         }
         for (id, outcome) in outcomes {

@@ -38,7 +38,7 @@ public struct DeliveryProcessor: Sendable {
         case .found(.ignored(let reason)): return .processed(.ignored(reason))
         case .notFound: return .processed(.ignored("\(delivery.eventType ?? "the event") names nothing \(provider.rawValue) knows"))
         case .transient(let r, let a): return .transient(reason: r, retryAfterSeconds: a)
-        case .permanent(let s, let b): return .permanent(reason: s == 0 ? b : "\(provider.rawValue) answered \(s): \(b)")
+        case .permanent(let failure): return .permanent(reason: failure.words(for: provider.rawValue))
         }
         guard !references.isEmpty else {
             return .processed(.ignored("\(delivery.eventType ?? "the event") names no transaction"))

@@ -36,11 +36,10 @@ public final class OrderChecker: Sendable {
         case belongs(Order)
     }
 
-    /// A provider's permanent answer as a check result: an unreadable answer (mapped with status 200) fails only
-    /// the order's check.
-    static func failure(status: Int, body: String) -> Result {
-        if status == 200 { return .unreadable(reason: body) }
-        return .failed(reason: status == 0 ? body : "provider answered \(status): \(body)")
+    /// A provider's permanent answer as a check result: an answer that cannot be read fails only the order's check.
+    static func failure(_ failure: ProviderFailure) -> Result {
+        if case .unreadable(let reason) = failure { return .unreadable(reason: reason) }
+        return .failed(reason: failure.description)
     }
 
     let pool: PostgresPool
@@ -187,7 +186,7 @@ public final class OrderChecker: Sendable {
             return .success((merged, settlement))
         case .notFound: return .success((links, Settlement()))
         case .transient(let r, let a): return .failure(FetchFailure(result: .transient(reason: r, retryAfterSeconds: a)))
-        case .permanent(let s, let b): return .failure(FetchFailure(result: Self.failure(status: s, body: b)))
+        case .permanent(let f): return .failure(FetchFailure(result: Self.failure(f)))
         }
     }
 
@@ -228,8 +227,8 @@ public final class OrderChecker: Sendable {
         case .notFound:
             return .success(FetchedTransaction(transactionRef: ref, snapshot: nil, absentMayHaveExpired: absentMayHaveExpired))
         case .transient(let r, let a): return .failure(FetchFailure(result: .transient(reason: r, retryAfterSeconds: a)))
-        case .permanent(let s, let b):
-            let failure = Self.failure(status: s, body: b)
+        case .permanent(let f):
+            let failure = Self.failure(f)
             if several, case .unreadable(let reason) = failure {
                 return .failure(FetchFailure(result: .unreadable(reason: "transaction \(ref): \(reason)")))
             }
@@ -258,7 +257,7 @@ public final class OrderChecker: Sendable {
             // Neither ours nor the provider's: nothing to reconcile (the hint named nothing real).
             return .absent
         case .transient(let r, let a): return .checked(.transient(reason: r, retryAfterSeconds: a))
-        case .permanent(let s, let b): return .checked(Self.failure(status: s, body: b))
+        case .permanent(let f): return .checked(Self.failure(f))
         }
     }
 

@@ -199,7 +199,7 @@ import Worker
             let c = Self.client(h)
             #expect(await c.paymentIntent("pi_c", account: "acct_1").value?["status"]?.stringValue == "requires_capture")
             #expect(await c.paymentIntent("pi_nope", account: "acct_1") == .notFound)
-            guard case .permanent(0, let refused) = await c.paymentIntent("pi_c", account: "acct_other") else {
+            guard case .permanent(.declined(let refused)) = await c.paymentIntent("pi_c", account: "acct_other") else {
                 Issue.record("an account the key may not act for is not a named refusal"); return
             }
             #expect(refused.hasPrefix("Paypercut refused account 'acct_other' (403 account_invalid)"), "\(refused)")
@@ -209,14 +209,14 @@ import Worker
     @Test func errorsAreClassified() async throws {
         try await WorkerHarness.with { h in
             try await h.admin("/admin/paypercut/intents", Self.seed)
-            guard case .permanent(401, let body) = await Self.client(h, key: "sk_wrong").paymentIntent("pi_c", account: nil) else {
+            guard case .permanent(.refused(401, let body)) = await Self.client(h, key: "sk_wrong").paymentIntent("pi_c", account: nil) else {
                 Issue.record("a wrong key is not a permanent 401"); return
             }
             #expect(body.contains(#""code":"token_invalid""#), "\(body)")
             let c = Self.client(h)
             // The same Idempotency-Key on another request: 409 idempotency_error, permanent.
             _ = await c.capture("pi_c", amount: 1000, final: false, key: "k-1", account: "acct_1")
-            guard case .permanent(409, let conflict) = await c.cancel("pi_c", key: "k-1", account: "acct_1") else {
+            guard case .permanent(.refused(409, let conflict)) = await c.cancel("pi_c", key: "k-1", account: "acct_1") else {
                 Issue.record("a reused key is not a permanent 409"); return
             }
             #expect(conflict.contains("idempotency_error"))

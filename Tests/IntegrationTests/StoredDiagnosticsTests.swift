@@ -18,7 +18,7 @@ import Testing
         try await offload {
             let conn = try db.connect(); defer { conn.close() }
             // The classifier's text for a 4xx answer carrying a NUL.
-            guard case .permanent(_, let body) = ProviderOutcomeClassifier.classify(ProviderResponse(status: 400, body: Array(Self.nul.utf8)), notFoundIsAbsence: true, now: 0) else {
+            guard case .permanent(.refused(_, let body)) = ProviderOutcomeClassifier.classify(ProviderResponse(status: 400, body: Array(Self.nul.utf8)), notFoundIsAbsence: true, now: 0) else {
                 Issue.record("a 400 is permanent"); return
             }
             #expect(!body.utf8.contains(0) && body.contains("bad\u{FFFD}input"))

@@ -356,11 +356,11 @@ struct Simulation {
         }
         switch fate {
         case .applied, .pending:
-            guard let made = apply(pending: fate == .pending) else { return .refused(status: 422, body: "refused by the ledger") }
+            guard let made = apply(pending: fate == .pending) else { return .permanent(.refused(status: 422, body: "refused by the ledger")) }
             // PXP answers a modification it has not decided Pending: payrecon reads that as not known yet.
             if fate == .pending && provider == .pxp { return .unknown("PXP answered state Pending") }
             return .applied(providerRef: made.ref)
-        case .refused: return .refused(status: 422, body: "UNPROCESSABLE")
+        case .refused: return .permanent(.refused(status: 422, body: "UNPROCESSABLE"))
         case .notProcessed: return .notProcessed(reason: "HTTP 429", retryAfterSeconds: 1)
         case .lostApplied:
             _ = apply(pending: false)

@@ -88,7 +88,7 @@ import Testing
         #expect(sim.log.map(\.result) == ["applied", "replayed"])
         let over = await pxp.modify(systemTransactionId: sid, .capture(amount: 1), currency: currency, merchant: "M1",
                                     site: "S1", merchantTransactionId: "other", merchantTransactionDate: "2026-11-01T00:00:00.000Z")
-        guard case .permanent(let status, _) = over else { Issue.record("over-capture: \(over)"); return }
+        guard case .permanent(.refused(let status, _)) = over else { Issue.record("over-capture: \(over)"); return }
         #expect(status == 422)
         await server.shutdown(drainTimeout: 1)
     }
@@ -108,7 +108,7 @@ import Testing
         guard case .found(let capture) = captured else { Issue.record("capture: \(captured)"); return }
         #expect(capture["status"]?.stringValue == "COMPLETED")
         let voided = await paypal.voidAuthorization("AUTH-1", requestID: "paypal:ORDER-A:void:0")
-        guard case .permanent(let status, _) = voided else { Issue.record("void: \(voided)"); return }
+        guard case .permanent(.refused(let status, _)) = voided else { Issue.record("void: \(voided)"); return }
         #expect(status == 422)
         #expect(sim.log.map(\.idempotencyKey) == ["paypal:ORDER-A:capture:400", "paypal:ORDER-A:void:0"])
         await server.shutdown(drainTimeout: 1)

@@ -166,14 +166,14 @@ import Testing
         let outcome = await client(ScriptedTransport([.success(json(400, body))])).modify(
             systemTransactionId: "s", .capture(amount: 1), currency: Currency(code: "EUR")!, merchant: "M", site: "S",
             merchantTransactionId: "m", merchantTransactionDate: "d")
-        #expect(outcome == .permanent(status: 400, body: body))
+        #expect(outcome == .permanent(.refused(status: 400, body: body)))
     }
 
     @Test func modificationNotFoundIsPermanent() async {
         let outcome = await client(ScriptedTransport([.success(json(404, "no such transaction"))])).modify(
             systemTransactionId: "s", .void(originalValue: 1), currency: Currency(code: "EUR")!, merchant: "M", site: "S",
             merchantTransactionId: "m", merchantTransactionDate: "d")
-        #expect(outcome == .permanent(status: 404, body: "no such transaction"))
+        #expect(outcome == .permanent(.refused(status: 404, body: "no such transaction")))
     }
 
     @Test func modificationResult() async {
@@ -199,13 +199,13 @@ import Testing
         let outcome = await client(ScriptedTransport([.success(json(200, answer))])).modify(
             systemTransactionId: "s", .capture(amount: 1), currency: Currency(code: "EUR")!, merchant: "M", site: "S",
             merchantTransactionId: "m", merchantTransactionDate: "d")
-        guard case .permanent(200, let body) = outcome else { Issue.record("\(outcome)"); return }
+        guard case .permanent(.unreadable(let body)) = outcome else { Issue.record("\(outcome)"); return }
         #expect(body.hasPrefix("modification answer without systemTransactionId/state"))
     }
 
     @Test func unreadableAnswerIsPermanent() async {
         let outcome = await client(ScriptedTransport([.success(json(200, "{\"state\":"))])).transaction(merchant: "M", site: "S", merchantTransactionId: "X")
-        guard case .permanent(200, let body) = outcome else { Issue.record("\(outcome)"); return }
+        guard case .permanent(.unreadable(let body)) = outcome else { Issue.record("\(outcome)"); return }
         #expect(body.contains("unreadable answer"))
     }
 }

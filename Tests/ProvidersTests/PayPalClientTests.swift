@@ -84,7 +84,7 @@ import Testing
         let fake = FakePayPal { _ in json(401, #"{"error":"invalid_token"}"#) }
         let transport = fake.transport
         let outcome = await client(transport).order("O1")
-        #expect(outcome == .permanent(status: 401, body: #"{"error":"invalid_token"}"#))
+        #expect(outcome == .permanent(.refused(status: 401, body: #"{"error":"invalid_token"}"#)))
         #expect(fake.tokensIssued.withLock { $0 } == 2)
         #expect(transport.requests.count == 4)  // token, call, token, call: one refresh only
     }
@@ -102,11 +102,12 @@ import Testing
 
     @Test(arguments: [
         (json(401, #"{"error":"invalid_client","error_description":"Client Authentication failed"}"#),
-         ProviderOutcome<JSONValue>.permanent(status: 401, body: #"oauth2 token: {"error":"invalid_client","error_description":"Client Authentication failed"}"#)),
+         ProviderOutcome<JSONValue>.permanent(.notSent(#"oauth2 token: PayPal answered 401: {"error":"invalid_client","error_description":"Client Authentication failed"}"#))),
         (json(503, ""), .transient(reason: "oauth2 token: HTTP 503", retryAfterSeconds: nil)),
-        (json(200, #"{"token_type":"Bearer"}"#), .permanent(status: 200, body: "oauth2 token answer without access_token/expires_in")),
-        (json(200, #"{"access_token":"t","expires_in":"3600"}"#), .permanent(status: 200, body: "oauth2 token answer without access_token/expires_in")),
+        (json(200, #"{"token_type":"Bearer"}"#), .permanent(.notSent("oauth2 token answer without access_token/expires_in"))),
+        (json(200, #"{"access_token":"t","expires_in":"3600"}"#), .permanent(.notSent("oauth2 token answer without access_token/expires_in"))),
     ])
+    /// Without a token the call is never sent, whatever PayPal said of the token: a money call so failed moved nothing.
     func tokenFailures(response: ProviderResponse, expected: ProviderOutcome<JSONValue>) async {
         let transport = ScriptedTransport { r, _ in r.url.hasSuffix("/token") ? response : json(200, "{}") }
         let outcome2 = await client(transport).order("O1")
@@ -193,7 +194,7 @@ import Testing
         let outcome7 = await run(json(500, ""))
         #expect(outcome7 == .transient(reason: "HTTP 500", retryAfterSeconds: nil))
         let outcome8 = await run(json(403, #"{"name":"NOT_AUTHORIZED"}"#))
-        #expect(outcome8 == .permanent(status: 403, body: #"{"name":"NOT_AUTHORIZED"}"#))
+        #expect(outcome8 == .permanent(.refused(status: 403, body: #"{"name":"NOT_AUTHORIZED"}"#)))
     }
 
     @Test func actionErrors() async {
@@ -201,9 +202,9 @@ import Testing
         let usd = Currency(code: "USD")!
         let outcome9 = await client(FakePayPal { _ in json(422, c422) }.transport)
                     .captureAuthorization("A1", amount: Money(minorUnits: 1, currency: usd), final: false, requestID: "k")
-        #expect(outcome9 == .permanent(status: 422, body: c422))
+        #expect(outcome9 == .permanent(.refused(status: 422, body: c422)))
         let outcome10 = await client(FakePayPal { _ in json(404, "{}") }.transport).voidAuthorization("A1", requestID: "k")
-        #expect(outcome10 == .permanent(status: 404, body: "{}"))
+        #expect(outcome10 == .permanent(.refused(status: 404, body: "{}")))
         let outcome11 = await client(FakePayPal { _ in json(409, #"{"details":[{"issue":"PREVIOUS_REQUEST_IN_PROGRESS"}]}"#) }.transport)
                     .refundCapture("C1", amount: Money(minorUnits: 1, currency: usd), requestID: "k")
         #expect(outcome11 == .transient(reason: "HTTP 409 PREVIOUS_REQUEST_IN_PROGRESS", retryAfterSeconds: nil))

@@ -91,7 +91,7 @@ import Testing
         let (list, _) = Self.list { _ in
             json(400, #"{"name":"VALIDATION_ERROR","message":"Invalid data provided","debug_id":"d","details":[{"field":"start_time","issue":"Invalid data provided"}]}"#)
         }
-        guard case .permanent(400, let body) = await list.events(from: Self.window.from, to: Self.window.to, cursor: nil) else {
+        guard case .permanent(.refused(400, let body)) = await list.events(from: Self.window.from, to: Self.window.to, cursor: nil) else {
             Issue.record("not a failure"); return
         }
         #expect(body.contains("start_time"))

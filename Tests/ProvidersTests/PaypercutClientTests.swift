@@ -16,8 +16,8 @@ import Testing
 
     @Test func anInaccessibleAccountNamesTheAccountAndWhatToCheck() async {
         let (c, _) = Self.client(json(403, Self.accountInvalid))
-        let expected = ProviderOutcome<JSONValue>.permanent(status: 0, body: "Paypercut refused account 'acct_x' (403 account_invalid): check the "
-            + "order's merchant and that PAYPERCUT_SECRET_KEY may act for it (trace_id trc_1)")
+        let expected = ProviderOutcome<JSONValue>.permanent(.declined("Paypercut refused account 'acct_x' (403 account_invalid): check the "
+            + "order's merchant and that PAYPERCUT_SECRET_KEY may act for it (trace_id trc_1)"))
         #expect(await c.paymentIntent("pi_1", account: "acct_x") == expected)
         #expect(await c.payment("pay_1", account: "acct_x") == expected)
         #expect(await c.capture("pi_1", amount: 100, final: true, key: "k", account: "acct_x") == expected)
@@ -27,15 +27,15 @@ import Testing
     @Test func theWrappedErrorFormIsReadToo() async {
         let (c, _) = Self.client(json(403, #"{"error":{"type":"invalid_request_error","code":"account_invalid","message":"No such account."}}"#))
         #expect(await c.paymentIntent("pi_1", account: "acct_x")
-            == .permanent(status: 0, body: "Paypercut refused account 'acct_x' (403 account_invalid): check the order's merchant and that "
-                + "PAYPERCUT_SECRET_KEY may act for it"))
+            == .permanent(.declined("Paypercut refused account 'acct_x' (403 account_invalid): check the order's merchant and that "
+                + "PAYPERCUT_SECRET_KEY may act for it")))
     }
 
     @Test func noAccountWhereOneIsRequiredSaysToSetTheMerchant() async {
         let (c, _) = Self.client(json(403, #"{"type":"invalid_request_error","code":"account_required","message":"Provide Paypercut-Account.","trace_id":"trc_2"}"#))
         #expect(await c.paymentIntent("pi_1", account: nil)
-            == .permanent(status: 0, body: "Paypercut requires an account (403 account_required): set the order's merchant to the Paypercut "
-                + "account the payment belongs to (trace_id trc_2)"))
+            == .permanent(.declined("Paypercut requires an account (403 account_required): set the order's merchant to the Paypercut "
+                + "account the payment belongs to (trace_id trc_2)")))
     }
 
     /// Any other 403 (a permission), and the state conflicts, stay Paypercut's answer as it came: permanent, status kept.
@@ -47,7 +47,7 @@ import Testing
     ])
     func otherRefusalsArePermanentAsAnswered(status: Int, body: String) async {
         let (c, transport) = Self.client(json(status, body))
-        #expect(await c.capture("pi_1", amount: 100, final: true, key: "k", account: "acct_1") == .permanent(status: status, body: body))
+        #expect(await c.capture("pi_1", amount: 100, final: true, key: "k", account: "acct_1") == .permanent(.refused(status: status, body: body)))
         #expect(transport.requests.count == 1, "a refusal is not retried")
     }
 }

@@ -1,3 +1,4 @@
+import HTTP
 import Synchronization
 import Testing
 @testable import Providers
@@ -53,7 +54,7 @@ final class RecordedSleeps: @unchecked Sendable {
     @Test func notFoundOnlyForReads() {
         let r = ProviderResponse(status: 404, body: Array("nope".utf8))
         #expect(ProviderOutcomeClassifier.classify(r, notFoundIsAbsence: true, now: now) == .notFound)
-        #expect(ProviderOutcomeClassifier.classify(r, notFoundIsAbsence: false, now: now) == .permanent(status: 404, body: "nope"))
+        #expect(ProviderOutcomeClassifier.classify(r, notFoundIsAbsence: false, now: now) == .permanent(.refused(status: 404, body: "nope")))
     }
 
     @Test(arguments: [408, 429, 500, 502, 503, 504, 599])
@@ -88,12 +89,12 @@ final class RecordedSleeps: @unchecked Sendable {
     @Test(arguments: [400, 401, 403, 409, 422])
     func otherClientErrorsArePermanentWithTheBody(status: Int) {
         let body = #"{"name":"UNPROCESSABLE_ENTITY"}"#
-        #expect(ProviderOutcomeClassifier.classify(json(status, body), notFoundIsAbsence: true, now: now) == .permanent(status: status, body: body))
+        #expect(ProviderOutcomeClassifier.classify(json(status, body), notFoundIsAbsence: true, now: now) == .permanent(.refused(status: status, body: body)))
     }
 
     @Test func errorBodiesAreTruncatedTo4KiBOnACharacterBoundary() {
         let body = Array(repeating: UInt8(ascii: "a"), count: 4095) + Array("é".utf8) + Array(repeating: UInt8(ascii: "b"), count: 100)
-        guard case .permanent(_, let text) = ProviderOutcomeClassifier.classify(ProviderResponse(status: 400, body: body),
+        guard case .permanent(.refused(_, let text)) = ProviderOutcomeClassifier.classify(ProviderResponse(status: 400, body: body),
                                                                                 notFoundIsAbsence: true, now: now) else {
             Issue.record("not permanent"); return
         }
@@ -107,8 +108,40 @@ final class RecordedSleeps: @unchecked Sendable {
         #expect(ProviderOutcomeClassifier.classify(transportError: CancellationError()).isTransient)
     }
 
+    /// A request that could not be made was never sent; an answer over the size cap was answered. The difference
+    /// decides a money call: one never sent moved nothing, one answered may have moved money (in doubt).
+    @Test(arguments: [
+        (HTTPClientError.invalidURL("no url"), "notSent"),
+        (HTTPClientError.responseTooLarge("https://p/x", 100), "unreadable"),
+    ])
+    func aRequestNeverSentIsToldFromAnAnswerNotTaken(error: HTTPClientError, expected: String) async {
+        struct Throwing: HTTPSending {
+            let error: HTTPClientError
+            func send(_ request: HTTPClientRequest) async throws -> HTTPClientResponse { throw error }
+            func sendBlocking(_ request: HTTPClientRequest) throws -> HTTPClientResponse { throw error }
+        }
+        let transport = HTTPClientTransport(client: Throwing(error: error))
+        let outcome: ProviderOutcome<[UInt8]>
+        do {
+            outcome = ProviderOutcomeClassifier.classify(try await transport.send(ProviderRequest(method: "POST", url: "https://p/x", headers: [], body: [])),
+                                                         notFoundIsAbsence: false, now: 0)
+        } catch {
+            outcome = ProviderOutcomeClassifier.classify(transportError: error)
+        }
+        switch outcome {
+        case .permanent(.notSent(let why)):
+            #expect(expected == "notSent" && why.hasPrefix("request rejected: "))
+        case .permanent(.unreadable(let why)):
+            #expect(expected == "unreadable" && why.hasPrefix("answer not taken: "))
+            #expect(ProviderFailure.unreadable(why).reachedProvider)
+        default: Issue.record("\(error) came to \(outcome)")
+        }
+        #expect(!ProviderFailure.notSent("x").reachedProvider && ProviderFailure.refused(status: 400, body: "").reachedProvider
+                && ProviderFailure.declined("FAILED").reachedProvider)
+    }
+
     @Test func unreadableAnswersArePermanent() {
-        guard case .permanent(200, let body) = ProviderOutcomeClassifier.parsingJSON(.found(Array("<html>".utf8))) else {
+        guard case .permanent(.unreadable(let body)) = ProviderOutcomeClassifier.parsingJSON(.found(Array("<html>".utf8))) else {
             Issue.record("not permanent"); return
         }
         #expect(body.hasPrefix("unreadable answer (invalid JSON at byte 0"))
@@ -163,8 +196,8 @@ final class RecordedSleeps: @unchecked Sendable {
             calls.withLock { $0 += 1; return $0 } == 1 ? .transient(reason: "timeout", retryAfterSeconds: nil) : .found(7)
         }
         #expect(found == .found(7))
-        let permanent: ProviderOutcome<Int> = await retrying(sleeps.policy()) { .permanent(status: 422, body: "x") }
-        #expect(permanent == .permanent(status: 422, body: "x"))
+        let permanent: ProviderOutcome<Int> = await retrying(sleeps.policy()) { .permanent(.refused(status: 422, body: "x")) }
+        #expect(permanent == .permanent(.refused(status: 422, body: "x")))
         let absent: ProviderOutcome<Int> = await retrying(sleeps.policy()) { .notFound }
         #expect(absent == .notFound)
         #expect(sleeps.all.count == 1)

@@ -103,7 +103,7 @@ import Testing
             let slow = await pxpClient(base, timeout: 0.5).transaction(merchant: "M", site: "S", merchantTransactionId: "slow")
             #expect(slow == .transient(reason: "timeout", retryAfterSeconds: nil))
             let bad = await c.transaction(merchant: "M", site: "S", merchantTransactionId: "bad")
-            #expect(bad == .permanent(status: 400, body: #"{"errorCode":"BAD"}"#))
+            #expect(bad == .permanent(.refused(status: 400, body: #"{"errorCode":"BAD"}"#)))
         }
     }
 

@@ -76,7 +76,7 @@ import Testing
         #expect(providers.apis[.pxp]?.isConfigured == false)
         // Without credentials a fetch fails permanently and says what to set.
         let outcome = await providers.apis[.pxp]!.snapshot(of: TransactionQuery(transactionRef: "T", merchant: "M", site: "S"))
-        guard case .permanent(_, let body) = outcome else { Issue.record("expected a permanent failure, got \(outcome)"); return }
+        guard case .permanent(.notSent(let body)) = outcome else { Issue.record("expected a permanent failure, got \(outcome)"); return }
         #expect(body.contains("PXP_CLIENT_ID, PXP_TOKEN_ID and PXP_TOKEN_VALUE"))
     }
 
@@ -89,7 +89,7 @@ import Testing
         let auth = await api.references(in: StoredEvent(id: 3, headers: Headers([]), body: Array(#"{"eventCode":"3DS","eventCategory":"Authentication"}"#.utf8)))
         #expect(auth == .found(.ignored("3DS (category Authentication) names no transaction")))
         let broken = await api.references(in: StoredEvent(id: 2, headers: Headers([]), body: Array("{".utf8)))
-        guard case .permanent(_, let reason) = broken else { Issue.record("expected permanent, got \(broken)"); return }
+        guard case .permanent(.notSent(let reason)) = broken else { Issue.record("expected permanent, got \(broken)"); return }
         #expect(reason.hasPrefix("stored body no longer parses"))
     }
 

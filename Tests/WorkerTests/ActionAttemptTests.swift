@@ -1,3 +1,4 @@
+import Providers
 import Reconciliation
 import Testing
 @testable import Worker
@@ -84,9 +85,13 @@ import Testing
         Row(name: "429 on every attempt: failed, for an operator", claim: claim(attempts: A.attemptsWhileRefusedUnprocessed), steps: toCall + [
             (.called(.notProcessed(reason: "HTTP 429", retryAfterSeconds: 1)), "record(failed, inDoubt=false, recheck)")]),
         Row(name: "refused by the provider: failed, then the order re-checked", claim: fresh, steps: toCall + [
-            (.called(.refused(status: 422, body: "x")), "record(failed, inDoubt=false, recheck)"), (.recorded(.kept), "recheck"), (.rechecked, "done(failed)")]),
-        Row(name: "refused before any call (status 0): failed, nothing to re-check", claim: fresh, steps: toCall + [
-            (.called(.refused(status: 0, body: "no client")), "record(failed, inDoubt=false)")]),
+            (.called(.permanent(.refused(status: 422, body: "x"))), "record(failed, inDoubt=false, recheck)"), (.recorded(.kept), "recheck"), (.rechecked, "done(failed)")]),
+        Row(name: "never sent (no client): failed, nothing to re-check", claim: fresh, steps: toCall + [
+            (.called(.permanent(.notSent("no client"))), "record(failed, inDoubt=false)")]),
+        Row(name: "declined in a readable answer (a refund answered FAILED): failed, then the order re-checked", claim: fresh, steps: toCall + [
+            (.called(.permanent(.declined("FAILED"))), "record(failed, inDoubt=false, recheck)"), (.recorded(.kept), "recheck")]),
+        Row(name: "answered unreadably (no state, or over the size cap): it may have been applied, so in doubt", claim: fresh, steps: toCall + [
+            (.called(.permanent(.unreadable("no systemTransactionId/state"))), "record(pending, inDoubt=true)"), (.recorded(.kept), "done(pending)")]),
         Row(name: "a key in use on a key never sent: refused", claim: fresh, steps: toCall + [
             (.called(.keyInUse("idempotency_error")), "record(failed, inDoubt=false, recheck)")]),
         Row(name: "outcome unknown: in doubt", claim: fresh, steps: toCall + [
@@ -133,7 +138,7 @@ import Testing
             (.confirmed(.held), "call(100)"), (.called(.notProcessed(reason: "HTTP 429", retryAfterSeconds: 7200)), "record(pending, notBefore=300)")]),
         Row(name: "in doubt, the re-send refused: failed, still in doubt", claim: claim(inDoubt: true, sent: c100, dedupe: true), steps: [
             (.claimed, "settle"), (.settled(.unknown), "replan(settled)"), (.replanned(.wanted(c100)), "evidence(call, planned)"), (.evidence(true), "confirm(100)"),
-            (.confirmed(.held), "call(100)"), (.called(.refused(status: 422, body: "x")), "record(failed, recheck)")]),
+            (.confirmed(.held), "call(100)"), (.called(.permanent(.refused(status: 422, body: "x"))), "record(failed, recheck)")]),
         Row(name: "in doubt, the re-send finds no transaction: failed, still in doubt", claim: claim(inDoubt: true, sent: c100, dedupe: true), steps: [
             (.claimed, "settle"), (.settled(.unknown), "replan(settled)"), (.replanned(.wanted(c100)), "evidence(call, planned)"), (.evidence(true), "confirm(100)"),
             (.confirmed(.held), "call(100)"), (.called(.targetUnknown), "record(failed)")]),

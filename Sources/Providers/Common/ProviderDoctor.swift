@@ -91,7 +91,7 @@ enum DoctorProbe {
             switch error {
             case ProviderTransportError.timeout: return .unreachable("no answer within \(Int(request.timeoutSeconds)) s")
             case ProviderTransportError.connection(let message): return .unreachable(message)
-            case ProviderTransportError.rejected(let message): return .unreachable(message)
+            case ProviderTransportError.rejected(let message), ProviderTransportError.unreadable(let message): return .unreachable(message)
             default: return .unreachable(String(describing: error))
             }
         }

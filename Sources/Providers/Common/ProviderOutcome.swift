@@ -12,8 +12,8 @@ public enum ProviderOutcome<T: Sendable>: Sendable {
     case notFound
     /// Worth retrying: timeout, connection failure, 429, 5xx. `retryAfterSeconds` from a Retry-After header.
     case transient(reason: String, retryAfterSeconds: Int?)
-    /// Retrying will not help (other 4xx, an answer that cannot be read); the provider's body, truncated to 4 KiB.
-    case permanent(status: Int, body: String)
+    /// Retrying will not help: the provider refused the request, its answer cannot be read, or nothing was sent.
+    case permanent(ProviderFailure)
 
     /// Transforms a found value; other cases pass through.
     public func map<U: Sendable>(_ transform: (T) throws -> U) rethrows -> ProviderOutcome<U> {
@@ -21,7 +21,7 @@ public enum ProviderOutcome<T: Sendable>: Sendable {
         case .found(let v): return .found(try transform(v))
         case .notFound: return .notFound
         case .transient(let r, let a): return .transient(reason: r, retryAfterSeconds: a)
-        case .permanent(let s, let b): return .permanent(status: s, body: b)
+        case .permanent(let failure): return .permanent(failure)
         }
     }
 
@@ -31,7 +31,7 @@ public enum ProviderOutcome<T: Sendable>: Sendable {
         case .found: return nil
         case .notFound: return .notFound
         case .transient(let r, let a): return .transient(reason: r, retryAfterSeconds: a)
-        case .permanent(let s, let b): return .permanent(status: s, body: b)
+        case .permanent(let failure): return .permanent(failure)
         }
     }
 
@@ -47,6 +47,53 @@ public enum ProviderOutcome<T: Sendable>: Sendable {
 }
 
 extension ProviderOutcome: Equatable where T: Equatable {}
+
+/// Why a provider call will not succeed by being made again as it is. Which of the three it is decides what follows
+/// a money call: one never sent moved nothing, while one answered may have moved money whatever its answer says.
+public enum ProviderFailure: Sendable, Hashable, CustomStringConvertible {
+    /// The provider answered with this HTTP status (a 4xx other than 404 on a read, 408 and 429; or a status it does
+    /// not document), and this body, at most 4 KiB.
+    case refused(status: Int, body: String)
+    /// The provider answered, and what it answered cannot be read (the reason names the field, or the answer was over
+    /// the size cap). The call reached the provider and may have had its effect.
+    case unreadable(String)
+    /// The provider answered, readably, that it did not do what was asked (a refund answered FAILED).
+    case declined(String)
+    /// Nothing was sent: payrecon lacks what the call needs (credentials, an id), the provider has no such call, or
+    /// the request could not be made.
+    case notSent(String)
+
+    /// The provider's status, when it answered with a refusal.
+    public var status: Int? {
+        if case .refused(let status, _) = self { return status }
+        return nil
+    }
+
+    /// The provider's body, or payrecon's reason.
+    public var text: String {
+        switch self {
+        case .refused(_, let body): body
+        case .unreadable(let reason), .declined(let reason), .notSent(let reason): reason
+        }
+    }
+
+    /// Whether the request reached the provider (any answer, readable or not).
+    public var reachedProvider: Bool {
+        if case .notSent = self { return false }
+        return true
+    }
+
+    /// In words, for a log line or a stored error: "provider answered 422: …" for a refusal, else the reason.
+    public var description: String { words(for: "provider") }
+
+    /// The same, with the provider named: "paypal answered 422: …".
+    public func words(for provider: String, bodyLimit: Int = Int.max) -> String {
+        switch self {
+        case .refused(let status, let body): "\(provider) answered \(status): \(body.prefix(bodyLimit))"
+        case .unreadable(let reason), .declined(let reason), .notSent(let reason): reason
+        }
+    }
+}
 
 /// The classification rules shared by the clients.
 public enum ProviderOutcomeClassifier {
@@ -66,7 +113,7 @@ public enum ProviderOutcomeClassifier {
             let retryAfter = response.header("Retry-After").flatMap { RetryAfter.seconds(from: $0, now: now) }
             return .transient(reason: "HTTP \(response.status)", retryAfterSeconds: retryAfter)
         default:
-            return .permanent(status: response.status, body: truncatedBody(response.body))
+            return .permanent(.refused(status: response.status, body: truncatedBody(response.body)))
         }
     }
 
@@ -76,8 +123,8 @@ public enum ProviderOutcomeClassifier {
         reason == "HTTP 429" || reason.hasSuffix(": HTTP 429")
     }
 
-    /// Classifies an error thrown by a transport: timeouts and connection failures are transient; `rejected` is
-    /// permanent with status 0 (no HTTP answer); anything else (a cancelled task, an unknown error) is transient,
+    /// Classifies an error thrown by a transport: timeouts and connection failures are transient; `rejected` was never
+    /// sent and `unreadable` was answered (over the size cap), both permanent; anything else (a cancelled task, an unknown error) is transient,
     /// since the request's fate is unknown.
     public static func classify(transportError error: any Error) -> ProviderOutcome<[UInt8]> {
         switch error {
@@ -86,7 +133,9 @@ public enum ProviderOutcomeClassifier {
         case ProviderTransportError.connection(let message):
             return .transient(reason: "connection: \(message)", retryAfterSeconds: nil)
         case ProviderTransportError.rejected(let message):
-            return .permanent(status: 0, body: truncatedBody(Array("request rejected: \(message)".utf8)))
+            return .permanent(.notSent(truncatedBody(Array("request rejected: \(message)".utf8))))
+        case ProviderTransportError.unreadable(let message):
+            return .permanent(.unreadable(truncatedBody(Array("answer not taken: \(message)".utf8))))
         case is CancellationError:
             return .transient(reason: "cancelled", retryAfterSeconds: nil)
         default:

@@ -369,10 +369,10 @@ extension ProviderOutcome where T == JSONValue {
     public func mapped(_ map: (JSONValue) throws -> Snapshot) -> ProviderOutcome<Snapshot> {
         switch self {
         case .found(let json):
-            do { return .found(try map(json)) } catch { return .permanent(status: 200, body: "unreadable answer: \(error)") }
+            do { return .found(try map(json)) } catch { return .permanent(.unreadable("unreadable answer: \(error)")) }
         case .notFound: return .notFound
         case .transient(let r, let a): return .transient(reason: r, retryAfterSeconds: a)
-        case .permanent(let s, let b): return .permanent(status: s, body: b)
+        case .permanent(let failure): return .permanent(failure)
         }
     }
 }

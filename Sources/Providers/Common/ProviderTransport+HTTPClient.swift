@@ -18,7 +18,8 @@ public struct HTTPClientTransport: ProviderTransport {
             switch error {
             case .timeout: throw ProviderTransportError.timeout
             case .connection(_, let reason): throw ProviderTransportError.connection(reason)
-            case .invalidURL, .responseTooLarge: throw ProviderTransportError.rejected(error.description)
+            case .invalidURL: throw ProviderTransportError.rejected(error.description)
+            case .responseTooLarge: throw ProviderTransportError.unreadable(error.description)
             }
         }
         return ProviderResponse(status: response.status, headers: response.headers.pairs.map { ($0.name, $0.value) },

@@ -66,8 +66,10 @@ public enum ProviderTransportError: Error, Sendable, Equatable {
     case timeout
     /// The connection could not be made or broke (DNS, refused, reset, TLS).
     case connection(String)
-    /// The request cannot be made or the answer cannot be taken (bad URL, answer over the size cap): not transient.
+    /// The request cannot be made (a bad URL): nothing was sent. Not transient.
     case rejected(String)
+    /// The provider answered and the answer cannot be taken (over the size cap): the request reached it. Not transient.
+    case unreadable(String)
 }
 
 /// Sends one request; throws `ProviderTransportError` when no HTTP answer arrived.

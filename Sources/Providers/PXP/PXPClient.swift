@@ -131,13 +131,13 @@ public final class PXPClient: Sendable {
         switch outcome {
         case .found(let answer):
             guard let id = answer["systemTransactionId"]?.stringValue, let state = answer["state"]?.stringValue else {
-                return .permanent(status: 200, body: "modification answer without systemTransactionId/state: "
-                                  + ProviderOutcomeClassifier.truncatedBody(answer.serialized()))
+                return .permanent(.unreadable("modification answer without systemTransactionId/state: "
+                                  + ProviderOutcomeClassifier.truncatedBody(answer.serialized())))
             }
             return .found(PXPModificationResult(systemTransactionId: id, state: state, answer: answer))
         case .notFound: return .notFound
         case .transient(let r, let a): return .transient(reason: r, retryAfterSeconds: a)
-        case .permanent(let s, let b): return .permanent(status: s, body: b)
+        case .permanent(let failure): return .permanent(failure)
         }
     }
 
@@ -219,11 +219,11 @@ extension ProviderOutcomeClassifier {
         switch outcome {
         case .found(let bytes):
             do { return .found(try JSONValue.parse(bytes)) } catch {
-                return .permanent(status: 200, body: truncatedBody(Array("unreadable answer (\(error)): ".utf8) + bytes))
+                return .permanent(.unreadable(truncatedBody(Array("unreadable answer (\(error)): ".utf8) + bytes)))
             }
         case .notFound: return .notFound
         case .transient(let r, let a): return .transient(reason: r, retryAfterSeconds: a)
-        case .permanent(let s, let b): return .permanent(status: s, body: b)
+        case .permanent(let failure): return .permanent(failure)
         }
     }
 }

@@ -76,7 +76,7 @@ public enum PXPProvider {
         public func references(in event: StoredEvent) async -> ProviderOutcome<EventContent> {
             let notification: PXPNotification
             do { notification = try PXPNotification.parse(body: event.body, headers: event.headers) }
-            catch { return .permanent(status: 0, body: "stored body no longer parses: \(error)") }
+            catch { return .permanent(.notSent("stored body no longer parses: \(error)")) }
             let references: [EventReference] = notification.events.compactMap { e in
                 guard e.merchantTransactionID != nil || e.systemTransactionID != nil else { return nil }
                 return EventReference(transactionRef: e.merchantTransactionID, alias: e.systemTransactionID, merchant: e.merchant, site: e.site)
@@ -92,22 +92,22 @@ public enum PXPProvider {
         /// A transaction no order holds: fetched with the event's merchant and site, then read as an order's own, a
         /// modification to link to its parent, a Verification, or something that cannot be reconciled.
         public func lookup(_ q: TransactionQuery) async -> ProviderOutcome<TransactionLookup> {
-            guard let client else { return .permanent(status: 0, body: Self.notConfigured) }
+            guard let client else { return .permanent(.notSent(Self.notConfigured)) }
             guard let merchant = q.merchant, let site = q.site, !merchant.isEmpty, !site.isEmpty else {
-                return .permanent(status: 0, body: "PXP event without merchant and site: they are part of PXP's API path")
+                return .permanent(.notSent("PXP event without merchant and site: they are part of PXP's API path"))
             }
             switch await client.transaction(merchant: merchant, site: site, merchantTransactionId: q.transactionRef) {
             case .found(let t):
                 do { return .found(try PXPMapping.lookup(transaction: t, transactionRef: q.transactionRef)) }
-                catch { return .permanent(status: 200, body: "unreadable answer: \(error)") }
+                catch { return .permanent(.unreadable("unreadable answer: \(error)")) }
             case let other: return other.failure(as: TransactionLookup.self)!
             }
         }
 
         public func snapshot(of q: TransactionQuery) async -> ProviderOutcome<Snapshot> {
-            guard let client else { return .permanent(status: 0, body: Self.notConfigured) }
+            guard let client else { return .permanent(.notSent(Self.notConfigured)) }
             guard let merchant = q.merchant, let site = q.site, !merchant.isEmpty, !site.isEmpty else {
-                return .permanent(status: 0, body: "PXP order without merchant and site: they are part of PXP's API path")
+                return .permanent(.notSent("PXP order without merchant and site: they are part of PXP's API path"))
             }
             let modifications = q.links.compactMap(PXPModification.init(link:))
             return await client.transaction(merchant: merchant, site: site, merchantTransactionId: q.transactionRef).mapped {
@@ -163,7 +163,7 @@ public enum PXPProvider {
                 case .found(let answer):
                     guard let id = answer["systemTransactionId"]?.stringValue, let state = answer["state"]?.stringValue,
                           let parent = link.parentExternalID, let kind = ActionKind(rawValue: link.kind) else {
-                        return .permanent(status: 200, body: "PXP's answer for \(link.externalID) has no systemTransactionId/state")
+                        return .permanent(.unreadable("PXP's answer for \(link.externalID) has no systemTransactionId/state"))
                     }
                     lookups.found()
                     let currency = link.currency.flatMap(Currency.init(code:))
@@ -235,10 +235,10 @@ public enum PXPProvider {
         /// earlier attempt prepared it (its outcome unknown: a timeout, a crash), PXP is asked for that
         /// merchantTransactionId first, and it is sent again only when PXP does not know it.
         public func execute(_ call: ActionCall) async -> ActionCallResult {
-            guard let client else { return ActionCallResult(.permanent(status: 0, body: Self.notConfigured)) }
+            guard let client else { return ActionCallResult(.permanent(.notSent(Self.notConfigured))) }
             guard let snapshot = call.snapshot, let parent = call.providerTarget ?? snapshot.aliases.first,
                   let merchant = call.order.merchant, let site = call.order.site else {
-                return ActionCallResult(.permanent(status: 0, body: "no PXP transaction to modify: the order has not been fetched yet"))
+                return ActionCallResult(.permanent(.notSent("no PXP transaction to modify: the order has not been fetched yet")))
             }
             let kind: PXPModificationKind = switch call.kind {
             case .capture: call.isFinal ? .finalCapture(amount: call.amount.minorUnits) : .capture(amount: call.amount.minorUnits)
@@ -253,7 +253,7 @@ public enum PXPProvider {
                 case .found(let answer):
                     lookups.found()
                     guard let id = answer["systemTransactionId"]?.stringValue, let state = answer["state"]?.stringValue else {
-                        return ActionCallResult(.permanent(status: 200, body: "PXP's answer for \(mtid) has no systemTransactionId/state"))
+                        return ActionCallResult(.permanent(.unreadable("PXP's answer for \(mtid) has no systemTransactionId/state")))
                     }
                     result = .found(PXPModificationResult(systemTransactionId: id, state: state, answer: answer))
                 case .notFound: break   // never made: send it
@@ -285,7 +285,7 @@ public enum PXPProvider {
                     return ActionCallResult(.transient(reason: "PXP answered state Pending; looked up again on every check",
                                                        retryAfterSeconds: nil), links: [link, prepared])
                 }
-                return ActionCallResult(.permanent(status: 200, body: "PXP answered state \(r.state)"), links: [link, prepared])
+                return ActionCallResult(.permanent(.declined("PXP answered state \(r.state)")), links: [link, prepared])
             }
             return ActionCallResult(.found(r.systemTransactionId), links: [link, prepared])
         }

@@ -70,13 +70,14 @@ extension PayPalClient {
         case .found(let answer):
             guard let value = answer["access_token"]?.stringValue, !value.isEmpty,
                   let expiresText = answer["expires_in"]?.numberLiteral, let expiresIn = Int64(expiresText), expiresIn > 0 else {
-                return .permanent(status: 200, body: "oauth2 token answer without access_token/expires_in")
+                return .permanent(.notSent("oauth2 token answer without access_token/expires_in"))
             }
             return .found(PayPalAccessToken(value: value,
                                             refreshAt: fetchedAt + expiresIn - PayPalAccessToken.refreshMargin(expiresIn: expiresIn)))
-        case .notFound: return .permanent(status: 404, body: "oauth2 token endpoint not found")
+        // Without a token the call it was for is never sent: whatever PayPal said of the token, that call is `notSent`.
+        case .notFound: return .permanent(.notSent("oauth2 token: PayPal answered 404 (the token endpoint was not found)"))
         case .transient(let r, let a): return .transient(reason: "oauth2 token: \(r)", retryAfterSeconds: a)
-        case .permanent(let s, let b): return .permanent(status: s, body: "oauth2 token: \(b)")
+        case .permanent(let failure): return .permanent(.notSent("oauth2 token: " + failure.words(for: "PayPal")))
         }
     }
 }

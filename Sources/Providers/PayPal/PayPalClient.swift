@@ -195,7 +195,7 @@ public final class PayPalClient: Sendable {
             case .found(let t): token = t
             case .notFound: return .notFound
             case .transient(let r, let a): return .transient(reason: r, retryAfterSeconds: a)
-            case .permanent(let s, let b): return .permanent(status: s, body: b)
+            case .permanent(let failure): return .permanent(failure)
             }
             let request = apiRequest(method: method, segments: segments, query: query, body: body, requestID: requestID, token: token.value)
             let raw: ProviderOutcome<[UInt8]>
@@ -212,7 +212,7 @@ public final class PayPalClient: Sendable {
             if case .found(let bytes) = raw, bytes.isEmpty { return .found(.null) }  // 204 No Content
             return ProviderOutcomeClassifier.parsingJSON(raw)
         }
-        return .permanent(status: 401, body: "unauthorized with a freshly fetched token")
+        return .permanent(.refused(status: 401, body: "unauthorized with a freshly fetched token"))
     }
 
     /// The shared classification, plus PayPal's 409 PREVIOUS_REQUEST_IN_PROGRESS, which is worth retrying.

@@ -178,10 +178,10 @@ public enum PayPalProvider {
         public var eventList: (any EventListing)? { client.map { PayPalWebhookEventList(client: $0) } }
 
         public func references(in event: StoredEvent) async -> ProviderOutcome<EventContent> {
-            guard let client else { return .permanent(status: 0, body: "no PayPal API client: set \(definition.apiVariables)") }
+            guard let client else { return .permanent(.notSent("no PayPal API client: set \(definition.apiVariables)")) }
             let e: PayPalEvent, resource: JSONValue?
             do { (e, resource) = try PayPalEvent.parseWithResource(body: event.body) } catch {
-                return .permanent(status: 0, body: "stored body no longer parses: \(error)")
+                return .permanent(.notSent("stored body no longer parses: \(error)"))
             }
             let type = e.eventType ?? "an event without event_type"
             switch e.subject {
@@ -393,7 +393,7 @@ public enum PayPalProvider {
         /// PayPal refuses to show (403: the app lacks the disputes permission) does not fail the check: the capture's
         /// refunds are held as if disputed, and the finding says which permission is missing.
         public func snapshot(of q: TransactionQuery) async -> ProviderOutcome<Snapshot> {
-            guard let client else { return .permanent(status: 0, body: "no paypal API client: set \(definition.apiVariables)") }
+            guard let client else { return .permanent(.notSent("no paypal API client: set \(definition.apiVariables)")) }
             let saleIDs = q.links.filter { $0.kind == TransactionLink.saleKind }.map(\.externalID)
             var sales: [JSONValue] = []
             var seen = Set<String>()
@@ -439,7 +439,7 @@ public enum PayPalProvider {
                     let named = (d["disputed_transactions"]?.arrayValue ?? []).compactMap { $0["seller_transaction_id"]?.stringValue }
                     if named.contains(where: payments.contains) { disputes.append(d) }
                 case .notFound: continue   // PayPal no longer has it: nothing under dispute
-                case .permanent(403, _): unreadable.append((link.externalID, link.parentExternalID ?? ""))
+                case .permanent(.refused(403, _)): unreadable.append((link.externalID, link.parentExternalID ?? ""))
                 case let other: return other.failure(as: Snapshot.self)!
                 }
             }
@@ -473,12 +473,12 @@ public enum PayPalProvider {
 
         /// Capture and void on the authorization, refund on the capture; the idempotency key is PayPal-Request-Id.
         public func execute(_ call: ActionCall) async -> ActionCallResult {
-            guard let client else { return ActionCallResult(.permanent(status: 0, body: "no paypal API client: set \(definition.apiVariables)")) }
+            guard let client else { return ActionCallResult(.permanent(.notSent("no paypal API client: set \(definition.apiVariables)"))) }
             guard let target = call.providerTarget else {
-                return ActionCallResult(.permanent(status: 0, body: "no PayPal authorization or capture id recorded for this action"))
+                return ActionCallResult(.permanent(.notSent("no PayPal authorization or capture id recorded for this action")))
             }
             if call.kind != .void, let refusal = PayPalCurrencies.refusal(call.amount.minorUnits, call.amount.currency) {
-                return ActionCallResult(.permanent(status: 0, body: refusal))   // never sent: PayPal would refuse it
+                return ActionCallResult(.permanent(.notSent(refusal)))   // never sent: PayPal would refuse it
             }
             let requestID = call.idempotencyKey(limit: PayPalProvider.requestIDLimit)
             let sources = call.snapshot?.capabilities.captureSources ?? []
@@ -503,7 +503,7 @@ public enum PayPalProvider {
                     // A refund answered FAILED or CANCELLED (a repeated request id gets the first request's latest status)
                     // moved nothing: refused, not done.
                     if let status = answer["status"]?.stringValue, status == "FAILED" || status == "CANCELLED" {
-                        return ActionCallResult(.permanent(status: 422, body: "PayPal answered refund \(id) \(status)"))
+                        return ActionCallResult(.permanent(.declined("PayPal answered refund \(id) \(status)")))
                     }
                     return ActionCallResult(.found(id), links: [Self.ownRefund(answer, id: id, capture: target, orderID: call.order.orderID,
                                                                                actionID: call.actionID, sent: call.amount)])
@@ -520,7 +520,7 @@ public enum PayPalProvider {
                                              amount: moved, currency: call.amount.currency.code,
                                              state: answer["state"]?.stringValue ?? "completed", source: .payrecon, actionID: call.actionID)
                 return ActionCallResult(.found(id), links: [refund])
-            case .increment: return ActionCallResult(.permanent(status: 0, body: "PayPal has no incremental authorization"))
+            case .increment: return ActionCallResult(.permanent(.notSent("PayPal has no incremental authorization")))
             }
         }
 
@@ -545,7 +545,7 @@ public enum PayPalProvider {
                 refs.append(answer["id"]?.stringValue ?? source.id)
             }
             guard left == 0 else {
-                return ActionCallResult(.permanent(status: 0, body: "the order's authorizations hold \(call.amount.minorUnits - left) of \(call.amount.minorUnits) minor units uncaptured"))
+                return ActionCallResult(.permanent(.notSent("the order's authorizations hold \(call.amount.minorUnits - left) of \(call.amount.minorUnits) minor units uncaptured")))
             }
             return ActionCallResult(.found(refs.joined(separator: ",")))
         }

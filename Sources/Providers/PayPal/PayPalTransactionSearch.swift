@@ -14,13 +14,13 @@ struct PayPalTransactionSearch: TransactionSearching {
 
     /// The cursor is the page number: PayPal pages by `page`, and counts them in `total_pages`.
     func search(from: Int64, to: Int64, cursor: String?) async -> ProviderOutcome<TransactionSearchPage> {
-        guard let page = cursor.map({ Int($0) }) ?? 1, page >= 1 else { return .permanent(status: 0, body: "page cursor \(cursor ?? "") is no page number") }
+        guard let page = cursor.map({ Int($0) }) ?? 1, page >= 1 else { return .permanent(.notSent("page cursor \(cursor ?? "") is no page number")) }
         switch await client.searchTransactions(start: UnixTime.iso8601(from), end: Self.inclusiveEnd(to), page: page) {
         case .found(let body):
-            do { return .found(try Self.page(body, page: page)) } catch { return .permanent(status: 0, body: "\(error)") }
-        case .permanent(let status, let body) where status == 400 && body.contains("RESULTSET_TOO_LARGE"):
+            do { return .found(try Self.page(body, page: page)) } catch { return .permanent(.unreadable("\(error)")) }
+        case .permanent(.refused(400, let body)) where body.contains("RESULTSET_TOO_LARGE"):
             return .found(.tooLarge)
-        case .permanent(let status, let body) where status == 400 && body.lowercased().contains("data for the given start date is not available"):
+        case .permanent(.refused(400, let body)) where body.lowercased().contains("data for the given start date is not available"):
             return .found(.notYetAvailable)
         case let other:
             return other.failure(as: TransactionSearchPage.self)!

@@ -31,7 +31,7 @@ struct PayPalWebhookEventList: EventListing {
         let query: [(String, String)]
         if let cursor {
             guard let items = URLComponents(string: "?" + cursor)?.queryItems else {
-                return .permanent(status: 0, body: "PayPal's next link has a query payrecon cannot read: \(cursor.prefix(200))")
+                return .permanent(.notSent("PayPal's next link has a query payrecon cannot read: \(cursor.prefix(200))"))
             }
             query = items.map { ($0.name, $0.value ?? "") }
         } else {
@@ -39,7 +39,7 @@ struct PayPalWebhookEventList: EventListing {
         }
         switch await client.webhookEvents(query: query) {
         case .found(let body):
-            do { return .found(try Self.page(body, window: window)) } catch { return .permanent(status: 0, body: "\(error)") }
+            do { return .found(try Self.page(body, window: window)) } catch { return .permanent(.unreadable("\(error)")) }
         case let other:
             return other.failure(as: EventListPage.self)!
         }

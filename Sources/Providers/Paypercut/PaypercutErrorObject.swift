@@ -34,12 +34,12 @@ struct PaypercutErrorObject: Sendable, Equatable {
 }
 
 extension ProviderOutcome {
-    /// A 403 about the account context as a permanent failure in words that name the account and what to fix
-    /// (status 0: the reason is complete as it stands); any other outcome as it is.
+    /// A 403 about the account context as a refusal in words that name the account and what to fix (`declined`: the
+    /// reason is complete as it stands); any other outcome as it is.
     func namingAccountRefusal(account: String?) -> ProviderOutcome<T> {
-        guard case .permanent(403, let body) = self, let refusal = PaypercutErrorObject(body: body)?.accountRefusal(account: account) else {
+        guard case .permanent(.refused(403, let body)) = self, let refusal = PaypercutErrorObject(body: body)?.accountRefusal(account: account) else {
             return self
         }
-        return .permanent(status: 0, body: refusal)
+        return .permanent(.declined(refusal))
     }
 }

@@ -67,7 +67,7 @@ public enum PaypercutProvider {
         public func references(in event: StoredEvent) async -> ProviderOutcome<EventContent> {
             let parsed: PaypercutEvent
             do { parsed = try PaypercutEvent.parse(body: event.body) }
-            catch { return .permanent(status: 0, body: "stored body no longer parses: \(error)") }
+            catch { return .permanent(.notSent("stored body no longer parses: \(error)")) }
             guard let intent = parsed.paymentIntentID else {
                 return .found(.ignored("\(parsed.type) names no payment"
                                        + (parsed.objectType.map { " (data.object: \($0))" } ?? "")))
@@ -78,7 +78,7 @@ public enum PaypercutProvider {
         /// The intent as the order's account (`Paypercut-Account`) sees it, with its latest payment. An account the
         /// key may not act for fails the check naming it (the client's words), never `missing_at_provider`.
         public func snapshot(of q: TransactionQuery) async -> ProviderOutcome<Snapshot> {
-            guard let client else { return .permanent(status: 0, body: Self.notConfigured) }
+            guard let client else { return .permanent(.notSent(Self.notConfigured)) }
             let account = q.merchant.flatMap { $0.isEmpty ? nil : $0 }
             let intent: JSONValue
             switch await client.paymentIntent(q.transactionRef, account: account) {
@@ -89,7 +89,7 @@ public enum PaypercutProvider {
             if let id = intent["latest_payment"]?.stringValue, !id.isEmpty {
                 switch await client.payment(id, account: account) {
                 case .found(let p): payment = p
-                case .notFound: return .permanent(status: 404, body: "the latest payment \(id) of \(q.transactionRef) is not found")
+                case .notFound: return .permanent(.refused(status: 404, body: "the latest payment \(id) of \(q.transactionRef) is not found"))
                 case let other: return other.failure(as: Snapshot.self)!
                 }
             }
@@ -101,7 +101,7 @@ public enum PaypercutProvider {
         /// (409, 422, `idempotency_error`) keeps Paypercut's answer and the executor re-fetches; an account refusal
         /// (403) names the account to fix.
         public func execute(_ call: ActionCall) async -> ActionCallResult {
-            guard let client else { return ActionCallResult(.permanent(status: 0, body: Self.notConfigured)) }
+            guard let client else { return ActionCallResult(.permanent(.notSent(Self.notConfigured))) }
             let target = call.providerTarget ?? call.order.transactionRef
             let key = call.idempotencyKey(limit: PaypercutClient.idempotencyKeyLimit)
             let account = call.order.merchant.flatMap { $0.isEmpty ? nil : $0 }
@@ -119,10 +119,10 @@ public enum PaypercutProvider {
                         amount: amount, currency: call.amount.currency.code, state: answer["status"]?.stringValue,
                         source: .payrecon, actionID: call.actionID)])
                 }
-            case .increment: return ActionCallResult(.permanent(status: 0, body: "Paypercut has no incremental authorisation"))
+            case .increment: return ActionCallResult(.permanent(.notSent("Paypercut has no incremental authorisation")))
             }
             // 409 idempotency_error: an earlier request under this key reached Paypercut (PAYPERCUT-18).
-            let keyInUse = if case .permanent(409, let body) = result { body.contains("idempotency_error") } else { false }
+            let keyInUse = if case .permanent(.refused(409, let body)) = result { body.contains("idempotency_error") } else { false }
             return ActionCallResult(result.map { $0["id"]?.stringValue ?? target }, keyInUse: keyInUse)
         }
     }

@@ -42,7 +42,7 @@ struct PaypercutTransactionSearch: TransactionSearching {
         switch cursor ?? "payments:" {
         case let c where c.hasPrefix("payments:"): (list, key) = ("payments", String(c.dropFirst("payments:".count)))
         case let c where c.hasPrefix("refunds:"): (list, key) = ("refunds", String(c.dropFirst("refunds:".count)))
-        default: return .permanent(status: 0, body: "page cursor \(cursor ?? "") names no Paypercut list")
+        default: return .permanent(.notSent("page cursor \(cursor ?? "") names no Paypercut list"))
         }
         var query = [("start_date", UnixTime.iso8601(from - 1)), ("end_date", UnixTime.iso8601(to)), ("limit", String(Self.pageSize))]
         if !key.isEmpty { query.append(("last_key", key)) }
@@ -55,12 +55,12 @@ struct PaypercutTransactionSearch: TransactionSearching {
                 // After the payments' last page, the refunds' first.
                 let following = next.map { "\(list):\($0)" } ?? (list == "payments" ? "refunds:" : nil)
                 return .found(.items(items, next: following, totalPages: nil, lastRefreshed: nil))
-            } catch { return .permanent(status: 0, body: "\(error)") }
-        case .permanent(_, let body) where account == nil && body.contains("account_required"):
+            } catch { return .permanent(.unreadable("\(error)")) }
+        case .permanent(let failure) where account == nil && failure.text.contains("account_required"):
             return .found(.items([], next: nil, totalPages: nil, lastRefreshed: nil))
-        case .permanent(_, let body) where account != nil && body.contains("account_invalid"):
+        case .permanent(let failure) where account != nil && failure.text.contains("account_invalid"):
             // An order names an account the key may not act for: said once a window, the other accounts go on.
-            return .found(.items([FoundTransaction(id: "account \(account ?? "")", unreadable: body)], next: nil, totalPages: nil, lastRefreshed: nil))
+            return .found(.items([FoundTransaction(id: "account \(account ?? "")", unreadable: failure.text)], next: nil, totalPages: nil, lastRefreshed: nil))
         case let other:
             return other.failure(as: TransactionSearchPage.self)!
         }
