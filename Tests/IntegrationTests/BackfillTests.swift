@@ -1,8 +1,10 @@
 import Foundation
+import Observability
 import PayreconTesting
 import Postgres
 import Reconciliation
 import Testing
+import Worker
 
 /// `payrecon backfill --provider paypal`, as run, against paysim's Transaction Search (its ledger, its 3-hour lag,
 /// its 31-day limit, RESULTSET_TOO_LARGE, 403 without the permission).
@@ -286,6 +288,44 @@ struct BackfillTests {
             env["PAYRECON_BACKFILL"] = "paypal"
             let bad = try await PayreconProcess.launch(["reconcile", "--all"], databaseURL: h.database.url, environment: env)
             #expect(bad.status == 2 && bad.stderr.contains("PAYRECON_BACKFILL"), "\(bad.stderr)")
+        }
+    }
+
+    /// The nightly job in-process (what `payrecon reconcile` runs): the backfill first, so the sweep and the report
+    /// see what no webhook said; a backfill refused leaves the sweep and settlement to run and makes the exit 1.
+    @Test func theNightlyJobBackfillsSweepsAndEvaluatesSettlementInThatOrder() async throws {
+        try await WorkerHarness.with { h in
+            try await h.seedPayPal(#"{"id":"PP-J1","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"9.00","captures":[{"id":"CAP-J1","create_time":"\#(Self.at(2))"}]}"#)
+            try h.insert(WorkerHarness.order(.pxp, "J2", amount: 2000, currency: "GBP"))
+            try await h.seedPXP("TX-J2", currency: "EUR")
+            let job = NightlyJob(pool: h.pool, checker: h.checker, executor: nil, logger: h.log.logger)
+            let options = NightlyJob.Options(sweep: .init(since: nil, provider: nil, concurrency: 4), backfills: [(.paypal, 5 * 86_400)])
+            let report = try await job.run(options)
+            guard case .ran(let backfill) = report.backfills[.paypal] else { Issue.record("\(report.backfills)"); return }
+            #expect(backfill.unknown == 1)
+            // The sweep ran after it: the PXP order's currency disagrees, and the PayPal capture no order holds is known.
+            #expect(report.sweep.runID > 0 && report.sweep.totals.checked == 1 && report.sweep.totals.opened == 1)
+            let found = try h.discrepancies()
+            #expect(Set(found.map(\.kind)) == ["unknown_order", "currency_mismatch"], "\(found)")
+            #expect(report.settlement[.paypal] == .evaluated(opened: 0, resolved: 0))
+            #expect(report.actions == nil)
+            #expect(report.exitCode == 0)
+
+            try await h.admin("/admin/paypal/permissions", #"{"transaction_search":false}"#)
+            try h.execute("DELETE FROM backfill_windows")
+            let refused = try await job.run(options)
+            // The transaction search refused (its webhook events are still listed): said, and the run's exit is 1.
+            guard case .ran(let partly) = refused.backfills[.paypal] else { Issue.record("\(refused.backfills)"); return }
+            #expect(partly.refused.count == 1 && partly.refused[0].contains("HTTP 403"), "\(partly.refused)")
+            #expect(refused.sweep.runID > report.sweep.runID, "the sweep still ran")
+            #expect(refused.exitCode == 1)
+            // Another provider's run leaves PayPal's backfill and settlement alone.
+            let pxpOnly = try await job.run(NightlyJob.Options(sweep: .init(since: nil, provider: .pxp, concurrency: 4), backfills: [(.paypal, 86_400)]))
+            #expect(pxpOnly.backfills.isEmpty && pxpOnly.settlement.isEmpty && pxpOnly.exitCode == 0)
+            // A provider without the lists a backfill reads is skipped, said, and the run's exit is 1.
+            let unsupported = try await job.run(NightlyJob.Options(sweep: .init(since: nil, provider: .pxp, concurrency: 4), backfills: [(.pxp, 86_400)]))
+            guard case .skipped(let why) = unsupported.backfills[.pxp] else { Issue.record("\(unsupported.backfills)"); return }
+            #expect(!why.isEmpty && unsupported.exitCode == 1)
         }
     }
 

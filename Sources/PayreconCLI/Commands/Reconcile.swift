@@ -33,84 +33,66 @@ let reconcileCommand = Command(
     let since: Date? = args.flag(Options.all) ? nil : Date(timeIntervalSinceNow: -TimeInterval(window ?? 72 * 3600))
     let provider = try args.value(Options.provider)
     let concurrency = try args.value(Options.concurrency, default: 16)
-    let deadline = try env.duration("PAYRECON_SETTLEMENT_DEADLINE", default: "3d")
     let backfills = try env.backfill()
-    let reread = try env.duration("PAYRECON_BACKFILL_REREAD", default: "3d")
-    let context = try WorkerContext(env, poolSize: min(32, concurrency + 2), maxConcurrentRequests: concurrency)
-    let terminal = isatty(STDERR_FILENO) == 1
-    let sweep = ReconcileSweep(pool: context.pool, checker: context.checker, logger: context.logger)
-    // PAYRECON_BACKFILL: what the providers' own records hold that no webhook said, first (so the sweep sees it too).
-    var backfillFailed = false
+    var options = NightlyJob.Options(sweep: .init(since: since, provider: provider, concurrency: concurrency),
+                                     backfills: backfills.map { (provider: $0.0, seconds: $0.1) },
+                                     rereadSeconds: try env.duration("PAYRECON_BACKFILL_REREAD", default: "3d"),
+                                     settlementDeadlineSeconds: try env.duration("PAYRECON_SETTLEMENT_DEADLINE", default: "3d"))
     // PAYRECON_RETAIN matters here only to a backfill (how far back events are listed).
-    var deliveriesKept: Int64?
     if !backfills.isEmpty {
-        do { deliveriesKept = try RetentionPolicy.parse(env["PAYRECON_RETAIN"]).deliveriesSeconds } catch { throw UsageError("\(error)") }
+        do { options.deliveriesKeptSeconds = try RetentionPolicy.parse(env["PAYRECON_RETAIN"]).deliveriesSeconds } catch { throw UsageError("\(error)") }
     }
-    for (backfillProvider, seconds) in backfills where provider == nil || provider == backfillProvider {
-        let now = Int64(Date().timeIntervalSince1970)
-        do {
-            let b = try await Backfill(pool: context.pool, checker: context.checker, concurrency: concurrency)
-                .run(.init(provider: backfillProvider, from: now - seconds, to: now,
-                           deliveriesKeptSeconds: deliveriesKept, rereadSeconds: reread), log: context.logger)
-            let events = b.eventRequests > 0 ? "; \(b.eventsListed) webhook events listed, \(b.eventsStored) payrecon had not stored (stored now for payrecon work)" : ""
-            print("backfill \(backfillProvider.rawValue): \(b.windowsRead) windows read (\(b.windowsReread) again), \(b.found) transactions listed, \(b.new) new or changed, \(b.ordersChecked) orders re-checked, \(b.unknown) no order holds\(events)")
-            for problem in b.problems + b.notChecked.map({ "not checked: " + $0 }) { print("  \(problem.terminalSafe)") }
-            for why in b.refused { FileHandle.standardError.write(Data("payrecon: PAYRECON_BACKFILL \(backfillProvider.rawValue): a list was refused and skipped: \(why)\n".utf8)) }
-            if !b.problems.isEmpty || !b.notChecked.isEmpty || !b.refused.isEmpty { backfillFailed = true }
-        } catch let failure as Backfill.Failure {
-            backfillFailed = true
-            switch failure {
-            case .unsupported(let why), .refused(let why):
-                FileHandle.standardError.write(Data("payrecon: PAYRECON_BACKFILL \(backfillProvider.rawValue) skipped: \(why)\n".utf8))
-            }
-        } catch {
-            // A database error in the backfill: said, and the sweep runs all the same (its own errors stop it).
-            backfillFailed = true
-            FileHandle.standardError.write(Data("payrecon: PAYRECON_BACKFILL \(backfillProvider.rawValue) stopped: \(error); the sweep runs anyway\n".utf8))
-        }
-    }
+    let context = try WorkerContext(env, poolSize: min(32, concurrency + 2), maxConcurrentRequests: concurrency)
+    defer { context.pool.close() }
+    let terminal = isatty(STDERR_FILENO) == 1
+    let job = NightlyJob(pool: context.pool, checker: context.checker, executor: context.executeActions ? context.executor : nil,
+                         logger: context.logger)
     let started = Date()
-    let summary: ReconcileSweep.Summary
+    let report: NightlyJob.Report
     do {
-        summary = try await sweep.run(.init(since: since, provider: provider, concurrency: concurrency)) { t in
+        report = try await job.run(options, progress: { t in
             guard terminal else { return }
             let rate = Double(t.checked) / max(0.001, Date().timeIntervalSince(started))
             FileHandle.standardError.write(Data("\r\u{1B}[Kchecked \(t.checked)  matched \(t.matched)  opened \(t.opened)  resolved \(t.resolved)  actions \(t.actionsEmitted)  errors \(t.errors)  (\(Int(rate))/s)".utf8))
-        }
+        })
     } catch {
         throw FatalError("reconcile stopped: \(error)")
     }
     if terminal { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
-    let t = summary.totals
-    let seconds = Date().timeIntervalSince(started)
-    print("reconcile run \(summary.runID): checked \(t.checked), matched \(t.matched), discrepancies opened \(t.opened), resolved \(t.resolved), actions emitted \(t.actionsEmitted), errors \(t.errors) in \(String(format: "%.1f", seconds))s")
-    if !summary.errors.isEmpty {
-        print("not checked:")
-        for e in summary.errors.prefix(50) { print("  \(e.terminalSafe)") }   // a provider's words, one line each
-        if summary.errors.count > 50 { print("  … and \(t.errors - 50) more (see runs.error_list for run \(summary.runID))") }
-    }
-    if context.executeActions { _ = await context.executor.executePending() }
-    // Settlement as a whole, after the checks refreshed what payrecon knows: captures and refunds past
-    // PAYRECON_SETTLEMENT_DEADLINE that no imported file shows (nothing happens before a first file is imported).
-    var settlementFailed = false
-    for definition in ProviderRegistry.definitions where definition.settlementReports != nil && (provider == nil || provider == definition.provider) {
-        do {
-            let evaluated = try await context.pool.run { conn in
-                try conn.transaction { tx in
-                    // Behind an import that holds the settlement lock, wait at most a minute: the next run evaluates.
-                    _ = try tx.execute("SET LOCAL lock_timeout = '60s'")
-                    return try SettlementStore.evaluate(provider: definition.provider, now: Date(), deadlineSeconds: deadline, on: tx)
-                }
+    NightlyReportPrinter.print(report)
+    return report.exitCode
+}
+
+/// What a nightly run printed: backfill lines first (as they ran), then the sweep's summary, then settlement.
+enum NightlyReportPrinter {
+    static func print(_ report: NightlyJob.Report) {
+        for (provider, result) in report.backfills.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+            switch result {
+            case .ran(let b):
+                let events = b.eventRequests > 0 ? "; \(b.eventsListed) webhook events listed, \(b.eventsStored) payrecon had not stored (stored now for payrecon work)" : ""
+                Swift.print("backfill \(provider.rawValue): \(b.windowsRead) windows read (\(b.windowsReread) again), \(b.found) transactions listed, \(b.new) new or changed, \(b.ordersChecked) orders re-checked, \(b.unknown) no order holds\(events)")
+                for problem in b.problems + b.notChecked.map({ "not checked: " + $0 }) { Swift.print("  \(problem.terminalSafe)") }
+                for why in b.refused { stderr("payrecon: PAYRECON_BACKFILL \(provider.rawValue): a list was refused and skipped: \(why)") }
+            case .skipped(let why): stderr("payrecon: PAYRECON_BACKFILL \(provider.rawValue) skipped: \(why)")
+            case .stopped(let why): stderr("payrecon: PAYRECON_BACKFILL \(provider.rawValue) stopped: \(why); the sweep runs anyway")
             }
-            let opened = evaluated.opened.values.reduce(0, +)
-            if opened + evaluated.resolved > 0 {
-                print("settlement (\(definition.provider.rawValue)): opened \(opened), resolved \(evaluated.resolved)")
+        }
+        let summary = report.sweep, t = summary.totals
+        Swift.print("reconcile run \(summary.runID): checked \(t.checked), matched \(t.matched), discrepancies opened \(t.opened), resolved \(t.resolved), actions emitted \(t.actionsEmitted), errors \(t.errors) in \(String(format: "%.1f", report.sweepSeconds))s")
+        if !summary.errors.isEmpty {
+            Swift.print("not checked:")
+            for e in summary.errors.prefix(50) { Swift.print("  \(e.terminalSafe)") }   // a provider's words, one line each
+            if summary.errors.count > 50 { Swift.print("  … and \(t.errors - 50) more (see runs.error_list for run \(summary.runID))") }
+        }
+        for (provider, result) in report.settlement.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+            switch result {
+            case .evaluated(let opened, let resolved) where opened + resolved > 0:
+                Swift.print("settlement (\(provider.rawValue)): opened \(opened), resolved \(resolved)")
+            case .evaluated: break
+            case .notEvaluated(let why): stderr("payrecon: settlement (\(provider.rawValue)) was not evaluated: \(why); the next run tries again")
             }
-        } catch {
-            settlementFailed = true
-            FileHandle.standardError.write(Data("payrecon: settlement (\(definition.provider.rawValue)) was not evaluated: \(error); the next run tries again\n".utf8))
         }
     }
-    context.pool.close()
-    return summary.exitCode == Exit.ok && (settlementFailed || backfillFailed) ? Exit.finding : summary.exitCode
+
+    private static func stderr(_ line: String) { FileHandle.standardError.write(Data((line.terminalSafe + "\n").utf8)) }
 }
