@@ -21,17 +21,59 @@ public enum ExplainStore {
     /// `bodyLimit`: read at most this many bytes of each raw answer (the timeline and the HTML show only their start;
     /// the JSON wants them whole: nil).
     public static func explain(_ subject: Subject, bodyLimit: Int? = nil, now: Date = Date(), on conn: PostgresConnection) throws -> Explanation {
-        var provider: String, orderID: String?, transactionRef: String
-        var asked: Int64?
+        let (provider, orderID, transactionRef, asked) = try Self.resolve(subject, on: conn)
+        var explanation = Explanation(generatedAt: now, provider: provider, orderID: orderID, transactionRef: transactionRef)
+        var refs = [transactionRef]
+        if let orderID {
+            refs = try readOrder(provider: provider, orderID: orderID, refs: refs, into: &explanation, on: conn)
+        }
+        let scope = Scope(provider: provider, orderID: orderID, transactionRef: transactionRef, refs: refs)
+        try readChecks(scope, bodyLimit: bodyLimit, into: &explanation, on: conn)
+        explanation.deliveries = try deliveries(scope, checkDeliveries: explanation.checks.compactMap(\.deliveryID), on: conn)
+        // Discrepancies: the order's, and the unknown_order its transactions raised before it held them.
+        explanation.discrepancies = try conn.query("""
+            SELECT id, kind, status, detail, expected::text AS expected, actual::text AS actual, first_seen, last_seen, resolved_at, occurrences,
+                   evidence_id FROM discrepancies WHERE \(scope.evidenceWhere) ORDER BY id
+            """, scope.evidenceParams).compactMap(Self.discrepancy)
+        if let asked { explanation.subject = explanation.discrepancies.first { $0.id == asked } }
+        if let orderID { explanation.actions = try actions(provider: provider, orderID: orderID, bodyLimit: bodyLimit, on: conn) }
+        return explanation
+    }
+
+    /// What the explanation covers: the order, or the transaction no order holds, and the rows kept of either.
+    struct Scope {
+        var provider: String, orderID: String?, transactionRef: String, refs: [String]
+        /// Checks and discrepancies: of the order, and of its transactions before an order held them (unknown_order).
+        var evidenceWhere: String {
+            orderID != nil
+                ? "provider = $1 AND (order_id = $2 OR (order_id IS NULL AND transaction_ref = ANY($3)))"
+                : "provider = $1 AND order_id IS NULL AND transaction_ref = $2"
+        }
+        var evidenceParams: [PostgresValue] {
+            orderID.map { [.text(provider), .text($0), .textArray(refs)] } ?? [.text(provider), .text(transactionRef)]
+        }
+        /// The checks a discrepancy, an action or a call of it points at.
+        var pinnedWhere: String {
+            orderID != nil
+                ? """
+                  SELECT evidence_id FROM discrepancies WHERE provider = $1 AND (order_id = $2 OR (order_id IS NULL AND transaction_ref = ANY($3)))
+                  UNION SELECT evidence_id FROM actions WHERE provider = $1 AND order_id = $2
+                  UNION SELECT c.evidence_id FROM action_calls c JOIN actions a ON a.id = c.action_id WHERE a.provider = $1 AND a.order_id = $2
+                  """
+                : "SELECT evidence_id FROM discrepancies WHERE provider = $1 AND order_id IS NULL AND transaction_ref = $2"
+        }
+    }
+
+    /// The provider, order and transaction a subject names, and the discrepancy asked about.
+    static func resolve(_ subject: Subject, on conn: PostgresConnection) throws
+        -> (provider: String, orderID: String?, transactionRef: String, asked: Int64?) {
         switch subject {
         case .discrepancy(let id):
             guard let row = try conn.query("SELECT provider, order_id, transaction_ref FROM discrepancies WHERE id = $1", [.int64(id)]).first else {
                 throw NotFound(description: "no discrepancy \(id): see `payrecon discrepancies list --status all` for the ids there are")
             }
-            provider = try row.string("provider"); orderID = try row.optionalString("order_id"); transactionRef = try row.string("transaction_ref")
-            asked = id
+            return (try row.string("provider"), try row.optionalString("order_id"), try row.string("transaction_ref"), id)
         case .order(let p, let id):
-            provider = p.rawValue; orderID = id
             let known = try conn.query("""
                 SELECT (SELECT transaction_ref FROM orders WHERE provider = $1 AND order_id = $2) AS ref,
                        EXISTS (SELECT 1 FROM discrepancies WHERE provider = $1 AND order_id = $2)
@@ -44,205 +86,208 @@ public enum ExplainStore {
                 throw NotFound(description: "no \(p.rawValue) order \(id) is stored: see `payrecon report --status all` for the orders payrecon has "
                                + "checked, or import it with `payrecon orders import FILE`")
             }
-            transactionRef = ref ?? ""
+            return (p.rawValue, id, ref ?? "", nil)
         }
+    }
 
-        var explanation = Explanation(generatedAt: now, provider: provider, orderID: orderID, transactionRef: transactionRef)
-        let p = PostgresValue.text(provider)
-        var refs = [transactionRef]
-        if let orderID {
-            let o = PostgresValue.text(orderID)
-            var created: Date?
-            if let row = try conn.query("""
-                SELECT o.*, (SELECT json_agg(t.transaction_ref ORDER BY t.position)::text FROM order_transactions t
-                             WHERE t.provider = o.provider AND t.order_id = o.order_id) AS refs,
-                            (SELECT json_agg(t.transaction_ref)::text FROM order_transactions t
-                             WHERE t.provider = o.provider AND t.order_id = o.order_id AND t.source = 'learned') AS learned,
-                       extract(epoch FROM o.period_start)::bigint AS period_start_s, extract(epoch FROM o.period_end)::bigint AS period_end_s
-                FROM orders o WHERE o.provider = $1 AND o.order_id = $2
-                """, [p, o]).first {
-                created = try row.date("created_at")
-                let currency = Currency(code: try row.string("currency"))
-                func amount(_ column: String) throws -> String {
-                    let minor = try row.int64(column)
-                    return currency.map { Money.format(minorUnits: minor, exponent: $0.exponent) } ?? String(minor)
-                }
-                if let list = try row.optionalString("refs"), let parsed = try? JSONValue.parse(list).arrayValue {
-                    refs = parsed.compactMap(\.stringValue)
-                }
-                let learned = Set((try row.optionalString("learned")).flatMap { try? JSONValue.parse($0).arrayValue }?.compactMap(\.stringValue) ?? [])
-                var fields = [("merchant", try row.string("merchant")), ("site", try row.string("site")),
-                              ("transaction_ref", try row.string("transaction_ref"))]
-                // The order's transactions when it has several; those payrecon learned from a provider's answer (not from
-                // where the order came from) say so.
-                if refs.count > 1 { fields.append(("transactions", refs.map { learned.contains($0) ? $0 + " (learned)" : $0 }.joined(separator: " "))) }
-                // A subscription's renewal: the billing period it charges.
-                if let start = try row.optionalInt64("period_start_s"), let end = try row.optionalInt64("period_end_s"),
-                   let period = BillingPeriod(start: start, end: end) {
-                    fields.append(("period", period.description))
-                }
-                explanation.order = Explanation.OrderVersion(
-                    since: try row.date("updated_at"), replacedAt: nil, source: try row.string("source"),
-                    fields: fields + [("intent", try row.string("intent")),
-                             ("amount", try amount("amount_minor")), ("currency", try row.string("currency")),
-                             ("fulfilment", try row.string("fulfilment")), ("refund_amount", try amount("refund_amount_minor"))])
+    /// The order as stored now and each version it replaced; returns the order's transactions (`refs` if none stored).
+    static func readOrder(provider: String, orderID: String, refs known: [String], into explanation: inout Explanation,
+                          on conn: PostgresConnection) throws -> [String] {
+        let p = PostgresValue.text(provider), o = PostgresValue.text(orderID)
+        var refs = known
+        var created: Date?
+        if let row = try conn.query("""
+            SELECT o.*, (SELECT json_agg(t.transaction_ref ORDER BY t.position)::text FROM order_transactions t
+                         WHERE t.provider = o.provider AND t.order_id = o.order_id) AS refs,
+                        (SELECT json_agg(t.transaction_ref)::text FROM order_transactions t
+                         WHERE t.provider = o.provider AND t.order_id = o.order_id AND t.source = 'learned') AS learned,
+                   extract(epoch FROM o.period_start)::bigint AS period_start_s, extract(epoch FROM o.period_end)::bigint AS period_end_s
+            FROM orders o WHERE o.provider = $1 AND o.order_id = $2
+            """, [p, o]).first {
+            created = try row.date("created_at")
+            let currency = Currency(code: try row.string("currency"))
+            func amount(_ column: String) throws -> String {
+                let minor = try row.int64(column)
+                return currency.map { Money.format(minorUnits: minor, exponent: $0.exponent) } ?? String(minor)
             }
-            explanation.replaced = try conn.query("""
-                SELECT valid_from, replaced_at, source, value::text AS value FROM order_versions
-                WHERE provider = $1 AND order_id = $2 ORDER BY replaced_at
-                """, [p, o]).map { row in
-                    let value = (try? JSONValue.parse(try row.string("value"))) ?? .object([])
-                    let currency = value["currency"]?.stringValue.flatMap(Currency.init(code:))
-                    func field(_ name: String) -> String { value[name]?.stringValue ?? value[name]?.numberLiteral ?? "" }
-                    func amount(_ name: String) -> String {
-                        guard let minor = Int64(field(name)) else { return field(name) }
-                        return currency.map { Money.format(minorUnits: minor, exponent: $0.exponent) } ?? String(minor)
-                    }
-                    // The period of a version kept since sql/0024 (a jsonb timestamp), as the current one is shown.
-                    let start = value["period_start"]?.stringValue.flatMap({ UnixTime.scanISO8601($0, lenient: true)?.seconds }), end = value["period_end"]?.stringValue.flatMap({ UnixTime.scanISO8601($0, lenient: true)?.seconds })
-                    let period = start.flatMap { s in end.flatMap { BillingPeriod(start: s, end: $0) } }
-                    return Explanation.OrderVersion(
-                        since: try row.date("valid_from"), replacedAt: try row.date("replaced_at"), source: try row.string("source"),
-                        fields: [("merchant", field("merchant")), ("site", field("site")), ("transaction_ref", field("transaction_ref"))]
-                            + (period.map { [("period", $0.description)] } ?? [])
-                            + [("intent", field("intent")), ("amount", amount("amount_minor")), ("currency", field("currency")),
-                               ("fulfilment", field("fulfilment")), ("refund_amount", amount("refund_amount_minor"))])
-                }
-            // The order was stored when it was created: the first version's time is created_at.
-            if let created {
-                if explanation.replaced.isEmpty { explanation.order?.since = created } else { explanation.replaced[0].since = created }
+            if let list = try row.optionalString("refs"), let parsed = try? JSONValue.parse(list).arrayValue {
+                refs = parsed.compactMap(\.stringValue)
             }
+            let learned = Set((try row.optionalString("learned")).flatMap { try? JSONValue.parse($0).arrayValue }?.compactMap(\.stringValue) ?? [])
+            var fields = [("merchant", try row.string("merchant")), ("site", try row.string("site")),
+                          ("transaction_ref", try row.string("transaction_ref"))]
+            // The order's transactions when it has several; those payrecon learned from a provider's answer (not from
+            // where the order came from) say so.
+            if refs.count > 1 { fields.append(("transactions", refs.map { learned.contains($0) ? $0 + " (learned)" : $0 }.joined(separator: " "))) }
+            // A subscription's renewal: the billing period it charges.
+            if let start = try row.optionalInt64("period_start_s"), let end = try row.optionalInt64("period_end_s"),
+               let period = BillingPeriod(start: start, end: end) {
+                fields.append(("period", period.description))
+            }
+            explanation.order = Explanation.OrderVersion(
+                since: try row.date("updated_at"), replacedAt: nil, source: try row.string("source"),
+                fields: fields + [("intent", try row.string("intent")),
+                         ("amount", try amount("amount_minor")), ("currency", try row.string("currency")),
+                         ("fulfilment", try row.string("fulfilment")), ("refund_amount", try amount("refund_amount_minor"))])
         }
+        explanation.replaced = try replacedVersions(provider: provider, orderID: orderID, on: conn)
+        // The order was stored when it was created: the first version's time is created_at.
+        if let created {
+            if explanation.replaced.isEmpty { explanation.order?.since = created } else { explanation.replaced[0].since = created }
+        }
+        return refs
+    }
 
-        // Checks and discrepancies: of the order, and of its transactions before an order held them (unknown_order).
-        let evidenceWhere = orderID != nil
-            ? "provider = $1 AND (order_id = $2 OR (order_id IS NULL AND transaction_ref = ANY($3)))"
-            : "provider = $1 AND order_id IS NULL AND transaction_ref = $2"
-        let evidenceParams: [PostgresValue] = orderID.map { [p, .text($0), .textArray(refs)] } ?? [p, .text(transactionRef)]
-        let total = try conn.query("SELECT count(*) AS n FROM evidence WHERE \(evidenceWhere)", evidenceParams).first?.int64("n") ?? 0
+    /// The newest checks (at most `checkLimit`) and every one a discrepancy, an action or a call points at, each with
+    /// the answers it kept and the settlement line behind it.
+    static func readChecks(_ scope: Scope, bodyLimit: Int?, into explanation: inout Explanation, on conn: PostgresConnection) throws {
+        let total = try conn.query("SELECT count(*) AS n FROM evidence WHERE \(scope.evidenceWhere)", scope.evidenceParams).first?.int64("n") ?? 0
         // The newest checks, and always those a discrepancy, an action or a call of it points at (the check that opened a
         // discrepancy may be older than the newest 500 of an order checked often).
-        let pinnedWhere = orderID != nil
-            ? """
-              SELECT evidence_id FROM discrepancies WHERE provider = $1 AND (order_id = $2 OR (order_id IS NULL AND transaction_ref = ANY($3)))
-              UNION SELECT evidence_id FROM actions WHERE provider = $1 AND order_id = $2
-              UNION SELECT c.evidence_id FROM action_calls c JOIN actions a ON a.id = c.action_id WHERE a.provider = $1 AND a.order_id = $2
-              """
-            : "SELECT evidence_id FROM discrepancies WHERE provider = $1 AND order_id IS NULL AND transaction_ref = $2"
         let evidenceRows = try conn.query("""
             SELECT id, checked_at, source, delivery_id, answer_hashes, decided, decision::text AS decision FROM evidence
-            WHERE id IN (SELECT id FROM evidence WHERE \(evidenceWhere) ORDER BY id DESC LIMIT \(checkLimit))
-               OR id IN (\(pinnedWhere))
+            WHERE id IN (SELECT id FROM evidence WHERE \(scope.evidenceWhere) ORDER BY id DESC LIMIT \(checkLimit))
+               OR id IN (\(scope.pinnedWhere))
             ORDER BY id DESC
-            """, evidenceParams)
+            """, scope.evidenceParams)
         explanation.checksLeftOut = max(0, Int(total) - evidenceRows.count)
-        var answers: [Int64: [Explanation.Answer]] = [:]
         let decidedIDs = try evidenceRows.filter { try $0.optionalString("decided") != nil }.map { try $0.int64("id") }
-        if !decidedIDs.isEmpty {
-            for row in try conn.query("""
-                SELECT evidence_id, fetched_at, method, url, status, sha256, length, body_kept,
-                       \(bodyLimit.map { "substring(body from 1 for \(max(0, $0)))" } ?? "body") AS body
-                FROM evidence_answers WHERE evidence_id = ANY($1) ORDER BY evidence_id, position
-                """, [.int64Array(decidedIDs)]) {
-                answers[try row.int64("evidence_id"), default: []].append(Explanation.Answer(
-                    fetchedAt: try row.date("fetched_at"), method: try row.string("method"), url: try row.string("url"),
-                    status: try row.optionalInt64("status").map { Int($0) }, sha256: Self.hex(try row.bytes("sha256")),
-                    length: Int(try row.int64("length")), body: try row.bool("body_kept") ? try row.bytes("body") : nil))
-            }
-        }
-        // What a settlement file raised: the file and the line behind the evidence.
-        var settlement: [Int64: Explanation.SettlementSource] = [:]
-        let settlementIDs = try evidenceRows.filter { try $0.string("source") == "settlement" }.map { try $0.int64("id") }
-        if !settlementIDs.isEmpty {
-            for row in try conn.query("""
-                SELECT s.evidence_id, f.name, f.kind, f.account, f.sha256, s.line, s.row_text
-                FROM settlement_evidence s LEFT JOIN settlement_files f ON f.id = s.file_id WHERE s.evidence_id = ANY($1)
-                """, [.int64Array(settlementIDs)]) {
-                settlement[try row.int64("evidence_id")] = Explanation.SettlementSource(
-                    fileName: try row.optionalString("name"), kind: try row.optionalString("kind"), account: try row.optionalString("account"),
-                    sha256: try row.optionalBytes("sha256").map(Self.hex), line: try row.optionalInt64("line").map { Int($0) },
-                    row: try row.optionalString("row_text"))
-            }
-        }
-        let decoder = JSONDecoder()
-        explanation.checks = try evidenceRows.reversed().map { row in
-            let id = try row.int64("id")
-            let hashes = try row.bytes("answer_hashes")
-            // A decision that does not read is said so, never shown as none (a later payrecon may add a row this one
-            // does not know).
-            // What does read (the findings, the actions planned and superseded) is still shown.
-            var record: DecisionRecord?, unreadable: String?, lists: [String: [String]] = [:]
-            if let text = try row.optionalString("decision") {
-                do { record = try decoder.decode(DecisionRecord.self, from: Data(text.utf8)) } catch {
-                    let stored = try? JSONValue.parse(Array(text.utf8))
-                    for key in ["findings", "planned", "superseded"] { lists[key] = stored?[key]?.arrayValue?.compactMap(\.stringValue) ?? [] }
-                    unreadable = Self.decodingReason(error, in: stored)
-                }
-            }
-            return Explanation.Check(
-                evidenceID: id, at: try row.date("checked_at"), source: try row.string("source"), deliveryID: try row.optionalInt64("delivery_id"),
-                hashes: stride(from: 0, to: hashes.count, by: 32).map { Self.hex(Array(hashes[$0..<min($0 + 32, hashes.count)])) },
-                decided: (try row.optionalString("decided") ?? "").split(separator: " ").map(String.init).reduce(into: [String]()) { words, w in
-                    // "not sent" is two words.
-                    if w == "sent", words.last == "not" { words[words.count - 1] = "not sent" } else { words.append(w) }
-                },
-                decision: record?.decision, findings: record?.findings ?? lists["findings"] ?? [], planned: record?.planned ?? lists["planned"] ?? [],
-                superseded: record?.superseded ?? lists["superseded"] ?? [],
-                answers: answers[id] ?? [], decisionUnreadable: unreadable, settlement: settlement[id])
-        }
+        let answers = try Self.answers(of: decidedIDs, bodyLimit: bodyLimit, on: conn)
+        let settlement = try Self.settlementSources(of: try evidenceRows.filter { try $0.string("source") == "settlement" }.map { try $0.int64("id") }, on: conn)
+        explanation.checks = try evidenceRows.reversed().map { try Self.check($0, answers: answers, settlement: settlement) }
+    }
 
-        // Deliveries that named the order (or whose check looked up the transaction).
-        let checkDeliveries = explanation.checks.compactMap(\.deliveryID)
-        explanation.deliveries = try conn.query("""
+    /// The answers the checks `ids` kept, in the order they were read.
+    static func answers(of ids: [Int64], bodyLimit: Int?, on conn: PostgresConnection) throws -> [Int64: [Explanation.Answer]] {
+        var answers: [Int64: [Explanation.Answer]] = [:]
+        guard !ids.isEmpty else { return answers }
+        for row in try conn.query("""
+            SELECT evidence_id, fetched_at, method, url, status, sha256, length, body_kept,
+                   \(bodyLimit.map { "substring(body from 1 for \(max(0, $0)))" } ?? "body") AS body
+            FROM evidence_answers WHERE evidence_id = ANY($1) ORDER BY evidence_id, position
+            """, [.int64Array(ids)]) {
+            answers[try row.int64("evidence_id"), default: []].append(Explanation.Answer(
+                fetchedAt: try row.date("fetched_at"), method: try row.string("method"), url: try row.string("url"),
+                status: try row.optionalInt64("status").map { Int($0) }, sha256: Self.hex(try row.bytes("sha256")),
+                length: Int(try row.int64("length")), body: try row.bool("body_kept") ? try row.bytes("body") : nil))
+        }
+        return answers
+    }
+
+    /// What a settlement file raised: the file and the line behind each of the checks `ids`.
+    static func settlementSources(of ids: [Int64], on conn: PostgresConnection) throws -> [Int64: Explanation.SettlementSource] {
+        var settlement: [Int64: Explanation.SettlementSource] = [:]
+        guard !ids.isEmpty else { return settlement }
+        for row in try conn.query("""
+            SELECT s.evidence_id, f.name, f.kind, f.account, f.sha256, s.line, s.row_text
+            FROM settlement_evidence s LEFT JOIN settlement_files f ON f.id = s.file_id WHERE s.evidence_id = ANY($1)
+            """, [.int64Array(ids)]) {
+            settlement[try row.int64("evidence_id")] = Explanation.SettlementSource(
+                fileName: try row.optionalString("name"), kind: try row.optionalString("kind"), account: try row.optionalString("account"),
+                sha256: try row.optionalBytes("sha256").map(Self.hex), line: try row.optionalInt64("line").map { Int($0) },
+                row: try row.optionalString("row_text"))
+        }
+        return settlement
+    }
+
+    /// One check as the timeline shows it.
+    static func check(_ row: PostgresRow, answers: [Int64: [Explanation.Answer]], settlement: [Int64: Explanation.SettlementSource]) throws
+        -> Explanation.Check {
+        let id = try row.int64("id")
+        let hashes = try row.bytes("answer_hashes")
+        // A decision that does not read is said so, never shown as none (a later payrecon may add a row this one
+        // does not know). What does read (the findings, the actions planned and superseded) is still shown.
+        var record: DecisionRecord?, unreadable: String?, lists: [String: [String]] = [:]
+        if let text = try row.optionalString("decision") {
+            do { record = try JSONDecoder().decode(DecisionRecord.self, from: Data(text.utf8)) } catch {
+                let stored = try? JSONValue.parse(Array(text.utf8))
+                for key in ["findings", "planned", "superseded"] { lists[key] = stored?[key]?.arrayValue?.compactMap(\.stringValue) ?? [] }
+                unreadable = Self.decodingReason(error, in: stored)
+            }
+        }
+        return Explanation.Check(
+            evidenceID: id, at: try row.date("checked_at"), source: try row.string("source"), deliveryID: try row.optionalInt64("delivery_id"),
+            hashes: stride(from: 0, to: hashes.count, by: 32).map { Self.hex(Array(hashes[$0..<min($0 + 32, hashes.count)])) },
+            decided: (try row.optionalString("decided") ?? "").split(separator: " ").map(String.init).reduce(into: [String]()) { words, w in
+                // "not sent" is two words.
+                if w == "sent", words.last == "not" { words[words.count - 1] = "not sent" } else { words.append(w) }
+            },
+            decision: record?.decision, findings: record?.findings ?? lists["findings"] ?? [], planned: record?.planned ?? lists["planned"] ?? [],
+            superseded: record?.superseded ?? lists["superseded"] ?? [],
+            answers: answers[id] ?? [], decisionUnreadable: unreadable, settlement: settlement[id])
+    }
+
+    /// Deliveries that named the order (or whose check looked up the transaction).
+    static func deliveries(_ scope: Scope, checkDeliveries: [Int64], on conn: PostgresConnection) throws -> [Explanation.Delivery] {
+        try conn.query("""
             SELECT id, event_type, received_at, status, outcome, last_error FROM deliveries
             WHERE id = ANY($3::bigint[]) OR id IN (SELECT delivery_id FROM delivery_orders WHERE provider = $1 AND order_id = $2)
             ORDER BY id
-            """, [p, orderID.map { .text($0) } ?? .null, .int64Array(checkDeliveries)]).map { row in
+            """, [.text(scope.provider), scope.orderID.map { .text($0) } ?? .null, .int64Array(checkDeliveries)]).map { row in
                 let status = try row.string("status")
                 let outcome = status == "pending" ? try row.optionalString("last_error").map { "being retried: \($0)" } : try row.optionalString("outcome")
                 return Explanation.Delivery(id: try row.int64("id"), eventType: try row.optionalString("event_type"), receivedAt: try row.date("received_at"),
                                             status: status, outcome: outcome)
             }
+    }
 
-        // Discrepancies: the order's, and the unknown_order its transactions raised before it held them.
-        explanation.discrepancies = try conn.query("""
-            SELECT id, kind, status, detail, expected::text AS expected, actual::text AS actual, first_seen, last_seen, resolved_at, occurrences,
-                   evidence_id FROM discrepancies WHERE \(evidenceWhere) ORDER BY id
-            """, evidenceParams).compactMap(Self.discrepancy)
-        if let asked { explanation.subject = explanation.discrepancies.first { $0.id == asked } }
-
-        if let orderID {
-            let actionRows = try conn.query("""
-                SELECT id, action, amount_minor, currency, status, idempotency_key, created_at, updated_at, last_error, provider_ref, evidence_id
-                FROM actions WHERE provider = $1 AND order_id = $2 ORDER BY id
-                """, [p, .text(orderID)])
-            var calls: [Int64: [Explanation.Call]] = [:]
-            let ids = try actionRows.map { try $0.int64("id") }
-            if !ids.isEmpty {
-                for row in try conn.query("""
-                    SELECT action_id, attempt, evidence_id, sent_at, method, url, idempotency_key, request_body, status, sha256, length,
-                           body_kept, \(bodyLimit.map { "substring(body from 1 for \(max(0, $0)))" } ?? "body") AS body, outcome
-                    FROM action_calls WHERE action_id = ANY($1) ORDER BY id
-                    """, [.int64Array(ids)]) {
-                    calls[try row.int64("action_id"), default: []].append(Explanation.Call(
-                        attempt: Int(try row.int64("attempt")), sentAt: try row.date("sent_at"), method: try row.string("method"),
-                        url: try row.string("url"), idempotencyKey: try row.optionalString("idempotency_key"), request: try row.bytes("request_body"),
-                        status: try row.optionalInt64("status").map { Int($0) }, sha256: Self.hex(try row.bytes("sha256")),
-                        length: Int(try row.int64("length")), body: try row.bool("body_kept") ? try row.bytes("body") : nil,
-                        outcome: try row.optionalString("outcome"), evidenceID: try row.optionalInt64("evidence_id")))
-                }
-            }
-            explanation.actions = try actionRows.map { row in
-                let id = try row.int64("id"), code = try row.string("currency"), minor = try row.int64("amount_minor")
-                return Explanation.Action(
-                    id: id, kind: try row.string("action"),
-                    amount: Currency(code: code).map { Money.format(minorUnits: minor, exponent: $0.exponent) } ?? String(minor),
-                    currency: code, status: try row.string("status"), idempotencyKey: try row.string("idempotency_key"),
-                    createdAt: try row.date("created_at"), updatedAt: try row.date("updated_at"), lastError: try row.optionalString("last_error"),
-                    providerRef: try row.optionalString("provider_ref"), evidenceID: try row.optionalInt64("evidence_id"), calls: calls[id] ?? [])
+    /// The order's actions, each with the calls made for it.
+    static func actions(provider: String, orderID: String, bodyLimit: Int?, on conn: PostgresConnection) throws -> [Explanation.Action] {
+        let p = PostgresValue.text(provider)
+        let actionRows = try conn.query("""
+            SELECT id, action, amount_minor, currency, status, idempotency_key, created_at, updated_at, last_error, provider_ref, evidence_id
+            FROM actions WHERE provider = $1 AND order_id = $2 ORDER BY id
+            """, [p, .text(orderID)])
+        var calls: [Int64: [Explanation.Call]] = [:]
+        let ids = try actionRows.map { try $0.int64("id") }
+        if !ids.isEmpty {
+            for row in try conn.query("""
+                SELECT action_id, attempt, evidence_id, sent_at, method, url, idempotency_key, request_body, status, sha256, length,
+                       body_kept, \(bodyLimit.map { "substring(body from 1 for \(max(0, $0)))" } ?? "body") AS body, outcome
+                FROM action_calls WHERE action_id = ANY($1) ORDER BY id
+                """, [.int64Array(ids)]) {
+                calls[try row.int64("action_id"), default: []].append(Explanation.Call(
+                    attempt: Int(try row.int64("attempt")), sentAt: try row.date("sent_at"), method: try row.string("method"),
+                    url: try row.string("url"), idempotencyKey: try row.optionalString("idempotency_key"), request: try row.bytes("request_body"),
+                    status: try row.optionalInt64("status").map { Int($0) }, sha256: Self.hex(try row.bytes("sha256")),
+                    length: Int(try row.int64("length")), body: try row.bool("body_kept") ? try row.bytes("body") : nil,
+                    outcome: try row.optionalString("outcome"), evidenceID: try row.optionalInt64("evidence_id")))
             }
         }
-        return explanation
+        return try actionRows.map { row in
+            let id = try row.int64("id"), code = try row.string("currency"), minor = try row.int64("amount_minor")
+            return Explanation.Action(
+                id: id, kind: try row.string("action"),
+                amount: Currency(code: code).map { Money.format(minorUnits: minor, exponent: $0.exponent) } ?? String(minor),
+                currency: code, status: try row.string("status"), idempotencyKey: try row.string("idempotency_key"),
+                createdAt: try row.date("created_at"), updatedAt: try row.date("updated_at"), lastError: try row.optionalString("last_error"),
+                providerRef: try row.optionalString("provider_ref"), evidenceID: try row.optionalInt64("evidence_id"), calls: calls[id] ?? [])
+        }
+    }
+
+    /// The versions of the order an import replaced, oldest first, shown as the current one is.
+    static func replacedVersions(provider: String, orderID: String, on conn: PostgresConnection) throws -> [Explanation.OrderVersion] {
+        try conn.query("""
+            SELECT valid_from, replaced_at, source, value::text AS value FROM order_versions
+            WHERE provider = $1 AND order_id = $2 ORDER BY replaced_at
+            """, [.text(provider), .text(orderID)]).map { row in
+                let value = (try? JSONValue.parse(try row.string("value"))) ?? .object([])
+                let currency = value["currency"]?.stringValue.flatMap(Currency.init(code:))
+                func field(_ name: String) -> String { value[name]?.stringValue ?? value[name]?.numberLiteral ?? "" }
+                func amount(_ name: String) -> String {
+                    guard let minor = Int64(field(name)) else { return field(name) }
+                    return currency.map { Money.format(minorUnits: minor, exponent: $0.exponent) } ?? String(minor)
+                }
+                // The period of a version kept since sql/0024 (a jsonb timestamp), as the current one is shown.
+                let start = value["period_start"]?.stringValue.flatMap({ UnixTime.scanISO8601($0, lenient: true)?.seconds }), end = value["period_end"]?.stringValue.flatMap({ UnixTime.scanISO8601($0, lenient: true)?.seconds })
+                let period = start.flatMap { s in end.flatMap { BillingPeriod(start: s, end: $0) } }
+                return Explanation.OrderVersion(
+                    since: try row.date("valid_from"), replacedAt: try row.date("replaced_at"), source: try row.string("source"),
+                    fields: [("merchant", field("merchant")), ("site", field("site")), ("transaction_ref", field("transaction_ref"))]
+                        + (period.map { [("period", $0.description)] } ?? [])
+                        + [("intent", field("intent")), ("amount", amount("amount_minor")), ("currency", field("currency")),
+                           ("fulfilment", field("fulfilment")), ("refund_amount", amount("refund_amount_minor"))])
+            }
     }
 
     static func discrepancy(_ row: PostgresRow) throws -> Explanation.DiscrepancyLine? {
