@@ -146,127 +146,23 @@ public enum FindingStore {
     /// as when its order is gone. One failing statement rolls back the whole group.
     public static func record(_ checks: [Check], on conn: PostgresConnection) throws -> [(outcome: CheckOutcome, plan: Plan)?] {
         guard !checks.isEmpty else { return [] }
-        // No two checks share a lock: not two of one order, nor an unknown transaction's and the order's now holding it
-        // (one would resolve what the other writes, and neither's evidence would say so).
-        var taken = Set<String>()
-        for check in checks {
-            let keys = Set(check.lockKeys)
-            guard taken.isDisjoint(with: keys) else {
-                throw PostgresError.protocolViolation("two checks sharing a lock (one order, or an order and its transaction's unknown_order) in one transaction: record them one after the other")
-            }
-            taken.formUnion(keys)
-        }
-        let known = checks.filter { $0.order != nil }
-        let pairs: [PostgresValue] = [.textArray(known.map(\.provider.rawValue)), .textArray(known.map { $0.order!.orderID })]
-        var reads: [PostgresStatement] = [
-            PostgresStatement("BEGIN"),
-            // DISTINCT: two keys with one hash are one lock. The locks are taken after the sort (a volatile function
-            // in the select list is evaluated after ORDER BY).
-            PostgresStatement("SELECT pg_advisory_xact_lock(h) FROM (SELECT DISTINCT hashtext(k) AS h FROM unnest($1::text[]) AS k) s ORDER BY h",
-                              [.textArray(checks.flatMap(\.lockKeys))]),
-        ]
-        var linkCountsAt: Int?
-        if !known.isEmpty {
-            let join = "JOIN unnest($1::text[], $2::text[]) AS k(provider, order_id) ON t.provider = k.provider AND t.order_id = k.order_id"
-            // Each order's row also takes the id of its check's evidence (nextval in the select list: one per row).
-            reads.append(PostgresStatement("""
-                SELECT \(OrderStore.selectColumns), nextval('evidence_id_seq') AS evidence_id
-                FROM orders o JOIN unnest($1::text[], $2::text[]) AS k(provider, order_id) ON o.provider = k.provider AND o.order_id = k.order_id
-                """, pairs))
-            reads.append(PostgresStatement("SELECT t.provider, t.order_id, \(emittedColumns) FROM actions t \(join) ORDER BY t.id", pairs))
-            // With the aliases already linked from it (a check that learns no new alias writes none), and whether the last
-            // check left anything open (most find nothing: the resolving UPDATE is then not needed; sql/0013).
-            reads.append(PostgresStatement("""
-                SELECT t.provider, t.order_id, fetched_at, snapshot->'aliases' AS aliases, open_findings, transaction_ref,
-                       snapshot->'movements' AS movements FROM snapshots t \(join)
-                """, pairs))
-            if known.contains(where: { $0.linksSeen != nil }) {
-                linkCountsAt = reads.count
-                reads.append(PostgresStatement("SELECT t.provider, t.order_id, count(*)::bigint AS n FROM transaction_links t \(join) GROUP BY t.provider, t.order_id", pairs))
-            }
-        }
-        // What the checks keep as evidence depends on what each decides (opened, changed, resolved, planned): known before
-        // the writes from the discrepancies open now (read under the checks' locks: each order's, and the unknown_order
-        // ones of the transactions the checks name), so the evidence goes in the same round trip as the writes.
-        // Transactions no order holds take their evidence ids here (the orders read gives the others').
-        let evidenced = checks.filter { $0.evidence != nil }
-        let unknownEvidenced = evidenced.filter { $0.order == nil }
-        var openAt: Int?, allocateAt: Int?
-        if !evidenced.isEmpty {
-            openAt = reads.count
-            reads.append(OpenDiscrepancy.read(
-                orders: evidenced.compactMap { c in c.order.map { (c.provider.rawValue, $0.orderID) } },
-                refs: evidenced.flatMap { c in (c.order == nil ? [c.transactionRef] : c.transactionRefs).map { (c.provider.rawValue, $0) } }))
-        }
-        if !unknownEvidenced.isEmpty {
-            allocateAt = reads.count
-            reads.append(EvidenceStore.allocate(unknownEvidenced.count))
-        }
+        try refuseSharedLocks(checks)
+        let reads = GroupReads(checks)
         do {
-            let read = try conn.pipeline(reads).map { try $0.get() }
-            func key(_ provider: String, _ orderID: String) -> String { provider + "\u{0}" + orderID }
-            var orders: [String: Order] = [:], emitted: [String: [EmittedAction]] = [:], stored: [String: PostgresRow] = [:]
-            var linkCounts: [String: Int] = [:], orderEvidence: [String: Int64] = [:]
-            let open = try openAt.map { try OpenDiscrepancy.decode(read[$0]) } ?? []
-            if !known.isEmpty {
-                for row in read[2] {
-                    let o = try OrderStore.decode(row)
-                    orders[key(o.provider.rawValue, o.orderID)] = o
-                    orderEvidence[key(o.provider.rawValue, o.orderID)] = try row.int64("evidence_id")
-                }
-                for row in read[3] {
-                    if let e = try decodeEmitted(row) { emitted[key(try row.string("provider"), try row.string("order_id")), default: []].append(e) }
-                }
-                for row in read[4] { stored[key(try row.string("provider"), try row.string("order_id"))] = row }
-                if let at = linkCountsAt {
-                    for row in read[at] { linkCounts[key(try row.string("provider"), try row.string("order_id"))] = Int(try row.int64("n")) }
-                }
-            }
-            var unknownIDs = try allocateAt.map { try read[$0].map { try $0.int64("id") } } ?? []
-
+            var group = try reads.decode(try conn.pipeline(reads.statements).map { try $0.get() })
             var writes = GroupWrites()
             var results: [(index: Int, plan: Plan)] = []
             var evidenceRows: [EvidenceStore.Row] = [], answers: [(evidenceID: Int64, answers: [EvidenceAnswer])] = []
             for (i, check) in checks.enumerated() {
-                var current: Order?
-                var linkedAliases: Set<String> = []
-                var mayResolve = true
-                var evidenceID: Int64?
-                // The money its answer states changed (a capture, a refund, a fee): its answers are kept, since a
-                // settlement line may later be compared with them (fee_mismatch, settlement_mismatch show that answer).
-                var moved = false
-                if let orderID = check.order?.orderID {
-                    let k = key(check.provider.rawValue, orderID)
-                    // The order is gone, or a newer check recorded already: nothing to write for this one.
-                    guard let order = orders[k] else { continue }
-                    // A link learned since the fetch: the answer may not show what it names.
-                    if let seen = check.linksSeen, linkCounts[k, default: 0] != seen { continue }
-                    if let row = stored[k] {
-                        if let at = try row.optionalDate("fetched_at"), at > check.fetchedAt { continue }
-                        if let text = try row.optionalString("aliases") {
-                            linkedAliases = Set(((try? JSONValue.parse(text))?.arrayValue ?? []).compactMap(\.stringValue))
-                        }
-                        // Nothing left open last time, for the same transactions: nothing to resolve (a transaction newly
-                        // added to the order may have an unknown_order open, so a changed list resolves as before).
-                        mayResolve = try row.bool("open_findings") || row.string("transaction_ref") != check.transactionRef
-                        if check.evidence != nil {
-                            moved = OpenDiscrepancy.moved(stored: try row.optionalString("movements"), now: check.snapshot?.movements ?? [])
-                        }
-                    } else {
-                        moved = check.evidence != nil && !(check.snapshot?.movements ?? []).isEmpty
-                    }
-                    current = order
-                    if check.evidence != nil { evidenceID = orderEvidence[k] }
-                } else if check.evidence != nil, !unknownIDs.isEmpty {
-                    evidenceID = unknownIDs.removeFirst()
-                }
-                let plan = check.plan(current, emitted[key(check.provider.rawValue, check.order?.orderID ?? "")] ?? [])
-                try writes.add(plan, check: check, index: i, order: current, linkedAliases: linkedAliases, mayResolve: mayResolve,
-                               evidenceID: evidenceID)
+                // The order is gone, or a newer check recorded already: nothing to write for this one.
+                guard let prior = try group.prior(of: check) else { continue }
+                let plan = check.plan(prior.order, group.emitted[GroupState.key(check.provider.rawValue, check.order?.orderID ?? "")] ?? [])
+                try writes.add(plan, check: check, index: i, order: prior.order, linkedAliases: prior.linkedAliases, mayResolve: prior.mayResolve,
+                               evidenceID: prior.evidenceID)
                 results.append((i, plan))
-                if let evidenceID {
-                    var decided = OpenDiscrepancy.decided(plan, check: check, open: open, mayResolve: mayResolve)
-                    if moved { decided.append("moved") }
+                if let evidenceID = prior.evidenceID {
+                    var decided = OpenDiscrepancy.decided(plan, check: check, open: group.open, mayResolve: prior.mayResolve)
+                    if prior.moved { decided.append("moved") }
                     if let row = Self.evidenceRow(check, id: evidenceID, decided: decided.isEmpty ? nil : decided.joined(separator: " "), plan: plan) {
                         evidenceRows.append(row)
                         if !decided.isEmpty { answers.append((evidenceID, row.evidence.answers)) }
@@ -290,6 +186,145 @@ public enum FindingStore {
             // A failed statement leaves the transaction aborted (or it was never begun): end it either way.
             _ = try? conn.execute("ROLLBACK")
             throw error
+        }
+    }
+
+    /// No two checks of a group may share a lock: not two of one order, nor an unknown transaction's and the order's now
+    /// holding it (one would resolve what the other writes, and neither's evidence would say so).
+    static func refuseSharedLocks(_ checks: [Check]) throws {
+        var taken = Set<String>()
+        for check in checks {
+            let keys = Set(check.lockKeys)
+            guard taken.isDisjoint(with: keys) else {
+                throw PostgresError.protocolViolation("two checks sharing a lock (one order, or an order and its transaction's unknown_order) in one transaction: record them one after the other")
+            }
+            taken.formUnion(keys)
+        }
+    }
+
+    /// The first round trip of a group: BEGIN, the locks, then what the checks plan from, each one statement for the group.
+    struct GroupReads {
+        var statements: [PostgresStatement]
+        /// Where each read's result is (nil when it was not needed).
+        var ordersAt: Int?, actionsAt: Int?, snapshotsAt: Int?, linkCountsAt: Int?, openAt: Int?, allocateAt: Int?
+
+        init(_ checks: [Check]) {
+            statements = [
+                PostgresStatement("BEGIN"),
+                // DISTINCT: two keys with one hash are one lock. The locks are taken after the sort (a volatile function
+                // in the select list is evaluated after ORDER BY).
+                PostgresStatement("SELECT pg_advisory_xact_lock(h) FROM (SELECT DISTINCT hashtext(k) AS h FROM unnest($1::text[]) AS k) s ORDER BY h",
+                                  [.textArray(checks.flatMap(\.lockKeys))]),
+            ]
+            func add(_ statement: PostgresStatement) -> Int {
+                statements.append(statement)
+                return statements.count - 1
+            }
+            let known = checks.filter { $0.order != nil }
+            if !known.isEmpty {
+                let pairs: [PostgresValue] = [.textArray(known.map(\.provider.rawValue)), .textArray(known.map { $0.order!.orderID })]
+                let join = "JOIN unnest($1::text[], $2::text[]) AS k(provider, order_id) ON t.provider = k.provider AND t.order_id = k.order_id"
+                // Each order's row also takes the id of its check's evidence (nextval in the select list: one per row).
+                ordersAt = add(PostgresStatement("""
+                    SELECT \(OrderStore.selectColumns), nextval('evidence_id_seq') AS evidence_id
+                    FROM orders o JOIN unnest($1::text[], $2::text[]) AS k(provider, order_id) ON o.provider = k.provider AND o.order_id = k.order_id
+                    """, pairs))
+                actionsAt = add(PostgresStatement("SELECT t.provider, t.order_id, \(emittedColumns) FROM actions t \(join) ORDER BY t.id", pairs))
+                // With the aliases already linked from it (a check that learns no new alias writes none), and whether the last
+                // check left anything open (most find nothing: the resolving UPDATE is then not needed; sql/0013).
+                snapshotsAt = add(PostgresStatement("""
+                    SELECT t.provider, t.order_id, fetched_at, snapshot->'aliases' AS aliases, open_findings, transaction_ref,
+                           snapshot->'movements' AS movements FROM snapshots t \(join)
+                    """, pairs))
+                if known.contains(where: { $0.linksSeen != nil }) {
+                    linkCountsAt = add(PostgresStatement(
+                        "SELECT t.provider, t.order_id, count(*)::bigint AS n FROM transaction_links t \(join) GROUP BY t.provider, t.order_id", pairs))
+                }
+            }
+            // What the checks keep as evidence depends on what each decides (opened, changed, resolved, planned): known before
+            // the writes from the discrepancies open now (read under the checks' locks: each order's, and the unknown_order
+            // ones of the transactions the checks name), so the evidence goes in the same round trip as the writes.
+            // Transactions no order holds take their evidence ids here (the orders read gives the others').
+            let evidenced = checks.filter { $0.evidence != nil }
+            let unknownEvidenced = evidenced.filter { $0.order == nil }
+            if !evidenced.isEmpty {
+                openAt = add(OpenDiscrepancy.read(
+                    orders: evidenced.compactMap { c in c.order.map { (c.provider.rawValue, $0.orderID) } },
+                    refs: evidenced.flatMap { c in (c.order == nil ? [c.transactionRef] : c.transactionRefs).map { (c.provider.rawValue, $0) } }))
+            }
+            if !unknownEvidenced.isEmpty { allocateAt = add(EvidenceStore.allocate(unknownEvidenced.count)) }
+        }
+
+        /// The results, read by name.
+        func decode(_ read: [PostgresRows]) throws -> GroupState {
+            var state = GroupState()
+            func key(_ row: PostgresRow) throws -> String { GroupState.key(try row.string("provider"), try row.string("order_id")) }
+            func rows(_ at: Int?) -> [PostgresRow] { at.map { Array(read[$0]) } ?? [] }
+            state.open = try openAt.map { try OpenDiscrepancy.decode(read[$0]) } ?? []
+            for row in rows(ordersAt) {
+                let o = try OrderStore.decode(row)
+                state.orders[GroupState.key(o.provider.rawValue, o.orderID)] = o
+                state.orderEvidence[GroupState.key(o.provider.rawValue, o.orderID)] = try row.int64("evidence_id")
+            }
+            for row in rows(actionsAt) {
+                if let e = try decodeEmitted(row) { state.emitted[try key(row), default: []].append(e) }
+            }
+            for row in rows(snapshotsAt) { state.stored[try key(row)] = row }
+            for row in rows(linkCountsAt) { state.linkCounts[try key(row)] = Int(try row.int64("n")) }
+            state.unknownIDs = try allocateAt.map { try read[$0].map { try $0.int64("id") } } ?? []
+            return state
+        }
+    }
+
+    /// What the group's reads found, by order (`key`), under the checks' locks.
+    struct GroupState {
+        static func key(_ provider: String, _ orderID: String) -> String { provider + "\u{0}" + orderID }
+        var orders: [String: Order] = [:], emitted: [String: [EmittedAction]] = [:], stored: [String: PostgresRow] = [:]
+        var linkCounts: [String: Int] = [:], orderEvidence: [String: Int64] = [:]
+        var open: [OpenDiscrepancy] = []
+        /// Evidence ids for the checks of transactions no order holds, taken in turn.
+        var unknownIDs: [Int64] = []
+
+        /// What one check plans from.
+        struct Prior {
+            var order: Order?
+            var linkedAliases: Set<String> = []
+            var mayResolve = true
+            var evidenceID: Int64?
+            /// The money its answer states changed (a capture, a refund, a fee): its answers are kept, since a settlement
+            /// line may later be compared with them (fee_mismatch, settlement_mismatch show that answer).
+            var moved = false
+        }
+
+        /// nil: the check records nothing (its order is gone, a link was learned since its fetch, or a newer check
+        /// recorded already).
+        mutating func prior(of check: Check) throws -> Prior? {
+            var prior = Prior()
+            guard let orderID = check.order?.orderID else {
+                if check.evidence != nil, !unknownIDs.isEmpty { prior.evidenceID = unknownIDs.removeFirst() }
+                return prior
+            }
+            let k = Self.key(check.provider.rawValue, orderID)
+            guard let order = orders[k] else { return nil }
+            // A link learned since the fetch: the answer may not show what it names.
+            if let seen = check.linksSeen, linkCounts[k, default: 0] != seen { return nil }
+            if let row = stored[k] {
+                if let at = try row.optionalDate("fetched_at"), at > check.fetchedAt { return nil }
+                if let text = try row.optionalString("aliases") {
+                    prior.linkedAliases = Set(((try? JSONValue.parse(text))?.arrayValue ?? []).compactMap(\.stringValue))
+                }
+                // Nothing left open last time, for the same transactions: nothing to resolve (a transaction newly
+                // added to the order may have an unknown_order open, so a changed list resolves as before).
+                prior.mayResolve = try row.bool("open_findings") || row.string("transaction_ref") != check.transactionRef
+                if check.evidence != nil {
+                    prior.moved = OpenDiscrepancy.moved(stored: try row.optionalString("movements"), now: check.snapshot?.movements ?? [])
+                }
+            } else {
+                prior.moved = check.evidence != nil && !(check.snapshot?.movements ?? []).isEmpty
+            }
+            prior.order = order
+            if check.evidence != nil { prior.evidenceID = orderEvidence[k] }
+            return prior
         }
     }
 
@@ -330,20 +365,29 @@ public enum FindingStore {
         mutating func add(_ plan: Plan, check: Check, index: Int, order: Order?, linkedAliases: Set<String>, mayResolve: Bool,
                           evidenceID: Int64? = nil) throws {
             let evidence = evidenceID.map { PostgresValue.int64($0) } ?? .null
-            let provider = check.provider, transactionRef = check.transactionRef, snapshot = check.snapshot
+            addFindings(plan, check: check, index: index, order: order, mayResolve: mayResolve, evidence: evidence)
+            guard let order else { return }
+            addActions(plan, check: check, index: index, order: order, evidence: evidence)
+            try addSnapshot(plan, check: check, index: index, order: order, linkedAliases: linkedAliases)
+        }
+
+        private mutating func append(_ statement: PostgresStatement, of index: Int, to list: WritableKeyPath<GroupWrites, [Int: [Int]]>) {
+            self[keyPath: list][index, default: []].append(own.count)
+            own.append(statement)
+        }
+
+        /// The check's findings, and the resolving of what it no longer finds.
+        private mutating func addFindings(_ plan: Plan, check: Check, index: Int, order: Order?, mayResolve: Bool, evidence: PostgresValue) {
+            let provider = check.provider, transactionRef = check.transactionRef
             let orderID = order?.orderID
-            let currency = order?.amount.currency.code ?? snapshot?.currency.code ?? check.currency
+            let currency = order?.amount.currency.code ?? check.snapshot?.currency.code ?? check.currency
             let p = PostgresValue.text(provider.rawValue)
-            func append(_ statement: PostgresStatement, to list: inout [Int: [Int]]) {
-                list[index, default: []].append(own.count)
-                own.append(statement)
-            }
             for f in plan.findings {
                 append(PostgresStatement(upsertFinding, [
                     p, orderID.map { .text($0) } ?? .null, .text(transactionRef), .text(f.kind.rawValue),
                     .jsonb(json(f.expected)), .jsonb(json(f.actual)), .text(f.detail), .int64(f.amountAtRisk),
                     currency.map { .text($0) } ?? .null, evidence,
-                ]), to: &findings)
+                ]), of: index, to: \.findings)
             }
             // Whatever this check no longer finds is resolved (and what was found under the order's former list of
             // transactions: it is found again, above, under the current one).
@@ -362,7 +406,7 @@ public enum FindingStore {
                     UPDATE discrepancies SET status = 'resolved', resolved_at = now()
                     WHERE provider = $1 AND order_id IS NULL AND transaction_ref = $2 AND status IN ('open', 'acknowledged') AND NOT (kind = ANY($3))
                       AND \(FindingStore.checkKinds("kind"))
-                    """, [p, .text(transactionRef), .textArray(kinds)]), to: &resolves)
+                    """, [p, .text(transactionRef), .textArray(kinds)]), of: index, to: \.resolves)
                 if !plan.findings.isEmpty {
                     // An order that holds this transaction now (imported or linked meanwhile) must resolve the
                     // unknown_order on its next check, even if its last one left nothing open.
@@ -378,14 +422,18 @@ public enum FindingStore {
                         """, [p, .text(transactionRef)]))
                 }
             }
-            guard let order else { return }
+        }
+
+        /// What the plan supersedes and emits.
+        private mutating func addActions(_ plan: Plan, check: Check, index: Int, order: Order, evidence: PostgresValue) {
+            let p = PostgresValue.text(check.provider.rawValue)
             // Supersede first: the action that replaces one of the same kind is then the only pending one.
             if !plan.supersede.isEmpty {
                 append(PostgresStatement("""
                     UPDATE actions SET status = 'superseded', updated_at = now()
                     WHERE idempotency_key = ANY($1) AND status = 'pending' AND NOT in_doubt
                       AND (lease_expires_at IS NULL OR lease_expires_at < now())
-                    """, [.textArray(plan.supersede)]), to: &supersedes)
+                    """, [.textArray(plan.supersede)]), of: index, to: \.supersedes)
             }
             for a in plan.actions {
                 // A superseded key the plan wants again is pending again: the same row, the plan's amount.
@@ -399,9 +447,15 @@ public enum FindingStore {
                     WHERE actions.status = 'superseded' AND actions.sent_at IS NULL
                     """, [p, .text(order.orderID), .text(a.kind.rawValue), .int64(a.amount), .text(a.currency.code),
                           .int64(a.target), a.providerTarget.map { .text($0) } ?? .null, .text(a.idempotencyKey),
-                          a.transactionRef.map { .text($0) } ?? .null, evidence]), to: &actions)
+                          a.transactionRef.map { .text($0) } ?? .null, evidence]), of: index, to: \.actions)
             }
-            if let snapshot {
+        }
+
+        /// The snapshot as fetched (or, when the transaction is gone, the stored one marked), and the new aliases.
+        private mutating func addSnapshot(_ plan: Plan, check: Check, index: Int, order: Order, linkedAliases: Set<String>) throws {
+            let provider = check.provider, transactionRef = check.transactionRef
+            let p = PostgresValue.text(provider.rawValue)
+            if let snapshot = check.snapshot {
                 snapshotRows.append((index, provider.rawValue, order.orderID, transactionRef, check.snapshotJSON ?? encode(snapshot),
                                      try PostgresValue.timestampText(check.fetchedAt), !plan.findings.isEmpty))
                 // The stored snapshot's aliases were linked when it was stored (same transaction): only new ones are written.
