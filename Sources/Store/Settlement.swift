@@ -407,12 +407,35 @@ public enum SettlementStore {
         var result = Evaluated()
         _ = try tx.execute("SELECT pg_advisory_xact_lock(hashtext('payrecon.settlement'))")
         let p = PostgresValue.text(provider.rawValue)
-        let nowSeconds = Int64(now.timeIntervalSince1970)
         guard try tx.query("SELECT 1 FROM settlement_files WHERE provider = $1 LIMIT 1", [p]).first != nil else { return result }
-
         // The findings settlement should have open now (besides those new lines opened as they were stored).
+        let wanted = try missingMovements(provider: provider, now: Int64(now.timeIntervalSince1970), deadlineSeconds: deadlineSeconds, on: tx)
+            + (try filesNotAddingUp(provider: provider, on: tx)) + (try daysWithoutAFile(provider: provider, on: tx))
+        let settlementKinds = PostgresValue.textArray(DiscrepancyKind.settlementKinds.map(\.rawValue))
+        func key(_ orderID: String?, _ ref: String, _ kind: String) -> String { (orderID ?? "") + "\u{0}" + ref + "\u{0}" + kind }
+        var existing = Set<String>()
+        for row in try tx.query("""
+            SELECT order_id, transaction_ref, kind FROM discrepancies
+            WHERE provider = $1 AND status IN ('open', 'acknowledged') AND kind = ANY($2)
+            """, [p, settlementKinds]) {
+            existing.insert(key(try row.optionalString("order_id"), try row.string("transaction_ref"), try row.string("kind")))
+        }
+        for j in wanted where !existing.contains(key(j.orderID, j.transactionRef, j.finding.kind.rawValue)) {
+            result.opened[j.finding.kind, default: 0] += 1
+        }
+        for chunk in stride(from: 0, to: wanted.count, by: 5_000) {
+            try record(Array(wanted[chunk..<min(chunk + 5_000, wanted.count)]), provider: provider, on: tx)
+        }
+        result.resolved = try resolveWhatNoLongerHolds(wanted: wanted, provider: provider, on: tx)
+        return result
+    }
+
+    /// settlement_missing: the movements past the deadline that no line shows.
+    static func missingMovements(provider: Provider, now nowSeconds: Int64, deadlineSeconds: Int64, on tx: PostgresConnection) throws
+        -> [SettlementRules.Judged] {
+        let p = PostgresValue.text(provider.rawValue)
         var wanted: [SettlementRules.Judged] = []
-        // settlement_missing: movements past the deadline that no file of their own account lists, from that account's
+        // Movements past the deadline that no file of their own account lists, from that account's
         // first file's period on: an account no file was imported for is not judged, and one account's files neither
         // judge nor excuse another's movements. Where an account is not known the rule is the file-wide one: a
         // movement of no known account (a v1 sale's answer names no payee) is judged from the first file of any
@@ -439,7 +462,13 @@ public enum SettlementStore {
                              gross: try row.int64("gross_minor"), fee: try row.optionalInt64("fee_minor"), net: try row.optionalInt64("net_minor"))
             if let j = SettlementRules.missing(.init(m, orderID: try row.string("order_id")), now: nowSeconds, deadline: deadlineSeconds) { wanted.append(j) }
         }
-        // settlement_incomplete: each file with problems (the newest file of a name stands for it), each day with no file.
+        return wanted
+    }
+
+    /// settlement_incomplete: each file with problems (the newest file of a name stands for it).
+    static func filesNotAddingUp(provider: Provider, on tx: PostgresConnection) throws -> [SettlementRules.Judged] {
+        let p = PostgresValue.text(provider.rawValue)
+        var wanted: [SettlementRules.Judged] = []
         for row in try tx.query("""
             SELECT DISTINCT ON (coalesce(kind, name), coalesce(account, ''), coalesce(day::text, name)) id, name, problems
             FROM settlement_files WHERE provider = $1
@@ -454,6 +483,13 @@ public enum SettlementStore {
                                  detail: "settlement file \(name) does not add up: " + list.joined(separator: "; "), amountAtRisk: 0),
                 orderID: nil, transactionRef: "file:" + name, currency: nil, fileID: try row.int64("id")))
         }
+        return wanted
+    }
+
+    /// settlement_incomplete: each day with no file between the first and the last imported.
+    static func daysWithoutAFile(provider: Provider, on tx: PostgresConnection) throws -> [SettlementRules.Judged] {
+        let p = PostgresValue.text(provider.rawValue)
+        var wanted: [SettlementRules.Judged] = []
         // Days are judged per account and kind: a day with no STL between that account's first and last STL is missing
         // even when a TRR (or another account's file) covers it. A file of no known account covers its day for every
         // account; its own series is judged only while no file names an account (its account follows from the
@@ -476,21 +512,14 @@ public enum SettlementStore {
                                  detail: "no \(which) for \(day), a day between the first and the last imported", amountAtRisk: 0),
                 orderID: nil, transactionRef: Self.dayRef(day, kind: kind, account: account), currency: nil))
         }
+        return wanted
+    }
+
+    /// Resolves the open settlement findings no longer `wanted`, and those of lines that, judged again against what
+    /// payrecon knows now, no longer raise them; returns how many.
+    static func resolveWhatNoLongerHolds(wanted: [SettlementRules.Judged], provider: Provider, on tx: PostgresConnection) throws -> Int {
+        let p = PostgresValue.text(provider.rawValue)
         let settlementKinds = PostgresValue.textArray(DiscrepancyKind.settlementKinds.map(\.rawValue))
-        func key(_ orderID: String?, _ ref: String, _ kind: String) -> String { (orderID ?? "") + "\u{0}" + ref + "\u{0}" + kind }
-        var existing = Set<String>()
-        for row in try tx.query("""
-            SELECT order_id, transaction_ref, kind FROM discrepancies
-            WHERE provider = $1 AND status IN ('open', 'acknowledged') AND kind = ANY($2)
-            """, [p, settlementKinds]) {
-            existing.insert(key(try row.optionalString("order_id"), try row.string("transaction_ref"), try row.string("kind")))
-        }
-        for j in wanted where !existing.contains(key(j.orderID, j.transactionRef, j.finding.kind.rawValue)) {
-            result.opened[j.finding.kind, default: 0] += 1
-        }
-        for chunk in stride(from: 0, to: wanted.count, by: 5_000) {
-            try record(Array(wanted[chunk..<min(chunk + 5_000, wanted.count)]), provider: provider, on: tx)
-        }
         // What no longer holds is resolved: a missing or incomplete finding not wanted now, and a line's finding whose
         // lines, judged again against what payrecon knows now, no longer raise it.
         let wantedKeys = Set(wanted.map { "\($0.finding.kind.rawValue)\u{0}\($0.transactionRef)" })
@@ -515,10 +544,8 @@ public enum SettlementStore {
             let k = "\(o.kind)\u{0}\(o.ref)"
             return lineKinds.contains(o.kind) ? !stillHeld.contains(k) : !wantedKeys.contains(k)
         }.map(\.id)
-        if !gone.isEmpty {
-            result.resolved = try tx.execute("UPDATE discrepancies SET status = 'resolved', resolved_at = now() WHERE id = ANY($1)", [.int64Array(gone)])
-        }
-        return result
+        guard !gone.isEmpty else { return 0 }
+        return try tx.execute("UPDATE discrepancies SET status = 'resolved', resolved_at = now() WHERE id = ANY($1)", [.int64Array(gone)])
     }
 
     /// The transaction_ref of a day with no file: `day:2026-12-01`, with its kind and account where the files state them
