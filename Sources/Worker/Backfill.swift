@@ -136,72 +136,79 @@ public struct Backfill: Sendable {
         var checked = Set<String>()
         // Each list on its own: one the provider refuses (a permission not granted yet) does not keep the other unread.
         if let search {
-            let end = min(o.to, now - search.listingLagSeconds)
-            summary.readTo = max(summary.readTo, end)
-            // A provider that lists per account: the key's own, then each account payrecon's orders name, each with
-            // windows of its own (an account first named later is read from the start of the span then).
-            var scopes: [String?] = [nil]
-            if search.listsPerAccount {
-                scopes += try await pool.run { conn in
-                    try conn.query("SELECT DISTINCT merchant FROM orders WHERE provider = $1 AND merchant <> '' ORDER BY merchant",
-                                   [.text(o.provider.rawValue)]).map { try $0.string("merchant") }
-                }
-            }
-            do {
-                for scope in scopes {
-                    let source = scope.map { "\(Self.source):\($0)" } ?? Self.source, scoped = search.scoped(to: scope)
-                    for window in try await pending(source, from: o.from, to: end, maxWindow: search.maxWindowSeconds, provider: o.provider,
-                                                    rereadFrom: now - o.rereadSeconds) {
-                        guard let (gaps, again) = window else { summary.windowsSkipped += 1; progress(summary); continue }
-                        if again { summary.windowsReread += 1 }
-                        for (from, to) in gaps {
-                            try await read(from: from, to: to, search: scoped, source: source, options: o, checked: &checked, summary: &summary, log: log)
-                            progress(summary)
-                        }
-                    }
-                }
-            } catch Failure.refused(let why) {
-                summary.refused.append(why)
-            }
+            do { try await readTransactions(search, o, now: now, checked: &checked, summary: &summary, log: log, progress: progress) }
+            catch Failure.refused(let why) { summary.refused.append(why) }
         }
         if let events {
-            let end = min(o.to, now - events.listingLagSeconds)
-            summary.readTo = max(summary.readTo, end)
-            var from = o.from
-            if let history = events.historySeconds, now - history > from {
-                from = now - history; summary.eventsFromWhy = "\(o.provider.rawValue) keeps webhook events about \(history / 86_400 + 1) days"
-            }
-            if let kept = o.deliveriesKeptSeconds, now - kept > from {
-                from = now - kept; summary.eventsFromWhy = "payrecon prune keeps processed deliveries \(kept / 86_400) days (PAYRECON_RETAIN)"
-            }
-            if from > o.from { summary.eventsFrom = from }
-            do {
-                for window in try await pending(Self.eventsSource, from: from, to: end, maxWindow: events.maxWindowSeconds, provider: o.provider,
-                                                rereadFrom: now - o.rereadSeconds) {
-                    guard let (gaps, again) = window else { summary.eventWindowsSkipped += 1; progress(summary); continue }
-                    if again { summary.eventWindowsReread += 1 }
-                    for (from, to) in gaps {
-                        try await readEvents(from: from, to: to, list: events, options: o, summary: &summary)
-                        progress(summary)
-                    }
-                }
-            } catch Failure.refused(let why) {
-                summary.refused.append(why)
-            }
+            do { try await readEventList(events, o, now: now, summary: &summary, progress: progress) }
+            catch Failure.refused(let why) { summary.refused.append(why) }
         }
-        if !o.dryRun {
-            // What no run reads again is forgotten: made before the re-read span, with two days to spare (a window is a
-            // whole day, and a provider that lists by date lists its whole day when part of it is read again).
-            let forgetBefore = now - o.rereadSeconds - 2 * 86_400
-            try await pool.run { conn in
-                _ = try conn.execute("""
-                    DELETE FROM backfill_listed WHERE provider = $1
-                      AND (made_at < to_timestamp($2::bigint) OR (made_at IS NULL AND listed_at < to_timestamp($2::bigint)))
-                    """,
-                                     [.text(o.provider.rawValue), .int64(forgetBefore)])
-            }
-        }
+        if !o.dryRun { try await forgetListed(provider: o.provider, before: now - o.rereadSeconds - 2 * 86_400) }
         return summary
+    }
+
+    /// The transaction search's windows of the span not read yet (and those read again).
+    private func readTransactions(_ search: any TransactionSearching, _ o: Options, now: Int64, checked: inout Set<String>, summary: inout Summary,
+                                  log: Logger, progress: @Sendable (Summary) -> Void) async throws {
+        let end = min(o.to, now - search.listingLagSeconds)
+        summary.readTo = max(summary.readTo, end)
+        // A provider that lists per account: the key's own, then each account payrecon's orders name, each with
+        // windows of its own (an account first named later is read from the start of the span then).
+        var scopes: [String?] = [nil]
+        if search.listsPerAccount {
+            scopes += try await pool.run { conn in
+                try conn.query("SELECT DISTINCT merchant FROM orders WHERE provider = $1 AND merchant <> '' ORDER BY merchant",
+                               [.text(o.provider.rawValue)]).map { try $0.string("merchant") }
+            }
+        }
+        for scope in scopes {
+            let source = scope.map { "\(Self.source):\($0)" } ?? Self.source, scoped = search.scoped(to: scope)
+            for window in try await pending(source, from: o.from, to: end, maxWindow: search.maxWindowSeconds, provider: o.provider,
+                                            rereadFrom: now - o.rereadSeconds) {
+                guard let (gaps, again) = window else { summary.windowsSkipped += 1; progress(summary); continue }
+                if again { summary.windowsReread += 1 }
+                for (from, to) in gaps {
+                    try await read(from: from, to: to, search: scoped, source: source, options: o, checked: &checked, summary: &summary, log: log)
+                    progress(summary)
+                }
+            }
+        }
+    }
+
+    /// The webhook event list's windows of the span not read yet (and those read again), from what the provider and
+    /// PAYRECON_RETAIN keep.
+    private func readEventList(_ events: any EventListing, _ o: Options, now: Int64, summary: inout Summary,
+                               progress: @Sendable (Summary) -> Void) async throws {
+        let end = min(o.to, now - events.listingLagSeconds)
+        summary.readTo = max(summary.readTo, end)
+        var from = o.from
+        if let history = events.historySeconds, now - history > from {
+            from = now - history; summary.eventsFromWhy = "\(o.provider.rawValue) keeps webhook events about \(history / 86_400 + 1) days"
+        }
+        if let kept = o.deliveriesKeptSeconds, now - kept > from {
+            from = now - kept; summary.eventsFromWhy = "payrecon prune keeps processed deliveries \(kept / 86_400) days (PAYRECON_RETAIN)"
+        }
+        if from > o.from { summary.eventsFrom = from }
+        for window in try await pending(Self.eventsSource, from: from, to: end, maxWindow: events.maxWindowSeconds, provider: o.provider,
+                                        rereadFrom: now - o.rereadSeconds) {
+            guard let (gaps, again) = window else { summary.eventWindowsSkipped += 1; progress(summary); continue }
+            if again { summary.eventWindowsReread += 1 }
+            for (from, to) in gaps {
+                try await readEvents(from: from, to: to, list: events, options: o, summary: &summary)
+                progress(summary)
+            }
+        }
+    }
+
+    /// What no run reads again is forgotten: made before the re-read span, with two days to spare (a window is a whole
+    /// day, and a provider that lists by date lists its whole day when part of it is read again).
+    private func forgetListed(provider: Provider, before forgetBefore: Int64) async throws {
+        try await pool.run { conn in
+            _ = try conn.execute("""
+                DELETE FROM backfill_listed WHERE provider = $1
+                  AND (made_at < to_timestamp($2::bigint) OR (made_at IS NULL AND listed_at < to_timestamp($2::bigint)))
+                """, [.text(provider.rawValue), .int64(forgetBefore)])
+        }
     }
 
     static let eventsSource = "events"
@@ -517,18 +524,6 @@ public struct Backfill: Sendable {
         }
         let list = Self.ordersRows(items, search: search, summary: &summary)
         let owners = try await self.owners(list, search: search, provider: provider)
-        // Only what may work on a later try keeps the window open; the rest is reported, and the window recorded.
-        var failed = false
-        func note(_ result: OrderChecker.Result, _ what: String) {
-            switch result {
-            case .checked: break
-            case .transient(let reason, _):
-                failed = true
-                if summary.notChecked.count < 50 { summary.notChecked.append("\(what): \(reason) (its window is read again next run)") }
-            case .failed(let reason), .unreadable(let reason):
-                if summary.notChecked.count < 50 { summary.notChecked.append("\(what): \(reason)") }
-            }
-        }
         // The orders to re-check (each once per run), loaded in one trip, then checked `concurrency` at a time, as the
         // sweep checks them; then the transactions no order is known to hold, the same way.
         var orderIDs: [String] = [], unknown: [FoundTransaction] = []
@@ -539,6 +534,27 @@ public struct Backfill: Sendable {
                 unknown.append(item)
             }
         }
+        // Only what may work on a later try keeps the window open; the rest is reported, and the window recorded.
+        let ordersFailed = try await recheck(orderIDs, provider: provider, summary: &summary, log: log)
+        let unknownFailed = await checkUnheld(unknown, search: search, provider: provider, checked: &checked, summary: &summary, log: log)
+        return ordersFailed || unknownFailed
+    }
+
+    /// Notes a check's result in the summary; true when it may work on a later try (its window is read again).
+    static func note(_ result: OrderChecker.Result, _ what: String, summary: inout Summary) -> Bool {
+        switch result {
+        case .checked: return false
+        case .transient(let reason, _):
+            if summary.notChecked.count < 50 { summary.notChecked.append("\(what): \(reason) (its window is read again next run)") }
+            return true
+        case .failed(let reason), .unreadable(let reason):
+            if summary.notChecked.count < 50 { summary.notChecked.append("\(what): \(reason)") }
+            return false
+        }
+    }
+
+    /// The orders re-checked, `concurrency` at a time, as the sweep checks them; true when one may work on a later try.
+    private func recheck(_ orderIDs: [String], provider: Provider, summary: inout Summary, log: Logger) async throws -> Bool {
         // With what the checks read before they fetch (stored snapshot, links, actions), in the same trip, as the sweep
         // loads a page: a check that loads its own makes its round trips one order at a time.
         let toLoad = orderIDs
@@ -548,11 +564,20 @@ public struct Backfill: Sendable {
         }
         summary.ordersChecked += orders.count
         let checker = self.checker
+        var failed = false
         for (orderID, result) in await Self.concurrently(orders, limit: concurrency, { order in
             (order.orderID, await checker.check(order, known: known[order.orderID], log: log))
         }) {
-            note(result, "order \(orderID)")
+            if Self.note(result, "order \(orderID)", summary: &summary) { failed = true }
         }
+        return failed
+    }
+
+    /// Each listed transaction no order is known to hold, checked as a webhook naming it would be; true when one may
+    /// work on a later try.
+    private func checkUnheld(_ unknown: [FoundTransaction], search: any TransactionSearching, provider: Provider, checked: inout Set<String>,
+                             summary: inout Summary, log: Logger) async -> Bool {
+        var failed = false
         enum Outcome: Sendable { case steps([DeliveryProcessor.Step]), transient(String), permanent(String) }
         let processor = self.processor
         let outcomes = await Self.concurrently(unknown, limit: concurrency) { item -> (String, Outcome) in
@@ -581,10 +606,10 @@ public struct Backfill: Sendable {
                     switch step {
                     case .checked(let orderID, let result):
                         if checked.insert(orderID).inserted { summary.ordersChecked += 1 }
-                        note(result, "order \(orderID)")
+                        if Self.note(result, "order \(orderID)", summary: &summary) { failed = true }
                     case .unknown(let ref, let result):
                         summary.unknown += 1
-                        note(result, "transaction \(ref)")
+                        if Self.note(result, "transaction \(ref)", summary: &summary) { failed = true }
                     case .ignored: break
                     }
                 }

@@ -81,29 +81,56 @@ public final class QueueWorker: Sendable {
                             ["poll_s": configuration.pollSeconds])
             }
         }
+        let loops = startLoops(once: once)
+        defer { loops.signalStop(); wakeup.stop() }
+        logger.info("worker started", ["once": once])
+        await pump(once: once)
+        loops.signalStop()
+        _ = await loops.actions.value       // an action under way finishes and records its outcome
+        _ = await loops.flusher.value       // a flush it had begun is counted before the last one
+        await flushCompletions(force: true)
+        if let executor, configuration.executeActions, once { _ = await executor.executePending() }
+        let t = totals.withLock { $0 }
+        logger.info("worker stopped", ["done": t.done, "retried": t.retried, "dead": t.dead])
+        return t
+    }
+
+    /// What runs beside the deliveries while the worker works: lease renewal, the completions' flush, and actions.
+    struct Loops: Sendable {
+        final class Flags: Sendable { let flusherDone = Atomic<Bool>(false), actionsDone = Atomic<Bool>(false) }
+        let flags: Flags
+        let renewer: Task<Void, Never>, flusher: Task<Void, Never>, actions: Task<Void, Never>
+        func signalStop() {
+            renewer.cancel(); flags.flusherDone.store(true, ordering: .relaxed); flags.actionsDone.store(true, ordering: .relaxed)
+        }
+    }
+
+    private func startLoops(once: Bool) -> Loops {
+        let flags = Loops.Flags()
         let renewer = Task { await renewLeases() }
         // Stopped by a flag, not by cancelling it: a cancelled flush's pool.run fails with CancellationError, which
-        // logged "could not record completed deliveries" at the end of every `work --once` (harmless — the final flush
-        // records them — but a warning an operator would chase).
-        let flusherDone = Atomic<Bool>(false)
+        // would log "could not record completed deliveries" at the end of every `work --once` (harmless, since the
+        // final flush records them, but a warning an operator would chase).
         let flusher = Task { [self] in
-            while !flusherDone.load(ordering: .relaxed) {
+            while !flags.flusherDone.load(ordering: .relaxed) {
                 try? await Task.sleep(for: .milliseconds(Self.completionFlushMilliseconds))
                 await flushCompletions()
             }
         }
         // Actions run beside deliveries, in a loop of their own: a queue that is never empty does not starve them.
-        let actionsDone = Atomic<Bool>(false)
         let runsActions = !once && configuration.executeActions && executor != nil
-        let actionLoop = Task { [self] in
+        let actions = Task { [self] in
             guard runsActions, let executor else { return }
-            while !actionsDone.load(ordering: .relaxed) && !stopping.load(ordering: .relaxed) {
+            while !flags.actionsDone.load(ordering: .relaxed) && !stopping.load(ordering: .relaxed) {
                 let t = await executor.executePending()
                 if t.succeeded + t.failed == 0 { try? await Task.sleep(for: .milliseconds(Self.actionIdleMilliseconds)) }
             }
         }
-        defer { renewer.cancel(); flusherDone.store(true, ordering: .relaxed); actionsDone.store(true, ordering: .relaxed); wakeup.stop() }
-        logger.info("worker started", ["once": once])
+        return Loops(flags: flags, renewer: renewer, flusher: flusher, actions: actions)
+    }
+
+    /// Claims deliveries and handles them until stopped (or, with `once`, until nothing is due).
+    private func pump(once: Bool) async {
         // A pipeline, not batches: as soon as a delivery finishes, another is claimed, so one slow provider call
         // never holds up the deliveries behind it.
         // Claims come in chunks of at least a quarter batch: one claim (a round trip and a commit) per finished
@@ -147,15 +174,6 @@ public final class QueueWorker: Sendable {
             }
             await group.waitForAll()
         }
-        flusherDone.store(true, ordering: .relaxed)
-        actionsDone.store(true, ordering: .relaxed)
-        _ = await actionLoop.value       // an action under way finishes and records its outcome
-        _ = await flusher.value          // a flush it had begun is counted before the last one
-        await flushCompletions(force: true)
-        if let executor, configuration.executeActions, once { _ = await executor.executePending() }
-        let t = totals.withLock { $0 }
-        logger.info("worker stopped", ["done": t.done, "retried": t.retried, "dead": t.dead])
-        return t
     }
 
     /// How long the action loop waits after a pass that finished nothing (none due, or every one deferred: a provider
