@@ -70,11 +70,11 @@ let package = Package(
         // What every integration suite shares: blocking work off the cooperative pool, `eventually`.
         .target(name: "PayreconTesting", dependencies: ["Observability", "Receiver", "Store", "Reconciliation"], path: "Tests/PayreconTesting"),
         // The receiver in-process over in-memory storage: no database.
-        .testTarget(name: "ReceiverTests", dependencies: ["Receiver", "Providers", "HTTP", "Reconciliation", "PayreconTesting"]),
+        .testTarget(name: "ReceiverTests", dependencies: ["Receiver", "Providers", "HTTP", "Reconciliation", "Observability", "PayreconTesting"]),
         // The idle worker's transaction rate, read from pg_stat_database: a target of its own so that no other suite's
         // NOTIFY traffic reaches its LISTEN connection while it counts (scripts/test runs one target at a time).
         .testTarget(name: "PgBouncerTests", dependencies: ["Postgres", "Store", "PaysimCore", "HTTP", "Reconciliation", "PayreconTesting"]),
-        .testTarget(name: "IdleWorkerTests", dependencies: ["Worker", "Store", "Postgres", "Providers", "PayreconTesting"]),
+        .testTarget(name: "IdleWorkerTests", dependencies: ["Worker", "Store", "Postgres", "Providers", "Observability", "PayreconTesting"]),
         .testTarget(name: "IntegrationTests", dependencies: ["PayreconTesting", "Receiver", "Worker", "Store", "Providers", "Postgres", "HTTP", "Reconciliation", "Reporting", "Observability", "PaysimCore", "Wiring"]),
     ]
 )

@@ -83,7 +83,7 @@ public final class Receiver: Sendable {
     /// `expectedMigrations`: the versions of the migrations this payrecon ships; `/readyz` is 503 while the database
     /// lacks any of them.
     public convenience init(configuration: Configuration, endpoints: [any WebhookEndpoint], pool: PostgresPool,
-                            expectedMigrations: [String] = [], logger: Logger = Logger()) {
+                            expectedMigrations: [String] = [], logger: Logger) {
         self.init(configuration: configuration, endpoints: endpoints,
                   storage: PostgresReceiverStorage(pool: pool, statementTimeoutMilliseconds: Int((configuration.commitTimeoutSeconds * 1000).rounded(.up)),
                                                    expectedMigrations: expectedMigrations),
@@ -91,7 +91,7 @@ public final class Receiver: Sendable {
     }
 
     /// The receiver over any storage (`PostgresReceiverStorage` in production; an in-memory one in tests).
-    public init(configuration: Configuration, endpoints: [any WebhookEndpoint], storage: any ReceiverStorage, logger: Logger = Logger()) {
+    public init(configuration: Configuration, endpoints: [any WebhookEndpoint], storage: any ReceiverStorage, logger: Logger) {
         self.configuration = configuration
         self.logger = logger
         self.endpointTable = Mutex(Dictionary(uniqueKeysWithValues: endpoints.map { ($0.provider.rawValue, $0) }))

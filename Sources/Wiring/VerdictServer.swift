@@ -46,7 +46,7 @@ public final class VerdictService: Sendable {
     static let seconds = Metrics.shared.histogram("payrecon_verdict_seconds", help: "Verdict API latency, by provider",
                                                   buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10])
 
-    public init(pool: PostgresPool, checker: OrderChecker, maxChecks: Int = 16, maxWaiting: Int = 1024, logger: Logger = Logger()) {
+    public init(pool: PostgresPool, checker: OrderChecker, maxChecks: Int = 16, maxWaiting: Int = 1024, logger: Logger) {
         self.pool = pool; self.checker = checker; self.checks = AsyncSemaphore(permits: max(1, maxChecks))
         self.maxWaiting = max(0, maxWaiting); self.logger = logger
         for provider in Provider.allCases { Self.seconds.initialise([("provider", provider.rawValue)]) }
@@ -111,7 +111,7 @@ public final class VerdictService: Sendable {
         }
         guard let (order, known) = found else { return .unknownOrder }
         let checkedAt = Int64(Date().timeIntervalSince1970)
-        let (result, verdict, current) = await checker.verify(order, known: known, log: logger,
+        let (result, verdict, current) = await checker.verify(order, known: known, logger: logger,
                                                               fetched: { [self] in self.fetched(key: key, id: id) })
         if let verdict { return .verdict(VerdictReport(order: current, verdict: verdict, checkedAt: checkedAt)) }
         switch result {

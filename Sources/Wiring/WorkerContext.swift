@@ -25,7 +25,7 @@ public struct WorkerContext: Sendable {
     let transport: any ProviderTransport
     let limiters = RateLimiters()
 
-    public init(_ env: Environment, poolSize: Int = 8, maxConcurrentRequests: Int = 64, logger: Logger = Logger()) throws(ConfigurationError) {
+    public init(_ env: Environment, poolSize: Int = 8, maxConcurrentRequests: Int = 64, logger: Logger) throws(ConfigurationError) {
         self.logger = logger
         url = try env.databaseURL()
         transport = try Self.transport(env, maxConcurrentRequests: maxConcurrentRequests)

@@ -35,7 +35,7 @@ public final class ActionExecutor: Sendable {
     let inDoubtGraceSeconds: Double
 
     public init(pool: PostgresPool, gateway: ProviderGateway, checker: OrderChecker, leaseSeconds: Int = 120,
-                inDoubtGraceSeconds: Double = 120, logger: Logger = Logger()) {
+                inDoubtGraceSeconds: Double = 120, logger: Logger) {
         self.pool = pool; self.gateway = gateway; self.checker = checker; self.leaseSeconds = leaseSeconds
         self.inDoubtGraceSeconds = inDoubtGraceSeconds; self.logger = logger
     }
@@ -112,16 +112,16 @@ public final class ActionExecutor: Sendable {
     private func attempt(_ action: StoredAction, answers: AnswerLog) async -> ActionStatus {
         let log = logger.with(["provider": action.provider.rawValue, "order_id": action.orderID, "action": action.kind.rawValue,
                                "idempotency_key": action.idempotencyKey])
-        let lease = LeaseRenewal(pool: pool, action: action, leaseSeconds: leaseSeconds, log: log)
+        let lease = LeaseRenewal(pool: pool, action: action, leaseSeconds: leaseSeconds, logger: log)
         defer { lease.stop() }
 
         let api = gateway[action.provider]
         let stored: Stored?
         do { stored = try await self.stored(action) } catch {
-            return await finish(action, .init(.pending, error: "database: \(error)"), log: log)
+            return await finish(action, .init(.pending, error: "database: \(error)"), logger: log)
         }
         guard let stored else {
-            return await finish(action, .init(.superseded, error: "the order no longer exists", inDoubt: false), log: log)
+            return await finish(action, .init(.superseded, error: "the order no longer exists", inDoubt: false), logger: log)
         }
         var machine = ActionAttempt(ActionAttempt.Claim(
             inDoubt: action.inDoubt, sent: action.sentAt == nil ? nil : .init(amount: action.amount.minorUnits, providerTarget: action.providerTarget),
@@ -136,15 +136,15 @@ public final class ActionExecutor: Sendable {
             case .replan(let settling): step = machine.replanned(await replan(&run, settling: settling))
             case .keepEvidence(let decided, let planned):
                 run.evidenceID = await keepEvidence(action, order: run.order, answers: answers, checkedAt: run.checkedAt, decided: decided,
-                                                    plan: run.plan, planned: planned, log: log)
+                                                    plan: run.plan, planned: planned, logger: log)
                 step = machine.evidenceKept(run.evidenceID != nil)
             case .confirm(let call): step = machine.confirmed(await confirm(&run, call, api: api))
             case .call(let call): step = machine.called(await send(&run, call, api: api))
             case .record(let outcome):
                 lease.stop()   // a renewal landing after the record would overwrite its lease (a 429's wait)
-                step = machine.recorded(await record(action, outcome, log: log))
+                step = machine.recorded(await record(action, outcome, logger: log))
             case .recheck:
-                _ = await checker.check(run.order, log: log)   // the findings show what the provider holds now
+                _ = await checker.check(run.order, logger: log)   // the findings show what the provider holds now
                 step = machine.rechecked()
             case .done(let status):
                 if let fault = machine.fault { log.error("action attempt stopped on an unexpected step; nothing more recorded", ["fault": fault]) }
@@ -279,7 +279,7 @@ public final class ActionExecutor: Sendable {
     /// Keeps the answers this attempt read (a re-fetch, or what the provider said of a call in doubt) as evidence, always
     /// with their bodies; nil when the database could not keep them.
     func keepEvidence(_ action: StoredAction, order: Order, answers: AnswerLog, checkedAt: Date, decided: String, plan: Plan?,
-                      planned: Bool, log: Logger) async -> Int64? {
+                      planned: Bool, logger log: Logger) async -> Int64? {
         // Read here: a task-local is not seen on the pool's threads.
         let evidence = CheckContext.current.evidence(answers.exchanges)
         do {
@@ -343,7 +343,7 @@ public final class ActionExecutor: Sendable {
 
     /// Records the outcome under the claim's fence: kept, lost (another executor holds the action now, and decides),
     /// or failed (the database; the lease runs out and another attempt decides).
-    func record(_ action: StoredAction, _ outcome: ActionAttempt.Outcome, log: Logger) async -> ActionAttempt.Recorded {
+    func record(_ action: StoredAction, _ outcome: ActionAttempt.Outcome, logger log: Logger) async -> ActionAttempt.Recorded {
         do {
             let kept = try await pool.run {
                 try ActionStore.finish(id: action.id, attempt: action.attempts, status: outcome.status, providerRef: outcome.providerRef,
@@ -367,8 +367,8 @@ public final class ActionExecutor: Sendable {
     }
 
     /// Records an outcome decided outside an attempt (the order gone, the database out before it started).
-    private func finish(_ action: StoredAction, _ outcome: ActionAttempt.Outcome, log: Logger) async -> ActionStatus {
-        await record(action, outcome, log: log) == .kept ? outcome.status : .pending
+    private func finish(_ action: StoredAction, _ outcome: ActionAttempt.Outcome, logger log: Logger) async -> ActionStatus {
+        await record(action, outcome, logger: log) == .kept ? outcome.status : .pending
     }
 }
 
@@ -380,7 +380,7 @@ final class LeaseRenewal: Sendable {
     private let lost = Flag()
     private let task: Task<Void, Never>
 
-    init(pool: PostgresPool, action: StoredAction, leaseSeconds: Int, log: Logger) {
+    init(pool: PostgresPool, action: StoredAction, leaseSeconds: Int, logger log: Logger) {
         let lost = self.lost
         task = Task {
             let every = Duration.milliseconds(max(200, leaseSeconds * 1000 / 3))
@@ -467,7 +467,7 @@ extension ActionExecutor {
                 result = .retired(why)
             }
         } catch { return .notNow("database: \(error)") }
-        _ = await checker.check(order, log: logger)
+        _ = await checker.check(order, logger: logger)
         return result
     }
 }

@@ -121,7 +121,7 @@ public struct Backfill: Sendable {
 
     static let source = "transactions"
 
-    public func run(_ o: Options, now: Int64 = Int64(Date().timeIntervalSince1970), log: Logger = Logger(),
+    public func run(_ o: Options, now: Int64 = Int64(Date().timeIntervalSince1970), logger log: Logger,
                     progress: @Sendable (Summary) -> Void = { _ in }) async throws -> Summary {
         let api = checker.gateway[o.provider]
         let search = api.transactionSearch, events = api.eventList
@@ -136,7 +136,7 @@ public struct Backfill: Sendable {
         var checked = Set<String>()
         // Each list on its own: one the provider refuses (a permission not granted yet) does not keep the other unread.
         if let search {
-            do { try await readTransactions(search, o, now: now, checked: &checked, summary: &summary, log: log, progress: progress) }
+            do { try await readTransactions(search, o, now: now, checked: &checked, summary: &summary, logger: log, progress: progress) }
             catch Failure.refused(let why) { summary.refused.append(why) }
         }
         if let events {
@@ -149,7 +149,7 @@ public struct Backfill: Sendable {
 
     /// The transaction search's windows of the span not read yet (and those read again).
     private func readTransactions(_ search: any TransactionSearching, _ o: Options, now: Int64, checked: inout Set<String>, summary: inout Summary,
-                                  log: Logger, progress: @Sendable (Summary) -> Void) async throws {
+                                  logger log: Logger, progress: @Sendable (Summary) -> Void) async throws {
         let end = min(o.to, now - search.listingLagSeconds)
         summary.readTo = max(summary.readTo, end)
         // A provider that lists per account: the key's own, then each account payrecon's orders name, each with
@@ -168,7 +168,7 @@ public struct Backfill: Sendable {
                 guard let (gaps, again) = window else { summary.windowsSkipped += 1; progress(summary); continue }
                 if again { summary.windowsReread += 1 }
                 for (from, to) in gaps {
-                    try await read(from: from, to: to, search: scoped, source: source, options: o, checked: &checked, summary: &summary, log: log)
+                    try await read(from: from, to: to, search: scoped, source: source, options: o, checked: &checked, summary: &summary, logger: log)
                     progress(summary)
                 }
             }
@@ -320,7 +320,7 @@ public struct Backfill: Sendable {
     /// Reads [from, to) to its last page (in halves when too large), handles what it lists, and records it finished
     /// only when every page came back and they add up.
     private func read(from: Int64, to requested: Int64, search: any TransactionSearching, source: String, options o: Options, checked: inout Set<String>,
-                      summary: inout Summary, log: Logger) async throws {
+                      summary: inout Summary, logger log: Logger) async throws {
         var to = requested
         var items: [FoundTransaction] = []
         var cursor: String?, pages = 0, counted: Int?, clamped = false, seen = Set<String>()
@@ -333,8 +333,8 @@ public struct Backfill: Sendable {
                 guard to - from >= 120 else { return leave("the provider finds even two minutes too large to list") }
                 summary.halved += 1
                 let middle = from + (to - from) / 2
-                try await read(from: from, to: middle, search: search, source: source, options: o, checked: &checked, summary: &summary, log: log)
-                try await read(from: middle, to: to, search: search, source: source, options: o, checked: &checked, summary: &summary, log: log)
+                try await read(from: from, to: middle, search: search, source: source, options: o, checked: &checked, summary: &summary, logger: log)
+                try await read(from: middle, to: to, search: search, source: source, options: o, checked: &checked, summary: &summary, logger: log)
                 return
             case .found(.notYetAvailable):
                 summary.reach = min(summary.reach ?? from, from)
@@ -391,7 +391,7 @@ public struct Backfill: Sendable {
             summary.windowsRead += 1   // read to its end, not recorded
             return
         }
-        let failed = try await handle(fresh + unreadable, search: search, provider: o.provider, checked: &checked, summary: &summary, log: log)
+        let failed = try await handle(fresh + unreadable, search: search, provider: o.provider, checked: &checked, summary: &summary, logger: log)
         if failed { return leave("a check could not be made now (listed)") }
         summary.windowsRead += 1
         try await recordHandled(fresh, provider: o.provider)
@@ -514,7 +514,7 @@ public struct Backfill: Sendable {
     /// Each listed transaction's order re-checked (once per run), or the transaction checked as a webhook naming it
     /// would be. Returns whether something failed in a way worth reading the window again for.
     private func handle(_ items: [FoundTransaction], search: any TransactionSearching, provider: Provider, checked: inout Set<String>,
-                        summary: inout Summary, log: Logger) async throws -> Bool {
+                        summary: inout Summary, logger log: Logger) async throws -> Bool {
         // The ids payrecon knows, in one query: movements, links and transaction refs (the row's own id, or its
         // reference when that names a transaction or an order). A row matched by nothing else goes the way of a
         // webhook naming it, which links it to the order its answer names (purchase unit reference or custom id):
@@ -535,8 +535,8 @@ public struct Backfill: Sendable {
             }
         }
         // Only what may work on a later try keeps the window open; the rest is reported, and the window recorded.
-        let ordersFailed = try await recheck(orderIDs, provider: provider, summary: &summary, log: log)
-        let unknownFailed = await checkUnheld(unknown, search: search, provider: provider, checked: &checked, summary: &summary, log: log)
+        let ordersFailed = try await recheck(orderIDs, provider: provider, summary: &summary, logger: log)
+        let unknownFailed = await checkUnheld(unknown, search: search, provider: provider, checked: &checked, summary: &summary, logger: log)
         return ordersFailed || unknownFailed
     }
 
@@ -554,7 +554,7 @@ public struct Backfill: Sendable {
     }
 
     /// The orders re-checked, `concurrency` at a time, as the sweep checks them; true when one may work on a later try.
-    private func recheck(_ orderIDs: [String], provider: Provider, summary: inout Summary, log: Logger) async throws -> Bool {
+    private func recheck(_ orderIDs: [String], provider: Provider, summary: inout Summary, logger log: Logger) async throws -> Bool {
         // With what the checks read before they fetch (stored snapshot, links, actions), in the same trip, as the sweep
         // loads a page: a check that loads its own makes its round trips one order at a time.
         let toLoad = orderIDs
@@ -566,7 +566,7 @@ public struct Backfill: Sendable {
         let checker = self.checker
         var failed = false
         for (orderID, result) in await Self.concurrently(orders, limit: concurrency, { order in
-            (order.orderID, await checker.check(order, known: known[order.orderID], log: log))
+            (order.orderID, await checker.check(order, known: known[order.orderID], logger: log))
         }) {
             if Self.note(result, "order \(orderID)", summary: &summary) { failed = true }
         }
@@ -576,7 +576,7 @@ public struct Backfill: Sendable {
     /// Each listed transaction no order is known to hold, checked as a webhook naming it would be; true when one may
     /// work on a later try.
     private func checkUnheld(_ unknown: [FoundTransaction], search: any TransactionSearching, provider: Provider, checked: inout Set<String>,
-                             summary: inout Summary, log: Logger) async -> Bool {
+                             summary: inout Summary, logger log: Logger) async -> Bool {
         var failed = false
         enum Outcome: Sendable { case steps([DeliveryProcessor.Step]), transient(String), permanent(String) }
         let processor = self.processor
@@ -586,7 +586,7 @@ public struct Backfill: Sendable {
             case .found(let references):
                 var steps: [DeliveryProcessor.Step] = []
                 for reference in references {
-                    steps += await processor.check(reference, provider: provider, deliveryID: 0, answers: answers, log: log)
+                    steps += await processor.check(reference, provider: provider, deliveryID: 0, answers: answers, logger: log)
                 }
                 return (item.id, .steps(steps))
             case .notFound: return (item.id, .steps([]))

@@ -25,7 +25,7 @@ public struct DeliveryProcessor: Sendable {
     }
 
     /// `log` carries the delivery's context (`delivery_id`, `provider`); each check adds `order_id`.
-    public func process(_ delivery: QueuedDelivery, log: Logger = Logger()) async -> DeliveryAttempt.Result {
+    public func process(_ delivery: QueuedDelivery, logger log: Logger) async -> DeliveryAttempt.Result {
         let provider = delivery.provider
         let references: [EventReference]
         // The answers the event's resolution read (a subscription sale's own answer) are the evidence of an
@@ -45,46 +45,46 @@ public struct DeliveryProcessor: Sendable {
         }
         var steps: [Step] = []
         for reference in references {
-            steps += await check(reference, provider: provider, deliveryID: delivery.id, answers: answers, log: log)
+            steps += await check(reference, provider: provider, deliveryID: delivery.id, answers: answers, logger: log)
         }
         return Self.combine(steps, provider: provider)
     }
 
-    func check(_ reference: EventReference, provider: Provider, deliveryID: Int64, answers: [ProviderExchange] = [], log: Logger) async -> [Step] {
+    func check(_ reference: EventReference, provider: Provider, deliveryID: Int64, answers: [ProviderExchange] = [], logger log: Logger) async -> [Step] {
         let found: Found
         do { found = try await findOrders(reference, provider: provider) }
         catch { return [.checked(orderID: "?", .transient(reason: "database: \(error)", retryAfterSeconds: nil))] }
         if let unheld = found.unheld {
             // A subscription's payment that no renewal's period holds: reported once, counted on no order.
             return [.unknown(transactionRef: unheld.transactionRef,
-                             await checker.recordUnknown(provider: provider, unheld, exchanges: answers, log: log))]
+                             await checker.recordUnknown(provider: provider, unheld, exchanges: answers, logger: log))]
         }
         CheckContext.current.named?.add(found.orders.map(\.orderID))
         if !found.orders.isEmpty {
             var steps: [Step] = []
             for order in found.orders {
-                steps.append(.checked(orderID: order.orderID, await checker.check(order, known: found.known[order.orderID], log: log)))
+                steps.append(.checked(orderID: order.orderID, await checker.check(order, known: found.known[order.orderID], logger: log)))
             }
             return steps
         }
-        return await checkUnheld(reference, provider: provider, log: log)
+        return await checkUnheld(reference, provider: provider, logger: log)
     }
 
     /// A reference no stored order holds: looked up at its provider. Its own function, not inlined into `check`, so
     /// this rare path's values are not in the frame of every check (`check`'s was 6.7 KB: see `OrderChecker.makeCheck`).
     @inline(never)
-    func checkUnheld(_ reference: EventReference, provider: Provider, log: Logger) async -> [Step] {
+    func checkUnheld(_ reference: EventReference, provider: Provider, logger log: Logger) async -> [Step] {
         // Known only by an alias no order has: nothing to fetch it by.
         guard let ref = reference.transactionRef else {
             return [.ignored("\(provider.rawValue) transaction \(reference.alias ?? "?") is linked to no stored order")]
         }
-        switch await checker.checkUnknown(provider: provider, reference: reference, log: log) {
+        switch await checker.checkUnknown(provider: provider, reference: reference, logger: log) {
         case .checked(let result): return [.unknown(transactionRef: ref, result)]
         case .absent: return [.ignored("\(provider.rawValue) does not know transaction \(ref)")]
         case .ignored(let reason): return [.ignored(reason)]
         case .belongs(let order):
             CheckContext.current.named?.add([order.orderID])
-            return [.checked(orderID: order.orderID, await checker.check(order, log: log))]
+            return [.checked(orderID: order.orderID, await checker.check(order, logger: log))]
         case .modification(let parent, let link):
             // A modification made elsewhere (a PXP portal refund): link it to its parent's order and re-check that.
             var linked = reference
@@ -100,11 +100,11 @@ public struct DeliveryProcessor: Sendable {
                 let detail = "\(provider.rawValue) transaction \(ref) is a \(link.kind) of \(parent), which no stored order holds"
                 return [.unknown(transactionRef: ref, await checker.recordUnknown(
                     provider: provider, UnknownTransaction(transactionRef: ref, value: nil, state: link.state ?? "unknown", detail: detail),
-                    log: log))]
+                    logger: log))]
             }
             var steps: [Step] = []
             for order in parentOrders.orders {
-                steps.append(.checked(orderID: order.orderID, await checker.check(order, known: parentOrders.known[order.orderID], log: log)))
+                steps.append(.checked(orderID: order.orderID, await checker.check(order, known: parentOrders.known[order.orderID], logger: log)))
             }
             return steps
         }

@@ -99,7 +99,7 @@ public struct NightlyJob: Sendable {
         do {
             let summary = try await Backfill(pool: pool, checker: checker, concurrency: options.sweep.concurrency)
                 .run(.init(provider: provider, from: now - seconds, to: now, deliveriesKeptSeconds: options.deliveriesKeptSeconds,
-                           rereadSeconds: options.rereadSeconds), now: now, log: logger)
+                           rereadSeconds: options.rereadSeconds), now: now, logger: logger)
             return .ran(summary)
         } catch let failure as Backfill.Failure {
             switch failure {

@@ -99,10 +99,10 @@ public final class OrderChecker: Sendable {
     /// may be fulfilled now (`payrecon check`): nil when the check could not be made (the result says why).
     /// `order` in the answer is the order as stored when the verdict was decided (under its lock).
     /// `fetched` runs once the provider's answers are in (a request after it must not be given this check's answer).
-    public func verify(_ order: Order, known: Known? = nil, log: Logger = Logger(),
+    public func verify(_ order: Order, known: Known? = nil, logger log: Logger,
                        fetched: @escaping @Sendable () -> Void = {}) async -> (result: Result, verdict: Verdict?, order: Order) {
         let sink = VerdictSink(fetched: fetched)
-        let result = await Self.$verdictSink.withValue(sink) { await check(order, known: known, retried: false, log: log) }
+        let result = await Self.$verdictSink.withValue(sink) { await check(order, known: known, retried: false, logger: log) }
         let (verdict, current, committed) = sink.state.withLock { $0 }
         guard case .checked = result, committed, let verdict else { return (result, nil, order) }
         return (result, verdict, current ?? order)
@@ -110,11 +110,11 @@ public final class OrderChecker: Sendable {
 
     /// Checks `order`; `known` may be preloaded (the sweep), else it is read now.
     /// `log` is the caller's context; the checker adds `order_id` (and `provider`).
-    public func check(_ order: Order, known preloaded: Known? = nil, log: Logger = Logger()) async -> Result {
-        await check(order, known: preloaded, retried: false, log: log)
+    public func check(_ order: Order, known preloaded: Known? = nil, logger log: Logger) async -> Result {
+        await check(order, known: preloaded, retried: false, logger: log)
     }
 
-    func check(_ order: Order, known preloaded: Known?, retried: Bool, log: Logger) async -> Result {
+    func check(_ order: Order, known preloaded: Known?, retried: Bool, logger log: Logger) async -> Result {
         let log = log.with(["provider": order.provider.rawValue, "order_id": order.orderID])
         let known: Known
         if let preloaded { known = preloaded } else {
@@ -143,11 +143,11 @@ public final class OrderChecker: Sendable {
         let ownLinks = known.links.filter { $0.orderID == order.orderID }.count
         guard let result = await record(provider: order.provider, order: order, transactions: transactions, fetchedAt: fetchedAt,
                                         linksSeen: retried ? nil : ownLinks, exchanges: exchanges, linkedPayments: payments,
-                                        log: log) else {
+                                        logger: log) else {
             // A link was learned while this check fetched (the sweep preloads a page's links; another delivery may
             // have named a sale of the order): checked once more, with the links as they are now.
             log.debug("a link was learned during the check; checking again")
-            return await check(order, known: nil, retried: true, log: log)
+            return await check(order, known: nil, retried: true, logger: log)
         }
         return result
     }
@@ -238,7 +238,7 @@ public final class OrderChecker: Sendable {
 
     /// A transaction a webhook named that no stored order refers to: `unknown_order` if the provider has it (its
     /// provider may say instead that it is a modification of another transaction, or not a payment at all).
-    public func checkUnknown(provider: Provider, reference: EventReference, log: Logger = Logger()) async -> UnknownResult {
+    public func checkUnknown(provider: Provider, reference: EventReference, logger log: Logger) async -> UnknownResult {
         guard let transactionRef = reference.transactionRef else { return .absent }
         let log = log.with(["provider": provider.rawValue, "transaction_ref": transactionRef])
         let fetchedAt = Date()
@@ -248,9 +248,9 @@ public final class OrderChecker: Sendable {
         }
         switch outcome {
         case .found(.transaction(let s)):
-            return await checkUnknown(s, provider: provider, transactionRef: transactionRef, fetchedAt: fetchedAt, exchanges: exchanges, log: log)
+            return await checkUnknown(s, provider: provider, transactionRef: transactionRef, fetchedAt: fetchedAt, exchanges: exchanges, logger: log)
         case .found(.unreconcilable(let t)):
-            return .checked(await recordUnknown(provider: provider, t, exchanges: exchanges, log: log))
+            return .checked(await recordUnknown(provider: provider, t, exchanges: exchanges, logger: log))
         case .found(.ignored(let reason)): return .ignored(reason)
         case .found(.modification(let parent, let link)): return .modification(parent: parent, link: link)
         case .notFound:
@@ -265,7 +265,7 @@ public final class OrderChecker: Sendable {
     /// (`unknown_order`). Its own function, not inlined into `checkUnknown`, whose frame was 11.7 KB (see `makeCheck`).
     @inline(never)
     func checkUnknown(_ s: Snapshot, provider: Provider, transactionRef: String, fetchedAt: Date, exchanges: [ProviderExchange],
-                      log: Logger) async -> UnknownResult {
+                      logger log: Logger) async -> UnknownResult {
         if !s.orderReferences.isEmpty {
             // A retry the merchant has not recorded yet: linked to the order the provider's answer names.
             do {
@@ -287,12 +287,12 @@ public final class OrderChecker: Sendable {
             } catch { return .checked(.transient(reason: "database: \(error)", retryAfterSeconds: nil)) }
         }
         return .checked(await record(provider: provider, order: nil, transactions: [FetchedTransaction(transactionRef: transactionRef, snapshot: s)],
-                                     fetchedAt: fetchedAt, linksSeen: nil, exchanges: exchanges, log: log)!)
+                                     fetchedAt: fetchedAt, linksSeen: nil, exchanges: exchanges, logger: log)!)
     }
 
     /// Records `unknown_order` for a transaction payrecon cannot reconcile as an order (the detail says why).
     /// `exchanges`: the answers that showed it (kept as its evidence).
-    public func recordUnknown(provider: Provider, _ t: UnknownTransaction, exchanges: [ProviderExchange] = [], log: Logger = Logger()) async -> Result {
+    public func recordUnknown(provider: Provider, _ t: UnknownTransaction, exchanges: [ProviderExchange] = [], logger log: Logger) async -> Result {
         let finding = Planner.unknownOrder(provider: provider, transactionRef: t.transactionRef, value: t.value, state: t.state, detail: t.detail)
         do {
             var check = FindingStore.Check(
@@ -316,7 +316,7 @@ public final class OrderChecker: Sendable {
     /// `exchanges`: the answers the fetch used, kept as the check's evidence.
     @inline(never)
     func record(provider: Provider, order: Order?, transactions: [FetchedTransaction], fetchedAt: Date,
-                linksSeen: Int?, exchanges: [ProviderExchange], linkedPayments: [String] = [], log: Logger) async -> Result? {
+                linksSeen: Int?, exchanges: [ProviderExchange], linkedPayments: [String] = [], logger log: Logger) async -> Result? {
         // The check is built as it is queued, and its outcome read, in functions of their own: this frame holds only
         // what crosses the wait for the group (see `makeCheck`).
         let rechecks = linksSeen != nil && order != nil
@@ -330,7 +330,7 @@ public final class OrderChecker: Sendable {
             }
         } catch { return .transient(reason: "database: \(error)", retryAfterSeconds: nil) }
         if recorded != nil { sink?.state.withLock { $0.committed = true } }
-        return Self.result(of: recorded, rechecks: rechecks, log: log)
+        return Self.result(of: recorded, rechecks: rechecks, logger: log)
     }
 
     /// The check to record, built as it is queued (`CheckRecorder.record(building:)`), never in `record`'s frame.
@@ -381,7 +381,7 @@ public final class OrderChecker: Sendable {
 
     /// What a recorded check comes to; nil when it is to be checked again (`rechecks`: a link was learned meanwhile).
     @inline(never)
-    static func result(of recorded: CheckRecorder.Recorded, rechecks: Bool, log: Logger) -> Result? {
+    static func result(of recorded: CheckRecorder.Recorded, rechecks: Bool, logger log: Logger) -> Result? {
         guard let (outcome, plan) = recorded else {
             if rechecks { return nil }
             log.debug("check superseded by a newer one of the same order")

@@ -58,7 +58,7 @@ public final class QueueWorker: Sendable {
     static let minimumWaitSeconds = 0.05
 
     public init(configuration: Configuration, conninfo: String?, pool: PostgresPool, processor: DeliveryProcessor, executor: ActionExecutor?,
-                logger: Logger = Logger()) {
+                logger: Logger) {
         self.configuration = configuration; self.conninfo = conninfo; self.pool = pool; self.processor = processor
         self.executor = executor; self.logger = logger.with(["owner": configuration.owner])
         _ = Self.processedMetric   // registered now, so /metrics names the family before the first delivery
@@ -188,7 +188,7 @@ public final class QueueWorker: Sendable {
         let log = logger.with(["delivery_id": delivery.id, "provider": delivery.provider.rawValue])
         let named = NamedOrders()
         let result = await CheckContext.$current.withValue(CheckContext(source: "webhook", deliveryID: delivery.id, named: named)) {
-            await processor.process(delivery, log: log)
+            await processor.process(delivery, logger: log)
         }
         // A retry carries its delay; dead is the last attempt (no delay).
         let failure: (retryAfter: Double?, reason: String)

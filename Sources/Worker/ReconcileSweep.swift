@@ -35,7 +35,7 @@ public struct ReconcileSweep: Sendable {
 
     let logger: Logger
 
-    public init(pool: PostgresPool, checker: OrderChecker, logger: Logger = Logger()) {
+    public init(pool: PostgresPool, checker: OrderChecker, logger: Logger) {
         self.pool = pool; self.checker = checker; self.logger = logger
     }
 
@@ -73,7 +73,7 @@ public struct ReconcileSweep: Sendable {
                     inFlight += 1
                     group.addTask {
                         let result = await CheckContext.$current.withValue(CheckContext(source: "sweep", deliveryID: nil)) {
-                            await checker.check(order, known: orderKnown, log: log)
+                            await checker.check(order, known: orderKnown, logger: log)
                         }
                         state.withLock { s in
                             switch result {

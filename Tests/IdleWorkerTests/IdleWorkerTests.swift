@@ -1,4 +1,5 @@
 import Foundation
+import Observability
 import PayreconTesting
 import Postgres
 import Providers
@@ -112,7 +113,7 @@ private struct OwnDatabase: Sendable {
         return QueueWorker(configuration: .init(owner: "idle-" + UUID().uuidString.prefix(8), leaseSeconds: 30, batchSize: 8,
                                                 pollSeconds: pollSeconds, executeActions: true),
                            conninfo: url, pool: pool, processor: DeliveryProcessor(pool: pool, checker: checker),
-                           executor: ActionExecutor(pool: pool, gateway: gateway, checker: checker))
+                           executor: ActionExecutor(pool: pool, gateway: gateway, checker: checker, logger: Logger()), logger: Logger())
     }
 
     /// Transactions committed in this database, read from another one so the reading does not count.

@@ -1,4 +1,5 @@
 import Foundation
+import Observability
 import PaysimCore
 import PayreconTesting
 import Postgres
@@ -16,7 +17,7 @@ import Worker
     @Test func aPassLeavesNoActionLeased() async throws {
         try await WorkerHarness.with { h in
             try await h.seedPXPOrders(3)
-            for i in 0..<3 { _ = await h.checker.check(WorkerHarness.order(.pxp, "O-\(i)", ref: "TX-\(i)", amount: 2000)) }
+            for i in 0..<3 { _ = await h.checker.check(WorkerHarness.order(.pxp, "O-\(i)", ref: "TX-\(i)", amount: 2000), logger: Logger()) }
             #expect(try h.actions().count == 3)
             try await h.faults(#"{"error_rate":1.0}"#)   // every call transient: every action stays pending
             let totals = await h.executor.executePending()
@@ -34,7 +35,7 @@ import Worker
             try await h.seedPXP("TX-A", value: "20.00")
             let order = WorkerHarness.order(.pxp, "O-A", ref: "TX-A", amount: 2000)
             try h.insert(order)
-            _ = await h.checker.check(order)
+            _ = await h.checker.check(order, logger: Logger())
             // A slow PayPal makes the queue busy: 40 deliveries at 2 at a time, each fetch 400 ms.
             try await h.seedPayPal(#"{"id":"PP-B","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"5.00","captures":[{"id":"CAP-B"}]}"#)
             for _ in 0..<40 { _ = try h.storeWebhook(#"{"provider":"paypal","event_type":"CHECKOUT.ORDER.COMPLETED","order_id":"PP-B"}"#) }

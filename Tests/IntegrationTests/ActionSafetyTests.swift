@@ -1,4 +1,5 @@
 import Foundation
+import Observability
 import HTTP
 import PaysimCore
 import PayreconTesting
@@ -20,7 +21,7 @@ import Worker
         try await h.seedPayPal(#"{"id":"PP-1","intent":"AUTHORIZE","currency":"USD","amount":"20.00","authorizations":[{"id":"AUTH-1"}]}"#)
         let order = WorkerHarness.order(.paypal, "P1", ref: "PP-1", amount: 2000, currency: "USD", merchant: nil)
         try h.insert(order)
-        _ = await h.checker.check(order)
+        _ = await h.checker.check(order, logger: Logger())
         return order
     }
 
@@ -29,7 +30,7 @@ import Worker
         try await h.seedPXP("TX", value: "20.00")
         let order = WorkerHarness.order(.pxp, "O", ref: "TX", amount: amount)
         try h.insert(order)
-        _ = await h.checker.check(order)
+        _ = await h.checker.check(order, logger: Logger())
         return order
     }
 
@@ -46,13 +47,13 @@ import Worker
 
             order.amount = Money(minorUnits: 1500, currency: order.amount.currency)
             try h.insert(order)
-            _ = await h.checker.check(order)
+            _ = await h.checker.check(order, logger: Logger())
             #expect(try Self.pending(h) == ["pxp:O:capture:1500": 1500])
             #expect(try Self.status(h, "pxp:O:capture:2000") == .superseded)
 
             order.amount = Money(minorUnits: 2000, currency: order.amount.currency)
             try h.insert(order)
-            guard case .checked(let outcome, _) = await h.checker.check(order) else { Issue.record("check failed"); return }
+            guard case .checked(let outcome, _) = await h.checker.check(order, logger: Logger()) else { Issue.record("check failed"); return }
             #expect(try Self.pending(h) == ["pxp:O:capture:2000": 2000], "the capture the order calls for again is pending")
             #expect(try Self.status(h, "pxp:O:capture:1500") == .superseded)
             #expect(outcome.actionsEmitted == 1 && outcome.superseded == 1)
@@ -68,13 +69,13 @@ import Worker
             let before = WorkerHarness.order(.pxp, "O", ref: "TX", amount: 2000)
             try h.insert(before)
             try await h.faults(#"{"latency_ms":1500}"#)
-            let slow = Task { await h.checker.check(before) }   // its fetch is in flight for 1.5 s
+            let slow = Task { await h.checker.check(before, logger: Logger()) }   // its fetch is in flight for 1.5 s
             try await Task.sleep(for: .milliseconds(300))
             var after = before
             after.amount = Money(minorUnits: 1800, currency: before.amount.currency)
             try h.insert(after)
             try await h.faults(#"{"latency_ms":0}"#)
-            guard case .checked = await h.checker.check(after) else { Issue.record("fast check failed"); return }
+            guard case .checked = await h.checker.check(after, logger: Logger()) else { Issue.record("fast check failed"); return }
             let slowResult = await slow.value; guard case .checked = slowResult else { Issue.record("slow check failed: \(slowResult)"); return }
             #expect(try Self.pending(h) == ["pxp:O:capture:1800": 1800])
             // The stored snapshot is the newer one.
@@ -121,7 +122,7 @@ import Worker
             try await h.seedPayPal(#"{"id":"PP-1","intent":"AUTHORIZE","currency":"USD","amount":"20.00","authorizations":[{"id":"AUTH-1"}]}"#)
             var order = WorkerHarness.order(.paypal, "P1", ref: "PP-1", amount: 2000, currency: "USD", merchant: nil)
             try h.insert(order)
-            _ = await h.checker.check(order)
+            _ = await h.checker.check(order, logger: Logger())
             order.fulfilment = .cancelled
             try h.insert(order)   // the merchant cancels; no check has run since
             let totals = await h.executor.executePending()
@@ -140,8 +141,8 @@ import Worker
             _ = try await Self.plannedPayPalCapture(h)
             // A 3 s lease renewed every second. A CI run of the whole suite on 2 cores once stalled a renewal of a
             // 2 s lease past its end: a lapse the fence then handled (one call, b's), but not what this test is about.
-            let a = ActionExecutor(pool: h.pool, gateway: h.gateway, checker: h.checker, leaseSeconds: 3)
-            let b = ActionExecutor(pool: h.pool, gateway: h.gateway, checker: h.checker, leaseSeconds: 3)
+            let a = ActionExecutor(pool: h.pool, gateway: h.gateway, checker: h.checker, leaseSeconds: 3, logger: Logger())
+            let b = ActionExecutor(pool: h.pool, gateway: h.gateway, checker: h.checker, leaseSeconds: 3, logger: Logger())
             try await h.faults(#"{"latency_ms":4500}"#)   // the re-fetch and the call each outlast a 3 s lease
             let first = Task { await a.executePending() }
             try await Task.sleep(for: .milliseconds(3600))   // a's claim would have run out by now
@@ -179,7 +180,7 @@ import Worker
             try await h.seedPayPal(#"{"id":"PP-1","intent":"AUTHORIZE","currency":"USD","amount":"100.00","authorizations":[{"id":"AUTH-1"}]}"#)
             let order = WorkerHarness.order(.paypal, "P1", ref: "PP-1", amount: 8000, currency: "USD", merchant: nil)
             try h.insert(order)
-            _ = await h.checker.check(order)
+            _ = await h.checker.check(order, logger: Logger())
             #expect(await h.executor.executePending().succeeded == 1)
             let paypal = try await Self.paypalOrder(h, "PP-1")
             let payments = paypal["purchase_units"]?[0]?["payments"]
@@ -190,7 +191,7 @@ import Worker
             try await h.seedPXP("TX", value: "20.00")
             let pxp = WorkerHarness.order(.pxp, "O", ref: "TX", amount: 1500)
             try h.insert(pxp)
-            _ = await h.checker.check(pxp)
+            _ = await h.checker.check(pxp, logger: Logger())
             #expect(await h.executor.executePending().succeeded == 1)
             let modification = try #require(try await h.paysimLog(provider: "pxp").first)
             #expect(modification["result"] as? String == "applied")
@@ -206,7 +207,7 @@ import Worker
             let longID = "ORDER-" + String(repeating: "x", count: 120)
             let order = WorkerHarness.order(.paypal, longID, ref: "PP-1", amount: 2000, currency: "USD", merchant: nil)
             try h.insert(order)
-            _ = await h.checker.check(order)
+            _ = await h.checker.check(order, logger: Logger())
             let key = "paypal:\(longID):capture:2000"
             #expect(await h.executor.executePending().succeeded == 1)
             let sent = try #require(try await h.paysimLog(provider: "paypal").first?["idempotency_key"] as? String)
@@ -266,8 +267,8 @@ import Worker
             let whole = WorkerHarness.order(.paypal, "H1", ref: "PP-HUF", amount: 100_000, currency: "HUF", merchant: nil)
             let fractional = WorkerHarness.order(.paypal, "H2", ref: "PP-HUF2", amount: 100_050, currency: "HUF", merchant: nil)
             try h.insert(whole, fractional)
-            _ = await h.checker.check(whole)
-            _ = await h.checker.check(fractional)
+            _ = await h.checker.check(whole, logger: Logger())
+            _ = await h.checker.check(fractional, logger: Logger())
             #expect(try Self.pending(h) == ["paypal:H1:capture:100000": 100_000], "the capture with decimals is not planned")
             #expect(try h.openKinds(order: "H2") == ["action_not_allowed"])
             let detail = try h.database.count("SELECT count(*) FROM discrepancies WHERE order_id = 'H2' AND detail LIKE '%PayPal takes HUF without decimals%'")
@@ -276,7 +277,7 @@ import Worker
             let captured = try await Self.paypalOrder(h, "PP-HUF")["purchase_units"]?[0]?["payments"]?["captures"]?[0]?["amount"]?["value"]?.stringValue
             #expect(captured == "1000")
             // Read back: PayPal's "1000" is 100000 ISO minor units, so the order now matches.
-            #expect(await h.checker.check(whole) == .checked(CheckOutcome(), matched: true))
+            #expect(await h.checker.check(whole, logger: Logger()) == .checked(CheckOutcome(), matched: true))
         }
     }
 

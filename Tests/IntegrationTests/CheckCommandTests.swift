@@ -1,4 +1,5 @@
 import Foundation
+import Observability
 import PayreconTesting
 import Postgres
 import Reconciliation
@@ -71,7 +72,7 @@ import Worker
             try h.insert(cases.map(\.0))
             while await h.runOnce().done > 0 {}   // the dispute's event links it to its order
             for (order, expected) in cases {
-                let (_, verdict, _) = await h.checker.verify(order)
+                let (_, verdict, _) = await h.checker.verify(order, logger: Logger())
                 let got = try #require(verdict, "\(order.orderID): no verdict")
                 #expect(got.outcome == expected, "\(order.orderID): \(got.outcome) \(got.reasons)")
             }

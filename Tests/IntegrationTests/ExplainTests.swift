@@ -1,4 +1,5 @@
 import Foundation
+import Observability
 import PayreconTesting
 import Postgres
 import Providers
@@ -101,14 +102,14 @@ import Testing
     @Test func aFindingOpenedChangedThenResolvedShowsAllThreeAnswers() async throws {
         try await WorkerHarness.with { h in
             var order = try await Self.purchase(h, "O-1", ref: "TX-1", captured: "15.00", amount: 2000)
-            _ = await h.checker.check(order)                 // opened: captured 15.00 < 20.00
+            _ = await h.checker.check(order, logger: Logger())                 // opened: captured 15.00 < 20.00
             order.amount = Money(minorUnits: 1800, currency: order.amount.currency)
             try h.insert(order)
-            _ = await h.checker.check(order)                 // changed: 15.00 < 18.00
-            _ = await h.checker.check(order)                 // the same again: counted, nothing decided
+            _ = await h.checker.check(order, logger: Logger())                 // changed: 15.00 < 18.00
+            _ = await h.checker.check(order, logger: Logger())                 // the same again: counted, nothing decided
             order.amount = Money(minorUnits: 1500, currency: order.amount.currency)
             try h.insert(order)
-            _ = await h.checker.check(order)                 // resolved
+            _ = await h.checker.check(order, logger: Logger())                 // resolved
 
             let e = try Self.explain(h, .order(.pxp, "O-1"))
             #expect(e.checks.map(\.decided) == [["opened"], ["changed"], [], ["resolved"]], "\(e.checks.map(\.decided))")
@@ -142,7 +143,7 @@ import Testing
     @Test func aDecisionThatDoesNotReadIsSaidSo() async throws {
         try await WorkerHarness.with { h in
             let order = try await Self.purchase(h, "O-U", ref: "TX-U", captured: "15.00", amount: 2000)
-            _ = await h.checker.check(order)
+            _ = await h.checker.check(order, logger: Logger())
             let conn = try h.database.connect(); defer { conn.close() }
             _ = try conn.query("""
                 UPDATE evidence SET decision = jsonb_set(decision, '{decision,fired,0,row}', '"99"') WHERE order_id = 'O-U' AND decision IS NOT NULL
@@ -167,7 +168,7 @@ import Testing
             try await h.seedPXP("TX-A", value: "20.00")
             let order = WorkerHarness.order(.pxp, "O-A", ref: "TX-A", amount: 2000)
             try h.insert(order)
-            _ = await h.checker.check(order)
+            _ = await h.checker.check(order, logger: Logger())
             let totals = await h.executor.executePending()
             #expect(totals.succeeded == 1)
 
@@ -205,7 +206,7 @@ import Testing
             try await h.seedPXP("TX-S", intent: "Purchase", value: "20.00", state: "Captured")
             let order = WorkerHarness.order(.pxp, "O-S", ref: "TX-S", intent: .purchase, amount: 2000, refund: 500)
             try h.insert(order)
-            _ = await h.checker.check(order)
+            _ = await h.checker.check(order, logger: Logger())
             try await h.faults(#"{"drop_after_apply_rate":1.0}"#)
             _ = await h.executor.executePending()
             try await h.faults(#"{"drop_after_apply_rate":0}"#)
@@ -248,7 +249,7 @@ import Testing
         try await WorkerHarness.with { h in
             let clean = try await Self.purchase(h, "O-C", ref: "TX-C", captured: "20.00", amount: 2000)
             let short = try await Self.purchase(h, "O-D", ref: "TX-D", captured: "15.00", amount: 2000)
-            for _ in 0..<3 { _ = await h.checker.check(clean); _ = await h.checker.check(short) }
+            for _ in 0..<3 { _ = await h.checker.check(clean, logger: Logger()); _ = await h.checker.check(short, logger: Logger()) }
             let conn = try h.database.connect(); defer { conn.close() }
             func count(_ sql: String, _ order: String) throws -> Int64 {
                 try conn.query(sql, [.text(order)]).first?.int64("n") ?? -1
@@ -269,19 +270,19 @@ import Testing
     @Test func aChangedDetailMovesTheEvidenceWithIt() async throws {
         try await WorkerHarness.with(pendingMaxSeconds: 60) { h in
             let order = try await Self.purchase(h, "O-W", ref: "TX-W", captured: "15.00", amount: 2000)
-            _ = await h.checker.check(order)
+            _ = await h.checker.check(order, logger: Logger())
             var e = try Self.explain(h, .order(.pxp, "O-W"))
             let first = try #require(e.discrepancies.first { $0.kind == .amountMismatch })
             // The detail as an earlier check worded it.
             try h.execute("UPDATE discrepancies SET detail = detail || ' (as worded before)' WHERE kind = 'amount_mismatch'")
-            _ = await h.checker.check(order)
+            _ = await h.checker.check(order, logger: Logger())
             e = try Self.explain(h, .order(.pxp, "O-W"))
             let second = try #require(e.discrepancies.first { $0.kind == .amountMismatch })
             #expect(!second.detail.contains("as worded before") && second.evidenceID != first.evidenceID, "the evidence moved with the detail")
             let behind = try #require(e.checks.first { $0.evidenceID == second.evidenceID })
             #expect(behind.decided == ["changed"] && !behind.answers.isEmpty, "\(behind.decided)")
             // Found as it is now: nothing changed, the evidence stays.
-            _ = await h.checker.check(order)
+            _ = await h.checker.check(order, logger: Logger())
             e = try Self.explain(h, .order(.pxp, "O-W"))
             #expect(e.discrepancies.first { $0.kind == .amountMismatch }?.evidenceID == second.evidenceID && e.checks.last?.decided.isEmpty == true)
 
@@ -293,11 +294,11 @@ import Testing
                 """#)
             let pending = WorkerHarness.order(.paypercut, "SP", ref: "pi_sp", intent: .purchase, amount: 900, currency: "PLN", fulfilment: .open, merchant: nil)
             try h.insert(pending)
-            _ = await h.checker.check(pending)
+            _ = await h.checker.check(pending, logger: Logger())
             let stale = try #require(try Self.explain(h, .order(.paypercut, "SP")).discrepancies.first { $0.kind == .stalePending })
             #expect(stale.detail.contains("since "), "\(stale.detail)")
             try await Task.sleep(for: .milliseconds(1_100))
-            _ = await h.checker.check(pending)
+            _ = await h.checker.check(pending, logger: Logger())
             let again = try Self.explain(h, .order(.paypercut, "SP"))
             #expect(again.discrepancies.first { $0.kind == .stalePending }?.evidenceID == stale.evidenceID)
             #expect(again.checks.last?.decided.isEmpty == true, "\(again.checks.map(\.decided))")
@@ -312,7 +313,7 @@ import Testing
             try await h.seedPayPal(#"{"id":"PP-MV","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"30.00","captures":[{"id":"CAP-MV"}]}"#)
             let order = WorkerHarness.order(.paypal, "MV", ref: "PP-MV", intent: .purchase, amount: 3_000, currency: "USD", merchant: nil)
             try h.insert(order)
-            for _ in 0..<3 { _ = await h.checker.check(order) }
+            for _ in 0..<3 { _ = await h.checker.check(order, logger: Logger()) }
             let e = try Self.explain(h, .order(.paypal, "MV"))
             #expect(e.checks.count == 3 && e.discrepancies.isEmpty)
             #expect(e.checks.map(\.decided).sorted { $0.count > $1.count } == [["moved"], [], []], "\(e.checks.map(\.decided))")
@@ -326,17 +327,17 @@ import Testing
     @Test func aDiscrepancyFromBeforeEvidenceAdoptsTheNextCheck() async throws {
         try await WorkerHarness.with { h in
             let order = try await Self.purchase(h, "O-O", ref: "TX-O", captured: "15.00", amount: 2000)
-            _ = await h.checker.check(order)
+            _ = await h.checker.check(order, logger: Logger())
             try h.execute("UPDATE discrepancies SET evidence_id = NULL")
             try h.execute("DELETE FROM evidence")
             var e = try Self.explain(h, .order(.pxp, "O-O"))
             #expect(e.discrepancies.first?.evidenceID == nil && e.checks.isEmpty)
             #expect(try Self.explain(h, .discrepancy(e.discrepancies[0].id)).table().contains("no evidence: recorded before payrecon kept it"))
-            _ = await h.checker.check(order)
+            _ = await h.checker.check(order, logger: Logger())
             e = try Self.explain(h, .order(.pxp, "O-O"))
             let check = try #require(e.checks.first)
             #expect(e.discrepancies.first?.evidenceID == check.evidenceID && check.decided == ["adopted"] && check.answers.count == 1)
-            _ = await h.checker.check(order)
+            _ = await h.checker.check(order, logger: Logger())
             e = try Self.explain(h, .order(.pxp, "O-O"))
             #expect(e.checks.count == 2 && e.checks[1].decided.isEmpty && e.discrepancies.first?.evidenceID == check.evidenceID,
                     "adopted once; the next check finds it as it was")
@@ -348,7 +349,7 @@ import Testing
     @Test func theCheckBehindADiscrepancyIsShownPastTheNewestChecks() async throws {
         try await WorkerHarness.with { h in
             let order = try await Self.purchase(h, "O-M", ref: "TX-M", captured: "15.00", amount: 2000)
-            _ = await h.checker.check(order)
+            _ = await h.checker.check(order, logger: Logger())
             try h.execute("""
                 INSERT INTO evidence (provider, order_id, transaction_ref, checked_at, source, answer_hashes)
                 SELECT 'pxp', 'O-M', 'TX-M', now() + make_interval(secs => i), 'sweep', sha256('x'::bytea) FROM generate_series(1, 600) AS i
@@ -366,17 +367,17 @@ import Testing
         try await WorkerHarness.with { h in
             let open = try await Self.purchase(h, "O-P", ref: "TX-P", captured: "15.00", amount: 2000)
             var resolved = try await Self.purchase(h, "O-Q", ref: "TX-Q", captured: "20.00", amount: 2500)
-            _ = await h.checker.check(open); _ = await h.checker.check(open)
-            _ = await h.checker.check(resolved)                       // opened, then resolved below
+            _ = await h.checker.check(open, logger: Logger()); _ = await h.checker.check(open, logger: Logger())
+            _ = await h.checker.check(resolved, logger: Logger())                       // opened, then resolved below
             // An action that failed with its outcome unknown waits for an operator: the check that planned it stays.
             try await h.seedPXP("TX-R", value: "20.00")
             let capture = WorkerHarness.order(.pxp, "O-R", ref: "TX-R", amount: 2000)
             try h.insert(capture)
-            _ = await h.checker.check(capture)
+            _ = await h.checker.check(capture, logger: Logger())
             try h.execute("UPDATE actions SET status = 'failed', in_doubt = true")
             resolved.amount = Money(minorUnits: 2000, currency: resolved.amount.currency)
             try h.insert(resolved)
-            _ = await h.checker.check(resolved)
+            _ = await h.checker.check(resolved, logger: Logger())
             let conn = try h.database.connect(); defer { conn.close() }
             let kept = try #require(try conn.query("SELECT evidence_id FROM discrepancies WHERE order_id = 'O-P' AND status = 'open'", [])
                 .first?.optionalInt64("evidence_id"))
@@ -442,7 +443,7 @@ import Testing
             #expect(json["order_id"]?.stringValue == "O-F" && json["timeline"]?.arrayValue?.first?["event"]?.stringValue == "order")
             // --answers: how much of each answer the table quotes (the demo shows its entries whole with a short one).
             let short = try await Self.purchase(h, "O-Q2", ref: "TX-Q2", captured: "15.00", amount: 2000)
-            _ = await h.checker.check(short)
+            _ = await h.checker.check(short, logger: Logger())
             let quoted = try await PayreconProcess.launch(["explain", "--order", "pxp:O-Q2", "--answers", "40"], databaseURL: url)
             #expect(quoted.status == 0 && quoted.stdout.contains("bytes in all; --format json shows the whole answer"), "\(quoted.stdout)")
             let full = try await PayreconProcess.launch(["explain", "--order", "pxp:O-Q2"], databaseURL: url)

@@ -1,4 +1,5 @@
 import Foundation
+import Observability
 import HTTP
 import PaysimCore
 import PayreconTesting
@@ -30,7 +31,7 @@ import Worker
             try await h.seedPayPal(#"{"id":"PP-K","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"100.00","captures":[{"id":"CAP-K"}]}"#)
             let order = WorkerHarness.order(.paypal, "ORD-K", ref: "PP-K", intent: .purchase, amount: 10000, currency: "USD", refund: 3000, merchant: nil)
             try h.insert(order)
-            _ = await h.checker.check(order)
+            _ = await h.checker.check(order, logger: Logger())
             try await h.faults(#"{"drop_before_apply_rate":1.0}"#)
             _ = await h.executor.executePending()
             try await h.clearFaults()
@@ -50,7 +51,7 @@ import Worker
             #expect(try Self.statuses(h) == ["paypal:ORD-K:refund:3000": "superseded", "paypal:ORD-K:refund:3000:2": "succeeded"])
             let refunds = h.simulator.paypalRefunds(ofOrder: "PP-K").filter { $0.status == "COMPLETED" }.map(\.amount)
             #expect(refunds.reduce(0, +) == 3000, "30.00 in all, as the order wants: \(refunds)")
-            guard case .checked(_, let matched) = await h.checker.check(order) else { Issue.record("check failed"); return }
+            guard case .checked(_, let matched) = await h.checker.check(order, logger: Logger()) else { Issue.record("check failed"); return }
             #expect(matched)
         }
     }
@@ -63,7 +64,7 @@ import Worker
             try await h.admin("/admin/paypercut/intents", #"{"id":"pi_K","status":"succeeded","capture_method":"automatic","amount":2000,"currency":"EUR","amount_received":2000,"payment":{"status":"succeeded","amount_captured":2000}}"#)
             let order = WorkerHarness.order(.paypercut, "ORD-PK", ref: "pi_K", intent: .purchase, amount: 2000, currency: "EUR", refund: 700, merchant: nil)
             try h.insert(order)
-            _ = await h.checker.check(order)
+            _ = await h.checker.check(order, logger: Logger())
             let key = try #require(try h.actions().first?.idempotencyKey)
             // An earlier request under this key, with other parameters, reached Paypercut; payrecon's call is in doubt.
             // (On another path, so it moved no money: Paypercut refused it, and keeps the key as used.)
@@ -88,7 +89,7 @@ import Worker
             try await h.seedPXP("TX-M", intent: "Purchase", value: "20.00", state: "Captured")
             let order = WorkerHarness.order(.pxp, "O-M", ref: "TX-M", intent: .purchase, amount: 2000, refund: 1000)
             try h.insert(order)
-            _ = await h.checker.check(order)
+            _ = await h.checker.check(order, logger: Logger())
             let snapshot = try #require(await {
                 if case .found(let s) = await h.gateway[.pxp].snapshot(of: TransactionQuery(transactionRef: "TX-M", merchant: "M1", site: "S1")) { return s }
                 return nil
@@ -128,7 +129,7 @@ import Worker
             #expect(h.simulator.pxpTransactions().filter { $0.operation == "Capture" || $0.operation == "FinalCapture" }.count == 1)
             let sent = h.simulator.log.filter { $0.provider == "pxp" && $0.method == "POST" }.map(\.status)
             #expect(sent == [429, 200], "\(sent)")
-            guard case .checked(_, let matched) = await h.checker.check(order) else { Issue.record("check failed"); return }
+            guard case .checked(_, let matched) = await h.checker.check(order, logger: Logger()) else { Issue.record("check failed"); return }
             #expect(matched)
         }
     }
@@ -140,7 +141,7 @@ import Worker
             try await h.seedPayPal(#"{"id":"PP-L","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"100.00","captures":[{"id":"CAP-L"}]}"#)
             let order = WorkerHarness.order(.paypal, "ORD-L", ref: "PP-L", intent: .purchase, amount: 10000, currency: "USD", refund: 2500, merchant: nil)
             try h.insert(order)
-            _ = await h.checker.check(order)
+            _ = await h.checker.check(order, logger: Logger())
             // The call takes 1.5 s; meanwhile another executor takes the action over (its claim moves on).
             try await h.faults(#"{"latency_ms":1500}"#)
             let slow = Task { await h.executor.executePending() }

@@ -1,4 +1,5 @@
 import Foundation
+import Observability
 import PaysimCore
 import PayreconTesting
 import Providers
@@ -30,7 +31,7 @@ import Worker
         try await h.seedPXP("TX", intent: "Purchase", value: "20.00", state: "Captured")
         let order = WorkerHarness.order(.pxp, "O", ref: "TX", intent: .purchase, amount: 2000, refund: refund)
         try h.insert(order)
-        _ = await h.checker.check(order)
+        _ = await h.checker.check(order, logger: Logger())
         return order
     }
 
@@ -50,7 +51,7 @@ import Worker
             for _ in 0..<3 {
                 try h.execute("UPDATE actions SET lease_expires_at = NULL")
                 _ = await h.executor.executePending()
-                _ = await h.checker.check(order)
+                _ = await h.checker.check(order, logger: Logger())
             }
             #expect(try await Self.applied(h, operation: "Refund") == [500])
             let action = try #require(try h.actions().first)
@@ -79,7 +80,7 @@ import Worker
             order.refundAmount = 800
             try h.insert(order)
             for _ in 0..<3 {
-                _ = await h.checker.check(order)
+                _ = await h.checker.check(order, logger: Logger())
                 try h.execute("UPDATE actions SET lease_expires_at = NULL")
                 _ = await h.executor.executePending()
             }
@@ -106,12 +107,12 @@ import Worker
             try await h.seedPXP("TX-0", value: "10.00")
             let earlier = WorkerHarness.order(.pxp, "O-0", ref: "TX-0", amount: 1000)
             try h.insert(earlier)
-            _ = await h.checker.check(earlier)
+            _ = await h.checker.check(earlier, logger: Logger())
             #expect(await h.executor.executePending().succeeded == 1)
             var order = try await Self.capturedPurchase(h, refund: 0)
             order.refundAmount = 700
             try h.insert(order)
-            _ = await h.checker.check(order)
+            _ = await h.checker.check(order, logger: Logger())
             try await h.faults(#"{"drop_before_apply_rate":1.0}"#)
             _ = await h.executor.executePending()
             try await h.faults(#"{"drop_before_apply_rate":0}"#)
@@ -144,7 +145,7 @@ import Worker
             let first = await h.executor.executePending()
             #expect(first.deferred == 1 && first.failed == 0, "Pending is not a failure: \(first)")
             #expect(try h.actions().first?.status == .pending)
-            _ = await h.checker.check(order)   // looks the modification up: PXP shows it final now
+            _ = await h.checker.check(order, logger: Logger())   // looks the modification up: PXP shows it final now
             try h.execute("UPDATE actions SET lease_expires_at = NULL")
             _ = await h.executor.executePending()
             #expect(try h.actions().first?.status == .succeeded)
@@ -162,7 +163,7 @@ import Worker
             try await h.seedPXP("TX-0", value: "10.00")
             let earlier = WorkerHarness.order(.pxp, "O-0", ref: "TX-0", amount: 1000)
             try h.insert(earlier)
-            _ = await h.checker.check(earlier)
+            _ = await h.checker.check(earlier, logger: Logger())
             #expect(await patient.executePending().succeeded == 1)   // evidence that lookups find modifications
             let order = try await Self.capturedPurchase(h, refund: 700)
             _ = order
@@ -193,9 +194,9 @@ import Worker
             let order = WorkerHarness.order(.pxp, "O", ref: "TX", amount: 1000)
             try h.insert(order)
             let before = try await h.pool.run { try OrderChecker.known(provider: .pxp, orderIDs: ["O"], on: $0)["O"]! }
-            _ = await h.checker.check(order)
+            _ = await h.checker.check(order, logger: Logger())
             #expect(await h.executor.executePending().succeeded == 1)
-            _ = await h.checker.check(order, known: before)   // links as a sweep page read them before the capture
+            _ = await h.checker.check(order, known: before, logger: Logger())   // links as a sweep page read them before the capture
             let kinds = try h.openKinds(order: "O")
             #expect(kinds.isEmpty, "\(kinds)")
         }
@@ -211,7 +212,7 @@ import Worker
             let order = WorkerHarness.order(.pxp, "O", ref: "TX", amount: 2500)
             try h.insert(order)
             for _ in 0..<3 {
-                _ = await h.checker.check(order)
+                _ = await h.checker.check(order, logger: Logger())
                 _ = await h.executor.executePending()
             }
             #expect(try await Self.applied(h, operation: "Capture") == [2500], "\(behaviour)")

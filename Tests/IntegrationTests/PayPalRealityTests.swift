@@ -1,4 +1,5 @@
 import Foundation
+import Observability
 import PaysimCore
 import PayreconTesting
 import Postgres
@@ -98,7 +99,7 @@ import Worker
             #expect(await h.executor.executePending().succeeded == 1)
             order.refundAmount = 800
             try h.insert(order)
-            _ = await h.checker.check(order)
+            _ = await h.checker.check(order, logger: Logger())
             _ = await h.executor.executePending()
             let log = try await h.paysimLog(provider: "paypal").filter { $0["result"] as? String == "applied" }
             #expect(log.count == 2, "\(log)")
@@ -199,7 +200,7 @@ import Worker
             let order = WorkerHarness.order(.paypal, "ORD-RV", ref: "PP-RV", intent: .purchase, amount: 10000, currency: "USD", refund: 2500,
                                             merchant: nil)
             try h.insert(order)
-            guard case .checked(_, true) = await h.checker.check(order) else { Issue.record("not clean before the event"); return }
+            guard case .checked(_, true) = await h.checker.check(order, logger: Logger()) else { Issue.record("not clean before the event"); return }
             let body = #"""
                 {"id":"WH-RV-1","event_type":"PAYMENT.CAPTURE.REVERSED","resource_type":"refund","summary":"A payment was reversed",
                  "resource":{"id":"REF-RV","status":"COMPLETED","amount":{"currency_code":"USD","value":"25.00"},"note_to_payer":"Payment reversed",

@@ -1,4 +1,5 @@
 import Foundation
+import Observability
 import HTTP
 import PaysimCore
 import PayreconTesting
@@ -28,7 +29,7 @@ import Worker
             #expect(await h.executor.executePending().succeeded == 1)
             let calls = try await h.paysimLog(provider: "paypercut")
             #expect(calls.count == 1 && calls[0]["result"] as? String == "applied" && calls[0]["idempotency_key"] as? String == "paypercut:PC-1:capture:2000")
-            #expect(await h.checker.check(order) == .checked(CheckOutcome(), matched: true))
+            #expect(await h.checker.check(order, logger: Logger()) == .checked(CheckOutcome(), matched: true))
             // Executing again calls Paypercut no more.
             try h.execute("UPDATE actions SET status = 'pending'")
             _ = await h.executor.executePending()
@@ -50,8 +51,8 @@ import Worker
             #expect(summary.exitCode == 0)
             #expect(Set(try h.actions().map(\.idempotencyKey)) == ["paypercut:PC-V:void:0", "paypercut:PC-R:refund:1500"])
             #expect(await h.executor.executePending().succeeded == 2)
-            #expect(await h.checker.check(void) == .checked(CheckOutcome(), matched: true))
-            #expect(await h.checker.check(refund) == .checked(CheckOutcome(), matched: true))
+            #expect(await h.checker.check(void, logger: Logger()) == .checked(CheckOutcome(), matched: true))
+            #expect(await h.checker.check(refund, logger: Logger()) == .checked(CheckOutcome(), matched: true))
         }
     }
 
@@ -66,10 +67,10 @@ import Worker
             let order = WorkerHarness.order(.paypercut, "PC-B", ref: "pi_b", intent: .purchase, amount: 4900, currency: "PLN",
                                             fulfilment: .open, merchant: nil)
             try h.insert(order)
-            _ = await h.checker.check(order)
+            _ = await h.checker.check(order, logger: Logger())
             #expect(try h.openKinds(order: "PC-B").isEmpty, "20 minutes is not stale under 24h")
             let blik = OrderChecker(pool: h.pool, gateway: h.gateway, pendingWindows: try PendingWindows.parse("24h,blik=15m"))
-            _ = await blik.check(order)
+            _ = await blik.check(order, logger: Logger())
             #expect(try h.openKinds(order: "PC-B") == ["stale_pending"])
         }
     }
@@ -88,7 +89,7 @@ import Worker
             let delivery = try h.delivery(id)
             #expect(delivery.status == "pending" && delivery.lastError?.contains("Paypercut refused account 'acct_x'") == true,
                     "\(delivery.status): \(delivery.lastError ?? "-")")
-            guard case .failed(let reason) = await h.checker.check(order) else { Issue.record("the check did not fail"); return }
+            guard case .failed(let reason) = await h.checker.check(order, logger: Logger()) else { Issue.record("the check did not fail"); return }
             #expect(reason.hasPrefix("Paypercut refused account 'acct_x' (403 account_invalid): check the order's merchant and that "
                                      + "PAYPERCUT_SECRET_KEY may act for it"), "\(reason)")
             #expect(try h.discrepancies().isEmpty, "an account refusal is no finding, least of all missing_at_provider")
@@ -105,7 +106,7 @@ import Worker
                 """#)
             let order = WorkerHarness.order(.paypercut, "PC-1", ref: "pi_1", amount: 2000, currency: "EUR", merchant: "acct_2")
             try h.insert(order)
-            _ = await h.checker.check(order)
+            _ = await h.checker.check(order, logger: Logger())
             #expect(try h.openKinds(order: "PC-1") == ["missing_at_provider"])
         }
     }
@@ -122,7 +123,7 @@ import Worker
                               #"{"id":"pi_1","account":"acct_1","amount":2000,"currency":"EUR","capture_method":"manual","status":"requires_capture"}"#)
             let order = WorkerHarness.order(.paypercut, "PC-1", ref: "pi_1", amount: 2000, currency: "EUR", merchant: "acct_1")
             try h.insert(order)
-            _ = await h.checker.check(order)
+            _ = await h.checker.check(order, logger: Logger())
             let key = "paypercut:PC-1:capture:2000"
             #expect(try h.actions().map(\.idempotencyKey) == [key])
 
@@ -130,7 +131,7 @@ import Worker
             let api = ChangedBeforeTheCall(base: PaypercutProvider.API(client: PaypercutClientTests.client(h, retry: .standard))) {
                 guard case .found = await change(elsewhere) else { Issue.record("the change elsewhere failed"); return }
             }
-            let executor = ActionExecutor(pool: h.pool, gateway: ProviderGateway(ConfiguredProviders(apis: [.paypercut: api])), checker: h.checker)
+            let executor = ActionExecutor(pool: h.pool, gateway: ProviderGateway(ConfiguredProviders(apis: [.paypercut: api])), checker: h.checker, logger: Logger())
             let totals = await executor.executePending()
             #expect(totals.failed == 1 && totals.succeeded == 0 && totals.deferred == 0, "\(totals)")
             let action = try #require(try h.actions().first)
@@ -147,7 +148,7 @@ import Worker
 
             // No retry storm: a second pass, a check and another worker run call Paypercut with this key no more.
             #expect(await executor.executePending() == ActionExecutor.Totals())
-            _ = await h.checker.check(order)
+            _ = await h.checker.check(order, logger: Logger())
             #expect(await h.executor.executePending() == ActionExecutor.Totals())
             let calls = try await h.paysimLog(provider: "paypercut").filter { $0["idempotency_key"] as? String == key }
             #expect(calls.map { $0["status"] as? Int } == [status], "\(calls)")

@@ -1,5 +1,6 @@
 import PayreconTesting
 import Foundation
+import Observability
 import HTTP
 import PaysimCore
 import Postgres
@@ -29,7 +30,7 @@ struct PaysimWebhookTests {
             VerifyingEndpoint.paypal(try PayPalWebhookVerifier(
                 webhookID: config.paypalWebhookID, certificateSource: CachingCertificateSource(upstream: HTTPCertificateSource()),
                 trustRoots: roots, certURLPrefixes: [simURL + "/v1/notifications/certs/"])),
-        ], pool: pool)
+        ], pool: pool, logger: Logger())
         let port = try await offload { try receiver.start() }
         let target = "http://127.0.0.1:\(port)"
         let http = HTTPClient(configuration: .init(timeoutSeconds: 20))
@@ -85,7 +86,7 @@ struct PaysimWebhookTests {
         let database = try await offload { try TestDatabase.create() }
         let pool = PostgresPool(conninfo: database.url, size: 2, acquireTimeout: 5)
         let receiver = Receiver(configuration: .init(host: "127.0.0.1", port: 0, maxBodyBytes: 1 << 20, threads: 2),
-                                endpoints: [VerifyingEndpoint.pxp(try PXPWebhookVerifier(key: config.pxpWebhookKey))], pool: pool)
+                                endpoints: [VerifyingEndpoint.pxp(try PXPWebhookVerifier(key: config.pxpWebhookKey))], pool: pool, logger: Logger())
         let port = try await offload { try receiver.start() }
         let http = HTTPClient(configuration: .init(timeoutSeconds: 20))
         func admin(_ path: String, _ body: String) async throws -> HTTPClientResponse {

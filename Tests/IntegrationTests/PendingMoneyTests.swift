@@ -1,4 +1,5 @@
 import Foundation
+import Observability
 import PaysimCore
 import PayreconTesting
 import Postgres
@@ -28,7 +29,7 @@ import Worker
             let order = WorkerHarness.order(.paypal, "ORD-P", ref: "PP-PEND", intent: .purchase, amount: 10000, currency: "USD", refund: 3000,
                                             merchant: nil)
             try h.insert(order)
-            guard case .checked(_, let matched) = await h.checker.check(order) else { Issue.record("check failed"); return }
+            guard case .checked(_, let matched) = await h.checker.check(order, logger: Logger()) else { Issue.record("check failed"); return }
             #expect(matched, "R counts the pending refund: nothing is wrong")
             #expect(try h.actions().isEmpty, "no second refund of the pending money is planned")
             let conn = try h.database.connect(); defer { conn.close() }
@@ -38,7 +39,7 @@ import Worker
 
             // The refund fails at PayPal: it moved nothing, and the order still wants 30.00 back.
             try await h.admin("/admin/paypal/refunds", #"{"refund_id":"REF-P","status":"FAILED"}"#)
-            _ = await h.checker.check(order)
+            _ = await h.checker.check(order, logger: Logger())
             #expect(try h.actions().map { "\($0.idempotencyKey)=\($0.amount.minorUnits)" } == ["paypal:ORD-P:refund:3000=3000"])
             #expect(await h.executor.executePending().succeeded == 1)
             let refunds = Self.refundsAtPayPal(h, order: "PP-PEND")
@@ -57,20 +58,20 @@ import Worker
             var order = WorkerHarness.order(.paypal, "ORD-O", ref: "PP-OWN", intent: .purchase, amount: 10000, currency: "USD", refund: 3000,
                                             merchant: nil)
             try h.insert(order)
-            _ = await h.checker.check(order)
+            _ = await h.checker.check(order, logger: Logger())
             #expect(await h.executor.executePending().succeeded == 1)
             var refunds = Self.refundsAtPayPal(h, order: "PP-OWN")
             #expect(refunds.map(\.status) == ["PENDING"], "\(refunds)")
 
             order.refundAmount = 5000
             try h.insert(order)
-            _ = await h.checker.check(order)
+            _ = await h.checker.check(order, logger: Logger())
             let pending = try h.actions().filter { $0.status == .pending }
             #expect(pending.map { "\($0.idempotencyKey)=\($0.amount.minorUnits)" } == ["paypal:ORD-O:refund:5000=2000"])
             #expect(await h.executor.executePending().succeeded == 1)
             refunds = Self.refundsAtPayPal(h, order: "PP-OWN")
             #expect(refunds.map(\.value) == [3000, 2000], "50.00 in all goes back, never 80.00: \(refunds)")
-            guard case .checked(_, let matched) = await h.checker.check(order) else { Issue.record("check failed"); return }
+            guard case .checked(_, let matched) = await h.checker.check(order, logger: Logger()) else { Issue.record("check failed"); return }
             #expect(matched)
         }
     }
@@ -125,7 +126,7 @@ import Worker
             listed.transactionRefs = ["PP-C1", "PP-STORE2"]
             try OrderStore.upsert([listed], on: conn)
             #expect(try OrderStore.find(provider: .paypal, orderID: "ORD-C-1", on: conn)?.learned.isEmpty == true)
-            _ = await h.checker.check(try #require(try OrderStore.find(provider: .paypal, orderID: "ORD-C-1", on: conn)))
+            _ = await h.checker.check(try #require(try OrderStore.find(provider: .paypal, orderID: "ORD-C-1", on: conn)), logger: Logger())
             #expect(try h.actions().map { "\($0.idempotencyKey)=\($0.amount.minorUnits)" } == ["paypal:ORD-C-1:refund:8000:PP-STORE2=8000"])
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import Observability
 import PayreconTesting
 import Postgres
 import Reconciliation
@@ -274,7 +275,7 @@ import Worker
             #expect(try h.openKinds(order: "SUB-01").isEmpty)
             #expect(try h.openKinds(order: "SUB-02") == ["missing_at_provider"])
             #expect(try h.openKinds(order: "SUB-03").isEmpty)
-            let (_, verdict, _) = await h.checker.verify(upcoming)
+            let (_, verdict, _) = await h.checker.verify(upcoming, logger: Logger())
             #expect(verdict?.outcome == .wait && verdict?.reasons.contains { $0.contains("no sale in this period yet") } == true,
                     "\(String(describing: verdict))")
         }

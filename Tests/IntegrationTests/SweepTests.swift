@@ -1,5 +1,6 @@
 import PayreconTesting
 import Foundation
+import Observability
 import Postgres
 import Reconciliation
 import Store
@@ -25,8 +26,8 @@ struct SweepTests {
         try h.insert(WorkerHarness.order(.pxp, "A", ref: "TX-A", amount: 2000, fulfilment: .open),
                      WorkerHarness.order(.pxp, "B", ref: "TX-B", amount: 2000, fulfilment: .open), c, d,
                      WorkerHarness.order(.paypal, "E", ref: "PP-E", intent: .purchase, amount: 500, currency: "USD", merchant: nil))
-        _ = await h.checker.check(c)
-        _ = await h.checker.check(d)
+        _ = await h.checker.check(c, logger: Logger())
+        _ = await h.checker.check(d, logger: Logger())
         try h.execute("DELETE FROM snapshots")   // so a snapshot after the sweep means "the sweep checked it"
         try h.execute("UPDATE orders SET updated_at = now() - interval '10 days', created_at = now() - interval '10 days' WHERE order_id IN ('B', 'C', 'D')")
         #expect(try h.openKinds(order: "C") == ["amount_mismatch"])

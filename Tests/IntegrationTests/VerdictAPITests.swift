@@ -15,7 +15,7 @@ import Wiring
     /// A verdict server over the harness's database and checker; its base URL.
     static func serve(_ h: WorkerHarness, pool: PostgresPool? = nil, _ body: (String) async throws -> Void) async throws {
         let server = VerdictServer(host: "127.0.0.1", port: 0, token: Array(token.utf8),
-                                   service: VerdictService(pool: pool ?? h.pool, checker: h.checker))
+                                   service: VerdictService(pool: pool ?? h.pool, checker: h.checker, logger: Logger()))
         let port = try server.start()
         defer { server.stop() }
         try await body("http://127.0.0.1:\(port)")
@@ -114,7 +114,7 @@ import Wiring
             try await h.seedPXP("TX-SLASH", intent: "Purchase", state: "Captured")
             try h.insert(WorkerHarness.order(.pxp, "A/B", ref: "TX-SLASH", intent: .purchase, amount: 2000))
             let server = VerdictServer(host: "127.0.0.1", port: 0, token: Array(Self.token.utf8),
-                                       service: VerdictService(pool: h.pool, checker: h.checker), deadlineSeconds: 0.5)
+                                       service: VerdictService(pool: h.pool, checker: h.checker, logger: Logger()), deadlineSeconds: 0.5)
             let base = "http://127.0.0.1:\(try server.start())"
             defer { server.stop() }
             let ok = try await h.http.send(HTTPClientRequest(method: "GET", url: base + "/v1/orders/pxp/A%2FB/verdict",

@@ -1,5 +1,6 @@
 import PayreconTesting
 import Foundation
+import Observability
 import PaysimCore
 import Postgres
 import Reconciliation
@@ -70,7 +71,7 @@ struct WorkerTests {
             let system = try await h.seedPXP("TX-S", value: "20.00")
             var order = WorkerHarness.order(.pxp, "S", ref: "TX-S", amount: 2000, fulfilment: .open)
             try h.insert(order)
-            #expect(await h.checker.check(order) == .checked(CheckOutcome(), matched: true))   // learns the systemTransactionId
+            #expect(await h.checker.check(order, logger: Logger()) == .checked(CheckOutcome(), matched: true))   // learns the systemTransactionId
             order.fulfilment = .fulfilled
             try h.insert(order)
             let id = try h.store(.pxp, json: pxpEvent(system: system))
@@ -185,7 +186,7 @@ struct WorkerTests {
             let actions = try h.actions()
             #expect(Dictionary(uniqueKeysWithValues: actions.map { ($0.idempotencyKey, $0.amount.minorUnits) }) == row.actions)
             // Checking again changes nothing but the occurrence counts.
-            guard case .checked = await h.checker.check(row.order) else { Issue.record("second check failed"); return }
+            guard case .checked = await h.checker.check(row.order, logger: Logger()) else { Issue.record("second check failed"); return }
             #expect(try h.actions().count == actions.count)
             #expect(try h.discrepancies().allSatisfy { $0.occurrences == 2 && $0.status == "open" })
         }
@@ -249,7 +250,7 @@ struct WorkerTests {
             let claimed = try DeliveryQueue.claim(owner: "crashed", leaseSeconds: 1, limit: 10, on: conn)
             #expect(claimed.map(\.id) == [id])
             // The crashed worker got as far as checking the order (emitting the capture) before it died.
-            guard case .checked(let outcome, _) = await h.checker.check(order) else { Issue.record("check failed"); return }
+            guard case .checked(let outcome, _) = await h.checker.check(order, logger: Logger()) else { Issue.record("check failed"); return }
             #expect(outcome.actionsEmitted == 1)
 
             var done = 0
@@ -280,7 +281,7 @@ struct WorkerTests {
             #expect(log.filter { $0["result"] as? String == "applied" }.count == 1)
             #expect(log.count == 1, "the capture is sent once: \(log)")
             // The order is now captured in full: checking again emits nothing and finds nothing.
-            #expect(await h.checker.check(order) == .checked(CheckOutcome(), matched: true))
+            #expect(await h.checker.check(order, logger: Logger()) == .checked(CheckOutcome(), matched: true))
         }
     }
 
@@ -442,7 +443,7 @@ struct WorkerTests {
 
             let order = WorkerHarness.order(.pxp, "U", ref: "TX-U", amount: 2000, fulfilment: .open)
             try h.insert(order)
-            guard case .checked(let outcome, let matched) = await h.checker.check(order) else { Issue.record("check failed"); return }
+            guard case .checked(let outcome, let matched) = await h.checker.check(order, logger: Logger()) else { Issue.record("check failed"); return }
             #expect(matched && outcome.resolved == 1)
             let pxp = try #require(try h.discrepancies(.pxp).first)
             #expect(pxp.status == "resolved" && pxp.resolvedAt != nil)

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import HTTP
+import Observability
 import PayreconTesting
 import Providers
 import Receiver
@@ -21,7 +22,7 @@ import Testing
                              _ body: (String, InMemoryReceiverStorage, Receiver) async throws -> Void) async throws {
         let storage = InMemoryReceiverStorage()
         let endpoint = VerifyingEndpoint(provider: .pxp, webhook: PXPProvider.Webhook(verifier: try PXPWebhookVerifier(key: key)))
-        let receiver = Receiver(configuration: configuration, endpoints: [endpoint], storage: storage)
+        let receiver = Receiver(configuration: configuration, endpoints: [endpoint], storage: storage, logger: Logger())
         let port = try receiver.start()
         do { try await body("http://127.0.0.1:\(port)", storage, receiver) } catch { await offload { receiver.shutdown() }; throw error }
         await offload { receiver.shutdown() }
@@ -67,7 +68,7 @@ import Testing
         }
         let storage = InMemoryReceiverStorage()
         let endpoint = Recording(VerifyingEndpoint(provider: .pxp, webhook: PXPProvider.Webhook(verifier: try PXPWebhookVerifier(key: Self.key))))
-        let receiver = Receiver(configuration: .init(host: "127.0.0.1", port: 0, threads: 2), endpoints: [endpoint], storage: storage)
+        let receiver = Receiver(configuration: .init(host: "127.0.0.1", port: 0, threads: 2), endpoints: [endpoint], storage: storage, logger: Logger())
         let base = "http://127.0.0.1:\(try receiver.start())"
         let body = #"{"eventData":{"merchantTransactionId":"TX-T"}}"#
         let first = try await Self.pxp(base, body, requestID: "t-1")
@@ -259,7 +260,7 @@ import Testing
         let paypal = try PayPalWebhookVerifier(webhookID: "WH-ID", certificateSource: CachingCertificateSource(upstream: SlowSource()))
         let endpoints = [VerifyingEndpoint(provider: .pxp, webhook: PXPProvider.Webhook(verifier: try PXPWebhookVerifier(key: Self.key))),
                          VerifyingEndpoint(provider: .paypal, webhook: PayPalProvider.Webhook(verifier: paypal))]
-        let receiver = Receiver(configuration: .init(host: "127.0.0.1", port: 0, threads: 1), endpoints: endpoints, storage: storage)
+        let receiver = Receiver(configuration: .init(host: "127.0.0.1", port: 0, threads: 1), endpoints: endpoints, storage: storage, logger: Logger())
         let port = try receiver.start()
         defer { receiver.shutdown() }
         let base = "http://127.0.0.1:\(port)"
@@ -284,7 +285,7 @@ import Testing
         let storage = InMemoryReceiverStorage()
         let endpoint = VerifyingEndpoint(provider: .pxp, webhook: PXPProvider.Webhook(verifier: try PXPWebhookVerifier(key: Self.key)))
         let receiver = Receiver(configuration: .init(host: "127.0.0.1", port: 0, threads: 2, commitTimeoutSeconds: 0.5),
-                                endpoints: [endpoint], storage: storage)
+                                endpoints: [endpoint], storage: storage, logger: Logger())
         let port = try receiver.start()
         defer { receiver.shutdown() }
         let base = "http://127.0.0.1:\(port)"

@@ -1,4 +1,5 @@
 import Foundation
+import Observability
 import Providers
 
 /// A hand-written command table (swift-argument-parser can't be fetched here): each command declares its options
@@ -101,6 +102,9 @@ public struct ParsedArguments: Sendable {
     var flags: Set<String> = []
     public internal(set) var positionals: [String] = []
     public internal(set) var helpRequested = false
+    /// The process's logger, made here once (its level set from PAYRECON_LOG_LEVEL by `CLI.run`) and handed down to
+    /// every room the command builds.
+    public let logger = Logger()
 
     /// The option's value, read and checked; nil when it was not given.
     public func value<Value>(_ key: OptionKey<Value>) throws(UsageError) -> Value? {

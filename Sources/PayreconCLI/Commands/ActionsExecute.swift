@@ -15,7 +15,7 @@ let actionsExecuteCommand = Command(
         """
 ) { args in
     let env = try args.environment()
-    let context = try WorkerContext(env)
+    let context = try WorkerContext(env, logger: args.logger)
     try context.requireReadyDatabase(env)
     let executor = ActionExecutor(pool: context.pool, gateway: context.gateway, checker: context.checker,
                                   leaseSeconds: Int(try args.value(actionLease, default: 120)),

@@ -23,7 +23,7 @@ let actionsRetryCommand = Command(
         """
 ) { args in
     let env = try args.environment()
-    let context = try WorkerContext(env)
+    let context = try WorkerContext(env, logger: args.logger)
     defer { context.pool.close() }
     try context.requireReadyDatabase(env)
     let executor = ActionExecutor(pool: context.pool, gateway: context.gateway, checker: context.checker,

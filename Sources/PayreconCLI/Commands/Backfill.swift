@@ -59,14 +59,14 @@ let backfillCommand = Command(
     do { deliveriesKept = try RetentionPolicy.parse(env["PAYRECON_RETAIN"]).deliveriesSeconds } catch { throw UsageError("\(error)") }
     let reread = try env.duration("PAYRECON_BACKFILL_REREAD", default: "3d")
     let concurrency = try args.value(Options.concurrency, default: 16)
-    let context = try WorkerContext(env, poolSize: min(32, concurrency + 2), maxConcurrentRequests: concurrency)
+    let context = try WorkerContext(env, poolSize: min(32, concurrency + 2), maxConcurrentRequests: concurrency, logger: args.logger)
     defer { context.pool.close() }
     let terminal = isatty(STDERR_FILENO) == 1
     let summary: Backfill.Summary
     do {
         summary = try await Backfill(pool: context.pool, checker: context.checker, concurrency: concurrency)
             .run(.init(provider: provider, from: window.from, to: window.to, dryRun: args.flag(backfillDryRun),
-                       deliveriesKeptSeconds: deliveriesKept, rereadSeconds: reread), log: context.logger) { s in
+                       deliveriesKeptSeconds: deliveriesKept, rereadSeconds: reread), logger: context.logger) { s in
                 guard terminal else { return }
                 FileHandle.standardError.write(Data("\r\u{1B}[Kwindows \(s.windowsRead) read, \(s.windowsSkipped) done before  found \(s.found)  orders checked \(s.ordersChecked)  unknown \(s.unknown)  requests \(s.requests)  events \(s.eventsListed) listed, \(s.eventsStored) stored".utf8))
             }

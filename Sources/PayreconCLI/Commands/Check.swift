@@ -28,7 +28,7 @@ let checkCommand = Command(
     let parts = [provider.rawValue, orderID]
     let format = try args.value(checkFormat) ?? "table"
     let env = try args.environment()
-    let context = try WorkerContext(env, poolSize: 2, maxConcurrentRequests: 4)
+    let context = try WorkerContext(env, poolSize: 2, maxConcurrentRequests: 4, logger: args.logger)
     defer { context.pool.close() }
     let order: Order?
     do { order = try await context.pool.run { try OrderStore.find(provider: provider, orderID: parts[1], on: $0) } } catch {
@@ -38,7 +38,7 @@ let checkCommand = Command(
         throw FatalError("payrecon holds no \(provider.rawValue) order \(parts[1].terminalSafe): import it first (payrecon orders import)")
     }
     let checkedAt = Int64(Date().timeIntervalSince1970)
-    let (result, verdict, current) = await context.checker.verify(order, log: context.logger)
+    let (result, verdict, current) = await context.checker.verify(order, logger: context.logger)
     guard let verdict else {
         let why: String
         switch result {

@@ -42,7 +42,7 @@ let reconcileCommand = Command(
     if !backfills.isEmpty {
         do { options.deliveriesKeptSeconds = try RetentionPolicy.parse(env["PAYRECON_RETAIN"]).deliveriesSeconds } catch { throw UsageError("\(error)") }
     }
-    let context = try WorkerContext(env, poolSize: min(32, concurrency + 2), maxConcurrentRequests: concurrency)
+    let context = try WorkerContext(env, poolSize: min(32, concurrency + 2), maxConcurrentRequests: concurrency, logger: args.logger)
     defer { context.pool.close() }
     let terminal = isatty(STDERR_FILENO) == 1
     let job = NightlyJob(pool: context.pool, checker: context.checker, executor: context.executeActions ? context.executor : nil,

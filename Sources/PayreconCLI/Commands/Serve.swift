@@ -87,7 +87,7 @@ let serveCommand = Command(
                                                  requestTimeoutSeconds: Double(requestTimeout), trustedProxies: trustedProxies,
                                                  maxBodyBuffer: maxBodyBuffer, metricsHost: metricsAddress?.host,
                                                  metricsPort: metricsAddress?.port ?? 0),
-                            endpoints: endpoints, pool: pool, expectedMigrations: expected)
+                            endpoints: endpoints, pool: pool, expectedMigrations: expected, logger: args.logger)
     ProcessMetrics.register(version: CLI.version)
     PoolMetrics.register(pool)
     // payrecon_database_up, and one line when the database goes out of reach and one when it is back.

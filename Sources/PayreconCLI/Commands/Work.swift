@@ -39,7 +39,7 @@ let workCommand = Command(
     // Each delivery in flight needs a connection now and then (find, check, complete); checks are recorded in
     // groups on at most two. A quarter of the batch (at most 32): at --batch 256, 64 connections held 7 MiB more
     // than 36 for the same rate (scripts/bench-reconcile, worker 0.86-0.88 of the ideal either way).
-    let context = try WorkerContext(env, poolSize: min(32, batch / 4 + 4), maxConcurrentRequests: batch)
+    let context = try WorkerContext(env, poolSize: min(32, batch / 4 + 4), maxConcurrentRequests: batch, logger: args.logger)
     try context.requireReadyDatabase(env)
     let lease = try args.value(Options.lease, default: 60)
     let config = QueueWorker.Configuration(

@@ -1,5 +1,6 @@
 import PayreconTesting
 import Foundation
+import Observability
 import HTTP
 import PaysimCore
 import Postgres
@@ -191,7 +192,7 @@ final class WorkerHarness: @unchecked Sendable {
     }
 
     func sweep(since: Date? = nil, provider: Provider? = nil, concurrency: Int = 4) async throws -> ReconcileSweep.Summary {
-        try await ReconcileSweep(pool: pool, checker: checker).run(.init(since: since, provider: provider, concurrency: concurrency))
+        try await ReconcileSweep(pool: pool, checker: checker, logger: Logger()).run(.init(since: since, provider: provider, concurrency: concurrency))
     }
 
     // MARK: Reading state
