@@ -237,7 +237,7 @@ public final class Receiver: Sendable {
             : SenderAddress.resolve(peer: request.remoteAddress, forwardedFor: request.headers.values(for: "X-Forwarded-For"),
                                     trustedProxies: configuration.trustedProxies)
         let reject: @Sendable (Int, String, String) -> Void = { [self] status, code, message in
-            let own = rejections.record(Rejection(provider: provider.rawValue, reason: code, message: message, headers: headers,
+            let own = rejections.record(Rejection(provider: provider, reason: code, message: message, headers: headers,
                                                   body: request.body, bodyBytes: request.headers["content-length"].flatMap { Int64($0) },
                                                   remoteAddress: sender))
             metrics.delivery(provider, outcome: code)

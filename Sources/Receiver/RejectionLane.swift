@@ -1,6 +1,7 @@
 import Foundation
 import Observability
 import Providers
+import Reconciliation
 import Store
 import Synchronization
 
@@ -14,8 +15,8 @@ import Synchronization
 /// A flood of bad requests can therefore neither fill the disk nor make a genuine delivery wait or get 503: the lane
 /// flushes in its own short transactions on its own queue.
 final class RejectionLane: Sendable {
-    struct SampleKey: Hashable { var provider: String; var reason: String; var hour: Int64 }
-    struct DayKey: Hashable { var provider: String; var reason: String; var day: Int64 }
+    struct SampleKey: Hashable { var provider: Provider; var reason: String; var hour: Int64 }
+    struct DayKey: Hashable { var provider: Provider; var reason: String; var day: Int64 }
 
     private struct State {
         var counts: [RejectionCount.Key: Int64] = [:]
@@ -61,7 +62,7 @@ final class RejectionLane: Sendable {
 
     /// The summary line of a minute's rejections that were not logged one by one.
     static let logSummary: @Sendable (RejectionLogBudget.Summary) -> Void = { summary in
-        Log.warning("deliveries rejected without a line of their own", ["provider": summary.provider, "reason": summary.reason,
+        Log.warning("deliveries rejected without a line of their own", ["provider": summary.provider.rawValue, "reason": summary.reason,
             "not_logged": summary.suppressed, "minute": ISO8601.format(Date(timeIntervalSince1970: TimeInterval(summary.minute)))])
     }
 
@@ -101,7 +102,7 @@ final class RejectionLane: Sendable {
             // The first rejection this minute not logged on its own: its minute's summary is written when it ends.
             thread.after(Double(max(0, summaryDue - clock()))) { [self] in writeSummaries() }
         }
-        if !accepted { notRecorded.increment([("provider", r.provider), ("reason", r.reason)]) }
+        if !accepted { notRecorded.increment([("provider", r.provider.rawValue), ("reason", r.reason)]) }
         // Written at most once per `flushInterval`: a flood then updates each count row once a second, not once per
         // request (each update leaves a dead row version for vacuum; per request that was ~300 KiB a minute).
         if flush { thread.after(flushInterval) { [self] in self.flush() } }
@@ -144,15 +145,15 @@ final class RejectionLane: Sendable {
 }
 
 extension RejectionCount {
-    struct Key: Hashable { var provider: String; var reason: String; var source: String; var hour: Int64 }
+    struct Key: Hashable { var provider: Provider; var reason: String; var source: String; var hour: Int64 }
 }
 
 /// Which rejections get a log line of their own: the first `perMinute` of each (provider, reason) in each clock minute.
 /// The others are counted, and `ended(at:)` gives one summary per (provider, reason) whose minute is over. Pure: the
 /// lane holds it under its lock and passes the time in.
 struct RejectionLogBudget: Sendable {
-    struct Key: Hashable, Sendable { var provider: String; var reason: String }
-    struct Summary: Sendable, Equatable { var provider: String; var reason: String; var minute: Int64; var suppressed: Int }
+    struct Key: Hashable, Sendable { var provider: Provider; var reason: String }
+    struct Summary: Sendable, Equatable { var provider: Provider; var reason: String; var minute: Int64; var suppressed: Int }
     private struct Window { var minute: Int64; var logged: Int; var suppressed: Int }
 
     let perMinute: Int
@@ -161,7 +162,7 @@ struct RejectionLogBudget: Sendable {
 
     /// Whether a rejection at `now` (unix seconds) gets its own line; `summaryAt`, when it is the first of its minute
     /// not to: the time its minute's summary is due.
-    mutating func admit(provider: String, reason: String, at now: Int64) -> (log: Bool, summaryAt: Int64?) {
+    mutating func admit(provider: Provider, reason: String, at now: Int64) -> (log: Bool, summaryAt: Int64?) {
         let key = Key(provider: provider, reason: reason)
         let minute = now / 60 * 60
         var window = windows[key] ?? Window(minute: minute, logged: 0, suppressed: 0)
@@ -189,7 +190,7 @@ struct RejectionLogBudget: Sendable {
             }
             windows[key] = nil
         }
-        return out.sorted { ($0.minute, $0.provider, $0.reason) < ($1.minute, $1.provider, $1.reason) }
+        return out.sorted { ($0.minute, $0.provider.rawValue, $0.reason) < ($1.minute, $1.provider.rawValue, $1.reason) }
     }
 }
 

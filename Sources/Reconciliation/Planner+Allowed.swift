@@ -9,7 +9,8 @@ extension Planner.Check {
 
     /// What an action acts on: the provider's id, and (with several transactions) which of the order's.
     struct Target {
-        var provider: String?
+        /// The provider's own id of what is acted on (a capture's authorization, a refund's capture).
+        var providerID: String?
         var transactionRef: String?
         /// The transaction's own total for the action before it (captured for a capture, authorised for an
         /// increment): a key's target is this plus the action's amount.
@@ -144,7 +145,7 @@ extension Planner.Check {
 
     private func permission(_ capability: Capability, _ part: Snapshot, total: Int64 = 0) -> Permission<Target> {
         switch capability {
-        case .allowed(let target): .allowed(Target(provider: target, transactionRef: ref(part), total: total))
+        case .allowed(let target): .allowed(Target(providerID: target, transactionRef: ref(part), total: total))
         case .denied(let reason), .unsupported(let reason): .denied(reason)
         }
     }

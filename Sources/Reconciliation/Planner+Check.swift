@@ -245,7 +245,7 @@ extension Planner {
         }
 
         mutating func emit(_ kind: ActionKind, amount: Int64, target: Int64, on t: Target) {
-            emit(kind, amount: amount, target: target, providerTarget: t.provider, transactionRef: t.transactionRef)
+            emit(kind, amount: amount, target: target, providerTarget: t.providerID, transactionRef: t.transactionRef)
         }
 
         mutating func emit(_ kind: ActionKind, amount: Int64, target: Int64, providerTarget: String?, transactionRef: String? = nil) {

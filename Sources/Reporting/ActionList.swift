@@ -5,7 +5,7 @@ import Reconciliation
 /// One planned action, ready to render.
 public struct ActionRow: Sendable, Equatable {
     public var id: Int64
-    public var provider: String
+    public var provider: Provider
     public var orderID: String
     /// `capture`, `void`, `refund`, `increment`.
     public var action: String
@@ -23,7 +23,7 @@ public struct ActionRow: Sendable, Equatable {
     public var lastError: String?
     public var attempts: Int
 
-    public init(id: Int64, provider: String, orderID: String, action: String, amount: Int64, currency: Currency,
+    public init(id: Int64, provider: Provider, orderID: String, action: String, amount: Int64, currency: Currency,
                 status: String, idempotencyKey: String, createdAt: Date, target: Int64 = 0, providerTarget: String? = nil,
                 providerRef: String? = nil, lastError: String? = nil, attempts: Int = 0) {
         self.id = id; self.provider = provider; self.orderID = orderID; self.action = action; self.amount = amount
@@ -43,7 +43,7 @@ public enum ActionList {
         var out = JSONValue.array(rows.map { r in
             .object([
                 ("id", .number(String(r.id))),
-                ("provider", .string(r.provider)),
+                ("provider", .string(r.provider.rawValue)),
                 ("order_id", .string(r.orderID)),
                 ("action", .string(r.action)),
                 ("amount", .string(r.formattedAmount)),
@@ -76,7 +76,7 @@ public enum ActionList {
             case "superseded": .dim
             default: .none
             }
-            table.append([String(r.id), r.provider, r.orderID, r.action, r.formattedAmount, r.currency.code, r.status,
+            table.append([String(r.id), r.provider.rawValue, r.orderID, r.action, r.formattedAmount, r.currency.code, r.status,
                           Timestamp.minutes(r.createdAt), r.idempotencyKey, r.lastError ?? ""], style: style)
         }
         table.indent = ""

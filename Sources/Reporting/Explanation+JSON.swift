@@ -79,7 +79,7 @@ extension Explanation {
             }
         }
         return .object([
-            ("generated_at", time(generatedAt)), ("provider", .string(provider)), ("order_id", text(orderID)),
+            ("generated_at", time(generatedAt)), ("provider", .string(provider.rawValue)), ("order_id", text(orderID)),
             ("transaction_ref", .string(transactionRef)), ("discrepancy", subject.map(discrepancy) ?? .null),
             ("timeline", .array(timelineValue)), ("checks_left_out", .number(String(checksLeftOut))),
         ])

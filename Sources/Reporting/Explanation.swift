@@ -5,7 +5,7 @@ import Reconciliation
 
 public struct Explanation: Sendable, Equatable {
     public var generatedAt: Date
-    public var provider: String
+    public var provider: Provider
     /// nil: a transaction no order holds (`unknown_order`).
     public var orderID: String?
     public var transactionRef: String
@@ -21,7 +21,7 @@ public struct Explanation: Sendable, Equatable {
     public var discrepancies: [DiscrepancyLine]
     public var actions: [Action]
 
-    public init(generatedAt: Date, provider: String, orderID: String?, transactionRef: String, subject: DiscrepancyLine? = nil,
+    public init(generatedAt: Date, provider: Provider, orderID: String?, transactionRef: String, subject: DiscrepancyLine? = nil,
                 order: OrderVersion? = nil, replaced: [OrderVersion] = [], deliveries: [Delivery] = [], checks: [Check] = [],
                 checksLeftOut: Int = 0, discrepancies: [DiscrepancyLine] = [], actions: [Action] = []) {
         self.generatedAt = generatedAt; self.provider = provider; self.orderID = orderID; self.transactionRef = transactionRef

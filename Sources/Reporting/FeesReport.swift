@@ -6,7 +6,7 @@ import Reconciliation
 
 /// One provider, currency and day. Sums are exact 128-bit minor units.
 public struct FeeDay: Sendable, Equatable {
-    public var provider: String
+    public var provider: Provider
     public var currency: Currency
     /// `YYYY-MM-DD` (UTC).
     public var day: String
@@ -15,7 +15,7 @@ public struct FeeDay: Sendable, Equatable {
     /// Captures whose answer stated no fee: their fee and net are missing from `fees` and `net`.
     public var withoutFee: Int
 
-    public init(provider: String, currency: Currency, day: String, captured: Int128, refunded: Int128, reversed: Int128 = 0,
+    public init(provider: Provider, currency: Currency, day: String, captured: Int128, refunded: Int128, reversed: Int128 = 0,
                 fees: Int128, net: Int128, movements: Int, withoutFee: Int = 0) {
         self.provider = provider; self.currency = currency; self.day = day; self.captured = captured; self.refunded = refunded
         self.reversed = reversed; self.fees = fees; self.net = net; self.movements = movements; self.withoutFee = withoutFee
@@ -26,13 +26,13 @@ public struct FeeDay: Sendable, Equatable {
 
 public struct FeesReport: Sendable, Equatable {
     public var generatedAt: Date
-    public var provider: String?
+    public var provider: Provider?
     /// As typed (`30d`), the window the days fall in.
     public var since: String
     /// Newest day first, then provider and currency.
     public var days: [FeeDay]
 
-    public init(generatedAt: Date, provider: String? = nil, since: String, days: [FeeDay]) {
+    public init(generatedAt: Date, provider: Provider? = nil, since: String, days: [FeeDay]) {
         self.generatedAt = generatedAt; self.provider = provider; self.since = since; self.days = days
     }
 
@@ -40,13 +40,13 @@ public struct FeesReport: Sendable, Equatable {
     public var totals: [FeeDay] {
         var out: [String: FeeDay] = [:]
         for d in days {
-            let key = d.provider + "\u{0}" + d.currency.code
+            let key = d.provider.rawValue + "\u{0}" + d.currency.code
             var t = out[key] ?? FeeDay(provider: d.provider, currency: d.currency, day: "total", captured: 0, refunded: 0, fees: 0, net: 0, movements: 0)
             t.captured += d.captured; t.refunded += d.refunded; t.reversed += d.reversed; t.fees += d.fees; t.net += d.net
             t.movements += d.movements; t.withoutFee += d.withoutFee
             out[key] = t
         }
-        return out.values.sorted { ($0.provider, $0.currency.code) < ($1.provider, $1.currency.code) }
+        return out.values.sorted { ($0.provider.rawValue, $0.currency.code) < ($1.provider.rawValue, $1.currency.code) }
     }
 
     var heading: String {
@@ -56,7 +56,7 @@ public struct FeesReport: Sendable, Equatable {
     static let columns = ["day", "provider", "currency", "captured", "refunded", "reversed", "fees", "net", "movements", "without_fee"]
 
     func cells(_ d: FeeDay) -> [String] {
-        [d.day, d.provider, d.currency.code, d.amount(d.captured), d.amount(d.refunded), d.amount(d.reversed), d.amount(d.fees),
+        [d.day, d.provider.rawValue, d.currency.code, d.amount(d.captured), d.amount(d.refunded), d.amount(d.reversed), d.amount(d.fees),
          d.amount(d.net), String(d.movements), String(d.withoutFee)]
     }
 
@@ -99,7 +99,7 @@ public struct FeesReport: Sendable, Equatable {
         func value(_ d: FeeDay, day: Bool) -> JSONValue {
             var members: [(String, JSONValue)] = []
             if day { members.append(("day", .string(d.day))) }
-            members += [("provider", .string(d.provider)), ("currency", .string(d.currency.code)),
+            members += [("provider", .string(d.provider.rawValue)), ("currency", .string(d.currency.code)),
                         ("captured", .string(d.amount(d.captured))), ("refunded", .string(d.amount(d.refunded))),
                         ("reversed", .string(d.amount(d.reversed))), ("fees", .string(d.amount(d.fees))),
                         ("net", .string(d.amount(d.net))), ("movements", .number(String(d.movements))),
@@ -109,7 +109,7 @@ public struct FeesReport: Sendable, Equatable {
         var out = JSONValue.object([
             ("generated_at", .string(Timestamp.iso8601(generatedAt))),
             ("view", .string("fees")),
-            ("filters", .object([("provider", provider.map(JSONValue.string) ?? .null), ("since", .string(since))])),
+            ("filters", .object([("provider", provider.map { .string($0.rawValue) } ?? .null), ("since", .string(since))])),
             ("totals", .array(totals.map { value($0, day: false) })),
             ("days", .array(days.map { value($0, day: true) })),
         ]).serialized()
@@ -133,7 +133,7 @@ public struct FeesReport: Sendable, Equatable {
         }
         out += "<section class=\"cards\">\n"
         for t in totals {
-            out += "<div class=\"card\"><div class=\"label\">\(HTML.escape(t.provider)) · \(HTML.escape(t.currency.code))</div>"
+            out += "<div class=\"card\"><div class=\"label\">\(HTML.escape(t.provider.rawValue)) · \(HTML.escape(t.currency.code))</div>"
             out += "<div class=\"value money\"><span>\(HTML.escape(t.amount(t.net)))</span> <small>net</small></div><ul>"
             out += "<li>captured \(HTML.escape(t.amount(t.captured)))</li><li>refunded \(HTML.escape(t.amount(t.refunded)))</li>"
             if t.reversed != 0 { out += "<li>reversed \(HTML.escape(t.amount(t.reversed)))</li>" }
@@ -143,7 +143,7 @@ public struct FeesReport: Sendable, Equatable {
         }
         out += "</section>\n<section class=\"charts\">\n"
         for t in totals {
-            out += "<figure><figcaption>Fees per day, \(HTML.escape(t.provider)) \(HTML.escape(t.currency.code))</figcaption>\n"
+            out += "<figure><figcaption>Fees per day, \(HTML.escape(t.provider.rawValue)) \(HTML.escape(t.currency.code))</figcaption>\n"
             out += feeChart(days.filter { $0.provider == t.provider && $0.currency == t.currency }.reversed()) + "</figure>\n"
         }
         out += "</section>\n<section><h2>By day</h2><table class=\"fees\"><thead><tr>"

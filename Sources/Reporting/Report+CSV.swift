@@ -21,7 +21,7 @@ extension Report {
         let counted = countedAtRisk()
         for d in discrepancies {
             out += CSV.line([
-                String(d.id), CSV.text(d.provider), CSV.text(d.orderID ?? ""), CSV.text(d.transactionRef), d.kind.rawValue,
+                String(d.id), CSV.text(d.provider.rawValue), CSV.text(d.orderID ?? ""), CSV.text(d.transactionRef), d.kind.rawValue,
                 d.status.rawValue, d.formattedAmountAtRisk ?? "", d.currency?.code ?? "", CSV.text(d.detail),
                 CSV.text(String(decoding: d.expected.serialized(), as: UTF8.self)),
                 CSV.text(String(decoding: d.actual.serialized(), as: UTF8.self)),

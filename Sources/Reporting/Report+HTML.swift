@@ -117,7 +117,7 @@ extension Report {
         func options(_ values: [String]) -> String {
             values.map { "<option value=\"\(HTML.escape($0))\">\(HTML.escape($0))</option>" }.joined()
         }
-        let providers = Set(discrepancies.map(\.provider)).sorted()
+        let providers = Set(discrepancies.map(\.provider.rawValue)).sorted()
         let present = DiscrepancyKind.allCases.filter { k in discrepancies.contains { $0.kind == k } }
         let statuses = DiscrepancyStatus.allCases.filter { s in discrepancies.contains { $0.status == s } }.map(\.rawValue)
         var out = """
@@ -137,8 +137,8 @@ extension Report {
             let risk = d.formattedAmountAtRisk.map { "\($0) \(d.currency!.code)" } ?? ""
             // One tbody per discrepancy: its figures on a line, what was expected and found on the next, spanning the
             // table (so nothing sits off-screen on a narrow window); the filters show or hide the tbody.
-            out += "<tbody data-provider=\"\(HTML.escape(d.provider))\" data-kind=\"\(HTML.escape(d.kind.rawValue))\" data-status=\"\(HTML.escape(d.status.rawValue))\" class=\"\(d.status.rawValue)\"><tr>"
-            out += "<td class=\"num\">\(d.id)</td><td>\(HTML.escape(d.provider))</td>"
+            out += "<tbody data-provider=\"\(HTML.escape(d.provider.rawValue))\" data-kind=\"\(HTML.escape(d.kind.rawValue))\" data-status=\"\(HTML.escape(d.status.rawValue))\" class=\"\(d.status.rawValue)\"><tr>"
+            out += "<td class=\"num\">\(d.id)</td><td>\(HTML.escape(d.provider.rawValue))</td>"
             out += "<td class=\"id\">" + (d.orderID.map { HTML.escape($0) } ?? "<span class=\"none\">none</span>") + "</td>"
             out += "<td class=\"id\">\(HTML.escape(d.transactionRef))</td><td class=\"kind\"><a href=\"#kind-\(d.kind.rawValue)\" title=\"\(HTML.escape(d.kind.rawValue))\">"
                 + "<i class=\"dot\" style=\"background:\(HTML.colour(d.kind))\"></i>\(HTML.escape(KindGuide.of(d.kind).title))</a></td>"

@@ -19,7 +19,7 @@ extension Report {
     /// The document as a `JSONValue` (for embedding or tests).
     public func jsonValue() -> JSONValue {
         var filterMembers: [(String, JSONValue)] = [("status", .string(filters.status))]
-        filterMembers.append(("provider", filters.provider.map(JSONValue.string) ?? .null))
+        filterMembers.append(("provider", filters.provider.map { .string($0.rawValue) } ?? .null))
         filterMembers.append(("kind", filters.kind.map { .string($0.rawValue) } ?? .null))
         filterMembers.append(("since", filters.since.map(JSONValue.string) ?? .null))
         let counted = countedAtRisk()
@@ -53,7 +53,7 @@ extension DiscrepancyRow {
         func time(_ value: Date?) -> JSONValue { text(value.map(Timestamp.iso8601)) }
         let fields: [(String, JSONValue)] = [
             ("id", .number(String(id))),
-            ("provider", .string(provider)),
+            ("provider", .string(provider.rawValue)),
             ("order_id", text(orderID)),
             ("transaction_ref", .string(transactionRef)),
             ("kind", .string(kind.rawValue)),

@@ -46,7 +46,7 @@ extension Report {
             ])
             for d in rows {
                 table.append([
-                    String(d.id), d.provider, d.orderID ?? "-", d.transactionRef, d.status.rawValue,
+                    String(d.id), d.provider.rawValue, d.orderID ?? "-", d.transactionRef, d.status.rawValue,
                     d.formattedAmountAtRisk ?? "", d.currency?.code ?? "", "\(d.occurrences)x",
                     Timestamp.minutes(d.firstSeen), Timestamp.minutes(d.lastSeen),
                     d.status == .acknowledged ? d.detail + " [acknowledged\(d.acknowledgedAt.map { " " + Timestamp.minutes($0) } ?? "")"

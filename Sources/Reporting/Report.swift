@@ -10,7 +10,7 @@ public enum DiscrepancyStatus: String, Sendable, Hashable, CaseIterable {
 /// One row of the `discrepancies` table, ready to render.
 public struct DiscrepancyRow: Sendable, Equatable {
     public var id: Int64
-    public var provider: String
+    public var provider: Provider
     /// nil for `unknown_order`.
     public var orderID: String?
     public var transactionRef: String
@@ -35,7 +35,7 @@ public struct DiscrepancyRow: Sendable, Equatable {
     /// The check that opened it or last changed what defines it (`payrecon explain ID` shows it).
     public var evidenceID: Int64?
 
-    public init(id: Int64, provider: String, orderID: String?, transactionRef: String, kind: DiscrepancyKind,
+    public init(id: Int64, provider: Provider, orderID: String?, transactionRef: String, kind: DiscrepancyKind,
                 status: DiscrepancyStatus, expected: JSONValue = .object([]), actual: JSONValue = .object([]),
                 detail: String = "", amountAtRisk: Int64 = 0, currency: Currency? = nil, firstSeen: Date,
                 lastSeen: Date, occurrences: Int = 1, resolvedAt: Date? = nil, acknowledgedAt: Date? = nil,
@@ -112,11 +112,11 @@ public struct DayCount: Sendable, Equatable {
 public struct ReportFilters: Sendable, Equatable {
     /// `open`, `resolved` or `all`.
     public var status: String
-    public var provider: String?
+    public var provider: Provider?
     public var kind: DiscrepancyKind?
     /// As typed (`7d`): last_seen within it.
     public var since: String?
-    public init(status: String = "open", provider: String? = nil, kind: DiscrepancyKind? = nil, since: String? = nil) {
+    public init(status: String = "open", provider: Provider? = nil, kind: DiscrepancyKind? = nil, since: String? = nil) {
         self.status = status; self.provider = provider; self.kind = kind; self.since = since
     }
 
@@ -172,7 +172,7 @@ extension Report {
         var largest: [String: (id: Int64, amount: Int64)] = [:]
         for d in discrepancies.sorted(by: { $0.id < $1.id }) where d.status == .open {
             guard let currency = d.currency else { continue }
-            let key = d.provider + "\u{0}" + (d.orderID ?? "?" + d.transactionRef) + "\u{0}" + currency.code
+            let key = d.provider.rawValue + "\u{0}" + (d.orderID ?? "?" + d.transactionRef) + "\u{0}" + currency.code
             if let held = largest[key], held.amount >= d.amountAtRisk { continue }
             largest[key] = (d.id, d.amountAtRisk)
         }

@@ -24,14 +24,14 @@ public struct Rejection: Sendable {
     /// The first 8 KiB of a rejected body, and of its headers, are kept in a sample.
     public static let maxBodyPrefix = 8 * 1024
     public static let maxHeaderBytes = 8 * 1024
-    public var provider: String
+    public var provider: Provider
     public var reason: String
     public var message: String
     public var headers: [(String, String)]
     public var bodyPrefix: [UInt8]
     public var bodyBytes: Int64
     public var remoteAddress: String?
-    public init(provider: String, reason: String, message: String, headers: [(String, String)], body: [UInt8], bodyBytes: Int64? = nil, remoteAddress: String?) {
+    public init(provider: Provider, reason: String, message: String, headers: [(String, String)], body: [UInt8], bodyBytes: Int64? = nil, remoteAddress: String?) {
         self.provider = provider; self.reason = reason; self.message = message; self.headers = Self.bounded(headers)
         self.bodyPrefix = Array(body.prefix(Self.maxBodyPrefix)); self.bodyBytes = bodyBytes ?? Int64(body.count)
         self.remoteAddress = remoteAddress
@@ -59,12 +59,12 @@ extension Rejection {
 
 /// How many deliveries were rejected for one reason, from one address, in one hour (unix seconds of its start).
 public struct RejectionCount: Sendable, Hashable {
-    public var provider: String
+    public var provider: Provider
     public var reason: String
     public var source: String
     public var hour: Int64
     public var count: Int64
-    public init(provider: String, reason: String, source: String, hour: Int64, count: Int64) {
+    public init(provider: Provider, reason: String, source: String, hour: Int64, count: Int64) {
         self.provider = provider; self.reason = reason; self.source = source; self.hour = hour; self.count = count
     }
 }
@@ -260,7 +260,7 @@ public enum DeliveryStore {
                     FROM ranked k) m
                 GROUP BY m.p, m.r, m.src, m.hr
                 ON CONFLICT (provider, reason, source, hour) DO UPDATE SET count = rejection_counts.count + EXCLUDED.count
-                """, [.textArray(counts.map(\.provider)), .textArray(counts.map(\.reason)), .textArray(counts.map(\.source)),
+                """, [.textArray(counts.map(\.provider.rawValue)), .textArray(counts.map(\.reason)), .textArray(counts.map(\.source)),
                       .int64Array(counts.map(\.hour)), .int64Array(counts.map(\.count)), .int64(Int64(countedSourcesPerHour))]))
         }
         for r in samples {
@@ -271,7 +271,7 @@ public enum DeliveryStore {
                        AND received_at >= date_trunc('hour', now())) < $8
                   AND (SELECT count(*) FROM rejected_deliveries WHERE provider = $1 AND reason = $2
                        AND received_at >= date_trunc('day', now())) < $9
-                """, [.text(r.provider), .text(r.reason), .text(r.message), .jsonb(headersJSON(r.headers)), .bytea(r.bodyPrefix),
+                """, [.text(r.provider.rawValue), .text(r.reason), .text(r.message), .jsonb(headersJSON(r.headers)), .bytea(r.bodyPrefix),
                       .int64(r.bodyBytes), r.remoteAddress.map { .text($0) } ?? .null, .int64(Int64(samplesPerHour)),
                       .int64(Int64(samplesPerDay))]))
         }
@@ -346,7 +346,7 @@ public enum DeliveryStore {
 public enum RejectionSamples {
     public struct Sample: Sendable {
         public var id: Int64
-        public var provider: String
+        public var provider: Provider
         public var reason: String
         public var message: String
         public var headers: [(String, String)]
@@ -357,12 +357,12 @@ public enum RejectionSamples {
     }
 
     /// Newest first, optionally of one provider and reason.
-    public static func list(provider: String?, reason: String?, limit: Int, on conn: PostgresConnection) throws -> [Sample] {
+    public static func list(provider: Provider?, reason: String?, limit: Int, on conn: PostgresConnection) throws -> [Sample] {
         try conn.query("""
             SELECT id, provider, reason, message, headers::text AS headers, body_prefix, body_bytes, remote_addr, received_at
             FROM rejected_deliveries WHERE ($1::text IS NULL OR provider = $1) AND ($2::text IS NULL OR reason = $2)
             ORDER BY received_at DESC, id DESC LIMIT $3
-            """, [provider.map { .text($0) } ?? .null, reason.map { .text($0) } ?? .null, .int64(Int64(limit))]).map(sample)
+            """, [provider.map { .text($0.rawValue) } ?? .null, reason.map { .text($0) } ?? .null, .int64(Int64(limit))]).map(sample)
     }
 
     public static func find(id: Int64, on conn: PostgresConnection) throws -> Sample? {
@@ -373,7 +373,7 @@ public enum RejectionSamples {
     }
 
     static func sample(_ row: PostgresRow) throws -> Sample {
-        Sample(id: try row.int64("id"), provider: try row.string("provider"), reason: try row.string("reason"),
+        Sample(id: try row.int64("id"), provider: try row.provider("provider"), reason: try row.string("reason"),
                message: try row.string("message"), headers: DeliveryQueue.decodeHeaders(try row.string("headers")),
                bodyPrefix: try row.bytes("body_prefix"), bodyBytes: try row.int64("body_bytes"),
                source: try row.optionalString("remote_addr"), receivedAt: try row.date("received_at"))

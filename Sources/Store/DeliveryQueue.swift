@@ -65,10 +65,10 @@ public enum DeliveryQueue {
         public var id: Int64
         public var status: String
         public var outcome: String
-        /// The orders it named (`delivery_orders`, for `payrecon explain`), of `provider`.
-        public var provider: String
+        /// The orders it named (`delivery_orders`, for `payrecon explain`), of `provider` (nil: it named none).
+        public var provider: Provider?
         public var orderIDs: [String]
-        public init(id: Int64, status: String, outcome: String, provider: String = "", orderIDs: [String] = []) {
+        public init(id: Int64, status: String, outcome: String, provider: Provider? = nil, orderIDs: [String] = []) {
             precondition(status == "done" || status == "ignored", "a processed delivery is done or ignored")
             self.id = id; self.status = status; self.outcome = DeliveryStore.storable(outcome); self.provider = provider; self.orderIDs = orderIDs
         }
@@ -83,8 +83,8 @@ public enum DeliveryQueue {
         """
     }
 
-    static func pairs(_ completions: [(id: Int64, provider: String, orderIDs: [String])]) -> [PostgresValue] {
-        let rows = completions.flatMap { c in c.orderIDs.map { (c.id, c.provider, $0) } }
+    static func pairs(_ completions: [(id: Int64, provider: Provider?, orderIDs: [String])]) -> [PostgresValue] {
+        let rows = completions.flatMap { c in c.provider.map { p in c.orderIDs.map { (c.id, p.rawValue, $0) } } ?? [] }
         return [.int64Array(rows.map(\.0)), .textArray(rows.map(\.1)), .textArray(rows.map(\.2))]
     }
 
@@ -113,7 +113,7 @@ public enum DeliveryQueue {
 
     /// Schedules another attempt after `delaySeconds`, or marks it dead when `dead`.
     /// `provider`, `orderIDs`: the orders it named (so far), kept with it.
-    public static func fail(id: Int64, owner: String, error: String, retryAfterSeconds: Double?, provider: String = "", orderIDs: [String] = [],
+    public static func fail(id: Int64, owner: String, error: String, retryAfterSeconds: Double?, provider: Provider? = nil, orderIDs: [String] = [],
                             on conn: PostgresConnection) throws -> Bool {
         let error = DeliveryStore.storable(error)
         let named = pairs([(id, provider, orderIDs)])

@@ -93,7 +93,7 @@ public enum EvidenceStore {
     /// One row to insert.
     struct Row {
         var id: Int64
-        var provider: String
+        var provider: Provider
         var orderID: String?
         var transactionRef: String
         var checkedAt: Date
@@ -111,7 +111,7 @@ public enum EvidenceStore {
             FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bytea[], $9::text[], $10::text[])
                  AS e(id, provider, order_id, transaction_ref, checked_at, source, delivery_id, answer_hashes, decided, decision)
             """, [
-                .int64Array(rows.map(\.id)), .textArray(rows.map(\.provider)), .nullableTextArray(rows.map(\.orderID)),
+                .int64Array(rows.map(\.id)), .textArray(rows.map(\.provider.rawValue)), .nullableTextArray(rows.map(\.orderID)),
                 .textArray(rows.map(\.transactionRef)), .textArray(try rows.map { try PostgresValue.timestampText($0.checkedAt) }),
                 .textArray(rows.map(\.evidence.source)),
                 .nullableTextArray(rows.map { $0.evidence.deliveryID.map(String.init) }),
@@ -150,7 +150,7 @@ public enum EvidenceStore {
                 throw PostgresError.protocolViolation("nextval returned no row")
             }
             let record = DecisionRecord(decision: decision, findings: findings.map(\.kind.rawValue), planned: planned, superseded: [])
-            let row = Row(id: id, provider: provider.rawValue, orderID: orderID, transactionRef: transactionRef, checkedAt: checkedAt,
+            let row = Row(id: id, provider: provider, orderID: orderID, transactionRef: transactionRef, checkedAt: checkedAt,
                           evidence: evidence, decided: decided, decision: encode(record))
             _ = try tx.pipeline([try insert([row])] + insertAnswers([(id, evidence.answers)])).map { try $0.get() }
             return id

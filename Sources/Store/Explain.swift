@@ -42,7 +42,7 @@ public enum ExplainStore {
 
     /// What the explanation covers: the order, or the transaction no order holds, and the rows kept of either.
     struct Scope {
-        var provider: String, orderID: String?, transactionRef: String, refs: [String]
+        var provider: Provider, orderID: String?, transactionRef: String, refs: [String]
         /// Checks and discrepancies: of the order, and of its transactions before an order held them (unknown_order).
         var evidenceWhere: String {
             orderID != nil
@@ -50,7 +50,7 @@ public enum ExplainStore {
                 : "provider = $1 AND order_id IS NULL AND transaction_ref = $2"
         }
         var evidenceParams: [PostgresValue] {
-            orderID.map { [.text(provider), .text($0), .textArray(refs)] } ?? [.text(provider), .text(transactionRef)]
+            orderID.map { [.text(provider.rawValue), .text($0), .textArray(refs)] } ?? [.text(provider.rawValue), .text(transactionRef)]
         }
         /// The checks a discrepancy, an action or a call of it points at.
         var pinnedWhere: String {
@@ -66,13 +66,13 @@ public enum ExplainStore {
 
     /// The provider, order and transaction a subject names, and the discrepancy asked about.
     static func resolve(_ subject: Subject, on conn: PostgresConnection) throws
-        -> (provider: String, orderID: String?, transactionRef: String, asked: Int64?) {
+        -> (provider: Provider, orderID: String?, transactionRef: String, asked: Int64?) {
         switch subject {
         case .discrepancy(let id):
             guard let row = try conn.query("SELECT provider, order_id, transaction_ref FROM discrepancies WHERE id = $1", [.int64(id)]).first else {
                 throw NotFound(description: "no discrepancy \(id): see `payrecon discrepancies list --status all` for the ids there are")
             }
-            return (try row.string("provider"), try row.optionalString("order_id"), try row.string("transaction_ref"), id)
+            return (try row.provider("provider"), try row.optionalString("order_id"), try row.string("transaction_ref"), id)
         case .order(let p, let id):
             let known = try conn.query("""
                 SELECT (SELECT transaction_ref FROM orders WHERE provider = $1 AND order_id = $2) AS ref,
@@ -86,14 +86,14 @@ public enum ExplainStore {
                 throw NotFound(description: "no \(p.rawValue) order \(id) is stored: see `payrecon report --status all` for the orders payrecon has "
                                + "checked, or import it with `payrecon orders import FILE`")
             }
-            return (p.rawValue, id, ref ?? "", nil)
+            return (p, id, ref ?? "", nil)
         }
     }
 
     /// The order as stored now and each version it replaced; returns the order's transactions (`refs` if none stored).
-    static func readOrder(provider: String, orderID: String, refs known: [String], into explanation: inout Explanation,
+    static func readOrder(provider: Provider, orderID: String, refs known: [String], into explanation: inout Explanation,
                           on conn: PostgresConnection) throws -> [String] {
-        let p = PostgresValue.text(provider), o = PostgresValue.text(orderID)
+        let p = PostgresValue.text(provider.rawValue), o = PostgresValue.text(orderID)
         var refs = known
         var created: Date?
         if let row = try conn.query("""
@@ -223,7 +223,7 @@ public enum ExplainStore {
             SELECT id, event_type, received_at, status, outcome, last_error FROM deliveries
             WHERE id = ANY($3::bigint[]) OR id IN (SELECT delivery_id FROM delivery_orders WHERE provider = $1 AND order_id = $2)
             ORDER BY id
-            """, [.text(scope.provider), scope.orderID.map { .text($0) } ?? .null, .int64Array(checkDeliveries)]).map { row in
+            """, [.text(scope.provider.rawValue), scope.orderID.map { .text($0) } ?? .null, .int64Array(checkDeliveries)]).map { row in
                 let status = try row.string("status")
                 let outcome = status == "pending" ? try row.optionalString("last_error").map { "being retried: \($0)" } : try row.optionalString("outcome")
                 return Explanation.Delivery(id: try row.int64("id"), eventType: try row.optionalString("event_type"), receivedAt: try row.date("received_at"),
@@ -232,8 +232,8 @@ public enum ExplainStore {
     }
 
     /// The order's actions, each with the calls made for it.
-    static func actions(provider: String, orderID: String, bodyLimit: Int?, on conn: PostgresConnection) throws -> [Explanation.Action] {
-        let p = PostgresValue.text(provider)
+    static func actions(provider: Provider, orderID: String, bodyLimit: Int?, on conn: PostgresConnection) throws -> [Explanation.Action] {
+        let p = PostgresValue.text(provider.rawValue)
         let actionRows = try conn.query("""
             SELECT id, action, amount_minor, currency, status, idempotency_key, created_at, updated_at, last_error, provider_ref, evidence_id
             FROM actions WHERE provider = $1 AND order_id = $2 ORDER BY id
@@ -266,11 +266,11 @@ public enum ExplainStore {
     }
 
     /// The versions of the order an import replaced, oldest first, shown as the current one is.
-    static func replacedVersions(provider: String, orderID: String, on conn: PostgresConnection) throws -> [Explanation.OrderVersion] {
+    static func replacedVersions(provider: Provider, orderID: String, on conn: PostgresConnection) throws -> [Explanation.OrderVersion] {
         try conn.query("""
             SELECT valid_from, replaced_at, source, value::text AS value FROM order_versions
             WHERE provider = $1 AND order_id = $2 ORDER BY replaced_at
-            """, [.text(provider), .text(orderID)]).map { row in
+            """, [.text(provider.rawValue), .text(orderID)]).map { row in
                 let value = (try? JSONValue.parse(try row.string("value"))) ?? .object([])
                 let currency = value["currency"]?.stringValue.flatMap(Currency.init(code:))
                 func field(_ name: String) -> String { value[name]?.stringValue ?? value[name]?.numberLiteral ?? "" }

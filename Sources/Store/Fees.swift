@@ -4,7 +4,7 @@ import Reconciliation
 /// One provider, currency and UTC day of `movements`: exact sums (PostgreSQL sums bigint as numeric, read back as
 /// 128-bit integers, so no number of movements can overflow them).
 public struct StoredFeeDay: Sendable, Equatable {
-    public var provider: String
+    public var provider: Provider
     public var currency: Currency
     /// `YYYY-MM-DD` of when the provider says the movement happened (else when payrecon first saw it): the day of its
     /// account's settlement files (their time zone, as their rows' offsets state it) once a file of that account is
@@ -22,7 +22,7 @@ public struct StoredFeeDay: Sendable, Equatable {
 
 public enum FeeStore {
     /// Days within `seconds` before now (nil: all), newest first, then provider and currency.
-    public static func days(provider: String?, within seconds: Int64?, on conn: PostgresConnection) throws -> [StoredFeeDay] {
+    public static func days(provider: Provider?, within seconds: Int64?, on conn: PostgresConnection) throws -> [StoredFeeDay] {
         // Each movement's zone: that of its account's file whose period holds it, else of that account's latest file.
         try conn.query("""
             WITH zones AS (
@@ -67,7 +67,7 @@ public enum FeeStore {
                    count(*) FILTER (WHERE own) AS n, count(*) FILTER (WHERE own AND kind = 'capture' AND fee IS NULL) AS without_fee
             FROM contributions
             GROUP BY 1, 2, 3 ORDER BY 3 DESC, 1, 2
-            """, [provider.map { .text($0) } ?? .null, seconds.map { .int64($0) } ?? .null]).map { row in
+            """, [provider.map { .text($0.rawValue) } ?? .null, seconds.map { .int64($0) } ?? .null]).map { row in
             func sum(_ column: String) throws -> Int128 {
                 let text = try row.string(column)
                 guard let v = Int128(text) else { throw PostgresError.decoding("movements: \(column) sum \(text) is not an integer") }
@@ -75,7 +75,7 @@ public enum FeeStore {
             }
             let code = try row.string("currency")
             guard let currency = Currency(code: code) else { throw PostgresError.decoding("movements: currency \(code) is not an ISO 4217 code") }
-            return StoredFeeDay(provider: try row.string("provider"), currency: currency, day: try row.string("day"),
+            return StoredFeeDay(provider: try row.provider("provider"), currency: currency, day: try row.string("day"),
                                 captured: try sum("captured"), refunded: try sum("refunded"), reversed: try sum("reversed"),
                                 fees: try sum("fees"), net: try sum("net"), movements: Int(try row.int64("n")),
                                 withoutFee: Int(try row.int64("without_fee")))

@@ -156,7 +156,7 @@ public enum FindingStore {
             for (i, check) in checks.enumerated() {
                 // The order is gone, or a newer check recorded already: nothing to write for this one.
                 guard let prior = try group.prior(of: check) else { continue }
-                let plan = check.plan(prior.order, group.emitted[GroupState.key(check.provider.rawValue, check.order?.orderID ?? "")] ?? [])
+                let plan = check.plan(prior.order, group.emitted[GroupState.key(check.provider, check.order?.orderID ?? "")] ?? [])
                 try writes.add(plan, check: check, index: i, order: prior.order, linkedAliases: prior.linkedAliases, mayResolve: prior.mayResolve,
                                evidenceID: prior.evidenceID)
                 results.append((i, plan))
@@ -249,8 +249,8 @@ public enum FindingStore {
             let unknownEvidenced = evidenced.filter { $0.order == nil }
             if !evidenced.isEmpty {
                 openAt = add(OpenDiscrepancy.read(
-                    orders: evidenced.compactMap { c in c.order.map { (c.provider.rawValue, $0.orderID) } },
-                    refs: evidenced.flatMap { c in (c.order == nil ? [c.transactionRef] : c.transactionRefs).map { (c.provider.rawValue, $0) } }))
+                    orders: evidenced.compactMap { c in c.order.map { (c.provider, $0.orderID) } },
+                    refs: evidenced.flatMap { c in (c.order == nil ? [c.transactionRef] : c.transactionRefs).map { (c.provider, $0) } }))
             }
             if !unknownEvidenced.isEmpty { allocateAt = add(EvidenceStore.allocate(unknownEvidenced.count)) }
         }
@@ -258,13 +258,13 @@ public enum FindingStore {
         /// The results, read by name.
         func decode(_ read: [PostgresRows]) throws -> GroupState {
             var state = GroupState()
-            func key(_ row: PostgresRow) throws -> String { GroupState.key(try row.string("provider"), try row.string("order_id")) }
+            func key(_ row: PostgresRow) throws -> String { GroupState.key(try row.provider("provider"), try row.string("order_id")) }
             func rows(_ at: Int?) -> [PostgresRow] { at.map { Array(read[$0]) } ?? [] }
             state.open = try openAt.map { try OpenDiscrepancy.decode(read[$0]) } ?? []
             for row in rows(ordersAt) {
                 let o = try OrderStore.decode(row)
-                state.orders[GroupState.key(o.provider.rawValue, o.orderID)] = o
-                state.orderEvidence[GroupState.key(o.provider.rawValue, o.orderID)] = try row.int64("evidence_id")
+                state.orders[GroupState.key(o.provider, o.orderID)] = o
+                state.orderEvidence[GroupState.key(o.provider, o.orderID)] = try row.int64("evidence_id")
             }
             for row in rows(actionsAt) {
                 if let e = try decodeEmitted(row) { state.emitted[try key(row), default: []].append(e) }
@@ -278,7 +278,7 @@ public enum FindingStore {
 
     /// What the group's reads found, by order (`key`), under the checks' locks.
     struct GroupState {
-        static func key(_ provider: String, _ orderID: String) -> String { provider + "\u{0}" + orderID }
+        static func key(_ provider: Provider, _ orderID: String) -> String { provider.rawValue + "\u{0}" + orderID }
         var orders: [String: Order] = [:], emitted: [String: [EmittedAction]] = [:], stored: [String: PostgresRow] = [:]
         var linkCounts: [String: Int] = [:], orderEvidence: [String: Int64] = [:]
         var open: [OpenDiscrepancy] = []
@@ -304,7 +304,7 @@ public enum FindingStore {
                 if check.evidence != nil, !unknownIDs.isEmpty { prior.evidenceID = unknownIDs.removeFirst() }
                 return prior
             }
-            let k = Self.key(check.provider.rawValue, orderID)
+            let k = Self.key(check.provider, orderID)
             guard let order = orders[k] else { return nil }
             // A link learned since the fetch: the answer may not show what it names.
             if let seen = check.linksSeen, linkCounts[k, default: 0] != seen { return nil }
@@ -336,7 +336,7 @@ public enum FindingStore {
             decision = EvidenceStore.encode(DecisionRecord(decision: plan.decision, findings: plan.findings.map(\.kind.rawValue),
                                                            planned: plan.actions.map(\.idempotencyKey), superseded: plan.supersede))
         }
-        return EvidenceStore.Row(id: id, provider: check.provider.rawValue, orderID: check.order?.orderID, transactionRef: check.transactionRef,
+        return EvidenceStore.Row(id: id, provider: check.provider, orderID: check.order?.orderID, transactionRef: check.transactionRef,
                                  checkedAt: check.fetchedAt, evidence: evidence, decided: decided, decision: decision)
     }
 
@@ -355,10 +355,10 @@ public enum FindingStore {
         /// Per check (by its index in the group): its own statements' positions, by what they count.
         private var findings: [Int: [Int]] = [:], resolves: [Int: [Int]] = [:], supersedes: [Int: [Int]] = [:], actions: [Int: [Int]] = [:]
         /// Rows of the group statements, each with the check it belongs to.
-        private var snapshotRows: [(check: Int, provider: String, orderID: String, ref: String, json: String, fetchedAt: String, open: Bool)] = []
-        private var resolveRows: [(check: Int, provider: String, orderID: String, kinds: String, ref: String)] = []
-        private var unknownRows: [(check: Int, provider: String, ref: String)] = []
-        private var aliasRows: [(provider: String, orderID: String, alias: String)] = []
+        private var snapshotRows: [(check: Int, provider: Provider, orderID: String, ref: String, json: String, fetchedAt: String, open: Bool)] = []
+        private var resolveRows: [(check: Int, provider: Provider, orderID: String, kinds: String, ref: String)] = []
+        private var unknownRows: [(check: Int, provider: Provider, ref: String)] = []
+        private var aliasRows: [(provider: Provider, orderID: String, alias: String)] = []
         /// Positions of the group statements (nil when none was needed).
         private var resolveAt: Int?, unknownAt: Int?
 
@@ -397,9 +397,9 @@ public enum FindingStore {
                 // lock nothing opens for it meanwhile, and an unknown_order recorded for one of its transactions marks its
                 // snapshot open (below), so the order's next check resolves it.
                 if mayResolve {
-                    resolveRows.append((index, provider.rawValue, orderID, kinds.joined(separator: " "), transactionRef))
+                    resolveRows.append((index, provider, orderID, kinds.joined(separator: " "), transactionRef))
                     // An order now known resolves the unknown_order its transactions had raised.
-                    for ref in check.transactionRefs + check.linkedPayments { unknownRows.append((index, provider.rawValue, ref)) }
+                    for ref in check.transactionRefs + check.linkedPayments { unknownRows.append((index, provider, ref)) }
                 }
             } else {
                 append(PostgresStatement("""
@@ -456,11 +456,11 @@ public enum FindingStore {
             let provider = check.provider, transactionRef = check.transactionRef
             let p = PostgresValue.text(provider.rawValue)
             if let snapshot = check.snapshot {
-                snapshotRows.append((index, provider.rawValue, order.orderID, transactionRef, check.snapshotJSON ?? encode(snapshot),
+                snapshotRows.append((index, provider, order.orderID, transactionRef, check.snapshotJSON ?? encode(snapshot),
                                      try PostgresValue.timestampText(check.fetchedAt), !plan.findings.isEmpty))
                 // The stored snapshot's aliases were linked when it was stored (same transaction): only new ones are written.
                 if !snapshot.aliases.isEmpty, !Set(snapshot.aliases).isSubset(of: linkedAliases) {
-                    for alias in snapshot.aliases where !alias.isEmpty { aliasRows.append((provider.rawValue, order.orderID, alias)) }
+                    for alias in snapshot.aliases where !alias.isEmpty { aliasRows.append((provider, order.orderID, alias)) }
                 }
             } else {
                 // No snapshot this time (the transaction is gone): the stored row must not say no findings are open, and
@@ -486,7 +486,7 @@ public enum FindingStore {
                       AND \(FindingStore.checkKinds("d.kind"))
                       AND (NOT (d.kind = ANY(string_to_array(c.kinds, ' '))) OR d.transaction_ref <> c.transaction_ref)
                     RETURNING c.n
-                    """, [.textArray(resolveRows.map(\.provider)), .textArray(resolveRows.map(\.orderID)), .textArray(resolveRows.map(\.kinds)),
+                    """, [.textArray(resolveRows.map(\.provider.rawValue)), .textArray(resolveRows.map(\.orderID)), .textArray(resolveRows.map(\.kinds)),
                           .textArray(resolveRows.map(\.ref)), .int64Array(resolveRows.map { Int64($0.check) })]))
             }
             if !unknownRows.isEmpty {
@@ -497,7 +497,7 @@ public enum FindingStore {
                     WHERE d.provider = c.provider AND d.order_id IS NULL AND d.transaction_ref = c.transaction_ref
                       AND d.status IN ('open', 'acknowledged') AND \(FindingStore.checkKinds("d.kind"))
                     RETURNING c.n
-                    """, [.textArray(unknownRows.map(\.provider)), .textArray(unknownRows.map(\.ref)), .int64Array(unknownRows.map { Int64($0.check) })]))
+                    """, [.textArray(unknownRows.map(\.provider.rawValue)), .textArray(unknownRows.map(\.ref)), .int64Array(unknownRows.map { Int64($0.check) })]))
             }
             var evidence = evidence
             if !snapshotRows.isEmpty {
@@ -512,7 +512,7 @@ public enum FindingStore {
                     ON CONFLICT (provider, order_id) DO UPDATE SET transaction_ref = EXCLUDED.transaction_ref,
                         snapshot = EXCLUDED.snapshot, fetched_at = EXCLUDED.fetched_at, open_findings = EXCLUDED.open_findings
                     WHERE snapshots.fetched_at <= EXCLUDED.fetched_at
-                    """, by: shift), (evidence?.params ?? []) + [.textArray(snapshotRows.map(\.provider)), .textArray(snapshotRows.map(\.orderID)),
+                    """, by: shift), (evidence?.params ?? []) + [.textArray(snapshotRows.map(\.provider.rawValue)), .textArray(snapshotRows.map(\.orderID)),
                           .textArray(snapshotRows.map(\.ref)), .textArray(snapshotRows.map(\.json)), .textArray(snapshotRows.map(\.fetchedAt)),
                           .textArray(snapshotRows.map { $0.open ? "true" : "false" })]))
                 evidence = nil
@@ -523,7 +523,7 @@ public enum FindingStore {
                     INSERT INTO transaction_links (provider, external_id, order_id, kind, source)
                     SELECT provider, alias, order_id, 'alias', 'learned' FROM unnest($1::text[], $2::text[], $3::text[]) AS a(provider, order_id, alias)
                     ON CONFLICT DO NOTHING
-                    """, [.textArray(aliasRows.map(\.provider)), .textArray(aliasRows.map(\.orderID)), .textArray(aliasRows.map(\.alias))]))
+                    """, [.textArray(aliasRows.map(\.provider.rawValue)), .textArray(aliasRows.map(\.orderID)), .textArray(aliasRows.map(\.alias))]))
             }
             all.append(PostgresStatement("COMMIT"))
             return all

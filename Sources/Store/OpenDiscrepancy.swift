@@ -6,7 +6,7 @@ import Reconciliation
 /// written, so what its evidence keeps (the answers themselves only when it decided something) goes in the same round
 /// trip as the writes. The rules are `FindingStore.upsertFinding`'s and the resolving statements', read the other way.
 struct OpenDiscrepancy: Equatable {
-    var provider: String
+    var provider: Provider
     var orderID: String?
     var transactionRef: String
     var kind: String
@@ -25,17 +25,17 @@ struct OpenDiscrepancy: Equatable {
     /// The discrepancies open or acknowledged for a group of checks: each order's (`orders`: provider and order id) and the
     /// unknown_order ones of the transactions they name (`refs`: provider and transaction reference). One call of
     /// `open_discrepancies` (sql/0021), a function so that each server process plans the query once.
-    static func read(orders: [(provider: String, orderID: String)], refs: [(provider: String, ref: String)]) -> PostgresStatement {
+    static func read(orders: [(provider: Provider, orderID: String)], refs: [(provider: Provider, ref: String)]) -> PostgresStatement {
         PostgresStatement("SELECT * FROM open_discrepancies($1::text[], $2::text[], $3::text[], $4::text[], $5::text[])", [
-            .textArray(orders.map(\.provider)), .textArray(orders.map(\.orderID)),
-            .textArray(refs.map(\.provider)), .textArray(refs.map(\.ref)),
+            .textArray(orders.map(\.provider.rawValue)), .textArray(orders.map(\.orderID)),
+            .textArray(refs.map(\.provider.rawValue)), .textArray(refs.map(\.ref)),
             .textArray(DiscrepancyKind.settlementKinds.map(\.rawValue)),
         ])
     }
 
     static func decode(_ rows: PostgresRows) throws -> [OpenDiscrepancy] {
         try rows.map { row in
-            OpenDiscrepancy(provider: try row.string("provider"), orderID: try row.optionalString("order_id"),
+            OpenDiscrepancy(provider: try row.provider("provider"), orderID: try row.optionalString("order_id"),
                             transactionRef: try row.string("transaction_ref"), kind: try row.string("kind"),
                             acknowledged: try row.string("status") == "acknowledged",
                             expected: strings(try row.string("expected")), actual: strings(try row.string("actual")), bare: try row.bool("bare"),
@@ -97,7 +97,7 @@ struct OpenDiscrepancy: Equatable {
     /// What recording `plan` for `check` decides, in order: `opened`, `changed`, `adopted`, `resolved`, `planned`,
     /// `superseded`; empty when it only finds again what is open (or finds nothing, as before).
     static func decided(_ plan: Plan, check: FindingStore.Check, open: [OpenDiscrepancy], mayResolve: Bool) -> [String] {
-        let provider = check.provider.rawValue
+        let provider = check.provider
         let orderID = check.order?.orderID
         let own = open.filter { d in
             d.provider == provider && (orderID.map { d.orderID == $0 } ?? (d.orderID == nil && d.transactionRef == check.transactionRef))

@@ -236,7 +236,7 @@ public enum OrderStore {
     /// The sweep's scope, a page at a time in key order (keyset pagination: constant memory, no long transaction).
     /// `since` nil = all orders; otherwise orders created or updated since then, plus those with open discrepancies
     /// or pending actions.
-    public static func page(after key: (provider: String, orderID: String)?, since: Date?, provider: Provider?, limit: Int,
+    public static func page(after key: (provider: Provider, orderID: String)?, since: Date?, provider: Provider?, limit: Int,
                             on conn: PostgresConnection) throws -> [Order] {
         try conn.query("""
             SELECT \(selectColumns) FROM orders o
@@ -247,7 +247,7 @@ public enum OrderStore {
                    OR EXISTS (SELECT 1 FROM actions a WHERE a.provider = o.provider AND a.order_id = o.order_id AND a.status = 'pending'))
             ORDER BY o.provider, o.order_id
             LIMIT $5
-            """, [.text(key?.provider ?? ""), .text(key?.orderID ?? ""), provider.map { .text($0.rawValue) } ?? .null,
+            """, [.text(key?.provider.rawValue ?? ""), .text(key?.orderID ?? ""), provider.map { .text($0.rawValue) } ?? .null,
                   since.map { .timestamptz($0) } ?? .null, .int64(Int64(limit))]).map(decode)
     }
 

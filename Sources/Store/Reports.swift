@@ -6,12 +6,12 @@ import Reconciliation
 public struct DiscrepancyFilter: Sendable, Equatable {
     /// `open`, `acknowledged` or `resolved`; nil for all.
     public var status: String?
-    public var provider: String?
+    public var provider: Provider?
     public var kind: DiscrepancyKind?
     /// Only those last seen within this many seconds before now.
     public var lastSeenWithin: Int64?
 
-    public init(status: String? = "open", provider: String? = nil, kind: DiscrepancyKind? = nil, lastSeenWithin: Int64? = nil) {
+    public init(status: String? = "open", provider: Provider? = nil, kind: DiscrepancyKind? = nil, lastSeenWithin: Int64? = nil) {
         self.status = status; self.provider = provider; self.kind = kind; self.lastSeenWithin = lastSeenWithin
     }
 }
@@ -19,7 +19,7 @@ public struct DiscrepancyFilter: Sendable, Equatable {
 /// A row of `discrepancies`; `expected` / `actual` are the jsonb text as PostgreSQL prints it.
 public struct StoredDiscrepancy: Sendable, Equatable {
     public var id: Int64
-    public var provider: String
+    public var provider: Provider
     public var orderID: String?
     public var transactionRef: String
     public var kind: DiscrepancyKind
@@ -58,7 +58,7 @@ public enum ReportStore {
         """
 
     static func parameters(_ f: DiscrepancyFilter, status: String?) -> [PostgresValue] {
-        [status.map { .text($0) } ?? .null, f.provider.map { .text($0) } ?? .null,
+        [status.map { .text($0) } ?? .null, f.provider.map { .text($0.rawValue) } ?? .null,
          f.kind.map { .text($0.rawValue) } ?? .null, f.lastSeenWithin.map { .int64($0) } ?? .null]
     }
 
@@ -129,12 +129,12 @@ public enum ReportStore {
 
     /// Rejected deliveries of the hours within `seconds`, by reason, optionally for one provider: every one counted
     /// (`rejection_counts`), not just the samples kept.
-    public static func rejectedByReason(within seconds: Int64, provider: String?, on conn: PostgresConnection) throws -> [(reason: String, count: Int)] {
+    public static func rejectedByReason(within seconds: Int64, provider: Provider?, on conn: PostgresConnection) throws -> [(reason: String, count: Int)] {
         try conn.query("""
             SELECT reason, sum(count)::bigint AS n FROM rejection_counts
             WHERE hour >= date_trunc('hour', now() - make_interval(secs => $1::bigint)) AND ($2::text IS NULL OR provider = $2)
             GROUP BY reason ORDER BY n DESC, reason
-            """, [.int64(seconds), provider.map { .text($0) } ?? .null]).map { (try $0.string("reason"), Int(try $0.int64("n"))) }
+            """, [.int64(seconds), provider.map { .text($0.rawValue) } ?? .null]).map { (try $0.string("reason"), Int(try $0.int64("n"))) }
     }
 
     static func currency(_ code: String?) throws -> Currency? {
@@ -147,7 +147,7 @@ public enum ReportStore {
         let kindText = try row.string("kind")
         guard let kind = DiscrepancyKind(rawValue: kindText) else { throw PostgresError.decoding("unknown discrepancy kind \(kindText)") }
         return StoredDiscrepancy(
-            id: try row.int64("id"), provider: try row.string("provider"), orderID: try row.optionalString("order_id"),
+            id: try row.int64("id"), provider: try row.provider("provider"), orderID: try row.optionalString("order_id"),
             transactionRef: try row.string("transaction_ref"), kind: kind, status: try row.string("status"),
             expected: try row.string("expected"), actual: try row.string("actual"), detail: try row.string("detail"),
             amountAtRiskMinor: try row.int64("amount_at_risk_minor"), currency: try currency(row.optionalString("currency")),

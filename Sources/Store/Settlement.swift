@@ -346,7 +346,7 @@ public enum SettlementStore {
             WHERE d.provider = $1 AND d.status IN ('open', 'acknowledged')
             """, [p, .textArray(rows.map { $0.orderID ?? "" }), .textArray(rows.map(\.transactionRef)), .textArray(rows.map(\.finding.kind.rawValue))]) {
             let key = (try row.optionalString("order_id") ?? "") + "\u{0}" + (try row.string("transaction_ref")) + "\u{0}" + (try row.string("kind"))
-            recorded[key] = OpenDiscrepancy(provider: provider.rawValue, orderID: try row.optionalString("order_id"),
+            recorded[key] = OpenDiscrepancy(provider: provider, orderID: try row.optionalString("order_id"),
                                             transactionRef: try row.string("transaction_ref"), kind: try row.string("kind"), acknowledged: false,
                                             expected: OpenDiscrepancy.strings(try row.string("expected")),
                                             actual: OpenDiscrepancy.strings(try row.string("actual")), bare: try row.bool("bare"),

@@ -204,7 +204,7 @@ public final class QueueWorker: Sendable {
             // Still held (its lease renewed) until the batch that completes it is committed.
             log.debug("delivery processed", ["status": outcome.status])
             let completion = DeliveryQueue.Completion(id: delivery.id, status: outcome.status, outcome: outcome.text,
-                                                      provider: delivery.provider.rawValue, orderIDs: named.orderIDs)
+                                                      provider: delivery.provider, orderIDs: named.orderIDs)
             let full = completions.withLock { $0.append(completion); return $0.count >= Self.completionBatch }
             if full { await flushCompletions(force: false) }
             return
@@ -216,7 +216,7 @@ public final class QueueWorker: Sendable {
         do {
             let kept = try await pool.run { conn in
                 try DeliveryQueue.fail(id: delivery.id, owner: owner, error: failure.reason, retryAfterSeconds: failure.retryAfter,
-                                       provider: delivery.provider.rawValue, orderIDs: named.orderIDs, on: conn)
+                                       provider: delivery.provider, orderIDs: named.orderIDs, on: conn)
             }
             totals.withLock { t in
                 if !kept { t.lostLease += 1 } else if failure.retryAfter != nil { t.retried += 1 } else { t.dead += 1 }

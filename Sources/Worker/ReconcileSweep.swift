@@ -45,7 +45,7 @@ public struct ReconcileSweep: Sendable {
         let runID = try await pool.run { try RunStore.start(options: optionsJSON, on: $0) }
         let log = logger.with(["run_id": runID])
         let state = Locked(Summary())
-        var cursor: (provider: String, orderID: String)?
+        var cursor: (provider: Provider, orderID: String)?
         // Checks in hand: the provider calls in flight are capped at `concurrency` by the transport (sized from it,
         // `maxConcurrentRequests`), and as many checks again may be recording meanwhile. Holding a call's slot while
         // its check was recorded cost the sweep at 200 ms / 256 a sixth of its rate.
@@ -60,7 +60,7 @@ public struct ReconcileSweep: Sendable {
                     try OrderStore.page(after: after, since: options.since, provider: options.provider, limit: options.pageSize, on: conn)
                 }
                 if page.isEmpty { break pages }
-                cursor = (page.last!.provider.rawValue, page.last!.orderID)
+                cursor = (page.last!.provider, page.last!.orderID)
                 // What is known of the page's orders, in a few queries rather than two per order.
                 var known: [Provider: [String: OrderChecker.Known]] = [:]
                 for provider in Set(page.map(\.provider)) {

@@ -73,7 +73,7 @@ public enum WorkerMetrics {
                 QueueWorker.processedMetric.initialise([("provider", provider.rawValue), ("outcome", outcome)])
             }
         }
-        CountedTransport.initialise(providers: Provider.allCases.map(\.rawValue))
+        CountedTransport.initialise(providers: Provider.allCases)
     }
 
     static func call<T>(_ provider: Provider, _ operation: String, _ outcome: ProviderOutcome<T>, since start: DispatchTime) {

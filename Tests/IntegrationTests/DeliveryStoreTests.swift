@@ -138,7 +138,7 @@ import Testing
         for receiver in 0..<3 {
             for flush in 0..<6 {
                 let counts = (0..<250).map { i in
-                    RejectionCount(provider: "pxp", reason: receiver == 0 ? "invalid_signature" : "malformed_body",
+                    RejectionCount(provider: .pxp, reason: receiver == 0 ? "invalid_signature" : "malformed_body",
                                    source: "10.\(receiver).\(flush).\(i)", hour: hour, count: 2)
                 }
                 try DeliveryStore.recordRejections(counts, samples: [], on: conn)

@@ -66,10 +66,10 @@ import Testing
 
         // Rejections: counted, and sampled.
         let hour = Int64(Date().timeIntervalSince1970) / 3600 * 3600
-        try storage.recordRejections([RejectionCount(provider: "paypal", reason: "invalid_signature", source: "203.0.113.9", hour: hour, count: 2)],
-                                     samples: [Rejection(provider: "paypal", reason: "invalid_signature", message: "bad", headers: [],
+        try storage.recordRejections([RejectionCount(provider: .paypal, reason: "invalid_signature", source: "203.0.113.9", hour: hour, count: 2)],
+                                     samples: [Rejection(provider: .paypal, reason: "invalid_signature", message: "bad", headers: [],
                                                          body: Array("x".utf8), remoteAddress: "203.0.113.9")])
-        try storage.recordRejections([RejectionCount(provider: "paypal", reason: "invalid_signature", source: "203.0.113.9", hour: hour, count: 1)],
+        try storage.recordRejections([RejectionCount(provider: .paypal, reason: "invalid_signature", source: "203.0.113.9", hour: hour, count: 1)],
                                      samples: [])
         #expect(try db.count("SELECT count FROM rejection_counts WHERE source = '203.0.113.9'") == 3)
         #expect(try db.count("SELECT count(*) FROM rejected_deliveries") == 1)

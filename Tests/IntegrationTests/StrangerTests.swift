@@ -138,7 +138,7 @@ struct RejectionSampleCommandTests {
             }
             #expect(listed.contains("stale_timestamp") && listed.contains("invalid_signature") && listed.contains("127.0.0.1"), "\(listed)")
             let conn = try h.database.connect(); defer { conn.close() }
-            let samples = try RejectionSamples.list(provider: "pxp", reason: nil, limit: 10, on: conn)
+            let samples = try RejectionSamples.list(provider: .pxp, reason: nil, limit: 10, on: conn)
             let staleID = try #require(samples.first { $0.reason == "stale_timestamp" }?.id)
             let forgedID = try #require(samples.first { $0.reason == "invalid_signature" }?.id)
             for (id, expected, status) in [(staleID, "valid", Int32(0)), (forgedID, "invalid", Int32(1))] {

@@ -10,7 +10,7 @@ import Testing
     /// PayPal-Request-Id it carried and what was sent.
     @Test func aTokensAnswerIsNeverKeptAndTheKeyIsAsSent() async {
         let fake = PayPalClientTests.FakePayPal { _ in json(201, #"{"id":"CAP-1","status":"COMPLETED"}"#) }
-        let counted = CountedTransport(base: fake.transport, provider: "paypal")
+        let counted = CountedTransport(base: fake.transport, provider: .paypal)
         let client = PayPalClient(configuration: PayPalClientTests.config, transport: counted, retry: .none)
         let key = "paypal:O-1:capture:1000"
         let (_, exchanges) = await AnswerLog.collecting {
@@ -43,7 +43,7 @@ import Testing
         let counted = CountedTransport(base: ScriptedTransport { request, _ in
             if request.url.hasSuffix("/fail") { throw ProviderTransportError.timeout }
             return ProviderResponse(status: 200, body: big)
-        }, provider: "pxp")
+        }, provider: .pxp)
         _ = try await counted.send(ProviderRequest(method: "GET", url: "https://p/outside"))
         let (_, exchanges) = await AnswerLog.collecting {
             for i in 0..<3 { _ = try? await counted.send(ProviderRequest(method: "GET", url: "https://p/\(i)")) }

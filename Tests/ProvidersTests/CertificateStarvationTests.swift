@@ -401,12 +401,12 @@ final class KeptCertificateSource: CertificateSource, @unchecked Sendable {
 /// told apart, and calls answered without a request never dilute the failure rate.
 @Suite struct CountedTransportTests {
     @Test func eachRequestIsCountedByWhatCameBack() async throws {
-        let provider = "counted-\(UUID().uuidString.prefix(8))"
+        let provider = "counted-\(UUID().uuidString.prefix(8))"   // a label of its own: no other test's requests count here
         let counted = CountedTransport(base: ScriptedTransport([
             .success(ProviderResponse(status: 200)), .success(ProviderResponse(status: 404)), .success(ProviderResponse(status: 401)),
             .success(ProviderResponse(status: 429)), .success(ProviderResponse(status: 503)), .failure(.timeout),
-        ]), provider: provider)
-        CountedTransport.initialise(providers: [provider])
+        ]), label: provider)
+        CountedTransport.initialise(labels: [provider])
         func value(_ c: String) -> String? {
             Metrics.shared.render().split(separator: "\n").first { $0.hasPrefix("payrecon_provider_http_requests_total{provider=\"\(provider)\",class=\"\(c)\"}") }
                 .map { String($0.split(separator: " ").last!) }

@@ -51,19 +51,19 @@ import Testing
     @Test func aReloadKeepsEachProvidersLimiter() async throws {
         let limiters = RateLimiters()
         let before = try ConfiguredProviders(environment: Environment(["PXP_MAX_RPS": "1000"]), transport: ScriptedTransport([]), limiters: limiters)
-        let kept = try #require(limiters.existing(for: "pxp"))
-        #expect(limiters.existing(for: "paypal") == nil, "no PAYPAL_MAX_RPS: no limiter")
+        let kept = try #require(limiters.existing(for: .pxp))
+        #expect(limiters.existing(for: .paypal) == nil, "no PAYPAL_MAX_RPS: no limiter")
         let after = try ConfiguredProviders(environment: Environment(["PXP_MAX_RPS": "500"]), transport: ScriptedTransport([]), limiters: limiters)
-        #expect(limiters.existing(for: "pxp") === kept)
+        #expect(limiters.existing(for: .pxp) === kept)
         #expect(kept.current.interval == 1.0 / 500)
         _ = (before, after)
 
         // Two transports of one provider (the old and the rebuilt) take their slots from one schedule.
         let clock = Mutex<Double>(0)
         let base = ScriptedTransport([.success(ProviderResponse(status: 429)), .success(ProviderResponse(status: 200))])
-        let old = RateLimitedTransport(base: base, limiter: limiters.limiter(for: "pxp", perSecond: 1000), clock: { clock.withLock { $0 } })
+        let old = RateLimitedTransport(base: base, limiter: limiters.limiter(for: .pxp, perSecond: 1000), clock: { clock.withLock { $0 } })
         _ = try await old.send(ProviderRequest(method: "GET", url: "https://p/a"))       // the slot at 0, answered 429
-        let new = RateLimitedTransport(base: base, limiter: limiters.limiter(for: "pxp", perSecond: 1000), clock: { clock.withLock { $0 } })
+        let new = RateLimitedTransport(base: base, limiter: limiters.limiter(for: .pxp, perSecond: 1000), clock: { clock.withLock { $0 } })
         _ = try await new.send(ProviderRequest(method: "GET", url: "https://p/b"))       // waits for the slot at 1 ms
         let shared = kept.current
         #expect(shared.slowUntil == 30, "the 429 on the old transport slows the new one")
@@ -72,11 +72,11 @@ import Testing
     }
 
     @Test func unsetMeansUnlimitedAndABadValueIsAnError() throws {
-        #expect(try RateLimitedTransport.limit(for: "pxp", in: Environment([:])) == nil)
-        #expect(try RateLimitedTransport.limit(for: "paypal", in: Environment(["PAYPAL_MAX_RPS": "0.5"])) == 0.5)
+        #expect(try RateLimitedTransport.limit(for: .pxp, in: Environment([:])) == nil)
+        #expect(try RateLimitedTransport.limit(for: .paypal, in: Environment(["PAYPAL_MAX_RPS": "0.5"])) == 0.5)
         for bad in ["0", "-3", "fast", "nan", "inf"] {
             let error = #expect(throws: ConfigurationError.self) {
-                try RateLimitedTransport.limit(for: "paypercut", in: Environment(["PAYPERCUT_MAX_RPS": bad]))
+                try RateLimitedTransport.limit(for: .paypercut, in: Environment(["PAYPERCUT_MAX_RPS": bad]))
             }
             #expect(error?.description.contains("PAYPERCUT_MAX_RPS=\(bad) must be a positive number") == true)
         }

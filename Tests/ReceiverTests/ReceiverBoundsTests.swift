@@ -82,33 +82,33 @@ import Testing
         let t0: Int64 = 1_700_000_040   // 20 s before a minute boundary
         var logged = 0, dueAt: [Int64] = []
         for i in 0..<500 {
-            let admitted = budget.admit(provider: "paypal", reason: "invalid_signature", at: t0 + Int64(i % 15))
+            let admitted = budget.admit(provider: .paypal, reason: "invalid_signature", at: t0 + Int64(i % 15))
             if admitted.log { logged += 1 }
             if let due = admitted.summaryAt { dueAt.append(due) }
         }
         #expect(logged == 10 && dueAt == [1_700_000_040 / 60 * 60 + 60])
-        #expect(budget.admit(provider: "pxp", reason: "invalid_signature", at: t0).log, "another provider has its own 10")
+        #expect(budget.admit(provider: .pxp, reason: "invalid_signature", at: t0).log, "another provider has its own 10")
         #expect(budget.ended(at: t0 + 1).isEmpty)
         let summaries = budget.ended(at: 1_700_000_040 / 60 * 60 + 60)
-        #expect(summaries == [RejectionLogBudget.Summary(provider: "paypal", reason: "invalid_signature", minute: 1_700_000_040 / 60 * 60, suppressed: 490)])
+        #expect(summaries == [RejectionLogBudget.Summary(provider: .paypal, reason: "invalid_signature", minute: 1_700_000_040 / 60 * 60, suppressed: 490)])
         #expect(budget.ended(at: t0 + 3600).isEmpty)
         // The next minute starts afresh; an unsummarised earlier one is still summarised.
         var next = RejectionLogBudget(perMinute: 1)
-        _ = next.admit(provider: "p", reason: "r", at: 0); _ = next.admit(provider: "p", reason: "r", at: 1)
-        #expect(next.admit(provider: "p", reason: "r", at: 61).log)
-        #expect(next.ended(at: 61) == [RejectionLogBudget.Summary(provider: "p", reason: "r", minute: 0, suppressed: 1)])
+        _ = next.admit(provider: .pxp, reason: "r", at: 0); _ = next.admit(provider: .pxp, reason: "r", at: 1)
+        #expect(next.admit(provider: .pxp, reason: "r", at: 61).log)
+        #expect(next.ended(at: 61) == [RejectionLogBudget.Summary(provider: .pxp, reason: "r", minute: 0, suppressed: 1)])
     }
 
     /// A sample keeps the first 8 KiB of the body and of the headers, and says what it cut.
     @Test func aSampleKeepsEightKiBOfBodyAndHeaders() {
         let headers = (0..<40).map { ("X-H\($0)", String(repeating: "v", count: 300)) }
-        let r = Rejection(provider: "pxp", reason: "invalid_signature", message: "m", headers: headers,
+        let r = Rejection(provider: .pxp, reason: "invalid_signature", message: "m", headers: headers,
                           body: [UInt8](repeating: 1, count: 100_000), remoteAddress: "203.0.113.1")
         #expect(r.bodyPrefix.count == 8 * 1024 && r.bodyBytes == 100_000)
         let bytes = r.headers.dropLast().reduce(0) { $0 + $1.0.utf8.count + $1.1.utf8.count }
         #expect(bytes <= 8 * 1024)
         #expect(r.headers.last?.0 == "payrecon-truncated")
-        let few = Rejection(provider: "pxp", reason: "x", message: "m", headers: [("A", "b")], body: [], remoteAddress: nil)
+        let few = Rejection(provider: .pxp, reason: "x", message: "m", headers: [("A", "b")], body: [], remoteAddress: nil)
         #expect(few.headers.count == 1)
     }
 }

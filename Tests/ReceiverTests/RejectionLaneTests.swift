@@ -14,7 +14,7 @@ import Testing
         var sent = 0
         while Date().timeIntervalSince(started) < 1.2 {
             for _ in 0..<100 {
-                lane.record(Rejection(provider: "pxp", reason: "invalid_signature", message: "bad", headers: [], body: [1, 2, 3],
+                lane.record(Rejection(provider: .pxp, reason: "invalid_signature", message: "bad", headers: [], body: [1, 2, 3],
                                       remoteAddress: "10.0.0.1"))
             }
             sent += 100
@@ -30,7 +30,7 @@ import Testing
     @Test func aSingleRejectionIsWrittenWithinTheInterval() async throws {
         let storage = InMemoryReceiverStorage()
         let lane = RejectionLane(storage: storage, flushInterval: 0.1)
-        lane.record(Rejection(provider: "paypal", reason: "missing_signature", message: "m", headers: [], body: [], remoteAddress: nil))
+        lane.record(Rejection(provider: .paypal, reason: "missing_signature", message: "m", headers: [], body: [], remoteAddress: nil))
         #expect(await eventually(5) { storage.rejectionCount == 1 })
         #expect(storage.rejections.count == 1)
     }

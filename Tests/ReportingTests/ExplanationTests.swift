@@ -18,7 +18,7 @@ struct ExplanationTests {
     @Test func cleanChecksWithTheSameAnswersAreFolded() {
         var checks = [Self.check(1, at: 0, decided: ["opened"], body: #"{"state":"Captured"}"#)]
         checks += (2...91).map { Self.check(Int64($0), at: Double($0) * 86_400) }
-        let e = Explanation(generatedAt: noon, provider: "pxp", orderID: "O-1", transactionRef: "TX-1", checks: checks)
+        let e = Explanation(generatedAt: noon, provider: .pxp, orderID: "O-1", transactionRef: "TX-1", checks: checks)
         let text = e.table()
         #expect(text.contains("… and 89 more checks like it"), "\(text)")
         #expect(text.components(separatedBy: "sweep check").count - 1 == 2, "the deciding check and the first clean one")
@@ -29,7 +29,7 @@ struct ExplanationTests {
     /// terminal as such (the CLI makes each line safe; the JSON escapes them).
     @Test func longAnswersAreCutInTheTimelineAndWholeInJSON() throws {
         let long = "{\"note\":\"" + String(repeating: "x", count: 5_000) + "\"}"
-        let e = Explanation(generatedAt: noon, provider: "pxp", orderID: "O-1", transactionRef: "TX-1",
+        let e = Explanation(generatedAt: noon, provider: .pxp, orderID: "O-1", transactionRef: "TX-1",
                             checks: [Self.check(1, at: 0, decided: ["opened"], body: long)])
         #expect(e.table().contains("(\(long.utf8.count) bytes in all; --format json shows the whole answer)"))
         let json = try JSONValue.parse(e.json())
@@ -39,7 +39,7 @@ struct ExplanationTests {
         // An answer past what a check keeps: its hash and size, and why there is no body.
         var check = Self.check(2, at: 1, decided: ["opened"], body: "x")
         check.answers[0].body = nil; check.answers[0].length = 2_000_000
-        let text = Explanation(generatedAt: noon, provider: "pxp", orderID: "O-1", transactionRef: "TX-1", checks: [check]).table()
+        let text = Explanation(generatedAt: noon, provider: .pxp, orderID: "O-1", transactionRef: "TX-1", checks: [check]).table()
         #expect(text.contains("(not kept: 2000000 bytes, past what one check keeps"))
     }
 
@@ -58,7 +58,7 @@ struct ExplanationTests {
         var explained = row(7), other = row(8)
         explained.evidenceID = 1; other.evidenceID = 2
         var rep = report([explained, other])
-        rep.explanations[7] = Explanation(generatedAt: noon, provider: "pxp", orderID: "ORD-1", transactionRef: "tx-1",
+        rep.explanations[7] = Explanation(generatedAt: noon, provider: .pxp, orderID: "ORD-1", transactionRef: "tx-1",
                                           checks: [Self.check(1, at: 0, decided: ["opened"], body: "<b>answer</b>")])
         let html = rep.html()
         #expect(html.contains("<details class=\"evidence\" id=\"evidence-7\"><summary>Evidence: why payrecon says this (check 1)</summary><pre>"))

@@ -6,7 +6,7 @@ let usd = Currency(code: "USD")!, jpy = Currency(code: "JPY")!, bhd = Currency(c
 /// 2026-11-29T12:00:00Z
 let noon = Date(timeIntervalSince1970: 1_795_953_600)
 
-func row(_ id: Int64, provider: String = "pxp", order: String? = "ORD-1", ref: String = "tx-1",
+func row(_ id: Int64, provider: Provider = .pxp, order: String? = "ORD-1", ref: String = "tx-1",
          kind: DiscrepancyKind = .amountMismatch, status: DiscrepancyStatus = .open, detail: String = "captured less",
          risk: Int64 = 2500, currency: Currency? = usd, expected: JSONValue = .object([("amount", .string("25.00"))]),
          firstSeen: Date = noon, occurrences: Int = 1) -> DiscrepancyRow {

@@ -6,7 +6,7 @@ import Testing
 @Suite("Report HTML")
 struct ReportHTMLTests {
     static let sample: Report = {
-        var r = report([row(1), row(2, provider: "paypal", order: "<script>alert('x')</script>", kind: .overCaptured, risk: 1000, currency: jpy),
+        var r = report([row(1), row(2, provider: .paypal, order: "<script>alert('x')</script>", kind: .overCaptured, risk: 1000, currency: jpy),
                         row(3, order: nil, kind: .unknownOrder, risk: 1250, currency: bhd)],
                        days: [DayCount(day: "2026-11-29", kind: .amountMismatch, count: 1),
                               DayCount(day: "2026-11-20", kind: .overCaptured, count: 1),
@@ -72,7 +72,8 @@ struct ReportHTMLTests {
         #expect(!html.contains("<script>alert"))
         #expect(html.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;"))
         let evil = "\"><img src=x onerror=alert(1)>"
-        let page = report([row(1, provider: evil, order: evil, ref: evil, detail: evil,
+        // (The provider is a `Provider`: no outside text reaches the page through it.)
+        let page = report([row(1, order: evil, ref: evil, detail: evil,
                                expected: .object([(evil, .string(evil))]))]).html()
         #expect(!page.contains("<img"))
         #expect(!page.contains("\"><img"))
@@ -144,11 +145,11 @@ struct ReportTableTests {
 @Suite("Actions list")
 struct ActionListTests {
     static let rows = [
-        ActionRow(id: 1, provider: "pxp", orderID: "ORD-1", action: "capture", amount: 2500, currency: usd, status: "pending",
+        ActionRow(id: 1, provider: .pxp, orderID: "ORD-1", action: "capture", amount: 2500, currency: usd, status: "pending",
                   idempotencyKey: "pxp:ORD-1:capture:2500", createdAt: noon, target: 2500, providerTarget: "sys-1"),
-        ActionRow(id: 2, provider: "paypal", orderID: "ORD-2", action: "refund", amount: 1250, currency: bhd, status: "failed",
+        ActionRow(id: 2, provider: .paypal, orderID: "ORD-2", action: "refund", amount: 1250, currency: bhd, status: "failed",
                   idempotencyKey: "paypal:ORD-2:refund:1250", createdAt: noon, target: 1250, lastError: "422 UNPROCESSABLE", attempts: 3),
-        ActionRow(id: 3, provider: "pxp", orderID: "ORD-3", action: "void", amount: 1000, currency: jpy, status: "superseded",
+        ActionRow(id: 3, provider: .pxp, orderID: "ORD-3", action: "void", amount: 1000, currency: jpy, status: "superseded",
                   idempotencyKey: "pxp:ORD-3:void:0", createdAt: noon),
     ]
 

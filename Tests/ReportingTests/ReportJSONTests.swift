@@ -73,7 +73,7 @@ struct ReportJSONTests {
         var s = ReportSummary()
         s.rejected24h = ["invalid_signature": 2, "body_too_large": 1]
         var r = report([], summary: s)
-        r.filters = ReportFilters(status: "all", provider: "paypal", kind: .overRefunded, since: "7d")
+        r.filters = ReportFilters(status: "all", provider: .paypal, kind: .overRefunded, since: "7d")
         let doc = try parseJSON(r.json())
         #expect(doc["summary"]?["rejected_24h"] == .object([("invalid_signature", .number("2")), ("body_too_large", .number("1"))]))
         #expect(doc["filters"] == .object([("status", .string("all")), ("provider", .string("paypal")),

@@ -27,7 +27,7 @@ let actionsListCommand = Command(
         CLI.printError("more than \(limit) actions match; showing the newest \(limit) (use --limit or filters)")
     }
     let rows = found.map { a in
-        ActionRow(id: a.id, provider: a.provider.rawValue, orderID: a.orderID, action: a.kind.rawValue, amount: a.amount.minorUnits,
+        ActionRow(id: a.id, provider: a.provider, orderID: a.orderID, action: a.kind.rawValue, amount: a.amount.minorUnits,
                   currency: a.amount.currency, status: a.status.rawValue, idempotencyKey: a.idempotencyKey, createdAt: a.createdAt,
                   target: a.target, providerTarget: a.providerTarget, providerRef: a.providerRef, lastError: a.lastError,
                   attempts: a.attempts)

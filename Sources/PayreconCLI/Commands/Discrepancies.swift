@@ -63,12 +63,12 @@ let discrepanciesListCommand = Command(
     let status = try args.value(listStatus) ?? "open"
     let conn = try connect(try args.environment().databaseURL())
     defer { conn.close() }
-    let rows = try ReportStore.discrepancies(DiscrepancyFilter(status: status == "all" ? nil : status, provider: try args.value(Options.provider)?.rawValue,
+    let rows = try ReportStore.discrepancies(DiscrepancyFilter(status: status == "all" ? nil : status, provider: try args.value(Options.provider),
                                                                kind: try args.value(Options.kind)), on: conn)
     printTable([.init("ID", .right), .init("PROVIDER"), .init("ORDER"), .init("KIND"), .init("STATUS"), .init("AT RISK", .right),
                 .init("FIRST SEEN"), .init("LAST SEEN"), .init("SEEN", .right)],
                rows.prefix(try args.value(listLimit, default: 100)).map { d in
-                   [String(d.id), d.provider, d.orderID ?? "-", d.kind.rawValue, d.status, moneyAtRisk(d), timestamp(d.firstSeen),
+                   [String(d.id), d.provider.rawValue, d.orderID ?? "-", d.kind.rawValue, d.status, moneyAtRisk(d), timestamp(d.firstSeen),
                     timestamp(d.lastSeen), String(d.occurrences)] })
     if rows.isEmpty { print("no \(status == "all" ? "" : status + " ")discrepancies") }
     return Exit.ok

@@ -24,9 +24,9 @@ let rejectionsListCommand = Command(
     let reason = try args.value(rejectionsReason)
     let conn = try connect(try args.environment().databaseURL())
     defer { conn.close() }
-    let rows = try RejectionSamples.list(provider: provider?.rawValue, reason: reason, limit: try args.value(rejectionsLimit, default: 50), on: conn)
+    let rows = try RejectionSamples.list(provider: provider, reason: reason, limit: try args.value(rejectionsLimit, default: 50), on: conn)
     printTable([.init("ID"), .init("PROVIDER"), .init("REASON"), .init("SOURCE"), .init("RECEIVED"), .init("BYTES", .right), .init("MESSAGE")],
-               rows.map { r in [String(r.id), r.provider, r.reason, r.source ?? "-", timestamp(r.receivedAt), String(r.bodyBytes),
+               rows.map { r in [String(r.id), r.provider.rawValue, r.reason, r.source ?? "-", timestamp(r.receivedAt), String(r.bodyBytes),
                                 String(r.message.prefix(100))] })
     return Exit.ok
 }
@@ -77,7 +77,7 @@ let rejectionsShowCommand = Command(
     } catch {
         throw FatalError("cannot write the sample to \(directory): \(error.localizedDescription); pick a directory you can write")
     }
-    let provider = Provider(rawValue: r.provider)?.rawValue ?? r.provider
+    let provider = r.provider.rawValue
     print("""
 
         exported to \(dir.path)/body and \(dir.path)/headers.json; check it with (PayPal's certificate is fetched from its

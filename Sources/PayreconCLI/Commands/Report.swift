@@ -79,7 +79,7 @@ struct ReportOptions {
         format = ReportFormat(rawValue: try args.value(Self.formatKey, default: "table"))!
         output = try args.value(Options.output)
         let status = try args.value(Self.statusKey, default: "open")
-        let provider = try args.value(Options.provider)?.rawValue
+        let provider = try args.value(Options.provider)
         let kind = try args.value(Options.kind)
         let since = try args.value(Options.since)
         let seconds = since.flatMap { try? DurationParser.parse($0) }

@@ -1,5 +1,6 @@
 import Foundation
 import Observability
+import Reconciliation
 
 /// Every HTTP request a provider's API sends, counted by what came back:
 /// `payrecon_provider_http_requests_total{provider, class}`, class one of `2xx`, `3xx`, `404`, `429`, `4xx` (any
@@ -12,8 +13,11 @@ public struct CountedTransport: ProviderTransport {
     public static let classes = ["2xx", "3xx", "404", "429", "4xx", "5xx", "no_answer"]
 
     let base: any ProviderTransport
-    let provider: String
-    public init(base: any ProviderTransport, provider: String) { self.base = base; self.provider = provider }
+    /// The `provider` label of its requests.
+    let label: String
+    public init(base: any ProviderTransport, provider: Provider) { self.init(base: base, label: provider.rawValue) }
+    /// Counted under a label of the caller's (a test's own, so no other test's requests are in its counts).
+    init(base: any ProviderTransport, label: String) { self.base = base; self.label = label }
 
     /// Also where a check's answers are collected as evidence, when its task has an `AnswerLog` bound.
     public func send(_ request: ProviderRequest) async throws -> ProviderResponse {
@@ -32,7 +36,7 @@ public struct CountedTransport: ProviderTransport {
     /// building the exchange adds nothing to the async frame every request's task holds while it waits.
     @inline(never)
     func note(_ request: ProviderRequest, sentAt: Date, status: Int?, body: [UInt8] = [], error: (any Error)?) {
-        Self.requests.increment([("provider", provider), ("class", status.map(Self.statusClass) ?? "no_answer")])
+        Self.requests.increment([("provider", label), ("class", status.map(Self.statusClass) ?? "no_answer")])
         guard request.answerIsEvidence, let log = AnswerLog.current else { return }
         log.append(ProviderExchange(method: request.method, url: request.url, status: status, sentAt: sentAt,
                                     body: error.map { Array("no answer: \($0)".utf8) } ?? body,
@@ -51,7 +55,8 @@ public struct CountedTransport: ProviderTransport {
     }
 
     /// Every class of every provider at 0, so `increase()` and ratios see the first failure.
-    public static func initialise(providers: [String]) {
-        for provider in providers { for c in classes { requests.initialise([("provider", provider), ("class", c)]) } }
+    public static func initialise(providers: [Provider]) { initialise(labels: providers.map(\.rawValue)) }
+    static func initialise(labels: [String]) {
+        for label in labels { for c in classes { requests.initialise([("provider", label), ("class", c)]) } }
     }
 }

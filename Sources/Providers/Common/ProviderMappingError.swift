@@ -4,26 +4,26 @@ import Reconciliation
 
 /// A provider answer that cannot be mapped: which field, what was there, and why.
 public struct ProviderMappingError: Error, Sendable, Equatable, CustomStringConvertible {
-    public var provider: String
+    public var provider: Provider
     /// JSON path of the field, e.g. `transactionMethod.intent`, `purchase_units[0].payments.captures[1].status`.
     public var field: String
     /// The value found (nil when the field is missing).
     public var value: String?
     public var reason: String
 
-    public init(provider: String, field: String, value: String?, reason: String) {
+    public init(provider: Provider, field: String, value: String?, reason: String) {
         self.provider = provider; self.field = field; self.value = value; self.reason = reason
     }
 
     public var description: String {
-        if let value { return "\(provider) answer: \(field) = \(value): \(reason)" }
-        return "\(provider) answer: \(field): \(reason)"
+        if let value { return "\(provider.rawValue) answer: \(field) = \(value): \(reason)" }
+        return "\(provider.rawValue) answer: \(field): \(reason)"
     }
 }
 
 /// Reading typed fields out of a provider answer, with errors that say where.
 struct AnswerReader {
-    let provider: String
+    let provider: Provider
 
     func fail(_ field: String, _ value: JSONValue?, _ reason: String) -> ProviderMappingError {
         ProviderMappingError(provider: provider, field: field, value: value.map(AnswerReader.render), reason: reason)

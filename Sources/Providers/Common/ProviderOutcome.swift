@@ -87,9 +87,9 @@ public enum ProviderFailure: Sendable, Hashable, CustomStringConvertible {
     public var description: String { words(for: "provider") }
 
     /// The same, with the provider named: "paypal answered 422: …".
-    public func words(for provider: String, bodyLimit: Int = Int.max) -> String {
+    public func words(for name: String, bodyLimit: Int = Int.max) -> String {
         switch self {
-        case .refused(let status, let body): "\(provider) answered \(status): \(body.prefix(bodyLimit))"
+        case .refused(let status, let body): "\(name) answered \(status): \(body.prefix(bodyLimit))"
         case .unreadable(let reason), .declined(let reason), .notSent(let reason): reason
         }
     }

@@ -48,9 +48,9 @@ public struct ConfiguredProviders: Sendable {
         for d in ProviderRegistry.definitions {
             // `<PROVIDER>_MAX_RPS`: this provider's requests go through a limiter of their own.
             // Every request counted by what came back (`payrecon_provider_http_requests_total`).
-            let counted = CountedTransport(base: transport, provider: d.provider.rawValue)
-            let limited: any ProviderTransport = try RateLimitedTransport.limit(for: d.provider.rawValue, in: environment)
-                .map { RateLimitedTransport(base: counted, limiter: limiters.limiter(for: d.provider.rawValue, perSecond: $0)) } ?? counted
+            let counted = CountedTransport(base: transport, provider: d.provider)
+            let limited: any ProviderTransport = try RateLimitedTransport.limit(for: d.provider, in: environment)
+                .map { RateLimitedTransport(base: counted, limiter: limiters.limiter(for: d.provider, perSecond: $0)) } ?? counted
             apis[d.provider] = try d.api(environment, limited)
             if webhooks, let hook = try d.webhook(environment) { hooks[d.provider] = hook }
         }

@@ -1,4 +1,5 @@
 import Foundation
+import Reconciliation
 import Synchronization
 
 /// The rate limiter, as a pure value with the clock handed in: requests are spaced evenly, `interval` apart (a
@@ -42,14 +43,14 @@ public final class SharedRateLimiter: Sendable {
 /// going out on the old transport and new ones on the new take one budget, not two each starting afresh. A changed
 /// `<PROVIDER>_MAX_RPS` applies from the next request.
 public final class RateLimiters: Sendable {
-    private let byProvider = Mutex<[String: SharedRateLimiter]>([:])
+    private let byProvider = Mutex<[Provider: SharedRateLimiter]>([:])
     public init() {}
 
     /// `provider`'s limiter, if one was made.
-    public func existing(for provider: String) -> SharedRateLimiter? { byProvider.withLock { $0[provider] } }
+    public func existing(for provider: Provider) -> SharedRateLimiter? { byProvider.withLock { $0[provider] } }
 
     /// `provider`'s limiter at `perSecond`: the one it had, when it had one.
-    public func limiter(for provider: String, perSecond: Double) -> SharedRateLimiter {
+    public func limiter(for provider: Provider, perSecond: Double) -> SharedRateLimiter {
         byProvider.withLock { all in
             if let kept = all[provider] {
                 kept.state.withLock { $0.setRate(perSecond: perSecond) }
@@ -90,8 +91,8 @@ public final class RateLimitedTransport: ProviderTransport {
     }
 
     /// The variable that limits `provider` (`PXP_MAX_RPS`), and its value when set: a positive number.
-    public static func limit(for provider: String, in env: Environment) throws(ConfigurationError) -> Double? {
-        let name = provider.uppercased() + "_MAX_RPS"
+    public static func limit(for provider: Provider, in env: Environment) throws(ConfigurationError) -> Double? {
+        let name = provider.rawValue.uppercased() + "_MAX_RPS"
         guard let text = env[name], !text.isEmpty else { return nil }
         guard let value = Double(text), value.isFinite, value > 0, value <= 100_000 else {
             throw ConfigurationError("\(name)=\(text) must be a positive number of requests per second (e.g. 20 or 0.5), or unset for no limit")

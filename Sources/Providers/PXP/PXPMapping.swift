@@ -55,7 +55,7 @@ public struct PXPModification: Sendable, Hashable, Codable {
 /// captured). An accepted void (state Cancelled) on an authorised parent with C = 0 → voided. `rawState` is always
 /// the parent's own state.
 public enum PXPMapping {
-    static let reader = AnswerReader(provider: "pxp")
+    static let reader = AnswerReader(provider: .pxp)
 
     public static func snapshot(transaction t: JSONValue, modifications: [PXPModification] = [],
                                 transactionRef: String) throws(ProviderMappingError) -> Snapshot {
@@ -154,7 +154,7 @@ public enum PXPMapping {
         for m in modifications where m.parentSystemTransactionId == system && m.isAccepted {
             guard seen.insert(m.systemTransactionId).inserted else { continue }
             guard m.amount >= 0 else {
-                throw ProviderMappingError(provider: "pxp", field: "modification \(m.systemTransactionId).amount",
+                throw ProviderMappingError(provider: .pxp, field: "modification \(m.systemTransactionId).amount",
                                            value: String(m.amount), reason: "negative amount")
             }
             switch m.operation {
@@ -255,14 +255,14 @@ public enum PXPMapping {
 
     private static func add(_ a: Int64, _ b: Int64, field: String, what: String) throws(ProviderMappingError) -> Int64 {
         let (sum, overflow) = a.addingReportingOverflow(b)
-        guard !overflow else { throw ProviderMappingError(provider: "pxp", field: field, value: nil, reason: "\(what) overflow") }
+        guard !overflow else { throw ProviderMappingError(provider: .pxp, field: field, value: nil, reason: "\(what) overflow") }
         return sum
     }
 
     private static func add(_ a: Int64, _ b: Int64, _ m: PXPModification) throws(ProviderMappingError) -> Int64 {
         let (sum, overflow) = a.addingReportingOverflow(b)
         guard !overflow else {
-            throw ProviderMappingError(provider: "pxp", field: "modification \(m.systemTransactionId).amount",
+            throw ProviderMappingError(provider: .pxp, field: "modification \(m.systemTransactionId).amount",
                                        value: String(m.amount), reason: "sum overflows")
         }
         return sum

@@ -29,7 +29,7 @@ import Reconciliation
 /// Movements: each counted capture, completed refund and completed reversal, with its `create_time` and the fee and
 /// net of its breakdown (`movements(captures:merchantRefunds:reversals:currency:)`).
 public enum PayPalMapping {
-    static let reader = AnswerReader(provider: "paypal")
+    static let reader = AnswerReader(provider: .paypal)
 
     static let orderStatuses: Set = ["CREATED", "SAVED", "APPROVED", "VOIDED", "COMPLETED", "PAYER_ACTION_REQUIRED"]
     static let authorizationStatuses: Set = ["CREATED", "PARTIALLY_CREATED", "CAPTURED", "DENIED", "PARTIALLY_CAPTURED", "VOIDED",

@@ -12,7 +12,7 @@ import Reconciliation
 /// captured. Refunds act on the sales holding money, in order (POST /v1/payments/sale/{id}/refund); a sale cannot be
 /// captured, voided or incremented.
 public enum PayPalSaleMapping {
-    static let reader = AnswerReader(provider: "paypal")
+    static let reader = AnswerReader(provider: .paypal)
     static let states: Set = ["completed", "partially_refunded", "pending", "refunded", "denied", "reversed"]
 
     /// `unreadableDisputes`: disputes PayPal refused to show (403), with the sale each names: that sale's refunds

@@ -33,7 +33,7 @@ struct PayPalTransactionSearch: TransactionSearching {
 
     /// The answer's transactions (`transaction_details[].transaction_info`), pages and reach.
     static func page(_ body: JSONValue, page: Int = 1) throws(ProviderMappingError) -> TransactionSearchPage {
-        let r = AnswerReader(provider: "paypal")
+        let r = AnswerReader(provider: .paypal)
         guard body.objectMembers != nil else { throw r.fail("(answer)", body, "expected a JSON object") }
         var items: [FoundTransaction] = []
         for (i, detail) in (body["transaction_details"]?.arrayValue ?? []).enumerated() {

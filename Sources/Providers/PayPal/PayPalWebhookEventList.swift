@@ -57,7 +57,7 @@ struct PayPalWebhookEventList: EventListing {
     /// or when its next link would list another window or a filtered part of it (the window would then be recorded
     /// read when it was not); one event that cannot be stored is named, not stored, and the rest go on.
     static func page(_ body: JSONValue, window: Window) throws(ProviderMappingError) -> EventListPage {
-        let r = AnswerReader(provider: "paypal")
+        let r = AnswerReader(provider: .paypal)
         guard body.objectMembers != nil else { throw r.fail("(answer)", body, "expected a JSON object") }
         var events: [ListedEvent] = []
         let listed = body["events"]?.arrayValue ?? []

@@ -17,7 +17,7 @@ import Reconciliation
 /// from their answers), and all the refunds it knows (none Paypercut answered `failed` or `canceled`): a pending
 /// refund counts as moved, never planned again, and the raw state says so (`succeeded/refund_pending`).
 public enum PaypercutMapping {
-    static let reader = AnswerReader(provider: "paypercut")
+    static let reader = AnswerReader(provider: .paypercut)
 
     public static func snapshot(intent p: JSONValue, payment: JSONValue?, account: String?,
                                 links: [TransactionLink] = []) throws(ProviderMappingError) -> Snapshot {

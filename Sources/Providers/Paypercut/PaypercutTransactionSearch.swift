@@ -70,7 +70,7 @@ struct PaypercutTransactionSearch: TransactionSearching {
     /// `payment`) and its `last_key` (nil or empty on the last page). An item that does not read is named, not
     /// checked; the rest go on.
     static func page(_ body: JSONValue, list: String) throws(ProviderMappingError) -> ([FoundTransaction], String?) {
-        let r = AnswerReader(provider: "paypercut")
+        let r = AnswerReader(provider: .paypercut)
         guard body.objectMembers != nil else { throw r.fail("(answer)", body, "expected a JSON object") }
         var found: [FoundTransaction] = []
         for (i, item) in try r.array(body["items"], "items").enumerated() {

@@ -45,7 +45,7 @@ final class WorkerHarness: @unchecked Sendable {
         simulator.setPublicBaseURL(paysimURL)
         // As in production, every request passes CountedTransport (where a check's answers are kept as evidence).
         let base = HTTPClientTransport(client: http)
-        func transport(_ provider: Provider) -> CountedTransport { CountedTransport(base: base, provider: provider.rawValue) }
+        func transport(_ provider: Provider) -> CountedTransport { CountedTransport(base: base, provider: provider) }
         let pxp = PXPClient(configuration: PXPConfiguration(baseURL: paysimURL + "/api/v1", clientID: config.pxpClientID,
                                                             tokenID: config.pxpTokenID, tokenValue: config.pxpTokenValue,
                                                             timeoutSeconds: 10),
