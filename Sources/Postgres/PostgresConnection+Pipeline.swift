@@ -21,19 +21,24 @@ extension PostgresConnection {
         let buffers = try statements.map { try ParameterBuffers($0.params) }
         return try withHandle { conn in
             let startedIdle = PQtransactionStatus(conn) == PQTRANS_IDLE
-            // Statements due to be prepared are prepared first, one round trip each, once per session. Only from an
-            // idle session: there a statement that cannot be prepared changes nothing, and is sent unnamed so its
-            // error comes back in its place.
-            let named: [(PreparedStatements.Key, String)?] = zip(statements, buffers).map { statement, parameters in
-                startedIdle ? (try? preparedName(conn, statement.sql, parameters)) ?? nil : nil
+            // A statement due to be prepared is prepared inside the pipeline, just before it runs: after what comes before
+            // it (a BEGIN and its SET LOCAL timeouts cover its parse), and at no extra round trip.
+            var plan: [PipelineSend] = []
+            var parsedHere: [PreparedStatements.Key: String] = [:]   // one Parse for a statement the pipeline sends twice
+            for (statement, parameters) in zip(statements, buffers) {
+                var send = PipelineSend(statement.sql, parameters, prepared: &prepared)
+                if send.prepareFirst, let key = send.key {
+                    if let name = parsedHere[key] { send.name = name; send.prepareFirst = false } else { parsedHere[key] = send.name }
+                }
+                plan.append(send)
             }
             guard PQenterPipelineMode(conn) == 1 else {
                 throw PostgresError.protocolViolation("cannot enter pipeline mode: \(Self.clean(PQerrorMessage(conn)))")
             }
-            let results: [Result<PostgresRows, PostgresError>]
+            let raw: [Result<PostgresRows, PostgresError>]
             do {
-                try sendPipeline(conn, statements, buffers, named.map { $0?.1 })
-                results = try readPipeline(conn, count: statements.count)
+                try sendPipeline(conn, statements, buffers, plan)
+                raw = try readPipeline(conn, count: plan.reduce(0) { $0 + $1.results })
             } catch {
                 // Failing mid-way leaves the protocol state unknown (statements sent without a Sync, results unread):
                 // close the connection rather than guess. Usually it is already broken.
@@ -49,10 +54,7 @@ extension PostgresConnection {
                     throw PostgresError.protocolViolation("cannot leave pipeline mode: \(Self.clean(PQerrorMessage(conn)))")
                 }
             }
-            for (result, name) in zip(results, named) {
-                guard case .failure(let failure) = result, let (key, _) = name, PreparedStatements.invalidates(failure) else { continue }
-                if failure.sqlState == "26000" { prepared.forgetAll() } else { prepared.forget(key) }
-            }
+            let results = settle(raw, plan)
             // A failed BEGIN...COMMIT leaves the session in an aborted transaction: end it.
             if startedIdle, PQtransactionStatus(conn) == PQTRANS_INERROR {
                 _ = try rows(from: PQexec(conn, "ROLLBACK"), conn)
@@ -61,16 +63,66 @@ extension PostgresConnection {
         }
     }
 
+    /// How one statement of a pipeline is sent: unnamed, by a name this session holds, or prepared first.
+    struct PipelineSend {
+        var key: PreparedStatements.Key?
+        var name: String?
+        var prepareFirst = false
+        /// Results it yields: its own, and its Parse's when it is prepared first.
+        var results: Int { prepareFirst ? 2 : 1 }
+
+        init(_ sql: String, _ parameters: ParameterBuffers, prepared: inout PreparedStatements) {
+            guard prepared.enabled else { return }
+            let key = PreparedStatements.Key(sql: sql, types: parameters.types)
+            switch prepared.lookup(key) {
+            case .unnamed: return
+            case .prepared(let name): self.key = key; self.name = name
+            case .prepare(let name): self.key = key; self.name = name; prepareFirst = true
+            }
+        }
+    }
+
+    /// One result per statement from the results of every send: a Parse that failed stands for its statement (which
+    /// the pipeline then did not run), an abort names the statement that failed. The names whose Parse succeeded are
+    /// kept; those the server could no longer use are forgotten.
+    private func settle(_ raw: [Result<PostgresRows, PostgresError>], _ plan: [PipelineSend]) -> [Result<PostgresRows, PostgresError>] {
+        var statementOfSend: [Int] = []
+        for (i, send) in plan.enumerated() { statementOfSend += Array(repeating: i, count: send.results) }
+        func renumbered(_ r: Result<PostgresRows, PostgresError>) -> Result<PostgresRows, PostgresError> {
+            guard case .failure(.pipelineAborted(let at?)) = r, at < statementOfSend.count else { return r }
+            return .failure(.pipelineAborted(failedIndex: statementOfSend[at]))
+        }
+        var out: [Result<PostgresRows, PostgresError>] = []
+        var at = 0
+        for send in plan {
+            var result = renumbered(raw[at + send.results - 1])
+            if send.prepareFirst {
+                switch raw[at] {
+                case .success: if let key = send.key, let name = send.name { prepared.remember(key, as: name) }
+                case .failure(.pipelineAborted): break
+                case .failure(let parse): result = .failure(parse)
+                }
+            }
+            if case .failure(let failure) = result, let key = send.key, PreparedStatements.invalidates(failure) {
+                if failure.sqlState == "26000" { prepared.forgetAll() } else { prepared.forget(key) }
+            }
+            out.append(result)
+            at += send.results
+        }
+        return out
+    }
+
     /// Queues the statements and a Sync, then flushes in non-blocking mode while reading what the server already
     /// answers, so neither side can block on a full socket buffer however long the pipeline is.
     private func sendPipeline(_ conn: OpaquePointer, _ statements: [PostgresStatement], _ buffers: [ParameterBuffers],
-                              _ names: [String?]) throws {
+                              _ plan: [PipelineSend]) throws {
         guard PQsetnonblocking(conn, 1) == 0 else { throw error(from: nil, conn) }
         defer { _ = PQsetnonblocking(conn, 0) }
-        for ((statement, parameters), name) in zip(zip(statements, buffers), names) {
+        for ((statement, parameters), send) in zip(zip(statements, buffers), plan) {
             let sent: Int32 = parameters.withPointers { count, types, values, lengths, formats in
-                if let name { return PQsendQueryPrepared(conn, name, count, values, lengths, formats, 0) }
-                return PQsendQueryParams(conn, statement.sql, count, types, values, lengths, formats, 0)
+                guard let name = send.name else { return PQsendQueryParams(conn, statement.sql, count, types, values, lengths, formats, 0) }
+                if send.prepareFirst, PQsendPrepare(conn, name, statement.sql, count, types) != 1 { return 0 }
+                return PQsendQueryPrepared(conn, name, count, values, lengths, formats, 0)
             }
             guard sent == 1 else { throw error(from: nil, conn) }
         }

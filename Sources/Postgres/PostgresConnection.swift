@@ -411,10 +411,13 @@ extension PostgresConnection {
     /// is not the port the server says it listens on (`inet_server_port()`). nil when that cannot be told (a Unix
     /// socket, where the server reports no port). LISTEN through a transaction-mode pooler loses notifications, so the
     /// worker polls instead unless PAYRECON_LISTEN_DATABASE_URL gives a direct connection.
+    /// A pooler also shows in the backend process id: PgBouncer answers the connection with a key of its own, so the id
+    /// libpq was given is not the server's `pg_backend_pid()` (whatever ports either listens on).
     public func looksPooled() throws -> Bool? {
-        let connectedPort = try withHandle { conn in PQport(conn).map { String(cString: $0) } }
-        guard let serverPort = try query("SELECT inet_server_port()::text AS port").first?.optionalString("port"),
-              let connectedPort, !connectedPort.isEmpty, !connectedPort.hasPrefix("/") else { return nil }
+        let (connectedPort, givenPID) = try withHandle { conn in (PQport(conn).map { String(cString: $0) }, PQbackendPID(conn)) }
+        guard let row = try query("SELECT inet_server_port()::text AS port, pg_backend_pid() AS pid").first else { return nil }
+        if try row.int32("pid") != givenPID { return true }
+        guard let serverPort = try row.optionalString("port"), let connectedPort, !connectedPort.isEmpty else { return nil }
         return serverPort != connectedPort
     }
 }

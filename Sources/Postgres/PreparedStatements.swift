@@ -30,10 +30,19 @@ struct PreparedStatements {
     /// Statements seen once are remembered up to this many; past it the record starts again.
     static let seenLimit = 4096
 
+    /// A session that had this many names go stale stops preparing (a statement the server keeps refusing to reuse
+    /// would otherwise be prepared again and again).
+    static let forgetLimit = 32
+
     var enabled = false
     private(set) var names: [Key: String] = [:]
     private var seen: Set<Key> = []
     private var counter = 0
+    /// Names of this session's own (`payrecon_<prefix>_<n>`): never one another session's, were they ever to meet.
+    private let prefix = String(UInt32.random(in: 0...UInt32.max), radix: 16)
+    /// Names forgotten but still held by the server: deallocated when the session is next idle.
+    private(set) var stale: [String] = []
+    private var forgotten = 0
 
     init(enabled: Bool = false) { self.enabled = enabled }
 
@@ -47,7 +56,7 @@ struct PreparedStatements {
             return .unnamed
         }
         counter += 1
-        return .prepare("payrecon_\(counter)")
+        return .prepare("payrecon_\(prefix)_\(counter)")
     }
 
     /// `key` was prepared as `name` on the server.
@@ -58,19 +67,29 @@ struct PreparedStatements {
 
     /// The server no longer holds `key` usefully (its cached plan cannot serve a changed table): prepared again when
     /// next seen twice. The old name stays on the server until the session ends; names are never reused.
-    mutating func forget(_ key: Key) { names[key] = nil }
+    mutating func forget(_ key: Key) {
+        guard let name = names.removeValue(forKey: key) else { return }
+        stale.append(name)
+        forgotten += 1
+        if forgotten >= Self.forgetLimit { enabled = false }
+    }
 
-    /// The session was reset or the server forgot every name (`DISCARD ALL`).
+    /// The session was reset or the server forgot every name (`DISCARD ALL`): nothing of it is held any more.
     mutating func forgetAll() {
         names.removeAll()
         seen.removeAll()
+        stale.removeAll()
     }
+
+    /// The stale names were deallocated.
+    mutating func deallocated() { stale.removeAll() }
 
     /// Whether `error`, from running a prepared statement, means the name must be forgotten: the server could not
     /// reuse its plan ("cached plan must not change result type", 0A000) or does not know the name (26000).
     /// Either is raised before the statement does anything.
     static func invalidates(_ error: PostgresError) -> Bool {
-        error.sqlState == "0A000" || error.sqlState == "26000"
+        guard case .server(let state, let message, _) = error else { return false }
+        return state == "26000" || (state == "0A000" && message.hasPrefix("cached plan"))
     }
 
     /// Whether PostgreSQL plans `sql` (a query or a data-changing statement), read from its first keyword after any
@@ -92,6 +111,11 @@ extension PostgresConnection {
     /// run it unnamed. A statement that cannot be prepared throws the server's error, the one running it would give.
     func preparedName(_ conn: OpaquePointer, _ sql: String, _ buffers: ParameterBuffers) throws -> (PreparedStatements.Key, String)? {
         guard prepared.enabled else { return nil }
+        // Names gone stale are deallocated while nothing is under way (an error then changes nothing).
+        if !prepared.stale.isEmpty, PQtransactionStatus(conn) == PQTRANS_IDLE {
+            for name in prepared.stale { PQclear(PQexec(conn, "DEALLOCATE " + name)) }
+            prepared.deallocated()
+        }
         let key = PreparedStatements.Key(sql: sql, types: buffers.types)
         switch prepared.lookup(key) {
         case .unnamed: return nil

@@ -30,7 +30,7 @@ public struct WorkerContext: Sendable {
         url = try env.databaseURL()
         transport = try Self.transport(env, maxConcurrentRequests: maxConcurrentRequests)
         gateway = ProviderGateway(try ConfiguredProviders(environment: env, transport: transport, limiters: limiters))
-        pool = PostgresPool(conninfo: url, size: poolSize, acquireTimeout: 30)
+        pool = PostgresPool(conninfo: url, size: poolSize, acquireTimeout: 30, prepareStatements: try env.preparesStatements())
         let windows: PendingWindows
         do { windows = try PendingWindows.parse(env["PAYRECON_PENDING_MAX"] ?? "24h") } catch { throw ConfigurationError(error.description) }
         checker = OrderChecker(pool: pool, gateway: gateway, pendingWindows: windows)
@@ -120,6 +120,12 @@ extension Environment {
                 + "(e.g. postgresql://user@localhost:5432/payrecon), or run scripts/demo, which starts a local database")
         }
         return url
+    }
+
+    /// PAYRECON_PREPARED_STATEMENTS (`on`, the default, or `off`): whether a session that reaches PostgreSQL itself
+    /// prepares the statements it runs often. A session through a pooler never does, whatever this says.
+    public func preparesStatements() throws(ConfigurationError) -> Bool {
+        try choice("PAYRECON_PREPARED_STATEMENTS", ["on", "off"], default: "on") == "on"
     }
 
     /// `host:port` for the receiver.

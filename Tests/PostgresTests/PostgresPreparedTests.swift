@@ -52,10 +52,27 @@ import Testing
         #expect(cache.names.count == PreparedStatements.limit)
     }
 
-    @Test(arguments: [("0A000", true), ("26000", true), ("23505", false), ("42P01", false)])
-    func whichErrorsForgetTheName(sqlState: String, forgets: Bool) {
-        #expect(PreparedStatements.invalidates(.server(sqlState: sqlState, message: "m", detail: nil)) == forgets)
+    @Test(arguments: [("0A000", "cached plan must not change result type", true), ("0A000", "unsupported feature", false),
+                      ("26000", "prepared statement \"payrecon_1\" does not exist", true), ("23505", "duplicate key", false)])
+    func whichErrorsForgetTheName(sqlState: String, message: String, forgets: Bool) {
+        #expect(PreparedStatements.invalidates(.server(sqlState: sqlState, message: message, detail: nil)) == forgets)
         #expect(!PreparedStatements.invalidates(.connection("lost")))
+    }
+
+    /// A session whose names keep going stale stops preparing, and the names it forgot wait to be deallocated.
+    @Test func aSessionThatKeepsForgettingStopsPreparing() {
+        var cache = PreparedStatements(enabled: true)
+        for i in 0..<PreparedStatements.forgetLimit {
+            let key = PreparedStatements.Key(sql: "SELECT \(i)", types: [])
+            _ = cache.lookup(key)
+            guard case .prepare(let name) = cache.lookup(key) else { Issue.record("not prepared"); return }
+            #expect(name.hasPrefix("payrecon_") && name.split(separator: "_").count == 3)
+            cache.remember(key, as: name)
+            cache.forget(key)
+        }
+        #expect(cache.stale.count == PreparedStatements.forgetLimit)
+        #expect(!cache.enabled)
+        #expect(cache.lookup(PreparedStatements.Key(sql: "SELECT 'more'", types: [])) == .unnamed)
     }
 }
 
@@ -119,6 +136,26 @@ import Testing
         }
     }
 
+    /// A name forgotten (its plan refused) is deallocated once the session is idle again: the server does not keep it.
+    @Test func aForgottenNameIsDeallocated() throws {
+        let table = uniqueName("prepared_stale")
+        let admin = try connect(); defer { admin.close() }
+        try admin.execute("CREATE TABLE \(table) (a int)")
+        defer { _ = try? admin.execute("DROP TABLE IF EXISTS \(table)") }
+        let pool = PostgresPool(conninfo: databaseURL, size: 1)
+        defer { pool.close() }
+        try pool.withConnection { conn throws in
+            let sql = "SELECT * FROM \(table)"
+            for _ in 0..<3 { _ = try conn.query(sql) }
+            #expect(try held(conn) == 1)
+            try admin.execute("ALTER TABLE \(table) ADD COLUMN b int")
+            _ = try conn.query(sql)                       // refused by name, run unnamed, its name forgotten
+            _ = try conn.query("SELECT $1::int AS n", [.int32(1)])
+            let left = try conn.query("SELECT statement FROM pg_prepared_statements").map { try $0.string("statement") }
+            #expect(left.isEmpty, "the forgotten name was deallocated: \(left)")
+        }
+    }
+
     @Test func aPipelineRunsPreparedStatementsAndStillNamesTheOneThatFailed() throws {
         let table = uniqueName("prepared_pipe")
         let admin = try connect(); defer { admin.close() }
@@ -136,7 +173,9 @@ import Testing
                 let results = try batch([round * 2, round * 2 + 1])
                 #expect(try results[3].get()[0].int64("n") == Int64(round * 2 + 2))
             }
+            // The INSERT, sent twice in each pipeline, was parsed once; the SELECT once.
             #expect(conn.preparedCount == 2)
+            #expect(try held(conn) == 2)
             // A duplicate key in the middle: that statement's own error, the rest not run, nothing kept.
             let results = try batch([100, 0, 101])
             guard case .failure(let failure) = results[2] else { Issue.record("the duplicate was not refused"); return }

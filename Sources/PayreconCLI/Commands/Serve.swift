@@ -63,7 +63,7 @@ let serveCommand = Command(
     let trustedProxies = try env.trustedProxies()
     let metricsAddress = try env.serveMetricsAddress(flag: args.value(serveMetricsListen))
     let endpoints = try webhookEndpoints(env)
-    let pool = PostgresPool(conninfo: url, size: 8, acquireTimeout: 5)
+    let pool = PostgresPool(conninfo: url, size: 8, acquireTimeout: 5, prepareStatements: try env.preparesStatements())
     // serve does not migrate: it refuses to start on a database that lacks migrations (run `payrecon migrate` first,
     // as the owner: payrecon-migrate.service, which starting serve's unit starts first; serve's own role cannot). Unreachable at start is not fatal: deliveries get 503 until it is.
     // The migrations this build needs are compiled in: no sql/ folder, old or missing, decides readiness.
