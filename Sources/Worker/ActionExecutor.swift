@@ -300,6 +300,7 @@ public final class ActionExecutor: Sendable {
         case .found(let ref): "succeeded (\(ref))"
         case .notFound: "failed: the provider does not know the transaction to act on"
         case .transient(let reason, _): "in doubt: \(reason)"
+        case .permanent(.unreadable(let reason)): "in doubt: the answer could not be read: \(reason)"
         case .permanent(let failure): "failed: " + failure.description
         }
     }

@@ -189,6 +189,26 @@ final class RecordedSleeps: @unchecked Sendable {
         #expect(outcome == .transient(reason: "HTTP 429", retryAfterSeconds: 60))  // handed back for the caller to schedule
     }
 
+    /// A capture's first attempt times out (it may have been applied); the retry is never sent (its OAuth token was
+    /// refused). The call is in doubt, not "never sent": only a call no attempt of which may have reached the provider is.
+    @Test(arguments: [
+        ("timeout", ProviderOutcome<Int>.transient(reason: "an earlier attempt may have reached the provider, and the last was not sent: token refused",
+                                                   retryAfterSeconds: nil)),
+        ("HTTP 429", ProviderOutcome<Int>.permanent(.notSent("token refused"))),
+    ])
+    func aRetryNeverSentAfterOneThatMayHaveArrivedIsInDoubt(first: String, expected: ProviderOutcome<Int>) async {
+        let sleeps = RecordedSleeps()
+        let calls = Mutex(0)
+        let outcome: ProviderOutcome<Int> = await retrying(sleeps.policy()) {
+            calls.withLock { $0 += 1; return $0 } == 1 ? .transient(reason: first, retryAfterSeconds: nil) : .permanent(.notSent("token refused"))
+        }
+        #expect(outcome == expected)
+        let refusedAfter: ProviderOutcome<Int> = await retrying(sleeps.policy()) {
+            calls.withLock { $0 += 1; return $0 } == 3 ? .transient(reason: "timeout", retryAfterSeconds: nil) : .permanent(.refused(status: 422, body: "x"))
+        }
+        #expect(refusedAfter == .permanent(.refused(status: 422, body: "x")), "a refusal reached the provider: it stands")
+    }
+
     @Test func stopsOnSuccessOrPermanent() async {
         let sleeps = RecordedSleeps()
         let calls = Mutex(0)

@@ -57,7 +57,8 @@ public enum ProviderFailure: Sendable, Hashable, CustomStringConvertible {
     /// The provider answered, and what it answered cannot be read (the reason names the field, or the answer was over
     /// the size cap). The call reached the provider and may have had its effect.
     case unreadable(String)
-    /// The provider answered, readably, that it did not do what was asked (a refund answered FAILED).
+    /// The provider answered, readably, that it did not do (all of) what was asked: a refund answered FAILED, or a
+    /// call of several parts that stopped after some were done.
     case declined(String)
     /// Nothing was sent: payrecon lacks what the call needs (credentials, an id), the provider has no such call, or
     /// the request could not be made.

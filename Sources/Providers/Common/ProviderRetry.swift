@@ -53,11 +53,20 @@ public func retrying<T: Sendable>(_ policy: RetryPolicy,
                                   _ operation: () async -> ProviderOutcome<T>) async -> ProviderOutcome<T> {
     var outcome = await operation()
     var retry = 0
-    while case .transient(_, let retryAfter) = outcome, retry + 1 < policy.maxAttempts {
+    // Whether an attempt so far may have reached the provider (a timeout, a 5xx: not a 429, refused before processing).
+    var mayHaveReached = false
+    while case .transient(let reason, let retryAfter) = outcome, retry + 1 < policy.maxAttempts {
+        if !ProviderOutcomeClassifier.refusedBeforeProcessing(reason) { mayHaveReached = true }
         guard let wait = policy.delay(beforeRetry: retry, retryAfterSeconds: retryAfter) else { return outcome }
         do { try await policy.sleep(wait) } catch { return outcome }
         retry += 1
         outcome = await operation()
+    }
+    // A later attempt never sent (its token refused, say) does not make the call one never sent: an earlier one may
+    // have reached the provider, so the call stays in doubt.
+    if mayHaveReached, case .permanent(let failure) = outcome, !failure.reachedProvider {
+        return .transient(reason: "an earlier attempt may have reached the provider, and the last was not sent: \(failure.text)",
+                          retryAfterSeconds: nil)
     }
     return outcome
 }

@@ -530,6 +530,11 @@ public enum PayPalProvider {
         /// amount. A repeat after a partial failure re-plans first, so it asks only for what is still missing.
         func captureSpread(_ call: ActionCall, over sources: [RefundSource], client: PayPalClient) async -> ActionCallResult {
             var left = call.amount.minorUnits
+            // Refused before any capture when the authorizations cannot hold it all: nothing is sent.
+            let room = sources.reduce(Int64(0)) { $0 + max(0, $1.amount - $1.refunded) }
+            guard room >= left else {
+                return ActionCallResult(.permanent(.notSent("the order's authorizations hold \(room) of the \(left) minor units to capture")))
+            }
             var refs: [String] = []
             for source in sources where left > 0 {
                 let room = source.amount - source.refunded
@@ -541,11 +546,15 @@ public enum PayPalProvider {
                 let outcome = await client.captureAuthorization(source.id, amount: Money(minorUnits: take, currency: call.amount.currency),
                                                                 final: take == room || (left == 0 && call.isFinal),
                                                                 requestID: key.idempotencyKey(limit: PayPalProvider.requestIDLimit))
-                guard case .found(let answer) = outcome else { return ActionCallResult(outcome.map { _ in "" }) }
+                guard case .found(let answer) = outcome else {
+                    // Stopped part way: what was captured moved money, so the call is never "not sent" (its order is
+                    // checked again, and the next plan asks only for what is still missing).
+                    if !refs.isEmpty, case .permanent(let failure) = outcome, !failure.reachedProvider {
+                        return ActionCallResult(.permanent(.declined("captured from \(refs.joined(separator: ", ")), then stopped: \(failure.text)")))
+                    }
+                    return ActionCallResult(outcome.map { _ in "" })
+                }
                 refs.append(answer["id"]?.stringValue ?? source.id)
-            }
-            guard left == 0 else {
-                return ActionCallResult(.permanent(.notSent("the order's authorizations hold \(call.amount.minorUnits - left) of \(call.amount.minorUnits) minor units uncaptured")))
             }
             return ActionCallResult(.found(refs.joined(separator: ",")))
         }
