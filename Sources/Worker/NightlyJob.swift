@@ -44,6 +44,11 @@ public struct NightlyJob: Sendable {
         }
     }
 
+    public struct BackfillRun: Sendable, Equatable {
+        public var provider: Provider
+        public var result: BackfillResult
+    }
+
     /// What one provider's settlement evaluation came to.
     public enum SettlementResult: Sendable, Equatable {
         case evaluated(opened: Int, resolved: Int)
@@ -51,7 +56,8 @@ public struct NightlyJob: Sendable {
     }
 
     public struct Report: Sendable, Equatable {
-        public var backfills: [Provider: BackfillResult] = [:]
+        /// In the order they ran (PAYRECON_BACKFILL may name a provider twice: each run is its own).
+        public var backfills: [BackfillRun] = []
         public var sweep = ReconcileSweep.Summary()
         public var sweepSeconds: Double = 0
         public var actions: ActionExecutor.Totals?
@@ -60,7 +66,7 @@ public struct NightlyJob: Sendable {
         /// 0 when everything was checked and every part ran; 1 when some order could not be checked, a backfill left
         /// something or a settlement evaluation failed.
         public var exitCode: Int32 {
-            let partFailed = backfills.values.contains(where: \.failed)
+            let partFailed = backfills.contains(where: \.result.failed)
                 || settlement.values.contains(where: { if case .notEvaluated = $0 { true } else { false } })
             return sweep.exitCode == 0 && partFailed ? 1 : sweep.exitCode
         }
@@ -76,13 +82,17 @@ public struct NightlyJob: Sendable {
         self.pool = pool; self.checker = checker; self.executor = executor; self.logger = logger
     }
 
-    /// Runs the job. `progress` is given the sweep's totals now and then (for a terminal). Throws when the sweep
-    /// itself stopped (the database went away): nothing after it runs.
+    /// Runs the job. `backfilled` is told each backfill's result as it ends (so it is said before the sweep runs),
+    /// `progress` the sweep's totals now and then (for a terminal). Throws when the sweep itself stopped (the
+    /// database went away): nothing after it runs.
     public func run(_ options: Options, now: @Sendable () -> Date = { Date() },
+                    backfilled: @Sendable (Provider, BackfillResult) -> Void = { _, _ in },
                     progress: (@Sendable (RunStore.Totals) -> Void)? = nil) async throws -> Report {
         var report = Report()
         for (provider, seconds) in options.backfills where options.sweep.provider == nil || options.sweep.provider == provider {
-            report.backfills[provider] = await backfill(provider, seconds: seconds, options, now: Int64(now().timeIntervalSince1970))
+            let result = await backfill(provider, seconds: seconds, options, now: Int64(now().timeIntervalSince1970))
+            backfilled(provider, result)
+            report.backfills.append(BackfillRun(provider: provider, result: result))
         }
         let started = DispatchTime.now()
         report.sweep = try await ReconcileSweep(pool: pool, checker: checker, logger: logger).run(options.sweep, progress: progress)

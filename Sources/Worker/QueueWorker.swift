@@ -82,7 +82,8 @@ public final class QueueWorker: Sendable {
             }
         }
         let loops = startLoops(once: once)
-        defer { loops.signalStop(); wakeup.stop() }
+        // Leases are renewed until the very end: through the wait for an action under way and the last flush.
+        defer { loops.renewer.cancel(); loops.signalStop(); wakeup.stop() }
         logger.info("worker started", ["once": once])
         await pump(once: once)
         loops.signalStop()
@@ -100,8 +101,9 @@ public final class QueueWorker: Sendable {
         final class Flags: Sendable { let flusherDone = Atomic<Bool>(false), actionsDone = Atomic<Bool>(false) }
         let flags: Flags
         let renewer: Task<Void, Never>, flusher: Task<Void, Never>, actions: Task<Void, Never>
+        /// Ends the flush and action loops (each finishes what it is doing); the lease renewer is cancelled apart, last.
         func signalStop() {
-            renewer.cancel(); flags.flusherDone.store(true, ordering: .relaxed); flags.actionsDone.store(true, ordering: .relaxed)
+            flags.flusherDone.store(true, ordering: .relaxed); flags.actionsDone.store(true, ordering: .relaxed)
         }
     }
 

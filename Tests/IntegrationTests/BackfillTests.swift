@@ -301,7 +301,7 @@ struct BackfillTests {
             let job = NightlyJob(pool: h.pool, checker: h.checker, executor: nil, logger: h.log.logger)
             let options = NightlyJob.Options(sweep: .init(since: nil, provider: nil, concurrency: 4), backfills: [(.paypal, 5 * 86_400)])
             let report = try await job.run(options)
-            guard case .ran(let backfill) = report.backfills[.paypal] else { Issue.record("\(report.backfills)"); return }
+            guard report.backfills.count == 1, case .ran(let backfill) = report.backfills[0].result else { Issue.record("\(report.backfills)"); return }
             #expect(backfill.unknown == 1)
             // The sweep ran after it: the PXP order's currency disagrees, and the PayPal capture no order holds is known.
             #expect(report.sweep.runID > 0 && report.sweep.totals.checked == 1 && report.sweep.totals.opened == 1)
@@ -315,7 +315,7 @@ struct BackfillTests {
             try h.execute("DELETE FROM backfill_windows")
             let refused = try await job.run(options)
             // The transaction search refused (its webhook events are still listed): said, and the run's exit is 1.
-            guard case .ran(let partly) = refused.backfills[.paypal] else { Issue.record("\(refused.backfills)"); return }
+            guard case .ran(let partly) = refused.backfills.first?.result else { Issue.record("\(refused.backfills)"); return }
             #expect(partly.refused.count == 1 && partly.refused[0].contains("HTTP 403"), "\(partly.refused)")
             #expect(refused.sweep.runID > report.sweep.runID, "the sweep still ran")
             #expect(refused.exitCode == 1)
@@ -324,8 +324,12 @@ struct BackfillTests {
             #expect(pxpOnly.backfills.isEmpty && pxpOnly.settlement.isEmpty && pxpOnly.exitCode == 0)
             // A provider without the lists a backfill reads is skipped, said, and the run's exit is 1.
             let unsupported = try await job.run(NightlyJob.Options(sweep: .init(since: nil, provider: .pxp, concurrency: 4), backfills: [(.pxp, 86_400)]))
-            guard case .skipped(let why) = unsupported.backfills[.pxp] else { Issue.record("\(unsupported.backfills)"); return }
+            guard case .skipped(let why) = unsupported.backfills.first?.result else { Issue.record("\(unsupported.backfills)"); return }
             #expect(!why.isEmpty && unsupported.exitCode == 1)
+            // A provider named twice runs twice, and a failure of either is the run's: the later one does not hide it.
+            let twice = try await job.run(NightlyJob.Options(sweep: .init(since: nil, provider: .paypal, concurrency: 4),
+                                                             backfills: [(.paypal, 86_400), (.paypal, 5 * 86_400)]))
+            #expect(twice.backfills.map(\.provider) == [.paypal, .paypal] && twice.exitCode == 1, "\(twice.backfills)")
         }
     }
 

@@ -50,7 +50,10 @@ let reconcileCommand = Command(
     let started = Date()
     let report: NightlyJob.Report
     do {
-        report = try await job.run(options, progress: { t in
+        report = try await job.run(options, backfilled: { provider, result in
+            if terminal { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+            NightlyReportPrinter.print(backfill: result, of: provider)
+        }, progress: { t in
             guard terminal else { return }
             let rate = Double(t.checked) / max(0.001, Date().timeIntervalSince(started))
             FileHandle.standardError.write(Data("\r\u{1B}[Kchecked \(t.checked)  matched \(t.matched)  opened \(t.opened)  resolved \(t.resolved)  actions \(t.actionsEmitted)  errors \(t.errors)  (\(Int(rate))/s)".utf8))
@@ -63,20 +66,23 @@ let reconcileCommand = Command(
     return report.exitCode
 }
 
-/// What a nightly run printed: backfill lines first (as they ran), then the sweep's summary, then settlement.
+/// What a nightly run prints: each backfill's lines as it ends, then the sweep's summary, then settlement.
 enum NightlyReportPrinter {
-    static func print(_ report: NightlyJob.Report) {
-        for (provider, result) in report.backfills.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
-            switch result {
-            case .ran(let b):
-                let events = b.eventRequests > 0 ? "; \(b.eventsListed) webhook events listed, \(b.eventsStored) payrecon had not stored (stored now for payrecon work)" : ""
-                Swift.print("backfill \(provider.rawValue): \(b.windowsRead) windows read (\(b.windowsReread) again), \(b.found) transactions listed, \(b.new) new or changed, \(b.ordersChecked) orders re-checked, \(b.unknown) no order holds\(events)")
-                for problem in b.problems + b.notChecked.map({ "not checked: " + $0 }) { Swift.print("  \(problem.terminalSafe)") }
-                for why in b.refused { stderr("payrecon: PAYRECON_BACKFILL \(provider.rawValue): a list was refused and skipped: \(why)") }
-            case .skipped(let why): stderr("payrecon: PAYRECON_BACKFILL \(provider.rawValue) skipped: \(why)")
-            case .stopped(let why): stderr("payrecon: PAYRECON_BACKFILL \(provider.rawValue) stopped: \(why); the sweep runs anyway")
-            }
+    /// One backfill's lines, said as it ends (before the sweep runs).
+    static func print(backfill result: NightlyJob.BackfillResult, of provider: Provider) {
+        switch result {
+        case .ran(let b):
+            let events = b.eventRequests > 0 ? "; \(b.eventsListed) webhook events listed, \(b.eventsStored) payrecon had not stored (stored now for payrecon work)" : ""
+            Swift.print("backfill \(provider.rawValue): \(b.windowsRead) windows read (\(b.windowsReread) again), \(b.found) transactions listed, \(b.new) new or changed, \(b.ordersChecked) orders re-checked, \(b.unknown) no order holds\(events)")
+            for problem in b.problems + b.notChecked.map({ "not checked: " + $0 }) { Swift.print("  \(problem.terminalSafe)") }
+            for why in b.refused { stderr("payrecon: PAYRECON_BACKFILL \(provider.rawValue): a list was refused and skipped: \(why)") }
+        case .skipped(let why): stderr("payrecon: PAYRECON_BACKFILL \(provider.rawValue) skipped: \(why)")
+        case .stopped(let why): stderr("payrecon: PAYRECON_BACKFILL \(provider.rawValue) stopped: \(why); the sweep runs anyway")
         }
+    }
+
+    /// The sweep's summary, then settlement (the backfills were said as they ended).
+    static func print(_ report: NightlyJob.Report) {
         let summary = report.sweep, t = summary.totals
         Swift.print("reconcile run \(summary.runID): checked \(t.checked), matched \(t.matched), discrepancies opened \(t.opened), resolved \(t.resolved), actions emitted \(t.actionsEmitted), errors \(t.errors) in \(String(format: "%.1f", report.sweepSeconds))s")
         if !summary.errors.isEmpty {
