@@ -54,38 +54,7 @@ struct RowValidator {
 
         let period = row.period()
         if let provider, let transactionRefs {
-            let traits = traits(provider)
-            if period != nil {
-                if traits.agreementPrefixes.isEmpty {
-                    row.fail("period_start", "\(provider.rawValue) has no subscriptions payrecon splits by billing period: record each renewal as "
-                             + "its own order, by the renewal's own transaction")
-                } else if transactionRefs.count > 1 || !traits.isAgreement(transactionRefs[0]) {
-                    let kinds = traits.agreementPrefixes.map { $0 + "…" }.joined(separator: ", ")
-                    row.fail("period_start", "a billing period is only for an order of one subscription or billing agreement (\(kinds)); "
-                             + "transaction_ref is '\(transactionRefs.joined(separator: " "))'")
-                }
-            }
-            // Of one agreement, the periods must not overlap (a renewal's payment would count on two orders), and an order
-            // without a period (which holds every payment) cannot stand beside orders with one.
-            if let orderID, transactionRefs.count == 1, traits.isAgreement(transactionRefs[0]), row.errors.isEmpty {
-                let key = AgreementKey(provider: provider, ref: transactionRefs[0])
-                let siblings = agreements[key] ?? []
-                if let clash = siblings.first(where: { other in
-                    switch (period, other.period) {
-                    case (nil, nil): return false
-                    case let (mine?, theirs?): return mine.overlaps(theirs)
-                    default: return true
-                    }
-                }) {
-                    let why = period == nil || clash.period == nil
-                        ? "one of them has no billing period, so it would hold every payment of the agreement"
-                        : "their periods overlap (\(period!) and \(clash.period!)), so a renewal's payment would count on both"
-                    row.fail(period == nil ? "transaction_ref" : "period_start",
-                             "order \(clash.orderID) (line \(clash.line)) is of the same agreement \(transactionRefs[0]) and \(why)")
-                } else {
-                    agreements[key, default: []].append((orderID, line, period))
-                }
-            }
+            checkPeriod(period, of: &row, provider: provider, orderID: orderID, transactionRefs: transactionRefs, line: line)
         }
 
         if let provider, let orderID {
@@ -106,6 +75,44 @@ struct RowValidator {
                           refundAmount: refundAmount ?? 0, transactionRefs: transactionRefs)
         order.period = period
         return .order(order, line: line)
+    }
+
+    /// A billing period is only for an order of one subscription or agreement, and of one agreement the periods must
+    /// not overlap.
+    private mutating func checkPeriod(_ period: BillingPeriod?, of row: inout Row, provider: Provider, orderID: String?,
+                                      transactionRefs: [String], line: Int) {
+        let traits = self.traits(provider)
+        if period != nil {
+            if traits.agreementPrefixes.isEmpty {
+                row.fail("period_start", "\(provider.rawValue) has no subscriptions payrecon splits by billing period: record each renewal as "
+                         + "its own order, by the renewal's own transaction")
+            } else if transactionRefs.count > 1 || !traits.isAgreement(transactionRefs[0]) {
+                let kinds = traits.agreementPrefixes.map { $0 + "…" }.joined(separator: ", ")
+                row.fail("period_start", "a billing period is only for an order of one subscription or billing agreement (\(kinds)); "
+                         + "transaction_ref is '\(transactionRefs.joined(separator: " "))'")
+            }
+        }
+        // Of one agreement, the periods must not overlap (a renewal's payment would count on two orders), and an order
+        // without a period (which holds every payment) cannot stand beside orders with one.
+        if let orderID, transactionRefs.count == 1, traits.isAgreement(transactionRefs[0]), row.errors.isEmpty {
+            let key = AgreementKey(provider: provider, ref: transactionRefs[0])
+            let siblings = agreements[key] ?? []
+            if let clash = siblings.first(where: { other in
+                switch (period, other.period) {
+                case (nil, nil): return false
+                case let (mine?, theirs?): return mine.overlaps(theirs)
+                default: return true
+                }
+            }) {
+                let why = period == nil || clash.period == nil
+                    ? "one of them has no billing period, so it would hold every payment of the agreement"
+                    : "their periods overlap (\(period!) and \(clash.period!)), so a renewal's payment would count on both"
+                row.fail(period == nil ? "transaction_ref" : "period_start",
+                         "order \(clash.orderID) (line \(clash.line)) is of the same agreement \(transactionRefs[0]) and \(why)")
+            } else {
+                agreements[key, default: []].append((orderID, line, period))
+            }
+        }
     }
 }
 
