@@ -376,7 +376,8 @@ public final class ActionExecutor: Sendable {
 /// Renews an action's lease while its attempt runs, and says when it was lost (another executor may hold it now).
 final class LeaseRenewal: Sendable {
     final class Flag: Sendable {
-        let value = Mutex(false)
+        /// `lost`: a renewal found the lease gone; `stopped`: the attempt went on to record its outcome, under the fence.
+        let value = Mutex((lost: false, stopped: false))
     }
     private let lost = Flag()
     private let task: Task<Void, Never>
@@ -390,16 +391,25 @@ final class LeaseRenewal: Sendable {
                 if Task.isCancelled { return }
                 let held = try? await pool.run { try ActionStore.renew(id: action.id, attempt: action.attempts, leaseSeconds: leaseSeconds, on: $0) }
                 if held == false {
-                    lost.value.withLock { $0 = true }
-                    log.warning("action lease lost during its attempt; its outcome will not be recorded here")
+                    // A renewal that was under way when the outcome was recorded finds the action no longer pending:
+                    // that is not a lost lease (the fence decided), so it says nothing once the attempt stopped it.
+                    let said = lost.value.withLock { state -> Bool in
+                        guard !state.stopped else { return false }
+                        state.lost = true
+                        return true
+                    }
+                    if said { log.warning("action lease lost during its attempt; its outcome will not be recorded here") }
                     return
                 }
             }
         }
     }
 
-    var isLost: Bool { lost.value.withLock { $0 } }
-    func stop() { task.cancel() }
+    var isLost: Bool { lost.value.withLock { $0.lost } }
+    func stop() {
+        lost.value.withLock { $0.stopped = true }
+        task.cancel()
+    }
 }
 
 extension ActionExecutor {

@@ -7,7 +7,7 @@ import Providers
 import Reconciliation
 import Store
 import Testing
-import Worker
+@testable import Worker
 
 /// Actions move money exactly once, for exactly the right amount (issue 11),
 /// against PostgreSQL and paysim over real HTTP.
@@ -131,6 +131,35 @@ import Worker
             let log = try await h.paysimLog(provider: "paypal")
             #expect(!log.contains { ($0["path"] as? String)?.hasSuffix("/capture") == true }, "\(log)")
             #expect(log.contains { ($0["path"] as? String)?.hasSuffix("/void") == true && $0["result"] as? String == "applied" })
+        }
+    }
+
+    /// A renewal under way when the attempt records its outcome finds the action no longer pending. That is the fence
+    /// having decided, not a lost lease: the attempt goes on to re-check the order and counts what it recorded. (Under
+    /// a loaded CI run the renewal's late `false` made a succeeded call count as deferred and skip its re-check.)
+    @Test func aRenewalThatLandsAfterTheRecordIsNotALostLease() async throws {
+        try await WorkerHarness.with { h in
+            _ = try await Self.plannedPayPalCapture(h)
+            let claimed = try h.database.connect()
+            defer { claimed.close() }
+            let action = try #require(try ActionStore.claimPending(leaseSeconds: 60, limit: 1, on: claimed).first)
+            // The action's row is held by another transaction: the renewal's UPDATE waits on it.
+            let holder = try h.database.connect()
+            defer { holder.close() }
+            try holder.execute("BEGIN")
+            try holder.execute("SELECT 1 FROM actions WHERE id = $1 FOR UPDATE", [.int64(action.id)])
+            let renewal = LeaseRenewal(pool: h.pool, action: action, leaseSeconds: 1, logger: Logger())   // renews every 333 ms
+            var waiting = false
+            for _ in 0..<50 where !waiting {
+                try await Task.sleep(for: .milliseconds(100))
+                waiting = try h.database.count("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE actions SET lease_expires_at%'") == 1
+            }
+            #expect(waiting, "the renewal is waiting on the row")
+            renewal.stop()                                           // the attempt records its outcome now
+            try holder.execute("UPDATE actions SET status = 'succeeded' WHERE id = $1", [.int64(action.id)])
+            try holder.execute("COMMIT")                             // the renewal now finds it no longer pending
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(!renewal.isLost)
         }
     }
 
