@@ -59,28 +59,7 @@ public enum SettlementStore {
             _ = try tx.execute("SET LOCAL work_mem = '64MB'")
             let staged = try stage(read, on: tx)
             let summary = staged.summary
-            // Account rows are the account's own, kept with the file; lines are kept once, by the first file to bring them.
-            if staged.accountRows > 0 {
-                _ = try tx.execute("""
-                    INSERT INTO settlement_account_rows (file_id, line, event_code, direction, initiated_at, completed_at, currency, gross_minor,
-                                                         fee_minor, fee_direction, fee_currency)
-                    SELECT $1, line, event_code, direction, to_timestamp(initiated_at), to_timestamp(completed_at), currency, gross, fee,
-                           CASE WHEN fee IS NULL THEN NULL ELSE fee_direction END, CASE WHEN fee IS NULL THEN NULL ELSE fee_currency END
-                    FROM settlement_stage WHERE account_row
-                    """, [.int64(fileID)])
-            }
-            let newLines = try tx.execute("""
-                INSERT INTO settlement_lines (provider, transaction_id, event_code, direction, role, file_id, line, reference_id, reference_type,
-                                              invoice_id, custom_field, initiated_at, completed_at, currency, gross_minor, fee_minor,
-                                              fee_direction, fee_currency)
-                SELECT DISTINCT ON (transaction_id, event_code, direction)
-                       $1, transaction_id, event_code, direction, role, $2, line, reference_id, reference_type, invoice_id, custom_field,
-                       to_timestamp(initiated_at), to_timestamp(completed_at), currency, gross, fee,
-                       CASE WHEN fee IS NULL THEN NULL ELSE fee_direction END, CASE WHEN fee IS NULL THEN NULL ELSE fee_currency END
-                FROM settlement_stage WHERE NOT account_row
-                ORDER BY transaction_id, event_code, direction, line
-                ON CONFLICT DO NOTHING
-                """, [p, .int64(fileID)])
+            let newLines = try storeStaged(staged, fileID: fileID, provider: provider, on: tx)
             var judged = try judge(try disagreeing(fileID: fileID, provider: provider, on: tx), provider: provider, on: tx)
             // Every line stored was new: no copy of a line already kept to compare.
             if newLines < staged.lines { judged += try conflicts(fileID: fileID, provider: provider, on: tx) }
@@ -88,30 +67,66 @@ public enum SettlementStore {
             var findings: [DiscrepancyKind: Int] = [:]
             for j in judged { findings[j.finding.kind, default: 0] += 1 }
 
-            // The file's account: its header's, else the one payee its captures share, else none.
-            let payees = try self.payees(headerless: summary.account == nil, provider: provider, on: tx)
-            let account = summary.account ?? (payees.count == 1 ? payees.first : nil)
-            var accountNote: String?
-            if let stated = summary.account, !payees.isEmpty, !payees.contains(stated) {
-                accountNote = "its header names account \(stated), but the captures it lists were paid to \(payees.sorted().joined(separator: ", ")): "
-                    + "they are not judged by this file (check that the header's account is the payee's merchant id)"
-            }
-            _ = try tx.execute("""
-                UPDATE settlement_files SET kind = $2, account = $3, day = $4::date, period_start = to_timestamp($5::bigint),
-                    period_end = to_timestamp($6::bigint), body_rows = $7, lines_new = $8, problems = $9, account_rows = $10,
-                    pending_rows = $11, denied_rows = $12, utc_offset = $13
-                WHERE id = $1
-                """, [.int64(fileID), summary.kind.map { .text($0) } ?? .null, account.map { .text($0) } ?? .null,
-                      summary.day.map { .text($0) } ?? .null, summary.periodStart.map { .int64($0) } ?? .null,
-                      summary.periodEnd.map { .int64($0) } ?? .null, .int64(Int64(summary.bodyRows)), .int64(Int64(newLines)),
-                      .textArray(summary.problems), .int64(Int64(staged.accountRows)), .int64(Int64(staged.pending)), .int64(Int64(staged.denied)),
-                      summary.utcOffset.map { .int64(Int64($0)) } ?? .null])
+            let (account, accountNote) = try describeFile(fileID, staged: staged, newLines: newLines, provider: provider, on: tx)
             _ = try tx.execute("DROP TABLE settlement_stage")
             let evaluated = try evaluate(provider: provider, now: now, deadlineSeconds: deadlineSeconds, on: tx)
             for (kind, n) in evaluated.opened { findings[kind, default: 0] += n }
             return Imported(fileID: fileID, alreadyImported: false, summary: summary, lines: staged.read, newLines: newLines, pending: staged.pending,
                             denied: staged.denied, accountRows: staged.accountRows, account: account, accountNote: accountNote, findings: findings)
         }
+    }
+
+    /// The staged file's account rows, kept with it, and its lines no earlier file brought (each line is kept once, by
+    /// the first file to bring it); returns how many lines were new.
+    static func storeStaged(_ staged: Staged, fileID: Int64, provider: Provider, on tx: PostgresConnection) throws -> Int {
+        let p = PostgresValue.text(provider.rawValue)
+        // Account rows are the account's own, kept with the file; lines are kept once, by the first file to bring them.
+        if staged.accountRows > 0 {
+            _ = try tx.execute("""
+                INSERT INTO settlement_account_rows (file_id, line, event_code, direction, initiated_at, completed_at, currency, gross_minor,
+                                                     fee_minor, fee_direction, fee_currency)
+                SELECT $1, line, event_code, direction, to_timestamp(initiated_at), to_timestamp(completed_at), currency, gross, fee,
+                       CASE WHEN fee IS NULL THEN NULL ELSE fee_direction END, CASE WHEN fee IS NULL THEN NULL ELSE fee_currency END
+                FROM settlement_stage WHERE account_row
+                """, [.int64(fileID)])
+        }
+        return try tx.execute("""
+            INSERT INTO settlement_lines (provider, transaction_id, event_code, direction, role, file_id, line, reference_id, reference_type,
+                                          invoice_id, custom_field, initiated_at, completed_at, currency, gross_minor, fee_minor,
+                                          fee_direction, fee_currency)
+            SELECT DISTINCT ON (transaction_id, event_code, direction)
+                   $1, transaction_id, event_code, direction, role, $2, line, reference_id, reference_type, invoice_id, custom_field,
+                   to_timestamp(initiated_at), to_timestamp(completed_at), currency, gross, fee,
+                   CASE WHEN fee IS NULL THEN NULL ELSE fee_direction END, CASE WHEN fee IS NULL THEN NULL ELSE fee_currency END
+            FROM settlement_stage WHERE NOT account_row
+            ORDER BY transaction_id, event_code, direction, line
+            ON CONFLICT DO NOTHING
+            """, [p, .int64(fileID)])
+    }
+
+    /// The file's account (its header's, else the one payee its captures share, else none) and what it counts, written
+    /// on its row; returns the account and what to say when the header names one the captures were not paid to.
+    static func describeFile(_ fileID: Int64, staged: Staged, newLines: Int, provider: Provider, on tx: PostgresConnection) throws
+        -> (account: String?, note: String?) {
+        let summary = staged.summary
+        let payees = try self.payees(headerless: summary.account == nil, provider: provider, on: tx)
+        let account = summary.account ?? (payees.count == 1 ? payees.first : nil)
+        var accountNote: String?
+        if let stated = summary.account, !payees.isEmpty, !payees.contains(stated) {
+            accountNote = "its header names account \(stated), but the captures it lists were paid to \(payees.sorted().joined(separator: ", ")): "
+                + "they are not judged by this file (check that the header's account is the payee's merchant id)"
+        }
+        _ = try tx.execute("""
+            UPDATE settlement_files SET kind = $2, account = $3, day = $4::date, period_start = to_timestamp($5::bigint),
+                period_end = to_timestamp($6::bigint), body_rows = $7, lines_new = $8, problems = $9, account_rows = $10,
+                pending_rows = $11, denied_rows = $12, utc_offset = $13
+            WHERE id = $1
+            """, [.int64(fileID), summary.kind.map { .text($0) } ?? .null, account.map { .text($0) } ?? .null,
+                  summary.day.map { .text($0) } ?? .null, summary.periodStart.map { .int64($0) } ?? .null,
+                  summary.periodEnd.map { .int64($0) } ?? .null, .int64(Int64(summary.bodyRows)), .int64(Int64(newLines)),
+                  .textArray(summary.problems), .int64(Int64(staged.accountRows)), .int64(Int64(staged.pending)), .int64(Int64(staged.denied)),
+                  summary.utcOffset.map { .int64(Int64($0)) } ?? .null])
+        return (account, accountNote)
     }
 
     /// What staging a file counted: rows read, lines staged (money that moved, with a Transaction ID), account rows,

@@ -163,42 +163,44 @@ public final class VerdictServer: Sendable {
                                                     + Provider.allCases.map(\.rawValue).joined(separator: ", ")))
             }
             let orderID = String(inner[inner.index(after: slash)...])
-            let started = DispatchTime.now()
+            Task { await Self.answer(provider: provider, orderID: orderID, service: service, deadlineSeconds: deadlineSeconds, responder: responder) }
+        }
+    }
+
+    /// The verdict, or 503 at the deadline (its check goes on, for whoever asks next), answered and counted.
+    static func answer(provider: Provider, orderID: String, service: VerdictService, deadlineSeconds: Double, responder: HTTPResponder) async {
+        let started = DispatchTime.now()
+        let answer: VerdictAnswer = await withCheckedContinuation { continuation in
+            let answered = Atomic<Bool>(false)
+            let answer: @Sendable (VerdictAnswer) -> Void = { a in
+                if answered.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged { continuation.resume(returning: a) }
+            }
+            Task { answer(await service.verdict(provider: provider, orderID: orderID)) }
             Task {
-                // The verdict, or 503 at the deadline (its check goes on, for whoever asks next).
-                let answer: VerdictAnswer = await withCheckedContinuation { continuation in
-                    let answered = Atomic<Bool>(false)
-                    let answer: @Sendable (VerdictAnswer) -> Void = { a in
-                        if answered.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged { continuation.resume(returning: a) }
-                    }
-                    Task { answer(await service.verdict(provider: provider, orderID: orderID)) }
-                    Task {
-                        try? await Task.sleep(for: .seconds(deadlineSeconds))
-                        answer(.unavailable("the check took longer than \(deadlineSeconds) s"))
-                    }
-                }
-                let outcome: String
-                switch answer {
-                case .verdict(let report):
-                    outcome = report.verdict.outcome.rawValue
-                    responder.respond(.json(bytes: report.json()))
-                case .unknownOrder:
-                    outcome = "unknown_order"
-                    responder.respond(.error(status: 404, code: "unknown_order",
-                                             message: "payrecon holds no \(provider.rawValue) order with that id: import it first"))
-                case .unavailable(let why):
-                    outcome = "unavailable"
-                    responder.respond(.error(status: 503, code: "unavailable", message: "no verdict now: \(why); try again",
-                                             headers: [("Retry-After", "5")]))
-                case .failed(let why):
-                    outcome = "failed"
-                    responder.respond(.error(status: 502, code: "provider_answer_unusable", message: "no verdict: \(why)"))
-                }
-                VerdictService.verdicts.increment([("provider", provider.rawValue), ("outcome", outcome)])
-                VerdictService.seconds.observe(seconds: Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9,
-                                               [("provider", provider.rawValue)])
+                try? await Task.sleep(for: .seconds(deadlineSeconds))
+                answer(.unavailable("the check took longer than \(deadlineSeconds) s"))
             }
         }
+        let outcome: String
+        switch answer {
+        case .verdict(let report):
+            outcome = report.verdict.outcome.rawValue
+            responder.respond(.json(bytes: report.json()))
+        case .unknownOrder:
+            outcome = "unknown_order"
+            responder.respond(.error(status: 404, code: "unknown_order",
+                                     message: "payrecon holds no \(provider.rawValue) order with that id: import it first"))
+        case .unavailable(let why):
+            outcome = "unavailable"
+            responder.respond(.error(status: 503, code: "unavailable", message: "no verdict now: \(why); try again",
+                                     headers: [("Retry-After", "5")]))
+        case .failed(let why):
+            outcome = "failed"
+            responder.respond(.error(status: 502, code: "provider_answer_unusable", message: "no verdict: \(why)"))
+        }
+        VerdictService.verdicts.increment([("provider", provider.rawValue), ("outcome", outcome)])
+        VerdictService.seconds.observe(seconds: Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9,
+                                       [("provider", provider.rawValue)])
     }
 
     public func start() throws -> UInt16 {

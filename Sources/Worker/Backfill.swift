@@ -380,6 +380,14 @@ public struct Backfill: Sendable {
                 return leave(failure.words(for: o.provider.rawValue, bodyLimit: 200))
             }
         }
+        try await handleWindow(items, from: from, to: to, requests: pages, search: search, source: source, options: o, checked: &checked,
+                               summary: &summary, logger: log)
+    }
+
+    /// What a window listed, read to its end: handled (or, in a dry run, said), then the window recorded as read.
+    private func handleWindow(_ items: [FoundTransaction], from: Int64, to: Int64, requests pages: Int, search: any TransactionSearching,
+                              source: String, options o: Options, checked: inout Set<String>, summary: inout Summary,
+                              logger log: Logger) async throws {
         summary.found += items.count { $0.unreadable == nil }
         // Only what no run handled yet, or what is listed with another status since: a window read again re-checks
         // and opens nothing twice.
@@ -392,7 +400,7 @@ public struct Backfill: Sendable {
             return
         }
         let failed = try await handle(fresh + unreadable, search: search, provider: o.provider, checked: &checked, summary: &summary, logger: log)
-        if failed { return leave("a check could not be made now (listed)") }
+        if failed { return summary.leave("", from, to, "a check could not be made now (listed)") }
         summary.windowsRead += 1
         try await recordHandled(fresh, provider: o.provider)
         try await recordRead(provider: o.provider, source: source, from: from, to: to, found: items.count, requests: pages)

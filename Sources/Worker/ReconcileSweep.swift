@@ -61,12 +61,7 @@ public struct ReconcileSweep: Sendable {
                 }
                 if page.isEmpty { break pages }
                 cursor = (page.last!.provider, page.last!.orderID)
-                // What is known of the page's orders, in a few queries rather than two per order.
-                var known: [Provider: [String: OrderChecker.Known]] = [:]
-                for provider in Set(page.map(\.provider)) {
-                    let ids = page.filter { $0.provider == provider }.map(\.orderID)
-                    known[provider] = try await pool.run { try OrderChecker.known(provider: provider, orderIDs: ids, on: $0) }
-                }
+                let known = try await known(of: page)
                 for order in page {
                     let orderKnown = known[order.provider]?[order.orderID]
                     if inFlight >= inHand { try await group.next(); inFlight -= 1 }
@@ -75,19 +70,7 @@ public struct ReconcileSweep: Sendable {
                         let result = await CheckContext.$current.withValue(CheckContext(source: "sweep", deliveryID: nil)) {
                             await checker.check(order, known: orderKnown, logger: log)
                         }
-                        state.withLock { s in
-                            switch result {
-                            case .checked(let o, let matched):
-                                s.totals.checked += 1
-                                if matched { s.totals.matched += 1 }
-                                s.totals.opened += o.opened
-                                s.totals.resolved += o.resolved
-                                s.totals.actionsEmitted += o.actionsEmitted
-                            case .transient(let reason, _), .failed(let reason), .unreadable(let reason):
-                                s.totals.errors += 1
-                                if s.errors.count < 1000 { s.errors.append("\(order.provider.rawValue) \(order.orderID): \(reason)") }
-                            }
-                        }
+                        state.withLock { Self.tally(result, of: order, into: &$0) }
                     }
                     if let progress, DispatchTime.now().uptimeNanoseconds - lastProgress.uptimeNanoseconds > 500_000_000 {
                         lastProgress = DispatchTime.now()
@@ -100,6 +83,38 @@ public struct ReconcileSweep: Sendable {
         }
         var summary = state.withLock { $0 }
         summary.runID = runID
+        try await finish(summary, log: log)
+        return summary
+    }
+
+    /// What is known of a page's orders, in a few queries rather than two per order.
+    private func known(of page: [Order]) async throws -> [Provider: [String: OrderChecker.Known]] {
+        var known: [Provider: [String: OrderChecker.Known]] = [:]
+        for provider in Set(page.map(\.provider)) {
+            let ids = page.filter { $0.provider == provider }.map(\.orderID)
+            known[provider] = try await pool.run { try OrderChecker.known(provider: provider, orderIDs: ids, on: $0) }
+        }
+        return known
+    }
+
+    /// One check's result in the run's totals (and, when it could not be made, why, up to 1,000 of them).
+    static func tally(_ result: OrderChecker.Result, of order: Order, into s: inout Summary) {
+        switch result {
+        case .checked(let o, let matched):
+            s.totals.checked += 1
+            if matched { s.totals.matched += 1 }
+            s.totals.opened += o.opened
+            s.totals.resolved += o.resolved
+            s.totals.actionsEmitted += o.actionsEmitted
+        case .transient(let reason, _), .failed(let reason), .unreadable(let reason):
+            s.totals.errors += 1
+            if s.errors.count < 1000 { s.errors.append("\(order.provider.rawValue) \(order.orderID): \(reason)") }
+        }
+    }
+
+    /// The run's record, and a line saying how it went.
+    private func finish(_ summary: Summary, log: Logger) async throws {
+        let runID = summary.runID
         try await pool.run { [summary] conn in
             try RunStore.finish(id: runID, totals: summary.totals, errors: summary.errors, exitCode: summary.exitCode, on: conn)
         }
@@ -114,7 +129,6 @@ public struct ReconcileSweep: Sendable {
         } else {
             log.info("reconcile finished", fields)
         }
-        return summary
     }
 
     final class Locked<T: Sendable>: Sendable {

@@ -92,8 +92,17 @@ public enum WorkerMetrics {
         actions.increment([("provider", provider.rawValue), ("kind", kind.rawValue), ("status", status.rawValue)])
     }
 
-    /// Reads the queue, the open discrepancies and the last successful sweep: three short queries.
+    /// Reads the queue, the open discrepancies and their money at risk, the actions, the last sweep and settlement
+    /// file, and the day's fees: a few short queries.
     public static func refresh(on conn: PostgresConnection) throws {
+        try refreshQueue(on: conn)
+        try refreshDiscrepancies(on: conn)
+        try refreshActions(on: conn)
+        try refreshTimes(on: conn)
+        try refreshFees(on: conn)
+    }
+
+    static func refreshQueue(on conn: PostgresConnection) throws {
         let queue = try conn.query("""
             SELECT count(*) FILTER (WHERE status = 'pending') AS pending, count(*) FILTER (WHERE status = 'dead') AS dead,
                    coalesce(extract(epoch FROM now() - min(received_at) FILTER (WHERE status = 'pending')), 0)::bigint AS oldest
@@ -102,6 +111,9 @@ public enum WorkerMetrics {
         if let row = queue.first {
             backlog.set(try row.int64("pending")); dead.set(try row.int64("dead")); oldest.set(try row.int64("oldest"))
         }
+    }
+
+    static func refreshDiscrepancies(on conn: PostgresConnection) throws {
         var counts = Dictionary(uniqueKeysWithValues: DiscrepancyKind.allCases.map { ($0.rawValue, Int64(0)) })
         for row in try conn.query("SELECT kind, count(*) AS n FROM discrepancies WHERE status = 'open' GROUP BY kind") {
             counts[try row.string("kind"), default: 0] += try row.int64("n")
@@ -125,6 +137,9 @@ public enum WorkerMetrics {
         }
         for currency in gone { atRisk.set(0, [("currency", currency)]) }
         for (currency, minor) in risk { atRisk.set(minor, [("currency", currency)]) }
+    }
+
+    static func refreshActions(on conn: PostgresConnection) throws {
         if let row = try conn.query("""
             SELECT count(*) FILTER (WHERE status = 'pending' AND NOT in_doubt) AS pending,
                    count(*) FILTER (WHERE status = 'pending' AND in_doubt) AS in_doubt,
@@ -137,6 +152,10 @@ public enum WorkerMetrics {
             failedActions.set(try row.int64("failed"))
             oldestAction.set(try row.int64("oldest"))
         }
+    }
+
+    /// When the schema was installed, the last successful sweep, and each provider's last settlement file.
+    static func refreshTimes(on conn: PostgresConnection) throws {
         if let row = try conn.query("SELECT coalesce(extract(epoch FROM min(applied_at)), 0)::bigint AS t FROM schema_migrations").first {
             installed.set(try row.int64("t"))
         }
@@ -147,6 +166,10 @@ public enum WorkerMetrics {
         for row in try conn.query("SELECT provider, extract(epoch FROM max(imported_at))::bigint AS t FROM settlement_files GROUP BY provider") {
             lastSettlementFile.set(try row.int64("t"), [("provider", try row.string("provider"))])
         }
+    }
+
+    /// Each provider's and currency's fees over the last 24 hours.
+    static func refreshFees(on conn: PostgresConnection) throws {
         var fees: [[String]: Int64] = [:]
         for row in try conn.query("""
             SELECT provider, currency, (coalesce(sum(fee_minor) FILTER (WHERE kind = 'capture'), 0)
