@@ -71,63 +71,80 @@ final class CurlTransfer: @unchecked Sendable {
 
     // MARK: The easy handle
 
+    /// Options set on an easy handle, remembering whether curl refused any.
+    struct Options {
+        let handle: UnsafeMutableRawPointer
+        var ok = true
+        mutating func set(_ option: CURLoption, _ value: Int) { ok = ok && payrecon_curl_easy_setopt_long(handle, option, value) == CURLE_OK }
+        mutating func set(_ option: CURLoption, _ value: String) {
+            ok = ok && value.withCString { payrecon_curl_easy_setopt_pointer(handle, option, $0) } == CURLE_OK  // curl copies strings
+        }
+        mutating func set(_ option: CURLoption, pointer: UnsafeRawPointer?) {
+            ok = ok && payrecon_curl_easy_setopt_pointer(handle, option, pointer) == CURLE_OK
+        }
+        mutating func set(_ option: CURLoption, size: Int) {
+            ok = ok && payrecon_curl_easy_setopt_off(handle, option, curl_off_t(size)) == CURLE_OK
+        }
+    }
+
     /// Sets `easy` up for this request (it is fresh or reset); an error means the request cannot be made.
     func configure(_ easy: CurlEasy) -> HTTPClientError? {
         let handle = easy.handle
         easy.errorBuffer[0] = 0
-        var ok = true
-        func set(_ option: CURLoption, _ value: Int) { ok = ok && payrecon_curl_easy_setopt_long(handle, option, value) == CURLE_OK }
-        func set(_ option: CURLoption, _ value: String) {
-            ok = ok && value.withCString { payrecon_curl_easy_setopt_pointer(handle, option, $0) } == CURLE_OK  // curl copies strings
-        }
-        func set(_ option: CURLoption, pointer: UnsafeRawPointer?) {
-            ok = ok && payrecon_curl_easy_setopt_pointer(handle, option, pointer) == CURLE_OK
-        }
-
-        set(CURLOPT_NOSIGNAL, 1)
-        set(CURLOPT_URL, request.url)
-        set(CURLOPT_PROTOCOLS_STR, "http,https")
-        set(CURLOPT_FOLLOWLOCATION, 0)
-        set(CURLOPT_ERRORBUFFER, pointer: easy.errorBuffer)
-        set(CURLOPT_TIMEOUT_MS, timeoutMilliseconds)
-        set(CURLOPT_CONNECTTIMEOUT_MS, timeoutMilliseconds)
+        var options = Options(handle: handle)
+        options.set(CURLOPT_NOSIGNAL, 1)
+        options.set(CURLOPT_URL, request.url)
+        options.set(CURLOPT_PROTOCOLS_STR, "http,https")
+        options.set(CURLOPT_FOLLOWLOCATION, 0)
+        options.set(CURLOPT_ERRORBUFFER, pointer: easy.errorBuffer)
+        options.set(CURLOPT_TIMEOUT_MS, timeoutMilliseconds)
+        options.set(CURLOPT_CONNECTTIMEOUT_MS, timeoutMilliseconds)
         let context = UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque())  // the loop's `active` holds us
-        set(CURLOPT_WRITEDATA, pointer: context)
-        set(CURLOPT_HEADERDATA, pointer: context)
-        ok = ok && payrecon_curl_easy_setopt_write(handle, CURLOPT_WRITEFUNCTION) { buffer, size, count, context in
+        options.set(CURLOPT_WRITEDATA, pointer: context)
+        options.set(CURLOPT_HEADERDATA, pointer: context)
+        options.ok = options.ok && payrecon_curl_easy_setopt_write(handle, CURLOPT_WRITEFUNCTION) { buffer, size, count, context in
             guard let buffer, let context else { return 0 }
             return Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
                 .receiveBody(UnsafeRawBufferPointer(start: buffer, count: size * count))
         } == CURLE_OK
-        ok = ok && payrecon_curl_easy_setopt_write(handle, CURLOPT_HEADERFUNCTION) { buffer, size, count, context in
+        options.ok = options.ok && payrecon_curl_easy_setopt_write(handle, CURLOPT_HEADERFUNCTION) { buffer, size, count, context in
             guard let buffer, let context else { return 0 }
             return Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
                 .receiveHeader(UnsafeRawBufferPointer(start: buffer, count: size * count))
         } == CURLE_OK
+        setMethodAndBody(&options)
+        setHeaders(&options)
+        return options.ok ? nil : .connection(request.url, easy.errorMessage ?? "curl rejected the request settings")
+    }
 
+    /// The method, and the body when there is one (copied: binary-safe with its size).
+    private func setMethodAndBody(_ options: inout Options) {
         let method = request.method.uppercased()
         switch (method, request.body) {
         case ("GET", nil), ("GET", .some([])):
-            set(CURLOPT_HTTPGET, 1)
+            options.set(CURLOPT_HTTPGET, 1)
         case ("HEAD", _):
-            set(CURLOPT_NOBODY, 1)
+            options.set(CURLOPT_NOBODY, 1)
         case (_, let body?):
-            ok = ok && payrecon_curl_easy_setopt_off(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count)) == CURLE_OK
+            options.set(CURLOPT_POSTFIELDSIZE_LARGE, size: body.count)
             if body.isEmpty {
-                set(CURLOPT_COPYPOSTFIELDS, "")
+                options.set(CURLOPT_COPYPOSTFIELDS, "")
             } else {
-                body.withUnsafeBytes { set(CURLOPT_COPYPOSTFIELDS, pointer: $0.baseAddress) }  // copied: binary-safe with the size
+                body.withUnsafeBytes { options.set(CURLOPT_COPYPOSTFIELDS, pointer: $0.baseAddress) }
             }
-            if method != "POST" { set(CURLOPT_CUSTOMREQUEST, request.method) }
+            if method != "POST" { options.set(CURLOPT_CUSTOMREQUEST, request.method) }
         case (_, nil):
             if method == "POST" {
-                ok = ok && payrecon_curl_easy_setopt_off(handle, CURLOPT_POSTFIELDSIZE_LARGE, 0) == CURLE_OK
-                set(CURLOPT_COPYPOSTFIELDS, "")
+                options.set(CURLOPT_POSTFIELDSIZE_LARGE, size: 0)
+                options.set(CURLOPT_COPYPOSTFIELDS, "")
             } else {
-                set(CURLOPT_CUSTOMREQUEST, request.method)
+                options.set(CURLOPT_CUSTOMREQUEST, request.method)
             }
         }
+    }
 
+    /// The request's headers (CR and LF made spaces), and no `Expect: 100-continue` round trip for a body.
+    private func setHeaders(_ options: inout Options) {
         var list: UnsafeMutablePointer<curl_slist>?
         var sawExpect = false
         for (name, value) in request.headers {
@@ -136,11 +153,9 @@ final class CurlTransfer: @unchecked Sendable {
             // "Name:" would tell curl to drop its own header; "Name;" sends an empty one.
             list = curl_slist_append(list, value.isEmpty ? "\(name);" : "\(name): \(value)")
         }
-        if !sawExpect { list = curl_slist_append(list, "Expect:") }  // no 100-continue round trip for bodies
+        if !sawExpect { list = curl_slist_append(list, "Expect:") }
         headerList = list
-        set(CURLOPT_HTTPHEADER, pointer: list)
-
-        return ok ? nil : .connection(request.url, easy.errorMessage ?? "curl rejected the request settings")
+        options.set(CURLOPT_HTTPHEADER, pointer: list)
     }
 
     /// CR and LF in a header would start a new one: replaced by spaces.

@@ -57,6 +57,36 @@ public enum ServeRole {
     /// privileges it would have: pg_read_all_data, the owner).
     public static func apply(to role: String, on conn: PostgresConnection) throws {
         guard !role.isEmpty else { throw Refused(description: "PAYRECON_SERVE_ROLE is empty: name the role serve connects as, or unset it") }
+        try refuseUnsafe(role, on: conn)
+        let quoted = try quoteIdentifier(role)
+        try conn.transaction { tx in
+            let schema = try tx.query("SELECT current_schema() AS s").first.flatMap { try $0.optionalString("s") }
+            guard let schema else { throw Refused(description: "the connection has no current schema (search_path): nothing to grant on") }
+            let qschema = try quoteIdentifier(schema)
+            // One grant at a time with the migrations (two concurrent migrates would update the same catalog rows).
+            _ = try tx.query("SELECT pg_advisory_xact_lock(\(Migrator.advisoryLock))")
+            // A table-wide REVOKE takes the column grants on each of its columns with it (PostgreSQL's REVOKE).
+            _ = try tx.execute("REVOKE ALL ON ALL TABLES IN SCHEMA \(qschema) FROM \(quoted)")
+            _ = try tx.execute("REVOKE ALL ON ALL SEQUENCES IN SCHEMA \(qschema) FROM \(quoted)")
+            _ = try tx.execute("GRANT USAGE ON SCHEMA \(qschema) TO \(quoted)")
+            for grant in grants {
+                _ = try tx.execute("GRANT \(grant.privileges) ON \(qschema).\(try quoteIdentifier(grant.table)) TO \(quoted)")
+            }
+            for sequence in sequences {
+                _ = try tx.execute("GRANT USAGE ON SEQUENCE \(qschema).\(try quoteIdentifier(sequence)) TO \(quoted)")
+            }
+            // CREATE on the schema, granted to PUBLIC (PostgreSQL 14 and older, or kept by pg_upgrade), would let serve
+            // create tables, or functions that shadow built-ins the worker then runs as the owner.
+            if try tx.query("SELECT has_schema_privilege($1, $2, 'CREATE') AS c", [.text(role), .text(schema)]).first?.bool("c") == true {
+                throw Refused(description: "PAYRECON_SERVE_ROLE=\(role) may still create objects in schema \(schema) (granted to PUBLIC or "
+                    + "a role it belongs to): REVOKE CREATE ON SCHEMA \(qschema) FROM PUBLIC, then run payrecon migrate again")
+            }
+        }
+    }
+
+    /// Refuses a role no grant can limit: missing, the owner, a superuser, a member of the owner or of any role, one that
+    /// may create roles or databases, or one that owns the database, the schema or a table.
+    static func refuseUnsafe(_ role: String, on conn: PostgresConnection) throws {
         guard let found = try conn.query("""
             SELECT r.rolsuper AS super, r.rolbypassrls AS bypass, r.rolname = current_user AS me,
                    r.rolcreaterole AS createrole, r.rolreplication AS replication, r.rolcreatedb AS createdb,
@@ -94,30 +124,6 @@ public enum ServeRole {
         if let groups = try found.optionalString("groups") {
             throw Refused(description: "PAYRECON_SERVE_ROLE=\(role) is a member of \(groups), whose privileges are serve's too: give serve a "
                 + "role that belongs to no other (REVOKE … FROM \(try quoteIdentifier(role)))")
-        }
-        let quoted = try quoteIdentifier(role)
-        try conn.transaction { tx in
-            let schema = try tx.query("SELECT current_schema() AS s").first.flatMap { try $0.optionalString("s") }
-            guard let schema else { throw Refused(description: "the connection has no current schema (search_path): nothing to grant on") }
-            let qschema = try quoteIdentifier(schema)
-            // One grant at a time with the migrations (two concurrent migrates would update the same catalog rows).
-            _ = try tx.query("SELECT pg_advisory_xact_lock(\(Migrator.advisoryLock))")
-            // A table-wide REVOKE takes the column grants on each of its columns with it (PostgreSQL's REVOKE).
-            _ = try tx.execute("REVOKE ALL ON ALL TABLES IN SCHEMA \(qschema) FROM \(quoted)")
-            _ = try tx.execute("REVOKE ALL ON ALL SEQUENCES IN SCHEMA \(qschema) FROM \(quoted)")
-            _ = try tx.execute("GRANT USAGE ON SCHEMA \(qschema) TO \(quoted)")
-            for grant in grants {
-                _ = try tx.execute("GRANT \(grant.privileges) ON \(qschema).\(try quoteIdentifier(grant.table)) TO \(quoted)")
-            }
-            for sequence in sequences {
-                _ = try tx.execute("GRANT USAGE ON SEQUENCE \(qschema).\(try quoteIdentifier(sequence)) TO \(quoted)")
-            }
-            // CREATE on the schema, granted to PUBLIC (PostgreSQL 14 and older, or kept by pg_upgrade), would let serve
-            // create tables, or functions that shadow built-ins the worker then runs as the owner.
-            if try tx.query("SELECT has_schema_privilege($1, $2, 'CREATE') AS c", [.text(role), .text(schema)]).first?.bool("c") == true {
-                throw Refused(description: "PAYRECON_SERVE_ROLE=\(role) may still create objects in schema \(schema) (granted to PUBLIC or "
-                    + "a role it belongs to): REVOKE CREATE ON SCHEMA \(qschema) FROM PUBLIC, then run payrecon migrate again")
-            }
         }
     }
 }

@@ -222,35 +222,42 @@ public enum PayPalProvider {
             case .saleRefund(let id, let saleID, let parent, let amount, let currencyCode):
                 return await saleRefund(id, sale: saleID, parent: parent, amount: amount, currency: currencyCode, client: client)
             case .dispute(let id, let transactions):
-                guard !transactions.isEmpty else { return .found(.ignored("\(type): dispute \(id) names no transaction")) }
-                var references: [EventReference] = []
-                for transaction in transactions {
-                    let link = TransactionLink(externalID: id, parentExternalID: transaction, orderID: nil, kind: TransactionLink.disputeKind,
-                                               source: .learned)
-                    // A capture (Orders v2) leads to its order; anything else is looked for as a sale or a transaction_ref.
-                    switch await client.capture(transaction) {
-                    case .found(let capture):
-                        switch await client.orderID(resourceType: "capture", resource: capture) {
-                        case .found(let order): references.append(EventReference(transactionRef: order, learned: [link]))
-                        case .notFound: references.append(EventReference(transactionRef: transaction, learned: [link]))
-                        case let other: return other.failure(as: EventContent.self)!
-                        }
-                    case .notFound:
-                        // A v1 sale (a subscription's renewal): found as its own events find it, by its answer's agreement
-                        // and the billing period its creation falls in; with no order's period holding it, the dispute is
-                        // kept with the sale, for the cycle's order to count when it is recorded.
-                        switch await client.sale(transaction) {
-                        case .found(let sale):
-                            let reference = EventReference(transactionRef: transaction, learned: [Self.saleLink(transaction), link])
-                            references.append(Self.described(reference, by: sale))
-                        case .notFound: references.append(EventReference(transactionRef: transaction, learned: [link]))
-                        case let other: return other.failure(as: EventContent.self)!
-                        }
+                return await disputeReferences(id, transactions: transactions, type: type, client: client)
+            }
+        }
+
+        /// A dispute's transactions, each led to its order (a capture's) or looked for as a sale or a transaction_ref.
+        @inline(never)
+        func disputeReferences(_ id: String, transactions: [String], type: String, client: PayPalClient) async -> ProviderOutcome<EventContent> {
+            guard !transactions.isEmpty else { return .found(.ignored("\(type): dispute \(id) names no transaction")) }
+            var references: [EventReference] = []
+            for transaction in transactions {
+                let link = TransactionLink(externalID: id, parentExternalID: transaction, orderID: nil, kind: TransactionLink.disputeKind,
+                                           source: .learned)
+                // A capture (Orders v2) leads to its order; anything else is looked for as a sale or a transaction_ref.
+                switch await client.capture(transaction) {
+                case .found(let capture):
+                    switch await client.orderID(resourceType: "capture", resource: capture) {
+                    case .found(let order): references.append(EventReference(transactionRef: order, learned: [link]))
+                    case .notFound: references.append(EventReference(transactionRef: transaction, learned: [link]))
                     case let other: return other.failure(as: EventContent.self)!
                     }
+                case .notFound:
+                    // A v1 sale (a subscription's renewal): found as its own events find it, by its answer's agreement
+                    // and the billing period its creation falls in; with no order's period holding it, the dispute is
+                    // kept with the sale, for the cycle's order to count when it is recorded.
+                    switch await client.sale(transaction) {
+                    case .found(let sale):
+                        let reference = EventReference(transactionRef: transaction, learned: [Self.saleLink(transaction), link])
+                        references.append(Self.described(reference, by: sale))
+                    case .notFound: references.append(EventReference(transactionRef: transaction, learned: [link]))
+                    case let other: return other.failure(as: EventContent.self)!
+                    }
+                case let other: return other.failure(as: EventContent.self)!
                 }
-                return .found(.references(references))
             }
+
+            return .found(.references(references))
         }
 
         /// A refund payrecon made, as PayPal's answer states it: its amount (what moved, not what was asked) and status.

@@ -113,39 +113,7 @@ public enum WebhookCheck {
                 }
                 try verifier.verify(headers: headers, body: options.body, time: time)
             case .paypal:
-                guard let webhookID = options.webhookID, !webhookID.isEmpty else {
-                    throw UsageError("--webhook-id is required for paypal (or set PAYPAL_WEBHOOK_ID)")
-                }
-                let source: any CertificateSource
-                if let pem = options.certPEM {
-                    source = FixedCertificateSource(pem: pem)
-                } else if let certificateSource {
-                    source = certificateSource
-                } else {
-                    throw UsageError("--cert FILE is required for paypal: verify works offline and does not fetch PAYPAL-CERT-URL")
-                }
-                var roots = PayPalTrustRoots.defaultCertificates
-                if let rootsPEM = options.rootsPEM {
-                    do {
-                        roots = try X509Certificate.parsePEMBundle(rootsPEM)
-                    } catch {
-                        throw UsageError("--roots: \(error)")
-                    }
-                }
-                let verifier: PayPalWebhookVerifier
-                do {
-                    verifier = try PayPalWebhookVerifier(webhookID: webhookID, certificateSource: source, trustRoots: roots,
-                                                         certURLPrefixes: options.certURLPrefixes, tolerance: options.tolerance)
-                } catch {
-                    throw UsageError("\(error)")
-                }
-                do { try verifier.verify(headers: headers, body: options.body, time: time) } catch {
-                    // A certificate that could not be had says nothing of the delivery: not "invalid", but cannot tell.
-                    if error.code == .untrustedCertificate, error.message.hasPrefix("cannot fetch the certificate") {
-                        throw UsageError("cannot verify: \(error.message); pass the certificate with --cert FILE")
-                    }
-                    throw error
-                }
+                try verifyPayPal(options, headers: headers, time: time, certificateSource: certificateSource)
             }
             _ = try WebhookDeliverySummary.parse(provider: options.provider, body: options.body, headers: headers)
             return .valid
@@ -155,6 +123,43 @@ public enum WebhookCheck {
             return .invalid(rejection)
         } catch {
             throw UsageError("\(error)")
+        }
+    }
+
+    /// PayPal's check: the certificate given (or fetched by `certificateSource`), chained to the trust roots.
+    static func verifyPayPal(_ options: Options, headers: Headers, time: VerificationTime, certificateSource: (any CertificateSource)?) throws {
+        guard let webhookID = options.webhookID, !webhookID.isEmpty else {
+            throw UsageError("--webhook-id is required for paypal (or set PAYPAL_WEBHOOK_ID)")
+        }
+        let source: any CertificateSource
+        if let pem = options.certPEM {
+            source = FixedCertificateSource(pem: pem)
+        } else if let certificateSource {
+            source = certificateSource
+        } else {
+            throw UsageError("--cert FILE is required for paypal: verify works offline and does not fetch PAYPAL-CERT-URL")
+        }
+        var roots = PayPalTrustRoots.defaultCertificates
+        if let rootsPEM = options.rootsPEM {
+            do {
+                roots = try X509Certificate.parsePEMBundle(rootsPEM)
+            } catch {
+                throw UsageError("--roots: \(error)")
+            }
+        }
+        let verifier: PayPalWebhookVerifier
+        do {
+            verifier = try PayPalWebhookVerifier(webhookID: webhookID, certificateSource: source, trustRoots: roots,
+                                                 certURLPrefixes: options.certURLPrefixes, tolerance: options.tolerance)
+        } catch {
+            throw UsageError("\(error)")
+        }
+        do { try verifier.verify(headers: headers, body: options.body, time: time) } catch {
+            // A certificate that could not be had says nothing of the delivery: not "invalid", but cannot tell.
+            if error.code == .untrustedCertificate, error.message.hasPrefix("cannot fetch the certificate") {
+                throw UsageError("cannot verify: \(error.message); pass the certificate with --cert FILE")
+            }
+            throw error
         }
     }
 
