@@ -371,17 +371,22 @@ public struct Backfill: Sendable {
             case .transient(let reason, _):
                 return leave(reason)
             case .permanent(let failure):
-                if failure.status == 401 {
-                    throw Failure.refused("\(o.provider.rawValue) refused the credentials (HTTP 401): \(failure.text.prefix(200)). Check \(ProviderRegistry.definition(o.provider).apiVariables)")
-                }
-                if failure.status == 403 {
-                    throw Failure.refused("\(o.provider.rawValue) refused the transaction search (HTTP 403): \(failure.text.prefix(200)). \(search.permissionHint)")
-                }
-                return leave(failure.words(for: o.provider.rawValue, bodyLimit: 200))
+                return leave(try Self.reason(failure, provider: o.provider, search: search))
             }
         }
         try await handleWindow(items, from: from, to: to, requests: pages, search: search, source: source, options: o, checked: &checked,
                                summary: &summary, logger: log)
+    }
+
+    /// Why a window is left, from the search's permanent failure; credentials or a permission refused stop the list.
+    static func reason(_ failure: ProviderFailure, provider: Provider, search: any TransactionSearching) throws -> String {
+        if failure.status == 401 {
+            throw Failure.refused("\(provider.rawValue) refused the credentials (HTTP 401): \(failure.text.prefix(200)). Check \(ProviderRegistry.definition(provider).apiVariables)")
+        }
+        if failure.status == 403 {
+            throw Failure.refused("\(provider.rawValue) refused the transaction search (HTTP 403): \(failure.text.prefix(200)). \(search.permissionHint)")
+        }
+        return failure.words(for: provider.rawValue, bodyLimit: 200)
     }
 
     /// What a window listed, read to its end: handled (or, in a dry run, said), then the window recorded as read.
