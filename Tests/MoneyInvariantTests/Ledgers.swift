@@ -40,6 +40,12 @@ enum CallFate: CaseIterable {
     case notProcessed
     /// The answer was lost: applied or not, the caller cannot tell.
     case lostApplied, lostNotApplied
+    /// Applied, and answered with what cannot be read (over the size cap, a field missing).
+    case appliedUnreadable
+    /// Answered readably that it was not done (a refund answered FAILED): nothing moved.
+    case declined
+    /// Never sent (its OAuth token refused): nothing moved.
+    case notSent
 }
 
 /// One provider transaction of an order.

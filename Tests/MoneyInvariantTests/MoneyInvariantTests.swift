@@ -361,6 +361,11 @@ struct Simulation {
             if fate == .pending && provider == .pxp { return .unknown("PXP answered state Pending") }
             return .applied(providerRef: made.ref)
         case .refused: return .permanent(.refused(status: 422, body: "UNPROCESSABLE"))
+        case .declined: return .permanent(.declined("answered FAILED"))
+        case .notSent: return .permanent(.notSent("oauth2 token: refused"))
+        case .appliedUnreadable:
+            _ = apply(pending: false)
+            return .permanent(.unreadable("the answer has no id"))
         case .notProcessed: return .notProcessed(reason: "HTTP 429", retryAfterSeconds: 1)
         case .lostApplied:
             _ = apply(pending: false)
