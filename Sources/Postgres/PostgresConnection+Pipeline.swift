@@ -103,9 +103,7 @@ extension PostgresConnection {
                 case .failure(let parse): result = .failure(parse)
                 }
             }
-            if case .failure(let failure) = result, let key = send.key, PreparedStatements.invalidates(failure) {
-                if failure.sqlState == "26000" { prepared.forgetAll() } else { prepared.forget(key) }
-            }
+            if case .failure(let failure) = result, let key = send.key { prepared.forget(key, after: failure) }
             out.append(result)
             at += send.results
         }

@@ -85,7 +85,7 @@ public final class PostgresConnection: @unchecked Sendable {
                         PQexecPrepared(conn, name, count, values, lengths, formats, 0)
                     }, conn)
                 } catch let failure as PostgresError where PreparedStatements.invalidates(failure) {
-                    if failure.sqlState == "26000" { prepared.forgetAll() } else { prepared.forget(key) }
+                    prepared.forget(key, after: failure)
                     // Raised before the statement did anything: outside a transaction it is simply run again,
                     // unnamed; inside one, the transaction is aborted and its caller decides.
                     guard idle else { throw failure }

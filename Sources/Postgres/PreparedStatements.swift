@@ -65,8 +65,15 @@ struct PreparedStatements {
         seen.remove(key)
     }
 
-    /// The server no longer holds `key` usefully (its cached plan cannot serve a changed table): prepared again when
-    /// next seen twice. The old name stays on the server until the session ends; names are never reused.
+    /// What running `key` by name failed with: when the server no longer holds it usefully (`invalidates`), the name
+    /// is forgotten, or every name when the server holds none (26000 after a `DISCARD ALL`).
+    mutating func forget(_ key: Key, after failure: PostgresError) {
+        guard Self.invalidates(failure) else { return }
+        if failure.sqlState == "26000" { forgetAll() } else { forget(key) }
+    }
+
+    /// The server no longer holds `key` usefully (its cached plan cannot serve a changed table): prepared again, under
+    /// a new name, when next seen twice. The old name is deallocated when the session is next idle.
     mutating func forget(_ key: Key) {
         guard let name = names.removeValue(forKey: key) else { return }
         stale.append(name)
