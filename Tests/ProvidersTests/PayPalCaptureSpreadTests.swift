@@ -53,4 +53,22 @@ import Testing
         guard case .permanent(let failure) = result.outcome else { Issue.record("\(result.outcome)"); return }
         #expect(failure.reachedProvider, "\(failure)")
     }
+
+    /// However the spread stops after a capture, the call is never one that moved nothing: only a part whose own
+    /// outcome is unknown keeps the call in doubt.
+    @Test(arguments: [
+        (ProviderOutcome<String>.notFound, "declined"), (.transient(reason: "HTTP 429", retryAfterSeconds: 1), "declined"),
+        (.permanent(.notSent("oauth2 token: refused")), "declined"), (.transient(reason: "timeout", retryAfterSeconds: nil), "transient"),
+        (.permanent(.refused(status: 422, body: "x")), "refused"),
+    ])
+    func aSpreadStoppedAfterACaptureNeverEndsAsNothingMoved(outcome: ProviderOutcome<String>, expected: String) {
+        let ended = PayPalProvider.API.stopped(outcome, after: ["CAP-A"])
+        switch ended {
+        case .permanent(.declined(let why)): #expect(expected == "declined" && why.hasPrefix("captured from CAP-A"), "\(why)")
+        case .transient: #expect(expected == "transient")
+        case .permanent(.refused): #expect(expected == "refused")
+        default: Issue.record("\(outcome) ended as \(ended)")
+        }
+        #expect(PayPalProvider.API.stopped(.notFound, after: []) == .notFound, "nothing captured yet: the outcome as it is")
+    }
 }

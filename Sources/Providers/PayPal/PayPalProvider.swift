@@ -554,16 +554,26 @@ public enum PayPalProvider {
                                                                 final: take == room || (left == 0 && call.isFinal),
                                                                 requestID: key.idempotencyKey(limit: PayPalProvider.requestIDLimit))
                 guard case .found(let answer) = outcome else {
-                    // Stopped part way: what was captured moved money, so the call is never "not sent" (its order is
-                    // checked again, and the next plan asks only for what is still missing).
-                    if !refs.isEmpty, case .permanent(let failure) = outcome, !failure.reachedProvider {
-                        return ActionCallResult(.permanent(.declined("captured from \(refs.joined(separator: ", ")), then stopped: \(failure.text)")))
-                    }
-                    return ActionCallResult(outcome.map { _ in "" })
+                    return ActionCallResult(Self.stopped(outcome.map { _ in "" }, after: refs))
                 }
                 refs.append(answer["id"]?.stringValue ?? source.id)
             }
             return ActionCallResult(.found(refs.joined(separator: ",")))
+        }
+
+        /// A spread that stopped part way. What was captured moved money, so the call is never one that moved nothing
+        /// ("not sent", "not found", a 429): it is declined, and its order checked again (the next plan asks only for
+        /// what is still missing). A part whose own outcome is unknown stays in doubt, as it is.
+        static func stopped(_ outcome: ProviderOutcome<String>, after refs: [String]) -> ProviderOutcome<String> {
+            guard !refs.isEmpty else { return outcome }
+            let captured = "captured from \(refs.joined(separator: ", ")), then stopped: "
+            switch outcome {
+            case .transient(let reason, _) where !ProviderOutcomeClassifier.refusedBeforeProcessing(reason): return outcome
+            case .transient(let reason, _): return .permanent(.declined(captured + reason))
+            case .notFound: return .permanent(.declined(captured + "the next authorization is not found"))
+            case .permanent(let failure) where !failure.reachedProvider: return .permanent(.declined(captured + failure.text))
+            case .permanent, .found: return outcome
+            }
         }
 
         /// Voids each open authorization of an order of several purchase units that has nothing captured.
