@@ -32,7 +32,7 @@ let package = Package(
         // One folder per provider: webhook verifier, event parser, API client, mapping.
         .target(name: "Providers", dependencies: ["Reconciliation", "HTTP", "Observability", "COpenSSL", "CZlib"]),
         // SQL for deliveries, orders, snapshots, discrepancies, actions, runs.
-        .target(name: "Store", dependencies: ["Postgres", "Reconciliation", "Reporting", "Observability"]),
+        .target(name: "Store", dependencies: ["Postgres", "Reconciliation", "Observability"]),
         // The webhook endpoint: verification, group commit, answers, metrics.
         .target(name: "Receiver", dependencies: ["HTTP", "Store", "Providers", "Postgres", "Observability"]),
         // Queue claiming, the reconcile sweep, the action executor.

@@ -16,6 +16,11 @@ extension PostgresConnection {
     /// and a transaction the pipeline opened is rolled back, so the connection is idle and usable afterwards.
     /// Throws only for problems that concern the whole call: the connection breaks (`.connection`), a parameter
     /// cannot be encoded.
+    public func pipeline(_ statements: [SQL]) throws -> [Result<PostgresRows, PostgresError>] {
+        try pipeline(statements.map(PostgresStatement.init))
+    }
+
+    /// ``pipeline(_:)-([SQL])`` for statements already rendered.
     public func pipeline(_ statements: [PostgresStatement]) throws -> [Result<PostgresRows, PostgresError>] {
         guard !statements.isEmpty else { return [] }
         let buffers = try statements.map { try ParameterBuffers($0.params) }

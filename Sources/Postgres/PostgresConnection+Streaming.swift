@@ -7,6 +7,12 @@ extension PostgresConnection {
     /// If `body` throws, the query is cancelled on the server, the remaining rows are discarded and the error is
     /// rethrown (inside a transaction, the transaction is then aborted). A server error after some rows (say a
     /// division by zero at row 5000) is thrown after `body` has seen the rows before it.
+    public func forEachRow(_ sql: SQL, _ body: (PostgresRow) throws -> Void) throws {
+        try forEachRow(sql.text, sql.binds, body)
+    }
+
+    /// ``forEachRow(_:_:)-(SQL,_)`` with hand-numbered parameters: for tests only (`@_spi(Positional)`).
+    @_spi(Positional)
     public func forEachRow(_ sql: String, _ params: [PostgresValue] = [], _ body: (PostgresRow) throws -> Void) throws {
         let buffers = try ParameterBuffers(params)
         try withHandle { conn in

@@ -73,7 +73,21 @@ public final class PostgresConnection: @unchecked Sendable {
 
     // MARK: - Queries
 
-    /// Runs one statement with `$1`... parameters and returns its rows (text results; bytea decoded exactly).
+    /// Runs one statement and returns its rows (text results; bytea decoded exactly).
+    @discardableResult
+    public func query(_ sql: SQL) throws -> PostgresRows {
+        try query(sql.text, sql.binds)
+    }
+
+    /// Runs one statement and returns the rows it affected (inserted, updated, deleted...).
+    @discardableResult
+    public func execute(_ sql: SQL) throws -> Int {
+        try query(sql.text, sql.binds).affectedRows
+    }
+
+    /// Runs one statement with hand-numbered `$1`... parameters: for tests and migrations only
+    /// (`@_spi(Positional)`); everything else writes an interpolated ``SQL``.
+    @_spi(Positional)
     @discardableResult
     public func query(_ sql: String, _ params: [PostgresValue] = []) throws -> PostgresRows {
         let buffers = try ParameterBuffers(params)
@@ -98,7 +112,8 @@ public final class PostgresConnection: @unchecked Sendable {
         }
     }
 
-    /// Runs one statement and returns the rows it affected (inserted, updated, deleted...).
+    /// ``execute(_:)-(SQL)`` with hand-numbered parameters: for tests and migrations only (`@_spi(Positional)`).
+    @_spi(Positional)
     @discardableResult
     public func execute(_ sql: String, _ params: [PostgresValue] = []) throws -> Int {
         try query(sql, params).affectedRows

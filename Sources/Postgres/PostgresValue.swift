@@ -147,7 +147,14 @@ public struct PostgresStatement: Sendable, Hashable {
     public let sql: String
     public let params: [PostgresValue]
 
-    /// SQL with `$1`, `$2`... placeholders.
+    public init(_ sql: SQL) {
+        self.sql = sql.text
+        self.params = sql.binds
+    }
+
+    /// SQL with hand-numbered `$1`, `$2`... placeholders: for tests and migrations only (`@_spi(Positional)`);
+    /// everything else writes an interpolated ``SQL``.
+    @_spi(Positional)
     public init(_ sql: String, _ params: [PostgresValue] = []) {
         self.sql = sql
         self.params = params

@@ -14,10 +14,35 @@ public struct TransactionLink: Sendable, Hashable, Codable {
     /// The transaction it modifies; nil for the order's own transaction (an alias).
     public var parentExternalID: String?
     public var orderID: String?
-    /// `alias` for another id of the order's own transaction; the action kind (`capture`, `void`, `refund`,
-    /// `increment`) of a modification; `sale` for a sale the order is paid by (PayPal v1); `dispute` for a dispute
-    /// naming one of the order's payments (the parent).
-    public var kind: String
+    /// What the linked transaction is to the order (stored as its raw value in `transaction_links.kind`).
+    public enum Kind: String, Sendable, Hashable, Codable, CaseIterable {
+        /// Another id of the order's own transaction.
+        case alias
+        /// A modification of the parent: what an action of that kind made (or the provider shows).
+        case capture, void, refund, increment
+        /// A sale the order is paid by (PayPal v1, a subscription's cycle).
+        case sale
+        /// A dispute naming one of the order's payments (the parent).
+        case dispute
+        /// A record of money the payer's bank or the provider took back (a PayPal reversal record named by
+        /// PAYMENT.CAPTURE.REVERSED): counted in V, never in R.
+        case reversal
+
+        /// The modification an action of `kind` makes.
+        public init(_ kind: ActionKind) {
+            switch kind {
+            case .capture: self = .capture
+            case .void: self = .void
+            case .refund: self = .refund
+            case .increment: self = .increment
+            }
+        }
+
+        /// The action kind of a modification; nil for the other kinds.
+        public var action: ActionKind? { ActionKind(rawValue: rawValue) }
+    }
+
+    public var kind: Kind
     /// The operation's own amount, minor units of `currency`.
     public var amount: Int64?
     public var currency: String?
@@ -31,14 +56,7 @@ public struct TransactionLink: Sendable, Hashable, Codable {
     /// When the payment was created, as the provider's answer says (unix seconds): which billing period holds it.
     public var occurredAt: Int64?
 
-    public static let aliasKind = "alias"
-    public static let saleKind = "sale"
-    public static let disputeKind = "dispute"
-    /// A record of money the payer's bank or the provider took back (a PayPal reversal record named by
-    /// PAYMENT.CAPTURE.REVERSED): counted in V, never in R.
-    public static let reversalKind = "reversal"
-
-    public init(externalID: String, parentExternalID: String?, orderID: String?, kind: String, amount: Int64? = nil,
+    public init(externalID: String, parentExternalID: String?, orderID: String?, kind: Kind, amount: Int64? = nil,
                 currency: String? = nil, state: String? = nil, source: Source, actionID: Int64? = nil, target: Int64? = nil,
                 occurredAt: Int64? = nil) {
         self.externalID = externalID; self.parentExternalID = parentExternalID; self.orderID = orderID; self.kind = kind
@@ -48,6 +66,6 @@ public struct TransactionLink: Sendable, Hashable, Codable {
 
     /// Another id `orderID`'s own transaction is known by.
     public static func alias(_ id: String, orderID: String) -> TransactionLink {
-        TransactionLink(externalID: id, parentExternalID: nil, orderID: orderID, kind: aliasKind, source: .learned)
+        TransactionLink(externalID: id, parentExternalID: nil, orderID: orderID, kind: .alias, source: .learned)
     }
 }

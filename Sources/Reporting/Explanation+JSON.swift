@@ -62,7 +62,7 @@ enum ExplanationJSON {
 
     static func check(_ c: Explanation.Check, at: Date) -> JSONValue {
         .object([
-            ("at", time(at)), ("event", .string("check")), ("evidence_id", id(c.evidenceID)), ("source", .string(c.source)),
+            ("at", time(at)), ("event", .string("check")), ("evidence_id", id(c.evidenceID)), ("source", .string(c.source.rawValue)),
             ("delivery_id", id(c.deliveryID)), ("decided", .array(c.decided.map(JSONValue.string))),
             ("answer_sha256", .array(c.hashes.map(JSONValue.string))),
             ("answers", .array(c.answers.map { a in

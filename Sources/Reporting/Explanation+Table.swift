@@ -55,7 +55,7 @@ extension Explanation {
         case .delivery(let d):
             return ["\(at)  delivery \(d.id) \((d.eventType ?? "(no event type)").terminalSafe) received; \(d.status)" + (d.outcome.map { ": \($0.terminalSafe)" } ?? "")]
         case .check(let c):
-            var l = ["\(at)  \(c.source == "settlement" ? "settlement import" : c.source + " check") (evidence \(c.evidenceID)"
+            var l = ["\(at)  \(c.source.words) (evidence \(c.evidenceID)"
                      + (c.deliveryID.map { ", delivery \($0)" } ?? "") + "): "
                      + (c.decided.isEmpty ? "nothing changed" : c.decided.map(Self.phrase).joined(separator: ", "))]
             if let s = c.settlement {

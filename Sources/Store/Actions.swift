@@ -34,11 +34,11 @@ public enum ActionStore {
     /// run (a pass walks the outbox forward, so it never holds an action it already tried while it runs others).
     public static func claimPending(leaseSeconds: Int, limit: Int, after afterID: Int64 = 0, on conn: PostgresConnection) throws -> [StoredAction] {
         try conn.query("""
-            UPDATE actions SET lease_expires_at = now() + make_interval(secs => $1), attempts = attempts + 1, updated_at = now()
-            WHERE id IN (SELECT id FROM actions WHERE status = 'pending' AND id > $3 AND (lease_expires_at IS NULL OR lease_expires_at < now())
-                         ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED)
-            RETURNING \(columns)
-            """, [.int64(Int64(leaseSeconds)), .int64(Int64(limit)), .int64(afterID)]).map(decode)
+            UPDATE actions SET lease_expires_at = now() + make_interval(secs => \(.int64(Int64(leaseSeconds)))), attempts = attempts + 1, updated_at = now()
+            WHERE id IN (SELECT id FROM actions WHERE status = 'pending' AND id > \(.int64(afterID)) AND (lease_expires_at IS NULL OR lease_expires_at < now())
+                         ORDER BY id LIMIT \(.int64(Int64(limit))) FOR UPDATE SKIP LOCKED)
+            RETURNING \(unescaped: columns)
+            """).map(decode)
     }
 
     /// Records the outcome, if `attempt` still holds the action (its claim's attempt number and a live lease):
@@ -52,41 +52,40 @@ public enum ActionStore {
     public static func finish(id: Int64, attempt: Int, status: ActionStatus, providerRef: String?, error: String?,
                               inDoubt: Bool? = nil, notBeforeSeconds: Int? = nil, on conn: PostgresConnection) throws -> Bool {
         try conn.execute("""
-            UPDATE actions SET status = $2, provider_ref = coalesce($3, provider_ref), last_error = $4,
-                lease_expires_at = CASE WHEN $2 = 'pending' AND $7::bigint IS NOT NULL THEN now() + make_interval(secs => $7::bigint) END,
-                in_doubt = coalesce($6, in_doubt), updated_at = now()
-            WHERE id = $1 AND attempts = $5 AND status = 'pending' AND lease_expires_at >= now()
-            """, [.int64(id), .text(status.rawValue), providerRef.map { .text($0) } ?? .null, error.map { .text(DeliveryStore.storable($0)) } ?? .null,
-                  .int64(Int64(attempt)), inDoubt.map { .bool($0) } ?? .null, notBeforeSeconds.map { .int64(Int64($0)) } ?? .null]) == 1
+            UPDATE actions SET status = \(.text(status.rawValue)), provider_ref = coalesce(\(providerRef.map { .text($0) } ?? .null), provider_ref), last_error = \(error.map { .text(DeliveryStore.storable($0)) } ?? .null),
+                lease_expires_at = CASE WHEN \(.text(status.rawValue)) = 'pending' AND \(notBeforeSeconds.map { .int64(Int64($0)) } ?? .null)::bigint IS NOT NULL THEN now() + make_interval(secs => \(notBeforeSeconds.map { .int64(Int64($0)) } ?? .null)::bigint) END,
+                in_doubt = coalesce(\(inDoubt.map { .bool($0) } ?? .null), in_doubt), updated_at = now()
+            WHERE id = \(.int64(id)) AND attempts = \(.int64(Int64(attempt))) AND status = 'pending' AND lease_expires_at >= now()
+            """) == 1
     }
 
     /// `payrecon actions retry`: a failed action the fresh plan still wants is pending again, with the plan's amount
     /// and currency, and no longer in doubt (the operator checked the provider). False when it is not failed.
     public static func retry(id: Int64, amount: Int64, currency: String, providerTarget: String?, on conn: PostgresConnection) throws -> Bool {
         try conn.execute("""
-            UPDATE actions SET status = 'pending', amount_minor = $2, currency = $3, provider_target = $4, in_doubt = false,
+            UPDATE actions SET status = 'pending', amount_minor = \(.int64(amount)), currency = \(.text(currency)), provider_target = \(providerTarget.map { .text($0) } ?? .null), in_doubt = false,
                 last_error = 'retried by an operator after: ' || coalesce(last_error, 'no answer recorded'), lease_expires_at = NULL, updated_at = now()
-            WHERE id = $1 AND status = 'failed'
-            """, [.int64(id), .int64(amount), .text(currency), providerTarget.map { .text($0) } ?? .null]) == 1
+            WHERE id = \(.int64(id)) AND status = 'failed'
+            """) == 1
     }
 
     /// A failed action the fresh plan no longer wants: superseded (its action_failed finding resolves on the next check).
     public static func retire(id: Int64, reason: String, on conn: PostgresConnection) throws -> Bool {
         try conn.execute("""
-            UPDATE actions SET status = 'superseded', in_doubt = false, last_error = $2, updated_at = now() WHERE id = $1 AND status = 'failed'
-            """, [.int64(id), .text(DeliveryStore.storable(reason))]) == 1
+            UPDATE actions SET status = 'superseded', in_doubt = false, last_error = \(.text(DeliveryStore.storable(reason))), updated_at = now() WHERE id = \(.int64(id)) AND status = 'failed'
+            """) == 1
     }
 
     public static func find(id: Int64, on conn: PostgresConnection) throws -> StoredAction? {
-        try conn.query("SELECT \(columns) FROM actions WHERE id = $1", [.int64(id)]).first.map(decode)
+        try conn.query("SELECT \(unescaped: columns) FROM actions WHERE id = \(.int64(id))").first.map(decode)
     }
 
     /// Extends the lease of an action while its call is in flight; false when `attempt` no longer holds it.
     public static func renew(id: Int64, attempt: Int, leaseSeconds: Int, on conn: PostgresConnection) throws -> Bool {
         try conn.execute("""
-            UPDATE actions SET lease_expires_at = now() + make_interval(secs => $3)
-            WHERE id = $1 AND attempts = $2 AND status = 'pending' AND lease_expires_at >= now()
-            """, [.int64(id), .int64(Int64(attempt)), .int64(Int64(leaseSeconds))]) == 1
+            UPDATE actions SET lease_expires_at = now() + make_interval(secs => \(.int64(Int64(leaseSeconds))))
+            WHERE id = \(.int64(id)) AND attempts = \(.int64(Int64(attempt))) AND status = 'pending' AND lease_expires_at >= now()
+            """) == 1
     }
 
     /// Just before the call: records the amount and target the fresh plan gives and extends the lease; false when
@@ -96,17 +95,15 @@ public enum ActionStore {
     public static func confirm(id: Int64, attempt: Int, amount: Int64, providerTarget: String?, leaseSeconds: Int,
                                on conn: PostgresConnection) throws -> Bool {
         try conn.execute("""
-            UPDATE actions SET amount_minor = $3, provider_target = $4, lease_expires_at = now() + make_interval(secs => $5),
+            UPDATE actions SET amount_minor = \(.int64(amount)), provider_target = \(providerTarget.map { .text($0) } ?? .null), lease_expires_at = now() + make_interval(secs => \(.int64(Int64(leaseSeconds)))),
                 in_doubt = true, sent_at = now(), updated_at = now()
-            WHERE id = $1 AND attempts = $2 AND status = 'pending' AND lease_expires_at >= now()
-              AND (sent_at IS NULL OR (amount_minor = $3 AND provider_target IS NOT DISTINCT FROM $4))
-            """, [.int64(id), .int64(Int64(attempt)), .int64(amount), providerTarget.map { .text($0) } ?? .null,
-                  .int64(Int64(leaseSeconds))]) == 1
+            WHERE id = \(.int64(id)) AND attempts = \(.int64(Int64(attempt))) AND status = 'pending' AND lease_expires_at >= now()
+              AND (sent_at IS NULL OR (amount_minor = \(.int64(amount)) AND provider_target IS NOT DISTINCT FROM \(providerTarget.map { .text($0) } ?? .null)))
+            """) == 1
     }
 
     public static func list(status: ActionStatus?, limit: Int, on conn: PostgresConnection) throws -> [StoredAction] {
-        try conn.query("SELECT \(columns) FROM actions WHERE ($1::text IS NULL OR status = $1) ORDER BY id LIMIT $2",
-                       [status.map { .text($0.rawValue) } ?? .null, .int64(Int64(limit))]).map(decode)
+        try conn.query("SELECT \(unescaped: columns) FROM actions WHERE (\(status.map { .text($0.rawValue) } ?? .null)::text IS NULL OR status = \(status.map { .text($0.rawValue) } ?? .null)) ORDER BY id LIMIT \(.int64(Int64(limit)))").map(decode)
     }
 
     static func decode(_ row: PostgresRow) throws -> StoredAction {
@@ -133,17 +130,15 @@ public enum RunStore {
     }
 
     public static func start(options: String, on conn: PostgresConnection) throws -> Int64 {
-        try conn.query("INSERT INTO runs (options) VALUES ($1::jsonb) RETURNING id", [.jsonb(options)]).first!.int64("id")
+        try conn.query("INSERT INTO runs (options) VALUES (\(.jsonb(options))::jsonb) RETURNING id").first!.int64("id")
     }
 
     public static func finish(id: Int64, totals: Totals, errors: [String], exitCode: Int32, on conn: PostgresConnection) throws {
         let list = (try? JSONSerialization.data(withJSONObject: errors.prefix(1000).map(DeliveryStore.storable)))
             .map { String(decoding: $0, as: UTF8.self) } ?? "[]"
         _ = try conn.execute("""
-            UPDATE runs SET finished_at = now(), checked = $2, matched = $3, opened = $4, resolved = $5, actions_emitted = $6,
-                errors = $7, error_list = $8::jsonb, exit_code = $9 WHERE id = $1
-            """, [.int64(id), .int64(Int64(totals.checked)), .int64(Int64(totals.matched)), .int64(Int64(totals.opened)),
-                  .int64(Int64(totals.resolved)), .int64(Int64(totals.actionsEmitted)), .int64(Int64(totals.errors)),
-                  .jsonb(list), .int64(Int64(exitCode))])
+            UPDATE runs SET finished_at = now(), checked = \(.int64(Int64(totals.checked))), matched = \(.int64(Int64(totals.matched))), opened = \(.int64(Int64(totals.opened))), resolved = \(.int64(Int64(totals.resolved))), actions_emitted = \(.int64(Int64(totals.actionsEmitted))),
+                errors = \(.int64(Int64(totals.errors))), error_list = \(.jsonb(list))::jsonb, exit_code = \(.int64(Int64(exitCode))) WHERE id = \(.int64(id))
+            """)
     }
 }

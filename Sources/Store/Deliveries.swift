@@ -108,8 +108,8 @@ public enum DeliveryStore {
         // The receiver's durability does not depend on the server's defaults: the commit waits for the
         // WAL flush, and no statement runs longer than the commit deadline. SET LOCAL ends with the transaction, so
         // nothing is left on the session (PgBouncer in transaction mode hands it to someone else next).
-        var statements: [PostgresStatement] = [PostgresStatement("BEGIN"), PostgresStatement("SET LOCAL synchronous_commit = on"),
-                                                PostgresStatement("SET LOCAL statement_timeout = '\(max(1, statementTimeoutMilliseconds))ms'")]
+        var statements: [SQL] = [SQL("BEGIN"), SQL("SET LOCAL synchronous_commit = on"),
+                                                SQL("SET LOCAL statement_timeout = '\(unescaped: max(1, statementTimeoutMilliseconds))ms'")]
         var insertIndex = statements.count
         if !unique.isEmpty {
             // One INSERT for the batch, its rows as arrays: one parse, plan and executor start whatever the batch size
@@ -126,22 +126,21 @@ public enum DeliveryStore {
             // simply not in RETURNING.
             let signed = rows.filter { $0.d.transmissionID != nil }
             if !signed.isEmpty {
-                statements.append(PostgresStatement("""
+                statements.append(SQL("""
                     INSERT INTO transmissions (provider, transmission_id, body_sha256)
                     SELECT v.provider, v.transmission_id, sha256(v.body)
-                    FROM unnest($1::text[], $2::text[], $3::bytea[], $4::bigint[]) AS v(provider, transmission_id, body, arrival)
+                    FROM unnest(\(.textArray(signed.map(\.d.provider.rawValue)))::text[], \(.textArray(signed.map { $0.d.transmissionID ?? "" }))::text[], \(.byteaArray(signed.map(\.d.body)))::bytea[], \(.int64Array(signed.map(\.arrival)))::bigint[]) AS v(provider, transmission_id, body, arrival)
                     -- One lock order for every receiver (no deadlock between two); within one id, the first to arrive.
                     ORDER BY v.transmission_id, v.arrival
                     ON CONFLICT (provider, transmission_id) DO NOTHING
-                    """, [.textArray(signed.map(\.d.provider.rawValue)), .textArray(signed.map { $0.d.transmissionID ?? "" }),
-                          .byteaArray(signed.map(\.d.body)), .int64Array(signed.map(\.arrival))]))
+                    """))
             }
             insertIndex = statements.count
-            statements.append(PostgresStatement("""
+            statements.append(SQL("""
                 INSERT INTO deliveries (provider, dedupe_key, event_type, headers, body, redeliveries, last_redelivered_at, transmission_id)
                 SELECT v.provider, v.dedupe_key, v.event_type, v.headers::jsonb, v.body, v.redeliveries,
                        CASE WHEN v.redeliveries > 0 THEN now() END, v.transmission_id
-                FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bytea[], $6::bigint[], $7::text[])
+                FROM unnest(\(.textArray(rows.map(\.d.provider.rawValue)))::text[], \(.textArray(rows.map(\.d.dedupeKey)))::text[], \(.nullableTextArray(rows.map(\.d.eventType)))::text[], \(.textArray(rows.map { headersJSON($0.d.headers) }))::text[], \(.byteaArray(rows.map(\.d.body)))::bytea[], \(.int64Array(rows.map { $0.extra }))::bigint[], \(.nullableTextArray(rows.map(\.d.transmissionID)))::text[])
                      WITH ORDINALITY AS v(provider, dedupe_key, event_type, headers, body, redeliveries, transmission_id, n)
                 WHERE v.transmission_id IS NULL OR EXISTS (
                     SELECT 1 FROM transmissions t WHERE t.provider = v.provider AND t.transmission_id = v.transmission_id
@@ -150,12 +149,10 @@ public enum DeliveryStore {
                 ON CONFLICT (provider, dedupe_key) DO UPDATE
                     SET redeliveries = deliveries.redeliveries + 1 + excluded.redeliveries, last_redelivered_at = now()
                 RETURNING id, redeliveries, provider, dedupe_key
-                """, [.textArray(rows.map(\.d.provider.rawValue)), .textArray(rows.map(\.d.dedupeKey)), .nullableTextArray(rows.map(\.d.eventType)),
-                      .textArray(rows.map { headersJSON($0.d.headers) }), .byteaArray(rows.map(\.d.body)), .int64Array(rows.map { $0.extra }),
-                      .nullableTextArray(rows.map(\.d.transmissionID))]))
+                """))
         }
-        if !unique.isEmpty { statements.append(PostgresStatement("SELECT pg_notify($1, '')", [.text(channel)])) }
-        statements.append(PostgresStatement("COMMIT"))
+        if !unique.isEmpty { statements.append(SQL("SELECT pg_notify(\(.text(channel)), '')")) }
+        statements.append(SQL("COMMIT"))
 
         let results = try conn.pipeline(statements)
         // Any failure means the transaction did not commit (the pipeline aborts after the first error).
@@ -195,8 +192,7 @@ public enum DeliveryStore {
     /// Which of `keys` (a provider's event ids) a stored delivery already has: what `insertListed` would not store.
     public static func storedKeys(provider: Provider, among keys: [String], on conn: PostgresConnection) throws -> Set<String> {
         guard !keys.isEmpty else { return [] }
-        return Set(try conn.query("SELECT dedupe_key FROM deliveries WHERE provider = $1 AND dedupe_key = ANY($2)",
-                                  [.text(provider.rawValue), .textArray(keys)]).map { try $0.string("dedupe_key") })
+        return Set(try conn.query("SELECT dedupe_key FROM deliveries WHERE provider = \(.text(provider.rawValue)) AND dedupe_key = ANY(\(.textArray(keys)))").map { try $0.string("dedupe_key") })
     }
 
     /// Stores events a provider's own list holds as deliveries (`payrecon backfill`), in one transaction: each one no
@@ -208,14 +204,13 @@ public enum DeliveryStore {
         return try conn.transaction { conn in
             let stored = try conn.query("""
                 INSERT INTO deliveries (provider, dedupe_key, event_type, headers, body)
-                SELECT $1, v.id, v.event_type, $5::jsonb, v.body
-                FROM unnest($2::text[], $3::text[], $4::bytea[]) AS v(id, event_type, body)
+                SELECT \(.text(provider.rawValue)), v.id, v.event_type, \(.text(headersJSON([("payrecon-source", source)])))::jsonb, v.body
+                FROM unnest(\(.textArray(events.map(\.id)))::text[], \(.nullableTextArray(events.map(\.eventType)))::text[], \(.byteaArray(events.map(\.body)))::bytea[]) AS v(id, event_type, body)
                 ORDER BY v.id
                 ON CONFLICT (provider, dedupe_key) DO NOTHING
                 RETURNING id
-                """, [.text(provider.rawValue), .textArray(events.map(\.id)), .nullableTextArray(events.map(\.eventType)),
-                      .byteaArray(events.map(\.body)), .text(headersJSON([("payrecon-source", source)]))]).count
-            if stored > 0 { _ = try conn.execute("SELECT pg_notify($1, '')", [.text(channel)]) }
+                """).count
+            if stored > 0 { _ = try conn.execute("SELECT pg_notify(\(.text(channel)), '')") }
             return stored
         }
     }
@@ -236,19 +231,19 @@ public enum DeliveryStore {
     /// samples stored.
     @discardableResult
     public static func recordRejections(_ counts: [RejectionCount], samples: [Rejection], on conn: PostgresConnection) throws -> Int {
-        var statements = [PostgresStatement("BEGIN")]
+        var statements = [SQL("BEGIN")]
         if !counts.isEmpty {
             // A source already counted this hour adds to its row; new ones get rows, in order, while the hour holds
             // fewer than `countedSourcesPerHour` (all providers, reasons and receivers), and the rest count as `other`.
             // The hour's rows are counted once per statement, and receivers take turns (a transaction-scoped lock), so
             // the bound holds across them and a flood of new sources costs one count, not one per source.
-            statements.append(PostgresStatement("SELECT pg_advisory_xact_lock(\(rejectionCountsLock))"))
-            statements.append(PostgresStatement("""
+            statements.append(SQL("SELECT pg_advisory_xact_lock(\(unescaped: rejectionCountsLock))"))
+            statements.append(SQL("""
                 WITH x AS (
                     SELECT x.p, x.r, x.s, to_timestamp(x.h) AS hr, x.c,
                            EXISTS (SELECT 1 FROM rejection_counts rc WHERE rc.provider = x.p AND rc.reason = x.r AND rc.source = x.s
                                    AND rc.hour = to_timestamp(x.h)) AS seen
-                    FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[]) AS x(p, r, s, h, c)),
+                    FROM unnest(\(.textArray(counts.map(\.provider.rawValue)))::text[], \(.textArray(counts.map(\.reason)))::text[], \(.textArray(counts.map(\.source)))::text[], \(.int64Array(counts.map(\.hour)))::bigint[], \(.int64Array(counts.map(\.count)))::bigint[]) AS x(p, r, s, h, c)),
                 held AS (
                     SELECT hs.hr, (SELECT count(*) FROM rejection_counts rc WHERE rc.hour = hs.hr) AS n FROM (SELECT DISTINCT hr FROM x) hs),
                 ranked AS (
@@ -256,26 +251,23 @@ public enum DeliveryStore {
                 INSERT INTO rejection_counts (provider, reason, source, hour, count)
                 SELECT m.p, m.r, m.src, m.hr, sum(m.c) FROM (
                     SELECT k.p, k.r, k.hr, k.c,
-                           CASE WHEN k.seen OR (SELECT held.n FROM held WHERE held.hr = k.hr) + k.rank <= $6 THEN k.s ELSE 'other' END AS src
+                           CASE WHEN k.seen OR (SELECT held.n FROM held WHERE held.hr = k.hr) + k.rank <= \(.int64(Int64(countedSourcesPerHour))) THEN k.s ELSE 'other' END AS src
                     FROM ranked k) m
                 GROUP BY m.p, m.r, m.src, m.hr
                 ON CONFLICT (provider, reason, source, hour) DO UPDATE SET count = rejection_counts.count + EXCLUDED.count
-                """, [.textArray(counts.map(\.provider.rawValue)), .textArray(counts.map(\.reason)), .textArray(counts.map(\.source)),
-                      .int64Array(counts.map(\.hour)), .int64Array(counts.map(\.count)), .int64(Int64(countedSourcesPerHour))]))
+                """))
         }
         for r in samples {
-            statements.append(PostgresStatement("""
+            statements.append(SQL("""
                 INSERT INTO rejected_deliveries (provider, reason, message, headers, body_prefix, body_bytes, remote_addr)
-                SELECT $1, $2, $3, $4::jsonb, $5, $6, $7
-                WHERE (SELECT count(*) FROM rejected_deliveries WHERE provider = $1 AND reason = $2
-                       AND received_at >= date_trunc('hour', now())) < $8
-                  AND (SELECT count(*) FROM rejected_deliveries WHERE provider = $1 AND reason = $2
-                       AND received_at >= date_trunc('day', now())) < $9
-                """, [.text(r.provider.rawValue), .text(r.reason), .text(r.message), .jsonb(headersJSON(r.headers)), .bytea(r.bodyPrefix),
-                      .int64(r.bodyBytes), r.remoteAddress.map { .text($0) } ?? .null, .int64(Int64(samplesPerHour)),
-                      .int64(Int64(samplesPerDay))]))
+                SELECT \(.text(r.provider.rawValue)), \(.text(r.reason)), \(.text(r.message)), \(.jsonb(headersJSON(r.headers)))::jsonb, \(.bytea(r.bodyPrefix)), \(.int64(r.bodyBytes)), \(r.remoteAddress.map { .text($0) } ?? .null)
+                WHERE (SELECT count(*) FROM rejected_deliveries WHERE provider = \(.text(r.provider.rawValue)) AND reason = \(.text(r.reason))
+                       AND received_at >= date_trunc('hour', now())) < \(.int64(Int64(samplesPerHour)))
+                  AND (SELECT count(*) FROM rejected_deliveries WHERE provider = \(.text(r.provider.rawValue)) AND reason = \(.text(r.reason))
+                       AND received_at >= date_trunc('day', now())) < \(.int64(Int64(samplesPerDay)))
+                """))
         }
-        statements.append(PostgresStatement("COMMIT"))
+        statements.append(SQL("COMMIT"))
         let results = try conn.pipeline(statements).map { try $0.get() }
         // BEGIN, [counts], one INSERT per sample, COMMIT: the samples' rows are the ones before COMMIT.
         return results.suffix(samples.count + 1).dropLast().reduce(0) { $0 + $1.affectedRows }
@@ -293,8 +285,8 @@ public enum DeliveryStore {
     public static func latestRejection(provider: Provider, reason: String, on conn: PostgresConnection) throws -> StoredRejection? {
         try conn.query("""
             SELECT id, message, headers::text AS headers, received_at FROM rejected_deliveries
-            WHERE provider = $1 AND reason = $2 ORDER BY received_at DESC, id DESC LIMIT 1
-            """, [.text(provider.rawValue), .text(reason)]).first.map {
+            WHERE provider = \(.text(provider.rawValue)) AND reason = \(.text(reason)) ORDER BY received_at DESC, id DESC LIMIT 1
+            """).first.map {
             StoredRejection(id: try $0.int64("id"), message: try $0.string("message"),
                             headers: DeliveryQueue.decodeHeaders(try $0.string("headers")), receivedAt: try $0.date("received_at"))
         }
@@ -360,16 +352,16 @@ public enum RejectionSamples {
     public static func list(provider: Provider?, reason: String?, limit: Int, on conn: PostgresConnection) throws -> [Sample] {
         try conn.query("""
             SELECT id, provider, reason, message, headers::text AS headers, body_prefix, body_bytes, remote_addr, received_at
-            FROM rejected_deliveries WHERE ($1::text IS NULL OR provider = $1) AND ($2::text IS NULL OR reason = $2)
-            ORDER BY received_at DESC, id DESC LIMIT $3
-            """, [provider.map { .text($0.rawValue) } ?? .null, reason.map { .text($0) } ?? .null, .int64(Int64(limit))]).map(sample)
+            FROM rejected_deliveries WHERE (\(provider.map { .text($0.rawValue) } ?? .null)::text IS NULL OR provider = \(provider.map { .text($0.rawValue) } ?? .null)) AND (\(reason.map { .text($0) } ?? .null)::text IS NULL OR reason = \(reason.map { .text($0) } ?? .null))
+            ORDER BY received_at DESC, id DESC LIMIT \(.int64(Int64(limit)))
+            """).map(sample)
     }
 
     public static func find(id: Int64, on conn: PostgresConnection) throws -> Sample? {
         try conn.query("""
             SELECT id, provider, reason, message, headers::text AS headers, body_prefix, body_bytes, remote_addr, received_at
-            FROM rejected_deliveries WHERE id = $1
-            """, [.int64(id)]).first.map(sample)
+            FROM rejected_deliveries WHERE id = \(.int64(id))
+            """).first.map(sample)
     }
 
     static func sample(_ row: PostgresRow) throws -> Sample {

@@ -32,15 +32,15 @@ public enum DeliveryQueue {
     /// Claims up to `limit` due deliveries for `owner` until `leaseSeconds` from now.
     public static func claim(owner: String, leaseSeconds: Int, limit: Int, on conn: PostgresConnection) throws -> [QueuedDelivery] {
         let rows = try conn.query("""
-            UPDATE deliveries d SET lease_owner = $1, lease_expires_at = now() + make_interval(secs => $2), attempts = d.attempts + 1
+            UPDATE deliveries d SET lease_owner = \(.text(owner)), lease_expires_at = now() + make_interval(secs => \(.int64(Int64(leaseSeconds)))), attempts = d.attempts + 1
             WHERE d.id IN (
                 SELECT id FROM deliveries
                 WHERE status = 'pending' AND next_attempt_at <= now() AND (lease_expires_at IS NULL OR lease_expires_at < now())
                 ORDER BY next_attempt_at, id
-                LIMIT $3
+                LIMIT \(.int64(Int64(limit)))
                 FOR UPDATE SKIP LOCKED)
-            RETURNING \(columns("d."))
-            """, [.text(owner), .int64(Int64(leaseSeconds)), .int64(Int64(limit))])
+            RETURNING \(unescaped: columns("d."))
+            """)
         return try rows.map(decode)
     }
 
@@ -52,11 +52,11 @@ public enum DeliveryQueue {
         // SKIP LOCKED: a row another transaction holds is being completed or failed right now, and renewing every
         // held row while a completion flush locks some of them, each in its own order, deadlocked (40P01).
         return try conn.query("""
-            UPDATE deliveries d SET lease_expires_at = now() + make_interval(secs => $3)
-            FROM (SELECT id FROM deliveries WHERE id = ANY($1) AND lease_owner = $2 AND status = 'pending'
+            UPDATE deliveries d SET lease_expires_at = now() + make_interval(secs => \(.int64(Int64(leaseSeconds))))
+            FROM (SELECT id FROM deliveries WHERE id = ANY(\(.int64Array(ids))) AND lease_owner = \(.text(owner)) AND status = 'pending'
                   ORDER BY id FOR UPDATE SKIP LOCKED) held
             WHERE d.id = held.id RETURNING d.id
-            """, [.int64Array(ids), .text(owner), .int64(Int64(leaseSeconds))]).map { try $0.int64("id") }
+            """).map { try $0.int64("id") }
     }
 
     /// How a processed delivery ends: `done` (with the orders it re-checked) or `ignored` (with why it names no
@@ -74,18 +74,16 @@ public enum DeliveryQueue {
         }
     }
 
-    /// The pairs (delivery, order) of what a statement completes (its CTE `done`), written by it: parameters `$n`…`$(n+2)`.
-    static func namedOrders(from n: Int) -> String {
-        """
-        named AS (INSERT INTO delivery_orders (delivery_id, provider, order_id)
-                  SELECT p.id, p.provider, p.order_id FROM unnest($\(n)::bigint[], $\(n + 1)::text[], $\(n + 2)::text[]) AS p(id, provider, order_id)
-                  WHERE p.id IN (SELECT id FROM done) ON CONFLICT DO NOTHING)
-        """
-    }
-
-    static func pairs(_ completions: [(id: Int64, provider: Provider?, orderIDs: [String])]) -> [PostgresValue] {
+    /// The pairs (delivery, order) of what a statement completes (its CTE `done`), written by it.
+    static func namedOrders(_ completions: [(id: Int64, provider: Provider?, orderIDs: [String])]) -> SQL {
         let rows = completions.flatMap { c in c.provider.map { p in c.orderIDs.map { (c.id, p.rawValue, $0) } } ?? [] }
-        return [.int64Array(rows.map(\.0)), .textArray(rows.map(\.1)), .textArray(rows.map(\.2))]
+        return """
+            named AS (INSERT INTO delivery_orders (delivery_id, provider, order_id)
+                      SELECT p.id, p.provider, p.order_id
+                      FROM unnest(\(.int64Array(rows.map(\.0)))::bigint[], \(.textArray(rows.map(\.1)))::text[], \(.textArray(rows.map(\.2)))::text[])
+                           AS p(id, provider, order_id)
+                      WHERE p.id IN (SELECT id FROM done) ON CONFLICT DO NOTHING)
+            """
     }
 
     /// Marks the delivery done, if `owner` still holds it. False when the lease was lost (another worker has it).
@@ -102,12 +100,11 @@ public enum DeliveryQueue {
             WITH done AS (
                 UPDATE deliveries d SET status = c.status, outcome = c.outcome, processed_at = now(), lease_owner = NULL,
                     lease_expires_at = NULL, last_error = NULL
-                FROM unnest($1::bigint[], $3::text[], $4::text[]) AS c(id, status, outcome)
-                WHERE d.id = c.id AND d.lease_owner = $2 AND d.status = 'pending' RETURNING d.id),
-            \(namedOrders(from: 5))
+                FROM unnest(\(.int64Array(completions.map(\.id)))::bigint[], \(.textArray(completions.map(\.status)))::text[], \(.textArray(completions.map(\.outcome)))::text[]) AS c(id, status, outcome)
+                WHERE d.id = c.id AND d.lease_owner = \(.text(owner)) AND d.status = 'pending' RETURNING d.id),
+            \(namedOrders(completions.map { ($0.id, $0.provider, $0.orderIDs) }))
             SELECT id FROM done
-            """, [.int64Array(completions.map(\.id)), .text(owner), .textArray(completions.map(\.status)),
-                  .textArray(completions.map(\.outcome))] + pairs(completions.map { ($0.id, $0.provider, $0.orderIDs) }))
+            """)
             .map { try $0.int64("id") }
     }
 
@@ -116,31 +113,31 @@ public enum DeliveryQueue {
     public static func fail(id: Int64, owner: String, error: String, retryAfterSeconds: Double?, provider: Provider? = nil, orderIDs: [String] = [],
                             on conn: PostgresConnection) throws -> Bool {
         let error = DeliveryStore.storable(error)
-        let named = pairs([(id, provider, orderIDs)])
+        let named = namedOrders([(id, provider, orderIDs)])
         if let delay = retryAfterSeconds {
             return try !conn.query("""
                 WITH done AS (
-                    UPDATE deliveries SET next_attempt_at = now() + make_interval(secs => $3::double precision), last_error = $4,
+                    UPDATE deliveries SET next_attempt_at = now() + make_interval(secs => \(.text(String(format: "%.3f", delay)))::double precision), last_error = \(.text(error)),
                         lease_owner = NULL, lease_expires_at = NULL
-                    WHERE id = $1 AND lease_owner = $2 AND status = 'pending' RETURNING id),
-                \(namedOrders(from: 5))
+                    WHERE id = \(.int64(id)) AND lease_owner = \(.text(owner)) AND status = 'pending' RETURNING id),
+                \(named)
                 SELECT id FROM done
-                """, [.int64(id), .text(owner), .text(String(format: "%.3f", delay)), .text(error)] + named).isEmpty
+                """).isEmpty
         }
         return try !conn.query("""
             WITH done AS (
-                UPDATE deliveries SET status = 'dead', last_error = $3, outcome = $3, processed_at = now(), lease_owner = NULL,
+                UPDATE deliveries SET status = 'dead', last_error = \(.text(error)), outcome = \(.text(error)), processed_at = now(), lease_owner = NULL,
                     lease_expires_at = NULL
-                WHERE id = $1 AND lease_owner = $2 AND status = 'pending' RETURNING id),
-            \(namedOrders(from: 4))
+                WHERE id = \(.int64(id)) AND lease_owner = \(.text(owner)) AND status = 'pending' RETURNING id),
+            \(named)
             SELECT id FROM done
-            """, [.int64(id), .text(owner), .text(error)] + named).isEmpty
+            """).isEmpty
     }
 
     public static func list(status: String?, limit: Int, on conn: PostgresConnection) throws -> [QueuedDelivery] {
         try conn.query("""
-            SELECT \(columns()) FROM deliveries WHERE ($1::text IS NULL OR status = $1) ORDER BY id DESC LIMIT $2
-            """, [status.map { .text($0) } ?? .null, .int64(Int64(limit))]).map(decode)
+            SELECT \(unescaped: columns()) FROM deliveries WHERE (\(status.map { .text($0) } ?? .null)::text IS NULL OR status = \(status.map { .text($0) } ?? .null)) ORDER BY id DESC LIMIT \(.int64(Int64(limit)))
+            """).map(decode)
     }
 
     /// The provider's most recently stored delivery that the provider sent (`payrecon doctor` checks the certificate
@@ -148,12 +145,12 @@ public enum DeliveryQueue {
     /// was never delivered, and names no certificate.
     public static func latest(provider: Provider, on conn: PostgresConnection) throws -> QueuedDelivery? {
         try conn.query("""
-            SELECT \(columns()) FROM deliveries WHERE provider = $1 AND NOT headers @> $2::jsonb ORDER BY id DESC LIMIT 1
-            """, [.text(provider.rawValue), .text(#"[["payrecon-source"]]"#)]).first.map(decode)
+            SELECT \(unescaped: columns()) FROM deliveries WHERE provider = \(.text(provider.rawValue)) AND NOT headers @> \(.text(#"[["payrecon-source"]]"#))::jsonb ORDER BY id DESC LIMIT 1
+            """).first.map(decode)
     }
 
     public static func find(id: Int64, on conn: PostgresConnection) throws -> QueuedDelivery? {
-        try conn.query("SELECT \(columns()) FROM deliveries WHERE id = $1", [.int64(id)]).first.map(decode)
+        try conn.query("SELECT \(unescaped: columns()) FROM deliveries WHERE id = \(.int64(id))").first.map(decode)
     }
 
     /// Makes every pending delivery waiting for a retry due now (no worker holds it), and wakes the workers: after the
@@ -164,7 +161,7 @@ public enum DeliveryQueue {
             UPDATE deliveries SET next_attempt_at = now()
             WHERE status = 'pending' AND attempts > 0 AND next_attempt_at > now() AND (lease_expires_at IS NULL OR lease_expires_at < now())
             """)
-        if n > 0 { _ = try conn.execute("SELECT pg_notify($1, '')", [.text(DeliveryStore.channel)]) }
+        if n > 0 { _ = try conn.execute("SELECT pg_notify(\(.text(DeliveryStore.channel)), '')") }
         return n
     }
 
@@ -175,8 +172,8 @@ public enum DeliveryQueue {
         if let id {
             return try conn.execute("""
                 UPDATE deliveries SET status = 'pending', attempts = 0, next_attempt_at = now(), lease_owner = NULL, lease_expires_at = NULL
-                WHERE id = $1 AND NOT (status = 'pending' AND lease_expires_at IS NOT NULL AND lease_expires_at >= now())
-                """, [.int64(id)])
+                WHERE id = \(.int64(id)) AND NOT (status = 'pending' AND lease_expires_at IS NOT NULL AND lease_expires_at >= now())
+                """)
         }
         return try conn.execute("""
             UPDATE deliveries SET status = 'pending', attempts = 0, next_attempt_at = now(), lease_owner = NULL, lease_expires_at = NULL

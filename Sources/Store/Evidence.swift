@@ -24,11 +24,10 @@ public struct EvidenceAnswer: Sendable, Equatable {
 /// What a check keeps as evidence (sql/0017): the hashes of its answers always; the answers themselves and the
 /// decision when it decided something.
 public struct CheckEvidence: Sendable {
-    /// Which check: `webhook`, `sweep`, `executor` or `command`.
-    public var source: String
+    public var source: CheckSource
     public var deliveryID: Int64?
     public var answers: [EvidenceAnswer]
-    public init(source: String, deliveryID: Int64?, answers: [EvidenceAnswer]) {
+    public init(source: CheckSource, deliveryID: Int64?, answers: [EvidenceAnswer]) {
         self.source = source; self.deliveryID = deliveryID; self.answers = answers
     }
 }
@@ -86,8 +85,8 @@ enum DecisionJSON {
 public enum EvidenceStore {
     /// `SELECT nextval(...)` for `n` evidence rows: ids taken before a group is planned, so the discrepancies and
     /// actions a check writes can name its evidence in the same round trip.
-    static func allocate(_ n: Int) -> PostgresStatement {
-        PostgresStatement("SELECT nextval('evidence_id_seq') AS id FROM generate_series(1, $1::bigint)", [.int64(Int64(n))])
+    static func allocate(_ n: Int) -> SQL {
+        SQL("SELECT nextval('evidence_id_seq') AS id FROM generate_series(1, \(.int64(Int64(n)))::bigint)")
     }
 
     /// One row to insert.
@@ -104,38 +103,26 @@ public enum EvidenceStore {
     }
 
     /// The evidence rows of a group, one statement.
-    static func insert(_ rows: [Row]) throws -> PostgresStatement {
-        PostgresStatement("""
+    static func insert(_ rows: [Row]) throws -> SQL {
+        SQL("""
             INSERT INTO evidence (id, provider, order_id, transaction_ref, checked_at, source, delivery_id, answer_hashes, decided, decision)
             SELECT id, provider, order_id, transaction_ref, checked_at::timestamptz, source, delivery_id, answer_hashes, decided, decision::jsonb
-            FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bytea[], $9::text[], $10::text[])
+            FROM unnest(\(.int64Array(rows.map(\.id)))::bigint[], \(.textArray(rows.map(\.provider.rawValue)))::text[], \(.nullableTextArray(rows.map(\.orderID)))::text[], \(.textArray(rows.map(\.transactionRef)))::text[], \(.textArray(try rows.map { try PostgresValue.timestampText($0.checkedAt) }))::text[], \(.textArray(rows.map(\.evidence.source.rawValue)))::text[], \(.nullableTextArray(rows.map { $0.evidence.deliveryID.map(String.init) }))::bigint[], \(.byteaArray(rows.map { $0.evidence.answers.flatMap(\.sha256) }))::bytea[], \(.nullableTextArray(rows.map(\.decided)))::text[], \(.nullableTextArray(rows.map(\.decision)))::text[])
                  AS e(id, provider, order_id, transaction_ref, checked_at, source, delivery_id, answer_hashes, decided, decision)
-            """, [
-                .int64Array(rows.map(\.id)), .textArray(rows.map(\.provider.rawValue)), .nullableTextArray(rows.map(\.orderID)),
-                .textArray(rows.map(\.transactionRef)), .textArray(try rows.map { try PostgresValue.timestampText($0.checkedAt) }),
-                .textArray(rows.map(\.evidence.source)),
-                .nullableTextArray(rows.map { $0.evidence.deliveryID.map(String.init) }),
-                .byteaArray(rows.map { $0.evidence.answers.flatMap(\.sha256) }),
-                .nullableTextArray(rows.map(\.decided)), .nullableTextArray(rows.map(\.decision)),
-            ])
+            """)
     }
 
     /// The raw answers of the checks that decided something: one statement for all (bodies go binary).
-    static func insertAnswers(_ answers: [(evidenceID: Int64, answers: [EvidenceAnswer])]) throws -> [PostgresStatement] {
+    static func insertAnswers(_ answers: [(evidenceID: Int64, answers: [EvidenceAnswer])]) throws -> [SQL] {
         let rows = answers.flatMap { e in e.answers.enumerated().map { (e.evidenceID, Int64($0.offset), $0.element) } }
         guard !rows.isEmpty else { return [] }
-        return [PostgresStatement("""
+        return [SQL("""
             INSERT INTO evidence_answers (evidence_id, position, fetched_at, method, url, status, sha256, length, body, body_kept)
             SELECT evidence_id, position, fetched_at::timestamptz, method, url, status::integer, sha256, length, body, body_kept
-            FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bytea[], $8::bigint[],
-                        $9::bytea[], $10::text[]::boolean[])
+            FROM unnest(\(.int64Array(rows.map(\.0)))::bigint[], \(.int64Array(rows.map(\.1)))::bigint[], \(.textArray(try rows.map { try PostgresValue.timestampText($0.2.fetchedAt) }))::text[], \(.textArray(rows.map(\.2.method)))::text[], \(.textArray(rows.map(\.2.url)))::text[], \(.nullableTextArray(rows.map { $0.2.status.map(String.init) }))::text[], \(.byteaArray(rows.map(\.2.sha256)))::bytea[], \(.int64Array(rows.map { Int64($0.2.length) }))::bigint[],
+                        \(.byteaArray(rows.map(\.2.body)))::bytea[], \(.textArray(rows.map { $0.2.bodyKept ? "true" : "false" }))::text[]::boolean[])
                  AS a(evidence_id, position, fetched_at, method, url, status, sha256, length, body, body_kept)
-            """, [
-                .int64Array(rows.map(\.0)), .int64Array(rows.map(\.1)), .textArray(try rows.map { try PostgresValue.timestampText($0.2.fetchedAt) }),
-                .textArray(rows.map(\.2.method)), .textArray(rows.map(\.2.url)), .nullableTextArray(rows.map { $0.2.status.map(String.init) }),
-                .byteaArray(rows.map(\.2.sha256)), .int64Array(rows.map { Int64($0.2.length) }), .byteaArray(rows.map(\.2.body)),
-                .textArray(rows.map { $0.2.bodyKept ? "true" : "false" }),
-            ])]
+            """)]
     }
 
     static func encode(_ record: DecisionRecord) -> String { DecisionJSON.encode(record) }
@@ -146,7 +133,7 @@ public enum EvidenceStore {
                               decided: String, decision: Decision, findings: [Finding], planned: [String],
                               on conn: PostgresConnection) throws -> Int64 {
         try conn.transaction { tx in
-            guard let id = try tx.query("SELECT nextval('evidence_id_seq') AS id", []).first.map({ try $0.int64("id") }) else {
+            guard let id = try tx.query("SELECT nextval('evidence_id_seq') AS id").first.map({ try $0.int64("id") }) else {
                 throw PostgresError.protocolViolation("nextval returned no row")
             }
             let record = DecisionRecord(decision: decision, findings: findings.map(\.kind.rawValue), planned: planned, superseded: [])
@@ -183,14 +170,11 @@ public enum EvidenceStore {
                                    on conn: PostgresConnection) throws {
         guard !calls.isEmpty else { return }
         let statements = calls.map { c in
-            PostgresStatement("""
+            SQL("""
                 INSERT INTO action_calls (action_id, attempt, evidence_id, sent_at, method, url, idempotency_key, request_body, status,
                                           sha256, length, body, body_kept, outcome)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
-                """, [.int64(actionID), .int64(Int64(attempt)), evidenceID.map { .int64($0) } ?? .null, .timestamptz(c.sentAt),
-                      .text(c.method), .text(c.url), c.idempotencyKey.map { .text($0) } ?? .null, .bytea(c.requestBody),
-                      c.status.map { .int64(Int64($0)) } ?? .null, .bytea(c.sha256), .int64(Int64(c.length)), .bytea(c.body),
-                      .bool(c.bodyKept), .text(outcome)])
+                VALUES (\(.int64(actionID)), \(.int64(Int64(attempt))), \(evidenceID.map { .int64($0) } ?? .null), \(.timestamptz(c.sentAt)), \(.text(c.method)), \(.text(c.url)), \(c.idempotencyKey.map { .text($0) } ?? .null), \(.bytea(c.requestBody)), \(c.status.map { .int64(Int64($0)) } ?? .null), \(.bytea(c.sha256)), \(.int64(Int64(c.length))), \(.bytea(c.body)), \(.bool(c.bodyKept)), \(.text(outcome)))
+                """)
         }
         _ = try conn.pipeline(statements).map { try $0.get() }
     }

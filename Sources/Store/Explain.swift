@@ -1,7 +1,6 @@
 import Foundation
 import Postgres
 import Reconciliation
-import Reporting
 
 /// The SQL behind `payrecon explain`: read only, parameterized. Everything kept about one order (or one transaction
 /// no order holds), assembled into an `Explanation`.
@@ -34,7 +33,7 @@ public enum ExplainStore {
         explanation.discrepancies = try conn.query("""
             SELECT id, kind, status, detail, expected::text AS expected, actual::text AS actual, first_seen, last_seen, resolved_at, occurrences,
                    evidence_id FROM discrepancies WHERE \(scope.evidenceWhere) ORDER BY id
-            """, scope.evidenceParams).compactMap(Self.discrepancy)
+            """).compactMap(Self.discrepancy)
         if let asked { explanation.subject = explanation.discrepancies.first { $0.id == asked } }
         if let orderID { explanation.actions = try actions(provider: provider, orderID: orderID, bodyLimit: bodyLimit, on: conn) }
         return explanation
@@ -44,23 +43,23 @@ public enum ExplainStore {
     struct Scope {
         var provider: Provider, orderID: String?, transactionRef: String, refs: [String]
         /// Checks and discrepancies: of the order, and of its transactions before an order held them (unknown_order).
-        var evidenceWhere: String {
-            orderID != nil
-                ? "provider = $1 AND (order_id = $2 OR (order_id IS NULL AND transaction_ref = ANY($3)))"
-                : "provider = $1 AND order_id IS NULL AND transaction_ref = $2"
-        }
-        var evidenceParams: [PostgresValue] {
-            orderID.map { [.text(provider.rawValue), .text($0), .textArray(refs)] } ?? [.text(provider.rawValue), .text(transactionRef)]
+        var evidenceWhere: SQL {
+            let p = PostgresValue.text(provider.rawValue)
+            guard let orderID else { return "provider = \(p) AND order_id IS NULL AND transaction_ref = \(.text(transactionRef))" }
+            return "provider = \(p) AND (order_id = \(.text(orderID)) OR (order_id IS NULL AND transaction_ref = ANY(\(.textArray(refs)))))"
         }
         /// The checks a discrepancy, an action or a call of it points at.
-        var pinnedWhere: String {
-            orderID != nil
-                ? """
-                  SELECT evidence_id FROM discrepancies WHERE provider = $1 AND (order_id = $2 OR (order_id IS NULL AND transaction_ref = ANY($3)))
-                  UNION SELECT evidence_id FROM actions WHERE provider = $1 AND order_id = $2
-                  UNION SELECT c.evidence_id FROM action_calls c JOIN actions a ON a.id = c.action_id WHERE a.provider = $1 AND a.order_id = $2
-                  """
-                : "SELECT evidence_id FROM discrepancies WHERE provider = $1 AND order_id IS NULL AND transaction_ref = $2"
+        var pinnedWhere: SQL {
+            let p = PostgresValue.text(provider.rawValue)
+            guard let orderID else {
+                return "SELECT evidence_id FROM discrepancies WHERE provider = \(p) AND order_id IS NULL AND transaction_ref = \(.text(transactionRef))"
+            }
+            let o = PostgresValue.text(orderID)
+            return """
+                SELECT evidence_id FROM discrepancies WHERE \(evidenceWhere)
+                UNION SELECT evidence_id FROM actions WHERE provider = \(p) AND order_id = \(o)
+                UNION SELECT c.evidence_id FROM action_calls c JOIN actions a ON a.id = c.action_id WHERE a.provider = \(p) AND a.order_id = \(o)
+                """
         }
     }
 
@@ -69,17 +68,17 @@ public enum ExplainStore {
         -> (provider: Provider, orderID: String?, transactionRef: String, asked: Int64?) {
         switch subject {
         case .discrepancy(let id):
-            guard let row = try conn.query("SELECT provider, order_id, transaction_ref FROM discrepancies WHERE id = $1", [.int64(id)]).first else {
+            guard let row = try conn.query("SELECT provider, order_id, transaction_ref FROM discrepancies WHERE id = \(.int64(id))").first else {
                 throw NotFound(description: "no discrepancy \(id): see `payrecon discrepancies list --status all` for the ids there are")
             }
             return (try row.provider("provider"), try row.optionalString("order_id"), try row.string("transaction_ref"), id)
         case .order(let p, let id):
             let known = try conn.query("""
-                SELECT (SELECT transaction_ref FROM orders WHERE provider = $1 AND order_id = $2) AS ref,
-                       EXISTS (SELECT 1 FROM discrepancies WHERE provider = $1 AND order_id = $2)
-                    OR EXISTS (SELECT 1 FROM evidence WHERE provider = $1 AND order_id = $2)
-                    OR EXISTS (SELECT 1 FROM actions WHERE provider = $1 AND order_id = $2) AS seen
-                """, [.text(p.rawValue), .text(id)]).first
+                SELECT (SELECT transaction_ref FROM orders WHERE provider = \(.text(p.rawValue)) AND order_id = \(.text(id))) AS ref,
+                       EXISTS (SELECT 1 FROM discrepancies WHERE provider = \(.text(p.rawValue)) AND order_id = \(.text(id)))
+                    OR EXISTS (SELECT 1 FROM evidence WHERE provider = \(.text(p.rawValue)) AND order_id = \(.text(id)))
+                    OR EXISTS (SELECT 1 FROM actions WHERE provider = \(.text(p.rawValue)) AND order_id = \(.text(id))) AS seen
+                """).first
             let ref = try known?.optionalString("ref")
             let seen = try known?.bool("seen") ?? false
             guard ref != nil || seen else {
@@ -102,8 +101,8 @@ public enum ExplainStore {
                         (SELECT json_agg(t.transaction_ref)::text FROM order_transactions t
                          WHERE t.provider = o.provider AND t.order_id = o.order_id AND t.source = 'learned') AS learned,
                    extract(epoch FROM o.period_start)::bigint AS period_start_s, extract(epoch FROM o.period_end)::bigint AS period_end_s
-            FROM orders o WHERE o.provider = $1 AND o.order_id = $2
-            """, [p, o]).first {
+            FROM orders o WHERE o.provider = \(p) AND o.order_id = \(o)
+            """).first {
             created = try row.date("created_at")
             let currency = Currency(code: try row.string("currency"))
             func amount(_ column: String) throws -> String {
@@ -141,19 +140,19 @@ public enum ExplainStore {
     /// The newest checks (at most `checkLimit`) and every one a discrepancy, an action or a call points at, each with
     /// the answers it kept and the settlement line behind it.
     static func readChecks(_ scope: Scope, bodyLimit: Int?, into explanation: inout Explanation, on conn: PostgresConnection) throws {
-        let total = try conn.query("SELECT count(*) AS n FROM evidence WHERE \(scope.evidenceWhere)", scope.evidenceParams).first?.int64("n") ?? 0
+        let total = try conn.query("SELECT count(*) AS n FROM evidence WHERE \(scope.evidenceWhere)").first?.int64("n") ?? 0
         // The newest checks, and always those a discrepancy, an action or a call of it points at (the check that opened a
         // discrepancy may be older than the newest 500 of an order checked often).
         let evidenceRows = try conn.query("""
             SELECT id, checked_at, source, delivery_id, answer_hashes, decided, decision::text AS decision FROM evidence
-            WHERE id IN (SELECT id FROM evidence WHERE \(scope.evidenceWhere) ORDER BY id DESC LIMIT \(checkLimit))
+            WHERE id IN (SELECT id FROM evidence WHERE \(scope.evidenceWhere) ORDER BY id DESC LIMIT \(unescaped: checkLimit))
                OR id IN (\(scope.pinnedWhere))
             ORDER BY id DESC
-            """, scope.evidenceParams)
+            """)
         explanation.checksLeftOut = max(0, Int(total) - evidenceRows.count)
         let decidedIDs = try evidenceRows.filter { try $0.optionalString("decided") != nil }.map { try $0.int64("id") }
         let answers = try Self.answers(of: decidedIDs, bodyLimit: bodyLimit, on: conn)
-        let settlement = try Self.settlementSources(of: try evidenceRows.filter { try $0.string("source") == "settlement" }.map { try $0.int64("id") }, on: conn)
+        let settlement = try Self.settlementSources(of: try evidenceRows.filter { try $0.string("source") == CheckSource.settlement.rawValue }.map { try $0.int64("id") }, on: conn)
         explanation.checks = try evidenceRows.reversed().map { try Self.check($0, answers: answers, settlement: settlement) }
     }
 
@@ -163,9 +162,9 @@ public enum ExplainStore {
         guard !ids.isEmpty else { return answers }
         for row in try conn.query("""
             SELECT evidence_id, fetched_at, method, url, status, sha256, length, body_kept,
-                   \(bodyLimit.map { "substring(body from 1 for \(max(0, $0)))" } ?? "body") AS body
-            FROM evidence_answers WHERE evidence_id = ANY($1) ORDER BY evidence_id, position
-            """, [.int64Array(ids)]) {
+                   \(unescaped: bodyLimit.map { "substring(body from 1 for \(max(0, $0)))" } ?? "body") AS body
+            FROM evidence_answers WHERE evidence_id = ANY(\(.int64Array(ids))) ORDER BY evidence_id, position
+            """) {
             answers[try row.int64("evidence_id"), default: []].append(Explanation.Answer(
                 fetchedAt: try row.date("fetched_at"), method: try row.string("method"), url: try row.string("url"),
                 status: try row.optionalInt64("status").map { Int($0) }, sha256: Self.hex(try row.bytes("sha256")),
@@ -180,8 +179,8 @@ public enum ExplainStore {
         guard !ids.isEmpty else { return settlement }
         for row in try conn.query("""
             SELECT s.evidence_id, f.name, f.kind, f.account, f.sha256, s.line, s.row_text
-            FROM settlement_evidence s LEFT JOIN settlement_files f ON f.id = s.file_id WHERE s.evidence_id = ANY($1)
-            """, [.int64Array(ids)]) {
+            FROM settlement_evidence s LEFT JOIN settlement_files f ON f.id = s.file_id WHERE s.evidence_id = ANY(\(.int64Array(ids)))
+            """) {
             settlement[try row.int64("evidence_id")] = Explanation.SettlementSource(
                 fileName: try row.optionalString("name"), kind: try row.optionalString("kind"), account: try row.optionalString("account"),
                 sha256: try row.optionalBytes("sha256").map(Self.hex), line: try row.optionalInt64("line").map { Int($0) },
@@ -206,7 +205,7 @@ public enum ExplainStore {
             }
         }
         return Explanation.Check(
-            evidenceID: id, at: try row.date("checked_at"), source: try row.string("source"), deliveryID: try row.optionalInt64("delivery_id"),
+            evidenceID: id, at: try row.date("checked_at"), source: try checkSource(row.string("source")), deliveryID: try row.optionalInt64("delivery_id"),
             hashes: stride(from: 0, to: hashes.count, by: 32).map { Self.hex(Array(hashes[$0..<min($0 + 32, hashes.count)])) },
             decided: (try row.optionalString("decided") ?? "").split(separator: " ").map(String.init).reduce(into: [String]()) { words, w in
                 // "not sent" is two words.
@@ -221,9 +220,9 @@ public enum ExplainStore {
     static func deliveries(_ scope: Scope, checkDeliveries: [Int64], on conn: PostgresConnection) throws -> [Explanation.Delivery] {
         try conn.query("""
             SELECT id, event_type, received_at, status, outcome, last_error FROM deliveries
-            WHERE id = ANY($3::bigint[]) OR id IN (SELECT delivery_id FROM delivery_orders WHERE provider = $1 AND order_id = $2)
+            WHERE id = ANY(\(.int64Array(checkDeliveries))::bigint[]) OR id IN (SELECT delivery_id FROM delivery_orders WHERE provider = \(.text(scope.provider.rawValue)) AND order_id = \(scope.orderID.map { .text($0) } ?? .null))
             ORDER BY id
-            """, [.text(scope.provider.rawValue), scope.orderID.map { .text($0) } ?? .null, .int64Array(checkDeliveries)]).map { row in
+            """).map { row in
                 let status = try row.string("status")
                 let outcome = status == "pending" ? try row.optionalString("last_error").map { "being retried: \($0)" } : try row.optionalString("outcome")
                 return Explanation.Delivery(id: try row.int64("id"), eventType: try row.optionalString("event_type"), receivedAt: try row.date("received_at"),
@@ -236,16 +235,16 @@ public enum ExplainStore {
         let p = PostgresValue.text(provider.rawValue)
         let actionRows = try conn.query("""
             SELECT id, action, amount_minor, currency, status, idempotency_key, created_at, updated_at, last_error, provider_ref, evidence_id
-            FROM actions WHERE provider = $1 AND order_id = $2 ORDER BY id
-            """, [p, .text(orderID)])
+            FROM actions WHERE provider = \(p) AND order_id = \(.text(orderID)) ORDER BY id
+            """)
         var calls: [Int64: [Explanation.Call]] = [:]
         let ids = try actionRows.map { try $0.int64("id") }
         if !ids.isEmpty {
             for row in try conn.query("""
                 SELECT action_id, attempt, evidence_id, sent_at, method, url, idempotency_key, request_body, status, sha256, length,
-                       body_kept, \(bodyLimit.map { "substring(body from 1 for \(max(0, $0)))" } ?? "body") AS body, outcome
-                FROM action_calls WHERE action_id = ANY($1) ORDER BY id
-                """, [.int64Array(ids)]) {
+                       body_kept, \(unescaped: bodyLimit.map { "substring(body from 1 for \(max(0, $0)))" } ?? "body") AS body, outcome
+                FROM action_calls WHERE action_id = ANY(\(.int64Array(ids))) ORDER BY id
+                """) {
                 calls[try row.int64("action_id"), default: []].append(Explanation.Call(
                     attempt: Int(try row.int64("attempt")), sentAt: try row.date("sent_at"), method: try row.string("method"),
                     url: try row.string("url"), idempotencyKey: try row.optionalString("idempotency_key"), request: try row.bytes("request_body"),
@@ -269,8 +268,8 @@ public enum ExplainStore {
     static func replacedVersions(provider: Provider, orderID: String, on conn: PostgresConnection) throws -> [Explanation.OrderVersion] {
         try conn.query("""
             SELECT valid_from, replaced_at, source, value::text AS value FROM order_versions
-            WHERE provider = $1 AND order_id = $2 ORDER BY replaced_at
-            """, [.text(provider.rawValue), .text(orderID)]).map { row in
+            WHERE provider = \(.text(provider.rawValue)) AND order_id = \(.text(orderID)) ORDER BY replaced_at
+            """).map { row in
                 let value = (try? JSONValue.parse(try row.string("value"))) ?? .object([])
                 let currency = value["currency"]?.stringValue.flatMap(Currency.init(code:))
                 func field(_ name: String) -> String { value[name]?.stringValue ?? value[name]?.numberLiteral ?? "" }
@@ -330,5 +329,12 @@ public enum ExplainStore {
         out.reserveCapacity(bytes.count * 2)
         for b in bytes { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 0x0f)]) }
         return String(decoding: out, as: UTF8.self)
+    }
+
+    static func checkSource(_ text: String) throws -> CheckSource {
+        guard let source = CheckSource(rawValue: text) else {
+            throw PostgresError.decoding("evidence.source '\(text)' is none this payrecon knows (a newer version wrote it?)")
+        }
+        return source
     }
 }

@@ -44,8 +44,8 @@ public enum FeeStore {
                                      AND coalesce(m.occurred_at, m.first_seen) < z.period_end + interval '1 second'
                                    LIMIT 1) z ON true
                 LEFT JOIN latest l ON l.provider = m.provider AND l.account = coalesce(m.account, '')
-                WHERE ($1::text IS NULL OR m.provider = $1)
-                  AND ($2::bigint IS NULL OR coalesce(m.occurred_at, m.first_seen) >= now() - make_interval(secs => $2::bigint))),
+                WHERE (\(provider.map { .text($0.rawValue) } ?? .null)::text IS NULL OR m.provider = \(provider.map { .text($0.rawValue) } ?? .null))
+                  AND (\(seconds.map { .int64($0) } ?? .null)::bigint IS NULL OR coalesce(m.occurred_at, m.first_seen) >= now() - make_interval(secs => \(seconds.map { .int64($0) } ?? .null)::bigint))),
             -- What reached the balance, in the currency it reached it in: a movement PayPal converted (received in another
             -- currency) counts its gross and fee in its own currency, its net in the currency received.
             contributions AS (
@@ -67,7 +67,7 @@ public enum FeeStore {
                    count(*) FILTER (WHERE own) AS n, count(*) FILTER (WHERE own AND kind = 'capture' AND fee IS NULL) AS without_fee
             FROM contributions
             GROUP BY 1, 2, 3 ORDER BY 3 DESC, 1, 2
-            """, [provider.map { .text($0.rawValue) } ?? .null, seconds.map { .int64($0) } ?? .null]).map { row in
+            """).map { row in
             func sum(_ column: String) throws -> Int128 {
                 let text = try row.string(column)
                 guard let v = Int128(text) else { throw PostgresError.decoding("movements: \(column) sum \(text) is not an integer") }

@@ -25,30 +25,33 @@ public enum FindingStore {
 
     /// Actions already emitted for an order (the planner's memory).
     public static func emitted(provider: Provider, orderID: String, on conn: PostgresConnection) throws -> [EmittedAction] {
-        try conn.query(emittedSQL, [.text(provider.rawValue), .text(orderID)]).compactMap(decodeEmitted)
+        try conn.query("SELECT \(unescaped: emittedColumns) FROM actions WHERE provider = \(.text(provider.rawValue)) AND order_id = \(.text(orderID)) ORDER BY id")
+            .compactMap(decodeEmitted)
     }
 
     /// The actions of one order, oldest first (also read under the order's lock by `record`).
-    static let emittedSQL = "SELECT \(emittedColumns) FROM actions WHERE provider = $1 AND order_id = $2 ORDER BY id"
     static let emittedColumns = "idempotency_key, action, status, amount_minor, in_doubt, transaction_ref, last_error, (sent_at IS NOT NULL) AS sent"
 
     /// One finding: an acknowledged discrepancy with the same kind, expected and actual values stays acknowledged
     /// (it is counted, not reopened); an acknowledged one whose values changed is resolved and the finding opens a
     /// new row; otherwise the open row is counted or a new one opened. `inserted` is true for a new row, false for
     /// a counted open one; no row at all means the acknowledged one was counted.
-    static let upsertFinding = """
+    static func upsertFinding(provider p: PostgresValue, orderID o: PostgresValue, transactionRef t: PostgresValue, kind k: PostgresValue,
+                              expected e: PostgresValue, actual a: PostgresValue, detail d: PostgresValue, amountAtRisk r: PostgresValue,
+                              currency c: PostgresValue, evidence v: PostgresValue) -> SQL {
+        """
         WITH acknowledged AS (
-            UPDATE discrepancies SET last_seen = now(), occurrences = occurrences + 1, detail = $7::text, amount_at_risk_minor = $8::bigint
-            WHERE provider = $1 AND coalesce(order_id, '') = coalesce($2::text, '') AND transaction_ref = $3 AND kind = $4
-              AND status = 'acknowledged' AND expected = $5::jsonb AND actual = $6::jsonb
+            UPDATE discrepancies SET last_seen = now(), occurrences = occurrences + 1, detail = \(d)::text, amount_at_risk_minor = \(r)::bigint
+            WHERE provider = \(p) AND coalesce(order_id, '') = coalesce(\(o)::text, '') AND transaction_ref = \(t) AND kind = \(k)
+              AND status = 'acknowledged' AND expected = \(e)::jsonb AND actual = \(a)::jsonb
             RETURNING id),
         changed AS (
             UPDATE discrepancies SET status = 'resolved', resolved_at = now()
-            WHERE provider = $1 AND coalesce(order_id, '') = coalesce($2::text, '') AND transaction_ref = $3 AND kind = $4
-              AND status = 'acknowledged' AND NOT (expected = $5::jsonb AND actual = $6::jsonb)
+            WHERE provider = \(p) AND coalesce(order_id, '') = coalesce(\(o)::text, '') AND transaction_ref = \(t) AND kind = \(k)
+              AND status = 'acknowledged' AND NOT (expected = \(e)::jsonb AND actual = \(a)::jsonb)
             RETURNING id)
         INSERT INTO discrepancies (provider, order_id, transaction_ref, kind, expected, actual, detail, amount_at_risk_minor, currency, evidence_id)
-        SELECT $1::text, $2::text, $3::text, $4::text, $5::jsonb, $6::jsonb, $7::text, $8::bigint, $9::text, $10::bigint
+        SELECT \(p)::text, \(o)::text, \(t)::text, \(k)::text, \(e)::jsonb, \(a)::jsonb, \(d)::text, \(r)::bigint, \(c)::text, \(v)::bigint
         WHERE NOT EXISTS (SELECT 1 FROM acknowledged)
         ON CONFLICT (provider, coalesce(order_id, ''), transaction_ref, kind) WHERE status = 'open' DO UPDATE SET
             last_seen = now(), occurrences = discrepancies.occurrences + 1, expected = EXCLUDED.expected,
@@ -63,25 +66,26 @@ public enum FindingStore {
                                ELSE coalesce(EXCLUDED.evidence_id, discrepancies.evidence_id) END
         RETURNING (xmax = 0) AS inserted
         """
+    }
 
     /// `payrecon discrepancies ack ID --note`: an open discrepancy leaves the open set and the money at risk; the
     /// note and the time are kept. Returns the row as acknowledged, or nil when there is no open discrepancy `id`
     /// (`status` then says what it is, if it exists).
     public static func acknowledge(id: Int64, note: String?, by: String? = nil, on conn: PostgresConnection) throws -> (acknowledged: Bool, status: String?) {
         let rows = try conn.query("""
-            UPDATE discrepancies SET status = 'acknowledged', acknowledged_at = now(), ack_note = $2, acknowledged_by = $3
-            WHERE id = $1 AND status = 'open' RETURNING id
-            """, [.int64(id), note.map { .text($0) } ?? .null, by.map { .text($0) } ?? .null])
+            UPDATE discrepancies SET status = 'acknowledged', acknowledged_at = now(), ack_note = \(note.map { .text($0) } ?? .null), acknowledged_by = \(by.map { .text($0) } ?? .null)
+            WHERE id = \(.int64(id)) AND status = 'open' RETURNING id
+            """)
         if !rows.isEmpty { return (true, "acknowledged") }
-        let status = try conn.query("SELECT status FROM discrepancies WHERE id = $1", [.int64(id)]).first?.string("status")
+        let status = try conn.query("SELECT status FROM discrepancies WHERE id = \(.int64(id))").first?.string("status")
         return (false, status)
     }
 
-    /// One check to record: what was fetched, and the pure planner to run on the order and its actions as stored
-    /// under the order's lock.
+    /// One check to record: what was fetched. Its plan is made from the order and actions as stored under the order's
+    /// lock (`lockAndRead`), by the caller, and written by `write`.
     public struct Check: Sendable {
         public var provider: Provider
-        /// nil: a transaction no order holds (`unknown_order`); `plan` then gets nil and no actions.
+        /// nil: a transaction no order holds (`unknown_order`); its plan is made from no order and no actions.
         public var order: Order?
         public var transactionRef: String
         public var snapshot: Snapshot?
@@ -90,7 +94,6 @@ public enum FindingStore {
         public var transactionRefs: [String]
         /// `snapshot` as stored, encoded beforehand so no pooled connection waits on the encoder.
         public var snapshotJSON: String?
-        public var plan: @Sendable (Order?, [EmittedAction]) -> Plan
         /// How many links of the order the fetch was made with (nil: not compared). When the order has another
         /// number under its lock, a link was learned after the fetch (a sale another delivery named, a modification
         /// the executor recorded): the answer may not show it, so nothing is recorded and the caller checks again.
@@ -103,11 +106,10 @@ public enum FindingStore {
         public var linkedPayments: [String] = []
 
         public init(provider: Provider, order: Order?, transactionRef: String, snapshot: Snapshot?, fetchedAt: Date,
-                    currency: String? = nil, transactionRefs: [String]? = nil, snapshotJSON: String? = nil,
-                    plan: @escaping @Sendable (Order?, [EmittedAction]) -> Plan) {
+                    currency: String? = nil, transactionRefs: [String]? = nil, snapshotJSON: String? = nil) {
             self.provider = provider; self.order = order; self.transactionRef = transactionRef; self.snapshot = snapshot
             self.fetchedAt = fetchedAt; self.currency = currency; self.transactionRefs = transactionRefs ?? [transactionRef]
-            self.snapshotJSON = snapshotJSON; self.plan = plan
+            self.snapshotJSON = snapshotJSON
         }
 
         /// The advisory lock the check is recorded under: one per order (or per unknown transaction).
@@ -122,71 +124,72 @@ public enum FindingStore {
         }
     }
 
-    /// Plans and records one check under the order's lock (see `record(_:on:)`).
-    public static func record(provider: Provider, order: Order?, transactionRef: String, snapshot: Snapshot?, fetchedAt: Date,
-                              currency: String? = nil, transactionRefs: [String]? = nil, snapshotJSON: String? = nil,
-                              plan: @escaping @Sendable (Order?, [EmittedAction]) -> Plan,
-                              on conn: PostgresConnection) throws -> (outcome: CheckOutcome, plan: Plan)? {
-        try record([Check(provider: provider, order: order, transactionRef: transactionRef, snapshot: snapshot, fetchedAt: fetchedAt,
-                          currency: currency, transactionRefs: transactionRefs, snapshotJSON: snapshotJSON, plan: plan)], on: conn)[0]
+    /// A group under its locks, read: the first round trip of recording a group (`Worker.PlannedCheck.record`), its
+    /// transaction left open for `write`.
+    public struct LockedGroup {
+        let checks: [Check]
+        var state: GroupState
+        var priors: [GroupState.Prior?]
+        /// What each check plans from, in the checks' order (nil: it records nothing: its order is gone, a link was
+        /// learned since its fetch, or a newer check recorded already).
+        public let inputs: [(order: Order?, emitted: [EmittedAction])?]
     }
 
-    /// Plans and records checks, each under its order's lock, so checks of one order in any number of processes are
-    /// serialized and each plans from what the one before it recorded. Many checks share one transaction (the
-    /// sweep's and the worker's checks are grouped by `CheckRecorder`); no two may share a lock key, since the
-    /// second would plan from reads taken before the first wrote.
-    ///
-    /// Two round trips, whatever the group's size: (BEGIN, every check's advisory lock in one statement — in hash
-    /// order, so two groups never wait on each other in a cycle — then the orders as stored now, their actions and
-    /// their stored snapshots, each one statement for the group), then `plan` — pure — per check, then the writes
-    /// and COMMIT. A profile of the sweep found PostgreSQL parsing and planning more than executing, so what every
-    /// check writes (its snapshot, the resolving of what it no longer finds, its new aliases) is one statement for
-    /// the group; what few checks write (findings, actions) stays a statement each. A snapshot fetched before the
-    /// stored one is older news: that check records nothing and its result is nil (the newer check planned already),
-    /// as when its order is gone. One failing statement rolls back the whole group.
-    public static func record(_ checks: [Check], on conn: PostgresConnection) throws -> [(outcome: CheckOutcome, plan: Plan)?] {
-        guard !checks.isEmpty else { return [] }
+    /// BEGIN, every check's locks (in hash order, so two groups never wait on each other in a cycle), then the orders
+    /// as stored now, their actions and their stored snapshots, each one statement for the group. The transaction
+    /// stays open: `write` commits it, and on any error the caller ends it with `rollBack`.
+    public static func lockAndRead(_ checks: [Check], on conn: PostgresConnection) throws -> LockedGroup {
         try refuseSharedLocks(checks)
         let reads = GroupReads(checks)
-        do {
-            var group = try reads.decode(try conn.pipeline(reads.statements).map { try $0.get() })
-            var writes = GroupWrites()
-            var results: [(index: Int, plan: Plan)] = []
-            var evidenceRows: [EvidenceStore.Row] = [], answers: [(evidenceID: Int64, answers: [EvidenceAnswer])] = []
-            for (i, check) in checks.enumerated() {
-                // The order is gone, or a newer check recorded already: nothing to write for this one.
-                guard let prior = try group.prior(of: check) else { continue }
-                let plan = check.plan(prior.order, group.emitted[GroupState.key(check.provider, check.order?.orderID ?? "")] ?? [])
-                try writes.add(plan, check: check, index: i, order: prior.order, linkedAliases: prior.linkedAliases, mayResolve: prior.mayResolve,
-                               evidenceID: prior.evidenceID)
-                results.append((i, plan))
-                if let evidenceID = prior.evidenceID {
-                    var decided = OpenDiscrepancy.decided(plan, check: check, open: group.open, mayResolve: prior.mayResolve)
-                    if prior.moved { decided.append("moved") }
-                    if let row = Self.evidenceRow(check, id: evidenceID, decided: decided.isEmpty ? nil : decided.joined(separator: " "), plan: plan) {
-                        evidenceRows.append(row)
-                        if !decided.isEmpty { answers.append((evidenceID, row.evidence.answers)) }
-                    }
+        var state = try reads.decode(try conn.pipeline(reads.statements).map { try $0.get() })
+        let priors = try checks.map { try state.prior(of: $0) }
+        let inputs = zip(checks, priors).map { check, prior in
+            prior.map { (order: $0.order, emitted: state.emitted[GroupState.key(check.provider, check.order?.orderID ?? "")] ?? []) }
+        }
+        return LockedGroup(checks: checks, state: state, priors: priors, inputs: inputs)
+    }
+
+    /// Writes each check's plan (nil for a check whose input was nil) and its evidence, then COMMIT: the second round
+    /// trip. A profile of the sweep found PostgreSQL parsing and planning more than executing, so what every check
+    /// writes (its snapshot, the resolving of what it no longer finds, its new aliases) is one statement for the
+    /// group; what few checks write (findings, actions) stays a statement each.
+    public static func write(_ locked: LockedGroup, plans: [Plan?], on conn: PostgresConnection) throws -> [(outcome: CheckOutcome, plan: Plan)?] {
+        precondition(plans.count == locked.checks.count, "one plan (or nil) per check")
+        var writes = GroupWrites()
+        var results: [(index: Int, plan: Plan)] = []
+        var evidenceRows: [EvidenceStore.Row] = [], answers: [(evidenceID: Int64, answers: [EvidenceAnswer])] = []
+        for (i, check) in locked.checks.enumerated() {
+            guard let prior = locked.priors[i], let plan = plans[i] else { continue }
+            try writes.add(plan, check: check, index: i, order: prior.order, linkedAliases: prior.linkedAliases, mayResolve: prior.mayResolve,
+                           evidenceID: prior.evidenceID)
+            results.append((i, plan))
+            if let evidenceID = prior.evidenceID {
+                var decided = OpenDiscrepancy.decided(plan, check: check, open: locked.state.open, mayResolve: prior.mayResolve)
+                if prior.moved { decided.append("moved") }
+                if let row = Self.evidenceRow(check, id: evidenceID, decided: decided.isEmpty ? nil : decided.joined(separator: " "), plan: plan) {
+                    evidenceRows.append(row)
+                    if !decided.isEmpty { answers.append((evidenceID, row.evidence.answers)) }
                 }
             }
-            // The evidence rows go with the group's snapshot write (one statement: most groups are a check or two, and each
-            // statement costs PostgreSQL its parse and plan), the answers of the checks that decided in one of their own.
-            var statements = try writes.statements(evidence: evidenceRows.isEmpty ? nil : try EvidenceStore.insert(evidenceRows))
-            statements.insert(contentsOf: try EvidenceStore.insertAnswers(answers), at: statements.count - 1)
-            let written = try conn.pipeline(statements).map { try $0.get() }
-            var out = [(outcome: CheckOutcome, plan: Plan)?](repeating: nil, count: checks.count)
-            let resolvedInGroup = try writes.resolvedByGroupStatements(written)
-            for (i, plan) in results {
-                var outcome = try writes.outcome(of: i, from: written)
-                outcome.resolved += resolvedInGroup[i, default: 0]
-                out[i] = (outcome, plan)
-            }
-            return out
-        } catch {
-            // A failed statement leaves the transaction aborted (or it was never begun): end it either way.
-            _ = try? conn.execute("ROLLBACK")
-            throw error
         }
+        // The evidence rows go with the group's snapshot write (one statement: most groups are a check or two, and each
+        // statement costs PostgreSQL its parse and plan), the answers of the checks that decided in one of their own.
+        var statements = try writes.statements(evidence: evidenceRows.isEmpty ? nil : try EvidenceStore.insert(evidenceRows))
+        statements.insert(contentsOf: try EvidenceStore.insertAnswers(answers), at: statements.count - 1)
+        let written = try conn.pipeline(statements).map { try $0.get() }
+        var out = [(outcome: CheckOutcome, plan: Plan)?](repeating: nil, count: locked.checks.count)
+        let resolvedInGroup = try writes.resolvedByGroupStatements(written)
+        for (i, plan) in results {
+            var outcome = try writes.outcome(of: i, from: written)
+            outcome.resolved += resolvedInGroup[i, default: 0]
+            out[i] = (outcome, plan)
+        }
+        return out
+    }
+
+    /// Ends a group's transaction after a failure (a failed statement leaves it aborted, or it was never begun).
+    public static func rollBack(on conn: PostgresConnection) {
+        _ = try? conn.execute("ROLLBACK")
     }
 
     /// No two checks of a group may share a lock: not two of one order, nor an unknown transaction's and the order's now
@@ -204,41 +207,39 @@ public enum FindingStore {
 
     /// The first round trip of a group: BEGIN, the locks, then what the checks plan from, each one statement for the group.
     struct GroupReads {
-        var statements: [PostgresStatement]
+        var statements: [SQL]
         /// Where each read's result is (nil when it was not needed).
         var ordersAt: Int?, actionsAt: Int?, snapshotsAt: Int?, linkCountsAt: Int?, openAt: Int?, allocateAt: Int?
 
         init(_ checks: [Check]) {
             statements = [
-                PostgresStatement("BEGIN"),
+                SQL("BEGIN"),
                 // DISTINCT: two keys with one hash are one lock. The locks are taken after the sort (a volatile function
                 // in the select list is evaluated after ORDER BY).
-                PostgresStatement("SELECT pg_advisory_xact_lock(h) FROM (SELECT DISTINCT hashtext(k) AS h FROM unnest($1::text[]) AS k) s ORDER BY h",
-                                  [.textArray(checks.flatMap(\.lockKeys))]),
+                SQL("SELECT pg_advisory_xact_lock(h) FROM (SELECT DISTINCT hashtext(k) AS h FROM unnest(\(.textArray(checks.flatMap(\.lockKeys)))::text[]) AS k) s ORDER BY h"),
             ]
-            func add(_ statement: PostgresStatement) -> Int {
+            func add(_ statement: SQL) -> Int {
                 statements.append(statement)
                 return statements.count - 1
             }
             let known = checks.filter { $0.order != nil }
             if !known.isEmpty {
-                let pairs: [PostgresValue] = [.textArray(known.map(\.provider.rawValue)), .textArray(known.map { $0.order!.orderID })]
-                let join = "JOIN unnest($1::text[], $2::text[]) AS k(provider, order_id) ON t.provider = k.provider AND t.order_id = k.order_id"
+                let keys: SQL = "unnest(\(.textArray(known.map(\.provider.rawValue)))::text[], \(.textArray(known.map { $0.order!.orderID }))::text[]) AS k(provider, order_id)"
+                let join: SQL = "JOIN \(keys) ON t.provider = k.provider AND t.order_id = k.order_id"
                 // Each order's row also takes the id of its check's evidence (nextval in the select list: one per row).
-                ordersAt = add(PostgresStatement("""
-                    SELECT \(OrderStore.selectColumns), nextval('evidence_id_seq') AS evidence_id
-                    FROM orders o JOIN unnest($1::text[], $2::text[]) AS k(provider, order_id) ON o.provider = k.provider AND o.order_id = k.order_id
-                    """, pairs))
-                actionsAt = add(PostgresStatement("SELECT t.provider, t.order_id, \(emittedColumns) FROM actions t \(join) ORDER BY t.id", pairs))
+                ordersAt = add("""
+                    SELECT \(unescaped: OrderStore.selectColumns), nextval('evidence_id_seq') AS evidence_id
+                    FROM orders o JOIN \(keys) ON o.provider = k.provider AND o.order_id = k.order_id
+                    """)
+                actionsAt = add("SELECT t.provider, t.order_id, \(unescaped: emittedColumns) FROM actions t \(join) ORDER BY t.id")
                 // With the aliases already linked from it (a check that learns no new alias writes none), and whether the last
                 // check left anything open (most find nothing: the resolving UPDATE is then not needed; sql/0013).
-                snapshotsAt = add(PostgresStatement("""
+                snapshotsAt = add("""
                     SELECT t.provider, t.order_id, fetched_at, snapshot->'aliases' AS aliases, open_findings, transaction_ref,
                            snapshot->'movements' AS movements FROM snapshots t \(join)
-                    """, pairs))
+                    """)
                 if known.contains(where: { $0.linksSeen != nil }) {
-                    linkCountsAt = add(PostgresStatement(
-                        "SELECT t.provider, t.order_id, count(*)::bigint AS n FROM transaction_links t \(join) GROUP BY t.provider, t.order_id", pairs))
+                    linkCountsAt = add("SELECT t.provider, t.order_id, count(*)::bigint AS n FROM transaction_links t \(join) GROUP BY t.provider, t.order_id")
                 }
             }
             // What the checks keep as evidence depends on what each decides (opened, changed, resolved, planned): known before
@@ -351,7 +352,7 @@ public enum FindingStore {
     /// resolving, aliases), what few checks write as a statement of their own, then COMMIT; and reading each check's
     /// outcome back from the results.
     struct GroupWrites {
-        private var own: [PostgresStatement] = []
+        private var own: [SQL] = []
         /// Per check (by its index in the group): its own statements' positions, by what they count.
         private var findings: [Int: [Int]] = [:], resolves: [Int: [Int]] = [:], supersedes: [Int: [Int]] = [:], actions: [Int: [Int]] = [:]
         /// Rows of the group statements, each with the check it belongs to.
@@ -371,7 +372,7 @@ public enum FindingStore {
             try addSnapshot(plan, check: check, index: index, order: order, linkedAliases: linkedAliases)
         }
 
-        private mutating func append(_ statement: PostgresStatement, of index: Int, to list: WritableKeyPath<GroupWrites, [Int: [Int]]>) {
+        private mutating func append(_ statement: SQL, of index: Int, to list: WritableKeyPath<GroupWrites, [Int: [Int]]>) {
             self[keyPath: list][index, default: []].append(own.count)
             own.append(statement)
         }
@@ -383,11 +384,10 @@ public enum FindingStore {
             let currency = order?.amount.currency.code ?? check.snapshot?.currency.code ?? check.currency
             let p = PostgresValue.text(provider.rawValue)
             for f in plan.findings {
-                append(PostgresStatement(upsertFinding, [
-                    p, orderID.map { .text($0) } ?? .null, .text(transactionRef), .text(f.kind.rawValue),
-                    .jsonb(json(f.expected)), .jsonb(json(f.actual)), .text(f.detail), .int64(f.amountAtRisk),
-                    currency.map { .text($0) } ?? .null, evidence,
-                ]), of: index, to: \.findings)
+                append(upsertFinding(
+                    provider: p, orderID: orderID.map { .text($0) } ?? .null, transactionRef: .text(transactionRef), kind: .text(f.kind.rawValue),
+                    expected: .jsonb(json(f.expected)), actual: .jsonb(json(f.actual)), detail: .text(f.detail), amountAtRisk: .int64(f.amountAtRisk),
+                    currency: currency.map { .text($0) } ?? .null, evidence: evidence), of: index, to: \.findings)
             }
             // Whatever this check no longer finds is resolved (and what was found under the order's former list of
             // transactions: it is found again, above, under the current one).
@@ -402,24 +402,24 @@ public enum FindingStore {
                     for ref in check.transactionRefs + check.linkedPayments { unknownRows.append((index, provider, ref)) }
                 }
             } else {
-                append(PostgresStatement("""
+                append(SQL("""
                     UPDATE discrepancies SET status = 'resolved', resolved_at = now()
-                    WHERE provider = $1 AND order_id IS NULL AND transaction_ref = $2 AND status IN ('open', 'acknowledged') AND NOT (kind = ANY($3))
-                      AND \(FindingStore.checkKinds("kind"))
-                    """, [p, .text(transactionRef), .textArray(kinds)]), of: index, to: \.resolves)
+                    WHERE provider = \(p) AND order_id IS NULL AND transaction_ref = \(.text(transactionRef)) AND status IN ('open', 'acknowledged') AND NOT (kind = ANY(\(.textArray(kinds))))
+                      AND \(unescaped: FindingStore.checkKinds("kind"))
+                    """), of: index, to: \.resolves)
                 if !plan.findings.isEmpty {
                     // An order that holds this transaction now (imported or linked meanwhile) must resolve the
                     // unknown_order on its next check, even if its last one left nothing open.
-                    own.append(PostgresStatement("""
+                    own.append(SQL("""
                         UPDATE snapshots SET open_findings = true
-                        WHERE provider = $1 AND NOT open_findings AND order_id IN (
-                            SELECT order_id FROM orders WHERE provider = $1 AND transaction_ref = $2
-                            UNION SELECT order_id FROM order_transactions WHERE provider = $1 AND transaction_ref = $2
-                            UNION SELECT order_id FROM transaction_links WHERE provider = $1 AND external_id = $2 AND order_id IS NOT NULL
+                        WHERE provider = \(p) AND NOT open_findings AND order_id IN (
+                            SELECT order_id FROM orders WHERE provider = \(p) AND transaction_ref = \(.text(transactionRef))
+                            UNION SELECT order_id FROM order_transactions WHERE provider = \(p) AND transaction_ref = \(.text(transactionRef))
+                            UNION SELECT order_id FROM transaction_links WHERE provider = \(p) AND external_id = \(.text(transactionRef)) AND order_id IS NOT NULL
                             UNION SELECT o.order_id FROM transaction_links l JOIN orders o ON o.provider = l.provider
                                 AND o.transaction_ref = l.parent_external_id AND l.occurred_at >= o.period_start AND l.occurred_at < o.period_end
-                            WHERE l.provider = $1 AND l.external_id = $2 AND l.order_id IS NULL)
-                        """, [p, .text(transactionRef)]))
+                            WHERE l.provider = \(p) AND l.external_id = \(.text(transactionRef)) AND l.order_id IS NULL)
+                        """))
                 }
             }
         }
@@ -429,25 +429,23 @@ public enum FindingStore {
             let p = PostgresValue.text(check.provider.rawValue)
             // Supersede first: the action that replaces one of the same kind is then the only pending one.
             if !plan.supersede.isEmpty {
-                append(PostgresStatement("""
+                append(SQL("""
                     UPDATE actions SET status = 'superseded', updated_at = now()
-                    WHERE idempotency_key = ANY($1) AND status = 'pending' AND NOT in_doubt
+                    WHERE idempotency_key = ANY(\(.textArray(plan.supersede))) AND status = 'pending' AND NOT in_doubt
                       AND (lease_expires_at IS NULL OR lease_expires_at < now())
-                    """, [.textArray(plan.supersede)]), of: index, to: \.supersedes)
+                    """), of: index, to: \.supersedes)
             }
             for a in plan.actions {
                 // A superseded key the plan wants again is pending again: the same row, the plan's amount.
-                append(PostgresStatement("""
+                append(SQL("""
                     INSERT INTO actions (provider, order_id, action, amount_minor, currency, target_minor, provider_target, idempotency_key,
                                          transaction_ref, evidence_id)
-                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+                    VALUES (\(p), \(.text(order.orderID)), \(.text(a.kind.rawValue)), \(.int64(a.amount)), \(.text(a.currency.code)), \(.int64(a.target)), \(a.providerTarget.map { .text($0) } ?? .null), \(.text(a.idempotencyKey)), \(a.transactionRef.map { .text($0) } ?? .null), \(evidence))
                     ON CONFLICT (idempotency_key) DO UPDATE SET status = 'pending', amount_minor = EXCLUDED.amount_minor,
                         currency = EXCLUDED.currency, provider_target = EXCLUDED.provider_target, last_error = NULL,
                         lease_expires_at = NULL, in_doubt = false, updated_at = now(), evidence_id = EXCLUDED.evidence_id
                     WHERE actions.status = 'superseded' AND actions.sent_at IS NULL
-                    """, [p, .text(order.orderID), .text(a.kind.rawValue), .int64(a.amount), .text(a.currency.code),
-                          .int64(a.target), a.providerTarget.map { .text($0) } ?? .null, .text(a.idempotencyKey),
-                          a.transactionRef.map { .text($0) } ?? .null, evidence]), of: index, to: \.actions)
+                    """), of: index, to: \.actions)
             }
         }
 
@@ -466,82 +464,65 @@ public enum FindingStore {
                 // No snapshot this time (the transaction is gone): the stored row must not say no findings are open, and
                 // it takes this check's time, so an older answer recorded later does not replace the newer
                 // missing_at_provider (a snapshot never replaces a newer one, and neither does a check).
-                own.append(PostgresStatement("""
-                    UPDATE snapshots SET open_findings = open_findings OR $3::boolean, fetched_at = greatest(fetched_at, $4::timestamptz)
-                    WHERE provider = $1 AND order_id = $2
-                    """, [p, .text(order.orderID), .bool(!plan.findings.isEmpty), .timestamptz(check.fetchedAt)]))
+                own.append(SQL("""
+                    UPDATE snapshots SET open_findings = open_findings OR \(.bool(!plan.findings.isEmpty))::boolean, fetched_at = greatest(fetched_at, \(.timestamptz(check.fetchedAt))::timestamptz)
+                    WHERE provider = \(p) AND order_id = \(.text(order.orderID))
+                    """))
             }
         }
 
         /// Every statement of the round trip, COMMIT last. `evidence` (an INSERT) is sent with the snapshots' statement,
         /// as a CTE of it, or alone when there is none.
-        mutating func statements(evidence: PostgresStatement? = nil) throws -> [PostgresStatement] {
+        mutating func statements(evidence: SQL? = nil) throws -> [SQL] {
             var all = own
             if !resolveRows.isEmpty {
                 resolveAt = all.count
-                all.append(PostgresStatement("""
+                all.append(SQL("""
                     UPDATE discrepancies d SET status = 'resolved', resolved_at = now()
-                    FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[]) AS c(provider, order_id, kinds, transaction_ref, n)
+                    FROM unnest(\(.textArray(resolveRows.map(\.provider.rawValue)))::text[], \(.textArray(resolveRows.map(\.orderID)))::text[], \(.textArray(resolveRows.map(\.kinds)))::text[], \(.textArray(resolveRows.map(\.ref)))::text[], \(.int64Array(resolveRows.map { Int64($0.check) }))::bigint[]) AS c(provider, order_id, kinds, transaction_ref, n)
                     WHERE d.provider = c.provider AND d.order_id = c.order_id AND d.status IN ('open', 'acknowledged')
-                      AND \(FindingStore.checkKinds("d.kind"))
+                      AND \(unescaped: FindingStore.checkKinds("d.kind"))
                       AND (NOT (d.kind = ANY(string_to_array(c.kinds, ' '))) OR d.transaction_ref <> c.transaction_ref)
                     RETURNING c.n
-                    """, [.textArray(resolveRows.map(\.provider.rawValue)), .textArray(resolveRows.map(\.orderID)), .textArray(resolveRows.map(\.kinds)),
-                          .textArray(resolveRows.map(\.ref)), .int64Array(resolveRows.map { Int64($0.check) })]))
+                    """))
             }
             if !unknownRows.isEmpty {
                 unknownAt = all.count
-                all.append(PostgresStatement("""
+                all.append(SQL("""
                     UPDATE discrepancies d SET status = 'resolved', resolved_at = now()
-                    FROM unnest($1::text[], $2::text[], $3::bigint[]) AS c(provider, transaction_ref, n)
+                    FROM unnest(\(.textArray(unknownRows.map(\.provider.rawValue)))::text[], \(.textArray(unknownRows.map(\.ref)))::text[], \(.int64Array(unknownRows.map { Int64($0.check) }))::bigint[]) AS c(provider, transaction_ref, n)
                     WHERE d.provider = c.provider AND d.order_id IS NULL AND d.transaction_ref = c.transaction_ref
-                      AND d.status IN ('open', 'acknowledged') AND \(FindingStore.checkKinds("d.kind"))
+                      AND d.status IN ('open', 'acknowledged') AND \(unescaped: FindingStore.checkKinds("d.kind"))
                     RETURNING c.n
-                    """, [.textArray(unknownRows.map(\.provider.rawValue)), .textArray(unknownRows.map(\.ref)), .int64Array(unknownRows.map { Int64($0.check) })]))
+                    """))
             }
             var evidence = evidence
             if !snapshotRows.isEmpty {
                 // A snapshot never replaces a newer one.
-                let cte = evidence.map { "WITH evidence_rows AS (\($0.sql))\n" } ?? ""
-                let shift = evidence?.params.count ?? 0
-                all.append(PostgresStatement(cte + Self.shifted("""
+                let cte: SQL = evidence.map { "WITH evidence_rows AS (\($0))\n" } ?? ""
+                all.append(cte + """
                     INSERT INTO snapshots (provider, order_id, transaction_ref, snapshot, fetched_at, open_findings)
                     SELECT provider, order_id, transaction_ref, snapshot::jsonb, fetched_at::timestamptz, open_findings::boolean
-                    FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
+                    FROM unnest(\(.textArray(snapshotRows.map(\.provider.rawValue)))::text[], \(.textArray(snapshotRows.map(\.orderID)))::text[],
+                                \(.textArray(snapshotRows.map(\.ref)))::text[], \(.textArray(snapshotRows.map(\.json)))::text[],
+                                \(.textArray(snapshotRows.map(\.fetchedAt)))::text[], \(.textArray(snapshotRows.map { $0.open ? "true" : "false" }))::text[])
                          AS s(provider, order_id, transaction_ref, snapshot, fetched_at, open_findings)
                     ON CONFLICT (provider, order_id) DO UPDATE SET transaction_ref = EXCLUDED.transaction_ref,
                         snapshot = EXCLUDED.snapshot, fetched_at = EXCLUDED.fetched_at, open_findings = EXCLUDED.open_findings
                     WHERE snapshots.fetched_at <= EXCLUDED.fetched_at
-                    """, by: shift), (evidence?.params ?? []) + [.textArray(snapshotRows.map(\.provider.rawValue)), .textArray(snapshotRows.map(\.orderID)),
-                          .textArray(snapshotRows.map(\.ref)), .textArray(snapshotRows.map(\.json)), .textArray(snapshotRows.map(\.fetchedAt)),
-                          .textArray(snapshotRows.map { $0.open ? "true" : "false" })]))
+                    """)
                 evidence = nil
             }
             if let evidence { all.append(evidence) }
             if !aliasRows.isEmpty {
-                all.append(PostgresStatement("""
+                all.append(SQL("""
                     INSERT INTO transaction_links (provider, external_id, order_id, kind, source)
-                    SELECT provider, alias, order_id, 'alias', 'learned' FROM unnest($1::text[], $2::text[], $3::text[]) AS a(provider, order_id, alias)
+                    SELECT provider, alias, order_id, 'alias', 'learned' FROM unnest(\(.textArray(aliasRows.map(\.provider.rawValue)))::text[], \(.textArray(aliasRows.map(\.orderID)))::text[], \(.textArray(aliasRows.map(\.alias)))::text[]) AS a(provider, order_id, alias)
                     ON CONFLICT DO NOTHING
-                    """, [.textArray(aliasRows.map(\.provider.rawValue)), .textArray(aliasRows.map(\.orderID)), .textArray(aliasRows.map(\.alias))]))
+                    """))
             }
-            all.append(PostgresStatement("COMMIT"))
+            all.append(SQL("COMMIT"))
             return all
-        }
-
-        /// `sql` with its parameters $1… renumbered from $(1 + by) (to follow another statement's in one statement).
-        static func shifted(_ sql: String, by: Int) -> String {
-            guard by > 0 else { return sql }
-            var out = "", digits = "", inParameter = false
-            func flush() { if inParameter { out += "$" + String(Int(digits)! + by) }; inParameter = false; digits = "" }
-            for c in sql {
-                if inParameter, c.isASCII, c.isNumber { digits.append(c); continue }
-                if inParameter, digits.isEmpty { out += "$"; inParameter = false }   // a $ that is no parameter stays
-                flush()
-                if c == "$" { inParameter = true } else { out.append(c) }
-            }
-            flush()
-            return out
         }
 
         /// Rows the group's resolving statements resolved, per check (by its index in the group): one pass over them.

@@ -9,13 +9,18 @@ public enum TransactionLinkStore {
 
     /// Records `links` of `provider`'s transactions; a link already known gets the newer state.
     public static func record(_ links: [TransactionLink], provider: Provider, on conn: PostgresConnection) throws {
-        for link in links { _ = try conn.execute(upsert, parameters(link, provider: provider)) }
+        for link in links { _ = try conn.execute(upsert(link, provider: provider)) }
     }
 
-    static let upsert = """
+    static func upsert(_ l: TransactionLink, provider: Provider) -> SQL {
+        """
         INSERT INTO transaction_links (provider, external_id, parent_external_id, order_id, kind, amount_minor, currency, state, source, action_id,
                                        target_minor, occurred_at)
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, to_timestamp($12::bigint))
+        VALUES (\(.text(provider.rawValue)), \(.text(l.externalID)), \(l.parentExternalID.map { .text($0) } ?? .null),
+                \(l.orderID.map { .text($0) } ?? .null), \(.text(l.kind.rawValue)), \(l.amount.map { .int64($0) } ?? .null),
+                \(l.currency.map { .text($0) } ?? .null), \(l.state.map { .text($0) } ?? .null), \(.text(l.source.rawValue)),
+                \(l.actionID.map { .int64($0) } ?? .null), \(l.target.map { .int64($0) } ?? .null),
+                to_timestamp(\(l.occurredAt.map { .int64($0) } ?? .null)::bigint))
         ON CONFLICT (provider, external_id, (coalesce(order_id, ''))) DO UPDATE
             SET state = coalesce(EXCLUDED.state, transaction_links.state),
                 parent_external_id = coalesce(transaction_links.parent_external_id, EXCLUDED.parent_external_id),
@@ -23,21 +28,15 @@ public enum TransactionLinkStore {
                 target_minor = coalesce(EXCLUDED.target_minor, transaction_links.target_minor),
                 occurred_at = coalesce(EXCLUDED.occurred_at, transaction_links.occurred_at), updated_at = now()
         """
-
-    static func parameters(_ l: TransactionLink, provider: Provider) -> [PostgresValue] {
-        [.text(provider.rawValue), .text(l.externalID), l.parentExternalID.map { .text($0) } ?? .null, l.orderID.map { .text($0) } ?? .null,
-         .text(l.kind), l.amount.map { .int64($0) } ?? .null, l.currency.map { .text($0) } ?? .null, l.state.map { .text($0) } ?? .null,
-         .text(l.source.rawValue), l.actionID.map { .int64($0) } ?? .null, l.target.map { .int64($0) } ?? .null,
-         l.occurredAt.map { .int64($0) } ?? .null]
     }
 
     /// The aliases of an order's transaction, in one statement (recorded with every check that fetched it).
-    static func recordAliases(_ aliases: [String], provider: Provider, orderID: String) -> PostgresStatement {
-        PostgresStatement("""
+    static func recordAliases(_ aliases: [String], provider: Provider, orderID: String) -> SQL {
+        SQL("""
             INSERT INTO transaction_links (provider, external_id, order_id, kind, source)
-            SELECT $1, a, $2, 'alias', 'learned' FROM unnest($3::text[]) AS a WHERE a <> ''
+            SELECT \(.text(provider.rawValue)), a, \(.text(orderID)), 'alias', 'learned' FROM unnest(\(.textArray(aliases))::text[]) AS a WHERE a <> ''
             ON CONFLICT DO NOTHING
-            """, [.text(provider.rawValue), .text(orderID), .textArray(aliases)])
+            """)
     }
 
     /// The links of many orders of one provider, by order id, oldest first: each order's own; for an order with a
@@ -51,24 +50,24 @@ public enum TransactionLinkStore {
         var seen = Set<[String]>()
         for row in try conn.query("""
             WITH own AS (
-                SELECT l.order_id AS for_order, 0 AS rank, l.* FROM transaction_links l WHERE l.provider = $1 AND l.order_id = ANY($2)
+                SELECT l.order_id AS for_order, 0 AS rank, l.* FROM transaction_links l WHERE l.provider = \(.text(provider.rawValue)) AND l.order_id = ANY(\(.textArray(orderIDs)))
             ), unheld AS (
                 SELECT o.order_id AS for_order, 1 AS rank, l.* FROM orders o
                 JOIN transaction_links l ON l.provider = o.provider AND l.order_id IS NULL AND l.kind = 'sale'
                     AND l.parent_external_id = o.transaction_ref AND l.occurred_at >= o.period_start AND l.occurred_at < o.period_end
-                WHERE o.provider = $1 AND o.order_id = ANY($2) AND o.period_start IS NOT NULL
+                WHERE o.provider = \(.text(provider.rawValue)) AND o.order_id = ANY(\(.textArray(orderIDs))) AND o.period_start IS NOT NULL
             ), sales AS (
                 SELECT for_order, external_id FROM own WHERE kind = 'sale' UNION SELECT for_order, external_id FROM unheld
             ), children AS (
                 SELECT s.for_order, 2 AS rank, l.* FROM sales s
-                JOIN transaction_links l ON l.provider = $1 AND l.parent_external_id = s.external_id AND l.order_id IS DISTINCT FROM s.for_order
+                JOIN transaction_links l ON l.provider = \(.text(provider.rawValue)) AND l.parent_external_id = s.external_id AND l.order_id IS DISTINCT FROM s.for_order
             )
-            SELECT for_order, \(columns) FROM (SELECT * FROM own UNION ALL SELECT * FROM unheld UNION ALL SELECT * FROM children) x
+            SELECT for_order, \(unescaped: columns) FROM (SELECT * FROM own UNION ALL SELECT * FROM unheld UNION ALL SELECT * FROM children) x
             ORDER BY for_order, rank, created_at, id
-            """, [.text(provider.rawValue), .textArray(orderIDs)]) {
+            """) {
             let order = try row.string("for_order")
             let link = try decode(row)
-            guard seen.insert([order, link.kind, link.externalID]).inserted else { continue }
+            guard seen.insert([order, link.kind.rawValue, link.externalID]).inserted else { continue }
             out[order, default: []].append(link)
         }
         return out
@@ -85,9 +84,9 @@ public enum TransactionLinkStore {
             FROM transaction_links l
             JOIN actions a ON a.id = l.action_id AND a.status = 'succeeded'
             JOIN orders o ON o.provider = l.provider AND o.order_id = l.order_id
-            WHERE l.provider = $1 AND l.source = 'payrecon'
-            ORDER BY l.id DESC LIMIT $2
-            """, [.text(provider.rawValue), .int64(Int64(limit))]).map { row in
+            WHERE l.provider = \(.text(provider.rawValue)) AND l.source = 'payrecon'
+            ORDER BY l.id DESC LIMIT \(.int64(Int64(limit)))
+            """).map { row in
             (try decode(row), try row.optionalString("order_merchant"), try row.optionalString("order_site"))
         }
     }
@@ -95,11 +94,18 @@ public enum TransactionLinkStore {
     /// The orders a link names by `externalID` (an alias or a modification's own id).
     public static func orders(provider: Provider, externalID: String, on conn: PostgresConnection) throws -> [Order] {
         try conn.query("""
-            SELECT \(OrderStore.selectColumns)
+            SELECT \(unescaped: OrderStore.selectColumns)
             FROM orders o JOIN transaction_links l ON l.provider = o.provider AND l.order_id = o.order_id
-            WHERE l.provider = $1 AND l.external_id = $2
+            WHERE l.provider = \(.text(provider.rawValue)) AND l.external_id = \(.text(externalID))
             GROUP BY o.provider, o.order_id ORDER BY o.order_id
-            """, [.text(provider.rawValue), .text(externalID)]).map(OrderStore.decode)
+            """).map(OrderStore.decode)
+    }
+
+    static func kind(_ text: String) throws -> TransactionLink.Kind {
+        guard let kind = TransactionLink.Kind(rawValue: text) else {
+            throw PostgresError.decoding("transaction_links.kind '\(text)' is none this payrecon knows (a newer version wrote it?)")
+        }
+        return kind
     }
 
     static func decode(_ row: PostgresRow) throws -> TransactionLink {
@@ -108,7 +114,7 @@ public enum TransactionLinkStore {
             throw PostgresError.decoding("transaction_links.source '\(sourceText)' is neither payrecon nor learned")
         }
         return TransactionLink(externalID: try row.string("external_id"), parentExternalID: try row.optionalString("parent_external_id"),
-                               orderID: try row.optionalString("order_id"), kind: try row.string("kind"),
+                               orderID: try row.optionalString("order_id"), kind: try kind(row.string("kind")),
                                amount: try row.optionalInt64("amount_minor"), currency: try row.optionalString("currency"),
                                state: try row.optionalString("state"), source: source, actionID: try row.optionalInt64("action_id"),
                                target: try row.optionalInt64("target_minor"), occurredAt: try row.optionalInt64("occurred_s"))

@@ -120,7 +120,7 @@ public enum Migrator {
     public static func migrate(_ migrations: [Migration], on conn: PostgresConnection, lockTimeoutMilliseconds: Int = 1000,
                                attempts: Int = 5) throws -> [String] {
         try conn.transaction { tx in
-            _ = try tx.query("SELECT pg_advisory_xact_lock(\(advisoryLock))")
+            _ = try tx.query("SELECT pg_advisory_xact_lock(\(unescaped: advisoryLock))")
             _ = try tx.execute("""
                 CREATE TABLE IF NOT EXISTS schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())
                 """)
@@ -147,11 +147,11 @@ public enum Migrator {
     /// Applies `m` in a transaction of its own unless it was applied meanwhile; whether it ran.
     static func apply(_ m: Migration, on conn: PostgresConnection, lockTimeoutMilliseconds: Int) throws -> Bool {
         try conn.transaction { tx -> Bool in
-            _ = try tx.query("SELECT pg_advisory_xact_lock(\(advisoryLock))")
-            guard try tx.query("SELECT 1 FROM schema_migrations WHERE version = $1", [.text(m.version)]).isEmpty else { return false }
-            _ = try tx.execute("SET LOCAL lock_timeout = '\(max(1, lockTimeoutMilliseconds))ms'")
+            _ = try tx.query("SELECT pg_advisory_xact_lock(\(unescaped: advisoryLock))")
+            guard try tx.query("SELECT 1 FROM schema_migrations WHERE version = \(.text(m.version))").isEmpty else { return false }
+            _ = try tx.execute("SET LOCAL lock_timeout = '\(unescaped: max(1, lockTimeoutMilliseconds))ms'")
             try tx.executeScript(m.sql)
-            _ = try tx.execute("INSERT INTO schema_migrations (version) VALUES ($1)", [.text(m.version)])
+            _ = try tx.execute("INSERT INTO schema_migrations (version) VALUES (\(.text(m.version)))")
             return true
         }
     }

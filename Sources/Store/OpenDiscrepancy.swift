@@ -25,12 +25,8 @@ struct OpenDiscrepancy: Equatable {
     /// The discrepancies open or acknowledged for a group of checks: each order's (`orders`: provider and order id) and the
     /// unknown_order ones of the transactions they name (`refs`: provider and transaction reference). One call of
     /// `open_discrepancies` (sql/0021), a function so that each server process plans the query once.
-    static func read(orders: [(provider: Provider, orderID: String)], refs: [(provider: Provider, ref: String)]) -> PostgresStatement {
-        PostgresStatement("SELECT * FROM open_discrepancies($1::text[], $2::text[], $3::text[], $4::text[], $5::text[])", [
-            .textArray(orders.map(\.provider.rawValue)), .textArray(orders.map(\.orderID)),
-            .textArray(refs.map(\.provider.rawValue)), .textArray(refs.map(\.ref)),
-            .textArray(DiscrepancyKind.settlementKinds.map(\.rawValue)),
-        ])
+    static func read(orders: [(provider: Provider, orderID: String)], refs: [(provider: Provider, ref: String)]) -> SQL {
+        SQL("SELECT * FROM open_discrepancies(\(.textArray(orders.map(\.provider.rawValue)))::text[], \(.textArray(orders.map(\.orderID)))::text[], \(.textArray(refs.map(\.provider.rawValue)))::text[], \(.textArray(refs.map(\.ref)))::text[], \(.textArray(DiscrepancyKind.settlementKinds.map(\.rawValue)))::text[])")
     }
 
     static func decode(_ rows: PostgresRows) throws -> [OpenDiscrepancy] {

@@ -24,10 +24,10 @@ public enum OrderStore {
         try conn.transaction { tx in
             // Imports one at a time: the billing periods of one agreement are checked against what is stored, and two
             // imports each adding a period of it must not both pass.
-            _ = try tx.query("SELECT pg_advisory_xact_lock(\(importLock.0), \(importLock.1))")
+            _ = try tx.query("SELECT pg_advisory_xact_lock(\(unescaped: importLock.0), \(unescaped: importLock.1))")
             if let source {
                 // Transaction-scoped (PgBouncer in transaction mode keeps nothing across transactions).
-                _ = try tx.query("SELECT set_config('payrecon.order_source', $1, true)", [.text(source)])
+                _ = try tx.query("SELECT set_config('payrecon.order_source', \(.text(source)), true)")
             }
             var total = (inserted: 0, updated: 0)
             var chunk: [Order] = []
@@ -66,10 +66,10 @@ public enum OrderStore {
     static func upsertChunk(_ chunk: ArraySlice<Order>, on tx: PostgresConnection) throws -> (inserted: Int, updated: Int) {
         var inserted = 0, updated = 0
                 let rows = try tx.query("""
-                    INSERT INTO orders (\(columns), period_start, period_end, period_dates)
+                    INSERT INTO orders (\(unescaped: columns), period_start, period_end, period_dates)
                     SELECT c.p, c.o, c.m, c.s, c.t, c.i, c.a, c.c, c.f, c.r, to_timestamp(c.ps::bigint), to_timestamp(c.pe::bigint), c.pd::bool
-                    FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[], $9::text[],
-                                $10::bigint[], $11::text[], $12::text[], $13::text[]) AS c(p, o, m, s, t, i, a, c, f, r, ps, pe, pd)
+                    FROM unnest(\(.textArray(chunk.map(\.provider.rawValue)))::text[], \(.textArray(chunk.map(\.orderID)))::text[], \(.textArray(chunk.map { $0.merchant ?? "" }))::text[], \(.textArray(chunk.map { $0.site ?? "" }))::text[], \(.textArray(chunk.map(\.transactionRef)))::text[], \(.textArray(chunk.map(\.intent.rawValue)))::text[], \(.int64Array(chunk.map(\.amount.minorUnits)))::bigint[], \(.textArray(chunk.map(\.amount.currency.code)))::text[], \(.textArray(chunk.map(\.fulfilment.rawValue)))::text[],
+                                \(.int64Array(chunk.map(\.refundAmount)))::bigint[], \(.nullableTextArray(chunk.map { $0.period.map { String($0.start) } }))::text[], \(.nullableTextArray(chunk.map { $0.period.map { String($0.end) } }))::text[], \(.textArray(chunk.map { $0.period?.datesOnly == true ? "t" : "f" }))::text[]) AS c(p, o, m, s, t, i, a, c, f, r, ps, pe, pd)
                     ON CONFLICT (provider, order_id) DO UPDATE SET
                         merchant = EXCLUDED.merchant, site = EXCLUDED.site, transaction_ref = EXCLUDED.transaction_ref,
                         intent = EXCLUDED.intent, amount_minor = EXCLUDED.amount_minor, currency = EXCLUDED.currency,
@@ -82,25 +82,16 @@ public enum OrderStore {
                            EXCLUDED.amount_minor, EXCLUDED.currency, EXCLUDED.fulfilment, EXCLUDED.refund_amount_minor,
                            EXCLUDED.period_start, EXCLUDED.period_end, EXCLUDED.period_dates)
                     RETURNING (xmax = 0) AS inserted
-                    """, [
-                        .textArray(chunk.map(\.provider.rawValue)), .textArray(chunk.map(\.orderID)),
-                        .textArray(chunk.map { $0.merchant ?? "" }), .textArray(chunk.map { $0.site ?? "" }),
-                        .textArray(chunk.map(\.transactionRef)), .textArray(chunk.map(\.intent.rawValue)),
-                        .int64Array(chunk.map(\.amount.minorUnits)), .textArray(chunk.map(\.amount.currency.code)),
-                        .textArray(chunk.map(\.fulfilment.rawValue)), .int64Array(chunk.map(\.refundAmount)),
-                        .nullableTextArray(chunk.map { $0.period.map { String($0.start) } }),
-                        .nullableTextArray(chunk.map { $0.period.map { String($0.end) } }),
-                        .textArray(chunk.map { $0.period?.datesOnly == true ? "t" : "f" }),
-                    ])
+                    """)
                 for row in rows { if try row.bool("inserted") { inserted += 1 } else { updated += 1 } }
         try checkPeriods(chunk, on: tx)
         try adoptUnheldPayments(chunk, on: tx)
         // The file says every transaction of each order: what it lists replaces what the merchant listed before
         // (what payrecon learned from a provider's answer is kept).
         _ = try tx.execute("""
-            DELETE FROM order_transactions t USING unnest($1::text[], $2::text[]) AS c(provider, order_id)
+            DELETE FROM order_transactions t USING unnest(\(.textArray(chunk.map(\.provider.rawValue)))::text[], \(.textArray(chunk.map(\.orderID)))::text[]) AS c(provider, order_id)
             WHERE t.provider = c.provider AND t.order_id = c.order_id AND t.source = 'merchant'
-            """, [.textArray(chunk.map(\.provider.rawValue)), .textArray(chunk.map(\.orderID))])
+            """)
         // Every transaction the merchant listed goes back as rows when the order has several, or when payrecon
         // learned another one for it: without its row, the order's own transaction would drop out of
         // transaction_refs (rows win over transaction_ref), and its authorisation would never be captured.
@@ -113,11 +104,11 @@ public enum OrderStore {
         }
         _ = try tx.execute("""
             INSERT INTO order_transactions (provider, order_id, transaction_ref, position)
-            SELECT c.provider, c.order_id, c.ref, c.position FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[]::bool[])
+            SELECT c.provider, c.order_id, c.ref, c.position FROM unnest(\(.textArray(providers))::text[], \(.textArray(ids))::text[], \(.textArray(refs))::text[], \(.int64Array(positions))::int[], \(.textArray(several))::text[]::bool[])
                 AS c(provider, order_id, ref, position, several)
             WHERE c.several OR EXISTS (SELECT 1 FROM order_transactions t WHERE t.provider = c.provider AND t.order_id = c.order_id)
             ON CONFLICT (provider, order_id, transaction_ref) DO UPDATE SET position = EXCLUDED.position, source = 'merchant'
-            """, [.textArray(providers), .textArray(ids), .textArray(refs), .int64Array(positions), .textArray(several)])
+            """)
         return (inserted, updated)
     }
 
@@ -128,13 +119,13 @@ public enum OrderStore {
             SELECT n.order_id AS mine, o.order_id AS other, n.transaction_ref AS ref,
                    extract(epoch FROM n.period_start)::bigint AS ms, extract(epoch FROM n.period_end)::bigint AS me,
                    extract(epoch FROM o.period_start)::bigint AS os, extract(epoch FROM o.period_end)::bigint AS oe
-            FROM unnest($1::text[], $2::text[]) AS c(provider, order_id)
+            FROM unnest(\(.textArray(chunk.map(\.provider.rawValue)))::text[], \(.textArray(chunk.map(\.orderID)))::text[]) AS c(provider, order_id)
             JOIN orders n ON n.provider = c.provider AND n.order_id = c.order_id
             JOIN orders o ON o.provider = n.provider AND o.transaction_ref = n.transaction_ref AND o.order_id <> n.order_id
             WHERE (n.period_start IS NOT NULL OR o.period_start IS NOT NULL)
               AND (n.period_start IS NULL OR o.period_start IS NULL OR (n.period_start < o.period_end AND o.period_start < n.period_end))
             ORDER BY n.order_id, o.order_id LIMIT 20
-            """, [.textArray(chunk.map(\.provider.rawValue)), .textArray(chunk.map(\.orderID))])
+            """)
         guard !clashes.isEmpty else { return }
         func period(_ row: PostgresRow, _ a: String, _ b: String) throws -> String {
             guard let s = try row.optionalInt64(a), let e = try row.optionalInt64(b), let p = BillingPeriod(start: s, end: e) else { return "no period" }
@@ -154,7 +145,7 @@ public enum OrderStore {
         guard !periodic.isEmpty else { return }
         _ = try tx.execute("""
             WITH held AS (
-                SELECT l.id, o.order_id FROM unnest($1::text[], $2::text[]) AS c(provider, order_id)
+                SELECT l.id, o.order_id FROM unnest(\(.textArray(periodic.map(\.provider.rawValue)))::text[], \(.textArray(periodic.map(\.orderID)))::text[]) AS c(provider, order_id)
                 JOIN orders o ON o.provider = c.provider AND o.order_id = c.order_id
                 JOIN transaction_links l ON l.provider = o.provider AND l.parent_external_id = o.transaction_ref AND l.order_id IS NULL
                     AND l.kind = 'sale' AND l.occurred_at >= o.period_start AND l.occurred_at < o.period_end
@@ -169,43 +160,39 @@ public enum OrderStore {
             SELECT provider, external_id, parent_external_id, new_order, kind, amount_minor, currency, state, source, action_id,
                    target_minor, occurred_at FROM adopted
             ON CONFLICT DO NOTHING
-            """, [.textArray(periodic.map(\.provider.rawValue)), .textArray(periodic.map(\.orderID))])
+            """)
         // Their next check resolves the unknown_order the payments raised, even if the order's last check found nothing.
         _ = try tx.execute("""
-            UPDATE snapshots s SET open_findings = true FROM unnest($1::text[], $2::text[]) AS c(provider, order_id)
+            UPDATE snapshots s SET open_findings = true FROM unnest(\(.textArray(periodic.map(\.provider.rawValue)))::text[], \(.textArray(periodic.map(\.orderID)))::text[]) AS c(provider, order_id)
             WHERE s.provider = c.provider AND s.order_id = c.order_id AND NOT s.open_findings
-            """, [.textArray(periodic.map(\.provider.rawValue)), .textArray(periodic.map(\.orderID))])
+            """)
     }
 
     public static func find(provider: Provider, orderID: String, on conn: PostgresConnection) throws -> Order? {
-        try conn.query("SELECT \(selectColumns) FROM orders o WHERE o.provider = $1 AND o.order_id = $2",
-                       [.text(provider.rawValue), .text(orderID)]).first.map(decode)
+        try conn.query("SELECT \(unescaped: selectColumns) FROM orders o WHERE o.provider = \(.text(provider.rawValue)) AND o.order_id = \(.text(orderID))").first.map(decode)
     }
 
     /// The orders of `orderIDs` that exist, in one query (in order-id order).
     public static func find(provider: Provider, orderIDs: [String], on conn: PostgresConnection) throws -> [Order] {
         guard !orderIDs.isEmpty else { return [] }
-        return try conn.query("SELECT \(selectColumns) FROM orders o WHERE o.provider = $1 AND o.order_id = ANY($2::text[]) ORDER BY o.order_id",
-                              [.text(provider.rawValue), .textArray(orderIDs)]).map(decode)
+        return try conn.query("SELECT \(unescaped: selectColumns) FROM orders o WHERE o.provider = \(.text(provider.rawValue)) AND o.order_id = ANY(\(.textArray(orderIDs))::text[]) ORDER BY o.order_id").map(decode)
     }
 
     /// The merchant and site of the provider's most recently updated order with a merchant (`payrecon doctor` probes
     /// PXP at that merchant's path); nil when there is none.
     public static func latestMerchant(provider: Provider, on conn: PostgresConnection) throws -> (merchant: String, site: String)? {
-        try conn.query("SELECT merchant, site FROM orders WHERE provider = $1 AND merchant <> '' ORDER BY updated_at DESC LIMIT 1",
-                       [.text(provider.rawValue)]).first.map { (try $0.string("merchant"), try $0.string("site")) }
+        try conn.query("SELECT merchant, site FROM orders WHERE provider = \(.text(provider.rawValue)) AND merchant <> '' ORDER BY updated_at DESC LIMIT 1").first.map { (try $0.string("merchant"), try $0.string("site")) }
     }
 
     /// Orders holding the transaction `ref`: as their transaction_ref (one indexed lookup, the usual case), else as
     /// another of their transactions (`order_transactions`).
     public static func find(provider: Provider, transactionRef: String, on conn: PostgresConnection) throws -> [Order] {
-        let direct = try conn.query("SELECT \(selectColumns) FROM orders o WHERE o.provider = $1 AND o.transaction_ref = $2 ORDER BY o.order_id",
-                                    [.text(provider.rawValue), .text(transactionRef)]).map(decode)
+        let direct = try conn.query("SELECT \(unescaped: selectColumns) FROM orders o WHERE o.provider = \(.text(provider.rawValue)) AND o.transaction_ref = \(.text(transactionRef)) ORDER BY o.order_id").map(decode)
         guard direct.isEmpty else { return direct }
         return try conn.query("""
-            SELECT \(selectColumns) FROM order_transactions t JOIN orders o ON o.provider = t.provider AND o.order_id = t.order_id
-            WHERE t.provider = $1 AND t.transaction_ref = $2 ORDER BY o.order_id
-            """, [.text(provider.rawValue), .text(transactionRef)]).map(decode)
+            SELECT \(unescaped: selectColumns) FROM order_transactions t JOIN orders o ON o.provider = t.provider AND o.order_id = t.order_id
+            WHERE t.provider = \(.text(provider.rawValue)) AND t.transaction_ref = \(.text(transactionRef)) ORDER BY o.order_id
+            """).map(decode)
     }
 
     /// Adds a transaction to a known order (one the provider's answer says is the order's): it is checked with
@@ -223,13 +210,13 @@ public enum OrderStore {
                 SELECT o.transaction_ref AS ref, 0 AS position, 'merchant' AS source, NULL::text AS learned_from
                 WHERE NOT EXISTS (SELECT 1 FROM order_transactions t WHERE t.provider = o.provider AND t.order_id = o.order_id)
                 UNION ALL
-                SELECT $3::text, coalesce((SELECT max(t.position) + 1 FROM order_transactions t
-                                           WHERE t.provider = o.provider AND t.order_id = o.order_id), 1), 'learned', $4::text
+                SELECT \(.text(transactionRef))::text, coalesce((SELECT max(t.position) + 1 FROM order_transactions t
+                                           WHERE t.provider = o.provider AND t.order_id = o.order_id), 1), 'learned', \(.text(learnedFrom))::text
             ) r
-            WHERE o.provider = $1 AND o.order_id = $2 AND o.transaction_ref <> $3
+            WHERE o.provider = \(.text(provider.rawValue)) AND o.order_id = \(.text(orderID)) AND o.transaction_ref <> \(.text(transactionRef))
             ON CONFLICT DO NOTHING
             RETURNING transaction_ref
-            """, [.text(provider.rawValue), .text(orderID), .text(transactionRef), .text(learnedFrom)])
+            """)
         return try added.contains { try $0.string("transaction_ref") == transactionRef }
     }
 
@@ -239,16 +226,15 @@ public enum OrderStore {
     public static func page(after key: (provider: Provider, orderID: String)?, since: Date?, provider: Provider?, limit: Int,
                             on conn: PostgresConnection) throws -> [Order] {
         try conn.query("""
-            SELECT \(selectColumns) FROM orders o
-            WHERE (o.provider, o.order_id) > ($1, $2)
-              AND ($3::text IS NULL OR o.provider = $3)
-              AND ($4::timestamptz IS NULL OR o.updated_at >= $4 OR o.created_at >= $4
+            SELECT \(unescaped: selectColumns) FROM orders o
+            WHERE (o.provider, o.order_id) > (\(.text(key?.provider.rawValue ?? "")), \(.text(key?.orderID ?? "")))
+              AND (\(provider.map { .text($0.rawValue) } ?? .null)::text IS NULL OR o.provider = \(provider.map { .text($0.rawValue) } ?? .null))
+              AND (\(since.map { .timestamptz($0) } ?? .null)::timestamptz IS NULL OR o.updated_at >= \(since.map { .timestamptz($0) } ?? .null) OR o.created_at >= \(since.map { .timestamptz($0) } ?? .null)
                    OR EXISTS (SELECT 1 FROM discrepancies d WHERE d.provider = o.provider AND d.order_id = o.order_id AND d.status = 'open')
                    OR EXISTS (SELECT 1 FROM actions a WHERE a.provider = o.provider AND a.order_id = o.order_id AND a.status = 'pending'))
             ORDER BY o.provider, o.order_id
-            LIMIT $5
-            """, [.text(key?.provider.rawValue ?? ""), .text(key?.orderID ?? ""), provider.map { .text($0.rawValue) } ?? .null,
-                  since.map { .timestamptz($0) } ?? .null, .int64(Int64(limit))]).map(decode)
+            LIMIT \(.int64(Int64(limit)))
+            """).map(decode)
     }
 
     /// The json array of an order's transactions (empty: only its transaction_ref).

@@ -54,32 +54,33 @@ public enum PruneStore {
     /// What would go (`dryRun`) or went.
     public static func prune(_ policy: RetentionPolicy, dryRun: Bool, batchSize: Int = 5000, on conn: PostgresConnection) throws -> Removed {
         var removed = Removed()
-        let targets: [(table: String, condition: String, seconds: Int64, count: WritableKeyPath<Removed, Int>)] = [
-            ("deliveries", "status IN ('done', 'ignored') AND processed_at < now() - make_interval(secs => $1::bigint)",
-             policy.deliveriesSeconds, \.deliveries),
-            ("rejected_deliveries", "received_at < now() - make_interval(secs => $1::bigint)", policy.rejectedSeconds, \.rejected),
-            ("rejection_counts", "hour < now() - make_interval(secs => $1::bigint)", policy.rejectedSeconds, \.rejectionCounts),
-            ("runs", "finished_at IS NOT NULL AND finished_at < now() - make_interval(secs => $1::bigint)", policy.runsSeconds, \.runs),
+        // `before(s)`: older than `s` seconds.
+        func before(_ seconds: Int64) -> SQL { "now() - make_interval(secs => \(.int64(seconds))::bigint)" }
+        let targets: [(table: String, condition: SQL, count: WritableKeyPath<Removed, Int>)] = [
+            ("deliveries", "status IN ('done', 'ignored') AND processed_at < \(before(policy.deliveriesSeconds))", \.deliveries),
+            ("rejected_deliveries", "received_at < \(before(policy.rejectedSeconds))", \.rejected),
+            ("rejection_counts", "hour < \(before(policy.rejectedSeconds))", \.rejectionCounts),
+            ("runs", "finished_at IS NOT NULL AND finished_at < \(before(policy.runsSeconds))", \.runs),
             // A transmission id guards its body only while a redelivery could be fresh (the signature tolerance is
             // minutes); kept as long as finished deliveries.
-            ("transmissions", "received_at < now() - make_interval(secs => $1::bigint)", policy.deliveriesSeconds, \.transmissions),
+            ("transmissions", "received_at < \(before(policy.deliveriesSeconds))", \.transmissions),
             // Certificates past their notAfter verify nothing.
-            ("webhook_material", "keep_until < now() - make_interval(secs => $1::bigint)", 0, \.webhookMaterial),
+            ("webhook_material", "keep_until < \(before(0))", \.webhookMaterial),
             // The evidence of checks (its answers go with it), except what an open or acknowledged discrepancy, a pending
             // action or a call made for an action points at: what is still being acted on keeps its reason.
             ("evidence", """
-                checked_at < now() - make_interval(secs => $1::bigint)
+                checked_at < \(before(policy.evidenceSeconds))
                 AND NOT EXISTS (SELECT 1 FROM discrepancies d WHERE d.evidence_id = evidence.id AND d.status IN ('open', 'acknowledged'))
                 AND NOT EXISTS (SELECT 1 FROM actions a WHERE a.evidence_id = evidence.id
                                 AND (a.status = 'pending' OR (a.status = 'failed' AND a.in_doubt)))
                 AND NOT EXISTS (SELECT 1 FROM action_calls c WHERE c.evidence_id = evidence.id)
-                """, policy.evidenceSeconds, \.evidence),
+                """, \.evidence),
             // Versions of orders replaced longer ago (the order itself, as it is now, is never pruned).
-            ("order_versions", "replaced_at < now() - make_interval(secs => $1::bigint)", policy.evidenceSeconds, \.orderVersions),
+            ("order_versions", "replaced_at < \(before(policy.evidenceSeconds))", \.orderVersions),
         ]
         for target in targets {
             if dryRun {
-                let n = try conn.query("SELECT count(*) AS n FROM \(target.table) WHERE \(target.condition)", [.int64(target.seconds)])
+                let n = try conn.query("SELECT count(*) AS n FROM \(unescaped: target.table) WHERE \(target.condition)")
                 removed[keyPath: target.count] = Int(try n.first?.int64("n") ?? 0)
                 continue
             }
@@ -89,11 +90,11 @@ public enum PruneStore {
                 ? ", pairs AS (DELETE FROM delivery_orders WHERE delivery_id IN (SELECT id FROM gone))" : ""
             while true {
                 let n = Int(try conn.query("""
-                    WITH gone AS (DELETE FROM \(target.table) WHERE ctid IN (
-                        SELECT ctid FROM \(target.table) WHERE \(target.condition) LIMIT $2 FOR UPDATE SKIP LOCKED)
-                        RETURNING \(alsoPairs.isEmpty ? "1" : "id")) \(alsoPairs)
+                    WITH gone AS (DELETE FROM \(unescaped: target.table) WHERE ctid IN (
+                        SELECT ctid FROM \(unescaped: target.table) WHERE \(target.condition) LIMIT \(.int64(Int64(batchSize))) FOR UPDATE SKIP LOCKED)
+                        RETURNING \(unescaped: alsoPairs.isEmpty ? "1" : "id")) \(unescaped: alsoPairs)
                     SELECT count(*) AS n FROM gone
-                    """, [.int64(target.seconds), .int64(Int64(batchSize))]).first?.int64("n") ?? 0)
+                    """).first?.int64("n") ?? 0)
                 removed[keyPath: target.count] += n
                 if n < batchSize { break }
             }

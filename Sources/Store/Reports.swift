@@ -52,14 +52,16 @@ public struct OpenTotal: Sendable, Equatable {
 /// The SQL behind `payrecon report`: read-only, parameterized.
 public enum ReportStore {
     /// The filter as parameters $1...$4 (status, provider, kind, seconds).
-    static let filterClause = """
-        ($1::text IS NULL OR status = $1) AND ($2::text IS NULL OR provider = $2) AND ($3::text IS NULL OR kind = $3)
-        AND ($4::bigint IS NULL OR last_seen >= now() - make_interval(secs => $4::bigint))
-        """
-
-    static func parameters(_ f: DiscrepancyFilter, status: String?) -> [PostgresValue] {
-        [status.map { .text($0) } ?? .null, f.provider.map { .text($0.rawValue) } ?? .null,
-         f.kind.map { .text($0.rawValue) } ?? .null, f.lastSeenWithin.map { .int64($0) } ?? .null]
+    static func filterClause(_ f: DiscrepancyFilter, status: String?) -> SQL {
+        let status: PostgresValue = status.map { .text($0) } ?? .null
+        let provider: PostgresValue = f.provider.map { .text($0.rawValue) } ?? .null
+        let kind: PostgresValue = f.kind.map { .text($0.rawValue) } ?? .null
+        let within: PostgresValue = f.lastSeenWithin.map { .int64($0) } ?? .null
+        return """
+            (\(status)::text IS NULL OR status = \(status)) AND (\(provider)::text IS NULL OR provider = \(provider))
+            AND (\(kind)::text IS NULL OR kind = \(kind))
+            AND (\(within)::bigint IS NULL OR last_seen >= now() - make_interval(secs => \(within)::bigint))
+            """
     }
 
     /// One discrepancy by id, whatever its status.
@@ -68,8 +70,8 @@ public enum ReportStore {
             SELECT id, provider, order_id, transaction_ref, kind, status, expected::text AS expected, actual::text AS actual,
                    detail, amount_at_risk_minor, currency, first_seen, last_seen, occurrences, resolved_at, acknowledged_at, ack_note,
                    acknowledged_by, evidence_id
-            FROM discrepancies WHERE id = $1
-            """, [.int64(id)]).first.map(decode)
+            FROM discrepancies WHERE id = \(.int64(id))
+            """).first.map(decode)
     }
 
     /// The discrepancies the filter matches, oldest id first.
@@ -78,8 +80,8 @@ public enum ReportStore {
             SELECT id, provider, order_id, transaction_ref, kind, status, expected::text AS expected, actual::text AS actual,
                    detail, amount_at_risk_minor, currency, first_seen, last_seen, occurrences, resolved_at, acknowledged_at, ack_note,
                    acknowledged_by, evidence_id
-            FROM discrepancies WHERE \(filterClause) ORDER BY id
-            """, parameters(filter, status: filter.status)).map(decode)
+            FROM discrepancies WHERE \(filterClause(filter, status: filter.status)) ORDER BY id
+            """).map(decode)
     }
 
     /// Open discrepancies matching the filter's provider, kind and window (whatever its status), grouped by kind and
@@ -87,8 +89,8 @@ public enum ReportStore {
     public static func openTotals(_ filter: DiscrepancyFilter, on conn: PostgresConnection) throws -> [OpenTotal] {
         try conn.query("""
             SELECT kind, currency, count(*) AS n, sum(amount_at_risk_minor)::text AS at_risk
-            FROM discrepancies WHERE \(filterClause) GROUP BY kind, currency ORDER BY kind, currency
-            """, parameters(filter, status: "open")).map { row in
+            FROM discrepancies WHERE \(filterClause(filter, status: "open")) GROUP BY kind, currency ORDER BY kind, currency
+            """).map { row in
             let kindText = try row.string("kind")
             guard let kind = DiscrepancyKind(rawValue: kindText) else { throw PostgresError.decoding("unknown discrepancy kind \(kindText)") }
             let sum = try row.string("at_risk")
@@ -105,10 +107,10 @@ public enum ReportStore {
         try conn.query("""
             SELECT currency, sum(m)::text AS at_risk FROM (
                 SELECT currency, max(amount_at_risk_minor) AS m FROM discrepancies
-                WHERE \(filterClause) AND currency IS NOT NULL
+                WHERE \(filterClause(filter, status: "open")) AND currency IS NOT NULL
                 GROUP BY provider, coalesce(order_id, '?' || transaction_ref), currency) per_order
             GROUP BY currency ORDER BY currency
-            """, parameters(filter, status: "open")).compactMap { row in
+            """).compactMap { row in
             guard let currency = try currency(row.optionalString("currency")) else { return nil }
             let sum = try row.string("at_risk")
             guard let minor = Int128(sum) else { throw PostgresError.decoding("amount at risk \(sum) is not an integer") }
@@ -120,8 +122,8 @@ public enum ReportStore {
     public static func openByDay(_ filter: DiscrepancyFilter, on conn: PostgresConnection) throws -> [(day: String, kind: DiscrepancyKind, count: Int)] {
         try conn.query("""
             SELECT to_char(first_seen AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, kind, count(*) AS n
-            FROM discrepancies WHERE \(filterClause) GROUP BY 1, 2 ORDER BY 1, 2
-            """, parameters(filter, status: "open")).compactMap { row in
+            FROM discrepancies WHERE \(filterClause(filter, status: "open")) GROUP BY 1, 2 ORDER BY 1, 2
+            """).compactMap { row in
             guard let kind = DiscrepancyKind(rawValue: try row.string("kind")) else { return nil }
             return (try row.string("day"), kind, Int(try row.int64("n")))
         }
@@ -132,9 +134,9 @@ public enum ReportStore {
     public static func rejectedByReason(within seconds: Int64, provider: Provider?, on conn: PostgresConnection) throws -> [(reason: String, count: Int)] {
         try conn.query("""
             SELECT reason, sum(count)::bigint AS n FROM rejection_counts
-            WHERE hour >= date_trunc('hour', now() - make_interval(secs => $1::bigint)) AND ($2::text IS NULL OR provider = $2)
+            WHERE hour >= date_trunc('hour', now() - make_interval(secs => \(.int64(seconds))::bigint)) AND (\(provider.map { .text($0.rawValue) } ?? .null)::text IS NULL OR provider = \(provider.map { .text($0.rawValue) } ?? .null))
             GROUP BY reason ORDER BY n DESC, reason
-            """, [.int64(seconds), provider.map { .text($0.rawValue) } ?? .null]).map { (try $0.string("reason"), Int(try $0.int64("n"))) }
+            """).map { (try $0.string("reason"), Int(try $0.int64("n"))) }
     }
 
     static func currency(_ code: String?) throws -> Currency? {
@@ -176,11 +178,10 @@ extension ActionStore {
     public static func list(_ filter: ActionFilter, on conn: PostgresConnection) throws -> [StoredAction] {
         try conn.query("""
             SELECT * FROM (
-                SELECT \(columns) FROM actions
-                WHERE ($1::text IS NULL OR status = $1) AND ($2::text IS NULL OR provider = $2) AND ($3::text IS NULL OR order_id = $3)
-                ORDER BY id DESC LIMIT $4) newest
+                SELECT \(unescaped: columns) FROM actions
+                WHERE (\(filter.status.map { .text($0.rawValue) } ?? .null)::text IS NULL OR status = \(filter.status.map { .text($0.rawValue) } ?? .null)) AND (\(filter.provider.map { .text($0.rawValue) } ?? .null)::text IS NULL OR provider = \(filter.provider.map { .text($0.rawValue) } ?? .null)) AND (\(filter.orderID.map { .text($0) } ?? .null)::text IS NULL OR order_id = \(filter.orderID.map { .text($0) } ?? .null))
+                ORDER BY id DESC LIMIT \(.int64(Int64(filter.limit)))) newest
             ORDER BY id
-            """, [filter.status.map { .text($0.rawValue) } ?? .null, filter.provider.map { .text($0.rawValue) } ?? .null,
-                  filter.orderID.map { .text($0) } ?? .null, .int64(Int64(filter.limit))]).map(decode)
+            """).map(decode)
     }
 }

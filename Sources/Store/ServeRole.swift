@@ -64,20 +64,20 @@ public enum ServeRole {
             guard let schema else { throw Refused(description: "the connection has no current schema (search_path): nothing to grant on") }
             let qschema = try quoteIdentifier(schema)
             // One grant at a time with the migrations (two concurrent migrates would update the same catalog rows).
-            _ = try tx.query("SELECT pg_advisory_xact_lock(\(Migrator.advisoryLock))")
+            _ = try tx.query("SELECT pg_advisory_xact_lock(\(unescaped: Migrator.advisoryLock))")
             // A table-wide REVOKE takes the column grants on each of its columns with it (PostgreSQL's REVOKE).
-            _ = try tx.execute("REVOKE ALL ON ALL TABLES IN SCHEMA \(qschema) FROM \(quoted)")
-            _ = try tx.execute("REVOKE ALL ON ALL SEQUENCES IN SCHEMA \(qschema) FROM \(quoted)")
-            _ = try tx.execute("GRANT USAGE ON SCHEMA \(qschema) TO \(quoted)")
+            _ = try tx.execute("REVOKE ALL ON ALL TABLES IN SCHEMA \(unescaped: qschema) FROM \(unescaped: quoted)")
+            _ = try tx.execute("REVOKE ALL ON ALL SEQUENCES IN SCHEMA \(unescaped: qschema) FROM \(unescaped: quoted)")
+            _ = try tx.execute("GRANT USAGE ON SCHEMA \(unescaped: qschema) TO \(unescaped: quoted)")
             for grant in grants {
-                _ = try tx.execute("GRANT \(grant.privileges) ON \(qschema).\(try quoteIdentifier(grant.table)) TO \(quoted)")
+                _ = try tx.execute("GRANT \(unescaped: grant.privileges) ON \(unescaped: qschema).\(unescaped: try quoteIdentifier(grant.table)) TO \(unescaped: quoted)")
             }
             for sequence in sequences {
-                _ = try tx.execute("GRANT USAGE ON SEQUENCE \(qschema).\(try quoteIdentifier(sequence)) TO \(quoted)")
+                _ = try tx.execute("GRANT USAGE ON SEQUENCE \(unescaped: qschema).\(unescaped: try quoteIdentifier(sequence)) TO \(unescaped: quoted)")
             }
             // CREATE on the schema, granted to PUBLIC (PostgreSQL 14 and older, or kept by pg_upgrade), would let serve
             // create tables, or functions that shadow built-ins the worker then runs as the owner.
-            if try tx.query("SELECT has_schema_privilege($1, $2, 'CREATE') AS c", [.text(role), .text(schema)]).first?.bool("c") == true {
+            if try tx.query("SELECT has_schema_privilege(\(.text(role)), \(.text(schema)), 'CREATE') AS c").first?.bool("c") == true {
                 throw Refused(description: "PAYRECON_SERVE_ROLE=\(role) may still create objects in schema \(schema) (granted to PUBLIC or "
                     + "a role it belongs to): REVOKE CREATE ON SCHEMA \(qschema) FROM PUBLIC, then run payrecon migrate again")
             }
@@ -96,8 +96,8 @@ public enum ServeRole {
                    pg_has_role(r.rolname, current_user, 'MEMBER') AS member_of_me,
                    (SELECT string_agg(g.rolname, ', ' ORDER BY g.rolname) FROM pg_auth_members m JOIN pg_roles g ON g.oid = m.roleid
                     WHERE m.member = r.oid) AS groups
-            FROM pg_roles r WHERE r.rolname = $1
-            """, [.text(role)]).first else {
+            FROM pg_roles r WHERE r.rolname = \(.text(role))
+            """).first else {
             throw Refused(description: "PAYRECON_SERVE_ROLE=\(role): no such role in the database. Create it first (as a superuser: "
                 + "CREATE ROLE \(try quoteIdentifier(role)) LOGIN PASSWORD '…'), then run payrecon migrate again")
         }

@@ -45,14 +45,12 @@ public enum SettlementStore {
             // One import at a time: lines are identified across files, and the evaluation reads them all.
             _ = try tx.execute("SELECT pg_advisory_xact_lock(hashtext('payrecon.settlement'))")
             let p = PostgresValue.text(provider.rawValue)
-            if let existing = try tx.query("SELECT id, kind, account, to_char(day, 'YYYY-MM-DD') AS day, body_rows, problems::text AS problems FROM settlement_files WHERE provider = $1 AND sha256 = $2",
-                                           [p, .bytea(sha256)]).first {
+            if let existing = try tx.query("SELECT id, kind, account, to_char(day, 'YYYY-MM-DD') AS day, body_rows, problems::text AS problems FROM settlement_files WHERE provider = \(p) AND sha256 = \(.bytea(sha256))").first {
                 let summary = SettlementReportSummary(kind: try existing.optionalString("kind"), account: try existing.optionalString("account"),
                                                       day: try existing.optionalString("day"), bodyRows: Int(try existing.int64("body_rows")))
                 return Imported(fileID: try existing.int64("id"), alreadyImported: true, summary: summary, lines: summary.bodyRows, newLines: 0, findings: [:])
             }
-            guard let fileID = try tx.query("INSERT INTO settlement_files (provider, sha256, name, body_rows) VALUES ($1, $2, $3, 0) RETURNING id",
-                                            [p, .bytea(sha256), .text(name)]).first.map({ try $0.int64("id") }) else {
+            guard let fileID = try tx.query("INSERT INTO settlement_files (provider, sha256, name, body_rows) VALUES (\(p), \(.bytea(sha256)), \(.text(name)), 0) RETURNING id").first.map({ try $0.int64("id") }) else {
                 throw PostgresError.decoding("settlement_files: no id returned")
             }
             // The import's sorts (a million lines' identities) in memory, not spilled to disk.
@@ -85,23 +83,23 @@ public enum SettlementStore {
             _ = try tx.execute("""
                 INSERT INTO settlement_account_rows (file_id, line, event_code, direction, initiated_at, completed_at, currency, gross_minor,
                                                      fee_minor, fee_direction, fee_currency)
-                SELECT $1, line, event_code, direction, to_timestamp(initiated_at), to_timestamp(completed_at), currency, gross, fee,
+                SELECT \(.int64(fileID)), line, event_code, direction, to_timestamp(initiated_at), to_timestamp(completed_at), currency, gross, fee,
                        CASE WHEN fee IS NULL THEN NULL ELSE fee_direction END, CASE WHEN fee IS NULL THEN NULL ELSE fee_currency END
                 FROM settlement_stage WHERE account_row
-                """, [.int64(fileID)])
+                """)
         }
         return try tx.execute("""
             INSERT INTO settlement_lines (provider, transaction_id, event_code, direction, role, file_id, line, reference_id, reference_type,
                                           invoice_id, custom_field, initiated_at, completed_at, currency, gross_minor, fee_minor,
                                           fee_direction, fee_currency)
             SELECT DISTINCT ON (transaction_id, event_code, direction)
-                   $1, transaction_id, event_code, direction, role, $2, line, reference_id, reference_type, invoice_id, custom_field,
+                   \(p), transaction_id, event_code, direction, role, \(.int64(fileID)), line, reference_id, reference_type, invoice_id, custom_field,
                    to_timestamp(initiated_at), to_timestamp(completed_at), currency, gross, fee,
                    CASE WHEN fee IS NULL THEN NULL ELSE fee_direction END, CASE WHEN fee IS NULL THEN NULL ELSE fee_currency END
             FROM settlement_stage WHERE NOT account_row
             ORDER BY transaction_id, event_code, direction, line
             ON CONFLICT DO NOTHING
-            """, [p, .int64(fileID)])
+            """)
     }
 
     /// The file's account (its header's, else the one payee its captures share, else none) and what it counts, written
@@ -117,15 +115,11 @@ public enum SettlementStore {
                 + "they are not judged by this file (check that the header's account is the payee's merchant id)"
         }
         _ = try tx.execute("""
-            UPDATE settlement_files SET kind = $2, account = $3, day = $4::date, period_start = to_timestamp($5::bigint),
-                period_end = to_timestamp($6::bigint), body_rows = $7, lines_new = $8, problems = $9, account_rows = $10,
-                pending_rows = $11, denied_rows = $12, utc_offset = $13
-            WHERE id = $1
-            """, [.int64(fileID), summary.kind.map { .text($0) } ?? .null, account.map { .text($0) } ?? .null,
-                  summary.day.map { .text($0) } ?? .null, summary.periodStart.map { .int64($0) } ?? .null,
-                  summary.periodEnd.map { .int64($0) } ?? .null, .int64(Int64(summary.bodyRows)), .int64(Int64(newLines)),
-                  .textArray(summary.problems), .int64(Int64(staged.accountRows)), .int64(Int64(staged.pending)), .int64(Int64(staged.denied)),
-                  summary.utcOffset.map { .int64(Int64($0)) } ?? .null])
+            UPDATE settlement_files SET kind = \(summary.kind.map { .text($0) } ?? .null), account = \(account.map { .text($0) } ?? .null), day = \(summary.day.map { .text($0) } ?? .null)::date, period_start = to_timestamp(\(summary.periodStart.map { .int64($0) } ?? .null)::bigint),
+                period_end = to_timestamp(\(summary.periodEnd.map { .int64($0) } ?? .null)::bigint), body_rows = \(.int64(Int64(summary.bodyRows))), lines_new = \(.int64(Int64(newLines))), problems = \(.textArray(summary.problems)), account_rows = \(.int64(Int64(staged.accountRows))),
+                pending_rows = \(.int64(Int64(staged.pending))), denied_rows = \(.int64(Int64(staged.denied))), utc_offset = \(summary.utcOffset.map { .int64(Int64($0)) } ?? .null)
+            WHERE id = \(.int64(fileID))
+            """)
         return (account, accountNote)
     }
 
@@ -194,7 +188,7 @@ public enum SettlementStore {
                    l.currency, l.gross_minor, l.fee_minor, l.fee_direction, l.fee_currency, l.file_id
             FROM settlement_lines l
             LEFT JOIN movements m ON m.provider = l.provider AND m.movement_id = l.transaction_id AND (m.kind = 'capture') = (l.role = 'payment')
-            WHERE l.provider = $1 AND l.file_id = $2 AND l.role <> 'other'
+            WHERE l.provider = \(.text(provider.rawValue)) AND l.file_id = \(.int64(fileID)) AND l.role <> 'other'
               AND NOT coalesce(m.movement_id IS NOT NULL
                   AND l.currency = m.currency AND l.gross_minor = m.gross_minor
                   AND l.direction = CASE WHEN m.kind = 'capture' THEN 'CR' ELSE 'DR' END
@@ -203,7 +197,7 @@ public enum SettlementStore {
                           * coalesce(CASE WHEN l.fee_direction = 'CR' THEN -l.fee_minor ELSE l.fee_minor END, 0) = m.fee_minor), false)
             ) d LEFT JOIN settlement_stage s ON s.line = d.line AND NOT s.account_row
             ORDER BY d.line
-            """, [.text(provider.rawValue), .int64(fileID)]).map { row in
+            """).map { row in
             var line = try decodeLine(row)
             line.row = try row.optionalString("row_text")
             return line
@@ -216,10 +210,10 @@ public enum SettlementStore {
     static func payees(headerless: Bool, provider: Provider, on tx: PostgresConnection) throws -> Set<String> {
         Set(try tx.query("""
             SELECT DISTINCT m.account FROM (SELECT transaction_id FROM settlement_stage WHERE role = 'payment' AND NOT account_row
-                                            ORDER BY line LIMIT $2) s
-            JOIN movements m ON m.provider = $1 AND m.movement_id = s.transaction_id AND m.kind = 'capture'
+                                            ORDER BY line LIMIT \(headerless ? .null : .int64(1_000))) s
+            JOIN movements m ON m.provider = \(.text(provider.rawValue)) AND m.movement_id = s.transaction_id AND m.kind = 'capture'
             WHERE m.account IS NOT NULL
-            """, [.text(provider.rawValue), headerless ? .null : .int64(1_000)]).map { try $0.string("account") })
+            """).map { try $0.string("account") })
     }
 
     /// The staged lines that were not new (another file, or an earlier row of this one, brought them first) and
@@ -231,14 +225,14 @@ public enum SettlementStore {
                    l.gross_minor AS kept_gross, l.currency AS kept_currency, l.fee_minor AS kept_fee, l.fee_direction AS kept_fee_direction,
                    f.name AS kept_file
             FROM settlement_stage s
-            JOIN settlement_lines l ON l.provider = $1 AND l.transaction_id = s.transaction_id AND l.event_code = s.event_code
+            JOIN settlement_lines l ON l.provider = \(.text(provider.rawValue)) AND l.transaction_id = s.transaction_id AND l.event_code = s.event_code
                                    AND l.direction = s.direction
             JOIN settlement_files f ON f.id = l.file_id
-            WHERE NOT s.account_row AND NOT (l.file_id = $2 AND l.line = s.line)
+            WHERE NOT s.account_row AND NOT (l.file_id = \(.int64(fileID)) AND l.line = s.line)
               AND (l.gross_minor <> s.gross OR l.currency <> s.currency OR l.fee_minor IS DISTINCT FROM s.fee
                    OR (l.fee_minor IS NOT NULL AND l.fee_direction IS DISTINCT FROM s.fee_direction))
             ORDER BY s.line
-            """, [.text(provider.rawValue), .int64(fileID)])
+            """)
         return try rows.map { row in
             func amount(_ minor: Int64?, _ code: String) -> String {
                 minor.map { Money.format(minorUnits: $0, exponent: Currency(code: code)?.exponent ?? 2) } ?? "none"
@@ -274,8 +268,8 @@ public enum SettlementStore {
         var out: [String: [SettlementRules.Known]] = [:]
         for row in try tx.query("""
             SELECT movement_id, kind, order_id, extract(epoch FROM occurred_at)::bigint AS at, currency, gross_minor, fee_minor, net_minor
-            FROM movements WHERE provider = $1 AND movement_id = ANY($2) ORDER BY movement_id, kind
-            """, [.text(provider.rawValue), .textArray(ids)]) {
+            FROM movements WHERE provider = \(.text(provider.rawValue)) AND movement_id = ANY(\(.textArray(ids))) ORDER BY movement_id, kind
+            """) {
             let code = try row.string("currency")
             guard let currency = Currency(code: code), let kind = Movement.Kind(rawValue: try row.string("kind")) else {
                 throw PostgresError.decoding("movements: \(code) / kind unreadable")
@@ -317,32 +311,28 @@ public enum SettlementStore {
         let json = FindingStore.json
         _ = try tx.query("""
             WITH f AS (
-                SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::text[], $10::bigint[])
+                SELECT * FROM unnest(\(.nullableTextArray(rows.map(\.orderID)))::text[], \(.textArray(rows.map(\.transactionRef)))::text[], \(.textArray(rows.map(\.finding.kind.rawValue)))::text[], \(.textArray(rows.map { json($0.finding.expected) }))::text[], \(.textArray(rows.map { json($0.finding.actual) }))::text[], \(.textArray(rows.map(\.finding.detail)))::text[], \(.int64Array(rows.map(\.finding.amountAtRisk)))::bigint[], \(.nullableTextArray(rows.map { $0.currency?.code }))::text[], \(.nullableTextArray(evidence.map { $0.map(String.init) }))::bigint[])
                     AS f(order_id, transaction_ref, kind, expected, actual, detail, amount, currency, evidence_id)),
             acknowledged AS (
                 UPDATE discrepancies d SET last_seen = now(), occurrences = d.occurrences + 1, detail = f.detail, amount_at_risk_minor = f.amount,
                     evidence_id = coalesce(f.evidence_id, d.evidence_id)
-                FROM f WHERE d.provider = $1 AND coalesce(d.order_id, '') = coalesce(f.order_id, '') AND d.transaction_ref = f.transaction_ref
+                FROM f WHERE d.provider = \(.text(provider.rawValue)) AND coalesce(d.order_id, '') = coalesce(f.order_id, '') AND d.transaction_ref = f.transaction_ref
                   AND d.kind = f.kind AND d.status = 'acknowledged' AND d.expected = f.expected::jsonb AND d.actual = f.actual::jsonb
                 RETURNING d.order_id, d.transaction_ref, d.kind),
             changed AS (
                 UPDATE discrepancies d SET status = 'resolved', resolved_at = now()
-                FROM f WHERE d.provider = $1 AND coalesce(d.order_id, '') = coalesce(f.order_id, '') AND d.transaction_ref = f.transaction_ref
+                FROM f WHERE d.provider = \(.text(provider.rawValue)) AND coalesce(d.order_id, '') = coalesce(f.order_id, '') AND d.transaction_ref = f.transaction_ref
                   AND d.kind = f.kind AND d.status = 'acknowledged' AND NOT (d.expected = f.expected::jsonb AND d.actual = f.actual::jsonb)
                 RETURNING d.id)
             INSERT INTO discrepancies (provider, order_id, transaction_ref, kind, expected, actual, detail, amount_at_risk_minor, currency, evidence_id)
-            SELECT $1, f.order_id, f.transaction_ref, f.kind, f.expected::jsonb, f.actual::jsonb, f.detail, f.amount, f.currency, f.evidence_id FROM f
+            SELECT \(.text(provider.rawValue)), f.order_id, f.transaction_ref, f.kind, f.expected::jsonb, f.actual::jsonb, f.detail, f.amount, f.currency, f.evidence_id FROM f
             WHERE NOT EXISTS (SELECT 1 FROM acknowledged a WHERE coalesce(a.order_id, '') = coalesce(f.order_id, '')
                                 AND a.transaction_ref = f.transaction_ref AND a.kind = f.kind)
             ON CONFLICT (provider, coalesce(order_id, ''), transaction_ref, kind) WHERE status = 'open' DO UPDATE SET
                 last_seen = now(), occurrences = discrepancies.occurrences + 1, expected = EXCLUDED.expected, actual = EXCLUDED.actual,
                 detail = EXCLUDED.detail, amount_at_risk_minor = EXCLUDED.amount_at_risk_minor, currency = EXCLUDED.currency,
                 evidence_id = coalesce(EXCLUDED.evidence_id, discrepancies.evidence_id)
-            """, [.text(provider.rawValue), .nullableTextArray(rows.map(\.orderID)), .textArray(rows.map(\.transactionRef)),
-                  .textArray(rows.map(\.finding.kind.rawValue)), .textArray(rows.map { json($0.finding.expected) }),
-                  .textArray(rows.map { json($0.finding.actual) }), .textArray(rows.map(\.finding.detail)),
-                  .int64Array(rows.map(\.finding.amountAtRisk)), .nullableTextArray(rows.map { $0.currency?.code }),
-                  .nullableTextArray(evidence.map { $0.map(String.init) })])
+            """)
     }
 
     /// The evidence of each row that opens or changes a finding (nil for one found as it is recorded): an `evidence`
@@ -356,10 +346,10 @@ public enum SettlementStore {
         for row in try tx.query("""
             SELECT d.order_id, d.transaction_ref, d.kind, d.expected::text AS expected, d.actual::text AS actual, d.detail, d.amount_at_risk_minor,
                    d.evidence_id IS NULL AS bare
-            FROM discrepancies d JOIN unnest($2::text[], $3::text[], $4::text[]) AS k(order_id, ref, kind)
+            FROM discrepancies d JOIN unnest(\(.textArray(rows.map { $0.orderID ?? "" }))::text[], \(.textArray(rows.map(\.transactionRef)))::text[], \(.textArray(rows.map(\.finding.kind.rawValue)))::text[]) AS k(order_id, ref, kind)
               ON coalesce(d.order_id, '') = k.order_id AND d.transaction_ref = k.ref AND d.kind = k.kind
-            WHERE d.provider = $1 AND d.status IN ('open', 'acknowledged')
-            """, [p, .textArray(rows.map { $0.orderID ?? "" }), .textArray(rows.map(\.transactionRef)), .textArray(rows.map(\.finding.kind.rawValue))]) {
+            WHERE d.provider = \(p) AND d.status IN ('open', 'acknowledged')
+            """) {
             let key = (try row.optionalString("order_id") ?? "") + "\u{0}" + (try row.string("transaction_ref")) + "\u{0}" + (try row.string("kind"))
             recorded[key] = OpenDiscrepancy(provider: provider, orderID: try row.optionalString("order_id"),
                                             transactionRef: try row.string("transaction_ref"), kind: try row.string("kind"), acknowledged: false,
@@ -376,39 +366,37 @@ public enum SettlementStore {
         guard !fresh.isEmpty else { return out }
         let picked = fresh.map { rows[$0] }
         // Ids first (one per finding, in order), then the rows under them: RETURNING promises no order.
-        let ids = try tx.query("SELECT nextval('evidence_id_seq') AS id FROM generate_series(1, $1::integer) ORDER BY 1", [.int64(Int64(picked.count))])
+        let ids = try tx.query("SELECT nextval('evidence_id_seq') AS id FROM generate_series(1, \(.int64(Int64(picked.count)))::integer) ORDER BY 1")
             .map { try $0.int64("id") }
         guard ids.count == picked.count else { throw PostgresError.decoding("evidence: \(ids.count) ids for \(picked.count) settlement findings") }
         _ = try tx.execute("""
             INSERT INTO evidence (id, provider, order_id, transaction_ref, checked_at, source, answer_hashes, decided)
-            SELECT u.id, $1, u.order_id, u.ref, now(), 'settlement', ''::bytea, u.decided
-            FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[]) AS u(id, order_id, ref, decided)
-            """, [p, .int64Array(ids), .nullableTextArray(picked.map(\.orderID)), .textArray(picked.map(\.transactionRef)),
-                  .textArray(fresh.map { recorded[(rows[$0].orderID ?? "") + "\u{0}" + rows[$0].transactionRef + "\u{0}" + rows[$0].finding.kind.rawValue] == nil ? "opened" : "changed" })])
+            SELECT u.id, \(p), u.order_id, u.ref, now(), 'settlement', ''::bytea, u.decided
+            FROM unnest(\(.int64Array(ids))::bigint[], \(.nullableTextArray(picked.map(\.orderID)))::text[], \(.textArray(picked.map(\.transactionRef)))::text[], \(.textArray(fresh.map { recorded[(rows[$0].orderID ?? "") + "\u{0}" + rows[$0].transactionRef + "\u{0}" + rows[$0].finding.kind.rawValue] == nil ? "opened" : "changed" }))::text[]) AS u(id, order_id, ref, decided)
+            """)
         _ = try tx.execute("""
             INSERT INTO settlement_evidence (evidence_id, file_id, line, row_text)
             SELECT u.id, u.file_id::bigint, u.line::integer, u.row_text
-            FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[]) AS u(id, file_id, line, row_text)
-            """, [.int64Array(ids), .nullableTextArray(picked.map { $0.fileID.map(String.init) }),
-                  .nullableTextArray(picked.map { $0.line.map { String($0.line) } }), .nullableTextArray(picked.map { $0.line?.row })])
+            FROM unnest(\(.int64Array(ids))::bigint[], \(.nullableTextArray(picked.map { $0.fileID.map(String.init) }))::text[], \(.nullableTextArray(picked.map { $0.line.map { String($0.line) } }))::text[], \(.nullableTextArray(picked.map { $0.line?.row }))::text[]) AS u(id, file_id, line, row_text)
+            """)
         // The answers each order's money was compared with: those of its newest check that kept its answers.
         let withOrder = zip(ids, picked).filter { $0.1.orderID != nil }
         if !withOrder.isEmpty {
             _ = try tx.execute("""
                 INSERT INTO evidence_answers (evidence_id, position, fetched_at, method, url, status, sha256, length, body, body_kept)
                 SELECT u.id, a.position, a.fetched_at, a.method, a.url, a.status, a.sha256, a.length, a.body, a.body_kept
-                FROM unnest($2::bigint[], $3::text[]) AS u(id, order_id)
+                FROM unnest(\(.int64Array(withOrder.map(\.0)))::bigint[], \(.textArray(withOrder.map { $0.1.orderID! }))::text[]) AS u(id, order_id)
                 JOIN LATERAL (SELECT e.id FROM evidence e
-                              WHERE e.provider = $1 AND e.order_id = u.order_id AND e.source <> 'settlement'
+                              WHERE e.provider = \(p) AND e.order_id = u.order_id AND e.source <> 'settlement'
                                 AND EXISTS (SELECT 1 FROM evidence_answers x WHERE x.evidence_id = e.id AND x.body_kept)
                               ORDER BY e.id DESC LIMIT 1) src ON true
                 JOIN evidence_answers a ON a.evidence_id = src.id
-                """, [p, .int64Array(withOrder.map(\.0)), .textArray(withOrder.map { $0.1.orderID! })])
+                """)
             _ = try tx.execute("""
                 UPDATE evidence e SET answer_hashes = coalesce((SELECT string_agg(a.sha256, ''::bytea ORDER BY a.position) FROM evidence_answers a
                                                                  WHERE a.evidence_id = e.id), ''::bytea)
-                WHERE e.id = ANY($1)
-                """, [.int64Array(withOrder.map(\.0))])
+                WHERE e.id = ANY(\(.int64Array(withOrder.map(\.0))))
+                """)
         }
         for (k, i) in fresh.enumerated() { out[i] = ids[k] }
         return out
@@ -422,7 +410,7 @@ public enum SettlementStore {
         var result = Evaluated()
         _ = try tx.execute("SELECT pg_advisory_xact_lock(hashtext('payrecon.settlement'))")
         let p = PostgresValue.text(provider.rawValue)
-        guard try tx.query("SELECT 1 FROM settlement_files WHERE provider = $1 LIMIT 1", [p]).first != nil else { return result }
+        guard try tx.query("SELECT 1 FROM settlement_files WHERE provider = \(p) LIMIT 1").first != nil else { return result }
         // The findings settlement should have open now (besides those new lines opened as they were stored).
         let wanted = try missingMovements(provider: provider, now: Int64(now.timeIntervalSince1970), deadlineSeconds: deadlineSeconds, on: tx)
             + (try filesNotAddingUp(provider: provider, on: tx)) + (try daysWithoutAFile(provider: provider, on: tx))
@@ -431,8 +419,8 @@ public enum SettlementStore {
         var existing = Set<String>()
         for row in try tx.query("""
             SELECT order_id, transaction_ref, kind FROM discrepancies
-            WHERE provider = $1 AND status IN ('open', 'acknowledged') AND kind = ANY($2)
-            """, [p, settlementKinds]) {
+            WHERE provider = \(p) AND status IN ('open', 'acknowledged') AND kind = ANY(\(settlementKinds))
+            """) {
             existing.insert(key(try row.optionalString("order_id"), try row.string("transaction_ref"), try row.string("kind")))
         }
         for j in wanted where !existing.contains(key(j.orderID, j.transactionRef, j.finding.kind.rawValue)) {
@@ -458,20 +446,20 @@ public enum SettlementStore {
         for row in try tx.query("""
             WITH coverage AS (
                 SELECT account, min(coalesce(period_start, day::timestamptz)) AS start
-                FROM settlement_files WHERE provider = $1 AND account IS NOT NULL GROUP BY 1
+                FROM settlement_files WHERE provider = \(p) AND account IS NOT NULL GROUP BY 1
                 UNION ALL
-                SELECT NULL, min(coalesce(period_start, day::timestamptz)) FROM settlement_files WHERE provider = $1)
+                SELECT NULL, min(coalesce(period_start, day::timestamptz)) FROM settlement_files WHERE provider = \(p))
             SELECT movement_id, kind, order_id, extract(epoch FROM coalesce(occurred_at, first_seen))::bigint AS at, currency, gross_minor,
                    fee_minor, net_minor
             FROM movements m JOIN coverage c ON c.account IS NOT DISTINCT FROM m.account
-            WHERE m.provider = $1 AND m.kind IN ('capture', 'refund')
-              AND coalesce(m.occurred_at, m.first_seen) >= coalesce(c.start, to_timestamp($2::bigint))
-              AND coalesce(m.occurred_at, m.first_seen) < to_timestamp($2::bigint - $3::bigint)
+            WHERE m.provider = \(p) AND m.kind IN ('capture', 'refund')
+              AND coalesce(m.occurred_at, m.first_seen) >= coalesce(c.start, to_timestamp(\(.int64(nowSeconds))::bigint))
+              AND coalesce(m.occurred_at, m.first_seen) < to_timestamp(\(.int64(nowSeconds))::bigint - \(.int64(deadlineSeconds))::bigint)
               AND NOT EXISTS (SELECT 1 FROM settlement_lines l JOIN settlement_files f ON f.id = l.file_id
                               WHERE l.provider = m.provider AND l.transaction_id = m.movement_id
                                 AND l.role = CASE m.kind WHEN 'capture' THEN 'payment' ELSE 'money_back' END
                                 AND (f.account IS NULL OR m.account IS NULL OR f.account = m.account))
-            """, [p, .int64(nowSeconds), .int64(deadlineSeconds)]) {
+            """) {
             guard let currency = Currency(code: try row.string("currency")), let kind = Movement.Kind(rawValue: try row.string("kind")) else { continue }
             let m = Movement(id: try row.string("movement_id"), kind: kind, at: try row.optionalInt64("at"), currency: currency,
                              gross: try row.int64("gross_minor"), fee: try row.optionalInt64("fee_minor"), net: try row.optionalInt64("net_minor"))
@@ -486,12 +474,12 @@ public enum SettlementStore {
         var wanted: [SettlementRules.Judged] = []
         for row in try tx.query("""
             SELECT DISTINCT ON (coalesce(kind, name), coalesce(account, ''), coalesce(day::text, name)) id, name, problems
-            FROM settlement_files WHERE provider = $1
+            FROM settlement_files WHERE provider = \(p)
             ORDER BY coalesce(kind, name), coalesce(account, ''), coalesce(day::text, name), id DESC
-            """, [p]) {
+            """) {
             let problems = try row.string("problems")
             guard problems != "{}" else { continue }
-            let list = try tx.query("SELECT unnest($1::text[]) AS p", [.text(problems)]).map { try $0.string("p") }
+            let list = try tx.query("SELECT unnest(\(.text(problems))::text[]) AS p").map { try $0.string("p") }
             let name = try row.string("name")
             wanted.append(SettlementRules.Judged(
                 finding: Finding(kind: .settlementIncomplete, expected: [:], actual: ["file": name],
@@ -514,12 +502,12 @@ public enum SettlementStore {
                 SELECT coalesce(account, '') AS account, coalesce(kind, '') AS kind,
                        generate_series(min(day), max(day), interval '1 day')::date AS d
                 FROM settlement_files
-                WHERE provider = $1 AND day IS NOT NULL
-                  AND (account IS NOT NULL OR NOT EXISTS (SELECT 1 FROM settlement_files a WHERE a.provider = $1 AND a.account IS NOT NULL))
+                WHERE provider = \(p) AND day IS NOT NULL
+                  AND (account IS NOT NULL OR NOT EXISTS (SELECT 1 FROM settlement_files a WHERE a.provider = \(p) AND a.account IS NOT NULL))
                 GROUP BY 1, 2) s
-            WHERE NOT EXISTS (SELECT 1 FROM settlement_files f WHERE f.provider = $1 AND f.day = s.d AND coalesce(f.kind, '') = s.kind
+            WHERE NOT EXISTS (SELECT 1 FROM settlement_files f WHERE f.provider = \(p) AND f.day = s.d AND coalesce(f.kind, '') = s.kind
                                 AND (coalesce(f.account, '') = s.account OR f.account IS NULL))
-            """, [p]) {
+            """) {
             let day = try row.string("day"), account = try row.string("account"), kind = try row.string("kind")
             let which = (kind.isEmpty ? "settlement file" : "\(kind) file") + (account.isEmpty ? "" : " of account \(account)")
             wanted.append(SettlementRules.Judged(
@@ -540,8 +528,8 @@ public enum SettlementStore {
         let wantedKeys = Set(wanted.map { "\($0.finding.kind.rawValue)\u{0}\($0.transactionRef)" })
         var open: [(id: Int64, kind: String, ref: String)] = []
         for row in try tx.query("""
-            SELECT id, kind, transaction_ref FROM discrepancies WHERE provider = $1 AND status IN ('open', 'acknowledged') AND kind = ANY($2)
-            """, [p, settlementKinds]) {
+            SELECT id, kind, transaction_ref FROM discrepancies WHERE provider = \(p) AND status IN ('open', 'acknowledged') AND kind = ANY(\(settlementKinds))
+            """) {
             open.append((try row.int64("id"), try row.string("kind"), try row.string("transaction_ref")))
         }
         let lineKinds: Set = [DiscrepancyKind.unknownSettlement.rawValue, DiscrepancyKind.settlementMismatch.rawValue, DiscrepancyKind.feeMismatch.rawValue]
@@ -560,7 +548,7 @@ public enum SettlementStore {
             return lineKinds.contains(o.kind) ? !stillHeld.contains(k) : !wantedKeys.contains(k)
         }.map(\.id)
         guard !gone.isEmpty else { return 0 }
-        return try tx.execute("UPDATE discrepancies SET status = 'resolved', resolved_at = now() WHERE id = ANY($1)", [.int64Array(gone)])
+        return try tx.execute("UPDATE discrepancies SET status = 'resolved', resolved_at = now() WHERE id = ANY(\(.int64Array(gone)))")
     }
 
     /// The transaction_ref of a day with no file: `day:2026-12-01`, with its kind and account where the files state them
@@ -575,8 +563,8 @@ public enum SettlementStore {
             SELECT transaction_id, event_code, direction, role, line, reference_id, reference_type, invoice_id, custom_field,
                    extract(epoch FROM initiated_at)::bigint AS initiated_at, extract(epoch FROM completed_at)::bigint AS completed_at,
                    currency, gross_minor, fee_minor, fee_direction, fee_currency, file_id
-            FROM settlement_lines WHERE provider = $1 AND transaction_id = ANY($2)
-            """, [.text(provider.rawValue), .textArray(transactionIDs)]).map(decodeLine)
+            FROM settlement_lines WHERE provider = \(.text(provider.rawValue)) AND transaction_id = ANY(\(.textArray(transactionIDs)))
+            """).map(decodeLine)
     }
 
     /// A `settlement_lines` row as a line.

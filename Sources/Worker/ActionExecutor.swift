@@ -85,7 +85,7 @@ public final class ActionExecutor: Sendable {
         // Every answer this attempt reads is kept: the re-fetch that decided the call as evidence, the call's own
         // exchanges as the action's calls (the checks it runs after collect their own).
         let answers = AnswerLog()
-        return await CheckContext.$current.withValue(CheckContext(source: "executor", deliveryID: nil)) {
+        return await CheckContext.$current.withValue(CheckContext(source: .executor, deliveryID: nil)) {
             await AnswerLog.$current.withValue(answers) { await self.attempt(action, answers: answers) }
         }
     }

@@ -157,8 +157,7 @@ public struct Backfill: Sendable {
         var scopes: [String?] = [nil]
         if search.listsPerAccount {
             scopes += try await pool.run { conn in
-                try conn.query("SELECT DISTINCT merchant FROM orders WHERE provider = $1 AND merchant <> '' ORDER BY merchant",
-                               [.text(o.provider.rawValue)]).map { try $0.string("merchant") }
+                try conn.query("SELECT DISTINCT merchant FROM orders WHERE provider = \(.text(o.provider.rawValue)) AND merchant <> '' ORDER BY merchant").map { try $0.string("merchant") }
             }
         }
         for scope in scopes {
@@ -205,9 +204,9 @@ public struct Backfill: Sendable {
     private func forgetListed(provider: Provider, before forgetBefore: Int64) async throws {
         try await pool.run { conn in
             _ = try conn.execute("""
-                DELETE FROM backfill_listed WHERE provider = $1
-                  AND (made_at < to_timestamp($2::bigint) OR (made_at IS NULL AND listed_at < to_timestamp($2::bigint)))
-                """, [.text(provider.rawValue), .int64(forgetBefore)])
+                DELETE FROM backfill_listed WHERE provider = \(.text(provider.rawValue))
+                  AND (made_at < to_timestamp(\(.int64(forgetBefore))::bigint) OR (made_at IS NULL AND listed_at < to_timestamp(\(.int64(forgetBefore))::bigint)))
+                """)
         }
     }
 
@@ -229,9 +228,9 @@ public struct Backfill: Sendable {
         let finished = try await pool.run { conn in
             try conn.query("""
                 SELECT extract(epoch FROM window_start)::bigint AS a, extract(epoch FROM window_end)::bigint AS b FROM backfill_windows
-                WHERE provider = $1 AND source = $2 AND window_end > to_timestamp($3::bigint) AND window_start < to_timestamp($4::bigint)
+                WHERE provider = \(.text(provider.rawValue)) AND source = \(.text(source)) AND window_end > to_timestamp(\(.int64(from))::bigint) AND window_start < to_timestamp(\(.int64(end))::bigint)
                 ORDER BY window_start
-                """, [.text(provider.rawValue), .text(source), .int64(from), .int64(end)]).map { (try $0.int64("a"), try $0.int64("b")) }
+                """).map { (try $0.int64("a"), try $0.int64("b")) }
         }
         let stillFinished = finished.map { ($0.0, min($0.1, rereadFrom)) }.filter { $0.1 > $0.0 }
         return windows.map { window in
@@ -297,10 +296,10 @@ public struct Backfill: Sendable {
         try await pool.run { conn in
             _ = try conn.execute("""
                 INSERT INTO backfill_windows (provider, source, window_start, window_end, found, requests)
-                VALUES ($1, $2, to_timestamp($3::bigint), to_timestamp($4::bigint), $5, $6)
+                VALUES (\(.text(provider.rawValue)), \(.text(source)), to_timestamp(\(.int64(from))::bigint), to_timestamp(\(.int64(to))::bigint), \(.int64(Int64(found))), \(.int64(Int64(requests))))
                 ON CONFLICT (provider, source, window_start) DO UPDATE SET window_end = greatest(backfill_windows.window_end, EXCLUDED.window_end),
                     found = EXCLUDED.found, requests = EXCLUDED.requests, finished_at = now()
-                """, [.text(provider.rawValue), .text(source), .int64(from), .int64(to), .int64(Int64(found)), .int64(Int64(requests))])
+                """)
         }
     }
 
@@ -420,11 +419,10 @@ public struct Backfill: Sendable {
             var out = Set<String>()
             for row in try conn.query("""
                 SELECT l.transaction_id, l.event_code, l.status FROM backfill_listed l
-                JOIN unnest($2::text[], $3::text[], $4::text[]) AS u(id, code, status)
+                JOIN unnest(\(.textArray(distinct.map(\.id)))::text[], \(.textArray(distinct.map { $0.eventCode ?? "" }))::text[], \(.textArray(distinct.map { $0.status ?? "" }))::text[]) AS u(id, code, status)
                   ON l.transaction_id = u.id AND l.event_code = u.code AND l.status = u.status
-                WHERE l.provider = $1
-                """, [.text(provider.rawValue), .textArray(distinct.map(\.id)), .textArray(distinct.map { $0.eventCode ?? "" }),
-                      .textArray(distinct.map { $0.status ?? "" })]) {
+                WHERE l.provider = \(.text(provider.rawValue))
+                """) {
                 out.insert(try row.string("transaction_id") + "\u{0}" + row.string("event_code") + "\u{0}" + row.string("status"))
             }
             return out
@@ -451,10 +449,9 @@ public struct Backfill: Sendable {
         try await pool.run { conn in
             _ = try conn.execute("""
                 INSERT INTO backfill_listed (provider, transaction_id, event_code, status, made_at)
-                SELECT $1, u.id, u.code, u.status, to_timestamp(u.at::bigint) FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) AS u(id, code, status, at)
+                SELECT \(.text(provider.rawValue)), u.id, u.code, u.status, to_timestamp(u.at::bigint) FROM unnest(\(.textArray(items.map(\.id)))::text[], \(.textArray(items.map { $0.eventCode ?? "" }))::text[], \(.textArray(items.map { $0.status ?? "" }))::text[], \(.nullableTextArray(items.map { $0.at.map(String.init) }))::text[]) AS u(id, code, status, at)
                 ON CONFLICT DO NOTHING
-                """, [.text(provider.rawValue), .textArray(items.map(\.id)), .textArray(items.map { $0.eventCode ?? "" }),
-                      .textArray(items.map { $0.status ?? "" }), .nullableTextArray(items.map { $0.at.map(String.init) })])
+                """)
         }
     }
 
@@ -482,9 +479,9 @@ public struct Backfill: Sendable {
                         if let order = try OrderStore.find(provider: provider, transactionRef: ref, on: conn).first { return (order.orderID, false) }
                     }
                     let open = try conn.query("""
-                        SELECT 1 FROM discrepancies WHERE provider = $1 AND kind = 'unknown_order' AND status IN ('open', 'acknowledged')
-                          AND transaction_ref = ANY($2) LIMIT 1
-                        """, [.text(provider.rawValue), .textArray(refs + [item.id])]).first != nil
+                        SELECT 1 FROM discrepancies WHERE provider = \(.text(provider.rawValue)) AND kind = 'unknown_order' AND status IN ('open', 'acknowledged')
+                          AND transaction_ref = ANY(\(.textArray(refs + [item.id]))) LIMIT 1
+                        """).first != nil
                     return (nil, open)
                 }
                 if let holder {
@@ -509,15 +506,14 @@ public struct Backfill: Sendable {
         try await pool.run { conn in
             var out: [String: String] = [:]
             for row in try conn.query("""
-                SELECT k.id, o.order_id FROM unnest($2::text[], $3::text[]) AS k(id, reference)
+                SELECT k.id, o.order_id FROM unnest(\(.textArray(list.map(\.id)))::text[], \(.textArray(list.map { search.matchReference(of: $0) ?? "" }))::text[]) AS k(id, reference)
                 JOIN LATERAL (
-                    SELECT 1 AS rank, order_id FROM movements WHERE provider = $1 AND movement_id IN (k.id, k.reference)
-                    UNION ALL SELECT 2, order_id FROM transaction_links WHERE provider = $1 AND external_id IN (k.id, k.reference) AND order_id IS NOT NULL
-                    UNION ALL SELECT 3, order_id FROM orders WHERE provider = $1 AND transaction_ref IN (k.id, k.reference)
-                    UNION ALL SELECT 4, order_id FROM order_transactions WHERE provider = $1 AND transaction_ref IN (k.id, k.reference)
+                    SELECT 1 AS rank, order_id FROM movements WHERE provider = \(.text(provider.rawValue)) AND movement_id IN (k.id, k.reference)
+                    UNION ALL SELECT 2, order_id FROM transaction_links WHERE provider = \(.text(provider.rawValue)) AND external_id IN (k.id, k.reference) AND order_id IS NOT NULL
+                    UNION ALL SELECT 3, order_id FROM orders WHERE provider = \(.text(provider.rawValue)) AND transaction_ref IN (k.id, k.reference)
+                    UNION ALL SELECT 4, order_id FROM order_transactions WHERE provider = \(.text(provider.rawValue)) AND transaction_ref IN (k.id, k.reference)
                     ORDER BY 1, 2 LIMIT 1) o ON true
-                """, [.text(provider.rawValue), .textArray(list.map(\.id)),
-                      .textArray(list.map { search.matchReference(of: $0) ?? "" })]) {
+                """) {
                 out[try row.string("id")] = try row.string("order_id")
             }
             return out

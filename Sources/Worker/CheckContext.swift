@@ -1,18 +1,19 @@
 import Providers
+import Reconciliation
 import Store
 import Synchronization
 
 /// Which check is running, for the evidence it keeps: bound by the queue worker around a delivery (`webhook`, with
 /// the delivery's id), by the sweep (`sweep`) and by the executor (`executor`); anything else is `command`.
 public struct CheckContext: Sendable {
-    @TaskLocal public static var current = CheckContext(source: "command", deliveryID: nil)
+    @TaskLocal public static var current = CheckContext(source: .command, deliveryID: nil)
 
-    public var source: String
+    public var source: CheckSource
     public var deliveryID: Int64?
     /// The orders the delivery named (`payrecon explain`), written with its completion in the worker's batch: recorded
     /// on the delivery's own path, they would make every delivery's lookup a write that waits for its commit.
     public let named: NamedOrders?
-    public init(source: String, deliveryID: Int64?, named: NamedOrders? = nil) {
+    public init(source: CheckSource, deliveryID: Int64?, named: NamedOrders? = nil) {
         self.source = source; self.deliveryID = deliveryID; self.named = named
     }
 

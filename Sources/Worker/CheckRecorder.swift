@@ -4,7 +4,7 @@ import Store
 import Synchronization
 
 /// Records checks in groups, as the receiver commits deliveries: every check waiting when a connection is free goes
-/// into one transaction (two round trips and one commit for the group, `FindingStore.record(_:on:)`). A check with
+/// into one transaction (two round trips and one commit for the group, `PlannedCheck.record(_:on:)`). A check with
 /// nothing ahead of it is recorded at once, alone; under load the groups grow by themselves while the one before
 /// commits.
 ///
@@ -15,7 +15,7 @@ final class CheckRecorder: Sendable {
     typealias Recorded = (outcome: CheckOutcome, plan: Plan)?
 
     private struct Waiting {
-        var check: FindingStore.Check
+        var check: PlannedCheck
         var continuation: CheckedContinuation<Result<Recorded, any Error>, Never>
     }
 
@@ -87,19 +87,19 @@ final class CheckRecorder: Sendable {
         queue = Mutex(Queue(maxFlushers: flushers, maxGroup: maxGroup))
     }
 
-    func record(_ check: FindingStore.Check) async throws -> Recorded { try await record { check } }
+    func record(_ check: PlannedCheck) async throws -> Recorded { try await record { check } }
 
     /// Records the check `make` builds. Built inside the enqueueing, so the check (640 bytes, and more for what
     /// building it makes) is never in the async frame of a check waiting for its group (see `OrderChecker.makeCheck`).
-    func record(building make: () -> FindingStore.Check) async throws -> Recorded {
+    func record(building make: () -> PlannedCheck) async throws -> Recorded {
         try await withCheckedContinuation { enqueue(make, $0) }.get()
     }
 
     /// Not inlined into `record`, so its temporaries (the waiting entry, the lock keys) are not in that frame either.
     @inline(never)
-    private func enqueue(_ make: () -> FindingStore.Check, _ continuation: CheckedContinuation<Result<Recorded, any Error>, Never>) {
+    private func enqueue(_ make: () -> PlannedCheck, _ continuation: CheckedContinuation<Result<Recorded, any Error>, Never>) {
         let check = make()
-        let start = queue.withLock { $0.add(Waiting(check: check, continuation: continuation), keys: check.lockKeys) }
+        let start = queue.withLock { $0.add(Waiting(check: check, continuation: continuation), keys: check.check.lockKeys) }
         if start { Task { await self.flush() } }
     }
 
@@ -130,20 +130,20 @@ final class CheckRecorder: Sendable {
             let group = queue.withLock { $0.takeGroup() }
             if group.isEmpty { return }
             do {
-                let recorded = try FindingStore.record(group.map(\.check), on: conn)
+                let recorded = try PlannedCheck.record(group.map(\.check), on: conn)
                 groups.add(1, ordering: .relaxed)
                 for (waiting, result) in zip(group, recorded) { waiting.continuation.resume(returning: .success(result)) }
             } catch where Self.isBroken(error) {
-                queue.withLock { $0.requeueFront(group.map { ($0.check.lockKeys, $0) }) }
+                queue.withLock { $0.requeueFront(group.map { ($0.check.check.lockKeys, $0) }) }
                 throw error
             } catch {
                 // One check can fail the group (a statement error): each is recorded alone, so only that one fails.
                 for (i, waiting) in group.enumerated() {
                     do {
                         guard group.count > 1 else { throw error }
-                        waiting.continuation.resume(returning: .success(try FindingStore.record([waiting.check], on: conn)[0]))
+                        waiting.continuation.resume(returning: .success(try PlannedCheck.record([waiting.check], on: conn)[0]))
                     } catch where Self.isBroken(error) {
-                        queue.withLock { $0.requeueFront(group[i...].map { ($0.check.lockKeys, $0) }) }
+                        queue.withLock { $0.requeueFront(group[i...].map { ($0.check.check.lockKeys, $0) }) }
                         throw error
                     } catch {
                         waiting.continuation.resume(returning: .failure(error))

@@ -137,7 +137,7 @@ public final class OrderChecker: Sendable {
         // The payments this check counts besides its transactions (a subscription's sales within its period, by the
         // creation time their answers gave): the unknown_order one raised is this order's to resolve.
         let payments = known.links.filter { link in
-            link.kind == TransactionLink.saleKind && (order.period.map { p in link.occurredAt.map(p.contains) ?? false } ?? true)
+            link.kind == .sale && (order.period.map { p in link.occurredAt.map(p.contains) ?? false } ?? true)
         }.map(\.externalID)
         // Compared under the order's lock with the links recorded on it (its own: not those of its sales found elsewhere).
         let ownLinks = known.links.filter { $0.orderID == order.orderID }.count
@@ -297,10 +297,11 @@ public final class OrderChecker: Sendable {
         do {
             var check = FindingStore.Check(
                 provider: provider, order: nil, transactionRef: t.transactionRef, snapshot: nil, fetchedAt: Date(),
-                currency: t.value?.currency.code,
-                plan: { _, _ in Plan(findings: [finding], decision: Decision(fired: [.init(row: .unknownOrder, yields: "unknown_order: \(t.detail)")])) })
+                currency: t.value?.currency.code)
             check.evidence = CheckContext.current.evidence(exchanges)
-            let recorded = try await recorder.record(check)
+            let recorded = try await recorder.record(PlannedCheck(check) { _, _ in
+                Plan(findings: [finding], decision: Decision(fired: [.init(row: .unknownOrder, yields: "unknown_order: \(t.detail)")]))
+            })
             guard let (outcome, _) = recorded else { return .checked(CheckOutcome(), matched: true) }
             return .checked(outcome, matched: false)
         } catch {
@@ -308,7 +309,7 @@ public final class OrderChecker: Sendable {
         }
     }
 
-    /// Plans under the order's lock, from the order and actions as stored then (see `FindingStore.record`), in a
+    /// Plans under the order's lock, from the order and actions as stored then (see `PlannedCheck.record`), in a
     /// group with the checks recorded at the same time (`CheckRecorder`). With
     /// several transactions the stored snapshot is their sum (and every one's aliases are linked).
     /// As `record`, comparing the order's links with the `linksSeen` the fetch used: nil when they differ (nothing
@@ -343,7 +344,7 @@ public final class OrderChecker: Sendable {
     @inline(never)
     func makeCheck(provider: Provider, order: Order?, transactions: [FetchedTransaction], fetchedAt: Date,
                    linksSeen: Int?, exchanges: [ProviderExchange], linkedPayments: [String] = [],
-                   verdict sink: VerdictSink? = nil) -> FindingStore.Check {
+                   verdict sink: VerdictSink? = nil) -> PlannedCheck {
         let now = clock()
         let windows = pendingWindows
         let several = transactions.count > 1
@@ -354,29 +355,28 @@ public final class OrderChecker: Sendable {
         let storedJSON = stored.map(FindingStore.encode)
         var check = FindingStore.Check(
             provider: provider, order: order, transactionRef: transactionRef, snapshot: stored, fetchedAt: fetchedAt,
-            transactionRefs: transactions.map(\.transactionRef), snapshotJSON: storedJSON,
-            plan: { current, emitted in
-                guard let current else {
-                    let s = transactions.first?.snapshot
-                    return Planner.plan(order: nil, snapshot: s, emitted: emitted, now: now,
-                                        pendingMax: windows.seconds(provider: provider, method: s?.method))
-                }
-                let plan = Planner.plan(order: current, transactions: transactions, emitted: emitted, now: now,
-                                        pendingMax: { windows.seconds(provider: provider, method: $0?.method) })
-                if let sink {
-                    // What the check fetched is judged against the order as stored now; when its transactions are no
-                    // longer those fetched (re-imported meanwhile), no verdict: a transaction it no longer lists is not its payment.
-                    let fetchedRefs = transactions.map(\.transactionRef)
-                    let verdict = fetchedRefs == current.transactionRefs
-                        ? Verdict.decide(order: current, transactions: transactions, findings: plan.findings, actions: emitted) : nil
-                    sink.state.withLock { $0.verdict = verdict; $0.order = current }
-                }
-                return plan
-            })
+            transactionRefs: transactions.map(\.transactionRef), snapshotJSON: storedJSON)
         check.linksSeen = linksSeen
         check.evidence = CheckContext.current.evidence(exchanges)
         check.linkedPayments = linkedPayments.filter { !check.transactionRefs.contains($0) }
-        return check
+        return PlannedCheck(check) { current, emitted in
+            guard let current else {
+                let s = transactions.first?.snapshot
+                return Planner.plan(order: nil, snapshot: s, emitted: emitted, now: now,
+                                    pendingMax: windows.seconds(provider: provider, method: s?.method))
+            }
+            let plan = Planner.plan(order: current, transactions: transactions, emitted: emitted, now: now,
+                                    pendingMax: { windows.seconds(provider: provider, method: $0?.method) })
+            if let sink {
+                // What the check fetched is judged against the order as stored now; when its transactions are no
+                // longer those fetched (re-imported meanwhile), no verdict: a transaction it no longer lists is not its payment.
+                let fetchedRefs = transactions.map(\.transactionRef)
+                let verdict = fetchedRefs == current.transactionRefs
+                    ? Verdict.decide(order: current, transactions: transactions, findings: plan.findings, actions: emitted) : nil
+                sink.state.withLock { $0.verdict = verdict; $0.order = current }
+            }
+            return plan
+        }
     }
 
     /// What a recorded check comes to; nil when it is to be checked again (`rechecks`: a link was learned meanwhile).

@@ -189,7 +189,7 @@ public final class QueueWorker: Sendable {
     private func handle(_ delivery: QueuedDelivery) async {
         let log = logger.with(["delivery_id": delivery.id, "provider": delivery.provider.rawValue])
         let named = NamedOrders()
-        let result = await CheckContext.$current.withValue(CheckContext(source: "webhook", deliveryID: delivery.id, named: named)) {
+        let result = await CheckContext.$current.withValue(CheckContext(source: .webhook, deliveryID: delivery.id, named: named)) {
             await processor.process(delivery, logger: log)
         }
         // A retry carries its delay; dead is the last attempt (no delay).

@@ -67,7 +67,7 @@ public struct ReconcileSweep: Sendable {
                     if inFlight >= inHand { try await group.next(); inFlight -= 1 }
                     inFlight += 1
                     group.addTask {
-                        let result = await CheckContext.$current.withValue(CheckContext(source: "sweep", deliveryID: nil)) {
+                        let result = await CheckContext.$current.withValue(CheckContext(source: .sweep, deliveryID: nil)) {
                             await checker.check(order, known: orderKnown, logger: log)
                         }
                         state.withLock { Self.tally(result, of: order, into: &$0) }

@@ -1,7 +1,7 @@
 import Foundation
 import Observability
 import PayreconTesting
-import Postgres
+@_spi(Positional) import Postgres
 import Providers
 import Store
 import Testing

@@ -2,7 +2,7 @@ import Foundation
 import Observability
 import PaysimCore
 import PayreconTesting
-import Postgres
+@_spi(Positional) import Postgres
 import Providers
 import Reconciliation
 import Store
@@ -63,7 +63,7 @@ import Worker
                               amount: Money(minorUnits: 1000, currency: gbp), fulfilment: .fulfilled)
             try OrderStore.upsert([order], on: conn)
             func plan(_ currency: Currency, supersede: Bool, at second: TimeInterval) throws {
-                _ = try FindingStore.record(provider: .pxp, order: order, transactionRef: "TX", snapshot: nil,
+                _ = try PlannedCheck.record(provider: .pxp, order: order, transactionRef: "TX", snapshot: nil,
                                             fetchedAt: Date(timeIntervalSince1970: 1_800_000_000 + second), plan: { _, _ in
                     supersede ? Plan(supersede: ["pxp:O:capture:1000"])
                         : Plan(actions: [PlannedAction(kind: .capture, amount: 1000, currency: currency, target: 1000,

@@ -1,13 +1,13 @@
 import Foundation
 import PayreconTesting
-import Postgres
+@_spi(Positional) import Postgres
 import Reconciliation
 import Store
 import Synchronization
 import Testing
 @testable import Worker
 
-/// Many checks recorded in one transaction (`FindingStore.record(_:on:)`, grouped by `CheckRecorder`) record what
+/// Many checks recorded in one transaction (`PlannedCheck.record(_:on:)`, grouped by `CheckRecorder`) record what
 /// each would alone.
 @Suite struct CheckGroupTests {
     static let gbp = Currency(code: "GBP")!
@@ -24,11 +24,11 @@ import Testing
     }
 
     static func check(_ id: String, at second: TimeInterval, findings: [Finding] = [], capture: Bool = false,
-                      snapshotJSON: String? = nil) -> FindingStore.Check {
+                      snapshotJSON: String? = nil) -> PlannedCheck {
         let order = order(id)
-        return FindingStore.Check(provider: .pxp, order: order, transactionRef: order.transactionRef, snapshot: snapshot(id),
-                                  fetchedAt: Date(timeIntervalSince1970: 1_800_000_000 + second), snapshotJSON: snapshotJSON,
-                                  plan: { current, emitted in
+        let check = FindingStore.Check(provider: .pxp, order: order, transactionRef: order.transactionRef, snapshot: snapshot(id),
+                                       fetchedAt: Date(timeIntervalSince1970: 1_800_000_000 + second), snapshotJSON: snapshotJSON)
+        return PlannedCheck(check, plan: { current, emitted in
             var actions: [PlannedAction] = []
             if capture, let current, emitted.isEmpty {
                 actions.append(PlannedAction(kind: .capture, amount: current.amount.minorUnits, currency: gbp, target: current.amount.minorUnits,
@@ -45,17 +45,17 @@ import Testing
             let conn = try db.connect(); defer { conn.close() }
             try OrderStore.upsert(["A", "B", "C"].map(Self.order), on: conn)
             // TX-C was seen before its order was imported: its unknown_order is resolved by C's first check.
-            _ = try FindingStore.record(provider: .pxp, order: nil, transactionRef: "TX-C", snapshot: nil, fetchedAt: Date(), plan: { _, _ in
+            _ = try PlannedCheck.record(provider: .pxp, order: nil, transactionRef: "TX-C", snapshot: nil, fetchedAt: Date(), plan: { _, _ in
                 Plan(findings: [Finding(kind: .unknownOrder, expected: [:], actual: [:], detail: "u", amountAtRisk: 0)])
             }, on: conn)
-            let first = try FindingStore.record([Self.check("A", at: 1, findings: [Self.mismatch]), Self.check("B", at: 1),
+            let first = try PlannedCheck.record([Self.check("A", at: 1, findings: [Self.mismatch]), Self.check("B", at: 1),
                                                  Self.check("C", at: 1, capture: true)], on: conn)
             #expect(first.map { $0?.outcome.opened } == [1, 0, 0])
             #expect(first.map { $0?.outcome.resolved } == [0, 0, 1])
             #expect(first.map { $0?.outcome.actionsEmitted } == [0, 0, 1])
             #expect(first.map { $0?.plan.findings.count } == [1, 0, 0])
             // Each planned from what the one before it recorded: C's capture is emitted once.
-            let second = try FindingStore.record([Self.check("C", at: 2, capture: true), Self.check("A", at: 2), Self.check("B", at: 2)], on: conn)
+            let second = try PlannedCheck.record([Self.check("C", at: 2, capture: true), Self.check("A", at: 2), Self.check("B", at: 2)], on: conn)
             #expect(second.map { $0?.outcome.resolved } == [0, 1, 0])
             #expect(second.map { $0?.outcome.actionsEmitted } == [0, 0, 0])
             #expect(try db.count("SELECT count(*) FROM snapshots WHERE fetched_at = to_timestamp(1800000002)") == 3)
@@ -73,12 +73,12 @@ import Testing
         try await offload {
             let conn = try db.connect(); defer { conn.close() }
             try OrderStore.upsert([Self.order("D")], on: conn)
-            _ = try FindingStore.record([Self.check("D", at: 1)], on: conn)   // clean: nothing left open
-            _ = try FindingStore.record(provider: .pxp, order: nil, transactionRef: "TX-D", snapshot: nil, fetchedAt: Date(), plan: { _, _ in
+            _ = try PlannedCheck.record([Self.check("D", at: 1)], on: conn)   // clean: nothing left open
+            _ = try PlannedCheck.record(provider: .pxp, order: nil, transactionRef: "TX-D", snapshot: nil, fetchedAt: Date(), plan: { _, _ in
                 Plan(findings: [Finding(kind: .unknownOrder, expected: [:], actual: [:], detail: "u", amountAtRisk: 0)])
             }, on: conn)
             #expect(try db.count("SELECT count(*) FROM discrepancies WHERE kind = 'unknown_order' AND status = 'open'") == 1)
-            let next = try FindingStore.record([Self.check("D", at: 2)], on: conn)
+            let next = try PlannedCheck.record([Self.check("D", at: 2)], on: conn)
             #expect(next.first??.outcome.resolved == 1)
             #expect(try db.count("SELECT count(*) FROM discrepancies WHERE kind = 'unknown_order' AND status = 'open'") == 0)
         }
@@ -92,13 +92,13 @@ import Testing
         try await offload {
             let conn = try db.connect(); defer { conn.close() }
             try OrderStore.upsert([Self.order("M")], on: conn)
-            _ = try FindingStore.record([Self.check("M", at: 1)], on: conn)
+            _ = try PlannedCheck.record([Self.check("M", at: 1)], on: conn)
             let missing = Finding(kind: .missingAtProvider, expected: ["transaction_ref": "TX-M"], actual: [:], detail: "gone", amountAtRisk: 1000)
             var gone = Self.check("M", at: 10, findings: [missing])
-            gone.snapshot = nil
-            _ = try FindingStore.record([gone], on: conn)
+            gone.check.snapshot = nil
+            _ = try PlannedCheck.record([gone], on: conn)
             #expect(try db.count("SELECT count(*) FROM discrepancies WHERE kind = 'missing_at_provider' AND status = 'open'") == 1)
-            let older = try FindingStore.record([Self.check("M", at: 5)], on: conn)
+            let older = try PlannedCheck.record([Self.check("M", at: 5)], on: conn)
             #expect(older[0] == nil, "fetched before the check that found it gone: older news")
             #expect(try db.count("SELECT count(*) FROM discrepancies WHERE kind = 'missing_at_provider' AND status = 'open'") == 1)
         }
@@ -110,8 +110,8 @@ import Testing
         try await offload {
             let conn = try db.connect(); defer { conn.close() }
             try OrderStore.upsert(["A", "B"].map(Self.order), on: conn)
-            _ = try FindingStore.record([Self.check("A", at: 10)], on: conn)
-            let group = try FindingStore.record([Self.check("A", at: 5, findings: [Self.mismatch]), Self.check("B", at: 5),
+            _ = try PlannedCheck.record([Self.check("A", at: 10)], on: conn)
+            let group = try PlannedCheck.record([Self.check("A", at: 5, findings: [Self.mismatch]), Self.check("B", at: 5),
                                                  Self.check("GONE", at: 5)], on: conn)
             #expect(group[0] == nil, "fetched before the stored snapshot: older news")
             #expect(group[1] != nil)
@@ -128,7 +128,7 @@ import Testing
             let conn = try db.connect(); defer { conn.close() }
             try OrderStore.upsert([Self.order("A")], on: conn)
             #expect(throws: PostgresError.self) {
-                try FindingStore.record([Self.check("A", at: 1), Self.check("A", at: 2)], on: conn)
+                try PlannedCheck.record([Self.check("A", at: 1), Self.check("A", at: 2)], on: conn)
             }
             #expect(try db.count("SELECT count(*) FROM snapshots") == 0)
             #expect(try conn.query("SELECT 1 AS one").first?.int64("one") == 1, "the connection is usable after")
@@ -136,14 +136,14 @@ import Testing
     }
 
     /// Records `checks` at once through `recorder` while the pool's one connection is held until every check waits.
-    static func recordHeld(_ checks: [FindingStore.Check], _ recorder: CheckRecorder, _ pool: PostgresPool) async throws
+    static func recordHeld(_ checks: [PlannedCheck], _ recorder: CheckRecorder, _ pool: PostgresPool) async throws
         -> [String: Result<CheckRecorder.Recorded, any Error>] {
         let release = Mutex(false)
         let holder = Task { try await pool.run { _ in while !release.withLock({ $0 }) { usleep(5_000) } } }
         let results = try await withThrowingTaskGroup(of: (String, Result<CheckRecorder.Recorded, any Error>).self) { group in
             for check in checks {
                 group.addTask {
-                    do { return (check.order!.orderID, .success(try await recorder.record(check))) } catch { return (check.order!.orderID, .failure(error)) }
+                    do { return (check.check.order!.orderID, .success(try await recorder.record(check))) } catch { return (check.check.order!.orderID, .failure(error)) }
                 }
             }
             while recorder.waitingCount < checks.count { try await Task.sleep(for: .milliseconds(5)) }
@@ -194,11 +194,11 @@ import Testing
             _ = try other.query("SELECT pg_advisory_xact_lock(hashtext('pxp:?TX-A'))")   // an unknown check of TX-A
             _ = try conn.execute("SET statement_timeout = '1s'")
             #expect(throws: PostgresError.self, "the check of A did not wait for TX-A's unknown-transaction lock") {
-                try FindingStore.record([Self.check("A", at: 1)], on: conn)
+                try PlannedCheck.record([Self.check("A", at: 1)], on: conn)
             }
             _ = try other.execute("ROLLBACK")
             _ = try conn.execute("SET statement_timeout = 0")
-            #expect(try FindingStore.record([Self.check("A", at: 1)], on: conn)[0] != nil)
+            #expect(try PlannedCheck.record([Self.check("A", at: 1)], on: conn)[0] != nil)
         }
     }
 

@@ -1,6 +1,6 @@
 import PayreconTesting
 import Foundation
-import Postgres
+@_spi(Positional) import Postgres
 import Providers
 import Store
 import Testing

@@ -1,7 +1,7 @@
 import PayreconTesting
 import Foundation
 import HTTP
-import Postgres
+@_spi(Positional) import Postgres
 import Providers
 import Testing
 

@@ -1,6 +1,6 @@
 import Foundation
 import PayreconTesting
-import Postgres
+@_spi(Positional) import Postgres
 import Reconciliation
 import Store
 import Testing

@@ -1,6 +1,6 @@
 import Foundation
 import PayreconTesting
-import Postgres
+@_spi(Positional) import Postgres
 import Store
 import Testing
 

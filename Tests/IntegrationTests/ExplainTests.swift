@@ -1,12 +1,13 @@
 import Foundation
 import Observability
 import PayreconTesting
-import Postgres
+@_spi(Positional) import Postgres
 import Providers
 import Reconciliation
 import Reporting
 import Store
 import Testing
+import Worker
 
 /// `payrecon explain`: the evidence behind every finding and every action, kept as checks run (issue 27), against
 /// PostgreSQL and paysim over real HTTP.
@@ -67,7 +68,7 @@ import Testing
             let short = try Self.explain(h, .order(.pxp, "ORD-1006"))
             #expect(short.deliveries.count == 1 && short.deliveries[0].status == "done"
                     && short.deliveries[0].outcome == "re-checked pxp order ORD-1006", "\(short.deliveries)")
-            #expect(short.checks.first?.deliveryID == short.deliveries.first?.id && short.checks.first?.source == "webhook")
+            #expect(short.checks.first?.deliveryID == short.deliveries.first?.id && short.checks.first?.source == .webhook)
             let open = try h.discrepancies().filter { $0.status == "open" }
             let kinds = Set(open.map(\.kind))
             // What the demo shows (scripts/demo's report): every kind but action_failed, which needs a refused call.
@@ -187,13 +188,13 @@ import Testing
             #expect(call.outcome?.hasPrefix("succeeded") == true)
             // The re-fetch that decided the call.
             let refetch = try #require(e.checks.first { $0.evidenceID == call.evidenceID })
-            #expect(refetch.source == "executor" && refetch.decided == ["call"] && refetch.planned == ["pxp:O-A:capture:2000"])
+            #expect(refetch.source == .executor && refetch.decided == ["call"] && refetch.planned == ["pxp:O-A:capture:2000"])
             let answer = try #require(refetch.answers.first)
             #expect(answer.url.contains("merchantTransactionId=TX-A") && answer.body.map(Self.sha256) == answer.sha256)
             #expect(refetch.at <= call.sentAt)
             #expect(e.table().contains("idempotency key \(call.idempotencyKey!)"))
             // The check after the call saw the capture.
-            #expect(e.checks.last?.source == "executor" && e.checks.last?.evidenceID != refetch.evidenceID)
+            #expect(e.checks.last?.source == .executor && e.checks.last?.evidenceID != refetch.evidenceID)
         }
     }
 
@@ -221,7 +222,7 @@ import Testing
             let settled = try #require(e.checks.first { $0.decided == ["settled"] }, "\(e.checks.map(\.decided))")
             // It decided nothing would be sent: the key is not recorded as planned by it (only a re-fetch that goes on to
             // the call plans the key).
-            #expect(settled.source == "executor" && !settled.answers.isEmpty && settled.planned.isEmpty)
+            #expect(settled.source == .executor && !settled.answers.isEmpty && settled.planned.isEmpty)
             #expect(settled.answers.contains { $0.url.contains("merchantTransactionId=") && $0.status == 200 && $0.body?.isEmpty == false })
             #expect(e.table().contains("the provider said what came of a call in doubt"))
         }
@@ -234,13 +235,13 @@ import Testing
         try await WorkerHarness.with { h in
             let order = WorkerHarness.order(.pxp, "O-G", ref: "TX-G", intent: .purchase, amount: 1000)
             try h.insert(order)
-            let unknown = FindingStore.Check(provider: .pxp, order: nil, transactionRef: "TX-G", snapshot: nil, fetchedAt: Date(),
-                                             plan: { _, _ in Plan() })
-            let ofOrder = FindingStore.Check(provider: .pxp, order: order, transactionRef: "TX-G", snapshot: nil, fetchedAt: Date(),
-                                             plan: { _, _ in Plan() })
+            let unknown = PlannedCheck(FindingStore.Check(provider: .pxp, order: nil, transactionRef: "TX-G", snapshot: nil, fetchedAt: Date()),
+                                       plan: { _, _ in Plan() })
+            let ofOrder = PlannedCheck(FindingStore.Check(provider: .pxp, order: order, transactionRef: "TX-G", snapshot: nil, fetchedAt: Date()),
+                                       plan: { _, _ in Plan() })
             let conn = try h.database.connect(); defer { conn.close() }
-            #expect(throws: PostgresError.self) { try FindingStore.record([unknown, ofOrder], on: conn) }
-            #expect(try FindingStore.record([unknown], on: conn).count == 1 && FindingStore.record([ofOrder], on: conn).count == 1)
+            #expect(throws: PostgresError.self) { try PlannedCheck.record([unknown, ofOrder], on: conn) }
+            #expect(try PlannedCheck.record([unknown], on: conn).count == 1 && PlannedCheck.record([ofOrder], on: conn).count == 1)
         }
     }
 

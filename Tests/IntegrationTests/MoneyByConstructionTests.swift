@@ -3,7 +3,7 @@ import Observability
 import HTTP
 import PaysimCore
 import PayreconTesting
-import Postgres
+@_spi(Positional) import Postgres
 import Providers
 import Reconciliation
 import Store

@@ -1,3 +1,4 @@
+@_spi(Positional) import Postgres
 import Foundation
 import Observability
 import HTTP

@@ -2,7 +2,7 @@ import Foundation
 import Observability
 import PaysimCore
 import PayreconTesting
-import Postgres
+@_spi(Positional) import Postgres
 import Providers
 import Reconciliation
 import Store

@@ -1,7 +1,7 @@
 import Foundation
 import HTTP
 import PayreconTesting
-import Postgres
+@_spi(Positional) import Postgres
 import Providers
 import Receiver
 import Store

@@ -1,5 +1,5 @@
 import Foundation
-import Postgres
+@_spi(Positional) import Postgres
 import Receiver
 import Reconciliation
 import Store

@@ -2,7 +2,7 @@ import Foundation
 import HTTP
 import PayreconTesting
 import Providers
-import Postgres
+@_spi(Positional) import Postgres
 import Reconciliation
 import Reporting
 import Store
@@ -337,7 +337,7 @@ struct SettlementTests {
             let e = try ExplainStore.explain(.discrepancy(fee.id), on: conn)
             let line = try #require(e.discrepancies.first { $0.id == fee.id })
             let behind = try #require(e.checks.first { $0.evidenceID == line.evidenceID })
-            #expect(behind.source == "settlement" && behind.decided == ["opened"])
+            #expect(behind.source == .settlement && behind.decided == ["opened"])
             let source = try #require(behind.settlement)
             #expect(source.fileName == URL(fileURLWithPath: path).lastPathComponent && source.kind == "STL" && source.account == "PAYSMMERCHANT"
                     && source.sha256 == sha && source.line == 5, "\(source)")

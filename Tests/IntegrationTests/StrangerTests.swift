@@ -1,6 +1,6 @@
 import Foundation
 import HTTP
-import Postgres
+@_spi(Positional) import Postgres
 import PayreconTesting
 @testable import Providers
 import Receiver

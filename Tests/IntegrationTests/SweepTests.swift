@@ -1,7 +1,7 @@
 import PayreconTesting
 import Foundation
 import Observability
-import Postgres
+@_spi(Positional) import Postgres
 import Reconciliation
 import Store
 import Testing

@@ -1,9 +1,10 @@
 import Foundation
 import PayreconTesting
-import Postgres
+@_spi(Positional) import Postgres
 import Reconciliation
 import Store
 import Testing
+import Worker
 
 /// `transaction_links`, the provider-neutral table of linked transactions, and the migration that moved PXP's
 /// modifications and snapshot ids into it.
@@ -39,7 +40,7 @@ import Testing
             #expect(try conn.query("SELECT to_regclass('pxp_modifications') IS NULL AS gone").first!.bool("gone"))
             let links = try TransactionLinkStore.links(provider: .pxp, orderIDs: ["O-1"], on: conn)["O-1"] ?? []
             #expect(Set(links) == [
-                TransactionLink(externalID: "SYS-CAP", parentExternalID: "SYS-1", orderID: "O-1", kind: "capture", amount: 700,
+                TransactionLink(externalID: "SYS-CAP", parentExternalID: "SYS-1", orderID: "O-1", kind: .capture, amount: 700,
                                 currency: "GBP", state: "Captured", source: .payrecon, actionID: 3),
                 .alias("SYS-1", orderID: "O-1"),
             ])
@@ -60,7 +61,7 @@ import Testing
             let conn = try db.connect(); defer { conn.close() }
             try OrderStore.upsert([Order(provider: .pxp, orderID: "O-1", merchant: "M1", site: "S1", transactionRef: "TX-1", intent: .authorisation,
                                          amount: Money(minorUnits: 1000, currency: Currency(code: "GBP")!), fulfilment: .fulfilled)], on: conn)
-            var link = TransactionLink(externalID: "SYS-R", parentExternalID: "SYS-1", orderID: "O-1", kind: "refund", amount: 100,
+            var link = TransactionLink(externalID: "SYS-R", parentExternalID: "SYS-1", orderID: "O-1", kind: .refund, amount: 100,
                                        currency: "GBP", state: "Pending", source: .payrecon, actionID: 9)
             try TransactionLinkStore.record([link], provider: .pxp, on: conn)
             link.state = "Authorised"
@@ -86,7 +87,7 @@ import Testing
                 let snapshot = Snapshot(provider: .pxp, transactionRef: "TX-1", merchant: "M1", site: "S1", intent: .authorisation, currency: gbp,
                                         value: 1000, authorised: 1000, captured: 0, refunded: 0, state: .authorised, rawState: "Authorised",
                                         createdAt: nil, aliases: aliases)
-                _ = try FindingStore.record(provider: .pxp, order: order, transactionRef: "TX-1", snapshot: snapshot,
+                _ = try PlannedCheck.record(provider: .pxp, order: order, transactionRef: "TX-1", snapshot: snapshot,
                                             fetchedAt: Date(timeIntervalSince1970: 1_800_000_000 + seconds), plan: { _, _ in Plan() }, on: conn)
             }
             func aliases() throws -> [String] {
@@ -123,7 +124,7 @@ import Testing
             func check(_ findings: [Finding], snapshot: Snapshot? = snapshot, order: Order? = nil, ref: String = "TX-1",
                        refs: [String]? = nil) throws -> CheckOutcome {
                 second += 1
-                return try #require(try FindingStore.record(provider: .pxp, order: order ?? orderNow(), transactionRef: ref, snapshot: snapshot,
+                return try #require(try PlannedCheck.record(provider: .pxp, order: order ?? orderNow(), transactionRef: ref, snapshot: snapshot,
                                                             fetchedAt: Date(timeIntervalSince1970: 1_800_000_000 + second), transactionRefs: refs,
                                                             plan: { _, _ in Plan(findings: findings) }, on: conn)).outcome
             }
@@ -140,7 +141,7 @@ import Testing
             #expect(try check([]).resolved == 1)
             #expect(try open() == 0)
             // An unknown_order for TX-2, raised before TX-2 was the order's; then the order takes TX-2.
-            _ = try FindingStore.record(provider: .pxp, order: nil, transactionRef: "TX-2", snapshot: nil, fetchedAt: Date(),
+            _ = try PlannedCheck.record(provider: .pxp, order: nil, transactionRef: "TX-2", snapshot: nil, fetchedAt: Date(),
                                         plan: { _, _ in Plan(findings: [Finding(kind: .unknownOrder, expected: [:], actual: [:], detail: "u", amountAtRisk: 0)]) },
                                         on: conn)
             #expect(try open() == 1)

@@ -2,7 +2,7 @@ import PayreconTesting
 import Foundation
 import Observability
 import PaysimCore
-import Postgres
+@_spi(Positional) import Postgres
 import Reconciliation
 import Store
 import Testing

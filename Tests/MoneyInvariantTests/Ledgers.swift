@@ -192,7 +192,7 @@ struct PayPalLedger: Ledger {
             let id = ref + "-NR\(next)"
             refunds.append(Refund(id: id, status: pending ? "PENDING" : "COMPLETED", amount: amount, capture: captures[i].id, custom: key))
             captures[i].status = refunded(captures[i].id) >= captures[i].amount ? "REFUNDED" : "PARTIALLY_REFUNDED"
-            return (id, [TransactionLink(externalID: id, parentExternalID: captures[i].id, orderID: orderID, kind: "refund", amount: amount,
+            return (id, [TransactionLink(externalID: id, parentExternalID: captures[i].id, orderID: orderID, kind: .refund, amount: amount,
                                          currency: "USD", state: pending ? "PENDING" : "COMPLETED", source: .payrecon, actionID: actionID)])
         case .increment:
             return nil
@@ -379,7 +379,7 @@ struct PaypercutLedger: Ledger {
             next += 1
             let id = "re_\(ref)_\(next)"
             refunds.append(Refund(id: id, amount: n, status: pending ? "pending" : "succeeded"))
-            return (id, [TransactionLink(externalID: id, parentExternalID: ref, orderID: orderID, kind: "refund", amount: n, currency: "EUR",
+            return (id, [TransactionLink(externalID: id, parentExternalID: ref, orderID: orderID, kind: .refund, amount: n, currency: "EUR",
                                          state: pending ? "pending" : "succeeded", source: .payrecon, actionID: actionID)])
         case .increment:
             return nil

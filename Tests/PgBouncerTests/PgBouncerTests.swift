@@ -2,7 +2,7 @@ import Foundation
 import HTTP
 import PaysimCore
 import PayreconTesting
-import Postgres
+@_spi(Positional) import Postgres
 import Reconciliation
 import Store
 import Testing

@@ -1,3 +1,4 @@
+@_spi(Positional) import Postgres
 import Foundation
 import Testing
 @testable import Postgres
@@ -85,7 +86,7 @@ import Testing
 
     @Test func inputErrorsThrowBeforeAnythingIsSent() throws {
         let (conn, table) = try setUp()
-        #expect(try conn.pipeline([]).isEmpty)
+        #expect(try conn.pipeline([SQL]()).isEmpty)
         let error = postgresError {
             _ = try conn.pipeline([PostgresStatement("INSERT INTO \(table) (id) VALUES (1)"), PostgresStatement("SELECT $1", [.text("\u{0}")])])
         }

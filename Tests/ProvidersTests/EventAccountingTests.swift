@@ -103,8 +103,8 @@ import Testing
                          "links":[{"rel":"up","href":"https://api.paypal.com/v2/payments/captures/C1"}]}]}
             """#)
         }
-        let named = [TransactionLink(externalID: "R2", parentExternalID: nil, orderID: "O", kind: TransactionLink.reversalKind, source: .learned),
-                     TransactionLink(externalID: "R1", parentExternalID: "C1", orderID: "O", kind: "refund", source: .payrecon)]
+        let named = [TransactionLink(externalID: "R2", parentExternalID: nil, orderID: "O", kind: TransactionLink.Kind.reversal, source: .learned),
+                     TransactionLink(externalID: "R1", parentExternalID: "C1", orderID: "O", kind: .refund, source: .payrecon)]
         let forged = try PayPalMapping.snapshot(order: try answer(note: nil), links: named)
         #expect((forged.captured, forged.refunded, forged.reversed) == (10000, 10000, 0))
         #expect(forged.notes.contains { $0.contains("named R2 a reversal") && $0.contains("counted in R") }, "\(forged.notes)")
@@ -112,7 +112,7 @@ import Testing
         #expect((genuine.captured, genuine.refunded, genuine.reversed) == (10000, 3000, 7000))
         #expect(genuine.notes.isEmpty)
         // payrecon's own refund is R whatever note it carries.
-        let own = [TransactionLink(externalID: "R2", parentExternalID: "C1", orderID: "O", kind: "refund", source: .payrecon)]
+        let own = [TransactionLink(externalID: "R2", parentExternalID: "C1", orderID: "O", kind: .refund, source: .payrecon)]
         #expect(try PayPalMapping.snapshot(order: try answer(note: "Payment reversed"), links: own).reversed == 0)
     }
 
@@ -227,9 +227,9 @@ import Testing
 
     @Test func partiallyRefundedSumsTheRefundsSeen() throws {
         let refunds = [
-            TransactionLink(externalID: "RF1", parentExternalID: "S1", orderID: "O", kind: "refund", amount: 500, currency: "USD", source: .learned),
-            TransactionLink(externalID: "RF2", parentExternalID: "S1", orderID: "O", kind: "refund", amount: 250, currency: "USD", source: .learned),
-            TransactionLink(externalID: "RF3", parentExternalID: "OTHER", orderID: "O", kind: "refund", amount: 999, currency: "USD", source: .learned),
+            TransactionLink(externalID: "RF1", parentExternalID: "S1", orderID: "O", kind: .refund, amount: 500, currency: "USD", source: .learned),
+            TransactionLink(externalID: "RF2", parentExternalID: "S1", orderID: "O", kind: .refund, amount: 250, currency: "USD", source: .learned),
+            TransactionLink(externalID: "RF3", parentExternalID: "OTHER", orderID: "O", kind: .refund, amount: 999, currency: "USD", source: .learned),
         ]
         let s = try PayPalSaleMapping.snapshot(sales: [try sale("S1", "partially_refunded", "20.00")], refunds: refunds, transactionRef: "S1")
         #expect(s.state == .partiallyRefunded)
@@ -292,7 +292,7 @@ import Testing
         let lookup = try PXPMapping.lookup(transaction: try answer(intent: #""Refund""#, parent: "SYS-PARENT"), transactionRef: "PORTAL-1")
         guard case .modification(let parent, let link) = lookup else { Issue.record("expected a modification, got \(lookup)"); return }
         #expect(parent == "SYS-PARENT")
-        #expect(link.kind == "refund" && link.amount == 1250 && link.state == "Authorised" && link.externalID == "SYS-9")
+        #expect(link.kind == .refund && link.amount == 1250 && link.state == "Authorised" && link.externalID == "SYS-9")
         #expect(PXPModification(link: link)?.isAccepted == true)
     }
 
@@ -300,7 +300,7 @@ import Testing
         let lookup = try PXPMapping.lookup(transaction: try answer(intent: #""Authorisation""#, state: "Captured", parent: "SYS-PARENT"),
                                            transactionRef: "PORTAL-2")
         guard case .modification(_, let link) = lookup else { Issue.record("expected a modification"); return }
-        #expect(link.kind == "capture")
+        #expect(link.kind == .capture)
     }
 
     @Test func aRefundNamingNoParentIsUnknownOrderSayingWhy() throws {

@@ -52,7 +52,7 @@ import Testing
                                                  refunds: [PP(id: "REV1", status: "COMPLETED", value: "20.00", up: captureUp + "CAP1")]),
                                      refund: 0, "note_to_payer", #""Payment reversed""#)
         let links = [TransactionLink(externalID: "REV1", parentExternalID: "CAP1", orderID: nil,
-                                     kind: TransactionLink.reversalKind, source: .learned)]
+                                     kind: TransactionLink.Kind.reversal, source: .learned)]
         let s = try PayPalMapping.snapshot(order: order, links: links)
         #expect(s.movements.map { $0.id } == ["CAP1", "REV1"])
         #expect(s.movements.map { $0.kind } == [Movement.Kind.capture, .reversal])

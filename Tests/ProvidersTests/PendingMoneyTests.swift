@@ -100,7 +100,7 @@ import Testing
     }
 
     static func saleRefund(_ id: String, _ amount: Int64, _ state: String?) -> TransactionLink {
-        TransactionLink(externalID: id, parentExternalID: "S1", orderID: nil, kind: "refund", amount: amount, currency: "USD", state: state,
+        TransactionLink(externalID: id, parentExternalID: "S1", orderID: nil, kind: .refund, amount: amount, currency: "USD", state: state,
                         source: .payrecon, actionID: 1)
     }
 
@@ -150,7 +150,7 @@ import Testing
     // MARK: Paypercut
 
     static func paypercutRefund(_ id: String, _ amount: Int64, _ state: String) -> TransactionLink {
-        TransactionLink(externalID: id, parentExternalID: "pi_1", orderID: nil, kind: "refund", amount: amount, currency: "EUR", state: state,
+        TransactionLink(externalID: id, parentExternalID: "pi_1", orderID: nil, kind: .refund, amount: amount, currency: "EUR", state: state,
                         source: .payrecon, actionID: 1)
     }
 

@@ -10,7 +10,7 @@ struct ExplanationTests {
     static func check(_ id: Int64, at seconds: Double, decided: [String] = [], body: String? = nil) -> Explanation.Check {
         let answers = body.map { [Explanation.Answer(fetchedAt: noon.addingTimeInterval(seconds), method: "GET", url: "https://api/tx/1", status: 200,
                                                      sha256: hash, length: $0.utf8.count, body: Array($0.utf8))] } ?? []
-        return Explanation.Check(evidenceID: id, at: noon.addingTimeInterval(seconds), source: "sweep", deliveryID: nil, hashes: [hash],
+        return Explanation.Check(evidenceID: id, at: noon.addingTimeInterval(seconds), source: .sweep, deliveryID: nil, hashes: [hash],
                                  decided: decided, decision: nil, findings: [], planned: [], superseded: [], answers: answers)
     }
 

@@ -235,7 +235,7 @@ public enum PXPMapping {
             }
             let id = try r.string(t["systemTransactionId"], "systemTransactionId")
             return .modification(parent: parent, link: TransactionLink(
-                externalID: id, parentExternalID: parent, orderID: nil, kind: operation.rawValue, amount: value,
+                externalID: id, parentExternalID: parent, orderID: nil, kind: .init(operation), amount: value,
                 currency: currency.code, state: state, source: .learned))
         }
         switch read.intent {

@@ -120,7 +120,7 @@ public enum PXPProvider {
         public func prepare(_ call: ActionCall) -> [TransactionLink] {
             guard let parent = call.providerTarget ?? call.snapshot?.aliases.first else { return [] }
             return [TransactionLink(externalID: PXPClient.merchantTransactionId(forIdempotencyKey: call.idempotencyKey), parentExternalID: parent,
-                                    orderID: call.order.orderID, kind: call.kind.rawValue, amount: call.amount.minorUnits,
+                                    orderID: call.order.orderID, kind: .init(call.kind), amount: call.amount.minorUnits,
                                     currency: call.amount.currency.code, state: Self.sentState, source: .payrecon, actionID: call.actionID,
                                     target: call.kind == .increment ? call.target : nil)]
         }
@@ -149,7 +149,7 @@ public enum PXPProvider {
             for link in prepared where !Self.inDoubt(link) {
                 let state = String(link.state!.dropFirst(Self.sentState.count + 1))
                 if link.state == Self.notMadeState { out.calls[link.actionID!] = .notMade; continue }
-                guard let kind = ActionKind(rawValue: link.kind) else { continue }
+                guard let kind = link.kind.action else { continue }
                 let made = q.links.first { $0.actionID == link.actionID && $0.externalID != link.externalID && $0.parentExternalID == link.parentExternalID }
                 let modification = PXPModification(systemTransactionId: made?.externalID ?? link.externalID, parentSystemTransactionId: link.parentExternalID ?? "",
                                                    operation: kind.pxpOperation, amount: link.amount ?? 0, state: state)
@@ -162,7 +162,7 @@ public enum PXPProvider {
                 switch await client.transaction(merchant: merchant, site: site, merchantTransactionId: link.externalID) {
                 case .found(let answer):
                     guard let id = answer["systemTransactionId"]?.stringValue, let state = answer["state"]?.stringValue,
-                          let parent = link.parentExternalID, let kind = ActionKind(rawValue: link.kind) else {
+                          let parent = link.parentExternalID, let kind = link.kind.action else {
                         return .permanent(.unreadable("PXP's answer for \(link.externalID) has no systemTransactionId/state"))
                     }
                     lookups.found()
@@ -272,7 +272,7 @@ public enum PXPProvider {
             let moved = Self.moved(call.kind, answer: r.answer, currency: call.amount.currency) ?? call.amount.minorUnits
             let modification = r.modification(parentSystemTransactionId: parent, operation: kind.operation, amount: moved)
             let link = TransactionLink(externalID: r.systemTransactionId, parentExternalID: parent, orderID: call.order.orderID,
-                                       kind: call.kind.rawValue, amount: moved, currency: call.amount.currency.code,
+                                       kind: .init(call.kind), amount: moved, currency: call.amount.currency.code,
                                        state: r.state, source: .payrecon, actionID: call.actionID,
                                        target: call.kind == .increment ? call.target : nil)
             // The prepared link takes PXP's state, so it is never counted apart from the modification itself.
@@ -307,7 +307,7 @@ extension ActionKind {
 extension PXPModification {
     /// A stored link as a modification of its parent; nil for an alias or a kind PXP does not modify with.
     public init?(link: TransactionLink) {
-        guard let parent = link.parentExternalID, let kind = ActionKind(rawValue: link.kind), let amount = link.amount else { return nil }
+        guard let parent = link.parentExternalID, let kind = link.kind.action, let amount = link.amount else { return nil }
         self.init(systemTransactionId: link.externalID, parentSystemTransactionId: parent, operation: kind.pxpOperation,
                   amount: amount, state: link.state ?? "", newTotal: kind == .increment ? link.target : nil)
     }

@@ -161,8 +161,8 @@ public enum PayPalMapping {
             // The original parent: the unit's earliest authorization still alive (not an earlier voided or denied attempt).
             p.roots[mine.last!.id] = (mine.first { $0.status != "VOIDED" && $0.status != "DENIED" } ?? mine.last!).id
         }
-        let reversals = Set(links.filter { $0.kind == TransactionLink.reversalKind }.map(\.externalID))
-        let own = Set(links.filter { $0.source == .payrecon && $0.kind == ActionKind.refund.rawValue }.map(\.externalID))
+        let reversals = Set(links.filter { $0.kind == .reversal }.map(\.externalID))
+        let own = Set(links.filter { $0.source == .payrecon && $0.kind == .refund }.map(\.externalID))
         p.merchantRefunds = p.refunds.filter { !isReversal($0, own: own) }
         p.reversalRecords = p.refunds.filter { isReversal($0, own: own) }
         // What an event called a reversal and PayPal's answer does not: said, and counted as the refund it is.

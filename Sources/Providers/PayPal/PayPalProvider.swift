@@ -192,7 +192,7 @@ public enum PayPalProvider {
                 // COMPLETED): learned, so every later check counts it in V, never in R.
                 var learned: [TransactionLink] = []
                 if e.eventType == "PAYMENT.CAPTURE.REVERSED", e.resourceType == "refund", let id = e.resourceID {
-                    learned.append(TransactionLink(externalID: id, parentExternalID: nil, orderID: nil, kind: TransactionLink.reversalKind,
+                    learned.append(TransactionLink(externalID: id, parentExternalID: nil, orderID: nil, kind: .reversal,
                                                    source: .learned))
                 }
                 switch await client.orderID(resourceType: e.resourceType, resource: resource ?? .null) {
@@ -209,7 +209,7 @@ public enum PayPalProvider {
                     // reversed state), and it counts as a chargeback only when a dispute PayPal shows resolved for the
                     // buyer names it (PayPalSaleMapping), never on this event's word.
                     learned.append(TransactionLink(externalID: "reversal-of-" + id, parentExternalID: id, orderID: nil,
-                                                   kind: TransactionLink.reversalKind, source: .learned))
+                                                   kind: .reversal, source: .learned))
                 }
                 let reference = EventReference(transactionRef: id, alternatives: [agreement, parent].compactMap { $0 }, learned: learned)
                 // The sale's own answer says which agreement or payment it belongs to and which billing period holds it
@@ -232,7 +232,7 @@ public enum PayPalProvider {
             guard !transactions.isEmpty else { return .found(.ignored("\(type): dispute \(id) names no transaction")) }
             var references: [EventReference] = []
             for transaction in transactions {
-                let link = TransactionLink(externalID: id, parentExternalID: transaction, orderID: nil, kind: TransactionLink.disputeKind,
+                let link = TransactionLink(externalID: id, parentExternalID: transaction, orderID: nil, kind: .dispute,
                                            source: .learned)
                 // A capture (Orders v2) leads to its order; anything else is looked for as a sale or a transaction_ref.
                 switch await client.capture(transaction) {
@@ -263,7 +263,7 @@ public enum PayPalProvider {
         /// A refund payrecon made, as PayPal's answer states it: its amount (what moved, not what was asked) and status.
         static func ownRefund(_ answer: JSONValue, id: String, capture: String, orderID: String, actionID: Int64, sent: Money) -> TransactionLink {
             let moved = (try? PayPalMapping.money(answer["amount"], "amount", sent.currency)) ?? sent.minorUnits
-            return TransactionLink(externalID: id, parentExternalID: capture, orderID: orderID, kind: ActionKind.refund.rawValue,
+            return TransactionLink(externalID: id, parentExternalID: capture, orderID: orderID, kind: .refund,
                                    amount: moved, currency: sent.currency.code, state: answer["status"]?.stringValue, source: .payrecon,
                                    actionID: actionID)
         }
@@ -277,7 +277,7 @@ public enum PayPalProvider {
             guard let client else { return .found(Settlement()) }
             var out = Settlement()
             for call in q.callsInDoubt where call.kind == .refund {
-                if q.links.contains(where: { $0.kind == TransactionLink.saleKind && $0.externalID == call.providerTarget }) { continue }
+                if q.links.contains(where: { $0.kind == .sale && $0.externalID == call.providerTarget }) { continue }
                 let mark = call.idempotencyKey(limit: PayPalProvider.requestIDLimit)
                 let order: JSONValue
                 switch await client.order(call.transactionRef) {
@@ -309,7 +309,7 @@ public enum PayPalProvider {
         /// it is not known). Its order is looked for by the sale, its parent payment and its billing agreement.
         func saleRefund(_ id: String, sale saleID: String, parent: String?, amount _: String?, currency _: String?,
                         client: PayPalClient) async -> ProviderOutcome<EventContent> {
-            var refund = TransactionLink(externalID: id, parentExternalID: saleID, orderID: nil, kind: ActionKind.refund.rawValue,
+            var refund = TransactionLink(externalID: id, parentExternalID: saleID, orderID: nil, kind: .refund,
                                          source: .learned)
             var saleID = saleID, named = true   // `named`: the sale is the one the event named
             var learnedRefund: TransactionLink?
@@ -382,7 +382,7 @@ public enum PayPalProvider {
                 reference.value = Money(minorUnits: minor, currency: currency)
             }
             let agreement = sale["billing_agreement_id"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 }
-            for i in reference.learned.indices where reference.learned[i].kind == TransactionLink.saleKind {
+            for i in reference.learned.indices where reference.learned[i].kind == .sale {
                 reference.learned[i].occurredAt = reference.occurredAt
                 if reference.learned[i].parentExternalID == nil { reference.learned[i].parentExternalID = agreement }
             }
@@ -390,7 +390,7 @@ public enum PayPalProvider {
         }
 
         static func saleLink(_ id: String) -> TransactionLink {
-            TransactionLink(externalID: id, parentExternalID: nil, orderID: nil, kind: TransactionLink.saleKind, source: .learned)
+            TransactionLink(externalID: id, parentExternalID: nil, orderID: nil, kind: .sale, source: .learned)
         }
 
         /// A transaction paid by v1 sales fetches them (GET /v1/payments/sale/{id}): those of the order's sales that
@@ -401,7 +401,7 @@ public enum PayPalProvider {
         /// refunds are held as if disputed, and the finding says which permission is missing.
         public func snapshot(of q: TransactionQuery) async -> ProviderOutcome<Snapshot> {
             guard let client else { return .permanent(.notSent("no paypal API client: set \(definition.apiVariables)")) }
-            let saleIDs = q.links.filter { $0.kind == TransactionLink.saleKind }.map(\.externalID)
+            let saleIDs = q.links.filter { $0.kind == .sale }.map(\.externalID)
             var sales: [JSONValue] = []
             var seen = Set<String>()
             for id in saleIDs where seen.insert(id).inserted {
@@ -437,7 +437,7 @@ public enum PayPalProvider {
             var disputes: [JSONValue] = []
             var unreadable: [(dispute: String, capture: String)] = []
             var asked = Set<String>()
-            for link in q.links where link.kind == TransactionLink.disputeKind && payments.contains(link.parentExternalID ?? "") {
+            for link in q.links where link.kind == .dispute && payments.contains(link.parentExternalID ?? "") {
                 guard asked.insert(link.externalID).inserted else { continue }
                 switch await client.dispute(link.externalID) {
                 case .found(let d):
@@ -500,7 +500,7 @@ public enum PayPalProvider {
             case .void:
                 return ActionCallResult(await client.voidAuthorization(target, requestID: requestID).map { $0["id"]?.stringValue ?? target })
             case .refund:
-                guard call.links.contains(where: { $0.kind == TransactionLink.saleKind && $0.externalID == target }) else {
+                guard call.links.contains(where: { $0.kind == .sale && $0.externalID == target }) else {
                     // The refund is recorded as payrecon's own, so it is always R, whatever note it carries; it carries its
                     // request id as custom_id, so a re-fetch tells which refund this call made.
                     let result = await client.refundCapture(target, amount: call.amount, requestID: requestID, customID: requestID)
@@ -523,7 +523,7 @@ public enum PayPalProvider {
                 }
                 // What moved is what PayPal's answer states (its amount.total), not what was asked.
                 let moved = (try? PayPalSaleMapping.amount(answer["amount"]?["total"], "amount.total", call.amount.currency)) ?? call.amount.minorUnits
-                let refund = TransactionLink(externalID: id, parentExternalID: target, orderID: call.order.orderID, kind: ActionKind.refund.rawValue,
+                let refund = TransactionLink(externalID: id, parentExternalID: target, orderID: call.order.orderID, kind: .refund,
                                              amount: moved, currency: call.amount.currency.code,
                                              state: answer["state"]?.stringValue ?? "completed", source: .payrecon, actionID: call.actionID)
                 return ActionCallResult(.found(id), links: [refund])

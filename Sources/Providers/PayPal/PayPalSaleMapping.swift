@@ -57,7 +57,7 @@ public enum PayPalSaleMapping {
         snapshot.refundPending = t.pendingRefund
         // The refunds events named (a v1 sale's answer lists none): their amounts, fees unknown.
         var seen = Set<String>()
-        for link in refunds where link.kind == "refund" && seen.insert(link.externalID).inserted
+        for link in refunds where link.kind == .refund && seen.insert(link.externalID).inserted
             && ordered.contains(where: { $0["id"]?.stringValue == link.parentExternalID }) {
             if let amount = link.amount, amount > 0 {
                 t.movements.append(Movement(id: link.externalID, kind: .refund, at: nil, currency: currency, gross: amount))
@@ -125,14 +125,14 @@ public enum PayPalSaleMapping {
             // shows resolved for the buyer says the money was taken back, not refunded (V, not R).
             t.C = try add(t.C, total)
             var known: Int64 = 0
-            for link in refunds where link.kind == "refund" && link.parentExternalID == id { known = try add(known, link.amount ?? 0) }
+            for link in refunds where link.kind == .refund && link.parentExternalID == id { known = try add(known, link.amount ?? 0) }
             refunded = min(known, total)
             t.V = try add(t.V, total - refunded)
         case "refunded": t.C = try add(t.C, total); refunded = total
         case "partially_refunded":
             t.C = try add(t.C, total)
             refunded = try knownRefunds(of: id, in: refunds, pendingOnly: false)
-            if refunds.contains(where: { $0.kind == "refund" && $0.parentExternalID == id && $0.state?.lowercased() == "pending" }) {
+            if refunds.contains(where: { $0.kind == .refund && $0.parentExternalID == id && $0.state?.lowercased() == "pending" }) {
                 t.pendingRefund = true
             }
             // PayPal says part is refunded but payrecon knows of no refund: never a refund planned blind.
@@ -183,7 +183,7 @@ public enum PayPalSaleMapping {
     static func knownRefunds(of id: String, in links: [TransactionLink], pendingOnly: Bool) throws(ProviderMappingError) -> Int64 {
         var total: Int64 = 0
         var counted = Set<String>()
-        for link in links where link.kind == "refund" && link.parentExternalID == id && counted.insert(link.externalID).inserted {
+        for link in links where link.kind == .refund && link.parentExternalID == id && counted.insert(link.externalID).inserted {
             let state = link.state?.lowercased() ?? "completed"
             if pendingOnly ? state != "pending" : (state == "failed" || state == "cancelled" || state == "canceled") { continue }
             total = try add(total, link.amount ?? 0)

@@ -141,7 +141,7 @@ public enum PaypercutMapping {
     static func knownRefunds(of id: String, in links: [TransactionLink]) throws(ProviderMappingError) -> (total: Int64, pending: Int64) {
         var total: Int64 = 0, pending: Int64 = 0
         var counted = Set<String>()
-        for link in links where link.kind == ActionKind.refund.rawValue && link.parentExternalID == id && counted.insert(link.externalID).inserted {
+        for link in links where link.kind == .refund && link.parentExternalID == id && counted.insert(link.externalID).inserted {
             let state = link.state?.lowercased() ?? "succeeded"
             guard state != "failed", state != "canceled", state != "cancelled", let amount = link.amount, amount > 0 else { continue }
             let (sum, overflow) = total.addingReportingOverflow(amount)

@@ -115,7 +115,7 @@ public enum PaypercutProvider {
                 if case .found(let answer) = result, let id = answer["id"]?.stringValue {
                     let amount = answer["amount"]?.numberLiteral.flatMap { Int64($0) } ?? call.amount.minorUnits
                     return ActionCallResult(.found(id), links: [TransactionLink(
-                        externalID: id, parentExternalID: target, orderID: call.order.orderID, kind: ActionKind.refund.rawValue,
+                        externalID: id, parentExternalID: target, orderID: call.order.orderID, kind: .refund,
                         amount: amount, currency: call.amount.currency.code, state: answer["status"]?.stringValue,
                         source: .payrecon, actionID: call.actionID)])
                 }

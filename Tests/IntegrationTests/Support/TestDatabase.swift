@@ -1,6 +1,6 @@
 import PayreconTesting
 import Foundation
-import Postgres
+@_spi(Positional) import Postgres
 import Store
 
 /// A throwaway schema in the test database (DATABASE_URL, set by scripts/test), migrated, dropped at the end.

@@ -3,7 +3,7 @@ import Foundation
 import Observability
 import HTTP
 import PaysimCore
-import Postgres
+@_spi(Positional) import Postgres
 import Providers
 import Reconciliation
 import Store

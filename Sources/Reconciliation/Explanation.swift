@@ -1,7 +1,7 @@
 // `payrecon explain`: the chain behind what payrecon concluded about one order (or one transaction no order holds),
-// as a value; rendered as a timeline (Explanation+Table.swift) and as JSON (Explanation+JSON.swift).
+// as a value: Store reads it, Reporting renders it as a timeline (Explanation+Table.swift) and as JSON
+// (Explanation+JSON.swift).
 import Foundation
-import Reconciliation
 
 public struct Explanation: Sendable, Equatable {
     public var generatedAt: Date
@@ -96,8 +96,7 @@ public struct Explanation: Sendable, Equatable {
     public struct Check: Sendable, Equatable {
         public var evidenceID: Int64
         public var at: Date
-        /// `webhook`, `sweep`, `executor` or `command`.
-        public var source: String
+        public var source: CheckSource
         public var deliveryID: Int64?
         /// SHA-256 (hex) of each answer, in the order fetched.
         public var hashes: [String]
@@ -116,7 +115,7 @@ public struct Explanation: Sendable, Equatable {
         /// A finding a settlement file raised: the file and the line (the answers are those of the order's check that
         /// stated the money it was compared with).
         public var settlement: SettlementSource?
-        public init(evidenceID: Int64, at: Date, source: String, deliveryID: Int64?, hashes: [String], decided: [String],
+        public init(evidenceID: Int64, at: Date, source: CheckSource, deliveryID: Int64?, hashes: [String], decided: [String],
                     decision: Decision?, findings: [String], planned: [String], superseded: [String], answers: [Answer],
                     decisionUnreadable: String? = nil, settlement: SettlementSource? = nil) {
             self.evidenceID = evidenceID; self.at = at; self.source = source; self.deliveryID = deliveryID; self.hashes = hashes
