@@ -58,8 +58,8 @@ public final class Receiver: Sendable {
 
     private let configuration: Configuration
     /// One per configured provider; replaced whole by `replaceEndpoints` (SIGHUP), never edited.
-    private let endpointTable: Mutex<[String: any WebhookEndpoint]>
-    private var endpoints: [String: any WebhookEndpoint] { endpointTable.withLock { $0 } }
+    private let webhookTable: Mutex<[Provider: any ProviderWebhook]>
+    private var webhooks: [Provider: any ProviderWebhook] { webhookTable.withLock { $0 } }
     private let storage: any ReceiverStorage
     private let committer: GroupCommitter
     private let server: Mutex<HTTPServer?> = Mutex(nil)
@@ -79,22 +79,22 @@ public final class Receiver: Sendable {
     /// Where verification keeps what it learned (one thread for the receiver's life, reloads included).
     private let material: ReceiverMaterialStore
 
-    /// `endpoints`: one per provider that is configured; the others answer 503 `provider_not_configured`.
+    /// `webhooks`: the webhook side of each provider that is configured; the others answer 503 `provider_not_configured`.
     /// `expectedMigrations`: the versions of the migrations this payrecon ships; `/readyz` is 503 while the database
     /// lacks any of them.
-    public convenience init(configuration: Configuration, endpoints: [any WebhookEndpoint], pool: PostgresPool,
+    public convenience init(configuration: Configuration, webhooks: [Provider: any ProviderWebhook], pool: PostgresPool,
                             expectedMigrations: [String] = [], logger: Logger) {
-        self.init(configuration: configuration, endpoints: endpoints,
+        self.init(configuration: configuration, webhooks: webhooks,
                   storage: PostgresReceiverStorage(pool: pool, statementTimeoutMilliseconds: Int((configuration.commitTimeoutSeconds * 1000).rounded(.up)),
                                                    expectedMigrations: expectedMigrations),
                   logger: logger)
     }
 
     /// The receiver over any storage (`PostgresReceiverStorage` in production; an in-memory one in tests).
-    public init(configuration: Configuration, endpoints: [any WebhookEndpoint], storage: any ReceiverStorage, logger: Logger) {
+    public init(configuration: Configuration, webhooks: [Provider: any ProviderWebhook], storage: any ReceiverStorage, logger: Logger) {
         self.configuration = configuration
         self.logger = logger
-        self.endpointTable = Mutex(Dictionary(uniqueKeysWithValues: endpoints.map { ($0.provider.rawValue, $0) }))
+        self.webhookTable = Mutex(webhooks)
         self.storedHeaders = Dictionary(uniqueKeysWithValues: ProviderRegistry.definitions.map { definition in
             (definition.provider.rawValue, Set((definition.webhookHeaders + Self.headersAlwaysStored).map { $0.lowercased() }))
         })
@@ -138,7 +138,7 @@ public final class Receiver: Sendable {
             handle(request, responder, operations: !separateMetrics)
         }
         // What verification kept from earlier runs (PayPal's certificates), before the first delivery.
-        for endpoint in endpoints.values { endpoint.keep(in: material) }
+        for webhook in webhooks.values { webhook.keep(in: material) }
         probe.start()
         if let host = configuration.metricsHost {
             let m = HTTPServer(configuration: .init(host: host, port: configuration.metricsPort, threads: 1, maxBodyBytes: 4096,
@@ -154,20 +154,20 @@ public final class Receiver: Sendable {
         }
         try s.start()
         server.withLock { $0 = s }
-        logger.info("receiver listening", ["address": "\(configuration.host):\(s.port)", "providers": endpoints.keys.sorted().joined(separator: ",")])
+        logger.info("receiver listening", ["address": "\(configuration.host):\(s.port)", "providers": webhooks.keys.map(\.rawValue).sorted().joined(separator: ",")])
         return s.port
     }
 
     /// Bytes of webhook bodies held in memory now (PAYRECON_MAX_BODY_BUFFER bounds them).
     public var bodyBufferBytes: Int { server.withLock { $0?.bodyBufferBytes } ?? 0 }
 
-    /// Puts `new` in place of the endpoints (SIGHUP: the secrets re-read). A request already deciding keeps the
-    /// endpoint it read; the next one uses the new: nothing is dropped. What verification keeps (PayPal's
-    /// certificates) is restored into the new endpoints first.
-    public func replaceEndpoints(_ new: [any WebhookEndpoint]) {
-        for endpoint in new { endpoint.keep(in: material) }
-        endpointTable.withLock { $0 = Dictionary(uniqueKeysWithValues: new.map { ($0.provider.rawValue, $0) }) }
-        logger.info("webhook secrets re-read", ["providers": new.map(\.provider.rawValue).sorted().joined(separator: ",")])
+    /// Puts `new` in place of the providers' webhook sides (SIGHUP: the secrets re-read). A request already deciding
+    /// keeps the one it read; the next one uses the new: nothing is dropped. What verification keeps (PayPal's
+    /// certificates) is restored into the new ones first.
+    public func replaceWebhooks(_ new: [Provider: any ProviderWebhook]) {
+        for webhook in new.values { webhook.keep(in: material) }
+        webhookTable.withLock { $0 = new }
+        logger.info("webhook secrets re-read", ["providers": new.keys.map(\.rawValue).sorted().joined(separator: ",")])
     }
 
     /// The port `/metrics`, `/readyz` and `/healthz` are answered on (the webhook port without PAYRECON_METRICS_LISTEN).
@@ -259,7 +259,7 @@ public final class Receiver: Sendable {
         if request.bodyTooLarge {
             return reject(413, "body_too_large", "the body is larger than PAYRECON_MAX_BODY_BYTES (\(configuration.maxBodyBytes) bytes)")
         }
-        guard let endpoint = endpoints[provider.rawValue] else {
+        guard let webhook = webhooks[provider] else {
             metrics.delivery(provider, outcome: "provider_not_configured")
             return responder.respond(.error(503, "provider_not_configured",
                                             "\(provider.rawValue) webhooks are not configured on this receiver: set \(ProviderRegistry.definition(provider).webhookSecretVariable)",
@@ -269,12 +269,12 @@ public final class Receiver: Sendable {
         // nor known bad needs a fetch (at most 10 new URLs a minute, one fetch per URL): it is answered from the fetch's
         // continuation, and no thread waits for it — least of all this one, which serves other connections.
         @Sendable func decide(fetched: Bool) {
-            switch endpoint.accept(headers: request.headers, body: request.body, now: Date()) {
+            switch Acceptance(webhook, headers: request.headers, body: request.body, now: Date()) {
             case .accepted(let accepted):
                 // The sender's group is trusted with the fetch budget only once the delivery is stored as new (in
                 // `store`): a replay of a genuine delivery, answered duplicate, proves nothing about who sends it.
                 store(accepted, provider, request, headers, started: started, log: log, responder) {
-                    if let sender { endpoint.verified(from: sender) }
+                    if let sender { webhook.verified(from: sender) }
                 }
             case .rejected(let rejection): reject(rejection.status, rejection.code, rejection.message)
             case .needsFetch where fetched:
@@ -282,7 +282,7 @@ public final class Receiver: Sendable {
                        + "budget (10 new certificate URLs a minute; senders of no verified delivery share 5 of them, 2 for one sender) "
                        + "is spent, another sender group has the turn, or too many deliveries wait on fetches; a redelivery is fetched "
                        + "when the budget allows (each sender group's asks are remembered and served in turn)")
-            case .needsFetch: endpoint.prepare(headers: request.headers, sender: sender) { decide(fetched: true) }
+            case .needsFetch: webhook.prepare(headers: request.headers, sender: sender) { decide(fetched: true) }
             }
         }
         decide(fetched: false)
@@ -292,7 +292,7 @@ public final class Receiver: Sendable {
     static let deadlines = DedicatedThread(name: "commit-deadline")
 
     /// `newlyStored`: run when the delivery is stored as a new row (not a duplicate, not refused).
-    private func store(_ accepted: AcceptedDelivery, _ provider: Provider, _ request: HTTPRequest, _ headers: [(String, String)],
+    private func store(_ accepted: AcceptedEvent, _ provider: Provider, _ request: HTTPRequest, _ headers: [(String, String)],
                        started: DispatchTime, log: @escaping @Sendable () -> Logger, _ responder: HTTPResponder,
                        newlyStored: @escaping @Sendable () -> Void = {}) {
         let delivery = NewDelivery(provider: provider, dedupeKey: accepted.dedupeKey, eventType: accepted.eventType,

@@ -3,7 +3,7 @@ import Foundation
 import Observability
 import HTTP
 import PaysimCore
-import Postgres
+@_spi(Positional) import Postgres
 import Providers
 import Receiver
 import Testing
@@ -25,9 +25,9 @@ struct PaysimWebhookTests {
         let database = try await offload { try TestDatabase.create() }
         let pool = PostgresPool(conninfo: database.url, size: 4, acquireTimeout: 5)
         let roots = try X509Certificate.parsePEMBundle(Array(ca.trustBundlePEM.utf8))
-        let receiver = Receiver(configuration: .init(host: "127.0.0.1", port: 0, maxBodyBytes: 1 << 20, threads: 4), endpoints: [
-            VerifyingEndpoint.pxp(try PXPWebhookVerifier(key: config.pxpWebhookKey)),
-            VerifyingEndpoint.paypal(try PayPalWebhookVerifier(
+        let receiver = Receiver(configuration: .init(host: "127.0.0.1", port: 0, maxBodyBytes: 1 << 20, threads: 4), webhooks: [
+            .pxp: PXPProvider.Webhook(verifier: try PXPWebhookVerifier(key: config.pxpWebhookKey)),
+            .paypal: PayPalProvider.Webhook(verifier: try PayPalWebhookVerifier(
                 webhookID: config.paypalWebhookID, certificateSource: CachingCertificateSource(upstream: HTTPCertificateSource()),
                 trustRoots: roots, certURLPrefixes: [simURL + "/v1/notifications/certs/"])),
         ], pool: pool, logger: Logger())
@@ -86,7 +86,7 @@ struct PaysimWebhookTests {
         let database = try await offload { try TestDatabase.create() }
         let pool = PostgresPool(conninfo: database.url, size: 2, acquireTimeout: 5)
         let receiver = Receiver(configuration: .init(host: "127.0.0.1", port: 0, maxBodyBytes: 1 << 20, threads: 2),
-                                endpoints: [VerifyingEndpoint.pxp(try PXPWebhookVerifier(key: config.pxpWebhookKey))], pool: pool, logger: Logger())
+                                webhooks: [.pxp: PXPProvider.Webhook(verifier: try PXPWebhookVerifier(key: config.pxpWebhookKey))], pool: pool, logger: Logger())
         let port = try await offload { try receiver.start() }
         let http = HTTPClient(configuration: .init(timeoutSeconds: 20))
         func admin(_ path: String, _ body: String) async throws -> HTTPClientResponse {

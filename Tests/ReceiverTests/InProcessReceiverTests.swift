@@ -21,8 +21,8 @@ import Testing
     static func withReceiver(_ configuration: Receiver.Configuration = .init(host: "127.0.0.1", port: 0, threads: 2),
                              _ body: (String, InMemoryReceiverStorage, Receiver) async throws -> Void) async throws {
         let storage = InMemoryReceiverStorage()
-        let endpoint = VerifyingEndpoint(provider: .pxp, webhook: PXPProvider.Webhook(verifier: try PXPWebhookVerifier(key: key)))
-        let receiver = Receiver(configuration: configuration, endpoints: [endpoint], storage: storage, logger: Logger())
+        let webhook = PXPProvider.Webhook(verifier: try PXPWebhookVerifier(key: key))
+        let receiver = Receiver(configuration: configuration, webhooks: [.pxp: webhook], storage: storage, logger: Logger())
         let port = try receiver.start()
         do { try await body("http://127.0.0.1:\(port)", storage, receiver) } catch { await offload { receiver.shutdown() }; throw error }
         await offload { receiver.shutdown() }
@@ -58,17 +58,23 @@ import Testing
     /// A sender counts as a sender of genuine deliveries (PayPal's fetch budget trusts its address group) only from a
     /// delivery newly stored: a replay of a genuine delivery, answered duplicate, proves nothing about who sends it.
     @Test func aSenderIsTrustedOnlyFromADeliveryNewlyStored() async throws {
-        final class Recording: WebhookEndpoint, @unchecked Sendable {
-            let inner: VerifyingEndpoint
+        final class Recording: ProviderWebhook, @unchecked Sendable {
+            let inner: any ProviderWebhook
             let trusted = Mutex<[String]>([])
-            init(_ inner: VerifyingEndpoint) { self.inner = inner }
-            var provider: Provider { inner.provider }
-            func accept(headers: HTTPHeaders, body: [UInt8], now: Date) -> Acceptance { inner.accept(headers: headers, body: body, now: now) }
+            init(_ inner: any ProviderWebhook) { self.inner = inner }
+            func accept(headers: Headers, body: [UInt8], now: Date) throws(WebhookRejection) -> AcceptedEvent {
+                try inner.accept(headers: headers, body: body, now: now)
+            }
+            func acceptWithoutWaiting(headers: Headers, body: [UInt8], now: Date) throws(WebhookRejection) -> AcceptedEvent? {
+                try inner.acceptWithoutWaiting(headers: headers, body: body, now: now)
+            }
+            func prepare(headers: Headers, sender: String?, then: @escaping @Sendable () -> Void) { then() }
+            func keep(in store: any WebhookMaterialStore) {}
             func verified(from sender: String) { trusted.withLock { $0.append(sender) } }
         }
         let storage = InMemoryReceiverStorage()
-        let endpoint = Recording(VerifyingEndpoint(provider: .pxp, webhook: PXPProvider.Webhook(verifier: try PXPWebhookVerifier(key: Self.key))))
-        let receiver = Receiver(configuration: .init(host: "127.0.0.1", port: 0, threads: 2), endpoints: [endpoint], storage: storage, logger: Logger())
+        let endpoint = Recording(PXPProvider.Webhook(verifier: try PXPWebhookVerifier(key: Self.key)))
+        let receiver = Receiver(configuration: .init(host: "127.0.0.1", port: 0, threads: 2), webhooks: [.pxp: endpoint], storage: storage, logger: Logger())
         let base = "http://127.0.0.1:\(try receiver.start())"
         let body = #"{"eventData":{"merchantTransactionId":"TX-T"}}"#
         let first = try await Self.pxp(base, body, requestID: "t-1")
@@ -258,9 +264,9 @@ import Testing
         }
         let storage = InMemoryReceiverStorage()
         let paypal = try PayPalWebhookVerifier(webhookID: "WH-ID", certificateSource: CachingCertificateSource(upstream: SlowSource()))
-        let endpoints = [VerifyingEndpoint(provider: .pxp, webhook: PXPProvider.Webhook(verifier: try PXPWebhookVerifier(key: Self.key))),
-                         VerifyingEndpoint(provider: .paypal, webhook: PayPalProvider.Webhook(verifier: paypal))]
-        let receiver = Receiver(configuration: .init(host: "127.0.0.1", port: 0, threads: 1), endpoints: endpoints, storage: storage, logger: Logger())
+        let webhooks: [Provider: any ProviderWebhook] = [.pxp: PXPProvider.Webhook(verifier: try PXPWebhookVerifier(key: Self.key)),
+                                                        .paypal: PayPalProvider.Webhook(verifier: paypal)]
+        let receiver = Receiver(configuration: .init(host: "127.0.0.1", port: 0, threads: 1), webhooks: webhooks, storage: storage, logger: Logger())
         let port = try receiver.start()
         defer { receiver.shutdown() }
         let base = "http://127.0.0.1:\(port)"
@@ -283,9 +289,9 @@ import Testing
     /// (never 200 before its commit); it may still commit, and the provider's redelivery is then a duplicate.
     @Test func aSlowCommitIs503AtTheDeadlineAndItsRedeliveryADuplicate() async throws {
         let storage = InMemoryReceiverStorage()
-        let endpoint = VerifyingEndpoint(provider: .pxp, webhook: PXPProvider.Webhook(verifier: try PXPWebhookVerifier(key: Self.key)))
+        let webhook = PXPProvider.Webhook(verifier: try PXPWebhookVerifier(key: Self.key))
         let receiver = Receiver(configuration: .init(host: "127.0.0.1", port: 0, threads: 2, commitTimeoutSeconds: 0.5),
-                                endpoints: [endpoint], storage: storage, logger: Logger())
+                                webhooks: [.pxp: webhook], storage: storage, logger: Logger())
         let port = try receiver.start()
         defer { receiver.shutdown() }
         let base = "http://127.0.0.1:\(port)"

@@ -62,7 +62,7 @@ let serveCommand = Command(
     }
     let trustedProxies = try env.trustedProxies()
     let metricsAddress = try env.serveMetricsAddress(flag: args.value(serveMetricsListen))
-    let endpoints = try webhookEndpoints(env)
+    let webhooks = try configuredWebhooks(env)
     let pool = PostgresPool(conninfo: url, size: 8, acquireTimeout: 5, prepareStatements: try env.preparesStatements())
     // serve does not migrate: it refuses to start on a database that lacks migrations (run `payrecon migrate` first,
     // as the owner: payrecon-migrate.service, which starting serve's unit starts first; serve's own role cannot). Unreachable at start is not fatal: deliveries get 503 until it is.
@@ -87,7 +87,7 @@ let serveCommand = Command(
                                                  requestTimeoutSeconds: Double(requestTimeout), trustedProxies: trustedProxies,
                                                  maxBodyBuffer: maxBodyBuffer, metricsHost: metricsAddress?.host,
                                                  metricsPort: metricsAddress?.port ?? 0),
-                            endpoints: endpoints, pool: pool, expectedMigrations: expected, logger: args.logger)
+                            webhooks: webhooks, pool: pool, expectedMigrations: expected, logger: args.logger)
     ProcessMetrics.register(version: CLI.version)
     PoolMetrics.register(pool)
     // payrecon_database_up, and one line when the database goes out of reach and one when it is back.
@@ -99,7 +99,7 @@ let serveCommand = Command(
     // SIGHUP: the webhook secrets given as files (NAME_FILE) are read again and take over at once; a secret that
     // cannot be read keeps the ones in use, and says why.
     Signals.onHangup {
-        do { receiver.replaceEndpoints(try webhookEndpoints(Environment())) } catch {
+        do { receiver.replaceWebhooks(try configuredWebhooks(Environment())) } catch {
             Log.error("SIGHUP: the webhook secrets were not re-read; the ones in use stay", ["error": String(describing: error)])
         }
     }

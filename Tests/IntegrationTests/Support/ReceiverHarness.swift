@@ -51,15 +51,15 @@ final class ReceiverHarness: @unchecked Sendable {
     /// in the database), its PayPal certificates fetched from `upstream`.
     static func receiver(pool: PostgresPool, paypal: PayPalSigner, certServerPort: UInt16, maxBodyBytes: Int,
                          upstream: any CertificateSource, logger: Logger) throws -> Receiver {
-        let endpoints: [any WebhookEndpoint] = [
-            VerifyingEndpoint.pxp(try PXPWebhookVerifier(key: Self.pxpKey)),
-            VerifyingEndpoint.paypercut(try PaypercutWebhookVerifier(secret: Self.paypercutSecret)),
-            VerifyingEndpoint(provider: .paypal, webhook: try PayPalProvider.webhook(
+        let webhooks: [Provider: any ProviderWebhook] = [
+            .pxp: PXPProvider.Webhook(verifier: try PXPWebhookVerifier(key: Self.pxpKey)),
+            .paypercut: PaypercutProvider.Webhook(verifier: try PaypercutWebhookVerifier(secret: Self.paypercutSecret)),
+            .paypal: try PayPalProvider.webhook(
                 webhookID: Self.paypalWebhookID, trustRoots: [paypal.ca.certificate],
-                certURLPrefixes: ["http://127.0.0.1:\(certServerPort)/v1/notifications/certs/"], upstream: upstream)),
+                certURLPrefixes: ["http://127.0.0.1:\(certServerPort)/v1/notifications/certs/"], upstream: upstream),
         ]
         return Receiver(configuration: .init(host: "127.0.0.1", port: 0, maxBodyBytes: maxBodyBytes, threads: 4),
-                        endpoints: endpoints, pool: pool, logger: logger)
+                        webhooks: webhooks, pool: pool, logger: logger)
     }
 
     /// Stops the receiver and starts a new process's worth of it on the same database (an empty certificate cache),
@@ -147,15 +147,4 @@ final class PayPalSigner: @unchecked Sendable {
     }
 }
 
-/// Endpoints over a given verifier, as the registry would build them from the environment.
-extension VerifyingEndpoint {
-    static func pxp(_ verifier: PXPWebhookVerifier) -> VerifyingEndpoint {
-        VerifyingEndpoint(provider: .pxp, webhook: PXPProvider.Webhook(verifier: verifier))
-    }
-    static func paypal(_ verifier: PayPalWebhookVerifier) -> VerifyingEndpoint {
-        VerifyingEndpoint(provider: .paypal, webhook: PayPalProvider.Webhook(verifier: verifier))
-    }
-    static func paypercut(_ verifier: PaypercutWebhookVerifier) -> VerifyingEndpoint {
-        VerifyingEndpoint(provider: .paypercut, webhook: PaypercutProvider.Webhook(verifier: verifier))
-    }
-}
+
