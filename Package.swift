@@ -8,7 +8,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "payrecon", targets: ["payrecon"]),
-        .executable(name: "paysim", targets: ["paysim"]),
+        .executable(name: "paysim", targets: ["paysim"])
     ],
     targets: [
         // C libraries from Debian, module maps only.
@@ -40,9 +40,15 @@ let package = Package(
         // `payrecon report` and `actions list` renderers: value types in, text out (table, JSON, CSV, HTML). No I/O.
         .target(name: "Reporting", dependencies: ["Reconciliation"]),
         // What the commands wire together (registry, worker context, endpoints), as a library so tests reach it.
-        .target(name: "Wiring", dependencies: ["Receiver", "Worker", "Store", "Providers", "Reconciliation", "Reporting", "Postgres", "HTTP", "Observability"]),
+        .target(
+            name: "Wiring",
+            dependencies: ["Receiver", "Worker", "Store", "Providers", "Reconciliation", "Reporting", "Postgres", "HTTP", "Observability"]),
         // The commands, their options and --help, as a library: the executable only calls `CLI.run`.
-        .target(name: "PayreconCLI", dependencies: ["Wiring", "Receiver", "Worker", "Store", "Providers", "Reconciliation", "Reporting", "Postgres", "HTTP", "Observability"]),
+        .target(
+            name: "PayreconCLI",
+            dependencies: [
+                "Wiring", "Receiver", "Worker", "Store", "Providers", "Reconciliation", "Reporting", "Postgres", "HTTP", "Observability"
+            ]),
         .executableTarget(name: "payrecon", dependencies: ["PayreconCLI", "CMalloc"]),
         .executableTarget(name: "paysim", dependencies: ["PaysimCore", "HTTP", "Providers", "Reconciliation", "Observability", "COpenSSL"]),
         // scripts/bench-http-client: requests/s and CPU per request of each provider transport against paysim.
@@ -53,8 +59,9 @@ let package = Package(
         // Unit tests: no database, run in seconds.
         // The planner's tests run each provider's real capability rules (Providers), as the worker does.
         .testTarget(name: "ReconciliationTests", dependencies: ["Reconciliation", "Providers"]),
-        .testTarget(name: "ProvidersTests", dependencies: ["Providers", "Reconciliation", "HTTP", "PaysimCore", "PayreconTesting"],
-                    resources: [.copy("Fixtures")]),
+        .testTarget(
+            name: "ProvidersTests", dependencies: ["Providers", "Reconciliation", "HTTP", "PaysimCore", "PayreconTesting"],
+            resources: [.copy("Fixtures")]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "PayreconTesting"]),
         // Option parsing and --help of every command: no database.
         .testTarget(name: "CLITests", dependencies: ["PayreconCLI", "Reconciliation"]),
@@ -68,13 +75,21 @@ let package = Package(
         // Integration tests: a live PostgreSQL (DATABASE_URL), paysim and the built executables.
         .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
         // What every integration suite shares: blocking work off the cooperative pool, `eventually`.
-        .target(name: "PayreconTesting", dependencies: ["Observability", "Receiver", "Store", "Reconciliation"], path: "Tests/PayreconTesting"),
+        .target(
+            name: "PayreconTesting", dependencies: ["Observability", "Receiver", "Store", "Reconciliation"], path: "Tests/PayreconTesting"),
         // The receiver in-process over in-memory storage: no database.
-        .testTarget(name: "ReceiverTests", dependencies: ["Receiver", "Providers", "HTTP", "Reconciliation", "Observability", "PayreconTesting"]),
+        .testTarget(
+            name: "ReceiverTests", dependencies: ["Receiver", "Providers", "HTTP", "Reconciliation", "Observability", "PayreconTesting"]),
         // The idle worker's transaction rate, read from pg_stat_database: a target of its own so that no other suite's
         // NOTIFY traffic reaches its LISTEN connection while it counts (scripts/test runs one target at a time).
         .testTarget(name: "PgBouncerTests", dependencies: ["Postgres", "Store", "PaysimCore", "HTTP", "Reconciliation", "PayreconTesting"]),
-        .testTarget(name: "IdleWorkerTests", dependencies: ["Worker", "Store", "Postgres", "Providers", "Observability", "PayreconTesting"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["PayreconTesting", "Receiver", "Worker", "Store", "Providers", "Postgres", "HTTP", "Reconciliation", "Reporting", "Observability", "PaysimCore", "Wiring"]),
+        .testTarget(
+            name: "IdleWorkerTests", dependencies: ["Worker", "Store", "Postgres", "Providers", "Observability", "PayreconTesting"]),
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: [
+                "PayreconTesting", "Receiver", "Worker", "Store", "Providers", "Postgres", "HTTP", "Reconciliation", "Reporting",
+                "Observability", "PaysimCore", "Wiring"
+            ])
     ]
 )

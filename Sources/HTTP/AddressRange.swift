@@ -18,7 +18,8 @@ public struct AddressRange: Sendable, Equatable, CustomStringConvertible {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         let parts = trimmed.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
         guard let address = AddressRange.bytes(parts[0]) else {
-            throw ParseError(description: "'\(trimmed)' is not an IPv4 or IPv6 address or CIDR block (e.g. 10.0.0.0/8, 127.0.0.1, fd00::/8)")
+            throw ParseError(
+                description: "'\(trimmed)' is not an IPv4 or IPv6 address or CIDR block (e.g. 10.0.0.0/8, 127.0.0.1, fd00::/8)")
         }
         let isV4 = !parts[0].contains(":")
         var length = 128
@@ -86,7 +87,8 @@ public enum SenderAddress {
         if bytes.prefix(12).elementsEqual([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff]) {
             return bytes[12..<15].map { String($0) }.joined(separator: ".") + ".0/24"
         }
-        return stride(from: 0, to: 6, by: 2).map { String(format: "%x", Int(bytes[$0]) << 8 | Int(bytes[$0 + 1])) }.joined(separator: ":") + "::/48"
+        return stride(from: 0, to: 6, by: 2).map { String(format: "%x", Int(bytes[$0]) << 8 | Int(bytes[$0 + 1])) }.joined(separator: ":")
+            + "::/48"
     }
 
     /// One host within a group: an IPv4 address itself, the /64 of an IPv6 one, written as its first address (a single
@@ -97,15 +99,19 @@ public enum SenderAddress {
         if bytes.prefix(12).elementsEqual([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff]) {
             return bytes[12..<16].map { String($0) }.joined(separator: ".")
         }
-        return stride(from: 0, to: 8, by: 2).map { String(format: "%x", Int(bytes[$0]) << 8 | Int(bytes[$0 + 1])) }.joined(separator: ":") + "::"
+        return stride(from: 0, to: 8, by: 2).map { String(format: "%x", Int(bytes[$0]) << 8 | Int(bytes[$0 + 1])) }.joined(separator: ":")
+            + "::"
     }
 
     /// An address as written in a forwarding header (`1.2.3.4`, `1.2.3.4:5678`, `[2001:db8::1]:443`, `2001:db8::1`),
     /// without its port; nil when it is none.
     static func address(_ hop: String) -> String? {
         var text = Substring(hop)
-        if text.first == "[", let close = text.firstIndex(of: "]") { text = text[text.index(after: text.startIndex)..<close] }
-        else if text.filter({ $0 == ":" }).count == 1, let colon = text.firstIndex(of: ":") { text = text[..<colon] }
+        if text.first == "[", let close = text.firstIndex(of: "]") {
+            text = text[text.index(after: text.startIndex)..<close]
+        } else if text.filter({ $0 == ":" }).count == 1, let colon = text.firstIndex(of: ":") {
+            text = text[..<colon]
+        }
         let candidate = String(text)
         return AddressRange.bytes(candidate) == nil ? nil : candidate
     }

@@ -75,7 +75,9 @@ final class CurlTransfer: @unchecked Sendable {
     struct Options {
         let handle: UnsafeMutableRawPointer
         var ok = true
-        mutating func set(_ option: CURLoption, _ value: Int) { ok = ok && payrecon_curl_easy_setopt_long(handle, option, value) == CURLE_OK }
+        mutating func set(_ option: CURLoption, _ value: Int) {
+            ok = ok && payrecon_curl_easy_setopt_long(handle, option, value) == CURLE_OK
+        }
         mutating func set(_ option: CURLoption, _ value: String) {
             ok = ok && value.withCString { payrecon_curl_easy_setopt_pointer(handle, option, $0) } == CURLE_OK  // curl copies strings
         }
@@ -102,16 +104,20 @@ final class CurlTransfer: @unchecked Sendable {
         let context = UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque())  // the loop's `active` holds us
         options.set(CURLOPT_WRITEDATA, pointer: context)
         options.set(CURLOPT_HEADERDATA, pointer: context)
-        options.ok = options.ok && payrecon_curl_easy_setopt_write(handle, CURLOPT_WRITEFUNCTION) { buffer, size, count, context in
-            guard let buffer, let context else { return 0 }
-            return Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
-                .receiveBody(UnsafeRawBufferPointer(start: buffer, count: size * count))
-        } == CURLE_OK
-        options.ok = options.ok && payrecon_curl_easy_setopt_write(handle, CURLOPT_HEADERFUNCTION) { buffer, size, count, context in
-            guard let buffer, let context else { return 0 }
-            return Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
-                .receiveHeader(UnsafeRawBufferPointer(start: buffer, count: size * count))
-        } == CURLE_OK
+        options.ok =
+            options.ok
+            && payrecon_curl_easy_setopt_write(handle, CURLOPT_WRITEFUNCTION) { buffer, size, count, context in
+                guard let buffer, let context else { return 0 }
+                return Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
+                    .receiveBody(UnsafeRawBufferPointer(start: buffer, count: size * count))
+            } == CURLE_OK
+        options.ok =
+            options.ok
+            && payrecon_curl_easy_setopt_write(handle, CURLOPT_HEADERFUNCTION) { buffer, size, count, context in
+                guard let buffer, let context else { return 0 }
+                return Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
+                    .receiveHeader(UnsafeRawBufferPointer(start: buffer, count: size * count))
+            } == CURLE_OK
         setMethodAndBody(&options)
         setHeaders(&options)
         return options.ok ? nil : .connection(request.url, easy.errorMessage ?? "curl rejected the request settings")

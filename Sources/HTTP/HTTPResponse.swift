@@ -35,7 +35,8 @@ public struct HTTPResponse: Sendable {
 
     /// The project's error body: `{"error":{"code":"...","message":"..."}}`.
     public static func error(status: Int, code: String, message: String, headers: [(String, String)] = []) -> HTTPResponse {
-        let bytes = (try? jsonEncoder().encode(ErrorBody(error: .init(code: code, message: message)))).map(Array.init)
+        let bytes =
+            (try? jsonEncoder().encode(ErrorBody(error: .init(code: code, message: message)))).map(Array.init)
             ?? Array(#"{"error":{"code":"internal_error","message":""}}"#.utf8)
         return .json(status: status, bytes: bytes, headers: headers)
     }

@@ -41,7 +41,8 @@ final class ServerCore: @unchecked Sendable {
         deadlines = configuration.requestTimeoutSeconds.map { DeadlineWatchdog(timeoutSeconds: $0, onCut: configuration.onRequestTimeout) }
         budget = Mutex(BodyBudget(limit: configuration.maxBodyBuffer ?? Int.max, connections: configuration.connectionLimit))
         hasBudget = configuration.maxBodyBuffer != nil
-        perAddress = Mutex(ConnectionsPerAddress(limit: configuration.connectionLimitPerIP, exempt: configuration.connectionLimitPerIPExempt))
+        perAddress = Mutex(
+            ConnectionsPerAddress(limit: configuration.connectionLimitPerIP, exempt: configuration.connectionLimitPerIPExempt))
         countsPerAddress = configuration.connectionLimitPerIP > 0 && !configuration.connectionLimitPerIPExempt.isEmpty
     }
 
@@ -52,9 +53,12 @@ final class ServerCore: @unchecked Sendable {
     func startDaemon(listenFD: Int32) -> DaemonHandle? {
         let retained = Unmanaged.passRetained(self)
         let cls = retained.toOpaque()
-        let pollFlag = MHD_is_feature_supported(.FEATURE_EPOLL) == MHD_Result.YES ? MHD_USE_EPOLL.rawValue
+        let pollFlag =
+            MHD_is_feature_supported(.FEATURE_EPOLL) == MHD_Result.YES
+            ? MHD_USE_EPOLL.rawValue
             : MHD_is_feature_supported(.FEATURE_POLL) == MHD_Result.YES ? MHD_USE_POLL.rawValue : 0
-        var flags = MHD_USE_INTERNAL_POLLING_THREAD.rawValue | pollFlag | MHD_ALLOW_SUSPEND_RESUME.rawValue
+        var flags =
+            MHD_USE_INTERNAL_POLLING_THREAD.rawValue | pollFlag | MHD_ALLOW_SUSPEND_RESUME.rawValue
             | MHD_USE_ITC.rawValue
         if configuration.errorLog != nil { flags |= MHD_USE_ERROR_LOG.rawValue }
 
@@ -72,7 +76,7 @@ final class ServerCore: @unchecked Sendable {
             // With exempt addresses the accept policy below counts per address instead.
             option(.PER_IP_CONNECTION_LIMIT), CUnsignedInt(countsPerAddress ? 0 : max(0, configuration.connectionLimitPerIP)),
             option(.CONNECTION_MEMORY_LIMIT), Int(max(8 * 1024, configuration.memoryLimitPerConnection)),
-            option(.NOTIFY_COMPLETED), unsafeBitCast(requestCompleted, to: OpaquePointer.self), OpaquePointer(cls),
+            option(.NOTIFY_COMPLETED), unsafeBitCast(requestCompleted, to: OpaquePointer.self), OpaquePointer(cls)
         ]
         if deadlines != nil || countsPerAddress {
             options += [option(.NOTIFY_CONNECTION), unsafeBitCast(connectionNotified, to: OpaquePointer.self), OpaquePointer(cls)]
@@ -122,31 +126,7 @@ final class ServerCore: @unchecked Sendable {
     ) -> MHD_Result {
         // Call 1: headers are in. Allocate the context; MHD hands it back on every later call.
         guard let raw = slot.pointee else {
-            let context = RequestContext(
-                core: self, connection: connection,
-                method: method.map { String(cString: $0) } ?? "", path: url.map { String(cString: $0) } ?? "/")
-            contexts.withLock { $0[ObjectIdentifier(context)] = context }
-            slot.pointee = Unmanaged.passRetained(context).toOpaque()  // released in requestCompleted
-            if let length = contentLength(connection) {
-                if length > discardLimit {
-                    // Far too large by declaration: answer before reading any of it (MHD then closes).
-                    context.bodyTooLarge = true
-                    return dispatch(context, inUpload: false)
-                }
-                if hasBudget, length <= configuration.maxBodyBytes, !budget.withLock({ $0.fits(length) }) {
-                    // The body budget has no room for what it declares: none of it is kept; it is read and dropped
-                    // (up to the discard bound) and answered 503 when complete, so the sender, or a proxy in front,
-                    // reads the answer rather than a reset.
-                    context.bodyOverBudget = true
-                    return MHD_Result.YES
-                }
-                // Over the limit but within what we read and drop: read it (keeping a prefix), then answer 413,
-                // so a sender that does not wait for 100-continue reads the answer instead of a broken pipe.
-                // At most 64 KiB ahead of the bytes: a declared length is only a claim, and a sender that declares the
-                // limit on every connection and sends nothing must not make us set aside the limit for each.
-                context.body.reserveCapacity(min(length, configuration.maxBodyBytes, Self.tooLargePrefix))
-            }
-            return MHD_Result.YES
+            return beginRequest(connection: connection, url: url, method: method, slot: slot)
         }
         let context = Unmanaged<RequestContext>.fromOpaque(raw).takeUnretainedValue()
 
@@ -180,7 +160,7 @@ final class ServerCore: @unchecked Sendable {
                 context.body.append(contentsOf: piece.prefix(room))
                 if context.body.count > Self.tooLargePrefix { context.body.removeLast(context.body.count - Self.tooLargePrefix) }
                 context.bodyTooLarge = true
-                releaseShare(context)   // the prefix kept is bounded (64 KiB); the rest is dropped as it comes
+                releaseShare(context)  // the prefix kept is bounded (64 KiB); the rest is dropped as it comes
                 return dispatch(context, inUpload: true)
             }
             context.discarded += size
@@ -192,6 +172,38 @@ final class ServerCore: @unchecked Sendable {
         // Final call: the body is complete.
         if !context.handlerCalled { return dispatch(context, inUpload: false) }
         return settle(context, inUpload: false)
+    }
+
+    /// Sets up a request whose headers are in: its context in `slot`, and what its declared length calls for.
+    private func beginRequest(
+        connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?,
+        slot: UnsafeMutablePointer<UnsafeMutableRawPointer?>
+    ) -> MHD_Result {
+        let context = RequestContext(
+            core: self, connection: connection,
+            method: method.map { String(cString: $0) } ?? "", path: url.map { String(cString: $0) } ?? "/")
+        contexts.withLock { $0[ObjectIdentifier(context)] = context }
+        slot.pointee = Unmanaged.passRetained(context).toOpaque()  // released in requestCompleted
+        if let length = contentLength(connection) {
+            if length > discardLimit {
+                // Far too large by declaration: answer before reading any of it (MHD then closes).
+                context.bodyTooLarge = true
+                return dispatch(context, inUpload: false)
+            }
+            if hasBudget, length <= configuration.maxBodyBytes, !budget.withLock({ $0.fits(length) }) {
+                // The body budget has no room for what it declares: none of it is kept; it is read and dropped
+                // (up to the discard bound) and answered 503 when complete, so the sender, or a proxy in front,
+                // reads the answer rather than a reset.
+                context.bodyOverBudget = true
+                return MHD_Result.YES
+            }
+            // Over the limit but within what we read and drop: read it (keeping a prefix), then answer 413,
+            // so a sender that does not wait for 100-continue reads the answer instead of a broken pipe.
+            // At most 64 KiB ahead of the bytes: a declared length is only a claim, and a sender that declares the
+            // limit on every connection and sends nothing must not make us set aside the limit for each.
+            context.body.reserveCapacity(min(length, configuration.maxBodyBytes, Self.tooLargePrefix))
+        }
+        return MHD_Result.YES
     }
 
     /// What the request's body held of the budget is free again (its body was dropped, or the request ended).
@@ -357,11 +369,12 @@ private let requestCompleted: MHD_RequestCompletedCallback = { cls, connection, 
 
 /// MHD_OPTION_URI_LOG_CALLBACK: a request's line has arrived. What it returns becomes the request's initial context
 /// slot, so nil: the access handler sees its first call as before.
-private let requestLineArrived: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar>?, OpaquePointer?) -> UnsafeMutableRawPointer? = {
-    cls, _, connection in
-    if let cls, let connection { Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue().deadlines?.requestStarted(connection) }
-    return nil
-}
+private let requestLineArrived:
+    @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar>?, OpaquePointer?) -> UnsafeMutableRawPointer? = {
+        cls, _, connection in
+        if let cls, let connection { Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue().deadlines?.requestStarted(connection) }
+        return nil
+    }
 
 private let connectionNotified: MHD_NotifyConnectionCallback = { cls, connection, _, code in
     guard let cls, let connection else { return }

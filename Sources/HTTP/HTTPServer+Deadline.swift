@@ -88,7 +88,9 @@ final class DeadlineWatchdog: @unchecked Sendable {
         state.withLock { $0.opened(UInt(bitPattern: connection), fd: fd, now: Self.now()) }
     }
     func requestStarted(_ connection: OpaquePointer) { state.withLock { $0.requestStarted(UInt(bitPattern: connection), now: Self.now()) } }
-    func requestCompleted(_ connection: OpaquePointer) { state.withLock { $0.requestCompleted(UInt(bitPattern: connection), now: Self.now()) } }
+    func requestCompleted(_ connection: OpaquePointer) {
+        state.withLock { $0.requestCompleted(UInt(bitPattern: connection), now: Self.now()) }
+    }
     func closed(_ connection: OpaquePointer) { state.withLock { $0.closed(UInt(bitPattern: connection)) } }
 
     func start() {

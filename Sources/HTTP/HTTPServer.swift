@@ -130,7 +130,8 @@ public final class HTTPServer: @unchecked Sendable {
             guard let daemon = core.startDaemon(listenFD: fd) else {
                 // Not closed here: MHD_start_daemon closes a listening socket it was given on most of its failure
                 // paths, and closing the number again could close a descriptor another thread has just opened.
-                throw HTTPServerError(message: "cannot listen on \(configuration.host):\(configuration.port): libmicrohttpd failed to start")
+                throw HTTPServerError(
+                    message: "cannot listen on \(configuration.host):\(configuration.port): libmicrohttpd failed to start")
             }
             var port = payrecon_mhd_bind_port(daemon.raw)
             if port == 0 { port = ListenSocket.boundPort(fd) }

@@ -27,8 +27,10 @@ public enum Log {
     public static func warning(_ message: StaticString, _ metadata: [String: any Sendable] = [:]) { write(.warning, message, metadata) }
     public static func error(_ message: StaticString, _ metadata: [String: any Sendable] = [:]) { write(.error, message, metadata) }
 
-    static func write(_ level: Level, _ message: StaticString, _ metadata: [String: any Sendable],
-                      sink override: (@Sendable (String) -> Void)? = nil) {
+    static func write(
+        _ level: Level, _ message: StaticString, _ metadata: [String: any Sendable],
+        sink override: (@Sendable (String) -> Void)? = nil
+    ) {
         let (min, global) = state.withLock { ($0.level, $0.sink) }
         let sink = override ?? global
         guard level >= min else { return }
@@ -43,8 +45,9 @@ public enum Log {
     static func timestamp() -> String {
         var tv = timeval(); gettimeofday(&tv, nil)
         var t = time_t(tv.tv_sec); var tmv = tm(); gmtime_r(&t, &tmv)
-        return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tmv.tm_year + 1900, tmv.tm_mon + 1, tmv.tm_mday,
-                      tmv.tm_hour, tmv.tm_min, tmv.tm_sec, Int(tv.tv_usec / 1000))
+        return String(
+            format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tmv.tm_year + 1900, tmv.tm_mon + 1, tmv.tm_mday,
+            tmv.tm_hour, tmv.tm_min, tmv.tm_sec, Int(tv.tv_usec / 1000))
     }
 
     static func jsonValue(_ value: any Sendable) -> String {
@@ -72,7 +75,8 @@ public enum Log {
             case "\t": out += "\\t"
             // Below 0x20 as JSON requires; DEL, C1 (CSI, OSC…), the line separators and bidi overrides too, so a
             // stranger's bytes quoted in a log line cannot drive the terminal of whoever tails it.
-            case _ where scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar.value == 0x2028 || scalar.value == 0x2029
+            case _
+            where scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar.value == 0x2028 || scalar.value == 0x2029
                 || (0x202A...0x202E).contains(scalar.value) || (0x2066...0x2069).contains(scalar.value):
                 out += String(format: "\\u%04x", scalar.value)
             default: out.unicodeScalars.append(scalar)

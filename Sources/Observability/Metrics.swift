@@ -8,12 +8,12 @@ public final class Metrics: Sendable {
         var help: String
         var type: String
         var buckets: [Double] = []
-        var series: [String: Series] = [:]   // rendered label set → values
+        var series: [String: Series] = [:]  // rendered label set → values
         var order: [String] = []
     }
     private struct Series {
-        var value: Int64 = 0                  // counter/gauge; histogram: count
-        var sumMicros: Int64 = 0              // histogram sum in microseconds
+        var value: Int64 = 0  // counter/gauge; histogram: count
+        var sumMicros: Int64 = 0  // histogram sum in microseconds
         var bucketCounts: [Int64] = []
 
         mutating func add(_ delta: Int64, set: Bool) { value = set ? delta : value + delta }
@@ -33,8 +33,12 @@ public final class Metrics: Sendable {
 
     public init() {}
 
-    public func counter(_ name: String, help: String) -> Counter { register(name, help: help, type: "counter"); return Counter(metrics: self, name: name) }
-    public func gauge(_ name: String, help: String) -> Gauge { register(name, help: help, type: "gauge"); return Gauge(metrics: self, name: name) }
+    public func counter(_ name: String, help: String) -> Counter {
+        register(name, help: help, type: "counter"); return Counter(metrics: self, name: name)
+    }
+    public func gauge(_ name: String, help: String) -> Gauge {
+        register(name, help: help, type: "gauge"); return Gauge(metrics: self, name: name)
+    }
     /// Latency histogram; observations in seconds, bucket bounds in seconds.
     public func histogram(_ name: String, help: String, buckets: [Double]) -> Histogram {
         register(name, help: help, type: "histogram", buckets: buckets.sorted()); return Histogram(metrics: self, name: name)
@@ -123,7 +127,8 @@ public final class Metrics: Sendable {
     static func escape(_ s: String) -> String {
         // Label values are almost always plain: skip Foundation's replacing when there is nothing to escape.
         guard s.utf8.contains(where: { $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "\"") || $0 == 0x0A }) else { return s }
-        return s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"").replacingOccurrences(of: "\n", with: "\\n")
+        return s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"").replacingOccurrences(
+            of: "\n", with: "\\n")
     }
     static func format(_ d: Double) -> String {
         // Bucket bounds are configuration, not money: printing them is the only use of Double here.

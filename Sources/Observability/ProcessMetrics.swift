@@ -28,19 +28,24 @@ public enum ProcessMetrics {
             out += "process_resident_memory_bytes \(rss)\n"
         }
         if let fds = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") {
-            out += "# HELP process_open_fds Number of open file descriptors.\n# TYPE process_open_fds gauge\nprocess_open_fds \(fds.count)\n"
+            out +=
+                "# HELP process_open_fds Number of open file descriptors.\n# TYPE process_open_fds gauge\nprocess_open_fds \(fds.count)\n"
         }
         var limit = rlimit()
         if getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 {
-            out += "# HELP process_max_fds Maximum number of open file descriptors.\n# TYPE process_max_fds gauge\nprocess_max_fds \(limit.rlim_cur)\n"
+            out +=
+                "# HELP process_max_fds Maximum number of open file descriptors.\n# TYPE process_max_fds gauge\nprocess_max_fds \(limit.rlim_cur)\n"
         }
         var usage = rusage()
         if getrusage(RUSAGE_SELF.rawValue, &usage) == 0 {
-            let micros = Int64(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1_000_000 + Int64(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec)
-            out += "# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.\n# TYPE process_cpu_seconds_total counter\n"
+            let micros =
+                Int64(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1_000_000 + Int64(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec)
+            out +=
+                "# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.\n# TYPE process_cpu_seconds_total counter\n"
             out += "process_cpu_seconds_total \(Metrics.formatMicros(micros))\n"
         }
-        out += "# HELP process_start_time_seconds Start time of the process since the unix epoch in seconds.\n# TYPE process_start_time_seconds gauge\n"
+        out +=
+            "# HELP process_start_time_seconds Start time of the process since the unix epoch in seconds.\n# TYPE process_start_time_seconds gauge\n"
         out += "process_start_time_seconds \(startTime)\n"
         return out
     }
@@ -49,11 +54,12 @@ public enum ProcessMetrics {
     /// when either cannot be read, the moment this was first asked.
     static let startTime: Int64 = {
         guard let stat = try? String(contentsOfFile: "/proc/self/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")"),
-              let ticks = Int64(stat[stat.index(after: close)...].split(separator: " ").dropFirst(19).first ?? ""),
-              let system = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
-              let line = system.split(separator: "\n").first(where: { $0.hasPrefix("btime ") }),
-              let boot = Int64(line.dropFirst("btime ".count).trimmingCharacters(in: .whitespaces)) else {
+            let close = stat.lastIndex(of: ")"),
+            let ticks = Int64(stat[stat.index(after: close)...].split(separator: " ").dropFirst(19).first ?? ""),
+            let system = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
+            let line = system.split(separator: "\n").first(where: { $0.hasPrefix("btime ") }),
+            let boot = Int64(line.dropFirst("btime ".count).trimmingCharacters(in: .whitespaces))
+        else {
             return Int64(Date().timeIntervalSince1970)
         }
         let hz = Int64(sysconf(Int32(_SC_CLK_TCK)))

@@ -22,19 +22,23 @@ public struct FaultConfig: Sendable, Equatable {
     /// `Retry-After: retryAfter` before they are applied: a provider refusing a money call it has not processed.
     public var refuseActions429: Int = 0
 
-    public init(latencyMs: Int = 0, latencyJitterMs: Int = 0, errorRate: Double = 0, rate429: Double = 0,
-                retryAfter: Int = 1, dropRate: Double = 0, seed: UInt64 = 0) {
+    public init(
+        latencyMs: Int = 0, latencyJitterMs: Int = 0, errorRate: Double = 0, rate429: Double = 0,
+        retryAfter: Int = 1, dropRate: Double = 0, seed: UInt64 = 0
+    ) {
         self.latencyMs = latencyMs; self.latencyJitterMs = latencyJitterMs; self.errorRate = errorRate
         self.rate429 = rate429; self.retryAfter = retryAfter; self.dropRate = dropRate; self.seed = seed
     }
 
     var json: JSONValue {
-        .object(["latency_ms": .integer(latencyMs), "latency_jitter_ms": .integer(latencyJitterMs),
-              "error_rate": .number(String(errorRate)), "rate_429": .number(String(rate429)),
-              "retry_after": .integer(retryAfter), "drop_rate": .number(String(dropRate)),
-              "drop_after_apply_rate": .number(String(dropAfterApplyRate)),
-              "drop_before_apply_rate": .number(String(dropBeforeApplyRate)),
-              "seed": .integer(seed), "refuse_actions_429": .integer(refuseActions429)])
+        .object([
+            "latency_ms": .integer(latencyMs), "latency_jitter_ms": .integer(latencyJitterMs),
+            "error_rate": .number(String(errorRate)), "rate_429": .number(String(rate429)),
+            "retry_after": .integer(retryAfter), "drop_rate": .number(String(dropRate)),
+            "drop_after_apply_rate": .number(String(dropAfterApplyRate)),
+            "drop_before_apply_rate": .number(String(dropBeforeApplyRate)),
+            "seed": .integer(seed), "refuse_actions_429": .integer(refuseActions429)
+        ])
     }
 
     /// Reads a `POST /admin/faults` body; absent fields keep `base`'s values.
@@ -71,8 +75,9 @@ public struct FaultConfig: Sendable, Equatable {
             config.seed = seed
         }
         guard config.errorRate + config.rate429 + config.dropRate + config.dropAfterApplyRate + config.dropBeforeApplyRate <= 1 else {
-            throw SimError.admin(400, "invalid_field",
-                                 "error_rate + rate_429 + drop_rate + drop_after_apply_rate + drop_before_apply_rate must not exceed 1")
+            throw SimError.admin(
+                400, "invalid_field",
+                "error_rate + rate_429 + drop_rate + drop_after_apply_rate + drop_before_apply_rate must not exceed 1")
         }
         return config
     }

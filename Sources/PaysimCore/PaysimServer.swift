@@ -14,7 +14,8 @@ public final class PaysimServer: Sendable {
         self.simulator = simulator
         let configuration = HTTPServer.Configuration(
             host: host, port: port, threads: threads, maxBodyBytes: 64 * 1024 * 1024, connectionTimeoutSeconds: 30,
-            connectionLimit: 4096, errorLog: { line in
+            connectionLimit: 4096,
+            errorLog: { line in
                 // libmicrohttpd complains about its own option order on every start; not actionable here.
                 if line.contains("EXTERNAL_LOGGER is not the first option") { return }
                 Log.warning("libmicrohttpd", ["detail": line])
@@ -43,8 +44,9 @@ public final class PaysimServer: Sendable {
         if request.bodyTooLarge {
             return .error(status: 413, code: "body_too_large", message: "request body too large")
         }
-        let simRequest = SimRequest(method: request.method, path: request.path, query: request.query,
-                                    headers: request.headers.lowercasedDictionary, body: request.body)
+        let simRequest = SimRequest(
+            method: request.method, path: request.path, query: request.query,
+            headers: request.headers.lowercasedDictionary, body: request.body)
         let response = await simulator.respond(simRequest)
         if response.drop {
             return HTTPResponse(status: response.status, headers: [("Connection", "close")], body: [])

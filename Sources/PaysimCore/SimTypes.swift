@@ -11,8 +11,10 @@ public struct SimRequest: Sendable {
     public var headers: [String: String]
     public var body: [UInt8]
 
-    public init(method: String, path: String, query: [String: String] = [:], headers: [String: String] = [:],
-                body: [UInt8] = []) {
+    public init(
+        method: String, path: String, query: [String: String] = [:], headers: [String: String] = [:],
+        body: [UInt8] = []
+    ) {
         self.method = method.uppercased()
         self.path = path
         self.query = query
@@ -108,39 +110,52 @@ struct SimError: Error {
         SimError(status: status, body: .object(["errorCode": .string(code), "errorReason": .string(reason)]), code: code)
     }
 
-    static func paypal(_ status: Int, name: String, message: String, issue: String, description: String,
-                       field: String? = nil) -> SimError {
-        let detail = JSONValue.object(["field": field.map { .string($0) }, "issue": .string(issue),
-                               "description": .string(description)])
-        return SimError(status: status, body: .object([
-            "name": .string(name), "message": .string(message), "debug_id": "paysim",
-            "details": .array([detail]),
-            "links": .array([.object(["href": .string("https://developer.paypal.com/docs/api/payments/v2/#error-\(issue)"),
-                                   "rel": "information_link", "method": "GET"])]),
-        ]), code: issue)
+    static func paypal(
+        _ status: Int, name: String, message: String, issue: String, description: String,
+        field: String? = nil
+    ) -> SimError {
+        let detail = JSONValue.object([
+            "field": field.map { .string($0) }, "issue": .string(issue),
+            "description": .string(description)
+        ])
+        return SimError(
+            status: status,
+            body: .object([
+                "name": .string(name), "message": .string(message), "debug_id": "paysim",
+                "details": .array([detail]),
+                "links": .array([
+                    .object([
+                        "href": .string("https://developer.paypal.com/docs/api/payments/v2/#error-\(issue)"),
+                        "rel": "information_link", "method": "GET"
+                    ])
+                ])
+            ]), code: issue)
     }
 
     /// 422 for `issue`. On the Payments v2 routes PayPal's documents fix each issue's description (the `details` of
     /// `422`, `authorizations.void-422` and `captures.refund-422` in payments_payment_v2.json), so the description
     /// is theirs (`paypalDescriptions`); the v1 sale refund documents none, and passes its own.
     static func paypalUnprocessable(_ issue: String, _ description: String? = nil, field: String? = nil) -> SimError {
-        paypal(422, name: "UNPROCESSABLE_ENTITY",
-               message: "The requested action could not be performed, semantically incorrect, or failed business validation.",
-               issue: issue, description: description ?? paypalDescriptions[issue] ?? issue, field: field)
+        paypal(
+            422, name: "UNPROCESSABLE_ENTITY",
+            message: "The requested action could not be performed, semantically incorrect, or failed business validation.",
+            issue: issue, description: description ?? paypalDescriptions[issue] ?? issue, field: field)
     }
 
     /// 400 for `issue`, described as `paypalUnprocessable` describes.
     static func paypalInvalid(_ issue: String, _ description: String? = nil, field: String? = nil) -> SimError {
-        paypal(400, name: "INVALID_REQUEST",
-               message: "Request is not well-formed, syntactically incorrect, or violates schema.",
-               issue: issue, description: description ?? paypalDescriptions[issue] ?? issue, field: field)
+        paypal(
+            400, name: "INVALID_REQUEST",
+            message: "Request is not well-formed, syntactically incorrect, or violates schema.",
+            issue: issue, description: description ?? paypalDescriptions[issue] ?? issue, field: field)
     }
 
     /// 404 `INVALID_RESOURCE_ID`, with the one description payments_payment_v2.json's and checkout_orders_v2.json's
     /// `404` allow (the v1 routes, whose `error` fixes none, may pass their own).
     static func paypalNotFound(_ description: String? = nil) -> SimError {
-        paypal(404, name: "RESOURCE_NOT_FOUND", message: "The specified resource does not exist.",
-               issue: "INVALID_RESOURCE_ID", description: description ?? paypalDescriptions["INVALID_RESOURCE_ID"]!)
+        paypal(
+            404, name: "RESOURCE_NOT_FOUND", message: "The specified resource does not exist.",
+            issue: "INVALID_RESOURCE_ID", description: description ?? paypalDescriptions["INVALID_RESOURCE_ID"]!)
     }
 
     /// The description PayPal's documents give each issue paysim answers on the Orders v2 and Payments v2 routes,
@@ -152,15 +167,18 @@ struct SimError: Error {
         "MISSING_REQUIRED_PARAMETER": "A required field / parameter is missing.",
         "INVALID_PARAMETER_SYNTAX": "The value of a field does not conform to the expected format.",
         // 422 of a capture (`422`); the refund's `captures.refund-422` takes any description for these three
-        "CANNOT_BE_ZERO_OR_NEGATIVE": "Must be greater than zero. If the currency supports decimals, only two decimal place precision is supported.",
+        "CANNOT_BE_ZERO_OR_NEGATIVE":
+            "Must be greater than zero. If the currency supports decimals, only two decimal place precision is supported.",
         "DECIMAL_PRECISION": "If the currency supports decimals, only two decimal place precision is supported.",
-        "DECIMALS_NOT_SUPPORTED": "Currency does not support decimals. Please refer to https://developer.paypal.com/docs/api/reference/currency-codes/ for more information.",
+        "DECIMALS_NOT_SUPPORTED":
+            "Currency does not support decimals. Please refer to https://developer.paypal.com/docs/api/reference/currency-codes/ for more information.",
         "TRANSACTION_REFUSED": "PayPal's internal controls prevent authorization from being captured.",
         "AUTHORIZATION_VOIDED": "A voided authorization cannot be captured or reauthorized. ",
         "AUTH_CAPTURE_CURRENCY_MISMATCH": "Currency of capture must be the same as currency of authorization.",
         "AUTHORIZATION_DENIED": "An denied authorization cannot be captured.",
         "AUTHORIZATION_ALREADY_CAPTURED": "Authorization has previously been captured.",
-        "MAX_CAPTURE_AMOUNT_EXCEEDED": "Capture amount exceeds allowable limit. Please contact customer service or your account manager to request the change to your overage limit. The default overage limit is 115%, which allows the sum of all captures to be up to 115% of the order amount. The ability to over capture is subjected to regulatory approvals.",
+        "MAX_CAPTURE_AMOUNT_EXCEEDED":
+            "Capture amount exceeds allowable limit. Please contact customer service or your account manager to request the change to your overage limit. The default overage limit is 115%, which allows the sum of all captures to be up to 115% of the order amount. The ability to over capture is subjected to regulatory approvals.",
         // 422 of a void (`authorizations.void-422`)
         "PREVIOUSLY_CAPTURED": "Authorization has been previously captured and hence cannot be voided.",
         "PREVIOUSLY_VOIDED": "Authorization has been previously voided and hence cannot be voided again.",
@@ -170,14 +188,16 @@ struct SimError: Error {
         "REFUND_CAPTURE_CURRENCY_MISMATCH": "Refund must be in the same currency as the capture",
         "REFUND_NOT_ALLOWED": "Capture cannot be refunded.",
         "REFUND_AMOUNT_EXCEEDED": "The refund amount must be less than or equal to the capture amount that has not yet been refunded.",
-        "PENDING_CAPTURE": "Cannot initiate a refund as the capture is pending. Capture is typically pending when the payer has funded the transaction using e-check/bank funded.",
+        "PENDING_CAPTURE":
+            "Cannot initiate a refund as the capture is pending. Capture is typically pending when the payer has funded the transaction using e-check/bank funded.",
         // 403 and 404 (`403`, `404`)
         "PERMISSION_DENIED": "You do not have permission to access or perform operations on this resource.",
-        "INVALID_RESOURCE_ID": "Specified resource ID does not exist. Please check the resource ID and try again.",
+        "INVALID_RESOURCE_ID": "Specified resource ID does not exist. Please check the resource ID and try again."
     ]
 
     static func admin(_ status: Int, _ code: String, _ message: String) -> SimError {
-        SimError(status: status, body: .object(["error": .object(["code": .string(code), "message": .string(message)])]),
-                 code: code)
+        SimError(
+            status: status, body: .object(["error": .object(["code": .string(code), "message": .string(message)])]),
+            code: code)
     }
 }

@@ -123,17 +123,24 @@ extension Simulator {
         return try state.withLock { s throws(SimError) in
             if let id = json["resolve"]?.stringValue {
                 let outcome = json["outcome"]?.stringValue ?? "buyer"
-                guard outcome == "buyer" || outcome == "seller" else { throw SimError.admin(400, "invalid_field", "outcome must be buyer or seller") }
+                guard outcome == "buyer" || outcome == "seller" else {
+                    throw SimError.admin(400, "invalid_field", "outcome must be buyer or seller")
+                }
                 let (d, reversal) = try s.paypal.resolveDispute(id: id, buyerWins: outcome == "buyer", newID: s.paypalID(), now: now)
-                return .json(200, .object(["dispute": s.paypal.disputeJSON(d, base: s.config.publicBaseURL),
-                                           "reversal": reversal.map { s.paypal.refundJSON($0, base: s.config.publicBaseURL) }]))
+                return .json(
+                    200,
+                    .object([
+                        "dispute": s.paypal.disputeJSON(d, base: s.config.publicBaseURL),
+                        "reversal": reversal.map { s.paypal.refundJSON($0, base: s.config.publicBaseURL) }
+                    ]))
             }
             guard let transaction = json["transaction_id"]?.stringValue else {
                 throw SimError.admin(400, "missing_field", "transaction_id (a capture or sale id) or resolve is required")
             }
             let id = json["id"]?.stringValue ?? "PP-D-\(s.ids.string(5, alphabet: Array("0123456789")))"
-            let d = try s.paypal.openDispute(id: id, transactionID: transaction, amountText: json["amount"]?.scalarText,
-                                             status: json["status"]?.stringValue ?? "OPEN", now: now)
+            let d = try s.paypal.openDispute(
+                id: id, transactionID: transaction, amountText: json["amount"]?.scalarText,
+                status: json["status"]?.stringValue ?? "OPEN", now: now)
             return .json(201, s.paypal.disputeJSON(d, base: s.config.publicBaseURL))
         }
     }
@@ -153,7 +160,9 @@ extension Simulator {
     func adminPayPalRefund(_ body: [UInt8]) throws(SimError) -> SimResponse {
         let json = try Self.parseAdminBody(body)
         guard let id = json["refund_id"]?.stringValue else { throw SimError.admin(400, "missing_field", "refund_id is required") }
-        guard let status = json["status"]?.stringValue?.uppercased() else { throw SimError.admin(400, "missing_field", "status is required") }
+        guard let status = json["status"]?.stringValue?.uppercased() else {
+            throw SimError.admin(400, "missing_field", "status is required")
+        }
         let now = nowString
         return try state.withLock { s throws(SimError) in
             let refund = try s.paypal.settleRefund(id: id, status: status, now: now)
@@ -205,7 +214,7 @@ extension Simulator {
     /// Forgets all transactions, orders, tokens, idempotency keys, the log, counters and faults.
     func adminReset() -> SimResponse {
         state.withLock { s in
-            let config = s.config, answering = s.inFlight   // requests being answered now still finish after the reset
+            let config = s.config, answering = s.inFlight  // requests being answered now still finish after the reset
             s = SimState(config: config)
             s.inFlight = answering
             s.faults = FaultInjector(config: FaultConfig())
@@ -219,12 +228,17 @@ extension Simulator {
             (s.counts, s.pxp.transactions.count, s.paypal.orders.count, s.log.count, s.perSecond, s.inFlightMax)
         }
         let requests = JSONValue.object(counts.sorted { $0.key < $1.key }.map { ($0.key, .integer($0.value)) })
-        let seconds = JSONValue.object(perSecond.sorted { $0.key < $1.key }.map { provider, bySecond in
-            (provider, .object(bySecond.sorted { $0.key < $1.key }.map { (String($0.key), .integer($0.value)) }))
-        })
-        return .json(200, .object(["requests": requests, "requests_per_second": seconds, "pxp_transactions": .integer(pxp),
-                                "paypal_orders": .integer(orders), "log_entries": .integer(logCount),
-                                "provider_requests_in_flight_max": .integer(inFlightMax)]))
+        let seconds = JSONValue.object(
+            perSecond.sorted { $0.key < $1.key }.map { provider, bySecond in
+                (provider, .object(bySecond.sorted { $0.key < $1.key }.map { (String($0.key), .integer($0.value)) }))
+            })
+        return .json(
+            200,
+            .object([
+                "requests": requests, "requests_per_second": seconds, "pxp_transactions": .integer(pxp),
+                "paypal_orders": .integer(orders), "log_entries": .integer(logCount),
+                "provider_requests_in_flight_max": .integer(inFlightMax)
+            ]))
     }
 }
 
@@ -289,16 +303,19 @@ struct PayPalOrderSeed {
                 throw SimError.admin(400, "invalid_field", "receivable_currency must be a known ISO 4217 code other than the order's")
             }
             guard let text = try string(json, "exchange_rate", ""), let dot = text.firstIndex(of: ".") ?? Optional(text.endIndex),
-                  case let digits = text.replacingOccurrences(of: ".", with: ""), !digits.isEmpty, digits.count <= 15,
-                  digits.allSatisfy({ $0.isASCII && $0.isNumber }), let rate = Int64(digits), rate > 0 else {
+                case let digits = text.replacingOccurrences(of: ".", with: ""), !digits.isEmpty, digits.count <= 15,
+                digits.allSatisfy({ $0.isASCII && $0.isNumber }), let rate = Int64(digits), rate > 0
+            else {
                 throw SimError.admin(400, "invalid_field", "exchange_rate must be a positive decimal (\"1.0847\") with receivable_currency")
             }
-            receivable = PayPalReceivable(currency: to, rate: rate, scale: text.distance(from: dot, to: text.endIndex) - (dot == text.endIndex ? 0 : 1))
+            receivable = PayPalReceivable(
+                currency: to, rate: rate, scale: text.distance(from: dot, to: text.endIndex) - (dot == text.endIndex ? 0 : 1))
         }
-        var order = PayPalOrder(id: id, intent: intent, status: status, currency: currency,
-                                amount: total, merchantID: try string(json, "merchant_id", "") ?? PayPalOrder.defaultMerchantID,
-                                referenceID: try string(json, "reference_id", "") ?? "default",
-                                createTime: createTime, updateTime: createTime)
+        var order = PayPalOrder(
+            id: id, intent: intent, status: status, currency: currency,
+            amount: total, merchantID: try string(json, "merchant_id", "") ?? PayPalOrder.defaultMerchantID,
+            referenceID: try string(json, "reference_id", "") ?? "default",
+            createTime: createTime, updateTime: createTime)
         order.receivable = receivable
         func list(_ key: String) throws(SimError) -> [JSONValue] {
             guard let value = json[key], !value.isNull else { return [] }
@@ -320,10 +337,11 @@ struct PayPalOrderSeed {
             if let parent, !auths.contains(where: { $0.id == parent }) {
                 throw SimError.admin(400, "invalid_field", "\(w)reauthorizes \(parent) is not an earlier authorization of this order")
             }
-            auths.append(PayPalAuthorization(
-                id: try string(item, "id", w) ?? newID(), orderID: id,
-                status: try statusOf(item, w, allowed: PayPalAuthorization.statuses, default: "CREATED"),
-                amount: try amount(item, "amount", w, default: total), createTime: t, updateTime: t, parentID: parent))
+            auths.append(
+                PayPalAuthorization(
+                    id: try string(item, "id", w) ?? newID(), orderID: id,
+                    status: try statusOf(item, w, allowed: PayPalAuthorization.statuses, default: "CREATED"),
+                    amount: try amount(item, "amount", w, default: total), createTime: t, updateTime: t, parentID: parent))
         }
         var caps: [PayPalCapture] = []
         for (i, item) in try list("captures").enumerated() {
@@ -339,13 +357,14 @@ struct PayPalOrderSeed {
                 guard let b = f.boolValue else { throw SimError.admin(400, "invalid_field", "\(w)final_capture must be a boolean") }
                 final = b
             }
-            caps.append(PayPalCapture(
-                id: try string(item, "id", w) ?? newID(), orderID: id, authorizationID: authID,
-                status: try statusOf(item, w, allowed: PayPalCapture.statuses, default: "COMPLETED"),
-                amount: try amount(item, "amount", w, default: total), finalCapture: final, createTime: t, updateTime: t,
-                pendingReason: try string(item, "status_details_reason", w),
-                completedTime: try later(item, "completed_time", than: t, w), listedTime: try later(item, "listed_time", than: t, w),
-                refundsPendingReason: try string(item, "refunds_pending_reason", w)))
+            caps.append(
+                PayPalCapture(
+                    id: try string(item, "id", w) ?? newID(), orderID: id, authorizationID: authID,
+                    status: try statusOf(item, w, allowed: PayPalCapture.statuses, default: "COMPLETED"),
+                    amount: try amount(item, "amount", w, default: total), finalCapture: final, createTime: t, updateTime: t,
+                    pendingReason: try string(item, "status_details_reason", w),
+                    completedTime: try later(item, "completed_time", than: t, w), listedTime: try later(item, "listed_time", than: t, w),
+                    refundsPendingReason: try string(item, "refunds_pending_reason", w)))
         }
         var refs: [PayPalRefund] = []
         for (i, item) in try list("refunds").enumerated() {
@@ -357,11 +376,12 @@ struct PayPalOrderSeed {
             guard let capture = caps.first(where: { $0.id == captureID }) else {
                 throw SimError.admin(400, "invalid_field", "\(w)capture_id \(captureID) is not a capture of this order")
             }
-            refs.append(PayPalRefund(
-                id: try string(item, "id", w) ?? newID(), orderID: id, captureID: captureID,
-                status: try statusOf(item, w, allowed: PayPalRefund.statuses, default: "COMPLETED"),
-                amount: try amount(item, "amount", w, default: capture.amount), createTime: t, updateTime: t,
-                pendingReason: try string(item, "status_details_reason", w)))
+            refs.append(
+                PayPalRefund(
+                    id: try string(item, "id", w) ?? newID(), orderID: id, captureID: captureID,
+                    status: try statusOf(item, w, allowed: PayPalRefund.statuses, default: "COMPLETED"),
+                    amount: try amount(item, "amount", w, default: capture.amount), createTime: t, updateTime: t,
+                    pendingReason: try string(item, "status_details_reason", w)))
         }
         return PayPalOrderSeed(order: order, authorizations: auths, captures: caps, refunds: refs)
     }

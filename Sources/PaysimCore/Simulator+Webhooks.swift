@@ -30,8 +30,10 @@ public enum WebhookSigner {
     }
 
     /// PayPal: the signed message `transmissionId|transmissionTime|webhookId|crc32(body) decimal`.
-    public static func paypalMessage(transmissionID: String, transmissionTime: String, webhookID: String,
-                                     body: [UInt8]) -> [UInt8] {
+    public static func paypalMessage(
+        transmissionID: String, transmissionTime: String, webhookID: String,
+        body: [UInt8]
+    ) -> [UInt8] {
         Array("\(transmissionID)|\(transmissionTime)|\(webhookID)|\(CRC32.checksum(body))".utf8)
     }
 
@@ -41,17 +43,25 @@ public enum WebhookSigner {
     }
 
     public static func pxpHeaders(key: String, requestID: String, timestamp: String, body: [UInt8]) -> [(String, String)] {
-        [("Content-Type", "application/json"), ("X-Request-Id", requestID), ("X-Signature-Timestamp", timestamp),
-         ("X-Signature", pxpSignature(key: key, requestID: requestID, timestamp: timestamp, body: body))]
+        [
+            ("Content-Type", "application/json"), ("X-Request-Id", requestID), ("X-Signature-Timestamp", timestamp),
+            ("X-Signature", pxpSignature(key: key, requestID: requestID, timestamp: timestamp, body: body))
+        ]
     }
 
-    static func paypalHeaders(ca: PayPalTestCA, webhookID: String, transmissionID: String, time: String, certURL: String,
-                              body: [UInt8]) throws -> [(String, String)] {
-        let signature = try ca.sign(paypalMessage(transmissionID: transmissionID, transmissionTime: time,
-                                                  webhookID: webhookID, body: body))
-        return [("Content-Type", "application/json"), ("PAYPAL-TRANSMISSION-ID", transmissionID),
-                ("PAYPAL-TRANSMISSION-TIME", time), ("PAYPAL-TRANSMISSION-SIG", Base64.encode(signature)),
-                ("PAYPAL-CERT-URL", certURL), ("PAYPAL-AUTH-ALGO", "SHA256withRSA"), ("PAYPAL-AUTH-VERSION", "v2")]
+    static func paypalHeaders(
+        ca: PayPalTestCA, webhookID: String, transmissionID: String, time: String, certURL: String,
+        body: [UInt8]
+    ) throws -> [(String, String)] {
+        let signature = try ca.sign(
+            paypalMessage(
+                transmissionID: transmissionID, transmissionTime: time,
+                webhookID: webhookID, body: body))
+        return [
+            ("Content-Type", "application/json"), ("PAYPAL-TRANSMISSION-ID", transmissionID),
+            ("PAYPAL-TRANSMISSION-TIME", time), ("PAYPAL-TRANSMISSION-SIG", Base64.encode(signature)),
+            ("PAYPAL-CERT-URL", certURL), ("PAYPAL-AUTH-ALGO", "SHA256withRSA"), ("PAYPAL-AUTH-VERSION", "v2")
+        ]
     }
 }
 
@@ -125,9 +135,11 @@ extension Simulator {
                     "eventCategory": "Transaction",
                     "eventCode": .string(eventCode),
                     "eventDate": .string(SimTime.rfc3339Millis(now)),
-                    "eventOwner": .object(["merchantGroup": .string(s.config.pxpMerchantGroup), "merchant": .string(t.merchant),
-                                        "site": .string(t.site)]),
-                    "eventData": nested ? .object(["transactionData": data]) : data,
+                    "eventOwner": .object([
+                        "merchantGroup": .string(s.config.pxpMerchantGroup), "merchant": .string(t.merchant),
+                        "site": .string(t.site)
+                    ]),
+                    "eventData": nested ? .object(["transactionData": data]) : data
                 ])
             }
             let ids = (0..<count).map { _ in s.ids.uuid() }
@@ -135,17 +147,21 @@ extension Simulator {
         }
         let body = (request["array"]?.boolValue ?? false) ? JSONValue.array([event]).serialized() : event.serialized()
         // PXP documents no timestamp format: seconds, milliseconds or ISO 8601, as set (`PXPBehaviour`).
-        let timestamp: String = switch state.withLock({ $0.config.pxpBehaviour.webhookTimestamp }) {
-        case .seconds: String(Int64(now.timeIntervalSince1970))
-        case .milliseconds: String(Int64(now.timeIntervalSince1970 * 1000))
-        case .iso8601: SimTime.rfc3339(now)
-        }
+        let timestamp: String =
+            switch state.withLock({ $0.config.pxpBehaviour.webhookTimestamp }) {
+            case .seconds: String(Int64(now.timeIntervalSince1970))
+            case .milliseconds: String(Int64(now.timeIntervalSince1970 * 1000))
+            case .iso8601: SimTime.rfc3339(now)
+            }
         let signingKey = forged ? key + "-forged" : key
         var deliveries: [WebhookDelivery] = []
         for id in requestIDs {
-            let delivery = WebhookDelivery(id: id, headers: WebhookSigner.pxpHeaders(key: signingKey, requestID: id,
-                                                                                     timestamp: timestamp, body: body),
-                                           body: body)
+            let delivery = WebhookDelivery(
+                id: id,
+                headers: WebhookSigner.pxpHeaders(
+                    key: signingKey, requestID: id,
+                    timestamp: timestamp, body: body),
+                body: body)
             deliveries.append(delivery)
             if duplicate {
                 var again = delivery
@@ -158,7 +174,8 @@ extension Simulator {
 
     /// Paypercut: `{provider:"paypercut", type (payment_intent.authorized, payment_intent.captured,
     /// checkout_session.completed, account.updated…), intent_id?, account?}`; signed `Paypercut-Signature: t=…,v1=…`.
-    private func paypercutDeliveries(_ request: JSONValue, count: Int, forged: Bool, duplicate: Bool) throws(SimError) -> [WebhookDelivery] {
+    private func paypercutDeliveries(_ request: JSONValue, count: Int, forged: Bool, duplicate: Bool) throws(SimError) -> [WebhookDelivery]
+    {
         let now = clock()
         let type = request["type"]?.stringValue ?? "payment_intent.captured"
         let (secret, ids, object): (String, [String], JSONValue) = try state.withLock { s throws(SimError) in
@@ -166,26 +183,40 @@ extension Simulator {
             if type.hasPrefix("account.") {
                 object = .object(["id": .string(request["account"]?.stringValue ?? "acct_paysim"), "object": "account"])
             } else {
-                guard let id = request["intent_id"]?.stringValue else { throw SimError.admin(400, "missing_field", "intent_id is required") }
-                guard let intent = s.paypercut.intents[id] else { throw SimError.admin(404, "not_found", "no such Paypercut payment intent") }
-                object = type.hasPrefix("checkout_session.")
-                    ? .object(["id": .string("cs_" + id), "object": "checkout_session", "payment_intent": .string(id),
-                               "status": "complete", "payment_status": "paid"])
+                guard let id = request["intent_id"]?.stringValue else {
+                    throw SimError.admin(400, "missing_field", "intent_id is required")
+                }
+                guard let intent = s.paypercut.intents[id] else {
+                    throw SimError.admin(404, "not_found", "no such Paypercut payment intent")
+                }
+                object =
+                    type.hasPrefix("checkout_session.")
+                    ? .object([
+                        "id": .string("cs_" + id), "object": "checkout_session", "payment_intent": .string(id),
+                        "status": "complete", "payment_status": "paid"
+                    ])
                     : s.paypercut.intentJSON(intent)
             }
             return (s.config.paypercutWebhookSecret, (0..<count).map { _ in "evt_" + s.ids.uuid() }, object)
         }
         var deliveries: [WebhookDelivery] = []
         for id in ids {
-            var envelope: [(String, JSONValue)] = [("id", .string(id)), ("type", .string(type)),
-                                                   ("created", .string(SimTime.rfc3339(now))), ("livemode", .bool(false))]
+            var envelope: [(String, JSONValue)] = [
+                ("id", .string(id)), ("type", .string(type)),
+                ("created", .string(SimTime.rfc3339(now))), ("livemode", .bool(false))
+            ]
             if let account = request["account"]?.stringValue { envelope.append(("account", .string(account))) }
             envelope.append(("data", .object([("object", object)])))
             let body = JSONValue.object(envelope).serialized()
-            let signature = WebhookSigner.paypercutSignature(secret: forged ? secret + "-forged" : secret,
-                                                             timestamp: Int64(now.timeIntervalSince1970), body: body)
-            let delivery = WebhookDelivery(id: id, headers: [("Content-Type", "application/json"), ("Paypercut-Signature", signature),
-                                                             ("Paypercut-Event-Id", id)], body: body)
+            let signature = WebhookSigner.paypercutSignature(
+                secret: forged ? secret + "-forged" : secret,
+                timestamp: Int64(now.timeIntervalSince1970), body: body)
+            let delivery = WebhookDelivery(
+                id: id,
+                headers: [
+                    ("Content-Type", "application/json"), ("Paypercut-Signature", signature),
+                    ("Paypercut-Event-Id", id)
+                ], body: body)
             deliveries.append(delivery)
             if duplicate { var again = delivery; again.isRepeat = true; deliveries.append(again) }
         }
@@ -195,7 +226,8 @@ extension Simulator {
     private func paypalDeliveries(_ request: JSONValue, count: Int, forged: Bool, duplicate: Bool) throws(SimError) -> [WebhookDelivery] {
         guard let ca else { throw SimError.admin(503, "no_ca", "paysim runs without a PayPal test CA") }
         let now = clock()
-        let (events, webhookID, certURL, transmissionIDs): ([JSONValue], String, String, [String]) = try state.withLock { s throws(SimError) in
+        let (events, webhookID, certURL, transmissionIDs): ([JSONValue], String, String, [String]) = try state.withLock {
+            s throws(SimError) in
             let base = s.config.publicBaseURL
             var template: JSONValue
             if let body = request["body"], !body.isNull {
@@ -215,10 +247,11 @@ extension Simulator {
                 }
                 template = .object([
                     "id": "", "event_version": "1.0", "create_time": .string(created),
-                    "resource_type": resourceType.isEmpty ? nil : .string(resourceType), "resource_version": resourceType.isEmpty ? nil : "2.0",
+                    "resource_type": resourceType.isEmpty ? nil : .string(resourceType),
+                    "resource_version": resourceType.isEmpty ? nil : "2.0",
                     "event_type": .string(eventType),
                     "summary": .string("paysim \(eventType) for \(summaryAmount)"),
-                    "resource": resource,
+                    "resource": resource
                 ])
             }
             let given = request["body"].map { !$0.isNull } ?? false
@@ -228,10 +261,12 @@ extension Simulator {
                 let id = "WH-\(s.paypalID())-\(s.paypalID())"
                 var event = template.setting("id", .string(id))
                 if !given {
-                    event = event.setting("links", .array([
-                        PayPalBook.link("\(base)/v1/notifications/webhooks-events/\(id)", "self", "GET"),
-                        PayPalBook.link("\(base)/v1/notifications/webhooks-events/\(id)/resend", "resend", "POST"),
-                    ]))
+                    event = event.setting(
+                        "links",
+                        .array([
+                            PayPalBook.link("\(base)/v1/notifications/webhooks-events/\(id)", "self", "GET"),
+                            PayPalBook.link("\(base)/v1/notifications/webhooks-events/\(id)/resend", "resend", "POST")
+                        ]))
                 }
                 events.append(event)
             }
@@ -251,8 +286,9 @@ extension Simulator {
             for copy in 0..<(duplicate ? 2 : 1) {
                 let headers: [(String, String)]
                 do {
-                    headers = try WebhookSigner.paypalHeaders(ca: ca, webhookID: signedID, transmissionID: transmission.next()!,
-                                                              time: time, certURL: certURL, body: body)
+                    headers = try WebhookSigner.paypalHeaders(
+                        ca: ca, webhookID: signedID, transmissionID: transmission.next()!,
+                        time: time, certURL: certURL, body: body)
                 } catch {
                     throw SimError.admin(500, "signing_failed", "\(error)")
                 }
@@ -263,8 +299,10 @@ extension Simulator {
     }
 
     /// The resource an event type carries: (resource_type, resource JSON, "value CUR" for the summary).
-    static func paypalResource(_ eventType: String, _ request: JSONValue, _ book: PayPalBook,
-                               base: String) throws(SimError) -> (String, JSONValue, String) {
+    static func paypalResource(
+        _ eventType: String, _ request: JSONValue, _ book: PayPalBook,
+        base: String
+    ) throws(SimError) -> (String, JSONValue, String) {
         let resourceID = request["resource_id"]?.stringValue
         let orderID = request["order_id"]?.stringValue
         func notFound(_ what: String) -> SimError { SimError.admin(404, "not_found", "no such PayPal \(what)") }
@@ -288,8 +326,17 @@ extension Simulator {
             // a negative amount.total, and sale_id naming the sale refunded.
             var resource = book.saleRefundJSON(refund, base: base)
             if case .object(var members) = resource, let i = members.firstIndex(where: { $0.0 == "amount" }) {
-                members[i].1 = .object([("total", .string("-" + Money.format(minorUnits: refund.amount / PayPalBook.paypalUnit(sale.currency), exponent: PayPalBook.paypalDecimals(sale.currency)))),
-                                        ("currency", .string(sale.currency.code))])
+                members[i].1 = .object([
+                    (
+                        "total",
+                        .string(
+                            "-"
+                                + Money.format(
+                                    minorUnits: refund.amount / PayPalBook.paypalUnit(sale.currency),
+                                    exponent: PayPalBook.paypalDecimals(sale.currency)))
+                    ),
+                    ("currency", .string(sale.currency.code))
+                ])
                 resource = .object(members)
             }
             return ("sale", resource, summary)
@@ -309,19 +356,22 @@ extension Simulator {
             return ("checkout-order", book.orderJSON(o, base: base), summary(o.amount, o))
         }
         if eventType.hasPrefix("PAYMENT.AUTHORIZATION.") {
-            let auth = resourceID.flatMap { book.authorizations[$0] }
+            let auth =
+                resourceID.flatMap { book.authorizations[$0] }
                 ?? orderID.flatMap { order(of: $0) }.flatMap { $0.authorizationIDs.last }.flatMap { book.authorizations[$0] }
             guard let auth, let o = order(of: auth.orderID) else { throw notFound("authorization") }
             return ("authorization", book.authorizationJSON(auth, base: base, standalone: true), summary(auth.amount, o))
         }
         if eventType == "PAYMENT.CAPTURE.REFUNDED" {
-            let refund = resourceID.flatMap { book.refunds[$0] }
+            let refund =
+                resourceID.flatMap { book.refunds[$0] }
                 ?? orderID.flatMap { order(of: $0) }.flatMap { $0.refundIDs.last }.flatMap { book.refunds[$0] }
             guard let refund, let o = order(of: refund.orderID) else { throw notFound("refund") }
             return ("refund", book.refundJSON(refund, base: base, standalone: true), summary(refund.amount, o))
         }
         if eventType.hasPrefix("PAYMENT.CAPTURE.") {
-            let capture = resourceID.flatMap { book.captures[$0] }
+            let capture =
+                resourceID.flatMap { book.captures[$0] }
                 ?? orderID.flatMap { order(of: $0) }.flatMap { $0.captureIDs.last }.flatMap { book.captures[$0] }
             guard let capture, let o = order(of: capture.orderID) else { throw notFound("capture") }
             return ("capture", book.captureJSON(capture, base: base, standalone: true), summary(capture.amount, o))
@@ -335,8 +385,12 @@ extension Simulator {
         if json["lost"]?.boolValue == true {
             // Made and listed by the provider, never delivered: what a lost webhook leaves behind.
             let deliveries = try buildDeliveries(json)
-            return .json(200, .object(["sent": .integer(0), "lost": .integer(Int64(deliveries.count)),
-                                       "events": .array(deliveries.prefix(1000).map { .string($0.id) })]))
+            return .json(
+                200,
+                .object([
+                    "sent": .integer(0), "lost": .integer(Int64(deliveries.count)),
+                    "events": .array(deliveries.prefix(1000).map { .string($0.id) })
+                ]))
         }
         guard let target = json["target"]?.stringValue, let url = URL(string: target), url.scheme != nil, url.host != nil else {
             throw SimError.admin(400, "invalid_field", "target must be an absolute URL")
@@ -347,24 +401,34 @@ extension Simulator {
         var statuses: [String: Int] = [:]
         for r in results { statuses[r.status.map(String.init) ?? "error", default: 0] += 1 }
         let listed = results.prefix(1000).map { r in
-            JSONValue.object(["id": .string(r.id), "status": r.status.map { .integer($0) } ?? .null,
-                      "error": r.error.map { .string($0) }])
+            JSONValue.object([
+                "id": .string(r.id), "status": r.status.map { .integer($0) } ?? .null,
+                "error": r.error.map { .string($0) }
+            ])
         }
-        Log.info("webhooks sent", ["provider": json["provider"]?.stringValue ?? "", "count": results.count,
-                                   "target": target])
-        return .json(200, .object([
-            "sent": .integer(results.count),
-            "statuses": .object(statuses.sorted { $0.key < $1.key }.map { ($0.key, .integer($0.value)) }),
-            "deliveries": .array(Array(listed)),
-        ]))
+        Log.info(
+            "webhooks sent",
+            [
+                "provider": json["provider"]?.stringValue ?? "", "count": results.count,
+                "target": target
+            ])
+        return .json(
+            200,
+            .object([
+                "sent": .integer(results.count),
+                "statuses": .object(statuses.sorted { $0.key < $1.key }.map { ($0.key, .integer($0.value)) }),
+                "deliveries": .array(Array(listed))
+            ]))
     }
 
     struct SendResult: Sendable { var index: Int; var id: String; var status: Int?; var error: String? }
 
     /// Sends with at most `concurrency` in flight; results in delivery order. A repeat is sent only after the
     /// delivery before it was answered (so a receiver sees original, then duplicate).
-    static func send(_ deliveries: [WebhookDelivery], to target: String, transport: any WebhookTransport,
-                     concurrency: Int) async -> [SendResult] {
+    static func send(
+        _ deliveries: [WebhookDelivery], to target: String, transport: any WebhookTransport,
+        concurrency: Int
+    ) async -> [SendResult] {
         var units: [[Int]] = []
         for (i, d) in deliveries.enumerated() {
             if d.isRepeat, !units.isEmpty { units[units.count - 1].append(i) } else { units.append([i]) }

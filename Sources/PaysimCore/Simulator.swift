@@ -20,11 +20,13 @@ public struct SimLogEntry: Sendable, Equatable {
     public var resourceID: String?
 
     var json: JSONValue {
-        .object(["time": .string(time), "provider": .string(provider), "method": .string(method), "path": .string(path),
-              "idempotency_key": idempotencyKey.map { .string($0) } ?? .null,
-              "request_id": requestID.map { .string($0) } ?? .null,
-              "status": .integer(status), "result": .string(result),
-              "resource_id": resourceID.map { .string($0) } ?? .null])
+        .object([
+            "time": .string(time), "provider": .string(provider), "method": .string(method), "path": .string(path),
+            "idempotency_key": idempotencyKey.map { .string($0) } ?? .null,
+            "request_id": requestID.map { .string($0) } ?? .null,
+            "status": .integer(status), "result": .string(result),
+            "resource_id": resourceID.map { .string($0) } ?? .null
+        ])
     }
 }
 
@@ -83,8 +85,10 @@ public final class Simulator: Sendable {
     let clock: @Sendable () -> Date
     let transport: (any WebhookTransport)?
 
-    public init(config: SimConfig = SimConfig(), ca: PayPalTestCA?, clock: @escaping @Sendable () -> Date = { Date() },
-                transport: (any WebhookTransport)? = nil) {
+    public init(
+        config: SimConfig = SimConfig(), ca: PayPalTestCA?, clock: @escaping @Sendable () -> Date = { Date() },
+        transport: (any WebhookTransport)? = nil
+    ) {
         state = Mutex(SimState(config: config))
         self.ca = ca
         self.clock = clock
@@ -118,8 +122,10 @@ public final class Simulator: Sendable {
 
     // MARK: - Entry points
 
-    public func handle(method: String, path: String, query: [String: String] = [:], headers: [String: String] = [:],
-                       body: [UInt8] = []) -> SimResponse {
+    public func handle(
+        method: String, path: String, query: [String: String] = [:], headers: [String: String] = [:],
+        body: [UInt8] = []
+    ) -> SimResponse {
         handle(SimRequest(method: method, path: path, query: query, headers: headers, body: body))
     }
 
@@ -147,9 +153,10 @@ public final class Simulator: Sendable {
         }
         defer { if route.isProviderAPI { state.withLock { $0.inFlight -= 1 } } }
         if route.isProviderAPI, request.method == "POST", route.isAction,
-           let retryAfter: Int = state.withLock({ $0.faults.refusesAction() ? $0.faults.config.retryAfter : nil }),
-           let refused = faultResponse(.tooManyRequests(retryAfter: retryAfter), route: route, request: request) {
-            return refused   // never applied
+            let retryAfter: Int = state.withLock({ $0.faults.refusesAction() ? $0.faults.config.retryAfter : nil }),
+            let refused = faultResponse(.tooManyRequests(retryAfter: retryAfter), route: route, request: request)
+        {
+            return refused  // never applied
         }
         if route.isProviderAPI {
             let decision: FaultDecision? = state.withLock { $0.faults.isActive ? $0.faults.decide() : nil }
@@ -157,22 +164,26 @@ public final class Simulator: Sendable {
                 if decision.delayMs > 0 { try? await Task.sleep(for: .milliseconds(decision.delayMs)) }
                 if decision.outcome == .dropAfterApply {
                     if request.method == "POST", route.isAction {
-                        _ = handle(request)   // applied (and logged), then the answer is lost
+                        _ = handle(request)  // applied (and logged), then the answer is lost
                         let now = nowString
                         state.withLock { s in
                             s.counts["fault.dropped_after_apply", default: 0] += 1
-                            s.record(SimLogEntry(time: now, provider: route.provider ?? "", method: request.method, path: request.path,
-                                                 idempotencyKey: Self.idempotencyKey(route, request),
-                                                 requestID: request.header("x-request-id") ?? request.header("paypal-request-id"),
-                                                 status: 0, result: "answer_dropped", resourceID: nil))
+                            s.record(
+                                SimLogEntry(
+                                    time: now, provider: route.provider ?? "", method: request.method, path: request.path,
+                                    idempotencyKey: Self.idempotencyKey(route, request),
+                                    requestID: request.header("x-request-id") ?? request.header("paypal-request-id"),
+                                    status: 0, result: "answer_dropped", resourceID: nil))
                         }
                         return SimResponse(status: 503, headers: [("Connection", "close")], body: [], drop: true)
                     }
                 } else if decision.outcome == .dropBeforeApply {
                     if request.method == "POST", route.isAction, let faulted = faultResponse(.drop, route: route, request: request) {
-                        return faulted   // never applied; the caller sees a cut connection
+                        return faulted  // never applied; the caller sees a cut connection
                     }
-                } else if let faulted = faultResponse(decision.outcome, route: route, request: request) { return faulted }
+                } else if let faulted = faultResponse(decision.outcome, route: route, request: request) {
+                    return faulted
+                }
             }
         }
         if case .adminWebhooksSend = route {
@@ -191,22 +202,32 @@ public final class Simulator: Sendable {
             return nil
         case .serverError:
             result = "fault_500"
-            response = route.provider == "paypercut"
+            response =
+                route.provider == "paypercut"
                 ? PaypercutBook.error(500, "api_error", "internal_error", "injected fault").response
                 : route.provider == "paypal"
-                ? .json(500, .object(["name": "INTERNAL_SERVER_ERROR", "message": "An internal server error occurred.",
-                                   "debug_id": "paysim-fault"]))
-                : .json(500, .object(["errorCode": "InternalError", "errorReason": "injected fault"]))
+                    ? .json(
+                        500,
+                        .object([
+                            "name": "INTERNAL_SERVER_ERROR", "message": "An internal server error occurred.",
+                            "debug_id": "paysim-fault"
+                        ]))
+                    : .json(500, .object(["errorCode": "InternalError", "errorReason": "injected fault"]))
         case .tooManyRequests(let retryAfter):
             result = "fault_429"
             // retry_after 0: no Retry-After header at all (a 429 that must still back off).
             let retryHeader = retryAfter > 0 ? [("Retry-After", String(retryAfter))] : []
-            response = route.provider == "paypercut"
+            response =
+                route.provider == "paypercut"
                 ? .json(429, PaypercutBook.error(429, "rate_limit_error", "rate_limit", "Too many requests.").body, headers: retryHeader)
                 : route.provider == "paypal"
-                ? .json(429, .object(["name": "RATE_LIMIT_REACHED", "message": "Too many requests. Blocked due to rate limiting.",
-                                   "debug_id": "paysim-fault"]), headers: retryHeader)
-                : .json(429, .object(["errorCode": "TooManyRequests", "errorReason": "injected fault"]), headers: retryHeader)
+                    ? .json(
+                        429,
+                        .object([
+                            "name": "RATE_LIMIT_REACHED", "message": "Too many requests. Blocked due to rate limiting.",
+                            "debug_id": "paysim-fault"
+                        ]), headers: retryHeader)
+                    : .json(429, .object(["errorCode": "TooManyRequests", "errorReason": "injected fault"]), headers: retryHeader)
         case .drop, .dropAfterApply, .dropBeforeApply:
             result = "dropped"
             response = SimResponse(status: 503, headers: [("Connection", "close")], body: [], drop: true)
@@ -214,10 +235,12 @@ public final class Simulator: Sendable {
         state.withLock { s in
             s.counts["fault.\(result)", default: 0] += 1
             if request.method == "POST", route.isAction {
-                s.record(SimLogEntry(time: nowString, provider: route.provider ?? "", method: request.method,
-                                     path: request.path, idempotencyKey: Self.idempotencyKey(route, request),
-                                     requestID: request.header("x-request-id") ?? request.header("paypal-request-id"),
-                                     status: response.status, result: result, resourceID: nil))
+                s.record(
+                    SimLogEntry(
+                        time: nowString, provider: route.provider ?? "", method: request.method,
+                        path: request.path, idempotencyKey: Self.idempotencyKey(route, request),
+                        requestID: request.header("x-request-id") ?? request.header("paypal-request-id"),
+                        status: response.status, result: result, resourceID: nil))
             }
         }
         return response
@@ -230,8 +253,9 @@ public final class Simulator: Sendable {
     }
 
     static func methodNotAllowed(_ allowed: String) -> SimResponse {
-        .json(405, .object(["error": .object(["code": "method_not_allowed", "message": .string("use \(allowed)")])]),
-              headers: [("Allow", allowed)])
+        .json(
+            405, .object(["error": .object(["code": "method_not_allowed", "message": .string("use \(allowed)")])]),
+            headers: [("Allow", allowed)])
     }
 
     private func dispatch(_ route: Route, _ r: SimRequest) throws(SimError) -> SimResponse {
@@ -271,26 +295,28 @@ public final class Simulator: Sendable {
 
     /// 405 for a route asked with another method.
     static func wrongMethod(_ method: String) -> SimError {
-        SimError(status: 405, body: .object(["error": .object(["code": "method_not_allowed", "message": .string("use \(method)")])]),
-                 code: "method_not_allowed")
+        SimError(
+            status: 405, body: .object(["error": .object(["code": "method_not_allowed", "message": .string("use \(method)")])]),
+            code: "method_not_allowed")
     }
 
     /// What PayPal answers an app without the disputes scope (`https://uri.paypal.com/services/disputes/read-seller`).
     static var disputesNotAuthorized: SimError {
-        SimError.paypal(403, name: "NOT_AUTHORIZED", message: "Authorization failed due to insufficient permissions.",
-                        issue: "PERMISSION_DENIED", description: SimError.paypalDescriptions["PERMISSION_DENIED"]!)
+        SimError.paypal(
+            403, name: "NOT_AUTHORIZED", message: "Authorization failed due to insufficient permissions.",
+            issue: "PERMISSION_DENIED", description: SimError.paypalDescriptions["PERMISSION_DENIED"]!)
     }
 
     func logAction(_ route: Route, _ r: SimRequest, key: String?, status: Int, result: String, resourceID: String?) {
-        let entry = SimLogEntry(time: nowString, provider: route.provider ?? "", method: r.method, path: r.path,
-                                idempotencyKey: key,
-                                requestID: r.header("x-request-id"), status: status, result: result,
-                                resourceID: resourceID)
+        let entry = SimLogEntry(
+            time: nowString, provider: route.provider ?? "", method: r.method, path: r.path,
+            idempotencyKey: key,
+            requestID: r.header("x-request-id"), status: status, result: result,
+            resourceID: resourceID)
         state.withLock { $0.record(entry) }
     }
 
 }
-
 
 // MARK: - Routing
 
@@ -326,7 +352,8 @@ enum Route: Equatable {
     case adminPayPalSales, adminPayPalDisputes, adminPayPalReversals, adminPayPalRefunds, adminPayPalSubscriptions
     /// `GET /admin/paypal/reports/STL-yyyymmdd.01.009.CSV` (or TRR-…): the day's report file, `?faults=a,b`.
     case adminPayPalReport(String)
-    case adminPXPTransactions, adminPXPBehaviour, adminPayPalPermissions, adminPayPalOrders, adminSeed, adminLog, adminFaults, adminReset, adminStats
+    case adminPXPTransactions, adminPXPBehaviour, adminPayPalPermissions, adminPayPalOrders, adminSeed, adminLog, adminFaults, adminReset,
+        adminStats
     case adminRootPEM, adminWebhooksSend
     case notFound(provider: String?)
 
@@ -341,32 +368,53 @@ enum Route: Equatable {
         case "api":
             // `/api/v1/transactions/{merchant}/{site}` (GET) vs `/api/v1/transactions/{id}/modifications` (POST).
             if s.count == 5, s[1] == "v1", s[2] == "transactions" {
-                self = method != "GET" && s[4] == "modifications" ? .pxpModifications(s[3])
+                self =
+                    method != "GET" && s[4] == "modifications"
+                    ? .pxpModifications(s[3])
                     : .pxpTransaction(merchant: s[3], site: s[4])
             } else {
                 self = .notFound(provider: "pxp")
             }
         case "v1":
-            if s.count == 3, s[1] == "oauth2", s[2] == "token" { self = .paypalToken }
-            else if s.count == 4, s[1] == "notifications", s[2] == "certs" { self = .paypalCert(s[3]) }
-            else if s.count == 4, s[1] == "payments", s[2] == "sale" { self = .paypalSale(s[3]) }
-            else if s.count == 5, s[1] == "payments", s[2] == "sale", s[4] == "refund" { self = .paypalSaleRefund(s[3]) }
-            else if s.count == 4, s[1] == "payments", s[2] == "refund" { self = .paypalV1Refund(s[3]) }
-            else if s.count == 4, s[1] == "customer", s[2] == "disputes" { self = .paypalDispute(s[3]) }
-            else if s.count == 3, s[1] == "customer", s[2] == "disputes" { self = .paypalDisputes }
-            else if s.count == 3, s[1] == "reporting", s[2] == "transactions" { self = .paypalTransactionSearch }
-            else if s.count == 3, s[1] == "notifications", s[2] == "webhooks-events" { self = .paypalWebhookEvents }
-            else if s.count == 3, s[1] == "payment_intents" { self = .paypercutIntent(s[2]) }
-            else if s.count == 4, s[1] == "payment_intents", s[3] == "capture" { self = .paypercutIntentCapture(s[2]) }
-            else if s.count == 4, s[1] == "payment_intents", s[3] == "cancel" { self = .paypercutIntentCancel(s[2]) }
-            else if s.count == 2, s[1] == "refunds" { self = method == "GET" ? .paypercutRefundList : .paypercutRefunds }
-            else if s.count >= 2, ["payment_intents", "refunds"].contains(s[1]) { self = .notFound(provider: "paypercut") }
-            else { self = .notFound(provider: "paypal") }
+            if s.count == 3, s[1] == "oauth2", s[2] == "token" {
+                self = .paypalToken
+            } else if s.count == 4, s[1] == "notifications", s[2] == "certs" {
+                self = .paypalCert(s[3])
+            } else if s.count == 4, s[1] == "payments", s[2] == "sale" {
+                self = .paypalSale(s[3])
+            } else if s.count == 5, s[1] == "payments", s[2] == "sale", s[4] == "refund" {
+                self = .paypalSaleRefund(s[3])
+            } else if s.count == 4, s[1] == "payments", s[2] == "refund" {
+                self = .paypalV1Refund(s[3])
+            } else if s.count == 4, s[1] == "customer", s[2] == "disputes" {
+                self = .paypalDispute(s[3])
+            } else if s.count == 3, s[1] == "customer", s[2] == "disputes" {
+                self = .paypalDisputes
+            } else if s.count == 3, s[1] == "reporting", s[2] == "transactions" {
+                self = .paypalTransactionSearch
+            } else if s.count == 3, s[1] == "notifications", s[2] == "webhooks-events" {
+                self = .paypalWebhookEvents
+            } else if s.count == 3, s[1] == "payment_intents" {
+                self = .paypercutIntent(s[2])
+            } else if s.count == 4, s[1] == "payment_intents", s[3] == "capture" {
+                self = .paypercutIntentCapture(s[2])
+            } else if s.count == 4, s[1] == "payment_intents", s[3] == "cancel" {
+                self = .paypercutIntentCancel(s[2])
+            } else if s.count == 2, s[1] == "refunds" {
+                self = method == "GET" ? .paypercutRefundList : .paypercutRefunds
+            } else if s.count >= 2, ["payment_intents", "refunds"].contains(s[1]) {
+                self = .notFound(provider: "paypercut")
+            } else {
+                self = .notFound(provider: "paypal")
+            }
         case "v2":
-            if s.count == 4, s[1] == "checkout", s[2] == "orders" { self = .paypalOrder(s[3]) }
-            else if s.count == 3, s[1] == "payments" { self = .paypercutPayment(s[2]) }
-            else if s.count == 2, s[1] == "payments" { self = .paypercutPaymentList }
-            else if s.count >= 4, s[1] == "payments" {
+            if s.count == 4, s[1] == "checkout", s[2] == "orders" {
+                self = .paypalOrder(s[3])
+            } else if s.count == 3, s[1] == "payments" {
+                self = .paypercutPayment(s[2])
+            } else if s.count == 2, s[1] == "payments" {
+                self = .paypercutPaymentList
+            } else if s.count >= 4, s[1] == "payments" {
                 switch (s[2], s.count, s.count == 5 ? s[4] : "") {
                 case ("authorizations", 4, _): self = .paypalAuthorization(s[3])
                 case ("authorizations", 5, "capture"): self = .paypalAuthorizationCapture(s[3])
@@ -376,7 +424,9 @@ enum Route: Equatable {
                 case ("refunds", 4, _): self = .paypalRefund(s[3])
                 default: self = .notFound(provider: "paypal")
                 }
-            } else { self = .notFound(provider: "paypal") }
+            } else {
+                self = .notFound(provider: "paypal")
+            }
         case "admin":
             if s.count == 4, s[1] == "paypal", s[2] == "reports" { self = .adminPayPalReport(s[3]); return }
             switch s.dropFirst().joined(separator: "/") {
@@ -407,10 +457,13 @@ enum Route: Equatable {
         switch self {
         case .pxpTransaction, .pxpModifications: return "pxp"
         case .paypalToken, .paypalOrder, .paypalAuthorization, .paypalAuthorizationCapture, .paypalAuthorizationVoid,
-             .paypalCapture, .paypalCaptureRefund, .paypalRefund, .paypalCert, .paypalSale, .paypalSaleRefund, .paypalV1Refund, .paypalDispute,
-             .paypalDisputes, .paypalTransactionSearch, .paypalWebhookEvents: return "paypal"
+            .paypalCapture, .paypalCaptureRefund, .paypalRefund, .paypalCert, .paypalSale, .paypalSaleRefund, .paypalV1Refund,
+            .paypalDispute,
+            .paypalDisputes, .paypalTransactionSearch, .paypalWebhookEvents:
+            return "paypal"
         case .paypercutIntent, .paypercutIntentCapture, .paypercutIntentCancel, .paypercutPayment, .paypercutRefunds,
-             .paypercutPaymentList, .paypercutRefundList: return "paypercut"
+            .paypercutPaymentList, .paypercutRefundList:
+            return "paypercut"
         case .notFound(let p): return p
         default: return nil
         }
@@ -429,7 +482,8 @@ enum Route: Equatable {
     var isAction: Bool {
         switch self {
         case .pxpModifications, .paypalAuthorizationCapture, .paypalAuthorizationVoid, .paypalCaptureRefund, .paypalSaleRefund,
-             .paypercutIntentCapture, .paypercutIntentCancel, .paypercutRefunds: return true
+            .paypercutIntentCapture, .paypercutIntentCancel, .paypercutRefunds:
+            return true
         default: return false
         }
     }

@@ -27,18 +27,18 @@ enum PostgresTimestamp {
     static func parse(_ text: String) -> Date? {
         var scanner = Scanner(Array(text.utf8))
         guard let year = scanner.number(minDigits: 4, maxDigits: 6), scanner.take("-"),
-              let month = scanner.number(minDigits: 2, maxDigits: 2), scanner.take("-"),
-              let day = scanner.number(minDigits: 2, maxDigits: 2),
-              (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day)
+            let month = scanner.number(minDigits: 2, maxDigits: 2), scanner.take("-"),
+            let day = scanner.number(minDigits: 2, maxDigits: 2),
+            (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day)
         else { return nil }
         var secondOfDay: Int64 = 0
         var micros: Int64 = 0
         var offset: Int64 = 0
         if scanner.take(" ") || scanner.take("T") {
             guard let hour = scanner.number(minDigits: 2, maxDigits: 2), scanner.take(":"),
-                  let minute = scanner.number(minDigits: 2, maxDigits: 2), scanner.take(":"),
-                  let second = scanner.number(minDigits: 2, maxDigits: 2),
-                  hour <= 24, minute < 60, second < 61
+                let minute = scanner.number(minDigits: 2, maxDigits: 2), scanner.take(":"),
+                let second = scanner.number(minDigits: 2, maxDigits: 2),
+                hour <= 24, minute < 60, second < 61
             else { return nil }
             secondOfDay = hour * 3600 + minute * 60 + second
             if scanner.take(".") {

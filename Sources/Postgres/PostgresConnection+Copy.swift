@@ -12,7 +12,7 @@ extension PostgresConnection {
         try withHandle { conn in
             guard let started = PQexec(conn, sql) else { throw error(from: nil, conn) }
             guard PQresultStatus(started) == PGRES_COPY_IN else {
-                _ = try rows(from: started, conn)   // an error, or a statement that is no COPY FROM STDIN
+                _ = try rows(from: started, conn)  // an error, or a statement that is no COPY FROM STDIN
                 throw PostgresError.protocolViolation("copyIn needs a COPY … FROM STDIN statement")
             }
             PQclear(started)

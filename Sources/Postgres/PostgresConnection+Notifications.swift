@@ -45,8 +45,9 @@ extension PostgresConnection {
                 if !arrived.isEmpty { return arrived }
                 let remaining = ContinuousClock.now.duration(to: deadline)
                 guard remaining > .zero else { return [] }
-                let milliseconds = Int32(clamping: remaining.components.seconds * 1000
-                    + remaining.components.attoseconds / 1_000_000_000_000_000 + 1)
+                let milliseconds = Int32(
+                    clamping: remaining.components.seconds * 1000
+                        + remaining.components.attoseconds / 1_000_000_000_000_000 + 1)
                 var descriptor = pollfd(fd: PQsocket(conn), events: Int16(POLLIN), revents: 0)
                 if poll(&descriptor, 1, milliseconds) < 0, errno != EINTR {
                     throw PostgresError.connection("poll failed while waiting for notifications from \(target)")
@@ -59,10 +60,11 @@ extension PostgresConnection {
         var arrived: [PostgresNotification] = []
         while let notification = PQnotifies(conn) {
             defer { PQfreemem(notification) }
-            arrived.append(PostgresNotification(
-                channel: String(cString: notification.pointee.relname),
-                payload: notification.pointee.extra.map { String(cString: $0) } ?? "",
-                pid: notification.pointee.be_pid))
+            arrived.append(
+                PostgresNotification(
+                    channel: String(cString: notification.pointee.relname),
+                    payload: notification.pointee.extra.map { String(cString: $0) } ?? "",
+                    pid: notification.pointee.be_pid))
         }
         return arrived
     }

@@ -29,7 +29,7 @@ extension PostgresConnection {
             // A statement due to be prepared is prepared inside the pipeline, just before it runs: after what comes before
             // it (a BEGIN and its SET LOCAL timeouts cover its parse), and at no extra round trip.
             var plan: [PipelineSend] = []
-            var parsedHere: [PreparedStatements.Key: String] = [:]   // one Parse for a statement the pipeline sends twice
+            var parsedHere: [PreparedStatements.Key: String] = [:]  // one Parse for a statement the pipeline sends twice
             for (statement, parameters) in zip(statements, buffers) {
                 var send = PipelineSend(statement.sql, parameters, prepared: &prepared)
                 if send.prepareFirst, let key = send.key {
@@ -117,8 +117,10 @@ extension PostgresConnection {
 
     /// Queues the statements and a Sync, then flushes in non-blocking mode while reading what the server already
     /// answers, so neither side can block on a full socket buffer however long the pipeline is.
-    private func sendPipeline(_ conn: OpaquePointer, _ statements: [PostgresStatement], _ buffers: [ParameterBuffers],
-                              _ plan: [PipelineSend]) throws {
+    private func sendPipeline(
+        _ conn: OpaquePointer, _ statements: [PostgresStatement], _ buffers: [ParameterBuffers],
+        _ plan: [PipelineSend]
+    ) throws {
         guard PQsetnonblocking(conn, 1) == 0 else { throw error(from: nil, conn) }
         defer { _ = PQsetnonblocking(conn, 0) }
         for ((statement, parameters), send) in zip(zip(statements, buffers), plan) {

@@ -95,9 +95,10 @@ public final class PostgresConnection: @unchecked Sendable {
             if let (key, name) = try preparedName(conn, sql, buffers) {
                 let idle = PQtransactionStatus(conn) == PQTRANS_IDLE
                 do {
-                    return try rows(from: buffers.withPointers { count, _, values, lengths, formats in
-                        PQexecPrepared(conn, name, count, values, lengths, formats, 0)
-                    }, conn)
+                    return try rows(
+                        from: buffers.withPointers { count, _, values, lengths, formats in
+                            PQexecPrepared(conn, name, count, values, lengths, formats, 0)
+                        }, conn)
                 } catch let failure as PostgresError where PreparedStatements.invalidates(failure) {
                     prepared.forget(key, after: failure)
                     // Raised before the statement did anything: outside a transaction it is simply run again,
@@ -271,8 +272,10 @@ public final class PostgresConnection: @unchecked Sendable {
     /// TCP settings every connection starts from (a connection string may set its own): keepalive probes after 30 s
     /// idle, every 10 s, 3 of them; data unacknowledged for 60 s ends the connection (`tcp_user_timeout`, which never
     /// cuts a long query: the server acknowledges the query it computes). Ignored on a Unix-domain socket.
-    static let tcpDefaults: [(String, String)] = [("keepalives", "1"), ("keepalives_idle", "30"), ("keepalives_interval", "10"),
-                                                   ("keepalives_count", "3"), ("tcp_user_timeout", "60000")]
+    static let tcpDefaults: [(String, String)] = [
+        ("keepalives", "1"), ("keepalives_idle", "30"), ("keepalives_interval", "10"),
+        ("keepalives_count", "3"), ("tcp_user_timeout", "60000")
+    ]
 
     static func dial(_ conninfo: String) throws -> OpaquePointer {
         // Keywords before the expanded "dbname" are defaults the connection string overrides. TCP keepalives and a
@@ -336,7 +339,8 @@ public final class PostgresConnection: @unchecked Sendable {
         let reason = clean(PQerrorMessage(conn)).nonEmpty ?? "unknown reason"
         var secrets = ConnInfoSecrets.candidates(in: conninfo)
         if let password = value(PQpass(conn)) { secrets.append(password) }
-        let message = parts.isEmpty
+        let message =
+            parts.isEmpty
             ? "could not connect (check DATABASE_URL): \(reason)"
             : "could not connect to \(parts.joined(separator: " ")): \(reason)"
         return ConnInfoSecrets.redact(message, secrets: secrets)
@@ -407,7 +411,8 @@ final class ParameterBuffers {
     }
 
     func withPointers<R>(
-        _ body: (Int32, UnsafePointer<UInt32>?, UnsafePointer<UnsafePointer<CChar>?>?, UnsafePointer<Int32>?, UnsafePointer<Int32>?) throws -> R
+        _ body: (Int32, UnsafePointer<UInt32>?, UnsafePointer<UnsafePointer<CChar>?>?, UnsafePointer<Int32>?, UnsafePointer<Int32>?) throws
+            -> R
     ) rethrows -> R {
         try types.withUnsafeBufferPointer { types in
             try values.withUnsafeBufferPointer { values in

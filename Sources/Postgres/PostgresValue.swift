@@ -121,7 +121,10 @@ extension PostgresValue {
             guard let value else { literal += Array("NULL".utf8); continue }
             literal.append(UInt8(ascii: "\""))
             for byte in value.utf8 {
-                if byte == 0 { throw PostgresError.decoding("textArray element parameter contains a NUL byte, which PostgreSQL text cannot store; use .bytea") }
+                if byte == 0 {
+                    throw PostgresError.decoding(
+                        "textArray element parameter contains a NUL byte, which PostgreSQL text cannot store; use .bytea")
+                }
                 if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { literal.append(UInt8(ascii: "\\")) }
                 literal.append(byte)
             }

@@ -18,9 +18,11 @@ enum Acceptance: Sendable {
                 self = .needsFetch
                 return
             }
-            self = .accepted(AcceptedEvent(dedupeKey: Self.storable(event.dedupeKey),
-                                           eventType: event.eventType.map { String(Self.storable($0).prefix(200)) },
-                                           transmissionID: event.transmissionID.map(Self.storable)))
+            self = .accepted(
+                AcceptedEvent(
+                    dedupeKey: Self.storable(event.dedupeKey),
+                    eventType: event.eventType.map { String(Self.storable($0).prefix(200)) },
+                    transmissionID: event.transmissionID.map(Self.storable)))
         } catch {
             self = .rejected(DeliveryRejection(status: error.httpStatus, code: error.code.rawValue, message: error.message))
         }

@@ -26,20 +26,21 @@ final class GroupCommitter: Sendable {
     /// One thread per transaction that may be in flight, round robin: never GCD's shared pool (DedicatedThread).
     private let threads: [DedicatedThread]
     private let nextThread = Atomic<Int>(0)
-    private let batchSize = Metrics.shared.histogram("payrecon_commit_batch_size", help: "Deliveries per group commit.",
-                                                     buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256])
+    private let batchSize = Metrics.shared.histogram(
+        "payrecon_commit_batch_size", help: "Deliveries per group commit.",
+        buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256])
 
     init(storage: any ReceiverStorage, maxBatch: Int = 256, maxInFlight: Int = 1, maxQueued: Int = 8192) {
         self.storage = storage
         self.machine = Mutex(GroupCommitStateMachine(maxBatch: maxBatch, maxInFlight: maxInFlight, maxQueued: maxQueued))
         self.threads = (0..<max(1, maxInFlight)).map { DedicatedThread(name: "group-commit-\($0)") }
-        batchSize.initialise()   // at 0 from the start: the first commits show in rate()
+        batchSize.initialise()  // at 0 from the start: the first commits show in rate()
     }
 
     /// Stores `delivery`; `completion` runs on a committer thread once the outcome is known.
     func store(_ delivery: NewDelivery, completion: @escaping @Sendable (Outcome) -> Void) {
         switch machine.withLock({ $0.enqueue(Item(delivery: delivery, completion: completion)) }) {
-        case .rejected: completion(.unavailable("the receiver's commit queue is full or closing"))   // not the database's doing
+        case .rejected: completion(.unavailable("the receiver's commit queue is full or closing"))  // not the database's doing
         case .accepted(let action): run(action)
         }
     }
@@ -71,7 +72,7 @@ final class GroupCommitter: Sendable {
         do {
             let stored = try storage.commit(deliveries)
             for (c, s) in zip(completions, stored) { c(.stored(s)) }
-        } catch where !storage.isUnavailable(error) && batch.count > 1 {
+        } catch  where !storage.isUnavailable(error) && batch.count > 1 {
             // One bad item must not fail its neighbours: commit each alone, so only the culprit is refused.
             Log.warning("group commit failed; retrying items one by one", ["error": String(describing: error), "items": batch.count])
             for item in batch { flush([item]) }

@@ -38,10 +38,12 @@ public final class Receiver: Sendable {
         /// (nil: on the webhook listener).
         public var metricsHost: String?
         public var metricsPort: UInt16
-        public init(host: String = "127.0.0.1", port: UInt16 = 8080, maxBodyBytes: Int = 1_048_576, threads: Int = 4,
-                    connectionTimeoutSeconds: UInt32 = 15, drainSeconds: Int = 20, maxConnections: Int = 1000, maxConnectionsPerIP: Int = 256,
-                    commitTimeoutSeconds: Double = 5, requestTimeoutSeconds: Double = 30, trustedProxies: [AddressRange] = [],
-                    maxBodyBuffer: Int = Receiver.defaultMaxBodyBuffer, metricsHost: String? = nil, metricsPort: UInt16 = 0) {
+        public init(
+            host: String = "127.0.0.1", port: UInt16 = 8080, maxBodyBytes: Int = 1_048_576, threads: Int = 4,
+            connectionTimeoutSeconds: UInt32 = 15, drainSeconds: Int = 20, maxConnections: Int = 1000, maxConnectionsPerIP: Int = 256,
+            commitTimeoutSeconds: Double = 5, requestTimeoutSeconds: Double = 30, trustedProxies: [AddressRange] = [],
+            maxBodyBuffer: Int = Receiver.defaultMaxBodyBuffer, metricsHost: String? = nil, metricsPort: UInt16 = 0
+        ) {
             self.host = host; self.port = port; self.maxBodyBytes = maxBodyBytes; self.threads = threads
             self.connectionTimeoutSeconds = connectionTimeoutSeconds; self.drainSeconds = drainSeconds
             self.maxConnections = maxConnections; self.maxConnectionsPerIP = maxConnectionsPerIP
@@ -82,12 +84,16 @@ public final class Receiver: Sendable {
     /// `webhooks`: the webhook side of each provider that is configured; the others answer 503 `provider_not_configured`.
     /// `expectedMigrations`: the versions of the migrations this payrecon ships; `/readyz` is 503 while the database
     /// lacks any of them.
-    public convenience init(configuration: Configuration, webhooks: [Provider: any ProviderWebhook], pool: PostgresPool,
-                            expectedMigrations: [String] = [], logger: Logger) {
-        self.init(configuration: configuration, webhooks: webhooks,
-                  storage: PostgresReceiverStorage(pool: pool, statementTimeoutMilliseconds: Int((configuration.commitTimeoutSeconds * 1000).rounded(.up)),
-                                                   expectedMigrations: expectedMigrations),
-                  logger: logger)
+    public convenience init(
+        configuration: Configuration, webhooks: [Provider: any ProviderWebhook], pool: PostgresPool,
+        expectedMigrations: [String] = [], logger: Logger
+    ) {
+        self.init(
+            configuration: configuration, webhooks: webhooks,
+            storage: PostgresReceiverStorage(
+                pool: pool, statementTimeoutMilliseconds: Int((configuration.commitTimeoutSeconds * 1000).rounded(.up)),
+                expectedMigrations: expectedMigrations),
+            logger: logger)
     }
 
     /// The receiver over any storage (`PostgresReceiverStorage` in production; an in-memory one in tests).
@@ -95,9 +101,10 @@ public final class Receiver: Sendable {
         self.configuration = configuration
         self.logger = logger
         self.webhookTable = Mutex(webhooks)
-        self.storedHeaders = Dictionary(uniqueKeysWithValues: ProviderRegistry.definitions.map { definition in
-            (definition.provider.rawValue, Set((definition.webhookHeaders + Self.headersAlwaysStored).map { $0.lowercased() }))
-        })
+        self.storedHeaders = Dictionary(
+            uniqueKeysWithValues: ProviderRegistry.definitions.map { definition in
+                (definition.provider.rawValue, Set((definition.webhookHeaders + Self.headersAlwaysStored).map { $0.lowercased() }))
+            })
         self.storage = storage
         self.committer = GroupCommitter(storage: storage)
         self.rejections = RejectionLane(storage: storage)
@@ -107,30 +114,43 @@ public final class Receiver: Sendable {
         self.probe = probe
         Metrics.shared.addCollector {
             guard let n = probe.pending else { return [] }
-            return [(name: "payrecon_deliveries_pending", help: "Stored deliveries waiting for the worker (refreshed every 2 s).", value: n)]
+            return [
+                (name: "payrecon_deliveries_pending", help: "Stored deliveries waiting for the worker (refreshed every 2 s).", value: n)
+            ]
         }
         Metrics.shared.addCollector {
             guard let pending = probe.migrationsPending else { return [] }
-            return [(name: "payrecon_migrations_pending", help: "Migrations this payrecon ships that the database lacks (run payrecon migrate).",
-                     value: Int64(pending.count))]
+            return [
+                (
+                    name: "payrecon_migrations_pending",
+                    help: "Migrations this payrecon ships that the database lacks (run payrecon migrate).",
+                    value: Int64(pending.count)
+                )
+            ]
         }
         Metrics.shared.addCollector { [weak self] in
             guard let held = self?.bodyBufferBytes else { return [] }
-            return [(name: "payrecon_body_buffer_bytes", help: "Bytes of webhook bodies held in memory now (PAYRECON_MAX_BODY_BUFFER bounds them).",
-                     value: Int64(held))]
+            return [
+                (
+                    name: "payrecon_body_buffer_bytes",
+                    help: "Bytes of webhook bodies held in memory now (PAYRECON_MAX_BODY_BUFFER bounds them).",
+                    value: Int64(held)
+                )
+            ]
         }
     }
 
     /// Starts listening; returns the bound port (useful with port 0).
     @discardableResult
     public func start() throws -> UInt16 {
-        var http = HTTPServer.Configuration(host: configuration.host, port: configuration.port, threads: configuration.threads,
-                                            maxBodyBytes: configuration.maxBodyBytes,
-                                            connectionTimeoutSeconds: configuration.connectionTimeoutSeconds,
-                                            connectionLimit: configuration.maxConnections,
-                                            connectionLimitPerIP: configuration.maxConnectionsPerIP,
-                                            requestTimeoutSeconds: configuration.requestTimeoutSeconds,
-                                            onRequestTimeout: { [metrics] in metrics.requestTimedOut() })
+        var http = HTTPServer.Configuration(
+            host: configuration.host, port: configuration.port, threads: configuration.threads,
+            maxBodyBytes: configuration.maxBodyBytes,
+            connectionTimeoutSeconds: configuration.connectionTimeoutSeconds,
+            connectionLimit: configuration.maxConnections,
+            connectionLimitPerIP: configuration.maxConnectionsPerIP,
+            requestTimeoutSeconds: configuration.requestTimeoutSeconds,
+            onRequestTimeout: { [metrics] in metrics.requestTimedOut() })
         http.connectionLimitPerIPExempt = configuration.trustedProxies
         http.maxBodyBuffer = configuration.maxBodyBuffer
         let separateMetrics = configuration.metricsHost != nil
@@ -141,8 +161,11 @@ public final class Receiver: Sendable {
         for webhook in webhooks.values { webhook.keep(in: material) }
         probe.start()
         if let host = configuration.metricsHost {
-            let m = HTTPServer(configuration: .init(host: host, port: configuration.metricsPort, threads: 1, maxBodyBytes: 4096,
-                                                    connectionTimeoutSeconds: 10, connectionLimit: 64)) { [self] request, responder in
+            let m = HTTPServer(
+                configuration: .init(
+                    host: host, port: configuration.metricsPort, threads: 1, maxBodyBytes: 4096,
+                    connectionTimeoutSeconds: 10, connectionLimit: 64)
+            ) { [self] request, responder in
                 guard ["/healthz", "/readyz", "/metrics"].contains(request.path) else {
                     return responder.respond(.error(404, "not_found", "no such endpoint: \(request.path)"))
                 }
@@ -154,7 +177,9 @@ public final class Receiver: Sendable {
         }
         try s.start()
         server.withLock { $0 = s }
-        logger.info("receiver listening", ["address": "\(configuration.host):\(s.port)", "providers": webhooks.keys.map(\.rawValue).sorted().joined(separator: ",")])
+        logger.info(
+            "receiver listening",
+            ["address": "\(configuration.host):\(s.port)", "providers": webhooks.keys.map(\.rawValue).sorted().joined(separator: ",")])
         return s.port
     }
 
@@ -194,7 +219,9 @@ public final class Receiver: Sendable {
         let path = request.path
         if path.hasPrefix("/webhooks/") {
             let name = String(path.dropFirst("/webhooks/".count))
-            guard let provider = Provider(rawValue: name) else { return responder.respond(.error(404, "not_found", "no such endpoint: \(path)")) }
+            guard let provider = Provider(rawValue: name) else {
+                return responder.respond(.error(404, "not_found", "no such endpoint: \(path)"))
+            }
             guard request.method == "POST" else {
                 return responder.respond(.error(405, "method_not_allowed", "use POST for \(path)", headers: [("Allow", "POST")]))
             }
@@ -207,17 +234,23 @@ public final class Receiver: Sendable {
             }
             if path == "/healthz" { return responder.respond(.json(200, #"{"status":"ok"}"#)) }
             if path == "/metrics" {
-                return responder.respond(HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")],
-                                                      body: Array(Metrics.shared.render().utf8)))
+                return responder.respond(
+                    HTTPResponse(
+                        status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")],
+                        body: Array(Metrics.shared.render().utf8)))
             }
             if let pending = probe.migrationsPending, !pending.isEmpty {
-                return responder.respond(.error(503, "migrations_pending",
-                    "the database lacks \(pending.count) migration(s) this payrecon needs (\(pending.prefix(3).joined(separator: ", "))\(pending.count > 3 ? ", …" : "")): "
-                    + "run payrecon migrate", headers: [("Retry-After", "30")]))
+                return responder.respond(
+                    .error(
+                        503, "migrations_pending",
+                        "the database lacks \(pending.count) migration(s) this payrecon needs (\(pending.prefix(3).joined(separator: ", "))\(pending.count > 3 ? ", …" : "")): "
+                            + "run payrecon migrate", headers: [("Retry-After", "30")]))
             }
             let ready = probe.ready
-            return responder.respond(ready ? .json(200, #"{"status":"ready"}"#)
-                                           : .error(503, "storage_unavailable", "the database is not reachable", headers: [("Retry-After", "5")]))
+            return responder.respond(
+                ready
+                    ? .json(200, #"{"status":"ready"}"#)
+                    : .error(503, "storage_unavailable", "the database is not reachable", headers: [("Retry-After", "5")]))
         default:
             responder.respond(.error(404, "not_found", "no such endpoint: \(path)"))
         }
@@ -233,37 +266,32 @@ public final class Receiver: Sendable {
             logger.with(["request_id": requestPrefix + "-" + String(requestNumber), "provider": provider.rawValue])
         }
         let headers = Self.stored(request.headers.pairs, keeping: storedHeaders[provider.rawValue] ?? [])
-        let sender = configuration.trustedProxies.isEmpty ? request.remoteAddress
-            : SenderAddress.resolve(peer: request.remoteAddress, forwardedFor: request.headers.values(for: "X-Forwarded-For"),
-                                    trustedProxies: configuration.trustedProxies)
+        let sender = resolvedSender(of: request)
         let reject: @Sendable (Int, String, String) -> Void = { [self] status, code, message in
-            let own = rejections.record(Rejection(provider: provider, reason: code, message: message, headers: headers,
-                                                  body: request.body, bodyBytes: request.headers["content-length"].flatMap { Int64($0) },
-                                                  remoteAddress: sender))
+            let own = rejections.record(
+                Rejection(
+                    provider: provider, reason: code, message: message, headers: headers,
+                    body: request.body, bodyBytes: request.headers["content-length"].flatMap { Int64($0) },
+                    remoteAddress: sender))
             metrics.delivery(provider, outcome: code)
             // The first 10 per (provider, reason) a minute; the rest in the lane's one summary line a minute.
             if own {
                 var fields: [String: any Sendable] = ["reason": code, "status": status, "source": sender ?? "?"]
-                if let id = Self.providerDeliveryID(request.headers, provider: provider) { fields["provider_delivery_id"] = String(id.prefix(128)) }
+                if let id = Self.providerDeliveryID(request.headers, provider: provider) {
+                    fields["provider_delivery_id"] = String(id.prefix(128))
+                }
                 log().info("delivery rejected", fields)
             }
             responder.respond(.error(status, code, message))
         }
         if request.bodyOverBudget {
-            // Not the sender's fault, and not a rejection to keep: the receiver holds as many bodies as it may.
-            metrics.delivery(provider, outcome: "body_buffer_full")
-            return responder.respond(.error(503, "body_buffer_full",
-                                            "the receiver holds as many request bodies as PAYRECON_MAX_BODY_BUFFER allows; retry later",
-                                            headers: [("Retry-After", "5")]))
+            return answerBodyBufferFull(provider, responder)
         }
         if request.bodyTooLarge {
             return reject(413, "body_too_large", "the body is larger than PAYRECON_MAX_BODY_BYTES (\(configuration.maxBodyBytes) bytes)")
         }
         guard let webhook = webhooks[provider] else {
-            metrics.delivery(provider, outcome: "provider_not_configured")
-            return responder.respond(.error(503, "provider_not_configured",
-                                            "\(provider.rawValue) webhooks are not configured on this receiver: set \(ProviderRegistry.definition(provider).webhookSecretVariable)",
-                                            headers: [("Retry-After", "300")]))
+            return answerNotConfigured(provider, responder)
         }
         // Decided on this thread without waiting on anything. Only a PayPal delivery whose certificate is neither cached
         // nor known bad needs a fetch (at most 10 new URLs a minute, one fetch per URL): it is answered from the fetch's
@@ -278,33 +306,73 @@ public final class Receiver: Sendable {
                 }
             case .rejected(let rejection): reject(rejection.status, rejection.code, rejection.message)
             case .needsFetch where fetched:
-                reject(401, "untrusted_certificate", "the certificate this delivery names is not cached and was not fetched: the fetch "
-                       + "budget (10 new certificate URLs a minute; senders of no verified delivery share 5 of them, 2 for one sender) "
-                       + "is spent, another sender group has the turn, or too many deliveries wait on fetches; a redelivery is fetched "
-                       + "when the budget allows (each sender group's asks are remembered and served in turn)")
+                reject(
+                    401, "untrusted_certificate",
+                    "the certificate this delivery names is not cached and was not fetched: the fetch "
+                        + "budget (10 new certificate URLs a minute; senders of no verified delivery share 5 of them, 2 for one sender) "
+                        + "is spent, another sender group has the turn, or too many deliveries wait on fetches; a redelivery is fetched "
+                        + "when the budget allows (each sender group's asks are remembered and served in turn)")
             case .needsFetch: webhook.prepare(headers: request.headers, sender: sender) { decide(fetched: true) }
             }
         }
         decide(fetched: false)
     }
 
+    /// Who sent the delivery: the peer, or behind a trusted proxy the last X-Forwarded-For hop (for per-sender
+    /// limits, rejection counts and samples; never authentication).
+    private func resolvedSender(of request: HTTPRequest) -> String? {
+        configuration.trustedProxies.isEmpty
+            ? request.remoteAddress
+            : SenderAddress.resolve(
+                peer: request.remoteAddress, forwardedFor: request.headers.values(for: "X-Forwarded-For"),
+                trustedProxies: configuration.trustedProxies)
+    }
+
+    /// Answers 503 `body_buffer_full`: the bodies held at once are at PAYRECON_MAX_BODY_BUFFER.
+    private func answerBodyBufferFull(_ provider: Provider, _ responder: HTTPResponder) {
+        // Not the sender's fault, and not a rejection to keep: the receiver holds as many bodies as it may.
+        metrics.delivery(provider, outcome: "body_buffer_full")
+        responder.respond(
+            .error(
+                503, "body_buffer_full",
+                "the receiver holds as many request bodies as PAYRECON_MAX_BODY_BUFFER allows; retry later",
+                headers: [("Retry-After", "5")]))
+    }
+
+    /// Answers 503 `provider_not_configured`, naming the secret that would configure the provider.
+    private func answerNotConfigured(_ provider: Provider, _ responder: HTTPResponder) {
+        metrics.delivery(provider, outcome: "provider_not_configured")
+        responder.respond(
+            .error(
+                503, "provider_not_configured",
+                "\(provider.rawValue) webhooks are not configured on this receiver: set \(ProviderRegistry.definition(provider).webhookSecretVariable)",
+                headers: [("Retry-After", "300")]))
+    }
+
     /// Where commit deadlines fire.
     static let deadlines = DedicatedThread(name: "commit-deadline")
 
     /// `newlyStored`: run when the delivery is stored as a new row (not a duplicate, not refused).
-    private func store(_ accepted: AcceptedEvent, _ provider: Provider, _ request: HTTPRequest, _ headers: [(String, String)],
-                       started: DispatchTime, log: @escaping @Sendable () -> Logger, _ responder: HTTPResponder,
-                       newlyStored: @escaping @Sendable () -> Void = {}) {
-        let delivery = NewDelivery(provider: provider, dedupeKey: accepted.dedupeKey, eventType: accepted.eventType,
-                                   headers: headers, body: request.body, transmissionID: accepted.transmissionID)
+    private func store(
+        _ accepted: AcceptedEvent, _ provider: Provider, _ request: HTTPRequest, _ headers: [(String, String)],
+        started: DispatchTime, log: @escaping @Sendable () -> Logger, _ responder: HTTPResponder,
+        newlyStored: @escaping @Sendable () -> Void = {}
+    ) {
+        let delivery = NewDelivery(
+            provider: provider, dedupeKey: accepted.dedupeKey, eventType: accepted.eventType,
+            headers: headers, body: request.body, transmissionID: accepted.transmissionID)
         // One answer per delivery: the commit's, or 503 at the commit deadline, whichever comes first. The timer holds only
         // this small box; a commit that answers first empties it, so the responder and everything it keeps are released at
         // once rather than held for PAYRECON_COMMIT_TIMEOUT (at 9,000 deliveries a second, 45,000 requests' worth).
         let answer = FirstAnswer(deadline: { [metrics, configuration] in
             metrics.delivery(provider, outcome: "storage_unavailable")
-            log().warning("delivery not committed within PAYRECON_COMMIT_TIMEOUT; answered 503", ["timeout_s": configuration.commitTimeoutSeconds])
-            responder.respond(.error(503, "storage_unavailable", "the delivery was not committed in time; retry later (a retry of a delivery that did commit is a duplicate)",
-                                     headers: [("Retry-After", "5")]))
+            log().warning(
+                "delivery not committed within PAYRECON_COMMIT_TIMEOUT; answered 503", ["timeout_s": configuration.commitTimeoutSeconds])
+            responder.respond(
+                .error(
+                    503, "storage_unavailable",
+                    "the delivery was not committed in time; retry later (a retry of a delivery that did commit is a duplicate)",
+                    headers: [("Retry-After", "5")]))
         })
         Self.deadlines.after(configuration.commitTimeoutSeconds) { answer.deadlinePassed() }
         committer.store(delivery) { [metrics, log] outcome in
@@ -332,8 +400,10 @@ public final class Receiver: Sendable {
                 // or one refused write (a signed delivery the database will not take) leaves readiness alone.
                 if databaseDown { self.probe.markUnavailable() }
                 log().warning("delivery not stored", ["error": why])
-                responder.respond(.error(503, "storage_unavailable", "the delivery could not be stored; retry later",
-                                         headers: [("Retry-After", "5")]))
+                responder.respond(
+                    .error(
+                        503, "storage_unavailable", "the delivery could not be stored; retry later",
+                        headers: [("Retry-After", "5")]))
             }
         }
     }
@@ -365,7 +435,9 @@ final class ReceiverMaterialStore: WebhookMaterialStore {
 
     func load(_ provider: Provider) -> [(key: String, value: [UInt8])] {
         do { return try storage.loadWebhookMaterial(provider) } catch {
-            Log.warning("could not read what webhook verification kept; starting cold", ["provider": provider.rawValue, "error": String(describing: error)])
+            Log.warning(
+                "could not read what webhook verification kept; starting cold",
+                ["provider": provider.rawValue, "error": String(describing: error)])
             return []
         }
     }
@@ -373,8 +445,9 @@ final class ReceiverMaterialStore: WebhookMaterialStore {
     func save(_ provider: Provider, key: String, value: [UInt8], keepUntil: Date) {
         thread.after(0) { [storage] in
             do { try storage.saveWebhookMaterial(provider, key: key, value: value, keepUntil: keepUntil) } catch {
-                Log.warning("could not keep webhook verification material; it is fetched again after a restart",
-                            ["provider": provider.rawValue, "error": String(describing: error)])
+                Log.warning(
+                    "could not keep webhook verification material; it is fetched again after a restart",
+                    ["provider": provider.rawValue, "error": String(describing: error)])
             }
         }
     }
@@ -393,14 +466,17 @@ extension HTTPResponse {
 struct ReceiverMetrics: Sendable {
     let deliveries = Metrics.shared.counter("payrecon_deliveries_total", help: "Webhook deliveries by provider and outcome.")
     // Up to 30 s: providers give up around 10–30 s, and a p99 the buckets cannot show is no p99.
-    let latency = Metrics.shared.histogram("payrecon_ack_seconds", help: "Time from a delivery's arrival to its 200, after commit.",
-                                           buckets: [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30])
-    let timedOut = Metrics.shared.counter("payrecon_requests_timed_out_total",
-                                          help: "Connections cut off by PAYRECON_REQUEST_TIMEOUT (a sender too slow to finish its request).")
+    let latency = Metrics.shared.histogram(
+        "payrecon_ack_seconds", help: "Time from a delivery's arrival to its 200, after commit.",
+        buckets: [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30])
+    let timedOut = Metrics.shared.counter(
+        "payrecon_requests_timed_out_total",
+        help: "Connections cut off by PAYRECON_REQUEST_TIMEOUT (a sender too slow to finish its request).")
     func delivery(_ p: Provider, outcome: String) { deliveries.increment([("provider", p.rawValue), ("outcome", outcome)]) }
 
     /// Every outcome a delivery can have.
-    static let outcomes = ["accepted", "duplicate", "storage_unavailable", "provider_not_configured", "body_too_large", "body_buffer_full"]
+    static let outcomes =
+        ["accepted", "duplicate", "storage_unavailable", "provider_not_configured", "body_too_large", "body_buffer_full"]
         + RejectionCode.allCases.map(\.rawValue)
 
     /// Every series at 0, so `increase()` sees the first 503 or rejection after a start.

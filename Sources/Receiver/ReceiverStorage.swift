@@ -39,8 +39,10 @@ public struct PostgresReceiverStorage: ReceiverStorage {
     let statementTimeoutMilliseconds: Int
     /// The versions of the migrations this payrecon ships (`sql/`); empty: not checked.
     let expectedMigrations: [String]
-    public init(pool: PostgresPool, statementTimeoutMilliseconds: Int = DeliveryStore.commitStatementTimeoutMilliseconds,
-                expectedMigrations: [String] = []) {
+    public init(
+        pool: PostgresPool, statementTimeoutMilliseconds: Int = DeliveryStore.commitStatementTimeoutMilliseconds,
+        expectedMigrations: [String] = []
+    ) {
         self.pool = pool
         self.statementTimeoutMilliseconds = statementTimeoutMilliseconds
         self.expectedMigrations = expectedMigrations

@@ -40,17 +40,20 @@ final class RejectionLane: Sendable {
     let sourcesPerHour = 1000
     private let state: Mutex<State>
     private let thread = DedicatedThread(name: "rejection-lane")
-    private let notRecorded = Metrics.shared.counter("payrecon_rejections_not_recorded_total",
-                                                     help: "Rejected deliveries not recorded because the rejection lane was full.")
+    private let notRecorded = Metrics.shared.counter(
+        "payrecon_rejections_not_recorded_total",
+        help: "Rejected deliveries not recorded because the rejection lane was full.")
     private let clock: @Sendable () -> Int64
 
     /// How long rejections gather before they are written (one transaction for all of them).
     let flushInterval: Double
 
-    init(storage: any ReceiverStorage, maxBytes: Int = 4 << 20, maxKeys: Int = 10_000, samplesPerHour: Int = DeliveryStore.samplesPerHour,
-         samplesPerDay: Int = DeliveryStore.samplesPerDay, logsPerMinute: Int = 10,
-         flushInterval: Double = 1, clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
-         log: @escaping @Sendable (_ summary: RejectionLogBudget.Summary) -> Void = RejectionLane.logSummary) {
+    init(
+        storage: any ReceiverStorage, maxBytes: Int = 4 << 20, maxKeys: Int = 10_000, samplesPerHour: Int = DeliveryStore.samplesPerHour,
+        samplesPerDay: Int = DeliveryStore.samplesPerDay, logsPerMinute: Int = 10,
+        flushInterval: Double = 1, clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
+        log: @escaping @Sendable (_ summary: RejectionLogBudget.Summary) -> Void = RejectionLane.logSummary
+    ) {
         self.storage = storage; self.maxBytes = maxBytes; self.maxKeys = maxKeys; self.samplesPerHour = samplesPerHour
         self.samplesPerDay = samplesPerDay; self.clock = clock
         self.flushInterval = flushInterval
@@ -62,8 +65,12 @@ final class RejectionLane: Sendable {
 
     /// The summary line of a minute's rejections that were not logged one by one.
     static let logSummary: @Sendable (RejectionLogBudget.Summary) -> Void = { summary in
-        Log.warning("deliveries rejected without a line of their own", ["provider": summary.provider.rawValue, "reason": summary.reason,
-            "not_logged": summary.suppressed, "minute": ISO8601.format(Date(timeIntervalSince1970: TimeInterval(summary.minute)))])
+        Log.warning(
+            "deliveries rejected without a line of their own",
+            [
+                "provider": summary.provider.rawValue, "reason": summary.reason,
+                "not_logged": summary.suppressed, "minute": ISO8601.format(Date(timeIntervalSince1970: TimeInterval(summary.minute)))
+            ])
     }
 
     /// Counts `r` (and keeps it as a sample while its hour's and day's share lasts); whether it may have a log line of
@@ -77,7 +84,11 @@ final class RejectionLane: Sendable {
             let sampleKey = SampleKey(provider: r.provider, reason: r.reason, hour: hour)
             var source = r.remoteAddress ?? ""
             if s.sources[sampleKey]?.contains(source) != true {
-                if s.sources[sampleKey, default: []].count < sourcesPerHour { s.sources[sampleKey, default: []].insert(source) } else { source = "other" }
+                if s.sources[sampleKey, default: []].count < sourcesPerHour {
+                    s.sources[sampleKey, default: []].insert(source)
+                } else {
+                    source = "other"
+                }
                 if s.sources.count > 64 { s.sources = s.sources.filter { $0.key.hour == hour } }
             }
             let key = RejectionCount.Key(provider: r.provider, reason: r.reason, source: source, hour: hour)
@@ -88,7 +99,8 @@ final class RejectionLane: Sendable {
             let dayKey = DayKey(provider: r.provider, reason: r.reason, day: now / 86_400)
             let size = r.bodyPrefix.count + r.headers.reduce(0) { $0 + $1.0.utf8.count + $1.1.utf8.count } + r.message.utf8.count
             if s.sampled[sampleKey, default: 0] < samplesPerHour, s.sampledToday[dayKey, default: 0] < samplesPerDay {
-                guard s.bytes + size <= maxBytes else { return (true, start, admitted.log, admitted.summaryAt) }   // counted; the sample is dropped
+                // Counted; the sample is dropped.
+                guard s.bytes + size <= maxBytes else { return (true, start, admitted.log, admitted.summaryAt) }
                 s.sampled[sampleKey, default: 0] += 1
                 s.sampledToday[dayKey, default: 0] += 1
                 s.samples.append(r)
@@ -118,8 +130,11 @@ final class RejectionLane: Sendable {
     /// Writes what is waiting; if more arrives meanwhile, writes again one `flushInterval` later.
     private func flush() {
         let (counts, samples) = state.withLock { s -> ([RejectionCount], [Rejection]) in
-            let counts = s.counts.map { RejectionCount(provider: $0.key.provider, reason: $0.key.reason, source: $0.key.source,
-                                                       hour: $0.key.hour, count: $0.value) }
+            let counts = s.counts.map {
+                RejectionCount(
+                    provider: $0.key.provider, reason: $0.key.reason, source: $0.key.source,
+                    hour: $0.key.hour, count: $0.value)
+            }
             let samples = s.samples
             s.counts = [:]; s.samples = []; s.bytes = 0
             if counts.isEmpty && samples.isEmpty { s.flushing = false }
@@ -168,7 +183,9 @@ struct RejectionLogBudget: Sendable {
         var window = windows[key] ?? Window(minute: minute, logged: 0, suppressed: 0)
         if window.minute != minute {
             // A window left unsummarised (its timer not run yet) keeps its count for `ended`; a new one starts.
-            if window.suppressed > 0 { pending.append(Summary(provider: provider, reason: reason, minute: window.minute, suppressed: window.suppressed)) }
+            if window.suppressed > 0 {
+                pending.append(Summary(provider: provider, reason: reason, minute: window.minute, suppressed: window.suppressed))
+            }
             window = Window(minute: minute, logged: 0, suppressed: 0)
         }
         defer { windows[key] = window }
@@ -193,4 +210,3 @@ struct RejectionLogBudget: Sendable {
         return out.sorted { ($0.minute, $0.provider.rawValue, $0.reason) < ($1.minute, $1.provider.rawValue, $1.reason) }
     }
 }
-

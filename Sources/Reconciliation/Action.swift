@@ -27,15 +27,19 @@ public struct PlannedAction: Sendable, Hashable, Codable {
     /// With several transactions: the one it acts on (its key ends with it); nil for a single-transaction order.
     public var transactionRef: String?
 
-    public init(kind: ActionKind, amount: Int64, currency: Currency, target: Int64, idempotencyKey: String,
-                providerTarget: String?, transactionRef: String? = nil) {
+    public init(
+        kind: ActionKind, amount: Int64, currency: Currency, target: Int64, idempotencyKey: String,
+        providerTarget: String?, transactionRef: String? = nil
+    ) {
         self.kind = kind; self.amount = amount; self.currency = currency; self.target = target
         self.idempotencyKey = idempotencyKey; self.providerTarget = providerTarget; self.transactionRef = transactionRef
     }
 
     /// `provider:order_id:action:target`, and `:transaction_ref` when the order has several transactions.
-    public static func idempotencyKey(provider: Provider, orderID: String, kind: ActionKind, target: Int64,
-                                      transactionRef: String? = nil) -> String {
+    public static func idempotencyKey(
+        provider: Provider, orderID: String, kind: ActionKind, target: Int64,
+        transactionRef: String? = nil
+    ) -> String {
         "\(provider.rawValue):\(orderID):\(kind.rawValue):\(target)" + (transactionRef.map { ":" + $0 } ?? "")
     }
 }
@@ -56,8 +60,10 @@ public struct EmittedAction: Sendable, Hashable, Codable {
     /// Its key was sent to the provider: a need that maps to it once it is superseded takes a key of its own.
     public var sent: Bool
 
-    public init(idempotencyKey: String, kind: ActionKind, status: ActionStatus, amount: Int64, inDoubt: Bool = false,
-                transactionRef: String? = nil, lastError: String? = nil, sent: Bool = false) {
+    public init(
+        idempotencyKey: String, kind: ActionKind, status: ActionStatus, amount: Int64, inDoubt: Bool = false,
+        transactionRef: String? = nil, lastError: String? = nil, sent: Bool = false
+    ) {
         self.idempotencyKey = idempotencyKey; self.kind = kind; self.status = status; self.amount = amount
         self.inDoubt = inDoubt; self.transactionRef = transactionRef; self.lastError = lastError; self.sent = sent
     }

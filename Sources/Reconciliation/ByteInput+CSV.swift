@@ -29,26 +29,7 @@ extension ByteInput {
                 if atFieldStart, byte == UInt8(ascii: "\"") {
                     quotedAny = true
                     atFieldStart = false
-                    quoted: while true {
-                        guard let inner = next() else { return fail("unterminated quoted field") }
-                        if inner == UInt8(ascii: "\"") {
-                            if peek() == UInt8(ascii: "\"") {
-                                _ = next(); field.append(inner)
-                                if field.count > maxFieldBytes { skipLine(); return fail("a field longer than \(maxFieldBytes) bytes") }
-                            } else { break quoted }
-                        } else {
-                            field.append(inner)
-                            if field.count > maxFieldBytes { skipLine(); return fail("a field longer than \(maxFieldBytes) bytes") }
-                            if ByteInput.isNewline(inner) {
-                                if inner == 0x0D, peek() == 0x0A { field.append(0x0A) }
-                                finishNewline(inner)
-                            }
-                        }
-                    }
-                    if let following = peek(), following != UInt8(ascii: ","), !ByteInput.isNewline(following) {
-                        skipLine()
-                        return fail("unexpected character after a closing quote (a quote inside a quoted field is written \"\")")
-                    }
+                    if let reason = readQuotedField(into: &field, maxFieldBytes: maxFieldBytes) { return fail(reason) }
                     continue reading
                 }
                 switch byte {
@@ -70,8 +51,36 @@ extension ByteInput {
                 }
             }
             fields.append(field)
-            if fields.count == 1, fields[0].isEmpty, !quotedAny { continue }   // blank line
+            if fields.count == 1, fields[0].isEmpty, !quotedAny { continue }  // blank line
             return .fields(fields, line: startLine)
         }
+    }
+
+    /// Reads the rest of a quoted field, its opening quote read, into `field`. Returns why the record cannot be read
+    /// (its line skipped where the field ran too long or a character followed the closing quote), or nil.
+    private mutating func readQuotedField(into field: inout [UInt8], maxFieldBytes: Int) -> String? {
+        quoted: while true {
+            guard let inner = next() else { return "unterminated quoted field" }
+            if inner == UInt8(ascii: "\"") {
+                if peek() == UInt8(ascii: "\"") {
+                    _ = next(); field.append(inner)
+                    if field.count > maxFieldBytes { skipLine(); return "a field longer than \(maxFieldBytes) bytes" }
+                } else {
+                    break quoted
+                }
+            } else {
+                field.append(inner)
+                if field.count > maxFieldBytes { skipLine(); return "a field longer than \(maxFieldBytes) bytes" }
+                if ByteInput.isNewline(inner) {
+                    if inner == 0x0D, peek() == 0x0A { field.append(0x0A) }
+                    finishNewline(inner)
+                }
+            }
+        }
+        if let following = peek(), following != UInt8(ascii: ","), !ByteInput.isNewline(following) {
+            skipLine()
+            return "unexpected character after a closing quote (a quote inside a quoted field is written \"\")"
+        }
+        return nil
     }
 }

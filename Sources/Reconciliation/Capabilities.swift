@@ -18,8 +18,10 @@ public struct Capabilities: Sendable, Hashable, Codable {
     /// A capture spreads over them and a void voids each; empty for a transaction of one authorization.
     public var captureSources: [RefundSource]
 
-    public init(capture: Capability, void: Capability, increment: Capability, refund: RefundCapability,
-                amountUnit: Int64 = 1, amountUnitNote: String? = nil, captureSources: [RefundSource] = []) {
+    public init(
+        capture: Capability, void: Capability, increment: Capability, refund: RefundCapability,
+        amountUnit: Int64 = 1, amountUnitNote: String? = nil, captureSources: [RefundSource] = []
+    ) {
         self.capture = capture; self.void = void; self.increment = increment; self.refund = refund
         self.amountUnit = max(1, amountUnit); self.amountUnitNote = amountUnitNote; self.captureSources = captureSources
     }
@@ -28,11 +30,12 @@ public struct Capabilities: Sendable, Hashable, Codable {
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
-        self.init(capture: try c.decode(Capability.self, forKey: .capture), void: try c.decode(Capability.self, forKey: .void),
-                  increment: try c.decode(Capability.self, forKey: .increment), refund: try c.decode(RefundCapability.self, forKey: .refund),
-                  amountUnit: try c.decodeIfPresent(Int64.self, forKey: .amountUnit) ?? 1,
-                  amountUnitNote: try c.decodeIfPresent(String.self, forKey: .amountUnitNote),
-                  captureSources: try c.decodeIfPresent([RefundSource].self, forKey: .captureSources) ?? [])
+        self.init(
+            capture: try c.decode(Capability.self, forKey: .capture), void: try c.decode(Capability.self, forKey: .void),
+            increment: try c.decode(Capability.self, forKey: .increment), refund: try c.decode(RefundCapability.self, forKey: .refund),
+            amountUnit: try c.decodeIfPresent(Int64.self, forKey: .amountUnit) ?? 1,
+            amountUnitNote: try c.decodeIfPresent(String.self, forKey: .amountUnitNote),
+            captureSources: try c.decodeIfPresent([RefundSource].self, forKey: .captureSources) ?? [])
     }
 
     /// Why `amount` cannot be sent, or nil when it can.
@@ -44,7 +47,9 @@ public struct Capabilities: Sendable, Hashable, Codable {
 
     /// Nothing is known to be allowed (a snapshot stored before capabilities were recorded): every action is
     /// refused with `reason` until the transaction is fetched again.
-    public static func unknown(_ reason: String = "what the provider allows is not known until the transaction is fetched again") -> Capabilities {
+    public static func unknown(
+        _ reason: String = "what the provider allows is not known until the transaction is fetched again"
+    ) -> Capabilities {
         Capabilities(capture: .denied(reason), void: .denied(reason), increment: .denied(reason), refund: .denied(reason))
     }
 }

@@ -41,8 +41,9 @@ public struct Currency: Sendable, Hashable, Codable, CustomStringConvertible {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         let code = try container.decode(String.self, forKey: .code)
         guard let currency = Currency(code: code) else {
-            throw DecodingError.dataCorruptedError(forKey: .code, in: container,
-                                                   debugDescription: "unknown currency \(code)")
+            throw DecodingError.dataCorruptedError(
+                forKey: .code, in: container,
+                debugDescription: "unknown currency \(code)")
         }
         self = currency
     }

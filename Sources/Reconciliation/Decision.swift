@@ -30,15 +30,19 @@ public enum DecisionRow: String, Sendable, Hashable, Codable, CaseIterable {
         case .unknownOrder: "the provider has a transaction no stored order holds → unknown_order"
         case .missingAtProvider: "the order names a transaction the provider does not know → missing_at_provider"
         case .blocking: "merchant, site, currency or intent differ from the order → that mismatch, and no action"
-        case .payout: "payout intent: C ≠ amt → amount_mismatch; fulfilled and failed or voided → state_mismatch; pending too long → stale_pending"
+        case .payout:
+            "payout intent: C ≠ amt → amount_mismatch; fulfilled and failed or voided → state_mismatch; pending too long → stale_pending"
         case .incrementOpen: "open order, authorisation intent, authorised, amt > A → increment amt − A where allowed, else amount_mismatch"
-        case .capture: "fulfilled order, authorisation intent, authorised, C < amt ≤ A → capture amt − C where allowed, else action_not_allowed"
-        case .incrementFulfilled: "fulfilled order, authorisation intent, authorised, amt > A → increment amt − A where allowed, else action_not_allowed"
+        case .capture:
+            "fulfilled order, authorisation intent, authorised, C < amt ≤ A → capture amt − C where allowed, else action_not_allowed"
+        case .incrementFulfilled:
+            "fulfilled order, authorisation intent, authorised, amt > A → increment amt − A where allowed, else action_not_allowed"
         case .purchaseShort: "purchase intent, captured or refunded, C < amt → amount_mismatch"
         case .fulfilledNotPaid: "fulfilled order, transaction failed or voided → state_mismatch"
         case .cancelledVoid: "cancelled order, authorised, C = 0 → void where allowed, else action_not_allowed"
         case .cancelledRefund: "cancelled order, C − R − V > 0 → refund C − R − V where allowed, else action_not_allowed"
-        case .refundAmount: "order not cancelled, refund_amount > R → refund refund_amount − R if refund_amount ≤ C and allowed, else action_not_allowed"
+        case .refundAmount:
+            "order not cancelled, refund_amount > R → refund refund_amount − R if refund_amount ≤ C and allowed, else action_not_allowed"
         case .overCaptured: "C > amt → over_captured"
         case .overRefunded: "R > (cancelled ? C : refund_amount) → over_refunded"
         case .stalePending: "pending or action_required longer than PAYRECON_PENDING_MAX → stale_pending"

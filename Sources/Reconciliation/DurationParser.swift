@@ -42,13 +42,14 @@ public enum DurationParser {
             // "10 m", "-5m", "1.5h", "1h30m", "m": the part before the unit is not plain digits.
             throw .malformed(text)
         }
-        let multiplier: Int64 = switch last {
-        case UInt8(ascii: "s"): 1
-        case UInt8(ascii: "m"): 60
-        case UInt8(ascii: "h"): 3_600
-        case UInt8(ascii: "d"): 86_400
-        default: throw .unknownUnit(text)
-        }
+        let multiplier: Int64 =
+            switch last {
+            case UInt8(ascii: "s"): 1
+            case UInt8(ascii: "m"): 60
+            case UInt8(ascii: "h"): 3_600
+            case UInt8(ascii: "d"): 86_400
+            default: throw .unknownUnit(text)
+            }
         var value: Int64 = 0
         for digit in digits {
             let (shifted, overflow1) = value.multipliedReportingOverflow(by: 10)

@@ -4,7 +4,8 @@
 // "note": nil])` keeps member order and leaves out nil members, so optional fields need no branches.
 
 extension JSONValue: ExpressibleByStringLiteral, ExpressibleByBooleanLiteral, ExpressibleByIntegerLiteral,
-    ExpressibleByArrayLiteral {
+    ExpressibleByArrayLiteral
+{
     public init(stringLiteral value: String) { self = .string(value) }
     public init(booleanLiteral value: Bool) { self = .bool(value) }
     /// An integer literal becomes a number with that literal text.

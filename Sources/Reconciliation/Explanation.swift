@@ -21,9 +21,11 @@ public struct Explanation: Sendable, Equatable {
     public var discrepancies: [DiscrepancyLine]
     public var actions: [Action]
 
-    public init(generatedAt: Date, provider: Provider, orderID: String?, transactionRef: String, subject: DiscrepancyLine? = nil,
-                order: OrderVersion? = nil, replaced: [OrderVersion] = [], deliveries: [Delivery] = [], checks: [Check] = [],
-                checksLeftOut: Int = 0, discrepancies: [DiscrepancyLine] = [], actions: [Action] = []) {
+    public init(
+        generatedAt: Date, provider: Provider, orderID: String?, transactionRef: String, subject: DiscrepancyLine? = nil,
+        order: OrderVersion? = nil, replaced: [OrderVersion] = [], deliveries: [Delivery] = [], checks: [Check] = [],
+        checksLeftOut: Int = 0, discrepancies: [DiscrepancyLine] = [], actions: [Action] = []
+    ) {
         self.generatedAt = generatedAt; self.provider = provider; self.orderID = orderID; self.transactionRef = transactionRef
         self.subject = subject; self.order = order; self.replaced = replaced; self.deliveries = deliveries; self.checks = checks
         self.checksLeftOut = checksLeftOut; self.discrepancies = discrepancies; self.actions = actions
@@ -115,9 +117,11 @@ public struct Explanation: Sendable, Equatable {
         /// A finding a settlement file raised: the file and the line (the answers are those of the order's check that
         /// stated the money it was compared with).
         public var settlement: SettlementSource?
-        public init(evidenceID: Int64, at: Date, source: CheckSource, deliveryID: Int64?, hashes: [String], decided: [String],
-                    decision: Decision?, findings: [String], planned: [String], superseded: [String], answers: [Answer],
-                    decisionUnreadable: String? = nil, settlement: SettlementSource? = nil) {
+        public init(
+            evidenceID: Int64, at: Date, source: CheckSource, deliveryID: Int64?, hashes: [String], decided: [String],
+            decision: Decision?, findings: [String], planned: [String], superseded: [String], answers: [Answer],
+            decisionUnreadable: String? = nil, settlement: SettlementSource? = nil
+        ) {
             self.evidenceID = evidenceID; self.at = at; self.source = source; self.deliveryID = deliveryID; self.hashes = hashes
             self.decided = decided; self.decision = decision; self.findings = findings; self.planned = planned
             self.superseded = superseded; self.answers = answers; self.decisionUnreadable = decisionUnreadable
@@ -138,8 +142,10 @@ public struct Explanation: Sendable, Equatable {
         public var occurrences: Int
         /// The check that opened it or last changed what defines it.
         public var evidenceID: Int64?
-        public init(id: Int64, kind: DiscrepancyKind, status: String, detail: String, expected: JSONValue, actual: JSONValue,
-                    firstSeen: Date, lastSeen: Date, resolvedAt: Date?, occurrences: Int, evidenceID: Int64?) {
+        public init(
+            id: Int64, kind: DiscrepancyKind, status: String, detail: String, expected: JSONValue, actual: JSONValue,
+            firstSeen: Date, lastSeen: Date, resolvedAt: Date?, occurrences: Int, evidenceID: Int64?
+        ) {
             self.id = id; self.kind = kind; self.status = status; self.detail = detail; self.expected = expected; self.actual = actual
             self.firstSeen = firstSeen; self.lastSeen = lastSeen; self.resolvedAt = resolvedAt; self.occurrences = occurrences
             self.evidenceID = evidenceID
@@ -161,8 +167,10 @@ public struct Explanation: Sendable, Equatable {
         public var outcome: String?
         /// The executor's re-fetch that decided the call.
         public var evidenceID: Int64?
-        public init(attempt: Int, sentAt: Date, method: String, url: String, idempotencyKey: String?, request: [UInt8], status: Int?,
-                    sha256: String, length: Int, body: [UInt8]?, outcome: String?, evidenceID: Int64?) {
+        public init(
+            attempt: Int, sentAt: Date, method: String, url: String, idempotencyKey: String?, request: [UInt8], status: Int?,
+            sha256: String, length: Int, body: [UInt8]?, outcome: String?, evidenceID: Int64?
+        ) {
             self.attempt = attempt; self.sentAt = sentAt; self.method = method; self.url = url; self.idempotencyKey = idempotencyKey
             self.request = request; self.status = status; self.sha256 = sha256; self.length = length; self.body = body
             self.outcome = outcome; self.evidenceID = evidenceID
@@ -184,8 +192,10 @@ public struct Explanation: Sendable, Equatable {
         /// The check that planned it.
         public var evidenceID: Int64?
         public var calls: [Call]
-        public init(id: Int64, kind: String, amount: String, currency: String, status: String, idempotencyKey: String, createdAt: Date,
-                    updatedAt: Date, lastError: String?, providerRef: String?, evidenceID: Int64?, calls: [Call]) {
+        public init(
+            id: Int64, kind: String, amount: String, currency: String, status: String, idempotencyKey: String, createdAt: Date,
+            updatedAt: Date, lastError: String?, providerRef: String?, evidenceID: Int64?, calls: [Call]
+        ) {
             self.id = id; self.kind = kind; self.amount = amount; self.currency = currency; self.status = status
             self.idempotencyKey = idempotencyKey; self.createdAt = createdAt; self.updatedAt = updatedAt; self.lastError = lastError
             self.providerRef = providerRef; self.evidenceID = evidenceID; self.calls = calls

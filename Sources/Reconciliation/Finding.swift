@@ -28,8 +28,10 @@ public enum DiscrepancyKind: String, Sendable, Hashable, Codable, CaseIterable {
 
     /// Kinds only settlement raises and resolves: a check of an order never resolves them (what it fetches says
     /// nothing of settlement files).
-    public static let settlementKinds: [DiscrepancyKind] = [.settlementMissing, .unknownSettlement, .settlementMismatch, .feeMismatch,
-                                                            .settlementIncomplete]
+    public static let settlementKinds: [DiscrepancyKind] = [
+        .settlementMissing, .unknownSettlement, .settlementMismatch, .feeMismatch,
+        .settlementIncomplete
+    ]
     public var isSettlement: Bool { Self.settlementKinds.contains(self) }
 
     /// Merchant, site, currency, intent mismatches and `missing_at_provider` block all actions for the order.
@@ -51,8 +53,10 @@ public struct Finding: Sendable, Hashable, Codable {
     public var detail: String
     public var amountAtRisk: Int64
 
-    public init(kind: DiscrepancyKind, expected: [String: String], actual: [String: String], detail: String,
-                amountAtRisk: Int64) {
+    public init(
+        kind: DiscrepancyKind, expected: [String: String], actual: [String: String], detail: String,
+        amountAtRisk: Int64
+    ) {
         self.kind = kind; self.expected = expected; self.actual = actual; self.detail = detail
         self.amountAtRisk = amountAtRisk
     }

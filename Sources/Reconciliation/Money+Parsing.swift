@@ -37,8 +37,9 @@ extension Money {
     /// allowed ("007.50"); trailing zeros count as decimals ("25.000" is an error for USD).
     public static func parse(_ decimal: String, currency: Currency) throws(MoneyError) -> Money {
         do {
-            return Money(minorUnits: try minorUnits(fromDecimal: decimal, exponent: currency.exponent),
-                         currency: currency)
+            return Money(
+                minorUnits: try minorUnits(fromDecimal: decimal, exponent: currency.exponent),
+                currency: currency)
         } catch {
             throw error.naming(currency)
         }
@@ -54,8 +55,9 @@ extension Money {
     /// are those of the number written out positionally ("1.0E2" = 100 has none, "1.5E-1" = 0.15 has two).
     public static func parse(jsonNumberText text: String, currency: Currency) throws(MoneyError) -> Money {
         do {
-            return Money(minorUnits: try minorUnits(fromJSONNumber: text, exponent: currency.exponent),
-                         currency: currency)
+            return Money(
+                minorUnits: try minorUnits(fromJSONNumber: text, exponent: currency.exponent),
+                currency: currency)
         } catch {
             throw error.naming(currency)
         }
@@ -88,9 +90,9 @@ extension MoneyError {
 /// Its value is (-1)^negative × digits × 10^(exponent10 − fractionCount).
 struct DecimalText {
     var negative = false
-    var digits: [UInt8] = []        // integer part followed by fraction part, as values 0...9
+    var digits: [UInt8] = []  // integer part followed by fraction part, as values 0...9
     var fractionCount = 0
-    var exponent10 = 0              // from `e`/`E` (JSON only); saturated at ±1_000_000
+    var exponent10 = 0  // from `e`/`E` (JSON only); saturated at ±1_000_000
 
     init(parsing bytes: [UInt8], json: Bool) throws(MoneyError) {
         guard !bytes.isEmpty else { throw .empty }

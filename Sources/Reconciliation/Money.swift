@@ -19,10 +19,11 @@ public struct Money: Sendable, Hashable, Codable, CustomStringConvertible {
     /// Formats minor units as major units with exactly `exponent` decimals (no decimal point when it is 0).
     public static func format(minorUnits: Int64, exponent: Int) -> String {
         precondition(exponent >= 0, "negative exponent")
-        let magnitude = String(minorUnits.magnitude)   // UInt64: Int64.min formats too
+        let magnitude = String(minorUnits.magnitude)  // UInt64: Int64.min formats too
         let sign = minorUnits < 0 ? "-" : ""
         guard exponent > 0 else { return sign + magnitude }
-        let padded = magnitude.count <= exponent
+        let padded =
+            magnitude.count <= exponent
             ? String(repeating: "0", count: exponent - magnitude.count + 1) + magnitude
             : magnitude
         let split = padded.index(padded.endIndex, offsetBy: -exponent)

@@ -32,8 +32,10 @@ public struct Movement: Sendable, Hashable, Codable {
     public var received: Int64?
     public var receivedCurrency: Currency?
 
-    public init(id: String, kind: Kind, at: Int64?, currency: Currency, gross: Int64, fee: Int64? = nil, net: Int64? = nil,
-                received: Int64? = nil, receivedCurrency: Currency? = nil) {
+    public init(
+        id: String, kind: Kind, at: Int64?, currency: Currency, gross: Int64, fee: Int64? = nil, net: Int64? = nil,
+        received: Int64? = nil, receivedCurrency: Currency? = nil
+    ) {
         self.id = id; self.kind = kind; self.at = at; self.currency = currency; self.gross = gross; self.fee = fee; self.net = net
         self.received = received; self.receivedCurrency = receivedCurrency
     }

@@ -59,8 +59,11 @@ extension OrderFileReader {
             return .invalid([error])
         case let .fields(fields, line):
             guard fields.count == columns.count else {
-                return .invalid([OrderFileError(line: line, field: "",
-                                                reason: "expected \(columns.count) fields, found \(fields.count)")])
+                return .invalid([
+                    OrderFileError(
+                        line: line, field: "",
+                        reason: "expected \(columns.count) fields, found \(fields.count)")
+                ])
             }
             var values: [String: RawValue] = [:]
             var errors: [OrderFileError] = []

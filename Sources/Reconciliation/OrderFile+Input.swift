@@ -13,7 +13,9 @@ public struct ByteInput {
     /// Over bytes already in memory.
     public init(_ bytes: [UInt8]) {
         var given: [UInt8]? = bytes
-        self.init(nextChunk: { defer { given = nil }; return given })
+        self.init(nextChunk: {
+            defer { given = nil }; return given
+        })
     }
 
     public mutating func peek() -> UInt8? {
@@ -54,9 +56,13 @@ public struct ByteInput {
     /// Skips blanks and blank lines (counting them) and returns the next byte without consuming it.
     mutating func firstNonBlank() -> UInt8? {
         while let byte = peek() {
-            if ByteInput.isNewline(byte) { index += 1; finishNewline(byte) }
-            else if byte == 0x20 || byte == 0x09 { index += 1 }
-            else { return byte }
+            if ByteInput.isNewline(byte) {
+                index += 1; finishNewline(byte)
+            } else if byte == 0x20 || byte == 0x09 {
+                index += 1
+            } else {
+                return byte
+            }
         }
         return nil
     }

@@ -10,7 +10,7 @@ extension OrderFileReader {
                 if ByteInput.isNewline(byte) { input.finishNewline(byte); break }
                 bytes.append(byte)
                 if bytes.count > OrderFile.maxLineBytes {
-                    input.skipLine()   // a hostile file cannot make one line fill the memory
+                    input.skipLine()  // a hostile file cannot make one line fill the memory
                     return .invalid([OrderFileError(line: line, field: "", reason: "a line longer than \(OrderFile.maxLineBytes) bytes")])
                 }
             }
@@ -35,7 +35,9 @@ extension OrderFileReader {
         for (key, value) in members {
             if !OrderFile.knownFields.contains(key) {
                 if readPast(key) { continue }
-                errors.append(OrderFileError(line: line, field: key, reason: "unknown key" + (Self.nearMiss(key).map { "; did you mean \($0)?" } ?? "")))
+                errors.append(
+                    OrderFileError(
+                        line: line, field: key, reason: "unknown key" + (Self.nearMiss(key).map { "; did you mean \($0)?" } ?? "")))
             } else if values[key] != nil {
                 errors.append(OrderFileError(line: line, field: key, reason: "repeated key"))
             } else {
@@ -135,7 +137,8 @@ struct JSONLineParser {
     private static func isNumberByte(_ byte: UInt8) -> Bool {
         switch byte {
         case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "+"), UInt8(ascii: "."),
-             UInt8(ascii: "e"), UInt8(ascii: "E"): true
+            UInt8(ascii: "e"), UInt8(ascii: "E"):
+            true
         default: false
         }
     }

@@ -48,8 +48,10 @@ struct RowValidator {
         let amount = row.amount("amount", currency: currency, required: true)
         let refundAmount = row.amount("refund_amount", currency: currency, required: false)
         if let amount, let refundAmount, refundAmount > amount, let currency {
-            row.fail("refund_amount", "refund_amount above the amount "
-                     + "(\(Money.format(minorUnits: amount, exponent: currency.exponent)))")
+            row.fail(
+                "refund_amount",
+                "refund_amount above the amount "
+                    + "(\(Money.format(minorUnits: amount, exponent: currency.exponent)))")
         }
 
         let period = row.period()
@@ -67,29 +69,36 @@ struct RowValidator {
         }
 
         guard row.errors.isEmpty, let provider, let orderID, let transactionRefs, let intent, let fulfilment,
-              let currency, let amount
+            let currency, let amount
         else { return .invalid(row.errors) }
-        var order = Order(provider: provider, orderID: orderID, merchant: merchant, site: site,
-                          transactionRef: transactionRefs[0], intent: intent,
-                          amount: Money(minorUnits: amount, currency: currency), fulfilment: fulfilment,
-                          refundAmount: refundAmount ?? 0, transactionRefs: transactionRefs)
+        var order = Order(
+            provider: provider, orderID: orderID, merchant: merchant, site: site,
+            transactionRef: transactionRefs[0], intent: intent,
+            amount: Money(minorUnits: amount, currency: currency), fulfilment: fulfilment,
+            refundAmount: refundAmount ?? 0, transactionRefs: transactionRefs)
         order.period = period
         return .order(order, line: line)
     }
 
     /// A billing period is only for an order of one subscription or agreement, and of one agreement the periods must
     /// not overlap.
-    private mutating func checkPeriod(_ period: BillingPeriod?, of row: inout Row, provider: Provider, orderID: String?,
-                                      transactionRefs: [String], line: Int) {
+    private mutating func checkPeriod(
+        _ period: BillingPeriod?, of row: inout Row, provider: Provider, orderID: String?,
+        transactionRefs: [String], line: Int
+    ) {
         let traits = self.traits(provider)
         if period != nil {
             if traits.agreementPrefixes.isEmpty {
-                row.fail("period_start", "\(provider.rawValue) has no subscriptions payrecon splits by billing period: record each renewal as "
-                         + "its own order, by the renewal's own transaction")
+                row.fail(
+                    "period_start",
+                    "\(provider.rawValue) has no subscriptions payrecon splits by billing period: record each renewal as "
+                        + "its own order, by the renewal's own transaction")
             } else if transactionRefs.count > 1 || !traits.isAgreement(transactionRefs[0]) {
                 let kinds = traits.agreementPrefixes.map { $0 + "…" }.joined(separator: ", ")
-                row.fail("period_start", "a billing period is only for an order of one subscription or billing agreement (\(kinds)); "
-                         + "transaction_ref is '\(transactionRefs.joined(separator: " "))'")
+                row.fail(
+                    "period_start",
+                    "a billing period is only for an order of one subscription or billing agreement (\(kinds)); "
+                        + "transaction_ref is '\(transactionRefs.joined(separator: " "))'")
             }
         }
         // Of one agreement, the periods must not overlap (a renewal's payment would count on two orders), and an order
@@ -104,11 +113,13 @@ struct RowValidator {
                 default: return true
                 }
             }) {
-                let why = period == nil || clash.period == nil
+                let why =
+                    period == nil || clash.period == nil
                     ? "one of them has no billing period, so it would hold every payment of the agreement"
                     : "their periods overlap (\(period!) and \(clash.period!)), so a renewal's payment would count on both"
-                row.fail(period == nil ? "transaction_ref" : "period_start",
-                         "order \(clash.orderID) (line \(clash.line)) is of the same agreement \(transactionRefs[0]) and \(why)")
+                row.fail(
+                    period == nil ? "transaction_ref" : "period_start",
+                    "order \(clash.orderID) (line \(clash.line)) is of the same agreement \(transactionRefs[0]) and \(why)")
             } else {
                 agreements[key, default: []].append((orderID, line, period))
             }
@@ -149,9 +160,13 @@ private struct Row {
     /// after the start. nil when neither is given or either is wrong (then the row has the error).
     mutating func period() -> BillingPeriod? {
         func time(_ field: String) -> (given: Bool, at: Int64?) {
-            guard let text = optional(field) else { return (values[field].map { if case .wrongType = $0 { true } else { false } } ?? false, nil) }
+            guard let text = optional(field) else {
+                return (values[field].map { if case .wrongType = $0 { true } else { false } } ?? false, nil)
+            }
             guard let at = UnixTime.seconds(dateOrTime: text) else {
-                fail(field, "'\(text)' is neither a date (2026-01-31, meaning 00:00 UTC) nor a date-time with its zone (2026-01-31T00:00:00Z)")
+                fail(
+                    field,
+                    "'\(text)' is neither a date (2026-01-31, meaning 00:00 UTC) nor a date-time with its zone (2026-01-31T00:00:00Z)")
                 return (true, nil)
             }
             return (true, at)
@@ -165,7 +180,9 @@ private struct Row {
         }
         guard let s = start.at, let e = end.at else { return nil }
         // Either end given as a date (00:00 UTC, the merchant's zone unknown) puts the period's cycle in doubt near its ends.
-        let dates = [values["period_start"], values["period_end"]].contains { if case .text(let t)? = $0 { t.utf8.count == 10 } else { false } }
+        let dates = [values["period_start"], values["period_end"]].contains {
+            if case .text(let t)? = $0 { t.utf8.count == 10 } else { false }
+        }
         guard let period = BillingPeriod(start: s, end: e, datesOnly: dates) else {
             fail("period_end", "\(UnixTime.dateOrTime(e)) is not after period_start \(UnixTime.dateOrTime(s)) (the end is excluded)")
             return nil
@@ -205,8 +222,10 @@ private struct Row {
         return value
     }
 
-    mutating func enumValue<E: RawRepresentable & CaseIterable>(_ type: E.Type, _ text: String, field: String,
-                                                                 name: String) -> E? where E.RawValue == String {
+    mutating func enumValue<E: RawRepresentable & CaseIterable>(
+        _ type: E.Type, _ text: String, field: String,
+        name: String
+    ) -> E? where E.RawValue == String {
         if let value = E(rawValue: text.lowercased()) { return value }
         let allowed = E.allCases.map(\.rawValue).joined(separator: ", ")
         fail(field, "unknown \(name) '\(text)' (expected one of: \(allowed))")

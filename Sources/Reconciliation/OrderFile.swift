@@ -66,7 +66,9 @@ public enum OrderFile {
     public enum Format: Sendable, Hashable { case csv, jsonLines }
 
     /// The orders of a whole file, or every problem in it. `traits` are each provider's (the provider registry's).
-    public static func parse(_ bytes: [UInt8], traits: @escaping @Sendable (Provider) -> ProviderTraits) throws(OrderFileRejection) -> [Order] {
+    public static func parse(
+        _ bytes: [UInt8], traits: @escaping @Sendable (Provider) -> ProviderTraits
+    ) throws(OrderFileRejection) -> [Order] {
         var orders: [Order] = []
         var errors: [OrderFileError] = []
         for record in OrderFileReader(bytes: bytes, traits: traits) {
@@ -88,7 +90,7 @@ public enum OrderFile {
     public static func detectFormat(_ bytes: some Sequence<UInt8>) -> Format {
         var iterator = bytes.makeIterator()
         var byte = iterator.next()
-        if byte == 0xEF {   // a UTF-8 BOM, or not ASCII at all (then not JSON either)
+        if byte == 0xEF {  // a UTF-8 BOM, or not ASCII at all (then not JSON either)
             guard iterator.next() == 0xBB, iterator.next() == 0xBF else { return .csv }
             byte = iterator.next()
         }
@@ -101,8 +103,10 @@ public enum OrderFile {
     }
 
     /// The keys / columns, in the contract's order.
-    static let requiredFields = ["provider", "order_id", "transaction_ref", "intent", "amount", "currency",
-                                 "fulfilment"]
+    static let requiredFields = [
+        "provider", "order_id", "transaction_ref", "intent", "amount", "currency",
+        "fulfilment"
+    ]
     static let optionalFields = ["merchant", "site", "refund_amount", "period_start", "period_end"]
     static let knownFields = Set(requiredFields + optionalFields)
 }
@@ -136,10 +140,11 @@ public struct OrderFileReader: IteratorProtocol, Sequence {
     /// Reads a file held in memory.
     public init(bytes: [UInt8], traits: @escaping @Sendable (Provider) -> ProviderTraits) {
         var sent = false
-        self.init(chunks: {
-            defer { sent = true }
-            return sent ? nil : bytes
-        }, traits: traits)
+        self.init(
+            chunks: {
+                defer { sent = true }
+                return sent ? nil : bytes
+            }, traits: traits)
     }
 
     /// Whether `name` (a column or key payrecon does not read) is one edit or two from a field it reads: a misspelling,
@@ -149,7 +154,9 @@ public struct OrderFileReader: IteratorProtocol, Sequence {
             var previous = Array(0...b.count)
             for (i, x) in a.enumerated() {
                 var current = [i + 1]
-                for (j, y) in b.enumerated() { current.append(Swift.min(previous[j + 1] + 1, current[j] + 1, previous[j] + (x == y ? 0 : 1))) }
+                for (j, y) in b.enumerated() {
+                    current.append(Swift.min(previous[j + 1] + 1, current[j] + 1, previous[j] + (x == y ? 0 : 1)))
+                }
                 previous = current
             }
             return previous[b.count]

@@ -43,7 +43,8 @@ public struct PendingWindows: Sendable, Hashable {
             }
             let name = parts[0].lowercased()
             guard !name.isEmpty, seen.insert(name).inserted else {
-                throw ParseError(description: "PAYRECON_PENDING_MAX entry '\(entry)': \(name.isEmpty ? "no name" : "\(name) is given twice")")
+                throw ParseError(
+                    description: "PAYRECON_PENDING_MAX entry '\(entry)': \(name.isEmpty ? "no name" : "\(name) is given twice")")
             }
             let seconds = try duration(parts[1])
             if let provider = Provider(rawValue: name) { windows.byProvider[provider] = seconds } else { windows.byMethod[name] = seconds }

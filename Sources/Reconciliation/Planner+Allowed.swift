@@ -50,16 +50,21 @@ extension Planner.Check {
     /// An authorisation of the order's transactions, authorised and not fully captured, holding at least `amount`
     /// more than it has captured (the first such).
     func openAuthorisation(holding amount: Int64) -> Snapshot? {
-        actionable.first { $0.intent.isAuthorisation && $0.state == .authorised && $0.capturedOrPending < $0.authorised
-            && $0.authorised - $0.capturedOrPending >= amount }
+        actionable.first {
+            $0.intent.isAuthorisation && $0.state == .authorised && $0.capturedOrPending < $0.authorised
+                && $0.authorised - $0.capturedOrPending >= amount
+        }
     }
 
     /// Capture needs an authorised, not fully captured authorisation, and an amount the provider takes.
     func capturePermission(_ amount: Int64) -> Permission<Target> {
         if let denial = authorisationDenial(for: "capture") { return .denied(denial) }
         guard let part = openAuthorisation(holding: amount) else {
-            let learned = learnedParts.filter { $0.intent.isAuthorisation && $0.state == .authorised && $0.authorised - $0.capturedOrPending >= amount }
-            return .denied(learnedDenial(learned) ?? "no single authorisation of the order's transactions holds \(withCode(amount)) uncaptured")
+            let learned = learnedParts.filter {
+                $0.intent.isAuthorisation && $0.state == .authorised && $0.authorised - $0.capturedOrPending >= amount
+            }
+            return .denied(
+                learnedDenial(learned) ?? "no single authorisation of the order's transactions holds \(withCode(amount)) uncaptured")
         }
         if let refusal = part.capabilities.amountRefusal(amount, currency: part.currency) { return .denied(refusal) }
         return permission(part.capabilities.capture, part, total: part.capturedOrPending)
@@ -94,8 +99,9 @@ extension Planner.Check {
         }
         let refundable = captured - refunded - reversed
         guard amount > 0, refundable >= amount else {
-            return .denied("only \(withCode(max(refundable, 0))) captured and not yet refunded"
-                           + (reversed > 0 ? " nor reversed" : ""))
+            return .denied(
+                "only \(withCode(max(refundable, 0))) captured and not yet refunded"
+                    + (reversed > 0 ? " nor reversed" : ""))
         }
         if let refusal = snapshot.capabilities.amountRefusal(amount, currency: snapshot.currency) { return .denied(refusal) }
         // Over the order's transactions in order, each taking what it holds unrefunded, through its own refunds.
@@ -127,7 +133,8 @@ extension Planner.Check {
         }
         guard remaining == 0 else {
             let learned = learnedParts.filter { $0.captured - $0.refunded - $0.reversed > 0 }
-            return .denied(learnedDenial(learned) ?? denial ?? "the order's transactions hold only \(withCode(amount - remaining)) refundable")
+            return .denied(
+                learnedDenial(learned) ?? denial ?? "the order's transactions hold only \(withCode(amount - remaining)) refundable")
         }
         return .allowed(result)
     }

@@ -59,7 +59,8 @@ extension Planner {
                 switch incrementPermission(need) {
                 case let .allowed(target): emit(.increment, amount: need, target: target.total + need, on: target)
                 case let .denied(reason):
-                    add(.amountMismatch, expected: ["amount": money(amt)], actual: ["authorised": money(authorised)],
+                    add(
+                        .amountMismatch, expected: ["amount": money(amt)], actual: ["authorised": money(authorised)],
                         detail: "order total \(withCode(amt)) is above the authorised \(withCode(authorised)) "
                             + "and cannot be incremented: \(reason)",
                         risk: need)
@@ -91,7 +92,8 @@ extension Planner {
             row = .purchaseShort
             // 4. purchase, captured or refunded, C < amt → amount_mismatch.
             if order.intent == .purchase, state.holdsCapturedMoney, captured < amt {
-                add(.amountMismatch, expected: ["amount": money(amt)], actual: ["captured": money(captured)],
+                add(
+                    .amountMismatch, expected: ["amount": money(amt)], actual: ["captured": money(captured)],
                     detail: "captured \(withCode(captured)) is below the order total \(withCode(amt))",
                     risk: amt - captured)
             }
@@ -130,8 +132,9 @@ extension Planner {
             if order.refundAmount <= captured {
                 refund(need)
             } else {
-                notAllowed(.refund, amount: need,
-                           reason: "refund_amount \(withCode(order.refundAmount)) is above the captured " + withCode(captured))
+                notAllowed(
+                    .refund, amount: need,
+                    reason: "refund_amount \(withCode(order.refundAmount)) is above the captured " + withCode(captured))
             }
         }
 
@@ -140,7 +143,8 @@ extension Planner {
             row = .overCaptured
             // 9. C > amt → over_captured.
             if captured > amt {
-                add(.overCaptured, expected: ["amount": money(amt)], actual: ["captured": money(captured)],
+                add(
+                    .overCaptured, expected: ["amount": money(amt)], actual: ["captured": money(captured)],
                     detail: "captured \(withCode(captured)) is above the order total \(withCode(amt))",
                     risk: captured - amt)
             }
@@ -149,7 +153,8 @@ extension Planner {
             let refundLimit = order.fulfilment == .cancelled ? captured : order.refundAmount
             if refunded > refundLimit {
                 let limitName = order.fulfilment == .cancelled ? "captured" : "refund_amount"
-                add(.overRefunded, expected: [limitName: money(refundLimit)], actual: ["refunded": money(refunded)],
+                add(
+                    .overRefunded, expected: [limitName: money(refundLimit)], actual: ["refunded": money(refunded)],
                     detail: "refunded \(withCode(refunded)) is above the \(limitName) \(withCode(refundLimit))",
                     risk: refunded - refundLimit)
             }
@@ -159,20 +164,24 @@ extension Planner {
 
         mutating func checkBlocking() {
             if snapshot.reportsMerchant, let merchant = order.merchant, !merchant.isEmpty, snapshot.merchant != merchant {
-                add(.merchantMismatch, expected: ["merchant": merchant], actual: ["merchant": snapshot.merchant ?? ""],
+                add(
+                    .merchantMismatch, expected: ["merchant": merchant], actual: ["merchant": snapshot.merchant ?? ""],
                     detail: "provider reports merchant '\(snapshot.merchant ?? "")', order expects '\(merchant)'",
                     risk: amt)
             }
             if snapshot.reportsSite, let site = order.site, !site.isEmpty, snapshot.site != site {
-                add(.siteMismatch, expected: ["site": site], actual: ["site": snapshot.site ?? ""],
+                add(
+                    .siteMismatch, expected: ["site": site], actual: ["site": snapshot.site ?? ""],
                     detail: "provider reports site '\(snapshot.site ?? "")', order expects '\(site)'", risk: amt)
             }
             if snapshot.currency != currency {
-                add(.currencyMismatch, expected: ["currency": currency.code], actual: ["currency": snapshot.currency.code],
+                add(
+                    .currencyMismatch, expected: ["currency": currency.code], actual: ["currency": snapshot.currency.code],
                     detail: "provider reports \(snapshot.currency.code), order is in \(currency.code)", risk: amt)
             }
             if snapshot.intent != order.intent {
-                add(.intentMismatch, expected: ["intent": order.intent.rawValue],
+                add(
+                    .intentMismatch, expected: ["intent": order.intent.rawValue],
                     actual: ["intent": snapshot.intent.rawValue],
                     detail: "provider reports intent \(snapshot.intent.rawValue), order expects \(order.intent.rawValue)",
                     risk: amt)
@@ -181,7 +190,8 @@ extension Planner {
 
         mutating func checkPayout() {
             if state.holdsCapturedMoney, captured != amt {
-                add(.amountMismatch, expected: ["amount": money(amt)], actual: ["captured": money(captured)],
+                add(
+                    .amountMismatch, expected: ["amount": money(amt)], actual: ["captured": money(captured)],
                     detail: "payout of \(withCode(captured)) differs from the order total \(withCode(amt))",
                     risk: captured > amt ? captured - amt : amt - captured)
             }
@@ -195,19 +205,23 @@ extension Planner {
             if disputed > 0 {
                 row = .disputed
                 let notes = snapshot.notes.isEmpty ? "" : " (" + snapshot.notes.joined(separator: "; ") + ")"
-                add(.disputed, expected: [:], actual: ["disputed": money(disputed), "state": state.rawValue],
+                add(
+                    .disputed, expected: [:], actual: ["disputed": money(disputed), "state": state.rawValue],
                     detail: "\(withCode(disputed)) is under open dispute; refunds are held until it is resolved" + notes, risk: disputed)
             }
             if reversed > 0 {
                 row = .reversed
-                add(.reversed, expected: [:], actual: ["reversed": money(reversed), "captured": money(captured)],
-                    detail: "\(withCode(reversed)) of the captured \(withCode(captured)) was taken back by the payer's bank or the provider "
+                add(
+                    .reversed, expected: [:], actual: ["reversed": money(reversed), "captured": money(captured)],
+                    detail:
+                        "\(withCode(reversed)) of the captured \(withCode(captured)) was taken back by the payer's bank or the provider "
                         + "(chargeback or reversal), not refunded by the merchant", risk: reversed)
             }
         }
 
         mutating func stateMismatch() {
-            add(.stateMismatch, expected: ["fulfilment": order.fulfilment.rawValue],
+            add(
+                .stateMismatch, expected: ["fulfilment": order.fulfilment.rawValue],
                 actual: ["state": state.rawValue, "raw_state": snapshot.rawState],
                 detail: "order is \(order.fulfilment.rawValue) but the transaction is \(state.rawValue) "
                     + "(\(snapshot.rawState))",
@@ -220,9 +234,11 @@ extension Planner {
             guard !overflow, age > pendingMax else { return }
             // No age in the finding: it changes by itself, and a finding found as it was must stay as it was (an
             // acknowledged one acknowledged, its evidence the check that opened it). The age follows from created_at.
-            add(.stalePending, expected: ["max_age_seconds": String(pendingMax)],
+            add(
+                .stalePending, expected: ["max_age_seconds": String(pendingMax)],
                 actual: ["state": state.rawValue, "raw_state": snapshot.rawState, "created_at": UnixTime.iso8601(createdAt)],
-                detail: "transaction \(state.rawValue) (\(snapshot.rawState)) since \(UnixTime.iso8601(createdAt)), longer than PAYRECON_PENDING_MAX (\(DurationParser.describe(pendingMax)))",
+                detail:
+                    "transaction \(state.rawValue) (\(snapshot.rawState)) since \(UnixTime.iso8601(createdAt)), longer than PAYRECON_PENDING_MAX (\(DurationParser.describe(pendingMax)))",
                 risk: amt)
         }
 
@@ -230,8 +246,10 @@ extension Planner {
 
         /// Records a finding; a second finding of a kind already found in this plan joins it (the order has one
         /// open discrepancy of each kind: amounts at risk summed, details joined, values kept under numbered keys).
-        mutating func add(_ kind: DiscrepancyKind, expected: [String: String], actual: [String: String],
-                          detail: String, risk: Int64) {
+        mutating func add(
+            _ kind: DiscrepancyKind, expected: [String: String], actual: [String: String],
+            detail: String, risk: Int64
+        ) {
             let finding = Finding(kind: kind, expected: expected, actual: actual, detail: detail, amountAtRisk: max(risk, 0))
             fired.append(.init(row: row, yields: kind == .actionNotAllowed ? "\(kind.rawValue): \(detail)" : kind.rawValue))
             guard let i = findings.firstIndex(where: { $0.kind == kind }) else { findings.append(finding); return }
@@ -239,7 +257,8 @@ extension Planner {
         }
 
         mutating func notAllowed(_ kind: ActionKind, amount: Int64, reason: String) {
-            add(.actionNotAllowed, expected: ["action": kind.rawValue, "amount": money(amount)],
+            add(
+                .actionNotAllowed, expected: ["action": kind.rawValue, "amount": money(amount)],
                 actual: ["state": state.rawValue, "raw_state": snapshot.rawState],
                 detail: "\(kind.rawValue) of \(withCode(amount)) needed but not allowed: \(reason)", risk: amount)
         }
@@ -249,11 +268,14 @@ extension Planner {
         }
 
         mutating func emit(_ kind: ActionKind, amount: Int64, target: Int64, providerTarget: String?, transactionRef: String? = nil) {
-            let key = PlannedAction.idempotencyKey(provider: order.provider, orderID: order.orderID, kind: kind,
-                                                   target: target, transactionRef: transactionRef)
+            let key = PlannedAction.idempotencyKey(
+                provider: order.provider, orderID: order.orderID, kind: kind,
+                target: target, transactionRef: transactionRef)
             fired.append(.init(row: row, yields: "\(kind.rawValue) \(withCode(amount)) (\(key))"))
-            actions.append(PlannedAction(kind: kind, amount: amount, currency: currency, target: target,
-                                         idempotencyKey: key, providerTarget: providerTarget, transactionRef: transactionRef))
+            actions.append(
+                PlannedAction(
+                    kind: kind, amount: amount, currency: currency, target: target,
+                    idempotencyKey: key, providerTarget: providerTarget, transactionRef: transactionRef))
         }
 
         /// A refund of `amount` on top of R, split over the provider's refund sources when needed; action_not_allowed otherwise.

@@ -29,29 +29,36 @@ public struct FetchedTransaction: Sendable, Hashable {
 
 extension Planner {
     /// Plans an order over every one of its transactions. `pendingMax` gives each transaction's window.
-    public static func plan(order: Order, transactions all: [FetchedTransaction], emitted: [EmittedAction], now: Int64,
-                            pendingMax: (Snapshot?) -> Int64, executing: String? = nil) -> Plan {
+    public static func plan(
+        order: Order, transactions all: [FetchedTransaction], emitted: [EmittedAction], now: Int64,
+        pendingMax: (Snapshot?) -> Int64, executing: String? = nil
+    ) -> Plan {
         // An attempt the provider forgot (expired unapproved) beside one holding money is no finding; alone, it is
         // missing_at_provider unless the order was cancelled (an abandoned checkout that was cancelled is nothing).
         var transactions = all
         let holds = all.contains { t in t.snapshot.map { $0.state == .authorised || $0.state.holdsCapturedMoney } ?? false }
-        if holds { transactions = all.filter { $0.snapshot != nil || !$0.absentMayHaveExpired } }
-        else if order.fulfilment == .cancelled, !all.isEmpty, all.allSatisfy({ $0.snapshot == nil && $0.absentMayHaveExpired }) {
+        if holds {
+            transactions = all.filter { $0.snapshot != nil || !$0.absentMayHaveExpired }
+        } else if order.fulfilment == .cancelled, !all.isEmpty, all.allSatisfy({ $0.snapshot == nil && $0.absentMayHaveExpired }) {
             return finish(findings: [], wanted: [], emitted: emitted, currency: order.amount.currency, executing: executing)
         }
         // An order of several transactions stays planned as one (its keys name the transaction they act on), even
         // when only one of them is left to plan with.
         guard all.count > 1 else {
             let snapshot = transactions.first?.snapshot
-            return plan(order: order, snapshot: snapshot, emitted: emitted, now: now, pendingMax: pendingMax(snapshot), executing: executing)
+            return plan(
+                order: order, snapshot: snapshot, emitted: emitted, now: now, pendingMax: pendingMax(snapshot), executing: executing)
         }
         let (findings, wanted, decision) = decide(order: order, transactions: transactions, now: now, pendingMax: pendingMax)
-        return finish(findings: findings, wanted: wanted, emitted: emitted, currency: order.amount.currency, executing: executing,
-                      decision: decision)
+        return finish(
+            findings: findings, wanted: wanted, emitted: emitted, currency: order.amount.currency, executing: executing,
+            decision: decision)
     }
 
-    static func decide(order: Order, transactions: [FetchedTransaction], now: Int64,
-                       pendingMax: (Snapshot?) -> Int64) -> ([Finding], [PlannedAction], Decision) {
+    static func decide(
+        order: Order, transactions: [FetchedTransaction], now: Int64,
+        pendingMax: (Snapshot?) -> Int64
+    ) -> ([Finding], [PlannedAction], Decision) {
         let (blockingFindings, blockingFired) = blocking(order: order, transactions: transactions, now: now, pendingMax: pendingMax)
         if !blockingFindings.isEmpty { return (blockingFindings, [], Decision(fired: blockingFired)) }
         var fired = blockingFired
@@ -66,7 +73,9 @@ extension Planner {
             check.row = .stalePending
             check.checkStale()
             fired += check.fired.map { .init(row: $0.row, yields: "\($0.yields) (\(s.transactionRef))") }
-            stale += check.findings.map { f in var named = f; named.detail = "transaction \(s.transactionRef): " + f.detail; return named }
+            stale += check.findings.map { f in
+                var named = f; named.detail = "transaction \(s.transactionRef): " + f.detail; return named
+            }
         }
 
         guard !holding.isEmpty else {
@@ -98,8 +107,10 @@ extension Planner {
 
     /// Blocking findings over every transaction: unknown transactions and mismatches, one finding per kind. An attempt
     /// that failed or was voided while another holds money is not compared (it is not a discrepancy).
-    static func blocking(order: Order, transactions: [FetchedTransaction], now: Int64,
-                         pendingMax: (Snapshot?) -> Int64) -> ([Finding], [Decision.Fired]) {
+    static func blocking(
+        order: Order, transactions: [FetchedTransaction], now: Int64,
+        pendingMax: (Snapshot?) -> Int64
+    ) -> ([Finding], [Decision.Fired]) {
         let anyHolds = transactions.contains { t in t.snapshot.map { $0.state == .authorised || $0.state.holdsCapturedMoney } ?? false }
         var blocking: [DiscrepancyKind: [Finding]] = [:]
         var fired: [Decision.Fired] = []
@@ -153,15 +164,20 @@ extension Planner {
             }
         }
         let a = total(\.authorised), c = total(\.captured), r = total(\.refunded)
-        let openAuthorisation = holding.contains { $0.intent.isAuthorisation && $0.state == .authorised && $0.capturedOrPending < $0.authorised }
-        let state: TransactionState = openAuthorisation ? .authorised
+        let openAuthorisation = holding.contains {
+            $0.intent.isAuthorisation && $0.state == .authorised && $0.capturedOrPending < $0.authorised
+        }
+        let state: TransactionState =
+            openAuthorisation
+            ? .authorised
             : c > 0 && r >= c ? .refunded : r > 0 ? .partiallyRefunded : c > 0 ? .captured : .authorised
-        var sum = Snapshot(provider: order.provider, transactionRef: order.transactionRefs.joined(separator: " "), merchant: order.merchant,
-                        site: order.site, reportsSite: false, reportsMerchant: false, intent: holding[0].intent,
-                        currency: holding[0].currency, value: total(\.value), authorised: a, captured: c, refunded: r,
-                        state: state, rawState: holding.map(\.rawState).joined(separator: ","), createdAt: holding.compactMap(\.createdAt).min(),
-                        capabilities: .unknown("acted on per transaction"), aliases: holding.flatMap(\.aliases), method: holding[0].method,
-                        reversed: total(\.reversed), disputed: total(\.disputed))
+        var sum = Snapshot(
+            provider: order.provider, transactionRef: order.transactionRefs.joined(separator: " "), merchant: order.merchant,
+            site: order.site, reportsSite: false, reportsMerchant: false, intent: holding[0].intent,
+            currency: holding[0].currency, value: total(\.value), authorised: a, captured: c, refunded: r,
+            state: state, rawState: holding.map(\.rawState).joined(separator: ","), createdAt: holding.compactMap(\.createdAt).min(),
+            capabilities: .unknown("acted on per transaction"), aliases: holding.flatMap(\.aliases), method: holding[0].method,
+            reversed: total(\.reversed), disputed: total(\.disputed))
         sum.pendingCaptured = total(\.pendingCaptured)
         return sum
     }
@@ -171,7 +187,9 @@ extension Planner {
     static func join(_ first: Finding, _ second: Finding) -> Finding {
         var joined = first
         joined.detail += "; " + second.detail
-        let numbered = (Array(first.expected.keys) + Array(first.actual.keys)).compactMap { $0.split(separator: "_").last.flatMap { Int($0) } }
+        let numbered = (Array(first.expected.keys) + Array(first.actual.keys)).compactMap {
+            $0.split(separator: "_").last.flatMap { Int($0) }
+        }
         let n = (numbered.max() ?? 1) + 1
         for (k, v) in second.expected { joined.expected["\(k)_\(n)"] = v }
         for (k, v) in second.actual { joined.actual["\(k)_\(n)"] = v }

@@ -91,11 +91,14 @@ public enum Planner {
     ///   - pendingMax: seconds after which a pending transaction is `stale_pending`.
     /// - Parameter executing: the key of the action the executor is about to call (left out of `emitted`): it is
     ///   never held back by another action in doubt.
-    public static func plan(order: Order?, snapshot: Snapshot?, emitted: [EmittedAction], now: Int64,
-                            pendingMax: Int64, executing: String? = nil) -> Plan {
+    public static func plan(
+        order: Order?, snapshot: Snapshot?, emitted: [EmittedAction], now: Int64,
+        pendingMax: Int64, executing: String? = nil
+    ) -> Plan {
         let (findings, wanted, decision) = decide(order: order, snapshot: snapshot, now: now, pendingMax: pendingMax)
-        return finish(findings: findings, wanted: wanted, emitted: emitted, currency: order?.amount.currency, executing: executing,
-                      decision: decision)
+        return finish(
+            findings: findings, wanted: wanted, emitted: emitted, currency: order?.amount.currency, executing: executing,
+            decision: decision)
     }
 
     /// What is new against what was recorded, and what is no longer wanted.
@@ -106,11 +109,14 @@ public enum Planner {
     /// 8.00 would refund 13.00). The executor learns the outcome from the provider first. A failed action the plan
     /// still wants, or one whose outcome is unknown, is `action_failed` until an operator retries it or the order no
     /// longer calls for it.
-    static func finish(findings: [Finding], wanted: [PlannedAction], emitted: [EmittedAction], currency: Currency?,
-                       executing: String? = nil, decision: Decision = Decision()) -> Plan {
+    static func finish(
+        findings: [Finding], wanted: [PlannedAction], emitted: [EmittedAction], currency: Currency?,
+        executing: String? = nil, decision: Decision = Decision()
+    ) -> Plan {
         var decision = decision
-        let byKey = Dictionary(emitted.map { ($0.idempotencyKey, $0) },
-                               uniquingKeysWith: { first, second in first.status == .superseded ? second : first })
+        let byKey = Dictionary(
+            emitted.map { ($0.idempotencyKey, $0) },
+            uniquingKeysWith: { first, second in first.status == .superseded ? second : first })
         let recorded = byKey.mapValues(\.status)
         let wanted = keyed(wanted, recorded: byKey)
         // While any action of the order is in doubt nothing new is planned on it: the order's transactions may be
@@ -134,26 +140,29 @@ public enum Planner {
         // failed later; another part of a spread refund that failed): it can never be planned again under that key.
         for action in wanted where recorded[action.idempotencyKey] == .succeeded {
             let amount = Money.format(minorUnits: action.amount, exponent: action.currency.exponent) + " " + action.currency.code
-            let finding = Finding(kind: .actionFailed, expected: ["action": action.kind.rawValue, "idempotency_key": action.idempotencyKey],
-                                  actual: ["status": "succeeded, yet still needed"],
-                                  detail: "\(action.kind.rawValue) of \(amount) is still needed, but \(action.idempotencyKey) already succeeded: "
-                                      + "the provider no longer shows what that call did; check it there",
-                                  amountAtRisk: max(action.amount, 0))
+            let finding = Finding(
+                kind: .actionFailed, expected: ["action": action.kind.rawValue, "idempotency_key": action.idempotencyKey],
+                actual: ["status": "succeeded, yet still needed"],
+                detail: "\(action.kind.rawValue) of \(amount) is still needed, but \(action.idempotencyKey) already succeeded: "
+                    + "the provider no longer shows what that call did; check it there",
+                amountAtRisk: max(action.amount, 0))
             if let i = all.firstIndex(where: { $0.kind == .actionFailed }) { all[i] = join(all[i], finding) } else { all.append(finding) }
             decision.fired.append(.init(row: .actionFailed, yields: "action_failed (\(action.idempotencyKey) succeeded, yet still needed)"))
         }
         var failedSeen = Set<String>()
         for action in emitted where action.status == .failed && (wantedKeys.contains(action.idempotencyKey) || action.inDoubt) {
             guard failedSeen.insert(action.idempotencyKey).inserted else { continue }
-            let amount = currency.map { Money.format(minorUnits: action.amount, exponent: $0.exponent) + " " + $0.code } ?? String(action.amount)
+            let amount =
+                currency.map { Money.format(minorUnits: action.amount, exponent: $0.exponent) + " " + $0.code } ?? String(action.amount)
             let outcome = action.inDoubt ? "outcome unknown" : "failed"
-            let finding = Finding(kind: .actionFailed,
-                                  expected: ["action": action.kind.rawValue, "idempotency_key": action.idempotencyKey],
-                                  actual: ["status": outcome],
-                                  detail: "\(action.kind.rawValue) of \(amount) (\(action.idempotencyKey)) \(outcome): "
-                                      + (action.lastError ?? "no answer recorded")
-                                      + " — fix the cause, then `payrecon actions retry`",
-                                  amountAtRisk: max(action.amount, 0))
+            let finding = Finding(
+                kind: .actionFailed,
+                expected: ["action": action.kind.rawValue, "idempotency_key": action.idempotencyKey],
+                actual: ["status": outcome],
+                detail: "\(action.kind.rawValue) of \(amount) (\(action.idempotencyKey)) \(outcome): "
+                    + (action.lastError ?? "no answer recorded")
+                    + " — fix the cause, then `payrecon actions retry`",
+                amountAtRisk: max(action.amount, 0))
             if let i = all.firstIndex(where: { $0.kind == .actionFailed }) { all[i] = join(all[i], finding) } else { all.append(finding) }
             decision.fired.append(.init(row: .actionFailed, yields: "action_failed (\(action.idempotencyKey) \(outcome))"))
         }
@@ -176,19 +185,28 @@ public enum Planner {
     }
 
     /// Findings and every action the order calls for now, recorded or not.
-    static func decide(order: Order?, snapshot: Snapshot?, now: Int64,
-                       pendingMax: Int64) -> ([Finding], [PlannedAction], Decision) {
+    static func decide(
+        order: Order?, snapshot: Snapshot?, now: Int64,
+        pendingMax: Int64
+    ) -> ([Finding], [PlannedAction], Decision) {
         switch (order, snapshot) {
         case (nil, nil):
             return ([], [], Decision())
         case let (nil, snapshot?):
-            return ([unknownOrder(snapshot)], [], Decision(fired: [.init(row: .unknownOrder, yields: DiscrepancyKind.unknownOrder.rawValue)]))
+            return (
+                [unknownOrder(snapshot)], [], Decision(fired: [.init(row: .unknownOrder, yields: DiscrepancyKind.unknownOrder.rawValue)])
+            )
         case let (order?, nil):
-            return ([missingAtProvider(order)], [], Decision(fired: [.init(row: .missingAtProvider, yields: DiscrepancyKind.missingAtProvider.rawValue)]))
+            return (
+                [missingAtProvider(order)], [],
+                Decision(fired: [.init(row: .missingAtProvider, yields: DiscrepancyKind.missingAtProvider.rawValue)])
+            )
         case let (order?, snapshot?):
             var check = Check(order: order, snapshot: snapshot, now: now, pendingMax: pendingMax)
             check.run()
-            return (check.findings, check.actions, Decision(fired: check.fired, figures: Decision.Figures(order: order, snapshot: snapshot)))
+            return (
+                check.findings, check.actions, Decision(fired: check.fired, figures: Decision.Figures(order: order, snapshot: snapshot))
+            )
         }
     }
 
@@ -197,8 +215,10 @@ public enum Planner {
         let dead = snapshot.state == .failed || snapshot.state == .voided
         return Finding(
             kind: .unknownOrder, expected: [:],
-            actual: ["transaction_ref": snapshot.transactionRef, "state": snapshot.state.rawValue,
-                     "amount": value, "currency": snapshot.currency.code],
+            actual: [
+                "transaction_ref": snapshot.transactionRef, "state": snapshot.state.rawValue,
+                "amount": value, "currency": snapshot.currency.code
+            ],
             detail: "\(snapshot.provider.rawValue) transaction \(snapshot.transactionRef) "
                 + "(\(value) \(snapshot.currency.code), \(snapshot.state.rawValue)) matches no stored order",
             amountAtRisk: dead ? 0 : max(snapshot.value, 0))

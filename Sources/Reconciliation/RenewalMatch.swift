@@ -15,27 +15,32 @@ public enum RenewalMatch: Sendable, Hashable {
     ///   - payment: how the payment is named in the detail (`PayPal sale 5TY…`).
     ///   - createdAt: when the provider's answer says the payment was created; nil when it does not say.
     ///   - orders: the agreement's orders, with their periods.
-    public static func of(payment: String, agreement: String, createdAt: Int64?,
-                          orders: [(orderID: String, period: BillingPeriod?)]) -> RenewalMatch {
+    public static func of(
+        payment: String, agreement: String, createdAt: Int64?,
+        orders: [(orderID: String, period: BillingPeriod?)]
+    ) -> RenewalMatch {
         let periodic = orders.compactMap { o in o.period.map { (orderID: o.orderID, period: $0) } }
         guard !periodic.isEmpty else { return .all }
         let named = "\(payment) of \(agreement)"
         if periodic.count < orders.count {
             let without = orders.filter { $0.period == nil }.map(\.orderID).sorted().joined(separator: ", ")
-            return .unheld(detail: "\(named) is counted on no order: of its orders some have a billing period and \(without) none "
-                + "(which would hold every payment); give each order of the agreement a period")
+            return .unheld(
+                detail: "\(named) is counted on no order: of its orders some have a billing period and \(without) none "
+                    + "(which would hold every payment); give each order of the agreement a period")
         }
         guard let createdAt else {
-            return .unheld(detail: "\(named) is counted on no order: the provider's answer does not say when it was created, so no "
-                + "billing period can be said to hold it")
+            return .unheld(
+                detail: "\(named) is counted on no order: the provider's answer does not say when it was created, so no "
+                    + "billing period can be said to hold it")
         }
         let created = UnixTime.iso8601(createdAt)
         let holders = periodic.filter { $0.period.contains(createdAt) }.sorted { $0.orderID < $1.orderID }
         if holders.count == 1 { return .order(holders[0].orderID) }
         if holders.count > 1 {
             let list = holders.map { "\($0.orderID) (\($0.period))" }.joined(separator: ", ")
-            return .unheld(detail: "\(named), created \(created), is held by the billing periods of orders \(list), which overlap: "
-                + "counted on neither until the periods are corrected")
+            return .unheld(
+                detail: "\(named), created \(created), is held by the billing periods of orders \(list), which overlap: "
+                    + "counted on neither until the periods are corrected")
         }
         let before = periodic.filter { $0.period.end <= createdAt }.max { $0.period.end < $1.period.end }
         let after = periodic.filter { $0.period.start > createdAt }.min { $0.period.start < $1.period.start }
@@ -49,9 +54,10 @@ public enum RenewalMatch: Sendable, Hashable {
         case let (nil, a?):
             gap = "it falls before the first recorded period (order \(a.orderID)'s, from \(UnixTime.dateOrTime(a.period.start)))"
         case (nil, nil):
-            gap = "it falls in no recorded period"   // unreachable: a period holds it, or one ends before or starts after it
+            gap = "it falls in no recorded period"  // unreachable: a period holds it, or one ends before or starts after it
         }
-        return .unheld(detail: "\(named), created \(created), falls in no order's billing period: \(gap). A renewal not "
-            + "recorded: import an order for that period")
+        return .unheld(
+            detail: "\(named), created \(created), falls in no order's billing period: \(gap). A renewal not "
+                + "recorded: import an order for that period")
     }
 }

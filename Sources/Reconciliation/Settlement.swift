@@ -88,10 +88,12 @@ public struct SettlementLine: Sendable, Hashable {
         return String(decoding: kept, as: UTF8.self) + (out.count > rowLimit ? "…" : "")
     }
 
-    public init(transactionID: String, eventCode: String, direction: Direction, role: Role, referenceID: String? = nil,
-                referenceType: String? = nil, invoiceID: String? = nil, customField: String? = nil, initiatedAt: Int64? = nil,
-                completedAt: Int64? = nil, currency: Currency, gross: Int64, fee: Int64? = nil, feeDirection: Direction? = nil,
-                feeCurrency: Currency? = nil, line: Int) {
+    public init(
+        transactionID: String, eventCode: String, direction: Direction, role: Role, referenceID: String? = nil,
+        referenceType: String? = nil, invoiceID: String? = nil, customField: String? = nil, initiatedAt: Int64? = nil,
+        completedAt: Int64? = nil, currency: Currency, gross: Int64, fee: Int64? = nil, feeDirection: Direction? = nil,
+        feeCurrency: Currency? = nil, line: Int
+    ) {
         self.transactionID = transactionID; self.eventCode = eventCode; self.direction = direction; self.role = role
         self.referenceID = referenceID; self.referenceType = referenceType; self.invoiceID = invoiceID; self.customField = customField
         self.initiatedAt = initiatedAt; self.completedAt = completedAt; self.currency = currency; self.gross = gross
@@ -123,8 +125,10 @@ public struct SettlementReportSummary: Sendable, Hashable {
     /// state none. Its `day` is that zone's.
     public var utcOffset: Int?
 
-    public init(kind: String? = nil, account: String? = nil, day: String? = nil, periodStart: Int64? = nil, periodEnd: Int64? = nil,
-                bodyRows: Int = 0, problems: [String] = []) {
+    public init(
+        kind: String? = nil, account: String? = nil, day: String? = nil, periodStart: Int64? = nil, periodEnd: Int64? = nil,
+        bodyRows: Int = 0, problems: [String] = []
+    ) {
         self.kind = kind; self.account = account; self.day = day; self.periodStart = periodStart; self.periodEnd = periodEnd
         self.bodyRows = bodyRows; self.problems = problems
     }

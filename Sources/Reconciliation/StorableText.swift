@@ -38,6 +38,6 @@ extension String {
 
     public static func isTerminalControl(_ s: Unicode.Scalar) -> Bool {
         s.value < 0x20 || (0x7F...0x9F).contains(s.value) || s.value == 0x2028 || s.value == 0x2029
-            || (0x202A...0x202E).contains(s.value) || (0x2066...0x2069).contains(s.value)   // bidi overrides
+            || (0x202A...0x202E).contains(s.value) || (0x2066...0x2069).contains(s.value)  // bidi overrides
     }
 }

@@ -56,9 +56,11 @@ public struct TransactionLink: Sendable, Hashable, Codable {
     /// When the payment was created, as the provider's answer says (unix seconds): which billing period holds it.
     public var occurredAt: Int64?
 
-    public init(externalID: String, parentExternalID: String?, orderID: String?, kind: Kind, amount: Int64? = nil,
-                currency: String? = nil, state: String? = nil, source: Source, actionID: Int64? = nil, target: Int64? = nil,
-                occurredAt: Int64? = nil) {
+    public init(
+        externalID: String, parentExternalID: String?, orderID: String?, kind: Kind, amount: Int64? = nil,
+        currency: String? = nil, state: String? = nil, source: Source, actionID: Int64? = nil, target: Int64? = nil,
+        occurredAt: Int64? = nil
+    ) {
         self.externalID = externalID; self.parentExternalID = parentExternalID; self.orderID = orderID; self.kind = kind
         self.amount = amount; self.currency = currency; self.state = state; self.source = source; self.actionID = actionID
         self.target = target; self.occurredAt = occurredAt

@@ -25,7 +25,7 @@ public enum TransactionState: String, Sendable, Hashable, Codable, CaseIterable 
 public struct Order: Sendable, Hashable, Codable {
     public var provider: Provider
     public var orderID: String
-    public var merchant: String?      // nil or "" = not checked (PXP requires it)
+    public var merchant: String?  // nil or "" = not checked (PXP requires it)
     public var site: String?
     /// The order's first transaction (what a single-transaction order holds).
     public var transactionRef: String
@@ -33,9 +33,9 @@ public struct Order: Sendable, Hashable, Codable {
     /// `transactionRef`. One element for most orders.
     public var transactionRefs: [String]
     public var intent: Intent
-    public var amount: Money          // order total now
+    public var amount: Money  // order total now
     public var fulfilment: Fulfilment
-    public var refundAmount: Int64    // minor units of `amount.currency`, default 0
+    public var refundAmount: Int64  // minor units of `amount.currency`, default 0
     /// The transactions payrecon added to the order because a provider's reference field named it (a PayPal
     /// `reference_id`, a Paypercut `metadata.order_id`: free text anyone creating a payment can set), each with the
     /// field it was learned from. Evidence, never authority: they count in the findings, and no action targets them
@@ -46,8 +46,10 @@ public struct Order: Sendable, Hashable, Codable {
     /// order holds every payment of its transactions.
     public var period: BillingPeriod?
 
-    public init(provider: Provider, orderID: String, merchant: String?, site: String?, transactionRef: String,
-                intent: Intent, amount: Money, fulfilment: Fulfilment, refundAmount: Int64 = 0, transactionRefs: [String]? = nil) {
+    public init(
+        provider: Provider, orderID: String, merchant: String?, site: String?, transactionRef: String,
+        intent: Intent, amount: Money, fulfilment: Fulfilment, refundAmount: Int64 = 0, transactionRefs: [String]? = nil
+    ) {
         self.provider = provider; self.orderID = orderID; self.merchant = merchant; self.site = site
         let refs = (transactionRefs ?? []).isEmpty ? [transactionRef] : transactionRefs!
         self.transactionRef = refs[0]; self.transactionRefs = refs; self.intent = intent; self.amount = amount
@@ -99,10 +101,10 @@ public struct Snapshot: Sendable, Hashable, Codable {
     public var reportsMerchant: Bool
     public var intent: Intent
     public var currency: Currency
-    public var value: Int64           // the transaction's own value (PXP transactionValue; PayPal purchase unit amount)
-    public var authorised: Int64      // A
-    public var captured: Int64        // C
-    public var refunded: Int64        // R
+    public var value: Int64  // the transaction's own value (PXP transactionValue; PayPal purchase unit amount)
+    public var authorised: Int64  // A
+    public var captured: Int64  // C
+    public var refunded: Int64  // R
     /// V: money the payer's bank or the provider took back without a refund the merchant made (chargebacks,
     /// capture reversals, bank returns). Counted in C, never in R.
     public var reversed: Int64
@@ -138,10 +140,12 @@ public struct Snapshot: Sendable, Hashable, Codable {
     /// provider's words). Read from the answer as fetched: not stored with the snapshot.
     public var refundPending = false
 
-    public init(provider: Provider, transactionRef: String, merchant: String?, site: String?, reportsSite: Bool = false,
-                reportsMerchant: Bool = true, intent: Intent, currency: Currency, value: Int64, authorised: Int64, captured: Int64, refunded: Int64,
-                state: TransactionState, rawState: String, createdAt: Int64?, capabilities: Capabilities = .unknown(),
-                aliases: [String] = [], method: String? = nil, reversed: Int64 = 0, disputed: Int64 = 0) {
+    public init(
+        provider: Provider, transactionRef: String, merchant: String?, site: String?, reportsSite: Bool = false,
+        reportsMerchant: Bool = true, intent: Intent, currency: Currency, value: Int64, authorised: Int64, captured: Int64, refunded: Int64,
+        state: TransactionState, rawState: String, createdAt: Int64?, capabilities: Capabilities = .unknown(),
+        aliases: [String] = [], method: String? = nil, reversed: Int64 = 0, disputed: Int64 = 0
+    ) {
         self.provider = provider; self.transactionRef = transactionRef; self.merchant = merchant; self.site = site
         self.reportsSite = reportsSite; self.reportsMerchant = reportsMerchant
         self.intent = intent; self.currency = currency; self.value = value; self.authorised = authorised
@@ -160,20 +164,21 @@ public struct Snapshot: Sendable, Hashable, Codable {
     /// action refused until the next fetch, which records them) and V = D = 0.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
-        self.init(provider: try c.decode(Provider.self, forKey: .provider), transactionRef: try c.decode(String.self, forKey: .transactionRef),
-                  merchant: try c.decodeIfPresent(String.self, forKey: .merchant), site: try c.decodeIfPresent(String.self, forKey: .site),
-                  reportsSite: try c.decodeIfPresent(Bool.self, forKey: .reportsSite) ?? false,
-                  reportsMerchant: try c.decodeIfPresent(Bool.self, forKey: .reportsMerchant) ?? true,
-                  intent: try c.decode(Intent.self, forKey: .intent), currency: try c.decode(Currency.self, forKey: .currency),
-                  value: try c.decode(Int64.self, forKey: .value), authorised: try c.decode(Int64.self, forKey: .authorised),
-                  captured: try c.decode(Int64.self, forKey: .captured), refunded: try c.decode(Int64.self, forKey: .refunded),
-                  state: try c.decode(TransactionState.self, forKey: .state), rawState: try c.decode(String.self, forKey: .rawState),
-                  createdAt: try c.decodeIfPresent(Int64.self, forKey: .createdAt),
-                  capabilities: try c.decodeIfPresent(Capabilities.self, forKey: .capabilities) ?? .unknown(),
-                  aliases: try c.decodeIfPresent([String].self, forKey: .aliases) ?? [],
-                  method: try c.decodeIfPresent(String.self, forKey: .method),
-                  reversed: try c.decodeIfPresent(Int64.self, forKey: .reversed) ?? 0,
-                  disputed: try c.decodeIfPresent(Int64.self, forKey: .disputed) ?? 0)
+        self.init(
+            provider: try c.decode(Provider.self, forKey: .provider), transactionRef: try c.decode(String.self, forKey: .transactionRef),
+            merchant: try c.decodeIfPresent(String.self, forKey: .merchant), site: try c.decodeIfPresent(String.self, forKey: .site),
+            reportsSite: try c.decodeIfPresent(Bool.self, forKey: .reportsSite) ?? false,
+            reportsMerchant: try c.decodeIfPresent(Bool.self, forKey: .reportsMerchant) ?? true,
+            intent: try c.decode(Intent.self, forKey: .intent), currency: try c.decode(Currency.self, forKey: .currency),
+            value: try c.decode(Int64.self, forKey: .value), authorised: try c.decode(Int64.self, forKey: .authorised),
+            captured: try c.decode(Int64.self, forKey: .captured), refunded: try c.decode(Int64.self, forKey: .refunded),
+            state: try c.decode(TransactionState.self, forKey: .state), rawState: try c.decode(String.self, forKey: .rawState),
+            createdAt: try c.decodeIfPresent(Int64.self, forKey: .createdAt),
+            capabilities: try c.decodeIfPresent(Capabilities.self, forKey: .capabilities) ?? .unknown(),
+            aliases: try c.decodeIfPresent([String].self, forKey: .aliases) ?? [],
+            method: try c.decodeIfPresent(String.self, forKey: .method),
+            reversed: try c.decodeIfPresent(Int64.self, forKey: .reversed) ?? 0,
+            disputed: try c.decodeIfPresent(Int64.self, forKey: .disputed) ?? 0)
         orderReferences = try c.decodeIfPresent([String].self, forKey: .orderReferences) ?? []
         notes = try c.decodeIfPresent([String].self, forKey: .notes) ?? []
         movements = try c.decodeIfPresent([Movement].self, forKey: .movements) ?? []

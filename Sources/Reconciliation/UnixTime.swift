@@ -13,7 +13,8 @@ public enum UnixTime {
     /// `2025-01-31`: the date `days` days after 1970-01-01 (negative: before). Years 0–9999 have four digits.
     public static func date(_ days: Int64) -> String {
         let (year, month, day) = civil(fromDays: days)
-        let yearText = year >= 0 && year < 10_000
+        let yearText =
+            year >= 0 && year < 10_000
             ? String(repeating: "0", count: 4 - String(year).count) + String(year) : String(year)
         return yearText + "-" + two(month) + "-" + two(day)
     }
@@ -28,7 +29,8 @@ public enum UnixTime {
     /// (`second == 60`) counts as second 59.
     public static func seconds(year: Int, month: Int, day: Int, hour: Int, minute: Int, second: Int) -> Int64? {
         guard (1...9999).contains(year), (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day),
-              (0...23).contains(hour), (0...59).contains(minute), (0...60).contains(second) else { return nil }
+            (0...23).contains(hour), (0...59).contains(minute), (0...60).contains(second)
+        else { return nil }
         let days = days(fromYear: Int64(year), month: Int64(month), day: Int64(day))
         return days * 86_400 + Int64(hour * 3_600 + minute * 60 + min(second, 59))
     }
@@ -67,7 +69,8 @@ public enum UnixTime {
             return true
         }
         guard let year = digits(4), expect("-"), let month = digits(2), expect("-"), let day = digits(2),
-              expect("Tt "), let hour = digits(2), expect(":"), let minute = digits(2) else { return nil }
+            expect("Tt "), let hour = digits(2), expect(":"), let minute = digits(2)
+        else { return nil }
         var second = 0
         var fraction = 0.0
         if expect(":") {
@@ -87,7 +90,8 @@ public enum UnixTime {
             return nil
         }
         guard var t = UnixTime.seconds(year: year, month: month, day: day, hour: hour, minute: minute, second: second),
-              i < c.count else { return nil }
+            i < c.count
+        else { return nil }
         if c[i] == UInt8(ascii: "+") || c[i] == UInt8(ascii: "-") {
             let sign: Int64 = c[i] == UInt8(ascii: "-") ? -1 : 1
             i += 1

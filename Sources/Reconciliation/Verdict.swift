@@ -19,21 +19,27 @@ public struct Verdict: Sendable, Hashable {
     public var snapshot: Snapshot?
 
     /// The finding kinds that refuse an order: the provider's answer contradicts it, or money went or may go back.
-    static let refusing: Set<DiscrepancyKind> = [.missingAtProvider, .merchantMismatch, .siteMismatch, .currencyMismatch, .intentMismatch,
-                                             .amountMismatch, .overCaptured, .overRefunded, .stateMismatch, .actionNotAllowed,
-                                             .disputed, .reversed, .actionFailed]
+    static let refusing: Set<DiscrepancyKind> = [
+        .missingAtProvider, .merchantMismatch, .siteMismatch, .currencyMismatch, .intentMismatch,
+        .amountMismatch, .overCaptured, .overRefunded, .stateMismatch, .actionNotAllowed,
+        .disputed, .reversed, .actionFailed
+    ]
 
     public static func decide(order: Order, transactions: [FetchedTransaction], findings: [Finding], actions: [EmittedAction]) -> Verdict {
         var refuse: [String] = [], wait: [String] = []
         let snapshot = Planner.orderSnapshot(order: order, transactions: transactions)
         if order.fulfilment == .cancelled { refuse.append("the order is cancelled") }
         for f in findings {
-            if refusing.contains(f.kind) { refuse.append("\(f.kind.rawValue): \(f.detail)") }
-            else if f.kind == .stalePending { wait.append("\(f.kind.rawValue): \(f.detail)") }
+            if refusing.contains(f.kind) {
+                refuse.append("\(f.kind.rawValue): \(f.detail)")
+            } else if f.kind == .stalePending {
+                wait.append("\(f.kind.rawValue): \(f.detail)")
+            }
         }
         for a in actions where a.status == .pending && a.inDoubt {
-            wait.append("payrecon's \(a.kind.rawValue) of \(Money.format(minorUnits: a.amount, exponent: order.amount.currency.exponent)) "
-                        + "\(order.amount.currency.code) may have reached the provider and its outcome is not known yet")
+            wait.append(
+                "payrecon's \(a.kind.rawValue) of \(Money.format(minorUnits: a.amount, exponent: order.amount.currency.exponent)) "
+                    + "\(order.amount.currency.code) may have reached the provider and its outcome is not known yet")
         }
         let fetched = transactions.compactMap { t in t.snapshot.map { (ref: t.transactionRef, s: $0) } }
         if fetched.isEmpty, !findings.contains(where: { $0.kind == .missingAtProvider }) {
@@ -58,13 +64,15 @@ public struct Verdict: Sendable, Hashable {
         let heldListed = listed.filter { $0.s.currency == order.amount.currency }
             .reduce(Int64(0)) { sum, t in sum.addingReportingOverflow(held(t.s, intent: order.intent)).partialValue }
         if keeps > 0, heldListed < keeps {
-            let short = "\(order.intent == .payout ? "paid out" : order.intent.isAuthorisation ? "authorised or captured" : "captured") "
+            let short =
+                "\(order.intent == .payout ? "paid out" : order.intent.isAuthorisation ? "authorised or captured" : "captured") "
                 + "\(money(heldListed, order.amount.currency)) of the \(money(keeps, order.amount.currency)) the order keeps"
             if !learnedHolding.isEmpty {
                 // Said whatever else is wrong: the money the merchant may think is there is not the order's on this word.
-                refuse.append(short + " on its own transactions; the rest is on \(learnedHolding.map(\.ref).joined(separator: ", ")), which "
-                              + "payrecon learned from \(learnedHolding.compactMap { order.learned[$0.ref] }.first ?? "a reference field"): "
-                              + "list it in the order's transaction_ref to rely on it")
+                refuse.append(
+                    short + " on its own transactions; the rest is on \(learnedHolding.map(\.ref).joined(separator: ", ")), which "
+                        + "payrecon learned from \(learnedHolding.compactMap { order.learned[$0.ref] }.first ?? "a reference field"): "
+                        + "list it in the order's transaction_ref to rely on it")
             } else if refuse.isEmpty {
                 if wait.isEmpty { refuse.append(short) } else { wait.append(short) }
             }

@@ -15,9 +15,10 @@ extension Explanation {
             out.append("  \(s.detail.terminalSafe)")
             let guide = KindGuide.of(s.kind)
             out.append("  \(guide.title): \(guide.meaning) Next: \(guide.nextStep)")
-            out.append("  expected \(s.expected.serializedText), found \(s.actual.serializedText); seen \(s.occurrences)× "
-                       + "from \(Timestamp.iso8601(s.firstSeen)) to \(Timestamp.iso8601(s.lastSeen))"
-                       + (s.evidenceID.map { "; evidence \($0)" } ?? "; no evidence: recorded before payrecon kept it"))
+            out.append(
+                "  expected \(s.expected.serializedText), found \(s.actual.serializedText); seen \(s.occurrences)× "
+                    + "from \(Timestamp.iso8601(s.firstSeen)) to \(Timestamp.iso8601(s.lastSeen))"
+                    + (s.evidenceID.map { "; evidence \($0)" } ?? "; no evidence: recorded before payrecon kept it"))
         } else {
             out.append(what + (orderID != nil ? " (transaction \(transactionRef))" : ""))
         }
@@ -28,7 +29,9 @@ extension Explanation {
         var alike = 0
         var last: Check?
         func flush() {
-            if alike > 0, let last { out.append("      … and \(alike) more check\(alike == 1 ? "" : "s") like it, the last at \(Self.time(last.at))") }
+            if alike > 0, let last {
+                out.append("      … and \(alike) more check\(alike == 1 ? "" : "s") like it, the last at \(Self.time(last.at))")
+            }
             alike = 0
         }
         var previous: Check?
@@ -51,59 +54,87 @@ extension Explanation {
         case .version(let v):
             let verb = v == (replaced.first ?? order) ? "order stored" : "order changed"
             let source = v.source == "table" ? "the orders table (written by the merchant's systems)" : v.source
-            return ["\(at)  \(verb) from \(source.terminalSafe): " + v.fields.map { "\($0.0) \($0.1.isEmpty ? "-" : $0.1.terminalSafe)" }.joined(separator: ", ")]
+            return [
+                "\(at)  \(verb) from \(source.terminalSafe): "
+                    + v.fields.map { "\($0.0) \($0.1.isEmpty ? "-" : $0.1.terminalSafe)" }.joined(separator: ", ")
+            ]
         case .delivery(let d):
-            return ["\(at)  delivery \(d.id) \((d.eventType ?? "(no event type)").terminalSafe) received; \(d.status)" + (d.outcome.map { ": \($0.terminalSafe)" } ?? "")]
+            return [
+                "\(at)  delivery \(d.id) \((d.eventType ?? "(no event type)").terminalSafe) received; \(d.status)"
+                    + (d.outcome.map { ": \($0.terminalSafe)" } ?? "")
+            ]
         case .check(let c):
-            var l = ["\(at)  \(c.source.words) (evidence \(c.evidenceID)"
-                     + (c.deliveryID.map { ", delivery \($0)" } ?? "") + "): "
-                     + (c.decided.isEmpty ? "nothing changed" : c.decided.map(Self.phrase).joined(separator: ", "))]
-            if let s = c.settlement {
-                if let name = s.fileName {
-                    // The file's name, account and row are the file's text: escaped, and the row behind a gutter.
-                    l.append("      file \(name.terminalSafe) (\(s.kind ?? "kind not stated"), account \((s.account ?? "not stated").terminalSafe), sha256 \(s.sha256 ?? "?"))"
-                             + (s.line.map { ", line \($0)" } ?? ""))
-                    if let row = s.row { l += Self.indented(row) }
-                } else {
-                    l.append("      no settlement file lists it")
-                }
-                if !c.answers.isEmpty { l.append("      compared with the answer that stated the money:") }
-            }
-            if c.answers.isEmpty {
-                for h in c.hashes { l.append("      answer sha256 \(h)") }
-                if c.hashes.isEmpty { l.append("      no provider answer (nothing fetched)") }
-            }
-            for a in c.answers {
-                l.append("      \(a.method) \(a.url) → \(a.status.map(String.init) ?? "no answer") at \(Self.time(a.fetchedAt)), sha256 \(a.sha256)")
-                l += Self.indented(a.body.map { Self.preview($0, length: a.length, limit: bodyLimit) } ?? Self.notKept(a.length))
-            }
-            if let decision = c.decision {
-                if let f = decision.figures { l.append("      saw: \(f.described)") }
-                for fired in decision.fired { l.append("      rule \(fired.row.rawValue): \(fired.row.words)"); l.append("        → \(fired.yields)") }
-                if decision.fired.isEmpty { l.append("      no row fired: the order and the provider agree") }
-            }
-            if let unreadable = c.decisionUnreadable {
-                l.append("      the rules it kept cannot be read by this payrecon (written by a newer one, or damaged): \(unreadable)")
-            }
-            if !c.superseded.isEmpty { l.append("      superseded: " + c.superseded.joined(separator: ", ")) }
-            return l
+            return Self.checkLines(c, at: at, bodyLimit: bodyLimit)
         case .opened(let d):
-            return ["\(at)  discrepancy \(d.id) \(d.kind.rawValue) opened" + (d.evidenceID.map { " (evidence \($0))" } ?? "")
-                    + (d.status == "open" ? ", open" : d.status == "acknowledged" ? ", acknowledged" : "") + ": \(d.detail.terminalSafe)"]
+            return [
+                "\(at)  discrepancy \(d.id) \(d.kind.rawValue) opened" + (d.evidenceID.map { " (evidence \($0))" } ?? "")
+                    + (d.status == "open" ? ", open" : d.status == "acknowledged" ? ", acknowledged" : "") + ": \(d.detail.terminalSafe)"
+            ]
         case .resolved(let d):
             return ["\(at)  discrepancy \(d.id) \(d.kind.rawValue) resolved: a later check no longer found it as it was"]
         case .planned(let a):
-            return ["\(at)  action \(a.id) \(a.kind) \(a.amount) \(a.currency) planned (key \(a.idempotencyKey)"
+            return [
+                "\(at)  action \(a.id) \(a.kind) \(a.amount) \(a.currency) planned (key \(a.idempotencyKey)"
                     + (a.evidenceID.map { ", evidence \($0)" } ?? "") + "); now \(a.status)"
-                    + (a.providerRef.map { ", provider ref \($0.terminalSafe)" } ?? "") + (a.lastError.map { ": \($0.terminalSafe)" } ?? "")]
+                    + (a.providerRef.map { ", provider ref \($0.terminalSafe)" } ?? "") + (a.lastError.map { ": \($0.terminalSafe)" } ?? "")
+            ]
         case .call(let a, let c):
-            var l = ["\(at)  action \(a.id) call, attempt \(c.attempt)" + (c.evidenceID.map { " after re-fetch (evidence \($0))" } ?? "")
-                     + ": \(c.method) \(c.url.terminalSafe), idempotency key \((c.idempotencyKey ?? "(none)").terminalSafe)"]
-            if !c.request.isEmpty { l.append("      sent:"); l += Self.indented(Self.preview(c.request, length: c.request.count, limit: bodyLimit)) }
-            l.append("      → \(c.status.map(String.init) ?? "no answer"), sha256 \(c.sha256): \((c.outcome ?? "outcome not recorded").terminalSafe)")
+            var l = [
+                "\(at)  action \(a.id) call, attempt \(c.attempt)" + (c.evidenceID.map { " after re-fetch (evidence \($0))" } ?? "")
+                    + ": \(c.method) \(c.url.terminalSafe), idempotency key \((c.idempotencyKey ?? "(none)").terminalSafe)"
+            ]
+            if !c.request.isEmpty {
+                l.append("      sent:"); l += Self.indented(Self.preview(c.request, length: c.request.count, limit: bodyLimit))
+            }
+            l.append(
+                "      → \(c.status.map(String.init) ?? "no answer"), sha256 \(c.sha256): \((c.outcome ?? "outcome not recorded").terminalSafe)"
+            )
             l += Self.indented(c.body.map { Self.preview($0, length: c.length, limit: bodyLimit) } ?? Self.notKept(c.length))
             return l
         }
+    }
+
+    /// A check's entry: what it decided, the file line and answers it compared, the rules that fired.
+    static func checkLines(_ c: Explanation.Check, at: String, bodyLimit: Int) -> [String] {
+        var l = [
+            "\(at)  \(c.source.words) (evidence \(c.evidenceID)"
+                + (c.deliveryID.map { ", delivery \($0)" } ?? "") + "): "
+                + (c.decided.isEmpty ? "nothing changed" : c.decided.map(Self.phrase).joined(separator: ", "))
+        ]
+        if let s = c.settlement {
+            if let name = s.fileName {
+                // The file's name, account and row are the file's text: escaped, and the row behind a gutter.
+                l.append(
+                    "      file \(name.terminalSafe) (\(s.kind ?? "kind not stated"), account \((s.account ?? "not stated").terminalSafe), sha256 \(s.sha256 ?? "?"))"
+                        + (s.line.map { ", line \($0)" } ?? ""))
+                if let row = s.row { l += Self.indented(row) }
+            } else {
+                l.append("      no settlement file lists it")
+            }
+            if !c.answers.isEmpty { l.append("      compared with the answer that stated the money:") }
+        }
+        if c.answers.isEmpty {
+            for h in c.hashes { l.append("      answer sha256 \(h)") }
+            if c.hashes.isEmpty { l.append("      no provider answer (nothing fetched)") }
+        }
+        for a in c.answers {
+            l.append(
+                "      \(a.method) \(a.url) → \(a.status.map(String.init) ?? "no answer") at \(Self.time(a.fetchedAt)), sha256 \(a.sha256)"
+            )
+            l += Self.indented(a.body.map { Self.preview($0, length: a.length, limit: bodyLimit) } ?? Self.notKept(a.length))
+        }
+        if let decision = c.decision {
+            if let f = decision.figures { l.append("      saw: \(f.described)") }
+            for fired in decision.fired {
+                l.append("      rule \(fired.row.rawValue): \(fired.row.words)"); l.append("        → \(fired.yields)")
+            }
+            if decision.fired.isEmpty { l.append("      no row fired: the order and the provider agree") }
+        }
+        if let unreadable = c.decisionUnreadable {
+            l.append("      the rules it kept cannot be read by this payrecon (written by a newer one, or damaged): \(unreadable)")
+        }
+        if !c.superseded.isEmpty { l.append("      superseded: " + c.superseded.joined(separator: ", ")) }
+        return l
     }
 
     /// What a check decided, in words.
@@ -121,7 +152,9 @@ extension Explanation {
     static func time(_ date: Date) -> String { Timestamp.iso8601Millis(date) }
 
     /// An answer or request quoted: each line behind a gutter, so none of a provider's lines can pass for one of payrecon's.
-    static func indented(_ text: String) -> [String] { text.split(separator: "\n", omittingEmptySubsequences: false).map { "        | " + $0 } }
+    static func indented(_ text: String) -> [String] {
+        text.split(separator: "\n", omittingEmptySubsequences: false).map { "        | " + $0 }
+    }
 
     /// The body as text (UTF-8), else as base64; cut past `limit` bytes with how much was left out (`length`: the
     /// whole answer's size, when only its start was read).
@@ -130,7 +163,9 @@ extension Explanation {
         let cut = body.count > limit ? Array(body.prefix(limit)) : body
         var text = String(validating: cut, as: UTF8.self) ?? (String(validating: Array(cut.dropLast(3)), as: UTF8.self) ?? "")
         if text.isEmpty { text = "base64 " + Data(cut).base64EncodedString() }
-        if max(length, body.count) > cut.count { text += "\n… (\(max(length, body.count)) bytes in all; --format json shows the whole answer)" }
+        if max(length, body.count) > cut.count {
+            text += "\n… (\(max(length, body.count)) bytes in all; --format json shows the whole answer)"
+        }
         return text
     }
 

@@ -7,7 +7,7 @@ extension Report {
     public static let csvColumns = [
         "id", "provider", "order_id", "transaction_ref", "kind", "status", "amount_at_risk", "currency", "detail",
         "expected", "actual", "first_seen", "last_seen", "occurrences", "resolved_at",
-        "acknowledged_at", "ack_note", "acknowledged_by", "counted_at_risk",
+        "acknowledged_at", "ack_note", "acknowledged_by", "counted_at_risk"
     ]
 
     /// RFC 4180: a header row, CRLF line ends, fields quoted when they hold a comma, quote, CR or LF (quotes doubled).
@@ -28,7 +28,7 @@ extension Report {
                 Timestamp.iso8601(d.firstSeen), Timestamp.iso8601(d.lastSeen), String(d.occurrences),
                 d.resolvedAt.map(Timestamp.iso8601) ?? "",
                 d.acknowledgedAt.map(Timestamp.iso8601) ?? "", CSV.text(d.ackNote ?? ""), CSV.text(d.acknowledgedBy ?? ""),
-                counted[d.id].flatMap { amount in d.currency.map { Money.format(minorUnits: amount, exponent: $0.exponent) } } ?? "",
+                counted[d.id].flatMap { amount in d.currency.map { Money.format(minorUnits: amount, exponent: $0.exponent) } } ?? ""
             ])
         }
         return out

@@ -9,29 +9,33 @@ extension Report {
     /// The page. Every value from the database is escaped (`HTML.escape`); the script reads no data, it only
     /// shows and hides the rows rendered here.
     public func html() -> String {
-        var out = HTML.head(title: "payrecon report — \(Timestamp.iso8601(generatedAt))", script: true) + """
-            <body>
-            <header><h1>Payment reconciliation</h1>
-            <p class="meta">Generated \(HTML.escape(Timestamp.iso8601(generatedAt))) · \(HTML.escape(filters.summaryText)) · times in UTC</p></header>
-            <section class="cards">
+        var out =
+            HTML.head(title: "payrecon report — \(Timestamp.iso8601(generatedAt))", script: true) + """
+                <body>
+                <header><h1>Payment reconciliation</h1>
+                <p class="meta">Generated \(HTML.escape(Timestamp.iso8601(generatedAt))) · \(HTML.escape(filters.summaryText)) · times in UTC</p></header>
+                <section class="cards">
 
-            """
-        out += card(label: "Open discrepancies", value: String(summary.open), tone: summary.open > 0 ? "bad" : "good",
-                    extra: summary.kindsInOrder.map { "\(HTML.escape(KindGuide.of($0.kind).title)): \($0.count)" })
+                """
+        out += card(
+            label: "Open discrepancies", value: String(summary.open), tone: summary.open > 0 ? "bad" : "good",
+            extra: summary.kindsInOrder.map { "\(HTML.escape(KindGuide.of($0.kind).title)): \($0.count)" })
         let money = summary.amountsInOrder
         out += "<div class=\"card \(money.isEmpty ? "good" : "bad")\"><div class=\"label\">Money at risk</div>"
         if money.isEmpty {
             out += "<div class=\"value\">none</div>"
         } else {
             for (currency, formatted) in money {
-                out += "<div class=\"value money\"><span>\(HTML.escape(formatted))</span> <small>\(HTML.escape(currency.code))</small></div>"
+                out +=
+                    "<div class=\"value money\"><span>\(HTML.escape(formatted))</span> <small>\(HTML.escape(currency.code))</small></div>"
             }
             out += "<ul><li>\(HTML.escape(Report.moneyAtRiskRule.prefix(1).uppercased() + Report.moneyAtRiskRule.dropFirst()))</li></ul>"
         }
         out += "</div>\n"
-        out += card(label: "Rejected deliveries (24 h)", value: String(summary.rejectedTotal),
-                    tone: summary.rejectedTotal > 0 ? "warn" : "good",
-                    extra: summary.rejectedInOrder.map { "\(HTML.escape($0.reason)): \($0.count)" })
+        out += card(
+            label: "Rejected deliveries (24 h)", value: String(summary.rejectedTotal),
+            tone: summary.rejectedTotal > 0 ? "warn" : "good",
+            extra: summary.rejectedInOrder.map { "\(HTML.escape($0.reason)): \($0.count)" })
         out += "</section>\n"
 
         out += "<section class=\"charts\">\n"
@@ -39,7 +43,8 @@ extension Report {
             out += "<p class=\"empty\">No open discrepancies.</p>\n"
         } else {
             out += "<figure><figcaption>Open discrepancies by kind</figcaption>\n\(kindChart())</figure>\n"
-            out += "<figure><figcaption>Open discrepancies by day first seen (last \(Report.chartDays) days)</figcaption>\n\(dayChart())</figure>\n"
+            out +=
+                "<figure><figcaption>Open discrepancies by day first seen (last \(Report.chartDays) days)</figcaption>\n\(dayChart())</figure>\n"
         }
         out += "</section>\n"
         out += tableSection()
@@ -48,8 +53,9 @@ extension Report {
     }
 
     private func card(label: String, value: String, tone: String, extra: [String]) -> String {
-        var s = "<div class=\"card \(tone)\"><div class=\"label\">\(HTML.escape(label))</div><div class=\"value\">\(HTML.escape(value))</div>"
-        if !extra.isEmpty { s += "<ul>" + extra.map { "<li>\($0)</li>" }.joined() + "</ul>" }   // items already escaped
+        var s =
+            "<div class=\"card \(tone)\"><div class=\"label\">\(HTML.escape(label))</div><div class=\"value\">\(HTML.escape(value))</div>"
+        if !extra.isEmpty { s += "<ul>" + extra.map { "<li>\($0)</li>" }.joined() + "</ul>" }  // items already escaped
         return s + "</div>\n"
     }
 
@@ -60,13 +66,15 @@ extension Report {
         let labelWidth = 170, barMax = 470, rowHeight = 24
         let height = rows.count * rowHeight + 8
         let top = max(1, rows.map(\.count).max() ?? 1)
-        var svg = "<svg class=\"chart\" role=\"img\" aria-label=\"Open discrepancies by kind\" viewBox=\"0 0 \(labelWidth + barMax + 60) \(height)\">"
+        var svg =
+            "<svg class=\"chart\" role=\"img\" aria-label=\"Open discrepancies by kind\" viewBox=\"0 0 \(labelWidth + barMax + 60) \(height)\">"
         for (i, row) in rows.enumerated() {
             let y = i * rowHeight + 4
             let w = max(2, row.count * barMax / top)
             let name = HTML.escape(KindGuide.of(row.kind).title)
             svg += "<text x=\"\(labelWidth - 8)\" y=\"\(y + 16)\" text-anchor=\"end\">\(name)</text>"
-            svg += "<rect x=\"\(labelWidth)\" y=\"\(y + 3)\" width=\"\(w)\" height=\"\(rowHeight - 8)\" rx=\"3\" fill=\"\(HTML.colour(row.kind))\"><title>\(name): \(row.count)</title></rect>"
+            svg +=
+                "<rect x=\"\(labelWidth)\" y=\"\(y + 3)\" width=\"\(w)\" height=\"\(rowHeight - 8)\" rx=\"3\" fill=\"\(HTML.colour(row.kind))\"><title>\(name): \(row.count)</title></rect>"
             svg += "<text x=\"\(labelWidth + w + 6)\" y=\"\(y + 16)\">\(row.count)</text>"
         }
         return svg + "</svg>\n"
@@ -86,7 +94,8 @@ extension Report {
         let barWidth = max(4, slotWidth * 7 / 10)
         let maxTotal = max(1, slots.map { buckets[$0]?.values.reduce(0, +) ?? 0 }.max() ?? 1)
         let width = left + plotWidth + 10, height = topPad + plotHeight + bottom
-        var svg = "<svg class=\"chart\" role=\"img\" aria-label=\"Open discrepancies by day first seen\" viewBox=\"0 0 \(width) \(height)\">"
+        var svg =
+            "<svg class=\"chart\" role=\"img\" aria-label=\"Open discrepancies by day first seen\" viewBox=\"0 0 \(width) \(height)\">"
         for tick in Set([0, maxTotal / 2, maxTotal]).sorted() {
             let y = topPad + plotHeight - tick * plotHeight / maxTotal
             svg += "<line class=\"grid\" x1=\"\(left)\" y1=\"\(y)\" x2=\"\(left + plotWidth)\" y2=\"\(y)\"/>"
@@ -100,14 +109,17 @@ extension Report {
                 guard let n = counts[kind], n > 0 else { continue }
                 let h = max(1, n * plotHeight / maxTotal)
                 y -= h
-                svg += "<rect x=\"\(x)\" y=\"\(y)\" width=\"\(barWidth)\" height=\"\(h)\" fill=\"\(HTML.colour(kind))\"><title>\(HTML.escape(slot)) \(HTML.escape(KindGuide.of(kind).title)): \(n)</title></rect>"
+                svg +=
+                    "<rect x=\"\(x)\" y=\"\(y)\" width=\"\(barWidth)\" height=\"\(h)\" fill=\"\(HTML.colour(kind))\"><title>\(HTML.escape(slot)) \(HTML.escape(KindGuide.of(kind).title)): \(n)</title></rect>"
             }
             let label = slot == "earlier" ? "earlier" : String(slot.dropFirst(5))
-            svg += "<text x=\"\(x + barWidth / 2)\" y=\"\(topPad + plotHeight + 16)\" text-anchor=\"middle\" class=\"axis\">\(HTML.escape(label))</text>"
+            svg +=
+                "<text x=\"\(x + barWidth / 2)\" y=\"\(topPad + plotHeight + 16)\" text-anchor=\"middle\" class=\"axis\">\(HTML.escape(label))</text>"
         }
         svg += "</svg>\n<p class=\"legend\">"
         let present = DiscrepancyKind.allCases.filter { k in buckets.values.contains { ($0[k] ?? 0) > 0 } }
-        svg += present.map { "<span><i style=\"background:\(HTML.colour($0))\"></i>\(HTML.escape(KindGuide.of($0).title))</span>" }.joined(separator: " ")
+        svg += present.map { "<span><i style=\"background:\(HTML.colour($0))\"></i>\(HTML.escape(KindGuide.of($0).title))</span>" }.joined(
+            separator: " ")
         return svg + "</p>\n"
     }
 
@@ -137,22 +149,27 @@ extension Report {
             let risk = d.formattedAmountAtRisk.map { "\($0) \(d.currency!.code)" } ?? ""
             // One tbody per discrepancy: its figures on a line, what was expected and found on the next, spanning the
             // table (so nothing sits off-screen on a narrow window); the filters show or hide the tbody.
-            out += "<tbody data-provider=\"\(HTML.escape(d.provider.rawValue))\" data-kind=\"\(HTML.escape(d.kind.rawValue))\" data-status=\"\(HTML.escape(d.status.rawValue))\" class=\"\(d.status.rawValue)\"><tr>"
+            out +=
+                "<tbody data-provider=\"\(HTML.escape(d.provider.rawValue))\" data-kind=\"\(HTML.escape(d.kind.rawValue))\" data-status=\"\(HTML.escape(d.status.rawValue))\" class=\"\(d.status.rawValue)\"><tr>"
             out += "<td class=\"num\">\(d.id)</td><td>\(HTML.escape(d.provider.rawValue))</td>"
             out += "<td class=\"id\">" + (d.orderID.map { HTML.escape($0) } ?? "<span class=\"none\">none</span>") + "</td>"
-            out += "<td class=\"id\">\(HTML.escape(d.transactionRef))</td><td class=\"kind\"><a href=\"#kind-\(d.kind.rawValue)\" title=\"\(HTML.escape(d.kind.rawValue))\">"
+            out +=
+                "<td class=\"id\">\(HTML.escape(d.transactionRef))</td><td class=\"kind\"><a href=\"#kind-\(d.kind.rawValue)\" title=\"\(HTML.escape(d.kind.rawValue))\">"
                 + "<i class=\"dot\" style=\"background:\(HTML.colour(d.kind))\"></i>\(HTML.escape(KindGuide.of(d.kind).title))</a></td>"
             out += "<td><span class=\"badge \(d.status.rawValue)\">\(d.status.rawValue)</span>"
             if d.status == .acknowledged {
-                out += "<div class=\"ack\">\(HTML.escape(d.acknowledgedAt.map(Timestamp.minutes) ?? ""))"
+                out +=
+                    "<div class=\"ack\">\(HTML.escape(d.acknowledgedAt.map(Timestamp.minutes) ?? ""))"
                     + (d.acknowledgedBy.map { " by " + HTML.escape($0) } ?? "")
                     + (d.ackNote.map { ": " + HTML.escape($0) } ?? "") + "</div>"
             }
             out += "</td>"
             out += "<td class=\"num\">\(HTML.escape(risk))</td><td class=\"num\">\(d.occurrences)</td>"
             // Date and time may go on two lines on a narrow window; neither is ever split.
-            out += "<td class=\"time\">\(HTML.words(Timestamp.minutes(d.firstSeen)))</td><td class=\"time\">\(HTML.words(Timestamp.minutes(d.lastSeen)))</td>"
-            out += "</tr><tr class=\"more\"><td></td><td colspan=\"9\"><div class=\"more\"><div class=\"detail\">\(HTML.words(d.detail))</div>"
+            out +=
+                "<td class=\"time\">\(HTML.words(Timestamp.minutes(d.firstSeen)))</td><td class=\"time\">\(HTML.words(Timestamp.minutes(d.lastSeen)))</td>"
+            out +=
+                "</tr><tr class=\"more\"><td></td><td colspan=\"9\"><div class=\"more\"><div class=\"detail\">\(HTML.words(d.detail))</div>"
                 + "<div class=\"values\"><span class=\"label\">expected</span> \(HTML.members(d.expected))</div>"
                 + "<div class=\"values\"><span class=\"label\">found</span> \(HTML.members(d.actual))</div></div>"
                 + evidence(d) + "</td></tr></tbody>\n"
@@ -169,7 +186,8 @@ extension Report {
         var out = "<h2>What the kinds mean, and what to do</h2>\n<dl class=\"kinds\">\n"
         for kind in kinds {
             let guide = KindGuide.of(kind)
-            out += "<div id=\"kind-\(kind.rawValue)\"><dt><i class=\"dot\" style=\"background:\(HTML.colour(kind))\"></i>\(HTML.escape(guide.title))"
+            out +=
+                "<div id=\"kind-\(kind.rawValue)\"><dt><i class=\"dot\" style=\"background:\(HTML.colour(kind))\"></i>\(HTML.escape(guide.title))"
                 + " <code>\(HTML.escape(kind.rawValue))</code></dt><dd>\(HTML.escape(guide.meaning)) <b>Next:</b> \(HTML.escape(guide.nextStep))</dd></div>\n"
         }
         return out + "</dl>\n"
@@ -218,7 +236,8 @@ public enum HTML {
     /// whole: a browser may break a line after a hyphen, which split them mid-reference.
     static func words(_ text: String) -> String {
         text.split(separator: " ", omittingEmptySubsequences: false).map { token in
-            token.contains(where: { $0 == "-" || $0 == "/" || $0 == ":" }) ? "<span class=\"w\">\(escape(String(token)))</span>" : escape(String(token))
+            token.contains(where: { $0 == "-" || $0 == "/" || $0 == ":" })
+                ? "<span class=\"w\">\(escape(String(token)))</span>" : escape(String(token))
         }.joined(separator: " ")
     }
 
@@ -232,9 +251,11 @@ public enum HTML {
 
     /// One fixed colour per kind, in the contract's order.
     static func colour(_ kind: DiscrepancyKind) -> String {
-        let palette = ["#7f3c8d", "#11a579", "#3969ac", "#f2b701", "#e73f74", "#80ba5a",
-                       "#e68310", "#008695", "#cf1c90", "#f97b72", "#4b4b8f", "#a5aa99",
-                       "#5f4690", "#1d6996", "#38a6a5", "#0f8554", "#73af48", "#edad08", "#e17c05", "#cc503e"]
+        let palette = [
+            "#7f3c8d", "#11a579", "#3969ac", "#f2b701", "#e73f74", "#80ba5a",
+            "#e68310", "#008695", "#cf1c90", "#f97b72", "#4b4b8f", "#a5aa99",
+            "#5f4690", "#1d6996", "#38a6a5", "#0f8554", "#73af48", "#edad08", "#e17c05", "#cc503e"
+        ]
         let index = DiscrepancyKind.allCases.firstIndex(of: kind) ?? 0
         return palette[index % palette.count]
     }

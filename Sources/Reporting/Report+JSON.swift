@@ -28,21 +28,31 @@ extension Report {
             ("by_kind", .object(summary.kindsInOrder.map { ($0.kind.rawValue, .number(String($0.count))) })),
             ("amount_at_risk", .object(summary.amountsInOrder.map { ($0.currency.code, .string($0.formatted)) })),
             ("amount_at_risk_counts", .string(Report.moneyAtRiskRule)),
-            ("rejected_24h", .object(summary.rejectedInOrder.map { ($0.reason, .number(String($0.count))) })),
+            ("rejected_24h", .object(summary.rejectedInOrder.map { ($0.reason, .number(String($0.count))) }))
         ])
         return .object([
             ("generated_at", .string(Timestamp.iso8601(generatedAt))),
             ("filters", .object(filterMembers)),
             ("summary", summaryValue),
-            ("discrepancies", .array(discrepancies.map { d in
-                // What the row adds to summary.amount_at_risk (null when not open).
-                var value = d.jsonValue()
-                if case .object(var members) = value {
-                    members.append(("counted_at_risk", counted[d.id].flatMap { a in d.currency.map { .string(Money.format(minorUnits: a, exponent: $0.exponent)) } } ?? .null))
-                    value = .object(members)
-                }
-                return value
-            })),
+            (
+                "discrepancies",
+                .array(
+                    discrepancies.map { d in
+                        // What the row adds to summary.amount_at_risk (null when not open).
+                        var value = d.jsonValue()
+                        if case .object(var members) = value {
+                            members.append(
+                                (
+                                    "counted_at_risk",
+                                    counted[d.id].flatMap { a in
+                                        d.currency.map { .string(Money.format(minorUnits: a, exponent: $0.exponent)) }
+                                    } ?? .null
+                                ))
+                            value = .object(members)
+                        }
+                        return value
+                    })
+            )
         ])
     }
 }
@@ -70,7 +80,7 @@ extension DiscrepancyRow {
             ("acknowledged_at", time(acknowledgedAt)),
             ("ack_note", text(ackNote)),
             ("evidence_id", evidenceID.map { .number(String($0)) } ?? .null),
-            ("acknowledged_by", text(acknowledgedBy)),
+            ("acknowledged_by", text(acknowledgedBy))
         ]
         return .object(fields)
     }

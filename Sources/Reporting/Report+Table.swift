@@ -4,7 +4,8 @@ import Reconciliation
 extension Report {
     /// The terminal report. `colour` adds ANSI styles (callers pass true only for a terminal without NO_COLOR).
     public func table(colour: Bool) -> String {
-        var out = Style.bold.apply("payrecon report", colour: colour)
+        var out =
+            Style.bold.apply("payrecon report", colour: colour)
             + "  generated \(Timestamp.iso8601(generatedAt))  (\(filters.summaryText); times UTC)\n\n"
 
         let openStyle: Style = summary.open > 0 ? .boldRed : .green
@@ -24,7 +25,8 @@ extension Report {
             out += "(\(Report.moneyAtRiskRule); over the open rows, --format csv's counted_at_risk column sums to it)\n"
         }
 
-        out += "\n" + Style.bold.apply("Rejected deliveries (last 24 h): ", colour: colour)
+        out +=
+            "\n" + Style.bold.apply("Rejected deliveries (last 24 h): ", colour: colour)
             + (summary.rejectedTotal > 0 ? Style.yellow : .none).apply(String(summary.rejectedTotal), colour: colour) + "\n"
         if summary.rejectedTotal > 0 {
             var rejected = TextTable([.init("REASON"), .init("COUNT", .right)])
@@ -42,17 +44,19 @@ extension Report {
             var table = TextTable([
                 .init("ID", .right), .init("PROVIDER"), .init("ORDER"), .init("TRANSACTION"), .init("STATUS"),
                 .init("AT RISK", .right), .init("CUR"), .init("SEEN", .right), .init("FIRST SEEN"), .init("LAST SEEN"),
-                .init("DETAIL"),
+                .init("DETAIL")
             ])
             for d in rows {
-                table.append([
-                    String(d.id), d.provider.rawValue, d.orderID ?? "-", d.transactionRef, d.status.rawValue,
-                    d.formattedAmountAtRisk ?? "", d.currency?.code ?? "", "\(d.occurrences)x",
-                    Timestamp.minutes(d.firstSeen), Timestamp.minutes(d.lastSeen),
-                    d.status == .acknowledged ? d.detail + " [acknowledged\(d.acknowledgedAt.map { " " + Timestamp.minutes($0) } ?? "")"
-                        + (d.acknowledgedBy.map { " by \($0)" } ?? "")
-                        + (d.ackNote.map { ": \($0)" } ?? "") + "]" : d.detail,
-                ], style: d.status == .open ? .none : .dim)
+                table.append(
+                    [
+                        String(d.id), d.provider.rawValue, d.orderID ?? "-", d.transactionRef, d.status.rawValue,
+                        d.formattedAmountAtRisk ?? "", d.currency?.code ?? "", "\(d.occurrences)x",
+                        Timestamp.minutes(d.firstSeen), Timestamp.minutes(d.lastSeen),
+                        d.status == .acknowledged
+                            ? d.detail + " [acknowledged\(d.acknowledgedAt.map { " " + Timestamp.minutes($0) } ?? "")"
+                                + (d.acknowledgedBy.map { " by \($0)" } ?? "")
+                                + (d.ackNote.map { ": \($0)" } ?? "") + "]" : d.detail
+                    ], style: d.status == .open ? .none : .dim)
             }
             out += table.render(colour: colour)
         }

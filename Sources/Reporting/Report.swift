@@ -35,11 +35,13 @@ public struct DiscrepancyRow: Sendable, Equatable {
     /// The check that opened it or last changed what defines it (`payrecon explain ID` shows it).
     public var evidenceID: Int64?
 
-    public init(id: Int64, provider: Provider, orderID: String?, transactionRef: String, kind: DiscrepancyKind,
-                status: DiscrepancyStatus, expected: JSONValue = .object([]), actual: JSONValue = .object([]),
-                detail: String = "", amountAtRisk: Int64 = 0, currency: Currency? = nil, firstSeen: Date,
-                lastSeen: Date, occurrences: Int = 1, resolvedAt: Date? = nil, acknowledgedAt: Date? = nil,
-                ackNote: String? = nil, acknowledgedBy: String? = nil) {
+    public init(
+        id: Int64, provider: Provider, orderID: String?, transactionRef: String, kind: DiscrepancyKind,
+        status: DiscrepancyStatus, expected: JSONValue = .object([]), actual: JSONValue = .object([]),
+        detail: String = "", amountAtRisk: Int64 = 0, currency: Currency? = nil, firstSeen: Date,
+        lastSeen: Date, occurrences: Int = 1, resolvedAt: Date? = nil, acknowledgedAt: Date? = nil,
+        ackNote: String? = nil, acknowledgedBy: String? = nil
+    ) {
         self.id = id; self.provider = provider; self.orderID = orderID; self.transactionRef = transactionRef
         self.kind = kind; self.status = status; self.expected = expected; self.actual = actual; self.detail = detail
         self.amountAtRisk = amountAtRisk; self.currency = currency; self.firstSeen = firstSeen; self.lastSeen = lastSeen
@@ -64,8 +66,10 @@ public struct ReportSummary: Sendable, Equatable {
     /// Deliveries rejected in the last 24 hours, by reason (`invalid_signature`, ...).
     public var rejected24h: [String: Int]
 
-    public init(open: Int = 0, byKind: [DiscrepancyKind: Int] = [:], amountAtRisk: [Currency: Int128] = [:],
-                rejected24h: [String: Int] = [:]) {
+    public init(
+        open: Int = 0, byKind: [DiscrepancyKind: Int] = [:], amountAtRisk: [Currency: Int128] = [:],
+        rejected24h: [String: Int] = [:]
+    ) {
         self.open = open; self.byKind = byKind; self.amountAtRisk = amountAtRisk; self.rejected24h = rejected24h
     }
 
@@ -141,8 +145,10 @@ public struct Report: Sendable, Equatable {
     /// The evidence behind discrepancies, by id (the HTML shows each in a details element; others say how to see it).
     public var explanations: [Int64: Explanation]
 
-    public init(generatedAt: Date, filters: ReportFilters = .init(), summary: ReportSummary, openByDay: [DayCount] = [],
-                discrepancies: [DiscrepancyRow], explanations: [Int64: Explanation] = [:]) {
+    public init(
+        generatedAt: Date, filters: ReportFilters = .init(), summary: ReportSummary, openByDay: [DayCount] = [],
+        discrepancies: [DiscrepancyRow], explanations: [Int64: Explanation] = [:]
+    ) {
         self.generatedAt = generatedAt; self.filters = filters; self.summary = summary; self.openByDay = openByDay
         self.discrepancies = discrepancies; self.explanations = explanations
     }
@@ -182,4 +188,3 @@ extension Report {
         return out
     }
 }
-

@@ -14,8 +14,10 @@ public struct VerdictReport: Sendable {
     var figures: [(String, String)]? {
         guard let s = verdict.snapshot else { return nil }
         func m(_ v: Int64) -> String { Money.format(minorUnits: v, exponent: s.currency.exponent) }
-        return [("currency", s.currency.code), ("A", m(s.authorised)), ("C", m(s.captured)), ("R", m(s.refunded)), ("V", m(s.reversed)),
-                ("D", m(s.disputed)), ("state", s.state.rawValue), ("raw_state", s.rawState), ("method", s.method ?? "")]
+        return [
+            ("currency", s.currency.code), ("A", m(s.authorised)), ("C", m(s.captured)), ("R", m(s.refunded)), ("V", m(s.reversed)),
+            ("D", m(s.disputed)), ("state", s.state.rawValue), ("raw_state", s.rawState), ("method", s.method ?? "")
+        ]
     }
 
     public func jsonValue() -> JSONValue {
@@ -23,12 +25,17 @@ public struct VerdictReport: Sendable {
             ("provider", .string(order.provider.rawValue)), ("order_id", .string(order.orderID)),
             ("verdict", .string(verdict.outcome.rawValue)), ("reasons", .array(verdict.reasons.map { .string($0) })),
             ("checked_at", .string(UnixTime.iso8601(checkedAt))),
-            ("order", .object([("intent", .string(order.intent.rawValue)),
-                               ("amount", .string(Money.format(minorUnits: order.amount.minorUnits, exponent: order.amount.currency.exponent))),
-                               ("currency", .string(order.amount.currency.code)),
-                               ("refund_amount", .string(Money.format(minorUnits: order.refundAmount, exponent: order.amount.currency.exponent))),
-                               ("fulfilment", .string(order.fulfilment.rawValue))])),
-            ("figures", figures.map { .object($0.map { ($0.0, .string($0.1)) }) } ?? .null),
+            (
+                "order",
+                .object([
+                    ("intent", .string(order.intent.rawValue)),
+                    ("amount", .string(Money.format(minorUnits: order.amount.minorUnits, exponent: order.amount.currency.exponent))),
+                    ("currency", .string(order.amount.currency.code)),
+                    ("refund_amount", .string(Money.format(minorUnits: order.refundAmount, exponent: order.amount.currency.exponent))),
+                    ("fulfilment", .string(order.fulfilment.rawValue))
+                ])
+            ),
+            ("figures", figures.map { .object($0.map { ($0.0, .string($0.1)) }) } ?? .null)
         ])
     }
 
@@ -44,8 +51,11 @@ public struct VerdictReport: Sendable {
         for reason in verdict.reasons { lines.append("  - " + reason) }
         let amount = Money.format(minorUnits: order.amount.minorUnits, exponent: order.amount.currency.exponent)
         lines.append("  order: \(order.intent.rawValue) \(amount) \(order.amount.currency.code), fulfilment \(order.fulfilment.rawValue)")
-        if let figures { lines.append("  provider: " + figures.map { "\($0.0) \($0.1)" }.joined(separator: ", ")) }
-        else { lines.append("  provider: knows none of the order's transactions") }
+        if let figures {
+            lines.append("  provider: " + figures.map { "\($0.0) \($0.1)" }.joined(separator: ", "))
+        } else {
+            lines.append("  provider: knows none of the order's transactions")
+        }
         return lines.joined(separator: "\n") + "\n"
     }
 }

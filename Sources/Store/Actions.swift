@@ -28,17 +28,22 @@ public struct StoredAction: Sendable {
 /// The outbox: `payrecon actions execute` (or the worker with PAYRECON_ACTIONS=execute) claims pending actions under
 /// a lease and records each outcome; the idempotency key goes to the provider, so a retry after a crash is a no-op there.
 public enum ActionStore {
-    static let columns = "id, provider, order_id, action, amount_minor, currency, target_minor, provider_target, idempotency_key, status, attempts, last_error, provider_ref, created_at, in_doubt, transaction_ref, sent_at"
+    static let columns =
+        "id, provider, order_id, action, amount_minor, currency, target_minor, provider_target, idempotency_key, status, attempts, last_error, provider_ref, created_at, in_doubt, transaction_ref, sent_at"
 
     /// Leases up to `limit` pending actions after `afterID`, in id order: an executor leases only what it is about to
     /// run (a pass walks the outbox forward, so it never holds an action it already tried while it runs others).
-    public static func claimPending(leaseSeconds: Int, limit: Int, after afterID: Int64 = 0, on conn: PostgresConnection) throws -> [StoredAction] {
-        try conn.query("""
+    public static func claimPending(
+        leaseSeconds: Int, limit: Int, after afterID: Int64 = 0, on conn: PostgresConnection
+    ) throws -> [StoredAction] {
+        try conn.query(
+            """
             UPDATE actions SET lease_expires_at = now() + make_interval(secs => \(.int64(Int64(leaseSeconds)))), attempts = attempts + 1, updated_at = now()
             WHERE id IN (SELECT id FROM actions WHERE status = 'pending' AND id > \(.int64(afterID)) AND (lease_expires_at IS NULL OR lease_expires_at < now())
                          ORDER BY id LIMIT \(.int64(Int64(limit))) FOR UPDATE SKIP LOCKED)
             RETURNING \(unescaped: columns)
-            """).map(decode)
+            """
+        ).map(decode)
     }
 
     /// Records the outcome, if `attempt` still holds the action (its claim's attempt number and a live lease):
@@ -49,9 +54,12 @@ public enum ActionStore {
     /// `notBeforeSeconds`: a pending action is not claimed again for that long (a call refused with 429 waits for its
     /// Retry-After).
     @discardableResult
-    public static func finish(id: Int64, attempt: Int, status: ActionStatus, providerRef: String?, error: String?,
-                              inDoubt: Bool? = nil, notBeforeSeconds: Int? = nil, on conn: PostgresConnection) throws -> Bool {
-        try conn.execute("""
+    public static func finish(
+        id: Int64, attempt: Int, status: ActionStatus, providerRef: String?, error: String?,
+        inDoubt: Bool? = nil, notBeforeSeconds: Int? = nil, on conn: PostgresConnection
+    ) throws -> Bool {
+        try conn.execute(
+            """
             UPDATE actions SET status = \(.text(status.rawValue)), provider_ref = coalesce(\(providerRef.map { .text($0) } ?? .null), provider_ref), last_error = \(error.map { .text(DeliveryStore.storable($0)) } ?? .null),
                 lease_expires_at = CASE WHEN \(.text(status.rawValue)) = 'pending' AND \(notBeforeSeconds.map { .int64(Int64($0)) } ?? .null)::bigint IS NOT NULL THEN now() + make_interval(secs => \(notBeforeSeconds.map { .int64(Int64($0)) } ?? .null)::bigint) END,
                 in_doubt = coalesce(\(inDoubt.map { .bool($0) } ?? .null), in_doubt), updated_at = now()
@@ -61,8 +69,11 @@ public enum ActionStore {
 
     /// `payrecon actions retry`: a failed action the fresh plan still wants is pending again, with the plan's amount
     /// and currency, and no longer in doubt (the operator checked the provider). False when it is not failed.
-    public static func retry(id: Int64, amount: Int64, currency: String, providerTarget: String?, on conn: PostgresConnection) throws -> Bool {
-        try conn.execute("""
+    public static func retry(
+        id: Int64, amount: Int64, currency: String, providerTarget: String?, on conn: PostgresConnection
+    ) throws -> Bool {
+        try conn.execute(
+            """
             UPDATE actions SET status = 'pending', amount_minor = \(.int64(amount)), currency = \(.text(currency)), provider_target = \(providerTarget.map { .text($0) } ?? .null), in_doubt = false,
                 last_error = 'retried by an operator after: ' || coalesce(last_error, 'no answer recorded'), lease_expires_at = NULL, updated_at = now()
             WHERE id = \(.int64(id)) AND status = 'failed'
@@ -71,7 +82,8 @@ public enum ActionStore {
 
     /// A failed action the fresh plan no longer wants: superseded (its action_failed finding resolves on the next check).
     public static func retire(id: Int64, reason: String, on conn: PostgresConnection) throws -> Bool {
-        try conn.execute("""
+        try conn.execute(
+            """
             UPDATE actions SET status = 'superseded', in_doubt = false, last_error = \(.text(DeliveryStore.storable(reason))), updated_at = now() WHERE id = \(.int64(id)) AND status = 'failed'
             """) == 1
     }
@@ -82,7 +94,8 @@ public enum ActionStore {
 
     /// Extends the lease of an action while its call is in flight; false when `attempt` no longer holds it.
     public static func renew(id: Int64, attempt: Int, leaseSeconds: Int, on conn: PostgresConnection) throws -> Bool {
-        try conn.execute("""
+        try conn.execute(
+            """
             UPDATE actions SET lease_expires_at = now() + make_interval(secs => \(.int64(Int64(leaseSeconds))))
             WHERE id = \(.int64(id)) AND attempts = \(.int64(Int64(attempt))) AND status = 'pending' AND lease_expires_at >= now()
             """) == 1
@@ -92,9 +105,12 @@ public enum ActionStore {
     /// `attempt` lost the action, or when its key was sent before with another amount or target (a key once sent is
     /// sent again only as it was first sent): then nothing may be sent.
     /// From here on the call may reach the provider: the action is in doubt until its outcome is recorded.
-    public static func confirm(id: Int64, attempt: Int, amount: Int64, providerTarget: String?, leaseSeconds: Int,
-                               on conn: PostgresConnection) throws -> Bool {
-        try conn.execute("""
+    public static func confirm(
+        id: Int64, attempt: Int, amount: Int64, providerTarget: String?, leaseSeconds: Int,
+        on conn: PostgresConnection
+    ) throws -> Bool {
+        try conn.execute(
+            """
             UPDATE actions SET amount_minor = \(.int64(amount)), provider_target = \(providerTarget.map { .text($0) } ?? .null), lease_expires_at = now() + make_interval(secs => \(.int64(Int64(leaseSeconds)))),
                 in_doubt = true, sent_at = now(), updated_at = now()
             WHERE id = \(.int64(id)) AND attempts = \(.int64(Int64(attempt))) AND status = 'pending' AND lease_expires_at >= now()
@@ -103,22 +119,26 @@ public enum ActionStore {
     }
 
     public static func list(status: ActionStatus?, limit: Int, on conn: PostgresConnection) throws -> [StoredAction] {
-        try conn.query("SELECT \(unescaped: columns) FROM actions WHERE (\(status.map { .text($0.rawValue) } ?? .null)::text IS NULL OR status = \(status.map { .text($0.rawValue) } ?? .null)) ORDER BY id LIMIT \(.int64(Int64(limit)))").map(decode)
+        try conn.query(
+            "SELECT \(unescaped: columns) FROM actions WHERE (\(status.map { .text($0.rawValue) } ?? .null)::text IS NULL OR status = \(status.map { .text($0.rawValue) } ?? .null)) ORDER BY id LIMIT \(.int64(Int64(limit)))"
+        ).map(decode)
     }
 
     static func decode(_ row: PostgresRow) throws -> StoredAction {
         let code = try row.string("currency")
         guard let currency = Currency(code: code), let provider = Provider(rawValue: try row.string("provider")),
-              let kind = ActionKind(rawValue: try row.string("action")), let status = ActionStatus(rawValue: try row.string("status")) else {
+            let kind = ActionKind(rawValue: try row.string("action")), let status = ActionStatus(rawValue: try row.string("status"))
+        else {
             throw PostgresError.decoding("actions row \(try row.int64("id")) has an unknown provider, action, status or currency")
         }
-        return StoredAction(id: try row.int64("id"), provider: provider, orderID: try row.string("order_id"), kind: kind,
-                            amount: Money(minorUnits: try row.int64("amount_minor"), currency: currency),
-                            target: try row.int64("target_minor"), providerTarget: try row.optionalString("provider_target"),
-                            idempotencyKey: try row.string("idempotency_key"), status: status, attempts: Int(try row.int64("attempts")),
-                            lastError: try row.optionalString("last_error"), providerRef: try row.optionalString("provider_ref"),
-                            createdAt: try row.date("created_at"), inDoubt: try row.bool("in_doubt"),
-                            transactionRef: try row.optionalString("transaction_ref"), sentAt: try row.optionalDate("sent_at"))
+        return StoredAction(
+            id: try row.int64("id"), provider: provider, orderID: try row.string("order_id"), kind: kind,
+            amount: Money(minorUnits: try row.int64("amount_minor"), currency: currency),
+            target: try row.int64("target_minor"), providerTarget: try row.optionalString("provider_target"),
+            idempotencyKey: try row.string("idempotency_key"), status: status, attempts: Int(try row.int64("attempts")),
+            lastError: try row.optionalString("last_error"), providerRef: try row.optionalString("provider_ref"),
+            createdAt: try row.date("created_at"), inDoubt: try row.bool("in_doubt"),
+            transactionRef: try row.optionalString("transaction_ref"), sentAt: try row.optionalDate("sent_at"))
     }
 }
 
@@ -134,9 +154,11 @@ public enum RunStore {
     }
 
     public static func finish(id: Int64, totals: Totals, errors: [String], exitCode: Int32, on conn: PostgresConnection) throws {
-        let list = (try? JSONSerialization.data(withJSONObject: errors.prefix(1000).map(DeliveryStore.storable)))
+        let list =
+            (try? JSONSerialization.data(withJSONObject: errors.prefix(1000).map(DeliveryStore.storable)))
             .map { String(decoding: $0, as: UTF8.self) } ?? "[]"
-        _ = try conn.execute("""
+        _ = try conn.execute(
+            """
             UPDATE runs SET finished_at = now(), checked = \(.int64(Int64(totals.checked))), matched = \(.int64(Int64(totals.matched))), opened = \(.int64(Int64(totals.opened))), resolved = \(.int64(Int64(totals.resolved))), actions_emitted = \(.int64(Int64(totals.actionsEmitted))),
                 errors = \(.int64(Int64(totals.errors))), error_list = \(.jsonb(list))::jsonb, exit_code = \(.int64(Int64(exitCode))) WHERE id = \(.int64(id))
             """)

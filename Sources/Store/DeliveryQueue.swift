@@ -25,13 +25,16 @@ public struct QueuedDelivery: Sendable {
 /// one database never hold the same delivery at once, and a dead worker's deliveries come back when its lease ends.
 public enum DeliveryQueue {
     static func columns(_ t: String = "") -> String {
-        ["id", "provider", "dedupe_key", "event_type", "received_at", "headers::text AS headers", "body", "status", "attempts",
-         "next_attempt_at", "last_error", "redeliveries", "processed_at", "outcome"].map { t + $0 }.joined(separator: ", ")
+        [
+            "id", "provider", "dedupe_key", "event_type", "received_at", "headers::text AS headers", "body", "status", "attempts",
+            "next_attempt_at", "last_error", "redeliveries", "processed_at", "outcome"
+        ].map { t + $0 }.joined(separator: ", ")
     }
 
     /// Claims up to `limit` due deliveries for `owner` until `leaseSeconds` from now.
     public static func claim(owner: String, leaseSeconds: Int, limit: Int, on conn: PostgresConnection) throws -> [QueuedDelivery] {
-        let rows = try conn.query("""
+        let rows = try conn.query(
+            """
             UPDATE deliveries d SET lease_owner = \(.text(owner)), lease_expires_at = now() + make_interval(secs => \(.int64(Int64(leaseSeconds)))), attempts = d.attempts + 1
             WHERE d.id IN (
                 SELECT id FROM deliveries
@@ -51,12 +54,14 @@ public enum DeliveryQueue {
         guard !ids.isEmpty else { return [] }
         // SKIP LOCKED: a row another transaction holds is being completed or failed right now, and renewing every
         // held row while a completion flush locks some of them, each in its own order, deadlocked (40P01).
-        return try conn.query("""
+        return try conn.query(
+            """
             UPDATE deliveries d SET lease_expires_at = now() + make_interval(secs => \(.int64(Int64(leaseSeconds))))
             FROM (SELECT id FROM deliveries WHERE id = ANY(\(.int64Array(ids))) AND lease_owner = \(.text(owner)) AND status = 'pending'
                   ORDER BY id FOR UPDATE SKIP LOCKED) held
             WHERE d.id = held.id RETURNING d.id
-            """).map { try $0.int64("id") }
+            """
+        ).map { try $0.int64("id") }
     }
 
     /// How a processed delivery ends: `done` (with the orders it re-checked) or `ignored` (with why it names no
@@ -70,7 +75,8 @@ public enum DeliveryQueue {
         public var orderIDs: [String]
         public init(id: Int64, status: String, outcome: String, provider: Provider? = nil, orderIDs: [String] = []) {
             precondition(status == "done" || status == "ignored", "a processed delivery is done or ignored")
-            self.id = id; self.status = status; self.outcome = DeliveryStore.storable(outcome); self.provider = provider; self.orderIDs = orderIDs
+            self.id = id; self.status = status; self.outcome = DeliveryStore.storable(outcome); self.provider = provider;
+            self.orderIDs = orderIDs
         }
     }
 
@@ -96,7 +102,8 @@ public enum DeliveryQueue {
     public static func complete(_ completions: [Completion], owner: String, on conn: PostgresConnection) throws -> [Int64] {
         guard !completions.isEmpty else { return [] }
         // The orders each delivery named go in with it (only for the deliveries this owner still held).
-        return try conn.query("""
+        return try conn.query(
+            """
             WITH done AS (
                 UPDATE deliveries d SET status = c.status, outcome = c.outcome, processed_at = now(), lease_owner = NULL,
                     lease_expires_at = NULL, last_error = NULL
@@ -104,49 +111,60 @@ public enum DeliveryQueue {
                 WHERE d.id = c.id AND d.lease_owner = \(.text(owner)) AND d.status = 'pending' RETURNING d.id),
             \(namedOrders(completions.map { ($0.id, $0.provider, $0.orderIDs) }))
             SELECT id FROM done
-            """)
-            .map { try $0.int64("id") }
+            """
+        )
+        .map { try $0.int64("id") }
     }
 
     /// Schedules another attempt after `delaySeconds`, or marks it dead when `dead`.
     /// `provider`, `orderIDs`: the orders it named (so far), kept with it.
-    public static func fail(id: Int64, owner: String, error: String, retryAfterSeconds: Double?, provider: Provider? = nil, orderIDs: [String] = [],
-                            on conn: PostgresConnection) throws -> Bool {
+    public static func fail(
+        id: Int64, owner: String, error: String, retryAfterSeconds: Double?, provider: Provider? = nil, orderIDs: [String] = [],
+        on conn: PostgresConnection
+    ) throws -> Bool {
         let error = DeliveryStore.storable(error)
         let named = namedOrders([(id, provider, orderIDs)])
         if let delay = retryAfterSeconds {
-            return try !conn.query("""
+            return try !conn.query(
+                """
                 WITH done AS (
                     UPDATE deliveries SET next_attempt_at = now() + make_interval(secs => \(.text(String(format: "%.3f", delay)))::double precision), last_error = \(.text(error)),
                         lease_owner = NULL, lease_expires_at = NULL
                     WHERE id = \(.int64(id)) AND lease_owner = \(.text(owner)) AND status = 'pending' RETURNING id),
                 \(named)
                 SELECT id FROM done
-                """).isEmpty
+                """
+            ).isEmpty
         }
-        return try !conn.query("""
+        return try !conn.query(
+            """
             WITH done AS (
                 UPDATE deliveries SET status = 'dead', last_error = \(.text(error)), outcome = \(.text(error)), processed_at = now(), lease_owner = NULL,
                     lease_expires_at = NULL
                 WHERE id = \(.int64(id)) AND lease_owner = \(.text(owner)) AND status = 'pending' RETURNING id),
             \(named)
             SELECT id FROM done
-            """).isEmpty
+            """
+        ).isEmpty
     }
 
     public static func list(status: String?, limit: Int, on conn: PostgresConnection) throws -> [QueuedDelivery] {
-        try conn.query("""
+        try conn.query(
+            """
             SELECT \(unescaped: columns()) FROM deliveries WHERE (\(status.map { .text($0) } ?? .null)::text IS NULL OR status = \(status.map { .text($0) } ?? .null)) ORDER BY id DESC LIMIT \(.int64(Int64(limit)))
-            """).map(decode)
+            """
+        ).map(decode)
     }
 
     /// The provider's most recently stored delivery that the provider sent (`payrecon doctor` checks the certificate
     /// it names): an event `payrecon backfill` read from the provider's own list (its only header `payrecon-source`)
     /// was never delivered, and names no certificate.
     public static func latest(provider: Provider, on conn: PostgresConnection) throws -> QueuedDelivery? {
-        try conn.query("""
+        try conn.query(
+            """
             SELECT \(unescaped: columns()) FROM deliveries WHERE provider = \(.text(provider.rawValue)) AND NOT headers @> \(.text(#"[["payrecon-source"]]"#))::jsonb ORDER BY id DESC LIMIT 1
-            """).first.map(decode)
+            """
+        ).first.map(decode)
     }
 
     public static func find(id: Int64, on conn: PostgresConnection) throws -> QueuedDelivery? {
@@ -157,7 +175,8 @@ public enum DeliveryQueue {
     /// cause of its failures is fixed (a provider secret re-read on SIGHUP), it need not wait out its backoff. Its
     /// attempts are kept. Returns how many.
     public static func dueNow(on conn: PostgresConnection) throws -> Int {
-        let n = try conn.execute("""
+        let n = try conn.execute(
+            """
             UPDATE deliveries SET next_attempt_at = now()
             WHERE status = 'pending' AND attempts > 0 AND next_attempt_at > now() AND (lease_expires_at IS NULL OR lease_expires_at < now())
             """)
@@ -170,12 +189,14 @@ public enum DeliveryQueue {
     /// away would let a second worker process it at the same time.
     public static func retry(id: Int64?, on conn: PostgresConnection) throws -> Int {
         if let id {
-            return try conn.execute("""
+            return try conn.execute(
+                """
                 UPDATE deliveries SET status = 'pending', attempts = 0, next_attempt_at = now(), lease_owner = NULL, lease_expires_at = NULL
                 WHERE id = \(.int64(id)) AND NOT (status = 'pending' AND lease_expires_at IS NOT NULL AND lease_expires_at >= now())
                 """)
         }
-        return try conn.execute("""
+        return try conn.execute(
+            """
             UPDATE deliveries SET status = 'pending', attempts = 0, next_attempt_at = now(), lease_owner = NULL, lease_expires_at = NULL
             WHERE status = 'dead'
             """)
@@ -183,10 +204,12 @@ public enum DeliveryQueue {
 
     /// Seconds until the next delivery is due (nil when none is pending): the worker sleeps that long at most.
     public static func secondsUntilNextDue(on conn: PostgresConnection) throws -> Double? {
-        let row = try conn.query("""
+        let row = try conn.query(
+            """
             SELECT extract(epoch FROM (min(greatest(next_attempt_at, coalesce(lease_expires_at, next_attempt_at))) - now()))::text AS s
             FROM deliveries WHERE status = 'pending'
-            """).first
+            """
+        ).first
         guard let s = try row?.optionalString("s") else { return nil }
         return max(0, Double(s) ?? 0)
     }

@@ -104,7 +104,8 @@ public enum EvidenceStore {
 
     /// The evidence rows of a group, one statement.
     static func insert(_ rows: [Row]) throws -> SQL {
-        SQL("""
+        SQL(
+            """
             INSERT INTO evidence (id, provider, order_id, transaction_ref, checked_at, source, delivery_id, answer_hashes, decided, decision)
             SELECT id, provider, order_id, transaction_ref, checked_at::timestamptz, source, delivery_id, answer_hashes, decided, decision::jsonb
             FROM unnest(\(.int64Array(rows.map(\.id)))::bigint[], \(.textArray(rows.map(\.provider.rawValue)))::text[], \(.nullableTextArray(rows.map(\.orderID)))::text[], \(.textArray(rows.map(\.transactionRef)))::text[], \(.textArray(try rows.map { try PostgresValue.timestampText($0.checkedAt) }))::text[], \(.textArray(rows.map(\.evidence.source.rawValue)))::text[], \(.nullableTextArray(rows.map { $0.evidence.deliveryID.map(String.init) }))::bigint[], \(.byteaArray(rows.map { $0.evidence.answers.flatMap(\.sha256) }))::bytea[], \(.nullableTextArray(rows.map(\.decided)))::text[], \(.nullableTextArray(rows.map(\.decision)))::text[])
@@ -116,29 +117,35 @@ public enum EvidenceStore {
     static func insertAnswers(_ answers: [(evidenceID: Int64, answers: [EvidenceAnswer])]) throws -> [SQL] {
         let rows = answers.flatMap { e in e.answers.enumerated().map { (e.evidenceID, Int64($0.offset), $0.element) } }
         guard !rows.isEmpty else { return [] }
-        return [SQL("""
-            INSERT INTO evidence_answers (evidence_id, position, fetched_at, method, url, status, sha256, length, body, body_kept)
-            SELECT evidence_id, position, fetched_at::timestamptz, method, url, status::integer, sha256, length, body, body_kept
-            FROM unnest(\(.int64Array(rows.map(\.0)))::bigint[], \(.int64Array(rows.map(\.1)))::bigint[], \(.textArray(try rows.map { try PostgresValue.timestampText($0.2.fetchedAt) }))::text[], \(.textArray(rows.map(\.2.method)))::text[], \(.textArray(rows.map(\.2.url)))::text[], \(.nullableTextArray(rows.map { $0.2.status.map(String.init) }))::text[], \(.byteaArray(rows.map(\.2.sha256)))::bytea[], \(.int64Array(rows.map { Int64($0.2.length) }))::bigint[],
-                        \(.byteaArray(rows.map(\.2.body)))::bytea[], \(.textArray(rows.map { $0.2.bodyKept ? "true" : "false" }))::text[]::boolean[])
-                 AS a(evidence_id, position, fetched_at, method, url, status, sha256, length, body, body_kept)
-            """)]
+        return [
+            SQL(
+                """
+                INSERT INTO evidence_answers (evidence_id, position, fetched_at, method, url, status, sha256, length, body, body_kept)
+                SELECT evidence_id, position, fetched_at::timestamptz, method, url, status::integer, sha256, length, body, body_kept
+                FROM unnest(\(.int64Array(rows.map(\.0)))::bigint[], \(.int64Array(rows.map(\.1)))::bigint[], \(.textArray(try rows.map { try PostgresValue.timestampText($0.2.fetchedAt) }))::text[], \(.textArray(rows.map(\.2.method)))::text[], \(.textArray(rows.map(\.2.url)))::text[], \(.nullableTextArray(rows.map { $0.2.status.map(String.init) }))::text[], \(.byteaArray(rows.map(\.2.sha256)))::bytea[], \(.int64Array(rows.map { Int64($0.2.length) }))::bigint[],
+                            \(.byteaArray(rows.map(\.2.body)))::bytea[], \(.textArray(rows.map { $0.2.bodyKept ? "true" : "false" }))::text[]::boolean[])
+                     AS a(evidence_id, position, fetched_at, method, url, status, sha256, length, body, body_kept)
+                """)
+        ]
     }
 
     static func encode(_ record: DecisionRecord) -> String { DecisionJSON.encode(record) }
 
     /// Records evidence outside a check's group (the executor's re-fetch before a call): always with its answers.
     /// Returns its id.
-    public static func record(provider: Provider, orderID: String?, transactionRef: String, checkedAt: Date, evidence: CheckEvidence,
-                              decided: String, decision: Decision, findings: [Finding], planned: [String],
-                              on conn: PostgresConnection) throws -> Int64 {
+    public static func record(
+        provider: Provider, orderID: String?, transactionRef: String, checkedAt: Date, evidence: CheckEvidence,
+        decided: String, decision: Decision, findings: [Finding], planned: [String],
+        on conn: PostgresConnection
+    ) throws -> Int64 {
         try conn.transaction { tx in
             guard let id = try tx.query("SELECT nextval('evidence_id_seq') AS id").first.map({ try $0.int64("id") }) else {
                 throw PostgresError.protocolViolation("nextval returned no row")
             }
             let record = DecisionRecord(decision: decision, findings: findings.map(\.kind.rawValue), planned: planned, superseded: [])
-            let row = Row(id: id, provider: provider, orderID: orderID, transactionRef: transactionRef, checkedAt: checkedAt,
-                          evidence: evidence, decided: decided, decision: encode(record))
+            let row = Row(
+                id: id, provider: provider, orderID: orderID, transactionRef: transactionRef, checkedAt: checkedAt,
+                evidence: evidence, decided: decided, decision: encode(record))
             _ = try tx.pipeline([try insert([row])] + insertAnswers([(id, evidence.answers)])).map { try $0.get() }
             return id
         }
@@ -156,8 +163,10 @@ public enum EvidenceStore {
         public var length: Int
         public var body: [UInt8]
         public var bodyKept: Bool
-        public init(sentAt: Date, method: String, url: String, idempotencyKey: String?, requestBody: [UInt8], status: Int?,
-                    sha256: [UInt8], length: Int, body: [UInt8], bodyKept: Bool) {
+        public init(
+            sentAt: Date, method: String, url: String, idempotencyKey: String?, requestBody: [UInt8], status: Int?,
+            sha256: [UInt8], length: Int, body: [UInt8], bodyKept: Bool
+        ) {
             self.sentAt = sentAt; self.method = method; self.url = url; self.idempotencyKey = idempotencyKey
             self.requestBody = requestBody; self.status = status; self.sha256 = sha256; self.length = length; self.body = body
             self.bodyKept = bodyKept
@@ -166,11 +175,14 @@ public enum EvidenceStore {
 
     /// Records the calls made for an action's attempt, with the outcome the executor came to (before it records
     /// that outcome on the action: a call made is kept even when the executor lost its lease).
-    public static func recordCalls(actionID: Int64, attempt: Int, evidenceID: Int64?, calls: [Call], outcome: String,
-                                   on conn: PostgresConnection) throws {
+    public static func recordCalls(
+        actionID: Int64, attempt: Int, evidenceID: Int64?, calls: [Call], outcome: String,
+        on conn: PostgresConnection
+    ) throws {
         guard !calls.isEmpty else { return }
         let statements = calls.map { c in
-            SQL("""
+            SQL(
+                """
                 INSERT INTO action_calls (action_id, attempt, evidence_id, sent_at, method, url, idempotency_key, request_body, status,
                                           sha256, length, body, body_kept, outcome)
                 VALUES (\(.int64(actionID)), \(.int64(Int64(attempt))), \(evidenceID.map { .int64($0) } ?? .null), \(.timestamptz(c.sentAt)), \(.text(c.method)), \(.text(c.url)), \(c.idempotencyKey.map { .text($0) } ?? .null), \(.bytea(c.requestBody)), \(c.status.map { .int64(Int64($0)) } ?? .null), \(.bytea(c.sha256)), \(.int64(Int64(c.length))), \(.bytea(c.body)), \(.bool(c.bodyKept)), \(.text(outcome)))

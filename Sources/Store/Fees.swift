@@ -24,7 +24,8 @@ public enum FeeStore {
     /// Days within `seconds` before now (nil: all), newest first, then provider and currency.
     public static func days(provider: Provider?, within seconds: Int64?, on conn: PostgresConnection) throws -> [StoredFeeDay] {
         // Each movement's zone: that of its account's file whose period holds it, else of that account's latest file.
-        try conn.query("""
+        try conn.query(
+            """
             WITH zones AS (
                 SELECT DISTINCT ON (provider, coalesce(account, ''), period_start) provider, coalesce(account, '') AS account, period_start,
                        period_end, utc_offset
@@ -67,18 +68,25 @@ public enum FeeStore {
                    count(*) FILTER (WHERE own) AS n, count(*) FILTER (WHERE own AND kind = 'capture' AND fee IS NULL) AS without_fee
             FROM contributions
             GROUP BY 1, 2, 3 ORDER BY 3 DESC, 1, 2
-            """).map { row in
-            func sum(_ column: String) throws -> Int128 {
-                let text = try row.string(column)
-                guard let v = Int128(text) else { throw PostgresError.decoding("movements: \(column) sum \(text) is not an integer") }
-                return v
-            }
-            let code = try row.string("currency")
-            guard let currency = Currency(code: code) else { throw PostgresError.decoding("movements: currency \(code) is not an ISO 4217 code") }
-            return StoredFeeDay(provider: try row.provider("provider"), currency: currency, day: try row.string("day"),
-                                captured: try sum("captured"), refunded: try sum("refunded"), reversed: try sum("reversed"),
-                                fees: try sum("fees"), net: try sum("net"), movements: Int(try row.int64("n")),
-                                withoutFee: Int(try row.int64("without_fee")))
+            """
+        ).map(feeDay)
+    }
+
+    /// One row of `days` as a day's sums; a sum or currency it cannot read is an error.
+    private static func feeDay(_ row: PostgresRow) throws -> StoredFeeDay {
+        func sum(_ column: String) throws -> Int128 {
+            let text = try row.string(column)
+            guard let v = Int128(text) else { throw PostgresError.decoding("movements: \(column) sum \(text) is not an integer") }
+            return v
         }
+        let code = try row.string("currency")
+        guard let currency = Currency(code: code) else {
+            throw PostgresError.decoding("movements: currency \(code) is not an ISO 4217 code")
+        }
+        return StoredFeeDay(
+            provider: try row.provider("provider"), currency: currency, day: try row.string("day"),
+            captured: try sum("captured"), refunded: try sum("refunded"), reversed: try sum("reversed"),
+            fees: try sum("fees"), net: try sum("net"), movements: Int(try row.int64("n")),
+            withoutFee: Int(try row.int64("without_fee")))
     }
 }

@@ -25,20 +25,25 @@ public enum FindingStore {
 
     /// Actions already emitted for an order (the planner's memory).
     public static func emitted(provider: Provider, orderID: String, on conn: PostgresConnection) throws -> [EmittedAction] {
-        try conn.query("SELECT \(unescaped: emittedColumns) FROM actions WHERE provider = \(.text(provider.rawValue)) AND order_id = \(.text(orderID)) ORDER BY id")
-            .compactMap(decodeEmitted)
+        try conn.query(
+            "SELECT \(unescaped: emittedColumns) FROM actions WHERE provider = \(.text(provider.rawValue)) AND order_id = \(.text(orderID)) ORDER BY id"
+        )
+        .compactMap(decodeEmitted)
     }
 
     /// The actions of one order, oldest first (also read under the order's lock by `record`).
-    static let emittedColumns = "idempotency_key, action, status, amount_minor, in_doubt, transaction_ref, last_error, (sent_at IS NOT NULL) AS sent"
+    static let emittedColumns =
+        "idempotency_key, action, status, amount_minor, in_doubt, transaction_ref, last_error, (sent_at IS NOT NULL) AS sent"
 
     /// One finding: an acknowledged discrepancy with the same kind, expected and actual values stays acknowledged
     /// (it is counted, not reopened); an acknowledged one whose values changed is resolved and the finding opens a
     /// new row; otherwise the open row is counted or a new one opened. `inserted` is true for a new row, false for
     /// a counted open one; no row at all means the acknowledged one was counted.
-    static func upsertFinding(provider p: PostgresValue, orderID o: PostgresValue, transactionRef t: PostgresValue, kind k: PostgresValue,
-                              expected e: PostgresValue, actual a: PostgresValue, detail d: PostgresValue, amountAtRisk r: PostgresValue,
-                              currency c: PostgresValue, evidence v: PostgresValue) -> SQL {
+    static func upsertFinding(
+        provider p: PostgresValue, orderID o: PostgresValue, transactionRef t: PostgresValue, kind k: PostgresValue,
+        expected e: PostgresValue, actual a: PostgresValue, detail d: PostgresValue, amountAtRisk r: PostgresValue,
+        currency c: PostgresValue, evidence v: PostgresValue
+    ) -> SQL {
         """
         WITH acknowledged AS (
             UPDATE discrepancies SET last_seen = now(), occurrences = occurrences + 1, detail = \(d)::text, amount_at_risk_minor = \(r)::bigint
@@ -71,8 +76,11 @@ public enum FindingStore {
     /// `payrecon discrepancies ack ID --note`: an open discrepancy leaves the open set and the money at risk; the
     /// note and the time are kept. Returns the row as acknowledged, or nil when there is no open discrepancy `id`
     /// (`status` then says what it is, if it exists).
-    public static func acknowledge(id: Int64, note: String?, by: String? = nil, on conn: PostgresConnection) throws -> (acknowledged: Bool, status: String?) {
-        let rows = try conn.query("""
+    public static func acknowledge(
+        id: Int64, note: String?, by: String? = nil, on conn: PostgresConnection
+    ) throws -> (acknowledged: Bool, status: String?) {
+        let rows = try conn.query(
+            """
             UPDATE discrepancies SET status = 'acknowledged', acknowledged_at = now(), ack_note = \(note.map { .text($0) } ?? .null), acknowledged_by = \(by.map { .text($0) } ?? .null)
             WHERE id = \(.int64(id)) AND status = 'open' RETURNING id
             """)
@@ -105,8 +113,10 @@ public enum FindingStore {
         /// transactions' are.
         public var linkedPayments: [String] = []
 
-        public init(provider: Provider, order: Order?, transactionRef: String, snapshot: Snapshot?, fetchedAt: Date,
-                    currency: String? = nil, transactionRefs: [String]? = nil, snapshotJSON: String? = nil) {
+        public init(
+            provider: Provider, order: Order?, transactionRef: String, snapshot: Snapshot?, fetchedAt: Date,
+            currency: String? = nil, transactionRefs: [String]? = nil, snapshotJSON: String? = nil
+        ) {
             self.provider = provider; self.order = order; self.transactionRef = transactionRef; self.snapshot = snapshot
             self.fetchedAt = fetchedAt; self.currency = currency; self.transactionRefs = transactionRefs ?? [transactionRef]
             self.snapshotJSON = snapshotJSON
@@ -153,20 +163,25 @@ public enum FindingStore {
     /// trip. A profile of the sweep found PostgreSQL parsing and planning more than executing, so what every check
     /// writes (its snapshot, the resolving of what it no longer finds, its new aliases) is one statement for the
     /// group; what few checks write (findings, actions) stays a statement each.
-    public static func write(_ locked: LockedGroup, plans: [Plan?], on conn: PostgresConnection) throws -> [(outcome: CheckOutcome, plan: Plan)?] {
+    public static func write(
+        _ locked: LockedGroup, plans: [Plan?], on conn: PostgresConnection
+    ) throws -> [(outcome: CheckOutcome, plan: Plan)?] {
         precondition(plans.count == locked.checks.count, "one plan (or nil) per check")
         var writes = GroupWrites()
         var results: [(index: Int, plan: Plan)] = []
         var evidenceRows: [EvidenceStore.Row] = [], answers: [(evidenceID: Int64, answers: [EvidenceAnswer])] = []
         for (i, check) in locked.checks.enumerated() {
             guard let prior = locked.priors[i], let plan = plans[i] else { continue }
-            try writes.add(plan, check: check, index: i, order: prior.order, linkedAliases: prior.linkedAliases, mayResolve: prior.mayResolve,
-                           evidenceID: prior.evidenceID)
+            try writes.add(
+                plan, check: check, index: i, order: prior.order, linkedAliases: prior.linkedAliases, mayResolve: prior.mayResolve,
+                evidenceID: prior.evidenceID)
             results.append((i, plan))
             if let evidenceID = prior.evidenceID {
                 var decided = OpenDiscrepancy.decided(plan, check: check, open: locked.state.open, mayResolve: prior.mayResolve)
                 if prior.moved { decided.append("moved") }
-                if let row = Self.evidenceRow(check, id: evidenceID, decided: decided.isEmpty ? nil : decided.joined(separator: " "), plan: plan) {
+                if let row = Self.evidenceRow(
+                    check, id: evidenceID, decided: decided.isEmpty ? nil : decided.joined(separator: " "), plan: plan)
+                {
                     evidenceRows.append(row)
                     if !decided.isEmpty { answers.append((evidenceID, row.evidence.answers)) }
                 }
@@ -199,7 +214,9 @@ public enum FindingStore {
         for check in checks {
             let keys = Set(check.lockKeys)
             guard taken.isDisjoint(with: keys) else {
-                throw PostgresError.protocolViolation("two checks sharing a lock (one order, or an order and its transaction's unknown_order) in one transaction: record them one after the other")
+                throw PostgresError.protocolViolation(
+                    "two checks sharing a lock (one order, or an order and its transaction's unknown_order) in one transaction: record them one after the other"
+                )
             }
             taken.formUnion(keys)
         }
@@ -216,7 +233,9 @@ public enum FindingStore {
                 SQL("BEGIN"),
                 // DISTINCT: two keys with one hash are one lock. The locks are taken after the sort (a volatile function
                 // in the select list is evaluated after ORDER BY).
-                SQL("SELECT pg_advisory_xact_lock(h) FROM (SELECT DISTINCT hashtext(k) AS h FROM unnest(\(.textArray(checks.flatMap(\.lockKeys)))::text[]) AS k) s ORDER BY h"),
+                SQL(
+                    "SELECT pg_advisory_xact_lock(h) FROM (SELECT DISTINCT hashtext(k) AS h FROM unnest(\(.textArray(checks.flatMap(\.lockKeys)))::text[]) AS k) s ORDER BY h"
+                )
             ]
             func add(_ statement: SQL) -> Int {
                 statements.append(statement)
@@ -224,22 +243,27 @@ public enum FindingStore {
             }
             let known = checks.filter { $0.order != nil }
             if !known.isEmpty {
-                let keys: SQL = "unnest(\(.textArray(known.map(\.provider.rawValue)))::text[], \(.textArray(known.map { $0.order!.orderID }))::text[]) AS k(provider, order_id)"
+                let keys: SQL =
+                    "unnest(\(.textArray(known.map(\.provider.rawValue)))::text[], \(.textArray(known.map { $0.order!.orderID }))::text[]) AS k(provider, order_id)"
                 let join: SQL = "JOIN \(keys) ON t.provider = k.provider AND t.order_id = k.order_id"
                 // Each order's row also takes the id of its check's evidence (nextval in the select list: one per row).
-                ordersAt = add("""
+                ordersAt = add(
+                    """
                     SELECT \(unescaped: OrderStore.selectColumns), nextval('evidence_id_seq') AS evidence_id
                     FROM orders o JOIN \(keys) ON o.provider = k.provider AND o.order_id = k.order_id
                     """)
                 actionsAt = add("SELECT t.provider, t.order_id, \(unescaped: emittedColumns) FROM actions t \(join) ORDER BY t.id")
                 // With the aliases already linked from it (a check that learns no new alias writes none), and whether the last
                 // check left anything open (most find nothing: the resolving UPDATE is then not needed; sql/0013).
-                snapshotsAt = add("""
+                snapshotsAt = add(
+                    """
                     SELECT t.provider, t.order_id, fetched_at, snapshot->'aliases' AS aliases, open_findings, transaction_ref,
                            snapshot->'movements' AS movements FROM snapshots t \(join)
                     """)
                 if known.contains(where: { $0.linksSeen != nil }) {
-                    linkCountsAt = add("SELECT t.provider, t.order_id, count(*)::bigint AS n FROM transaction_links t \(join) GROUP BY t.provider, t.order_id")
+                    linkCountsAt = add(
+                        "SELECT t.provider, t.order_id, count(*)::bigint AS n FROM transaction_links t \(join) GROUP BY t.provider, t.order_id"
+                    )
                 }
             }
             // What the checks keep as evidence depends on what each decides (opened, changed, resolved, planned): known before
@@ -249,9 +273,11 @@ public enum FindingStore {
             let evidenced = checks.filter { $0.evidence != nil }
             let unknownEvidenced = evidenced.filter { $0.order == nil }
             if !evidenced.isEmpty {
-                openAt = add(OpenDiscrepancy.read(
-                    orders: evidenced.compactMap { c in c.order.map { (c.provider, $0.orderID) } },
-                    refs: evidenced.flatMap { c in (c.order == nil ? [c.transactionRef] : c.transactionRefs).map { (c.provider, $0) } }))
+                openAt = add(
+                    OpenDiscrepancy.read(
+                        orders: evidenced.compactMap { c in c.order.map { (c.provider, $0.orderID) } },
+                        refs: evidenced.flatMap { c in (c.order == nil ? [c.transactionRef] : c.transactionRefs).map { (c.provider, $0) } })
+                )
             }
             if !unknownEvidenced.isEmpty { allocateAt = add(EvidenceStore.allocate(unknownEvidenced.count)) }
         }
@@ -334,18 +360,23 @@ public enum FindingStore {
         guard let id, let evidence = check.evidence else { return nil }
         var decision: String?
         if decided != nil {
-            decision = EvidenceStore.encode(DecisionRecord(decision: plan.decision, findings: plan.findings.map(\.kind.rawValue),
-                                                           planned: plan.actions.map(\.idempotencyKey), superseded: plan.supersede))
+            decision = EvidenceStore.encode(
+                DecisionRecord(
+                    decision: plan.decision, findings: plan.findings.map(\.kind.rawValue),
+                    planned: plan.actions.map(\.idempotencyKey), superseded: plan.supersede))
         }
-        return EvidenceStore.Row(id: id, provider: check.provider, orderID: check.order?.orderID, transactionRef: check.transactionRef,
-                                 checkedAt: check.fetchedAt, evidence: evidence, decided: decided, decision: decision)
+        return EvidenceStore.Row(
+            id: id, provider: check.provider, orderID: check.order?.orderID, transactionRef: check.transactionRef,
+            checkedAt: check.fetchedAt, evidence: evidence, decided: decided, decision: decision)
     }
 
     static func decodeEmitted(_ row: PostgresRow) throws -> EmittedAction? {
-        guard let kind = ActionKind(rawValue: try row.string("action")), let status = ActionStatus(rawValue: try row.string("status")) else { return nil }
-        return EmittedAction(idempotencyKey: try row.string("idempotency_key"), kind: kind, status: status, amount: try row.int64("amount_minor"),
-                             inDoubt: try row.bool("in_doubt"), transactionRef: try row.optionalString("transaction_ref"),
-                             lastError: try row.optionalString("last_error"), sent: try row.bool("sent"))
+        guard let kind = ActionKind(rawValue: try row.string("action")), let status = ActionStatus(rawValue: try row.string("status"))
+        else { return nil }
+        return EmittedAction(
+            idempotencyKey: try row.string("idempotency_key"), kind: kind, status: status, amount: try row.int64("amount_minor"),
+            inDoubt: try row.bool("in_doubt"), transactionRef: try row.optionalString("transaction_ref"),
+            lastError: try row.optionalString("last_error"), sent: try row.bool("sent"))
     }
 
     /// The second round trip of a group: what every check writes as one statement each for the group (snapshots,
@@ -356,15 +387,18 @@ public enum FindingStore {
         /// Per check (by its index in the group): its own statements' positions, by what they count.
         private var findings: [Int: [Int]] = [:], resolves: [Int: [Int]] = [:], supersedes: [Int: [Int]] = [:], actions: [Int: [Int]] = [:]
         /// Rows of the group statements, each with the check it belongs to.
-        private var snapshotRows: [(check: Int, provider: Provider, orderID: String, ref: String, json: String, fetchedAt: String, open: Bool)] = []
+        private var snapshotRows:
+            [(check: Int, provider: Provider, orderID: String, ref: String, json: String, fetchedAt: String, open: Bool)] = []
         private var resolveRows: [(check: Int, provider: Provider, orderID: String, kinds: String, ref: String)] = []
         private var unknownRows: [(check: Int, provider: Provider, ref: String)] = []
         private var aliasRows: [(provider: Provider, orderID: String, alias: String)] = []
         /// Positions of the group statements (nil when none was needed).
         private var resolveAt: Int?, unknownAt: Int?
 
-        mutating func add(_ plan: Plan, check: Check, index: Int, order: Order?, linkedAliases: Set<String>, mayResolve: Bool,
-                          evidenceID: Int64? = nil) throws {
+        mutating func add(
+            _ plan: Plan, check: Check, index: Int, order: Order?, linkedAliases: Set<String>, mayResolve: Bool,
+            evidenceID: Int64? = nil
+        ) throws {
             let evidence = evidenceID.map { PostgresValue.int64($0) } ?? .null
             addFindings(plan, check: check, index: index, order: order, mayResolve: mayResolve, evidence: evidence)
             guard let order else { return }
@@ -378,16 +412,20 @@ public enum FindingStore {
         }
 
         /// The check's findings, and the resolving of what it no longer finds.
-        private mutating func addFindings(_ plan: Plan, check: Check, index: Int, order: Order?, mayResolve: Bool, evidence: PostgresValue) {
+        private mutating func addFindings(_ plan: Plan, check: Check, index: Int, order: Order?, mayResolve: Bool, evidence: PostgresValue)
+        {
             let provider = check.provider, transactionRef = check.transactionRef
             let orderID = order?.orderID
             let currency = order?.amount.currency.code ?? check.snapshot?.currency.code ?? check.currency
             let p = PostgresValue.text(provider.rawValue)
             for f in plan.findings {
-                append(upsertFinding(
-                    provider: p, orderID: orderID.map { .text($0) } ?? .null, transactionRef: .text(transactionRef), kind: .text(f.kind.rawValue),
-                    expected: .jsonb(json(f.expected)), actual: .jsonb(json(f.actual)), detail: .text(f.detail), amountAtRisk: .int64(f.amountAtRisk),
-                    currency: currency.map { .text($0) } ?? .null, evidence: evidence), of: index, to: \.findings)
+                append(
+                    upsertFinding(
+                        provider: p, orderID: orderID.map { .text($0) } ?? .null, transactionRef: .text(transactionRef),
+                        kind: .text(f.kind.rawValue),
+                        expected: .jsonb(json(f.expected)), actual: .jsonb(json(f.actual)), detail: .text(f.detail),
+                        amountAtRisk: .int64(f.amountAtRisk),
+                        currency: currency.map { .text($0) } ?? .null, evidence: evidence), of: index, to: \.findings)
             }
             // Whatever this check no longer finds is resolved (and what was found under the order's former list of
             // transactions: it is found again, above, under the current one).
@@ -402,24 +440,28 @@ public enum FindingStore {
                     for ref in check.transactionRefs + check.linkedPayments { unknownRows.append((index, provider, ref)) }
                 }
             } else {
-                append(SQL("""
-                    UPDATE discrepancies SET status = 'resolved', resolved_at = now()
-                    WHERE provider = \(p) AND order_id IS NULL AND transaction_ref = \(.text(transactionRef)) AND status IN ('open', 'acknowledged') AND NOT (kind = ANY(\(.textArray(kinds))))
-                      AND \(unescaped: FindingStore.checkKinds("kind"))
-                    """), of: index, to: \.resolves)
+                append(
+                    SQL(
+                        """
+                        UPDATE discrepancies SET status = 'resolved', resolved_at = now()
+                        WHERE provider = \(p) AND order_id IS NULL AND transaction_ref = \(.text(transactionRef)) AND status IN ('open', 'acknowledged') AND NOT (kind = ANY(\(.textArray(kinds))))
+                          AND \(unescaped: FindingStore.checkKinds("kind"))
+                        """), of: index, to: \.resolves)
                 if !plan.findings.isEmpty {
                     // An order that holds this transaction now (imported or linked meanwhile) must resolve the
                     // unknown_order on its next check, even if its last one left nothing open.
-                    own.append(SQL("""
-                        UPDATE snapshots SET open_findings = true
-                        WHERE provider = \(p) AND NOT open_findings AND order_id IN (
-                            SELECT order_id FROM orders WHERE provider = \(p) AND transaction_ref = \(.text(transactionRef))
-                            UNION SELECT order_id FROM order_transactions WHERE provider = \(p) AND transaction_ref = \(.text(transactionRef))
-                            UNION SELECT order_id FROM transaction_links WHERE provider = \(p) AND external_id = \(.text(transactionRef)) AND order_id IS NOT NULL
-                            UNION SELECT o.order_id FROM transaction_links l JOIN orders o ON o.provider = l.provider
-                                AND o.transaction_ref = l.parent_external_id AND l.occurred_at >= o.period_start AND l.occurred_at < o.period_end
-                            WHERE l.provider = \(p) AND l.external_id = \(.text(transactionRef)) AND l.order_id IS NULL)
-                        """))
+                    own.append(
+                        SQL(
+                            """
+                            UPDATE snapshots SET open_findings = true
+                            WHERE provider = \(p) AND NOT open_findings AND order_id IN (
+                                SELECT order_id FROM orders WHERE provider = \(p) AND transaction_ref = \(.text(transactionRef))
+                                UNION SELECT order_id FROM order_transactions WHERE provider = \(p) AND transaction_ref = \(.text(transactionRef))
+                                UNION SELECT order_id FROM transaction_links WHERE provider = \(p) AND external_id = \(.text(transactionRef)) AND order_id IS NOT NULL
+                                UNION SELECT o.order_id FROM transaction_links l JOIN orders o ON o.provider = l.provider
+                                    AND o.transaction_ref = l.parent_external_id AND l.occurred_at >= o.period_start AND l.occurred_at < o.period_end
+                                WHERE l.provider = \(p) AND l.external_id = \(.text(transactionRef)) AND l.order_id IS NULL)
+                            """))
                 }
             }
         }
@@ -429,23 +471,27 @@ public enum FindingStore {
             let p = PostgresValue.text(check.provider.rawValue)
             // Supersede first: the action that replaces one of the same kind is then the only pending one.
             if !plan.supersede.isEmpty {
-                append(SQL("""
-                    UPDATE actions SET status = 'superseded', updated_at = now()
-                    WHERE idempotency_key = ANY(\(.textArray(plan.supersede))) AND status = 'pending' AND NOT in_doubt
-                      AND (lease_expires_at IS NULL OR lease_expires_at < now())
-                    """), of: index, to: \.supersedes)
+                append(
+                    SQL(
+                        """
+                        UPDATE actions SET status = 'superseded', updated_at = now()
+                        WHERE idempotency_key = ANY(\(.textArray(plan.supersede))) AND status = 'pending' AND NOT in_doubt
+                          AND (lease_expires_at IS NULL OR lease_expires_at < now())
+                        """), of: index, to: \.supersedes)
             }
             for a in plan.actions {
                 // A superseded key the plan wants again is pending again: the same row, the plan's amount.
-                append(SQL("""
-                    INSERT INTO actions (provider, order_id, action, amount_minor, currency, target_minor, provider_target, idempotency_key,
-                                         transaction_ref, evidence_id)
-                    VALUES (\(p), \(.text(order.orderID)), \(.text(a.kind.rawValue)), \(.int64(a.amount)), \(.text(a.currency.code)), \(.int64(a.target)), \(a.providerTarget.map { .text($0) } ?? .null), \(.text(a.idempotencyKey)), \(a.transactionRef.map { .text($0) } ?? .null), \(evidence))
-                    ON CONFLICT (idempotency_key) DO UPDATE SET status = 'pending', amount_minor = EXCLUDED.amount_minor,
-                        currency = EXCLUDED.currency, provider_target = EXCLUDED.provider_target, last_error = NULL,
-                        lease_expires_at = NULL, in_doubt = false, updated_at = now(), evidence_id = EXCLUDED.evidence_id
-                    WHERE actions.status = 'superseded' AND actions.sent_at IS NULL
-                    """), of: index, to: \.actions)
+                append(
+                    SQL(
+                        """
+                        INSERT INTO actions (provider, order_id, action, amount_minor, currency, target_minor, provider_target, idempotency_key,
+                                             transaction_ref, evidence_id)
+                        VALUES (\(p), \(.text(order.orderID)), \(.text(a.kind.rawValue)), \(.int64(a.amount)), \(.text(a.currency.code)), \(.int64(a.target)), \(a.providerTarget.map { .text($0) } ?? .null), \(.text(a.idempotencyKey)), \(a.transactionRef.map { .text($0) } ?? .null), \(evidence))
+                        ON CONFLICT (idempotency_key) DO UPDATE SET status = 'pending', amount_minor = EXCLUDED.amount_minor,
+                            currency = EXCLUDED.currency, provider_target = EXCLUDED.provider_target, last_error = NULL,
+                            lease_expires_at = NULL, in_doubt = false, updated_at = now(), evidence_id = EXCLUDED.evidence_id
+                        WHERE actions.status = 'superseded' AND actions.sent_at IS NULL
+                        """), of: index, to: \.actions)
             }
         }
 
@@ -454,8 +500,11 @@ public enum FindingStore {
             let provider = check.provider, transactionRef = check.transactionRef
             let p = PostgresValue.text(provider.rawValue)
             if let snapshot = check.snapshot {
-                snapshotRows.append((index, provider, order.orderID, transactionRef, check.snapshotJSON ?? encode(snapshot),
-                                     try PostgresValue.timestampText(check.fetchedAt), !plan.findings.isEmpty))
+                snapshotRows.append(
+                    (
+                        index, provider, order.orderID, transactionRef, check.snapshotJSON ?? encode(snapshot),
+                        try PostgresValue.timestampText(check.fetchedAt), !plan.findings.isEmpty
+                    ))
                 // The stored snapshot's aliases were linked when it was stored (same transaction): only new ones are written.
                 if !snapshot.aliases.isEmpty, !Set(snapshot.aliases).isSubset(of: linkedAliases) {
                     for alias in snapshot.aliases where !alias.isEmpty { aliasRows.append((provider, order.orderID, alias)) }
@@ -464,10 +513,12 @@ public enum FindingStore {
                 // No snapshot this time (the transaction is gone): the stored row must not say no findings are open, and
                 // it takes this check's time, so an older answer recorded later does not replace the newer
                 // missing_at_provider (a snapshot never replaces a newer one, and neither does a check).
-                own.append(SQL("""
-                    UPDATE snapshots SET open_findings = open_findings OR \(.bool(!plan.findings.isEmpty))::boolean, fetched_at = greatest(fetched_at, \(.timestamptz(check.fetchedAt))::timestamptz)
-                    WHERE provider = \(p) AND order_id = \(.text(order.orderID))
-                    """))
+                own.append(
+                    SQL(
+                        """
+                        UPDATE snapshots SET open_findings = open_findings OR \(.bool(!plan.findings.isEmpty))::boolean, fetched_at = greatest(fetched_at, \(.timestamptz(check.fetchedAt))::timestamptz)
+                        WHERE provider = \(p) AND order_id = \(.text(order.orderID))
+                        """))
             }
         }
 
@@ -477,49 +528,56 @@ public enum FindingStore {
             var all = own
             if !resolveRows.isEmpty {
                 resolveAt = all.count
-                all.append(SQL("""
-                    UPDATE discrepancies d SET status = 'resolved', resolved_at = now()
-                    FROM unnest(\(.textArray(resolveRows.map(\.provider.rawValue)))::text[], \(.textArray(resolveRows.map(\.orderID)))::text[], \(.textArray(resolveRows.map(\.kinds)))::text[], \(.textArray(resolveRows.map(\.ref)))::text[], \(.int64Array(resolveRows.map { Int64($0.check) }))::bigint[]) AS c(provider, order_id, kinds, transaction_ref, n)
-                    WHERE d.provider = c.provider AND d.order_id = c.order_id AND d.status IN ('open', 'acknowledged')
-                      AND \(unescaped: FindingStore.checkKinds("d.kind"))
-                      AND (NOT (d.kind = ANY(string_to_array(c.kinds, ' '))) OR d.transaction_ref <> c.transaction_ref)
-                    RETURNING c.n
-                    """))
+                all.append(
+                    SQL(
+                        """
+                        UPDATE discrepancies d SET status = 'resolved', resolved_at = now()
+                        FROM unnest(\(.textArray(resolveRows.map(\.provider.rawValue)))::text[], \(.textArray(resolveRows.map(\.orderID)))::text[], \(.textArray(resolveRows.map(\.kinds)))::text[], \(.textArray(resolveRows.map(\.ref)))::text[], \(.int64Array(resolveRows.map { Int64($0.check) }))::bigint[]) AS c(provider, order_id, kinds, transaction_ref, n)
+                        WHERE d.provider = c.provider AND d.order_id = c.order_id AND d.status IN ('open', 'acknowledged')
+                          AND \(unescaped: FindingStore.checkKinds("d.kind"))
+                          AND (NOT (d.kind = ANY(string_to_array(c.kinds, ' '))) OR d.transaction_ref <> c.transaction_ref)
+                        RETURNING c.n
+                        """))
             }
             if !unknownRows.isEmpty {
                 unknownAt = all.count
-                all.append(SQL("""
-                    UPDATE discrepancies d SET status = 'resolved', resolved_at = now()
-                    FROM unnest(\(.textArray(unknownRows.map(\.provider.rawValue)))::text[], \(.textArray(unknownRows.map(\.ref)))::text[], \(.int64Array(unknownRows.map { Int64($0.check) }))::bigint[]) AS c(provider, transaction_ref, n)
-                    WHERE d.provider = c.provider AND d.order_id IS NULL AND d.transaction_ref = c.transaction_ref
-                      AND d.status IN ('open', 'acknowledged') AND \(unescaped: FindingStore.checkKinds("d.kind"))
-                    RETURNING c.n
-                    """))
+                all.append(
+                    SQL(
+                        """
+                        UPDATE discrepancies d SET status = 'resolved', resolved_at = now()
+                        FROM unnest(\(.textArray(unknownRows.map(\.provider.rawValue)))::text[], \(.textArray(unknownRows.map(\.ref)))::text[], \(.int64Array(unknownRows.map { Int64($0.check) }))::bigint[]) AS c(provider, transaction_ref, n)
+                        WHERE d.provider = c.provider AND d.order_id IS NULL AND d.transaction_ref = c.transaction_ref
+                          AND d.status IN ('open', 'acknowledged') AND \(unescaped: FindingStore.checkKinds("d.kind"))
+                        RETURNING c.n
+                        """))
             }
             var evidence = evidence
             if !snapshotRows.isEmpty {
                 // A snapshot never replaces a newer one.
                 let cte: SQL = evidence.map { "WITH evidence_rows AS (\($0))\n" } ?? ""
-                all.append(cte + """
-                    INSERT INTO snapshots (provider, order_id, transaction_ref, snapshot, fetched_at, open_findings)
-                    SELECT provider, order_id, transaction_ref, snapshot::jsonb, fetched_at::timestamptz, open_findings::boolean
-                    FROM unnest(\(.textArray(snapshotRows.map(\.provider.rawValue)))::text[], \(.textArray(snapshotRows.map(\.orderID)))::text[],
-                                \(.textArray(snapshotRows.map(\.ref)))::text[], \(.textArray(snapshotRows.map(\.json)))::text[],
-                                \(.textArray(snapshotRows.map(\.fetchedAt)))::text[], \(.textArray(snapshotRows.map { $0.open ? "true" : "false" }))::text[])
-                         AS s(provider, order_id, transaction_ref, snapshot, fetched_at, open_findings)
-                    ON CONFLICT (provider, order_id) DO UPDATE SET transaction_ref = EXCLUDED.transaction_ref,
-                        snapshot = EXCLUDED.snapshot, fetched_at = EXCLUDED.fetched_at, open_findings = EXCLUDED.open_findings
-                    WHERE snapshots.fetched_at <= EXCLUDED.fetched_at
-                    """)
+                all.append(
+                    cte + """
+                        INSERT INTO snapshots (provider, order_id, transaction_ref, snapshot, fetched_at, open_findings)
+                        SELECT provider, order_id, transaction_ref, snapshot::jsonb, fetched_at::timestamptz, open_findings::boolean
+                        FROM unnest(\(.textArray(snapshotRows.map(\.provider.rawValue)))::text[], \(.textArray(snapshotRows.map(\.orderID)))::text[],
+                                    \(.textArray(snapshotRows.map(\.ref)))::text[], \(.textArray(snapshotRows.map(\.json)))::text[],
+                                    \(.textArray(snapshotRows.map(\.fetchedAt)))::text[], \(.textArray(snapshotRows.map { $0.open ? "true" : "false" }))::text[])
+                             AS s(provider, order_id, transaction_ref, snapshot, fetched_at, open_findings)
+                        ON CONFLICT (provider, order_id) DO UPDATE SET transaction_ref = EXCLUDED.transaction_ref,
+                            snapshot = EXCLUDED.snapshot, fetched_at = EXCLUDED.fetched_at, open_findings = EXCLUDED.open_findings
+                        WHERE snapshots.fetched_at <= EXCLUDED.fetched_at
+                        """)
                 evidence = nil
             }
             if let evidence { all.append(evidence) }
             if !aliasRows.isEmpty {
-                all.append(SQL("""
-                    INSERT INTO transaction_links (provider, external_id, order_id, kind, source)
-                    SELECT provider, alias, order_id, 'alias', 'learned' FROM unnest(\(.textArray(aliasRows.map(\.provider.rawValue)))::text[], \(.textArray(aliasRows.map(\.orderID)))::text[], \(.textArray(aliasRows.map(\.alias)))::text[]) AS a(provider, order_id, alias)
-                    ON CONFLICT DO NOTHING
-                    """))
+                all.append(
+                    SQL(
+                        """
+                        INSERT INTO transaction_links (provider, external_id, order_id, kind, source)
+                        SELECT provider, alias, order_id, 'alias', 'learned' FROM unnest(\(.textArray(aliasRows.map(\.provider.rawValue)))::text[], \(.textArray(aliasRows.map(\.orderID)))::text[], \(.textArray(aliasRows.map(\.alias)))::text[]) AS a(provider, order_id, alias)
+                        ON CONFLICT DO NOTHING
+                        """))
             }
             all.append(SQL("COMMIT"))
             return all
@@ -541,7 +599,7 @@ public enum FindingStore {
                 switch try results[i].first?.bool("inserted") {
                 case true?: outcome.opened += 1
                 case false?: outcome.stillOpen += 1
-                case nil: outcome.acknowledged += 1   // no row: counted on the acknowledged row
+                case nil: outcome.acknowledged += 1  // no row: counted on the acknowledged row
                 }
             }
             for i in resolves[index] ?? [] { outcome.resolved += results[i].affectedRows }

@@ -4,7 +4,8 @@ import Reconciliation
 
 /// `transaction_links`: provider transactions linked to orders (modifications payrecon made, aliases it learned).
 public enum TransactionLinkStore {
-    static let columns = "order_id, external_id, parent_external_id, kind, amount_minor, currency, state, source, action_id, target_minor, "
+    static let columns =
+        "order_id, external_id, parent_external_id, kind, amount_minor, currency, state, source, action_id, target_minor, "
         + "extract(epoch FROM occurred_at)::bigint AS occurred_s"
 
     /// Records `links` of `provider`'s transactions; a link already known gets the newer state.
@@ -32,7 +33,8 @@ public enum TransactionLinkStore {
 
     /// The aliases of an order's transaction, in one statement (recorded with every check that fetched it).
     static func recordAliases(_ aliases: [String], provider: Provider, orderID: String) -> SQL {
-        SQL("""
+        SQL(
+            """
             INSERT INTO transaction_links (provider, external_id, order_id, kind, source)
             SELECT \(.text(provider.rawValue)), a, \(.text(orderID)), 'alias', 'learned' FROM unnest(\(.textArray(aliases))::text[]) AS a WHERE a <> ''
             ON CONFLICT DO NOTHING
@@ -48,7 +50,8 @@ public enum TransactionLinkStore {
     public static func links(provider: Provider, orderIDs: [String], on conn: PostgresConnection) throws -> [String: [TransactionLink]] {
         var out: [String: [TransactionLink]] = [:]
         var seen = Set<[String]>()
-        for row in try conn.query("""
+        for row in try conn.query(
+            """
             WITH own AS (
                 SELECT l.order_id AS for_order, 0 AS rank, l.* FROM transaction_links l WHERE l.provider = \(.text(provider.rawValue)) AND l.order_id = ANY(\(.textArray(orderIDs)))
             ), unheld AS (
@@ -64,7 +67,8 @@ public enum TransactionLinkStore {
             )
             SELECT for_order, \(unescaped: columns) FROM (SELECT * FROM own UNION ALL SELECT * FROM unheld UNION ALL SELECT * FROM children) x
             ORDER BY for_order, rank, created_at, id
-            """) {
+            """)
+        {
             let order = try row.string("for_order")
             let link = try decode(row)
             guard seen.insert([order, link.kind.rawValue, link.externalID]).inserted else { continue }
@@ -75,9 +79,13 @@ public enum TransactionLinkStore {
 
     /// Links of `provider`'s calls that succeeded (any order), newest first, with their order's merchant and site:
     /// evidence a provider may look up when it must know whether its lookups can be trusted (`TransactionQuery.evidence`).
-    public static func succeededCallLinks(provider: Provider, limit: Int, on conn: PostgresConnection) throws
-        -> [(link: TransactionLink, merchant: String?, site: String?)] {
-        try conn.query("""
+    public static func succeededCallLinks(
+        provider: Provider, limit: Int, on conn: PostgresConnection
+    ) throws
+        -> [(link: TransactionLink, merchant: String?, site: String?)]
+    {
+        try conn.query(
+            """
             SELECT l.order_id, l.external_id, l.parent_external_id, l.kind, l.amount_minor, l.currency, l.state, l.source, l.action_id,
                    l.target_minor, extract(epoch FROM l.occurred_at)::bigint AS occurred_s,
                    o.merchant AS order_merchant, o.site AS order_site
@@ -86,19 +94,22 @@ public enum TransactionLinkStore {
             JOIN orders o ON o.provider = l.provider AND o.order_id = l.order_id
             WHERE l.provider = \(.text(provider.rawValue)) AND l.source = 'payrecon'
             ORDER BY l.id DESC LIMIT \(.int64(Int64(limit)))
-            """).map { row in
+            """
+        ).map { row in
             (try decode(row), try row.optionalString("order_merchant"), try row.optionalString("order_site"))
         }
     }
 
     /// The orders a link names by `externalID` (an alias or a modification's own id).
     public static func orders(provider: Provider, externalID: String, on conn: PostgresConnection) throws -> [Order] {
-        try conn.query("""
+        try conn.query(
+            """
             SELECT \(unescaped: OrderStore.selectColumns)
             FROM orders o JOIN transaction_links l ON l.provider = o.provider AND l.order_id = o.order_id
             WHERE l.provider = \(.text(provider.rawValue)) AND l.external_id = \(.text(externalID))
             GROUP BY o.provider, o.order_id ORDER BY o.order_id
-            """).map(OrderStore.decode)
+            """
+        ).map(OrderStore.decode)
     }
 
     static func kind(_ text: String) throws -> TransactionLink.Kind {
@@ -113,10 +124,11 @@ public enum TransactionLinkStore {
         guard let source = TransactionLink.Source(rawValue: sourceText) else {
             throw PostgresError.decoding("transaction_links.source '\(sourceText)' is neither payrecon nor learned")
         }
-        return TransactionLink(externalID: try row.string("external_id"), parentExternalID: try row.optionalString("parent_external_id"),
-                               orderID: try row.optionalString("order_id"), kind: try kind(row.string("kind")),
-                               amount: try row.optionalInt64("amount_minor"), currency: try row.optionalString("currency"),
-                               state: try row.optionalString("state"), source: source, actionID: try row.optionalInt64("action_id"),
-                               target: try row.optionalInt64("target_minor"), occurredAt: try row.optionalInt64("occurred_s"))
+        return TransactionLink(
+            externalID: try row.string("external_id"), parentExternalID: try row.optionalString("parent_external_id"),
+            orderID: try row.optionalString("order_id"), kind: try kind(row.string("kind")),
+            amount: try row.optionalInt64("amount_minor"), currency: try row.optionalString("currency"),
+            state: try row.optionalString("state"), source: source, actionID: try row.optionalInt64("action_id"),
+            target: try row.optionalInt64("target_minor"), occurredAt: try row.optionalInt64("occurred_s"))
     }
 }

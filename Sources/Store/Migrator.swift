@@ -16,7 +16,7 @@ public enum Migrator {
         "0021_open_discrepancies_function", "0022_learned_transactions", "0023_webhook_material_saved_at", "0024_billing_periods",
         "0025_settlement_account_rows", "0026_backfill_listed", "0027_settlement_accounts",
         "0028_discrepancy_evidence_follows_detail", "0029_settlement_evidence",
-        "0030_actions_failed_index",
+        "0030_actions_failed_index"
     ]
 
     /// The transaction-scoped advisory lock migrations (and serve's grants) are applied under, one process at a time.
@@ -39,12 +39,13 @@ public enum Migrator {
         public var applied: [String]
         public var error: PostgresError
         public var description: String {
-            "migration \(file) failed: \(error); its transaction was rolled back" + (applied.isEmpty ? "" : " (applied before it: \(applied.joined(separator: ", ")))")
+            "migration \(file) failed: \(error); its transaction was rolled back"
+                + (applied.isEmpty ? "" : " (applied before it: \(applied.joined(separator: ", ")))")
         }
     }
 
     public struct Migration: Sendable, Equatable {
-        public var version: String   // "0001_deliveries"
+        public var version: String  // "0001_deliveries"
         public var sql: String
         public init(version: String, sql: String) { self.version = version; self.sql = sql }
     }
@@ -79,7 +80,8 @@ public enum Migrator {
             .filter { $0.hasSuffix(".sql") && $0.first?.isNumber == true }.sorted()
         guard names.first == "0001_deliveries.sql" else { throw NoMigrations(directory: directory.path) }
         let migrations = try names.map { name in
-            Migration(version: String(name.dropLast(4)), sql: try String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8))
+            Migration(
+                version: String(name.dropLast(4)), sql: try String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8))
         }
         let present = Set(migrations.map(\.version))
         let missing = shippedVersions.filter { !present.contains($0) }
@@ -101,8 +103,9 @@ public enum Migrator {
         let exists = try conn.query("SELECT to_regclass('schema_migrations') IS NOT NULL AS present").first?.bool("present") ?? false
         let done = exists ? Set(try conn.query("SELECT version FROM schema_migrations").map { try $0.string("version") }) : []
         let known = Set(versions)
-        return Status(pending: versions.filter { !done.contains($0) }, unknown: done.subtracting(known).sorted(),
-                      applied: done.intersection(known).count)
+        return Status(
+            pending: versions.filter { !done.contains($0) }, unknown: done.subtracting(known).sorted(),
+            applied: done.intersection(known).count)
     }
 
     /// Applies what is missing; returns the versions applied now.
@@ -117,11 +120,14 @@ public enum Migrator {
     /// PAYRECON_COMMIT_TIMEOUT — and is tried again after 1, 2, 4 and 8 s before `migrate` fails. (A lock it holds is
     /// held until it commits: a migration that rewrites a large table still holds that table meanwhile.)
     @discardableResult
-    public static func migrate(_ migrations: [Migration], on conn: PostgresConnection, lockTimeoutMilliseconds: Int = 1000,
-                               attempts: Int = 5) throws -> [String] {
+    public static func migrate(
+        _ migrations: [Migration], on conn: PostgresConnection, lockTimeoutMilliseconds: Int = 1000,
+        attempts: Int = 5
+    ) throws -> [String] {
         try conn.transaction { tx in
             _ = try tx.query("SELECT pg_advisory_xact_lock(\(unescaped: advisoryLock))")
-            _ = try tx.execute("""
+            _ = try tx.execute(
+                """
                 CREATE TABLE IF NOT EXISTS schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())
                 """)
         }
@@ -132,8 +138,9 @@ public enum Migrator {
             // few times, waiting longer each time, before giving up.
             var attempt = 1
             while true {
-                do { if try apply(m, on: conn, lockTimeoutMilliseconds: lockTimeoutMilliseconds) { applied.append(m.version) }; break }
-                catch let error as PostgresError where error.sqlState == "55P03" && attempt < attempts {
+                do {
+                    if try apply(m, on: conn, lockTimeoutMilliseconds: lockTimeoutMilliseconds) { applied.append(m.version) }; break
+                } catch let error as PostgresError where error.sqlState == "55P03" && attempt < attempts {
                     Thread.sleep(forTimeInterval: Double(1 << (attempt - 1)))
                     attempt += 1
                 } catch let error as PostgresError where error.sqlState != "55P03" {

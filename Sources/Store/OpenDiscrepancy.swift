@@ -26,16 +26,19 @@ struct OpenDiscrepancy: Equatable {
     /// unknown_order ones of the transactions they name (`refs`: provider and transaction reference). One call of
     /// `open_discrepancies` (sql/0021), a function so that each server process plans the query once.
     static func read(orders: [(provider: Provider, orderID: String)], refs: [(provider: Provider, ref: String)]) -> SQL {
-        SQL("SELECT * FROM open_discrepancies(\(.textArray(orders.map(\.provider.rawValue)))::text[], \(.textArray(orders.map(\.orderID)))::text[], \(.textArray(refs.map(\.provider.rawValue)))::text[], \(.textArray(refs.map(\.ref)))::text[], \(.textArray(DiscrepancyKind.settlementKinds.map(\.rawValue)))::text[])")
+        SQL(
+            "SELECT * FROM open_discrepancies(\(.textArray(orders.map(\.provider.rawValue)))::text[], \(.textArray(orders.map(\.orderID)))::text[], \(.textArray(refs.map(\.provider.rawValue)))::text[], \(.textArray(refs.map(\.ref)))::text[], \(.textArray(DiscrepancyKind.settlementKinds.map(\.rawValue)))::text[])"
+        )
     }
 
     static func decode(_ rows: PostgresRows) throws -> [OpenDiscrepancy] {
         try rows.map { row in
-            OpenDiscrepancy(provider: try row.provider("provider"), orderID: try row.optionalString("order_id"),
-                            transactionRef: try row.string("transaction_ref"), kind: try row.string("kind"),
-                            acknowledged: try row.string("status") == "acknowledged",
-                            expected: strings(try row.string("expected")), actual: strings(try row.string("actual")), bare: try row.bool("bare"),
-                            detail: try row.optionalString("detail"), amount: try row.optionalInt64("amount"))
+            OpenDiscrepancy(
+                provider: try row.provider("provider"), orderID: try row.optionalString("order_id"),
+                transactionRef: try row.string("transaction_ref"), kind: try row.string("kind"),
+                acknowledged: try row.string("status") == "acknowledged",
+                expected: strings(try row.string("expected")), actual: strings(try row.string("actual")), bare: try row.bool("bare"),
+                detail: try row.optionalString("detail"), amount: try row.optionalInt64("amount"))
         }
     }
 
@@ -55,7 +58,9 @@ struct OpenDiscrepancy: Equatable {
     /// Equal as jsonb compares them: byte for byte (Swift's `==` on strings holds "é" and "e\u{301}" equal; jsonb does not).
     static func same(_ stored: [String: String]?, _ found: [String: String]) -> Bool {
         guard let stored, stored.count == found.count else { return false }
-        func bytes(_ d: [String: String]) -> [[UInt8]] { d.map { Array($0.key.utf8) + [0] + Array($0.value.utf8) }.sorted { $0.lexicographicallyPrecedes($1) } }
+        func bytes(_ d: [String: String]) -> [[UInt8]] {
+            d.map { Array($0.key.utf8) + [0] + Array($0.value.utf8) }.sorted { $0.lexicographicallyPrecedes($1) }
+        }
         return bytes(stored) == bytes(found)
     }
 
@@ -71,22 +76,29 @@ struct OpenDiscrepancy: Equatable {
     /// currency.
     static func moved(stored: String?, now: [Movement]) -> Bool {
         func text(_ v: Int64?) -> String { v.map { String($0) } ?? "-" }
-        func key(id: String, kind: String, at: Int64?, currency: String, gross: Int64?, fee: Int64?, net: Int64?, received: Int64?,
-                 receivedIn: String?) -> String {
+        func key(
+            id: String, kind: String, at: Int64?, currency: String, gross: Int64?, fee: Int64?, net: Int64?, received: Int64?,
+            receivedIn: String?
+        ) -> String {
             let parts: [String] = [id, kind, text(at), currency, text(gross), text(fee), text(net), text(received), receivedIn ?? "-"]
             return parts.joined(separator: "\u{0}")
         }
-        let fresh = Set(now.map {
-            key(id: $0.id, kind: $0.kind.rawValue, at: $0.at, currency: $0.currency.code, gross: $0.gross, fee: $0.fee, net: $0.net,
-                received: $0.received, receivedIn: $0.receivedCurrency?.code)
-        })
+        let fresh = Set(
+            now.map {
+                key(
+                    id: $0.id, kind: $0.kind.rawValue, at: $0.at, currency: $0.currency.code, gross: $0.gross, fee: $0.fee, net: $0.net,
+                    received: $0.received, receivedIn: $0.receivedCurrency?.code)
+            })
         guard let stored, let items = (try? JSONValue.parse(stored))?.arrayValue else { return !fresh.isEmpty }
         func int(_ v: JSONValue?) -> Int64? { v?.numberLiteral.flatMap { Int64($0) } }
-        let old = Set(items.map { m in
-            key(id: m["id"]?.stringValue ?? "", kind: m["kind"]?.stringValue ?? "", at: int(m["at"]), currency: m["currency"]?["code"]?.stringValue ?? "",
-                gross: int(m["gross"]), fee: int(m["fee"]), net: int(m["net"]), received: int(m["received"]),
-                receivedIn: m["receivedCurrency"]?["code"]?.stringValue)
-        })
+        let old = Set(
+            items.map { m in
+                key(
+                    id: m["id"]?.stringValue ?? "", kind: m["kind"]?.stringValue ?? "", at: int(m["at"]),
+                    currency: m["currency"]?["code"]?.stringValue ?? "",
+                    gross: int(m["gross"]), fee: int(m["fee"]), net: int(m["net"]), received: int(m["received"]),
+                    receivedIn: m["receivedCurrency"]?["code"]?.stringValue)
+            })
         return old != fresh
     }
 
@@ -102,7 +114,9 @@ struct OpenDiscrepancy: Equatable {
         for f in plan.findings {
             let same = own.filter { $0.kind == f.kind.rawValue && $0.transactionRef == check.transactionRef }
             // The same finding as an acknowledged one is counted there; a different one resolves it and goes on below.
-            if same.contains(where: { $0.acknowledged && Self.same($0.expected, f.expected) && Self.same($0.actual, f.actual) }) { continue }
+            if same.contains(where: { $0.acknowledged && Self.same($0.expected, f.expected) && Self.same($0.actual, f.actual) }) {
+                continue
+            }
             if let row = same.first(where: { !$0.acknowledged }) {
                 if row.says(f) {
                     adopted = adopted || row.bare
@@ -117,7 +131,8 @@ struct OpenDiscrepancy: Equatable {
         var resolved = false
         if orderID != nil {
             if mayResolve {
-                resolved = own.contains { !kinds.contains($0.kind) || $0.transactionRef != check.transactionRef }
+                resolved =
+                    own.contains { !kinds.contains($0.kind) || $0.transactionRef != check.transactionRef }
                     || open.contains { $0.provider == provider && $0.orderID == nil && check.transactionRefs.contains($0.transactionRef) }
             }
         } else {

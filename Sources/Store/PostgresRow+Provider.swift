@@ -7,8 +7,9 @@ extension PostgresRow {
     func provider(_ column: String) throws -> Provider {
         let name = try string(column)
         guard let provider = Provider(rawValue: name) else {
-            throw PostgresError.decoding("\(column) '\(name)' is no provider this payrecon knows (\(Provider.allCases.map(\.rawValue).joined(separator: ", "))): "
-                                         + "read it with the payrecon that stored it")
+            throw PostgresError.decoding(
+                "\(column) '\(name)' is no provider this payrecon knows (\(Provider.allCases.map(\.rawValue).joined(separator: ", "))): "
+                    + "read it with the payrecon that stored it")
         }
         return provider
     }

@@ -23,7 +23,9 @@ public struct RetentionPolicy: Sendable, Equatable {
             let part = entry.trimmingCharacters(in: .whitespaces)
             let pieces = part.split(separator: "=", maxSplits: 1).map(String.init)
             guard pieces.count == 2 else {
-                throw ParseError(description: "PAYRECON_RETAIN entry '\(part)' is not name=duration (e.g. deliveries=90d,rejected=7d,runs=90d,evidence=90d)")
+                throw ParseError(
+                    description:
+                        "PAYRECON_RETAIN entry '\(part)' is not name=duration (e.g. deliveries=90d,rejected=7d,runs=90d,evidence=90d)")
             }
             let seconds: Int64
             do { seconds = try DurationParser.parse(pieces[1]) } catch {
@@ -47,12 +49,14 @@ public struct RetentionPolicy: Sendable, Equatable {
 /// discrepancies and actions are never touched.
 public enum PruneStore {
     public struct Removed: Sendable, Equatable {
-        public var deliveries = 0, rejected = 0, rejectionCounts = 0, runs = 0, transmissions = 0, webhookMaterial = 0, evidence = 0, orderVersions = 0
+        public var deliveries = 0, rejected = 0, rejectionCounts = 0, runs = 0, transmissions = 0, webhookMaterial = 0, evidence = 0,
+            orderVersions = 0
         public init() {}
     }
 
     /// What would go (`dryRun`) or went.
-    public static func prune(_ policy: RetentionPolicy, dryRun: Bool, batchSize: Int = 5000, on conn: PostgresConnection) throws -> Removed {
+    public static func prune(_ policy: RetentionPolicy, dryRun: Bool, batchSize: Int = 5000, on conn: PostgresConnection) throws -> Removed
+    {
         var removed = Removed()
         // `before(s)`: older than `s` seconds.
         func before(_ seconds: Int64) -> SQL { "now() - make_interval(secs => \(.int64(seconds))::bigint)" }
@@ -68,15 +72,18 @@ public enum PruneStore {
             ("webhook_material", "keep_until < \(before(0))", \.webhookMaterial),
             // The evidence of checks (its answers go with it), except what an open or acknowledged discrepancy, a pending
             // action or a call made for an action points at: what is still being acted on keeps its reason.
-            ("evidence", """
+            (
+                "evidence",
+                """
                 checked_at < \(before(policy.evidenceSeconds))
                 AND NOT EXISTS (SELECT 1 FROM discrepancies d WHERE d.evidence_id = evidence.id AND d.status IN ('open', 'acknowledged'))
                 AND NOT EXISTS (SELECT 1 FROM actions a WHERE a.evidence_id = evidence.id
                                 AND (a.status = 'pending' OR (a.status = 'failed' AND a.in_doubt)))
                 AND NOT EXISTS (SELECT 1 FROM action_calls c WHERE c.evidence_id = evidence.id)
-                """, \.evidence),
+                """, \.evidence
+            ),
             // Versions of orders replaced longer ago (the order itself, as it is now, is never pruned).
-            ("order_versions", "replaced_at < \(before(policy.evidenceSeconds))", \.orderVersions),
+            ("order_versions", "replaced_at < \(before(policy.evidenceSeconds))", \.orderVersions)
         ]
         for target in targets {
             if dryRun {
@@ -86,15 +93,19 @@ public enum PruneStore {
             }
             // Which orders a delivery named goes with the delivery (no foreign key: the worker records the pairs on its hot
             // path, where a key check would lock the delivery's row).
-            let alsoPairs = target.table == "deliveries"
+            let alsoPairs =
+                target.table == "deliveries"
                 ? ", pairs AS (DELETE FROM delivery_orders WHERE delivery_id IN (SELECT id FROM gone))" : ""
             while true {
-                let n = Int(try conn.query("""
-                    WITH gone AS (DELETE FROM \(unescaped: target.table) WHERE ctid IN (
-                        SELECT ctid FROM \(unescaped: target.table) WHERE \(target.condition) LIMIT \(.int64(Int64(batchSize))) FOR UPDATE SKIP LOCKED)
-                        RETURNING \(unescaped: alsoPairs.isEmpty ? "1" : "id")) \(unescaped: alsoPairs)
-                    SELECT count(*) AS n FROM gone
-                    """).first?.int64("n") ?? 0)
+                let n = Int(
+                    try conn.query(
+                        """
+                        WITH gone AS (DELETE FROM \(unescaped: target.table) WHERE ctid IN (
+                            SELECT ctid FROM \(unescaped: target.table) WHERE \(target.condition) LIMIT \(.int64(Int64(batchSize))) FOR UPDATE SKIP LOCKED)
+                            RETURNING \(unescaped: alsoPairs.isEmpty ? "1" : "id")) \(unescaped: alsoPairs)
+                        SELECT count(*) AS n FROM gone
+                        """
+                    ).first?.int64("n") ?? 0)
                 removed[keyPath: target.count] += n
                 if n < batchSize { break }
             }

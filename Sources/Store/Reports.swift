@@ -66,51 +66,63 @@ public enum ReportStore {
 
     /// One discrepancy by id, whatever its status.
     public static func discrepancy(id: Int64, on conn: PostgresConnection) throws -> StoredDiscrepancy? {
-        try conn.query("""
+        try conn.query(
+            """
             SELECT id, provider, order_id, transaction_ref, kind, status, expected::text AS expected, actual::text AS actual,
                    detail, amount_at_risk_minor, currency, first_seen, last_seen, occurrences, resolved_at, acknowledged_at, ack_note,
                    acknowledged_by, evidence_id
             FROM discrepancies WHERE id = \(.int64(id))
-            """).first.map(decode)
+            """
+        ).first.map(decode)
     }
 
     /// The discrepancies the filter matches, oldest id first.
     public static func discrepancies(_ filter: DiscrepancyFilter, on conn: PostgresConnection) throws -> [StoredDiscrepancy] {
-        try conn.query("""
+        try conn.query(
+            """
             SELECT id, provider, order_id, transaction_ref, kind, status, expected::text AS expected, actual::text AS actual,
                    detail, amount_at_risk_minor, currency, first_seen, last_seen, occurrences, resolved_at, acknowledged_at, ack_note,
                    acknowledged_by, evidence_id
             FROM discrepancies WHERE \(filterClause(filter, status: filter.status)) ORDER BY id
-            """).map(decode)
+            """
+        ).map(decode)
     }
 
     /// Open discrepancies matching the filter's provider, kind and window (whatever its status), grouped by kind and
     /// currency. Sums are exact (numeric in SQL) and must fit Int64.
     public static func openTotals(_ filter: DiscrepancyFilter, on conn: PostgresConnection) throws -> [OpenTotal] {
-        try conn.query("""
+        try conn.query(
+            """
             SELECT kind, currency, count(*) AS n, sum(amount_at_risk_minor)::text AS at_risk
             FROM discrepancies WHERE \(filterClause(filter, status: "open")) GROUP BY kind, currency ORDER BY kind, currency
-            """).map { row in
+            """
+        ).map { row in
             let kindText = try row.string("kind")
-            guard let kind = DiscrepancyKind(rawValue: kindText) else { throw PostgresError.decoding("unknown discrepancy kind \(kindText)") }
+            guard let kind = DiscrepancyKind(rawValue: kindText) else {
+                throw PostgresError.decoding("unknown discrepancy kind \(kindText)")
+            }
             let sum = try row.string("at_risk")
             guard let minor = Int128(sum) else { throw PostgresError.decoding("amount at risk \(sum) is not an integer") }
-            return OpenTotal(kind: kind, currency: try currency(row.optionalString("currency")), count: Int(try row.int64("n")),
-                             amountAtRiskMinor: minor)
+            return OpenTotal(
+                kind: kind, currency: try currency(row.optionalString("currency")), count: Int(try row.int64("n")),
+                amountAtRiskMinor: minor)
         }
     }
 
     /// The money at risk in the open discrepancies matching the filter, per currency, with each order counted once:
     /// an order's findings often name the same money (a disputed payment and the refund it holds), so an order's
     /// share is the largest of its findings' amounts, never their sum. A transaction no order holds counts on its own.
-    public static func openAtRisk(_ filter: DiscrepancyFilter, on conn: PostgresConnection) throws -> [(currency: Currency, minor: Int128)] {
-        try conn.query("""
+    public static func openAtRisk(_ filter: DiscrepancyFilter, on conn: PostgresConnection) throws -> [(currency: Currency, minor: Int128)]
+    {
+        try conn.query(
+            """
             SELECT currency, sum(m)::text AS at_risk FROM (
                 SELECT currency, max(amount_at_risk_minor) AS m FROM discrepancies
                 WHERE \(filterClause(filter, status: "open")) AND currency IS NOT NULL
                 GROUP BY provider, coalesce(order_id, '?' || transaction_ref), currency) per_order
             GROUP BY currency ORDER BY currency
-            """).compactMap { row in
+            """
+        ).compactMap { row in
             guard let currency = try currency(row.optionalString("currency")) else { return nil }
             let sum = try row.string("at_risk")
             guard let minor = Int128(sum) else { throw PostgresError.decoding("amount at risk \(sum) is not an integer") }
@@ -119,11 +131,15 @@ public enum ReportStore {
     }
 
     /// Open discrepancies matching the filter (whatever its status) by UTC day first seen (`YYYY-MM-DD`) and kind.
-    public static func openByDay(_ filter: DiscrepancyFilter, on conn: PostgresConnection) throws -> [(day: String, kind: DiscrepancyKind, count: Int)] {
-        try conn.query("""
+    public static func openByDay(
+        _ filter: DiscrepancyFilter, on conn: PostgresConnection
+    ) throws -> [(day: String, kind: DiscrepancyKind, count: Int)] {
+        try conn.query(
+            """
             SELECT to_char(first_seen AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, kind, count(*) AS n
             FROM discrepancies WHERE \(filterClause(filter, status: "open")) GROUP BY 1, 2 ORDER BY 1, 2
-            """).compactMap { row in
+            """
+        ).compactMap { row in
             guard let kind = DiscrepancyKind(rawValue: try row.string("kind")) else { return nil }
             return (try row.string("day"), kind, Int(try row.int64("n")))
         }
@@ -131,12 +147,16 @@ public enum ReportStore {
 
     /// Rejected deliveries of the hours within `seconds`, by reason, optionally for one provider: every one counted
     /// (`rejection_counts`), not just the samples kept.
-    public static func rejectedByReason(within seconds: Int64, provider: Provider?, on conn: PostgresConnection) throws -> [(reason: String, count: Int)] {
-        try conn.query("""
+    public static func rejectedByReason(
+        within seconds: Int64, provider: Provider?, on conn: PostgresConnection
+    ) throws -> [(reason: String, count: Int)] {
+        try conn.query(
+            """
             SELECT reason, sum(count)::bigint AS n FROM rejection_counts
             WHERE hour >= date_trunc('hour', now() - make_interval(secs => \(.int64(seconds))::bigint)) AND (\(provider.map { .text($0.rawValue) } ?? .null)::text IS NULL OR provider = \(provider.map { .text($0.rawValue) } ?? .null))
             GROUP BY reason ORDER BY n DESC, reason
-            """).map { (try $0.string("reason"), Int(try $0.int64("n"))) }
+            """
+        ).map { (try $0.string("reason"), Int(try $0.int64("n"))) }
     }
 
     static func currency(_ code: String?) throws -> Currency? {
@@ -176,12 +196,14 @@ public struct ActionFilter: Sendable, Equatable {
 extension ActionStore {
     /// The newest `filter.limit` actions matching the filter, oldest first.
     public static func list(_ filter: ActionFilter, on conn: PostgresConnection) throws -> [StoredAction] {
-        try conn.query("""
+        try conn.query(
+            """
             SELECT * FROM (
                 SELECT \(unescaped: columns) FROM actions
                 WHERE (\(filter.status.map { .text($0.rawValue) } ?? .null)::text IS NULL OR status = \(filter.status.map { .text($0.rawValue) } ?? .null)) AND (\(filter.provider.map { .text($0.rawValue) } ?? .null)::text IS NULL OR provider = \(filter.provider.map { .text($0.rawValue) } ?? .null)) AND (\(filter.orderID.map { .text($0) } ?? .null)::text IS NULL OR order_id = \(filter.orderID.map { .text($0) } ?? .null))
                 ORDER BY id DESC LIMIT \(.int64(Int64(filter.limit)))) newest
             ORDER BY id
-            """).map(decode)
+            """
+        ).map(decode)
     }
 }

@@ -8,7 +8,8 @@ import Providers
 /// `payrecon_database_up` (1 or 0), so an outage on a quiet night, with no delivery to fail, still raises
 /// PayreconDatabaseDown. An outage is logged once, with libpq's reason, and its end once, with how long it lasted.
 public final class DatabaseProbe: Sendable {
-    static let up = Metrics.shared.gauge("payrecon_database_up",
+    static let up = Metrics.shared.gauge(
+        "payrecon_database_up",
         help: "1 when this process's last probe of PostgreSQL (SELECT 1 through its pool, every 15 s) answered, else 0")
 
     private let pool: PostgresPool
@@ -53,8 +54,9 @@ public final class DatabaseProbe: Sendable {
                 switch state.observe(failure: failure, at: Date()) {
                 case .none: break
                 case .lost(let reason):
-                    Log.warning("database out of reach; probing it until it answers, and saying when it is back",
-                                ["error": reason, "process": process])
+                    Log.warning(
+                        "database out of reach; probing it until it answers, and saying when it is back",
+                        ["error": reason, "process": process])
                 case .back(let seconds):
                     Log.info("database reachable again", ["after_seconds": Int(seconds), "process": process])
                 }
@@ -82,6 +84,10 @@ struct ProbeState {
 final class Flag: Sendable {
     private let value = Mutex(false)
     /// Sets it; whether it was clear.
-    func set() -> Bool { value.withLock { was in defer { was = true }; return !was } }
+    func set() -> Bool {
+        value.withLock { was in
+            defer { was = true }; return !was
+        }
+    }
     func clear() { value.withLock { $0 = false } }
 }

@@ -44,7 +44,8 @@ public struct Doctor: Sendable {
         var report = Report()
         func add(_ check: DoctorCheck) { report.checks.append(check); emit(check) }
 
-        let providers = try ConfiguredProviders(environment: environment, transport: try WorkerContext.transport(environment, maxConcurrentRequests: 4))
+        let providers = try ConfiguredProviders(
+            environment: environment, transport: try WorkerContext.transport(environment, maxConcurrentRequests: 4))
 
         // The database: without it nothing payrecon does can work (fatal), but the providers are still checked.
         var records: Records = .unavailable("the database is unreachable (see \(Self.databaseReachable))")
@@ -79,15 +80,19 @@ public struct Doctor: Sendable {
         do { url = try environment.databaseURL(flag: databaseURL) } catch { return .failure(Problem(description: error.description)) }
         do { return .success(try PostgresConnection(conninfo: url)) } catch {
             let reason = String(describing: error).trimmingCharacters(in: .whitespacesAndNewlines)
-            return .failure(Problem(description: "cannot connect to PostgreSQL (\(reason)): check DATABASE_URL (or --database-url) and "
-                                    + "that the server is running and reachable from this host"))
+            return .failure(
+                Problem(
+                    description: "cannot connect to PostgreSQL (\(reason)): check DATABASE_URL (or --database-url) and "
+                        + "that the server is running and reachable from this host"))
         }
     }
 
     func migrationCheck(_ conn: PostgresConnection) -> DoctorCheck {
         guard let dir = Migrator.locateDirectory(environment: environment.values) else {
-            return .failed(Self.databaseMigrated, "cannot find the sql/ migrations to compare with: set PAYRECON_SQL_DIR to the folder "
-                           + "holding 0001_deliveries.sql")
+            return .failed(
+                Self.databaseMigrated,
+                "cannot find the sql/ migrations to compare with: set PAYRECON_SQL_DIR to the folder "
+                    + "holding 0001_deliveries.sql")
         }
         let status: Migrator.Status
         let migrations: [Migrator.Migration]
@@ -98,21 +103,28 @@ public struct Doctor: Sendable {
             return .failed(Self.databaseMigrated, "cannot read the migrations: \(error)")
         }
         if !status.pending.isEmpty {
-            let list = status.pending.count > 4 ? status.pending.prefix(3).joined(separator: ", ") + ", …" : status.pending.joined(separator: ", ")
-            return .failed(Self.databaseMigrated, "\(status.pending.count) of \(migrations.count) migrations in \(dir.path) are not applied "
-                           + "(\(list)): run payrecon migrate")
+            let list =
+                status.pending.count > 4 ? status.pending.prefix(3).joined(separator: ", ") + ", …" : status.pending.joined(separator: ", ")
+            return .failed(
+                Self.databaseMigrated,
+                "\(status.pending.count) of \(migrations.count) migrations in \(dir.path) are not applied "
+                    + "(\(list)): run payrecon migrate")
         }
         if !status.unknown.isEmpty {
-            return .failed(Self.databaseMigrated, "the database has migrations this payrecon does not have (\(status.unknown.joined(separator: ", "))): "
-                           + "it was migrated by a newer payrecon; run that version")
+            return .failed(
+                Self.databaseMigrated,
+                "the database has migrations this payrecon does not have (\(status.unknown.joined(separator: ", "))): "
+                    + "it was migrated by a newer payrecon; run that version")
         }
         return .ok(Self.databaseMigrated, "all \(migrations.count) migrations in \(dir.path) are applied")
     }
 
     // MARK: The providers
 
-    func checkProviders(_ providers: ConfiguredProviders, records: Records, into report: Report,
-                        emit: (DoctorCheck) -> Void) async -> Report {
+    func checkProviders(
+        _ providers: ConfiguredProviders, records: Records, into report: Report,
+        emit: (DoctorCheck) -> Void
+    ) async -> Report {
         var report = report
         func add(_ check: DoctorCheck) { report.checks.append(check); emit(check) }
         var configured = 0
@@ -120,15 +132,21 @@ public struct Doctor: Sendable {
             let name = definition.provider.rawValue
             guard let api = providers.apis[definition.provider], api.isConfigured else {
                 let set = "set \(definition.apiVariables) (a secret may be given as NAME_FILE)"
-                if provider != nil { add(.failed("\(name) credentials", "not set: \(set)")) }
-                else { add(.skipped(name, "no API credentials: \(set) to check it")) }
+                if provider != nil {
+                    add(.failed("\(name) credentials", "not set: \(set)"))
+                } else {
+                    add(.skipped(name, "no API credentials: \(set) to check it"))
+                }
                 continue
             }
             configured += 1
             for check in await api.doctor(context(for: definition.provider, records)) { add(check) }
         }
         if provider == nil, configured == 0 {
-            add(.failed("provider credentials", "no provider has API credentials, so payrecon cannot re-fetch any order: set "
+            add(
+                .failed(
+                    "provider credentials",
+                    "no provider has API credentials, so payrecon cannot re-fetch any order: set "
                         + ProviderRegistry.definitions.map(\.apiVariables).joined(separator: "; ")))
         }
         return report
@@ -137,25 +155,32 @@ public struct Doctor: Sendable {
     func context(for provider: Provider, _ records: Records) -> DoctorContext {
         switch records {
         case .unavailable(let why):
-            return DoctorContext(environment: environment, lastDelivery: .unavailable(why), lastUntrustedCertificate: .unavailable(why),
-                                 latestMerchant: .unavailable(why))
+            return DoctorContext(
+                environment: environment, lastDelivery: .unavailable(why), lastUntrustedCertificate: .unavailable(why),
+                latestMerchant: .unavailable(why))
         case .readable(let conn):
             let delivery: DoctorRecord<StoredEvent>
             do {
-                delivery = try DeliveryQueue.latest(provider: provider, on: conn)
+                delivery =
+                    try DeliveryQueue.latest(provider: provider, on: conn)
                     .map { .found(StoredEvent(id: $0.id, headers: Headers($0.headers), body: $0.body)) } ?? .none
             } catch { delivery = .unavailable("cannot read the stored deliveries: \(error)") }
             let refused: DoctorRecord<DoctorRejection>
             do {
-                refused = try DeliveryStore.latestRejection(provider: provider, reason: RejectionCode.untrustedCertificate.rawValue, on: conn)
-                    .map { .found(DoctorRejection(id: $0.id, message: $0.message, headers: Headers($0.headers), receivedAt: $0.receivedAt)) } ?? .none
+                refused =
+                    try DeliveryStore.latestRejection(provider: provider, reason: RejectionCode.untrustedCertificate.rawValue, on: conn)
+                    .map {
+                        .found(DoctorRejection(id: $0.id, message: $0.message, headers: Headers($0.headers), receivedAt: $0.receivedAt))
+                    } ?? .none
             } catch { refused = .unavailable("cannot read the rejected-delivery samples: \(error)") }
             let merchant: DoctorRecord<DoctorMerchant>
             do {
-                merchant = try OrderStore.latestMerchant(provider: provider, on: conn)
+                merchant =
+                    try OrderStore.latestMerchant(provider: provider, on: conn)
                     .map { .found(DoctorMerchant(merchant: $0.merchant, site: $0.site.isEmpty ? nil : $0.site)) } ?? .none
             } catch { merchant = .unavailable("cannot read the orders: \(error)") }
-            return DoctorContext(environment: environment, lastDelivery: delivery, lastUntrustedCertificate: refused, latestMerchant: merchant)
+            return DoctorContext(
+                environment: environment, lastDelivery: delivery, lastUntrustedCertificate: refused, latestMerchant: merchant)
         }
     }
 }

@@ -9,7 +9,8 @@ import Reconciliation
 public func configuredWebhooks(_ env: Environment) throws(ConfigurationError) -> [Provider: any ProviderWebhook] {
     let webhooks = try ConfiguredProviders.webhooks(environment: env)
     for d in ProviderRegistry.definitions where webhooks[d.provider] == nil {
-        Log.warning("webhooks disabled for a provider: its secret is not set", ["provider": d.provider.rawValue, "set": d.webhookSecretVariable])
+        Log.warning(
+            "webhooks disabled for a provider: its secret is not set", ["provider": d.provider.rawValue, "set": d.webhookSecretVariable])
     }
     return webhooks
 }

@@ -41,10 +41,12 @@ public final class VerdictService: Sendable {
     private let waiting = Atomic<Int>(0)
     let logger: Logger
 
-    static let verdicts = Metrics.shared.counter("payrecon_verdicts_total",
-                                                 help: "Verdicts answered by the verdict API, by provider and outcome (fulfil, wait, refuse, unknown_order, unavailable, failed)")
-    static let seconds = Metrics.shared.histogram("payrecon_verdict_seconds", help: "Verdict API latency, by provider",
-                                                  buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10])
+    static let verdicts = Metrics.shared.counter(
+        "payrecon_verdicts_total",
+        help: "Verdicts answered by the verdict API, by provider and outcome (fulfil, wait, refuse, unknown_order, unavailable, failed)")
+    static let seconds = Metrics.shared.histogram(
+        "payrecon_verdict_seconds", help: "Verdict API latency, by provider",
+        buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10])
 
     public init(pool: PostgresPool, checker: OrderChecker, maxChecks: Int = 16, maxWaiting: Int = 1024, logger: Logger) {
         self.pool = pool; self.checker = checker; self.checks = AsyncSemaphore(permits: max(1, maxChecks))
@@ -61,7 +63,7 @@ public final class VerdictService: Sendable {
             state.next += 1
             let id = state.next, under = flight.running?.task
             let task = Task { [self] in
-                if let under { _ = await under.value }   // began before this request: the next check is this one's
+                if let under { _ = await under.value }  // began before this request: the next check is this one's
                 let answer = await self.decide(provider: provider, orderID: orderID, key: key, id: id)
                 self.flights.withLock { state in
                     guard var flight = state.byOrder[key] else { return }
@@ -111,8 +113,9 @@ public final class VerdictService: Sendable {
         }
         guard let (order, known) = found else { return .unknownOrder }
         let checkedAt = Int64(Date().timeIntervalSince1970)
-        let (result, verdict, current) = await checker.verify(order, known: known, logger: logger,
-                                                              fetched: { [self] in self.fetched(key: key, id: id) })
+        let (result, verdict, current) = await checker.verify(
+            order, known: known, logger: logger,
+            fetched: { [self] in self.fetched(key: key, id: id) })
         if let verdict { return .verdict(VerdictReport(order: current, verdict: verdict, checkedAt: checkedAt)) }
         switch result {
         case .transient(let reason, _): return .unavailable(reason)
@@ -133,11 +136,14 @@ public final class VerdictServer: Sendable {
     /// How long a verdict may take before it is answered 503 (its check goes on, and the next verdict may use it).
     public static let deadlineSeconds: Double = 10
 
-    public init(host: String, port: UInt16, token: [UInt8], service: VerdictService, connectionLimit: Int = 256,
-                deadlineSeconds: Double = VerdictServer.deadlineSeconds) {
+    public init(
+        host: String, port: UInt16, token: [UInt8], service: VerdictService, connectionLimit: Int = 256,
+        deadlineSeconds: Double = VerdictServer.deadlineSeconds
+    ) {
         let expected = SHA256.hash(token)
-        var configuration = HTTPServer.Configuration(host: host, port: port, threads: 2, maxBodyBytes: 0, connectionTimeoutSeconds: 15,
-                                                     connectionLimit: connectionLimit, connectionLimitPerIP: max(1, connectionLimit / 2))
+        var configuration = HTTPServer.Configuration(
+            host: host, port: port, threads: 2, maxBodyBytes: 0, connectionTimeoutSeconds: 15,
+            connectionLimit: connectionLimit, connectionLimitPerIP: max(1, connectionLimit / 2))
         // A request must be whole and answered within this: a client trickling bytes holds no connection for long.
         configuration.requestTimeoutSeconds = deadlineSeconds + 5
         server = HTTPServer(configuration: configuration) { request, responder in
@@ -145,35 +151,47 @@ public final class VerdictServer: Sendable {
             // The scheme is case-insensitive (RFC 7235); the token is compared whole.
             let given = authorization.lowercased().hasPrefix("bearer ") ? Array(authorization.utf8.dropFirst(7)) : []
             guard !given.isEmpty, constantTimeEquals(SHA256.hash(given), expected) else {
-                return responder.respond(.error(status: 401, code: "unauthorized",
-                                                message: "send Authorization: Bearer with PAYRECON_API_TOKEN",
-                                                headers: [("WWW-Authenticate", "Bearer")]))
+                return responder.respond(
+                    .error(
+                        status: 401, code: "unauthorized",
+                        message: "send Authorization: Bearer with PAYRECON_API_TOKEN",
+                        headers: [("WWW-Authenticate", "Bearer")]))
             }
             guard request.method == "GET" else {
                 return responder.respond(.error(status: 405, code: "method_not_allowed", message: "use GET", headers: [("Allow", "GET")]))
             }
             // /v1/orders/{provider}/{order_id}/verdict: the order id is everything between (it may hold a '/', sent as %2F).
             let prefix = "/v1/orders/", suffix = "/verdict"
-            let inner = request.path.hasPrefix(prefix) && request.path.hasSuffix(suffix) && request.path.count > prefix.count + suffix.count
+            let inner =
+                request.path.hasPrefix(prefix) && request.path.hasSuffix(suffix) && request.path.count > prefix.count + suffix.count
                 ? String(request.path.dropFirst(prefix.count).dropLast(suffix.count)) : ""
             let slash = inner.firstIndex(of: "/")
             guard let slash, let provider = Provider(rawValue: String(inner[..<slash])), inner.index(after: slash) < inner.endIndex else {
-                return responder.respond(.error(status: 404, code: "not_found",
-                                                message: "no such endpoint: GET /v1/orders/{provider}/{order_id}/verdict, provider one of "
-                                                    + Provider.allCases.map(\.rawValue).joined(separator: ", ")))
+                return responder.respond(
+                    .error(
+                        status: 404, code: "not_found",
+                        message: "no such endpoint: GET /v1/orders/{provider}/{order_id}/verdict, provider one of "
+                            + Provider.allCases.map(\.rawValue).joined(separator: ", ")))
             }
             let orderID = String(inner[inner.index(after: slash)...])
-            Task { await Self.answer(provider: provider, orderID: orderID, service: service, deadlineSeconds: deadlineSeconds, responder: responder) }
+            Task {
+                await Self.answer(
+                    provider: provider, orderID: orderID, service: service, deadlineSeconds: deadlineSeconds, responder: responder)
+            }
         }
     }
 
     /// The verdict, or 503 at the deadline (its check goes on, for whoever asks next), answered and counted.
-    static func answer(provider: Provider, orderID: String, service: VerdictService, deadlineSeconds: Double, responder: HTTPResponder) async {
+    static func answer(
+        provider: Provider, orderID: String, service: VerdictService, deadlineSeconds: Double, responder: HTTPResponder
+    ) async {
         let started = DispatchTime.now()
         let answer: VerdictAnswer = await withCheckedContinuation { continuation in
             let answered = Atomic<Bool>(false)
             let answer: @Sendable (VerdictAnswer) -> Void = { a in
-                if answered.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged { continuation.resume(returning: a) }
+                if answered.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged {
+                    continuation.resume(returning: a)
+                }
             }
             Task { answer(await service.verdict(provider: provider, orderID: orderID)) }
             Task {
@@ -188,19 +206,24 @@ public final class VerdictServer: Sendable {
             responder.respond(.json(bytes: report.json()))
         case .unknownOrder:
             outcome = "unknown_order"
-            responder.respond(.error(status: 404, code: "unknown_order",
-                                     message: "payrecon holds no \(provider.rawValue) order with that id: import it first"))
+            responder.respond(
+                .error(
+                    status: 404, code: "unknown_order",
+                    message: "payrecon holds no \(provider.rawValue) order with that id: import it first"))
         case .unavailable(let why):
             outcome = "unavailable"
-            responder.respond(.error(status: 503, code: "unavailable", message: "no verdict now: \(why); try again",
-                                     headers: [("Retry-After", "5")]))
+            responder.respond(
+                .error(
+                    status: 503, code: "unavailable", message: "no verdict now: \(why); try again",
+                    headers: [("Retry-After", "5")]))
         case .failed(let why):
             outcome = "failed"
             responder.respond(.error(status: 502, code: "provider_answer_unusable", message: "no verdict: \(why)"))
         }
         VerdictService.verdicts.increment([("provider", provider.rawValue), ("outcome", outcome)])
-        VerdictService.seconds.observe(seconds: Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9,
-                                       [("provider", provider.rawValue)])
+        VerdictService.seconds.observe(
+            seconds: Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9,
+            [("provider", provider.rawValue)])
     }
 
     public func start() throws -> UInt16 {

@@ -32,7 +32,9 @@ public struct WorkerContext: Sendable {
         gateway = ProviderGateway(try ConfiguredProviders(environment: env, transport: transport, limiters: limiters))
         pool = PostgresPool(conninfo: url, size: poolSize, acquireTimeout: 30, prepareStatements: try env.preparesStatements())
         let windows: PendingWindows
-        do { windows = try PendingWindows.parse(env["PAYRECON_PENDING_MAX"] ?? "24h") } catch { throw ConfigurationError(error.description) }
+        do { windows = try PendingWindows.parse(env["PAYRECON_PENDING_MAX"] ?? "24h") } catch {
+            throw ConfigurationError(error.description)
+        }
         checker = OrderChecker(pool: pool, gateway: gateway, pendingWindows: windows)
         inDoubtGraceSeconds = Double(try env.duration("PAYRECON_IN_DOUBT_GRACE", default: "2m"))
         executor = ActionExecutor(pool: pool, gateway: gateway, checker: checker, inDoubtGraceSeconds: inDoubtGraceSeconds, logger: logger)
@@ -64,8 +66,9 @@ public struct WorkerContext: Sendable {
             throw ConfigurationError("cannot read the database's migrations (\(error)): check DATABASE_URL")
         }
         guard status.pending.isEmpty else {
-            throw ConfigurationError("the database is not migrated (\(status.pending.count) pending, first \(status.pending[0])): "
-                                     + "run `payrecon migrate` first")
+            throw ConfigurationError(
+                "the database is not migrated (\(status.pending.count) pending, first \(status.pending[0])): "
+                    + "run `payrecon migrate` first")
         }
     }
 
@@ -77,14 +80,18 @@ public struct WorkerContext: Sendable {
             // A LISTEN URL at the pooler by mistake: transaction-mode PgBouncer drops the LISTEN with the transaction,
             // so the worker would wait for notifications that never come. Say so, and poll.
             if Self.looksPooled(direct) == true {
-                Log.warning("PAYRECON_LISTEN_DATABASE_URL reaches PostgreSQL through a pooler, which loses LISTEN: point it at PostgreSQL itself (its own host and port); until then the worker polls for deliveries")
+                Log.warning(
+                    "PAYRECON_LISTEN_DATABASE_URL reaches PostgreSQL through a pooler, which loses LISTEN: point it at PostgreSQL itself (its own host and port); until then the worker polls for deliveries"
+                )
                 return nil
             }
             return direct
         }
         let pooled = Self.looksPooled(url)
         if pooled == true {
-            Log.warning("DATABASE_URL reaches PostgreSQL through a pooler and PAYRECON_LISTEN_DATABASE_URL is not set: the worker polls for deliveries")
+            Log.warning(
+                "DATABASE_URL reaches PostgreSQL through a pooler and PAYRECON_LISTEN_DATABASE_URL is not set: the worker polls for deliveries"
+            )
             return nil
         }
         return url
@@ -103,8 +110,9 @@ public struct WorkerContext: Sendable {
     /// scripts/bench-http-client (20 ms latency, concurrency 64): curl used about 2.4× less CPU per authenticated
     /// PXP GET and 13× less per bare GET, and reached 0.95 of concurrency ÷ latency where URLSession reached 0.74–0.80.
     public static func transport(_ env: Environment, maxConcurrentRequests: Int) throws(ConfigurationError) -> any ProviderTransport {
-        let limits = HTTPClient.Configuration(timeoutSeconds: 30, maxConcurrentRequests: maxConcurrentRequests,
-                                              maxConnectionsPerHost: maxConcurrentRequests)
+        let limits = HTTPClient.Configuration(
+            timeoutSeconds: 30, maxConcurrentRequests: maxConcurrentRequests,
+            maxConnectionsPerHost: maxConcurrentRequests)
         switch try env.choice("PAYRECON_HTTP_CLIENT", ["curl", "urlsession"], default: "curl") {
         case "urlsession": return HTTPClientTransport(client: HTTPClient(configuration: limits))
         default: return HTTPClientTransport(client: CurlHTTPClient(configuration: limits))
@@ -116,8 +124,9 @@ extension Environment {
     public func databaseURL(flag: String? = nil) throws(ConfigurationError) -> String {
         if let flag, !flag.isEmpty { return flag }
         guard let url = try secret("DATABASE_URL") else {
-            throw ConfigurationError("DATABASE_URL is not set: set it to a libpq connection string "
-                + "(e.g. postgresql://user@localhost:5432/payrecon), or run scripts/demo, which starts a local database")
+            throw ConfigurationError(
+                "DATABASE_URL is not set: set it to a libpq connection string "
+                    + "(e.g. postgresql://user@localhost:5432/payrecon), or run scripts/demo, which starts a local database")
         }
         return url
     }
@@ -159,13 +168,15 @@ extension Environment {
     public func trustedProxies() throws(ConfigurationError) -> [AddressRange] {
         guard let text = self["PAYRECON_TRUSTED_PROXIES"] else { return [] }
         do { return try AddressRange.list(text) } catch {
-            throw ConfigurationError("PAYRECON_TRUSTED_PROXIES=\(text): \(error); list the proxies in front of serve, e.g. 127.0.0.1 or 10.0.0.0/8,fd00::/8")
+            throw ConfigurationError(
+                "PAYRECON_TRUSTED_PROXIES=\(text): \(error); list the proxies in front of serve, e.g. 127.0.0.1 or 10.0.0.0/8,fd00::/8")
         }
     }
 
     static func address(_ text: String, variable: String) throws(ConfigurationError) -> (host: String, port: UInt16)? {
         guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]) else {
-            throw ConfigurationError("\(variable)\(variable.hasPrefix("--") ? " " : "=")\(text) must be host:port, e.g. 127.0.0.1:8080 or 0.0.0.0:8080")
+            throw ConfigurationError(
+                "\(variable)\(variable.hasPrefix("--") ? " " : "=")\(text) must be host:port, e.g. 127.0.0.1:8080 or 0.0.0.0:8080")
         }
         var host = String(text[..<colon])
         if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }

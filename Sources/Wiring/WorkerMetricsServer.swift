@@ -8,19 +8,27 @@ public final class WorkerMetricsServer: Sendable {
     let server: HTTPServer
 
     public init(host: String, port: UInt16, metrics: Metrics = .shared) {
-        server = HTTPServer(configuration: .init(host: host, port: port, threads: 1, maxBodyBytes: 0, connectionTimeoutSeconds: 10,
-                                                 connectionLimit: 32)) { request, responder in
+        server = HTTPServer(
+            configuration: .init(
+                host: host, port: port, threads: 1, maxBodyBytes: 0, connectionTimeoutSeconds: 10,
+                connectionLimit: 32)
+        ) { request, responder in
             guard request.method == "GET" || request.method == "HEAD" else {
-                return responder.respond(.error(status: 405, code: "method_not_allowed", message: "use GET", headers: [("Allow", "GET, HEAD")]))
+                return responder.respond(
+                    .error(status: 405, code: "method_not_allowed", message: "use GET", headers: [("Allow", "GET, HEAD")]))
             }
             switch request.path {
             case "/metrics":
-                responder.respond(HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")],
-                                               body: Array(metrics.render().utf8)))
+                responder.respond(
+                    HTTPResponse(
+                        status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")],
+                        body: Array(metrics.render().utf8)))
             case "/healthz": responder.respond(.json(bytes: Array(#"{"status":"ok"}"#.utf8)))
             default:
-                responder.respond(.error(status: 404, code: "not_found",
-                                         message: "no such endpoint: \(request.path) (the worker serves /metrics and /healthz)"))
+                responder.respond(
+                    .error(
+                        status: 404, code: "not_found",
+                        message: "no such endpoint: \(request.path) (the worker serves /metrics and /healthz)"))
             }
         }
     }

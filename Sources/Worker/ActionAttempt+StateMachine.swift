@@ -126,8 +126,10 @@ public struct ActionAttempt: Sendable {
         /// Check the order once the outcome is recorded.
         public var recheck: Bool
 
-        public init(_ status: ActionStatus, ref: String? = nil, error: String? = nil, inDoubt: Bool? = nil, notBefore: Int? = nil,
-                    recheck: Bool = false) {
+        public init(
+            _ status: ActionStatus, ref: String? = nil, error: String? = nil, inDoubt: Bool? = nil, notBefore: Int? = nil,
+            recheck: Bool = false
+        ) {
             self.status = status; self.providerRef = ref; self.error = error; self.inDoubt = inDoubt; self.notBeforeSeconds = notBefore
             self.recheck = recheck
         }
@@ -185,17 +187,21 @@ public struct ActionAttempt: Sendable {
         case .stillPending:
             return record(Outcome(.pending, error: "the provider reports the call pending; asked again next time"))
         case .notMade where claim.withinGrace:
-            return record(Outcome(.pending, error: "the provider does not show the last call yet; trusted only \(claim.graceSeconds) s after it was sent"))
+            return record(
+                Outcome(
+                    .pending, error: "the provider does not show the last call yet; trusted only \(claim.graceSeconds) s after it was sent")
+            )
         case .notMade:
             state = .replanning
             return .replan(settling: false)
         case .unknown where claim.providerDeduplicatesKeys:
-            state = .replanning   // a repeated key is answered with the first result: re-sent only as it was sent
+            state = .replanning  // a repeated key is answered with the first result: re-sent only as it was sent
             return .replan(settling: false)
         case .unknown where claim.attempts < Self.attemptsBeforeOutcomeUnknown:
             return record(Outcome(.pending, error: "outcome of the last call unknown; the provider will be asked again"))
         case .unknown:
-            let why = "outcome unknown: the call may have been applied, and the provider cannot be asked whether it was "
+            let why =
+                "outcome unknown: the call may have been applied, and the provider cannot be asked whether it was "
                 + "(it does not find it, and that it would is not known). Nothing is sent again automatically. Check the "
                 + "transaction with the provider; if the call was not applied, run `payrecon actions retry`"
             return keepEvidence("settled", required: false, then: Outcome(.failed, error: why, inDoubt: true, recheck: true))
@@ -211,10 +217,14 @@ public struct ActionAttempt: Sendable {
             return record(Outcome(.failed, error: why))
         case .notWanted where claim.inDoubt && claim.withinGrace:
             // The fresh answer may not show the last call yet: it is not given up on sooner than the grace.
-            return record(Outcome(.pending, error: "the order may no longer call for it; decided once the last call is \(claim.graceSeconds) s old"))
+            return record(
+                Outcome(.pending, error: "the order may no longer call for it; decided once the last call is \(claim.graceSeconds) s old"))
         case .notWanted(let why):
-            return keepEvidence("not sent", required: true, then: Outcome(.superseded, error: "not sent: the fresh plan no longer wants it (\(why))",
-                                                                          inDoubt: false, recheck: true))
+            return keepEvidence(
+                "not sent", required: true,
+                then: Outcome(
+                    .superseded, error: "not sent: the fresh plan no longer wants it (\(why))",
+                    inDoubt: false, recheck: true))
         case .wanted(let call):
             guard let sent = claim.sent, sent != call else {
                 state = .keepingEvidence(then: .confirm(call), required: true)
@@ -222,12 +232,18 @@ public struct ActionAttempt: Sendable {
             }
             // Never sent again with another amount or target.
             if claim.inDoubt && claim.withinGrace {
-                return record(Outcome(.pending, error: "first sent as \(sent); the fresh plan wants \(call): not sent again with another amount "
-                                      + "or target; waiting for the first call to show (\(claim.graceSeconds) s after it was sent)"))
+                return record(
+                    Outcome(
+                        .pending,
+                        error: "first sent as \(sent); the fresh plan wants \(call): not sent again with another amount "
+                            + "or target; waiting for the first call to show (\(claim.graceSeconds) s after it was sent)"))
             }
-            return keepEvidence("not sent", required: true, then: Outcome(
-                .superseded, error: "not sent again: first sent as \(sent), the fresh plan wants \(call); a key once sent is never sent with "
-                    + "another amount or target, so the need is planned under a key of its own", inDoubt: false, recheck: true))
+            return keepEvidence(
+                "not sent", required: true,
+                then: Outcome(
+                    .superseded,
+                    error: "not sent again: first sent as \(sent), the fresh plan wants \(call); a key once sent is never sent with "
+                        + "another amount or target, so the need is planned under a key of its own", inDoubt: false, recheck: true))
         }
     }
 
@@ -257,7 +273,7 @@ public struct ActionAttempt: Sendable {
             state = .finished
             return .done(.pending)
         case .failed(let why):
-            return record(Outcome(.pending, error: "will retry: \(why)"))   // nothing sent
+            return record(Outcome(.pending, error: "will retry: \(why)"))  // nothing sent
         }
     }
 
@@ -265,17 +281,22 @@ public struct ActionAttempt: Sendable {
     /// says of itself (a 429, a refusal): only the provider showing the first call's outcome settles it.
     public mutating func called(_ answer: Answer) -> Step {
         guard case .calling = state else { return unexpected("called") }
-        let earlier: Bool? = claim.inDoubt ? nil : false   // nil keeps in_doubt as it is: true
+        let earlier: Bool? = claim.inDoubt ? nil : false  // nil keeps in_doubt as it is: true
         switch answer {
         case .applied(let ref):
             return record(Outcome(.succeeded, ref: ref, inDoubt: false, recheck: true))
         case .notProcessed(let reason, let after) where claim.attempts < Self.attemptsWhileRefusedUnprocessed:
             let delay = min(Self.longestWait, after ?? min(300, 1 << min(claim.attempts, 8)))
-            return record(Outcome(.pending, error: "refused before it was processed (\(reason)): sent again as it was after \(delay) s",
-                                  inDoubt: earlier, notBefore: delay))
+            return record(
+                Outcome(
+                    .pending, error: "refused before it was processed (\(reason)): sent again as it was after \(delay) s",
+                    inDoubt: earlier, notBefore: delay))
         case .notProcessed(let reason, _):
-            return record(Outcome(.failed, error: "refused before it was processed \(claim.attempts) times (\(reason)); run "
-                                  + "`payrecon actions retry` once the provider takes calls again", inDoubt: earlier, recheck: true))
+            return record(
+                Outcome(
+                    .failed,
+                    error: "refused before it was processed \(claim.attempts) times (\(reason)); run "
+                        + "`payrecon actions retry` once the provider takes calls again", inDoubt: earlier, recheck: true))
         case .permanent(.unreadable(let reason)):
             // Answered, and the answer cannot be read: it may have been applied, as after a timeout.
             return called(.unknown("the provider's answer could not be read: \(reason)"))
@@ -284,12 +305,18 @@ public struct ActionAttempt: Sendable {
             return record(Outcome(.failed, error: failure.description, inDoubt: earlier, recheck: failure.reachedProvider))
         case .keyInUse(let body) where (claim.inDoubt || claim.sent != nil) && claim.attempts < Self.attemptsBeforeOutcomeUnknown:
             // The 409 proves an earlier request under this key arrived: what it did is not known yet.
-            return record(Outcome(.pending, error: "the provider says an earlier request under this key reached it (\(body)); in doubt "
-                                  + "until it shows what that request did", inDoubt: true))
+            return record(
+                Outcome(
+                    .pending,
+                    error: "the provider says an earlier request under this key reached it (\(body)); in doubt "
+                        + "until it shows what that request did", inDoubt: true))
         case .keyInUse(let body) where claim.inDoubt || claim.sent != nil:
-            return record(Outcome(.failed, error: "outcome unknown: the provider says an earlier request under this key reached it (\(body)), "
-                                  + "and shows nothing of what it did. Check the transaction with the provider; if nothing was applied, run "
-                                  + "`payrecon actions retry`", inDoubt: true, recheck: true))
+            return record(
+                Outcome(
+                    .failed,
+                    error: "outcome unknown: the provider says an earlier request under this key reached it (\(body)), "
+                        + "and shows nothing of what it did. Check the transaction with the provider; if nothing was applied, run "
+                        + "`payrecon actions retry`", inDoubt: true, recheck: true))
         case .keyInUse(let body):
             return record(Outcome(.failed, error: "provider answered 409: \(body)", inDoubt: false, recheck: true))
         case .unknown(let reason):

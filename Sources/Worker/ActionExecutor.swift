@@ -34,8 +34,10 @@ public final class ActionExecutor: Sendable {
     /// superseded (PAYRECON_IN_DOUBT_GRACE): a provider still applying a slow call may not show it yet.
     let inDoubtGraceSeconds: Double
 
-    public init(pool: PostgresPool, gateway: ProviderGateway, checker: OrderChecker, leaseSeconds: Int = 120,
-                inDoubtGraceSeconds: Double = 120, logger: Logger) {
+    public init(
+        pool: PostgresPool, gateway: ProviderGateway, checker: OrderChecker, leaseSeconds: Int = 120,
+        inDoubtGraceSeconds: Double = 120, logger: Logger
+    ) {
         self.pool = pool; self.gateway = gateway; self.checker = checker; self.leaseSeconds = leaseSeconds
         self.inDoubtGraceSeconds = inDoubtGraceSeconds; self.logger = logger
     }
@@ -110,8 +112,10 @@ public final class ActionExecutor: Sendable {
 
     /// Performs the steps `ActionAttempt` returns until it is done: this loop does the I/O, the machine decides.
     private func attempt(_ action: StoredAction, answers: AnswerLog) async -> ActionStatus {
-        let log = logger.with(["provider": action.provider.rawValue, "order_id": action.orderID, "action": action.kind.rawValue,
-                               "idempotency_key": action.idempotencyKey])
+        let log = logger.with([
+            "provider": action.provider.rawValue, "order_id": action.orderID, "action": action.kind.rawValue,
+            "idempotency_key": action.idempotencyKey
+        ])
         let lease = LeaseRenewal(pool: pool, action: action, leaseSeconds: leaseSeconds, logger: log)
         defer { lease.stop() }
 
@@ -123,11 +127,14 @@ public final class ActionExecutor: Sendable {
         guard let stored else {
             return await finish(action, .init(.superseded, error: "the order no longer exists", inDoubt: false), logger: log)
         }
-        var machine = ActionAttempt(ActionAttempt.Claim(
-            inDoubt: action.inDoubt, sent: action.sentAt == nil ? nil : .init(amount: action.amount.minorUnits, providerTarget: action.providerTarget),
-            attempts: action.attempts, withinGrace: withinGrace(action), graceSeconds: Int(inDoubtGraceSeconds),
-            providerDeduplicatesKeys: api.deduplicatesIdempotencyKeys))
-        var run = Attempt(action: action, order: stored.order, links: stored.known.links, emitted: stored.emitted, answers: answers, log: log)
+        var machine = ActionAttempt(
+            ActionAttempt.Claim(
+                inDoubt: action.inDoubt,
+                sent: action.sentAt == nil ? nil : .init(amount: action.amount.minorUnits, providerTarget: action.providerTarget),
+                attempts: action.attempts, withinGrace: withinGrace(action), graceSeconds: Int(inDoubtGraceSeconds),
+                providerDeduplicatesKeys: api.deduplicatesIdempotencyKeys))
+        var run = Attempt(
+            action: action, order: stored.order, links: stored.known.links, emitted: stored.emitted, answers: answers, log: log)
         var step = machine.claimed()
         while true {
             if lease.isLost, !Self.isDone(step) { step = machine.leaseLost() }
@@ -135,19 +142,22 @@ public final class ActionExecutor: Sendable {
             case .settle(let askOthers): step = machine.settled(await settle(&run, askOthers: askOthers, api: api))
             case .replan(let settling): step = machine.replanned(await replan(&run, settling: settling))
             case .keepEvidence(let decided, let planned):
-                run.evidenceID = await keepEvidence(action, order: run.order, answers: answers, checkedAt: run.checkedAt, decided: decided,
-                                                    plan: run.plan, planned: planned, logger: log)
+                run.evidenceID = await keepEvidence(
+                    action, order: run.order, answers: answers, checkedAt: run.checkedAt, decided: decided,
+                    plan: run.plan, planned: planned, logger: log)
                 step = machine.evidenceKept(run.evidenceID != nil)
             case .confirm(let call): step = machine.confirmed(await confirm(&run, call, api: api))
             case .call(let call): step = machine.called(await send(&run, call, api: api))
             case .record(let outcome):
-                lease.stop()   // a renewal landing after the record would overwrite its lease (a 429's wait)
+                lease.stop()  // a renewal landing after the record would overwrite its lease (a 429's wait)
                 step = machine.recorded(await record(action, outcome, logger: log))
             case .recheck:
-                _ = await checker.check(run.order, logger: log)   // the findings show what the provider holds now
+                _ = await checker.check(run.order, logger: log)  // the findings show what the provider holds now
                 step = machine.rechecked()
             case .done(let status):
-                if let fault = machine.fault { log.error("action attempt stopped on an unexpected step; nothing more recorded", ["fault": fault]) }
+                if let fault = machine.fault {
+                    log.error("action attempt stopped on an unexpected step; nothing more recorded", ["fault": fault])
+                }
                 return status
             }
         }
@@ -162,9 +172,10 @@ public final class ActionExecutor: Sendable {
     func settle(_ run: inout Attempt, askOthers: Bool, api: any ProviderAPI) async -> ActionAttempt.Settled {
         run.checkedAt = Date()
         let action = run.action
-        let doubt = CallInDoubt(actionID: action.id, kind: action.kind, idempotencyKey: action.idempotencyKey,
-                                amount: action.amount.minorUnits, providerTarget: action.providerTarget,
-                                orderID: run.order.orderID, transactionRef: action.transactionRef ?? run.order.transactionRef)
+        let doubt = CallInDoubt(
+            actionID: action.id, kind: action.kind, idempotencyKey: action.idempotencyKey,
+            amount: action.amount.minorUnits, providerTarget: action.providerTarget,
+            orderID: run.order.orderID, transactionRef: action.transactionRef ?? run.order.transactionRef)
         switch await checker.settle(run.order, links: run.links, evidence: askOthers, callsInDoubt: [doubt]) {
         case .success(let settled):
             run.links = settled.links
@@ -213,11 +224,12 @@ public final class ActionExecutor: Sendable {
     /// The call as it goes to the provider: the key, with the fresh plan's amount and target.
     func actionCall(_ run: Attempt, _ call: ActionAttempt.Call) -> ActionCall {
         let action = run.action
-        return ActionCall(actionID: action.id, kind: action.kind, amount: Money(minorUnits: call.amount, currency: action.amount.currency),
-                          target: action.target, providerTarget: call.providerTarget, idempotencyKey: action.idempotencyKey,
-                          order: run.order, snapshot: run.snapshot,
-                          isFinal: action.kind == .capture && Self.completesOrder(run.order, run.transactions, capture: call.amount),
-                          links: run.links)
+        return ActionCall(
+            actionID: action.id, kind: action.kind, amount: Money(minorUnits: call.amount, currency: action.amount.currency),
+            target: action.target, providerTarget: call.providerTarget, idempotencyKey: action.idempotencyKey,
+            order: run.order, snapshot: run.snapshot,
+            isFinal: action.kind == .capture && Self.completesOrder(run.order, run.transactions, capture: call.amount),
+            links: run.links)
     }
 
     /// Records the links the call will make (a PXP modification's merchantTransactionId), then checks the fence and
@@ -228,8 +240,9 @@ public final class ActionExecutor: Sendable {
         do {
             if !prepared.isEmpty { try await pool.run { try TransactionLinkStore.record(prepared, provider: action.provider, on: $0) } }
             let held = try await pool.run { [leaseSeconds] in
-                try ActionStore.confirm(id: action.id, attempt: action.attempts, amount: call.amount, providerTarget: call.providerTarget,
-                                        leaseSeconds: leaseSeconds, on: $0)
+                try ActionStore.confirm(
+                    id: action.id, attempt: action.attempts, amount: call.amount, providerTarget: call.providerTarget,
+                    leaseSeconds: leaseSeconds, on: $0)
             }
             if !held { run.log.warning("action lost before its call, or its key was sent before with another amount or target; not sent") }
             return held ? .held : .lost
@@ -246,12 +259,14 @@ public final class ActionExecutor: Sendable {
         let (result, exchanges) = await AnswerLog.collecting { await api.execute(request) }
         do {
             try await pool.run { [evidenceID = run.evidenceID] conn in
-                try EvidenceStore.recordCalls(actionID: action.id, attempt: action.attempts, evidenceID: evidenceID ?? 0, calls: exchanges.map(\.call),
-                                              outcome: Self.callOutcome(result.outcome), on: conn)
+                try EvidenceStore.recordCalls(
+                    actionID: action.id, attempt: action.attempts, evidenceID: evidenceID ?? 0, calls: exchanges.map(\.call),
+                    outcome: Self.callOutcome(result.outcome), on: conn)
             }
         } catch {
-            run.log.warning("could not keep the evidence of an action's call; the provider is asked what came of it next time",
-                            ["error": String(describing: error)])
+            run.log.warning(
+                "could not keep the evidence of an action's call; the provider is asked what came of it next time",
+                ["error": String(describing: error)])
             return .unknown("the call's evidence could not be kept: database: \(error); asked again next time")
         }
         if !result.links.isEmpty {
@@ -269,7 +284,8 @@ public final class ActionExecutor: Sendable {
         switch result.outcome {
         case .found(let ref): .applied(providerRef: ref)
         case .notFound: .targetUnknown
-        case .transient(let reason, let after) where ProviderOutcomeClassifier.refusedBeforeProcessing(reason): .notProcessed(reason: reason, retryAfterSeconds: after)
+        case .transient(let reason, let after) where ProviderOutcomeClassifier.refusedBeforeProcessing(reason):
+            .notProcessed(reason: reason, retryAfterSeconds: after)
         case .transient(let reason, _): .unknown(reason)
         case .permanent(let failure) where result.keyInUse: .keyInUse(failure.text)
         case .permanent(let failure): .permanent(failure)
@@ -278,15 +294,18 @@ public final class ActionExecutor: Sendable {
 
     /// Keeps the answers this attempt read (a re-fetch, or what the provider said of a call in doubt) as evidence, always
     /// with their bodies; nil when the database could not keep them.
-    func keepEvidence(_ action: StoredAction, order: Order, answers: AnswerLog, checkedAt: Date, decided: String, plan: Plan?,
-                      planned: Bool, logger log: Logger) async -> Int64? {
+    func keepEvidence(
+        _ action: StoredAction, order: Order, answers: AnswerLog, checkedAt: Date, decided: String, plan: Plan?,
+        planned: Bool, logger log: Logger
+    ) async -> Int64? {
         // Read here: a task-local is not seen on the pool's threads.
         let evidence = CheckContext.current.evidence(answers.exchanges)
         do {
             return try await pool.run { conn in
-                try EvidenceStore.record(provider: action.provider, orderID: order.orderID, transactionRef: order.transactionRefs.joined(separator: " "),
-                                         checkedAt: checkedAt, evidence: evidence, decided: decided, decision: plan?.decision ?? Decision(),
-                                         findings: plan?.findings ?? [], planned: planned ? [action.idempotencyKey] : [], on: conn)
+                try EvidenceStore.record(
+                    provider: action.provider, orderID: order.orderID, transactionRef: order.transactionRefs.joined(separator: " "),
+                    checkedAt: checkedAt, evidence: evidence, decided: decided, decision: plan?.decision ?? Decision(),
+                    findings: plan?.findings ?? [], planned: planned ? [action.idempotencyKey] : [], on: conn)
             }
         } catch {
             log.warning("could not keep the evidence of an action's attempt", ["error": String(describing: error)])
@@ -315,21 +334,26 @@ public final class ActionExecutor: Sendable {
     func stored(_ action: StoredAction) async throws -> Stored? {
         try await pool.run { conn in
             guard let order = try OrderStore.find(provider: action.provider, orderID: action.orderID, on: conn),
-                  let known = try OrderChecker.known(provider: action.provider, orderIDs: [order.orderID], on: conn)[order.orderID]
+                let known = try OrderChecker.known(provider: action.provider, orderIDs: [order.orderID], on: conn)[order.orderID]
             else { return nil }
-            return Stored(order: order, known: known, emitted: try FindingStore.emitted(provider: action.provider, orderID: order.orderID, on: conn))
+            return Stored(
+                order: order, known: known, emitted: try FindingStore.emitted(provider: action.provider, orderID: order.orderID, on: conn))
         }
     }
 
     /// The fresh plan for `action`'s order, the action itself left out of what is recorded (and never held back by
     /// another in doubt), and what it wants of the action's key now.
-    func replan(_ action: StoredAction, order: Order, transactions: [FetchedTransaction], emitted: [EmittedAction])
-        -> (plan: Plan, wanted: PlannedAction?) {
+    func replan(
+        _ action: StoredAction, order: Order, transactions: [FetchedTransaction], emitted: [EmittedAction]
+    )
+        -> (plan: Plan, wanted: PlannedAction?)
+    {
         let others = emitted.filter { $0.idempotencyKey != action.idempotencyKey }
         let windows = checker.pendingWindows
-        let plan = Planner.plan(order: order, transactions: transactions, emitted: others, now: checker.clock(),
-                                pendingMax: { windows.seconds(provider: action.provider, method: $0?.method) },
-                                executing: action.idempotencyKey)
+        let plan = Planner.plan(
+            order: order, transactions: transactions, emitted: others, now: checker.clock(),
+            pendingMax: { windows.seconds(provider: action.provider, method: $0?.method) },
+            executing: action.idempotencyKey)
         return (plan, plan.actions.first { $0.idempotencyKey == action.idempotencyKey })
     }
 
@@ -347,11 +371,13 @@ public final class ActionExecutor: Sendable {
     func record(_ action: StoredAction, _ outcome: ActionAttempt.Outcome, logger log: Logger) async -> ActionAttempt.Recorded {
         do {
             let kept = try await pool.run {
-                try ActionStore.finish(id: action.id, attempt: action.attempts, status: outcome.status, providerRef: outcome.providerRef,
-                                       error: outcome.error, inDoubt: outcome.inDoubt, notBeforeSeconds: outcome.notBeforeSeconds, on: $0)
+                try ActionStore.finish(
+                    id: action.id, attempt: action.attempts, status: outcome.status, providerRef: outcome.providerRef,
+                    error: outcome.error, inDoubt: outcome.inDoubt, notBeforeSeconds: outcome.notBeforeSeconds, on: $0)
             }
             guard kept else {
-                log.warning("action lease lost before its outcome was recorded; another executor holds it", ["outcome": outcome.status.rawValue])
+                log.warning(
+                    "action lease lost before its outcome was recorded; another executor holds it", ["outcome": outcome.status.rawValue])
                 return .lost
             }
             WorkerMetrics.action(action.provider, action.kind, outcome.status)
@@ -389,7 +415,9 @@ final class LeaseRenewal: Sendable {
             while !Task.isCancelled {
                 try? await Task.sleep(for: every)
                 if Task.isCancelled { return }
-                let held = try? await pool.run { try ActionStore.renew(id: action.id, attempt: action.attempts, leaseSeconds: leaseSeconds, on: $0) }
+                let held = try? await pool.run {
+                    try ActionStore.renew(id: action.id, attempt: action.attempts, leaseSeconds: leaseSeconds, on: $0)
+                }
                 if held == false {
                     // A renewal that was under way when the outcome was recorded finds the action no longer pending:
                     // that is not a lost lease (the fence decided), so it says nothing once the attempt stopped it.
@@ -456,25 +484,31 @@ extension ActionExecutor {
             if wanted != nil, action.sentAt != nil, !action.inDoubt, gateway[action.provider].deduplicatesIdempotencyKeys {
                 // Refused, not in doubt, at a provider that answers a repeated key with its first answer: the same key
                 // would only be refused again. The refused call moved nothing, so the need gets a key of its own.
-                let why = "its key was sent and refused, and the provider answers a repeated key with its first answer: planned again "
+                let why =
+                    "its key was sent and refused, and the provider answers a repeated key with its first answer: planned again "
                     + "under a key of its own"
                 _ = try await pool.run { try ActionStore.retire(id: id, reason: "retried, but \(why)", on: $0) }
                 result = .retired(why)
             } else if let wanted, action.sentAt != nil,
-               wanted.amount != action.amount.minorUnits || wanted.providerTarget != action.providerTarget {
+                wanted.amount != action.amount.minorUnits || wanted.providerTarget != action.providerTarget
+            {
                 // Its key was sent with another amount or target: never sent again so; the need gets a key of its own.
-                let why = "its key was sent as \(action.amount.minorUnits) on \(action.providerTarget ?? "the transaction"), and the order now "
+                let why =
+                    "its key was sent as \(action.amount.minorUnits) on \(action.providerTarget ?? "the transaction"), and the order now "
                     + "wants \(wanted.amount) on \(wanted.providerTarget ?? "the transaction"): planned again under a key of its own"
                 _ = try await pool.run { try ActionStore.retire(id: id, reason: "retried, but \(why)", on: $0) }
                 result = .retired(why)
             } else if let wanted {
                 let changed = try await pool.run {
-                    try ActionStore.retry(id: id, amount: wanted.amount, currency: wanted.currency.code, providerTarget: wanted.providerTarget, on: $0)
+                    try ActionStore.retry(
+                        id: id, amount: wanted.amount, currency: wanted.currency.code, providerTarget: wanted.providerTarget, on: $0)
                 }
                 result = changed ? .pending(amount: wanted.amount) : .notFailed("action \(id) changed meanwhile; nothing done")
             } else {
                 let why = plan.findings.first.map { "\($0.kind.rawValue): \($0.detail)" } ?? "the order no longer calls for it"
-                _ = try await pool.run { try ActionStore.retire(id: id, reason: "retried, but the fresh plan no longer wants it (\(why))", on: $0) }
+                _ = try await pool.run {
+                    try ActionStore.retire(id: id, reason: "retried, but the fresh plan no longer wants it (\(why))", on: $0)
+                }
                 result = .retired(why)
             }
         } catch { return .notNow("database: \(error)") }

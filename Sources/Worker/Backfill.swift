@@ -41,9 +41,12 @@ public struct Backfill: Sendable {
         /// default 3d), even if an earlier run read them to their end.
         public var rereadSeconds: Int64
         public static let defaultRereadSeconds: Int64 = 3 * 86_400
-        public init(provider: Provider, from: Int64, to: Int64, dryRun: Bool = false, deliveriesKeptSeconds: Int64? = nil,
-                    rereadSeconds: Int64 = Options.defaultRereadSeconds) {
-            self.provider = provider; self.from = from; self.to = to; self.dryRun = dryRun; self.deliveriesKeptSeconds = deliveriesKeptSeconds
+        public init(
+            provider: Provider, from: Int64, to: Int64, dryRun: Bool = false, deliveriesKeptSeconds: Int64? = nil,
+            rereadSeconds: Int64 = Options.defaultRereadSeconds
+        ) {
+            self.provider = provider; self.from = from; self.to = to; self.dryRun = dryRun;
+            self.deliveriesKeptSeconds = deliveriesKeptSeconds
             self.rereadSeconds = max(0, rereadSeconds)
         }
     }
@@ -65,8 +68,9 @@ public struct Backfill: Sendable {
             case let .storeEvent(id, type): return "store event \(id)\(code(type)): no delivery brought it"
             case let .recheck(order, transaction, c): return "re-check order \(order): it holds transaction \(transaction)\(code(c))"
             case let .unknownOrder(transaction, c, open):
-                return open ? "count unknown_order for transaction \(transaction)\(code(c)) again: it is open already"
-                            : "open unknown_order for transaction \(transaction)\(code(c)): no order holds it"
+                return open
+                    ? "count unknown_order for transaction \(transaction)\(code(c)) again: it is open already"
+                    : "open unknown_order for transaction \(transaction)\(code(c)): no order holds it"
             case let .unmatched(transaction, why): return "check transaction \(transaction): \(why)"
             }
         }
@@ -97,7 +101,8 @@ public struct Backfill: Sendable {
         public var readFrom: Int64 = 0, readTo: Int64 = 0
         /// The provider's list of its webhook events: windows read, requests made, events listed, and those no
         /// delivery had brought, stored now for the worker.
-        public var eventWindowsRead = 0, eventWindowsSkipped = 0, eventWindowsReread = 0, eventRequests = 0, eventsListed = 0, eventsStored = 0
+        public var eventWindowsRead = 0, eventWindowsSkipped = 0, eventWindowsReread = 0, eventRequests = 0, eventsListed = 0,
+            eventsStored = 0
         /// Events are listed from here (unix seconds) when the span asked starts earlier than the provider keeps them
         /// or than payrecon keeps deliveries; and which of the two.
         public var eventsFrom: Int64?, eventsFromWhy: String?
@@ -107,8 +112,11 @@ public struct Backfill: Sendable {
 
         /// A window left for the next run, in words (the first 50).
         mutating func leave(_ list: String, _ from: Int64, _ to: Int64, _ why: String) {
-            if problems.count < 50 { problems.append("\(list)\(UnixTime.iso8601(from))–\(UnixTime.iso8601(to)): \(why); left for the next run") }
-            else if problems.count == 50 { problems.append("… and more windows left for the next run") }
+            if problems.count < 50 {
+                problems.append("\(list)\(UnixTime.iso8601(from))–\(UnixTime.iso8601(to)): \(why); left for the next run")
+            } else if problems.count == 50 {
+                problems.append("… and more windows left for the next run")
+            }
         }
     }
 
@@ -121,13 +129,17 @@ public struct Backfill: Sendable {
 
     static let source = "transactions"
 
-    public func run(_ o: Options, now: Int64 = Int64(Date().timeIntervalSince1970), logger log: Logger,
-                    progress: @Sendable (Summary) -> Void = { _ in }) async throws -> Summary {
+    public func run(
+        _ o: Options, now: Int64 = Int64(Date().timeIntervalSince1970), logger log: Logger,
+        progress: @Sendable (Summary) -> Void = { _ in }
+    ) async throws -> Summary {
         let api = checker.gateway[o.provider]
         let search = api.transactionSearch, events = api.eventList
         guard search != nil || events != nil else {
             if api.isConfigured || ProviderRegistry.definition(o.provider).backfillReads == nil {
-                throw Failure.unsupported("\(o.provider.rawValue) publishes no transaction search payrecon reads: its transactions are checked as orders and webhooks name them")
+                throw Failure.unsupported(
+                    "\(o.provider.rawValue) publishes no transaction search payrecon reads: its transactions are checked as orders and webhooks name them"
+                )
             }
             throw Failure.unsupported("no \(o.provider.rawValue) API client: set \(ProviderRegistry.definition(o.provider).apiVariables)")
         }
@@ -136,20 +148,24 @@ public struct Backfill: Sendable {
         var checked = Set<String>()
         // Each list on its own: one the provider refuses (a permission not granted yet) does not keep the other unread.
         if let search {
-            do { try await readTransactions(search, o, now: now, checked: &checked, summary: &summary, logger: log, progress: progress) }
-            catch Failure.refused(let why) { summary.refused.append(why) }
+            do {
+                try await readTransactions(search, o, now: now, checked: &checked, summary: &summary, logger: log, progress: progress)
+            } catch Failure.refused(let why) { summary.refused.append(why) }
         }
         if let events {
-            do { try await readEventList(events, o, now: now, summary: &summary, progress: progress) }
-            catch Failure.refused(let why) { summary.refused.append(why) }
+            do { try await readEventList(events, o, now: now, summary: &summary, progress: progress) } catch Failure.refused(let why) {
+                summary.refused.append(why)
+            }
         }
         if !o.dryRun { try await forgetListed(provider: o.provider, before: now - o.rereadSeconds - 2 * 86_400) }
         return summary
     }
 
     /// The transaction search's windows of the span not read yet (and those read again).
-    private func readTransactions(_ search: any TransactionSearching, _ o: Options, now: Int64, checked: inout Set<String>, summary: inout Summary,
-                                  logger log: Logger, progress: @Sendable (Summary) -> Void) async throws {
+    private func readTransactions(
+        _ search: any TransactionSearching, _ o: Options, now: Int64, checked: inout Set<String>, summary: inout Summary,
+        logger log: Logger, progress: @Sendable (Summary) -> Void
+    ) async throws {
         let end = min(o.to, now - search.listingLagSeconds)
         summary.readTo = max(summary.readTo, end)
         // A provider that lists per account: the key's own, then each account payrecon's orders name, each with
@@ -157,17 +173,22 @@ public struct Backfill: Sendable {
         var scopes: [String?] = [nil]
         if search.listsPerAccount {
             scopes += try await pool.run { conn in
-                try conn.query("SELECT DISTINCT merchant FROM orders WHERE provider = \(.text(o.provider.rawValue)) AND merchant <> '' ORDER BY merchant").map { try $0.string("merchant") }
+                try conn.query(
+                    "SELECT DISTINCT merchant FROM orders WHERE provider = \(.text(o.provider.rawValue)) AND merchant <> '' ORDER BY merchant"
+                ).map { try $0.string("merchant") }
             }
         }
         for scope in scopes {
             let source = scope.map { "\(Self.source):\($0)" } ?? Self.source, scoped = search.scoped(to: scope)
-            for window in try await pending(source, from: o.from, to: end, maxWindow: search.maxWindowSeconds, provider: o.provider,
-                                            rereadFrom: now - o.rereadSeconds) {
+            for window in try await pending(
+                source, from: o.from, to: end, maxWindow: search.maxWindowSeconds, provider: o.provider,
+                rereadFrom: now - o.rereadSeconds)
+            {
                 guard let (gaps, again) = window else { summary.windowsSkipped += 1; progress(summary); continue }
                 if again { summary.windowsReread += 1 }
                 for (from, to) in gaps {
-                    try await read(from: from, to: to, search: scoped, source: source, options: o, checked: &checked, summary: &summary, logger: log)
+                    try await read(
+                        from: from, to: to, search: scoped, source: source, options: o, checked: &checked, summary: &summary, logger: log)
                     progress(summary)
                 }
             }
@@ -176,8 +197,10 @@ public struct Backfill: Sendable {
 
     /// The webhook event list's windows of the span not read yet (and those read again), from what the provider and
     /// PAYRECON_RETAIN keep.
-    private func readEventList(_ events: any EventListing, _ o: Options, now: Int64, summary: inout Summary,
-                               progress: @Sendable (Summary) -> Void) async throws {
+    private func readEventList(
+        _ events: any EventListing, _ o: Options, now: Int64, summary: inout Summary,
+        progress: @Sendable (Summary) -> Void
+    ) async throws {
         let end = min(o.to, now - events.listingLagSeconds)
         summary.readTo = max(summary.readTo, end)
         var from = o.from
@@ -188,8 +211,10 @@ public struct Backfill: Sendable {
             from = now - kept; summary.eventsFromWhy = "payrecon prune keeps processed deliveries \(kept / 86_400) days (PAYRECON_RETAIN)"
         }
         if from > o.from { summary.eventsFrom = from }
-        for window in try await pending(Self.eventsSource, from: from, to: end, maxWindow: events.maxWindowSeconds, provider: o.provider,
-                                        rereadFrom: now - o.rereadSeconds) {
+        for window in try await pending(
+            Self.eventsSource, from: from, to: end, maxWindow: events.maxWindowSeconds, provider: o.provider,
+            rereadFrom: now - o.rereadSeconds)
+        {
             guard let (gaps, again) = window else { summary.eventWindowsSkipped += 1; progress(summary); continue }
             if again { summary.eventWindowsReread += 1 }
             for (from, to) in gaps {
@@ -203,7 +228,8 @@ public struct Backfill: Sendable {
     /// day, and a provider that lists by date lists its whole day when part of it is read again).
     private func forgetListed(provider: Provider, before forgetBefore: Int64) async throws {
         try await pool.run { conn in
-            _ = try conn.execute("""
+            _ = try conn.execute(
+                """
                 DELETE FROM backfill_listed WHERE provider = \(.text(provider.rawValue))
                   AND (made_at < to_timestamp(\(.int64(forgetBefore))::bigint) OR (made_at IS NULL AND listed_at < to_timestamp(\(.int64(forgetBefore))::bigint)))
                 """)
@@ -215,8 +241,11 @@ public struct Backfill: Sendable {
     /// [from, end) as whole UTC days (no longer than `maxWindow`), each as what no earlier run of `source` finished
     /// of it (nil: all of it was), and whether part of it is read again: what runs finished from `rereadFrom` on
     /// counts as not finished.
-    private func pending(_ source: String, from: Int64, to end: Int64, maxWindow: Int64, provider: Provider, rereadFrom: Int64) async throws
-        -> [(gaps: [(Int64, Int64)], again: Bool)?] {
+    private func pending(
+        _ source: String, from: Int64, to end: Int64, maxWindow: Int64, provider: Provider, rereadFrom: Int64
+    ) async throws
+        -> [(gaps: [(Int64, Int64)], again: Bool)?]
+    {
         guard end > from else { return [] }
         var windows: [(Int64, Int64)] = []
         var dayStart = from - ((from % 86_400) + 86_400) % 86_400
@@ -226,11 +255,13 @@ public struct Backfill: Sendable {
             dayStart += 86_400
         }
         let finished = try await pool.run { conn in
-            try conn.query("""
+            try conn.query(
+                """
                 SELECT extract(epoch FROM window_start)::bigint AS a, extract(epoch FROM window_end)::bigint AS b FROM backfill_windows
                 WHERE provider = \(.text(provider.rawValue)) AND source = \(.text(source)) AND window_end > to_timestamp(\(.int64(from))::bigint) AND window_start < to_timestamp(\(.int64(end))::bigint)
                 ORDER BY window_start
-                """).map { (try $0.int64("a"), try $0.int64("b")) }
+                """
+            ).map { (try $0.int64("a"), try $0.int64("b")) }
         }
         let stillFinished = finished.map { ($0.0, min($0.1, rereadFrom)) }.filter { $0.1 > $0.0 }
         return windows.map { window in
@@ -269,7 +300,9 @@ public struct Backfill: Sendable {
                         summary.planned.append(.storeEvent(id: event.id, eventType: event.eventType))
                     }
                 } else if !events.isEmpty {
-                    summary.eventsStored += try await pool.run { try DeliveryStore.insertListed(provider: provider, events: events, source: source, on: $0) }
+                    summary.eventsStored += try await pool.run {
+                        try DeliveryStore.insertListed(provider: provider, events: events, source: source, on: $0)
+                    }
                 }
                 guard let next = page.next else { break reading }
                 if pages >= list.maxPagesPerWindow { return leave("more than \(list.maxPagesPerWindow) pages") }
@@ -281,7 +314,9 @@ public struct Backfill: Sendable {
                 return leave(reason)
             case .permanent(let failure):
                 if let status = failure.status, status == 401 || status == 403 {
-                    throw Failure.refused("\(o.provider.rawValue) refused \(list.name) (HTTP \(status)): \(failure.text.prefix(200)). Check \(ProviderRegistry.definition(o.provider).apiVariables) and the app's permissions, then run payrecon doctor")
+                    throw Failure.refused(
+                        "\(o.provider.rawValue) refused \(list.name) (HTTP \(status)): \(failure.text.prefix(200)). Check \(ProviderRegistry.definition(o.provider).apiVariables) and the app's permissions, then run payrecon doctor"
+                    )
                 }
                 return leave(failure.words(for: o.provider.rawValue, bodyLimit: 200))
             }
@@ -294,7 +329,8 @@ public struct Backfill: Sendable {
     /// Records [from, to) of `source` read to its end: a later run reads only what no run finished.
     private func recordRead(provider: Provider, source: String, from: Int64, to: Int64, found: Int, requests: Int) async throws {
         try await pool.run { conn in
-            _ = try conn.execute("""
+            _ = try conn.execute(
+                """
                 INSERT INTO backfill_windows (provider, source, window_start, window_end, found, requests)
                 VALUES (\(.text(provider.rawValue)), \(.text(source)), to_timestamp(\(.int64(from))::bigint), to_timestamp(\(.int64(to))::bigint), \(.int64(Int64(found))), \(.int64(Int64(requests))))
                 ON CONFLICT (provider, source, window_start) DO UPDATE SET window_end = greatest(backfill_windows.window_end, EXCLUDED.window_end),
@@ -318,8 +354,10 @@ public struct Backfill: Sendable {
 
     /// Reads [from, to) to its last page (in halves when too large), handles what it lists, and records it finished
     /// only when every page came back and they add up.
-    private func read(from: Int64, to requested: Int64, search: any TransactionSearching, source: String, options o: Options, checked: inout Set<String>,
-                      summary: inout Summary, logger log: Logger) async throws {
+    private func read(
+        from: Int64, to requested: Int64, search: any TransactionSearching, source: String, options o: Options, checked: inout Set<String>,
+        summary: inout Summary, logger log: Logger
+    ) async throws {
         var to = requested
         var items: [FoundTransaction] = []
         var cursor: String?, pages = 0, counted: Int?, clamped = false, seen = Set<String>()
@@ -332,12 +370,14 @@ public struct Backfill: Sendable {
                 guard to - from >= 120 else { return leave("the provider finds even two minutes too large to list") }
                 summary.halved += 1
                 let middle = from + (to - from) / 2
-                try await read(from: from, to: middle, search: search, source: source, options: o, checked: &checked, summary: &summary, logger: log)
-                try await read(from: middle, to: to, search: search, source: source, options: o, checked: &checked, summary: &summary, logger: log)
+                try await read(
+                    from: from, to: middle, search: search, source: source, options: o, checked: &checked, summary: &summary, logger: log)
+                try await read(
+                    from: middle, to: to, search: search, source: source, options: o, checked: &checked, summary: &summary, logger: log)
                 return
             case .found(.notYetAvailable):
                 summary.reach = min(summary.reach ?? from, from)
-                return   // not listed yet: a later run reads it
+                return  // not listed yet: a later run reads it
             case .found(.items(let listed, let next, let totalPages, let lastRefreshed)):
                 if pages == 0, let reach = lastRefreshed, reach < to {
                     // The provider's data reaches only so far: read up to there, once (an answer that keeps moving
@@ -350,18 +390,11 @@ public struct Backfill: Sendable {
                     continue
                 }
                 pages += 1
-                if pages == 1, let totalPages {
-                    guard (1...search.maxPagesPerWindow).contains(totalPages) else {
-                        return leave("the provider counts \(totalPages) pages (at most \(search.maxPagesPerWindow))")
-                    }
-                    counted = totalPages
-                } else if let counted, totalPages != counted {
-                    return leave("the provider's page count changed from \(counted) to \(totalPages.map(String.init) ?? "none") while it was read")
+                if let why = Self.pageRefusal(
+                    pages: pages, next: next, totalPages: totalPages, counted: &counted, seen: &seen, search: search)
+                {
+                    return leave(why)
                 }
-                if next != nil && pages >= search.maxPagesPerWindow {
-                    return leave("more than \(search.maxPagesPerWindow) pages")
-                }
-                if let next, !seen.insert(next).inserted { return leave("the provider named a page it had listed already") }
                 items += listed
                 cursor = next
                 if next == nil { break reading }
@@ -373,25 +406,51 @@ public struct Backfill: Sendable {
                 return leave(try Self.reason(failure, provider: o.provider, search: search))
             }
         }
-        try await handleWindow(items, from: from, to: to, requests: pages, search: search, source: source, options: o, checked: &checked,
-                               summary: &summary, logger: log)
+        try await handleWindow(
+            items, from: from, to: to, requests: pages, search: search, source: source, options: o, checked: &checked,
+            summary: &summary, logger: log)
+    }
+
+    /// Why the read stops at this page (the provider's page count out of bounds or changed, too many pages, or a page
+    /// named twice), or nil to take it. The first page's count is kept in `counted`, each next page's cursor in `seen`.
+    private static func pageRefusal(
+        pages: Int, next: String?, totalPages: Int?, counted: inout Int?, seen: inout Set<String>, search: any TransactionSearching
+    ) -> String? {
+        if pages == 1, let totalPages {
+            guard (1...search.maxPagesPerWindow).contains(totalPages) else {
+                return "the provider counts \(totalPages) pages (at most \(search.maxPagesPerWindow))"
+            }
+            counted = totalPages
+        } else if let counted, totalPages != counted {
+            return "the provider's page count changed from \(counted) to \(totalPages.map(String.init) ?? "none") while it was read"
+        }
+        if next != nil && pages >= search.maxPagesPerWindow {
+            return "more than \(search.maxPagesPerWindow) pages"
+        }
+        if let next, !seen.insert(next).inserted { return "the provider named a page it had listed already" }
+        return nil
     }
 
     /// Why a window is left, from the search's permanent failure; credentials or a permission refused stop the list.
     static func reason(_ failure: ProviderFailure, provider: Provider, search: any TransactionSearching) throws -> String {
         if failure.status == 401 {
-            throw Failure.refused("\(provider.rawValue) refused the credentials (HTTP 401): \(failure.text.prefix(200)). Check \(ProviderRegistry.definition(provider).apiVariables)")
+            throw Failure.refused(
+                "\(provider.rawValue) refused the credentials (HTTP 401): \(failure.text.prefix(200)). Check \(ProviderRegistry.definition(provider).apiVariables)"
+            )
         }
         if failure.status == 403 {
-            throw Failure.refused("\(provider.rawValue) refused the transaction search (HTTP 403): \(failure.text.prefix(200)). \(search.permissionHint)")
+            throw Failure.refused(
+                "\(provider.rawValue) refused the transaction search (HTTP 403): \(failure.text.prefix(200)). \(search.permissionHint)")
         }
         return failure.words(for: provider.rawValue, bodyLimit: 200)
     }
 
     /// What a window listed, read to its end: handled (or, in a dry run, said), then the window recorded as read.
-    private func handleWindow(_ items: [FoundTransaction], from: Int64, to: Int64, requests pages: Int, search: any TransactionSearching,
-                              source: String, options o: Options, checked: inout Set<String>, summary: inout Summary,
-                              logger log: Logger) async throws {
+    private func handleWindow(
+        _ items: [FoundTransaction], from: Int64, to: Int64, requests pages: Int, search: any TransactionSearching,
+        source: String, options o: Options, checked: inout Set<String>, summary: inout Summary,
+        logger log: Logger
+    ) async throws {
         summary.found += items.count { $0.unreadable == nil }
         // Only what no run handled yet, or what is listed with another status since: a window read again re-checks
         // and opens nothing twice.
@@ -400,10 +459,11 @@ public struct Backfill: Sendable {
         let unreadable = items.filter { $0.unreadable != nil }
         if o.dryRun {
             try await plan(fresh, search: search, provider: o.provider, checked: &checked, summary: &summary)
-            summary.windowsRead += 1   // read to its end, not recorded
+            summary.windowsRead += 1  // read to its end, not recorded
             return
         }
-        let failed = try await handle(fresh + unreadable, search: search, provider: o.provider, checked: &checked, summary: &summary, logger: log)
+        let failed = try await handle(
+            fresh + unreadable, search: search, provider: o.provider, checked: &checked, summary: &summary, logger: log)
         if failed { return summary.leave("", from, to, "a check could not be made now (listed)") }
         summary.windowsRead += 1
         try await recordHandled(fresh, provider: o.provider)
@@ -417,12 +477,14 @@ public struct Backfill: Sendable {
         guard !distinct.isEmpty else { return [] }
         let handled: Set<String> = try await pool.run { conn in
             var out = Set<String>()
-            for row in try conn.query("""
+            for row in try conn.query(
+                """
                 SELECT l.transaction_id, l.event_code, l.status FROM backfill_listed l
                 JOIN unnest(\(.textArray(distinct.map(\.id)))::text[], \(.textArray(distinct.map { $0.eventCode ?? "" }))::text[], \(.textArray(distinct.map { $0.status ?? "" }))::text[]) AS u(id, code, status)
                   ON l.transaction_id = u.id AND l.event_code = u.code AND l.status = u.status
                 WHERE l.provider = \(.text(provider.rawValue))
-                """) {
+                """)
+            {
                 out.insert(try row.string("transaction_id") + "\u{0}" + row.string("event_code") + "\u{0}" + row.string("status"))
             }
             return out
@@ -447,7 +509,8 @@ public struct Backfill: Sendable {
     private func recordHandled(_ items: [FoundTransaction], provider: Provider) async throws {
         guard !items.isEmpty else { return }
         try await pool.run { conn in
-            _ = try conn.execute("""
+            _ = try conn.execute(
+                """
                 INSERT INTO backfill_listed (provider, transaction_id, event_code, status, made_at)
                 SELECT \(.text(provider.rawValue)), u.id, u.code, u.status, to_timestamp(u.at::bigint) FROM unnest(\(.textArray(items.map(\.id)))::text[], \(.textArray(items.map { $0.eventCode ?? "" }))::text[], \(.textArray(items.map { $0.status ?? "" }))::text[], \(.nullableTextArray(items.map { $0.at.map(String.init) }))::text[]) AS u(id, code, status, at)
                 ON CONFLICT DO NOTHING
@@ -457,14 +520,18 @@ public struct Backfill: Sendable {
 
     /// A dry run's matching: each fresh row's order, as a run would find it (the ids payrecon knows, then what the
     /// provider's answer names), read only; listed as what a run would re-check or open.
-    private func plan(_ items: [FoundTransaction], search: any TransactionSearching, provider: Provider, checked: inout Set<String>,
-                      summary: inout Summary) async throws {
+    private func plan(
+        _ items: [FoundTransaction], search: any TransactionSearching, provider: Provider, checked: inout Set<String>,
+        summary: inout Summary
+    ) async throws {
         let list = Self.ordersRows(items, search: search, summary: &summary)
         let owners = try await self.owners(list, search: search, provider: provider)
         var unknown: [FoundTransaction] = []
         for item in list {
             if let orderID = owners[item.id] {
-                if checked.insert(orderID).inserted { summary.planned.append(.recheck(orderID: orderID, transaction: item.id, code: item.eventCode)) }
+                if checked.insert(orderID).inserted {
+                    summary.planned.append(.recheck(orderID: orderID, transaction: item.id, code: item.eventCode))
+                }
             } else if checked.insert("transaction:" + item.id).inserted {
                 unknown.append(item)
             }
@@ -476,22 +543,30 @@ public struct Backfill: Sendable {
                 let refs = references.flatMap { [$0.transactionRef].compactMap { $0 } + $0.alternatives }
                 let (holder, open): (String?, Bool) = try await pool.run { conn in
                     for ref in refs {
-                        if let order = try OrderStore.find(provider: provider, transactionRef: ref, on: conn).first { return (order.orderID, false) }
+                        if let order = try OrderStore.find(provider: provider, transactionRef: ref, on: conn).first {
+                            return (order.orderID, false)
+                        }
                     }
-                    let open = try conn.query("""
-                        SELECT 1 FROM discrepancies WHERE provider = \(.text(provider.rawValue)) AND kind = 'unknown_order' AND status IN ('open', 'acknowledged')
-                          AND transaction_ref = ANY(\(.textArray(refs + [item.id]))) LIMIT 1
-                        """).first != nil
+                    let open =
+                        try conn.query(
+                            """
+                            SELECT 1 FROM discrepancies WHERE provider = \(.text(provider.rawValue)) AND kind = 'unknown_order' AND status IN ('open', 'acknowledged')
+                              AND transaction_ref = ANY(\(.textArray(refs + [item.id]))) LIMIT 1
+                            """
+                        ).first != nil
                     return (nil, open)
                 }
                 if let holder {
-                    if checked.insert(holder).inserted { summary.planned.append(.recheck(orderID: holder, transaction: item.id, code: item.eventCode)) }
+                    if checked.insert(holder).inserted {
+                        summary.planned.append(.recheck(orderID: holder, transaction: item.id, code: item.eventCode))
+                    }
                 } else {
                     summary.unknown += 1
                     summary.planned.append(.unknownOrder(transaction: item.id, code: item.eventCode, alreadyOpen: open))
                 }
             case .notFound:
-                summary.planned.append(.unmatched(transaction: item.id, why: "\(provider.rawValue) does not know it (404): nothing to check"))
+                summary.planned.append(
+                    .unmatched(transaction: item.id, why: "\(provider.rawValue) does not know it (404): nothing to check"))
             case .transient(let reason, _):
                 summary.planned.append(.unmatched(transaction: item.id, why: "\(reason) (a run tries it and reads its window again)"))
             case .permanent(let failure):
@@ -505,7 +580,8 @@ public struct Backfill: Sendable {
     private func owners(_ list: [FoundTransaction], search: any TransactionSearching, provider: Provider) async throws -> [String: String] {
         try await pool.run { conn in
             var out: [String: String] = [:]
-            for row in try conn.query("""
+            for row in try conn.query(
+                """
                 SELECT k.id, o.order_id FROM unnest(\(.textArray(list.map(\.id)))::text[], \(.textArray(list.map { search.matchReference(of: $0) ?? "" }))::text[]) AS k(id, reference)
                 JOIN LATERAL (
                     SELECT 1 AS rank, order_id FROM movements WHERE provider = \(.text(provider.rawValue)) AND movement_id IN (k.id, k.reference)
@@ -513,7 +589,8 @@ public struct Backfill: Sendable {
                     UNION ALL SELECT 3, order_id FROM orders WHERE provider = \(.text(provider.rawValue)) AND transaction_ref IN (k.id, k.reference)
                     UNION ALL SELECT 4, order_id FROM order_transactions WHERE provider = \(.text(provider.rawValue)) AND transaction_ref IN (k.id, k.reference)
                     ORDER BY 1, 2 LIMIT 1) o ON true
-                """) {
+                """)
+            {
                 out[try row.string("id")] = try row.string("order_id")
             }
             return out
@@ -522,8 +599,10 @@ public struct Backfill: Sendable {
 
     /// Each listed transaction's order re-checked (once per run), or the transaction checked as a webhook naming it
     /// would be. Returns whether something failed in a way worth reading the window again for.
-    private func handle(_ items: [FoundTransaction], search: any TransactionSearching, provider: Provider, checked: inout Set<String>,
-                        summary: inout Summary, logger log: Logger) async throws -> Bool {
+    private func handle(
+        _ items: [FoundTransaction], search: any TransactionSearching, provider: Provider, checked: inout Set<String>,
+        summary: inout Summary, logger log: Logger
+    ) async throws -> Bool {
         // The ids payrecon knows, in one query: movements, links and transaction refs (the row's own id, or its
         // reference when that names a transaction or an order). A row matched by nothing else goes the way of a
         // webhook naming it, which links it to the order its answer names (purchase unit reference or custom id):
@@ -545,7 +624,8 @@ public struct Backfill: Sendable {
         }
         // Only what may work on a later try keeps the window open; the rest is reported, and the window recorded.
         let ordersFailed = try await recheck(orderIDs, provider: provider, summary: &summary, logger: log)
-        let unknownFailed = await checkUnheld(unknown, search: search, provider: provider, checked: &checked, summary: &summary, logger: log)
+        let unknownFailed = await checkUnheld(
+            unknown, search: search, provider: provider, checked: &checked, summary: &summary, logger: log)
         return ordersFailed || unknownFailed
     }
 
@@ -574,9 +654,12 @@ public struct Backfill: Sendable {
         summary.ordersChecked += orders.count
         let checker = self.checker
         var failed = false
-        for (orderID, result) in await Self.concurrently(orders, limit: concurrency, { order in
-            (order.orderID, await checker.check(order, known: known[order.orderID], logger: log))
-        }) {
+        for (orderID, result) in await Self.concurrently(
+            orders, limit: concurrency,
+            { order in
+                (order.orderID, await checker.check(order, known: known[order.orderID], logger: log))
+            })
+        {
             if Self.note(result, "order \(orderID)", summary: &summary) { failed = true }
         }
         return failed
@@ -584,8 +667,10 @@ public struct Backfill: Sendable {
 
     /// Each listed transaction no order is known to hold, checked as a webhook naming it would be; true when one may
     /// work on a later try.
-    private func checkUnheld(_ unknown: [FoundTransaction], search: any TransactionSearching, provider: Provider, checked: inout Set<String>,
-                             summary: inout Summary, logger log: Logger) async -> Bool {
+    private func checkUnheld(
+        _ unknown: [FoundTransaction], search: any TransactionSearching, provider: Provider, checked: inout Set<String>,
+        summary: inout Summary, logger log: Logger
+    ) async -> Bool {
         var failed = false
         enum Outcome: Sendable { case steps([DeliveryProcessor.Step]), transient(String), permanent(String) }
         let processor = self.processor
@@ -607,7 +692,9 @@ public struct Backfill: Sendable {
             switch outcome {
             case .transient(let reason):
                 failed = true
-                if summary.notChecked.count < 50 { summary.notChecked.append("transaction \(id): \(reason) (its window is read again next run)") }
+                if summary.notChecked.count < 50 {
+                    summary.notChecked.append("transaction \(id): \(reason) (its window is read again next run)")
+                }
             case .permanent(let why):
                 if summary.notChecked.count < 50 { summary.notChecked.append("transaction \(id): \(why)") }
             case .steps(let steps):

@@ -33,11 +33,13 @@ public final class NamedOrders: Sendable {
 
 extension ProviderExchange {
     var answer: EvidenceAnswer {
-        EvidenceAnswer(method: method, url: url, status: status, fetchedAt: sentAt, sha256: sha256, length: length, body: body, bodyKept: bodyKept)
+        EvidenceAnswer(
+            method: method, url: url, status: status, fetchedAt: sentAt, sha256: sha256, length: length, body: body, bodyKept: bodyKept)
     }
 
     var call: EvidenceStore.Call {
-        EvidenceStore.Call(sentAt: sentAt, method: method, url: url, idempotencyKey: idempotencyKey, requestBody: requestBody,
-                           status: status, sha256: sha256, length: length, body: body, bodyKept: bodyKept)
+        EvidenceStore.Call(
+            sentAt: sentAt, method: method, url: url, idempotencyKey: idempotencyKey, requestBody: requestBody,
+            status: status, sha256: sha256, length: length, body: body, bodyKept: bodyKept)
     }
 }

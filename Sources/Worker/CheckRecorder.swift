@@ -133,7 +133,7 @@ final class CheckRecorder: Sendable {
                 let recorded = try PlannedCheck.record(group.map(\.check), on: conn)
                 groups.add(1, ordering: .relaxed)
                 for (waiting, result) in zip(group, recorded) { waiting.continuation.resume(returning: .success(result)) }
-            } catch where Self.isBroken(error) {
+            } catch  where Self.isBroken(error) {
                 queue.withLock { $0.requeueFront(group.map { ($0.check.check.lockKeys, $0) }) }
                 throw error
             } catch {
@@ -142,7 +142,7 @@ final class CheckRecorder: Sendable {
                     do {
                         guard group.count > 1 else { throw error }
                         waiting.continuation.resume(returning: .success(try PlannedCheck.record([waiting.check], on: conn)[0]))
-                    } catch where Self.isBroken(error) {
+                    } catch  where Self.isBroken(error) {
                         queue.withLock { $0.requeueFront(group[i...].map { ($0.check.check.lockKeys, $0) }) }
                         throw error
                     } catch {

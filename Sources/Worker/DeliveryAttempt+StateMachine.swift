@@ -61,7 +61,7 @@ public struct DeliveryAttempt: Sendable {
         if attempts >= maxAttempts { return .dead(reason: "gave up after \(attempts) attempts: \(reason)") }
         let ceiling = min(maxDelaySeconds, baseDelaySeconds * Double(1 << min(attempts - 1, 30)))
         let jitter = random.isNaN ? 0 : min(max(random, 0), 1)
-        var delay = ceiling / 2 + ceiling / 2 * jitter    // spread retries of many deliveries, never below half the ceiling
+        var delay = ceiling / 2 + ceiling / 2 * jitter  // spread retries of many deliveries, never below half the ceiling
         if let retryAfter { delay = max(delay, Double(retryAfter)) }
         return .retry(afterSeconds: max(delay, 0.05), reason: reason)
     }

@@ -31,7 +31,8 @@ public struct DeliveryProcessor: Sendable {
         // The answers the event's resolution read (a subscription sale's own answer) are the evidence of an
         // unknown_order decided from them.
         let (content, answers) = await AnswerLog.collecting {
-            await checker.gateway[provider].references(in: StoredEvent(id: delivery.id, headers: Headers(delivery.headers), body: delivery.body))
+            await checker.gateway[provider].references(
+                in: StoredEvent(id: delivery.id, headers: Headers(delivery.headers), body: delivery.body))
         }
         switch content {
         case .found(.references(let refs)): references = refs
@@ -50,14 +51,20 @@ public struct DeliveryProcessor: Sendable {
         return Self.combine(steps, provider: provider)
     }
 
-    func check(_ reference: EventReference, provider: Provider, deliveryID: Int64, answers: [ProviderExchange] = [], logger log: Logger) async -> [Step] {
+    func check(
+        _ reference: EventReference, provider: Provider, deliveryID: Int64, answers: [ProviderExchange] = [], logger log: Logger
+    ) async -> [Step] {
         let found: Found
-        do { found = try await findOrders(reference, provider: provider) }
-        catch { return [.checked(orderID: "?", .transient(reason: "database: \(error)", retryAfterSeconds: nil))] }
+        do { found = try await findOrders(reference, provider: provider) } catch {
+            return [.checked(orderID: "?", .transient(reason: "database: \(error)", retryAfterSeconds: nil))]
+        }
         if let unheld = found.unheld {
             // A subscription's payment that no renewal's period holds: reported once, counted on no order.
-            return [.unknown(transactionRef: unheld.transactionRef,
-                             await checker.recordUnknown(provider: provider, unheld, exchanges: answers, logger: log))]
+            return [
+                .unknown(
+                    transactionRef: unheld.transactionRef,
+                    await checker.recordUnknown(provider: provider, unheld, exchanges: answers, logger: log))
+            ]
         }
         CheckContext.current.named?.add(found.orders.map(\.orderID))
         if !found.orders.isEmpty {
@@ -93,18 +100,25 @@ public struct DeliveryProcessor: Sendable {
             linked.alias = parent
             linked.learned = [link]
             let parentOrders: Found
-            do { parentOrders = try await findOrders(linked, provider: provider) }
-            catch { return [.checked(orderID: "?", .transient(reason: "database: \(error)", retryAfterSeconds: nil))] }
+            do { parentOrders = try await findOrders(linked, provider: provider) } catch {
+                return [.checked(orderID: "?", .transient(reason: "database: \(error)", retryAfterSeconds: nil))]
+            }
             CheckContext.current.named?.add(parentOrders.orders.map(\.orderID))
             guard !parentOrders.orders.isEmpty else {
                 let detail = "\(provider.rawValue) transaction \(ref) is a \(link.kind) of \(parent), which no stored order holds"
-                return [.unknown(transactionRef: ref, await checker.recordUnknown(
-                    provider: provider, UnknownTransaction(transactionRef: ref, value: nil, state: link.state ?? "unknown", detail: detail),
-                    logger: log))]
+                return [
+                    .unknown(
+                        transactionRef: ref,
+                        await checker.recordUnknown(
+                            provider: provider,
+                            UnknownTransaction(transactionRef: ref, value: nil, state: link.state ?? "unknown", detail: detail),
+                            logger: log))
+                ]
             }
             var steps: [Step] = []
             for order in parentOrders.orders {
-                steps.append(.checked(orderID: order.orderID, await checker.check(order, known: parentOrders.known[order.orderID], logger: log)))
+                steps.append(
+                    .checked(orderID: order.orderID, await checker.check(order, known: parentOrders.known[order.orderID], logger: log)))
             }
             return steps
         }
@@ -132,14 +146,17 @@ public struct DeliveryProcessor: Sendable {
             }
             var unheld: UnknownTransaction?
             if let matched, let payment = reference.transactionRef, matched != payment {
-                switch RenewalMatch.of(payment: "\(provider.rawValue) payment \(payment)", agreement: matched, createdAt: reference.occurredAt,
-                                       orders: orders.map { ($0.orderID, $0.period) }) {
+                switch RenewalMatch.of(
+                    payment: "\(provider.rawValue) payment \(payment)", agreement: matched, createdAt: reference.occurredAt,
+                    orders: orders.map { ($0.orderID, $0.period) })
+                {
                 case .all: break
                 case .order(let id): orders = orders.filter { $0.orderID == id }
                 case .unheld(let detail):
                     orders = []
-                    unheld = UnknownTransaction(transactionRef: payment, value: reference.value, state: "in no recorded billing period",
-                                                detail: detail)
+                    unheld = UnknownTransaction(
+                        transactionRef: payment, value: reference.value, state: "in no recorded billing period",
+                        detail: detail)
                 }
             }
             // A transaction payrecon made or learned of (a modification's own reference, an alias, a sale).
@@ -148,7 +165,10 @@ public struct DeliveryProcessor: Sendable {
             }
             if let unheld {
                 // Kept with no order (the agreement as the sale's parent), for the renewal's order to take when recorded.
-                try TransactionLinkStore.record(reference.learned.map { var l = $0; l.orderID = nil; return l }, provider: provider, on: conn)
+                try TransactionLinkStore.record(
+                    reference.learned.map {
+                        var l = $0; l.orderID = nil; return l
+                    }, provider: provider, on: conn)
                 return Found(unheld: unheld)
             }
             guard !orders.isEmpty else { return Found() }
@@ -192,7 +212,9 @@ public struct DeliveryProcessor: Sendable {
         var parts: [String] = []
         var seen = Set<String>()
         let orders = checked.filter { seen.insert($0).inserted }
-        if !orders.isEmpty { parts.append("re-checked \(provider.rawValue) order\(orders.count == 1 ? "" : "s") " + orders.joined(separator: ", ")) }
+        if !orders.isEmpty {
+            parts.append("re-checked \(provider.rawValue) order\(orders.count == 1 ? "" : "s") " + orders.joined(separator: ", "))
+        }
         if !unknown.isEmpty { parts.append("unknown_order " + unknown.joined(separator: ", ")) }
         parts += unreadable
         guard !parts.isEmpty else { return .processed(.ignored(ignored.joined(separator: "; "))) }

@@ -22,8 +22,10 @@ public struct NightlyJob: Sendable {
         public var deliveriesKeptSeconds: Int64?
         /// PAYRECON_SETTLEMENT_DEADLINE.
         public var settlementDeadlineSeconds: Int64
-        public init(sweep: ReconcileSweep.Options, backfills: [(provider: Provider, seconds: Int64)] = [], rereadSeconds: Int64 = 3 * 86_400,
-                    deliveriesKeptSeconds: Int64? = nil, settlementDeadlineSeconds: Int64 = 3 * 86_400) {
+        public init(
+            sweep: ReconcileSweep.Options, backfills: [(provider: Provider, seconds: Int64)] = [], rereadSeconds: Int64 = 3 * 86_400,
+            deliveriesKeptSeconds: Int64? = nil, settlementDeadlineSeconds: Int64 = 3 * 86_400
+        ) {
             self.sweep = sweep; self.backfills = backfills; self.rereadSeconds = rereadSeconds
             self.deliveriesKeptSeconds = deliveriesKeptSeconds; self.settlementDeadlineSeconds = settlementDeadlineSeconds
         }
@@ -66,7 +68,8 @@ public struct NightlyJob: Sendable {
         /// 0 when everything was checked and every part ran; 1 when some order could not be checked, a backfill left
         /// something or a settlement evaluation failed.
         public var exitCode: Int32 {
-            let partFailed = backfills.contains(where: \.result.failed)
+            let partFailed =
+                backfills.contains(where: \.result.failed)
                 || settlement.values.contains(where: { if case .notEvaluated = $0 { true } else { false } })
             return sweep.exitCode == 0 && partFailed ? 1 : sweep.exitCode
         }
@@ -85,9 +88,11 @@ public struct NightlyJob: Sendable {
     /// Runs the job. `backfilled` is told each backfill's result as it ends (so it is said before the sweep runs),
     /// `progress` the sweep's totals now and then (for a terminal). Throws when the sweep itself stopped (the
     /// database went away): nothing after it runs.
-    public func run(_ options: Options, now: @Sendable () -> Date = { Date() },
-                    backfilled: @Sendable (Provider, BackfillResult) -> Void = { _, _ in },
-                    progress: (@Sendable (RunStore.Totals) -> Void)? = nil) async throws -> Report {
+    public func run(
+        _ options: Options, now: @Sendable () -> Date = { Date() },
+        backfilled: @Sendable (Provider, BackfillResult) -> Void = { _, _ in },
+        progress: (@Sendable (RunStore.Totals) -> Void)? = nil
+    ) async throws -> Report {
         var report = Report()
         for (provider, seconds) in options.backfills where options.sweep.provider == nil || options.sweep.provider == provider {
             let result = await backfill(provider, seconds: seconds, options, now: Int64(now().timeIntervalSince1970))
@@ -108,8 +113,10 @@ public struct NightlyJob: Sendable {
     private func backfill(_ provider: Provider, seconds: Int64, _ options: Options, now: Int64) async -> BackfillResult {
         do {
             let summary = try await Backfill(pool: pool, checker: checker, concurrency: options.sweep.concurrency)
-                .run(.init(provider: provider, from: now - seconds, to: now, deliveriesKeptSeconds: options.deliveriesKeptSeconds,
-                           rereadSeconds: options.rereadSeconds), now: now, logger: logger)
+                .run(
+                    .init(
+                        provider: provider, from: now - seconds, to: now, deliveriesKeptSeconds: options.deliveriesKeptSeconds,
+                        rereadSeconds: options.rereadSeconds), now: now, logger: logger)
             return .ran(summary)
         } catch let failure as Backfill.Failure {
             switch failure {
@@ -126,7 +133,8 @@ public struct NightlyJob: Sendable {
                 try conn.transaction { tx in
                     // Behind an import that holds the settlement lock, wait at most a minute: the next run evaluates.
                     _ = try tx.execute("SET LOCAL lock_timeout = '60s'")
-                    return try SettlementStore.evaluate(provider: provider, now: now, deadlineSeconds: options.settlementDeadlineSeconds, on: tx)
+                    return try SettlementStore.evaluate(
+                        provider: provider, now: now, deadlineSeconds: options.settlementDeadlineSeconds, on: tx)
                 }
             }
             return .evaluated(opened: evaluated.opened.values.reduce(0, +), resolved: evaluated.resolved)

@@ -51,14 +51,18 @@ public final class OrderChecker: Sendable {
     /// Records checks, grouped under load (one transaction for many).
     let recorder: CheckRecorder
 
-    public convenience init(pool: PostgresPool, gateway: ProviderGateway, pendingMaxSeconds: Int64,
-                            clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) {
+    public convenience init(
+        pool: PostgresPool, gateway: ProviderGateway, pendingMaxSeconds: Int64,
+        clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
+    ) {
         self.init(pool: pool, gateway: gateway, pendingWindows: PendingWindows(defaultSeconds: pendingMaxSeconds), clock: clock)
     }
 
     /// `pendingWindows`: PAYRECON_PENDING_MAX, per provider and payment method.
-    public init(pool: PostgresPool, gateway: ProviderGateway, pendingWindows: PendingWindows,
-                clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) {
+    public init(
+        pool: PostgresPool, gateway: ProviderGateway, pendingWindows: PendingWindows,
+        clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
+    ) {
         self.pool = pool; self.gateway = gateway; self.pendingWindows = pendingWindows; self.clock = clock
         recorder = CheckRecorder(pool: pool)
     }
@@ -99,8 +103,10 @@ public final class OrderChecker: Sendable {
     /// may be fulfilled now (`payrecon check`): nil when the check could not be made (the result says why).
     /// `order` in the answer is the order as stored when the verdict was decided (under its lock).
     /// `fetched` runs once the provider's answers are in (a request after it must not be given this check's answer).
-    public func verify(_ order: Order, known: Known? = nil, logger log: Logger,
-                       fetched: @escaping @Sendable () -> Void = {}) async -> (result: Result, verdict: Verdict?, order: Order) {
+    public func verify(
+        _ order: Order, known: Known? = nil, logger log: Logger,
+        fetched: @escaping @Sendable () -> Void = {}
+    ) async -> (result: Result, verdict: Verdict?, order: Order) {
         let sink = VerdictSink(fetched: fetched)
         let result = await Self.$verdictSink.withValue(sink) { await check(order, known: known, retried: false, logger: log) }
         let (verdict, current, committed) = sink.state.withLock { $0 }
@@ -117,7 +123,9 @@ public final class OrderChecker: Sendable {
     func check(_ order: Order, known preloaded: Known?, retried: Bool, logger log: Logger) async -> Result {
         let log = log.with(["provider": order.provider.rawValue, "order_id": order.orderID])
         let known: Known
-        if let preloaded { known = preloaded } else {
+        if let preloaded {
+            known = preloaded
+        } else {
             do {
                 known = try await pool.run { conn in
                     try Self.known(provider: order.provider, orderIDs: [order.orderID], on: conn)[order.orderID]!
@@ -141,9 +149,12 @@ public final class OrderChecker: Sendable {
         }.map(\.externalID)
         // Compared under the order's lock with the links recorded on it (its own: not those of its sales found elsewhere).
         let ownLinks = known.links.filter { $0.orderID == order.orderID }.count
-        guard let result = await record(provider: order.provider, order: order, transactions: transactions, fetchedAt: fetchedAt,
-                                        linksSeen: retried ? nil : ownLinks, exchanges: exchanges, linkedPayments: payments,
-                                        logger: log) else {
+        guard
+            let result = await record(
+                provider: order.provider, order: order, transactions: transactions, fetchedAt: fetchedAt,
+                linksSeen: retried ? nil : ownLinks, exchanges: exchanges, linkedPayments: payments,
+                logger: log)
+        else {
             // A link was learned while this check fetched (the sweep preloads a page's links; another delivery may
             // have named a sale of the order): checked once more, with the links as they are now.
             log.debug("a link was learned during the check; checking again")
@@ -160,8 +171,11 @@ public final class OrderChecker: Sendable {
     /// whether a call in doubt may be sent again).
     /// `callsInDoubt`: the executor's own call in doubt (a provider may find it by the mark it carried).
     @inline(never)
-    func settle(_ order: Order, links: [TransactionLink], evidence: Bool = false, callsInDoubt: [CallInDoubt] = []) async
-        -> Swift.Result<(links: [TransactionLink], settlement: Settlement), FetchFailure> {
+    func settle(
+        _ order: Order, links: [TransactionLink], evidence: Bool = false, callsInDoubt: [CallInDoubt] = []
+    ) async
+        -> Swift.Result<(links: [TransactionLink], settlement: Settlement), FetchFailure>
+    {
         // Only calls payrecon made can be in doubt: an order without any asks the provider nothing.
         guard !callsInDoubt.isEmpty || links.contains(where: { $0.source == .payrecon && $0.actionID != nil }) else {
             return .success((links, Settlement()))
@@ -169,11 +183,15 @@ public final class OrderChecker: Sendable {
         let api = gateway[order.provider]
         var known: [TransactionQuery.Evidence] = []
         if evidence {
-            known = (try? await pool.run { try TransactionLinkStore.succeededCallLinks(provider: order.provider, limit: 6, on: $0) })?
+            known =
+                (try? await pool.run { try TransactionLinkStore.succeededCallLinks(provider: order.provider, limit: 6, on: $0) })?
                 .map { TransactionQuery.Evidence(link: $0.link, merchant: $0.merchant, site: $0.site) } ?? []
         }
-        switch await api.settle(TransactionQuery(transactionRef: order.transactionRef, merchant: order.merchant, site: order.site, links: links,
-                                                 evidence: known, callsInDoubt: callsInDoubt)) {
+        switch await api.settle(
+            TransactionQuery(
+                transactionRef: order.transactionRef, merchant: order.merchant, site: order.site, links: links,
+                evidence: known, callsInDoubt: callsInDoubt))
+        {
         case .found(let settlement):
             guard !settlement.links.isEmpty else { return .success((links, settlement)) }
             do {
@@ -193,7 +211,9 @@ public final class OrderChecker: Sendable {
     /// Every transaction of the order, fetched (one for most orders), after its calls in doubt were asked about: no
     /// plan is made as if a modification that may have happened had not.
     /// `settling` false: the caller asked about the calls in doubt itself just before (the executor).
-    func fetch(_ order: Order, links known: [TransactionLink], settling: Bool = true) async -> Swift.Result<[FetchedTransaction], FetchFailure> {
+    func fetch(
+        _ order: Order, links known: [TransactionLink], settling: Bool = true
+    ) async -> Swift.Result<[FetchedTransaction], FetchFailure> {
         // A provider that cannot be asked about calls in doubt now does not stop the check: nothing is planned on
         // the order while one is in doubt anyway (Planner.finish), and the executor asks again before any re-send.
         var links = known
@@ -213,15 +233,20 @@ public final class OrderChecker: Sendable {
     @inline(never)
     func fetch(_ ref: String, of order: Order, links: [TransactionLink]) async -> Swift.Result<FetchedTransaction, FetchFailure> {
         let api = gateway[order.provider]
-        let outcome = await api.snapshot(of: TransactionQuery(transactionRef: ref, merchant: order.merchant, site: order.site, links: links,
-                                                              period: order.period, currency: order.amount.currency))
+        let outcome = await api.snapshot(
+            of: TransactionQuery(
+                transactionRef: ref, merchant: order.merchant, site: order.site, links: links,
+                period: order.period, currency: order.amount.currency))
         return Self.fetched(outcome, ref: ref, several: order.hasSeveralTransactions, absentMayHaveExpired: api.unapprovedAttemptsExpire)
     }
 
     /// What a transaction's fetch came to (sync, apart from `fetch`, for the same reason).
     @inline(never)
-    static func fetched(_ outcome: ProviderOutcome<Snapshot>, ref: String, several: Bool, absentMayHaveExpired: Bool)
-        -> Swift.Result<FetchedTransaction, FetchFailure> {
+    static func fetched(
+        _ outcome: ProviderOutcome<Snapshot>, ref: String, several: Bool, absentMayHaveExpired: Bool
+    )
+        -> Swift.Result<FetchedTransaction, FetchFailure>
+    {
         switch outcome {
         case .found(let s): return .success(FetchedTransaction(transactionRef: ref, snapshot: s))
         case .notFound:
@@ -243,12 +268,14 @@ public final class OrderChecker: Sendable {
         let log = log.with(["provider": provider.rawValue, "transaction_ref": transactionRef])
         let fetchedAt = Date()
         let (outcome, exchanges) = await AnswerLog.collecting {
-            await self.gateway[provider].lookup(TransactionQuery(
-                transactionRef: transactionRef, merchant: reference.merchant, site: reference.site, links: reference.learned))
+            await self.gateway[provider].lookup(
+                TransactionQuery(
+                    transactionRef: transactionRef, merchant: reference.merchant, site: reference.site, links: reference.learned))
         }
         switch outcome {
         case .found(.transaction(let s)):
-            return await checkUnknown(s, provider: provider, transactionRef: transactionRef, fetchedAt: fetchedAt, exchanges: exchanges, logger: log)
+            return await checkUnknown(
+                s, provider: provider, transactionRef: transactionRef, fetchedAt: fetchedAt, exchanges: exchanges, logger: log)
         case .found(.unreconcilable(let t)):
             return .checked(await recordUnknown(provider: provider, t, exchanges: exchanges, logger: log))
         case .found(.ignored(let reason)): return .ignored(reason)
@@ -264,44 +291,54 @@ public final class OrderChecker: Sendable {
     /// A transaction of its own no stored order holds: linked to the order its provider's answer names, or recorded
     /// (`unknown_order`). Its own function, not inlined into `checkUnknown`, whose frame was 11.7 KB (see `makeCheck`).
     @inline(never)
-    func checkUnknown(_ s: Snapshot, provider: Provider, transactionRef: String, fetchedAt: Date, exchanges: [ProviderExchange],
-                      logger log: Logger) async -> UnknownResult {
+    func checkUnknown(
+        _ s: Snapshot, provider: Provider, transactionRef: String, fetchedAt: Date, exchanges: [ProviderExchange],
+        logger log: Logger
+    ) async -> UnknownResult {
         if !s.orderReferences.isEmpty {
             // A retry the merchant has not recorded yet: linked to the order the provider's answer names.
             do {
                 let order = try await pool.run { conn -> Order? in
                     for id in s.orderReferences {
                         guard try OrderStore.find(provider: provider, orderID: id, on: conn) != nil else { continue }
-                        try OrderStore.addTransaction(provider: provider, orderID: id, transactionRef: transactionRef,
-                                                      learnedFrom: s.orderReferenceFields[id] ?? "a reference field of \(provider.rawValue)'s answer",
-                                                      on: conn)
+                        try OrderStore.addTransaction(
+                            provider: provider, orderID: id, transactionRef: transactionRef,
+                            learnedFrom: s.orderReferenceFields[id] ?? "a reference field of \(provider.rawValue)'s answer",
+                            on: conn)
                         return try OrderStore.find(provider: provider, orderID: id, on: conn)
                     }
                     return nil
                 }
                 if let order {
-                    log.info("transaction linked to the order its provider names (evidence only: no action acts on it until the order lists it)",
-                             ["order_id": order.orderID])
+                    log.info(
+                        "transaction linked to the order its provider names (evidence only: no action acts on it until the order lists it)",
+                        ["order_id": order.orderID])
                     return .belongs(order)
                 }
             } catch { return .checked(.transient(reason: "database: \(error)", retryAfterSeconds: nil)) }
         }
-        return .checked(await record(provider: provider, order: nil, transactions: [FetchedTransaction(transactionRef: transactionRef, snapshot: s)],
-                                     fetchedAt: fetchedAt, linksSeen: nil, exchanges: exchanges, logger: log)!)
+        return .checked(
+            await record(
+                provider: provider, order: nil, transactions: [FetchedTransaction(transactionRef: transactionRef, snapshot: s)],
+                fetchedAt: fetchedAt, linksSeen: nil, exchanges: exchanges, logger: log)!)
     }
 
     /// Records `unknown_order` for a transaction payrecon cannot reconcile as an order (the detail says why).
     /// `exchanges`: the answers that showed it (kept as its evidence).
-    public func recordUnknown(provider: Provider, _ t: UnknownTransaction, exchanges: [ProviderExchange] = [], logger log: Logger) async -> Result {
-        let finding = Planner.unknownOrder(provider: provider, transactionRef: t.transactionRef, value: t.value, state: t.state, detail: t.detail)
+    public func recordUnknown(
+        provider: Provider, _ t: UnknownTransaction, exchanges: [ProviderExchange] = [], logger log: Logger
+    ) async -> Result {
+        let finding = Planner.unknownOrder(
+            provider: provider, transactionRef: t.transactionRef, value: t.value, state: t.state, detail: t.detail)
         do {
             var check = FindingStore.Check(
                 provider: provider, order: nil, transactionRef: t.transactionRef, snapshot: nil, fetchedAt: Date(),
                 currency: t.value?.currency.code)
             check.evidence = CheckContext.current.evidence(exchanges)
-            let recorded = try await recorder.record(PlannedCheck(check) { _, _ in
-                Plan(findings: [finding], decision: Decision(fired: [.init(row: .unknownOrder, yields: "unknown_order: \(t.detail)")]))
-            })
+            let recorded = try await recorder.record(
+                PlannedCheck(check) { _, _ in
+                    Plan(findings: [finding], decision: Decision(fired: [.init(row: .unknownOrder, yields: "unknown_order: \(t.detail)")]))
+                })
             guard let (outcome, _) = recorded else { return .checked(CheckOutcome(), matched: true) }
             return .checked(outcome, matched: false)
         } catch {
@@ -316,8 +353,10 @@ public final class OrderChecker: Sendable {
     /// recorded; check again).
     /// `exchanges`: the answers the fetch used, kept as the check's evidence.
     @inline(never)
-    func record(provider: Provider, order: Order?, transactions: [FetchedTransaction], fetchedAt: Date,
-                linksSeen: Int?, exchanges: [ProviderExchange], linkedPayments: [String] = [], logger log: Logger) async -> Result? {
+    func record(
+        provider: Provider, order: Order?, transactions: [FetchedTransaction], fetchedAt: Date,
+        linksSeen: Int?, exchanges: [ProviderExchange], linkedPayments: [String] = [], logger log: Logger
+    ) async -> Result? {
         // The check is built as it is queued, and its outcome read, in functions of their own: this frame holds only
         // what crosses the wait for the group (see `makeCheck`).
         let rechecks = linksSeen != nil && order != nil
@@ -326,8 +365,9 @@ public final class OrderChecker: Sendable {
         let recorded: CheckRecorder.Recorded
         do {
             recorded = try await recorder.record {
-                makeCheck(provider: provider, order: order, transactions: transactions, fetchedAt: fetchedAt, linksSeen: linksSeen,
-                          exchanges: exchanges, linkedPayments: linkedPayments, verdict: sink)
+                makeCheck(
+                    provider: provider, order: order, transactions: transactions, fetchedAt: fetchedAt, linksSeen: linksSeen,
+                    exchanges: exchanges, linkedPayments: linkedPayments, verdict: sink)
             }
         } catch { return .transient(reason: "database: \(error)", retryAfterSeconds: nil) }
         if recorded != nil { sink?.state.withLock { $0.committed = true } }
@@ -342,9 +382,11 @@ public final class OrderChecker: Sendable {
     /// high-water mark of its deepest call chain until the task ends; hundreds of checks are in hand at once. Built
     /// here, the check's values were 7.6 KB of `record`'s frame. `scripts/lib/async-frames.py` prints the sizes.
     @inline(never)
-    func makeCheck(provider: Provider, order: Order?, transactions: [FetchedTransaction], fetchedAt: Date,
-                   linksSeen: Int?, exchanges: [ProviderExchange], linkedPayments: [String] = [],
-                   verdict sink: VerdictSink? = nil) -> PlannedCheck {
+    func makeCheck(
+        provider: Provider, order: Order?, transactions: [FetchedTransaction], fetchedAt: Date,
+        linksSeen: Int?, exchanges: [ProviderExchange], linkedPayments: [String] = [],
+        verdict sink: VerdictSink? = nil
+    ) -> PlannedCheck {
         let now = clock()
         let windows = pendingWindows
         let several = transactions.count > 1
@@ -362,18 +404,23 @@ public final class OrderChecker: Sendable {
         return PlannedCheck(check) { current, emitted in
             guard let current else {
                 let s = transactions.first?.snapshot
-                return Planner.plan(order: nil, snapshot: s, emitted: emitted, now: now,
-                                    pendingMax: windows.seconds(provider: provider, method: s?.method))
+                return Planner.plan(
+                    order: nil, snapshot: s, emitted: emitted, now: now,
+                    pendingMax: windows.seconds(provider: provider, method: s?.method))
             }
-            let plan = Planner.plan(order: current, transactions: transactions, emitted: emitted, now: now,
-                                    pendingMax: { windows.seconds(provider: provider, method: $0?.method) })
+            let plan = Planner.plan(
+                order: current, transactions: transactions, emitted: emitted, now: now,
+                pendingMax: { windows.seconds(provider: provider, method: $0?.method) })
             if let sink {
                 // What the check fetched is judged against the order as stored now; when its transactions are no
                 // longer those fetched (re-imported meanwhile), no verdict: a transaction it no longer lists is not its payment.
                 let fetchedRefs = transactions.map(\.transactionRef)
-                let verdict = fetchedRefs == current.transactionRefs
+                let verdict =
+                    fetchedRefs == current.transactionRefs
                     ? Verdict.decide(order: current, transactions: transactions, findings: plan.findings, actions: emitted) : nil
-                sink.state.withLock { $0.verdict = verdict; $0.order = current }
+                sink.state.withLock {
+                    $0.verdict = verdict; $0.order = current
+                }
             }
             return plan
         }

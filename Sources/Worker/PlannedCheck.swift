@@ -38,12 +38,15 @@ public struct PlannedCheck: Sendable {
     }
 
     /// Plans and records one check under its order's lock (see `record(_:on:)`).
-    public static func record(provider: Provider, order: Order?, transactionRef: String, snapshot: Snapshot?, fetchedAt: Date,
-                              currency: String? = nil, transactionRefs: [String]? = nil, snapshotJSON: String? = nil,
-                              plan: @escaping @Sendable (Order?, [EmittedAction]) -> Plan,
-                              on conn: PostgresConnection) throws -> (outcome: CheckOutcome, plan: Plan)? {
-        let check = FindingStore.Check(provider: provider, order: order, transactionRef: transactionRef, snapshot: snapshot, fetchedAt: fetchedAt,
-                                       currency: currency, transactionRefs: transactionRefs, snapshotJSON: snapshotJSON)
+    public static func record(
+        provider: Provider, order: Order?, transactionRef: String, snapshot: Snapshot?, fetchedAt: Date,
+        currency: String? = nil, transactionRefs: [String]? = nil, snapshotJSON: String? = nil,
+        plan: @escaping @Sendable (Order?, [EmittedAction]) -> Plan,
+        on conn: PostgresConnection
+    ) throws -> (outcome: CheckOutcome, plan: Plan)? {
+        let check = FindingStore.Check(
+            provider: provider, order: order, transactionRef: transactionRef, snapshot: snapshot, fetchedAt: fetchedAt,
+            currency: currency, transactionRefs: transactionRefs, snapshotJSON: snapshotJSON)
         return try record([PlannedCheck(check, plan: plan)], on: conn)[0]
     }
 }

@@ -20,7 +20,8 @@ public struct ProviderGateway: Sendable {
     }
 
     private static func metered(_ configured: ConfiguredProviders) -> [Provider: any ProviderAPI] {
-        Dictionary(uniqueKeysWithValues: configured.apis.map { ($0.key, MeteredProviderAPI(provider: $0.key, base: $0.value) as any ProviderAPI) })
+        Dictionary(
+            uniqueKeysWithValues: configured.apis.map { ($0.key, MeteredProviderAPI(provider: $0.key, base: $0.value) as any ProviderAPI) })
     }
 
     /// Puts `configured` in place (SIGHUP: the API secrets re-read). A call under way finishes with the API it
@@ -34,7 +35,9 @@ public struct ProviderGateway: Sendable {
     public var anyConfigured: Bool { apis.values.contains { $0.isConfigured } }
 
     public subscript(_ provider: Provider) -> any ProviderAPI {
-        guard let api = table.apis.withLock({ $0[provider] }) else { preconditionFailure("\(provider.rawValue) has no line in ProviderRegistry.definitions") }
+        guard let api = table.apis.withLock({ $0[provider] }) else {
+            preconditionFailure("\(provider.rawValue) has no line in ProviderRegistry.definitions")
+        }
         return api
     }
 }

@@ -16,8 +16,10 @@ public final class QueueWorker: Sendable {
         public var attempt: DeliveryAttempt
         public var executeActions: Bool
 
-        public init(owner: String = QueueWorker.defaultOwner(), leaseSeconds: Int = 60, batchSize: Int = 8, pollSeconds: Double = 5,
-                    attempt: DeliveryAttempt = DeliveryAttempt(), executeActions: Bool = false) {
+        public init(
+            owner: String = QueueWorker.defaultOwner(), leaseSeconds: Int = 60, batchSize: Int = 8, pollSeconds: Double = 5,
+            attempt: DeliveryAttempt = DeliveryAttempt(), executeActions: Bool = false
+        ) {
             self.owner = owner; self.leaseSeconds = leaseSeconds; self.batchSize = batchSize; self.pollSeconds = pollSeconds
             self.attempt = attempt; self.executeActions = executeActions
         }
@@ -57,11 +59,13 @@ public final class QueueWorker: Sendable {
     /// The shortest idle wait, whatever `secondsUntilNextDue` says.
     static let minimumWaitSeconds = 0.05
 
-    public init(configuration: Configuration, conninfo: String?, pool: PostgresPool, processor: DeliveryProcessor, executor: ActionExecutor?,
-                logger: Logger) {
+    public init(
+        configuration: Configuration, conninfo: String?, pool: PostgresPool, processor: DeliveryProcessor, executor: ActionExecutor?,
+        logger: Logger
+    ) {
         self.configuration = configuration; self.conninfo = conninfo; self.pool = pool; self.processor = processor
         self.executor = executor; self.logger = logger.with(["owner": configuration.owner])
-        _ = Self.processedMetric   // registered now, so /metrics names the family before the first delivery
+        _ = Self.processedMetric  // registered now, so /metrics names the family before the first delivery
     }
 
     /// Asks `run` to finish the deliveries in hand and return.
@@ -77,8 +81,9 @@ public final class QueueWorker: Sendable {
             if let conninfo {
                 wakeup.listen(conninfo: conninfo, channel: DeliveryStore.channel)
             } else {
-                logger.info("polling for deliveries: no connection to LISTEN on (set PAYRECON_LISTEN_DATABASE_URL to a direct one)",
-                            ["poll_s": configuration.pollSeconds])
+                logger.info(
+                    "polling for deliveries: no connection to LISTEN on (set PAYRECON_LISTEN_DATABASE_URL to a direct one)",
+                    ["poll_s": configuration.pollSeconds])
             }
         }
         let loops = startLoops(once: once)
@@ -87,8 +92,8 @@ public final class QueueWorker: Sendable {
         logger.info("worker started", ["once": once])
         await pump(once: once)
         loops.signalStop()
-        _ = await loops.actions.value       // an action under way finishes and records its outcome
-        _ = await loops.flusher.value       // a flush it had begun is counted before the last one
+        _ = await loops.actions.value  // an action under way finishes and records its outcome
+        _ = await loops.flusher.value  // a flush it had begun is counted before the last one
         await flushCompletions(force: true)
         if let executor, configuration.executeActions, once { _ = await executor.executePending() }
         let t = totals.withLock { $0 }
@@ -146,7 +151,8 @@ public final class QueueWorker: Sendable {
                     let room = configuration.batchSize - inFlight
                     do {
                         claimed = try await pool.run { [configuration] conn in
-                            try DeliveryQueue.claim(owner: configuration.owner, leaseSeconds: configuration.leaseSeconds, limit: room, on: conn)
+                            try DeliveryQueue.claim(
+                                owner: configuration.owner, leaseSeconds: configuration.leaseSeconds, limit: room, on: conn)
                         }
                     } catch {
                         logger.warning("cannot claim deliveries; retrying", ["error": String(describing: error)])
@@ -161,7 +167,7 @@ public final class QueueWorker: Sendable {
                 for delivery in claimed { group.addTask { await self.handle(delivery) } }
                 inFlight += claimed.count
                 if inFlight > 0 && (claimed.isEmpty || configuration.batchSize - inFlight < refill) {
-                    await group.next()       // wait for one to finish, then top up
+                    await group.next()  // wait for one to finish, then top up
                     inFlight -= 1
                     continue
                 }
@@ -183,8 +189,9 @@ public final class QueueWorker: Sendable {
     static let actionIdleMilliseconds = 1000
 
     /// Processed deliveries by provider and outcome (`done`, `ignored`, `retry`, `dead`).
-    static let processedMetric = Metrics.shared.counter("payrecon_deliveries_processed_total",
-                                                        help: "Deliveries the worker processed, by provider and outcome (done, ignored, retry, dead)")
+    static let processedMetric = Metrics.shared.counter(
+        "payrecon_deliveries_processed_total",
+        help: "Deliveries the worker processed, by provider and outcome (done, ignored, retry, dead)")
 
     private func handle(_ delivery: QueuedDelivery) async {
         let log = logger.with(["delivery_id": delivery.id, "provider": delivery.provider.rawValue])
@@ -195,19 +202,23 @@ public final class QueueWorker: Sendable {
         // A retry carries its delay; dead is the last attempt (no delay).
         let failure: (retryAfter: Double?, reason: String)
         let decision = configuration.attempt.decide(result, attempts: delivery.attempts, random: Double.random(in: 0..<1))
-        let outcomeLabel: String = switch decision {
-        case .done(let o): o.status
-        case .retry: "retry"
-        case .dead: "dead"
-        }
+        let outcomeLabel: String =
+            switch decision {
+            case .done(let o): o.status
+            case .retry: "retry"
+            case .dead: "dead"
+            }
         Self.processedMetric.increment([("provider", delivery.provider.rawValue), ("outcome", outcomeLabel)])
         switch decision {
         case .done(let outcome):
             // Still held (its lease renewed) until the batch that completes it is committed.
             log.debug("delivery processed", ["status": outcome.status])
-            let completion = DeliveryQueue.Completion(id: delivery.id, status: outcome.status, outcome: outcome.text,
-                                                      provider: delivery.provider, orderIDs: named.orderIDs)
-            let full = completions.withLock { $0.append(completion); return $0.count >= Self.completionBatch }
+            let completion = DeliveryQueue.Completion(
+                id: delivery.id, status: outcome.status, outcome: outcome.text,
+                provider: delivery.provider, orderIDs: named.orderIDs)
+            let full = completions.withLock {
+                $0.append(completion); return $0.count >= Self.completionBatch
+            }
             if full { await flushCompletions(force: false) }
             return
         case .retry(let after, let reason): failure = (after, reason)
@@ -217,27 +228,41 @@ public final class QueueWorker: Sendable {
         let owner = configuration.owner
         do {
             let kept = try await pool.run { conn in
-                try DeliveryQueue.fail(id: delivery.id, owner: owner, error: failure.reason, retryAfterSeconds: failure.retryAfter,
-                                       provider: delivery.provider, orderIDs: named.orderIDs, on: conn)
+                try DeliveryQueue.fail(
+                    id: delivery.id, owner: owner, error: failure.reason, retryAfterSeconds: failure.retryAfter,
+                    provider: delivery.provider, orderIDs: named.orderIDs, on: conn)
             }
-            totals.withLock { t in
-                if !kept { t.lostLease += 1 } else if failure.retryAfter != nil { t.retried += 1 } else { t.dead += 1 }
-            }
-            if !kept {
-                log.warning("lease lost before the result was recorded; another worker has the delivery")
-            } else if let after = failure.retryAfter, case .permanent = result {
-                // Retrying as it is will not help (the provider refused the credentials, a 4xx): said as a warning, with
-                // what to do; it is still retried, since credentials and configuration get fixed.
-                log.warning("delivery will be retried, but the provider refused it as it is: fix what the reason names (credentials or permissions: payrecon doctor), then restart the worker, or reload it (systemctl reload payrecon-work) when the secret is given as a file (NAME_FILE), which also makes the deliveries waiting for a retry due at once; payrecon events retry ID retries one now",
-                            ["attempt": delivery.attempts, "after_s": Int(after.rounded(.up)), "reason": failure.reason])
-            } else if let after = failure.retryAfter {
-                log.info("delivery will be retried", ["attempt": delivery.attempts, "after_s": Int(after.rounded(.up)), "reason": failure.reason])
-            } else {
-                log.error("delivery is dead", ["reason": failure.reason])
-            }
+            noteFailureRecorded(delivery, kept: kept, failure: failure, result: result, log: log)
         } catch {
             // The lease expires and the delivery comes back: processing is idempotent (unique action keys).
             log.warning("could not record a delivery's outcome", ["error": String(describing: error)])
+        }
+    }
+
+    /// Counts and says what came of a delivery whose failure was recorded (`kept`: its lease was still this worker's).
+    /// Not inlined into `handle`, so the log lines' values are not in that async frame (see `OrderChecker.makeCheck`).
+    @inline(never)
+    private func noteFailureRecorded(
+        _ delivery: QueuedDelivery, kept: Bool, failure: (retryAfter: Double?, reason: String), result: DeliveryAttempt.Result,
+        log: Logger
+    ) {
+        totals.withLock { t in
+            if !kept { t.lostLease += 1 } else if failure.retryAfter != nil { t.retried += 1 } else { t.dead += 1 }
+        }
+        if !kept {
+            log.warning("lease lost before the result was recorded; another worker has the delivery")
+        } else if let after = failure.retryAfter, case .permanent = result {
+            // Retrying as it is will not help (the provider refused the credentials, a 4xx): said as a warning, with
+            // what to do; it is still retried, since credentials and configuration get fixed.
+            log.warning(
+                "delivery will be retried, but the provider refused it as it is: fix what the reason names (credentials or permissions: payrecon doctor), then restart the worker, or reload it (systemctl reload payrecon-work) when the secret is given as a file (NAME_FILE), which also makes the deliveries waiting for a retry due at once; payrecon events retry ID retries one now",
+                ["attempt": delivery.attempts, "after_s": Int(after.rounded(.up)), "reason": failure.reason])
+        } else if let after = failure.retryAfter {
+            log.info(
+                "delivery will be retried", ["attempt": delivery.attempts, "after_s": Int(after.rounded(.up)), "reason": failure.reason]
+            )
+        } else {
+            log.error("delivery is dead", ["reason": failure.reason])
         }
     }
 
@@ -247,20 +272,26 @@ public final class QueueWorker: Sendable {
         // While the database would not take them, completions wait out the backoff (the flusher's 50 ms timer and
         // a full batch do not retry sooner).
         if !force, flushFailure.withLock({ !$0.due(at: Date()) }) { return }
-        let batch = completions.withLock { c -> [DeliveryQueue.Completion] in let b = c; c.removeAll(); return b }
+        let batch = completions.withLock { c -> [DeliveryQueue.Completion] in
+            let b = c; c.removeAll(); return b
+        }
         guard !batch.isEmpty else { return }
         let ids = batch.map(\.id)
         let owner = configuration.owner
         do {
             let completed = try await pool.run { try DeliveryQueue.complete(batch, owner: owner, on: $0) }
             if let since = flushFailure.withLock({ $0.succeeded() }) {
-                logger.info("completed deliveries recorded again", ["deliveries": ids.count, "after_seconds": Int(Date().timeIntervalSince(since))])
+                logger.info(
+                    "completed deliveries recorded again", ["deliveries": ids.count, "after_seconds": Int(Date().timeIntervalSince(since))])
             }
             held.withLock { $0.subtract(ids) }
-            totals.withLock { $0.done += completed.count; $0.lostLease += ids.count - completed.count }
+            totals.withLock {
+                $0.done += completed.count; $0.lostLease += ids.count - completed.count
+            }
             if completed.count < ids.count {
-                logger.warning("lease lost before completion was recorded; another worker has the delivery",
-                            ["deliveries": ids.count - completed.count])
+                logger.warning(
+                    "lease lost before completion was recorded; another worker has the delivery",
+                    ["deliveries": ids.count - completed.count])
             }
         } catch {
             // Put them back, and retry with backoff (1 s, doubling to 30 s) whether or not another completes: left for
@@ -268,8 +299,9 @@ public final class QueueWorker: Sendable {
             completions.withLock { $0.append(contentsOf: batch) }
             let first = flushFailure.withLock { $0.failed(at: Date()) }
             if first {
-                logger.warning("could not record completed deliveries; retrying with backoff until the database answers",
-                               ["deliveries": ids.count, "error": String(describing: error)])
+                logger.warning(
+                    "could not record completed deliveries; retrying with backoff until the database answers",
+                    ["deliveries": ids.count, "error": String(describing: error)])
             }
         }
     }

@@ -118,9 +118,11 @@ public struct ReconcileSweep: Sendable {
         try await pool.run { [summary] conn in
             try RunStore.finish(id: runID, totals: summary.totals, errors: summary.errors, exitCode: summary.exitCode, on: conn)
         }
-        let fields: [String: any Sendable] = ["checked": summary.totals.checked, "matched": summary.totals.matched,
-                                              "opened": summary.totals.opened, "resolved": summary.totals.resolved,
-                                              "actions_emitted": summary.totals.actionsEmitted, "errors": summary.totals.errors]
+        let fields: [String: any Sendable] = [
+            "checked": summary.totals.checked, "matched": summary.totals.matched,
+            "opened": summary.totals.opened, "resolved": summary.totals.resolved,
+            "actions_emitted": summary.totals.actionsEmitted, "errors": summary.totals.errors
+        ]
         // A run that could not check orders is not routine: an error when it checked none, a warning when some.
         if summary.totals.errors > 0 && summary.totals.checked == 0 {
             log.error("reconcile finished without checking any order", fields)
@@ -139,7 +141,11 @@ public struct ReconcileSweep: Sendable {
 
     static func optionsJSON(_ o: Options) -> String {
         var parts = ["\"concurrency\":\(o.concurrency)"]
-        if let since = o.since { parts.append("\"since\":\"\(ISO8601DateFormatter().string(from: since))\"") } else { parts.append("\"all\":true") }
+        if let since = o.since {
+            parts.append("\"since\":\"\(ISO8601DateFormatter().string(from: since))\"")
+        } else {
+            parts.append("\"all\":true")
+        }
         if let p = o.provider { parts.append("\"provider\":\"\(p.rawValue)\"") }
         return "{" + parts.joined(separator: ",") + "}"
     }

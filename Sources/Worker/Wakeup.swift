@@ -67,7 +67,7 @@ final class Wakeup: Sendable {
                         let c = try PostgresConnection(conninfo: conninfo)
                         try c.listen(channel)
                         conn = c
-                        signal()   // anything committed while we were not listening
+                        signal()  // anything committed while we were not listening
                     }
                     if try !conn!.waitForNotifications(timeout: 1.0).isEmpty { signal() }
                 } catch {

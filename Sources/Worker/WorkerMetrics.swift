@@ -10,37 +10,57 @@ import Synchronization
 /// money at risk, and when the nightly sweep last succeeded. The database-backed values are refreshed in the
 /// background (`refresh`), never by a scrape.
 public enum WorkerMetrics {
-    static let calls = Metrics.shared.counter("payrecon_provider_calls_total",
-                                              help: "Provider API calls at the seam, by provider, operation (fetch, lookup, resolve, action) and status (found, not_found, transient, permanent)")
-    static let callSeconds = Metrics.shared.histogram("payrecon_provider_call_seconds",
-                                                      help: "Provider API call latency (retries included), by provider and operation",
-                                                      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30])
-    static let actions = Metrics.shared.counter("payrecon_actions_total",
-                                                help: "Actions the executor recorded an outcome for, by provider, kind and status")
+    static let calls = Metrics.shared.counter(
+        "payrecon_provider_calls_total",
+        help:
+            "Provider API calls at the seam, by provider, operation (fetch, lookup, resolve, action) and status (found, not_found, transient, permanent)"
+    )
+    static let callSeconds = Metrics.shared.histogram(
+        "payrecon_provider_call_seconds",
+        help: "Provider API call latency (retries included), by provider and operation",
+        buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30])
+    static let actions = Metrics.shared.counter(
+        "payrecon_actions_total",
+        help: "Actions the executor recorded an outcome for, by provider, kind and status")
     static let backlog = Metrics.shared.gauge("payrecon_deliveries_backlog", help: "Deliveries pending processing")
-    static let oldest = Metrics.shared.gauge("payrecon_oldest_pending_delivery_age_seconds",
-                                             help: "Age of the oldest pending delivery (0 when none)")
-    static let dead = Metrics.shared.gauge("payrecon_deliveries_dead", help: "Deliveries dead after their last attempt, waiting for an operator")
+    static let oldest = Metrics.shared.gauge(
+        "payrecon_oldest_pending_delivery_age_seconds",
+        help: "Age of the oldest pending delivery (0 when none)")
+    static let dead = Metrics.shared.gauge(
+        "payrecon_deliveries_dead", help: "Deliveries dead after their last attempt, waiting for an operator")
     static let open = Metrics.shared.gauge("payrecon_discrepancies_open", help: "Open discrepancies by kind")
-    static let atRisk = Metrics.shared.gauge("payrecon_money_at_risk_minor",
-                                             help: "Money at risk in open discrepancies, in minor units of the currency (2500 USD = 25.00)")
-    static let actionsWaiting = Metrics.shared.gauge("payrecon_actions_pending",
+    static let atRisk = Metrics.shared.gauge(
+        "payrecon_money_at_risk_minor",
+        help: "Money at risk in open discrepancies, in minor units of the currency (2500 USD = 25.00)")
+    static let actionsWaiting = Metrics.shared.gauge(
+        "payrecon_actions_pending",
         help: "Actions in the outbox by state: pending (to run), in_doubt (a call whose outcome is unknown yet)")
-    static let failedActions = Metrics.shared.gauge("payrecon_actions_failed",
-        help: "Actions that failed (the provider refused them, or they failed after their retries) and wait for an operator (payrecon actions retry)")
+    static let failedActions = Metrics.shared.gauge(
+        "payrecon_actions_failed",
+        help:
+            "Actions that failed (the provider refused them, or they failed after their retries) and wait for an operator (payrecon actions retry)"
+    )
     /// 1 when this worker executes actions (PAYRECON_ACTIONS=execute); 0 when it only plans them for a person.
-    public static let executes = Metrics.shared.gauge("payrecon_actions_execute",
+    public static let executes = Metrics.shared.gauge(
+        "payrecon_actions_execute",
         help: "1 when this worker executes planned actions (PAYRECON_ACTIONS=execute), 0 when they wait for payrecon actions execute")
-    static let oldestAction = Metrics.shared.gauge("payrecon_oldest_pending_action_age_seconds",
+    static let oldestAction = Metrics.shared.gauge(
+        "payrecon_oldest_pending_action_age_seconds",
         help: "Age of the oldest pending action (0 when none): the executor is stopped or every call fails")
-    static let installed = Metrics.shared.gauge("payrecon_installed_timestamp_seconds",
+    static let installed = Metrics.shared.gauge(
+        "payrecon_installed_timestamp_seconds",
         help: "Unix time the database was first migrated: when a nightly run that never succeeded is counted from")
-    static let lastSweep = Metrics.shared.gauge("payrecon_last_reconcile_success_timestamp_seconds",
-                                                help: "Unix time the last payrecon reconcile run finished with exit 0 (0: never)")
-    static let lastSettlementFile = Metrics.shared.gauge("payrecon_settlement_last_file_timestamp_seconds",
+    static let lastSweep = Metrics.shared.gauge(
+        "payrecon_last_reconcile_success_timestamp_seconds",
+        help: "Unix time the last payrecon reconcile run finished with exit 0 (0: never)")
+    static let lastSettlementFile = Metrics.shared.gauge(
+        "payrecon_settlement_last_file_timestamp_seconds",
         help: "Unix time the newest settlement file was imported (payrecon settlement import), per provider (0: never)")
-    static let fees24h = Metrics.shared.gauge("payrecon_fees_last_day_minor",
-        help: "Fees the providers' answers stated on money moved in the last 24 hours, less fees given back, per provider and currency, in minor units")
+    static let fees24h = Metrics.shared.gauge(
+        "payrecon_fees_last_day_minor",
+        help:
+            "Fees the providers' answers stated on money moved in the last 24 hours, less fees given back, per provider and currency, in minor units"
+    )
     /// The (provider, currency) pairs the last refresh exported fees for.
     static let feeSeries = Mutex<Set<[String]>>([])
 
@@ -51,8 +71,11 @@ public enum WorkerMetrics {
     /// names them before the first observation and `increase()` sees the first action, call or delivery (a series
     /// born at 1 reads as no increase).
     public static func register() {
-        _ = (calls, callSeconds, actions, backlog, oldest, dead, open, atRisk, lastSweep, QueueWorker.processedMetric, actionsWaiting, oldestAction, installed,
-             lastSettlementFile, fees24h, failedActions, executes)
+        _ = (
+            calls, callSeconds, actions, backlog, oldest, dead, open, atRisk, lastSweep, QueueWorker.processedMetric, actionsWaiting,
+            oldestAction, installed,
+            lastSettlementFile, fees24h, failedActions, executes
+        )
         for definition in ProviderRegistry.definitions where definition.settlementReports != nil {
             lastSettlementFile.set(0, [("provider", definition.provider.rawValue)])
         }
@@ -77,15 +100,17 @@ public enum WorkerMetrics {
     }
 
     static func call<T>(_ provider: Provider, _ operation: String, _ outcome: ProviderOutcome<T>, since start: DispatchTime) {
-        let status = switch outcome {
-        case .found: "found"
-        case .notFound: "not_found"
-        case .transient: "transient"
-        case .permanent: "permanent"
-        }
+        let status =
+            switch outcome {
+            case .found: "found"
+            case .notFound: "not_found"
+            case .transient: "transient"
+            case .permanent: "permanent"
+            }
         calls.increment([("provider", provider.rawValue), ("operation", operation), ("status", status)])
-        callSeconds.observe(seconds: Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9,
-                            [("provider", provider.rawValue), ("operation", operation)])
+        callSeconds.observe(
+            seconds: Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9,
+            [("provider", provider.rawValue), ("operation", operation)])
     }
 
     static func action(_ provider: Provider, _ kind: ActionKind, _ status: ActionStatus) {
@@ -103,7 +128,8 @@ public enum WorkerMetrics {
     }
 
     static func refreshQueue(on conn: PostgresConnection) throws {
-        let queue = try conn.query("""
+        let queue = try conn.query(
+            """
             SELECT count(*) FILTER (WHERE status = 'pending') AS pending, count(*) FILTER (WHERE status = 'dead') AS dead,
                    coalesce(extract(epoch FROM now() - min(received_at) FILTER (WHERE status = 'pending')), 0)::bigint AS oldest
             FROM deliveries WHERE status IN ('pending', 'dead')
@@ -120,12 +146,14 @@ public enum WorkerMetrics {
         }
         // Money at risk with each order counted once, as `payrecon report` counts it (an order's largest finding).
         var risk: [String: Int64] = [:]
-        for row in try conn.query("""
+        for row in try conn.query(
+            """
             SELECT currency, sum(m)::text AS risk FROM (
                 SELECT currency, max(amount_at_risk_minor) AS m FROM discrepancies WHERE status = 'open' AND currency IS NOT NULL
                 GROUP BY provider, coalesce(order_id, '?' || transaction_ref), currency) per_order
             GROUP BY currency
-            """) {
+            """)
+        {
             risk[try row.string("currency")] = Int64(try row.string("risk")) ?? .max
         }
         for (kind, n) in counts { open.set(n, [("kind", kind)]) }
@@ -140,13 +168,15 @@ public enum WorkerMetrics {
     }
 
     static func refreshActions(on conn: PostgresConnection) throws {
-        if let row = try conn.query("""
+        if let row = try conn.query(
+            """
             SELECT count(*) FILTER (WHERE status = 'pending' AND NOT in_doubt) AS pending,
                    count(*) FILTER (WHERE status = 'pending' AND in_doubt) AS in_doubt,
                    count(*) FILTER (WHERE status = 'failed') AS failed,
                    coalesce(extract(epoch FROM now() - min(created_at) FILTER (WHERE status = 'pending')), 0)::bigint AS oldest
             FROM actions WHERE status IN ('pending', 'failed')
-            """).first {
+            """
+        ).first {
             actionsWaiting.set(try row.int64("pending"), [("state", "pending")])
             actionsWaiting.set(try row.int64("in_doubt"), [("state", "in_doubt")])
             failedActions.set(try row.int64("failed"))
@@ -159,11 +189,15 @@ public enum WorkerMetrics {
         if let row = try conn.query("SELECT coalesce(extract(epoch FROM min(applied_at)), 0)::bigint AS t FROM schema_migrations").first {
             installed.set(try row.int64("t"))
         }
-        let last = try conn.query("""
+        let last = try conn.query(
+            """
             SELECT coalesce(extract(epoch FROM max(finished_at)), 0)::bigint AS t FROM runs WHERE exit_code = 0
-            """).first
+            """
+        ).first
         lastSweep.set(try last?.int64("t") ?? 0)
-        for row in try conn.query("SELECT provider, extract(epoch FROM max(imported_at))::bigint AS t FROM settlement_files GROUP BY provider") {
+        for row in try conn.query(
+            "SELECT provider, extract(epoch FROM max(imported_at))::bigint AS t FROM settlement_files GROUP BY provider")
+        {
             lastSettlementFile.set(try row.int64("t"), [("provider", try row.string("provider"))])
         }
     }
@@ -171,11 +205,13 @@ public enum WorkerMetrics {
     /// Each provider's and currency's fees over the last 24 hours.
     static func refreshFees(on conn: PostgresConnection) throws {
         var fees: [[String]: Int64] = [:]
-        for row in try conn.query("""
+        for row in try conn.query(
+            """
             SELECT provider, currency, (coalesce(sum(fee_minor) FILTER (WHERE kind = 'capture'), 0)
                                         - coalesce(sum(fee_minor) FILTER (WHERE kind <> 'capture'), 0))::text AS fees
             FROM movements WHERE coalesce(occurred_at, first_seen) >= now() - interval '24 hours' GROUP BY provider, currency
-            """) {
+            """)
+        {
             fees[[try row.string("provider"), try row.string("currency")]] = Int64(try row.string("fees")) ?? .max
         }
         // A pair with no fees in the last 24 hours reads 0, never its last value.

@@ -31,17 +31,20 @@ let concurrency = Int(options["concurrency"] ?? "64") ?? 64
 let latencyMs = Int(options["latency-ms"] ?? "20") ?? 20
 let orders = Int(options["orders"] ?? "1000") ?? 1000
 
-let configuration = HTTPClient.Configuration(timeoutSeconds: 30, maxConcurrentRequests: concurrency,
-                                             maxConnectionsPerHost: concurrency)
+let configuration = HTTPClient.Configuration(
+    timeoutSeconds: 30, maxConcurrentRequests: concurrency,
+    maxConnectionsPerHost: concurrency)
 let transport: any ProviderTransport
 switch transportName {
 case "curl": transport = HTTPClientTransport(client: CurlHTTPClient(configuration: configuration))
 case "urlsession": transport = HTTPClientTransport(client: HTTPClient(configuration: configuration))
 default: fail("--transport must be curl or urlsession")
 }
-let pxp = PXPClient(configuration: PXPConfiguration(baseURL: base + "/api/v1", clientID: "bench", tokenID: "bench-token",
-                                                    tokenValue: "bench-value"),
-                    transport: transport, retry: .none)
+let pxp = PXPClient(
+    configuration: PXPConfiguration(
+        baseURL: base + "/api/v1", clientID: "bench", tokenID: "bench-token",
+        tokenValue: "bench-value"),
+    transport: transport, retry: .none)
 
 /// One request; true when it got the expected answer.
 @Sendable func one(_ index: Int) async -> Bool {
@@ -97,6 +100,7 @@ let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.att
 let rate = Double(requests) / seconds
 let ideal = target == "healthz" ? "n/a" : String(Int(Double(concurrency) / (Double(latencyMs) / 1000)))
 let ratio = target == "healthz" ? "n/a" : String(format: "%.2f", rate / (Double(concurrency) / (Double(latencyMs) / 1000)))
-print("transport=\(transportName) target=\(target) requests=\(requests) failed=\(failed) concurrency=\(concurrency)"
-    + " seconds=\(String(format: "%.2f", seconds)) rps=\(Int(rate)) ideal=\(ideal) ratio=\(ratio)"
-    + " cpu_s=\(String(format: "%.2f", cpu)) cpu_s_per_1000=\(String(format: "%.3f", cpu / Double(requests) * 1000))")
+print(
+    "transport=\(transportName) target=\(target) requests=\(requests) failed=\(failed) concurrency=\(concurrency)"
+        + " seconds=\(String(format: "%.2f", seconds)) rps=\(Int(rate)) ideal=\(ideal) ratio=\(ratio)"
+        + " cpu_s=\(String(format: "%.2f", cpu)) cpu_s_per_1000=\(String(format: "%.3f", cpu / Double(requests) * 1000))")

@@ -34,7 +34,7 @@ import Testing
         ("report", ["--kind", "nope"], "--kind must be one of missing_at_provider"),
         ("actions list", ["--status", "done"], "--status must be one of pending, succeeded, failed, superseded"),
         ("events list", ["--status", "lost"], "--status must be one of pending, done, ignored, dead, not 'lost'"),
-        ("work", ["--lease", "0s"], "--lease 0s is not a duration"),   // a lease of nothing is refused
+        ("work", ["--lease", "0s"], "--lease 0s is not a duration")  // a lease of nothing is refused
     ])
     func badValuesAreUsageErrorsNamingTheOption(command: String, arguments: [String], message: String) throws {
         let args = try Self.command(command).parse(arguments)
@@ -47,7 +47,7 @@ import Testing
         (["--colour"], "unknown option --colour for 'payrecon report'"),
         (["--output"], "--output needs a value (FILE)"),
         (["--fail-on-open=yes"], "--fail-on-open takes no value"),
-        (["extra"], "unexpected argument 'extra'"),
+        (["extra"], "unexpected argument 'extra'")
     ])
     func malformedCommandLinesAreUsageErrors(arguments: [String], message: String) {
         #expect(throws: UsageError.self) { try Self.command("report").parse(arguments) }
@@ -94,7 +94,8 @@ import Testing
     @Test func everyCommandThatReachesTheDatabaseTakesDatabaseURL() throws {
         let offline: Set<String> = ["verify", "settlement verify"]
         for command in CLI.commands where !offline.contains(command.name) {
-            let args = try command.parse(command.arguments.filter { !$0.optional }.map { _ in "1" } + ["--database-url", "postgresql://x@127.0.0.1:1/db"])
+            let args = try command.parse(
+                command.arguments.filter { !$0.optional }.map { _ in "1" } + ["--database-url", "postgresql://x@127.0.0.1:1/db"])
             #expect(try args.value(Options.databaseURL) == "postgresql://x@127.0.0.1:1/db", "\(command.name)")
             #expect(try args.environment().values["DATABASE_URL"] == "postgresql://x@127.0.0.1:1/db", "\(command.name)")
         }

@@ -19,9 +19,10 @@ struct CurlHTTPClientTests {
             responder.respond(.json(status: 201, bytes: Array(#"{"ok":true}"#.utf8), headers: [("Retry-After", "5")]))
         }) { _, base in
             let client = CurlHTTPClient()
-            let response = try await client.send(.init(
-                method: "POST", url: base + "/submit?x=1", headers: [("Content-Type", "application/json"), ("Idempotency-Key", "k-1")],
-                body: Array(#"{"a":1}"#.utf8)))
+            let response = try await client.send(
+                .init(
+                    method: "POST", url: base + "/submit?x=1", headers: [("Content-Type", "application/json"), ("Idempotency-Key", "k-1")],
+                    body: Array(#"{"a":1}"#.utf8)))
             #expect(response.status == 201)
             #expect(response.headers["retry-after"] == "5")
             #expect(response.text == #"{"ok":true}"#)
@@ -39,10 +40,13 @@ struct CurlHTTPClientTests {
         let seen = Shared<HTTPRequest?>(nil)
         try await withServer(handler: { request, responder in
             seen.set(request)
-            responder.respond(HTTPResponse(status: 200, headers: [("X-One", "1"), ("X-Many", "a"), ("X-Many", "b")],
-                                           body: Array("hello".utf8)))
+            responder.respond(
+                HTTPResponse(
+                    status: 200, headers: [("X-One", "1"), ("X-Many", "a"), ("X-Many", "b")],
+                    body: Array("hello".utf8)))
         }) { _, base in
-            let response = try await CurlHTTPClient().send(.init(url: base + "/get", headers: [("Authorization", "PXP-UST1 t:1:s"), ("X-Empty", "")]))
+            let response = try await CurlHTTPClient().send(
+                .init(url: base + "/get", headers: [("Authorization", "PXP-UST1 t:1:s"), ("X-Empty", "")]))
             #expect(response.status == 200)
             #expect(response.text == "hello")
             #expect(response.headers["x-one"] == "1")
@@ -85,9 +89,12 @@ struct CurlHTTPClientTests {
     }
 
     @Test func theClientTimeoutAppliesWhenTheRequestHasNone() async throws {
-        try await withServer(drainTimeout: 0.1, handler: { _, responder in
-            DispatchQueue.global().asyncAfter(deadline: .now() + 30) { responder.respond(.text("late")) }
-        }) { _, base in
+        try await withServer(
+            drainTimeout: 0.1,
+            handler: { _, responder in
+                DispatchQueue.global().asyncAfter(deadline: .now() + 30) { responder.respond(.text("late")) }
+            }
+        ) { _, base in
             let client = CurlHTTPClient(configuration: .init(timeoutSeconds: 0.3))
             let error = await #expect(throws: HTTPClientError.self) { _ = try await client.send(.init(url: base + "/slow")) }
             #expect(error == .timeout(base + "/slow"))
@@ -161,9 +168,12 @@ struct CurlHTTPClientTests {
     }
 
     @Test func manyConcurrentRequestsAllComplete() async throws {
-        try await withServer(.test(timeout: 30), handler: { request, responder in
-            responder.respond(.text("r" + request.path))
-        }) { _, base in
+        try await withServer(
+            .test(timeout: 30),
+            handler: { request, responder in
+                responder.respond(.text("r" + request.path))
+            }
+        ) { _, base in
             let client = CurlHTTPClient(configuration: .init(timeoutSeconds: 60, maxConcurrentRequests: 64, maxConnectionsPerHost: 32))
             let count = 200
             try await withThrowingTaskGroup(of: (Int, String).self) { group in

@@ -31,9 +31,10 @@ struct HTTPClientTests {
             responder.respond(.json(status: 201, bytes: Array(#"{"ok":true}"#.utf8), headers: [("Retry-After", "5")]))
         }) { _, base in
             let client = transport.client()
-            let response = try await client.send(.init(
-                method: "POST", url: base + "/submit", headers: [("Content-Type", "application/json"), ("Idempotency-Key", "k-1")],
-                body: Array(#"{"a":1}"#.utf8)))
+            let response = try await client.send(
+                .init(
+                    method: "POST", url: base + "/submit", headers: [("Content-Type", "application/json"), ("Idempotency-Key", "k-1")],
+                    body: Array(#"{"a":1}"#.utf8)))
             #expect(response.status == 201)
             #expect(response.headers["retry-after"] == "5")
             #expect(response.text == #"{"ok":true}"#)
@@ -71,9 +72,12 @@ struct HTTPClientTests {
 
     @Test(arguments: Transport.allCases)
     func slowServerGivesTimeout(transport: Transport) async throws {
-        try await withServer(drainTimeout: 0.1, handler: { _, responder in
-            DispatchQueue.global().asyncAfter(deadline: .now() + 30) { responder.respond(.text("late")) }
-        }) { _, base in
+        try await withServer(
+            drainTimeout: 0.1,
+            handler: { _, responder in
+                DispatchQueue.global().asyncAfter(deadline: .now() + 30) { responder.respond(.text("late")) }
+            }
+        ) { _, base in
             let client = transport.client(.init(timeoutSeconds: 10))
             let started = Date()
             let error = await #expect(throws: HTTPClientError.self) {
@@ -148,10 +152,13 @@ struct HTTPClientTests {
     @Test(arguments: Transport.allCases)
     func cancellingTheTaskCancelsTheRequest(transport: Transport) async throws {
         let arrived = Shared(0)
-        try await withServer(drainTimeout: 0.1, handler: { _, responder in
-            arrived.update { $0 += 1 }
-            DispatchQueue.global().asyncAfter(deadline: .now() + 30) { responder.respond(.text("late")) }
-        }) { _, base in
+        try await withServer(
+            drainTimeout: 0.1,
+            handler: { _, responder in
+                arrived.update { $0 += 1 }
+                DispatchQueue.global().asyncAfter(deadline: .now() + 30) { responder.respond(.text("late")) }
+            }
+        ) { _, base in
             let client = transport.client(.init(timeoutSeconds: 60, maxConcurrentRequests: 1))
             let task = Task { try await client.send(.init(url: base + "/slow")) }
             #expect(await eventually(20) { arrived.get() == 1 })

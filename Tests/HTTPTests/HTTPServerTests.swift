@@ -29,8 +29,9 @@ struct HTTPServerTests {
     @Test func getRoundTripWithQueryAndHeaders() async throws {
         try await withServer(handler: Self.echo) { server, base in
             #expect(server.port != 0)
-            let response = try await client.send(.init(
-                url: base + "/echo/path?a=1&b=x%20y&flag", headers: [("X-CUSTOM-HEADER", "Value 1")]))
+            let response = try await client.send(
+                .init(
+                    url: base + "/echo/path?a=1&b=x%20y&flag", headers: [("X-CUSTOM-HEADER", "Value 1")]))
             #expect(response.status == 200)
             #expect(response.headers["x-reply"] == "yes")
             #expect(response.headers["CONTENT-TYPE"] == "application/json")
@@ -70,12 +71,17 @@ struct HTTPServerTests {
     /// A sender that does not wait for 100-continue sends the whole over-limit body: it must read a 413, not a broken
     /// pipe (the server reads and drops the rest, within its discard bound, before answering).
     @Test func manySendersOfOverLimitBodiesAllRead413() async throws {
-        try await withServer(.test(maxBodyBytes: 64 * 1024), handler: { _, responder in
-            responder.respond(.error(status: 413, code: "body_too_large", message: "too large"))
-        }) { _, base in
+        try await withServer(
+            .test(maxBodyBytes: 64 * 1024),
+            handler: { _, responder in
+                responder.respond(.error(status: 413, code: "body_too_large", message: "too large"))
+            }
+        ) { _, base in
             let body = Array(repeating: UInt8(ascii: "x"), count: 120_000)
             try await withThrowingTaskGroup(of: Int.self) { group in
-                for i in 0..<24 { group.addTask { try await client.send(.init(method: "POST", url: base + "/big\(i)", body: body)).status } }
+                for i in 0..<24 {
+                    group.addTask { try await client.send(.init(method: "POST", url: base + "/big\(i)", body: body)).status }
+                }
                 for try await status in group { #expect(status == 413) }
             }
         }
@@ -84,15 +90,18 @@ struct HTTPServerTests {
     @Test(arguments: [false, true])
     func bodyOverLimitByContentLengthGets413(respondLater: Bool) async throws {
         let seen = Shared<(tooLarge: Bool, bodyCount: Int)?>(nil)
-        try await withServer(.test(maxBodyBytes: 1024), handler: { request, responder in
-            seen.set((request.bodyTooLarge, request.body.count))
-            let answer = HTTPResponse.error(status: 413, code: "body_too_large", message: "too large")
-            if respondLater {
-                DispatchQueue.global().asyncAfter(deadline: .now() + 0.05) { responder.respond(answer) }
-            } else {
-                responder.respond(answer)
+        try await withServer(
+            .test(maxBodyBytes: 1024),
+            handler: { request, responder in
+                seen.set((request.bodyTooLarge, request.body.count))
+                let answer = HTTPResponse.error(status: 413, code: "body_too_large", message: "too large")
+                if respondLater {
+                    DispatchQueue.global().asyncAfter(deadline: .now() + 0.05) { responder.respond(answer) }
+                } else {
+                    responder.respond(answer)
+                }
             }
-        }) { _, base in
+        ) { _, base in
             let response = try await client.send(.init(method: "POST", url: base + "/big", body: Array(repeating: 7, count: 200_000)))
             #expect(response.status == 413)
             #expect(response.text.contains("body_too_large"))
@@ -109,17 +118,21 @@ struct HTTPServerTests {
     @Test(arguments: [false, true])
     func bodyOverLimitChunkedGets413(respondLater: Bool) async throws {
         let seen = Shared<(tooLarge: Bool, bodyCount: Int)?>(nil)
-        try await withServer(.test(maxBodyBytes: 1000), handler: { request, responder in
-            seen.set((request.bodyTooLarge, request.body.count))
-            let answer = request.bodyTooLarge
-                ? HTTPResponse.error(status: 413, code: "body_too_large", message: "too large")
-                : .text("fine")
-            if respondLater {
-                DispatchQueue.global().asyncAfter(deadline: .now() + 0.05) { responder.respond(answer) }
-            } else {
-                responder.respond(answer)
+        try await withServer(
+            .test(maxBodyBytes: 1000),
+            handler: { request, responder in
+                seen.set((request.bodyTooLarge, request.body.count))
+                let answer =
+                    request.bodyTooLarge
+                    ? HTTPResponse.error(status: 413, code: "body_too_large", message: "too large")
+                    : .text("fine")
+                if respondLater {
+                    DispatchQueue.global().asyncAfter(deadline: .now() + 0.05) { responder.respond(answer) }
+                } else {
+                    responder.respond(answer)
+                }
             }
-        }) { server, _ in
+        ) { server, _ in
             let socket = try RawSocket(port: server.port)
             var request = "POST /chunked HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
             for _ in 0..<10 { request += "190\r\n" + String(repeating: "a", count: 400) + "\r\n" }  // 10 × 400 bytes
@@ -133,7 +146,9 @@ struct HTTPServerTests {
 
             // A chunked body under the limit is assembled.
             let ok = try RawSocket(port: server.port)
-            ok.send("POST /chunked HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n5\r\nhello\r\n3\r\nabc\r\n0\r\n\r\n")
+            ok.send(
+                "POST /chunked HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n5\r\nhello\r\n3\r\nabc\r\n0\r\n\r\n"
+            )
             let (okText, _) = ok.readUntilClosed(timeout: 5)
             #expect(okText.hasPrefix("HTTP/1.1 200"))
             #expect(seen.get()?.tooLarge == false)
@@ -220,7 +235,7 @@ struct HTTPServerTests {
         "GET /\r\n\r\n",
         "GET / HTTP/1.1\r\nNo-Colon-Header\r\n\r\n",
         "\u{01}\u{02}\u{03}\u{FF} nonsense \r\n\r\n",
-        "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n",
+        "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n"
     ])
     func malformedRequestIsRejectedAndServerKeepsServing(raw: String) async throws {
         let called = Shared(false)
@@ -248,7 +263,9 @@ struct HTTPServerTests {
 
         let shutdownStarted = Date()
         let finished = Shared(false)
-        let shutdown = Task { await server.shutdown(drainTimeout: 5); finished.set(true) }
+        let shutdown = Task {
+            await server.shutdown(drainTimeout: 5); finished.set(true)
+        }
         // Refused while draining (the in-flight request is still waiting): polled, since stopping the listener
         // takes a moment on a loaded machine (a single try at 100 ms failed once in CI).
         #expect(await eventually(5) { (try? RawSocket(port: port)) == nil }, "new connections still accepted while draining")
@@ -260,7 +277,7 @@ struct HTTPServerTests {
         #expect(response.status == 200)
         #expect(response.text == "drained")
         await shutdown.value
-        #expect(Date().timeIntervalSince(shutdownStarted) >= 0.2)   // it waited for the answer given at 200 ms
+        #expect(Date().timeIntervalSince(shutdownStarted) >= 0.2)  // it waited for the answer given at 200 ms
         #expect(Date().timeIntervalSince(shutdownStarted) < 4)
         #expect(throws: (any Error).self) { _ = try RawSocket(port: port) }
     }
@@ -324,10 +341,13 @@ struct HTTPServerTests {
         var configuration = HTTPServer.Configuration.test()
         configuration.memoryLimitPerConnection = 16 * 1024
         let called = Shared(false)
-        try await withServer(configuration, handler: { request, responder in
-            if request.path == "/huge" { called.set(true) }
-            responder.respond(.text("ok"))
-        }) { server, base in
+        try await withServer(
+            configuration,
+            handler: { request, responder in
+                if request.path == "/huge" { called.set(true) }
+                responder.respond(.text("ok"))
+            }
+        ) { server, base in
             let socket = try RawSocket(port: server.port)
             socket.send("GET /huge HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "h", count: 64 * 1024))\r\n\r\n")
             let (text, closed) = socket.readUntilClosed(timeout: 5)
@@ -346,7 +366,7 @@ struct HTTPServerTests {
             var held: [RawSocket] = []
             for i in 0..<2 {
                 let s = try RawSocket(port: server.port)
-                s.send("GET /held-\(i) HTTP/1.1\r\nHost: x\r\n\r\n")   // keep-alive: holds a slot
+                s.send("GET /held-\(i) HTTP/1.1\r\nHost: x\r\n\r\n")  // keep-alive: holds a slot
                 held.append(s)
             }
             try await Task.sleep(for: .milliseconds(200))
@@ -355,7 +375,7 @@ struct HTTPServerTests {
             let (text, closed) = extra.readUntilClosed(timeout: 2)
             #expect(!text.contains("/extra"), "the third connection from one address was served: \(text)")
             #expect(closed)
-            held.removeAll()   // frees both slots
+            held.removeAll()  // frees both slots
             try await Task.sleep(for: .milliseconds(300))
             let again = try RawSocket(port: server.port)
             again.send("GET /again HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")

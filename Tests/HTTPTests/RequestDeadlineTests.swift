@@ -26,7 +26,7 @@ import Glibc
     @Test func theFirstRequestsClockRunsFromTheConnectionNotFromItsLine() {
         var deadlines = RequestDeadlines(timeoutNanoseconds: 30 * second)
         deadlines.opened(1, fd: 7, now: 0)
-        deadlines.requestStarted(1, now: 20 * second)   // a request line trickled for 20 s
+        deadlines.requestStarted(1, now: 20 * second)  // a request line trickled for 20 s
         #expect(deadlines.expire(now: 30 * second) == [timedOut(7)])
     }
 
@@ -34,7 +34,7 @@ import Glibc
         var deadlines = RequestDeadlines(timeoutNanoseconds: 30 * second)
         deadlines.opened(1, fd: 7, now: 0)
         deadlines.requestCompleted(1, now: 25 * second)
-        deadlines.requestStarted(1, now: 40 * second)   // idle 15 s, then the next request
+        deadlines.requestStarted(1, now: 40 * second)  // idle 15 s, then the next request
         #expect(deadlines.expire(now: 69 * second).isEmpty)
         #expect(deadlines.expire(now: 70 * second) == [timedOut(7)])
     }
@@ -70,7 +70,8 @@ import Glibc
 
 /// The deadline against a real server and a real slow sender.
 @Suite struct RequestDeadlineServerTests {
-    static let slowRequest = "POST /slow HTTP/1.1\r\nHost: x\r\nX-Padding: " + String(repeating: "a", count: 200) + "\r\nContent-Length: 100\r\n\r\n"
+    static let slowRequest =
+        "POST /slow HTTP/1.1\r\nHost: x\r\nX-Padding: " + String(repeating: "a", count: 200) + "\r\nContent-Length: 100\r\n\r\n"
         + String(repeating: "b", count: 100)
 
     /// A 1 s request deadline (MHD's idle timeout 5 s), `onCut` called for each request cut off.

@@ -42,7 +42,6 @@ final class Shared<Value: Sendable>: Sendable {
     func update<R: Sendable>(_ body: @Sendable (inout Value) -> R) -> R { value.withLock { body(&$0) } }
 }
 
-
 /// A port nothing listens on (bound then closed).
 func unusedPort() -> UInt16 {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

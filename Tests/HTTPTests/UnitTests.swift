@@ -74,11 +74,12 @@ struct AsyncSemaphoreTests {
         let order = Shared<[Int]>([])
         var tasks: [Task<Void, any Error>] = []
         for index in 0..<5 {
-            tasks.append(Task {
-                try await semaphore.acquire()
-                order.update { $0.append(index) }
-                semaphore.release()
-            })
+            tasks.append(
+                Task {
+                    try await semaphore.acquire()
+                    order.update { $0.append(index) }
+                    semaphore.release()
+                })
             // Let each waiter enqueue before the next.
             #expect(await eventually { semaphore.availablePermits == 0 })
             try await Task.sleep(for: .milliseconds(20))
@@ -130,7 +131,8 @@ struct HeadersTests {
     @Test func errorBodyHasTheProjectShape() throws {
         let response = HTTPResponse.error(status: 413, code: "body_too_large", message: "body over 1048576 bytes")
         #expect(response.status == 413)
-        #expect(String(decoding: response.body, as: UTF8.self) == #"{"error":{"code":"body_too_large","message":"body over 1048576 bytes"}}"#)
+        #expect(
+            String(decoding: response.body, as: UTF8.self) == #"{"error":{"code":"body_too_large","message":"body over 1048576 bytes"}}"#)
         #expect(response.header("content-type") == "application/json")
     }
 

@@ -28,7 +28,7 @@ import Worker
                 let before = try await offload { try db.committedTransactions() }
                 var autovacuumRan = false
                 let end = Date().addingTimeInterval(window)
-                while Date() < end {   // the measurement window, sampled, not an assertion
+                while Date() < end {  // the measurement window, sampled, not an assertion
                     if try await offload({ try db.autovacuumIsRunning() }) { autovacuumRan = true }
                     try await Task.sleep(for: .milliseconds(100))
                 }
@@ -54,15 +54,23 @@ import Worker
             let worker = db.worker(pollSeconds: 60)
             let run = Task { await worker.run(once: false) }
             defer { worker.stop() }
-            #expect(try await eventually(10) { try await offload { try db.listening() } }, "the worker never listened on \(DeliveryStore.channel)")
+            #expect(
+                try await eventually(10) { try await offload { try db.listening() } },
+                "the worker never listened on \(DeliveryStore.channel)")
             // A PXP event that names no transaction: processed (ignored, with its reason) without a provider call.
             let stored = Date()
             let id = try await offload {
                 let conn = try db.connect(); defer { conn.close() }
-                return try DeliveryStore.commit([NewDelivery(provider: .pxp, dedupeKey: "idle-1", eventType: "Authentication", headers: [],
-                                                             body: Array(#"{"eventCode":"Authentication"}"#.utf8))], on: conn)[0].id
+                return try DeliveryStore.commit(
+                    [
+                        NewDelivery(
+                            provider: .pxp, dedupeKey: "idle-1", eventType: "Authentication", headers: [],
+                            body: Array(#"{"eventCode":"Authentication"}"#.utf8))
+                    ], on: conn)[0].id
             }
-            #expect(try await eventually(10) { try await offload { try db.status(of: id) } == "ignored" }, "a NOTIFY did not wake the idle worker")
+            #expect(
+                try await eventually(10) { try await offload { try db.status(of: id) } == "ignored" },
+                "a NOTIFY did not wake the idle worker")
             #expect(Date().timeIntervalSince(stored) < 10)
             worker.stop()
             _ = await run.value
@@ -108,12 +116,14 @@ private struct OwnDatabase: Sendable {
     func connect() throws -> PostgresConnection { try PostgresConnection(conninfo: url) }
 
     func worker(pollSeconds: Double) -> QueueWorker {
-        let gateway = ProviderGateway(ConfiguredProviders(apis: [:]))   // no credentials: nothing to fetch
+        let gateway = ProviderGateway(ConfiguredProviders(apis: [:]))  // no credentials: nothing to fetch
         let checker = OrderChecker(pool: pool, gateway: gateway, pendingMaxSeconds: 86_400)
-        return QueueWorker(configuration: .init(owner: "idle-" + UUID().uuidString.prefix(8), leaseSeconds: 30, batchSize: 8,
-                                                pollSeconds: pollSeconds, executeActions: true),
-                           conninfo: url, pool: pool, processor: DeliveryProcessor(pool: pool, checker: checker),
-                           executor: ActionExecutor(pool: pool, gateway: gateway, checker: checker, logger: Logger()), logger: Logger())
+        return QueueWorker(
+            configuration: .init(
+                owner: "idle-" + UUID().uuidString.prefix(8), leaseSeconds: 30, batchSize: 8,
+                pollSeconds: pollSeconds, executeActions: true),
+            conninfo: url, pool: pool, processor: DeliveryProcessor(pool: pool, checker: checker),
+            executor: ActionExecutor(pool: pool, gateway: gateway, checker: checker, logger: Logger()), logger: Logger())
     }
 
     /// Transactions committed in this database, read from another one so the reading does not count.
@@ -125,14 +135,18 @@ private struct OwnDatabase: Sendable {
 
     func autovacuumIsRunning() throws -> Bool {
         let conn = try PostgresConnection(conninfo: admin); defer { conn.close() }
-        return try conn.query("SELECT count(*) AS n FROM pg_stat_activity WHERE datname = $1 AND backend_type = 'autovacuum worker'",
-                              [.text(name)]).first!.int64("n") > 0
+        return try conn.query(
+            "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = $1 AND backend_type = 'autovacuum worker'",
+            [.text(name)]
+        ).first!.int64("n") > 0
     }
 
     func listening() throws -> Bool {
         let conn = try PostgresConnection(conninfo: admin); defer { conn.close() }
-        return try conn.query("SELECT count(*) AS n FROM pg_stat_activity WHERE datname = $1 AND query ILIKE 'LISTEN%'",
-                              [.text(name)]).first!.int64("n") > 0
+        return try conn.query(
+            "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = $1 AND query ILIKE 'LISTEN%'",
+            [.text(name)]
+        ).first!.int64("n") > 0
     }
 
     func status(of id: Int64) throws -> String? {
@@ -147,4 +161,3 @@ private struct OwnDatabase: Sendable {
         conn.close()
     }
 }
-

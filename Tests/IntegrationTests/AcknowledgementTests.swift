@@ -15,10 +15,12 @@ import Testing
 
     func rows(_ h: WorkerHarness) throws -> [(id: Int64, status: String, occurrences: Int64, risk: Int64, note: String?)] {
         let conn = try h.database.connect(); defer { conn.close() }
-        return try conn.query("""
+        return try conn.query(
+            """
             SELECT id, status, occurrences::bigint AS n, amount_at_risk_minor AS risk, ack_note FROM discrepancies
             WHERE kind = 'amount_mismatch' ORDER BY id
-            """).map { (try $0.int64("id"), try $0.string("status"), try $0.int64("n"), try $0.int64("risk"), try $0.optionalString("ack_note")) }
+            """
+        ).map { (try $0.int64("id"), try $0.string("status"), try $0.int64("n"), try $0.int64("risk"), try $0.optionalString("ack_note")) }
     }
 
     @Test func theSameFindingStaysAcknowledgedAndADifferentOneOpensANewRow() async throws {
@@ -31,16 +33,22 @@ import Testing
 
             // discrepancies list and show, before and after the acknowledgement.
             let listed0 = try await PayreconProcess.launch(["discrepancies", "list"], databaseURL: h.database.url)
-            #expect(listed0.status == 0 && listed0.stdout.contains("O-A") && listed0.stdout.contains("amount_mismatch")
+            #expect(
+                listed0.status == 0 && listed0.stdout.contains("O-A") && listed0.stdout.contains("amount_mismatch")
                     && listed0.stdout.contains("5.00 GBP"), "\(listed0.stdout)")
 
-            let ack = try await PayreconProcess.launch(["discrepancies", "ack", String(first.id), "--note", "short-shipped, agreed with buyer",
-                                                        "--by", "finance@shop"], databaseURL: h.database.url)
+            let ack = try await PayreconProcess.launch(
+                [
+                    "discrepancies", "ack", String(first.id), "--note", "short-shipped, agreed with buyer",
+                    "--by", "finance@shop"
+                ], databaseURL: h.database.url)
             #expect(ack.status == 0, "\(ack.stderr)")
             #expect(ack.stdout.contains("acknowledged discrepancy \(first.id) as finance@shop"))
             let shown = try await PayreconProcess.launch(["discrepancies", "show", String(first.id)], databaseURL: h.database.url)
-            #expect(shown.status == 0 && shown.stdout.contains("acknowledged") && shown.stdout.contains("by finance@shop")
-                    && shown.stdout.contains("short-shipped") && shown.stdout.contains("expected") && shown.stdout.contains("O-A"), "\(shown.stdout)")
+            #expect(
+                shown.status == 0 && shown.stdout.contains("acknowledged") && shown.stdout.contains("by finance@shop")
+                    && shown.stdout.contains("short-shipped") && shown.stdout.contains("expected") && shown.stdout.contains("O-A"),
+                "\(shown.stdout)")
             let openNow = try await PayreconProcess.launch(["discrepancies", "list"], databaseURL: h.database.url)
             #expect(openNow.stdout.contains("no open discrepancies"), "\(openNow.stdout)")
             let missingShow = try await PayreconProcess.launch(["discrepancies", "show", "999999"], databaseURL: h.database.url)
@@ -58,15 +66,19 @@ import Testing
             let summary = try #require(json["summary"] as? [String: Any])
             #expect(summary["open"] as? Int == 0)
             #expect((summary["amount_at_risk"] as? [String: Any])?.isEmpty == true)
-            let listed = try await PayreconProcess.launch(["report", "--status", "acknowledged", "--format", "json"], databaseURL: h.database.url)
-            let acknowledged = try #require((try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [String: Any])?["discrepancies"] as? [[String: Any]])
+            let listed = try await PayreconProcess.launch(
+                ["report", "--status", "acknowledged", "--format", "json"], databaseURL: h.database.url)
+            let acknowledged = try #require(
+                (try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [String: Any])?["discrepancies"] as? [[String: Any]])
             #expect(acknowledged.count == 1)
             #expect(acknowledged.first?["status"] as? String == "acknowledged")
             #expect(acknowledged.first?["ack_note"] as? String == "short-shipped, agreed with buyer")
             #expect(acknowledged.first?["acknowledged_at"] is String)
             #expect(acknowledged.first?["acknowledged_by"] as? String == "finance@shop")
             let table = try await PayreconProcess.launch(["report", "--status", "all"], databaseURL: h.database.url)
-            #expect(table.stdout.contains("[acknowledged") && table.stdout.contains("by finance@shop") && table.stdout.contains("short-shipped, agreed with buyer"))
+            #expect(
+                table.stdout.contains("[acknowledged") && table.stdout.contains("by finance@shop")
+                    && table.stdout.contains("short-shipped, agreed with buyer"))
             let csv = try await PayreconProcess.launch(["report", "--status", "all", "--format", "csv"], databaseURL: h.database.url)
             #expect(csv.stdout.contains("acknowledged") && csv.stdout.contains("short-shipped"))
             let html = try await PayreconProcess.launch(["report", "--status", "all", "--format", "html"], databaseURL: h.database.url)
@@ -92,8 +104,9 @@ import Testing
             try h.insert(WorkerHarness.order(.pxp, "O-A", ref: "TX-A", intent: .purchase, amount: 2000))
             _ = try await h.sweep()
             let id = try #require(try rows(h).first?.id)
-            let byDefault = try await PayreconProcess.launch(["discrepancies", "ack", String(id)], databaseURL: h.database.url,
-                                                             environment: ["USER": "ops-on-call", "SUDO_USER": ""])
+            let byDefault = try await PayreconProcess.launch(
+                ["discrepancies", "ack", String(id)], databaseURL: h.database.url,
+                environment: ["USER": "ops-on-call", "SUDO_USER": ""])
             #expect(byDefault.status == 0 && byDefault.stdout.contains("as ops-on-call"), "\(byDefault.stdout)")
             let again = try await PayreconProcess.launch(["discrepancies", "ack", String(id)], databaseURL: h.database.url)
             #expect(again.status == 1 && again.stderr.contains("already acknowledged"))

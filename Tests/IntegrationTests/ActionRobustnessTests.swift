@@ -9,21 +9,24 @@ import Store
 import Testing
 import Worker
 
-/// The executor's robustness items of the money review: it leases only what it runs, actions run beside a busy
-/// queue, a re-pended action takes the plan's currency, and `payrecon actions retry` says what it did.
+/// The executor's robustness: it leases only what it runs, actions run beside a busy queue, a re-pended action takes
+/// the plan's currency, and `payrecon actions retry` says what it did.
 @Suite(.serialized) struct ActionRobustnessTests {
-    /// A pass used to end by leasing up to 16 actions it had already tried, for 120 s, without running them: checks
-    /// could not supersede them meanwhile. Now nothing is left leased once a pass returns.
+    /// Nothing is left leased once a pass returns: an action leased and not run could not be superseded by a check
+    /// until its lease ran out.
     @Test func aPassLeavesNoActionLeased() async throws {
         try await WorkerHarness.with { h in
             try await h.seedPXPOrders(3)
-            for i in 0..<3 { _ = await h.checker.check(WorkerHarness.order(.pxp, "O-\(i)", ref: "TX-\(i)", amount: 2000), logger: Logger()) }
+            for i in 0..<3 {
+                _ = await h.checker.check(WorkerHarness.order(.pxp, "O-\(i)", ref: "TX-\(i)", amount: 2000), logger: Logger())
+            }
             #expect(try h.actions().count == 3)
-            try await h.faults(#"{"error_rate":1.0}"#)   // every call transient: every action stays pending
+            try await h.faults(#"{"error_rate":1.0}"#)  // every call transient: every action stays pending
             let totals = await h.executor.executePending()
             #expect(totals.deferred == 3)
             let conn = try h.database.connect(); defer { conn.close() }
-            let leased = try conn.query("SELECT count(*) AS n FROM actions WHERE status = 'pending' AND lease_expires_at > now()").first?.int64("n")
+            let leased = try conn.query("SELECT count(*) AS n FROM actions WHERE status = 'pending' AND lease_expires_at > now()").first?
+                .int64("n")
             #expect(leased == 0, "actions tried and left pending are not held")
         }
     }
@@ -37,7 +40,8 @@ import Worker
             try h.insert(order)
             _ = await h.checker.check(order, logger: Logger())
             // A slow PayPal makes the queue busy: 40 deliveries at 2 at a time, each fetch 400 ms.
-            try await h.seedPayPal(#"{"id":"PP-B","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"5.00","captures":[{"id":"CAP-B"}]}"#)
+            try await h.seedPayPal(
+                #"{"id":"PP-B","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"5.00","captures":[{"id":"CAP-B"}]}"#)
             for _ in 0..<40 { _ = try h.storeWebhook(#"{"provider":"paypal","event_type":"CHECKOUT.ORDER.COMPLETED","order_id":"PP-B"}"#) }
             try await h.faults(#"{"latency_ms":400}"#)
             let worker = h.worker(batchSize: 2, executeActions: true)
@@ -59,16 +63,23 @@ import Worker
         try await offload {
             let conn = try db.connect(); defer { conn.close() }
             let gbp = Currency(code: "GBP")!, eur = Currency(code: "EUR")!
-            let order = Order(provider: .pxp, orderID: "O", merchant: "M1", site: "S1", transactionRef: "TX", intent: .authorisation,
-                              amount: Money(minorUnits: 1000, currency: gbp), fulfilment: .fulfilled)
+            let order = Order(
+                provider: .pxp, orderID: "O", merchant: "M1", site: "S1", transactionRef: "TX", intent: .authorisation,
+                amount: Money(minorUnits: 1000, currency: gbp), fulfilment: .fulfilled)
             try OrderStore.upsert([order], on: conn)
             func plan(_ currency: Currency, supersede: Bool, at second: TimeInterval) throws {
-                _ = try PlannedCheck.record(provider: .pxp, order: order, transactionRef: "TX", snapshot: nil,
-                                            fetchedAt: Date(timeIntervalSince1970: 1_800_000_000 + second), plan: { _, _ in
-                    supersede ? Plan(supersede: ["pxp:O:capture:1000"])
-                        : Plan(actions: [PlannedAction(kind: .capture, amount: 1000, currency: currency, target: 1000,
-                                                       idempotencyKey: "pxp:O:capture:1000", providerTarget: nil)])
-                }, on: conn)
+                _ = try PlannedCheck.record(
+                    provider: .pxp, order: order, transactionRef: "TX", snapshot: nil,
+                    fetchedAt: Date(timeIntervalSince1970: 1_800_000_000 + second),
+                    plan: { _, _ in
+                        supersede
+                            ? Plan(supersede: ["pxp:O:capture:1000"])
+                            : Plan(actions: [
+                                PlannedAction(
+                                    kind: .capture, amount: 1000, currency: currency, target: 1000,
+                                    idempotencyKey: "pxp:O:capture:1000", providerTarget: nil)
+                            ])
+                    }, on: conn)
             }
             try plan(gbp, supersede: false, at: 1)
             try plan(gbp, supersede: true, at: 2)
@@ -81,13 +92,17 @@ import Worker
 
     @Test func actionsRetrySaysWhatItDid() async throws {
         try await WorkerHarness.with { h in
-            let none = try await PayreconProcess.launch(["actions", "retry", "--failed"], databaseURL: h.database.url, environment: h.payreconEnvironment)
+            let none = try await PayreconProcess.launch(
+                ["actions", "retry", "--failed"], databaseURL: h.database.url, environment: h.payreconEnvironment)
             #expect(none.status == 0 && none.stdout.contains("no failed actions to retry"), "\(none.stdout) \(none.stderr)")
-            let unknown = try await PayreconProcess.launch(["actions", "retry", "999"], databaseURL: h.database.url, environment: h.payreconEnvironment)
+            let unknown = try await PayreconProcess.launch(
+                ["actions", "retry", "999"], databaseURL: h.database.url, environment: h.payreconEnvironment)
             // An id no action has is the caller's mistake (2, as events retry and explain say of theirs), not a finding (1).
-            #expect(unknown.status == 2 && unknown.stderr.contains("no action 999") && unknown.stderr.contains("actions list --status failed"),
-                    "\(unknown.status) \(unknown.stderr)")
-            let bad = try await PayreconProcess.launch(["actions", "retry", "x"], databaseURL: h.database.url, environment: h.payreconEnvironment)
+            #expect(
+                unknown.status == 2 && unknown.stderr.contains("no action 999") && unknown.stderr.contains("actions list --status failed"),
+                "\(unknown.status) \(unknown.stderr)")
+            let bad = try await PayreconProcess.launch(
+                ["actions", "retry", "x"], databaseURL: h.database.url, environment: h.payreconEnvironment)
             #expect(bad.status == 2 && bad.stderr.contains("ID must be an action id"), "\(bad.stderr)")
         }
     }

@@ -54,7 +54,9 @@ import Testing
 
             order.amount = Money(minorUnits: 2000, currency: order.amount.currency)
             try h.insert(order)
-            guard case .checked(let outcome, _) = await h.checker.check(order, logger: Logger()) else { Issue.record("check failed"); return }
+            guard case .checked(let outcome, _) = await h.checker.check(order, logger: Logger()) else {
+                Issue.record("check failed"); return
+            }
             #expect(try Self.pending(h) == ["pxp:O:capture:2000": 2000], "the capture the order calls for again is pending")
             #expect(try Self.status(h, "pxp:O:capture:1500") == .superseded)
             #expect(outcome.actionsEmitted == 1 && outcome.superseded == 1)
@@ -70,14 +72,15 @@ import Testing
             let before = WorkerHarness.order(.pxp, "O", ref: "TX", amount: 2000)
             try h.insert(before)
             try await h.faults(#"{"latency_ms":1500}"#)
-            let slow = Task { await h.checker.check(before, logger: Logger()) }   // its fetch is in flight for 1.5 s
+            let slow = Task { await h.checker.check(before, logger: Logger()) }  // its fetch is in flight for 1.5 s
             try await Task.sleep(for: .milliseconds(300))
             var after = before
             after.amount = Money(minorUnits: 1800, currency: before.amount.currency)
             try h.insert(after)
             try await h.faults(#"{"latency_ms":0}"#)
             guard case .checked = await h.checker.check(after, logger: Logger()) else { Issue.record("fast check failed"); return }
-            let slowResult = await slow.value; guard case .checked = slowResult else { Issue.record("slow check failed: \(slowResult)"); return }
+            let slowResult = await slow.value;
+            guard case .checked = slowResult else { Issue.record("slow check failed: \(slowResult)"); return }
             #expect(try Self.pending(h) == ["pxp:O:capture:1800": 1800])
             // The stored snapshot is the newer one.
             let fetched = try h.database.count("SELECT count(*) FROM snapshots WHERE fetched_at > now() - interval '1 minute'")
@@ -88,9 +91,11 @@ import Testing
     /// A PayPal client of "someone else" (the merchant's portal, their own system) on the same paysim.
     static func elsewhere(_ h: WorkerHarness) -> PayPalClient {
         let config = SimConfig()
-        return PayPalClient(configuration: PayPalConfiguration(baseURL: h.paysimURL, clientID: config.paypalClientID,
-                                                               secret: config.paypalSecret, timeoutSeconds: 10),
-                            transport: HTTPClientTransport(client: h.http), retry: .none)
+        return PayPalClient(
+            configuration: PayPalConfiguration(
+                baseURL: h.paysimURL, clientID: config.paypalClientID,
+                secret: config.paypalSecret, timeoutSeconds: 10),
+            transport: HTTPClientTransport(client: h.http), retry: .none)
     }
 
     static func paypalOrder(_ h: WorkerHarness, _ id: String) async throws -> JSONValue {
@@ -104,8 +109,9 @@ import Testing
         try await WorkerHarness.with { h in
             _ = try await Self.plannedPayPalCapture(h)
             #expect(try Self.pending(h) == ["paypal:P1:capture:2000": 2000])
-            let other = await Self.elsewhere(h).captureAuthorization("AUTH-1", amount: Money(minorUnits: 300, currency: Currency(code: "USD")!),
-                                                                     final: false, requestID: "portal-capture-1")
+            let other = await Self.elsewhere(h).captureAuthorization(
+                "AUTH-1", amount: Money(minorUnits: 300, currency: Currency(code: "USD")!),
+                final: false, requestID: "portal-capture-1")
             guard case .found = other else { Issue.record("the capture elsewhere failed: \(other)"); return }
 
             #expect(await h.executor.executePending().succeeded == 1)
@@ -120,12 +126,13 @@ import Testing
     /// superseded and never sent.
     @Test func aCaptureForAnOrderCancelledSinceIsNotSent() async throws {
         try await WorkerHarness.with { h in
-            try await h.seedPayPal(#"{"id":"PP-1","intent":"AUTHORIZE","currency":"USD","amount":"20.00","authorizations":[{"id":"AUTH-1"}]}"#)
+            try await h.seedPayPal(
+                #"{"id":"PP-1","intent":"AUTHORIZE","currency":"USD","amount":"20.00","authorizations":[{"id":"AUTH-1"}]}"#)
             var order = WorkerHarness.order(.paypal, "P1", ref: "PP-1", amount: 2000, currency: "USD", merchant: nil)
             try h.insert(order)
             _ = await h.checker.check(order, logger: Logger())
             order.fulfilment = .cancelled
-            try h.insert(order)   // the merchant cancels; no check has run since
+            try h.insert(order)  // the merchant cancels; no check has run since
             let totals = await h.executor.executePending()
             #expect(totals.succeeded == 1, "the void the fresh check emits is executed, not the capture")
             #expect(try Self.status(h, "paypal:P1:capture:2000") == .superseded)
@@ -149,16 +156,19 @@ import Testing
             defer { holder.close() }
             try holder.execute("BEGIN")
             try holder.execute("SELECT 1 FROM actions WHERE id = $1 FOR UPDATE", [.int64(action.id)])
-            let renewal = LeaseRenewal(pool: h.pool, action: action, leaseSeconds: 1, logger: Logger())   // renews every 333 ms
+            let renewal = LeaseRenewal(pool: h.pool, action: action, leaseSeconds: 1, logger: Logger())  // renews every 333 ms
             var waiting = false
             for _ in 0..<50 where !waiting {
                 try await Task.sleep(for: .milliseconds(100))
-                waiting = try h.database.count("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE actions SET lease_expires_at%'") == 1
+                waiting =
+                    try h.database.count(
+                        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE actions SET lease_expires_at%'"
+                    ) == 1
             }
             #expect(waiting, "the renewal is waiting on the row")
-            renewal.stop()                                           // the attempt records its outcome now
+            renewal.stop()  // the attempt records its outcome now
             try holder.execute("UPDATE actions SET status = 'succeeded' WHERE id = $1", [.int64(action.id)])
-            try holder.execute("COMMIT")                             // the renewal now finds it no longer pending
+            try holder.execute("COMMIT")  // the renewal now finds it no longer pending
             try await Task.sleep(for: .milliseconds(300))
             #expect(!renewal.isLost)
         }
@@ -169,13 +179,13 @@ import Testing
     @Test func twoExecutorsRacingOnOneActionCallTheProviderOnce() async throws {
         try await WorkerHarness.with { h in
             _ = try await Self.plannedPayPalCapture(h)
-            // A 3 s lease renewed every second. A CI run of the whole suite on 2 cores once stalled a renewal of a
-            // 2 s lease past its end: a lapse the fence then handled (one call, b's), but not what this test is about.
+            // A 3 s lease renewed every second: long enough that a loaded 2-core machine does not stall a renewal past
+            // the lease's end (a lapse the fence handles, but not what this test is about).
             let a = ActionExecutor(pool: h.pool, gateway: h.gateway, checker: h.checker, leaseSeconds: 3, logger: Logger())
             let b = ActionExecutor(pool: h.pool, gateway: h.gateway, checker: h.checker, leaseSeconds: 3, logger: Logger())
-            try await h.faults(#"{"latency_ms":4500}"#)   // the re-fetch and the call each outlast a 3 s lease
+            try await h.faults(#"{"latency_ms":4500}"#)  // the re-fetch and the call each outlast a 3 s lease
             let first = Task { await a.executePending() }
-            try await Task.sleep(for: .milliseconds(3600))   // a's claim would have run out by now
+            try await Task.sleep(for: .milliseconds(3600))  // a's claim would have run out by now
             let second = await b.executePending()
             let firstTotals = await first.value
             #expect(firstTotals.succeeded == 1)
@@ -191,7 +201,7 @@ import Testing
     @Test func anExecutorThatLostItsClaimDuringTheRefetchDoesNotCall() async throws {
         try await WorkerHarness.with { h in
             _ = try await Self.plannedPayPalCapture(h)
-            try await h.faults(#"{"latency_ms":1500}"#)   // the re-fetch
+            try await h.faults(#"{"latency_ms":1500}"#)  // the re-fetch
             let first = Task { await h.executor.executePending() }
             try await Task.sleep(for: .milliseconds(500))
             // What another executor's claim does once a lease has lapsed.
@@ -207,7 +217,8 @@ import Testing
     /// Defect 7: a capture that brings C to the order amount is final, releasing the rest of the authorisation.
     @Test func aCaptureToTheOrderAmountIsFinal() async throws {
         try await WorkerHarness.with { h in
-            try await h.seedPayPal(#"{"id":"PP-1","intent":"AUTHORIZE","currency":"USD","amount":"100.00","authorizations":[{"id":"AUTH-1"}]}"#)
+            try await h.seedPayPal(
+                #"{"id":"PP-1","intent":"AUTHORIZE","currency":"USD","amount":"100.00","authorizations":[{"id":"AUTH-1"}]}"#)
             let order = WorkerHarness.order(.paypal, "P1", ref: "PP-1", amount: 8000, currency: "USD", merchant: nil)
             try h.insert(order)
             _ = await h.checker.check(order, logger: Logger())
@@ -233,7 +244,8 @@ import Testing
     /// Defect 8: PayPal-Request-Id takes at most 108 characters; a longer key is sent as its SHA-256 in hex.
     @Test func aKeyLongerThanPayPalTakesIsSentAsItsSHA256() async throws {
         try await WorkerHarness.with { h in
-            try await h.seedPayPal(#"{"id":"PP-1","intent":"AUTHORIZE","currency":"USD","amount":"20.00","authorizations":[{"id":"AUTH-1"}]}"#)
+            try await h.seedPayPal(
+                #"{"id":"PP-1","intent":"AUTHORIZE","currency":"USD","amount":"20.00","authorizations":[{"id":"AUTH-1"}]}"#)
             let longID = "ORDER-" + String(repeating: "x", count: 120)
             let order = WorkerHarness.order(.paypal, longID, ref: "PP-1", amount: 2000, currency: "USD", merchant: nil)
             try h.insert(order)
@@ -278,7 +290,9 @@ import Testing
                 try h.execute("UPDATE actions SET lease_expires_at = NULL")
                 _ = await h.executor.executePending()
             }
-            let posts = try await h.paysimLog(provider: "pxp").filter { $0["method"] as? String == "POST" && $0["result"] as? String != "answer_dropped" }
+            let posts = try await h.paysimLog(provider: "pxp").filter {
+                $0["method"] as? String == "POST" && $0["result"] as? String != "answer_dropped"
+            }
             #expect(posts.filter { $0["result"] as? String == "applied" }.count == 1, "\(posts)")
             #expect(posts.count == 1, "the capture is sent once: \(posts)")
             let actions = try h.actions()
@@ -290,7 +304,8 @@ import Testing
     /// never "1000.00", and an amount with decimals is action_not_allowed, never a call.
     @Test func hufGoesToPayPalWithoutDecimals() async throws {
         try await WorkerHarness.with { h in
-            try await h.seedPayPal(#"""
+            try await h.seedPayPal(
+                #"""
                 [{"id":"PP-HUF","intent":"AUTHORIZE","currency":"HUF","amount":"1000.00","authorizations":[{"id":"AUTH-HUF"}]},
                  {"id":"PP-HUF2","intent":"AUTHORIZE","currency":"HUF","amount":"2000.00","authorizations":[{"id":"AUTH-HUF2"}]}]
                 """#)
@@ -301,10 +316,12 @@ import Testing
             _ = await h.checker.check(fractional, logger: Logger())
             #expect(try Self.pending(h) == ["paypal:H1:capture:100000": 100_000], "the capture with decimals is not planned")
             #expect(try h.openKinds(order: "H2") == ["action_not_allowed"])
-            let detail = try h.database.count("SELECT count(*) FROM discrepancies WHERE order_id = 'H2' AND detail LIKE '%PayPal takes HUF without decimals%'")
+            let detail = try h.database.count(
+                "SELECT count(*) FROM discrepancies WHERE order_id = 'H2' AND detail LIKE '%PayPal takes HUF without decimals%'")
             #expect(detail == 1)
             #expect(await h.executor.executePending().succeeded == 1)
-            let captured = try await Self.paypalOrder(h, "PP-HUF")["purchase_units"]?[0]?["payments"]?["captures"]?[0]?["amount"]?["value"]?.stringValue
+            let captured = try await Self.paypalOrder(h, "PP-HUF")["purchase_units"]?[0]?["payments"]?["captures"]?[0]?["amount"]?["value"]?
+                .stringValue
             #expect(captured == "1000")
             // Read back: PayPal's "1000" is 100000 ISO minor units, so the order now matches.
             #expect(await h.checker.check(whole, logger: Logger()) == .checked(CheckOutcome(), matched: true))
@@ -316,7 +333,8 @@ import Testing
         try await WorkerHarness.with { h in
             _ = try await Self.plannedPXPCapture(h)
             do {
-                try h.execute("""
+                try h.execute(
+                    """
                     INSERT INTO actions (provider, order_id, action, amount_minor, currency, target_minor, provider_target, idempotency_key)
                     SELECT provider, order_id, action, 900, currency, 900, provider_target, 'pxp:O:capture:900' FROM actions
                     """)

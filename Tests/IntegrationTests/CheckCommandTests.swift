@@ -18,9 +18,10 @@ import Worker
             try await h.seedPXP("TX-PAID", intent: "Purchase", state: "Captured")
             try await h.seedPXP("TX-PENDING", intent: "Purchase", state: "Pending")
             try await h.seedPXP("TX-SHORT", intent: "Purchase", value: "15.00", state: "Captured")
-            try h.insert(WorkerHarness.order(.pxp, "PAID", ref: "TX-PAID", intent: .purchase, amount: 2000),
-                         WorkerHarness.order(.pxp, "PENDING", ref: "TX-PENDING", intent: .purchase, amount: 2000),
-                         WorkerHarness.order(.pxp, "SHORT", ref: "TX-SHORT", intent: .purchase, amount: 2000))
+            try h.insert(
+                WorkerHarness.order(.pxp, "PAID", ref: "TX-PAID", intent: .purchase, amount: 2000),
+                WorkerHarness.order(.pxp, "PENDING", ref: "TX-PENDING", intent: .purchase, amount: 2000),
+                WorkerHarness.order(.pxp, "SHORT", ref: "TX-SHORT", intent: .purchase, amount: 2000))
 
             let paid = try await Self.check(h, "pxp:PAID", "--format", "json")
             #expect(paid.status == 0, "\(paid.stdout) \(paid.stderr)")
@@ -38,7 +39,9 @@ import Worker
             #expect(short.stdout.contains("amount_mismatch"), "\(short.stdout)")
 
             // Each verdict came from a check recorded like any other, with the provider's answer as its evidence.
-            #expect(try h.database.count("SELECT count(*) FROM evidence WHERE order_id IN ('PAID', 'PENDING', 'SHORT') AND source = 'command'") >= 3)
+            #expect(
+                try h.database.count("SELECT count(*) FROM evidence WHERE order_id IN ('PAID', 'PENDING', 'SHORT') AND source = 'command'")
+                    >= 3)
             #expect(try h.openKinds(order: "SHORT") == ["amount_mismatch"])
         }
     }
@@ -46,7 +49,8 @@ import Worker
     /// Each provider's states as paysim answers them, through the checker as `payrecon check` and the API use it.
     @Test func eachProvidersStatesGiveTheirVerdicts() async throws {
         try await WorkerHarness.with { h in
-            try await h.seedPayPal(#"""
+            try await h.seedPayPal(
+                #"""
                 [{"id":"PP-PAID","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"20.00","captures":[{"id":"CAP-PAID"}]},
                  {"id":"PP-AUTH","intent":"AUTHORIZE","currency":"USD","amount":"20.00","authorizations":[{"id":"AUTH-1"}]},
                  {"id":"PP-PENDING","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"20.00","captures":[{"id":"CAP-PEND","status":"PENDING"}]},
@@ -55,22 +59,48 @@ import Worker
             try await h.admin("/admin/paypal/disputes", #"{"id":"PP-D-V","transaction_id":"CAP-DISP","amount":"20.00"}"#)
             try h.storeWebhook(#"{"provider":"paypal","event_type":"CUSTOMER.DISPUTE.CREATED","resource_id":"PP-D-V"}"#)
             let now = Int64(Date().timeIntervalSince1970)
-            try await h.admin("/admin/paypercut/intents", #"""
+            try await h.admin(
+                "/admin/paypercut/intents",
+                #"""
                 [{"id":"pi_PAID","amount":2000,"currency":"EUR","capture_method":"automatic","status":"succeeded","created":\#(now - 60)},
                  {"id":"pi_AUTH","amount":2000,"currency":"EUR","capture_method":"manual","status":"requires_capture","created":\#(now - 60)},
                  {"id":"pi_PROC","amount":2000,"currency":"EUR","capture_method":"automatic","status":"processing","created":\#(now - 60)}]
                 """#)
             let cases: [(Order, Verdict.Outcome)] = [
-                (WorkerHarness.order(.paypal, "V-PP-PAID", ref: "PP-PAID", intent: .purchase, amount: 2000, currency: "USD", merchant: nil), .fulfil),
-                (WorkerHarness.order(.paypal, "V-PP-AUTH", ref: "PP-AUTH", intent: .authorisation, amount: 2000, currency: "USD", fulfilment: .open, merchant: nil), .fulfil),
-                (WorkerHarness.order(.paypal, "V-PP-PENDING", ref: "PP-PENDING", intent: .purchase, amount: 2000, currency: "USD", merchant: nil), .wait),
-                (WorkerHarness.order(.paypal, "V-PP-DISPUTED", ref: "PP-DISPUTED", intent: .purchase, amount: 2000, currency: "USD", merchant: nil), .refuse),
-                (WorkerHarness.order(.paypercut, "V-PC-PAID", ref: "pi_PAID", intent: .purchase, amount: 2000, currency: "EUR", merchant: nil), .fulfil),
-                (WorkerHarness.order(.paypercut, "V-PC-AUTH", ref: "pi_AUTH", intent: .authorisation, amount: 2000, currency: "EUR", fulfilment: .open, merchant: nil), .fulfil),
-                (WorkerHarness.order(.paypercut, "V-PC-PROC", ref: "pi_PROC", intent: .purchase, amount: 2000, currency: "EUR", merchant: nil), .wait),
+                (
+                    WorkerHarness.order(
+                        .paypal, "V-PP-PAID", ref: "PP-PAID", intent: .purchase, amount: 2000, currency: "USD", merchant: nil), .fulfil
+                ),
+                (
+                    WorkerHarness.order(
+                        .paypal, "V-PP-AUTH", ref: "PP-AUTH", intent: .authorisation, amount: 2000, currency: "USD", fulfilment: .open,
+                        merchant: nil), .fulfil
+                ),
+                (
+                    WorkerHarness.order(
+                        .paypal, "V-PP-PENDING", ref: "PP-PENDING", intent: .purchase, amount: 2000, currency: "USD", merchant: nil), .wait
+                ),
+                (
+                    WorkerHarness.order(
+                        .paypal, "V-PP-DISPUTED", ref: "PP-DISPUTED", intent: .purchase, amount: 2000, currency: "USD", merchant: nil),
+                    .refuse
+                ),
+                (
+                    WorkerHarness.order(
+                        .paypercut, "V-PC-PAID", ref: "pi_PAID", intent: .purchase, amount: 2000, currency: "EUR", merchant: nil), .fulfil
+                ),
+                (
+                    WorkerHarness.order(
+                        .paypercut, "V-PC-AUTH", ref: "pi_AUTH", intent: .authorisation, amount: 2000, currency: "EUR", fulfilment: .open,
+                        merchant: nil), .fulfil
+                ),
+                (
+                    WorkerHarness.order(
+                        .paypercut, "V-PC-PROC", ref: "pi_PROC", intent: .purchase, amount: 2000, currency: "EUR", merchant: nil), .wait
+                )
             ]
             try h.insert(cases.map(\.0))
-            while await h.runOnce().done > 0 {}   // the dispute's event links it to its order
+            while await h.runOnce().done > 0 {}  // the dispute's event links it to its order
             for (order, expected) in cases {
                 let (_, verdict, _) = await h.checker.verify(order, logger: Logger())
                 let got = try #require(verdict, "\(order.orderID): no verdict")

@@ -11,31 +11,41 @@ import Testing
 /// each would alone.
 @Suite struct CheckGroupTests {
     static let gbp = Currency(code: "GBP")!
-    static let mismatch = Finding(kind: .amountMismatch, expected: ["amount": "10.00"], actual: ["amount": "9.00"], detail: "d", amountAtRisk: 100)
+    static let mismatch = Finding(
+        kind: .amountMismatch, expected: ["amount": "10.00"], actual: ["amount": "9.00"], detail: "d", amountAtRisk: 100)
 
     static func order(_ id: String) -> Order {
-        Order(provider: .pxp, orderID: id, merchant: "M1", site: "S1", transactionRef: "TX-\(id)", intent: .authorisation,
-              amount: Money(minorUnits: 1000, currency: gbp), fulfilment: .fulfilled)
+        Order(
+            provider: .pxp, orderID: id, merchant: "M1", site: "S1", transactionRef: "TX-\(id)", intent: .authorisation,
+            amount: Money(minorUnits: 1000, currency: gbp), fulfilment: .fulfilled)
     }
 
     static func snapshot(_ id: String) -> Snapshot {
-        Snapshot(provider: .pxp, transactionRef: "TX-\(id)", merchant: "M1", site: "S1", intent: .authorisation, currency: gbp,
-                 value: 1000, authorised: 1000, captured: 0, refunded: 0, state: .authorised, rawState: "Authorised", createdAt: nil)
+        Snapshot(
+            provider: .pxp, transactionRef: "TX-\(id)", merchant: "M1", site: "S1", intent: .authorisation, currency: gbp,
+            value: 1000, authorised: 1000, captured: 0, refunded: 0, state: .authorised, rawState: "Authorised", createdAt: nil)
     }
 
-    static func check(_ id: String, at second: TimeInterval, findings: [Finding] = [], capture: Bool = false,
-                      snapshotJSON: String? = nil) -> PlannedCheck {
+    static func check(
+        _ id: String, at second: TimeInterval, findings: [Finding] = [], capture: Bool = false,
+        snapshotJSON: String? = nil
+    ) -> PlannedCheck {
         let order = order(id)
-        let check = FindingStore.Check(provider: .pxp, order: order, transactionRef: order.transactionRef, snapshot: snapshot(id),
-                                       fetchedAt: Date(timeIntervalSince1970: 1_800_000_000 + second), snapshotJSON: snapshotJSON)
-        return PlannedCheck(check, plan: { current, emitted in
-            var actions: [PlannedAction] = []
-            if capture, let current, emitted.isEmpty {
-                actions.append(PlannedAction(kind: .capture, amount: current.amount.minorUnits, currency: gbp, target: current.amount.minorUnits,
-                                             idempotencyKey: "pxp:\(id):capture:1000", providerTarget: nil))
-            }
-            return Plan(findings: findings, actions: actions)
-        })
+        let check = FindingStore.Check(
+            provider: .pxp, order: order, transactionRef: order.transactionRef, snapshot: snapshot(id),
+            fetchedAt: Date(timeIntervalSince1970: 1_800_000_000 + second), snapshotJSON: snapshotJSON)
+        return PlannedCheck(
+            check,
+            plan: { current, emitted in
+                var actions: [PlannedAction] = []
+                if capture, let current, emitted.isEmpty {
+                    actions.append(
+                        PlannedAction(
+                            kind: .capture, amount: current.amount.minorUnits, currency: gbp, target: current.amount.minorUnits,
+                            idempotencyKey: "pxp:\(id):capture:1000", providerTarget: nil))
+                }
+                return Plan(findings: findings, actions: actions)
+            })
     }
 
     @Test func aGroupRecordsEachCheckAsItWouldAlone() async throws {
@@ -45,17 +55,23 @@ import Testing
             let conn = try db.connect(); defer { conn.close() }
             try OrderStore.upsert(["A", "B", "C"].map(Self.order), on: conn)
             // TX-C was seen before its order was imported: its unknown_order is resolved by C's first check.
-            _ = try PlannedCheck.record(provider: .pxp, order: nil, transactionRef: "TX-C", snapshot: nil, fetchedAt: Date(), plan: { _, _ in
-                Plan(findings: [Finding(kind: .unknownOrder, expected: [:], actual: [:], detail: "u", amountAtRisk: 0)])
-            }, on: conn)
-            let first = try PlannedCheck.record([Self.check("A", at: 1, findings: [Self.mismatch]), Self.check("B", at: 1),
-                                                 Self.check("C", at: 1, capture: true)], on: conn)
+            _ = try PlannedCheck.record(
+                provider: .pxp, order: nil, transactionRef: "TX-C", snapshot: nil, fetchedAt: Date(),
+                plan: { _, _ in
+                    Plan(findings: [Finding(kind: .unknownOrder, expected: [:], actual: [:], detail: "u", amountAtRisk: 0)])
+                }, on: conn)
+            let first = try PlannedCheck.record(
+                [
+                    Self.check("A", at: 1, findings: [Self.mismatch]), Self.check("B", at: 1),
+                    Self.check("C", at: 1, capture: true)
+                ], on: conn)
             #expect(first.map { $0?.outcome.opened } == [1, 0, 0])
             #expect(first.map { $0?.outcome.resolved } == [0, 0, 1])
             #expect(first.map { $0?.outcome.actionsEmitted } == [0, 0, 1])
             #expect(first.map { $0?.plan.findings.count } == [1, 0, 0])
             // Each planned from what the one before it recorded: C's capture is emitted once.
-            let second = try PlannedCheck.record([Self.check("C", at: 2, capture: true), Self.check("A", at: 2), Self.check("B", at: 2)], on: conn)
+            let second = try PlannedCheck.record(
+                [Self.check("C", at: 2, capture: true), Self.check("A", at: 2), Self.check("B", at: 2)], on: conn)
             #expect(second.map { $0?.outcome.resolved } == [0, 1, 0])
             #expect(second.map { $0?.outcome.actionsEmitted } == [0, 0, 0])
             #expect(try db.count("SELECT count(*) FROM snapshots WHERE fetched_at = to_timestamp(1800000002)") == 3)
@@ -64,19 +80,21 @@ import Testing
         }
     }
 
-    /// Item 10 of the money review: an unknown_order recorded just after the order's clean check of the same
-    /// transaction (the order imported meanwhile) is resolved by the order's next check; it used to stay open forever,
-    /// because a clean last check let the next one skip resolving.
+    /// An unknown_order recorded just after the order's clean check of the same transaction (the order imported
+    /// meanwhile) is resolved by the order's next check, although a clean last check lets a check skip resolving: the
+    /// unknown_order marks the order's snapshot open.
     @Test func anUnknownOrderRecordedAfterTheOrdersCleanCheckIsResolvedByItsNextCheck() async throws {
         let db = try await offload { try TestDatabase.create() }
         defer { db.drop() }
         try await offload {
             let conn = try db.connect(); defer { conn.close() }
             try OrderStore.upsert([Self.order("D")], on: conn)
-            _ = try PlannedCheck.record([Self.check("D", at: 1)], on: conn)   // clean: nothing left open
-            _ = try PlannedCheck.record(provider: .pxp, order: nil, transactionRef: "TX-D", snapshot: nil, fetchedAt: Date(), plan: { _, _ in
-                Plan(findings: [Finding(kind: .unknownOrder, expected: [:], actual: [:], detail: "u", amountAtRisk: 0)])
-            }, on: conn)
+            _ = try PlannedCheck.record([Self.check("D", at: 1)], on: conn)  // clean: nothing left open
+            _ = try PlannedCheck.record(
+                provider: .pxp, order: nil, transactionRef: "TX-D", snapshot: nil, fetchedAt: Date(),
+                plan: { _, _ in
+                    Plan(findings: [Finding(kind: .unknownOrder, expected: [:], actual: [:], detail: "u", amountAtRisk: 0)])
+                }, on: conn)
             #expect(try db.count("SELECT count(*) FROM discrepancies WHERE kind = 'unknown_order' AND status = 'open'") == 1)
             let next = try PlannedCheck.record([Self.check("D", at: 2)], on: conn)
             #expect(next.first??.outcome.resolved == 1)
@@ -84,8 +102,8 @@ import Testing
         }
     }
 
-    /// Item 13 of the money review: a check that found the transaction gone (missing_at_provider) is newer news than
-    /// an answer fetched before it and recorded after it; that older answer no longer resolves it.
+    /// A check that found the transaction gone (missing_at_provider) is newer news than an answer fetched before it
+    /// and recorded after it: that older answer does not resolve it.
     @Test func anOlderAnswerRecordedLaterDoesNotReplaceANewerMissingAtProvider() async throws {
         let db = try await offload { try TestDatabase.create() }
         defer { db.drop() }
@@ -93,7 +111,8 @@ import Testing
             let conn = try db.connect(); defer { conn.close() }
             try OrderStore.upsert([Self.order("M")], on: conn)
             _ = try PlannedCheck.record([Self.check("M", at: 1)], on: conn)
-            let missing = Finding(kind: .missingAtProvider, expected: ["transaction_ref": "TX-M"], actual: [:], detail: "gone", amountAtRisk: 1000)
+            let missing = Finding(
+                kind: .missingAtProvider, expected: ["transaction_ref": "TX-M"], actual: [:], detail: "gone", amountAtRisk: 1000)
             var gone = Self.check("M", at: 10, findings: [missing])
             gone.check.snapshot = nil
             _ = try PlannedCheck.record([gone], on: conn)
@@ -111,8 +130,11 @@ import Testing
             let conn = try db.connect(); defer { conn.close() }
             try OrderStore.upsert(["A", "B"].map(Self.order), on: conn)
             _ = try PlannedCheck.record([Self.check("A", at: 10)], on: conn)
-            let group = try PlannedCheck.record([Self.check("A", at: 5, findings: [Self.mismatch]), Self.check("B", at: 5),
-                                                 Self.check("GONE", at: 5)], on: conn)
+            let group = try PlannedCheck.record(
+                [
+                    Self.check("A", at: 5, findings: [Self.mismatch]), Self.check("B", at: 5),
+                    Self.check("GONE", at: 5)
+                ], on: conn)
             #expect(group[0] == nil, "fetched before the stored snapshot: older news")
             #expect(group[1] != nil)
             #expect(group[2] == nil, "no such order")
@@ -136,14 +158,19 @@ import Testing
     }
 
     /// Records `checks` at once through `recorder` while the pool's one connection is held until every check waits.
-    static func recordHeld(_ checks: [PlannedCheck], _ recorder: CheckRecorder, _ pool: PostgresPool) async throws
-        -> [String: Result<CheckRecorder.Recorded, any Error>] {
+    static func recordHeld(
+        _ checks: [PlannedCheck], _ recorder: CheckRecorder, _ pool: PostgresPool
+    ) async throws
+        -> [String: Result<CheckRecorder.Recorded, any Error>]
+    {
         let release = Mutex(false)
         let holder = Task { try await pool.run { _ in while !release.withLock({ $0 }) { usleep(5_000) } } }
         let results = try await withThrowingTaskGroup(of: (String, Result<CheckRecorder.Recorded, any Error>).self) { group in
             for check in checks {
                 group.addTask {
-                    do { return (check.check.order!.orderID, .success(try await recorder.record(check))) } catch { return (check.check.order!.orderID, .failure(error)) }
+                    do { return (check.check.order!.orderID, .success(try await recorder.record(check))) } catch {
+                        return (check.check.order!.orderID, .failure(error))
+                    }
                 }
             }
             while recorder.waitingCount < checks.count { try await Task.sleep(for: .milliseconds(5)) }
@@ -167,13 +194,17 @@ import Testing
         _ = try await pool.run { try OrderStore.upsert((ids + ["P-1", "P-2", "P-3"]).map(Self.order), on: $0) }
         let recorder = CheckRecorder(pool: pool, flushers: 1, maxGroup: 64)
 
-        let first = try await Self.recordHeld(ids.map { Self.check($0, at: 1, findings: $0 == "O-7" ? [Self.mismatch] : []) }, recorder, pool)
+        let first = try await Self.recordHeld(
+            ids.map { Self.check($0, at: 1, findings: $0 == "O-7" ? [Self.mismatch] : []) }, recorder, pool)
         #expect(recorder.groupsRecorded == 1, "20 waiting checks, one transaction")
         #expect(ids.allSatisfy { id in (try? first[id]?.get())??.outcome.opened == (id == "O-7" ? 1 : 0) }, "\(first)")
         #expect(try db.count("SELECT count(*) FROM snapshots") == 20)
 
-        let second = try await Self.recordHeld([Self.check("P-1", at: 1), Self.check("P-2", at: 1, snapshotJSON: "{not json"),
-                                                Self.check("P-3", at: 1, findings: [Self.mismatch])], recorder, pool)
+        let second = try await Self.recordHeld(
+            [
+                Self.check("P-1", at: 1), Self.check("P-2", at: 1, snapshotJSON: "{not json"),
+                Self.check("P-3", at: 1, findings: [Self.mismatch])
+            ], recorder, pool)
         #expect(recorder.groupsRecorded == 1, "the group failed; its checks were recorded one by one")
         #expect((try? second["P-1"]?.get()) != nil)
         #expect((try? second["P-3"]?.get())??.outcome.opened == 1)
@@ -191,7 +222,7 @@ import Testing
             defer { conn.close(); other.close() }
             try OrderStore.upsert([Self.order("A")], on: conn)
             _ = try other.execute("BEGIN")
-            _ = try other.query("SELECT pg_advisory_xact_lock(hashtext('pxp:?TX-A'))")   // an unknown check of TX-A
+            _ = try other.query("SELECT pg_advisory_xact_lock(hashtext('pxp:?TX-A'))")  // an unknown check of TX-A
             _ = try conn.execute("SET statement_timeout = '1s'")
             #expect(throws: PostgresError.self, "the check of A did not wait for TX-A's unknown-transaction lock") {
                 try PlannedCheck.record([Self.check("A", at: 1)], on: conn)
@@ -214,12 +245,18 @@ import Testing
         // The pool's one connection, its server process ended while the checks wait for it.
         let pid = try await pool.run { try $0.query("SELECT pg_backend_pid() AS pid")[0].int64("pid") }
         let release = Mutex(false), held = Mutex(false)
-        let holder = Task { try await pool.run { _ in held.withLock { $0 = true }; while !release.withLock({ $0 }) { usleep(5_000) } } }
+        let holder = Task {
+            try await pool.run { _ in
+                held.withLock { $0 = true }; while !release.withLock({ $0 }) { usleep(5_000) }
+            }
+        }
         // The checks start only once the holder has the connection: a flusher that took it first would record them
         // before the connection dies, and they would never all wait (the test hung on that race).
         let deadline = ContinuousClock.now + .seconds(30)
         while !held.withLock({ $0 }) {
-            guard ContinuousClock.now < deadline else { release.withLock { $0 = true }; Issue.record("the holder never got the connection"); return }
+            guard ContinuousClock.now < deadline else {
+                release.withLock { $0 = true }; Issue.record("the holder never got the connection"); return
+            }
             try await Task.sleep(for: .milliseconds(5))
         }
         let results = try await withThrowingTaskGroup(of: (String, Bool).self) { group in

@@ -39,7 +39,7 @@ import Testing
         [("X-Control", "a\nb\rc\td\u{0}e\u{1}f\u{1F}g\u{7F}h"), ("X-Bell\u{7}", "\u{8}\u{C}")],
         [("X-Unicode", "Ünïcødé €  😀 \u{2028}\u{2029}"), ("X-Ünï", "日本語")],
         [("", ""), ("X-Empty", "")],
-        [("X-Long", String(repeating: "a\"b", count: 1000))],
+        [("X-Long", String(repeating: "a\"b", count: 1000))]
     ]
 
     @Test(arguments: cases.indices)
@@ -74,11 +74,13 @@ import Testing
     @Test func aHeaderWithANULIsStoredWithTheNULReplaced() throws {
         let db = try TestDatabase.create(); defer { db.drop() }
         let conn = try db.connect(); defer { conn.close() }
-        let stored = try DeliveryStore.commit([
-            NewDelivery(provider: .pxp, dedupeKey: "nul-1", eventType: nil, headers: [("X-Junk", "a\u{0}b"), ("X-\u{0}Name", "v")],
-                        body: Array("{}".utf8)),
-            NewDelivery(provider: .pxp, dedupeKey: "nul-2", eventType: nil, headers: [("X-Ok", "fine")], body: Array("{}".utf8)),
-        ], on: conn)
+        let stored = try DeliveryStore.commit(
+            [
+                NewDelivery(
+                    provider: .pxp, dedupeKey: "nul-1", eventType: nil, headers: [("X-Junk", "a\u{0}b"), ("X-\u{0}Name", "v")],
+                    body: Array("{}".utf8)),
+                NewDelivery(provider: .pxp, dedupeKey: "nul-2", eventType: nil, headers: [("X-Ok", "fine")], body: Array("{}".utf8))
+            ], on: conn)
         #expect(stored.count == 2 && stored.allSatisfy(\.inserted))
         let text = try #require(try conn.query("SELECT headers::text AS h FROM deliveries WHERE dedupe_key = 'nul-1'").first).string("h")
         #expect(text.contains("a\u{FFFD}b") && text.contains("X-\u{FFFD}Name"), "\(text)")
@@ -91,7 +93,8 @@ import Testing
         let conn = try db.connect(); defer { conn.close() }
         // An insert that takes 300 ms (a trigger sleeps), on a session configured to lose commits and to cut statements
         // after 100 ms (BEGIN itself runs under the session's setting, so not something a loaded machine trips).
-        _ = try conn.execute("""
+        _ = try conn.execute(
+            """
             CREATE FUNCTION slow_insert() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.3); RETURN NEW; END $$
             """)
         _ = try conn.execute("CREATE TRIGGER slow_insert BEFORE INSERT ON deliveries FOR EACH ROW EXECUTE FUNCTION slow_insert()")
@@ -99,8 +102,12 @@ import Testing
         _ = try conn.execute("SET statement_timeout = '100ms'")
         _ = try conn.execute("SET lock_timeout = 0")
         // The session's 100 ms would cancel the insert; the commit's own statement_timeout (5 s) applies instead.
-        let stored = try DeliveryStore.commit([NewDelivery(provider: .pxp, dedupeKey: "settings-1", eventType: nil, headers: [],
-                                                           body: Array("{}".utf8))], on: conn)
+        let stored = try DeliveryStore.commit(
+            [
+                NewDelivery(
+                    provider: .pxp, dedupeKey: "settings-1", eventType: nil, headers: [],
+                    body: Array("{}".utf8))
+            ], on: conn)
         #expect(stored.count == 1 && stored[0].inserted)
         // And the session keeps its own settings afterwards: nothing leaked out of the transaction.
         #expect(try conn.query("SHOW synchronous_commit").first?.string("synchronous_commit") == "off")
@@ -115,12 +122,14 @@ import Testing
         _ = try conn.execute("SET synchronous_commit = off")
         // A trigger records the setting the insert ran under.
         _ = try conn.execute("CREATE TABLE seen_settings (sync text, timeout text)")
-        _ = try conn.execute("""
+        _ = try conn.execute(
+            """
             CREATE FUNCTION record_settings() RETURNS trigger LANGUAGE plpgsql AS $$
             BEGIN INSERT INTO seen_settings VALUES (current_setting('synchronous_commit'), current_setting('statement_timeout')); RETURN NEW; END $$
             """)
         _ = try conn.execute("CREATE TRIGGER record_settings BEFORE INSERT ON deliveries FOR EACH ROW EXECUTE FUNCTION record_settings()")
-        _ = try DeliveryStore.commit([NewDelivery(provider: .pxp, dedupeKey: "settings-2", eventType: nil, headers: [], body: Array("{}".utf8))], on: conn)
+        _ = try DeliveryStore.commit(
+            [NewDelivery(provider: .pxp, dedupeKey: "settings-2", eventType: nil, headers: [], body: Array("{}".utf8))], on: conn)
         let row = try #require(try conn.query("SELECT sync, timeout FROM seen_settings").first)
         #expect(try row.string("sync") == "on")
         #expect(try row.string("timeout") == "5s")
@@ -139,14 +148,16 @@ import Testing
         for receiver in 0..<3 {
             for flush in 0..<6 {
                 let counts = (0..<250).map { i in
-                    RejectionCount(provider: .pxp, reason: receiver == 0 ? "invalid_signature" : "malformed_body",
-                                   source: "10.\(receiver).\(flush).\(i)", hour: hour, count: 2)
+                    RejectionCount(
+                        provider: .pxp, reason: receiver == 0 ? "invalid_signature" : "malformed_body",
+                        source: "10.\(receiver).\(flush).\(i)", hour: hour, count: 2)
                 }
                 try DeliveryStore.recordRejections(counts, samples: [], on: conn)
             }
         }
         let rows = try db.count("SELECT count(*) FROM rejection_counts")
-        #expect(rows <= Int64(DeliveryStore.countedSourcesPerHour + 2), "at most the bound and one 'other' per provider and reason: \(rows)")
+        #expect(
+            rows <= Int64(DeliveryStore.countedSourcesPerHour + 2), "at most the bound and one 'other' per provider and reason: \(rows)")
         #expect(try db.count("SELECT sum(count)::bigint FROM rejection_counts") == 3 * 6 * 250 * 2, "every rejection counted")
         #expect(try db.count("SELECT count(*) FROM rejection_counts WHERE source = 'other'") >= 1)
     }

@@ -24,8 +24,10 @@ import Testing
         var description: String { "exit \(status)\n" + result.stdout + result.stderr }
     }
 
-    static let checks = ["database reachable", "database migrated", "pxp credentials", "paypal credentials",
-                         "paypal disputes permission", "paypal certificate of the last stored delivery", "paypercut credentials"]
+    static let checks = [
+        "database reachable", "database migrated", "pxp credentials", "paypal credentials",
+        "paypal disputes permission", "paypal certificate of the last stored delivery", "paypercut credentials"
+    ]
 
     /// Every provider configured against `h`'s paysim, PayPal deliveries verified against paysim's test CA.
     static func environment(_ h: WorkerHarness, roots: String) -> [String: String] {
@@ -56,7 +58,8 @@ import Testing
     /// PAYPAL-CERT-URL names paysim's leaf).
     static func seed(_ h: WorkerHarness) async throws {
         try h.insert(WorkerHarness.order(.pxp, "ORD-1", ref: "TX-1"))
-        try await h.seedPayPal(#"{"id":"PP-1","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"10.00","captures":[{"id":"CAP-1"}]}"#)
+        try await h.seedPayPal(
+            #"{"id":"PP-1","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"10.00","captures":[{"id":"CAP-1"}]}"#)
         try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_id":"CAP-1"}"#)
     }
 
@@ -67,7 +70,8 @@ import Testing
             let run = try await Self.doctor(Self.environment(h, roots: roots))
             #expect(run.status == 0, "\(run.description)")
             for check in Self.checks { #expect(run.line(check).hasPrefix("ok   "), "\(check): \(run.description)") }
-            #expect(run.line("pxp credentials").contains("merchant M1, site S1"), "probed at the latest order's merchant: \(run.description)")
+            #expect(
+                run.line("pxp credentials").contains("merchant M1, site S1"), "probed at the latest order's merchant: \(run.description)")
             #expect(run.line("pxp credentials").contains("404"))
             #expect(run.line("paypercut credentials").contains("404 resource_missing"))
             #expect(run.line("paypal certificate of the last stored delivery").contains(h.simulator.certURL), "\(run.description)")
@@ -124,8 +128,9 @@ import Testing
             let run = try await Self.doctor(env, ["--provider", "paypercut"])
             #expect(run.status == 1, "\(run.description)")
             let line = run.line("paypercut credentials")
-            #expect(line.hasPrefix("FAIL ") && line.contains("401") && line.contains("token_invalid") && line.contains("PAYPERCUT_SECRET_KEY"),
-                    "\(run.description)")
+            #expect(
+                line.hasPrefix("FAIL ") && line.contains("401") && line.contains("token_invalid") && line.contains("PAYPERCUT_SECRET_KEY"),
+                "\(run.description)")
             #expect(!run.result.stdout.contains("sk_test_wrong"), "the key is not echoed")
         }
     }
@@ -155,11 +160,14 @@ import Testing
             #expect(try await Self.doctor(env).line("paypal transaction search permission").isEmpty)
             env["PAYRECON_BACKFILL"] = "paypal=3d"
             let granted = try await Self.doctor(env)
-            #expect(granted.status == 0 && granted.line("paypal transaction search permission").hasPrefix("ok   "), "\(granted.description)")
+            #expect(
+                granted.status == 0 && granted.line("paypal transaction search permission").hasPrefix("ok   "), "\(granted.description)")
             try await h.admin("/admin/paypal/permissions", #"{"transaction_search":false}"#)
             let refused = try await Self.doctor(env)
             let line = refused.line("paypal transaction search permission")
-            #expect(refused.status == 1 && line.hasPrefix("FAIL ") && line.contains("403") && line.contains("Transaction search"), "\(refused.description)")
+            #expect(
+                refused.status == 1 && line.hasPrefix("FAIL ") && line.contains("403") && line.contains("Transaction search"),
+                "\(refused.description)")
         }
     }
 
@@ -175,7 +183,9 @@ import Testing
             env["PAYPERCUT_SECRET_KEY"] = "sk_test_not_the_key"
             let refused = try await Self.doctor(env, ["--provider", "paypercut"])
             let line = refused.line("paypercut payment and refund lists")
-            #expect(refused.status == 1 && line.hasPrefix("FAIL ") && line.contains("401") && line.contains("exits 2"), "\(refused.description)")
+            #expect(
+                refused.status == 1 && line.hasPrefix("FAIL ") && line.contains("401") && line.contains("exits 2"), "\(refused.description)"
+            )
         }
     }
 
@@ -197,7 +207,8 @@ import Testing
     @Test func withEveryDeliveryRefusedTheRefusedSampleIsChecked() async throws {
         try await WorkerHarness.with { h in
             let headers = DeliveryStore.headersJSON([("PAYPAL-CERT-URL", h.simulator.certURL), ("PAYPAL-TRANSMISSION-ID", "T-1")])
-            try h.execute("""
+            try h.execute(
+                """
                 INSERT INTO rejected_deliveries (provider, reason, message, headers, body_prefix, body_bytes)
                 VALUES ('paypal', 'untrusted_certificate', 'the signing certificate does not chain to PAYPAL_TRUST_ROOTS', $1::jsonb, ''::bytea, 0)
                 """, [.text(headers)])
@@ -205,7 +216,9 @@ import Testing
             #expect(refused.status == 1, "\(refused.description)")
             let line = refused.line("paypal certificate of the last stored delivery")
             #expect(line.hasPrefix("FAIL ") && line.contains("does not chain to PAYPAL_TRUST_ROOTS"), "\(refused.description)")
-            #expect(line.contains("refused untrusted_certificate, sample") && line.contains("Every PayPal delivery so far was refused"), "\(line)")
+            #expect(
+                line.contains("refused untrusted_certificate, sample") && line.contains("Every PayPal delivery so far was refused"),
+                "\(line)")
 
             // Once PAYPAL_TRUST_ROOTS holds the chain, the same certificate passes.
             let roots = try Self.paysimRoots(); defer { try? FileManager.default.removeItem(atPath: roots) }
@@ -222,9 +235,15 @@ import Testing
         try await WorkerHarness.with { h in
             try await Self.seed(h)
             let conn = try h.database.connect(); defer { conn.close() }
-            let listed = try DeliveryStore.insertListed(provider: .paypal, events: [(id: "WH-LISTED-1", eventType: "PAYMENT.CAPTURE.COMPLETED",
-                                                                                   body: Array(#"{"id":"WH-LISTED-1"}"#.utf8))],
-                                                        source: "paypal webhook events list", on: conn)
+            let listed = try DeliveryStore.insertListed(
+                provider: .paypal,
+                events: [
+                    (
+                        id: "WH-LISTED-1", eventType: "PAYMENT.CAPTURE.COMPLETED",
+                        body: Array(#"{"id":"WH-LISTED-1"}"#.utf8)
+                    )
+                ],
+                source: "paypal webhook events list", on: conn)
             #expect(listed == 1)
             let roots = try Self.paysimRoots(); defer { try? FileManager.default.removeItem(atPath: roots) }
             let run = try await Self.doctor(Self.environment(h, roots: roots), ["--provider", "paypal"])
@@ -239,7 +258,7 @@ import Testing
             try await Self.seed(h)
             let roots = try Self.paysimRoots(); defer { try? FileManager.default.removeItem(atPath: roots) }
             var env = Self.environment(h, roots: roots)
-            env["PAYPAL_CERT_URL_PREFIXES"] = nil   // PayPal's own prefixes only
+            env["PAYPAL_CERT_URL_PREFIXES"] = nil  // PayPal's own prefixes only
             let run = try await Self.doctor(env, ["--provider", "paypal"])
             #expect(run.status == 1, "\(run.description)")
             let line = run.line("paypal certificate of the last stored delivery")
@@ -261,7 +280,9 @@ import Testing
             #expect(empty.status == 1, "\(empty.description)")
             #expect(empty.line("database reachable").hasPrefix("ok   "), "\(empty.description)")
             let line = empty.line("database migrated")
-            #expect(line.hasPrefix("FAIL ") && line.contains("run payrecon migrate") && line.contains("0001_deliveries"), "\(empty.description)")
+            #expect(
+                line.hasPrefix("FAIL ") && line.contains("run payrecon migrate") && line.contains("0001_deliveries"), "\(empty.description)"
+            )
             #expect(empty.line("paypal certificate of the last stored delivery").contains("not migrated"), "\(empty.description)")
             #expect(empty.line("pxp credentials").hasPrefix("ok   "), "the providers are still checked: \(empty.description)")
             #expect(empty.line("pxp credentials").contains("made-up merchant"), "no order can be read: \(empty.description)")
@@ -272,7 +293,9 @@ import Testing
             try h.execute("DELETE FROM schema_migrations WHERE version = $1", [.text(last)])
             let behind = try await Self.doctor(Self.environment(h, roots: roots))
             #expect(behind.status == 1, "\(behind.description)")
-            #expect(behind.line("database migrated").contains("1 of") && behind.line("database migrated").contains(last), "\(behind.description)")
+            #expect(
+                behind.line("database migrated").contains("1 of") && behind.line("database migrated").contains(last),
+                "\(behind.description)")
         }
     }
 
@@ -280,11 +303,13 @@ import Testing
         try await WorkerHarness.with { h in
             let roots = try Self.paysimRoots(); defer { try? FileManager.default.removeItem(atPath: roots) }
             var env = Self.environment(h, roots: roots)
-            env["DATABASE_URL"] = "postgresql://postgres@127.0.0.1:1/payrecon"   // nothing listens on port 1
+            env["DATABASE_URL"] = "postgresql://postgres@127.0.0.1:1/payrecon"  // nothing listens on port 1
             let run = try await Self.doctor(env)
             #expect(run.status == 2, "\(run.description)")
             let line = run.line("database reachable")
-            #expect(line.hasPrefix("FAIL ") && line.contains("cannot connect to PostgreSQL") && line.contains("DATABASE_URL"), "\(run.description)")
+            #expect(
+                line.hasPrefix("FAIL ") && line.contains("cannot connect to PostgreSQL") && line.contains("DATABASE_URL"),
+                "\(run.description)")
             #expect(run.line("pxp credentials").hasPrefix("ok   "), "the providers are still checked: \(run.description)")
             #expect(run.lines.last?.contains("the database is unreachable") == true, "\(run.description)")
 
@@ -301,7 +326,9 @@ import Testing
             env["PXP_CLIENT_ID"] = nil
             env["PAYPERCUT_SECRET_KEY"] = nil
             let asked = try await Self.doctor(env, ["--provider", "pxp"])
-            #expect(asked.status == 1 && asked.line("pxp credentials").contains("PXP_CLIENT_ID, PXP_TOKEN_ID and PXP_TOKEN_VALUE"), "\(asked.description)")
+            #expect(
+                asked.status == 1 && asked.line("pxp credentials").contains("PXP_CLIENT_ID, PXP_TOKEN_ID and PXP_TOKEN_VALUE"),
+                "\(asked.description)")
             let all = try await Self.doctor(env)
             #expect(all.line("pxp").hasPrefix("skip "), "\(all.description)")
             #expect(all.line("paypercut").hasPrefix("skip "), "\(all.description)")
@@ -315,20 +342,23 @@ import Testing
 /// "ok" over the FAIL, is written by `doctor` as visible escapes on its one line; the body of `rejections show` is
 /// behind a gutter, so none of its lines can pass for one of payrecon's.
 @Suite("Strangers' bytes on the terminal", .serialized) struct TerminalEscapingTests {
-    static let hostile = "https://api.sandbox.paypal.com/v1/notifications/certs/\u{1B}]0;pwned\u{07}\u{1B}[2J\u{1B}[32mok   everything\u{1B}[0m\nok   paypal certificate of the last stored delivery"
+    static let hostile =
+        "https://api.sandbox.paypal.com/v1/notifications/certs/\u{1B}]0;pwned\u{07}\u{1B}[2J\u{1B}[32mok   everything\u{1B}[0m\nok   paypal certificate of the last stored delivery"
 
     @Test func doctorWritesARejectedSamplesCertificateURLAsEscapes() async throws {
         try await WorkerHarness.with { h in
             let headers = DeliveryStore.headersJSON([("PAYPAL-CERT-URL", Self.hostile), ("PAYPAL-TRANSMISSION-ID", "T-1")])
-            try h.execute("""
+            try h.execute(
+                """
                 INSERT INTO rejected_deliveries (provider, reason, message, headers, body_prefix, body_bytes)
                 VALUES ('paypal', 'untrusted_certificate', 'refused', $1::jsonb, ''::bytea, 0)
                 """, [.text(headers)])
             let run = try await DoctorTests.doctor(DoctorTests.environment(h, roots: DoctorTests.digiCertRoots), ["--provider", "paypal"])
             let bytes = Array(run.result.stdout.utf8)
             #expect(!bytes.contains(0x1B) && !bytes.contains(0x07), "no escape sequence reaches the terminal: \(run.description)")
-            #expect(run.lines.filter { $0.contains("paypal certificate of the last stored delivery") }.count == 1,
-                    "the stranger's newline did not make a line of its own: \(run.description)")
+            #expect(
+                run.lines.filter { $0.contains("paypal certificate of the last stored delivery") }.count == 1,
+                "the stranger's newline did not make a line of its own: \(run.description)")
             #expect(run.result.stdout.contains("\\u{1B}]0;pwned"), "\(run.description)")
         }
     }
@@ -336,7 +366,8 @@ import Testing
     @Test func rejectionsShowKeepsABodysLinesBehindAGutter() async throws {
         try await WorkerHarness.with { h in
             let body = "{\"id\":1}\n2026-12-07T00:00:00Z  delivery 9 PAYMENT.CAPTURE.COMPLETED received; done\n\u{1B}[2Jok"
-            try h.execute("""
+            try h.execute(
+                """
                 INSERT INTO rejected_deliveries (provider, reason, message, headers, body_prefix, body_bytes)
                 VALUES ('pxp', 'invalid_signature', 'forged\nok', '[]'::jsonb, $1::bytea, $2)
                 """, [.bytea(Array(body.utf8)), .int64(Int64(body.utf8.count))])

@@ -66,8 +66,9 @@ struct DurabilityTests {
         let migrate = try await PayreconProcess.launch(["migrate"], databaseURL: cluster.url)
         #expect(migrate.status == 0, "\(migrate.stderr)")
         let port = try PrivateCluster.freePort()
-        let work = try Background(["work", "--metrics-listen", "127.0.0.1:\(port)"],
-                                  environment: ["DATABASE_URL": cluster.url, "PAYRECON_DB_PROBE_INTERVAL": "1s", "PAYRECON_LOG_LEVEL": "info"])
+        let work = try Background(
+            ["work", "--metrics-listen", "127.0.0.1:\(port)"],
+            environment: ["DATABASE_URL": cluster.url, "PAYRECON_DB_PROBE_INTERVAL": "1s", "PAYRECON_LOG_LEVEL": "info"])
         defer { work.stop() }
         let http = HTTP.HTTPClient()
         func up() async -> String? {
@@ -77,7 +78,7 @@ struct DurabilityTests {
         #expect(try await PayreconTesting.eventually(20) { await up() == "1" }, "\(work.stderr())")
         try await offload { try cluster.stop(immediate: true) }
         #expect(try await PayreconTesting.eventually(20) { await up() == "0" }, "\(work.stderr())")
-        try await Task.sleep(for: .seconds(3))   // several more probes fail
+        try await Task.sleep(for: .seconds(3))  // several more probes fail
         try await offload { try cluster.start() }
         #expect(try await PayreconTesting.eventually(30) { await up() == "1" }, "\(work.stderr())")
         let log = work.stderr()
@@ -91,8 +92,9 @@ struct DurabilityTests {
         defer { cluster.destroy() }
         let url = cluster.url.replacingOccurrences(of: "/postgres", with: "/paycron_typo")
         let portFile = FileManager.default.temporaryDirectory.appendingPathComponent("serve-port-\(UUID().uuidString)").path
-        let serve = try Background(["serve", "--listen", "127.0.0.1:0", "--port-file", portFile],
-                                   environment: ["DATABASE_URL": url, "PXP_WEBHOOK_KEY": "k", "PXP_WEBHOOK_KEY_ID": "1"])
+        let serve = try Background(
+            ["serve", "--listen", "127.0.0.1:0", "--port-file", portFile],
+            environment: ["DATABASE_URL": url, "PXP_WEBHOOK_KEY": "k", "PXP_WEBHOOK_KEY_ID": "1"])
         defer { serve.stop() }
         _ = await serve.port(from: portFile)
         let named = await PayreconTesting.eventually(10) { serve.stderr().contains("database not reachable at start") }
@@ -106,8 +108,10 @@ struct DurabilityTests {
         let process = Process()
         process.executableURL = PayreconProcess.binary
         process.arguments = ["serve", "--port-file", portFile]
-        process.environment = ["DATABASE_URL": db.url, "PAYRECON_LISTEN": "127.0.0.1:0", "PXP_WEBHOOK_KEY": ReceiverHarness.pxpKey,
-                               "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin", "PAYRECON_LOG_LEVEL": "warning"]
+        process.environment = [
+            "DATABASE_URL": db.url, "PAYRECON_LISTEN": "127.0.0.1:0", "PXP_WEBHOOK_KEY": ReceiverHarness.pxpKey,
+            "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin", "PAYRECON_LOG_LEVEL": "warning"
+        ]
         process.standardError = FileHandle.nullDevice
         try process.run()
         defer { if process.isRunning { process.terminate() } }
@@ -126,16 +130,22 @@ struct DurabilityTests {
 
         let body = #"{"eventData":{"merchantTransactionId":"DRAIN"}}"#
         let ts = String(Int(Date().timeIntervalSince1970))
-        let request = HTTPRequestSender(url: "http://127.0.0.1:\(port)/webhooks/pxp", headers: [
-            ("X-Request-Id", "drain-1"), ("X-Signature-Timestamp", ts),
-            ("X-Signature", PXPWebhookVerifier.signature(key: ReceiverHarness.pxpKey, requestID: "drain-1", timestamp: ts, body: Array(body.utf8))),
-        ], body: Array(body.utf8))
+        let request = HTTPRequestSender(
+            url: "http://127.0.0.1:\(port)/webhooks/pxp",
+            headers: [
+                ("X-Request-Id", "drain-1"), ("X-Signature-Timestamp", ts),
+                (
+                    "X-Signature",
+                    PXPWebhookVerifier.signature(key: ReceiverHarness.pxpKey, requestID: "drain-1", timestamp: ts, body: Array(body.utf8))
+                )
+            ], body: Array(body.utf8))
         let answer = Task { try await request.send() }
         // Wait until the insert is blocked on our lock, then ask the receiver to stop.
         let watcher = try db.connect()
         defer { watcher.close() }
         for _ in 0..<200 {
-            let waiting = try watcher.query("SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO deliveries%'")
+            let waiting = try watcher.query(
+                "SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO deliveries%'")
             if try waiting.first!.int64("n") > 0 { break }
             try await Task.sleep(for: .milliseconds(20))
         }

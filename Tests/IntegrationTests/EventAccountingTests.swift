@@ -12,19 +12,25 @@ import HTTP
 /// providers send them, stored, processed by the real worker against paysim over HTTP; what each reaches, what it
 /// fetches, how it ends, and what the report then holds.
 @Suite("Every event accounted for", .serialized) struct EventAccountingTests {
-    static let capturedOrder = #"{"id":"PP-1","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"100.00","captures":[{"id":"CAP-1"}]}"#
+    static let capturedOrder =
+        #"{"id":"PP-1","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"100.00","captures":[{"id":"CAP-1"}]}"#
 
     func paypalOrder(_ h: WorkerHarness, refund: Int64 = 0) async throws {
         try await h.seedPayPal(Self.capturedOrder)
-        try h.insert(WorkerHarness.order(.paypal, "ORD-1", ref: "PP-1", intent: .purchase, amount: 10000, currency: "USD", refund: refund,
-                                         merchant: nil))
+        try h.insert(
+            WorkerHarness.order(
+                .paypal, "ORD-1", ref: "PP-1", intent: .purchase, amount: 10000, currency: "USD", refund: refund,
+                merchant: nil))
     }
 
     func risk(_ h: WorkerHarness, kind: String) throws -> (count: Int64, minor: Int64) {
         let conn = try h.database.connect(); defer { conn.close() }
-        let row = try #require(try conn.query("""
-            SELECT count(*) AS n, coalesce(sum(amount_at_risk_minor), 0)::bigint AS risk FROM discrepancies WHERE kind = $1 AND status = 'open'
-            """, [.text(kind)]).first)
+        let row = try #require(
+            try conn.query(
+                """
+                SELECT count(*) AS n, coalesce(sum(amount_at_risk_minor), 0)::bigint AS risk FROM discrepancies WHERE kind = $1 AND status = 'open'
+                """, [.text(kind)]
+            ).first)
         return (try row.int64("n"), try row.int64("risk"))
     }
 
@@ -32,7 +38,8 @@ import HTTP
         try await WorkerHarness.with { h in
             try await paypalOrder(h, refund: 3000)
             try await h.admin("/admin/paypal/disputes", #"{"id":"PP-D-1","transaction_id":"CAP-1","amount":"40.00"}"#)
-            let id = try #require(try h.storeWebhook(#"{"provider":"paypal","event_type":"CUSTOMER.DISPUTE.CREATED","resource_id":"PP-D-1"}"#).first)
+            let id = try #require(
+                try h.storeWebhook(#"{"provider":"paypal","event_type":"CUSTOMER.DISPUTE.CREATED","resource_id":"PP-D-1"}"#).first)
             #expect(await h.runOnce().done == 1)
             let d = try h.delivery(id)
             #expect(d.status == "done")
@@ -57,7 +64,8 @@ import HTTP
             try await h.admin("/admin/paypal/disputes", #"{"resolve":"PP-D-2","outcome":"buyer"}"#)
             // PAYMENT.CAPTURE.REVERSED carries PayPal's reversal record: a refund resource whose only link to the
             // order is `up` → the capture, whose related_ids name the order.
-            let id = try #require(try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.CAPTURE.REVERSED","resource_id":"CAP-1"}"#).first)
+            let id = try #require(
+                try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.CAPTURE.REVERSED","resource_id":"CAP-1"}"#).first)
             let body = String(decoding: try h.delivery(id).body, as: UTF8.self)
             #expect(!body.contains("related_ids"))
             #expect(await h.runOnce().done == 1)
@@ -70,9 +78,14 @@ import HTTP
 
     @Test func aRealRefundShapeIsTracedThroughItsCapture() async throws {
         try await WorkerHarness.with { h in
-            try await h.seedPayPal(#"{"id":"PP-2","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"100.00","captures":[{"id":"CAP-2"}],"refunds":[{"id":"RF-2","capture_id":"CAP-2","amount":"10.00"}]}"#)
-            try h.insert(WorkerHarness.order(.paypal, "ORD-2", ref: "PP-2", intent: .purchase, amount: 10000, currency: "USD", refund: 1000, merchant: nil))
-            let id = try #require(try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.CAPTURE.REFUNDED","resource_id":"RF-2"}"#).first)
+            try await h.seedPayPal(
+                #"{"id":"PP-2","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"100.00","captures":[{"id":"CAP-2"}],"refunds":[{"id":"RF-2","capture_id":"CAP-2","amount":"10.00"}]}"#
+            )
+            try h.insert(
+                WorkerHarness.order(
+                    .paypal, "ORD-2", ref: "PP-2", intent: .purchase, amount: 10000, currency: "USD", refund: 1000, merchant: nil))
+            let id = try #require(
+                try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.CAPTURE.REFUNDED","resource_id":"RF-2"}"#).first)
             #expect(await h.runOnce().done == 1)
             #expect(try h.delivery(id).outcome == "re-checked paypal order ORD-2")
             #expect(try h.openKinds(order: "ORD-2").isEmpty)
@@ -82,8 +95,10 @@ import HTTP
     @Test func approvalReversedReChecksItsOrder() async throws {
         try await WorkerHarness.with { h in
             try await h.seedPayPal(#"{"id":"PP-3","intent":"CAPTURE","status":"VOIDED","currency":"EUR","amount":"50.00"}"#)
-            try h.insert(WorkerHarness.order(.paypal, "ORD-3", ref: "PP-3", intent: .purchase, amount: 5000, currency: "EUR", merchant: nil))
-            let id = try #require(try h.storeWebhook(#"{"provider":"paypal","event_type":"CHECKOUT.PAYMENT-APPROVAL.REVERSED","order_id":"PP-3"}"#).first)
+            try h.insert(
+                WorkerHarness.order(.paypal, "ORD-3", ref: "PP-3", intent: .purchase, amount: 5000, currency: "EUR", merchant: nil))
+            let id = try #require(
+                try h.storeWebhook(#"{"provider":"paypal","event_type":"CHECKOUT.PAYMENT-APPROVAL.REVERSED","order_id":"PP-3"}"#).first)
             #expect(!String(decoding: try h.delivery(id).body, as: UTF8.self).contains("resource_type"))
             #expect(await h.runOnce().done == 1)
             #expect(try h.delivery(id).outcome == "re-checked paypal order ORD-3")
@@ -95,8 +110,11 @@ import HTTP
     @Test func eventsNamingNoPaymentAreIgnoredWithTheirReason() async throws {
         try await WorkerHarness.with { h in
             let vault = try h.store(.paypal, body: try Fixtures.bytes("VAULT.PAYMENT-TOKEN.CREATED.v3.shopware-fixture.json"))
-            let product = try h.store(.paypal, json: #"{"id":"WH-P","event_type":"CATALOG.PRODUCT.CREATED","resource_type":"product","resource":{"id":"PROD-1"}}"#)
-            let auth3ds = try h.store(.pxp, json: #"{"eventCategory":"Authentication","eventCode":"3DS-completed","eventOwner":{"merchant":"M1","site":"S1"}}"#)
+            let product = try h.store(
+                .paypal, json: #"{"id":"WH-P","event_type":"CATALOG.PRODUCT.CREATED","resource_type":"product","resource":{"id":"PROD-1"}}"#
+            )
+            let auth3ds = try h.store(
+                .pxp, json: #"{"eventCategory":"Authentication","eventCode":"3DS-completed","eventOwner":{"merchant":"M1","site":"S1"}}"#)
             let totals = await h.runOnce()
             #expect(totals.done == 3)
             let v = try h.delivery(vault), p = try h.delivery(product), a = try h.delivery(auth3ds)
@@ -112,7 +130,9 @@ import HTTP
     @Test func anUnknownEventTypeIsReCheckedThroughTheResourceItNames() async throws {
         try await WorkerHarness.with { h in
             try await paypalOrder(h)
-            let id = try h.store(.paypal, json: #"{"id":"WH-NEW","event_type":"PAYMENT.CAPTURE.SOMETHING-NEW","resource_type":"capture","resource":{"id":"CAP-1"}}"#)
+            let id = try h.store(
+                .paypal,
+                json: #"{"id":"WH-NEW","event_type":"PAYMENT.CAPTURE.SOMETHING-NEW","resource_type":"capture","resource":{"id":"CAP-1"}}"#)
             #expect(await h.runOnce().done == 1)
             // The capture is fetched (the webhook names only its id) and leads to the order.
             #expect(try h.delivery(id).outcome == "re-checked paypal order ORD-1")
@@ -121,12 +141,18 @@ import HTTP
 
     @Test func subscriptionSalesAreFetchedSummedAndRefundedAsSales() async throws {
         try await WorkerHarness.with { h in
-            try await h.admin("/admin/paypal/sales", #"[{"id":"SALE-1","state":"completed","amount":"9.99","currency":"USD","billing_agreement_id":"I-BA1"},{"id":"SALE-2","state":"completed","amount":"9.99","currency":"USD","billing_agreement_id":"I-BA1"}]"#)
+            try await h.admin(
+                "/admin/paypal/sales",
+                #"[{"id":"SALE-1","state":"completed","amount":"9.99","currency":"USD","billing_agreement_id":"I-BA1"},{"id":"SALE-2","state":"completed","amount":"9.99","currency":"USD","billing_agreement_id":"I-BA1"}]"#
+            )
             // The merchant's order is the subscription (its transaction_ref the billing agreement), two periods paid,
             // and one period to be refunded.
-            try h.insert(WorkerHarness.order(.paypal, "SUB-1", ref: "I-BA1", intent: .purchase, amount: 1998, currency: "USD", refund: 999,
-                                             merchant: "SOME-MERCHANT"))
-            let ids = try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.SALE.COMPLETED","resource_id":"SALE-1"}"#)
+            try h.insert(
+                WorkerHarness.order(
+                    .paypal, "SUB-1", ref: "I-BA1", intent: .purchase, amount: 1998, currency: "USD", refund: 999,
+                    merchant: "SOME-MERCHANT"))
+            let ids =
+                try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.SALE.COMPLETED","resource_id":"SALE-1"}"#)
                 + h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.SALE.COMPLETED","resource_id":"SALE-2"}"#)
             #expect(await h.runOnce().done == 2)
             for id in ids { #expect(try h.delivery(id).outcome == "re-checked paypal order SUB-1") }
@@ -152,9 +178,12 @@ import HTTP
             #expect(try h.delivery(refunded[0]).outcome == "re-checked paypal order SUB-1")
             #expect(try h.openKinds(order: "SUB-1").isEmpty)
             let conn = try h.database.connect(); defer { conn.close() }
-            let row = try #require(try conn.query("""
-                SELECT snapshot->>'captured' AS c, snapshot->>'refunded' AS r, snapshot->>'state' AS s FROM snapshots WHERE order_id = 'SUB-1'
-                """).first)
+            let row = try #require(
+                try conn.query(
+                    """
+                    SELECT snapshot->>'captured' AS c, snapshot->>'refunded' AS r, snapshot->>'state' AS s FROM snapshots WHERE order_id = 'SUB-1'
+                    """
+                ).first)
             #expect(try (row.string("c"), row.string("r"), row.string("s")) == ("1998", "999", "partially_refunded"))
             // The sweep fetches the sales too, not /v2/checkout/orders/I-BA1 (which PayPal would not know).
             #expect(try await h.sweep().totals.errors == 0)
@@ -164,8 +193,10 @@ import HTTP
 
     @Test func aSaleNoOrderHoldsIsUnknownOrder() async throws {
         try await WorkerHarness.with { h in
-            try await h.admin("/admin/paypal/sales", #"{"id":"SALE-9","state":"completed","amount":"5.00","currency":"USD","parent_payment":"PAY-9"}"#)
-            let id = try #require(try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.SALE.COMPLETED","resource_id":"SALE-9"}"#).first)
+            try await h.admin(
+                "/admin/paypal/sales", #"{"id":"SALE-9","state":"completed","amount":"5.00","currency":"USD","parent_payment":"PAY-9"}"#)
+            let id = try #require(
+                try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.SALE.COMPLETED","resource_id":"SALE-9"}"#).first)
             #expect(await h.runOnce().done == 1)
             #expect(try h.delivery(id).outcome == "unknown_order SALE-9")
             #expect(try risk(h, kind: "unknown_order") == (1, 500))
@@ -179,7 +210,9 @@ import HTTP
             // The order is checked once (its systemTransactionId is learned), then the portal refunds 5.00.
             #expect(await checkOnce(h, "O-P"))
             #expect(try h.actions().map(\.idempotencyKey) == ["pxp:O-P:refund:500"])
-            try await h.admin("/admin/pxp/transactions", """
+            try await h.admin(
+                "/admin/pxp/transactions",
+                """
                 {"merchant":"M1","site":"S1","merchantTransactionId":"PORTAL-1","intent":"Refund","currency":"GBP","value":"5.00",
                  "state":"Authorised","parentSystemTransactionId":"\(parent)"}
                 """)
@@ -204,7 +237,8 @@ import HTTP
             #expect(v.status == "ignored" && v.outcome?.contains("Verification") == true)
             #expect(o.status == "done" && o.outcome == "unknown_order REFUND-1")
             let conn = try h.database.connect(); defer { conn.close() }
-            let detail = try #require(try conn.query("SELECT detail FROM discrepancies WHERE transaction_ref = 'REFUND-1'").first?.string("detail"))
+            let detail = try #require(
+                try conn.query("SELECT detail FROM discrepancies WHERE transaction_ref = 'REFUND-1'").first?.string("detail"))
             #expect(detail.contains("intent Refund") && detail.contains("parentSystemTransactionId"))
         }
     }
@@ -223,7 +257,9 @@ import HTTP
             }
             let (ignored, done) = (try await value("ignored"), try await value("done"))
             try await paypalOrder(h)
-            _ = try h.store(.paypal, json: #"{"id":"WH-V","event_type":"VAULT.PAYMENT-TOKEN.DELETED","resource_type":"payment_token","resource":{"id":"T1"}}"#)
+            _ = try h.store(
+                .paypal,
+                json: #"{"id":"WH-V","event_type":"VAULT.PAYMENT-TOKEN.DELETED","resource_type":"payment_token","resource":{"id":"T1"}}"#)
             _ = try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_id":"CAP-1"}"#)
             #expect(await h.runOnce().done == 2)
             // Other suites in this process count too: the counters only grow.

@@ -5,8 +5,8 @@ import Store
 import Testing
 
 /// Commands a cron job runs tell the truth in their exit code: against a database that cannot be reached, or was never
-/// migrated, `work --once`, `actions execute` and `actions retry` exit 2 saying what to do (they used to exit 0 having
-/// done nothing).
+/// migrated, `work --once`, `actions execute` and `actions retry` exit 2 saying what to do, never 0 having done
+/// nothing.
 @Suite(.serialized) struct ExitCodeTests {
     static let commands: [[String]] = [["work", "--once"], ["actions", "execute"], ["actions", "retry", "--failed"]]
 
@@ -20,22 +20,27 @@ import Testing
     /// check — never 0 having done nothing, never a crash. (serve starts anyway and answers 503 until the database is
     /// back; doctor reports it as its first failed check, and exits 2 too.)
     static let everyDatabaseCommand: [[String]] = [
-        ["work", "--once"], ["reconcile", "--all"], ["report"], ["orders", "import", PayreconProcess.packageRoot.appendingPathComponent("demo/orders.csv").path], ["actions", "list"],
-        ["actions", "execute"], ["actions", "retry", "--failed"], ["events", "list"], ["events", "show", "1"], ["events", "retry", "--dead"],
+        ["work", "--once"], ["reconcile", "--all"], ["report"],
+        ["orders", "import", PayreconProcess.packageRoot.appendingPathComponent("demo/orders.csv").path], ["actions", "list"],
+        ["actions", "execute"], ["actions", "retry", "--failed"], ["events", "list"], ["events", "show", "1"],
+        ["events", "retry", "--dead"],
         ["rejections", "list"], ["rejections", "show", "1"], ["discrepancies", "list"], ["discrepancies", "show", "1"],
-        ["discrepancies", "ack", "1"], ["explain", "1"], ["prune", "--dry-run"], ["migrate"], ["settlement", "import", "/dev/null"],
+        ["discrepancies", "ack", "1"], ["explain", "1"], ["prune", "--dry-run"], ["migrate"], ["settlement", "import", "/dev/null"]
     ]
 
     @Test(arguments: everyDatabaseCommand) func everyCommandExitsTwoWhenTheDatabaseCannotBeReached(_ command: [String]) async throws {
         let r = try await PayreconProcess.launch(command, databaseURL: "postgresql://postgres@127.0.0.1:1/none?connect_timeout=2")
         #expect(r.status == 2, "\(command): \(r.status) \(r.stdout) \(r.stderr)")
-        #expect(r.stderr.contains("DATABASE_URL") || r.stderr.contains("PostgreSQL") || r.stderr.contains("database"), "\(command): \(r.stderr)")
+        #expect(
+            r.stderr.contains("DATABASE_URL") || r.stderr.contains("PostgreSQL") || r.stderr.contains("database"), "\(command): \(r.stderr)"
+        )
     }
 
     @Test func doctorSaysTheDatabaseIsDownAndExitsTwo() async throws {
         let r = try await PayreconProcess.launch(["doctor"], databaseURL: "postgresql://postgres@127.0.0.1:1/none?connect_timeout=2")
-        #expect(r.status == 2 && r.stdout.contains("FAIL database reachable") && r.stdout.contains("check DATABASE_URL"),
-                "\(r.status) \(r.stdout) \(r.stderr)")
+        #expect(
+            r.status == 2 && r.stdout.contains("FAIL database reachable") && r.stdout.contains("check DATABASE_URL"),
+            "\(r.status) \(r.stdout) \(r.stderr)")
     }
 
     @Test(arguments: commands) func anUnmigratedDatabaseSaysToMigrate(_ command: [String]) async throws {
@@ -48,15 +53,16 @@ import Testing
         #expect(r.stderr.contains("not migrated") && r.stderr.contains("payrecon migrate"), "\(r.stderr)")
     }
 
-    /// serve never migrates: on a database that lacks migrations it refuses to start, naming `payrecon migrate` (it
-    /// used to start, say ready, and answer 503 to every delivery with `relation "deliveries" does not exist`).
+    /// serve never migrates: on a database that lacks migrations it refuses to start, naming `payrecon migrate`,
+    /// rather than say ready and answer 503 to every delivery with `relation "deliveries" does not exist`.
     @Test func serveRefusesAnUnmigratedDatabaseNamingMigrate() async throws {
         let schema = "t_exit_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12).lowercased()
         let admin = try PostgresConnection(conninfo: TestDatabase.baseURL)
         defer { _ = try? admin.execute("DROP SCHEMA IF EXISTS \(schema) CASCADE"); admin.close() }
         _ = try admin.execute("CREATE SCHEMA \(schema)")
-        let r = try await PayreconProcess.launch(["serve", "--listen", "127.0.0.1:0"], databaseURL: TestDatabase.withSearchPath(TestDatabase.baseURL, schema),
-                                                 environment: ["PXP_WEBHOOK_KEY": "k"])
+        let r = try await PayreconProcess.launch(
+            ["serve", "--listen", "127.0.0.1:0"], databaseURL: TestDatabase.withSearchPath(TestDatabase.baseURL, schema),
+            environment: ["PXP_WEBHOOK_KEY": "k"])
         #expect(r.status == 2, "\(r.status) \(r.stderr)")
         #expect(r.stderr.contains("lacks") && r.stderr.contains("payrecon migrate"), "\(r.stderr)")
     }
@@ -67,9 +73,12 @@ import Testing
         let empty = FileManager.default.temporaryDirectory.appendingPathComponent("payrecon-no-sql-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: empty, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: empty) }
-        let r = try await PayreconProcess.launch(["migrate"], databaseURL: TestDatabase.baseURL, environment: ["PAYRECON_SQL_DIR": empty.path])
+        let r = try await PayreconProcess.launch(
+            ["migrate"], databaseURL: TestDatabase.baseURL, environment: ["PAYRECON_SQL_DIR": empty.path])
         #expect(r.status == 2, "\(r.status) \(r.stdout) \(r.stderr)")
-        #expect(r.stderr.contains(empty.path) && r.stderr.contains("holds no migrations") && r.stderr.contains("PAYRECON_SQL_DIR"), "\(r.stderr)")
+        #expect(
+            r.stderr.contains(empty.path) && r.stderr.contains("holds no migrations") && r.stderr.contains("PAYRECON_SQL_DIR"),
+            "\(r.stderr)")
         #expect(!r.stdout.contains("up to date"))
     }
 }
@@ -81,7 +90,8 @@ import Testing
         let db = try TestDatabase.create()
         defer { db.drop() }
         let conn = try db.connect(); defer { conn.close() }
-        _ = try conn.execute("""
+        _ = try conn.execute(
+            """
             INSERT INTO deliveries (provider, dedupe_key, headers, body, status, attempts, outcome, last_error) VALUES
               ('pxp', 'k-done', '[]', '\\x7b7d', 'done', 1, 're-checked pxp order ORD-1', NULL),
               ('pxp', 'k-again', '[]', '\\x7b7d', 'pending', 2, 're-checked pxp order ORD-2', 'PXP answered 503 Service Unavailable')
@@ -138,7 +148,8 @@ import Testing
         for name in ["0001_deliveries.sql", "0002_orders.sql"] {
             try FileManager.default.copyItem(at: sql.appendingPathComponent(name), to: old.appendingPathComponent(name))
         }
-        let r = try await PayreconProcess.launch(["migrate"], databaseURL: TestDatabase.baseURL, environment: ["PAYRECON_SQL_DIR": old.path])
+        let r = try await PayreconProcess.launch(
+            ["migrate"], databaseURL: TestDatabase.baseURL, environment: ["PAYRECON_SQL_DIR": old.path])
         #expect(r.status == 2 && r.stderr.contains("older payrecon") && r.stderr.contains("0003_reconciliation"), "\(r.stderr)")
     }
 
@@ -153,9 +164,11 @@ import Testing
             for name in try FileManager.default.contentsOfDirectory(atPath: shipped.path) where name.hasSuffix(".sql") {
                 try FileManager.default.copyItem(at: shipped.appendingPathComponent(name), to: dir.appendingPathComponent(name))
             }
-            try "CREATE TABLE broken_half (n int);\nSELECT no_such_column FROM deliveries;\n".write(to: dir.appendingPathComponent("9999_broken.sql"), atomically: true, encoding: .utf8)
+            try "CREATE TABLE broken_half (n int);\nSELECT no_such_column FROM deliveries;\n".write(
+                to: dir.appendingPathComponent("9999_broken.sql"), atomically: true, encoding: .utf8)
             let r = try await PayreconProcess.launch(["migrate"], databaseURL: h.database.url, environment: ["PAYRECON_SQL_DIR": dir.path])
-            #expect(r.status == 2 && r.stderr.contains("migration 9999_broken.sql failed") && r.stderr.contains("no_such_column")
+            #expect(
+                r.status == 2 && r.stderr.contains("migration 9999_broken.sql failed") && r.stderr.contains("no_such_column")
                     && r.stderr.contains("its transaction was rolled back"), "\(r.stderr)")
             #expect(try h.database.count("SELECT count(*) FROM pg_tables WHERE tablename = 'broken_half'") == 0)
         }

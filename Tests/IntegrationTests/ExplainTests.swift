@@ -42,8 +42,10 @@ import Worker
             try await h.admin("/admin/seed", seed)
             let csv = try Data(contentsOf: root.appendingPathComponent("demo/orders.csv"))
             try h.insert(try OrderFile.parse(Array(csv), traits: ProviderRegistry.traits))
-            for tx in ["PXP-CAPTURE-1", "PXP-INCREMENT-1", "PXP-REFUND-1", "PXP-VOID-1", "PXP-OK-1", "PXP-SHORT-1", "PXP-REFUSED-1",
-                       "PXP-PENDING-1", "PXP-CURRENCY-1", "PXP-INTENT-1", "PXP-SITE-1", "PXP-PAYOUT-1", "PXP-UNKNOWN-1"] {
+            for tx in [
+                "PXP-CAPTURE-1", "PXP-INCREMENT-1", "PXP-REFUND-1", "PXP-VOID-1", "PXP-OK-1", "PXP-SHORT-1", "PXP-REFUSED-1",
+                "PXP-PENDING-1", "PXP-CURRENCY-1", "PXP-INTENT-1", "PXP-SITE-1", "PXP-PAYOUT-1", "PXP-UNKNOWN-1"
+            ] {
                 try h.storeWebhook(#"{"provider":"pxp","merchantTransactionId":"\#(tx)","merchant":"MERCH-A","site":"WEB"}"#)
             }
             for order in ["PP-VOID-1", "PP-CAPTURE-1", "PP-OVERCAPTURE-1", "PP-OVERREFUND-1", "PP-MERCHANT-1", "PP-OK-1"] {
@@ -66,15 +68,19 @@ import Worker
 
             // The delivery that named an order is shown with how it ended (written with its completion).
             let short = try Self.explain(h, .order(.pxp, "ORD-1006"))
-            #expect(short.deliveries.count == 1 && short.deliveries[0].status == "done"
+            #expect(
+                short.deliveries.count == 1 && short.deliveries[0].status == "done"
                     && short.deliveries[0].outcome == "re-checked pxp order ORD-1006", "\(short.deliveries)")
             #expect(short.checks.first?.deliveryID == short.deliveries.first?.id && short.checks.first?.source == .webhook)
             let open = try h.discrepancies().filter { $0.status == "open" }
             let kinds = Set(open.map(\.kind))
             // What the demo shows (scripts/demo's report): every kind but action_failed, which needs a refused call.
-            #expect(kinds == ["amount_mismatch", "state_mismatch", "stale_pending", "currency_mismatch", "intent_mismatch", "site_mismatch",
-                              "unknown_order", "action_not_allowed", "over_captured", "over_refunded", "merchant_mismatch", "disputed",
-                              "reversed", "missing_at_provider"], "\(kinds.sorted())")
+            #expect(
+                kinds == [
+                    "amount_mismatch", "state_mismatch", "stale_pending", "currency_mismatch", "intent_mismatch", "site_mismatch",
+                    "unknown_order", "action_not_allowed", "over_captured", "over_refunded", "merchant_mismatch", "disputed",
+                    "reversed", "missing_at_provider"
+                ], "\(kinds.sorted())")
             for d in open {
                 let e = try Self.explain(h, .discrepancy(d.id))
                 let subject = try #require(e.subject)
@@ -92,7 +98,9 @@ import Worker
                 let fired = try #require(decision.fired.first { $0.yields.hasPrefix(d.kind) }, "\(d.kind): \(decision.fired)")
                 let text = e.table()
                 #expect(text.contains("rule \(fired.row.rawValue): \(fired.row.words)"), "\(d.kind)")
-                if let body = check.answers.first?.body { #expect(text.contains(String(decoding: body.prefix(60), as: UTF8.self)), "\(d.kind)") }
+                if let body = check.answers.first?.body {
+                    #expect(text.contains(String(decoding: body.prefix(60), as: UTF8.self)), "\(d.kind)")
+                }
                 if d.kind != "unknown_order" && d.kind != "missing_at_provider" { #expect(decision.figures != nil, "\(d.kind)") }
             }
         }
@@ -103,14 +111,14 @@ import Worker
     @Test func aFindingOpenedChangedThenResolvedShowsAllThreeAnswers() async throws {
         try await WorkerHarness.with { h in
             var order = try await Self.purchase(h, "O-1", ref: "TX-1", captured: "15.00", amount: 2000)
-            _ = await h.checker.check(order, logger: Logger())                 // opened: captured 15.00 < 20.00
+            _ = await h.checker.check(order, logger: Logger())  // opened: captured 15.00 < 20.00
             order.amount = Money(minorUnits: 1800, currency: order.amount.currency)
             try h.insert(order)
-            _ = await h.checker.check(order, logger: Logger())                 // changed: 15.00 < 18.00
-            _ = await h.checker.check(order, logger: Logger())                 // the same again: counted, nothing decided
+            _ = await h.checker.check(order, logger: Logger())  // changed: 15.00 < 18.00
+            _ = await h.checker.check(order, logger: Logger())  // the same again: counted, nothing decided
             order.amount = Money(minorUnits: 1500, currency: order.amount.currency)
             try h.insert(order)
-            _ = await h.checker.check(order, logger: Logger())                 // resolved
+            _ = await h.checker.check(order, logger: Logger())  // resolved
 
             let e = try Self.explain(h, .order(.pxp, "O-1"))
             #expect(e.checks.map(\.decided) == [["opened"], ["changed"], [], ["resolved"]], "\(e.checks.map(\.decided))")
@@ -135,7 +143,9 @@ import Worker
             let conn = try h.database.connect(); defer { conn.close() }
             let short = try ExplainStore.explain(.order(.pxp, "O-1"), bodyLimit: 10, on: conn)
             let first = try #require(short.checks.first?.answers.first)
-            #expect(first.body?.count == 10 && first.length == e.checks[0].answers[0].body?.count && first.sha256 == e.checks[0].answers[0].sha256)
+            #expect(
+                first.body?.count == 10 && first.length == e.checks[0].answers[0].body?.count
+                    && first.sha256 == e.checks[0].answers[0].sha256)
         }
     }
 
@@ -146,7 +156,8 @@ import Worker
             let order = try await Self.purchase(h, "O-U", ref: "TX-U", captured: "15.00", amount: 2000)
             _ = await h.checker.check(order, logger: Logger())
             let conn = try h.database.connect(); defer { conn.close() }
-            _ = try conn.query("""
+            _ = try conn.query(
+                """
                 UPDATE evidence SET decision = jsonb_set(decision, '{decision,fired,0,row}', '"99"') WHERE order_id = 'O-U' AND decision IS NOT NULL
                 """, [])
             let e = try Self.explain(h, .order(.pxp, "O-U"))
@@ -155,7 +166,9 @@ import Worker
             #expect(check.findings == ["amount_mismatch"], "what does read is still shown")
             let why = try #require(check.decisionUnreadable)
             #expect(why.hasPrefix("decision.fired[0].row: ") && why.hasSuffix(#"; stored there: "99""#), "\(why)")
-            #expect(e.table().contains("the rules it kept cannot be read by this payrecon (written by a newer one, or damaged): decision.fired[0].row"))
+            #expect(
+                e.table().contains(
+                    "the rules it kept cannot be read by this payrecon (written by a newer one, or damaged): decision.fired[0].row"))
             let json = try JSONValue.parse(e.json())
             let timelineCheck = json["timeline"]?.arrayValue?.first { $0["event"] == .string("check") }
             #expect(timelineCheck?["decision"] == .null && timelineCheck?["decision_unreadable"]?.stringValue == why)
@@ -235,10 +248,12 @@ import Worker
         try await WorkerHarness.with { h in
             let order = WorkerHarness.order(.pxp, "O-G", ref: "TX-G", intent: .purchase, amount: 1000)
             try h.insert(order)
-            let unknown = PlannedCheck(FindingStore.Check(provider: .pxp, order: nil, transactionRef: "TX-G", snapshot: nil, fetchedAt: Date()),
-                                       plan: { _, _ in Plan() })
-            let ofOrder = PlannedCheck(FindingStore.Check(provider: .pxp, order: order, transactionRef: "TX-G", snapshot: nil, fetchedAt: Date()),
-                                       plan: { _, _ in Plan() })
+            let unknown = PlannedCheck(
+                FindingStore.Check(provider: .pxp, order: nil, transactionRef: "TX-G", snapshot: nil, fetchedAt: Date()),
+                plan: { _, _ in Plan() })
+            let ofOrder = PlannedCheck(
+                FindingStore.Check(provider: .pxp, order: order, transactionRef: "TX-G", snapshot: nil, fetchedAt: Date()),
+                plan: { _, _ in Plan() })
             let conn = try h.database.connect(); defer { conn.close() }
             #expect(throws: PostgresError.self) { try PlannedCheck.record([unknown, ofOrder], on: conn) }
             #expect(try PlannedCheck.record([unknown], on: conn).count == 1 && PlannedCheck.record([ofOrder], on: conn).count == 1)
@@ -259,7 +274,8 @@ import Worker
             let bodies = "SELECT count(*) AS n FROM evidence_answers a JOIN evidence e ON e.id = a.evidence_id WHERE e.order_id = $1"
             #expect(try count(hashes, "O-C") == 3 && count(bodies, "O-C") == 0, "a clean order keeps hashes, never a body")
             #expect(try count(hashes, "O-D") == 3 && count(bodies, "O-D") == 1, "only the check that opened it keeps its answer")
-            #expect(try count("SELECT count(*) AS n FROM evidence WHERE order_id = $1 AND decided IS NULL AND decision IS NULL", "O-C") == 3)
+            #expect(
+                try count("SELECT count(*) AS n FROM evidence WHERE order_id = $1 AND decided IS NULL AND decision IS NULL", "O-C") == 3)
         }
     }
 
@@ -279,21 +295,27 @@ import Worker
             _ = await h.checker.check(order, logger: Logger())
             e = try Self.explain(h, .order(.pxp, "O-W"))
             let second = try #require(e.discrepancies.first { $0.kind == .amountMismatch })
-            #expect(!second.detail.contains("as worded before") && second.evidenceID != first.evidenceID, "the evidence moved with the detail")
+            #expect(
+                !second.detail.contains("as worded before") && second.evidenceID != first.evidenceID, "the evidence moved with the detail")
             let behind = try #require(e.checks.first { $0.evidenceID == second.evidenceID })
             #expect(behind.decided == ["changed"] && !behind.answers.isEmpty, "\(behind.decided)")
             // Found as it is now: nothing changed, the evidence stays.
             _ = await h.checker.check(order, logger: Logger())
             e = try Self.explain(h, .order(.pxp, "O-W"))
-            #expect(e.discrepancies.first { $0.kind == .amountMismatch }?.evidenceID == second.evidenceID && e.checks.last?.decided.isEmpty == true)
+            #expect(
+                e.discrepancies.first { $0.kind == .amountMismatch }?.evidenceID == second.evidenceID
+                    && e.checks.last?.decided.isEmpty == true)
 
             // A payment pending past PAYRECON_PENDING_MAX, checked twice a second apart: the same finding, the same evidence.
             let created = Int(Date().timeIntervalSince1970) - 120
-            try await h.admin("/admin/paypercut/intents", #"""
+            try await h.admin(
+                "/admin/paypercut/intents",
+                #"""
                 {"id":"pi_sp","amount":900,"currency":"PLN","capture_method":"automatic","status":"requires_action","created":\#(created),
                  "payment":{"status":"pending","amount_captured":0,"payment_method":"blik"}}
                 """#)
-            let pending = WorkerHarness.order(.paypercut, "SP", ref: "pi_sp", intent: .purchase, amount: 900, currency: "PLN", fulfilment: .open, merchant: nil)
+            let pending = WorkerHarness.order(
+                .paypercut, "SP", ref: "pi_sp", intent: .purchase, amount: 900, currency: "PLN", fulfilment: .open, merchant: nil)
             try h.insert(pending)
             _ = await h.checker.check(pending, logger: Logger())
             let stale = try #require(try Self.explain(h, .order(.paypercut, "SP")).discrepancies.first { $0.kind == .stalePending })
@@ -311,7 +333,8 @@ import Worker
     /// clean re-check after it keeps a hash only.
     @Test func theAnswerThatStatesTheMoneyIsKept() async throws {
         try await WorkerHarness.with { h in
-            try await h.seedPayPal(#"{"id":"PP-MV","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"30.00","captures":[{"id":"CAP-MV"}]}"#)
+            try await h.seedPayPal(
+                #"{"id":"PP-MV","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"30.00","captures":[{"id":"CAP-MV"}]}"#)
             let order = WorkerHarness.order(.paypal, "MV", ref: "PP-MV", intent: .purchase, amount: 3_000, currency: "USD", merchant: nil)
             try h.insert(order)
             for _ in 0..<3 { _ = await h.checker.check(order, logger: Logger()) }
@@ -333,15 +356,17 @@ import Worker
             try h.execute("DELETE FROM evidence")
             var e = try Self.explain(h, .order(.pxp, "O-O"))
             #expect(e.discrepancies.first?.evidenceID == nil && e.checks.isEmpty)
-            #expect(try Self.explain(h, .discrepancy(e.discrepancies[0].id)).table().contains("no evidence: recorded before payrecon kept it"))
+            #expect(
+                try Self.explain(h, .discrepancy(e.discrepancies[0].id)).table().contains("no evidence: recorded before payrecon kept it"))
             _ = await h.checker.check(order, logger: Logger())
             e = try Self.explain(h, .order(.pxp, "O-O"))
             let check = try #require(e.checks.first)
             #expect(e.discrepancies.first?.evidenceID == check.evidenceID && check.decided == ["adopted"] && check.answers.count == 1)
             _ = await h.checker.check(order, logger: Logger())
             e = try Self.explain(h, .order(.pxp, "O-O"))
-            #expect(e.checks.count == 2 && e.checks[1].decided.isEmpty && e.discrepancies.first?.evidenceID == check.evidenceID,
-                    "adopted once; the next check finds it as it was")
+            #expect(
+                e.checks.count == 2 && e.checks[1].decided.isEmpty && e.discrepancies.first?.evidenceID == check.evidenceID,
+                "adopted once; the next check finds it as it was")
         }
     }
 
@@ -351,7 +376,8 @@ import Worker
         try await WorkerHarness.with { h in
             let order = try await Self.purchase(h, "O-M", ref: "TX-M", captured: "15.00", amount: 2000)
             _ = await h.checker.check(order, logger: Logger())
-            try h.execute("""
+            try h.execute(
+                """
                 INSERT INTO evidence (provider, order_id, transaction_ref, checked_at, source, answer_hashes)
                 SELECT 'pxp', 'O-M', 'TX-M', now() + make_interval(secs => i), 'sweep', sha256('x'::bytea) FROM generate_series(1, 600) AS i
                 """)
@@ -369,7 +395,7 @@ import Worker
             let open = try await Self.purchase(h, "O-P", ref: "TX-P", captured: "15.00", amount: 2000)
             var resolved = try await Self.purchase(h, "O-Q", ref: "TX-Q", captured: "20.00", amount: 2500)
             _ = await h.checker.check(open, logger: Logger()); _ = await h.checker.check(open, logger: Logger())
-            _ = await h.checker.check(resolved, logger: Logger())                       // opened, then resolved below
+            _ = await h.checker.check(resolved, logger: Logger())  // opened, then resolved below
             // An action that failed with its outcome unknown waits for an operator: the check that planned it stays.
             try await h.seedPXP("TX-R", value: "20.00")
             let capture = WorkerHarness.order(.pxp, "O-R", ref: "TX-R", amount: 2000)
@@ -380,12 +406,15 @@ import Worker
             try h.insert(resolved)
             _ = await h.checker.check(resolved, logger: Logger())
             let conn = try h.database.connect(); defer { conn.close() }
-            let kept = try #require(try conn.query("SELECT evidence_id FROM discrepancies WHERE order_id = 'O-P' AND status = 'open'", [])
-                .first?.optionalInt64("evidence_id"))
-            let planned = try #require(try conn.query("SELECT evidence_id FROM actions WHERE order_id = 'O-R'", []).first?.optionalInt64("evidence_id"))
+            let kept = try #require(
+                try conn.query("SELECT evidence_id FROM discrepancies WHERE order_id = 'O-P' AND status = 'open'", [])
+                    .first?.optionalInt64("evidence_id"))
+            let planned = try #require(
+                try conn.query("SELECT evidence_id FROM actions WHERE order_id = 'O-R'", []).first?.optionalInt64("evidence_id"))
             _ = try conn.execute("UPDATE order_versions SET replaced_at = now() - interval '100 days'")
             // A finished delivery past its retention takes the orders it named with it.
-            _ = try conn.execute("""
+            _ = try conn.execute(
+                """
                 INSERT INTO deliveries (provider, dedupe_key, headers, body, status, processed_at) VALUES ('pxp', 'old-1', '[]', '\\x7b7d', 'done', now() - interval '100 days')
                 """)
             _ = try conn.execute("INSERT INTO delivery_orders SELECT id, 'pxp', 'O-P' FROM deliveries WHERE dedupe_key = 'old-1'")
@@ -396,14 +425,20 @@ import Worker
 
             let policy = try RetentionPolicy.parse("evidence=90d")
             let dry = try PruneStore.prune(policy, dryRun: true, on: conn)
-            #expect(dry.evidence == Int(total) - 3, "all but the newest, and those an open discrepancy and a failed action in doubt point at")
+            #expect(
+                dry.evidence == Int(total) - 3, "all but the newest, and those an open discrepancy and a failed action in doubt point at")
             #expect(dry.orderVersions == 1, "O-Q's replaced version")
             let removed = try PruneStore.prune(policy, dryRun: false, batchSize: 1, on: conn)
             #expect(removed.evidence == dry.evidence && removed.orderVersions == 1 && removed.deliveries == 1)
-            #expect(try conn.query("SELECT count(*) AS n FROM delivery_orders", []).first!.int64("n") == 0, "the pairs went with their delivery")
+            #expect(
+                try conn.query("SELECT count(*) AS n FROM delivery_orders", []).first!.int64("n") == 0, "the pairs went with their delivery"
+            )
             let left = Set(try conn.query("SELECT id FROM evidence", []).map { try $0.int64("id") })
             #expect(left == [kept, newest, planned])
-            #expect(try conn.query("SELECT count(*) AS n FROM evidence_answers WHERE NOT (evidence_id = ANY($1))", [.int64Array([kept, planned])])
+            #expect(
+                try conn.query(
+                    "SELECT count(*) AS n FROM evidence_answers WHERE NOT (evidence_id = ANY($1))", [.int64Array([kept, planned])]
+                )
                 .first!.int64("n") == 0, "answers go with their check")
             // What the open discrepancy points at is still explained with its answer.
             let e = try ExplainStore.explain(.order(.pxp, "O-P"), on: conn)
@@ -425,7 +460,7 @@ import Worker
             let bad: [([String], String)] = [
                 (["explain"], "give a discrepancy ID or --order"), (["explain", "--order", "NOPE"], "--order takes PROVIDER:ORDER_ID"),
                 (["explain", "--order", "acme:1"], "unknown provider 'acme'"), (["explain", "x"], "ID must be a discrepancy id"),
-                (["explain", "1", "--order", "pxp:1"], "not both"),
+                (["explain", "1", "--order", "pxp:1"], "not both")
             ]
             for (arguments, message) in bad {
                 r = try await PayreconProcess.launch(arguments, databaseURL: url)
@@ -433,12 +468,15 @@ import Worker
             }
             let file = FileManager.default.temporaryDirectory.appendingPathComponent("explain-\(UUID().uuidString).csv")
             defer { try? FileManager.default.removeItem(at: file) }
-            try "provider,order_id,merchant,site,transaction_ref,intent,amount,currency,fulfilment\npxp,O-F,M1,S1,TX-F,purchase,10.00,GBP,fulfilled\n"
+            try
+                "provider,order_id,merchant,site,transaction_ref,intent,amount,currency,fulfilment\npxp,O-F,M1,S1,TX-F,purchase,10.00,GBP,fulfilled\n"
                 .write(to: file, atomically: true, encoding: .utf8)
             r = try await PayreconProcess.launch(["orders", "import", file.path], databaseURL: url)
             #expect(r.status == 0, "\(r.stderr)")
             r = try await PayreconProcess.launch(["explain", "--order", "pxp:O-F"], databaseURL: url)
-            #expect(r.status == 0 && r.stdout.contains("order stored from orders import \(file.path)") && r.stdout.contains("amount 10.00"), "\(r.stdout)")
+            #expect(
+                r.status == 0 && r.stdout.contains("order stored from orders import \(file.path)") && r.stdout.contains("amount 10.00"),
+                "\(r.stdout)")
             r = try await PayreconProcess.launch(["explain", "--order", "pxp:O-F", "--format", "json"], databaseURL: url)
             let json = try JSONValue.parse(r.stdout)
             #expect(json["order_id"]?.stringValue == "O-F" && json["timeline"]?.arrayValue?.first?["event"]?.stringValue == "order")

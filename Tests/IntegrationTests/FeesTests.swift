@@ -24,22 +24,26 @@ struct FeesTests {
     @Test func feesAppearInTheReportWithExactSums() async throws {
         try await WorkerHarness.with { h in
             let d2 = Self.day(2), d1 = Self.day(1)
-            try await h.seedPayPal(#"""
+            try await h.seedPayPal(
+                #"""
                 [{"id":"PP-F1","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"100.00","captures":[{"id":"CAP-F1","create_time":"\#(d2)T09:00:00Z"}]},
                  {"id":"PP-F2","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"20.00","captures":[{"id":"CAP-F2","status":"PARTIALLY_REFUNDED","create_time":"\#(d2)T10:00:00Z"}],
                   "refunds":[{"id":"REF-F2","capture_id":"CAP-F2","amount":"5.00","create_time":"\#(d2)T23:59:59Z"}]},
                  {"id":"PP-F3","intent":"CAPTURE","status":"COMPLETED","currency":"JPY","amount":"1000","captures":[{"id":"CAP-F3","create_time":"\#(d1)T00:00:00Z"}]},
                  {"id":"PP-F4","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"7.00","captures":[{"id":"CAP-F4","status":"PENDING","create_time":"\#(d1)T12:00:00Z"}]}]
                 """#)
-            try await h.admin("/admin/paypercut/intents",
-                              #"{"id":"pi_f","account":"acct_1","amount":2000,"currency":"EUR","capture_method":"manual","status":"requires_capture"}"#)
-            try h.insert(WorkerHarness.order(.paypal, "F1", ref: "PP-F1", intent: .purchase, amount: 10_000, currency: "USD", merchant: nil),
-                         WorkerHarness.order(.paypal, "F2", ref: "PP-F2", intent: .purchase, amount: 2_000, currency: "USD", refund: 500, merchant: nil),
-                         WorkerHarness.order(.paypal, "F3", ref: "PP-F3", intent: .purchase, amount: 1_000, currency: "JPY", merchant: nil),
-                         WorkerHarness.order(.paypal, "F4", ref: "PP-F4", intent: .purchase, amount: 700, currency: "USD", merchant: nil),
-                         WorkerHarness.order(.paypercut, "FC", ref: "pi_f", amount: 2_000, currency: "EUR", merchant: "acct_1"))
+            try await h.admin(
+                "/admin/paypercut/intents",
+                #"{"id":"pi_f","account":"acct_1","amount":2000,"currency":"EUR","capture_method":"manual","status":"requires_capture"}"#)
+            try h.insert(
+                WorkerHarness.order(.paypal, "F1", ref: "PP-F1", intent: .purchase, amount: 10_000, currency: "USD", merchant: nil),
+                WorkerHarness.order(
+                    .paypal, "F2", ref: "PP-F2", intent: .purchase, amount: 2_000, currency: "USD", refund: 500, merchant: nil),
+                WorkerHarness.order(.paypal, "F3", ref: "PP-F3", intent: .purchase, amount: 1_000, currency: "JPY", merchant: nil),
+                WorkerHarness.order(.paypal, "F4", ref: "PP-F4", intent: .purchase, amount: 700, currency: "USD", merchant: nil),
+                WorkerHarness.order(.paypercut, "FC", ref: "pi_f", amount: 2_000, currency: "EUR", merchant: "acct_1"))
             _ = try await h.sweep()
-            #expect(await h.executor.executePending().succeeded == 1)   // the Paypercut capture
+            #expect(await h.executor.executePending().succeeded == 1)  // the Paypercut capture
             _ = try await h.sweep()
 
             let r = try await PayreconProcess.launch(["report", "--view", "fees", "--format", "json"], databaseURL: h.database.url)
@@ -47,28 +51,42 @@ struct FeesTests {
             let doc = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
             let days = try #require(doc["days"] as? [[String: Any]])
             func row(_ day: String, _ provider: String, _ currency: String) -> [String: String] {
-                guard let d = days.first(where: { $0["day"] as? String == day && $0["provider"] as? String == provider && $0["currency"] as? String == currency })
+                guard
+                    let d = days.first(where: {
+                        $0["day"] as? String == day && $0["provider"] as? String == provider && $0["currency"] as? String == currency
+                    })
                 else { return [:] }
                 var out: [String: String] = [:]
                 for (k, v) in d { out[k] = "\(v)" }
                 return out
             }
-            #expect(row(d2, "paypal", "USD") == ["day": d2, "provider": "paypal", "currency": "USD", "captured": "120.00", "refunded": "5.00",
-                                                 "reversed": "0.00", "fees": "5.00", "net": "110.00", "movements": "3", "without_fee": "0"])
-            #expect(row(d1, "paypal", "JPY") == ["day": d1, "provider": "paypal", "currency": "JPY", "captured": "1000", "refunded": "0",
-                                                 "reversed": "0", "fees": "84", "net": "916", "movements": "1", "without_fee": "0"])
+            #expect(
+                row(d2, "paypal", "USD") == [
+                    "day": d2, "provider": "paypal", "currency": "USD", "captured": "120.00", "refunded": "5.00",
+                    "reversed": "0.00", "fees": "5.00", "net": "110.00", "movements": "3", "without_fee": "0"
+                ])
+            #expect(
+                row(d1, "paypal", "JPY") == [
+                    "day": d1, "provider": "paypal", "currency": "JPY", "captured": "1000", "refunded": "0",
+                    "reversed": "0", "fees": "84", "net": "916", "movements": "1", "without_fee": "0"
+                ])
             // The pending capture moved no money yet: PayPal lists it, but it is not a counted capture.
             #expect(row(d1, "paypal", "USD").isEmpty)
             #expect(row(Self.day(0), "paypercut", "EUR")["fees"] == "0.48" && row(Self.day(0), "paypercut", "EUR")["net"] == "19.52")
             #expect(days.count == 3, "\(days)")
             let totals = try #require(doc["totals"] as? [[String: Any]])
             #expect(totals.count == 3)
-            #expect(totals.contains { $0["provider"] as? String == "paypal" && $0["currency"] as? String == "USD" && $0["net"] as? String == "110.00" })
+            #expect(
+                totals.contains {
+                    $0["provider"] as? String == "paypal" && $0["currency"] as? String == "USD" && $0["net"] as? String == "110.00"
+                })
 
             // The other formats carry the same figures.
             let table = try await PayreconProcess.launch(["report", "--view", "fees"], databaseURL: h.database.url)
-            #expect(table.status == 0 && table.stdout.contains("110.00") && table.stdout.contains("Totals") && table.stdout.contains("By day"))
-            let csv = try await PayreconProcess.launch(["report", "--view", "fees", "--format", "csv", "--provider", "paypal"], databaseURL: h.database.url)
+            #expect(
+                table.status == 0 && table.stdout.contains("110.00") && table.stdout.contains("Totals") && table.stdout.contains("By day"))
+            let csv = try await PayreconProcess.launch(
+                ["report", "--view", "fees", "--format", "csv", "--provider", "paypal"], databaseURL: h.database.url)
             #expect(csv.stdout.hasPrefix("day,provider,currency,captured,refunded,reversed,fees,net,movements,without_fee\r\n"))
             #expect(csv.stdout.contains("\(d2),paypal,USD,120.00,5.00,0.00,5.00,110.00,3,0\r\n"))
             #expect(!csv.stdout.contains("paypercut"))
@@ -85,15 +103,24 @@ struct FeesTests {
     @Test func aConvertedNetCountsWhereItWasReceived() async throws {
         try await WorkerHarness.with { h in
             let d1 = Self.day(1)
-            try await h.seedPayPal(#"""
+            try await h.seedPayPal(
+                #"""
                 {"id":"PP-FX","intent":"CAPTURE","status":"COMPLETED","currency":"EUR","amount":"100.00","receivable_currency":"USD","exchange_rate":"1.0847",
                  "captures":[{"id":"CAP-FX","status":"PARTIALLY_REFUNDED","create_time":"\#(d1)T09:00:00Z"}],
                  "refunds":[{"id":"REF-FX","capture_id":"CAP-FX","amount":"20.00","create_time":"\#(d1)T10:00:00Z"}]}
                 """#)
-            try h.insert(WorkerHarness.order(.paypal, "FX", ref: "PP-FX", intent: .purchase, amount: 10_000, currency: "EUR", refund: 2_000, merchant: nil))
+            try h.insert(
+                WorkerHarness.order(
+                    .paypal, "FX", ref: "PP-FX", intent: .purchase, amount: 10_000, currency: "EUR", refund: 2_000, merchant: nil))
             _ = try await h.sweep()
-            #expect(try h.database.count("SELECT count(*) FROM movements WHERE movement_id = 'CAP-FX' AND received_minor = 10415 AND received_currency = 'USD'") == 1)
-            #expect(try h.database.count("SELECT count(*) FROM movements WHERE movement_id = 'REF-FX' AND received_minor = 2093 AND received_currency = 'USD'") == 1)
+            #expect(
+                try h.database.count(
+                    "SELECT count(*) FROM movements WHERE movement_id = 'CAP-FX' AND received_minor = 10415 AND received_currency = 'USD'")
+                    == 1)
+            #expect(
+                try h.database.count(
+                    "SELECT count(*) FROM movements WHERE movement_id = 'REF-FX' AND received_minor = 2093 AND received_currency = 'USD'")
+                    == 1)
             let r = try await PayreconProcess.launch(["report", "--view", "fees", "--format", "csv"], databaseURL: h.database.url)
             #expect(r.status == 0, "\(r.stderr)")
             // EUR: captured, refunded and fees in EUR; no net credited in EUR. USD: no capture of its own, the net received.
@@ -111,8 +138,14 @@ struct FeesTests {
             #"{"provider":"paypal","transactionRef":"PP-1","intent":"purchase","currency":{"code":"USD","exponent":2},"value":1,"authorised":0,"captured":1,"refunded":0,"state":"captured","rawState":"COMPLETED","movements":\#(movements)}"#
         }
         let big = Int64.max - 1
-        _ = try conn.execute("INSERT INTO snapshots (provider, order_id, transaction_ref, snapshot) VALUES ('paypal', 'O1', 'PP-1', $1::jsonb)",
-                             [.text(snapshot(#"[{"id":"C1","kind":"capture","at":1764590400,"currency":{"code":"USD","exponent":2},"gross":\#(big),"fee":3,"net":\#(big - 3)},{"id":"C2","kind":"capture","at":1764590401,"currency":{"code":"USD","exponent":2},"gross":\#(big),"fee":null,"net":null},{"id":"C2","kind":"capture","at":1764590401,"currency":{"code":"USD","exponent":2},"gross":\#(big),"fee":null,"net":null}]"#))])
+        _ = try conn.execute(
+            "INSERT INTO snapshots (provider, order_id, transaction_ref, snapshot) VALUES ('paypal', 'O1', 'PP-1', $1::jsonb)",
+            [
+                .text(
+                    snapshot(
+                        #"[{"id":"C1","kind":"capture","at":1764590400,"currency":{"code":"USD","exponent":2},"gross":\#(big),"fee":3,"net":\#(big - 3)},{"id":"C2","kind":"capture","at":1764590401,"currency":{"code":"USD","exponent":2},"gross":\#(big),"fee":null,"net":null},{"id":"C2","kind":"capture","at":1764590401,"currency":{"code":"USD","exponent":2},"gross":\#(big),"fee":null,"net":null}]"#
+                    ))
+            ])
         let days = try FeeStore.days(provider: nil, within: nil, on: conn)
         #expect(days.count == 1)
         #expect(days.first?.captured == Int128(big) * 2)
@@ -122,7 +155,14 @@ struct FeesTests {
         _ = try conn.execute("UPDATE snapshots SET snapshot = snapshot, fetched_at = now()")
         #expect(try conn.query("SELECT updated_at::text AS t FROM movements WHERE movement_id = 'C1'").first?.string("t") == before)
         // C2 no longer listed: it goes; C1 changed: it is rewritten.
-        _ = try conn.execute("UPDATE snapshots SET snapshot = $1::jsonb", [.text(snapshot(#"[{"id":"C1","kind":"capture","at":1764590400,"currency":{"code":"USD","exponent":2},"gross":100,"fee":3,"net":97}]"#))])
+        _ = try conn.execute(
+            "UPDATE snapshots SET snapshot = $1::jsonb",
+            [
+                .text(
+                    snapshot(
+                        #"[{"id":"C1","kind":"capture","at":1764590400,"currency":{"code":"USD","exponent":2},"gross":100,"fee":3,"net":97}]"#
+                    ))
+            ])
         let rows = try conn.query("SELECT movement_id, gross_minor FROM movements ORDER BY 1")
         #expect(rows.count == 1)
         #expect(try rows.first?.string("movement_id") == "C1" && rows.first?.int64("gross_minor") == 100)
@@ -132,8 +172,10 @@ struct FeesTests {
     }
 
     @Test func reportViewUsageErrors() async throws {
-        for args in [["--view", "money"], ["--view", "fees", "--kind", "amount_mismatch"], ["--view", "fees", "--status", "open"],
-                     ["--view", "fees", "--fail-on-open"]] {
+        for args in [
+            ["--view", "money"], ["--view", "fees", "--kind", "amount_mismatch"], ["--view", "fees", "--status", "open"],
+            ["--view", "fees", "--fail-on-open"]
+        ] {
             let r = try await PayreconProcess.launch(["report"] + args, databaseURL: "postgresql://127.0.0.1:1/none")
             #expect(r.status == 2, "\(args): \(r.stderr)")
             #expect(r.stderr.contains("--view") || r.stderr.contains("does not apply to --view fees"), "\(args): \(r.stderr)")

@@ -47,21 +47,30 @@ import Worker
             WorkerMetrics.register()
             ProcessMetrics.register(version: "test")
             PoolMetrics.register(h.pool)
-            _ = try await h.admin("/admin/paypal/orders", #"{"id":"PP-M","intent":"AUTHORIZE","currency":"USD","amount":"20.00","authorizations":[{"id":"AUTH-M"}]}"#)
+            _ = try await h.admin(
+                "/admin/paypal/orders",
+                #"{"id":"PP-M","intent":"AUTHORIZE","currency":"USD","amount":"20.00","authorizations":[{"id":"AUTH-M"}]}"#)
             try h.insert(WorkerHarness.order(.paypal, "ORD-M", ref: "PP-M", amount: 2000, currency: "USD", merchant: nil))
             // And one captured short of its total: 10.00 USD at risk.
-            _ = try await h.admin("/admin/paypal/orders", #"{"id":"PP-M2","intent":"CAPTURE","currency":"USD","amount":"20.00","captures":[{"id":"CAP-M2"}]}"#)
-            try h.insert(WorkerHarness.order(.paypal, "ORD-M2", ref: "PP-M2", intent: .purchase, amount: 3000, currency: "USD", merchant: nil))
+            _ = try await h.admin(
+                "/admin/paypal/orders", #"{"id":"PP-M2","intent":"CAPTURE","currency":"USD","amount":"20.00","captures":[{"id":"CAP-M2"}]}"#
+            )
+            try h.insert(
+                WorkerHarness.order(.paypal, "ORD-M2", ref: "PP-M2", intent: .purchase, amount: 3000, currency: "USD", merchant: nil))
             _ = try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_id":"CAP-M2"}"#)
             _ = try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.AUTHORIZATION.CREATED","resource_id":"AUTH-M"}"#)
-            _ = try h.store(.paypal, json: #"{"id":"WH-M2","event_type":"VAULT.PAYMENT-TOKEN.CREATED","resource_type":"payment_token","resource":{"id":"T"}}"#)
+            _ = try h.store(
+                .paypal,
+                json: #"{"id":"WH-M2","event_type":"VAULT.PAYMENT-TOKEN.CREATED","resource_type":"payment_token","resource":{"id":"T"}}"#)
             #expect(await h.runOnce().done == 3)
-            _ = await h.executor.executePending()        // the capture the order calls for
+            _ = await h.executor.executePending()  // the capture the order calls for
             try await h.pool.run { try WorkerMetrics.refresh(on: $0) }
             let server = WorkerMetricsServer(host: "127.0.0.1", port: 0)
             let port = try server.start()
             defer { server.stop() }
-            let text = String(decoding: try await h.http.send(HTTPClientRequest(method: "GET", url: "http://127.0.0.1:\(port)/metrics")).body, as: UTF8.self)
+            let text = String(
+                decoding: try await h.http.send(HTTPClientRequest(method: "GET", url: "http://127.0.0.1:\(port)/metrics")).body,
+                as: UTF8.self)
             let families = Self.parse(text)
             let expected: [String: Family] = [
                 "payrecon_deliveries_processed_total": Family(type: "counter", labels: ["provider", "outcome"]),
@@ -85,7 +94,7 @@ import Worker
                 "process_open_fds": Family(type: "gauge", labels: []),
                 "process_max_fds": Family(type: "gauge", labels: []),
                 "process_cpu_seconds_total": Family(type: "counter", labels: []),
-                "process_start_time_seconds": Family(type: "gauge", labels: []),
+                "process_start_time_seconds": Family(type: "gauge", labels: [])
             ]
             for (name, family) in expected {
                 #expect(families[name] == family, "\(name): \(String(describing: families[name]))")
@@ -98,11 +107,13 @@ import Worker
             #expect(text.contains(#"payrecon_provider_http_requests_total{provider="pxp",class="no_answer"} 0"#))
             #expect(text.contains(#"payrecon_actions_pending{state="in_doubt"} 0"#))
             for kind in DiscrepancyKind.allCases { #expect(text.contains(#"payrecon_discrepancies_open{kind="\#(kind.rawValue)"}"#)) }
-            // Item 11 of the money review: once the currency's discrepancies are resolved, its gauge reads 0, not 1000.
+            // Once the currency's discrepancies are resolved, its gauge reads 0, not the last amount.
             try h.execute("UPDATE discrepancies SET status = 'resolved', resolved_at = now() WHERE currency = 'USD'")
             try await h.pool.run { try WorkerMetrics.refresh(on: $0) }
             let after = Metrics.shared.render()
-            #expect(after.contains(#"payrecon_money_at_risk_minor{currency="USD"} 0"#), "\(after.split(separator: "\n").filter { $0.contains("money_at_risk") })")
+            #expect(
+                after.contains(#"payrecon_money_at_risk_minor{currency="USD"} 0"#),
+                "\(after.split(separator: "\n").filter { $0.contains("money_at_risk") })")
             #expect(after.contains(#"payrecon_discrepancies_open{kind="amount_mismatch"} 0"#))
         }
     }
@@ -116,7 +127,7 @@ import Worker
         // The receiver's families are registered by a receiver; the worker's by WorkerMetrics and the queue worker.
         try await ReceiverHarness.with { _ in }
         WorkerMetrics.register()
-        DatabaseProbe.register()   // serve and work both run it
+        DatabaseProbe.register()  // serve and work both run it
         let exported = Set(Self.parse(Metrics.shared.render()).keys)
         let pattern = try NSRegularExpression(pattern: "payrecon_[a-z_]+")
         var queried = Set<String>()
@@ -130,7 +141,9 @@ import Worker
             }
         }
         #expect(queried.count >= 10)
-        #expect(queried.subtracting(exported).isEmpty, "the dashboard queries metrics payrecon does not export: \(queried.subtracting(exported))")
+        #expect(
+            queried.subtracting(exported).isEmpty,
+            "the dashboard queries metrics payrecon does not export: \(queried.subtracting(exported))")
         for name in ["payrecon_deliveries_total", "payrecon_ack_seconds", "payrecon_commit_batch_size"] { #expect(queried.contains(name)) }
     }
 }

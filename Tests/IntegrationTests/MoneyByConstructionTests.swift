@@ -28,8 +28,10 @@ import Worker
     /// under `…:2`.
     @Test func aKeySentOnceIsNeverSentWithAnotherAmount() async throws {
         try await WorkerHarness.with { h in
-            try await h.seedPayPal(#"{"id":"PP-K","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"100.00","captures":[{"id":"CAP-K"}]}"#)
-            let order = WorkerHarness.order(.paypal, "ORD-K", ref: "PP-K", intent: .purchase, amount: 10000, currency: "USD", refund: 3000, merchant: nil)
+            try await h.seedPayPal(
+                #"{"id":"PP-K","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"100.00","captures":[{"id":"CAP-K"}]}"#)
+            let order = WorkerHarness.order(
+                .paypal, "ORD-K", ref: "PP-K", intent: .purchase, amount: 10000, currency: "USD", refund: 3000, merchant: nil)
             try h.insert(order)
             _ = await h.checker.check(order, logger: Logger())
             try await h.faults(#"{"drop_before_apply_rate":1.0}"#)
@@ -38,12 +40,13 @@ import Worker
             try await h.faults(#"{"drop_before_apply_rate":0}"#)
             #expect(try h.actions().first?.inDoubt == true)
             // The dashboard refund of 10.00.
-            try await h.seedPayPal(#"""
+            try await h.seedPayPal(
+                #"""
                 {"id":"PP-K","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"100.00","captures":[{"id":"CAP-K","status":"PARTIALLY_REFUNDED"}],
                  "refunds":[{"id":"REF-DASH","capture_id":"CAP-K","amount":"10.00"}]}
                 """#)
             try h.execute("UPDATE actions SET lease_expires_at = NULL")
-            _ = await h.executor.executePending()   // superseded; the check after it plans …:2
+            _ = await h.executor.executePending()  // superseded; the check after it plans …:2
             _ = await h.executor.executePending()
             let sent = Self.keysSent(h, provider: "paypal")
             #expect(sent.filter { $0 == "paypal:ORD-K:refund:3000" }.count == 1, "the key went once, with 30.00: \(sent)")
@@ -51,7 +54,9 @@ import Worker
             #expect(try Self.statuses(h) == ["paypal:ORD-K:refund:3000": "superseded", "paypal:ORD-K:refund:3000:2": "succeeded"])
             let refunds = h.simulator.paypalRefunds(ofOrder: "PP-K").filter { $0.status == "COMPLETED" }.map(\.amount)
             #expect(refunds.reduce(0, +) == 3000, "30.00 in all, as the order wants: \(refunds)")
-            guard case .checked(_, let matched) = await h.checker.check(order, logger: Logger()) else { Issue.record("check failed"); return }
+            guard case .checked(_, let matched) = await h.checker.check(order, logger: Logger()) else {
+                Issue.record("check failed"); return
+            }
             #expect(matched)
         }
     }
@@ -61,17 +66,25 @@ import Worker
     /// `failed`, which would release the order's hold).
     @Test func paypercutsIdempotencyErrorKeepsACallInDoubtInDoubt() async throws {
         try await WorkerHarness.with { h in
-            try await h.admin("/admin/paypercut/intents", #"{"id":"pi_K","status":"succeeded","capture_method":"automatic","amount":2000,"currency":"EUR","amount_received":2000,"payment":{"status":"succeeded","amount_captured":2000}}"#)
-            let order = WorkerHarness.order(.paypercut, "ORD-PK", ref: "pi_K", intent: .purchase, amount: 2000, currency: "EUR", refund: 700, merchant: nil)
+            try await h.admin(
+                "/admin/paypercut/intents",
+                #"{"id":"pi_K","status":"succeeded","capture_method":"automatic","amount":2000,"currency":"EUR","amount_received":2000,"payment":{"status":"succeeded","amount_captured":2000}}"#
+            )
+            let order = WorkerHarness.order(
+                .paypercut, "ORD-PK", ref: "pi_K", intent: .purchase, amount: 2000, currency: "EUR", refund: 700, merchant: nil)
             try h.insert(order)
             _ = await h.checker.check(order, logger: Logger())
             let key = try #require(try h.actions().first?.idempotencyKey)
             // An earlier request under this key, with other parameters, reached Paypercut; payrecon's call is in doubt.
             // (On another path, so it moved no money: Paypercut refused it, and keeps the key as used.)
-            let other = try await h.http.send(HTTPClientRequest(method: "POST", url: h.paysimURL + "/v1/payment_intents/pi_K/cancel",
-                headers: [("Authorization", "Bearer " + h.simulator.config.paypercutSecretKey), ("Idempotency-Key", key),
-                          ("Content-Type", "application/json")],
-                body: Array(#"{"cancellation_reason":"requested_by_customer"}"#.utf8)))
+            let other = try await h.http.send(
+                HTTPClientRequest(
+                    method: "POST", url: h.paysimURL + "/v1/payment_intents/pi_K/cancel",
+                    headers: [
+                        ("Authorization", "Bearer " + h.simulator.config.paypercutSecretKey), ("Idempotency-Key", key),
+                        ("Content-Type", "application/json")
+                    ],
+                    body: Array(#"{"cancellation_reason":"requested_by_customer"}"#.utf8)))
             #expect(other.status == 409, "\(other.status)")
             try h.execute("UPDATE actions SET in_doubt = true, sent_at = now() - interval '1 hour'")
             _ = await h.executor.executePending()
@@ -90,15 +103,21 @@ import Worker
             let order = WorkerHarness.order(.pxp, "O-M", ref: "TX-M", intent: .purchase, amount: 2000, refund: 1000)
             try h.insert(order)
             _ = await h.checker.check(order, logger: Logger())
-            let snapshot = try #require(await {
-                if case .found(let s) = await h.gateway[.pxp].snapshot(of: TransactionQuery(transactionRef: "TX-M", merchant: "M1", site: "S1")) { return s }
-                return nil
-            }())
+            let snapshot = try #require(
+                await {
+                    if case .found(let s) = await h.gateway[.pxp].snapshot(
+                        of: TransactionQuery(transactionRef: "TX-M", merchant: "M1", site: "S1"))
+                    {
+                        return s
+                    }
+                    return nil
+                }())
             let key = "pxp:O-M:refund:1000"
             let parent = try #require(snapshot.aliases.first)
             // The refund of 10.00 reached PXP; its answer was lost.
-            let first = ActionCall(actionID: 1, kind: .refund, amount: Money(minorUnits: 1000, currency: Currency(code: "GBP")!), target: 1000,
-                                   providerTarget: parent, idempotencyKey: key, order: order, snapshot: snapshot)
+            let first = ActionCall(
+                actionID: 1, kind: .refund, amount: Money(minorUnits: 1000, currency: Currency(code: "GBP")!), target: 1000,
+                providerTarget: parent, idempotencyKey: key, order: order, snapshot: snapshot)
             guard case .found = await h.gateway[.pxp].execute(first).outcome else { Issue.record("first refund not made"); return }
             // A call under the same key that carries 7.00 (as a stale plan once sent) finds the modification PXP holds.
             let prepared = h.gateway[.pxp].prepare(first)
@@ -106,7 +125,8 @@ import Worker
             again.amount = Money(minorUnits: 700, currency: Currency(code: "GBP")!)
             again.links = prepared
             let result = await h.gateway[.pxp].execute(again)
-            let made = try #require(result.links.first { $0.source == .payrecon && !$0.externalID.hasPrefix("pxr") && $0.state == "Authorised" })
+            let made = try #require(
+                result.links.first { $0.source == .payrecon && !$0.externalID.hasPrefix("pxr") && $0.state == "Authorised" })
             #expect(made.amount == 1000, "recorded as PXP states it: \(result.links)")
             #expect(h.simulator.pxpTransactions().filter { $0.operation == "Refund" }.count == 1, "sent once")
         }
@@ -129,7 +149,9 @@ import Worker
             #expect(h.simulator.pxpTransactions().filter { $0.operation == "Capture" || $0.operation == "FinalCapture" }.count == 1)
             let sent = h.simulator.log.filter { $0.provider == "pxp" && $0.method == "POST" }.map(\.status)
             #expect(sent == [429, 200], "\(sent)")
-            guard case .checked(_, let matched) = await h.checker.check(order, logger: Logger()) else { Issue.record("check failed"); return }
+            guard case .checked(_, let matched) = await h.checker.check(order, logger: Logger()) else {
+                Issue.record("check failed"); return
+            }
             #expect(matched)
         }
     }
@@ -138,8 +160,10 @@ import Worker
     /// mark it carried (custom_id) and recorded `succeeded`, not superseded.
     @Test func aPayPalRefundMadeByAnExecutorThatLostItsLeaseIsSucceeded() async throws {
         try await WorkerHarness.with { h in
-            try await h.seedPayPal(#"{"id":"PP-L","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"100.00","captures":[{"id":"CAP-L"}]}"#)
-            let order = WorkerHarness.order(.paypal, "ORD-L", ref: "PP-L", intent: .purchase, amount: 10000, currency: "USD", refund: 2500, merchant: nil)
+            try await h.seedPayPal(
+                #"{"id":"PP-L","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"100.00","captures":[{"id":"CAP-L"}]}"#)
+            let order = WorkerHarness.order(
+                .paypal, "ORD-L", ref: "PP-L", intent: .purchase, amount: 10000, currency: "USD", refund: 2500, merchant: nil)
             try h.insert(order)
             _ = await h.checker.check(order, logger: Logger())
             // The call takes 1.5 s; meanwhile another executor takes the action over (its claim moves on).
@@ -169,11 +193,15 @@ import Worker
         try await WorkerHarness.with { h in
             let order = try await ActionSafetyTests.plannedPXPCapture(h)
             // Captured elsewhere meanwhile: the executor's re-fetch finds nothing to do.
-            try await h.admin("/admin/pxp/transactions", #"{"merchant":"M1","site":"S1","merchantTransactionId":"TX","intent":"Authorisation","currency":"GBP","value":"20.00","state":"Captured"}"#)
+            try await h.admin(
+                "/admin/pxp/transactions",
+                #"{"merchant":"M1","site":"S1","merchantTransactionId":"TX","intent":"Authorisation","currency":"GBP","value":"20.00","state":"Captured"}"#
+            )
             _ = await h.executor.executePending()
             #expect(try h.actions().first?.status == .superseded)
             let conn = try h.database.connect(); defer { conn.close() }
-            let rows = try conn.query("""
+            let rows = try conn.query(
+                """
                 SELECT decided, (decision->'planned')::text AS planned FROM evidence
                 WHERE order_id = $1 AND source = 'executor' AND decided IS NOT NULL
                 """, [.text(order.orderID)])
@@ -186,18 +214,27 @@ import Worker
     }
 }
 
-/// Item 6: a subscription order (transaction_ref the billing agreement) whose sale was refunded, with only the
+/// A subscription order (transaction_ref the billing agreement) whose sale was refunded, with only the
 /// refund's event in the shape PayPal's webhook simulator sends, is found through the sale's agreement: checked from
 /// the sale, never fetched as an Orders v2 order (which answers 404: `missing_at_provider`, blocking every action).
 @Suite("Sale refunds and their agreement", .serialized) struct SaleRefundAgreementTests {
     @Test func aSaleRefundAloneFindsTheSubscriptionOrderAndTheSweepChecksTheSale() async throws {
         try await WorkerHarness.with { h in
-            try await h.admin("/admin/paypal/sales", #"{"id":"SALE-SUB","state":"completed","amount":"9.99","currency":"USD","billing_agreement_id":"I-SUB1","parent_payment":"PAYID-SUB"}"#)
-            try h.insert(WorkerHarness.order(.paypal, "ORD-SUB", ref: "I-SUB1", intent: .purchase, amount: 999, currency: "USD", refund: 999, merchant: nil))
-            let elsewhere = await ActionSafetyTests.elsewhere(h).refundSale("SALE-SUB", amount: Money(minorUnits: 999, currency: Currency(code: "USD")!),
-                                                                          requestID: "dashboard-refund-sub")
+            try await h.admin(
+                "/admin/paypal/sales",
+                #"{"id":"SALE-SUB","state":"completed","amount":"9.99","currency":"USD","billing_agreement_id":"I-SUB1","parent_payment":"PAYID-SUB"}"#
+            )
+            try h.insert(
+                WorkerHarness.order(
+                    .paypal, "ORD-SUB", ref: "I-SUB1", intent: .purchase, amount: 999, currency: "USD", refund: 999, merchant: nil))
+            let elsewhere = await ActionSafetyTests.elsewhere(h).refundSale(
+                "SALE-SUB", amount: Money(minorUnits: 999, currency: Currency(code: "USD")!),
+                requestID: "dashboard-refund-sub")
             guard case .found = elsewhere else { Issue.record("the dashboard refund failed: \(elsewhere)"); return }
-            let id = try #require(try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.SALE.REFUNDED","resource_id":"SALE-SUB","shape":"simulator"}"#).first)
+            let id = try #require(
+                try h.storeWebhook(
+                    #"{"provider":"paypal","event_type":"PAYMENT.SALE.REFUNDED","resource_id":"SALE-SUB","shape":"simulator"}"#
+                ).first)
             #expect(await h.runOnce().done == 1)
             #expect(try h.delivery(id).outcome == "re-checked paypal order ORD-SUB")
             _ = try await h.sweep()

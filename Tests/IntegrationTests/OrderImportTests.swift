@@ -15,8 +15,10 @@ import Testing
             #expect(mkfifo(fifo, 0o600) == 0)
             defer { unlink(fifo) }
             // The first reader gets a good file; the second an amount nobody validated, and a row that is not valid.
-            let reads = [Self.header + "paypal,ORD-F1,,,PP-F1,purchase,10.00,USD,open,0\n",
-                         Self.header + "paypal,ORD-F1,,,PP-F1,purchase,99.00,USD,open,0\nbogus,ORD-F2,,,X,purchase,1.00,USD,open,0\n"]
+            let reads = [
+                Self.header + "paypal,ORD-F1,,,PP-F1,purchase,10.00,USD,open,0\n",
+                Self.header + "paypal,ORD-F1,,,PP-F1,purchase,99.00,USD,open,0\nbogus,ORD-F2,,,X,purchase,1.00,USD,open,0\n"
+            ]
             let writer = Thread {
                 for (i, text) in reads.enumerated() {
                     // Past the first read's end of file before the second writer opens (else one read sees both).
@@ -57,13 +59,18 @@ import Testing
             try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: dir) }
             let export = dir.appendingPathComponent("export.csv")
-            try ("provider,order_id,customer_email,merchant,site,transaction_ref,intent,amount,currency,fulfilment,refund_amount\n"
-                 + "paypal,ORD-X1,a@example.com,,,PP-X1,purchase,10.00,USD,open,0\n").write(to: export, atomically: true, encoding: .utf8)
+            try
+                ("provider,order_id,customer_email,merchant,site,transaction_ref,intent,amount,currency,fulfilment,refund_amount\n"
+                + "paypal,ORD-X1,a@example.com,,,PP-X1,purchase,10.00,USD,open,0\n").write(to: export, atomically: true, encoding: .utf8)
             let strict = try await PayreconProcess.launch(["orders", "import", "--strict", export.path], databaseURL: h.database.url)
-            #expect(strict.status == 1 && strict.stdout.contains("customer_email") && strict.stdout.contains("unknown column"), "\(strict.stdout) \(strict.stderr)")
+            #expect(
+                strict.status == 1 && strict.stdout.contains("customer_email") && strict.stdout.contains("unknown column"),
+                "\(strict.stdout) \(strict.stderr)")
             let r = try await PayreconProcess.launch(["orders", "import", export.path], databaseURL: h.database.url)
-            #expect(r.status == 0 && r.stderr.contains("read past columns payrecon does not read: customer_email") && r.stdout.contains("imported 1 orders"),
-                    "\(r.stdout) \(r.stderr)")
+            #expect(
+                r.status == 0 && r.stderr.contains("read past columns payrecon does not read: customer_email")
+                    && r.stdout.contains("imported 1 orders"),
+                "\(r.stdout) \(r.stderr)")
             for (name, text) in [("header-only.csv", Self.header), ("empty.csv", "")] {
                 let file = dir.appendingPathComponent(name)
                 try text.write(to: file, atomically: true, encoding: .utf8)

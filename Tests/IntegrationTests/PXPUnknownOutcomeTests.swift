@@ -19,8 +19,10 @@ import Worker
         var testDescription: String { "dedupe=\(dedupe ? "yes" : "no"),lookup=\(lookup ? "yes" : "no")" }
         var json: String { #"{"dedupe":\#(dedupe),"lookup":\#(lookup)}"# }
     }
-    static let modes = [Mode(dedupe: true, lookup: true), Mode(dedupe: false, lookup: true),
-                        Mode(dedupe: true, lookup: false), Mode(dedupe: false, lookup: false)]
+    static let modes = [
+        Mode(dedupe: true, lookup: true), Mode(dedupe: false, lookup: true),
+        Mode(dedupe: true, lookup: false), Mode(dedupe: false, lookup: false)
+    ]
 
     /// Refunds PXP applied, in minor units (from paysim's log of what it applied).
     static func applied(_ h: WorkerHarness, operation: String) async throws -> [Int64] {
@@ -36,7 +38,7 @@ import Worker
         return order
     }
 
-    /// Item 1: the client's own retry re-sent a modification within milliseconds of a timeout or a 5xx. With a
+    /// The client's own retry re-sent a modification within milliseconds of a timeout or a 5xx. With a
     /// retrying client and an answer lost after PXP applied a refund, the refund is applied once (a PXP that does not
     /// de-duplicate would have applied the re-send too).
     @Test(arguments: modes) func aModificationIsNeverResentByTheClientsOwnRetry(_ mode: Mode) async throws {
@@ -66,7 +68,7 @@ import Worker
         }
     }
 
-    /// Item 4: a refund of 5.00 timed out but PXP applied it; the merchant then raised refund_amount to 8.00. No plan
+    /// A refund of 5.00 timed out but PXP applied it; the merchant then raised refund_amount to 8.00. No plan
     /// is made as if the 5.00 had not happened: 8.00 refunded in all, never 13.00.
     @Test(arguments: modes) func aTimedOutRefundIsAccountedBeforeARaisedRefundIsPlanned(_ mode: Mode) async throws {
         try await WorkerHarness.with { h in
@@ -136,9 +138,8 @@ import Worker
         }
     }
 
-    /// Item 4, its second half: a modification PXP answers Pending used to be failed at once and never looked up
-    /// again. It stays in doubt, every check looks it up, and once PXP shows it final the action is succeeded and
-    /// counted — never sent again.
+    /// A modification PXP answers Pending is not failed: it stays in doubt, every check looks it up, and once PXP
+    /// shows it final the action is succeeded and counted — never sent again.
     @Test func aModificationAnsweredPendingIsLookedUpUntilItIsFinal() async throws {
         try await WorkerHarness.with { h in
             try await h.admin("/admin/pxp/behaviour", #"{"pending":true}"#)
@@ -146,7 +147,7 @@ import Worker
             let first = await h.executor.executePending()
             #expect(first.deferred == 1 && first.failed == 0, "Pending is not a failure: \(first)")
             #expect(try h.actions().first?.status == .pending)
-            _ = await h.checker.check(order, logger: Logger())   // looks the modification up: PXP shows it final now
+            _ = await h.checker.check(order, logger: Logger())  // looks the modification up: PXP shows it final now
             try h.execute("UPDATE actions SET lease_expires_at = NULL")
             _ = await h.executor.executePending()
             #expect(try h.actions().first?.status == .succeeded)
@@ -160,12 +161,13 @@ import Worker
     /// sent again.
     @Test func aNotFoundIsTrustedOnlyAfterTheGrace() async throws {
         try await WorkerHarness.with { h in
-            let patient = ActionExecutor(pool: h.pool, gateway: h.gateway, checker: h.checker, inDoubtGraceSeconds: 3600, logger: h.log.logger)
+            let patient = ActionExecutor(
+                pool: h.pool, gateway: h.gateway, checker: h.checker, inDoubtGraceSeconds: 3600, logger: h.log.logger)
             try await h.seedPXP("TX-0", value: "10.00")
             let earlier = WorkerHarness.order(.pxp, "O-0", ref: "TX-0", amount: 1000)
             try h.insert(earlier)
             _ = await h.checker.check(earlier, logger: Logger())
-            #expect(await patient.executePending().succeeded == 1)   // evidence that lookups find modifications
+            #expect(await patient.executePending().succeeded == 1)  // evidence that lookups find modifications
             let order = try await Self.capturedPurchase(h, refund: 700)
             _ = order
             try await h.faults(#"{"drop_before_apply_rate":1.0}"#)
@@ -185,7 +187,7 @@ import Worker
         }
     }
 
-    /// Item 13, its second half: the sweep preloads a page's links, so a check could plan from links read before a
+    /// The sweep preloads a page's links, so a check could plan from links read before a
     /// modification was recorded. A final capture of 10.00 on a 20.00 authorisation leaves the parent Captured; read
     /// without the capture's link, C looked like the whole 20.00 (a false over_captured). A check whose order learned a
     /// link meanwhile records nothing and checks again with the links as they are.
@@ -197,7 +199,7 @@ import Worker
             let before = try await h.pool.run { try OrderChecker.known(provider: .pxp, orderIDs: ["O"], on: $0)["O"]! }
             _ = await h.checker.check(order, logger: Logger())
             #expect(await h.executor.executePending().succeeded == 1)
-            _ = await h.checker.check(order, known: before, logger: Logger())   // links as a sweep page read them before the capture
+            _ = await h.checker.check(order, known: before, logger: Logger())  // links as a sweep page read them before the capture
             let kinds = try h.openKinds(order: "O")
             #expect(kinds.isEmpty, "\(kinds)")
         }
@@ -205,7 +207,9 @@ import Worker
 
     /// PXP documents neither how a parent shows an increment nor a partial capture: an order raised from 20.00 to
     /// 25.00 is incremented once to 25.00 and then captured once for 25.00, whichever way paysim shows it.
-    @Test(arguments: [#"{}"#, #"{"increment":"value"}"#, #"{"partial_capture":"captured"}"#, #"{"increment":"value","partial_capture":"captured"}"#])
+    @Test(arguments: [
+        #"{}"#, #"{"increment":"value"}"#, #"{"partial_capture":"captured"}"#, #"{"increment":"value","partial_capture":"captured"}"#
+    ])
     func anIncrementThenACaptureMoveTheRightMoneyWhicheverWayPXPShowsThem(_ behaviour: String) async throws {
         try await WorkerHarness.with { h in
             try await h.admin("/admin/pxp/behaviour", behaviour)

@@ -17,7 +17,9 @@ import Worker
     static func open(_ h: WorkerHarness, _ order: String) throws -> [String: Int64] {
         let conn = try h.database.connect(); defer { conn.close() }
         var out: [String: Int64] = [:]
-        for row in try conn.query("SELECT kind, amount_at_risk_minor FROM discrepancies WHERE order_id = $1 AND status = 'open'", [.text(order)]) {
+        for row in try conn.query(
+            "SELECT kind, amount_at_risk_minor FROM discrepancies WHERE order_id = $1 AND status = 'open'", [.text(order)])
+        {
             out[try row.string("kind")] = try row.int64("amount_at_risk_minor")
         }
         return out
@@ -27,10 +29,14 @@ import Worker
     /// reads REFUNDED (PayPal has no REVERSED capture status). A refund the order wants is not planned against it.
     @Test func aChargebackIsReversedAndNoRefundIsPlannedAgainstIt() async throws {
         try await WorkerHarness.with { h in
-            try await h.seedPayPal(#"{"id":"PP-1","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"100.00","captures":[{"id":"CAP-1"}]}"#)
-            try h.insert(WorkerHarness.order(.paypal, "ORD-1", ref: "PP-1", intent: .purchase, amount: 10000, currency: "USD", refund: 2000, merchant: nil))
+            try await h.seedPayPal(
+                #"{"id":"PP-1","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"100.00","captures":[{"id":"CAP-1"}]}"#)
+            try h.insert(
+                WorkerHarness.order(
+                    .paypal, "ORD-1", ref: "PP-1", intent: .purchase, amount: 10000, currency: "USD", refund: 2000, merchant: nil))
             try await h.admin("/admin/paypal/reversals", #"{"capture_id":"CAP-1"}"#)
-            _ = try #require(try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.CAPTURE.REVERSED","resource_id":"CAP-1"}"#).first)
+            _ = try #require(
+                try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.CAPTURE.REVERSED","resource_id":"CAP-1"}"#).first)
             #expect(await h.runOnce().done == 1)
             let kinds = try Self.open(h, "ORD-1")
             #expect(kinds["reversed"] == 10000, "\(kinds)")
@@ -43,10 +49,14 @@ import Worker
     /// capture's refunds, and says which permission is missing.
     @Test func aDisputePayPalWillNotShowHoldsRefundsAndSaysWhy() async throws {
         try await WorkerHarness.with { h in
-            try await h.seedPayPal(#"{"id":"PP-1","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"100.00","captures":[{"id":"CAP-1"}]}"#)
-            try h.insert(WorkerHarness.order(.paypal, "ORD-1", ref: "PP-1", intent: .purchase, amount: 10000, currency: "USD", refund: 3000, merchant: nil))
+            try await h.seedPayPal(
+                #"{"id":"PP-1","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"100.00","captures":[{"id":"CAP-1"}]}"#)
+            try h.insert(
+                WorkerHarness.order(
+                    .paypal, "ORD-1", ref: "PP-1", intent: .purchase, amount: 10000, currency: "USD", refund: 3000, merchant: nil))
             try await h.admin("/admin/paypal/disputes", #"{"id":"PP-D-1","transaction_id":"CAP-1","amount":"40.00"}"#)
-            let id = try #require(try h.storeWebhook(#"{"provider":"paypal","event_type":"CUSTOMER.DISPUTE.CREATED","resource_id":"PP-D-1"}"#).first)
+            let id = try #require(
+                try h.storeWebhook(#"{"provider":"paypal","event_type":"CUSTOMER.DISPUTE.CREATED","resource_id":"PP-D-1"}"#).first)
             try await h.admin("/admin/paypal/permissions", #"{"disputes":false}"#)
             #expect(await h.runOnce().done == 1)
             #expect(try h.delivery(id).outcome == "re-checked paypal order ORD-1")
@@ -68,16 +78,23 @@ import Worker
     @Test func anExpiredAttemptIsNoFindingBesideAPaidOne() async throws {
         try await WorkerHarness.with { h in
             let old = ISO8601DateFormatter().string(from: Date().addingTimeInterval(-4 * 3600))
-            try await h.seedPayPal("""
+            try await h.seedPayPal(
+                """
                 [{"id":"PP-OLD","intent":"AUTHORIZE","status":"CREATED","currency":"EUR","amount":"30.00","create_time":"\(old)"},
                  {"id":"PP-NEW","intent":"AUTHORIZE","status":"COMPLETED","currency":"EUR","amount":"30.00","authorizations":[{"id":"AUTH-N"}]},
                  {"id":"PP-GONE","intent":"CAPTURE","status":"CREATED","currency":"EUR","amount":"5.00","create_time":"\(old)"}]
                 """)
-            try h.insert(WorkerHarness.order(.paypal, "ORD-E", ref: "PP-OLD", intent: .authorisation, amount: 3000, currency: "EUR", merchant: nil))
-            try h.execute("INSERT INTO order_transactions (provider, order_id, transaction_ref, position) VALUES ('paypal','ORD-E','PP-OLD',0),('paypal','ORD-E','PP-NEW',1)")
-            try h.insert(WorkerHarness.order(.paypal, "ORD-G", ref: "PP-GONE", intent: .purchase, amount: 500, currency: "EUR", merchant: nil))
-            try h.insert(WorkerHarness.order(.paypal, "ORD-C", ref: "PP-GONE", intent: .purchase, amount: 500, currency: "EUR",
-                                             fulfilment: .cancelled, merchant: nil))
+            try h.insert(
+                WorkerHarness.order(.paypal, "ORD-E", ref: "PP-OLD", intent: .authorisation, amount: 3000, currency: "EUR", merchant: nil))
+            try h.execute(
+                "INSERT INTO order_transactions (provider, order_id, transaction_ref, position) VALUES ('paypal','ORD-E','PP-OLD',0),('paypal','ORD-E','PP-NEW',1)"
+            )
+            try h.insert(
+                WorkerHarness.order(.paypal, "ORD-G", ref: "PP-GONE", intent: .purchase, amount: 500, currency: "EUR", merchant: nil))
+            try h.insert(
+                WorkerHarness.order(
+                    .paypal, "ORD-C", ref: "PP-GONE", intent: .purchase, amount: 500, currency: "EUR",
+                    fulfilment: .cancelled, merchant: nil))
             #expect(try await h.sweep().totals.errors == 0)
             let e = try Self.open(h, "ORD-E")
             #expect(e.isEmpty, "\(e)")
@@ -87,12 +104,14 @@ import Worker
         }
     }
 
-    /// Item 5 of the money review: a v1 sale refund payrecon made is counted from its answer, before any
-    /// PAYMENT.SALE.REFUNDED arrives: raising refund_amount from 5.00 to 8.00 refunds 3.00 more, never 8.00.
+    /// A v1 sale refund payrecon made is counted from its answer, before any PAYMENT.SALE.REFUNDED arrives: raising
+    /// refund_amount from 5.00 to 8.00 refunds 3.00 more, never 8.00.
     @Test func aSaleRefundPayreconMadeIsCountedBeforeItsWebhook() async throws {
         try await WorkerHarness.with { h in
-            try await h.admin("/admin/paypal/sales", #"{"id":"SALE-1","state":"completed","amount":"20.00","currency":"USD","parent_payment":"PAY-1"}"#)
-            var order = WorkerHarness.order(.paypal, "ORD-S", ref: "PAY-1", intent: .purchase, amount: 2000, currency: "USD", refund: 500, merchant: nil)
+            try await h.admin(
+                "/admin/paypal/sales", #"{"id":"SALE-1","state":"completed","amount":"20.00","currency":"USD","parent_payment":"PAY-1"}"#)
+            var order = WorkerHarness.order(
+                .paypal, "ORD-S", ref: "PAY-1", intent: .purchase, amount: 2000, currency: "USD", refund: 500, merchant: nil)
             try h.insert(order)
             _ = try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.SALE.COMPLETED","resource_id":"SALE-1"}"#)
             #expect(await h.runOnce().done == 1)
@@ -112,15 +131,22 @@ import Worker
     /// a refund of |total| of that sale, not a sale of its own.
     @Test func aSaleRefundInTheSimulatorsShapeIsARefund() async throws {
         try await WorkerHarness.with { h in
-            try await h.admin("/admin/paypal/sales", #"{"id":"SALE-2","state":"completed","amount":"20.00","currency":"USD","parent_payment":"PAY-2"}"#)
-            try h.insert(WorkerHarness.order(.paypal, "ORD-T", ref: "PAY-2", intent: .purchase, amount: 2000, currency: "USD", refund: 700, merchant: nil))
+            try await h.admin(
+                "/admin/paypal/sales", #"{"id":"SALE-2","state":"completed","amount":"20.00","currency":"USD","parent_payment":"PAY-2"}"#)
+            try h.insert(
+                WorkerHarness.order(
+                    .paypal, "ORD-T", ref: "PAY-2", intent: .purchase, amount: 2000, currency: "USD", refund: 700, merchant: nil))
             _ = try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.SALE.COMPLETED","resource_id":"SALE-2"}"#)
             #expect(await h.runOnce().done == 1)
             // The merchant refunded 7.00 in PayPal's dashboard; the webhook comes in the simulator's shape.
-            let elsewhere = await ActionSafetyTests.elsewhere(h).refundSale("SALE-2", amount: Money(minorUnits: 700, currency: Currency(code: "USD")!),
-                                                                          requestID: "dashboard-refund-1")
+            let elsewhere = await ActionSafetyTests.elsewhere(h).refundSale(
+                "SALE-2", amount: Money(minorUnits: 700, currency: Currency(code: "USD")!),
+                requestID: "dashboard-refund-1")
             guard case .found = elsewhere else { Issue.record("the dashboard refund failed: \(elsewhere)"); return }
-            let id = try #require(try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.SALE.REFUNDED","resource_id":"SALE-2","shape":"simulator"}"#).first)
+            let id = try #require(
+                try h.storeWebhook(
+                    #"{"provider":"paypal","event_type":"PAYMENT.SALE.REFUNDED","resource_id":"SALE-2","shape":"simulator"}"#
+                ).first)
             let body = String(decoding: try h.delivery(id).body, as: UTF8.self)
             #expect(body.contains(#""resource_type":"sale""#) && body.contains(#""total":"-7.00""#), "\(body)")
             #expect(await h.runOnce().done == 1)
@@ -134,8 +160,11 @@ import Worker
     @Test func aLongKeyFitsTheV1RefundsSeventyEightCharacters() async throws {
         try await WorkerHarness.with { h in
             let orderID = "ORD-" + String(repeating: "L", count: 70)
-            try await h.admin("/admin/paypal/sales", #"{"id":"SALE-3","state":"completed","amount":"20.00","currency":"USD","parent_payment":"PAY-3"}"#)
-            try h.insert(WorkerHarness.order(.paypal, orderID, ref: "PAY-3", intent: .purchase, amount: 2000, currency: "USD", refund: 500, merchant: nil))
+            try await h.admin(
+                "/admin/paypal/sales", #"{"id":"SALE-3","state":"completed","amount":"20.00","currency":"USD","parent_payment":"PAY-3"}"#)
+            try h.insert(
+                WorkerHarness.order(
+                    .paypal, orderID, ref: "PAY-3", intent: .purchase, amount: 2000, currency: "USD", refund: 500, merchant: nil))
             _ = try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.SALE.COMPLETED","resource_id":"SALE-3"}"#)
             #expect(await h.runOnce().done == 1)
             #expect(await h.executor.executePending().succeeded == 1)
@@ -144,16 +173,20 @@ import Worker
         }
     }
 
-    /// Item 9: a dispute on an order of two PayPal orders is counted once, for the transaction whose capture it
+    /// A dispute on an order of two PayPal orders is counted once, for the transaction whose capture it
     /// names, not once per transaction.
     @Test func aDisputeIsCountedOnceOnAnOrderOfTwoTransactions() async throws {
         try await WorkerHarness.with { h in
-            try await h.seedPayPal("""
+            try await h.seedPayPal(
+                """
                 [{"id":"PP-A","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"60.00","captures":[{"id":"CAP-A"}]},
                  {"id":"PP-B","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"40.00","captures":[{"id":"CAP-B"}]}]
                 """)
-            try h.insert(WorkerHarness.order(.paypal, "ORD-2", ref: "PP-A", intent: .purchase, amount: 10000, currency: "USD", merchant: nil))
-            try h.execute("INSERT INTO order_transactions (provider, order_id, transaction_ref, position) VALUES ('paypal','ORD-2','PP-A',0),('paypal','ORD-2','PP-B',1)")
+            try h.insert(
+                WorkerHarness.order(.paypal, "ORD-2", ref: "PP-A", intent: .purchase, amount: 10000, currency: "USD", merchant: nil))
+            try h.execute(
+                "INSERT INTO order_transactions (provider, order_id, transaction_ref, position) VALUES ('paypal','ORD-2','PP-A',0),('paypal','ORD-2','PP-B',1)"
+            )
             try await h.admin("/admin/paypal/disputes", #"{"id":"PP-D-9","transaction_id":"CAP-A","amount":"10.00"}"#)
             _ = try h.storeWebhook(#"{"provider":"paypal","event_type":"CUSTOMER.DISPUTE.CREATED","resource_id":"PP-D-9"}"#)
             #expect(await h.runOnce().done == 1)
@@ -167,8 +200,10 @@ import Worker
     /// `reversed`, never `over_refunded`. A PAYMENT.SALE.REVERSED alone decides nothing.
     @Test func aChargedBackSaleIsReversedNotRefunded() async throws {
         try await WorkerHarness.with { h in
-            try await h.admin("/admin/paypal/sales", #"{"id":"SALE-4","state":"completed","amount":"20.00","currency":"USD","parent_payment":"PAY-4"}"#)
-            try h.insert(WorkerHarness.order(.paypal, "ORD-V", ref: "PAY-4", intent: .purchase, amount: 2000, currency: "USD", merchant: nil))
+            try await h.admin(
+                "/admin/paypal/sales", #"{"id":"SALE-4","state":"completed","amount":"20.00","currency":"USD","parent_payment":"PAY-4"}"#)
+            try h.insert(
+                WorkerHarness.order(.paypal, "ORD-V", ref: "PAY-4", intent: .purchase, amount: 2000, currency: "USD", merchant: nil))
             _ = try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.SALE.COMPLETED","resource_id":"SALE-4"}"#)
             #expect(await h.runOnce().done == 1)
             try await h.admin("/admin/paypal/disputes", #"{"id":"PP-D-4","transaction_id":"SALE-4"}"#)
@@ -186,21 +221,25 @@ import Worker
     }
 }
 
-/// Issue "strangers, round three", item 1: whether a refund record is a reversal is read from PayPal's answer, never
+/// Whether a refund record is a reversal is read from PayPal's answer, never
 /// from the event that named it. A PAYMENT.CAPTURE.REVERSED naming a genuine merchant refund (forged to a CRC32 the
 /// sender matched, or simply wrong) leaves that refund in R: no second refund is planned or made.
 @Suite("A reversal from the answer", .serialized) struct ReversalFromTheAnswerTests {
     @Test func anEventCallingAMerchantRefundAReversalLeavesItInR() async throws {
         try await WorkerHarness.with { h in
-            try await h.seedPayPal(#"""
+            try await h.seedPayPal(
+                #"""
                 {"id":"PP-RV","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"100.00",
                  "captures":[{"id":"CAP-RV","status":"PARTIALLY_REFUNDED"}],
                  "refunds":[{"id":"REF-RV","capture_id":"CAP-RV","amount":"25.00"}]}
                 """#)
-            let order = WorkerHarness.order(.paypal, "ORD-RV", ref: "PP-RV", intent: .purchase, amount: 10000, currency: "USD", refund: 2500,
-                                            merchant: nil)
+            let order = WorkerHarness.order(
+                .paypal, "ORD-RV", ref: "PP-RV", intent: .purchase, amount: 10000, currency: "USD", refund: 2500,
+                merchant: nil)
             try h.insert(order)
-            guard case .checked(_, true) = await h.checker.check(order, logger: Logger()) else { Issue.record("not clean before the event"); return }
+            guard case .checked(_, true) = await h.checker.check(order, logger: Logger()) else {
+                Issue.record("not clean before the event"); return
+            }
             let body = #"""
                 {"id":"WH-RV-1","event_type":"PAYMENT.CAPTURE.REVERSED","resource_type":"refund","summary":"A payment was reversed",
                  "resource":{"id":"REF-RV","status":"COMPLETED","amount":{"currency_code":"USD","value":"25.00"},"note_to_payer":"Payment reversed",
@@ -210,7 +249,9 @@ import Worker
             #expect(await h.runOnce().done == 1)
             #expect(try h.delivery(id).outcome == "re-checked paypal order ORD-RV")
             let conn = try h.database.connect(); defer { conn.close() }
-            let figures = try conn.query("SELECT snapshot->>'refunded' AS r, snapshot->>'reversed' AS v FROM snapshots WHERE order_id = 'ORD-RV'").first
+            let figures = try conn.query(
+                "SELECT snapshot->>'refunded' AS r, snapshot->>'reversed' AS v FROM snapshots WHERE order_id = 'ORD-RV'"
+            ).first
             #expect(try figures?.string("r") == "2500" && figures?.string("v") == "0", "the answer shows a merchant refund: R, not V")
             #expect(try h.actions().isEmpty, "no second refund planned")
             _ = await h.executor.executePending()
@@ -220,21 +261,26 @@ import Worker
     }
 }
 
-/// Issue "strangers, round three" (§6): a v1 sale refund's amount is read from `GET /v1/payments/refund/{id}`, never
-/// from the PAYMENT.SALE.REFUNDED body. A body stating 1.00 for a 5.00 dashboard refund used to leave R at 1.00, and
-/// payrecon refunded 4.00 more.
+/// A v1 sale refund's amount is read from `GET /v1/payments/refund/{id}`, never from the PAYMENT.SALE.REFUNDED body:
+/// a body stating 1.00 for a 5.00 dashboard refund leaves R at 5.00, so payrecon does not refund 4.00 more.
 @Suite("A sale refund's amount from the answer", .serialized) struct SaleRefundAmountTests {
     @Test func theRefundsAmountIsPayPalsNotTheEvents() async throws {
         try await WorkerHarness.with { h in
-            try await h.admin("/admin/paypal/sales", #"{"id":"SALE-AM","state":"completed","amount":"20.00","currency":"USD","parent_payment":"PAY-AM"}"#)
-            try h.insert(WorkerHarness.order(.paypal, "ORD-AM", ref: "PAY-AM", intent: .purchase, amount: 2000, currency: "USD", refund: 500, merchant: nil))
+            try await h.admin(
+                "/admin/paypal/sales", #"{"id":"SALE-AM","state":"completed","amount":"20.00","currency":"USD","parent_payment":"PAY-AM"}"#)
+            try h.insert(
+                WorkerHarness.order(
+                    .paypal, "ORD-AM", ref: "PAY-AM", intent: .purchase, amount: 2000, currency: "USD", refund: 500, merchant: nil))
             _ = try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.SALE.COMPLETED","resource_id":"SALE-AM"}"#)
             #expect(await h.runOnce().done == 1)
             // 5.00 refunded in PayPal's dashboard; the event about it says 1.00.
-            let dashboard = await ActionSafetyTests.elsewhere(h).refundSale("SALE-AM", amount: Money(minorUnits: 500, currency: Currency(code: "USD")!),
-                                                                          requestID: "dashboard-refund-am")
-            guard case .found(let answer) = dashboard, let refundID = answer["id"]?.stringValue else { Issue.record("\(dashboard)"); return }
-            _ = try h.execute("DELETE FROM actions")   // whatever the first check planned before the dashboard refund
+            let dashboard = await ActionSafetyTests.elsewhere(h).refundSale(
+                "SALE-AM", amount: Money(minorUnits: 500, currency: Currency(code: "USD")!),
+                requestID: "dashboard-refund-am")
+            guard case .found(let answer) = dashboard, let refundID = answer["id"]?.stringValue else {
+                Issue.record("\(dashboard)"); return
+            }
+            _ = try h.execute("DELETE FROM actions")  // whatever the first check planned before the dashboard refund
             let body = #"""
                 {"id":"WH-AM-1","event_type":"PAYMENT.SALE.REFUNDED","resource_type":"refund",
                  "resource":{"id":"\#(refundID)","state":"completed","amount":{"total":"1.00","currency":"USD"},"sale_id":"SALE-AM","parent_payment":"PAY-AM"}}
@@ -243,7 +289,8 @@ import Worker
             #expect(await h.runOnce().done == 1)
             #expect(try h.delivery(id).outcome == "re-checked paypal order ORD-AM")
             let conn = try h.database.connect(); defer { conn.close() }
-            let amount = try conn.query("SELECT amount_minor FROM transaction_links WHERE external_id = $1", [.text(refundID)]).first?.int64("amount_minor")
+            let amount = try conn.query("SELECT amount_minor FROM transaction_links WHERE external_id = $1", [.text(refundID)]).first?
+                .int64("amount_minor")
             #expect(amount == 500, "the link holds PayPal's 5.00, not the event's 1.00")
             #expect(try h.actions().filter { $0.status == .pending }.isEmpty, "R = 5.00 already: nothing more to refund")
             _ = await h.executor.executePending()
@@ -258,13 +305,15 @@ import Worker
 @Suite("A dispute from its answer", .serialized) struct DisputeFromTheAnswerTests {
     @Test func aDisputeThatNamesAnotherPaymentHoldsNothing() async throws {
         try await WorkerHarness.with { h in
-            try await h.seedPayPal(#"""
+            try await h.seedPayPal(
+                #"""
                 [{"id":"PP-DA","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"50.00","captures":[{"id":"CAP-DA"}]},
                  {"id":"PP-DB","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"50.00","captures":[{"id":"CAP-DB"}]}]
                 """#)
             try await h.admin("/admin/paypal/disputes", #"{"id":"PP-D-B","transaction_id":"CAP-DB","amount":"50.00"}"#)
-            let order = WorkerHarness.order(.paypal, "ORD-DA", ref: "PP-DA", intent: .purchase, amount: 5000, currency: "USD", refund: 2000,
-                                            merchant: nil)
+            let order = WorkerHarness.order(
+                .paypal, "ORD-DA", ref: "PP-DA", intent: .purchase, amount: 5000, currency: "USD", refund: 2000,
+                merchant: nil)
             try h.insert(order)
             let forged = #"""
                 {"id":"WH-DF-1","event_type":"CUSTOMER.DISPUTE.CREATED","resource_type":"dispute",

@@ -19,8 +19,9 @@ import Worker
 
     @Test func aWebhookLeadsToACaptureExecutedOnceAndACleanRecheck() async throws {
         try await WorkerHarness.with { h in
-            try await h.admin("/admin/paypercut/intents",
-                              #"{"id":"pi_1","account":"acct_1","amount":2000,"currency":"EUR","capture_method":"manual","status":"requires_capture"}"#)
+            try await h.admin(
+                "/admin/paypercut/intents",
+                #"{"id":"pi_1","account":"acct_1","amount":2000,"currency":"EUR","capture_method":"manual","status":"requires_capture"}"#)
             let order = WorkerHarness.order(.paypercut, "PC-1", ref: "pi_1", amount: 2000, currency: "EUR", merchant: "acct_1")
             try h.insert(order)
             let id = try h.store(.paypercut, json: Self.event("pi_1"))
@@ -29,7 +30,9 @@ import Worker
             #expect(try h.actions().map(\.idempotencyKey) == ["paypercut:PC-1:capture:2000"])
             #expect(await h.executor.executePending().succeeded == 1)
             let calls = try await h.paysimLog(provider: "paypercut")
-            #expect(calls.count == 1 && calls[0]["result"] as? String == "applied" && calls[0]["idempotency_key"] as? String == "paypercut:PC-1:capture:2000")
+            #expect(
+                calls.count == 1 && calls[0]["result"] as? String == "applied"
+                    && calls[0]["idempotency_key"] as? String == "paypercut:PC-1:capture:2000")
             #expect(await h.checker.check(order, logger: Logger()) == .checked(CheckOutcome(), matched: true))
             // Executing again calls Paypercut no more.
             try h.execute("UPDATE actions SET status = 'pending'")
@@ -40,13 +43,17 @@ import Worker
 
     @Test func cancelledOrdersAreVoidedAndRefunded() async throws {
         try await WorkerHarness.with { h in
-            try await h.admin("/admin/paypercut/intents", #"""
+            try await h.admin(
+                "/admin/paypercut/intents",
+                #"""
                 [{"id":"pi_v","amount":1500,"currency":"EUR","capture_method":"manual","status":"requires_capture"},
                  {"id":"pi_r","amount":1500,"currency":"EUR","capture_method":"automatic","status":"succeeded"}]
                 """#)
-            let void = WorkerHarness.order(.paypercut, "PC-V", ref: "pi_v", amount: 1500, currency: "EUR", fulfilment: .cancelled, merchant: nil)
-            let refund = WorkerHarness.order(.paypercut, "PC-R", ref: "pi_r", intent: .purchase, amount: 1500, currency: "EUR",
-                                             fulfilment: .cancelled, merchant: nil)
+            let void = WorkerHarness.order(
+                .paypercut, "PC-V", ref: "pi_v", amount: 1500, currency: "EUR", fulfilment: .cancelled, merchant: nil)
+            let refund = WorkerHarness.order(
+                .paypercut, "PC-R", ref: "pi_r", intent: .purchase, amount: 1500, currency: "EUR",
+                fulfilment: .cancelled, merchant: nil)
             try h.insert(void, refund)
             let summary = try await h.sweep(provider: .paypercut)
             #expect(summary.exitCode == 0)
@@ -61,12 +68,15 @@ import Worker
     @Test func theMethodPicksThePendingWindow() async throws {
         try await WorkerHarness.with { h in
             let created = Int(Date().timeIntervalSince1970) - 20 * 60
-            try await h.admin("/admin/paypercut/intents", #"""
+            try await h.admin(
+                "/admin/paypercut/intents",
+                #"""
                 {"id":"pi_b","amount":4900,"currency":"PLN","capture_method":"automatic","status":"requires_action","created":\#(created),
                  "payment":{"status":"pending","amount_captured":0,"payment_method":"blik"}}
                 """#)
-            let order = WorkerHarness.order(.paypercut, "PC-B", ref: "pi_b", intent: .purchase, amount: 4900, currency: "PLN",
-                                            fulfilment: .open, merchant: nil)
+            let order = WorkerHarness.order(
+                .paypercut, "PC-B", ref: "pi_b", intent: .purchase, amount: 4900, currency: "PLN",
+                fulfilment: .open, merchant: nil)
             try h.insert(order)
             _ = await h.checker.check(order, logger: Logger())
             #expect(try h.openKinds(order: "PC-B").isEmpty, "20 minutes is not stale under 24h")
@@ -81,18 +91,24 @@ import Worker
     /// recorded as missing at the provider.
     @Test func anAccountPaysimDoesNotKnowFailsTheCheckNamingIt() async throws {
         try await WorkerHarness.with { h in
-            try await h.admin("/admin/paypercut/intents",
-                              #"{"id":"pi_1","account":"acct_1","amount":2000,"currency":"EUR","capture_method":"manual","status":"requires_capture"}"#)
+            try await h.admin(
+                "/admin/paypercut/intents",
+                #"{"id":"pi_1","account":"acct_1","amount":2000,"currency":"EUR","capture_method":"manual","status":"requires_capture"}"#)
             let order = WorkerHarness.order(.paypercut, "PC-1", ref: "pi_1", amount: 2000, currency: "EUR", merchant: "acct_x")
             try h.insert(order)
             let id = try h.store(.paypercut, json: Self.event("pi_1"))
             _ = await h.runOnce()
             let delivery = try h.delivery(id)
-            #expect(delivery.status == "pending" && delivery.lastError?.contains("Paypercut refused account 'acct_x'") == true,
-                    "\(delivery.status): \(delivery.lastError ?? "-")")
-            guard case .failed(let reason) = await h.checker.check(order, logger: Logger()) else { Issue.record("the check did not fail"); return }
-            #expect(reason.hasPrefix("Paypercut refused account 'acct_x' (403 account_invalid): check the order's merchant and that "
-                                     + "PAYPERCUT_SECRET_KEY may act for it"), "\(reason)")
+            #expect(
+                delivery.status == "pending" && delivery.lastError?.contains("Paypercut refused account 'acct_x'") == true,
+                "\(delivery.status): \(delivery.lastError ?? "-")")
+            guard case .failed(let reason) = await h.checker.check(order, logger: Logger()) else {
+                Issue.record("the check did not fail"); return
+            }
+            #expect(
+                reason.hasPrefix(
+                    "Paypercut refused account 'acct_x' (403 account_invalid): check the order's merchant and that "
+                        + "PAYPERCUT_SECRET_KEY may act for it"), "\(reason)")
             #expect(try h.discrepancies().isEmpty, "an account refusal is no finding, least of all missing_at_provider")
             #expect(try h.actions().isEmpty)
         }
@@ -101,7 +117,9 @@ import Worker
     /// An account the key may act for sees only its own intents: another account's is 404 there, so missing.
     @Test func anotherAccountsIntentIsMissingAtProvider() async throws {
         try await WorkerHarness.with { h in
-            try await h.admin("/admin/paypercut/intents", #"""
+            try await h.admin(
+                "/admin/paypercut/intents",
+                #"""
                 [{"id":"pi_1","account":"acct_1","amount":2000,"currency":"EUR","capture_method":"manual","status":"requires_capture"},
                  {"id":"pi_2","account":"acct_2","amount":500,"currency":"EUR","capture_method":"manual","status":"requires_capture"}]
                 """#)
@@ -116,12 +134,15 @@ import Worker
     /// re-fetch and before its capture: the one window no re-plan closes. Paypercut refuses the capture with a state
     /// error (409 or 422); the action is `failed` with Paypercut's answer, the order is re-fetched, and nothing calls
     /// again: no retry from the client, the executor or a later check.
-    static func captureRefusedAfterAChangeElsewhere(_ change: @escaping @Sendable (PaypercutClient) async -> ProviderOutcome<JSONValue>,
-                                                    status: Int, code: String, refetched: (rawState: String, captured: Int64),
-                                                    finding: String) async throws {
+    static func captureRefusedAfterAChangeElsewhere(
+        _ change: @escaping @Sendable (PaypercutClient) async -> ProviderOutcome<JSONValue>,
+        status: Int, code: String, refetched: (rawState: String, captured: Int64),
+        finding: String
+    ) async throws {
         try await WorkerHarness.with(retry: .standard) { h in
-            try await h.admin("/admin/paypercut/intents",
-                              #"{"id":"pi_1","account":"acct_1","amount":2000,"currency":"EUR","capture_method":"manual","status":"requires_capture"}"#)
+            try await h.admin(
+                "/admin/paypercut/intents",
+                #"{"id":"pi_1","account":"acct_1","amount":2000,"currency":"EUR","capture_method":"manual","status":"requires_capture"}"#)
             let order = WorkerHarness.order(.paypercut, "PC-1", ref: "pi_1", amount: 2000, currency: "EUR", merchant: "acct_1")
             try h.insert(order)
             _ = await h.checker.check(order, logger: Logger())
@@ -132,14 +153,18 @@ import Worker
             let api = ChangedBeforeTheCall(base: PaypercutProvider.API(client: PaypercutClientTests.client(h, retry: .standard))) {
                 guard case .found = await change(elsewhere) else { Issue.record("the change elsewhere failed"); return }
             }
-            let executor = ActionExecutor(pool: h.pool, gateway: ProviderGateway(ConfiguredProviders(apis: [.paypercut: api])), checker: h.checker, logger: Logger())
+            let executor = ActionExecutor(
+                pool: h.pool, gateway: ProviderGateway(ConfiguredProviders(apis: [.paypercut: api])), checker: h.checker, logger: Logger())
             let totals = await executor.executePending()
             #expect(totals.failed == 1 && totals.succeeded == 0 && totals.deferred == 0, "\(totals)")
             let action = try #require(try h.actions().first)
             #expect(action.status == .failed && !action.inDoubt)
-            #expect(action.lastError?.hasPrefix("provider answered \(status): ") == true && action.lastError?.contains(#""code":"\#(code)""#) == true,
-                    "the action keeps Paypercut's answer: \(action.lastError ?? "-")")
-            let refetchedRows = try h.database.count("""
+            #expect(
+                action.lastError?.hasPrefix("provider answered \(status): ") == true
+                    && action.lastError?.contains(#""code":"\#(code)""#) == true,
+                "the action keeps Paypercut's answer: \(action.lastError ?? "-")")
+            let refetchedRows = try h.database.count(
+                """
                 SELECT count(*) FROM snapshots WHERE provider = 'paypercut' AND order_id = 'PC-1'
                 AND snapshot->>'rawState' = '\(refetched.rawState)' AND (snapshot->>'captured')::bigint = \(refetched.captured)
                 """)
@@ -161,23 +186,29 @@ import Worker
     /// The intent was cancelled meanwhile: capturing it conflicts with its state (409); the fulfilled order's payment
     /// is voided, a `state_mismatch`.
     @Test func aCaptureOfAnIntentCancelledMeanwhileFailsWith409AndIsNotRetried() async throws {
-        try await Self.captureRefusedAfterAChangeElsewhere({ await $0.cancel("pi_1", key: "dashboard-cancel", account: "acct_1") },
-                                                           status: 409, code: "state_conflict", refetched: ("canceled", 0),
-                                                           finding: "state_mismatch")
+        try await Self.captureRefusedAfterAChangeElsewhere(
+            { await $0.cancel("pi_1", key: "dashboard-cancel", account: "acct_1") },
+            status: 409, code: "state_conflict", refetched: ("canceled", 0),
+            finding: "state_mismatch")
     }
 
     /// Part of it was captured meanwhile: the full capture is more than is capturable now (422 `amount_too_large`);
     /// the order still wants the rest under the same key, so the failure is `action_failed` until an operator retries.
     @Test func aCaptureAboveWhatIsCapturableNowFailsWith422AndIsNotRetried() async throws {
-        try await Self.captureRefusedAfterAChangeElsewhere({ await $0.capture("pi_1", amount: 500, final: false, key: "portal-capture", account: "acct_1") },
-                                                           status: 422, code: "amount_too_large", refetched: ("requires_capture", 500),
-                                                           finding: "action_failed")
+        try await Self.captureRefusedAfterAChangeElsewhere(
+            { await $0.capture("pi_1", amount: 500, final: false, key: "portal-capture", account: "acct_1") },
+            status: 422, code: "amount_too_large", refetched: ("requires_capture", 500),
+            finding: "action_failed")
     }
 
     /// `account.*` events name no payment: the delivery ends ignored with its type, never done having done nothing.
     @Test func accountEventsAreIgnoredWithTheirType() async throws {
         try await WorkerHarness.with { h in
-            let id = try h.store(.paypercut, json: #"{"id":"evt_acct","type":"account.updated","created":"2026-11-30T10:00:00Z","account":"acct_1","data":{"object":{"id":"acct_1","object":"account"}}}"#)
+            let id = try h.store(
+                .paypercut,
+                json:
+                    #"{"id":"evt_acct","type":"account.updated","created":"2026-11-30T10:00:00Z","account":"acct_1","data":{"object":{"id":"acct_1","object":"account"}}}"#
+            )
             #expect(await h.runOnce().done == 1)
             let d = try h.delivery(id)
             #expect(d.status == "ignored")
@@ -189,11 +220,13 @@ import Worker
 /// The Paypercut client over real HTTP against paysim: answers, errors and what it sends.
 @Suite struct PaypercutClientTests {
     static func client(_ h: WorkerHarness, key: String = SimConfig().paypercutSecretKey, retry: RetryPolicy = .none) -> PaypercutClient {
-        PaypercutClient(configuration: PaypercutConfiguration(baseURL: h.paysimURL, secretKey: key, timeoutSeconds: 10),
-                        transport: HTTPClientTransport(client: h.http), retry: retry)
+        PaypercutClient(
+            configuration: PaypercutConfiguration(baseURL: h.paysimURL, secretKey: key, timeoutSeconds: 10),
+            transport: HTTPClientTransport(client: h.http), retry: retry)
     }
 
-    static let seed = #"{"id":"pi_c","account":"acct_1","amount":3000,"currency":"EUR","capture_method":"manual","status":"requires_capture"}"#
+    static let seed =
+        #"{"id":"pi_c","account":"acct_1","amount":3000,"currency":"EUR","capture_method":"manual","status":"requires_capture"}"#
 
     @Test func foundNotFoundAndTheWrongAccount() async throws {
         try await WorkerHarness.with { h in
@@ -211,7 +244,8 @@ import Worker
     @Test func errorsAreClassified() async throws {
         try await WorkerHarness.with { h in
             try await h.admin("/admin/paypercut/intents", Self.seed)
-            guard case .permanent(.refused(401, let body)) = await Self.client(h, key: "sk_wrong").paymentIntent("pi_c", account: nil) else {
+            guard case .permanent(.refused(401, let body)) = await Self.client(h, key: "sk_wrong").paymentIntent("pi_c", account: nil)
+            else {
                 Issue.record("a wrong key is not a permanent 401"); return
             }
             #expect(body.contains(#""code":"token_invalid""#), "\(body)")
@@ -223,10 +257,14 @@ import Worker
             }
             #expect(conflict.contains("idempotency_error"))
             try await h.faults(#"{"rate_429":1.0,"retry_after":7}"#)
-            guard case .transient(_, let seven) = await c.paymentIntent("pi_c", account: nil) else { Issue.record("429 not transient"); return }
+            guard case .transient(_, let seven) = await c.paymentIntent("pi_c", account: nil) else {
+                Issue.record("429 not transient"); return
+            }
             #expect(seven == 7, "Retry-After is honoured")
             try await h.faults(#"{"rate_429":1.0,"retry_after":0}"#)
-            guard case .transient(_, let after) = await c.paymentIntent("pi_c", account: nil) else { Issue.record("429 not transient"); return }
+            guard case .transient(_, let after) = await c.paymentIntent("pi_c", account: nil) else {
+                Issue.record("429 not transient"); return
+            }
             #expect(after == nil, "a 429 without Retry-After still backs off (transient), with no delay given")
             try await h.faults(#"{"rate_429":0,"error_rate":1.0}"#)
             #expect(await c.paymentIntent("pi_c", account: nil).isTransient)

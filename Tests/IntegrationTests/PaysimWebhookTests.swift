@@ -25,18 +25,23 @@ struct PaysimWebhookTests {
         let database = try await offload { try TestDatabase.create() }
         let pool = PostgresPool(conninfo: database.url, size: 4, acquireTimeout: 5)
         let roots = try X509Certificate.parsePEMBundle(Array(ca.trustBundlePEM.utf8))
-        let receiver = Receiver(configuration: .init(host: "127.0.0.1", port: 0, maxBodyBytes: 1 << 20, threads: 4), webhooks: [
-            .pxp: PXPProvider.Webhook(verifier: try PXPWebhookVerifier(key: config.pxpWebhookKey)),
-            .paypal: PayPalProvider.Webhook(verifier: try PayPalWebhookVerifier(
-                webhookID: config.paypalWebhookID, certificateSource: CachingCertificateSource(upstream: HTTPCertificateSource()),
-                trustRoots: roots, certURLPrefixes: [simURL + "/v1/notifications/certs/"])),
-        ], pool: pool, logger: Logger())
+        let receiver = Receiver(
+            configuration: .init(host: "127.0.0.1", port: 0, maxBodyBytes: 1 << 20, threads: 4),
+            webhooks: [
+                .pxp: PXPProvider.Webhook(verifier: try PXPWebhookVerifier(key: config.pxpWebhookKey)),
+                .paypal: PayPalProvider.Webhook(
+                    verifier: try PayPalWebhookVerifier(
+                        webhookID: config.paypalWebhookID, certificateSource: CachingCertificateSource(upstream: HTTPCertificateSource()),
+                        trustRoots: roots, certURLPrefixes: [simURL + "/v1/notifications/certs/"]))
+            ], pool: pool, logger: Logger())
         let port = try await offload { try receiver.start() }
         let target = "http://127.0.0.1:\(port)"
         let http = HTTPClient(configuration: .init(timeoutSeconds: 20))
         func send(_ body: String) async throws -> [String: Any] {
-            let r = try await http.send(HTTPClientRequest(method: "POST", url: simURL + "/admin/webhooks/send",
-                                                          headers: [("Content-Type", "application/json")], body: Array(body.utf8)))
+            let r = try await http.send(
+                HTTPClientRequest(
+                    method: "POST", url: simURL + "/admin/webhooks/send",
+                    headers: [("Content-Type", "application/json")], body: Array(body.utf8)))
             #expect(r.status == 200, "paysim answered \(r.status): \(r.text)")
             return (try JSONSerialization.jsonObject(with: Data(r.body)) as? [String: Any]) ?? [:]
         }
@@ -51,19 +56,30 @@ struct PaysimWebhookTests {
                         {"id": "ORDER-2", "intent": "CAPTURE", "currency": "USD", "amount": "5.00", "captures": [{"id": "CAP-2", "amount": "5.00"}]},
                         {"id": "ORDER-3", "intent": "CAPTURE", "currency": "USD", "amount": "5.00", "captures": [{"id": "CAP-3", "amount": "5.00"}]}]}
             """#
-        let seeded = try await http.send(HTTPClientRequest(method: "POST", url: simURL + "/admin/seed", headers: [("Content-Type", "application/json")],
-                                                           body: Array(seed.utf8)))
+        let seeded = try await http.send(
+            HTTPClientRequest(
+                method: "POST", url: simURL + "/admin/seed", headers: [("Content-Type", "application/json")],
+                body: Array(seed.utf8)))
         #expect(seeded.status == 200, "paysim seed answered \(seeded.status): \(seeded.text)")
 
-        let pxp = try await send(#"{"provider":"pxp","target":"\#(target)/webhooks/pxp","merchantTransactionId":"TX-1","merchant":"M1","site":"S1","count":3}"#)
+        let pxp = try await send(
+            #"{"provider":"pxp","target":"\#(target)/webhooks/pxp","merchantTransactionId":"TX-1","merchant":"M1","site":"S1","count":3}"#)
         #expect(statuses(pxp) == ["200": 3])
-        let paypal = try await send(#"{"provider":"paypal","target":"\#(target)/webhooks/paypal","event_type":"PAYMENT.CAPTURE.COMPLETED","order_id":"ORDER-1","count":2}"#)
+        let paypal = try await send(
+            #"{"provider":"paypal","target":"\#(target)/webhooks/paypal","event_type":"PAYMENT.CAPTURE.COMPLETED","order_id":"ORDER-1","count":2}"#
+        )
         #expect(statuses(paypal) == ["200": 2])
-        let duplicate = try await send(#"{"provider":"paypal","target":"\#(target)/webhooks/paypal","event_type":"CHECKOUT.ORDER.COMPLETED","order_id":"ORDER-2","duplicate":true}"#)
+        let duplicate = try await send(
+            #"{"provider":"paypal","target":"\#(target)/webhooks/paypal","event_type":"CHECKOUT.ORDER.COMPLETED","order_id":"ORDER-2","duplicate":true}"#
+        )
         #expect(statuses(duplicate) == ["200": 2])
-        let forgedPXP = try await send(#"{"provider":"pxp","target":"\#(target)/webhooks/pxp","merchantTransactionId":"TX-2","merchant":"M1","site":"S1","forged":true}"#)
+        let forgedPXP = try await send(
+            #"{"provider":"pxp","target":"\#(target)/webhooks/pxp","merchantTransactionId":"TX-2","merchant":"M1","site":"S1","forged":true}"#
+        )
         #expect(statuses(forgedPXP) == ["401": 1])
-        let forgedPayPal = try await send(#"{"provider":"paypal","target":"\#(target)/webhooks/paypal","event_type":"CHECKOUT.ORDER.COMPLETED","order_id":"ORDER-3","forged":true}"#)
+        let forgedPayPal = try await send(
+            #"{"provider":"paypal","target":"\#(target)/webhooks/paypal","event_type":"CHECKOUT.ORDER.COMPLETED","order_id":"ORDER-3","forged":true}"#
+        )
         #expect(statuses(forgedPayPal) == ["401": 1])
 
         let conn = try database.connect()
@@ -72,7 +88,9 @@ struct PaysimWebhookTests {
         #expect(try conn.query("SELECT sum(redeliveries)::bigint AS n FROM deliveries").first!.int64("n") == 1)
         conn.close()
 
-        await offload { receiver.shutdown(); pool.close(); database.drop() }
+        await offload {
+            receiver.shutdown(); pool.close(); database.drop()
+        }
         await paysim.shutdown(drainTimeout: 1)
     }
 
@@ -85,19 +103,31 @@ struct PaysimWebhookTests {
         let simURL = "http://127.0.0.1:\(try paysim.start())"
         let database = try await offload { try TestDatabase.create() }
         let pool = PostgresPool(conninfo: database.url, size: 2, acquireTimeout: 5)
-        let receiver = Receiver(configuration: .init(host: "127.0.0.1", port: 0, maxBodyBytes: 1 << 20, threads: 2),
-                                webhooks: [.pxp: PXPProvider.Webhook(verifier: try PXPWebhookVerifier(key: config.pxpWebhookKey))], pool: pool, logger: Logger())
+        let receiver = Receiver(
+            configuration: .init(host: "127.0.0.1", port: 0, maxBodyBytes: 1 << 20, threads: 2),
+            webhooks: [.pxp: PXPProvider.Webhook(verifier: try PXPWebhookVerifier(key: config.pxpWebhookKey))], pool: pool, logger: Logger()
+        )
         let port = try await offload { try receiver.start() }
         let http = HTTPClient(configuration: .init(timeoutSeconds: 20))
         func admin(_ path: String, _ body: String) async throws -> HTTPClientResponse {
-            try await http.send(HTTPClientRequest(method: "POST", url: simURL + path, headers: [("Content-Type", "application/json")], body: Array(body.utf8)))
+            try await http.send(
+                HTTPClientRequest(
+                    method: "POST", url: simURL + path, headers: [("Content-Type", "application/json")], body: Array(body.utf8)))
         }
         #expect(try await admin("/admin/pxp/behaviour", #"{"timestamp":"\#(format)"}"#).status == 200)
-        _ = try await admin("/admin/pxp/transactions", #"{"merchant":"M1","site":"S1","merchantTransactionId":"TX-T","intent":"Purchase","currency":"EUR","value":"1.00","state":"Captured"}"#)
-        let sent = try await admin("/admin/webhooks/send", #"{"provider":"pxp","target":"http://127.0.0.1:\#(port)/webhooks/pxp","merchantTransactionId":"TX-T","merchant":"M1","site":"S1"}"#)
+        _ = try await admin(
+            "/admin/pxp/transactions",
+            #"{"merchant":"M1","site":"S1","merchantTransactionId":"TX-T","intent":"Purchase","currency":"EUR","value":"1.00","state":"Captured"}"#
+        )
+        let sent = try await admin(
+            "/admin/webhooks/send",
+            #"{"provider":"pxp","target":"http://127.0.0.1:\#(port)/webhooks/pxp","merchantTransactionId":"TX-T","merchant":"M1","site":"S1"}"#
+        )
         let answer = (try JSONSerialization.jsonObject(with: Data(sent.body)) as? [String: Any]) ?? [:]
         #expect((answer["statuses"] as? [String: Any])?["200"] as? Int == 1, "\(sent.text)")
-        await offload { receiver.shutdown(); pool.close(); database.drop() }
+        await offload {
+            receiver.shutdown(); pool.close(); database.drop()
+        }
         await paysim.shutdown(drainTimeout: 1)
     }
 }

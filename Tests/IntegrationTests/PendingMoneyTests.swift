@@ -21,19 +21,25 @@ import Worker
     /// refund_amount 30.00. Nothing is planned nor sent; once the refund fails, the refund is planned and executed.
     @Test func aPendingDashboardRefundIsNotRefundedAgain() async throws {
         try await WorkerHarness.with { h in
-            try await h.seedPayPal(#"""
+            try await h.seedPayPal(
+                #"""
                 {"id":"PP-PEND","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"100.00",
                  "captures":[{"id":"CAP-P","status":"PARTIALLY_REFUNDED"}],
                  "refunds":[{"id":"REF-P","capture_id":"CAP-P","status":"PENDING","amount":"30.00","status_details_reason":"ECHECK"}]}
                 """#)
-            let order = WorkerHarness.order(.paypal, "ORD-P", ref: "PP-PEND", intent: .purchase, amount: 10000, currency: "USD", refund: 3000,
-                                            merchant: nil)
+            let order = WorkerHarness.order(
+                .paypal, "ORD-P", ref: "PP-PEND", intent: .purchase, amount: 10000, currency: "USD", refund: 3000,
+                merchant: nil)
             try h.insert(order)
-            guard case .checked(_, let matched) = await h.checker.check(order, logger: Logger()) else { Issue.record("check failed"); return }
+            guard case .checked(_, let matched) = await h.checker.check(order, logger: Logger()) else {
+                Issue.record("check failed"); return
+            }
             #expect(matched, "R counts the pending refund: nothing is wrong")
             #expect(try h.actions().isEmpty, "no second refund of the pending money is planned")
             let conn = try h.database.connect(); defer { conn.close() }
-            let raw = try conn.query("SELECT snapshot->>'rawState' AS raw, snapshot->>'refunded' AS r FROM snapshots WHERE order_id = 'ORD-P'").first
+            let raw = try conn.query(
+                "SELECT snapshot->>'rawState' AS raw, snapshot->>'refunded' AS r FROM snapshots WHERE order_id = 'ORD-P'"
+            ).first
             #expect(try raw?.string("raw") == "COMPLETED/REFUND_PENDING")
             #expect(try raw?.string("r") == "3000")
 
@@ -51,12 +57,14 @@ import Worker
     /// raises refund_amount. The new key is sized on R with the pending refund in it: 20.00 more, not 50.00.
     @Test func payreconsOwnPendingRefundIsNotSentAgainWhenTheOrderWantsMore() async throws {
         try await WorkerHarness.with { h in
-            try await h.seedPayPal(#"""
+            try await h.seedPayPal(
+                #"""
                 {"id":"PP-OWN","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"100.00",
                  "captures":[{"id":"CAP-O","refunds_pending_reason":"ECHECK"}]}
                 """#)
-            var order = WorkerHarness.order(.paypal, "ORD-O", ref: "PP-OWN", intent: .purchase, amount: 10000, currency: "USD", refund: 3000,
-                                            merchant: nil)
+            var order = WorkerHarness.order(
+                .paypal, "ORD-O", ref: "PP-OWN", intent: .purchase, amount: 10000, currency: "USD", refund: 3000,
+                merchant: nil)
             try h.insert(order)
             _ = await h.checker.check(order, logger: Logger())
             #expect(await h.executor.executePending().succeeded == 1)
@@ -71,7 +79,9 @@ import Worker
             #expect(await h.executor.executePending().succeeded == 1)
             refunds = Self.refundsAtPayPal(h, order: "PP-OWN")
             #expect(refunds.map(\.value) == [3000, 2000], "50.00 in all goes back, never 80.00: \(refunds)")
-            guard case .checked(_, let matched) = await h.checker.check(order, logger: Logger()) else { Issue.record("check failed"); return }
+            guard case .checked(_, let matched) = await h.checker.check(order, logger: Logger()) else {
+                Issue.record("check failed"); return
+            }
             #expect(matched)
         }
     }
@@ -85,14 +95,17 @@ import Worker
     /// storefront's payment on the same PayPal account whose reference_id happens to be "ORD-C-1".
     static func seed(_ h: WorkerHarness, captureTime: String? = nil) async throws {
         let time = captureTime.map { #","create_time":"\#($0)""# } ?? ""
-        try await h.seedPayPal(#"""
+        try await h.seedPayPal(
+            #"""
             [{"id":"PP-C1","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"50.00","reference_id":"ORD-C-1",
               "captures":[{"id":"CAP-C1","status":"REFUNDED"}],"refunds":[{"id":"REF-C1","capture_id":"CAP-C1","amount":"50.00"}]},
              {"id":"PP-STORE2","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"80.00","reference_id":"ORD-C-1",
               "captures":[{"id":"CAP-S2"\#(time)}]}]
             """#)
-        try h.insert(WorkerHarness.order(.paypal, "ORD-C-1", ref: "PP-C1", intent: .purchase, amount: 5000, currency: "USD",
-                                         fulfilment: .cancelled, merchant: nil))
+        try h.insert(
+            WorkerHarness.order(
+                .paypal, "ORD-C-1", ref: "PP-C1", intent: .purchase, amount: 5000, currency: "USD",
+                fulfilment: .cancelled, merchant: nil))
     }
 
     static func expectNothingMoved(_ h: WorkerHarness) async throws {
@@ -103,26 +116,34 @@ import Worker
         #expect(open.contains("over_captured"), "the second payment still shows: \(open)")
         #expect(open.contains("action_not_allowed"), "\(open)")
         let conn = try h.database.connect(); defer { conn.close() }
-        let detail = try conn.query("SELECT detail FROM discrepancies WHERE order_id = 'ORD-C-1' AND kind = 'action_not_allowed' AND status = 'open'")
+        let detail =
+            try conn.query(
+                "SELECT detail FROM discrepancies WHERE order_id = 'ORD-C-1' AND kind = 'action_not_allowed' AND status = 'open'"
+            )
             .first?.string("detail") ?? ""
-        #expect(detail.contains("PP-STORE2") && detail.contains("purchase_units[0].reference_id") && detail.contains("transaction_ref"), "\(detail)")
+        #expect(
+            detail.contains("PP-STORE2") && detail.contains("purchase_units[0].reference_id") && detail.contains("transaction_ref"),
+            "\(detail)")
     }
 
     @Test func aWebhookNamingAnotherCustomersPaymentMovesNoMoney() async throws {
         try await WorkerHarness.with { h in
             try await Self.seed(h)
-            _ = try #require(try h.storeWebhook(#"{"provider":"paypal","event_type":"CHECKOUT.ORDER.COMPLETED","order_id":"PP-STORE2"}"#).first)
+            _ = try #require(
+                try h.storeWebhook(#"{"provider":"paypal","event_type":"CHECKOUT.ORDER.COMPLETED","order_id":"PP-STORE2"}"#).first)
             #expect(await h.runOnce().done == 1)
             let conn = try h.database.connect(); defer { conn.close() }
-            #expect(try OrderStore.find(provider: .paypal, orderID: "ORD-C-1", on: conn)?.learned
+            #expect(
+                try OrderStore.find(provider: .paypal, orderID: "ORD-C-1", on: conn)?.learned
                     == ["PP-STORE2": "PayPal purchase_units[0].reference_id"])
             try await Self.expectNothingMoved(h)
             _ = try await h.sweep()
             try await Self.expectNothingMoved(h)
 
             // The merchant says it is this order's after all (a re-import listing it): now payrecon may refund it.
-            var listed = WorkerHarness.order(.paypal, "ORD-C-1", ref: "PP-C1", intent: .purchase, amount: 5000, currency: "USD",
-                                             fulfilment: .cancelled, merchant: nil)
+            var listed = WorkerHarness.order(
+                .paypal, "ORD-C-1", ref: "PP-C1", intent: .purchase, amount: 5000, currency: "USD",
+                fulfilment: .cancelled, merchant: nil)
             listed.transactionRefs = ["PP-C1", "PP-STORE2"]
             try OrderStore.upsert([listed], on: conn)
             #expect(try OrderStore.find(provider: .paypal, orderID: "ORD-C-1", on: conn)?.learned.isEmpty == true)
@@ -137,7 +158,8 @@ import Worker
             let r = try await BackfillTests.backfill(h, "--since", "3d")
             #expect(r.status == 0 || r.status == 1, "\(r.stdout) \(r.stderr)")
             let conn = try h.database.connect(); defer { conn.close() }
-            #expect(try OrderStore.find(provider: .paypal, orderID: "ORD-C-1", on: conn)?.learned.keys.sorted() == ["PP-STORE2"], "\(r.stdout)")
+            #expect(
+                try OrderStore.find(provider: .paypal, orderID: "ORD-C-1", on: conn)?.learned.keys.sorted() == ["PP-STORE2"], "\(r.stdout)")
             try await Self.expectNothingMoved(h)
         }
     }

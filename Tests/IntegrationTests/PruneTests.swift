@@ -12,34 +12,42 @@ import Testing
     static func seeded() throws -> TestDatabase {
         let db = try TestDatabase.create()
         let conn = try db.connect(); defer { conn.close() }
-        for (i, (status, days)) in [("done", 100), ("ignored", 100), ("dead", 100), ("pending", 100), ("done", 1), ("ignored", 1)].enumerated() {
-            _ = try conn.execute("""
+        for (i, (status, days)) in [("done", 100), ("ignored", 100), ("dead", 100), ("pending", 100), ("done", 1), ("ignored", 1)]
+            .enumerated()
+        {
+            _ = try conn.execute(
+                """
                 INSERT INTO deliveries (provider, dedupe_key, headers, body, status, received_at, processed_at)
                 VALUES ('pxp', $1, '[]', '\\x7b7d', $2, now() - make_interval(days => $3::int),
                         CASE WHEN $2 = 'pending' THEN NULL ELSE now() - make_interval(days => $3::int) END)
                 """, [.text("k-\(i)"), .text(status), .int64(Int64(days))])
         }
         for days in [10, 10, 1] {
-            _ = try conn.execute("""
+            _ = try conn.execute(
+                """
                 INSERT INTO rejected_deliveries (provider, reason, message, headers, body_prefix, body_bytes, received_at)
                 VALUES ('pxp', 'invalid_signature', 'bad', '[]', '', 0, now() - make_interval(days => $1::int))
                 """, [.int64(Int64(days))])
         }
-        _ = try conn.execute("""
+        _ = try conn.execute(
+            """
             INSERT INTO runs (started_at, finished_at, exit_code) VALUES
               (now() - interval '100 days', now() - interval '100 days', 0),
               (now() - interval '1 day', now() - interval '1 day', 0),
               (now() - interval '100 days', NULL, NULL)
             """)
-        _ = try conn.execute("""
+        _ = try conn.execute(
+            """
             INSERT INTO orders (provider, order_id, merchant, site, transaction_ref, intent, amount_minor, currency, fulfilment, created_at, updated_at)
             VALUES ('paypal', 'O-OLD', '', '', 'PP-OLD', 'purchase', 100, 'USD', 'open', now() - interval '400 days', now() - interval '400 days')
             """)
-        _ = try conn.execute("""
+        _ = try conn.execute(
+            """
             INSERT INTO discrepancies (provider, order_id, transaction_ref, kind, status, first_seen, last_seen, resolved_at)
             VALUES ('paypal', 'O-OLD', 'PP-OLD', 'amount_mismatch', 'resolved', now() - interval '400 days', now() - interval '400 days', now() - interval '400 days')
             """)
-        _ = try conn.execute("""
+        _ = try conn.execute(
+            """
             INSERT INTO actions (provider, order_id, action, amount_minor, currency, target_minor, idempotency_key, status, created_at)
             VALUES ('paypal', 'O-OLD', 'refund', 100, 'USD', 100, 'paypal:O-OLD:refund:100', 'succeeded', now() - interval '400 days')
             """)
@@ -55,7 +63,7 @@ import Testing
             "runs": try db.count("SELECT count(*) FROM runs"),
             "orders": try db.count("SELECT count(*) FROM orders"),
             "discrepancies": try db.count("SELECT count(*) FROM discrepancies"),
-            "actions": try db.count("SELECT count(*) FROM actions"),
+            "actions": try db.count("SELECT count(*) FROM actions")
         ]
     }
 
@@ -75,12 +83,15 @@ import Testing
         #expect(after["rejected"] == 1 && after["runs"] == 2)
         #expect(after["orders"] == 1 && after["discrepancies"] == 1 && after["actions"] == 1)
         // Again: nothing left to remove.
-        #expect(try await PayreconProcess.launch(["prune"], databaseURL: db.url).stdout.contains("removed 0 finished deliveries, 0 rejected-delivery samples, 0 closed runs"))
+        #expect(
+            try await PayreconProcess.launch(["prune"], databaseURL: db.url).stdout.contains(
+                "removed 0 finished deliveries, 0 rejected-delivery samples, 0 closed runs"))
     }
 
     @Test func retentionIsConfigurable() async throws {
         let db = try Self.seeded(); defer { db.drop() }
-        let r = try await PayreconProcess.launch(["prune"], databaseURL: db.url, environment: ["PAYRECON_RETAIN": "deliveries=12h, runs=365d"])
+        let r = try await PayreconProcess.launch(
+            ["prune"], databaseURL: db.url, environment: ["PAYRECON_RETAIN": "deliveries=12h, runs=365d"])
         #expect(r.status == 0, "\(r.stderr)")
         // Finished deliveries of a day ago go too; rejected keeps its default (7d); no run is a year old.
         #expect(r.stdout.contains("removed 4 finished deliveries, 2 rejected-delivery samples, 0 closed runs"))
@@ -90,7 +101,7 @@ import Testing
         ("deliveries=forever", "PAYRECON_RETAIN deliveries=forever"),
         ("deliveries", "is not name=duration"),
         ("orders=30d", "PAYRECON_RETAIN names 'orders': it keeps deliveries, rejected, runs and evidence"),
-        ("runs=1d,runs=2d", "PAYRECON_RETAIN names runs twice"),
+        ("runs=1d,runs=2d", "PAYRECON_RETAIN names runs twice")
     ])
     func aBadRetentionIsAClearErrorAndRemovesNothing(value: String, message: String) async throws {
         let db = try Self.seeded(); defer { db.drop() }
@@ -104,7 +115,8 @@ import Testing
     @Test func batchesRemoveEverythingDue() throws {
         let db = try Self.seeded(); defer { db.drop() }
         let conn = try db.connect(); defer { conn.close() }
-        _ = try conn.execute("""
+        _ = try conn.execute(
+            """
             INSERT INTO deliveries (provider, dedupe_key, headers, body, status, received_at, processed_at)
             SELECT 'pxp', 'bulk-' || g, '[]', '\\x7b7d', 'done', now() - interval '100 days', now() - interval '100 days'
             FROM generate_series(1, 25) g
@@ -112,9 +124,11 @@ import Testing
         var policy = RetentionPolicy()
         policy.rejectedSeconds = 365 * 86_400
         let removed = try PruneStore.prune(policy, dryRun: false, batchSize: 10, on: conn)
-        #expect(removed.deliveries == 27)   // 3 batches of 10, then what is left
+        #expect(removed.deliveries == 27)  // 3 batches of 10, then what is left
         #expect(removed.rejected == 0)
-        #expect(try db.count("SELECT count(*) FROM deliveries WHERE status IN ('done', 'ignored') AND processed_at < now() - interval '90 days'") == 0)
+        #expect(
+            try db.count(
+                "SELECT count(*) FROM deliveries WHERE status IN ('done', 'ignored') AND processed_at < now() - interval '90 days'") == 0)
     }
 }
 
@@ -125,11 +139,13 @@ import Testing
         let db = try TestDatabase.create()
         defer { db.drop() }
         let conn = try db.connect(); defer { conn.close() }
-        _ = try conn.execute("""
+        _ = try conn.execute(
+            """
             INSERT INTO transmissions (provider, transmission_id, body_sha256, received_at) VALUES
               ('paypal', 'T-OLD', '\\x00', now() - interval '100 days'), ('paypal', 'T-NEW', '\\x01', now() - interval '1 day')
             """)
-        _ = try conn.execute("""
+        _ = try conn.execute(
+            """
             INSERT INTO webhook_material (provider, key, value, keep_until) VALUES
               ('paypal', 'https://api.paypal.com/v1/notifications/certs/CERT-OLD', '\\x00', now() - interval '1 day'),
               ('paypal', 'https://api.paypal.com/v1/notifications/certs/CERT-NEW', '\\x01', now() + interval '200 days')

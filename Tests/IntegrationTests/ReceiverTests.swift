@@ -19,7 +19,8 @@ struct ReceiverTests {
             #expect(again.outcome == "duplicate")
             #expect(again.eventID == first.eventID)
             let conn = try h.database.connect(); defer { conn.close() }
-            let row = try #require(try conn.query("SELECT count(*) AS n, max(redeliveries) AS r, max(length(body)) AS len FROM deliveries").first)
+            let row = try #require(
+                try conn.query("SELECT count(*) AS n, max(redeliveries) AS r, max(length(body)) AS len FROM deliveries").first)
             #expect(try row.int64("n") == 1)
             #expect(try row.int64("r") == 1)
             #expect(try row.int64("len") == Int64(body.utf8.count))
@@ -33,7 +34,8 @@ struct ReceiverTests {
             let answer = try await h.pxp(body, requestID: "req-raw")
             #expect(answer.status == 200)
             let conn = try h.database.connect(); defer { conn.close() }
-            let row = try #require(try conn.query("SELECT body, headers::text AS headers FROM deliveries WHERE id = $1", [.int64(answer.eventID!)]).first)
+            let row = try #require(
+                try conn.query("SELECT body, headers::text AS headers FROM deliveries WHERE id = $1", [.int64(answer.eventID!)]).first)
             #expect(try row.bytes("body") == Array(body.utf8))
             #expect(try row.string("headers").lowercased().contains("x-request-id"))
         }
@@ -79,10 +81,11 @@ struct ReceiverTests {
 
     @Test func paypalAndPaypercutDeliveriesAreAcceptedAndDeduplicatedOnEventId() async throws {
         try await ReceiverHarness.with { h in
-            let event = #"{"id":"WH-1","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_type":"capture","resource":{"id":"CAP-1","supplementary_data":{"related_ids":{"order_id":"ORDER-1"}}}}"#
+            let event =
+                #"{"id":"WH-1","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_type":"capture","resource":{"id":"CAP-1","supplementary_data":{"related_ids":{"order_id":"ORDER-1"}}}}"#
             let a = try await h.paypalDelivery(event)
             #expect(a.status == 200 && a.outcome == "accepted")
-            let b = try await h.paypalDelivery(event)   // a redelivery: new transmission, same event id
+            let b = try await h.paypalDelivery(event)  // a redelivery: new transmission, same event id
             #expect(b.status == 200 && b.outcome == "duplicate" && b.eventID == a.eventID)
             let pc = #"{"id":"evt_1","type":"payment_intent.requires_capture","data":{"object":{"id":"pi_1","object":"payment_intent"}}}"#
             let c = try await h.paypercut(pc)
@@ -116,9 +119,11 @@ struct ReceiverTests {
             #expect(genuine.allSatisfy { $0 == 200 }, "\(genuine)")
             #expect(try h.database.count("SELECT count(*) FROM deliveries") == 20)
             // Every rejection counted; at most 20 kept, bounded in bytes.
-            #expect(try await PayreconTesting.eventually(10) {
-                try h.database.count("SELECT coalesce(sum(count), 0)::bigint FROM rejection_counts WHERE reason = 'invalid_signature'") == Int64(floods)
-            })
+            #expect(
+                try await PayreconTesting.eventually(10) {
+                    try h.database.count("SELECT coalesce(sum(count), 0)::bigint FROM rejection_counts WHERE reason = 'invalid_signature'")
+                        == Int64(floods)
+                })
             #expect(try h.database.count("SELECT count(*) FROM rejected_deliveries WHERE reason = 'invalid_signature'") <= 20)
             #expect(try h.database.count("SELECT coalesce(sum(length(body_prefix)), 0)::bigint FROM rejected_deliveries") <= 20 * 64 * 1024)
         }
@@ -134,8 +139,10 @@ struct ReceiverTests {
     }
 
     /// A genuine PayPal body and a forged one with the same CRC32 (four bytes of its "pad" value forced).
-    static let crcGenuine = #"{"id":"WH-GENUINE-1","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_type":"capture","resource":{"id":"CAP-G1","status":"COMPLETED"}}"#
-    static let crcForged = #"{"id":"WH-FORGED-6","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_type":"capture","resource":{"id":"CAP-EVIL","status":"COMPLETED"},"pad":"aK#L"}"#
+    static let crcGenuine =
+        #"{"id":"WH-GENUINE-1","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_type":"capture","resource":{"id":"CAP-G1","status":"COMPLETED"}}"#
+    static let crcForged =
+        #"{"id":"WH-FORGED-6","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_type":"capture","resource":{"id":"CAP-EVIL","status":"COMPLETED"},"pad":"aK#L"}"#
 
     /// PayPal signs a CRC32 of the body, not the body: `forged` (new event id, another capture) has the same CRC32
     /// as `crcGenuine` (built by forcing four bytes of its "pad" value), so it passes the signature with the genuine
@@ -156,7 +163,7 @@ struct ReceiverTests {
         }
     }
 
-    /// Issue "strangers, round three", item 1: the genuine delivery's headers with its transmission id padded ("T ",
+    /// The genuine delivery's headers with its transmission id padded ("T ",
     /// "T\t": libmicrohttpd keeps trailing spaces and tabs) verified against the same signature and were stored as new
     /// transmissions, each free to carry a body forged to the CRC32 PayPal signed. Now refused, nothing stored.
     @Test(arguments: [" ", "\t"])
@@ -194,7 +201,9 @@ struct ReceiverTests {
         ErrorCase(name: "PXP from the future", status: 401, code: "stale_timestamp") {
             try await $0.pxp("{}", timestamp: String(Int(Date().timeIntervalSince1970) + 3600))
         },
-        ErrorCase(name: "Paypercut wrong secret", status: 401, code: "invalid_signature") { try await $0.paypercut(#"{"id":"e","type":"t"}"#, secret: "nope") },
+        ErrorCase(name: "Paypercut wrong secret", status: 401, code: "invalid_signature") {
+            try await $0.paypercut(#"{"id":"e","type":"t"}"#, secret: "nope")
+        },
         ErrorCase(name: "PayPal cert URL outside the prefixes", status: 401, code: "untrusted_certificate") {
             try await $0.paypalDelivery(#"{"id":"WH-2"}"#, certURL: "https://evil.example/v1/notifications/certs/CERT-1")
         },
@@ -204,7 +213,7 @@ struct ReceiverTests {
         ErrorCase(name: "PayPal without id", status: 400, code: "malformed_body") { try await $0.paypalDelivery(#"{"event_type":"X"}"#) },
         ErrorCase(name: "body over PAYRECON_MAX_BODY_BYTES", status: 413, code: "body_too_large") {
             try await $0.pxp("[" + String(repeating: "{},", count: 40_000) + "{}]")
-        },
+        }
     ]
 
     @Test(arguments: errorCases)
@@ -270,18 +279,22 @@ struct ReceiverTests {
                     for i in 0..<40 {
                         group.addTask {
                             let body = Array(#"{"id":"WH-SLOW-\#(i)","event_type":"PAYMENT.CAPTURE.COMPLETED","resource":{"id":"C"}}"#.utf8)
-                            let r = try await flood.send(HTTPClientRequest(method: "POST", url: "http://127.0.0.1:\(h.port)/webhooks/paypal",
-                                headers: try h.paypal.headers(body: body, webhookID: ReceiverHarness.paypalWebhookID, certURL: slowURL), body: body))
+                            let r = try await flood.send(
+                                HTTPClientRequest(
+                                    method: "POST", url: "http://127.0.0.1:\(h.port)/webhooks/paypal",
+                                    headers: try h.paypal.headers(body: body, webhookID: ReceiverHarness.paypalWebhookID, certURL: slowURL),
+                                    body: body))
                             return ReceiverHarness.Answer(status: r.status, body: r.body, headers: r.headers)
                         }
                     }
                     return try await group.reduce(into: []) { $0.append($1) }
                 }
             }
-            try await Task.sleep(for: .milliseconds(300))   // the 40 are waiting on the fetch now
+            try await Task.sleep(for: .milliseconds(300))  // the 40 are waiting on the fetch now
             let started = Date()
             for i in 0..<10 {
-                let genuine = try await h.paypalDelivery(#"{"id":"WH-G-\#(i)","event_type":"PAYMENT.CAPTURE.COMPLETED","resource":{"id":"C"}}"#)
+                let genuine = try await h.paypalDelivery(
+                    #"{"id":"WH-G-\#(i)","event_type":"PAYMENT.CAPTURE.COMPLETED","resource":{"id":"C"}}"#)
                 #expect(genuine.status == 200)
                 #expect(try await h.pxp(#"{"eventData":{"merchantTransactionId":"G-\#(i)"}}"#).status == 200)
             }

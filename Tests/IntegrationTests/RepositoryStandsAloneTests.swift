@@ -47,7 +47,9 @@ import Testing
                 let target = String(text[Range(m.range(at: 1), in: text)!])
                 if target.contains("://") || target.hasPrefix("mailto:") { continue }
                 let path = target.hasPrefix("/") ? String(target.dropFirst()) : (dir.isEmpty ? target : dir + "/" + target)
-                if !FileManager.default.fileExists(atPath: Self.root.appendingPathComponent(path).path) { broken.append("\(file): \(target)") }
+                if !FileManager.default.fileExists(atPath: Self.root.appendingPathComponent(path).path) {
+                    broken.append("\(file): \(target)")
+                }
             }
         }
         #expect(broken.isEmpty, "\(broken)")

@@ -24,9 +24,12 @@ struct SecretRotationTests {
         defer { try? FileManager.default.removeItem(at: dir) }
         let keyFile = dir.appendingPathComponent("pxp.key"), portFile = dir.appendingPathComponent("port").path
         try "old-key\n".write(to: keyFile, atomically: true, encoding: .utf8)
-        let serve = try Background(["serve", "--listen", "127.0.0.1:0", "--port-file", portFile],
-                                   environment: ["DATABASE_URL": db.url, "PXP_WEBHOOK_KEY_FILE": keyFile.path,
-                                                 "PAYPERCUT_WEBHOOK_SECRET": "whsec_steady", "PAYRECON_LOG_LEVEL": "info"])
+        let serve = try Background(
+            ["serve", "--listen", "127.0.0.1:0", "--port-file", portFile],
+            environment: [
+                "DATABASE_URL": db.url, "PXP_WEBHOOK_KEY_FILE": keyFile.path,
+                "PAYPERCUT_WEBHOOK_SECRET": "whsec_steady", "PAYRECON_LOG_LEVEL": "info"
+            ])
         defer { serve.stop() }
         let port = try #require(await serve.port(from: portFile), "\(serve.stderr())")
         let base = "http://127.0.0.1:\(port)"
@@ -34,9 +37,14 @@ struct SecretRotationTests {
         func pxp(_ key: String, _ id: String) async throws -> Int {
             let body = Array(#"{"eventData":{"merchantTransactionId":"TX-ROT"}}"#.utf8)
             let ts = String(Int(Date().timeIntervalSince1970))
-            return try await client.send(HTTPClientRequest(method: "POST", url: base + "/webhooks/pxp", headers: [
-                ("X-Request-Id", id), ("X-Signature-Timestamp", ts),
-                ("X-Signature", PXPWebhookVerifier.signature(key: key, requestID: id, timestamp: ts, body: body))], body: body)).status
+            return try await client.send(
+                HTTPClientRequest(
+                    method: "POST", url: base + "/webhooks/pxp",
+                    headers: [
+                        ("X-Request-Id", id), ("X-Signature-Timestamp", ts),
+                        ("X-Signature", PXPWebhookVerifier.signature(key: key, requestID: id, timestamp: ts, body: body))
+                    ], body: body)
+            ).status
         }
         #expect(try await pxp("old-key", "rot-1") == 200)
         #expect(try await pxp("new-key", "rot-2") == 401)
@@ -49,9 +57,14 @@ struct SecretRotationTests {
             while !stop.load(ordering: .relaxed) {
                 n += 1
                 let body = Array(#"{"id":"evt_rot_\#(n)","type":"payment_intent.succeeded","data":{"object":{"id":"pi_rot"}}}"#.utf8)
-                let header = PaypercutWebhookVerifier.signatureHeaderValue(secret: "whsec_steady", timestamp: Int64(Date().timeIntervalSince1970), body: body)
-                let status = (try? await client.send(HTTPClientRequest(method: "POST", url: base + "/webhooks/paypercut",
-                                                                       headers: [("Paypercut-Signature", header)], body: body)).status) ?? -1
+                let header = PaypercutWebhookVerifier.signatureHeaderValue(
+                    secret: "whsec_steady", timestamp: Int64(Date().timeIntervalSince1970), body: body)
+                let status =
+                    (try? await client.send(
+                        HTTPClientRequest(
+                            method: "POST", url: base + "/webhooks/paypercut",
+                            headers: [("Paypercut-Signature", header)], body: body)
+                    ).status) ?? -1
                 statuses.withLock { $0.append(status) }
             }
         }
@@ -115,8 +128,10 @@ struct WorkerSecretRotationTests {
             let before = try #require(refused, "\(work.stderr())")
             #expect(before.status != "done", "a wrong token must not check the order")
             // A refusal that retrying as it is will not fix is a warning that says what to do, not an info line.
-            #expect(work.stderr().contains("delivery will be retried, but the provider refused it as it is") && work.stderr().contains("payrecon doctor"),
-                    "\(work.stderr())")
+            #expect(
+                work.stderr().contains("delivery will be retried, but the provider refused it as it is")
+                    && work.stderr().contains("payrecon doctor"),
+                "\(work.stderr())")
             // As after several refusals: its next try is an hour away.
             try h.execute("UPDATE deliveries SET next_attempt_at = now() + interval '1 hour' WHERE id = \(first)")
 

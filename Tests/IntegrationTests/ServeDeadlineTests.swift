@@ -9,7 +9,8 @@ import Testing
 
 /// PAYRECON_REQUEST_TIMEOUT and PAYRECON_COMMIT_TIMEOUT as `payrecon serve` runs them.
 @Suite struct ServeDeadlineTests {
-    static let slowRequest = "POST /webhooks/pxp HTTP/1.1\r\nHost: x\r\nX-Request-Id: slow\r\nContent-Length: 200\r\n\r\n"
+    static let slowRequest =
+        "POST /webhooks/pxp HTTP/1.1\r\nHost: x\r\nX-Request-Id: slow\r\nContent-Length: 200\r\n\r\n"
         + String(repeating: "b", count: 200)
 
     @Test func aTricklingSenderIsCutOffCountedAndGenuineDeliveriesStillStored() async throws {
@@ -17,9 +18,12 @@ import Testing
         defer { db.drop() }
         let portFile = FileManager.default.temporaryDirectory.appendingPathComponent("serve-deadline-\(UUID().uuidString).port").path
         defer { try? FileManager.default.removeItem(atPath: portFile) }
-        let serve = try Background(["serve", "--listen", "127.0.0.1:0", "--port-file", portFile], environment: [
-            "DATABASE_URL": db.url, "PXP_WEBHOOK_KEY": ReceiverHarness.pxpKey, "PAYRECON_REQUEST_TIMEOUT": "1s",
-            "PAYRECON_LOG_LEVEL": "warning"])
+        let serve = try Background(
+            ["serve", "--listen", "127.0.0.1:0", "--port-file", portFile],
+            environment: [
+                "DATABASE_URL": db.url, "PXP_WEBHOOK_KEY": ReceiverHarness.pxpKey, "PAYRECON_REQUEST_TIMEOUT": "1s",
+                "PAYRECON_LOG_LEVEL": "warning"
+            ])
         defer { serve.stop() }
         let port = try #require(await serve.port(from: portFile), "serve did not start: \(serve.stderr())")
 
@@ -31,10 +35,16 @@ import Testing
 
         let body = #"{"eventData":{"merchantTransactionId":"GENUINE"}}"#
         let ts = String(Int(Date().timeIntervalSince1970))
-        let (status, _) = try await HTTPRequestSender(url: "http://127.0.0.1:\(port)/webhooks/pxp", headers: [
-            ("X-Request-Id", "genuine-1"), ("X-Signature-Timestamp", ts),
-            ("X-Signature", PXPWebhookVerifier.signature(key: ReceiverHarness.pxpKey, requestID: "genuine-1", timestamp: ts, body: Array(body.utf8))),
-        ], body: Array(body.utf8)).send()
+        let (status, _) = try await HTTPRequestSender(
+            url: "http://127.0.0.1:\(port)/webhooks/pxp",
+            headers: [
+                ("X-Request-Id", "genuine-1"), ("X-Signature-Timestamp", ts),
+                (
+                    "X-Signature",
+                    PXPWebhookVerifier.signature(key: ReceiverHarness.pxpKey, requestID: "genuine-1", timestamp: ts, body: Array(body.utf8))
+                )
+            ], body: Array(body.utf8)
+        ).send()
         #expect(status == 200)
         #expect(try db.count("SELECT count(*) FROM deliveries WHERE dedupe_key = 'genuine-1'") == 1)
         #expect(try db.count("SELECT count(*) FROM deliveries WHERE dedupe_key = 'slow'") == 0)
@@ -47,8 +57,9 @@ import Testing
 
     @Test(arguments: ["soon", "30", "-1s", "1.5s"])
     func aBadRequestTimeoutStopsServeSayingWhatToWrite(value: String) async throws {
-        let result = try await PayreconProcess.launch(["serve", "--listen", "127.0.0.1:0"], databaseURL: "postgresql://127.0.0.1:1/none",
-                                                      environment: ["PAYRECON_REQUEST_TIMEOUT": value, "PXP_WEBHOOK_KEY": "k"])
+        let result = try await PayreconProcess.launch(
+            ["serve", "--listen", "127.0.0.1:0"], databaseURL: "postgresql://127.0.0.1:1/none",
+            environment: ["PAYRECON_REQUEST_TIMEOUT": value, "PXP_WEBHOOK_KEY": "k"])
         #expect(result.exitCode == 2)
         #expect(result.stderr.contains("PAYRECON_REQUEST_TIMEOUT=\(value)"))
         #expect(result.stderr.contains("use e.g. 30s"))
@@ -61,7 +72,8 @@ import Testing
         defer { db.drop() }
         let conn = try db.connect(); defer { conn.close() }
         _ = try conn.execute("CREATE TABLE seen_settings (timeout text)")
-        _ = try conn.execute("""
+        _ = try conn.execute(
+            """
             CREATE FUNCTION record_settings() RETURNS trigger LANGUAGE plpgsql AS $$
             BEGIN INSERT INTO seen_settings VALUES (current_setting('statement_timeout')); RETURN NEW; END $$
             """)

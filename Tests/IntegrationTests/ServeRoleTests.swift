@@ -35,8 +35,9 @@ import Testing
     }
 
     static func delivery(_ key: String, transmission: String? = nil, body: String = "{}") -> NewDelivery {
-        NewDelivery(provider: .paypal, dedupeKey: key, eventType: "PAYMENT.CAPTURE.COMPLETED", headers: [("X-Test", "1")],
-                    body: Array(body.utf8), transmissionID: transmission)
+        NewDelivery(
+            provider: .paypal, dedupeKey: key, eventType: "PAYMENT.CAPTURE.COMPLETED", headers: [("X-Test", "1")],
+            body: Array(body.utf8), transmissionID: transmission)
     }
 
     @Test func theReceiversStorageWorksAsServesRole() throws {
@@ -66,11 +67,16 @@ import Testing
 
         // Rejections: counted, and sampled.
         let hour = Int64(Date().timeIntervalSince1970) / 3600 * 3600
-        try storage.recordRejections([RejectionCount(provider: .paypal, reason: "invalid_signature", source: "203.0.113.9", hour: hour, count: 2)],
-                                     samples: [Rejection(provider: .paypal, reason: "invalid_signature", message: "bad", headers: [],
-                                                         body: Array("x".utf8), remoteAddress: "203.0.113.9")])
-        try storage.recordRejections([RejectionCount(provider: .paypal, reason: "invalid_signature", source: "203.0.113.9", hour: hour, count: 1)],
-                                     samples: [])
+        try storage.recordRejections(
+            [RejectionCount(provider: .paypal, reason: "invalid_signature", source: "203.0.113.9", hour: hour, count: 2)],
+            samples: [
+                Rejection(
+                    provider: .paypal, reason: "invalid_signature", message: "bad", headers: [],
+                    body: Array("x".utf8), remoteAddress: "203.0.113.9")
+            ])
+        try storage.recordRejections(
+            [RejectionCount(provider: .paypal, reason: "invalid_signature", source: "203.0.113.9", hour: hour, count: 1)],
+            samples: [])
         #expect(try db.count("SELECT count FROM rejection_counts WHERE source = '203.0.113.9'") == 3)
         #expect(try db.count("SELECT count(*) FROM rejected_deliveries") == 1)
 
@@ -104,7 +110,7 @@ import Testing
         "DELETE FROM rejection_counts",
         "DELETE FROM webhook_material",
         "INSERT INTO schema_migrations (version) VALUES ('9999_x')",
-        "CREATE TABLE serve_was_here (x int)",
+        "CREATE TABLE serve_was_here (x int)"
     ])
     func whatServesRoleMayNotDo(_ sql: String) throws {
         let db = try TestDatabase.create()
@@ -134,7 +140,7 @@ import Testing
         let cases: [(role: String, says: String)] = [
             ("no_such_role_" + UUID().uuidString.prefix(8).lowercased(), "no such role"),
             (me, "the role payrecon migrate runs as"),
-            ("", "is empty"),
+            ("", "is empty")
         ]
         for c in cases {
             #expect {
@@ -146,10 +152,10 @@ import Testing
         // Roles no grant can limit, each created for the case and dropped after.
         let admin = try PostgresConnection(conninfo: db.server); defer { admin.close() }
         let unlimitable: [(attributes: String, says: String)] = [
-            ("LOGIN CREATEROLE", "may create roles"),            // on PostgreSQL 15 it may grant itself the owner's role
+            ("LOGIN CREATEROLE", "may create roles"),  // on PostgreSQL 15 it may grant itself the owner's role
             ("LOGIN REPLICATION", "may create roles or databases, or replicate"),
-            ("LOGIN IN ROLE pg_read_all_data", "is a member of pg_read_all_data"),   // a member has the role's privileges
-            ("SUPERUSER", "superuser"),
+            ("LOGIN IN ROLE pg_read_all_data", "is a member of pg_read_all_data"),  // a member has the role's privileges
+            ("SUPERUSER", "superuser")
         ]
         for c in unlimitable {
             let role = "serve_case_" + UUID().uuidString.prefix(8).lowercased()

@@ -57,7 +57,8 @@ import Worker
 
     @Test func aSplitPayPalPaymentOnTwoOrdersIsCheckedOnceWithEveryTransactionFetched() async throws {
         try await WorkerHarness.with { h in
-            try await h.seedPayPal("""
+            try await h.seedPayPal(
+                """
                 [{"id":"PP-A","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"60.00","captures":[{"id":"CAP-A"}]},
                  {"id":"PP-B","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"40.00","captures":[{"id":"CAP-B"}]}]
                 """)
@@ -70,7 +71,8 @@ import Worker
             #expect(after - before == 2)
             #expect(try h.openKinds(order: "ORD-S").isEmpty)
             // The refund of 70.00 is spread over the two provider orders' captures, in order.
-            let keys = Dictionary(uniqueKeysWithValues: try h.actions().map { ($0.idempotencyKey, ($0.amount.minorUnits, $0.providerTarget)) })
+            let keys = Dictionary(
+                uniqueKeysWithValues: try h.actions().map { ($0.idempotencyKey, ($0.amount.minorUnits, $0.providerTarget)) })
             #expect(keys.count == 2)
             #expect(keys["paypal:ORD-S:refund:6000:PP-A"]?.0 == 6000 && keys["paypal:ORD-S:refund:6000:PP-A"]?.1 == "CAP-A")
             // Each key names its own provider order's refunded total (PP-B: 0 + 10.00), never the order's running total.
@@ -82,7 +84,8 @@ import Worker
             #expect(try h.actions().allSatisfy { $0.status == .succeeded })
             #expect(try h.openKinds(order: "ORD-S").isEmpty)
             // A webhook naming the second provider order re-checks the merchant's order, never unknown_order.
-            let id = try #require(try h.storeWebhook(#"{"provider":"paypal","event_type":"CHECKOUT.ORDER.COMPLETED","order_id":"PP-B"}"#).first)
+            let id = try #require(
+                try h.storeWebhook(#"{"provider":"paypal","event_type":"CHECKOUT.ORDER.COMPLETED","order_id":"PP-B"}"#).first)
             #expect(await h.runOnce().done == 1)
             #expect(try h.delivery(id).outcome == "re-checked paypal order ORD-S")
             #expect(try h.discrepancies().filter { $0.kind == "unknown_order" }.isEmpty)
@@ -93,14 +96,18 @@ import Worker
         try await WorkerHarness.with { h in
             // The buyer abandoned PP-OLD and paid with PP-NEW; the merchant has recorded only the first. PayPal's answer
             // for PP-NEW names the merchant's order in purchase_units[].reference_id.
-            try await h.seedPayPal("""
+            try await h.seedPayPal(
+                """
                 [{"id":"PP-OLD","intent":"CAPTURE","status":"CREATED","currency":"EUR","amount":"30.00"},
                  {"id":"PP-NEW","intent":"CAPTURE","status":"COMPLETED","currency":"EUR","amount":"30.00","reference_id":"ORD-L","captures":[{"id":"CAP-N"}]},
                  {"id":"PP-STRAY","intent":"CAPTURE","status":"COMPLETED","currency":"EUR","amount":"5.00","reference_id":"NOT-AN-ORDER","captures":[{"id":"CAP-S"}]}]
                 """)
-            try h.insert(WorkerHarness.order(.paypal, "ORD-L", ref: "PP-OLD", intent: .purchase, amount: 3000, currency: "EUR", merchant: nil))
-            let linked = try #require(try h.storeWebhook(#"{"provider":"paypal","event_type":"CHECKOUT.ORDER.COMPLETED","order_id":"PP-NEW"}"#).first)
-            let stray = try #require(try h.storeWebhook(#"{"provider":"paypal","event_type":"CHECKOUT.ORDER.COMPLETED","order_id":"PP-STRAY"}"#).first)
+            try h.insert(
+                WorkerHarness.order(.paypal, "ORD-L", ref: "PP-OLD", intent: .purchase, amount: 3000, currency: "EUR", merchant: nil))
+            let linked = try #require(
+                try h.storeWebhook(#"{"provider":"paypal","event_type":"CHECKOUT.ORDER.COMPLETED","order_id":"PP-NEW"}"#).first)
+            let stray = try #require(
+                try h.storeWebhook(#"{"provider":"paypal","event_type":"CHECKOUT.ORDER.COMPLETED","order_id":"PP-STRAY"}"#).first)
             #expect(await h.runOnce().done == 2)
             #expect(try h.delivery(linked).outcome == "re-checked paypal order ORD-L")
             #expect(try h.delivery(stray).outcome == "unknown_order PP-STRAY")
@@ -115,12 +122,14 @@ import Worker
     /// linked, and the order's own transaction with it: the original authorisation is still checked and captured.
     @Test func aReImportKeepsTheOrdersOwnTransactionBesideALearnedOne() async throws {
         try await WorkerHarness.with { h in
-            try await h.seedPayPal("""
+            try await h.seedPayPal(
+                """
                 [{"id":"PP-OWN","intent":"AUTHORIZE","status":"COMPLETED","currency":"EUR","amount":"30.00","authorizations":[{"id":"AUTH-OWN","status":"CREATED"}]},
                  {"id":"PP-MORE","intent":"AUTHORIZE","status":"COMPLETED","currency":"EUR","amount":"10.00","reference_id":"ORD-K","authorizations":[{"id":"AUTH-MORE","status":"CREATED"}]}]
                 """)
             #expect(try await importCSV(h, "paypal,ORD-K,,,PP-OWN,authorisation,30.00,EUR,open,0").status == 0)
-            _ = try #require(try h.storeWebhook(#"{"provider":"paypal","event_type":"CHECKOUT.ORDER.APPROVED","order_id":"PP-MORE"}"#).first)
+            _ = try #require(
+                try h.storeWebhook(#"{"provider":"paypal","event_type":"CHECKOUT.ORDER.APPROVED","order_id":"PP-MORE"}"#).first)
             #expect(await h.runOnce().done == 1)
             let conn = try h.database.connect(); defer { conn.close() }
             #expect(try OrderStore.find(provider: .paypal, orderID: "ORD-K", on: conn)?.transactionRefs == ["PP-OWN", "PP-MORE"])
@@ -131,7 +140,10 @@ import Worker
             }
             // A file that now lists another transaction replaces what the merchant listed, and keeps the learned one.
             #expect(try await importCSV(h, "paypal,ORD-K,,,PP-OWN PP-THIRD,authorisation,30.00,EUR,open,0").status == 0)
-            #expect(Set(try OrderStore.find(provider: .paypal, orderID: "ORD-K", on: conn)?.transactionRefs ?? []) == ["PP-OWN", "PP-THIRD", "PP-MORE"])
+            #expect(
+                Set(try OrderStore.find(provider: .paypal, orderID: "ORD-K", on: conn)?.transactionRefs ?? []) == [
+                    "PP-OWN", "PP-THIRD", "PP-MORE"
+                ])
             #expect(try await importCSV(h, "paypal,ORD-K,,,PP-OWN,authorisation,30.00,EUR,open,0").status == 0)
             #expect(try OrderStore.find(provider: .paypal, orderID: "ORD-K", on: conn)?.transactionRefs == ["PP-OWN", "PP-MORE"])
         }
@@ -152,9 +164,12 @@ import Worker
             let before = (try await h.admin("/admin/stats", method: "GET")["requests"] as? [String: Int])?["pxp.get_transaction"] ?? 0
             let config = SimConfig()
             let started = Date()
-            let run = try await PayreconProcess.launch(["reconcile", "--all", "--concurrency", "16"], databaseURL: h.database.url, environment: [
-                "PXP_API_BASE_URL": h.paysimURL + "/api/v1", "PXP_CLIENT_ID": config.pxpClientID, "PXP_TOKEN_ID": config.pxpTokenID,
-                "PXP_TOKEN_VALUE": config.pxpTokenValue, "PXP_MAX_RPS": "20"])
+            let run = try await PayreconProcess.launch(
+                ["reconcile", "--all", "--concurrency", "16"], databaseURL: h.database.url,
+                environment: [
+                    "PXP_API_BASE_URL": h.paysimURL + "/api/v1", "PXP_CLIENT_ID": config.pxpClientID, "PXP_TOKEN_ID": config.pxpTokenID,
+                    "PXP_TOKEN_VALUE": config.pxpTokenValue, "PXP_MAX_RPS": "20"
+                ])
             let elapsed = Date().timeIntervalSince(started)
             #expect(run.status == 0, "\(run.stderr)")
             let after = (try await h.admin("/admin/stats", method: "GET")["requests"] as? [String: Int])?["pxp.get_transaction"] ?? 0

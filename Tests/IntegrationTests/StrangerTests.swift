@@ -12,19 +12,25 @@ import Testing
 /// What a stranger with only the webhook URL can no longer do to genuine deliveries (and what the receiver keeps).
 @Suite("Strangers", .serialized)
 struct StrangerTests {
-    static let genuine = #"{"id":"WH-GENUINE-1","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_type":"capture","resource":{"id":"CAP-G1","status":"COMPLETED"}}"#
+    static let genuine =
+        #"{"id":"WH-GENUINE-1","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_type":"capture","resource":{"id":"CAP-G1","status":"COMPLETED"}}"#
     /// Same CRC32 as `genuine` (see ReceiverTests.aTransmissionIdReusedWithAnotherBodyIsRefused).
-    static let forged = #"{"id":"WH-FORGED-6","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_type":"capture","resource":{"id":"CAP-EVIL","status":"COMPLETED"},"pad":"aK#L"}"#
+    static let forged =
+        #"{"id":"WH-FORGED-6","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_type":"capture","resource":{"id":"CAP-EVIL","status":"COMPLETED"},"pad":"aK#L"}"#
 
-    /// Two bodies under one transmission id in one group commit: only the first is stored. The guard used to be a
-    /// NOT EXISTS against stored deliveries, which cannot see rows of its own statement: both were stored.
+    /// Two bodies under one transmission id in one group commit: only the first is stored (a NOT EXISTS against stored
+    /// deliveries would not see rows of its own statement, so the transmission is recorded first).
     @Test func twoBodiesUnderOneTransmissionIdInOneBatchStoreOne() throws {
         let db = try TestDatabase.create()
         defer { db.drop() }
         let conn = try db.connect()
         let batch = [
-            NewDelivery(provider: .paypal, dedupeKey: "WH-GENUINE-1", eventType: nil, headers: [], body: Array(Self.genuine.utf8), transmissionID: "T-1"),
-            NewDelivery(provider: .paypal, dedupeKey: "WH-FORGED-6", eventType: nil, headers: [], body: Array(Self.forged.utf8), transmissionID: "T-1"),
+            NewDelivery(
+                provider: .paypal, dedupeKey: "WH-GENUINE-1", eventType: nil, headers: [], body: Array(Self.genuine.utf8),
+                transmissionID: "T-1"),
+            NewDelivery(
+                provider: .paypal, dedupeKey: "WH-FORGED-6", eventType: nil, headers: [], body: Array(Self.forged.utf8),
+                transmissionID: "T-1")
         ]
         let stored = try DeliveryStore.commit(batch, on: conn)
         #expect(stored[0].inserted && stored[0].refused == nil)
@@ -41,12 +47,15 @@ struct StrangerTests {
         let first = try db.connect(), second = try db.connect()
         // The first receiver's transaction, held open after its inserts, as a slow group commit would be.
         _ = try first.execute("BEGIN")
-        _ = try first.execute("INSERT INTO transmissions (provider, transmission_id, body_sha256) VALUES ('paypal', 'T-2', sha256($1))",
-                              [.bytea(Array(Self.genuine.utf8))])
-        _ = try first.execute("INSERT INTO deliveries (provider, dedupe_key, headers, body, transmission_id) VALUES ('paypal', 'WH-GENUINE-1', '[]', $1, 'T-2')",
-                              [.bytea(Array(Self.genuine.utf8))])
-        let forged = NewDelivery(provider: .paypal, dedupeKey: "WH-FORGED-6", eventType: nil, headers: [], body: Array(Self.forged.utf8),
-                                 transmissionID: "T-2")
+        _ = try first.execute(
+            "INSERT INTO transmissions (provider, transmission_id, body_sha256) VALUES ('paypal', 'T-2', sha256($1))",
+            [.bytea(Array(Self.genuine.utf8))])
+        _ = try first.execute(
+            "INSERT INTO deliveries (provider, dedupe_key, headers, body, transmission_id) VALUES ('paypal', 'WH-GENUINE-1', '[]', $1, 'T-2')",
+            [.bytea(Array(Self.genuine.utf8))])
+        let forged = NewDelivery(
+            provider: .paypal, dedupeKey: "WH-FORGED-6", eventType: nil, headers: [], body: Array(Self.forged.utf8),
+            transmissionID: "T-2")
         let result = Mutex<[StoredDelivery]?>(nil)
         let done = DispatchSemaphore(value: 0)
         Thread {
@@ -64,8 +73,8 @@ struct StrangerTests {
     }
 
     /// A validated certificate is kept in the database the first time it verifies a delivery; a restarted receiver
-    /// (an empty cache) whose certificate fetches all fail still verifies genuine deliveries at once. A restart used to
-    /// start cold, which is when a stranger's stream of random cert URLs could starve the refetch.
+    /// (an empty cache) whose certificate fetches all fail still verifies genuine deliveries at once: a cold start is
+    /// when a stranger's stream of random cert URLs could starve the refetch.
     @Test func aRestartedReceiverVerifiesWithTheCertificateItKept() async throws {
         try await ReceiverHarness.with { h in
             let a = try await h.paypalDelivery(#"{"id":"WH-WARM-1","event_type":"PAYMENT.CAPTURE.COMPLETED","resource":{"id":"C"}}"#)
@@ -73,13 +82,16 @@ struct StrangerTests {
             // Saved off the request path.
             var kept: Int64 = 0
             for _ in 0..<100 where kept == 0 {
-                kept = try h.database.count("SELECT count(*) FROM webhook_material WHERE provider = 'paypal' AND key = $1 AND keep_until > now() + interval '300 days'",
-                                            [.text(h.paypal.certURL)])
+                kept = try h.database.count(
+                    "SELECT count(*) FROM webhook_material WHERE provider = 'paypal' AND key = $1 AND keep_until > now() + interval '300 days'",
+                    [.text(h.paypal.certURL)])
                 if kept == 0 { try await Task.sleep(for: .milliseconds(20)) }
             }
             #expect(kept == 1)
             // And the sender group of that verified delivery, for its reserve of fetches.
-            #expect(try h.database.count("SELECT count(*) FROM webhook_material WHERE provider = 'paypal' AND key = 'sender:127.0.0.0/24'") == 1)
+            #expect(
+                try h.database.count("SELECT count(*) FROM webhook_material WHERE provider = 'paypal' AND key = 'sender:127.0.0.0/24'") == 1
+            )
             let unreachable = FailingCertificateSource()
             try await offload { try h.restart(upstream: unreachable) }
             let b = try await h.paypalDelivery(#"{"id":"WH-WARM-2","event_type":"PAYMENT.CAPTURE.COMPLETED","resource":{"id":"C"}}"#)
@@ -93,8 +105,8 @@ struct StrangerTests {
         }
     }
 
-    /// Dot-segment aliases of the genuine cert URL are refused without a fetch: they used to be cache entries of their
-    /// own, 32 of which evicted the genuine one.
+    /// Dot-segment aliases of the genuine cert URL are refused without a fetch: as cache entries of their own, 32 of
+    /// them would evict the genuine one.
     @Test func dotSegmentAliasesAreRefusedWithoutAFetch() async throws {
         try await ReceiverHarness.with { h in
             let id = h.paypal.certURL.split(separator: "/").last.map(String.init) ?? ""
@@ -144,12 +156,16 @@ struct RejectionSampleCommandTests {
             for (id, expected, status) in [(staleID, "valid", Int32(0)), (forgedID, "invalid", Int32(1))] {
                 let dir = FileManager.default.temporaryDirectory.appendingPathComponent("payrecon-export-\(UUID().uuidString)")
                 defer { try? FileManager.default.removeItem(at: dir) }
-                let shown = try await PayreconProcess.launch(["rejections", "show", String(id), "--export", dir.path], databaseURL: h.database.url)
+                let shown = try await PayreconProcess.launch(
+                    ["rejections", "show", String(id), "--export", dir.path], databaseURL: h.database.url)
                 #expect(shown.status == 0 && shown.stdout.contains("payrecon verify pxp --body"), "\(shown.stdout) \(shown.stderr)")
                 #expect(try Data(contentsOf: dir.appendingPathComponent("body")) == Data(body.utf8))
                 let verified = try await PayreconProcess.launch(
-                    ["verify", "pxp", "--body", dir.appendingPathComponent("body").path, "--headers", dir.appendingPathComponent("headers.json").path,
-                     "--at", "transmission"], databaseURL: nil, environment: ["PXP_WEBHOOK_KEY": ReceiverHarness.pxpKey])
+                    [
+                        "verify", "pxp", "--body", dir.appendingPathComponent("body").path, "--headers",
+                        dir.appendingPathComponent("headers.json").path,
+                        "--at", "transmission"
+                    ], databaseURL: nil, environment: ["PXP_WEBHOOK_KEY": ReceiverHarness.pxpKey])
                 #expect(verified.status == status && verified.stdout.hasPrefix(expected), "\(id): \(verified.stdout) \(verified.stderr)")
             }
             let missing = try await PayreconProcess.launch(["rejections", "show", "999999"], databaseURL: h.database.url)

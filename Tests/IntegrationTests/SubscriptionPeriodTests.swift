@@ -17,8 +17,9 @@ import Worker
 
     /// The order for `month` (1…12) of 2026: 9.99 USD, the month as its period.
     static func cycle(_ month: Int, refund: Int64 = 0, agreement: String = agreement) -> Order {
-        var order = WorkerHarness.order(.paypal, String(format: "SUB-%02d", month), ref: agreement, intent: .purchase, amount: 999,
-                                        currency: "USD", refund: refund, merchant: nil)
+        var order = WorkerHarness.order(
+            .paypal, String(format: "SUB-%02d", month), ref: agreement, intent: .purchase, amount: 999,
+            currency: "USD", refund: refund, merchant: nil)
         let next = month == 12 ? "2027-01-01" : String(format: "2026-%02d-01", month + 1)
         order.period = BillingPeriod(start: at(String(format: "2026-%02d-01", month)), end: at(next))
         return order
@@ -48,8 +49,9 @@ import Worker
                 }
             }
             let usd = Currency(code: "USD")!
-            let dashboard = await ActionSafetyTests.elsewhere(h).refundSale("S-06", amount: Money(minorUnits: 999, currency: usd),
-                                                                           requestID: "dashboard-refund-june")
+            let dashboard = await ActionSafetyTests.elsewhere(h).refundSale(
+                "S-06", amount: Money(minorUnits: 999, currency: usd),
+                requestID: "dashboard-refund-june")
             guard case .found = dashboard else { Issue.record("the dashboard refund failed: \(dashboard)"); return }
             try h.insert((1...12).filter { $0 != 7 }.map { Self.cycle($0, refund: $0 == 3 || $0 == 6 ? 999 : 0) })
             try await h.admin("/admin/paypal/disputes", #"{"id":"PP-D-SEPT","transaction_id":"S-09"}"#)
@@ -87,8 +89,9 @@ import Worker
             // March's refund is planned on March's sale, for March's 9.99; June's was made already and plans nothing.
             let refunds = try h.actions().filter { $0.kind == .refund }
             #expect(refunds.count == 1)
-            #expect(refunds.first?.orderID == "SUB-03" && refunds.first?.providerTarget == "S-03" && refunds.first?.amount.minorUnits == 999,
-                    "\(refunds)")
+            #expect(
+                refunds.first?.orderID == "SUB-03" && refunds.first?.providerTarget == "S-03" && refunds.first?.amount.minorUnits == 999,
+                "\(refunds)")
 
             // The merchant records July: its order takes the sale kept for it, and its check resolves the unknown_order.
             try h.insert(Self.cycle(7))
@@ -113,11 +116,13 @@ import Worker
             try await h.admin("/admin/paypal/sales", Self.sale("R-02", month: 2))
             try await h.admin("/admin/paypal/sales", Self.sale("R-03", month: 3))
             let usd = Currency(code: "USD")!
-            let dashboard = await ActionSafetyTests.elsewhere(h).refundSale("R-02", amount: Money(minorUnits: 999, currency: usd),
-                                                                           requestID: "dashboard-refund-feb-\(shape)")
+            let dashboard = await ActionSafetyTests.elsewhere(h).refundSale(
+                "R-02", amount: Money(minorUnits: 999, currency: usd),
+                requestID: "dashboard-refund-feb-\(shape)")
             guard case .found = dashboard else { Issue.record("the dashboard refund failed: \(dashboard)"); return }
             try h.insert(Self.cycle(2, refund: 999), Self.cycle(3))
-            let refund = try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.SALE.REFUNDED","resource_id":"R-02","shape":"\#(shape)"}"#)
+            let refund = try h.storeWebhook(
+                #"{"provider":"paypal","event_type":"PAYMENT.SALE.REFUNDED","resource_id":"R-02","shape":"\#(shape)"}"#)
             try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.SALE.COMPLETED","resource_id":"R-02"}"#)
             try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.SALE.COMPLETED","resource_id":"R-03"}"#)
             while await h.runOnce().done > 0 {}
@@ -136,7 +141,10 @@ import Worker
         try await WorkerHarness.with { h in
             func day(_ daysAgo: Int) -> Int64 { Self.at(FeesTests.day(daysAgo)) }
             for daysAgo in [4, 3, 2] {
-                try await h.admin("/admin/paypal/sales", #"{"id":"BF-\#(daysAgo)","state":"completed","amount":"9.99","currency":"USD","billing_agreement_id":"I-BACKFILL","create_time":"\#(BackfillTests.at(daysAgo))"}"#)
+                try await h.admin(
+                    "/admin/paypal/sales",
+                    #"{"id":"BF-\#(daysAgo)","state":"completed","amount":"9.99","currency":"USD","billing_agreement_id":"I-BACKFILL","create_time":"\#(BackfillTests.at(daysAgo))"}"#
+                )
             }
             var first = Self.cycle(1, agreement: "I-BACKFILL"), second = Self.cycle(2, agreement: "I-BACKFILL")
             first.period = BillingPeriod(start: day(4), end: day(3))
@@ -167,9 +175,10 @@ import Worker
             let usd = Currency(code: "USD")!
             for (amount, key) in [(300, "dashboard-3"), (100, "dashboard-1")] {
                 if key == "dashboard-1" {
-                    try h.insert(Self.cycle(2), Self.cycle(3, refund: 500))   // the periods corrected; March wants 5.00 back
+                    try h.insert(Self.cycle(2), Self.cycle(3, refund: 500))  // the periods corrected; March wants 5.00 back
                 }
-                let refund = await ActionSafetyTests.elsewhere(h).refundSale("M-03", amount: Money(minorUnits: Int64(amount), currency: usd), requestID: key)
+                let refund = await ActionSafetyTests.elsewhere(h).refundSale(
+                    "M-03", amount: Money(minorUnits: Int64(amount), currency: usd), requestID: key)
                 guard case .found(let answer) = refund, let id = answer["id"]?.stringValue else { Issue.record("\(refund)"); return }
                 try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.SALE.REFUNDED","resource_id":"\#(id)"}"#)
                 while await h.runOnce().done > 0 {}
@@ -192,7 +201,8 @@ import Worker
             try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.SALE.COMPLETED","resource_id":"D-07"}"#)
             try h.storeWebhook(#"{"provider":"paypal","event_type":"CUSTOMER.DISPUTE.CREATED","resource_id":"PP-D-JULY"}"#)
             while await h.runOnce().done > 0 {}
-            #expect(try h.discrepancies(.paypal).filter { $0.kind == "unknown_order" && $0.status == "open" }.map(\.transactionRef) == ["D-07"])
+            #expect(
+                try h.discrepancies(.paypal).filter { $0.kind == "unknown_order" && $0.status == "open" }.map(\.transactionRef) == ["D-07"])
             try h.insert(Self.cycle(7, refund: 999))
             _ = try await h.sweep()
             #expect(try h.actions().filter { $0.kind == .refund }.isEmpty, "no refund while the buyer disputes the sale")
@@ -207,7 +217,10 @@ import Worker
     /// guess: the order wanting it refunded gets action_not_allowed naming the doubt, never a refund.
     @Test func noRefundIsTakenFromARenewalMadeNearADateOnlyBoundary() async throws {
         try await WorkerHarness.with { h in
-            try await h.admin("/admin/paypal/sales", #"{"id":"TZ-1","state":"completed","amount":"9.99","currency":"USD","billing_agreement_id":"\#(Self.agreement)","create_time":"2026-02-28T20:00:00Z"}"#)
+            try await h.admin(
+                "/admin/paypal/sales",
+                #"{"id":"TZ-1","state":"completed","amount":"9.99","currency":"USD","billing_agreement_id":"\#(Self.agreement)","create_time":"2026-02-28T20:00:00Z"}"#
+            )
             var february = Self.cycle(2, refund: 999)
             february.period?.datesOnly = true
             try h.insert(february)
@@ -225,7 +238,9 @@ import Worker
     /// per cycle, June's wanting its refund: every cycle reconciles clean but September's chargeback.
     @Test func paysimsSubscriptionYearReconcilesCycleByCycle() async throws {
         try await WorkerHarness.with { h in
-            let book = try await h.admin("/admin/paypal/subscriptions", #"""
+            let book = try await h.admin(
+                "/admin/paypal/subscriptions",
+                #"""
                 {"id":"I-BOOK","amount":"9.99","currency":"USD","start":"2026-01-05T10:00:00Z","cycles":12,
                  "failed_then_retried":[4],"retry_after_days":3,"refunded":[6],"charged_back":[9]}
                 """#)
@@ -238,7 +253,8 @@ import Worker
                 let sale = try #require(cycle["sale"] as? String)
                 try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.SALE.COMPLETED","resource_id":"\#(sale)"}"#)
                 for failed in cycle["failed"] as? [[String: Any]] ?? [] {
-                    try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.SALE.DENIED","resource_id":"\#(failed["id"] as? String ?? "")"}"#)
+                    try h.storeWebhook(
+                        #"{"provider":"paypal","event_type":"PAYMENT.SALE.DENIED","resource_id":"\#(failed["id"] as? String ?? "")"}"#)
                 }
                 if let refund = cycle["refund"] as? String {
                     try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.SALE.REFUNDED","resource_id":"\#(refund)"}"#)
@@ -276,8 +292,9 @@ import Worker
             #expect(try h.openKinds(order: "SUB-02") == ["missing_at_provider"])
             #expect(try h.openKinds(order: "SUB-03").isEmpty)
             let (_, verdict, _) = await h.checker.verify(upcoming, logger: Logger())
-            #expect(verdict?.outcome == .wait && verdict?.reasons.contains { $0.contains("no sale in this period yet") } == true,
-                    "\(String(describing: verdict))")
+            #expect(
+                verdict?.outcome == .wait && verdict?.reasons.contains { $0.contains("no sale in this period yet") } == true,
+                "\(String(describing: verdict))")
         }
     }
 
@@ -287,8 +304,10 @@ import Worker
             for month in 1...3 {
                 try await h.admin("/admin/paypal/sales", Self.sale("T-0\(month)", month: month, agreement: "I-SUMMED"))
             }
-            try h.insert(WorkerHarness.order(.paypal, "SUB-ALL", ref: "I-SUMMED", intent: .purchase, amount: 2997, currency: "USD",
-                                             merchant: nil))
+            try h.insert(
+                WorkerHarness.order(
+                    .paypal, "SUB-ALL", ref: "I-SUMMED", intent: .purchase, amount: 2997, currency: "USD",
+                    merchant: nil))
             for month in 1...3 {
                 try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.SALE.COMPLETED","resource_id":"T-0\#(month)"}"#)
             }
@@ -313,8 +332,9 @@ import Worker
                 let text = "\(error)"
                 return error is OrderStore.PeriodConflict && text.contains("SUB-LATE-FEB") && text.contains("SUB-02")
             }
-            var unperiodic = WorkerHarness.order(.paypal, "SUB-NONE", ref: Self.agreement, intent: .purchase, amount: 999, currency: "USD",
-                                                 merchant: nil)
+            var unperiodic = WorkerHarness.order(
+                .paypal, "SUB-NONE", ref: Self.agreement, intent: .purchase, amount: 999, currency: "USD",
+                merchant: nil)
             unperiodic.period = nil
             #expect(throws: OrderStore.PeriodConflict.self) { try h.insert(unperiodic) }
             #expect(try h.database.count("SELECT count(*) FROM orders") == 2, "nothing of a refused import is kept")

@@ -14,7 +14,9 @@ struct SweepTests {
 
     /// A: recent, matched. B: old, matched. C: old, open amount_mismatch. D: old, pending capture. E: recent PayPal.
     func seedScope(_ h: WorkerHarness) async throws {
-        try await h.admin("/admin/pxp/transactions", """
+        try await h.admin(
+            "/admin/pxp/transactions",
+            """
             [{"merchant":"M1","site":"S1","merchantTransactionId":"TX-A","intent":"Authorisation","currency":"GBP","value":"20.00"},
              {"merchant":"M1","site":"S1","merchantTransactionId":"TX-B","intent":"Authorisation","currency":"GBP","value":"20.00"},
              {"merchant":"M1","site":"S1","merchantTransactionId":"TX-C","intent":"Purchase","currency":"GBP","value":"15.00","state":"Captured"},
@@ -23,13 +25,16 @@ struct SweepTests {
         try await h.seedPayPal(#"{"id":"PP-E","intent":"CAPTURE","currency":"USD","amount":"5.00","captures":[{"id":"CAP-E"}]}"#)
         let c = WorkerHarness.order(.pxp, "C", ref: "TX-C", intent: .purchase, amount: 2000)
         let d = WorkerHarness.order(.pxp, "D", ref: "TX-D", amount: 2000, fulfilment: .fulfilled)
-        try h.insert(WorkerHarness.order(.pxp, "A", ref: "TX-A", amount: 2000, fulfilment: .open),
-                     WorkerHarness.order(.pxp, "B", ref: "TX-B", amount: 2000, fulfilment: .open), c, d,
-                     WorkerHarness.order(.paypal, "E", ref: "PP-E", intent: .purchase, amount: 500, currency: "USD", merchant: nil))
+        try h.insert(
+            WorkerHarness.order(.pxp, "A", ref: "TX-A", amount: 2000, fulfilment: .open),
+            WorkerHarness.order(.pxp, "B", ref: "TX-B", amount: 2000, fulfilment: .open), c, d,
+            WorkerHarness.order(.paypal, "E", ref: "PP-E", intent: .purchase, amount: 500, currency: "USD", merchant: nil))
         _ = await h.checker.check(c, logger: Logger())
         _ = await h.checker.check(d, logger: Logger())
-        try h.execute("DELETE FROM snapshots")   // so a snapshot after the sweep means "the sweep checked it"
-        try h.execute("UPDATE orders SET updated_at = now() - interval '10 days', created_at = now() - interval '10 days' WHERE order_id IN ('B', 'C', 'D')")
+        try h.execute("DELETE FROM snapshots")  // so a snapshot after the sweep means "the sweep checked it"
+        try h.execute(
+            "UPDATE orders SET updated_at = now() - interval '10 days', created_at = now() - interval '10 days' WHERE order_id IN ('B', 'C', 'D')"
+        )
         #expect(try h.openKinds(order: "C") == ["amount_mismatch"])
         #expect(try h.actions().map(\.idempotencyKey) == ["pxp:D:capture:2000"])
     }
@@ -44,8 +49,8 @@ struct SweepTests {
             try await seedScope(h)
             let summary = try await h.sweep(since: Date().addingTimeInterval(-Self.window), provider: .pxp)
             #expect(summary.totals.checked == 3 && summary.totals.errors == 0)
-            #expect(try checkedOrders(h) == ["A", "C", "D"])             // B is old and has nothing open
-            #expect(summary.totals.matched == 2)                          // A, and D (an action is not a discrepancy)
+            #expect(try checkedOrders(h) == ["A", "C", "D"])  // B is old and has nothing open
+            #expect(summary.totals.matched == 2)  // A, and D (an action is not a discrepancy)
             #expect(summary.totals.opened == 0 && summary.totals.actionsEmitted == 0)
             #expect(summary.exitCode == 0)
         }
@@ -69,13 +74,16 @@ struct SweepTests {
     /// fixing the order (C) and the provider (F) resolves them on the third.
     @Test func secondSweepEmitsNothingNewAndFixedDiscrepanciesResolve() async throws {
         try await WorkerHarness.with { h in
-            try await h.admin("/admin/pxp/transactions", """
+            try await h.admin(
+                "/admin/pxp/transactions",
+                """
                 [{"merchant":"M1","site":"S1","merchantTransactionId":"TX-C","intent":"Purchase","currency":"GBP","value":"15.00","state":"Captured"},
                  {"merchant":"M1","site":"S1","merchantTransactionId":"TX-D","intent":"Authorisation","currency":"GBP","value":"20.00"}]
                 """)
             let c = WorkerHarness.order(.pxp, "C", ref: "TX-C", intent: .purchase, amount: 2000)
-            try h.insert(c, WorkerHarness.order(.pxp, "D", ref: "TX-D", amount: 2000),
-                         WorkerHarness.order(.pxp, "F", ref: "TX-F", amount: 1000))
+            try h.insert(
+                c, WorkerHarness.order(.pxp, "D", ref: "TX-D", amount: 2000),
+                WorkerHarness.order(.pxp, "F", ref: "TX-F", amount: 1000))
 
             let first = try await h.sweep(since: nil)
             #expect(first.totals.checked == 3 && first.totals.opened == 2 && first.totals.actionsEmitted == 1 && first.totals.matched == 1)
@@ -106,11 +114,14 @@ struct SweepTests {
             try await seedScope(h)
             let summary = try await h.sweep(since: nil, provider: .pxp)
             let conn = try h.database.connect(); defer { conn.close() }
-            let row = try #require(try conn.query("""
-                SELECT checked, matched, opened, resolved, actions_emitted, errors, exit_code::bigint AS exit_code,
-                       finished_at IS NOT NULL AS finished, options::text AS options, jsonb_array_length(error_list)::bigint AS listed
-                FROM runs WHERE id = $1
-                """, [.int64(summary.runID)]).first)
+            let row = try #require(
+                try conn.query(
+                    """
+                    SELECT checked, matched, opened, resolved, actions_emitted, errors, exit_code::bigint AS exit_code,
+                           finished_at IS NOT NULL AS finished, options::text AS options, jsonb_array_length(error_list)::bigint AS listed
+                    FROM runs WHERE id = $1
+                    """, [.int64(summary.runID)]
+                ).first)
             #expect(try row.int64("checked") == 4 && row.int64("matched") == 3 && row.int64("opened") == 0)
             #expect(try row.int64("resolved") == 0 && row.int64("actions_emitted") == 0 && row.int64("errors") == 0)
             #expect(try row.int64("exit_code") == 0 && row.bool("finished") && row.int64("listed") == 0)
@@ -137,7 +148,9 @@ struct SweepTests {
             let checked = try checkedOrders(h)
             #expect(failed.isDisjoint(with: checked) && failed.count + checked.count == n)
             #expect(try h.database.count("SELECT exit_code::bigint FROM runs WHERE id = $1", [.int64(summary.runID)]) == 1)
-            #expect(try h.database.count("SELECT jsonb_array_length(error_list)::bigint FROM runs WHERE id = $1", [.int64(summary.runID)]) == Int64(t.errors))
+            #expect(
+                try h.database.count("SELECT jsonb_array_length(error_list)::bigint FROM runs WHERE id = $1", [.int64(summary.runID)])
+                    == Int64(t.errors))
             // Once the provider is back, every order is checked: exit 0.
             try await h.clearFaults()
             #expect(try await h.sweep(since: nil).exitCode == 0)
@@ -171,13 +184,14 @@ struct SweepTests {
             #expect(ok.exitCode == 0, "\(ok.stdout)\n\(ok.stderr)")
             let line = try #require(ok.stdout.split(separator: "\n").first { $0.hasPrefix("reconcile run ") })
             #expect(line.contains("checked 4, matched 3, discrepancies opened 0, resolved 0, actions emitted 0, errors 0"), "\(line)")
-            #expect(!ok.stderr.contains(config.pxpTokenValue) && !ok.stderr.contains(config.paypalSecret))   // no secret in logs
+            #expect(!ok.stderr.contains(config.pxpTokenValue) && !ok.stderr.contains(config.paypalSecret))  // no secret in logs
 
             try await h.faults(#"{"error_rate":1.0}"#)
             let failing = try await PayreconProcess.run(["reconcile", "--all", "--provider", "pxp"], environment: env)
             #expect(failing.exitCode == 1, "\(failing.stdout)\n\(failing.stderr)")
-            #expect(failing.stdout.contains("errors 4") && failing.stdout.contains("not checked:") && failing.stdout.contains("pxp A:"),
-                    "\(failing.stdout)")
+            #expect(
+                failing.stdout.contains("errors 4") && failing.stdout.contains("not checked:") && failing.stdout.contains("pxp A:"),
+                "\(failing.stdout)")
             // A run that checked nothing logs at error (it logged at info, beside a healthy run's line).
             #expect(failing.stderr.contains(#""level":"error","msg":"reconcile finished without checking any order""#), "\(failing.stderr)")
             #expect(ok.stderr.contains(#""level":"info","msg":"reconcile finished""#), "\(ok.stderr)")

@@ -27,11 +27,13 @@ import Worker
         defer { db.drop() }
         try await offload {
             let conn = try db.connect(); defer { conn.close() }
-            _ = try conn.execute("""
+            _ = try conn.execute(
+                """
                 INSERT INTO pxp_modifications (system_transaction_id, parent_system_transaction_id, order_id, operation, amount_minor, currency, state, action_id)
                 VALUES ('SYS-CAP', 'SYS-1', 'O-1', 'capture', 700, 'GBP', 'Captured', 3)
                 """)
-            _ = try conn.execute("""
+            _ = try conn.execute(
+                """
                 INSERT INTO snapshots (provider, order_id, transaction_ref, snapshot) VALUES
                 ('pxp', 'O-1', 'TX-1', '{"actionTargets":{"systemTransactionID":"SYS-1","refundableCaptures":[]}}'),
                 ('paypal', 'O-2', 'PP-1', '{"actionTargets":{"authorizationID":"A1","refundableCaptures":[]}}')
@@ -39,17 +41,21 @@ import Worker
             try Migrator.migrate(all, on: conn)
             #expect(try conn.query("SELECT to_regclass('pxp_modifications') IS NULL AS gone").first!.bool("gone"))
             let links = try TransactionLinkStore.links(provider: .pxp, orderIDs: ["O-1"], on: conn)["O-1"] ?? []
-            #expect(Set(links) == [
-                TransactionLink(externalID: "SYS-CAP", parentExternalID: "SYS-1", orderID: "O-1", kind: .capture, amount: 700,
-                                currency: "GBP", state: "Captured", source: .payrecon, actionID: 3),
-                .alias("SYS-1", orderID: "O-1"),
-            ])
+            #expect(
+                Set(links) == [
+                    TransactionLink(
+                        externalID: "SYS-CAP", parentExternalID: "SYS-1", orderID: "O-1", kind: .capture, amount: 700,
+                        currency: "GBP", state: "Captured", source: .payrecon, actionID: 3),
+                    .alias("SYS-1", orderID: "O-1")
+                ])
             #expect(try TransactionLinkStore.links(provider: .paypal, orderIDs: ["O-2"], on: conn).isEmpty)
             // No table is named for a provider any more.
-            let named = try conn.query("""
+            let named = try conn.query(
+                """
                 SELECT table_name AS t FROM information_schema.tables WHERE table_schema = current_schema()
                   AND (table_name LIKE '%pxp%' OR table_name LIKE '%paypal%' OR table_name LIKE '%paypercut%')
-                """).map { try $0.string("t") }
+                """
+            ).map { try $0.string("t") }
             #expect(named.isEmpty, "tables named for a provider: \(named)")
         }
     }
@@ -59,10 +65,15 @@ import Worker
         defer { db.drop() }
         try await offload {
             let conn = try db.connect(); defer { conn.close() }
-            try OrderStore.upsert([Order(provider: .pxp, orderID: "O-1", merchant: "M1", site: "S1", transactionRef: "TX-1", intent: .authorisation,
-                                         amount: Money(minorUnits: 1000, currency: Currency(code: "GBP")!), fulfilment: .fulfilled)], on: conn)
-            var link = TransactionLink(externalID: "SYS-R", parentExternalID: "SYS-1", orderID: "O-1", kind: .refund, amount: 100,
-                                       currency: "GBP", state: "Pending", source: .payrecon, actionID: 9)
+            try OrderStore.upsert(
+                [
+                    Order(
+                        provider: .pxp, orderID: "O-1", merchant: "M1", site: "S1", transactionRef: "TX-1", intent: .authorisation,
+                        amount: Money(minorUnits: 1000, currency: Currency(code: "GBP")!), fulfilment: .fulfilled)
+                ], on: conn)
+            var link = TransactionLink(
+                externalID: "SYS-R", parentExternalID: "SYS-1", orderID: "O-1", kind: .refund, amount: 100,
+                currency: "GBP", state: "Pending", source: .payrecon, actionID: 9)
             try TransactionLinkStore.record([link], provider: .pxp, on: conn)
             link.state = "Authorised"
             try TransactionLinkStore.record([link], provider: .pxp, on: conn)
@@ -80,15 +91,18 @@ import Worker
         try await offload {
             let conn = try db.connect(); defer { conn.close() }
             let gbp = Currency(code: "GBP")!
-            let order = Order(provider: .pxp, orderID: "O-1", merchant: "M1", site: "S1", transactionRef: "TX-1", intent: .authorisation,
-                              amount: Money(minorUnits: 1000, currency: gbp), fulfilment: .fulfilled)
+            let order = Order(
+                provider: .pxp, orderID: "O-1", merchant: "M1", site: "S1", transactionRef: "TX-1", intent: .authorisation,
+                amount: Money(minorUnits: 1000, currency: gbp), fulfilment: .fulfilled)
             try OrderStore.upsert([order], on: conn)
             func check(aliases: [String], at seconds: TimeInterval) throws {
-                let snapshot = Snapshot(provider: .pxp, transactionRef: "TX-1", merchant: "M1", site: "S1", intent: .authorisation, currency: gbp,
-                                        value: 1000, authorised: 1000, captured: 0, refunded: 0, state: .authorised, rawState: "Authorised",
-                                        createdAt: nil, aliases: aliases)
-                _ = try PlannedCheck.record(provider: .pxp, order: order, transactionRef: "TX-1", snapshot: snapshot,
-                                            fetchedAt: Date(timeIntervalSince1970: 1_800_000_000 + seconds), plan: { _, _ in Plan() }, on: conn)
+                let snapshot = Snapshot(
+                    provider: .pxp, transactionRef: "TX-1", merchant: "M1", site: "S1", intent: .authorisation, currency: gbp,
+                    value: 1000, authorised: 1000, captured: 0, refunded: 0, state: .authorised, rawState: "Authorised",
+                    createdAt: nil, aliases: aliases)
+                _ = try PlannedCheck.record(
+                    provider: .pxp, order: order, transactionRef: "TX-1", snapshot: snapshot,
+                    fetchedAt: Date(timeIntervalSince1970: 1_800_000_000 + seconds), plan: { _, _ in Plan() }, on: conn)
             }
             func aliases() throws -> [String] {
                 try conn.query("SELECT external_id FROM transaction_links WHERE kind = 'alias' AND order_id = 'O-1' ORDER BY external_id")
@@ -114,19 +128,27 @@ import Worker
         try await offload {
             let conn = try db.connect(); defer { conn.close() }
             let gbp = Currency(code: "GBP")!
-            var order = Order(provider: .pxp, orderID: "O-1", merchant: "M1", site: "S1", transactionRef: "TX-1", intent: .authorisation,
-                              amount: Money(minorUnits: 1000, currency: gbp), fulfilment: .fulfilled)
+            var order = Order(
+                provider: .pxp, orderID: "O-1", merchant: "M1", site: "S1", transactionRef: "TX-1", intent: .authorisation,
+                amount: Money(minorUnits: 1000, currency: gbp), fulfilment: .fulfilled)
             try OrderStore.upsert([order], on: conn)
-            let snapshot = Snapshot(provider: .pxp, transactionRef: "TX-1", merchant: "M1", site: "S1", intent: .authorisation, currency: gbp,
-                                    value: 1000, authorised: 1000, captured: 0, refunded: 0, state: .authorised, rawState: "Authorised", createdAt: nil)
-            let mismatch = Finding(kind: .amountMismatch, expected: ["amount": "10.00"], actual: ["amount": "9.00"], detail: "d", amountAtRisk: 100)
+            let snapshot = Snapshot(
+                provider: .pxp, transactionRef: "TX-1", merchant: "M1", site: "S1", intent: .authorisation, currency: gbp,
+                value: 1000, authorised: 1000, captured: 0, refunded: 0, state: .authorised, rawState: "Authorised", createdAt: nil)
+            let mismatch = Finding(
+                kind: .amountMismatch, expected: ["amount": "10.00"], actual: ["amount": "9.00"], detail: "d", amountAtRisk: 100)
             var second: TimeInterval = 0
-            func check(_ findings: [Finding], snapshot: Snapshot? = snapshot, order: Order? = nil, ref: String = "TX-1",
-                       refs: [String]? = nil) throws -> CheckOutcome {
+            func check(
+                _ findings: [Finding], snapshot: Snapshot? = snapshot, order: Order? = nil, ref: String = "TX-1",
+                refs: [String]? = nil
+            ) throws -> CheckOutcome {
                 second += 1
-                return try #require(try PlannedCheck.record(provider: .pxp, order: order ?? orderNow(), transactionRef: ref, snapshot: snapshot,
-                                                            fetchedAt: Date(timeIntervalSince1970: 1_800_000_000 + second), transactionRefs: refs,
-                                                            plan: { _, _ in Plan(findings: findings) }, on: conn)).outcome
+                return try #require(
+                    try PlannedCheck.record(
+                        provider: .pxp, order: order ?? orderNow(), transactionRef: ref, snapshot: snapshot,
+                        fetchedAt: Date(timeIntervalSince1970: 1_800_000_000 + second), transactionRefs: refs,
+                        plan: { _, _ in Plan(findings: findings) }, on: conn)
+                ).outcome
             }
             func orderNow() throws -> Order { try #require(try OrderStore.find(provider: .pxp, orderID: "O-1", on: conn)) }
             func open() throws -> Int64 {
@@ -141,9 +163,10 @@ import Worker
             #expect(try check([]).resolved == 1)
             #expect(try open() == 0)
             // An unknown_order for TX-2, raised before TX-2 was the order's; then the order takes TX-2.
-            _ = try PlannedCheck.record(provider: .pxp, order: nil, transactionRef: "TX-2", snapshot: nil, fetchedAt: Date(),
-                                        plan: { _, _ in Plan(findings: [Finding(kind: .unknownOrder, expected: [:], actual: [:], detail: "u", amountAtRisk: 0)]) },
-                                        on: conn)
+            _ = try PlannedCheck.record(
+                provider: .pxp, order: nil, transactionRef: "TX-2", snapshot: nil, fetchedAt: Date(),
+                plan: { _, _ in Plan(findings: [Finding(kind: .unknownOrder, expected: [:], actual: [:], detail: "u", amountAtRisk: 0)]) },
+                on: conn)
             #expect(try open() == 1)
             _ = try OrderStore.addTransaction(provider: .pxp, orderID: "O-1", transactionRef: "TX-2", learnedFrom: "test", on: conn)
             order = try orderNow()
@@ -157,9 +180,11 @@ import Worker
         defer { db.drop() }
         try await offload {
             let conn = try db.connect(); defer { conn.close() }
-            let id = try conn.query("""
+            let id = try conn.query(
+                """
                 INSERT INTO deliveries (provider, dedupe_key, headers, body) VALUES ('stripe', 'evt_1', '[]', '\\x7b7d') RETURNING id
-                """).first!.int64("id")
+                """
+            ).first!.int64("id")
             do {
                 _ = try DeliveryQueue.find(id: id, on: conn)
                 Issue.record("a delivery of an unknown provider was read as some other provider")

@@ -14,8 +14,9 @@ import Wiring
 
     /// A verdict server over the harness's database and checker; its base URL.
     static func serve(_ h: WorkerHarness, pool: PostgresPool? = nil, _ body: (String) async throws -> Void) async throws {
-        let server = VerdictServer(host: "127.0.0.1", port: 0, token: Array(token.utf8),
-                                   service: VerdictService(pool: pool ?? h.pool, checker: h.checker, logger: Logger()))
+        let server = VerdictServer(
+            host: "127.0.0.1", port: 0, token: Array(token.utf8),
+            service: VerdictService(pool: pool ?? h.pool, checker: h.checker, logger: Logger()))
         let port = try server.start()
         defer { server.stop() }
         try await body("http://127.0.0.1:\(port)")
@@ -41,8 +42,11 @@ import Wiring
                 #expect((json["figures"] as? [String: String])?["C"] == "20.00")
                 // Counted by provider and outcome, with its latency.
                 let metrics = Metrics.shared.render()
-                #expect(metrics.split(separator: "\n").contains { $0.hasPrefix("payrecon_verdicts_total{") && $0.contains(#"outcome="fulfil""#)
-                    && $0.contains(#"provider="pxp""#) }, "\(metrics.prefix(400))")
+                #expect(
+                    metrics.split(separator: "\n").contains {
+                        $0.hasPrefix("payrecon_verdicts_total{") && $0.contains(#"outcome="fulfil""#)
+                            && $0.contains(#"provider="pxp""#)
+                    }, "\(metrics.prefix(400))")
                 #expect(metrics.contains("payrecon_verdict_seconds_count{provider=\"pxp\"}"))
                 // An unknown order, and a path that is not the API's.
                 #expect(try await Self.get(h, base + "/v1/orders/pxp/NOPE/verdict").status == 404)
@@ -58,7 +62,8 @@ import Wiring
             try h.insert(WorkerHarness.order(.pxp, "ONE", ref: "TX-ONE", intent: .purchase, amount: 2000))
             func pxpRequests() async throws -> Int {
                 let stats = try await h.admin("/admin/stats", method: "GET")
-                return (stats["requests"] as? [String: Int] ?? [:]).filter { $0.key.hasPrefix("pxp.") && !$0.key.contains("token") }.values.reduce(0, +)
+                return (stats["requests"] as? [String: Int] ?? [:]).filter { $0.key.hasPrefix("pxp.") && !$0.key.contains("token") }.values
+                    .reduce(0, +)
             }
             try await Self.serve(h) { base in
                 let url = base + "/v1/orders/pxp/ONE/verdict"
@@ -83,15 +88,18 @@ import Wiring
     /// it gets the next check. The buyer's refund lands during the first check's fetch; the second answer sees it.
     @Test func aVerdictAskedDuringACheckGetsTheNextOne() async throws {
         try await WorkerHarness.with { h in
-            try await h.seedPayPal(#"{"id":"PP-MID","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"20.00","captures":[{"id":"CAP-MID"}]}"#)
-            try h.insert(WorkerHarness.order(.paypal, "MID", ref: "PP-MID", intent: .purchase, amount: 2000, currency: "USD", merchant: nil))
+            try await h.seedPayPal(
+                #"{"id":"PP-MID","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"20.00","captures":[{"id":"CAP-MID"}]}"#)
+            try h.insert(
+                WorkerHarness.order(.paypal, "MID", ref: "PP-MID", intent: .purchase, amount: 2000, currency: "USD", merchant: nil))
             try await Self.serve(h) { base in
                 let url = base + "/v1/orders/paypal/MID/verdict"
-                #expect(try await Self.get(h, url).status == 200)   // warm: the OAuth token is fetched
+                #expect(try await Self.get(h, url).status == 200)  // warm: the OAuth token is fetched
                 try await h.faults(#"{"latency_ms":600}"#)
                 async let first = Self.get(h, url)
-                try await Task.sleep(for: .milliseconds(900))      // the first check's fetch has been answered
-                try await h.seedPayPal(#"""
+                try await Task.sleep(for: .milliseconds(900))  // the first check's fetch has been answered
+                try await h.seedPayPal(
+                    #"""
                     {"id":"PP-MID","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"20.00","captures":[{"id":"CAP-MID","status":"REFUNDED"}],
                      "refunds":[{"id":"REF-MID","capture_id":"CAP-MID","amount":"20.00"}]}
                     """#)
@@ -113,12 +121,15 @@ import Wiring
         try await WorkerHarness.with { h in
             try await h.seedPXP("TX-SLASH", intent: "Purchase", state: "Captured")
             try h.insert(WorkerHarness.order(.pxp, "A/B", ref: "TX-SLASH", intent: .purchase, amount: 2000))
-            let server = VerdictServer(host: "127.0.0.1", port: 0, token: Array(Self.token.utf8),
-                                       service: VerdictService(pool: h.pool, checker: h.checker, logger: Logger()), deadlineSeconds: 0.5)
+            let server = VerdictServer(
+                host: "127.0.0.1", port: 0, token: Array(Self.token.utf8),
+                service: VerdictService(pool: h.pool, checker: h.checker, logger: Logger()), deadlineSeconds: 0.5)
             let base = "http://127.0.0.1:\(try server.start())"
             defer { server.stop() }
-            let ok = try await h.http.send(HTTPClientRequest(method: "GET", url: base + "/v1/orders/pxp/A%2FB/verdict",
-                                                             headers: [("Authorization", "bearer " + Self.token)]))
+            let ok = try await h.http.send(
+                HTTPClientRequest(
+                    method: "GET", url: base + "/v1/orders/pxp/A%2FB/verdict",
+                    headers: [("Authorization", "bearer " + Self.token)]))
             #expect(ok.status == 200 && ok.text.contains(#""order_id":"A/B""#), "\(ok.status) \(ok.text)")
             try await h.faults(#"{"latency_ms":2000}"#)
             let started = Date()

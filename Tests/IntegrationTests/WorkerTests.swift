@@ -13,7 +13,8 @@ func pxpEvent(_ mtid: String? = nil, system: String? = nil, merchant: String = "
     var data: [String] = []
     if let mtid { data.append(#""merchantTransactionId":"\#(mtid)""#) }
     if let system { data.append(#""systemTransactionId":"\#(system)""#) }
-    return #"{"eventCategory":"Transaction","eventCode":"transaction-authorised","eventOwner":{"merchant":"\#(merchant)","site":"\#(site)"},"eventData":{\#(data.joined(separator: ","))}}"#
+    return
+        #"{"eventCategory":"Transaction","eventCode":"transaction-authorised","eventOwner":{"merchant":"\#(merchant)","site":"\#(site)"},"eventData":{\#(data.joined(separator: ","))}}"#
 }
 
 /// A hand-written PayPal event whose resource is the checkout order itself.
@@ -58,8 +59,9 @@ struct WorkerTests {
         try await WorkerHarness.with { h in
             try await h.seedPXP("TX-A", value: "10.00")
             try await h.seedPXP("TX-B", value: "30.00")
-            try h.insert(WorkerHarness.order(.pxp, "A", ref: "TX-A", amount: 1000),
-                         WorkerHarness.order(.pxp, "B", ref: "TX-B", amount: 3000, fulfilment: .cancelled))
+            try h.insert(
+                WorkerHarness.order(.pxp, "A", ref: "TX-A", amount: 1000),
+                WorkerHarness.order(.pxp, "B", ref: "TX-B", amount: 3000, fulfilment: .cancelled))
             try h.store(.pxp, json: "[\(pxpEvent("TX-A")),\(pxpEvent("TX-B"))]")
             #expect(await h.runOnce().done == 1)
             #expect(Set(try h.actions().map(\.idempotencyKey)) == ["pxp:A:capture:1000", "pxp:B:void:0"])
@@ -71,7 +73,8 @@ struct WorkerTests {
             let system = try await h.seedPXP("TX-S", value: "20.00")
             var order = WorkerHarness.order(.pxp, "S", ref: "TX-S", amount: 2000, fulfilment: .open)
             try h.insert(order)
-            #expect(await h.checker.check(order, logger: Logger()) == .checked(CheckOutcome(), matched: true))   // learns the systemTransactionId
+            // Learns the systemTransactionId.
+            #expect(await h.checker.check(order, logger: Logger()) == .checked(CheckOutcome(), matched: true))
             order.fulfilment = .fulfilled
             try h.insert(order)
             let id = try h.store(.pxp, json: pxpEvent(system: system))
@@ -86,21 +89,28 @@ struct WorkerTests {
     @Test(arguments: ["related_ids", "up links"])
     func paypalCaptureEventFindsItsOrder(route: String) async throws {
         try await WorkerHarness.with { h in
-            try await h.seedPayPal("""
+            try await h.seedPayPal(
+                """
                 [{"id":"PP-CAP","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"25.00","captures":[{"id":"CAP-1"}]},
                  {"id":"PP-AUTH","intent":"AUTHORIZE","status":"COMPLETED","currency":"USD","amount":"30.00",
                   "authorizations":[{"id":"AUTH-2","status":"PARTIALLY_CAPTURED"}],"captures":[{"id":"CAP-2","amount":"10.00"}]}]
                 """)
-            try h.insert(WorkerHarness.order(.paypal, "P-CAP", ref: "PP-CAP", intent: .purchase, amount: 2500, currency: "USD", refund: 500, merchant: nil),
-                         WorkerHarness.order(.paypal, "P-AUTH", ref: "PP-AUTH", amount: 3000, currency: "USD", merchant: nil))
-            let strip: (([String: Any]) -> Any)? = route == "up links" ? { event in
-                var e = event
-                var resource = e["resource"] as! [String: Any]
-                resource.removeValue(forKey: "supplementary_data")
-                e["resource"] = resource
-                return e
-            } : nil
-            let ids = try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_id":"CAP-1"}"#, transform: strip)
+            try h.insert(
+                WorkerHarness.order(
+                    .paypal, "P-CAP", ref: "PP-CAP", intent: .purchase, amount: 2500, currency: "USD", refund: 500, merchant: nil),
+                WorkerHarness.order(.paypal, "P-AUTH", ref: "PP-AUTH", amount: 3000, currency: "USD", merchant: nil))
+            let strip: (([String: Any]) -> Any)? =
+                route == "up links"
+                ? { event in
+                    var e = event
+                    var resource = e["resource"] as! [String: Any]
+                    resource.removeValue(forKey: "supplementary_data")
+                    e["resource"] = resource
+                    return e
+                } : nil
+            let ids =
+                try h.storeWebhook(
+                    #"{"provider":"paypal","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_id":"CAP-1"}"#, transform: strip)
                 + h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_id":"CAP-2"}"#, transform: strip)
             if route == "up links" {
                 #expect(try ids.allSatisfy { !String(decoding: try h.delivery($0).body, as: UTF8.self).contains("related_ids") })
@@ -124,54 +134,113 @@ struct WorkerTests {
         var seeds: [(String, String)]
         var order: Order
         var kinds: Set<String>
-        var actions: [String: Int64]   // idempotency key → amount
+        var actions: [String: Int64]  // idempotency key → amount
         var testDescription: String { name }
     }
 
     static let rows: [Row] = [
-        Row(name: "PXP fulfilled authorised → capture", provider: .pxp,
-            seeds: [("/admin/pxp/transactions", #"{"merchant":"M1","site":"S1","merchantTransactionId":"TX","intent":"Authorisation","currency":"GBP","value":"20.00"}"#)],
+        Row(
+            name: "PXP fulfilled authorised → capture", provider: .pxp,
+            seeds: [
+                (
+                    "/admin/pxp/transactions",
+                    #"{"merchant":"M1","site":"S1","merchantTransactionId":"TX","intent":"Authorisation","currency":"GBP","value":"20.00"}"#
+                )
+            ],
             order: WorkerHarness.order(.pxp, "O", ref: "TX", amount: 2000, fulfilment: .fulfilled),
             kinds: [], actions: ["pxp:O:capture:2000": 2000]),
-        Row(name: "PXP cancelled authorised → void", provider: .pxp,
-            seeds: [("/admin/pxp/transactions", #"{"merchant":"M1","site":"S1","merchantTransactionId":"TX","intent":"Authorisation","currency":"GBP","value":"20.00"}"#)],
+        Row(
+            name: "PXP cancelled authorised → void", provider: .pxp,
+            seeds: [
+                (
+                    "/admin/pxp/transactions",
+                    #"{"merchant":"M1","site":"S1","merchantTransactionId":"TX","intent":"Authorisation","currency":"GBP","value":"20.00"}"#
+                )
+            ],
             order: WorkerHarness.order(.pxp, "O", ref: "TX", amount: 2000, fulfilment: .cancelled),
             kinds: [], actions: ["pxp:O:void:0": 2000]),
-        Row(name: "PXP captured purchase with refund_amount → refund", provider: .pxp,
-            seeds: [("/admin/pxp/transactions", #"{"merchant":"M1","site":"S1","merchantTransactionId":"TX","intent":"Purchase","currency":"GBP","value":"20.00","state":"Captured"}"#)],
+        Row(
+            name: "PXP captured purchase with refund_amount → refund", provider: .pxp,
+            seeds: [
+                (
+                    "/admin/pxp/transactions",
+                    #"{"merchant":"M1","site":"S1","merchantTransactionId":"TX","intent":"Purchase","currency":"GBP","value":"20.00","state":"Captured"}"#
+                )
+            ],
             order: WorkerHarness.order(.pxp, "O", ref: "TX", intent: .purchase, amount: 2000, refund: 500),
             kinds: [], actions: ["pxp:O:refund:500": 500]),
-        Row(name: "PXP open order above the authorisation → increment", provider: .pxp,
-            seeds: [("/admin/pxp/transactions", #"{"merchant":"M1","site":"S1","merchantTransactionId":"TX","intent":"Authorisation","currency":"GBP","value":"20.00"}"#)],
+        Row(
+            name: "PXP open order above the authorisation → increment", provider: .pxp,
+            seeds: [
+                (
+                    "/admin/pxp/transactions",
+                    #"{"merchant":"M1","site":"S1","merchantTransactionId":"TX","intent":"Authorisation","currency":"GBP","value":"20.00"}"#
+                )
+            ],
             order: WorkerHarness.order(.pxp, "O", ref: "TX", amount: 2500, fulfilment: .open),
             kinds: [], actions: ["pxp:O:increment:2500": 500]),
-        Row(name: "PXP purchase captured short → amount_mismatch", provider: .pxp,
-            seeds: [("/admin/pxp/transactions", #"{"merchant":"M1","site":"S1","merchantTransactionId":"TX","intent":"Purchase","currency":"GBP","value":"15.00","state":"Captured"}"#)],
+        Row(
+            name: "PXP purchase captured short → amount_mismatch", provider: .pxp,
+            seeds: [
+                (
+                    "/admin/pxp/transactions",
+                    #"{"merchant":"M1","site":"S1","merchantTransactionId":"TX","intent":"Purchase","currency":"GBP","value":"15.00","state":"Captured"}"#
+                )
+            ],
             order: WorkerHarness.order(.pxp, "O", ref: "TX", intent: .purchase, amount: 2000),
             kinds: ["amount_mismatch"], actions: [:]),
-        Row(name: "PXP order paysim does not have → missing_at_provider", provider: .pxp, seeds: [],
+        Row(
+            name: "PXP order paysim does not have → missing_at_provider", provider: .pxp, seeds: [],
             order: WorkerHarness.order(.pxp, "O", ref: "TX", amount: 2000),
             kinds: ["missing_at_provider"], actions: [:]),
-        Row(name: "PayPal fulfilled authorised → capture", provider: .paypal,
-            seeds: [("/admin/paypal/orders", #"{"id":"TX","intent":"AUTHORIZE","currency":"USD","amount":"20.00","authorizations":[{"id":"AUTH-1"}]}"#)],
+        Row(
+            name: "PayPal fulfilled authorised → capture", provider: .paypal,
+            seeds: [
+                (
+                    "/admin/paypal/orders",
+                    #"{"id":"TX","intent":"AUTHORIZE","currency":"USD","amount":"20.00","authorizations":[{"id":"AUTH-1"}]}"#
+                )
+            ],
             order: WorkerHarness.order(.paypal, "O", ref: "TX", amount: 2000, currency: "USD", merchant: PayPalOrder.defaultMerchantID),
             kinds: [], actions: ["paypal:O:capture:2000": 2000]),
-        Row(name: "PayPal cancelled authorised → void", provider: .paypal,
-            seeds: [("/admin/paypal/orders", #"{"id":"TX","intent":"AUTHORIZE","currency":"USD","amount":"20.00","authorizations":[{"id":"AUTH-1"}]}"#)],
+        Row(
+            name: "PayPal cancelled authorised → void", provider: .paypal,
+            seeds: [
+                (
+                    "/admin/paypal/orders",
+                    #"{"id":"TX","intent":"AUTHORIZE","currency":"USD","amount":"20.00","authorizations":[{"id":"AUTH-1"}]}"#
+                )
+            ],
             order: WorkerHarness.order(.paypal, "O", ref: "TX", amount: 2000, currency: "USD", fulfilment: .cancelled, merchant: nil),
             kinds: [], actions: ["paypal:O:void:0": 2000]),
-        Row(name: "PayPal fulfilled above the authorisation → action_not_allowed (no increment)", provider: .paypal,
-            seeds: [("/admin/paypal/orders", #"{"id":"TX","intent":"AUTHORIZE","currency":"USD","amount":"20.00","authorizations":[{"id":"AUTH-1"}]}"#)],
+        Row(
+            name: "PayPal fulfilled above the authorisation → action_not_allowed (no increment)", provider: .paypal,
+            seeds: [
+                (
+                    "/admin/paypal/orders",
+                    #"{"id":"TX","intent":"AUTHORIZE","currency":"USD","amount":"20.00","authorizations":[{"id":"AUTH-1"}]}"#
+                )
+            ],
             order: WorkerHarness.order(.paypal, "O", ref: "TX", amount: 2500, currency: "USD", merchant: nil),
             kinds: ["action_not_allowed"], actions: [:]),
-        Row(name: "PayPal merchant mismatch blocks the capture", provider: .paypal,
-            seeds: [("/admin/paypal/orders", #"{"id":"TX","intent":"AUTHORIZE","currency":"USD","amount":"20.00","merchant_id":"SOMEONEELSE","authorizations":[{"id":"AUTH-1"}]}"#)],
+        Row(
+            name: "PayPal merchant mismatch blocks the capture", provider: .paypal,
+            seeds: [
+                (
+                    "/admin/paypal/orders",
+                    #"{"id":"TX","intent":"AUTHORIZE","currency":"USD","amount":"20.00","merchant_id":"SOMEONEELSE","authorizations":[{"id":"AUTH-1"}]}"#
+                )
+            ],
             order: WorkerHarness.order(.paypal, "O", ref: "TX", amount: 2000, currency: "USD", merchant: PayPalOrder.defaultMerchantID),
             kinds: ["merchant_mismatch"], actions: [:]),
-        Row(name: "PayPal captured purchase with refund_amount → refund", provider: .paypal,
-            seeds: [("/admin/paypal/orders", #"{"id":"TX","intent":"CAPTURE","currency":"USD","amount":"20.00","captures":[{"id":"CAP-1"}]}"#)],
-            order: WorkerHarness.order(.paypal, "O", ref: "TX", intent: .purchase, amount: 2000, currency: "USD", refund: 2000, merchant: nil),
-            kinds: [], actions: ["paypal:O:refund:2000": 2000]),
+        Row(
+            name: "PayPal captured purchase with refund_amount → refund", provider: .paypal,
+            seeds: [
+                ("/admin/paypal/orders", #"{"id":"TX","intent":"CAPTURE","currency":"USD","amount":"20.00","captures":[{"id":"CAP-1"}]}"#)
+            ],
+            order: WorkerHarness.order(
+                .paypal, "O", ref: "TX", intent: .purchase, amount: 2000, currency: "USD", refund: 2000, merchant: nil),
+            kinds: [], actions: ["paypal:O:refund:2000": 2000])
     ]
 
     @Test(arguments: rows)
@@ -250,7 +319,9 @@ struct WorkerTests {
             let claimed = try DeliveryQueue.claim(owner: "crashed", leaseSeconds: 1, limit: 10, on: conn)
             #expect(claimed.map(\.id) == [id])
             // The crashed worker got as far as checking the order (emitting the capture) before it died.
-            guard case .checked(let outcome, _) = await h.checker.check(order, logger: Logger()) else { Issue.record("check failed"); return }
+            guard case .checked(let outcome, _) = await h.checker.check(order, logger: Logger()) else {
+                Issue.record("check failed"); return
+            }
             #expect(outcome.actionsEmitted == 1)
 
             var done = 0
@@ -287,19 +358,21 @@ struct WorkerTests {
 
     @Test func paypalActionsExecutedTwiceCallPayPalOncePerAction() async throws {
         try await WorkerHarness.with { h in
-            try await h.seedPayPal(#"""
+            try await h.seedPayPal(
+                #"""
                 [{"id":"PP-1","intent":"AUTHORIZE","currency":"USD","amount":"20.00","authorizations":[{"id":"AUTH-1"}]},
                  {"id":"PP-2","intent":"AUTHORIZE","currency":"USD","amount":"15.00","authorizations":[{"id":"AUTH-2"}]}]
                 """#)
-            try h.insert(WorkerHarness.order(.paypal, "P1", ref: "PP-1", amount: 2000, currency: "USD", merchant: nil),
-                         WorkerHarness.order(.paypal, "P2", ref: "PP-2", amount: 1500, currency: "USD", fulfilment: .cancelled, merchant: nil))
+            try h.insert(
+                WorkerHarness.order(.paypal, "P1", ref: "PP-1", amount: 2000, currency: "USD", merchant: nil),
+                WorkerHarness.order(.paypal, "P2", ref: "PP-2", amount: 1500, currency: "USD", fulfilment: .cancelled, merchant: nil))
             try h.store(.paypal, json: paypalOrderEvent("PP-1"))
             try h.store(.paypal, json: paypalOrderEvent("PP-2"))
             #expect(await h.runOnce().done == 2)
             #expect(Set(try h.actions().map(\.idempotencyKey)) == ["paypal:P1:capture:2000", "paypal:P2:void:0"])
             #expect(await h.executor.executePending().succeeded == 2)
             #expect(await h.executor.executePending() == ActionExecutor.Totals())
-            try h.execute("UPDATE actions SET status = 'pending'")   // as if the outcomes were never recorded
+            try h.execute("UPDATE actions SET status = 'pending'")  // as if the outcomes were never recorded
             _ = await h.executor.executePending()
             let log = try await h.paysimLog(provider: "paypal")
             #expect(log.filter { $0["result"] as? String == "applied" }.count == 2)
@@ -316,7 +389,8 @@ struct WorkerTests {
                 try await h.seedPXP("TX", value: "20.00")
                 try h.insert(WorkerHarness.order(.pxp, "O", ref: "TX", amount: 2000))
             } else {
-                try await h.seedPayPal(#"{"id":"TX","intent":"AUTHORIZE","currency":"USD","amount":"20.00","authorizations":[{"id":"A1"}]}"#)
+                try await h.seedPayPal(
+                    #"{"id":"TX","intent":"AUTHORIZE","currency":"USD","amount":"20.00","authorizations":[{"id":"A1"}]}"#)
                 try h.insert(WorkerHarness.order(.paypal, "O", ref: "TX", amount: 2000, currency: "USD", merchant: nil))
             }
             let id = try h.store(provider, json: provider == .pxp ? pxpEvent("TX") : paypalOrderEvent("TX"))
@@ -326,7 +400,7 @@ struct WorkerTests {
             #expect(totals.retried == 1 && totals.done == 0)
             var d = try h.delivery(id)
             #expect(d.status == "pending" && d.attempts == 1)
-            #expect(d.nextAttemptAt >= before.addingTimeInterval(30))     // backoff ≥ half of base·2⁰
+            #expect(d.nextAttemptAt >= before.addingTimeInterval(30))  // backoff ≥ half of base·2⁰
             #expect(d.nextAttemptAt <= Date().addingTimeInterval(61))
             #expect(d.lastError?.contains("500") == true, "\(d.lastError ?? "nil")")
             #expect(try h.actions().isEmpty)
@@ -372,7 +446,7 @@ struct WorkerTests {
             var d = try h.delivery(id)
             #expect(d.status == "dead" && d.attempts == 2 && d.processedAt != nil)
             #expect(d.lastError?.hasPrefix("gave up after 2 attempts: ") == true, "\(d.lastError ?? "nil")")
-            #expect(await h.runOnce(maxAttempts: 2) == QueueWorker.Totals())   // dead is never claimed
+            #expect(await h.runOnce(maxAttempts: 2) == QueueWorker.Totals())  // dead is never claimed
 
             let conn = try h.database.connect(); defer { conn.close() }
             #expect(try DeliveryQueue.retry(id: id, on: conn) == 1)
@@ -391,7 +465,9 @@ struct WorkerTests {
         try await WorkerHarness.with { h in
             let dead = try h.store(.pxp, json: pxpEvent("TX-D"))
             let done = try h.store(.pxp, json: pxpEvent("TX-E"))
-            try h.execute("UPDATE deliveries SET status = 'dead', attempts = 10, last_error = 'gave up after 10 attempts: PXP answered 503' WHERE id = $1", [.int64(dead)])
+            try h.execute(
+                "UPDATE deliveries SET status = 'dead', attempts = 10, last_error = 'gave up after 10 attempts: PXP answered 503' WHERE id = $1",
+                [.int64(dead)])
             try h.execute("UPDATE deliveries SET status = 'done', attempts = 1 WHERE id = $1", [.int64(done)])
             let env = ["DATABASE_URL": h.database.url]
 
@@ -399,8 +475,10 @@ struct WorkerTests {
             #expect(list.exitCode == 0, "\(list.stderr)")
             let rows = list.stdout.split(separator: "\n").dropFirst()
             #expect(rows.count == 1)
-            #expect(rows.first?.hasPrefix("\(dead) ") == true && rows.first?.contains("dead") == true && rows.first?.contains("gave up after 10") == true,
-                    "\(list.stdout)")
+            #expect(
+                rows.first?.hasPrefix("\(dead) ") == true && rows.first?.contains("dead") == true
+                    && rows.first?.contains("gave up after 10") == true,
+                "\(list.stdout)")
 
             let retry = try await PayreconProcess.run(["events", "retry", String(dead)], environment: env)
             #expect(retry.exitCode == 0, "\(retry.stderr)")
@@ -413,9 +491,13 @@ struct WorkerTests {
             let missing = try await PayreconProcess.run(["events", "retry", "99999"], environment: env)
             // An unknown id is an error saying where the ids are (exit 2, as `discrepancies show`, `rejections show` and
             // `explain` do), not a finding.
-            #expect(missing.exitCode == 2 && missing.stderr.contains("no delivery 99999") && missing.stderr.contains("events list"), "\(missing.stderr)")
+            #expect(
+                missing.exitCode == 2 && missing.stderr.contains("no delivery 99999") && missing.stderr.contains("events list"),
+                "\(missing.stderr)")
             let unknown = try await PayreconProcess.run(["events", "show", "99999"], environment: env)
-            #expect(unknown.exitCode == 2 && unknown.stderr.contains("no delivery 99999: payrecon events list shows the ids"), "\(unknown.stderr)")
+            #expect(
+                unknown.exitCode == 2 && unknown.stderr.contains("no delivery 99999: payrecon events list shows the ids"),
+                "\(unknown.stderr)")
             let bad = try await PayreconProcess.run(["events", "retry", "abc"], environment: env)
             #expect(bad.exitCode == 2)
             let badStatus = try await PayreconProcess.run(["events", "list", "--status", "sleeping"], environment: env)
@@ -431,7 +513,7 @@ struct WorkerTests {
             try await h.seedPayPal(#"{"id":"PP-U","intent":"CAPTURE","currency":"USD","amount":"9.99","captures":[{"id":"CAP-U"}]}"#)
             try h.storeWebhook(#"{"provider":"pxp","merchantTransactionId":"TX-U"}"#)
             try h.storeWebhook(#"{"provider":"paypal","event_type":"PAYMENT.CAPTURE.COMPLETED","order_id":"PP-U"}"#)
-            try h.store(.pxp, json: pxpEvent("TX-NOWHERE"))   // neither ours nor paysim's: nothing to report
+            try h.store(.pxp, json: pxpEvent("TX-NOWHERE"))  // neither ours nor paysim's: nothing to report
             #expect(await h.runOnce().done == 3)
             let found = try h.discrepancies()
             #expect(found.count == 2)
@@ -443,7 +525,9 @@ struct WorkerTests {
 
             let order = WorkerHarness.order(.pxp, "U", ref: "TX-U", amount: 2000, fulfilment: .open)
             try h.insert(order)
-            guard case .checked(let outcome, let matched) = await h.checker.check(order, logger: Logger()) else { Issue.record("check failed"); return }
+            guard case .checked(let outcome, let matched) = await h.checker.check(order, logger: Logger()) else {
+                Issue.record("check failed"); return
+            }
             #expect(matched && outcome.resolved == 1)
             let pxp = try #require(try h.discrepancies(.pxp).first)
             #expect(pxp.status == "resolved" && pxp.resolvedAt != nil)
@@ -458,9 +542,10 @@ struct WorkerTests {
             let n = 30
             try await h.seedPXPOrders(n)
             let conn = try h.database.connect(); defer { conn.close() }
-            _ = try DeliveryStore.commit((0..<n).map {
-                NewDelivery(provider: .pxp, dedupeKey: "req-\($0)", eventType: nil, headers: [], body: Array(pxpEvent("TX-\($0)").utf8))
-            }, on: conn)
+            _ = try DeliveryStore.commit(
+                (0..<n).map {
+                    NewDelivery(provider: .pxp, dedupeKey: "req-\($0)", eventType: nil, headers: [], body: Array(pxpEvent("TX-\($0)").utf8))
+                }, on: conn)
 
             let workers = (0..<3).map { h.worker(owner: "worker-\($0)", batchSize: 4) }
             let totals = await withTaskGroup(of: QueueWorker.Totals.self) { group in

@@ -55,8 +55,10 @@ protocol Ledger {
     func snapshot(links: [TransactionLink]) -> Snapshot?
     /// Applies a call (`pending`: the provider accepts it and has not finished); nil when the provider refuses it,
     /// else the provider's reference and the links payrecon records from its answer.
-    mutating func apply(_ kind: ActionKind, amount: Int64, target: Int64, providerTarget: String?, final: Bool, pending: Bool,
-                        key: String, orderID: String, actionID: Int64) -> (ref: String, links: [TransactionLink])?
+    mutating func apply(
+        _ kind: ActionKind, amount: Int64, target: Int64, providerTarget: String?, final: Bool, pending: Bool,
+        key: String, orderID: String, actionID: Int64
+    ) -> (ref: String, links: [TransactionLink])?
     /// Money returned to the payer: refunds completed or accepted and pending.
     var returned: Int64 { get }
     /// Money captured, captures accepted and pending included.
@@ -87,8 +89,9 @@ enum PayPalEnums {
             return (status?["enum"] ?? schema?["enum"]) as? [String] ?? []
         }
         let payments = schemas("payments_payment_v2.json"), orders = schemas("checkout_orders_v2.json")
-        return Loaded(order: statusEnum(orders, "order_status"), authorization: statusEnum(payments, "authorization_status"),
-                      capture: statusEnum(payments, "capture_status"), refund: statusEnum(payments, "refund_status"))
+        return Loaded(
+            order: statusEnum(orders, "order_status"), authorization: statusEnum(payments, "authorization_status"),
+            capture: statusEnum(payments, "capture_status"), refund: statusEnum(payments, "refund_status"))
     }()
 }
 
@@ -120,11 +123,13 @@ struct PayPalLedger: Ledger {
         if intent == "AUTHORIZE" {
             auths.append(Auth(id: ref + "-A", status: gen.chance(60) ? "CREATED" : gen.pick(e.authorization), amount: value))
         }
-        let captureCount = intent == "AUTHORIZE" && auths[0].status == "CREATED" ? gen.count(0...1) : gen.count(intent == "CAPTURE" ? 1...2 : 0...2)
+        let captureCount =
+            intent == "AUTHORIZE" && auths[0].status == "CREATED" ? gen.count(0...1) : gen.count(intent == "CAPTURE" ? 1...2 : 0...2)
         for c in 0..<captureCount {
             let id = ref + "-C\(c)"
             let amount = gen.chance(50) ? value : gen.int(1...value)
-            captures.append(Capture(id: id, status: gen.chance(50) ? "COMPLETED" : gen.pick(e.capture), amount: amount, auth: auths.first?.id))
+            captures.append(
+                Capture(id: id, status: gen.chance(50) ? "COMPLETED" : gen.pick(e.capture), amount: amount, auth: auths.first?.id))
             for r in 0..<gen.count(0...2) {
                 refunds.append(Refund(id: id + "-R\(r)", status: gen.pick(e.refund), amount: gen.int(1...amount), capture: id, custom: nil))
             }
@@ -138,27 +143,50 @@ struct PayPalLedger: Ledger {
     func payment(_ id: String, _ status: String, _ amount: Int64, kind: String, up: String?, custom: String? = nil) -> JSONValue {
         var links: [JSONValue] = [.object([("href", .string("https://api.paypal.com/v2/payments/\(kind)/\(id)")), ("rel", "self")])]
         if let up { links.append(.object([("href", .string("https://api.paypal.com/v2/payments/\(up)")), ("rel", "up")])) }
-        var members: [(String, JSONValue)] = [("id", .string(id)), ("status", .string(status)), ("amount", money(amount)),
-                                              ("create_time", "2026-11-01T10:00:00Z"), ("links", .array(links))]
+        var members: [(String, JSONValue)] = [
+            ("id", .string(id)), ("status", .string(status)), ("amount", money(amount)),
+            ("create_time", "2026-11-01T10:00:00Z"), ("links", .array(links))
+        ]
         if let custom { members.append(("custom_id", .string(custom))) }
         return .object(members)
     }
 
     func json() -> JSONValue {
         var payments: [(String, JSONValue)] = []
-        if !auths.isEmpty { payments.append(("authorizations", .array(auths.map { payment($0.id, $0.status, $0.amount, kind: "authorizations", up: nil) }))) }
+        if !auths.isEmpty {
+            payments.append(("authorizations", .array(auths.map { payment($0.id, $0.status, $0.amount, kind: "authorizations", up: nil) })))
+        }
         if !captures.isEmpty {
-            payments.append(("captures", .array(captures.map { payment($0.id, $0.status, $0.amount, kind: "captures",
-                                                                         up: $0.auth.map { "authorizations/" + $0 }) })))
+            payments.append(
+                (
+                    "captures",
+                    .array(
+                        captures.map {
+                            payment(
+                                $0.id, $0.status, $0.amount, kind: "captures",
+                                up: $0.auth.map { "authorizations/" + $0 })
+                        })
+                ))
         }
         if !refunds.isEmpty {
-            payments.append(("refunds", .array(refunds.map { payment($0.id, $0.status, $0.amount, kind: "refunds", up: "captures/" + $0.capture, custom: $0.custom) })))
+            payments.append(
+                (
+                    "refunds",
+                    .array(
+                        refunds.map {
+                            payment($0.id, $0.status, $0.amount, kind: "refunds", up: "captures/" + $0.capture, custom: $0.custom)
+                        })
+                ))
         }
-        var unit: [(String, JSONValue)] = [("reference_id", "default"), ("amount", money(value)),
-                                           ("payee", .object([("merchant_id", "MERCHANT")]))]
+        var unit: [(String, JSONValue)] = [
+            ("reference_id", "default"), ("amount", money(value)),
+            ("payee", .object([("merchant_id", "MERCHANT")]))
+        ]
         if !payments.isEmpty { unit.append(("payments", .object(payments))) }
-        return .object([("id", .string(ref)), ("intent", .string(intent)), ("status", .string(status)),
-                        ("purchase_units", .array([.object(unit)])), ("create_time", "2026-11-01T10:00:00Z")])
+        return .object([
+            ("id", .string(ref)), ("intent", .string(intent)), ("status", .string(status)),
+            ("purchase_units", .array([.object(unit)])), ("create_time", "2026-11-01T10:00:00Z")
+        ])
     }
 
     func snapshot(links: [TransactionLink]) -> Snapshot? { try? PayPalMapping.snapshot(order: json(), links: links) }
@@ -167,12 +195,16 @@ struct PayPalLedger: Ledger {
         refunds.filter { $0.capture == capture && Self.moved.contains($0.status) }.reduce(0) { $0 + $1.amount }
     }
 
-    mutating func apply(_ kind: ActionKind, amount: Int64, target: Int64, providerTarget: String?, final: Bool, pending: Bool,
-                        key: String, orderID: String, actionID: Int64) -> (ref: String, links: [TransactionLink])? {
+    mutating func apply(
+        _ kind: ActionKind, amount: Int64, target: Int64, providerTarget: String?, final: Bool, pending: Bool,
+        key: String, orderID: String, actionID: Int64
+    ) -> (ref: String, links: [TransactionLink])? {
         next += 1
         switch kind {
         case .capture:
-            guard let i = auths.firstIndex(where: { $0.id == providerTarget && ($0.status == "CREATED" || $0.status == "PARTIALLY_CAPTURED") })
+            guard
+                let i = auths.firstIndex(where: { $0.id == providerTarget && ($0.status == "CREATED" || $0.status == "PARTIALLY_CAPTURED") }
+                )
             else { return nil }
             let onIt = captures.filter { $0.auth == auths[i].id && Self.holding.contains($0.status) }.reduce(0) { $0 + $1.amount }
             // PayPal captures up to 115% of an authorization (payments_payment_v2.json, capture: "up to 115% of the
@@ -187,13 +219,23 @@ struct PayPalLedger: Ledger {
             auths[i].status = "VOIDED"
             return (auths[i].id, [])
         case .refund:
-            guard let i = captures.firstIndex(where: { $0.id == providerTarget && ($0.status == "COMPLETED" || $0.status == "PARTIALLY_REFUNDED") }),
-                  amount > 0, refunded(captures[i].id) + amount <= captures[i].amount else { return nil }
+            guard
+                let i = captures.firstIndex(where: {
+                    $0.id == providerTarget && ($0.status == "COMPLETED" || $0.status == "PARTIALLY_REFUNDED")
+                }),
+                amount > 0, refunded(captures[i].id) + amount <= captures[i].amount
+            else { return nil }
             let id = ref + "-NR\(next)"
             refunds.append(Refund(id: id, status: pending ? "PENDING" : "COMPLETED", amount: amount, capture: captures[i].id, custom: key))
             captures[i].status = refunded(captures[i].id) >= captures[i].amount ? "REFUNDED" : "PARTIALLY_REFUNDED"
-            return (id, [TransactionLink(externalID: id, parentExternalID: captures[i].id, orderID: orderID, kind: .refund, amount: amount,
-                                         currency: "USD", state: pending ? "PENDING" : "COMPLETED", source: .payrecon, actionID: actionID)])
+            return (
+                id,
+                [
+                    TransactionLink(
+                        externalID: id, parentExternalID: captures[i].id, orderID: orderID, kind: .refund, amount: amount,
+                        currency: "USD", state: pending ? "PENDING" : "COMPLETED", source: .payrecon, actionID: actionID)
+                ]
+            )
         case .increment:
             return nil
         }
@@ -212,8 +254,10 @@ struct PayPalLedger: Ledger {
 
 struct PXPLedger: Ledger {
     static let deduplicates = false
-    static let states = ["Authorised", "Captured", "Executed", "Confirmed", "Approved", "Refunded", "Cancelled", "Refused", "Rejected",
-                         "Error", "Pending", "Updated"]
+    static let states = [
+        "Authorised", "Captured", "Executed", "Confirmed", "Approved", "Refunded", "Cancelled", "Refused", "Rejected",
+        "Error", "Pending", "Updated"
+    ]
     static let modificationStates = ["Captured", "Authorised", "Cancelled", "Refused", "Pending"]
 
     let ref: String
@@ -234,17 +278,21 @@ struct PXPLedger: Ledger {
         state = gen.chance(60) ? (intent == "Purchase" ? "Captured" : "Authorised") : gen.pick(Self.states)
         for m in 0..<gen.count(0...2) {
             let op: PXPOperation = gen.pick([.capture, .refund, .void, .incremental])
-            modifications.append(PXPModification(systemTransactionId: "\(system)-M\(m)", parentSystemTransactionId: system, operation: op,
-                                                 amount: gen.int(1...value), state: gen.pick(Self.modificationStates)))
+            modifications.append(
+                PXPModification(
+                    systemTransactionId: "\(system)-M\(m)", parentSystemTransactionId: system, operation: op,
+                    amount: gen.int(1...value), state: gen.pick(Self.modificationStates)))
         }
     }
 
     func json() -> JSONValue {
-        .object([("systemTransactionId", .string(system)), ("state", .string(state)),
-                 ("transactionMethod", .object([("intent", .string(intent)), ("fundingType", "Card")])),
-                 ("merchant", "M1"), ("site", "S1"), ("merchantTransactionId", .string(ref)),
-                 ("merchantTransactionDate", "2026-11-01T10:00:00.000Z"),
-                 ("amounts", .object([("transactionValue", JSONValue.decimal(minorUnits: value, exponent: 2)), ("currencyCode", "USD")]))])
+        .object([
+            ("systemTransactionId", .string(system)), ("state", .string(state)),
+            ("transactionMethod", .object([("intent", .string(intent)), ("fundingType", "Card")])),
+            ("merchant", "M1"), ("site", "S1"), ("merchantTransactionId", .string(ref)),
+            ("merchantTransactionDate", "2026-11-01T10:00:00.000Z"),
+            ("amounts", .object([("transactionValue", JSONValue.decimal(minorUnits: value, exponent: 2)), ("currencyCode", "USD")]))
+        ])
     }
 
     func snapshot(links: [TransactionLink]) -> Snapshot? {
@@ -266,10 +314,12 @@ struct PXPLedger: Ledger {
     }
     var returned: Int64 { max(state == "Refunded" ? value : 0, sum([.refund], ["Authorised", "Pending"])) }
 
-    mutating func apply(_ kind: ActionKind, amount: Int64, target: Int64, providerTarget: String?, final: Bool, pending: Bool,
-                        key: String, orderID: String, actionID: Int64) -> (ref: String, links: [TransactionLink])? {
+    mutating func apply(
+        _ kind: ActionKind, amount: Int64, target: Int64, providerTarget: String?, final: Bool, pending: Bool,
+        key: String, orderID: String, actionID: Int64
+    ) -> (ref: String, links: [TransactionLink])? {
         let mtid = PXPClient.merchantTransactionId(forIdempotencyKey: key)
-        if let id = made[mtid] { return (id, []) }   // looked up before a re-send: found, not sent again
+        if let id = made[mtid] { return (id, []) }  // looked up before a re-send: found, not sent again
         guard providerTarget == system else { return nil }
         let captures = sum([.capture, .finalCapture], ["Captured", "Pending"])
         let authorised = modifications.filter { $0.operation == .incremental && $0.isAccepted }.compactMap(\.newTotal).reduce(value, max)
@@ -290,8 +340,9 @@ struct PXPLedger: Ledger {
         }
         next += 1
         let id = "\(system)-N\(next)"
-        var m = PXPModification(systemTransactionId: id, parentSystemTransactionId: system, operation: op, amount: amount,
-                                state: pending && kind != .void ? "Pending" : accepted)
+        var m = PXPModification(
+            systemTransactionId: id, parentSystemTransactionId: system, operation: op, amount: amount,
+            state: pending && kind != .void ? "Pending" : accepted)
         if kind == .increment { m.newTotal = target }
         modifications.append(m)
         made[mtid] = id
@@ -299,8 +350,9 @@ struct PXPLedger: Ledger {
     }
 
     func find(key: String, kind: ActionKind) -> CallOutcome? {
-        guard let id = made[PXPClient.merchantTransactionId(forIdempotencyKey: key)], let m = modifications.first(where: { $0.systemTransactionId == id })
-        else { return .notMade }   // lookups find modifications (PXP-32): absent is not made
+        guard let id = made[PXPClient.merchantTransactionId(forIdempotencyKey: key)],
+            let m = modifications.first(where: { $0.systemTransactionId == id })
+        else { return .notMade }  // lookups find modifications (PXP-32): absent is not made
         return m.isAccepted ? .made(providerRef: id) : m.isPending ? .stillPending : .refused(m.state)
     }
 }
@@ -309,8 +361,10 @@ struct PXPLedger: Ledger {
 
 struct PaypercutLedger: Ledger {
     static let deduplicates = true
-    static let intentStatuses = ["requires_payment_method", "requires_confirmation", "requires_action", "processing", "requires_capture",
-                                 "canceled", "succeeded"]
+    static let intentStatuses = [
+        "requires_payment_method", "requires_confirmation", "requires_action", "processing", "requires_capture",
+        "canceled", "succeeded"
+    ]
     struct Refund { var id: String; var amount: Int64; var status: String }
 
     let ref: String
@@ -337,31 +391,40 @@ struct PaypercutLedger: Ledger {
     }
 
     func json() -> JSONValue {
-        .object([("id", .string(ref)), ("object", "payment_intent"), ("amount", .integer(amount)), ("amount_capturable", .integer(capturable)),
-                 ("amount_received", .integer(received)), ("currency", .object([("iso", "EUR"), ("scale", 2)])), ("status", .string(status)),
-                 ("capture_method", .string(manual ? "manual" : "automatic")), ("created", "2026-11-01T10:00:00Z"),
-                 ("latest_payment", received > 0 ? .string("pay_" + ref) : .null)])
+        .object([
+            ("id", .string(ref)), ("object", "payment_intent"), ("amount", .integer(amount)), ("amount_capturable", .integer(capturable)),
+            ("amount_received", .integer(received)), ("currency", .object([("iso", "EUR"), ("scale", 2)])), ("status", .string(status)),
+            ("capture_method", .string(manual ? "manual" : "automatic")), ("created", "2026-11-01T10:00:00Z"),
+            ("latest_payment", received > 0 ? .string("pay_" + ref) : .null)
+        ])
     }
 
     var reportedRefunded: Int64 {
-        paymentRefunded + refunds.filter { $0.status == "succeeded" || (totalIncludesPending && $0.status == "pending") }.reduce(0) { $0 + $1.amount }
+        paymentRefunded
+            + refunds.filter { $0.status == "succeeded" || (totalIncludesPending && $0.status == "pending") }.reduce(0) { $0 + $1.amount }
     }
 
     func payment() -> JSONValue? {
         guard received > 0 else { return nil }
-        return .object([("id", .string("pay_" + ref)), ("status", "succeeded"), ("amount_captured", .integer(received)),
-                        ("amount_refunded", .integer(reportedRefunded)), ("payment_method", "card"), ("payment_intent", .string(ref))])
+        return .object([
+            ("id", .string("pay_" + ref)), ("status", "succeeded"), ("amount_captured", .integer(received)),
+            ("amount_refunded", .integer(reportedRefunded)), ("payment_method", "card"), ("payment_intent", .string(ref))
+        ])
     }
 
     func snapshot(links: [TransactionLink]) -> Snapshot? {
         try? PaypercutMapping.snapshot(intent: json(), payment: payment(), account: nil, links: links)
     }
 
-    var returned: Int64 { paymentRefunded + refunds.filter { $0.status == "succeeded" || $0.status == "pending" }.reduce(0) { $0 + $1.amount } }
+    var returned: Int64 {
+        paymentRefunded + refunds.filter { $0.status == "succeeded" || $0.status == "pending" }.reduce(0) { $0 + $1.amount }
+    }
     var captured: Int64 { received }
 
-    mutating func apply(_ kind: ActionKind, amount n: Int64, target: Int64, providerTarget: String?, final: Bool, pending: Bool,
-                        key: String, orderID: String, actionID: Int64) -> (ref: String, links: [TransactionLink])? {
+    mutating func apply(
+        _ kind: ActionKind, amount n: Int64, target: Int64, providerTarget: String?, final: Bool, pending: Bool,
+        key: String, orderID: String, actionID: Int64
+    ) -> (ref: String, links: [TransactionLink])? {
         guard providerTarget == ref else { return nil }
         switch kind {
         case .capture:
@@ -379,12 +442,18 @@ struct PaypercutLedger: Ledger {
             next += 1
             let id = "re_\(ref)_\(next)"
             refunds.append(Refund(id: id, amount: n, status: pending ? "pending" : "succeeded"))
-            return (id, [TransactionLink(externalID: id, parentExternalID: ref, orderID: orderID, kind: .refund, amount: n, currency: "EUR",
-                                         state: pending ? "pending" : "succeeded", source: .payrecon, actionID: actionID)])
+            return (
+                id,
+                [
+                    TransactionLink(
+                        externalID: id, parentExternalID: ref, orderID: orderID, kind: .refund, amount: n, currency: "EUR",
+                        state: pending ? "pending" : "succeeded", source: .payrecon, actionID: actionID)
+                ]
+            )
         case .increment:
             return nil
         }
     }
 
-    func find(key: String, kind: ActionKind) -> CallOutcome? { nil }   // no mark documented: the key is re-sent as sent
+    func find(key: String, kind: ActionKind) -> CallOutcome? { nil }  // no mark documented: the key is re-sent as sent
 }

@@ -40,7 +40,9 @@ import Worker
             planned += sim.planned
             calls += sim.calls
         }
-        print("money invariants, \(provider.rawValue): \(casesPerProvider) cases, \(planned) actions planned, \(calls) calls, \(failures.count) failures (seed \(seed))")
+        print(
+            "money invariants, \(provider.rawValue): \(casesPerProvider) cases, \(planned) actions planned, \(calls) calls, \(failures.count) failures (seed \(seed))"
+        )
         for f in failures { Issue.record(Comment(rawValue: f)) }
         #expect(planned > casesPerProvider / 20, "the generator must reach the actions it is there to test")
     }
@@ -92,10 +94,11 @@ struct Simulation {
         let amount = gen.chance(50) ? (first?.value ?? gen.int(1...20_000)) : gen.int(1...20_000)
         let refunding = gen.chance(40)
         let currency = Currency(code: provider == .paypercut ? "EUR" : "USD")!
-        var order = Order(provider: provider, orderID: "O", merchant: provider == .pxp ? "M1" : nil, site: provider == .pxp ? "S1" : nil,
-                          transactionRef: "T1", intent: intent, amount: Money(minorUnits: amount, currency: currency),
-                          fulfilment: gen.pick(Fulfilment.allCases), refundAmount: refunding ? gen.int(0...amount) : 0,
-                          transactionRefs: ledgers.map(\.ref))
+        var order = Order(
+            provider: provider, orderID: "O", merchant: provider == .pxp ? "M1" : nil, site: provider == .pxp ? "S1" : nil,
+            transactionRef: "T1", intent: intent, amount: Money(minorUnits: amount, currency: currency),
+            fulfilment: gen.pick(Fulfilment.allCases), refundAmount: refunding ? gen.int(0...amount) : 0,
+            transactionRefs: ledgers.map(\.ref))
         for ledger in ledgers.dropFirst() where gen.chance(40) { order.learned[ledger.ref] = "a reference field" }
         self.gen = gen
         self.order = order
@@ -103,8 +106,11 @@ struct Simulation {
     }
 
     var emitted: [EmittedAction] {
-        actions.map { EmittedAction(idempotencyKey: $0.planned.idempotencyKey, kind: $0.planned.kind, status: $0.status, amount: $0.planned.amount,
-                                    inDoubt: $0.inDoubt, transactionRef: $0.planned.transactionRef, sent: $0.sent != nil) }
+        actions.map {
+            EmittedAction(
+                idempotencyKey: $0.planned.idempotencyKey, kind: $0.planned.kind, status: $0.status, amount: $0.planned.amount,
+                inDoubt: $0.inDoubt, transactionRef: $0.planned.transactionRef, sent: $0.sent != nil)
+        }
     }
 
     /// Every transaction as fetched now; nil when one answer does not map (the check fails: nothing is planned).
@@ -126,7 +132,8 @@ struct Simulation {
     mutating func changed(_ l: Int) { if cache.indices.contains(l) { cache[l] = nil } }
 
     func plan(_ transactions: [FetchedTransaction], emitted: [EmittedAction], executing: String? = nil) -> Plan {
-        Planner.plan(order: order, transactions: transactions, emitted: emitted, now: Self.now, pendingMax: { _ in 86_400 }, executing: executing)
+        Planner.plan(
+            order: order, transactions: transactions, emitted: emitted, now: Self.now, pendingMax: { _ in 86_400 }, executing: executing)
     }
 
     /// Runs the rounds; the first invariant broken, said, or nil.
@@ -140,7 +147,8 @@ struct Simulation {
             landing.removeAll { $0.inRounds <= 0 }
             if let failure = violation { return "round \(round), a late call landing: \(failure)" }
             if let failure = check() { return "round \(round), check: \(failure)" }
-            guard actions.contains(where: { $0.status == .pending }) || !landing.isEmpty else { break }   // settled: later rounds would repeat this one
+            // Settled: later rounds would repeat this one.
+            guard actions.contains(where: { $0.status == .pending }) || !landing.isEmpty else { break }
             for i in actions.indices where actions[i].status == .pending {
                 if let failure = execute(i) { return "round \(round), executing \(actions[i].planned.idempotencyKey): \(failure)" }
                 if let failure = violation { return "round \(round), executing \(actions[i].planned.idempotencyKey): \(failure)" }
@@ -172,17 +180,24 @@ struct Simulation {
     mutating func land(_ late: Late) {
         let before = counted()
         let final = late.planned.kind == .capture && late.planned.target == order.amount.minorUnits
-        guard let made = ledgers[late.ledger].apply(late.planned.kind, amount: late.call.amount, target: late.planned.target,
-                                                    providerTarget: late.call.providerTarget, final: final, pending: false, key: late.key,
-                                                    orderID: order.orderID, actionID: late.actionID) else { return }
+        guard
+            let made = ledgers[late.ledger].apply(
+                late.planned.kind, amount: late.call.amount, target: late.planned.target,
+                providerTarget: late.call.providerTarget, final: final, pending: false, key: late.key,
+                orderID: order.orderID, actionID: late.actionID)
+        else { return }
         appliedKeys[late.key] = made.ref
         links += made.links
         changed(late.ledger)
         // Judged as of its sending: what it moved on top of what the order held then, against what it called for then.
         let after = counted()
         let moved = (returned: after.returned - before.returned, captured: after.captured - before.captured)
-        judge(before: late.atSend, after: (late.atSend.returned + moved.returned, late.atSend.captured + moved.captured,
-                                            late.atSend.wanted), kind: late.planned.kind)
+        judge(
+            before: late.atSend,
+            after: (
+                late.atSend.returned + moved.returned, late.atSend.captured + moved.captured,
+                late.atSend.wanted
+            ), kind: late.planned.kind)
     }
 
     /// A refund or capture made outside payrecon, on a transaction that allows it, applied or pending.
@@ -204,9 +219,11 @@ struct Simulation {
         // amount_refunded leaves pending refunds out (undocumented either way, PAYPERCUT-17), is invisible to a check
         // until it completes; payrecon would refund that money again meanwhile.
         let pending = gen.chance(30) && !(kind == .refund && (ledgers[l] as? PaypercutLedger)?.totalIncludesPending == false)
-        if let made = ledgers[l].apply(kind, amount: amount, target: 0, providerTarget: target, final: false, pending: pending,
-                                       key: "outside-\(outside)", orderID: "elsewhere", actionID: 0) {
-            _ = made   // not payrecon's: no link of its is recorded
+        if let made = ledgers[l].apply(
+            kind, amount: amount, target: 0, providerTarget: target, final: false, pending: pending,
+            key: "outside-\(outside)", orderID: "elsewhere", actionID: 0)
+        {
+            _ = made  // not payrecon's: no link of its is recorded
             changed(l)
         }
     }
@@ -267,15 +284,19 @@ struct Simulation {
 
     /// Invariants 1 and 2, at the moment payrecon's call moves money: it never takes what is returned above what the
     /// order calls for (or above what others had returned already), nor what is captured above the order amount.
-    mutating func judge(before: (returned: Int64, captured: Int64, wanted: Int64), after given: (returned: Int64, captured: Int64, wanted: Int64)? = nil,
-                        kind: ActionKind) {
+    mutating func judge(
+        before: (returned: Int64, captured: Int64, wanted: Int64), after given: (returned: Int64, captured: Int64, wanted: Int64)? = nil,
+        kind: ActionKind
+    ) {
         let after = given ?? counted()
         if kind == .refund, after.returned > before.returned, after.returned > max(after.wanted, before.returned) {
-            violation = "returned \(after.returned) to the payer (pending refunds counted), above what the order calls for (\(after.wanted)); "
+            violation =
+                "returned \(after.returned) to the payer (pending refunds counted), above what the order calls for (\(after.wanted)); "
                 + "\(before.returned) before this call"
         }
         if kind == .capture, after.captured > before.captured, after.captured > max(order.amount.minorUnits, before.captured) {
-            violation = "captured \(after.captured) (pending captures counted), above the order amount \(order.amount.minorUnits); "
+            violation =
+                "captured \(after.captured) (pending captures counted), above the order amount \(order.amount.minorUnits); "
                 + "\(before.captured) before this call"
         }
     }
@@ -288,8 +309,10 @@ struct Simulation {
         let ref = action.planned.transactionRef ?? order.transactionRef
         guard let l = ledgers.firstIndex(where: { $0.ref == ref }) else { return "\(key) acts on \(ref), which the order does not have" }
         let dedupe = type(of: ledgers[l]).deduplicates
-        var machine = ActionAttempt(.init(inDoubt: action.inDoubt, sent: action.sent, attempts: action.attempts, withinGrace: gen.chance(30),
-                                          graceSeconds: 120, providerDeduplicatesKeys: dedupe))
+        var machine = ActionAttempt(
+            .init(
+                inDoubt: action.inDoubt, sent: action.sent, attempts: action.attempts, withinGrace: gen.chance(30),
+                graceSeconds: 120, providerDeduplicatesKeys: dedupe))
         var step = machine.claimed()
         var wanted: PlannedAction?
         while true {
@@ -301,7 +324,8 @@ struct Simulation {
                 let others = emitted.filter { $0.idempotencyKey != key }
                 wanted = plan(transactions, emitted: others, executing: key).actions.first { $0.idempotencyKey == key }
                 if let wanted, let failure = learnedFailure(wanted) { return failure }
-                step = machine.replanned(wanted.map { .wanted(.init(amount: $0.amount, providerTarget: $0.providerTarget)) } ?? .notWanted("not wanted"))
+                step = machine.replanned(
+                    wanted.map { .wanted(.init(amount: $0.amount, providerTarget: $0.providerTarget)) } ?? .notWanted("not wanted"))
             case .keepEvidence:
                 step = machine.evidenceKept(true)
             case .confirm(let call):
@@ -311,7 +335,8 @@ struct Simulation {
                 step = machine.confirmed(.held)
             case .call(let call):
                 calls += 1
-                step = machine.called(send(call, key: key, planned: wanted ?? action.planned, ledger: l, dedupe: dedupe, actionID: action.id))
+                step = machine.called(
+                    send(call, key: key, planned: wanted ?? action.planned, ledger: l, dedupe: dedupe, actionID: action.id))
             case .record(let outcome):
                 actions[i].status = outcome.status
                 if let d = outcome.inDoubt { actions[i].inDoubt = d }
@@ -337,15 +362,19 @@ struct Simulation {
     }
 
     /// The call at the provider: its fate drawn, the ledger changed as the provider would, the answer as payrecon reads it.
-    mutating func send(_ call: ActionAttempt.Call, key: String, planned: PlannedAction, ledger l: Int, dedupe: Bool, actionID: Int64)
-        -> ActionAttempt.Answer {
-        if dedupe, let ref = appliedKeys[key] { return .applied(providerRef: ref) }   // the first result, again
+    mutating func send(
+        _ call: ActionAttempt.Call, key: String, planned: PlannedAction, ledger l: Int, dedupe: Bool, actionID: Int64
+    )
+        -> ActionAttempt.Answer
+    {
+        if dedupe, let ref = appliedKeys[key] { return .applied(providerRef: ref) }  // the first result, again
         let fate = gen.pick(CallFate.allCases)
         func apply(pending: Bool) -> (ref: String, links: [TransactionLink])? {
             let final = planned.kind == .capture && planned.target == order.amount.minorUnits
             let before = counted()
-            let made = ledgers[l].apply(planned.kind, amount: call.amount, target: planned.target, providerTarget: call.providerTarget,
-                                        final: final, pending: pending, key: key, orderID: order.orderID, actionID: actionID)
+            let made = ledgers[l].apply(
+                planned.kind, amount: call.amount, target: planned.target, providerTarget: call.providerTarget,
+                final: final, pending: pending, key: key, orderID: order.orderID, actionID: actionID)
             if let made {
                 appliedKeys[key] = made.ref
                 links += made.links
@@ -356,7 +385,9 @@ struct Simulation {
         }
         switch fate {
         case .applied, .pending:
-            guard let made = apply(pending: fate == .pending) else { return .permanent(.refused(status: 422, body: "refused by the ledger")) }
+            guard let made = apply(pending: fate == .pending) else {
+                return .permanent(.refused(status: 422, body: "refused by the ledger"))
+            }
             // PXP answers a modification it has not decided Pending: payrecon reads that as not known yet.
             if fate == .pending && provider == .pxp { return .unknown("PXP answered state Pending") }
             return .applied(providerRef: made.ref)
@@ -373,8 +404,10 @@ struct Simulation {
         case .lostNotApplied:
             // Half of these were only slow: they land at the start of the next round.
             if gen.chance(50) {
-                landing.append(Late(ledger: l, call: call, planned: planned, key: key, actionID: actionID, atSend: counted(),
-                                    inRounds: gen.count(1...2)))
+                landing.append(
+                    Late(
+                        ledger: l, call: call, planned: planned, key: key, actionID: actionID, atSend: counted(),
+                        inRounds: gen.count(1...2)))
             }
             return .unknown("timeout")
         }
@@ -382,16 +415,22 @@ struct Simulation {
 
     func describe() -> String {
         let o = order
-        var lines = ["order \(o.intent.rawValue) \(o.fulfilment.rawValue) amount \(o.amount.minorUnits) refund_amount \(o.refundAmount) "
-                     + "transactions \(o.transactionRefs) learned \(o.learned.keys.sorted())"]
+        var lines = [
+            "order \(o.intent.rawValue) \(o.fulfilment.rawValue) amount \(o.amount.minorUnits) refund_amount \(o.refundAmount) "
+                + "transactions \(o.transactionRefs) learned \(o.learned.keys.sorted())"
+        ]
         for ledger in ledgers {
             let s = ledger.snapshot(links: links)
-            lines.append("  \(ledger.ref): returned \(ledger.returned) captured \(ledger.captured); maps to "
-                         + (s.map { "\($0.state.rawValue) (\($0.rawState)) A \($0.authorised) C \($0.captured) R \($0.refunded) pendingC \($0.pendingCaptured)" } ?? "nothing"))
+            lines.append(
+                "  \(ledger.ref): returned \(ledger.returned) captured \(ledger.captured); maps to "
+                    + (s.map {
+                        "\($0.state.rawValue) (\($0.rawState)) A \($0.authorised) C \($0.captured) R \($0.refunded) pendingC \($0.pendingCaptured)"
+                    } ?? "nothing"))
         }
         for a in actions {
-            lines.append("  action \(a.planned.idempotencyKey) \(a.planned.amount) on \(a.planned.providerTarget ?? "-"): \(a.status.rawValue)"
-                         + (a.inDoubt ? " in doubt" : "") + (a.sent.map { ", sent \($0)" } ?? ""))
+            lines.append(
+                "  action \(a.planned.idempotencyKey) \(a.planned.amount) on \(a.planned.providerTarget ?? "-"): \(a.status.rawValue)"
+                    + (a.inDoubt ? " in doubt" : "") + (a.sent.map { ", sent \($0)" } ?? ""))
         }
         return lines.joined(separator: "\n")
     }

@@ -63,7 +63,10 @@ public final class InMemoryReceiverStorage: ReceiverStorage {
             return deliveries.map { d in
                 // As the PostgreSQL store: a transmission id stored with another body refuses the delivery.
                 if let tid = d.transmissionID,
-                   s.rows.contains(where: { $0.delivery.provider == d.provider && $0.delivery.transmissionID == tid && $0.delivery.body != d.body }) {
+                    s.rows.contains(where: {
+                        $0.delivery.provider == d.provider && $0.delivery.transmissionID == tid && $0.delivery.body != d.body
+                    })
+                {
                     return .refused("\(d.provider.rawValue) transmission id \(tid) is already stored with another body")
                 }
                 if let i = s.rows.firstIndex(where: { $0.delivery.provider == d.provider && $0.delivery.dedupeKey == d.dedupeKey }) {

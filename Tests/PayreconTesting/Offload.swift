@@ -12,7 +12,9 @@ public func offload<T: Sendable>(_ body: @escaping @Sendable () throws -> T) asy
 
 public func offload(_ body: @escaping @Sendable () -> Void) async {
     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-        Thread { body(); continuation.resume() }.start()
+        Thread {
+            body(); continuation.resume()
+        }.start()
     }
 }
 

@@ -39,7 +39,8 @@ public enum PayreconProcess {
 
     /// As `run(_:databaseURL:environment:)`, off Swift's cooperative pool: for async tests, which must not block one
     /// of its few threads (2 on these machines) while a process runs, starving every other suite's tasks.
-    public static func launch(_ arguments: [String], databaseURL: String?, environment extra: [String: String] = [:]) async throws -> Result {
+    public static func launch(_ arguments: [String], databaseURL: String?, environment extra: [String: String] = [:]) async throws -> Result
+    {
         try await offload { try run(arguments, databaseURL: databaseURL, environment: extra) }
     }
 
@@ -71,7 +72,8 @@ public enum PayreconProcess {
         killer.cancel()
         try outHandle.close(); try errHandle.close()
         let stdout = Array(try Data(contentsOf: out))
-        return Result(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
-                      stderr: String(decoding: try Data(contentsOf: err), as: UTF8.self), stdoutBytes: stdout)
+        return Result(
+            status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
+            stderr: String(decoding: try Data(contentsOf: err), as: UTF8.self), stdoutBytes: stdout)
     }
 }

@@ -36,31 +36,54 @@ import Testing
     }
 
     @Test(arguments: [
-        (#"{"pxp":[{"merchant":"M1","site":"S1","merchantTransactionId":"X","intent":"Authorisation","currency":"USD","value":"1.001"}]}"#, "value"),
+        (
+            #"{"pxp":[{"merchant":"M1","site":"S1","merchantTransactionId":"X","intent":"Authorisation","currency":"USD","value":"1.001"}]}"#,
+            "value"
+        ),
         (#"{"pxp":[{"merchant":"M1","site":"S1","merchantTransactionId":"X","intent":"Sale","currency":"USD","value":"1"}]}"#, "intent"),
-        (#"{"pxp":[{"merchant":"M1","site":"S1","merchantTransactionId":"X","intent":"Purchase","currency":"XXX","value":"1"}]}"#, "currency"),
-        (#"{"pxp":[{"merchant":"M1","site":"S1","merchantTransactionId":"X","intent":"Purchase","currency":"USD","value":"1","state":"Done"}]}"#, "state"),
+        (
+            #"{"pxp":[{"merchant":"M1","site":"S1","merchantTransactionId":"X","intent":"Purchase","currency":"XXX","value":"1"}]}"#,
+            "currency"
+        ),
+        (
+            #"{"pxp":[{"merchant":"M1","site":"S1","merchantTransactionId":"X","intent":"Purchase","currency":"USD","value":"1","state":"Done"}]}"#,
+            "state"
+        ),
         (#"{"pxp":[{"site":"S1","merchantTransactionId":"X","intent":"Purchase","currency":"USD","value":"1"}]}"#, "merchant"),
-        (#"{"pxp":[{"merchant":"M1","site":"S1","merchantTransactionId":"X","intent":"Purchase","currency":"USD","value":"1","createdAt":"yesterday"}]}"#, "createdAt"),
-        (#"{"pxp":[{"merchant":"M1","site":"S1","merchantTransactionId":"X","intent":"Purchase","currency":"USD","value":"-1"}]}"#, "value"),
+        (
+            #"{"pxp":[{"merchant":"M1","site":"S1","merchantTransactionId":"X","intent":"Purchase","currency":"USD","value":"1","createdAt":"yesterday"}]}"#,
+            "createdAt"
+        ),
+        (
+            #"{"pxp":[{"merchant":"M1","site":"S1","merchantTransactionId":"X","intent":"Purchase","currency":"USD","value":"-1"}]}"#,
+            "value"
+        ),
         (#"{"paypal":[{"id":"O","intent":"SALE","currency":"USD","amount":"1.00"}]}"#, "intent"),
         (#"{"paypal":[{"id":"O","intent":"CAPTURE","currency":"USD","amount":"1.001"}]}"#, "amount"),
         (#"{"paypal":[{"id":"O","intent":"CAPTURE","currency":"USD"}]}"#, "amount"),
         (#"{"paypal":[{"id":"O","intent":"CAPTURE","currency":"USD","amount":"1.00","status":"PAID"}]}"#, "status"),
         (#"{"paypal":[{"id":"O","intent":"AUTHORIZE","currency":"USD","amount":"1.00","authorizations":[{"status":"OPEN"}]}]}"#, "status"),
-        (#"{"paypal":[{"id":"O","intent":"AUTHORIZE","currency":"USD","amount":"1.00","captures":[{"authorization_id":"NOPE"}]}]}"#, "authorization_id"),
+        (
+            #"{"paypal":[{"id":"O","intent":"AUTHORIZE","currency":"USD","amount":"1.00","captures":[{"authorization_id":"NOPE"}]}]}"#,
+            "authorization_id"
+        ),
         (#"{"paypal":[{"id":"O","intent":"CAPTURE","currency":"USD","amount":"1.00","refunds":[{"amount":"1.00"}]}]}"#, "capture"),
         (#"{"paypal":[{"id":"O","intent":"CAPTURE","currency":"USD","amount":"1.00","captures":{}}]}"#, "captures"),
         (#"{"paypal":[{"id":"O","intent":"CAPTURE","currency":"USD","amount":-1}]}"#, "amount"),
         (#"{"paypal":[{"id":"O","intent":"CAPTURE","currency":"USD","amount":"1.00","amount":"2.00"}]}"#, "duplicate"),
         (#"{"pxp":{}}"#, "arrays"),
-        (#"[]"#, "expected"),
+        (#"[]"#, "expected")
     ])
     func invalidSeedRejectsEverything(body: String, mentions: String) {
         let sim = makeSimulator()
         // A valid entry first: all or nothing.
-        let withValid = body.hasPrefix(#"{"pxp":["#)
-            ? body.replacingOccurrences(of: #"{"pxp":["#, with: #"{"pxp":[{"merchant":"M1","site":"S1","merchantTransactionId":"GOOD","intent":"Purchase","currency":"USD","value":"1"},"#)
+        let withValid =
+            body.hasPrefix(#"{"pxp":["#)
+            ? body.replacingOccurrences(
+                of: #"{"pxp":["#,
+                with:
+                    #"{"pxp":[{"merchant":"M1","site":"S1","merchantTransactionId":"GOOD","intent":"Purchase","currency":"USD","value":"1"},"#
+            )
             : body
         let r = sim.post("/admin/seed", withValid)
         #expect(r.status == 400)
@@ -92,7 +115,9 @@ import Testing
 
     @Test func putAcceptsAnArray() {
         let sim = makeSimulator()
-        let r = sim.post("/admin/pxp/transactions", """
+        let r = sim.post(
+            "/admin/pxp/transactions",
+            """
             [{"merchant":"M1","site":"S1","merchantTransactionId":"A","intent":"Payout","currency":"USD","value":"1","state":"Executed"},
              {"merchant":"M1","site":"S1","merchantTransactionId":"B","intent":"Purchase","currency":"USD","value":"2","state":"Refused"}]
             """)

@@ -9,9 +9,11 @@ import Testing
     static let binary = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent(".build/debug/paysim").path
 
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: binary),
-                   "paysim is not built at .build/debug/paysim: run `swift build --product paysim` first"),
-          .timeLimit(.minutes(1)))
+    @Test(
+        .enabled(
+            if: FileManager.default.isExecutableFile(atPath: binary),
+            "paysim is not built at .build/debug/paysim: run `swift build --product paysim` first"),
+        .timeLimit(.minutes(1)))
     func startsAnswersAndStopsCleanlyOnSIGTERM() async throws {
         let portFile = FileManager.default.temporaryDirectory.appendingPathComponent("paysim-port-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: portFile) }
@@ -40,8 +42,10 @@ import Testing
 
         let client = HTTPClient(configuration: .init(timeoutSeconds: 5))
         // `Connection: close`: an idle keep-alive connection would hold the drain on SIGTERM until its timeout.
-        let health = try await client.send(HTTPClientRequest(url: "http://127.0.0.1:\(bound)/healthz",
-                                                             headers: [("Connection", "close")]))
+        let health = try await client.send(
+            HTTPClientRequest(
+                url: "http://127.0.0.1:\(bound)/healthz",
+                headers: [("Connection", "close")]))
         #expect(health.status == 200)
         #expect(health.text == #"{"status":"ok"}"#)
 

@@ -2,8 +2,9 @@ import Testing
 @testable import PaysimCore
 
 @Suite struct FaultTests {
-    let mixed = FaultConfig(latencyMs: 5, latencyJitterMs: 20, errorRate: 0.2, rate429: 0.2, retryAfter: 3,
-                            dropRate: 0.1, seed: 42)
+    let mixed = FaultConfig(
+        latencyMs: 5, latencyJitterMs: 20, errorRate: 0.2, rate429: 0.2, retryAfter: 3,
+        dropRate: 0.1, seed: 42)
 
     @Test func sameSeedSameSequence() {
         var a = FaultInjector(config: mixed)
@@ -55,8 +56,11 @@ import Testing
         let sim = makeSimulator()
         sim.seedPXP("ORD-1")
         sim.setFaults(FaultConfig(errorRate: 1, seed: 1))
-        let pxp = await sim.respond(SimRequest(method: "GET", path: "/api/v1/transactions/M1/S1",
-                                               query: ["merchantTransactionId": "ORD-1"], headers: pxpHeaders("GET", "/api/v1/transactions/M1/S1", query: ["merchantTransactionId": "ORD-1"])))
+        let pxp = await sim.respond(
+            SimRequest(
+                method: "GET", path: "/api/v1/transactions/M1/S1",
+                query: ["merchantTransactionId": "ORD-1"],
+                headers: pxpHeaders("GET", "/api/v1/transactions/M1/S1", query: ["merchantTransactionId": "ORD-1"])))
         #expect(pxp.status == 500)
         let token = await sim.respond(SimRequest(method: "POST", path: "/v1/oauth2/token"))
         #expect(token.status == 500)
@@ -89,8 +93,10 @@ import Testing
         let sid = sim.seedPXP("ORD-1")
         sim.setFaults(FaultConfig(errorRate: 1, seed: 1))
         let body = #"{"merchant":"M1","site":"S1","merchantTransactionId":"CAP-1","operation":"Capture","amounts":{"transaction":20}}"#
-        let r = await sim.respond(SimRequest(method: "POST", path: "/api/v1/transactions/\(sid)/modifications",
-                                             headers: pxpAuth, body: Array(body.utf8)))
+        let r = await sim.respond(
+            SimRequest(
+                method: "POST", path: "/api/v1/transactions/\(sid)/modifications",
+                headers: pxpAuth, body: Array(body.utf8)))
         #expect(r.status == 500)
         #expect(sim.log.map(\.result) == ["fault_500"])
         #expect(sim.log.first?.idempotencyKey == "CAP-1")
@@ -126,8 +132,10 @@ import Testing
         #expect(got.json?["seed"]?.numberLiteral == "99")
     }
 
-    @Test(arguments: [#"{"error_rate":1.5}"#, #"{"rate_429":-0.1}"#, #"{"latency_ms":"slow"}"#, #"{"seed":-1}"#,
-                      #"{"error_rate":0.6,"rate_429":0.6}"#, #"[]"#, "nope"])
+    @Test(arguments: [
+        #"{"error_rate":1.5}"#, #"{"rate_429":-0.1}"#, #"{"latency_ms":"slow"}"#, #"{"seed":-1}"#,
+        #"{"error_rate":0.6,"rate_429":0.6}"#, #"[]"#, "nope"
+    ])
     func invalidFaultBodies(body: String) {
         let sim = makeSimulator()
         let r = sim.post("/admin/faults", body)

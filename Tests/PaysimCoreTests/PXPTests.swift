@@ -23,8 +23,10 @@ import Testing
         #expect(j["merchantTransactionDate"]?.stringValue != nil)
     }
 
-    @Test(arguments: [("JPY", "1000", #""transactionValue":1000,"#), ("BHD", "1.25", #""transactionValue":1.250,"#),
-                      ("GBP", "20", #""transactionValue":20.00,"#)])
+    @Test(arguments: [
+        ("JPY", "1000", #""transactionValue":1000,"#), ("BHD", "1.25", #""transactionValue":1.250,"#),
+        ("GBP", "20", #""transactionValue":20.00,"#)
+    ])
     func transactionValueHasTheCurrencyDigits(currency: String, value: String, expected: String) {
         let sim = makeSimulator()
         sim.seedPXP("ORD-1", value: value, currency: currency)
@@ -47,8 +49,10 @@ import Testing
         #expect(r.bodyText.contains(#""authorisedAmount":15.00"#))
     }
 
-    @Test(arguments: [("merchantTransactionId=NOPE", "M1", "S1"), ("merchantTransactionId=ORD-1", "M2", "S1"),
-                      ("merchantTransactionId=ORD-1", "M1", "S2")])
+    @Test(arguments: [
+        ("merchantTransactionId=NOPE", "M1", "S1"), ("merchantTransactionId=ORD-1", "M2", "S1"),
+        ("merchantTransactionId=ORD-1", "M1", "S2")
+    ])
     func unknownOrMismatchedIs404(query: String, merchant: String, site: String) {
         let sim = makeSimulator()
         sim.seedPXP("ORD-1")
@@ -77,13 +81,14 @@ import Testing
         ["Authorization": "PXP-UST1 paysim-token:1790000000:", "X-Request-Id": "r", "X-Client-Id": "paysim-client"],
         ["Authorization": "PXP-UST1 paysim-token:1790000000:abc", "X-Client-Id": "paysim-client"],
         ["Authorization": "PXP-UST1 paysim-token:1790000000:abc", "X-Request-Id": "r"],
-        ["Authorization": "PXP-UST1 paysim-token:1790000000:abc", "X-Request-Id": "r", "X-Client-Id": "other"],
+        ["Authorization": "PXP-UST1 paysim-token:1790000000:abc", "X-Request-Id": "r", "X-Client-Id": "other"]
     ])
     func badCredentialsAre401(headers: [String: String]) {
         let sim = makeSimulator()
         sim.seedPXP("ORD-1")
-        let r = sim.handle(method: "GET", path: "/api/v1/transactions/M1/S1", query: ["merchantTransactionId": "ORD-1"],
-                           headers: headers)
+        let r = sim.handle(
+            method: "GET", path: "/api/v1/transactions/M1/S1", query: ["merchantTransactionId": "ORD-1"],
+            headers: headers)
         #expect(r.status == 401)
         #expect(r.errorCode == "Unauthorized")
     }
@@ -93,8 +98,9 @@ import Testing
         let sim = makeSimulator()
         sim.seedPXP("ORD-1")
         let path = "/api/v1/transactions/M1/S1", query = ["merchantTransactionId": "ORD-1"]
-        let r = sim.handle(method: "GET", path: path, query: query,
-                           headers: pxpHeaders("GET", path, query: query, timestamp: timestamp))
+        let r = sim.handle(
+            method: "GET", path: path, query: query,
+            headers: pxpHeaders("GET", path, query: query, timestamp: timestamp))
         #expect(r.status == 200)
     }
 
@@ -108,9 +114,11 @@ import Testing
         #expect(r.status == 401)
         #expect(r.json?["errorReason"]?.stringValue == "signature does not match")
         // Signed for another query, request id or token value.
-        for other in [pxpHeaders("GET", path, query: ["merchantTransactionId": "ORD-2"]),
-                      pxpHeaders("GET", path, query: ["merchantTransactionId": "ORD-1"], requestID: "req-2")
-                          .merging(["X-Request-Id": "req-1"]) { $1 }] {
+        for other in [
+            pxpHeaders("GET", path, query: ["merchantTransactionId": "ORD-2"]),
+            pxpHeaders("GET", path, query: ["merchantTransactionId": "ORD-1"], requestID: "req-2")
+                .merging(["X-Request-Id": "req-1"]) { $1 }
+        ] {
             #expect(sim.handle(method: "GET", path: path, query: ["merchantTransactionId": "ORD-1"], headers: other).status == 401)
         }
     }
@@ -179,7 +187,8 @@ import Testing
         #expect(replay.status == 200)
         #expect(sim.pxpGet("merchantTransactionId=CAP-1").status == 200)
         try sim.setPXPBehaviour(#"{"dedupe":false,"lookup":false}"#)
-        #expect(sim.pxpModify(sid, "Capture", amount: "5.00", mtid: "CAP-1").json?["systemTransactionId"]?.stringValue
+        #expect(
+            sim.pxpModify(sid, "Capture", amount: "5.00", mtid: "CAP-1").json?["systemTransactionId"]?.stringValue
                 != replay.json?["systemTransactionId"]?.stringValue)
         #expect(sim.pxpGet("merchantTransactionId=CAP-1").status == 404)
         #expect(sim.pxpGet("merchantTransactionId=ORD-1").status == 200)
@@ -356,9 +365,15 @@ import Testing
         (#"{"merchant":"M1","site":"S1","merchantTransactionId":"X","operation":"Capture","amounts":{"transaction":0}}"#, 400),
         (#"{"merchant":"M1","site":"S1","merchantTransactionId":"X","operation":"Capture","amounts":{"transaction":1e2}}"#, 400),
         (#"{"merchant":"M1","site":"S1","merchantTransactionId":"X","operation":"Capture","amounts":{"transaction":true}}"#, 400),
-        (#"{"merchant":"M1","site":"S1","merchantTransactionId":"X","operation":"Capture","amounts":{"transaction":1,"currencyCode":"USD"}}"#, 422),
-        (#"{"merchant":"M1","site":"S1","merchantTransactionId":"X","operation":"Capture","merchantTransactionDate":"soon","amounts":{"transaction":1}}"#, 400),
-        (#"[1,2]"#, 400),
+        (
+            #"{"merchant":"M1","site":"S1","merchantTransactionId":"X","operation":"Capture","amounts":{"transaction":1,"currencyCode":"USD"}}"#,
+            422
+        ),
+        (
+            #"{"merchant":"M1","site":"S1","merchantTransactionId":"X","operation":"Capture","merchantTransactionDate":"soon","amounts":{"transaction":1}}"#,
+            400
+        ),
+        (#"[1,2]"#, 400)
     ])
     func invalidModificationBodies(body: String, status: Int) {
         let sim = makeSimulator()
@@ -381,8 +396,9 @@ import Testing
     @Test func modificationsNeedAuthToo() {
         let sim = makeSimulator()
         let sid = sim.seedPXP("ORD-1")
-        let r = sim.post("/api/v1/transactions/\(sid)/modifications",
-                         #"{"merchant":"M1","site":"S1","merchantTransactionId":"X","operation":"Void"}"#)
+        let r = sim.post(
+            "/api/v1/transactions/\(sid)/modifications",
+            #"{"merchant":"M1","site":"S1","merchantTransactionId":"X","operation":"Void"}"#)
         #expect(r.status == 401)
     }
 

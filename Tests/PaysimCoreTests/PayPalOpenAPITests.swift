@@ -18,10 +18,12 @@ import Testing
         return dirs.map { "\($0)/python3" }.first { FileManager.default.isExecutableFile(atPath: $0) }
     }()
 
-    @Test(.enabled(if: python3 != nil, "python3 is not installed: scripts/test installs it (and openapi-schema-validator)"),
-          .enabled(if: FileManager.default.isExecutableFile(atPath: ExecutableTests.binary),
-                   "paysim is not built at .build/debug/paysim: run `swift build --product paysim` first"),
-          .timeLimit(.minutes(2)))
+    @Test(
+        .enabled(if: python3 != nil, "python3 is not installed: scripts/test installs it (and openapi-schema-validator)"),
+        .enabled(
+            if: FileManager.default.isExecutableFile(atPath: ExecutableTests.binary),
+            "paysim is not built at .build/debug/paysim: run `swift build --product paysim` first"),
+        .timeLimit(.minutes(2)))
     func everyPayPalAnswerValidatesAgainstPayPalsOpenAPIDocuments() async throws {
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("paysim-openapi-\(UUID().uuidString).log")
         _ = FileManager.default.createFile(atPath: output.path, contents: nil)

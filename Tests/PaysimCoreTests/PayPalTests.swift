@@ -25,8 +25,9 @@ private let captureOrder = """
     @Test func tokenAnswerShape() throws {
         let sim = makeSimulator()
         let basic = Data("paysim-paypal-client:paysim-paypal-secret".utf8).base64EncodedString()
-        let r = sim.handle(method: "POST", path: "/v1/oauth2/token", headers: ["Authorization": "Basic \(basic)"],
-                           body: Array("grant_type=client_credentials".utf8))
+        let r = sim.handle(
+            method: "POST", path: "/v1/oauth2/token", headers: ["Authorization": "Basic \(basic)"],
+            body: Array("grant_type=client_credentials".utf8))
         #expect(r.status == 200)
         let j = try #require(r.json)
         #expect(j["token_type"]?.stringValue == "Bearer")
@@ -41,7 +42,7 @@ private let captureOrder = """
         ("Bearer abc", "grant_type=client_credentials", 401),
         ("", "grant_type=client_credentials", 401),
         ("Basic " + Data("paysim-paypal-client:paysim-paypal-secret".utf8).base64EncodedString(), "grant_type=password", 400),
-        ("Basic " + Data("paysim-paypal-client:paysim-paypal-secret".utf8).base64EncodedString(), "", 400),
+        ("Basic " + Data("paysim-paypal-client:paysim-paypal-secret".utf8).base64EncodedString(), "", 400)
     ])
     func badTokenRequests(authorization: String, body: String, status: Int) {
         let sim = makeSimulator()
@@ -98,8 +99,11 @@ private let captureOrder = """
         let (sim, token) = seeded()
         let auth = try #require(sim.paypal("GET", "/v2/payments/authorizations/AUTH-1", token: token).json)
         #expect(auth["supplementary_data"]?["related_ids"]?["order_id"]?.stringValue == "ORDER-A")
-        let capture = try #require(sim.paypal("POST", "/v2/payments/authorizations/AUTH-1/capture", token: token,
-                                              body: #"{"amount":{"currency_code":"USD","value":"4.00"}}"#).json)
+        let capture = try #require(
+            sim.paypal(
+                "POST", "/v2/payments/authorizations/AUTH-1/capture", token: token,
+                body: #"{"amount":{"currency_code":"USD","value":"4.00"}}"#
+            ).json)
         let captureID = try #require(capture["id"]?.stringValue)
         let fetched = try #require(sim.paypal("GET", "/v2/payments/captures/\(captureID)", token: token).json)
         #expect(fetched["supplementary_data"]?["related_ids"]?["order_id"]?.stringValue == "ORDER-A")
@@ -109,14 +113,16 @@ private let captureOrder = """
         let refund = try #require(sim.paypal("POST", "/v2/payments/captures/\(captureID)/refund", token: token, body: "{}").json)
         let refundID = try #require(refund["id"]?.stringValue)
         let r = try #require(sim.paypal("GET", "/v2/payments/refunds/\(refundID)", token: token).json)
-        #expect(r["supplementary_data"] == nil)   // PayPal's refund names only its capture (the up link below)
+        #expect(r["supplementary_data"] == nil)  // PayPal's refund names only its capture (the up link below)
         #expect(r["amount"]?["value"]?.stringValue == "4.00")
         let refundUp = r["links"]?.arrayValue?.first { $0["rel"]?.stringValue == "up" }
         #expect(refundUp?["href"]?.stringValue?.hasSuffix("/v2/payments/captures/\(captureID)") == true)
     }
 
-    @Test(arguments: ["/v2/checkout/orders/NOPE", "/v2/payments/authorizations/NOPE", "/v2/payments/captures/NOPE",
-                      "/v2/payments/refunds/NOPE", "/v2/payments/whatever/X"])
+    @Test(arguments: [
+        "/v2/checkout/orders/NOPE", "/v2/payments/authorizations/NOPE", "/v2/payments/captures/NOPE",
+        "/v2/payments/refunds/NOPE", "/v2/payments/whatever/X"
+    ])
     func unknownResourcesAre404(path: String) {
         let (sim, token) = seeded()
         let r = sim.paypal("GET", path, token: token)
@@ -133,14 +139,21 @@ private let captureOrder = """
         let (sim, token) = seeded()
         let capture = try #require(sim.paypal("GET", "/v2/payments/captures/CAP-1", token: token).json)
         let b = try #require(capture["seller_receivable_breakdown"])
-        #expect(b["gross_amount"]?["value"]?.stringValue == "30.00" && b["paypal_fee"]?["value"]?.stringValue == "1.54"
+        #expect(
+            b["gross_amount"]?["value"]?.stringValue == "30.00" && b["paypal_fee"]?["value"]?.stringValue == "1.54"
                 && b["net_amount"]?["value"]?.stringValue == "28.46" && b["paypal_fee"]?["currency_code"]?.stringValue == "EUR")
-        let refund = try #require(sim.paypal("POST", "/v2/payments/captures/CAP-1/refund", token: token,
-                                             body: #"{"amount":{"currency_code":"EUR","value":"10.00"}}"#).json)
+        let refund = try #require(
+            sim.paypal(
+                "POST", "/v2/payments/captures/CAP-1/refund", token: token,
+                body: #"{"amount":{"currency_code":"EUR","value":"10.00"}}"#
+            ).json)
         let p = try #require(refund["seller_payable_breakdown"])
-        #expect(p["gross_amount"]?["value"]?.stringValue == "10.00" && p["paypal_fee"]?["value"]?.stringValue == "0.35"
+        #expect(
+            p["gross_amount"]?["value"]?.stringValue == "10.00" && p["paypal_fee"]?["value"]?.stringValue == "0.35"
                 && p["net_amount"]?["value"]?.stringValue == "9.65" && p["total_refunded_amount"]?["value"]?.stringValue == "10.00")
-        sim.seedPayPal(#"{"id":"ORDER-P","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"5.00","captures":[{"id":"CAP-P","status":"PENDING"}]}"#)
+        sim.seedPayPal(
+            #"{"id":"ORDER-P","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"5.00","captures":[{"id":"CAP-P","status":"PENDING"}]}"#
+        )
         let pending = try #require(sim.paypal("GET", "/v2/payments/captures/CAP-P", token: token).json)
         #expect(pending["status"]?.stringValue == "PENDING" && pending["seller_receivable_breakdown"] == nil)
         // Never more than the gross, whatever the amount; JPY has no decimals at PayPal.
@@ -151,13 +164,15 @@ private let captureOrder = """
 
     @Test func partialThenFullCapture() throws {
         let (sim, token) = seeded()
-        let first = sim.paypal("POST", "/v2/payments/authorizations/AUTH-1/capture", token: token,
-                               body: #"{"amount":{"currency_code":"USD","value":"4.00"}}"#)
+        let first = sim.paypal(
+            "POST", "/v2/payments/authorizations/AUTH-1/capture", token: token,
+            body: #"{"amount":{"currency_code":"USD","value":"4.00"}}"#)
         #expect(first.status == 201)
         #expect(first.json?["status"]?.stringValue == "COMPLETED")
         #expect(sim.paypal("GET", "/v2/payments/authorizations/AUTH-1", token: token).json?["status"]?.stringValue == "PARTIALLY_CAPTURED")
-        let over = sim.paypal("POST", "/v2/payments/authorizations/AUTH-1/capture", token: token,
-                              body: #"{"amount":{"currency_code":"USD","value":"6.01"}}"#)
+        let over = sim.paypal(
+            "POST", "/v2/payments/authorizations/AUTH-1/capture", token: token,
+            body: #"{"amount":{"currency_code":"USD","value":"6.01"}}"#)
         #expect(over.status == 422)
         #expect(over.json?["name"]?.stringValue == "UNPROCESSABLE_ENTITY")
         #expect(over.errorCode == "MAX_CAPTURE_AMOUNT_EXCEEDED")
@@ -173,8 +188,9 @@ private let captureOrder = """
 
     @Test func finalCaptureClosesTheAuthorization() {
         let (sim, token) = seeded()
-        let r = sim.paypal("POST", "/v2/payments/authorizations/AUTH-1/capture", token: token,
-                           body: #"{"amount":{"currency_code":"USD","value":"3.00"},"final_capture":true}"#)
+        let r = sim.paypal(
+            "POST", "/v2/payments/authorizations/AUTH-1/capture", token: token,
+            body: #"{"amount":{"currency_code":"USD","value":"3.00"},"final_capture":true}"#)
         #expect(r.status == 201)
         #expect(r.json?["final_capture"]?.boolValue == true)
         #expect(sim.paypal("GET", "/v2/payments/authorizations/AUTH-1", token: token).json?["status"]?.stringValue == "CAPTURED")
@@ -191,7 +207,7 @@ private let captureOrder = """
         (#"{"amount":{"currency_code":"USD"}}"#, 400, "MISSING_REQUIRED_PARAMETER"),
         (#"{"final_capture":"yes"}"#, 400, "INVALID_PARAMETER_SYNTAX"),
         (#"{"amount":"#, 400, "INVALID_PARAMETER_SYNTAX"),
-        (#"[1]"#, 400, "INVALID_PARAMETER_SYNTAX"),
+        (#"[1]"#, 400, "INVALID_PARAMETER_SYNTAX")
     ])
     func invalidCaptureBodies(body: String, status: Int, issue: String) {
         let (sim, token) = seeded()
@@ -201,8 +217,10 @@ private let captureOrder = """
         #expect(sim.paypal("GET", "/v2/payments/authorizations/AUTH-1", token: token).json?["status"]?.stringValue == "CREATED")
     }
 
-    @Test(arguments: [("VOIDED", "AUTHORIZATION_VOIDED"), ("DENIED", "AUTHORIZATION_DENIED"),
-                      ("CAPTURED", "AUTHORIZATION_ALREADY_CAPTURED"), ("PENDING", "TRANSACTION_REFUSED")])
+    @Test(arguments: [
+        ("VOIDED", "AUTHORIZATION_VOIDED"), ("DENIED", "AUTHORIZATION_DENIED"),
+        ("CAPTURED", "AUTHORIZATION_ALREADY_CAPTURED"), ("PENDING", "TRANSACTION_REFUSED")
+    ])
     func captureNeedsAnOpenAuthorization(status: String, issue: String) {
         let sim = makeSimulator()
         sim.seedPayPal(authorizeOrder.replacingOccurrences(of: #""status":"CREATED""#, with: #""status":"\#(status)""#))
@@ -213,12 +231,17 @@ private let captureOrder = """
 
     @Test func zeroExponentCurrency() {
         let sim = makeSimulator()
-        sim.seedPayPal(#"{"id":"O","intent":"AUTHORIZE","currency":"JPY","amount":"1000","authorizations":[{"id":"A","status":"CREATED"}]}"#)
+        sim.seedPayPal(
+            #"{"id":"O","intent":"AUTHORIZE","currency":"JPY","amount":"1000","authorizations":[{"id":"A","status":"CREATED"}]}"#)
         let token = sim.paypalToken()
-        #expect(sim.paypal("POST", "/v2/payments/authorizations/A/capture", token: token,
-                           body: #"{"amount":{"currency_code":"JPY","value":"1.5"}}"#).errorCode == "DECIMALS_NOT_SUPPORTED")
-        let ok = sim.paypal("POST", "/v2/payments/authorizations/A/capture", token: token,
-                            body: #"{"amount":{"currency_code":"JPY","value":"400"}}"#)
+        #expect(
+            sim.paypal(
+                "POST", "/v2/payments/authorizations/A/capture", token: token,
+                body: #"{"amount":{"currency_code":"JPY","value":"1.5"}}"#
+            ).errorCode == "DECIMALS_NOT_SUPPORTED")
+        let ok = sim.paypal(
+            "POST", "/v2/payments/authorizations/A/capture", token: token,
+            body: #"{"amount":{"currency_code":"JPY","value":"400"}}"#)
         #expect(ok.json?["amount"]?["value"]?.stringValue == "400")
     }
 
@@ -230,13 +253,15 @@ private let captureOrder = """
         #expect(r.status == 200)
         #expect(r.json?["status"]?.stringValue == "VOIDED")
         #expect(sim.paypal("POST", "/v2/payments/authorizations/AUTH-1/void", token: token).errorCode == "PREVIOUSLY_VOIDED")
-        #expect(sim.paypal("POST", "/v2/payments/authorizations/AUTH-1/capture", token: token, body: "{}").errorCode == "AUTHORIZATION_VOIDED")
+        #expect(
+            sim.paypal("POST", "/v2/payments/authorizations/AUTH-1/capture", token: token, body: "{}").errorCode == "AUTHORIZATION_VOIDED")
     }
 
     @Test func voidAfterACaptureIsRejected() {
         let (sim, token) = seeded()
-        _ = sim.paypal("POST", "/v2/payments/authorizations/AUTH-1/capture", token: token,
-                       body: #"{"amount":{"currency_code":"USD","value":"1.00"}}"#)
+        _ = sim.paypal(
+            "POST", "/v2/payments/authorizations/AUTH-1/capture", token: token,
+            body: #"{"amount":{"currency_code":"USD","value":"1.00"}}"#)
         let r = sim.paypal("POST", "/v2/payments/authorizations/AUTH-1/void", token: token)
         #expect(r.status == 422)
         #expect(r.errorCode == "PREVIOUSLY_CAPTURED")
@@ -253,13 +278,15 @@ private let captureOrder = """
 
     @Test func partialThenFullRefund() throws {
         let (sim, token) = seeded()
-        let first = sim.paypal("POST", "/v2/payments/captures/CAP-1/refund", token: token,
-                               body: #"{"amount":{"currency_code":"EUR","value":"10.00"}}"#)
+        let first = sim.paypal(
+            "POST", "/v2/payments/captures/CAP-1/refund", token: token,
+            body: #"{"amount":{"currency_code":"EUR","value":"10.00"}}"#)
         #expect(first.status == 201)
         #expect(first.json?["status"]?.stringValue == "COMPLETED")
         #expect(sim.paypal("GET", "/v2/payments/captures/CAP-1", token: token).json?["status"]?.stringValue == "PARTIALLY_REFUNDED")
-        let over = sim.paypal("POST", "/v2/payments/captures/CAP-1/refund", token: token,
-                              body: #"{"amount":{"currency_code":"EUR","value":"20.01"}}"#)
+        let over = sim.paypal(
+            "POST", "/v2/payments/captures/CAP-1/refund", token: token,
+            body: #"{"amount":{"currency_code":"EUR","value":"20.01"}}"#)
         #expect(over.errorCode == "REFUND_AMOUNT_EXCEEDED")
         let rest = sim.paypal("POST", "/v2/payments/captures/CAP-1/refund", token: token, body: "{}")
         #expect(rest.status == 201)
@@ -267,7 +294,8 @@ private let captureOrder = """
         #expect(rest.json?["seller_payable_breakdown"]?["total_refunded_amount"]?["value"]?.stringValue == "30.00")
         #expect(sim.paypal("GET", "/v2/payments/captures/CAP-1", token: token).json?["status"]?.stringValue == "REFUNDED")
         #expect(sim.paypal("POST", "/v2/payments/captures/CAP-1/refund", token: token, body: "{}").errorCode == "CAPTURE_FULLY_REFUNDED")
-        let refunds = sim.paypal("GET", "/v2/checkout/orders/ORDER-C", token: token).json?["purchase_units"]?.arrayValue?.first?["payments"]?["refunds"]?.arrayValue
+        let refunds = sim.paypal("GET", "/v2/checkout/orders/ORDER-C", token: token).json?["purchase_units"]?.arrayValue?.first?[
+            "payments"]?["refunds"]?.arrayValue
         #expect(refunds?.count == 2)
     }
 
@@ -280,8 +308,9 @@ private let captureOrder = """
 
     @Test func refundCurrencyMustMatch() {
         let (sim, token) = seeded()
-        let r = sim.paypal("POST", "/v2/payments/captures/CAP-1/refund", token: token,
-                           body: #"{"amount":{"currency_code":"USD","value":"1.00"}}"#)
+        let r = sim.paypal(
+            "POST", "/v2/payments/captures/CAP-1/refund", token: token,
+            body: #"{"amount":{"currency_code":"USD","value":"1.00"}}"#)
         #expect(r.status == 422)
         #expect(r.errorCode == "REFUND_CAPTURE_CURRENCY_MISMATCH")
     }
@@ -291,7 +320,7 @@ private let captureOrder = """
     @Test(arguments: [
         ("/v2/payments/authorizations/AUTH-1/capture", #"{"amount":{"currency_code":"USD","value":"4.00"}}"#),
         ("/v2/payments/captures/CAP-1/refund", #"{"amount":{"currency_code":"EUR","value":"4.00"}}"#),
-        ("/v2/payments/authorizations/AUTH-1/void", ""),
+        ("/v2/payments/authorizations/AUTH-1/void", "")
     ])
     func samePayPalRequestIdIsAppliedOnce(path: String, body: String) {
         let (sim, token) = seeded()
@@ -316,15 +345,19 @@ private let captureOrder = """
         let body = #"{"amount":{"currency_code":"USD","value":"4.00"}}"#
         #expect(sim.paypal("POST", "/v2/payments/authorizations/AUTH-1/capture", token: token, body: body).status == 201)
         #expect(sim.paypal("POST", "/v2/payments/authorizations/AUTH-1/capture", token: token, body: body).status == 201)
-        #expect(sim.paypal("POST", "/v2/payments/authorizations/AUTH-1/capture", token: token, body: body).errorCode == "MAX_CAPTURE_AMOUNT_EXCEEDED")
+        #expect(
+            sim.paypal("POST", "/v2/payments/authorizations/AUTH-1/capture", token: token, body: body).errorCode
+                == "MAX_CAPTURE_AMOUNT_EXCEEDED")
     }
 
     @Test func rejectionIsRememberedUnderItsKey() {
         let (sim, token) = seeded()
-        let over = sim.paypal("POST", "/v2/payments/authorizations/AUTH-1/capture", token: token,
-                              body: #"{"amount":{"currency_code":"USD","value":"99.00"}}"#, requestID: "k")
-        let again = sim.paypal("POST", "/v2/payments/authorizations/AUTH-1/capture", token: token,
-                               body: #"{"amount":{"currency_code":"USD","value":"1.00"}}"#, requestID: "k")
+        let over = sim.paypal(
+            "POST", "/v2/payments/authorizations/AUTH-1/capture", token: token,
+            body: #"{"amount":{"currency_code":"USD","value":"99.00"}}"#, requestID: "k")
+        let again = sim.paypal(
+            "POST", "/v2/payments/authorizations/AUTH-1/capture", token: token,
+            body: #"{"amount":{"currency_code":"USD","value":"1.00"}}"#, requestID: "k")
         #expect(over.status == 422)
         #expect(again.body == over.body)
     }

@@ -37,15 +37,18 @@ import Testing
 
     /// The error object is top level: `type`, `code`, `param` (null when no parameter is at fault), `message`,
     /// `trace_id`; no Stripe `{"error": {...}}` wrapper.
-    func expectError(_ r: SimResponse, _ status: Int, type: String, code: String, param: String? = nil,
-                     sourceLocation: SourceLocation = #_sourceLocation) {
+    func expectError(
+        _ r: SimResponse, _ status: Int, type: String, code: String, param: String? = nil,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         #expect(r.status == status, "\(r.bodyText)", sourceLocation: sourceLocation)
         let j = r.json
         #expect(j?["type"]?.stringValue == type, "\(r.bodyText)", sourceLocation: sourceLocation)
         #expect(j?["code"]?.stringValue == code, "\(r.bodyText)", sourceLocation: sourceLocation)
         #expect(j?["param"]?.stringValue == param && j?["param"] != nil, "\(r.bodyText)", sourceLocation: sourceLocation)
-        #expect(j?["message"]?.stringValue?.isEmpty == false && j?["trace_id"]?.stringValue?.isEmpty == false,
-                sourceLocation: sourceLocation)
+        #expect(
+            j?["message"]?.stringValue?.isEmpty == false && j?["trace_id"]?.stringValue?.isEmpty == false,
+            sourceLocation: sourceLocation)
         #expect(j?["error"] == nil, sourceLocation: sourceLocation)
     }
 
@@ -62,12 +65,15 @@ import Testing
 
     @Test func anUnknownAccountIsForbiddenOnActionsAndChangesNothing() {
         let sim = seeded()
-        expectError(post(sim, "/v1/payment_intents/pi_auth/capture", #"{"amount_to_capture":2000}"#, account: "acct_x", key: "k1"),
-                    403, type: "invalid_request_error", code: "account_invalid")
-        expectError(post(sim, "/v1/payment_intents/pi_auth/cancel", "{}", account: "acct_x", key: "k2"),
-                    403, type: "invalid_request_error", code: "account_invalid")
-        expectError(post(sim, "/v1/refunds", #"{"payment_intent":"pi_paid","amount":100}"#, account: "acct_x", key: "k3"),
-                    403, type: "invalid_request_error", code: "account_invalid")
+        expectError(
+            post(sim, "/v1/payment_intents/pi_auth/capture", #"{"amount_to_capture":2000}"#, account: "acct_x", key: "k1"),
+            403, type: "invalid_request_error", code: "account_invalid")
+        expectError(
+            post(sim, "/v1/payment_intents/pi_auth/cancel", "{}", account: "acct_x", key: "k2"),
+            403, type: "invalid_request_error", code: "account_invalid")
+        expectError(
+            post(sim, "/v1/refunds", #"{"payment_intent":"pi_paid","amount":100}"#, account: "acct_x", key: "k3"),
+            403, type: "invalid_request_error", code: "account_invalid")
         #expect(get(sim, "/v1/payment_intents/pi_auth").json?["status"]?.stringValue == "requires_capture")
         // The refusal is not kept under the key: once the account is right, the same key is carried out.
         #expect(post(sim, "/v1/payment_intents/pi_auth/capture", #"{"amount_to_capture":2000}"#, key: "k1").status == 200)
@@ -77,8 +83,9 @@ import Testing
     @Test func theAliasHeaderSelectsTheAccountToo() {
         let sim = seeded()
         #expect(get(sim, "/v1/payment_intents/pi_auth", header: "X-Paypercut-Account").status == 200)
-        expectError(get(sim, "/v1/payment_intents/pi_auth", account: "acct_x", header: "X-Paypercut-Account"),
-                    403, type: "invalid_request_error", code: "account_invalid")
+        expectError(
+            get(sim, "/v1/payment_intents/pi_auth", account: "acct_x", header: "X-Paypercut-Account"),
+            403, type: "invalid_request_error", code: "account_invalid")
     }
 
     /// An account the key may act for does not see another account's intent or payment: 404, "not accessible in the
@@ -98,8 +105,9 @@ import Testing
         let sim = seeded()
         let path = "/v1/payment_intents/pi_auth"
         expectError(sim.handle(method: "GET", path: path), 401, type: "authentication_error", code: "authentication_required")
-        expectError(sim.handle(method: "GET", path: path, headers: ["Authorization": "Basic c2tfdGVzdDo="]),
-                    401, type: "authentication_error", code: "authentication_invalid")
+        expectError(
+            sim.handle(method: "GET", path: path, headers: ["Authorization": "Basic c2tfdGVzdDo="]),
+            401, type: "authentication_error", code: "authentication_invalid")
         let wrong = sim.handle(method: "GET", path: path, headers: ["Authorization": "Bearer sk_test_wrong_key_123"])
         expectError(wrong, 401, type: "authentication_error", code: "token_invalid")
         #expect(wrong.bodyText.contains("sk_test_wrong_key_123") == false, "the key is shown masked, never whole")
@@ -114,70 +122,84 @@ import Testing
     @Test(arguments: ["pi_void", "pi_paid"])
     func capturingWhatCannotBeCapturedIs409(intent: String) {
         let sim = seeded()
-        expectError(post(sim, "/v1/payment_intents/\(intent)/capture", #"{"amount_to_capture":100}"#, key: "cap-\(intent)"),
-                    409, type: "invalid_request_error", code: "state_conflict")
+        expectError(
+            post(sim, "/v1/payment_intents/\(intent)/capture", #"{"amount_to_capture":100}"#, key: "cap-\(intent)"),
+            409, type: "invalid_request_error", code: "state_conflict")
     }
 
     @Test func capturingTwiceIs409TheSecondTime() {
         let sim = seeded()
-        #expect(post(sim, "/v1/payment_intents/pi_auth/capture", #"{"amount_to_capture":2000,"final_capture":true}"#, key: "a").status == 200)
-        expectError(post(sim, "/v1/payment_intents/pi_auth/capture", #"{"amount_to_capture":2000}"#, key: "b"),
-                    409, type: "invalid_request_error", code: "state_conflict")
+        #expect(
+            post(sim, "/v1/payment_intents/pi_auth/capture", #"{"amount_to_capture":2000,"final_capture":true}"#, key: "a").status == 200)
+        expectError(
+            post(sim, "/v1/payment_intents/pi_auth/capture", #"{"amount_to_capture":2000}"#, key: "b"),
+            409, type: "invalid_request_error", code: "state_conflict")
     }
 
     /// A capture above what is capturable now is well formed but cannot be processed in the intent's state: 422
     /// `amount_too_large`, the one Stripe-style code Paypercut documents.
     @Test func capturingMoreThanIsCapturableIs422() {
         let sim = seeded()
-        expectError(post(sim, "/v1/payment_intents/pi_auth/capture", #"{"amount_to_capture":2001}"#, key: "big"),
-                    422, type: "invalid_request_error", code: "amount_too_large", param: "amount_to_capture")
+        expectError(
+            post(sim, "/v1/payment_intents/pi_auth/capture", #"{"amount_to_capture":2001}"#, key: "big"),
+            422, type: "invalid_request_error", code: "amount_too_large", param: "amount_to_capture")
         #expect(get(sim, "/v1/payment_intents/pi_auth").json?["amount_capturable"]?.numberLiteral == "2000", "nothing captured")
     }
 
     @Test func aNonPositiveAmountIsAnInvalidParameter() {
         let sim = seeded()
-        expectError(post(sim, "/v1/payment_intents/pi_auth/capture", #"{"amount_to_capture":0}"#, key: "zero"),
-                    400, type: "invalid_request_error", code: "parameter_invalid", param: "amount_to_capture")
-        expectError(post(sim, "/v1/refunds", #"{"payment_intent":"pi_paid","amount":-5}"#, key: "neg"),
-                    400, type: "invalid_request_error", code: "parameter_invalid", param: "amount")
+        expectError(
+            post(sim, "/v1/payment_intents/pi_auth/capture", #"{"amount_to_capture":0}"#, key: "zero"),
+            400, type: "invalid_request_error", code: "parameter_invalid", param: "amount_to_capture")
+        expectError(
+            post(sim, "/v1/refunds", #"{"payment_intent":"pi_paid","amount":-5}"#, key: "neg"),
+            400, type: "invalid_request_error", code: "parameter_invalid", param: "amount")
     }
 
     @Test(arguments: ["pi_paid", "pi_void"])
     func cancellingASucceededOrCancelledIntentIs409(intent: String) {
         let sim = seeded()
-        expectError(post(sim, "/v1/payment_intents/\(intent)/cancel", #"{"cancellation_reason":"requested_by_customer"}"#, key: "c-\(intent)"),
-                    409, type: "invalid_request_error", code: "state_conflict")
+        expectError(
+            post(sim, "/v1/payment_intents/\(intent)/cancel", #"{"cancellation_reason":"requested_by_customer"}"#, key: "c-\(intent)"),
+            409, type: "invalid_request_error", code: "state_conflict")
     }
 
     @Test func refundingMoreThanWasCapturedIs422() {
         let sim = seeded()
-        expectError(post(sim, "/v1/refunds", #"{"payment_intent":"pi_paid","amount":1501}"#, key: "r-big"),
-                    422, type: "invalid_request_error", code: "amount_too_large", param: "amount")
+        expectError(
+            post(sim, "/v1/refunds", #"{"payment_intent":"pi_paid","amount":1501}"#, key: "r-big"),
+            422, type: "invalid_request_error", code: "amount_too_large", param: "amount")
         #expect(post(sim, "/v1/refunds", #"{"payment_intent":"pi_paid","amount":1000}"#, key: "r-1").status == 200)
-        expectError(post(sim, "/v1/refunds", #"{"payment_intent":"pi_paid","amount":600}"#, key: "r-2"),
-                    422, type: "invalid_request_error", code: "amount_too_large", param: "amount")
+        expectError(
+            post(sim, "/v1/refunds", #"{"payment_intent":"pi_paid","amount":600}"#, key: "r-2"),
+            422, type: "invalid_request_error", code: "amount_too_large", param: "amount")
     }
 
     /// Nothing captured (an authorisation), or everything already refunded: the intent's state has nothing to refund.
     @Test func refundingWhatHoldsNothingToRefundIs409() {
         let sim = seeded()
-        expectError(post(sim, "/v1/refunds", #"{"payment_intent":"pi_auth","amount":100}"#, key: "r-auth"),
-                    409, type: "invalid_request_error", code: "state_conflict")
+        expectError(
+            post(sim, "/v1/refunds", #"{"payment_intent":"pi_auth","amount":100}"#, key: "r-auth"),
+            409, type: "invalid_request_error", code: "state_conflict")
         #expect(post(sim, "/v1/refunds", #"{"payment_intent":"pi_paid"}"#, key: "r-all").status == 200)
-        expectError(post(sim, "/v1/refunds", #"{"payment_intent":"pi_paid","amount":1}"#, key: "r-again"),
-                    409, type: "invalid_request_error", code: "state_conflict")
+        expectError(
+            post(sim, "/v1/refunds", #"{"payment_intent":"pi_paid","amount":1}"#, key: "r-again"),
+            409, type: "invalid_request_error", code: "state_conflict")
     }
 
     @Test func aRefundWithoutItsPaymentIntentIsAMissingParameter() {
         let sim = seeded()
-        expectError(post(sim, "/v1/refunds", #"{"amount":100}"#, key: "r-none"),
-                    400, type: "invalid_request_error", code: "missing_required_param", param: "payment_intent")
+        expectError(
+            post(sim, "/v1/refunds", #"{"amount":100}"#, key: "r-none"),
+            400, type: "invalid_request_error", code: "missing_required_param", param: "payment_intent")
     }
 
     /// The same Idempotency-Key on another request is the documented `idempotency_error`, a 409.
     @Test func aKeyReusedOnAnotherRequestIsAnIdempotencyError() {
         let sim = seeded()
         #expect(post(sim, "/v1/payment_intents/pi_auth/capture", #"{"amount_to_capture":500}"#, key: "same").status == 200)
-        expectError(post(sim, "/v1/payment_intents/pi_auth/cancel", "{}", key: "same"), 409, type: "idempotency_error", code: "idempotency_key_in_use")
+        expectError(
+            post(sim, "/v1/payment_intents/pi_auth/cancel", "{}", key: "same"), 409, type: "idempotency_error",
+            code: "idempotency_key_in_use")
     }
 }

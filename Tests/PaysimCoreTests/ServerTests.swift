@@ -21,9 +21,10 @@ import Testing
         let (server, base) = try started(sim)
         let client = HTTPClient(configuration: .init(timeoutSeconds: 5))
         let path = "/api/v1/transactions/M1/S1"
-        let response = try await client.send(HTTPClientRequest(
-            url: base + path + "?merchantTransactionId=ORD-1",
-            headers: pxpHeaders("GET", path, query: ["merchantTransactionId": "ORD-1"]).map { ($0.key, $0.value) }))
+        let response = try await client.send(
+            HTTPClientRequest(
+                url: base + path + "?merchantTransactionId=ORD-1",
+                headers: pxpHeaders("GET", path, query: ["merchantTransactionId": "ORD-1"]).map { ($0.key, $0.value) }))
         #expect(response.status == 200)
         #expect(response.text.contains(#""transactionValue":20.00"#))
         #expect(response.headers["Content-Type"] == "application/json")
@@ -49,8 +50,10 @@ import Testing
         let client = HTTPClient(configuration: .init(timeoutSeconds: 5))
         let path = "/api/v1/transactions/M1/S1"
         for _ in 0..<3 {
-            _ = try await client.send(HTTPClientRequest(url: base + path + "?merchantTransactionId=ORD-1",
-                headers: pxpHeaders("GET", path, query: ["merchantTransactionId": "ORD-1"]).map { ($0.key, $0.value) }))
+            _ = try await client.send(
+                HTTPClientRequest(
+                    url: base + path + "?merchantTransactionId=ORD-1",
+                    headers: pxpHeaders("GET", path, query: ["merchantTransactionId": "ORD-1"]).map { ($0.key, $0.value) }))
         }
         _ = try await client.send(HTTPClientRequest(url: sim.certURL))
         let stats = try await client.send(HTTPClientRequest(url: base + "/admin/stats"))
@@ -67,9 +70,11 @@ import Testing
         let sim = makeSimulator()
         let sid = sim.seedPXP("ORD-1", value: "20.00", currency: "USD")
         let (server, base) = try started(sim)
-        let pxp = PXPClient(configuration: PXPConfiguration(baseURL: base + "/api/v1", clientID: "paysim-client",
-                                                            tokenID: "paysim-token", tokenValue: "paysim-token-value"),
-                            transport: HTTPClientTransport(client: HTTPClient(configuration: .init(timeoutSeconds: 5))))
+        let pxp = PXPClient(
+            configuration: PXPConfiguration(
+                baseURL: base + "/api/v1", clientID: "paysim-client",
+                tokenID: "paysim-token", tokenValue: "paysim-token-value"),
+            transport: HTTPClientTransport(client: HTTPClient(configuration: .init(timeoutSeconds: 5))))
         guard case .found(let t) = await pxp.transaction(merchant: "M1", site: "S1", merchantTransactionId: "ORD-1") else {
             Issue.record("transaction not found"); return
         }
@@ -80,14 +85,16 @@ import Testing
         let currency = try #require(Currency(code: "USD"))
         let mtid = PXPClient.merchantTransactionId(forIdempotencyKey: "pxp:ORD-1:capture:2000")
         for _ in 0..<2 {  // executed twice: applied once
-            let outcome = await pxp.modify(systemTransactionId: sid, .capture(amount: 2000), currency: currency, merchant: "M1",
-                                           site: "S1", merchantTransactionId: mtid, merchantTransactionDate: "2026-11-01T00:00:00.000Z")
+            let outcome = await pxp.modify(
+                systemTransactionId: sid, .capture(amount: 2000), currency: currency, merchant: "M1",
+                site: "S1", merchantTransactionId: mtid, merchantTransactionDate: "2026-11-01T00:00:00.000Z")
             guard case .found(let result) = outcome else { Issue.record("capture: \(outcome)"); return }
             #expect(result.state == "Captured")
         }
         #expect(sim.log.map(\.result) == ["applied", "replayed"])
-        let over = await pxp.modify(systemTransactionId: sid, .capture(amount: 1), currency: currency, merchant: "M1",
-                                    site: "S1", merchantTransactionId: "other", merchantTransactionDate: "2026-11-01T00:00:00.000Z")
+        let over = await pxp.modify(
+            systemTransactionId: sid, .capture(amount: 1), currency: currency, merchant: "M1",
+            site: "S1", merchantTransactionId: "other", merchantTransactionDate: "2026-11-01T00:00:00.000Z")
         guard case .permanent(.refused(let status, _)) = over else { Issue.record("over-capture: \(over)"); return }
         #expect(status == 422)
         await server.shutdown(drainTimeout: 1)
@@ -97,14 +104,17 @@ import Testing
         let sim = makeSimulator()
         sim.seedPayPal(#"{"id":"ORDER-A","intent":"AUTHORIZE","currency":"USD","amount":"10.00","authorizations":[{"id":"AUTH-1"}]}"#)
         let (server, base) = try started(sim)
-        let paypal = PayPalClient(configuration: PayPalConfiguration(baseURL: base, clientID: "paysim-paypal-client",
-                                                                     secret: "paysim-paypal-secret"),
-                                  transport: HTTPClientTransport(client: HTTPClient(configuration: .init(timeoutSeconds: 5))))
+        let paypal = PayPalClient(
+            configuration: PayPalConfiguration(
+                baseURL: base, clientID: "paysim-paypal-client",
+                secret: "paysim-paypal-secret"),
+            transport: HTTPClientTransport(client: HTTPClient(configuration: .init(timeoutSeconds: 5))))
         guard case .found(let order) = await paypal.order("ORDER-A") else { Issue.record("order"); return }
         #expect(order["intent"]?.stringValue == "AUTHORIZE")
         let usd = try #require(Currency(code: "USD"))
-        let captured = await paypal.captureAuthorization("AUTH-1", amount: Money(minorUnits: 400, currency: usd), final: false,
-                                                         requestID: "paypal:ORDER-A:capture:400")
+        let captured = await paypal.captureAuthorization(
+            "AUTH-1", amount: Money(minorUnits: 400, currency: usd), final: false,
+            requestID: "paypal:ORDER-A:capture:400")
         guard case .found(let capture) = captured else { Issue.record("capture: \(captured)"); return }
         #expect(capture["status"]?.stringValue == "COMPLETED")
         let voided = await paypal.voidAuthorization("AUTH-1", requestID: "paypal:ORDER-A:void:0")

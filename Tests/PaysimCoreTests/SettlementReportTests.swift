@@ -11,7 +11,8 @@ import Reconciliation
 
     func simulator() -> Simulator {
         let sim = makeSimulator()
-        sim.seedPayPal(#"""
+        sim.seedPayPal(
+            #"""
             [{"id":"O-1","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"100.00","captures":[{"id":"CAP-1","status":"PARTIALLY_REFUNDED","create_time":"2026-11-30T09:00:00Z"}],
               "refunds":[{"id":"REF-1","capture_id":"CAP-1","amount":"40.00","create_time":"2026-11-30T10:00:00Z"}]},
              {"id":"O-2","intent":"CAPTURE","status":"COMPLETED","currency":"JPY","amount":"1000","captures":[{"id":"CAP-2","create_time":"2026-11-30T11:00:00Z"}]},
@@ -33,7 +34,7 @@ import Reconciliation
         let (summary, lines) = try file(sim, "STL-20261130.01.009.CSV")
         #expect(summary.problems.isEmpty, "\(summary.problems)")
         #expect(summary.kind == "STL" && summary.day == Self.day && summary.bodyRows == 3)
-        #expect(lines.map { $0.transactionID } == ["CAP-1", "REF-1", "CAP-2"])   // not the pending capture, not the next day's
+        #expect(lines.map { $0.transactionID } == ["CAP-1", "REF-1", "CAP-2"])  // not the pending capture, not the next day's
         // The file's fee is the API's: the capture's seller_receivable_breakdown, the refund's seller_payable_breakdown.
         let capture = try #require(sim.paypal("GET", "/v2/payments/captures/CAP-1", token: token).json)
         #expect(capture["seller_receivable_breakdown"]?["paypal_fee"]?["value"]?.stringValue == "3.98")
@@ -58,7 +59,9 @@ import Reconciliation
         let (_, feeLines) = try file(sim, "STL-20261130.01.009.CSV", faults: "fee_off_by_one")
         #expect(feeLines[0].fee == 399)
         let cut = sim.handle(method: "GET", path: "/admin/paypal/reports/STL-20261130.01.009.CSV", query: ["faults": "truncated"])
-        let error = #expect(throws: SettlementReportError.self) { try PayPalSettlementReport.read(name: "STL-20261130.01.009.CSV", bytes: cut.body) }
+        let error = #expect(throws: SettlementReportError.self) {
+            try PayPalSettlementReport.read(name: "STL-20261130.01.009.CSV", bytes: cut.body)
+        }
         #expect(error?.description.contains("cut short") == true, "\(String(describing: error))")
         for encoding in ["double_space", "utf16", "bom"] {
             let (summary, lines) = try file(sim, "STL-20261130.01.009.CSV", faults: encoding)
@@ -74,7 +77,8 @@ import Reconciliation
     /// and S in both files of the day it completed, a declined capture is D in the TRR alone.
     @Test func theTRRCarriesPayPalsStatusesFromTheBook() throws {
         let sim = makeSimulator()
-        sim.seedPayPal(#"""
+        sim.seedPayPal(
+            #"""
             [{"id":"O-V","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"20.00","captures":[{"id":"CAP-V","status":"REFUNDED","create_time":"2026-11-30T09:00:00Z"}],
               "refunds":[{"id":"REF-V","capture_id":"CAP-V","amount":"20.00","create_time":"2026-11-30T10:00:00Z"}]},
              {"id":"O-E","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"30.00","captures":[{"id":"CAP-E","create_time":"2026-11-30T11:00:00Z","completed_time":"2026-12-02T08:00:00Z"}]},
@@ -95,7 +99,8 @@ import Reconciliation
     /// and an account row has no Transaction ID.
     @Test func filesAreAnAccountsOwnInItsTimeZone() throws {
         let sim = makeSimulator()
-        sim.seedPayPal(#"""
+        sim.seedPayPal(
+            #"""
             [{"id":"O-A","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"10.00","merchant_id":"ACCT-A","captures":[{"id":"CAP-A","create_time":"2026-12-01T05:00:00Z"}]},
              {"id":"O-B","intent":"CAPTURE","status":"COMPLETED","currency":"USD","amount":"11.00","merchant_id":"ACCT-B","captures":[{"id":"CAP-B","create_time":"2026-11-30T09:00:00Z"}]}]
             """#)

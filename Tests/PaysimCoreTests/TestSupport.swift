@@ -25,8 +25,10 @@ final class RecordingTransport: WebhookTransport {
     }
 }
 
-func makeSimulator(clock: TestClock = TestClock(), transport: (any WebhookTransport)? = nil,
-                   configure: (inout SimConfig) -> Void = { _ in }) -> Simulator {
+func makeSimulator(
+    clock: TestClock = TestClock(), transport: (any WebhookTransport)? = nil,
+    configure: (inout SimConfig) -> Void = { _ in }
+) -> Simulator {
     var config = SimConfig()
     config.publicBaseURL = "http://127.0.0.1:9999"
     configure(&config)
@@ -36,17 +38,22 @@ func makeSimulator(clock: TestClock = TestClock(), transport: (any WebhookTransp
 let pxpAuth: [String: String] = [
     "Authorization": "PXP-UST1 paysim-token:1790000000:c2lnbmF0dXJl",
     "X-Request-Id": "req-1",
-    "X-Client-Id": "paysim-client",
+    "X-Client-Id": "paysim-client"
 ]
 
 /// PXP-UST1 headers signed the way Providers' PXPClient signs (the default paysim credentials).
-func pxpHeaders(_ method: String, _ path: String, query: [String: String] = [:], body: [UInt8] = [],
-                timestamp: String = "1790000000", requestID: String = "req-1") -> [String: String] {
-    let signature = PXPAuth.signature(tokenValue: "paysim-token-value", timestamp: timestamp, requestID: requestID,
-                                      method: method, pathAndQuery: PXPAuth.requestTarget(decodedPath: path, query: query),
-                                      body: body)
-    return ["Authorization": "PXP-UST1 paysim-token:\(timestamp):\(signature)", "X-Request-Id": requestID,
-            "X-Client-Id": "paysim-client"]
+func pxpHeaders(
+    _ method: String, _ path: String, query: [String: String] = [:], body: [UInt8] = [],
+    timestamp: String = "1790000000", requestID: String = "req-1"
+) -> [String: String] {
+    let signature = PXPAuth.signature(
+        tokenValue: "paysim-token-value", timestamp: timestamp, requestID: requestID,
+        method: method, pathAndQuery: PXPAuth.requestTarget(decodedPath: path, query: query),
+        body: body)
+    return [
+        "Authorization": "PXP-UST1 paysim-token:\(timestamp):\(signature)", "X-Request-Id": requestID,
+        "X-Client-Id": "paysim-client"
+    ]
 }
 
 extension Simulator {
@@ -61,9 +68,13 @@ extension Simulator {
 
     /// Seeds one PXP transaction through the admin API; returns its systemTransactionId.
     @discardableResult
-    func seedPXP(_ mtid: String, intent: String = "Authorisation", value: String = "20.00", currency: String = "GBP",
-                 state: String = "Authorised", extra: String = "") -> String {
-        let r = post("/admin/pxp/transactions", """
+    func seedPXP(
+        _ mtid: String, intent: String = "Authorisation", value: String = "20.00", currency: String = "GBP",
+        state: String = "Authorised", extra: String = ""
+    ) -> String {
+        let r = post(
+            "/admin/pxp/transactions",
+            """
             {"merchant":"M1","site":"S1","merchantTransactionId":"\(mtid)","intent":"\(intent)","currency":"\(currency)",
              "value":"\(value)","state":"\(state)"\(extra)}
             """)
@@ -77,10 +88,14 @@ extension Simulator {
         return handle(method: "GET", path: path, query: q, headers: pxpHeaders("GET", path, query: q))
     }
 
-    func pxpModify(_ parent: String, _ operation: String, amount: String?, mtid: String, merchant: String = "M1",
-                   extra: String = "") -> SimResponse {
+    func pxpModify(
+        _ parent: String, _ operation: String, amount: String?, mtid: String, merchant: String = "M1",
+        extra: String = ""
+    ) -> SimResponse {
         let amounts = amount.map { #","amounts":{"transaction":\#($0)}"# } ?? ""
-        return pxpPost("/api/v1/transactions/\(parent)/modifications", """
+        return pxpPost(
+            "/api/v1/transactions/\(parent)/modifications",
+            """
             {"merchant":"\(merchant)","site":"S1","merchantTransactionId":"\(mtid)","merchantTransactionDate":"2026-01-27T08:51:02.826Z",
              "operation":"\(operation)"\(amounts)\(extra)}
             """)
@@ -100,8 +115,9 @@ extension Simulator {
 
     func paypalToken() -> String {
         let basic = Data("paysim-paypal-client:paysim-paypal-secret".utf8).base64EncodedString()
-        let r = handle(method: "POST", path: "/v1/oauth2/token", headers: ["Authorization": "Basic \(basic)"],
-                       body: Array("grant_type=client_credentials".utf8))
+        let r = handle(
+            method: "POST", path: "/v1/oauth2/token", headers: ["Authorization": "Basic \(basic)"],
+            body: Array("grant_type=client_credentials".utf8))
         return r.json!["access_token"]!.stringValue!
     }
 

@@ -106,7 +106,8 @@ private func zlibCRC(_ bytes: [UInt8]) -> UInt {
     @Test func pxpForgedDoesNotVerify() throws {
         let sim = makeSimulator { $0.pxpWebhookKey = "hash-key-1" }
         sim.seedPXP("ORD-1")
-        let d = try #require(try sim.webhookDeliveries(try JSONValue.parse(#"{"provider":"pxp","merchantTransactionId":"ORD-1","forged":true}"#)).first)
+        let d = try #require(
+            try sim.webhookDeliveries(try JSONValue.parse(#"{"provider":"pxp","merchantTransactionId":"ORD-1","forged":true}"#)).first)
         let signed = Array((d.header("X-Request-Id")! + d.header("X-Signature-Timestamp")!).utf8) + d.body
         #expect(d.header("X-Signature") != independentHMAC(key: "hash-key-1", message: signed))
     }
@@ -114,7 +115,8 @@ private func zlibCRC(_ bytes: [UInt8]) -> UInt {
     @Test func pxpCountDuplicateArrayNestedAndStateOverride() throws {
         let sim = makeSimulator()
         let sid = sim.seedPXP("ORD-1")
-        let request = #"{"provider":"pxp","systemTransactionId":"\#(sid)","count":3,"duplicate":true,"array":true,"nested":true,"state":"Captured"}"#
+        let request =
+            #"{"provider":"pxp","systemTransactionId":"\#(sid)","count":3,"duplicate":true,"array":true,"nested":true,"state":"Captured"}"#
         let deliveries = try sim.webhookDeliveries(try JSONValue.parse(request))
         #expect(deliveries.count == 6)
         #expect(Set(deliveries.map(\.id)).count == 3)
@@ -148,7 +150,9 @@ private func zlibCRC(_ bytes: [UInt8]) -> UInt {
         // Valid from a day ago to a year ahead.
         #expect(try verifyChain(leafPEM: sharedCA.leafPEM, bundleFile: file, at: Date().addingTimeInterval(-86400 + 600)) == X509_V_OK)
         #expect(try verifyChain(leafPEM: sharedCA.leafPEM, bundleFile: file, at: Date().addingTimeInterval(364 * 86400)) == X509_V_OK)
-        #expect(try verifyChain(leafPEM: sharedCA.leafPEM, bundleFile: file, at: Date().addingTimeInterval(366 * 86400)) == X509_V_ERR_CERT_HAS_EXPIRED)
+        #expect(
+            try verifyChain(leafPEM: sharedCA.leafPEM, bundleFile: file, at: Date().addingTimeInterval(366 * 86400))
+                == X509_V_ERR_CERT_HAS_EXPIRED)
         // A root alone (no intermediate) does not verify the leaf: the bundle needs both.
         let rootOnly = FileManager.default.temporaryDirectory.appendingPathComponent("paysim-rootonly-\(UUID().uuidString).pem")
         defer { try? FileManager.default.removeItem(at: rootOnly) }
@@ -169,16 +173,21 @@ private func zlibCRC(_ bytes: [UInt8]) -> UInt {
         #expect(root.bodyText == sharedCA.trustBundlePEM)
     }
 
-    @Test(arguments: [("PAYMENT.CAPTURE.COMPLETED", "capture"), ("PAYMENT.AUTHORIZATION.CREATED", "authorization"),
-                      ("PAYMENT.CAPTURE.REFUNDED", "refund"), ("CHECKOUT.ORDER.COMPLETED", "checkout-order")])
+    @Test(arguments: [
+        ("PAYMENT.CAPTURE.COMPLETED", "capture"), ("PAYMENT.AUTHORIZATION.CREATED", "authorization"),
+        ("PAYMENT.CAPTURE.REFUNDED", "refund"), ("CHECKOUT.ORDER.COMPLETED", "checkout-order")
+    ])
     func paypalSignatureVerifiesWithTheServedLeaf(eventType: String, resourceType: String) throws {
         let clock = TestClock()
         let sim = makeSimulator(clock: clock) { $0.paypalWebhookID = "WH-LISTENER-1" }
-        sim.seedPayPal("""
+        sim.seedPayPal(
+            """
             {"id":"ORDER-A","intent":"AUTHORIZE","currency":"USD","amount":"10.00","authorizations":[{"id":"AUTH-1","status":"CAPTURED"}],
              "captures":[{"id":"CAP-1","status":"PARTIALLY_REFUNDED"}],"refunds":[{"id":"REF-1","amount":"2.00"}]}
             """)
-        let d = try #require(try sim.webhookDeliveries(try JSONValue.parse(#"{"provider":"paypal","event_type":"\#(eventType)","order_id":"ORDER-A"}"#)).first)
+        let d = try #require(
+            try sim.webhookDeliveries(try JSONValue.parse(#"{"provider":"paypal","event_type":"\#(eventType)","order_id":"ORDER-A"}"#))
+                .first)
         let transmissionID = try #require(d.header("PAYPAL-TRANSMISSION-ID"))
         let time = try #require(d.header("PAYPAL-TRANSMISSION-TIME"))
         #expect(time == SimTime.rfc3339(clock()))
@@ -212,17 +221,25 @@ private func zlibCRC(_ bytes: [UInt8]) -> UInt {
     @Test func paypalForgedFailsAndDuplicateKeepsTheEventId() throws {
         let sim = makeSimulator()
         sim.seedPayPal(#"{"id":"O","intent":"CAPTURE","currency":"USD","amount":"1.00","captures":[{"id":"C"}]}"#)
-        let forged = try #require(try sim.webhookDeliveries(try JSONValue.parse(#"{"provider":"paypal","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_id":"C","forged":true}"#)).first)
-        let message = Array("\(forged.header("PAYPAL-TRANSMISSION-ID")!)|\(forged.header("PAYPAL-TRANSMISSION-TIME")!)|WEBHOOK_ID|\(zlibCRC(forged.body))".utf8)
+        let forged = try #require(
+            try sim.webhookDeliveries(
+                try JSONValue.parse(#"{"provider":"paypal","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_id":"C","forged":true}"#)
+            ).first)
+        let message = Array(
+            "\(forged.header("PAYPAL-TRANSMISSION-ID")!)|\(forged.header("PAYPAL-TRANSMISSION-TIME")!)|WEBHOOK_ID|\(zlibCRC(forged.body))"
+                .utf8)
         #expect(try !rsaVerify(certPEM: sharedCA.leafPEM, message: message, signatureBase64: forged.header("PAYPAL-TRANSMISSION-SIG")!))
 
-        let pair = try sim.webhookDeliveries(try JSONValue.parse(#"{"provider":"paypal","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_id":"C","duplicate":true,"count":2}"#))
+        let pair = try sim.webhookDeliveries(
+            try JSONValue.parse(
+                #"{"provider":"paypal","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_id":"C","duplicate":true,"count":2}"#))
         #expect(pair.count == 4)
         #expect(pair[0].id == pair[1].id && pair[2].id == pair[3].id && pair[0].id != pair[2].id)
         #expect(pair[0].body == pair[1].body)
         #expect(pair[0].header("PAYPAL-TRANSMISSION-ID") != pair[1].header("PAYPAL-TRANSMISSION-ID"))
         for d in pair {
-            let m = Array("\(d.header("PAYPAL-TRANSMISSION-ID")!)|\(d.header("PAYPAL-TRANSMISSION-TIME")!)|WEBHOOK_ID|\(zlibCRC(d.body))".utf8)
+            let m = Array(
+                "\(d.header("PAYPAL-TRANSMISSION-ID")!)|\(d.header("PAYPAL-TRANSMISSION-TIME")!)|WEBHOOK_ID|\(zlibCRC(d.body))".utf8)
             #expect(try rsaVerify(certPEM: sharedCA.leafPEM, message: m, signatureBase64: d.header("PAYPAL-TRANSMISSION-SIG")!))
         }
     }
@@ -233,7 +250,8 @@ private func zlibCRC(_ bytes: [UInt8]) -> UInt {
         let transport = RecordingTransport(status: 200)
         let sim = makeSimulator(transport: transport)
         sim.seedPXP("ORD-1")
-        let body = #"{"provider":"pxp","target":"http://127.0.0.1:1/webhooks/pxp","merchantTransactionId":"ORD-1","count":5,"duplicate":true}"#
+        let body =
+            #"{"provider":"pxp","target":"http://127.0.0.1:1/webhooks/pxp","merchantTransactionId":"ORD-1","count":5,"duplicate":true}"#
         let r = await sim.respond(SimRequest(method: "POST", path: "/admin/webhooks/send", body: Array(body.utf8)))
         #expect(r.status == 200)
         #expect(r.json?["sent"]?.numberLiteral == "10")
@@ -266,7 +284,7 @@ private func zlibCRC(_ bytes: [UInt8]) -> UInt {
         (#"{"provider":"paypal","target":"http://x/y","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_id":"NOPE"}"#, 404),
         (#"{"provider":"paypal","target":"http://x/y","event_type":"BILLING.SUBSCRIPTION.CREATED","resource_id":"C"}"#, 400),
         (#"{"provider":"paypal","target":"http://x/y"}"#, 400),
-        ("not json", 400),
+        ("not json", 400)
     ])
     func invalidSendRequests(body: String, status: Int) async {
         let transport = RecordingTransport()

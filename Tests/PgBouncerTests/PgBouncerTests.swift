@@ -12,7 +12,9 @@ import Testing
 /// through the pooler would lose notifications), the sweep and the report, each as the real `payrecon` process.
 /// scripts/test starts PgBouncer (Debian `pgbouncer`, pool_mode = transaction) in front of a database of its own and
 /// sets PAYRECON_TEST_PGBOUNCER_URL (and PAYRECON_TEST_PGBOUNCER_DIRECT_URL, the same database without the pooler).
-@Suite("Through PgBouncer", .serialized, .enabled(if: PgBouncer.url != nil, "scripts/test starts PgBouncer and sets PAYRECON_TEST_PGBOUNCER_URL"))
+@Suite(
+    "Through PgBouncer", .serialized,
+    .enabled(if: PgBouncer.url != nil, "scripts/test starts PgBouncer and sets PAYRECON_TEST_PGBOUNCER_URL"))
 struct PgBouncerTests {
     @Test func migrateFromTwoProcessesAtOnce() async throws {
         let url = try #require(PgBouncer.url)
@@ -51,8 +53,8 @@ struct PgBouncerTests {
         try direct.withConnection { conn in #expect(conn.preparesStatements) }
     }
 
-    /// PAYRECON_LISTEN_DATABASE_URL pointed at the pooler by mistake: the worker says so and polls (it used to
-    /// LISTEN there, where transaction-mode PgBouncer loses notifications, and wait in silence).
+    /// PAYRECON_LISTEN_DATABASE_URL pointed at the pooler by mistake: the worker says so and polls, since
+    /// transaction-mode PgBouncer loses notifications and a LISTEN there would wait in silence.
     @Test func aListenURLAtThePoolerIsNamedAndTheWorkerPolls() async throws {
         let pooled = try #require(PgBouncer.url), direct = try #require(PgBouncer.direct)
         _ = try await PayreconProcess.run(["migrate"], environment: ["DATABASE_URL": direct])
@@ -95,24 +97,35 @@ struct PgBouncerTests {
         simulator.setPublicBaseURL(sim)
         let ref = "PGB-" + UUID().uuidString.prefix(8)
         let http = HTTPClient(configuration: .init(timeoutSeconds: 10))
-        let seeded = try await http.send(HTTPClientRequest(method: "POST", url: sim + "/admin/pxp/transactions", headers: [("Content-Type", "application/json")],
-            body: Array(#"{"merchant":"M1","site":"S1","merchantTransactionId":"\#(ref)","intent":"Purchase","currency":"GBP","value":"15.00","state":"Captured"}"#.utf8)))
+        let seeded = try await http.send(
+            HTTPClientRequest(
+                method: "POST", url: sim + "/admin/pxp/transactions", headers: [("Content-Type", "application/json")],
+                body: Array(
+                    #"{"merchant":"M1","site":"S1","merchantTransactionId":"\#(ref)","intent":"Purchase","currency":"GBP","value":"15.00","state":"Captured"}"#
+                        .utf8)))
         #expect(seeded.status == 201)
         // And a PayPal capture, so a PayPal delivery (its certificate fetched from paysim and checked) goes through too.
         let paypalOrder = "PP-" + ref
-        let seededPayPal = try await http.send(HTTPClientRequest(method: "POST", url: sim + "/admin/paypal/orders", headers: [("Content-Type", "application/json")],
-            body: Array(#"{"id":"\#(paypalOrder)","intent":"CAPTURE","currency":"USD","amount":"10.00","captures":[{"id":"CAP-\#(ref)"}]}"#.utf8)))
+        let seededPayPal = try await http.send(
+            HTTPClientRequest(
+                method: "POST", url: sim + "/admin/paypal/orders", headers: [("Content-Type", "application/json")],
+                body: Array(
+                    #"{"id":"\#(paypalOrder)","intent":"CAPTURE","currency":"USD","amount":"10.00","captures":[{"id":"CAP-\#(ref)"}]}"#.utf8
+                )))
         #expect(seededPayPal.status == 201, "\(seededPayPal.text)")
         let roots = FileManager.default.temporaryDirectory.appendingPathComponent("pgb-roots-\(ref).pem")
         try ca.trustBundlePEM.write(to: roots, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: roots) }
-        let env = ["DATABASE_URL": url, "PXP_API_BASE_URL": sim + "/api/v1", "PXP_CLIENT_ID": config.pxpClientID,
-                   "PXP_TOKEN_ID": config.pxpTokenID, "PXP_TOKEN_VALUE": config.pxpTokenValue, "PXP_WEBHOOK_KEY": config.pxpWebhookKey,
-                   "PAYPAL_WEBHOOK_ID": config.paypalWebhookID, "PAYPAL_TRUST_ROOTS": roots.path,
-                   "PAYPAL_CERT_URL_PREFIXES": sim + "/v1/notifications/certs/", "PAYPAL_API_BASE_URL": sim,
-                   "PAYPAL_CLIENT_ID": config.paypalClientID, "PAYPAL_CLIENT_SECRET": config.paypalSecret]
+        let env = [
+            "DATABASE_URL": url, "PXP_API_BASE_URL": sim + "/api/v1", "PXP_CLIENT_ID": config.pxpClientID,
+            "PXP_TOKEN_ID": config.pxpTokenID, "PXP_TOKEN_VALUE": config.pxpTokenValue, "PXP_WEBHOOK_KEY": config.pxpWebhookKey,
+            "PAYPAL_WEBHOOK_ID": config.paypalWebhookID, "PAYPAL_TRUST_ROOTS": roots.path,
+            "PAYPAL_CERT_URL_PREFIXES": sim + "/v1/notifications/certs/", "PAYPAL_API_BASE_URL": sim,
+            "PAYPAL_CLIENT_ID": config.paypalClientID, "PAYPAL_CLIENT_SECRET": config.paypalSecret
+        ]
         let orders = FileManager.default.temporaryDirectory.appendingPathComponent("pgb-\(ref).csv")
-        try "provider,order_id,merchant,site,transaction_ref,intent,amount,currency,fulfilment\npxp,O-\(ref),M1,S1,\(ref),purchase,20.00,GBP,fulfilled\n"
+        try
+            "provider,order_id,merchant,site,transaction_ref,intent,amount,currency,fulfilment\npxp,O-\(ref),M1,S1,\(ref),purchase,20.00,GBP,fulfilled\n"
             .write(to: orders, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: orders) }
         let imported = try await PayreconProcess.run(["orders", "import", orders.path], environment: env)
@@ -122,17 +135,26 @@ struct PgBouncerTests {
         let portFile = FileManager.default.temporaryDirectory.appendingPathComponent("pgb-serve-\(ref).port")
         let serve = try Background(["serve", "--listen", "127.0.0.1:0", "--port-file", portFile.path], environment: env)
         defer { serve.stop() }
-        let port = await PayreconTesting.eventually(20) { FileManager.default.fileExists(atPath: portFile.path) }
+        let port =
+            await PayreconTesting.eventually(20) { FileManager.default.fileExists(atPath: portFile.path) }
             ? try String(contentsOf: portFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines) : ""
-        let body = Array(#"{"eventCategory":"Transaction","eventCode":"transaction-captured","eventOwner":{"merchant":"M1","site":"S1"},"eventData":{"merchantTransactionId":"\#(ref)"}}"#.utf8)
+        let body = Array(
+            #"{"eventCategory":"Transaction","eventCode":"transaction-captured","eventOwner":{"merchant":"M1","site":"S1"},"eventData":{"merchantTransactionId":"\#(ref)"}}"#
+                .utf8)
         let requestID = UUID().uuidString
-        let headers = WebhookSigner.pxpHeaders(key: config.pxpWebhookKey, requestID: requestID,
-                                               timestamp: String(Int64(Date().timeIntervalSince1970)), body: body)
-        let answer = try await http.send(HTTPClientRequest(method: "POST", url: "http://127.0.0.1:\(port)/webhooks/pxp", headers: headers, body: body))
+        let headers = WebhookSigner.pxpHeaders(
+            key: config.pxpWebhookKey, requestID: requestID,
+            timestamp: String(Int64(Date().timeIntervalSince1970)), body: body)
+        let answer = try await http.send(
+            HTTPClientRequest(method: "POST", url: "http://127.0.0.1:\(port)/webhooks/pxp", headers: headers, body: body))
         #expect(answer.status == 200, "\(String(decoding: answer.body, as: UTF8.self))")
         // paysim signs and sends a PayPal delivery to the same receiver.
-        let sent = try await http.send(HTTPClientRequest(method: "POST", url: sim + "/admin/webhooks/send", headers: [("Content-Type", "application/json")],
-            body: Array(#"{"provider":"paypal","target":"http://127.0.0.1:\#(port)/webhooks/paypal","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_id":"CAP-\#(ref)"}"#.utf8)))
+        let sent = try await http.send(
+            HTTPClientRequest(
+                method: "POST", url: sim + "/admin/webhooks/send", headers: [("Content-Type", "application/json")],
+                body: Array(
+                    #"{"provider":"paypal","target":"http://127.0.0.1:\#(port)/webhooks/paypal","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_id":"CAP-\#(ref)"}"#
+                        .utf8)))
         #expect(sent.status == 200 && sent.text.contains(#""200":1"#), "\(sent.text) \(serve.stderr())")
 
         // The worker processes it: it polls (said at start), since DATABASE_URL is a pooler.
@@ -142,7 +164,8 @@ struct PgBouncerTests {
             try direct.query("SELECT status FROM deliveries WHERE dedupe_key = $1", [.text(requestID)]).first?.string("status") == "done"
         }
         let paypalDone = try await PayreconTesting.eventually(30) {
-            try direct.query("SELECT count(*) AS n FROM deliveries WHERE provider = 'paypal' AND status IN ('done', 'ignored')").first?.int64("n") == 1
+            try direct.query("SELECT count(*) AS n FROM deliveries WHERE provider = 'paypal' AND status IN ('done', 'ignored')").first?
+                .int64("n") == 1
         }
         work.stop()
         #expect(done, "the worker did not process the delivery through PgBouncer: \(work.stderr())")

@@ -8,7 +8,8 @@ import Testing
     /// about a minute rather than the kernel's quarter of an hour; a connection string's own values win.
     @Test func connectionsStartWithKeepalivesAndTheStringMayOverrideThem() throws {
         let conn = try connect()
-        #expect(conn.connectionOption("keepalives") == "1" && conn.connectionOption("keepalives_idle") == "30"
+        #expect(
+            conn.connectionOption("keepalives") == "1" && conn.connectionOption("keepalives_idle") == "30"
                 && conn.connectionOption("keepalives_interval") == "10" && conn.connectionOption("keepalives_count") == "3"
                 && conn.connectionOption("tcp_user_timeout") == "60000")
         let separator = databaseURL.contains("?") ? "&" : "?"
@@ -19,9 +20,10 @@ import Testing
 
     @Test func connectsAndConfiguresTheSession() throws {
         let conn = try connect()
-        let row = try conn.query("SELECT current_setting('TimeZone') AS tz, current_setting('DateStyle') AS style, "
-            + "current_setting('bytea_output') AS bytea, current_setting('client_encoding') AS encoding, "
-            + "current_setting('application_name') AS app")[0]
+        let row = try conn.query(
+            "SELECT current_setting('TimeZone') AS tz, current_setting('DateStyle') AS style, "
+                + "current_setting('bytea_output') AS bytea, current_setting('client_encoding') AS encoding, "
+                + "current_setting('application_name') AS app")[0]
         #expect(try row.string("tz") == "UTC")
         #expect(try row.string("style") == "ISO, MDY")
         #expect(try row.string("bytea") == "hex")
@@ -64,7 +66,7 @@ import Testing
         ("host=127.0.0.1 password=hunter2 bogus", "missing \"=\" after \"bogus\""),
         ("host=127.0.0.1 password=hunter2 nosuchoption=1", "invalid connection option \"nosuchoption\""),
         ("postgresql://postgres:hunter2@127.0.0.1:54329/h_postgres?bogus=1", "invalid URI query parameter"),
-        ("postgresql://postgres:hunter2@127.0.0.1:notaport/h_postgres", "invalid integer value \"notaport\""),
+        ("postgresql://postgres:hunter2@127.0.0.1:notaport/h_postgres", "invalid integer value \"notaport\"")
     ])
     func malformedConninfoSaysWhyWithoutPassword(conninfo: String, reason: String) throws {
         let text = try #require(postgresError { _ = try PostgresConnection(conninfo: conninfo) }).description
@@ -122,8 +124,9 @@ import Testing
 
     @Test func textTakesTheTypeTheStatementGivesIt() throws {
         let conn = try connect()
-        let row = try conn.query("SELECT $1::uuid AS u, $2::varchar(5) AS v, $3::numeric AS n",
-                                 [.text("6b1e4b0e-2c3a-4e8e-9b7d-2f1d8f3c0a11"), .text("abc"), .text("12.50")])[0]
+        let row = try conn.query(
+            "SELECT $1::uuid AS u, $2::varchar(5) AS v, $3::numeric AS n",
+            [.text("6b1e4b0e-2c3a-4e8e-9b7d-2f1d8f3c0a11"), .text("abc"), .text("12.50")])[0]
         #expect(try row.string("u") == "6b1e4b0e-2c3a-4e8e-9b7d-2f1d8f3c0a11")
         #expect(try row.string("v") == "abc")
         #expect(try row.string("n") == "12.50")
@@ -168,7 +171,7 @@ import Testing
         [0, 0, 0],
         [0x5C, 0x78, 0x30, 0x30],  // the text "\x00": must stay 4 bytes
         [0xFF, 0xFE, 0xC3, 0x28, 0x00, 0x80],  // invalid UTF-8 with a NUL inside
-        (0..<70_000).map { UInt8(truncatingIfNeeded: $0 &* 31) },
+        (0..<70_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
     ])
     func bytea(value: [UInt8]) throws {
         let conn = try connect()
@@ -183,8 +186,9 @@ import Testing
 
     @Test func jsonb() throws {
         let conn = try connect()
-        let row = try conn.query("SELECT $1 AS v, $1->>'a' AS a, jsonb_typeof($1->'b') AS kind",
-                                 [.jsonb(#"{"b": [1, 2], "a": "ü \"q\""}"#)])[0]
+        let row = try conn.query(
+            "SELECT $1 AS v, $1->>'a' AS a, jsonb_typeof($1->'b') AS kind",
+            [.jsonb(#"{"b": [1, 2], "a": "ü \"q\""}"#)])[0]
         #expect(try row.string("a") == "ü \"q\"")
         #expect(try row.string("kind") == "array")
         let decoded = try JSONSerialization.jsonObject(with: Data(try row.string("v").utf8)) as? [String: Any]
@@ -196,8 +200,9 @@ import Testing
     @Test(arguments: [1_795_967_386.123456, 0, -1.5, 951_782_400.000001, 4_102_444_799.999999])
     func timestamptz(seconds: Double) throws {
         let date = Date(timeIntervalSince1970: seconds)
-        let row = try connect().query("SELECT $1 AS v, pg_typeof($1)::text AS t, extract(epoch FROM $1)::text AS epoch",
-                                      [.timestamptz(date)])[0]
+        let row = try connect().query(
+            "SELECT $1 AS v, pg_typeof($1)::text AS t, extract(epoch FROM $1)::text AS epoch",
+            [.timestamptz(date)])[0]
         #expect(abs(try row.date("v").timeIntervalSince1970 - seconds) < 1e-6)
         #expect(try row.string("t") == "timestamp with time zone")
         #expect(abs(Double(try row.string("epoch"))! - seconds) < 1e-6)
@@ -206,7 +211,8 @@ import Testing
     @Test func timestamptzOutputFromOtherZonesAndTypes() throws {
         let conn = try connect()
         try conn.execute("SET TimeZone TO 'Asia/Kolkata'")
-        let row = try conn.query("""
+        let row = try conn.query(
+            """
             SELECT '2026-11-29 15:49:46.123456+00'::timestamptz AS tz, '2026-11-29 15:49:46.5'::timestamp AS ts,
                    '2026-11-29'::date AS d, '2026-11-29 15:49:46.123456+00'::timestamptz::text AS shown
             """)[0]
@@ -227,8 +233,9 @@ import Testing
 
     @Test func nullableTextArray() throws {
         let values: [String?] = ["a", nil, "NULL", "", "q\"uote"]
-        let rows = try connect().query("SELECT x, x IS NULL AS missing FROM unnest($1) WITH ORDINALITY AS t(x, n) ORDER BY n",
-                                       [.nullableTextArray(values)])
+        let rows = try connect().query(
+            "SELECT x, x IS NULL AS missing FROM unnest($1) WITH ORDINALITY AS t(x, n) ORDER BY n",
+            [.nullableTextArray(values)])
         #expect(try rows.map { try $0.optionalString("x") } == values)
         #expect(try rows.map { try $0.bool("missing") } == [false, true, false, false, false], "only nil is NULL, not the text NULL")
     }
@@ -253,8 +260,9 @@ import Testing
 
     @Test func null() throws {
         let conn = try connect()
-        let row = try conn.query("SELECT $1::text AS s, $2::bigint AS i, $3::bytea AS b, $4::timestamptz AS d, $5::boolean AS f, $6::int AS n",
-                                 Array(repeating: PostgresValue.null, count: 6))[0]
+        let row = try conn.query(
+            "SELECT $1::text AS s, $2::bigint AS i, $3::bytea AS b, $4::timestamptz AS d, $5::boolean AS f, $6::int AS n",
+            Array(repeating: PostgresValue.null, count: 6))[0]
         #expect(try row.isNull("s"))
         #expect(try row.optionalString("s") == nil)
         #expect(try row.optionalInt64("i") == nil)
@@ -272,12 +280,15 @@ import Testing
 
 @Suite struct PostgresDecodingErrorTests {
     @Test func wrongTypeNamesColumnTypeAndValue() throws {
-        let row = try connect().query("SELECT 'abc'::text AS label, 3000000000::bigint AS big, 5 AS five, 'infinity'::timestamptz AS forever")[0]
+        let row = try connect().query(
+            "SELECT 'abc'::text AS label, 3000000000::bigint AS big, 5 AS five, 'infinity'::timestamptz AS forever")[0]
         let text = try #require(postgresError { _ = try row.int64("label") }).description
         #expect(text.contains("\"label\""))
         #expect(text.contains("(text)"))
         #expect(text.contains("\"abc\""))
-        #expect(postgresError { _ = try row.int32("big") }?.description.contains("\"big\" (bigint): expected an int32, found \"3000000000\"") == true)
+        #expect(
+            postgresError { _ = try row.int32("big") }?.description.contains("\"big\" (bigint): expected an int32, found \"3000000000\"")
+                == true)
         #expect(postgresError { _ = try row.bool("five") }?.description.contains("\"five\"") == true)
         #expect(postgresError { _ = try row.date("forever") }?.description.contains("found \"infinity\"") == true)
         #expect(try row.bytes("label") == Array("abc".utf8))

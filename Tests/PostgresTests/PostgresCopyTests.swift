@@ -10,7 +10,9 @@ import Testing
         let conn = try connect()
         let table = uniqueName("copy")
         _ = try conn.execute("CREATE TEMPORARY TABLE \(table) (n bigint, t text, b boolean)")
-        let texts: [String?] = ["plain", "a\ttab", "a\nnewline", "a\r\nreturn", "back\\slash", "\\N", "", nil, "é ünïcode ✓", "nul\u{0}byte"]
+        let texts: [String?] = [
+            "plain", "a\ttab", "a\nnewline", "a\r\nreturn", "back\\slash", "\\N", "", nil, "é ünïcode ✓", "nul\u{0}byte"
+        ]
         var rows = CopyRows(capacity: 64)
         let copied = try conn.copyIn("COPY \(table) (n, t, b) FROM STDIN") { sender in
             for (i, t) in texts.enumerated() {
@@ -28,7 +30,7 @@ import Testing
             #expect(try row.optionalString("t") == texts[i].map { $0.replacingOccurrences(of: "\u{0}", with: "\u{FFFD}") }, "row \(i)")
             #expect(try row.bool("b") == (i % 2 == 0))
         }
-        #expect(Int64.min != 0)   // the extremes below
+        #expect(Int64.min != 0)  // the extremes below
         _ = try conn.execute("TRUNCATE \(table)")
         var extremes = CopyRows()
         try conn.copyIn("COPY \(table) (n) FROM STDIN") { sender in

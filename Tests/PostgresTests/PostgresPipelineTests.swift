@@ -17,7 +17,9 @@ import Testing
 
     @Test func groupCommitOfFiftyInserts() throws {
         let (conn, table) = try setUp()
-        let inserts = (1...50).map { PostgresStatement("INSERT INTO \(table) (id, body) VALUES ($1, $2)", [.int64(Int64($0)), .bytea([0, UInt8($0)])]) }
+        let inserts = (1...50).map {
+            PostgresStatement("INSERT INTO \(table) (id, body) VALUES ($1, $2)", [.int64(Int64($0)), .bytea([0, UInt8($0)])])
+        }
         let results = try conn.pipeline([PostgresStatement("BEGIN")] + inserts + [PostgresStatement("COMMIT")])
         #expect(results.count == 52)
         for (index, result) in results.enumerated() {
@@ -38,7 +40,7 @@ import Testing
             PostgresStatement("INSERT INTO \(table) (id) VALUES ($1)", [.int64(2)]),
             PostgresStatement("INSERT INTO \(table) (id) VALUES ($1)", [.int64(1)]),
             PostgresStatement("INSERT INTO \(table) (id) VALUES ($1)", [.int64(3)]),
-            PostgresStatement("COMMIT"),
+            PostgresStatement("COMMIT")
         ])
         #expect(results.count == 6)
         for index in 0...2 {
@@ -54,7 +56,9 @@ import Testing
         #expect(try ids(conn, table) == [])
         #expect(try conn.query("SELECT 1 AS one")[0].int32("one") == 1)
         // A second pipeline on the same connection works.
-        let again = try conn.pipeline([PostgresStatement("INSERT INTO \(table) (id) VALUES (9)"), PostgresStatement("SELECT count(*) AS n FROM \(table)")])
+        let again = try conn.pipeline([
+            PostgresStatement("INSERT INTO \(table) (id) VALUES (9)"), PostgresStatement("SELECT count(*) AS n FROM \(table)")
+        ])
         #expect(try again[1].get()[0].int64("n") == 1)
     }
 
@@ -63,7 +67,7 @@ import Testing
         let results = try conn.pipeline([
             PostgresStatement("INSERT INTO \(table) (id) VALUES (1)"),
             PostgresStatement("INSERT INTO \(table) (id) VALUES (2)"),
-            PostgresStatement("INSERT INTO \(table) (id) VALUES (1)"),
+            PostgresStatement("INSERT INTO \(table) (id) VALUES (1)")
         ])
         #expect((try? results[2].get()) == nil)
         #expect(try ids(conn, table) == [])
@@ -77,7 +81,7 @@ import Testing
             PostgresStatement(insert, [.int64(4)]),
             PostgresStatement(insert, [.int64(5)]),
             PostgresStatement("SELECT id FROM \(table) ORDER BY id"),
-            PostgresStatement(""),
+            PostgresStatement("")
         ])
         #expect(try results[0].get()[0].int64("tenfold") == 40)
         #expect(try results[2].get().map { try $0.int64("id") } == [4, 5])
@@ -88,7 +92,9 @@ import Testing
         let (conn, table) = try setUp()
         #expect(try conn.pipeline([SQL]()).isEmpty)
         let error = postgresError {
-            _ = try conn.pipeline([PostgresStatement("INSERT INTO \(table) (id) VALUES (1)"), PostgresStatement("SELECT $1", [.text("\u{0}")])])
+            _ = try conn.pipeline([
+                PostgresStatement("INSERT INTO \(table) (id) VALUES (1)"), PostgresStatement("SELECT $1", [.text("\u{0}")])
+            ])
         }
         #expect(error?.description.contains("NUL") == true)
         #expect(try ids(conn, table) == [])
@@ -98,7 +104,9 @@ import Testing
     @Test func aLongPipelineDoesNotDeadlock() throws {
         let (conn, table) = try setUp()
         let body = [UInt8](repeating: 0xAB, count: 1024)  // 3 MB each way: far more than the socket buffers
-        let inserts = (1...3000).map { PostgresStatement("INSERT INTO \(table) (id, body) VALUES ($1, $2) RETURNING body", [.int64(Int64($0)), .bytea(body)]) }
+        let inserts = (1...3000).map {
+            PostgresStatement("INSERT INTO \(table) (id, body) VALUES ($1, $2) RETURNING body", [.int64(Int64($0)), .bytea(body)])
+        }
         let results = try conn.pipeline(inserts)
         #expect(results.count == 3000)
         #expect(try results[2999].get()[0].bytes("body") == body)
@@ -108,7 +116,9 @@ import Testing
     @Test func aBrokenConnectionThrowsAndResetRecovers() throws {
         let conn = try connect()
         try terminateBackend(conn.backendPID)
-        let error = postgresError { _ = try conn.pipeline([PostgresStatement("BEGIN"), PostgresStatement("SELECT 1"), PostgresStatement("COMMIT")]) }
+        let error = postgresError {
+            _ = try conn.pipeline([PostgresStatement("BEGIN"), PostgresStatement("SELECT 1"), PostgresStatement("COMMIT")])
+        }
         #expect(error?.isConnectionFailure == true)
         try conn.reset()
         let results = try conn.pipeline([PostgresStatement("SELECT 7 AS n")])
@@ -119,7 +129,9 @@ import Testing
         let (conn, table) = try setUp()
         let error = postgresError {
             try conn.transaction { tx in
-                let results = try tx.pipeline([PostgresStatement("INSERT INTO \(table) (id) VALUES (1)"), PostgresStatement("INSERT INTO \(table) (id) VALUES (1)")])
+                let results = try tx.pipeline([
+                    PostgresStatement("INSERT INTO \(table) (id) VALUES (1)"), PostgresStatement("INSERT INTO \(table) (id) VALUES (1)")
+                ])
                 #expect((try? results[1].get()) == nil)
             }
         }

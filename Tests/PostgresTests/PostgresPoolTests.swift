@@ -16,8 +16,9 @@ import Testing
                 group.addTask {
                     try await pool.run { conn in
                         try conn.transaction { tx in
-                            try tx.query("INSERT INTO \(table) (task, pid) VALUES ($1, pg_backend_pid()) RETURNING pid, pg_sleep(0.01)",
-                                         [.int32(Int32(task))])[0].int32("pid")
+                            try tx.query(
+                                "INSERT INTO \(table) (task, pid) VALUES ($1, pg_backend_pid()) RETURNING pid, pg_sleep(0.01)",
+                                [.int32(Int32(task))])[0].int32("pid")
                         }
                     }
                 }
@@ -151,9 +152,15 @@ import Testing
         let pool = PostgresPool(conninfo: databaseURL, size: 1)
         defer { pool.close() }
         let started = DispatchSemaphore(value: 0)
-        let blocker = Task { try await pool.run { conn in started.signal(); return try conn.query("SELECT pg_sleep(0.5)").rowCount } }
+        let blocker = Task {
+            try await pool.run { conn in
+                started.signal(); return try conn.query("SELECT pg_sleep(0.5)").rowCount
+            }
+        }
         await withCheckedContinuation { continuation in
-            Thread { started.wait(); continuation.resume() }.start()
+            Thread {
+                started.wait(); continuation.resume()
+            }.start()
         }
         let ran = CancellationFlag()
         let queued = Task { try await pool.run { _ in ran.set() } }

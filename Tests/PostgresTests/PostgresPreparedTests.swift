@@ -11,7 +11,7 @@ import Testing
         ("INSERT INTO t VALUES ($1)", true), ("update t SET a = 1", true), ("DELETE FROM t", true), ("VALUES (1)", true),
         ("-- the order's row\nSELECT * FROM orders", true), ("-- only a comment", false),
         ("BEGIN", false), ("COMMIT", false), ("SET LOCAL lock_timeout = '1s'", false), ("LISTEN x", false),
-        ("CREATE TABLE t (a int)", false), ("", false), ("SELECTED", false), ("copy t FROM STDIN", false),
+        ("CREATE TABLE t (a int)", false), ("", false), ("SELECTED", false), ("copy t FROM STDIN", false)
     ])
     func onlyWhatPostgreSQLPlansIsPrepared(sql: String, plannable: Bool) {
         #expect(PreparedStatements.isPlannable(sql) == plannable)
@@ -53,8 +53,10 @@ import Testing
         #expect(cache.names.count == PreparedStatements.limit)
     }
 
-    @Test(arguments: [("0A000", "cached plan must not change result type", true), ("0A000", "unsupported feature", false),
-                      ("26000", "prepared statement \"payrecon_1\" does not exist", true), ("23505", "duplicate key", false)])
+    @Test(arguments: [
+        ("0A000", "cached plan must not change result type", true), ("0A000", "unsupported feature", false),
+        ("26000", "prepared statement \"payrecon_1\" does not exist", true), ("23505", "duplicate key", false)
+    ])
     func whichErrorsForgetTheName(sqlState: String, message: String, forgets: Bool) {
         #expect(PreparedStatements.invalidates(.server(sqlState: sqlState, message: message, detail: nil)) == forgets)
         #expect(!PreparedStatements.invalidates(.connection("lost")))
@@ -150,7 +152,7 @@ import Testing
             for _ in 0..<3 { _ = try conn.query(sql) }
             #expect(try held(conn) == 1)
             try admin.execute("ALTER TABLE \(table) ADD COLUMN b int")
-            _ = try conn.query(sql)                       // refused by name, run unnamed, its name forgotten
+            _ = try conn.query(sql)  // refused by name, run unnamed, its name forgotten
             _ = try conn.query("SELECT $1::int AS n", [.int32(1)])
             let left = try conn.query("SELECT statement FROM pg_prepared_statements").map { try $0.string("statement") }
             #expect(left.isEmpty, "the forgotten name was deallocated: \(left)")
@@ -166,9 +168,10 @@ import Testing
         defer { pool.close() }
         try pool.withConnection { conn throws in
             func batch(_ ids: [Int32]) throws -> [Result<PostgresRows, PostgresError>] {
-                try conn.pipeline([PostgresStatement("BEGIN")]
-                    + ids.map { PostgresStatement("INSERT INTO \(table) (id) VALUES ($1)", [.int32($0)]) }
-                    + [PostgresStatement("SELECT count(*) AS n FROM \(table)"), PostgresStatement("COMMIT")])
+                try conn.pipeline(
+                    [PostgresStatement("BEGIN")]
+                        + ids.map { PostgresStatement("INSERT INTO \(table) (id) VALUES ($1)", [.int32($0)]) }
+                        + [PostgresStatement("SELECT count(*) AS n FROM \(table)"), PostgresStatement("COMMIT")])
             }
             for round in Int32(0)..<3 {
                 let results = try batch([round * 2, round * 2 + 1])

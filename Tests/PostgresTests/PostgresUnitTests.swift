@@ -18,7 +18,7 @@ import Testing
         ("1969-12-31 23:59:58.5+00", -1.5),
         ("2000-02-29 00:00:00+00", 951_782_400.0),
         ("0001-01-01 00:00:00+00", -62_135_596_800.0),
-        ("9999-12-31 23:59:59.999999+00", 253_402_300_799.999999),
+        ("9999-12-31 23:59:59.999999+00", 253_402_300_799.999999)
     ])
     func parsesPostgreSQLOutput(text: String, seconds: Double) throws {
         let date = try #require(PostgresTimestamp.parse(text))
@@ -28,7 +28,7 @@ import Testing
     @Test(arguments: [
         "", "infinity", "-infinity", "2026-13-01 00:00:00+00", "2026-02-30 00:00:00+00", "2026-11-29 25:00:00+00",
         "2026-11-29 15:49:46.+00", "2026-11-29 15:49:46+0", "0044-03-15 12:00:00+00 BC", "2026/11/29", "not a date",
-        "2026-11-29 15:49:46+00 trailing",
+        "2026-11-29 15:49:46+00 trailing"
     ])
     func rejectsAnythingElse(text: String) {
         #expect(PostgresTimestamp.parse(text) == nil)
@@ -39,7 +39,7 @@ import Testing
         (1_795_967_386.123456, "2026-11-29T15:49:46.123456Z"),
         (-1.5, "1969-12-31T23:59:58.500000Z"),
         (951_782_400.0000004, "2000-02-29T00:00:00.000000Z"),
-        (-62_135_596_800.0, "0001-01-01T00:00:00.000000Z"),
+        (-62_135_596_800.0, "0001-01-01T00:00:00.000000Z")
     ])
     func formatsISO8601WithMicroseconds(seconds: Double, text: String) throws {
         #expect(try PostgresTimestamp.format(Date(timeIntervalSince1970: seconds)) == text)
@@ -78,7 +78,7 @@ import Testing
         ("Mixed Case", "\"Mixed Case\""),
         ("quo\"te", "\"quo\"\"te\""),
         ("ünï", "\"ünï\""),
-        ("", "\"\""),
+        ("", "\"\"")
     ])
     func quotesIdentifiers(name: String, quoted: String) throws {
         #expect(try quoteIdentifier(name) == quoted)
@@ -104,7 +104,7 @@ import Testing
         (.server(sqlState: "40P01", message: "deadlock", detail: nil), false, false, true),
         (.decoding("x"), false, false, false),
         (.protocolViolation("x"), false, false, false),
-        (.pipelineAborted(failedIndex: 1), false, false, false),
+        (.pipelineAborted(failedIndex: 1), false, false, false)
     ])
     func classifies(error: PostgresError, connection: Bool, unique: Bool, serialization: Bool) {
         #expect(error.isConnectionFailure == connection)
@@ -113,9 +113,12 @@ import Testing
     }
 
     @Test func describesServerErrorsWithStateAndDetail() {
-        let error = PostgresError.server(sqlState: "23505", message: "duplicate key value violates unique constraint \"t_pkey\"",
-                                         detail: "Key (id)=(1) already exists.")
-        #expect(error.description == "PostgreSQL error 23505: duplicate key value violates unique constraint \"t_pkey\" (Key (id)=(1) already exists.)")
+        let error = PostgresError.server(
+            sqlState: "23505", message: "duplicate key value violates unique constraint \"t_pkey\"",
+            detail: "Key (id)=(1) already exists.")
+        #expect(
+            error.description
+                == "PostgreSQL error 23505: duplicate key value violates unique constraint \"t_pkey\" (Key (id)=(1) already exists.)")
         #expect(PostgresError.pipelineAborted(failedIndex: 2).description.contains("statement 2"))
     }
 }
@@ -127,7 +130,7 @@ import Testing
         ("host=db password=hunter2 dbname=x", ["hunter2"]),
         ("host=db password = 'two words\\'q' dbname=x", ["two words'q"]),
         ("postgresql://db/x?user=app&password=qp%21&sslmode=disable", ["qp%21", "qp!"]),
-        ("host=db password=hunter2 bogus", ["hunter2"]),
+        ("host=db password=hunter2 bogus", ["hunter2"])
     ])
     func findsPasswords(conninfo: String, expected: [String]) {
         let found = ConnInfoSecrets.candidates(in: conninfo)

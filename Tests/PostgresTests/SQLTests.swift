@@ -52,7 +52,8 @@ import Testing
         let conn = try connect()
         let hostile = "x'); DROP TABLE t; -- $1"
         let part: SQL = "\(.text(hostile))::text AS a"
-        let rows = try conn.query("SELECT \(part), \(.int64(41))::bigint + 1 AS b, \(.text(hostile))::text = \(.text(hostile))::text AS same")
+        let rows = try conn.query(
+            "SELECT \(part), \(.int64(41))::bigint + 1 AS b, \(.text(hostile))::text = \(.text(hostile))::text AS same")
         #expect(try rows[0].string("a") == hostile)
         #expect(try rows[0].int64("b") == 42)
         #expect(try rows[0].bool("same"))

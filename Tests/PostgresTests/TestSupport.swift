@@ -4,7 +4,8 @@ import Testing
 @testable import Postgres
 
 /// The test database: DATABASE_URL, else this helper's database on the shared cluster.
-let databaseURL = ProcessInfo.processInfo.environment["DATABASE_URL"]
+let databaseURL =
+    ProcessInfo.processInfo.environment["DATABASE_URL"]
     ?? "postgresql://postgres@127.0.0.1:54329/h_postgres"
 
 func connect() throws -> PostgresConnection {

@@ -20,22 +20,28 @@ import Testing
     static let rows: [Row] = [
         Row(name: "nothing asked: no turn", asks: [], served: [], ineligible: [], expected: nil),
         Row(name: "one ask: its URL", asks: [("u1", "g1", 0)], served: [], ineligible: [], expected: "u1"),
-        Row(name: "across groups, asking more often buys nothing: the group waiting longest goes first",
+        Row(
+            name: "across groups, asking more often buys nothing: the group waiting longest goes first",
             asks: [("genuine", "paypal", 0), ("r1", "flood", 1), ("r1", "flood", 2), ("r1", "flood", 3), ("r2", "flood", 4)],
             served: [], ineligible: [], expected: "genuine"),
-        Row(name: "an ask older than 10 minutes has no turn",
+        Row(
+            name: "an ask older than 10 minutes has no turn",
             asks: [("old", "g1", 0), ("new", "g2", 601)], served: [], ineligible: [], expected: "new"),
         Row(name: "of equals, the first asked", asks: [("a", "g1", 1), ("b", "g2", 0)], served: [], ineligible: [], expected: "b"),
-        Row(name: "a group never served goes before one served, whatever it asked",
+        Row(
+            name: "a group never served goes before one served, whatever it asked",
             asks: [("x", "served", 0), ("x", "served", 1), ("x", "served", 2), ("y", "fresh", 3)],
             served: [("served", 0)], ineligible: [], expected: "y"),
-        Row(name: "the group served least recently goes first",
+        Row(
+            name: "the group served least recently goes first",
             asks: [("a", "g1", 0), ("b", "g2", 0)], served: [("g1", 10), ("g2", 5)], ineligible: [], expected: "b"),
-        Row(name: "a group the budget refuses has no turn",
+        Row(
+            name: "a group the budget refuses has no turn",
             asks: [("a", "g1", 0), ("a", "g1", 1), ("b", "g2", 2)], served: [], ineligible: ["g1"], expected: "b"),
         Row(name: "only refused groups: no turn", asks: [("a", "g1", 0)], served: [], ineligible: ["g1"], expected: nil),
-        Row(name: "within a group, its most asked URL",
-            asks: [("r1", "g", 0), ("rotated", "g", 1), ("rotated", "g", 2)], served: [], ineligible: [], expected: "rotated"),
+        Row(
+            name: "within a group, its most asked URL",
+            asks: [("r1", "g", 0), ("rotated", "g", 1), ("rotated", "g", 2)], served: [], ineligible: [], expected: "rotated")
     ]
 
     @Test(arguments: rows)
@@ -82,7 +88,7 @@ import Testing
         turns.served(group: "flood", now: Self.t0)
         turns.forget(url: "f1")
         turns.record(url: "x", group: "other1", now: Self.t0 + 1)
-        turns.record(url: "y", group: "other2", now: Self.t0 + 2)   // "flood" is pushed out of the asks
+        turns.record(url: "y", group: "other2", now: Self.t0 + 2)  // "flood" is pushed out of the asks
         #expect(turns.asks["flood"] == nil)
         turns.record(url: "genuine", group: "paypal", now: Self.t0 + 3)
         turns.record(url: "f2", group: "flood", now: Self.t0 + 4)

@@ -8,7 +8,10 @@ import Testing
     @Test(arguments: [
         (HMACAlgorithm.sha1, "effcdf6ae5eb2fa2d27416d5f184df9c259a7c79"),
         (.sha256, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"),
-        (.sha512, "164b7a7bfcf819e2e395fbe73b56e0a387bd64222e831fd610270cd7ea2505549758bf75c05a994a6d034f65f8f0e6fdcaeab1a34d4a6b4b636e070a38bce737"),
+        (
+            .sha512,
+            "164b7a7bfcf819e2e395fbe73b56e0a387bd64222e831fd610270cd7ea2505549758bf75c05a994a6d034f65f8f0e6fdcaeab1a34d4a6b4b636e070a38bce737"
+        )
     ])
     func rfcVectors(algorithm: HMACAlgorithm, hex: String) {
         let mac = Providers.HMAC.authenticate(algorithm, key: "Jefe", message: "what do ya want for nothing?")
@@ -18,7 +21,8 @@ import Testing
 
     @Test func emptyKeyAndMessage() {
         // HMAC-SHA256("", "") from any reference implementation.
-        #expect(Hex.encode(Providers.HMAC.authenticate(.sha256, key: [], message: []))
+        #expect(
+            Hex.encode(Providers.HMAC.authenticate(.sha256, key: [], message: []))
                 == "b613679a0814d9ec772f95d778c35fc5ff1697c493715653c6c712144292c5ad")
     }
 
@@ -39,7 +43,9 @@ import Testing
         #expect(Providers.SHA256.hex([]) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
     }
 
-    @Test(arguments: [("", ""), ("f", "Zg=="), ("fo", "Zm8="), ("foo", "Zm9v"), ("foob", "Zm9vYg=="), ("fooba", "Zm9vYmE="), ("foobar", "Zm9vYmFy")])
+    @Test(arguments: [
+        ("", ""), ("f", "Zg=="), ("fo", "Zm8="), ("foo", "Zm9v"), ("foob", "Zm9vYg=="), ("fooba", "Zm9vYmE="), ("foobar", "Zm9vYmFy")
+    ])
     func base64RFC4648(plain: String, encoded: String) {
         #expect(Base64.encode(Array(plain.utf8)) == encoded)
         #expect(Base64.decode(encoded) == Array(plain.utf8))
@@ -50,7 +56,9 @@ import Testing
         #expect(Base64.decode(Base64.encode(bytes)) == bytes)
     }
 
-    @Test(arguments: ["Zg", "Zg=", "Zm9v\n", " Zm9v", "Zm9v YmFy", "Zm9-", "Zm9_", "Z===", "Zg==Zg==", "=Zg=", "Zh==", "Zm9=", "Zm=v", "****", "Zm9vY"])
+    @Test(arguments: [
+        "Zg", "Zg=", "Zm9v\n", " Zm9v", "Zm9v YmFy", "Zm9-", "Zm9_", "Z===", "Zg==Zg==", "=Zg=", "Zh==", "Zm9=", "Zm=v", "****", "Zm9vY"
+    ])
     func base64RejectsGarbage(text: String) {
         #expect(Base64.decode(text) == nil)
     }
@@ -101,7 +109,8 @@ import Testing
 
     @Test func bundleParsesInOrder() throws {
         let roots = try Fixture.digicertRoots()
-        #expect(roots.map(\.subjectCommonNames) == [["DigiCert High Assurance EV Root CA"], ["DigiCert SHA2 Extended Validation Server CA"]])
+        #expect(
+            roots.map(\.subjectCommonNames) == [["DigiCert High Assurance EV Root CA"], ["DigiCert SHA2 Extended Validation Server CA"]])
         #expect(roots[0].isSelfSigned)
         #expect(!roots[1].isSelfSigned)
     }
@@ -127,14 +136,18 @@ import Testing
     /// Global Root G2 (PayPal's announced chain from October 2024), each the certificate DigiCert published.
     @Test func defaultTrustRootsHoldBothDigiCertChains() throws {
         let roots = PayPalTrustRoots.defaultCertificates
-        #expect(roots.map(\.subjectCommonNames) == [["DigiCert High Assurance EV Root CA"],
-                                                    ["DigiCert SHA2 Extended Validation Server CA"], ["DigiCert Global Root G2"]])
+        #expect(
+            roots.map(\.subjectCommonNames) == [
+                ["DigiCert High Assurance EV Root CA"],
+                ["DigiCert SHA2 Extended Validation Server CA"], ["DigiCert Global Root G2"]
+            ])
         #expect(roots.map(\.isSelfSigned) == [true, false, true])
-        #expect(roots.map { Providers.SHA256.hex($0.der) } == [
-            "7431e5f4c3c1ce4690774f0b61e05440883ba9a01ed00ba6abd7806ed3b118cf",
-            "403e062a2653059113285baf80a0d4ae422c848c9f78fad01fc94bc5b87fef1a",
-            "cb3ccbb76031e5e0138f8dd39a23f9de47ffc35e43c1144cea27d46a5ab1cb5f",
-        ])
+        #expect(
+            roots.map { Providers.SHA256.hex($0.der) } == [
+                "7431e5f4c3c1ce4690774f0b61e05440883ba9a01ed00ba6abd7806ed3b118cf",
+                "403e062a2653059113285baf80a0d4ae422c848c9f78fad01fc94bc5b87fef1a",
+                "cb3ccbb76031e5e0138f8dd39a23f9de47ffc35e43c1144cea27d46a5ab1cb5f"
+            ])
         #expect(roots.last?.notAfter == ISO8601.parse("2038-01-15T12:00:00Z"))
     }
 
@@ -143,7 +156,7 @@ import Testing
         "hello",
         "-----BEGIN CERTIFICATE-----\nnot base64!\n-----END CERTIFICATE-----\n",
         "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
-        "-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n",
+        "-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n"
     ])
     func rejectsNonCertificates(text: String) {
         #expect(throws: CertificateError.self) { try X509Certificate.parsePEM(Array(text.utf8)) }
@@ -179,7 +192,9 @@ import Testing
         let roots = try Fixture.digicertRoots()
         #expect(!CertificateChain.verify(leaf: leaf, trustRoots: [roots[0]], at: vector.transmissionTime).isTrusted)
         #expect(!CertificateChain.verify(leaf: leaf, trustRoots: [], at: vector.transmissionTime).isTrusted)
-        #expect(CertificateChain.verify(leaf: leaf, trustRootsPEM: Array(PayPalTrustRoots.defaultPEM.utf8), at: vector.transmissionTime).isTrusted)
+        #expect(
+            CertificateChain.verify(leaf: leaf, trustRootsPEM: Array(PayPalTrustRoots.defaultPEM.utf8), at: vector.transmissionTime)
+                .isTrusted)
         #expect(!CertificateChain.verify(leaf: leaf, trustRootsPEM: Array("junk".utf8), at: vector.transmissionTime).isTrusted)
         // Order in the bundle does not matter.
         #expect(CertificateChain.verify(leaf: leaf, trustRoots: roots.reversed(), at: vector.transmissionTime).isTrusted)

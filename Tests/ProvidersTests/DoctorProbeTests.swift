@@ -7,14 +7,19 @@ import Testing
 /// rest against paysim): what each line says, and that a probe only reads.
 @Suite struct DoctorProbeTests {
     func pxp(_ transport: ScriptedTransport) -> PXPProvider.API {
-        PXPProvider.API(client: PXPClient(configuration: PXPConfiguration(baseURL: "https://pxp.test/api/v1", clientID: "c", tokenID: "t",
-                                                                          tokenValue: "v"), transport: transport))
+        PXPProvider.API(
+            client: PXPClient(
+                configuration: PXPConfiguration(
+                    baseURL: "https://pxp.test/api/v1", clientID: "c", tokenID: "t",
+                    tokenValue: "v"), transport: transport))
     }
 
     @Test func pxpProbesTheLatestOrdersMerchantAndSite() async throws {
         let transport = ScriptedTransport([.success(json(404, #"{"errorCode":"TransactionNotFound"}"#))])
-        let checks = await pxp(transport).doctor(DoctorContext(environment: Environment([:]),
-                                                               latestMerchant: .found(DoctorMerchant(merchant: "M 1", site: "S1"))))
+        let checks = await pxp(transport).doctor(
+            DoctorContext(
+                environment: Environment([:]),
+                latestMerchant: .found(DoctorMerchant(merchant: "M 1", site: "S1"))))
         #expect(checks.map(\.status) == [.ok])
         let request = try #require(transport.requests.first)
         #expect(request.method == "GET")
@@ -39,8 +44,10 @@ import Testing
     }
 
     func paypercut(_ transport: ScriptedTransport) -> PaypercutProvider.API {
-        PaypercutProvider.API(client: PaypercutClient(configuration: PaypercutConfiguration(baseURL: "https://pc.test", secretKey: "sk_x"),
-                                                      transport: transport))
+        PaypercutProvider.API(
+            client: PaypercutClient(
+                configuration: PaypercutConfiguration(baseURL: "https://pc.test", secretKey: "sk_x"),
+                transport: transport))
     }
 
     /// A 404 that is not Paypercut's error object is what a missing route looks like (PAYPERCUT-5): every order
@@ -58,18 +65,24 @@ import Testing
     /// lists its connected accounts; a key refused (401) fails.
     @Test func paypercutListsOfAPlatformKeyAreOk() async throws {
         let context = DoctorContext(environment: Environment(["PAYRECON_BACKFILL": "paypercut=3d"]))
-        let platform = await paypercut(ScriptedTransport([.success(json(403, #"{"type":"invalid_request_error","code":"account_required"}"#))])).doctor(context)
+        let platform = await paypercut(
+            ScriptedTransport([.success(json(403, #"{"type":"invalid_request_error","code":"account_required"}"#))])
+        ).doctor(context)
         #expect(platform.map(\.name) == ["paypercut credentials", "paypercut payment and refund lists"])
         #expect(platform.allSatisfy { $0.status == .ok }, "\(platform)")
-        let refused = await paypercut(ScriptedTransport { r, _ in
-            r.url.contains("payment_intents") ? json(404, #"{"code":"resource_missing"}"#) : json(401, #"{"code":"token_invalid"}"#)
-        }).doctor(context)
+        let refused = await paypercut(
+            ScriptedTransport { r, _ in
+                r.url.contains("payment_intents") ? json(404, #"{"code":"resource_missing"}"#) : json(401, #"{"code":"token_invalid"}"#)
+            }
+        ).doctor(context)
         #expect(refused.last?.status == .failed && refused.last?.detail.contains("exits 2") == true, "\(refused)")
     }
 
     @Test func paypercutAccountRequiredIsAPlatformKey() async throws {
-        let checks = await paypercut(ScriptedTransport([.success(json(403, #"{"type":"invalid_request_error","code":"account_required"}"#))]))
-            .doctor(DoctorContext(environment: Environment([:])))
+        let checks = await paypercut(
+            ScriptedTransport([.success(json(403, #"{"type":"invalid_request_error","code":"account_required"}"#))])
+        )
+        .doctor(DoctorContext(environment: Environment([:])))
         #expect(checks.first?.status == .ok)
         #expect(checks.first?.detail.contains("every Paypercut order must name its account") == true, "\(checks)")
     }
@@ -83,8 +96,11 @@ import Testing
             default: json(404, #"{"name":"RESOURCE_NOT_FOUND"}"#)
             }
         }
-        let api = PayPalProvider.API(client: PayPalClient(configuration: PayPalConfiguration(baseURL: "https://pp.test", clientID: "id",
-                                                                                             secret: "s"), transport: transport))
+        let api = PayPalProvider.API(
+            client: PayPalClient(
+                configuration: PayPalConfiguration(
+                    baseURL: "https://pp.test", clientID: "id",
+                    secret: "s"), transport: transport))
         let checks = await api.doctor(DoctorContext(environment: Environment([:])))
         #expect(checks.map(\.status) == [.ok, .ok, .skipped], "\(checks)")
         #expect(transport.requests.map(\.method) == ["POST", "GET", "GET"])

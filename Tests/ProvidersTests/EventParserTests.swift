@@ -4,17 +4,21 @@ import Testing
 
 @Suite struct PXPEventTests {
     static let single = #"""
-    {"eventCode":"transaction-authorised","eventCategory":"Transaction","eventDate":"2024-10-27T08:51:04.8264455Z",
-     "eventData":{"state":"Authorised","merchantTransactionId":"ORD-1","systemTransactionId":"0b6d2c5e-1111"},
-     "eventOwner":{"merchantGroup":"MG1","merchant":"M1","site":"S1"}}
-    """#
+        {"eventCode":"transaction-authorised","eventCategory":"Transaction","eventDate":"2024-10-27T08:51:04.8264455Z",
+         "eventData":{"state":"Authorised","merchantTransactionId":"ORD-1","systemTransactionId":"0b6d2c5e-1111"},
+         "eventOwner":{"merchantGroup":"MG1","merchant":"M1","site":"S1"}}
+        """#
 
     @Test func singleObject() throws {
         let n = try PXPNotification.parse(body: Array(Self.single.utf8), headers: ["X-Request-Id": "req-7"])
         #expect(n.dedupeKey == "req-7")
-        #expect(n.events == [PXPEvent(eventType: "transaction-authorised", eventCategory: "Transaction",
-                                      eventDate: "2024-10-27T08:51:04.8264455Z", merchantGroup: "MG1", merchant: "M1", site: "S1",
-                                      merchantTransactionID: "ORD-1", systemTransactionID: "0b6d2c5e-1111")])
+        #expect(
+            n.events == [
+                PXPEvent(
+                    eventType: "transaction-authorised", eventCategory: "Transaction",
+                    eventDate: "2024-10-27T08:51:04.8264455Z", merchantGroup: "MG1", merchant: "M1", site: "S1",
+                    merchantTransactionID: "ORD-1", systemTransactionID: "0b6d2c5e-1111")
+            ])
         #expect(n.eventType == "transaction-authorised")
     }
 
@@ -30,7 +34,8 @@ import Testing
     }
 
     @Test func nestedTransactionData() throws {
-        let body = #"[{"eventDate":"2024-10-27T08:51:04Z","eventCategory":"Transaction","eventData":{"transactionData":{"merchantTransactionId":"ORD-9","systemTransactionId":12345}}}]"#
+        let body =
+            #"[{"eventDate":"2024-10-27T08:51:04Z","eventCategory":"Transaction","eventData":{"transactionData":{"merchantTransactionId":"ORD-9","systemTransactionId":12345}}}]"#
         let event = try #require(try PXPNotification.parse(body: Array(body.utf8), headers: [:]).events.first)
         #expect(event.merchantTransactionID == "ORD-9")
         #expect(event.systemTransactionID == "12345")
@@ -38,7 +43,8 @@ import Testing
     }
 
     @Test func directReferencesWinOverNested() throws {
-        let body = #"{"eventData":{"merchantTransactionId":"TOP","transactionData":{"merchantTransactionId":"NESTED","systemTransactionId":"SYS"}}}"#
+        let body =
+            #"{"eventData":{"merchantTransactionId":"TOP","transactionData":{"merchantTransactionId":"NESTED","systemTransactionId":"SYS"}}}"#
         let event = try #require(try PXPNotification.parse(body: Array(body.utf8), headers: [:]).events.first)
         #expect(event.merchantTransactionID == "TOP")
         #expect(event.systemTransactionID == "SYS")
@@ -69,8 +75,10 @@ import Testing
     }
 
     /// Ids given as JSON integers are identifiers, taken from the literal digits (no Double: big ids stay exact).
-    @Test(arguments: [("12345", "12345"), ("0", "0"), ("-7", "-7"), ("-0", "0"),
-                      ("123456789012345678901234567890", "123456789012345678901234567890")])
+    @Test(arguments: [
+        ("12345", "12345"), ("0", "0"), ("-7", "-7"), ("-0", "0"),
+        ("123456789012345678901234567890", "123456789012345678901234567890")
+    ])
     func integerIdentifiers(literal: String, id: String) throws {
         let body = #"{"eventData":{"systemTransactionId":\#(literal),"merchantTransactionId":\#(literal)}}"#
         let event = try #require(try PXPNotification.parse(body: Array(body.utf8), headers: [:]).events.first)
@@ -87,17 +95,21 @@ import Testing
         #expect(event.merchantTransactionID == "N")
     }
 
-    @Test(arguments: [#"{"eventCode":7,"eventCategory":true,"eventOwner":"x","eventData":[1]}"#,
-                      #"{"eventType":"","eventDate":null,"eventOwner":{"merchant":""},"eventData":{"transactionData":3}}"#])
+    @Test(arguments: [
+        #"{"eventCode":7,"eventCategory":true,"eventOwner":"x","eventData":[1]}"#,
+        #"{"eventType":"","eventDate":null,"eventOwner":{"merchant":""},"eventData":{"transactionData":3}}"#
+    ])
     func wrongTypesReadAsAbsent(body: String) throws {
         let n = try PXPNotification.parse(body: Array(body.utf8), headers: [:])
         #expect(n.events == [PXPEvent()])
     }
 
     /// Duplicate member names anywhere are refused (strict parser): two readers could take different values.
-    @Test(arguments: [#"{"eventCode":"a","eventCode":"b"}"#,
-                      #"{"eventData":{"merchantTransactionId":"A","merchantTransactionId":"B"}}"#,
-                      #"[{"eventCode":"a"},{"x":{"y":1,"y":2}}]"#])
+    @Test(arguments: [
+        #"{"eventCode":"a","eventCode":"b"}"#,
+        #"{"eventData":{"merchantTransactionId":"A","merchantTransactionId":"B"}}"#,
+        #"[{"eventCode":"a"},{"x":{"y":1,"y":2}}]"#
+    ])
     func duplicateKeysAreMalformed(body: String) {
         let error = #expect(throws: WebhookRejection.self) { try PXPNotification.parse(body: Array(body.utf8), headers: [:]) }
         #expect(error?.code == .malformedBody)
@@ -211,14 +223,16 @@ import Testing
         ("https://api.paypal.com/v2/checkout/orders/O1", PayPalReference.order("O1")),
         ("https://api-m.sandbox.paypal.com/v2/payments/captures/C1", .capture("C1")),
         ("https://api.paypal.com/v2/payments/authorizations/A1?x=1", .authorization("A1")),
-        ("/v2/payments/refunds/R1", .refund("R1")),
+        ("/v2/payments/refunds/R1", .refund("R1"))
     ])
     func upLinkPaths(href: String, reference: PayPalReference) {
         #expect(PayPalEvent.reference(href: href) == reference)
     }
 
-    @Test(arguments: ["https://api.paypal.com/v1/payments/sale/S1", "https://api.paypal.com/v2/checkout/orders", "not a url",
-                      "https://api.paypal.com/v2/vault/payment-tokens/T1"])
+    @Test(arguments: [
+        "https://api.paypal.com/v1/payments/sale/S1", "https://api.paypal.com/v2/checkout/orders", "not a url",
+        "https://api.paypal.com/v2/vault/payment-tokens/T1"
+    ])
     func otherLinksNameNothing(href: String) {
         #expect(PayPalEvent.reference(href: href) == nil)
     }
@@ -241,7 +255,8 @@ import Testing
     }
 
     @Test func oddlyTypedPartsAreIgnored() throws {
-        let body = #"{"id":"WH-1","resource_type":"capture","resource":{"id":"C1","supplementary_data":[],"order_id":5,"links":[7,{"rel":"UP","href":"/v2/checkout/orders/O1"},{"rel":"up"},{"rel":"self","href":"/v2/checkout/orders/O2"}]}}"#
+        let body =
+            #"{"id":"WH-1","resource_type":"capture","resource":{"id":"C1","supplementary_data":[],"order_id":5,"links":[7,{"rel":"UP","href":"/v2/checkout/orders/O1"},{"rel":"up"},{"rel":"self","href":"/v2/checkout/orders/O2"}]}}"#
         let e = try PayPalEvent.parse(body: Array(body.utf8))
         #expect(e.references == [.capture("C1"), .order("O1")])
         let notObject = try PayPalEvent.parse(body: Array(#"{"id":"WH-2","resource":"x","event_type":1}"#.utf8))
@@ -251,7 +266,8 @@ import Testing
 
 @Suite struct PaypercutEventTests {
     @Test func paymentIntentEvent() throws {
-        let body = #"{"id":"01KA9T0VGBB5YAB0X9TN7VHWW8","type":"payment_intent.captured","created":"2023-11-21T10:30:45Z","livemode":false,"data":{"object":{"id":"01K755J9SV2364REVHB915Z2FW","object":"payment_intent","status":"succeeded"}}}"#
+        let body =
+            #"{"id":"01KA9T0VGBB5YAB0X9TN7VHWW8","type":"payment_intent.captured","created":"2023-11-21T10:30:45Z","livemode":false,"data":{"object":{"id":"01K755J9SV2364REVHB915Z2FW","object":"payment_intent","status":"succeeded"}}}"#
         let e = try PaypercutEvent.parse(body: Array(body.utf8))
         #expect(e.dedupeKey == "01KA9T0VGBB5YAB0X9TN7VHWW8")
         #expect(e.type == "payment_intent.captured")
@@ -262,13 +278,13 @@ import Testing
     @Test func checkoutSessionNamesItsIntent() throws {
         // The documented example (paypercut.md §7).
         let body = #"""
-        { "id": "01KA9T0VGBB5YAB0X9TN7VHWW8", "account": "01KAKB228G3K4E98NFVE2MGHW4", "api_version": "v1",
-          "type": "checkout_session.completed", "created": "2023-11-21T10:30:45Z", "livemode": true,
-          "data": { "object": { "id": "01KA9T0VG5MDBTN4BBZK10QT0G", "object": "checkout_session", "amount_total": 2000,
-                    "currency": {"iso": "USD", "scale": 2}, "payment_status": "paid", "status": "complete",
-                    "customer": "...", "payment_intent": "01KA9T0ABC123456789DEFGHIJ", "mode": "payment",
-                    "metadata": {"order_id": "12345"}, "created": "...", "expires_at": "...", "livemode": true } } }
-        """#
+            { "id": "01KA9T0VGBB5YAB0X9TN7VHWW8", "account": "01KAKB228G3K4E98NFVE2MGHW4", "api_version": "v1",
+              "type": "checkout_session.completed", "created": "2023-11-21T10:30:45Z", "livemode": true,
+              "data": { "object": { "id": "01KA9T0VG5MDBTN4BBZK10QT0G", "object": "checkout_session", "amount_total": 2000,
+                        "currency": {"iso": "USD", "scale": 2}, "payment_status": "paid", "status": "complete",
+                        "customer": "...", "payment_intent": "01KA9T0ABC123456789DEFGHIJ", "mode": "payment",
+                        "metadata": {"order_id": "12345"}, "created": "...", "expires_at": "...", "livemode": true } } }
+            """#
         let e = try PaypercutEvent.parse(body: Array(body.utf8))
         #expect(e.account == "01KAKB228G3K4E98NFVE2MGHW4")
         #expect(e.objectType == "checkout_session")
@@ -277,12 +293,14 @@ import Testing
     }
 
     @Test func intentEventWithoutObjectField() throws {
-        let e = try PaypercutEvent.parse(body: Array(#"{"id":"E1","type":"payment_intent.authorized","data":{"object":{"id":"PI9"}}}"#.utf8))
+        let e = try PaypercutEvent.parse(
+            body: Array(#"{"id":"E1","type":"payment_intent.authorized","data":{"object":{"id":"PI9"}}}"#.utf8))
         #expect(e.paymentIntentID == "PI9")
     }
 
     @Test func otherEventsNameNoIntent() throws {
-        let e = try PaypercutEvent.parse(body: Array(#"{"id":"E2","type":"account.updated","data":{"object":{"id":"ACC","object":"account"}}}"#.utf8))
+        let e = try PaypercutEvent.parse(
+            body: Array(#"{"id":"E2","type":"account.updated","data":{"object":{"id":"ACC","object":"account"}}}"#.utf8))
         #expect(e.paymentIntentID == nil)
         #expect(e.objectID == "ACC")
     }

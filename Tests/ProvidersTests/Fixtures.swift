@@ -26,7 +26,7 @@ enum Fixture {
     static let paypalVectors = [
         "01-sdk-java-dotnet-sandbox-2015-sale-completed",
         "02-sdk-node-python-sandbox-2015-sale-completed",
-        "03-sdk-php-sample-sandbox-2016-sale-completed",
+        "03-sdk-php-sample-sandbox-2016-sale-completed"
     ]
 
     /// The DigiCert root + intermediate, from the fixture files (not the embedded constant, which is tested separately).

@@ -24,10 +24,15 @@ import Testing
         }
     }
 
-    static func headers(key: String = key, algorithm: HMACAlgorithm = .sha256, requestID: String = "req-1",
-                        timestamp: String, body: [UInt8] = body) -> Headers {
-        ["X-Request-Id": requestID, "X-Signature-Timestamp": timestamp,
-         "X-Signature": PXPWebhookVerifier.signature(key: key, algorithm: algorithm, requestID: requestID, timestamp: timestamp, body: body)]
+    static func headers(
+        key: String = key, algorithm: HMACAlgorithm = .sha256, requestID: String = "req-1",
+        timestamp: String, body: [UInt8] = body
+    ) -> Headers {
+        [
+            "X-Request-Id": requestID, "X-Signature-Timestamp": timestamp,
+            "X-Signature": PXPWebhookVerifier.signature(
+                key: key, algorithm: algorithm, requestID: requestID, timestamp: timestamp, body: body)
+        ]
     }
 
     static let algorithmsAndFormats = HMACAlgorithm.allCases.flatMap { a in TimestampFormat.allCases.map { (a, $0) } }
@@ -50,8 +55,10 @@ import Testing
         try PXPWebhookVerifier(key: Self.key).verify(headers: lower, body: Self.body, time: .at(Self.now))
     }
 
-    func rejection(_ headers: Headers, body: [UInt8] = body, algorithm: HMACAlgorithm = .sha256,
-                   time: VerificationTime = .at(now)) throws -> WebhookRejection? {
+    func rejection(
+        _ headers: Headers, body: [UInt8] = body, algorithm: HMACAlgorithm = .sha256,
+        time: VerificationTime = .at(now)
+    ) throws -> WebhookRejection? {
         let v = try PXPWebhookVerifier(key: Self.key, algorithm: algorithm)
         return #expect(throws: WebhookRejection.self) { try v.verify(headers: headers, body: body, time: time) }
     }
@@ -152,7 +159,8 @@ import Testing
 
     @Test func missingKeyIsAConfigurationError() {
         #expect(throws: WebhookConfigurationError(provider: .pxp, variable: "PXP_WEBHOOK_KEY")) { try PXPWebhookVerifier(key: "") }
-        #expect(WebhookConfigurationError(provider: .pxp, variable: "PXP_WEBHOOK_KEY").description
+        #expect(
+            WebhookConfigurationError(provider: .pxp, variable: "PXP_WEBHOOK_KEY").description
                 == "pxp webhooks cannot be verified: PXP_WEBHOOK_KEY is not set")
     }
 }
@@ -161,7 +169,9 @@ import Testing
     static let secret = "whsec_test_secret"
     static let now = Date(timeIntervalSince1970: 1_768_991_448)
     static let t: Int64 = 1_768_991_448
-    static let body = Array(#"{"id":"01KA9T0VGBB5YAB0X9TN7VHWW8","type":"payment_intent.captured","data":{"object":{"id":"PI1","object":"payment_intent"}}}"#.utf8)
+    static let body = Array(
+        #"{"id":"01KA9T0VGBB5YAB0X9TN7VHWW8","type":"payment_intent.captured","data":{"object":{"id":"PI1","object":"payment_intent"}}}"#
+            .utf8)
 
     static func headers(_ value: String) -> Headers { ["Paypercut-Signature": value] }
     static func signed(secret: String = secret, t: Int64 = t, body: [UInt8] = body) -> String {
@@ -256,17 +266,19 @@ import Testing
         ("2024-10-27T03:51:04-0500", 1_730_019_064),
         ("2018-08-15T12:13:29-07:00", 1_534_360_409),
         ("2000-02-29T00:00:00Z", 951_782_400),
-        ("1969-12-31T23:59:59Z", -1),
+        ("1969-12-31T23:59:59Z", -1)
     ])
     func parses(text: String, seconds: Double) throws {
         let date = try #require(SignedTimestamp.parse(text))
         #expect(abs(date.timeIntervalSince1970 - seconds) < 0.000_01)
     }
 
-    @Test(arguments: ["", "abc", "123456789012", "12345678901234", "2024-10-27", "2024-10-27T08:51:04", "2024-10-27T08:51Z",
-                      "2024-02-30T00:00:00Z", "2023-02-29T00:00:00Z", "2024-13-01T00:00:00Z", "2024-10-27T24:00:00Z",
-                      "2024-10-27T08:60:00Z", "2024-10-27T08:51:60Z", "2024-10-27T08:51:04.Z", "2024-10-27T08:51:04+2",
-                      "2024-10-27T08:51:04Z trailing", "2024-10-27T08:51:04+25:00", "2024-10-27T08:51:04.5PST", "+1732870000"])
+    @Test(arguments: [
+        "", "abc", "123456789012", "12345678901234", "2024-10-27", "2024-10-27T08:51:04", "2024-10-27T08:51Z",
+        "2024-02-30T00:00:00Z", "2023-02-29T00:00:00Z", "2024-13-01T00:00:00Z", "2024-10-27T24:00:00Z",
+        "2024-10-27T08:60:00Z", "2024-10-27T08:51:60Z", "2024-10-27T08:51:04.Z", "2024-10-27T08:51:04+2",
+        "2024-10-27T08:51:04Z trailing", "2024-10-27T08:51:04+25:00", "2024-10-27T08:51:04.5PST", "+1732870000"
+    ])
     func rejects(text: String) {
         #expect(SignedTimestamp.parse(text) == nil)
     }

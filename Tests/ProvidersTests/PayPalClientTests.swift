@@ -6,8 +6,10 @@ import Testing
 
 @Suite struct PayPalClientTests {
     static let config = PayPalConfiguration(baseURL: "https://api-m.sandbox.paypal.com", clientID: "client-id", secret: "s3cret")
-    static let tokenAnswer = #"{"scope":"https://uri.paypal.com/services/payments/payment","access_token":"A21AAtoken1","token_type":"Bearer","app_id":"APP-80W284485P519543T","expires_in":32400,"nonce":"n"}"#
-    static let orderAnswer = #"{"id":"5O190127TN364715T","intent":"CAPTURE","status":"APPROVED","purchase_units":[{"amount":{"currency_code":"USD","value":"100.00"}}]}"#
+    static let tokenAnswer =
+        #"{"scope":"https://uri.paypal.com/services/payments/payment","access_token":"A21AAtoken1","token_type":"Bearer","app_id":"APP-80W284485P519543T","expires_in":32400,"nonce":"n"}"#
+    static let orderAnswer =
+        #"{"id":"5O190127TN364715T","intent":"CAPTURE","status":"APPROVED","purchase_units":[{"amount":{"currency_code":"USD","value":"100.00"}}]}"#
 
     /// A PayPal stand-in: answers the token endpoint with numbered tokens, everything else with `api`.
     final class FakePayPal: @unchecked Sendable {
@@ -21,7 +23,9 @@ import Testing
             ScriptedTransport { request, _ in
                 if request.url.hasSuffix("/v1/oauth2/token") {
                     if self.tokenDelay > .zero { try await Task.sleep(for: self.tokenDelay) }
-                    let n = self.tokensIssued.withLock { $0 += 1; return $0 }
+                    let n = self.tokensIssued.withLock {
+                        $0 += 1; return $0
+                    }
                     return json(200, #"{"access_token":"token-\#(n)","token_type":"Bearer","expires_in":3600}"#)
                 }
                 return try await self.api(request)
@@ -68,12 +72,15 @@ import Testing
         clock.advance(1)
         _ = await c.order("O4")
         #expect(fake.tokensIssued.withLock { $0 } == 2)
-        #expect(transport.requests.filter { !$0.url.hasSuffix("/token") }.map { $0.header("Authorization") }
+        #expect(
+            transport.requests.filter { !$0.url.hasSuffix("/token") }.map { $0.header("Authorization") }
                 == ["Bearer token-1", "Bearer token-1", "Bearer token-1", "Bearer token-2"])
     }
 
     @Test func a401RefreshesTheTokenAndRetriesOnce() async {
-        let fake = FakePayPal { r in r.header("Authorization") == "Bearer token-1" ? json(401, #"{"error":"invalid_token"}"#) : json(200, Self.orderAnswer) }
+        let fake = FakePayPal { r in
+            r.header("Authorization") == "Bearer token-1" ? json(401, #"{"error":"invalid_token"}"#) : json(200, Self.orderAnswer)
+        }
         let c = client(fake.transport)
         let outcome = await c.order("5O190127TN364715T")
         #expect(outcome.value?["id"]?.stringValue == "5O190127TN364715T")
@@ -101,11 +108,18 @@ import Testing
     }
 
     @Test(arguments: [
-        (json(401, #"{"error":"invalid_client","error_description":"Client Authentication failed"}"#),
-         ProviderOutcome<JSONValue>.permanent(.notSent(#"oauth2 token: PayPal answered 401: {"error":"invalid_client","error_description":"Client Authentication failed"}"#))),
+        (
+            json(401, #"{"error":"invalid_client","error_description":"Client Authentication failed"}"#),
+            ProviderOutcome<JSONValue>.permanent(
+                .notSent(
+                    #"oauth2 token: PayPal answered 401: {"error":"invalid_client","error_description":"Client Authentication failed"}"#))
+        ),
         (json(503, ""), .transient(reason: "oauth2 token: HTTP 503", retryAfterSeconds: nil)),
         (json(200, #"{"token_type":"Bearer"}"#), .permanent(.notSent("oauth2 token answer without access_token/expires_in"))),
-        (json(200, #"{"access_token":"t","expires_in":"3600"}"#), .permanent(.notSent("oauth2 token answer without access_token/expires_in"))),
+        (
+            json(200, #"{"access_token":"t","expires_in":"3600"}"#),
+            .permanent(.notSent("oauth2 token answer without access_token/expires_in"))
+        )
     ])
     /// Without a token the call is never sent, whatever PayPal said of the token: a money call so failed moved nothing.
     func tokenFailures(response: ProviderResponse, expected: ProviderOutcome<JSONValue>) async {
@@ -131,12 +145,13 @@ import Testing
         _ = await c.capture("C1")
         _ = await c.refund("R/1")
         let calls = transport.requests.filter { !$0.url.hasSuffix("/token") }
-        #expect(calls.map(\.url) == [
-            "https://api-m.sandbox.paypal.com/v2/checkout/orders/5O1",
-            "https://api-m.sandbox.paypal.com/v2/payments/authorizations/A%201",
-            "https://api-m.sandbox.paypal.com/v2/payments/captures/C1",
-            "https://api-m.sandbox.paypal.com/v2/payments/refunds/R%2F1",
-        ])
+        #expect(
+            calls.map(\.url) == [
+                "https://api-m.sandbox.paypal.com/v2/checkout/orders/5O1",
+                "https://api-m.sandbox.paypal.com/v2/payments/authorizations/A%201",
+                "https://api-m.sandbox.paypal.com/v2/payments/captures/C1",
+                "https://api-m.sandbox.paypal.com/v2/payments/refunds/R%2F1"
+            ])
         #expect(calls.allSatisfy { $0.method == "GET" && $0.body.isEmpty && $0.header("PayPal-Request-Id") == nil })
         #expect(calls.allSatisfy { $0.header("Authorization") == "Bearer token-1" && $0.header("Accept") == "application/json" })
     }
@@ -144,8 +159,9 @@ import Testing
     @Test func captureAuthorizationRequest() async throws {
         let fake = FakePayPal { _ in json(201, #"{"id":"C9","status":"COMPLETED"}"#) }
         let transport = fake.transport
-        let outcome = await client(transport).captureAuthorization("0VF52814937998046", amount: Money(minorUnits: 2500, currency: Currency(code: "USD")!),
-                                                                   final: true, requestID: "paypal:ORD-1:capture:2500")
+        let outcome = await client(transport).captureAuthorization(
+            "0VF52814937998046", amount: Money(minorUnits: 2500, currency: Currency(code: "USD")!),
+            final: true, requestID: "paypal:ORD-1:capture:2500")
         #expect(outcome.value?["id"]?.stringValue == "C9")
         let r = try #require(transport.requests.last)
         #expect(r.method == "POST")
@@ -166,7 +182,8 @@ import Testing
         #expect(void.url == "https://api-m.sandbox.paypal.com/v2/payments/authorizations/A1/void")
         #expect(void.body.isEmpty)
         #expect(void.header("PayPal-Request-Id") == "paypal:ORD-1:void:0")
-        _ = await c.refundCapture("C1", amount: Money(minorUnits: 1005, currency: Currency(code: "EUR")!), requestID: "paypal:ORD-1:refund:1005")
+        _ = await c.refundCapture(
+            "C1", amount: Money(minorUnits: 1005, currency: Currency(code: "EUR")!), requestID: "paypal:ORD-1:refund:1005")
         let refund = try #require(transport.requests.last)
         #expect(refund.url == "https://api-m.sandbox.paypal.com/v2/payments/captures/C1/refund")
         #expect(String(decoding: refund.body, as: UTF8.self) == #"{"amount":{"currency_code":"EUR","value":"10.05"}}"#)
@@ -175,9 +192,11 @@ import Testing
 
     @Test(.enabled(if: Currency(code: "JPY")?.exponent == 0 && Currency(code: "KWD")?.exponent == 3, "needs the real currency table"))
     func amountValuesHaveTheCurrencyDigits() {
-        #expect(PayPalClient.amountObject(Money(minorUnits: 1000, currency: Currency(code: "JPY")!))
+        #expect(
+            PayPalClient.amountObject(Money(minorUnits: 1000, currency: Currency(code: "JPY")!))
                 == .object([("currency_code", .string("JPY")), ("value", .string("1000"))]))
-        #expect(PayPalClient.amountObject(Money(minorUnits: 1250, currency: Currency(code: "KWD")!))
+        #expect(
+            PayPalClient.amountObject(Money(minorUnits: 1250, currency: Currency(code: "KWD")!))
                 == .object([("currency_code", .string("KWD")), ("value", .string("1.250"))]))
     }
 
@@ -201,22 +220,27 @@ import Testing
         let c422 = #"{"name":"UNPROCESSABLE_ENTITY","details":[{"issue":"AUTHORIZATION_VOIDED"}]}"#
         let usd = Currency(code: "USD")!
         let outcome9 = await client(FakePayPal { _ in json(422, c422) }.transport)
-                    .captureAuthorization("A1", amount: Money(minorUnits: 1, currency: usd), final: false, requestID: "k")
+            .captureAuthorization("A1", amount: Money(minorUnits: 1, currency: usd), final: false, requestID: "k")
         #expect(outcome9 == .permanent(.refused(status: 422, body: c422)))
         let outcome10 = await client(FakePayPal { _ in json(404, "{}") }.transport).voidAuthorization("A1", requestID: "k")
         #expect(outcome10 == .permanent(.refused(status: 404, body: "{}")))
         let outcome11 = await client(FakePayPal { _ in json(409, #"{"details":[{"issue":"PREVIOUS_REQUEST_IN_PROGRESS"}]}"#) }.transport)
-                    .refundCapture("C1", amount: Money(minorUnits: 1, currency: usd), requestID: "k")
+            .refundCapture("C1", amount: Money(minorUnits: 1, currency: usd), requestID: "k")
         #expect(outcome11 == .transient(reason: "HTTP 409 PREVIOUS_REQUEST_IN_PROGRESS", retryAfterSeconds: nil))
     }
 
     @Test func retriesKeepTheSameRequestId() async {
         let calls = Mutex(0)
-        let fake = FakePayPal { _ in calls.withLock { $0 += 1; return $0 } < 3 ? json(503, "") : json(201, #"{"id":"C1"}"#) }
+        let fake = FakePayPal { _ in
+            calls.withLock {
+                $0 += 1; return $0
+            } < 3 ? json(503, "") : json(201, #"{"id":"C1"}"#)
+        }
         let transport = fake.transport
         let sleeps = RecordedSleeps()
         let c = PayPalClient(configuration: Self.config, transport: transport, retry: sleeps.policy(maxAttempts: 3), now: { 1_700_000_000 })
-        let outcome = await c.refundCapture("C1", amount: Money(minorUnits: 100, currency: Currency(code: "USD")!), requestID: "paypal:O:refund:100")
+        let outcome = await c.refundCapture(
+            "C1", amount: Money(minorUnits: 100, currency: Currency(code: "USD")!), requestID: "paypal:O:refund:100")
         #expect(outcome.value?["id"]?.stringValue == "C1")
         let posts = transport.requests.filter { $0.method == "POST" && !$0.url.hasSuffix("/token") }
         #expect(posts.count == 3)
@@ -229,7 +253,10 @@ import Testing
     @Test func refundResolvesThroughCaptureAndAuthorizationToTheOrder() async throws {
         let fake = FakePayPal { r in
             if r.url.hasSuffix("/captures/0JF852973C016714D") {
-                return json(200, #"{"id":"0JF852973C016714D","status":"REFUNDED","links":[{"href":"https://api.paypal.com/v2/payments/authorizations/A1","rel":"up","method":"GET"}]}"#)
+                return json(
+                    200,
+                    #"{"id":"0JF852973C016714D","status":"REFUNDED","links":[{"href":"https://api.paypal.com/v2/payments/authorizations/A1","rel":"up","method":"GET"}]}"#
+                )
             }
             if r.url.hasSuffix("/authorizations/A1") {
                 return json(200, #"{"id":"A1","status":"CAPTURED","supplementary_data":{"related_ids":{"order_id":"5O190127TN364715T"}}}"#)
@@ -237,7 +264,8 @@ import Testing
             return json(404, "{}")
         }
         let transport = fake.transport
-        let refund = try JSONValue.parse(#"{"id":"R1","links":[{"href":"https://api.paypal.com/v2/payments/captures/0JF852973C016714D","rel":"up","method":"GET"}]}"#)
+        let refund = try JSONValue.parse(
+            #"{"id":"R1","links":[{"href":"https://api.paypal.com/v2/payments/captures/0JF852973C016714D","rel":"up","method":"GET"}]}"#)
         let outcome12 = await client(transport).orderID(resourceType: "refund", resource: refund)
         #expect(outcome12 == .found("5O190127TN364715T"))
         #expect(transport.requests.filter { !$0.url.hasSuffix("/token") }.count == 2)
@@ -245,7 +273,8 @@ import Testing
 
     @Test func resolvingStopsOnAMissingResourceOrNoLink() async throws {
         let c = client(FakePayPal { _ in json(404, "{}") }.transport)
-        let refund = try JSONValue.parse(#"{"id":"R1","links":[{"href":"https://api.paypal.com/v2/payments/captures/GONE","rel":"up","method":"GET"}]}"#)
+        let refund = try JSONValue.parse(
+            #"{"id":"R1","links":[{"href":"https://api.paypal.com/v2/payments/captures/GONE","rel":"up","method":"GET"}]}"#)
         let outcome13 = await c.orderID(resourceType: "refund", resource: refund)
         #expect(outcome13 == .notFound)
         let outcome14 = await c.orderID(resourceType: "refund", resource: try JSONValue.parse(#"{"id":"R1"}"#))
@@ -258,9 +287,10 @@ import Testing
     }
 
     @Test func resolvingALinkLoopEnds() async throws {
-        let c = client(FakePayPal { r in
-            json(200, #"{"id":"C1","links":[{"href":"https://api.paypal.com/v2/payments/captures/C1","rel":"up","method":"GET"}]}"#)
-        }.transport)
+        let c = client(
+            FakePayPal { r in
+                json(200, #"{"id":"C1","links":[{"href":"https://api.paypal.com/v2/payments/captures/C1","rel":"up","method":"GET"}]}"#)
+            }.transport)
         let capture = try JSONValue.parse(#"{"id":"C1","links":[{"href":"https://api.paypal.com/v2/payments/captures/C1","rel":"up"}]}"#)
         let outcome17 = await c.orderID(resourceType: "capture", resource: capture)
         #expect(outcome17 == .notFound)

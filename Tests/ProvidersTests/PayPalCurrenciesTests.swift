@@ -25,23 +25,28 @@ import Testing
         #expect(PayPalCurrencies.refusal(100_000, Self.huf) == nil)
         #expect(PayPalCurrencies.refusal(100_050, Self.huf) == "PayPal takes HUF without decimals: 1000.50 HUF cannot be sent")
         #expect(PayPalCurrencies.refusal(1_050, Self.usd) == nil)
-        let caps = PayPalProvider.capabilities(authorizationID: "A", authorizationStatus: "CREATED", refundableCaptures: [], currency: Self.huf)
+        let caps = PayPalProvider.capabilities(
+            authorizationID: "A", authorizationStatus: "CREATED", refundableCaptures: [], currency: Self.huf)
         #expect(caps.amountRefusal(100_050, currency: Self.huf) == "PayPal takes HUF without decimals: 1000.50 HUF cannot be sent")
         #expect(caps.amountRefusal(100_000, currency: Self.huf) == nil)
     }
 
     @Test func amountsComeBackAsISOMinorUnits() throws {
-        let order = try JSONValue.parse(Array("""
-            {"id":"O1","intent":"AUTHORIZE","status":"COMPLETED","create_time":"2026-01-01T00:00:00Z",
-             "purchase_units":[{"amount":{"currency_code":"HUF","value":"1000"},"payee":{"merchant_id":"M"},
-               "payments":{"authorizations":[{"id":"A1","status":"CREATED","amount":{"currency_code":"HUF","value":"1000"}}]}}]}
-            """.utf8))
+        let order = try JSONValue.parse(
+            Array(
+                """
+                {"id":"O1","intent":"AUTHORIZE","status":"COMPLETED","create_time":"2026-01-01T00:00:00Z",
+                 "purchase_units":[{"amount":{"currency_code":"HUF","value":"1000"},"payee":{"merchant_id":"M"},
+                   "payments":{"authorizations":[{"id":"A1","status":"CREATED","amount":{"currency_code":"HUF","value":"1000"}}]}}]}
+                """.utf8))
         let s = try PayPalMapping.snapshot(order: order)
         #expect(s.authorised == 100_000 && s.value == 100_000)
-        let decimals = try JSONValue.parse(Array("""
-            {"id":"O2","intent":"AUTHORIZE","status":"COMPLETED","create_time":"2026-01-01T00:00:00Z",
-             "purchase_units":[{"amount":{"currency_code":"HUF","value":"1000.50"},"payee":{"merchant_id":"M"},"payments":{}}]}
-            """.utf8))
+        let decimals = try JSONValue.parse(
+            Array(
+                """
+                {"id":"O2","intent":"AUTHORIZE","status":"COMPLETED","create_time":"2026-01-01T00:00:00Z",
+                 "purchase_units":[{"amount":{"currency_code":"HUF","value":"1000.50"},"payee":{"merchant_id":"M"},"payments":{}}]}
+                """.utf8))
         #expect(throws: ProviderMappingError.self) { try PayPalMapping.snapshot(order: decimals) }
     }
 }

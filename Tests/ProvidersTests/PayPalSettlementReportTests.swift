@@ -6,21 +6,29 @@ import Reconciliation
 /// PayPal's STL and TRR report files, read: rows by their type, columns by the CH row, amounts in hundredths whatever
 /// the currency's exponent, direction from the CR/DR columns, UTF-8 with or without a BOM and UTF-16, footers checked.
 @Suite struct PayPalSettlementReportTests {
-    static let columns = #""CH","Transaction ID","Invoice ID","PayPal Reference ID","PayPal Reference ID Type","Transaction Event Code","Transaction Initiation Date","Transaction Completion Date","Transaction Debit or Credit","Gross Transaction Amount","Gross Transaction Currency","Fee Debit or Credit","Fee Amount","Fee Currency","Transactional Status","Custom Field""#
+    static let columns =
+        #""CH","Transaction ID","Invoice ID","PayPal Reference ID","PayPal Reference ID Type","Transaction Event Code","Transaction Initiation Date","Transaction Completion Date","Transaction Debit or Credit","Gross Transaction Amount","Gross Transaction Currency","Fee Debit or Credit","Fee Amount","Fee Currency","Transactional Status","Custom Field""#
     /// A refund row in the shape of a real TRR row (a public parser's fixture): 150 JPY refunded, 43 JPY of fee given back.
-    static let refund = #""SB","3HD08833MR473623T","46239229.0","1V551844CE5526421","TXN","T1107",2017/03/22 09:34:59 -0700,2017/03/22 09:34:59 -0700,"DR",15000,"JPY","CR",4300,"JPY","S","46239229""#
-    static let payment = #""SB","1V551844CE5526421","46239229.0","","","T0006",2017/03/20 10:00:00 -0700,2017/03/20 10:00:00 -0700,"CR",1000,"USD","DR",64,"USD","S","46239229""#
+    static let refund =
+        #""SB","3HD08833MR473623T","46239229.0","1V551844CE5526421","TXN","T1107",2017/03/22 09:34:59 -0700,2017/03/22 09:34:59 -0700,"DR",15000,"JPY","CR",4300,"JPY","S","46239229""#
+    static let payment =
+        #""SB","1V551844CE5526421","46239229.0","","","T0006",2017/03/20 10:00:00 -0700,2017/03/20 10:00:00 -0700,"CR",1000,"USD","DR",64,"USD","S","46239229""#
 
     static func read(_ text: String) throws -> (SettlementReportSummary, [SettlementLine]) {
         try PayPalSettlementReport.read(name: "TRR-20170322.01.011.CSV", bytes: Array(text.utf8))
     }
 
     static func stl(_ body: [String], sc: Int? = nil, sf: String? = nil, footers: Bool = true) -> String {
-        var lines = [#""RH",2017/03/23 02:00:00 -0700,"R","ACCT1",009,"#, #""FH",01"#,
-                     #""SH",2017/03/22 00:00:00 -0700,2017/03/22 23:59:59 -0700,"ACCT1","""#, columns] + body
+        var lines =
+            [
+                #""RH",2017/03/23 02:00:00 -0700,"R","ACCT1",009,"#, #""FH",01"#,
+                #""SH",2017/03/22 00:00:00 -0700,2017/03/22 23:59:59 -0700,"ACCT1","""#, columns
+            ] + body
         if footers {
-            lines += [sf ?? #""SF","JPY",0,15000,4300,0"#, #""SC",\#(sc ?? body.count)"#, #""RF",\#(body.count)"#, #""RC",\#(body.count)"#,
-                      #""FF",\#(body.count)"#]
+            lines += [
+                sf ?? #""SF","JPY",0,15000,4300,0"#, #""SC",\#(sc ?? body.count)"#, #""RF",\#(body.count)"#, #""RC",\#(body.count)"#,
+                #""FF",\#(body.count)"#
+            ]
         }
         return lines.joined(separator: "\r\n") + "\r\n"
     }
@@ -30,7 +38,8 @@ import Reconciliation
         #expect(summary.problems.isEmpty, "\(summary.problems)")
         #expect(summary.kind == "TRR" && summary.day == "2017-03-22" && summary.account == "ACCT1" && summary.bodyRows == 1)
         let line = try #require(lines.first)
-        #expect(line.transactionID == "3HD08833MR473623T" && line.eventCode == "T1107" && line.direction == .debit && line.role == .moneyBack)
+        #expect(
+            line.transactionID == "3HD08833MR473623T" && line.eventCode == "T1107" && line.direction == .debit && line.role == .moneyBack)
         #expect(line.currency.code == "JPY" && line.gross == 150)
         #expect(line.fee == 43 && line.feeDirection == .credit && line.feeTaken == -43)
         #expect(line.referenceID == "1V551844CE5526421" && line.referenceType == "TXN")
@@ -47,8 +56,10 @@ import Reconciliation
 
     /// Header names vary between versions: a double space in "Transaction  Debit or Credit", or none at all.
     @Test func columnsAreFoundWhateverTheirSpacing() throws {
-        for header in [Self.columns.replacingOccurrences(of: "Transaction Debit or Credit", with: "Transaction  Debit or Credit"),
-                       Self.columns.replacingOccurrences(of: " ", with: "")] {
+        for header in [
+            Self.columns.replacingOccurrences(of: "Transaction Debit or Credit", with: "Transaction  Debit or Credit"),
+            Self.columns.replacingOccurrences(of: " ", with: "")
+        ] {
             let (_, lines) = try Self.read(Self.stl([Self.refund]).replacingOccurrences(of: Self.columns, with: header))
             #expect(lines.map { $0.gross } == [150])
         }
@@ -65,11 +76,14 @@ import Reconciliation
             // Fed in chunks of 7 bytes: a character, a surrogate pair or the BOM may span two.
             var rest = bytes[...]
             var lines: [SettlementLine] = []
-            _ = try PayPalSettlementReport.read(name: "x.csv", chunks: {
-                guard !rest.isEmpty else { return nil }
-                defer { rest = rest.dropFirst(7) }
-                return Array(rest.prefix(7))
-            }) { lines += $0 }
+            _ = try PayPalSettlementReport.read(
+                name: "x.csv",
+                chunks: {
+                    guard !rest.isEmpty else { return nil }
+                    defer { rest = rest.dropFirst(7) }
+                    return Array(rest.prefix(7))
+                }
+            ) { lines += $0 }
             #expect(lines == expected)
         }
         #expect(expected.count == 2)
@@ -92,8 +106,10 @@ import Reconciliation
     /// account rejects the file naming the line, where it failed the whole import at the database naming none; a
     /// footer's currency quoted in a problem holds U+FFFD for a NUL (outside review).
     @Test func headersAndFootersCarryNoNULToTheDatabase() throws {
-        for (bad, reason) in [("ACCT\u{0}1", "the account of its header (RH) holds a NUL byte"),
-                              (String(repeating: "A", count: 256), "the account of its header (RH) is longer than 255 bytes")] {
+        for (bad, reason) in [
+            ("ACCT\u{0}1", "the account of its header (RH) holds a NUL byte"),
+            (String(repeating: "A", count: 256), "the account of its header (RH) is longer than 255 bytes")
+        ] {
             let text = Self.stl([Self.refund]).replacingOccurrences(of: #""R","ACCT1""#, with: "\"R\",\"\(bad)\"")
             let error = #expect(throws: SettlementReportError.self) { try Self.read(text) }
             #expect(error?.description.contains(reason) == true && error?.line == 1, "\(String(describing: error))")
@@ -117,29 +133,36 @@ import Reconciliation
     @Test func aFileCutShortIsRefusedWholeNamingWhereItStops() throws {
         let whole = Self.stl([Self.payment, Self.refund], footers: false)
         // Cut inside the last row: it has fewer fields than its columns.
-        let cut = String(whole.dropLast(16))   // `,"S","46239229"` and the line end (one Character): 14 of 16 fields
+        let cut = String(whole.dropLast(16))  // `,"S","46239229"` and the line end (one Character): 14 of 16 fields
         let inRow = #expect(throws: SettlementReportError.self) { try Self.read(cut) }
-        #expect(inRow?.line == 6 && inRow?.description.contains("the file ends inside this row (14 of 16 fields): it was cut short") == true,
-                "\(String(describing: inRow))")
+        #expect(
+            inRow?.line == 6 && inRow?.description.contains("the file ends inside this row (14 of 16 fields): it was cut short") == true,
+            "\(String(describing: inRow))")
         // Cut inside a quoted field.
         let quoted = #expect(throws: SettlementReportError.self) { try Self.read(String(whole.dropLast(4))) }
         #expect(quoted?.line == 6 && quoted?.description.contains("a quoted field never closes") == true, "\(String(describing: quoted))")
         // Whole rows but no footers after a file header.
         let footless = #expect(throws: SettlementReportError.self) { try Self.read(whole) }
-        #expect(footless?.description.contains("the file header (FH, line 2) has no file footer (FF): it stops after line 6, cut short") == true,
-                "\(String(describing: footless))")
+        #expect(
+            footless?.description.contains("the file header (FH, line 2) has no file footer (FF): it stops after line 6, cut short")
+                == true,
+            "\(String(describing: footless))")
         // A report header without its report footer, where there is no file header.
         let noFH = whole.replacingOccurrences(of: "\"FH\",01\r\n", with: "")
         let report = #expect(throws: SettlementReportError.self) { try Self.read(noFH) }
-        #expect(report?.description.contains("the report header (RH, line 1) has no report footer (RF)") == true, "\(String(describing: report))")
+        #expect(
+            report?.description.contains("the report header (RH, line 1) has no report footer (RF)") == true,
+            "\(String(describing: report))")
         // The whole file reads.
         #expect(try Self.read(Self.stl([Self.payment, Self.refund])).1.count == 2)
     }
 
     /// A TRR row's Transactional Status as PayPal defines it: S and V moved money (V: fully refunded since, its
     /// refund a row of its own), P waits for a later file, D moved none; anything else is no status PayPal defines.
-    @Test(arguments: [("S", SettlementLine.Status.completed, true), ("V", .reversed, true), ("v", .reversed, true),
-                      ("P", .pending, false), ("D", .denied, false)])
+    @Test(arguments: [
+        ("S", SettlementLine.Status.completed, true), ("V", .reversed, true), ("v", .reversed, true),
+        ("P", .pending, false), ("D", .denied, false)
+    ])
     func eachTransactionalStatusIsReadAsPayPalDefinesIt(_ written: String, _ status: SettlementLine.Status, _ moved: Bool) throws {
         let row = Self.payment.replacingOccurrences(of: "\"USD\",\"S\",", with: "\"USD\",\"\(written)\",")
         let (_, lines) = try Self.read(Self.stl([row], sf: #""SF","USD",1000,0,0,64"#))
@@ -149,7 +172,9 @@ import Reconciliation
     @Test func aStatusPayPalDoesNotDefineRefusesTheFile() {
         let row = Self.payment.replacingOccurrences(of: "\"USD\",\"S\",", with: "\"USD\",\"X\",")
         let error = #expect(throws: SettlementReportError.self) { try Self.read(Self.stl([row], sf: #""SF","USD",1000,0,0,64"#)) }
-        #expect(error?.line == 5 && error?.description.contains("Transactional Status \"X\" is not one PayPal defines") == true, "\(String(describing: error))")
+        #expect(
+            error?.line == 5 && error?.description.contains("Transactional Status \"X\" is not one PayPal defines") == true,
+            "\(String(describing: error))")
     }
 
     /// A body row with no Transaction ID (a withdrawal, a transfer) is the account's own: read, counted in the footers,
@@ -165,17 +190,29 @@ import Reconciliation
     @Test(arguments: [
         (#""SB","X""#, "a body row (SB) before the column names (CH)"),
         ("\(columns)\n\"ZZ\",1", "\"ZZ\" is not a row type"),
-        ("\(columns)\n" + payment.replacingOccurrences(of: ",1000,", with: ",10.00,"), "Gross Transaction Amount \"10.00\" is not an unsigned whole number"),
+        (
+            "\(columns)\n" + payment.replacingOccurrences(of: ",1000,", with: ",10.00,"),
+            "Gross Transaction Amount \"10.00\" is not an unsigned whole number"
+        ),
         ("\(columns)\n" + refund.replacingOccurrences(of: ",15000,", with: ",15050,"), "15050 hundredths is not a whole amount of JPY"),
         ("\(columns)\n" + refund.replacingOccurrences(of: "\"DR\",15000", with: "\"XX\",15000"), "not CR or DR"),
         ("\(columns)\n" + refund.replacingOccurrences(of: "\"JPY\",\"CR\"", with: "\"YEN\",\"CR\""), "\"YEN\" is not an ISO 4217 currency"),
-        (columns.replacingOccurrences(of: ",\"Gross Transaction Amount\"", with: "") + "\n" + payment, "the column names (CH) have no \"Gross Transaction Amount\""),
+        (
+            columns.replacingOccurrences(of: ",\"Gross Transaction Amount\"", with: "") + "\n" + payment,
+            "the column names (CH) have no \"Gross Transaction Amount\""
+        ),
         ("\(columns)\n\(payment)\n\"SB\",\"short\"\n\(refund)", "2 fields where the column names (CH) give 16"),
         ("\(columns)\n\"SB\",\"a\"b\"\n\(refund)", "unexpected character after a closing quote"),
         ("\(columns)\n" + payment.replacingOccurrences(of: ",1000,", with: ",99999999999999999,"), "larger than any settlement amount"),
-        ("\(columns)\n" + payment.replacingOccurrences(of: "1V551844CE5526421", with: String(repeating: "X", count: 300)), "Transaction ID is longer than 255 bytes"),
-        ("\(columns)\n" + payment.replacingOccurrences(of: "\"46239229\"", with: "\"" + String(repeating: "x", count: 70_000) + "\""), "a field longer than 65536 bytes"),
-        ("\(columns)\n\"SB\"" + String(repeating: ",1", count: 600), "more than 512 fields"),
+        (
+            "\(columns)\n" + payment.replacingOccurrences(of: "1V551844CE5526421", with: String(repeating: "X", count: 300)),
+            "Transaction ID is longer than 255 bytes"
+        ),
+        (
+            "\(columns)\n" + payment.replacingOccurrences(of: "\"46239229\"", with: "\"" + String(repeating: "x", count: 70_000) + "\""),
+            "a field longer than 65536 bytes"
+        ),
+        ("\(columns)\n\"SB\"" + String(repeating: ",1", count: 600), "more than 512 fields")
     ])
     func aRowThatCannotBeReadRejectsTheFileNamingItsLine(_ text: String, _ reason: String) {
         let error = #expect(throws: SettlementReportError.self) { try Self.read(text) }
@@ -189,9 +226,9 @@ import Reconciliation
         #expect(PayPalSettlementReport.role(eventCode: "T1107") == .moneyBack)
         #expect(PayPalSettlementReport.role(eventCode: "T1201") == .moneyBack)
         #expect(PayPalSettlementReport.role(eventCode: "T0400") == .other)
-        #expect(PayPalSettlementReport.role(eventCode: "T0300") == .other)   // funding the account from a bank
-        #expect(PayPalSettlementReport.role(eventCode: "T1110") == .other)   // a hold and its release
-        #expect(PayPalSettlementReport.role(eventCode: "T1114") == .other)   // a mass payment's reversal
+        #expect(PayPalSettlementReport.role(eventCode: "T0300") == .other)  // funding the account from a bank
+        #expect(PayPalSettlementReport.role(eventCode: "T1110") == .other)  // a hold and its release
+        #expect(PayPalSettlementReport.role(eventCode: "T1114") == .other)  // a mass payment's reversal
         #expect(PayPalSettlementReport.nameParts("/in/STL-20261130.01.009.CSV") == ("STL", "2026-11-30"))
         #expect(PayPalSettlementReport.nameParts("report.csv") == (nil, nil))
         #expect(PayPalSettlementReport.timestamp("2017/03/22 09:34:59 -0700") == 1_490_200_499)

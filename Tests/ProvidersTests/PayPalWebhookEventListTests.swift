@@ -6,14 +6,16 @@ import Testing
 /// PayPal's webhook events list as backfill reads it: events as a delivery carries them, the `next` link followed by
 /// its query only (to the configured API, never to the host a link names), and what does not read refused by field.
 @Suite struct PayPalWebhookEventListTests {
-    static let event = #"{"id":"WH-1A","event_version":"1.0","create_time":"2026-11-30T12:00:01.000Z","resource_type":"capture","event_type":"PAYMENT.CAPTURE.COMPLETED","resource":{"id":"CAP-1","amount":{"currency_code":"USD","value":"15.00"}},"links":[]}"#
+    static let event =
+        #"{"id":"WH-1A","event_version":"1.0","create_time":"2026-11-30T12:00:01.000Z","resource_type":"capture","event_type":"PAYMENT.CAPTURE.COMPLETED","resource":{"id":"CAP-1","amount":{"currency_code":"USD","value":"15.00"}},"links":[]}"#
 
     static func list(_ answers: @escaping @Sendable (ProviderRequest) -> ProviderResponse) -> (PayPalWebhookEventList, ScriptedTransport) {
         let transport = ScriptedTransport { request, _ in
             request.url.hasSuffix("/v1/oauth2/token") ? json(200, PayPalClientTests.tokenAnswer) : answers(request)
         }
-        let client = PayPalClient(configuration: PayPalConfiguration(baseURL: "https://api-m.paypal.com", clientID: "id", secret: "s"),
-                                  transport: transport, retry: .none)
+        let client = PayPalClient(
+            configuration: PayPalConfiguration(baseURL: "https://api-m.paypal.com", clientID: "id", secret: "s"),
+            transport: transport, retry: .none)
         return (PayPalWebhookEventList(client: client), transport)
     }
 
@@ -22,7 +24,10 @@ import Testing
             if request.url.contains("move_to=next") {
                 return json(200, #"{"events":[\#(Self.event.replacingOccurrences(of: "WH-1A", with: "WH-1B"))],"count":1,"links":[]}"#)
             }
-            return json(200, #"{"events":[\#(Self.event)],"count":1,"links":[{"href":"https://elsewhere.example/v1/notifications/webhooks-events?page_size=100&move_to=next&index_time=2026-11-30T12%3A00%3A01Z&index_id=WH-1A","rel":"next","method":"GET"}]}"#)
+            return json(
+                200,
+                #"{"events":[\#(Self.event)],"count":1,"links":[{"href":"https://elsewhere.example/v1/notifications/webhooks-events?page_size=100&move_to=next&index_time=2026-11-30T12%3A00%3A01Z&index_id=WH-1A","rel":"next","method":"GET"}]}"#
+            )
         }
         let from = Self.window.from
         guard case .found(let firstPage) = await list.events(from: from, to: from + 86_400, cursor: nil) else {
@@ -40,8 +45,12 @@ import Testing
         #expect(second.map(\.id) == ["WH-1B"])
         let urls = transport.requests.map(\.url).filter { !$0.hasSuffix("/token") }
         #expect(urls.count == 2)
-        #expect(urls[0].hasPrefix("https://api-m.paypal.com/v1/notifications/webhooks-events?page_size=100&start_time=2026-11-30T00%3A00%3A00Z&end_time=2026-11-30T23%3A59%3A59.999Z"), "\(urls[0])")
-        #expect(urls[1].hasPrefix("https://api-m.paypal.com/v1/notifications/webhooks-events?") && urls[1].contains("index_id=WH-1A")
+        #expect(
+            urls[0].hasPrefix(
+                "https://api-m.paypal.com/v1/notifications/webhooks-events?page_size=100&start_time=2026-11-30T00%3A00%3A00Z&end_time=2026-11-30T23%3A59%3A59.999Z"
+            ), "\(urls[0])")
+        #expect(
+            urls[1].hasPrefix("https://api-m.paypal.com/v1/notifications/webhooks-events?") && urls[1].contains("index_id=WH-1A")
                 && !urls[1].contains("elsewhere"), "\(urls[1])")
     }
 
@@ -51,7 +60,10 @@ import Testing
         let next = "https://api-m.paypal.com/v1/notifications/webhooks-events?page_size=100&move_to=next"
         for (body, field) in [
             (#"[]"#, "(answer)"),
-            (#"{"events":[\#(Self.event)],"links":[{"href":"https://api-m.paypal.com/v2/payments/captures?x=1","rel":"next"}]}"#, "links[0].href"),
+            (
+                #"{"events":[\#(Self.event)],"links":[{"href":"https://api-m.paypal.com/v2/payments/captures?x=1","rel":"next"}]}"#,
+                "links[0].href"
+            ),
             (#"{"events":[],"links":[{"href":"\#(next)","rel":"next"}]}"#, "events"),
             // A next link for another window, or filtered: the window would be recorded read when it was not.
             (#"{"events":[\#(Self.event)],"links":[{"href":"\#(next)&start_time=2026-11-29T00:00:00Z","rel":"next"}]}"#, "links[0].href"),
@@ -59,7 +71,10 @@ import Testing
             (#"{"events":[\#(Self.event)],"links":[{"href":"\#(next)&event_type=PAYMENT.CAPTURE.DENIED","rel":"next"}]}"#, "links[0].href"),
             // An event made outside the window asked for.
             (Self.event.replacingOccurrences(of: "2026-11-30T12", with: "2026-12-01T12").wrappedAsPage, "events[0].create_time"),
-            (Self.event.replacingOccurrences(of: #""create_time":"2026-11-30T12:00:01.000Z","#, with: "").wrappedAsPage, "events[0].create_time"),
+            (
+                Self.event.replacingOccurrences(of: #""create_time":"2026-11-30T12:00:01.000Z","#, with: "").wrappedAsPage,
+                "events[0].create_time"
+            )
         ] {
             do {
                 _ = try PayPalWebhookEventList.page(try JSONValue.parse(body), window: Self.window)
@@ -69,17 +84,24 @@ import Testing
             }
         }
         // The same window named again, and a trailing slash, are the list's own next link.
-        let same = try PayPalWebhookEventList.page(try JSONValue.parse(#"{"events":[\#(Self.event)],"links":[{"href":"https://api-m.paypal.com/v1/notifications/webhooks-events/?page_size=100&start_time=2026-11-30T00:00:00Z&end_time=2026-11-30T23:59:59.999Z&move_to=next","rel":"next"}]}"#), window: Self.window)
+        let same = try PayPalWebhookEventList.page(
+            try JSONValue.parse(
+                #"{"events":[\#(Self.event)],"links":[{"href":"https://api-m.paypal.com/v1/notifications/webhooks-events/?page_size=100&start_time=2026-11-30T00:00:00Z&end_time=2026-11-30T23:59:59.999Z&move_to=next","rel":"next"}]}"#
+            ), window: Self.window)
         #expect(same.next?.contains("move_to=next") == true)
         // The last page: no next link; an empty list reads as nothing.
-        #expect(try PayPalWebhookEventList.page(try JSONValue.parse(#"{"events":[],"count":0,"links":[]}"#), window: Self.window) == EventListPage(events: [], next: nil))
+        #expect(
+            try PayPalWebhookEventList.page(try JSONValue.parse(#"{"events":[],"count":0,"links":[]}"#), window: Self.window)
+                == EventListPage(events: [], next: nil))
     }
 
     /// One event that cannot be stored is named and left out; the others on its page are stored.
     @Test func anEventThatCannotBeStoredIsNamedNotFatal() throws {
-        let big = Self.event.replacingOccurrences(of: "WH-1A", with: "WH-BIG").replacingOccurrences(of: #""links":[]"#, with: #""links":[],"note":"\#(String(repeating: "x", count: 1 << 20))""#)
+        let big = Self.event.replacingOccurrences(of: "WH-1A", with: "WH-BIG").replacingOccurrences(
+            of: #""links":[]"#, with: #""links":[],"note":"\#(String(repeating: "x", count: 1 << 20))""#)
         let noID = Self.event.replacingOccurrences(of: #""id":"WH-1A","#, with: "")
-        let page = try PayPalWebhookEventList.page(try JSONValue.parse("[\(Self.event),\(big),\(noID),7]".wrappedEvents), window: Self.window)
+        let page = try PayPalWebhookEventList.page(
+            try JSONValue.parse("[\(Self.event),\(big),\(noID),7]".wrappedEvents), window: Self.window)
         #expect(page.events.map { $0.unreadable == nil } == [true, false, false, false])
         #expect(page.events[1].id.contains("WH-BIG") && page.events[1].unreadable?.contains("1 MiB") == true)
         #expect(page.events[0].id == "WH-1A")
@@ -89,7 +111,10 @@ import Testing
     /// than PayPal keeps events).
     @Test func aRefusalOnStartTimeIsAFailureNotAnEmptyWindow() async {
         let (list, _) = Self.list { _ in
-            json(400, #"{"name":"VALIDATION_ERROR","message":"Invalid data provided","debug_id":"d","details":[{"field":"start_time","issue":"Invalid data provided"}]}"#)
+            json(
+                400,
+                #"{"name":"VALIDATION_ERROR","message":"Invalid data provided","debug_id":"d","details":[{"field":"start_time","issue":"Invalid data provided"}]}"#
+            )
         }
         guard case .permanent(.refused(400, let body)) = await list.events(from: Self.window.from, to: Self.window.to, cursor: nil) else {
             Issue.record("not a failure"); return

@@ -9,12 +9,15 @@ import Testing
 @Suite struct PayPalWebhookVerifierTests {
     static let vectorsWithCertForms: [(String, Bool)] = Fixture.paypalVectors.flatMap { [($0, false), ($0, true)] }
 
-    func verifier(_ vector: PayPalVector, pem: [UInt8]? = nil, roots: [X509Certificate]? = nil,
-                  tolerance: TimeInterval = WebhookDefaults.signatureTolerance,
-                  source: (any CertificateSource)? = nil) throws -> PayPalWebhookVerifier {
-        try PayPalWebhookVerifier(webhookID: vector.webhookID,
-                                  certificateSource: source ?? FixedCertificateSource(pem: pem ?? vector.certPEM),
-                                  trustRoots: roots ?? (try Fixture.digicertRoots()), tolerance: tolerance)
+    func verifier(
+        _ vector: PayPalVector, pem: [UInt8]? = nil, roots: [X509Certificate]? = nil,
+        tolerance: TimeInterval = WebhookDefaults.signatureTolerance,
+        source: (any CertificateSource)? = nil
+    ) throws -> PayPalWebhookVerifier {
+        try PayPalWebhookVerifier(
+            webhookID: vector.webhookID,
+            certificateSource: source ?? FixedCertificateSource(pem: pem ?? vector.certPEM),
+            trustRoots: roots ?? (try Fixture.digicertRoots()), tolerance: tolerance)
     }
 
     @Test(arguments: vectorsWithCertForms)
@@ -86,7 +89,9 @@ import Testing
         let id = try #require(vector.headers["PAYPAL-TRANSMISSION-ID"])
         for padded in [id + pad, pad + id] {
             vector.headers.set("PAYPAL-TRANSMISSION-ID", padded)
-            let error = #expect(throws: WebhookRejection.self) { try v.verify(headers: vector.headers, body: vector.body, time: .signedTime) }
+            let error = #expect(throws: WebhookRejection.self) {
+                try v.verify(headers: vector.headers, body: vector.body, time: .signedTime)
+            }
             #expect(error?.code == .invalidSignature)
             #expect(error?.message.contains("whitespace") == true, "\(error?.message ?? "")")
         }
@@ -156,7 +161,7 @@ import Testing
         "https://api.sandbox.paypal.com/v1/notifications/certs/",
         "https://api.sandbox.paypal.com/v1/notifications/certs/CERT 1",
         "https://api.sandbox.paypal.com/v1/notifications/certs/CERT-1\\@evil.example",
-        "https://api-m.sandbox.paypal.com/v1/notifications/certs/CERT-360caa42-fca2a594-a5cafa77",
+        "https://api-m.sandbox.paypal.com/v1/notifications/certs/CERT-360caa42-fca2a594-a5cafa77"
     ])
     func certURLOutsideThePrefixesIsNeverFetched(url: String) throws {
         var vector = try PayPalVector(Fixture.paypalVectors[0])
@@ -215,8 +220,9 @@ import Testing
 
     @Test func headerNamesAreCaseInsensitiveAndAuthAlgoIsOptional() throws {
         let vector = try PayPalVector(Fixture.paypalVectors[0])
-        let lower = Headers(vector.headers.pairs.filter { $0.name.lowercased() != "paypal-auth-algo" }
-            .map { ($0.name.lowercased(), $0.value) })
+        let lower = Headers(
+            vector.headers.pairs.filter { $0.name.lowercased() != "paypal-auth-algo" }
+                .map { ($0.name.lowercased(), $0.value) })
         try verifier(vector).verify(headers: lower, body: vector.body, time: .signedTime)
     }
 
@@ -256,7 +262,8 @@ import Testing
 /// End to end with a certificate authority generated here: the checks the recorded vectors cannot reach
 /// (a wrong CN on a chaining certificate, a currently valid certificate, expiry between signing and now).
 @Suite struct PayPalGeneratedCertificateTests {
-    static let body = Array(#"{"id":"WH-TEST-1","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_type":"capture","resource":{"id":"CAP1"}}"#.utf8)
+    static let body = Array(
+        #"{"id":"WH-TEST-1","event_type":"PAYMENT.CAPTURE.COMPLETED","resource_type":"capture","resource":{"id":"CAP1"}}"#.utf8)
     static let url = "https://api.sandbox.paypal.com/v1/notifications/certs/CERT-test"
     static let liveURL = "https://api.paypal.com/v1/notifications/certs/CERT-test"
     static let liveCN = "messageverificationcerts.paypal.com"
@@ -264,19 +271,25 @@ import Testing
 
     static func delivery(key: RSAPrivateKey, time: Date, webhookID: String = "WH-ID", certURL: String = url) throws -> Headers {
         let transmissionTime = ISO8601.format(time)
-        let message = PayPalWebhookVerifier.signedMessage(transmissionID: "tx-1", transmissionTime: transmissionTime,
-                                                          webhookID: webhookID, body: body)
+        let message = PayPalWebhookVerifier.signedMessage(
+            transmissionID: "tx-1", transmissionTime: transmissionTime,
+            webhookID: webhookID, body: body)
         let signature = try key.signSHA256(Array(message.utf8))
-        return ["PAYPAL-TRANSMISSION-ID": "tx-1", "PAYPAL-TRANSMISSION-TIME": transmissionTime,
-                "PAYPAL-TRANSMISSION-SIG": Base64.encode(signature), "PAYPAL-CERT-URL": certURL, "PAYPAL-AUTH-ALGO": "SHA256withRSA"]
+        return [
+            "PAYPAL-TRANSMISSION-ID": "tx-1", "PAYPAL-TRANSMISSION-TIME": transmissionTime,
+            "PAYPAL-TRANSMISSION-SIG": Base64.encode(signature), "PAYPAL-CERT-URL": certURL, "PAYPAL-AUTH-ALGO": "SHA256withRSA"
+        ]
     }
 
     /// Verifies now a delivery signed by `key` whose cert URL serves `served` (PEM), against `roots`.
-    static func verifyNow(served: String, key: RSAPrivateKey, roots: [X509Certificate], certURL: String = url,
-                          prefixes: [String] = PayPalWebhookVerifier.defaultCertURLPrefixes) throws {
+    static func verifyNow(
+        served: String, key: RSAPrivateKey, roots: [X509Certificate], certURL: String = url,
+        prefixes: [String] = PayPalWebhookVerifier.defaultCertURLPrefixes
+    ) throws {
         let now = Date()
-        let v = try PayPalWebhookVerifier(webhookID: "WH-ID", certificateSource: FixedCertificateSource(pem: Array(served.utf8)),
-                                          trustRoots: roots, certURLPrefixes: prefixes)
+        let v = try PayPalWebhookVerifier(
+            webhookID: "WH-ID", certificateSource: FixedCertificateSource(pem: Array(served.utf8)),
+            trustRoots: roots, certURLPrefixes: prefixes)
         try v.verify(headers: try delivery(key: key, time: now, certURL: certURL), body: body, time: .at(now))
     }
 
@@ -319,7 +332,7 @@ import Testing
         ("https://API.Sandbox.PayPal.com./v1/notifications/certs/", "api.sandbox.paypal.com"),
         ("https://user@api.paypal.com:443/v1/", "api.paypal.com"),
         ("http://[::1]:8081/v1/notifications/certs/", "[::1]"),
-        ("http://127.0.0.1:8081/v1/notifications/certs/", "127.0.0.1"),
+        ("http://127.0.0.1:8081/v1/notifications/certs/", "127.0.0.1")
     ])
     func hostOfACertURL(url: String, host: String) {
         #expect(PayPalWebhookVerifier.host(of: url) == host)
@@ -328,8 +341,10 @@ import Testing
     @Test func payPalsOwnPrefixesArePayPalHosts() {
         #expect(PayPalWebhookVerifier.defaultCertURLPrefixes.allSatisfy(PayPalWebhookVerifier.isPayPalPrefix))
         #expect(PayPalWebhookVerifier.isPayPalPrefix("https://api-m.paypal.com/v1/notifications/certs/"))
-        for other in ["http://127.0.0.1:8081/v1/notifications/certs/", "https://paypal.com.evil.example/certs/",
-                      "https://notpaypal.com/certs/", "not a url"] {
+        for other in [
+            "http://127.0.0.1:8081/v1/notifications/certs/", "https://paypal.com.evil.example/certs/",
+            "https://notpaypal.com/certs/", "not a url"
+        ] {
             #expect(!PayPalWebhookVerifier.isPayPalPrefix(other), "\(other)")
         }
     }
@@ -341,8 +356,9 @@ import Testing
         let ca = try CertificateAuthority()
         let (leaf, key) = try ca.issueLeaf(commonName: cn)
         let prefix = "http://127.0.0.1:8081/v1/notifications/certs/"
-        try Self.verifyNow(served: leaf.pem, key: key, roots: [ca.certificate], certURL: prefix + "CERT-sim",
-                           prefixes: [prefix])
+        try Self.verifyNow(
+            served: leaf.pem, key: key, roots: [ca.certificate], certURL: prefix + "CERT-sim",
+            prefixes: [prefix])
     }
 
     /// The PEM at the cert URL may carry the leaf's intermediate after it: root (in PAYPAL_TRUST_ROOTS)
@@ -362,7 +378,7 @@ import Testing
     /// with that root served beside it, and so is a served intermediate that has expired.
     @Test func aServedIntermediateThatDoesNotChainToAnAnchorIsUntrusted() throws {
         let anchor = try CertificateAuthority(commonName: "test root")
-        let stranger = try CertificateAuthority(commonName: "test root")   // the same name, another key
+        let stranger = try CertificateAuthority(commonName: "test root")  // the same name, another key
         let intermediate = try stranger.issueIntermediate(commonName: "test intermediate")
         let (leaf, key) = try intermediate.issueLeaf(commonName: Self.sandboxCN, serial: 3)
         for served in [leaf.pem + intermediate.certificate.pem, leaf.pem + intermediate.certificate.pem + stranger.certificate.pem] {
@@ -371,8 +387,9 @@ import Testing
             #expect(error?.message.contains("does not chain to PAYPAL_TRUST_ROOTS") == true, "\(error?.message ?? "")")
         }
         let now = Date()
-        let expired = try anchor.issueIntermediate(commonName: "test intermediate", notBefore: now.addingTimeInterval(-7200),
-                                                   notAfter: now.addingTimeInterval(-3600))
+        let expired = try anchor.issueIntermediate(
+            commonName: "test intermediate", notBefore: now.addingTimeInterval(-7200),
+            notAfter: now.addingTimeInterval(-3600))
         let (late, lateKey) = try expired.issueLeaf(commonName: Self.sandboxCN, serial: 3)
         let error = #expect(throws: WebhookRejection.self) {
             try Self.verifyNow(served: late.pem + expired.certificate.pem, key: lateKey, roots: [anchor.certificate])
@@ -387,10 +404,12 @@ import Testing
         let intermediate = try root.issueIntermediate(commonName: "test intermediate")
         let (leaf, key) = try intermediate.issueLeaf(commonName: Self.sandboxCN, serial: 3)
         let served = Array((leaf.pem + intermediate.certificate.pem).replacingOccurrences(of: "\n", with: "\r\n").utf8)
-        let server = HTTPServer(configuration: HTTPServer.Configuration(port: 0, threads: 1, connectionTimeoutSeconds: 5)) { request, responder in
-            responder.respond(request.path.hasPrefix("/v1/notifications/certs/")
-                ? HTTPResponse(status: 200, headers: [("Content-Type", "application/x-pem-file")], body: served)
-                : HTTPResponse(status: 404))
+        let server = HTTPServer(configuration: HTTPServer.Configuration(port: 0, threads: 1, connectionTimeoutSeconds: 5)) {
+            request, responder in
+            responder.respond(
+                request.path.hasPrefix("/v1/notifications/certs/")
+                    ? HTTPResponse(status: 200, headers: [("Content-Type", "application/x-pem-file")], body: served)
+                    : HTTPResponse(status: 404))
         }
         try server.start()
         defer { server.shutdown(drainTimeout: 1) }
@@ -398,8 +417,10 @@ import Testing
         try root.certificate.pem.write(to: roots, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: roots) }
         let prefix = "http://127.0.0.1:\(server.port)/v1/notifications/certs/"
-        let hooks = try ConfiguredProviders.webhooks(environment: Environment([
-            "PAYPAL_WEBHOOK_ID": "WH-ID", "PAYPAL_TRUST_ROOTS": roots.path, "PAYPAL_CERT_URL_PREFIXES": prefix]))
+        let hooks = try ConfiguredProviders.webhooks(
+            environment: Environment([
+                "PAYPAL_WEBHOOK_ID": "WH-ID", "PAYPAL_TRUST_ROOTS": roots.path, "PAYPAL_CERT_URL_PREFIXES": prefix
+            ]))
         let hook = try #require(hooks[.paypal])
         let now = Date()
         let headers = try Self.delivery(key: key, time: now, certURL: prefix + "CERT-chain")
@@ -407,14 +428,17 @@ import Testing
         #expect(accepted.dedupeKey == "WH-TEST-1")
     }
 
-    @Test(arguments: ["evil.example.com", "messageverificationcerts.paypal.com.evil.example", "messageverificationcerts.paypal.co",
-                      "MESSAGEVERIFICATIONCERTS.PAYPAL.COM.", "www.paypal.com"])
+    @Test(arguments: [
+        "evil.example.com", "messageverificationcerts.paypal.com.evil.example", "messageverificationcerts.paypal.co",
+        "MESSAGEVERIFICATIONCERTS.PAYPAL.COM.", "www.paypal.com"
+    ])
     func otherCommonNamesAreUntrusted(cn: String) throws {
         let ca = try CertificateAuthority()
         let (leaf, key) = try ca.issueLeaf(commonName: cn)
         let now = Date()
-        let v = try PayPalWebhookVerifier(webhookID: "WH-ID", certificateSource: FixedCertificateSource(pem: Array(leaf.pem.utf8)),
-                                          trustRoots: [ca.certificate])
+        let v = try PayPalWebhookVerifier(
+            webhookID: "WH-ID", certificateSource: FixedCertificateSource(pem: Array(leaf.pem.utf8)),
+            trustRoots: [ca.certificate])
         let error = #expect(throws: WebhookRejection.self) {
             try v.verify(headers: try Self.delivery(key: key, time: now), body: Self.body, time: .at(now))
         }
@@ -439,8 +463,9 @@ import Testing
         let ca = try CertificateAuthority()
         let (leaf, _) = try ca.issueLeaf(commonName: Self.sandboxCN)
         let now = Date()
-        let v = try PayPalWebhookVerifier(webhookID: "WH-ID", certificateSource: FixedCertificateSource(pem: Array(leaf.pem.utf8)),
-                                          trustRoots: [ca.certificate])
+        let v = try PayPalWebhookVerifier(
+            webhookID: "WH-ID", certificateSource: FixedCertificateSource(pem: Array(leaf.pem.utf8)),
+            trustRoots: [ca.certificate])
         let error = #expect(throws: WebhookRejection.self) {
             try v.verify(headers: try Self.delivery(key: ca.key, time: now), body: Self.body, time: .at(now))
         }
@@ -451,10 +476,12 @@ import Testing
         let ca = try CertificateAuthority()
         let now = Date()
         let signedAt = now.addingTimeInterval(-120)
-        let (leaf, key) = try ca.issueLeaf(commonName: Self.sandboxCN,
-                                           notBefore: now.addingTimeInterval(-3600), notAfter: now.addingTimeInterval(-60))
-        let v = try PayPalWebhookVerifier(webhookID: "WH-ID", certificateSource: FixedCertificateSource(pem: Array(leaf.pem.utf8)),
-                                          trustRoots: [ca.certificate])
+        let (leaf, key) = try ca.issueLeaf(
+            commonName: Self.sandboxCN,
+            notBefore: now.addingTimeInterval(-3600), notAfter: now.addingTimeInterval(-60))
+        let v = try PayPalWebhookVerifier(
+            webhookID: "WH-ID", certificateSource: FixedCertificateSource(pem: Array(leaf.pem.utf8)),
+            trustRoots: [ca.certificate])
         let headers = try Self.delivery(key: key, time: signedAt)
         try v.verify(headers: headers, body: Self.body, time: .signedTime)
         let error = #expect(throws: WebhookRejection.self) { try v.verify(headers: headers, body: Self.body, time: .at(now)) }
@@ -518,10 +545,12 @@ import Testing
     @Test func onlyValidatedCertificatesAreCached() throws {
         struct NotACertificate: Error {}
         let upstream = CountingCertificateSource(pem: Array("<html>not a certificate</html>".utf8))
-        let cache = CachingCertificateSource(upstream: upstream, validate: { _, pem, now in
-            guard pem.starts(with: Array("-----BEGIN".utf8)) else { throw NotACertificate() }
-            return ValidatedCertificate(keepUntil: now.addingTimeInterval(60))
-        })
+        let cache = CachingCertificateSource(
+            upstream: upstream,
+            validate: { _, pem, now in
+                guard pem.starts(with: Array("-----BEGIN".utf8)) else { throw NotACertificate() }
+                return ValidatedCertificate(keepUntil: now.addingTimeInterval(60))
+            })
         #expect(throws: NotACertificate.self) { try cache.pem(for: "a") }
         #expect(cache.count == 0)
         #expect(throws: CachingCertificateSource.Refused.self) { try cache.pem(for: "a") }
@@ -571,7 +600,7 @@ import Testing
         #expect(upstream.calls.isEmpty && cache.fetches == 0)
         _ = try cache.pem(for: "a")
         #expect(try cache.pemWithoutWaiting(for: "a") == [1])
-        _ = try cache.pem(for: "b")   // the budget of 2 is spent
+        _ = try cache.pem(for: "b")  // the budget of 2 is spent
         #expect(try cache.pemWithoutWaiting(for: "c") == nil)
         #expect(throws: CachingCertificateSource.Refused.self) { try cache.pem(for: "c") }
         #expect(upstream.calls == ["a", "b"])
@@ -604,9 +633,9 @@ import Testing
         let upstream = Gate()
         let cache = CachingCertificateSource(upstream: upstream, maxWaiters: 3)
         let ran = Mutex(0)
-        cache.prefetch("u") { ran.withLock { $0 += 1 } }   // starts the fetch: 1 kept
-        for _ in 0..<2 { cache.prefetch("u") { ran.withLock { $0 += 1 } } }   // 3 kept
-        for _ in 0..<5 { cache.prefetch("u") { ran.withLock { $0 += 1 } } }   // over the bound: run now
+        cache.prefetch("u") { ran.withLock { $0 += 1 } }  // starts the fetch: 1 kept
+        for _ in 0..<2 { cache.prefetch("u") { ran.withLock { $0 += 1 } } }  // 3 kept
+        for _ in 0..<5 { cache.prefetch("u") { ran.withLock { $0 += 1 } } }  // over the bound: run now
         #expect(ran.withLock { $0 } == 5)
         #expect(try cache.pemWithoutWaiting(for: "u") == nil)
         upstream.open.signal()
@@ -664,7 +693,7 @@ func offloadPEM<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
         ("https://api.paypal.com/v1/notifications/certs", "must end in /"),
         ("api.paypal.com/v1/certs/", "is not scheme://host/path/"),
         ("https://user@api.paypal.com/certs/", "has userinfo"),
-        ("https://api.paypal.com/../certs/", "contains '..'"),
+        ("https://api.paypal.com/../certs/", "contains '..'")
     ])
     func aBadPrefixIsRefusedAtStart(prefix: String, problem: String) {
         let error = #expect(throws: WebhookConfigurationError.self) {

@@ -38,8 +38,9 @@ final class RecordedSleeps: @unchecked Sendable {
     private let waits = Mutex<[Duration]>([])
     var all: [Duration] { waits.withLock { $0 } }
     func policy(maxAttempts: Int = 3, jitter: @escaping @Sendable (Int64) -> Int64 = { $0 }) -> RetryPolicy {
-        RetryPolicy(maxAttempts: maxAttempts, baseDelay: .milliseconds(100), maxDelay: .seconds(10),
-                    sleep: { d in self.waits.withLock { $0.append(d) } }, random: jitter)
+        RetryPolicy(
+            maxAttempts: maxAttempts, baseDelay: .milliseconds(100), maxDelay: .seconds(10),
+            sleep: { d in self.waits.withLock { $0.append(d) } }, random: jitter)
     }
 }
 
@@ -48,35 +49,46 @@ final class RecordedSleeps: @unchecked Sendable {
 
     @Test(arguments: [200, 201, 204, 299])
     func twoHundredsAreFound(status: Int) {
-        #expect(ProviderOutcomeClassifier.classify(ProviderResponse(status: status, body: [1]), notFoundIsAbsence: true, now: now) == .found([1]))
+        #expect(
+            ProviderOutcomeClassifier.classify(ProviderResponse(status: status, body: [1]), notFoundIsAbsence: true, now: now)
+                == .found([1]))
     }
 
     @Test func notFoundOnlyForReads() {
         let r = ProviderResponse(status: 404, body: Array("nope".utf8))
         #expect(ProviderOutcomeClassifier.classify(r, notFoundIsAbsence: true, now: now) == .notFound)
-        #expect(ProviderOutcomeClassifier.classify(r, notFoundIsAbsence: false, now: now) == .permanent(.refused(status: 404, body: "nope")))
+        #expect(
+            ProviderOutcomeClassifier.classify(r, notFoundIsAbsence: false, now: now) == .permanent(.refused(status: 404, body: "nope")))
     }
 
     @Test(arguments: [408, 429, 500, 502, 503, 504, 599])
     func transientStatuses(status: Int) {
-        #expect(ProviderOutcomeClassifier.classify(ProviderResponse(status: status), notFoundIsAbsence: true, now: now)
+        #expect(
+            ProviderOutcomeClassifier.classify(ProviderResponse(status: status), notFoundIsAbsence: true, now: now)
                 == .transient(reason: "HTTP \(status)", retryAfterSeconds: nil))
     }
 
     @Test func retryAfterSecondsAndDates() {
         let seconds = ProviderResponse(status: 429, headers: [("retry-after", "7")])
-        #expect(ProviderOutcomeClassifier.classify(seconds, notFoundIsAbsence: true, now: now) == .transient(reason: "HTTP 429", retryAfterSeconds: 7))
+        #expect(
+            ProviderOutcomeClassifier.classify(seconds, notFoundIsAbsence: true, now: now)
+                == .transient(reason: "HTTP 429", retryAfterSeconds: 7))
         // 1_700_000_000 = Tue, 14 Nov 2023 22:13:20 GMT
         let date = ProviderResponse(status: 503, headers: [("Retry-After", "Tue, 14 Nov 2023 22:14:00 GMT")])
-        #expect(ProviderOutcomeClassifier.classify(date, notFoundIsAbsence: true, now: now) == .transient(reason: "HTTP 503", retryAfterSeconds: 40))
+        #expect(
+            ProviderOutcomeClassifier.classify(date, notFoundIsAbsence: true, now: now)
+                == .transient(reason: "HTTP 503", retryAfterSeconds: 40))
         let garbage = ProviderResponse(status: 429, headers: [("Retry-After", "soon")])
-        #expect(ProviderOutcomeClassifier.classify(garbage, notFoundIsAbsence: true, now: now) == .transient(reason: "HTTP 429", retryAfterSeconds: nil))
+        #expect(
+            ProviderOutcomeClassifier.classify(garbage, notFoundIsAbsence: true, now: now)
+                == .transient(reason: "HTTP 429", retryAfterSeconds: nil))
     }
 
-    @Test(arguments: [
-        ("Tue, 14 Nov 2023 22:14:00 GMT", 40), ("Tuesday, 14-Nov-23 22:14:00 GMT", 40), ("Tue Nov 14 22:14:00 2023", 40),
-        ("Tue, 14 Nov 2023 22:00:00 GMT", 0), ("0", 0), ("120", 120), (" 3 ", 3), ("99999999999", Int(Int32.max)),
-    ] as [(String, Int)])
+    @Test(
+        arguments: [
+            ("Tue, 14 Nov 2023 22:14:00 GMT", 40), ("Tuesday, 14-Nov-23 22:14:00 GMT", 40), ("Tue Nov 14 22:14:00 2023", 40),
+            ("Tue, 14 Nov 2023 22:00:00 GMT", 0), ("0", 0), ("120", 120), (" 3 ", 3), ("99999999999", Int(Int32.max))
+        ] as [(String, Int)])
     func retryAfterForms(value: String, seconds: Int) {
         #expect(RetryAfter.seconds(from: value, now: now) == seconds)
     }
@@ -89,21 +101,29 @@ final class RecordedSleeps: @unchecked Sendable {
     @Test(arguments: [400, 401, 403, 409, 422])
     func otherClientErrorsArePermanentWithTheBody(status: Int) {
         let body = #"{"name":"UNPROCESSABLE_ENTITY"}"#
-        #expect(ProviderOutcomeClassifier.classify(json(status, body), notFoundIsAbsence: true, now: now) == .permanent(.refused(status: status, body: body)))
+        #expect(
+            ProviderOutcomeClassifier.classify(json(status, body), notFoundIsAbsence: true, now: now)
+                == .permanent(.refused(status: status, body: body)))
     }
 
     @Test func errorBodiesAreTruncatedTo4KiBOnACharacterBoundary() {
         let body = Array(repeating: UInt8(ascii: "a"), count: 4095) + Array("é".utf8) + Array(repeating: UInt8(ascii: "b"), count: 100)
-        guard case .permanent(.refused(_, let text)) = ProviderOutcomeClassifier.classify(ProviderResponse(status: 400, body: body),
-                                                                                notFoundIsAbsence: true, now: now) else {
+        guard
+            case .permanent(.refused(_, let text)) = ProviderOutcomeClassifier.classify(
+                ProviderResponse(status: 400, body: body),
+                notFoundIsAbsence: true, now: now)
+        else {
             Issue.record("not permanent"); return
         }
         #expect(text == String(repeating: "a", count: 4095) + "…")
     }
 
     @Test func transportErrorsAreTransient() {
-        #expect(ProviderOutcomeClassifier.classify(transportError: ProviderTransportError.timeout) == .transient(reason: "timeout", retryAfterSeconds: nil))
-        #expect(ProviderOutcomeClassifier.classify(transportError: ProviderTransportError.connection("refused"))
+        #expect(
+            ProviderOutcomeClassifier.classify(transportError: ProviderTransportError.timeout)
+                == .transient(reason: "timeout", retryAfterSeconds: nil))
+        #expect(
+            ProviderOutcomeClassifier.classify(transportError: ProviderTransportError.connection("refused"))
                 == .transient(reason: "connection: refused", retryAfterSeconds: nil))
         #expect(ProviderOutcomeClassifier.classify(transportError: CancellationError()).isTransient)
     }
@@ -112,7 +132,7 @@ final class RecordedSleeps: @unchecked Sendable {
     /// decides a money call: one never sent moved nothing, one answered may have moved money (in doubt).
     @Test(arguments: [
         (HTTPClientError.invalidURL("no url"), "notSent"),
-        (HTTPClientError.responseTooLarge("https://p/x", 100), "unreadable"),
+        (HTTPClientError.responseTooLarge("https://p/x", 100), "unreadable")
     ])
     func aRequestNeverSentIsToldFromAnAnswerNotTaken(error: HTTPClientError, expected: String) async {
         struct Throwing: HTTPSending {
@@ -123,8 +143,9 @@ final class RecordedSleeps: @unchecked Sendable {
         let transport = HTTPClientTransport(client: Throwing(error: error))
         let outcome: ProviderOutcome<[UInt8]>
         do {
-            outcome = ProviderOutcomeClassifier.classify(try await transport.send(ProviderRequest(method: "POST", url: "https://p/x", headers: [], body: [])),
-                                                         notFoundIsAbsence: false, now: 0)
+            outcome = ProviderOutcomeClassifier.classify(
+                try await transport.send(ProviderRequest(method: "POST", url: "https://p/x", headers: [], body: [])),
+                notFoundIsAbsence: false, now: 0)
         } catch {
             outcome = ProviderOutcomeClassifier.classify(transportError: error)
         }
@@ -136,7 +157,8 @@ final class RecordedSleeps: @unchecked Sendable {
             #expect(ProviderFailure.unreadable(why).reachedProvider)
         default: Issue.record("\(error) came to \(outcome)")
         }
-        #expect(!ProviderFailure.notSent("x").reachedProvider && ProviderFailure.refused(status: 400, body: "").reachedProvider
+        #expect(
+            !ProviderFailure.notSent("x").reachedProvider && ProviderFailure.refused(status: 400, body: "").reachedProvider
                 && ProviderFailure.declined("FAILED").reachedProvider)
     }
 
@@ -164,7 +186,13 @@ final class RecordedSleeps: @unchecked Sendable {
     @Test func jitterIsDrawnBelowTheCap() async {
         let sleeps = RecordedSleeps()
         let bounds = Mutex<[Int64]>([])
-        let _: ProviderOutcome<Int> = await retrying(sleeps.policy(maxAttempts: 3, jitter: { n in bounds.withLock { $0.append(n) }; return n / 2 })) {
+        let _: ProviderOutcome<Int> = await retrying(
+            sleeps.policy(
+                maxAttempts: 3,
+                jitter: { n in
+                    bounds.withLock { $0.append(n) }; return n / 2
+                })
+        ) {
             .transient(reason: "timeout", retryAfterSeconds: nil)
         }
         #expect(bounds.withLock { $0 } == [100, 200])
@@ -181,7 +209,9 @@ final class RecordedSleeps: @unchecked Sendable {
         let sleeps = RecordedSleeps()
         let calls = Mutex(0)
         let outcome: ProviderOutcome<Int> = await retrying(sleeps.policy()) {
-            let n = calls.withLock { $0 += 1; return $0 }
+            let n = calls.withLock {
+                $0 += 1; return $0
+            }
             return n == 1 ? .transient(reason: "HTTP 429", retryAfterSeconds: 2) : .transient(reason: "HTTP 429", retryAfterSeconds: 60)
         }
         #expect(sleeps.all == [.seconds(2)])
@@ -192,19 +222,27 @@ final class RecordedSleeps: @unchecked Sendable {
     /// A capture's first attempt times out (it may have been applied); the retry is never sent (its OAuth token was
     /// refused). The call is in doubt, not "never sent": only a call no attempt of which may have reached the provider is.
     @Test(arguments: [
-        ("timeout", ProviderOutcome<Int>.transient(reason: "an earlier attempt may have reached the provider, and the last was not sent: token refused",
-                                                   retryAfterSeconds: nil)),
-        ("HTTP 429", ProviderOutcome<Int>.permanent(.notSent("token refused"))),
+        (
+            "timeout",
+            ProviderOutcome<Int>.transient(
+                reason: "an earlier attempt may have reached the provider, and the last was not sent: token refused",
+                retryAfterSeconds: nil)
+        ),
+        ("HTTP 429", ProviderOutcome<Int>.permanent(.notSent("token refused")))
     ])
     func aRetryNeverSentAfterOneThatMayHaveArrivedIsInDoubt(first: String, expected: ProviderOutcome<Int>) async {
         let sleeps = RecordedSleeps()
         let calls = Mutex(0)
         let outcome: ProviderOutcome<Int> = await retrying(sleeps.policy()) {
-            calls.withLock { $0 += 1; return $0 } == 1 ? .transient(reason: first, retryAfterSeconds: nil) : .permanent(.notSent("token refused"))
+            calls.withLock {
+                $0 += 1; return $0
+            } == 1 ? .transient(reason: first, retryAfterSeconds: nil) : .permanent(.notSent("token refused"))
         }
         #expect(outcome == expected)
         let refusedAfter: ProviderOutcome<Int> = await retrying(sleeps.policy()) {
-            calls.withLock { $0 += 1; return $0 } == 3 ? .transient(reason: "timeout", retryAfterSeconds: nil) : .permanent(.refused(status: 422, body: "x"))
+            calls.withLock {
+                $0 += 1; return $0
+            } == 3 ? .transient(reason: "timeout", retryAfterSeconds: nil) : .permanent(.refused(status: 422, body: "x"))
         }
         #expect(refusedAfter == .permanent(.refused(status: 422, body: "x")), "a refusal reached the provider: it stands")
     }
@@ -213,7 +251,9 @@ final class RecordedSleeps: @unchecked Sendable {
         let sleeps = RecordedSleeps()
         let calls = Mutex(0)
         let found: ProviderOutcome<Int> = await retrying(sleeps.policy()) {
-            calls.withLock { $0 += 1; return $0 } == 1 ? .transient(reason: "timeout", retryAfterSeconds: nil) : .found(7)
+            calls.withLock {
+                $0 += 1; return $0
+            } == 1 ? .transient(reason: "timeout", retryAfterSeconds: nil) : .found(7)
         }
         #expect(found == .found(7))
         let permanent: ProviderOutcome<Int> = await retrying(sleeps.policy()) { .permanent(.refused(status: 422, body: "x")) }
@@ -245,19 +285,22 @@ final class RecordedSleeps: @unchecked Sendable {
 }
 
 @Suite struct ProviderTimeClientTests {
-    @Test(arguments: [
-        ("2024-01-27T08:51:02.826Z", 1706345462), ("2025-01-27 08:51:02.826445+00:00", 1737967862),
-        ("2024-10-27T08:51:04.8264455Z", 1730019064), ("2018-08-15T12:13:29-07:00", 1534360409),
-        ("2018-04-01T21:18:49Z", 1522617529), ("1970-01-01T00:00:00Z", 0), ("2024-02-29T00:00:00+0100", 1709161200),
-        ("2024-01-27T08:51Z", 1706345460), ("2024-01-27t08:51:02z", 1706345462),
-    ] as [(String, Int64)])
+    @Test(
+        arguments: [
+            ("2024-01-27T08:51:02.826Z", 1706345462), ("2025-01-27 08:51:02.826445+00:00", 1737967862),
+            ("2024-10-27T08:51:04.8264455Z", 1730019064), ("2018-08-15T12:13:29-07:00", 1534360409),
+            ("2018-04-01T21:18:49Z", 1522617529), ("1970-01-01T00:00:00Z", 0), ("2024-02-29T00:00:00+0100", 1709161200),
+            ("2024-01-27T08:51Z", 1706345460), ("2024-01-27t08:51:02z", 1706345462)
+        ] as [(String, Int64)])
     func parsesProviderTimestamps(text: String, seconds: Int64) {
         #expect(ISO8601.unixSeconds(from: text) == seconds)
     }
 
-    @Test(arguments: ["", "2024-01-27", "2024-01-27T08:51:02", "2018-19-12T22:20:32.000Z", "2023-02-29T00:00:00Z",
-                      "2024-01-27T24:00:00Z", "2024-01-27T08:51:02.Z", "2024-01-27T08:51:02.1234567890Z",
-                      "2024-02-15T00:56:38.367PST", "2024-01-27T08:51:02Z junk", "2024-01-27T08:51:02+25:00"])
+    @Test(arguments: [
+        "", "2024-01-27", "2024-01-27T08:51:02", "2018-19-12T22:20:32.000Z", "2023-02-29T00:00:00Z",
+        "2024-01-27T24:00:00Z", "2024-01-27T08:51:02.Z", "2024-01-27T08:51:02.1234567890Z",
+        "2024-02-15T00:56:38.367PST", "2024-01-27T08:51:02Z junk", "2024-01-27T08:51:02+25:00"
+    ])
     func rejectsBadTimestamps(text: String) {
         #expect(ISO8601.unixSeconds(from: text) == nil)
     }
@@ -271,8 +314,10 @@ final class RecordedSleeps: @unchecked Sendable {
 
 @Suite struct ProviderURLClientTests {
     @Test func encodesEverySegmentAndQueryValue() {
-        #expect(ProviderURL.build(base: "https://h/api/v1/", segments: ["transactions", "M 1/../x", "S?#&"],
-                                  query: [("merchantTransactionId", "A&B=C é")])
+        #expect(
+            ProviderURL.build(
+                base: "https://h/api/v1/", segments: ["transactions", "M 1/../x", "S?#&"],
+                query: [("merchantTransactionId", "A&B=C é")])
                 == "https://h/api/v1/transactions/M%201%2F..%2Fx/S%3F%23%26?merchantTransactionId=A%26B%3DC%20%C3%A9")
         #expect(ProviderURL.encodeComponent("Az09-._~") == "Az09-._~")
     }

@@ -8,10 +8,13 @@ import Testing
 /// The clients over real HTTP: HTTPClient → an in-test HTTPServer on an ephemeral port.
 @Suite(.serialized) struct ProviderClientServerTests {
     /// Starts a server answering with `handler`, runs `body` with its base URL, shuts it down.
-    func withServer(_ handler: @escaping @Sendable (HTTPRequest) async -> HTTPResponse,
-                    _ body: (String) async throws -> Void) async throws {
-        let server = HTTPServer(configuration: HTTPServer.Configuration(port: 0, threads: 2, connectionTimeoutSeconds: 5),
-                                asyncHandler: handler)
+    func withServer(
+        _ handler: @escaping @Sendable (HTTPRequest) async -> HTTPResponse,
+        _ body: (String) async throws -> Void
+    ) async throws {
+        let server = HTTPServer(
+            configuration: HTTPServer.Configuration(port: 0, threads: 2, connectionTimeoutSeconds: 5),
+            asyncHandler: handler)
         try server.start()
         do { try await body("http://127.0.0.1:\(server.port)") } catch {
             await server.shutdown(drainTimeout: 1)
@@ -22,7 +25,7 @@ import Testing
 
     // Answers that come at once get a generous timeout: on a loaded 2-core machine a test server's async handler can
     // wait seconds for a cooperative thread (the "slow" case sets its own short one). The client is the one payrecon
-    // runs (libcurl); over URLSession an answer given at once once went unseen for the whole 20 s in a CI run.
+    // runs (libcurl).
     let transport = HTTPClientTransport(client: CurlHTTPClient(configuration: .init(timeoutSeconds: 30)))
 
     // MARK: PXP
@@ -32,18 +35,22 @@ import Testing
     /// Checks PXP-UST1 the way a server (paysim) would: recompute with `PXPAuth.signature` over what arrived.
     static func pxpAuthorised(_ r: HTTPRequest) -> Bool {
         guard let auth = r.headers["Authorization"], auth.hasPrefix("PXP-UST1 "), let requestID = r.headers["X-Request-Id"],
-              r.headers["X-Client-Id"] == "client-1" else { return false }
+            r.headers["X-Client-Id"] == "client-1"
+        else { return false }
         let parts = auth.dropFirst("PXP-UST1 ".count).split(separator: ":", maxSplits: 2).map(String.init)
         guard parts.count == 3, parts[0] == "token-1" else { return false }
-        let expected = PXPAuth.signature(tokenValue: pxpToken, timestamp: parts[1], requestID: requestID, method: r.method,
-                                         pathAndQuery: PXPAuth.requestTarget(decodedPath: r.path, query: r.query), body: r.body)
+        let expected = PXPAuth.signature(
+            tokenValue: pxpToken, timestamp: parts[1], requestID: requestID, method: r.method,
+            pathAndQuery: PXPAuth.requestTarget(decodedPath: r.path, query: r.query), body: r.body)
         return expected == parts[2]
     }
 
     func pxpClient(_ base: String, timeout: Double = 20) -> PXPClient {
-        PXPClient(configuration: PXPConfiguration(baseURL: base + "/api/v1", clientID: "client-1", tokenID: "token-1",
-                                                  tokenValue: Self.pxpToken, timeoutSeconds: timeout),
-                  transport: transport, retry: .none)
+        PXPClient(
+            configuration: PXPConfiguration(
+                baseURL: base + "/api/v1", clientID: "client-1", tokenID: "token-1",
+                tokenValue: Self.pxpToken, timeoutSeconds: timeout),
+            transport: transport, retry: .none)
     }
 
     @Test func pxpFoundWithAVerifiedSignature() async throws {
@@ -70,9 +77,10 @@ import Testing
             received.withLock { $0 = r.body }
             return .json(bytes: Array(#"{"systemTransactionId":"sys-2","state":"Captured"}"#.utf8))
         }) { base in
-            let outcome = await pxpClient(base).modify(systemTransactionId: "sys-1", .capture(amount: 2499), currency: Currency(code: "GBP")!,
-                                                       merchant: "M", site: "S", merchantTransactionId: "pr-1",
-                                                       merchantTransactionDate: "2025-01-27T08:51:02.826Z")
+            let outcome = await pxpClient(base).modify(
+                systemTransactionId: "sys-1", .capture(amount: 2499), currency: Currency(code: "GBP")!,
+                merchant: "M", site: "S", merchantTransactionId: "pr-1",
+                merchantTransactionDate: "2025-01-27T08:51:02.826Z")
             let expectedAnswer = try JSONValue.parse(#"{"systemTransactionId":"sys-2","state":"Captured"}"#)
             #expect(outcome == .found(PXPModificationResult(systemTransactionId: "sys-2", state: "Captured", answer: expectedAnswer)))
             let sent = try JSONValue.parse(received.withLock { $0 })
@@ -123,10 +131,13 @@ import Testing
         try await withServer({ r in
             if r.path == "/v1/oauth2/token" {
                 guard r.method == "POST", r.headers["Authorization"] == "Basic " + Data("cid:sec".utf8).base64EncodedString(),
-                      String(decoding: r.body, as: UTF8.self) == "grant_type=client_credentials" else {
+                    String(decoding: r.body, as: UTF8.self) == "grant_type=client_credentials"
+                else {
                     return .json(status: 401, bytes: Array(#"{"error":"invalid_client"}"#.utf8))
                 }
-                let n = tokens.withLock { $0 += 1; return $0 }
+                let n = tokens.withLock {
+                    $0 += 1; return $0
+                }
                 return .json(bytes: Array(#"{"access_token":"tok-\#(n)","token_type":"Bearer","expires_in":32400}"#.utf8))
             }
             seen.withLock { $0.append((r.path, r.headers["Authorization"], r.headers["PayPal-Request-Id"])) }
@@ -138,17 +149,22 @@ import Testing
             }
             return .json(bytes: Array(PayPalClientTests.orderAnswer.utf8))
         }) { base in
-            let c = PayPalClient(configuration: PayPalConfiguration(baseURL: base, clientID: "cid", secret: "sec"), transport: transport, retry: .none)
+            let c = PayPalClient(
+                configuration: PayPalConfiguration(baseURL: base, clientID: "cid", secret: "sec"), transport: transport, retry: .none)
             #expect(await c.order("O1").value?["status"]?.stringValue == "APPROVED")
             #expect(await c.order("O2").value != nil)
             #expect(tokens.withLock { $0 } == 1)
             #expect(await c.order("EXPIRE").value != nil)
             #expect(tokens.withLock { $0 } == 2)
-            let refund = await c.refundCapture("C1", amount: Money(minorUnits: 500, currency: Currency(code: "USD")!), requestID: "paypal:ORD-9:refund:500")
+            let refund = await c.refundCapture(
+                "C1", amount: Money(minorUnits: 500, currency: Currency(code: "USD")!), requestID: "paypal:ORD-9:refund:500")
             #expect(refund.value?["id"]?.stringValue == "R1")
             let log = seen.withLock { $0 }
-            #expect(log.map(\.0) == ["/v2/checkout/orders/O1", "/v2/checkout/orders/O2", "/v2/checkout/orders/EXPIRE",
-                                     "/v2/checkout/orders/EXPIRE", "/v2/payments/captures/C1/refund"])
+            #expect(
+                log.map(\.0) == [
+                    "/v2/checkout/orders/O1", "/v2/checkout/orders/O2", "/v2/checkout/orders/EXPIRE",
+                    "/v2/checkout/orders/EXPIRE", "/v2/payments/captures/C1/refund"
+                ])
             #expect(log.map { $0.1 ?? "" } == ["Bearer tok-1", "Bearer tok-1", "Bearer tok-1", "Bearer tok-2", "Bearer tok-2"])
             #expect(log.last?.2 == "paypal:ORD-9:refund:500")
         }

@@ -30,7 +30,8 @@ import Testing
             try ConfiguredProviders.webhooks(environment: Environment(["PXP_WEBHOOK_KEY": "k", "PXP_WEBHOOK_HMAC": "md5"]))
         }
         do {
-            _ = try ConfiguredProviders.webhooks(environment: Environment(["PAYPAL_WEBHOOK_ID": "W", "PAYPAL_TRUST_ROOTS": "/nonexistent/roots.pem"]))
+            _ = try ConfiguredProviders.webhooks(
+                environment: Environment(["PAYPAL_WEBHOOK_ID": "W", "PAYPAL_TRUST_ROOTS": "/nonexistent/roots.pem"]))
             Issue.record("an unreadable PAYPAL_TRUST_ROOTS was accepted")
         } catch {
             #expect(String(describing: error).contains("PAYPAL_TRUST_ROOTS=/nonexistent/roots.pem cannot be read"))
@@ -43,7 +44,7 @@ import Testing
         nil,
         "https://api.paypal.com/v1/notifications/certs/",
         "https://api.sandbox.paypal.com/v1/notifications/certs/",
-        "http://127.0.0.1:8081/v1/notifications/certs/,https://api.sandbox.paypal.com/v1/notifications/certs/",
+        "http://127.0.0.1:8081/v1/notifications/certs/,https://api.sandbox.paypal.com/v1/notifications/certs/"
     ])
     func theSimulatorsWebhookIDIsRefusedWithPayPalsOwnPrefixes(prefixes: String?) {
         var env = ["PAYPAL_WEBHOOK_ID": " WEBHOOK_ID "]
@@ -61,16 +62,19 @@ import Testing
     /// With only prefixes that are not PayPal's (paysim on loopback, as scripts/demo sets), the simulator's id is
     /// what paysim signs with, and stays accepted.
     @Test func theSimulatorsWebhookIDIsAcceptedWithOnlyLocalPrefixes() throws {
-        let hooks = try ConfiguredProviders.webhooks(environment: Environment([
-            "PAYPAL_WEBHOOK_ID": "WEBHOOK_ID", "PAYPAL_CERT_URL_PREFIXES": "http://127.0.0.1:8081/v1/notifications/certs/"]))
+        let hooks = try ConfiguredProviders.webhooks(
+            environment: Environment([
+                "PAYPAL_WEBHOOK_ID": "WEBHOOK_ID", "PAYPAL_CERT_URL_PREFIXES": "http://127.0.0.1:8081/v1/notifications/certs/"
+            ]))
         #expect(hooks[.paypal] != nil)
         // A real webhook id with PayPal's prefixes is, of course, fine.
         #expect(try ConfiguredProviders.webhooks(environment: Environment(["PAYPAL_WEBHOOK_ID": "40L71081MK3756722"]))[.paypal] != nil)
     }
 
     @Test func everyAPIIsBuiltAndOnlyThoseWithCredentialsAreConfigured() async throws {
-        let providers = try ConfiguredProviders(environment: Environment(["PAYPAL_CLIENT_ID": "id", "PAYPAL_CLIENT_SECRET": "s"]),
-                                                transport: FailingTransport())
+        let providers = try ConfiguredProviders(
+            environment: Environment(["PAYPAL_CLIENT_ID": "id", "PAYPAL_CLIENT_SECRET": "s"]),
+            transport: FailingTransport())
         #expect(Set(providers.apis.keys) == Set(Provider.allCases))
         #expect(providers.apis[.paypal]?.isConfigured == true)
         #expect(providers.apis[.pxp]?.isConfigured == false)
@@ -82,11 +86,13 @@ import Testing
 
     @Test func pxpEventsAreReadWithoutCredentials() async throws {
         let api = try PXPProvider.definition.api(Environment([:]), FailingTransport())
-        let body = #"[{"eventData":{"merchantTransactionId":"TX-1","systemTransactionId":"SYS-1"},"eventOwner":{"merchant":"M1","site":"S1"}},{"eventCategory":"Authentication"}]"#
+        let body =
+            #"[{"eventData":{"merchantTransactionId":"TX-1","systemTransactionId":"SYS-1"},"eventOwner":{"merchant":"M1","site":"S1"}},{"eventCategory":"Authentication"}]"#
         let outcome = await api.references(in: StoredEvent(id: 1, headers: Headers([]), body: Array(body.utf8)))
         #expect(outcome == .found(.references([EventReference(transactionRef: "TX-1", alias: "SYS-1", merchant: "M1", site: "S1")])))
         // Events naming no transaction end ignored, saying what they were.
-        let auth = await api.references(in: StoredEvent(id: 3, headers: Headers([]), body: Array(#"{"eventCode":"3DS","eventCategory":"Authentication"}"#.utf8)))
+        let auth = await api.references(
+            in: StoredEvent(id: 3, headers: Headers([]), body: Array(#"{"eventCode":"3DS","eventCategory":"Authentication"}"#.utf8)))
         #expect(auth == .found(.ignored("3DS (category Authentication) names no transaction")))
         let broken = await api.references(in: StoredEvent(id: 2, headers: Headers([]), body: Array("{".utf8)))
         guard case .permanent(.notSent(let reason)) = broken else { Issue.record("expected permanent, got \(broken)"); return }

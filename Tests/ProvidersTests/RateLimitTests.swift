@@ -25,7 +25,7 @@ import Testing
         #expect(limiter.reserve(now: 0) == 0)
         limiter.throttled(now: 0)
         // Inside the slow-down, slots are 0.2 s apart instead of 0.1.
-        #expect(abs(limiter.reserve(now: 0) - 0.1) < 1e-9)    // the slot booked before the 429 still stands
+        #expect(abs(limiter.reserve(now: 0) - 0.1) < 1e-9)  // the slot booked before the 429 still stands
         #expect(abs(limiter.reserve(now: 0) - 0.3) < 1e-9)
         // After it, back to the limit.
         #expect(limiter.reserve(now: 100) == 0)
@@ -46,14 +46,16 @@ import Testing
 
     /// SIGHUP builds every provider API and its transport again: the provider's limiter is the same one, so a slot
     /// booked on the old transport (a request still going out) is one the new transport waits behind, a changed rate
-    /// applies from the next request, and a slow-down after a 429 stands. (Each rebuild used to start a fresh limiter:
-    /// two budgets at once, the 429's slow-down forgotten.)
+    /// applies from the next request, and a slow-down after a 429 stands: a fresh limiter per rebuild would make two
+    /// budgets at once and forget the 429's slow-down.
     @Test func aReloadKeepsEachProvidersLimiter() async throws {
         let limiters = RateLimiters()
-        let before = try ConfiguredProviders(environment: Environment(["PXP_MAX_RPS": "1000"]), transport: ScriptedTransport([]), limiters: limiters)
+        let before = try ConfiguredProviders(
+            environment: Environment(["PXP_MAX_RPS": "1000"]), transport: ScriptedTransport([]), limiters: limiters)
         let kept = try #require(limiters.existing(for: .pxp))
         #expect(limiters.existing(for: .paypal) == nil, "no PAYPAL_MAX_RPS: no limiter")
-        let after = try ConfiguredProviders(environment: Environment(["PXP_MAX_RPS": "500"]), transport: ScriptedTransport([]), limiters: limiters)
+        let after = try ConfiguredProviders(
+            environment: Environment(["PXP_MAX_RPS": "500"]), transport: ScriptedTransport([]), limiters: limiters)
         #expect(limiters.existing(for: .pxp) === kept)
         #expect(kept.current.interval == 1.0 / 500)
         _ = (before, after)
@@ -62,9 +64,9 @@ import Testing
         let clock = Mutex<Double>(0)
         let base = ScriptedTransport([.success(ProviderResponse(status: 429)), .success(ProviderResponse(status: 200))])
         let old = RateLimitedTransport(base: base, limiter: limiters.limiter(for: .pxp, perSecond: 1000), clock: { clock.withLock { $0 } })
-        _ = try await old.send(ProviderRequest(method: "GET", url: "https://p/a"))       // the slot at 0, answered 429
+        _ = try await old.send(ProviderRequest(method: "GET", url: "https://p/a"))  // the slot at 0, answered 429
         let new = RateLimitedTransport(base: base, limiter: limiters.limiter(for: .pxp, perSecond: 1000), clock: { clock.withLock { $0 } })
-        _ = try await new.send(ProviderRequest(method: "GET", url: "https://p/b"))       // waits for the slot at 1 ms
+        _ = try await new.send(ProviderRequest(method: "GET", url: "https://p/b"))  // waits for the slot at 1 ms
         let shared = kept.current
         #expect(shared.slowUntil == 30, "the 429 on the old transport slows the new one")
         // Slots at 0 and 1 ms on one schedule, the next 2 ms after (slowed); two limiters would each stand at 1 ms.

@@ -77,14 +77,16 @@ import Reconciliation
         let error = #expect(throws: WebhookCheck.UsageError.self) {
             try WebhookCheck.run(options, certificateSource: CountingCertificateSource(pem: nil))
         }
-        #expect(error?.description.contains("cannot verify") == true && error?.description.contains("--cert FILE") == true,
-                "\(String(describing: error))")
+        #expect(
+            error?.description.contains("cannot verify") == true && error?.description.contains("--cert FILE") == true,
+            "\(String(describing: error))")
     }
 
     @Test func validlySignedButMalformedBodyIsInvalid() throws {
         let key = "k"
         let body = Array("[]".utf8)
-        let headers = #"{"X-Request-Id":"r","X-Signature-Timestamp":"1700000000","X-Signature":"\#(PXPWebhookVerifier.signature(key: key, requestID: "r", timestamp: "1700000000", body: body))"}"#
+        let headers =
+            #"{"X-Request-Id":"r","X-Signature-Timestamp":"1700000000","X-Signature":"\#(PXPWebhookVerifier.signature(key: key, requestID: "r", timestamp: "1700000000", body: body))"}"#
         let options = WebhookCheck.Options(provider: .pxp, body: body, headersJSON: Array(headers.utf8), key: key, at: .transmission)
         let outcome = try WebhookCheck.run(options)
         #expect(outcome.line.hasPrefix("invalid: malformed_body: "))
@@ -96,8 +98,9 @@ import Reconciliation
         let now = Date(timeIntervalSince1970: 1_700_000_100)
         let sig = PXPWebhookVerifier.signature(key: "key", algorithm: algorithm, requestID: "r", timestamp: "1700000000", body: body)
         let headers = Array(#"{"x-request-id":"r","x-signature-timestamp":"1700000000","x-signature":"\#(sig)"}"#.utf8)
-        var options = WebhookCheck.Options(provider: .pxp, body: body, headersJSON: headers, key: "key", at: .time(now),
-                                           hmacAlgorithm: algorithm)
+        var options = WebhookCheck.Options(
+            provider: .pxp, body: body, headersJSON: headers, key: "key", at: .time(now),
+            hmacAlgorithm: algorithm)
         #expect(try WebhookCheck.run(options) == .valid)
         #expect(try WebhookCheck.run(options, now: now) == .valid)
         options.key = "other"
@@ -112,9 +115,10 @@ import Reconciliation
     @Test func paypercutValid() throws {
         let body = Array(#"{"id":"E1","type":"payment_intent.authorized","data":{"object":{"id":"PI1"}}}"#.utf8)
         let value = PaypercutWebhookVerifier.signatureHeaderValue(secret: "s", timestamp: 1_700_000_000, body: body)
-        let options = WebhookCheck.Options(provider: .paypercut, body: body,
-                                           headersJSON: Array(#"{"Paypercut-Signature":"\#(value)"}"#.utf8), key: "s",
-                                           at: .time(Date(timeIntervalSince1970: 1_700_000_000)))
+        let options = WebhookCheck.Options(
+            provider: .paypercut, body: body,
+            headersJSON: Array(#"{"Paypercut-Signature":"\#(value)"}"#.utf8), key: "s",
+            at: .time(Date(timeIntervalSince1970: 1_700_000_000)))
         #expect(try WebhookCheck.run(options) == .valid)
     }
 
@@ -131,8 +135,10 @@ import Reconciliation
             try WebhookCheck.run(.init(provider: .paypal, body: body, headersJSON: headers, certPEM: [1]))
         }
         #expect(throws: WebhookCheck.UsageError.self) {
-            try WebhookCheck.run(.init(provider: .paypal, body: body, headersJSON: headers, webhookID: "W", certPEM: [1],
-                                       rootsPEM: Array("not pem".utf8)))
+            try WebhookCheck.run(
+                .init(
+                    provider: .paypal, body: body, headersJSON: headers, webhookID: "W", certPEM: [1],
+                    rootsPEM: Array("not pem".utf8)))
         }
         for bad in ["[]", "not json", #"{"a":1}"#, #"{"a":null}"#] {
             #expect(throws: WebhookCheck.UsageError.self) {

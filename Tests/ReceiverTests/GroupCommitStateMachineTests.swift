@@ -20,18 +20,30 @@ import Testing
 
     static let rows: [Row] = [
         Row(name: "a lone delivery is flushed at once", steps: [(.enqueue(1), "flush[1]"), (.flushCompleted, "none")], idleAtEnd: true),
-        Row(name: "deliveries that wait while a commit is in flight go together, at most maxBatch", steps: [
-            (.enqueue(1), "flush[1]"), (.enqueue(2), "none"), (.enqueue(3), "none"), (.enqueue(4), "none"), (.enqueue(5), "none"),
-            (.flushCompleted, "flush[2, 3, 4]"), (.flushCompleted, "flush[5]"), (.flushCompleted, "none")], idleAtEnd: true),
-        Row(name: "a full queue refuses (the receiver answers 503)", maxQueued: 3, steps: [
-            (.enqueue(1), "flush[1]"), (.enqueue(2), "none"), (.enqueue(3), "none"), (.enqueue(4), "none"), (.enqueue(5), "rejected"),
-            (.flushCompleted, "flush[2, 3, 4]")], idleAtEnd: false),
-        Row(name: "two commits in flight at once", maxInFlight: 2, steps: [
-            (.enqueue(1), "flush[1]"), (.enqueue(2), "flush[2]"), (.enqueue(3), "none"), (.flushCompleted, "flush[3]"),
-            (.flushCompleted, "none"), (.flushCompleted, "none")], idleAtEnd: true),
-        Row(name: "closed: refuses new deliveries, flushes what waits", steps: [
-            (.enqueue(1), "flush[1]"), (.enqueue(2), "none"), (.close, "closed"), (.enqueue(3), "rejected"),
-            (.flushCompleted, "flush[2]"), (.flushCompleted, "none")], idleAtEnd: true),
+        Row(
+            name: "deliveries that wait while a commit is in flight go together, at most maxBatch",
+            steps: [
+                (.enqueue(1), "flush[1]"), (.enqueue(2), "none"), (.enqueue(3), "none"), (.enqueue(4), "none"), (.enqueue(5), "none"),
+                (.flushCompleted, "flush[2, 3, 4]"), (.flushCompleted, "flush[5]"), (.flushCompleted, "none")
+            ], idleAtEnd: true),
+        Row(
+            name: "a full queue refuses (the receiver answers 503)", maxQueued: 3,
+            steps: [
+                (.enqueue(1), "flush[1]"), (.enqueue(2), "none"), (.enqueue(3), "none"), (.enqueue(4), "none"), (.enqueue(5), "rejected"),
+                (.flushCompleted, "flush[2, 3, 4]")
+            ], idleAtEnd: false),
+        Row(
+            name: "two commits in flight at once", maxInFlight: 2,
+            steps: [
+                (.enqueue(1), "flush[1]"), (.enqueue(2), "flush[2]"), (.enqueue(3), "none"), (.flushCompleted, "flush[3]"),
+                (.flushCompleted, "none"), (.flushCompleted, "none")
+            ], idleAtEnd: true),
+        Row(
+            name: "closed: refuses new deliveries, flushes what waits",
+            steps: [
+                (.enqueue(1), "flush[1]"), (.enqueue(2), "none"), (.close, "closed"), (.enqueue(3), "rejected"),
+                (.flushCompleted, "flush[2]"), (.flushCompleted, "none")
+            ], idleAtEnd: true)
     ]
 
     static func describe(_ action: GroupCommitStateMachine<Int>.Action) -> String {

@@ -13,13 +13,17 @@ import Testing
 @Suite struct InProcessReceiverTests {
     static let key = "in-process-key"
 
-    static func with(_ configuration: Receiver.Configuration = .init(host: "127.0.0.1", port: 0, threads: 2),
-                     _ body: (String, InMemoryReceiverStorage) async throws -> Void) async throws {
+    static func with(
+        _ configuration: Receiver.Configuration = .init(host: "127.0.0.1", port: 0, threads: 2),
+        _ body: (String, InMemoryReceiverStorage) async throws -> Void
+    ) async throws {
         try await withReceiver(configuration) { base, storage, _ in try await body(base, storage) }
     }
 
-    static func withReceiver(_ configuration: Receiver.Configuration = .init(host: "127.0.0.1", port: 0, threads: 2),
-                             _ body: (String, InMemoryReceiverStorage, Receiver) async throws -> Void) async throws {
+    static func withReceiver(
+        _ configuration: Receiver.Configuration = .init(host: "127.0.0.1", port: 0, threads: 2),
+        _ body: (String, InMemoryReceiverStorage, Receiver) async throws -> Void
+    ) async throws {
         let storage = InMemoryReceiverStorage()
         let webhook = PXPProvider.Webhook(verifier: try PXPWebhookVerifier(key: key))
         let receiver = Receiver(configuration: configuration, webhooks: [.pxp: webhook], storage: storage, logger: Logger())
@@ -30,9 +34,12 @@ import Testing
 
     static func pxp(_ base: String, _ body: String, requestID: String, key: String = key) async throws -> HTTPClientResponse {
         let ts = String(Int(Date().timeIntervalSince1970))
-        let headers = [("X-Request-Id", requestID), ("X-Signature-Timestamp", ts),
-                       ("X-Signature", PXPWebhookVerifier.signature(key: key, requestID: requestID, timestamp: ts, body: Array(body.utf8)))]
-        return try await HTTPClient().send(HTTPClientRequest(method: "POST", url: base + "/webhooks/pxp", headers: headers, body: Array(body.utf8)))
+        let headers = [
+            ("X-Request-Id", requestID), ("X-Signature-Timestamp", ts),
+            ("X-Signature", PXPWebhookVerifier.signature(key: key, requestID: requestID, timestamp: ts, body: Array(body.utf8)))
+        ]
+        return try await HTTPClient().send(
+            HTTPClientRequest(method: "POST", url: base + "/webhooks/pxp", headers: headers, body: Array(body.utf8)))
     }
 
     @Test func acceptedThenDuplicateThenForgedAndUnconfigured() async throws {
@@ -50,7 +57,8 @@ import Testing
             let recorded = await eventually(5) { storage.rejections.count == 1 }
             #expect(recorded && storage.rejections.first?.reason == "invalid_signature")
 
-            let paypal = try await HTTPClient().send(HTTPClientRequest(method: "POST", url: base + "/webhooks/paypal", body: Array("{}".utf8)))
+            let paypal = try await HTTPClient().send(
+                HTTPClientRequest(method: "POST", url: base + "/webhooks/paypal", body: Array("{}".utf8)))
             #expect(paypal.status == 503 && paypal.text.contains("set PAYPAL_WEBHOOK_ID"))
         }
     }
@@ -74,7 +82,8 @@ import Testing
         }
         let storage = InMemoryReceiverStorage()
         let endpoint = Recording(PXPProvider.Webhook(verifier: try PXPWebhookVerifier(key: Self.key)))
-        let receiver = Receiver(configuration: .init(host: "127.0.0.1", port: 0, threads: 2), webhooks: [.pxp: endpoint], storage: storage, logger: Logger())
+        let receiver = Receiver(
+            configuration: .init(host: "127.0.0.1", port: 0, threads: 2), webhooks: [.pxp: endpoint], storage: storage, logger: Logger())
         let base = "http://127.0.0.1:\(try receiver.start())"
         let body = #"{"eventData":{"merchantTransactionId":"TX-T"}}"#
         let first = try await Self.pxp(base, body, requestID: "t-1")
@@ -93,12 +102,18 @@ import Testing
         try await Self.with { base, storage in
             let body = #"{"eventData":{"merchantTransactionId":"TX-H"}}"#
             let ts = String(Int(Date().timeIntervalSince1970))
-            let extra = [("X-Api-Key", "proxy-secret-1"), ("X-Auth-Token", "proxy-secret-2"), ("User-Agent", "PXP-Webhooks/1.0"),
-                         ("X-Forwarded-For", "198.51.100.7"), ("Content-Type", "application/json")]
+            let extra = [
+                ("X-Api-Key", "proxy-secret-1"), ("X-Auth-Token", "proxy-secret-2"), ("User-Agent", "PXP-Webhooks/1.0"),
+                ("X-Forwarded-For", "198.51.100.7"), ("Content-Type", "application/json")
+            ]
             for (requestID, key) in [("r-h", Self.key), ("r-h-forged", "wrong")] {
-                let headers = [("X-Request-Id", requestID), ("X-Signature-Timestamp", ts),
-                               ("X-Signature", PXPWebhookVerifier.signature(key: key, requestID: requestID, timestamp: ts, body: Array(body.utf8)))] + extra
-                _ = try await HTTPClient().send(HTTPClientRequest(method: "POST", url: base + "/webhooks/pxp", headers: headers, body: Array(body.utf8)))
+                let headers =
+                    [
+                        ("X-Request-Id", requestID), ("X-Signature-Timestamp", ts),
+                        ("X-Signature", PXPWebhookVerifier.signature(key: key, requestID: requestID, timestamp: ts, body: Array(body.utf8)))
+                    ] + extra
+                _ = try await HTTPClient().send(
+                    HTTPClientRequest(method: "POST", url: base + "/webhooks/pxp", headers: headers, body: Array(body.utf8)))
             }
             #expect(await eventually(5) { storage.rejections.count == 1 })
             let stored = try #require(storage.deliveries.first?.delivery.headers)
@@ -108,7 +123,9 @@ import Testing
                 #expect(value("x-api-key") == "[redacted]" && value("x-auth-token") == "[redacted]", "\(headers)")
                 #expect(!headers.contains { $0.1.contains("proxy-secret") })
                 #expect(value("user-agent") == "PXP-Webhooks/1.0" && value("x-forwarded-for") == "198.51.100.7")
-                #expect(value("content-type") == "application/json" && value("content-length") != nil && value("content-length") != "[redacted]")
+                #expect(
+                    value("content-type") == "application/json" && value("content-length") != nil && value("content-length") != "[redacted]"
+                )
                 #expect(value("x-request-id")?.hasPrefix("r-h") == true && value("x-signature-timestamp") == ts)
                 #expect(value("x-signature").map { $0 != "[redacted]" } == true)
                 #expect(value("host") == "[redacted]")
@@ -122,15 +139,21 @@ import Testing
         var configuration = Receiver.Configuration(host: "127.0.0.1", port: 0, threads: 2)
         configuration.trustedProxies = [try AddressRange("127.0.0.0/8")]
         try await Self.with(configuration) { base, storage in
-            let headers = [("X-Request-Id", "r-p"), ("X-Signature-Timestamp", "1"), ("X-Signature", "AAAA"),
-                           ("X-Forwarded-For", "10.9.9.9, 203.0.113.5")]
-            _ = try await HTTPClient().send(HTTPClientRequest(method: "POST", url: base + "/webhooks/pxp", headers: headers, body: Array("{}".utf8)))
+            let headers = [
+                ("X-Request-Id", "r-p"), ("X-Signature-Timestamp", "1"), ("X-Signature", "AAAA"),
+                ("X-Forwarded-For", "10.9.9.9, 203.0.113.5")
+            ]
+            _ = try await HTTPClient().send(
+                HTTPClientRequest(method: "POST", url: base + "/webhooks/pxp", headers: headers, body: Array("{}".utf8)))
             #expect(await eventually(5) { storage.rejections.count == 1 })
             #expect(storage.rejections.first?.remoteAddress == "203.0.113.5")
         }
         try await Self.with { base, storage in
-            let headers = [("X-Request-Id", "r-q"), ("X-Signature-Timestamp", "1"), ("X-Signature", "AAAA"), ("X-Forwarded-For", "203.0.113.5")]
-            _ = try await HTTPClient().send(HTTPClientRequest(method: "POST", url: base + "/webhooks/pxp", headers: headers, body: Array("{}".utf8)))
+            let headers = [
+                ("X-Request-Id", "r-q"), ("X-Signature-Timestamp", "1"), ("X-Signature", "AAAA"), ("X-Forwarded-For", "203.0.113.5")
+            ]
+            _ = try await HTTPClient().send(
+                HTTPClientRequest(method: "POST", url: base + "/webhooks/pxp", headers: headers, body: Array("{}".utf8)))
             #expect(await eventually(5) { storage.rejections.count == 1 })
             #expect(storage.rejections.first?.remoteAddress == "127.0.0.1")
         }
@@ -149,7 +172,9 @@ import Testing
                 let answer = try await HTTPClient().send(HTTPClientRequest(method: "GET", url: operations + path))
                 #expect(answer.status == 200, "\(path)")
             }
-            #expect(try await HTTPClient().send(HTTPClientRequest(method: "POST", url: operations + "/webhooks/pxp", body: Array("{}".utf8))).status == 404)
+            #expect(
+                try await HTTPClient().send(HTTPClientRequest(method: "POST", url: operations + "/webhooks/pxp", body: Array("{}".utf8)))
+                    .status == 404)
             #expect(try await Self.pxp(base, #"{"eventData":{"merchantTransactionId":"TX-M"}}"#, requestID: "r-m").status == 200)
         }
     }
@@ -159,7 +184,7 @@ import Testing
     /// delivery is still accepted (the first 64 KiB of each body draw on a reserve large ones cannot take).
     @Test func bodiesHeldAtOnceAreBoundedAndASmallDeliveryStillFits() async throws {
         var configuration = Receiver.Configuration(host: "127.0.0.1", port: 0, maxBodyBytes: 1 << 20, threads: 2)
-        configuration.maxBodyBuffer = 2 << 20   // 2 MiB: 1.5 MiB for large bodies, 512 KiB reserve
+        configuration.maxBodyBuffer = 2 << 20  // 2 MiB: 1.5 MiB for large bodies, 512 KiB reserve
         try await Self.withReceiver(configuration) { base, _, receiver in
             let port = UInt16(base.split(separator: ":").last!)!
             // Two senders each hold 700 KiB of a body one byte longer, never sending its last byte: 1.4 MiB held.
@@ -178,12 +203,14 @@ import Testing
             third.send("POST /webhooks/pxp HTTP/1.1\r\nHost: x\r\nContent-Length: 1048576\r\n\r\n")
             third.send([UInt8](repeating: 0x62, count: 1_048_576))
             let answer = String(decoding: third.receive(timeout: 5) ?? [], as: UTF8.self)
-            #expect(answer.hasPrefix("HTTP/1.1 503") && answer.contains("Retry-After: 5") && answer.contains("body_buffer_full"), "\(answer.prefix(300))")
+            #expect(
+                answer.hasPrefix("HTTP/1.1 503") && answer.contains("Retry-After: 5") && answer.contains("body_buffer_full"),
+                "\(answer.prefix(300))")
             #expect(receiver.bodyBufferBytes <= held, "the refused body holds nothing")
             // A small genuine delivery still fits.
             let small = try await Self.pxp(base, #"{"eventData":{"merchantTransactionId":"TX-SMALL"}}"#, requestID: "r-small")
             #expect(small.status == 200)
-            holders.removeAll()   // closed (deinit)
+            holders.removeAll()  // closed (deinit)
             _ = third
             #expect(await eventually(5) { receiver.bodyBufferBytes < 200 * 1024 })
         }
@@ -200,7 +227,8 @@ import Testing
                 try await Task.sleep(for: .milliseconds(100))
                 answer = try await HTTPClient().send(HTTPClientRequest(method: "GET", url: base + "/readyz"))
             }
-            #expect(answer.status == 503 && answer.text.contains("migrations_pending") && answer.text.contains("0099_future")
+            #expect(
+                answer.status == 503 && answer.text.contains("migrations_pending") && answer.text.contains("0099_future")
                     && answer.text.contains("payrecon migrate"), "\(answer.text)")
             let metrics = try await HTTPClient().send(HTTPClientRequest(method: "GET", url: base + "/metrics")).text
             #expect(metrics.contains("payrecon_migrations_pending 1"))
@@ -236,11 +264,17 @@ import Testing
         try await Self.with { base, storage in
             let body = #"{"eventData":{"merchantTransactionId":"TX-R"}}"#
             let ts = String(Int(Date().timeIntervalSince1970))
-            let secretish = [("Authorization", "Bearer sk_live_123"), ("Proxy-Authorization", "Basic dXNlcjpwYXNz"), ("Cookie", "session=abc")]
+            let secretish = [
+                ("Authorization", "Bearer sk_live_123"), ("Proxy-Authorization", "Basic dXNlcjpwYXNz"), ("Cookie", "session=abc")
+            ]
             for (requestID, key) in [("r-red", Self.key), ("r-red-forged", "wrong")] {
-                let headers = [("X-Request-Id", requestID), ("X-Signature-Timestamp", ts),
-                               ("X-Signature", PXPWebhookVerifier.signature(key: key, requestID: requestID, timestamp: ts, body: Array(body.utf8)))] + secretish
-                _ = try await HTTPClient().send(HTTPClientRequest(method: "POST", url: base + "/webhooks/pxp", headers: headers, body: Array(body.utf8)))
+                let headers =
+                    [
+                        ("X-Request-Id", requestID), ("X-Signature-Timestamp", ts),
+                        ("X-Signature", PXPWebhookVerifier.signature(key: key, requestID: requestID, timestamp: ts, body: Array(body.utf8)))
+                    ] + secretish
+                _ = try await HTTPClient().send(
+                    HTTPClientRequest(method: "POST", url: base + "/webhooks/pxp", headers: headers, body: Array(body.utf8)))
             }
             #expect(await eventually(5) { storage.rejections.count == 1 })
             let stored = try #require(storage.deliveries.first?.delivery.headers)
@@ -250,7 +284,7 @@ import Testing
                     #expect(headers.first { $0.0.lowercased() == name }?.1 == "[redacted]", "\(name): \(headers)")
                 }
                 #expect(!headers.contains { $0.1.contains("sk_live") || $0.1.contains("session=") })
-                #expect(headers.contains { $0.0.lowercased() == "x-request-id" })   // everything else is kept
+                #expect(headers.contains { $0.0.lowercased() == "x-request-id" })  // everything else is kept
             }
         }
     }
@@ -264,19 +298,26 @@ import Testing
         }
         let storage = InMemoryReceiverStorage()
         let paypal = try PayPalWebhookVerifier(webhookID: "WH-ID", certificateSource: CachingCertificateSource(upstream: SlowSource()))
-        let webhooks: [Provider: any ProviderWebhook] = [.pxp: PXPProvider.Webhook(verifier: try PXPWebhookVerifier(key: Self.key)),
-                                                        .paypal: PayPalProvider.Webhook(verifier: paypal)]
-        let receiver = Receiver(configuration: .init(host: "127.0.0.1", port: 0, threads: 1), webhooks: webhooks, storage: storage, logger: Logger())
+        let webhooks: [Provider: any ProviderWebhook] = [
+            .pxp: PXPProvider.Webhook(verifier: try PXPWebhookVerifier(key: Self.key)),
+            .paypal: PayPalProvider.Webhook(verifier: paypal)
+        ]
+        let receiver = Receiver(
+            configuration: .init(host: "127.0.0.1", port: 0, threads: 1), webhooks: webhooks, storage: storage, logger: Logger())
         let port = try receiver.start()
         defer { receiver.shutdown() }
         let base = "http://127.0.0.1:\(port)"
         let unsigned = Task {
-            try await HTTPClient().send(HTTPClientRequest(method: "POST", url: base + "/webhooks/paypal", headers: [
-                ("PAYPAL-TRANSMISSION-ID", UUID().uuidString), ("PAYPAL-TRANSMISSION-TIME", ISO8601.format(Date())),
-                ("PAYPAL-TRANSMISSION-SIG", "AAAA"), ("PAYPAL-CERT-URL", "https://api.paypal.com/v1/notifications/certs/CERT-slow")],
-                body: Array(#"{"id":"WH-X"}"#.utf8)))
+            try await HTTPClient().send(
+                HTTPClientRequest(
+                    method: "POST", url: base + "/webhooks/paypal",
+                    headers: [
+                        ("PAYPAL-TRANSMISSION-ID", UUID().uuidString), ("PAYPAL-TRANSMISSION-TIME", ISO8601.format(Date())),
+                        ("PAYPAL-TRANSMISSION-SIG", "AAAA"), ("PAYPAL-CERT-URL", "https://api.paypal.com/v1/notifications/certs/CERT-slow")
+                    ],
+                    body: Array(#"{"id":"WH-X"}"#.utf8)))
         }
-        try await Task.sleep(for: .milliseconds(200))   // the PayPal request is waiting on its certificate now
+        try await Task.sleep(for: .milliseconds(200))  // the PayPal request is waiting on its certificate now
         let started = Date()
         let genuine = try await Self.pxp(base, #"{"eventData":{"merchantTransactionId":"TX-S"}}"#, requestID: "r-slow")
         #expect(genuine.status == 200)
@@ -290,8 +331,9 @@ import Testing
     @Test func aSlowCommitIs503AtTheDeadlineAndItsRedeliveryADuplicate() async throws {
         let storage = InMemoryReceiverStorage()
         let webhook = PXPProvider.Webhook(verifier: try PXPWebhookVerifier(key: Self.key))
-        let receiver = Receiver(configuration: .init(host: "127.0.0.1", port: 0, threads: 2, commitTimeoutSeconds: 0.5),
-                                webhooks: [.pxp: webhook], storage: storage, logger: Logger())
+        let receiver = Receiver(
+            configuration: .init(host: "127.0.0.1", port: 0, threads: 2, commitTimeoutSeconds: 0.5),
+            webhooks: [.pxp: webhook], storage: storage, logger: Logger())
         let port = try receiver.start()
         defer { receiver.shutdown() }
         let base = "http://127.0.0.1:\(port)"
@@ -301,7 +343,7 @@ import Testing
         #expect(slow.status == 503 && slow.text.contains("storage_unavailable"))
         #expect(storage.deliveries.isEmpty, "answered only after the commit")
         storage.releaseCommits()
-        #expect(await eventually(5) { storage.deliveries.count == 1 })   // it committed after all
+        #expect(await eventually(5) { storage.deliveries.count == 1 })  // it committed after all
         let again = try await Self.pxp(base, #"{"eventData":{"merchantTransactionId":"TX-D"}}"#, requestID: "r-deadline")
         #expect(again.status == 200 && again.text.contains("duplicate"))
     }
@@ -321,7 +363,10 @@ import Testing
             }
             #expect(notReady)
             storage.setAvailable(true)
-            #expect(try await eventually(10) { try await HTTPClient().send(HTTPClientRequest(method: "GET", url: base + "/readyz")).status == 200 })
+            #expect(
+                try await eventually(10) {
+                    try await HTTPClient().send(HTTPClientRequest(method: "GET", url: base + "/readyz")).status == 200
+                })
             #expect(try await Self.pxp(base, #"{"a":1}"#, requestID: "r-3").status == 200)
         }
     }

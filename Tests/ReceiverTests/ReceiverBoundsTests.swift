@@ -8,12 +8,12 @@ import Testing
 /// which rejections get a log line, and what a rejection sample keeps.
 @Suite struct ReceiverBoundsTests {
     @Test func theBodyBudgetKeepsAReserveLargeBodiesCannotTake() {
-        var budget = BodyBudget(limit: 1 << 20, connections: 1000)   // reserve: a quarter, 256 KiB
+        var budget = BodyBudget(limit: 1 << 20, connections: 1000)  // reserve: a quarter, 256 KiB
         #expect(budget.reserve == 256 * 1024)
         var large = BodyBudget.Share(), other = BodyBudget.Share()
         #expect(budget.take(700 * 1024, for: &large))
         // Past the first 64 KiB, large bodies may hold 768 KiB in all.
-        #expect(!budget.take(200 * 1024, for: &other))   // 136 KiB past its first 64: 772 KiB > 768
+        #expect(!budget.take(200 * 1024, for: &other))  // 136 KiB past its first 64: 772 KiB > 768
         #expect(other == BodyBudget.Share() && budget.held == 700 * 1024)
         // The first 64 KiB of any body still fit, up to the whole limit.
         var smalls: [BodyBudget.Share] = []
@@ -53,7 +53,9 @@ import Testing
     @Test func theSenderIsTheLastForwardedHopOnlyFromATrustedProxy() throws {
         let proxies = [try AddressRange("127.0.0.1")]
         #expect(SenderAddress.resolve(peer: "127.0.0.1", forwardedFor: ["1.1.1.1, 203.0.113.5"], trustedProxies: proxies) == "203.0.113.5")
-        #expect(SenderAddress.resolve(peer: "127.0.0.1", forwardedFor: ["1.1.1.1", "203.0.113.6:4431"], trustedProxies: proxies) == "203.0.113.6")
+        #expect(
+            SenderAddress.resolve(peer: "127.0.0.1", forwardedFor: ["1.1.1.1", "203.0.113.6:4431"], trustedProxies: proxies)
+                == "203.0.113.6")
         #expect(SenderAddress.resolve(peer: "127.0.0.1", forwardedFor: ["[2001:db8::7]:443"], trustedProxies: proxies) == "2001:db8::7")
         #expect(SenderAddress.resolve(peer: "127.0.0.1", forwardedFor: ["not-an-address"], trustedProxies: proxies) == "127.0.0.1")
         #expect(SenderAddress.resolve(peer: "127.0.0.1", forwardedFor: [], trustedProxies: proxies) == "127.0.0.1")
@@ -79,7 +81,7 @@ import Testing
     /// minute ends, each minute summarised once.
     @Test func rejectionLogLinesAreBoundedWithASummaryAMinute() {
         var budget = RejectionLogBudget(perMinute: 10)
-        let t0: Int64 = 1_700_000_040   // 20 s before a minute boundary
+        let t0: Int64 = 1_700_000_040  // 20 s before a minute boundary
         var logged = 0, dueAt: [Int64] = []
         for i in 0..<500 {
             let admitted = budget.admit(provider: .paypal, reason: "invalid_signature", at: t0 + Int64(i % 15))
@@ -90,7 +92,10 @@ import Testing
         #expect(budget.admit(provider: .pxp, reason: "invalid_signature", at: t0).log, "another provider has its own 10")
         #expect(budget.ended(at: t0 + 1).isEmpty)
         let summaries = budget.ended(at: 1_700_000_040 / 60 * 60 + 60)
-        #expect(summaries == [RejectionLogBudget.Summary(provider: .paypal, reason: "invalid_signature", minute: 1_700_000_040 / 60 * 60, suppressed: 490)])
+        #expect(
+            summaries == [
+                RejectionLogBudget.Summary(provider: .paypal, reason: "invalid_signature", minute: 1_700_000_040 / 60 * 60, suppressed: 490)
+            ])
         #expect(budget.ended(at: t0 + 3600).isEmpty)
         // The next minute starts afresh; an unsummarised earlier one is still summarised.
         var next = RejectionLogBudget(perMinute: 1)
@@ -102,8 +107,9 @@ import Testing
     /// A sample keeps the first 8 KiB of the body and of the headers, and says what it cut.
     @Test func aSampleKeepsEightKiBOfBodyAndHeaders() {
         let headers = (0..<40).map { ("X-H\($0)", String(repeating: "v", count: 300)) }
-        let r = Rejection(provider: .pxp, reason: "invalid_signature", message: "m", headers: headers,
-                          body: [UInt8](repeating: 1, count: 100_000), remoteAddress: "203.0.113.1")
+        let r = Rejection(
+            provider: .pxp, reason: "invalid_signature", message: "m", headers: headers,
+            body: [UInt8](repeating: 1, count: 100_000), remoteAddress: "203.0.113.1")
         #expect(r.bodyPrefix.count == 8 * 1024 && r.bodyBytes == 100_000)
         let bytes = r.headers.dropLast().reduce(0) { $0 + $1.0.utf8.count + $1.1.utf8.count }
         #expect(bytes <= 8 * 1024)

@@ -14,8 +14,10 @@ import Testing
         var sent = 0
         while Date().timeIntervalSince(started) < 1.2 {
             for _ in 0..<100 {
-                lane.record(Rejection(provider: .pxp, reason: "invalid_signature", message: "bad", headers: [], body: [1, 2, 3],
-                                      remoteAddress: "10.0.0.1"))
+                lane.record(
+                    Rejection(
+                        provider: .pxp, reason: "invalid_signature", message: "bad", headers: [], body: [1, 2, 3],
+                        remoteAddress: "10.0.0.1"))
             }
             sent += 100
             try await Task.sleep(for: .milliseconds(10))

@@ -2,8 +2,10 @@ import Testing
 @testable import Reconciliation
 
 @Suite struct CurrencyTests {
-    @Test(arguments: ["BIF", "CLP", "DJF", "GNF", "ISK", "JPY", "KMF", "KRW", "PYG", "RWF", "UGX", "UYI", "VND",
-                      "VUV", "XAF", "XOF", "XPF"])
+    @Test(arguments: [
+        "BIF", "CLP", "DJF", "GNF", "ISK", "JPY", "KMF", "KRW", "PYG", "RWF", "UGX", "UYI", "VND",
+        "VUV", "XAF", "XOF", "XPF"
+    ])
     func zeroExponent(code: String) throws {
         #expect(try #require(Currency(code: code)).exponent == 0)
     }
@@ -18,8 +20,10 @@ import Testing
         #expect(try #require(Currency(code: code)).exponent == 4)
     }
 
-    @Test(arguments: ["USD", "EUR", "GBP", "CHF", "CAD", "AUD", "SEK", "BRL", "INR", "CNY", "MXN", "XCD", "XCG",
-                      "SLE", "ZWG", "VES"])
+    @Test(arguments: [
+        "USD", "EUR", "GBP", "CHF", "CAD", "AUD", "SEK", "BRL", "INR", "CNY", "MXN", "XCD", "XCG",
+        "SLE", "ZWG", "VES"
+    ])
     func twoExponent(code: String) throws {
         let currency = try #require(Currency(code: code))
         #expect(currency.exponent == 2)

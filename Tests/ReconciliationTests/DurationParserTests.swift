@@ -2,8 +2,10 @@ import Testing
 @testable import Reconciliation
 
 @Suite struct DurationParserTests {
-    @Test(arguments: [("90s", Int64(90)), ("10m", 600), ("24h", 86_400), ("7d", 604_800), ("1s", 1),
-                      ("0090s", 90), ("36500d", 3_153_600_000)])
+    @Test(arguments: [
+        ("90s", Int64(90)), ("10m", 600), ("24h", 86_400), ("7d", 604_800), ("1s", 1),
+        ("0090s", 90), ("36500d", 3_153_600_000)
+    ])
     func parses(text: String, seconds: Int64) throws {
         #expect(try DurationParser.parse(text) == seconds)
     }
@@ -33,7 +35,7 @@ import Testing
         ("s10", .malformed("s10")),
         ("abc", .malformed("abc")),
         ("9223372036854775808s", .overflow("9223372036854775808s")),
-        ("106751991167301d", .overflow("106751991167301d")),
+        ("106751991167301d", .overflow("106751991167301d"))
     ])
     func rejects(text: String, error: DurationError) {
         #expect(throws: error) { try DurationParser.parse(text) }
@@ -47,8 +49,10 @@ import Testing
     }
 }
 
-@Test(arguments: [(Int64(0), "0s"), (45, "45s"), (60, "1m"), (125, "2m 5s"), (3_600, "1h"), (7_500, "2h 5m"),
-                  (86_400, "1d"), (27_933_148, "323d 7h"), (90_061, "1d 1h")])
+@Test(arguments: [
+    (Int64(0), "0s"), (45, "45s"), (60, "1m"), (125, "2m 5s"), (3_600, "1h"), (7_500, "2h 5m"),
+    (86_400, "1d"), (27_933_148, "323d 7h"), (90_061, "1d 1h")
+])
 func describesDurationsForPeople(seconds: Int64, text: String) {
     #expect(DurationParser.describe(seconds) == text)
 }

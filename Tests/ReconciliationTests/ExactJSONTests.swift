@@ -35,7 +35,7 @@ import Testing
         (#""a\"b\\c\/d\b\f\n\r\t""#, "a\"b\\c/d\u{8}\u{c}\n\r\t"),
         (#""\u00e9\u20AC""#, "é€"),
         (#""\ud83d\ude00""#, "😀"),
-        ("\"h\u{e9}llo \u{1F600}\"", "héllo 😀"),
+        ("\"h\u{e9}llo \u{1F600}\"", "héllo 😀")
     ])
     func decodesStrings(json: String, expected: String) throws {
         #expect(try JSONValue.parse(json).stringValue == expected)
@@ -74,7 +74,7 @@ import Testing
         (#"{"a" 1}"#, "expected ':' after a member name"),
         ("[1 2]", "unexpected '2', expected ',' or ']'"),
         ("// c\n1", "unexpected '/', expected a value"),
-        ("\u{FEFF}1", "unexpected byte 0xEF, expected a value"),
+        ("\u{FEFF}1", "unexpected byte 0xEF, expected a value")
     ])
     func rejectsInvalidDocuments(json: String, reason: String) {
         #expect(throws: JSONParseError.self) { try JSONValue.parse(json) }
@@ -88,7 +88,7 @@ import Testing
         ("\"h\u{e9}llo \\n w\u{f6}rld\"", "h\u{e9}llo \n w\u{f6}rld"),
         ("\"\u{1F600}\\u00e9\u{20AC}\\\"x\"", "\u{1F600}\u{e9}\u{20AC}\"x"),
         ("\"\\\\\"", "\\"),
-        ("\"abc\\t\"", "abc\t"),
+        ("\"abc\\t\"", "abc\t")
     ])
     func decodesStringsWithEscapesAnywhere(json: String, expected: String) throws {
         #expect(try JSONValue.parse(json).stringValue == expected)
@@ -121,8 +121,11 @@ import Testing
         }
     }
 
-    @Test(arguments: [[0x22, 0xC3, 0x28, 0x22], [0x22, 0xED, 0xA0, 0x80, 0x22], [0x22, 0xF8, 0x88, 0x80, 0x80, 0x80, 0x22],
-                      [0x22, 0xE2, 0x82, 0x22], [0x22, 0xC0, 0xAF, 0x22]] as [[UInt8]])
+    @Test(
+        arguments: [
+            [0x22, 0xC3, 0x28, 0x22], [0x22, 0xED, 0xA0, 0x80, 0x22], [0x22, 0xF8, 0x88, 0x80, 0x80, 0x80, 0x22],
+            [0x22, 0xE2, 0x82, 0x22], [0x22, 0xC0, 0xAF, 0x22]
+        ] as [[UInt8]])
     func rejectsInvalidUTF8(bytes: [UInt8]) {
         do { _ = try JSONValue.parse(bytes); Issue.record("accepted invalid UTF-8") } catch {
             #expect(error.reason == "invalid UTF-8 in a string")
@@ -148,7 +151,7 @@ import Testing
 
     @Test func serializesCompactlyInOrder() throws {
         let v: JSONValue = .object([
-            ("z", .string("a\"b\\c\n\u{1}é")), ("a", .array([.number("24.99"), .bool(true), .null])), ("e", .object([])),
+            ("z", .string("a\"b\\c\n\u{1}é")), ("a", .array([.number("24.99"), .bool(true), .null])), ("e", .object([]))
         ])
         #expect(String(decoding: v.serialized(), as: UTF8.self) == #"{"z":"a\"b\\c\n\u0001é","a":[24.99,true,null],"e":{}}"#)
         #expect(try JSONValue.parse(v.serialized()) == v)
@@ -167,33 +170,35 @@ import Testing
 
     // MARK: Money
 
-    @Test(arguments: [
-        ("20", 2, 2000), ("50.05", 2, 5005), ("29.990", 2, 2999), ("0.5", 2, 50), ("1000", 0, 1000), ("1000.0", 0, 1000),
-        ("1.250", 3, 1250), ("1.25", 3, 1250), ("12345678901234.56", 2, 1234567890123456), ("-0.05", 2, -5), ("0", 2, 0),
-        ("92233720368547758.07", 2, Int64.max),
-    ] as [(String, Int, Int64)])
+    @Test(
+        arguments: [
+            ("20", 2, 2000), ("50.05", 2, 5005), ("29.990", 2, 2999), ("0.5", 2, 50), ("1000", 0, 1000), ("1000.0", 0, 1000),
+            ("1.250", 3, 1250), ("1.25", 3, 1250), ("12345678901234.56", 2, 1234567890123456), ("-0.05", 2, -5), ("0", 2, 0),
+            ("92233720368547758.07", 2, Int64.max)
+        ] as [(String, Int, Int64)])
     func convertsDecimalsExactly(literal: String, exponent: Int, minor: Int64) throws {
         #expect(try JSONValue.minorUnits(literal: literal, exponent: exponent) == minor)
         #expect(try JSONValue.number(literal).minorUnits(exponent: exponent) == minor)
         #expect(try JSONValue.string(literal).minorUnits(exponent: exponent) == minor)
     }
 
-    @Test(arguments: [
-        ("1e3", 2, "exponent notation is not accepted for money"),
-        ("2.5E-1", 2, "exponent notation is not accepted for money"),
-        ("50.051", 2, "more than 2 decimals"),
-        ("1000.5", 0, "more than 0 decimals"),
-        ("1.2501", 3, "more than 3 decimals"),
-        ("", 2, "empty"),
-        ("abc", 2, "not a decimal number"),
-        ("1.", 2, "not a decimal number"),
-        (".5", 2, "not a decimal number"),
-        ("1,00", 2, "not a decimal number"),
-        (" 1", 2, "not a decimal number"),
-        ("007", 2, "leading zero"),
-        ("92233720368547758.08", 2, "too large"),
-        ("99999999999999999999", 0, "too large"),
-    ] as [(String, Int, String)])
+    @Test(
+        arguments: [
+            ("1e3", 2, "exponent notation is not accepted for money"),
+            ("2.5E-1", 2, "exponent notation is not accepted for money"),
+            ("50.051", 2, "more than 2 decimals"),
+            ("1000.5", 0, "more than 0 decimals"),
+            ("1.2501", 3, "more than 3 decimals"),
+            ("", 2, "empty"),
+            ("abc", 2, "not a decimal number"),
+            ("1.", 2, "not a decimal number"),
+            (".5", 2, "not a decimal number"),
+            ("1,00", 2, "not a decimal number"),
+            (" 1", 2, "not a decimal number"),
+            ("007", 2, "leading zero"),
+            ("92233720368547758.08", 2, "too large"),
+            ("99999999999999999999", 0, "too large")
+        ] as [(String, Int, String)])
     func rejectsBadAmounts(literal: String, exponent: Int, reason: String) {
         do { _ = try JSONValue.minorUnits(literal: literal, exponent: exponent); Issue.record("accepted \(literal)") } catch {
             #expect(error.reason == reason)
@@ -206,10 +211,11 @@ import Testing
         #expect(throws: DecimalAmountError.self) { try JSONValue.null.minorUnits(exponent: 2) }
     }
 
-    @Test(arguments: [
-        (2499, 2, "24.99"), (1000, 0, "1000"), (1250, 3, "1.250"), (5, 2, "0.05"), (0, 2, "0.00"), (-5, 2, "-0.05"),
-        (1234567890123456, 2, "12345678901234.56"), (Int64.min, 2, "-92233720368547758.08"),
-    ] as [(Int64, Int, String)])
+    @Test(
+        arguments: [
+            (2499, 2, "24.99"), (1000, 0, "1000"), (1250, 3, "1.250"), (5, 2, "0.05"), (0, 2, "0.00"), (-5, 2, "-0.05"),
+            (1234567890123456, 2, "12345678901234.56"), (Int64.min, 2, "-92233720368547758.08")
+        ] as [(Int64, Int, String)])
     func formatsMinorUnits(minor: Int64, exponent: Int, text: String) throws {
         #expect(JSONValue.decimalString(minorUnits: minor, exponent: exponent) == text)
         #expect(JSONValue.decimal(minorUnits: minor, exponent: exponent) == .number(text))

@@ -25,7 +25,7 @@ import Testing
         Good(text: "1.2345", code: "CLF", minor: 12345),
         Good(text: "92233720368547758.07", code: "USD", minor: Int64.max),
         Good(text: "-92233720368547758.08", code: "USD", minor: Int64.min),
-        Good(text: "9223372036854775807", code: "JPY", minor: Int64.max),
+        Good(text: "9223372036854775807", code: "JPY", minor: Int64.max)
     ])
     func parsesDecimalStrings(_ good: Good) throws {
         let currency = try #require(Currency(code: good.code))
@@ -42,45 +42,61 @@ import Testing
 
     @Test(arguments: [
         Bad(text: "", code: "USD", error: .empty, message: "empty amount"),
-        Bad(text: "25.000", code: "USD", error: .tooManyDecimals(currency: "USD", allowed: 2, found: 3),
+        Bad(
+            text: "25.000", code: "USD", error: .tooManyDecimals(currency: "USD", allowed: 2, found: 3),
             message: "more decimals than USD allows (2)"),
-        Bad(text: "25.001", code: "USD", error: .tooManyDecimals(currency: "USD", allowed: 2, found: 3),
+        Bad(
+            text: "25.001", code: "USD", error: .tooManyDecimals(currency: "USD", allowed: 2, found: 3),
             message: "more decimals than USD allows (2)"),
-        Bad(text: "1.0", code: "JPY", error: .tooManyDecimals(currency: "JPY", allowed: 0, found: 1),
+        Bad(
+            text: "1.0", code: "JPY", error: .tooManyDecimals(currency: "JPY", allowed: 0, found: 1),
             message: "more decimals than JPY allows (0)"),
-        Bad(text: "1.2500", code: "BHD", error: .tooManyDecimals(currency: "BHD", allowed: 3, found: 4),
+        Bad(
+            text: "1.2500", code: "BHD", error: .tooManyDecimals(currency: "BHD", allowed: 3, found: 4),
             message: "more decimals than BHD allows (3)"),
         Bad(text: "1e2", code: "USD", error: .exponentNotation, message: "exponent notation is not allowed"),
         Bad(text: "1.5E2", code: "USD", error: .exponentNotation, message: "exponent notation is not allowed"),
-        Bad(text: "1,000.00", code: "USD", error: .invalidCharacter(",", offset: 1),
+        Bad(
+            text: "1,000.00", code: "USD", error: .invalidCharacter(",", offset: 1),
             message: "invalid character ',' at position 2"),
-        Bad(text: "1 000", code: "USD", error: .invalidCharacter(" ", offset: 1),
+        Bad(
+            text: "1 000", code: "USD", error: .invalidCharacter(" ", offset: 1),
             message: "invalid character ' ' at position 2"),
-        Bad(text: " 25.00", code: "USD", error: .invalidCharacter(" ", offset: 0),
+        Bad(
+            text: " 25.00", code: "USD", error: .invalidCharacter(" ", offset: 0),
             message: "invalid character ' ' at position 1"),
-        Bad(text: "25.00 ", code: "USD", error: .invalidCharacter(" ", offset: 5),
+        Bad(
+            text: "25.00 ", code: "USD", error: .invalidCharacter(" ", offset: 5),
             message: "invalid character ' ' at position 6"),
-        Bad(text: "+25", code: "USD", error: .invalidCharacter("+", offset: 0),
+        Bad(
+            text: "+25", code: "USD", error: .invalidCharacter("+", offset: 0),
             message: "invalid character '+' at position 1"),
-        Bad(text: "--1", code: "USD", error: .invalidCharacter("-", offset: 1),
+        Bad(
+            text: "--1", code: "USD", error: .invalidCharacter("-", offset: 1),
             message: "invalid character '-' at position 2"),
-        Bad(text: "25,00", code: "EUR", error: .invalidCharacter(",", offset: 2),
+        Bad(
+            text: "25,00", code: "EUR", error: .invalidCharacter(",", offset: 2),
             message: "invalid character ',' at position 3"),
-        Bad(text: "$25", code: "USD", error: .invalidCharacter("$", offset: 0),
+        Bad(
+            text: "$25", code: "USD", error: .invalidCharacter("$", offset: 0),
             message: "invalid character '$' at position 1"),
-        Bad(text: "2€", code: "EUR", error: .invalidCharacter("€", offset: 1),
+        Bad(
+            text: "2€", code: "EUR", error: .invalidCharacter("€", offset: 1),
             message: "invalid character '€' at position 2"),
-        Bad(text: "1.2.3", code: "USD", error: .invalidCharacter(".", offset: 3),
+        Bad(
+            text: "1.2.3", code: "USD", error: .invalidCharacter(".", offset: 3),
             message: "invalid character '.' at position 4"),
         Bad(text: "-", code: "USD", error: .missingDigits, message: "not a number: digits missing"),
         Bad(text: "1.", code: "USD", error: .missingDigits, message: "not a number: digits missing"),
-        Bad(text: ".5", code: "USD", error: .invalidCharacter(".", offset: 0),
+        Bad(
+            text: ".5", code: "USD", error: .invalidCharacter(".", offset: 0),
             message: "invalid character '.' at position 1"),
-        Bad(text: "NaN", code: "USD", error: .invalidCharacter("N", offset: 0),
+        Bad(
+            text: "NaN", code: "USD", error: .invalidCharacter("N", offset: 0),
             message: "invalid character 'N' at position 1"),
         Bad(text: "92233720368547758.08", code: "USD", error: .overflow, message: "amount too large"),
         Bad(text: "-92233720368547758.09", code: "USD", error: .overflow, message: "amount too large"),
-        Bad(text: "99999999999999999999", code: "JPY", error: .overflow, message: "amount too large"),
+        Bad(text: "99999999999999999999", code: "JPY", error: .overflow, message: "amount too large")
     ])
     func rejectsBadDecimalStrings(_ bad: Bad) throws {
         let currency = try #require(Currency(code: bad.code))
@@ -96,8 +112,9 @@ import Testing
         #expect(throws: MoneyError.tooManyDecimals(currency: nil, allowed: 2, found: 3)) {
             try Money.minorUnits(fromDecimal: "1.234", exponent: 2)
         }
-        #expect(MoneyError.tooManyDecimals(currency: nil, allowed: 2, found: 3).description
-            == "more decimals than the exponent allows (2)")
+        #expect(
+            MoneyError.tooManyDecimals(currency: nil, allowed: 2, found: 3).description
+                == "more decimals than the exponent allows (2)")
         #expect(throws: Never.self) { try Money.minorUnits(fromDecimal: "1.2345", exponent: 4) }
     }
 
@@ -124,8 +141,9 @@ import Testing
         JSONCase(text: "1.00E1", code: "JPY", result: .failure(.tooManyDecimals(currency: "JPY", allowed: 0, found: 1))),
         JSONCase(text: "25.000", code: "USD", result: .failure(.tooManyDecimals(currency: "USD", allowed: 2, found: 3))),
         JSONCase(text: "1e-3", code: "USD", result: .failure(.tooManyDecimals(currency: "USD", allowed: 2, found: 3))),
-        JSONCase(text: "1e-9999999999", code: "USD",
-                 result: .failure(.tooManyDecimals(currency: "USD", allowed: 2, found: 1_000_000))),
+        JSONCase(
+            text: "1e-9999999999", code: "USD",
+            result: .failure(.tooManyDecimals(currency: "USD", allowed: 2, found: 1_000_000))),
         JSONCase(text: "1e17", code: "USD", result: .failure(.overflow)),
         JSONCase(text: "1e999999999999", code: "USD", result: .failure(.overflow)),
         JSONCase(text: "01", code: "USD", result: .failure(.leadingZero)),
@@ -137,7 +155,7 @@ import Testing
         JSONCase(text: "1e+", code: "USD", result: .failure(.missingDigits)),
         JSONCase(text: "1.5x", code: "USD", result: .failure(.invalidCharacter("x", offset: 3))),
         JSONCase(text: "\"1.50\"", code: "USD", result: .failure(.invalidCharacter("\"", offset: 0))),
-        JSONCase(text: "", code: "USD", result: .failure(.empty)),
+        JSONCase(text: "", code: "USD", result: .failure(.empty))
     ])
     func parsesJSONNumberTextExactly(_ json: JSONCase) throws {
         let currency = try #require(Currency(code: json.code))
@@ -157,7 +175,7 @@ import Testing
         (-250, "USD", "-2.50"), (100, "USD", "1.00"), (1000, "JPY", "1000"), (0, "JPY", "0"), (-7, "JPY", "-7"),
         (1250, "BHD", "1.250"), (5, "BHD", "0.005"), (12345, "CLF", "1.2345"),
         (Int64.max, "USD", "92233720368547758.07"), (Int64.min, "USD", "-92233720368547758.08"),
-        (Int64.min, "JPY", "-9223372036854775808"),
+        (Int64.min, "JPY", "-9223372036854775808")
     ])
     func formatsMajorUnits(minor: Int64, code: String, text: String) throws {
         let money = Money(minorUnits: minor, currency: try #require(Currency(code: code)))

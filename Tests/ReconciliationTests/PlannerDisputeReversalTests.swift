@@ -4,8 +4,10 @@ import Testing
 // Rows 12–13 of the decision table: D > 0 → disputed, V > 0 → reversed, each with its money at risk;
 // while D > 0 every refund is action_not_allowed; a refund needs money neither refunded nor reversed.
 @Suite struct PlannerDisputeReversalTests {
-    func snapshot(_ provider: Provider = .paypal, c: Int64, r: Int64 = 0, v: Int64 = 0, d: Int64 = 0,
-                  state: TransactionState = .captured) -> Snapshot {
+    func snapshot(
+        _ provider: Provider = .paypal, c: Int64, r: Int64 = 0, v: Int64 = 0, d: Int64 = 0,
+        state: TransactionState = .captured
+    ) -> Snapshot {
         var s = Fixture.snapshot(provider, .purchase, state, a: c, c: c, r: r)
         s.reversed = v
         s.disputed = d
@@ -50,9 +52,11 @@ import Testing
 
     @Test func aCancelledOrderWantsBackOnlyWhatWasNotReversed() {
         // 100 captured, 60 taken back by a chargeback: 40 is left to refund, not 100.
-        let partly = Fixture.plan(Fixture.order(.pxp, .purchase, .cancelled, amount: 10000), {
-            var s = Fixture.snapshot(.pxp, .purchase, .captured, a: 10000, c: 10000); s.reversed = 6000; return s
-        }())
+        let partly = Fixture.plan(
+            Fixture.order(.pxp, .purchase, .cancelled, amount: 10000),
+            {
+                var s = Fixture.snapshot(.pxp, .purchase, .captured, a: 10000, c: 10000); s.reversed = 6000; return s
+            }())
         #expect(partly.actions.map(\.amount) == [4000])
         #expect(partly.findings.map(\.kind) == [.reversed])
         // Fully reversed: nothing to refund, no refusal either.
@@ -62,9 +66,11 @@ import Testing
     }
 
     @Test func aRefundLargerThanWhatIsLeftAfterAReversalIsNotAllowed() {
-        let plan = Fixture.plan(Fixture.order(.pxp, .purchase, .fulfilled, amount: 10000, refund: 5000), {
-            var s = Fixture.snapshot(.pxp, .purchase, .captured, a: 10000, c: 10000); s.reversed = 8000; return s
-        }())
+        let plan = Fixture.plan(
+            Fixture.order(.pxp, .purchase, .fulfilled, amount: 10000, refund: 5000),
+            {
+                var s = Fixture.snapshot(.pxp, .purchase, .captured, a: 10000, c: 10000); s.reversed = 8000; return s
+            }())
         #expect(plan.actions.isEmpty)
         let refusal = plan.findings.first { $0.kind == .actionNotAllowed }
         #expect(refusal?.detail.contains("nor reversed") == true)
@@ -79,7 +85,8 @@ import Testing
     }
 
     @Test func oldSnapshotsDecodeWithNoReversalOrDispute() throws {
-        let old = #"{"provider":"paypal","transactionRef":"O1","intent":"purchase","currency":{"code":"USD"},"value":100,"authorised":100,"captured":100,"refunded":0,"state":"captured","rawState":"COMPLETED"}"#
+        let old =
+            #"{"provider":"paypal","transactionRef":"O1","intent":"purchase","currency":{"code":"USD"},"value":100,"authorised":100,"captured":100,"refunded":0,"state":"captured","rawState":"COMPLETED"}"#
         let s = try JSONCoding.decode(Snapshot.self, old)
         #expect((s.reversed, s.disputed) == (0, 0))
         #expect(s.reportsMerchant)

@@ -12,20 +12,24 @@ private typealias F = Fixture
         let action = try #require(plan.actions.first)
         #expect(action.idempotencyKey == "pxp:ORD-1:capture:1000")
         #expect(action.currency == .usd)
-        #expect(PlannedAction.idempotencyKey(provider: .paypal, orderID: "A:B", kind: .void, target: 0)
-            == "paypal:A:B:void:0")
+        #expect(
+            PlannedAction.idempotencyKey(provider: .paypal, orderID: "A:B", kind: .void, target: 0)
+                == "paypal:A:B:void:0")
 
-        let void = F.plan(F.order(.paypal, .authorisation, .cancelled, amount: 700),
-                          F.snapshot(.paypal, .authorisation, .authorised, a: 700))
+        let void = F.plan(
+            F.order(.paypal, .authorisation, .cancelled, amount: 700),
+            F.snapshot(.paypal, .authorisation, .authorised, a: 700))
         #expect(void.actions.map(\.idempotencyKey) == ["paypal:ORD-1:void:0"])
         #expect(void.actions.map(\.amount) == [700])
 
-        let refund = F.plan(F.order(.paypercut, .purchase, .fulfilled, amount: 1000, refund: 300),
-                            F.snapshot(.paypercut, .purchase, .partiallyRefunded, a: 1000, c: 1000, r: 100))
+        let refund = F.plan(
+            F.order(.paypercut, .purchase, .fulfilled, amount: 1000, refund: 300),
+            F.snapshot(.paypercut, .purchase, .partiallyRefunded, a: 1000, c: 1000, r: 100))
         #expect(refund.actions.map(\.idempotencyKey) == ["paypercut:ORD-1:refund:300"])
 
-        let increment = F.plan(F.order(.estimatedAuthorisation, .open, amount: 1500),
-                               F.snapshot(.estimatedAuthorisation, .authorised, a: 1000))
+        let increment = F.plan(
+            F.order(.estimatedAuthorisation, .open, amount: 1500),
+            F.snapshot(.estimatedAuthorisation, .authorised, a: 1000))
         #expect(increment.actions.map(\.idempotencyKey) == ["pxp:ORD-1:increment:1500"])
     }
 
@@ -45,16 +49,22 @@ private typealias F = Fixture
 
     @Test(arguments: [ActionStatus.pending, .succeeded, .failed])
     func recordedKeyIsNotEmittedAgain(status: ActionStatus) {
-        let emitted = [EmittedAction(idempotencyKey: "pxp:ORD-1:capture:1000", kind: .capture, status: status,
-                                     amount: 1000)]
+        let emitted = [
+            EmittedAction(
+                idempotencyKey: "pxp:ORD-1:capture:1000", kind: .capture, status: status,
+                amount: 1000)
+        ]
         let plan = F.plan(captureOrder, authorised, emitted: emitted)
         #expect(plan.actions.isEmpty)
         #expect(plan.supersede.isEmpty)
     }
 
     @Test func supersededKeyIsEmittedAgainWhenWantedBack() {
-        let emitted = [EmittedAction(idempotencyKey: "pxp:ORD-1:capture:1000", kind: .capture, status: .superseded,
-                                     amount: 1000)]
+        let emitted = [
+            EmittedAction(
+                idempotencyKey: "pxp:ORD-1:capture:1000", kind: .capture, status: .superseded,
+                amount: 1000)
+        ]
         let plan = F.plan(captureOrder, authorised, emitted: emitted)
         #expect(plan.actionSummaries == ["capture 1000→1000 @SYS-1"])
         #expect(plan.supersede.isEmpty)
@@ -62,14 +72,19 @@ private typealias F = Fixture
 
     @Test func duplicateRecordsPreferTheLiveOne() {
         let key = "pxp:ORD-1:capture:1000"
-        let emitted = [EmittedAction(idempotencyKey: key, kind: .capture, status: .superseded, amount: 1000),
-                       EmittedAction(idempotencyKey: key, kind: .capture, status: .pending, amount: 1000)]
+        let emitted = [
+            EmittedAction(idempotencyKey: key, kind: .capture, status: .superseded, amount: 1000),
+            EmittedAction(idempotencyKey: key, kind: .capture, status: .pending, amount: 1000)
+        ]
         #expect(F.plan(captureOrder, authorised, emitted: emitted).actions.isEmpty)
     }
 
     @Test func changedOrderSupersedesThePendingAction() {
-        let emitted = [EmittedAction(idempotencyKey: "pxp:ORD-1:capture:1000", kind: .capture, status: .pending,
-                                     amount: 1000)]
+        let emitted = [
+            EmittedAction(
+                idempotencyKey: "pxp:ORD-1:capture:1000", kind: .capture, status: .pending,
+                amount: 1000)
+        ]
         let smaller = F.order(.authorisation, .fulfilled, amount: 900)
         let plan = F.plan(smaller, authorised, emitted: emitted)
         #expect(plan.actions.map(\.idempotencyKey) == ["pxp:ORD-1:capture:900"])
@@ -83,10 +98,14 @@ private typealias F = Fixture
     @Test func partialProgressKeepsTheSameKey() {
         // The capture of 1000 was recorded; the provider has since captured 400 of it: the target is unchanged,
         // so nothing new is emitted and nothing is superseded.
-        let emitted = [EmittedAction(idempotencyKey: "paypal:ORD-1:capture:1000", kind: .capture, status: .pending,
-                                     amount: 1000)]
-        let plan = F.plan(F.order(.paypal, .authorisation, .fulfilled, amount: 1000),
-                          F.snapshot(.paypal, .authorisation, .authorised, a: 1000, c: 400), emitted: emitted)
+        let emitted = [
+            EmittedAction(
+                idempotencyKey: "paypal:ORD-1:capture:1000", kind: .capture, status: .pending,
+                amount: 1000)
+        ]
+        let plan = F.plan(
+            F.order(.paypal, .authorisation, .fulfilled, amount: 1000),
+            F.snapshot(.paypal, .authorisation, .authorised, a: 1000, c: 400), emitted: emitted)
         #expect(plan.actions.isEmpty)
         #expect(plan.supersede.isEmpty)
     }
@@ -97,17 +116,21 @@ private typealias F = Fixture
             EmittedAction(idempotencyKey: "pxp:ORD-1:capture:900", kind: .capture, status: .failed, amount: 900),
             EmittedAction(idempotencyKey: "pxp:ORD-1:capture:950", kind: .capture, status: .superseded, amount: 950),
             EmittedAction(idempotencyKey: "pxp:ORD-1:capture:990", kind: .capture, status: .pending, amount: 990),
-            EmittedAction(idempotencyKey: "pxp:ORD-1:capture:990", kind: .capture, status: .pending, amount: 990),
+            EmittedAction(idempotencyKey: "pxp:ORD-1:capture:990", kind: .capture, status: .pending, amount: 990)
         ]
         let plan = F.plan(captureOrder, authorised, emitted: emitted)
         #expect(plan.supersede == ["pxp:ORD-1:capture:990"])
     }
 
     @Test func blockingFindingSupersedesPendingActions() {
-        let emitted = [EmittedAction(idempotencyKey: "pxp:ORD-1:capture:1000", kind: .capture, status: .pending,
-                                     amount: 1000)]
-        let plan = F.plan(captureOrder, F.snapshot(.authorisation, .authorised, a: 1000, merchant: "M2"),
-                          emitted: emitted)
+        let emitted = [
+            EmittedAction(
+                idempotencyKey: "pxp:ORD-1:capture:1000", kind: .capture, status: .pending,
+                amount: 1000)
+        ]
+        let plan = F.plan(
+            captureOrder, F.snapshot(.authorisation, .authorised, a: 1000, merchant: "M2"),
+            emitted: emitted)
         #expect(plan.kinds == [.merchantMismatch])
         #expect(plan.actions.isEmpty)
         #expect(plan.supersede == ["pxp:ORD-1:capture:1000"])
@@ -140,8 +163,9 @@ private typealias F = Fixture
     }
 
     @Test func zeroDecimalCurrencyInFindings() throws {
-        let plan = F.plan(F.order(.purchase, .fulfilled, amount: 1000, currency: .jpy),
-                          F.snapshot(.purchase, .captured, a: 1200, c: 1200, currency: .jpy))
+        let plan = F.plan(
+            F.order(.purchase, .fulfilled, amount: 1000, currency: .jpy),
+            F.snapshot(.purchase, .captured, a: 1200, c: 1200, currency: .jpy))
         let finding = try #require(plan.findings.first)
         #expect(finding.kind == .overCaptured)
         #expect(finding.expected == ["amount": "1000"])
@@ -149,17 +173,25 @@ private typealias F = Fixture
     }
 
     @Test func blockingFindingsNameBothSides() {
-        let plan = F.plan(F.order(.authorisation, .fulfilled, amount: 1000),
-                          F.snapshot(.purchase, .captured, a: 1000, c: 1000, currency: .eur, merchant: "M2", site: nil))
-        #expect(plan.findings.map(\.expected) == [["merchant": "M1"], ["site": "S1"], ["currency": "USD"],
-                                                  ["intent": "authorisation"]])
-        #expect(plan.findings.map(\.actual) == [["merchant": "M2"], ["site": ""], ["currency": "EUR"],
-                                                ["intent": "purchase"]])
+        let plan = F.plan(
+            F.order(.authorisation, .fulfilled, amount: 1000),
+            F.snapshot(.purchase, .captured, a: 1000, c: 1000, currency: .eur, merchant: "M2", site: nil))
+        #expect(
+            plan.findings.map(\.expected) == [
+                ["merchant": "M1"], ["site": "S1"], ["currency": "USD"],
+                ["intent": "authorisation"]
+            ])
+        #expect(
+            plan.findings.map(\.actual) == [
+                ["merchant": "M2"], ["site": ""], ["currency": "EUR"],
+                ["intent": "purchase"]
+            ])
     }
 
     @Test func actionNotAllowedNamesTheNeed() throws {
-        let plan = F.plan(F.order(.paypal, .authorisation, .fulfilled, amount: 1500),
-                          F.snapshot(.paypal, .authorisation, .authorised, a: 1000))
+        let plan = F.plan(
+            F.order(.paypal, .authorisation, .fulfilled, amount: 1500),
+            F.snapshot(.paypal, .authorisation, .authorised, a: 1000))
         let finding = try #require(plan.findings.first)
         #expect(finding.kind == .actionNotAllowed)
         #expect(finding.expected == ["action": "increment", "amount": "5.00"])
@@ -168,8 +200,9 @@ private typealias F = Fixture
     }
 
     @Test func overRefundedOnCancelledComparesWithCaptured() throws {
-        let plan = F.plan(F.order(.purchase, .cancelled, amount: 1000),
-                          F.snapshot(.purchase, .refunded, a: 1000, c: 1000, r: 1100))
+        let plan = F.plan(
+            F.order(.purchase, .cancelled, amount: 1000),
+            F.snapshot(.purchase, .refunded, a: 1000, c: 1000, r: 1100))
         let finding = try #require(plan.findings.first)
         #expect(finding.expected == ["captured": "10.00"])
         #expect(finding.actual == ["refunded": "11.00"])
@@ -197,12 +230,14 @@ private typealias F = Fixture
         func auth(_ ref: String, _ a: Int64) -> FetchedTransaction {
             var s = F.snapshot(.authorisation, .authorised, a: a)
             s.transactionRef = ref
-            s.capabilities = Capabilities(capture: .denied("held"), void: .denied("the provider refuses voids now"),
-                                          increment: .denied("held"), refund: .denied("held"))
+            s.capabilities = Capabilities(
+                capture: .denied("held"), void: .denied("the provider refuses voids now"),
+                increment: .denied("held"), refund: .denied("held"))
             return FetchedTransaction(transactionRef: ref, snapshot: s)
         }
-        let plan = Planner.plan(order: order, transactions: [auth("T1", 6000), auth("T2", 4000)], emitted: [], now: F.now,
-                                pendingMax: { _ in F.pendingMax })
+        let plan = Planner.plan(
+            order: order, transactions: [auth("T1", 6000), auth("T2", 4000)], emitted: [], now: F.now,
+            pendingMax: { _ in F.pendingMax })
         #expect(plan.findings.map(\.kind) == [.actionNotAllowed])
         let finding = try #require(plan.findings.first)
         #expect(finding.amountAtRisk == 10000)
@@ -225,9 +260,11 @@ private typealias F = Fixture
         #expect(finding.actual.isEmpty)
     }
 
-    @Test(arguments: [(Int64(0), "1970-01-01T00:00:00Z"), (951_782_400, "2000-02-29T00:00:00Z"),
-                      (1_709_251_199, "2024-02-29T23:59:59Z"), (-1, "1969-12-31T23:59:59Z"),
-                      (253_402_300_799, "9999-12-31T23:59:59Z")])
+    @Test(arguments: [
+        (Int64(0), "1970-01-01T00:00:00Z"), (951_782_400, "2000-02-29T00:00:00Z"),
+        (1_709_251_199, "2024-02-29T23:59:59Z"), (-1, "1969-12-31T23:59:59Z"),
+        (253_402_300_799, "9999-12-31T23:59:59Z")
+    ])
     func iso8601(seconds: Int64, text: String) {
         #expect(UnixTime.iso8601(seconds) == text)
     }

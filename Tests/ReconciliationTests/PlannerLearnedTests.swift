@@ -29,38 +29,46 @@ import Testing
     static let cases: [Case] = [
         // The review's case: a cancelled order's own payment was refunded; another storefront's 80.00 payment carries
         // the same reference_id. Its money shows (over_captured), and nothing refunds it.
-        Case(name: "cancelled, own payment refunded, another's payment learned", fulfilment: .cancelled,
-             own: (.refunded, 5000, 5000, 5000), learned: (.captured, 8000, 8000, 0),
-             kinds: [.actionNotAllowed, .overCaptured], actions: [:],
-             listedActions: ["paypal:ORD-1:refund:8000:T2": 8000]),
-        Case(name: "refund_amount whose captured money is all on the learned one", refund: 3000,
-             own: (.failed, 0, 0, 0), learned: (.captured, 5000, 5000, 0),
-             kinds: [.actionNotAllowed], actions: [:],
-             listedActions: ["paypal:ORD-1:refund:3000:T2": 3000]),
-        Case(name: "refund larger than what the own payment holds: nothing spills onto the learned one", amount: 10000, refund: 7000,
-             own: (.captured, 5000, 5000, 0), learned: (.captured, 5000, 5000, 0),
-             kinds: [.actionNotAllowed], actions: [:],
-             listedActions: ["paypal:ORD-1:refund:5000:T1": 5000, "paypal:ORD-1:refund:2000:T2": 2000]),
-        Case(name: "refund the own payment holds: taken from it alone", amount: 10000, refund: 3000,
-             own: (.captured, 5000, 5000, 0), learned: (.captured, 5000, 5000, 0),
-             kinds: [], actions: ["paypal:ORD-1:refund:3000:T1": 3000],
-             listedActions: ["paypal:ORD-1:refund:3000:T1": 3000]),
-        Case(name: "fulfilled authorisation held only by the learned one: no capture", provider: .pxp, intent: .authorisation,
-             own: (.failed, 0, 0, 0), learned: (.authorised, 5000, 0, 0),
-             kinds: [.actionNotAllowed], actions: [:],
-             listedActions: ["pxp:ORD-1:capture:5000:T2": 5000]),
-        Case(name: "cancelled authorisation held only by the learned one: no void", provider: .pxp, intent: .authorisation,
-             fulfilment: .cancelled, own: (.failed, 0, 0, 0), learned: (.authorised, 5000, 0, 0),
-             kinds: [.actionNotAllowed], actions: [:],
-             listedActions: ["pxp:ORD-1:void:0:T2": 5000]),
-        Case(name: "open order above the learned authorisation: no increment", provider: .pxp, intent: .authorisation,
-             fulfilment: .open, amount: 7000, own: (.failed, 0, 0, 0), learned: (.authorised, 5000, 0, 0),
-             kinds: [.amountMismatch], actions: [:],
-             listedActions: ["pxp:ORD-1:increment:7000:T2": 2000]),
-        Case(name: "cancelled: own voided, learned authorised and own authorised: only the own one is voided", provider: .pxp,
-             intent: .authorisation, fulfilment: .cancelled, own: (.authorised, 5000, 0, 0), learned: (.authorised, 3000, 0, 0),
-             kinds: [.actionNotAllowed], actions: ["pxp:ORD-1:void:0:T1": 5000],
-             listedActions: ["pxp:ORD-1:void:0:T1": 5000, "pxp:ORD-1:void:0:T2": 3000]),
+        Case(
+            name: "cancelled, own payment refunded, another's payment learned", fulfilment: .cancelled,
+            own: (.refunded, 5000, 5000, 5000), learned: (.captured, 8000, 8000, 0),
+            kinds: [.actionNotAllowed, .overCaptured], actions: [:],
+            listedActions: ["paypal:ORD-1:refund:8000:T2": 8000]),
+        Case(
+            name: "refund_amount whose captured money is all on the learned one", refund: 3000,
+            own: (.failed, 0, 0, 0), learned: (.captured, 5000, 5000, 0),
+            kinds: [.actionNotAllowed], actions: [:],
+            listedActions: ["paypal:ORD-1:refund:3000:T2": 3000]),
+        Case(
+            name: "refund larger than what the own payment holds: nothing spills onto the learned one", amount: 10000, refund: 7000,
+            own: (.captured, 5000, 5000, 0), learned: (.captured, 5000, 5000, 0),
+            kinds: [.actionNotAllowed], actions: [:],
+            listedActions: ["paypal:ORD-1:refund:5000:T1": 5000, "paypal:ORD-1:refund:2000:T2": 2000]),
+        Case(
+            name: "refund the own payment holds: taken from it alone", amount: 10000, refund: 3000,
+            own: (.captured, 5000, 5000, 0), learned: (.captured, 5000, 5000, 0),
+            kinds: [], actions: ["paypal:ORD-1:refund:3000:T1": 3000],
+            listedActions: ["paypal:ORD-1:refund:3000:T1": 3000]),
+        Case(
+            name: "fulfilled authorisation held only by the learned one: no capture", provider: .pxp, intent: .authorisation,
+            own: (.failed, 0, 0, 0), learned: (.authorised, 5000, 0, 0),
+            kinds: [.actionNotAllowed], actions: [:],
+            listedActions: ["pxp:ORD-1:capture:5000:T2": 5000]),
+        Case(
+            name: "cancelled authorisation held only by the learned one: no void", provider: .pxp, intent: .authorisation,
+            fulfilment: .cancelled, own: (.failed, 0, 0, 0), learned: (.authorised, 5000, 0, 0),
+            kinds: [.actionNotAllowed], actions: [:],
+            listedActions: ["pxp:ORD-1:void:0:T2": 5000]),
+        Case(
+            name: "open order above the learned authorisation: no increment", provider: .pxp, intent: .authorisation,
+            fulfilment: .open, amount: 7000, own: (.failed, 0, 0, 0), learned: (.authorised, 5000, 0, 0),
+            kinds: [.amountMismatch], actions: [:],
+            listedActions: ["pxp:ORD-1:increment:7000:T2": 2000]),
+        Case(
+            name: "cancelled: own voided, learned authorised and own authorised: only the own one is voided", provider: .pxp,
+            intent: .authorisation, fulfilment: .cancelled, own: (.authorised, 5000, 0, 0), learned: (.authorised, 3000, 0, 0),
+            kinds: [.actionNotAllowed], actions: ["pxp:ORD-1:void:0:T1": 5000],
+            listedActions: ["pxp:ORD-1:void:0:T1": 5000, "pxp:ORD-1:void:0:T2": 3000])
     ]
 
     static func plan(_ c: Case, learned: Bool) -> Plan {
@@ -82,8 +90,9 @@ import Testing
         #expect(!plan.actions.contains { $0.transactionRef == "T2" }, "no action targets the learned transaction")
         // The refusal says which transaction, the field, and what the merchant can do.
         if let refusal = plan.findings.first(where: { $0.kind == .actionNotAllowed }) {
-            #expect(refusal.detail.contains("T2") && refusal.detail.contains(Self.field) && refusal.detail.contains("transaction_ref"),
-                    "\(refusal.detail)")
+            #expect(
+                refusal.detail.contains("T2") && refusal.detail.contains(Self.field) && refusal.detail.contains("transaction_ref"),
+                "\(refusal.detail)")
         }
         let listed = Self.plan(c, learned: false)
         #expect(Dictionary(uniqueKeysWithValues: listed.actions.map { ($0.idempotencyKey, $0.amount) }) == c.listedActions)

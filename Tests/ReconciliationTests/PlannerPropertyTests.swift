@@ -12,8 +12,9 @@ import Testing
         for iteration in 0..<20_000 {
             let (order, snapshot, targets) = Self.randomCase(&random)
             let now = Fixture.now
-            let plan = Planner.plan(order: order, snapshot: snapshot, emitted: [], now: now,
-                                    pendingMax: Fixture.pendingMax)
+            let plan = Planner.plan(
+                order: order, snapshot: snapshot, emitted: [], now: now,
+                pendingMax: Fixture.pendingMax)
             for action in plan.actions { counts[action.kind, default: 0] += 1 }
             for finding in plan.findings { findingCounts[finding.kind, default: 0] += 1 }
             let problems = Self.violations(order: order, snapshot: snapshot, targets: targets, plan: plan)
@@ -25,8 +26,9 @@ import Testing
             let recorded = plan.actions.map {
                 EmittedAction(idempotencyKey: $0.idempotencyKey, kind: $0.kind, status: .pending, amount: $0.amount)
             }
-            let again = Planner.plan(order: order, snapshot: snapshot, emitted: recorded, now: now,
-                                     pendingMax: Fixture.pendingMax)
+            let again = Planner.plan(
+                order: order, snapshot: snapshot, emitted: recorded, now: now,
+                pendingMax: Fixture.pendingMax)
             if !again.actions.isEmpty || !again.supersede.isEmpty || again.findings != plan.findings {
                 Issue.record("case \(iteration): not idempotent: \(again)")
                 return
@@ -35,7 +37,10 @@ import Testing
         // The generator reaches every action and every finding an order with a snapshot can produce.
         #expect(Set(counts.keys) == Set(ActionKind.allCases))
         // (action_failed needs a failed action recorded: PlannerIdempotencyTests.)
-        #expect(Set(findingCounts.keys) == Set(DiscrepancyKind.allCases).subtracting([.unknownOrder, .missingAtProvider, .actionFailed] + DiscrepancyKind.settlementKinds))
+        #expect(
+            Set(findingCounts.keys)
+                == Set(DiscrepancyKind.allCases).subtracting(
+                    [.unknownOrder, .missingAtProvider, .actionFailed] + DiscrepancyKind.settlementKinds))
     }
 
     static func violations(order: Order, snapshot: Snapshot, targets: ActionTargets, plan: Plan) -> [String] {
@@ -50,7 +55,8 @@ import Testing
         if Set(plan.actions.map(\.idempotencyKey)).count != plan.actions.count { problems.append("duplicate keys") }
         for finding in plan.findings where finding.amountAtRisk < 0 { problems.append("negative risk") }
         if plan.findings.contains(where: { $0.kind == .stalePending }),
-           !(snapshot.state == .pending || snapshot.state == .actionRequired) {
+            !(snapshot.state == .pending || snapshot.state == .actionRequired)
+        {
             problems.append("stale_pending outside pending states")
         }
         let refunds = plan.actions.filter { $0.kind == .refund }.reduce(Int64(0)) { $0 + $1.amount }
@@ -59,7 +65,8 @@ import Testing
         if refunds > 0, snapshot.disputed > 0 { problems.append("a refund while \(snapshot.disputed) is disputed") }
         let disputedFinding = plan.findings.first { $0.kind == .disputed }
         if blocking.isEmpty, order.intent != .payout, snapshot.disputed > 0, disputedFinding?.amountAtRisk != snapshot.disputed,
-           !(order.fulfilment == .open && (snapshot.state == .failed || snapshot.state == .voided)) {
+            !(order.fulfilment == .open && (snapshot.state == .failed || snapshot.state == .voided))
+        {
             problems.append("disputed missing or with the wrong amount")
         }
 
@@ -96,7 +103,7 @@ import Testing
                     }
                 case .paypal:
                     guard let capture = targets.refundableCaptures.first(where: { $0.id == action.providerTarget }),
-                          capture.amount - capture.refunded >= action.amount
+                        capture.amount - capture.refunded >= action.amount
                     else { problems.append("paypal refund on a capture without that much"); break }
                 case .paypercut:
                     if action.providerTarget != snapshot.transactionRef { problems.append("paypercut refund target") }
@@ -147,10 +154,11 @@ import Testing
         let r = chance(50, &random) ? 0 : amount(&random, near: c)
         let refund = chance(50, &random) ? 0 : amount(&random, near: c)
         let currency: Currency = chance(3, &random) ? .eur : .usd
-        let order = Order(provider: provider, orderID: "ORD-\(random.next() % 1000)",
-                          merchant: pick(["M1", "M1", "M1", ""], &random), site: pick(["S1", "S1", "S1", ""], &random),
-                          transactionRef: "REF-1", intent: intent, amount: Money(minorUnits: amt, currency: .usd),
-                          fulfilment: pick(Fulfilment.allCases, &random), refundAmount: refund)
+        let order = Order(
+            provider: provider, orderID: "ORD-\(random.next() % 1000)",
+            merchant: pick(["M1", "M1", "M1", ""], &random), site: pick(["S1", "S1", "S1", ""], &random),
+            transactionRef: "REF-1", intent: intent, amount: Money(minorUnits: amt, currency: .usd),
+            fulfilment: pick(Fulfilment.allCases, &random), refundAmount: refund)
         let state = pick(TransactionState.allCases, &random)
         let snapshotIntent = chance(3, &random) ? pick(intents, &random) : intent
         var captures: [CaptureRef] = []
@@ -162,14 +170,17 @@ import Testing
         let targets = ActionTargets(
             systemTransactionID: provider == .pxp && !chance(10, &random) ? "SYS-1" : nil,
             authorizationID: provider == .paypal && !chance(20, &random) ? "AUTH-1" : nil,
-            authorizationStatus: provider == .paypal ? pick(["CREATED", "PARTIALLY_CAPTURED", "CAPTURED", "VOIDED", "PENDING"], &random) : nil,
+            authorizationStatus: provider == .paypal
+                ? pick(["CREATED", "PARTIALLY_CAPTURED", "CAPTURED", "VOIDED", "PENDING"], &random) : nil,
             refundableCaptures: captures)
-        let rawState = provider == .paypercut
+        let rawState =
+            provider == .paypercut
             ? pick(["requires_capture", "requires_capture", "succeeded", "processing", "canceled"], &random)
             : state.rawValue
         let snapshot = Snapshot(
             provider: provider, transactionRef: "REF-1", merchant: chance(3, &random) ? "M2" : "M1",
-            site: chance(3, &random) ? "S2" : "S1", reportsSite: provider == .pxp, intent: snapshotIntent, currency: currency, value: max(a, c),
+            site: chance(3, &random) ? "S2" : "S1", reportsSite: provider == .pxp, intent: snapshotIntent, currency: currency,
+            value: max(a, c),
             authorised: a, captured: c, refunded: r, state: state, rawState: rawState,
             createdAt: chance(10, &random) ? nil : Fixture.now - Fixture.pendingMax + pick([-1000, -1, 0, 1, 1000], &random),
             capabilities: targets.capabilities(provider, transactionRef: "REF-1", rawState: rawState),

@@ -20,43 +20,57 @@ import Testing
     }
 
     static let cases: [Case] = [
-        Case(name: "every attempt failed: state_mismatch, as before",
-             transactions: [(.failed, 0, 0, 0), (.failed, 0, 0, 0)], kinds: [.stateMismatch], actions: [:]),
-        Case(name: "a refused attempt, then an authorised one: capture the second, nothing else",
-             transactions: [(.failed, 0, 0, 0), (.authorised, 10000, 0, 0)], kinds: [],
-             actions: ["pxp:ORD-1:capture:10000:T2": 10000]),
-        Case(name: "a voided attempt, then a captured purchase: clean", intent: .purchase,
-             transactions: [(.voided, 0, 0, 0), (.captured, 10000, 10000, 0)], kinds: [], actions: [:]),
-        Case(name: "two partial captures make the order total: clean", intent: .purchase,
-             transactions: [(.captured, 6000, 6000, 0), (.captured, 4000, 4000, 0)], kinds: [], actions: [:]),
-        Case(name: "two partial captures short of the total: amount_mismatch on the sum", intent: .purchase,
-             transactions: [(.captured, 6000, 6000, 0), (.captured, 3000, 3000, 0)], kinds: [.amountMismatch], actions: [:]),
-        Case(name: "a refund spread over two transactions, in order", intent: .purchase, refund: 8000,
-             transactions: [(.captured, 6000, 6000, 0), (.captured, 4000, 4000, 0)], kinds: [],
-             actions: ["pxp:ORD-1:refund:6000:T1": 6000, "pxp:ORD-1:refund:2000:T2": 2000]),
-        Case(name: "the rest of a spread refund after the first part is done", intent: .purchase, refund: 8000,
-             transactions: [(.refunded, 6000, 6000, 6000), (.captured, 4000, 4000, 0)], kinds: [],
-             actions: ["pxp:ORD-1:refund:2000:T2": 2000]),
-        Case(name: "over-capture across transactions", intent: .purchase,
-             transactions: [(.captured, 10000, 10000, 0), (.captured, 10000, 10000, 0)], kinds: [.overCaptured], actions: [:]),
-        Case(name: "cancelled: each uncaptured authorisation is voided", fulfilment: .cancelled,
-             transactions: [(.authorised, 6000, 0, 0), (.failed, 0, 0, 0), (.authorised, 4000, 0, 0)], kinds: [],
-             actions: ["pxp:ORD-1:void:0:T1": 6000, "pxp:ORD-1:void:0:T3": 4000]),
-        Case(name: "a transaction the provider does not know blocks the order",
-             transactions: [(.authorised, 10000, 0, 0), nil], kinds: [.missingAtProvider], actions: [:]),
-        Case(name: "PayPal: a refund over captures on two provider orders", provider: .paypal, intent: .purchase, refund: 7000,
-             transactions: [(.captured, 5000, 5000, 0), (.captured, 5000, 5000, 0)], kinds: [],
-             actions: ["paypal:ORD-1:refund:5000:T1": 5000, "paypal:ORD-1:refund:2000:T2": 2000]),
+        Case(
+            name: "every attempt failed: state_mismatch, as before",
+            transactions: [(.failed, 0, 0, 0), (.failed, 0, 0, 0)], kinds: [.stateMismatch], actions: [:]),
+        Case(
+            name: "a refused attempt, then an authorised one: capture the second, nothing else",
+            transactions: [(.failed, 0, 0, 0), (.authorised, 10000, 0, 0)], kinds: [],
+            actions: ["pxp:ORD-1:capture:10000:T2": 10000]),
+        Case(
+            name: "a voided attempt, then a captured purchase: clean", intent: .purchase,
+            transactions: [(.voided, 0, 0, 0), (.captured, 10000, 10000, 0)], kinds: [], actions: [:]),
+        Case(
+            name: "two partial captures make the order total: clean", intent: .purchase,
+            transactions: [(.captured, 6000, 6000, 0), (.captured, 4000, 4000, 0)], kinds: [], actions: [:]),
+        Case(
+            name: "two partial captures short of the total: amount_mismatch on the sum", intent: .purchase,
+            transactions: [(.captured, 6000, 6000, 0), (.captured, 3000, 3000, 0)], kinds: [.amountMismatch], actions: [:]),
+        Case(
+            name: "a refund spread over two transactions, in order", intent: .purchase, refund: 8000,
+            transactions: [(.captured, 6000, 6000, 0), (.captured, 4000, 4000, 0)], kinds: [],
+            actions: ["pxp:ORD-1:refund:6000:T1": 6000, "pxp:ORD-1:refund:2000:T2": 2000]),
+        Case(
+            name: "the rest of a spread refund after the first part is done", intent: .purchase, refund: 8000,
+            transactions: [(.refunded, 6000, 6000, 6000), (.captured, 4000, 4000, 0)], kinds: [],
+            actions: ["pxp:ORD-1:refund:2000:T2": 2000]),
+        Case(
+            name: "over-capture across transactions", intent: .purchase,
+            transactions: [(.captured, 10000, 10000, 0), (.captured, 10000, 10000, 0)], kinds: [.overCaptured], actions: [:]),
+        Case(
+            name: "cancelled: each uncaptured authorisation is voided", fulfilment: .cancelled,
+            transactions: [(.authorised, 6000, 0, 0), (.failed, 0, 0, 0), (.authorised, 4000, 0, 0)], kinds: [],
+            actions: ["pxp:ORD-1:void:0:T1": 6000, "pxp:ORD-1:void:0:T3": 4000]),
+        Case(
+            name: "a transaction the provider does not know blocks the order",
+            transactions: [(.authorised, 10000, 0, 0), nil], kinds: [.missingAtProvider], actions: [:]),
+        Case(
+            name: "PayPal: a refund over captures on two provider orders", provider: .paypal, intent: .purchase, refund: 7000,
+            transactions: [(.captured, 5000, 5000, 0), (.captured, 5000, 5000, 0)], kinds: [],
+            actions: ["paypal:ORD-1:refund:5000:T1": 5000, "paypal:ORD-1:refund:2000:T2": 2000]),
         // Targets are the transaction's own totals, never the order's (T1 6.00 + T2 4.00 raised to 12.00: T1 to 8.00).
-        Case(name: "an increment raises one transaction to its own new total", fulfilment: .open, amount: 12000,
-             transactions: [(.authorised, 6000, 0, 0), (.authorised, 4000, 0, 0)], kinds: [],
-             actions: ["pxp:ORD-1:increment:8000:T1": 2000]),
-        Case(name: "a capture on the second authorisation targets its own captured total", amount: 10000,
-             transactions: [(.authorised, 6000, 6000, 0), (.authorised, 4000, 0, 0)], kinds: [],
-             actions: ["pxp:ORD-1:capture:4000:T2": 4000]),
-        Case(name: "a refund of the second part keys on that part's refunded total", intent: .purchase, refund: 9000,
-             transactions: [(.refunded, 6000, 6000, 6000), (.partiallyRefunded, 4000, 4000, 1000)], kinds: [],
-             actions: ["pxp:ORD-1:refund:3000:T2": 2000]),
+        Case(
+            name: "an increment raises one transaction to its own new total", fulfilment: .open, amount: 12000,
+            transactions: [(.authorised, 6000, 0, 0), (.authorised, 4000, 0, 0)], kinds: [],
+            actions: ["pxp:ORD-1:increment:8000:T1": 2000]),
+        Case(
+            name: "a capture on the second authorisation targets its own captured total", amount: 10000,
+            transactions: [(.authorised, 6000, 6000, 0), (.authorised, 4000, 0, 0)], kinds: [],
+            actions: ["pxp:ORD-1:capture:4000:T2": 4000]),
+        Case(
+            name: "a refund of the second part keys on that part's refunded total", intent: .purchase, refund: 9000,
+            transactions: [(.refunded, 6000, 6000, 6000), (.partiallyRefunded, 4000, 4000, 1000)], kinds: [],
+            actions: ["pxp:ORD-1:refund:3000:T2": 2000])
     ]
 
     static func snapshot(_ provider: Provider, _ intent: Intent, _ ref: String, _ t: (TransactionState, Int64, Int64, Int64)) -> Snapshot {
@@ -64,14 +78,21 @@ import Testing
         s.transactionRef = ref
         // Each transaction acts on its own provider ids.
         switch provider {
-        case .pxp: s.capabilities = Capabilities(capture: .allowed(target: "SYS-" + ref), void: .allowed(target: "SYS-" + ref),
-                                                 increment: .allowed(target: "SYS-" + ref), refund: .against(target: "SYS-" + ref))
-        case .paypal: s.capabilities = Capabilities(capture: .allowed(target: "AUTH-" + ref), void: .allowed(target: "AUTH-" + ref),
-                                                    increment: .unsupported("paypal does not support incremental authorisation"),
-                                                    refund: .spread(t.2 > t.3 ? [RefundSource(id: "CAP-" + ref, amount: t.2, refunded: t.3)] : [],
-                                                                    sources: "PayPal captures"))
-        case .paypercut: s.capabilities = Capabilities(capture: .allowed(target: ref), void: .allowed(target: ref),
-                                                       increment: .unsupported("no"), refund: .against(target: ref))
+        case .pxp:
+            s.capabilities = Capabilities(
+                capture: .allowed(target: "SYS-" + ref), void: .allowed(target: "SYS-" + ref),
+                increment: .allowed(target: "SYS-" + ref), refund: .against(target: "SYS-" + ref))
+        case .paypal:
+            s.capabilities = Capabilities(
+                capture: .allowed(target: "AUTH-" + ref), void: .allowed(target: "AUTH-" + ref),
+                increment: .unsupported("paypal does not support incremental authorisation"),
+                refund: .spread(
+                    t.2 > t.3 ? [RefundSource(id: "CAP-" + ref, amount: t.2, refunded: t.3)] : [],
+                    sources: "PayPal captures"))
+        case .paypercut:
+            s.capabilities = Capabilities(
+                capture: .allowed(target: ref), void: .allowed(target: ref),
+                increment: .unsupported("no"), refund: .against(target: ref))
         }
         return s
     }
@@ -94,8 +115,11 @@ import Testing
             #expect(action.providerTarget?.hasSuffix(ref) == true, "\(action.providerTarget ?? "nil") acts on \(ref)")
         }
         // Planning again with the actions recorded adds nothing.
-        let recorded = plan.actions.map { EmittedAction(idempotencyKey: $0.idempotencyKey, kind: $0.kind, status: .pending, amount: $0.amount) }
-        let again = Planner.plan(order: order, transactions: fetched, emitted: recorded, now: Fixture.now, pendingMax: { _ in Fixture.pendingMax })
+        let recorded = plan.actions.map {
+            EmittedAction(idempotencyKey: $0.idempotencyKey, kind: $0.kind, status: .pending, amount: $0.amount)
+        }
+        let again = Planner.plan(
+            order: order, transactions: fetched, emitted: recorded, now: Fixture.now, pendingMax: { _ in Fixture.pendingMax })
         #expect(again.actions.isEmpty && again.supersede.isEmpty)
     }
 
@@ -106,8 +130,9 @@ import Testing
         blik.method = "blik"
         blik.createdAt = Fixture.now - 3600
         let paid = Self.snapshot(.pxp, .purchase, "T2", (.captured, 10000, 10000, 0))
-        let plan = Planner.plan(order: order, transactions: [.init(transactionRef: "T1", snapshot: blik), .init(transactionRef: "T2", snapshot: paid)],
-                                emitted: [], now: Fixture.now, pendingMax: { $0?.method == "blik" ? 900 : 86_400 })
+        let plan = Planner.plan(
+            order: order, transactions: [.init(transactionRef: "T1", snapshot: blik), .init(transactionRef: "T2", snapshot: paid)],
+            emitted: [], now: Fixture.now, pendingMax: { $0?.method == "blik" ? 900 : 86_400 })
         #expect(plan.findings.map(\.kind) == [.stalePending])
         #expect(plan.findings.first?.detail.hasPrefix("transaction T1:") == true)
     }
@@ -115,8 +140,9 @@ import Testing
     @Test func aSingleTransactionOrderIsPlannedExactlyAsBefore() {
         let order = Fixture.order(.pxp, .authorisation, .fulfilled, amount: 10000)
         let s = Fixture.snapshot(.pxp, .authorisation, .authorised, a: 10000)
-        let one = Planner.plan(order: order, transactions: [.init(transactionRef: "REF-1", snapshot: s)], emitted: [], now: Fixture.now,
-                               pendingMax: { _ in Fixture.pendingMax })
+        let one = Planner.plan(
+            order: order, transactions: [.init(transactionRef: "REF-1", snapshot: s)], emitted: [], now: Fixture.now,
+            pendingMax: { _ in Fixture.pendingMax })
         #expect(one == Planner.plan(order: order, snapshot: s, emitted: [], now: Fixture.now, pendingMax: Fixture.pendingMax))
         #expect(one.actions.map(\.idempotencyKey) == ["pxp:ORD-1:capture:10000"])
         #expect(one.actions.first?.transactionRef == nil)

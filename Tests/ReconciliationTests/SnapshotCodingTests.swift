@@ -6,12 +6,14 @@ import Testing
 /// existed still decodes, with nothing known to be allowed until the next fetch records them.
 @Suite struct SnapshotCodingTests {
     @Test func roundTripsWithCapabilitiesAndAliases() throws {
-        let s = Snapshot(provider: .pxp, transactionRef: "TX-1", merchant: "M1", site: "S1", reportsSite: true, intent: .authorisation,
-                         currency: .usd, value: 1000, authorised: 1000, captured: 300, refunded: 0, state: .authorised,
-                         rawState: "Authorised", createdAt: 1_750_000_000,
-                         capabilities: Capabilities(capture: .allowed(target: "SYS-1"), void: .denied("no"), increment: .unsupported("never"),
-                                                    refund: .spread([RefundSource(id: "C1", amount: 300, refunded: 0)], sources: "captures")),
-                         aliases: ["SYS-1"])
+        let s = Snapshot(
+            provider: .pxp, transactionRef: "TX-1", merchant: "M1", site: "S1", reportsSite: true, intent: .authorisation,
+            currency: .usd, value: 1000, authorised: 1000, captured: 300, refunded: 0, state: .authorised,
+            rawState: "Authorised", createdAt: 1_750_000_000,
+            capabilities: Capabilities(
+                capture: .allowed(target: "SYS-1"), void: .denied("no"), increment: .unsupported("never"),
+                refund: .spread([RefundSource(id: "C1", amount: 300, refunded: 0)], sources: "captures")),
+            aliases: ["SYS-1"])
         #expect(try JSONCoding.decode(Snapshot.self, try JSONCoding.encode(s)) == s)
     }
 

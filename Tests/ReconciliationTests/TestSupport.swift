@@ -39,39 +39,51 @@ enum Fixture {
     static let now: Int64 = 1_750_000_000
     static let pendingMax: Int64 = 86_400
 
-    static func order(_ intent: Intent, _ fulfilment: Fulfilment, amount: Int64, refund: Int64 = 0,
-                      currency: Currency = .usd, merchant: String? = "M1", site: String? = nil) -> Order {
-        order(.pxp, intent, fulfilment, amount: amount, refund: refund, currency: currency, merchant: merchant,
-              site: site)
+    static func order(
+        _ intent: Intent, _ fulfilment: Fulfilment, amount: Int64, refund: Int64 = 0,
+        currency: Currency = .usd, merchant: String? = "M1", site: String? = nil
+    ) -> Order {
+        order(
+            .pxp, intent, fulfilment, amount: amount, refund: refund, currency: currency, merchant: merchant,
+            site: site)
     }
 
-    static func order(_ provider: Provider, _ intent: Intent, _ fulfilment: Fulfilment, amount: Int64,
-                      refund: Int64 = 0, currency: Currency = .usd, merchant: String? = "M1",
-                      site: String? = nil, id: String = "ORD-1") -> Order {
-        Order(provider: provider, orderID: id, merchant: merchant,
-              site: site ?? (provider == .pxp ? "S1" : nil), transactionRef: "REF-1", intent: intent,
-              amount: Money(minorUnits: amount, currency: currency), fulfilment: fulfilment, refundAmount: refund)
+    static func order(
+        _ provider: Provider, _ intent: Intent, _ fulfilment: Fulfilment, amount: Int64,
+        refund: Int64 = 0, currency: Currency = .usd, merchant: String? = "M1",
+        site: String? = nil, id: String = "ORD-1"
+    ) -> Order {
+        Order(
+            provider: provider, orderID: id, merchant: merchant,
+            site: site ?? (provider == .pxp ? "S1" : nil), transactionRef: "REF-1", intent: intent,
+            amount: Money(minorUnits: amount, currency: currency), fulfilment: fulfilment, refundAmount: refund)
     }
 
-    static func snapshot(_ intent: Intent, _ state: TransactionState, a: Int64, c: Int64 = 0, r: Int64 = 0,
-                         currency: Currency = .usd, merchant: String? = "M1", site: String? = "S1",
-                         createdAt: Int64? = now - 60, targets: ActionTargets? = nil,
-                         rawState: String? = nil) -> Snapshot {
-        snapshot(.pxp, intent, state, a: a, c: c, r: r, currency: currency, merchant: merchant, site: site,
-                 createdAt: createdAt, targets: targets, rawState: rawState)
+    static func snapshot(
+        _ intent: Intent, _ state: TransactionState, a: Int64, c: Int64 = 0, r: Int64 = 0,
+        currency: Currency = .usd, merchant: String? = "M1", site: String? = "S1",
+        createdAt: Int64? = now - 60, targets: ActionTargets? = nil,
+        rawState: String? = nil
+    ) -> Snapshot {
+        snapshot(
+            .pxp, intent, state, a: a, c: c, r: r, currency: currency, merchant: merchant, site: site,
+            createdAt: createdAt, targets: targets, rawState: rawState)
     }
 
-    static func snapshot(_ provider: Provider, _ intent: Intent, _ state: TransactionState,
-                         a: Int64, c: Int64 = 0, r: Int64 = 0, currency: Currency = .usd,
-                         merchant: String? = "M1", site: String? = "S1", createdAt: Int64? = now - 60,
-                         targets: ActionTargets? = nil, rawState: String? = nil) -> Snapshot {
+    static func snapshot(
+        _ provider: Provider, _ intent: Intent, _ state: TransactionState,
+        a: Int64, c: Int64 = 0, r: Int64 = 0, currency: Currency = .usd,
+        merchant: String? = "M1", site: String? = "S1", createdAt: Int64? = now - 60,
+        targets: ActionTargets? = nil, rawState: String? = nil
+    ) -> Snapshot {
         let raw = rawState ?? defaultRawState(provider, state)
         let targets = targets ?? defaultTargets(provider, intent, state, a: a, c: c, r: r)
-        return Snapshot(provider: provider, transactionRef: "REF-1", merchant: merchant,
-                        site: provider == .pxp ? site : nil, reportsSite: provider == .pxp, intent: intent, currency: currency,
-                        value: max(a, c), authorised: a, captured: c, refunded: r, state: state,
-                        rawState: raw, createdAt: createdAt,
-                        capabilities: targets.capabilities(provider, transactionRef: "REF-1", rawState: raw))
+        return Snapshot(
+            provider: provider, transactionRef: "REF-1", merchant: merchant,
+            site: provider == .pxp ? site : nil, reportsSite: provider == .pxp, intent: intent, currency: currency,
+            value: max(a, c), authorised: a, captured: c, refunded: r, state: state,
+            rawState: raw, createdAt: createdAt,
+            capabilities: targets.capabilities(provider, transactionRef: "REF-1", rawState: raw))
     }
 
     static func defaultRawState(_ provider: Provider, _ state: TransactionState) -> String {
@@ -89,21 +101,26 @@ enum Fixture {
         }
     }
 
-    static func defaultTargets(_ provider: Provider, _ intent: Intent, _ state: TransactionState,
-                               a: Int64, c: Int64, r: Int64) -> ActionTargets {
+    static func defaultTargets(
+        _ provider: Provider, _ intent: Intent, _ state: TransactionState,
+        a: Int64, c: Int64, r: Int64
+    ) -> ActionTargets {
         switch provider {
         case .pxp, .paypercut:
             return ActionTargets(systemTransactionID: provider == .pxp ? "SYS-1" : nil)
         case .paypal:
             let open = intent.isAuthorisation && state == .authorised && c < a
-            return ActionTargets(authorizationID: open ? "AUTH-1" : nil,
-                                 authorizationStatus: open ? (c == 0 ? "CREATED" : "PARTIALLY_CAPTURED") : nil,
-                                 refundableCaptures: c > r ? [CaptureRef(id: "CAP-1", amount: c, refunded: r)] : [])
+            return ActionTargets(
+                authorizationID: open ? "AUTH-1" : nil,
+                authorizationStatus: open ? (c == 0 ? "CREATED" : "PARTIALLY_CAPTURED") : nil,
+                refundableCaptures: c > r ? [CaptureRef(id: "CAP-1", amount: c, refunded: r)] : [])
         }
     }
 
-    static func plan(_ order: Order?, _ snapshot: Snapshot?, emitted: [EmittedAction] = [],
-                     now: Int64 = now) -> Plan {
+    static func plan(
+        _ order: Order?, _ snapshot: Snapshot?, emitted: [EmittedAction] = [],
+        now: Int64 = now
+    ) -> Plan {
         Planner.plan(order: order, snapshot: snapshot, emitted: emitted, now: now, pendingMax: pendingMax)
     }
 }
@@ -127,8 +144,10 @@ struct ActionTargets: Hashable {
     var authorizationStatus: String?
     var refundableCaptures: [CaptureRef]
 
-    init(systemTransactionID: String? = nil, authorizationID: String? = nil, authorizationStatus: String? = nil,
-         refundableCaptures: [CaptureRef] = []) {
+    init(
+        systemTransactionID: String? = nil, authorizationID: String? = nil, authorizationStatus: String? = nil,
+        refundableCaptures: [CaptureRef] = []
+    ) {
         self.systemTransactionID = systemTransactionID; self.authorizationID = authorizationID
         self.authorizationStatus = authorizationStatus; self.refundableCaptures = refundableCaptures
     }
@@ -136,8 +155,10 @@ struct ActionTargets: Hashable {
     func capabilities(_ provider: Provider, transactionRef: String, rawState: String) -> Capabilities {
         switch provider {
         case .pxp: PXPProvider.capabilities(systemTransactionID: systemTransactionID)
-        case .paypal: PayPalProvider.capabilities(authorizationID: authorizationID, authorizationStatus: authorizationStatus,
-                                                  refundableCaptures: refundableCaptures)
+        case .paypal:
+            PayPalProvider.capabilities(
+                authorizationID: authorizationID, authorizationStatus: authorizationStatus,
+                refundableCaptures: refundableCaptures)
         case .paypercut: PaypercutProvider.capabilities(paymentIntentID: transactionRef, rawState: rawState)
         }
     }

@@ -8,10 +8,17 @@ struct ExplanationTests {
     static let hash = String(repeating: "ab", count: 32)
 
     static func check(_ id: Int64, at seconds: Double, decided: [String] = [], body: String? = nil) -> Explanation.Check {
-        let answers = body.map { [Explanation.Answer(fetchedAt: noon.addingTimeInterval(seconds), method: "GET", url: "https://api/tx/1", status: 200,
-                                                     sha256: hash, length: $0.utf8.count, body: Array($0.utf8))] } ?? []
-        return Explanation.Check(evidenceID: id, at: noon.addingTimeInterval(seconds), source: .sweep, deliveryID: nil, hashes: [hash],
-                                 decided: decided, decision: nil, findings: [], planned: [], superseded: [], answers: answers)
+        let answers =
+            body.map {
+                [
+                    Explanation.Answer(
+                        fetchedAt: noon.addingTimeInterval(seconds), method: "GET", url: "https://api/tx/1", status: 200,
+                        sha256: hash, length: $0.utf8.count, body: Array($0.utf8))
+                ]
+            } ?? []
+        return Explanation.Check(
+            evidenceID: id, at: noon.addingTimeInterval(seconds), source: .sweep, deliveryID: nil, hashes: [hash],
+            decided: decided, decision: nil, findings: [], planned: [], superseded: [], answers: answers)
     }
 
     /// Ninety identical clean sweeps read as one line and a count; a check that decided something is never folded.
@@ -29,8 +36,9 @@ struct ExplanationTests {
     /// terminal as such (the CLI makes each line safe; the JSON escapes them).
     @Test func longAnswersAreCutInTheTimelineAndWholeInJSON() throws {
         let long = "{\"note\":\"" + String(repeating: "x", count: 5_000) + "\"}"
-        let e = Explanation(generatedAt: noon, provider: .pxp, orderID: "O-1", transactionRef: "TX-1",
-                            checks: [Self.check(1, at: 0, decided: ["opened"], body: long)])
+        let e = Explanation(
+            generatedAt: noon, provider: .pxp, orderID: "O-1", transactionRef: "TX-1",
+            checks: [Self.check(1, at: 0, decided: ["opened"], body: long)])
         #expect(e.table().contains("(\(long.utf8.count) bytes in all; --format json shows the whole answer)"))
         let json = try JSONValue.parse(e.json())
         let body = json["timeline"]?.arrayValue?.first?["answers"]?.arrayValue?.first?["body"]?.stringValue
@@ -58,10 +66,13 @@ struct ExplanationTests {
         var explained = row(7), other = row(8)
         explained.evidenceID = 1; other.evidenceID = 2
         var rep = report([explained, other])
-        rep.explanations[7] = Explanation(generatedAt: noon, provider: .pxp, orderID: "ORD-1", transactionRef: "tx-1",
-                                          checks: [Self.check(1, at: 0, decided: ["opened"], body: "<b>answer</b>")])
+        rep.explanations[7] = Explanation(
+            generatedAt: noon, provider: .pxp, orderID: "ORD-1", transactionRef: "tx-1",
+            checks: [Self.check(1, at: 0, decided: ["opened"], body: "<b>answer</b>")])
         let html = rep.html()
-        #expect(html.contains("<details class=\"evidence\" id=\"evidence-7\"><summary>Evidence: why payrecon says this (check 1)</summary><pre>"))
+        #expect(
+            html.contains(
+                "<details class=\"evidence\" id=\"evidence-7\"><summary>Evidence: why payrecon says this (check 1)</summary><pre>"))
         #expect(html.contains("&lt;b&gt;answer&lt;/b&gt;") && !html.contains("<b>answer</b>"), "answers are escaped")
         #expect(html.contains("<code>payrecon explain 8</code>"))
     }

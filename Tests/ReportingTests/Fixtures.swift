@@ -6,14 +6,17 @@ let usd = Currency(code: "USD")!, jpy = Currency(code: "JPY")!, bhd = Currency(c
 /// 2026-11-29T12:00:00Z
 let noon = Date(timeIntervalSince1970: 1_795_953_600)
 
-func row(_ id: Int64, provider: Provider = .pxp, order: String? = "ORD-1", ref: String = "tx-1",
-         kind: DiscrepancyKind = .amountMismatch, status: DiscrepancyStatus = .open, detail: String = "captured less",
-         risk: Int64 = 2500, currency: Currency? = usd, expected: JSONValue = .object([("amount", .string("25.00"))]),
-         firstSeen: Date = noon, occurrences: Int = 1) -> DiscrepancyRow {
-    DiscrepancyRow(id: id, provider: provider, orderID: order, transactionRef: ref, kind: kind, status: status,
-                   expected: expected, actual: .object([("amount", .string("0.00"))]), detail: detail,
-                   amountAtRisk: risk, currency: currency, firstSeen: firstSeen, lastSeen: noon,
-                   occurrences: occurrences, resolvedAt: status == .resolved ? noon : nil)
+func row(
+    _ id: Int64, provider: Provider = .pxp, order: String? = "ORD-1", ref: String = "tx-1",
+    kind: DiscrepancyKind = .amountMismatch, status: DiscrepancyStatus = .open, detail: String = "captured less",
+    risk: Int64 = 2500, currency: Currency? = usd, expected: JSONValue = .object([("amount", .string("25.00"))]),
+    firstSeen: Date = noon, occurrences: Int = 1
+) -> DiscrepancyRow {
+    DiscrepancyRow(
+        id: id, provider: provider, orderID: order, transactionRef: ref, kind: kind, status: status,
+        expected: expected, actual: .object([("amount", .string("0.00"))]), detail: detail,
+        amountAtRisk: risk, currency: currency, firstSeen: firstSeen, lastSeen: noon,
+        occurrences: occurrences, resolvedAt: status == .resolved ? noon : nil)
 }
 
 func report(_ rows: [DiscrepancyRow], summary: ReportSummary? = nil, days: [DayCount] = []) -> Report {
@@ -39,9 +42,10 @@ func readCSV(_ text: String) throws -> [[String]] {
         let c = scalars[i]
         if inQuotes {
             if c == "\"" {
-                if i + 1 < scalars.count, scalars[i + 1] == "\"" { field.unicodeScalars.append("\""); i += 1 }
-                else { inQuotes = false }
-            } else { field.unicodeScalars.append(c) }
+                if i + 1 < scalars.count, scalars[i + 1] == "\"" { field.unicodeScalars.append("\""); i += 1 } else { inQuotes = false }
+            } else {
+                field.unicodeScalars.append(c)
+            }
         } else {
             switch c {
             case "\"":
@@ -52,7 +56,7 @@ func readCSV(_ text: String) throws -> [[String]] {
                 guard i + 1 < scalars.count, scalars[i + 1] == "\n" else { throw Malformed() }
                 i += 1
                 record.append(field); records.append(record); record = []; field = ""; wasQuoted = false
-            case "\n": throw Malformed()   // bare LF outside quotes: not RFC 4180
+            case "\n": throw Malformed()  // bare LF outside quotes: not RFC 4180
             default:
                 guard !wasQuoted else { throw Malformed() }
                 field.unicodeScalars.append(c)
@@ -60,6 +64,6 @@ func readCSV(_ text: String) throws -> [[String]] {
         }
         i += 1
     }
-    guard !inQuotes, field.isEmpty, record.isEmpty else { throw Malformed() }   // last record must end with CRLF
+    guard !inQuotes, field.isEmpty, record.isEmpty else { throw Malformed() }  // last record must end with CRLF
     return records
 }

@@ -31,13 +31,18 @@ struct ReportJSONTests {
         #expect(r.json().last == UInt8(ascii: "\n"))
     }
 
-    @Test("amounts with the currency's digits", arguments: [
-        (usd, Int64(2500), "25.00"), (usd, 1, "0.01"), (jpy, 1000, "1000"), (jpy, 0, "0"),
-        (bhd, 1250, "1.250"), (bhd, 5, "0.005"), (usd, Int64.max, "92233720368547758.07"),
-    ])
+    @Test(
+        "amounts with the currency's digits",
+        arguments: [
+            (usd, Int64(2500), "25.00"), (usd, 1, "0.01"), (jpy, 1000, "1000"), (jpy, 0, "0"),
+            (bhd, 1250, "1.250"), (bhd, 5, "0.005"), (usd, Int64.max, "92233720368547758.07")
+        ])
     func amountsAreExactStrings(currency: Currency, minor: Int64, expected: String) throws {
-        let r = report([row(1, risk: minor, currency: currency)], summary: ReportSummary(open: 1, byKind: [.amountMismatch: 1],
-                                                                                  amountAtRisk: [currency: Int128(minor)]))
+        let r = report(
+            [row(1, risk: minor, currency: currency)],
+            summary: ReportSummary(
+                open: 1, byKind: [.amountMismatch: 1],
+                amountAtRisk: [currency: Int128(minor)]))
         let doc = try parseJSON(r.json())
         #expect(doc["summary"]?["amount_at_risk"]?[currency.code]?.stringValue == expected)
         #expect(doc["discrepancies"]?[0]?["amount_at_risk"]?.stringValue == expected)
@@ -45,7 +50,9 @@ struct ReportJSONTests {
     }
 
     @Test func unknownOrderHasNullOrderIdAndCurrenciesAreSorted() throws {
-        let r = report([row(1, order: nil, ref: "PAYPAL-9", kind: .unknownOrder, risk: 1000, currency: jpy), row(2), row(3, risk: 0, currency: nil)])
+        let r = report([
+            row(1, order: nil, ref: "PAYPAL-9", kind: .unknownOrder, risk: 1000, currency: jpy), row(2), row(3, risk: 0, currency: nil)
+        ])
         let doc = try parseJSON(r.json())
         #expect(doc["discrepancies"]?[0]?["order_id"]?.isNull == true)
         #expect(doc["discrepancies"]?[0]?["transaction_ref"]?.stringValue == "PAYPAL-9")
@@ -76,8 +83,12 @@ struct ReportJSONTests {
         r.filters = ReportFilters(status: "all", provider: .paypal, kind: .overRefunded, since: "7d")
         let doc = try parseJSON(r.json())
         #expect(doc["summary"]?["rejected_24h"] == .object([("invalid_signature", .number("2")), ("body_too_large", .number("1"))]))
-        #expect(doc["filters"] == .object([("status", .string("all")), ("provider", .string("paypal")),
-                                           ("kind", .string("over_refunded")), ("since", .string("7d"))]))
+        #expect(
+            doc["filters"]
+                == .object([
+                    ("status", .string("all")), ("provider", .string("paypal")),
+                    ("kind", .string("over_refunded")), ("since", .string("7d"))
+                ]))
     }
 
     @Test func stringsAreEscaped() throws {
@@ -97,7 +108,7 @@ struct ReportJSONTests {
 struct TimestampTests {
     @Test(arguments: [
         (0.0, "1970-01-01T00:00:00Z"), (1_795_953_600.0, "2026-11-29T12:00:00Z"), (951_782_400.5, "2000-02-29T00:00:00Z"),
-        (-1.0, "1969-12-31T23:59:59Z"), (4_102_444_799.0, "2099-12-31T23:59:59Z"),
+        (-1.0, "1969-12-31T23:59:59Z"), (4_102_444_799.0, "2099-12-31T23:59:59Z")
     ])
     func iso8601(seconds: Double, expected: String) {
         #expect(Timestamp.iso8601(Date(timeIntervalSince1970: seconds)) == expected)
@@ -118,7 +129,7 @@ struct TimestampTests {
         (Int128(1) << 62 + Int128(1) << 62, 0, "9223372036854775808"),
         (Int128(5), 3, "0.005"),
         (Int128(0), 2, "0.00"),
-        (Int128(Int64.max) * 1_000_000, 2, "92233720368547758070000.00"),
+        (Int128(Int64.max) * 1_000_000, 2, "92233720368547758070000.00")
     ])
     func wideTotalsFormatExactly(minor: Int128, exponent: Int, expected: String) {
         #expect(ReportSummary.format(minor, exponent: exponent) == expected)

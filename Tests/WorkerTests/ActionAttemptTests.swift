@@ -26,8 +26,11 @@ import Testing
     static let c70 = A.Call(amount: 70, providerTarget: "T")
     static let c100other = A.Call(amount: 100, providerTarget: "T2")
 
-    static func claim(inDoubt: Bool = false, sent: A.Call? = nil, attempts: Int = 1, withinGrace: Bool = false, dedupe: Bool = false) -> A.Claim {
-        A.Claim(inDoubt: inDoubt, sent: sent, attempts: attempts, withinGrace: withinGrace, graceSeconds: 120, providerDeduplicatesKeys: dedupe)
+    static func claim(
+        inDoubt: Bool = false, sent: A.Call? = nil, attempts: Int = 1, withinGrace: Bool = false, dedupe: Bool = false
+    ) -> A.Claim {
+        A.Claim(
+            inDoubt: inDoubt, sent: sent, attempts: attempts, withinGrace: withinGrace, graceSeconds: 120, providerDeduplicatesKeys: dedupe)
     }
 
     /// A step in a few words: what the table compares (an outcome's text is for people, its fields decide).
@@ -54,118 +57,275 @@ import Testing
 
     /// The path to a call, from a fresh claim.
     static let toCall: [(Event, String)] = [
-        (.claimed, "replan"), (.replanned(.wanted(c100)), "evidence(call, planned)"), (.evidence(true), "confirm(100)"), (.confirmed(.held), "call(100)"),
+        (.claimed, "replan"), (.replanned(.wanted(c100)), "evidence(call, planned)"), (.evidence(true), "confirm(100)"),
+        (.confirmed(.held), "call(100)")
     ]
 
     static let rows: [Row] = [
         // A fresh claim: re-fetch and re-plan, then the call with the fresh plan's amount.
-        Row(name: "applied", claim: fresh, steps: toCall + [
-            (.called(.applied(providerRef: "P")), "record(succeeded, inDoubt=false, recheck)"), (.recorded(.kept), "recheck"), (.rechecked, "done(succeeded)")]),
-        Row(name: "the fresh plan no longer wants it: superseded, with the evidence of why", claim: fresh, steps: [
-            (.claimed, "replan"), (.replanned(.notWanted("clean")), "evidence(not sent)"), (.evidence(true), "record(superseded, inDoubt=false, recheck)"),
-            (.recorded(.kept), "recheck"), (.rechecked, "done(superseded)")]),
-        Row(name: "not wanted, and its evidence cannot be kept: nothing recorded but a retry", claim: fresh, steps: [
-            (.claimed, "replan"), (.replanned(.notWanted("clean")), "evidence(not sent)"), (.evidence(false), "record(pending)"), (.recorded(.kept), "done(pending)")]),
-        Row(name: "the re-fetch cannot be made now", claim: fresh, steps: [
-            (.claimed, "replan"), (.replanned(.transient("timeout")), "record(pending)"), (.recorded(.kept), "done(pending)")]),
-        Row(name: "the re-fetch fails for good", claim: fresh, steps: [
-            (.claimed, "replan"), (.replanned(.failed("401")), "record(failed)"), (.recorded(.kept), "done(failed)")]),
-        Row(name: "no call without the evidence of the re-fetch that decided it", claim: fresh, steps: [
-            (.claimed, "replan"), (.replanned(.wanted(c100)), "evidence(call, planned)"), (.evidence(false), "record(pending)")]),
-        Row(name: "the fence refuses the confirm: nothing sent, nothing recorded", claim: fresh, steps: [
-            (.claimed, "replan"), (.replanned(.wanted(c100)), "evidence(call, planned)"), (.evidence(true), "confirm(100)"), (.confirmed(.lost), "done(pending)")]),
-        Row(name: "the confirm cannot be written: nothing sent", claim: fresh, steps: [
-            (.claimed, "replan"), (.replanned(.wanted(c100)), "evidence(call, planned)"), (.evidence(true), "confirm(100)"),
-            (.confirmed(.failed("db")), "record(pending)")]),
+        Row(
+            name: "applied", claim: fresh,
+            steps: toCall + [
+                (.called(.applied(providerRef: "P")), "record(succeeded, inDoubt=false, recheck)"), (.recorded(.kept), "recheck"),
+                (.rechecked, "done(succeeded)")
+            ]),
+        Row(
+            name: "the fresh plan no longer wants it: superseded, with the evidence of why", claim: fresh,
+            steps: [
+                (.claimed, "replan"), (.replanned(.notWanted("clean")), "evidence(not sent)"),
+                (.evidence(true), "record(superseded, inDoubt=false, recheck)"),
+                (.recorded(.kept), "recheck"), (.rechecked, "done(superseded)")
+            ]),
+        Row(
+            name: "not wanted, and its evidence cannot be kept: nothing recorded but a retry", claim: fresh,
+            steps: [
+                (.claimed, "replan"), (.replanned(.notWanted("clean")), "evidence(not sent)"), (.evidence(false), "record(pending)"),
+                (.recorded(.kept), "done(pending)")
+            ]),
+        Row(
+            name: "the re-fetch cannot be made now", claim: fresh,
+            steps: [
+                (.claimed, "replan"), (.replanned(.transient("timeout")), "record(pending)"), (.recorded(.kept), "done(pending)")
+            ]),
+        Row(
+            name: "the re-fetch fails for good", claim: fresh,
+            steps: [
+                (.claimed, "replan"), (.replanned(.failed("401")), "record(failed)"), (.recorded(.kept), "done(failed)")
+            ]),
+        Row(
+            name: "no call without the evidence of the re-fetch that decided it", claim: fresh,
+            steps: [
+                (.claimed, "replan"), (.replanned(.wanted(c100)), "evidence(call, planned)"), (.evidence(false), "record(pending)")
+            ]),
+        Row(
+            name: "the fence refuses the confirm: nothing sent, nothing recorded", claim: fresh,
+            steps: [
+                (.claimed, "replan"), (.replanned(.wanted(c100)), "evidence(call, planned)"), (.evidence(true), "confirm(100)"),
+                (.confirmed(.lost), "done(pending)")
+            ]),
+        Row(
+            name: "the confirm cannot be written: nothing sent", claim: fresh,
+            steps: [
+                (.claimed, "replan"), (.replanned(.wanted(c100)), "evidence(call, planned)"), (.evidence(true), "confirm(100)"),
+                (.confirmed(.failed("db")), "record(pending)")
+            ]),
         // What the provider answers.
-        Row(name: "429: not processed, sent again as it was after Retry-After", claim: fresh, steps: toCall + [
-            (.called(.notProcessed(reason: "HTTP 429", retryAfterSeconds: 1)), "record(pending, inDoubt=false, notBefore=1)"), (.recorded(.kept), "done(pending)")]),
-        Row(name: "429 without Retry-After: a backoff", claim: claim(attempts: 3), steps: toCall + [
-            (.called(.notProcessed(reason: "HTTP 429", retryAfterSeconds: nil)), "record(pending, inDoubt=false, notBefore=8)")]),
-        Row(name: "429 on every attempt: failed, for an operator", claim: claim(attempts: A.attemptsWhileRefusedUnprocessed), steps: toCall + [
-            (.called(.notProcessed(reason: "HTTP 429", retryAfterSeconds: 1)), "record(failed, inDoubt=false, recheck)")]),
-        Row(name: "refused by the provider: failed, then the order re-checked", claim: fresh, steps: toCall + [
-            (.called(.permanent(.refused(status: 422, body: "x"))), "record(failed, inDoubt=false, recheck)"), (.recorded(.kept), "recheck"), (.rechecked, "done(failed)")]),
-        Row(name: "never sent (no client): failed, nothing to re-check", claim: fresh, steps: toCall + [
-            (.called(.permanent(.notSent("no client"))), "record(failed, inDoubt=false)")]),
-        Row(name: "declined in a readable answer (a refund answered FAILED): failed, then the order re-checked", claim: fresh, steps: toCall + [
-            (.called(.permanent(.declined("FAILED"))), "record(failed, inDoubt=false, recheck)"), (.recorded(.kept), "recheck")]),
-        Row(name: "answered unreadably (no state, or over the size cap): it may have been applied, so in doubt", claim: fresh, steps: toCall + [
-            (.called(.permanent(.unreadable("no systemTransactionId/state"))), "record(pending, inDoubt=true)"), (.recorded(.kept), "done(pending)")]),
-        Row(name: "a key in use on a key never sent: refused", claim: fresh, steps: toCall + [
-            (.called(.keyInUse("idempotency_error")), "record(failed, inDoubt=false, recheck)")]),
-        Row(name: "outcome unknown: in doubt", claim: fresh, steps: toCall + [
-            (.called(.unknown("timeout")), "record(pending, inDoubt=true)"), (.recorded(.kept), "done(pending)")]),
-        Row(name: "the provider does not know the transaction", claim: fresh, steps: toCall + [
-            (.called(.targetUnknown), "record(failed, inDoubt=false)")]),
-        Row(name: "the outcome's record is refused by the fence (the lease was lost)", claim: fresh, steps: toCall + [
-            (.called(.applied(providerRef: "P")), "record(succeeded, inDoubt=false, recheck)"), (.recorded(.lost), "done(pending)")]),
-        Row(name: "the outcome cannot be written", claim: fresh, steps: toCall + [
-            (.called(.applied(providerRef: "P")), "record(succeeded, inDoubt=false, recheck)"), (.recorded(.failed), "done(pending)")]),
+        Row(
+            name: "429: not processed, sent again as it was after Retry-After", claim: fresh,
+            steps: toCall + [
+                (.called(.notProcessed(reason: "HTTP 429", retryAfterSeconds: 1)), "record(pending, inDoubt=false, notBefore=1)"),
+                (.recorded(.kept), "done(pending)")
+            ]),
+        Row(
+            name: "429 without Retry-After: a backoff", claim: claim(attempts: 3),
+            steps: toCall + [
+                (.called(.notProcessed(reason: "HTTP 429", retryAfterSeconds: nil)), "record(pending, inDoubt=false, notBefore=8)")
+            ]),
+        Row(
+            name: "429 on every attempt: failed, for an operator", claim: claim(attempts: A.attemptsWhileRefusedUnprocessed),
+            steps: toCall + [
+                (.called(.notProcessed(reason: "HTTP 429", retryAfterSeconds: 1)), "record(failed, inDoubt=false, recheck)")
+            ]),
+        Row(
+            name: "refused by the provider: failed, then the order re-checked", claim: fresh,
+            steps: toCall + [
+                (.called(.permanent(.refused(status: 422, body: "x"))), "record(failed, inDoubt=false, recheck)"),
+                (.recorded(.kept), "recheck"), (.rechecked, "done(failed)")
+            ]),
+        Row(
+            name: "never sent (no client): failed, nothing to re-check", claim: fresh,
+            steps: toCall + [
+                (.called(.permanent(.notSent("no client"))), "record(failed, inDoubt=false)")
+            ]),
+        Row(
+            name: "declined in a readable answer (a refund answered FAILED): failed, then the order re-checked", claim: fresh,
+            steps: toCall + [
+                (.called(.permanent(.declined("FAILED"))), "record(failed, inDoubt=false, recheck)"), (.recorded(.kept), "recheck")
+            ]),
+        Row(
+            name: "answered unreadably (no state, or over the size cap): it may have been applied, so in doubt", claim: fresh,
+            steps: toCall + [
+                (.called(.permanent(.unreadable("no systemTransactionId/state"))), "record(pending, inDoubt=true)"),
+                (.recorded(.kept), "done(pending)")
+            ]),
+        Row(
+            name: "a key in use on a key never sent: refused", claim: fresh,
+            steps: toCall + [
+                (.called(.keyInUse("idempotency_error")), "record(failed, inDoubt=false, recheck)")
+            ]),
+        Row(
+            name: "outcome unknown: in doubt", claim: fresh,
+            steps: toCall + [
+                (.called(.unknown("timeout")), "record(pending, inDoubt=true)"), (.recorded(.kept), "done(pending)")
+            ]),
+        Row(
+            name: "the provider does not know the transaction", claim: fresh,
+            steps: toCall + [
+                (.called(.targetUnknown), "record(failed, inDoubt=false)")
+            ]),
+        Row(
+            name: "the outcome's record is refused by the fence (the lease was lost)", claim: fresh,
+            steps: toCall + [
+                (.called(.applied(providerRef: "P")), "record(succeeded, inDoubt=false, recheck)"), (.recorded(.lost), "done(pending)")
+            ]),
+        Row(
+            name: "the outcome cannot be written", claim: fresh,
+            steps: toCall + [
+                (.called(.applied(providerRef: "P")), "record(succeeded, inDoubt=false, recheck)"), (.recorded(.failed), "done(pending)")
+            ]),
         // A call in doubt is asked about first.
-        Row(name: "in doubt, found made: succeeded, whatever came of the evidence", claim: inDoubt, steps: [
-            (.claimed, "settle+others"), (.settled(.made(providerRef: "P")), "evidence(settled)"), (.evidence(false), "record(succeeded, inDoubt=false, recheck)"),
-            (.recorded(.kept), "recheck"), (.rechecked, "done(succeeded)")]),
-        Row(name: "in doubt, refused", claim: inDoubt, steps: [
-            (.claimed, "settle+others"), (.settled(.refused("Refused")), "evidence(settled)"), (.evidence(true), "record(failed, inDoubt=false, recheck)")]),
-        Row(name: "in doubt, still pending at the provider", claim: inDoubt, steps: [
-            (.claimed, "settle+others"), (.settled(.stillPending), "record(pending)")]),
-        Row(name: "in doubt, the provider cannot be asked", claim: inDoubt, steps: [
-            (.claimed, "settle+others"), (.settled(.unreachable("timeout")), "record(pending)")]),
-        Row(name: "in doubt, not made, within the grace: not trusted yet", claim: claim(inDoubt: true, sent: c100, withinGrace: true), steps: [
-            (.claimed, "settle+others"), (.settled(.notMade), "record(pending)")]),
-        Row(name: "in doubt, not made after the grace, wanted as sent: sent again as it was", claim: inDoubt, steps: [
-            (.claimed, "settle+others"), (.settled(.notMade), "replan(settled)"), (.replanned(.wanted(c100)), "evidence(call, planned)"),
-            (.evidence(true), "confirm(100)"), (.confirmed(.held), "call(100)")]),
-        Row(name: "in doubt, not made after the grace, now wanted for less: superseded, a key of its own follows", claim: inDoubt, steps: [
-            (.claimed, "settle+others"), (.settled(.notMade), "replan(settled)"), (.replanned(.wanted(c70)), "evidence(not sent)"),
-            (.evidence(true), "record(superseded, inDoubt=false, recheck)")]),
-        Row(name: "in doubt, nobody can tell, a deduplicating provider: re-sent only as sent", claim: claim(inDoubt: true, sent: c100, dedupe: true), steps: [
-            (.claimed, "settle"), (.settled(.unknown), "replan(settled)"), (.replanned(.wanted(c100)), "evidence(call, planned)"), (.evidence(true), "confirm(100)")]),
-        Row(name: "in doubt, deduplicating, wanted for less within the grace: waits", claim: claim(inDoubt: true, sent: c100, withinGrace: true, dedupe: true),
+        Row(
+            name: "in doubt, found made: succeeded, whatever came of the evidence", claim: inDoubt,
+            steps: [
+                (.claimed, "settle+others"), (.settled(.made(providerRef: "P")), "evidence(settled)"),
+                (.evidence(false), "record(succeeded, inDoubt=false, recheck)"),
+                (.recorded(.kept), "recheck"), (.rechecked, "done(succeeded)")
+            ]),
+        Row(
+            name: "in doubt, refused", claim: inDoubt,
+            steps: [
+                (.claimed, "settle+others"), (.settled(.refused("Refused")), "evidence(settled)"),
+                (.evidence(true), "record(failed, inDoubt=false, recheck)")
+            ]),
+        Row(
+            name: "in doubt, still pending at the provider", claim: inDoubt,
+            steps: [
+                (.claimed, "settle+others"), (.settled(.stillPending), "record(pending)")
+            ]),
+        Row(
+            name: "in doubt, the provider cannot be asked", claim: inDoubt,
+            steps: [
+                (.claimed, "settle+others"), (.settled(.unreachable("timeout")), "record(pending)")
+            ]),
+        Row(
+            name: "in doubt, not made, within the grace: not trusted yet", claim: claim(inDoubt: true, sent: c100, withinGrace: true),
+            steps: [
+                (.claimed, "settle+others"), (.settled(.notMade), "record(pending)")
+            ]),
+        Row(
+            name: "in doubt, not made after the grace, wanted as sent: sent again as it was", claim: inDoubt,
+            steps: [
+                (.claimed, "settle+others"), (.settled(.notMade), "replan(settled)"),
+                (.replanned(.wanted(c100)), "evidence(call, planned)"),
+                (.evidence(true), "confirm(100)"), (.confirmed(.held), "call(100)")
+            ]),
+        Row(
+            name: "in doubt, not made after the grace, now wanted for less: superseded, a key of its own follows", claim: inDoubt,
+            steps: [
+                (.claimed, "settle+others"), (.settled(.notMade), "replan(settled)"), (.replanned(.wanted(c70)), "evidence(not sent)"),
+                (.evidence(true), "record(superseded, inDoubt=false, recheck)")
+            ]),
+        Row(
+            name: "in doubt, nobody can tell, a deduplicating provider: re-sent only as sent",
+            claim: claim(inDoubt: true, sent: c100, dedupe: true),
+            steps: [
+                (.claimed, "settle"), (.settled(.unknown), "replan(settled)"), (.replanned(.wanted(c100)), "evidence(call, planned)"),
+                (.evidence(true), "confirm(100)")
+            ]),
+        Row(
+            name: "in doubt, deduplicating, wanted for less within the grace: waits",
+            claim: claim(inDoubt: true, sent: c100, withinGrace: true, dedupe: true),
             steps: [(.claimed, "settle"), (.settled(.unknown), "replan(settled)"), (.replanned(.wanted(c70)), "record(pending)")]),
-        Row(name: "in doubt, deduplicating, wanted on another capture after the grace: superseded", claim: claim(inDoubt: true, sent: c100, dedupe: true),
-            steps: [(.claimed, "settle"), (.settled(.unknown), "replan(settled)"), (.replanned(.wanted(c100other)), "evidence(not sent)"),
-                    (.evidence(true), "record(superseded, inDoubt=false, recheck)")]),
-        Row(name: "in doubt, deduplicating, not wanted within the grace: waits, no evidence", claim: claim(inDoubt: true, sent: c100, withinGrace: true, dedupe: true),
+        Row(
+            name: "in doubt, deduplicating, wanted on another capture after the grace: superseded",
+            claim: claim(inDoubt: true, sent: c100, dedupe: true),
+            steps: [
+                (.claimed, "settle"), (.settled(.unknown), "replan(settled)"), (.replanned(.wanted(c100other)), "evidence(not sent)"),
+                (.evidence(true), "record(superseded, inDoubt=false, recheck)")
+            ]),
+        Row(
+            name: "in doubt, deduplicating, not wanted within the grace: waits, no evidence",
+            claim: claim(inDoubt: true, sent: c100, withinGrace: true, dedupe: true),
             steps: [(.claimed, "settle"), (.settled(.unknown), "replan(settled)"), (.replanned(.notWanted("clean")), "record(pending)")]),
-        Row(name: "in doubt, deduplicating, 409 idempotency_error on the re-send: still in doubt", claim: claim(inDoubt: true, sent: c100, dedupe: true),
-            steps: [(.claimed, "settle"), (.settled(.unknown), "replan(settled)"), (.replanned(.wanted(c100)), "evidence(call, planned)"), (.evidence(true), "confirm(100)"),
-                    (.confirmed(.held), "call(100)"), (.called(.keyInUse("idempotency_error")), "record(pending, inDoubt=true)")]),
+        Row(
+            name: "in doubt, deduplicating, 409 idempotency_error on the re-send: still in doubt",
+            claim: claim(inDoubt: true, sent: c100, dedupe: true),
+            steps: [
+                (.claimed, "settle"), (.settled(.unknown), "replan(settled)"), (.replanned(.wanted(c100)), "evidence(call, planned)"),
+                (.evidence(true), "confirm(100)"),
+                (.confirmed(.held), "call(100)"), (.called(.keyInUse("idempotency_error")), "record(pending, inDoubt=true)")
+            ]),
         // The re-send of a call in doubt is answered for itself only: the first call is still unaccounted for.
-        Row(name: "in doubt, the re-send answered 429: still in doubt", claim: claim(inDoubt: true, sent: c100, dedupe: true), steps: [
-            (.claimed, "settle"), (.settled(.unknown), "replan(settled)"), (.replanned(.wanted(c100)), "evidence(call, planned)"), (.evidence(true), "confirm(100)"),
-            (.confirmed(.held), "call(100)"), (.called(.notProcessed(reason: "HTTP 429", retryAfterSeconds: 7200)), "record(pending, notBefore=300)")]),
-        Row(name: "in doubt, the re-send refused: failed, still in doubt", claim: claim(inDoubt: true, sent: c100, dedupe: true), steps: [
-            (.claimed, "settle"), (.settled(.unknown), "replan(settled)"), (.replanned(.wanted(c100)), "evidence(call, planned)"), (.evidence(true), "confirm(100)"),
-            (.confirmed(.held), "call(100)"), (.called(.permanent(.refused(status: 422, body: "x"))), "record(failed, recheck)")]),
-        Row(name: "in doubt, the re-send finds no transaction: failed, still in doubt", claim: claim(inDoubt: true, sent: c100, dedupe: true), steps: [
-            (.claimed, "settle"), (.settled(.unknown), "replan(settled)"), (.replanned(.wanted(c100)), "evidence(call, planned)"), (.evidence(true), "confirm(100)"),
-            (.confirmed(.held), "call(100)"), (.called(.targetUnknown), "record(failed)")]),
-        Row(name: "in doubt, a key in use on every attempt: failed as outcome unknown, for an operator",
-            claim: claim(inDoubt: true, sent: c100, attempts: A.attemptsBeforeOutcomeUnknown, dedupe: true), steps: [
-            (.claimed, "settle"), (.settled(.unknown), "replan(settled)"), (.replanned(.wanted(c100)), "evidence(call, planned)"), (.evidence(true), "confirm(100)"),
-            (.confirmed(.held), "call(100)"), (.called(.keyInUse("idempotency_error")), "record(failed, inDoubt=true, recheck)")]),
-        Row(name: "a 429 asking for hours holds the action back at most five minutes", claim: fresh, steps: toCall + [
-            (.called(.notProcessed(reason: "HTTP 429", retryAfterSeconds: 86_400)), "record(pending, inDoubt=false, notBefore=300)")]),
-        Row(name: "in doubt, nobody can tell, asked again", claim: claim(inDoubt: true, sent: c100, attempts: 2), steps: [
-            (.claimed, "settle+others"), (.settled(.unknown), "record(pending)")]),
-        Row(name: "in doubt, nobody can tell after the last attempt: failed, still in doubt", claim: claim(inDoubt: true, sent: c100, attempts: A.attemptsBeforeOutcomeUnknown),
-            steps: [(.claimed, "settle+others"), (.settled(.unknown), "evidence(settled)"), (.evidence(true), "record(failed, inDoubt=true, recheck)")]),
+        Row(
+            name: "in doubt, the re-send answered 429: still in doubt", claim: claim(inDoubt: true, sent: c100, dedupe: true),
+            steps: [
+                (.claimed, "settle"), (.settled(.unknown), "replan(settled)"), (.replanned(.wanted(c100)), "evidence(call, planned)"),
+                (.evidence(true), "confirm(100)"),
+                (.confirmed(.held), "call(100)"),
+                (.called(.notProcessed(reason: "HTTP 429", retryAfterSeconds: 7200)), "record(pending, notBefore=300)")
+            ]),
+        Row(
+            name: "in doubt, the re-send refused: failed, still in doubt", claim: claim(inDoubt: true, sent: c100, dedupe: true),
+            steps: [
+                (.claimed, "settle"), (.settled(.unknown), "replan(settled)"), (.replanned(.wanted(c100)), "evidence(call, planned)"),
+                (.evidence(true), "confirm(100)"),
+                (.confirmed(.held), "call(100)"), (.called(.permanent(.refused(status: 422, body: "x"))), "record(failed, recheck)")
+            ]),
+        Row(
+            name: "in doubt, the re-send finds no transaction: failed, still in doubt",
+            claim: claim(inDoubt: true, sent: c100, dedupe: true),
+            steps: [
+                (.claimed, "settle"), (.settled(.unknown), "replan(settled)"), (.replanned(.wanted(c100)), "evidence(call, planned)"),
+                (.evidence(true), "confirm(100)"),
+                (.confirmed(.held), "call(100)"), (.called(.targetUnknown), "record(failed)")
+            ]),
+        Row(
+            name: "in doubt, a key in use on every attempt: failed as outcome unknown, for an operator",
+            claim: claim(inDoubt: true, sent: c100, attempts: A.attemptsBeforeOutcomeUnknown, dedupe: true),
+            steps: [
+                (.claimed, "settle"), (.settled(.unknown), "replan(settled)"), (.replanned(.wanted(c100)), "evidence(call, planned)"),
+                (.evidence(true), "confirm(100)"),
+                (.confirmed(.held), "call(100)"), (.called(.keyInUse("idempotency_error")), "record(failed, inDoubt=true, recheck)")
+            ]),
+        Row(
+            name: "a 429 asking for hours holds the action back at most five minutes", claim: fresh,
+            steps: toCall + [
+                (.called(.notProcessed(reason: "HTTP 429", retryAfterSeconds: 86_400)), "record(pending, inDoubt=false, notBefore=300)")
+            ]),
+        Row(
+            name: "in doubt, nobody can tell, asked again", claim: claim(inDoubt: true, sent: c100, attempts: 2),
+            steps: [
+                (.claimed, "settle+others"), (.settled(.unknown), "record(pending)")
+            ]),
+        Row(
+            name: "in doubt, nobody can tell after the last attempt: failed, still in doubt",
+            claim: claim(inDoubt: true, sent: c100, attempts: A.attemptsBeforeOutcomeUnknown),
+            steps: [
+                (.claimed, "settle+others"), (.settled(.unknown), "evidence(settled)"),
+                (.evidence(true), "record(failed, inDoubt=true, recheck)")
+            ]),
         // Sent before and not in doubt (a 429, an operator's retry): again only as sent.
-        Row(name: "sent before, wanted as sent: sent again", claim: claim(sent: c100, attempts: 2), steps: [
-            (.claimed, "replan"), (.replanned(.wanted(c100)), "evidence(call, planned)"), (.evidence(true), "confirm(100)")]),
-        Row(name: "sent before, wanted for less: superseded, never sent with another amount", claim: claim(sent: c100, attempts: 2), steps: [
-            (.claimed, "replan"), (.replanned(.wanted(c70)), "evidence(not sent)"), (.evidence(true), "record(superseded, inDoubt=false, recheck)")]),
-        Row(name: "sent before, a key in use: in doubt", claim: claim(sent: c100, attempts: 2), steps: [
-            (.claimed, "replan"), (.replanned(.wanted(c100)), "evidence(call, planned)"), (.evidence(true), "confirm(100)"), (.confirmed(.held), "call(100)"),
-            (.called(.keyInUse("idempotency_error")), "record(pending, inDoubt=true)")]),
+        Row(
+            name: "sent before, wanted as sent: sent again", claim: claim(sent: c100, attempts: 2),
+            steps: [
+                (.claimed, "replan"), (.replanned(.wanted(c100)), "evidence(call, planned)"), (.evidence(true), "confirm(100)")
+            ]),
+        Row(
+            name: "sent before, wanted for less: superseded, never sent with another amount", claim: claim(sent: c100, attempts: 2),
+            steps: [
+                (.claimed, "replan"), (.replanned(.wanted(c70)), "evidence(not sent)"),
+                (.evidence(true), "record(superseded, inDoubt=false, recheck)")
+            ]),
+        Row(
+            name: "sent before, a key in use: in doubt", claim: claim(sent: c100, attempts: 2),
+            steps: [
+                (.claimed, "replan"), (.replanned(.wanted(c100)), "evidence(call, planned)"), (.evidence(true), "confirm(100)"),
+                (.confirmed(.held), "call(100)"),
+                (.called(.keyInUse("idempotency_error")), "record(pending, inDoubt=true)")
+            ]),
         // The lease, and events a state does not take.
-        Row(name: "the lease lost before the call: nothing sent", claim: fresh, steps: [
-            (.claimed, "replan"), (.replanned(.wanted(c100)), "evidence(call, planned)"), (.leaseLost, "done(pending)")]),
+        Row(
+            name: "the lease lost before the call: nothing sent", claim: fresh,
+            steps: [
+                (.claimed, "replan"), (.replanned(.wanted(c100)), "evidence(call, planned)"), (.leaseLost, "done(pending)")
+            ]),
         Row(name: "the lease lost during the call: its record is fenced", claim: fresh, steps: toCall + [(.leaseLost, "done(pending)")]),
-        Row(name: "an answer before any call ends the attempt, recording nothing", claim: fresh, steps: [(.called(.applied(providerRef: "P")), "done(pending)")]),
-        Row(name: "a settle answer for a claim not in doubt ends it", claim: fresh, steps: [(.claimed, "replan"), (.settled(.notMade), "done(pending)")]),
+        Row(
+            name: "an answer before any call ends the attempt, recording nothing", claim: fresh,
+            steps: [(.called(.applied(providerRef: "P")), "done(pending)")]),
+        Row(
+            name: "a settle answer for a claim not in doubt ends it", claim: fresh,
+            steps: [(.claimed, "replan"), (.settled(.notMade), "done(pending)")])
     ]
 
     static func feed(_ m: inout A, _ e: Event) -> A.Step {
@@ -216,4 +376,3 @@ import Testing
         #expect(m.fault?.contains("confirmed") == true)
     }
 }
-

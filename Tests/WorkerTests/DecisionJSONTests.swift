@@ -10,8 +10,9 @@ import Testing
     static let awkward = SnapshotJSONTests.awkward
 
     static func figures() -> Decision.Figures {
-        let order = Order(provider: .paypal, orderID: "O-1", merchant: "M", site: nil, transactionRef: "T-1", intent: .estimatedAuthorisation,
-                          amount: Money(minorUnits: 1_250, currency: Currency(code: "BHD")!), fulfilment: .fulfilled, refundAmount: 260)
+        let order = Order(
+            provider: .paypal, orderID: "O-1", merchant: "M", site: nil, transactionRef: "T-1", intent: .estimatedAuthorisation,
+            amount: Money(minorUnits: 1_250, currency: Currency(code: "BHD")!), fulfilment: .fulfilled, refundAmount: 260)
         var snapshot = SnapshotJSONTests.full()
         snapshot.rawState = "PARTIALLY_REFUNDED \(awkward)"
         return Decision.Figures(order: order, snapshot: snapshot)
@@ -24,19 +25,27 @@ import Testing
         #expect(Set(numbers).count == numbers.count)
     }
 
-    static let all: [DecisionRecord] = [
-        DecisionRecord(decision: Decision(fired: [Decision.Fired(row: .capture, yields: "capture 7.00 USD"),
-                                                  Decision.Fired(row: .purchaseShort, yields: "amount_mismatch \(awkward)")],
-                                          figures: figures()),
-                       findings: ["amount_mismatch", awkward], planned: ["pxp:O-1:capture:1", ""], superseded: ["k/2"]),
-        // No order or no answer: no figures (left out, as the encoder leaves a nil out).
-        DecisionRecord(decision: Decision(fired: [Decision.Fired(row: .unknownOrder, yields: "unknown_order")], figures: nil),
-                       findings: ["unknown_order"], planned: [], superseded: []),
-        DecisionRecord(decision: Decision(), findings: [], planned: [], superseded: []),
-    ] + DecisionRow.allCases.map {
-        DecisionRecord(decision: Decision(fired: [Decision.Fired(row: $0, yields: $0.rawValue)], figures: figures()),
-                       findings: [], planned: [], superseded: [])
-    }
+    static let all: [DecisionRecord] =
+        [
+            DecisionRecord(
+                decision: Decision(
+                    fired: [
+                        Decision.Fired(row: .capture, yields: "capture 7.00 USD"),
+                        Decision.Fired(row: .purchaseShort, yields: "amount_mismatch \(awkward)")
+                    ],
+                    figures: figures()),
+                findings: ["amount_mismatch", awkward], planned: ["pxp:O-1:capture:1", ""], superseded: ["k/2"]),
+            // No order or no answer: no figures (left out, as the encoder leaves a nil out).
+            DecisionRecord(
+                decision: Decision(fired: [Decision.Fired(row: .unknownOrder, yields: "unknown_order")], figures: nil),
+                findings: ["unknown_order"], planned: [], superseded: []),
+            DecisionRecord(decision: Decision(), findings: [], planned: [], superseded: [])
+        ]
+        + DecisionRow.allCases.map {
+            DecisionRecord(
+                decision: Decision(fired: [Decision.Fired(row: $0, yields: $0.rawValue)], figures: figures()),
+                findings: [], planned: [], superseded: [])
+        }
 
     @Test(arguments: all)
     func isTheDocumentFoundationsEncoderMakes(_ r: DecisionRecord) throws {
@@ -51,9 +60,10 @@ import Testing
     @Test func everyStoredPropertyIsWritten() throws {
         let r = Self.all[0]
         guard case .object(let top) = try JSONValue.parse(DecisionJSON.encode(r)),
-              case .object(let decision)? = top.first(where: { $0.0 == "decision" })?.1,
-              case .object(let figures)? = decision.first(where: { $0.0 == "figures" })?.1,
-              case .array(let fired)? = decision.first(where: { $0.0 == "fired" })?.1, case .object(let row)? = fired.first else {
+            case .object(let decision)? = top.first(where: { $0.0 == "decision" })?.1,
+            case .object(let figures)? = decision.first(where: { $0.0 == "figures" })?.1,
+            case .array(let fired)? = decision.first(where: { $0.0 == "fired" })?.1, case .object(let row)? = fired.first
+        else {
             Issue.record("not the record's shape"); return
         }
         #expect(top.count == Mirror(reflecting: r).children.count)

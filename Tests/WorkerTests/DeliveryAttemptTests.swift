@@ -14,14 +14,17 @@ struct DeliveryAttemptTests {
     @Test func processedIsDoneWhateverTheAttempt() {
         for attempts in [1, 5, 10, 11] {
             #expect(policy.decide(.processed(.done("re-checked")), attempts: attempts, random: 0.5) == .done(.done("re-checked")))
-            #expect(policy.decide(.processed(.ignored("names no payment")), attempts: attempts, random: 0.5) == .done(.ignored("names no payment")))
+            #expect(
+                policy.decide(.processed(.ignored("names no payment")), attempts: attempts, random: 0.5)
+                    == .done(.ignored("names no payment")))
         }
     }
 
     @Test(arguments: [(1, 2.0), (2, 4.0), (3, 8.0), (4, 16.0), (5, 32.0), (9, 512.0)])
     func backoffCeilingDoublesPerAttempt(attempts: Int, ceiling: Double) throws {
         let low = try #require(delay(policy.decide(.transient(reason: "500", retryAfterSeconds: nil), attempts: attempts, random: 0)))
-        let high = try #require(delay(policy.decide(.transient(reason: "500", retryAfterSeconds: nil), attempts: attempts, random: 0.999_999)))
+        let high = try #require(
+            delay(policy.decide(.transient(reason: "500", retryAfterSeconds: nil), attempts: attempts, random: 0.999_999)))
         #expect(low == ceiling / 2)
         #expect(high < ceiling && high > ceiling * 0.99)
     }
@@ -30,7 +33,8 @@ struct DeliveryAttemptTests {
         for random in [0.0, 0.3, 0.999] {
             var previous = 0.0
             for attempts in 1...9 {
-                let d = try #require(delay(policy.decide(.transient(reason: "timeout", retryAfterSeconds: nil), attempts: attempts, random: random)))
+                let d = try #require(
+                    delay(policy.decide(.transient(reason: "timeout", retryAfterSeconds: nil), attempts: attempts, random: random)))
                 #expect(d > previous, "attempt \(attempts) random \(random)")
                 previous = d
             }
@@ -89,7 +93,9 @@ struct DeliveryAttemptTests {
 
     @Test func oneAttemptBudgetIsDeadAtOnce() {
         let once = DeliveryAttempt(maxAttempts: 1)
-        #expect(once.decide(.transient(reason: "timeout", retryAfterSeconds: 5), attempts: 1, random: 0) == .dead(reason: "gave up after 1 attempts: timeout"))
+        #expect(
+            once.decide(.transient(reason: "timeout", retryAfterSeconds: 5), attempts: 1, random: 0)
+                == .dead(reason: "gave up after 1 attempts: timeout"))
     }
 
     @Test func tinyBaseDelayHasAFloor() throws {

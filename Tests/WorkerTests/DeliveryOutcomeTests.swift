@@ -10,13 +10,15 @@ import Store
     let checked = OrderChecker.Result.checked(CheckOutcome(), matched: true)
 
     @Test func checkedOrdersAreListedOnce() {
-        let r = DeliveryProcessor.combine([.checked(orderID: "A", checked), .checked(orderID: "B", checked), .checked(orderID: "A", checked)],
-                                          provider: .pxp)
+        let r = DeliveryProcessor.combine(
+            [.checked(orderID: "A", checked), .checked(orderID: "B", checked), .checked(orderID: "A", checked)],
+            provider: .pxp)
         #expect(r == .processed(.done("re-checked pxp orders A, B")))
     }
 
     @Test func onlyIgnoredStepsEndIgnoredWithTheirReasons() {
-        let r = DeliveryProcessor.combine([.ignored("X names no payment"), .ignored("paypal does not know transaction T")], provider: .paypal)
+        let r = DeliveryProcessor.combine(
+            [.ignored("X names no payment"), .ignored("paypal does not know transaction T")], provider: .paypal)
         #expect(r == .processed(.ignored("X names no payment; paypal does not know transaction T")))
     }
 
@@ -26,14 +28,16 @@ import Store
     }
 
     @Test func anUnreadableAnswerFailsTheOrderNotTheDelivery() {
-        let r = DeliveryProcessor.combine([.checked(orderID: "A", .unreadable(reason: "paypal answer: status = \"NEW\": unknown order status"))],
-                                          provider: .paypal)
+        let r = DeliveryProcessor.combine(
+            [.checked(orderID: "A", .unreadable(reason: "paypal answer: status = \"NEW\": unknown order status"))],
+            provider: .paypal)
         #expect(r == .processed(.done("order A could not be checked: paypal answer: status = \"NEW\": unknown order status")))
     }
 
     @Test func transientAnywhereRetriesAndPermanentIsKept() {
-        let t = DeliveryProcessor.combine([.checked(orderID: "A", checked), .checked(orderID: "B", .transient(reason: "429", retryAfterSeconds: 30))],
-                                          provider: .pxp)
+        let t = DeliveryProcessor.combine(
+            [.checked(orderID: "A", checked), .checked(orderID: "B", .transient(reason: "429", retryAfterSeconds: 30))],
+            provider: .pxp)
         #expect(t == .transient(reason: "429", retryAfterSeconds: 30))
         let p = DeliveryProcessor.combine([.checked(orderID: "A", .failed(reason: "provider answered 403: forbidden"))], provider: .pxp)
         #expect(p == .permanent(reason: "provider answered 403: forbidden"))

@@ -11,38 +11,48 @@ import Testing
     static let awkward = "q\"b\\s/n\nr\rt\tc\u{01}\u{1f}\u{08}\u{0c}\u{7f}\u{2028} é e\u{301} 🐙 </script>"
 
     static func full() -> Snapshot {
-        var s = Snapshot(provider: .paypal, transactionRef: "ORDER-1 \(awkward)", merchant: "M/1", site: "S\"1", reportsSite: true,
-                         reportsMerchant: false, intent: .estimatedAuthorisation, currency: Currency(code: "BHD")!, value: 1_250,
-                         authorised: Int64.max, captured: 1_000, refunded: 250, state: .partiallyRefunded, rawState: awkward,
-                         createdAt: -1, capabilities: Capabilities(
-                            capture: .allowed(target: "AUTH-1"), void: .denied("voided \(awkward)"), increment: .unsupported("no"),
-                            refund: .spread([RefundSource(id: "CAP-1", amount: 700, refunded: 250), RefundSource(id: "CAP-2", amount: 300, refunded: 0)],
-                                            sources: "PayPal captures"),
-                            amountUnit: 100, amountUnitNote: "HUF \(awkward)",
-                            captureSources: [RefundSource(id: "AUTH-1", amount: 1_000, refunded: 1_000)]),
-                         aliases: ["A-1", awkward], method: "card", reversed: 5, disputed: Int64.min)
+        var s = Snapshot(
+            provider: .paypal, transactionRef: "ORDER-1 \(awkward)", merchant: "M/1", site: "S\"1", reportsSite: true,
+            reportsMerchant: false, intent: .estimatedAuthorisation, currency: Currency(code: "BHD")!, value: 1_250,
+            authorised: Int64.max, captured: 1_000, refunded: 250, state: .partiallyRefunded, rawState: awkward,
+            createdAt: -1,
+            capabilities: Capabilities(
+                capture: .allowed(target: "AUTH-1"), void: .denied("voided \(awkward)"), increment: .unsupported("no"),
+                refund: .spread(
+                    [RefundSource(id: "CAP-1", amount: 700, refunded: 250), RefundSource(id: "CAP-2", amount: 300, refunded: 0)],
+                    sources: "PayPal captures"),
+                amountUnit: 100, amountUnitNote: "HUF \(awkward)",
+                captureSources: [RefundSource(id: "AUTH-1", amount: 1_000, refunded: 1_000)]),
+            aliases: ["A-1", awkward], method: "card", reversed: 5, disputed: Int64.min)
         s.orderReferences = ["ref-1", "custom/2"]
         s.pendingCaptured = 42
         s.notes = [awkward, ""]
-        s.movements = [Movement(id: "CAP-1", kind: .capture, at: 1_750_000_000, currency: usd, gross: 700, fee: 31, net: 669, received: 612, receivedCurrency: Currency(code: "EUR")!),
-                       Movement(id: "R-1", kind: .refund, at: nil, currency: usd, gross: 250, fee: nil, net: nil),
-                       Movement(id: "V-1", kind: .reversal, at: 0, currency: usd, gross: 5, fee: 0, net: -5)]
+        s.movements = [
+            Movement(
+                id: "CAP-1", kind: .capture, at: 1_750_000_000, currency: usd, gross: 700, fee: 31, net: 669, received: 612,
+                receivedCurrency: Currency(code: "EUR")!),
+            Movement(id: "R-1", kind: .refund, at: nil, currency: usd, gross: 250, fee: nil, net: nil),
+            Movement(id: "V-1", kind: .reversal, at: 0, currency: usd, gross: 5, fee: 0, net: -5)
+        ]
         return s
     }
 
     static func minimal() -> Snapshot {
-        Snapshot(provider: .pxp, transactionRef: "", merchant: nil, site: nil, intent: .purchase, currency: Currency(code: "JPY")!,
-                 value: 0, authorised: 0, captured: 0, refunded: 0, state: .pending, rawState: "", createdAt: nil)
+        Snapshot(
+            provider: .pxp, transactionRef: "", merchant: nil, site: nil, intent: .purchase, currency: Currency(code: "JPY")!,
+            value: 0, authorised: 0, captured: 0, refunded: 0, state: .pending, rawState: "", createdAt: nil)
     }
 
     static func variants() -> [Snapshot] {
         var out: [Snapshot] = []
         let capabilities = [
-            Capabilities(capture: .allowed(target: nil), void: .allowed(target: "V"), increment: .allowed(target: nil), refund: .against(target: nil)),
+            Capabilities(
+                capture: .allowed(target: nil), void: .allowed(target: "V"), increment: .allowed(target: nil), refund: .against(target: nil)
+            ),
             Capabilities(capture: .unsupported("u"), void: .unsupported("u"), increment: .denied("d"), refund: .against(target: "T")),
             Capabilities(capture: .denied(""), void: .denied(""), increment: .unsupported(""), refund: .denied("nothing captured")),
             Capabilities(capture: .denied("x"), void: .denied("x"), increment: .denied("x"), refund: .spread([], sources: "")),
-            .unknown(),
+            .unknown()
         ]
         for c in capabilities {
             var s = minimal()
@@ -67,7 +77,8 @@ import Testing
     /// Expects `ours` to be the document Foundation's encoder makes of `value`, compared as serialized bytes after
     /// normalizing: strings byte for byte (Swift's == would hold "é" and "e\u{301}" equal), numbers by their text,
     /// true never 1.
-    static func expectEncodersDocument<T: Encodable>(_ ours: String, of value: T, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    static func expectEncodersDocument<T: Encodable>(_ ours: String, of value: T, sourceLocation: SourceLocation = #_sourceLocation) throws
+    {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let theirs = try encoder.encode(value)
@@ -113,7 +124,8 @@ import Testing
         }
         #expect(m.count == Mirror(reflecting: s.movements[0]).children.count)
         guard case .array(let sources)? = c.first(where: { $0.0 == "captureSources" })?.1, case .object(let source)? = sources.first,
-              case .object(let currency)? = top.first(where: { $0.0 == "currency" })?.1 else {
+            case .object(let currency)? = top.first(where: { $0.0 == "currency" })?.1
+        else {
             Issue.record("no capture sources or currency"); return
         }
         #expect(source.count == Mirror(reflecting: s.capabilities.captureSources[0]).children.count)

@@ -17,7 +17,7 @@ struct WakeupStateMachineTests {
         var m = WakeupStateMachine()
         #expect(m.beginWait() == .suspend(id: 1))
         #expect(m.signal() == .resume(id: 1))
-        #expect(m.timerFired(id: 1) == .none)      // the first wait's timer fires (or is cancelled) late
+        #expect(m.timerFired(id: 1) == .none)  // the first wait's timer fires (or is cancelled) late
         #expect(m.state == .idle(signalled: false))
         #expect(m.beginWait() == .suspend(id: 2))  // the next wait sleeps
         #expect(m.timerFired(id: 1) == .none)
@@ -27,7 +27,7 @@ struct WakeupStateMachineTests {
     @Test func aSignalBeforeTheWaitIsKeptForIt() {
         var m = WakeupStateMachine()
         #expect(m.signal() == .none)
-        #expect(m.signal() == .none)               // signals do not pile up
+        #expect(m.signal() == .none)  // signals do not pile up
         #expect(m.beginWait() == .returnNow)
         #expect(m.beginWait() == .suspend(id: 1))
     }
@@ -37,7 +37,7 @@ struct WakeupStateMachineTests {
         _ = m.beginWait()
         #expect(m.signal() == .resume(id: 1))
         #expect(m.state == .idle(signalled: false))
-        #expect(m.signal() == .none)               // no one waits now: remembered for the next wait
+        #expect(m.signal() == .none)  // no one waits now: remembered for the next wait
         #expect(m.state == .idle(signalled: true))
     }
 

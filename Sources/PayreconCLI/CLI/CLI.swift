@@ -7,10 +7,11 @@ public enum CLI {
     /// Every command: the whole surface.
     public static let commands: [Command] = [
         serveCommand, workCommand, reconcileCommand, backfillCommand, reportCommand,
-        ordersImportCommand, settlementImportCommand, settlementVerifyCommand, actionsListCommand, actionsExecuteCommand, actionsRetryCommand,
+        ordersImportCommand, settlementImportCommand, settlementVerifyCommand, actionsListCommand, actionsExecuteCommand,
+        actionsRetryCommand,
         eventsListCommand, eventsShowCommand, eventsRetryCommand, rejectionsListCommand, rejectionsShowCommand,
         discrepanciesListCommand, discrepanciesShowCommand, discrepanciesAckCommand, explainCommand, checkCommand, pruneCommand,
-        verifyCommand, migrateCommand, doctorCommand,
+        verifyCommand, migrateCommand, doctorCommand
     ]
 
     static func overview(_ commands: [Command]) -> String {
@@ -46,8 +47,11 @@ public enum CLI {
             return Exit.usage
         }
         var match: (Command, Int)?
-        if args.count >= 2, let c = commands.first(where: { $0.name == "\(args[0]) \(args[1])" }) { match = (c, 2) }
-        else if let c = commands.first(where: { $0.name == first }) { match = (c, 1) }
+        if args.count >= 2, let c = commands.first(where: { $0.name == "\(args[0]) \(args[1])" }) {
+            match = (c, 2)
+        } else if let c = commands.first(where: { $0.name == first }) {
+            match = (c, 1)
+        }
         guard let (command, consumed) = match else {
             let group = commands.filter { $0.name.hasPrefix(first + " ") }
             if !group.isEmpty {

@@ -6,11 +6,11 @@ import Providers
 /// (typed keys from `Options`, declared once), `--help` is generated from them, and parsing errors are usage errors
 /// (exit 2) that say what to do.
 public struct Command: Sendable {
-    public var name: String                 // "orders import"
+    public var name: String  // "orders import"
     public var summary: String
-    public var arguments: [Argument] = []   // positionals, in order
+    public var arguments: [Argument] = []  // positionals, in order
     public var options: [Option]
-    public var details: String = ""         // extra help text
+    public var details: String = ""  // extra help text
     public var run: @Sendable (ParsedArguments) async throws -> Int32
 
     public struct Argument: Sendable {
@@ -23,13 +23,15 @@ public struct Command: Sendable {
 
     /// What `--help` shows of an option and what the parser accepts (built from an `OptionKey` or `FlagKey`).
     public struct Option: Sendable {
-        public var name: String      // "--format"
-        public var value: String?    // "table|json"; nil for a flag
+        public var name: String  // "--format"
+        public var value: String?  // "table|json"; nil for a flag
         public var help: String
     }
 
-    init(name: String, summary: String, arguments: [Argument] = [], options: [any CommandOption] = [], details: String = "",
-         run: @escaping @Sendable (ParsedArguments) async throws -> Int32) {
+    init(
+        name: String, summary: String, arguments: [Argument] = [], options: [any CommandOption] = [], details: String = "",
+        run: @escaping @Sendable (ParsedArguments) async throws -> Int32
+    ) {
         self.name = name; self.summary = summary; self.arguments = arguments; self.options = options.map(\.spec)
         self.details = details; self.run = run
     }
@@ -134,8 +136,8 @@ public struct FatalError: Error, CustomStringConvertible {
 
 enum Exit {
     static let ok: Int32 = 0
-    static let finding: Int32 = 1   // partial, a finding asked for, invalid signature, bad import rows
-    static let usage: Int32 = 2     // usage or fatal error
+    static let finding: Int32 = 1  // partial, a finding asked for, invalid signature, bad import rows
+    static let usage: Int32 = 2  // usage or fatal error
 }
 
 extension ParsedArguments {
@@ -143,7 +145,9 @@ extension ParsedArguments {
     /// was given) in place of DATABASE_URL, so every command that reaches the database takes the flag alike.
     public func environment() throws(UsageError) -> Environment {
         var env = Environment()
-        if let url = try value(Options.databaseURL), !url.isEmpty { env.values["DATABASE_URL"] = url; env.values["DATABASE_URL_FILE"] = nil }
+        if let url = try value(Options.databaseURL), !url.isEmpty {
+            env.values["DATABASE_URL"] = url; env.values["DATABASE_URL_FILE"] = nil
+        }
         return env
     }
 }

@@ -40,33 +40,42 @@ public struct FlagKey: CommandOption {
 public enum Options {
     // Shared
     public static let databaseURL = OptionKey<String>("--database-url", "URL", "Override DATABASE_URL.")
-    public static let provider = OptionKey<Provider>("--provider", "P", "Only \(names(Provider.self)).") { (p: String) throws(UsageError) -> Provider in
+    public static let provider = OptionKey<Provider>("--provider", "P", "Only \(names(Provider.self)).") {
+        (p: String) throws(UsageError) -> Provider in
         try oneOf(Provider.self, p, "--provider")
     }
-    public static let since = OptionKey<String>("--since", "DURATION", "Only within DURATION (90s, 10m, 24h, 7d).") { (text: String) throws(UsageError) -> String in
+    public static let since = OptionKey<String>("--since", "DURATION", "Only within DURATION (90s, 10m, 24h, 7d).") {
+        (text: String) throws(UsageError) -> String in
         do { _ = try DurationParser.parse(text) } catch { throw UsageError("--since: \(error)") }
         return text
     }
     public static func limit(default fallback: Int, max: Int) -> OptionKey<Int> {
-        OptionKey<Int>("--limit", "N", "At most N (default \(fallback)).") { (v: String) throws(UsageError) -> Int in try wholeNumber("--limit", v, 1...max) }
+        OptionKey<Int>("--limit", "N", "At most N (default \(fallback)).") { (v: String) throws(UsageError) -> Int in
+            try wholeNumber("--limit", v, 1...max)
+        }
     }
 
     // serve
     public static let listen = OptionKey<String>("--listen", "HOST:PORT", "Override PAYRECON_LISTEN (default 127.0.0.1:8080).")
-    public static let threads = OptionKey<Int>("--threads", "N", "HTTP worker threads (default: 4).") { (v: String) throws(UsageError) -> Int in
+    public static let threads = OptionKey<Int>("--threads", "N", "HTTP worker threads (default: 4).") {
+        (v: String) throws(UsageError) -> Int in
         try wholeNumber("--threads", v, 1...256)
     }
     public static let portFile = OptionKey<String>("--port-file", "FILE", "Write the bound port here once listening (useful with port 0).")
 
     // work
     public static let once = FlagKey("--once", "Exit when nothing is due (instead of waiting for new deliveries).")
-    public static let batch = OptionKey<Int>("--batch", "N", "Provider calls in flight at once (default 32); twice as many deliveries are in hand.") { (v: String) throws(UsageError) -> Int in
+    public static let batch = OptionKey<Int>(
+        "--batch", "N", "Provider calls in flight at once (default 32); twice as many deliveries are in hand."
+    ) { (v: String) throws(UsageError) -> Int in
         try wholeNumber("--batch", v, 1...256)
     }
     public static let lease = OptionKey<Int64>("--lease", "DURATION", "Lease on a claimed delivery, renewed while working (default 60s).") {
         (v: String) throws(UsageError) -> Int64 in
         let seconds = try duration(v, flag: "--lease")
-        guard seconds >= 1 else { throw UsageError("--lease \(v) must be at least 1s: a lease of nothing lets a second worker take what the first holds") }
+        guard seconds >= 1 else {
+            throw UsageError("--lease \(v) must be at least 1s: a lease of nothing lets a second worker take what the first holds")
+        }
         return seconds
     }
     public static let maxAttempts = OptionKey<Int>("--max-attempts", "N", "Attempts before a delivery is dead (default 10).") {
@@ -80,7 +89,8 @@ public enum Options {
     }
 
     // report, actions list
-    public static let output = OptionKey<String>("--output", "FILE", "Write to FILE (atomically) instead of stdout.") { (path: String) throws(UsageError) -> String in
+    public static let output = OptionKey<String>("--output", "FILE", "Write to FILE (atomically) instead of stdout.") {
+        (path: String) throws(UsageError) -> String in
         guard !path.isEmpty else { throw UsageError("--output needs a file name") }
         return path
     }
@@ -89,11 +99,14 @@ public enum Options {
     }
     public static let failOnOpen = FlagKey("--fail-on-open", "Exit 1 when a listed discrepancy is open (after printing).")
     public static let order = OptionKey<String>("--order", "ID", "Only the actions of this order.")
-    public static let actionStatus = OptionKey<ActionStatus>("--status", "pending|succeeded|failed|superseded", "Only actions in this state.") {
+    public static let actionStatus = OptionKey<ActionStatus>(
+        "--status", "pending|succeeded|failed|superseded", "Only actions in this state."
+    ) {
         (s: String) throws(UsageError) -> ActionStatus in try oneOf(ActionStatus.self, s, "--status")
     }
     public static func format(_ allowed: [String]) -> OptionKey<String> {
-        OptionKey<String>("--format", allowed.joined(separator: "|"), "Output format (default \(allowed[0])).") { (v: String) throws(UsageError) -> String in
+        OptionKey<String>("--format", allowed.joined(separator: "|"), "Output format (default \(allowed[0])).") {
+            (v: String) throws(UsageError) -> String in
             guard allowed.contains(v) else { throw UsageError("--format must be one of \(allowed.joined(separator: ", ")), not '\(v)'") }
             return v
         }
@@ -112,10 +125,17 @@ public enum Options {
     public static let body = OptionKey<String>("--body", "FILE", "The raw body bytes, exactly as delivered.")
     public static let headers = OptionKey<String>("--headers", "FILE", "A JSON object of header names to values.")
     public static let webhookID = OptionKey<String>("--webhook-id", "ID", "PayPal: the listener's webhook id (default PAYPAL_WEBHOOK_ID).")
-    public static let cert = OptionKey<String>("--cert", "FILE", "PayPal: the signing certificate PEM (else PAYPAL-CERT-URL is fetched, if allowed).")
-    public static let roots = OptionKey<String>("--roots", "FILE", "PayPal: trust roots PEM (default PAYPAL_TRUST_ROOTS, else the shipped DigiCert roots).")
-    public static let key = OptionKey<String>("--key", "K", "PXP: the webhook key (default PXP_WEBHOOK_KEY); Paypercut: the secret (default PAYPERCUT_WEBHOOK_SECRET). Prefer the variable or NAME_FILE: arguments are visible to other users.")
-    public static let at = OptionKey<String>("--at", "TIME|transmission", "Evaluate time checks at TIME (ISO 8601 or unix seconds) or at the delivery's own timestamp (default: now).")
+    public static let cert = OptionKey<String>(
+        "--cert", "FILE", "PayPal: the signing certificate PEM (else PAYPAL-CERT-URL is fetched, if allowed).")
+    public static let roots = OptionKey<String>(
+        "--roots", "FILE", "PayPal: trust roots PEM (default PAYPAL_TRUST_ROOTS, else the shipped DigiCert roots).")
+    public static let key = OptionKey<String>(
+        "--key", "K",
+        "PXP: the webhook key (default PXP_WEBHOOK_KEY); Paypercut: the secret (default PAYPERCUT_WEBHOOK_SECRET). Prefer the variable or NAME_FILE: arguments are visible to other users."
+    )
+    public static let at = OptionKey<String>(
+        "--at", "TIME|transmission",
+        "Evaluate time checks at TIME (ISO 8601 or unix seconds) or at the delivery's own timestamp (default: now).")
 
     // MARK: readers
 
@@ -126,7 +146,8 @@ public enum Options {
             throw UsageError("\(what) takes PROVIDER:ORDER_ID (pxp:ORD-1), not '\(key.terminalSafe)'")
         }
         guard let provider = Provider(rawValue: parts[0]) else {
-            throw UsageError("\(what): unknown provider '\(parts[0].terminalSafe)'; one of \(Provider.allCases.map(\.rawValue).joined(separator: ", "))")
+            throw UsageError(
+                "\(what): unknown provider '\(parts[0].terminalSafe)'; one of \(Provider.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         return (provider, parts[1])
     }
@@ -135,7 +156,8 @@ public enum Options {
         T.allCases.map(\.rawValue).joined(separator: ", ")
     }
 
-    static func oneOf<T: RawRepresentable & CaseIterable>(_: T.Type, _ text: String, _ flag: String) throws(UsageError) -> T where T.RawValue == String {
+    static func oneOf<T: RawRepresentable & CaseIterable>(_: T.Type, _ text: String, _ flag: String) throws(UsageError) -> T
+    where T.RawValue == String {
         guard let value = T(rawValue: text) else { throw UsageError("\(flag) must be one of \(names(T.self)), not '\(text)'") }
         return value
     }

@@ -21,16 +21,18 @@ let actionsListCommand = Command(
     let url = try Environment().databaseURL(flag: args.value(Options.databaseURL))
     let conn = try connect(url)
     defer { conn.close() }
-    var found = try ActionStore.list(ActionFilter(status: status, provider: provider, orderID: args.value(Options.order), limit: limit + 1), on: conn)
+    var found = try ActionStore.list(
+        ActionFilter(status: status, provider: provider, orderID: args.value(Options.order), limit: limit + 1), on: conn)
     if found.count > limit {
         found.removeFirst()
         CLI.printError("more than \(limit) actions match; showing the newest \(limit) (use --limit or filters)")
     }
     let rows = found.map { a in
-        ActionRow(id: a.id, provider: a.provider, orderID: a.orderID, action: a.kind.rawValue, amount: a.amount.minorUnits,
-                  currency: a.amount.currency, status: a.status.rawValue, idempotencyKey: a.idempotencyKey, createdAt: a.createdAt,
-                  target: a.target, providerTarget: a.providerTarget, providerRef: a.providerRef, lastError: a.lastError,
-                  attempts: a.attempts)
+        ActionRow(
+            id: a.id, provider: a.provider, orderID: a.orderID, action: a.kind.rawValue, amount: a.amount.minorUnits,
+            currency: a.amount.currency, status: a.status.rawValue, idempotencyKey: a.idempotencyKey, createdAt: a.createdAt,
+            target: a.target, providerTarget: a.providerTarget, providerRef: a.providerRef, lastError: a.lastError,
+            attempts: a.attempts)
     }
     let colour = isatty(STDOUT_FILENO) == 1 && (ProcessInfo.processInfo.environment["NO_COLOR"] ?? "").isEmpty
     try writeOutput(format == "json" ? ActionList.json(rows) : Array(ActionList.table(rows, colour: colour).utf8), to: nil)

@@ -17,9 +17,10 @@ let actionsExecuteCommand = Command(
     let env = try args.environment()
     let context = try WorkerContext(env, logger: args.logger)
     try context.requireReadyDatabase(env)
-    let executor = ActionExecutor(pool: context.pool, gateway: context.gateway, checker: context.checker,
-                                  leaseSeconds: Int(try args.value(actionLease, default: 120)),
-                                  inDoubtGraceSeconds: context.inDoubtGraceSeconds, logger: context.logger)
+    let executor = ActionExecutor(
+        pool: context.pool, gateway: context.gateway, checker: context.checker,
+        leaseSeconds: Int(try args.value(actionLease, default: 120)),
+        inDoubtGraceSeconds: context.inDoubtGraceSeconds, logger: context.logger)
     let t = await executor.executePending(limit: 100_000)
     print("actions executed: \(t.succeeded) succeeded, \(t.failed) failed, \(t.deferred) left pending")
     context.pool.close()

@@ -26,8 +26,9 @@ let actionsRetryCommand = Command(
     let context = try WorkerContext(env, logger: args.logger)
     defer { context.pool.close() }
     try context.requireReadyDatabase(env)
-    let executor = ActionExecutor(pool: context.pool, gateway: context.gateway, checker: context.checker,
-                                  inDoubtGraceSeconds: context.inDoubtGraceSeconds, logger: context.logger)
+    let executor = ActionExecutor(
+        pool: context.pool, gateway: context.gateway, checker: context.checker,
+        inDoubtGraceSeconds: context.inDoubtGraceSeconds, logger: context.logger)
     var ids: [Int64] = []
     if args.flag(failedFlag) {
         guard args.positionals.isEmpty else { throw UsageError("give either ID or --failed, not both") }
@@ -36,9 +37,10 @@ let actionsRetryCommand = Command(
         let unknown = failed.filter(\.inDoubt)
         ids = failed.filter { !$0.inDoubt }.map(\.id)
         if !unknown.isEmpty {
-            CLI.printError("\(unknown.count) failed actions whose last call's outcome is unknown are left as they are ("
-                           + unknown.prefix(10).map { String($0.id) }.joined(separator: ", ")
-                           + "): check each at the provider, and retry it by its ID if it was not applied")
+            CLI.printError(
+                "\(unknown.count) failed actions whose last call's outcome is unknown are left as they are ("
+                    + unknown.prefix(10).map { String($0.id) }.joined(separator: ", ")
+                    + "): check each at the provider, and retry it by its ID if it was not applied")
         }
         if ids.isEmpty { print("no failed actions to retry"); return unknown.isEmpty ? Exit.ok : Exit.finding }
     } else {
@@ -51,7 +53,9 @@ let actionsRetryCommand = Command(
         switch await executor.retry(id: id) {
         case .pending(let amount):
             let a = try await context.pool.run { try ActionStore.find(id: id, on: $0) }
-            let shown = a.map { Money.format(minorUnits: amount, exponent: $0.amount.currency.exponent) + " " + $0.amount.currency.code } ?? String(amount)
+            let shown =
+                a.map { Money.format(minorUnits: amount, exponent: $0.amount.currency.exponent) + " " + $0.amount.currency.code }
+                ?? String(amount)
             print("action \(id) is pending again (\(shown))")
         case .retired(let why): print("action \(id) is no longer wanted and was superseded: \(why)")
         case .notNow(let why): CLI.printError("action \(id) was not retried: \(why); try again later"); partial = true

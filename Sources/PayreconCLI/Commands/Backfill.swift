@@ -10,7 +10,9 @@ private let backfillSince = OptionKey<Int64>("--since", "DURATION", "How far bac
 }
 private let backfillFrom = OptionKey<Int64>("--from", "TIME", "Read from TIME (RFC 3339, e.g. 2026-11-01T00:00:00Z), with --to.") {
     (v: String) throws(UsageError) -> Int64 in
-    guard let t = ISO8601.unixSeconds(from: v) else { throw UsageError("--from \(v) is not a time: use RFC 3339, e.g. 2026-11-01T00:00:00Z") }
+    guard let t = ISO8601.unixSeconds(from: v) else {
+        throw UsageError("--from \(v) is not a time: use RFC 3339, e.g. 2026-11-01T00:00:00Z")
+    }
     return t
 }
 private let backfillTo = OptionKey<Int64>("--to", "TIME", "Read up to TIME (RFC 3339), with --from.") {
@@ -18,13 +20,17 @@ private let backfillTo = OptionKey<Int64>("--to", "TIME", "Read up to TIME (RFC 
     guard let t = ISO8601.unixSeconds(from: v) else { throw UsageError("--to \(v) is not a time: use RFC 3339, e.g. 2026-11-30T00:00:00Z") }
     return t
 }
-private let backfillDryRun = FlagKey("--dry-run", "Read and match as a run would, and list what it would store or open, one line each; store nothing.")
+private let backfillDryRun = FlagKey(
+    "--dry-run", "Read and match as a run would, and list what it would store or open, one line each; store nothing.")
 
 let backfillCommand = Command(
     name: "backfill",
     summary: "Read the provider's own records for what no webhook said: re-check their orders, find transactions no order holds.",
-    options: [Options.provider.help("The provider to read (paypal: Transaction Search and the webhook events list)."), backfillSince, backfillFrom, backfillTo, backfillDryRun,
-              Options.concurrency, Options.databaseURL],
+    options: [
+        Options.provider.help("The provider to read (paypal: Transaction Search and the webhook events list)."), backfillSince,
+        backfillFrom, backfillTo, backfillDryRun,
+        Options.concurrency, Options.databaseURL
+    ],
     details: """
         PayPal: Transaction Search (GET /v1/reporting/transactions) and the webhook events list
         (GET /v1/notifications/webhooks-events), in windows of a UTC day at most, every page, a window
@@ -47,7 +53,11 @@ let backfillCommand = Command(
         refused does not stop the other: both are read, then the run exits 2).
         """
 ) { args in
-    guard let provider = try args.value(Options.provider) else { throw UsageError("--provider is required (\(ProviderRegistry.definitions.filter { $0.backfillReads != nil }.map(\.provider.rawValue).joined(separator: " or ")))") }
+    guard let provider = try args.value(Options.provider) else {
+        throw UsageError(
+            "--provider is required (\(ProviderRegistry.definitions.filter { $0.backfillReads != nil }.map(\.provider.rawValue).joined(separator: " or ")))"
+        )
+    }
     let env = try args.environment()
     let from = try args.value(backfillFrom), to = try args.value(backfillTo), since = try args.value(backfillSince)
     if (from == nil) != (to == nil) { throw UsageError("--from and --to go together") }
@@ -65,10 +75,16 @@ let backfillCommand = Command(
     let summary: Backfill.Summary
     do {
         summary = try await Backfill(pool: context.pool, checker: context.checker, concurrency: concurrency)
-            .run(.init(provider: provider, from: window.from, to: window.to, dryRun: args.flag(backfillDryRun),
-                       deliveriesKeptSeconds: deliveriesKept, rereadSeconds: reread), logger: context.logger) { s in
+            .run(
+                .init(
+                    provider: provider, from: window.from, to: window.to, dryRun: args.flag(backfillDryRun),
+                    deliveriesKeptSeconds: deliveriesKept, rereadSeconds: reread), logger: context.logger
+            ) { s in
                 guard terminal else { return }
-                FileHandle.standardError.write(Data("\r\u{1B}[Kwindows \(s.windowsRead) read, \(s.windowsSkipped) done before  found \(s.found)  orders checked \(s.ordersChecked)  unknown \(s.unknown)  requests \(s.requests)  events \(s.eventsListed) listed, \(s.eventsStored) stored".utf8))
+                FileHandle.standardError.write(
+                    Data(
+                        "\r\u{1B}[Kwindows \(s.windowsRead) read, \(s.windowsSkipped) done before  found \(s.found)  orders checked \(s.ordersChecked)  unknown \(s.unknown)  requests \(s.requests)  events \(s.eventsListed) listed, \(s.eventsStored) stored"
+                            .utf8))
             }
     } catch let failure as Backfill.Failure {
         if terminal { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
@@ -84,20 +100,31 @@ let backfillCommand = Command(
     if terminal { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
     let dryRun = args.flag(backfillDryRun)
     let dry = dryRun ? " (dry run: nothing stored, checked or recorded)" : ""
-    let again = summary.windowsReread > 0 ? " (\(summary.windowsReread) of them again: the last \(DurationParser.describe(reread)), where \(provider.rawValue) lists late)" : ""
-    let checked = dryRun ? "\(summary.planned.count { if case .recheck = $0 { true } else { false } }) orders a run would re-check"
-                         : "\(summary.ordersChecked) orders re-checked"
-    print("backfill \(provider.rawValue) \(UnixTime.iso8601(summary.readFrom))–\(UnixTime.iso8601(summary.readTo))\(dry): \(summary.windowsRead) windows read\(again), \(summary.windowsSkipped) read before; \(summary.requests) list requests (\(summary.halved) windows halved); \(summary.found) transactions listed, \(summary.new) new or changed since a run handled them, \(checked), \(summary.unknown) no order holds, \(summary.notAnOrders) no order's (withdrawals, holds…)")
+    let again =
+        summary.windowsReread > 0
+        ? " (\(summary.windowsReread) of them again: the last \(DurationParser.describe(reread)), where \(provider.rawValue) lists late)"
+        : ""
+    let checked =
+        dryRun
+        ? "\(summary.planned.count { if case .recheck = $0 { true } else { false } }) orders a run would re-check"
+        : "\(summary.ordersChecked) orders re-checked"
+    print(
+        "backfill \(provider.rawValue) \(UnixTime.iso8601(summary.readFrom))–\(UnixTime.iso8601(summary.readTo))\(dry): \(summary.windowsRead) windows read\(again), \(summary.windowsSkipped) read before; \(summary.requests) list requests (\(summary.halved) windows halved); \(summary.found) transactions listed, \(summary.new) new or changed since a run handled them, \(checked), \(summary.unknown) no order holds, \(summary.notAnOrders) no order's (withdrawals, holds…)"
+    )
     if summary.eventWindowsRead + summary.eventWindowsSkipped > 0 || summary.eventRequests > 0 || summary.eventsFrom != nil {
         let eventsAgain = summary.eventWindowsReread > 0 ? " (\(summary.eventWindowsReread) of them again)" : ""
-        print("  webhook events: \(summary.eventWindowsRead) windows read\(eventsAgain), \(summary.eventWindowsSkipped) read before; \(summary.eventRequests) requests; \(summary.eventsListed) events listed, \(summary.eventsStored) payrecon had not stored" + (dryRun ? " (a run stores them for payrecon work)" : " (stored now for payrecon work)"))
+        print(
+            "  webhook events: \(summary.eventWindowsRead) windows read\(eventsAgain), \(summary.eventWindowsSkipped) read before; \(summary.eventRequests) requests; \(summary.eventsListed) events listed, \(summary.eventsStored) payrecon had not stored"
+                + (dryRun ? " (a run stores them for payrecon work)" : " (stored now for payrecon work)"))
     }
     // A dry run's list: what a run would store or open, one line each (ids and codes are the provider's: escaped).
     for planned in summary.planned { print("  would \(planned.description.terminalSafe)") }
     if let start = summary.eventsFrom, let why = summary.eventsFromWhy {
         print("  webhook events listed from \(UnixTime.iso8601(start)) only: \(why.terminalSafe)")
     }
-    if let reach = summary.reach { print("  \(provider.rawValue)'s data reaches \(UnixTime.iso8601(reach)) for now: a later run reads on from there") }
+    if let reach = summary.reach {
+        print("  \(provider.rawValue)'s data reaches \(UnixTime.iso8601(reach)) for now: a later run reads on from there")
+    }
     // Problems and items quote the provider's answers: one line each, as the terminal shows it.
     for problem in summary.problems { print("  \(problem.terminalSafe)") }
     for item in summary.notChecked { print("  not checked: \(item.terminalSafe)") }

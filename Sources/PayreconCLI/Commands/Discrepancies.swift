@@ -6,8 +6,10 @@ import Reporting
 import Store
 
 private let ackNote = OptionKey<String>("--note", "TEXT", "Why it is acknowledged (kept and shown in the report).")
-private let ackBy = OptionKey<String>("--by", "NAME", "Who acknowledges it (kept and shown in the report; default: the OS user running the command).")
-private let listStatus = Options.status(["open", "acknowledged", "resolved", "all"], help: "Only discrepancies in this status (default open).")
+private let ackBy = OptionKey<String>(
+    "--by", "NAME", "Who acknowledges it (kept and shown in the report; default: the OS user running the command).")
+private let listStatus = Options.status(
+    ["open", "acknowledged", "resolved", "all"], help: "Only discrepancies in this status (default open).")
 private let listLimit = Options.limit(default: 100, max: 100_000)
 
 let discrepanciesAckCommand = Command(
@@ -22,7 +24,9 @@ let discrepanciesAckCommand = Command(
         not an open discrepancy, 2 on a usage or database error.
         """
 ) { args in
-    guard let id = Int64(args.positionals[0]), id > 0 else { throw UsageError("ID must be a discrepancy id (a positive number), not '\(args.positionals[0])'") }
+    guard let id = Int64(args.positionals[0]), id > 0 else {
+        throw UsageError("ID must be a discrepancy id (a positive number), not '\(args.positionals[0])'")
+    }
     let note = try args.value(ackNote)
     let by = try args.value(ackBy) ?? operatingSystemUser()
     let conn = try connect(try Environment().databaseURL(flag: args.value(Options.databaseURL)))
@@ -63,13 +67,21 @@ let discrepanciesListCommand = Command(
     let status = try args.value(listStatus) ?? "open"
     let conn = try connect(try args.environment().databaseURL())
     defer { conn.close() }
-    let rows = try ReportStore.discrepancies(DiscrepancyFilter(status: status == "all" ? nil : status, provider: try args.value(Options.provider),
-                                                               kind: try args.value(Options.kind)), on: conn)
-    printTable([.init("ID", .right), .init("PROVIDER"), .init("ORDER"), .init("KIND"), .init("STATUS"), .init("AT RISK", .right),
-                .init("FIRST SEEN"), .init("LAST SEEN"), .init("SEEN", .right)],
-               rows.prefix(try args.value(listLimit, default: 100)).map { d in
-                   [String(d.id), d.provider.rawValue, d.orderID ?? "-", d.kind.rawValue, d.status, moneyAtRisk(d), timestamp(d.firstSeen),
-                    timestamp(d.lastSeen), String(d.occurrences)] })
+    let rows = try ReportStore.discrepancies(
+        DiscrepancyFilter(
+            status: status == "all" ? nil : status, provider: try args.value(Options.provider),
+            kind: try args.value(Options.kind)), on: conn)
+    printTable(
+        [
+            .init("ID", .right), .init("PROVIDER"), .init("ORDER"), .init("KIND"), .init("STATUS"), .init("AT RISK", .right),
+            .init("FIRST SEEN"), .init("LAST SEEN"), .init("SEEN", .right)
+        ],
+        rows.prefix(try args.value(listLimit, default: 100)).map { d in
+            [
+                String(d.id), d.provider.rawValue, d.orderID ?? "-", d.kind.rawValue, d.status, moneyAtRisk(d), timestamp(d.firstSeen),
+                timestamp(d.lastSeen), String(d.occurrences)
+            ]
+        })
     if rows.isEmpty { print("no \(status == "all" ? "" : status + " ")discrepancies") }
     return Exit.ok
 }
@@ -80,7 +92,9 @@ let discrepanciesShowCommand = Command(
     arguments: [.init(name: "ID", help: "The discrepancy id (discrepancies list, or the report's id column).")],
     options: [Options.databaseURL]
 ) { args in
-    guard let id = Int64(args.positionals[0]), id > 0 else { throw UsageError("ID must be a discrepancy id (a positive number), not '\(args.positionals[0])'") }
+    guard let id = Int64(args.positionals[0]), id > 0 else {
+        throw UsageError("ID must be a discrepancy id (a positive number), not '\(args.positionals[0])'")
+    }
     let conn = try connect(try args.environment().databaseURL())
     defer { conn.close() }
     guard let d = try ReportStore.discrepancy(id: id, on: conn) else {
@@ -88,7 +102,8 @@ let discrepanciesShowCommand = Command(
     }
     let safe = TextTable.safe
     let atRisk = moneyAtRisk(d)
-    print("""
+    print(
+        """
         discrepancy \(d.id)
           provider      \(d.provider)
           order         \(safe(d.orderID ?? "-"))
@@ -104,7 +119,8 @@ let discrepanciesShowCommand = Command(
         """)
     if let at = d.resolvedAt { print("  resolved      \(timestamp(at))") }
     if let at = d.acknowledgedAt {
-        print("  acknowledged  \(timestamp(at))\(d.acknowledgedBy.map { " by " + safe($0) } ?? "")\(d.ackNote.map { ": " + safe($0) } ?? "")")
+        print(
+            "  acknowledged  \(timestamp(at))\(d.acknowledgedBy.map { " by " + safe($0) } ?? "")\(d.ackNote.map { ": " + safe($0) } ?? "")")
     }
     return Exit.ok
 }

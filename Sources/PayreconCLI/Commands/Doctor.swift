@@ -28,7 +28,8 @@ let doctorCommand = Command(
 ) { args in
     // An unreachable host must not hang the check: libpq waits 10 s for it unless PGCONNECT_TIMEOUT says otherwise.
     setenv("PGCONNECT_TIMEOUT", "10", 0)
-    let doctor = Doctor(environment: Environment(), databaseURL: try args.value(Options.databaseURL), provider: try args.value(Options.provider))
+    let doctor = Doctor(
+        environment: Environment(), databaseURL: try args.value(Options.databaseURL), provider: try args.value(Options.provider))
     // Each line as its check completes (a slow provider shows which one it is), unbuffered.
     let report = try await doctor.run { check in FileHandle.standardOutput.write(Data((check.line + "\n").utf8)) }
     FileHandle.standardOutput.write(Data((report.summary + "\n").utf8))

@@ -20,9 +20,14 @@ let eventsListCommand = Command(
     defer { conn.close() }
     let rows = try DeliveryQueue.list(status: status, limit: limit, on: conn)
     // The report's table: aligned, and control characters from webhook bodies or provider errors shown escaped.
-    printTable([.init("ID"), .init("PROVIDER"), .init("STATUS"), .init("ATTEMPTS", .right), .init("RECEIVED"), .init("EVENT"), .init("OUTCOME")],
-               rows.map { d in [String(d.id), d.provider.rawValue, d.status, String(d.attempts), timestamp(d.receivedAt),
-                                d.eventType ?? "-", String(Command.shownOutcome(d).prefix(100))] })
+    printTable(
+        [.init("ID"), .init("PROVIDER"), .init("STATUS"), .init("ATTEMPTS", .right), .init("RECEIVED"), .init("EVENT"), .init("OUTCOME")],
+        rows.map { d in
+            [
+                String(d.id), d.provider.rawValue, d.status, String(d.attempts), timestamp(d.receivedAt),
+                d.eventType ?? "-", String(Command.shownOutcome(d).prefix(100))
+            ]
+        })
     return Exit.ok
 }
 
@@ -41,7 +46,8 @@ let eventsShowCommand = Command(
     // Everything here came from a sender or a provider: control characters (ESC sequences, CR) are shown escaped,
     // so a stored delivery cannot rewrite the operator's terminal.
     let safe = TextTable.safe
-    print("""
+    print(
+        """
         delivery \(d.id)
           provider      \(d.provider.rawValue)
           dedupe key    \(safe(d.dedupeKey))
@@ -58,7 +64,8 @@ let eventsShowCommand = Command(
         """)
     for (name, value) in d.headers {
         // Signatures authenticate this delivery only; still, keep them out of terminals and tickets.
-        let redacted = name.lowercased().contains("signature") || name.lowercased().contains("transmission-sig") ? "<\(value.count) chars>" : value
+        let redacted =
+            name.lowercased().contains("signature") || name.lowercased().contains("transmission-sig") ? "<\(value.count) chars>" : value
         print("  \(safe(name)): \(safe(redacted))")
     }
     print("body (\(d.body.count) bytes):")
@@ -71,7 +78,9 @@ let eventsShowCommand = Command(
 let eventsRetryCommand = Command(
     name: "events retry",
     summary: "Make a delivery due again now, with a fresh attempt budget: a dead or done one, or a pending one waiting for its retry.",
-    arguments: [.init(name: "ID", help: "The delivery id (dead, done, or pending in backoff; not one a worker holds now).", optional: true)],
+    arguments: [
+        .init(name: "ID", help: "The delivery id (dead, done, or pending in backoff; not one a worker holds now).", optional: true)
+    ],
     options: [Options.dead, Options.databaseURL]
 ) { args in
     let conn = try connect(try args.environment().databaseURL())

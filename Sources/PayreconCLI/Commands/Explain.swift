@@ -4,7 +4,9 @@ import Reconciliation
 import Reporting
 import Store
 
-private let explainAnswers = OptionKey<Int>("--answers", "BYTES", "Quote at most BYTES of each answer in the table (default 4000; json gives them whole).") {
+private let explainAnswers = OptionKey<Int>(
+    "--answers", "BYTES", "Quote at most BYTES of each answer in the table (default 4000; json gives them whole)."
+) {
     (v: String) throws(UsageError) -> Int in
     guard let n = Int(v), (0...1_048_576).contains(n) else { throw UsageError("--answers \(v) is not a number of bytes from 0 to 1048576") }
     return n
@@ -32,7 +34,8 @@ let explainCommand = Command(
     let subject: ExplainStore.Subject
     let order = try args.value(explainOrder)
     switch (args.positionals.first, order) {
-    case (nil, nil): throw UsageError("give a discrepancy ID or --order PROVIDER:ORDER_ID; usage: payrecon explain [ID] [--order PROVIDER:ORDER_ID]")
+    case (nil, nil):
+        throw UsageError("give a discrepancy ID or --order PROVIDER:ORDER_ID; usage: payrecon explain [ID] [--order PROVIDER:ORDER_ID]")
     case (_?, _?): throw UsageError("give a discrepancy ID or --order, not both")
     case (let id?, nil):
         guard let n = Int64(id), n > 0 else { throw UsageError("ID must be a discrepancy id (a positive number), not '\(id)'") }

@@ -30,13 +30,17 @@ let migrateCommand = Command(
     let conn = try connect(url)
     let applied: [String]
     do { applied = try Migrator.migrate(migrations, on: conn) } catch let error as PostgresError where error.sqlState == "55P03" {
-        throw FatalError("a migration could not get a table lock within 1 s, five times over 15 s (\(error)): another session holds it. "
-            + "Nothing of that migration was applied. Run payrecon migrate again when the long query has ended")
+        throw FatalError(
+            "a migration could not get a table lock within 1 s, five times over 15 s (\(error)): another session holds it. "
+                + "Nothing of that migration was applied. Run payrecon migrate again when the long query has ended")
     } catch let failed as Migrator.Failed {
         throw FatalError(failed.description + ". Fix what PostgreSQL names, then run payrecon migrate again")
     }
-    if applied.isEmpty { print("database is up to date (\(migrations.count) migrations)") }
-    else { for v in applied { print("applied \(v)") } }
+    if applied.isEmpty {
+        print("database is up to date (\(migrations.count) migrations)")
+    } else {
+        for v in applied { print("applied \(v)") }
+    }
     if let role = env["PAYRECON_SERVE_ROLE"] {
         do { try ServeRole.apply(to: role, on: conn) } catch let error as ServeRole.Refused { throw FatalError(error.description) }
         print("serve's role \(role.terminalSafe) may store deliveries and count rejections, and nothing more")
@@ -47,6 +51,7 @@ let migrateCommand = Command(
 /// Opens a connection, turning libpq's failure into an error that says what to check.
 func connect(_ url: String) throws -> PostgresConnection {
     do { return try PostgresConnection(conninfo: url) } catch {
-        throw FatalError("cannot connect to PostgreSQL: \(error). Check DATABASE_URL and that the server is running (scripts/demo starts a local one).")
+        throw FatalError(
+            "cannot connect to PostgreSQL: \(error). Check DATABASE_URL and that the server is running (scripts/demo starts a local one).")
     }
 }

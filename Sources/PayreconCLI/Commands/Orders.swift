@@ -31,25 +31,28 @@ let ordersImportCommand = Command(
     let strict = args.flag(strictFlag)
     func reader(_ digest: SHA256Stream) throws -> OrderFileReader {
         let handle: FileHandle
-        if path == "-" { handle = .standardInput } else {
+        if path == "-" {
+            handle = .standardInput
+        } else {
             guard let h = FileHandle(forReadingAtPath: path) else { throw FatalError("cannot read \(path): no such file or not readable") }
             handle = h
         }
-        var reader = OrderFileReader(chunks: {
-            let data = handle.readData(ofLength: 1 << 20)
-            if data.isEmpty { return nil }
-            let bytes = Array(data)
-            digest.update(bytes)
-            return bytes
-        }, traits: ProviderRegistry.traits)
+        var reader = OrderFileReader(
+            chunks: {
+                let data = handle.readData(ofLength: 1 << 20)
+                if data.isEmpty { return nil }
+                let bytes = Array(data)
+                digest.update(bytes)
+                return bytes
+            }, traits: ProviderRegistry.traits)
         reader.strict = strict
         return reader
     }
     // Pass 1: validate everything (streaming), report every bad row.
-    var errors: [OrderFileError] = []   // the first OrderFile.maxListedProblems; the rest counted
+    var errors: [OrderFileError] = []  // the first OrderFile.maxListedProblems; the rest counted
     var problems = 0, badRows = Set<Int>()
     var count = 0
-    var buffered: [Order]? = path == "-" ? [] : nil   // stdin can only be read once
+    var buffered: [Order]? = path == "-" ? [] : nil  // stdin can only be read once
     let validated = SHA256Stream()
     var validating = try reader(validated)
     while let record = validating.next() {
@@ -64,16 +67,21 @@ let ordersImportCommand = Command(
     let validatedDigest = validated.finish()
     if !validating.ignored.isEmpty {
         // The file's own words: escaped.
-        FileHandle.standardError.write(Data("payrecon: \(path.terminalSafe): read past columns payrecon does not read: \(validating.ignored.joined(separator: ", ").terminalSafe) (--strict refuses them)\n".utf8))
+        FileHandle.standardError.write(
+            Data(
+                "payrecon: \(path.terminalSafe): read past columns payrecon does not read: \(validating.ignored.joined(separator: ", ").terminalSafe) (--strict refuses them)\n"
+                    .utf8))
     }
     if problems > 0 {
-        FileHandle.standardError.write(Data("payrecon: \(path): \(badRows.count) invalid row(s), \(problems) problem(s); nothing imported\n".utf8))
-        for e in errors { print(e.description.terminalSafe) }   // a file's text, as it reads
+        FileHandle.standardError.write(
+            Data("payrecon: \(path): \(badRows.count) invalid row(s), \(problems) problem(s); nothing imported\n".utf8))
+        for e in errors { print(e.description.terminalSafe) }  // a file's text, as it reads
         if problems > errors.count { print("… and \(problems - errors.count) more problem(s), not listed") }
         return Exit.finding
     }
     guard count > 0 else {
-        FileHandle.standardError.write(Data("payrecon: \(path.terminalSafe) holds no orders; nothing imported. Check the export that wrote it\n".utf8))
+        FileHandle.standardError.write(
+            Data("payrecon: \(path.terminalSafe) holds no orders; nothing imported. Check the export that wrote it\n".utf8))
         return Exit.finding
     }
     // Pass 2: upsert in one transaction, in chunks (stdin was kept from pass 1; a file is read again, and committed only
@@ -82,14 +90,16 @@ let ordersImportCommand = Command(
     defer { conn.close() }
     let imported = SHA256Stream()
     let secondRead = Box()
-    let orders: AnySequence<Order> = if let buffered { AnySequence(buffered) } else {
-        AnySequence(try reader(imported).lazy.compactMap { record -> Order? in
-            switch record {
-            case .order(let o, _): return o
-            case .invalid: secondRead.invalid += 1; return nil
-            }
-        })
-    }
+    let orders: AnySequence<Order> =
+        if let buffered { AnySequence(buffered) } else {
+            AnySequence(
+                try reader(imported).lazy.compactMap { record -> Order? in
+                    switch record {
+                    case .order(let o, _): return o
+                    case .invalid: secondRead.invalid += 1; return nil
+                    }
+                })
+        }
     let source = path == "-" ? "orders import (stdin)" : "orders import " + URL(fileURLWithPath: path).standardizedFileURL.path
     let (inserted, updated): (Int, Int)
     do {
@@ -101,8 +111,10 @@ let ordersImportCommand = Command(
         FileHandle.standardError.write(Data(("payrecon: \(path): nothing imported: \(conflict)".terminalSafe + "\n").utf8))
         return Exit.finding
     } catch is FileChanged {
-        FileHandle.standardError.write(Data(("payrecon: \(path) changed while it was imported (it read differently the second time); nothing "
-                                             + "imported: import a copy that nothing is writing to\n").utf8))
+        FileHandle.standardError.write(
+            Data(
+                ("payrecon: \(path) changed while it was imported (it read differently the second time); nothing "
+                    + "imported: import a copy that nothing is writing to\n").utf8))
         return Exit.finding
     }
     print("imported \(count) orders from \(path): \(inserted) new, \(updated) updated, \(count - inserted - updated) unchanged")

@@ -22,14 +22,18 @@ let pruneCommand = Command(
 ) { args in
     let env = Environment()
     let policy: RetentionPolicy
-    do throws(RetentionPolicy.ParseError) { policy = try RetentionPolicy.parse(env["PAYRECON_RETAIN"]) } catch { throw ConfigurationError(error.description) }
+    do throws(RetentionPolicy.ParseError) { policy = try RetentionPolicy.parse(env["PAYRECON_RETAIN"]) } catch {
+        throw ConfigurationError(error.description)
+    }
     let conn = try connect(try env.databaseURL(flag: args.value(Options.databaseURL)))
     defer { conn.close() }
     let dry = args.flag(dryRun)
     let removed = try PruneStore.prune(policy, dryRun: dry, on: conn)
     let verb = dry ? "would remove" : "removed"
-    print("\(verb) \(removed.deliveries) finished deliveries, \(removed.rejected) rejected-delivery samples, \(removed.runs) closed runs, "
-          + "\(removed.rejectionCounts) hourly rejection counts, \(removed.transmissions) transmission ids, "
-          + "\(removed.webhookMaterial) expired webhook certificates, \(removed.evidence) checks' evidence, \(removed.orderVersions) replaced order versions")
+    print(
+        "\(verb) \(removed.deliveries) finished deliveries, \(removed.rejected) rejected-delivery samples, \(removed.runs) closed runs, "
+            + "\(removed.rejectionCounts) hourly rejection counts, \(removed.transmissions) transmission ids, "
+            + "\(removed.webhookMaterial) expired webhook certificates, \(removed.evidence) checks' evidence, \(removed.orderVersions) replaced order versions"
+    )
     return Exit.ok
 }

@@ -7,7 +7,8 @@ import Wiring
 
 private let rejectionsReason = OptionKey<String>("--reason", "R", "Only this rejection reason (invalid_signature, stale_timestamp, …).")
 private let rejectionsLimit = Options.limit(default: 50, max: 100_000)
-private let exportDirectory = OptionKey<String>("--export", "DIR",
+private let exportDirectory = OptionKey<String>(
+    "--export", "DIR",
     "Write the sample's body and headers where `payrecon verify` reads them (DIR/body, DIR/headers.json).")
 
 let rejectionsListCommand = Command(
@@ -25,9 +26,14 @@ let rejectionsListCommand = Command(
     let conn = try connect(try args.environment().databaseURL())
     defer { conn.close() }
     let rows = try RejectionSamples.list(provider: provider, reason: reason, limit: try args.value(rejectionsLimit, default: 50), on: conn)
-    printTable([.init("ID"), .init("PROVIDER"), .init("REASON"), .init("SOURCE"), .init("RECEIVED"), .init("BYTES", .right), .init("MESSAGE")],
-               rows.map { r in [String(r.id), r.provider.rawValue, r.reason, r.source ?? "-", timestamp(r.receivedAt), String(r.bodyBytes),
-                                String(r.message.prefix(100))] })
+    printTable(
+        [.init("ID"), .init("PROVIDER"), .init("REASON"), .init("SOURCE"), .init("RECEIVED"), .init("BYTES", .right), .init("MESSAGE")],
+        rows.map { r in
+            [
+                String(r.id), r.provider.rawValue, r.reason, r.source ?? "-", timestamp(r.receivedAt), String(r.bodyBytes),
+                String(r.message.prefix(100))
+            ]
+        })
     return Exit.ok
 }
 
@@ -46,12 +52,14 @@ let rejectionsShowCommand = Command(
     let conn = try connect(try args.environment().databaseURL())
     defer { conn.close() }
     guard let r = try RejectionSamples.find(id: id, on: conn) else {
-        throw FatalError("no rejected-delivery sample \(id): `payrecon rejections list` shows the kept ones (samples older than "
-            + "PAYRECON_RETAIN's rejected= are pruned)")
+        throw FatalError(
+            "no rejected-delivery sample \(id): `payrecon rejections list` shows the kept ones (samples older than "
+                + "PAYRECON_RETAIN's rejected= are pruned)")
     }
     let safe = TextTable.safe
     let cut = Int64(r.bodyPrefix.count) < r.bodyBytes
-    print("""
+    print(
+        """
         rejected delivery \(r.id) (unauthenticated: anyone could have sent it)
           provider   \(r.provider)
           reason     \(r.reason)
@@ -78,7 +86,8 @@ let rejectionsShowCommand = Command(
         throw FatalError("cannot write the sample to \(directory): \(error.localizedDescription); pick a directory you can write")
     }
     let provider = r.provider.rawValue
-    print("""
+    print(
+        """
 
         exported to \(dir.path)/body and \(dir.path)/headers.json; check it with (PayPal's certificate is fetched from its
         PAYPAL-CERT-URL unless you add --cert FILE):

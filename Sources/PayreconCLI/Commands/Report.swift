@@ -11,7 +11,9 @@ let reportCommand = Command(
     summary: "What is wrong, since when, and how much money is at risk.",
     options: [
         ReportOptions.formatKey, ReportOptions.viewKey, Options.output, ReportOptions.statusKey, Options.provider, Options.kind,
-        Options.since.help("Only discrepancies last seen within DURATION (90s, 10m, 24h, 7d): found again by a check that recent, whenever the order was made (reconcile --since picks orders instead)."), Options.failOnOpen, Options.databaseURL,
+        Options.since.help(
+            "Only discrepancies last seen within DURATION (90s, 10m, 24h, 7d): found again by a check that recent, whenever the order was made (reconcile --since picks orders instead)."
+        ), Options.failOnOpen, Options.databaseURL
     ],
     details: """
         The summary (open count by kind, money at risk per currency, rejected deliveries in the last 24 h) counts open
@@ -36,22 +38,24 @@ let reportCommand = Command(
     let noColor = !(ProcessInfo.processInfo.environment["NO_COLOR"] ?? "").isEmpty
     if options.view == "fees" {
         let fees = try ReportOptions.loadFees(options, on: conn)
-        let bytes: [UInt8] = switch options.format {
-        case .table: Array(fees.table(colour: toTerminal && !noColor).utf8)
-        case .json: fees.json()
-        case .csv: Array(fees.csv().utf8)
-        case .html: Array(fees.html().utf8)
-        }
+        let bytes: [UInt8] =
+            switch options.format {
+            case .table: Array(fees.table(colour: toTerminal && !noColor).utf8)
+            case .json: fees.json()
+            case .csv: Array(fees.csv().utf8)
+            case .html: Array(fees.html().utf8)
+            }
         try writeOutput(bytes, to: options.output)
         return Exit.ok
     }
     let report = try ReportOptions.load(options, on: conn)
-    let bytes: [UInt8] = switch options.format {
-    case .table: Array(report.table(colour: toTerminal && !noColor).utf8)
-    case .json: report.json()
-    case .csv: Array(report.csv().utf8)
-    case .html: Array(report.html().utf8)
-    }
+    let bytes: [UInt8] =
+        switch options.format {
+        case .table: Array(report.table(colour: toTerminal && !noColor).utf8)
+        case .json: report.json()
+        case .csv: Array(report.csv().utf8)
+        case .html: Array(report.html().utf8)
+        }
     try writeOutput(bytes, to: options.output)
     return options.failOnOpen && report.listsOpen ? Exit.finding : Exit.ok
 }
@@ -69,7 +73,10 @@ struct ReportOptions {
     var failOnOpen: Bool
 
     static let formatKey = Options.format(ReportFormat.allCases.map(\.rawValue))
-    static let viewKey = OptionKey<String>("--view", "discrepancies|fees", "What to report (default discrepancies): fees shows captured, refunded, fees and net per provider, currency and day.") { (v: String) throws(UsageError) -> String in
+    static let viewKey = OptionKey<String>(
+        "--view", "discrepancies|fees",
+        "What to report (default discrepancies): fees shows captured, refunded, fees and net per provider, currency and day."
+    ) { (v: String) throws(UsageError) -> String in
         guard v == "discrepancies" || v == "fees" else { throw UsageError("--view must be discrepancies or fees, not '\(v)'") }
         return v
     }
@@ -100,8 +107,9 @@ struct ReportOptions {
     /// The fees view: the days of `movements` within --since (default 30 days).
     static func loadFees(_ o: ReportOptions, on conn: PostgresConnection) throws -> FeesReport {
         let days = try FeeStore.days(provider: o.filter.provider, within: o.sinceSeconds ?? 30 * 86_400, on: conn).map {
-            FeeDay(provider: $0.provider, currency: $0.currency, day: $0.day, captured: $0.captured, refunded: $0.refunded,
-                   reversed: $0.reversed, fees: $0.fees, net: $0.net, movements: $0.movements, withoutFee: $0.withoutFee)
+            FeeDay(
+                provider: $0.provider, currency: $0.currency, day: $0.day, captured: $0.captured, refunded: $0.refunded,
+                reversed: $0.reversed, fees: $0.fees, net: $0.net, movements: $0.movements, withoutFee: $0.withoutFee)
         }
         return FeesReport(generatedAt: Date(), provider: o.filter.provider, since: o.since ?? "30d", days: days)
     }
@@ -127,10 +135,13 @@ struct ReportOptions {
             // The HTML carries the evidence of the first discrepancies it lists, each folded in a details element.
             var explanations: [Int64: Explanation] = [:]
             if o.format == .html {
-                for d in rows.prefix(Report.explainedInHTML) { explanations[d.id] = try ExplainStore.explain(.discrepancy(d.id), bodyLimit: Report.answerBytesInHTML, on: tx) }
+                for d in rows.prefix(Report.explainedInHTML) {
+                    explanations[d.id] = try ExplainStore.explain(.discrepancy(d.id), bodyLimit: Report.answerBytesInHTML, on: tx)
+                }
             }
-            return Report(generatedAt: Date(), filters: o.filters, summary: summary, openByDay: days,
-                          discrepancies: try rows.map(DiscrepancyRow.init(stored:)), explanations: explanations)
+            return Report(
+                generatedAt: Date(), filters: o.filters, summary: summary, openByDay: days,
+                discrepancies: try rows.map(DiscrepancyRow.init(stored:)), explanations: explanations)
         }
     }
 }
@@ -143,11 +154,12 @@ extension DiscrepancyRow {
             }
         }
         guard let status = DiscrepancyStatus(rawValue: d.status) else { throw FatalError("discrepancy \(d.id) has status \(d.status)") }
-        self.init(id: d.id, provider: d.provider, orderID: d.orderID, transactionRef: d.transactionRef, kind: d.kind,
-                  status: status, expected: try object(d.expected, "expected"), actual: try object(d.actual, "actual"),
-                  detail: d.detail, amountAtRisk: d.amountAtRiskMinor, currency: d.currency, firstSeen: d.firstSeen,
-                  lastSeen: d.lastSeen, occurrences: d.occurrences, resolvedAt: d.resolvedAt, acknowledgedAt: d.acknowledgedAt,
-                  ackNote: d.ackNote, acknowledgedBy: d.acknowledgedBy)
+        self.init(
+            id: d.id, provider: d.provider, orderID: d.orderID, transactionRef: d.transactionRef, kind: d.kind,
+            status: status, expected: try object(d.expected, "expected"), actual: try object(d.actual, "actual"),
+            detail: d.detail, amountAtRisk: d.amountAtRiskMinor, currency: d.currency, firstSeen: d.firstSeen,
+            lastSeen: d.lastSeen, occurrences: d.occurrences, resolvedAt: d.resolvedAt, acknowledgedAt: d.acknowledgedAt,
+            ackNote: d.ackNote, acknowledgedBy: d.acknowledgedBy)
         evidenceID = d.evidenceID
     }
 }

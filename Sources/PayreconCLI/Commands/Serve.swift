@@ -12,7 +12,7 @@ let serveCommand = Command(
     name: "serve",
     summary: "Receive webhooks: verify, store durably, answer 2xx only after commit.",
     options: [
-        Options.listen, Options.threads, Options.portFile, serveMetricsListen, Options.databaseURL,
+        Options.listen, Options.threads, Options.portFile, serveMetricsListen, Options.databaseURL
     ],
     details: """
         Endpoints: POST /webhooks/pxp, /webhooks/paypal, /webhooks/paypercut; GET /healthz, /readyz, /metrics
@@ -42,23 +42,27 @@ let serveCommand = Command(
         throw ConfigurationError("PAYRECON_REQUEST_TIMEOUT=\(env["PAYRECON_REQUEST_TIMEOUT"] ?? ""): \(error); use e.g. 30s")
     }
     if requestTimeout <= commitTimeout {
-        Log.warning("PAYRECON_REQUEST_TIMEOUT is not longer than PAYRECON_COMMIT_TIMEOUT: a slow commit's connection is cut before its 503",
-                    ["request_timeout_s": requestTimeout, "commit_timeout_s": commitTimeout])
+        Log.warning(
+            "PAYRECON_REQUEST_TIMEOUT is not longer than PAYRECON_COMMIT_TIMEOUT: a slow commit's connection is cut before its 503",
+            ["request_timeout_s": requestTimeout, "commit_timeout_s": commitTimeout])
     }
     let maxPerIP = try env.int("PAYRECON_MAX_CONNECTIONS_PER_IP", default: 256, range: 1...1_000_000)
     // Each connection takes a descriptor: at the process's limit the receiver stops accepting without an error of its
     // own, so a limit below what PAYRECON_MAX_CONNECTIONS needs is said at start.
     var descriptors = rlimit()
     if getrlimit(Int32(RLIMIT_NOFILE.rawValue), &descriptors) == 0, descriptors.rlim_cur < rlim_t(maxConnections + 128) {
-        Log.warning("the file-descriptor limit is below what PAYRECON_MAX_CONNECTIONS needs: connections past it are not accepted; raise it (LimitNOFILE in the unit, ulimit -n) or lower PAYRECON_MAX_CONNECTIONS",
-                    ["limit": Int(descriptors.rlim_cur), "needed": maxConnections + 128])
+        Log.warning(
+            "the file-descriptor limit is below what PAYRECON_MAX_CONNECTIONS needs: connections past it are not accepted; raise it (LimitNOFILE in the unit, ulimit -n) or lower PAYRECON_MAX_CONNECTIONS",
+            ["limit": Int(descriptors.rlim_cur), "needed": maxConnections + 128])
     }
     let maxBodyBuffer = try env.int("PAYRECON_MAX_BODY_BUFFER", default: Receiver.defaultMaxBodyBuffer, range: (1 << 20)...(1 << 40))
     // Bytes past each body's first 64 KiB may use what the reserve leaves: the largest body must fit in an empty buffer.
     if !BodyBudget(limit: maxBodyBuffer, connections: maxConnections).fits(maxBody) {
-        throw ConfigurationError("PAYRECON_MAX_BODY_BUFFER=\(maxBodyBuffer) cannot hold one body of PAYRECON_MAX_BODY_BYTES=\(maxBody) "
-            + "(a quarter of it, or 64 KiB per connection, is kept for the first 64 KiB of every body): no delivery of the largest "
-            + "size could ever be accepted; raise PAYRECON_MAX_BODY_BUFFER to at least \(max(maxBody * 4 / 3 + 65_536, maxBody + 65_536))")
+        throw ConfigurationError(
+            "PAYRECON_MAX_BODY_BUFFER=\(maxBodyBuffer) cannot hold one body of PAYRECON_MAX_BODY_BYTES=\(maxBody) "
+                + "(a quarter of it, or 64 KiB per connection, is kept for the first 64 KiB of every body): no delivery of the largest "
+                + "size could ever be accepted; raise PAYRECON_MAX_BODY_BUFFER to at least \(max(maxBody * 4 / 3 + 65_536, maxBody + 65_536))"
+        )
     }
     let trustedProxies = try env.trustedProxies()
     let metricsAddress = try env.serveMetricsAddress(flag: args.value(serveMetricsListen))
@@ -77,17 +81,21 @@ let serveCommand = Command(
             throw ConfigurationError("cannot read the database's migrations (\(error)): check DATABASE_URL")
         }
         guard status.pending.isEmpty else {
-            throw ConfigurationError("the database lacks \(status.pending.count) migration(s) (first \(status.pending[0])): run `payrecon migrate` "
-                                     + "before serve, as the role that owns the tables (serve never migrates; systemd's payrecon-migrate.service does it before serve starts)")
+            throw ConfigurationError(
+                "the database lacks \(status.pending.count) migration(s) (first \(status.pending[0])): run `payrecon migrate` "
+                    + "before serve, as the role that owns the tables (serve never migrates; systemd's payrecon-migrate.service does it before serve starts)"
+            )
         }
     }
-    let receiver = Receiver(configuration: .init(host: host, port: port, maxBodyBytes: maxBody, threads: threads,
-                                                 maxConnections: maxConnections, maxConnectionsPerIP: maxPerIP,
-                                                 commitTimeoutSeconds: Double(commitTimeout),
-                                                 requestTimeoutSeconds: Double(requestTimeout), trustedProxies: trustedProxies,
-                                                 maxBodyBuffer: maxBodyBuffer, metricsHost: metricsAddress?.host,
-                                                 metricsPort: metricsAddress?.port ?? 0),
-                            webhooks: webhooks, pool: pool, expectedMigrations: expected, logger: args.logger)
+    let receiver = Receiver(
+        configuration: .init(
+            host: host, port: port, maxBodyBytes: maxBody, threads: threads,
+            maxConnections: maxConnections, maxConnectionsPerIP: maxPerIP,
+            commitTimeoutSeconds: Double(commitTimeout),
+            requestTimeoutSeconds: Double(requestTimeout), trustedProxies: trustedProxies,
+            maxBodyBuffer: maxBodyBuffer, metricsHost: metricsAddress?.host,
+            metricsPort: metricsAddress?.port ?? 0),
+        webhooks: webhooks, pool: pool, expectedMigrations: expected, logger: args.logger)
     ProcessMetrics.register(version: CLI.version)
     PoolMetrics.register(pool)
     // payrecon_database_up, and one line when the database goes out of reach and one when it is back.
@@ -110,6 +118,6 @@ let serveCommand = Command(
     return Exit.ok
 }
 
-
-private let serveMetricsListen = OptionKey<String>("--metrics-listen", "HOST:PORT",
+private let serveMetricsListen = OptionKey<String>(
+    "--metrics-listen", "HOST:PORT",
     "Answer /metrics, /readyz and /healthz here, not on the webhook listener (default PAYRECON_METRICS_LISTEN; the webhook listener).")

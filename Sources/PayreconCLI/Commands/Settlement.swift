@@ -35,7 +35,9 @@ private final class FileChunks {
 let settlementImportCommand = Command(
     name: "settlement import",
     summary: "Import PayPal settlement (STL) and transaction detail (TRR) files: each all or nothing, once.",
-    arguments: [.init(name: "FILE", help: "A report file as PayPal's SFTP delivers it (UTF-8 with or without a BOM, or UTF-16).", repeats: true)],
+    arguments: [
+        .init(name: "FILE", help: "A report file as PayPal's SFTP delivers it (UTF-8 with or without a BOM, or UTF-16).", repeats: true)
+    ],
     options: [Options.provider, Options.databaseURL],
     details: """
         Each file is read whole in one transaction: a row that cannot be read, or a file cut short (inside its last
@@ -67,30 +69,41 @@ let settlementImportCommand = Command(
             while chunks.next() != nil {}
             let sha = chunks.sha.finish()
             let again = try FileChunks(path)
-            let imported = try SettlementStore.importFile(provider: provider, name: name, sha256: sha, now: Date(), deadlineSeconds: deadline,
-                                                          read: { each in
-                let summary = try reader.read(name, { again.next() }, each)
-                // What was imported must be what was hashed (a file still being written, or replaced meanwhile).
-                while again.next() != nil {}
-                guard again.sha.finish() == sha else { throw FatalError("\(path) changed while it was read; nothing of it imported: import it again once it is complete") }
-                return summary
-            }, on: conn)
+            let imported = try SettlementStore.importFile(
+                provider: provider, name: name, sha256: sha, now: Date(), deadlineSeconds: deadline,
+                read: { each in
+                    let summary = try reader.read(name, { again.next() }, each)
+                    // What was imported must be what was hashed (a file still being written, or replaced meanwhile).
+                    while again.next() != nil {}
+                    guard again.sha.finish() == sha else {
+                        throw FatalError("\(path) changed while it was read; nothing of it imported: import it again once it is complete")
+                    }
+                    return summary
+                }, on: conn)
             if imported.alreadyImported {
                 print("\(path): already imported (file \(imported.fileID)); nothing done")
                 continue
             }
             let kinds = imported.findings.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.value) \($0.key.rawValue)" }
-            print("\(path): imported as file \(imported.fileID): \(imported.lines) lines, \(imported.newLines) new"
-                  + (imported.summary.day.map { ", day \($0)" } ?? "")
-                  + (kinds.isEmpty ? "; nothing to report" : "; " + kinds.joined(separator: ", ")))
-            if imported.pending > 0 { print("  \(imported.pending) rows of transactions still pending (not kept: a later file lists them completed)") }
+            print(
+                "\(path): imported as file \(imported.fileID): \(imported.lines) lines, \(imported.newLines) new"
+                    + (imported.summary.day.map { ", day \($0)" } ?? "")
+                    + (kinds.isEmpty ? "; nothing to report" : "; " + kinds.joined(separator: ", ")))
+            if imported.pending > 0 {
+                print("  \(imported.pending) rows of transactions still pending (not kept: a later file lists them completed)")
+            }
             if imported.denied > 0 { print("  \(imported.denied) rows of denied transactions (not kept: they moved no money)") }
             if let note = imported.accountNote { print("  account: \(note.terminalSafe)") }
-            if imported.accountRows > 0 { print("  \(imported.accountRows) account rows with no Transaction ID (kept with the file, no order's)") }
+            if imported.accountRows > 0 {
+                print("  \(imported.accountRows) account rows with no Transaction ID (kept with the file, no order's)")
+            }
             for problem in imported.summary.problems { print("  incomplete: \(problem.terminalSafe)") }
         } catch let error as SettlementReportError {
             failed += 1
-            FileHandle.standardError.write(Data("payrecon: \(path.terminalSafe): \(String(describing: error).terminalSafe); nothing of it imported. Fetch the file again from PayPal's SFTP, or check it with payrecon settlement verify.\n".utf8))
+            FileHandle.standardError.write(
+                Data(
+                    "payrecon: \(path.terminalSafe): \(String(describing: error).terminalSafe); nothing of it imported. Fetch the file again from PayPal's SFTP, or check it with payrecon settlement verify.\n"
+                        .utf8))
         } catch let error as FatalError {
             failed += 1
             FileHandle.standardError.write(Data("payrecon: \(error.description)\n".utf8))
@@ -135,12 +148,15 @@ let settlementVerifyCommand = Command(
         print("\(path.terminalSafe): unreadable: \(String(describing: error).terminalSafe)")
         return Exit.finding
     }
-    print("\(path.terminalSafe): \((summary.kind ?? "report").terminalSafe)" + (summary.day.map { " of \($0)" } ?? "")
-          + (summary.account.map { ", account \($0.terminalSafe)" } ?? "")
-          + ", \(summary.bodyRows) body rows, sha256 \(Hex.encode(chunks.sha.finish()))")
+    print(
+        "\(path.terminalSafe): \((summary.kind ?? "report").terminalSafe)" + (summary.day.map { " of \($0)" } ?? "")
+            + (summary.account.map { ", account \($0.terminalSafe)" } ?? "")
+            + ", \(summary.bodyRows) body rows, sha256 \(Hex.encode(chunks.sha.finish()))")
     for (code, t) in perCurrency.sorted(by: { $0.key < $1.key }) {
         let exponent = Currency(code: code)?.exponent ?? 2
-        print("  \(code): \(t.lines) lines, credits \(ReportSummary.format(t.credit, exponent: exponent)), debits \(ReportSummary.format(t.debit, exponent: exponent))")
+        print(
+            "  \(code): \(t.lines) lines, credits \(ReportSummary.format(t.credit, exponent: exponent)), debits \(ReportSummary.format(t.debit, exponent: exponent))"
+        )
     }
     if summary.problems.isEmpty { print("ok"); return Exit.ok }
     for problem in summary.problems { print("incomplete: \(problem.terminalSafe)") }

@@ -9,7 +9,7 @@ let verifyCommand = Command(
     summary: "Check one delivery's signature offline: why was this webhook rejected?",
     arguments: [.init(name: "PROVIDER", help: "pxp, paypal or paypercut.")],
     options: [
-        Options.body, Options.headers, Options.webhookID, Options.cert, Options.roots, Options.key, Options.at,
+        Options.body, Options.headers, Options.webhookID, Options.cert, Options.roots, Options.key, Options.at
     ],
     details: "Prints 'valid' or 'invalid: <reason>'. Exit 0 valid, 1 invalid, 2 usage error."
 ) { args in
@@ -43,8 +43,7 @@ let verifyCommand = Command(
         Thread { done.resume(returning: Result { try WebhookCheck.run(options, certificateSource: HTTPCertificateSource()) }) }.start()
     }
     let outcome: WebhookCheck.Outcome
-    do { outcome = try checked.get() }
-    catch { throw UsageError(String(describing: error)) }
+    do { outcome = try checked.get() } catch { throw UsageError(String(describing: error)) }
     print(outcome.line)
     return outcome.exitCode
 }

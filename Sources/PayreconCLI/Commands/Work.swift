@@ -8,16 +8,18 @@ import Store
 import Worker
 import Wiring
 
-private let metricsListen = OptionKey<String>("--metrics-listen", "HOST:PORT",
-                                               "Serve the worker's own /metrics here (default PAYRECON_WORK_METRICS_LISTEN; none).")
-private let apiListen = OptionKey<String>("--api-listen", "HOST:PORT",
-                                          "Serve the verdict API here (default PAYRECON_API_LISTEN; none), for PAYRECON_API_TOKEN holders.")
+private let metricsListen = OptionKey<String>(
+    "--metrics-listen", "HOST:PORT",
+    "Serve the worker's own /metrics here (default PAYRECON_WORK_METRICS_LISTEN; none).")
+private let apiListen = OptionKey<String>(
+    "--api-listen", "HOST:PORT",
+    "Serve the verdict API here (default PAYRECON_API_LISTEN; none), for PAYRECON_API_TOKEN holders.")
 
 let workCommand = Command(
     name: "work",
     summary: "Process stored deliveries: re-fetch each named transaction, reconcile, emit actions.",
     options: [
-        Options.once, Options.batch, Options.lease, Options.maxAttempts, metricsListen, apiListen, Options.databaseURL,
+        Options.once, Options.batch, Options.lease, Options.maxAttempts, metricsListen, apiListen, Options.databaseURL
     ],
     details: """
         Wakes on LISTEN/NOTIFY (on PAYRECON_LISTEN_DATABASE_URL when set, else DATABASE_URL unless that is a pooler
@@ -48,11 +50,14 @@ let workCommand = Command(
         leaseSeconds: Int(lease), batchSize: batch * 2,
         attempt: DeliveryAttempt(maxAttempts: try args.value(Options.maxAttempts, default: 10)),
         executeActions: context.executeActions)
-    let worker = QueueWorker(configuration: config, conninfo: args.flag(Options.once) ? nil : context.listenURL(env), pool: context.pool,
-                             processor: DeliveryProcessor(pool: context.pool, checker: context.checker),
-                             executor: context.executor, logger: context.logger)
+    let worker = QueueWorker(
+        configuration: config, conninfo: args.flag(Options.once) ? nil : context.listenURL(env), pool: context.pool,
+        processor: DeliveryProcessor(pool: context.pool, checker: context.checker),
+        executor: context.executor, logger: context.logger)
     if !args.flag(Options.once) {
-        Task { let s = await Signals.waitForTermination(); Log.info("stopping", ["signal": s]); worker.stop() }
+        Task {
+            let s = await Signals.waitForTermination(); Log.info("stopping", ["signal": s]); worker.stop()
+        }
         // SIGHUP: the provider API secrets given as files (NAME_FILE) are read again; calls under way finish with the
         // old ones. A secret that cannot be read keeps the ones in use, and says why.
         Signals.onHangup {
@@ -66,13 +71,16 @@ let workCommand = Command(
                     let due = try await context.pool.run { try DeliveryQueue.dueNow(on: $0) }
                     if due > 0 { Log.info("SIGHUP: deliveries waiting for a retry are due now", ["deliveries": due]) }
                 } catch {
-                    Log.warning("SIGHUP: deliveries waiting for a retry could not be made due now; they keep their backoff", ["error": String(describing: error)])
+                    Log.warning(
+                        "SIGHUP: deliveries waiting for a retry could not be made due now; they keep their backoff",
+                        ["error": String(describing: error)])
                 }
             }
         }
     }
     // payrecon_database_up, and one line when the database goes out of reach and one when it is back.
-    let probe: Task<Void, Never>? = args.flag(Options.once) ? nil : try DatabaseProbe(pool: context.pool, process: "work", environment: env).start()
+    let probe: Task<Void, Never>? =
+        args.flag(Options.once) ? nil : try DatabaseProbe(pool: context.pool, process: "work", environment: env).start()
     defer { probe?.cancel() }
     var metricsServer: WorkerMetricsServer?
     var refresher: Task<Void, Never>?
@@ -100,13 +108,16 @@ let workCommand = Command(
     var verdictServer: VerdictServer?
     if let address = try env.apiAddress(flag: args.value(apiListen)), !args.flag(Options.once) {
         guard let token = try env.secret("PAYRECON_API_TOKEN"), token.utf8.count >= 16 else {
-            throw ConfigurationError("the verdict API (\(address.host):\(address.port)) needs PAYRECON_API_TOKEN (or PAYRECON_API_TOKEN_FILE), "
-                + "at least 16 characters: generate one, e.g. openssl rand -hex 32")
+            throw ConfigurationError(
+                "the verdict API (\(address.host):\(address.port)) needs PAYRECON_API_TOKEN (or PAYRECON_API_TOKEN_FILE), "
+                    + "at least 16 characters: generate one, e.g. openssl rand -hex 32")
         }
         // Verdict checks take at most half the provider calls in flight (--batch): the worker keeps the other half.
-        let server = VerdictServer(host: address.host, port: address.port, token: Array(token.utf8),
-                                   service: VerdictService(pool: context.pool, checker: context.checker, maxChecks: min(batch, max(4, batch / 2)),
-                                                           logger: context.logger))
+        let server = VerdictServer(
+            host: address.host, port: address.port, token: Array(token.utf8),
+            service: VerdictService(
+                pool: context.pool, checker: context.checker, maxChecks: min(batch, max(4, batch / 2)),
+                logger: context.logger))
         do { Log.info("verdict API listening", ["port": Int(try server.start())]) } catch {
             throw ConfigurationError("cannot serve the verdict API on \(address.host):\(address.port): \(error)")
         }

@@ -25,10 +25,12 @@ public struct PXPBehaviour: Sendable, Equatable {
     public init() {}
 
     var json: JSONValue {
-        .object(["dedupe": .bool(deduplicates), "lookup": .bool(findsModifications),
-                 "partial_capture": .string(capturedAfterPartialCapture ? "captured" : "authorised"),
-                 "increment": .string(incrementRaisesValue ? "value" : "authorised"),
-                 "timestamp": .string(webhookTimestamp.rawValue), "pending": .bool(answersPending)])
+        .object([
+            "dedupe": .bool(deduplicates), "lookup": .bool(findsModifications),
+            "partial_capture": .string(capturedAfterPartialCapture ? "captured" : "authorised"),
+            "increment": .string(incrementRaisesValue ? "value" : "authorised"),
+            "timestamp": .string(webhookTimestamp.rawValue), "pending": .bool(answersPending)
+        ])
     }
 
     /// Reads the command-line form (`name=value` pairs separated by commas); the error says what is wrong.
@@ -37,7 +39,9 @@ public struct PXPBehaviour: Sendable, Equatable {
         for pair in text.split(separator: ",") where !pair.isEmpty {
             let kv = pair.split(separator: "=", maxSplits: 1).map(String.init)
             guard kv.count == 2 else { return .failure(PXPBehaviourError(message: "'\(pair)' is not name=value")) }
-            do { try b.set(kv[0], kv[1]) } catch { return .failure(PXPBehaviourError(message: error.body["error"]?["message"]?.stringValue ?? error.code)) }
+            do { try b.set(kv[0], kv[1]) } catch {
+                return .failure(PXPBehaviourError(message: error.body["error"]?["message"]?.stringValue ?? error.code))
+            }
         }
         return .success(b)
     }
@@ -85,7 +89,8 @@ public struct PXPBehaviour: Sendable, Equatable {
             }
             webhookTimestamp = t
         default:
-            throw SimError.admin(400, "invalid_field", "unknown PXP behaviour '\(name)' (dedupe, lookup, partial-capture, increment, timestamp, pending)")
+            throw SimError.admin(
+                400, "invalid_field", "unknown PXP behaviour '\(name)' (dedupe, lookup, partial-capture, increment, timestamp, pending)")
         }
     }
 }

@@ -58,14 +58,20 @@ public struct PXPTransaction: Sendable, Equatable {
             "parentSystemTransactionId": parentSystemTransactionID.map { .string($0) },
             "merchant": .string(merchant),
             "site": .string(reportedSite ?? site),
-            "transactionMethod": .object(["intent": .string(intent), "entryType": .string(entryType),
-                                       "fundingType": .string(fundingType)]),
-            "amounts": .object(["transactionValue": .decimal(minorUnits: amount.minorUnits, exponent: amount.currency.exponent),
-                                 "currencyCode": .string(amount.currency.code)]),
-            "fundingData": .object(["providerResponse": .object([
-                "provider": "pxpfinancial",
-                "authorisedAmount": reportedAuthorised.map { .decimal(minorUnits: $0, exponent: amount.currency.exponent) },
-            ])]),
+            "transactionMethod": .object([
+                "intent": .string(intent), "entryType": .string(entryType),
+                "fundingType": .string(fundingType)
+            ]),
+            "amounts": .object([
+                "transactionValue": .decimal(minorUnits: amount.minorUnits, exponent: amount.currency.exponent),
+                "currencyCode": .string(amount.currency.code)
+            ]),
+            "fundingData": .object([
+                "providerResponse": .object([
+                    "provider": "pxpfinancial",
+                    "authorisedAmount": reportedAuthorised.map { .decimal(minorUnits: $0, exponent: amount.currency.exponent) }
+                ])
+            ])
         ])
     }
 
@@ -80,16 +86,22 @@ public struct PXPTransaction: Sendable, Equatable {
         }
     }
 
-    static let states: Set<String> = ["Authorised", "Refused", "Cancelled", "Captured", "Error", "Executed", "Confirmed",
-                                      "Pending", "Refunded", "Updated", "Rejected", "Approved"]
-    static let intents: Set<String> = ["Authorisation", "EstimatedAuthorisation", "Purchase", "Payout", "Refund",
-                                       "Verification"]
+    static let states: Set<String> = [
+        "Authorised", "Refused", "Cancelled", "Captured", "Error", "Executed", "Confirmed",
+        "Pending", "Refunded", "Updated", "Rejected", "Approved"
+    ]
+    static let intents: Set<String> = [
+        "Authorisation", "EstimatedAuthorisation", "Purchase", "Payout", "Refund",
+        "Verification"
+    ]
 }
 
 /// A modification request (`POST /transactions/{systemTransactionId}/modifications`), validated.
 public struct PXPModificationRequest: Sendable, Equatable {
-    public enum Operation: String, Sendable, CaseIterable { case capture = "Capture", finalCapture = "FinalCapture",
-        void = "Void", refund = "Refund", incremental = "Incremental" }
+    public enum Operation: String, Sendable, CaseIterable {
+        case capture = "Capture", finalCapture = "FinalCapture",
+            void = "Void", refund = "Refund", incremental = "Incremental"
+    }
     public var merchant: String
     public var site: String
     public var merchantTransactionID: String
@@ -135,9 +147,10 @@ public struct PXPModificationRequest: Sendable, Equatable {
         if let date, SimTime.parse(date) == nil {
             throw SimError.pxp(400, "InvalidRequest", "merchantTransactionDate is not an ISO 8601 date-time")
         }
-        return PXPModificationRequest(merchant: merchant, site: site, merchantTransactionID: mtid,
-                               merchantTransactionDate: date, operation: operation, amountText: amountText,
-                               currencyCode: currency)
+        return PXPModificationRequest(
+            merchant: merchant, site: site, merchantTransactionID: mtid,
+            merchantTransactionDate: date, operation: operation, amountText: amountText,
+            currencyCode: currency)
     }
 }
 
@@ -202,8 +215,10 @@ public struct PXPBook: Sendable {
     }
 
     /// Applies a modification to the parent named in the URL, as PXP would; returns the NEW modification transaction.
-    mutating func modify(parentID: String, _ request: PXPModificationRequest, newSystemTransactionID: String,
-                         now: String, behaviour: PXPBehaviour = PXPBehaviour()) throws(SimError) -> Outcome {
+    mutating func modify(
+        parentID: String, _ request: PXPModificationRequest, newSystemTransactionID: String,
+        now: String, behaviour: PXPBehaviour = PXPBehaviour()
+    ) throws(SimError) -> Outcome {
         guard var parent = transactions[parentID] else {
             throw SimError.pxp(404, "TransactionNotFound", "no transaction \(parentID)")
         }
@@ -212,13 +227,16 @@ public struct PXPBook: Sendable {
         }
         // Idempotency: the same merchantTransactionId again → the earlier result; a PXP that does not de-duplicate
         // (`behaviour.deduplicates` false: undocumented either way) applies it again as a new transaction.
-        if let existing = find(merchant: request.merchant, site: request.site,
-                               merchantTransactionID: request.merchantTransactionID) {
+        if let existing = find(
+            merchant: request.merchant, site: request.site,
+            merchantTransactionID: request.merchantTransactionID)
+        {
             if existing.parentID == parentID, existing.operation == request.operation.rawValue {
                 if behaviour.deduplicates { return .replayed(existing) }
             } else {
-            throw SimError.pxp(409, "DuplicateMerchantTransactionId",
-                               "merchantTransactionId \(request.merchantTransactionID) is already used by another transaction")
+                throw SimError.pxp(
+                    409, "DuplicateMerchantTransactionId",
+                    "merchantTransactionId \(request.merchantTransactionID) is already used by another transaction")
             }
         }
         guard parent.parentID == nil else {
@@ -230,8 +248,9 @@ public struct PXPBook: Sendable {
         var amount: Int64?
         if let text = request.amountText {
             guard let minor = RequestAmount.minorUnits(text, exponent: parent.amount.currency.exponent) else {
-                throw SimError.pxp(400, "InvalidAmount",
-                                   "amounts.transaction \(text) is not a valid \(parent.amount.currency) amount")
+                throw SimError.pxp(
+                    400, "InvalidAmount",
+                    "amounts.transaction \(text) is not a valid \(parent.amount.currency) amount")
             }
             amount = minor
         }
@@ -242,8 +261,9 @@ public struct PXPBook: Sendable {
         }
         func requireOpenAuthorisation() throws(SimError) {
             guard parent.isAuthorisationIntent else {
-                throw SimError.pxp(422, "InvalidOperation",
-                                   "\(request.operation.rawValue) needs an Authorisation or EstimatedAuthorisation, not \(parent.intent)")
+                throw SimError.pxp(
+                    422, "InvalidOperation",
+                    "\(request.operation.rawValue) needs an Authorisation or EstimatedAuthorisation, not \(parent.intent)")
             }
             // A parent PXP shows Captured after a partial capture (`capturedAfterPartialCapture`) may still be captured.
             let partlyCaptured = parent.state == "Captured" && parent.captured < parent.authorised
@@ -267,8 +287,10 @@ public struct PXPBook: Sendable {
             try requireOpenAuthorisation()
             let value = try requireAmount()
             guard parent.captured + value <= parent.authorised else {
-                throw SimError.pxp(422, "AmountExceeded",
-                                   "capture total \(parent.formatted(parent.captured + value)) exceeds the authorised \(parent.formatted(parent.authorised))")
+                throw SimError.pxp(
+                    422, "AmountExceeded",
+                    "capture total \(parent.formatted(parent.captured + value)) exceeds the authorised \(parent.formatted(parent.authorised))"
+                )
             }
             parent.captured += value
             if request.operation == .finalCapture { parent.finalCaptured = true }
@@ -297,8 +319,10 @@ public struct PXPBook: Sendable {
             try requireOpenAuthorisation()
             let newTotal = try requireAmount()
             guard newTotal > parent.authorised else {
-                throw SimError.pxp(422, "InvalidAmount",
-                                   "an incremental authorisation's amount is the new total and must exceed the authorised \(parent.formatted(parent.authorised))")
+                throw SimError.pxp(
+                    422, "InvalidAmount",
+                    "an incremental authorisation's amount is the new total and must exceed the authorised \(parent.formatted(parent.authorised))"
+                )
             }
             // The modification reports the increase as its value (so summing modifications gives the total) and
             // the new total as providerResponse.authorisedAmount (as in PXP's example).
@@ -323,8 +347,9 @@ public struct PXPBook: Sendable {
                 throw SimError.pxp(422, "InvalidOperation", "nothing captured to refund (state \(parent.state))")
             }
             guard parent.refunded + value <= parent.captured else {
-                throw SimError.pxp(422, "AmountExceeded",
-                                   "refund total \(parent.formatted(parent.refunded + value)) exceeds the captured \(parent.formatted(parent.captured))")
+                throw SimError.pxp(
+                    422, "AmountExceeded",
+                    "refund total \(parent.formatted(parent.refunded + value)) exceeds the captured \(parent.formatted(parent.captured))")
             }
             parent.refunded += value
             child.state = "Authorised"  // PXP answers a refund with state Authorised
@@ -334,7 +359,7 @@ public struct PXPBook: Sendable {
         transactions[child.systemTransactionID] = child
         children[parentID, default: []].append(child.systemTransactionID)
         let key = Self.referenceKey(child.merchant, child.site, child.merchantTransactionID)
-        if byReference[key] == nil { byReference[key] = child.systemTransactionID }   // the first keeps the id
+        if byReference[key] == nil { byReference[key] = child.systemTransactionID }  // the first keeps the id
         if behaviour.answersPending {
             pendingFinal[child.systemTransactionID] = child.state
             child.state = "Pending"
@@ -391,9 +416,10 @@ extension PXPTransaction {
             throw SimError.admin(400, "invalid_field", "createdAt must be an ISO 8601 date-time")
         }
         let sid = try string("systemTransactionId", required: false) ?? generated
-        var t = PXPTransaction(merchant: merchant, site: site, merchantTransactionID: mtid, systemTransactionID: sid,
-                               merchantTransactionDate: createdAt, intent: intent, amount: amount, state: state,
-                               reportedAuthorised: reported, authorised: 0)
+        var t = PXPTransaction(
+            merchant: merchant, site: site, merchantTransactionID: mtid, systemTransactionID: sid,
+            merchantTransactionDate: createdAt, intent: intent, amount: amount, state: state,
+            reportedAuthorised: reported, authorised: 0)
         if let e = try string("entryType", required: false) { t.entryType = e }
         if let r = try string("reportedSite", required: false) { t.reportedSite = r }
         if let f = try string("fundingType", required: false) { t.fundingType = f }

@@ -10,8 +10,10 @@ import Foundation
 extension Simulator {
     /// Recomputes the HMAC over the request target re-encoded from the decoded path and query, and compares in
     /// constant time.
-    func verifyPXPSignature(request: SimRequest, tokenValue: String, timestamp: String, requestID: String,
-                            signature: String) -> Bool {
+    func verifyPXPSignature(
+        request: SimRequest, tokenValue: String, timestamp: String, requestID: String,
+        signature: String
+    ) -> Bool {
         var message = Array(timestamp.utf8) + Array(requestID.utf8) + Array(request.method.uppercased().utf8)
         message += Array(Self.pxpRequestTarget(path: request.path, query: request.query).utf8)
         message += request.body
@@ -27,7 +29,7 @@ extension Simulator {
             for byte in s.utf8 {
                 switch byte {
                 case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                     UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                    UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
                     out.unicodeScalars.append(Unicode.Scalar(byte))
                 default:
                     out += String(format: "%%%02X", byte)

@@ -21,10 +21,17 @@ extension Simulator {
                 // Every PXP transaction, modifications included, as PXP's GET shows each, with its parent: how the
                 // chaos runs count what was applied.
                 let all = state.withLock { Array($0.pxp.transactions.values) }.sorted { $0.systemTransactionID < $1.systemTransactionID }
-                return .json(200, .object(["transactions": .array(all.map { t in
-                    .object([("transaction", t.json), ("parent", t.parentID.map { .string($0) } ?? .null),
-                             ("operation", t.operation.map { .string($0) } ?? .null)])
-                })]))
+                return .json(
+                    200,
+                    .object([
+                        "transactions": .array(
+                            all.map { t in
+                                .object([
+                                    ("transaction", t.json), ("parent", t.parentID.map { .string($0) } ?? .null),
+                                    ("operation", t.operation.map { .string($0) } ?? .null)
+                                ])
+                            })
+                    ]))
             }
             try expect("POST"); return try adminPutPXP(r.body)
         case .adminPXPBehaviour:
@@ -56,8 +63,10 @@ extension Simulator {
         guard let first = credential.firstIndex(of: ":"), let last = credential.lastIndex(of: ":"), first < last else {
             throw reject("Authorization must be PXP-UST1 {tokenId}:{timestamp}:{hmac}")
         }
-        let parts = [String(credential[..<first]), String(credential[credential.index(after: first)..<last]),
-                     String(credential[credential.index(after: last)...])]
+        let parts = [
+            String(credential[..<first]), String(credential[credential.index(after: first)..<last]),
+            String(credential[credential.index(after: last)...])
+        ]
         guard !parts[0].isEmpty, !parts[1].isEmpty, !parts[2].isEmpty else {
             throw reject("Authorization must be PXP-UST1 {tokenId}:{timestamp}:{hmac}")
         }
@@ -67,13 +76,14 @@ extension Simulator {
         guard Self.isPXPTimestamp(parts[1]) else { throw reject("timestamp must be unix seconds, unix milliseconds or ISO 8601") }
         guard let requestID = r.header("x-request-id"), !requestID.isEmpty else { throw reject("missing X-Request-Id") }
         guard let clientID = r.header("x-client-id"),
-              simConstantTimeEquals(Array(clientID.utf8), Array(config.pxpClientID.utf8))
+            simConstantTimeEquals(Array(clientID.utf8), Array(config.pxpClientID.utf8))
         else { throw reject("missing or unknown X-Client-Id") }
-        guard verifyPXPSignature(request: r, tokenValue: config.pxpTokenValue, timestamp: parts[1],
-                                 requestID: requestID, signature: parts[2])
+        guard
+            verifyPXPSignature(
+                request: r, tokenValue: config.pxpTokenValue, timestamp: parts[1],
+                requestID: requestID, signature: parts[2])
         else { throw reject("signature does not match") }
     }
-
 
     func pxpGet(merchant: String, site: String, query: [String: String]) throws(SimError) -> SimResponse {
         let found: PXPTransaction? = state.withLock { s in
@@ -84,7 +94,8 @@ extension Simulator {
                 return t.flatMap { s.pxp.lookedUp($0.systemTransactionID) }
             }
             if let sid = query["systemTransactionId"], !sid.isEmpty,
-               let t = s.pxp.find(systemTransactionID: sid), t.merchant == merchant, t.site == site {
+                let t = s.pxp.find(systemTransactionID: sid), t.merchant == merchant, t.site == site
+            {
                 return t
             }
             return nil
@@ -109,24 +120,29 @@ extension Simulator {
         let outcome: Result<PXPBook.Outcome, SimError> = state.withLock { s in
             let id = s.ids.uuid()
             do throws(SimError) {
-                return .success(try s.pxp.modify(parentID: parentID, modification, newSystemTransactionID: id, now: now,
-                                                 behaviour: s.config.pxpBehaviour))
+                return .success(
+                    try s.pxp.modify(
+                        parentID: parentID, modification, newSystemTransactionID: id, now: now,
+                        behaviour: s.config.pxpBehaviour))
             } catch {
                 return .failure(error)
             }
         }
         switch outcome {
         case .success(.applied(let t)):
-            logAction(route, r, key: modification.merchantTransactionID, status: 200, result: "applied",
-                      resourceID: t.systemTransactionID)
+            logAction(
+                route, r, key: modification.merchantTransactionID, status: 200, result: "applied",
+                resourceID: t.systemTransactionID)
             return .json(200, t.json)
         case .success(.replayed(let t)):
-            logAction(route, r, key: modification.merchantTransactionID, status: 200, result: "replayed",
-                      resourceID: t.systemTransactionID)
+            logAction(
+                route, r, key: modification.merchantTransactionID, status: 200, result: "replayed",
+                resourceID: t.systemTransactionID)
             return .json(200, t.json)
         case .failure(let error):
-            logAction(route, r, key: modification.merchantTransactionID, status: error.status, result: error.code,
-                      resourceID: nil)
+            logAction(
+                route, r, key: modification.merchantTransactionID, status: error.status, result: error.code,
+                resourceID: nil)
             throw error
         }
     }

@@ -15,7 +15,8 @@ package final class RSAPrivateKey: @unchecked Sendable {
         defer { EVP_PKEY_CTX_free(ctx) }
         var key: OpaquePointer? = nil
         guard EVP_PKEY_keygen_init(ctx) == 1, EVP_PKEY_CTX_set_rsa_keygen_bits(ctx, bits) == 1,
-              EVP_PKEY_keygen(ctx, &key) == 1, let key else {
+            EVP_PKEY_keygen(ctx, &key) == 1, let key
+        else {
             ERR_clear_error()
             throw CertificateError("RSA key generation failed")
         }
@@ -60,8 +61,10 @@ package struct CertificateAuthority: Sendable {
     package let key: RSAPrivateKey
 
     /// Creates a self-signed CA named `commonName`, valid from `notBefore` to `notAfter`.
-    package init(commonName: String = "payrecon test root", notBefore: Date = Date(timeIntervalSinceNow: -86_400),
-                 notAfter: Date = Date(timeIntervalSinceNow: 10 * 365 * 86_400)) throws(CertificateError) {
+    package init(
+        commonName: String = "payrecon test root", notBefore: Date = Date(timeIntervalSinceNow: -86_400),
+        notAfter: Date = Date(timeIntervalSinceNow: 10 * 365 * 86_400)
+    ) throws(CertificateError) {
         let key = try RSAPrivateKey()
         self.key = key
         self.certificate = try CertificateAuthority.issue(
@@ -76,9 +79,11 @@ package struct CertificateAuthority: Sendable {
 
     /// Issues a subordinate CA for a fresh key (path length 0: it signs leaves, not further CAs), for chains shaped
     /// like PayPal's root → intermediate → leaf. Its certificate is not self-signed: ship it beside the root.
-    package func issueIntermediate(commonName: String, notBefore: Date = Date(timeIntervalSinceNow: -86_400),
-                                   notAfter: Date = Date(timeIntervalSinceNow: 5 * 365 * 86_400),
-                                   serial: Int = 2) throws(CertificateError) -> CertificateAuthority {
+    package func issueIntermediate(
+        commonName: String, notBefore: Date = Date(timeIntervalSinceNow: -86_400),
+        notAfter: Date = Date(timeIntervalSinceNow: 5 * 365 * 86_400),
+        serial: Int = 2
+    ) throws(CertificateError) -> CertificateAuthority {
         let intermediateKey = try RSAPrivateKey()
         let intermediate = try CertificateAuthority.issue(
             subjectCN: commonName, subjectKey: intermediateKey, issuer: certificate, issuerKey: key,
@@ -87,9 +92,11 @@ package struct CertificateAuthority: Sendable {
     }
 
     /// Issues a leaf certificate for a fresh key; returns the certificate and the key that signs with it.
-    package func issueLeaf(commonName: String, notBefore: Date = Date(timeIntervalSinceNow: -3_600),
-                           notAfter: Date = Date(timeIntervalSinceNow: 365 * 86_400),
-                           serial: Int = 2) throws(CertificateError) -> (certificate: X509Certificate, key: RSAPrivateKey) {
+    package func issueLeaf(
+        commonName: String, notBefore: Date = Date(timeIntervalSinceNow: -3_600),
+        notAfter: Date = Date(timeIntervalSinceNow: 365 * 86_400),
+        serial: Int = 2
+    ) throws(CertificateError) -> (certificate: X509Certificate, key: RSAPrivateKey) {
         let leafKey = try RSAPrivateKey()
         let leaf = try CertificateAuthority.issue(
             subjectCN: commonName, subjectKey: leafKey, issuer: certificate, issuerKey: key,
@@ -99,8 +106,10 @@ package struct CertificateAuthority: Sendable {
 
     private enum Role { case root, intermediate, leaf }
 
-    private static func issue(subjectCN: String, subjectKey: RSAPrivateKey, issuer: X509Certificate?, issuerKey: RSAPrivateKey,
-                              notBefore: Date, notAfter: Date, role: Role, serial: Int) throws(CertificateError) -> X509Certificate {
+    private static func issue(
+        subjectCN: String, subjectKey: RSAPrivateKey, issuer: X509Certificate?, issuerKey: RSAPrivateKey,
+        notBefore: Date, notAfter: Date, role: Role, serial: Int
+    ) throws(CertificateError) -> X509Certificate {
         guard let x509 = X509_new() else { throw CertificateError("out of memory") }
         defer { X509_free(x509) }
         var issuerX509: OpaquePointer? = nil
@@ -130,7 +139,8 @@ package struct CertificateAuthority: Sendable {
         X509V3_set_ctx(&ctx, issuerX509 ?? x509, x509, nil, nil, 0)
         // Key identifiers on every certificate (an issued one also names its issuer's), as strict chain
         // verification (X509_V_FLAG_X509_STRICT) requires.
-        let identifiers: [(Int32, String)] = issuer == nil
+        let identifiers: [(Int32, String)] =
+            issuer == nil
             ? [(NID_subject_key_identifier, "hash")]
             : [(NID_subject_key_identifier, "hash"), (NID_authority_key_identifier, "keyid:always")]
         let extensions: [(Int32, String)]
@@ -138,12 +148,16 @@ package struct CertificateAuthority: Sendable {
         case .root:
             extensions = [(NID_basic_constraints, "critical,CA:TRUE"), (NID_key_usage, "critical,keyCertSign,cRLSign")]
         case .intermediate:
-            extensions = [(NID_basic_constraints, "critical,CA:TRUE,pathlen:0"),
-                          (NID_key_usage, "critical,keyCertSign,cRLSign")]
+            extensions = [
+                (NID_basic_constraints, "critical,CA:TRUE,pathlen:0"),
+                (NID_key_usage, "critical,keyCertSign,cRLSign")
+            ]
         case .leaf:
-            extensions = [(NID_basic_constraints, "critical,CA:FALSE"),
-                          (NID_key_usage, "critical,digitalSignature,keyEncipherment"),
-                          (NID_ext_key_usage, "serverAuth,clientAuth"), (NID_subject_alt_name, "DNS:\(subjectCN)")]
+            extensions = [
+                (NID_basic_constraints, "critical,CA:FALSE"),
+                (NID_key_usage, "critical,digitalSignature,keyEncipherment"),
+                (NID_ext_key_usage, "serverAuth,clientAuth"), (NID_subject_alt_name, "DNS:\(subjectCN)")
+            ]
         }
         for (nid, value) in extensions + identifiers {
             guard let ext = X509V3_EXT_conf_nid(nil, &ctx, nid, value) else {

@@ -18,7 +18,9 @@ public struct PayPalDispute: Sendable, Equatable {
     public var updateTime: String
     /// RESOLVED_BUYER_FAVOUR, RESOLVED_SELLER_FAVOUR, … once resolved.
     public var outcome: String?
-    static let statuses: Set<String> = ["OPEN", "WAITING_FOR_BUYER_RESPONSE", "WAITING_FOR_SELLER_RESPONSE", "UNDER_REVIEW", "RESOLVED", "OTHER"]
+    static let statuses: Set<String> = [
+        "OPEN", "WAITING_FOR_BUYER_RESPONSE", "WAITING_FOR_SELLER_RESPONSE", "UNDER_REVIEW", "RESOLVED", "OTHER"
+    ]
 }
 
 public struct PayPalSale: Sendable, Equatable {
@@ -66,19 +68,26 @@ extension PayPalBook {
         capture.beforeDispute = nil
         capture.updateTime = now
         captures[capture.id] = capture
-        let record = PayPalRefund(id: newID, orderID: capture.orderID, captureID: capture.id, status: "COMPLETED", amount: left,
-                                  createTime: now, updateTime: now, isReversal: true)
+        let record = PayPalRefund(
+            id: newID, orderID: capture.orderID, captureID: capture.id, status: "COMPLETED", amount: left,
+            createTime: now, updateTime: now, isReversal: true)
         refunds[record.id] = record
         if var order = orders[capture.orderID] { order.refundIDs.append(record.id); orders[order.id] = order }
         return record
     }
 
     /// Opens a dispute on a capture or a sale, for `amount` (default: all of it).
-    mutating func openDispute(id: String, transactionID: String, amountText: String?, status: String, now: String) throws(SimError) -> PayPalDispute {
+    mutating func openDispute(
+        id: String, transactionID: String, amountText: String?, status: String, now: String
+    ) throws(SimError) -> PayPalDispute {
         let currency: Currency, full: Int64
-        if let c = captures[transactionID], let o = orders[c.orderID] { currency = o.currency; full = c.amount }
-        else if let sale = sales[transactionID] { currency = sale.currency; full = sale.amount }
-        else { throw SimError.admin(404, "not_found", "no PayPal capture or sale \(transactionID)") }
+        if let c = captures[transactionID], let o = orders[c.orderID] {
+            currency = o.currency; full = c.amount
+        } else if let sale = sales[transactionID] {
+            currency = sale.currency; full = sale.amount
+        } else {
+            throw SimError.admin(404, "not_found", "no PayPal capture or sale \(transactionID)")
+        }
         var amount = full
         if let amountText {
             guard let minor = RequestAmount.minorUnits(amountText, exponent: currency.exponent), minor > 0, minor <= full else {
@@ -89,8 +98,9 @@ extension PayPalBook {
         guard PayPalDispute.statuses.contains(status), status != "RESOLVED" else {
             throw SimError.admin(400, "invalid_field", "status must be an open dispute status")
         }
-        let d = PayPalDispute(id: id, transactionID: transactionID, status: status, amount: amount, currency: currency,
-                              createTime: now, updateTime: now, outcome: nil)
+        let d = PayPalDispute(
+            id: id, transactionID: transactionID, status: status, amount: amount, currency: currency,
+            createTime: now, updateTime: now, outcome: nil)
         disputes[id] = d
         // Opening a dispute flips the capture to PARTIALLY_REFUNDED at once, with no refund record (sandbox report,
         // paypal/Checkout-NodeJS-SDK#31); back when the seller wins.
@@ -106,7 +116,8 @@ extension PayPalBook {
     /// Resolves a dispute; when the buyer wins, PayPal takes the money back: the capture turns REFUNDED with a
     /// reversal record, a sale turns refunded (the v1 sale states have no reversed). Returns the dispute and the
     /// reversal record, if any.
-    mutating func resolveDispute(id: String, buyerWins: Bool, newID: String, now: String) throws(SimError) -> (PayPalDispute, PayPalRefund?) {
+    mutating func resolveDispute(id: String, buyerWins: Bool, newID: String, now: String) throws(SimError) -> (PayPalDispute, PayPalRefund?)
+    {
         guard var d = disputes[id] else { throw SimError.admin(404, "not_found", "no PayPal dispute \(id)") }
         d.status = "RESOLVED"
         d.outcome = buyerWins ? "RESOLVED_BUYER_FAVOUR" : "RESOLVED_SELLER_FAVOUR"
@@ -128,7 +139,8 @@ extension PayPalBook {
     mutating func putSale(_ sale: PayPalSale) { sales[sale.id] = sale }
 
     /// POST /v1/payments/sale/{id}/refund: `amount {total, currency}`; none refunds what is left.
-    mutating func refundSale(id: String, total: String?, currency: String?, newID: String, now: String) throws(SimError) -> PayPalSaleRefund {
+    mutating func refundSale(id: String, total: String?, currency: String?, newID: String, now: String) throws(SimError) -> PayPalSaleRefund
+    {
         guard var sale = sales[id] else { throw Self.notFound() }
         guard sale.state == "completed" || sale.state == "partially_refunded" else {
             throw SimError.paypalUnprocessable("TRANSACTION_REFUSED", "The sale is \(sale.state) and cannot be refunded.")
@@ -142,7 +154,8 @@ extension PayPalBook {
             }
             let decimals = Self.paypalDecimals(sale.currency)
             guard let units = RequestAmount.minorUnits(total, exponent: decimals), units > 0 else {
-                throw SimError.paypalInvalid(decimals == 0 ? "DECIMALS_NOT_SUPPORTED" : "VALIDATION_ERROR", "amount.total \(total) is not valid.")
+                throw SimError.paypalInvalid(
+                    decimals == 0 ? "DECIMALS_NOT_SUPPORTED" : "VALIDATION_ERROR", "amount.total \(total) is not valid.")
             }
             amount = units * Self.paypalUnit(sale.currency)
         }
@@ -161,21 +174,27 @@ extension PayPalBook {
     // MARK: JSON
 
     func v1Money(_ minor: Int64, _ currency: Currency) -> JSONValue {
-        .object(["total": .string(Money.format(minorUnits: minor / Self.paypalUnit(currency), exponent: Self.paypalDecimals(currency))),
-                 "currency": .string(currency.code)])
+        .object([
+            "total": .string(Money.format(minorUnits: minor / Self.paypalUnit(currency), exponent: Self.paypalDecimals(currency))),
+            "currency": .string(currency.code)
+        ])
     }
 
     func disputeJSON(_ d: PayPalDispute, base: String) -> JSONValue {
-        let money = JSONValue.object(["currency_code": .string(d.currency.code),
-                                      "value": .string(Money.format(minorUnits: d.amount / Self.paypalUnit(d.currency),
-                                                                    exponent: Self.paypalDecimals(d.currency)))])
+        let money = JSONValue.object([
+            "currency_code": .string(d.currency.code),
+            "value": .string(
+                Money.format(
+                    minorUnits: d.amount / Self.paypalUnit(d.currency),
+                    exponent: Self.paypalDecimals(d.currency)))
+        ])
         return .object([
             "dispute_id": .string(d.id), "create_time": .string(d.createTime), "update_time": .string(d.updateTime),
             "disputed_transactions": .array([.object(["seller_transaction_id": .string(d.transactionID)])]),
             "reason": "MERCHANDISE_OR_SERVICE_NOT_RECEIVED", "status": .string(d.status), "dispute_amount": money,
             "dispute_outcome": d.outcome.map { .object(["outcome_code": .string($0)]) },
             "dispute_life_cycle_stage": d.status == "RESOLVED" ? "CHARGEBACK" : "INQUIRY",
-            "links": .array([Self.link("\(base)/v1/customer/disputes/\(d.id)", "self", "GET")]),
+            "links": .array([Self.link("\(base)/v1/customer/disputes/\(d.id)", "self", "GET")])
         ])
     }
 
@@ -185,12 +204,15 @@ extension PayPalBook {
     /// not applied.
     func disputeListJSON(query: [String: String], base: String) throws(SimError) -> JSONValue {
         func invalid(_ field: String, _ description: String) -> SimError {
-            SimError.paypal(400, name: "INVALID_REQUEST", message: "Request is not well-formed, syntactically incorrect, or violates schema.",
-                            issue: "INVALID_PARAMETER_VALUE", description: description, field: field)
+            SimError.paypal(
+                400, name: "INVALID_REQUEST", message: "Request is not well-formed, syntactically incorrect, or violates schema.",
+                issue: "INVALID_PARAMETER_VALUE", description: description, field: field)
         }
         var pageSize = 10
         if let text = query["page_size"] {
-            guard let n = Int(text), (1...50).contains(n) else { throw invalid("page_size", "page_size must be a whole number from 1 to 50.") }
+            guard let n = Int(text), (1...50).contains(n) else {
+                throw invalid("page_size", "page_size must be a whole number from 1 to 50.")
+            }
             pageSize = n
         }
         var offset = 0
@@ -204,11 +226,15 @@ extension PayPalBook {
             .object([
                 "dispute_id": .string(d.id), "create_time": .string(d.createTime), "update_time": .string(d.updateTime),
                 "reason": "MERCHANDISE_OR_SERVICE_NOT_RECEIVED", "status": .string(d.status),
-                "dispute_amount": .object(["currency_code": .string(d.currency.code),
-                                           "value": .string(Money.format(minorUnits: d.amount / Self.paypalUnit(d.currency),
-                                                                         exponent: Self.paypalDecimals(d.currency)))]),
+                "dispute_amount": .object([
+                    "currency_code": .string(d.currency.code),
+                    "value": .string(
+                        Money.format(
+                            minorUnits: d.amount / Self.paypalUnit(d.currency),
+                            exponent: Self.paypalDecimals(d.currency)))
+                ]),
                 "dispute_life_cycle_stage": d.status == "RESOLVED" ? "CHARGEBACK" : "INQUIRY",
-                "links": .array([Self.link("\(base)/v1/customer/disputes/\(d.id)", "self", "GET")]),
+                "links": .array([Self.link("\(base)/v1/customer/disputes/\(d.id)", "self", "GET")])
             ])
         }
         let list = "\(base)/v1/customer/disputes?page_size=\(pageSize)"
@@ -221,12 +247,17 @@ extension PayPalBook {
         .object([
             "id": .string(s.id), "state": .string(s.state), "amount": v1Money(s.amount, s.currency),
             "payment_mode": "INSTANT_TRANSFER", "reason_code": s.state == "pending" ? s.reasonCode.map { .string($0) } : nil,
-            "transaction_fee": s.state == "pending" || s.state == "denied" ? nil
-                : .object(["value": v1Money(PayPalFees.capture(s.amount, s.currency), s.currency)["total"]!, "currency": .string(s.currency.code)]),
+            "transaction_fee": s.state == "pending" || s.state == "denied"
+                ? nil
+                : .object([
+                    "value": v1Money(PayPalFees.capture(s.amount, s.currency), s.currency)["total"]!, "currency": .string(s.currency.code)
+                ]),
             "parent_payment": .string(s.parentPayment), "billing_agreement_id": s.billingAgreement.map { .string($0) },
             "create_time": .string(s.createTime), "update_time": .string(s.updateTime),
-            "links": .array([Self.link("\(base)/v1/payments/sale/\(s.id)", "self", "GET"),
-                             Self.link("\(base)/v1/payments/sale/\(s.id)/refund", "refund", "POST")]),
+            "links": .array([
+                Self.link("\(base)/v1/payments/sale/\(s.id)", "self", "GET"),
+                Self.link("\(base)/v1/payments/sale/\(s.id)/refund", "refund", "POST")
+            ])
         ])
     }
 
@@ -235,8 +266,10 @@ extension PayPalBook {
         return .object([
             "id": .string(r.id), "state": "completed", "amount": v1Money(r.amount, sale.currency), "sale_id": .string(r.saleID),
             "parent_payment": .string(sale.parentPayment), "create_time": .string(r.createTime), "update_time": .string(r.createTime),
-            "links": .array([Self.link("\(base)/v1/payments/refund/\(r.id)", "self", "GET"),
-                             Self.link("\(base)/v1/payments/sale/\(r.saleID)", "sale", "GET")]),
+            "links": .array([
+                Self.link("\(base)/v1/payments/refund/\(r.id)", "self", "GET"),
+                Self.link("\(base)/v1/payments/sale/\(r.saleID)", "sale", "GET")
+            ])
         ])
     }
 
@@ -258,8 +291,10 @@ extension PayPalBook {
         }
         let time = json["create_time"]?.stringValue ?? now
         let id = json["id"]?.stringValue ?? newID
-        return PayPalSale(id: id, state: state, amount: amount, currency: currency,
-                          parentPayment: json["parent_payment"]?.stringValue ?? "PAYID-\(id)", billingAgreement: json["billing_agreement_id"]?.stringValue,
-                          reasonCode: json["reason_code"]?.stringValue, createTime: time, updateTime: time)
+        return PayPalSale(
+            id: id, state: state, amount: amount, currency: currency,
+            parentPayment: json["parent_payment"]?.stringValue ?? "PAYID-\(id)",
+            billingAgreement: json["billing_agreement_id"]?.stringValue,
+            reasonCode: json["reason_code"]?.stringValue, createTime: time, updateTime: time)
     }
 }

@@ -35,8 +35,10 @@ extension PayPalBook {
 
     /// A Transaction Search amount: `{currency_code, value}`, signed (money out is negative), in PayPal's decimals.
     func searchMoney(_ minor: Int64, _ currency: Currency) -> JSONValue {
-        .object(["currency_code": .string(currency.code),
-                 "value": .string(Money.format(minorUnits: minor / Self.paypalUnit(currency), exponent: Self.paypalDecimals(currency)))])
+        .object([
+            "currency_code": .string(currency.code),
+            "value": .string(Money.format(minorUnits: minor / Self.paypalUnit(currency), exponent: Self.paypalDecimals(currency)))
+        ])
     }
 
     static let reportFaults: Set = ["missing_line", "fee_off_by_one", "truncated", "double_space", "utf16", "bom", "account_row"]
@@ -85,33 +87,42 @@ extension PayPalBook {
             let created = t(c.createTime), completed = c.completedTime.map(t) ?? created
             let status = c.status == "REFUNDED" ? "V" : moved ? "S" : c.status == "PENDING" ? "P" : c.status == "DECLINED" ? "D" : nil
             guard let status else { continue }
-            rows.append(ReportRow(id: c.id, invoice: order.referenceID, reference: order.id, code: "T0006", initiated: created,
-                                  completed: moved ? completed : .max, listed: max(completed, c.listedTime.map(t) ?? completed), status: status,
-                                  direction: "CR", gross: c.amount, currency: order.currency, feeDirection: "DR",
-                                  fee: moved ? PayPalFees.capture(c.amount, order.currency) : nil, account: order.merchantID))
+            rows.append(
+                ReportRow(
+                    id: c.id, invoice: order.referenceID, reference: order.id, code: "T0006", initiated: created,
+                    completed: moved ? completed : .max, listed: max(completed, c.listedTime.map(t) ?? completed), status: status,
+                    direction: "CR", gross: c.amount, currency: order.currency, feeDirection: "DR",
+                    fee: moved ? PayPalFees.capture(c.amount, order.currency) : nil, account: order.merchantID))
         }
         for r in refunds.values where r.status == "COMPLETED" {
             guard let order = orders[r.orderID] else { continue }
             let fee = r.isReversal ? 0 : PayPalFees.refund(r.amount, order.currency)
             let at = t(r.createTime)
-            rows.append(ReportRow(id: r.id, invoice: order.referenceID, reference: r.captureID, code: r.isReversal ? "T1106" : "T1107",
-                                  initiated: at, completed: at, listed: at, status: "S", direction: "DR", gross: r.amount, currency: order.currency,
-                                  feeDirection: "CR", fee: fee > 0 ? fee : nil, account: order.merchantID))
+            rows.append(
+                ReportRow(
+                    id: r.id, invoice: order.referenceID, reference: r.captureID, code: r.isReversal ? "T1106" : "T1107",
+                    initiated: at, completed: at, listed: at, status: "S", direction: "DR", gross: r.amount, currency: order.currency,
+                    feeDirection: "CR", fee: fee > 0 ? fee : nil, account: order.merchantID))
         }
         for s in sales.values {
             let at = t(s.createTime)
             let status = s.state == "refunded" ? "V" : s.state == "pending" ? "P" : s.state == "denied" ? "D" : "S"
             let moved = status == "S" || status == "V"
-            rows.append(ReportRow(id: s.id, invoice: "", reference: s.billingAgreement ?? s.parentPayment, code: "T0002", initiated: at,
-                                  completed: moved ? at : .max, listed: at, status: status, direction: "CR", gross: s.amount, currency: s.currency,
-                                  feeDirection: "DR", fee: moved ? PayPalFees.capture(s.amount, s.currency) : nil, account: PayPalOrder.defaultMerchantID))
+            rows.append(
+                ReportRow(
+                    id: s.id, invoice: "", reference: s.billingAgreement ?? s.parentPayment, code: "T0002", initiated: at,
+                    completed: moved ? at : .max, listed: at, status: status, direction: "CR", gross: s.amount, currency: s.currency,
+                    feeDirection: "DR", fee: moved ? PayPalFees.capture(s.amount, s.currency) : nil, account: PayPalOrder.defaultMerchantID)
+            )
         }
         for r in saleRefunds.values {
             guard let sale = sales[r.saleID] else { continue }
             let at = t(r.createTime)
-            rows.append(ReportRow(id: r.id, invoice: "", reference: r.saleID, code: "T1107", initiated: at, completed: at, listed: at, status: "S",
-                                  direction: "DR", gross: r.amount, currency: sale.currency, feeDirection: "CR", fee: nil,
-                                  account: PayPalOrder.defaultMerchantID))
+            rows.append(
+                ReportRow(
+                    id: r.id, invoice: "", reference: r.saleID, code: "T1107", initiated: at, completed: at, listed: at, status: "S",
+                    direction: "DR", gross: r.amount, currency: sale.currency, feeDirection: "CR", fee: nil,
+                    account: PayPalOrder.defaultMerchantID))
         }
         return rows
     }
@@ -146,13 +157,15 @@ extension PayPalBook {
         let from = (SimTime.parse(day + "T00:00:00Z") ?? 0) - offset
         var rows = reportRows(from: from, account: account, detail: detail)
         if faults.contains("account_row") {
-            rows.append(ReportRow(id: "", invoice: "", reference: nil, code: "T0400", initiated: from + 43_200, completed: from + 43_200,
-                                  listed: from + 43_200, status: "S", direction: "DR", gross: 1_000,
-                                  currency: rows.first?.currency ?? Currency(code: "USD")!, feeDirection: "", fee: nil, account: account))
+            rows.append(
+                ReportRow(
+                    id: "", invoice: "", reference: nil, code: "T0400", initiated: from + 43_200, completed: from + 43_200,
+                    listed: from + 43_200, status: "S", direction: "DR", gross: 1_000,
+                    currency: rows.first?.currency ?? Currency(code: "USD")!, feeDirection: "", fee: nil, account: account))
         }
-        let counted = rows   // what the footers count (a missing line is left out after)
+        let counted = rows  // what the footers count (a missing line is left out after)
         if faults.contains("fee_off_by_one"), let i = rows.firstIndex(where: { $0.fee != nil }) {
-            rows[i].fee! += 1   // one hundredth for a two-decimal currency: in the footer as well
+            rows[i].fee! += 1  // one hundredth for a two-decimal currency: in the footer as well
         }
         if faults.contains("missing_line"), !rows.isEmpty { rows.removeFirst() }
         let zone = String(format: "%@%02d%02d", offset < 0 ? "-" : "+", abs(offset) / 3_600, abs(offset) % 3_600 / 60)
@@ -167,18 +180,23 @@ extension PayPalBook {
         lines.append("\(q("RH")),\(stamp(SimTime.parse(generated) ?? from)),\(q("R")),\(q(account)),\(version),")
         lines.append("\(q("FH")),01")
         lines.append("\(q("SH")),\(stamp(from)),\(stamp(from + 86_399)),\(q(account)),\(q(""))")
-        var names = ["Transaction ID", "Invoice ID", "PayPal Reference ID", "PayPal Reference ID Type", "Transaction Event Code",
-                     "Transaction Initiation Date", "Transaction Completion Date",
-                     faults.contains("double_space") ? "Transaction  Debit or Credit" : "Transaction Debit or Credit",
-                     "Gross Transaction Amount", "Gross Transaction Currency", "Fee Debit or Credit", "Fee Amount", "Fee Currency"]
+        var names = [
+            "Transaction ID", "Invoice ID", "PayPal Reference ID", "PayPal Reference ID Type", "Transaction Event Code",
+            "Transaction Initiation Date", "Transaction Completion Date",
+            faults.contains("double_space") ? "Transaction  Debit or Credit" : "Transaction Debit or Credit",
+            "Gross Transaction Amount", "Gross Transaction Currency", "Fee Debit or Credit", "Fee Amount", "Fee Currency"
+        ]
         if detail { names.append("Transactional Status") }
         names += ["Custom Field", "Consumer ID"]
         lines.append(([q("CH")] + names.map(q)).joined(separator: ","))
         for r in rows {
             let referenceType = r.reference == nil ? "" : r.code.hasPrefix("T11") ? "TXN" : r.code == "T0002" ? "PAP" : "ODR"
-            var f = [q("SB"), q(r.id), q(r.invoice), q(r.reference ?? ""), q(referenceType), q(r.code), stamp(r.initiated), stamp(r.completed),
-                     q(r.direction), String(Self.hundredths(r.gross, r.currency)), q(r.currency.code),
-                     q(r.fee == nil ? "" : r.feeDirection), r.fee.map { String(Self.hundredths($0, r.currency)) } ?? "", q(r.fee == nil ? "" : r.currency.code)]
+            var f = [
+                q("SB"), q(r.id), q(r.invoice), q(r.reference ?? ""), q(referenceType), q(r.code), stamp(r.initiated), stamp(r.completed),
+                q(r.direction), String(Self.hundredths(r.gross, r.currency)), q(r.currency.code),
+                q(r.fee == nil ? "" : r.feeDirection), r.fee.map { String(Self.hundredths($0, r.currency)) } ?? "",
+                q(r.fee == nil ? "" : r.currency.code)
+            ]
             if detail { f.append(q(r.status)) }
             f += [q(r.invoice), q("")]
             lines.append(f.joined(separator: ","))

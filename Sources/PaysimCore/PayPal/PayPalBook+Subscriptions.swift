@@ -37,7 +37,9 @@ struct PayPalSubscriptionPlan: Sendable {
         guard (1...120).contains(cycles) else { throw SimError.admin(400, "invalid_field", "cycles must be 1 to 120") }
         func set(_ key: String) throws(SimError) -> Set<Int> {
             let values = (json[key]?.arrayValue ?? []).compactMap { $0.numberLiteral.flatMap { Int($0) } }
-            guard values.allSatisfy({ (1...cycles).contains($0) }) else { throw SimError.admin(400, "invalid_field", "\(key): cycles 1 to \(cycles)") }
+            guard values.allSatisfy({ (1...cycles).contains($0) }) else {
+                throw SimError.admin(400, "invalid_field", "\(key): cycles 1 to \(cycles)")
+            }
             return Set(values)
         }
         self.id = id; self.currency = currency; self.amount = amount; self.start = start; self.cycles = cycles
@@ -71,23 +73,29 @@ extension PayPalBook {
             let saleID = plan.id + String(format: "-%02d", n)
             var sales: [JSONValue] = []
             if plan.failedThenRetried.contains(n) {
-                putSale(PayPalSale(id: saleID, state: "denied", amount: plan.amount, currency: plan.currency, parentPayment: "PAYID-" + saleID,
-                                   billingAgreement: plan.id, reasonCode: nil, createTime: time, updateTime: time))
+                putSale(
+                    PayPalSale(
+                        id: saleID, state: "denied", amount: plan.amount, currency: plan.currency, parentPayment: "PAYID-" + saleID,
+                        billingAgreement: plan.id, reasonCode: nil, createTime: time, updateTime: time))
                 sales.append(.object([("id", .string(saleID)), ("state", .string("denied")), ("create_time", .string(time))]))
             }
             let paidID = plan.failedThenRetried.contains(n) ? saleID + "-R" : saleID
             let paidTime = plan.failedThenRetried.contains(n) ? UnixTime.iso8601(at + Int64(plan.retryAfterDays) * 86_400) : time
-            putSale(PayPalSale(id: paidID, state: "completed", amount: plan.amount, currency: plan.currency, parentPayment: "PAYID-" + paidID,
-                               billingAgreement: plan.id, reasonCode: nil, createTime: paidTime, updateTime: paidTime))
+            putSale(
+                PayPalSale(
+                    id: paidID, state: "completed", amount: plan.amount, currency: plan.currency, parentPayment: "PAYID-" + paidID,
+                    billingAgreement: plan.id, reasonCode: nil, createTime: paidTime, updateTime: paidTime))
             var entry: [(String, JSONValue)] = [("cycle", .integer(n)), ("sale", .string(paidID)), ("create_time", .string(paidTime))]
             if plan.refunded.contains(n) {
-                let refund = try refundSale(id: paidID, total: total, currency: plan.currency.code, newID: newID(),
-                                            now: UnixTime.iso8601(at + 86_400))
+                let refund = try refundSale(
+                    id: paidID, total: total, currency: plan.currency.code, newID: newID(),
+                    now: UnixTime.iso8601(at + 86_400))
                 entry.append(("refund", .string(refund.id)))
             }
             if plan.chargedBack.contains(n) {
                 let disputeID = "PP-D-" + paidID
-                _ = try openDispute(id: disputeID, transactionID: paidID, amountText: nil, status: "OPEN", now: UnixTime.iso8601(at + 86_400))
+                _ = try openDispute(
+                    id: disputeID, transactionID: paidID, amountText: nil, status: "OPEN", now: UnixTime.iso8601(at + 86_400))
                 _ = try resolveDispute(id: disputeID, buyerWins: true, newID: newID(), now: UnixTime.iso8601(at + 10 * 86_400))
                 entry.append(("dispute", .string(disputeID)))
             }

@@ -23,8 +23,10 @@ extension PayPalBook {
     mutating func record(event: JSONValue, now: Int64) {
         guard let id = event["id"]?.stringValue, !id.isEmpty else { return }
         let created = event["create_time"]?.stringValue.flatMap(SimTime.parse) ?? now
-        events.append(PayPalEventRecord(id: id, eventType: event["event_type"]?.stringValue ?? "", created: created,
-                                        resourceID: event["resource"]?["id"]?.stringValue, json: event))
+        events.append(
+            PayPalEventRecord(
+                id: id, eventType: event["event_type"]?.stringValue ?? "", created: created,
+                resourceID: event["resource"]?["id"]?.stringValue, json: event))
         if events.count > Self.eventsKept + Self.eventsKept / 4 { events.removeFirst(events.count - Self.eventsKept) }
     }
 }
@@ -42,14 +44,17 @@ extension Simulator {
     func paypalWebhookEvents(_ r: SimRequest) throws(SimError) -> SimResponse {
         // PayPal's refusal as its Node SDK's recorded mock has it: VALIDATION_ERROR, the field, "Invalid data provided".
         func invalid(_ field: String, _ why: String) -> SimError {
-            SimError.paypal(400, name: "VALIDATION_ERROR", message: "Invalid data provided", issue: "Invalid data provided",
-                            description: why, field: field)
+            SimError.paypal(
+                400, name: "VALIDATION_ERROR", message: "Invalid data provided", issue: "Invalid data provided",
+                description: why, field: field)
         }
         let now = Int64(clock().timeIntervalSince1970)
         var start: Int64?, end: Int64?
         if let text = r.query["start_time"] {
             guard let t = SimTime.parse(text) else { throw invalid("start_time", "Invalid date format") }
-            guard t >= now - Self.paypalEventHistorySeconds else { throw invalid("start_time", "Start date cannot be earlier than 45 days") }
+            guard t >= now - Self.paypalEventHistorySeconds else {
+                throw invalid("start_time", "Start date cannot be earlier than 45 days")
+            }
             start = t
         }
         if let text = r.query["end_time"] {
@@ -83,8 +88,12 @@ extension Simulator {
             if let t = r.query["end_time"] { query.append(("end_time", t)) }
             if let transaction { query.append(("transaction_id", transaction)) }
             if let type { query.append(("event_type", type)) }
-            query += [("move_to", "next"), ("index_time", SimTime.rfc3339(Date(timeIntervalSince1970: Double(last.created)))), ("index_id", last.id)]
-            let encoded = query.map { "\($0.0)=\($0.1.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")" }.joined(separator: "&")
+            query += [
+                ("move_to", "next"), ("index_time", SimTime.rfc3339(Date(timeIntervalSince1970: Double(last.created)))),
+                ("index_id", last.id)
+            ]
+            let encoded = query.map { "\($0.0)=\($0.1.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")" }.joined(
+                separator: "&")
             links.append(PayPalBook.link("\(base)/v1/notifications/webhooks-events?\(encoded)", "next", "GET"))
         }
         return .json(200, .object(["events": .array(page.map(\.json)), "count": .integer(Int64(page.count)), "links": .array(links)]))

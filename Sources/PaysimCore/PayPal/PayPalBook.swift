@@ -146,8 +146,10 @@ public struct PayPalBook: Sendable {
     // MARK: admin
 
     /// Create or replace an order with its payments (replacing drops the old order's payments).
-    mutating func put(_ order: PayPalOrder, authorizations auths: [PayPalAuthorization], captures caps: [PayPalCapture],
-                      refunds refs: [PayPalRefund]) {
+    mutating func put(
+        _ order: PayPalOrder, authorizations auths: [PayPalAuthorization], captures caps: [PayPalCapture],
+        refunds refs: [PayPalRefund]
+    ) {
         if let old = orders[order.id] {
             for id in old.authorizationIDs { authorizations[id] = nil }
             for id in old.captureIDs { captures[id] = nil }
@@ -166,8 +168,10 @@ public struct PayPalBook: Sendable {
     // MARK: actions
 
     /// `POST /v2/payments/authorizations/{id}/capture`: amount nil captures the remaining amount.
-    mutating func capture(authorizationID: String, amountText: String?, currency: String?, finalCapture: Bool,
-                          newID: String, now: String) throws(SimError) -> PayPalCapture {
+    mutating func capture(
+        authorizationID: String, amountText: String?, currency: String?, finalCapture: Bool,
+        newID: String, now: String
+    ) throws(SimError) -> PayPalCapture {
         guard var auth = authorizations[authorizationID], var order = orders[auth.orderID] else {
             throw SimError.paypalNotFound()
         }
@@ -180,11 +184,13 @@ public struct PayPalBook: Sendable {
         }
         let alreadyCaptured = capturedTotal(ofAuthorization: auth.id)
         let remaining = auth.amount - alreadyCaptured
-        let amount = try Self.parseAmount(amountText, currency: currency, order: order, default: remaining,
-                                          mismatchIssue: "AUTH_CAPTURE_CURRENCY_MISMATCH", nothingLeftIssue: "MAX_CAPTURE_AMOUNT_EXCEEDED")
+        let amount = try Self.parseAmount(
+            amountText, currency: currency, order: order, default: remaining,
+            mismatchIssue: "AUTH_CAPTURE_CURRENCY_MISMATCH", nothingLeftIssue: "MAX_CAPTURE_AMOUNT_EXCEEDED")
         guard amount <= remaining else { throw SimError.paypalUnprocessable("MAX_CAPTURE_AMOUNT_EXCEEDED") }
-        let capture = PayPalCapture(id: newID, orderID: order.id, authorizationID: auth.id, status: "COMPLETED",
-                                    amount: amount, finalCapture: finalCapture, createTime: now, updateTime: now)
+        let capture = PayPalCapture(
+            id: newID, orderID: order.id, authorizationID: auth.id, status: "COMPLETED",
+            amount: amount, finalCapture: finalCapture, createTime: now, updateTime: now)
         auth.status = (finalCapture || alreadyCaptured + amount == auth.amount) ? "CAPTURED" : "PARTIALLY_CAPTURED"
         auth.updateTime = now
         authorizations[auth.id] = auth
@@ -216,8 +222,10 @@ public struct PayPalBook: Sendable {
     }
 
     /// `POST /v2/payments/captures/{id}/refund`: amount nil refunds what is left.
-    mutating func refund(captureID: String, amountText: String?, currency: String?, newID: String,
-                         now: String, customID: String? = nil) throws(SimError) -> PayPalRefund {
+    mutating func refund(
+        captureID: String, amountText: String?, currency: String?, newID: String,
+        now: String, customID: String? = nil
+    ) throws(SimError) -> PayPalRefund {
         guard var capture = captures[captureID], var order = orders[capture.orderID] else {
             throw SimError.paypalNotFound()
         }
@@ -229,12 +237,14 @@ public struct PayPalBook: Sendable {
         }
         let refunded = refundedTotal(ofCapture: capture.id)
         let remaining = capture.amount - refunded
-        let amount = try Self.parseAmount(amountText, currency: currency, order: order, default: remaining,
-                                          mismatchIssue: "REFUND_CAPTURE_CURRENCY_MISMATCH", nothingLeftIssue: "CAPTURE_FULLY_REFUNDED")
+        let amount = try Self.parseAmount(
+            amountText, currency: currency, order: order, default: remaining,
+            mismatchIssue: "REFUND_CAPTURE_CURRENCY_MISMATCH", nothingLeftIssue: "CAPTURE_FULLY_REFUNDED")
         guard amount <= remaining else { throw SimError.paypalUnprocessable("REFUND_AMOUNT_EXCEEDED") }
-        var refund = PayPalRefund(id: newID, orderID: order.id, captureID: capture.id,
-                                  status: capture.refundsPendingReason == nil ? "COMPLETED" : "PENDING",
-                                  amount: amount, createTime: now, updateTime: now)
+        var refund = PayPalRefund(
+            id: newID, orderID: order.id, captureID: capture.id,
+            status: capture.refundsPendingReason == nil ? "COMPLETED" : "PENDING",
+            amount: amount, createTime: now, updateTime: now)
         refund.pendingReason = capture.refundsPendingReason
         refund.customID = customID
         capture.status = refunded + amount == capture.amount ? "REFUNDED" : "PARTIALLY_REFUNDED"
@@ -270,8 +280,10 @@ public struct PayPalBook: Sendable {
     /// The amount of a capture or refund body. A missing field is 400; a value PayPal cannot take is 422, where
     /// both routes' documents list DECIMAL_PRECISION, DECIMALS_NOT_SUPPORTED and CANNOT_BE_ZERO_OR_NEGATIVE.
     /// `nothingLeftIssue` answers a call without an amount when nothing is left (each route's own issue).
-    private static func parseAmount(_ text: String?, currency: String?, order: PayPalOrder, default remaining: Int64,
-                                    mismatchIssue: String, nothingLeftIssue: String) throws(SimError) -> Int64 {
+    private static func parseAmount(
+        _ text: String?, currency: String?, order: PayPalOrder, default remaining: Int64,
+        mismatchIssue: String, nothingLeftIssue: String
+    ) throws(SimError) -> Int64 {
         guard let text else {
             guard remaining > 0 else { throw SimError.paypalUnprocessable(nothingLeftIssue) }
             return remaining
@@ -292,8 +304,11 @@ public struct PayPalBook: Sendable {
 
 extension PayPalBook {
     func money(_ minor: Int64, _ order: PayPalOrder) -> JSONValue {
-        .object(["currency_code": .string(order.currency.code),
-                 "value": .string(Money.format(minorUnits: minor / Self.paypalUnit(order.currency), exponent: Self.paypalDecimals(order.currency)))])
+        .object([
+            "currency_code": .string(order.currency.code),
+            "value": .string(
+                Money.format(minorUnits: minor / Self.paypalUnit(order.currency), exponent: Self.paypalDecimals(order.currency)))
+        ])
     }
 
     /// PayPal's decimals, which differ from ISO 4217 for HUF and TWD (none at PayPal), as for JPY. The book keeps
@@ -328,7 +343,7 @@ extension PayPalBook {
             "supplementary_data": standalone ? .object(["related_ids": .object(["order_id": .string(order.id)])]) : nil,
             "create_time": .string(a.createTime), "update_time": .string(a.updateTime),
             "expiration_time": expiry.map { .string($0) },
-            "links": .array(links),
+            "links": .array(links)
         ])
     }
 
@@ -352,10 +367,14 @@ extension PayPalBook {
             "seller_receivable_breakdown": ["COMPLETED", "PARTIALLY_REFUNDED", "REFUNDED"].contains(c.status)
                 ? breakdown(gross: c.amount, fee: PayPalFees.capture(c.amount, order.currency), order) : nil,
             "supplementary_data": standalone
-                ? .object(["related_ids": .object(["order_id": .string(order.id),
-                                             "authorization_id": c.authorizationID.map { .string($0) }])]) : nil,
+                ? .object([
+                    "related_ids": .object([
+                        "order_id": .string(order.id),
+                        "authorization_id": c.authorizationID.map { .string($0) }
+                    ])
+                ]) : nil,
             "create_time": .string(c.createTime), "update_time": .string(c.updateTime),
-            "links": .array(links),
+            "links": .array(links)
         ])
     }
 
@@ -372,24 +391,32 @@ extension PayPalBook {
             "id": .string(r.id), "status": .string(r.status), "amount": money(r.amount, order),
             "status_details": r.status == "PENDING" ? r.pendingReason.map { .object(["reason": .string($0)]) } : nil,
             "custom_id": r.customID.map { .string($0) },
-            "seller_payable_breakdown": breakdown(gross: r.amount, fee: r.isReversal ? 0 : PayPalFees.refund(r.amount, order.currency), order,
-                                                  totalRefunded: totalRefunded, receivableKey: "net_amount_in_receivable_currency"),
+            "seller_payable_breakdown": breakdown(
+                gross: r.amount, fee: r.isReversal ? 0 : PayPalFees.refund(r.amount, order.currency), order,
+                totalRefunded: totalRefunded, receivableKey: "net_amount_in_receivable_currency"),
             // A real refund carries no supplementary_data.related_ids: only its `up` link names the capture.
             "note_to_payer": r.isReversal ? "Payment reversed" : nil,
             "create_time": .string(r.createTime), "update_time": .string(r.updateTime),
-            "links": .array([Self.link("\(base)/v2/payments/refunds/\(r.id)", "self", "GET"),
-                             Self.link("\(base)/v2/payments/captures/\(r.captureID)", "up", "GET")]),
+            "links": .array([
+                Self.link("\(base)/v2/payments/refunds/\(r.id)", "self", "GET"),
+                Self.link("\(base)/v2/payments/captures/\(r.captureID)", "up", "GET")
+            ])
         ])
     }
 
     /// A capture's seller_receivable_breakdown or a refund's seller_payable_breakdown: gross, the PayPal fee (left
     /// out when there is none), net = gross − fee; a refund's also its capture's total refunded so far.
-    func breakdown(gross: Int64, fee: Int64, _ order: PayPalOrder, totalRefunded: Int64? = nil, receivableKey: String = "receivable_amount") -> JSONValue {
+    func breakdown(
+        gross: Int64, fee: Int64, _ order: PayPalOrder, totalRefunded: Int64? = nil, receivableKey: String = "receivable_amount"
+    ) -> JSONValue {
         var received: JSONValue? = nil, rate: JSONValue? = nil
         if let r = order.receivable {
-            received = searchMoney(Self.converted(gross - fee, from: order.currency, to: r.currency, rate: r.rate, scale: r.scale), r.currency)
-            rate = .object(["source_currency": .string(order.currency.code), "target_currency": .string(r.currency.code),
-                            "value": .string(Money.format(minorUnits: r.rate, exponent: r.scale))])
+            received = searchMoney(
+                Self.converted(gross - fee, from: order.currency, to: r.currency, rate: r.rate, scale: r.scale), r.currency)
+            rate = .object([
+                "source_currency": .string(order.currency.code), "target_currency": .string(r.currency.code),
+                "value": .string(Money.format(minorUnits: r.rate, exponent: r.scale))
+            ])
         }
         return .object([
             "gross_amount": money(gross, order),
@@ -397,7 +424,7 @@ extension PayPalBook {
             "net_amount": money(gross - fee, order),
             receivableKey: received,
             "exchange_rate": rate,
-            "total_refunded_amount": totalRefunded.map { money($0, order) },
+            "total_refunded_amount": totalRefunded.map { money($0, order) }
         ])
     }
 
@@ -428,14 +455,13 @@ extension PayPalBook {
             "reference_id": .string(o.referenceID),
             "amount": money(o.amount, o),
             "payee": .object(["merchant_id": .string(o.merchantID)]),
-            "payments": payments.isEmpty ? nil : .object(payments),
+            "payments": payments.isEmpty ? nil : .object(payments)
         ])
         return .object([
             "id": .string(o.id), "intent": .string(o.intent), "status": .string(o.status),
             "purchase_units": .array([unit]),
             "create_time": .string(o.createTime), "update_time": .string(o.updateTime),
-            "links": .array([Self.link("\(base)/v2/checkout/orders/\(o.id)", "self", "GET")]),
+            "links": .array([Self.link("\(base)/v2/checkout/orders/\(o.id)", "self", "GET")])
         ])
     }
 }
-

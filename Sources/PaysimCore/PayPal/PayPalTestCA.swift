@@ -20,12 +20,15 @@ public final class PayPalTestCA: Sendable {
 
     public init(now: Date = Date()) throws {
         let dayAgo = now.addingTimeInterval(-86_400)
-        let root = try CertificateAuthority(commonName: "paysim Test Root CA", notBefore: dayAgo,
-                                            notAfter: now.addingTimeInterval(10 * 365 * 86_400))
-        let intermediate = try root.issueIntermediate(commonName: "paysim Test Intermediate CA", notBefore: dayAgo,
-                                                      notAfter: now.addingTimeInterval(5 * 365 * 86_400), serial: 2)
-        let leaf = try intermediate.issueLeaf(commonName: Self.leafCommonName, notBefore: dayAgo,
-                                              notAfter: now.addingTimeInterval(365 * 86_400), serial: 3)
+        let root = try CertificateAuthority(
+            commonName: "paysim Test Root CA", notBefore: dayAgo,
+            notAfter: now.addingTimeInterval(10 * 365 * 86_400))
+        let intermediate = try root.issueIntermediate(
+            commonName: "paysim Test Intermediate CA", notBefore: dayAgo,
+            notAfter: now.addingTimeInterval(5 * 365 * 86_400), serial: 2)
+        let leaf = try intermediate.issueLeaf(
+            commonName: Self.leafCommonName, notBefore: dayAgo,
+            notAfter: now.addingTimeInterval(365 * 86_400), serial: 3)
         rootPEM = root.certificate.pem
         intermediatePEM = intermediate.certificate.pem
         leafPEM = leaf.certificate.pem

@@ -8,7 +8,7 @@ public struct PaypercutIntent: Sendable, Equatable {
     public var account: String?
     public var amount: Int64
     public var currency: Currency
-    public var captureMethod: String          // manual | automatic
+    public var captureMethod: String  // manual | automatic
     public var status: String
     public var amountCapturable: Int64
     public var amountReceived: Int64
@@ -19,7 +19,7 @@ public struct PaypercutIntent: Sendable, Equatable {
 public struct PaypercutPayment: Sendable, Equatable {
     public var id: String
     public var intentID: String
-    public var status: String                 // succeeded | pending | failed
+    public var status: String  // succeeded | pending | failed
     public var amountCaptured: Int64
     public var amountRefunded: Int64
     public var paymentMethod: String
@@ -32,7 +32,7 @@ public struct PaypercutRefund: Sendable, Equatable {
     public var paymentID: String
     public var amount: Int64
     public var currency: Currency
-    public var status: String                 // pending | requires_action | succeeded | failed | canceled
+    public var status: String  // pending | requires_action | succeeded | failed | canceled
     public var created: Int64
 }
 
@@ -50,8 +50,12 @@ struct PaypercutBook: Sendable {
     /// Paypercut's error object, top level, not wrapped in `{"error": …}`: `type`, `code`, `param` (null unless a
     /// parameter is at fault), `message`, `trace_id` (docs.paypercut.io/docs/developer-resources/error-object).
     static func error(_ status: Int, _ type: String, _ code: String, _ message: String, param: String? = nil) -> SimError {
-        SimError(status: status, body: .object(["type": .string(type), "code": .string(code), "param": param.map { .string($0) } ?? .null,
-                                                "message": .string(message), "trace_id": "paysim-trace"]), code: code)
+        SimError(
+            status: status,
+            body: .object([
+                "type": .string(type), "code": .string(code), "param": param.map { .string($0) } ?? .null,
+                "message": .string(message), "trace_id": "paysim-trace"
+            ]), code: code)
     }
 
     /// 404: "does not exist or is not accessible in the current context" (docs error handling); `resource_missing`
@@ -157,24 +161,29 @@ struct PaypercutBook: Sendable {
         guard n <= remaining else { throw Self.amountTooLarge("amount", "Refund amount \(n) is above the \(remaining) left to refund.") }
         p.amountRefunded += n
         payments[pid] = p
-        let refund = PaypercutRefund(id: refundID, intentID: intentID, paymentID: pid, amount: n, currency: i.currency, status: "succeeded", created: now)
+        let refund = PaypercutRefund(
+            id: refundID, intentID: intentID, paymentID: pid, amount: n, currency: i.currency, status: "succeeded", created: now)
         refunds[refundID] = refund
         return refundJSON(refund)
     }
 
     func refundJSON(_ r: PaypercutRefund) -> JSONValue {
-        .object(["id": .string(r.id), "object": "refund", "amount": .integer(r.amount), "status": .string(r.status),
-                 "payment_intent": .string(r.intentID), "payment": .string(r.paymentID), "currency": .string(r.currency.code.lowercased()),
-                 "created": .string(SimTime.rfc3339(Date(timeIntervalSince1970: TimeInterval(r.created))))])
+        .object([
+            "id": .string(r.id), "object": "refund", "amount": .integer(r.amount), "status": .string(r.status),
+            "payment_intent": .string(r.intentID), "payment": .string(r.paymentID), "currency": .string(r.currency.code.lowercased()),
+            "created": .string(SimTime.rfc3339(Date(timeIntervalSince1970: TimeInterval(r.created))))
+        ])
     }
 
     func intentJSON(_ i: PaypercutIntent) -> JSONValue {
-        .object(["id": .string(i.id), "object": "payment_intent", "amount": .integer(i.amount),
-                 "amount_capturable": .integer(i.amountCapturable), "amount_received": .integer(i.amountReceived),
-                 "currency": .object(["iso": .string(i.currency.code), "scale": .integer(Int64(i.currency.exponent))]),
-                 "status": .string(i.status), "capture_method": .string(i.captureMethod),
-                 "created": .string(SimTime.rfc3339(Date(timeIntervalSince1970: TimeInterval(i.created)))),
-                 "latest_payment": i.paymentID.map { .string($0) } ?? .null, "livemode": false])
+        .object([
+            "id": .string(i.id), "object": "payment_intent", "amount": .integer(i.amount),
+            "amount_capturable": .integer(i.amountCapturable), "amount_received": .integer(i.amountReceived),
+            "currency": .object(["iso": .string(i.currency.code), "scale": .integer(Int64(i.currency.exponent))]),
+            "status": .string(i.status), "capture_method": .string(i.captureMethod),
+            "created": .string(SimTime.rfc3339(Date(timeIntervalSince1970: TimeInterval(i.created)))),
+            "latest_payment": i.paymentID.map { .string($0) } ?? .null, "livemode": false
+        ])
     }
 
     func paymentJSON(_ p: PaypercutPayment) -> JSONValue {
@@ -184,14 +193,18 @@ struct PaypercutBook: Sendable {
         if let intent, p.status == "succeeded", p.amountCaptured > 0 {
             // The Payment model's balance_transaction {id, amount, fee, net, exchange_rate, currency, created}.
             let fee = Self.fee(p.amountCaptured)
-            balance = .object(["id": .string(p.id + "-bt"), "amount": .integer(p.amountCaptured), "fee": .integer(fee),
-                               "net": .integer(p.amountCaptured - fee), "exchange_rate": .null,
-                               "currency": .string(intent.currency.code.lowercased()), "created": created])
+            balance = .object([
+                "id": .string(p.id + "-bt"), "amount": .integer(p.amountCaptured), "fee": .integer(fee),
+                "net": .integer(p.amountCaptured - fee), "exchange_rate": .null,
+                "currency": .string(intent.currency.code.lowercased()), "created": created
+            ])
         }
-        return .object(["id": .string(p.id), "object": "payment", "status": .string(p.status), "amount_captured": .integer(p.amountCaptured),
-                        "amount_refunded": .integer(p.amountRefunded), "captured": .bool(p.amountCaptured > 0),
-                        "payment_method": .string(p.paymentMethod), "payment_intent": .string(p.intentID), "created": created,
-                        "balance_transaction": balance])
+        return .object([
+            "id": .string(p.id), "object": "payment", "status": .string(p.status), "amount_captured": .integer(p.amountCaptured),
+            "amount_refunded": .integer(p.amountRefunded), "captured": .bool(p.amountCaptured > 0),
+            "payment_method": .string(p.paymentMethod), "payment_intent": .string(p.intentID), "created": created,
+            "balance_transaction": balance
+        ])
     }
 
     /// paysim's Paypercut fee (a model: Paypercut publishes no price list payrecon reads, and payrecon only reads the

@@ -11,10 +11,14 @@ extension Simulator {
         switch route {
         case .paypercutIntent(let id):
             try expect("GET"); let account = try paypercutAccount(r)
-            return try state.withLock { s throws(SimError) in .json(200, s.paypercut.intentJSON(try s.paypercut.intent(id, account: account))) }
+            return try state.withLock { s throws(SimError) in
+                .json(200, s.paypercut.intentJSON(try s.paypercut.intent(id, account: account)))
+            }
         case .paypercutPayment(let id):
             try expect("GET"); let account = try paypercutAccount(r)
-            return try state.withLock { s throws(SimError) in .json(200, s.paypercut.paymentJSON(try s.paypercut.payment(id, account: account))) }
+            return try state.withLock { s throws(SimError) in
+                .json(200, s.paypercut.paymentJSON(try s.paypercut.payment(id, account: account)))
+            }
         case .paypercutIntentCapture(let id):
             try expect("POST"); let account = try paypercutAccount(r)
             return paypercutAction(route, r) { s, body throws(SimError) in
@@ -34,8 +38,9 @@ extension Simulator {
             return paypercutAction(route, r) { s, body throws(SimError) in
                 guard let intent = body?["payment_intent"]?.stringValue else { throw PaypercutBook.missingParameter("payment_intent") }
                 let refundID = "re_" + s.paypalID().lowercased()
-                let refund = try s.paypercut.refund(intentID: intent, account: account, amount: body?["amount"]?.integerValue, refundID: refundID,
-                                                    now: Int64(self.clock().timeIntervalSince1970))
+                let refund = try s.paypercut.refund(
+                    intentID: intent, account: account, amount: body?["amount"]?.integerValue, refundID: refundID,
+                    now: Int64(self.clock().timeIntervalSince1970))
                 return (.json(200, refund), refundID)
             }
         case .paypercutPaymentList:
@@ -70,7 +75,9 @@ extension Simulator {
         guard let header = r.header("authorization"), !header.isEmpty else {
             throw refuse("authentication_required", "This endpoint requires an API key: send Authorization: Bearer <secret key>.")
         }
-        guard header.hasPrefix("Bearer ") else { throw refuse("authentication_invalid", "The Authorization header must be Bearer <secret key>.") }
+        guard header.hasPrefix("Bearer ") else {
+            throw refuse("authentication_invalid", "The Authorization header must be Bearer <secret key>.")
+        }
         let presented = String(header.dropFirst("Bearer ".count))
         guard presented == state.withLock({ $0.config.paypercutSecretKey }) else {
             throw refuse("token_invalid", "Invalid API key provided: \(Self.masked(presented)).")
@@ -83,22 +90,29 @@ extension Simulator {
     /// Runs a Paypercut action once per Idempotency-Key: the same key again gets the first answer and changes
     /// nothing; the same key on another path or with other parameters is `409 idempotency_error` ("Keys for idempotent
     /// requests can only be used with the same parameters they were first used with", PAYPERCUT-18).
-    func paypercutAction(_ route: Route, _ r: SimRequest,
-                         _ apply: (inout SimState, JSONValue?) throws(SimError) -> (SimResponse, String)) -> SimResponse {
+    func paypercutAction(
+        _ route: Route, _ r: SimRequest,
+        _ apply: (inout SimState, JSONValue?) throws(SimError) -> (SimResponse, String)
+    ) -> SimResponse {
         let key = r.header("idempotency-key").flatMap { $0.isEmpty ? nil : $0 }
         let body = r.body.isEmpty ? nil : try? JSONValue.parse(r.body)
         let now = nowString
         return state.withLock { s in
             if let key, let seen = s.paypercut.idempotency[key] {
                 guard seen.path == r.path, seen.body == body else {
-                    let e = PaypercutBook.error(409, "idempotency_error", "idempotency_key_in_use",
-                                                "Keys for idempotent requests can only be used with the same parameters they were first used with.")
-                    s.record(SimLogEntry(time: now, provider: "paypercut", method: r.method, path: r.path, idempotencyKey: key,
-                                         requestID: key, status: 409, result: e.code, resourceID: nil))
+                    let e = PaypercutBook.error(
+                        409, "idempotency_error", "idempotency_key_in_use",
+                        "Keys for idempotent requests can only be used with the same parameters they were first used with.")
+                    s.record(
+                        SimLogEntry(
+                            time: now, provider: "paypercut", method: r.method, path: r.path, idempotencyKey: key,
+                            requestID: key, status: 409, result: e.code, resourceID: nil))
                     return e.response
                 }
-                s.record(SimLogEntry(time: now, provider: "paypercut", method: r.method, path: r.path, idempotencyKey: key,
-                                     requestID: key, status: seen.response.status, result: "replayed", resourceID: nil))
+                s.record(
+                    SimLogEntry(
+                        time: now, provider: "paypercut", method: r.method, path: r.path, idempotencyKey: key,
+                        requestID: key, status: seen.response.status, result: "replayed", resourceID: nil))
                 return seen.response
             }
             let response: SimResponse, result: String
@@ -110,8 +124,10 @@ extension Simulator {
                 response = error.response; result = error.code
             }
             if let key { s.paypercut.idempotency[key] = (r.path, body, response) }
-            s.record(SimLogEntry(time: now, provider: "paypercut", method: r.method, path: r.path, idempotencyKey: key,
-                                 requestID: key, status: response.status, result: result, resourceID: resourceID))
+            s.record(
+                SimLogEntry(
+                    time: now, provider: "paypercut", method: r.method, path: r.path, idempotencyKey: key,
+                    requestID: key, status: response.status, result: result, resourceID: resourceID))
             return response
         }
     }
@@ -128,37 +144,46 @@ extension Simulator {
                 guard let v = item[key], !v.isNull else { throw SimError.admin(400, "invalid_field", "intent \(n): \(key) is required") }
                 return v
             }
-            guard let id = try need("id").stringValue, let code = try need("currency").stringValue, let currency = Currency(code: code.uppercased()),
-                  let amount = try need("amount").integerValue, let status = try need("status").stringValue else {
-                throw SimError.admin(400, "invalid_field", "intent \(n): id, currency (ISO code), amount (minor units) and status are required")
+            guard let id = try need("id").stringValue, let code = try need("currency").stringValue,
+                let currency = Currency(code: code.uppercased()),
+                let amount = try need("amount").integerValue, let status = try need("status").stringValue
+            else {
+                throw SimError.admin(
+                    400, "invalid_field", "intent \(n): id, currency (ISO code), amount (minor units) and status are required")
             }
             let method = item["capture_method"]?.stringValue ?? "manual"
             let received = item["amount_received"]?.integerValue ?? (status == "succeeded" ? amount : 0)
             let capturable = item["amount_capturable"]?.integerValue ?? (status == "requires_capture" ? amount : 0)
             var payment: PaypercutPayment?
             if let p = item["payment"], !p.isNull {
-                payment = PaypercutPayment(id: p["id"]?.stringValue ?? "pay_" + id, intentID: id,
-                                           status: p["status"]?.stringValue ?? "succeeded",
-                                           amountCaptured: p["amount_captured"]?.integerValue ?? received,
-                                           amountRefunded: p["amount_refunded"]?.integerValue ?? 0,
-                                           paymentMethod: p["payment_method"]?.stringValue ?? "card")
+                payment = PaypercutPayment(
+                    id: p["id"]?.stringValue ?? "pay_" + id, intentID: id,
+                    status: p["status"]?.stringValue ?? "succeeded",
+                    amountCaptured: p["amount_captured"]?.integerValue ?? received,
+                    amountRefunded: p["amount_refunded"]?.integerValue ?? 0,
+                    paymentMethod: p["payment_method"]?.stringValue ?? "card")
             } else if status != "requires_payment_method" || received > 0 {
-                payment = PaypercutPayment(id: "pay_" + id, intentID: id, status: status == "requires_capture" || status == "succeeded" ? "succeeded" : "pending",
-                                           amountCaptured: received, amountRefunded: 0, paymentMethod: "card")
+                payment = PaypercutPayment(
+                    id: "pay_" + id, intentID: id, status: status == "requires_capture" || status == "succeeded" ? "succeeded" : "pending",
+                    amountCaptured: received, amountRefunded: 0, paymentMethod: "card")
             }
-            let intent = PaypercutIntent(id: id, account: item["account"]?.stringValue, amount: amount, currency: currency,
-                                         captureMethod: method, status: status, amountCapturable: capturable, amountReceived: received,
-                                         created: item["created"]?.integerValue ?? Int64(clock().timeIntervalSince1970),
-                                         paymentID: payment?.id)
+            let intent = PaypercutIntent(
+                id: id, account: item["account"]?.stringValue, amount: amount, currency: currency,
+                captureMethod: method, status: status, amountCapturable: capturable, amountReceived: received,
+                created: item["created"]?.integerValue ?? Int64(clock().timeIntervalSince1970),
+                paymentID: payment?.id)
             // "refunds": [{id?, amount, created?}]: refunds made before (in the dashboard, say), as the payment's.
             var refunds: [PaypercutRefund] = []
             for (k, refund) in (item["refunds"]?.arrayValue ?? []).enumerated() {
                 guard let payment, let n = refund["amount"]?.integerValue, n > 0 else {
-                    throw SimError.admin(400, "invalid_field", "intent \(n): refunds[\(k)] needs a positive amount (minor units) and a payment to refund")
+                    throw SimError.admin(
+                        400, "invalid_field", "intent \(n): refunds[\(k)] needs a positive amount (minor units) and a payment to refund")
                 }
-                refunds.append(PaypercutRefund(id: refund["id"]?.stringValue ?? "re_\(id)_\(k)", intentID: id, paymentID: payment.id, amount: n,
-                                               currency: currency, status: refund["status"]?.stringValue ?? "succeeded",
-                                               created: refund["created"]?.integerValue ?? Int64(clock().timeIntervalSince1970)))
+                refunds.append(
+                    PaypercutRefund(
+                        id: refund["id"]?.stringValue ?? "re_\(id)_\(k)", intentID: id, paymentID: payment.id, amount: n,
+                        currency: currency, status: refund["status"]?.stringValue ?? "succeeded",
+                        created: refund["created"]?.integerValue ?? Int64(clock().timeIntervalSince1970)))
             }
             if !refunds.isEmpty, payment != nil, item["payment"]?["amount_refunded"] == nil {
                 payment?.amountRefunded = refunds.filter { $0.status == "succeeded" }.reduce(0) { $0 + $1.amount }

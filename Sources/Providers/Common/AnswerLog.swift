@@ -21,8 +21,10 @@ public struct ProviderExchange: Sendable {
     public var requestBody: [UInt8]
     public var idempotencyKey: String?
 
-    public init(method: String, url: String, status: Int?, sentAt: Date, body: [UInt8], requestBody: [UInt8] = [],
-                idempotencyKey: String? = nil) {
+    public init(
+        method: String, url: String, status: Int?, sentAt: Date, body: [UInt8], requestBody: [UInt8] = [],
+        idempotencyKey: String? = nil
+    ) {
         self.method = method; self.url = url; self.status = status; self.sentAt = sentAt
         self.sha256 = SHA256.hash(body); self.length = body.count; self.body = body; self.bodyKept = true
         self.requestBody = requestBody; self.idempotencyKey = idempotencyKey

@@ -8,7 +8,8 @@ import Reconciliation
 /// Measured at the transport, so calls answered without a request (a stored event read) never dilute the share
 /// of failures, and an outage (no answer) is told apart from a provider saying no.
 public struct CountedTransport: ProviderTransport {
-    public static let requests = Metrics.shared.counter("payrecon_provider_http_requests_total",
+    public static let requests = Metrics.shared.counter(
+        "payrecon_provider_http_requests_total",
         help: "HTTP requests to each provider's API by what came back: 2xx, 3xx, 404, 429, 4xx (other), 5xx, no_answer")
     public static let classes = ["2xx", "3xx", "404", "429", "4xx", "5xx", "no_answer"]
 
@@ -38,9 +39,11 @@ public struct CountedTransport: ProviderTransport {
     func note(_ request: ProviderRequest, sentAt: Date, status: Int?, body: [UInt8] = [], error: (any Error)?) {
         Self.requests.increment([("provider", label), ("class", status.map(Self.statusClass) ?? "no_answer")])
         guard request.answerIsEvidence, let log = AnswerLog.current else { return }
-        log.append(ProviderExchange(method: request.method, url: request.url, status: status, sentAt: sentAt,
-                                    body: error.map { Array("no answer: \($0)".utf8) } ?? body,
-                                    requestBody: request.body, idempotencyKey: request.idempotencyKey))
+        log.append(
+            ProviderExchange(
+                method: request.method, url: request.url, status: status, sentAt: sentAt,
+                body: error.map { Array("no answer: \($0)".utf8) } ?? body,
+                requestBody: request.body, idempotencyKey: request.idempotencyKey))
     }
 
     static func statusClass(_ status: Int) -> String {

@@ -86,7 +86,8 @@ public struct Environment: Sendable {
         let ipv4Loopback = octets.count == 4 && octets[0] == "127" && octets.allSatisfy { UInt8($0) != nil }
         let loopback = host == "localhost" || ipv4Loopback || host == "::1" || host == "[::1]"
         guard scheme == "http", loopback else {
-            throw ConfigurationError("\(name)=\(text) must be https:// (plain http:// only for a loopback simulator): credentials would go in clear")
+            throw ConfigurationError(
+                "\(name)=\(text) must be https:// (plain http:// only for a loopback simulator): credentials would go in clear")
         }
         return text
     }

@@ -23,13 +23,20 @@ public struct DoctorCheck: Sendable, Equatable {
 
     public static func ok(_ name: String, _ detail: String) -> DoctorCheck { DoctorCheck(name: name, status: .ok, detail: detail) }
     public static func failed(_ name: String, _ detail: String) -> DoctorCheck { DoctorCheck(name: name, status: .failed, detail: detail) }
-    public static func skipped(_ name: String, _ detail: String) -> DoctorCheck { DoctorCheck(name: name, status: .skipped, detail: detail) }
+    public static func skipped(_ name: String, _ detail: String) -> DoctorCheck {
+        DoctorCheck(name: name, status: .skipped, detail: detail)
+    }
 
     /// `ok   pxp credentials: …`, `FAIL paypal disputes permission: …`, `skip …`: the status first, so a run reads down
     /// one column.
     /// One line whatever the detail quotes (a sender's certificate URL, a provider's answer): `terminalSafe`.
     public var line: String {
-        let tag = switch status { case .ok: "ok  "; case .failed: "FAIL"; case .skipped: "skip" }
+        let tag =
+            switch status {
+            case .ok: "ok  ";
+            case .failed: "FAIL";
+            case .skipped: "skip"
+            }
         return detail.isEmpty ? "\(tag) \(name.terminalSafe)" : "\(tag) \(name.terminalSafe): \(detail.terminalSafe)"
     }
 }
@@ -70,8 +77,10 @@ public struct DoctorContext: Sendable {
     public var lastUntrustedCertificate: DoctorRecord<DoctorRejection>
     public var latestMerchant: DoctorRecord<DoctorMerchant>
 
-    public init(environment: Environment, lastDelivery: DoctorRecord<StoredEvent> = .none,
-                lastUntrustedCertificate: DoctorRecord<DoctorRejection> = .none, latestMerchant: DoctorRecord<DoctorMerchant> = .none) {
+    public init(
+        environment: Environment, lastDelivery: DoctorRecord<StoredEvent> = .none,
+        lastUntrustedCertificate: DoctorRecord<DoctorRejection> = .none, latestMerchant: DoctorRecord<DoctorMerchant> = .none
+    ) {
         self.environment = environment; self.lastDelivery = lastDelivery; self.lastUntrustedCertificate = lastUntrustedCertificate
         self.latestMerchant = latestMerchant
     }

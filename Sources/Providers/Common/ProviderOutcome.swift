@@ -187,7 +187,13 @@ public enum HTTPDate {
             if token == "GMT" { continue }
             // In all three forms the first number is the day and the second the year.
             guard let n = Int(token), token.count <= 4 else { return nil }
-            if day == nil { day = n } else if year == nil { year = token.count == 2 ? (n < 70 ? 2000 + n : 1900 + n) : n } else { return nil }
+            if day == nil {
+                day = n
+            } else if year == nil {
+                year = token.count == 2 ? (n < 70 ? 2000 + n : 1900 + n) : n
+            } else {
+                return nil
+            }
         }
         guard let d = day, let m = month, let y = year, let (h, mi, s) = time else { return nil }
         return UnixTime.seconds(year: y, month: m, day: d, hour: h, minute: mi, second: s)

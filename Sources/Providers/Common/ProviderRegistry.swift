@@ -7,7 +7,7 @@ public enum ProviderRegistry {
     public static let definitions: [ProviderDefinition] = [
         PXPProvider.definition,
         PayPalProvider.definition,
-        PaypercutProvider.definition,
+        PaypercutProvider.definition
     ]
 
     private static let byProvider: [Provider: ProviderDefinition] =
@@ -41,15 +41,18 @@ public struct ConfiguredProviders: Sendable {
 
     /// Builds every registered provider's API over `transport` and, with `webhooks`, its webhook side. `limiters` are
     /// the process's (kept by whoever builds the APIs again on SIGHUP, so a reload does not reset them).
-    public init(environment: Environment, transport: any ProviderTransport, webhooks: Bool = false,
-                limiters: RateLimiters = RateLimiters()) throws(ConfigurationError) {
+    public init(
+        environment: Environment, transport: any ProviderTransport, webhooks: Bool = false,
+        limiters: RateLimiters = RateLimiters()
+    ) throws(ConfigurationError) {
         var apis: [Provider: any ProviderAPI] = [:]
         var hooks: [Provider: any ProviderWebhook] = [:]
         for d in ProviderRegistry.definitions {
             // `<PROVIDER>_MAX_RPS`: this provider's requests go through a limiter of their own.
             // Every request counted by what came back (`payrecon_provider_http_requests_total`).
             let counted = CountedTransport(base: transport, provider: d.provider)
-            let limited: any ProviderTransport = try RateLimitedTransport.limit(for: d.provider, in: environment)
+            let limited: any ProviderTransport =
+                try RateLimitedTransport.limit(for: d.provider, in: environment)
                 .map { RateLimitedTransport(base: counted, limiter: limiters.limiter(for: d.provider, perSecond: $0)) } ?? counted
             apis[d.provider] = try d.api(environment, limited)
             if webhooks, let hook = try d.webhook(environment) { hooks[d.provider] = hook }

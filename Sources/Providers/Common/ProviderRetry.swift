@@ -14,9 +14,11 @@ public struct RetryPolicy: Sendable {
     /// A uniform random integer in `0...upperBound` (milliseconds of jitter).
     public var random: @Sendable (Int64) -> Int64
 
-    public init(maxAttempts: Int, baseDelay: Duration = .milliseconds(200), maxDelay: Duration = .seconds(10),
-                sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
-                random: @escaping @Sendable (Int64) -> Int64 = { Int64.random(in: 0...$0) }) {
+    public init(
+        maxAttempts: Int, baseDelay: Duration = .milliseconds(200), maxDelay: Duration = .seconds(10),
+        sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
+        random: @escaping @Sendable (Int64) -> Int64 = { Int64.random(in: 0...$0) }
+    ) {
         precondition(maxAttempts >= 1, "maxAttempts must be at least 1")
         self.maxAttempts = maxAttempts; self.baseDelay = baseDelay; self.maxDelay = maxDelay
         self.sleep = sleep; self.random = random
@@ -49,8 +51,10 @@ public struct RetryPolicy: Sendable {
 }
 
 /// Runs `operation` until it is not transient or the policy gives up; returns the last outcome.
-public func retrying<T: Sendable>(_ policy: RetryPolicy,
-                                  _ operation: () async -> ProviderOutcome<T>) async -> ProviderOutcome<T> {
+public func retrying<T: Sendable>(
+    _ policy: RetryPolicy,
+    _ operation: () async -> ProviderOutcome<T>
+) async -> ProviderOutcome<T> {
     var outcome = await operation()
     var retry = 0
     // Whether an attempt so far may have reached the provider (a timeout, a 5xx: not a 429, refused before processing).
@@ -65,17 +69,21 @@ public func retrying<T: Sendable>(_ policy: RetryPolicy,
     // A later attempt never sent (its token refused, say) does not make the call one never sent: an earlier one may
     // have reached the provider, so the call stays in doubt.
     if mayHaveReached, case .permanent(let failure) = outcome, !failure.reachedProvider {
-        return .transient(reason: "an earlier attempt may have reached the provider, and the last was not sent: \(failure.text)",
-                          retryAfterSeconds: nil)
+        return .transient(
+            reason: "an earlier attempt may have reached the provider, and the last was not sent: \(failure.text)",
+            retryAfterSeconds: nil)
     }
     return outcome
 }
 
 /// `retrying` with the policy's parameters spelled out.
-public func retrying<T: Sendable>(maxAttempts: Int, baseDelay: Duration, maxDelay: Duration = .seconds(10),
-                                  sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
-                                  random: @escaping @Sendable (Int64) -> Int64 = { Int64.random(in: 0...$0) },
-                                  _ operation: () async -> ProviderOutcome<T>) async -> ProviderOutcome<T> {
-    await retrying(RetryPolicy(maxAttempts: maxAttempts, baseDelay: baseDelay, maxDelay: maxDelay, sleep: sleep, random: random),
-                   operation)
+public func retrying<T: Sendable>(
+    maxAttempts: Int, baseDelay: Duration, maxDelay: Duration = .seconds(10),
+    sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
+    random: @escaping @Sendable (Int64) -> Int64 = { Int64.random(in: 0...$0) },
+    _ operation: () async -> ProviderOutcome<T>
+) async -> ProviderOutcome<T> {
+    await retrying(
+        RetryPolicy(maxAttempts: maxAttempts, baseDelay: baseDelay, maxDelay: maxDelay, sleep: sleep, random: random),
+        operation)
 }

@@ -31,11 +31,13 @@ public struct ProviderDefinition: Sendable {
     /// when it publishes no list payrecon reads.
     public let backfillReads: String?
 
-    public init(provider: Provider, traits: ProviderTraits, webhookSecretVariable: String, apiVariables: String,
-                webhookHeaders: [String], webhookDeliveryIDHeader: String?,
-                webhook: @escaping @Sendable (Environment) throws(ConfigurationError) -> (any ProviderWebhook)?,
-                api: @escaping @Sendable (Environment, any ProviderTransport) throws(ConfigurationError) -> any ProviderAPI,
-                settlementReports: SettlementReportReader? = nil, backfillReads: String? = nil) {
+    public init(
+        provider: Provider, traits: ProviderTraits, webhookSecretVariable: String, apiVariables: String,
+        webhookHeaders: [String], webhookDeliveryIDHeader: String?,
+        webhook: @escaping @Sendable (Environment) throws(ConfigurationError) -> (any ProviderWebhook)?,
+        api: @escaping @Sendable (Environment, any ProviderTransport) throws(ConfigurationError) -> any ProviderAPI,
+        settlementReports: SettlementReportReader? = nil, backfillReads: String? = nil
+    ) {
         self.provider = provider; self.traits = traits; self.webhookSecretVariable = webhookSecretVariable
         self.apiVariables = apiVariables; self.webhookHeaders = webhookHeaders
         self.webhookDeliveryIDHeader = webhookDeliveryIDHeader; self.webhook = webhook; self.api = api
@@ -49,10 +51,15 @@ public struct ProviderDefinition: Sendable {
 public struct SettlementReportReader: Sendable {
     /// What the files are, for help and errors ("PayPal Settlement (STL) and Transaction Detail (TRR) reports").
     public let describes: String
-    public let read: @Sendable (_ name: String, _ chunks: @escaping () -> [UInt8]?, _ each: ([SettlementLine]) throws -> Void) throws
-        -> SettlementReportSummary
-    public init(describes: String, read: @escaping @Sendable (String, @escaping () -> [UInt8]?, ([SettlementLine]) throws -> Void) throws
-        -> SettlementReportSummary) {
+    public let read:
+        @Sendable (_ name: String, _ chunks: @escaping () -> [UInt8]?, _ each: ([SettlementLine]) throws -> Void) throws
+            -> SettlementReportSummary
+    public init(
+        describes: String,
+        read:
+            @escaping @Sendable (String, @escaping () -> [UInt8]?, ([SettlementLine]) throws -> Void) throws
+            -> SettlementReportSummary
+    ) {
         self.describes = describes; self.read = read
     }
 }
@@ -151,8 +158,10 @@ public struct EventReference: Sendable, Hashable {
     /// The payment's amount, as the provider's API answer says: what an `unknown_order` for it names.
     public var value: Money?
 
-    public init(transactionRef: String?, alternatives: [String] = [], alias: String? = nil, merchant: String? = nil, site: String? = nil,
-                learned: [TransactionLink] = [], occurredAt: Int64? = nil, value: Money? = nil) {
+    public init(
+        transactionRef: String?, alternatives: [String] = [], alias: String? = nil, merchant: String? = nil, site: String? = nil,
+        learned: [TransactionLink] = [], occurredAt: Int64? = nil, value: Money? = nil
+    ) {
         self.transactionRef = transactionRef; self.alternatives = alternatives; self.alias = alias
         self.merchant = merchant; self.site = site; self.learned = learned; self.occurredAt = occurredAt; self.value = value
     }
@@ -200,8 +209,10 @@ public struct TransactionQuery: Sendable {
     public var period: BillingPeriod?
     /// The order's currency: what a renewal not charged yet is counted in (nothing, in it).
     public var currency: Currency?
-    public init(transactionRef: String, merchant: String?, site: String?, links: [TransactionLink] = [], evidence: [Evidence] = [],
-                callsInDoubt: [CallInDoubt] = [], period: BillingPeriod? = nil, currency: Currency? = nil) {
+    public init(
+        transactionRef: String, merchant: String?, site: String?, links: [TransactionLink] = [], evidence: [Evidence] = [],
+        callsInDoubt: [CallInDoubt] = [], period: BillingPeriod? = nil, currency: Currency? = nil
+    ) {
         self.transactionRef = transactionRef; self.merchant = merchant; self.site = site; self.links = links; self.evidence = evidence
         self.callsInDoubt = callsInDoubt; self.period = period; self.currency = currency
     }
@@ -210,7 +221,9 @@ public struct TransactionQuery: Sendable {
         public var link: TransactionLink
         public var merchant: String?
         public var site: String?
-        public init(link: TransactionLink, merchant: String?, site: String?) { self.link = link; self.merchant = merchant; self.site = site }
+        public init(link: TransactionLink, merchant: String?, site: String?) {
+            self.link = link; self.merchant = merchant; self.site = site
+        }
     }
 }
 
@@ -234,8 +247,10 @@ public struct ActionCall: Sendable {
     /// The transactions linked to the order before this attempt (what earlier attempts prepared or made).
     public var links: [TransactionLink]
 
-    public init(actionID: Int64, kind: ActionKind, amount: Money, target: Int64, providerTarget: String?, idempotencyKey: String,
-                order: Order, snapshot: Snapshot?, isFinal: Bool = false, links: [TransactionLink] = []) {
+    public init(
+        actionID: Int64, kind: ActionKind, amount: Money, target: Int64, providerTarget: String?, idempotencyKey: String,
+        order: Order, snapshot: Snapshot?, isFinal: Bool = false, links: [TransactionLink] = []
+    ) {
         self.actionID = actionID; self.kind = kind; self.amount = amount; self.target = target
         self.providerTarget = providerTarget; self.idempotencyKey = idempotencyKey; self.order = order; self.snapshot = snapshot
         self.isFinal = isFinal; self.links = links
@@ -273,9 +288,12 @@ public struct CallInDoubt: Sendable, Equatable {
     /// The order, and the order's transaction it acted on.
     public var orderID: String
     public var transactionRef: String
-    public init(actionID: Int64, kind: ActionKind, idempotencyKey: String, amount: Int64, providerTarget: String?, orderID: String,
-                transactionRef: String) {
-        self.actionID = actionID; self.kind = kind; self.idempotencyKey = idempotencyKey; self.amount = amount; self.providerTarget = providerTarget
+    public init(
+        actionID: Int64, kind: ActionKind, idempotencyKey: String, amount: Int64, providerTarget: String?, orderID: String,
+        transactionRef: String
+    ) {
+        self.actionID = actionID; self.kind = kind; self.idempotencyKey = idempotencyKey; self.amount = amount;
+        self.providerTarget = providerTarget
         self.orderID = orderID; self.transactionRef = transactionRef
     }
 
@@ -377,7 +395,6 @@ extension ProviderOutcome where T == JSONValue {
     }
 }
 
-
 // MARK: - The provider's own records (backfill)
 
 /// One transaction a provider's own records list, as `payrecon backfill` reads it.
@@ -401,8 +418,10 @@ public struct FoundTransaction: Sendable, Hashable {
     /// Its status as listed (PayPal's `transaction_status`: S, V, P, D; Paypercut's payment `status`): a row listed
     /// again with another status (a pending payment completed, a payment refunded since) is news to a re-read.
     public var status: String?
-    public init(id: String, eventCode: String? = nil, referenceID: String? = nil, referenceType: String? = nil, invoiceID: String? = nil,
-                customField: String? = nil, at: Int64? = nil, unreadable: String? = nil, account: String? = nil, status: String? = nil) {
+    public init(
+        id: String, eventCode: String? = nil, referenceID: String? = nil, referenceType: String? = nil, invoiceID: String? = nil,
+        customField: String? = nil, at: Int64? = nil, unreadable: String? = nil, account: String? = nil, status: String? = nil
+    ) {
         self.id = id; self.eventCode = eventCode; self.referenceID = referenceID; self.referenceType = referenceType
         self.invoiceID = invoiceID; self.customField = customField; self.at = at; self.unreadable = unreadable; self.account = account
         self.status = status

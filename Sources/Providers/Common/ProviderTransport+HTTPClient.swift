@@ -8,9 +8,10 @@ public struct HTTPClientTransport: ProviderTransport {
     public init(client: any HTTPSending) { self.client = client }
 
     public func send(_ request: ProviderRequest) async throws -> ProviderResponse {
-        let outgoing = HTTPClientRequest(method: request.method, url: request.url, headers: request.headers,
-                                         body: request.body.isEmpty && request.method == "GET" ? nil : request.body,
-                                         timeoutSeconds: request.timeoutSeconds)
+        let outgoing = HTTPClientRequest(
+            method: request.method, url: request.url, headers: request.headers,
+            body: request.body.isEmpty && request.method == "GET" ? nil : request.body,
+            timeoutSeconds: request.timeoutSeconds)
         let response: HTTPClientResponse
         do {
             response = try await client.send(outgoing)
@@ -22,7 +23,8 @@ public struct HTTPClientTransport: ProviderTransport {
             case .responseTooLarge: throw ProviderTransportError.unreadable(error.description)
             }
         }
-        return ProviderResponse(status: response.status, headers: response.headers.pairs.map { ($0.name, $0.value) },
-                                body: response.body)
+        return ProviderResponse(
+            status: response.status, headers: response.headers.pairs.map { ($0.name, $0.value) },
+            body: response.body)
     }
 }

@@ -73,12 +73,16 @@ public final class RateLimitedTransport: ProviderTransport {
     public static let uptime: @Sendable () -> Double = { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
 
     /// With a limiter of its own.
-    public convenience init(base: any ProviderTransport, perSecond: Double, clock: @escaping @Sendable () -> Double = RateLimitedTransport.uptime) {
+    public convenience init(
+        base: any ProviderTransport, perSecond: Double, clock: @escaping @Sendable () -> Double = RateLimitedTransport.uptime
+    ) {
         self.init(base: base, limiter: SharedRateLimiter(perSecond: perSecond), clock: clock)
     }
 
     /// With `limiter`, shared with the provider's other transports (`RateLimiters`).
-    public init(base: any ProviderTransport, limiter: SharedRateLimiter, clock: @escaping @Sendable () -> Double = RateLimitedTransport.uptime) {
+    public init(
+        base: any ProviderTransport, limiter: SharedRateLimiter, clock: @escaping @Sendable () -> Double = RateLimitedTransport.uptime
+    ) {
         self.base = base; self.limiter = limiter; self.clock = clock
     }
 
@@ -95,7 +99,8 @@ public final class RateLimitedTransport: ProviderTransport {
         let name = provider.rawValue.uppercased() + "_MAX_RPS"
         guard let text = env[name], !text.isEmpty else { return nil }
         guard let value = Double(text), value.isFinite, value > 0, value <= 100_000 else {
-            throw ConfigurationError("\(name)=\(text) must be a positive number of requests per second (e.g. 20 or 0.5), or unset for no limit")
+            throw ConfigurationError(
+                "\(name)=\(text) must be a positive number of requests per second (e.g. 20 or 0.5), or unset for no limit")
         }
         return value
     }

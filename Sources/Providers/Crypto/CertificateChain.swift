@@ -29,8 +29,10 @@ public enum CertificateChain {
     /// leaf → intermediate → root builds either way. `intermediates` (those served beside the leaf) are offered as
     /// untrusted only: they may complete a chain to an anchor, never end one (a self-signed one among them is not
     /// trusted for being there). Revocation is not checked (there is no network here).
-    public static func verify(leaf: X509Certificate, intermediates: [X509Certificate] = [], trustRoots: [X509Certificate],
-                              at time: Date) -> ChainVerificationResult {
+    public static func verify(
+        leaf: X509Certificate, intermediates: [X509Certificate] = [], trustRoots: [X509Certificate],
+        at time: Date
+    ) -> ChainVerificationResult {
         switch trustedWindow(leaf: leaf, intermediates: intermediates, trustRoots: trustRoots, at: time) {
         case .success: .trusted
         case .failure(let untrusted): .untrusted(reason: untrusted.reason)
@@ -44,9 +46,10 @@ public enum CertificateChain {
     /// intermediates and anchor) is valid: the chain verifies at any time in that window, since nothing else in it
     /// depends on the time (no revocation is checked). A verifier that keeps a certificate can then check a later
     /// time against the window instead of building the chain again.
-    public static func trustedWindow(leaf: X509Certificate, intermediates: [X509Certificate] = [], trustRoots: [X509Certificate],
-                                     at time: Date) -> Result<DateInterval, Untrusted> {
-        func refuse(_ reason: String) -> Result<DateInterval, Untrusted> { .failure(Untrusted(reason: reason)) }
+    public static func trustedWindow(
+        leaf: X509Certificate, intermediates: [X509Certificate] = [], trustRoots: [X509Certificate],
+        at time: Date
+    ) -> Result<DateInterval, Untrusted> {
         guard !trustRoots.isEmpty else { return refuse("no trust roots configured") }
         guard let store = X509_STORE_new() else { return refuse("out of memory") }
         defer { X509_STORE_free(store) }
@@ -70,7 +73,7 @@ public enum CertificateChain {
             // X509_STORE_add_cert takes its own reference.
             guard X509_STORE_add_cert(store, x509) == 1 else {
                 ERR_clear_error()
-                continue // a duplicate in the bundle is harmless
+                continue  // a duplicate in the bundle is harmless
             }
             if X509_check_issued(x509, x509) != X509_V_OK {
                 OPENSSL_sk_push(untrusted, UnsafeRawPointer(x509))
@@ -97,12 +100,22 @@ public enum CertificateChain {
         }
         // Not owned: the context's chain, alive until X509_STORE_CTX_free.
         guard let chain = X509_STORE_CTX_get0_chain(ctx) else { return refuse("no chain was built") }
+        return window(of: chain, at: time)
+    }
+
+    /// A chain that did not verify, and why.
+    private static func refuse(_ reason: String) -> Result<DateInterval, Untrusted> { .failure(Untrusted(reason: reason)) }
+
+    /// The times every certificate of a built chain (not owned: the context's) is valid at; refused when one's
+    /// validity period cannot be read or the window does not hold `time`.
+    private static func window(of chain: OpaquePointer, at time: Date) -> Result<DateInterval, Untrusted> {
         var from = Date.distantPast, until = Date.distantFuture
         for index in 0..<OPENSSL_sk_num(chain) {
             guard let raw = OPENSSL_sk_value(chain, index) else { continue }
             let x509 = OpaquePointer(raw)
             guard let notBefore = X509Certificate.date(X509_get0_notBefore(x509)),
-                  let notAfter = X509Certificate.date(X509_get0_notAfter(x509)) else {
+                let notAfter = X509Certificate.date(X509_get0_notAfter(x509))
+            else {
                 return refuse("a certificate of the chain has an unreadable validity period")
             }
             from = max(from, notBefore); until = min(until, notAfter)

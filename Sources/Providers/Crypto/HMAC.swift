@@ -43,8 +43,9 @@ public enum HMAC {
         let ok = keyBytes.withUnsafeBufferPointer { k in
             messageBytes.withUnsafeBufferPointer { m in
                 out.withUnsafeMutableBufferPointer { o in
-                    COpenSSL.HMAC(algorithm.evpMD, k.baseAddress, Int32(key.count),
-                                  m.baseAddress, message.count, o.baseAddress, &length) != nil
+                    COpenSSL.HMAC(
+                        algorithm.evpMD, k.baseAddress, Int32(key.count),
+                        m.baseAddress, message.count, o.baseAddress, &length) != nil
                 }
             }
         }

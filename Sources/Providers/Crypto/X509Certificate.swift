@@ -131,18 +131,19 @@ public struct X509Certificate: Sendable, Hashable {
     /// False for any other key type, a wrong signature, or a damaged input.
     public func verifyRSASHA256(signature: [UInt8], message: [UInt8]) -> Bool {
         guard !signature.isEmpty else { return false }
-        let ok = withX509 { x509 -> Bool in
-            guard let key = X509_get0_pubkey(x509), EVP_PKEY_get_base_id(key) == NID_rsaEncryption else { return false }
-            guard let ctx = EVP_MD_CTX_new() else { return false }
-            defer { EVP_MD_CTX_free(ctx) }
-            guard EVP_DigestVerifyInit(ctx, nil, EVP_sha256(), nil, key) == 1 else { return false }
-            let messageBytes = message.isEmpty ? [0] : message
-            return signature.withUnsafeBufferPointer { s in
-                messageBytes.withUnsafeBufferPointer { m in
-                    EVP_DigestVerify(ctx, s.baseAddress, s.count, m.baseAddress, message.count) == 1
+        let ok =
+            withX509 { x509 -> Bool in
+                guard let key = X509_get0_pubkey(x509), EVP_PKEY_get_base_id(key) == NID_rsaEncryption else { return false }
+                guard let ctx = EVP_MD_CTX_new() else { return false }
+                defer { EVP_MD_CTX_free(ctx) }
+                guard EVP_DigestVerifyInit(ctx, nil, EVP_sha256(), nil, key) == 1 else { return false }
+                let messageBytes = message.isEmpty ? [0] : message
+                return signature.withUnsafeBufferPointer { s in
+                    messageBytes.withUnsafeBufferPointer { m in
+                        EVP_DigestVerify(ctx, s.baseAddress, s.count, m.baseAddress, message.count) == 1
+                    }
                 }
-            }
-        } ?? false
+            } ?? false
         ERR_clear_error()
         return ok
     }

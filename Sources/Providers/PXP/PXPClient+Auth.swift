@@ -19,8 +19,10 @@ public enum PXPAuth {
     /// - `body`: the raw body bytes (empty for a GET); the parts are concatenated without separators, mirroring
     ///   PXP's documented webhook signature (`X-Request-Id + X-Signature-Timestamp + body`).
     /// Check against the live docs or a sandbox 401/200 before production use.
-    public static func signature(tokenValue: String, timestamp: String, requestID: String, method: String,
-                                 pathAndQuery: String, body: [UInt8]) -> String {
+    public static func signature(
+        tokenValue: String, timestamp: String, requestID: String, method: String,
+        pathAndQuery: String, body: [UInt8]
+    ) -> String {
         var message = Array(timestamp.utf8)
         message += Array(requestID.utf8)
         message += Array(method.uppercased().utf8)
@@ -37,7 +39,8 @@ public enum PXPAuth {
         let path = decodedPath.split(separator: "/", omittingEmptySubsequences: false)
             .map { ProviderURL.encodeComponent(String($0)) }.joined(separator: "/")
         guard !query.isEmpty else { return path }
-        return path + "?" + query.sorted(by: { $0.key < $1.key })
+        return path + "?"
+            + query.sorted(by: { $0.key < $1.key })
             .map { ProviderURL.encodeComponent($0.key) + "=" + ProviderURL.encodeComponent($0.value) }.joined(separator: "&")
     }
 

@@ -13,8 +13,10 @@ public struct PXPConfiguration: Sendable, CustomStringConvertible {
 
     public static let sandboxBaseURL = "https://api-services.test.pxp.io/api/v1"
 
-    public init(baseURL: String = PXPConfiguration.sandboxBaseURL, clientID: String, tokenID: String, tokenValue: String,
-                timeoutSeconds: Double = 30) {
+    public init(
+        baseURL: String = PXPConfiguration.sandboxBaseURL, clientID: String, tokenID: String, tokenValue: String,
+        timeoutSeconds: Double = 30
+    ) {
         self.baseURL = baseURL; self.clientID = clientID; self.tokenID = tokenID; self.tokenValue = tokenValue
         self.timeoutSeconds = timeoutSeconds
     }
@@ -93,9 +95,11 @@ public final class PXPClient: Sendable {
     /// - Parameters:
     ///   - now: unix seconds (the PXP-UST1 timestamp, Retry-After dates).
     ///   - newRequestID: the `X-Request-Id` of each request (a fresh lower-case UUID by default).
-    public init(configuration: PXPConfiguration, transport: any ProviderTransport, retry: RetryPolicy = .standard,
-                now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
-                newRequestID: @escaping @Sendable () -> String = { UUID().uuidString.lowercased() }) {
+    public init(
+        configuration: PXPConfiguration, transport: any ProviderTransport, retry: RetryPolicy = .standard,
+        now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
+        newRequestID: @escaping @Sendable () -> String = { UUID().uuidString.lowercased() }
+    ) {
         self.configuration = configuration; self.transport = transport; self.retry = retry
         self.now = now; self.newRequestID = newRequestID
     }
@@ -118,21 +122,27 @@ public final class PXPClient: Sendable {
     ///   - merchantTransactionId: a new id for this modification; use `merchantTransactionId(forIdempotencyKey:)`.
     ///   - merchantTransactionDate: when the initial transaction happened (its `merchantTransactionDate`, or
     ///     `formatDate(unixSeconds:)` of the snapshot's createdAt).
-    public func modify(systemTransactionId: String, _ kind: PXPModificationKind, currency: Currency, merchant: String,
-                       site: String, merchantTransactionId: String, merchantTransactionDate: String) async
-        -> ProviderOutcome<PXPModificationResult> {
+    public func modify(
+        systemTransactionId: String, _ kind: PXPModificationKind, currency: Currency, merchant: String,
+        site: String, merchantTransactionId: String, merchantTransactionDate: String
+    ) async
+        -> ProviderOutcome<PXPModificationResult>
+    {
         // Sent once: after a timeout, a 5xx or a cut connection PXP may have applied it, and whether PXP
         // de-duplicates a repeated merchantTransactionId is undocumented (PXP-DEDUPE). The action stays in doubt
         // and its next attempt looks the merchantTransactionId up before anything is sent again.
-        let request = modificationRequest(systemTransactionId: systemTransactionId, kind, currency: currency,
-                                          merchant: merchant, site: site, merchantTransactionId: merchantTransactionId,
-                                          merchantTransactionDate: merchantTransactionDate)
+        let request = modificationRequest(
+            systemTransactionId: systemTransactionId, kind, currency: currency,
+            merchant: merchant, site: site, merchantTransactionId: merchantTransactionId,
+            merchantTransactionDate: merchantTransactionDate)
         let outcome = await send(request, notFoundIsAbsence: false)
         switch outcome {
         case .found(let answer):
             guard let id = answer["systemTransactionId"]?.stringValue, let state = answer["state"]?.stringValue else {
-                return .permanent(.unreadable("modification answer without systemTransactionId/state: "
-                                  + ProviderOutcomeClassifier.truncatedBody(answer.serialized())))
+                return .permanent(
+                    .unreadable(
+                        "modification answer without systemTransactionId/state: "
+                            + ProviderOutcomeClassifier.truncatedBody(answer.serialized())))
             }
             return .found(PXPModificationResult(systemTransactionId: id, state: state, answer: answer))
         case .notFound: return .notFound
@@ -145,28 +155,37 @@ public final class PXPClient: Sendable {
 
     package func transactionRequest(merchant: String, site: String, query: (String, String)) -> ProviderRequest {
         let url = ProviderURL.build(base: configuration.baseURL, segments: ["transactions", merchant, site], query: [query])
-        return signed(ProviderRequest(method: "GET", url: url, headers: [("Accept", "application/json")],
-                                      timeoutSeconds: configuration.timeoutSeconds))
+        return signed(
+            ProviderRequest(
+                method: "GET", url: url, headers: [("Accept", "application/json")],
+                timeoutSeconds: configuration.timeoutSeconds))
     }
 
-    package func modificationRequest(systemTransactionId: String, _ kind: PXPModificationKind, currency: Currency,
-                                     merchant: String, site: String, merchantTransactionId: String,
-                                     merchantTransactionDate: String) -> ProviderRequest {
+    package func modificationRequest(
+        systemTransactionId: String, _ kind: PXPModificationKind, currency: Currency,
+        merchant: String, site: String, merchantTransactionId: String,
+        merchantTransactionDate: String
+    ) -> ProviderRequest {
         let body: JSONValue = .object([
             ("merchant", .string(merchant)),
             ("site", .string(site)),
             ("merchantTransactionId", .string(merchantTransactionId)),
             ("merchantTransactionDate", .string(merchantTransactionDate)),
-            ("amounts", .object([
-                ("transaction", JSONValue.decimal(minorUnits: kind.transactionAmount, exponent: currency.exponent)),
-                ("currencyCode", .string(currency.code)),
-            ])),
-            ("operation", .string(kind.operation.rawValue)),
+            (
+                "amounts",
+                .object([
+                    ("transaction", JSONValue.decimal(minorUnits: kind.transactionAmount, exponent: currency.exponent)),
+                    ("currencyCode", .string(currency.code))
+                ])
+            ),
+            ("operation", .string(kind.operation.rawValue))
         ])
         let url = ProviderURL.build(base: configuration.baseURL, segments: ["transactions", systemTransactionId, "modifications"])
-        var request = signed(ProviderRequest(method: "POST", url: url,
-                                             headers: [("Accept", "application/json"), ("Content-Type", "application/json")],
-                                             body: body.serialized(), timeoutSeconds: configuration.timeoutSeconds))
+        var request = signed(
+            ProviderRequest(
+                method: "POST", url: url,
+                headers: [("Accept", "application/json"), ("Content-Type", "application/json")],
+                body: body.serialized(), timeoutSeconds: configuration.timeoutSeconds))
         // PXP's idempotency is the merchantTransactionId in the body (derived from the action's key).
         request.idempotencyKey = merchantTransactionId
         return request
@@ -177,12 +196,18 @@ public final class PXPClient: Sendable {
         var r = request
         let requestID = newRequestID()
         let timestamp = String(now())
-        let signature = PXPAuth.signature(tokenValue: configuration.tokenValue, timestamp: timestamp, requestID: requestID,
-                                          method: r.method, pathAndQuery: r.pathAndQuery, body: r.body)
+        let signature = PXPAuth.signature(
+            tokenValue: configuration.tokenValue, timestamp: timestamp, requestID: requestID,
+            method: r.method, pathAndQuery: r.pathAndQuery, body: r.body)
         r.headers.append(("X-Request-Id", requestID))
         r.headers.append(("X-Client-Id", configuration.clientID))
-        r.headers.append(("Authorization", PXPAuth.authorizationHeader(tokenID: configuration.tokenID, timestamp: timestamp,
-                                                                      signature: signature)))
+        r.headers.append(
+            (
+                "Authorization",
+                PXPAuth.authorizationHeader(
+                    tokenID: configuration.tokenID, timestamp: timestamp,
+                    signature: signature)
+            ))
         return r
     }
 

@@ -18,9 +18,11 @@ public struct PXPEvent: Sendable, Hashable {
     /// `systemTransactionId`, same places: PXP's own id.
     public var systemTransactionID: String?
 
-    public init(eventType: String? = nil, eventCategory: String? = nil, eventDate: String? = nil,
-                merchantGroup: String? = nil, merchant: String? = nil, site: String? = nil,
-                merchantTransactionID: String? = nil, systemTransactionID: String? = nil) {
+    public init(
+        eventType: String? = nil, eventCategory: String? = nil, eventDate: String? = nil,
+        merchantGroup: String? = nil, merchant: String? = nil, site: String? = nil,
+        merchantTransactionID: String? = nil, systemTransactionID: String? = nil
+    ) {
         self.eventType = eventType; self.eventCategory = eventCategory; self.eventDate = eventDate
         self.merchantGroup = merchantGroup; self.merchant = merchant; self.site = site
         self.merchantTransactionID = merchantTransactionID; self.systemTransactionID = systemTransactionID
@@ -53,7 +55,8 @@ public struct PXPNotification: Sendable, Hashable {
             }
             objects = array
         default:
-            throw WebhookRejection(.malformedBody, "the body is a JSON \(JSONBody.kind(json)); expected an event object or an array of them")
+            throw WebhookRejection(
+                .malformedBody, "the body is a JSON \(JSONBody.kind(json)); expected an event object or an array of them")
         }
         let key = headers.nonEmpty(PXPWebhookVerifier.requestIDHeader) ?? SHA256.hex(body)
         return PXPNotification(dedupeKey: key, events: objects.map(event))

@@ -13,8 +13,10 @@ public struct PXPModification: Sendable, Hashable, Codable {
     /// For an increment payrecon sent: the new authorised total it asked for (nil for one learned of).
     public var newTotal: Int64?
 
-    public init(systemTransactionId: String, parentSystemTransactionId: String, operation: PXPOperation, amount: Int64,
-                state: String, newTotal: Int64? = nil) {
+    public init(
+        systemTransactionId: String, parentSystemTransactionId: String, operation: PXPOperation, amount: Int64,
+        state: String, newTotal: Int64? = nil
+    ) {
         self.systemTransactionId = systemTransactionId; self.parentSystemTransactionId = parentSystemTransactionId
         self.operation = operation; self.amount = amount; self.state = state; self.newTotal = newTotal
     }
@@ -57,8 +59,10 @@ public struct PXPModification: Sendable, Hashable, Codable {
 public enum PXPMapping {
     static let reader = AnswerReader(provider: .pxp)
 
-    public static func snapshot(transaction t: JSONValue, modifications: [PXPModification] = [],
-                                transactionRef: String) throws(ProviderMappingError) -> Snapshot {
+    public static func snapshot(
+        transaction t: JSONValue, modifications: [PXPModification] = [],
+        transactionRef: String
+    ) throws(ProviderMappingError) -> Snapshot {
         let r = reader
         guard t.objectMembers != nil else { throw r.fail("(answer)", t, "expected a JSON object") }
 
@@ -90,15 +94,10 @@ public enum PXPMapping {
         let partlyCaptured = intent.isAuthorisation && state == .captured && m.captured > 0 && m.captured < max(value, authorised)
         captured = partlyCaptured ? m.captured : max(captured, m.captured)
         refunded = max(refunded, m.refunded)
-        if m.increment > 0 { authorised = max(authorised, try add(min(authorised, value), m.increment, field: "modifications", what: "increments")) }
-        if state == .authorised || state == .captured || state == .refunded {
-            let base = state
-            if captured > 0 && refunded >= captured { state = .refunded }
-            else if refunded > 0 { state = .partiallyRefunded }
-            else if base == .authorised && captured > 0 && captured >= authorised { state = .captured }
-            else if base == .authorised && captured == 0 && m.voidAccepted { state = .voided }
-            else if partlyCaptured && !m.finalCaptured && captured < authorised { state = .authorised }
+        if m.increment > 0 {
+            authorised = max(authorised, try add(min(authorised, value), m.increment, field: "modifications", what: "increments"))
         }
+        state = combinedState(state, m, captured: captured, refunded: refunded, authorised: authorised, partlyCaptured: partlyCaptured)
 
         var snapshot = Snapshot(
             provider: .pxp, transactionRef: transactionRef,
@@ -114,6 +113,29 @@ public enum PXPMapping {
         if m.pendingRefund { snapshot.rawState += "/RefundPending" }
         snapshot.refundPending = m.pendingRefund
         return snapshot
+    }
+
+    /// The parent's state with its modifications counted in: refunded, partly refunded, captured or voided by them, or
+    /// still authorised when partly captured; any other state is the parent's own.
+    static func combinedState(
+        _ state: TransactionState, _ m: ModificationSums, captured: Int64, refunded: Int64, authorised: Int64, partlyCaptured: Bool
+    ) -> TransactionState {
+        var state = state
+        if state == .authorised || state == .captured || state == .refunded {
+            let base = state
+            if captured > 0 && refunded >= captured {
+                state = .refunded
+            } else if refunded > 0 {
+                state = .partiallyRefunded
+            } else if base == .authorised && captured > 0 && captured >= authorised {
+                state = .captured
+            } else if base == .authorised && captured == 0 && m.voidAccepted {
+                state = .voided
+            } else if partlyCaptured && !m.finalCaptured && captured < authorised {
+                state = .authorised
+            }
+        }
+        return state
     }
 
     /// The parent's own state (case-insensitive) and what it holds by itself: Captured, Executed, Confirmed, Approved
@@ -148,14 +170,15 @@ public enum PXPMapping {
             switch m.operation {
             case .refund: sums.refunded = try add(sums.refunded, m.amount, m); sums.pendingRefund = true
             case .capture, .finalCapture: sums.pendingCaptured = try add(sums.pendingCaptured, m.amount, m)
-            case .incremental, .void: break   // neither moves money the plan could move again
+            case .incremental, .void: break  // neither moves money the plan could move again
             }
         }
         for m in modifications where m.parentSystemTransactionId == system && m.isAccepted {
             guard seen.insert(m.systemTransactionId).inserted else { continue }
             guard m.amount >= 0 else {
-                throw ProviderMappingError(provider: .pxp, field: "modification \(m.systemTransactionId).amount",
-                                           value: String(m.amount), reason: "negative amount")
+                throw ProviderMappingError(
+                    provider: .pxp, field: "modification \(m.systemTransactionId).amount",
+                    value: String(m.amount), reason: "negative amount")
             }
             switch m.operation {
             case .capture, .finalCapture:
@@ -163,7 +186,11 @@ public enum PXPMapping {
                 if m.operation == .finalCapture { sums.finalCaptured = true }
             case .refund: sums.refunded = try add(sums.refunded, m.amount, m)
             case .incremental:
-                if let total = m.newTotal { sums.newTotal = max(sums.newTotal ?? 0, total) } else { sums.increment = try add(sums.increment, m.amount, m) }
+                if let total = m.newTotal {
+                    sums.newTotal = max(sums.newTotal ?? 0, total)
+                } else {
+                    sums.increment = try add(sums.increment, m.amount, m)
+                }
             case .void: sums.voidAccepted = true
             }
         }
@@ -224,8 +251,9 @@ public enum PXPMapping {
             let currency = try r.currency(t["amounts"]?["currencyCode"], "amounts.currencyCode")
             let value = try r.amount(t["amounts"]?["transactionValue"], "amounts.transactionValue", exponent: currency.exponent)
             let operation: ActionKind
-            if case .other(let name) = read.intent, name.lowercased() == "refund" { operation = .refund }
-            else {
+            if case .other(let name) = read.intent, name.lowercased() == "refund" {
+                operation = .refund
+            } else {
                 switch state.lowercased() {
                 case "captured": operation = .capture
                 case "cancelled": operation = .void
@@ -234,9 +262,11 @@ public enum PXPMapping {
                 }
             }
             let id = try r.string(t["systemTransactionId"], "systemTransactionId")
-            return .modification(parent: parent, link: TransactionLink(
-                externalID: id, parentExternalID: parent, orderID: nil, kind: .init(operation), amount: value,
-                currency: currency.code, state: state, source: .learned))
+            return .modification(
+                parent: parent,
+                link: TransactionLink(
+                    externalID: id, parentExternalID: parent, orderID: nil, kind: .init(operation), amount: value,
+                    currency: currency.code, state: state, source: .learned))
         }
         switch read.intent {
         case .order:
@@ -245,11 +275,16 @@ public enum PXPMapping {
             return .ignored("pxp transaction \(transactionRef) is a Verification (intent \(name)): it checks a card and moves no money")
         case .other(let name):
             let currency = (try? r.currency(t["amounts"]?["currencyCode"], "amounts.currencyCode"))
-            let value = currency.flatMap { c in (try? r.amount(t["amounts"]?["transactionValue"], "amounts.transactionValue", exponent: c.exponent)).map { Money(minorUnits: $0, currency: c) } }
-            return .unreconcilable(UnknownTransaction(
-                transactionRef: transactionRef, value: value, state: state,
-                detail: "pxp transaction \(transactionRef) has intent \(name), which is not an order intent, and names no parent "
-                    + "transaction (\(parentField)): it cannot be linked to an order"))
+            let value = currency.flatMap { c in
+                (try? r.amount(t["amounts"]?["transactionValue"], "amounts.transactionValue", exponent: c.exponent)).map {
+                    Money(minorUnits: $0, currency: c)
+                }
+            }
+            return .unreconcilable(
+                UnknownTransaction(
+                    transactionRef: transactionRef, value: value, state: state,
+                    detail: "pxp transaction \(transactionRef) has intent \(name), which is not an order intent, and names no parent "
+                        + "transaction (\(parentField)): it cannot be linked to an order"))
         }
     }
 
@@ -262,8 +297,9 @@ public enum PXPMapping {
     private static func add(_ a: Int64, _ b: Int64, _ m: PXPModification) throws(ProviderMappingError) -> Int64 {
         let (sum, overflow) = a.addingReportingOverflow(b)
         guard !overflow else {
-            throw ProviderMappingError(provider: .pxp, field: "modification \(m.systemTransactionId).amount",
-                                       value: String(m.amount), reason: "sum overflows")
+            throw ProviderMappingError(
+                provider: .pxp, field: "modification \(m.systemTransactionId).amount",
+                value: String(m.amount), reason: "sum overflows")
         }
         return sum
     }
@@ -273,7 +309,8 @@ extension PXPModificationResult {
     /// The modification record to keep for mapping: `amount` is the operation's own amount (for an increment, the
     /// delta — not the new total sent to PXP).
     public func modification(parentSystemTransactionId: String, operation: PXPOperation, amount: Int64) -> PXPModification {
-        PXPModification(systemTransactionId: systemTransactionId, parentSystemTransactionId: parentSystemTransactionId,
-                        operation: operation, amount: amount, state: state)
+        PXPModification(
+            systemTransactionId: systemTransactionId, parentSystemTransactionId: parentSystemTransactionId,
+            operation: operation, amount: amount, state: state)
     }
 }

@@ -18,10 +18,13 @@ public enum PXPProvider {
     static func webhook(_ env: Environment) throws(ConfigurationError) -> (any ProviderWebhook)? {
         guard let key = try env.secret("PXP_WEBHOOK_KEY") else { return nil }
         let name = try env.choice("PXP_WEBHOOK_HMAC", ["sha256", "sha512", "sha1"], default: "sha256")
-        guard let algorithm = HMACAlgorithm(configuration: name) else { throw ConfigurationError("PXP_WEBHOOK_HMAC=\(name) is not supported") }
+        guard let algorithm = HMACAlgorithm(configuration: name) else {
+            throw ConfigurationError("PXP_WEBHOOK_HMAC=\(name) is not supported")
+        }
         let tolerance = try env.signatureTolerance()
-        do { return Webhook(verifier: try PXPWebhookVerifier(key: key, algorithm: algorithm, tolerance: tolerance)) }
-        catch { throw ConfigurationError("PXP_WEBHOOK_KEY: \(error)") }
+        do { return Webhook(verifier: try PXPWebhookVerifier(key: key, algorithm: algorithm, tolerance: tolerance)) } catch {
+            throw ConfigurationError("PXP_WEBHOOK_KEY: \(error)")
+        }
     }
 
     public struct Webhook: ProviderWebhook {
@@ -41,8 +44,9 @@ public enum PXPProvider {
             let reason = "no PXP systemTransactionId to act on"
             return Capabilities(capture: .denied(reason), void: .denied(reason), increment: .denied(reason), refund: .denied(reason))
         }
-        return Capabilities(capture: .allowed(target: id), void: .allowed(target: id), increment: .allowed(target: id),
-                            refund: .against(target: id))
+        return Capabilities(
+            capture: .allowed(target: id), void: .allowed(target: id), increment: .allowed(target: id),
+            refund: .against(target: id))
     }
 
     public struct API: ProviderAPI {
@@ -63,8 +67,11 @@ public enum PXPProvider {
             guard let id = env["PXP_CLIENT_ID"], let token = env["PXP_TOKEN_ID"], let value = try env.secret("PXP_TOKEN_VALUE") else {
                 self.init(client: nil); return
             }
-            self.init(client: PXPClient(configuration: PXPConfiguration(baseURL: try env.baseURL("PXP_API_BASE_URL", default: PXPConfiguration.sandboxBaseURL),
-                                                                        clientID: id, tokenID: token, tokenValue: value), transport: transport))
+            self.init(
+                client: PXPClient(
+                    configuration: PXPConfiguration(
+                        baseURL: try env.baseURL("PXP_API_BASE_URL", default: PXPConfiguration.sandboxBaseURL),
+                        clientID: id, tokenID: token, tokenValue: value), transport: transport))
         }
 
         public var isConfigured: Bool { client != nil }
@@ -75,11 +82,13 @@ public enum PXPProvider {
         /// systemTransactionId (looked up through stored links). No API call: this works without credentials.
         public func references(in event: StoredEvent) async -> ProviderOutcome<EventContent> {
             let notification: PXPNotification
-            do { notification = try PXPNotification.parse(body: event.body, headers: event.headers) }
-            catch { return .permanent(.notSent("stored body no longer parses: \(error)")) }
+            do { notification = try PXPNotification.parse(body: event.body, headers: event.headers) } catch {
+                return .permanent(.notSent("stored body no longer parses: \(error)"))
+            }
             let references: [EventReference] = notification.events.compactMap { e in
                 guard e.merchantTransactionID != nil || e.systemTransactionID != nil else { return nil }
-                return EventReference(transactionRef: e.merchantTransactionID, alias: e.systemTransactionID, merchant: e.merchant, site: e.site)
+                return EventReference(
+                    transactionRef: e.merchantTransactionID, alias: e.systemTransactionID, merchant: e.merchant, site: e.site)
             }
             guard references.isEmpty else { return .found(.references(references)) }
             // Authentication, token or report events name no transaction: nothing to reconcile.
@@ -98,8 +107,9 @@ public enum PXPProvider {
             }
             switch await client.transaction(merchant: merchant, site: site, merchantTransactionId: q.transactionRef) {
             case .found(let t):
-                do { return .found(try PXPMapping.lookup(transaction: t, transactionRef: q.transactionRef)) }
-                catch { return .permanent(.unreadable("unreadable answer: \(error)")) }
+                do { return .found(try PXPMapping.lookup(transaction: t, transactionRef: q.transactionRef)) } catch {
+                    return .permanent(.unreadable("unreadable answer: \(error)"))
+                }
             case let other: return other.failure(as: TransactionLookup.self)!
             }
         }
@@ -119,10 +129,13 @@ public enum PXPProvider {
         /// may come before the answer, and a later attempt knows it may have been made.
         public func prepare(_ call: ActionCall) -> [TransactionLink] {
             guard let parent = call.providerTarget ?? call.snapshot?.aliases.first else { return [] }
-            return [TransactionLink(externalID: PXPClient.merchantTransactionId(forIdempotencyKey: call.idempotencyKey), parentExternalID: parent,
-                                    orderID: call.order.orderID, kind: .init(call.kind), amount: call.amount.minorUnits,
-                                    currency: call.amount.currency.code, state: Self.sentState, source: .payrecon, actionID: call.actionID,
-                                    target: call.kind == .increment ? call.target : nil)]
+            return [
+                TransactionLink(
+                    externalID: PXPClient.merchantTransactionId(forIdempotencyKey: call.idempotencyKey), parentExternalID: parent,
+                    orderID: call.order.orderID, kind: .init(call.kind), amount: call.amount.minorUnits,
+                    currency: call.amount.currency.code, state: Self.sentState, source: .payrecon, actionID: call.actionID,
+                    target: call.kind == .increment ? call.target : nil)
+            ]
         }
 
         static let sentState = "Sent"
@@ -142,34 +155,28 @@ public enum PXPProvider {
         /// outcome is known is found now. Otherwise the call stays in doubt and is never re-sent automatically.
         public func settle(_ q: TransactionQuery) async -> ProviderOutcome<Settlement> {
             let doubtful = q.links.filter(Self.inDoubt)
-            let prepared = q.links.filter { $0.source == .payrecon && $0.actionID != nil && ($0.state ?? "").hasPrefix(Self.sentState + "/") }
+            let prepared = q.links.filter {
+                $0.source == .payrecon && $0.actionID != nil && ($0.state ?? "").hasPrefix(Self.sentState + "/")
+            }
             guard !doubtful.isEmpty || !prepared.isEmpty else { return .found(Settlement()) }
             var out = Settlement()
-            // What earlier lookups (a check's, a webhook's) already learned of a call: made, refused, or not made.
-            for link in prepared where !Self.inDoubt(link) {
-                let state = String(link.state!.dropFirst(Self.sentState.count + 1))
-                if link.state == Self.notMadeState { out.calls[link.actionID!] = .notMade; continue }
-                guard let kind = link.kind.action else { continue }
-                let made = q.links.first { $0.actionID == link.actionID && $0.externalID != link.externalID && $0.parentExternalID == link.parentExternalID }
-                let modification = PXPModification(systemTransactionId: made?.externalID ?? link.externalID, parentSystemTransactionId: link.parentExternalID ?? "",
-                                                   operation: kind.pxpOperation, amount: link.amount ?? 0, state: state)
-                out.calls[link.actionID!] = modification.isAccepted ? .made(providerRef: modification.systemTransactionId)
-                    : .refused("PXP answered state \(state)")
-            }
+            Self.recordLearned(prepared, of: q, into: &out)
             guard let client, let merchant = q.merchant, let site = q.site, !merchant.isEmpty, !site.isEmpty else { return .found(out) }
             var unknown: [TransactionLink] = []
             for link in doubtful {
                 switch await client.transaction(merchant: merchant, site: site, merchantTransactionId: link.externalID) {
                 case .found(let answer):
                     guard let id = answer["systemTransactionId"]?.stringValue, let state = answer["state"]?.stringValue,
-                          let parent = link.parentExternalID, let kind = link.kind.action else {
+                        let parent = link.parentExternalID, let kind = link.kind.action
+                    else {
                         return .permanent(.unreadable("PXP's answer for \(link.externalID) has no systemTransactionId/state"))
                     }
                     lookups.found()
                     let currency = link.currency.flatMap(Currency.init(code:))
                     let moved = currency.flatMap { Self.moved(kind, answer: answer, currency: $0) } ?? link.amount ?? 0
-                    let modification = PXPModification(systemTransactionId: id, parentSystemTransactionId: parent,
-                                                       operation: kind.pxpOperation, amount: moved, state: state)
+                    let modification = PXPModification(
+                        systemTransactionId: id, parentSystemTransactionId: parent,
+                        operation: kind.pxpOperation, amount: moved, state: state)
                     var made = link
                     made.externalID = id
                     made.state = state
@@ -177,7 +184,9 @@ public enum PXPProvider {
                     var prepared = link
                     prepared.state = Self.sentState + "/" + state
                     out.links += [made, prepared]
-                    out.calls[link.actionID!] = modification.isAccepted ? .made(providerRef: id)
+                    out.calls[link.actionID!] =
+                        modification.isAccepted
+                        ? .made(providerRef: id)
                         : state.lowercased() == "pending" ? .stillPending : .refused("PXP answered state \(state)")
                 case .notFound:
                     unknown.append(link)
@@ -197,6 +206,26 @@ public enum PXPProvider {
             return .found(out)
         }
 
+        /// The prepared calls earlier lookups already decided, into `out`; those still in doubt are left to be looked up.
+        static func recordLearned(_ prepared: [TransactionLink], of q: TransactionQuery, into out: inout Settlement) {
+            // What earlier lookups (a check's, a webhook's) already learned of a call: made, refused, or not made.
+            for link in prepared where !Self.inDoubt(link) {
+                let state = String(link.state!.dropFirst(Self.sentState.count + 1))
+                if link.state == Self.notMadeState { out.calls[link.actionID!] = .notMade; continue }
+                guard let kind = link.kind.action else { continue }
+                let made = q.links.first {
+                    $0.actionID == link.actionID && $0.externalID != link.externalID && $0.parentExternalID == link.parentExternalID
+                }
+                let modification = PXPModification(
+                    systemTransactionId: made?.externalID ?? link.externalID, parentSystemTransactionId: link.parentExternalID ?? "",
+                    operation: kind.pxpOperation, amount: link.amount ?? 0, state: state)
+                out.calls[link.actionID!] =
+                    modification.isAccepted
+                    ? .made(providerRef: modification.systemTransactionId)
+                    : .refused("PXP answered state \(state)")
+            }
+        }
+
         /// Evidence that a 404 for a merchantTransactionId means PXP does not know it: a modification found that
         /// way before, in this process, or one of the order's modifications with a known outcome found now.
         func lookupsFindModifications(_ q: TransactionQuery, client: PXPClient, merchant: String, site: String) async -> Bool {
@@ -209,8 +238,10 @@ public enum PXPProvider {
             // another order's the store knows made (any process).
             var probes = known.suffix(1).map { (merchant, site, $0.externalID) }
             if let last = lookups.lastMade { probes.append(last) }
-            for e in q.evidence where e.link.source == .payrecon && (e.link.state ?? "").hasPrefix(Self.sentState + "/")
-                && e.link.state != Self.notMadeState {
+            for e in q.evidence
+            where e.link.source == .payrecon && (e.link.state ?? "").hasPrefix(Self.sentState + "/")
+                && e.link.state != Self.notMadeState
+            {
                 if let m = e.merchant, let s = e.site, !m.isEmpty, !s.isEmpty { probes.append((m, s, e.link.externalID)) }
             }
             for probe in probes.prefix(3) {
@@ -237,15 +268,17 @@ public enum PXPProvider {
         public func execute(_ call: ActionCall) async -> ActionCallResult {
             guard let client else { return ActionCallResult(.permanent(.notSent(Self.notConfigured))) }
             guard let snapshot = call.snapshot, let parent = call.providerTarget ?? snapshot.aliases.first,
-                  let merchant = call.order.merchant, let site = call.order.site else {
+                let merchant = call.order.merchant, let site = call.order.site
+            else {
                 return ActionCallResult(.permanent(.notSent("no PXP transaction to modify: the order has not been fetched yet")))
             }
-            let kind: PXPModificationKind = switch call.kind {
-            case .capture: call.isFinal ? .finalCapture(amount: call.amount.minorUnits) : .capture(amount: call.amount.minorUnits)
-            case .refund: .refund(amount: call.amount.minorUnits)
-            case .increment: .incremental(newTotal: call.target)
-            case .void: .void(originalValue: snapshot.value)
-            }
+            let kind: PXPModificationKind =
+                switch call.kind {
+                case .capture: call.isFinal ? .finalCapture(amount: call.amount.minorUnits) : .capture(amount: call.amount.minorUnits)
+                case .refund: .refund(amount: call.amount.minorUnits)
+                case .increment: .incremental(newTotal: call.target)
+                case .void: .void(originalValue: snapshot.value)
+                }
             let mtid = PXPClient.merchantTransactionId(forIdempotencyKey: call.idempotencyKey)
             var result: ProviderOutcome<PXPModificationResult> = .notFound
             if call.links.contains(where: { $0.externalID == mtid }) {
@@ -256,25 +289,35 @@ public enum PXPProvider {
                         return ActionCallResult(.permanent(.unreadable("PXP's answer for \(mtid) has no systemTransactionId/state")))
                     }
                     result = .found(PXPModificationResult(systemTransactionId: id, state: state, answer: answer))
-                case .notFound: break   // never made: send it
+                case .notFound: break  // never made: send it
                 case let other: return ActionCallResult(other.failure(as: String.self)!)
                 }
             }
             if case .notFound = result {
-                result = await client.modify(systemTransactionId: parent, kind, currency: call.amount.currency, merchant: merchant, site: site,
-                                             merchantTransactionId: mtid,
-                                             merchantTransactionDate: PXPClient.formatDate(unixSeconds: snapshot.createdAt ?? Int64(Date().timeIntervalSince1970)))
+                result = await client.modify(
+                    systemTransactionId: parent, kind, currency: call.amount.currency, merchant: merchant, site: site,
+                    merchantTransactionId: mtid,
+                    merchantTransactionDate: PXPClient.formatDate(unixSeconds: snapshot.createdAt ?? Int64(Date().timeIntervalSince1970)))
             }
             guard case .found(let r) = result else { return ActionCallResult(result.failure(as: String.self)!) }
             lookups.made(merchant: merchant, site: site, merchantTransactionId: mtid)
+            return Self.modificationResult(r, of: call, parent: parent, kind: kind, mtid: mtid)
+        }
+
+        /// The call's result as PXP answered it, with the modification and its prepared link: made when accepted, in
+        /// doubt while Pending, else declined.
+        static func modificationResult(
+            _ r: PXPModificationResult, of call: ActionCall, parent: String, kind: PXPModificationKind, mtid: String
+        ) -> ActionCallResult {
             // What moved is what PXP's answer states: a lookup's answer carries the modification's value; a
             // modification's own answer carries none (developer.pxp.io's examples), so it moved what was just sent.
             let moved = Self.moved(call.kind, answer: r.answer, currency: call.amount.currency) ?? call.amount.minorUnits
             let modification = r.modification(parentSystemTransactionId: parent, operation: kind.operation, amount: moved)
-            let link = TransactionLink(externalID: r.systemTransactionId, parentExternalID: parent, orderID: call.order.orderID,
-                                       kind: .init(call.kind), amount: moved, currency: call.amount.currency.code,
-                                       state: r.state, source: .payrecon, actionID: call.actionID,
-                                       target: call.kind == .increment ? call.target : nil)
+            let link = TransactionLink(
+                externalID: r.systemTransactionId, parentExternalID: parent, orderID: call.order.orderID,
+                kind: .init(call.kind), amount: moved, currency: call.amount.currency.code,
+                state: r.state, source: .payrecon, actionID: call.actionID,
+                target: call.kind == .increment ? call.target : nil)
             // The prepared link takes PXP's state, so it is never counted apart from the modification itself.
             var prepared = link
             prepared.externalID = mtid
@@ -282,8 +325,10 @@ public enum PXPProvider {
             guard modification.isAccepted else {
                 if r.state.lowercased() == "pending" {
                     // Not decided yet: the action stays in doubt, and every check looks the modification up again.
-                    return ActionCallResult(.transient(reason: "PXP answered state Pending; looked up again on every check",
-                                                       retryAfterSeconds: nil), links: [link, prepared])
+                    return ActionCallResult(
+                        .transient(
+                            reason: "PXP answered state Pending; looked up again on every check",
+                            retryAfterSeconds: nil), links: [link, prepared])
                 }
                 return ActionCallResult(.permanent(.declined("PXP answered state \(r.state)")), links: [link, prepared])
             }
@@ -308,8 +353,9 @@ extension PXPModification {
     /// A stored link as a modification of its parent; nil for an alias or a kind PXP does not modify with.
     public init?(link: TransactionLink) {
         guard let parent = link.parentExternalID, let kind = link.kind.action, let amount = link.amount else { return nil }
-        self.init(systemTransactionId: link.externalID, parentSystemTransactionId: parent, operation: kind.pxpOperation,
-                  amount: amount, state: link.state ?? "", newTotal: kind == .increment ? link.target : nil)
+        self.init(
+            systemTransactionId: link.externalID, parentSystemTransactionId: parent, operation: kind.pxpOperation,
+            amount: amount, state: link.state ?? "", newTotal: kind == .increment ? link.target : nil)
     }
 }
 

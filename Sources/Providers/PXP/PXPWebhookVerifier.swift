@@ -17,8 +17,10 @@ public struct PXPWebhookVerifier: Sendable {
     public let tolerance: TimeInterval
 
     /// `key` is `PXP_WEBHOOK_KEY` (its UTF-8 bytes are the HMAC key); an empty key is a configuration error.
-    public init(key: String, algorithm: HMACAlgorithm = .sha256,
-                tolerance: TimeInterval = WebhookDefaults.signatureTolerance) throws(WebhookConfigurationError) {
+    public init(
+        key: String, algorithm: HMACAlgorithm = .sha256,
+        tolerance: TimeInterval = WebhookDefaults.signatureTolerance
+    ) throws(WebhookConfigurationError) {
         guard !key.isEmpty else { throw WebhookConfigurationError(provider: .pxp, variable: "PXP_WEBHOOK_KEY") }
         self.key = Array(key.utf8)
         self.algorithm = algorithm
@@ -38,29 +40,38 @@ public struct PXPWebhookVerifier: Sendable {
         }
         let expected = Self.mac(algorithm: algorithm, key: key, requestID: requestID, timestamp: timestamp, body: body)
         guard constantTimeEquals(signature, expected) else {
-            let hint = signature.count == expected.count
-                ? "check PXP_WEBHOOK_KEY" : "it has \(signature.count) bytes, HMAC-\(algorithm.rawValue.uppercased()) has \(expected.count): check PXP_WEBHOOK_HMAC"
+            let hint =
+                signature.count == expected.count
+                ? "check PXP_WEBHOOK_KEY"
+                : "it has \(signature.count) bytes, HMAC-\(algorithm.rawValue.uppercased()) has \(expected.count): check PXP_WEBHOOK_HMAC"
             throw WebhookRejection(.invalidSignature, "\(Self.signatureHeader) does not match the request id, timestamp and body (\(hint))")
         }
 
         guard let signedAt = SignedTimestamp.parse(timestamp) else {
-            throw WebhookRejection(.staleTimestamp,
-                "\(Self.timestampHeader) \(quoted(timestamp)) is not canonical unix seconds, unix milliseconds (no sign, no leading zero) or ISO 8601")
+            throw WebhookRejection(
+                .staleTimestamp,
+                "\(Self.timestampHeader) \(quoted(timestamp)) is not canonical unix seconds, unix milliseconds (no sign, no leading zero) or ISO 8601"
+            )
         }
         if case .at(let now) = time,
-           let stale = SignedTimestamp.freshness(signedAt, now: now, tolerance: tolerance, header: Self.timestampHeader) {
+            let stale = SignedTimestamp.freshness(signedAt, now: now, tolerance: tolerance, header: Self.timestampHeader)
+        {
             throw stale
         }
     }
 
     /// The `X-Signature` value for a delivery (what PXP sends; used by paysim and the tests).
-    public static func signature(key: String, algorithm: HMACAlgorithm = .sha256, requestID: String,
-                                 timestamp: String, body: [UInt8]) -> String {
+    public static func signature(
+        key: String, algorithm: HMACAlgorithm = .sha256, requestID: String,
+        timestamp: String, body: [UInt8]
+    ) -> String {
         Base64.encode(mac(algorithm: algorithm, key: Array(key.utf8), requestID: requestID, timestamp: timestamp, body: body))
     }
 
-    private static func mac(algorithm: HMACAlgorithm, key: [UInt8], requestID: String, timestamp: String,
-                            body: [UInt8]) -> [UInt8] {
+    private static func mac(
+        algorithm: HMACAlgorithm, key: [UInt8], requestID: String, timestamp: String,
+        body: [UInt8]
+    ) -> [UInt8] {
         HMAC.authenticate(algorithm, key: key, message: Array(requestID.utf8) + Array(timestamp.utf8) + body)
     }
 }

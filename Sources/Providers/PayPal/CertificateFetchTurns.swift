@@ -64,7 +64,8 @@ struct CertificateFetchTurns {
         for (group, urls) in asks where eligible(group) {
             let open = urls.filter { $0.value.last > since }
             guard let candidate = open.min(by: { Self.fetchesBefore($0.value, $1.value) || ($0.value == $1.value && $0.key < $1.key) }),
-                  let waiting = open.values.map(\.first).min() else { continue }
+                let waiting = open.values.map(\.first).min()
+            else { continue }
             let served = lastServed[group] ?? .distantPast
             if let current = best, (current.served, current.waiting, current.group) < (served, waiting, group) { continue }
             best = (candidate.key, group, served, waiting)
@@ -75,7 +76,8 @@ struct CertificateFetchTurns {
     /// A fetch starts for `group`: its turn is taken.
     mutating func served(group: String, now: Date) {
         if lastServed[group] == nil, lastServed.count >= 4 * maxGroups,
-           let oldest = lastServed.min(by: { $0.value < $1.value })?.key {
+            let oldest = lastServed.min(by: { $0.value < $1.value })?.key
+        {
             lastServed[oldest] = nil
         }
         lastServed[group] = now

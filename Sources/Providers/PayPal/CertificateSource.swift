@@ -67,7 +67,6 @@ public struct UnavailableCertificateSource: CertificateSource {
     public func pem(for url: String) throws -> [UInt8] { throw Unavailable() }
 }
 
-
 /// A thread-safe, bounded cache of validated certificates in front of another `CertificateSource`, keyed by URL,
 /// that no sender can turn into a fetch storm nor use to keep genuine deliveries from verifying:
 /// - one fetch at a time per URL: callers missing the same URL wait for that one fetch (`prefetch` callers without a
@@ -169,10 +168,12 @@ public final class CachingCertificateSource: CertificateSource {
 
     /// - Parameter validate: throws when the PEM served at the URL is not a certificate to cache (the verifier's checks,
     ///   which depend on the URL: each of PayPal's hosts serves one name); says until when it may be kept.
-    public init(upstream: any CertificateSource, maxEntries: Int = 32, failureTTL: TimeInterval = 300,
-                maxNewURLsPerMinute: Int = 10, maxNewURLsPerSenderPerMinute: Int = 2, maxWaiters: Int = 256,
-                validate: @escaping @Sendable (_ url: String, _ pem: [UInt8], _ now: Date) throws -> ValidatedCertificate,
-                clock: @escaping @Sendable () -> Date = { Date() }) {
+    public init(
+        upstream: any CertificateSource, maxEntries: Int = 32, failureTTL: TimeInterval = 300,
+        maxNewURLsPerMinute: Int = 10, maxNewURLsPerSenderPerMinute: Int = 2, maxWaiters: Int = 256,
+        validate: @escaping @Sendable (_ url: String, _ pem: [UInt8], _ now: Date) throws -> ValidatedCertificate,
+        clock: @escaping @Sendable () -> Date = { Date() }
+    ) {
         self.upstream = upstream
         self.validate = validate
         self.maxEntries = max(1, maxEntries)
@@ -184,17 +185,22 @@ public final class CachingCertificateSource: CertificateSource {
     }
 
     /// A cache whose entries are kept `ttl` after their fetch, whatever they are (tests of the cache's own rules).
-    public convenience init(upstream: any CertificateSource, maxEntries: Int = 32, ttl: TimeInterval = 86_400, failureTTL: TimeInterval = 300,
-                            maxNewURLsPerMinute: Int = 10, maxNewURLsPerSenderPerMinute: Int = 2, maxWaiters: Int = 256,
-                            clock: @escaping @Sendable () -> Date = { Date() }) {
-        self.init(upstream: upstream, maxEntries: maxEntries, failureTTL: failureTTL, maxNewURLsPerMinute: maxNewURLsPerMinute,
-                  maxNewURLsPerSenderPerMinute: maxNewURLsPerSenderPerMinute, maxWaiters: maxWaiters,
-                  validate: { _, _, now in ValidatedCertificate(keepUntil: now.addingTimeInterval(ttl)) }, clock: clock)
+    public convenience init(
+        upstream: any CertificateSource, maxEntries: Int = 32, ttl: TimeInterval = 86_400, failureTTL: TimeInterval = 300,
+        maxNewURLsPerMinute: Int = 10, maxNewURLsPerSenderPerMinute: Int = 2, maxWaiters: Int = 256,
+        clock: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.init(
+            upstream: upstream, maxEntries: maxEntries, failureTTL: failureTTL, maxNewURLsPerMinute: maxNewURLsPerMinute,
+            maxNewURLsPerSenderPerMinute: maxNewURLsPerSenderPerMinute, maxWaiters: maxWaiters,
+            validate: { _, _, now in ValidatedCertificate(keepUntil: now.addingTimeInterval(ttl)) }, clock: clock)
     }
 
-    private enum Step { case cached([UInt8]), wait(Fetch), fetch(Fetch), refuse(String), fetchAllowed
+    private enum Step {
+        case cached([UInt8]), wait(Fetch), fetch(Fetch), refuse(String), fetchAllowed
         /// The turn went to another URL, whose fetch starts now (nobody waits on it); this ask is refused.
-        case fetchOther(String, Fetch) }
+        case fetchOther(String, Fetch)
+    }
 
     /// What to do for `url` now. `join`: whether the caller takes part (waits on a fetch in flight, or starts one);
     /// without it nothing changes but the hit count.
@@ -248,44 +254,63 @@ public final class CachingCertificateSource: CertificateSource {
         // never takes a rotated genuine URL's fetch. Within trusted groups the fetch goes by turns between hosts, so
         // one address inside PayPal's /24 asking for random URLs gets its turn, not every fetch.
         if isTrusted(state, group, now: now) {
-            let host = SenderAddress.host(sender) ?? sender
-            state.trustedTurns.record(url: url, group: host, now: now)
-            if let refusal {
-                state.refused += 1
-                return .refuse(refusal)
-            }
-            return takeTurn(&state, \.trustedTurns, asked: url, now: now, refusal: hostRefusal(state, host: host, now: now),
-                            eligible: { state, host in hostRefusal(state, host: host, now: now) == nil },
-                            first: { state, host in isVerifiedHost(state, host, now: now) })
+            return trustedTurn(&state, url: url, sender: sender, refusal: refusal, now: now)
         }
+        return strangerTurn(&state, url: url, group: group, refusal: refusal, now: now)
+    }
+
+    /// A trusted group's ask, remembered by its host: refused when the group's budget is spent, else the fetch goes
+    /// by turns between the group's hosts, those that delivered a verified delivery themselves first.
+    private func trustedTurn(_ state: inout State, url: String, sender: String, refusal: String?, now: Date) -> Step {
+        let host = SenderAddress.host(sender) ?? sender
+        state.trustedTurns.record(url: url, group: host, now: now)
+        if let refusal {
+            state.refused += 1
+            return .refuse(refusal)
+        }
+        return takeTurn(
+            &state, \.trustedTurns, asked: url, now: now, refusal: hostRefusal(state, host: host, now: now),
+            eligible: { state, host in hostRefusal(state, host: host, now: now) == nil },
+            first: { state, host in isVerifiedHost(state, host, now: now) })
+    }
+
+    /// A stranger group's ask, remembered: refused while strangers' share of the minute's fetches is spent, else the
+    /// fetch goes by turns between groups.
+    private func strangerTurn(_ state: inout State, url: String, group: String, refusal: String?, now: Date) -> Step {
         // The ask is remembered; the fetch a turn allows goes to the group served least recently (this one or
         // another), the scan only when this sender may fetch or once a second (it reads every group's asks).
         state.turns.record(url: url, group: group, now: now)
         let strangers = maxNewURLsPerMinute - min(maxTrustedURLsPerMinute, maxNewURLsPerMinute / 2)
         guard state.recentFetches.count < maxNewURLsPerMinute, state.recentFetches.lazy.filter({ !$0.trusted }).count < strangers,
-              refusal == nil || state.lastTurnScan.addingTimeInterval(1) <= now else {
+            refusal == nil || state.lastTurnScan.addingTimeInterval(1) <= now
+        else {
             state.refused += 1
             return .refuse(refusal ?? "another sender group has the turn for a certificate fetch")
         }
         state.lastTurnScan = now
-        return takeTurn(&state, \.turns, asked: url, now: now, refusal: refusal,
-                        eligible: { state, group in budgetRefusal(state, sender: group, now: now) == nil })
+        return takeTurn(
+            &state, \.turns, asked: url, now: now, refusal: refusal,
+            eligible: { state, group in budgetRefusal(state, sender: group, now: now) == nil })
     }
 
     /// A fetch is allowed: it goes to the next turn in `turns` (the asker's own URL or another's, whose fetch then starts
     /// with nobody waiting and the asker is refused), among those `first` picks if any, else among all `eligible`.
     /// `refusal`: why the asker itself may not fetch, if so.
-    private func takeTurn(_ state: inout State, _ turns: WritableKeyPath<State, CertificateFetchTurns>, asked url: String, now: Date,
-                          refusal: String? = nil, eligible: (State, String) -> Bool,
-                          first: (State, String) -> Bool = { _, _ in false }) -> Step {
+    private func takeTurn(
+        _ state: inout State, _ turns: WritableKeyPath<State, CertificateFetchTurns>, asked url: String, now: Date,
+        refusal: String? = nil, eligible: (State, String) -> Bool,
+        first: (State, String) -> Bool = { _, _ in false }
+    ) -> Step {
         func pick(_ state: State) -> (url: String, group: String)? {
             state[keyPath: turns].next(now: now, eligible: { eligible(state, $0) && first(state, $0) })
                 ?? state[keyPath: turns].next(now: now, eligible: { eligible(state, $0) })
         }
         var next = pick(state)
         // An ask answered since (restored, fetched without a sender) needs no turn.
-        while let stale = next, stale.url != url, state.entries[stale.url].map({ $0.keepUntil > now }) == true
-                || state.inFlight[stale.url] != nil || state.failures[stale.url].map({ $0.until > now }) == true {
+        while let stale = next, stale.url != url,
+            state.entries[stale.url].map({ $0.keepUntil > now }) == true
+                || state.inFlight[stale.url] != nil || state.failures[stale.url].map({ $0.until > now }) == true
+        {
             state[keyPath: turns].forget(url: stale.url)
             next = pick(state)
         }
@@ -314,7 +339,8 @@ public final class CachingCertificateSource: CertificateSource {
     /// itself gets a stranger group's share (2 a minute), so one address of many in PayPal's /24 cannot spend all 10.
     private func hostRefusal(_ state: State, host: String, now: Date) -> String? {
         guard !isVerifiedHost(state, host, now: now),
-              state.recentFetches.lazy.filter({ $0.host == host }).count >= maxNewURLsPerSenderPerMinute else { return nil }
+            state.recentFetches.lazy.filter({ $0.host == host }).count >= maxNewURLsPerSenderPerMinute
+        else { return nil }
         return "\(maxNewURLsPerSenderPerMinute) uncached certificate URLs were fetched for this address in the last minute; not fetched"
     }
 
@@ -489,7 +515,7 @@ public final class CachingCertificateSource: CertificateSource {
                 }
                 state.failures[url] = (now.addingTimeInterval(failureTTL), String(String(describing: error).prefix(200)))
             }
-            return (fetch.waiters, fetch.continuations)   // none can join now: the fetch is no longer in flight
+            return (fetch.waiters, fetch.continuations)  // none can join now: the fetch is no longer in flight
         }
         for _ in 0..<waiters { fetch.done.signal() }
         for continuation in continuations { continuation() }
@@ -503,13 +529,15 @@ public final class CachingCertificateSource: CertificateSource {
             state.entries = state.entries.filter { $0.value.keepUntil > now }
         }
         while state.entries[url] == nil, state.entries.count >= maxEntries,
-              let victim = state.entries.min(by: { Self.evictsBefore($0.value, $1.value) })?.key {
+            let victim = state.entries.min(by: { Self.evictsBefore($0.value, $1.value) })?.key
+        {
             state.entries[victim] = nil
         }
         state.counter += 1
         let wasVerified = state.entries[url]?.verified
-        state.entries[url] = Entry(pem: pem, keepUntil: validated.keepUntil, signing: validated.signing, stored: state.counter,
-                                   verified: verified ?? wasVerified)
+        state.entries[url] = Entry(
+            pem: pem, keepUntil: validated.keepUntil, signing: validated.signing, stored: state.counter,
+            verified: verified ?? wasVerified)
     }
 
     /// Whether `a` goes before `b` when room is needed.

@@ -20,8 +20,11 @@ actor PayPalTokenCache {
     private(set) var fetchCount = 0
 
     /// The cached token while it is fresh, else the result of one shared `fetch`.
-    func get(now: Int64, fetch: @escaping @Sendable () async -> ProviderOutcome<PayPalAccessToken>) async
-        -> ProviderOutcome<PayPalAccessToken> {
+    func get(
+        now: Int64, fetch: @escaping @Sendable () async -> ProviderOutcome<PayPalAccessToken>
+    ) async
+        -> ProviderOutcome<PayPalAccessToken>
+    {
         if let token, now < token.refreshAt { return .found(token) }
         if let inFlight { return await inFlight.task.value }
         nextID += 1
@@ -47,11 +50,14 @@ extension PayPalClient {
     /// POST /v1/oauth2/token with Basic client credentials and `grant_type=client_credentials`.
     package func tokenRequest() -> ProviderRequest {
         let credentials = Data("\(configuration.clientID):\(configuration.secret)".utf8).base64EncodedString()
-        var request = ProviderRequest(method: "POST", url: ProviderURL.build(base: configuration.baseURL, segments: ["v1", "oauth2", "token"]),
-                                      headers: [("Authorization", "Basic \(credentials)"), ("Accept", "application/json"),
-                                                ("Content-Type", "application/x-www-form-urlencoded")],
-                                      body: ProviderURL.form([("grant_type", "client_credentials")]),
-                                      timeoutSeconds: configuration.timeoutSeconds)
+        var request = ProviderRequest(
+            method: "POST", url: ProviderURL.build(base: configuration.baseURL, segments: ["v1", "oauth2", "token"]),
+            headers: [
+                ("Authorization", "Basic \(credentials)"), ("Accept", "application/json"),
+                ("Content-Type", "application/x-www-form-urlencoded")
+            ],
+            body: ProviderURL.form([("grant_type", "client_credentials")]),
+            timeoutSeconds: configuration.timeoutSeconds)
         // Its answer is an access token: never evidence.
         request.answerIsEvidence = false
         return request
@@ -69,11 +75,14 @@ extension PayPalClient {
         switch ProviderOutcomeClassifier.parsingJSON(raw) {
         case .found(let answer):
             guard let value = answer["access_token"]?.stringValue, !value.isEmpty,
-                  let expiresText = answer["expires_in"]?.numberLiteral, let expiresIn = Int64(expiresText), expiresIn > 0 else {
+                let expiresText = answer["expires_in"]?.numberLiteral, let expiresIn = Int64(expiresText), expiresIn > 0
+            else {
                 return .permanent(.notSent("oauth2 token answer without access_token/expires_in"))
             }
-            return .found(PayPalAccessToken(value: value,
-                                            refreshAt: fetchedAt + expiresIn - PayPalAccessToken.refreshMargin(expiresIn: expiresIn)))
+            return .found(
+                PayPalAccessToken(
+                    value: value,
+                    refreshAt: fetchedAt + expiresIn - PayPalAccessToken.refreshMargin(expiresIn: expiresIn)))
         // Without a token the call it was for is never sent: whatever PayPal said of the token, that call is `notSent`.
         case .notFound: return .permanent(.notSent("oauth2 token: PayPal answered 404 (the token endpoint was not found)"))
         case .transient(let r, let a): return .transient(reason: "oauth2 token: \(r)", retryAfterSeconds: a)

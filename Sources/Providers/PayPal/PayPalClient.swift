@@ -32,8 +32,10 @@ public final class PayPalClient: Sendable {
     let tokens = PayPalTokenCache()
 
     /// - Parameter now: unix seconds (token expiry, Retry-After dates).
-    public init(configuration: PayPalConfiguration, transport: any ProviderTransport, retry: RetryPolicy = .standard,
-                now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) {
+    public init(
+        configuration: PayPalConfiguration, transport: any ProviderTransport, retry: RetryPolicy = .standard,
+        now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
+    ) {
         self.configuration = configuration; self.transport = transport; self.retry = retry; self.now = now
     }
 
@@ -85,8 +87,10 @@ public final class PayPalClient: Sendable {
     /// and TWD none). The amount must be one PayPal can take (`PayPalCurrencies.refusal` is nil).
     public static func amountObject(_ amount: Money) -> JSONValue {
         let units = amount.minorUnits / PayPalCurrencies.unit(amount.currency)
-        return .object([("currency_code", .string(amount.currency.code)),
-                        ("value", .string(JSONValue.decimalString(minorUnits: units, exponent: PayPalCurrencies.exponent(amount.currency))))])
+        return .object([
+            ("currency_code", .string(amount.currency.code)),
+            ("value", .string(JSONValue.decimalString(minorUnits: units, exponent: PayPalCurrencies.exponent(amount.currency))))
+        ])
     }
 
     // MARK: Resolving a webhook resource to its order
@@ -137,9 +141,15 @@ public final class PayPalClient: Sendable {
     /// POST /v1/payments/sale/{id}/refund with `amount {total, currency}`.
     public func refundSale(_ id: String, amount: Money, requestID: String) async -> ProviderOutcome<JSONValue> {
         let units = amount.minorUnits / PayPalCurrencies.unit(amount.currency)
-        let body: JSONValue = .object([("amount", .object([
-            ("total", .string(JSONValue.decimalString(minorUnits: units, exponent: PayPalCurrencies.exponent(amount.currency)))),
-            ("currency", .string(amount.currency.code))]))])
+        let body: JSONValue = .object([
+            (
+                "amount",
+                .object([
+                    ("total", .string(JSONValue.decimalString(minorUnits: units, exponent: PayPalCurrencies.exponent(amount.currency)))),
+                    ("currency", .string(amount.currency.code))
+                ])
+            )
+        ])
         return await call(method: "POST", segments: ["v1", "payments", "sale", id, "refund"], body: body, requestID: requestID)
     }
 
@@ -150,8 +160,9 @@ public final class PayPalClient: Sendable {
 
     /// GET /v1/reporting/transactions (Transaction Search): the transactions made in [start, end], one page of 500.
     public func searchTransactions(start: String, end: String, page: Int) async -> ProviderOutcome<JSONValue> {
-        await call(method: "GET", segments: ["v1", "reporting", "transactions"],
-                   query: [("start_date", start), ("end_date", end), ("fields", "transaction_info"), ("page_size", "500"), ("page", String(page))])
+        await call(
+            method: "GET", segments: ["v1", "reporting", "transactions"],
+            query: [("start_date", start), ("end_date", end), ("fields", "transaction_info"), ("page_size", "500"), ("page", String(page))])
     }
 
     /// GET /v1/notifications/webhooks-events with `query`: the first page's filters, or a `next` link's own query.
@@ -161,8 +172,10 @@ public final class PayPalClient: Sendable {
 
     // MARK: Request building (pure; tested directly)
 
-    package func apiRequest(method: String, segments: [String], query: [(String, String)] = [], body: JSONValue?, requestID: String?,
-                            token: String) -> ProviderRequest {
+    package func apiRequest(
+        method: String, segments: [String], query: [(String, String)] = [], body: JSONValue?, requestID: String?,
+        token: String
+    ) -> ProviderRequest {
         var headers = [("Authorization", "Bearer \(token)"), ("Accept", "application/json")]
         var bytes: [UInt8] = []
         if method != "GET" {
@@ -171,24 +184,31 @@ public final class PayPalClient: Sendable {
             if let body { bytes = body.serialized() }
         }
         if let requestID { headers.append(("PayPal-Request-Id", requestID)) }
-        var request = ProviderRequest(method: method, url: ProviderURL.build(base: configuration.baseURL, segments: segments, query: query),
-                                      headers: headers, body: bytes, timeoutSeconds: configuration.timeoutSeconds)
+        var request = ProviderRequest(
+            method: method, url: ProviderURL.build(base: configuration.baseURL, segments: segments, query: query),
+            headers: headers, body: bytes, timeoutSeconds: configuration.timeoutSeconds)
         request.idempotencyKey = requestID
         return request
     }
 
     // MARK: Plumbing
 
-    private func call(method: String, segments: [String], query: [(String, String)] = [], body: JSONValue? = nil, requestID: String? = nil) async
-        -> ProviderOutcome<JSONValue> {
+    private func call(
+        method: String, segments: [String], query: [(String, String)] = [], body: JSONValue? = nil, requestID: String? = nil
+    ) async
+        -> ProviderOutcome<JSONValue>
+    {
         await retrying(retry) { () async -> ProviderOutcome<JSONValue> in
             await self.authorizedCall(method: method, segments: segments, query: query, body: body, requestID: requestID)
         }
     }
 
     /// One call with a valid token; on 401, one refresh and one more try.
-    private func authorizedCall(method: String, segments: [String], query: [(String, String)] = [], body: JSONValue?, requestID: String?) async
-        -> ProviderOutcome<JSONValue> {
+    private func authorizedCall(
+        method: String, segments: [String], query: [(String, String)] = [], body: JSONValue?, requestID: String?
+    ) async
+        -> ProviderOutcome<JSONValue>
+    {
         for attempt in 0..<2 {
             let token: PayPalAccessToken
             switch await tokens.get(now: now(), fetch: { await self.fetchToken() }) {

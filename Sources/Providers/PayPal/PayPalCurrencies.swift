@@ -28,6 +28,7 @@ public enum PayPalCurrencies {
     public static func refusal(_ minorUnits: Int64, _ currency: Currency) -> String? {
         let unit = unit(currency)
         guard unit > 1, minorUnits % unit != 0 else { return nil }
-        return "PayPal takes \(currency.code) without decimals: \(Money.format(minorUnits: minorUnits, exponent: currency.exponent)) \(currency.code) cannot be sent"
+        return
+            "PayPal takes \(currency.code) without decimals: \(Money.format(minorUnits: minorUnits, exponent: currency.exponent)) \(currency.code) cannot be sent"
     }
 }

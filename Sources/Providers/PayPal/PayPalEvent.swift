@@ -68,8 +68,10 @@ public struct PayPalEvent: Sendable, Hashable {
         return nil
     }
 
-    public init(id: String, eventType: String? = nil, resourceType: String? = nil, resourceID: String? = nil,
-                references: [PayPalReference] = [], subject: PayPalSubject? = nil) {
+    public init(
+        id: String, eventType: String? = nil, resourceType: String? = nil, resourceID: String? = nil,
+        references: [PayPalReference] = [], subject: PayPalSubject? = nil
+    ) {
         self.id = id; self.eventType = eventType; self.resourceType = resourceType
         self.resourceID = resourceID; self.references = references
         self.subject = subject ?? (references.isEmpty ? .noPayment(Self.namesNothing(eventType, resourceType)) : .payments)
@@ -88,9 +90,10 @@ public struct PayPalEvent: Sendable, Hashable {
         let resourceType = JSONBody.string(object["resource_type"])
         let resource = object["resource"]
         let references = Self.references(resourceType: resourceType, resource: resource)
-        let event = PayPalEvent(id: id, eventType: eventType, resourceType: resourceType, resourceID: JSONBody.string(resource?["id"]),
-                                references: references,
-                                subject: subject(eventType: eventType, resourceType: resourceType, resource: resource, references: references))
+        let event = PayPalEvent(
+            id: id, eventType: eventType, resourceType: resourceType, resourceID: JSONBody.string(resource?["id"]),
+            references: references,
+            subject: subject(eventType: eventType, resourceType: resourceType, resource: resource, references: references))
         return (event, resource)
     }
 
@@ -117,33 +120,41 @@ public struct PayPalEvent: Sendable, Hashable {
         add(JSONBody.string(resource?["order_id"]).map(PayPalReference.order))
         for link in resource?["links"]?.arrayValue ?? [] {
             guard JSONBody.string(link["rel"])?.lowercased() == "up",
-                  let href = JSONBody.string(link["href"]) else { continue }
+                let href = JSONBody.string(link["href"])
+            else { continue }
             add(reference(href: href))
         }
         return references
     }
 
-    static func subject(eventType: String?, resourceType: String?, resource: JSONValue?,
-                        references: [PayPalReference]) -> PayPalSubject {
+    static func subject(
+        eventType: String?, resourceType: String?, resource: JSONValue?,
+        references: [PayPalReference]
+    ) -> PayPalSubject {
         let type = eventType ?? ""
         // A v1 sale's refund comes in two shapes: a refund resource (`resource_type` refund, positive total, sandbox
         // 2017) and the one PayPal's webhook simulator sends (`resource_type` sale, `amount.total` negative, both
         // with `sale_id`). Either is a refund of |total| of the sale `sale_id` names.
         if let saleID = JSONBody.string(resource?["sale_id"]), let id = JSONBody.string(resource?["id"]),
-           resourceType == "refund" || type == "PAYMENT.SALE.REFUNDED" {
+            resourceType == "refund" || type == "PAYMENT.SALE.REFUNDED"
+        {
             var total = JSONBody.string(resource?["amount"]?["total"])
             if let t = total, t.hasPrefix("-") { total = String(t.dropFirst()) }
-            return .saleRefund(id: id, saleID: saleID, parentPayment: JSONBody.string(resource?["parent_payment"]),
-                               amount: total, currency: JSONBody.string(resource?["amount"]?["currency"]))
+            return .saleRefund(
+                id: id, saleID: saleID, parentPayment: JSONBody.string(resource?["parent_payment"]),
+                amount: total, currency: JSONBody.string(resource?["amount"]?["currency"]))
         }
         // v1 sales (classic Payments API, Subscriptions).
         if resourceType == "sale" || (type.hasPrefix("PAYMENT.SALE.") && resourceType != "refund"),
-           let id = JSONBody.string(resource?["id"]) {
-            return .sale(id: id, billingAgreement: JSONBody.string(resource?["billing_agreement_id"]),
-                         parentPayment: JSONBody.string(resource?["parent_payment"]))
+            let id = JSONBody.string(resource?["id"])
+        {
+            return .sale(
+                id: id, billingAgreement: JSONBody.string(resource?["billing_agreement_id"]),
+                parentPayment: JSONBody.string(resource?["parent_payment"]))
         }
         if resourceType == "dispute" || type.hasPrefix("CUSTOMER.DISPUTE."),
-           let id = JSONBody.string(resource?["dispute_id"]) ?? JSONBody.string(resource?["id"]) {
+            let id = JSONBody.string(resource?["dispute_id"]) ?? JSONBody.string(resource?["id"])
+        {
             let transactions = (resource?["disputed_transactions"]?.arrayValue ?? []).compactMap {
                 JSONBody.string($0["seller_transaction_id"])
             }

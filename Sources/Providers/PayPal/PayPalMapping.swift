@@ -32,13 +32,17 @@ public enum PayPalMapping {
     static let reader = AnswerReader(provider: .paypal)
 
     static let orderStatuses: Set = ["CREATED", "SAVED", "APPROVED", "VOIDED", "COMPLETED", "PAYER_ACTION_REQUIRED"]
-    static let authorizationStatuses: Set = ["CREATED", "PARTIALLY_CREATED", "CAPTURED", "DENIED", "PARTIALLY_CAPTURED", "VOIDED",
-                                             "PENDING", "EXPIRED"]
+    static let authorizationStatuses: Set = [
+        "CREATED", "PARTIALLY_CREATED", "CAPTURED", "DENIED", "PARTIALLY_CAPTURED", "VOIDED",
+        "PENDING", "EXPIRED"
+    ]
     /// PayPal's published capture statuses (payments_payment_v2.json `capture_status`): no REVERSED.
     static let captureStatuses: Set = ["COMPLETED", "DECLINED", "PARTIALLY_REFUNDED", "PENDING", "REFUNDED", "FAILED"]
     static let refundStatuses: Set = ["CANCELLED", "FAILED", "PENDING", "COMPLETED"]
-    static let disputeStatuses: Set = ["OPEN", "WAITING_FOR_BUYER_RESPONSE", "WAITING_FOR_SELLER_RESPONSE", "UNDER_REVIEW",
-                                       "RESOLVED", "OTHER"]
+    static let disputeStatuses: Set = [
+        "OPEN", "WAITING_FOR_BUYER_RESPONSE", "WAITING_FOR_SELLER_RESPONSE", "UNDER_REVIEW",
+        "RESOLVED", "OTHER"
+    ]
 
     /// Captures whose money counts in C.
     static let countedCaptures: Set = ["COMPLETED", "PARTIALLY_REFUNDED", "REFUNDED"]
@@ -83,8 +87,10 @@ public enum PayPalMapping {
     ///   - links: what payrecon knows of the order: reversal records events named (kind `reversal`) and the refunds
     ///     it made itself (source payrecon, kind `refund`).
     ///   - unreadableDisputes: disputes PayPal refused to show (403), with the capture each one names.
-    public static func snapshot(order o: JSONValue, disputes: [JSONValue] = [], links: [TransactionLink] = [],
-                                unreadableDisputes: [(dispute: String, capture: String)] = []) throws(ProviderMappingError) -> Snapshot {
+    public static func snapshot(
+        order o: JSONValue, disputes: [JSONValue] = [], links: [TransactionLink] = [],
+        unreadableDisputes: [(dispute: String, capture: String)] = []
+    ) throws(ProviderMappingError) -> Snapshot {
         let r = reader
         guard o.objectMembers != nil else { throw r.fail("(answer)", o, "expected a JSON object") }
         let orderID = try r.string(o["id"], "id")
@@ -118,11 +124,14 @@ public enum PayPalMapping {
             method: method, reversed: try sum(p.reversalRecords, ["COMPLETED"]), disputed: D)
         (snapshot.orderReferences, snapshot.orderReferenceFields) = orderReferences(units)
         snapshot.refundPending = p.merchantRefunds.contains(where: { $0.status == "PENDING" })
-        snapshot.notes = notes + p.calledReversals.map {
-            "a PAYMENT.CAPTURE.REVERSED event named \($0) a reversal, but PayPal's answer reads it as a refund the merchant made: counted in R"
-        }
+        snapshot.notes =
+            notes
+            + p.calledReversals.map {
+                "a PAYMENT.CAPTURE.REVERSED event named \($0) a reversal, but PayPal's answer reads it as a refund the merchant made: counted in R"
+            }
         snapshot.pendingCaptured = try sum(p.captures, ["PENDING"])
-        snapshot.movements = movements(captures: p.captures, merchantRefunds: p.merchantRefunds, reversals: p.reversalRecords, currency: currency)
+        snapshot.movements = movements(
+            captures: p.captures, merchantRefunds: p.merchantRefunds, reversals: p.reversalRecords, currency: currency)
         return snapshot
     }
 
@@ -146,7 +155,9 @@ public enum PayPalMapping {
             let f = "purchase_units[\(u)]"
             p.value = try add(p.value, try money(unit["amount"], "\(f).amount", currency), "\(f).amount")
             p.auths += try payments(unit["payments"]?["authorizations"], "\(f).payments.authorizations", authorizationStatuses, currency)
-                .map { var a = $0; a.unit = u; return a }
+                .map {
+                    var a = $0; a.unit = u; return a
+                }
             p.captures += try payments(unit["payments"]?["captures"], "\(f).payments.captures", captureStatuses, currency)
             p.refunds += try payments(unit["payments"]?["refunds"], "\(f).payments.refunds", refundStatuses, currency)
         }
@@ -172,29 +183,38 @@ public enum PayPalMapping {
 
     /// D, and what the check could not read: a dispute PayPal refused to show holds its whole capture (refunding a
     /// disputed payment pays twice), and a note says which permission is missing.
-    static func disputeHold(_ disputes: [JSONValue], unreadable: [(dispute: String, capture: String)], captures: [Payment],
-                            currency: Currency) throws(ProviderMappingError) -> (Int64, [String]) {
+    static func disputeHold(
+        _ disputes: [JSONValue], unreadable: [(dispute: String, capture: String)], captures: [Payment],
+        currency: Currency
+    ) throws(ProviderMappingError) -> (Int64, [String]) {
         var D = try disputed(disputes, currency: currency)
         var notes: [String] = []
         for (dispute, captureID) in unreadable {
             D = try add(D, captures.first { $0.id == captureID }?.amount ?? 0, "disputes")
-            notes.append("dispute \(dispute) on capture \(captureID) could not be read: PayPal answered 403; give the app the "
-                         + "disputes permission (https://uri.paypal.com/services/disputes/read-seller), meanwhile its refunds are held")
+            notes.append(
+                "dispute \(dispute) on capture \(captureID) could not be read: PayPal answered 403; give the app the "
+                    + "disputes permission (https://uri.paypal.com/services/disputes/read-seller), meanwhile its refunds are held")
         }
         return (D, notes)
     }
 
     /// The state, first match (see the type's comment), and the raw state (`COMPLETED/REFUND_PENDING` while a refund
     /// the merchant made is pending; `PENDING/<reason>` for a pending payment).
-    static func state(status: String, _ p: Payments, C: Int64, R: Int64, A: Int64, answer o: JSONValue) throws(ProviderMappingError)
-        -> (TransactionState, String) {
+    static func state(
+        status: String, _ p: Payments, C: Int64, R: Int64, A: Int64, answer o: JSONValue
+    ) throws(ProviderMappingError)
+        -> (TransactionState, String)
+    {
         var raw = status
         if p.merchantRefunds.contains(where: { $0.status == "PENDING" }) { raw += "/REFUND_PENDING" }
         func pendingRaw(_ payment: Payment) -> String { "PENDING" + (payment.reason.map { "/" + $0 } ?? "") }
         let current = p.current, captures = p.captures
         if status == "VOIDED" || (!current.isEmpty && current.allSatisfy({ $0.status == "VOIDED" }) && C == 0) { return (.voided, raw) }
         if (!captures.isEmpty && captures.allSatisfy({ $0.status == "DECLINED" || $0.status == "FAILED" }) && C == 0)
-            || (!current.isEmpty && current.allSatisfy({ $0.status == "DENIED" })) { return (.failed, raw) }
+            || (!current.isEmpty && current.allSatisfy({ $0.status == "DENIED" }))
+        {
+            return (.failed, raw)
+        }
         if let pending = captures.first(where: { $0.status == "PENDING" }), C == 0 { return (.pending, pendingRaw(pending)) }
         if p.none && ["CREATED", "SAVED", "APPROVED"].contains(status) { return (.pending, raw) }
         if p.none && status == "PAYER_ACTION_REQUIRED" { return (.actionRequired, raw) }
@@ -233,9 +253,10 @@ public enum PayPalMapping {
             let fee: Int64? = p.hasBreakdown ? (p.fee ?? 0) : nil
             // A conversion into the currency of the transaction itself is no conversion.
             let received = p.received.flatMap { $0.currency == currency ? nil : $0 }
-            return Movement(id: p.id, kind: kind, at: p.at, currency: currency, gross: p.amount, fee: fee,
-                            net: p.hasBreakdown ? Movement.net(gross: p.amount, fee: fee, stated: p.net) : nil,
-                            received: received?.amount, receivedCurrency: received?.currency)
+            return Movement(
+                id: p.id, kind: kind, at: p.at, currency: currency, gross: p.amount, fee: fee,
+                net: p.hasBreakdown ? Movement.net(gross: p.amount, fee: fee, stated: p.net) : nil,
+                received: received?.amount, receivedCurrency: received?.currency)
         }
         return captures.filter { countedCaptures.contains($0.status) }.map { movement($0, .capture) }
             + merchantRefunds.filter { $0.status == "COMPLETED" }.map { movement($0, .refund) }
@@ -261,8 +282,10 @@ public enum PayPalMapping {
     /// unrefunded, unreversed money. Completed and pending refund records (refunds and reversals alike: neither can be refunded
     /// again) count against the capture their `up` link names; records that link nowhere known are attributed to
     /// captures in order, filling each one's remaining amount.
-    static func capabilities(current: [Payment], roots: [String: String], captures: [Payment], refunds: [Payment],
-                             currency: Currency) -> Capabilities {
+    static func capabilities(
+        current: [Payment], roots: [String: String], captures: [Payment], refunds: [Payment],
+        currency: Currency
+    ) -> Capabilities {
         let openAuths = current.filter { $0.status == "CREATED" || $0.status == "PARTIALLY_CAPTURED" }
         let open = openAuths.first
         let countable = captures.filter { countedCaptures.contains($0.status) }
@@ -272,7 +295,7 @@ public enum PayPalMapping {
             if case .capture(let id)? = refund.up, let i = countable.firstIndex(where: { $0.id == id }) {
                 refunded[i] += refund.amount
             } else if case .capture(let id)? = refund.up, captures.contains(where: { $0.id == id }) {
-                continue   // a record of an uncountable capture
+                continue  // a record of an uncountable capture
             } else {
                 unlinked.append(refund.amount)
             }
@@ -289,8 +312,9 @@ public enum PayPalMapping {
         for (i, c) in countable.enumerated() where (c.status == "COMPLETED" || c.status == "PARTIALLY_REFUNDED") && c.amount > refunded[i] {
             refs.append(RefundSource(id: c.id, amount: c.amount, refunded: refunded[i]))
         }
-        var capabilities = PayPalProvider.capabilities(authorizationID: open?.id, authorizationStatus: open?.status, refundableCaptures: refs,
-                                                       currency: currency)
+        var capabilities = PayPalProvider.capabilities(
+            authorizationID: open?.id, authorizationStatus: open?.status, refundableCaptures: refs,
+            currency: currency)
         // A reauthorization is voided through the original parent.
         if let open, let root = roots[open.id], root != open.id, case .allowed = capabilities.void {
             capabilities.void = .allowed(target: root)
@@ -300,8 +324,10 @@ public enum PayPalMapping {
         if current.count > 1 && !openAuths.isEmpty {
             capabilities.captureSources = openAuths.map { auth in
                 // Captures PENDING on it are given up too: never captured a second time.
-                let capturedOnIt = captures.filter { $0.up == .authorization(auth.id) && (countedCaptures.contains($0.status) || $0.status == "PENDING") }
-                    .reduce(Int64(0)) { $0 + $1.amount }
+                let capturedOnIt = captures.filter {
+                    $0.up == .authorization(auth.id) && (countedCaptures.contains($0.status) || $0.status == "PENDING")
+                }
+                .reduce(Int64(0)) { $0 + $1.amount }
                 return RefundSource(id: auth.id, amount: auth.amount, refunded: capturedOnIt)
             }
         }
@@ -310,8 +336,11 @@ public enum PayPalMapping {
 
     // MARK: Reading
 
-    static func payments(_ v: JSONValue?, _ field: String, _ statuses: Set<String>, _ currency: Currency) throws(ProviderMappingError)
-        -> [Payment] {
+    static func payments(
+        _ v: JSONValue?, _ field: String, _ statuses: Set<String>, _ currency: Currency
+    ) throws(ProviderMappingError)
+        -> [Payment]
+    {
         let r = reader
         var out: [Payment] = []
         for (i, p) in try r.array(v, field).enumerated() {
@@ -319,8 +348,9 @@ public enum PayPalMapping {
             let status = try r.string(p["status"], "\(f).status")
             guard statuses.contains(status) else { throw r.fail("\(f).status", p["status"], "unknown status") }
             let id = try r.string(p["id"], "\(f).id")
-            var payment = Payment(id: id, status: status, amount: try money(p["amount"], "\(f).amount", currency), up: upLink(p),
-                                  reason: p["status_details"]?["reason"]?.stringValue, note: p["note_to_payer"]?.stringValue)
+            var payment = Payment(
+                id: id, status: status, amount: try money(p["amount"], "\(f).amount", currency), up: upLink(p),
+                reason: p["status_details"]?["reason"]?.stringValue, note: p["note_to_payer"]?.stringValue)
             payment.at = try r.timestamp(p["create_time"], "\(f).create_time")
             // A capture's breakdown is seller_receivable_breakdown, a refund's seller_payable_breakdown.
             for key in ["seller_receivable_breakdown", "seller_payable_breakdown"] {
@@ -371,7 +401,9 @@ public enum PayPalMapping {
         let r = reader
         guard let v, v.objectMembers != nil else { throw r.fail(field, v, v == nil ? "missing" : "expected an amount object") }
         let code = try r.string(v["currency_code"], "\(field).currency_code")
-        guard let currency = Currency(code: code) else { throw r.fail("\(field).currency_code", v["currency_code"], "not an ISO 4217 currency") }
+        guard let currency = Currency(code: code) else {
+            throw r.fail("\(field).currency_code", v["currency_code"], "not an ISO 4217 currency")
+        }
         return (currency, try money(v, field, currency))
     }
 

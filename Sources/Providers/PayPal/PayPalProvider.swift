@@ -17,16 +17,20 @@ public enum PayPalProvider {
         traits: ProviderTraits(agreementPrefixes: ["I-"]),
         webhookSecretVariable: "PAYPAL_WEBHOOK_ID",
         apiVariables: "PAYPAL_CLIENT_ID and PAYPAL_CLIENT_SECRET",
-        webhookHeaders: [PayPalWebhookVerifier.transmissionIDHeader, PayPalWebhookVerifier.transmissionTimeHeader,
-                         PayPalWebhookVerifier.transmissionSignatureHeader, PayPalWebhookVerifier.certURLHeader,
-                         PayPalWebhookVerifier.authAlgorithmHeader],
+        webhookHeaders: [
+            PayPalWebhookVerifier.transmissionIDHeader, PayPalWebhookVerifier.transmissionTimeHeader,
+            PayPalWebhookVerifier.transmissionSignatureHeader, PayPalWebhookVerifier.certURLHeader,
+            PayPalWebhookVerifier.authAlgorithmHeader
+        ],
         webhookDeliveryIDHeader: PayPalWebhookVerifier.transmissionIDHeader,
         webhook: { env throws(ConfigurationError) in try webhook(env) },
         api: { env, transport throws(ConfigurationError) in try API(environment: env, transport: transport) },
-        settlementReports: SettlementReportReader(describes: "PayPal Settlement (STL-*.CSV) and Transaction Detail (TRR-*.CSV) reports") { name, chunks, each in
+        settlementReports: SettlementReportReader(describes: "PayPal Settlement (STL-*.CSV) and Transaction Detail (TRR-*.CSV) reports") {
+            name, chunks, each in
             try PayPalSettlementReport.read(name: name, chunks: chunks, each: each)
         },
-        backfillReads: "Transaction Search (GET /v1/reporting/transactions) and the webhook events list (GET /v1/notifications/webhooks-events)")
+        backfillReads:
+            "Transaction Search (GET /v1/reporting/transactions) and the webhook events list (GET /v1/notifications/webhooks-events)")
 
     /// The receiver's PayPal side. `PAYPAL_WEBHOOK_ID=WEBHOOK_ID` with PayPal's own certificate URLs
     /// allowed is refused here, at start: PayPal's public simulator signs with that id for anyone who aims it at
@@ -46,14 +50,20 @@ public enum PayPalProvider {
     /// The receiver's PayPal side over `upstream` (PayPal's certificate URLs over HTTP in production): a verifier
     /// behind a `CachingCertificateSource` that caches only a certificate that parsed, chained and names the CN PayPal
     /// serves from its URL's host, until the chain's notAfter; failures are remembered.
-    public static func webhook(webhookID: String, trustRoots roots: [X509Certificate], certURLPrefixes prefixes: [String],
-                               tolerance: TimeInterval = WebhookDefaults.signatureTolerance,
-                               upstream: any CertificateSource = HTTPCertificateSource()) throws(WebhookConfigurationError) -> Webhook {
-        let source = CachingCertificateSource(upstream: upstream, validate: { url, pem, now in
-            try PayPalWebhookVerifier.validateSigningCertificate(pem, certURL: url, trustRoots: roots, now: now)
-        })
-        return Webhook(verifier: try PayPalWebhookVerifier(webhookID: webhookID, certificateSource: source, trustRoots: roots,
-                                                           certURLPrefixes: prefixes, tolerance: tolerance), cache: source)
+    public static func webhook(
+        webhookID: String, trustRoots roots: [X509Certificate], certURLPrefixes prefixes: [String],
+        tolerance: TimeInterval = WebhookDefaults.signatureTolerance,
+        upstream: any CertificateSource = HTTPCertificateSource()
+    ) throws(WebhookConfigurationError) -> Webhook {
+        let source = CachingCertificateSource(
+            upstream: upstream,
+            validate: { url, pem, now in
+                try PayPalWebhookVerifier.validateSigningCertificate(pem, certURL: url, trustRoots: roots, now: now)
+            })
+        return Webhook(
+            verifier: try PayPalWebhookVerifier(
+                webhookID: webhookID, certificateSource: source, trustRoots: roots,
+                certURLPrefixes: prefixes, tolerance: tolerance), cache: source)
     }
 
     /// `PAYPAL_CERT_URL_PREFIXES`, else PayPal's live and sandbox certificate URLs.
@@ -79,7 +89,9 @@ public enum PayPalProvider {
         public let verifier: PayPalWebhookVerifier
         /// The verifier's certificate cache, kept in the receiver's database (`keep(in:)`).
         let cache: CachingCertificateSource?
-        public init(verifier: PayPalWebhookVerifier, cache: CachingCertificateSource? = nil) { self.verifier = verifier; self.cache = cache }
+        public init(verifier: PayPalWebhookVerifier, cache: CachingCertificateSource? = nil) {
+            self.verifier = verifier; self.cache = cache
+        }
         public func accept(headers: Headers, body: [UInt8], now: Date) throws(WebhookRejection) -> AcceptedEvent {
             try verifier.verify(headers: headers, body: body, time: .at(now))
             return try Self.event(headers: headers, body: body)
@@ -101,13 +113,19 @@ public enum PayPalProvider {
             let items = store.load(.paypal)
             let kept = items.filter { verifier.isAllowed(certURL: $0.key) }.map { (url: $0.key, pem: $0.value) }
             cache.restore(kept)
-            cache.restoreTrusted(items.compactMap { item in
-                guard item.key.hasPrefix(Self.senderKey), let seconds = Int64(String(decoding: item.value, as: UTF8.self)) else { return nil }
-                return (sender: String(item.key.dropFirst(Self.senderKey.count)), until: Date(timeIntervalSince1970: TimeInterval(seconds)))
-            })
+            cache.restoreTrusted(
+                items.compactMap { item in
+                    guard item.key.hasPrefix(Self.senderKey), let seconds = Int64(String(decoding: item.value, as: UTF8.self)) else {
+                        return nil
+                    }
+                    return (
+                        sender: String(item.key.dropFirst(Self.senderKey.count)), until: Date(timeIntervalSince1970: TimeInterval(seconds))
+                    )
+                })
             cache.persist { url, pem, keepUntil in store.save(.paypal, key: url, value: pem, keepUntil: keepUntil) }
             cache.persistTrusted { sender, until in
-                store.save(.paypal, key: Self.senderKey + sender, value: Array(String(Int64(until.timeIntervalSince1970)).utf8), keepUntil: until)
+                store.save(
+                    .paypal, key: Self.senderKey + sender, value: Array(String(Int64(until.timeIntervalSince1970)).utf8), keepUntil: until)
             }
         }
         static let senderKey = "sender:"
@@ -121,16 +139,19 @@ public enum PayPalProvider {
 
         private static func event(headers: Headers, body: [UInt8]) throws(WebhookRejection) -> AcceptedEvent {
             let e = try PayPalEvent.parse(body: body)
-            return AcceptedEvent(dedupeKey: e.id, eventType: e.eventType,
-                                 transmissionID: headers[PayPalWebhookVerifier.transmissionIDHeader])
+            return AcceptedEvent(
+                dedupeKey: e.id, eventType: e.eventType,
+                transmissionID: headers[PayPalWebhookVerifier.transmissionIDHeader])
         }
     }
 
     /// What PayPal allows: capture and void act on the open authorization (capture while CREATED or
     /// PARTIALLY_CAPTURED, void only while CREATED), refunds on the captures still holding money, in order; PayPal
     /// has no incremental authorisation.
-    public static func capabilities(authorizationID: String?, authorizationStatus: String?, refundableCaptures: [RefundSource],
-                                    currency: Currency? = nil) -> Capabilities {
+    public static func capabilities(
+        authorizationID: String?, authorizationStatus: String?, refundableCaptures: [RefundSource],
+        currency: Currency? = nil
+    ) -> Capabilities {
         var capture = Capability.allowed(target: authorizationID)
         var void = Capability.allowed(target: authorizationID)
         if let id = authorizationID, !id.isEmpty {
@@ -145,9 +166,10 @@ public enum PayPalProvider {
             void = .denied("no PayPal authorization left to void")
         }
         let unit = currency.map(PayPalCurrencies.unit) ?? 1
-        return Capabilities(capture: capture, void: void, increment: .unsupported("paypal does not support incremental authorisation"),
-                            refund: .spread(refundableCaptures, sources: "PayPal captures"), amountUnit: unit,
-                            amountUnitNote: unit > 1 ? currency.map { "PayPal takes \($0.code) without decimals" } : nil)
+        return Capabilities(
+            capture: capture, void: void, increment: .unsupported("paypal does not support incremental authorisation"),
+            refund: .spread(refundableCaptures, sources: "PayPal captures"), amountUnit: unit,
+            amountUnitNote: unit > 1 ? currency.map { "PayPal takes \($0.code) without decimals" } : nil)
     }
 
     public struct API: ProviderAPI {
@@ -156,9 +178,14 @@ public enum PayPalProvider {
         public init(client: PayPalClient?) { self.client = client }
 
         init(environment env: Environment, transport: any ProviderTransport) throws(ConfigurationError) {
-            guard let id = env["PAYPAL_CLIENT_ID"], let secret = try env.secret("PAYPAL_CLIENT_SECRET") else { self.init(client: nil); return }
-            self.init(client: PayPalClient(configuration: PayPalConfiguration(baseURL: try env.baseURL("PAYPAL_API_BASE_URL", default: PayPalConfiguration.sandboxBaseURL),
-                                                                              clientID: id, secret: secret), transport: transport))
+            guard let id = env["PAYPAL_CLIENT_ID"], let secret = try env.secret("PAYPAL_CLIENT_SECRET") else {
+                self.init(client: nil); return
+            }
+            self.init(
+                client: PayPalClient(
+                    configuration: PayPalConfiguration(
+                        baseURL: try env.baseURL("PAYPAL_API_BASE_URL", default: PayPalConfiguration.sandboxBaseURL),
+                        clientID: id, secret: secret), transport: transport))
         }
 
         public var isConfigured: Bool { client != nil }
@@ -192,8 +219,10 @@ public enum PayPalProvider {
                 // COMPLETED): learned, so every later check counts it in V, never in R.
                 var learned: [TransactionLink] = []
                 if e.eventType == "PAYMENT.CAPTURE.REVERSED", e.resourceType == "refund", let id = e.resourceID {
-                    learned.append(TransactionLink(externalID: id, parentExternalID: nil, orderID: nil, kind: .reversal,
-                                                   source: .learned))
+                    learned.append(
+                        TransactionLink(
+                            externalID: id, parentExternalID: nil, orderID: nil, kind: .reversal,
+                            source: .learned))
                 }
                 switch await client.orderID(resourceType: e.resourceType, resource: resource ?? .null) {
                 case .found(let id): return .found(.references([EventReference(transactionRef: id, learned: learned)]))
@@ -208,8 +237,10 @@ public enum PayPalProvider {
                     // What the event says, kept as the hint it is (explain shows it): the sale reads refunded (v1 has no
                     // reversed state), and it counts as a chargeback only when a dispute PayPal shows resolved for the
                     // buyer names it (PayPalSaleMapping), never on this event's word.
-                    learned.append(TransactionLink(externalID: "reversal-of-" + id, parentExternalID: id, orderID: nil,
-                                                   kind: .reversal, source: .learned))
+                    learned.append(
+                        TransactionLink(
+                            externalID: "reversal-of-" + id, parentExternalID: id, orderID: nil,
+                            kind: .reversal, source: .learned))
                 }
                 let reference = EventReference(transactionRef: id, alternatives: [agreement, parent].compactMap { $0 }, learned: learned)
                 // The sale's own answer says which agreement or payment it belongs to and which billing period holds it
@@ -228,12 +259,15 @@ public enum PayPalProvider {
 
         /// A dispute's transactions, each led to its order (a capture's) or looked for as a sale or a transaction_ref.
         @inline(never)
-        func disputeReferences(_ id: String, transactions: [String], type: String, client: PayPalClient) async -> ProviderOutcome<EventContent> {
+        func disputeReferences(
+            _ id: String, transactions: [String], type: String, client: PayPalClient
+        ) async -> ProviderOutcome<EventContent> {
             guard !transactions.isEmpty else { return .found(.ignored("\(type): dispute \(id) names no transaction")) }
             var references: [EventReference] = []
             for transaction in transactions {
-                let link = TransactionLink(externalID: id, parentExternalID: transaction, orderID: nil, kind: .dispute,
-                                           source: .learned)
+                let link = TransactionLink(
+                    externalID: id, parentExternalID: transaction, orderID: nil, kind: .dispute,
+                    source: .learned)
                 // A capture (Orders v2) leads to its order; anything else is looked for as a sale or a transaction_ref.
                 switch await client.capture(transaction) {
                 case .found(let capture):
@@ -261,11 +295,14 @@ public enum PayPalProvider {
         }
 
         /// A refund payrecon made, as PayPal's answer states it: its amount (what moved, not what was asked) and status.
-        static func ownRefund(_ answer: JSONValue, id: String, capture: String, orderID: String, actionID: Int64, sent: Money) -> TransactionLink {
+        static func ownRefund(
+            _ answer: JSONValue, id: String, capture: String, orderID: String, actionID: Int64, sent: Money
+        ) -> TransactionLink {
             let moved = (try? PayPalMapping.money(answer["amount"], "amount", sent.currency)) ?? sent.minorUnits
-            return TransactionLink(externalID: id, parentExternalID: capture, orderID: orderID, kind: .refund,
-                                   amount: moved, currency: sent.currency.code, state: answer["status"]?.stringValue, source: .payrecon,
-                                   actionID: actionID)
+            return TransactionLink(
+                externalID: id, parentExternalID: capture, orderID: orderID, kind: .refund,
+                amount: moved, currency: sent.currency.code, state: answer["status"]?.stringValue, source: .payrecon,
+                actionID: actionID)
         }
 
         /// Refunds in doubt, found by the mark they carried (`custom_id`, the request id as sent) among the refunds of
@@ -287,15 +324,19 @@ public enum PayPalProvider {
                 }
                 for unit in order["purchase_units"]?.arrayValue ?? [] {
                     for refund in unit["payments"]?["refunds"]?.arrayValue ?? [] where refund["custom_id"]?.stringValue == mark {
-                        guard let id = refund["id"]?.stringValue, let currency = (order["purchase_units"]?[0]?["amount"]?["currency_code"]?.stringValue)
-                            .flatMap(Currency.init(code:)) else { continue }
+                        guard let id = refund["id"]?.stringValue,
+                            let currency = (order["purchase_units"]?[0]?["amount"]?["currency_code"]?.stringValue)
+                                .flatMap(Currency.init(code:))
+                        else { continue }
                         let status = refund["status"]?.stringValue ?? ""
                         if status == "FAILED" || status == "CANCELLED" {
                             out.calls[call.actionID] = .refused("PayPal shows refund \(id) \(status)")
                         } else {
                             out.calls[call.actionID] = .made(providerRef: id)
-                            out.links.append(Self.ownRefund(refund, id: id, capture: call.providerTarget ?? "", orderID: call.orderID,
-                                                            actionID: call.actionID, sent: Money(minorUnits: call.amount, currency: currency)))
+                            out.links.append(
+                                Self.ownRefund(
+                                    refund, id: id, capture: call.providerTarget ?? "", orderID: call.orderID,
+                                    actionID: call.actionID, sent: Money(minorUnits: call.amount, currency: currency)))
                         }
                     }
                 }
@@ -307,11 +348,14 @@ public enum PayPalProvider {
         /// as PayPal's answer states them (`GET /v1/payments/refund/{id}`), never as the event does; one PayPal does not
         /// show is learned without an amount (a partially refunded sale then takes no further refund: what is left of
         /// it is not known). Its order is looked for by the sale, its parent payment and its billing agreement.
-        func saleRefund(_ id: String, sale saleID: String, parent: String?, amount _: String?, currency _: String?,
-                        client: PayPalClient) async -> ProviderOutcome<EventContent> {
-            var refund = TransactionLink(externalID: id, parentExternalID: saleID, orderID: nil, kind: .refund,
-                                         source: .learned)
-            var saleID = saleID, named = true   // `named`: the sale is the one the event named
+        func saleRefund(
+            _ id: String, sale saleID: String, parent: String?, amount _: String?, currency _: String?,
+            client: PayPalClient
+        ) async -> ProviderOutcome<EventContent> {
+            var refund = TransactionLink(
+                externalID: id, parentExternalID: saleID, orderID: nil, kind: .refund,
+                source: .learned)
+            var saleID = saleID, named = true  // `named`: the sale is the one the event named
             var learnedRefund: TransactionLink?
             switch await client.saleRefund(id) {
             case .found(let answer):
@@ -328,7 +372,7 @@ public enum PayPalProvider {
                     }
                     learnedRefund = refund
                 }
-            case .notFound: break   // PayPal does not show it: nothing learned (a partially refunded sale then takes no refund)
+            case .notFound: break  // PayPal does not show it: nothing learned (a partially refunded sale then takes no refund)
             case let other: return other.failure(as: EventContent.self)!
             }
             // The refund names its sale, not the sale's billing agreement (what a subscription order lists): the
@@ -349,8 +393,9 @@ public enum PayPalProvider {
             case let other: return other.failure(as: EventContent.self)!
             }
             if named, let parent, !alternatives.contains(parent) { alternatives.append(parent) }
-            var reference = EventReference(transactionRef: saleID, alternatives: alternatives,
-                                           learned: [Self.saleLink(saleID)] + (learnedRefund.map { [$0] } ?? []))
+            var reference = EventReference(
+                transactionRef: saleID, alternatives: alternatives,
+                learned: [Self.saleLink(saleID)] + (learnedRefund.map { [$0] } ?? []))
             // The refund counts on its sale's renewal: the period that holds the sale's creation.
             if let saleAnswer {
                 let described = Self.described(reference, by: saleAnswer)
@@ -378,7 +423,8 @@ public enum PayPalProvider {
             if !names.isEmpty { reference.alternatives = names }
             reference.occurredAt = sale["create_time"]?.stringValue.flatMap(ISO8601.unixSeconds(from:))
             if let code = sale["amount"]?["currency"]?.stringValue, let currency = Currency(code: code),
-               let minor = try? PayPalSaleMapping.amount(sale["amount"]?["total"], "amount.total", currency) {
+                let minor = try? PayPalSaleMapping.amount(sale["amount"]?["total"], "amount.total", currency)
+            {
                 reference.value = Money(minorUnits: minor, currency: currency)
             }
             let agreement = sale["billing_agreement_id"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 }
@@ -421,21 +467,44 @@ public enum PayPalProvider {
             if sales.isEmpty, let period = q.period {
                 guard let currency = q.currency, Int64(Date().timeIntervalSince1970) < period.end else { return .notFound }
                 let why = "no sale of \(q.transactionRef) is known within this order's billing period (\(period)) yet"
-                return .found(Snapshot(provider: .paypal, transactionRef: q.transactionRef, merchant: nil, site: nil, reportsMerchant: false,
-                                       intent: .purchase, currency: currency, value: 0, authorised: 0, captured: 0, refunded: 0,
-                                       state: .pending, rawState: "no sale in this period yet", createdAt: period.start,
-                                       capabilities: .unknown(why), method: "paypal"))
+                return .found(
+                    Snapshot(
+                        provider: .paypal, transactionRef: q.transactionRef, merchant: nil, site: nil, reportsMerchant: false,
+                        intent: .purchase, currency: currency, value: 0, authorised: 0, captured: 0, refunded: 0,
+                        state: .pending, rawState: "no sale in this period yet", createdAt: period.start,
+                        capabilities: .unknown(why), method: "paypal"))
             }
             if sales.isEmpty {
                 switch await client.order(q.transactionRef) {
                 case .found(let o): order = o
                 case let other: return other.failure(as: Snapshot.self)!
                 }
-            } else { order = nil }
+            } else {
+                order = nil
+            }
             // The payments a dispute of this transaction names: its captures, or its sales.
             let payments = Set(order.map(Self.captureIDs) ?? sales.compactMap { $0["id"]?.stringValue })
             var disputes: [JSONValue] = []
             var unreadable: [(dispute: String, capture: String)] = []
+            if let failure = await readDisputes(of: q, payments: payments, client: client, into: &disputes, unreadable: &unreadable) {
+                return failure
+            }
+            if let order {
+                return ProviderOutcome<JSONValue>.found(order).mapped {
+                    try PayPalMapping.snapshot(order: $0, disputes: disputes, links: q.links, unreadableDisputes: unreadable)
+                }
+            }
+            return ProviderOutcome<JSONValue>.found(.array(sales)).mapped { _ in
+                try Self.saleSnapshot(q, sales: sales, disputes: disputes, unreadable: unreadable)
+            }
+        }
+
+        /// The disputes of `q`'s links that name one of `payments`, as PayPal shows them, into `disputes`; those PayPal
+        /// refuses to show (403) into `unreadable`. The failure to answer with, or nil when every one was asked.
+        func readDisputes(
+            of q: TransactionQuery, payments: Set<String>, client: PayPalClient,
+            into disputes: inout [JSONValue], unreadable: inout [(dispute: String, capture: String)]
+        ) async -> ProviderOutcome<Snapshot>? {
             var asked = Set<String>()
             for link in q.links where link.kind == .dispute && payments.contains(link.parentExternalID ?? "") {
                 guard asked.insert(link.externalID).inserted else { continue }
@@ -445,30 +514,35 @@ public enum PayPalProvider {
                     // is a hint, and a forged one naming a real dispute of another payment would hold this one's refunds.
                     let named = (d["disputed_transactions"]?.arrayValue ?? []).compactMap { $0["seller_transaction_id"]?.stringValue }
                     if named.contains(where: payments.contains) { disputes.append(d) }
-                case .notFound: continue   // PayPal no longer has it: nothing under dispute
+                case .notFound: continue  // PayPal no longer has it: nothing under dispute
                 case .permanent(.refused(403, _)): unreadable.append((link.externalID, link.parentExternalID ?? ""))
                 case let other: return other.failure(as: Snapshot.self)!
                 }
             }
-            if let order {
-                return ProviderOutcome<JSONValue>.found(order).mapped {
-                    try PayPalMapping.snapshot(order: $0, disputes: disputes, links: q.links, unreadableDisputes: unreadable)
-                }
-            }
-            return ProviderOutcome<JSONValue>.found(.array(sales)).mapped { _ in
-                var snapshot = try PayPalSaleMapping.snapshot(sales: sales, refunds: q.links, transactionRef: q.transactionRef, disputes: disputes,
-                                                              unreadableDisputes: unreadable)
-                // A renewal made within hours of a period given as dates (00:00 UTC) may be the next or the last cycle's for
-                // a merchant away from UTC: no refund is taken from the order's sales on that guess.
-                if let period = q.period, let doubtful = sales.first(where: { sale in
+            return nil
+        }
+
+        /// The snapshot of a transaction paid by v1 sales: no refund is taken from them when one falls near a boundary
+        /// of a billing period given as dates.
+        static func saleSnapshot(
+            _ q: TransactionQuery, sales: [JSONValue], disputes: [JSONValue], unreadable: [(dispute: String, capture: String)]
+        ) throws(ProviderMappingError) -> Snapshot {
+            var snapshot = try PayPalSaleMapping.snapshot(
+                sales: sales, refunds: q.links, transactionRef: q.transactionRef, disputes: disputes,
+                unreadableDisputes: unreadable)
+            // A renewal made within hours of a period given as dates (00:00 UTC) may be the next or the last cycle's for
+            // a merchant away from UTC: no refund is taken from the order's sales on that guess.
+            if let period = q.period,
+                let doubtful = sales.first(where: { sale in
                     sale["create_time"]?.stringValue.flatMap(ISO8601.unixSeconds(from:)).map(period.nearADateBoundary) ?? false
-                }) {
-                    snapshot.capabilities.refund = .denied("PayPal sale \(doubtful["id"]?.stringValue ?? "?") was made within 14 hours of a "
+                })
+            {
+                snapshot.capabilities.refund = .denied(
+                    "PayPal sale \(doubtful["id"]?.stringValue ?? "?") was made within 14 hours of a "
                         + "boundary of this order's billing period, given as dates (read as 00:00 UTC): which cycle it pays depends on the "
                         + "merchant's time zone. Give period_start and period_end with a time and zone (2026-01-01T00:00:00+10:00)")
-                }
-                return snapshot
             }
+            return snapshot
         }
 
         /// The capture ids of an Orders v2 answer, over every purchase unit.
@@ -485,7 +559,7 @@ public enum PayPalProvider {
                 return ActionCallResult(.permanent(.notSent("no PayPal authorization or capture id recorded for this action")))
             }
             if call.kind != .void, let refusal = PayPalCurrencies.refusal(call.amount.minorUnits, call.amount.currency) {
-                return ActionCallResult(.permanent(.notSent(refusal)))   // never sent: PayPal would refuse it
+                return ActionCallResult(.permanent(.notSent(refusal)))  // never sent: PayPal would refuse it
             }
             let requestID = call.idempotencyKey(limit: PayPalProvider.requestIDLimit)
             let sources = call.snapshot?.capabilities.captureSources ?? []
@@ -495,40 +569,57 @@ public enum PayPalProvider {
             case .void where !sources.isEmpty:
                 return await voidEach(call, of: sources, client: client)
             case .capture:
-                return ActionCallResult(await client.captureAuthorization(target, amount: call.amount, final: call.isFinal, requestID: requestID)
-                    .map { $0["id"]?.stringValue ?? target })
+                return ActionCallResult(
+                    await client.captureAuthorization(target, amount: call.amount, final: call.isFinal, requestID: requestID)
+                        .map { $0["id"]?.stringValue ?? target })
             case .void:
-                return ActionCallResult(await client.voidAuthorization(target, requestID: requestID).map { $0["id"]?.stringValue ?? target })
+                return ActionCallResult(
+                    await client.voidAuthorization(target, requestID: requestID).map { $0["id"]?.stringValue ?? target })
             case .refund:
                 guard call.links.contains(where: { $0.kind == .sale && $0.externalID == target }) else {
-                    // The refund is recorded as payrecon's own, so it is always R, whatever note it carries; it carries its
-                    // request id as custom_id, so a re-fetch tells which refund this call made.
-                    let result = await client.refundCapture(target, amount: call.amount, requestID: requestID, customID: requestID)
-                    guard case .found(let answer) = result, let id = answer["id"]?.stringValue else {
-                        return ActionCallResult(result.map { $0["id"]?.stringValue ?? target })
-                    }
-                    // A refund answered FAILED or CANCELLED (a repeated request id gets the first request's latest status)
-                    // moved nothing: refused, not done.
-                    if let status = answer["status"]?.stringValue, status == "FAILED" || status == "CANCELLED" {
-                        return ActionCallResult(.permanent(.declined("PayPal answered refund \(id) \(status)")))
-                    }
-                    return ActionCallResult(.found(id), links: [Self.ownRefund(answer, id: id, capture: target, orderID: call.order.orderID,
-                                                                               actionID: call.actionID, sent: call.amount)])
+                    return await captureRefund(call, target: target, requestID: requestID, client: client)
                 }
                 // A v1 sale refund: the request id within v1's 78 characters, and the refund recorded from the answer,
                 // so R counts it before (or without) its PAYMENT.SALE.REFUNDED webhook.
-                let result = await client.refundSale(target, amount: call.amount, requestID: call.idempotencyKey(limit: PayPalProvider.v1RequestIDLimit))
+                let result = await client.refundSale(
+                    target, amount: call.amount, requestID: call.idempotencyKey(limit: PayPalProvider.v1RequestIDLimit))
                 guard case .found(let answer) = result, let id = answer["id"]?.stringValue else {
                     return ActionCallResult(result.map { $0["id"]?.stringValue ?? target })
                 }
                 // What moved is what PayPal's answer states (its amount.total), not what was asked.
-                let moved = (try? PayPalSaleMapping.amount(answer["amount"]?["total"], "amount.total", call.amount.currency)) ?? call.amount.minorUnits
-                let refund = TransactionLink(externalID: id, parentExternalID: target, orderID: call.order.orderID, kind: .refund,
-                                             amount: moved, currency: call.amount.currency.code,
-                                             state: answer["state"]?.stringValue ?? "completed", source: .payrecon, actionID: call.actionID)
+                let moved =
+                    (try? PayPalSaleMapping.amount(answer["amount"]?["total"], "amount.total", call.amount.currency))
+                    ?? call.amount.minorUnits
+                let refund = TransactionLink(
+                    externalID: id, parentExternalID: target, orderID: call.order.orderID, kind: .refund,
+                    amount: moved, currency: call.amount.currency.code,
+                    state: answer["state"]?.stringValue ?? "completed", source: .payrecon, actionID: call.actionID)
                 return ActionCallResult(.found(id), links: [refund])
             case .increment: return ActionCallResult(.permanent(.notSent("PayPal has no incremental authorization")))
             }
+        }
+
+        /// A refund of an Orders v2 capture, recorded from PayPal's answer as payrecon's own; one answered FAILED or
+        /// CANCELLED is declined.
+        func captureRefund(_ call: ActionCall, target: String, requestID: String, client: PayPalClient) async -> ActionCallResult {
+            // The refund is recorded as payrecon's own, so it is always R, whatever note it carries; it carries its
+            // request id as custom_id, so a re-fetch tells which refund this call made.
+            let result = await client.refundCapture(target, amount: call.amount, requestID: requestID, customID: requestID)
+            guard case .found(let answer) = result, let id = answer["id"]?.stringValue else {
+                return ActionCallResult(result.map { $0["id"]?.stringValue ?? target })
+            }
+            // A refund answered FAILED or CANCELLED (a repeated request id gets the first request's latest status)
+            // moved nothing: refused, not done.
+            if let status = answer["status"]?.stringValue, status == "FAILED" || status == "CANCELLED" {
+                return ActionCallResult(.permanent(.declined("PayPal answered refund \(id) \(status)")))
+            }
+            return ActionCallResult(
+                .found(id),
+                links: [
+                    Self.ownRefund(
+                        answer, id: id, capture: target, orderID: call.order.orderID,
+                        actionID: call.actionID, sent: call.amount)
+                ])
         }
 
         /// A PayPal order of several purchase units authorises each unit separately: the capture takes from each open
@@ -540,7 +631,8 @@ public enum PayPalProvider {
             // Refused before any capture when the authorizations cannot hold it all: nothing is sent.
             let room = sources.reduce(Int64(0)) { $0 + max(0, $1.amount - $1.refunded) }
             guard room >= left else {
-                return ActionCallResult(.permanent(.notSent("the order's authorizations hold \(room) of the \(left) minor units to capture")))
+                return ActionCallResult(
+                    .permanent(.notSent("the order's authorizations hold \(room) of the \(left) minor units to capture")))
             }
             var refs: [String] = []
             for source in sources where left > 0 {
@@ -548,11 +640,13 @@ public enum PayPalProvider {
                 guard room > 0 else { continue }
                 let take = min(room, left)
                 left -= take
-                let key = ActionCall(actionID: call.actionID, kind: call.kind, amount: call.amount, target: call.target, providerTarget: source.id,
-                                     idempotencyKey: call.idempotencyKey + ":" + source.id, order: call.order, snapshot: nil)
-                let outcome = await client.captureAuthorization(source.id, amount: Money(minorUnits: take, currency: call.amount.currency),
-                                                                final: take == room || (left == 0 && call.isFinal),
-                                                                requestID: key.idempotencyKey(limit: PayPalProvider.requestIDLimit))
+                let key = ActionCall(
+                    actionID: call.actionID, kind: call.kind, amount: call.amount, target: call.target, providerTarget: source.id,
+                    idempotencyKey: call.idempotencyKey + ":" + source.id, order: call.order, snapshot: nil)
+                let outcome = await client.captureAuthorization(
+                    source.id, amount: Money(minorUnits: take, currency: call.amount.currency),
+                    final: take == room || (left == 0 && call.isFinal),
+                    requestID: key.idempotencyKey(limit: PayPalProvider.requestIDLimit))
                 guard case .found(let answer) = outcome else {
                     return ActionCallResult(Self.stopped(outcome.map { _ in "" }, after: refs))
                 }
@@ -580,8 +674,9 @@ public enum PayPalProvider {
         func voidEach(_ call: ActionCall, of sources: [RefundSource], client: PayPalClient) async -> ActionCallResult {
             var refs: [String] = []
             for source in sources where source.refunded == 0 {
-                let key = ActionCall(actionID: call.actionID, kind: call.kind, amount: call.amount, target: call.target, providerTarget: source.id,
-                                     idempotencyKey: call.idempotencyKey + ":" + source.id, order: call.order, snapshot: nil)
+                let key = ActionCall(
+                    actionID: call.actionID, kind: call.kind, amount: call.amount, target: call.target, providerTarget: source.id,
+                    idempotencyKey: call.idempotencyKey + ":" + source.id, order: call.order, snapshot: nil)
                 let outcome = await client.voidAuthorization(source.id, requestID: key.idempotencyKey(limit: PayPalProvider.requestIDLimit))
                 guard case .found = outcome else { return ActionCallResult(outcome.map { _ in "" }) }
                 refs.append(source.id)
@@ -596,7 +691,10 @@ public enum PayPalProvider {
 /// Through libcurl (`CurlHTTPClient`), as every other provider call.
 public struct HTTPCertificateSource: CertificateSource {
     let client: any HTTPSending
-    public init(client: any HTTPSending = CurlHTTPClient(configuration: .init(timeoutSeconds: 5, maxConcurrentRequests: 4, maxResponseBytes: 64 * 1024))) {
+    public init(
+        client: any HTTPSending = CurlHTTPClient(
+            configuration: .init(timeoutSeconds: 5, maxConcurrentRequests: 4, maxResponseBytes: 64 * 1024))
+    ) {
         self.client = client
     }
     public func pem(for url: String) throws -> [UInt8] {

@@ -17,8 +17,10 @@ public enum PayPalSaleMapping {
 
     /// `unreadableDisputes`: disputes PayPal refused to show (403), with the sale each names: that sale's refunds
     /// are held as if disputed.
-    public static func snapshot(sales: [JSONValue], refunds: [TransactionLink], transactionRef: String,
-                                disputes: [JSONValue] = [], unreadableDisputes: [(dispute: String, capture: String)] = []) throws(ProviderMappingError) -> Snapshot {
+    public static func snapshot(
+        sales: [JSONValue], refunds: [TransactionLink], transactionRef: String,
+        disputes: [JSONValue] = [], unreadableDisputes: [(dispute: String, capture: String)] = []
+    ) throws(ProviderMappingError) -> Snapshot {
         let r = reader
         guard let first = sales.first else { throw r.fail("(answer)", nil, "no sale to map") }
         // (`first` only gives the currency every sale must share.)
@@ -26,15 +28,17 @@ public enum PayPalSaleMapping {
         // Oldest first (then by id), so refunds take from the sales in the order they were made, whatever order the
         // events that named them arrived in.
         let ordered = sales.sorted { a, b in
-            let ta = a["create_time"]?.stringValue.flatMap { ISO8601.unixSeconds(from: $0) } ?? 0, tb = b["create_time"]?.stringValue.flatMap { ISO8601.unixSeconds(from: $0) } ?? 0
+            let ta = a["create_time"]?.stringValue.flatMap { ISO8601.unixSeconds(from: $0) } ?? 0,
+                tb = b["create_time"]?.stringValue.flatMap { ISO8601.unixSeconds(from: $0) } ?? 0
             return ta != tb ? ta < tb : (a["id"]?.stringValue ?? "") < (b["id"]?.stringValue ?? "")
         }
         var t = Totals()
         // A sale PayPal shows refunded is a chargeback (V) only when a dispute PayPal's disputes API shows resolved in
         // the buyer's favour names it; a PAYMENT.SALE.REVERSED event alone decides nothing (a body is a hint).
-        let lostToBuyer = Set(disputes.filter(Self.resolvedForBuyer).flatMap { d in
-            (d["disputed_transactions"]?.arrayValue ?? []).compactMap { $0["seller_transaction_id"]?.stringValue }
-        })
+        let lostToBuyer = Set(
+            disputes.filter(Self.resolvedForBuyer).flatMap { d in
+                (d["disputed_transactions"]?.arrayValue ?? []).compactMap { $0["seller_transaction_id"]?.stringValue }
+            })
         for sale in ordered { try add(sale, refunds: refunds, lostToBuyer: lostToBuyer, currency: currency, to: &t) }
         let (state, rawState) = t.state
 
@@ -43,22 +47,27 @@ public enum PayPalSaleMapping {
         let capabilities = Capabilities(
             capture: .denied(noAuthorization + "capture"), void: .denied(noAuthorization + "void"),
             increment: .unsupported("paypal does not support incremental authorisation"),
-            refund: t.unaccounted.isEmpty ? .spread(t.sources, sources: "PayPal sales")
-                : .denied("PayPal shows sale \(t.unaccounted.joined(separator: ", ")) partially refunded by refunds payrecon does not know "
-                          + "(no PAYMENT.SALE.REFUNDED event and none it made): what is left to refund cannot be known"),
+            refund: t.unaccounted.isEmpty
+                ? .spread(t.sources, sources: "PayPal sales")
+                : .denied(
+                    "PayPal shows sale \(t.unaccounted.joined(separator: ", ")) partially refunded by refunds payrecon does not know "
+                        + "(no PAYMENT.SALE.REFUNDED event and none it made): what is left to refund cannot be known"),
             amountUnit: unit,
             amountUnitNote: unit > 1 ? "PayPal takes \(currency.code) without decimals" : nil)
         let (D, notes) = try disputeHold(disputes, unreadable: unreadableDisputes, sales: ordered, currency: currency)
-        var snapshot = Snapshot(provider: .paypal, transactionRef: transactionRef, merchant: nil, site: nil, reportsMerchant: false,
-                                intent: .purchase, currency: currency, value: t.C, authorised: t.C, captured: t.C, refunded: t.R, state: state,
-                                rawState: rawState, createdAt: t.createdAt, capabilities: capabilities, method: "paypal", reversed: t.V,
-                                disputed: D)
+        var snapshot = Snapshot(
+            provider: .paypal, transactionRef: transactionRef, merchant: nil, site: nil, reportsMerchant: false,
+            intent: .purchase, currency: currency, value: t.C, authorised: t.C, captured: t.C, refunded: t.R, state: state,
+            rawState: rawState, createdAt: t.createdAt, capabilities: capabilities, method: "paypal", reversed: t.V,
+            disputed: D)
         snapshot.notes = notes
         snapshot.refundPending = t.pendingRefund
         // The refunds events named (a v1 sale's answer lists none): their amounts, fees unknown.
         var seen = Set<String>()
-        for link in refunds where link.kind == .refund && seen.insert(link.externalID).inserted
-            && ordered.contains(where: { $0["id"]?.stringValue == link.parentExternalID }) {
+        for link in refunds
+        where link.kind == .refund && seen.insert(link.externalID).inserted
+            && ordered.contains(where: { $0["id"]?.stringValue == link.parentExternalID })
+        {
             if let amount = link.amount, amount > 0 {
                 t.movements.append(Movement(id: link.externalID, kind: .refund, at: nil, currency: currency, gross: amount))
             }
@@ -82,12 +91,19 @@ public enum PayPalSaleMapping {
         var state: (TransactionState, String) {
             var raw = states.count == 1 ? states[0] : states.joined(separator: ",")
             let state: TransactionState
-            if states.allSatisfy({ $0 == "denied" }) { state = .failed }
-            else if C == 0, let pendingRaw { state = .pending; raw = pendingRaw }
-            else if C > 0 && R >= C { state = .refunded }
-            else if R > 0 { state = .partiallyRefunded }
-            else if C > 0 { state = .captured }
-            else { state = .failed }
+            if states.allSatisfy({ $0 == "denied" }) {
+                state = .failed
+            } else if C == 0, let pendingRaw {
+                state = .pending; raw = pendingRaw
+            } else if C > 0 && R >= C {
+                state = .refunded
+            } else if R > 0 {
+                state = .partiallyRefunded
+            } else if C > 0 {
+                state = .captured
+            } else {
+                state = .failed
+            }
             return (state, pendingRefund ? raw + "/refund_pending" : raw)
         }
     }
@@ -98,15 +114,19 @@ public enum PayPalSaleMapping {
         d["status"]?.stringValue == "RESOLVED" && d["dispute_outcome"]?["outcome_code"]?.stringValue == "RESOLVED_BUYER_FAVOUR"
     }
 
-    static func add(_ sale: JSONValue, refunds: [TransactionLink], lostToBuyer: Set<String>, currency: Currency,
-                    to t: inout Totals) throws(ProviderMappingError) {
+    static func add(
+        _ sale: JSONValue, refunds: [TransactionLink], lostToBuyer: Set<String>, currency: Currency,
+        to t: inout Totals
+    ) throws(ProviderMappingError) {
         let r = reader
         let id = try r.string(sale["id"], "sale.id")
         let f = "sale \(id)"
         let state = try r.string(sale["state"], "\(f).state")
         guard Self.states.contains(state) else { throw r.fail("\(f).state", sale["state"], "unknown sale state") }
         let code = try r.string(sale["amount"]?["currency"], "\(f).amount.currency")
-        guard code == currency.code else { throw r.fail("\(f).amount.currency", sale["amount"]?["currency"], "differs from \(currency.code)") }
+        guard code == currency.code else {
+            throw r.fail("\(f).amount.currency", sale["amount"]?["currency"], "differs from \(currency.code)")
+        }
         let total = try amount(sale["amount"]?["total"], "\(f).amount.total", currency)
         if let at = try r.timestamp(sale["create_time"], "\(f).create_time") { t.createdAt = min(t.createdAt ?? at, at) }
         t.states.append(state)
@@ -138,7 +158,7 @@ public enum PayPalSaleMapping {
             // PayPal says part is refunded but payrecon knows of no refund: never a refund planned blind.
             if refunded == 0 { t.unaccounted.append(id) }
         case "reversed": t.C = try add(t.C, total); t.V = try add(t.V, total)
-        default: break   // denied
+        default: break  // denied
         }
         t.R = try add(t.R, refunded)
         if state == "completed" || state == "partially_refunded", total > refunded {
@@ -153,16 +173,21 @@ public enum PayPalSaleMapping {
         var fee: Int64?
         if let tf = sale["transaction_fee"], !tf.isNull {
             let feeCode = try r.string(tf["currency"], "\(f).transaction_fee.currency")
-            guard feeCode == currency.code else { throw r.fail("\(f).transaction_fee.currency", tf["currency"], "differs from \(currency.code)") }
+            guard feeCode == currency.code else {
+                throw r.fail("\(f).transaction_fee.currency", tf["currency"], "differs from \(currency.code)")
+            }
             fee = try amount(tf["value"], "\(f).transaction_fee.value", currency)
         }
-        return Movement(id: id, kind: .capture, at: try r.timestamp(sale["create_time"], "\(f).create_time"), currency: currency,
-                        gross: total, fee: fee, net: Movement.net(gross: total, fee: fee, stated: nil))
+        return Movement(
+            id: id, kind: .capture, at: try r.timestamp(sale["create_time"], "\(f).create_time"), currency: currency,
+            gross: total, fee: fee, net: Movement.net(gross: total, fee: fee, stated: nil))
     }
 
     /// D, and a note for each dispute PayPal refused to show: its sale's refunds are held as if disputed.
-    static func disputeHold(_ disputes: [JSONValue], unreadable: [(dispute: String, capture: String)], sales: [JSONValue],
-                            currency: Currency) throws(ProviderMappingError) -> (Int64, [String]) {
+    static func disputeHold(
+        _ disputes: [JSONValue], unreadable: [(dispute: String, capture: String)], sales: [JSONValue],
+        currency: Currency
+    ) throws(ProviderMappingError) -> (Int64, [String]) {
         var D = try PayPalMapping.disputed(disputes, currency: currency)
         var notes: [String] = []
         for (dispute, saleID) in unreadable {
@@ -171,8 +196,9 @@ public enum PayPalSaleMapping {
                 held = try amount(sale["amount"]?["total"], "sale \(saleID).amount.total", currency)
             }
             D = try add(D, held)
-            notes.append("dispute \(dispute) on sale \(saleID) could not be read: PayPal answered 403; give the app the disputes "
-                         + "permission (https://uri.paypal.com/services/disputes/read-seller), meanwhile its refunds are held")
+            notes.append(
+                "dispute \(dispute) on sale \(saleID) could not be read: PayPal answered 403; give the app the disputes "
+                    + "permission (https://uri.paypal.com/services/disputes/read-seller), meanwhile its refunds are held")
         }
         return (D, notes)
     }
@@ -194,7 +220,9 @@ public enum PayPalSaleMapping {
     /// A v1 amount string (`"20.00"`) in PayPal's decimals for the currency → ISO minor units.
     public static func amount(_ v: JSONValue?, _ field: String, _ currency: Currency) throws(ProviderMappingError) -> Int64 {
         let units = try reader.amount(v, field, exponent: PayPalCurrencies.exponent(currency))
-        guard let minor = PayPalCurrencies.isoMinorUnits(units, currency) else { throw reader.fail(field, v, "does not fit in 64-bit minor units") }
+        guard let minor = PayPalCurrencies.isoMinorUnits(units, currency) else {
+            throw reader.fail(field, v, "does not fit in 64-bit minor units")
+        }
         return minor
     }
 

@@ -62,7 +62,9 @@ extension PayPalSettlementReport {
                 let type = Self.trimmed(fields[0])
                 if let h = held { held = nil; ready = try release(h, last: false) }
                 if type == "SB" {
-                    guard columnCount > 0 else { throw SettlementReportError(line: lineNumber, "a body row (SB) before the column names (CH)") }
+                    guard columnCount > 0 else {
+                        throw SettlementReportError(line: lineNumber, "a body row (SB) before the column names (CH)")
+                    }
                     held = (fields, lineNumber)
                 } else {
                     try header(type, fields, lineNumber)
@@ -79,7 +81,8 @@ extension PayPalSettlementReport {
         private mutating func release(_ h: (fields: [[UInt8]], line: Int), last: Bool) throws -> SettlementLine? {
             if h.fields.count < columnCount {
                 if last {
-                    throw SettlementReportError(line: h.line, "the file ends inside this row (\(h.fields.count) of \(columnCount) fields): it was cut short")
+                    throw SettlementReportError(
+                        line: h.line, "the file ends inside this row (\(h.fields.count) of \(columnCount) fields): it was cut short")
                 }
                 throw SettlementReportError(line: h.line, "\(h.fields.count) fields where the column names (CH) give \(columnCount)")
             }
@@ -123,44 +126,14 @@ extension PayPalSettlementReport {
                 if fields.count > 3, let account = try account(fields, line, "SH") { summary.account = account }
                 if summary.day == nil, let start = summary.periodStart { summary.day = UnixTime.date(UnixTime.split(start).days) }
             case "CH":
-                columns = [:]
-                for (i, raw) in fields.enumerated() where i > 0 {
-                    columns[Self.normalized(String(decoding: raw, as: UTF8.self))] = i
-                }
-                columnCount = fields.count
-                at = Columns()
-                func need(_ name: String) throws -> Int {
-                    guard let i = columns[Self.normalized(name)] else {
-                        throw SettlementReportError(line: line, "the column names (CH) have no \"\(name)\"")
-                    }
-                    return i
-                }
-                at.transactionID = try need("Transaction ID")
-                at.eventCode = try need("Transaction Event Code")
-                at.direction = try need("Transaction Debit or Credit")
-                at.gross = try need("Gross Transaction Amount")
-                at.currency = try need("Gross Transaction Currency")
-                func optional(_ name: String) -> Int { columns[Self.normalized(name)] ?? -1 }
-                at.feeDirection = optional("Fee Debit or Credit"); at.fee = optional("Fee Amount"); at.feeCurrency = optional("Fee Currency")
-                at.reference = optional("PayPal Reference ID"); at.referenceType = optional("PayPal Reference ID Type")
-                at.invoice = optional("Invoice ID"); at.custom = optional("Custom Field")
-                at.initiated = optional("Transaction Initiation Date"); at.completed = optional("Transaction Completion Date")
-                at.status = optional("Transactional Status")
+                try readColumns(fields, line)
             case "SC":
                 if let n = Int(text(fields, 1)), n != sectionRows {
                     problem("line \(line): its section count (SC) says \(n) rows, the section has \(sectionRows)")
                 }
                 inSection = false
             case "SF":
-                // SF, currency, total gross credits, total gross debits, total fee credits, total fee debits, …
-                let currency = text(fields, 1)
-                let got = sectionTotals[currency] ?? [0, 0, 0, 0]
-                let names = ["gross credits", "gross debits", "fee credits", "fee debits"]
-                for (k, name) in names.enumerated() where fields.count > 2 + k {
-                    if let said = Int64(text(fields, 2 + k)), said != got[k] {
-                        problem("line \(line): its section footer (SF) gives \(currency) \(name) of \(said) hundredths, its rows add up to \(got[k])")
-                    }
-                }
+                checkSectionFooter(fields, line)
             case "RC":
                 // A report of over a million rows comes in several files, and only the last has RC, counting all of
                 // them: it is checked when this file is the report's first (so its only) one.
@@ -176,7 +149,51 @@ extension PayPalSettlementReport {
                     problem("line \(line): its file footer (FF) says \(n) rows, the file has \(summary.bodyRows)")
                 }
             default:
-                throw SettlementReportError(line: line, "\"\(type.prefix(20))\" is not a row type of a PayPal report (RH, FH, SH, CH, SB, SF, SC, RF, RC, FF)")
+                throw SettlementReportError(
+                    line: line, "\"\(type.prefix(20))\" is not a row type of a PayPal report (RH, FH, SH, CH, SB, SF, SC, RF, RC, FF)")
+            }
+        }
+
+        /// The column names (CH), read into where each field is: a report without one of the columns a line needs is refused.
+        private mutating func readColumns(_ fields: [[UInt8]], _ line: Int) throws {
+            columns = [:]
+            for (i, raw) in fields.enumerated() where i > 0 {
+                columns[Self.normalized(String(decoding: raw, as: UTF8.self))] = i
+            }
+            columnCount = fields.count
+            at = Columns()
+            func need(_ name: String) throws -> Int {
+                guard let i = columns[Self.normalized(name)] else {
+                    throw SettlementReportError(line: line, "the column names (CH) have no \"\(name)\"")
+                }
+                return i
+            }
+            at.transactionID = try need("Transaction ID")
+            at.eventCode = try need("Transaction Event Code")
+            at.direction = try need("Transaction Debit or Credit")
+            at.gross = try need("Gross Transaction Amount")
+            at.currency = try need("Gross Transaction Currency")
+            func optional(_ name: String) -> Int { columns[Self.normalized(name)] ?? -1 }
+            at.feeDirection = optional("Fee Debit or Credit"); at.fee = optional("Fee Amount");
+            at.feeCurrency = optional("Fee Currency")
+            at.reference = optional("PayPal Reference ID"); at.referenceType = optional("PayPal Reference ID Type")
+            at.invoice = optional("Invoice ID"); at.custom = optional("Custom Field")
+            at.initiated = optional("Transaction Initiation Date"); at.completed = optional("Transaction Completion Date")
+            at.status = optional("Transactional Status")
+        }
+
+        /// A section footer (SF) checked against the section's rows: a total that differs is a problem, not a refusal.
+        private mutating func checkSectionFooter(_ fields: [[UInt8]], _ line: Int) {
+            // SF, currency, total gross credits, total gross debits, total fee credits, total fee debits, …
+            let currency = text(fields, 1)
+            let got = sectionTotals[currency] ?? [0, 0, 0, 0]
+            let names = ["gross credits", "gross debits", "fee credits", "fee debits"]
+            for (k, name) in names.enumerated() where fields.count > 2 + k {
+                if let said = Int64(text(fields, 2 + k)), said != got[k] {
+                    problem(
+                        "line \(line): its section footer (SF) gives \(currency) \(name) of \(said) hundredths, its rows add up to \(got[k])"
+                    )
+                }
             }
         }
 
@@ -193,8 +210,12 @@ extension PayPalSettlementReport {
         /// identifiers are held to.
         private func account(_ fields: [[UInt8]], _ line: Int, _ row: String) throws -> String? {
             guard let account = nonEmpty(text(fields, 3)) else { return nil }
-            guard !account.utf8.contains(0) else { throw SettlementReportError(line: line, "the account of its header (\(row)) holds a NUL byte") }
-            guard account.utf8.count <= 255 else { throw SettlementReportError(line: line, "the account of its header (\(row)) is longer than 255 bytes") }
+            guard !account.utf8.contains(0) else {
+                throw SettlementReportError(line: line, "the account of its header (\(row)) holds a NUL byte")
+            }
+            guard account.utf8.count <= 255 else {
+                throw SettlementReportError(line: line, "the account of its header (\(row)) is longer than 255 bytes")
+            }
             return account
         }
 
@@ -203,10 +224,12 @@ extension PayPalSettlementReport {
         mutating func finish() throws -> SettlementReportSummary {
             let end = lastLine == 0 ? "it is empty" : "it stops after line \(lastLine)"
             if fileSequence != nil && !sawFileFooter {
-                throw SettlementReportError(line: lastLine, "the file header (FH, line \(fileHeaderLine)) has no file footer (FF): \(end), cut short")
+                throw SettlementReportError(
+                    line: lastLine, "the file header (FH, line \(fileHeaderLine)) has no file footer (FF): \(end), cut short")
             }
             if fileSequence == nil && sawReportHeader && !sawReportFooter {
-                throw SettlementReportError(line: lastLine, "the report header (RH, line \(reportHeaderLine)) has no report footer (RF): \(end), cut short")
+                throw SettlementReportError(
+                    line: lastLine, "the report header (RH, line \(reportHeaderLine)) has no report footer (RF): \(end), cut short")
             }
             if inSection {
                 problem("its last section has no section count (SC)")
@@ -226,32 +249,42 @@ extension PayPalSettlementReport {
             // No Transaction ID: an account row (a transfer, a withdrawal), the account's own and no transaction's.
             let id = text(f, at.transactionID)
             let code = try required(at.eventCode, "Transaction Event Code")
-            for (i, name) in [(at.transactionID, "Transaction ID"), (at.eventCode, "Transaction Event Code"), (at.reference, "PayPal Reference ID"),
-                              (at.referenceType, "PayPal Reference ID Type"), (at.invoice, "Invoice ID"), (at.custom, "Custom Field")] where i >= 0 {
+            for (i, name) in [
+                (at.transactionID, "Transaction ID"), (at.eventCode, "Transaction Event Code"), (at.reference, "PayPal Reference ID"),
+                (at.referenceType, "PayPal Reference ID Type"), (at.invoice, "Invoice ID"), (at.custom, "Custom Field")
+            ] where i >= 0 {
                 let v = text(f, i)
                 guard !v.utf8.contains(0) else { throw SettlementReportError(line: lineNumber, "\(name) holds a NUL byte") }
                 guard v.utf8.count <= 255 else { throw SettlementReportError(line: lineNumber, "\(name) is longer than 255 bytes") }
             }
-            guard let direction = SettlementLine.Direction(rawValue: try required(at.direction, "Transaction Debit or Credit").uppercased()) else {
-                throw SettlementReportError(line: lineNumber, "Transaction Debit or Credit is \"\(text(f, at.direction).prefix(20))\", not CR or DR")
+            guard let direction = SettlementLine.Direction(rawValue: try required(at.direction, "Transaction Debit or Credit").uppercased())
+            else {
+                throw SettlementReportError(
+                    line: lineNumber, "Transaction Debit or Credit is \"\(text(f, at.direction).prefix(20))\", not CR or DR")
             }
-            let currency = try self.currency(try required(at.currency, "Gross Transaction Currency"), lineNumber, "Gross Transaction Currency")
+            let currency = try self.currency(
+                try required(at.currency, "Gross Transaction Currency"), lineNumber, "Gross Transaction Currency")
             guard let grossHundredths = try hundredths(f, at.gross, lineNumber, "Gross Transaction Amount") else {
                 throw SettlementReportError(line: lineNumber, "Gross Transaction Amount is empty")
             }
             guard let gross = minorUnits(hundredths: grossHundredths, currency) else {
-                throw SettlementReportError(line: lineNumber, "Gross Transaction Amount \(grossHundredths) hundredths is not a whole amount of \(currency.code)")
+                throw SettlementReportError(
+                    line: lineNumber, "Gross Transaction Amount \(grossHundredths) hundredths is not a whole amount of \(currency.code)")
             }
-            var out = SettlementLine(transactionID: id, eventCode: code, direction: direction, role: id.isEmpty ? .other : role(eventCode: code),
-                                     referenceID: nonEmpty(text(f, at.reference)), referenceType: nonEmpty(text(f, at.referenceType)),
-                                     invoiceID: nonEmpty(text(f, at.invoice)), customField: nonEmpty(text(f, at.custom)),
-                                     initiatedAt: timestamp(text(f, at.initiated)), completedAt: timestamp(text(f, at.completed)),
-                                     currency: currency, gross: gross, line: lineNumber)
+            var out = SettlementLine(
+                transactionID: id, eventCode: code, direction: direction, role: id.isEmpty ? .other : role(eventCode: code),
+                referenceID: nonEmpty(text(f, at.reference)), referenceType: nonEmpty(text(f, at.referenceType)),
+                invoiceID: nonEmpty(text(f, at.invoice)), customField: nonEmpty(text(f, at.custom)),
+                initiatedAt: timestamp(text(f, at.initiated)), completedAt: timestamp(text(f, at.completed)),
+                currency: currency, gross: gross, line: lineNumber)
             out.row = SettlementLine.rowText(f)
             if let feeHundredths = try hundredths(f, at.fee, lineNumber, "Fee Amount") {
-                let feeCurrency = nonEmpty(text(f, at.feeCurrency)).map { code in (try? self.currency(code, lineNumber, "Fee Currency")) ?? currency } ?? currency
+                let feeCurrency =
+                    nonEmpty(text(f, at.feeCurrency)).map { code in (try? self.currency(code, lineNumber, "Fee Currency")) ?? currency }
+                    ?? currency
                 guard let fee = minorUnits(hundredths: feeHundredths, feeCurrency) else {
-                    throw SettlementReportError(line: lineNumber, "Fee Amount \(feeHundredths) hundredths is not a whole amount of \(feeCurrency.code)")
+                    throw SettlementReportError(
+                        line: lineNumber, "Fee Amount \(feeHundredths) hundredths is not a whole amount of \(feeCurrency.code)")
                 }
                 out.fee = fee
                 out.feeCurrency = feeCurrency
@@ -259,7 +292,8 @@ extension PayPalSettlementReport {
             }
             if let status = nonEmpty(text(f, at.status)) {
                 guard let known = SettlementLine.Status(rawValue: status.uppercased()) else {
-                    throw SettlementReportError(line: lineNumber, "Transactional Status \"\(status.prefix(10))\" is not one PayPal defines (S, V, P or D)")
+                    throw SettlementReportError(
+                        line: lineNumber, "Transactional Status \"\(status.prefix(10))\" is not one PayPal defines (S, V, P or D)")
                 }
                 out.status = known
             }
@@ -283,7 +317,8 @@ extension PayPalSettlementReport {
             }
             // Ten trillion in any currency is no settlement line: refusing it keeps every sum and difference in range.
             guard n <= Self.maxHundredths else {
-                throw SettlementReportError(line: line, "\(field) \(n) is larger than any settlement amount (at most \(Self.maxHundredths) hundredths)")
+                throw SettlementReportError(
+                    line: line, "\(field) \(n) is larger than any settlement amount (at most \(Self.maxHundredths) hundredths)")
             }
             return n
         }
@@ -309,7 +344,8 @@ extension PayPalSettlementReport.Reader {
         var start = 0, end = bytes.count
         while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
         while end > start, bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09 { end -= 1 }
-        return start == 0 && end == bytes.count ? String(decoding: bytes, as: UTF8.self) : String(decoding: bytes[start..<end], as: UTF8.self)
+        return start == 0 && end == bytes.count
+            ? String(decoding: bytes, as: UTF8.self) : String(decoding: bytes[start..<end], as: UTF8.self)
     }
 }
 
@@ -325,10 +361,15 @@ final class Decoder {
         self.chunks = chunks
         var head = chunks() ?? []
         while head.count < 4, let more = chunks() { head += more }
-        if head.starts(with: [0xFF, 0xFE]) { transcoder = UTF16Transcoder(bigEndian: false); head.removeFirst(2) }
-        else if head.starts(with: [0xFE, 0xFF]) { transcoder = UTF16Transcoder(bigEndian: true); head.removeFirst(2) }
-        else if head.count >= 2, head[0] != 0, head[1] == 0 { transcoder = UTF16Transcoder(bigEndian: false) }
-        else if head.count >= 2, head[0] == 0, head[1] != 0 { transcoder = UTF16Transcoder(bigEndian: true) }
+        if head.starts(with: [0xFF, 0xFE]) {
+            transcoder = UTF16Transcoder(bigEndian: false); head.removeFirst(2)
+        } else if head.starts(with: [0xFE, 0xFF]) {
+            transcoder = UTF16Transcoder(bigEndian: true); head.removeFirst(2)
+        } else if head.count >= 2, head[0] != 0, head[1] == 0 {
+            transcoder = UTF16Transcoder(bigEndian: false)
+        } else if head.count >= 2, head[0] == 0, head[1] != 0 {
+            transcoder = UTF16Transcoder(bigEndian: true)
+        }
         first = head
     }
 
@@ -366,7 +407,9 @@ struct UTF16Transcoder {
             let unit = bigEndian ? UInt16(all[i]) << 8 | UInt16(all[i + 1]) : UInt16(all[i + 1]) << 8 | UInt16(all[i])
             i += 2
             if let h = high {
-                guard unit >= 0xDC00, unit <= 0xDFFF else { throw SettlementReportError(line: 0, "the file is UTF-16 with a broken surrogate pair") }
+                guard unit >= 0xDC00, unit <= 0xDFFF else {
+                    throw SettlementReportError(line: 0, "the file is UTF-16 with a broken surrogate pair")
+                }
                 high = nil
                 append(0x10000 + ((UInt32(h) - 0xD800) << 10) + (UInt32(unit) - 0xDC00), to: &out)
             } else if unit >= 0xD800, unit <= 0xDBFF {
@@ -390,7 +433,11 @@ struct UTF16Transcoder {
         case ..<0x80: out.append(UInt8(scalar))
         case ..<0x800: out += [UInt8(0xC0 | (scalar >> 6)), UInt8(0x80 | (scalar & 0x3F))]
         case ..<0x10000: out += [UInt8(0xE0 | (scalar >> 12)), UInt8(0x80 | ((scalar >> 6) & 0x3F)), UInt8(0x80 | (scalar & 0x3F))]
-        default: out += [UInt8(0xF0 | (scalar >> 18)), UInt8(0x80 | ((scalar >> 12) & 0x3F)), UInt8(0x80 | ((scalar >> 6) & 0x3F)), UInt8(0x80 | (scalar & 0x3F))]
+        default:
+            out += [
+                UInt8(0xF0 | (scalar >> 18)), UInt8(0x80 | ((scalar >> 12) & 0x3F)), UInt8(0x80 | ((scalar >> 6) & 0x3F)),
+                UInt8(0x80 | (scalar & 0x3F))
+            ]
         }
     }
 }

@@ -19,8 +19,10 @@ import Reconciliation
 /// reason to refuse the file.
 public enum PayPalSettlementReport {
     /// Reads the report from `chunks`, handing its lines to `each` in batches of `batch`, in file order.
-    public static func read(name: String, chunks: @escaping () -> [UInt8]?, batch: Int = 5_000,
-                            each: ([SettlementLine]) throws -> Void) throws -> SettlementReportSummary {
+    public static func read(
+        name: String, chunks: @escaping () -> [UInt8]?, batch: Int = 5_000,
+        each: ([SettlementLine]) throws -> Void
+    ) throws -> SettlementReportSummary {
         var reader = try Reader(name: name, chunks: chunks)
         var pending: [SettlementLine] = []
         pending.reserveCapacity(batch)
@@ -36,7 +38,12 @@ public enum PayPalSettlementReport {
     public static func read(name: String, bytes: [UInt8]) throws -> (SettlementReportSummary, [SettlementLine]) {
         var given: [UInt8]? = bytes
         var lines: [SettlementLine] = []
-        let summary = try read(name: name, chunks: { defer { given = nil }; return given }) { lines += $0 }
+        let summary = try read(
+            name: name,
+            chunks: {
+                defer { given = nil }; return given
+            }
+        ) { lines += $0 }
         return (summary, lines)
     }
 
@@ -59,8 +66,9 @@ public enum PayPalSettlementReport {
         guard let kind else { return (nil, nil) }
         let digits = upper.dropFirst(kind.count + 1).prefix(8)
         guard digits.count == 8, digits.allSatisfy(\.isASCII), digits.allSatisfy(\.isNumber),
-              let y = Int(digits.prefix(4)), let m = Int(digits.dropFirst(4).prefix(2)), let d = Int(digits.suffix(2)),
-              UnixTime.seconds(year: y, month: m, day: d, hour: 0, minute: 0, second: 0) != nil else { return (kind, nil) }
+            let y = Int(digits.prefix(4)), let m = Int(digits.dropFirst(4).prefix(2)), let d = Int(digits.suffix(2)),
+            UnixTime.seconds(year: y, month: m, day: d, hour: 0, minute: 0, second: 0) != nil
+        else { return (kind, nil) }
         return (kind, "\(digits.prefix(4))-\(digits.dropFirst(4).prefix(2))-\(digits.suffix(2))")
     }
 
@@ -82,7 +90,9 @@ public enum PayPalSettlementReport {
     /// The offset of a report time (`2017/03/22 09:34:59 -0700` → −25 200 seconds east of UTC); nil without one.
     public static func offset(_ text: String) -> Int? {
         let t = Array(text.utf8)
-        guard t.count > 19, let local = timestamp(String(decoding: t[..<19], as: UTF8.self)), let absolute = timestamp(text) else { return nil }
+        guard t.count > 19, let local = timestamp(String(decoding: t[..<19], as: UTF8.self)), let absolute = timestamp(text) else {
+            return nil
+        }
         let rest = t[19...].drop { $0 == 0x20 }
         guard !rest.isEmpty, rest != [0x5A] else { return nil }
         return Int(local - absolute)
@@ -98,8 +108,9 @@ public enum PayPalSettlementReport {
             return v
         }
         guard let y = number(0, 4), let mo = number(5, 2), let d = number(8, 2), let h = number(11, 2), let mi = number(14, 2),
-              let s = number(17, 2), [0x2F, 0x2D].contains(t[4]), t[7] == t[4], [0x20, 0x54].contains(t[10]), t[13] == 0x3A, t[16] == 0x3A,
-              let local = UnixTime.seconds(year: y, month: mo, day: d, hour: h, minute: mi, second: s) else { return nil }
+            let s = number(17, 2), [0x2F, 0x2D].contains(t[4]), t[7] == t[4], [0x20, 0x54].contains(t[10]), t[13] == 0x3A, t[16] == 0x3A,
+            let local = UnixTime.seconds(year: y, month: mo, day: d, hour: h, minute: mi, second: s)
+        else { return nil }
         var rest = t[19...].drop { $0 == 0x20 }
         if rest.isEmpty || rest == [0x5A] { return local }
         guard rest.count == 5 || rest.count == 6, rest.first == 0x2B || rest.first == 0x2D else { return nil }

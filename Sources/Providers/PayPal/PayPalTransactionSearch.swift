@@ -14,7 +14,9 @@ struct PayPalTransactionSearch: TransactionSearching {
 
     /// The cursor is the page number: PayPal pages by `page`, and counts them in `total_pages`.
     func search(from: Int64, to: Int64, cursor: String?) async -> ProviderOutcome<TransactionSearchPage> {
-        guard let page = cursor.map({ Int($0) }) ?? 1, page >= 1 else { return .permanent(.notSent("page cursor \(cursor ?? "") is no page number")) }
+        guard let page = cursor.map({ Int($0) }) ?? 1, page >= 1 else {
+            return .permanent(.notSent("page cursor \(cursor ?? "") is no page number"))
+        }
         switch await client.searchTransactions(start: UnixTime.iso8601(from), end: Self.inclusiveEnd(to), page: page) {
         case .found(let body):
             do { return .found(try Self.page(body, page: page)) } catch { return .permanent(.unreadable("\(error)")) }
@@ -40,16 +42,19 @@ struct PayPalTransactionSearch: TransactionSearching {
             let f = "transaction_details[\(i)].transaction_info"
             // A row that does not read is named, not checked; the rest go on.
             do {
-                guard let info = detail["transaction_info"], info.objectMembers != nil else { throw r.fail(f, detail["transaction_info"], "missing") }
-                items.append(FoundTransaction(
-                    id: try r.string(info["transaction_id"], "\(f).transaction_id"),
-                    eventCode: try r.optionalString(info["transaction_event_code"], "\(f).transaction_event_code"),
-                    referenceID: try r.optionalString(info["paypal_reference_id"], "\(f).paypal_reference_id"),
-                    referenceType: try r.optionalString(info["paypal_reference_id_type"], "\(f).paypal_reference_id_type"),
-                    invoiceID: try r.optionalString(info["invoice_id"], "\(f).invoice_id"),
-                    customField: try r.optionalString(info["custom_field"], "\(f).custom_field"),
-                    at: try r.timestamp(info["transaction_initiation_date"], "\(f).transaction_initiation_date"),
-                    status: try r.optionalString(info["transaction_status"], "\(f).transaction_status")))
+                guard let info = detail["transaction_info"], info.objectMembers != nil else {
+                    throw r.fail(f, detail["transaction_info"], "missing")
+                }
+                items.append(
+                    FoundTransaction(
+                        id: try r.string(info["transaction_id"], "\(f).transaction_id"),
+                        eventCode: try r.optionalString(info["transaction_event_code"], "\(f).transaction_event_code"),
+                        referenceID: try r.optionalString(info["paypal_reference_id"], "\(f).paypal_reference_id"),
+                        referenceType: try r.optionalString(info["paypal_reference_id_type"], "\(f).paypal_reference_id_type"),
+                        invoiceID: try r.optionalString(info["invoice_id"], "\(f).invoice_id"),
+                        customField: try r.optionalString(info["custom_field"], "\(f).custom_field"),
+                        at: try r.timestamp(info["transaction_initiation_date"], "\(f).transaction_initiation_date"),
+                        status: try r.optionalString(info["transaction_status"], "\(f).transaction_status")))
             } catch {
                 let id = detail["transaction_info"]?["transaction_id"]?.stringValue
                 items.append(FoundTransaction(id: id.map { "\(f) (\($0.prefix(80)))" } ?? f, unreadable: "\(error)"))
@@ -60,13 +65,16 @@ struct PayPalTransactionSearch: TransactionSearching {
             throw r.fail("total_pages", body["total_pages"], "missing beside \(items.count) transactions")
         }
         let total = max(1, pages)
-        guard items.count <= 500 else { throw r.fail("transaction_details", nil, "\(items.count) transactions on one page, more than the 500 asked for") }
+        guard items.count <= 500 else {
+            throw r.fail("transaction_details", nil, "\(items.count) transactions on one page, more than the 500 asked for")
+        }
         // A page before the last that holds fewer than 500 does not add up: the window is read again by a later run.
         if page < total && items.count < 500 {
             throw r.fail("transaction_details", nil, "page \(page) of \(total) lists \(items.count) transactions, not 500")
         }
-        return .items(items, next: page < total ? String(page + 1) : nil, totalPages: total,
-                      lastRefreshed: try r.timestamp(body["last_refreshed_datetime"], "last_refreshed_datetime"))
+        return .items(
+            items, next: page < total ? String(page + 1) : nil, totalPages: total,
+            lastRefreshed: try r.timestamp(body["last_refreshed_datetime"], "last_refreshed_datetime"))
     }
 
     var permissionHint: String {
@@ -115,14 +123,15 @@ struct PayPalTransactionSearch: TransactionSearching {
             }
         case .notFound:
             if moneyBack, let parent = found.referenceID {
-                return .found([EventReference(transactionRef: parent)])   // a sale's refund: its sale
+                return .found([EventReference(transactionRef: parent)])  // a sale's refund: its sale
             }
             // Not an Orders v2 payment: a v1 sale, or a transaction an order names itself.
             switch await client.sale(found.id) {
             case .found(let sale):
                 let alternatives = [sale["billing_agreement_id"]?.stringValue, sale["parent_payment"]?.stringValue].compactMap { $0 }
                 // As a sale's event: its agreement, and the billing period its creation falls in, from its own answer.
-                let reference = EventReference(transactionRef: found.id, alternatives: alternatives, learned: [PayPalProvider.API.saleLink(found.id)])
+                let reference = EventReference(
+                    transactionRef: found.id, alternatives: alternatives, learned: [PayPalProvider.API.saleLink(found.id)])
                 return .found([PayPalProvider.API.described(reference, by: sale)])
             case .notFound: return .found([EventReference(transactionRef: found.id)])
             case let other: return other.failure(as: [EventReference].self)!

@@ -61,11 +61,14 @@ struct PayPalWebhookEventList: EventListing {
         guard body.objectMembers != nil else { throw r.fail("(answer)", body, "expected a JSON object") }
         var events: [ListedEvent] = []
         let listed = body["events"]?.arrayValue ?? []
-        guard listed.count <= pageSize else { throw r.fail("events", nil, "\(listed.count) events on one page, more than the \(pageSize) asked for") }
+        guard listed.count <= pageSize else {
+            throw r.fail("events", nil, "\(listed.count) events on one page, more than the \(pageSize) asked for")
+        }
         for (i, event) in listed.enumerated() {
             let f = "events[\(i)]"
             func unreadable(_ why: String) -> ListedEvent {
-                ListedEvent(id: event["id"]?.stringValue.map { "\(f) (\($0.prefix(80)))" } ?? f, eventType: nil, body: [], at: nil, unreadable: why)
+                ListedEvent(
+                    id: event["id"]?.stringValue.map { "\(f) (\($0.prefix(80)))" } ?? f, eventType: nil, body: [], at: nil, unreadable: why)
             }
             guard event.objectMembers != nil else { events.append(unreadable("not an event object")); continue }
             let at = try r.timestamp(event["create_time"], "\(f).create_time")
@@ -76,9 +79,13 @@ struct PayPalWebhookEventList: EventListing {
             // Read as a delivery of it is read (its id is what deliveries are deduplicated on): what is stored, the
             // worker can read.
             let bytes = event.serialized()
-            guard bytes.count <= maxEventBytes else { events.append(unreadable("\(bytes.count) bytes, more than a delivery payrecon takes (1 MiB)")); continue }
+            guard bytes.count <= maxEventBytes else {
+                events.append(unreadable("\(bytes.count) bytes, more than a delivery payrecon takes (1 MiB)")); continue
+            }
             let parsed: PayPalEvent
-            do { parsed = try PayPalEvent.parse(body: bytes) } catch { events.append(unreadable("not an event a delivery could carry: \(error.message)")); continue }
+            do { parsed = try PayPalEvent.parse(body: bytes) } catch {
+                events.append(unreadable("not an event a delivery could carry: \(error.message)")); continue
+            }
             guard !parsed.id.isEmpty, parsed.id.utf8.count <= 255 else { events.append(unreadable("its id is not an event id")); continue }
             events.append(ListedEvent(id: parsed.id, eventType: parsed.eventType, body: bytes, at: at))
         }
@@ -86,9 +93,11 @@ struct PayPalWebhookEventList: EventListing {
         for (i, link) in (body["links"]?.arrayValue ?? []).enumerated() where link["rel"]?.stringValue == "next" {
             let href = try r.string(link["href"], "links[\(i)].href")
             guard let url = URLComponents(string: href),
-                  url.path.hasSuffix("/v1/notifications/webhooks-events") || url.path.hasSuffix("/v1/notifications/webhooks-events/"),
-                  let query = url.percentEncodedQuery, !query.isEmpty else {
-                throw r.fail("links[\(i)].href", link["href"], "a next link that is not the events list's (…/v1/notifications/webhooks-events?…)")
+                url.path.hasSuffix("/v1/notifications/webhooks-events") || url.path.hasSuffix("/v1/notifications/webhooks-events/"),
+                let query = url.percentEncodedQuery, !query.isEmpty
+            else {
+                throw r.fail(
+                    "links[\(i)].href", link["href"], "a next link that is not the events list's (…/v1/notifications/webhooks-events?…)")
             }
             // The next page must be of the same list: the same times, if it names them, and no filter payrecon did not ask.
             for item in url.queryItems ?? [] {
@@ -96,7 +105,7 @@ struct PayPalWebhookEventList: EventListing {
                 case "transaction_id", "event_type":
                     throw r.fail("links[\(i)].href", link["href"], "a next link filtering by \(item.name), which payrecon did not ask")
                 case "start_time" where item.value.flatMap(ISO8601.unixSeconds(from:)) != window.from,
-                     "end_time" where item.value.flatMap(ISO8601.unixSeconds(from:)) != window.to - 1:
+                    "end_time" where item.value.flatMap(ISO8601.unixSeconds(from:)) != window.to - 1:
                     throw r.fail("links[\(i)].href", link["href"], "a next link for another window (\(item.name)=\(item.value ?? ""))")
                 default: break
                 }

@@ -27,7 +27,7 @@ public struct PayPalWebhookVerifier: Sendable {
     /// `PAYPAL_CERT_URL_PREFIXES` default.
     public static let defaultCertURLPrefixes = [
         "https://api.paypal.com/v1/notifications/certs/",
-        "https://api.sandbox.paypal.com/v1/notifications/certs/",
+        "https://api.sandbox.paypal.com/v1/notifications/certs/"
     ]
     /// PayPal's live certificate host, and the one name the certificates it serves are issued to.
     public static let liveCertificateHost = "api.paypal.com"
@@ -47,10 +47,12 @@ public struct PayPalWebhookVerifier: Sendable {
     public let tolerance: TimeInterval
     public let certificateSource: any CertificateSource
 
-    public init(webhookID: String, certificateSource: any CertificateSource,
-                trustRoots: [X509Certificate] = PayPalTrustRoots.defaultCertificates,
-                certURLPrefixes: [String] = PayPalWebhookVerifier.defaultCertURLPrefixes,
-                tolerance: TimeInterval = WebhookDefaults.signatureTolerance) throws(WebhookConfigurationError) {
+    public init(
+        webhookID: String, certificateSource: any CertificateSource,
+        trustRoots: [X509Certificate] = PayPalTrustRoots.defaultCertificates,
+        certURLPrefixes: [String] = PayPalWebhookVerifier.defaultCertURLPrefixes,
+        tolerance: TimeInterval = WebhookDefaults.signatureTolerance
+    ) throws(WebhookConfigurationError) {
         guard !webhookID.isEmpty else { throw WebhookConfigurationError(provider: .paypal, variable: "PAYPAL_WEBHOOK_ID") }
         guard !trustRoots.isEmpty else { throw WebhookConfigurationError(provider: .paypal, variable: "PAYPAL_TRUST_ROOTS") }
         let prefixes = certURLPrefixes.map { $0.trimmingASCIIWhitespace() }.filter { !$0.isEmpty }
@@ -86,7 +88,9 @@ public struct PayPalWebhookVerifier: Sendable {
     static func requireExactSignedHeaders(_ headers: Headers) throws(WebhookRejection) {
         for name in [transmissionIDHeader, transmissionTimeHeader, transmissionSignatureHeader, certURLHeader] {
             let values = headers.values(for: name)
-            if values.count > 1 { throw WebhookRejection(.invalidSignature, "\(name) is given \(values.count) times; PayPal sends it once") }
+            if values.count > 1 {
+                throw WebhookRejection(.invalidSignature, "\(name) is given \(values.count) times; PayPal sends it once")
+            }
         }
         if let raw = headers[transmissionIDHeader], let trimmed = headers.nonEmpty(transmissionIDHeader), raw != trimmed {
             throw WebhookRejection(.invalidSignature, "\(transmissionIDHeader) has whitespace around its value; PayPal sends none")
@@ -104,7 +108,9 @@ public struct PayPalWebhookVerifier: Sendable {
         try Self.requireExactSignedHeaders(headers)
         guard let transmissionID = headers.nonEmpty(Self.transmissionIDHeader) else { throw .missing(Self.transmissionIDHeader) }
         guard let transmissionTime = headers.nonEmpty(Self.transmissionTimeHeader) else { throw .missing(Self.transmissionTimeHeader) }
-        guard let signatureText = headers.nonEmpty(Self.transmissionSignatureHeader) else { throw .missing(Self.transmissionSignatureHeader) }
+        guard let signatureText = headers.nonEmpty(Self.transmissionSignatureHeader) else {
+            throw .missing(Self.transmissionSignatureHeader)
+        }
         guard let certURL = headers.nonEmpty(Self.certURLHeader) else { throw .missing(Self.certURLHeader) }
 
         if let algorithm = headers.nonEmpty(Self.authAlgorithmHeader), algorithm.lowercased() != "sha256withrsa" {
@@ -117,21 +123,28 @@ public struct PayPalWebhookVerifier: Sendable {
         var now = transmittedAt
         if case .at(let instant) = time {
             now = instant
-            if let stale = SignedTimestamp.freshness(transmittedAt, now: instant, tolerance: tolerance,
-                                                     header: Self.transmissionTimeHeader) {
+            if let stale = SignedTimestamp.freshness(
+                transmittedAt, now: instant, tolerance: tolerance,
+                header: Self.transmissionTimeHeader)
+            {
                 throw stale
             }
         }
 
         guard isAllowed(certURL: certURL) else {
-            throw WebhookRejection(.untrustedCertificate,
-                "\(Self.certURLHeader) \(quoted(certURL, limit: 120)) is not one path segment under an allowed prefix (PAYPAL_CERT_URL_PREFIXES); not fetched")
+            throw WebhookRejection(
+                .untrustedCertificate,
+                "\(Self.certURLHeader) \(quoted(certURL, limit: 120)) is not one path segment under an allowed prefix (PAYPAL_CERT_URL_PREFIXES); not fetched"
+            )
         }
         guard let signature = Base64.decode(signatureText) else {
             throw WebhookRejection(.invalidSignature, "\(Self.transmissionSignatureHeader) is not base64")
         }
-        let message = Array(Self.signedMessage(transmissionID: transmissionID, transmissionTime: transmissionTime,
-                                               webhookID: webhookID, body: body).utf8)
+        let message = Array(
+            Self.signedMessage(
+                transmissionID: transmissionID, transmissionTime: transmissionTime,
+                webhookID: webhookID, body: body
+            ).utf8)
 
         // A certificate the source keeps was chained and name-checked when it was cached: the signature first (one RSA
         // verification is all a forged delivery naming it costs), then the times against the chain's window.
@@ -142,6 +155,17 @@ public struct PayPalWebhookVerifier: Sendable {
             return true
         }
 
+        return try verifyWithFetched(
+            certURL: certURL, signature: signature, message: message, transmittedAt: transmittedAt, now: now, time: time,
+            waiting: waiting)
+    }
+
+    /// A delivery whose certificate the source does not keep: the certificate is fetched (false when it is not there
+    /// yet and this may not wait), chained and name-checked at the transmission time, then the signature checked.
+    private func verifyWithFetched(
+        certURL: String, signature: [UInt8], message: [UInt8], transmittedAt: Date, now: Date, time: VerificationTime,
+        waiting: Bool
+    ) throws(WebhookRejection) -> Bool {
         let pem: [UInt8]
         do {
             if waiting {
@@ -166,20 +190,24 @@ public struct PayPalWebhookVerifier: Sendable {
     }
 
     private static var badSignature: WebhookRejection {
-        WebhookRejection(.invalidSignature,
+        WebhookRejection(
+            .invalidSignature,
             "\(transmissionSignatureHeader) does not verify over the transmission id, time, PAYPAL_WEBHOOK_ID and body CRC32 "
-            + "(check PAYPAL_WEBHOOK_ID; simulator deliveries use WEBHOOK_ID)")
+                + "(check PAYPAL_WEBHOOK_ID; simulator deliveries use WEBHOOK_ID)")
     }
 
     /// The chain must be valid at the transmission time, and (unless evaluating at the signed time) now.
     private static func check(_ validity: DateInterval, transmittedAt: Date, now: Date, time: VerificationTime) throws(WebhookRejection) {
         let from = ISO8601.format(validity.start), until = ISO8601.format(validity.end)
         guard validity.contains(transmittedAt) else {
-            throw WebhookRejection(.untrustedCertificate,
-                "the signing certificate's chain is valid from \(from) to \(until), not at the transmission time \(ISO8601.format(transmittedAt))")
+            throw WebhookRejection(
+                .untrustedCertificate,
+                "the signing certificate's chain is valid from \(from) to \(until), not at the transmission time \(ISO8601.format(transmittedAt))"
+            )
         }
         if case .at = time, !validity.contains(now) {
-            throw WebhookRejection(.untrustedCertificate,
+            throw WebhookRejection(
+                .untrustedCertificate,
                 "the signing certificate is valid from \(from) to \(until), not now; replay old deliveries with --at transmission")
         }
     }
@@ -187,8 +215,10 @@ public struct PayPalWebhookVerifier: Sendable {
     /// What a fetched certificate must be before it is cached: what `signingCertificate` accepts now (the verifier
     /// checks it again at the transmission time).
     @discardableResult
-    public static func validateSigningCertificate(_ pem: [UInt8], certURL: String, trustRoots: [X509Certificate],
-                                                  now: Date = Date()) throws -> ValidatedCertificate {
+    public static func validateSigningCertificate(
+        _ pem: [UInt8], certURL: String, trustRoots: [X509Certificate],
+        now: Date = Date()
+    ) throws -> ValidatedCertificate {
         let signing = try signingCertificate(pem, certURL: certURL, trustRoots: trustRoots, at: now)
         return ValidatedCertificate(keepUntil: signing.validity.end, signing: signing)
     }
@@ -201,8 +231,10 @@ public struct PayPalWebhookVerifier: Sendable {
     /// The leaf of the PEM served at `certURL`, once it is PayPal's signing certificate at `time`: it chains to an
     /// anchor of `trustRoots`, through any intermediates served after it (they complete a chain, they are not
     /// trusted), and its subject CN is the one `acceptedCommonNames(forCertURL:)` allows.
-    static func signingCertificate(_ pem: [UInt8], certURL: String, trustRoots: [X509Certificate],
-                                   at time: Date) throws(UntrustedCertificate) -> SigningCertificate {
+    static func signingCertificate(
+        _ pem: [UInt8], certURL: String, trustRoots: [X509Certificate],
+        at time: Date
+    ) throws(UntrustedCertificate) -> SigningCertificate {
         let served: [X509Certificate]
         do { served = try X509Certificate.parsePEMBundle(pem) } catch {
             throw UntrustedCertificate(description: "the certificate at \(quoted(certURL, limit: 120)) is unreadable: \(error)")
@@ -266,7 +298,7 @@ public struct PayPalWebhookVerifier: Sendable {
         if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
         let host: Substring
         if authority.first == "[", let close = authority.firstIndex(of: "]") {
-            host = authority[...close]   // an IPv6 literal: its colons are not a port
+            host = authority[...close]  // an IPv6 literal: its colons are not a port
         } else {
             host = authority.prefix { $0 != ":" }
         }
@@ -278,7 +310,8 @@ public struct PayPalWebhookVerifier: Sendable {
     /// continued into another host (`https://api.paypal.com` would let `https://api.paypal.com.evil.com/` through).
     public static func prefixProblem(_ prefix: String) -> String? {
         guard let scheme = prefix.range(of: "://"), !prefix[..<scheme.lowerBound].isEmpty,
-              prefix[..<scheme.lowerBound].allSatisfy({ $0.isLetter || $0.isNumber || $0 == "+" || $0 == "-" || $0 == "." }) else {
+            prefix[..<scheme.lowerBound].allSatisfy({ $0.isLetter || $0.isNumber || $0 == "+" || $0 == "-" || $0 == "." })
+        else {
             return "'\(prefix)' is not scheme://host/path/ (e.g. https://api.paypal.com/v1/notifications/certs/)"
         }
         let rest = prefix[scheme.upperBound...]
@@ -286,7 +319,9 @@ public struct PayPalWebhookVerifier: Sendable {
             return "'\(prefix)' has no path after the host: it must be scheme://host/path/ ending in /"
         }
         let host = rest[..<slash]
-        guard !host.contains("@"), !host.contains("?"), !host.contains("#") else { return "'\(prefix)' has userinfo, a query or a fragment in its host" }
+        guard !host.contains("@"), !host.contains("?"), !host.contains("#") else {
+            return "'\(prefix)' has userinfo, a query or a fragment in its host"
+        }
         guard prefix.hasSuffix("/") else { return "'\(prefix)' must end in / (else it could be continued into another path)" }
         guard !prefix.contains(".."), !prefix.contains("?"), !prefix.contains("#") else { return "'\(prefix)' contains '..', '?' or '#'" }
         return nil

@@ -31,8 +31,10 @@ public struct PaypercutClient: Sendable {
     /// Paypercut takes idempotency keys of at most 255 characters.
     public static let idempotencyKeyLimit = 255
 
-    public init(configuration: PaypercutConfiguration, transport: any ProviderTransport, retry: RetryPolicy = .standard,
-                now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) {
+    public init(
+        configuration: PaypercutConfiguration, transport: any ProviderTransport, retry: RetryPolicy = .standard,
+        now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
+    ) {
         self.configuration = configuration; self.transport = transport; self.retry = retry; self.now = now
     }
 
@@ -48,21 +50,24 @@ public struct PaypercutClient: Sendable {
 
     /// POST /v1/payment_intents/{id}/capture `{"amount_to_capture": n, "final_capture": bool}`.
     public func capture(_ id: String, amount: Int64, final: Bool, key: String, account: String?) async -> ProviderOutcome<JSONValue> {
-        await call("POST", ["v1", "payment_intents", id, "capture"],
-                   body: .object([("amount_to_capture", .integer(amount)), ("final_capture", .bool(final))]), key: key, account: account)
+        await call(
+            "POST", ["v1", "payment_intents", id, "capture"],
+            body: .object([("amount_to_capture", .integer(amount)), ("final_capture", .bool(final))]), key: key, account: account)
     }
 
     /// POST /v1/payment_intents/{id}/cancel `{"cancellation_reason": "requested_by_customer"}`.
     public func cancel(_ id: String, key: String, account: String?) async -> ProviderOutcome<JSONValue> {
-        await call("POST", ["v1", "payment_intents", id, "cancel"],
-                   body: .object([("cancellation_reason", .string("requested_by_customer"))]), key: key, account: account)
+        await call(
+            "POST", ["v1", "payment_intents", id, "cancel"],
+            body: .object([("cancellation_reason", .string("requested_by_customer"))]), key: key, account: account)
     }
 
     /// POST /v1/refunds `{"payment_intent": id, "amount": n, "reason": "requested_by_customer"}`.
     public func refund(paymentIntent id: String, amount: Int64, key: String, account: String?) async -> ProviderOutcome<JSONValue> {
-        await call("POST", ["v1", "refunds"],
-                   body: .object([("payment_intent", .string(id)), ("amount", .integer(amount)), ("reason", .string("requested_by_customer"))]),
-                   key: key, account: account)
+        await call(
+            "POST", ["v1", "refunds"],
+            body: .object([("payment_intent", .string(id)), ("amount", .integer(amount)), ("reason", .string("requested_by_customer"))]),
+            key: key, account: account)
     }
 
     /// GET /v2/payments (`start_date`, `end_date`, `limit`, `last_key`, …): `{items, last_key}`.
@@ -76,25 +81,31 @@ public struct PaypercutClient: Sendable {
     }
 
     /// The request as sent (pure; tested directly).
-    package func request(_ method: String, _ segments: [String], query: [(String, String)] = [], body: JSONValue?, key: String?,
-                         account: String?) -> ProviderRequest {
+    package func request(
+        _ method: String, _ segments: [String], query: [(String, String)] = [], body: JSONValue?, key: String?,
+        account: String?
+    ) -> ProviderRequest {
         var headers = [("Authorization", "Bearer \(configuration.secretKey)"), ("Accept", "application/json")]
         if let account, !account.isEmpty { headers.append(("Paypercut-Account", account)) }
         if method != "GET" { headers.append(("Content-Type", "application/json")) }
         if let key { headers.append(("Idempotency-Key", key)) }
-        var request = ProviderRequest(method: method, url: ProviderURL.build(base: configuration.baseURL, segments: segments, query: query), headers: headers,
-                                      body: body?.serialized() ?? [], timeoutSeconds: configuration.timeoutSeconds)
+        var request = ProviderRequest(
+            method: method, url: ProviderURL.build(base: configuration.baseURL, segments: segments, query: query), headers: headers,
+            body: body?.serialized() ?? [], timeoutSeconds: configuration.timeoutSeconds)
         request.idempotencyKey = key
         return request
     }
 
-    private func call(_ method: String, _ segments: [String], query: [(String, String)] = [], body: JSONValue? = nil, key: String? = nil,
-                      account: String?) async -> ProviderOutcome<JSONValue> {
+    private func call(
+        _ method: String, _ segments: [String], query: [(String, String)] = [], body: JSONValue? = nil, key: String? = nil,
+        account: String?
+    ) async -> ProviderOutcome<JSONValue> {
         let request = request(method, segments, query: query, body: body, key: key, account: account)
         return await retrying(retry) { () async -> ProviderOutcome<JSONValue> in
             let raw: ProviderOutcome<[UInt8]>
             do {
-                raw = ProviderOutcomeClassifier.classify(try await self.transport.send(request), notFoundIsAbsence: method == "GET", now: self.now())
+                raw = ProviderOutcomeClassifier.classify(
+                    try await self.transport.send(request), notFoundIsAbsence: method == "GET", now: self.now())
             } catch {
                 raw = ProviderOutcomeClassifier.classify(transportError: error)
             }

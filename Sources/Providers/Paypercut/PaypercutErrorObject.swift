@@ -21,10 +21,12 @@ struct PaypercutErrorObject: Sendable, Equatable {
         let fix: String
         switch code {
         case "account_invalid":
-            fix = "Paypercut refused account '\(account ?? "")' (403 account_invalid): check the order's merchant and that "
+            fix =
+                "Paypercut refused account '\(account ?? "")' (403 account_invalid): check the order's merchant and that "
                 + "PAYPERCUT_SECRET_KEY may act for it"
         case "account_required":
-            fix = "Paypercut requires an account (403 account_required): set the order's merchant to the Paypercut account the "
+            fix =
+                "Paypercut requires an account (403 account_required): set the order's merchant to the Paypercut account the "
                 + "payment belongs to"
         default:
             return nil
@@ -37,7 +39,9 @@ extension ProviderOutcome {
     /// A 403 about the account context as a refusal in words that name the account and what to fix (`declined`: the
     /// reason is complete as it stands); any other outcome as it is.
     func namingAccountRefusal(account: String?) -> ProviderOutcome<T> {
-        guard case .permanent(.refused(403, let body)) = self, let refusal = PaypercutErrorObject(body: body)?.accountRefusal(account: account) else {
+        guard case .permanent(.refused(403, let body)) = self,
+            let refusal = PaypercutErrorObject(body: body)?.accountRefusal(account: account)
+        else {
             return self
         }
         return .permanent(.declined(refusal))

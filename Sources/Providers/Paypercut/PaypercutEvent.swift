@@ -20,8 +20,10 @@ public struct PaypercutEvent: Sendable, Hashable {
 
     public var dedupeKey: String { id }
 
-    public init(id: String, type: String, account: String? = nil, objectType: String? = nil, objectID: String? = nil,
-                paymentIntentID: String? = nil) {
+    public init(
+        id: String, type: String, account: String? = nil, objectType: String? = nil, objectID: String? = nil,
+        paymentIntentID: String? = nil
+    ) {
         self.id = id; self.type = type; self.account = account
         self.objectType = objectType; self.objectID = objectID; self.paymentIntentID = paymentIntentID
     }
@@ -40,7 +42,8 @@ public struct PaypercutEvent: Sendable, Hashable {
         let objectID = JSONBody.string(dataObject?["id"])
         let isIntent = objectType == "payment_intent" || (objectType == nil && type.hasPrefix("payment_intent."))
         let intent = isIntent ? objectID : JSONBody.string(dataObject?["payment_intent"])
-        return PaypercutEvent(id: id, type: type, account: JSONBody.string(object["account"]), objectType: objectType,
-                              objectID: objectID, paymentIntentID: intent)
+        return PaypercutEvent(
+            id: id, type: type, account: JSONBody.string(object["account"]), objectType: objectType,
+            objectID: objectID, paymentIntentID: intent)
     }
 }

@@ -19,18 +19,14 @@ import Reconciliation
 public enum PaypercutMapping {
     static let reader = AnswerReader(provider: .paypercut)
 
-    public static func snapshot(intent p: JSONValue, payment: JSONValue?, account: String?,
-                                links: [TransactionLink] = []) throws(ProviderMappingError) -> Snapshot {
+    public static func snapshot(
+        intent p: JSONValue, payment: JSONValue?, account: String?,
+        links: [TransactionLink] = []
+    ) throws(ProviderMappingError) -> Snapshot {
         let r = reader
         guard p.objectMembers != nil else { throw r.fail("(answer)", p, "expected a JSON object") }
         let id = try r.string(p["id"], "id")
-        let method = try r.string(p["capture_method"], "capture_method")
-        let intent: Intent
-        switch method.lowercased() {
-        case "manual": intent = .authorisation
-        case "automatic", "automatic_async": intent = .purchase
-        default: throw r.fail("capture_method", p["capture_method"], "expected manual or automatic")
-        }
+        let intent = try readIntent(p)
 
         let currency = try readCurrency(p["currency"])
 
@@ -62,12 +58,13 @@ public enum PaypercutMapping {
             throw r.fail("status", p["status"], "unknown payment intent status")
         }
 
-        var snapshot = Snapshot(provider: .paypercut, transactionRef: id, merchant: account, site: nil, intent: intent, currency: currency,
-                                value: value, authorised: authorised,
-                                captured: captured, refunded: refunded, state: state,
-                                rawState: pendingRefund ? status + "/refund_pending" : status,
-                                createdAt: try created(p["created"]),
-                                capabilities: PaypercutProvider.capabilities(paymentIntentID: id, rawState: status), method: paymentMethod)
+        var snapshot = Snapshot(
+            provider: .paypercut, transactionRef: id, merchant: account, site: nil, intent: intent, currency: currency,
+            value: value, authorised: authorised,
+            captured: captured, refunded: refunded, state: state,
+            rawState: pendingRefund ? status + "/refund_pending" : status,
+            createdAt: try created(p["created"]),
+            capabilities: PaypercutProvider.capabilities(paymentIntentID: id, rawState: status), method: paymentMethod)
         snapshot.refundPending = pendingRefund
         if let named = p["metadata"]?["order_id"]?.stringValue, !named.isEmpty {
             snapshot.orderReferences = [named]
@@ -79,15 +76,32 @@ public enum PaypercutMapping {
         return snapshot
     }
 
+    /// The intent from `capture_method`: manual takes a capture (an authorisation), automatic captures at once.
+    static func readIntent(_ p: JSONValue) throws(ProviderMappingError) -> Intent {
+        let r = reader
+        let method = try r.string(p["capture_method"], "capture_method")
+        let intent: Intent
+        switch method.lowercased() {
+        case "manual": intent = .authorisation
+        case "automatic", "automatic_async": intent = .purchase
+        default: throw r.fail("capture_method", p["capture_method"], "expected manual or automatic")
+        }
+        return intent
+    }
+
     /// `currency`: `{iso, scale}`, `iso` in any case; `scale` must equal the currency table's exponent.
     static func readCurrency(_ v: JSONValue?) throws(ProviderMappingError) -> Currency {
         let r = reader
         let iso = try r.string(v?["iso"], "currency.iso").uppercased()
         guard let currency = Currency(code: iso) else { throw r.fail("currency.iso", v?["iso"], "unknown currency") }
         if let scaleValue = v?["scale"], !scaleValue.isNull {
-            guard let scale = scaleValue.numberLiteral.flatMap({ Int64($0) }) else { throw r.fail("currency.scale", scaleValue, "expected an integer") }
+            guard let scale = scaleValue.numberLiteral.flatMap({ Int64($0) }) else {
+                throw r.fail("currency.scale", scaleValue, "expected an integer")
+            }
             guard scale == Int64(currency.exponent) else {
-                throw r.fail("currency.scale", scaleValue, "Paypercut's scale \(scale) differs from \(currency.code)'s exponent \(currency.exponent)")
+                throw r.fail(
+                    "currency.scale", scaleValue, "Paypercut's scale \(scale) differs from \(currency.code)'s exponent \(currency.exponent)"
+                )
             }
         }
         return currency
@@ -112,7 +126,9 @@ public enum PaypercutMapping {
     /// its refunds as one movement of `amount_refunded` (a payment's answer lists no refund: their fees and days are
     /// not known; the day is when payrecon first saw it). A balance transaction in another currency than the
     /// intent's (`exchange_rate`) is left out, since its amounts are not the payment's: the capture then states no fee.
-    static func movements(payment: JSONValue, captured: Int64, refunded: Int64, currency: Currency) throws(ProviderMappingError) -> [Movement] {
+    static func movements(
+        payment: JSONValue, captured: Int64, refunded: Int64, currency: Currency
+    ) throws(ProviderMappingError) -> [Movement] {
         let r = reader
         let id = try r.string(payment["id"], "payment.id")
         var fee: Int64?, net: Int64?
@@ -129,8 +145,10 @@ public enum PaypercutMapping {
         }
         var out: [Movement] = []
         if captured > 0 {
-            out.append(Movement(id: id, kind: .capture, at: at, currency: currency, gross: captured, fee: fee,
-                                net: fee == nil && net == nil ? nil : Movement.net(gross: captured, fee: fee, stated: net)))
+            out.append(
+                Movement(
+                    id: id, kind: .capture, at: at, currency: currency, gross: captured, fee: fee,
+                    net: fee == nil && net == nil ? nil : Movement.net(gross: captured, fee: fee, stated: net)))
         }
         if refunded > 0 { out.append(Movement(id: id, kind: .refund, at: nil, currency: currency, gross: refunded)) }
         return out

@@ -32,14 +32,19 @@ extension PaypercutProvider.API {
                 return .failed(doctorLists, "\(asked) got no answer (\(reason)): run doctor again later")
             case .answered(let r) where (200..<300).contains(r.status):
                 guard let json = try? JSONValue.parse(r.body), json["items"]?.arrayValue != nil else {
-                    return .failed(doctorLists, "\(asked) answered \(r.status) without an items list\(doctorExcerpt(r.body)): payrecon backfill could not read it")
+                    return .failed(
+                        doctorLists,
+                        "\(asked) answered \(r.status) without an items list\(doctorExcerpt(r.body)): payrecon backfill could not read it")
                 }
             case .answered(let r) where r.status == 403 && doctorError(r.body)?.code == "account_required":
-                return .ok(doctorLists, "\(asked) answered 403 account_required: a platform key holds nothing as itself; payrecon backfill "
-                           + "--provider paypercut lists each connected account payrecon's orders name as their merchant")
+                return .ok(
+                    doctorLists,
+                    "\(asked) answered 403 account_required: a platform key holds nothing as itself; payrecon backfill "
+                        + "--provider paypercut lists each connected account payrecon's orders name as their merchant")
             case .answered(let r):
                 let said = doctorError(r.body).map { " (\($0.summary))" } ?? doctorExcerpt(r.body)
-                let hint = r.status == 401 || r.status == 403
+                let hint =
+                    r.status == 401 || r.status == 403
                     ? ": PAYPERCUT_SECRET_KEY may not list them; until it may, payrecon backfill --provider paypercut exits 2 and the nightly run skips it"
                     : ": payrecon backfill --provider paypercut would leave its windows for a later run"
                 return .failed(doctorLists, "\(asked) answered \(r.status)\(said)\(hint)")
@@ -55,34 +60,49 @@ extension PaypercutProvider.API {
         let name = Self.doctorCredentials
         switch await DoctorProbe.send(request, over: client.transport) {
         case .unreachable(let reason):
-            return .failed(name, "\(asked) got no answer (\(reason)): check PAYPERCUT_API_BASE_URL (\(base)) and that this host can reach it")
+            return .failed(
+                name, "\(asked) got no answer (\(reason)): check PAYPERCUT_API_BASE_URL (\(base)) and that this host can reach it")
         case .answered(let r):
             let error = Self.doctorError(r.body)
             let said = error.map { " (\($0.summary))" } ?? Self.doctorExcerpt(r.body)
             switch (r.status, error?.code) {
             case (404, "resource_missing"):
-                return .ok(name, "\(asked) answered 404 resource_missing for a payment intent that does not exist: Paypercut accepted PAYPERCUT_SECRET_KEY")
+                return .ok(
+                    name,
+                    "\(asked) answered 404 resource_missing for a payment intent that does not exist: Paypercut accepted PAYPERCUT_SECRET_KEY"
+                )
             case (404, .some(let code)):
-                return .ok(name, "\(asked) answered 404 \(code) for a payment intent that does not exist: Paypercut accepted PAYPERCUT_SECRET_KEY")
+                return .ok(
+                    name, "\(asked) answered 404 \(code) for a payment intent that does not exist: Paypercut accepted PAYPERCUT_SECRET_KEY")
             case (404, nil):
-                return .failed(name, "\(asked) answered 404\(said) without Paypercut's error object: the route itself may not exist at "
-                                + "PAYPERCUT_API_BASE_URL (\(base)), and every Paypercut order would read missing_at_provider; check the base URL")
+                return .failed(
+                    name,
+                    "\(asked) answered 404\(said) without Paypercut's error object: the route itself may not exist at "
+                        + "PAYPERCUT_API_BASE_URL (\(base)), and every Paypercut order would read missing_at_provider; check the base URL")
             case (200..<300, _):
                 return .ok(name, "\(asked) answered \(r.status): Paypercut accepted PAYPERCUT_SECRET_KEY")
             case (401, _):
-                return .failed(name, "\(asked) answered 401\(said): Paypercut refused PAYPERCUT_SECRET_KEY. Set it to the secret key from "
-                                + "the Paypercut dashboard for PAYPERCUT_API_BASE_URL (\(base)): a test key for the test mode, a live one for live")
+                return .failed(
+                    name,
+                    "\(asked) answered 401\(said): Paypercut refused PAYPERCUT_SECRET_KEY. Set it to the secret key from "
+                        + "the Paypercut dashboard for PAYPERCUT_API_BASE_URL (\(base)): a test key for the test mode, a live one for live")
             case (403, "account_required"):
-                return .ok(name, "\(asked) answered 403 account_required: Paypercut accepted PAYPERCUT_SECRET_KEY, a platform key that must "
-                            + "act for an account, so every Paypercut order must name its account in merchant")
+                return .ok(
+                    name,
+                    "\(asked) answered 403 account_required: Paypercut accepted PAYPERCUT_SECRET_KEY, a platform key that must "
+                        + "act for an account, so every Paypercut order must name its account in merchant")
             case (403, _):
-                return .failed(name, "\(asked) answered 403\(said) with no account named: PAYPERCUT_SECRET_KEY was authenticated but may "
-                                + "not read payment intents; check the key's permissions in the Paypercut dashboard")
+                return .failed(
+                    name,
+                    "\(asked) answered 403\(said) with no account named: PAYPERCUT_SECRET_KEY was authenticated but may "
+                        + "not read payment intents; check the key's permissions in the Paypercut dashboard")
             case (408, _), (429, _), (500..<600, _):
                 return .failed(name, "\(asked) answered \(r.status)\(said): Paypercut could not answer now; run doctor again later")
             default:
-                return .failed(name, "\(asked) answered \(r.status)\(said), not 404: every Paypercut order check would fail this way; "
-                                + "check PAYPERCUT_API_BASE_URL (\(base))")
+                return .failed(
+                    name,
+                    "\(asked) answered \(r.status)\(said), not 404: every Paypercut order check would fail this way; "
+                        + "check PAYPERCUT_API_BASE_URL (\(base))")
             }
         }
     }

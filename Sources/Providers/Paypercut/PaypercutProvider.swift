@@ -19,8 +19,9 @@ public enum PaypercutProvider {
     static func webhook(_ env: Environment) throws(ConfigurationError) -> (any ProviderWebhook)? {
         guard let secret = try env.secret("PAYPERCUT_WEBHOOK_SECRET") else { return nil }
         let tolerance = try env.signatureTolerance()
-        do { return Webhook(verifier: try PaypercutWebhookVerifier(secret: secret, tolerance: tolerance)) }
-        catch { throw ConfigurationError("PAYPERCUT_WEBHOOK_SECRET: \(error)") }
+        do { return Webhook(verifier: try PaypercutWebhookVerifier(secret: secret, tolerance: tolerance)) } catch {
+            throw ConfigurationError("PAYPERCUT_WEBHOOK_SECRET: \(error)")
+        }
     }
 
     public struct Webhook: ProviderWebhook {
@@ -36,11 +37,13 @@ public enum PaypercutProvider {
     /// What Paypercut allows on a payment intent: capture and void while it is `requires_capture`, refunds against
     /// the intent; no incremental authorisation.
     public static func capabilities(paymentIntentID: String, rawState: String) -> Capabilities {
-        let capturable: Capability = rawState == "requires_capture"
+        let capturable: Capability =
+            rawState == "requires_capture"
             ? .allowed(target: paymentIntentID)
             : .denied("Paypercut payment intent is \(rawState), not requires_capture")
-        return Capabilities(capture: capturable, void: capturable, increment: .unsupported("paypercut does not support incremental authorisation"),
-                            refund: .against(target: paymentIntentID))
+        return Capabilities(
+            capture: capturable, void: capturable, increment: .unsupported("paypercut does not support incremental authorisation"),
+            refund: .against(target: paymentIntentID))
     }
 
     public struct API: ProviderAPI {
@@ -50,8 +53,11 @@ public enum PaypercutProvider {
 
         init(environment env: Environment, transport: any ProviderTransport) throws(ConfigurationError) {
             guard let key = try env.secret("PAYPERCUT_SECRET_KEY") else { self.init(client: nil); return }
-            self.init(client: PaypercutClient(configuration: PaypercutConfiguration(
-                baseURL: try env.baseURL("PAYPERCUT_API_BASE_URL", default: PaypercutConfiguration.defaultBaseURL), secretKey: key), transport: transport))
+            self.init(
+                client: PaypercutClient(
+                    configuration: PaypercutConfiguration(
+                        baseURL: try env.baseURL("PAYPERCUT_API_BASE_URL", default: PaypercutConfiguration.defaultBaseURL), secretKey: key),
+                    transport: transport))
         }
 
         public var isConfigured: Bool { client != nil }
@@ -66,11 +72,14 @@ public enum PaypercutProvider {
         /// or `data.object.payment_intent`; `account.*` and other events naming none are ignored, with their type.
         public func references(in event: StoredEvent) async -> ProviderOutcome<EventContent> {
             let parsed: PaypercutEvent
-            do { parsed = try PaypercutEvent.parse(body: event.body) }
-            catch { return .permanent(.notSent("stored body no longer parses: \(error)")) }
+            do { parsed = try PaypercutEvent.parse(body: event.body) } catch {
+                return .permanent(.notSent("stored body no longer parses: \(error)"))
+            }
             guard let intent = parsed.paymentIntentID else {
-                return .found(.ignored("\(parsed.type) names no payment"
-                                       + (parsed.objectType.map { " (data.object: \($0))" } ?? "")))
+                return .found(
+                    .ignored(
+                        "\(parsed.type) names no payment"
+                            + (parsed.objectType.map { " (data.object: \($0))" } ?? "")))
             }
             return .found(.references([EventReference(transactionRef: intent, merchant: parsed.account)]))
         }
@@ -89,11 +98,14 @@ public enum PaypercutProvider {
             if let id = intent["latest_payment"]?.stringValue, !id.isEmpty {
                 switch await client.payment(id, account: account) {
                 case .found(let p): payment = p
-                case .notFound: return .permanent(.refused(status: 404, body: "the latest payment \(id) of \(q.transactionRef) is not found"))
+                case .notFound:
+                    return .permanent(.refused(status: 404, body: "the latest payment \(id) of \(q.transactionRef) is not found"))
                 case let other: return other.failure(as: Snapshot.self)!
                 }
             }
-            return ProviderOutcome<JSONValue>.found(intent).mapped { try PaypercutMapping.snapshot(intent: $0, payment: payment, account: account, links: q.links) }
+            return ProviderOutcome<JSONValue>.found(intent).mapped {
+                try PaypercutMapping.snapshot(intent: $0, payment: payment, account: account, links: q.links)
+            }
         }
 
         /// Capture (final when it brings C to the order amount), cancel, refund; the key as Idempotency-Key (its
@@ -107,17 +119,22 @@ public enum PaypercutProvider {
             let account = call.order.merchant.flatMap { $0.isEmpty ? nil : $0 }
             let result: ProviderOutcome<JSONValue>
             switch call.kind {
-            case .capture: result = await client.capture(target, amount: call.amount.minorUnits, final: call.isFinal, key: key, account: account)
+            case .capture:
+                result = await client.capture(target, amount: call.amount.minorUnits, final: call.isFinal, key: key, account: account)
             case .void: result = await client.cancel(target, key: key, account: account)
             case .refund:
                 result = await client.refund(paymentIntent: target, amount: call.amount.minorUnits, key: key, account: account)
                 // Recorded from Paypercut's answer (its amount and status: a pending refund counts in R until it fails).
                 if case .found(let answer) = result, let id = answer["id"]?.stringValue {
                     let amount = answer["amount"]?.numberLiteral.flatMap { Int64($0) } ?? call.amount.minorUnits
-                    return ActionCallResult(.found(id), links: [TransactionLink(
-                        externalID: id, parentExternalID: target, orderID: call.order.orderID, kind: .refund,
-                        amount: amount, currency: call.amount.currency.code, state: answer["status"]?.stringValue,
-                        source: .payrecon, actionID: call.actionID)])
+                    return ActionCallResult(
+                        .found(id),
+                        links: [
+                            TransactionLink(
+                                externalID: id, parentExternalID: target, orderID: call.order.orderID, kind: .refund,
+                                amount: amount, currency: call.amount.currency.code, state: answer["status"]?.stringValue,
+                                source: .payrecon, actionID: call.actionID)
+                        ])
                 }
             case .increment: return ActionCallResult(.permanent(.notSent("Paypercut has no incremental authorisation")))
             }

@@ -46,7 +46,9 @@ struct PaypercutTransactionSearch: TransactionSearching {
         }
         var query = [("start_date", UnixTime.iso8601(from - 1)), ("end_date", UnixTime.iso8601(to)), ("limit", String(Self.pageSize))]
         if !key.isEmpty { query.append(("last_key", key)) }
-        let answer = list == "payments" ? await client.payments(query: query, account: account) : await client.refunds(query: query, account: account)
+        let answer =
+            list == "payments"
+            ? await client.payments(query: query, account: account) : await client.refunds(query: query, account: account)
         switch answer {
         case .found(let body):
             do {
@@ -60,7 +62,10 @@ struct PaypercutTransactionSearch: TransactionSearching {
             return .found(.items([], next: nil, totalPages: nil, lastRefreshed: nil))
         case .permanent(let failure) where account != nil && failure.text.contains("account_invalid"):
             // An order names an account the key may not act for: said once a window, the other accounts go on.
-            return .found(.items([FoundTransaction(id: "account \(account ?? "")", unreadable: failure.text)], next: nil, totalPages: nil, lastRefreshed: nil))
+            return .found(
+                .items(
+                    [FoundTransaction(id: "account \(account ?? "")", unreadable: failure.text)], next: nil, totalPages: nil,
+                    lastRefreshed: nil))
         case let other:
             return other.failure(as: TransactionSearchPage.self)!
         }
@@ -82,12 +87,15 @@ struct PaypercutTransactionSearch: TransactionSearching {
                 let intent = try r.optionalString(item["payment_intent"], "\(f).payment_intent")
                 let payment = try r.optionalString(item["payment"], "\(f).payment")
                 guard let parent = intent ?? (list == "refunds" ? payment : nil) else {
-                    throw r.fail("\(f).payment_intent", item["payment_intent"], "a \(list == "payments" ? "payment" : "refund") naming no payment")
+                    throw r.fail(
+                        "\(f).payment_intent", item["payment_intent"], "a \(list == "payments" ? "payment" : "refund") naming no payment")
                 }
-                found.append(FoundTransaction(id: id, eventCode: list == "payments" ? "payment" : "refund", referenceID: parent,
-                                              referenceType: intent != nil ? "payment_intent" : "payment",
-                                              at: try PaypercutMapping.created(item["created"], "\(f).created"),
-                                              status: item["status"]?.stringValue))
+                found.append(
+                    FoundTransaction(
+                        id: id, eventCode: list == "payments" ? "payment" : "refund", referenceID: parent,
+                        referenceType: intent != nil ? "payment_intent" : "payment",
+                        at: try PaypercutMapping.created(item["created"], "\(f).created"),
+                        status: item["status"]?.stringValue))
             } catch {
                 found.append(FoundTransaction(id: item["id"]?.stringValue.map { "\(f) (\($0.prefix(80)))" } ?? f, unreadable: "\(error)"))
             }

@@ -53,14 +53,16 @@ public struct PaypercutWebhookVerifier: Sendable {
             if let bytes = Hex.decode(candidate), constantTimeEquals(bytes, expected) { matched = true }
         }
         guard matched else {
-            throw WebhookRejection(.invalidSignature,
+            throw WebhookRejection(
+                .invalidSignature,
                 "no v1 signature in \(Self.signatureHeader) matches the timestamp and body (check PAYPERCUT_WEBHOOK_SECRET)")
         }
         guard let signedAt = SignedTimestamp.parseUnixSeconds(timestamp) else {
             throw WebhookRejection(.staleTimestamp, "t=\(quoted(timestamp)) in \(Self.signatureHeader) is not unix seconds")
         }
         if case .at(let now) = time,
-           let stale = SignedTimestamp.freshness(signedAt, now: now, tolerance: tolerance, header: "t= of \(Self.signatureHeader)") {
+            let stale = SignedTimestamp.freshness(signedAt, now: now, tolerance: tolerance, header: "t= of \(Self.signatureHeader)")
+        {
             throw stale
         }
     }

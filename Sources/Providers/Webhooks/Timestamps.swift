@@ -40,8 +40,9 @@ public enum SignedTimestamp {
     /// Unix seconds only (Paypercut's `t=`).
     public static func parseUnixSeconds(_ text: String) -> Date? {
         guard (1...11).contains(text.utf8.count), text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }),
-              text.utf8.first != 48 || text.utf8.count == 1,
-              let seconds = Int64(text) else { return nil }
+            text.utf8.first != 48 || text.utf8.count == 1,
+            let seconds = Int64(text)
+        else { return nil }
         return Date(timeIntervalSince1970: TimeInterval(seconds))
     }
 
@@ -50,8 +51,9 @@ public enum SignedTimestamp {
         let skew = date.timeIntervalSince(now)
         guard abs(skew) > tolerance else { return nil }
         let direction = skew < 0 ? "old" : "in the future"
-        return WebhookRejection(.staleTimestamp,
+        return WebhookRejection(
+            .staleTimestamp,
             "\(header) is \(Int(abs(skew).rounded()))s \(direction); the allowed distance from now is \(Int(tolerance))s "
-            + "(PAYRECON_SIGNATURE_TOLERANCE); check the clocks or replay with --at transmission")
+                + "(PAYRECON_SIGNATURE_TOLERANCE); check the clocks or replay with --at transmission")
     }
 }

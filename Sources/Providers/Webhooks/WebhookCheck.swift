@@ -49,10 +49,12 @@ public enum WebhookCheck {
         public var tolerance: TimeInterval
         public var certURLPrefixes: [String]
 
-        public init(provider: Provider, body: [UInt8], headersJSON: [UInt8], webhookID: String? = nil,
-                    certPEM: [UInt8]? = nil, rootsPEM: [UInt8]? = nil, key: String? = nil, at: At = .now,
-                    hmacAlgorithm: HMACAlgorithm = .sha256, tolerance: TimeInterval = WebhookDefaults.signatureTolerance,
-                    certURLPrefixes: [String] = PayPalWebhookVerifier.defaultCertURLPrefixes) {
+        public init(
+            provider: Provider, body: [UInt8], headersJSON: [UInt8], webhookID: String? = nil,
+            certPEM: [UInt8]? = nil, rootsPEM: [UInt8]? = nil, key: String? = nil, at: At = .now,
+            hmacAlgorithm: HMACAlgorithm = .sha256, tolerance: TimeInterval = WebhookDefaults.signatureTolerance,
+            certURLPrefixes: [String] = PayPalWebhookVerifier.defaultCertURLPrefixes
+        ) {
             self.provider = provider; self.body = body; self.headersJSON = headersJSON; self.webhookID = webhookID
             self.certPEM = certPEM; self.rootsPEM = rootsPEM; self.key = key; self.at = at
             self.hmacAlgorithm = hmacAlgorithm; self.tolerance = tolerance; self.certURLPrefixes = certURLPrefixes
@@ -84,8 +86,10 @@ public enum WebhookCheck {
     }
 
     /// Checks the delivery. `certificateSource` is used for PayPal when no `--cert` is given (nil: `--cert` is required).
-    public static func run(_ options: Options, certificateSource: (any CertificateSource)? = nil,
-                           now: Date = Date()) throws(UsageError) -> Outcome {
+    public static func run(
+        _ options: Options, certificateSource: (any CertificateSource)? = nil,
+        now: Date = Date()
+    ) throws(UsageError) -> Outcome {
         let headers = try headers(fromJSON: options.headersJSON)
         let time: VerificationTime
         switch options.at {
@@ -98,8 +102,9 @@ public enum WebhookCheck {
             case .pxp:
                 let verifier: PXPWebhookVerifier
                 do {
-                    verifier = try PXPWebhookVerifier(key: options.key ?? "", algorithm: options.hmacAlgorithm,
-                                                      tolerance: options.tolerance)
+                    verifier = try PXPWebhookVerifier(
+                        key: options.key ?? "", algorithm: options.hmacAlgorithm,
+                        tolerance: options.tolerance)
                 } catch {
                     throw UsageError("--key is required for pxp (or set PXP_WEBHOOK_KEY)")
                 }
@@ -127,7 +132,9 @@ public enum WebhookCheck {
     }
 
     /// PayPal's check: the certificate given (or fetched by `certificateSource`), chained to the trust roots.
-    static func verifyPayPal(_ options: Options, headers: Headers, time: VerificationTime, certificateSource: (any CertificateSource)?) throws {
+    static func verifyPayPal(
+        _ options: Options, headers: Headers, time: VerificationTime, certificateSource: (any CertificateSource)?
+    ) throws {
         guard let webhookID = options.webhookID, !webhookID.isEmpty else {
             throw UsageError("--webhook-id is required for paypal (or set PAYPAL_WEBHOOK_ID)")
         }
@@ -149,8 +156,9 @@ public enum WebhookCheck {
         }
         let verifier: PayPalWebhookVerifier
         do {
-            verifier = try PayPalWebhookVerifier(webhookID: webhookID, certificateSource: source, trustRoots: roots,
-                                                 certURLPrefixes: options.certURLPrefixes, tolerance: options.tolerance)
+            verifier = try PayPalWebhookVerifier(
+                webhookID: webhookID, certificateSource: source, trustRoots: roots,
+                certURLPrefixes: options.certURLPrefixes, tolerance: options.tolerance)
         } catch {
             throw UsageError("\(error)")
         }
@@ -184,8 +192,10 @@ extension WebhookCheck.Options {
     /// secret (`PXP_WEBHOOK_KEY`, `PAYPAL_WEBHOOK_ID`, `PAYPERCUT_WEBHOOK_SECRET`, or `NAME_FILE`),
     /// `PXP_WEBHOOK_HMAC`, `PAYRECON_SIGNATURE_TOLERANCE`, `PAYPAL_CERT_URL_PREFIXES` and, without `rootsPEM`,
     /// `PAYPAL_TRUST_ROOTS`.
-    public init(provider: Provider, body: [UInt8], headersJSON: [UInt8], certPEM: [UInt8]?, rootsPEM: [UInt8]?,
-                at: WebhookCheck.At, environment env: Environment) throws(ConfigurationError) {
+    public init(
+        provider: Provider, body: [UInt8], headersJSON: [UInt8], certPEM: [UInt8]?, rootsPEM: [UInt8]?,
+        at: WebhookCheck.At, environment env: Environment
+    ) throws(ConfigurationError) {
         let secret = try env.secret(ProviderRegistry.definition(provider).webhookSecretVariable)
         let name = try env.choice("PXP_WEBHOOK_HMAC", ["sha256", "sha512", "sha1"], default: "sha256")
         var roots = rootsPEM
@@ -195,10 +205,11 @@ extension WebhookCheck.Options {
             }
             roots = Array(data)
         }
-        self.init(provider: provider, body: body, headersJSON: headersJSON,
-                  webhookID: provider == .paypal ? secret : nil, certPEM: certPEM, rootsPEM: roots,
-                  key: provider == .paypal ? nil : secret, at: at, hmacAlgorithm: HMACAlgorithm(configuration: name) ?? .sha256,
-                  tolerance: try env.signatureTolerance(),
-                  certURLPrefixes: PayPalProvider.certURLPrefixes(env))
+        self.init(
+            provider: provider, body: body, headersJSON: headersJSON,
+            webhookID: provider == .paypal ? secret : nil, certPEM: certPEM, rootsPEM: roots,
+            key: provider == .paypal ? nil : secret, at: at, hmacAlgorithm: HMACAlgorithm(configuration: name) ?? .sha256,
+            tolerance: try env.signatureTolerance(),
+            certURLPrefixes: PayPalProvider.certURLPrefixes(env))
     }
 }

@@ -22,13 +22,15 @@ final class PrivateCluster: @unchecked Sendable {
         // Linux's ephemeral range, where the suite's own client connections live): a taken port is tried again.
         for attempt in 1...3 {
             port = try Self.freePort()
-            do { try start(); return } catch where attempt < 3 { continue }
+            do { try start(); return } catch  where attempt < 3 { continue }
         }
     }
 
     func start() throws { try run("\(Self.bin)/pg_ctl -D \(directory) -l \(directory)/log -o '-p \(port)' -w -t 30 start >/dev/null") }
     /// `immediate`: as if the server crashed (no checkpoint, connections cut).
-    func stop(immediate: Bool = true) throws { try run("\(Self.bin)/pg_ctl -D \(directory) -m \(immediate ? "immediate" : "fast") -w stop >/dev/null") }
+    func stop(immediate: Bool = true) throws {
+        try run("\(Self.bin)/pg_ctl -D \(directory) -m \(immediate ? "immediate" : "fast") -w stop >/dev/null")
+    }
 
     func destroy() {
         try? stop()

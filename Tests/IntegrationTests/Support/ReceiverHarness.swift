@@ -42,32 +42,37 @@ final class ReceiverHarness: @unchecked Sendable {
         try certServer.start()
         paypal.certURL = "http://127.0.0.1:\(certServer.port)/v1/notifications/certs/CERT-test"
         pool = PostgresPool(conninfo: database.url, size: 4, acquireTimeout: 2)
-        receiver = try Self.receiver(pool: pool, paypal: paypal, certServerPort: certServer.port, maxBodyBytes: maxBodyBytes,
-                                     upstream: HTTPCertificateSource(), logger: log.logger)
+        receiver = try Self.receiver(
+            pool: pool, paypal: paypal, certServerPort: certServer.port, maxBodyBytes: maxBodyBytes,
+            upstream: HTTPCertificateSource(), logger: log.logger)
         port = try receiver.start()
     }
 
     /// A receiver with the three providers built as `serve` builds them (PayPal's certificates cached, validated, kept
     /// in the database), its PayPal certificates fetched from `upstream`.
-    static func receiver(pool: PostgresPool, paypal: PayPalSigner, certServerPort: UInt16, maxBodyBytes: Int,
-                         upstream: any CertificateSource, logger: Logger) throws -> Receiver {
+    static func receiver(
+        pool: PostgresPool, paypal: PayPalSigner, certServerPort: UInt16, maxBodyBytes: Int,
+        upstream: any CertificateSource, logger: Logger
+    ) throws -> Receiver {
         let webhooks: [Provider: any ProviderWebhook] = [
             .pxp: PXPProvider.Webhook(verifier: try PXPWebhookVerifier(key: Self.pxpKey)),
             .paypercut: PaypercutProvider.Webhook(verifier: try PaypercutWebhookVerifier(secret: Self.paypercutSecret)),
             .paypal: try PayPalProvider.webhook(
                 webhookID: Self.paypalWebhookID, trustRoots: [paypal.ca.certificate],
-                certURLPrefixes: ["http://127.0.0.1:\(certServerPort)/v1/notifications/certs/"], upstream: upstream),
+                certURLPrefixes: ["http://127.0.0.1:\(certServerPort)/v1/notifications/certs/"], upstream: upstream)
         ]
-        return Receiver(configuration: .init(host: "127.0.0.1", port: 0, maxBodyBytes: maxBodyBytes, threads: 4),
-                        webhooks: webhooks, pool: pool, logger: logger)
+        return Receiver(
+            configuration: .init(host: "127.0.0.1", port: 0, maxBodyBytes: maxBodyBytes, threads: 4),
+            webhooks: webhooks, pool: pool, logger: logger)
     }
 
     /// Stops the receiver and starts a new process's worth of it on the same database (an empty certificate cache),
     /// its PayPal certificates fetched from `upstream`.
     func restart(upstream: any CertificateSource) throws {
         receiver.shutdown()
-        receiver = try Self.receiver(pool: pool, paypal: paypal, certServerPort: certServer.port, maxBodyBytes: maxBodyBytes,
-                                     upstream: upstream, logger: log.logger)
+        receiver = try Self.receiver(
+            pool: pool, paypal: paypal, certServerPort: certServer.port, maxBodyBytes: maxBodyBytes,
+            upstream: upstream, logger: log.logger)
         port = try receiver.start()
     }
 
@@ -96,7 +101,8 @@ final class ReceiverHarness: @unchecked Sendable {
     }
 
     func post(_ path: String, headers: [(String, String)], body: [UInt8]) async throws -> Answer {
-        let r = try await client.send(HTTPClientRequest(method: "POST", url: "http://127.0.0.1:\(port)\(path)", headers: headers, body: body))
+        let r = try await client.send(
+            HTTPClientRequest(method: "POST", url: "http://127.0.0.1:\(port)\(path)", headers: headers, body: body))
         return Answer(status: r.status, body: r.body, headers: r.headers)
     }
 
@@ -106,22 +112,29 @@ final class ReceiverHarness: @unchecked Sendable {
     }
 
     /// A PXP delivery signed with the test key (or `key`), at `timestamp` (default now).
-    func pxp(_ body: String, requestID: String? = UUID().uuidString, timestamp: String? = nil, key: String = ReceiverHarness.pxpKey) async throws -> Answer {
+    func pxp(
+        _ body: String, requestID: String? = UUID().uuidString, timestamp: String? = nil, key: String = ReceiverHarness.pxpKey
+    ) async throws -> Answer {
         let ts = timestamp ?? String(Int(Date().timeIntervalSince1970))
         var headers = [("Content-Type", "application/json"), ("X-Signature-Timestamp", ts)]
         if let requestID { headers.append(("X-Request-Id", requestID)) }
-        headers.append(("X-Signature", PXPWebhookVerifier.signature(key: key, requestID: requestID ?? "", timestamp: ts, body: Array(body.utf8))))
+        headers.append(
+            ("X-Signature", PXPWebhookVerifier.signature(key: key, requestID: requestID ?? "", timestamp: ts, body: Array(body.utf8))))
         return try await post("/webhooks/pxp", headers: headers, body: Array(body.utf8))
     }
 
     func paypercut(_ body: String, secret: String = ReceiverHarness.paypercutSecret) async throws -> Answer {
-        let value = PaypercutWebhookVerifier.signatureHeaderValue(secret: secret, timestamp: Int64(Date().timeIntervalSince1970), body: Array(body.utf8))
+        let value = PaypercutWebhookVerifier.signatureHeaderValue(
+            secret: secret, timestamp: Int64(Date().timeIntervalSince1970), body: Array(body.utf8))
         return try await post("/webhooks/paypercut", headers: [("Paypercut-Signature", value)], body: Array(body.utf8))
     }
 
     func paypalDelivery(_ body: String, certURL: String? = nil, time: Date = Date()) async throws -> Answer {
-        try await post("/webhooks/paypal", headers: try paypal.headers(body: Array(body.utf8), webhookID: Self.paypalWebhookID,
-                                                                         certURL: certURL, time: time), body: Array(body.utf8))
+        try await post(
+            "/webhooks/paypal",
+            headers: try paypal.headers(
+                body: Array(body.utf8), webhookID: Self.paypalWebhookID,
+                certURL: certURL, time: time), body: Array(body.utf8))
     }
 }
 
@@ -142,9 +155,9 @@ final class PayPalSigner: @unchecked Sendable {
         let t = ISO8601.format(time)
         let message = PayPalWebhookVerifier.signedMessage(transmissionID: id, transmissionTime: t, webhookID: webhookID, body: body)
         let sig = Base64.encode(try leaf.key.signSHA256(Array(message.utf8)))
-        return [("PAYPAL-TRANSMISSION-ID", id), ("PAYPAL-TRANSMISSION-TIME", t), ("PAYPAL-TRANSMISSION-SIG", sig),
-                ("PAYPAL-CERT-URL", certURL ?? self.certURL), ("PAYPAL-AUTH-ALGO", "SHA256withRSA"), ("Content-Type", "application/json")]
+        return [
+            ("PAYPAL-TRANSMISSION-ID", id), ("PAYPAL-TRANSMISSION-TIME", t), ("PAYPAL-TRANSMISSION-SIG", sig),
+            ("PAYPAL-CERT-URL", certURL ?? self.certURL), ("PAYPAL-AUTH-ALGO", "SHA256withRSA"), ("Content-Type", "application/json")
+        ]
     }
 }
-
-

@@ -56,4 +56,3 @@ struct TestDatabase: Sendable {
         return try rows.first!.string(rows.columns[0])
     }
 }
-
