@@ -27,40 +27,48 @@ let package = Package(
         .target(name: "CivilTime"),
         // HTTP server over libmicrohttpd and the clients for provider APIs (URLSession, libcurl).
         .target(name: "HTTP", dependencies: ["CMicroHTTPD", "CCurl", "Observability"]),
+        // libcrypto and zlib as the rest use them: SHA-256, HMAC, constant-time compare, Base64, CRC32, X.509 chains.
+        .target(name: "Crypto", dependencies: ["COpenSSL", "CZlib"]),
+        // JSON and CSV read exactly: numbers kept as the literal text they were sent as, CSV over chunked bytes, bounded.
+        .target(name: "TextFormats"),
         // Pure domain: money, orders, snapshots, checks, the action planner. No I/O.
-        .target(name: "Reconciliation", dependencies: ["CivilTime"]),
+        .target(name: "Reconciliation", dependencies: ["CivilTime", "TextFormats"]),
         // One folder per provider: webhook verifier, event parser, API client, mapping.
-        .target(name: "Providers", dependencies: ["Reconciliation", "HTTP", "Observability", "COpenSSL", "CZlib"]),
+        .target(name: "Providers", dependencies: ["Reconciliation", "TextFormats", "HTTP", "Observability", "Crypto"]),
         // SQL for deliveries, orders, snapshots, discrepancies, actions, runs.
-        .target(name: "Store", dependencies: ["Postgres", "Reconciliation", "Observability"]),
+        .target(name: "Store", dependencies: ["Postgres", "Reconciliation", "TextFormats", "Observability"]),
         // The webhook endpoint: verification, group commit, answers, metrics.
-        .target(name: "Receiver", dependencies: ["HTTP", "Store", "Providers", "Postgres", "Observability"]),
+        .target(name: "Receiver", dependencies: ["HTTP", "Store", "Providers", "Crypto", "Postgres", "Observability"]),
         // Queue claiming, the reconcile sweep, the action executor.
-        .target(name: "Worker", dependencies: ["Store", "Providers", "Reconciliation", "Postgres", "Observability"]),
+        .target(name: "Worker", dependencies: ["Store", "Providers", "Reconciliation", "TextFormats", "Postgres", "Observability"]),
         // `payrecon report` and `actions list` renderers: value types in, text out (table, JSON, CSV, HTML). No I/O.
-        .target(name: "Reporting", dependencies: ["Reconciliation"]),
+        .target(name: "Reporting", dependencies: ["Reconciliation", "TextFormats"]),
         // What the commands wire together (registry, worker context, endpoints), as a library so tests reach it.
         .target(
             name: "Wiring",
-            dependencies: ["Receiver", "Worker", "Store", "Providers", "Reconciliation", "Reporting", "Postgres", "HTTP", "Observability"]),
+            dependencies: [
+                "Receiver", "Worker", "Store", "Providers", "Crypto", "Reconciliation", "Reporting", "Postgres", "HTTP", "Observability"
+            ]),
         // The commands, their options and --help, as a library: the executable only calls `CLI.run`.
         .target(
             name: "PayreconCLI",
             dependencies: [
-                "Wiring", "Receiver", "Worker", "Store", "Providers", "Reconciliation", "Reporting", "Postgres", "HTTP", "Observability"
+                "Wiring", "Receiver", "Worker", "Store", "Providers", "Crypto", "Reconciliation", "Reporting", "Postgres",
+                "HTTP", "Observability"
             ]),
         .executableTarget(name: "payrecon", dependencies: ["PayreconCLI", "CMalloc"]),
-        .executableTarget(name: "paysim", dependencies: ["PaysimCore", "HTTP", "Providers", "Reconciliation", "Observability", "COpenSSL"]),
+        .executableTarget(
+            name: "paysim", dependencies: ["PaysimCore", "HTTP", "Providers", "Crypto", "Reconciliation", "Observability", "COpenSSL"]),
         // scripts/bench-http-client: requests/s and CPU per request of each provider transport against paysim.
         .executableTarget(name: "httpbench", dependencies: ["HTTP", "Providers"]),
         // paysim's logic as a library so it can be unit-tested (an executable target cannot be imported by tests).
-        .target(name: "PaysimCore", dependencies: ["HTTP", "Providers", "Reconciliation", "Observability", "COpenSSL", "CZlib"]),
+        .target(name: "PaysimCore", dependencies: ["HTTP", "Providers", "Crypto", "Reconciliation", "Observability", "COpenSSL", "CZlib"]),
 
         // Unit tests: no database, run in seconds.
         // The planner's tests run each provider's real capability rules (Providers), as the worker does.
         .testTarget(name: "ReconciliationTests", dependencies: ["Reconciliation", "Providers"]),
         .testTarget(
-            name: "ProvidersTests", dependencies: ["Providers", "Reconciliation", "HTTP", "PaysimCore", "PayreconTesting"],
+            name: "ProvidersTests", dependencies: ["Providers", "Crypto", "Reconciliation", "HTTP", "PaysimCore", "PayreconTesting"],
             resources: [.copy("Fixtures")]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "PayreconTesting"]),
         // Option parsing and --help of every command: no database.
@@ -70,7 +78,8 @@ let package = Package(
         // The money invariant over generated provider answers and orders: the real mappings, planner and ActionAttempt,
         // no database (scripts/money-invariants runs it longer).
         .testTarget(name: "MoneyInvariantTests", dependencies: ["Worker", "Providers", "Reconciliation"]),
-        .testTarget(name: "PaysimCoreTests", dependencies: ["PaysimCore", "Providers", "HTTP", "Reconciliation", "COpenSSL", "CZlib"]),
+        .testTarget(
+            name: "PaysimCoreTests", dependencies: ["PaysimCore", "Providers", "Crypto", "HTTP", "Reconciliation", "COpenSSL", "CZlib"]),
         .testTarget(name: "ReportingTests", dependencies: ["Reporting", "Reconciliation"]),
         // Integration tests: a live PostgreSQL (DATABASE_URL), paysim and the built executables.
         .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
@@ -88,8 +97,8 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "PayreconTesting", "Receiver", "Worker", "Store", "Providers", "Postgres", "HTTP", "Reconciliation", "Reporting",
-                "Observability", "PaysimCore", "Wiring"
+                "PayreconTesting", "Receiver", "Worker", "Store", "Providers", "Crypto", "Postgres", "HTTP", "Reconciliation",
+                "Reporting", "Observability", "PaysimCore", "Wiring"
             ])
     ]
 )

@@ -3,7 +3,7 @@ import Dispatch
 import Foundation
 import Synchronization
 
-/// An async HTTP client for provider APIs over libcurl's multi interface, with the semantics of `HTTPClient`:
+/// An async HTTP client for provider APIs over libcurl's multi interface, with the semantics of `URLSessionHTTPClient`:
 /// connection reuse, a whole-request timeout, a bound on requests in flight (FIFO, cancellation-safe), a cap on
 /// response size, no cookies, no cache, no automatic redirects (a 3xx comes back as a response).
 ///
@@ -11,8 +11,8 @@ import Synchronization
 /// request through a queue and awaits the completion. Cheaper per request than URLSession on Linux, whose
 /// FoundationNetworking pays for dispatch timers and callback hops on every transfer.
 public final class CurlHTTPClient: Sendable {
-    /// The same knobs as `HTTPClient`; `maxConnectionsPerHost` bounds curl's connections per host.
-    public typealias Configuration = HTTPClient.Configuration
+    /// The same knobs as `URLSessionHTTPClient`; `maxConnectionsPerHost` bounds curl's connections per host.
+    public typealias Configuration = URLSessionHTTPClient.Configuration
 
     public let configuration: Configuration
     private let loop: CurlLoop
@@ -71,7 +71,7 @@ public final class CurlHTTPClient: Sendable {
         return try result.get()
     }
 
-    /// The URL rule `HTTPClient` applies: absolute, http or https, with a host.
+    /// The URL rule `URLSessionHTTPClient` applies: absolute, http or https, with a host.
     static func validate(_ url: String) throws {
         guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(),
             scheme == "http" || scheme == "https", parsed.host != nil

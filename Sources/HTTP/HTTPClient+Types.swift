@@ -1,4 +1,4 @@
-/// A request for `HTTPClient.send`.
+/// A request for `URLSessionHTTPClient.send`.
 public struct HTTPClientRequest: Sendable {
     public var method: String
     /// Absolute `http` or `https` URL.
@@ -20,7 +20,7 @@ public struct HTTPClientRequest: Sendable {
     }
 }
 
-/// A response from `HTTPClient.send` (any status; only transport failures throw).
+/// A response from `URLSessionHTTPClient.send` (any status; only transport failures throw).
 public struct HTTPClientResponse: Sendable {
     public var status: Int
     /// Header lookup is case-insensitive: `response.headers["retry-after"]`.

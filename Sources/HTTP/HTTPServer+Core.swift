@@ -11,7 +11,7 @@ import Synchronization
 // After the handler returns without an answer the connection is suspended; the responder (any thread)
 // stores the response and resumes the connection; MHD then calls the access handler again (size 0) and
 // that call queues the response. Only MHD threads ever queue. NOTIFY_COMPLETED frees the context.
-// The context's RequestStateMachine, under a Mutex, decides every step (see HTTPServer+StateMachine).
+// The context's RequestStateMachine, under a Mutex, decides every step (see RequestStateMachine.swift).
 
 /// Shared by all MHD threads of one server; passed to the C callbacks as an Unmanaged opaque pointer.
 final class ServerCore: @unchecked Sendable {

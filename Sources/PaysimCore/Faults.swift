@@ -1,4 +1,5 @@
 import Reconciliation
+import TextFormats
 
 /// Fault injection for the provider API paths (never /admin, never the cert URL). Rates are probabilities 0...1.
 public struct FaultConfig: Sendable, Equatable {

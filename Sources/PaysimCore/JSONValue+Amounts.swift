@@ -1,4 +1,5 @@
 import Reconciliation
+import TextFormats
 
 // How paysim reads amounts: exact conversions from Reconciliation, with the strictness each source calls for.
 

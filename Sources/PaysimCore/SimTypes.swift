@@ -1,5 +1,6 @@
 import Foundation
 import Reconciliation
+import TextFormats
 
 /// One HTTP request as the simulator sees it (independent of the HTTP server, so it is testable without sockets).
 public struct SimRequest: Sendable {

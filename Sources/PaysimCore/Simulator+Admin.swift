@@ -1,5 +1,6 @@
 import Foundation
 import Reconciliation
+import TextFormats
 
 // The admin API: seeding state, reading the action log, setting faults.
 

@@ -1,8 +1,10 @@
+import Crypto
 import Foundation
 import HTTP
 import Observability
 import Providers
 import Reconciliation
+import TextFormats
 
 /// Where deliveries go. The default posts over HTTP; tests substitute a recorder.
 public protocol WebhookTransport: Sendable {
@@ -65,11 +67,11 @@ public enum WebhookSigner {
     }
 }
 
-/// POSTs through the project's `HTTPClient` (10 s per delivery).
+/// POSTs through the project's `URLSessionHTTPClient` (10 s per delivery).
 public struct HTTPClientWebhookTransport: WebhookTransport {
-    let client: HTTPClient
+    let client: URLSessionHTTPClient
 
-    public init(client: HTTPClient = HTTPClient(configuration: .init(timeoutSeconds: 10, maxConcurrentRequests: 32))) {
+    public init(client: URLSessionHTTPClient = URLSessionHTTPClient(configuration: .init(timeoutSeconds: 10, maxConcurrentRequests: 32))) {
         self.client = client
     }
 

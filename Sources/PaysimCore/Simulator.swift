@@ -2,6 +2,7 @@ import Foundation
 import Providers
 import Reconciliation
 import Synchronization
+import TextFormats
 
 /// One logged modification/action call (`GET /admin/log`).
 public struct SimLogEntry: Sendable, Equatable {

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import HTTP
 import Observability
@@ -426,33 +427,6 @@ extension Receiver {
     }
 }
 
-/// The receiver's side of `WebhookMaterialStore`: read at start, saved on a thread of its own (a save is asked for on
-/// the thread verifying a delivery, which must not wait on the database).
-final class ReceiverMaterialStore: WebhookMaterialStore {
-    let storage: any ReceiverStorage
-    private let thread = DedicatedThread(name: "webhook-material")
-    init(storage: any ReceiverStorage) { self.storage = storage }
-
-    func load(_ provider: Provider) -> [(key: String, value: [UInt8])] {
-        do { return try storage.loadWebhookMaterial(provider) } catch {
-            Log.warning(
-                "could not read what webhook verification kept; starting cold",
-                ["provider": provider.rawValue, "error": String(describing: error)])
-            return []
-        }
-    }
-
-    func save(_ provider: Provider, key: String, value: [UInt8], keepUntil: Date) {
-        thread.after(0) { [storage] in
-            do { try storage.saveWebhookMaterial(provider, key: key, value: value, keepUntil: keepUntil) } catch {
-                Log.warning(
-                    "could not keep webhook verification material; it is fetched again after a restart",
-                    ["provider": provider.rawValue, "error": String(describing: error)])
-            }
-        }
-    }
-}
-
 extension HTTPResponse {
     static func json(_ status: Int, _ body: String, headers: [(String, String)] = []) -> HTTPResponse {
         HTTPResponse(status: status, headers: [("Content-Type", "application/json")] + headers, body: Array(body.utf8))
@@ -460,111 +434,5 @@ extension HTTPResponse {
     /// The contract's error body: `{"error":{"code":"...","message":"..."}}`.
     static func error(_ status: Int, _ code: String, _ message: String, headers: [(String, String)] = []) -> HTTPResponse {
         .json(status, #"{"error":{"code":\#(Log.jsonString(code)),"message":\#(Log.jsonString(message))}}"#, headers: headers)
-    }
-}
-
-struct ReceiverMetrics: Sendable {
-    let deliveries = Metrics.shared.counter("payrecon_deliveries_total", help: "Webhook deliveries by provider and outcome.")
-    // Up to 30 s: providers give up around 10–30 s, and a p99 the buckets cannot show is no p99.
-    let latency = Metrics.shared.histogram(
-        "payrecon_ack_seconds", help: "Time from a delivery's arrival to its 200, after commit.",
-        buckets: [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30])
-    let timedOut = Metrics.shared.counter(
-        "payrecon_requests_timed_out_total",
-        help: "Connections cut off by PAYRECON_REQUEST_TIMEOUT (a sender too slow to finish its request).")
-    func delivery(_ p: Provider, outcome: String) { deliveries.increment([("provider", p.rawValue), ("outcome", outcome)]) }
-
-    /// Every outcome a delivery can have.
-    static let outcomes =
-        ["accepted", "duplicate", "storage_unavailable", "provider_not_configured", "body_too_large", "body_buffer_full"]
-        + RejectionCode.allCases.map(\.rawValue)
-
-    /// Every series at 0, so `increase()` sees the first 503 or rejection after a start.
-    func initialise() {
-        for provider in Provider.allCases {
-            for outcome in Self.outcomes { deliveries.initialise([("provider", provider.rawValue), ("outcome", outcome)]) }
-            latency.initialise([("provider", provider.rawValue)])
-        }
-        timedOut.initialise()
-    }
-    func requestTimedOut() { timedOut.increment() }
-    func ack(_ p: Provider, since: DispatchTime) {
-        let nanos = DispatchTime.now().uptimeNanoseconds - since.uptimeNanoseconds
-        latency.observe(seconds: Double(nanos) / 1e9, [("provider", p.rawValue)])
-    }
-}
-
-/// Reads the store's readiness and backlog off the request path, every `interval` seconds, on a queue of its own.
-final class StorageProbe: Sendable {
-    let storage: any ReceiverStorage
-    let interval: Double
-    private let readyFlag = Atomic<Bool>(false)
-    private let pendingValue = Atomic<Int64>(-1)
-    private let migrations = Mutex<[String]?>(nil)
-    private let thread = DedicatedThread(name: "storage-probe")
-    private let running = Atomic<Bool>(false)
-
-    init(storage: any ReceiverStorage, interval: Double = 2) { self.storage = storage; self.interval = interval }
-
-    var ready: Bool { readyFlag.load(ordering: .relaxed) }
-
-    /// A commit failed because the database is unreachable: not ready until the next probe says otherwise.
-    func markUnavailable() { readyFlag.store(false, ordering: .relaxed) }
-    var pending: Int64? { let n = pendingValue.load(ordering: .relaxed); return n < 0 ? nil : n }
-    /// The migrations the database lacks, as last read (nil: not read, or the database was unreachable).
-    var migrationsPending: [String]? { migrations.withLock { $0 } }
-
-    func refresh() {
-        let ready = storage.isReady()
-        let lacking = ready ? storage.pendingMigrations() : nil
-        migrations.withLock { $0 = lacking }
-        let migrated = ready && lacking?.isEmpty != false
-        readyFlag.store(migrated, ordering: .relaxed)
-        pendingValue.store(migrated ? (storage.pendingCount() ?? -1) : -1, ordering: .relaxed)
-    }
-
-    /// Probes once now (before the receiver listens), then every `interval`.
-    func start() {
-        refresh()
-        running.store(true, ordering: .releasing)
-        schedule()
-    }
-
-    private func schedule() {
-        thread.after(interval) { [self] in
-            guard running.load(ordering: .acquiring) else { return }
-            refresh()
-            schedule()
-        }
-    }
-
-    func stop() {
-        running.store(false, ordering: .releasing)
-        thread.stop()
-    }
-}
-
-/// The first of a delivery's two racing answers wins: the commit's, or the deadline's 503. The deadline's answer is
-/// kept only until one of them wins, so what it captured is released as soon as the commit ends.
-final class FirstAnswer: Sendable {
-    private struct State { var answered = false; var deadline: (@Sendable () -> Void)? }
-    private let state: Mutex<State>
-    init(deadline: @escaping @Sendable () -> Void) { state = Mutex(State(deadline: deadline)) }
-
-    /// The deadline passed: its answer goes out unless the commit's did.
-    func deadlinePassed() {
-        let answer = state.withLock { s -> (@Sendable () -> Void)? in
-            defer { s.answered = true; s.deadline = nil }
-            return s.answered ? nil : s.deadline
-        }
-        answer?()
-    }
-
-    /// The commit ended: whether its answer is the one to send.
-    func commitEnded() -> Bool {
-        state.withLock { s in
-            defer { s.answered = true; s.deadline = nil }
-            return !s.answered
-        }
     }
 }

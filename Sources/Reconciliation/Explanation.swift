@@ -2,6 +2,7 @@
 // as a value: Store reads it, Reporting renders it as a timeline (Explanation+Table.swift) and as JSON
 // (Explanation+JSON.swift).
 import Foundation
+import TextFormats
 
 public struct Explanation: Sendable, Equatable {
     public var generatedAt: Date

@@ -1,3 +1,5 @@
+import TextFormats
+
 // RFC 4180 CSV records for order files (the records themselves: ByteInput+CSV.swift).
 
 extension OrderFileReader {

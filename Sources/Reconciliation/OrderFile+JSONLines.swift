@@ -1,3 +1,5 @@
+import TextFormats
+
 // JSON Lines for order files: one object per line, scalar values kept as written (numbers as their literal text).
 
 extension OrderFileReader {

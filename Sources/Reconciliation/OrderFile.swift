@@ -1,3 +1,5 @@
+import TextFormats
+
 // Order import files: CSV with a header row, or JSON Lines; all-or-nothing with every bad row listed.
 
 /// One problem in an order file. `line` is the 1-based physical line where the row starts; `field` is the column

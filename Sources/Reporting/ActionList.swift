@@ -1,6 +1,7 @@
 // `payrecon actions list`: the action outbox as a table or JSON.
 import Foundation
 import Reconciliation
+import TextFormats
 
 /// One planned action, ready to render.
 public struct ActionRow: Sendable, Equatable {

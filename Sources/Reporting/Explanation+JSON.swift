@@ -1,6 +1,7 @@
 // `payrecon explain --format json`: the same chain, whole (raw answers as text when they are UTF-8, else base64).
 import Foundation
 import Reconciliation
+import TextFormats
 
 extension Explanation {
     public func json() -> [UInt8] {

@@ -3,6 +3,7 @@
 // providers' answers state them. In the four report formats; the HTML draws the fees per day.
 import Foundation
 import Reconciliation
+import TextFormats
 
 /// One provider, currency and day. Sums are exact 128-bit minor units.
 public struct FeeDay: Sendable, Equatable {

@@ -1,4 +1,5 @@
 import Reconciliation
+import TextFormats
 
 /// Each discrepancy kind in words for the people who read reports: its name, what it means, and what to do next
 /// (docs/reconciliation.md has the long form).

@@ -1,6 +1,7 @@
 // `payrecon report --format html`: one self-contained page for finance — cards, two inline SVG charts and a
 // filterable table. Inline CSS and JS only; a Content-Security-Policy forbids every network fetch.
 import Reconciliation
+import TextFormats
 
 extension Report {
     /// Days the "by day" chart covers, ending on the report's day (older open discrepancies form one "earlier" bar).

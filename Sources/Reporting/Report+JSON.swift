@@ -1,6 +1,7 @@
 // `payrecon report --format json`: the contract's names and types, plus a few extras.
 import Foundation
 import Reconciliation
+import TextFormats
 
 extension Report {
     /// The report as JSON (one document, newline-terminated). Amounts are decimal strings in major units with the

@@ -1,6 +1,7 @@
 // What `payrecon report` renders: plain values, read from the database by the caller.
 import Foundation
 import Reconciliation
+import TextFormats
 
 /// A discrepancy's lifecycle state as stored.
 public enum DiscrepancyStatus: String, Sendable, Hashable, CaseIterable {

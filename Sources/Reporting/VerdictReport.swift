@@ -1,4 +1,5 @@
 import Reconciliation
+import TextFormats
 
 /// A verdict as `payrecon check` prints it (and the verdict API serves it): the same fields in JSON and in a table.
 public struct VerdictReport: Sendable {

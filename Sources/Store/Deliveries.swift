@@ -2,6 +2,7 @@ import Foundation
 import Observability
 import Postgres
 import Reconciliation
+import TextFormats
 
 /// A verified delivery, ready to be stored.
 public struct NewDelivery: Sendable {

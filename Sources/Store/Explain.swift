@@ -1,6 +1,7 @@
 import Foundation
 import Postgres
 import Reconciliation
+import TextFormats
 
 /// The SQL behind `payrecon explain`: read only, parameterized. Everything kept about one order (or one transaction
 /// no order holds), assembled into an `Explanation`.

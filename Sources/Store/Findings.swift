@@ -1,6 +1,7 @@
 import Foundation
 import Postgres
 import Reconciliation
+import TextFormats
 
 /// What one check of one order changed in the database.
 public struct CheckOutcome: Sendable, Equatable {
@@ -209,7 +210,7 @@ public enum FindingStore {
 
     /// No two checks of a group may share a lock: not two of one order, nor an unknown transaction's and the order's now
     /// holding it (one would resolve what the other writes, and neither's evidence would say so).
-    static func refuseSharedLocks(_ checks: [Check]) throws {
+    public static func refuseSharedLocks(_ checks: [Check]) throws {
         var taken = Set<String>()
         for check in checks {
             let keys = Set(check.lockKeys)

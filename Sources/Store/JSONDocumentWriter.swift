@@ -1,4 +1,5 @@
 import Reconciliation
+import TextFormats
 
 /// Appends JSON tokens for the documents the store writes itself rather than through Foundation's `JSONEncoder`
 /// (`SnapshotJSON`, `DecisionJSON`): keys are written in the order given (sorted, as `.sortedKeys` wrote them), and a

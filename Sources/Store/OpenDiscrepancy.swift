@@ -1,5 +1,6 @@
 import Postgres
 import Reconciliation
+import TextFormats
 
 /// A discrepancy open or acknowledged when a group of checks is recorded, read under the checks' locks with the
 /// group's other reads: what each check's plan opens, changes or resolves follows from these before anything is

@@ -1,6 +1,7 @@
 import Foundation
 import Postgres
 import Reconciliation
+import TextFormats
 
 /// SQL for the merchant's orders.
 public enum OrderStore {

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import HTTP
 import Observability
@@ -108,6 +109,9 @@ public final class VerdictService: Sendable {
                 guard let order = try OrderStore.find(provider: provider, orderID: orderID, on: conn) else { return nil }
                 return (order, try OrderChecker.known(provider: provider, orderIDs: [orderID], on: conn)[orderID])
             }
+        } catch PostgresError.decoding(let what) {
+            // Read, but not understood: rows a newer payrecon wrote (a link kind this build does not know).
+            return .unavailable("payrecon cannot read what is stored for this order (\(what)): a newer payrecon wrote it; run that version")
         } catch {
             return .unavailable("the database is out of reach")
         }

@@ -105,16 +105,16 @@ public struct WorkerContext: Sendable {
     }
 
     /// The HTTP client provider calls go through: libcurl (`CurlHTTPClient`, one curl_multi loop thread) by
-    /// default; `PAYRECON_HTTP_CLIENT=urlsession` selects FoundationNetworking's URLSession (`HTTPClient`) instead,
+    /// default; `PAYRECON_HTTP_CLIENT=urlsession` selects FoundationNetworking's URLSession (`URLSessionHTTPClient`) instead,
     /// with the same limits (30 s timeout, `maxConcurrentRequests` in flight and per host). Measured with
     /// scripts/bench-http-client (20 ms latency, concurrency 64): curl used about 2.4× less CPU per authenticated
     /// PXP GET and 13× less per bare GET, and reached 0.95 of concurrency ÷ latency where URLSession reached 0.74–0.80.
     public static func transport(_ env: Environment, maxConcurrentRequests: Int) throws(ConfigurationError) -> any ProviderTransport {
-        let limits = HTTPClient.Configuration(
+        let limits = URLSessionHTTPClient.Configuration(
             timeoutSeconds: 30, maxConcurrentRequests: maxConcurrentRequests,
             maxConnectionsPerHost: maxConcurrentRequests)
         switch try env.choice("PAYRECON_HTTP_CLIENT", ["curl", "urlsession"], default: "curl") {
-        case "urlsession": return HTTPClientTransport(client: HTTPClient(configuration: limits))
+        case "urlsession": return HTTPClientTransport(client: URLSessionHTTPClient(configuration: limits))
         default: return HTTPClientTransport(client: CurlHTTPClient(configuration: limits))
         }
     }

@@ -27,6 +27,8 @@ public struct PlannedCheck: Sendable {
     /// order is gone. One failing statement rolls back the whole group.
     public static func record(_ checks: [PlannedCheck], on conn: PostgresConnection) throws -> [(outcome: CheckOutcome, plan: Plan)?] {
         guard !checks.isEmpty else { return [] }
+        // Refused before BEGIN: nothing to roll back (a ROLLBACK here would end a caller's own transaction).
+        try FindingStore.refuseSharedLocks(checks.map(\.check))
         do {
             let locked = try FindingStore.lockAndRead(checks.map(\.check), on: conn)
             let plans = zip(checks, locked.inputs).map { check, input in input.map { check.plan($0.order, $0.emitted) } }

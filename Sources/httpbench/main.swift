@@ -31,13 +31,13 @@ let concurrency = Int(options["concurrency"] ?? "64") ?? 64
 let latencyMs = Int(options["latency-ms"] ?? "20") ?? 20
 let orders = Int(options["orders"] ?? "1000") ?? 1000
 
-let configuration = HTTPClient.Configuration(
+let configuration = URLSessionHTTPClient.Configuration(
     timeoutSeconds: 30, maxConcurrentRequests: concurrency,
     maxConnectionsPerHost: concurrency)
 let transport: any ProviderTransport
 switch transportName {
 case "curl": transport = HTTPClientTransport(client: CurlHTTPClient(configuration: configuration))
-case "urlsession": transport = HTTPClientTransport(client: HTTPClient(configuration: configuration))
+case "urlsession": transport = HTTPClientTransport(client: URLSessionHTTPClient(configuration: configuration))
 default: fail("--transport must be curl or urlsession")
 }
 let pxp = PXPClient(

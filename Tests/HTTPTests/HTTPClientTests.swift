@@ -11,10 +11,10 @@ import Testing
 enum Transport: String, CaseIterable, CustomTestStringConvertible, Sendable {
     case curl, urlsession
 
-    func client(_ configuration: HTTPClient.Configuration = .init()) -> any HTTPSending {
+    func client(_ configuration: URLSessionHTTPClient.Configuration = .init()) -> any HTTPSending {
         switch self {
         case .curl: CurlHTTPClient(configuration: configuration)
-        case .urlsession: HTTPClient(configuration: configuration)
+        case .urlsession: URLSessionHTTPClient(configuration: configuration)
         }
     }
 

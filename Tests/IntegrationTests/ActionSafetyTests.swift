@@ -1,4 +1,5 @@
 @_spi(Positional) import Postgres
+import Crypto
 import Foundation
 import Observability
 import HTTP
@@ -9,6 +10,7 @@ import Reconciliation
 import Store
 import Testing
 @testable import Worker
+import TextFormats
 
 /// Actions move money exactly once, for exactly the right amount (issue 11),
 /// against PostgreSQL and paysim over real HTTP.
@@ -253,7 +255,7 @@ import Testing
             let key = "paypal:\(longID):capture:2000"
             #expect(await h.executor.executePending().succeeded == 1)
             let sent = try #require(try await h.paysimLog(provider: "paypal").first?["idempotency_key"] as? String)
-            #expect(sent == Hex.encode(Providers.SHA256.hash(Array(key.utf8))) && sent.count == 64)
+            #expect(sent == Hex.encode(Crypto.SHA256.hash(Array(key.utf8))) && sent.count == 64)
             #expect(try Self.status(h, key) == .succeeded)
         }
     }

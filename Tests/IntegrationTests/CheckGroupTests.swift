@@ -123,6 +123,22 @@ import Testing
         }
     }
 
+    /// A group refused before anything is sent (two checks sharing a lock) sends no ROLLBACK: a caller's own open
+    /// transaction, and what it wrote, are left as they were.
+    @Test func aGroupRefusedBeforeItBeginsLeavesTheCallersTransactionAlone() async throws {
+        let db = try await offload { try TestDatabase.create() }
+        defer { db.drop() }
+        try await offload {
+            let conn = try db.connect(); defer { conn.close() }
+            try conn.transaction { tx in
+                try OrderStore.upsert(["A"].map(Self.order), on: tx)
+                #expect(throws: PostgresError.self) { try PlannedCheck.record([Self.check("A", at: 1), Self.check("A", at: 2)], on: tx) }
+                #expect(tx.inTransaction, "the caller's transaction is still open")
+            }
+            #expect(try db.count("SELECT count(*) FROM orders WHERE order_id = 'A'") == 1, "what the caller wrote committed")
+        }
+    }
+
     @Test func aStaleCheckOrAGoneOrderInAGroupRecordsNothingAndTheOthersAreRecorded() async throws {
         let db = try await offload { try TestDatabase.create() }
         defer { db.drop() }

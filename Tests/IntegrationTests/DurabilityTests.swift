@@ -70,7 +70,7 @@ struct DurabilityTests {
             ["work", "--metrics-listen", "127.0.0.1:\(port)"],
             environment: ["DATABASE_URL": cluster.url, "PAYRECON_DB_PROBE_INTERVAL": "1s", "PAYRECON_LOG_LEVEL": "info"])
         defer { work.stop() }
-        let http = HTTP.HTTPClient()
+        let http = HTTP.URLSessionHTTPClient()
         func up() async -> String? {
             guard let text = try? await http.send(.init(url: "http://127.0.0.1:\(port)/metrics")).text else { return nil }
             return text.split(separator: "\n").first { $0.hasPrefix("payrecon_database_up ") }.map { String($0.split(separator: " ")[1]) }
@@ -169,7 +169,7 @@ struct HTTPRequestSender: Sendable {
     var headers: [(String, String)]
     var body: [UInt8]
     func send() async throws -> (Int, String) {
-        let client = HTTP.HTTPClient(configuration: .init(timeoutSeconds: 30))
+        let client = HTTP.URLSessionHTTPClient(configuration: .init(timeoutSeconds: 30))
         let r = try await client.send(HTTP.HTTPClientRequest(method: "POST", url: url, headers: headers, body: body))
         return (r.status, r.text)
     }

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Observability
 import PayreconTesting
@@ -7,6 +8,7 @@ import Reconciliation
 import Reporting
 import Store
 import Testing
+import TextFormats
 import Worker
 
 /// `payrecon explain`: the evidence behind every finding and every action, kept as checks run (issue 27), against

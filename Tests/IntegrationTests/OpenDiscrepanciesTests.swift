@@ -3,6 +3,7 @@ import PayreconTesting
 @_spi(Positional) import Postgres
 import Reconciliation
 import Testing
+import TextFormats
 
 /// `open_discrepancies` (sql/0021): what a group of checks reads, under its locks, to know what each check decides.
 /// A PL/pgSQL function so that each server process plans it once; a kept plan must stay an index probe per key

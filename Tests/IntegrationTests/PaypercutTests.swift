@@ -9,6 +9,7 @@ import Reconciliation
 import Store
 import Synchronization
 import Testing
+import TextFormats
 import Worker
 
 /// A Paypercut order from webhook to re-fetch to action to execution to a clean re-check, against paysim over HTTP.

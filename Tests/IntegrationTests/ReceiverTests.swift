@@ -1,3 +1,4 @@
+import Crypto
 import PayreconTesting
 import Foundation
 import HTTP

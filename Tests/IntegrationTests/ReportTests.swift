@@ -3,6 +3,7 @@ import PayreconTesting
 @_spi(Positional) import Postgres
 import Reconciliation
 import Testing
+import TextFormats
 
 /// `payrecon report` and `payrecon actions list` run as processes against a seeded schema.
 @Suite("Report CLI", .serialized)

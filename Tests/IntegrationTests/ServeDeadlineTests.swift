@@ -49,7 +49,7 @@ import Testing
         #expect(try db.count("SELECT count(*) FROM deliveries WHERE dedupe_key = 'genuine-1'") == 1)
         #expect(try db.count("SELECT count(*) FROM deliveries WHERE dedupe_key = 'slow'") == 0)
 
-        let metrics = try await HTTP.HTTPClient().send(.init(url: "http://127.0.0.1:\(port)/metrics")).text
+        let metrics = try await HTTP.URLSessionHTTPClient().send(.init(url: "http://127.0.0.1:\(port)/metrics")).text
         #expect(MetricsTests.parse(metrics)["payrecon_requests_timed_out_total"]?.type == "counter")
         let sample = metrics.split(separator: "\n").first { $0.hasPrefix("payrecon_requests_timed_out_total ") }
         #expect(sample.flatMap { Int($0.split(separator: " ")[1]) } == 1, "\(sample ?? "no sample")")

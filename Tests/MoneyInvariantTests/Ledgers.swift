@@ -1,6 +1,7 @@
 import Foundation
 import Providers
 import Reconciliation
+import TextFormats
 
 // The provider side of the generative money test: one transaction each, as a small ledger that answers what the
 // provider's documents say it answers (rendered to the JSON payrecon's real mapping reads), and that applies a call

@@ -4,7 +4,7 @@ import Foundation
 import Glibc
 #endif
 
-/// A raw TCP client for what HTTPClient cannot send (garbage, half requests, hand-made chunking).
+/// A raw TCP client for what URLSessionHTTPClient cannot send (garbage, half requests, hand-made chunking).
 public final class RawSocket: Sendable {
     public let fd: Int32
 

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import Reconciliation
 @testable import PaysimCore
+import TextFormats
 
 /// How paysim reads amounts and builds JSON with Reconciliation's exact types.
 @Suite struct AmountAndTimeTests {

@@ -1,9 +1,11 @@
 import COpenSSL
 import CZlib
+import Crypto
 import Foundation
 import Reconciliation
 import Testing
 @testable import PaysimCore
+import TextFormats
 
 // Independent checks: the test computes HMACs, CRCs, chains and RSA verification itself with libcrypto and zlib.
 

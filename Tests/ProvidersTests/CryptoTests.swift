@@ -1,3 +1,4 @@
+import Crypto
 import PaysimCore
 import Foundation
 import Testing
@@ -14,7 +15,7 @@ import Testing
         )
     ])
     func rfcVectors(algorithm: HMACAlgorithm, hex: String) {
-        let mac = Providers.HMAC.authenticate(algorithm, key: "Jefe", message: "what do ya want for nothing?")
+        let mac = Crypto.HMAC.authenticate(algorithm, key: "Jefe", message: "what do ya want for nothing?")
         #expect(Hex.encode(mac) == hex)
         #expect(mac.count == algorithm.digestLength)
     }
@@ -22,7 +23,7 @@ import Testing
     @Test func emptyKeyAndMessage() {
         // HMAC-SHA256("", "") from any reference implementation.
         #expect(
-            Hex.encode(Providers.HMAC.authenticate(.sha256, key: [], message: []))
+            Hex.encode(Crypto.HMAC.authenticate(.sha256, key: [], message: []))
                 == "b613679a0814d9ec772f95d778c35fc5ff1697c493715653c6c712144292c5ad")
     }
 
@@ -39,8 +40,8 @@ import Testing
 
 @Suite struct DigestAndEncodingTests {
     @Test func sha256() {
-        #expect(Providers.SHA256.hex(Array("abc".utf8)) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
-        #expect(Providers.SHA256.hex([]) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        #expect(Crypto.SHA256.hex(Array("abc".utf8)) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(Crypto.SHA256.hex([]) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
     }
 
     @Test(arguments: [
@@ -95,7 +96,7 @@ import Testing
         #expect(lf.issuerCommonNames == ["DigiCert SHA2 Extended Validation Server CA"])
         let expected = try Fixture.json("paypal/\(name)/expected.json")
         let cert = try #require(expected["cert"] as? [String: Any])
-        #expect(Providers.SHA256.hex(lf.der) == cert["sha256_fingerprint"] as? String)
+        #expect(Crypto.SHA256.hex(lf.der) == cert["sha256_fingerprint"] as? String)
         #expect(lf.notBefore == ISO8601.parse(try #require(cert["not_before"] as? String)))
         #expect(lf.notAfter == ISO8601.parse(try #require(cert["not_after"] as? String)))
         #expect(!lf.isSelfSigned)
@@ -143,7 +144,7 @@ import Testing
             ])
         #expect(roots.map(\.isSelfSigned) == [true, false, true])
         #expect(
-            roots.map { Providers.SHA256.hex($0.der) } == [
+            roots.map { Crypto.SHA256.hex($0.der) } == [
                 "7431e5f4c3c1ce4690774f0b61e05440883ba9a01ed00ba6abd7806ed3b118cf",
                 "403e062a2653059113285baf80a0d4ae422c848c9f78fad01fc94bc5b87fef1a",
                 "cb3ccbb76031e5e0138f8dd39a23f9de47ffc35e43c1144cea27d46a5ab1cb5f"

@@ -1,6 +1,7 @@
 import Testing
 @testable import Providers
 @testable import Reconciliation
+import TextFormats
 
 // Every event accounted for: what each PayPal event is about, read by the one parser; the PayPal
 // additions (V, D, status_details, reauthorizations, PARTIALLY_CREATED/EXPIRED); v1 sales; PXP transactions that are

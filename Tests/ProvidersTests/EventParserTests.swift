@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Testing
 @testable import Providers
@@ -57,8 +58,8 @@ import Testing
 
     @Test func dedupeKeyFallsBackToTheBodyHash() throws {
         let body = Array(Self.single.utf8)
-        #expect(try PXPNotification.parse(body: body, headers: [:]).dedupeKey == Providers.SHA256.hex(body))
-        #expect(try PXPNotification.parse(body: body, headers: ["x-request-id": " "]).dedupeKey == Providers.SHA256.hex(body))
+        #expect(try PXPNotification.parse(body: body, headers: [:]).dedupeKey == Crypto.SHA256.hex(body))
+        #expect(try PXPNotification.parse(body: body, headers: ["x-request-id": " "]).dedupeKey == Crypto.SHA256.hex(body))
         #expect(try PXPNotification.parse(body: body, headers: ["x-request-id": "r"]).dedupeKey == "r")
     }
 

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import Providers
 @testable import Reconciliation
+import TextFormats
 
 /// The money each answer states moved, with its fee and net: what `report --view fees` sums and settlement lines are
 /// matched to.

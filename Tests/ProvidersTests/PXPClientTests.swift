@@ -1,7 +1,9 @@
+import Crypto
 import Synchronization
 import Testing
 @testable import Providers
 @testable import Reconciliation
+import TextFormats
 
 @Suite struct PXPClientTests {
     static let config = PXPConfiguration(

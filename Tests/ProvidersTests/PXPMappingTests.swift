@@ -1,6 +1,7 @@
 import Testing
 @testable import Providers
 @testable import Reconciliation
+import TextFormats
 
 /// A PXP GET /transactions answer shaped like the documented example (pxp.md §2.3), with the fields varied per test.
 func pxpAnswer(

@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 @testable import Providers
 @testable import Reconciliation
+import TextFormats
 
 @Suite struct PayPalClientTests {
     static let config = PayPalConfiguration(baseURL: "https://api-m.sandbox.paypal.com", clientID: "client-id", secret: "s3cret")

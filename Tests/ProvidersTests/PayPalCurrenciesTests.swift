@@ -1,6 +1,7 @@
 import Providers
 import Reconciliation
 import Testing
+import TextFormats
 
 /// PayPal's own decimals (HUF and TWD none, where ISO 4217 has two): amounts go out and come back in PayPal's
 /// decimals, and payrecon keeps ISO minor units.

@@ -1,6 +1,7 @@
 import Testing
 @testable import Providers
 @testable import Reconciliation
+import TextFormats
 
 struct PP {
     var id: String

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import Providers
 @testable import Reconciliation
+import TextFormats
 
 /// PayPal's webhook events list as backfill reads it: events as a delivery carries them, the `next` link followed by
 /// its query only (to the configured API, never to the host a link names), and what does not read refused by field.

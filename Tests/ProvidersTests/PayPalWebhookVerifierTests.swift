@@ -1,3 +1,4 @@
+import Crypto
 import PaysimCore
 import PayreconTesting
 import Foundation
@@ -34,7 +35,7 @@ import Testing
         let vector = try PayPalVector(name)
         let expected = try vector.expected
         #expect(Int64(CRC32.checksum(vector.body)) == (expected["crc32_decimal"] as? NSNumber)?.int64Value)
-        #expect(Providers.SHA256.hex(vector.body) == expected["body_sha256"] as? String)
+        #expect(Crypto.SHA256.hex(vector.body) == expected["body_sha256"] as? String)
         #expect(vector.body.count == (expected["body_length_bytes"] as? NSNumber)?.intValue)
         let message = PayPalWebhookVerifier.signedMessage(
             transmissionID: try #require(vector.headers["paypal-transmission-id"]),

@@ -1,6 +1,7 @@
 import Testing
 @testable import Providers
 @testable import Reconciliation
+import TextFormats
 
 /// How the Paypercut client reads Paypercut's refusals (docs.paypercut.io error codes and error handling): a 403
 /// about the account context is a configuration problem named in words, never an absence; state conflicts (409,

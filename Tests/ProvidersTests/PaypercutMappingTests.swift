@@ -1,6 +1,7 @@
 import Providers
 import Reconciliation
 import Testing
+import TextFormats
 
 /// Paypercut payment intent + latest payment → snapshot, on the documented answer shapes.
 @Suite struct PaypercutMappingTests {

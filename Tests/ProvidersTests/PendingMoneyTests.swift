@@ -1,6 +1,7 @@
 import Testing
 @testable import Providers
 @testable import Reconciliation
+import TextFormats
 
 /// Money a provider accepted and has not finished moving counts as moved (a pending refund in R, a pending capture
 /// outside the capturable room), so the plan never moves it a second time; a refund that later fails or is cancelled

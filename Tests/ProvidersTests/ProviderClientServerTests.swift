@@ -4,8 +4,9 @@ import Synchronization
 import Testing
 @testable import Providers
 @testable import Reconciliation
+import TextFormats
 
-/// The clients over real HTTP: HTTPClient → an in-test HTTPServer on an ephemeral port.
+/// The clients over real HTTP: URLSessionHTTPClient → an in-test HTTPServer on an ephemeral port.
 @Suite(.serialized) struct ProviderClientServerTests {
     /// Starts a server answering with `handler`, runs `body` with its base URL, shuts it down.
     func withServer(

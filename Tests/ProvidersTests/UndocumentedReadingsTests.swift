@@ -1,6 +1,7 @@
 import Testing
 @testable import Providers
 @testable import Reconciliation
+import TextFormats
 
 /// Readings of what the providers leave undocumented, safe whichever way the provider shows it
 /// (docs/PROVIDER-FACTS.md PXP-33, PXP-34, PAYPAL-27).

@@ -38,7 +38,7 @@ import Testing
             ("X-Request-Id", requestID), ("X-Signature-Timestamp", ts),
             ("X-Signature", PXPWebhookVerifier.signature(key: key, requestID: requestID, timestamp: ts, body: Array(body.utf8)))
         ]
-        return try await HTTPClient().send(
+        return try await URLSessionHTTPClient().send(
             HTTPClientRequest(method: "POST", url: base + "/webhooks/pxp", headers: headers, body: Array(body.utf8)))
     }
 
@@ -57,7 +57,7 @@ import Testing
             let recorded = await eventually(5) { storage.rejections.count == 1 }
             #expect(recorded && storage.rejections.first?.reason == "invalid_signature")
 
-            let paypal = try await HTTPClient().send(
+            let paypal = try await URLSessionHTTPClient().send(
                 HTTPClientRequest(method: "POST", url: base + "/webhooks/paypal", body: Array("{}".utf8)))
             #expect(paypal.status == 503 && paypal.text.contains("set PAYPAL_WEBHOOK_ID"))
         }
@@ -112,7 +112,7 @@ import Testing
                         ("X-Request-Id", requestID), ("X-Signature-Timestamp", ts),
                         ("X-Signature", PXPWebhookVerifier.signature(key: key, requestID: requestID, timestamp: ts, body: Array(body.utf8)))
                     ] + extra
-                _ = try await HTTPClient().send(
+                _ = try await URLSessionHTTPClient().send(
                     HTTPClientRequest(method: "POST", url: base + "/webhooks/pxp", headers: headers, body: Array(body.utf8)))
             }
             #expect(await eventually(5) { storage.rejections.count == 1 })
@@ -143,7 +143,7 @@ import Testing
                 ("X-Request-Id", "r-p"), ("X-Signature-Timestamp", "1"), ("X-Signature", "AAAA"),
                 ("X-Forwarded-For", "10.9.9.9, 203.0.113.5")
             ]
-            _ = try await HTTPClient().send(
+            _ = try await URLSessionHTTPClient().send(
                 HTTPClientRequest(method: "POST", url: base + "/webhooks/pxp", headers: headers, body: Array("{}".utf8)))
             #expect(await eventually(5) { storage.rejections.count == 1 })
             #expect(storage.rejections.first?.remoteAddress == "203.0.113.5")
@@ -152,7 +152,7 @@ import Testing
             let headers = [
                 ("X-Request-Id", "r-q"), ("X-Signature-Timestamp", "1"), ("X-Signature", "AAAA"), ("X-Forwarded-For", "203.0.113.5")
             ]
-            _ = try await HTTPClient().send(
+            _ = try await URLSessionHTTPClient().send(
                 HTTPClientRequest(method: "POST", url: base + "/webhooks/pxp", headers: headers, body: Array("{}".utf8)))
             #expect(await eventually(5) { storage.rejections.count == 1 })
             #expect(storage.rejections.first?.remoteAddress == "127.0.0.1")
@@ -168,13 +168,15 @@ import Testing
             let operations = "http://127.0.0.1:\(receiver.operationsPort)"
             #expect(!base.hasSuffix(":\(receiver.operationsPort)"))
             for path in ["/metrics", "/readyz", "/healthz"] {
-                #expect(try await HTTPClient().send(HTTPClientRequest(method: "GET", url: base + path)).status == 404, "\(path)")
-                let answer = try await HTTPClient().send(HTTPClientRequest(method: "GET", url: operations + path))
+                #expect(try await URLSessionHTTPClient().send(HTTPClientRequest(method: "GET", url: base + path)).status == 404, "\(path)")
+                let answer = try await URLSessionHTTPClient().send(HTTPClientRequest(method: "GET", url: operations + path))
                 #expect(answer.status == 200, "\(path)")
             }
             #expect(
-                try await HTTPClient().send(HTTPClientRequest(method: "POST", url: operations + "/webhooks/pxp", body: Array("{}".utf8)))
-                    .status == 404)
+                try await URLSessionHTTPClient().send(
+                    HTTPClientRequest(method: "POST", url: operations + "/webhooks/pxp", body: Array("{}".utf8))
+                )
+                .status == 404)
             #expect(try await Self.pxp(base, #"{"eventData":{"merchantTransactionId":"TX-M"}}"#, requestID: "r-m").status == 200)
         }
     }
@@ -222,21 +224,21 @@ import Testing
         try await Self.withReceiver { base, storage, receiver in
             storage.setPendingMigrations(["0099_future"])
             // The probe reads every 2 s; wait for it.
-            var answer = try await HTTPClient().send(HTTPClientRequest(method: "GET", url: base + "/readyz"))
+            var answer = try await URLSessionHTTPClient().send(HTTPClientRequest(method: "GET", url: base + "/readyz"))
             for _ in 0..<60 where answer.status == 200 {
                 try await Task.sleep(for: .milliseconds(100))
-                answer = try await HTTPClient().send(HTTPClientRequest(method: "GET", url: base + "/readyz"))
+                answer = try await URLSessionHTTPClient().send(HTTPClientRequest(method: "GET", url: base + "/readyz"))
             }
             #expect(
                 answer.status == 503 && answer.text.contains("migrations_pending") && answer.text.contains("0099_future")
                     && answer.text.contains("payrecon migrate"), "\(answer.text)")
-            let metrics = try await HTTPClient().send(HTTPClientRequest(method: "GET", url: base + "/metrics")).text
+            let metrics = try await URLSessionHTTPClient().send(HTTPClientRequest(method: "GET", url: base + "/metrics")).text
             #expect(metrics.contains("payrecon_migrations_pending 1"))
             storage.setPendingMigrations([])
             var ready = 503
             for _ in 0..<60 where ready != 200 {
                 try await Task.sleep(for: .milliseconds(100))
-                ready = try await HTTPClient().send(HTTPClientRequest(method: "GET", url: base + "/readyz")).status
+                ready = try await URLSessionHTTPClient().send(HTTPClientRequest(method: "GET", url: base + "/readyz")).status
             }
             #expect(ready == 200)
             _ = receiver
@@ -247,13 +249,13 @@ import Testing
     /// born at 1 reads as no increase), and the ack histogram reaches 30 s.
     @Test func countersStartAtZeroAndTheAckHistogramReachesThirtySeconds() async throws {
         try await Self.with { base, _ in
-            let metrics = try await HTTPClient().send(HTTPClientRequest(method: "GET", url: base + "/metrics")).text
+            let metrics = try await URLSessionHTTPClient().send(HTTPClientRequest(method: "GET", url: base + "/metrics")).text
             for outcome in ["storage_unavailable", "provider_not_configured", "invalid_signature", "body_buffer_full", "accepted"] {
                 #expect(metrics.contains("payrecon_deliveries_total{provider=\"paypercut\",outcome=\"\(outcome)\"}"), "\(outcome)")
             }
             #expect(metrics.contains("payrecon_requests_timed_out_total "))
             _ = try await Self.pxp(base, #"{"eventData":{"merchantTransactionId":"TX-AC"}}"#, requestID: "r-ack")
-            let after = try await HTTPClient().send(HTTPClientRequest(method: "GET", url: base + "/metrics")).text
+            let after = try await URLSessionHTTPClient().send(HTTPClientRequest(method: "GET", url: base + "/metrics")).text
             #expect(after.contains("payrecon_ack_seconds_bucket{provider=\"pxp\",le=\"30\"}"))
         }
     }
@@ -273,7 +275,7 @@ import Testing
                         ("X-Request-Id", requestID), ("X-Signature-Timestamp", ts),
                         ("X-Signature", PXPWebhookVerifier.signature(key: key, requestID: requestID, timestamp: ts, body: Array(body.utf8)))
                     ] + secretish
-                _ = try await HTTPClient().send(
+                _ = try await URLSessionHTTPClient().send(
                     HTTPClientRequest(method: "POST", url: base + "/webhooks/pxp", headers: headers, body: Array(body.utf8)))
             }
             #expect(await eventually(5) { storage.rejections.count == 1 })
@@ -308,7 +310,7 @@ import Testing
         defer { receiver.shutdown() }
         let base = "http://127.0.0.1:\(port)"
         let unsigned = Task {
-            try await HTTPClient().send(
+            try await URLSessionHTTPClient().send(
                 HTTPClientRequest(
                     method: "POST", url: base + "/webhooks/paypal",
                     headers: [
@@ -357,7 +359,7 @@ import Testing
             // /readyz answers from the background probe (every 2 s): it turns 503 without waiting on the store.
             let notReady = try await eventually(10) {
                 let started = Date()
-                let ready = try await HTTPClient().send(HTTPClientRequest(method: "GET", url: base + "/readyz"))
+                let ready = try await URLSessionHTTPClient().send(HTTPClientRequest(method: "GET", url: base + "/readyz"))
                 #expect(Date().timeIntervalSince(started) < 1, "/readyz waited on the store")
                 return ready.status == 503
             }
@@ -365,7 +367,7 @@ import Testing
             storage.setAvailable(true)
             #expect(
                 try await eventually(10) {
-                    try await HTTPClient().send(HTTPClientRequest(method: "GET", url: base + "/readyz")).status == 200
+                    try await URLSessionHTTPClient().send(HTTPClientRequest(method: "GET", url: base + "/readyz")).status == 200
                 })
             #expect(try await Self.pxp(base, #"{"a":1}"#, requestID: "r-3").status == 200)
         }
@@ -378,13 +380,13 @@ import Testing
             storage.setRefusesWrites(true)
             let refused = try await Self.pxp(base, #"{"a":2}"#, requestID: "r-4")
             #expect(refused.status == 503)
-            let stillReady = try await HTTPClient().send(HTTPClientRequest(method: "GET", url: base + "/readyz"))
+            let stillReady = try await URLSessionHTTPClient().send(HTTPClientRequest(method: "GET", url: base + "/readyz"))
             #expect(stillReady.status == 200)
             storage.setRefusesWrites(false)
             storage.setAvailable(false)
             let down = try await Self.pxp(base, #"{"a":2}"#, requestID: "r-4")
             #expect(down.status == 503)
-            let notReady = try await HTTPClient().send(HTTPClientRequest(method: "GET", url: base + "/readyz"))
+            let notReady = try await URLSessionHTTPClient().send(HTTPClientRequest(method: "GET", url: base + "/readyz"))
             #expect(notReady.status == 503, "an unreachable database turns /readyz at once")
         }
     }

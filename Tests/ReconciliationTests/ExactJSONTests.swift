@@ -1,5 +1,6 @@
 import Testing
 @testable import Reconciliation
+import TextFormats
 
 @Suite struct ExactJSONTests {
     @Test func parsesAnObjectKeepingMemberOrderAndLiterals() throws {

@@ -2,6 +2,7 @@ import Foundation
 import Reconciliation
 import Testing
 @testable import Reporting
+import TextFormats
 
 /// The `payrecon explain` timeline and its JSON, and how reports point at the evidence.
 struct ExplanationTests {

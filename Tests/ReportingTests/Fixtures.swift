@@ -1,6 +1,7 @@
 import Foundation
 import Reconciliation
 import Reporting
+import TextFormats
 
 let usd = Currency(code: "USD")!, jpy = Currency(code: "JPY")!, bhd = Currency(code: "BHD")!
 /// 2026-11-29T12:00:00Z

@@ -2,6 +2,7 @@ import Foundation
 import Reconciliation
 import Reporting
 import Testing
+import TextFormats
 
 @Suite("Report HTML")
 struct ReportHTMLTests {

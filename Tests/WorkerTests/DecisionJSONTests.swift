@@ -2,6 +2,7 @@ import Foundation
 import Reconciliation
 @testable import Store
 import Testing
+import TextFormats
 
 /// The decision a deciding check keeps is written without Foundation's encoder (`DecisionJSON`, for the sweep's CPU):
 /// it must be the very document `JSONEncoder` made of it, which `payrecon explain` decodes, for every field, row and

@@ -2,6 +2,7 @@ import Foundation
 import Reconciliation
 import Store
 import Testing
+import TextFormats
 
 /// The snapshot a check stores is written without Foundation's encoder (`SnapshotJSON`, for the sweep's CPU): it must
 /// be the very document `JSONEncoder` made of it, which `Snapshot`'s `Decodable` reads and jsonb compares, for every

@@ -1,5 +1,6 @@
 import Foundation
 import Providers
+import TextFormats
 import Wiring
 import Postgres
 import Reconciliation

@@ -1,4 +1,5 @@
 import Reconciliation
+import TextFormats
 
 /// What PXP does where its documents say nothing (developer.pxp.io documents none of these). Each is a setting, so
 /// the tests run payrecon against every plausible reading and a wrong guess costs a configuration change, never

@@ -1,4 +1,5 @@
 import Reconciliation
+import TextFormats
 
 // PXP transactions and modifications as PXP applies them (see providers/pxp.md §2.3–2.4).
 //

@@ -1,4 +1,5 @@
 import COpenSSL
+import Crypto
 import Foundation
 
 // PXP-UST1 as paysim checks it, written apart from payrecon's client (PXP publishes the header's shape,

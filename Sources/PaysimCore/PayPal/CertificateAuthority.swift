@@ -1,4 +1,5 @@
 import COpenSSL
+import Crypto
 import Foundation
 import Providers
 import Synchronization

@@ -1,5 +1,6 @@
 import Foundation
 import Reconciliation
+import TextFormats
 
 // What PayPal does after a payment: disputes (Customer Disputes v1), chargebacks (a capture REVERSED, with PayPal's
 // reversal record), and v1 sales (PayPal Subscriptions and the classic Payments API) with their refunds. Shapes

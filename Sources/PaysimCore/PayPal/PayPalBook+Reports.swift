@@ -1,5 +1,6 @@
 import Foundation
 import Reconciliation
+import TextFormats
 
 /// paysim's PayPal Settlement (STL) and Transaction Detail (TRR) report files, written from the same book that
 /// answers the API (the layout payrecon reads: its docs/money-seen.md, "Settlement files", after PayPal's Settlement Report

@@ -1,5 +1,6 @@
 import Foundation
 import Reconciliation
+import TextFormats
 
 /// A PayPal Subscriptions subscription as PayPal's records show it: one v1 sale per billing cycle, each naming the
 /// subscription in `billing_agreement_id` and created when the cycle is charged (PROVIDER-FACTS PAYPAL-62); a failed

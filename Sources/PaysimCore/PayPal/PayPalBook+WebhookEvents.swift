@@ -1,5 +1,6 @@
 import Foundation
 import Reconciliation
+import TextFormats
 
 // The webhook events PayPal made, as its notifications API lists them (`GET /v1/notifications/webhooks-events`,
 // notifications_webhooks_v1.json): every event paysim built for a delivery, whether or not the delivery got through.

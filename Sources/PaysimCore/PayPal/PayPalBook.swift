@@ -1,5 +1,6 @@
 import Foundation
 import Reconciliation
+import TextFormats
 
 // PayPal Orders v2 / Payments v2 resources and the authorization/capture/refund actions (providers/paypal.md §4).
 

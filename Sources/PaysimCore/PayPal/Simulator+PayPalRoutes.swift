@@ -1,5 +1,6 @@
 import Foundation
 import Reconciliation
+import TextFormats
 
 // PayPal as paysim serves it: Orders v2, Payments v2, v1 sales, disputes, the signing certificate, and its admin
 // routes. Every answer conforms to PayPal's OpenAPI documents (scripts/lib/validate-paysim-paypal.py).

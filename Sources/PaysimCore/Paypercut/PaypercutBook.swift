@@ -1,5 +1,6 @@
 import Foundation
 import Reconciliation
+import TextFormats
 
 /// Paysim's Paypercut state: payment intents and their payments (v2), with the state changes capture, cancel and
 /// refund make. Amounts are minor units, as Paypercut's API takes them.

@@ -1,5 +1,6 @@
 import Foundation
 import Reconciliation
+import TextFormats
 
 // Paypercut as paysim serves it: payment intents, payments and refunds, and its admin route.
 extension Simulator {

@@ -1,4 +1,5 @@
 import Reconciliation
+import TextFormats
 
 // Errors from turning a provider answer into a Snapshot: always name the field and the value found.
 

@@ -1,5 +1,7 @@
+import Crypto
 import Foundation
 import Reconciliation
+import TextFormats
 
 // The one seam between payrecon and a payment provider. Everything a provider is lives in its own folder under
 // Sources/Providers and reaches the other rooms only through these types: a `ProviderDefinition` (its facts and how

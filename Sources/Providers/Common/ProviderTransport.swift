@@ -1,6 +1,6 @@
 // The seam between the provider clients and the HTTP room: a request/response pair and one async `send`.
 // Clients depend on this protocol, so their request building, auth and outcome classification are tested with
-// a scripted transport; `HTTPClient` is adapted to it where the service wires things together.
+// a scripted transport; `URLSessionHTTPClient` is adapted to it where the service wires things together.
 
 /// One HTTP request to a provider API.
 public struct ProviderRequest: Sendable, Equatable {

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 
 /// PXP-UST1 request authentication (merchant → PXP API).

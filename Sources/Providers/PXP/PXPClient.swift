@@ -1,5 +1,7 @@
+import Crypto
 import Foundation
 import Reconciliation
+import TextFormats
 
 /// Where and as whom to call the PXP Transactions API.
 public struct PXPConfiguration: Sendable, CustomStringConvertible {

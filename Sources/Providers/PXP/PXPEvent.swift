@@ -1,5 +1,7 @@
+import Crypto
 import Foundation
 import Reconciliation
+import TextFormats
 
 /// One PXP webhook event, reduced to what deduplication and finding the transaction need (the body is a hint:
 /// amounts and states are never read from it).

@@ -1,4 +1,5 @@
 import Reconciliation
+import TextFormats
 
 /// A modification transaction payrecon made or learned of: its own systemTransactionId, linked to the parent.
 public struct PXPModification: Sendable, Hashable, Codable {

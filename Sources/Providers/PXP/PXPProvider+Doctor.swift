@@ -1,5 +1,6 @@
 import Foundation
 import Reconciliation
+import TextFormats
 
 // `payrecon doctor` for PXP: one signed GET of a transaction that does not exist. PXP publishes the shape of the
 // PXP-UST1 header but not the string to sign (docs/PROVIDER-FACTS.md PXP-11), so this 404 — not 401 — is what proves

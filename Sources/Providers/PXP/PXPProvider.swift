@@ -1,6 +1,8 @@
+import Crypto
 import Foundation
 import Reconciliation
 import Synchronization
+import TextFormats
 
 /// PXP behind the provider seam: its facts, its webhook side (HMAC over `X-Request-Id` + timestamp + body) and its
 /// API side (the Transactions API; modifications are transactions of their own, linked to their parent).

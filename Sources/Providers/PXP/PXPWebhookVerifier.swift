@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 
 /// Verifies PXP webhook deliveries: `X-Signature` = base64(HMAC(key as UTF-8,

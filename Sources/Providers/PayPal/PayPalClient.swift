@@ -1,5 +1,6 @@
 import Foundation
 import Reconciliation
+import TextFormats
 
 /// Where and as whom to call PayPal's REST API.
 public struct PayPalConfiguration: Sendable, CustomStringConvertible {

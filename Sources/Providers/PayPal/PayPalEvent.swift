@@ -1,5 +1,6 @@
 import Foundation
 import Reconciliation
+import TextFormats
 
 /// A PayPal resource a webhook names, to be re-fetched through the API.
 public enum PayPalReference: Sendable, Hashable {

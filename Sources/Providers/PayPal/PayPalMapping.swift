@@ -1,5 +1,6 @@
 import Foundation
 import Reconciliation
+import TextFormats
 
 /// PayPal order answer (GET /v2/checkout/orders/{id}) → `Snapshot`.
 ///

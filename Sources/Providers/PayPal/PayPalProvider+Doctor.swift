@@ -1,6 +1,8 @@
+import Crypto
 import Foundation
 import HTTP
 import Reconciliation
+import TextFormats
 
 // `payrecon doctor` for PayPal: the OAuth2 client credentials and an authenticated read of an order that does not
 // exist (404, not 401 or 403); the disputes permission payrecon needs to read a dispute (docs/PROVIDER-FACTS.md

@@ -1,6 +1,8 @@
+import Crypto
 import Foundation
 import HTTP
 import Reconciliation
+import TextFormats
 
 /// PayPal behind the provider seam: offline RSA verification of its webhooks, the Orders v2 API, and what its
 /// authorizations and captures allow.

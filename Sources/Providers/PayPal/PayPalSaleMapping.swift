@@ -1,4 +1,5 @@
 import Reconciliation
+import TextFormats
 
 /// PayPal v1 sales (GET /v1/payments/sale/{id}: PayPal Subscriptions and the classic Payments API) → `Snapshot`,
 /// as below. An order holds one sale (its transaction_ref is the sale id or its `parent_payment`) or every

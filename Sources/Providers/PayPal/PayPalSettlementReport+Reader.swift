@@ -1,4 +1,5 @@
 import Reconciliation
+import TextFormats
 
 extension PayPalSettlementReport {
     /// The row-by-row reading: the encoding, the column names, the counts and totals the footers are checked against.

@@ -1,4 +1,5 @@
 import Reconciliation
+import TextFormats
 
 /// PayPal's Transaction Search (`GET /v1/reporting/transactions`, reporting_transactions_v1.json) for `payrecon
 /// backfill`: windows of at most 31 days, pages of 500, `RESULTSET_TOO_LARGE` when a window holds more than PayPal

@@ -1,5 +1,6 @@
 import Foundation
 import Reconciliation
+import TextFormats
 
 /// PayPal's list of the webhook events it made (`GET /v1/notifications/webhooks-events`, notifications_webhooks_v1.json:
 /// `events[]`, `count`, HATEOAS `links`) for `payrecon backfill`: an event whose delivery never reached payrecon is

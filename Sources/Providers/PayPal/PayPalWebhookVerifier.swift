@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 
 /// Verifies PayPal webhook deliveries offline: RSASSA-PKCS1-v1_5 / SHA-256 over

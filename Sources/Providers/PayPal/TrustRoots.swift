@@ -1,3 +1,5 @@
+import Crypto
+
 /// The default `PAYPAL_TRUST_ROOTS`: the certificates PayPal's webhook signing certificates chain to.
 ///
 /// The same bundle ships as `certs/paypal-trust-roots.pem`. It holds both chains PayPal has signed with, because

@@ -1,5 +1,6 @@
 import Foundation
 import Reconciliation
+import TextFormats
 
 /// Where and as whom to call Paypercut's API.
 public struct PaypercutConfiguration: Sendable, CustomStringConvertible {

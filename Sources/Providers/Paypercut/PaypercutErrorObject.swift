@@ -1,4 +1,5 @@
 import Reconciliation
+import TextFormats
 
 /// Paypercut's error object (docs.paypercut.io/docs/developer-resources/error-object): top level `{type, code, param,
 /// message, trace_id}`. Paypercut's own plugins also read `error.message`, so the wrapped form is read too.

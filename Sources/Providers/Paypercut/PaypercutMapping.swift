@@ -1,4 +1,5 @@
 import Reconciliation
+import TextFormats
 
 /// Paypercut payment intent (+ its latest payment) → `Snapshot`.
 ///

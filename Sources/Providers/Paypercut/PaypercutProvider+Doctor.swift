@@ -1,5 +1,6 @@
 import Foundation
 import Reconciliation
+import TextFormats
 
 // `payrecon doctor` for Paypercut: a GET of a payment intent that does not exist must answer 404 with Paypercut's
 // error object (`resource_missing` in its reading, docs/PROVIDER-FACTS.md PAYPERCUT-5), not 401 (the key) or 403

@@ -1,6 +1,8 @@
+import Crypto
 import Foundation
 import Observability
 import Reconciliation
+import TextFormats
 
 /// Paypercut behind the provider seam: HMAC-signed webhooks, payment intents re-fetched from its API (with the
 /// latest payment), and capture / cancel / refund with Idempotency-Key.

@@ -1,4 +1,5 @@
 import Reconciliation
+import TextFormats
 
 /// Paypercut's payment and refund lists (`GET /v2/payments`, `GET /v1/refunds`: `start_date` / `end_date` in RFC 3339,
 /// `limit`, `last_key`; answers `{items, last_key}`) for `payrecon backfill`: a window's payments, then its refunds,

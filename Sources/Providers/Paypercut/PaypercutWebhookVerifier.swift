@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 
 /// Verifies Paypercut webhook deliveries: `Paypercut-Signature: t=<unix>,v1=<hex>` where

@@ -1,4 +1,5 @@
 import Reconciliation
+import TextFormats
 
 /// JSON helpers for webhook bodies, on the project's strict parser (`JSONValue`: numbers stay literal text, no
 /// Double, no Foundation objects; it is several times cheaper than JSONSerialization + `[String: Any]` bridging on the

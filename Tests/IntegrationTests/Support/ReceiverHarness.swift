@@ -1,3 +1,4 @@
+import Crypto
 import PaysimCore
 import PayreconTesting
 import Foundation
@@ -20,7 +21,7 @@ final class ReceiverHarness: @unchecked Sendable {
     let pool: PostgresPool
     private(set) var port: UInt16
     let maxBodyBytes: Int
-    let client = HTTPClient(configuration: .init(timeoutSeconds: 20, maxConcurrentRequests: 64))
+    let client = URLSessionHTTPClient(configuration: .init(timeoutSeconds: 20, maxConcurrentRequests: 64))
     let paypal: PayPalSigner
     let certServer: HTTPServer
     /// What the receiver logged.

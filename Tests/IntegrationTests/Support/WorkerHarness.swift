@@ -8,6 +8,7 @@ import Providers
 import Reconciliation
 import Store
 import Testing
+import TextFormats
 import Worker
 
 /// The worker against a throwaway schema and an in-process paysim on an ephemeral port (the only fake, spoken to
@@ -25,7 +26,7 @@ final class WorkerHarness: @unchecked Sendable {
     let simulator: Simulator
     let paysim: PaysimServer
     let paysimURL: String
-    let http = HTTPClient(configuration: .init(timeoutSeconds: 20, maxConcurrentRequests: 64, maxConnectionsPerHost: 64))
+    let http = URLSessionHTTPClient(configuration: .init(timeoutSeconds: 20, maxConcurrentRequests: 64, maxConnectionsPerHost: 64))
     let gateway: ProviderGateway
     let checker: OrderChecker
     let processor: DeliveryProcessor

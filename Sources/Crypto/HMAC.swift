@@ -31,7 +31,7 @@ public enum HMACAlgorithm: String, Sendable, Hashable, CaseIterable {
 
 /// Keyed-hash message authentication (RFC 2104) over libcrypto.
 ///
-/// Inside a file that also imports `COpenSSL`, write `Providers.HMAC` (libcrypto has a C function of that name).
+/// Inside a file that also imports `COpenSSL`, write `Crypto.HMAC` (libcrypto has a C function of that name).
 public enum HMAC {
     /// The HMAC of `message` under `key`.
     public static func authenticate(_ algorithm: HMACAlgorithm, key: [UInt8], message: [UInt8]) -> [UInt8] {

@@ -2,7 +2,7 @@ import COpenSSL
 
 /// SHA-256 over libcrypto.
 ///
-/// Inside a file that also imports `COpenSSL`, write `Providers.SHA256` (libcrypto has a C function of that name).
+/// Inside a file that also imports `COpenSSL`, write `Crypto.SHA256` (libcrypto has a C function of that name).
 public enum SHA256 {
     /// The 32-byte digest of `bytes`.
     public static func hash(_ bytes: [UInt8]) -> [UInt8] {

@@ -34,12 +34,12 @@ public struct ByteInput {
     }
 
     /// After reading `byte` (CR or LF): swallow the LF of a CRLF and count the line.
-    mutating func finishNewline(_ byte: UInt8) {
+    package mutating func finishNewline(_ byte: UInt8) {
         if byte == 0x0D, peek() == 0x0A { index += 1 }
         line += 1
     }
 
-    static func isNewline(_ byte: UInt8) -> Bool { byte == 0x0A || byte == 0x0D }
+    package static func isNewline(_ byte: UInt8) -> Bool { byte == 0x0A || byte == 0x0D }
 
     public mutating func skipBOM() {
         // A BOM can straddle chunks: gather up to three bytes into one chunk first.
@@ -54,7 +54,7 @@ public struct ByteInput {
     }
 
     /// Skips blanks and blank lines (counting them) and returns the next byte without consuming it.
-    mutating func firstNonBlank() -> UInt8? {
+    package mutating func firstNonBlank() -> UInt8? {
         while let byte = peek() {
             if ByteInput.isNewline(byte) {
                 index += 1; finishNewline(byte)
@@ -68,7 +68,7 @@ public struct ByteInput {
     }
 
     /// Consumes the rest of the current line, its line break included.
-    mutating func skipLine() {
+    package mutating func skipLine() {
         while let byte = next() {
             if ByteInput.isNewline(byte) { finishNewline(byte); return }
         }

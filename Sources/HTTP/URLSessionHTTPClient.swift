@@ -9,7 +9,7 @@ import FoundationNetworking
 /// An async HTTP client for provider APIs over URLSession: connection reuse, a whole-request timeout,
 /// a bound on requests in flight (FIFO, cancellation-safe), a cap on response size, no cookies, no
 /// cache, and no automatic redirects (a 3xx comes back as a response).
-public final class HTTPClient: Sendable {
+public final class URLSessionHTTPClient: Sendable {
     public struct Configuration: Sendable {
         /// Default whole-request timeout (a request may override it).
         public var timeoutSeconds: Double
@@ -49,7 +49,7 @@ public final class HTTPClient: Sendable {
         sessionConfiguration.httpShouldSetCookies = false
         let delegate = SessionDelegate()
         let queue = OperationQueue()
-        queue.name = "HTTPClient.delegate"
+        queue.name = "URLSessionHTTPClient.delegate"
         queue.maxConcurrentOperationCount = 1
         self.delegate = delegate
         self.session = URLSession(configuration: sessionConfiguration, delegate: delegate, delegateQueue: queue)

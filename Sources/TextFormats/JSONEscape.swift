@@ -2,8 +2,8 @@
 // Each parser words and places its own errors; this only decodes and says what went wrong where.
 
 /// Why a string escape could not be decoded.
-struct JSONEscapeError: Error {
-    enum Kind {
+package struct JSONEscapeError: Error {
+    package enum Kind {
         /// The input ends right after the backslash.
         case endOfInput
         /// The byte after the backslash starts no escape (`index` points at it).
@@ -18,15 +18,15 @@ struct JSONEscapeError: Error {
         case loneLowSurrogate
         case invalidCodePoint
     }
-    var kind: Kind
+    package var kind: Kind
     /// The byte index at which the problem was noticed.
-    var index: Int
+    package var index: Int
 }
 
-enum JSONEscape {
+package enum JSONEscape {
     /// Decodes the escape whose backslash is at `bytes[backslash]`, appends its UTF-8 to `out` and returns the index
     /// just past it. A surrogate pair (`\uD83D\uDE00`) is one escape.
-    static func decode(_ bytes: [UInt8], backslash: Int, into out: inout [UInt8]) throws(JSONEscapeError) -> Int {
+    package static func decode(_ bytes: [UInt8], backslash: Int, into out: inout [UInt8]) throws(JSONEscapeError) -> Int {
         var i = backslash + 1
         guard i < bytes.count else { throw JSONEscapeError(kind: .endOfInput, index: i) }
         let escape = bytes[i]
