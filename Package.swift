@@ -43,6 +43,8 @@ let package = Package(
         .target(name: "Worker", dependencies: ["Store", "Providers", "Reconciliation", "TextFormats", "Postgres", "Observability"]),
         // `payrecon report` and `actions list` renderers: value types in, text out (table, JSON, CSV, HTML). No I/O.
         .target(name: "Reporting", dependencies: ["Reconciliation", "TextFormats"]),
+        // `payrecon console`: the operator's web console (its users, sign-in limits; pages to come).
+        .target(name: "Console", dependencies: ["Crypto"]),
         // What the commands wire together (registry, worker context, endpoints), as a library so tests reach it.
         .target(
             name: "Wiring",
@@ -53,7 +55,7 @@ let package = Package(
         .target(
             name: "PayreconCLI",
             dependencies: [
-                "Wiring", "Receiver", "Worker", "Store", "Providers", "Crypto", "Reconciliation", "Reporting", "Postgres",
+                "Wiring", "Console", "Receiver", "Worker", "Store", "Providers", "Crypto", "Reconciliation", "Reporting", "Postgres",
                 "HTTP", "Observability"
             ]),
         .executableTarget(name: "payrecon", dependencies: ["PayreconCLI", "CMalloc"]),
@@ -81,6 +83,8 @@ let package = Package(
         .testTarget(
             name: "PaysimCoreTests", dependencies: ["PaysimCore", "Providers", "Crypto", "HTTP", "Reconciliation", "COpenSSL", "CZlib"]),
         .testTarget(name: "ReportingTests", dependencies: ["Reporting", "Reconciliation"]),
+        // The console's users file, passwords and sign-in limits: no database.
+        .testTarget(name: "ConsoleTests", dependencies: ["Console", "Crypto"]),
         // Integration tests: a live PostgreSQL (DATABASE_URL), paysim and the built executables.
         .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
         // What every integration suite shares: blocking work off the cooperative pool, `eventually`.

@@ -16,12 +16,15 @@ public enum PayreconProcess {
         .deletingLastPathComponent()
     public static let binary = packageRoot.appendingPathComponent(".build/debug/payrecon")
 
-    /// `payrecon arguments…` with exactly `environment` (plus PATH), off Swift's cooperative pool.
-    public static func run(_ arguments: [String], environment: [String: String], timeoutSeconds: Double = 60) async throws -> Result {
+    /// `payrecon arguments…` with exactly `environment` (plus PATH), off Swift's cooperative pool; `stdin` is what
+    /// it reads on standard input (nothing: /dev/null).
+    public static func run(
+        _ arguments: [String], environment: [String: String], stdin: [UInt8]? = nil, timeoutSeconds: Double = 60
+    ) async throws -> Result {
         var env = environment
         env["PATH"] = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
         let full = env
-        return try await offload { try runBlocking(arguments, environment: full, timeoutSeconds: timeoutSeconds) }
+        return try await offload { try runBlocking(arguments, environment: full, stdin: stdin, timeoutSeconds: timeoutSeconds) }
     }
 
     /// `payrecon args…` with this process's environment, DATABASE_URL set to `databaseURL` (nil: unset), no
@@ -46,7 +49,9 @@ public enum PayreconProcess {
 
     /// Output goes to files, not pipes, so a chatty process never blocks on a full pipe; past `timeoutSeconds`
     /// the process is terminated.
-    static func runBlocking(_ arguments: [String], environment: [String: String], timeoutSeconds: Double) throws -> Result {
+    static func runBlocking(
+        _ arguments: [String], environment: [String: String], stdin: [UInt8]? = nil, timeoutSeconds: Double
+    ) throws -> Result {
         guard FileManager.default.isExecutableFile(atPath: binary.path) else {
             throw TestSetupError("\(binary.path) is missing: build the package first (swift build)")
         }
@@ -62,7 +67,13 @@ public enum PayreconProcess {
         process.arguments = arguments
         process.environment = environment
         process.currentDirectoryURL = packageRoot
-        process.standardInput = FileHandle.nullDevice
+        if let stdin {
+            let input = dir.appendingPathComponent("stdin")
+            try Data(stdin).write(to: input)
+            process.standardInput = try FileHandle(forReadingFrom: input)
+        } else {
+            process.standardInput = FileHandle.nullDevice
+        }
         process.standardOutput = outHandle
         process.standardError = errHandle
         try process.run()

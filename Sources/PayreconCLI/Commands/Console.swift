@@ -1,0 +1,109 @@
+import Console
+import Crypto
+import Foundation
+import Providers
+import Reconciliation
+
+private let roleOption = OptionKey<ConsoleRole>("--role", "viewer|operator", "What the user may do: viewer reads; operator also acts.") {
+    (v: String) throws(UsageError) -> ConsoleRole in try Options.oneOf(ConsoleRole.self, v, "--role")
+}
+
+/// The shortest password `add-user` takes: the hash slows guessing, but a short password is still found.
+let minimumConsolePassword = 12
+
+let consoleAddUserCommand = Command(
+    name: "console add-user",
+    summary: "Add a person who may sign in to the console, or change their password or role.",
+    arguments: [.init(name: "NAME", help: "Their sign-in name: 1 to 64 of a-z, 0-9, '.', '_', '@', '-'.")],
+    options: [roleOption],
+    details: """
+        The users file is PAYRECON_CONSOLE_USERS_FILE (created with mode 0600 if it does not exist; rewritten whole,
+        atomically). The password is read from standard input, never from an argument: typed twice, without echo, at
+        a terminal; else the first line (printf '%s\\n' "$PASSWORD" | payrecon console add-user ana --role operator).
+        It must be at least \(minimumConsolePassword) characters and is kept as a scrypt hash (N=2^15, r=8, p=1).
+        A name already in the file gets the new password and role in place. Exit 0 when written, 2 on a usage error.
+        """
+) { args in
+    let name = args.positionals[0]
+    guard ConsoleUsers.isValidName(name) else {
+        throw UsageError("NAME must be 1 to 64 of a-z, 0-9, '.', '_', '@', '-', not '\(name.terminalSafe)'")
+    }
+    guard let role = try args.value(roleOption) else { throw UsageError("--role is required: viewer or operator") }
+    guard let path = Environment()["PAYRECON_CONSOLE_USERS_FILE"], !path.isEmpty else {
+        throw ConfigurationError("set PAYRECON_CONSOLE_USERS_FILE to the users file's path (it is created if missing)")
+    }
+    let password = try readNewPassword(for: name)
+    var users = try ConsoleUsersFile.read(path) ?? ConsoleUsers()
+    let existed = users.user(named: name) != nil
+    let hash: String
+    do { hash = try PasswordHash.make(Array(password.utf8)) } catch { throw ConfigurationError("could not hash the password: \(error)") }
+    users.put(ConsoleUser(name: name, role: role, passwordHash: hash))
+    try ConsoleUsersFile.write(users, to: path)
+    print("\(existed ? "changed" : "added") \(name) (\(role.rawValue)) in \(path)")
+    return Exit.ok
+}
+
+/// A new password from standard input: twice without echo at a terminal, else the first line.
+func readNewPassword(for name: String) throws -> String {
+    let password: String
+    if isatty(STDIN_FILENO) == 1 {
+        let first = try readWithoutEcho("Password for \(name): ")
+        guard try readWithoutEcho("Again: ") == first else { throw UsageError("the two passwords differ; nothing was written") }
+        password = first
+    } else {
+        guard let line = readLine(strippingNewline: true) else {
+            throw UsageError("no password on standard input: type it at a terminal, or pipe it as the first line")
+        }
+        password = line.hasSuffix("\r") ? String(line.dropLast()) : line
+    }
+    guard password.count >= minimumConsolePassword else {
+        throw UsageError("the password must be at least \(minimumConsolePassword) characters; nothing was written")
+    }
+    return password
+}
+
+/// One line from the terminal with echo off (restored whatever happens).
+func readWithoutEcho(_ prompt: String) throws -> String {
+    FileHandle.standardError.write(Data(prompt.utf8))
+    var saved = termios()
+    guard tcgetattr(STDIN_FILENO, &saved) == 0 else { throw UsageError("cannot read the terminal's settings") }
+    var quiet = saved
+    quiet.c_lflag &= ~tcflag_t(ECHO)
+    tcsetattr(STDIN_FILENO, TCSAFLUSH, &quiet)
+    defer {
+        tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved)
+        FileHandle.standardError.write(Data("\n".utf8))
+    }
+    guard let line = readLine(strippingNewline: true) else { throw UsageError("no password typed") }
+    return line
+}
+
+/// Reading and writing the users file: read whole and judged before anything is written; written to a temporary
+/// file beside it (mode 0600) and renamed over it, so a reader never sees half a file.
+enum ConsoleUsersFile {
+    /// nil when the file does not exist yet.
+    static func read(_ path: String) throws -> ConsoleUsers? {
+        guard FileManager.default.fileExists(atPath: path) else { return nil }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ConfigurationError("cannot read \(path): check its permissions")
+        }
+        guard data.count <= 1 << 20 else { throw ConfigurationError("\(path) is over 1 MiB: is it the users file?") }
+        do { return try ConsoleUsers.parse(String(decoding: data, as: UTF8.self)) } catch {
+            throw ConfigurationError("\(path) \(error); correct it, then run this again")
+        }
+    }
+
+    static func write(_ users: ConsoleUsers, to path: String) throws {
+        let temporary = path + ".tmp-\(getpid())"
+        let bytes = Array(users.text.utf8)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        guard fd >= 0 else { throw ConfigurationError("cannot create \(temporary): \(String(cString: strerror(errno)))") }
+        let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        let synced = fsync(fd) == 0
+        close(fd)
+        guard written == bytes.count, synced, rename(temporary, path) == 0 else {
+            unlink(temporary)
+            throw ConfigurationError("cannot write \(path): \(String(cString: strerror(errno)))")
+        }
+    }
+}

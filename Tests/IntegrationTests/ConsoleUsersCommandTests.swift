@@ -1,0 +1,68 @@
+import Console
+import Crypto
+import Foundation
+import PayreconTesting
+import Testing
+
+/// `payrecon console add-user`: the password from standard input (never an argument), kept as a scrypt hash in a
+/// file only its owner reads; a bad file, name, role or password is refused with what to do, and nothing written.
+@Suite struct ConsoleUsersCommandTests {
+    static func addUser(_ file: String, _ name: String, role: String?, password: String?) async throws -> PayreconProcess.Result {
+        try await PayreconProcess.run(
+            ["console", "add-user", name] + (role.map { ["--role", $0] } ?? []),
+            environment: ["PAYRECON_CONSOLE_USERS_FILE": file], stdin: password.map { Array(($0 + "\n").utf8) })
+    }
+
+    static func temporaryFile() -> String {
+        FileManager.default.temporaryDirectory.appendingPathComponent("console-users-" + UUID().uuidString).path
+    }
+
+    @Test func addsAUserThenChangesItInPlace() async throws {
+        let file = Self.temporaryFile()
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let added = try await Self.addUser(file, "ana", role: "operator", password: "correct horse battery")
+        #expect(added.status == 0 && added.stdout.contains("added ana (operator)"), "\(added.stderr)")
+        let bob = try await Self.addUser(file, "bob", role: "viewer", password: "staple staple staple")
+        #expect(bob.status == 0, "\(bob.stderr)")
+        let attributes = try FileManager.default.attributesOfItem(atPath: file)
+        #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600, "only its owner reads it")
+        var users = try ConsoleUsers.parse(String(contentsOfFile: file, encoding: .utf8))
+        #expect(users.users.map(\.name) == ["ana", "bob"])
+        #expect(PasswordHash.verify(Array("correct horse battery".utf8), against: try #require(users.user(named: "ana")).passwordHash))
+        #expect(!(try String(contentsOfFile: file, encoding: .utf8)).contains("correct horse"), "no password in the file")
+
+        let changed = try await Self.addUser(file, "ana", role: "viewer", password: "another long password")
+        #expect(changed.status == 0 && changed.stdout.contains("changed ana (viewer)"), "\(changed.stderr)")
+        users = try ConsoleUsers.parse(String(contentsOfFile: file, encoding: .utf8))
+        #expect(users.users.map { "\($0.name):\($0.role.rawValue)" } == ["ana:viewer", "bob:viewer"])
+        #expect(PasswordHash.verify(Array("another long password".utf8), against: try #require(users.user(named: "ana")).passwordHash))
+    }
+
+    /// Each bad input: exit 2, a message saying what to do, and the file as it was.
+    @Test(
+        arguments: [
+            (["Ana"], "operator", "correct horse battery", "NAME must be"),
+            (["ana"], nil, "correct horse battery", "--role is required"),
+            (["ana"], "admin", "correct horse battery", "--role must be one of"),
+            (["ana"], "viewer", "short", "at least 12 characters"),
+            (["ana"], "viewer", nil, "no password on standard input")
+        ] as [([String], String?, String?, String)])
+    func aBadInputIsRefusedAndNothingWritten(_ name: [String], _ role: String?, _ password: String?, _ message: String) async throws {
+        let file = Self.temporaryFile()
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let result = try await Self.addUser(file, name[0], role: role, password: password)
+        #expect(result.status == 2 && result.stderr.contains(message), "\(result.status) \(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: file))
+    }
+
+    @Test func aBrokenUsersFileIsNamedAndLeftAlone() async throws {
+        let file = Self.temporaryFile()
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        try "ana admin scrypt$x\n".write(toFile: file, atomically: true, encoding: .utf8)
+        let result = try await Self.addUser(file, "bob", role: "viewer", password: "correct horse battery")
+        #expect(result.status == 2 && result.stderr.contains("line 1: the role must be viewer or operator"), "\(result.stderr)")
+        #expect(try String(contentsOfFile: file, encoding: .utf8) == "ana admin scrypt$x\n")
+        let unset = try await PayreconProcess.run(["console", "add-user", "bob", "--role", "viewer"], environment: [:], stdin: [])
+        #expect(unset.status == 2 && unset.stderr.contains("set PAYRECON_CONSOLE_USERS_FILE"), "\(unset.stderr)")
+    }
+}
