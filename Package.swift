@@ -43,8 +43,10 @@ let package = Package(
         .target(name: "Worker", dependencies: ["Store", "Providers", "Reconciliation", "TextFormats", "Postgres", "Observability"]),
         // `payrecon report` and `actions list` renderers: value types in, text out (table, JSON, CSV, HTML). No I/O.
         .target(name: "Reporting", dependencies: ["Reconciliation", "TextFormats"]),
-        // `payrecon console`: the operator's web console (its users, sign-in limits; pages to come).
-        .target(name: "Console", dependencies: ["Crypto"]),
+        // `payrecon console`: the operator's web console (sign-in, sessions, the overview, discrepancies and their ack).
+        .target(
+            name: "Console",
+            dependencies: ["Crypto", "Store", "Reporting", "Reconciliation", "TextFormats", "Postgres", "HTTP", "Observability"]),
         // What the commands wire together (registry, worker context, endpoints), as a library so tests reach it.
         .target(
             name: "Wiring",

@@ -143,6 +143,11 @@ public struct Explanation: Sendable, Equatable {
         public var occurrences: Int
         /// The check that opened it or last changed what defines it.
         public var evidenceID: Int64?
+        /// When and by whom it was acknowledged, and why; `acknowledgedFrom`: the address, when done in the console.
+        public var acknowledgedAt: Date? = nil
+        public var acknowledgedBy: String? = nil
+        public var ackNote: String? = nil
+        public var acknowledgedFrom: String? = nil
         public init(
             id: Int64, kind: DiscrepancyKind, status: String, detail: String, expected: JSONValue, actual: JSONValue,
             firstSeen: Date, lastSeen: Date, resolvedAt: Date?, occurrences: Int, evidenceID: Int64?
@@ -209,6 +214,7 @@ public struct Explanation: Sendable, Equatable {
         case delivery(Delivery)
         case check(Check)
         case opened(DiscrepancyLine)
+        case acknowledged(DiscrepancyLine)
         case resolved(DiscrepancyLine)
         case planned(Action)
         case call(Action, Call)
@@ -219,6 +225,7 @@ public struct Explanation: Sendable, Equatable {
             case .delivery(let d): d.receivedAt
             case .check(let c): c.at
             case .opened(let d): d.firstSeen
+            case .acknowledged(let d): d.acknowledgedAt ?? d.lastSeen
             case .resolved(let d): d.resolvedAt ?? d.lastSeen
             case .planned(let a): a.createdAt
             case .call(_, let c): c.sentAt
@@ -231,7 +238,7 @@ public struct Explanation: Sendable, Equatable {
             case .version: 0
             case .delivery: 1
             case .check: 2
-            case .opened, .resolved: 3
+            case .opened, .acknowledged, .resolved: 3
             case .planned: 4
             case .call: 5
             }
@@ -246,6 +253,7 @@ public struct Explanation: Sendable, Equatable {
         events += checks.map(Event.check)
         for d in discrepancies {
             events.append(.opened(d))
+            if d.acknowledgedAt != nil { events.append(.acknowledged(d)) }
             if d.resolvedAt != nil { events.append(.resolved(d)) }
         }
         for a in actions {

@@ -119,6 +119,11 @@ enum ExplanationJSON {
         case .check(let c): return check(c, at: event.at)
         case .opened(let d):
             return .object([("at", time(event.at)), ("event", .string("discrepancy_opened")), ("discrepancy", discrepancy(d))])
+        case .acknowledged(let d):
+            return .object([
+                ("at", time(event.at)), ("event", .string("discrepancy_acknowledged")), ("discrepancy_id", id(d.id)),
+                ("by", text(d.acknowledgedBy)), ("note", text(d.ackNote)), ("console_address", text(d.acknowledgedFrom))
+            ])
         case .resolved(let d):
             return .object([("at", time(event.at)), ("event", .string("discrepancy_resolved")), ("discrepancy_id", id(d.id))])
         case .planned(let a):

@@ -70,6 +70,12 @@ extension Explanation {
                 "\(at)  discrepancy \(d.id) \(d.kind.rawValue) opened" + (d.evidenceID.map { " (evidence \($0))" } ?? "")
                     + (d.status == "open" ? ", open" : d.status == "acknowledged" ? ", acknowledged" : "") + ": \(d.detail.terminalSafe)"
             ]
+        case .acknowledged(let d):
+            return [
+                "\(at)  discrepancy \(d.id) \(d.kind.rawValue) acknowledged" + (d.acknowledgedBy.map { " by \($0.terminalSafe)" } ?? "")
+                    + (d.acknowledgedFrom.map { " in the console from \($0.terminalSafe)" } ?? "")
+                    + (d.ackNote.map { ": \($0.terminalSafe)" } ?? "")
+            ]
         case .resolved(let d):
             return ["\(at)  discrepancy \(d.id) \(d.kind.rawValue) resolved: a later check no longer found it as it was"]
         case .planned(let a):

@@ -261,7 +261,7 @@ public enum HTML {
         return palette[index % palette.count]
     }
 
-    static let css = """
+    public static let css = """
         :root{--fg:#1d2330;--muted:#667085;--line:#e4e7ec;--bg:#f7f8fa;--bad:#b42318;--warn:#b54708;--good:#027a48}
         *{box-sizing:border-box}body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:var(--bg)}
         header,section{max-width:1280px;margin:0 auto;padding:16px 24px}h1{margin:8px 0 0;font-size:22px}h2{font-size:17px}

@@ -36,7 +36,10 @@ public enum ExplainStore {
         explanation.discrepancies = try conn.query(
             """
             SELECT id, kind, status, detail, expected::text AS expected, actual::text AS actual, first_seen, last_seen, resolved_at, occurrences,
-                   evidence_id FROM discrepancies WHERE \(scope.evidenceWhere) ORDER BY id
+                   evidence_id, acknowledged_at, acknowledged_by, ack_note,
+                   (SELECT a.address FROM console_audit a WHERE a.target = 'discrepancy ' || d.id AND a.action = 'acknowledge'
+                    ORDER BY a.id DESC LIMIT 1) AS acknowledged_from
+            FROM discrepancies d WHERE \(scope.evidenceWhere) ORDER BY id
             """
         ).compactMap(Self.discrepancy)
         if let asked { explanation.subject = explanation.discrepancies.first { $0.id == asked } }
@@ -345,12 +348,17 @@ public enum ExplainStore {
 
     static func discrepancy(_ row: PostgresRow) throws -> Explanation.DiscrepancyLine? {
         guard let kind = DiscrepancyKind(rawValue: try row.string("kind")) else { return nil }
-        return Explanation.DiscrepancyLine(
+        var line = Explanation.DiscrepancyLine(
             id: try row.int64("id"), kind: kind, status: try row.string("status"), detail: try row.string("detail"),
             expected: (try? JSONValue.parse(try row.string("expected"))) ?? .object([]),
             actual: (try? JSONValue.parse(try row.string("actual"))) ?? .object([]),
             firstSeen: try row.date("first_seen"), lastSeen: try row.date("last_seen"), resolvedAt: try row.optionalDate("resolved_at"),
             occurrences: Int(try row.int64("occurrences")), evidenceID: try row.optionalInt64("evidence_id"))
+        line.acknowledgedAt = try row.optionalDate("acknowledged_at")
+        line.acknowledgedBy = try row.optionalString("acknowledged_by")
+        line.ackNote = try row.optionalString("ack_note")
+        line.acknowledgedFrom = try row.optionalString("acknowledged_from")
+        return line
     }
 
     /// What a JSONDecoder error says, in a line: the field it stopped at, why, and the value stored there (from `stored`,

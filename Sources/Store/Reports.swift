@@ -64,13 +64,18 @@ public enum ReportStore {
             """
     }
 
+    /// What `decode` reads of a discrepancy.
+    static let discrepancyColumns = """
+        id, provider, order_id, transaction_ref, kind, status, expected::text AS expected, actual::text AS actual, detail,
+        amount_at_risk_minor, currency, first_seen, last_seen, occurrences, resolved_at, acknowledged_at, ack_note, acknowledged_by,
+        evidence_id
+        """
+
     /// One discrepancy by id, whatever its status.
     public static func discrepancy(id: Int64, on conn: PostgresConnection) throws -> StoredDiscrepancy? {
         try conn.query(
             """
-            SELECT id, provider, order_id, transaction_ref, kind, status, expected::text AS expected, actual::text AS actual,
-                   detail, amount_at_risk_minor, currency, first_seen, last_seen, occurrences, resolved_at, acknowledged_at, ack_note,
-                   acknowledged_by, evidence_id
+            SELECT \(unescaped: discrepancyColumns)
             FROM discrepancies WHERE id = \(.int64(id))
             """
         ).first.map(decode)
@@ -80,9 +85,7 @@ public enum ReportStore {
     public static func discrepancies(_ filter: DiscrepancyFilter, on conn: PostgresConnection) throws -> [StoredDiscrepancy] {
         try conn.query(
             """
-            SELECT id, provider, order_id, transaction_ref, kind, status, expected::text AS expected, actual::text AS actual,
-                   detail, amount_at_risk_minor, currency, first_seen, last_seen, occurrences, resolved_at, acknowledged_at, ack_note,
-                   acknowledged_by, evidence_id
+            SELECT \(unescaped: discrepancyColumns)
             FROM discrepancies WHERE \(filterClause(filter, status: filter.status)) ORDER BY id
             """
         ).map(decode)

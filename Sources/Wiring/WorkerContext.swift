@@ -142,6 +142,12 @@ extension Environment {
         try Self.address(flag ?? self["PAYRECON_LISTEN"] ?? "127.0.0.1:8080", variable: "PAYRECON_LISTEN")!
     }
 
+    /// `host:port` for `payrecon console` (`--listen`, else PAYRECON_CONSOLE_LISTEN, else 127.0.0.1:8090).
+    public func consoleAddress(flag: String?) throws(ConfigurationError) -> (host: String, port: UInt16) {
+        if let flag { return try Self.address(flag, variable: "--listen")! }
+        return try Self.address(self["PAYRECON_CONSOLE_LISTEN"] ?? "127.0.0.1:8090", variable: "PAYRECON_CONSOLE_LISTEN")!
+    }
+
     /// `host:port` for the worker's own `/metrics` (`--metrics-listen`, else PAYRECON_WORK_METRICS_LISTEN); nil: none.
     public func workMetricsAddress(flag: String?) throws(ConfigurationError) -> (host: String, port: UInt16)? {
         if let flag { return try Self.address(flag, variable: "--metrics-listen") }

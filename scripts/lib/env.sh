@@ -50,6 +50,19 @@ ensure_openapi_schema_validator() {
         || die "pip install openapi-schema-validator failed"
 }
 
+# selenium and axe-selenium-python (PyPI, axe-core inside) for scripts/lib/console-check.py: the console in Debian's
+# Chromium through chromium-driver.
+ensure_browser_testing() {
+    ensure_packages chromium chromium-driver fonts-dejavu-core
+    ensure_python3
+    python3 -c 'import selenium, axe_selenium_python' 2>/dev/null && return 0
+    python3 -m pip --version >/dev/null 2>&1 || ensure_packages python3-pip
+    log "installing selenium and axe-selenium-python"
+    python3 -m pip install -q selenium axe-selenium-python >/dev/null 2>&1 \
+        || python3 -m pip install -q --break-system-packages selenium axe-selenium-python >/dev/null \
+        || die "pip install selenium axe-selenium-python failed"
+}
+
 # The cluster lives under .data/pg when the postgres user can reach it, else under /tmp (a clone under /root, say).
 pg_datadir() {
     if [ -n "${PG_DATADIR:-}" ]; then printf '%s\n' "$PG_DATADIR"; return; fi

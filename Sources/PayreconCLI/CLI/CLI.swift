@@ -11,7 +11,7 @@ public enum CLI {
         actionsRetryCommand,
         eventsListCommand, eventsShowCommand, eventsRetryCommand, rejectionsListCommand, rejectionsShowCommand,
         discrepanciesListCommand, discrepanciesShowCommand, discrepanciesAckCommand, explainCommand, checkCommand, pruneCommand,
-        verifyCommand, migrateCommand, doctorCommand, consoleAddUserCommand
+        verifyCommand, migrateCommand, doctorCommand, consoleCommand, consoleAddUserCommand
     ]
 
     static func overview(_ commands: [Command]) -> String {

@@ -1,11 +1,60 @@
 import Console
 import Crypto
 import Foundation
+import Observability
+import Postgres
 import Providers
 import Reconciliation
+import Store
+import Wiring
 
 private let roleOption = OptionKey<ConsoleRole>("--role", "viewer|operator", "What the user may do: viewer reads; operator also acts.") {
     (v: String) throws(UsageError) -> ConsoleRole in try Options.oneOf(ConsoleRole.self, v, "--role")
+}
+
+private let consoleListen = OptionKey<String>(
+    "--listen", "HOST:PORT", "Where the console listens (default PAYRECON_CONSOLE_LISTEN, else 127.0.0.1:8090).")
+
+let consoleCommand = Command(
+    name: "console",
+    summary: "Serve the operator's web console: the overview, discrepancies with their evidence, and acknowledging them.",
+    options: [consoleListen, Options.portFile, Options.databaseURL],
+    details: """
+        People sign in with the names and passwords of PAYRECON_CONSOLE_USERS_FILE (see `payrecon console add-user`);
+        a viewer reads, an operator also acknowledges. Sessions are kept in the database (cookies HttpOnly,
+        SameSite=Strict, and Secure unless the console listens on loopback) and end after 30 minutes unused; every
+        write carries the session's CSRF token and is recorded with who, when and from where. Failed sign-ins are
+        limited per name (5) and per address (20) in 15 minutes. The console is a process of its own, never on the
+        webhook listener; put it behind the TLS proxy (deploy/nginx) to reach it from elsewhere. The database must be
+        migrated (`payrecon migrate`). Runs until SIGTERM or SIGINT.
+        """
+) { args in
+    let env = try args.environment()
+    let (host, port) = try env.consoleAddress(flag: args.value(consoleListen))
+    guard let path = env["PAYRECON_CONSOLE_USERS_FILE"], !path.isEmpty else {
+        throw ConfigurationError("set PAYRECON_CONSOLE_USERS_FILE to the users file (make it with `payrecon console add-user`)")
+    }
+    guard let users = try ConsoleUsersFile.read(path), !users.users.isEmpty else {
+        throw ConfigurationError("\(path) names no one: add a user with `payrecon console add-user NAME --role operator`")
+    }
+    let pool = PostgresPool(conninfo: try env.databaseURL(), size: 4, acquireTimeout: 5, prepareStatements: try env.preparesStatements())
+    defer { pool.close() }
+    let status: Migrator.Status
+    do { status = try pool.withConnection { try Migrator.status(Migrator.shippedVersions, on: $0) } } catch {
+        throw ConfigurationError("cannot reach the database (\(error)): check DATABASE_URL")
+    }
+    guard status.pending.isEmpty else {
+        throw ConfigurationError(
+            "the database lacks \(status.pending.count) migration(s) (first \(status.pending[0])): run `payrecon migrate`")
+    }
+    let console = ConsoleServer(configuration: .init(host: host, port: port, users: users), pool: pool, logger: args.logger)
+    let bound: UInt16
+    do { bound = try console.start() } catch { throw FatalError("\(error)") }
+    if let file = try args.value(Options.portFile) { try? "\(bound)\n".write(toFile: file, atomically: true, encoding: .utf8) }
+    let signal = await Signals.waitForTermination()
+    args.logger.info("console stopping", ["signal": signal])
+    console.stop()
+    return Exit.ok
 }
 
 /// The shortest password `add-user` takes: the hash slows guessing, but a short password is still found.

@@ -1,0 +1,185 @@
+import Console
+import Crypto
+import Foundation
+import HTTP
+import Observability
+import PayreconTesting
+import Postgres
+import Reporting
+import Store
+import Testing
+
+/// `payrecon console` over real HTTP and PostgreSQL: no page without a session, a viewer reads and cannot write, an
+/// operator acknowledges with the form's CSRF token and is recorded, provider strings are text, sign-ins are limited.
+@Suite("Console", .serialized) struct ConsoleServerTests {
+    static let cheap = PasswordHash.Parameters(ln: 10, r: 8, p: 1)
+
+    struct Harness {
+        let db: TestDatabase
+        let pool: PostgresPool
+        let base: String
+        let http = URLSessionHTTPClient()
+
+        func get(_ path: String, cookie: String? = nil) async throws -> HTTPClientResponse {
+            try await http.send(HTTPClientRequest(method: "GET", url: base + path, headers: cookie.map { [("Cookie", $0)] } ?? []))
+        }
+
+        func post(_ path: String, _ form: [(String, String)], cookie: String? = nil) async throws -> HTTPClientResponse {
+            let body = form.map { "\($0.0)=\($0.1.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")" }.joined(
+                separator: "&")
+            return try await http.send(
+                HTTPClientRequest(
+                    method: "POST", url: base + path,
+                    headers: [("Content-Type", "application/x-www-form-urlencoded")] + (cookie.map { [("Cookie", $0)] } ?? []),
+                    body: Array(body.utf8)))
+        }
+
+        /// Signs in; the session's cookie (`name=token`) and its CSRF token.
+        func signIn(_ name: String, _ password: String) async throws -> (cookie: String, csrf: String) {
+            let answer = try await post("/login", [("name", name), ("password", password)])
+            #expect(answer.status == 303 && answer.headers["location"] == "/", "\(answer.status) \(answer.text)")
+            let setCookie = try #require(answer.headers["set-cookie"])
+            let cookie = String(setCookie.split(separator: ";")[0])
+            let page = try await get("/", cookie: cookie)
+            return (cookie, try #require(Self.csrf(in: page.text)))
+        }
+
+        static func csrf(in html: String) -> String? {
+            guard let r = html.range(of: #"name="csrf" value=""#) else { return nil }
+            return String(html[r.upperBound...].prefix { $0 != "\"" })
+        }
+    }
+
+    static func with(_ body: (Harness, Int64) async throws -> Void) async throws {
+        let db = try await offload { try TestDatabase.create() }
+        defer { db.drop() }
+        let pool = PostgresPool(conninfo: db.url, size: 2, acquireTimeout: 5)
+        defer { pool.close() }
+        let id = try await offload {
+            let conn = try db.connect()
+            defer { conn.close() }
+            return try conn.query(
+                """
+                INSERT INTO discrepancies (provider, order_id, transaction_ref, kind, expected, actual, detail, amount_at_risk_minor, currency)
+                VALUES ('pxp', 'O-1', 'TX-1', 'amount_mismatch', '{"amount": "15.00"}', '{"captured": "0.00"}',
+                        'PXP says <script>alert(1)</script> for it', 1500, 'EUR') RETURNING id
+                """
+            ).first!.int64("id")
+        }
+        let users = ConsoleUsers([
+            ConsoleUser(
+                name: "ana", role: .operator, passwordHash: try PasswordHash.make(Array("ana's long password".utf8), parameters: cheap)),
+            ConsoleUser(
+                name: "vic", role: .viewer, passwordHash: try PasswordHash.make(Array("vic's long password".utf8), parameters: cheap))
+        ])
+        let console = ConsoleServer(configuration: .init(host: "127.0.0.1", port: 0, users: users), pool: pool, logger: Logger())
+        let port = try console.start()
+        defer { console.stop() }
+        try await body(Harness(db: db, pool: pool, base: "http://127.0.0.1:\(port)"), id)
+    }
+
+    @Test func noPageWithoutASessionAndAWrongPasswordIsRefused() async throws {
+        try await Self.with { h, id in
+            let overview = try await h.get("/")
+            #expect(overview.status == 303 && overview.headers["location"] == "/login")
+            #expect(try await h.get("/discrepancies/\(id)").status == 303)
+            #expect(try await h.post("/discrepancies/\(id)/ack", [("csrf", "x")]).status == 403)
+            let wrong = try await h.post("/login", [("name", "ana"), ("password", "not it at all")])
+            #expect(wrong.status == 401 && wrong.text.contains("Wrong name or password") && wrong.headers["set-cookie"] == nil)
+            let nobody = try await h.post("/login", [("name", "zed"), ("password", "ana's long password")])
+            #expect(nobody.status == 401 && nobody.text.contains("Wrong name or password"), "an unknown name reads the same")
+            let login = try await h.get("/login")
+            #expect(login.headers["cache-control"] == "no-store")
+            #expect(login.headers["content-security-policy"]?.contains("default-src 'none'") == true)
+            #expect(login.headers["x-frame-options"] == "DENY")
+        }
+    }
+
+    @Test func anOperatorAcknowledgesWithTheFormsTokenAndIsRecorded() async throws {
+        try await Self.with { h, id in
+            let answer = try await h.post("/login", [("name", "ana"), ("password", "ana's long password")])
+            let setCookie = try #require(answer.headers["set-cookie"])
+            #expect(
+                setCookie.contains("HttpOnly") && setCookie.contains("SameSite=Strict") && !setCookie.contains("Secure"), "\(setCookie)")
+            let (cookie, csrf) = try await h.signIn("ana", "ana's long password")
+
+            let overview = try await h.get("/", cookie: cookie)
+            #expect(
+                overview.status == 200 && overview.text.contains("15.00 EUR")
+                    && overview.text.contains(#"<div class="value" id="open">1</div>"#))
+            let page = try await h.get("/discrepancies/\(id)", cookie: cookie)
+            #expect(page.status == 200 && page.text.contains("Acknowledge"))
+            #expect(
+                page.text.contains("&lt;script&gt;alert(1)&lt;/script&gt;") && !page.text.contains("<script>"),
+                "a provider's string is text")
+            let list = try await h.get("/discrepancies?status=open&q=O-1", cookie: cookie)
+            #expect(list.status == 200 && list.text.contains("/discrepancies/\(id)\""))
+            #expect(try await h.get("/discrepancies?q=O-404", cookie: cookie).text.contains("No discrepancy matches"))
+
+            let forged = try await h.post("/discrepancies/\(id)/ack", [("note", "no token")], cookie: cookie)
+            #expect(forged.status == 403)
+            let stale = try await h.post("/discrepancies/\(id)/ack", [("csrf", String(csrf.reversed())), ("note", "x")], cookie: cookie)
+            #expect(stale.status == 403)
+            #expect(try await Self.status(h, id) == "open")
+
+            let acked = try await h.post("/discrepancies/\(id)/ack", [("csrf", csrf), ("note", "refunded by hand")], cookie: cookie)
+            #expect(acked.status == 303 && acked.headers["location"] == "/discrepancies/\(id)")
+            #expect(try await Self.status(h, id) == "acknowledged")
+            let after = try await h.get("/discrepancies/\(id)", cookie: cookie)
+            #expect(after.text.contains("Acknowledged by ana: refunded by hand") && after.text.contains("ana acknowledge from 127.0.0.1"))
+            #expect(!after.text.contains(#"action="/discrepancies/\#(id)/ack""#), "no form for what is not open")
+            let emptied = try await h.get("/", cookie: cookie)
+            #expect(emptied.text.contains(#"<div class="value" id="open">0</div>"#) && !emptied.text.contains("15.00 EUR"))
+            let audit = try await offload {
+                let conn = try h.db.connect()
+                defer { conn.close() }
+                return try conn.query("SELECT user_name, action, target, detail FROM console_audit WHERE action = 'acknowledge'").map {
+                    [try $0.string("user_name"), try $0.string("action"), try $0.string("target"), try $0.string("detail")]
+                }
+            }
+            #expect(audit == [["ana", "acknowledge", "discrepancy \(id)", "refunded by hand"]])
+            // `payrecon explain` shows who acknowledged it, from where, and why.
+            let explained = try await offload {
+                let conn = try h.db.connect()
+                defer { conn.close() }
+                return try ExplainStore.explain(.discrepancy(id), on: conn)
+            }
+            #expect(
+                explained.table().contains("acknowledged by ana in the console from 127.0.0.1: refunded by hand"), "\(explained.table())")
+            let json = String(decoding: explained.json(), as: UTF8.self)
+            #expect(json.contains(#""event":"discrepancy_acknowledged""#) && json.contains(#""console_address":"127.0.0.1""#), "\(json)")
+
+            let out = try await h.post("/logout", [("csrf", csrf)], cookie: cookie)
+            #expect(out.status == 303 && out.headers["location"] == "/login")
+            #expect(try await h.get("/", cookie: cookie).status == 303, "the session is over")
+        }
+    }
+
+    @Test func aViewerReadsAndCannotWrite() async throws {
+        try await Self.with { h, id in
+            let (cookie, csrf) = try await h.signIn("vic", "vic's long password")
+            let page = try await h.get("/discrepancies/\(id)", cookie: cookie)
+            #expect(page.status == 200 && !page.text.contains(#"action="/discrepancies/\#(id)/ack""#))
+            let crafted = try await h.post("/discrepancies/\(id)/ack", [("csrf", csrf), ("note", "sneaky")], cookie: cookie)
+            #expect(crafted.status == 403)
+            #expect(try await Self.status(h, id) == "open")
+        }
+    }
+
+    /// Five wrong passwords for a name: the sixth try is refused without checking, right password or not.
+    @Test func repeatedWrongPasswordsAreLimited() async throws {
+        try await Self.with { h, _ in
+            for _ in 0..<5 { #expect(try await h.post("/login", [("name", "ana"), ("password", "wrong wrong wrong")]).status == 401) }
+            let limited = try await h.post("/login", [("name", "ana"), ("password", "ana's long password")])
+            #expect(limited.status == 429 && limited.text.contains("Too many failed sign-ins") && limited.headers["retry-after"] != nil)
+        }
+    }
+
+    static func status(_ h: Harness, _ id: Int64) async throws -> String {
+        try await offload {
+            let conn = try h.db.connect()
+            defer { conn.close() }
+            return try conn.query("SELECT status FROM discrepancies WHERE id = \(.int64(id))").first!.string("status")
+        }
+    }
+}
