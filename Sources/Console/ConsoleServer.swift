@@ -18,28 +18,52 @@ public final class ConsoleServer: Sendable {
         public var users: ConsoleUsers
         /// A session unused this long is over.
         public var idleSeconds: Int64 = 30 * 60
-        /// Cookies carry `Secure` (sent over HTTPS only) unless the console listens on loopback, where a browser on
-        /// the same machine speaks plain HTTP to it.
+        /// A session this old is over, however much it is used: a stolen cookie does not live forever.
+        public var maxAgeSeconds: Int64 = 12 * 3600
+        /// The session cookie is `Secure` and `__Host-` prefixed, so a browser sends it over HTTPS only and no other
+        /// site can plant one: on by default unless the console listens on loopback (a browser on the same host, or an
+        /// SSH tunnel, speaks plain HTTP to it, and Chromium keeps no Secure cookie from plain HTTP). Behind a TLS proxy
+        /// on loopback, turn it on (`PAYRECON_CONSOLE_SECURE_COOKIE=on`, which `payrecon console` also does when
+        /// PAYRECON_TRUSTED_PROXIES is set).
         public var secureCookies: Bool
+        /// Proxies whose `X-Forwarded-For` names the client (`PAYRECON_TRUSTED_PROXIES`): behind nginx every request
+        /// comes from 127.0.0.1, and the sign-in limits and the audit trail need the person's own address.
+        public var trustedProxies: [AddressRange] = []
 
         public init(host: String, port: UInt16, users: ConsoleUsers) {
             self.host = host; self.port = port; self.users = users
-            secureCookies = !(host == "127.0.0.1" || host == "localhost" || host == "::1")
+            secureCookies = !Self.isLoopback(host)
         }
+
+        public static func isLoopback(_ host: String) -> Bool { host == "localhost" || host == "::1" || host.hasPrefix("127.") }
+
+        var cookieName: String { secureCookies ? "__Host-payrecon_console" : "payrecon_console" }
     }
 
-    static let cookieName = "payrecon_console"
     let configuration: Configuration
     let pool: PostgresPool
     let logger: Logger
+    /// The users file as last read (at start, and again on SIGHUP: `replaceUsers`).
+    private let users: Mutex<ConsoleUsers>
     let limiter = Mutex(SignInLimiter())
-    /// At most two passwords checked at once (scrypt takes 32 MiB and a tenth of a second each).
-    let verifications = AsyncSemaphore(permits: 2)
+    /// Passwords are checked one at a time on a thread of their own (scrypt takes 32 MiB and a tenth of a second),
+    /// never on Swift's cooperative pool, whose two threads serve every page; past `maxWaitingSignIns` a sign-in is 503.
+    static let hashing = DispatchQueue(label: "payrecon.console.scrypt")
+    let waitingSignIns = Atomic<Int>(0)
+    static let maxWaitingSignIns = 8
     let started = ContinuousClock.now
     private let server = Mutex<HTTPServer?>(nil)
 
     public init(configuration: Configuration, pool: PostgresPool, logger: Logger) {
         self.configuration = configuration; self.pool = pool; self.logger = logger
+        users = Mutex(configuration.users)
+    }
+
+    /// Puts a users file read again in place (SIGHUP): a session whose person is gone, or has another role or another
+    /// password, is over at its next request.
+    public func replaceUsers(_ new: ConsoleUsers) {
+        users.withLock { $0 = new }
+        logger.info("console users re-read", ["users": new.users.count])
     }
 
     /// Starts listening; returns the port.
@@ -51,7 +75,7 @@ public final class ConsoleServer: Sendable {
             asyncHandler: { [self] request in await respond(to: request) })
         try http.start()
         server.withLock { $0 = http }
-        logger.info("console listening", ["address": "\(configuration.host):\(http.port)", "users": configuration.users.users.count])
+        logger.info("console listening", ["address": "\(configuration.host):\(http.port)", "users": users.withLock { $0.users.count }])
         return http.port
     }
 
@@ -84,6 +108,13 @@ public final class ConsoleServer: Sendable {
                 body: Array(ConsolePages.css.utf8))
         case ("GET", "/login"):
             return Self.html(200, ConsolePages.signIn(error: nil))
+        case ("POST", _) where Self.crossSite(request):
+            // A form another site's page sends through a signed-in browser (or a login CSRF): refused before anything.
+            return Self.html(
+                403, ConsolePages.page(title: "Refused", session: nil, body: "<p class=\"error\">A form from another site.</p>"))
+        case ("POST", _) where request.bodyTooLarge:
+            return Self.html(
+                413, ConsolePages.page(title: "Too large", session: nil, body: "<p class=\"error\">The form is too large.</p>"))
         case ("POST", "/login"):
             return await signIn(request)
         default:
@@ -111,6 +142,25 @@ public final class ConsoleServer: Sendable {
         }
     }
 
+    /// What the browser says of where a POST comes from (`Sec-Fetch-Site`, `Origin`): another site is refused, beside
+    /// the CSRF token. A client that says nothing (a script, curl) is judged by the token alone.
+    static func crossSite(_ request: HTTPRequest) -> Bool {
+        // A browser that sends Sec-Fetch-Site says it outright.
+        if let site = request.headers["sec-fetch-site"] { return site != "same-origin" && site != "none" }
+        // Otherwise the Origin, unless it is "null" (what a browser sends under `Referrer-Policy: no-referrer`, as
+        // every console page is), which says nothing either way.
+        guard let origin = request.headers["origin"], origin != "null" else { return false }
+        guard let host = request.headers["host"] else { return true }
+        return origin != "http://" + host && origin != "https://" + host
+    }
+
+    /// The person's address: the peer, or the last `X-Forwarded-For` hop when the peer is a trusted proxy.
+    func clientAddress(_ request: HTTPRequest) -> String {
+        SenderAddress.resolve(
+            peer: request.remoteAddress, forwardedFor: request.headers.values(for: "X-Forwarded-For"),
+            trustedProxies: configuration.trustedProxies) ?? "?"
+    }
+
     /// A POST without the session's CSRF token is refused, whoever sends it (sign-out included).
     static func refusedWrite(_ request: HTTPRequest, session: ConsoleSession) -> HTTPResponse? {
         let sent = FormBody.parse(request.body)["csrf"] ?? ""
@@ -127,41 +177,47 @@ public final class ConsoleServer: Sendable {
     // MARK: - Sessions
 
     func currentSession(_ request: HTTPRequest) async throws -> ConsoleSession? {
-        guard let token = FormBody.cookie(Self.cookieName, in: request.headers["cookie"]), token.utf8.count == 64 else { return nil }
+        guard let token = FormBody.cookie(configuration.cookieName, in: request.headers["cookie"]), token.utf8.count == 64 else {
+            return nil
+        }
         let hash = SHA256.hash(Array(token.utf8))
-        let idle = configuration.idleSeconds
-        let session = try await pool.run { try ConsoleStore.session(tokenSHA256: hash, idleSeconds: idle, on: $0) }
-        // The users file decides: a session of a user since removed or given another role is over.
-        guard let session, configuration.users.user(named: session.userName)?.role.rawValue == session.role else { return nil }
+        let (idle, maxAge) = (configuration.idleSeconds, configuration.maxAgeSeconds)
+        let session = try await pool.run { try ConsoleStore.session(tokenSHA256: hash, idleSeconds: idle, maxAgeSeconds: maxAge, on: $0) }
+        // The users file decides: a session of a person since removed, given another role or another password is over.
+        guard let session, let user = users.withLock({ $0.user(named: session.userName) }), user.role.rawValue == session.role,
+            session.credential == Self.credential(of: user)
+        else { return nil }
         return session
     }
 
     func signIn(_ request: HTTPRequest) async -> HTTPResponse {
         let form = FormBody.parse(request.body)
         let name = form["name"] ?? "", password = form["password"] ?? ""
-        let address = request.remoteAddress ?? "?"
+        // Every invalid name is one key for the limiter: a key's size stays bounded, and it is no one's name.
+        let limited = ConsoleUsers.isValidName(name) ? name : "(not a valid name)"
+        let address = clientAddress(request)
         let now = ContinuousClock.now - started
-        if case .wait(let wait) = limiter.withLock({ $0.check(name: name, address: address, now: now) }) {
+        if case .wait(let wait) = limiter.withLock({ $0.attempt(name: limited, address: address, now: now) }) {
             let minutes = max(1, Int(wait.components.seconds + 59) / 60)
             return Self.html(
                 429, ConsolePages.signIn(error: "Too many failed sign-ins: try again in \(minutes) minute\(minutes == 1 ? "" : "s")."),
                 headers: [("Retry-After", String(wait.components.seconds + 1))])
         }
-        let user = configuration.users.user(named: name)
+        let user = users.withLock { $0.user(named: name) }
         // An unknown name costs the same scrypt as a known one, so the time taken does not say which names exist.
         let stored = user?.passwordHash ?? Self.decoyHash
-        do { try await verifications.acquire() } catch { return Self.html(503, ConsolePages.signIn(error: "Try again.")) }
-        let matches = PasswordHash.verify(Array(password.utf8), against: stored)
-        verifications.release()
+        guard let matches = await verify(password, against: stored) else {
+            return Self.html(
+                503, ConsolePages.signIn(error: "Too many sign-ins at once; try again in a moment."), headers: [("Retry-After", "2")])
+        }
         guard let user, matches else {
-            limiter.withLock { $0.failed(name: name, address: address, now: now) }
-            logger.info(
-                "console sign-in refused", ["user": ConsoleUsers.isValidName(name) ? name : "(not a valid name)", "address": address])
+            logger.info("console sign-in refused", ["user": limited, "address": address])
             return Self.html(401, ConsolePages.signIn(error: "Wrong name or password."))
         }
-        limiter.withLock { $0.succeeded(name: name) }
+        limiter.withLock { $0.succeeded(name: limited, address: address, at: now) }
         let token = Hex.encode(Self.randomBytes(32)), csrf = Hex.encode(Self.randomBytes(32))
-        let session = ConsoleSession(userName: user.name, role: user.role.rawValue, csrfToken: csrf)
+        let session = ConsoleSession(
+            userName: user.name, role: user.role.rawValue, csrfToken: csrf, credential: Self.credential(of: user))
         do {
             try await pool.run { conn in
                 try ConsoleStore.createSession(tokenSHA256: SHA256.hash(Array(token.utf8)), session: session, address: address, on: conn)
@@ -171,13 +227,31 @@ public final class ConsoleServer: Sendable {
             return Self.html(503, ConsolePages.signIn(error: "The database is out of reach; try again."))
         }
         logger.info("console sign-in", ["user": user.name, "role": user.role.rawValue, "address": address])
-        var cookie = "\(Self.cookieName)=\(token); Path=/; HttpOnly; SameSite=Strict; Max-Age=\(configuration.idleSeconds * 16)"
+        var cookie = "\(configuration.cookieName)=\(token); Path=/; HttpOnly; SameSite=Strict; Max-Age=\(configuration.maxAgeSeconds)"
         if configuration.secureCookies { cookie += "; Secure" }
         return Self.redirect("/", headers: [("Set-Cookie", cookie)])
     }
 
     /// A hash no password matches, verified for an unknown name (same parameters as `make`'s).
-    static let decoyHash = (try? PasswordHash.make(randomBytes(24))) ?? ""
+    static let decoyHash: String = {
+        guard let hash = try? PasswordHash.make(randomBytes(24)) else { preconditionFailure("libcrypto cannot make a scrypt hash") }
+        return hash
+    }()
+
+    /// What a session keeps of the password it was opened with: a new password ends it.
+    static func credential(of user: ConsoleUser) -> String { SHA256.hex(Array(user.passwordHash.utf8)) }
+
+    /// scrypt on its own thread, one at a time; nil when too many wait already.
+    func verify(_ password: String, against stored: String) async -> Bool? {
+        guard waitingSignIns.add(1, ordering: .relaxed).newValue <= Self.maxWaitingSignIns else {
+            waitingSignIns.subtract(1, ordering: .relaxed)
+            return nil
+        }
+        defer { waitingSignIns.subtract(1, ordering: .relaxed) }
+        return await withCheckedContinuation { continuation in
+            Self.hashing.async { continuation.resume(returning: PasswordHash.verify(Array(password.utf8), against: stored)) }
+        }
+    }
 
     static func randomBytes(_ n: Int) -> [UInt8] {
         var generator = SystemRandomNumberGenerator()
@@ -245,7 +319,14 @@ public final class ConsoleServer: Sendable {
                     title: "Refused", session: session, body: "<p class=\"error\">A viewer reads; only an operator acknowledges.</p>"))
         }
         let note = FormBody.parse(request.body)["note"].map { String($0.prefix(500)) }.flatMap { $0.isEmpty ? nil : $0 }
-        let address = request.remoteAddress
+        if let note, note.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+            return Self.html(
+                400,
+                ConsolePages.page(
+                    title: "Refused", session: session,
+                    body: "<p class=\"error\">The note holds a control character; write it as plain text on one line.</p>"))
+        }
+        let address = clientAddress(request)
         do {
             let result = try await pool.run {
                 try ConsoleStore.acknowledge(id: id, note: note, user: session.userName, address: address, on: $0)
@@ -265,14 +346,23 @@ public final class ConsoleServer: Sendable {
     }
 
     func signOut(_ request: HTTPRequest, session: ConsoleSession) async -> HTTPResponse {
-        if let token = FormBody.cookie(Self.cookieName, in: request.headers["cookie"]) {
-            let address = request.remoteAddress
-            _ = try? await pool.run { conn in
-                try ConsoleStore.endSession(tokenSHA256: SHA256.hash(Array(token.utf8)), on: conn)
-                try ConsoleStore.audit(user: session.userName, address: address, action: "sign out", target: nil, detail: nil, on: conn)
+        if let token = FormBody.cookie(configuration.cookieName, in: request.headers["cookie"]) {
+            let address = clientAddress(request)
+            do {
+                try await pool.run { conn in
+                    try ConsoleStore.endSession(tokenSHA256: SHA256.hash(Array(token.utf8)), on: conn)
+                    try ConsoleStore.audit(user: session.userName, address: address, action: "sign out", target: nil, detail: nil, on: conn)
+                }
+            } catch {
+                // The session must end where it is kept: clearing only the cookie would leave it valid.
+                return Self.html(
+                    503,
+                    ConsolePages.page(title: "Unavailable", session: session, body: "<p>The database is out of reach; sign out again.</p>"))
             }
         }
-        return Self.redirect("/login", headers: [("Set-Cookie", "\(Self.cookieName)=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0")])
+        var clear = "\(configuration.cookieName)=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0"
+        if configuration.secureCookies { clear += "; Secure" }
+        return Self.redirect("/login", headers: [("Set-Cookie", clear)])
     }
 
     static func html(_ status: Int, _ text: String, headers: [(String, String)] = []) -> HTTPResponse {

@@ -54,6 +54,9 @@ public enum PasswordHash {
         return constantTimeEquals(hash, stored.hash)
     }
 
+    /// Whether `encoded` is a hash `verify` can check (its form and parameters within bounds).
+    public static func isReadable(_ encoded: String) -> Bool { parse(encoded) != nil }
+
     /// The parts of a stored hash, or nil when it is not one this reads.
     static func parse(_ encoded: String) -> (parameters: Parameters, salt: [UInt8], hash: [UInt8])? {
         let parts = encoded.split(separator: "$", omittingEmptySubsequences: false)

@@ -8,8 +8,10 @@ public struct ConsoleSession: Sendable, Equatable {
     public var role: String
     /// The token every form of this session carries back (a write without it is refused).
     public var csrfToken: String
-    public init(userName: String, role: String, csrfToken: String) {
-        self.userName = userName; self.role = role; self.csrfToken = csrfToken
+    /// A fingerprint of the password hash the session was opened with: a new password ends the session.
+    public var credential: String
+    public init(userName: String, role: String, csrfToken: String, credential: String) {
+        self.userName = userName; self.role = role; self.csrfToken = csrfToken; self.credential = credential
     }
 }
 
@@ -26,31 +28,38 @@ public struct ConsoleAuditEntry: Sendable, Equatable {
 /// The SQL of `payrecon console`: sessions (kept under their token's hash), the audit trail, and what its pages read
 /// beyond the report's queries.
 public enum ConsoleStore {
-    /// Starts a session; sessions idle for longer than a day are deleted on the way.
+    /// Starts a session; sessions unused for a day, or older than two, are deleted on the way.
     public static func createSession(
         tokenSHA256: [UInt8], session: ConsoleSession, address: String?, on conn: PostgresConnection
     ) throws {
         try conn.transaction { tx in
-            _ = try tx.execute("DELETE FROM console_sessions WHERE last_seen < now() - interval '1 day'")
+            _ = try tx.execute(
+                "DELETE FROM console_sessions WHERE last_seen < now() - interval '1 day' OR created_at < now() - interval '2 days'")
             _ = try tx.execute(
                 """
-                INSERT INTO console_sessions (token_sha256, user_name, role, csrf_token, address)
+                INSERT INTO console_sessions (token_sha256, user_name, role, csrf_token, credential, address)
                 VALUES (\(.bytea(tokenSHA256)), \(.text(session.userName)), \(.text(session.role)), \(.text(session.csrfToken)),
-                        \(address.map { .text(DeliveryStore.storable($0)) } ?? .null))
+                        \(.text(session.credential)), \(address.map { .text(DeliveryStore.storable($0)) } ?? .null))
                 """)
         }
     }
 
-    /// The session of a token, if it exists and was used within `idleSeconds`; using it moves its `last_seen`.
-    public static func session(tokenSHA256: [UInt8], idleSeconds: Int64, on conn: PostgresConnection) throws -> ConsoleSession? {
+    /// The session of a token, if it exists, was used within `idleSeconds` and began within `maxAgeSeconds`; using it
+    /// moves its `last_seen`.
+    public static func session(
+        tokenSHA256: [UInt8], idleSeconds: Int64, maxAgeSeconds: Int64, on conn: PostgresConnection
+    ) throws -> ConsoleSession? {
         try conn.query(
             """
             UPDATE console_sessions SET last_seen = now()
             WHERE token_sha256 = \(.bytea(tokenSHA256)) AND last_seen >= now() - make_interval(secs => \(.int64(idleSeconds)))
-            RETURNING user_name, role, csrf_token
+              AND created_at >= now() - make_interval(secs => \(.int64(maxAgeSeconds)))
+            RETURNING user_name, role, csrf_token, credential
             """
         ).first.map { row in
-            ConsoleSession(userName: try row.string("user_name"), role: try row.string("role"), csrfToken: try row.string("csrf_token"))
+            ConsoleSession(
+                userName: try row.string("user_name"), role: try row.string("role"), csrfToken: try row.string("csrf_token"),
+                credential: try row.string("credential"))
         }
     }
 

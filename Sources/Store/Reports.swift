@@ -51,7 +51,7 @@ public struct OpenTotal: Sendable, Equatable {
 
 /// The SQL behind `payrecon report`: read-only, parameterized.
 public enum ReportStore {
-    /// The filter as parameters $1...$4 (status, provider, kind, seconds).
+    /// The filter as a clause: `status` (nil: any), the provider, the kind and the last-seen window, each bound.
     static func filterClause(_ f: DiscrepancyFilter, status: String?) -> SQL {
         let status: PostgresValue = status.map { .text($0) } ?? .null
         let provider: PostgresValue = f.provider.map { .text($0.rawValue) } ?? .null

@@ -77,45 +77,53 @@ import Testing
 }
 
 @Suite struct SignInLimiterTests {
-    /// (what happens, at which second) → what the limiter says before it.
-    @Test func aNameWaitsAfterFiveFailuresUntilTheOldestLeavesTheWindow() {
+    /// Five attempts of a name from an address: the sixth waits until the oldest leaves the window; the same name from
+    /// elsewhere is not locked out by them.
+    @Test func aNameWaitsAfterFiveAttemptsFromAnAddressUntilTheOldestLeavesTheWindow() {
         var limiter = SignInLimiter()
-        for second in 0..<5 {
-            #expect(limiter.check(name: "ana", address: "a1", now: .seconds(second)) == .allowed)
-            limiter.failed(name: "ana", address: "a1", now: .seconds(second))
-        }
-        #expect(limiter.check(name: "ana", address: "a2", now: .seconds(10)) == .wait(.seconds(890)), "from any address")
-        #expect(limiter.check(name: "bob", address: "a2", now: .seconds(10)) == .allowed, "another name from elsewhere")
-        #expect(limiter.check(name: "ana", address: "a1", now: .seconds(900)) == .allowed, "the first failure left the window")
+        for second in 0..<5 { #expect(limiter.attempt(name: "ana", address: "a1", now: .seconds(second)) == .allowed) }
+        #expect(limiter.attempt(name: "ana", address: "a1", now: .seconds(10)) == .wait(.seconds(890)))
+        #expect(limiter.attempt(name: "ana", address: "a2", now: .seconds(10)) == .allowed, "someone elsewhere cannot lock ana out")
+        #expect(limiter.attempt(name: "ana", address: "a1", now: .seconds(900)) == .allowed, "the first attempt left the window")
     }
 
-    @Test func anAddressWaitsAfterTwentyFailuresAcrossNames() {
+    @Test func anAddressWaitsAfterTwentyAttemptsAcrossNames() {
         var limiter = SignInLimiter()
-        for i in 0..<20 { limiter.failed(name: "user\(i)", address: "203.0.113.9", now: .seconds(i)) }
-        #expect(limiter.check(name: "fresh", address: "203.0.113.9", now: .seconds(30)) == .wait(.seconds(870)))
-        #expect(limiter.check(name: "fresh", address: "198.51.100.1", now: .seconds(30)) == .allowed)
+        for i in 0..<20 { #expect(limiter.attempt(name: "user\(i)", address: "203.0.113.9", now: .seconds(i)) == .allowed) }
+        #expect(limiter.attempt(name: "fresh", address: "203.0.113.9", now: .seconds(30)) == .wait(.seconds(870)))
+        #expect(limiter.attempt(name: "fresh", address: "198.51.100.1", now: .seconds(30)) == .allowed)
     }
 
-    /// A right password forgets the name's failures, not the address's.
-    @Test func aSuccessForgetsTheNameOnly() {
+    /// Attempts sent at once all count before any is judged: the sixth of six concurrent ones is refused.
+    @Test func concurrentAttemptsCountBeforeTheyAreJudged() {
+        var limiter = SignInLimiter()
+        let decisions = (0..<6).map { _ in limiter.attempt(name: "ana", address: "a1", now: .seconds(1)) }
+        #expect(decisions.prefix(5).allSatisfy { $0 == .allowed } && decisions[5] == .wait(.seconds(900)))
+    }
+
+    /// A success takes its own attempt back and forgets the name's failures from that address, not the address's.
+    @Test func aSuccessForgetsTheNameAndItsOwnAttemptOnly() {
         var limiter = SignInLimiter()
         limiter.perAddress = 6
-        for second in 0..<5 { limiter.failed(name: "ana", address: "a1", now: .seconds(second)) }
-        limiter.succeeded(name: "ana")
-        #expect(limiter.check(name: "ana", address: "a2", now: .seconds(6)) == .allowed)
-        limiter.failed(name: "bob", address: "a1", now: .seconds(7))
-        #expect(limiter.check(name: "carl", address: "a1", now: .seconds(8)) == .wait(.seconds(892)))
+        for second in 0..<4 { _ = limiter.attempt(name: "ana", address: "a1", now: .seconds(second)) }
+        #expect(limiter.attempt(name: "ana", address: "a1", now: .seconds(5)) == .allowed)
+        limiter.succeeded(name: "ana", address: "a1", at: .seconds(5))
+        #expect(limiter.attempt(name: "ana", address: "a1", now: .seconds(6)) == .allowed, "ana's failures are forgotten")
+        #expect(limiter.attempt(name: "bob", address: "a1", now: .seconds(7)) == .allowed, "the address's 6th attempt")
+        #expect(limiter.attempt(name: "carl", address: "a1", now: .seconds(8)) == .wait(.seconds(892)), "the address kept its failures")
     }
 
-    /// A flood of names from many addresses keeps at most `maxKeys` of them.
-    @Test func memoryIsBoundedByForgettingTheLeastRecent() {
+    /// A flood of names from many addresses keeps at most `maxKeys` of them, the expired first.
+    @Test func memoryIsBoundedByForgettingTheExpiredThenTheLeastRecent() {
         var limiter = SignInLimiter()
         limiter.maxKeys = 10
-        for i in 0..<5 { limiter.failed(name: "n\(i)", address: "a\(i)", now: .seconds(i)) }
         limiter.perName = 1
-        #expect(limiter.check(name: "n0", address: "z", now: .seconds(10)) == .wait(.seconds(890)))
-        for i in 5..<8 { limiter.failed(name: "n\(i)", address: "a\(i)", now: .seconds(i)) }
-        #expect(limiter.check(name: "n0", address: "z", now: .seconds(10)) == .allowed, "the oldest were forgotten")
-        #expect(limiter.check(name: "n7", address: "z", now: .seconds(10)) != .allowed)
+        for i in 0..<5 { _ = limiter.attempt(name: "n\(i)", address: "a\(i)", now: .seconds(i)) }
+        #expect(limiter.attempt(name: "n0", address: "a0", now: .seconds(10)) == .wait(.seconds(890)))
+        for i in 5..<8 { _ = limiter.attempt(name: "n\(i)", address: "a\(i)", now: .seconds(i)) }
+        #expect(limiter.attempt(name: "n0", address: "a0", now: .seconds(10)) == .allowed, "the oldest were forgotten")
+        #expect(limiter.attempt(name: "n7", address: "a7", now: .seconds(10)) != .allowed)
+        for i in 20..<25 { _ = limiter.attempt(name: "m\(i)", address: "b\(i)", now: .seconds(2000 + i)) }
+        #expect(limiter.attempt(name: "n7", address: "a7", now: .seconds(2100)) == .allowed, "expired keys go first")
     }
 }

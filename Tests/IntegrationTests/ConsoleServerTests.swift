@@ -17,6 +17,7 @@ import Testing
     struct Harness {
         let db: TestDatabase
         let pool: PostgresPool
+        let console: ConsoleServer
         let base: String
         let http = URLSessionHTTPClient()
 
@@ -24,14 +25,15 @@ import Testing
             try await http.send(HTTPClientRequest(method: "GET", url: base + path, headers: cookie.map { [("Cookie", $0)] } ?? []))
         }
 
-        func post(_ path: String, _ form: [(String, String)], cookie: String? = nil) async throws -> HTTPClientResponse {
-            let body = form.map { "\($0.0)=\($0.1.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")" }.joined(
-                separator: "&")
+        func post(
+            _ path: String, _ form: [(String, String)], cookie: String? = nil, headers: [(String, String)] = []
+        ) async throws -> HTTPClientResponse {
+            let body = form.map { "\($0.0)=\($0.1.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")" }
             return try await http.send(
                 HTTPClientRequest(
                     method: "POST", url: base + path,
-                    headers: [("Content-Type", "application/x-www-form-urlencoded")] + (cookie.map { [("Cookie", $0)] } ?? []),
-                    body: Array(body.utf8)))
+                    headers: [("Content-Type", "application/x-www-form-urlencoded")] + (cookie.map { [("Cookie", $0)] } ?? []) + headers,
+                    body: Array(body.joined(separator: "&").utf8)))
         }
 
         /// Signs in; the session's cookie (`name=token`) and its CSRF token.
@@ -50,7 +52,18 @@ import Testing
         }
     }
 
-    static func with(_ body: (Harness, Int64) async throws -> Void) async throws {
+    static func users() throws -> ConsoleUsers {
+        ConsoleUsers([
+            ConsoleUser(
+                name: "ana", role: .operator, passwordHash: try PasswordHash.make(Array("ana's long password".utf8), parameters: cheap)),
+            ConsoleUser(
+                name: "vic", role: .viewer, passwordHash: try PasswordHash.make(Array("vic's long password".utf8), parameters: cheap))
+        ])
+    }
+
+    static func with(
+        _ configure: (inout ConsoleServer.Configuration) throws -> Void = { _ in }, _ body: (Harness, Int64) async throws -> Void
+    ) async throws {
         let db = try await offload { try TestDatabase.create() }
         defer { db.drop() }
         let pool = PostgresPool(conninfo: db.url, size: 2, acquireTimeout: 5)
@@ -66,16 +79,12 @@ import Testing
                 """
             ).first!.int64("id")
         }
-        let users = ConsoleUsers([
-            ConsoleUser(
-                name: "ana", role: .operator, passwordHash: try PasswordHash.make(Array("ana's long password".utf8), parameters: cheap)),
-            ConsoleUser(
-                name: "vic", role: .viewer, passwordHash: try PasswordHash.make(Array("vic's long password".utf8), parameters: cheap))
-        ])
-        let console = ConsoleServer(configuration: .init(host: "127.0.0.1", port: 0, users: users), pool: pool, logger: Logger())
+        var configuration = ConsoleServer.Configuration(host: "127.0.0.1", port: 0, users: try users())
+        try configure(&configuration)
+        let console = ConsoleServer(configuration: configuration, pool: pool, logger: Logger())
         let port = try console.start()
         defer { console.stop() }
-        try await body(Harness(db: db, pool: pool, base: "http://127.0.0.1:\(port)"), id)
+        try await body(Harness(db: db, pool: pool, console: console, base: "http://127.0.0.1:\(port)"), id)
     }
 
     @Test func noPageWithoutASessionAndAWrongPasswordIsRefused() async throws {
@@ -100,7 +109,9 @@ import Testing
             let answer = try await h.post("/login", [("name", "ana"), ("password", "ana's long password")])
             let setCookie = try #require(answer.headers["set-cookie"])
             #expect(
-                setCookie.contains("HttpOnly") && setCookie.contains("SameSite=Strict") && !setCookie.contains("Secure"), "\(setCookie)")
+                setCookie.hasPrefix("payrecon_console=") && setCookie.contains("HttpOnly") && setCookie.contains("SameSite=Strict")
+                    && !setCookie.contains("Secure") && setCookie.contains("Path=/") && !setCookie.contains("Domain"),
+                "on loopback a browser speaks plain HTTP: \(setCookie)")
             let (cookie, csrf) = try await h.signIn("ana", "ana's long password")
 
             let overview = try await h.get("/", cookie: cookie)
@@ -172,6 +183,100 @@ import Testing
             for _ in 0..<5 { #expect(try await h.post("/login", [("name", "ana"), ("password", "wrong wrong wrong")]).status == 401) }
             let limited = try await h.post("/login", [("name", "ana"), ("password", "ana's long password")])
             #expect(limited.status == 429 && limited.text.contains("Too many failed sign-ins") && limited.headers["retry-after"] != nil)
+        }
+    }
+
+    /// Behind a TLS proxy the cookie is Secure and `__Host-` (sent over HTTPS only, and no other site can plant one).
+    @Test func behindAProxyTheCookieIsSecureAndHostOnly() async throws {
+        try await Self.with({ $0.secureCookies = true }) { h, _ in
+            let answer = try await h.post("/login", [("name", "ana"), ("password", "ana's long password")])
+            let setCookie = try #require(answer.headers["set-cookie"])
+            #expect(
+                setCookie.hasPrefix("__Host-payrecon_console=") && setCookie.contains("; Secure") && setCookie.contains("Path=/")
+                    && !setCookie.contains("Domain"), "\(setCookie)")
+            let cookie = String(setCookie.split(separator: ";")[0])
+            #expect(try await h.get("/", cookie: cookie).status == 200)
+            #expect(
+                try await h.get("/", cookie: "payrecon_console=" + cookie.split(separator: "=")[1]).status == 303, "only the __Host- name")
+        }
+    }
+
+    /// A form another site's page sends through a signed-in browser is refused, token or not; so is a sign-in from one
+    /// (login CSRF).
+    @Test func aFormFromAnotherSiteIsRefused() async throws {
+        try await Self.with { h, id in
+            let (cookie, csrf) = try await h.signIn("ana", "ana's long password")
+            let evil = try await h.post(
+                "/discrepancies/\(id)/ack", [("csrf", csrf)], cookie: cookie, headers: [("Origin", "https://evil.example")])
+            #expect(evil.status == 403)
+            let fetched = try await h.post(
+                "/discrepancies/\(id)/ack", [("csrf", csrf)], cookie: cookie, headers: [("Sec-Fetch-Site", "cross-site")])
+            #expect(fetched.status == 403)
+            let login = try await h.post(
+                "/login", [("name", "ana"), ("password", "ana's long password")], headers: [("Sec-Fetch-Site", "cross-site")])
+            #expect(login.status == 403 && login.headers["set-cookie"] == nil)
+            #expect(try await Self.status(h, id) == "open")
+            let host = String(h.base.dropFirst("http://".count))
+            let same = try await h.post(
+                "/discrepancies/\(id)/ack", [("csrf", csrf)], cookie: cookie, headers: [("Origin", "http://" + host)])
+            #expect(same.status == 303, "the console's own origin")
+            let browser = try await h.post(
+                "/discrepancies/\(id)/ack", [("csrf", csrf)], cookie: cookie,
+                headers: [("Origin", "null"), ("Sec-Fetch-Site", "same-origin")])
+            #expect(
+                browser.status == 409, "a browser under no-referrer sends Origin: null and says same-origin (already acknowledged: 409)")
+        }
+    }
+
+    /// A note with a control character (a NUL PostgreSQL text cannot hold) is refused with what to do, not blamed on
+    /// the database.
+    @Test func aNoteWithAControlCharacterIsRefused() async throws {
+        try await Self.with { h, id in
+            let (cookie, csrf) = try await h.signIn("ana", "ana's long password")
+            let answer = try await h.post("/discrepancies/\(id)/ack", [("csrf", csrf), ("note", "a\u{0}b")], cookie: cookie)
+            #expect(answer.status == 400 && answer.text.contains("control character"), "\(answer.status) \(answer.text.prefix(300))")
+            #expect(try await Self.status(h, id) == "open")
+        }
+    }
+
+    /// A new password (the users file read again) ends the sessions opened with the old one; a removed person's too.
+    @Test func aNewPasswordEndsTheSessionsOfTheOldOne() async throws {
+        try await Self.with { h, _ in
+            let (cookie, _) = try await h.signIn("ana", "ana's long password")
+            #expect(try await h.get("/", cookie: cookie).status == 200)
+            var users = try Self.users()
+            users.put(
+                ConsoleUser(
+                    name: "ana", role: .operator,
+                    passwordHash: try PasswordHash.make(Array("a new long password".utf8), parameters: Self.cheap)))
+            h.console.replaceUsers(users)
+            #expect(try await h.get("/", cookie: cookie).status == 303, "signed out by the new password")
+            let (vic, _) = try await h.signIn("vic", "vic's long password")
+            h.console.replaceUsers(ConsoleUsers(users.users.filter { $0.name != "vic" }))
+            #expect(try await h.get("/", cookie: vic).status == 303, "signed out by leaving the file")
+        }
+    }
+
+    /// Behind a trusted proxy the person's address is the forwarded one: the audit trail names it, and the sign-in
+    /// limit counts it, not the proxy's.
+    @Test func behindATrustedProxyTheForwardedAddressIsThePersons() async throws {
+        try await Self.with({ $0.trustedProxies = [try AddressRange("127.0.0.0/8")] }) { h, id in
+            for i in 0..<5 {
+                _ = try await h.post("/login", [("name", "ana"), ("password", "wrong \(i)")], headers: [("X-Forwarded-For", "203.0.113.7")])
+            }
+            let limited = try await h.post(
+                "/login", [("name", "ana"), ("password", "ana's long password")], headers: [("X-Forwarded-For", "203.0.113.7")])
+            #expect(limited.status == 429, "203.0.113.7 tried ana five times")
+            let elsewhere = try await h.post(
+                "/login", [("name", "ana"), ("password", "ana's long password")], headers: [("X-Forwarded-For", "198.51.100.4")])
+            #expect(elsewhere.status == 303, "ana from her own address is not locked out")
+            let cookie = String(try #require(elsewhere.headers["set-cookie"]).split(separator: ";")[0])
+            let page = try await h.get("/discrepancies/\(id)", cookie: cookie)
+            let csrf = try #require(Harness.csrf(in: page.text))
+            _ = try await h.post(
+                "/discrepancies/\(id)/ack", [("csrf", csrf)], cookie: cookie, headers: [("X-Forwarded-For", "198.51.100.4")])
+            let after = try await h.get("/discrepancies/\(id)", cookie: cookie)
+            #expect(after.text.contains("ana acknowledge from 198.51.100.4"), "\(after.text.suffix(800))")
         }
     }
 

@@ -19,7 +19,7 @@ import Testing
 
     @Test func addsAUserThenChangesItInPlace() async throws {
         let file = Self.temporaryFile()
-        defer { try? FileManager.default.removeItem(atPath: file) }
+        defer { try? FileManager.default.removeItem(atPath: file); try? FileManager.default.removeItem(atPath: file + ".lock") }
         let added = try await Self.addUser(file, "ana", role: "operator", password: "correct horse battery")
         #expect(added.status == 0 && added.stdout.contains("added ana (operator)"), "\(added.stderr)")
         let bob = try await Self.addUser(file, "bob", role: "viewer", password: "staple staple staple")
@@ -49,15 +49,30 @@ import Testing
         ] as [([String], String?, String?, String)])
     func aBadInputIsRefusedAndNothingWritten(_ name: [String], _ role: String?, _ password: String?, _ message: String) async throws {
         let file = Self.temporaryFile()
-        defer { try? FileManager.default.removeItem(atPath: file) }
+        defer { try? FileManager.default.removeItem(atPath: file); try? FileManager.default.removeItem(atPath: file + ".lock") }
         let result = try await Self.addUser(file, name[0], role: role, password: password)
         #expect(result.status == 2 && result.stderr.contains(message), "\(result.status) \(result.stderr)")
         #expect(!FileManager.default.fileExists(atPath: file))
     }
 
+    /// Rewriting the file keeps its owner: `sudo payrecon console add-user` must not leave a file the console's own
+    /// user cannot read. (Needs root to give the file another owner first.)
+    @Test(.enabled(if: getuid() == 0, "only root can give the file another owner")) func aRewriteKeepsTheFilesOwner() async throws {
+        let file = Self.temporaryFile()
+        defer { try? FileManager.default.removeItem(atPath: file); try? FileManager.default.removeItem(atPath: file + ".lock") }
+        #expect(try await Self.addUser(file, "ana", role: "operator", password: "correct horse battery").status == 0)
+        #expect(chown(file, 1, 1) == 0)
+        let again = try await Self.addUser(file, "bob", role: "viewer", password: "staple staple staple")
+        #expect(again.status == 0, "\(again.stderr)")
+        let attributes = try FileManager.default.attributesOfItem(atPath: file)
+        #expect(
+            (attributes[.ownerAccountID] as? NSNumber)?.intValue == 1 && (attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
+        #expect(try ConsoleUsers.parse(String(contentsOfFile: file, encoding: .utf8)).users.map(\.name) == ["ana", "bob"])
+    }
+
     @Test func aBrokenUsersFileIsNamedAndLeftAlone() async throws {
         let file = Self.temporaryFile()
-        defer { try? FileManager.default.removeItem(atPath: file) }
+        defer { try? FileManager.default.removeItem(atPath: file); try? FileManager.default.removeItem(atPath: file + ".lock") }
         try "ana admin scrypt$x\n".write(toFile: file, atomically: true, encoding: .utf8)
         let result = try await Self.addUser(file, "bob", role: "viewer", password: "correct horse battery")
         #expect(result.status == 2 && result.stderr.contains("line 1: the role must be viewer or operator"), "\(result.stderr)")

@@ -63,7 +63,8 @@ def sign_in(driver, who):
     driver.find_element(By.ID, "password").send_keys(who[1])
     driver.find_element(By.CSS_SELECTOR, "form.signin button[type=submit]").click()
     settle(driver, lambda d: d.current_url.rstrip("/") == BASE and d.find_elements(By.ID, "open"),
-           f"signing in as {who[0]} did not reach the overview")
+           f"signing in as {who[0]} did not reach the overview: "
+           + re.sub(r"\s+", " ", driver.find_element(By.TAG_NAME, "body").text)[:300])
 
 
 def audit(driver, page):

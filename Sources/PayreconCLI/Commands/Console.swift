@@ -37,6 +37,7 @@ let consoleCommand = Command(
     guard let users = try ConsoleUsersFile.read(path), !users.users.isEmpty else {
         throw ConfigurationError("\(path) names no one: add a user with `payrecon console add-user NAME --role operator`")
     }
+    try ConsoleUsersFile.refuseUnreadableHashes(users, path)
     let pool = PostgresPool(conninfo: try env.databaseURL(), size: 4, acquireTimeout: 5, prepareStatements: try env.preparesStatements())
     defer { pool.close() }
     let status: Migrator.Status
@@ -47,10 +48,26 @@ let consoleCommand = Command(
         throw ConfigurationError(
             "the database lacks \(status.pending.count) migration(s) (first \(status.pending[0])): run `payrecon migrate`")
     }
-    let console = ConsoleServer(configuration: .init(host: host, port: port, users: users), pool: pool, logger: args.logger)
+    var configuration = ConsoleServer.Configuration(host: host, port: port, users: users)
+    configuration.trustedProxies = try env.trustedProxies()
+    switch try env.choice("PAYRECON_CONSOLE_SECURE_COOKIE", ["auto", "on", "off"], default: "auto") {
+    case "on": configuration.secureCookies = true
+    case "off": configuration.secureCookies = false
+    // Behind a TLS proxy (it is trusted for X-Forwarded-For) the browser speaks HTTPS even when the console is on loopback.
+    default: configuration.secureCookies = !ConsoleServer.Configuration.isLoopback(host) || !configuration.trustedProxies.isEmpty
+    }
+    let console = ConsoleServer(configuration: configuration, pool: pool, logger: args.logger)
     let bound: UInt16
     do { bound = try console.start() } catch { throw FatalError("\(error)") }
     if let file = try args.value(Options.portFile) { try? "\(bound)\n".write(toFile: file, atomically: true, encoding: .utf8) }
+    // SIGHUP: the users file is read again (a person removed, or given another role or password, is signed out).
+    Signals.onHangup {
+        do {
+            guard let again = try ConsoleUsersFile.read(path) else { throw ConfigurationError("\(path) is gone") }
+            try ConsoleUsersFile.refuseUnreadableHashes(again, path)
+            console.replaceUsers(again)
+        } catch { Log.warning("console users not re-read; the ones in use stay", ["error": String(describing: error)]) }
+    }
     let signal = await Signals.waitForTermination()
     args.logger.info("console stopping", ["signal": signal])
     console.stop()
@@ -82,12 +99,15 @@ let consoleAddUserCommand = Command(
         throw ConfigurationError("set PAYRECON_CONSOLE_USERS_FILE to the users file's path (it is created if missing)")
     }
     let password = try readNewPassword(for: name)
-    var users = try ConsoleUsersFile.read(path) ?? ConsoleUsers()
-    let existed = users.user(named: name) != nil
     let hash: String
     do { hash = try PasswordHash.make(Array(password.utf8)) } catch { throw ConfigurationError("could not hash the password: \(error)") }
-    users.put(ConsoleUser(name: name, role: role, passwordHash: hash))
-    try ConsoleUsersFile.write(users, to: path)
+    let existed = try ConsoleUsersFile.locked(path) {
+        var users = try ConsoleUsersFile.read(path) ?? ConsoleUsers()
+        let existed = users.user(named: name) != nil
+        users.put(ConsoleUser(name: name, role: role, passwordHash: hash))
+        try ConsoleUsersFile.write(users, to: path)
+        return existed
+    }
     print("\(existed ? "changed" : "added") \(name) (\(role.rawValue)) in \(path)")
     return Exit.ok
 }
@@ -130,6 +150,15 @@ func readWithoutEcho(_ prompt: String) throws -> String {
 /// Reading and writing the users file: read whole and judged before anything is written; written to a temporary
 /// file beside it (mode 0600) and renamed over it, so a reader never sees half a file.
 enum ConsoleUsersFile {
+    /// A hash that cannot be read (or costs more than a sign-in may) would let that person never sign in, and answer
+    /// faster than a real check: the console refuses to start on one.
+    static func refuseUnreadableHashes(_ users: ConsoleUsers, _ path: String) throws {
+        if let bad = users.users.first(where: { !PasswordHash.isReadable($0.passwordHash) }) {
+            throw ConfigurationError(
+                "\(path): \(bad.name)'s password hash cannot be read; set it again with `payrecon console add-user \(bad.name)`")
+        }
+    }
+
     /// nil when the file does not exist yet.
     static func read(_ path: String) throws -> ConsoleUsers? {
         guard FileManager.default.fileExists(atPath: path) else { return nil }
@@ -142,17 +171,38 @@ enum ConsoleUsersFile {
         }
     }
 
+    /// Runs `body` holding an exclusive lock on `path.lock`: two `add-user` at once each see the other's change.
+    static func locked<T>(_ path: String, _ body: () throws -> T) throws -> T {
+        let fd = open(path + ".lock", O_RDWR | O_CREAT, 0o600)
+        guard fd >= 0 else { throw ConfigurationError("cannot create \(path).lock: \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        guard flock(fd, LOCK_EX) == 0 else { throw ConfigurationError("cannot lock \(path).lock: \(String(cString: strerror(errno)))") }
+        return try body()
+    }
+
+    /// Written beside the file and renamed over it, with the old file's owner (a root `add-user` keeps the file the
+    /// console's user reads) and mode 0600; the directory is synced so the rename survives a crash.
     static func write(_ users: ConsoleUsers, to path: String) throws {
         let temporary = path + ".tmp-\(getpid())"
         let bytes = Array(users.text.utf8)
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         guard fd >= 0 else { throw ConfigurationError("cannot create \(temporary): \(String(cString: strerror(errno)))") }
+        var old = stat()
+        if stat(path, &old) == 0, fchown(fd, old.st_uid, old.st_gid) != 0 {
+            let why = String(cString: strerror(errno))
+            close(fd); unlink(temporary)
+            throw ConfigurationError("cannot give the new \(path) its owner (\(why)): run add-user as the file's owner or as root")
+        }
         let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-        let synced = fsync(fd) == 0
+        let synced = fchmod(fd, 0o600) == 0 && fsync(fd) == 0
         close(fd)
         guard written == bytes.count, synced, rename(temporary, path) == 0 else {
+            let why = String(cString: strerror(errno))
             unlink(temporary)
-            throw ConfigurationError("cannot write \(path): \(String(cString: strerror(errno)))")
+            throw ConfigurationError("cannot write \(path): \(why)")
         }
+        let directory = (path as NSString).deletingLastPathComponent
+        let dirfd = open(directory.isEmpty ? "." : directory, O_RDONLY)
+        if dirfd >= 0 { _ = fsync(dirfd); close(dirfd) }
     }
 }
