@@ -103,8 +103,8 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "PayreconTesting", "Receiver", "Worker", "Store", "Providers", "Crypto", "Postgres", "HTTP", "Reconciliation",
-                "Reporting", "Observability", "PaysimCore", "Wiring"
+                "PayreconTesting", "Receiver", "Worker", "Store", "Providers", "Crypto", "Console", "Postgres", "HTTP",
+                "Reconciliation", "Reporting", "Observability", "PaysimCore", "Wiring"
             ])
     ]
 )

@@ -29,6 +29,9 @@ public final class ConsoleServer: Sendable {
         /// Proxies whose `X-Forwarded-For` names the client (`PAYRECON_TRUSTED_PROXIES`): behind nginx every request
         /// comes from 127.0.0.1, and the sign-in limits and the audit trail need the person's own address.
         public var trustedProxies: [AddressRange] = []
+        /// Host names answered besides the loopback ones when the console is on loopback with no proxy
+        /// (`PAYRECON_CONSOLE_HOSTS`, lower case).
+        public var allowedHosts: [String] = []
 
         public init(host: String, port: UInt16, users: ConsoleUsers) {
             self.host = host; self.port = port; self.users = users
@@ -101,6 +104,14 @@ public final class ConsoleServer: Sendable {
     }
 
     func route(_ request: HTTPRequest) async -> HTTPResponse {
+        guard hostAllowed(request.headers["host"]) else {
+            return Self.html(
+                421,
+                ConsolePages.page(
+                    title: "Not this host", session: nil,
+                    body: "<p class=\"error\">The console answers on loopback names only: open it at http://127.0.0.1 or "
+                        + "http://localhost, or list this name in PAYRECON_CONSOLE_HOSTS.</p>"))
+        }
         switch (request.method, request.path) {
         case ("GET", "/console.css"):
             return HTTPResponse(
@@ -152,6 +163,18 @@ public final class ConsoleServer: Sendable {
         guard let origin = request.headers["origin"], origin != "null" else { return false }
         guard let host = request.headers["host"] else { return true }
         return origin != "http://" + host && origin != "https://" + host
+    }
+
+    /// On loopback with no proxy (a browser on the host, an SSH tunnel) only loopback names and `allowedHosts` are
+    /// answered: a web page that rebinds its own name to 127.0.0.1 reaches the console under that name, and is refused.
+    /// Behind a trusted proxy the proxy chooses which names reach the console.
+    func hostAllowed(_ header: String?) -> Bool {
+        guard configuration.trustedProxies.isEmpty, Configuration.isLoopback(configuration.host) else { return true }
+        guard let header else { return false }
+        // The name without its port: "127.0.0.1:8090" → "127.0.0.1", "[::1]:8090" → "[::1]".
+        let name = header.hasPrefix("[") ? String(header.prefix { $0 != "]" }) + "]" : String(header.prefix { $0 != ":" })
+        return ["127.0.0.1", "localhost", "[::1]", configuration.host].contains(name.lowercased())
+            || configuration.allowedHosts.contains(name.lowercased())
     }
 
     /// The person's address: the peer, or the last `X-Forwarded-For` hop when the peer is a trusted proxy.

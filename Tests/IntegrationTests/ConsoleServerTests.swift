@@ -201,6 +201,23 @@ import Testing
         }
     }
 
+    /// On loopback, a page that rebinds its own name to 127.0.0.1 reaches the console under that name: refused (421);
+    /// the loopback names and those listed are answered.
+    @Test func onLoopbackOnlyLoopbackNamesAreAnswered() async throws {
+        try await Self.with({ $0.allowedHosts = ["console.internal"] }) { h, _ in
+            let curl = CurlHTTPClient(configuration: .init(timeoutSeconds: 10))
+            let port = h.base.split(separator: ":").last!
+            func status(_ host: String) async throws -> Int {
+                try await curl.send(HTTPClientRequest(method: "GET", url: h.base + "/login", headers: [("Host", host)])).status
+            }
+            let answers = [
+                try await status("evil.example:\(port)"), try await status("127.0.0.1.evil.example"),
+                try await status("127.0.0.1:\(port)"), try await status("localhost:\(port)"), try await status("Console.Internal:\(port)")
+            ]
+            #expect(answers == [421, 421, 200, 200, 200])
+        }
+    }
+
     /// A form another site's page sends through a signed-in browser is refused, token or not; so is a sign-in from one
     /// (login CSRF).
     @Test func aFormFromAnotherSiteIsRefused() async throws {

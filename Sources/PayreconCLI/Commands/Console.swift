@@ -50,6 +50,9 @@ let consoleCommand = Command(
     }
     var configuration = ConsoleServer.Configuration(host: host, port: port, users: users)
     configuration.trustedProxies = try env.trustedProxies()
+    configuration.allowedHosts = (env["PAYRECON_CONSOLE_HOSTS"] ?? "").split(separator: ",").map {
+        $0.trimmingCharacters(in: .whitespaces).lowercased()
+    }.filter { !$0.isEmpty }
     switch try env.choice("PAYRECON_CONSOLE_SECURE_COOKIE", ["auto", "on", "off"], default: "auto") {
     case "on": configuration.secureCookies = true
     case "off": configuration.secureCookies = false
