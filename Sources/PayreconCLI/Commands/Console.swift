@@ -20,11 +20,13 @@ let consoleCommand = Command(
     summary: "Serve the operator's web console: the overview, discrepancies with their evidence, and acknowledging them.",
     options: [consoleListen, Options.portFile, Options.databaseURL],
     details: """
-        People sign in with the names and passwords of PAYRECON_CONSOLE_USERS_FILE (see `payrecon console add-user`);
-        a viewer reads, an operator also acknowledges. Sessions are kept in the database (cookies HttpOnly,
-        SameSite=Strict, and Secure unless the console listens on loopback) and end after 30 minutes unused; every
-        write carries the session's CSRF token and is recorded with who, when and from where. Failed sign-ins are
-        limited per name (5) and per address (20) in 15 minutes. The console is a process of its own, never on the
+        People sign in with the names and passwords of PAYRECON_CONSOLE_USERS_FILE (see `payrecon console add-user`;
+        SIGHUP reads it again); a viewer reads, an operator also acknowledges. Sessions are kept in the database
+        (cookies HttpOnly, SameSite=Strict, Secure per PAYRECON_CONSOLE_SECURE_COOKIE) and end after 30 minutes
+        unused, 12 hours at most, or when the person's password or role changes; every write carries the session's
+        CSRF token, is refused from another site, and is recorded with who, when and from where (behind
+        PAYRECON_TRUSTED_PROXIES, the forwarded address). Sign-in attempts are limited per name from one address (5)
+        and per address (20) in 15 minutes. The console is a process of its own, never on the
         webhook listener; put it behind the TLS proxy (deploy/nginx) to reach it from elsewhere. The database must be
         migrated (`payrecon migrate`). Runs until SIGTERM or SIGINT.
         """
