@@ -238,7 +238,7 @@ public final class ConsoleServer: Sendable {
             return Self.html(401, ConsolePages.signIn(error: "Wrong name or password."))
         }
         limiter.withLock { $0.succeeded(name: limited, address: address, at: now) }
-        let token = Hex.encode(Self.randomBytes(32)), csrf = Hex.encode(Self.randomBytes(32))
+        let token = Hex.encode(randomBytes(32)), csrf = Hex.encode(randomBytes(32))
         let session = ConsoleSession(
             userName: user.name, role: user.role.rawValue, csrfToken: csrf, credential: Self.credential(of: user))
         do {
@@ -274,11 +274,6 @@ public final class ConsoleServer: Sendable {
         return await withCheckedContinuation { continuation in
             Self.hashing.async { continuation.resume(returning: PasswordHash.verify(Array(password.utf8), against: stored)) }
         }
-    }
-
-    static func randomBytes(_ n: Int) -> [UInt8] {
-        var generator = SystemRandomNumberGenerator()
-        return (0..<n).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
     }
 
     // MARK: - Pages and writes
@@ -401,17 +396,9 @@ public final class ConsoleServer: Sendable {
 /// The overview's figures, read as `payrecon report` reads them (so the two agree).
 enum ConsoleQueries {
     static func summary(on conn: PostgresConnection) throws -> ReportSummary {
-        let filter = DiscrepancyFilter()
-        var summary = ReportSummary()
         try conn.transaction(isolation: .repeatableRead) { tx in
-            for total in try ReportStore.openTotals(filter, on: tx) {
-                summary.open += total.count
-                summary.byKind[total.kind, default: 0] += total.count
-            }
-            for (currency, minor) in try ReportStore.openAtRisk(filter, on: tx) where minor != 0 {
-                summary.amountAtRisk[currency] = minor
-            }
+            let open = try ReportStore.openSummary(DiscrepancyFilter(), on: tx)
+            return ReportSummary(open: open.byKind.values.reduce(0, +), byKind: open.byKind, amountAtRisk: open.atRisk)
         }
-        return summary
     }
 }

@@ -37,8 +37,7 @@ public enum PasswordHash {
     /// A new hash of `password` under a fresh random salt.
     public static func make(_ password: [UInt8], parameters: Parameters = .standard) throws(Failure) -> String {
         guard parameters.isBounded else { throw Failure(description: "scrypt parameters out of bounds") }
-        var salt = [UInt8](repeating: 0, count: saltBytes)
-        guard RAND_bytes(&salt, Int32(saltBytes)) == 1 else { throw Failure(description: "libcrypto could not make a random salt") }
+        let salt = randomBytes(saltBytes)
         guard let hash = derive(password, salt: salt, parameters: parameters, length: hashBytes) else {
             throw Failure(description: "libcrypto's scrypt failed")
         }

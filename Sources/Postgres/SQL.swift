@@ -23,8 +23,7 @@ public struct SQL: Sendable, Hashable, ExpressibleByStringInterpolation {
     }
 
     public init(stringInterpolation: StringInterpolation) {
-        literals = stringInterpolation.literals
-        binds = stringInterpolation.binds
+        self = stringInterpolation.sql
     }
 
     /// Trusted SQL text with no parameters (a column list, a clause chosen from constants). Never data.
@@ -42,6 +41,11 @@ public struct SQL: Sendable, Hashable, ExpressibleByStringInterpolation {
             text += literals[index + 1]
         }
         return text
+    }
+
+    /// Appends trusted text to the statement's end.
+    private mutating func appendText(_ text: String) {
+        literals[literals.count - 1] += text
     }
 
     /// Appends another statement part, its parameters numbered after these.
@@ -68,40 +72,30 @@ public struct SQL: Sendable, Hashable, ExpressibleByStringInterpolation {
     }
 
     public struct StringInterpolation: StringInterpolationProtocol {
-        fileprivate var literals: [String] = [""]
-        fileprivate var binds: [PostgresValue] = []
+        /// The statement as built so far: every piece goes through `SQL`'s own appending.
+        fileprivate var sql = SQL(stringLiteral: "")
 
         public init(literalCapacity: Int, interpolationCount: Int) {
-            literals[0].reserveCapacity(literalCapacity)
-            binds.reserveCapacity(interpolationCount)
+            sql.literals[0].reserveCapacity(literalCapacity)
+            sql.binds.reserveCapacity(interpolationCount)
         }
 
-        public mutating func appendLiteral(_ literal: String) {
-            literals[literals.count - 1] += literal
-        }
+        public mutating func appendLiteral(_ literal: String) { sql.appendText(literal) }
 
         /// A parameter: becomes the next `$n`.
         public mutating func appendInterpolation(_ value: PostgresValue) {
-            binds.append(value)
-            literals.append("")
+            sql.binds.append(value)
+            sql.literals.append("")
         }
 
         /// Another statement part, with its own parameters.
-        public mutating func appendInterpolation(_ fragment: SQL) {
-            literals[literals.count - 1] += fragment.literals[0]
-            literals.append(contentsOf: fragment.literals.dropFirst())
-            binds.append(contentsOf: fragment.binds)
-        }
+        public mutating func appendInterpolation(_ fragment: SQL) { sql.append(fragment) }
 
         /// Trusted SQL text (a column list, a constant clause). Never data: data goes in as a ``PostgresValue``.
-        public mutating func appendInterpolation(unescaped text: String) {
-            literals[literals.count - 1] += text
-        }
+        public mutating func appendInterpolation(unescaped text: String) { sql.appendText(text) }
 
         /// A constant number written into the text (a lock key, a timeout): digits alone cannot change the statement.
-        public mutating func appendInterpolation(unescaped number: some BinaryInteger) {
-            literals[literals.count - 1] += String(number)
-        }
+        public mutating func appendInterpolation(unescaped number: some BinaryInteger) { sql.appendText(String(number)) }
     }
 }
 

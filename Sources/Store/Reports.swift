@@ -91,6 +91,18 @@ public enum ReportStore {
         ).map(decode)
     }
 
+    /// What a summary of the open discrepancies shows: their number by kind, and the money at risk per currency (each
+    /// order once; a currency at zero left out). `payrecon report` and the console's overview read it alike.
+    public static func openSummary(
+        _ filter: DiscrepancyFilter, on conn: PostgresConnection
+    ) throws -> (byKind: [DiscrepancyKind: Int], atRisk: [Currency: Int128]) {
+        var byKind: [DiscrepancyKind: Int] = [:]
+        for total in try openTotals(filter, on: conn) { byKind[total.kind, default: 0] += total.count }
+        var atRisk: [Currency: Int128] = [:]
+        for (currency, minor) in try openAtRisk(filter, on: conn) where minor != 0 { atRisk[currency] = minor }
+        return (byKind, atRisk)
+    }
+
     /// Open discrepancies matching the filter's provider, kind and window (whatever its status), grouped by kind and
     /// currency. Sums are exact (numeric in SQL) and must fit Int64.
     public static func openTotals(_ filter: DiscrepancyFilter, on conn: PostgresConnection) throws -> [OpenTotal] {

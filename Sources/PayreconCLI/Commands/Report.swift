@@ -120,15 +120,9 @@ struct ReportOptions {
         try conn.transaction(isolation: .repeatableRead) { tx in
             _ = try tx.execute("SET TRANSACTION READ ONLY")
             let rows = try ReportStore.discrepancies(o.filter, on: tx)
-            var summary = ReportSummary()
-            for total in try ReportStore.openTotals(o.filter, on: tx) {
-                summary.open += total.count
-                summary.byKind[total.kind, default: 0] += total.count
-            }
-            // Each order once (the findings keep their own amounts in the list).
-            for (currency, minor) in try ReportStore.openAtRisk(o.filter, on: tx) where minor != 0 {
-                summary.amountAtRisk[currency] = minor
-            }
+            // Each order's money once (the findings keep their own amounts in the list).
+            let open = try ReportStore.openSummary(o.filter, on: tx)
+            var summary = ReportSummary(open: open.byKind.values.reduce(0, +), byKind: open.byKind, amountAtRisk: open.atRisk)
             for (reason, count) in try ReportStore.rejectedByReason(within: 86_400, provider: o.filter.provider, on: tx) {
                 summary.rejected24h[reason] = count
             }
