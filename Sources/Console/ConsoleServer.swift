@@ -32,6 +32,9 @@ public final class ConsoleServer: Sendable {
         /// Host names answered besides the loopback ones when the console is on loopback with no proxy
         /// (`PAYRECON_CONSOLE_HOSTS`, lower case).
         public var allowedHosts: [String] = []
+        /// Re-plans a failed action from a fresh fetch (`payrecon actions retry`'s executor); nil when the console has no
+        /// provider API credentials, and then it cannot retry an action.
+        public var retryAction: (@Sendable (Int64) async -> ActionRetryResult)? = nil
 
         public init(host: String, port: UInt16, users: ConsoleUsers) {
             self.host = host; self.port = port; self.users = users
@@ -276,93 +279,6 @@ public final class ConsoleServer: Sendable {
         }
     }
 
-    // MARK: - Pages and writes
-
-    func page(_ request: HTTPRequest, session: ConsoleSession) async throws -> HTTPResponse {
-        let parts = request.path.split(separator: "/", omittingEmptySubsequences: true)
-        switch parts.count {
-        case 0:
-            let (summary, actions) = try await pool.run { conn in
-                try (ConsoleQueries.summary(on: conn), ConsoleStore.actionCounts(on: conn))
-            }
-            return Self.html(200, ConsolePages.overview(summary, actions: actions, session: session))
-        case 1 where parts[0] == "discrepancies":
-            return try await discrepancyList(request, session: session)
-        case 2 where parts[0] == "discrepancies":
-            guard let id = Int64(parts[1]), id > 0 else { return Self.html(404, ConsolePages.notFound(session: session)) }
-            return try await discrepancyPage(id, session: session)
-        default:
-            return Self.html(404, ConsolePages.notFound(session: session))
-        }
-    }
-
-    func discrepancyList(_ request: HTTPRequest, session: ConsoleSession) async throws -> HTTPResponse {
-        let q = request.query
-        let status = q["status"].flatMap { ["open", "acknowledged", "resolved"].contains($0) ? $0 : nil }
-        let filter = DiscrepancyFilter(
-            status: q["status"] == "all" ? nil : (status ?? "open"), provider: q["provider"].flatMap(Provider.init(rawValue:)),
-            kind: q["kind"].flatMap(DiscrepancyKind.init(rawValue:)))
-        let search = q["q"].map { $0.trimmingCharacters(in: .whitespaces) }.flatMap { $0.isEmpty ? nil : String($0.prefix(200)) }
-        let before = q["before"].flatMap(Int64.init)
-        let pageSize = 50
-        let rows = try await pool.run {
-            try ConsoleStore.discrepancyPage(filter, search: search, before: before, limit: pageSize + 1, on: $0)
-        }
-        let next = rows.count > pageSize ? rows[pageSize - 1].id : nil
-        return Self.html(
-            200, ConsolePages.discrepancies(Array(rows.prefix(pageSize)), filter: filter, search: search, next: next, session: session))
-    }
-
-    func discrepancyPage(_ id: Int64, session: ConsoleSession, error: String? = nil) async throws -> HTTPResponse {
-        let found = try await pool.run { conn -> (StoredDiscrepancy, Explanation, [ConsoleAuditEntry])? in
-            guard let d = try ReportStore.discrepancy(id: id, on: conn) else { return nil }
-            return (d, try ExplainStore.explain(.discrepancy(id), on: conn), try ConsoleStore.audit(of: "discrepancy \(id)", on: conn))
-        }
-        guard let (d, explanation, audit) = found else { return Self.html(404, ConsolePages.notFound(session: session)) }
-        let timeline = TextTable.safeMultiline(explanation.table())
-        return Self.html(
-            error == nil ? 200 : 409, ConsolePages.discrepancy(d, timeline: timeline, audit: audit, session: session, error: error))
-    }
-
-    func write(_ request: HTTPRequest, session: ConsoleSession) async -> HTTPResponse {
-        let parts = request.path.split(separator: "/", omittingEmptySubsequences: true)
-        if parts == ["logout"] { return await signOut(request, session: session) }
-        guard parts.count == 3, parts[0] == "discrepancies", parts[2] == "ack", let id = Int64(parts[1]), id > 0 else {
-            return Self.html(404, ConsolePages.notFound(session: session))
-        }
-        guard session.role == ConsoleRole.operator.rawValue else {
-            return Self.html(
-                403,
-                ConsolePages.page(
-                    title: "Refused", session: session, body: "<p class=\"error\">A viewer reads; only an operator acknowledges.</p>"))
-        }
-        let note = FormBody.parse(request.body)["note"].map { String($0.prefix(500)) }.flatMap { $0.isEmpty ? nil : $0 }
-        if let note, note.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
-            return Self.html(
-                400,
-                ConsolePages.page(
-                    title: "Refused", session: session,
-                    body: "<p class=\"error\">The note holds a control character; write it as plain text on one line.</p>"))
-        }
-        let address = clientAddress(request)
-        do {
-            let result = try await pool.run {
-                try ConsoleStore.acknowledge(id: id, note: note, user: session.userName, address: address, on: $0)
-            }
-            guard result.acknowledged else {
-                let why =
-                    result.status.map { "It is \($0), not open: only an open discrepancy can be acknowledged." }
-                    ?? "There is no such discrepancy."
-                return try await discrepancyPage(id, session: session, error: why)
-            }
-            logger.info("console: discrepancy acknowledged", ["user": session.userName, "discrepancy_id": id])
-            return Self.redirect("/discrepancies/\(id)")
-        } catch {
-            return Self.html(
-                503, ConsolePages.page(title: "Unavailable", session: session, body: "<p>The database is out of reach; try again.</p>"))
-        }
-    }
-
     func signOut(_ request: HTTPRequest, session: ConsoleSession) async -> HTTPResponse {
         if let token = FormBody.cookie(configuration.cookieName, in: request.headers["cookie"]) {
             let address = clientAddress(request)
@@ -390,15 +306,5 @@ public final class ConsoleServer: Sendable {
     /// A redirect within the console only (a fixed path, never one taken from the request).
     static func redirect(_ path: String, headers: [(String, String)] = []) -> HTTPResponse {
         HTTPResponse(status: 303, headers: [("Location", path)] + headers)
-    }
-}
-
-/// The overview's figures, read as `payrecon report` reads them (so the two agree).
-enum ConsoleQueries {
-    static func summary(on conn: PostgresConnection) throws -> ReportSummary {
-        try conn.transaction(isolation: .repeatableRead) { tx in
-            let open = try ReportStore.openSummary(DiscrepancyFilter(), on: tx)
-            return ReportSummary(open: open.byKind.values.reduce(0, +), byKind: open.byKind, amountAtRisk: open.atRisk)
-        }
     }
 }

@@ -91,6 +91,11 @@ public struct SimConfig: Sendable {
     /// Whether the app may use Transaction Search (`https://uri.paypal.com/services/reporting/search/read`); without it
     /// GET /v1/reporting/transactions answers 403 (`POST /admin/paypal/permissions {"transaction_search": false}`).
     public var paypalTransactionSearchPermission = true
+    /// Whether the app may capture authorizations; without it POST /v2/payments/authorizations/{id}/capture answers
+    /// 403 NOT_AUTHORIZED / PERMISSION_DENIED before anything is applied, as `payments_payment_v2.json` documents that
+    /// answer (`POST /admin/paypal/permissions {"captures": false}`: the merchant's app lacks the permission until
+    /// they grant it).
+    public var paypalCapturePermission = true
     /// The most transactions one Transaction Search window may hold before PayPal answers RESULTSET_TOO_LARGE
     /// (10,000, as Airbyte's connector documents it; lower for tests: `{"search_max_items": N}`).
     public var paypalSearchMaxItems = 10_000

@@ -68,3 +68,17 @@ public struct EmittedAction: Sendable, Hashable, Codable {
         self.inDoubt = inDoubt; self.transactionRef = transactionRef; self.lastError = lastError; self.sent = sent
     }
 }
+
+/// What `payrecon actions retry` did with one failed action.
+public enum ActionRetryResult: Sendable, Equatable {
+    /// Pending again, with the fresh plan's amount (minor units).
+    case pending(amount: Int64)
+    /// The fresh plan no longer wants it: superseded, with why.
+    case retired(String)
+    /// It could not be re-planned now (the provider or the database); nothing changed.
+    case notNow(String)
+    /// It is not failed (pending, done, superseded…): nothing to retry.
+    case notFailed(String)
+    /// No action has this id.
+    case noSuchAction(String)
+}

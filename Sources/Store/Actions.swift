@@ -160,7 +160,10 @@ public enum RunStore {
         _ = try conn.execute(
             """
             UPDATE runs SET finished_at = now(), checked = \(.int64(Int64(totals.checked))), matched = \(.int64(Int64(totals.matched))), opened = \(.int64(Int64(totals.opened))), resolved = \(.int64(Int64(totals.resolved))), actions_emitted = \(.int64(Int64(totals.actionsEmitted))),
-                errors = \(.int64(Int64(totals.errors))), error_list = \(.jsonb(list))::jsonb, exit_code = \(.int64(Int64(exitCode))) WHERE id = \(.int64(id))
+                errors = \(.int64(Int64(totals.errors))), error_list = \(.jsonb(list))::jsonb, exit_code = \(.int64(Int64(exitCode))),
+                at_risk = (SELECT coalesce(jsonb_object_agg(currency, at_risk::text), '{}'::jsonb)
+                           FROM (\(ReportStore.atRiskByCurrency(DiscrepancyFilter()))) t WHERE at_risk <> 0)
+            WHERE id = \(.int64(id))
             """)
     }
 }

@@ -404,6 +404,14 @@ public enum RejectionSamples {
         public var bodyBytes: Int64
         public var source: String?
         public var receivedAt: Date
+
+        /// The headers as `payrecon verify --headers` reads them: a JSON object, the first value of each name.
+        public var headersJSON: [UInt8] {
+            var object: [String: String] = [:]
+            for (name, value) in headers where object[name] == nil { object[name] = value }
+            let data = (try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])) ?? Data("{}".utf8)
+            return Array(data)
+        }
     }
 
     /// Newest first, optionally of one provider and reason.

@@ -275,6 +275,12 @@ public enum ExplainStore {
         }
     }
 
+    /// The calls made for one action, oldest first (each raw answer read up to `bodyLimit` bytes).
+    public static func calls(of action: StoredAction, bodyLimit: Int?, on conn: PostgresConnection) throws -> [Explanation.Call] {
+        try actions(provider: action.provider, orderID: action.orderID, bodyLimit: bodyLimit, on: conn).first { $0.id == action.id }?.calls
+            ?? []
+    }
+
     /// The order's actions, each with the calls made for it.
     static func actions(provider: Provider, orderID: String, bodyLimit: Int?, on conn: PostgresConnection) throws -> [Explanation.Action] {
         let p = PostgresValue.text(provider.rawValue)

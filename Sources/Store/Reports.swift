@@ -131,11 +131,7 @@ public enum ReportStore {
     {
         try conn.query(
             """
-            SELECT currency, sum(m)::text AS at_risk FROM (
-                SELECT currency, max(amount_at_risk_minor) AS m FROM discrepancies
-                WHERE \(filterClause(filter, status: "open")) AND currency IS NOT NULL
-                GROUP BY provider, coalesce(order_id, '?' || transaction_ref), currency) per_order
-            GROUP BY currency ORDER BY currency
+            SELECT currency, at_risk::text AS at_risk FROM (\(atRiskByCurrency(filter))) t ORDER BY currency
             """
         ).compactMap { row in
             guard let currency = try currency(row.optionalString("currency")) else { return nil }
@@ -143,6 +139,17 @@ public enum ReportStore {
             guard let minor = Int128(sum) else { throw PostgresError.decoding("amount at risk \(sum) is not an integer") }
             return (currency, minor)
         }
+    }
+
+    /// `currency, at_risk` (numeric) of the open discrepancies matching the filter, each order counted once.
+    static func atRiskByCurrency(_ filter: DiscrepancyFilter) -> SQL {
+        """
+        SELECT currency, sum(m) AS at_risk FROM (
+            SELECT currency, max(amount_at_risk_minor) AS m FROM discrepancies
+            WHERE \(filterClause(filter, status: "open")) AND currency IS NOT NULL
+            GROUP BY provider, coalesce(order_id, '?' || transaction_ref), currency) per_order
+        GROUP BY currency
+        """
     }
 
     /// Open discrepancies matching the filter (whatever its status) by UTC day first seen (`YYYY-MM-DD`) and kind.

@@ -25,7 +25,11 @@ public struct WorkerContext: Sendable {
     let transport: any ProviderTransport
     let limiters = RateLimiters()
 
-    public init(_ env: Environment, poolSize: Int = 8, maxConcurrentRequests: Int = 64, logger: Logger) throws(ConfigurationError) {
+    /// `warnWithoutCredentials`: say at start that no provider can be asked (the console, which only retries with
+    /// them, says so on its own page instead).
+    public init(
+        _ env: Environment, poolSize: Int = 8, maxConcurrentRequests: Int = 64, warnWithoutCredentials: Bool = true, logger: Logger
+    ) throws(ConfigurationError) {
         self.logger = logger
         url = try env.databaseURL()
         transport = try Self.transport(env, maxConcurrentRequests: maxConcurrentRequests)
@@ -39,7 +43,7 @@ public struct WorkerContext: Sendable {
         inDoubtGraceSeconds = Double(try env.duration("PAYRECON_IN_DOUBT_GRACE", default: "2m"))
         executor = ActionExecutor(pool: pool, gateway: gateway, checker: checker, inDoubtGraceSeconds: inDoubtGraceSeconds, logger: logger)
         executeActions = try env.choice("PAYRECON_ACTIONS", ["emit", "execute"], default: "emit") == "execute"
-        if !gateway.anyConfigured {
+        if !gateway.anyConfigured && warnWithoutCredentials {
             let variables = ProviderRegistry.definitions.map(\.apiVariables).joined(separator: "; ")
             Log.warning("no provider API credentials set: orders cannot be re-fetched", ["set": variables])
         }

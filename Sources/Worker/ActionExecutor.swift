@@ -441,19 +441,7 @@ final class LeaseRenewal: Sendable {
 }
 
 extension ActionExecutor {
-    /// What `payrecon actions retry` did with one failed action.
-    public enum RetryResult: Sendable, Equatable {
-        /// Pending again, with the fresh plan's amount (minor units).
-        case pending(amount: Int64)
-        /// The fresh plan no longer wants it: superseded, with why.
-        case retired(String)
-        /// It could not be re-planned now (the provider or the database); nothing changed.
-        case notNow(String)
-        /// It is not failed (pending, done, superseded…): nothing to retry.
-        case notFailed(String)
-        /// No action has this id.
-        case noSuchAction(String)
-    }
+    public typealias RetryResult = ActionRetryResult
 
     /// Re-plans a failed action from a fresh fetch (after an operator fixed the cause: a permission, a provider-side
     /// state, or a call in doubt checked at the provider) and makes it pending again when the plan still wants it,

@@ -162,6 +162,21 @@ private let captureOrder = """
         #expect(PayPalFees.refund(1_000, Currency(code: "JPY")!) == 35)
     }
 
+    /// An app without the capture permission is answered 403 NOT_AUTHORIZED / PERMISSION_DENIED (payments_payment_v2's
+    /// error_403) and nothing is captured; granted again, the same capture goes through.
+    @Test func aCaptureWithoutThePermissionIsRefusedAndAppliesNothing() throws {
+        let (sim, token) = seeded()
+        #expect(sim.post("/admin/paypal/permissions", #"{"captures":false}"#).status == 200)
+        let refused = sim.paypal("POST", "/v2/payments/authorizations/AUTH-1/capture", token: token, body: "{}")
+        #expect(refused.status == 403)
+        #expect(refused.json?["name"]?.stringValue == "NOT_AUTHORIZED")
+        #expect(refused.errorCode == "PERMISSION_DENIED")
+        #expect(sim.paypal("GET", "/v2/payments/authorizations/AUTH-1", token: token).json?["status"]?.stringValue == "CREATED")
+        #expect(sim.post("/admin/paypal/permissions", #"{"captures":"no"}"#).status == 400)
+        #expect(sim.post("/admin/paypal/permissions", #"{"captures":true}"#).status == 200)
+        #expect(sim.paypal("POST", "/v2/payments/authorizations/AUTH-1/capture", token: token, body: "{}").status == 201)
+    }
+
     @Test func partialThenFullCapture() throws {
         let (sim, token) = seeded()
         let first = sim.paypal(

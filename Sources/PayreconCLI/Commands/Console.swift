@@ -17,11 +17,13 @@ private let consoleListen = OptionKey<String>(
 
 let consoleCommand = Command(
     name: "console",
-    summary: "Serve the operator's web console: the overview, discrepancies with their evidence, and acknowledging them.",
+    summary: "Serve the operator's web console: the overview, discrepancies, orders, actions, deliveries, rejections, settlement.",
     options: [consoleListen, Options.portFile, Options.databaseURL],
     details: """
         People sign in with the names and passwords of PAYRECON_CONSOLE_USERS_FILE (see `payrecon console add-user`;
-        SIGHUP reads it again); a viewer reads, an operator also acknowledges. Sessions are kept in the database
+        SIGHUP reads it again); a viewer reads, an operator also acknowledges discrepancies, retries dead deliveries,
+        and retries failed actions (re-planned from a fresh fetch, as `payrecon actions retry` does: this needs the
+        provider API variables the worker has; without them the console says so and retries no action). Sessions are kept in the database
         (cookies HttpOnly, SameSite=Strict, Secure per PAYRECON_CONSOLE_SECURE_COOKIE) and end after 30 minutes
         unused, 12 hours at most, or when the person's password or role changes; every write carries the session's
         CSRF token, is refused from another site, and is recorded with who, when and from where (behind
@@ -61,6 +63,13 @@ let consoleCommand = Command(
     // Behind a TLS proxy (it is trusted for X-Forwarded-For) the browser speaks HTTPS even when the console is on loopback.
     default: configuration.secureCookies = !ConsoleServer.Configuration.isLoopback(host) || !configuration.trustedProxies.isEmpty
     }
+    // With the provider API variables the worker has, an operator may retry a failed action here: the same executor
+    // as `payrecon actions retry` re-plans it from a fresh fetch. Without them the console reads and acknowledges.
+    let providers = try WorkerContext(env, poolSize: 2, maxConcurrentRequests: 8, warnWithoutCredentials: false, logger: args.logger)
+    defer { providers.pool.close() }
+    if providers.gateway.anyConfigured {
+        configuration.retryAction = { id in await providers.executor.retry(id: id) }
+    }
     let console = ConsoleServer(configuration: configuration, pool: pool, logger: args.logger)
     let bound: UInt16
     do { bound = try console.start() } catch { throw FatalError("\(error)") }
@@ -72,6 +81,12 @@ let consoleCommand = Command(
             try ConsoleUsersFile.refuseUnreadableHashes(again, path)
             console.replaceUsers(again)
         } catch { Log.warning("console users not re-read; the ones in use stay", ["error": String(describing: error)]) }
+        // The provider API secrets too, as `work` reads them again.
+        if providers.gateway.anyConfigured {
+            do { try providers.reloadProviders(Environment()) } catch {
+                Log.warning("provider API secrets not re-read; the ones in use stay", ["error": String(describing: error)])
+            }
+        }
     }
     let signal = await Signals.waitForTermination()
     args.logger.info("console stopping", ["signal": signal])

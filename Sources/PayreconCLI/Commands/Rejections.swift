@@ -78,10 +78,7 @@ let rejectionsShowCommand = Command(
     do {
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         try Data(r.bodyPrefix).write(to: dir.appendingPathComponent("body"))
-        var object: [String: String] = [:]
-        for (name, value) in r.headers where object[name] == nil { object[name] = value }
-        let json = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
-        try json.write(to: dir.appendingPathComponent("headers.json"))
+        try Data(r.headersJSON).write(to: dir.appendingPathComponent("headers.json"))
     } catch {
         throw FatalError("cannot write the sample to \(directory): \(error.localizedDescription); pick a directory you can write")
     }

@@ -43,6 +43,11 @@ extension Simulator {
             }
         case .paypalAuthorizationCapture(let id):
             try expect("POST"); try checkBearer(r)
+            guard state.withLock({ $0.config.paypalCapturePermission }) else {
+                throw SimError.paypal(
+                    403, name: "NOT_AUTHORIZED", message: "Authorization failed due to insufficient permissions.",
+                    issue: "PERMISSION_DENIED", description: SimError.paypalDescriptions["PERMISSION_DENIED"]!)
+            }
             return paypalAction(route, r) { s, body throws(SimError) in
                 let (amount, currency) = try Self.paypalAmount(body)
                 var final = false
@@ -142,10 +147,17 @@ extension Simulator {
             if r.method == "POST" {
                 let json = try Self.parseAdminBody(r.body)
                 let disputes = json["disputes"], search = json["transaction_search"], maxItems = json["search_max_items"]
-                guard disputes != nil || search != nil || maxItems != nil else {
+                let captures = json["captures"]
+                guard disputes != nil || search != nil || maxItems != nil || captures != nil else {
                     throw SimError.admin(
                         400, "invalid_field",
-                        "give disputes or transaction_search (booleans: whether the app may use them) or search_max_items")
+                        "give disputes, transaction_search or captures (booleans: whether the app may use them) or search_max_items")
+                }
+                if let captures {
+                    guard let b = captures.boolValue else {
+                        throw SimError.admin(400, "invalid_field", "captures must be a boolean (whether the app may capture)")
+                    }
+                    state.withLock { $0.config.paypalCapturePermission = b }
                 }
                 if let disputes {
                     guard let b = disputes.boolValue else {
@@ -174,6 +186,7 @@ extension Simulator {
                     .object([
                         "disputes": .bool(s.config.paypalDisputesPermission),
                         "transaction_search": .bool(s.config.paypalTransactionSearchPermission),
+                        "captures": .bool(s.config.paypalCapturePermission),
                         "search_max_items": .integer(Int64(s.config.paypalSearchMaxItems))
                     ])
                 })

@@ -1,0 +1,103 @@
+import Foundation
+import HTTP
+import Postgres
+import Reconciliation
+import Store
+
+/// The console's writes. Each comes with the session's CSRF token (checked before these run), needs an operator, and
+/// is recorded in `console_audit` with who, when, from where and what came of it.
+extension ConsoleServer {
+    func write(_ request: HTTPRequest, session: ConsoleSession) async -> HTTPResponse {
+        let parts = request.path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+        if parts == ["logout"] { return await signOut(request, session: session) }
+        guard parts.count == 3, let id = Int64(parts[1]), id > 0,
+            ["discrepancies/ack", "actions/retry", "deliveries/retry"].contains(parts[0] + "/" + parts[2])
+        else { return notFound(session) }
+        guard session.role == ConsoleRole.operator.rawValue else {
+            return Self.html(
+                403,
+                ConsolePages.page(title: "Refused", session: session, body: "<p class=\"error\">A viewer reads; only an operator acts.</p>")
+            )
+        }
+        let form = FormBody.parse(request.body), address = clientAddress(request)
+        do {
+            switch parts[0] {
+            case "discrepancies": return try await acknowledge(id, form: form, address: address, session: session)
+            case "actions": return try await retryAction(id, form: form, address: address, session: session)
+            default: return try await retryDelivery(id, address: address, session: session)
+            }
+        } catch {
+            logger.warning("console: a write failed", ["path": request.path, "error": String(describing: error)])
+            return Self.html(
+                503, ConsolePages.page(title: "Unavailable", session: session, body: "<p>The database is out of reach; try again.</p>"))
+        }
+    }
+
+    func acknowledge(_ id: Int64, form: [String: String], address: String, session: ConsoleSession) async throws -> HTTPResponse {
+        let note = form["note"].map { String($0.prefix(500)) }.flatMap { $0.isEmpty ? nil : $0 }
+        if let note, note.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+            return Self.html(
+                400,
+                ConsolePages.page(
+                    title: "Refused", session: session,
+                    body: "<p class=\"error\">The note holds a control character; write it as plain text on one line.</p>"))
+        }
+        let result = try await pool.run {
+            try ConsoleStore.acknowledge(id: id, note: note, user: session.userName, address: address, on: $0)
+        }
+        guard result.acknowledged else {
+            guard let status = result.status else { return notFound(session) }
+            return try await discrepancyPage(
+                id, session: session, error: "It is \(status), not open: only an open discrepancy can be acknowledged.", status: 409)
+        }
+        logger.info("console: discrepancy acknowledged", ["user": session.userName, "discrepancy_id": id])
+        return Self.redirect("/discrepancies/\(id)")
+    }
+
+    /// Re-plans a failed action from a fresh fetch, as `payrecon actions retry ID` does (the same executor code): the
+    /// console never decides an amount. A call whose outcome is unknown is retried only when the operator says they
+    /// checked at the provider that it was not applied.
+    func retryAction(_ id: Int64, form: [String: String], address: String, session: ConsoleSession) async throws -> HTTPResponse {
+        guard let action = try await pool.run({ try ActionStore.find(id: id, on: $0) }) else { return notFound(session) }
+        guard let retry = configuration.retryAction else {
+            return try await actionPage(
+                id, session: session,
+                error: "This console has no provider API credentials, so it cannot fetch the transaction again: give it the "
+                    + "provider variables the worker has, or run `payrecon actions retry \(id)` where the worker runs.",
+                status: 503)
+        }
+        if action.inDoubt && form["checked"] != "yes" {
+            return try await actionPage(
+                id, session: session,
+                error: "Its last call's outcome is unknown: check at \(action.provider.rawValue) that it was not applied, tick the box, "
+                    + "and retry.", status: 409)
+        }
+        let result = await retry(id)
+        let said: String, problem: (status: Int, text: String)?
+        switch result {
+        case .pending(let amount):
+            said =
+                "pending again: " + Money.format(minorUnits: amount, exponent: action.amount.currency.exponent) + " "
+                + action.amount.currency.code
+            problem = nil
+        case .retired(let why): (said, problem) = ("superseded: " + why, nil)
+        case .notNow(let why): (said, problem) = ("not retried: " + why, (503, "Not retried: \(why). Try again later."))
+        case .notFailed(let why): (said, problem) = ("not retried: " + why, (409, why))
+        case .noSuchAction: return notFound(session)
+        }
+        let detail = (action.inDoubt ? "checked at the provider that the last call was not applied; " : "") + said
+        try await pool.run { try ConsoleStore.auditRetry(action: id, user: session.userName, address: address, result: detail, on: $0) }
+        logger.info("console: action retried", ["user": session.userName, "action_id": id, "result": said])
+        if let problem { return try await actionPage(id, session: session, error: problem.text, status: problem.status) }
+        return Self.redirect("/actions/\(id)")
+    }
+
+    func retryDelivery(_ id: Int64, address: String, session: ConsoleSession) async throws -> HTTPResponse {
+        let retried = try await pool.run { try ConsoleStore.retryDeadDelivery(id: id, user: session.userName, address: address, on: $0) }
+        guard retried else {
+            return try await deliveryPage(id, session: session, error: "It is not dead: only a dead delivery is retried here.", status: 409)
+        }
+        logger.info("console: delivery retried", ["user": session.userName, "delivery_id": id])
+        return Self.redirect("/deliveries/\(id)")
+    }
+}
