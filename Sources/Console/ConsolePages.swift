@@ -29,7 +29,45 @@ enum ConsolePages {
             .swatch-done{background:#2e7d32}.swatch-ignored{background:#9aa0a6}.swatch-pending{background:#3969ac}.swatch-dead{background:#b3261e}.swatch-rejected{background:#e8710a}
             """
 
-    static func page(title: String, session: ConsoleSession?, body: String) -> String {
+    /// `script`: the page loads /console.js (the overview's refresh); every page reads without it.
+    /// The overview's refresh: a long poll of /live, which answers when the figures change (the server is woken by
+    /// NOTIFY, or reads them on a timer); then the figures are fetched again and put in place. Without it the page
+    /// is the same, as of when it was loaded.
+    static let script = """
+        "use strict";
+        (function () {
+          var live = document.getElementById("live");
+          if (!live || !window.fetch || !window.DOMParser) return;
+          var stamp = live.getAttribute("data-live");
+          function pause(ms) { return new Promise(function (done) { setTimeout(done, ms); }); }
+          async function refresh() {
+            var page = await fetch(location.pathname + location.search, { credentials: "same-origin", cache: "no-store" });
+            if (!page.ok) return false;
+            var fresh = new DOMParser().parseFromString(await page.text(), "text/html").getElementById("live");
+            if (!fresh) return false;
+            live.replaceWith(fresh);
+            live = fresh;
+            stamp = live.getAttribute("data-live");
+            var status = document.getElementById("live-status");
+            if (status) status.textContent = "Refreshed " + new Date().toLocaleTimeString() + "; it refreshes by itself.";
+            return true;
+          }
+          async function watch() {
+            for (;;) {
+              try {
+                var answer = await fetch("/live?since=" + encodeURIComponent(stamp), { credentials: "same-origin", cache: "no-store" });
+                if (answer.status === 401 || answer.status === 403) return;
+                var next = answer.ok ? (await answer.text()).trim() : stamp;
+                if (next !== stamp) await pause((await refresh()) ? 2000 : 15000);
+                else await pause(answer.ok ? 1000 : 15000);
+              } catch (e) { await pause(15000); }
+            }
+          }
+          watch();
+        })();
+        """
+
+    static func page(title: String, session: ConsoleSession?, script: Bool = false, body: String) -> String {
         var nav = ""
         if let session {
             nav = """
@@ -44,7 +82,7 @@ enum ConsolePages {
             <!DOCTYPE html>
             <html lang="en">
             <head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-            <title>\(HTML.escape(title)) · payrecon</title><link rel="stylesheet" href="/console.css"></head>
+            <title>\(HTML.escape(title)) · payrecon</title><link rel="stylesheet" href="/console.css">\(script ? "<script src=\"/console.js\" defer></script>" : "")</head>
             <body>\(nav)<header><h1>\(HTML.escape(title))</h1></header><main><section>
             \(body)
             </section></main></body></html>

@@ -20,6 +20,10 @@ extension ConsoleServer {
         case ("rejections", 1): return try await rejectionList(request, session: session)
         case ("settlement", 1): return try await settlement(session: session)
         case ("order", 1): return try await order(request, session: session)
+        case ("live", 1):
+            // The overview's long poll: its stamp once it differs from `since`, or the same after 20 s.
+            let stamp = await live.wait(since: request.query["since"] ?? "", timeout: .seconds(20))
+            return HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; charset=utf-8")], body: Array(stamp.utf8))
         case ("discrepancies", 2) where id != nil: return try await discrepancyPage(id!, session: session)
         case ("actions", 2) where id != nil: return try await actionPage(id!, session: session)
         case ("deliveries", 2) where id != nil: return try await deliveryPage(id!, session: session)
@@ -39,6 +43,9 @@ extension ConsoleServer {
 
     func overview(session: ConsoleSession) async throws -> HTTPResponse {
         let figures = try await pool.run { try ConsoleQueries.overview(on: $0) }
+        // The freshest figures read: the stamp every waiting page compares with (else a page newer than the watcher's
+        // last read would be told it is behind, and fetched again until the watcher caught up).
+        live.publish(ConsoleLive.stamp(figures))
         return Self.html(200, OverviewPage.render(figures, session: session))
     }
 

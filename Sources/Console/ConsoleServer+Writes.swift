@@ -21,11 +21,15 @@ extension ConsoleServer {
         }
         let form = FormBody.parse(request.body), address = clientAddress(request)
         do {
+            let answer: HTTPResponse
             switch parts[0] {
-            case "discrepancies": return try await acknowledge(id, form: form, address: address, session: session)
-            case "actions": return try await retryAction(id, form: form, address: address, session: session)
-            default: return try await retryDelivery(id, address: address, session: session)
+            case "discrepancies": answer = try await acknowledge(id, form: form, address: address, session: session)
+            case "actions": answer = try await retryAction(id, form: form, address: address, session: session)
+            default: answer = try await retryDelivery(id, address: address, session: session)
             }
+            // Every console's overview refreshes (their watchers LISTEN on this channel).
+            if answer.status == 303 { try? await pool.run { try $0.notify(channel: ConsoleWatcher.channel) } }
+            return answer
         } catch {
             logger.warning("console: a write failed", ["path": request.path, "error": String(describing: error)])
             return Self.html(

@@ -32,6 +32,10 @@ public final class ConsoleServer: Sendable {
         /// Host names answered besides the loopback ones when the console is on loopback with no proxy
         /// (`PAYRECON_CONSOLE_HOSTS`, lower case).
         public var allowedHosts: [String] = []
+        /// Where the overview's refresh LISTENs (a direct connection: a pooler loses LISTEN); nil: on a timer only.
+        public var listenURL: String? = nil
+        /// How often the overview's figures are read with nothing notified.
+        public var refreshInterval: Duration = .seconds(10)
         /// Re-plans a failed action from a fresh fetch (`payrecon actions retry`'s executor); nil when the console has no
         /// provider API credentials, and then it cannot retry an action.
         public var retryAction: (@Sendable (Int64) async -> ActionRetryResult)? = nil
@@ -59,6 +63,9 @@ public final class ConsoleServer: Sendable {
     static let maxWaitingSignIns = 8
     let started = ContinuousClock.now
     private let server = Mutex<HTTPServer?>(nil)
+    /// The overview's stamp, and the pages waiting for it to move.
+    let live = ConsoleLive()
+    private let watcher = Mutex<ConsoleWatcher?>(nil)
 
     public init(configuration: Configuration, pool: PostgresPool, logger: Logger) {
         self.configuration = configuration; self.pool = pool; self.logger = logger
@@ -81,6 +88,10 @@ public final class ConsoleServer: Sendable {
             asyncHandler: { [self] request in await respond(to: request) })
         try http.start()
         server.withLock { $0 = http }
+        let watching = ConsoleWatcher(
+            live: live, pool: pool, listenURL: configuration.listenURL, interval: configuration.refreshInterval, logger: logger)
+        watching.start()
+        watcher.withLock { $0 = watching }
         logger.info("console listening", ["address": "\(configuration.host):\(http.port)", "users": users.withLock { $0.users.count }])
         return http.port
     }
@@ -89,7 +100,11 @@ public final class ConsoleServer: Sendable {
         let http = server.withLock { s -> HTTPServer? in
             defer { s = nil }; return s
         }
+        live.releaseAll()
         http?.shutdown(drainTimeout: 5)
+        watcher.withLock { w -> ConsoleWatcher? in
+            defer { w = nil }; return w
+        }?.stop()
     }
 
     /// Every answer carries the headers of a private page: no cache, no framing, no script, nothing from elsewhere.
@@ -98,7 +113,8 @@ public final class ConsoleServer: Sendable {
         response.headers += [
             (
                 "Content-Security-Policy",
-                "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+                "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; "
+                    + "frame-ancestors 'none'; base-uri 'none'"
             ),
             ("X-Content-Type-Options", "nosniff"), ("Referrer-Policy", "no-referrer"), ("X-Frame-Options", "DENY")
         ]
@@ -120,6 +136,11 @@ public final class ConsoleServer: Sendable {
             return HTTPResponse(
                 status: 200, headers: [("Content-Type", "text/css; charset=utf-8"), ("Cache-Control", "private, max-age=300")],
                 body: Array(ConsolePages.css.utf8))
+        case ("GET", "/console.js"):
+            return HTTPResponse(
+                status: 200,
+                headers: [("Content-Type", "text/javascript; charset=utf-8"), ("Cache-Control", "private, max-age=300")],
+                body: Array(ConsolePages.script.utf8))
         case ("GET", "/login"):
             return Self.html(200, ConsolePages.signIn(error: nil))
         case ("POST", _) where Self.crossSite(request):
@@ -141,6 +162,10 @@ public final class ConsoleServer: Sendable {
                 503, ConsolePages.page(title: "Unavailable", session: nil, body: "<p>The database is out of reach; try again.</p>"))
         }
         guard let session else {
+            // The overview's refresh stops (the page stays as it was, and says how old it is).
+            if request.path == "/live" {
+                return HTTPResponse(status: 401, headers: [("Content-Type", "text/plain")], body: Array("sign in\n".utf8))
+            }
             // No page without a session. The way back is always the overview: no `next=` to redirect anywhere else.
             return request.method == "GET" ? Self.redirect("/login") : Self.html(403, ConsolePages.signIn(error: "Sign in first."))
         }
@@ -208,7 +233,10 @@ public final class ConsoleServer: Sendable {
         }
         let hash = SHA256.hash(Array(token.utf8))
         let (idle, maxAge) = (configuration.idleSeconds, configuration.maxAgeSeconds)
-        let session = try await pool.run { try ConsoleStore.session(tokenSHA256: hash, idleSeconds: idle, maxAgeSeconds: maxAge, on: $0) }
+        let touch = request.path != "/live"
+        let session = try await pool.run {
+            try ConsoleStore.session(tokenSHA256: hash, idleSeconds: idle, maxAgeSeconds: maxAge, touch: touch, on: $0)
+        }
         // The users file decides: a session of a person since removed, given another role or another password is over.
         guard let session, let user = users.withLock({ $0.user(named: session.userName) }), user.role.rawValue == session.role,
             session.credential == Self.credential(of: user)

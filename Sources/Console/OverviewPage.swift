@@ -14,6 +14,22 @@ struct OverviewFigures: Sendable {
     var lastBackfill: BackfillWindowRow?
     var lastSettlement: SettlementFileRow?
     var now: Date
+
+    /// Everything the overview shows but the clock: equal signatures, the same page.
+    var signature: String {
+        let a = actions, sweep = lastSweep
+        return [
+            "open \(summary.open)", summary.byKind.map { "\($0.key.rawValue)=\($0.value)" }.sorted().joined(separator: ","),
+            summary.amountAtRisk.map { "\($0.key.code)=\($0.value)" }.sorted().joined(separator: ","),
+            "actions \(a.pending) \(a.inDoubt) \(a.failed)",
+            hours.map { "\($0.hour.timeIntervalSince1970):\($0.done),\($0.ignored),\($0.pending),\($0.dead),\($0.rejected)" }.joined(
+                separator: ";"),
+            history.map { "\($0.at.timeIntervalSince1970):\($0.currency.code)=\($0.minor)" }.joined(separator: ";"),
+            sweep.map { "sweep \($0.id) \($0.finishedAt?.timeIntervalSince1970 ?? 0)" } ?? "",
+            lastBackfill.map { "backfill \($0.finishedAt.timeIntervalSince1970)" } ?? "",
+            lastSettlement.map { "settlement \($0.id)" } ?? ""
+        ].joined(separator: "\n")
+    }
 }
 
 /// The overview's figures, read as `payrecon report` reads them (so the two agree), in one repeatable-read snapshot.
@@ -52,8 +68,10 @@ enum OverviewPage {
         }
         let a = f.actions
         return ConsolePages.page(
-            title: "Overview", session: session,
+            title: "Overview", session: session, script: true,
             body: """
+                <div id="live" data-live="\(ConsoleLive.stamp(f))">
+                <p class="meta" id="live-status" role="status">As of \(ConsoleHTML.time(f.now)); it refreshes by itself.</p>
                 <div class="cards">
                 <div class="card \(s.amountAtRisk.isEmpty ? "" : "bad")"><div class="label">Money at risk</div><div id="at-risk">\(money)</div></div>
                 <div class="card \(s.open == 0 ? "" : "warn")"><div class="label">Open discrepancies</div><div class="value" id="open">\(s.open)</div></div>
@@ -69,6 +87,7 @@ enum OverviewPage {
                 \(deliveryChart(f.hours))
                 <h2>Last runs</h2>
                 \(lastRuns(f))
+                </div>
                 """)
     }
 

@@ -45,18 +45,20 @@ public enum ConsoleStore {
     }
 
     /// The session of a token, if it exists, was used within `idleSeconds` and began within `maxAgeSeconds`; using it
-    /// moves its `last_seen`.
+    /// moves its `last_seen` unless `touch` is false (the overview's refresh: a page left open is not a person using
+    /// it, and must not keep the session from ending).
     public static func session(
-        tokenSHA256: [UInt8], idleSeconds: Int64, maxAgeSeconds: Int64, on conn: PostgresConnection
+        tokenSHA256: [UInt8], idleSeconds: Int64, maxAgeSeconds: Int64, touch: Bool = true, on conn: PostgresConnection
     ) throws -> ConsoleSession? {
-        try conn.query(
-            """
-            UPDATE console_sessions SET last_seen = now()
-            WHERE token_sha256 = \(.bytea(tokenSHA256)) AND last_seen >= now() - make_interval(secs => \(.int64(idleSeconds)))
+        let alive: SQL = """
+            token_sha256 = \(.bytea(tokenSHA256)) AND last_seen >= now() - make_interval(secs => \(.int64(idleSeconds)))
               AND created_at >= now() - make_interval(secs => \(.int64(maxAgeSeconds)))
-            RETURNING user_name, role, csrf_token, credential
             """
-        ).first.map { row in
+        let statement: SQL =
+            touch
+            ? "UPDATE console_sessions SET last_seen = now() WHERE \(alive) RETURNING user_name, role, csrf_token, credential"
+            : "SELECT user_name, role, csrf_token, credential FROM console_sessions WHERE \(alive)"
+        return try conn.query(statement).first.map { row in
             ConsoleSession(
                 userName: try row.string("user_name"), role: try row.string("role"), csrfToken: try row.string("csrf_token"),
                 credential: try row.string("credential"))

@@ -79,14 +79,15 @@ public struct WorkerContext: Sendable {
     /// Where the worker LISTENs for new deliveries: PAYRECON_LISTEN_DATABASE_URL when set, else
     /// DATABASE_URL unless that reaches PostgreSQL through a pooler (PgBouncer in transaction mode loses
     /// notifications), in which case nil: the worker polls, and says so at start.
-    public func listenURL(_ env: Environment) -> String? {
+    /// `polling` says what happens instead, in the warning (the console's overview refreshes on a timer).
+    public func listenURL(_ env: Environment, polling: String = "the worker polls for deliveries") -> String? {
         if let direct = try? env.secret("PAYRECON_LISTEN_DATABASE_URL"), !direct.isEmpty {
             // A LISTEN URL at the pooler by mistake: transaction-mode PgBouncer drops the LISTEN with the transaction,
             // so the worker would wait for notifications that never come. Say so, and poll.
             if Self.looksPooled(direct) == true {
                 Log.warning(
-                    "PAYRECON_LISTEN_DATABASE_URL reaches PostgreSQL through a pooler, which loses LISTEN: point it at PostgreSQL itself (its own host and port); until then the worker polls for deliveries"
-                )
+                    "PAYRECON_LISTEN_DATABASE_URL reaches PostgreSQL through a pooler, which loses LISTEN: point it at PostgreSQL itself (its own host and port)",
+                    ["until_then": polling])
                 return nil
             }
             return direct
@@ -94,8 +95,7 @@ public struct WorkerContext: Sendable {
         let pooled = Self.looksPooled(url)
         if pooled == true {
             Log.warning(
-                "DATABASE_URL reaches PostgreSQL through a pooler and PAYRECON_LISTEN_DATABASE_URL is not set: the worker polls for deliveries"
-            )
+                "DATABASE_URL reaches PostgreSQL through a pooler and PAYRECON_LISTEN_DATABASE_URL is not set", ["meanwhile": polling])
             return nil
         }
         return url

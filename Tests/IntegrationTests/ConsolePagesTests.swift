@@ -1,6 +1,7 @@
 import Console
 import Foundation
 import HTTP
+import Observability
 import PayreconTesting
 @_spi(Positional) import Postgres
 import Reconciliation
@@ -197,6 +198,49 @@ import Testing
             #expect(overview.text.contains("checked 0") && overview.text.contains("STL-20261207.01.009.CSV"))
             let settlement = try await h.get("/settlement", cookie: cookie)
             #expect(settlement.text.contains("the totals do not add up") && settlement.text.contains("webhook events"))
+        }
+    }
+
+    /// The overview's long poll is answered when a delivery is stored (the receiver's NOTIFY wakes the console's
+    /// watcher, which reads the figures once), long before its timer; a page left open does not keep its session
+    /// alive, and without one the poll is 401.
+    @Test func theOverviewsPollIsAnsweredWhenADeliveryIsNotified() async throws {
+        try await ConsoleServerTests.with({ $0.refreshInterval = .seconds(120) }) { h, _ in
+            // The harness has no LISTEN URL; the second console here has, and the same database.
+            var configuration = ConsoleServer.Configuration(host: "127.0.0.1", port: 0, users: try ConsoleServerTests.users())
+            configuration.listenURL = h.db.url
+            configuration.refreshInterval = .seconds(120)
+            let console = ConsoleServer(configuration: configuration, pool: h.pool, logger: Logger())
+            let port = try console.start()
+            defer { console.stop() }
+            let other = Harness(db: h.db, pool: h.pool, console: console, base: "http://127.0.0.1:\(port)")
+            let (cookie, _) = try await other.signIn("vic", "vic's long password")
+            // The page's stamp, once the watcher has read the same figures (asked since another stamp, the poll
+            // answers at once with the one it holds).
+            var stamp = "", held = ""
+            for _ in 0..<50 {
+                let overview = try await other.get("/", cookie: cookie).text
+                stamp = overview.range(of: #"data-live=""#).map { String(overview[$0.upperBound...].prefix { $0 != "\"" }) } ?? ""
+                held = try await other.get("/live?since=none", cookie: cookie).text
+                if held == stamp { break }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            #expect(!stamp.isEmpty && held == stamp, "the watcher read the figures at start")
+            let clock = ContinuousClock()
+            let asked = clock.now
+            let since = stamp
+            async let answer = other.get("/live?since=\(since)", cookie: cookie)
+            try await Task.sleep(for: .milliseconds(300))
+            try await Self.run(
+                h, "INSERT INTO deliveries (provider, dedupe_key, headers, body, status) VALUES ('pxp', 'n-1', '[]', '\\x7b7d', 'dead')",
+                "SELECT pg_notify('payrecon_deliveries', '')")
+            let moved = try await answer
+            #expect(moved.status == 200 && moved.text != stamp && !moved.text.isEmpty)
+            #expect(asked.duration(to: clock.now) < .seconds(15), "woken by the NOTIFY, not the 120 s timer")
+            #expect(try await h.get("/live?since=x").status == 401)
+            let seen = try await Self.one(h, "SELECT last_seen::text AS v FROM console_sessions WHERE user_name = 'vic'")
+            _ = try await other.get("/live?since=none", cookie: cookie)
+            #expect(try await Self.one(h, "SELECT last_seen::text AS v FROM console_sessions WHERE user_name = 'vic'") == seen)
         }
     }
 }

@@ -271,6 +271,25 @@ try:
             fail(f"{body_url} is not a download")
     ok("deliveries, rejections (with the body to download for verify) and settlement render and pass axe")
 
+    # 2c. The overview refreshes by itself: another acknowledgement (here a crafted POST, as from another browser)
+    # notifies the console, whose overview page fetches its figures again without being reloaded.
+    driver.get(BASE + "/")
+    before_open = int(driver.find_element(By.ID, "open").text)
+    if driver.execute_script("return document.scripts.length") != 1:
+        fail("the overview does not load its refresh script")
+    other = next(r for r in REPORT["discrepancies"] if r["status"] == "open" and str(r["id"]) != discrepancy)
+    csrf = driver.find_element(By.CSS_SELECTOR, "nav input[name=csrf]").get_attribute("value")
+    status, _ = post(f"/discrepancies/{other['id']}/ack", {"csrf": csrf, "note": "from another browser"}, session_cookie(driver))
+    if status != 303:
+        fail(f"acknowledging discrepancy {other['id']} was answered {status}")
+    try:
+        WebDriverWait(driver, 25).until(lambda d: d.find_element(By.ID, "open").text == str(before_open - 1))
+    except Exception:
+        fail(f"the overview did not refresh by itself to {before_open - 1} open (it shows {driver.find_element(By.ID, 'open').text})")
+    if not driver.current_url.rstrip("/") == BASE:
+        fail("the overview navigated instead of refreshing in place")
+    ok(f"the overview refreshed by itself after another acknowledgement: {before_open} -> {before_open - 1} open")
+
     # 3. A provider string holding <script> shows as text.
     driver.get(BASE + "/discrepancies?status=all&q=TX-SCRIPT")
     driver.find_element(By.CSS_SELECTOR, "#discrepancies tbody tr td:first-child a").click()

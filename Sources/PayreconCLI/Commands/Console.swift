@@ -70,6 +70,9 @@ let consoleCommand = Command(
     if providers.gateway.anyConfigured {
         configuration.retryAction = { id in await providers.executor.retry(id: id) }
     }
+    // The overview refreshes when a delivery is stored or a console writes (LISTEN, on a direct connection), and every
+    // 10 seconds either way.
+    configuration.listenURL = providers.listenURL(env, polling: "the console's overview refreshes every 10 seconds")
     let console = ConsoleServer(configuration: configuration, pool: pool, logger: args.logger)
     let bound: UInt16
     do { bound = try console.start() } catch { throw FatalError("\(error)") }
