@@ -32,6 +32,10 @@ public final class ConsoleServer: Sendable {
         /// Host names answered besides the loopback ones when the console is on loopback with no proxy
         /// (`PAYRECON_CONSOLE_HOSTS`, lower case).
         public var allowedHosts: [String] = []
+        /// A header naming the signed-in person, set by an authenticating proxy (oauth2-proxy's `X-Forwarded-User`,
+        /// nginx's auth_request): honoured only on requests whose peer is one of `trustedProxies`, for a person the
+        /// users file lists (their role comes from there). nil: people sign in with their passwords only.
+        public var userHeader: String? = nil
         /// Where the overview's refresh LISTENs (a direct connection: a pooler loses LISTEN); nil: on a timer only.
         public var listenURL: String? = nil
         /// How often the overview's figures are read with nothing notified.
@@ -155,8 +159,16 @@ public final class ConsoleServer: Sendable {
         default:
             break
         }
-        let session: ConsoleSession?
-        do { session = try await currentSession(request) } catch {
+        var session: ConsoleSession?
+        var setCookie: [(String, String)] = []
+        do {
+            session = try await currentSession(request)
+            switch try await proxiedSession(request, current: session) {
+            case .none: break
+            case .signedIn(let proxied, let cookie): (session, setCookie) = (proxied, [("Set-Cookie", cookie)])
+            case .refused(let answer): return answer
+            }
+        } catch {
             logger.warning("console: the database is out of reach", ["error": String(describing: error)])
             return Self.html(
                 503, ConsolePages.page(title: "Unavailable", session: nil, body: "<p>The database is out of reach; try again.</p>"))
@@ -174,7 +186,11 @@ public final class ConsoleServer: Sendable {
             return refusal
         }
         guard request.method == "GET" else { return HTTPResponse(status: 405, headers: [("Allow", "GET, POST")]) }
-        do { return try await page(request, session: session) } catch {
+        do {
+            var answer = try await page(request, session: session)
+            answer.headers += setCookie
+            return answer
+        } catch {
             logger.warning("console: a page failed", ["path": request.path, "error": String(describing: error)])
             return Self.html(
                 500, ConsolePages.page(title: "Error", session: session, body: "<p>The page could not be read; try again.</p>"))
@@ -269,22 +285,31 @@ public final class ConsoleServer: Sendable {
             return Self.html(401, ConsolePages.signIn(error: "Wrong name or password."))
         }
         limiter.withLock { $0.succeeded(name: limited, address: address, at: now) }
-        let token = Hex.encode(randomBytes(32)), csrf = Hex.encode(randomBytes(32))
-        let session = ConsoleSession(
-            userName: user.name, role: user.role.rawValue, csrfToken: csrf, credential: Self.credential(of: user))
         do {
-            try await pool.run { conn in
-                try ConsoleStore.createSession(tokenSHA256: SHA256.hash(Array(token.utf8)), session: session, address: address, on: conn)
-                try ConsoleStore.audit(user: user.name, address: address, action: "sign in", target: nil, detail: nil, on: conn)
-            }
+            let (_, cookie) = try await openSession(for: user, address: address, how: nil)
+            return Self.redirect("/", headers: [("Set-Cookie", cookie)])
         } catch {
             return Self.html(503, ConsolePages.signIn(error: "The database is out of reach; try again."))
         }
-        logger.info("console sign-in", ["user": user.name, "role": user.role.rawValue, "address": address])
+    }
+
+    /// Starts a session for `user` (recorded as a sign-in, `how` saying by what when not by password) and the cookie
+    /// that carries it.
+    func openSession(for user: ConsoleUser, address: String, how: String?) async throws -> (ConsoleSession, cookie: String) {
+        let token = Hex.encode(randomBytes(32)), csrf = Hex.encode(randomBytes(32))
+        let session = ConsoleSession(
+            userName: user.name, role: user.role.rawValue, csrfToken: csrf, credential: Self.credential(of: user))
+        try await pool.run { conn in
+            try ConsoleStore.createSession(tokenSHA256: SHA256.hash(Array(token.utf8)), session: session, address: address, on: conn)
+            try ConsoleStore.audit(user: user.name, address: address, action: "sign in", target: nil, detail: how, on: conn)
+        }
+        logger.info("console sign-in", ["user": user.name, "role": user.role.rawValue, "address": address, "by": how ?? "password"])
         var cookie = "\(configuration.cookieName)=\(token); Path=/; HttpOnly; SameSite=Strict; Max-Age=\(configuration.maxAgeSeconds)"
         if configuration.secureCookies { cookie += "; Secure" }
-        return Self.redirect("/", headers: [("Set-Cookie", cookie)])
+        return (session, cookie)
     }
+
+    func user(named name: String) -> ConsoleUser? { users.withLock { $0.user(named: name) } }
 
     /// A hash no password matches, verified for an unknown name (same parameters as `make`'s).
     static let decoyHash: String = {

@@ -243,4 +243,38 @@ import Testing
             #expect(try await Self.one(h, "SELECT last_seen::text AS v FROM console_sessions WHERE user_name = 'vic'") == seen)
         }
     }
+
+    /// Behind an authenticating proxy the person is the one its header names, from the proxy's address only, and only
+    /// when the users file lists them (their role from there); another person's session in the browser ends.
+    @Test func aProxyNamesThePersonFromItsAddressOnly() async throws {
+        try await ConsoleServerTests.with({
+            $0.trustedProxies = [try AddressRange("127.0.0.0/8")]
+            $0.userHeader = "x-forwarded-user"
+        }) { h, _ in
+            let signedIn = try await h.http.send(
+                HTTPClientRequest(method: "GET", url: h.base + "/", headers: [("X-Forwarded-User", "ana")]))
+            #expect(signedIn.status == 200 && signedIn.text.contains("ana (operator)"))
+            let cookie = String(try #require(signedIn.headers["set-cookie"]).split(separator: ";")[0])
+            let again = try await h.get("/", cookie: cookie)
+            #expect(again.status == 200 && again.headers["set-cookie"] == nil, "the cookie carries the session on")
+            let stranger = try await h.http.send(
+                HTTPClientRequest(method: "GET", url: h.base + "/", headers: [("X-Forwarded-User", "mallory")]))
+            #expect(stranger.status == 403 && stranger.text.contains("does not list") && stranger.headers["set-cookie"] == nil)
+            let switched = try await h.http.send(
+                HTTPClientRequest(method: "GET", url: h.base + "/", headers: [("X-Forwarded-User", "vic"), ("Cookie", cookie)]))
+            #expect(switched.status == 200 && switched.text.contains("vic (viewer)"))
+            #expect(try await h.get("/", cookie: cookie).status == 303, "ana's session ended when the proxy named vic")
+            let how = try await Self.one(h, "SELECT string_agg(user_name || ': ' || detail, ', ' ORDER BY id) AS v FROM console_audit")
+            #expect(how == "ana: named by the proxy's x-forwarded-user, vic: named by the proxy's x-forwarded-user")
+        }
+        // From an address that is not the proxy's, the header is anyone's words: ignored.
+        try await ConsoleServerTests.with({
+            $0.trustedProxies = [try AddressRange("10.0.0.0/8")]
+            $0.userHeader = "x-forwarded-user"
+        }) { h, _ in
+            let ignored = try await h.http.send(
+                HTTPClientRequest(method: "GET", url: h.base + "/", headers: [("X-Forwarded-User", "ana")]))
+            #expect(ignored.status == 303 && ignored.headers["location"] == "/login")
+        }
+    }
 }

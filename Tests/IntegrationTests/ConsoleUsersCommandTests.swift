@@ -55,6 +55,25 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: file))
     }
 
+    /// A user header believed from anywhere would let any browser name itself: refused unless the proxies are named,
+    /// and a header name that is none is refused too (exit 2, before anything listens).
+    @Test(
+        arguments: [
+            ("X-Forwarded-User", nil, "believed only from the proxies of PAYRECON_TRUSTED_PROXIES"),
+            ("X Forwarded: User", "127.0.0.1/32", "must be a header name")
+        ] as [(String, String?, String)])
+    func aUserHeaderWithoutTrustedProxiesIsRefused(_ header: String, _ proxies: String?, _ message: String) async throws {
+        let file = Self.temporaryFile()
+        defer { try? FileManager.default.removeItem(atPath: file); try? FileManager.default.removeItem(atPath: file + ".lock") }
+        #expect(try await Self.addUser(file, "ana", role: "operator", password: "correct horse battery").status == 0)
+        var environment = [
+            "PAYRECON_CONSOLE_USERS_FILE": file, "PAYRECON_CONSOLE_USER_HEADER": header, "DATABASE_URL": TestDatabase.baseURL
+        ]
+        if let proxies { environment["PAYRECON_TRUSTED_PROXIES"] = proxies }
+        let result = try await PayreconProcess.run(["console", "--listen", "127.0.0.1:0"], environment: environment)
+        #expect(result.status == 2 && result.stderr.contains(message), "\(result.status) \(result.stderr)")
+    }
+
     /// Rewriting the file keeps its owner: `sudo payrecon console add-user` must not leave a file the console's own
     /// user cannot read. (Needs root to give the file another owner first.)
     @Test(.enabled(if: getuid() == 0, "only root can give the file another owner")) func aRewriteKeepsTheFilesOwner() async throws {

@@ -27,8 +27,10 @@ let consoleCommand = Command(
         (cookies HttpOnly, SameSite=Strict, Secure per PAYRECON_CONSOLE_SECURE_COOKIE) and end after 30 minutes
         unused, 12 hours at most, or when the person's password or role changes; every write carries the session's
         CSRF token, is refused from another site, and is recorded with who, when and from where (behind
-        PAYRECON_TRUSTED_PROXIES, the forwarded address). Sign-in attempts are limited per name from one address (5)
-        and per address (20) in 15 minutes. The console is a process of its own, never on the
+        PAYRECON_TRUSTED_PROXIES, the forwarded address). Behind a proxy that authenticates (oauth2-proxy, nginx
+        auth_request), PAYRECON_CONSOLE_USER_HEADER names the header (X-Forwarded-User) that names the person: believed
+        from PAYRECON_TRUSTED_PROXIES only, for a person the users file lists (their role comes from there).
+        Sign-in attempts are limited per name from one address (5) and per address (20) in 15 minutes. The console is a process of its own, never on the
         webhook listener; put it behind the TLS proxy (deploy/nginx) to reach it from elsewhere. The database must be
         migrated (`payrecon migrate`). Runs until SIGTERM or SIGINT.
         """
@@ -42,6 +44,7 @@ let consoleCommand = Command(
         throw ConfigurationError("\(path) names no one: add a user with `payrecon console add-user NAME --role operator`")
     }
     try ConsoleUsersFile.refuseUnreadableHashes(users, path)
+    var configuration = try consoleConfiguration(env, host: host, port: port, users: users)
     let pool = PostgresPool(conninfo: try env.databaseURL(), size: 4, acquireTimeout: 5, prepareStatements: try env.preparesStatements())
     defer { pool.close() }
     let status: Migrator.Status
@@ -51,17 +54,6 @@ let consoleCommand = Command(
     guard status.pending.isEmpty else {
         throw ConfigurationError(
             "the database lacks \(status.pending.count) migration(s) (first \(status.pending[0])): run `payrecon migrate`")
-    }
-    var configuration = ConsoleServer.Configuration(host: host, port: port, users: users)
-    configuration.trustedProxies = try env.trustedProxies()
-    configuration.allowedHosts = (env["PAYRECON_CONSOLE_HOSTS"] ?? "").split(separator: ",").map {
-        $0.trimmingCharacters(in: .whitespaces).lowercased()
-    }.filter { !$0.isEmpty }
-    switch try env.choice("PAYRECON_CONSOLE_SECURE_COOKIE", ["auto", "on", "off"], default: "auto") {
-    case "on": configuration.secureCookies = true
-    case "off": configuration.secureCookies = false
-    // Behind a TLS proxy (it is trusted for X-Forwarded-For) the browser speaks HTTPS even when the console is on loopback.
-    default: configuration.secureCookies = !ConsoleServer.Configuration.isLoopback(host) || !configuration.trustedProxies.isEmpty
     }
     // With the provider API variables the worker has, an operator may retry a failed action here: the same executor
     // as `payrecon actions retry` re-plans it from a fresh fetch. Without them the console reads and acknowledges.
@@ -95,6 +87,37 @@ let consoleCommand = Command(
     args.logger.info("console stopping", ["signal": signal])
     console.stop()
     return Exit.ok
+}
+
+/// The console's settings from the environment, checked before anything is opened: a proxy's user header is believed
+/// only from named proxies.
+private func consoleConfiguration(
+    _ env: Environment, host: String, port: UInt16, users: ConsoleUsers
+) throws -> ConsoleServer.Configuration {
+    var configuration = ConsoleServer.Configuration(host: host, port: port, users: users)
+    configuration.trustedProxies = try env.trustedProxies()
+    if let header = env["PAYRECON_CONSOLE_USER_HEADER"]?.trimmingCharacters(in: .whitespaces), !header.isEmpty {
+        guard header.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }), header.allSatisfy(\.isASCII) else {
+            throw ConfigurationError(
+                "PAYRECON_CONSOLE_USER_HEADER must be a header name (letters, digits, '-'), not '\(header.terminalSafe)'")
+        }
+        guard !configuration.trustedProxies.isEmpty else {
+            throw ConfigurationError(
+                "PAYRECON_CONSOLE_USER_HEADER is believed only from the proxies of PAYRECON_TRUSTED_PROXIES: set that to the "
+                    + "authenticating proxy's address (e.g. 127.0.0.1/32)")
+        }
+        configuration.userHeader = header.lowercased()
+    }
+    configuration.allowedHosts = (env["PAYRECON_CONSOLE_HOSTS"] ?? "").split(separator: ",").map {
+        $0.trimmingCharacters(in: .whitespaces).lowercased()
+    }.filter { !$0.isEmpty }
+    switch try env.choice("PAYRECON_CONSOLE_SECURE_COOKIE", ["auto", "on", "off"], default: "auto") {
+    case "on": configuration.secureCookies = true
+    case "off": configuration.secureCookies = false
+    // Behind a TLS proxy (it is trusted for X-Forwarded-For) the browser speaks HTTPS even when the console is on loopback.
+    default: configuration.secureCookies = !ConsoleServer.Configuration.isLoopback(host) || !configuration.trustedProxies.isEmpty
+    }
+    return configuration
 }
 
 /// The shortest password `add-user` takes: the hash slows guessing, but a short password is still found.
