@@ -86,7 +86,7 @@ let package = Package(
             name: "PaysimCoreTests", dependencies: ["PaysimCore", "Providers", "Crypto", "HTTP", "Reconciliation", "COpenSSL", "CZlib"]),
         .testTarget(name: "ReportingTests", dependencies: ["Reporting", "Reconciliation"]),
         // The console's users file, passwords and sign-in limits: no database.
-        .testTarget(name: "ConsoleTests", dependencies: ["Console", "Crypto"]),
+        .testTarget(name: "ConsoleTests", dependencies: ["Console", "Crypto", "Reporting"]),
         // Integration tests: a live PostgreSQL (DATABASE_URL), paysim and the built executables.
         .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
         // What every integration suite shares: blocking work off the cooperative pool, `eventually`.

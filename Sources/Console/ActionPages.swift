@@ -80,7 +80,9 @@ enum ActionPages {
             a.inDoubt
             ? "<label class=\"check\"><input type=\"checkbox\" name=\"checked\" value=\"yes\" required> "
                 + "I checked at \(HTML.escape(a.provider.rawValue)) that the last call was not applied</label>" : ""
-        return ConsoleHTML.writeForm("/actions/\(a.id)/retry", session: session, confirm, button: "Re-plan and retry")
+        // The attempt looked at: a retry of an action tried again since is refused (the check above was of this one).
+        let attempt = "<input type=\"hidden\" name=\"attempts\" value=\"\(a.attempts)\">"
+        return ConsoleHTML.writeForm("/actions/\(a.id)/retry", session: session, attempt + confirm, button: "Re-plan and retry")
             + "<p class=\"meta\">The transaction is fetched again and the order re-planned: if the order still calls for this "
             + "action it is pending again with the plan's amount (the next execution sends it), else it is superseded.</p>"
     }

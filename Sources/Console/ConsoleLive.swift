@@ -4,55 +4,72 @@ import Synchronization
 
 /// What the overview shows, as a stamp that moves when a figure does, and the pages waiting for it to move (`GET
 /// /live?since=STAMP`, a long poll: answered when the stamp differs from `since`, or after `timeout` with the same).
-/// One watcher publishes it for every browser, so the database is read once per change, not once per open page.
+/// One watcher publishes it for every browser, and the figures it read are kept a few seconds for the pages that then
+/// ask for them: the database is read once per change, not once per open page.
 final class ConsoleLive: Sendable {
+    private struct Waiter {
+        var key: String
+        var continuation: CheckedContinuation<String, Never>
+        var expiry: Task<Void, Never>?
+    }
     private struct State {
         var stamp = ""
-        var waiters: [Int: CheckedContinuation<String, Never>] = [:]
-        /// Waits whose time ran out before they were registered (answered as they register).
-        var expired: Set<Int> = []
+        var figures: (OverviewFigures, at: ContinuousClock.Instant)?
+        var waiters: [Int: Waiter] = [:]
         var next = 0
     }
     private let state = Mutex(State())
-    /// Pages waiting at once; past this a page is answered at once (it waits a little and asks again).
+    /// Pages waiting at once, and per session; past these a page is answered at once (it waits a little and asks again).
     static let maxWaiters = 200
+    static let maxWaitersPerKey = 4
 
     var current: String { state.withLock { $0.stamp } }
     /// Pages waiting now.
     var waiting: Int { state.withLock { $0.waiters.count } }
 
-    /// Puts a new stamp in place and answers every page waiting, when it moved.
-    func publish(_ stamp: String) {
-        let woken = state.withLock { s -> [CheckedContinuation<String, Never>] in
+    /// Puts new figures in place and answers every page waiting, when their stamp moved.
+    func publish(_ figures: OverviewFigures) {
+        let stamp = Self.stamp(figures)
+        let woken = state.withLock { s -> [Waiter] in
+            s.figures = (figures, ContinuousClock.now)
             guard s.stamp != stamp else { return [] }
             s.stamp = stamp
             defer { s.waiters = [:] }
             return Array(s.waiters.values)
         }
-        for waiter in woken { waiter.resume(returning: stamp) }
+        for waiter in woken {
+            waiter.expiry?.cancel()
+            waiter.continuation.resume(returning: stamp)
+        }
     }
 
-    /// The stamp once it differs from `since`, or the same after `timeout`.
-    func wait(since: String, timeout: Duration) async -> String {
-        let id = state.withLock { s -> Int? in
-            guard s.stamp == since, s.waiters.count < Self.maxWaiters else { return nil }
-            s.next += 1
-            return s.next
-        }
-        guard let id else { return current }
-        let expiry = Task {
-            guard (try? await Task.sleep(for: timeout)) != nil else { return }  // cancelled: answered already
-            self.expire(id)
-        }
-        defer { expiry.cancel() }
-        return await withCheckedContinuation { continuation in
-            // Published between the check above and here: answered at once.
-            let moved = state.withLock { s -> String? in
-                guard s.stamp == since, s.expired.remove(id) == nil else { return s.stamp }
-                s.waiters[id] = continuation
+    /// Forgets the figures kept (a write changed them): the next overview reads them again.
+    func forgetFigures() { state.withLock { $0.figures = nil } }
+
+    /// The figures last published, if they are younger than `age`.
+    func figures(youngerThan age: Duration) -> OverviewFigures? {
+        state.withLock { s in s.figures.flatMap { ContinuousClock.now - $0.at < age ? $0.0 : nil } }
+    }
+
+    /// The stamp once it differs from `since`, or the same after `timeout`. `key` (a session) may have only a few
+    /// waits at once.
+    func wait(since: String, key: String, timeout: Duration) async -> String {
+        await withCheckedContinuation { continuation in
+            let answer = state.withLock { s -> String? in
+                guard s.stamp == since, s.waiters.count < Self.maxWaiters,
+                    s.waiters.values.filter({ $0.key == key }).count < Self.maxWaitersPerKey
+                else { return s.stamp }
+                s.next += 1
+                let id = s.next
+                // Registered first, then timed: the expiry always finds it, unless the stamp moved and answered it.
+                s.waiters[id] = Waiter(key: key, continuation: continuation, expiry: nil)
+                s.waiters[id]?.expiry = Task {
+                    guard (try? await Task.sleep(for: timeout)) != nil else { return }  // cancelled: answered already
+                    self.expire(id)
+                }
                 return nil
             }
-            if let moved { continuation.resume(returning: moved) }
+            if let answer { continuation.resume(returning: answer) }
         }
     }
 
@@ -62,17 +79,15 @@ final class ConsoleLive: Sendable {
             defer { s.waiters = [:] }
             return (Array(s.waiters.values), s.stamp)
         }
-        for waiter in all { waiter.resume(returning: stamp) }
+        for waiter in all {
+            waiter.expiry?.cancel()
+            waiter.continuation.resume(returning: stamp)
+        }
     }
 
     private func expire(_ id: Int) {
-        let (waiter, stamp) = state.withLock { s in
-            let waiter = s.waiters.removeValue(forKey: id)
-            // Not registered yet (or answered a moment ago: then the entry is never read; a few are dropped at once).
-            if waiter == nil { s.expired = s.expired.count < 1024 ? s.expired.union([id]) : [id] }
-            return (waiter, s.stamp)
-        }
-        waiter?.resume(returning: stamp)
+        let (waiter, stamp) = state.withLock { s in (s.waiters.removeValue(forKey: id), s.stamp) }
+        waiter?.continuation.resume(returning: stamp)
     }
 
     /// The stamp of what the overview shows: a digest of its figures (not of the clock).

@@ -41,7 +41,8 @@ enum ConsolePages {
           var stamp = live.getAttribute("data-live");
           function pause(ms) { return new Promise(function (done) { setTimeout(done, ms); }); }
           async function refresh() {
-            var page = await fetch(location.pathname + location.search, { credentials: "same-origin", cache: "no-store" });
+            var page = await fetch(location.pathname + location.search,
+              { credentials: "same-origin", cache: "no-store", headers: { "X-Payrecon-Refresh": "1" } });
             if (!page.ok) return false;
             var fresh = new DOMParser().parseFromString(await page.text(), "text/html").getElementById("live");
             if (!fresh) return false;

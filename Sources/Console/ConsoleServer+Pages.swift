@@ -22,7 +22,7 @@ extension ConsoleServer {
         case ("order", 1): return try await order(request, session: session)
         case ("live", 1):
             // The overview's long poll: its stamp once it differs from `since`, or the same after 20 s.
-            let stamp = await live.wait(since: request.query["since"] ?? "", timeout: .seconds(20))
+            let stamp = await live.wait(since: request.query["since"] ?? "", key: session.csrfToken, timeout: .seconds(20))
             return HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; charset=utf-8")], body: Array(stamp.utf8))
         case ("discrepancies", 2) where id != nil: return try await discrepancyPage(id!, session: session)
         case ("actions", 2) where id != nil: return try await actionPage(id!, session: session)
@@ -42,10 +42,14 @@ extension ConsoleServer {
     }
 
     func overview(session: ConsoleSession) async throws -> HTTPResponse {
+        // Figures read in the last few seconds (by the watcher, or for another page) serve every page that asks.
+        if let recent = live.figures(youngerThan: configuration.figuresMaxAge) {
+            return Self.html(200, OverviewPage.render(recent, session: session))
+        }
         let figures = try await pool.run { try ConsoleQueries.overview(on: $0) }
         // The freshest figures read: the stamp every waiting page compares with (else a page newer than the watcher's
         // last read would be told it is behind, and fetched again until the watcher caught up).
-        live.publish(ConsoleLive.stamp(figures))
+        live.publish(figures)
         return Self.html(200, OverviewPage.render(figures, session: session))
     }
 

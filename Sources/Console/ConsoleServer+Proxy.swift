@@ -17,11 +17,31 @@ extension ConsoleServer {
         case refused(HTTPResponse)
     }
 
+    static let secretHeader = "x-payrecon-proxy-secret"
+
     func proxiedSession(_ request: HTTPRequest, current: ConsoleSession?) async throws -> ProxiedSession {
-        guard let header = configuration.userHeader, let peer = request.remoteAddress,
-            configuration.trustedProxies.contains(where: { $0.contains(peer) }),
-            let named = request.headers[header]?.trimmingCharacters(in: .whitespaces), !named.isEmpty
+        guard let header = configuration.userHeader, let secret = configuration.proxySecret, let peer = request.remoteAddress,
+            configuration.trustedProxies.contains(where: { $0.contains(peer) })
         else { return .none }
+        // The proxy's secret, sent once: any other process on the proxy's host connects from its address too.
+        let sent = request.headers.values(for: Self.secretHeader)
+        guard sent.count == 1, constantTimeEquals(Array(sent[0].utf8), secret) else { return .none }
+        let values = request.headers.values(for: header)
+        guard !values.isEmpty else { return .none }
+        // Names given twice (two headers, or one joined with a comma): the proxy set one and passed a browser's on; whichever
+        // this read, it is not to be believed.
+        guard values.count == 1, !values[0].contains(",") else {
+            return .refused(
+                Self.html(
+                    400,
+                    ConsolePages.page(
+                        title: "Refused", session: nil,
+                        body: "<p class=\"error\">The proxy sent \(HTML.escape(header)) twice: it must set it once, and "
+                            + "never pass on a browser's own.</p>")))
+        }
+        // Names are kept in lower case (`add-user` takes no other); a proxy may send them as people typed them.
+        let named = values[0].trimmingCharacters(in: .whitespaces).lowercased()
+        guard !named.isEmpty else { return .none }
         if current?.userName == named { return .none }
         guard ConsoleUsers.isValidName(named), let user = user(named: named) else {
             logger.warning("console: the proxy names someone the users file does not list", ["user": String(named.prefix(64))])

@@ -27,8 +27,12 @@ extension ConsoleServer {
             case "actions": answer = try await retryAction(id, form: form, address: address, session: session)
             default: answer = try await retryDelivery(id, address: address, session: session)
             }
-            // Every console's overview refreshes (their watchers LISTEN on this channel).
-            if answer.status == 303 { try? await pool.run { try $0.notify(channel: ConsoleWatcher.channel) } }
+            // This console's overview reads its figures again, and every console's refreshes (their watchers LISTEN
+            // on this channel).
+            if answer.status == 303 {
+                live.forgetFigures()
+                try? await pool.run { try $0.notify(channel: ConsoleWatcher.channel) }
+            }
             return answer
         } catch {
             logger.warning("console: a write failed", ["path": request.path, "error": String(describing: error)])
@@ -70,27 +74,43 @@ extension ConsoleServer {
                     + "provider variables the worker has, or run `payrecon actions retry \(id)` where the worker runs.",
                 status: 503)
         }
+        guard let looked = form["attempts"].flatMap(Int.init), looked == action.attempts else {
+            return try await actionPage(
+                id, session: session,
+                error: "It was tried again since you opened it (attempt \(action.attempts) now): look at it again before retrying.",
+                status: 409)
+        }
         if action.inDoubt && form["checked"] != "yes" {
             return try await actionPage(
                 id, session: session,
                 error: "Its last call's outcome is unknown: check at \(action.provider.rawValue) that it was not applied, tick the box, "
                     + "and retry.", status: 409)
         }
-        let result = await retry(id)
+        // Recorded before the executor runs (whatever then fails, the request is on record), and completed after.
+        let checked = action.inDoubt ? "checked at the provider that attempt \(looked) was not applied; " : ""
+        let asked = checked + "asked"
+        let record = try await pool.run {
+            try ConsoleStore.audit(user: session.userName, address: address, action: "retry", target: "action \(id)", detail: asked, on: $0)
+        }
+        let result = await retry(id, looked)
         let said: String, problem: (status: Int, text: String)?
         switch result {
         case .pending(let amount):
-            said =
-                "pending again: " + Money.format(minorUnits: amount, exponent: action.amount.currency.exponent) + " "
-                + action.amount.currency.code
+            // In the currency the plan gave (re-read, as `payrecon actions retry` prints it).
+            let now = try? await pool.run { try ActionStore.find(id: id, on: $0) }
+            let currency = now?.amount.currency ?? action.amount.currency
+            said = "pending again: " + Money.format(minorUnits: amount, exponent: currency.exponent) + " " + currency.code
             problem = nil
         case .retired(let why): (said, problem) = ("superseded: " + why, nil)
         case .notNow(let why): (said, problem) = ("not retried: " + why, (503, "Not retried: \(why). Try again later."))
         case .notFailed(let why): (said, problem) = ("not retried: " + why, (409, why))
-        case .noSuchAction: return notFound(session)
+        case .noSuchAction(let why): (said, problem) = ("not retried: " + why, (404, why))
         }
-        let detail = (action.inDoubt ? "checked at the provider that the last call was not applied; " : "") + said
-        try await pool.run { try ConsoleStore.auditRetry(action: id, user: session.userName, address: address, result: detail, on: $0) }
+        let detail = checked + said
+        do { try await pool.run { try ConsoleStore.completeAudit(record, detail: detail, on: $0) } } catch {
+            logger.error(
+                "console: a retry's outcome was not recorded", ["action_id": id, "result": said, "error": String(describing: error)])
+        }
         logger.info("console: action retried", ["user": session.userName, "action_id": id, "result": said])
         if let problem { return try await actionPage(id, session: session, error: problem.text, status: problem.status) }
         return Self.redirect("/actions/\(id)")

@@ -36,13 +36,22 @@ public final class ConsoleServer: Sendable {
         /// nginx's auth_request): honoured only on requests whose peer is one of `trustedProxies`, for a person the
         /// users file lists (their role comes from there). nil: people sign in with their passwords only.
         public var userHeader: String? = nil
+        /// What the authenticating proxy sends in `X-Payrecon-Proxy-Secret` on every request
+        /// (`PAYRECON_CONSOLE_PROXY_SECRET`): the user header is believed only with it, since every process on the
+        /// proxy's host (and an SSH tunnel to it) connects from the proxy's address too.
+        public var proxySecret: [UInt8]? = nil
         /// Where the overview's refresh LISTENs (a direct connection: a pooler loses LISTEN); nil: on a timer only.
         public var listenURL: String? = nil
         /// How often the overview's figures are read with nothing notified.
         public var refreshInterval: Duration = .seconds(10)
-        /// Re-plans a failed action from a fresh fetch (`payrecon actions retry`'s executor); nil when the console has no
+        /// How old the overview's figures may be when a page asks (`PAYRECON_CONSOLE_FIGURES_MAX_AGE`): figures read
+        /// this recently (for another page, or by the refresh) are shown again, with the time they were read. Zero:
+        /// each overview reads them.
+        public var figuresMaxAge: Duration = .seconds(5)
+        /// Re-plans a failed action from a fresh fetch (`payrecon actions retry`'s executor), given the action and the
+        /// attempt the operator looked at (an action tried again since is refused); nil when the console has no
         /// provider API credentials, and then it cannot retry an action.
-        public var retryAction: (@Sendable (Int64) async -> ActionRetryResult)? = nil
+        public var retryAction: (@Sendable (_ id: Int64, _ attempts: Int) async -> ActionRetryResult)? = nil
 
         public init(host: String, port: UInt16, users: ConsoleUsers) {
             self.host = host; self.port = port; self.users = users
@@ -85,19 +94,22 @@ public final class ConsoleServer: Sendable {
 
     /// Starts listening; returns the port.
     public func start() throws -> UInt16 {
-        let http = HTTPServer(
-            configuration: .init(
-                host: configuration.host, port: configuration.port, threads: 2, maxBodyBytes: 16 * 1024, connectionTimeoutSeconds: 30,
-                connectionLimit: 256, connectionLimitPerIP: 32, requestTimeoutSeconds: 30),
+        var http = HTTPServer.Configuration(
+            host: configuration.host, port: configuration.port, threads: 2, maxBodyBytes: 16 * 1024, connectionTimeoutSeconds: 30,
+            connectionLimit: 256, connectionLimitPerIP: 32, requestTimeoutSeconds: 30)
+        // Behind the proxy every person's connection comes from its address: the per-address limit is the proxy's to keep.
+        http.connectionLimitPerIPExempt = configuration.trustedProxies
+        let server = HTTPServer(
+            configuration: http,
             asyncHandler: { [self] request in await respond(to: request) })
-        try http.start()
-        server.withLock { $0 = http }
+        try server.start()
+        self.server.withLock { $0 = server }
         let watching = ConsoleWatcher(
             live: live, pool: pool, listenURL: configuration.listenURL, interval: configuration.refreshInterval, logger: logger)
         watching.start()
         watcher.withLock { $0 = watching }
-        logger.info("console listening", ["address": "\(configuration.host):\(http.port)", "users": users.withLock { $0.users.count }])
-        return http.port
+        logger.info("console listening", ["address": "\(configuration.host):\(server.port)", "users": users.withLock { $0.users.count }])
+        return server.port
     }
 
     public func stop() {
@@ -182,8 +194,14 @@ public final class ConsoleServer: Sendable {
             return request.method == "GET" ? Self.redirect("/login") : Self.html(403, ConsolePages.signIn(error: "Sign in first."))
         }
         if request.method == "POST" {
-            guard let refusal = Self.refusedWrite(request, session: session) else { return await write(request, session: session) }
-            return refusal
+            var answer: HTTPResponse
+            if let refusal = Self.refusedWrite(request, session: session) {
+                answer = refusal
+            } else {
+                answer = await write(request, session: session)
+            }
+            answer.headers += setCookie
+            return answer
         }
         guard request.method == "GET" else { return HTTPResponse(status: 405, headers: [("Allow", "GET, POST")]) }
         do {
@@ -249,7 +267,8 @@ public final class ConsoleServer: Sendable {
         }
         let hash = SHA256.hash(Array(token.utf8))
         let (idle, maxAge) = (configuration.idleSeconds, configuration.maxAgeSeconds)
-        let touch = request.path != "/live"
+        // The overview's refresh (its long poll, and the figures it fetches) is not a person using the session.
+        let touch = request.path != "/live" && request.headers["x-payrecon-refresh"] == nil
         let session = try await pool.run {
             try ConsoleStore.session(tokenSHA256: hash, idleSeconds: idle, maxAgeSeconds: maxAge, touch: touch, on: $0)
         }

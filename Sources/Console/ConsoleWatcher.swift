@@ -4,9 +4,10 @@ import Postgres
 import Store
 import Synchronization
 
-/// Keeps `ConsoleLive`'s stamp current on a thread of its own: woken by PostgreSQL's NOTIFY (a delivery stored, a
-/// console write) when it has a direct connection to LISTEN on, and on a timer either way (a sweep, the worker's
-/// findings, or a database behind a pooler, which loses LISTEN). Each wake reads the overview's figures once.
+/// Keeps `ConsoleLive`'s stamp current on a thread of its own while a page waits on it: woken by PostgreSQL's NOTIFY (a
+/// delivery stored, a console write) when it has a direct connection to LISTEN on, and on a timer either way (a sweep,
+/// the worker's findings, or a database behind a pooler, which loses LISTEN). Each wake reads the overview's figures
+/// once, at most every `minimumGap`, and not at all while no page waits.
 final class ConsoleWatcher: Sendable {
     /// What a console write notifies, so every console's pages refresh.
     static let channel = "payrecon_console"
@@ -38,16 +39,27 @@ final class ConsoleWatcher: Sendable {
         _ = done.wait(timeout: .now() + .seconds(15))
     }
 
+    /// The shortest time between two reads of the figures, however often deliveries arrive.
+    static let minimumGap: Duration = .seconds(5)
+
     private func run() {
         var listener: PostgresConnection?
         defer { listener?.close() }
+        var lastRead = ContinuousClock.now - Self.minimumGap
         while !stopped.load(ordering: .relaxed) {
-            refresh()
+            // Read only for a page waiting (nobody looking, nothing read); at most once per `minimumGap`.
+            let gap = ContinuousClock.now - lastRead
+            if gap < Self.minimumGap { Thread.sleep(forTimeInterval: Self.seconds(Self.minimumGap - gap)) }
+            if live.waiting > 0 {
+                refresh()
+                lastRead = ContinuousClock.now
+            }
             if listener == nil, let listenURL {
-                listener = try? PostgresConnection(conninfo: listenURL)
                 do {
-                    try listener?.listen(DeliveryStore.channel)
-                    try listener?.listen(Self.channel)
+                    let conn = try PostgresConnection(conninfo: listenURL)
+                    listener = conn
+                    try conn.listen(DeliveryStore.channel)
+                    try conn.listen(Self.channel)
                 } catch {
                     logger.warning("console: cannot LISTEN; its pages refresh on a timer", ["error": String(describing: error)])
                     listener?.close()
@@ -69,6 +81,7 @@ final class ConsoleWatcher: Sendable {
                         break
                     }
                 } catch {
+                    logger.warning("console: the LISTEN connection was lost; connecting again", ["error": String(describing: error)])
                     listener?.close()
                     listener = nil
                 }
@@ -76,10 +89,11 @@ final class ConsoleWatcher: Sendable {
         }
     }
 
+    static func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
+
     private func refresh() {
         do {
-            let figures = try pool.withConnection { try ConsoleQueries.overview(on: $0) }
-            live.publish(ConsoleLive.stamp(figures))
+            live.publish(try pool.withConnection { try ConsoleQueries.overview(on: $0) })
         } catch {
             logger.warning("console: the overview could not be read for its refresh", ["error": String(describing: error)])
         }

@@ -93,10 +93,13 @@ enum OverviewPage {
 
     /// One chart per currency: the money at risk when each nightly run finished, and now.
     static func riskCharts(_ f: OverviewFigures) -> String {
-        var series: [Currency: [(Date, Int128)]] = [:]
-        for p in f.history { series[p.currency, default: []].append((p.at, p.minor)) }
-        for (currency, minor) in f.summary.amountAtRisk { series[currency, default: []].append((f.now, minor)) }
-        for currency in series.keys where f.summary.amountAtRisk[currency] == nil { series[currency]?.append((f.now, 0)) }
+        // A run records only the currencies with money at risk: every other currency had none then (a point at 0, not a
+        // line drawn across the gap). Now is the last point.
+        let times = Array(Set(f.history.map(\.at))).sorted() + [f.now]
+        var at: [Currency: [Date: Int128]] = [:]
+        for p in f.history { at[p.currency, default: [:]][p.at] = p.minor }
+        for (currency, minor) in f.summary.amountAtRisk { at[currency, default: [:]][f.now] = minor }
+        let series = at.mapValues { values in times.map { ($0, values[$0] ?? 0) } }
         guard !series.isEmpty else { return "<p class=\"none\">No money has been at risk in the last 30 days.</p>" }
         let start = f.now.addingTimeInterval(-30 * 86400)
         return "<div class=\"charts\">"

@@ -111,7 +111,7 @@ enum RecordPages {
         }
         return ConsolePages.page(
             title: "Settlement and backfill", session: session,
-            body: "<h2>Settlement files imported</h2>"
+            body: "<p class=\"meta\">The newest 100 of each.</p><h2>Settlement files imported</h2>"
                 + ConsoleHTML.table(
                     id: "settlement-files",
                     headers: ["Id", "Provider", "File", "Kind", "Account", "Day", "Rows", "New lines", "Imported", "Problems"],

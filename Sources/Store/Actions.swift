@@ -69,22 +69,25 @@ public enum ActionStore {
 
     /// `payrecon actions retry`: a failed action the fresh plan still wants is pending again, with the plan's amount
     /// and currency, and no longer in doubt (the operator checked the provider). False when it is not failed.
+    /// `attempts`: the attempt the retry re-planned; an action tried again meanwhile is left as it is.
     public static func retry(
-        id: Int64, amount: Int64, currency: String, providerTarget: String?, on conn: PostgresConnection
+        id: Int64, attempts: Int, amount: Int64, currency: String, providerTarget: String?, on conn: PostgresConnection
     ) throws -> Bool {
         try conn.execute(
             """
             UPDATE actions SET status = 'pending', amount_minor = \(.int64(amount)), currency = \(.text(currency)), provider_target = \(providerTarget.map { .text($0) } ?? .null), in_doubt = false,
                 last_error = 'retried by an operator after: ' || coalesce(last_error, 'no answer recorded'), lease_expires_at = NULL, updated_at = now()
-            WHERE id = \(.int64(id)) AND status = 'failed'
+            WHERE id = \(.int64(id)) AND status = 'failed' AND attempts = \(.int64(Int64(attempts)))
             """) == 1
     }
 
     /// A failed action the fresh plan no longer wants: superseded (its action_failed finding resolves on the next check).
-    public static func retire(id: Int64, reason: String, on conn: PostgresConnection) throws -> Bool {
+    /// `attempts`: the attempt re-planned, when a retry re-planned it (an action tried again meanwhile is left alone).
+    public static func retire(id: Int64, attempts: Int? = nil, reason: String, on conn: PostgresConnection) throws -> Bool {
         try conn.execute(
             """
-            UPDATE actions SET status = 'superseded', in_doubt = false, last_error = \(.text(DeliveryStore.storable(reason))), updated_at = now() WHERE id = \(.int64(id)) AND status = 'failed'
+            UPDATE actions SET status = 'superseded', in_doubt = false, last_error = \(.text(DeliveryStore.storable(reason))), updated_at = now()
+            WHERE id = \(.int64(id)) AND status = 'failed' AND (\(attempts.map { .int64(Int64($0)) } ?? .null)::bigint IS NULL OR attempts = \(attempts.map { .int64(Int64($0)) } ?? .null))
             """) == 1
     }
 

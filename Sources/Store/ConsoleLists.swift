@@ -211,11 +211,6 @@ extension ConsoleStore {
                 pending: try row.int64("pending"), rejected: try row.int64("rejected"))
         }
     }
-
-    /// Retries of actions are recorded here (the retry itself is the executor's, which re-plans from a fresh fetch).
-    public static func auditRetry(action id: Int64, user: String, address: String?, result: String, on conn: PostgresConnection) throws {
-        try audit(user: user, address: address, action: "retry", target: "action \(id)", detail: result, on: conn)
-    }
 }
 
 /// The money at risk one currency had when a `payrecon reconcile` run finished.
@@ -226,13 +221,13 @@ public struct RiskPoint: Sendable, Equatable {
 }
 
 extension ConsoleStore {
-    /// The money at risk at the end of each run of the last `days` days, oldest first (runs record it since sql/0032).
+    /// The money at risk at the end of each run of the last `days` days, oldest first (runs record it since sql/0032_console_reads).
     public static func riskHistory(days: Int, on conn: PostgresConnection) throws -> [RiskPoint] {
         try conn.query(
             """
             SELECT r.finished_at, e.key AS currency, e.value AS minor FROM runs r, jsonb_each_text(r.at_risk) e
             WHERE r.at_risk IS NOT NULL AND r.finished_at >= now() - make_interval(days => \(.int64(Int64(days)))::int)
-            ORDER BY r.id, e.key
+            ORDER BY r.id, e.key LIMIT 10000
             """
         ).compactMap { row in
             guard let currency = Currency(code: try row.string("currency")), let minor = Int128(try row.string("minor")) else { return nil }

@@ -70,15 +70,24 @@ public enum ConsoleStore {
     }
 
     /// Records what `user` did; in the caller's transaction when it has one, so the record and the write commit together.
+    /// Returns the record's id.
+    @discardableResult
     public static func audit(
         user: String, address: String?, action: String, target: String?, detail: String?, on conn: PostgresConnection
-    ) throws {
-        _ = try conn.execute(
+    ) throws -> Int64 {
+        try conn.query(
             """
             INSERT INTO console_audit (user_name, address, action, target, detail)
             VALUES (\(.text(DeliveryStore.storable(user))), \(address.map { .text(DeliveryStore.storable($0)) } ?? .null),
                     \(.text(action)), \(target.map { .text($0) } ?? .null), \(detail.map { .text(DeliveryStore.storable($0)) } ?? .null))
-            """)
+            RETURNING id
+            """
+        ).first!.int64("id")
+    }
+
+    /// Says what came of a write recorded before it ran (an action's retry, which the executor makes).
+    public static func completeAudit(_ id: Int64, detail: String, on conn: PostgresConnection) throws {
+        _ = try conn.execute("UPDATE console_audit SET detail = \(.text(DeliveryStore.storable(detail))) WHERE id = \(.int64(id))")
     }
 
     /// The audit trail of `target` (`discrepancy 12`), oldest first.

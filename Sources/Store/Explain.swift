@@ -277,17 +277,20 @@ public enum ExplainStore {
 
     /// The calls made for one action, oldest first (each raw answer read up to `bodyLimit` bytes).
     public static func calls(of action: StoredAction, bodyLimit: Int?, on conn: PostgresConnection) throws -> [Explanation.Call] {
-        try actions(provider: action.provider, orderID: action.orderID, bodyLimit: bodyLimit, on: conn).first { $0.id == action.id }?.calls
-            ?? []
+        try actions(provider: action.provider, orderID: action.orderID, only: action.id, bodyLimit: bodyLimit, on: conn).first?.calls ?? []
     }
 
     /// The order's actions, each with the calls made for it.
-    static func actions(provider: Provider, orderID: String, bodyLimit: Int?, on conn: PostgresConnection) throws -> [Explanation.Action] {
+    /// `only`: that action of the order alone.
+    static func actions(
+        provider: Provider, orderID: String, only: Int64? = nil, bodyLimit: Int?, on conn: PostgresConnection
+    ) throws -> [Explanation.Action] {
         let p = PostgresValue.text(provider.rawValue)
+        let one: SQL = only.map { "AND id = \(.int64($0))" } ?? ""
         let actionRows = try conn.query(
             """
             SELECT id, action, amount_minor, currency, status, idempotency_key, created_at, updated_at, last_error, provider_ref, evidence_id
-            FROM actions WHERE provider = \(p) AND order_id = \(.text(orderID)) ORDER BY id
+            FROM actions WHERE provider = \(p) AND order_id = \(.text(orderID)) \(one) ORDER BY id
             """)
         var calls: [Int64: [Explanation.Call]] = [:]
         let ids = try actionRows.map { try $0.int64("id") }

@@ -80,7 +80,12 @@ public struct WorkerContext: Sendable {
     /// DATABASE_URL unless that reaches PostgreSQL through a pooler (PgBouncer in transaction mode loses
     /// notifications), in which case nil: the worker polls, and says so at start.
     /// `polling` says what happens instead, in the warning (the console's overview refreshes on a timer).
-    public func listenURL(_ env: Environment, polling: String = "the worker polls for deliveries") -> String? {
+    public func listenURL(_ env: Environment) -> String? { Self.listenURL(env, databaseURL: url) }
+
+    /// Where a process whose database is `databaseURL` LISTENs (see `listenURL(_:)`).
+    public static func listenURL(
+        _ env: Environment, databaseURL url: String, polling: String = "the worker polls for deliveries"
+    ) -> String? {
         if let direct = try? env.secret("PAYRECON_LISTEN_DATABASE_URL"), !direct.isEmpty {
             // A LISTEN URL at the pooler by mistake: transaction-mode PgBouncer drops the LISTEN with the transaction,
             // so the worker would wait for notifications that never come. Say so, and poll.

@@ -446,7 +446,9 @@ extension ActionExecutor {
     /// Re-plans a failed action from a fresh fetch (after an operator fixed the cause: a permission, a provider-side
     /// state, or a call in doubt checked at the provider) and makes it pending again when the plan still wants it,
     /// with the plan's amount and currency. The order is checked again, so its `action_failed` follows.
-    public func retry(id: Int64) async -> RetryResult {
+    /// `expectedAttempts`: the attempt the operator looked at (the console's form); a retry of an action tried again
+    /// since is refused, so a check made at the provider is never taken for a later attempt's.
+    public func retry(id: Int64, expectedAttempts: Int? = nil) async -> RetryResult {
         let action: StoredAction?, stored: Stored?
         do {
             action = try await pool.run { try ActionStore.find(id: id, on: $0) }
@@ -456,9 +458,19 @@ extension ActionExecutor {
         guard action.status == .failed else {
             return .notFailed("action \(id) is \(action.status.rawValue): only a failed action can be retried")
         }
+        if let expectedAttempts, expectedAttempts != action.attempts {
+            return .notFailed(
+                "action \(id) was tried again since (attempt \(action.attempts) now, \(expectedAttempts) when looked at): look at it "
+                    + "again before retrying")
+        }
+        let attempts = action.attempts
         guard let stored else {
-            _ = try? await pool.run { try ActionStore.retire(id: id, reason: "retried: the order no longer exists", on: $0) }
-            return .retired("the order no longer exists")
+            do {
+                return try await retire(
+                    id, attempts: attempts, reason: "retried: the order no longer exists", why: "the order no longer exists")
+            } catch {
+                return .notNow("database: \(error)")
+            }
         }
         let order = stored.order
         let transactions: [FetchedTransaction]
@@ -475,8 +487,7 @@ extension ActionExecutor {
                 let why =
                     "its key was sent and refused, and the provider answers a repeated key with its first answer: planned again "
                     + "under a key of its own"
-                _ = try await pool.run { try ActionStore.retire(id: id, reason: "retried, but \(why)", on: $0) }
-                result = .retired(why)
+                result = try await retire(id, attempts: attempts, reason: "retried, but \(why)", why: why)
             } else if let wanted, action.sentAt != nil,
                 wanted.amount != action.amount.minorUnits || wanted.providerTarget != action.providerTarget
             {
@@ -484,23 +495,27 @@ extension ActionExecutor {
                 let why =
                     "its key was sent as \(action.amount.minorUnits) on \(action.providerTarget ?? "the transaction"), and the order now "
                     + "wants \(wanted.amount) on \(wanted.providerTarget ?? "the transaction"): planned again under a key of its own"
-                _ = try await pool.run { try ActionStore.retire(id: id, reason: "retried, but \(why)", on: $0) }
-                result = .retired(why)
+                result = try await retire(id, attempts: attempts, reason: "retried, but \(why)", why: why)
             } else if let wanted {
                 let changed = try await pool.run {
                     try ActionStore.retry(
-                        id: id, amount: wanted.amount, currency: wanted.currency.code, providerTarget: wanted.providerTarget, on: $0)
+                        id: id, attempts: attempts, amount: wanted.amount, currency: wanted.currency.code,
+                        providerTarget: wanted.providerTarget, on: $0)
                 }
                 result = changed ? .pending(amount: wanted.amount) : .notFailed("action \(id) changed meanwhile; nothing done")
             } else {
                 let why = plan.findings.first.map { "\($0.kind.rawValue): \($0.detail)" } ?? "the order no longer calls for it"
-                _ = try await pool.run {
-                    try ActionStore.retire(id: id, reason: "retried, but the fresh plan no longer wants it (\(why))", on: $0)
-                }
-                result = .retired(why)
+                result = try await retire(
+                    id, attempts: attempts, reason: "retried, but the fresh plan no longer wants it (\(why))", why: why)
             }
         } catch { return .notNow("database: \(error)") }
         _ = await checker.check(order, logger: logger)
         return result
+    }
+
+    /// Supersedes the failed action if it is still the attempt re-planned; else it changed meanwhile and nothing is done.
+    private func retire(_ id: Int64, attempts: Int, reason: String, why: String) async throws -> RetryResult {
+        let retired = try await pool.run { try ActionStore.retire(id: id, attempts: attempts, reason: reason, on: $0) }
+        return retired ? .retired(why) : .notFailed("action \(id) changed meanwhile; nothing done")
     }
 }

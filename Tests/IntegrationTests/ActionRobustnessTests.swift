@@ -90,6 +90,27 @@ import Worker
         }
     }
 
+    /// A retry re-plans the attempt it read: an action tried again meanwhile (another retry, sent and failed again) is
+    /// neither re-pended nor superseded by the older plan, and a retry asked for an attempt that is not the latest (a
+    /// console form opened before) is refused before anything is fetched.
+    @Test func aRetryActsOnlyOnTheAttemptItReplanned() async throws {
+        try await WorkerHarness.with { h in
+            let conn = try h.database.connect(); defer { conn.close() }
+            _ = try conn.execute(
+                """
+                INSERT INTO actions (id, provider, order_id, action, amount_minor, currency, target_minor, idempotency_key, status, attempts)
+                VALUES (5, 'pxp', 'O-5', 'capture', 1000, 'EUR', 1000, 'pxp:O-5:capture:1000', 'failed', 2)
+                """)
+            #expect(try !ActionStore.retry(id: 5, attempts: 1, amount: 1000, currency: "EUR", providerTarget: nil, on: conn))
+            #expect(try !ActionStore.retire(id: 5, attempts: 1, reason: "stale", on: conn))
+            #expect(try conn.query("SELECT status FROM actions WHERE id = 5").first?.string("status") == "failed")
+            let refused = await h.executor.retry(id: 5, expectedAttempts: 1)
+            guard case .notFailed(let why) = refused else { Issue.record("\(refused)"); return }
+            #expect(why.contains("tried again since (attempt 2 now, 1 when looked at)"))
+            #expect(try ActionStore.retry(id: 5, attempts: 2, amount: 1000, currency: "EUR", providerTarget: nil, on: conn))
+        }
+    }
+
     @Test func actionsRetrySaysWhatItDid() async throws {
         try await WorkerHarness.with { h in
             let none = try await PayreconProcess.launch(

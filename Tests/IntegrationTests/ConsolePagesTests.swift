@@ -44,7 +44,7 @@ import Testing
     @Test func anOperatorRetriesAFailedActionAndIsRecorded() async throws {
         let asked = Mutex<[Int64]>([])
         try await ConsoleServerTests.with({
-            $0.retryAction = { id in
+            $0.retryAction = { id, _ in
                 asked.withLock { $0.append(id) }
                 return id == 41 ? .retired("planned again under a key of its own") : .pending(amount: 1000)
             }
@@ -60,20 +60,25 @@ import Testing
             #expect(page.status == 200 && page.text.contains(#"action="/actions/41/retry""#) && page.text.contains("75.00 USD"))
             #expect(page.text.contains("/order?provider=paypal&amp;id=O-1"))
 
-            let retried = try await h.post("/actions/41/retry", [("csrf", csrf)], cookie: cookie)
+            // Without the attempt looked at, or with an older one: refused (it was tried again since).
+            #expect(try await h.post("/actions/41/retry", [("csrf", csrf)], cookie: cookie).status == 409)
+            let stale = try await h.post("/actions/41/retry", [("csrf", csrf), ("attempts", "0")], cookie: cookie)
+            #expect(stale.status == 409 && stale.text.contains("tried again since you opened it"))
+            #expect(asked.withLock { $0 }.isEmpty)
+            let retried = try await h.post("/actions/41/retry", [("csrf", csrf), ("attempts", "1")], cookie: cookie)
             #expect(retried.status == 303 && retried.headers["location"] == "/actions/41")
             let after = try await h.get("/actions/41", cookie: cookie)
             #expect(after.text.contains("ana retry from 127.0.0.1: superseded: planned again under a key of its own"), "\(after.text)")
 
             // The last call's outcome is unknown: not without the operator's word that it was checked at the provider.
-            let unchecked = try await h.post("/actions/42/retry", [("csrf", csrf)], cookie: cookie)
+            let unchecked = try await h.post("/actions/42/retry", [("csrf", csrf), ("attempts", "3")], cookie: cookie)
             #expect(unchecked.status == 409 && unchecked.text.contains("check at pxp that it was not applied"))
             #expect(asked.withLock { $0 } == [41])
-            let checked = try await h.post("/actions/42/retry", [("csrf", csrf), ("checked", "yes")], cookie: cookie)
+            let checked = try await h.post("/actions/42/retry", [("csrf", csrf), ("attempts", "3"), ("checked", "yes")], cookie: cookie)
             #expect(checked.status == 303)
             #expect(asked.withLock { $0 } == [41, 42])
             let trail = try await Self.one(h, "SELECT detail AS v FROM console_audit WHERE target = 'action 42'")
-            #expect(trail == "checked at the provider that the last call was not applied; pending again: 10.00 EUR")
+            #expect(trail == "checked at the provider that attempt 3 was not applied; pending again: 10.00 EUR")
             #expect(try await h.post("/actions/999/retry", [("csrf", csrf)], cookie: cookie).status == 404)
         }
     }
@@ -85,7 +90,7 @@ import Testing
             #expect(!(try await h.get("/actions/41", cookie: viewer).text.contains("/actions/41/retry")))
             #expect(try await h.post("/actions/41/retry", [("csrf", viewerCSRF)], cookie: viewer).status == 403)
             let (cookie, csrf) = try await h.signIn("ana", "ana's long password")
-            let answer = try await h.post("/actions/41/retry", [("csrf", csrf)], cookie: cookie)
+            let answer = try await h.post("/actions/41/retry", [("csrf", csrf), ("attempts", "1")], cookie: cookie)
             #expect(answer.status == 503 && answer.text.contains("no provider API credentials") && answer.text.contains("actions retry 41"))
             #expect(try await Self.one(h, "SELECT status AS v FROM actions WHERE id = 41") == "failed")
         }
@@ -247,21 +252,36 @@ import Testing
     /// Behind an authenticating proxy the person is the one its header names, from the proxy's address only, and only
     /// when the users file lists them (their role from there); another person's session in the browser ends.
     @Test func aProxyNamesThePersonFromItsAddressOnly() async throws {
+        let secret = ("X-Payrecon-Proxy-Secret", String(repeating: "s3", count: 20))
         try await ConsoleServerTests.with({
             $0.trustedProxies = [try AddressRange("127.0.0.0/8")]
             $0.userHeader = "x-forwarded-user"
+            $0.proxySecret = Array(secret.1.utf8)
         }) { h, _ in
+            // Any other process on the proxy's host connects from its address too: without the proxy's secret (or with
+            // a wrong one, or two) the header is ignored.
+            for headers in [
+                [("X-Forwarded-User", "ana")], [("X-Forwarded-User", "ana"), (secret.0, "wrong")],
+                [("X-Forwarded-User", "ana"), secret, secret]
+            ] {
+                let forged = try await h.http.send(HTTPClientRequest(method: "GET", url: h.base + "/", headers: headers))
+                #expect(forged.status == 303 && forged.headers["location"] == "/login", "\(headers)")
+            }
+            let twice = try await h.http.send(
+                HTTPClientRequest(
+                    method: "GET", url: h.base + "/", headers: [("X-Forwarded-User", "ana"), ("X-Forwarded-User", "vic"), secret]))
+            #expect(twice.status == 400 && twice.headers["set-cookie"] == nil)
             let signedIn = try await h.http.send(
-                HTTPClientRequest(method: "GET", url: h.base + "/", headers: [("X-Forwarded-User", "ana")]))
+                HTTPClientRequest(method: "GET", url: h.base + "/", headers: [("X-Forwarded-User", "Ana"), secret]))
             #expect(signedIn.status == 200 && signedIn.text.contains("ana (operator)"))
             let cookie = String(try #require(signedIn.headers["set-cookie"]).split(separator: ";")[0])
             let again = try await h.get("/", cookie: cookie)
             #expect(again.status == 200 && again.headers["set-cookie"] == nil, "the cookie carries the session on")
             let stranger = try await h.http.send(
-                HTTPClientRequest(method: "GET", url: h.base + "/", headers: [("X-Forwarded-User", "mallory")]))
+                HTTPClientRequest(method: "GET", url: h.base + "/", headers: [("X-Forwarded-User", "mallory"), secret]))
             #expect(stranger.status == 403 && stranger.text.contains("does not list") && stranger.headers["set-cookie"] == nil)
             let switched = try await h.http.send(
-                HTTPClientRequest(method: "GET", url: h.base + "/", headers: [("X-Forwarded-User", "vic"), ("Cookie", cookie)]))
+                HTTPClientRequest(method: "GET", url: h.base + "/", headers: [("X-Forwarded-User", "vic"), ("Cookie", cookie), secret]))
             #expect(switched.status == 200 && switched.text.contains("vic (viewer)"))
             #expect(try await h.get("/", cookie: cookie).status == 303, "ana's session ended when the proxy named vic")
             let how = try await Self.one(h, "SELECT string_agg(user_name || ': ' || detail, ', ' ORDER BY id) AS v FROM console_audit")
@@ -271,9 +291,10 @@ import Testing
         try await ConsoleServerTests.with({
             $0.trustedProxies = [try AddressRange("10.0.0.0/8")]
             $0.userHeader = "x-forwarded-user"
+            $0.proxySecret = Array(secret.1.utf8)
         }) { h, _ in
             let ignored = try await h.http.send(
-                HTTPClientRequest(method: "GET", url: h.base + "/", headers: [("X-Forwarded-User", "ana")]))
+                HTTPClientRequest(method: "GET", url: h.base + "/", headers: [("X-Forwarded-User", "ana"), secret]))
             #expect(ignored.status == 303 && ignored.headers["location"] == "/login")
         }
     }

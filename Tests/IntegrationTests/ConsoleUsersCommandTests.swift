@@ -60,7 +60,8 @@ import Testing
     @Test(
         arguments: [
             ("X-Forwarded-User", nil, "believed only from the proxies of PAYRECON_TRUSTED_PROXIES"),
-            ("X Forwarded: User", "127.0.0.1/32", "must be a header name")
+            ("X Forwarded: User", "127.0.0.1/32", "must be a header name"),
+            ("X-Forwarded-User", "127.0.0.1/32", "needs PAYRECON_CONSOLE_PROXY_SECRET")
         ] as [(String, String?, String)])
     func aUserHeaderWithoutTrustedProxiesIsRefused(_ header: String, _ proxies: String?, _ message: String) async throws {
         let file = Self.temporaryFile()

@@ -17,7 +17,7 @@ console_pid= demo_pid=
 cleanup() {
     [ -n "$console_pid" ] && { kill "$console_pid" 2>/dev/null || true; wait "$console_pid" 2>/dev/null || true; }
     # Closing the demo's standard input lets it stop what it started.
-    exec 3>&- 2>/dev/null || true
+    exec 3>&- || true
     [ -n "$demo_pid" ] && { wait "$demo_pid" 2>/dev/null || true; }
     rm -rf "$T"
 }
@@ -30,7 +30,7 @@ mkfifo "$T/hold"
 PAYRECON_DEMO_HOLD=1 DATABASE_URL="$DATABASE_URL" "$ROOT/scripts/demo" <"$T/hold" >"$T/demo.log" 2>&1 &
 demo_pid=$!
 exec 3>"$T/hold"
-for _ in $(seq 1 1800); do
+for _ in $(seq 1 6000); do  # up to 10 minutes: the demo may build first
     grep -q "everything stays up until standard input ends" "$T/demo.log" && break
     kill -0 "$demo_pid" 2>/dev/null || { tail -20 "$T/demo.log"; demo_pid=; fail "scripts/demo"; }
     sleep 0.1

@@ -57,14 +57,22 @@ let consoleCommand = Command(
     }
     // With the provider API variables the worker has, an operator may retry a failed action here: the same executor
     // as `payrecon actions retry` re-plans it from a fresh fetch. Without them the console reads and acknowledges.
-    let providers = try WorkerContext(env, poolSize: 2, maxConcurrentRequests: 8, warnWithoutCredentials: false, logger: args.logger)
-    defer { providers.pool.close() }
-    if providers.gateway.anyConfigured {
-        configuration.retryAction = { id in await providers.executor.retry(id: id) }
+    // A provider variable the console cannot use costs it the retry of actions, not its start (it reads without them).
+    let providers: WorkerContext?
+    do {
+        providers = try WorkerContext(env, poolSize: 2, maxConcurrentRequests: 8, warnWithoutCredentials: false, logger: args.logger)
+    } catch {
+        Log.warning("console: the provider API settings cannot be used, so it cannot retry actions", ["error": String(describing: error)])
+        providers = nil
+    }
+    defer { providers?.pool.close() }
+    if let providers, providers.gateway.anyConfigured {
+        configuration.retryAction = { id, attempts in await providers.executor.retry(id: id, expectedAttempts: attempts) }
     }
     // The overview refreshes when a delivery is stored or a console writes (LISTEN, on a direct connection), and every
     // 10 seconds either way.
-    configuration.listenURL = providers.listenURL(env, polling: "the console's overview refreshes every 10 seconds")
+    configuration.listenURL = WorkerContext.listenURL(
+        env, databaseURL: try env.databaseURL(), polling: "the console's overview refreshes every 10 seconds")
     let console = ConsoleServer(configuration: configuration, pool: pool, logger: args.logger)
     let bound: UInt16
     do { bound = try console.start() } catch { throw FatalError("\(error)") }
@@ -77,7 +85,7 @@ let consoleCommand = Command(
             console.replaceUsers(again)
         } catch { Log.warning("console users not re-read; the ones in use stay", ["error": String(describing: error)]) }
         // The provider API secrets too, as `work` reads them again.
-        if providers.gateway.anyConfigured {
+        if let providers, providers.gateway.anyConfigured {
             do { try providers.reloadProviders(Environment()) } catch {
                 Log.warning("provider API secrets not re-read; the ones in use stay", ["error": String(describing: error)])
             }
@@ -106,8 +114,16 @@ private func consoleConfiguration(
                 "PAYRECON_CONSOLE_USER_HEADER is believed only from the proxies of PAYRECON_TRUSTED_PROXIES: set that to the "
                     + "authenticating proxy's address (e.g. 127.0.0.1/32)")
         }
+        guard let secret = try env.secret("PAYRECON_CONSOLE_PROXY_SECRET"), secret.utf8.count >= 32 else {
+            throw ConfigurationError(
+                "PAYRECON_CONSOLE_USER_HEADER needs PAYRECON_CONSOLE_PROXY_SECRET (or _FILE), at least 32 characters, which the proxy "
+                    + "sends as X-Payrecon-Proxy-Secret: every process on the proxy's host connects from its address too "
+                    + "(make one with: openssl rand -hex 32)")
+        }
         configuration.userHeader = header.lowercased()
+        configuration.proxySecret = Array(secret.utf8)
     }
+    configuration.figuresMaxAge = .seconds(try env.duration("PAYRECON_CONSOLE_FIGURES_MAX_AGE", default: "5s"))
     configuration.allowedHosts = (env["PAYRECON_CONSOLE_HOSTS"] ?? "").split(separator: ",").map {
         $0.trimmingCharacters(in: .whitespaces).lowercased()
     }.filter { !$0.isEmpty }
