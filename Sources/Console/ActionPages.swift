@@ -21,19 +21,11 @@ enum ActionPages {
                 ConsoleHTML.text(a.lastError.map { String($0.prefix(160)) })
             ]
         }
-        var pairs = [("status", status ?? "all")]
-        if let provider { pairs.append(("provider", provider.rawValue)) }
-        return ConsolePages.page(
-            title: "Actions", session: session,
-            body: ConsoleHTML.filters(
-                action: "/actions",
-                ConsoleHTML.select("status", label: "Status", options: statusOptions, selected: status ?? "all")
-                    + ConsoleHTML.providerSelect(provider))
-                + ConsoleHTML.table(
-                    id: "actions", headers: ["Id", "Provider", "Order", "Action", "Amount", "Status", "Created", "Last error"],
-                    numeric: [4],
-                    rows: cells, none: "No action matches.")
-                + ConsoleHTML.pager("/actions", pairs, next: next))
+        let list = ConsoleHTML.StatusList(
+            title: "Actions", path: "/actions", statusOptions: statusOptions, tableID: "actions",
+            headers: ["Id", "Provider", "Order", "Action", "Amount", "Status", "Created", "Last error"], numeric: [4],
+            none: "No action matches.")
+        return ConsoleHTML.statusList(list, status: status, provider: provider, rows: cells, next: next, session: session)
     }
 
     /// One action: its facts, each call with what was asked and answered (folded), who acted on it in the console,

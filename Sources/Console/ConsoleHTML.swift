@@ -40,6 +40,28 @@ enum ConsoleHTML {
         return "<div class=\"scroll\"><table id=\"\(id)\"><thead><tr>\(head)</tr></thead><tbody>\(body)</tbody></table></div>"
     }
 
+    /// What a list filtered by status and provider shows, and where.
+    struct StatusList {
+        var title: String, path: String, statusOptions: [(value: String, label: String)]
+        var tableID: String, headers: [String], numeric: Set<Int> = [], none: String
+    }
+
+    /// A list page filtered by status and provider: the filters, a keyset page of `rows` (cells HTML already), and
+    /// "Older" when there is more.
+    static func statusList(
+        _ list: StatusList, status: String?, provider: Provider?, rows: [[String]], next: Int64?, session: ConsoleSession
+    ) -> String {
+        var pairs = [("status", status ?? "all")]
+        if let provider { pairs.append(("provider", provider.rawValue)) }
+        return ConsolePages.page(
+            title: list.title, session: session,
+            body: filters(
+                action: list.path,
+                select("status", label: "Status", options: list.statusOptions, selected: status ?? "all") + providerSelect(provider))
+                + table(id: list.tableID, headers: list.headers, numeric: list.numeric, rows: rows, none: list.none)
+                + pager(list.path, pairs, next: next))
+    }
+
     /// A list of facts: each label and its value (HTML already).
     static func facts(_ pairs: [(String, String)]) -> String {
         "<dl class=\"facts\">" + pairs.map { "<dt>\(HTML.escape($0.0))</dt><dd>\($0.1)</dd>" }.joined() + "</dl>"

@@ -46,7 +46,7 @@ extension ConsoleServer {
         if let recent = live.figures(youngerThan: configuration.figuresMaxAge) {
             return Self.html(200, OverviewPage.render(recent, session: session))
         }
-        let figures = try await pool.run { try ConsoleQueries.overview(on: $0) }
+        let figures = try await ConsoleQueries.overview(pool)
         // The freshest figures read: the stamp every waiting page compares with (else a page newer than the watcher's
         // last read would be told it is behind, and fetched again until the watcher caught up).
         live.publish(figures)
@@ -78,10 +78,17 @@ extension ConsoleServer {
         return Self.html(status, ConsolePages.discrepancy(d, timeline: timeline, audit: audit, session: session, error: error))
     }
 
-    func actionList(_ request: HTTPRequest, session: ConsoleSession) async throws -> HTTPResponse {
+    /// A list's filters from the query: a status among `statuses` (else all), a provider, and where the page starts.
+    static func listFilters(_ request: HTTPRequest, statuses: [String]) -> (status: String?, provider: Provider?, before: Int64?) {
         let q = request.query
-        let status = q["status"].flatMap { ConsoleStore.actionFilters.contains($0) ? $0 : nil }
-        let provider = q["provider"].flatMap(Provider.init(rawValue:)), before = q["before"].flatMap(Int64.init)
+        return (
+            q["status"].flatMap { statuses.contains($0) ? $0 : nil }, q["provider"].flatMap(Provider.init(rawValue:)),
+            q["before"].flatMap(Int64.init)
+        )
+    }
+
+    func actionList(_ request: HTTPRequest, session: ConsoleSession) async throws -> HTTPResponse {
+        let (status, provider, before) = Self.listFilters(request, statuses: ConsoleStore.actionFilters)
         let rows = try await pool.run {
             try ConsoleStore.actionPage(status: status, provider: provider, before: before, limit: Self.pageSize + 1, on: $0)
         }
@@ -100,9 +107,7 @@ extension ConsoleServer {
     }
 
     func deliveryList(_ request: HTTPRequest, session: ConsoleSession) async throws -> HTTPResponse {
-        let q = request.query
-        let status = q["status"].flatMap { ["pending", "done", "ignored", "dead"].contains($0) ? $0 : nil }
-        let provider = q["provider"].flatMap(Provider.init(rawValue:)), before = q["before"].flatMap(Int64.init)
+        let (status, provider, before) = Self.listFilters(request, statuses: ["pending", "done", "ignored", "dead"])
         let rows = try await pool.run {
             try ConsoleStore.deliveryPage(status: status, provider: provider, before: before, limit: Self.pageSize + 1, on: $0)
         }

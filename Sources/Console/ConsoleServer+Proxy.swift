@@ -19,6 +19,11 @@ extension ConsoleServer {
 
     static let secretHeader = "x-payrecon-proxy-secret"
 
+    /// A page refusing the proxy's word, saying why (`message` is text, escaped here).
+    static func refused(_ status: Int, _ title: String, _ message: String) -> ProxiedSession {
+        .refused(html(status, ConsolePages.page(title: title, session: nil, body: ConsoleHTML.alert(message))))
+    }
+
     func proxiedSession(_ request: HTTPRequest, current: ConsoleSession?) async throws -> ProxiedSession {
         guard let header = configuration.userHeader, let secret = configuration.proxySecret, let peer = request.remoteAddress,
             configuration.trustedProxies.contains(where: { $0.contains(peer) })
@@ -31,13 +36,8 @@ extension ConsoleServer {
         // Names given twice (two headers, or one joined with a comma): the proxy set one and passed a browser's on; whichever
         // this read, it is not to be believed.
         guard values.count == 1, !values[0].contains(",") else {
-            return .refused(
-                Self.html(
-                    400,
-                    ConsolePages.page(
-                        title: "Refused", session: nil,
-                        body: "<p class=\"error\">The proxy sent \(HTML.escape(header)) twice: it must set it once, and "
-                            + "never pass on a browser's own.</p>")))
+            return Self.refused(
+                400, "Refused", "The proxy sent \(header) twice: it must set it once, and never pass on a browser's own.")
         }
         // Names are kept in lower case (`add-user` takes no other); a proxy may send them as people typed them.
         let named = values[0].trimmingCharacters(in: .whitespaces).lowercased()
@@ -45,13 +45,10 @@ extension ConsoleServer {
         if current?.userName == named { return .none }
         guard ConsoleUsers.isValidName(named), let user = user(named: named) else {
             logger.warning("console: the proxy names someone the users file does not list", ["user": String(named.prefix(64))])
-            return .refused(
-                Self.html(
-                    403,
-                    ConsolePages.page(
-                        title: "Not a console user", session: nil,
-                        body: "<p class=\"error\">You are signed in at the proxy as \(HTML.escape(String(named.prefix(64)))), whom the "
-                            + "console's users file does not list: ask an administrator to add you (payrecon console add-user).</p>")))
+            return Self.refused(
+                403, "Not a console user",
+                "You are signed in at the proxy as \(named.prefix(64)), whom the console's users file does not list: ask an "
+                    + "administrator to add you (payrecon console add-user).")
         }
         // Another person's session in this browser (the proxy signed someone else in): it ends here.
         if current != nil, let token = FormBody.cookie(configuration.cookieName, in: request.headers["cookie"]) {

@@ -93,7 +93,18 @@ final class ConsoleWatcher: Sendable {
 
     private func refresh() {
         do {
-            live.publish(try pool.withConnection { try ConsoleQueries.overview(on: $0) })
+            // On this thread of its own, waiting for the concurrent reads is what it is for.
+            let read = Mutex<Result<OverviewFigures, any Error>?>(nil)
+            let done = DispatchSemaphore(value: 0)
+            let pool = pool
+            Task {
+                let result: Result<OverviewFigures, any Error>
+                do { result = .success(try await ConsoleQueries.overview(pool)) } catch { result = .failure(error) }
+                read.withLock { $0 = result }
+                done.signal()
+            }
+            done.wait()
+            live.publish(try read.withLock { $0! }.get())
         } catch {
             logger.warning("console: the overview could not be read for its refresh", ["error": String(describing: error)])
         }

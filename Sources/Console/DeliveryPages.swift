@@ -20,18 +20,11 @@ enum DeliveryPages {
                 ConsoleHTML.text((d.status == "done" || d.status == "ignored" ? d.outcome : d.lastError).map { String($0.prefix(160)) })
             ]
         }
-        var pairs = [("status", status ?? "all")]
-        if let provider { pairs.append(("provider", provider.rawValue)) }
-        return ConsolePages.page(
-            title: "Deliveries", session: session,
-            body: ConsoleHTML.filters(
-                action: "/deliveries",
-                ConsoleHTML.select("status", label: "Status", options: statusOptions, selected: status ?? "all")
-                    + ConsoleHTML.providerSelect(provider))
-                + ConsoleHTML.table(
-                    id: "deliveries", headers: ["Id", "Provider", "Event", "Received", "Status", "Attempts", "How it ended"], numeric: [5],
-                    rows: cells, none: "No delivery matches.")
-                + ConsoleHTML.pager("/deliveries", pairs, next: next))
+        let list = ConsoleHTML.StatusList(
+            title: "Deliveries", path: "/deliveries", statusOptions: statusOptions, tableID: "deliveries",
+            headers: ["Id", "Provider", "Event", "Received", "Status", "Attempts", "How it ended"], numeric: [5],
+            none: "No delivery matches.")
+        return ConsoleHTML.statusList(list, status: status, provider: provider, rows: cells, next: next, session: session)
     }
 
     static func one(

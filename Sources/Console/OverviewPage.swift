@@ -32,18 +32,31 @@ struct OverviewFigures: Sendable {
     }
 }
 
-/// The overview's figures, read as `payrecon report` reads them (so the two agree), in one repeatable-read snapshot.
+/// The overview's figures. What `payrecon report` also gives (discrepancies by kind, the money at risk) and the actions
+/// are read in one repeatable-read snapshot, as the report reads them, so the two agree; the deliveries per hour and the
+/// last runs on connections of their own at the same time (each an aggregate of its own table: on two cores the three
+/// cost about the slowest of them, not their sum).
 enum ConsoleQueries {
-    static func overview(on conn: PostgresConnection) throws -> OverviewFigures {
-        try conn.transaction(isolation: .repeatableRead) { tx in
-            let open = try ReportStore.openSummary(DiscrepancyFilter(), on: tx)
-            let (backfill, settlement) = try ConsoleStore.lastBackfillAndSettlement(on: tx)
-            return OverviewFigures(
-                summary: ReportSummary(open: open.byKind.values.reduce(0, +), byKind: open.byKind, amountAtRisk: open.atRisk),
-                actions: try ConsoleStore.actionCounts(on: tx), hours: try ConsoleStore.deliveriesPerHour(hours: 24, on: tx),
-                history: try ConsoleStore.riskHistory(days: 30, on: tx), lastSweep: try ConsoleStore.lastSweep(on: tx),
-                lastBackfill: backfill, lastSettlement: settlement, now: Date())
+    static func overview(_ pool: PostgresPool) async throws -> OverviewFigures {
+        async let open = pool.run { conn in
+            try conn.transaction(isolation: .repeatableRead) { tx in
+                (try ReportStore.openSummary(DiscrepancyFilter(), on: tx), try ConsoleStore.actionCounts(on: tx))
+            }
         }
+        async let hours = pool.run { try ConsoleStore.deliveriesPerHour(hours: 24, on: $0) }
+        async let runs = pool.run { conn in
+            let (backfill, settlement) = try ConsoleStore.lastBackfillAndSettlement(on: conn)
+            return (
+                history: try ConsoleStore.riskHistory(days: 30, on: conn), sweep: try ConsoleStore.lastSweep(on: conn), backfill: backfill,
+                settlement: settlement
+            )
+        }
+        let (summary, actions) = try await open
+        let last = try await runs
+        return OverviewFigures(
+            summary: ReportSummary(open: summary.byKind.values.reduce(0, +), byKind: summary.byKind, amountAtRisk: summary.atRisk),
+            actions: actions, hours: try await hours, history: last.history, lastSweep: last.sweep, lastBackfill: last.backfill,
+            lastSettlement: last.settlement, now: Date())
     }
 }
 

@@ -1,5 +1,6 @@
 """scripts/bench-console's measurement: each page asked REQUESTS times by one signed-in client over one keep-alive
-connection, then the same rows read by psql over one session (`\\timing`), and the console's RSS after each page.
+connection, then the same rows read by psql over one session (`\\timing`, one statement after another: the console
+reads the overview's three parts on three connections at once), and the console's RSS after each page.
 
 Environment: CONSOLE_PORT, CONSOLE_PID, REQUESTS, ORDERS, DISCREPANCIES, DATABASE_URL."""
 import http.client
@@ -39,11 +40,12 @@ OVERVIEW = [
     "SELECT count(*) FILTER (WHERE status = 'pending' AND NOT in_doubt), count(*) FILTER (WHERE in_doubt), "
     "count(*) FILTER (WHERE status = 'failed') FROM actions WHERE status IN ('pending', 'failed')",
     "WITH hours AS (SELECT generate_series(date_trunc('hour', now()) - interval '23 hours', date_trunc('hour', now()), interval '1 hour') AS hour), "
-    "stored AS (SELECT date_trunc('hour', received_at) AS hour, count(*) FILTER (WHERE status = 'done') AS done, "
-    "count(*) FILTER (WHERE status = 'ignored') AS ignored, count(*) FILTER (WHERE status = 'dead') AS dead, "
-    "count(*) FILTER (WHERE status = 'pending') AS pending FROM deliveries WHERE received_at >= (SELECT min(hour) FROM hours) GROUP BY 1), "
+    "stored AS (SELECT date_trunc('hour', received_at) AS hour, status, count(*) AS n FROM deliveries "
+    "WHERE received_at >= (SELECT min(hour) FROM hours) GROUP BY 1, 2), "
     "rejected AS (SELECT hour, sum(count) AS rejected FROM rejection_counts WHERE hour >= (SELECT min(hour) FROM hours) GROUP BY 1) "
-    "SELECT * FROM hours LEFT JOIN stored USING (hour) LEFT JOIN rejected USING (hour)",
+    "SELECT h.hour, sum(s.n) FILTER (WHERE s.status = 'done'), sum(s.n) FILTER (WHERE s.status = 'ignored'), "
+    "sum(s.n) FILTER (WHERE s.status = 'dead'), sum(s.n) FILTER (WHERE s.status = 'pending'), min(r.rejected) "
+    "FROM hours h LEFT JOIN stored s USING (hour) LEFT JOIN rejected r USING (hour) GROUP BY h.hour",
     "SELECT r.finished_at, e.key, e.value FROM runs r, jsonb_each_text(r.at_risk) e WHERE r.finished_at >= now() - interval '30 days'",
     "SELECT id, started_at FROM runs ORDER BY id DESC LIMIT 1",
     "COMMIT",

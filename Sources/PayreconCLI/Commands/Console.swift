@@ -123,7 +123,10 @@ private func consoleConfiguration(
         configuration.userHeader = header.lowercased()
         configuration.proxySecret = Array(secret.utf8)
     }
-    configuration.figuresMaxAge = .seconds(try env.duration("PAYRECON_CONSOLE_FIGURES_MAX_AGE", default: "5s"))
+    // 0s (or 0): every overview reads the figures (a duration is otherwise at least a second).
+    let maxAge = env["PAYRECON_CONSOLE_FIGURES_MAX_AGE"]?.trimmingCharacters(in: .whitespaces)
+    configuration.figuresMaxAge =
+        maxAge == "0" || maxAge == "0s" ? .zero : .seconds(try env.duration("PAYRECON_CONSOLE_FIGURES_MAX_AGE", default: "5s"))
     configuration.allowedHosts = (env["PAYRECON_CONSOLE_HOSTS"] ?? "").split(separator: ",").map {
         $0.trimmingCharacters(in: .whitespaces).lowercased()
     }.filter { !$0.isEmpty }
