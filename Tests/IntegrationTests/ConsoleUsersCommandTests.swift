@@ -75,6 +75,49 @@ import Testing
         #expect(result.status == 2 && result.stderr.contains(message), "\(result.status) \(result.stderr)")
     }
 
+    /// A users file others may write lets them make themselves operators: the console refuses it (exit 2, before
+    /// anything listens), saying how to fix it.
+    @Test func aUsersFileOthersMayWriteIsRefused() async throws {
+        let file = Self.temporaryFile()
+        defer { try? FileManager.default.removeItem(atPath: file); try? FileManager.default.removeItem(atPath: file + ".lock") }
+        #expect(try await Self.addUser(file, "ana", role: "operator", password: "correct horse battery").status == 0)
+        #expect(chmod(file, 0o664) == 0)
+        let result = try await PayreconProcess.run(
+            ["console", "--listen", "127.0.0.1:0"], environment: ["PAYRECON_CONSOLE_USERS_FILE": file, "DATABASE_URL": TestDatabase.baseURL]
+        )
+        #expect(result.status == 2 && result.stderr.contains("can be written by others (mode 664)") && result.stderr.contains("chmod 600"))
+    }
+
+    /// Interrupted while it reads a password at a terminal (echo off), `add-user` puts echo back before it exits: the
+    /// person's next keystrokes are not typed blind. (Standard input is a pseudo-terminal; the interrupt is a SIGINT.)
+    @Test func anInterruptedPasswordPromptPutsEchoBack() async throws {
+        let file = Self.temporaryFile()
+        defer { try? FileManager.default.removeItem(atPath: file); try? FileManager.default.removeItem(atPath: file + ".lock") }
+        var master: Int32 = -1, slave: Int32 = -1
+        #expect(openpty(&master, &slave, nil, nil, nil) == 0)
+        defer { close(master); close(slave) }
+        let process = Process()
+        process.executableURL = PayreconProcess.binary
+        process.arguments = ["console", "add-user", "zed", "--role", "viewer"]
+        process.environment = ["PAYRECON_CONSOLE_USERS_FILE": file, "PATH": "/usr/bin:/bin"]
+        let terminal = FileHandle(fileDescriptor: slave, closeOnDealloc: false)
+        (process.standardInput, process.standardOutput, process.standardError) = (terminal, terminal, terminal)
+        try process.run()
+        // Until the prompt has turned echo off.
+        var settings = termios()
+        for _ in 0..<200 {
+            tcgetattr(slave, &settings)
+            if settings.c_lflag & tcflag_t(ECHO) == 0 { break }
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        #expect(settings.c_lflag & tcflag_t(ECHO) == 0, "the prompt reads without echo")
+        kill(process.processIdentifier, SIGINT)
+        await offload { process.waitUntilExit() }
+        tcgetattr(slave, &settings)
+        #expect(settings.c_lflag & tcflag_t(ECHO) != 0, "echo is back")
+        #expect(process.terminationStatus == 130 && !FileManager.default.fileExists(atPath: file))
+    }
+
     /// Rewriting the file keeps its owner: `sudo payrecon console add-user` must not leave a file the console's own
     /// user cannot read. (Needs root to give the file another owner first.)
     @Test(.enabled(if: getuid() == 0, "only root can give the file another owner")) func aRewriteKeepsTheFilesOwner() async throws {

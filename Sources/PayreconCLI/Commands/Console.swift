@@ -44,6 +44,7 @@ let consoleCommand = Command(
         throw ConfigurationError("\(path) names no one: add a user with `payrecon console add-user NAME --role operator`")
     }
     try ConsoleUsersFile.refuseUnreadableHashes(users, path)
+    try ConsoleUsersFile.refuseLooseFile(path)
     var configuration = try consoleConfiguration(env, host: host, port: port, users: users)
     let pool = PostgresPool(conninfo: try env.databaseURL(), size: 4, acquireTimeout: 5, prepareStatements: try env.preparesStatements())
     defer { pool.close() }
@@ -82,6 +83,7 @@ let consoleCommand = Command(
         do {
             guard let again = try ConsoleUsersFile.read(path) else { throw ConfigurationError("\(path) is gone") }
             try ConsoleUsersFile.refuseUnreadableHashes(again, path)
+            try ConsoleUsersFile.refuseLooseFile(path)
             console.replaceUsers(again)
         } catch { Log.warning("console users not re-read; the ones in use stay", ["error": String(describing: error)]) }
         // The provider API secrets too, as `work` reads them again.
@@ -197,15 +199,29 @@ func readNewPassword(for name: String) throws -> String {
 }
 
 /// One line from the terminal with echo off (restored whatever happens).
+/// The terminal's settings while a password is typed without echo, for the signal handler to put back.
+nonisolated(unsafe) private var terminalBeforePassword = termios()
+
+/// Ctrl-C (or a kill) while echo is off: echo back on, then exit as the signal would (tcsetattr and _exit are safe in a
+/// signal handler).
+private func restoreEchoAndExit(_ signal: Int32) {
+    tcsetattr(STDIN_FILENO, TCSANOW, &terminalBeforePassword)
+    _exit(128 + signal)
+}
+
 func readWithoutEcho(_ prompt: String) throws -> String {
     FileHandle.standardError.write(Data(prompt.utf8))
     var saved = termios()
     guard tcgetattr(STDIN_FILENO, &saved) == 0 else { throw UsageError("cannot read the terminal's settings") }
+    terminalBeforePassword = saved
+    let interrupt = signal(SIGINT, restoreEchoAndExit), terminate = signal(SIGTERM, restoreEchoAndExit)
     var quiet = saved
     quiet.c_lflag &= ~tcflag_t(ECHO)
     tcsetattr(STDIN_FILENO, TCSAFLUSH, &quiet)
     defer {
         tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved)
+        signal(SIGINT, interrupt)
+        signal(SIGTERM, terminate)
         FileHandle.standardError.write(Data("\n".utf8))
     }
     guard let line = readLine(strippingNewline: true) else { throw UsageError("no password typed") }
@@ -221,6 +237,17 @@ enum ConsoleUsersFile {
         if let bad = users.users.first(where: { !PasswordHash.isReadable($0.passwordHash) }) {
             throw ConfigurationError(
                 "\(path): \(bad.name)'s password hash cannot be read; set it again with `payrecon console add-user \(bad.name)`")
+        }
+    }
+
+    /// Whoever can write the file can make themselves an operator: the console refuses one others may write.
+    static func refuseLooseFile(_ path: String) throws {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return }
+        guard info.st_mode & 0o022 == 0 else {
+            throw ConfigurationError(
+                "\(path) can be written by others (mode \(String(info.st_mode & 0o777, radix: 8))), and whoever can write it can make "
+                    + "themselves an operator: chmod 600 \(path)")
         }
     }
 
