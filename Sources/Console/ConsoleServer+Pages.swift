@@ -42,15 +42,13 @@ extension ConsoleServer {
     }
 
     func overview(session: ConsoleSession) async throws -> HTTPResponse {
-        // Figures read in the last few seconds (by the watcher, or for another page) serve every page that asks.
-        if let recent = live.figures(youngerThan: configuration.figuresMaxAge) {
-            return Self.html(200, OverviewPage.render(recent, session: session))
-        }
-        let figures = try await ConsoleQueries.overview(pool)
-        // The freshest figures read: the stamp every waiting page compares with (else a page newer than the watcher's
-        // last read would be told it is behind, and fetched again until the watcher caught up).
-        live.publish(figures)
-        return Self.html(200, OverviewPage.render(figures, session: session))
+        Self.html(200, OverviewPage.render(try await overviewFigures(maxAge: configuration.figuresMaxAge), session: session))
+    }
+
+    /// The overview's figures: kept ones within `maxAge`, else one read every page asking meanwhile shares.
+    func overviewFigures(maxAge: Duration) async throws -> OverviewFigures {
+        let pool = pool
+        return try await live.figures(maxAge: maxAge) { try await ConsoleQueries.overview(pool) }
     }
 
     func discrepancyList(_ request: HTTPRequest, session: ConsoleSession) async throws -> HTTPResponse {

@@ -17,20 +17,16 @@ extension ConsoleServer {
         case refused(HTTPResponse)
     }
 
-    static let secretHeader = "x-payrecon-proxy-secret"
-
     /// A page refusing the proxy's word, saying why (`message` is text, escaped here).
     static func refused(_ status: Int, _ title: String, _ message: String) -> ProxiedSession {
         .refused(html(status, ConsolePages.page(title: title, session: nil, body: ConsoleHTML.alert(message))))
     }
 
     func proxiedSession(_ request: HTTPRequest, current: ConsoleSession?) async throws -> ProxiedSession {
-        guard let header = configuration.userHeader, let secret = configuration.proxySecret, let peer = request.remoteAddress,
-            configuration.trustedProxies.contains(where: { $0.contains(peer) })
+        // The overview's refresh opens no session: an expired one stays expired (the page stops refreshing).
+        guard let header = configuration.userHeader, fromProxy(request), request.path != "/live",
+            request.headers["x-payrecon-refresh"] == nil
         else { return .none }
-        // The proxy's secret, sent once: any other process on the proxy's host connects from its address too.
-        let sent = request.headers.values(for: Self.secretHeader)
-        guard sent.count == 1, constantTimeEquals(Array(sent[0].utf8), secret) else { return .none }
         let values = request.headers.values(for: header)
         guard !values.isEmpty else { return .none }
         // Names given twice (two headers, or one joined with a comma): the proxy set one and passed a browser's on; whichever
@@ -39,8 +35,14 @@ extension ConsoleServer {
             return Self.refused(
                 400, "Refused", "The proxy sent \(header) twice: it must set it once, and never pass on a browser's own.")
         }
-        // Names are kept in lower case (`add-user` takes no other); a proxy may send them as people typed them.
-        let named = values[0].trimmingCharacters(in: .whitespaces).lowercased()
+        // Names are kept in lower case (`add-user` takes no other); a proxy may send them as people typed them. ASCII
+        // only, lower-cased as ASCII: Unicode's rules fold some other letters into ASCII ones (the Kelvin sign into
+        // "k"), which would sign one person in as another.
+        let sentName = values[0].trimmingCharacters(in: .whitespaces)
+        guard sentName.utf8.allSatisfy({ $0 < 0x80 }) else {
+            return Self.refused(403, "Not a console user", "The proxy names someone in characters a console name does not hold.")
+        }
+        let named = String(decoding: sentName.utf8.map { $0 >= 0x41 && $0 <= 0x5A ? $0 + 0x20 : $0 }, as: UTF8.self)
         guard !named.isEmpty else { return .none }
         if current?.userName == named { return .none }
         guard ConsoleUsers.isValidName(named), let user = user(named: named) else {

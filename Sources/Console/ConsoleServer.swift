@@ -36,9 +36,9 @@ public final class ConsoleServer: Sendable {
         /// nginx's auth_request): honoured only on requests whose peer is one of `trustedProxies`, for a person the
         /// users file lists (their role comes from there). nil: people sign in with their passwords only.
         public var userHeader: String? = nil
-        /// What the authenticating proxy sends in `X-Payrecon-Proxy-Secret` on every request
-        /// (`PAYRECON_CONSOLE_PROXY_SECRET`): the user header is believed only with it, since every process on the
-        /// proxy's host (and an SSH tunnel to it) connects from the proxy's address too.
+        /// What the proxy sends in `X-Payrecon-Proxy-Secret` on every request (`PAYRECON_CONSOLE_PROXY_SECRET`):
+        /// `X-Forwarded-For` and the user header are believed only with it, since every process on the proxy's host
+        /// (and an SSH tunnel to it) connects from the proxy's address too. nil: no proxy is believed.
         public var proxySecret: [UInt8]? = nil
         /// Where the overview's refresh LISTENs (a direct connection: a pooler loses LISTEN); nil: on a timer only.
         public var listenURL: String? = nil
@@ -105,7 +105,8 @@ public final class ConsoleServer: Sendable {
         try server.start()
         self.server.withLock { $0 = server }
         let watching = ConsoleWatcher(
-            live: live, pool: pool, listenURL: configuration.listenURL, interval: configuration.refreshInterval, logger: logger)
+            live: live, listenURL: configuration.listenURL, interval: configuration.refreshInterval, logger: logger
+        ) { [self] in try await overviewFigures(maxAge: .zero) }
         watching.start()
         watcher.withLock { $0 = watching }
         logger.info("console listening", ["address": "\(configuration.host):\(server.port)", "users": users.withLock { $0.users.count }])
@@ -139,7 +140,7 @@ public final class ConsoleServer: Sendable {
     }
 
     func route(_ request: HTTPRequest) async -> HTTPResponse {
-        guard hostAllowed(request.headers["host"]) else {
+        guard hostAllowed(request) else {
             return Self.html(
                 421,
                 ConsolePages.page(
@@ -211,7 +212,8 @@ public final class ConsoleServer: Sendable {
         } catch {
             logger.warning("console: a page failed", ["path": request.path, "error": String(describing: error)])
             return Self.html(
-                500, ConsolePages.page(title: "Error", session: session, body: "<p>The page could not be read; try again.</p>"))
+                500, ConsolePages.page(title: "Error", session: session, body: "<p>The page could not be read; try again.</p>"),
+                headers: setCookie)
         }
     }
 
@@ -230,20 +232,32 @@ public final class ConsoleServer: Sendable {
     /// On loopback with no proxy (a browser on the host, an SSH tunnel) only loopback names and `allowedHosts` are
     /// answered: a web page that rebinds its own name to 127.0.0.1 reaches the console under that name, and is refused.
     /// Behind a trusted proxy the proxy chooses which names reach the console.
-    func hostAllowed(_ header: String?) -> Bool {
-        guard configuration.trustedProxies.isEmpty, Configuration.isLoopback(configuration.host) else { return true }
-        guard let header else { return false }
+    func hostAllowed(_ request: HTTPRequest) -> Bool {
+        guard Configuration.isLoopback(configuration.host), !fromProxy(request) else { return true }
+        guard let header = request.headers["host"] else { return false }
         // The name without its port: "127.0.0.1:8090" → "127.0.0.1", "[::1]:8090" → "[::1]".
         let name = header.hasPrefix("[") ? String(header.prefix { $0 != "]" }) + "]" : String(header.prefix { $0 != ":" })
         return ["127.0.0.1", "localhost", "[::1]", configuration.host].contains(name.lowercased())
             || configuration.allowedHosts.contains(name.lowercased())
     }
 
-    /// The person's address: the peer, or the last `X-Forwarded-For` hop when the peer is a trusted proxy.
+    /// The person's address: the peer, or the last `X-Forwarded-For` hop when the request came through the proxy.
     func clientAddress(_ request: HTTPRequest) -> String {
-        SenderAddress.resolve(
+        guard fromProxy(request) else { return request.remoteAddress ?? "?" }
+        return SenderAddress.resolve(
             peer: request.remoteAddress, forwardedFor: request.headers.values(for: "X-Forwarded-For"),
             trustedProxies: configuration.trustedProxies) ?? "?"
+    }
+
+    /// Whether the request came through the trusted proxy: from its address, and with its secret, sent once. The
+    /// address alone says nothing: every process on the proxy's host (an SSH tunnel too) connects from it, and a
+    /// page could set X-Forwarded-For to sign in under addresses of its choosing past the sign-in limits.
+    func fromProxy(_ request: HTTPRequest) -> Bool {
+        guard let secret = configuration.proxySecret, let peer = request.remoteAddress,
+            configuration.trustedProxies.contains(where: { $0.contains(peer) })
+        else { return false }
+        let sent = request.headers.values(for: "x-payrecon-proxy-secret")
+        return sent.count == 1 && constantTimeEquals(Array(sent[0].utf8), secret)
     }
 
     /// A POST without the session's CSRF token is refused, whoever sends it (sign-out included).

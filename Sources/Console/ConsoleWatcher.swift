@@ -12,7 +12,8 @@ final class ConsoleWatcher: Sendable {
     /// What a console write notifies, so every console's pages refresh.
     static let channel = "payrecon_console"
     let live: ConsoleLive
-    let pool: PostgresPool
+    /// A fresh read of the figures (shared with pages asking at the same time), which it publishes.
+    let read: @Sendable () async throws -> OverviewFigures
     let listenURL: String?
     let logger: Logger
     /// The longest the stamp may lag a change nobody notifies (a sweep, an acknowledgement by `payrecon discrepancies
@@ -21,8 +22,11 @@ final class ConsoleWatcher: Sendable {
     private let stopped = Atomic<Bool>(false)
     private let done = DispatchSemaphore(value: 0)
 
-    init(live: ConsoleLive, pool: PostgresPool, listenURL: String?, interval: Duration, logger: Logger) {
-        self.live = live; self.pool = pool; self.listenURL = listenURL; self.interval = interval; self.logger = logger
+    init(
+        live: ConsoleLive, listenURL: String?, interval: Duration, logger: Logger,
+        read: @escaping @Sendable () async throws -> OverviewFigures
+    ) {
+        self.live = live; self.read = read; self.listenURL = listenURL; self.interval = interval; self.logger = logger
     }
 
     func start() {
@@ -94,17 +98,17 @@ final class ConsoleWatcher: Sendable {
     private func refresh() {
         do {
             // On this thread of its own, waiting for the concurrent reads is what it is for.
-            let read = Mutex<Result<OverviewFigures, any Error>?>(nil)
+            let outcome = Mutex<Result<OverviewFigures, any Error>?>(nil)
             let done = DispatchSemaphore(value: 0)
-            let pool = pool
+            let read = read
             Task {
                 let result: Result<OverviewFigures, any Error>
-                do { result = .success(try await ConsoleQueries.overview(pool)) } catch { result = .failure(error) }
-                read.withLock { $0 = result }
+                do { result = .success(try await read()) } catch { result = .failure(error) }
+                outcome.withLock { $0 = result }
                 done.signal()
             }
             done.wait()
-            live.publish(try read.withLock { $0! }.get())
+            _ = try outcome.withLock { $0! }.get()
         } catch {
             logger.warning("console: the overview could not be read for its refresh", ["error": String(describing: error)])
         }

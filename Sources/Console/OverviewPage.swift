@@ -4,7 +4,7 @@ import Reconciliation
 import Reporting
 import Store
 
-/// What the overview shows, read in one snapshot.
+/// What the overview shows: the report's figures and the actions from one snapshot, the rest read beside it.
 struct OverviewFigures: Sendable {
     var summary: ReportSummary
     var actions: (pending: Int, inDoubt: Int, failed: Int)

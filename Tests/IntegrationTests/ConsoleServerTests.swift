@@ -277,21 +277,35 @@ import Testing
     /// Behind a trusted proxy the person's address is the forwarded one: the audit trail names it, and the sign-in
     /// limit counts it, not the proxy's.
     @Test func behindATrustedProxyTheForwardedAddressIsThePersons() async throws {
-        try await Self.with({ $0.trustedProxies = [try AddressRange("127.0.0.0/8")] }) { h, id in
+        let secret = ("X-Payrecon-Proxy-Secret", String(repeating: "p", count: 40))
+        try await Self.with({
+            $0.trustedProxies = [try AddressRange("127.0.0.0/8")]
+            $0.proxySecret = Array(secret.1.utf8)
+        }) { h, id in
+            // Without the proxy's secret, X-Forwarded-For is anyone's word (every process on the proxy's host connects
+            // from its address): a page rotating it would sign in past the limits. The peer's address counts.
             for i in 0..<5 {
-                _ = try await h.post("/login", [("name", "ana"), ("password", "wrong \(i)")], headers: [("X-Forwarded-For", "203.0.113.7")])
+                _ = try await h.post(
+                    "/login", [("name", "vic"), ("password", "wrong \(i)")], headers: [("X-Forwarded-For", "192.0.2.\(i)")])
+            }
+            let rotated = try await h.post(
+                "/login", [("name", "vic"), ("password", "vic's long password")], headers: [("X-Forwarded-For", "192.0.2.99")])
+            #expect(rotated.status == 429, "five tries from 127.0.0.1, whatever they said")
+            for i in 0..<5 {
+                _ = try await h.post(
+                    "/login", [("name", "ana"), ("password", "wrong \(i)")], headers: [("X-Forwarded-For", "203.0.113.7"), secret])
             }
             let limited = try await h.post(
-                "/login", [("name", "ana"), ("password", "ana's long password")], headers: [("X-Forwarded-For", "203.0.113.7")])
+                "/login", [("name", "ana"), ("password", "ana's long password")], headers: [("X-Forwarded-For", "203.0.113.7"), secret])
             #expect(limited.status == 429, "203.0.113.7 tried ana five times")
             let elsewhere = try await h.post(
-                "/login", [("name", "ana"), ("password", "ana's long password")], headers: [("X-Forwarded-For", "198.51.100.4")])
+                "/login", [("name", "ana"), ("password", "ana's long password")], headers: [("X-Forwarded-For", "198.51.100.4"), secret])
             #expect(elsewhere.status == 303, "ana from her own address is not locked out")
             let cookie = String(try #require(elsewhere.headers["set-cookie"]).split(separator: ";")[0])
             let page = try await h.get("/discrepancies/\(id)", cookie: cookie)
             let csrf = try #require(Harness.csrf(in: page.text))
             _ = try await h.post(
-                "/discrepancies/\(id)/ack", [("csrf", csrf)], cookie: cookie, headers: [("X-Forwarded-For", "198.51.100.4")])
+                "/discrepancies/\(id)/ack", [("csrf", csrf)], cookie: cookie, headers: [("X-Forwarded-For", "198.51.100.4"), secret])
             let after = try await h.get("/discrepancies/\(id)", cookie: cookie)
             #expect(after.text.contains("ana acknowledge from 198.51.100.4"), "\(after.text.suffix(800))")
         }

@@ -29,7 +29,10 @@ let consoleCommand = Command(
         CSRF token, is refused from another site, and is recorded with who, when and from where (behind
         PAYRECON_TRUSTED_PROXIES, the forwarded address). Behind a proxy that authenticates (oauth2-proxy, nginx
         auth_request), PAYRECON_CONSOLE_USER_HEADER names the header (X-Forwarded-User) that names the person: believed
-        from PAYRECON_TRUSTED_PROXIES only, for a person the users file lists (their role comes from there).
+        from PAYRECON_TRUSTED_PROXIES only, with PAYRECON_CONSOLE_PROXY_SECRET (which the proxy sends as
+        X-Payrecon-Proxy-Secret, and without which no proxy is believed), for a person the users file lists (their role
+        comes from there). The overview refreshes by itself; figures read in the last PAYRECON_CONSOLE_FIGURES_MAX_AGE
+        (5s) serve every page.
         Sign-in attempts are limited per name from one address (5) and per address (20) in 15 minutes. The console is a process of its own, never on the
         webhook listener; put it behind the TLS proxy (deploy/nginx) to reach it from elsewhere. The database must be
         migrated (`payrecon migrate`). Runs until SIGTERM or SIGINT.
@@ -46,7 +49,8 @@ let consoleCommand = Command(
     try ConsoleUsersFile.refuseUnreadableHashes(users, path)
     try ConsoleUsersFile.refuseLooseFile(path)
     var configuration = try consoleConfiguration(env, host: host, port: port, users: users)
-    let pool = PostgresPool(conninfo: try env.databaseURL(), size: 4, acquireTimeout: 5, prepareStatements: try env.preparesStatements())
+    // Six: an overview reads on three at once, and the refresh may read while a page does; the rest serve the other pages.
+    let pool = PostgresPool(conninfo: try env.databaseURL(), size: 6, acquireTimeout: 5, prepareStatements: try env.preparesStatements())
     defer { pool.close() }
     let status: Migrator.Status
     do { status = try pool.withConnection { try Migrator.status(Migrator.shippedVersions, on: $0) } } catch {
@@ -106,6 +110,17 @@ private func consoleConfiguration(
 ) throws -> ConsoleServer.Configuration {
     var configuration = ConsoleServer.Configuration(host: host, port: port, users: users)
     configuration.trustedProxies = try env.trustedProxies()
+    // A proxy is believed (its X-Forwarded-For, its user header) only with its secret: every process on its host, and
+    // an SSH tunnel to it, connects from its address too.
+    if !configuration.trustedProxies.isEmpty {
+        guard let secret = try env.secret("PAYRECON_CONSOLE_PROXY_SECRET"), secret.utf8.count >= 32 else {
+            throw ConfigurationError(
+                "behind PAYRECON_TRUSTED_PROXIES the console needs PAYRECON_CONSOLE_PROXY_SECRET (or _FILE), at least 32 characters, "
+                    + "which the proxy sends as X-Payrecon-Proxy-Secret (make one with: openssl rand -hex 32): every process on the "
+                    + "proxy's host connects from its address too")
+        }
+        configuration.proxySecret = Array(secret.utf8)
+    }
     if let header = env["PAYRECON_CONSOLE_USER_HEADER"]?.trimmingCharacters(in: .whitespaces), !header.isEmpty {
         guard header.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }), header.allSatisfy(\.isASCII) else {
             throw ConfigurationError(
@@ -114,16 +129,9 @@ private func consoleConfiguration(
         guard !configuration.trustedProxies.isEmpty else {
             throw ConfigurationError(
                 "PAYRECON_CONSOLE_USER_HEADER is believed only from the proxies of PAYRECON_TRUSTED_PROXIES: set that to the "
-                    + "authenticating proxy's address (e.g. 127.0.0.1/32)")
-        }
-        guard let secret = try env.secret("PAYRECON_CONSOLE_PROXY_SECRET"), secret.utf8.count >= 32 else {
-            throw ConfigurationError(
-                "PAYRECON_CONSOLE_USER_HEADER needs PAYRECON_CONSOLE_PROXY_SECRET (or _FILE), at least 32 characters, which the proxy "
-                    + "sends as X-Payrecon-Proxy-Secret: every process on the proxy's host connects from its address too "
-                    + "(make one with: openssl rand -hex 32)")
+                    + "authenticating proxy's address (e.g. 127.0.0.1/32), and PAYRECON_CONSOLE_PROXY_SECRET")
         }
         configuration.userHeader = header.lowercased()
-        configuration.proxySecret = Array(secret.utf8)
     }
     // 0s (or 0): every overview reads the figures (a duration is otherwise at least a second).
     let maxAge = env["PAYRECON_CONSOLE_FIGURES_MAX_AGE"]?.trimmingCharacters(in: .whitespaces)
@@ -202,26 +210,30 @@ func readNewPassword(for name: String) throws -> String {
 /// The terminal's settings while a password is typed without echo, for the signal handler to put back.
 nonisolated(unsafe) private var terminalBeforePassword = termios()
 
-/// Ctrl-C (or a kill) while echo is off: echo back on, then exit as the signal would (tcsetattr and _exit are safe in a
-/// signal handler).
-private func restoreEchoAndExit(_ signal: Int32) {
+/// The signals that end `add-user` at its password prompt: each puts echo back first.
+private let promptSignals: [Int32] = [SIGINT, SIGTERM, SIGHUP, SIGQUIT]
+
+/// A signal while echo is off: echo back on, then die of the signal as if unhandled, so a calling shell sees it
+/// (tcsetattr, signal and raise are safe in a signal handler).
+private func restoreEchoAndDie(_ received: Int32) {
     tcsetattr(STDIN_FILENO, TCSANOW, &terminalBeforePassword)
-    _exit(128 + signal)
+    signal(received, SIG_DFL)
+    raise(received)
 }
 
+/// Reads a line at the terminal with echo off, and puts echo back however it ends.
 func readWithoutEcho(_ prompt: String) throws -> String {
     FileHandle.standardError.write(Data(prompt.utf8))
     var saved = termios()
     guard tcgetattr(STDIN_FILENO, &saved) == 0 else { throw UsageError("cannot read the terminal's settings") }
     terminalBeforePassword = saved
-    let interrupt = signal(SIGINT, restoreEchoAndExit), terminate = signal(SIGTERM, restoreEchoAndExit)
+    let previous = promptSignals.map { signal($0, restoreEchoAndDie) }
     var quiet = saved
     quiet.c_lflag &= ~tcflag_t(ECHO)
     tcsetattr(STDIN_FILENO, TCSAFLUSH, &quiet)
     defer {
         tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved)
-        signal(SIGINT, interrupt)
-        signal(SIGTERM, terminate)
+        for (number, handler) in zip(promptSignals, previous) { signal(number, handler) }
         FileHandle.standardError.write(Data("\n".utf8))
     }
     guard let line = readLine(strippingNewline: true) else { throw UsageError("no password typed") }
@@ -240,14 +252,27 @@ enum ConsoleUsersFile {
         }
     }
 
-    /// Whoever can write the file can make themselves an operator: the console refuses one others may write.
+    /// Whoever can write the file, or swap it in its directory, can make themselves an operator; whoever can read it
+    /// can guess its passwords offline: the console refuses a file others may write or anyone may read, and one in a
+    /// directory anyone may write without the sticky bit.
     static func refuseLooseFile(_ path: String) throws {
         var info = stat()
         guard stat(path, &info) == 0 else { return }
+        let mode = String(info.st_mode & 0o777, radix: 8)
         guard info.st_mode & 0o022 == 0 else {
             throw ConfigurationError(
-                "\(path) can be written by others (mode \(String(info.st_mode & 0o777, radix: 8))), and whoever can write it can make "
-                    + "themselves an operator: chmod 600 \(path)")
+                "\(path) can be written by others (mode \(mode)), and whoever can write it can make themselves an operator: "
+                    + "chmod 600 \(path)")
+        }
+        guard info.st_mode & 0o004 == 0 else {
+            throw ConfigurationError("\(path) can be read by anyone (mode \(mode)), its password hashes with it: chmod 600 \(path)")
+        }
+        let directory = (path as NSString).deletingLastPathComponent
+        var folder = stat()
+        if stat(directory.isEmpty ? "." : directory, &folder) == 0, folder.st_mode & 0o002 != 0, folder.st_mode & 0o1000 == 0 {
+            throw ConfigurationError(
+                "\(path) is in a directory anyone may write (\(directory)), where the file can be swapped: keep it in one only its "
+                    + "owner writes (/etc/payrecon)")
         }
     }
 
