@@ -65,7 +65,9 @@ import Testing
         let other = ConsoleLive()
         other.publish(Self.figures(open: 4))
         await withTaskGroup(of: String.self) { group in
-            for _ in 0..<ConsoleLive.maxWaitersPerKey { group.addTask { await other.wait(since: stamp, key: "one", timeout: .seconds(30)) } }
+            for _ in 0..<ConsoleLive.maxWaitersPerKey {
+                group.addTask { await other.wait(since: stamp, key: "one", timeout: .seconds(30)) }
+            }
             await Self.until { !(other.waiting < ConsoleLive.maxWaitersPerKey) }
             #expect(await other.wait(since: stamp, key: "one", timeout: .seconds(30)) == stamp)
             #expect(other.waiting == ConsoleLive.maxWaitersPerKey)
