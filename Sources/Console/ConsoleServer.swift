@@ -140,6 +140,16 @@ public final class ConsoleServer: Sendable {
     }
 
     func route(_ request: HTTPRequest) async -> HTTPResponse {
+        if let answer = await publicAnswer(request) { return answer }
+        switch await signedIn(request) {
+        case .answer(let answer): return answer
+        case .session(let session, let setCookie): return await signedAnswer(request, session: session, setCookie: setCookie)
+        }
+    }
+
+    /// What is answered before any session: a host not answered, the styles and script, sign-in, and the POSTs refused
+    /// whoever sends them. nil: the request needs a session.
+    func publicAnswer(_ request: HTTPRequest) async -> HTTPResponse? {
         guard hostAllowed(request) else {
             return Self.html(
                 421,
@@ -170,8 +180,19 @@ public final class ConsoleServer: Sendable {
         case ("POST", "/login"):
             return await signIn(request)
         default:
-            break
+            return nil
         }
+    }
+
+    enum SignedIn {
+        /// The session, and the cookie to set when the proxy just opened it.
+        case session(ConsoleSession, setCookie: [(String, String)])
+        /// No session to answer with: sign in, or the database is out of reach.
+        case answer(HTTPResponse)
+    }
+
+    /// The request's session: its cookie's, or one the proxy opens; else what to answer.
+    func signedIn(_ request: HTTPRequest) async -> SignedIn {
         var session: ConsoleSession?
         var setCookie: [(String, String)] = []
         do {
@@ -179,42 +200,46 @@ public final class ConsoleServer: Sendable {
             switch try await proxiedSession(request, current: session) {
             case .none: break
             case .signedIn(let proxied, let cookie): (session, setCookie) = (proxied, [("Set-Cookie", cookie)])
-            case .refused(let answer): return answer
+            case .refused(let answer): return .answer(answer)
             }
         } catch {
             logger.warning("console: the database is out of reach", ["error": String(describing: error)])
-            return Self.html(
-                503, ConsolePages.page(title: "Unavailable", session: nil, body: "<p>The database is out of reach; try again.</p>"))
+            return .answer(
+                Self.html(
+                    503, ConsolePages.page(title: "Unavailable", session: nil, body: "<p>The database is out of reach; try again.</p>")))
         }
         guard let session else {
             // The overview's refresh stops (the page stays as it was, and says how old it is).
             if request.path == "/live" {
-                return HTTPResponse(status: 401, headers: [("Content-Type", "text/plain")], body: Array("sign in\n".utf8))
+                return .answer(HTTPResponse(status: 401, headers: [("Content-Type", "text/plain")], body: Array("sign in\n".utf8)))
             }
             // No page without a session. The way back is always the overview: no `next=` to redirect anywhere else.
-            return request.method == "GET" ? Self.redirect("/login") : Self.html(403, ConsolePages.signIn(error: "Sign in first."))
+            return .answer(
+                request.method == "GET" ? Self.redirect("/login") : Self.html(403, ConsolePages.signIn(error: "Sign in first.")))
         }
+        return .session(session, setCookie: setCookie)
+    }
+
+    /// A signed-in request: a write (with its CSRF token) or a page.
+    func signedAnswer(_ request: HTTPRequest, session: ConsoleSession, setCookie: [(String, String)]) async -> HTTPResponse {
+        var answer: HTTPResponse
         if request.method == "POST" {
-            var answer: HTTPResponse
             if let refusal = Self.refusedWrite(request, session: session) {
                 answer = refusal
             } else {
                 answer = await write(request, session: session)
             }
-            answer.headers += setCookie
-            return answer
+        } else if request.method == "GET" {
+            do { answer = try await page(request, session: session) } catch {
+                logger.warning("console: a page failed", ["path": request.path, "error": String(describing: error)])
+                answer = Self.html(
+                    500, ConsolePages.page(title: "Error", session: session, body: "<p>The page could not be read; try again.</p>"))
+            }
+        } else {
+            return HTTPResponse(status: 405, headers: [("Allow", "GET, POST")])
         }
-        guard request.method == "GET" else { return HTTPResponse(status: 405, headers: [("Allow", "GET, POST")]) }
-        do {
-            var answer = try await page(request, session: session)
-            answer.headers += setCookie
-            return answer
-        } catch {
-            logger.warning("console: a page failed", ["path": request.path, "error": String(describing: error)])
-            return Self.html(
-                500, ConsolePages.page(title: "Error", session: session, body: "<p>The page could not be read; try again.</p>"),
-                headers: setCookie)
-        }
+        answer.headers += setCookie
+        return answer
     }
 
     /// What the browser says of where a POST comes from (`Sec-Fetch-Site`, `Origin`): another site is refused, beside

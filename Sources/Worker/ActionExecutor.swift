@@ -480,36 +480,43 @@ extension ActionExecutor {
         }
         let (plan, wanted) = replan(action, order: order, transactions: transactions, emitted: stored.emitted)
         let result: RetryResult
-        do {
-            if wanted != nil, action.sentAt != nil, !action.inDoubt, gateway[action.provider].deduplicatesIdempotencyKeys {
-                // Refused, not in doubt, at a provider that answers a repeated key with its first answer: the same key
-                // would only be refused again. The refused call moved nothing, so the need gets a key of its own.
-                let why =
-                    "its key was sent and refused, and the provider answers a repeated key with its first answer: planned again "
-                    + "under a key of its own"
-                result = try await retire(id, attempts: attempts, reason: "retried, but \(why)", why: why)
-            } else if let wanted, action.sentAt != nil,
-                wanted.amount != action.amount.minorUnits || wanted.providerTarget != action.providerTarget
-            {
-                // Its key was sent with another amount or target: never sent again so; the need gets a key of its own.
-                let why =
-                    "its key was sent as \(action.amount.minorUnits) on \(action.providerTarget ?? "the transaction"), and the order now "
-                    + "wants \(wanted.amount) on \(wanted.providerTarget ?? "the transaction"): planned again under a key of its own"
-                result = try await retire(id, attempts: attempts, reason: "retried, but \(why)", why: why)
-            } else if let wanted {
-                let changed = try await pool.run {
-                    try ActionStore.retry(
-                        id: id, attempts: attempts, amount: wanted.amount, currency: wanted.currency.code,
-                        providerTarget: wanted.providerTarget, on: $0)
-                }
-                result = changed ? .pending(amount: wanted.amount) : .notFailed("action \(id) changed meanwhile; nothing done")
-            } else {
-                let why = plan.findings.first.map { "\($0.kind.rawValue): \($0.detail)" } ?? "the order no longer calls for it"
-                result = try await retire(
-                    id, attempts: attempts, reason: "retried, but the fresh plan no longer wants it (\(why))", why: why)
-            }
-        } catch { return .notNow("database: \(error)") }
+        do { result = try await applyRetry(action, plan: plan, wanted: wanted) } catch { return .notNow("database: \(error)") }
         _ = await checker.check(order, logger: logger)
+        return result
+    }
+
+    /// What the fresh plan makes of the failed action (re-planned at `action.attempts`): pending again with the plan's
+    /// amount, or superseded when its key cannot be sent again as it was or the plan no longer wants it.
+    private func applyRetry(_ action: StoredAction, plan: Plan, wanted: PlannedAction?) async throws -> RetryResult {
+        let id = action.id, attempts = action.attempts
+        let result: RetryResult
+        if wanted != nil, action.sentAt != nil, !action.inDoubt, gateway[action.provider].deduplicatesIdempotencyKeys {
+            // Refused, not in doubt, at a provider that answers a repeated key with its first answer: the same key
+            // would only be refused again. The refused call moved nothing, so the need gets a key of its own.
+            let why =
+                "its key was sent and refused, and the provider answers a repeated key with its first answer: planned again "
+                + "under a key of its own"
+            result = try await retire(id, attempts: attempts, reason: "retried, but \(why)", why: why)
+        } else if let wanted, action.sentAt != nil,
+            wanted.amount != action.amount.minorUnits || wanted.providerTarget != action.providerTarget
+        {
+            // Its key was sent with another amount or target: never sent again so; the need gets a key of its own.
+            let why =
+                "its key was sent as \(action.amount.minorUnits) on \(action.providerTarget ?? "the transaction"), and the order now "
+                + "wants \(wanted.amount) on \(wanted.providerTarget ?? "the transaction"): planned again under a key of its own"
+            result = try await retire(id, attempts: attempts, reason: "retried, but \(why)", why: why)
+        } else if let wanted {
+            let changed = try await pool.run {
+                try ActionStore.retry(
+                    id: id, attempts: attempts, amount: wanted.amount, currency: wanted.currency.code,
+                    providerTarget: wanted.providerTarget, on: $0)
+            }
+            result = changed ? .pending(amount: wanted.amount) : .notFailed("action \(id) changed meanwhile; nothing done")
+        } else {
+            let why = plan.findings.first.map { "\($0.kind.rawValue): \($0.detail)" } ?? "the order no longer calls for it"
+            result = try await retire(
+                id, attempts: attempts, reason: "retried, but the fresh plan no longer wants it (\(why))", why: why)
+        }
         return result
     }
 
