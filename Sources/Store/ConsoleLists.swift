@@ -102,12 +102,7 @@ extension ConsoleStore {
     /// workers are woken. False when it is not dead (done, pending, or no such delivery): nothing changed.
     public static func retryDeadDelivery(id: Int64, user: String, address: String?, on conn: PostgresConnection) throws -> Bool {
         try conn.transaction { tx in
-            let changed = try tx.execute(
-                """
-                UPDATE deliveries SET status = 'pending', attempts = 0, next_attempt_at = now(), lease_owner = NULL, lease_expires_at = NULL
-                WHERE id = \(.int64(id)) AND status = 'dead'
-                """)
-            guard changed == 1 else { return false }
+            guard try DeliveryQueue.retry(id: id, onlyDead: true, on: tx) == 1 else { return false }
             try audit(user: user, address: address, action: "retry", target: "delivery \(id)", detail: nil, on: tx)
             _ = try tx.execute("SELECT pg_notify(\(.text(DeliveryStore.channel)), '')")
             return true
@@ -122,7 +117,7 @@ extension ConsoleStore {
         let after: SQL = before.map { "AND id < \(.int64($0))" } ?? ""
         return try conn.query(
             """
-            SELECT id, provider, reason, message, headers::text AS headers, body_prefix, body_bytes, remote_addr, received_at
+            SELECT \(unescaped: RejectionSamples.columns)
             FROM rejected_deliveries WHERE true \(byProvider) \(byReason) \(after) ORDER BY id DESC LIMIT \(.int64(Int64(limit)))
             """
         ).map(RejectionSamples.sample)

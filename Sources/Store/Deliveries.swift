@@ -414,11 +414,14 @@ public enum RejectionSamples {
         }
     }
 
+    /// What `sample` reads of a row.
+    static let columns = "id, provider, reason, message, headers::text AS headers, body_prefix, body_bytes, remote_addr, received_at"
+
     /// Newest first, optionally of one provider and reason.
     public static func list(provider: Provider?, reason: String?, limit: Int, on conn: PostgresConnection) throws -> [Sample] {
         try conn.query(
             """
-            SELECT id, provider, reason, message, headers::text AS headers, body_prefix, body_bytes, remote_addr, received_at
+            SELECT \(unescaped: columns)
             FROM rejected_deliveries WHERE (\(provider.map { .text($0.rawValue) } ?? .null)::text IS NULL OR provider = \(provider.map { .text($0.rawValue) } ?? .null)) AND (\(reason.map { .text($0) } ?? .null)::text IS NULL OR reason = \(reason.map { .text($0) } ?? .null))
             ORDER BY received_at DESC, id DESC LIMIT \(.int64(Int64(limit)))
             """
@@ -428,7 +431,7 @@ public enum RejectionSamples {
     public static func find(id: Int64, on conn: PostgresConnection) throws -> Sample? {
         try conn.query(
             """
-            SELECT id, provider, reason, message, headers::text AS headers, body_prefix, body_bytes, remote_addr, received_at
+            SELECT \(unescaped: columns)
             FROM rejected_deliveries WHERE id = \(.int64(id))
             """
         ).first.map(sample)

@@ -187,12 +187,15 @@ public enum DeliveryQueue {
     /// Makes dead (or done) deliveries due again with a fresh attempt budget (a pending one waiting for its backoff
     /// becomes due now). Returns how many. A delivery a worker holds right now is left alone: taking its lease
     /// away would let a second worker process it at the same time.
-    public static func retry(id: Int64?, on conn: PostgresConnection) throws -> Int {
+    /// `onlyDead`: that delivery only if it is dead (the console's retry, which leaves a done one as it is).
+    public static func retry(id: Int64?, onlyDead: Bool = false, on conn: PostgresConnection) throws -> Int {
         if let id {
+            let which: SQL =
+                onlyDead ? "status = 'dead'" : "NOT (status = 'pending' AND lease_expires_at IS NOT NULL AND lease_expires_at >= now())"
             return try conn.execute(
                 """
                 UPDATE deliveries SET status = 'pending', attempts = 0, next_attempt_at = now(), lease_owner = NULL, lease_expires_at = NULL
-                WHERE id = \(.int64(id)) AND NOT (status = 'pending' AND lease_expires_at IS NOT NULL AND lease_expires_at >= now())
+                WHERE id = \(.int64(id)) AND \(which)
                 """)
         }
         return try conn.execute(
