@@ -67,6 +67,11 @@ public struct CopyRows: Sendable {
         separate()
         guard var text = value else { bytes += [0x5C, 0x4E]; return }
         text.withUTF8 { utf8 in
+            // Most values need no escape: copied at once.
+            guard utf8.contains(where: { $0 == 0x5C || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D || $0 == 0x00 }) else {
+                bytes.append(contentsOf: utf8)
+                return
+            }
             for b in utf8 {
                 switch b {
                 case 0x5C: bytes += [0x5C, 0x5C]
@@ -84,10 +89,12 @@ public struct CopyRows: Sendable {
         separate()
         guard let value else { bytes += [0x5C, 0x4E]; return }
         if value == 0 { bytes.append(0x30); return }
-        var v = value.magnitude, digits: [UInt8] = []
-        while v > 0 { digits.append(UInt8(v % 10) + 0x30); v /= 10 }
         if value < 0 { bytes.append(0x2D) }
-        bytes += digits.reversed()
+        // The digits written least significant first, then turned around in place.
+        let start = bytes.count
+        var v = value.magnitude
+        while v > 0 { bytes.append(UInt8(v % 10) + 0x30); v /= 10 }
+        bytes[start...].reverse()
     }
 
     public mutating func bool(_ value: Bool) {

@@ -14,18 +14,17 @@ public struct Currency: Sendable, Hashable, Codable, CustomStringConvertible {
 
     /// The currency for an ISO 4217 code (case-insensitive), or nil when the code is not in the table.
     public init?(code: String) {
-        let utf8 = Array(code.utf8)
-        guard utf8.count == 3 else { return nil }
-        var upper = [UInt8]()
-        upper.reserveCapacity(3)
-        for byte in utf8 {
+        // Checked in place, and copied only when a letter is lower case (every amount read passes here).
+        guard code.utf8.count == 3 else { return nil }
+        var lower = false
+        for byte in code.utf8 {
             switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"): upper.append(byte)
-            case UInt8(ascii: "a")...UInt8(ascii: "z"): upper.append(byte - 32)
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"): break
+            case UInt8(ascii: "a")...UInt8(ascii: "z"): lower = true
             default: return nil
             }
         }
-        let normalised = String(decoding: upper, as: UTF8.self)
+        let normalised = lower ? String(decoding: code.utf8.map { $0 >= UInt8(ascii: "a") ? $0 - 32 : $0 }, as: UTF8.self) : code
         guard let exponent = Currency.exponents[normalised] else { return nil }
         self.code = normalised
         self.exponent = exponent

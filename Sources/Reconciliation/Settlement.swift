@@ -1,3 +1,5 @@
+import TextFormats
+
 /// A provider's settlement report, read: its balance lines and what its own counts and totals say of it. Pure
 /// values: the provider's reader builds them (PayPal: `PayPalSettlementReport`), the store keeps them, and
 /// `SettlementRules` judges them against the movements payrecon knows.
@@ -68,10 +70,11 @@ public struct SettlementLine: Sendable, Hashable {
 
     /// Fields as a CSV row (a field with a comma, a quote or a line break quoted), at most `rowLimit` bytes (then "…"),
     /// a NUL as U+FFFD (PostgreSQL text holds none).
-    public static func rowText(_ fields: [[UInt8]]) -> String {
+    public static func rowText(_ fields: CSVFields) -> String {
         var out: [UInt8] = []
         out.reserveCapacity(256)
-        for (i, field) in fields.enumerated() {
+        for i in 0..<fields.count {
+            let field = fields[i]
             if i > 0 { out.append(0x2C) }
             if field.contains(where: { $0 == 0x2C || $0 == 0x22 || $0 == 0x0A || $0 == 0x0D }) {
                 out.append(0x22)
@@ -82,6 +85,7 @@ public struct SettlementLine: Sendable, Hashable {
             }
             if out.count > rowLimit { break }
         }
+        if out.count <= rowLimit, !out.contains(0) { return String(decoding: out, as: UTF8.self) }
         var kept: [UInt8] = []
         kept.reserveCapacity(min(out.count, rowLimit) + 4)
         for b in out.prefix(rowLimit) { if b == 0 { kept += [0xEF, 0xBF, 0xBD] } else { kept.append(b) } }

@@ -16,7 +16,7 @@ public enum Migrator {
         "0021_open_discrepancies_function", "0022_learned_transactions", "0023_webhook_material_saved_at", "0024_billing_periods",
         "0025_settlement_account_rows", "0026_backfill_listed", "0027_settlement_accounts",
         "0028_discrepancy_evidence_follows_detail", "0029_settlement_evidence",
-        "0030_actions_failed_index", "0031_console", "0032_console_reads"
+        "0030_actions_failed_index", "0031_console", "0032_console_reads", "0033_settlement_lines_unchecked_file"
     ]
 
     /// The transaction-scoped advisory lock migrations (and serve's grants) are applied under, one process at a time.

@@ -1,5 +1,40 @@
 // RFC 4180 CSV records over chunked bytes: order files and providers' report files read them alike.
 
+/// One CSV record read into buffers that are kept from record to record: its fields' bytes back to back, and where
+/// each field ends. Reading a million-row file allocates nothing per field (a field is a slice of `bytes`).
+public struct CSVFields: Sendable {
+    public internal(set) var bytes: [UInt8] = []
+    /// The end of each field in `bytes`: field `i` is `bytes[ends[i - 1] ..< ends[i]]` (from 0 for the first).
+    public internal(set) var ends: [Int] = []
+
+    public init() {}
+
+    /// A record of these fields (in tests, and where a record is built rather than read).
+    public init(_ fields: [[UInt8]]) {
+        for field in fields {
+            bytes += field
+            ends.append(bytes.count)
+        }
+    }
+
+    public var count: Int { ends.count }
+
+    public subscript(i: Int) -> ArraySlice<UInt8> { bytes[(i == 0 ? 0 : ends[i - 1])..<ends[i]] }
+
+    /// The fields as arrays of their own (for callers that keep them).
+    public var arrays: [[UInt8]] { (0..<count).map { Array(self[$0]) } }
+
+    mutating func removeAll() {
+        bytes.removeAll(keepingCapacity: true)
+        ends.removeAll(keepingCapacity: true)
+    }
+
+    mutating func endField() { ends.append(bytes.count) }
+
+    /// Bytes of the field being read.
+    var openFieldCount: Int { bytes.count - (ends.last ?? 0) }
+}
+
 extension ByteInput {
     public enum CSVRecord: Sendable {
         case fields([[UInt8]], line: Int)
@@ -7,80 +42,105 @@ extension ByteInput {
         case error(line: Int, reason: String)
     }
 
-    /// The next record (blank lines skipped), or nil at the end of the input. A field is its raw bytes (quotes
-    /// removed, `""` as one quote); a quoted field may hold line breaks. A field longer than `maxFieldBytes` or a
-    /// record of more than `maxFields` fields is an error (the rest of its line skipped), so a hostile file cannot
-    /// make one record fill the memory.
+    /// How reading one record into ``CSVFields`` went.
+    public enum CSVRead: Sendable, Equatable {
+        /// The record starting on this line is in the fields.
+        case record(line: Int)
+        /// A record that cannot be read (the rest of its line is skipped): its first line and why.
+        case error(line: Int, reason: String)
+    }
+
+    /// The next record (blank lines skipped), or nil at the end of the input, as arrays of bytes.
+    /// ``readCSVRecord(into:maxFieldBytes:maxFields:)`` reads the same without an allocation per field.
     public mutating func readCSVRecord(maxFieldBytes: Int = .max, maxFields: Int = .max) -> CSVRecord? {
-        while true {
-            guard peek() != nil else { return nil }
-            let startLine = line
-            var fields: [[UInt8]] = []
-            var field: [UInt8] = []
-            var atFieldStart = true
-            var quotedAny = false
-
-            func fail(_ reason: String) -> CSVRecord {
-                .error(line: startLine, reason: reason)
-            }
-
-            reading: while true {
-                guard let byte = next() else { break reading }
-                if atFieldStart, byte == UInt8(ascii: "\"") {
-                    quotedAny = true
-                    atFieldStart = false
-                    if let reason = readQuotedField(into: &field, maxFieldBytes: maxFieldBytes) { return fail(reason) }
-                    continue reading
-                }
-                switch byte {
-                case UInt8(ascii: ","):
-                    fields.append(field)
-                    field = []
-                    atFieldStart = true
-                    if fields.count >= maxFields { skipLine(); return fail("more than \(maxFields) fields") }
-                case 0x0A, 0x0D:
-                    finishNewline(byte)
-                    break reading
-                case UInt8(ascii: "\""):
-                    skipLine()
-                    return fail("quote inside an unquoted field (quote the whole field and write \"\")")
-                default:
-                    field.append(byte)
-                    atFieldStart = false
-                    if field.count > maxFieldBytes { skipLine(); return fail("a field longer than \(maxFieldBytes) bytes") }
-                }
-            }
-            fields.append(field)
-            if fields.count == 1, fields[0].isEmpty, !quotedAny { continue }  // blank line
-            return .fields(fields, line: startLine)
+        var fields = CSVFields()
+        switch readCSVRecord(into: &fields, maxFieldBytes: maxFieldBytes, maxFields: maxFields) {
+        case nil: return nil
+        case let .record(line): return .fields(fields.arrays, line: line)
+        case let .error(line, reason): return .error(line: line, reason: reason)
         }
     }
 
-    /// Reads the rest of a quoted field, its opening quote read, into `field`. Returns why the record cannot be read
-    /// (its line skipped where the field ran too long or a character followed the closing quote), or nil.
-    private mutating func readQuotedField(into field: inout [UInt8], maxFieldBytes: Int) -> String? {
-        quoted: while true {
-            guard let inner = next() else { return "unterminated quoted field" }
-            if inner == UInt8(ascii: "\"") {
+    /// Reads the next record (blank lines skipped) into `fields`, or returns nil at the end of the input. A field is its
+    /// raw bytes (quotes removed, `""` as one quote); a quoted field may hold line breaks. A field longer than
+    /// `maxFieldBytes` or a record of more than `maxFields` fields is an error (the rest of its line skipped), so a
+    /// hostile file cannot make one record fill the memory.
+    public mutating func readCSVRecord(into fields: inout CSVFields, maxFieldBytes: Int = .max, maxFields: Int = .max) -> CSVRead? {
+        while true {
+            guard peek() != nil else { return nil }
+            let startLine = line
+            fields.removeAll()
+            var quotedAny = false
+            func fail(_ reason: String) -> CSVRead { .error(line: startLine, reason: reason) }
+
+            reading: while true {
+                // At the start of a field.
                 if peek() == UInt8(ascii: "\"") {
-                    _ = next(); field.append(inner)
-                    if field.count > maxFieldBytes { skipLine(); return "a field longer than \(maxFieldBytes) bytes" }
+                    index += 1
+                    quotedAny = true
+                    if let reason = readQuotedField(into: &fields, maxFieldBytes: maxFieldBytes) { return fail(reason) }
                 } else {
-                    break quoted
+                    let stop = appendRun(to: &fields, quoted: false, maxFieldBytes: maxFieldBytes)
+                    if fields.openFieldCount > maxFieldBytes { skipLine(); return fail("a field longer than \(maxFieldBytes) bytes") }
+                    if stop == UInt8(ascii: "\"") {
+                        skipLine()
+                        return fail("quote inside an unquoted field (quote the whole field and write \"\")")
+                    }
                 }
-            } else {
-                field.append(inner)
-                if field.count > maxFieldBytes { skipLine(); return "a field longer than \(maxFieldBytes) bytes" }
-                if ByteInput.isNewline(inner) {
-                    if inner == 0x0D, peek() == 0x0A { field.append(0x0A) }
-                    finishNewline(inner)
+                fields.endField()
+                // After a field: a comma, a line break, or the end of the input.
+                guard let byte = next() else { break reading }
+                if byte == UInt8(ascii: ",") {
+                    if fields.count >= maxFields { skipLine(); return fail("more than \(maxFields) fields") }
+                    continue reading
                 }
+                finishNewline(byte)
+                break reading
             }
+            if fields.count == 1, fields.ends[0] == 0, !quotedAny { continue }  // blank line
+            return .record(line: startLine)
+        }
+    }
+
+    /// Reads the rest of a quoted field, its opening quote read, into the open field of `fields`. Returns why the
+    /// record cannot be read (its line skipped where the field ran too long or a character followed the closing
+    /// quote), or nil.
+    private mutating func readQuotedField(into fields: inout CSVFields, maxFieldBytes: Int) -> String? {
+        while true {
+            let stop = appendRun(to: &fields, quoted: true, maxFieldBytes: maxFieldBytes)
+            if fields.openFieldCount > maxFieldBytes { skipLine(); return "a field longer than \(maxFieldBytes) bytes" }
+            guard let stop else { return "unterminated quoted field" }
+            index += 1
+            if stop == UInt8(ascii: "\"") {
+                guard peek() == UInt8(ascii: "\"") else { break }
+                index += 1
+                fields.bytes.append(stop)
+            } else {
+                // A line break inside the field is the field's; a CRLF stays one.
+                fields.bytes.append(stop)
+                if stop == 0x0D, peek() == 0x0A { fields.bytes.append(0x0A) }
+                finishNewline(stop)
+            }
+            if fields.openFieldCount > maxFieldBytes { skipLine(); return "a field longer than \(maxFieldBytes) bytes" }
         }
         if let following = peek(), following != UInt8(ascii: ","), !ByteInput.isNewline(following) {
             skipLine()
             return "unexpected character after a closing quote (a quote inside a quoted field is written \"\")"
         }
         return nil
+    }
+
+    /// Appends bytes to the open field up to the next quote or line break (and, outside quotes, comma), which is
+    /// returned and not consumed; nil at the end of the input. Runs over whole chunks: the bytes between two special
+    /// ones are copied at once. Stops early once the field is longer than `maxFieldBytes` (at most a chunk past it).
+    private mutating func appendRun(to fields: inout CSVFields, quoted: Bool, maxFieldBytes: Int) -> UInt8? {
+        while true {
+            guard peek() != nil else { return nil }
+            let (end, stop) = scan(quoted: quoted)
+            fields.bytes.append(contentsOf: chunkBytes(index..<end))
+            index = end
+            if let stop { return stop }
+            if fields.openFieldCount > maxFieldBytes { return peek() }
+        }
     }
 }

@@ -3,7 +3,8 @@
 public struct ByteInput {
     private let nextChunk: () -> [UInt8]?
     private var chunk: [UInt8] = []
-    private var index = 0
+    /// The next byte's place in `chunk` (the CSV reader moves it past what it scanned).
+    var index = 0
     private var exhausted = false
     /// 1-based line of the next byte.
     public private(set) var line = 1
@@ -66,6 +67,24 @@ public struct ByteInput {
         }
         return nil
     }
+
+    /// From the next byte to the end of the current chunk: where the first quote or line break (and, unless `quoted`,
+    /// comma) is, and which byte it is; the chunk's end and nil when there is none. The chunk holds a byte
+    /// (`peek()` returned one).
+    func scan(quoted: Bool) -> (end: Int, stop: UInt8?) {
+        chunk.withUnsafeBufferPointer { buffer in
+            var i = index
+            while i < buffer.count {
+                let b = buffer[i]
+                if b == 0x22 || b == 0x0A || b == 0x0D || (b == 0x2C && !quoted) { return (i, b) }
+                i += 1
+            }
+            return (i, nil)
+        }
+    }
+
+    /// Bytes of the current chunk.
+    func chunkBytes(_ range: Range<Int>) -> ArraySlice<UInt8> { chunk[range] }
 
     /// Consumes the rest of the current line, its line break included.
     package mutating func skipLine() {

@@ -235,4 +235,20 @@ import Reconciliation
         #expect(PayPalSettlementReport.timestamp("2017-03-22 16:34:59") == 1_490_200_499)
         #expect(PayPalSettlementReport.timestamp("22/03/2017") == nil)
     }
+
+    /// Report times, each read the same from a string and from the middle of a row's bytes (as the reader reads them).
+    @Test(
+        arguments: [
+            ("2017/03/22 09:34:59 -0700", 1_490_200_499), ("2017/03/22 09:34:59 -07:00", 1_490_200_499),
+            ("2017-03-22T16:34:59Z", 1_490_200_499), ("2017/03/22 16:34:59", 1_490_200_499), ("2017/03/22 16:34:59   +0000", 1_490_200_499),
+            ("2017/03/23 01:34:59 +0900", 1_490_200_499), ("2017/03/22 09:34:59 -07000", nil), ("2017/03/22 09:34:59 -07", nil),
+            ("2017/03/22 09:34:59 0700", nil), ("2017/03/22 09:34:59 -07a0", nil), ("2017/03-22 09:34:59", nil),
+            ("2017/02/30 09:34:59", nil),
+            ("2017/03/22 09:34", nil), ("", nil)
+        ] as [(String, Int64?)])
+    func reportTimes(text: String, seconds: Int64?) {
+        #expect(PayPalSettlementReport.timestamp(text) == seconds)
+        let row = Array("\"SB\",".utf8) + Array(text.utf8) + Array(",x".utf8)
+        #expect(PayPalSettlementReport.timestamp(bytes: row[5..<(5 + text.utf8.count)]) == seconds)
+    }
 }

@@ -10,14 +10,19 @@ extension PayPalSettlementReport {
         private var columns: [String: Int] = [:]
         private var columnCount = 0
         private var at = Columns()
+        /// The identifying columns the file has (each held to at most 255 bytes and no NUL), and their names.
+        private var identifiers: [(Int, String)] = []
         private var sawReportHeader = false, sawReportFooter = false, inSection = false
         /// The file's FH sequence number ("01" the first file of a report), and whether its FF came.
         private var fileSequence: Int?, sawFileFooter = false
         private var sectionRows = 0, reportRows = 0
         /// Per currency, the section's gross credits, gross debits, fee credits and fee debits, in hundredths.
         private var sectionTotals: [String: [Int64]] = [:]
-        /// A body row read but not yet returned: the last one may turn out to be cut short.
-        private var held: (fields: [[UInt8]], line: Int)?
+        /// The record being read, and a body row read but not yet returned (the last one may turn out to be cut short):
+        /// two buffers kept from row to row, swapped as a row is held.
+        private var record = CSVFields(), held = CSVFields()
+        /// The line of the held body row; nil when none is held.
+        private var heldLine: Int?
 
         static let maxHundredths: Int64 = 1_000_000_000_000_000
 
@@ -44,31 +49,31 @@ extension PayPalSettlementReport {
         mutating func nextLine() throws -> SettlementLine? {
             while true {
                 if let line = ready { ready = nil; return line }
-                guard let record = input.readCSVRecord(maxFieldBytes: 65_536, maxFields: 512) else {
+                guard let read = input.readCSVRecord(into: &record, maxFieldBytes: 65_536, maxFields: 512) else {
                     if let error = decoder.error { throw error }
-                    guard let h = held else { return nil }
-                    held = nil
-                    return try release(h, last: true)
+                    guard let line = heldLine else { return nil }
+                    heldLine = nil
+                    return try release(line, last: true)
                 }
-                let fields: [[UInt8]], lineNumber: Int
-                switch record {
+                let lineNumber: Int
+                switch read {
                 case let .error(line, reason):
                     if let error = decoder.error { throw error }
                     // A quoted field open at the end of the input is a file cut inside its last row.
                     guard input.peek() == nil, reason.hasPrefix("unterminated") else { throw SettlementReportError(line: line, reason) }
                     throw SettlementReportError(line: line, "the file ends inside this row (a quoted field never closes): it was cut short")
-                case let .fields(f, line): (fields, lineNumber) = (f, line)
+                case let .record(line): lineNumber = line
                 }
                 lastLine = lineNumber
-                let type = Self.trimmed(fields[0])
-                if let h = held { held = nil; ready = try release(h, last: false) }
-                if type == "SB" {
+                if let line = heldLine { heldLine = nil; ready = try release(line, last: false) }
+                if Self.isBodyRow(record[0]) {
                     guard columnCount > 0 else {
                         throw SettlementReportError(line: lineNumber, "a body row (SB) before the column names (CH)")
                     }
-                    held = (fields, lineNumber)
+                    swap(&record, &held)
+                    heldLine = lineNumber
                 } else {
-                    try header(type, fields, lineNumber)
+                    try header(Self.trimmed(record[0]), record, lineNumber)
                 }
             }
         }
@@ -79,34 +84,35 @@ extension PayPalSettlementReport {
         private var fileHeaderLine = 0, reportHeaderLine = 0
 
         /// A held body row, counted into its section and read; the file's last one with too few fields was cut short.
-        private mutating func release(_ h: (fields: [[UInt8]], line: Int), last: Bool) throws -> SettlementLine? {
-            if h.fields.count < columnCount {
+        private mutating func release(_ lineNumber: Int, last: Bool) throws -> SettlementLine? {
+            if held.count < columnCount {
                 if last {
                     throw SettlementReportError(
-                        line: h.line, "the file ends inside this row (\(h.fields.count) of \(columnCount) fields): it was cut short")
+                        line: lineNumber, "the file ends inside this row (\(held.count) of \(columnCount) fields): it was cut short")
                 }
-                throw SettlementReportError(line: h.line, "\(h.fields.count) fields where the column names (CH) give \(columnCount)")
+                throw SettlementReportError(line: lineNumber, "\(held.count) fields where the column names (CH) give \(columnCount)")
             }
-            try count(h)
-            let read = try line(h.fields, h.line)
+            try count(held, lineNumber)
+            let read = try line(held, lineNumber)
             // A file with no section header states its zone in its rows' times.
-            if summary.utcOffset == nil { summary.utcOffset = offset(text(h.fields, at.initiated)) }
+            if summary.utcOffset == nil { summary.utcOffset = offset(text(held, at.initiated)) }
             return read
         }
 
-        private mutating func count(_ h: (fields: [[UInt8]], line: Int)) throws {
+        /// The row counted into its section's totals as written, in hundredths as the footers give them.
+        private mutating func count(_ fields: CSVFields, _ line: Int) throws {
             sectionRows += 1; reportRows += 1; summary.bodyRows += 1
-            let currency = text(h.fields, at.currency)
+            let currency = text(fields, at.currency)
             var totals = sectionTotals[currency] ?? [0, 0, 0, 0]
-            let gross = try hundredths(h.fields, at.gross, h.line, "Gross Transaction Amount") ?? 0
-            totals[text(h.fields, at.direction).uppercased() == "DR" ? 1 : 0] &+= gross
-            if at.fee >= 0, let fee = try hundredths(h.fields, at.fee, h.line, "Fee Amount") {
-                totals[text(h.fields, at.feeDirection).uppercased() == "DR" ? 3 : 2] &+= fee
+            let gross = try hundredths(fields, at.gross, line, "Gross Transaction Amount") ?? 0
+            totals[Self.direction(field(fields, at.direction)) == .debit ? 1 : 0] &+= gross
+            if at.fee >= 0, let fee = try hundredths(fields, at.fee, line, "Fee Amount") {
+                totals[Self.direction(field(fields, at.feeDirection)) == .debit ? 3 : 2] &+= fee
             }
             sectionTotals[currency] = totals
         }
 
-        private mutating func header(_ type: String, _ fields: [[UInt8]], _ line: Int) throws {
+        private mutating func header(_ type: String, _ fields: CSVFields, _ line: Int) throws {
             switch type {
             case "RH":
                 sawReportHeader = true
@@ -156,10 +162,10 @@ extension PayPalSettlementReport {
         }
 
         /// The column names (CH), read into where each field is: a report without one of the columns a line needs is refused.
-        private mutating func readColumns(_ fields: [[UInt8]], _ line: Int) throws {
+        private mutating func readColumns(_ fields: CSVFields, _ line: Int) throws {
             columns = [:]
-            for (i, raw) in fields.enumerated() where i > 0 {
-                columns[Self.normalized(String(decoding: raw, as: UTF8.self))] = i
+            for i in 1..<max(fields.count, 1) {
+                columns[Self.normalized(String(decoding: fields[i], as: UTF8.self))] = i
             }
             columnCount = fields.count
             at = Columns()
@@ -181,10 +187,14 @@ extension PayPalSettlementReport {
             at.invoice = optional("Invoice ID"); at.custom = optional("Custom Field")
             at.initiated = optional("Transaction Initiation Date"); at.completed = optional("Transaction Completion Date")
             at.status = optional("Transactional Status")
+            identifiers = [
+                (at.transactionID, "Transaction ID"), (at.eventCode, "Transaction Event Code"), (at.reference, "PayPal Reference ID"),
+                (at.referenceType, "PayPal Reference ID Type"), (at.invoice, "Invoice ID"), (at.custom, "Custom Field")
+            ].filter { $0.0 >= 0 }
         }
 
         /// A section footer (SF) checked against the section's rows: a total that differs is a problem, not a refusal.
-        private mutating func checkSectionFooter(_ fields: [[UInt8]], _ line: Int) {
+        private mutating func checkSectionFooter(_ fields: CSVFields, _ line: Int) {
             // SF, currency, total gross credits, total gross debits, total fee credits, total fee debits, …
             let currency = text(fields, 1)
             let got = sectionTotals[currency] ?? [0, 0, 0, 0]
@@ -209,7 +219,7 @@ extension PayPalSettlementReport {
 
         /// The account of a report (RH) or section (SH) header, stored with the file: held to what a body row's
         /// identifiers are held to.
-        private func account(_ fields: [[UInt8]], _ line: Int, _ row: String) throws -> String? {
+        private func account(_ fields: CSVFields, _ line: Int, _ row: String) throws -> String? {
             guard let account = nonEmpty(text(fields, 3)) else { return nil }
             guard !account.utf8.contains(0) else {
                 throw SettlementReportError(line: line, "the account of its header (\(row)) holds a NUL byte")
@@ -241,7 +251,7 @@ extension PayPalSettlementReport {
 
         // MARK: Fields
 
-        private func line(_ f: [[UInt8]], _ lineNumber: Int) throws -> SettlementLine {
+        private func line(_ f: CSVFields, _ lineNumber: Int) throws -> SettlementLine {
             func required(_ i: Int, _ name: String) throws -> String {
                 let v = text(f, i)
                 guard !v.isEmpty else { throw SettlementReportError(line: lineNumber, "\(name) is empty") }
@@ -250,16 +260,13 @@ extension PayPalSettlementReport {
             // No Transaction ID: an account row (a transfer, a withdrawal), the account's own and no transaction's.
             let id = text(f, at.transactionID)
             let code = try required(at.eventCode, "Transaction Event Code")
-            for (i, name) in [
-                (at.transactionID, "Transaction ID"), (at.eventCode, "Transaction Event Code"), (at.reference, "PayPal Reference ID"),
-                (at.referenceType, "PayPal Reference ID Type"), (at.invoice, "Invoice ID"), (at.custom, "Custom Field")
-            ] where i >= 0 {
-                let v = text(f, i)
-                guard !v.utf8.contains(0) else { throw SettlementReportError(line: lineNumber, "\(name) holds a NUL byte") }
-                guard v.utf8.count <= 255 else { throw SettlementReportError(line: lineNumber, "\(name) is longer than 255 bytes") }
+            for (i, name) in identifiers {
+                let v = field(f, i)
+                guard !v.contains(0) else { throw SettlementReportError(line: lineNumber, "\(name) holds a NUL byte") }
+                guard v.count <= 255 else { throw SettlementReportError(line: lineNumber, "\(name) is longer than 255 bytes") }
             }
-            guard let direction = SettlementLine.Direction(rawValue: try required(at.direction, "Transaction Debit or Credit").uppercased())
-            else {
+            _ = try required(at.direction, "Transaction Debit or Credit")
+            guard let direction = Self.direction(field(f, at.direction)) else {
                 throw SettlementReportError(
                     line: lineNumber, "Transaction Debit or Credit is \"\(text(f, at.direction).prefix(20))\", not CR or DR")
             }
@@ -276,7 +283,7 @@ extension PayPalSettlementReport {
                 transactionID: id, eventCode: code, direction: direction, role: id.isEmpty ? .other : role(eventCode: code),
                 referenceID: nonEmpty(text(f, at.reference)), referenceType: nonEmpty(text(f, at.referenceType)),
                 invoiceID: nonEmpty(text(f, at.invoice)), customField: nonEmpty(text(f, at.custom)),
-                initiatedAt: timestamp(text(f, at.initiated)), completedAt: timestamp(text(f, at.completed)),
+                initiatedAt: timestamp(bytes: field(f, at.initiated)), completedAt: timestamp(bytes: field(f, at.completed)),
                 currency: currency, gross: gross, line: lineNumber)
             out.row = SettlementLine.rowText(f)
             if let feeHundredths = try hundredths(f, at.fee, lineNumber, "Fee Amount") {
@@ -289,10 +296,10 @@ extension PayPalSettlementReport {
                 }
                 out.fee = fee
                 out.feeCurrency = feeCurrency
-                out.feeDirection = SettlementLine.Direction(rawValue: text(f, at.feeDirection).uppercased()) ?? .debit
+                out.feeDirection = Self.direction(field(f, at.feeDirection)) ?? .debit
             }
             if let status = nonEmpty(text(f, at.status)) {
-                guard let known = SettlementLine.Status(rawValue: status.uppercased()) else {
+                guard status.utf8.count == 1, let known = SettlementLine.Status(rawValue: status.uppercased()) else {
                     throw SettlementReportError(
                         line: lineNumber, "Transactional Status \"\(status.prefix(10))\" is not one PayPal defines (S, V, P or D)")
                 }
@@ -309,12 +316,23 @@ extension PayPalSettlementReport {
         }
 
         /// An unsigned integer amount field; nil when the column is absent or the field empty.
-        private func hundredths(_ f: [[UInt8]], _ i: Int, _ line: Int, _ field: String) throws -> Int64? {
+        private func hundredths(_ f: CSVFields, _ i: Int, _ line: Int, _ field: String) throws -> Int64? {
             guard i >= 0, i < f.count else { return nil }
-            let v = text(f, i)
+            let v = self.field(f, i)
             guard !v.isEmpty else { return nil }
-            guard v.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let n = Int64(v) else {
-                throw SettlementReportError(line: line, "\(field) \"\(v.prefix(20))\" is not an unsigned whole number of hundredths")
+            // Each byte a digit, the value within Int64: read as they are checked.
+            var n: Int64 = 0, overflow = false
+            for b in v {
+                guard b >= 0x30, b <= 0x39, !overflow else {
+                    throw SettlementReportError(
+                        line: line, "\(field) \"\(text(f, i).prefix(20))\" is not an unsigned whole number of hundredths")
+                }
+                (n, overflow) = n.multipliedReportingOverflow(by: 10)
+                if !overflow { (n, overflow) = n.addingReportingOverflow(Int64(b - 0x30)) }
+            }
+            guard !overflow else {
+                throw SettlementReportError(
+                    line: line, "\(field) \"\(text(f, i).prefix(20))\" is not an unsigned whole number of hundredths")
             }
             // Ten trillion in any currency is no settlement line: refusing it keeps every sum and difference in range.
             guard n <= Self.maxHundredths else {
@@ -324,9 +342,15 @@ extension PayPalSettlementReport {
             return n
         }
 
-        private func text(_ f: [[UInt8]], _ i: Int) -> String {
+        private func text(_ f: CSVFields, _ i: Int) -> String {
             guard i >= 0, i < f.count else { return "" }
             return Self.trimmed(f[i])
+        }
+
+        /// A field's bytes without the spaces and tabs around it; empty when the column is absent.
+        private func field(_ f: CSVFields, _ i: Int) -> ArraySlice<UInt8> {
+            guard i >= 0, i < f.count else { return [] }
+            return Self.trimmedBytes(f[i])
         }
 
         private func nonEmpty(_ s: String) -> String? { s.isEmpty ? nil : s }
@@ -341,12 +365,27 @@ extension PayPalSettlementReport {
 extension PayPalSettlementReport.Reader {
     /// A field's text without the spaces and tabs around it, trimmed on the bytes (every field of a million-row file
     /// passes here).
-    static func trimmed(_ bytes: [UInt8]) -> String {
-        var start = 0, end = bytes.count
+    static func trimmed(_ bytes: ArraySlice<UInt8>) -> String { String(decoding: trimmedBytes(bytes), as: UTF8.self) }
+
+    static func trimmedBytes(_ bytes: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+        var start = bytes.startIndex, end = bytes.endIndex
         while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
         while end > start, bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09 { end -= 1 }
-        return start == 0 && end == bytes.count
-            ? String(decoding: bytes, as: UTF8.self) : String(decoding: bytes[start..<end], as: UTF8.self)
+        return bytes[start..<end]
+    }
+
+    /// Whether a row's type (its first field) is SB, a body row, spaces around it allowed: asked of every row, without
+    /// making a string of it.
+    static func isBodyRow(_ type: ArraySlice<UInt8>) -> Bool { trimmedBytes(type).elementsEqual("SB".utf8) }
+
+    /// CR or DR in any case, from a trimmed field; nil for anything else.
+    static func direction(_ v: ArraySlice<UInt8>) -> SettlementLine.Direction? {
+        guard v.count == 2, v[v.startIndex + 1] | 0x20 == UInt8(ascii: "r") else { return nil }
+        switch v[v.startIndex] | 0x20 {
+        case UInt8(ascii: "c"): return .credit
+        case UInt8(ascii: "d"): return .debit
+        default: return nil
+        }
     }
 }
 

@@ -1,0 +1,26 @@
+import Foundation
+import Testing
+@testable import Store
+
+/// A finding's expected and actual fields, written as JSON by hand: each reads back as the same strings, whatever they
+/// hold, with its keys sorted.
+@Suite struct FindingJSONTests {
+    static let objects: [[String: String]] = [
+        [:],
+        ["amount": "10.00", "currency": "USD"],
+        ["quote": "say \"hi\"", "backslash": #"C:\path"#, "slash": "a/b", "controls": "\u{0}\u{1}\t\n\r\u{1F}"],
+        ["unicode": "zł 5,00 — ünïcödé", "emoji": "💳", "": "empty key"]
+    ]
+
+    @Test(arguments: objects)
+    func readsBackAsTheSameStrings(object: [String: String]) throws {
+        let text = FindingStore.json(object)
+        let back = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: String]
+        #expect(back == object, "\(text)")
+    }
+
+    @Test func keysAreSorted() {
+        #expect(FindingStore.json(["b": "2", "a": "1", "c": "3"]) == #"{"a":"1","b":"2","c":"3"}"#)
+        #expect(FindingStore.json([:]) == "{}")
+    }
+}
