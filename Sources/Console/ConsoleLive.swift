@@ -1,5 +1,5 @@
-import Crypto
 import Foundation
+import Crypto
 import Synchronization
 
 /// What the overview shows, as a stamp that moves when a figure does, and the pages waiting for it to move (`GET

@@ -1,7 +1,6 @@
-import Crypto
 import Foundation
+import Crypto
 import HTTP
-import Reporting
 import Store
 
 /// Sign-in by an authenticating proxy (`PAYRECON_CONSOLE_USER_HEADER`): oauth2-proxy or nginx's auth_request has

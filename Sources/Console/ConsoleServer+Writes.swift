@@ -1,6 +1,5 @@
 import Foundation
 import HTTP
-import Postgres
 import Reconciliation
 import Store
 

@@ -4,7 +4,6 @@ import HTTP
 import Observability
 import Postgres
 import Reconciliation
-import Reporting
 import Store
 import Synchronization
 

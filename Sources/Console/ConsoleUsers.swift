@@ -1,5 +1,3 @@
-import Crypto
-
 /// What a person signed in to the console may do: a viewer reads; an operator also acknowledges discrepancies and
 /// retries actions and deliveries. Secrets and credentials are shown to no one.
 public enum ConsoleRole: String, Sendable, CaseIterable {

@@ -2,7 +2,6 @@ import Crypto
 import Foundation
 import HTTP
 import Providers
-import Reconciliation
 
 /// What the receiver decided about a delivery, on the thread serving it, from the provider's webhook side
 /// (`ProviderWebhook`, the one seam): the signature on the raw bytes first, the body read only after it holds.

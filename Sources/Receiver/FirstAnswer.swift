@@ -1,10 +1,4 @@
 import Foundation
-import HTTP
-import Observability
-import Postgres
-import Providers
-import Reconciliation
-import Store
 import Synchronization
 
 /// The first of a delivery's two racing answers wins: the commit's, or the deadline's 503. The deadline's answer is

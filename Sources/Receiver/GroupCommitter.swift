@@ -1,6 +1,5 @@
 import Foundation
 import Observability
-import Postgres
 import Store
 import Synchronization
 

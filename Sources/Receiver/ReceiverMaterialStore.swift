@@ -1,11 +1,7 @@
 import Foundation
-import HTTP
 import Observability
-import Postgres
 import Providers
 import Reconciliation
-import Store
-import Synchronization
 
 /// The receiver's side of `WebhookMaterialStore`: read at start, saved on a thread of its own (a save is asked for on
 /// the thread verifying a delivery, which must not wait on the database).

@@ -1,11 +1,7 @@
 import Foundation
-import HTTP
 import Observability
-import Postgres
 import Providers
 import Reconciliation
-import Store
-import Synchronization
 
 struct ReceiverMetrics: Sendable {
     let deliveries = Metrics.shared.counter("payrecon_deliveries_total", help: "Webhook deliveries by provider and outcome.")

@@ -1,10 +1,4 @@
 import Foundation
-import HTTP
-import Observability
-import Postgres
-import Providers
-import Reconciliation
-import Store
 import Synchronization
 
 /// Reads the store's readiness and backlog off the request path, every `interval` seconds, on a queue of its own.

@@ -88,7 +88,7 @@ public struct FeesReport: Sendable, Equatable {
         out += "\n" + Style.bold.apply("By day", colour: colour) + "\n" + render(days)
         if days.contains(where: { $0.withoutFee > 0 }) {
             out +=
-                "\nNO FEE counts captures whose answer stated no fee (PayPal states none while a capture is pending): their fee and net are not in FEES and NET.\n"
+                "\nNO FEE counts captures whose answer stated no fee (a provider may state none while a capture is pending): their fee and net are not in FEES and NET.\n"
         }
         return out
     }

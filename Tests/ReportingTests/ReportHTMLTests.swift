@@ -52,6 +52,7 @@ struct ReportHTMLTests {
         for kind in DiscrepancyKind.allCases {
             let guide = KindGuide.of(kind)
             #expect(!guide.title.isEmpty && guide.meaning.hasSuffix(".") && guide.nextStep.hasSuffix("."), "\(kind)")
+            #expect(guide.title != kind.rawValue, "\(kind) has no guide of its own in KindGuide's table")
         }
         #expect(
             Humanize.duration(seconds: 28_124_537) == "325 days" && Humanize.duration(seconds: 3_600) == "1 hour"
