@@ -46,7 +46,7 @@ public struct ActionAttempt: Sendable {
     }
 
     /// What the provider said of the call in doubt.
-    public enum Settled: Sendable, Equatable {
+    public enum Inquired: Sendable, Equatable {
         case made(providerRef: String)
         case refused(String)
         case stillPending
@@ -98,9 +98,9 @@ public struct ActionAttempt: Sendable {
     public enum Step: Sendable, Equatable {
         /// Ask the provider what came of the call in doubt (`askOthers`: with other orders' calls as evidence that
         /// its "not found" can be trusted).
-        case settle(askOthers: Bool)
-        /// Re-fetch every transaction of the order and plan it again (`settling`: ask about calls in doubt first).
-        case replan(settling: Bool)
+        case inquire(askOthers: Bool)
+        /// Re-fetch every transaction of the order and plan it again (`inquiring`: ask about calls in doubt first).
+        case replan(inquiring: Bool)
         /// Keep the answers read as evidence, with their bodies (`planned`: the key goes on to its call).
         case keepEvidence(decided: String, planned: Bool)
         /// Record the links the call will make, then check the fence and extend the lease, with what is sent.
@@ -137,7 +137,7 @@ public struct ActionAttempt: Sendable {
 
     enum State: Sendable, Equatable {
         case claimed
-        case settling
+        case inquiring
         case replanning
         /// Keeping evidence; then `next` (`required`: not without it).
         case keepingEvidence(then: Step, required: Bool)
@@ -168,15 +168,17 @@ public struct ActionAttempt: Sendable {
     public mutating func claimed() -> Step {
         guard state == .claimed else { return unexpected("claimed") }
         if claim.inDoubt {
-            state = .settling
-            return .settle(askOthers: !claim.providerDeduplicatesKeys)
+            state = .inquiring
+            return .inquire(askOthers: !claim.providerDeduplicatesKeys)
         }
         state = .replanning
-        return .replan(settling: true)
+        return .replan(inquiring: true)
     }
 
-    public mutating func settled(_ s: Settled) -> Step {
-        guard state == .settling else { return unexpected("settled") }
+    /// What the inquiry about the call in doubt found. Its evidence is kept as decided "settled" (the doubt is: the word
+    /// `explain` reads, in every evidence row since actions were first executed).
+    public mutating func inquired(_ s: Inquired) -> Step {
+        guard state == .inquiring else { return unexpected("inquired") }
         switch s {
         case .unreachable(let why):
             return record(Outcome(.pending, error: "outcome of the last call still unknown; will ask again: \(why)"))
@@ -193,10 +195,10 @@ public struct ActionAttempt: Sendable {
             )
         case .notMade:
             state = .replanning
-            return .replan(settling: false)
+            return .replan(inquiring: false)
         case .unknown where claim.providerDeduplicatesKeys:
             state = .replanning  // a repeated key is answered with the first result: re-sent only as it was sent
-            return .replan(settling: false)
+            return .replan(inquiring: false)
         case .unknown where claim.attempts < Self.attemptsBeforeOutcomeUnknown:
             return record(Outcome(.pending, error: "outcome of the last call unknown; the provider will be asked again"))
         case .unknown:
@@ -247,7 +249,7 @@ public struct ActionAttempt: Sendable {
         }
     }
 
-    /// `kept`: the evidence was written. What a settle found decides the action whether or not its evidence could be
+    /// `kept`: the evidence was written. What an inquiry found decides the action whether or not its evidence could be
     /// kept; a call, or a decision not to send, goes on only with the evidence of the re-fetch that decided it.
     public mutating func evidenceKept(_ kept: Bool) -> Step {
         guard case .keepingEvidence(let next, let required) = state else { return unexpected("evidenceKept") }
@@ -360,7 +362,7 @@ public struct ActionAttempt: Sendable {
     /// outcome is recorded only under the fence, which refuses it.
     public mutating func leaseLost() -> Step {
         switch state {
-        case .claimed, .settling, .replanning, .keepingEvidence, .confirming:
+        case .claimed, .inquiring, .replanning, .keepingEvidence, .confirming:
             state = .finished
             return .done(.pending)
         case .calling, .recording, .rechecking, .finished:

@@ -11,7 +11,7 @@ import Store
 /// Each action is claimed under a lease, sent through its provider with its idempotency key (the provider sends it
 /// as it takes it), the transactions the call made are recorded, then its outcome. From just before the call until
 /// its outcome is recorded the action is in doubt: after a timeout or a crash its next attempt asks the provider
-/// what came of it first (`ProviderAPI.settle`), and sends it again only when the provider does not know it, or when
+/// what came of it first (`ProviderAPI.inquire`), and sends it again only when the provider does not know it, or when
 /// the provider answers a repeated idempotency key with the first result. No action is executed twice.
 public final class ActionExecutor: Sendable {
     public struct Totals: Sendable, Equatable {
@@ -139,8 +139,8 @@ public final class ActionExecutor: Sendable {
         while true {
             if lease.isLost, !Self.isDone(step) { step = machine.leaseLost() }
             switch step {
-            case .settle(let askOthers): step = machine.settled(await settle(&run, askOthers: askOthers, api: api))
-            case .replan(let settling): step = machine.replanned(await replan(&run, settling: settling))
+            case .inquire(let askOthers): step = machine.inquired(await inquire(&run, askOthers: askOthers, api: api))
+            case .replan(let inquiring): step = machine.replanned(await replan(&run, inquiring: inquiring))
             case .keepEvidence(let decided, let planned):
                 run.evidenceID = await keepEvidence(
                     action, order: run.order, answers: answers, checkedAt: run.checkedAt, decided: decided,
@@ -169,17 +169,17 @@ public final class ActionExecutor: Sendable {
     }
 
     /// Asks the provider what came of the call in doubt (`askOthers`: with other orders' succeeded calls as evidence).
-    func settle(_ run: inout Attempt, askOthers: Bool, api: any ProviderAPI) async -> ActionAttempt.Settled {
+    func inquire(_ run: inout Attempt, askOthers: Bool, api: any ProviderAPI) async -> ActionAttempt.Inquired {
         run.checkedAt = Date()
         let action = run.action
         let doubt = CallInDoubt(
             actionID: action.id, kind: action.kind, idempotencyKey: action.idempotencyKey,
             amount: action.amount.minorUnits, providerTarget: action.providerTarget,
             orderID: run.order.orderID, transactionRef: action.transactionRef ?? run.order.transactionRef)
-        switch await checker.settle(run.order, links: run.links, evidence: askOthers, callsInDoubt: [doubt]) {
-        case .success(let settled):
-            run.links = settled.links
-            switch settled.settlement.calls[action.id] {
+        switch await checker.inquire(run.order, links: run.links, evidence: askOthers, callsInDoubt: [doubt]) {
+        case .success(let inquired):
+            run.links = inquired.links
+            switch inquired.outcomes.calls[action.id] {
             case .made(let ref)?:
                 run.log.info("action found made at the provider after an unknown outcome", ["provider_ref": ref])
                 return .made(providerRef: ref)
@@ -195,9 +195,9 @@ public final class ActionExecutor: Sendable {
     }
 
     /// Re-fetches every transaction of the order and plans it again: what the fresh plan wants of the key.
-    func replan(_ run: inout Attempt, settling: Bool) async -> ActionAttempt.Replanned {
+    func replan(_ run: inout Attempt, inquiring: Bool) async -> ActionAttempt.Replanned {
         run.checkedAt = Date()
-        switch await checker.fetch(run.order, links: run.links, settling: settling) {
+        switch await checker.fetch(run.order, links: run.links, inquiring: inquiring) {
         case .success(let t): run.transactions = t
         case .failure(let failure):
             switch failure.result {

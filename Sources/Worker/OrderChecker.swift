@@ -171,14 +171,14 @@ public final class OrderChecker: Sendable {
     /// whether a call in doubt may be sent again).
     /// `callsInDoubt`: the executor's own call in doubt (a provider may find it by the mark it carried).
     @inline(never)
-    func settle(
+    func inquire(
         _ order: Order, links: [TransactionLink], evidence: Bool = false, callsInDoubt: [CallInDoubt] = []
     ) async
-        -> Swift.Result<(links: [TransactionLink], settlement: Settlement), FetchFailure>
+        -> Swift.Result<(links: [TransactionLink], outcomes: CallOutcomes), FetchFailure>
     {
         // Only calls payrecon made can be in doubt: an order without any asks the provider nothing.
         guard !callsInDoubt.isEmpty || links.contains(where: { $0.source == .payrecon && $0.actionID != nil }) else {
-            return .success((links, Settlement()))
+            return .success((links, CallOutcomes()))
         }
         let api = gateway[order.provider]
         var known: [TransactionQuery.Evidence] = []
@@ -187,7 +187,7 @@ public final class OrderChecker: Sendable {
                 (try? await pool.run { try TransactionLinkStore.succeededCallLinks(provider: order.provider, limit: 6, on: $0) })?
                 .map { TransactionQuery.Evidence(link: $0.link, merchant: $0.merchant, site: $0.site) } ?? []
         }
-        switch await api.settle(
+        switch await api.inquire(
             TransactionQuery(
                 transactionRef: order.transactionRef, merchant: order.merchant, site: order.site, links: links,
                 evidence: known, callsInDoubt: callsInDoubt))
@@ -202,7 +202,7 @@ public final class OrderChecker: Sendable {
                 if let i = merged.firstIndex(where: { $0.externalID == link.externalID }) { merged[i] = link } else { merged.append(link) }
             }
             return .success((merged, settlement))
-        case .notFound: return .success((links, Settlement()))
+        case .notFound: return .success((links, CallOutcomes()))
         case .transient(let r, let a): return .failure(FetchFailure(result: .transient(reason: r, retryAfterSeconds: a)))
         case .permanent(let f): return .failure(FetchFailure(result: Self.failure(f)))
         }
@@ -210,14 +210,14 @@ public final class OrderChecker: Sendable {
 
     /// Every transaction of the order, fetched (one for most orders), after its calls in doubt were asked about: no
     /// plan is made as if a modification that may have happened had not.
-    /// `settling` false: the caller asked about the calls in doubt itself just before (the executor).
+    /// `inquiring` false: the caller asked about the calls in doubt itself just before (the executor).
     func fetch(
-        _ order: Order, links known: [TransactionLink], settling: Bool = true
+        _ order: Order, links known: [TransactionLink], inquiring: Bool = true
     ) async -> Swift.Result<[FetchedTransaction], FetchFailure> {
         // A provider that cannot be asked about calls in doubt now does not stop the check: nothing is planned on
         // the order while one is in doubt anyway (Planner.finish), and the executor asks again before any re-send.
         var links = known
-        if settling, case .success(let settled) = await settle(order, links: known) { links = settled.links }
+        if inquiring, case .success(let inquired) = await inquire(order, links: known) { links = inquired.links }
         var out: [FetchedTransaction] = []
         for ref in order.transactionRefs {
             switch await fetch(ref, of: order, links: links) {
@@ -228,7 +228,7 @@ public final class OrderChecker: Sendable {
         return .success(out)
     }
 
-    /// One transaction of the order. Its own function (like `settle`), so `fetch(_:links:settling:)`'s frame does not
+    /// One transaction of the order. Its own function (like `inquire`), so `fetch(_:links:inquiring:)`'s frame does not
     /// hold both at once (it was 6.6 KB: see `makeCheck`).
     @inline(never)
     func fetch(_ ref: String, of order: Order, links: [TransactionLink]) async -> Swift.Result<FetchedTransaction, FetchFailure> {

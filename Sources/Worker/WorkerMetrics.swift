@@ -81,7 +81,7 @@ public enum WorkerMetrics {
         }
         for kind in DiscrepancyKind.allCases { open.add(0, [("kind", kind.rawValue)]) }
         for provider in Provider.allCases {
-            for operation in ["fetch", "lookup", "resolve", "action", "settle"] {
+            for operation in ["fetch", "lookup", "resolve", "action", "inquire"] {
                 callSeconds.initialise([("provider", provider.rawValue), ("operation", operation)])
                 for status in ["found", "not_found", "transient", "permanent"] {
                     calls.initialise([("provider", provider.rawValue), ("operation", operation), ("status", status)])
@@ -236,10 +236,10 @@ struct MeteredProviderAPI: ProviderAPI {
     var transactionSearch: (any TransactionSearching)? { base.transactionSearch }
     var eventList: (any EventListing)? { base.eventList }
 
-    func settle(_ transaction: TransactionQuery) async -> ProviderOutcome<Settlement> {
+    func inquire(_ transaction: TransactionQuery) async -> ProviderOutcome<CallOutcomes> {
         let start = DispatchTime.now()
-        let outcome = await base.settle(transaction)
-        WorkerMetrics.call(provider, "settle", outcome, since: start)
+        let outcome = await base.inquire(transaction)
+        WorkerMetrics.call(provider, "inquire", outcome, since: start)
         return outcome
     }
 

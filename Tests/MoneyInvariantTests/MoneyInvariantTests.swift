@@ -147,7 +147,7 @@ struct Simulation {
             landing.removeAll { $0.inRounds <= 0 }
             if let failure = violation { return "round \(round), a late call landing: \(failure)" }
             if let failure = check() { return "round \(round), check: \(failure)" }
-            // Settled: later rounds would repeat this one.
+            // Inquired: later rounds would repeat this one.
             guard actions.contains(where: { $0.status == .pending }) || !landing.isEmpty else { break }
             for i in actions.indices where actions[i].status == .pending {
                 if let failure = execute(i) { return "round \(round), executing \(actions[i].planned.idempotencyKey): \(failure)" }
@@ -317,8 +317,8 @@ struct Simulation {
         var wanted: PlannedAction?
         while true {
             switch step {
-            case .settle:
-                step = machine.settled(settle(key, kind: action.planned.kind, ledger: l))
+            case .inquire:
+                step = machine.inquired(inquire(key, kind: action.planned.kind, ledger: l))
             case .replan:
                 guard let transactions = fetched() else { step = machine.replanned(.failed("an answer does not map")); continue }
                 let others = emitted.filter { $0.idempotencyKey != key }
@@ -350,7 +350,7 @@ struct Simulation {
     }
 
     /// What the provider says of a call in doubt: what it can find by the call's mark, else it cannot tell.
-    mutating func settle(_ key: String, kind: ActionKind, ledger l: Int) -> ActionAttempt.Settled {
+    mutating func inquire(_ key: String, kind: ActionKind, ledger l: Int) -> ActionAttempt.Inquired {
         if gen.chance(5) { return .unreachable("timeout") }
         switch ledgers[l].find(key: key, kind: kind) {
         case .made(let ref)?: return .made(providerRef: ref)

@@ -10,7 +10,7 @@ import Testing
     typealias A = ActionAttempt
 
     enum Event: Sendable, CustomStringConvertible {
-        case claimed, settled(A.Settled), replanned(A.Replanned), evidence(Bool), confirmed(A.Confirmed), called(A.Answer)
+        case claimed, inquired(A.Inquired), replanned(A.Replanned), evidence(Bool), confirmed(A.Confirmed), called(A.Answer)
         case recorded(A.Recorded), rechecked, leaseLost
         var description: String { "\(self)" }
     }
@@ -36,8 +36,8 @@ import Testing
     /// A step in a few words: what the table compares (an outcome's text is for people, its fields decide).
     static func describe(_ step: A.Step) -> String {
         switch step {
-        case .settle(let others): return others ? "settle+others" : "settle"
-        case .replan(let settling): return settling ? "replan" : "replan(settled)"
+        case .inquire(let others): return others ? "inquire+others" : "inquire"
+        case .replan(let inquiring): return inquiring ? "replan" : "replan(inquired)"
         case .keepEvidence(let decided, let planned): return "evidence(\(decided)\(planned ? ", planned" : ""))"
         case .confirm(let c): return "confirm(\(c.amount))"
         case .call(let c): return "call(\(c.amount))"
@@ -177,71 +177,71 @@ import Testing
         Row(
             name: "in doubt, found made: succeeded, whatever came of the evidence", claim: inDoubt,
             steps: [
-                (.claimed, "settle+others"), (.settled(.made(providerRef: "P")), "evidence(settled)"),
+                (.claimed, "inquire+others"), (.inquired(.made(providerRef: "P")), "evidence(settled)"),
                 (.evidence(false), "record(succeeded, inDoubt=false, recheck)"),
                 (.recorded(.kept), "recheck"), (.rechecked, "done(succeeded)")
             ]),
         Row(
             name: "in doubt, refused", claim: inDoubt,
             steps: [
-                (.claimed, "settle+others"), (.settled(.refused("Refused")), "evidence(settled)"),
+                (.claimed, "inquire+others"), (.inquired(.refused("Refused")), "evidence(settled)"),
                 (.evidence(true), "record(failed, inDoubt=false, recheck)")
             ]),
         Row(
             name: "in doubt, still pending at the provider", claim: inDoubt,
             steps: [
-                (.claimed, "settle+others"), (.settled(.stillPending), "record(pending)")
+                (.claimed, "inquire+others"), (.inquired(.stillPending), "record(pending)")
             ]),
         Row(
             name: "in doubt, the provider cannot be asked", claim: inDoubt,
             steps: [
-                (.claimed, "settle+others"), (.settled(.unreachable("timeout")), "record(pending)")
+                (.claimed, "inquire+others"), (.inquired(.unreachable("timeout")), "record(pending)")
             ]),
         Row(
             name: "in doubt, not made, within the grace: not trusted yet", claim: claim(inDoubt: true, sent: c100, withinGrace: true),
             steps: [
-                (.claimed, "settle+others"), (.settled(.notMade), "record(pending)")
+                (.claimed, "inquire+others"), (.inquired(.notMade), "record(pending)")
             ]),
         Row(
             name: "in doubt, not made after the grace, wanted as sent: sent again as it was", claim: inDoubt,
             steps: [
-                (.claimed, "settle+others"), (.settled(.notMade), "replan(settled)"),
+                (.claimed, "inquire+others"), (.inquired(.notMade), "replan(inquired)"),
                 (.replanned(.wanted(c100)), "evidence(call, planned)"),
                 (.evidence(true), "confirm(100)"), (.confirmed(.held), "call(100)")
             ]),
         Row(
             name: "in doubt, not made after the grace, now wanted for less: superseded, a key of its own follows", claim: inDoubt,
             steps: [
-                (.claimed, "settle+others"), (.settled(.notMade), "replan(settled)"), (.replanned(.wanted(c70)), "evidence(not sent)"),
+                (.claimed, "inquire+others"), (.inquired(.notMade), "replan(inquired)"), (.replanned(.wanted(c70)), "evidence(not sent)"),
                 (.evidence(true), "record(superseded, inDoubt=false, recheck)")
             ]),
         Row(
             name: "in doubt, nobody can tell, a deduplicating provider: re-sent only as sent",
             claim: claim(inDoubt: true, sent: c100, dedupe: true),
             steps: [
-                (.claimed, "settle"), (.settled(.unknown), "replan(settled)"), (.replanned(.wanted(c100)), "evidence(call, planned)"),
+                (.claimed, "inquire"), (.inquired(.unknown), "replan(inquired)"), (.replanned(.wanted(c100)), "evidence(call, planned)"),
                 (.evidence(true), "confirm(100)")
             ]),
         Row(
             name: "in doubt, deduplicating, wanted for less within the grace: waits",
             claim: claim(inDoubt: true, sent: c100, withinGrace: true, dedupe: true),
-            steps: [(.claimed, "settle"), (.settled(.unknown), "replan(settled)"), (.replanned(.wanted(c70)), "record(pending)")]),
+            steps: [(.claimed, "inquire"), (.inquired(.unknown), "replan(inquired)"), (.replanned(.wanted(c70)), "record(pending)")]),
         Row(
             name: "in doubt, deduplicating, wanted on another capture after the grace: superseded",
             claim: claim(inDoubt: true, sent: c100, dedupe: true),
             steps: [
-                (.claimed, "settle"), (.settled(.unknown), "replan(settled)"), (.replanned(.wanted(c100other)), "evidence(not sent)"),
+                (.claimed, "inquire"), (.inquired(.unknown), "replan(inquired)"), (.replanned(.wanted(c100other)), "evidence(not sent)"),
                 (.evidence(true), "record(superseded, inDoubt=false, recheck)")
             ]),
         Row(
             name: "in doubt, deduplicating, not wanted within the grace: waits, no evidence",
             claim: claim(inDoubt: true, sent: c100, withinGrace: true, dedupe: true),
-            steps: [(.claimed, "settle"), (.settled(.unknown), "replan(settled)"), (.replanned(.notWanted("clean")), "record(pending)")]),
+            steps: [(.claimed, "inquire"), (.inquired(.unknown), "replan(inquired)"), (.replanned(.notWanted("clean")), "record(pending)")]),
         Row(
             name: "in doubt, deduplicating, 409 idempotency_error on the re-send: still in doubt",
             claim: claim(inDoubt: true, sent: c100, dedupe: true),
             steps: [
-                (.claimed, "settle"), (.settled(.unknown), "replan(settled)"), (.replanned(.wanted(c100)), "evidence(call, planned)"),
+                (.claimed, "inquire"), (.inquired(.unknown), "replan(inquired)"), (.replanned(.wanted(c100)), "evidence(call, planned)"),
                 (.evidence(true), "confirm(100)"),
                 (.confirmed(.held), "call(100)"), (.called(.keyInUse("idempotency_error")), "record(pending, inDoubt=true)")
             ]),
@@ -249,7 +249,7 @@ import Testing
         Row(
             name: "in doubt, the re-send answered 429: still in doubt", claim: claim(inDoubt: true, sent: c100, dedupe: true),
             steps: [
-                (.claimed, "settle"), (.settled(.unknown), "replan(settled)"), (.replanned(.wanted(c100)), "evidence(call, planned)"),
+                (.claimed, "inquire"), (.inquired(.unknown), "replan(inquired)"), (.replanned(.wanted(c100)), "evidence(call, planned)"),
                 (.evidence(true), "confirm(100)"),
                 (.confirmed(.held), "call(100)"),
                 (.called(.notProcessed(reason: "HTTP 429", retryAfterSeconds: 7200)), "record(pending, notBefore=300)")
@@ -257,7 +257,7 @@ import Testing
         Row(
             name: "in doubt, the re-send refused: failed, still in doubt", claim: claim(inDoubt: true, sent: c100, dedupe: true),
             steps: [
-                (.claimed, "settle"), (.settled(.unknown), "replan(settled)"), (.replanned(.wanted(c100)), "evidence(call, planned)"),
+                (.claimed, "inquire"), (.inquired(.unknown), "replan(inquired)"), (.replanned(.wanted(c100)), "evidence(call, planned)"),
                 (.evidence(true), "confirm(100)"),
                 (.confirmed(.held), "call(100)"), (.called(.permanent(.refused(status: 422, body: "x"))), "record(failed, recheck)")
             ]),
@@ -265,7 +265,7 @@ import Testing
             name: "in doubt, the re-send finds no transaction: failed, still in doubt",
             claim: claim(inDoubt: true, sent: c100, dedupe: true),
             steps: [
-                (.claimed, "settle"), (.settled(.unknown), "replan(settled)"), (.replanned(.wanted(c100)), "evidence(call, planned)"),
+                (.claimed, "inquire"), (.inquired(.unknown), "replan(inquired)"), (.replanned(.wanted(c100)), "evidence(call, planned)"),
                 (.evidence(true), "confirm(100)"),
                 (.confirmed(.held), "call(100)"), (.called(.targetUnknown), "record(failed)")
             ]),
@@ -273,7 +273,7 @@ import Testing
             name: "in doubt, a key in use on every attempt: failed as outcome unknown, for an operator",
             claim: claim(inDoubt: true, sent: c100, attempts: A.attemptsBeforeOutcomeUnknown, dedupe: true),
             steps: [
-                (.claimed, "settle"), (.settled(.unknown), "replan(settled)"), (.replanned(.wanted(c100)), "evidence(call, planned)"),
+                (.claimed, "inquire"), (.inquired(.unknown), "replan(inquired)"), (.replanned(.wanted(c100)), "evidence(call, planned)"),
                 (.evidence(true), "confirm(100)"),
                 (.confirmed(.held), "call(100)"), (.called(.keyInUse("idempotency_error")), "record(failed, inDoubt=true, recheck)")
             ]),
@@ -285,13 +285,13 @@ import Testing
         Row(
             name: "in doubt, nobody can tell, asked again", claim: claim(inDoubt: true, sent: c100, attempts: 2),
             steps: [
-                (.claimed, "settle+others"), (.settled(.unknown), "record(pending)")
+                (.claimed, "inquire+others"), (.inquired(.unknown), "record(pending)")
             ]),
         Row(
             name: "in doubt, nobody can tell after the last attempt: failed, still in doubt",
             claim: claim(inDoubt: true, sent: c100, attempts: A.attemptsBeforeOutcomeUnknown),
             steps: [
-                (.claimed, "settle+others"), (.settled(.unknown), "evidence(settled)"),
+                (.claimed, "inquire+others"), (.inquired(.unknown), "evidence(settled)"),
                 (.evidence(true), "record(failed, inDoubt=true, recheck)")
             ]),
         // Sent before and not in doubt (a 429, an operator's retry): again only as sent.
@@ -324,14 +324,14 @@ import Testing
             name: "an answer before any call ends the attempt, recording nothing", claim: fresh,
             steps: [(.called(.applied(providerRef: "P")), "done(pending)")]),
         Row(
-            name: "a settle answer for a claim not in doubt ends it", claim: fresh,
-            steps: [(.claimed, "replan"), (.settled(.notMade), "done(pending)")])
+            name: "an inquiry's answer for a claim not in doubt ends it", claim: fresh,
+            steps: [(.claimed, "replan"), (.inquired(.notMade), "done(pending)")])
     ]
 
     static func feed(_ m: inout A, _ e: Event) -> A.Step {
         switch e {
         case .claimed: m.claimed()
-        case .settled(let s): m.settled(s)
+        case .inquired(let s): m.inquired(s)
         case .replanned(let r): m.replanned(r)
         case .evidence(let k): m.evidenceKept(k)
         case .confirmed(let c): m.confirmed(c)

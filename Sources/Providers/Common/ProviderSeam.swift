@@ -200,11 +200,11 @@ public struct TransactionQuery: Sendable {
     public var site: String?
     /// Transactions linked to this one (modifications payrecon made or learned of).
     public var links: [TransactionLink]
-    /// For `settle`: links of other orders' calls that succeeded, with their order's merchant and site — what a
+    /// For `inquire`: links of other orders' calls that succeeded, with their order's merchant and site — what a
     /// provider may look up to learn whether its lookups can be trusted (PXP: whether it finds modifications by
     /// merchantTransactionId), when this order has none.
     public var evidence: [Evidence]
-    /// For `settle`: the calls in doubt the executor asks about (besides those the links show).
+    /// For `inquire`: the calls in doubt the executor asks about (besides those the links show).
     public var callsInDoubt: [CallInDoubt]
     /// The order's billing period (a subscription's renewal): of the agreement's payments, only those the provider's
     /// answer says were created within it are the order's.
@@ -278,7 +278,7 @@ public struct ActionCallResult: Sendable {
     }
 }
 
-/// A call payrecon made whose outcome it does not know, as `settle` is asked about it: the provider may find what it
+/// A call payrecon made whose outcome it does not know, as `inquire` is asked about it: the provider may find what it
 /// did by the key it carried (PayPal's `custom_id` on a refund).
 public struct CallInDoubt: Sendable, Equatable {
     public var actionID: Int64
@@ -320,7 +320,7 @@ public enum CallOutcome: Sendable, Equatable {
 
 /// Calls in doubt, asked about: links to record (what the provider now says of them), and the outcome of each call
 /// the provider could tell, by action id. A call it could not tell about is absent.
-public struct Settlement: Sendable {
+public struct CallOutcomes: Sendable {
     public var links: [TransactionLink]
     public var calls: [Int64: CallOutcome]
     public init(links: [TransactionLink] = [], calls: [Int64: CallOutcome] = [:]) { self.links = links; self.calls = calls }
@@ -331,14 +331,14 @@ public protocol ProviderAPI: Sendable {
     /// Whether the provider documents that a repeated idempotency key is answered with the first result, so an
     /// action whose outcome is unknown may be sent again with the same key (PayPal-Request-Id, Paypercut's
     /// Idempotency-Key). Where it is not documented (PXP's merchantTransactionId), a call in doubt is sent again
-    /// only when `settle` says the provider does not know it.
+    /// only when `inquire` says the provider does not know it.
     var deduplicatesIdempotencyKeys: Bool { get }
     /// Whether a transaction this provider answers 404 for may be an attempt it forgot because it was never
     /// approved (PayPal orders expire after about 3 hours), rather than a missing payment.
     var unapprovedAttemptsExpire: Bool { get }
     /// Asks the provider about the calls in doubt among `transaction.links` (every check does, before planning, and
-    /// the executor before it decides to re-send). Nothing to ask: `.found(Settlement())`, no call made.
-    func settle(_ transaction: TransactionQuery) async -> ProviderOutcome<Settlement>
+    /// the executor before it decides to re-send). Nothing to ask: `.found(CallOutcomes())`, no call made.
+    func inquire(_ transaction: TransactionQuery) async -> ProviderOutcome<CallOutcomes>
     /// Whether credentials were given (without them every call fails permanently, naming what to set).
     var isConfigured: Bool { get }
     /// The transactions a stored delivery names (a webhook is a hint: the worker re-fetches each), or why it names
@@ -372,7 +372,7 @@ extension ProviderAPI {
 
     public var eventList: (any EventListing)? { nil }
 
-    public func settle(_ transaction: TransactionQuery) async -> ProviderOutcome<Settlement> { .found(Settlement()) }
+    public func inquire(_ transaction: TransactionQuery) async -> ProviderOutcome<CallOutcomes> { .found(CallOutcomes()) }
 
     public var unapprovedAttemptsExpire: Bool { false }
 

@@ -155,13 +155,13 @@ public enum PXPProvider {
         /// is not known is looked up on every check before planning). A 404 says "not made" only when lookups are
         /// known to find modifications: this process has seen one found, or a modification of the order whose
         /// outcome is known is found now. Otherwise the call stays in doubt and is never re-sent automatically.
-        public func settle(_ q: TransactionQuery) async -> ProviderOutcome<Settlement> {
+        public func inquire(_ q: TransactionQuery) async -> ProviderOutcome<CallOutcomes> {
             let doubtful = q.links.filter(Self.inDoubt)
             let prepared = q.links.filter {
                 $0.source == .payrecon && $0.actionID != nil && ($0.state ?? "").hasPrefix(Self.sentState + "/")
             }
-            guard !doubtful.isEmpty || !prepared.isEmpty else { return .found(Settlement()) }
-            var out = Settlement()
+            guard !doubtful.isEmpty || !prepared.isEmpty else { return .found(CallOutcomes()) }
+            var out = CallOutcomes()
             Self.recordLearned(prepared, of: q, into: &out)
             guard let client, let merchant = q.merchant, let site = q.site, !merchant.isEmpty, !site.isEmpty else { return .found(out) }
             var unknown: [TransactionLink] = []
@@ -193,7 +193,7 @@ public enum PXPProvider {
                 case .notFound:
                     unknown.append(link)
                 case let other:
-                    return other.failure(as: Settlement.self)!
+                    return other.failure(as: CallOutcomes.self)!
                 }
             }
             guard !unknown.isEmpty else { return .found(out) }
@@ -209,7 +209,7 @@ public enum PXPProvider {
         }
 
         /// The prepared calls earlier lookups already decided, into `out`; those still in doubt are left to be looked up.
-        static func recordLearned(_ prepared: [TransactionLink], of q: TransactionQuery, into out: inout Settlement) {
+        static func recordLearned(_ prepared: [TransactionLink], of q: TransactionQuery, into out: inout CallOutcomes) {
             // What earlier lookups (a check's, a webhook's) already learned of a call: made, refused, or not made.
             for link in prepared where !Self.inDoubt(link) {
                 let state = String(link.state!.dropFirst(Self.sentState.count + 1))
@@ -361,7 +361,7 @@ extension PXPModification {
     }
 }
 
-/// Whether PXP was seen to find a modification by its merchantTransactionId (`PXPProvider.API.settle`).
+/// Whether PXP was seen to find a modification by its merchantTransactionId (`PXPProvider.API.inquire`).
 final class LookupEvidence: Sendable {
     private struct State { var seen = false; var lastMade: (String, String, String)? }
     private let state = Mutex(State())

@@ -312,9 +312,9 @@ public enum PayPalProvider {
         /// (FAILED, CANCELLED). A refund PayPal does not show is left unknown: the executor re-sends it only as it
         /// was sent (PayPal answers a repeated request id with the first result), or waits out the grace. Captures
         /// and voids carry no mark (`capture_request` defines no `custom_id`), nor do v1 sale refunds.
-        public func settle(_ q: TransactionQuery) async -> ProviderOutcome<Settlement> {
-            guard let client else { return .found(Settlement()) }
-            var out = Settlement()
+        public func inquire(_ q: TransactionQuery) async -> ProviderOutcome<CallOutcomes> {
+            guard let client else { return .found(CallOutcomes()) }
+            var out = CallOutcomes()
             for call in q.callsInDoubt where call.kind == .refund {
                 if q.links.contains(where: { $0.kind == .sale && $0.externalID == call.providerTarget }) { continue }
                 let mark = call.idempotencyKey(limit: PayPalProvider.requestIDLimit)
@@ -322,7 +322,7 @@ public enum PayPalProvider {
                 switch await client.order(call.transactionRef) {
                 case .found(let o): order = o
                 case .notFound: continue
-                case let other: return other.failure(as: Settlement.self)!
+                case let other: return other.failure(as: CallOutcomes.self)!
                 }
                 for unit in order["purchase_units"]?.arrayValue ?? [] {
                     for refund in unit["payments"]?["refunds"]?.arrayValue ?? [] where refund["custom_id"]?.stringValue == mark {
