@@ -706,6 +706,8 @@ public struct Backfill: Sendable {
                     case .unknown(let ref, let result):
                         summary.unknown += 1
                         if Self.note(result, "transaction \(ref)", summary: &summary) { failed = true }
+                    case .unfound(let result):
+                        if Self.note(result, "transaction \(id)", summary: &summary) { failed = true }
                     case .ignored: break
                     }
                 }

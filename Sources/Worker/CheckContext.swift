@@ -10,25 +10,14 @@ public struct CheckContext: Sendable {
 
     public var source: CheckSource
     public var deliveryID: Int64?
-    /// The orders the delivery named (`payrecon explain`), written with its completion in the worker's batch: recorded
-    /// on the delivery's own path, they would make every delivery's lookup a write that waits for its commit.
-    public let named: NamedOrders?
-    public init(source: CheckSource, deliveryID: Int64?, named: NamedOrders? = nil) {
-        self.source = source; self.deliveryID = deliveryID; self.named = named
+    public init(source: CheckSource, deliveryID: Int64?) {
+        self.source = source; self.deliveryID = deliveryID
     }
 
     /// The evidence of a check that used `exchanges`.
     func evidence(_ exchanges: [ProviderExchange]) -> CheckEvidence {
         CheckEvidence(source: source, deliveryID: deliveryID, answers: exchanges.map(\.answer))
     }
-}
-
-/// The orders one delivery named, as the worker finds them.
-public final class NamedOrders: Sendable {
-    private let ids = Mutex<[String]>([])
-    public init() {}
-    func add(_ orderIDs: [String]) { ids.withLock { list in for id in orderIDs where !list.contains(id) { list.append(id) } } }
-    public var orderIDs: [String] { ids.withLock { $0 } }
 }
 
 extension ProviderExchange {

@@ -21,11 +21,35 @@ public struct DeliveryProcessor: Sendable {
     enum Step: Sendable, Equatable {
         case checked(orderID: String, OrderChecker.Result)
         case unknown(transactionRef: String, OrderChecker.Result)
+        /// The orders holding the reference could not be read (the database), so none was checked.
+        case unfound(OrderChecker.Result)
         case ignored(String)
     }
 
+    /// What a delivery came to, and the orders it named (each one checked, whatever its check's result): `payrecon
+    /// explain` finds the delivery by them.
+    public struct Processed: Sendable {
+        public var result: DeliveryAttempt.Result
+        public var orderIDs: [String] = []
+    }
+
     /// `log` carries the delivery's context (`delivery_id`, `provider`); each check adds `order_id`.
-    public func process(_ delivery: QueuedDelivery, logger log: Logger) async -> DeliveryAttempt.Result {
+    public func process(_ delivery: QueuedDelivery, logger log: Logger) async -> Processed {
+        let steps: [Step]
+        switch await references(of: delivery, logger: log) {
+        case .failure(let ended): return Processed(result: ended.result)
+        case .success(let s): steps = s
+        }
+        var seen = Set<String>()
+        let orderIDs = steps.compactMap { step -> String? in
+            guard case .checked(let id, _) = step, seen.insert(id).inserted else { return nil }
+            return id
+        }
+        return Processed(result: Self.combine(steps, provider: delivery.provider), orderIDs: orderIDs)
+    }
+
+    /// Each of the delivery's references checked, or how it ended without any.
+    private func references(of delivery: QueuedDelivery, logger log: Logger) async -> Swift.Result<[Step], Ended> {
         let provider = delivery.provider
         let references: [EventReference]
         // The answers the event's resolution read (a subscription sale's own answer) are the evidence of an
@@ -36,19 +60,26 @@ public struct DeliveryProcessor: Sendable {
         }
         switch content {
         case .found(.references(let refs)): references = refs
-        case .found(.ignored(let reason)): return .processed(.ignored(reason))
-        case .notFound: return .processed(.ignored("\(delivery.eventType ?? "the event") names nothing \(provider.rawValue) knows"))
-        case .transient(let r, let a): return .transient(reason: r, retryAfterSeconds: a)
-        case .permanent(let failure): return .permanent(reason: failure.words(for: provider.rawValue))
+        case .found(.ignored(let reason)): return .failure(Ended(.processed(.ignored(reason))))
+        case .notFound:
+            return .failure(Ended(.processed(.ignored("\(delivery.eventType ?? "the event") names nothing \(provider.rawValue) knows"))))
+        case .transient(let r, let a): return .failure(Ended(.transient(reason: r, retryAfterSeconds: a)))
+        case .permanent(let failure): return .failure(Ended(.permanent(reason: failure.words(for: provider.rawValue))))
         }
         guard !references.isEmpty else {
-            return .processed(.ignored("\(delivery.eventType ?? "the event") names no transaction"))
+            return .failure(Ended(.processed(.ignored("\(delivery.eventType ?? "the event") names no transaction"))))
         }
         var steps: [Step] = []
         for reference in references {
             steps += await check(reference, provider: provider, deliveryID: delivery.id, answers: answers, logger: log)
         }
-        return Self.combine(steps, provider: provider)
+        return .success(steps)
+    }
+
+    /// A delivery that ended before any reference was checked.
+    struct Ended: Error {
+        var result: DeliveryAttempt.Result
+        init(_ result: DeliveryAttempt.Result) { self.result = result }
     }
 
     func check(
@@ -56,7 +87,7 @@ public struct DeliveryProcessor: Sendable {
     ) async -> [Step] {
         let found: Found
         do { found = try await findOrders(reference, provider: provider) } catch {
-            return [.checked(orderID: "?", .transient(reason: "database: \(error)", retryAfterSeconds: nil))]
+            return [.unfound(.transient(reason: "database: \(error)", retryAfterSeconds: nil))]
         }
         if let unheld = found.unheld {
             // A subscription's payment that no renewal's period holds: reported once, counted on no order.
@@ -66,7 +97,6 @@ public struct DeliveryProcessor: Sendable {
                     await checker.recordUnknown(provider: provider, unheld, exchanges: answers, logger: log))
             ]
         }
-        CheckContext.current.named?.add(found.orders.map(\.orderID))
         if !found.orders.isEmpty {
             var steps: [Step] = []
             for order in found.orders {
@@ -90,7 +120,6 @@ public struct DeliveryProcessor: Sendable {
         case .absent: return [.ignored("\(provider.rawValue) does not know transaction \(ref)")]
         case .ignored(let reason): return [.ignored(reason)]
         case .belongs(let order):
-            CheckContext.current.named?.add([order.orderID])
             return [.checked(orderID: order.orderID, await checker.check(order, logger: log))]
         case .modification(let parent, let link):
             // A modification made elsewhere (a PXP portal refund): link it to its parent's order and re-check that.
@@ -101,9 +130,8 @@ public struct DeliveryProcessor: Sendable {
             linked.learned = [link]
             let parentOrders: Found
             do { parentOrders = try await findOrders(linked, provider: provider) } catch {
-                return [.checked(orderID: "?", .transient(reason: "database: \(error)", retryAfterSeconds: nil))]
+                return [.unfound(.transient(reason: "database: \(error)", retryAfterSeconds: nil))]
             }
-            CheckContext.current.named?.add(parentOrders.orders.map(\.orderID))
             guard !parentOrders.orders.isEmpty else {
                 let detail = "\(provider.rawValue) transaction \(ref) is a \(link.kind) of \(parent), which no stored order holds"
                 return [
@@ -204,6 +232,7 @@ public struct DeliveryProcessor: Sendable {
             switch step {
             case .checked(let id, let result): if note(result, "order \(id)") { checked.append(id) }
             case .unknown(let ref, let result): if note(result, "transaction \(ref)") { unknown.append(ref) }
+            case .unfound(let result): _ = note(result, "its orders")
             case .ignored(let reason): ignored.append(reason)
             }
         }

@@ -195,10 +195,12 @@ public final class QueueWorker: Sendable {
 
     private func handle(_ delivery: QueuedDelivery) async {
         let log = logger.with(["delivery_id": delivery.id, "provider": delivery.provider.rawValue])
-        let named = NamedOrders()
-        let result = await CheckContext.$current.withValue(CheckContext(source: .webhook, deliveryID: delivery.id, named: named)) {
+        // The orders it named (`payrecon explain`) are written with its completion in the worker's batch: recorded on the
+        // delivery's own path, they would make every delivery's lookup a write that waits for its commit.
+        let processed = await CheckContext.$current.withValue(CheckContext(source: .webhook, deliveryID: delivery.id)) {
             await processor.process(delivery, logger: log)
         }
+        let result = processed.result
         // A retry carries its delay; dead is the last attempt (no delay).
         let failure: (retryAfter: Double?, reason: String)
         let decision = configuration.attempt.decide(result, attempts: delivery.attempts, random: Double.random(in: 0..<1))
@@ -215,7 +217,7 @@ public final class QueueWorker: Sendable {
             log.debug("delivery processed", ["status": outcome.status])
             let completion = DeliveryQueue.Completion(
                 id: delivery.id, status: outcome.status, outcome: outcome.text,
-                provider: delivery.provider, orderIDs: named.orderIDs)
+                provider: delivery.provider, orderIDs: processed.orderIDs)
             let full = completions.withLock {
                 $0.append(completion); return $0.count >= Self.completionBatch
             }
@@ -230,7 +232,7 @@ public final class QueueWorker: Sendable {
             let kept = try await pool.run { conn in
                 try DeliveryQueue.fail(
                     id: delivery.id, owner: owner, error: failure.reason, retryAfterSeconds: failure.retryAfter,
-                    provider: delivery.provider, orderIDs: named.orderIDs, on: conn)
+                    provider: delivery.provider, orderIDs: processed.orderIDs, on: conn)
             }
             noteFailureRecorded(delivery, kept: kept, failure: failure, result: result, log: log)
         } catch {

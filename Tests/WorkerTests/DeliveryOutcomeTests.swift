@@ -42,4 +42,14 @@ import Store
         let p = DeliveryProcessor.combine([.checked(orderID: "A", .failed(reason: "provider answered 403: forbidden"))], provider: .pxp)
         #expect(p == .permanent(reason: "provider answered 403: forbidden"))
     }
+
+    /// Orders that could not be read (the database) retry the delivery, and name no order: nothing stands in for an id.
+    @Test func ordersThatCouldNotBeReadRetryTheDelivery() {
+        let r = DeliveryProcessor.combine(
+            [.checked(orderID: "A", checked), .unfound(.transient(reason: "database: connection lost", retryAfterSeconds: nil))],
+            provider: .paypal)
+        #expect(r == .transient(reason: "database: connection lost", retryAfterSeconds: nil))
+        let alone = DeliveryProcessor.combine([.unfound(.transient(reason: "database: timeout", retryAfterSeconds: nil))], provider: .pxp)
+        #expect(alone == .transient(reason: "database: timeout", retryAfterSeconds: nil))
+    }
 }
