@@ -331,13 +331,14 @@ public final class ConsoleServer: Sendable {
                 headers: [("Retry-After", String(wait.components.seconds + 1))])
         }
         let user = users.withLock { $0.user(named: name) }
-        // An unknown name costs the same scrypt as a known one, so the time taken does not say which names exist.
+        // An unknown name (or one with no password: the proxy signs them in) costs the same scrypt as a known one, so the
+        // time taken does not say which names exist; the decoy matches no password.
         let stored = user?.passwordHash ?? Self.decoyHash
         guard let matches = await verify(password, against: stored) else {
             return Self.html(
                 503, ConsolePages.signIn(error: "Too many sign-ins at once; try again in a moment."), headers: [("Retry-After", "2")])
         }
-        guard let user, matches else {
+        guard let user, user.passwordHash != nil, matches else {
             logger.info("console sign-in refused", ["user": limited, "address": address])
             return Self.html(401, ConsolePages.signIn(error: "Wrong name or password."))
         }
@@ -375,7 +376,9 @@ public final class ConsoleServer: Sendable {
     }()
 
     /// What a session keeps of the password it was opened with: a new password ends it.
-    static func credential(of user: ConsoleUser) -> String { SHA256.hex(Array(user.passwordHash.utf8)) }
+    static func credential(of user: ConsoleUser) -> String {
+        SHA256.hex(Array((user.passwordHash ?? ConsoleUser.proxyOnly).utf8))
+    }
 
     /// scrypt on its own thread, one at a time; nil when too many wait already.
     func verify(_ password: String, against stored: String) async -> Bool? {

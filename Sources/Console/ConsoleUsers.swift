@@ -7,19 +7,25 @@ public enum ConsoleRole: String, Sendable, CaseIterable {
     public var mayWrite: Bool { self == .operator }
 }
 
-/// One person who may sign in: a name, a role and a scrypt hash of the password (`PasswordHash`).
+/// One person who may sign in: a name, a role and a scrypt hash of the password (`PasswordHash`), or no password for
+/// one who signs in only through the authenticating proxy (`PAYRECON_CONSOLE_USER_HEADER`).
 public struct ConsoleUser: Sendable, Equatable {
     public var name: String
     public var role: ConsoleRole
-    public var passwordHash: String
+    /// nil: no password signs this person in; only the proxy's header does.
+    public var passwordHash: String?
 
-    public init(name: String, role: ConsoleRole, passwordHash: String) {
+    public init(name: String, role: ConsoleRole, passwordHash: String?) {
         self.name = name; self.role = role; self.passwordHash = passwordHash
     }
+
+    /// The users file's word for a person with no password, who signs in only through the proxy.
+    public static let proxyOnly = "proxy"
 }
 
-/// The users file (`PAYRECON_CONSOLE_USERS_FILE`): one person a line, `name role hash`, separated by spaces;
-/// blank lines and lines starting with `#` are skipped. `payrecon console add-user` writes it.
+/// The users file (`PAYRECON_CONSOLE_USERS_FILE`): one person a line, `name role hash` (or `name role proxy` for one
+/// who signs in only through the authenticating proxy), separated by spaces; blank lines and lines starting with `#`
+/// are skipped. `payrecon console add-user` writes it.
 public struct ConsoleUsers: Sendable, Equatable {
     public private(set) var users: [ConsoleUser]
 
@@ -62,11 +68,14 @@ public struct ConsoleUsers: Sendable, Equatable {
             guard let role = ConsoleRole(rawValue: String(fields[1])) else {
                 throw FileError(line: number, reason: "the role must be viewer or operator")
             }
-            guard fields[2].hasPrefix("scrypt$") else {
-                throw FileError(line: number, reason: "the password must be a scrypt hash made by `payrecon console add-user`")
+            let proxyOnly = fields[2] == ConsoleUser.proxyOnly
+            guard proxyOnly || fields[2].hasPrefix("scrypt$") else {
+                throw FileError(
+                    line: number,
+                    reason: "the password must be a scrypt hash made by `payrecon console add-user`, or `proxy` for no password")
             }
             guard seen.insert(name).inserted else { throw FileError(line: number, reason: "\(name) is named twice") }
-            users.append(ConsoleUser(name: name, role: role, passwordHash: String(fields[2])))
+            users.append(ConsoleUser(name: name, role: role, passwordHash: proxyOnly ? nil : String(fields[2])))
         }
         return ConsoleUsers(users)
     }
@@ -80,7 +89,7 @@ public struct ConsoleUsers: Sendable, Equatable {
 
     /// The file's text, a header then one line a user.
     public var text: String {
-        "# payrecon console users: name role scrypt-hash (written by `payrecon console add-user`)\n"
-            + users.map { "\($0.name) \($0.role.rawValue) \($0.passwordHash)\n" }.joined()
+        "# payrecon console users: name role scrypt-hash, or proxy (written by `payrecon console add-user`)\n"
+            + users.map { "\($0.name) \($0.role.rawValue) \($0.passwordHash ?? ConsoleUser.proxyOnly)\n" }.joined()
     }
 }

@@ -287,6 +287,21 @@ import Testing
             let how = try await Self.one(h, "SELECT string_agg(user_name || ': ' || detail, ', ' ORDER BY id) AS v FROM console_audit")
             #expect(how == "ana: named by the proxy's x-forwarded-user, vic: named by the proxy's x-forwarded-user")
         }
+        // A person listed with no password (`add-user --proxy-only`) signs in through the proxy, and never with a password.
+        try await ConsoleServerTests.with({
+            $0.trustedProxies = [try AddressRange("127.0.0.0/8")]
+            $0.userHeader = "x-forwarded-user"
+            $0.proxySecret = Array(secret.1.utf8)
+            $0.users.put(ConsoleUser(name: "pia", role: .viewer, passwordHash: nil))
+        }) { h, _ in
+            let named = try await h.http.send(
+                HTTPClientRequest(method: "GET", url: h.base + "/", headers: [("X-Forwarded-User", "pia"), secret]))
+            #expect(named.status == 200 && named.text.contains("pia (viewer)"))
+            for password in ["", "proxy", "pia's long password"] {
+                let refused = try await h.post("/login", [("name", "pia"), ("password", password)])
+                #expect(refused.status == 401 && refused.headers["set-cookie"] == nil, "password \(password.debugDescription)")
+            }
+        }
         // From an address that is not the proxy's, the header is anyone's words: ignored.
         try await ConsoleServerTests.with({
             $0.trustedProxies = [try AddressRange("10.0.0.0/8")]

@@ -28,14 +28,30 @@ import Testing
         #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600, "only its owner reads it")
         var users = try ConsoleUsers.parse(String(contentsOfFile: file, encoding: .utf8))
         #expect(users.users.map(\.name) == ["ana", "bob"])
-        #expect(PasswordHash.verify(Array("correct horse battery".utf8), against: try #require(users.user(named: "ana")).passwordHash))
+        #expect(PasswordHash.verify(Array("correct horse battery".utf8), against: try #require(users.user(named: "ana")?.passwordHash)))
         #expect(!(try String(contentsOfFile: file, encoding: .utf8)).contains("correct horse"), "no password in the file")
 
         let changed = try await Self.addUser(file, "ana", role: "viewer", password: "another long password")
         #expect(changed.status == 0 && changed.stdout.contains("changed ana (viewer)"), "\(changed.stderr)")
         users = try ConsoleUsers.parse(String(contentsOfFile: file, encoding: .utf8))
         #expect(users.users.map { "\($0.name):\($0.role.rawValue)" } == ["ana:viewer", "bob:viewer"])
-        #expect(PasswordHash.verify(Array("another long password".utf8), against: try #require(users.user(named: "ana")).passwordHash))
+        #expect(PasswordHash.verify(Array("another long password".utf8), against: try #require(users.user(named: "ana")?.passwordHash)))
+    }
+
+    /// `--proxy-only` reads no password and keeps none: the line says `proxy`, and a password the person had is gone.
+    @Test func aProxyOnlyUserHasNoPassword() async throws {
+        let file = Self.temporaryFile()
+        defer { try? FileManager.default.removeItem(atPath: file); try? FileManager.default.removeItem(atPath: file + ".lock") }
+        #expect(try await Self.addUser(file, "ana", role: "operator", password: "correct horse battery").status == 0)
+        let proxied = try await PayreconProcess.run(
+            ["console", "add-user", "ana", "--role", "viewer", "--proxy-only"], environment: ["PAYRECON_CONSOLE_USERS_FILE": file],
+            stdin: nil)
+        #expect(proxied.status == 0 && proxied.stdout.contains("changed ana (viewer, through the proxy only)"), "\(proxied.stderr)")
+        let text = try String(contentsOfFile: file, encoding: .utf8)
+        #expect(text.contains("\nana viewer proxy\n") && !text.contains("scrypt$"), "\(text)")
+        let users = try ConsoleUsers.parse(text)
+        #expect(users.user(named: "ana") == ConsoleUser(name: "ana", role: .viewer, passwordHash: nil))
+        #expect(throws: ConsoleUsers.FileError.self) { try ConsoleUsers.parse("bob viewer proxied\n") }
     }
 
     /// Each bad input: exit 2, a message saying what to do, and the file as it was.

@@ -49,6 +49,11 @@ let consoleCommand = Command(
     try ConsoleUsersFile.refuseUnreadableHashes(users, path)
     try ConsoleUsersFile.refuseLooseFile(path)
     var configuration = try consoleConfiguration(env, host: host, port: port, users: users)
+    if configuration.userHeader == nil, let proxied = users.users.first(where: { $0.passwordHash == nil }) {
+        args.logger.warning(
+            "console: a user has no password and PAYRECON_CONSOLE_USER_HEADER is not set, so they cannot sign in",
+            ["user": proxied.name])
+    }
     // Six: an overview reads on three at once, and the refresh may read while a page does; the rest serve the other pages.
     let pool = PostgresPool(conninfo: try env.databaseURL(), size: 6, acquireTimeout: 5, prepareStatements: try env.preparesStatements())
     defer { pool.close() }
@@ -149,6 +154,9 @@ private func consoleConfiguration(
     return configuration
 }
 
+private let proxyOnlyFlag = FlagKey(
+    "--proxy-only", "No password: they sign in only through the authenticating proxy (PAYRECON_CONSOLE_USER_HEADER).")
+
 /// The shortest password `add-user` takes: the hash slows guessing, but a short password is still found.
 let minimumConsolePassword = 12
 
@@ -156,12 +164,14 @@ let consoleAddUserCommand = Command(
     name: "console add-user",
     summary: "Add a person who may sign in to the console, or change their password or role.",
     arguments: [.init(name: "NAME", help: "Their sign-in name: 1 to 64 of a-z, 0-9, '.', '_', '@', '-'.")],
-    options: [roleOption],
+    options: [roleOption, proxyOnlyFlag],
     details: """
         The users file is PAYRECON_CONSOLE_USERS_FILE (created with mode 0600 if it does not exist; rewritten whole,
         atomically). The password is read from standard input, never from an argument: typed twice, without echo, at
         a terminal; else the first line (printf '%s\\n' "$PASSWORD" | payrecon console add-user ana --role operator).
         It must be at least \(minimumConsolePassword) characters and is kept as a scrypt hash (N=2^15, r=8, p=1).
+        With --proxy-only no password is read or kept: the person signs in only as the authenticating proxy names
+        them (PAYRECON_CONSOLE_USER_HEADER), never with a password, and a password they had is removed.
         A name already in the file gets the new password and role in place. Exit 0 when written, 2 on a usage error.
         """
 ) { args in
@@ -173,9 +183,13 @@ let consoleAddUserCommand = Command(
     guard let path = Environment()["PAYRECON_CONSOLE_USERS_FILE"], !path.isEmpty else {
         throw ConfigurationError("set PAYRECON_CONSOLE_USERS_FILE to the users file's path (it is created if missing)")
     }
-    let password = try readNewPassword(for: name)
-    let hash: String
-    do { hash = try PasswordHash.make(Array(password.utf8)) } catch { throw ConfigurationError("could not hash the password: \(error)") }
+    var hash: String?
+    if !args.flag(proxyOnlyFlag) {
+        let password = try readNewPassword(for: name)
+        do { hash = try PasswordHash.make(Array(password.utf8)) } catch {
+            throw ConfigurationError("could not hash the password: \(error)")
+        }
+    }
     let existed = try ConsoleUsersFile.locked(path) {
         var users = try ConsoleUsersFile.read(path) ?? ConsoleUsers()
         let existed = users.user(named: name) != nil
@@ -183,7 +197,7 @@ let consoleAddUserCommand = Command(
         try ConsoleUsersFile.write(users, to: path)
         return existed
     }
-    print("\(existed ? "changed" : "added") \(name) (\(role.rawValue)) in \(path)")
+    print("\(existed ? "changed" : "added") \(name) (\(role.rawValue)\(hash == nil ? ", through the proxy only" : "")) in \(path)")
     return Exit.ok
 }
 
@@ -246,7 +260,7 @@ enum ConsoleUsersFile {
     /// A hash that cannot be read (or costs more than a sign-in may) would let that person never sign in, and answer
     /// faster than a real check: the console refuses to start on one.
     static func refuseUnreadableHashes(_ users: ConsoleUsers, _ path: String) throws {
-        if let bad = users.users.first(where: { !PasswordHash.isReadable($0.passwordHash) }) {
+        if let bad = users.users.first(where: { $0.passwordHash.map { !PasswordHash.isReadable($0) } ?? false }) {
             throw ConfigurationError(
                 "\(path): \(bad.name)'s password hash cannot be read; set it again with `payrecon console add-user \(bad.name)`")
         }
