@@ -616,9 +616,10 @@ public enum FindingStore {
         var out: [UInt8] = [UInt8(ascii: "{")]
         for (i, member) in dict.sorted(by: { $0.key < $1.key }).enumerated() {
             if i > 0 { out.append(UInt8(ascii: ",")) }
-            JSONValue.writeString(member.key, into: &out)
+            // jsonb refuses \u0000: a NUL is kept as U+FFFD, as PostgreSQL text keeps it.
+            JSONValue.writeString(member.key.withoutNUL, into: &out)
             out.append(UInt8(ascii: ":"))
-            JSONValue.writeString(member.value, into: &out)
+            JSONValue.writeString(member.value.withoutNUL, into: &out)
         }
         out.append(UInt8(ascii: "}"))
         return String(decoding: out, as: UTF8.self)

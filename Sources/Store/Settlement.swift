@@ -43,7 +43,9 @@ public enum SettlementStore {
         read: (_ each: ([SettlementLine]) throws -> Void) throws -> SettlementReportSummary,
         on conn: PostgresConnection
     ) throws -> Imported {
-        try conn.transaction { tx in
+        // READ COMMITTED whatever the server's default: an import that waited for the lock below must see the lines the
+        // one before it committed (its anti-join leaves them out).
+        try conn.transaction(isolation: .readCommitted) { tx in
             // One import at a time: lines are identified across files, and the evaluation reads them all.
             _ = try tx.execute("SELECT pg_advisory_xact_lock(hashtext('payrecon.settlement'))")
             let p = PostgresValue.text(provider.rawValue)

@@ -115,13 +115,16 @@ extension ByteInput {
                 guard peek() == UInt8(ascii: "\"") else { break }
                 index += 1
                 fields.bytes.append(stop)
+                if fields.openFieldCount > maxFieldBytes { skipLine(); return "a field longer than \(maxFieldBytes) bytes" }
             } else {
-                // A line break inside the field is the field's; a CRLF stays one.
+                // A line break inside the field is the field's; a CRLF stays one. One that takes the field past the
+                // limit ends the line the error skips: the next line is read as it is.
                 fields.bytes.append(stop)
-                if stop == 0x0D, peek() == 0x0A { fields.bytes.append(0x0A) }
+                let tooLong = fields.openFieldCount > maxFieldBytes
+                if !tooLong, stop == 0x0D, peek() == 0x0A { fields.bytes.append(0x0A) }
                 finishNewline(stop)
+                if tooLong { return "a field longer than \(maxFieldBytes) bytes" }
             }
-            if fields.openFieldCount > maxFieldBytes { skipLine(); return "a field longer than \(maxFieldBytes) bytes" }
         }
         if let following = peek(), following != UInt8(ascii: ","), !ByteInput.isNewline(following) {
             skipLine()

@@ -40,12 +40,16 @@ public struct DeliveryProcessor: Sendable {
         case .failure(let ended): return Processed(result: ended.result)
         case .success(let s): steps = s
         }
+        return Processed(result: Self.combine(steps, provider: delivery.provider), orderIDs: Self.namedOrders(steps))
+    }
+
+    /// The orders a delivery named: each order a step checked (whatever its check came to), once, in order.
+    static func namedOrders(_ steps: [Step]) -> [String] {
         var seen = Set<String>()
-        let orderIDs = steps.compactMap { step -> String? in
+        return steps.compactMap { step -> String? in
             guard case .checked(let id, _) = step, seen.insert(id).inserted else { return nil }
             return id
         }
-        return Processed(result: Self.combine(steps, provider: delivery.provider), orderIDs: orderIDs)
     }
 
     /// Each of the delivery's references checked, or how it ended without any.

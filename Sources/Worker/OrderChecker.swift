@@ -192,16 +192,16 @@ public final class OrderChecker: Sendable {
                 transactionRef: order.transactionRef, merchant: order.merchant, site: order.site, links: links,
                 evidence: known, callsInDoubt: callsInDoubt))
         {
-        case .found(let settlement):
-            guard !settlement.links.isEmpty else { return .success((links, settlement)) }
+        case .found(let outcomes):
+            guard !outcomes.links.isEmpty else { return .success((links, outcomes)) }
             do {
-                try await pool.run { try TransactionLinkStore.record(settlement.links, provider: order.provider, on: $0) }
+                try await pool.run { try TransactionLinkStore.record(outcomes.links, provider: order.provider, on: $0) }
             } catch { return .failure(FetchFailure(result: .transient(reason: "database: \(error)", retryAfterSeconds: nil))) }
             var merged = links
-            for link in settlement.links {
+            for link in outcomes.links {
                 if let i = merged.firstIndex(where: { $0.externalID == link.externalID }) { merged[i] = link } else { merged.append(link) }
             }
-            return .success((merged, settlement))
+            return .success((merged, outcomes))
         case .notFound: return .success((links, CallOutcomes()))
         case .transient(let r, let a): return .failure(FetchFailure(result: .transient(reason: r, retryAfterSeconds: a)))
         case .permanent(let f): return .failure(FetchFailure(result: Self.failure(f)))

@@ -52,6 +52,11 @@ import Testing
         let users = try ConsoleUsers.parse(text)
         #expect(users.user(named: "ana") == ConsoleUser(name: "ana", role: .viewer, passwordHash: nil))
         #expect(throws: ConsoleUsers.FileError.self) { try ConsoleUsers.parse("bob viewer proxied\n") }
+        // Without the proxy's user header no one in this file could sign in: the console does not start.
+        let refused = try await PayreconProcess.run(
+            ["console", "--listen", "127.0.0.1:0"],
+            environment: ["PAYRECON_CONSOLE_USERS_FILE": file, "DATABASE_URL": TestDatabase.baseURL])
+        #expect(refused.status == 2 && refused.stderr.contains("everyone in it signs in only through the proxy"), "\(refused.stderr)")
     }
 
     /// Each bad input: exit 2, a message saying what to do, and the file as it was.

@@ -67,6 +67,14 @@ import TextFormats
                 ], "\(text.debugDescription) in chunks of \(chunk)")
         }
         #expect(Self.read("abcdef,x\n", chunk: chunk, maxFieldBytes: 6) == [.fields(["abcdef", "x"], line: 1)])
+        // A line break inside a quoted field that takes it past the limit: the error, then the next line as it is.
+        for text in ["\"ab\r\nok\r\n", "\"ab\nok\n"] {
+            #expect(
+                Self.read(text, chunk: chunk, maxFieldBytes: 2) == [
+                    .error(line: 1, "a field longer than 2 bytes"), .fields(["ok"], line: 2)
+                ],
+                "\(text.debugDescription) in chunks of \(chunk)")
+        }
     }
 
     @Test func tooManyFieldsIsAnErrorAndTheNextLineReads() {

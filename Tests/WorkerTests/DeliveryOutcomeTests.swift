@@ -43,6 +43,19 @@ import Store
         #expect(p == .permanent(reason: "provider answered 403: forbidden"))
     }
 
+    /// The orders a delivery named (what `explain` finds it by): every order checked, whatever its check came to,
+    /// once and in order; an unknown transaction, an ignored reference and orders that could not be read name none.
+    @Test func theOrdersNamedAreTheOrdersChecked() {
+        let transient = OrderChecker.Result.transient(reason: "429", retryAfterSeconds: 30)
+        let steps: [Step] = [
+            .checked(orderID: "B", checked), .unknown(transactionRef: "T9", checked), .checked(orderID: "A", transient),
+            .ignored("a Verification"), .unfound(.transient(reason: "database", retryAfterSeconds: nil)),
+            .checked(orderID: "B", .unreadable(reason: "x"))
+        ]
+        #expect(DeliveryProcessor.namedOrders(steps) == ["B", "A"])
+        #expect(DeliveryProcessor.namedOrders([.unknown(transactionRef: "T9", checked), .ignored("x")]).isEmpty)
+    }
+
     /// Orders that could not be read (the database) retry the delivery, and name no order: nothing stands in for an id.
     @Test func ordersThatCouldNotBeReadRetryTheDelivery() {
         let r = DeliveryProcessor.combine(

@@ -49,11 +49,7 @@ let consoleCommand = Command(
     try ConsoleUsersFile.refuseUnreadableHashes(users, path)
     try ConsoleUsersFile.refuseLooseFile(path)
     var configuration = try consoleConfiguration(env, host: host, port: port, users: users)
-    if configuration.userHeader == nil, let proxied = users.users.first(where: { $0.passwordHash == nil }) {
-        args.logger.warning(
-            "console: a user has no password and PAYRECON_CONSOLE_USER_HEADER is not set, so they cannot sign in",
-            ["user": proxied.name])
-    }
+    try ConsoleUsersFile.refuseNoOneCanSignIn(users, path, userHeader: configuration.userHeader)
     // Six: an overview reads on three at once, and the refresh may read while a page does; the rest serve the other pages.
     let pool = PostgresPool(conninfo: try env.databaseURL(), size: 6, acquireTimeout: 5, prepareStatements: try env.preparesStatements())
     defer { pool.close() }
@@ -87,12 +83,14 @@ let consoleCommand = Command(
     let bound: UInt16
     do { bound = try console.start() } catch { throw FatalError("\(error)") }
     if let file = try args.value(Options.portFile) { try? "\(bound)\n".write(toFile: file, atomically: true, encoding: .utf8) }
+    let userHeader = configuration.userHeader
     // SIGHUP: the users file is read again (a person removed, or given another role or password, is signed out).
     Signals.onHangup {
         do {
             guard let again = try ConsoleUsersFile.read(path) else { throw ConfigurationError("\(path) is gone") }
             try ConsoleUsersFile.refuseUnreadableHashes(again, path)
             try ConsoleUsersFile.refuseLooseFile(path)
+            try ConsoleUsersFile.refuseNoOneCanSignIn(again, path, userHeader: userHeader)
             console.replaceUsers(again)
         } catch { Log.warning("console users not re-read; the ones in use stay", ["error": String(describing: error)]) }
         // The provider API secrets too, as `work` reads them again.
@@ -264,6 +262,21 @@ enum ConsoleUsersFile {
             throw ConfigurationError(
                 "\(path): \(bad.name)'s password hash cannot be read; set it again with `payrecon console add-user \(bad.name)`")
         }
+    }
+
+    /// People with no password sign in only through the proxy's header: without one, a file of only such people lets
+    /// no one in (refused), and a file with some warns that they cannot sign in.
+    static func refuseNoOneCanSignIn(_ users: ConsoleUsers, _ path: String, userHeader: String?) throws {
+        guard userHeader == nil, let proxied = users.users.first(where: { $0.passwordHash == nil }) else { return }
+        guard users.users.contains(where: { $0.passwordHash != nil }) else {
+            throw ConfigurationError(
+                "\(path): everyone in it signs in only through the proxy, and PAYRECON_CONSOLE_USER_HEADER is not set: "
+                    + "set it (with PAYRECON_TRUSTED_PROXIES and PAYRECON_CONSOLE_PROXY_SECRET), or give someone a password "
+                    + "with `payrecon console add-user NAME --role operator`")
+        }
+        Log.warning(
+            "console: a person in the users file has no password and PAYRECON_CONSOLE_USER_HEADER is not set: they cannot sign in",
+            ["user": proxied.name])
     }
 
     /// Whoever can write the file, or swap it in its directory, can make themselves an operator; whoever can read it

@@ -263,7 +263,9 @@ extension PayPalSettlementReport {
             for (i, name) in identifiers {
                 let v = field(f, i)
                 guard !v.contains(0) else { throw SettlementReportError(line: lineNumber, "\(name) holds a NUL byte") }
-                guard v.count <= 255 else { throw SettlementReportError(line: lineNumber, "\(name) is longer than 255 bytes") }
+                // Measured as stored: a byte that is not UTF-8 is kept as U+FFFD, three bytes.
+                let stored = v.allSatisfy { $0 < 0x80 } ? v.count : text(f, i).utf8.count
+                guard stored <= 255 else { throw SettlementReportError(line: lineNumber, "\(name) is longer than 255 bytes") }
             }
             _ = try required(at.direction, "Transaction Debit or Credit")
             guard let direction = Self.direction(field(f, at.direction)) else {
