@@ -220,6 +220,22 @@ import Reconciliation
         #expect(error.map { $0.line > 0 } == true)
     }
 
+    /// An identifier is held to 255 bytes as stored: a byte that is not UTF-8 is kept as U+FFFD, three bytes.
+    @Test func anIdentifierIsMeasuredAsStored() throws {
+        func file(_ id: [UInt8]) -> [UInt8] {
+            let (head, tail) = (
+                Self.payment.components(separatedBy: "1V551844CE5526421")[0], Self.payment.components(separatedBy: "1V551844CE5526421")[1]
+            )
+            return Array("\(Self.columns)\n\(head)".utf8) + id + Array(tail.utf8)
+        }
+        let error = #expect(throws: SettlementReportError.self) {
+            try PayPalSettlementReport.read(name: "TRR-20170322.01.011.CSV", bytes: file(Array(repeating: 0xFF, count: 100)))
+        }
+        #expect(error?.description.contains("Transaction ID is longer than 255 bytes") == true, "\(String(describing: error))")
+        let (_, lines) = try PayPalSettlementReport.read(name: "TRR-20170322.01.011.CSV", bytes: file(Array(repeating: 0xFF, count: 85)))
+        #expect(lines.first?.transactionID.utf8.count == 255)
+    }
+
     @Test func roles() {
         #expect(PayPalSettlementReport.role(eventCode: "T0006") == .payment)
         #expect(PayPalSettlementReport.role(eventCode: "T0002") == .payment)
