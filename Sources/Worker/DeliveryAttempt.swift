@@ -3,7 +3,7 @@
 /// the reason.
 ///
 /// The jitter is "equal jitter": the delay is in [ceiling/2, ceiling) with ceiling = base·2^(attempts−1) capped at
-/// `maxDelaySeconds`. Full jitter ([0, ceiling)) spreads retries as well but lets an unlucky delivery retry almost at
+/// `maxDelay`. Full jitter ([0, ceiling)) spreads retries as well but lets an unlucky delivery retry almost at
 /// once, over and over, and burn its attempt budget inside a short provider outage; half the ceiling as a floor keeps
 /// the backoff exponential for every delivery.
 public struct DeliveryAttempt: Sendable {
@@ -38,16 +38,18 @@ public struct DeliveryAttempt: Sendable {
 
     public enum Decision: Sendable, Equatable {
         case done(Outcome)
-        case retry(afterSeconds: Double, reason: String)
+        case retry(after: Duration, reason: String)
         case dead(reason: String)
     }
 
     public var maxAttempts: Int
-    public var baseDelaySeconds: Double
-    public var maxDelaySeconds: Double
+    public var baseDelay: Duration
+    public var maxDelay: Duration
+    /// No retry comes sooner than this, whatever the base (a zero base would otherwise spin).
+    public static let minimumDelay = Duration.milliseconds(50)
 
-    public init(maxAttempts: Int = 10, baseDelaySeconds: Double = 2, maxDelaySeconds: Double = 900) {
-        self.maxAttempts = maxAttempts; self.baseDelaySeconds = baseDelaySeconds; self.maxDelaySeconds = maxDelaySeconds
+    public init(maxAttempts: Int = 10, baseDelay: Duration = .seconds(2), maxDelay: Duration = .seconds(900)) {
+        self.maxAttempts = maxAttempts; self.baseDelay = baseDelay; self.maxDelay = maxDelay
     }
 
     /// `attempts` counts this one (1 after the first try). `random` in [0, 1) supplies the jitter.
@@ -59,10 +61,15 @@ public struct DeliveryAttempt: Sendable {
         case .permanent(let r): reason = r; retryAfter = nil
         }
         if attempts >= maxAttempts { return .dead(reason: "gave up after \(attempts) attempts: \(reason)") }
-        let ceiling = min(maxDelaySeconds, baseDelaySeconds * Double(1 << min(attempts - 1, 30)))
+        let ceiling = min(maxDelay, baseDelay * (1 << min(max(attempts - 1, 0), 30)))
         let jitter = random.isNaN ? 0 : min(max(random, 0), 1)
         var delay = ceiling / 2 + ceiling / 2 * jitter  // spread retries of many deliveries, never below half the ceiling
-        if let retryAfter { delay = max(delay, Double(retryAfter)) }
-        return .retry(afterSeconds: max(delay, 0.05), reason: reason)
+        if let retryAfter { delay = max(delay, .seconds(retryAfter)) }
+        return .retry(after: max(delay, Self.minimumDelay), reason: reason)
     }
+}
+
+extension Duration {
+    /// Seconds with their fraction, for the SQL and the logs that take a number.
+    var inSeconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }

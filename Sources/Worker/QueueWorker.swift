@@ -202,7 +202,7 @@ public final class QueueWorker: Sendable {
         }
         let result = processed.result
         // A retry carries its delay; dead is the last attempt (no delay).
-        let failure: (retryAfter: Double?, reason: String)
+        let failure: (retryAfter: Duration?, reason: String)
         let decision = configuration.attempt.decide(result, attempts: delivery.attempts, random: Double.random(in: 0..<1))
         let outcomeLabel: String =
             switch decision {
@@ -231,7 +231,7 @@ public final class QueueWorker: Sendable {
         do {
             let kept = try await pool.run { conn in
                 try DeliveryQueue.fail(
-                    id: delivery.id, owner: owner, error: failure.reason, retryAfterSeconds: failure.retryAfter,
+                    id: delivery.id, owner: owner, error: failure.reason, retryAfterSeconds: failure.retryAfter.map(\.inSeconds),
                     provider: delivery.provider, orderIDs: processed.orderIDs, on: conn)
             }
             noteFailureRecorded(delivery, kept: kept, failure: failure, result: result, log: log)
@@ -245,7 +245,7 @@ public final class QueueWorker: Sendable {
     /// Not inlined into `handle`, so the log lines' values are not in that async frame (see `OrderChecker.makeCheck`).
     @inline(never)
     private func noteFailureRecorded(
-        _ delivery: QueuedDelivery, kept: Bool, failure: (retryAfter: Double?, reason: String), result: DeliveryAttempt.Result,
+        _ delivery: QueuedDelivery, kept: Bool, failure: (retryAfter: Duration?, reason: String), result: DeliveryAttempt.Result,
         log: Logger
     ) {
         totals.withLock { t in
@@ -258,10 +258,11 @@ public final class QueueWorker: Sendable {
             // what to do; it is still retried, since credentials and configuration get fixed.
             log.warning(
                 "delivery will be retried, but the provider refused it as it is: fix what the reason names (credentials or permissions: payrecon doctor), then restart the worker, or reload it (systemctl reload payrecon-work) when the secret is given as a file (NAME_FILE), which also makes the deliveries waiting for a retry due at once; payrecon events retry ID retries one now",
-                ["attempt": delivery.attempts, "after_s": Int(after.rounded(.up)), "reason": failure.reason])
+                ["attempt": delivery.attempts, "after_s": Int(after.inSeconds.rounded(.up)), "reason": failure.reason])
         } else if let after = failure.retryAfter {
             log.info(
-                "delivery will be retried", ["attempt": delivery.attempts, "after_s": Int(after.rounded(.up)), "reason": failure.reason]
+                "delivery will be retried",
+                ["attempt": delivery.attempts, "after_s": Int(after.inSeconds.rounded(.up)), "reason": failure.reason]
             )
         } else {
             log.error("delivery is dead", ["reason": failure.reason])

@@ -4,10 +4,11 @@ import Worker
 /// `DeliveryAttempt.decide`: the delivery lease's outcome as a pure function of (result, attempts, random).
 @Suite("DeliveryAttempt")
 struct DeliveryAttemptTests {
-    let policy = DeliveryAttempt(maxAttempts: 10, baseDelaySeconds: 2, maxDelaySeconds: 900)
+    let policy = DeliveryAttempt(maxAttempts: 10, baseDelay: .seconds(2), maxDelay: .seconds(900))
 
+    /// The retry's delay in seconds (a Duration's whole attoseconds: the figures below are exact).
     func delay(_ d: DeliveryAttempt.Decision) -> Double? {
-        if case .retry(let after, _) = d { return after }
+        if case .retry(let after, _) = d { return Double(after.components.seconds) + Double(after.components.attoseconds) / 1e18 }
         return nil
     }
 
@@ -42,7 +43,7 @@ struct DeliveryAttemptTests {
     }
 
     @Test func delayIsCappedAtMaxDelay() throws {
-        let capped = DeliveryAttempt(maxAttempts: 100, baseDelaySeconds: 2, maxDelaySeconds: 900)
+        let capped = DeliveryAttempt(maxAttempts: 100, baseDelay: .seconds(2), maxDelay: .seconds(900))
         for attempts in [10, 20, 40, 64, 99] {
             let d = try #require(delay(capped.decide(.transient(reason: "x", retryAfterSeconds: nil), attempts: attempts, random: 0.999)))
             #expect(d <= 900 && d >= 450)
@@ -53,7 +54,8 @@ struct DeliveryAttemptTests {
     func jitterStaysWithinHalfToFullCeiling(random: Double) throws {
         let d = try #require(delay(policy.decide(.transient(reason: "x", retryAfterSeconds: nil), attempts: 4, random: random)))
         #expect(d >= 8 && d < 16)
-        #expect(d == 8 + 8 * random)
+        let after = policy.decide(.transient(reason: "x", retryAfterSeconds: nil), attempts: 4, random: random)
+        #expect(after == .retry(after: .seconds(8) + .seconds(8) * random, reason: "x"))
     }
 
     @Test(arguments: [-1.0, 1.5, Double.nan])
@@ -99,7 +101,7 @@ struct DeliveryAttemptTests {
     }
 
     @Test func tinyBaseDelayHasAFloor() throws {
-        let fast = DeliveryAttempt(maxAttempts: 5, baseDelaySeconds: 0, maxDelaySeconds: 1)
+        let fast = DeliveryAttempt(maxAttempts: 5, baseDelay: .zero, maxDelay: .seconds(1))
         #expect(try #require(delay(fast.decide(.transient(reason: "x", retryAfterSeconds: nil), attempts: 1, random: 0))) == 0.05)
     }
 }

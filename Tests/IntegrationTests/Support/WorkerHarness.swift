@@ -211,13 +211,13 @@ final class WorkerHarness: @unchecked Sendable {
     // MARK: The worker
 
     func worker(
-        owner: String = "w-" + UUID().uuidString.prefix(8), maxAttempts: Int = 10, baseDelaySeconds: Double = 60,
+        owner: String = "w-" + UUID().uuidString.prefix(8), maxAttempts: Int = 10, baseDelay: Duration = .seconds(60),
         leaseSeconds: Int = 30, batchSize: Int = 8, executeActions: Bool = false
     ) -> QueueWorker {
         QueueWorker(
             configuration: .init(
                 owner: owner, leaseSeconds: leaseSeconds, batchSize: batchSize, pollSeconds: 0.2,
-                attempt: DeliveryAttempt(maxAttempts: maxAttempts, baseDelaySeconds: baseDelaySeconds),
+                attempt: DeliveryAttempt(maxAttempts: maxAttempts, baseDelay: baseDelay),
                 executeActions: executeActions),
             conninfo: database.url, pool: pool, processor: processor, executor: executor, logger: log.logger)
     }
@@ -225,9 +225,9 @@ final class WorkerHarness: @unchecked Sendable {
     /// `payrecon work --once`.
     @discardableResult
     func runOnce(
-        owner: String = "w-" + UUID().uuidString.prefix(8), maxAttempts: Int = 10, baseDelaySeconds: Double = 60
+        owner: String = "w-" + UUID().uuidString.prefix(8), maxAttempts: Int = 10, baseDelay: Duration = .seconds(60)
     ) async -> QueueWorker.Totals {
-        await worker(owner: owner, maxAttempts: maxAttempts, baseDelaySeconds: baseDelaySeconds).run(once: true)
+        await worker(owner: owner, maxAttempts: maxAttempts, baseDelay: baseDelay).run(once: true)
     }
 
     func sweep(since: Date? = nil, provider: Provider? = nil, concurrency: Int = 4) async throws -> ReconcileSweep.Summary {
