@@ -45,7 +45,7 @@ public struct WorkerContext: Sendable {
         executeActions = try env.choice("PAYRECON_ACTIONS", ["emit", "execute"], default: "emit") == "execute"
         if !gateway.anyConfigured && warnWithoutCredentials {
             let variables = ProviderRegistry.definitions.map(\.apiVariables).joined(separator: "; ")
-            Log.warning("no provider API credentials set: orders cannot be re-fetched", ["set": variables])
+            logger.warning("no provider API credentials set: orders cannot be re-fetched", ["set": variables])
         }
     }
 

@@ -49,7 +49,7 @@ let consoleCommand = Command(
     try ConsoleUsersFile.refuseUnreadableHashes(users, path)
     try ConsoleUsersFile.refuseLooseFile(path)
     var configuration = try consoleConfiguration(env, host: host, port: port, users: users)
-    try ConsoleUsersFile.refuseNoOneCanSignIn(users, path, userHeader: configuration.userHeader)
+    try ConsoleUsersFile.refuseNoOneCanSignIn(users, path, userHeader: configuration.userHeader, logger: args.logger)
     // Six: an overview reads on three at once, and the refresh may read while a page does; the rest serve the other pages.
     let pool = PostgresPool(conninfo: try env.databaseURL(), size: 6, acquireTimeout: 5, prepareStatements: try env.preparesStatements())
     defer { pool.close() }
@@ -68,7 +68,8 @@ let consoleCommand = Command(
     do {
         providers = try WorkerContext(env, poolSize: 2, maxConcurrentRequests: 8, warnWithoutCredentials: false, logger: args.logger)
     } catch {
-        Log.warning("console: the provider API settings cannot be used, so it cannot retry actions", ["error": String(describing: error)])
+        args.logger.warning(
+            "console: the provider API settings cannot be used, so it cannot retry actions", ["error": String(describing: error)])
         providers = nil
     }
     defer { providers?.pool.close() }
@@ -90,13 +91,13 @@ let consoleCommand = Command(
             guard let again = try ConsoleUsersFile.read(path) else { throw ConfigurationError("\(path) is gone") }
             try ConsoleUsersFile.refuseUnreadableHashes(again, path)
             try ConsoleUsersFile.refuseLooseFile(path)
-            try ConsoleUsersFile.refuseNoOneCanSignIn(again, path, userHeader: userHeader)
+            try ConsoleUsersFile.refuseNoOneCanSignIn(again, path, userHeader: userHeader, logger: args.logger)
             console.replaceUsers(again)
-        } catch { Log.warning("console users not re-read; the ones in use stay", ["error": String(describing: error)]) }
+        } catch { args.logger.warning("console users not re-read; the ones in use stay", ["error": String(describing: error)]) }
         // The provider API secrets too, as `work` reads them again.
         if let providers, providers.gateway.anyConfigured {
             do { try providers.reloadProviders(Environment()) } catch {
-                Log.warning("provider API secrets not re-read; the ones in use stay", ["error": String(describing: error)])
+                args.logger.warning("provider API secrets not re-read; the ones in use stay", ["error": String(describing: error)])
             }
         }
     }
@@ -266,7 +267,7 @@ enum ConsoleUsersFile {
 
     /// People with no password sign in only through the proxy's header: without one, a file of only such people lets
     /// no one in (refused), and a file with some warns that they cannot sign in.
-    static func refuseNoOneCanSignIn(_ users: ConsoleUsers, _ path: String, userHeader: String?) throws {
+    static func refuseNoOneCanSignIn(_ users: ConsoleUsers, _ path: String, userHeader: String?, logger: Logger) throws {
         guard userHeader == nil, let proxied = users.users.first(where: { $0.passwordHash == nil }) else { return }
         guard users.users.contains(where: { $0.passwordHash != nil }) else {
             throw ConfigurationError(
@@ -274,7 +275,7 @@ enum ConsoleUsersFile {
                     + "set it (with PAYRECON_TRUSTED_PROXIES and PAYRECON_CONSOLE_PROXY_SECRET), or give someone a password "
                     + "with `payrecon console add-user NAME --role operator`")
         }
-        Log.warning(
+        logger.warning(
             "console: a person in the users file has no password and PAYRECON_CONSOLE_USER_HEADER is not set: they cannot sign in",
             ["user": proxied.name])
     }

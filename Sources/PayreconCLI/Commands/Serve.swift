@@ -42,7 +42,7 @@ let serveCommand = Command(
         throw ConfigurationError("PAYRECON_REQUEST_TIMEOUT=\(env["PAYRECON_REQUEST_TIMEOUT"] ?? ""): \(error); use e.g. 30s")
     }
     if requestTimeout <= commitTimeout {
-        Log.warning(
+        args.logger.warning(
             "PAYRECON_REQUEST_TIMEOUT is not longer than PAYRECON_COMMIT_TIMEOUT: a slow commit's connection is cut before its 503",
             ["request_timeout_s": requestTimeout, "commit_timeout_s": commitTimeout])
     }
@@ -51,7 +51,7 @@ let serveCommand = Command(
     // own, so a limit below what PAYRECON_MAX_CONNECTIONS needs is said at start.
     var descriptors = rlimit()
     if getrlimit(Int32(RLIMIT_NOFILE.rawValue), &descriptors) == 0, descriptors.rlim_cur < rlim_t(maxConnections + 128) {
-        Log.warning(
+        args.logger.warning(
             "the file-descriptor limit is below what PAYRECON_MAX_CONNECTIONS needs: connections past it are not accepted; raise it (LimitNOFILE in the unit, ulimit -n) or lower PAYRECON_MAX_CONNECTIONS",
             ["limit": Int(descriptors.rlim_cur), "needed": maxConnections + 128])
     }
@@ -74,7 +74,7 @@ let serveCommand = Command(
     let expected = Migrator.shippedVersions
     if let reason = pool.probe() {
         // libpq's words: a misspelt database name reads differently from a server that is down.
-        Log.warning("database not reachable at start; deliveries get 503 until it is", ["error": reason])
+        args.logger.warning("database not reachable at start; deliveries get 503 until it is", ["error": reason])
     } else if !expected.isEmpty {
         let status: Migrator.Status
         do { status = try pool.withConnection { try Migrator.status(expected, on: $0) } } catch {
@@ -108,11 +108,11 @@ let serveCommand = Command(
     // cannot be read keeps the ones in use, and says why.
     Signals.onHangup {
         do { receiver.replaceWebhooks(try configuredWebhooks(Environment())) } catch {
-            Log.error("SIGHUP: the webhook secrets were not re-read; the ones in use stay", ["error": String(describing: error)])
+            args.logger.error("SIGHUP: the webhook secrets were not re-read; the ones in use stay", ["error": String(describing: error)])
         }
     }
     let signal = await Signals.waitForTermination()
-    Log.info("draining", ["signal": signal])
+    args.logger.info("draining", ["signal": signal])
     receiver.shutdown()
     pool.close()
     return Exit.ok

@@ -56,22 +56,23 @@ let workCommand = Command(
         executor: context.executor, logger: context.logger)
     if !args.flag(Options.once) {
         Task {
-            let s = await Signals.waitForTermination(); Log.info("stopping", ["signal": s]); worker.stop()
+            let s = await Signals.waitForTermination(); args.logger.info("stopping", ["signal": s]); worker.stop()
         }
         // SIGHUP: the provider API secrets given as files (NAME_FILE) are read again; calls under way finish with the
         // old ones. A secret that cannot be read keeps the ones in use, and says why.
         Signals.onHangup {
             do { try context.reloadProviders(Environment()) } catch {
-                Log.error("SIGHUP: the provider API secrets were not re-read; the ones in use stay", ["error": String(describing: error)])
+                args.logger.error(
+                    "SIGHUP: the provider API secrets were not re-read; the ones in use stay", ["error": String(describing: error)])
                 return
             }
             // What waited out a backoff for a cause now fixed (a refused secret) is retried at once.
             Task {
                 do {
                     let due = try await context.pool.run { try DeliveryQueue.dueNow(on: $0) }
-                    if due > 0 { Log.info("SIGHUP: deliveries waiting for a retry are due now", ["deliveries": due]) }
+                    if due > 0 { args.logger.info("SIGHUP: deliveries waiting for a retry are due now", ["deliveries": due]) }
                 } catch {
-                    Log.warning(
+                    args.logger.warning(
                         "SIGHUP: deliveries waiting for a retry could not be made due now; they keep their backoff",
                         ["error": String(describing: error)])
                 }
@@ -93,13 +94,13 @@ let workCommand = Command(
         refresher = Task { [pool = context.pool] in
             while !Task.isCancelled {
                 do { try await pool.run { try WorkerMetrics.refresh(on: $0) } } catch {
-                    Log.warning("cannot refresh the worker's metrics", ["error": String(describing: error)])
+                    args.logger.warning("cannot refresh the worker's metrics", ["error": String(describing: error)])
                 }
                 try? await Task.sleep(for: .seconds(15))
             }
         }
         let server = WorkerMetricsServer(host: address.host, port: address.port)
-        do { Log.info("worker metrics listening", ["port": Int(try server.start())]) } catch {
+        do { args.logger.info("worker metrics listening", ["port": Int(try server.start())]) } catch {
             throw ConfigurationError("cannot serve the worker's /metrics on \(address.host):\(address.port): \(error)")
         }
         metricsServer = server
@@ -118,7 +119,7 @@ let workCommand = Command(
             service: VerdictService(
                 pool: context.pool, checker: context.checker, maxChecks: min(batch, max(4, batch / 2)),
                 logger: context.logger))
-        do { Log.info("verdict API listening", ["port": Int(try server.start())]) } catch {
+        do { args.logger.info("verdict API listening", ["port": Int(try server.start())]) } catch {
             throw ConfigurationError("cannot serve the verdict API on \(address.host):\(address.port): \(error)")
         }
         verdictServer = server
