@@ -29,8 +29,11 @@ final class GroupCommitter: Sendable {
         "payrecon_commit_batch_size", help: "Deliveries per group commit.",
         buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256])
 
-    init(storage: any ReceiverStorage, maxBatch: Int = 256, maxInFlight: Int = 1, maxQueued: Int = 8192) {
+    private let logger: Logger
+
+    init(storage: any ReceiverStorage, maxBatch: Int = 256, maxInFlight: Int = 1, maxQueued: Int = 8192, logger: Logger) {
         self.storage = storage
+        self.logger = logger
         self.machine = Mutex(GroupCommitStateMachine(maxBatch: maxBatch, maxInFlight: maxInFlight, maxQueued: maxQueued))
         self.threads = (0..<max(1, maxInFlight)).map { DedicatedThread(name: "group-commit-\($0)") }
         batchSize.initialise()  // at 0 from the start: the first commits show in rate()
@@ -73,10 +76,10 @@ final class GroupCommitter: Sendable {
             for (c, s) in zip(completions, stored) { c(.stored(s)) }
         } catch  where !storage.isUnavailable(error) && batch.count > 1 {
             // One bad item must not fail its neighbours: commit each alone, so only the culprit is refused.
-            Log.warning("group commit failed; retrying items one by one", ["error": String(describing: error), "items": batch.count])
+            logger.warning("group commit failed; retrying items one by one", ["error": String(describing: error), "items": batch.count])
             for item in batch { flush([item]) }
         } catch {
-            Log.error("could not store deliveries", ["error": String(describing: error), "deliveries": deliveries.count])
+            logger.error("could not store deliveries", ["error": String(describing: error), "deliveries": deliveries.count])
             let down = storage.isUnavailable(error)
             for c in completions { c(.unavailable(String(describing: error), databaseDown: down)) }
         }

@@ -106,9 +106,9 @@ public final class Receiver: Sendable {
                 (definition.provider.rawValue, Set((definition.webhookHeaders + Self.headersAlwaysStored).map { $0.lowercased() }))
             })
         self.storage = storage
-        self.committer = GroupCommitter(storage: storage)
-        self.rejections = RejectionLane(storage: storage)
-        self.material = ReceiverMaterialStore(storage: storage)
+        self.committer = GroupCommitter(storage: storage, logger: logger)
+        self.rejections = RejectionLane(storage: storage, logger: logger)
+        self.material = ReceiverMaterialStore(storage: storage, logger: logger)
         metrics.initialise()
         let probe = StorageProbe(storage: storage)
         self.probe = probe

@@ -8,11 +8,12 @@ import Reconciliation
 final class ReceiverMaterialStore: WebhookMaterialStore {
     let storage: any ReceiverStorage
     private let thread = DedicatedThread(name: "webhook-material")
-    init(storage: any ReceiverStorage) { self.storage = storage }
+    private let logger: Logger
+    init(storage: any ReceiverStorage, logger: Logger) { self.storage = storage; self.logger = logger }
 
     func load(_ provider: Provider) -> [(key: String, value: [UInt8])] {
         do { return try storage.loadWebhookMaterial(provider) } catch {
-            Log.warning(
+            logger.warning(
                 "could not read what webhook verification kept; starting cold",
                 ["provider": provider.rawValue, "error": String(describing: error)])
             return []
@@ -20,9 +21,9 @@ final class ReceiverMaterialStore: WebhookMaterialStore {
     }
 
     func save(_ provider: Provider, key: String, value: [UInt8], keepUntil: Date) {
-        thread.after(0) { [storage] in
+        thread.after(0) { [storage, logger] in
             do { try storage.saveWebhookMaterial(provider, key: key, value: value, keepUntil: keepUntil) } catch {
-                Log.warning(
+                logger.warning(
                     "could not keep webhook verification material; it is fetched again after a restart",
                     ["provider": provider.rawValue, "error": String(describing: error)])
             }

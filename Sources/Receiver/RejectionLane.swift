@@ -52,20 +52,22 @@ final class RejectionLane: Sendable {
         storage: any ReceiverStorage, maxBytes: Int = 4 << 20, maxKeys: Int = 10_000, samplesPerHour: Int = DeliveryStore.samplesPerHour,
         samplesPerDay: Int = DeliveryStore.samplesPerDay, logsPerMinute: Int = 10,
         flushInterval: Double = 1, clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
-        log: @escaping @Sendable (_ summary: RejectionLogBudget.Summary) -> Void = RejectionLane.logSummary
+        logger: Logger, log: (@Sendable (_ summary: RejectionLogBudget.Summary) -> Void)? = nil
     ) {
+        self.logger = logger
         self.storage = storage; self.maxBytes = maxBytes; self.maxKeys = maxKeys; self.samplesPerHour = samplesPerHour
         self.samplesPerDay = samplesPerDay; self.clock = clock
         self.flushInterval = flushInterval
-        self.logSummary = log
+        self.logSummary = log ?? { RejectionLane.logSummary($0, logger) }
         self.state = Mutex(State(logs: RejectionLogBudget(perMinute: logsPerMinute)))
     }
 
     private let logSummary: @Sendable (RejectionLogBudget.Summary) -> Void
+    private let logger: Logger
 
     /// The summary line of a minute's rejections that were not logged one by one.
-    static let logSummary: @Sendable (RejectionLogBudget.Summary) -> Void = { summary in
-        Log.warning(
+    static func logSummary(_ summary: RejectionLogBudget.Summary, _ logger: Logger) {
+        logger.warning(
             "deliveries rejected without a line of their own",
             [
                 "provider": summary.provider.rawValue, "reason": summary.reason,
@@ -145,7 +147,7 @@ final class RejectionLane: Sendable {
             // Not retried: a store that is down must not make the lane grow; the loss is counted.
             let total = counts.reduce(Int64(0)) { $0 + $1.count }
             notRecorded.increment([("provider", "any"), ("reason", "store_unavailable")], by: total)
-            Log.warning("could not record rejected deliveries", ["error": String(describing: error), "rejections": Int(total)])
+            logger.warning("could not record rejected deliveries", ["error": String(describing: error), "rejections": Int(total)])
         }
         // Still `flushing`: what arrived meanwhile waits for the next round (which ends the flushing if it finds none).
         thread.after(flushInterval) { [self] in self.flush() }

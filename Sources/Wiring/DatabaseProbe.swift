@@ -16,13 +16,17 @@ public final class DatabaseProbe: Sendable {
     private let interval: Duration
     private let process: String
 
-    public init(pool: PostgresPool, process: String, interval: Duration = .seconds(15)) {
-        self.pool = pool; self.process = process; self.interval = interval
+    private let logger: Logger
+
+    public init(pool: PostgresPool, process: String, interval: Duration = .seconds(15), logger: Logger) {
+        self.pool = pool; self.process = process; self.interval = interval; self.logger = logger
     }
 
     /// With the interval `PAYRECON_DB_PROBE_INTERVAL` sets (default 15s).
-    public convenience init(pool: PostgresPool, process: String, environment: Environment) throws {
-        self.init(pool: pool, process: process, interval: .seconds(try environment.duration("PAYRECON_DB_PROBE_INTERVAL", default: "15s")))
+    public convenience init(pool: PostgresPool, process: String, environment: Environment, logger: Logger) throws {
+        self.init(
+            pool: pool, process: process, interval: .seconds(try environment.duration("PAYRECON_DB_PROBE_INTERVAL", default: "15s")),
+            logger: logger)
     }
 
     /// Exports `payrecon_database_up` (0 until the first probe answers).
@@ -31,7 +35,7 @@ public final class DatabaseProbe: Sendable {
     /// Registers the gauge and probes until the task is cancelled; the first probe runs at once.
     public func start() -> Task<Void, Never> {
         Self.register()
-        let pool = self.pool, interval = self.interval, process = self.process
+        let pool = self.pool, interval = self.interval, process = self.process, logger = self.logger
         return Task.detached {
             var state = ProbeState()
             // A probe still waiting (a network that drops packets holds a query until the kernel gives up, minutes
@@ -54,11 +58,11 @@ public final class DatabaseProbe: Sendable {
                 switch state.observe(failure: failure, at: Date()) {
                 case .none: break
                 case .lost(let reason):
-                    Log.warning(
+                    logger.warning(
                         "database out of reach; probing it until it answers, and saying when it is back",
                         ["error": reason, "process": process])
                 case .back(let seconds):
-                    Log.info("database reachable again", ["after_seconds": Int(seconds), "process": process])
+                    logger.info("database reachable again", ["after_seconds": Int(seconds), "process": process])
                 }
                 try? await Task.sleep(for: interval)
             }

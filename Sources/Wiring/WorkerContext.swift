@@ -80,17 +80,17 @@ public struct WorkerContext: Sendable {
     /// DATABASE_URL unless that reaches PostgreSQL through a pooler (PgBouncer in transaction mode loses
     /// notifications), in which case nil: the worker polls, and says so at start.
     /// `polling` says what happens instead, in the warning (the console's overview refreshes on a timer).
-    public func listenURL(_ env: Environment) -> String? { Self.listenURL(env, databaseURL: url) }
+    public func listenURL(_ env: Environment) -> String? { Self.listenURL(env, databaseURL: url, logger: logger) }
 
     /// Where a process whose database is `databaseURL` LISTENs (see `listenURL(_:)`).
     public static func listenURL(
-        _ env: Environment, databaseURL url: String, polling: String = "the worker polls for deliveries"
+        _ env: Environment, databaseURL url: String, polling: String = "the worker polls for deliveries", logger: Logger
     ) -> String? {
         if let direct = try? env.secret("PAYRECON_LISTEN_DATABASE_URL"), !direct.isEmpty {
             // A LISTEN URL at the pooler by mistake: transaction-mode PgBouncer drops the LISTEN with the transaction,
             // so the worker would wait for notifications that never come. Say so, and poll.
             if Self.looksPooled(direct) == true {
-                Log.warning(
+                logger.warning(
                     "PAYRECON_LISTEN_DATABASE_URL reaches PostgreSQL through a pooler, which loses LISTEN: point it at PostgreSQL itself (its own host and port)",
                     ["until_then": polling])
                 return nil
@@ -99,7 +99,7 @@ public struct WorkerContext: Sendable {
         }
         let pooled = Self.looksPooled(url)
         if pooled == true {
-            Log.warning(
+            logger.warning(
                 "DATABASE_URL reaches PostgreSQL through a pooler and PAYRECON_LISTEN_DATABASE_URL is not set", ["meanwhile": polling])
             return nil
         }

@@ -79,7 +79,7 @@ public final class QueueWorker: Sendable {
     public func run(once: Bool) async -> Totals {
         if !once {
             if let conninfo {
-                wakeup.listen(conninfo: conninfo, channel: DeliveryStore.channel)
+                wakeup.listen(conninfo: conninfo, channel: DeliveryStore.channel, logger: logger)
             } else {
                 logger.info(
                     "polling for deliveries: no connection to LISTEN on (set PAYRECON_LISTEN_DATABASE_URL to a direct one)",

@@ -57,7 +57,7 @@ final class Wakeup: Sendable {
     }
 
     /// Listens on `channel` in a background thread until `stop()`.
-    func listen(conninfo: String, channel: String) {
+    func listen(conninfo: String, channel: String, logger: Logger) {
         let thread = Thread { [self] in
             ThreadName.set("payrecon-listen")
             var conn: PostgresConnection?
@@ -71,7 +71,7 @@ final class Wakeup: Sendable {
                     }
                     if try !conn!.waitForNotifications(timeout: 1.0).isEmpty { signal() }
                 } catch {
-                    Log.warning("LISTEN connection lost; polling until it is back", ["error": String(describing: error)])
+                    logger.warning("LISTEN connection lost; polling until it is back", ["error": String(describing: error)])
                     conn?.close(); conn = nil
                     Thread.sleep(forTimeInterval: 2)
                 }

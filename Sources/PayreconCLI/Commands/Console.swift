@@ -79,7 +79,7 @@ let consoleCommand = Command(
     // The overview refreshes when a delivery is stored or a console writes (LISTEN, on a direct connection), and every
     // 10 seconds either way.
     configuration.listenURL = WorkerContext.listenURL(
-        env, databaseURL: try env.databaseURL(), polling: "the console's overview refreshes every 10 seconds")
+        env, databaseURL: try env.databaseURL(), polling: "the console's overview refreshes every 10 seconds", logger: args.logger)
     let console = ConsoleServer(configuration: configuration, pool: pool, logger: args.logger)
     let bound: UInt16
     do { bound = try console.start() } catch { throw FatalError("\(error)") }

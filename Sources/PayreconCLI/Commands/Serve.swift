@@ -66,7 +66,7 @@ let serveCommand = Command(
     }
     let trustedProxies = try env.trustedProxies()
     let metricsAddress = try env.serveMetricsAddress(flag: args.value(serveMetricsListen))
-    let webhooks = try configuredWebhooks(env)
+    let webhooks = try configuredWebhooks(env, logger: args.logger)
     let pool = PostgresPool(conninfo: url, size: 8, acquireTimeout: 5, prepareStatements: try env.preparesStatements())
     // serve does not migrate: it refuses to start on a database that lacks migrations (run `payrecon migrate` first,
     // as the owner: payrecon-migrate.service, which starting serve's unit starts first; serve's own role cannot). Unreachable at start is not fatal: deliveries get 503 until it is.
@@ -99,7 +99,7 @@ let serveCommand = Command(
     ProcessMetrics.register(version: CLI.version)
     PoolMetrics.register(pool)
     // payrecon_database_up, and one line when the database goes out of reach and one when it is back.
-    let probe = try DatabaseProbe(pool: pool, process: "serve", environment: env).start()
+    let probe = try DatabaseProbe(pool: pool, process: "serve", environment: env, logger: args.logger).start()
     defer { probe.cancel() }
     let bound: UInt16
     do { bound = try receiver.start() } catch { throw FatalError("\(error)") }
@@ -107,7 +107,7 @@ let serveCommand = Command(
     // SIGHUP: the webhook secrets given as files (NAME_FILE) are read again and take over at once; a secret that
     // cannot be read keeps the ones in use, and says why.
     Signals.onHangup {
-        do { receiver.replaceWebhooks(try configuredWebhooks(Environment())) } catch {
+        do { receiver.replaceWebhooks(try configuredWebhooks(Environment(), logger: args.logger)) } catch {
             args.logger.error("SIGHUP: the webhook secrets were not re-read; the ones in use stay", ["error": String(describing: error)])
         }
     }

@@ -81,7 +81,8 @@ let workCommand = Command(
     }
     // payrecon_database_up, and one line when the database goes out of reach and one when it is back.
     let probe: Task<Void, Never>? =
-        args.flag(Options.once) ? nil : try DatabaseProbe(pool: context.pool, process: "work", environment: env).start()
+        args.flag(Options.once)
+        ? nil : try DatabaseProbe(pool: context.pool, process: "work", environment: env, logger: args.logger).start()
     defer { probe?.cancel() }
     var metricsServer: WorkerMetricsServer?
     var refresher: Task<Void, Never>?
