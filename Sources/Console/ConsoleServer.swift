@@ -310,9 +310,10 @@ public final class ConsoleServer: Sendable {
         let session = try await pool.run {
             try ConsoleStore.session(tokenSHA256: hash, idleSeconds: idle, maxAgeSeconds: maxAge, touch: touch, on: $0)
         }
-        // The users file decides: a session of a person since removed, given another role or another password is over.
+        // The users file decides: a session of a person since removed, given another role or another password is over;
+        // so is one of a person the proxy alone signs in, once no proxy header is believed.
         guard let session, let user = users.withLock({ $0.user(named: session.userName) }), user.role.rawValue == session.role,
-            session.credential == Self.credential(of: user)
+            session.credential == Self.credential(of: user), user.passwordHash != nil || configuration.userHeader != nil
         else { return nil }
         return session
     }

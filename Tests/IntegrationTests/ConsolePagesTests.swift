@@ -301,6 +301,17 @@ import Testing
                 let refused = try await h.post("/login", [("name", "pia"), ("password", password)])
                 #expect(refused.status == 401 && refused.headers["set-cookie"] == nil, "password \(password.debugDescription)")
             }
+            // A console started without the proxy's header (on the same database) ends the session the proxy opened.
+            let cookie = String(try #require(named.headers["set-cookie"]).split(separator: ";")[0])
+            #expect(try await h.get("/", cookie: cookie).status == 200)
+            var plain = ConsoleServer.Configuration(host: "127.0.0.1", port: 0, users: try ConsoleServerTests.users())
+            plain.users.put(ConsoleUser(name: "pia", role: .viewer, passwordHash: nil))
+            let other = ConsoleServer(configuration: plain, pool: h.pool, logger: Logger())
+            let port = try other.start()
+            defer { other.stop() }
+            let ended = try await h.http.send(
+                HTTPClientRequest(method: "GET", url: "http://127.0.0.1:\(port)/", headers: [("Cookie", cookie)]))
+            #expect(ended.status == 303 && ended.headers["location"] == "/login")
         }
         // From an address that is not the proxy's, the header is anyone's words: ignored.
         try await ConsoleServerTests.with({

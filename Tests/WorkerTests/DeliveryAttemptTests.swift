@@ -93,6 +93,13 @@ struct DeliveryAttemptTests {
         #expect(two.decide(.permanent(reason: "bad"), attempts: 2, random: 0) == .dead(reason: "gave up after 2 attempts: bad"))
     }
 
+    /// An attempt count below 1 (never claimed) is read as the first attempt: the base delay, not a zero ceiling.
+    @Test func anAttemptCountBelowOneIsTheFirst() {
+        for attempts in [0, -1] {
+            #expect(delay(policy.decide(.transient(reason: "x", retryAfterSeconds: nil), attempts: attempts, random: 0)) == 1)
+        }
+    }
+
     @Test func oneAttemptBudgetIsDeadAtOnce() {
         let once = DeliveryAttempt(maxAttempts: 1)
         #expect(

@@ -89,6 +89,7 @@ let consoleCommand = Command(
     Signals.onHangup {
         do {
             guard let again = try ConsoleUsersFile.read(path) else { throw ConfigurationError("\(path) is gone") }
+            guard !again.users.isEmpty else { throw ConfigurationError("\(path) names no one") }
             try ConsoleUsersFile.refuseUnreadableHashes(again, path)
             try ConsoleUsersFile.refuseLooseFile(path)
             try ConsoleUsersFile.refuseNoOneCanSignIn(again, path, userHeader: userHeader, logger: args.logger)
