@@ -12,15 +12,15 @@ public final class QueueWorker: Sendable {
         public var owner: String
         public var leaseSeconds: Int
         public var batchSize: Int
-        public var pollSeconds: Double
+        public var poll: Duration
         public var attempt: DeliveryAttempt
         public var executeActions: Bool
 
         public init(
-            owner: String = QueueWorker.defaultOwner(), leaseSeconds: Int = 60, batchSize: Int = 8, pollSeconds: Double = 5,
+            owner: String = QueueWorker.defaultOwner(), leaseSeconds: Int = 60, batchSize: Int = 8, poll: Duration = .seconds(5),
             attempt: DeliveryAttempt = DeliveryAttempt(), executeActions: Bool = false
         ) {
-            self.owner = owner; self.leaseSeconds = leaseSeconds; self.batchSize = batchSize; self.pollSeconds = pollSeconds
+            self.owner = owner; self.leaseSeconds = leaseSeconds; self.batchSize = batchSize; self.poll = poll
             self.attempt = attempt; self.executeActions = executeActions
         }
     }
@@ -57,7 +57,7 @@ public final class QueueWorker: Sendable {
     static let completionFlushMilliseconds = 50
     static let completionBatch = 32
     /// The shortest idle wait, whatever `secondsUntilNextDue` says.
-    static let minimumWaitSeconds = 0.05
+    static let minimumWait = Duration.milliseconds(50)
 
     public init(
         configuration: Configuration, conninfo: String?, pool: PostgresPool, processor: DeliveryProcessor, executor: ActionExecutor?,
@@ -83,7 +83,7 @@ public final class QueueWorker: Sendable {
             } else {
                 logger.info(
                     "polling for deliveries: no connection to LISTEN on (set PAYRECON_LISTEN_DATABASE_URL to a direct one)",
-                    ["poll_s": configuration.pollSeconds])
+                    ["poll_s": configuration.poll.inSeconds])
             }
         }
         let loops = startLoops(once: once)
@@ -158,7 +158,7 @@ public final class QueueWorker: Sendable {
                         logger.warning("cannot claim deliveries; retrying", ["error": String(describing: error)])
                         if inFlight == 0 {
                             if once { break }
-                            await wakeup.wait(seconds: configuration.pollSeconds)
+                            await wakeup.wait(for: configuration.poll)
                             continue
                         }
                     }
@@ -175,10 +175,13 @@ public final class QueueWorker: Sendable {
                 // Nothing in hand and nothing due.
                 if once { break }
                 // A delivery due now that another transaction holds locked (SKIP LOCKED passed it) must not make
-                // this loop spin: wait at least `minimumWaitSeconds`.
+                // this loop spin: wait at least `minimumWait`.
                 let due = (try? await pool.run { try DeliveryQueue.secondsUntilNextDue(on: $0) }) ?? nil
-                let wait = min(configuration.pollSeconds, max(Self.minimumWaitSeconds, due ?? configuration.pollSeconds))
-                await wakeup.wait(seconds: wait)
+                // In whole milliseconds, rounded up; anything past the poll interval (or not a number) is the interval.
+                let dueIn = due.flatMap { s in
+                    s < configuration.poll.inSeconds ? Duration.milliseconds(Int64((s * 1000).rounded(.up))) : nil
+                }
+                await wakeup.wait(for: min(configuration.poll, max(Self.minimumWait, dueIn ?? configuration.poll)))
             }
             await group.waitForAll()
         }

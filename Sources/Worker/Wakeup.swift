@@ -21,9 +21,9 @@ final class Wakeup: Sendable {
         execute { $0.signal() }
     }
 
-    /// Returns when signalled, when stopped, or after `seconds`, whichever comes first.
-    func wait(seconds: Double) async {
-        let duration = Duration.milliseconds(Int64((max(0.001, seconds) * 1000).rounded(.up)))
+    /// Returns when signalled, when stopped, or after `timeout` (at least a millisecond), whichever comes first.
+    func wait(for timeout: Duration) async {
+        let duration = max(timeout, .milliseconds(1))
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
             let action = state.withLock { s -> WakeupStateMachine.WaitAction in
                 let action = s.machine.beginWait()

@@ -17,7 +17,7 @@ import Worker
     @Test func idleWorkerTransactionRateIsBoundedByItsPollInterval() async throws {
         try await OwnDatabase.with { db in
             let poll = 0.5, window = 4.0
-            let worker = db.worker(pollSeconds: poll)
+            let worker = db.worker(poll: .milliseconds(500))
             let run = Task { await worker.run(once: false) }
             // Let it start (LISTEN connection, first claim) before counting.
             try await Task.sleep(for: .seconds(1))
@@ -51,7 +51,7 @@ import Worker
 
     @Test func notifyWakesAnIdleWorkerLongBeforeItsPollInterval() async throws {
         try await OwnDatabase.with { db in
-            let worker = db.worker(pollSeconds: 60)
+            let worker = db.worker(poll: .seconds(60))
             let run = Task { await worker.run(once: false) }
             defer { worker.stop() }
             #expect(
@@ -115,13 +115,13 @@ private struct OwnDatabase: Sendable {
 
     func connect() throws -> PostgresConnection { try PostgresConnection(conninfo: url) }
 
-    func worker(pollSeconds: Double) -> QueueWorker {
+    func worker(poll: Duration) -> QueueWorker {
         let gateway = ProviderGateway(ConfiguredProviders(apis: [:]))  // no credentials: nothing to fetch
         let checker = OrderChecker(pool: pool, gateway: gateway, pendingMaxSeconds: 86_400)
         return QueueWorker(
             configuration: .init(
                 owner: "idle-" + UUID().uuidString.prefix(8), leaseSeconds: 30, batchSize: 8,
-                pollSeconds: pollSeconds, executeActions: true),
+                poll: poll, executeActions: true),
             conninfo: url, pool: pool, processor: DeliveryProcessor(pool: pool, checker: checker),
             executor: ActionExecutor(pool: pool, gateway: gateway, checker: checker, logger: Logger()), logger: Logger())
     }

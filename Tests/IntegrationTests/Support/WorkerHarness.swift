@@ -216,7 +216,7 @@ final class WorkerHarness: @unchecked Sendable {
     ) -> QueueWorker {
         QueueWorker(
             configuration: .init(
-                owner: owner, leaseSeconds: leaseSeconds, batchSize: batchSize, pollSeconds: 0.2,
+                owner: owner, leaseSeconds: leaseSeconds, batchSize: batchSize, poll: .milliseconds(200),
                 attempt: DeliveryAttempt(maxAttempts: maxAttempts, baseDelay: baseDelay),
                 executeActions: executeActions),
             conninfo: database.url, pool: pool, processor: processor, executor: executor, logger: log.logger)
