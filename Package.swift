@@ -40,13 +40,16 @@ let package = Package(
         // The webhook endpoint: verification, group commit, answers, metrics.
         .target(name: "Receiver", dependencies: ["HTTP", "Store", "Providers", "Crypto", "Postgres", "Observability"]),
         // Queue claiming, the reconcile sweep, the action executor.
-        .target(name: "Worker", dependencies: ["Store", "Providers", "Reconciliation", "TextFormats", "Postgres", "Observability"]),
+        .target(
+            name: "Worker", dependencies: ["Store", "Providers", "Reconciliation", "TextFormats", "Postgres", "Observability", "CivilTime"]),
         // `payrecon report` and `actions list` renderers: value types in, text out (table, JSON, CSV, HTML). No I/O.
         .target(name: "Reporting", dependencies: ["Reconciliation", "TextFormats"]),
         // `payrecon console`: the operator's web console (sign-in, sessions, the overview, discrepancies and their ack).
         .target(
             name: "Console",
-            dependencies: ["Crypto", "Store", "Reporting", "Reconciliation", "TextFormats", "Postgres", "HTTP", "Observability"]),
+            dependencies: [
+                "Crypto", "Store", "Reporting", "Reconciliation", "TextFormats", "Postgres", "HTTP", "Observability", "CivilTime"
+            ]),
         // What the commands wire together (registry, worker context, endpoints), as a library so tests reach it.
         .target(
             name: "Wiring",

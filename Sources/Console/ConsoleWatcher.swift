@@ -1,3 +1,4 @@
+import CivilTime
 import Foundation
 import Observability
 import Postgres
@@ -53,7 +54,7 @@ final class ConsoleWatcher: Sendable {
         while !stopped.load(ordering: .relaxed) {
             // Read only for a page waiting (nobody looking, nothing read); at most once per `minimumGap`.
             let gap = ContinuousClock.now - lastRead
-            if gap < Self.minimumGap { Thread.sleep(forTimeInterval: Self.seconds(Self.minimumGap - gap)) }
+            if gap < Self.minimumGap { Thread.sleep(forTimeInterval: (Self.minimumGap - gap).inSeconds) }
             if live.waiting > 0 {
                 refresh()
                 lastRead = ContinuousClock.now
@@ -92,8 +93,6 @@ final class ConsoleWatcher: Sendable {
             }
         }
     }
-
-    static func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
 
     private func refresh() {
         do {

@@ -1,3 +1,4 @@
+import CivilTime
 import CLibPQ
 import Foundation
 #if canImport(Glibc)
@@ -31,8 +32,7 @@ extension PostgresConnection {
     /// Waits until at least one notification has arrived or `timeout` has passed, and returns what arrived
     /// (empty on timeout). Notifications that came in during earlier queries are returned at once.
     public func waitForNotifications(timeout: Duration) throws -> [PostgresNotification] {
-        let (seconds, attoseconds) = timeout.components
-        return try waitForNotifications(timeout: Double(seconds) + Double(attoseconds) / 1e18)
+        try waitForNotifications(timeout: timeout.inSeconds)
     }
 
     /// Waits until at least one notification has arrived or `timeout` seconds have passed.

@@ -1,3 +1,4 @@
+import CivilTime
 import Dispatch
 import Foundation
 import Observability
@@ -65,7 +66,7 @@ public final class PostgresPool: Sendable {
                         return
                     }
                     let waited = enqueued.duration(to: .now)
-                    let remaining = core.acquireTimeout - (Double(waited.components.seconds) + Double(waited.components.attoseconds) / 1e18)
+                    let remaining = core.acquireTimeout - waited.inSeconds
                     continuation.resume(with: Result { try core.withConnection(timeout: max(0, remaining), body) })
                 }
             }

@@ -9,20 +9,12 @@ public struct CSVFields: Sendable {
 
     public init() {}
 
-    /// A record of these fields (in tests, and where a record is built rather than read).
-    public init(_ fields: [[UInt8]]) {
-        for field in fields {
-            bytes += field
-            ends.append(bytes.count)
-        }
-    }
-
     public var count: Int { ends.count }
 
     public subscript(i: Int) -> ArraySlice<UInt8> { bytes[(i == 0 ? 0 : ends[i - 1])..<ends[i]] }
 
-    /// The fields as arrays of their own (for callers that keep them).
-    public var arrays: [[UInt8]] { (0..<count).map { Array(self[$0]) } }
+    /// The fields as arrays of their own (the arrays form of `readCSVRecord`).
+    var arrays: [[UInt8]] { (0..<count).map { Array(self[$0]) } }
 
     mutating func removeAll() {
         bytes.removeAll(keepingCapacity: true)

@@ -489,14 +489,13 @@ extension ActionExecutor {
     /// amount, or superseded when its key cannot be sent again as it was or the plan no longer wants it.
     private func applyRetry(_ action: StoredAction, plan: Plan, wanted: PlannedAction?) async throws -> RetryResult {
         let id = action.id, attempts = action.attempts
-        let result: RetryResult
         if wanted != nil, action.sentAt != nil, !action.inDoubt, gateway[action.provider].deduplicatesIdempotencyKeys {
             // Refused, not in doubt, at a provider that answers a repeated key with its first answer: the same key
             // would only be refused again. The refused call moved nothing, so the need gets a key of its own.
             let why =
                 "its key was sent and refused, and the provider answers a repeated key with its first answer: planned again "
                 + "under a key of its own"
-            result = try await retire(id, attempts: attempts, reason: "retried, but \(why)", why: why)
+            return try await retire(id, attempts: attempts, reason: "retried, but \(why)", why: why)
         } else if let wanted, action.sentAt != nil,
             wanted.amount != action.amount.minorUnits || wanted.providerTarget != action.providerTarget
         {
@@ -504,20 +503,19 @@ extension ActionExecutor {
             let why =
                 "its key was sent as \(action.amount.minorUnits) on \(action.providerTarget ?? "the transaction"), and the order now "
                 + "wants \(wanted.amount) on \(wanted.providerTarget ?? "the transaction"): planned again under a key of its own"
-            result = try await retire(id, attempts: attempts, reason: "retried, but \(why)", why: why)
+            return try await retire(id, attempts: attempts, reason: "retried, but \(why)", why: why)
         } else if let wanted {
             let changed = try await pool.run {
                 try ActionStore.retry(
                     id: id, attempts: attempts, amount: wanted.amount, currency: wanted.currency.code,
                     providerTarget: wanted.providerTarget, on: $0)
             }
-            result = changed ? .pending(amount: wanted.amount) : .notFailed("action \(id) changed meanwhile; nothing done")
+            return changed ? .pending(amount: wanted.amount) : .notFailed("action \(id) changed meanwhile; nothing done")
         } else {
             let why = plan.findings.first.map { "\($0.kind.rawValue): \($0.detail)" } ?? "the order no longer calls for it"
-            result = try await retire(
+            return try await retire(
                 id, attempts: attempts, reason: "retried, but the fresh plan no longer wants it (\(why))", why: why)
         }
-        return result
     }
 
     /// Supersedes the failed action if it is still the attempt re-planned; else it changed meanwhile and nothing is done.

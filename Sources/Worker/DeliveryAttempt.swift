@@ -68,8 +68,3 @@ public struct DeliveryAttempt: Sendable {
         return .retry(after: max(delay, Self.minimumDelay), reason: reason)
     }
 }
-
-extension Duration {
-    /// Seconds with their fraction, for the SQL and the logs that take a number.
-    var inSeconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
-}

@@ -43,11 +43,7 @@ let consoleCommand = Command(
     guard let path = env["PAYRECON_CONSOLE_USERS_FILE"], !path.isEmpty else {
         throw ConfigurationError("set PAYRECON_CONSOLE_USERS_FILE to the users file (make it with `payrecon console add-user`)")
     }
-    guard let users = try ConsoleUsersFile.read(path), !users.users.isEmpty else {
-        throw ConfigurationError("\(path) names no one: add a user with `payrecon console add-user NAME --role operator`")
-    }
-    try ConsoleUsersFile.refuseUnreadableHashes(users, path)
-    try ConsoleUsersFile.refuseLooseFile(path)
+    let users = try ConsoleUsersFile.load(path)
     var configuration = try consoleConfiguration(env, host: host, port: port, users: users)
     try ConsoleUsersFile.refuseNoOneCanSignIn(users, path, userHeader: configuration.userHeader, logger: args.logger)
     // Six: an overview reads on three at once, and the refresh may read while a page does; the rest serve the other pages.
@@ -88,10 +84,7 @@ let consoleCommand = Command(
     // SIGHUP: the users file is read again (a person removed, or given another role or password, is signed out).
     Signals.onHangup {
         do {
-            guard let again = try ConsoleUsersFile.read(path) else { throw ConfigurationError("\(path) is gone") }
-            guard !again.users.isEmpty else { throw ConfigurationError("\(path) names no one") }
-            try ConsoleUsersFile.refuseUnreadableHashes(again, path)
-            try ConsoleUsersFile.refuseLooseFile(path)
+            let again = try ConsoleUsersFile.load(path)
             try ConsoleUsersFile.refuseNoOneCanSignIn(again, path, userHeader: userHeader, logger: args.logger)
             console.replaceUsers(again)
         } catch { args.logger.warning("console users not re-read; the ones in use stay", ["error": String(describing: error)]) }
@@ -257,6 +250,17 @@ func readWithoutEcho(_ prompt: String) throws -> String {
 /// Reading and writing the users file: read whole and judged before anything is written; written to a temporary
 /// file beside it (mode 0600) and renamed over it, so a reader never sees half a file.
 enum ConsoleUsersFile {
+    /// The users file as the console takes it, at start and on SIGHUP: read whole, naming someone, every hash
+    /// readable, and the file loose to no one else.
+    static func load(_ path: String) throws -> ConsoleUsers {
+        guard let users = try read(path), !users.users.isEmpty else {
+            throw ConfigurationError("\(path) names no one: add a user with `payrecon console add-user NAME --role operator`")
+        }
+        try refuseUnreadableHashes(users, path)
+        try refuseLooseFile(path)
+        return users
+    }
+
     /// A hash that cannot be read (or costs more than a sign-in may) would let that person never sign in, and answer
     /// faster than a real check: the console refuses to start on one.
     static func refuseUnreadableHashes(_ users: ConsoleUsers, _ path: String) throws {

@@ -322,17 +322,8 @@ extension PayPalSettlementReport {
             guard i >= 0, i < f.count else { return nil }
             let v = self.field(f, i)
             guard !v.isEmpty else { return nil }
-            // Each byte a digit, the value within Int64: read as they are checked.
-            var n: Int64 = 0, overflow = false
-            for b in v {
-                guard b >= 0x30, b <= 0x39, !overflow else {
-                    throw SettlementReportError(
-                        line: line, "\(field) \"\(text(f, i).prefix(20))\" is not an unsigned whole number of hundredths")
-                }
-                (n, overflow) = n.multipliedReportingOverflow(by: 10)
-                if !overflow { (n, overflow) = n.addingReportingOverflow(Int64(b - 0x30)) }
-            }
-            guard !overflow else {
+            // Digits only, read by the standard library (an amount's few digits make a string held inline: no allocation).
+            guard v.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let n = Int64(String(decoding: v, as: UTF8.self)) else {
                 throw SettlementReportError(
                     line: line, "\(field) \"\(text(f, i).prefix(20))\" is not an unsigned whole number of hundredths")
             }
