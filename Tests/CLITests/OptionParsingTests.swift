@@ -1,46 +1,152 @@
 @testable import PayreconCLI
+import Providers
 import Reconciliation
 import Testing
 
-/// Option parsing as `payrecon <command>` does it: typed keys, every bad input a usage error that says what to do.
+/// The command `arguments` make, as `payrecon` parses them, handed to `check` (swift-argument-parser's `AssertParse`):
+/// a usage error is a failure.
+func AssertParse<C: ParsableCommand>(
+    _ type: C.Type, _ arguments: [String], sourceLocation: SourceLocation = #_sourceLocation, _ check: (C) throws -> Void
+) rethrows {
+    let command: C
+    do { command = try C.parse(arguments) } catch {
+        Issue.record("\(arguments) did not parse: \(error)", sourceLocation: sourceLocation)
+        return
+    }
+    try check(command)
+}
+
+/// `arguments` are refused as `payrecon <name>` would refuse them: a usage error holding `message`.
+func AssertParseError(
+    _ name: String, _ arguments: [String], _ message: String, sourceLocation: SourceLocation = #_sourceLocation
+) {
+    guard let command = CLI.commands.first(where: { $0.name == name }) else {
+        Issue.record("no command \(name)", sourceLocation: sourceLocation)
+        return
+    }
+    do throws(UsageError) {
+        let made = try command.command(arguments)
+        Issue.record("\(name) \(arguments) parsed as \(made)", sourceLocation: sourceLocation)
+    } catch {
+        #expect(error.description.contains(message), "\(error)", sourceLocation: sourceLocation)
+    }
+}
+
+/// Parsing as `payrecon <command>` does it: each command a type whose values are read, typed and checked before it
+/// runs, and every bad input a usage error that says what to do.
 @Suite struct OptionParsingTests {
-    static func command(_ name: String) -> Command { CLI.commands.first { $0.name == name }! }
-
     @Test func typedValuesAreReadThroughTheirKeys() throws {
-        let args = try Self.command("reconcile").parse(["--provider", "paypal", "--concurrency=32", "--all"])
-        #expect(try args.value(Options.provider) == .paypal)
-        #expect(try args.value(Options.concurrency, default: 16) == 32)
-        #expect(args.flag(Options.all))
-        #expect(try args.value(Options.databaseURL) == nil)
+        AssertParse(ReconcileCommand.self, ["--provider", "paypal", "--concurrency=32", "--all"]) { r in
+            #expect(r.provider == .paypal)
+            #expect(r.concurrency == 32)
+            #expect(r.all)
+            #expect(r.since == nil)
+            #expect(r.databaseURL == nil)
+        }
+        AssertParse(CheckCommand.self, ["paypal:ORD/1:a", "--format", "json"]) { c in
+            #expect(c.provider == .paypal)
+            #expect(c.orderID == "ORD/1:a")  // everything after the first colon
+            #expect(c.format == "json")
+        }
+        AssertParse(ExplainCommand.self, ["--order", "pxp:ORD-1"]) { e in
+            guard case .order(.pxp, "ORD-1") = e.subject else { Issue.record("\(e.subject)"); return }
+            #expect(e.format == "table")
+        }
+        AssertParse(BackfillCommand.self, ["--provider", "paypal", "--from", "2026-11-01T00:00:00Z", "--to", "2026-11-02T00:00:00Z"]) { b in
+            #expect(b.from == 1_793_491_200)
+            #expect(b.to == 1_793_577_600)
+            #expect(b.since == nil && !b.dryRun && b.concurrency == 16)
+        }
+        AssertParse(ActionsRetryCommand.self, ["42"]) { a in
+            #expect(a.id == 42)
+            #expect(!a.everyFailed)
+        }
+        AssertParse(SettlementImportCommand.self, ["a.csv", "b.csv"]) { s in
+            #expect(s.paths == ["a.csv", "b.csv"])
+            #expect(s.provider == .paypal)  // the provider that publishes them, by default
+        }
+        AssertParse(ConsoleAddUserCommand.self, ["ana", "--role", "operator", "--proxy-only"]) { u in
+            #expect(u.name == "ana" && u.role == .operator && u.proxyOnly)
+        }
     }
 
-    @Test func defaultsApplyWhenAnOptionIsAbsent() throws {
-        let args = try Self.command("work").parse([])
-        #expect(try args.value(Options.batch, default: 32) == 32)
-        #expect(try args.value(Options.lease, default: 60) == 60)
-        #expect(!args.flag(Options.once))
+    @Test func defaultsApplyWhenAnOptionIsAbsent() {
+        AssertParse(WorkCommand.self, []) { w in
+            #expect(w.batch == 32)
+            #expect(w.leaseSeconds == 60)
+            #expect(w.maxAttempts == 10)
+            #expect(!w.once)
+            #expect(w.metricsListen == nil && w.apiListen == nil)
+        }
+        AssertParse(ServeCommand.self, []) { s in #expect(s.threads == 4 && s.listen == nil && s.portFile == nil) }
+        AssertParse(ActionsExecuteCommand.self, []) { a in #expect(a.leaseSeconds == 120) }
+        AssertParse(DiscrepanciesListCommand.self, []) { d in #expect(d.status == "open" && d.limit == 100) }
+        AssertParse(ActionsListCommand.self, []) { a in #expect(a.format == "table" && a.limit == 1000) }
     }
 
-    @Test func durationsAreReadInSeconds() throws {
-        let args = try Self.command("work").parse(["--lease", "2m"])
-        #expect(try args.value(Options.lease) == 120)
+    @Test func durationsAreReadInSeconds() {
+        AssertParse(WorkCommand.self, ["--lease", "2m"]) { w in #expect(w.leaseSeconds == 120) }
+        AssertParse(ReconcileCommand.self, ["--since", "7d"]) { r in #expect(r.since == 604_800) }
+        AssertParse(BackfillCommand.self, ["--provider", "paypal", "--since", "36h"]) { b in #expect(b.since == 129_600) }
     }
 
+    /// A bad value is refused when the command is made, before it runs: nothing is touched.
     @Test(arguments: [
         ("reconcile", ["--provider", "stripe"], "--provider must be one of pxp, paypal, paypercut, not 'stripe'"),
         ("reconcile", ["--concurrency", "0"], "--concurrency must be a whole number from 1 to 1024, not '0'"),
         ("work", ["--lease", "soon"], "--lease soon is not a duration"),
         ("work", ["--batch", "x"], "--batch must be a whole number from 1 to 256, not 'x'"),
+        ("work", ["--lease", "0s"], "--lease 0s is not a duration"),  // a lease of nothing is refused
         ("report", ["--kind", "nope"], "--kind must be one of missing_at_provider"),
+        ("report", ["--format", "xml"], "--format must be one of table, json, csv, html, not 'xml'"),
         ("actions list", ["--status", "done"], "--status must be one of pending, succeeded, failed, superseded"),
         ("events list", ["--status", "lost"], "--status must be one of pending, done, ignored, dead, not 'lost'"),
-        ("work", ["--lease", "0s"], "--lease 0s is not a duration")  // a lease of nothing is refused
+        ("explain", ["1", "--answers", "-1"], "--answers -1 is not a number of bytes"),
+        ("explain", ["x"], "ID must be a discrepancy id (a positive number), not 'x'"),
+        ("check", ["ORD-1"], "the order takes PROVIDER:ORDER_ID (pxp:ORD-1), not 'ORD-1'"),
+        ("check", ["stripe:ORD-1"], "the order: unknown provider 'stripe'"),
+        ("discrepancies ack", ["0"], "ID must be a discrepancy id (a positive number), not '0'"),
+        ("events show", ["x"], "ID must be a number, not 'x'"),
+        ("actions retry", ["-3"], "ID must be an action id (a positive number), not '-3'"),
+        ("backfill", ["--provider", "paypal", "--from", "yesterday", "--to", "today"], "--from yesterday is not a time"),
+        ("backfill", [], "--provider is required"),
+        ("verify", ["stripe", "--body", "b", "--headers", "h"], "PROVIDER must be pxp, paypal or paypercut, not 'stripe'"),
+        ("verify", ["pxp", "--body", "b", "--headers", "h", "--at", "noon"], "--at must be 'transmission', 'now'"),
+        ("console add-user", ["Ana Smith", "--role", "viewer"], "NAME must be 1 to 64 of a-z"),
+        ("console add-user", ["ana", "--role", "admin"], "--role must be one of viewer, operator, not 'admin'")
     ])
-    func badValuesAreUsageErrorsNamingTheOption(command: String, arguments: [String], message: String) throws {
-        let args = try Self.command(command).parse(arguments)
-        // The value is checked when read: every command reads its options before touching anything.
-        let error = command == "events list" ? readEventsStatus(args) : readAll(args, arguments[0])
-        #expect(error?.description.contains(message) == true, "\(String(describing: error))")
+    func badValuesAreUsageErrorsNamingTheOption(command: String, arguments: [String], message: String) {
+        AssertParseError(command, arguments, message)
+    }
+
+    /// What holds between values (`validate()`): options that exclude or need each other, and what is required.
+    @Test(arguments: [
+        ("reconcile", ["--since", "24h", "--all"], "use either --since or --all, not both"),
+        ("backfill", ["--provider", "paypal", "--from", "2026-11-01T00:00:00Z"], "--from and --to go together"),
+        (
+            "backfill", ["--provider", "paypal", "--since", "1d", "--from", "2026-11-01T00:00:00Z", "--to", "2026-11-02T00:00:00Z"],
+            "use either --since or --from and --to, not both"
+        ),
+        (
+            "backfill", ["--provider", "paypal", "--from", "2026-11-02T00:00:00Z", "--to", "2026-11-01T00:00:00Z"],
+            "--to must be after --from"
+        ),
+        ("actions retry", [], "give an action ID or --failed"),
+        ("actions retry", ["7", "--failed"], "give either ID or --failed, not both"),
+        ("events retry", [], "give a delivery ID or --dead"),
+        ("events retry", ["7", "--dead"], "give either ID or --dead, not both"),
+        ("explain", [], "give a discrepancy ID or --order PROVIDER:ORDER_ID"),
+        ("explain", ["7", "--order", "pxp:ORD-1"], "give a discrepancy ID or --order, not both"),
+        ("report", ["--view", "fees", "--kind", "amount_mismatch"], "--kind lists discrepancies: it does not apply to --view fees"),
+        ("report", ["--view", "fees", "--fail-on-open"], "--fail-on-open is about open discrepancies"),
+        ("verify", ["pxp", "--headers", "h"], "--body FILE is required"),
+        ("verify", ["pxp", "--body", "b"], "--headers FILE is required"),
+        ("settlement import", ["--provider", "pxp", "a.csv"], "pxp publishes no settlement files payrecon reads"),
+        ("settlement verify", ["--provider", "paypercut", "a.csv"], "paypercut publishes no settlement files payrecon reads"),
+        ("console add-user", ["ana"], "--role is required: viewer or operator")
+    ])
+    func valuesThatDoNotGoTogetherAreUsageErrors(command: String, arguments: [String], message: String) {
+        AssertParseError(command, arguments, message)
     }
 
     @Test(arguments: [
@@ -50,14 +156,11 @@ import Testing
         (["extra"], "unexpected argument 'extra'")
     ])
     func malformedCommandLinesAreUsageErrors(arguments: [String], message: String) {
-        #expect(throws: UsageError.self) { try Self.command("report").parse(arguments) }
-        do { _ = try Self.command("report").parse(arguments) } catch { #expect(error.description.contains(message), "\(error)") }
+        AssertParseError("report", arguments, message)
     }
 
     @Test func missingPositionalSaysTheUsage() {
-        do { _ = try Self.command("verify").parse([]); Issue.record("no error") } catch {
-            #expect(error.description == "missing PROVIDER; usage: payrecon verify [options] PROVIDER")
-        }
+        AssertParseError("verify", [], "missing PROVIDER; usage: payrecon verify [options] PROVIDER")
     }
 
     @Test func everyCommandDeclaresEachOptionOnceAndDocumentsIt() {
@@ -68,36 +171,36 @@ import Testing
         }
     }
 
-    func readEventsStatus(_ args: ParsedArguments) -> UsageError? {
-        do throws(UsageError) { _ = try args.value(eventsStatus); return nil } catch { return error }
-    }
+    /// A command line each command accepts (a new command must add one here).
+    static let acceptedLines: [String: [String]] = [
+        "serve": [], "work": [], "reconcile": [], "backfill": ["--provider", "paypal"], "report": [],
+        "orders import": ["orders.csv"], "settlement import": ["stl.csv"], "settlement verify": ["stl.csv"],
+        "actions list": [], "actions execute": [], "actions retry": ["1"], "events list": [], "events show": ["1"],
+        "events retry": ["1"], "rejections list": [], "rejections show": ["1"], "discrepancies list": [],
+        "discrepancies show": ["1"], "discrepancies ack": ["1"], "explain": ["1"], "check": ["pxp:ORD-1"], "prune": [],
+        "verify": ["pxp", "--body", "b", "--headers", "h"], "migrate": [], "doctor": [], "console": [],
+        "console add-user": ["ana", "--role", "viewer"]
+    ]
 
-    /// Reads the option the case is about, as its command does; the error, if any.
-    func readAll(_ args: ParsedArguments, _ option: String) -> UsageError? {
-        do throws(UsageError) {
-            switch option {
-            case "--provider": _ = try args.value(Options.provider)
-            case "--concurrency": _ = try args.value(Options.concurrency)
-            case "--lease": _ = try args.value(Options.lease)
-            case "--batch": _ = try args.value(Options.batch)
-            case "--kind": _ = try args.value(Options.kind)
-            case "--status" where args.positionals.isEmpty:
-                _ = try args.value(Options.actionStatus)
-            default: Issue.record("no reader for \(option)")
-            }
-            return nil
-        } catch { return error }
-    }
-
-    /// Every command that reaches the database takes --database-url (some did, some did not), and it wins over
-    /// DATABASE_URL.
-    @Test func everyCommandThatReachesTheDatabaseTakesDatabaseURL() throws {
+    /// Every command that reaches the database takes --database-url (some once did not), and the command made keeps
+    /// it: the value its run hands to `Environment(databaseURL:)`, which puts it in place of DATABASE_URL.
+    @Test func everyCommandThatReachesTheDatabaseKeepsDatabaseURL() throws {
         let offline: Set<String> = ["verify", "settlement verify", "console add-user"]
-        for command in CLI.commands where !offline.contains(command.name) {
-            let args = try command.parse(
-                command.arguments.filter { !$0.optional }.map { _ in "1" } + ["--database-url", "postgresql://x@127.0.0.1:1/db"])
-            #expect(try args.value(Options.databaseURL) == "postgresql://x@127.0.0.1:1/db", "\(command.name)")
-            #expect(try args.environment().values["DATABASE_URL"] == "postgresql://x@127.0.0.1:1/db", "\(command.name)")
+        let url = "postgresql://x@127.0.0.1:1/db"
+        #expect(Set(Self.acceptedLines.keys) == Set(CLI.commands.map(\.name)))
+        for command in CLI.commands {
+            let line = try #require(Self.acceptedLines[command.name])
+            let made = try command.command(line + (offline.contains(command.name) ? [] : ["--database-url", url]))
+            let kept = Mirror(reflecting: made).children.first { $0.label == "databaseURL" }
+            if offline.contains(command.name) {
+                #expect(kept == nil, "\(command.name) reaches no database, yet keeps a database URL")
+            } else {
+                #expect(kept?.value as? String == url, "\(command.name)")
+            }
         }
+        var env = Environment(databaseURL: url)
+        #expect(env.values["DATABASE_URL"] == url && env.values["DATABASE_URL_FILE"] == nil)
+        env = Environment(databaseURL: "")
+        #expect(env.values["DATABASE_URL"] == Environment().values["DATABASE_URL"])
     }
 }

@@ -68,7 +68,8 @@ struct SecretRotationTests {
                 statuses.withLock { $0.append(status) }
             }
         }
-        try await Task.sleep(for: .milliseconds(300))
+        // Deliveries flow before the rotation and after it, however slow the host: waited for by count, not by time.
+        for _ in 0..<200 where statuses.withLock({ $0.count }) < 3 { try await Task.sleep(for: .milliseconds(50)) }
         try "new-key\n".write(to: keyFile, atomically: true, encoding: .utf8)
         kill(serve.process.processIdentifier, SIGHUP)
         var rotated = false
@@ -76,7 +77,8 @@ struct SecretRotationTests {
             rotated = try await pxp("new-key", "rot-new-\(i)") == 200
             if !rotated { try await Task.sleep(for: .milliseconds(50)) }
         }
-        try await Task.sleep(for: .milliseconds(300))
+        let afterRotation = statuses.withLock { $0.count } + 3
+        for _ in 0..<200 where statuses.withLock({ $0.count }) < afterRotation { try await Task.sleep(for: .milliseconds(50)) }
         stop.store(true, ordering: .relaxed)
         await steady.value
         #expect(rotated, "\(serve.stderr())")

@@ -6,12 +6,14 @@ public enum CLI {
 
     /// Every command: the whole surface.
     public static let commands: [Command] = [
-        serveCommand, workCommand, reconcileCommand, backfillCommand, reportCommand,
-        ordersImportCommand, settlementImportCommand, settlementVerifyCommand, actionsListCommand, actionsExecuteCommand,
-        actionsRetryCommand,
-        eventsListCommand, eventsShowCommand, eventsRetryCommand, rejectionsListCommand, rejectionsShowCommand,
-        discrepanciesListCommand, discrepanciesShowCommand, discrepanciesAckCommand, explainCommand, checkCommand, pruneCommand,
-        verifyCommand, migrateCommand, doctorCommand, consoleCommand, consoleAddUserCommand
+        Command(ServeCommand.self), Command(WorkCommand.self), Command(ReconcileCommand.self), Command(BackfillCommand.self),
+        Command(ReportCommand.self), Command(OrdersImportCommand.self), Command(SettlementImportCommand.self),
+        Command(SettlementVerifyCommand.self), Command(ActionsListCommand.self), Command(ActionsExecuteCommand.self),
+        Command(ActionsRetryCommand.self), Command(EventsListCommand.self), Command(EventsShowCommand.self),
+        Command(EventsRetryCommand.self), Command(RejectionsListCommand.self), Command(RejectionsShowCommand.self),
+        Command(DiscrepanciesListCommand.self), Command(DiscrepanciesShowCommand.self), Command(DiscrepanciesAckCommand.self),
+        Command(ExplainCommand.self), Command(CheckCommand.self), Command(PruneCommand.self), Command(VerifyCommand.self),
+        Command(MigrateCommand.self), Command(DoctorCommand.self), Command(ConsoleCommand.self), Command(ConsoleAddUserCommand.self)
     ]
 
     static func overview(_ commands: [Command]) -> String {
@@ -68,7 +70,8 @@ public enum CLI {
         do {
             let parsed = try command.parse(Array(args.dropFirst(consumed)))
             if parsed.helpRequested { print(command.help, terminator: ""); return Exit.ok }
-            return try await command.run(parsed)
+            // The process's one logger (its level set above), handed down to every room the command builds.
+            return try await command.make(parsed).run(logger: Logger())
         } catch let error as UsageError {
             printError(error.description)
             return Exit.usage

@@ -2,16 +2,58 @@ import Foundation
 import Observability
 import Providers
 
-/// A hand-written command table (swift-argument-parser can't be fetched here): each command declares its options
-/// (typed keys from `Options`, declared once), `--help` is generated from them, and parsing errors are usage errors
-/// (exit 2) that say what to do.
-public struct Command: Sendable {
+/// What a command is before its values, as swift-argument-parser's `CommandConfiguration` holds it: its name, its
+/// help, and the arguments and options it takes (declared here, as there are no property wrappers to read them from).
+public struct CommandConfiguration: Sendable {
     public var name: String  // "orders import"
     public var summary: String
-    public var arguments: [Argument] = []  // positionals, in order
-    public var options: [Option]
-    public var details: String = ""  // extra help text
-    public var run: @Sendable (ParsedArguments) async throws -> Int32
+    public var arguments: [Command.Argument]  // positionals, in order
+    public var options: [Command.Option]
+    public var details: String  // extra help text
+
+    init(name: String, summary: String, arguments: [Command.Argument] = [], options: [any CommandOption] = [], details: String = "") {
+        self.name = name; self.summary = summary; self.arguments = arguments; self.options = options.map(\.spec)
+        self.details = details
+    }
+}
+
+/// One command, in the shape of swift-argument-parser's `ParsableCommand` (which can't be fetched here): its values
+/// are read from the command line by `init(parsing:)`, each option through its typed key, so a bad value is a usage
+/// error before anything runs; `validate()` checks what must hold between them; `run(logger:)` does the work, with
+/// the logger `main` made. `parse(_:)` is the whole path from words to a command, which the parse tests hold.
+public protocol ParsableCommand: Sendable {
+    static var configuration: CommandConfiguration { get }
+    /// Reads every argument and option the command takes.
+    init(parsing arguments: ParsedArguments) throws(UsageError)
+    /// What must hold between the values (one option excludes another); the default accepts them.
+    func validate() throws(UsageError)
+    /// Runs the command; the exit code (`Exit`).
+    func run(logger: Logger) async throws -> Int32
+}
+
+extension ParsableCommand {
+    public func validate() throws(UsageError) {}
+
+    /// The command `arguments` (everything after its name) make: parsed, read and validated, as `payrecon` runs it.
+    public static func parse(_ arguments: [String]) throws(UsageError) -> Self {
+        let command = try Self(parsing: Command(Self.self).parse(arguments))
+        try command.validate()
+        return command
+    }
+}
+
+/// A command in the CLI's table: its configuration, with how to make and run it from what the parser found. `--help`
+/// is generated from the configuration, and parsing errors are usage errors (exit 2) that say what to do.
+public struct Command: Sendable {
+    public let configuration: CommandConfiguration
+    /// Makes the command from what the parser found: read and validated, not run.
+    let make: @Sendable (ParsedArguments) throws(UsageError) -> any ParsableCommand
+
+    public var name: String { configuration.name }
+    public var summary: String { configuration.summary }
+    public var arguments: [Argument] { configuration.arguments }
+    public var options: [Option] { configuration.options }
+    public var details: String { configuration.details }
 
     public struct Argument: Sendable {
         var name: String
@@ -28,13 +70,17 @@ public struct Command: Sendable {
         public var help: String
     }
 
-    init(
-        name: String, summary: String, arguments: [Argument] = [], options: [any CommandOption] = [], details: String = "",
-        run: @escaping @Sendable (ParsedArguments) async throws -> Int32
-    ) {
-        self.name = name; self.summary = summary; self.arguments = arguments; self.options = options.map(\.spec)
-        self.details = details; self.run = run
+    public init<C: ParsableCommand>(_ type: C.Type) {
+        configuration = C.configuration
+        make = { (parsed: ParsedArguments) throws(UsageError) -> any ParsableCommand in
+            let command = try C(parsing: parsed)
+            try command.validate()
+            return command
+        }
     }
+
+    /// The command `arguments` (everything after its name) make, as `payrecon` runs it: parsed, read and validated.
+    public func command(_ arguments: [String]) throws(UsageError) -> any ParsableCommand { try make(parse(arguments)) }
 
     public var usage: String {
         var parts = ["payrecon", name]
@@ -104,9 +150,6 @@ public struct ParsedArguments: Sendable {
     var flags: Set<String> = []
     public internal(set) var positionals: [String] = []
     public internal(set) var helpRequested = false
-    /// The process's logger, made here once (its level set from PAYRECON_LOG_LEVEL by `CLI.run`) and handed down to
-    /// every room the command builds.
-    public let logger = Logger()
 
     /// The option's value, read and checked; nil when it was not given.
     public func value<Value>(_ key: OptionKey<Value>) throws(UsageError) -> Value? {
@@ -140,14 +183,11 @@ enum Exit {
     static let usage: Int32 = 2  // usage or fatal error
 }
 
-extension ParsedArguments {
-    /// The environment the command runs with: the process's, with `--database-url` (when the command takes it and it
+extension Environment {
+    /// The environment a command runs with: the process's, with `--database-url` (when the command takes it and it
     /// was given) in place of DATABASE_URL, so every command that reaches the database takes the flag alike.
-    public func environment() throws(UsageError) -> Environment {
-        var env = Environment()
-        if let url = try value(Options.databaseURL), !url.isEmpty {
-            env.values["DATABASE_URL"] = url; env.values["DATABASE_URL_FILE"] = nil
-        }
-        return env
+    init(databaseURL flag: String?) {
+        self.init()
+        if let flag, !flag.isEmpty { values["DATABASE_URL"] = flag; values["DATABASE_URL_FILE"] = nil }
     }
 }

@@ -15,90 +15,92 @@ private let roleOption = OptionKey<ConsoleRole>("--role", "viewer|operator", "Wh
 private let consoleListen = OptionKey<String>(
     "--listen", "HOST:PORT", "Where the console listens (default PAYRECON_CONSOLE_LISTEN, else 127.0.0.1:8090).")
 
-let consoleCommand = Command(
-    name: "console",
-    summary: "Serve the operator's web console: the overview, discrepancies, orders, actions, deliveries, rejections, settlement.",
-    options: [consoleListen, Options.portFile, Options.databaseURL],
-    details: """
-        People sign in with the names and passwords of PAYRECON_CONSOLE_USERS_FILE (see `payrecon console add-user`;
-        SIGHUP reads it again); a viewer reads, an operator also acknowledges discrepancies, retries dead deliveries,
-        and retries failed actions (re-planned from a fresh fetch, as `payrecon actions retry` does: this needs the
-        provider API variables the worker has; without them the console says so and retries no action). Sessions are kept in the database
-        (cookies HttpOnly, SameSite=Strict, Secure per PAYRECON_CONSOLE_SECURE_COOKIE) and end after 30 minutes
-        unused, 12 hours at most, or when the person's password or role changes; every write carries the session's
-        CSRF token, is refused from another site, and is recorded with who, when and from where (behind
-        PAYRECON_TRUSTED_PROXIES, the forwarded address). Behind a proxy that authenticates (oauth2-proxy, nginx
-        auth_request), PAYRECON_CONSOLE_USER_HEADER names the header (X-Forwarded-User) that names the person: believed
-        from PAYRECON_TRUSTED_PROXIES only, with PAYRECON_CONSOLE_PROXY_SECRET (which the proxy sends as
-        X-Payrecon-Proxy-Secret, and without which no proxy is believed), for a person the users file lists (their role
-        comes from there). The overview refreshes by itself; figures read in the last PAYRECON_CONSOLE_FIGURES_MAX_AGE
-        (5s) serve every page.
-        Sign-in attempts are limited per name from one address (5) and per address (20) in 15 minutes. The console is a process of its own, never on the
-        webhook listener; put it behind the TLS proxy (deploy/nginx) to reach it from elsewhere. The database must be
-        migrated (`payrecon migrate`). Runs until SIGTERM or SIGINT.
-        """
-) { args in
-    let env = try args.environment()
-    let (host, port) = try env.consoleAddress(flag: args.value(consoleListen))
-    guard let path = env["PAYRECON_CONSOLE_USERS_FILE"], !path.isEmpty else {
-        throw ConfigurationError("set PAYRECON_CONSOLE_USERS_FILE to the users file (make it with `payrecon console add-user`)")
+struct ConsoleCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        name: "console",
+        summary: "Serve the operator's web console: the overview, discrepancies, orders, actions, deliveries, rejections, settlement.",
+        options: [consoleListen, Options.portFile, Options.databaseURL],
+        details: """
+            People sign in with the names and passwords of PAYRECON_CONSOLE_USERS_FILE (see `payrecon console add-user`;
+            SIGHUP reads it again); a viewer reads, an operator also acknowledges discrepancies, retries dead deliveries,
+            and retries failed actions (re-planned from a fresh fetch, as `payrecon actions retry` does: this needs the
+            provider API variables the worker has; without them the console says so and retries no action). Sessions are kept in the database
+            (cookies HttpOnly, SameSite=Strict, Secure per PAYRECON_CONSOLE_SECURE_COOKIE) and end after 30 minutes
+            unused, 12 hours at most, or when the person's password or role changes; every write carries the session's
+            CSRF token, is refused from another site, and is recorded with who, when and from where (behind
+            PAYRECON_TRUSTED_PROXIES, the forwarded address). Behind a proxy that authenticates (oauth2-proxy, nginx
+            auth_request), PAYRECON_CONSOLE_USER_HEADER names the header (X-Forwarded-User) that names the person: believed
+            from PAYRECON_TRUSTED_PROXIES only, with PAYRECON_CONSOLE_PROXY_SECRET (which the proxy sends as
+            X-Payrecon-Proxy-Secret, and without which no proxy is believed), for a person the users file lists (their role
+            comes from there). The overview refreshes by itself; figures read in the last PAYRECON_CONSOLE_FIGURES_MAX_AGE
+            (5s) serve every page.
+            Sign-in attempts are limited per name from one address (5) and per address (20) in 15 minutes. The console is a process of its own, never on the
+            webhook listener; put it behind the TLS proxy (deploy/nginx) to reach it from elsewhere. The database must be
+            migrated (`payrecon migrate`). Runs until SIGTERM or SIGINT.
+            """
+    )
+
+    /// --listen (else PAYRECON_CONSOLE_LISTEN).
+    var listen: String?
+    var portFile: String?
+    var databaseURL: String?
+
+    init(parsing args: ParsedArguments) throws(UsageError) {
+        listen = try args.value(consoleListen)
+        portFile = try args.value(Options.portFile)
+        databaseURL = try args.value(Options.databaseURL)
     }
-    let users = try ConsoleUsersFile.load(path)
-    var configuration = try consoleConfiguration(env, host: host, port: port, users: users)
-    try ConsoleUsersFile.refuseNoOneCanSignIn(users, path, userHeader: configuration.userHeader, logger: args.logger)
-    // Six: an overview reads on three at once, and the refresh may read while a page does; the rest serve the other pages.
-    let pool = PostgresPool(conninfo: try env.databaseURL(), size: 6, acquireTimeout: 5, prepareStatements: try env.preparesStatements())
-    defer { pool.close() }
-    let status: Migrator.Status
-    do { status = try pool.withConnection { try Migrator.status(Migrator.shippedVersions, on: $0) } } catch {
-        throw ConfigurationError("cannot reach the database (\(error)): check DATABASE_URL")
-    }
-    guard status.pending.isEmpty else {
-        throw ConfigurationError(
-            "the database lacks \(status.pending.count) migration(s) (first \(status.pending[0])): run `payrecon migrate`")
-    }
-    // With the provider API variables the worker has, an operator may retry a failed action here: the same executor
-    // as `payrecon actions retry` re-plans it from a fresh fetch. Without them the console reads and acknowledges.
-    // A provider variable the console cannot use costs it the retry of actions, not its start (it reads without them).
-    let providers: WorkerContext?
-    do {
-        providers = try WorkerContext(env, poolSize: 2, maxConcurrentRequests: 8, warnWithoutCredentials: false, logger: args.logger)
-    } catch {
-        args.logger.warning(
-            "console: the provider API settings cannot be used, so it cannot retry actions", ["error": String(describing: error)])
-        providers = nil
-    }
-    defer { providers?.pool.close() }
-    if let providers, providers.gateway.anyConfigured {
-        configuration.retryAction = { id, attempts in await providers.executor.retry(id: id, expectedAttempts: attempts) }
-    }
-    // The overview refreshes when a delivery is stored or a console writes (LISTEN, on a direct connection), and every
-    // 10 seconds either way.
-    configuration.listenURL = WorkerContext.listenURL(
-        env, databaseURL: try env.databaseURL(), polling: "the console's overview refreshes every 10 seconds", logger: args.logger)
-    let console = ConsoleServer(configuration: configuration, pool: pool, logger: args.logger)
-    let bound: UInt16
-    do { bound = try console.start() } catch { throw FatalError("\(error)") }
-    if let file = try args.value(Options.portFile) { try? "\(bound)\n".write(toFile: file, atomically: true, encoding: .utf8) }
-    let userHeader = configuration.userHeader
-    // SIGHUP: the users file is read again (a person removed, or given another role or password, is signed out).
-    Signals.onHangup {
-        do {
-            let again = try ConsoleUsersFile.load(path)
-            try ConsoleUsersFile.refuseNoOneCanSignIn(again, path, userHeader: userHeader, logger: args.logger)
-            console.replaceUsers(again)
-        } catch { args.logger.warning("console users not re-read; the ones in use stay", ["error": String(describing: error)]) }
-        // The provider API secrets too, as `work` reads them again.
+
+    func run(logger: Logger) async throws -> Int32 {
+        let env = Environment(databaseURL: databaseURL)
+        let (host, port) = try env.consoleAddress(flag: listen)
+        guard let path = env["PAYRECON_CONSOLE_USERS_FILE"], !path.isEmpty else {
+            throw ConfigurationError("set PAYRECON_CONSOLE_USERS_FILE to the users file (make it with `payrecon console add-user`)")
+        }
+        let users = try ConsoleUsersFile.load(path)
+        var configuration = try consoleConfiguration(env, host: host, port: port, users: users)
+        try ConsoleUsersFile.refuseNoOneCanSignIn(users, path, userHeader: configuration.userHeader, logger: logger)
+        // Six: an overview reads on three at once, and the refresh may read while a page does; the rest serve the other pages.
+        let pool = PostgresPool(
+            conninfo: try env.databaseURL(), size: 6, acquireTimeout: 5, prepareStatements: try env.preparesStatements())
+        defer { pool.close() }
+        try Self.refuseMissingMigrations(pool)
+        // With the provider API variables the worker has, an operator may retry a failed action here: the same executor
+        // as `payrecon actions retry` re-plans it from a fresh fetch. Without them the console reads and acknowledges.
+        // A provider variable the console cannot use costs it the retry of actions, not its start (it reads without them).
+        let providers = actionRetrier(env, logger: logger)
+        defer { providers?.pool.close() }
         if let providers, providers.gateway.anyConfigured {
-            do { try providers.reloadProviders(Environment()) } catch {
-                args.logger.warning("provider API secrets not re-read; the ones in use stay", ["error": String(describing: error)])
+            configuration.retryAction = { id, attempts in await providers.executor.retry(id: id, expectedAttempts: attempts) }
+        }
+        // The overview refreshes when a delivery is stored or a console writes (LISTEN, on a direct connection), and every
+        // 10 seconds either way.
+        configuration.listenURL = WorkerContext.listenURL(
+            env, databaseURL: try env.databaseURL(), polling: "the console's overview refreshes every 10 seconds", logger: logger)
+        let console = ConsoleServer(configuration: configuration, pool: pool, logger: logger)
+        let bound: UInt16
+        do { bound = try console.start() } catch { throw FatalError("\(error)") }
+        if let file = portFile { try? "\(bound)\n".write(toFile: file, atomically: true, encoding: .utf8) }
+        let userHeader = configuration.userHeader
+        // SIGHUP: the users file is read again (a person removed, or given another role or password, is signed out).
+        Signals.onHangup {
+            do {
+                let again = try ConsoleUsersFile.load(path)
+                try ConsoleUsersFile.refuseNoOneCanSignIn(again, path, userHeader: userHeader, logger: logger)
+                console.replaceUsers(again)
+            } catch { logger.warning("console users not re-read; the ones in use stay", ["error": String(describing: error)]) }
+            // The provider API secrets too, as `work` reads them again.
+            if let providers, providers.gateway.anyConfigured {
+                do { try providers.reloadProviders(Environment()) } catch {
+                    logger.warning("provider API secrets not re-read; the ones in use stay", ["error": String(describing: error)])
+                }
             }
         }
+        let signal = await Signals.waitForTermination()
+        logger.info("console stopping", ["signal": signal])
+        console.stop()
+        return Exit.ok
     }
-    let signal = await Signals.waitForTermination()
-    args.logger.info("console stopping", ["signal": signal])
-    console.stop()
-    return Exit.ok
 }
 
 /// The console's settings from the environment, checked before anything is opened: a proxy's user header is believed
@@ -147,51 +149,90 @@ private func consoleConfiguration(
     return configuration
 }
 
+extension ConsoleCommand {
+    /// The console reads and writes what this build's migrations made: refused on a database that lacks one.
+    static func refuseMissingMigrations(_ pool: PostgresPool) throws {
+        let status: Migrator.Status
+        do { status = try pool.withConnection { try Migrator.status(Migrator.shippedVersions, on: $0) } } catch {
+            throw ConfigurationError("cannot reach the database (\(error)): check DATABASE_URL")
+        }
+        guard status.pending.isEmpty else {
+            throw ConfigurationError(
+                "the database lacks \(status.pending.count) migration(s) (first \(status.pending[0])): run `payrecon migrate`")
+        }
+    }
+
+    /// What retries a failed action (the worker's providers), or nil when the provider API settings cannot be used.
+    func actionRetrier(_ env: Environment, logger: Logger) -> WorkerContext? {
+        do {
+            return try WorkerContext(env, poolSize: 2, maxConcurrentRequests: 8, warnWithoutCredentials: false, logger: logger)
+        } catch {
+            logger.warning(
+                "console: the provider API settings cannot be used, so it cannot retry actions", ["error": String(describing: error)])
+            return nil
+        }
+    }
+}
+
 private let proxyOnlyFlag = FlagKey(
     "--proxy-only", "No password: they sign in only through the authenticating proxy (PAYRECON_CONSOLE_USER_HEADER).")
 
 /// The shortest password `add-user` takes: the hash slows guessing, but a short password is still found.
 let minimumConsolePassword = 12
 
-let consoleAddUserCommand = Command(
-    name: "console add-user",
-    summary: "Add a person who may sign in to the console, or change their password or role.",
-    arguments: [.init(name: "NAME", help: "Their sign-in name: 1 to 64 of a-z, 0-9, '.', '_', '@', '-'.")],
-    options: [roleOption, proxyOnlyFlag],
-    details: """
-        The users file is PAYRECON_CONSOLE_USERS_FILE (created with mode 0600 if it does not exist; rewritten whole,
-        atomically). The password is read from standard input, never from an argument: typed twice, without echo, at
-        a terminal; else the first line (printf '%s\\n' "$PASSWORD" | payrecon console add-user ana --role operator).
-        It must be at least \(minimumConsolePassword) characters and is kept as a scrypt hash (N=2^15, r=8, p=1).
-        With --proxy-only no password is read or kept: the person signs in only as the authenticating proxy names
-        them (PAYRECON_CONSOLE_USER_HEADER), never with a password, and a password they had is removed.
-        A name already in the file gets the new password and role in place. Exit 0 when written, 2 on a usage error.
-        """
-) { args in
-    let name = args.positionals[0]
-    guard ConsoleUsers.isValidName(name) else {
-        throw UsageError("NAME must be 1 to 64 of a-z, 0-9, '.', '_', '@', '-', not '\(name.terminalSafe)'")
-    }
-    guard let role = try args.value(roleOption) else { throw UsageError("--role is required: viewer or operator") }
-    guard let path = Environment()["PAYRECON_CONSOLE_USERS_FILE"], !path.isEmpty else {
-        throw ConfigurationError("set PAYRECON_CONSOLE_USERS_FILE to the users file's path (it is created if missing)")
-    }
-    var hash: String?
-    if !args.flag(proxyOnlyFlag) {
-        let password = try readNewPassword(for: name)
-        do { hash = try PasswordHash.make(Array(password.utf8)) } catch {
-            throw ConfigurationError("could not hash the password: \(error)")
+struct ConsoleAddUserCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        name: "console add-user",
+        summary: "Add a person who may sign in to the console, or change their password or role.",
+        arguments: [.init(name: "NAME", help: "Their sign-in name: 1 to 64 of a-z, 0-9, '.', '_', '@', '-'.")],
+        options: [roleOption, proxyOnlyFlag],
+        details: """
+            The users file is PAYRECON_CONSOLE_USERS_FILE (created with mode 0600 if it does not exist; rewritten whole,
+            atomically). The password is read from standard input, never from an argument: typed twice, without echo, at
+            a terminal; else the first line (printf '%s\\n' "$PASSWORD" | payrecon console add-user ana --role operator).
+            It must be at least \(minimumConsolePassword) characters and is kept as a scrypt hash (N=2^15, r=8, p=1).
+            With --proxy-only no password is read or kept: the person signs in only as the authenticating proxy names
+            them (PAYRECON_CONSOLE_USER_HEADER), never with a password, and a password they had is removed.
+            A name already in the file gets the new password and role in place. Exit 0 when written, 2 on a usage error.
+            """
+    )
+
+    var name: String
+    var role: ConsoleRole
+    /// --proxy-only: no password; they sign in only through the authenticating proxy.
+    var proxyOnly: Bool
+
+    init(parsing args: ParsedArguments) throws(UsageError) {
+        name = args.positionals[0]
+        guard ConsoleUsers.isValidName(name) else {
+            throw UsageError("NAME must be 1 to 64 of a-z, 0-9, '.', '_', '@', '-', not '\(name.terminalSafe)'")
         }
+        guard let role = try args.value(roleOption) else { throw UsageError("--role is required: viewer or operator") }
+        self.role = role
+        proxyOnly = args.flag(proxyOnlyFlag)
     }
-    let existed = try ConsoleUsersFile.locked(path) {
-        var users = try ConsoleUsersFile.read(path) ?? ConsoleUsers()
-        let existed = users.user(named: name) != nil
-        users.put(ConsoleUser(name: name, role: role, passwordHash: hash))
-        try ConsoleUsersFile.write(users, to: path)
-        return existed
+
+    func run(logger: Logger) async throws -> Int32 {
+        guard let path = Environment()["PAYRECON_CONSOLE_USERS_FILE"], !path.isEmpty else {
+            throw ConfigurationError("set PAYRECON_CONSOLE_USERS_FILE to the users file's path (it is created if missing)")
+        }
+        var hash: String?
+        if !proxyOnly {
+            let password = try readNewPassword(for: name)
+            do { hash = try PasswordHash.make(Array(password.utf8)) } catch {
+                throw ConfigurationError("could not hash the password: \(error)")
+            }
+        }
+        let existed = try ConsoleUsersFile.locked(path) {
+            var users = try ConsoleUsersFile.read(path) ?? ConsoleUsers()
+            let existed = users.user(named: name) != nil
+            users.put(ConsoleUser(name: name, role: role, passwordHash: hash))
+            try ConsoleUsersFile.write(users, to: path)
+            return existed
+        }
+        print("\(existed ? "changed" : "added") \(name) (\(role.rawValue)\(hash == nil ? ", through the proxy only" : "")) in \(path)")
+        return Exit.ok
     }
-    print("\(existed ? "changed" : "added") \(name) (\(role.rawValue)\(hash == nil ? ", through the proxy only" : "")) in \(path)")
-    return Exit.ok
 }
 
 /// A new password from standard input: twice without echo at a terminal, else the first line.

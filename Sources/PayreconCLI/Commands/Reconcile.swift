@@ -13,70 +13,90 @@ private let reconcileSince = OptionKey<Int64>(
     (v: String) throws(UsageError) -> Int64 in try Options.duration(v, flag: "--since")
 }
 
-let reconcileCommand = Command(
-    name: "reconcile",
-    summary: "The nightly sweep: re-check recent orders and those with open findings or pending actions.",
-    options: [
-        reconcileSince, Options.all, Options.provider.help("Only \(Options.names(Provider.self)) orders."), Options.concurrency,
-        Options.databaseURL
-    ],
-    details: """
-        Orders are streamed in pages (constant memory). Ends with a summary: checked, matched, discrepancies
-        opened/resolved, actions emitted, errors. Exit 0 when every order was checked (whatever it found), 1 when
-        some could not be (provider errors; listed), 2 on a fatal error. Each run is recorded in the runs table.
-        With PAYRECON_BACKFILL=paypal=3d it first reads the provider's own records over that span (payrecon backfill
-        --help); a backfill that could not run or left something is reported and makes the exit 1. Then settlement is
-        evaluated as a whole, once a settlement file has been imported: see payrecon settlement
-        import --help (settlement_missing comes due as PAYRECON_SETTLEMENT_DEADLINE passes).
-        """
-) { args in
-    let env = try args.environment()
-    let window = try args.value(reconcileSince)
-    if args.flag(Options.all) && window != nil { throw UsageError("use either --since or --all, not both") }
-    let since: Date? = args.flag(Options.all) ? nil : Date(timeIntervalSinceNow: -TimeInterval(window ?? 72 * 3600))
-    let provider = try args.value(Options.provider)
-    let concurrency = try args.value(Options.concurrency, default: 16)
-    let backfills = try env.backfill()
-    var options = NightlyJob.Options(
-        sweep: .init(since: since, provider: provider, concurrency: concurrency),
-        backfills: backfills.map { (provider: $0.0, seconds: $0.1) },
-        rereadSeconds: try env.duration("PAYRECON_BACKFILL_REREAD", default: "3d"),
-        settlementDeadlineSeconds: try env.duration("PAYRECON_SETTLEMENT_DEADLINE", default: "3d"))
-    // PAYRECON_RETAIN matters here only to a backfill (how far back events are listed).
-    if !backfills.isEmpty {
-        do { options.deliveriesKeptSeconds = try RetentionPolicy.parse(env["PAYRECON_RETAIN"]).deliveriesSeconds } catch {
-            throw UsageError("\(error)")
+struct ReconcileCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        name: "reconcile",
+        summary: "The nightly sweep: re-check recent orders and those with open findings or pending actions.",
+        options: [
+            reconcileSince, Options.all, Options.provider.help("Only \(Options.names(Provider.self)) orders."), Options.concurrency,
+            Options.databaseURL
+        ],
+        details: """
+            Orders are streamed in pages (constant memory). Ends with a summary: checked, matched, discrepancies
+            opened/resolved, actions emitted, errors. Exit 0 when every order was checked (whatever it found), 1 when
+            some could not be (provider errors; listed), 2 on a fatal error. Each run is recorded in the runs table.
+            With PAYRECON_BACKFILL=paypal=3d it first reads the provider's own records over that span (payrecon backfill
+            --help); a backfill that could not run or left something is reported and makes the exit 1. Then settlement is
+            evaluated as a whole, once a settlement file has been imported: see payrecon settlement
+            import --help (settlement_missing comes due as PAYRECON_SETTLEMENT_DEADLINE passes).
+            """
+    )
+
+    /// --since, in seconds (default 72h).
+    var since: Int64?
+    /// --all: every order, whatever its age.
+    var all: Bool
+    var provider: Provider?
+    var concurrency: Int
+    var databaseURL: String?
+
+    init(parsing args: ParsedArguments) throws(UsageError) {
+        since = try args.value(reconcileSince)
+        all = args.flag(Options.all)
+        provider = try args.value(Options.provider)
+        concurrency = try args.value(Options.concurrency, default: 16)
+        databaseURL = try args.value(Options.databaseURL)
+    }
+
+    func validate() throws(UsageError) {
+        if all && since != nil { throw UsageError("use either --since or --all, not both") }
+    }
+
+    func run(logger: Logger) async throws -> Int32 {
+        let env = Environment(databaseURL: databaseURL)
+        let since: Date? = all ? nil : Date(timeIntervalSinceNow: -TimeInterval(self.since ?? 72 * 3600))
+        let backfills = try env.backfill()
+        var options = NightlyJob.Options(
+            sweep: .init(since: since, provider: provider, concurrency: concurrency),
+            backfills: backfills.map { (provider: $0.0, seconds: $0.1) },
+            rereadSeconds: try env.duration("PAYRECON_BACKFILL_REREAD", default: "3d"),
+            settlementDeadlineSeconds: try env.duration("PAYRECON_SETTLEMENT_DEADLINE", default: "3d"))
+        // PAYRECON_RETAIN matters here only to a backfill (how far back events are listed).
+        if !backfills.isEmpty {
+            do { options.deliveriesKeptSeconds = try RetentionPolicy.parse(env["PAYRECON_RETAIN"]).deliveriesSeconds } catch {
+                throw UsageError("\(error)")
+            }
         }
+        let context = try WorkerContext(env, poolSize: min(32, concurrency + 2), maxConcurrentRequests: concurrency, logger: logger)
+        defer { context.pool.close() }
+        let terminal = isatty(STDERR_FILENO) == 1
+        let job = NightlyJob(
+            pool: context.pool, checker: context.checker, executor: context.executeActions ? context.executor : nil,
+            logger: context.logger)
+        let started = Date()
+        let report: NightlyJob.Report
+        do {
+            report = try await job.run(
+                options,
+                backfilled: { provider, result in
+                    if terminal { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+                    NightlyReportPrinter.print(backfill: result, of: provider)
+                },
+                progress: { t in
+                    guard terminal else { return }
+                    let rate = Double(t.checked) / max(0.001, Date().timeIntervalSince(started))
+                    FileHandle.standardError.write(
+                        Data(
+                            "\r\u{1B}[Kchecked \(t.checked)  matched \(t.matched)  opened \(t.opened)  resolved \(t.resolved)  actions \(t.actionsEmitted)  errors \(t.errors)  (\(Int(rate))/s)"
+                                .utf8))
+                })
+        } catch {
+            throw FatalError("reconcile stopped: \(error)")
+        }
+        if terminal { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+        NightlyReportPrinter.print(report)
+        return report.exitCode
     }
-    let context = try WorkerContext(env, poolSize: min(32, concurrency + 2), maxConcurrentRequests: concurrency, logger: args.logger)
-    defer { context.pool.close() }
-    let terminal = isatty(STDERR_FILENO) == 1
-    let job = NightlyJob(
-        pool: context.pool, checker: context.checker, executor: context.executeActions ? context.executor : nil,
-        logger: context.logger)
-    let started = Date()
-    let report: NightlyJob.Report
-    do {
-        report = try await job.run(
-            options,
-            backfilled: { provider, result in
-                if terminal { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
-                NightlyReportPrinter.print(backfill: result, of: provider)
-            },
-            progress: { t in
-                guard terminal else { return }
-                let rate = Double(t.checked) / max(0.001, Date().timeIntervalSince(started))
-                FileHandle.standardError.write(
-                    Data(
-                        "\r\u{1B}[Kchecked \(t.checked)  matched \(t.matched)  opened \(t.opened)  resolved \(t.resolved)  actions \(t.actionsEmitted)  errors \(t.errors)  (\(Int(rate))/s)"
-                            .utf8))
-            })
-    } catch {
-        throw FatalError("reconcile stopped: \(error)")
-    }
-    if terminal { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
-    NightlyReportPrinter.print(report)
-    return report.exitCode
 }
 
 /// What a nightly run prints: each backfill's lines as it ends, then the sweep's summary, then settlement.

@@ -1,3 +1,4 @@
+import Observability
 import Foundation
 import Providers
 import TextFormats
@@ -7,58 +8,69 @@ import Reconciliation
 import Reporting
 import Store
 
-let reportCommand = Command(
-    name: "report",
-    summary: "What is wrong, since when, and how much money is at risk.",
-    options: [
-        ReportOptions.formatKey, ReportOptions.viewKey, Options.output, ReportOptions.statusKey, Options.provider, Options.kind,
-        Options.since.help(
-            "Only discrepancies last seen within DURATION (90s, 10m, 24h, 7d): found again by a check that recent, whenever the order was made (reconcile --since picks orders instead)."
-        ), Options.failOnOpen, Options.databaseURL
-    ],
-    details: """
-        The summary (open count by kind, money at risk per currency, rejected deliveries in the last 24 h) counts open
-        discrepancies matching --provider, --kind and --since, whatever --status lists. Money at risk counts each order once,
-        at its largest open finding, per currency, in major units (two findings of one order are often one amount seen
-        twice); --format csv and json give each open row's share of it as counted_at_risk.
-        Kinds: \(DiscrepancyKind.allCases.map(\.rawValue).joined(separator: ", ")).
-        --view fees shows, per provider, currency and day (UTC, or the account's settlement day once a settlement file
-        of it is imported; when the provider says the money moved), what was
-        captured, refunded and reversed, the fees the provider took less those it gave back, and the net, as the
-        providers' answers state them (PayPal's seller_receivable_breakdown / seller_payable_breakdown, a v1 sale's
-        transaction_fee, Paypercut's balance_transaction), over --since (default 30d) and --provider; exact sums.
-        Table output is coloured on a terminal unless NO_COLOR is set. Exit 0, or 1 with --fail-on-open when a
-        listed discrepancy is open; 2 on a usage or database error.
-        """
-) { args in
-    let options = try ReportOptions(args)
-    let url = try Environment().databaseURL(flag: args.value(Options.databaseURL))
-    let conn = try connect(url)
-    defer { conn.close() }
-    let toTerminal = options.output == nil && isatty(STDOUT_FILENO) == 1
-    let noColor = !(ProcessInfo.processInfo.environment["NO_COLOR"] ?? "").isEmpty
-    if options.view == "fees" {
-        let fees = try ReportOptions.loadFees(options, on: conn)
+struct ReportCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        name: "report",
+        summary: "What is wrong, since when, and how much money is at risk.",
+        options: [
+            ReportOptions.formatKey, ReportOptions.viewKey, Options.output, ReportOptions.statusKey, Options.provider, Options.kind,
+            Options.since.help(
+                "Only discrepancies last seen within DURATION (90s, 10m, 24h, 7d): found again by a check that recent, whenever the order was made (reconcile --since picks orders instead)."
+            ), Options.failOnOpen, Options.databaseURL
+        ],
+        details: """
+            The summary (open count by kind, money at risk per currency, rejected deliveries in the last 24 h) counts open
+            discrepancies matching --provider, --kind and --since, whatever --status lists. Money at risk counts each order once,
+            at its largest open finding, per currency, in major units (two findings of one order are often one amount seen
+            twice); --format csv and json give each open row's share of it as counted_at_risk.
+            Kinds: \(DiscrepancyKind.allCases.map(\.rawValue).joined(separator: ", ")).
+            --view fees shows, per provider, currency and day (UTC, or the account's settlement day once a settlement file
+            of it is imported; when the provider says the money moved), what was
+            captured, refunded and reversed, the fees the provider took less those it gave back, and the net, as the
+            providers' answers state them (PayPal's seller_receivable_breakdown / seller_payable_breakdown, a v1 sale's
+            transaction_fee, Paypercut's balance_transaction), over --since (default 30d) and --provider; exact sums.
+            Table output is coloured on a terminal unless NO_COLOR is set. Exit 0, or 1 with --fail-on-open when a
+            listed discrepancy is open; 2 on a usage or database error.
+            """
+    )
+
+    var options: ReportOptions
+    var databaseURL: String?
+
+    init(parsing args: ParsedArguments) throws(UsageError) {
+        options = try ReportOptions(args)
+        databaseURL = try args.value(Options.databaseURL)
+    }
+
+    func run(logger: Logger) async throws -> Int32 {
+        let url = try Environment(databaseURL: databaseURL).databaseURL()
+        let conn = try connect(url)
+        defer { conn.close() }
+        let toTerminal = options.output == nil && isatty(STDOUT_FILENO) == 1
+        let noColor = !(ProcessInfo.processInfo.environment["NO_COLOR"] ?? "").isEmpty
+        if options.view == "fees" {
+            let fees = try ReportOptions.loadFees(options, on: conn)
+            let bytes: [UInt8] =
+                switch options.format {
+                case .table: Array(fees.table(colour: toTerminal && !noColor).utf8)
+                case .json: fees.json()
+                case .csv: Array(fees.csv().utf8)
+                case .html: Array(fees.html().utf8)
+                }
+            try writeOutput(bytes, to: options.output)
+            return Exit.ok
+        }
+        let report = try ReportOptions.load(options, on: conn)
         let bytes: [UInt8] =
             switch options.format {
-            case .table: Array(fees.table(colour: toTerminal && !noColor).utf8)
-            case .json: fees.json()
-            case .csv: Array(fees.csv().utf8)
-            case .html: Array(fees.html().utf8)
+            case .table: Array(report.table(colour: toTerminal && !noColor).utf8)
+            case .json: report.json()
+            case .csv: Array(report.csv().utf8)
+            case .html: Array(report.html().utf8)
             }
         try writeOutput(bytes, to: options.output)
-        return Exit.ok
+        return options.failOnOpen && report.listsOpen ? Exit.finding : Exit.ok
     }
-    let report = try ReportOptions.load(options, on: conn)
-    let bytes: [UInt8] =
-        switch options.format {
-        case .table: Array(report.table(colour: toTerminal && !noColor).utf8)
-        case .json: report.json()
-        case .csv: Array(report.csv().utf8)
-        case .html: Array(report.html().utf8)
-        }
-    try writeOutput(bytes, to: options.output)
-    return options.failOnOpen && report.listsOpen ? Exit.finding : Exit.ok
 }
 
 /// `payrecon report`'s flags, validated before the database is touched.
