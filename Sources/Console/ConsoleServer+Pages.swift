@@ -24,7 +24,7 @@ extension ConsoleServer {
             let stamp = await live.wait(since: request.query["since"] ?? "", key: session.csrfToken, timeout: .seconds(20))
             return HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; charset=utf-8")], body: Array(stamp.utf8))
         case ("discrepancies", 2) where id != nil: return try await discrepancyPage(id!, session: session)
-        case ("actions", 2) where id != nil: return try await actionPage(id!, session: session)
+        case ("actions", 2) where id != nil: return try await actionPage(id!, session: session, retry: request.query["retry"])
         case ("deliveries", 2) where id != nil: return try await deliveryPage(id!, session: session)
         case ("rejections", 2) where id != nil: return try await rejectionPage(id!, session: session)
         case ("rejections", 3) where id != nil && ["body", "headers.json"].contains(parts[2]):
@@ -93,14 +93,29 @@ extension ConsoleServer {
         return Self.html(200, ActionPages.list(page.rows, status: status, provider: provider, next: page.next, session: session))
     }
 
-    func actionPage(_ id: Int64, session: ConsoleSession, error: String? = nil, status: Int = 200) async throws -> HTTPResponse {
+    /// One action; `retry` is the record (in its trail) of a retry the person asked for, which the page says the
+    /// outcome of when it was not completed (the redirect after the post leads here).
+    func actionPage(
+        _ id: Int64, session: ConsoleSession, error: String? = nil, status: Int = 200, retry: String? = nil
+    ) async throws -> HTTPResponse {
         let found = try await pool.run { conn -> (StoredAction, [Explanation.Call], [ConsoleAuditEntry])? in
             guard let a = try ActionStore.find(id: id, on: conn) else { return nil }
             return (a, try ExplainStore.calls(of: a, bodyLimit: 64 * 1024, on: conn), try ConsoleStore.audit(of: "action \(id)", on: conn))
         }
         guard let (action, calls, audit) = found else { return notFound(session) }
         let canRetry = session.role == ConsoleRole.operator.rawValue && action.status == .failed
-        return Self.html(status, ActionPages.one(action, calls: calls, audit: audit, canRetry: canRetry, session: session, error: error))
+        let said = error ?? Self.unfinishedRetry(retry, in: audit, session: session)
+        return Self.html(status, ActionPages.one(action, calls: calls, audit: audit, canRetry: canRetry, session: session, error: said))
+    }
+
+    /// What a retry came to when it was not completed: its record must be in this action's trail, this person's, and
+    /// a retry; else nothing (the id in the address is the only thing read from it, never the words).
+    static func unfinishedRetry(_ record: String?, in audit: [ConsoleAuditEntry], session: ConsoleSession) -> String? {
+        guard let record = record.flatMap({ Int64($0) }),
+            let entry = audit.first(where: { $0.id == record && $0.userName == session.userName && $0.action == "retry" }),
+            let detail = entry.detail, detail.contains("not retried: ")
+        else { return nil }
+        return "Your retry was not completed: " + detail + "."
     }
 
     func deliveryList(_ request: HTTPRequest, session: ConsoleSession) async throws -> HTTPResponse {

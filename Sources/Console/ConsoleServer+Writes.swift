@@ -92,18 +92,16 @@ extension ConsoleServer {
             try ConsoleStore.audit(user: session.userName, address: address, action: "retry", target: "action \(id)", detail: asked, on: $0)
         }
         let result = await retry(id, looked)
-        let said: String, problem: (status: Int, text: String)?
+        let said: String
         switch result {
         case .pending(let amount):
             // In the currency the plan gave (re-read, as `payrecon actions retry` prints it).
             let now = try? await pool.run { try ActionStore.find(id: id, on: $0) }
             let currency = now?.amount.currency ?? action.amount.currency
             said = "pending again: " + Money.format(minorUnits: amount, exponent: currency.exponent) + " " + currency.code
-            problem = nil
-        case .retired(let why): (said, problem) = ("superseded: " + why, nil)
-        case .notNow(let why): (said, problem) = ("not retried: " + why, (503, "Not retried: \(why). Try again later."))
-        case .notFailed(let why): (said, problem) = ("not retried: " + why, (409, why))
-        case .noSuchAction(let why): (said, problem) = ("not retried: " + why, (404, why))
+        case .retired(let why): said = "superseded: " + why
+        case .notNow(let why), .notFailed(let why): said = "not retried: " + why
+        case .noSuchAction: return notFound(session)
         }
         let detail = checked + said
         do { try await pool.run { try ConsoleStore.completeAudit(record, detail: detail, on: $0) } } catch {
@@ -111,8 +109,12 @@ extension ConsoleServer {
                 "console: a retry's outcome was not recorded", ["action_id": id, "result": said, "error": String(describing: error)])
         }
         logger.info("console: action retried", ["user": session.userName, "action_id": id, "result": said])
-        if let problem { return try await actionPage(id, session: session, error: problem.text, status: problem.status) }
-        return Self.redirect("/actions/\(id)")
+        // Redirected after the post whatever came of it, so a reload never asks again: a retry not completed is said
+        // on the page, from its record in the trail (`unfinishedRetry`).
+        switch result {
+        case .pending, .retired: return Self.redirect("/actions/\(id)")
+        case .notNow, .notFailed, .noSuchAction: return Self.redirect("/actions/\(id)?retry=\(record)")
+        }
     }
 
     func retryDelivery(_ id: Int64, address: String, session: ConsoleSession) async throws -> HTTPResponse {

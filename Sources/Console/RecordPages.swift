@@ -41,10 +41,10 @@ enum RecordPages {
     }
 
     static func rejections(
-        _ rows: [RejectionSamples.Sample], counts: [(provider: String, reason: String, count: Int64)], provider: Provider?,
+        _ rows: [RejectionSamples.Sample], counts: [(provider: Provider, reason: String, count: Int64)], provider: Provider?,
         reason: String?, next: Int64?, session: ConsoleSession
     ) -> String {
-        let countRows = counts.map { [HTML.escape($0.provider), HTML.escape($0.reason), String($0.count)] }
+        let countRows = counts.map { [$0.provider.rawValue, HTML.escape($0.reason), String($0.count)] }
         let cells = rows.map { r in
             [
                 ConsoleHTML.link("/rejections/\(r.id)", String(r.id)), HTML.escape(r.provider.rawValue), HTML.escape(r.reason),

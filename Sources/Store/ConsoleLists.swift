@@ -126,16 +126,14 @@ extension ConsoleStore {
     /// Rejections counted in the last `hours` hours, per provider and reason (every one, sampled or not).
     public static func rejectionCounts(
         hours: Int, on conn: PostgresConnection
-    ) throws -> [(
-        provider: String, reason: String, count: Int64
-    )] {
+    ) throws -> [(provider: Provider, reason: String, count: Int64)] {
         try conn.query(
             """
             SELECT provider, reason, sum(count)::bigint AS n FROM rejection_counts
             WHERE hour >= date_trunc('hour', now()) - make_interval(hours => \(.int64(Int64(hours - 1)))::int)
             GROUP BY provider, reason ORDER BY n DESC, provider, reason
             """
-        ).map { (try $0.string("provider"), try $0.string("reason"), try $0.int64("n")) }
+        ).map { (try $0.provider("provider"), try $0.string("reason"), try $0.int64("n")) }
     }
 
     public static func settlementFiles(limit: Int, on conn: PostgresConnection) throws -> [SettlementFileRow] {

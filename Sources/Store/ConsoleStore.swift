@@ -17,6 +17,7 @@ public struct ConsoleSession: Sendable, Equatable {
 
 /// One line of the console's audit trail.
 public struct ConsoleAuditEntry: Sendable, Equatable {
+    public var id: Int64
     public var at: Date
     public var userName: String
     public var address: String?
@@ -93,10 +94,11 @@ public enum ConsoleStore {
     /// The audit trail of `target` (`discrepancy 12`), oldest first.
     public static func audit(of target: String, on conn: PostgresConnection) throws -> [ConsoleAuditEntry] {
         try conn.query(
-            "SELECT at, user_name, address, action, target, detail FROM console_audit WHERE target = \(.text(target)) ORDER BY id"
+            "SELECT id, at, user_name, address, action, target, detail FROM console_audit WHERE target = \(.text(target)) ORDER BY id"
         ).map { row in
             ConsoleAuditEntry(
-                at: try row.date("at"), userName: try row.string("user_name"), address: try row.optionalString("address"),
+                id: try row.int64("id"), at: try row.date("at"), userName: try row.string("user_name"),
+                address: try row.optionalString("address"),
                 action: try row.string("action"), target: try row.optionalString("target"), detail: try row.optionalString("detail"))
         }
     }

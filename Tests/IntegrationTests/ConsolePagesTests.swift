@@ -83,6 +83,35 @@ import Testing
         }
     }
 
+    /// A retry the executor ran but could not complete is answered as every write is, with a redirect (a reload of
+    /// the page does not send it again): the page it leads to says what came of it, read from the audit trail, to the
+    /// person who asked only.
+    @Test func aRetryThatIsNotCompletedRedirectsAndThePageSaysWhy() async throws {
+        try await ConsoleServerTests.with({
+            $0.retryAction = { id, _ in id == 41 ? .notNow("paypal is out of reach <now>") : .notFailed("action 42 is pending, not failed")
+            }
+        }) { h, _ in
+            try await Self.run(h, Self.failedAction)
+            let (cookie, csrf) = try await h.signIn("ana", "ana's long password")
+            let notNow = try await h.post("/actions/41/retry", [("csrf", csrf), ("attempts", "1")], cookie: cookie)
+            let record = try #require(try await Self.one(h, "SELECT id::text AS v FROM console_audit WHERE target = 'action 41'"))
+            #expect(notNow.status == 303 && notNow.headers["location"] == "/actions/41?retry=\(record)", "\(notNow.status) \(notNow.text)")
+            let page = try await h.get("/actions/41?retry=\(record)", cookie: cookie)
+            #expect(page.status == 200 && page.text.contains("class=\"error\""), "\(page.text)")
+            #expect(page.text.contains("Your retry was not completed: not retried: paypal is out of reach &lt;now&gt;"), "\(page.text)")
+            // The same record on another action's page, or for another person, says nothing.
+            try await Self.run(h, "UPDATE actions SET attempts = 3, in_doubt = false WHERE id = 42")
+            #expect(!(try await h.get("/actions/42?retry=\(record)", cookie: cookie).text.contains("Your retry")))
+            let (viewer, _) = try await h.signIn("vic", "vic's long password")
+            #expect(!(try await h.get("/actions/41?retry=\(record)", cookie: viewer).text.contains("Your retry")))
+            #expect(!(try await h.get("/actions/41?retry=x", cookie: cookie).text.contains("Your retry")))
+            let notFailed = try await h.post("/actions/42/retry", [("csrf", csrf), ("attempts", "3")], cookie: cookie)
+            #expect(notFailed.status == 303 && notFailed.headers["location"]?.hasPrefix("/actions/42?retry=") == true)
+            let said = try await h.get(try #require(notFailed.headers["location"]), cookie: cookie)
+            #expect(said.text.contains("Your retry was not completed: not retried: action 42 is pending, not failed"), "\(said.text)")
+        }
+    }
+
     @Test func aViewerCannotRetryAndAConsoleWithoutCredentialsSaysWhy() async throws {
         try await ConsoleServerTests.with { h, _ in
             try await Self.run(h, Self.failedAction)
