@@ -19,6 +19,8 @@ public enum PostgresValue: Sendable, Hashable {
     /// A `bytea[]`, sent in binary (no escaping of the bytes).
     case byteaArray([[UInt8]])
     case int64Array([Int64])
+    /// A span of time, sent as an `interval` of whole microseconds (PostgreSQL's precision; finer parts are rounded).
+    case interval(Duration)
     case null
 }
 
@@ -41,6 +43,7 @@ enum PostgresOID {
     static let date: UInt32 = 1082
     static let timestamp: UInt32 = 1114
     static let timestamptz: UInt32 = 1184
+    static let interval: UInt32 = 1186
     static let numeric: UInt32 = 1700
     static let uuid: UInt32 = 2950
     static let jsonb: UInt32 = 3802
@@ -63,6 +66,7 @@ enum PostgresOID {
         case date: return "date"
         case timestamp: return "timestamp"
         case timestamptz: return "timestamptz"
+        case interval: return "interval"
         case numeric: return "numeric"
         case uuid: return "uuid"
         case jsonb: return "jsonb"
@@ -107,6 +111,14 @@ extension PostgresValue {
         case .int64Array(let values):
             let literal = "{" + values.map(String.init).joined(separator: ",") + "}"
             return Encoded(oid: PostgresOID.int8Array, bytes: Array(literal.utf8), binary: false)
+        case .interval(let value):
+            // Seconds and attoseconds to microseconds, rounded half away from zero; a span past ±292,000 years is refused.
+            let (seconds, attoseconds) = value.components
+            let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000)
+            let fraction = (attoseconds + (attoseconds >= 0 ? 500_000_000_000 : -500_000_000_000)) / 1_000_000_000_000
+            let (micros, carried) = whole.addingReportingOverflow(fraction)
+            guard !overflow, !carried else { throw PostgresError.decoding("interval parameter \(value) is too long for PostgreSQL") }
+            return Encoded(oid: PostgresOID.interval, bytes: Array("\(micros) microseconds".utf8), binary: false)
         case .null: return Encoded(oid: PostgresOID.unknown, bytes: nil, binary: false)
         }
     }

@@ -34,11 +34,11 @@ public enum ActionStore {
     /// Leases up to `limit` pending actions after `afterID`, in id order: an executor leases only what it is about to
     /// run (a pass walks the outbox forward, so it never holds an action it already tried while it runs others).
     public static func claimPending(
-        leaseSeconds: Int, limit: Int, after afterID: Int64 = 0, on conn: PostgresConnection
+        lease: Duration, limit: Int, after afterID: Int64 = 0, on conn: PostgresConnection
     ) throws -> [StoredAction] {
         try conn.query(
             """
-            UPDATE actions SET lease_expires_at = now() + make_interval(secs => \(.int64(Int64(leaseSeconds)))), attempts = attempts + 1, updated_at = now()
+            UPDATE actions SET lease_expires_at = now() + \(.interval(lease)), attempts = attempts + 1, updated_at = now()
             WHERE id IN (SELECT id FROM actions WHERE status = 'pending' AND id > \(.int64(afterID)) AND (lease_expires_at IS NULL OR lease_expires_at < now())
                          ORDER BY id LIMIT \(.int64(Int64(limit))) FOR UPDATE SKIP LOCKED)
             RETURNING \(unescaped: columns)
@@ -96,10 +96,10 @@ public enum ActionStore {
     }
 
     /// Extends the lease of an action while its call is in flight; false when `attempt` no longer holds it.
-    public static func renew(id: Int64, attempt: Int, leaseSeconds: Int, on conn: PostgresConnection) throws -> Bool {
+    public static func renew(id: Int64, attempt: Int, lease: Duration, on conn: PostgresConnection) throws -> Bool {
         try conn.execute(
             """
-            UPDATE actions SET lease_expires_at = now() + make_interval(secs => \(.int64(Int64(leaseSeconds))))
+            UPDATE actions SET lease_expires_at = now() + \(.interval(lease))
             WHERE id = \(.int64(id)) AND attempts = \(.int64(Int64(attempt))) AND status = 'pending' AND lease_expires_at >= now()
             """) == 1
     }
@@ -109,12 +109,12 @@ public enum ActionStore {
     /// sent again only as it was first sent): then nothing may be sent.
     /// From here on the call may reach the provider: the action is in doubt until its outcome is recorded.
     public static func confirm(
-        id: Int64, attempt: Int, amount: Int64, providerTarget: String?, leaseSeconds: Int,
+        id: Int64, attempt: Int, amount: Int64, providerTarget: String?, lease: Duration,
         on conn: PostgresConnection
     ) throws -> Bool {
         try conn.execute(
             """
-            UPDATE actions SET amount_minor = \(.int64(amount)), provider_target = \(providerTarget.map { .text($0) } ?? .null), lease_expires_at = now() + make_interval(secs => \(.int64(Int64(leaseSeconds)))),
+            UPDATE actions SET amount_minor = \(.int64(amount)), provider_target = \(providerTarget.map { .text($0) } ?? .null), lease_expires_at = now() + \(.interval(lease)),
                 in_doubt = true, sent_at = now(), updated_at = now()
             WHERE id = \(.int64(id)) AND attempts = \(.int64(Int64(attempt))) AND status = 'pending' AND lease_expires_at >= now()
               AND (sent_at IS NULL OR (amount_minor = \(.int64(amount)) AND provider_target IS NOT DISTINCT FROM \(providerTarget.map { .text($0) } ?? .null)))

@@ -31,11 +31,11 @@ public enum DeliveryQueue {
         ].map { t + $0 }.joined(separator: ", ")
     }
 
-    /// Claims up to `limit` due deliveries for `owner` until `leaseSeconds` from now.
-    public static func claim(owner: String, leaseSeconds: Int, limit: Int, on conn: PostgresConnection) throws -> [QueuedDelivery] {
+    /// Claims up to `limit` due deliveries for `owner` until `lease` from now.
+    public static func claim(owner: String, lease: Duration, limit: Int, on conn: PostgresConnection) throws -> [QueuedDelivery] {
         let rows = try conn.query(
             """
-            UPDATE deliveries d SET lease_owner = \(.text(owner)), lease_expires_at = now() + make_interval(secs => \(.int64(Int64(leaseSeconds)))), attempts = d.attempts + 1
+            UPDATE deliveries d SET lease_owner = \(.text(owner)), lease_expires_at = now() + \(.interval(lease)), attempts = d.attempts + 1
             WHERE d.id IN (
                 SELECT id FROM deliveries
                 WHERE status = 'pending' AND next_attempt_at <= now() AND (lease_expires_at IS NULL OR lease_expires_at < now())
@@ -50,13 +50,13 @@ public enum DeliveryQueue {
     /// Extends the lease of deliveries `owner` still holds; returns the ids renewed (held, and not locked by another
     /// transaction at that moment).
     @discardableResult
-    public static func renew(ids: [Int64], owner: String, leaseSeconds: Int, on conn: PostgresConnection) throws -> [Int64] {
+    public static func renew(ids: [Int64], owner: String, lease: Duration, on conn: PostgresConnection) throws -> [Int64] {
         guard !ids.isEmpty else { return [] }
         // SKIP LOCKED: a row another transaction holds is being completed or failed right now, and renewing every
         // held row while a completion flush locks some of them, each in its own order, deadlocked (40P01).
         return try conn.query(
             """
-            UPDATE deliveries d SET lease_expires_at = now() + make_interval(secs => \(.int64(Int64(leaseSeconds))))
+            UPDATE deliveries d SET lease_expires_at = now() + \(.interval(lease))
             FROM (SELECT id FROM deliveries WHERE id = ANY(\(.int64Array(ids))) AND lease_owner = \(.text(owner)) AND status = 'pending'
                   ORDER BY id FOR UPDATE SKIP LOCKED) held
             WHERE d.id = held.id RETURNING d.id

@@ -18,7 +18,7 @@ public struct WorkerContext: Sendable {
     public let executeActions: Bool
     /// PAYRECON_IN_DOUBT_GRACE (default 2m): how long after a call whose outcome is unknown the provider's "not
     /// found" is trusted.
-    public let inDoubtGraceSeconds: Double
+    public let inDoubtGrace: Duration
     /// The root logger the worker, sweep and executor add their context to.
     public let logger: Logger
     /// The transport the provider APIs share (connections) and their rate limiters, kept when they are rebuilt.
@@ -40,8 +40,8 @@ public struct WorkerContext: Sendable {
             throw ConfigurationError(error.description)
         }
         checker = OrderChecker(pool: pool, gateway: gateway, pendingWindows: windows)
-        inDoubtGraceSeconds = Double(try env.duration("PAYRECON_IN_DOUBT_GRACE", default: "2m"))
-        executor = ActionExecutor(pool: pool, gateway: gateway, checker: checker, inDoubtGraceSeconds: inDoubtGraceSeconds, logger: logger)
+        inDoubtGrace = .seconds(try env.duration("PAYRECON_IN_DOUBT_GRACE", default: "2m"))
+        executor = ActionExecutor(pool: pool, gateway: gateway, checker: checker, inDoubtGrace: inDoubtGrace, logger: logger)
         executeActions = try env.choice("PAYRECON_ACTIONS", ["emit", "execute"], default: "emit") == "execute"
         if !gateway.anyConfigured && warnWithoutCredentials {
             let variables = ProviderRegistry.definitions.map(\.apiVariables).joined(separator: "; ")

@@ -22,7 +22,7 @@ public final class ActionExecutor: Sendable {
     let pool: PostgresPool
     let gateway: ProviderGateway
     let checker: OrderChecker
-    let leaseSeconds: Int
+    let lease: Duration
 
     let logger: Logger
 
@@ -32,20 +32,20 @@ public final class ActionExecutor: Sendable {
 
     /// How long after a call whose outcome is unknown the provider's "not found" is trusted, and the action may be
     /// superseded (PAYRECON_IN_DOUBT_GRACE): a provider still applying a slow call may not show it yet.
-    let inDoubtGraceSeconds: Double
+    let inDoubtGrace: Duration
 
     public init(
-        pool: PostgresPool, gateway: ProviderGateway, checker: OrderChecker, leaseSeconds: Int = 120,
-        inDoubtGraceSeconds: Double = 120, logger: Logger
+        pool: PostgresPool, gateway: ProviderGateway, checker: OrderChecker, lease: Duration = .seconds(120),
+        inDoubtGrace: Duration = .seconds(120), logger: Logger
     ) {
-        self.pool = pool; self.gateway = gateway; self.checker = checker; self.leaseSeconds = leaseSeconds
-        self.inDoubtGraceSeconds = inDoubtGraceSeconds; self.logger = logger
+        self.pool = pool; self.gateway = gateway; self.checker = checker; self.lease = lease
+        self.inDoubtGrace = inDoubtGrace; self.logger = logger
     }
 
     /// Whether the action's last call was sent less than the grace ago.
     func withinGrace(_ action: StoredAction) -> Bool {
         guard let sent = action.sentAt else { return false }
-        return Date().timeIntervalSince(sent) < inDoubtGraceSeconds
+        return Date().timeIntervalSince(sent) < inDoubtGrace.inSeconds
     }
 
     /// Runs every pending action once (those a provider could not take now stay pending).
@@ -58,8 +58,8 @@ public final class ActionExecutor: Sendable {
         while done < limit {
             let claimed: StoredAction?
             do {
-                claimed = try await pool.run { [leaseSeconds, after] in
-                    try ActionStore.claimPending(leaseSeconds: leaseSeconds, limit: 1, after: after, on: $0).first
+                claimed = try await pool.run { [lease, after] in
+                    try ActionStore.claimPending(lease: lease, limit: 1, after: after, on: $0).first
                 }
             } catch {
                 logger.warning("cannot claim actions", ["error": String(describing: error)]); break
@@ -116,7 +116,7 @@ public final class ActionExecutor: Sendable {
             "provider": action.provider.rawValue, "order_id": action.orderID, "action": action.kind.rawValue,
             "idempotency_key": action.idempotencyKey
         ])
-        let lease = LeaseRenewal(pool: pool, action: action, leaseSeconds: leaseSeconds, logger: log)
+        let lease = LeaseRenewal(pool: pool, action: action, lease: lease, logger: log)
         defer { lease.stop() }
 
         let api = gateway[action.provider]
@@ -131,7 +131,7 @@ public final class ActionExecutor: Sendable {
             ActionAttempt.Claim(
                 inDoubt: action.inDoubt,
                 sent: action.sentAt == nil ? nil : .init(amount: action.amount.minorUnits, providerTarget: action.providerTarget),
-                attempts: action.attempts, withinGrace: withinGrace(action), graceSeconds: Int(inDoubtGraceSeconds),
+                attempts: action.attempts, withinGrace: withinGrace(action), graceSeconds: Int(inDoubtGrace.components.seconds),
                 providerDeduplicatesKeys: api.deduplicatesIdempotencyKeys))
         var run = Attempt(
             action: action, order: stored.order, links: stored.known.links, emitted: stored.emitted, answers: answers, log: log)
@@ -239,10 +239,10 @@ public final class ActionExecutor: Sendable {
         let prepared = api.prepare(actionCall(run, call))
         do {
             if !prepared.isEmpty { try await pool.run { try TransactionLinkStore.record(prepared, provider: action.provider, on: $0) } }
-            let held = try await pool.run { [leaseSeconds] in
+            let held = try await pool.run { [lease] in
                 try ActionStore.confirm(
                     id: action.id, attempt: action.attempts, amount: call.amount, providerTarget: call.providerTarget,
-                    leaseSeconds: leaseSeconds, on: $0)
+                    lease: lease, on: $0)
             }
             if !held { run.log.warning("action lost before its call, or its key was sent before with another amount or target; not sent") }
             return held ? .held : .lost
@@ -408,15 +408,15 @@ final class LeaseRenewal: Sendable {
     private let lost = Flag()
     private let task: Task<Void, Never>
 
-    init(pool: PostgresPool, action: StoredAction, leaseSeconds: Int, logger log: Logger) {
+    init(pool: PostgresPool, action: StoredAction, lease: Duration, logger log: Logger) {
         let lost = self.lost
         task = Task {
-            let every = Duration.milliseconds(max(200, leaseSeconds * 1000 / 3))
+            let every = max(.milliseconds(200), lease / 3)
             while !Task.isCancelled {
                 try? await Task.sleep(for: every)
                 if Task.isCancelled { return }
                 let held = try? await pool.run {
-                    try ActionStore.renew(id: action.id, attempt: action.attempts, leaseSeconds: leaseSeconds, on: $0)
+                    try ActionStore.renew(id: action.id, attempt: action.attempts, lease: lease, on: $0)
                 }
                 if held == false {
                     // A renewal that was under way when the outcome was recorded finds the action no longer pending:

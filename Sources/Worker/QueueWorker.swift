@@ -11,17 +11,17 @@ import Synchronization
 public final class QueueWorker: Sendable {
     public struct Configuration: Sendable {
         public var owner: String
-        public var leaseSeconds: Int
+        public var lease: Duration
         public var batchSize: Int
         public var poll: Duration
         public var attempt: DeliveryAttempt
         public var executeActions: Bool
 
         public init(
-            owner: String = QueueWorker.defaultOwner(), leaseSeconds: Int = 60, batchSize: Int = 8, poll: Duration = .seconds(5),
+            owner: String = QueueWorker.defaultOwner(), lease: Duration = .seconds(60), batchSize: Int = 8, poll: Duration = .seconds(5),
             attempt: DeliveryAttempt = DeliveryAttempt(), executeActions: Bool = false
         ) {
-            self.owner = owner; self.leaseSeconds = leaseSeconds; self.batchSize = batchSize; self.poll = poll
+            self.owner = owner; self.lease = lease; self.batchSize = batchSize; self.poll = poll
             self.attempt = attempt; self.executeActions = executeActions
         }
     }
@@ -153,7 +153,7 @@ public final class QueueWorker: Sendable {
                     do {
                         claimed = try await pool.run { [configuration] conn in
                             try DeliveryQueue.claim(
-                                owner: configuration.owner, leaseSeconds: configuration.leaseSeconds, limit: room, on: conn)
+                                owner: configuration.owner, lease: configuration.lease, limit: room, on: conn)
                         }
                     } catch {
                         logger.warning("cannot claim deliveries; retrying", ["error": String(describing: error)])
@@ -315,13 +315,13 @@ public final class QueueWorker: Sendable {
 
     /// Renews the leases of held deliveries every third of the lease, so slow providers don't cause double work.
     private func renewLeases() async {
-        let interval = max(1, configuration.leaseSeconds / 3)
+        let interval = max(.seconds(1), configuration.lease / 3)
         while !Task.isCancelled {
-            try? await Task.sleep(for: .seconds(interval))
+            try? await Task.sleep(for: interval)
             let ids = Array(held.withLock { $0 })
             guard !ids.isEmpty else { continue }
             _ = try? await pool.run { [configuration] conn in
-                try DeliveryQueue.renew(ids: ids, owner: configuration.owner, leaseSeconds: configuration.leaseSeconds, on: conn)
+                try DeliveryQueue.renew(ids: ids, owner: configuration.owner, lease: configuration.lease, on: conn)
             }
         }
     }

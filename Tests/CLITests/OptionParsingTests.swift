@@ -70,22 +70,74 @@ func AssertParseError(
         }
     }
 
+    /// The flags and the options that change what a command does, each read into the command.
+    @Test func flagsAndOptionsReachTheCommand() {
+        AssertParse(WorkCommand.self, ["--once", "--batch", "64", "--max-attempts", "3", "--api-listen", "127.0.0.1:9"]) { w in
+            #expect(w.once && w.batch == 64 && w.maxAttempts == 3 && w.apiListen == "127.0.0.1:9")
+        }
+        AssertParse(ActionsRetryCommand.self, ["--failed"]) { a in #expect(a.everyFailed && a.id == nil) }
+        AssertParse(EventsRetryCommand.self, ["--dead"]) { e in #expect(e.everyDead && e.id == nil) }
+        AssertParse(EventsRetryCommand.self, ["12"]) { e in #expect(!e.everyDead && e.id == 12) }
+        AssertParse(ReportCommand.self, ["--view", "fees", "--since", "7d", "--output", "fees.html", "--format", "html"]) { r in
+            #expect(r.options.view == "fees" && r.options.sinceSeconds == 604_800 && r.options.since == "7d")
+            #expect(r.options.output == "fees.html" && r.options.format == .html && !r.options.failOnOpen)
+        }
+        AssertParse(ReportCommand.self, ["--status", "all", "--provider", "pxp", "--kind", "amount_mismatch", "--fail-on-open"]) { r in
+            #expect(r.options.filter.status == nil && r.options.filter.provider == .pxp && r.options.filter.kind == .amountMismatch)
+            #expect(r.options.failOnOpen && r.options.view == "discrepancies")
+        }
+        AssertParse(DiscrepanciesAckCommand.self, ["5", "--by", "ana", "--note", "refunded by hand"]) { d in
+            #expect(d.id == 5 && d.by == "ana" && d.note == "refunded by hand")
+        }
+        AssertParse(
+            VerifyCommand.self, ["paypal", "--body", "b", "--headers", "h", "--webhook-id", "WH-1", "--cert", "c", "--at", "transmission"]
+        ) {
+            v in
+            #expect(v.provider == .paypal && v.bodyPath == "b" && v.headersPath == "h" && v.webhookID == "WH-1" && v.certPath == "c")
+            guard case .transmission = v.at else { Issue.record("\(v.at)"); return }
+        }
+        AssertParse(VerifyCommand.self, ["pxp", "--body", "b", "--headers", "h", "--key", "k", "--roots", "r"]) { v in
+            #expect(v.key == "k" && v.rootsPath == "r")
+            guard case .now = v.at else { Issue.record("\(v.at)"); return }
+        }
+        AssertParse(ExplainCommand.self, ["7", "--answers", "0", "--format", "json"]) { e in
+            guard case .discrepancy(7) = e.subject else { Issue.record("\(e.subject)"); return }
+            #expect(e.answerBytes == 0 && e.format == "json")
+        }
+        AssertParse(RejectionsShowCommand.self, ["3", "--export", "/tmp/sample"]) { r in
+            #expect(r.id == 3 && r.exportDirectory == "/tmp/sample")
+        }
+        AssertParse(PruneCommand.self, ["--dry-run"]) { p in #expect(p.dryRun) }
+        AssertParse(PruneCommand.self, []) { p in #expect(!p.dryRun) }
+        AssertParse(OrdersImportCommand.self, ["-", "--strict"]) { o in #expect(o.path == "-" && o.strict) }
+        AssertParse(DoctorCommand.self, ["--provider", "paypercut"]) { d in #expect(d.provider == .paypercut) }
+        AssertParse(BackfillCommand.self, ["--provider", "paypercut", "--dry-run", "--concurrency", "4"]) { b in
+            #expect(b.provider == .paypercut && b.dryRun && b.concurrency == 4)
+        }
+    }
+
+    /// `--help` makes no command (its required arguments were never asked for); `payrecon` prints the help instead.
+    @Test func helpMakesNoCommand() {
+        AssertParseError("events show", ["--help"], "--help asks for 'payrecon events show' help")
+        #expect(throws: UsageError.self) { try OrdersImportCommand.parse(["-h"]) }
+    }
+
     @Test func defaultsApplyWhenAnOptionIsAbsent() {
         AssertParse(WorkCommand.self, []) { w in
             #expect(w.batch == 32)
-            #expect(w.leaseSeconds == 60)
+            #expect(w.lease == .seconds(60))
             #expect(w.maxAttempts == 10)
             #expect(!w.once)
             #expect(w.metricsListen == nil && w.apiListen == nil)
         }
         AssertParse(ServeCommand.self, []) { s in #expect(s.threads == 4 && s.listen == nil && s.portFile == nil) }
-        AssertParse(ActionsExecuteCommand.self, []) { a in #expect(a.leaseSeconds == 120) }
+        AssertParse(ActionsExecuteCommand.self, []) { a in #expect(a.lease == .seconds(120)) }
         AssertParse(DiscrepanciesListCommand.self, []) { d in #expect(d.status == "open" && d.limit == 100) }
         AssertParse(ActionsListCommand.self, []) { a in #expect(a.format == "table" && a.limit == 1000) }
     }
 
     @Test func durationsAreReadInSeconds() {
-        AssertParse(WorkCommand.self, ["--lease", "2m"]) { w in #expect(w.leaseSeconds == 120) }
+        AssertParse(WorkCommand.self, ["--lease", "2m"]) { w in #expect(w.lease == .seconds(120)) }
         AssertParse(ReconcileCommand.self, ["--since", "7d"]) { r in #expect(r.since == 604_800) }
         AssertParse(BackfillCommand.self, ["--provider", "paypal", "--since", "36h"]) { b in #expect(b.since == 129_600) }
     }
@@ -103,6 +155,8 @@ func AssertParseError(
         ("events list", ["--status", "lost"], "--status must be one of pending, done, ignored, dead, not 'lost'"),
         ("explain", ["1", "--answers", "-1"], "--answers -1 is not a number of bytes"),
         ("explain", ["x"], "ID must be a discrepancy id (a positive number), not 'x'"),
+        ("explain", ["--order", "nocolon"], "--order takes PROVIDER:ORDER_ID (pxp:ORD-1), not 'nocolon'"),
+        ("report", ["--since", "5"], "--since: "),
         ("check", ["ORD-1"], "the order takes PROVIDER:ORDER_ID (pxp:ORD-1), not 'ORD-1'"),
         ("check", ["stripe:ORD-1"], "the order: unknown provider 'stripe'"),
         ("discrepancies ack", ["0"], "ID must be a discrepancy id (a positive number), not '0'"),
@@ -143,7 +197,15 @@ func AssertParseError(
         ("verify", ["pxp", "--body", "b"], "--headers FILE is required"),
         ("settlement import", ["--provider", "pxp", "a.csv"], "pxp publishes no settlement files payrecon reads"),
         ("settlement verify", ["--provider", "paypercut", "a.csv"], "paypercut publishes no settlement files payrecon reads"),
-        ("console add-user", ["ana"], "--role is required: viewer or operator")
+        ("console add-user", ["ana"], "--role is required: viewer or operator"),
+        ("report", ["--view", "fees", "--status", "open"], "--status lists discrepancies: it does not apply to --view fees"),
+        (
+            "backfill", ["--provider", "paypal", "--from", "2026-11-01T00:00:00Z", "--to", "2026-11-01T00:00:00Z"],
+            "--to must be after --from"
+        ),
+        ("backfill", ["--provider", "pxp"], "pxp publishes no transaction search payrecon reads"),
+        ("actions retry", ["abc", "--failed"], "give either ID or --failed, not both"),
+        ("events retry", ["abc", "--dead"], "give either ID or --dead, not both")
     ])
     func valuesThatDoNotGoTogetherAreUsageErrors(command: String, arguments: [String], message: String) {
         AssertParseError(command, arguments, message)
@@ -198,9 +260,9 @@ func AssertParseError(
                 #expect(kept?.value as? String == url, "\(command.name)")
             }
         }
-        var env = Environment(databaseURL: url)
-        #expect(env.values["DATABASE_URL"] == url && env.values["DATABASE_URL_FILE"] == nil)
-        env = Environment(databaseURL: "")
-        #expect(env.values["DATABASE_URL"] == Environment().values["DATABASE_URL"])
+        let process = ["DATABASE_URL": "postgresql://env@127.0.0.1:2/db", "DATABASE_URL_FILE": "/run/secrets/url", "PXP_KEY": "k"]
+        #expect(Environment(databaseURL: url, process).values == ["DATABASE_URL": url, "PXP_KEY": "k"])
+        #expect(Environment(databaseURL: "", process).values == process)
+        #expect(Environment(databaseURL: nil, process).values == process)
     }
 }

@@ -120,7 +120,7 @@ private struct OwnDatabase: Sendable {
         let checker = OrderChecker(pool: pool, gateway: gateway, pendingMaxSeconds: 86_400)
         return QueueWorker(
             configuration: .init(
-                owner: "idle-" + UUID().uuidString.prefix(8), leaseSeconds: 30, batchSize: 8,
+                owner: "idle-" + UUID().uuidString.prefix(8), lease: .seconds(30), batchSize: 8,
                 poll: poll, executeActions: true),
             conninfo: url, pool: pool, processor: DeliveryProcessor(pool: pool, checker: checker),
             executor: ActionExecutor(pool: pool, gateway: gateway, checker: checker, logger: Logger()), logger: Logger())

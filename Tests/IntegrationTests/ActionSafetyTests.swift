@@ -152,13 +152,13 @@ import TextFormats
             _ = try await Self.plannedPayPalCapture(h)
             let claimed = try h.database.connect()
             defer { claimed.close() }
-            let action = try #require(try ActionStore.claimPending(leaseSeconds: 60, limit: 1, on: claimed).first)
+            let action = try #require(try ActionStore.claimPending(lease: .seconds(60), limit: 1, on: claimed).first)
             // The action's row is held by another transaction: the renewal's UPDATE waits on it.
             let holder = try h.database.connect()
             defer { holder.close() }
             try holder.execute("BEGIN")
             try holder.execute("SELECT 1 FROM actions WHERE id = $1 FOR UPDATE", [.int64(action.id)])
-            let renewal = LeaseRenewal(pool: h.pool, action: action, leaseSeconds: 1, logger: Logger())  // renews every 333 ms
+            let renewal = LeaseRenewal(pool: h.pool, action: action, lease: .seconds(1), logger: Logger())  // renews every 333 ms
             var waiting = false
             for _ in 0..<50 where !waiting {
                 try await Task.sleep(for: .milliseconds(100))
@@ -183,8 +183,8 @@ import TextFormats
             _ = try await Self.plannedPayPalCapture(h)
             // A 3 s lease renewed every second: long enough that a loaded 2-core machine does not stall a renewal past
             // the lease's end (a lapse the fence handles, but not what this test is about).
-            let a = ActionExecutor(pool: h.pool, gateway: h.gateway, checker: h.checker, leaseSeconds: 3, logger: Logger())
-            let b = ActionExecutor(pool: h.pool, gateway: h.gateway, checker: h.checker, leaseSeconds: 3, logger: Logger())
+            let a = ActionExecutor(pool: h.pool, gateway: h.gateway, checker: h.checker, lease: .seconds(3), logger: Logger())
+            let b = ActionExecutor(pool: h.pool, gateway: h.gateway, checker: h.checker, lease: .seconds(3), logger: Logger())
             try await h.faults(#"{"latency_ms":4500}"#)  // the re-fetch and the call each outlast a 3 s lease
             let first = Task { await a.executePending() }
             try await Task.sleep(for: .milliseconds(3600))  // a's claim would have run out by now

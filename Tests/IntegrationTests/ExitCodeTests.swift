@@ -36,6 +36,17 @@ import Testing
         )
     }
 
+    /// --database-url wins over DATABASE_URL in every command that reaches the database: with DATABASE_URL naming one
+    /// server and the flag another (neither reachable, so nothing is touched), what the command says is about the
+    /// flag's.
+    @Test(arguments: everyDatabaseCommand) func theFlagWinsOverTheEnvironment(_ command: [String]) async throws {
+        let r = try await PayreconProcess.launch(
+            command + ["--database-url", "postgresql://postgres@127.0.0.1:1/none?connect_timeout=2"],
+            databaseURL: "postgresql://postgres@127.0.0.1:2/none?connect_timeout=2")
+        #expect(r.status == 2, "\(command): \(r.status) \(r.stdout) \(r.stderr)")
+        #expect(r.stderr.contains("port 1 failed") && !r.stderr.contains("port 2"), "\(command): \(r.stderr)")
+    }
+
     @Test func doctorSaysTheDatabaseIsDownAndExitsTwo() async throws {
         let r = try await PayreconProcess.launch(["doctor"], databaseURL: "postgresql://postgres@127.0.0.1:1/none?connect_timeout=2")
         #expect(

@@ -162,7 +162,7 @@ import Worker
     @Test func aNotFoundIsTrustedOnlyAfterTheGrace() async throws {
         try await WorkerHarness.with { h in
             let patient = ActionExecutor(
-                pool: h.pool, gateway: h.gateway, checker: h.checker, inDoubtGraceSeconds: 3600, logger: h.log.logger)
+                pool: h.pool, gateway: h.gateway, checker: h.checker, inDoubtGrace: .seconds(3600), logger: h.log.logger)
             try await h.seedPXP("TX-0", value: "10.00")
             let earlier = WorkerHarness.order(.pxp, "O-0", ref: "TX-0", amount: 1000)
             try h.insert(earlier)

@@ -288,12 +288,12 @@ struct WorkerTests {
         try await WorkerHarness.with { h in
             let ids = try (1...3).map { try h.store(.pxp, json: pxpEvent("TX-R\($0)")) }
             let conn = try h.database.connect(); defer { conn.close() }
-            #expect(try DeliveryQueue.claim(owner: "w", leaseSeconds: 60, limit: 10, on: conn).map(\.id).sorted() == ids)
+            #expect(try DeliveryQueue.claim(owner: "w", lease: .seconds(60), limit: 10, on: conn).map(\.id).sorted() == ids)
             let completing = try h.database.connect(); defer { completing.close() }
             _ = try completing.execute("BEGIN")
             _ = try completing.execute("UPDATE deliveries SET outcome = 'x' WHERE id = $1", [.int64(ids[1])])
             _ = try conn.execute("SET statement_timeout = '3s'")
-            let renewed = try await offload { try DeliveryQueue.renew(ids: ids, owner: "w", leaseSeconds: 60, on: conn) }
+            let renewed = try await offload { try DeliveryQueue.renew(ids: ids, owner: "w", lease: .seconds(60), on: conn) }
             #expect(renewed.sorted() == [ids[0], ids[2]])
             _ = try completing.execute("ROLLBACK")
         }
@@ -309,14 +309,14 @@ struct WorkerTests {
             let conn = try h.database.connect(); defer { conn.close() }
             // While a lease holds, no other worker claims the delivery and `events retry` does not take it away.
             let held = try h.store(.pxp, json: pxpEvent("TX-HELD"))
-            #expect(try DeliveryQueue.claim(owner: "holder", leaseSeconds: 60, limit: 10, on: conn).map(\.id) == [held])
-            #expect(try DeliveryQueue.claim(owner: "peer", leaseSeconds: 60, limit: 10, on: conn).isEmpty)
+            #expect(try DeliveryQueue.claim(owner: "holder", lease: .seconds(60), limit: 10, on: conn).map(\.id) == [held])
+            #expect(try DeliveryQueue.claim(owner: "peer", lease: .seconds(60), limit: 10, on: conn).isEmpty)
             #expect(try DeliveryQueue.retry(id: held, on: conn) == 0)
-            #expect(try DeliveryQueue.renew(ids: [held], owner: "peer", leaseSeconds: 60, on: conn).isEmpty)
+            #expect(try DeliveryQueue.renew(ids: [held], owner: "peer", lease: .seconds(60), on: conn).isEmpty)
             #expect(try DeliveryQueue.complete(id: held, owner: "holder", on: conn))
 
             let id = try h.store(.pxp, json: pxpEvent("TX-K"))
-            let claimed = try DeliveryQueue.claim(owner: "crashed", leaseSeconds: 1, limit: 10, on: conn)
+            let claimed = try DeliveryQueue.claim(owner: "crashed", lease: .seconds(1), limit: 10, on: conn)
             #expect(claimed.map(\.id) == [id])
             // The crashed worker got as far as checking the order (emitting the capture) before it died.
             guard case .checked(let outcome, _) = await h.checker.check(order, logger: Logger()) else {

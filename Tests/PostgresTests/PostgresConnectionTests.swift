@@ -208,6 +208,29 @@ import Testing
         #expect(abs(Double(try row.string("epoch"))! - seconds) < 1e-6)
     }
 
+    /// A `Duration` arrives as an interval of whole microseconds: finer parts rounded half away from zero, negative
+    /// spans kept, and one past what PostgreSQL holds refused rather than wrapped.
+    @Test(arguments: [
+        (Duration.seconds(90), "00:01:30", "90.000000"),
+        (.milliseconds(1500), "00:00:01.5", "1.500000"),
+        (.nanoseconds(1_499), "00:00:00.000001", "0.000001"),
+        (.nanoseconds(499), "00:00:00", "0.000000"),
+        (.seconds(-3), "-00:00:03", "-3.000000"),
+        (.seconds(3 * 86_400), "72:00:00", "259200.000000"),
+        (.zero, "00:00:00", "0.000000")
+    ])
+    func interval(value: Duration, shown: String, epoch: String) throws {
+        let row = try connect().query(
+            "SELECT $1::text AS v, pg_typeof($1)::text AS t, extract(epoch FROM $1)::text AS epoch", [.interval(value)])[0]
+        #expect(try row.string("v") == shown)
+        #expect(try row.string("t") == "interval")
+        #expect(try row.string("epoch") == epoch)
+    }
+
+    @Test func anIntervalPostgreSQLCannotHoldIsRefused() throws {
+        #expect(throws: PostgresError.self) { try connect().query("SELECT $1::text AS v", [.interval(.seconds(Int64.max / 2))]) }
+    }
+
     @Test func timestamptzOutputFromOtherZonesAndTypes() throws {
         let conn = try connect()
         try conn.execute("SET TimeZone TO 'Asia/Kolkata'")

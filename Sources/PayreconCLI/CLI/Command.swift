@@ -36,7 +36,9 @@ extension ParsableCommand {
 
     /// The command `arguments` (everything after its name) make: parsed, read and validated, as `payrecon` runs it.
     public static func parse(_ arguments: [String]) throws(UsageError) -> Self {
-        let command = try Self(parsing: Command(Self.self).parse(arguments))
+        let parsed = try Command(Self.self).parse(arguments)
+        guard !parsed.helpRequested else { throw UsageError.helpRequested(Self.configuration.name) }
+        let command = try Self(parsing: parsed)
         try command.validate()
         return command
     }
@@ -80,7 +82,12 @@ public struct Command: Sendable {
     }
 
     /// The command `arguments` (everything after its name) make, as `payrecon` runs it: parsed, read and validated.
-    public func command(_ arguments: [String]) throws(UsageError) -> any ParsableCommand { try make(parse(arguments)) }
+    public func command(_ arguments: [String]) throws(UsageError) -> any ParsableCommand {
+        let parsed = try parse(arguments)
+        // --help makes no command: its required arguments were not asked for (`CLI.run` prints the help instead).
+        guard !parsed.helpRequested else { throw UsageError.helpRequested(name) }
+        return try make(parsed)
+    }
 
     public var usage: String {
         var parts = ["payrecon", name]
@@ -169,6 +176,9 @@ public struct ParsedArguments: Sendable {
 public struct UsageError: Error, CustomStringConvertible, Equatable {
     public var description: String
     public init(_ message: String) { description = message }
+
+    /// A command line that asks for the help is no command to make.
+    static func helpRequested(_ name: String) -> UsageError { UsageError("--help asks for 'payrecon \(name)' help, not a command") }
 }
 
 /// A fatal error the user can act on: printed, exit 2.
@@ -184,10 +194,11 @@ enum Exit {
 }
 
 extension Environment {
-    /// The environment a command runs with: the process's, with `--database-url` (when the command takes it and it
-    /// was given) in place of DATABASE_URL, so every command that reaches the database takes the flag alike.
-    init(databaseURL flag: String?) {
-        self.init()
-        if let flag, !flag.isEmpty { values["DATABASE_URL"] = flag; values["DATABASE_URL_FILE"] = nil }
+    /// The environment a command runs with: the process's (`values`), with `--database-url` (when the command takes
+    /// it and it was given) in place of DATABASE_URL and DATABASE_URL_FILE, so every command that reaches the database
+    /// takes the flag alike.
+    init(databaseURL flag: String?, _ values: [String: String] = ProcessInfo.processInfo.environment) {
+        self.init(values)
+        if let flag, !flag.isEmpty { self.values["DATABASE_URL"] = flag; self.values["DATABASE_URL_FILE"] = nil }
     }
 }

@@ -70,13 +70,15 @@ public enum Options {
     ) { (v: String) throws(UsageError) -> Int in
         try wholeNumber("--batch", v, 1...256)
     }
-    public static let lease = OptionKey<Int64>("--lease", "DURATION", "Lease on a claimed delivery, renewed while working (default 60s).") {
-        (v: String) throws(UsageError) -> Int64 in
+    public static let lease = OptionKey<Duration>(
+        "--lease", "DURATION", "Lease on a claimed delivery, renewed while working (default 60s)."
+    ) {
+        (v: String) throws(UsageError) -> Duration in
         let seconds = try duration(v, flag: "--lease")
         guard seconds >= 1 else {
             throw UsageError("--lease \(v) must be at least 1s: a lease of nothing lets a second worker take what the first holds")
         }
-        return seconds
+        return .seconds(seconds)
     }
     public static let maxAttempts = OptionKey<Int>("--max-attempts", "N", "Attempts before a delivery is dead (default 10).") {
         (v: String) throws(UsageError) -> Int in try wholeNumber("--max-attempts", v, 1...100)

@@ -17,11 +17,11 @@ struct ActionsExecuteCommand: ParsableCommand {
             """
     )
 
-    var leaseSeconds: Int64
+    var lease: Duration
     var databaseURL: String?
 
     init(parsing args: ParsedArguments) throws(UsageError) {
-        leaseSeconds = try args.value(actionLease, default: 120)
+        lease = try args.value(actionLease, default: .seconds(120))
         databaseURL = try args.value(Options.databaseURL)
     }
 
@@ -30,8 +30,8 @@ struct ActionsExecuteCommand: ParsableCommand {
         let context = try WorkerContext(env, logger: logger)
         try context.requireReadyDatabase(env)
         let executor = ActionExecutor(
-            pool: context.pool, gateway: context.gateway, checker: context.checker, leaseSeconds: Int(leaseSeconds),
-            inDoubtGraceSeconds: context.inDoubtGraceSeconds, logger: context.logger)
+            pool: context.pool, gateway: context.gateway, checker: context.checker, lease: lease,
+            inDoubtGrace: context.inDoubtGrace, logger: context.logger)
         let t = await executor.executePending(limit: 100_000)
         print("actions executed: \(t.succeeded) succeeded, \(t.failed) failed, \(t.deferred) left pending")
         context.pool.close()

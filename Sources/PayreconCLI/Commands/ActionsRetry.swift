@@ -32,6 +32,7 @@ struct ActionsRetryCommand: ParsableCommand {
 
     init(parsing args: ParsedArguments) throws(UsageError) {
         everyFailed = args.flag(failedFlag)
+        if everyFailed && !args.positionals.isEmpty { throw UsageError("give either ID or --failed, not both") }
         if let text = args.positionals.first {
             guard let id = Int64(text), id > 0 else { throw UsageError("ID must be an action id (a positive number), not '\(text)'") }
             self.id = id
@@ -51,7 +52,7 @@ struct ActionsRetryCommand: ParsableCommand {
         try context.requireReadyDatabase(env)
         let executor = ActionExecutor(
             pool: context.pool, gateway: context.gateway, checker: context.checker,
-            inDoubtGraceSeconds: context.inDoubtGraceSeconds, logger: context.logger)
+            inDoubtGrace: context.inDoubtGrace, logger: context.logger)
         var ids: [Int64] = []
         if let id {
             ids = [id]

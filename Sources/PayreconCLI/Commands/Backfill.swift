@@ -84,6 +84,11 @@ struct BackfillCommand: ParsableCommand {
         if (from == nil) != (to == nil) { throw UsageError("--from and --to go together") }
         if from != nil && since != nil { throw UsageError("use either --since or --from and --to, not both") }
         if let from, let to, to <= from { throw UsageError("--to must be after --from") }
+        guard ProviderRegistry.definition(provider).backfillReads != nil else {
+            throw UsageError(
+                "\(provider.rawValue) publishes no transaction search payrecon reads: its transactions are checked as orders and webhooks name them"
+            )
+        }
     }
 
     func run(logger: Logger) async throws -> Int32 {

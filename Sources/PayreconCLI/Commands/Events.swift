@@ -120,6 +120,7 @@ struct EventsRetryCommand: ParsableCommand {
 
     init(parsing args: ParsedArguments) throws(UsageError) {
         everyDead = args.flag(Options.dead)
+        if everyDead && !args.positionals.isEmpty { throw UsageError("give either ID or --dead, not both") }
         if let text = args.positionals.first {
             guard let id = Int64(text) else { throw UsageError("ID must be a number, not '\(text)'") }
             self.id = id

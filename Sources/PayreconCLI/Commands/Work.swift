@@ -39,7 +39,7 @@ struct WorkCommand: ParsableCommand {
     /// --once: exit when nothing is due.
     var once: Bool
     var batch: Int
-    var leaseSeconds: Int64
+    var lease: Duration
     var maxAttempts: Int
     /// --metrics-listen (else PAYRECON_WORK_METRICS_LISTEN).
     var metricsListen: String?
@@ -50,7 +50,7 @@ struct WorkCommand: ParsableCommand {
     init(parsing args: ParsedArguments) throws(UsageError) {
         once = args.flag(Options.once)
         batch = try args.value(Options.batch, default: 32)
-        leaseSeconds = try args.value(Options.lease, default: 60)
+        lease = try args.value(Options.lease, default: .seconds(60))
         maxAttempts = try args.value(Options.maxAttempts, default: 10)
         metricsListen = try args.value(metricsListenOption)
         apiListen = try args.value(apiListenOption)
@@ -69,7 +69,7 @@ struct WorkCommand: ParsableCommand {
         let config = QueueWorker.Configuration(
             // Provider calls in flight are capped at --batch by the transport; twice as many deliveries are in hand, so a
             // delivery waiting for its check to be recorded holds no call's place (as the sweep does with --concurrency).
-            leaseSeconds: Int(leaseSeconds), batchSize: batch * 2,
+            lease: lease, batchSize: batch * 2,
             attempt: DeliveryAttempt(maxAttempts: maxAttempts),
             executeActions: context.executeActions)
         let worker = QueueWorker(

@@ -71,7 +71,7 @@ final class WorkerHarness: @unchecked Sendable {
         checker = OrderChecker(pool: pool, gateway: gateway, pendingMaxSeconds: pendingMaxSeconds)
         processor = DeliveryProcessor(pool: pool, checker: checker)
         // No grace before a provider's "not found" is trusted: the tests decide when time has passed (PXPUnknownOutcomeTests has its own).
-        executor = ActionExecutor(pool: pool, gateway: gateway, checker: checker, inDoubtGraceSeconds: 0, logger: log.logger)
+        executor = ActionExecutor(pool: pool, gateway: gateway, checker: checker, inDoubtGrace: .zero, logger: log.logger)
     }
 
     /// Runs `body` with a fresh harness and always tears it down.
@@ -212,11 +212,11 @@ final class WorkerHarness: @unchecked Sendable {
 
     func worker(
         owner: String = "w-" + UUID().uuidString.prefix(8), maxAttempts: Int = 10, baseDelay: Duration = .seconds(60),
-        leaseSeconds: Int = 30, batchSize: Int = 8, executeActions: Bool = false
+        lease: Duration = .seconds(30), batchSize: Int = 8, executeActions: Bool = false
     ) -> QueueWorker {
         QueueWorker(
             configuration: .init(
-                owner: owner, leaseSeconds: leaseSeconds, batchSize: batchSize, poll: .milliseconds(200),
+                owner: owner, lease: lease, batchSize: batchSize, poll: .milliseconds(200),
                 attempt: DeliveryAttempt(maxAttempts: maxAttempts, baseDelay: baseDelay),
                 executeActions: executeActions),
             conninfo: database.url, pool: pool, processor: processor, executor: executor, logger: log.logger)
