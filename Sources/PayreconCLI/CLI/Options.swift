@@ -154,6 +154,15 @@ public enum Options {
         return (provider, parts[1])
     }
 
+    /// A row's id as a command's ID argument takes it: a number, positive where `of` names what it is
+    /// ("a discrepancy id"); the text is the user's, shown escaped.
+    static func id(_ text: String, of what: String? = nil) throws(UsageError) -> Int64 {
+        guard let id = Int64(text), what == nil || id > 0 else {
+            throw UsageError("ID must be \(what.map { "\($0) (a positive number)" } ?? "a number"), not '\(text.terminalSafe)'")
+        }
+        return id
+    }
+
     static func names<T: RawRepresentable & CaseIterable>(_: T.Type) -> String where T.RawValue == String {
         T.allCases.map(\.rawValue).joined(separator: ", ")
     }

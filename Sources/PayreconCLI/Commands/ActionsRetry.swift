@@ -33,10 +33,7 @@ struct ActionsRetryCommand: ParsableCommand {
     init(parsing args: ParsedArguments) throws(UsageError) {
         everyFailed = args.flag(failedFlag)
         if everyFailed && !args.positionals.isEmpty { throw UsageError("give either ID or --failed, not both") }
-        if let text = args.positionals.first {
-            guard let id = Int64(text), id > 0 else { throw UsageError("ID must be an action id (a positive number), not '\(text)'") }
-            self.id = id
-        }
+        id = try args.positionals.first.map { (text: String) throws(UsageError) -> Int64 in try Options.id(text, of: "an action id") }
         databaseURL = try args.value(Options.databaseURL)
     }
 

@@ -34,10 +34,7 @@ struct DiscrepanciesAckCommand: ParsableCommand {
     var databaseURL: String?
 
     init(parsing args: ParsedArguments) throws(UsageError) {
-        guard let id = Int64(args.positionals[0]), id > 0 else {
-            throw UsageError("ID must be a discrepancy id (a positive number), not '\(args.positionals[0])'")
-        }
-        self.id = id
+        id = try Options.id(args.positionals[0], of: "a discrepancy id")
         note = try args.value(ackNote)
         by = try args.value(ackBy) ?? operatingSystemUser()
         databaseURL = try args.value(Options.databaseURL)
@@ -129,10 +126,7 @@ struct DiscrepanciesShowCommand: ParsableCommand {
     var databaseURL: String?
 
     init(parsing args: ParsedArguments) throws(UsageError) {
-        guard let id = Int64(args.positionals[0]), id > 0 else {
-            throw UsageError("ID must be a discrepancy id (a positive number), not '\(args.positionals[0])'")
-        }
-        self.id = id
+        id = try Options.id(args.positionals[0], of: "a discrepancy id")
         databaseURL = try args.value(Options.databaseURL)
     }
 

@@ -59,8 +59,7 @@ struct EventsShowCommand: ParsableCommand {
     var databaseURL: String?
 
     init(parsing args: ParsedArguments) throws(UsageError) {
-        guard let id = Int64(args.positionals[0]) else { throw UsageError("ID must be a number, not '\(args.positionals[0])'") }
-        self.id = id
+        id = try Options.id(args.positionals[0])
         databaseURL = try args.value(Options.databaseURL)
     }
 
@@ -121,10 +120,7 @@ struct EventsRetryCommand: ParsableCommand {
     init(parsing args: ParsedArguments) throws(UsageError) {
         everyDead = args.flag(Options.dead)
         if everyDead && !args.positionals.isEmpty { throw UsageError("give either ID or --dead, not both") }
-        if let text = args.positionals.first {
-            guard let id = Int64(text) else { throw UsageError("ID must be a number, not '\(text)'") }
-            self.id = id
-        }
+        id = try args.positionals.first.map { (text: String) throws(UsageError) -> Int64 in try Options.id(text) }
         databaseURL = try args.value(Options.databaseURL)
     }
 

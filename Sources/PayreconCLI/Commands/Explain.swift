@@ -45,8 +45,7 @@ struct ExplainCommand: ParsableCommand {
             throw UsageError("give a discrepancy ID or --order PROVIDER:ORDER_ID; usage: payrecon explain [ID] [--order PROVIDER:ORDER_ID]")
         case (_?, _?): throw UsageError("give a discrepancy ID or --order, not both")
         case (let id?, nil):
-            guard let n = Int64(id), n > 0 else { throw UsageError("ID must be a discrepancy id (a positive number), not '\(id)'") }
-            subject = .discrepancy(n)
+            subject = .discrepancy(try Options.id(id, of: "a discrepancy id"))
         case (nil, let key?):
             let (provider, orderID) = try Options.orderKey(key, what: "--order")
             subject = .order(provider, orderID)

@@ -71,8 +71,7 @@ struct RejectionsShowCommand: ParsableCommand {
     var databaseURL: String?
 
     init(parsing args: ParsedArguments) throws(UsageError) {
-        guard let id = Int64(args.positionals[0]) else { throw UsageError("ID must be a number, not '\(args.positionals[0])'") }
-        self.id = id
+        id = try Options.id(args.positionals[0])
         exportDirectory = try args.value(exportOption)
         databaseURL = try args.value(Options.databaseURL)
     }
