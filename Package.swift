@@ -23,10 +23,10 @@ let package = Package(
         .target(name: "Observability"),
         // libpq wrapper: connection, pool, query, transaction, pipeline, notify.
         .target(name: "Postgres", dependencies: ["CLibPQ", "CivilTime", "Observability"]),
-        // Civil-date arithmetic (days ↔ year, month, day), the one copy Postgres and Reconciliation share.
+        // Civil-date arithmetic (days ↔ year, month, day) and a Duration in seconds for what takes a number: one copy for all.
         .target(name: "CivilTime"),
         // HTTP server over libmicrohttpd and the clients for provider APIs (URLSession, libcurl).
-        .target(name: "HTTP", dependencies: ["CMicroHTTPD", "CCurl", "Observability"]),
+        .target(name: "HTTP", dependencies: ["CMicroHTTPD", "CCurl", "CivilTime", "Observability"]),
         // libcrypto and zlib as the rest use them: SHA-256, HMAC, constant-time compare, Base64, CRC32, X.509 chains.
         .target(name: "Crypto", dependencies: ["COpenSSL", "CZlib"]),
         // JSON and CSV read exactly: numbers kept as the literal text they were sent as, CSV over chunked bytes, bounded.
@@ -38,7 +38,7 @@ let package = Package(
         // SQL for deliveries, orders, snapshots, discrepancies, actions, runs.
         .target(name: "Store", dependencies: ["Postgres", "Reconciliation", "TextFormats", "Observability"]),
         // The webhook endpoint: verification, group commit, answers, metrics.
-        .target(name: "Receiver", dependencies: ["HTTP", "Store", "Providers", "Crypto", "Postgres", "Observability"]),
+        .target(name: "Receiver", dependencies: ["HTTP", "Store", "Providers", "Crypto", "Postgres", "Observability", "CivilTime"]),
         // Queue claiming, the reconcile sweep, the action executor.
         .target(
             name: "Worker", dependencies: ["Store", "Providers", "Reconciliation", "TextFormats", "Postgres", "Observability", "CivilTime"]),
@@ -54,7 +54,8 @@ let package = Package(
         .target(
             name: "Wiring",
             dependencies: [
-                "Receiver", "Worker", "Store", "Providers", "Crypto", "Reconciliation", "Reporting", "Postgres", "HTTP", "Observability"
+                "Receiver", "Worker", "Store", "Providers", "Crypto", "Reconciliation", "Reporting", "Postgres", "HTTP", "Observability",
+                "CivilTime"
             ]),
         // The commands, their options and --help, as a library: the executable only calls `CLI.run`.
         .target(

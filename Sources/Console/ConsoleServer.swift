@@ -16,9 +16,9 @@ public final class ConsoleServer: Sendable {
         public var port: UInt16
         public var users: ConsoleUsers
         /// A session unused this long is over.
-        public var idleSeconds: Int64 = 30 * 60
+        public var idle: Duration = .seconds(30 * 60)
         /// A session this old is over, however much it is used: a stolen cookie does not live forever.
-        public var maxAgeSeconds: Int64 = 12 * 3600
+        public var maxAge: Duration = .seconds(12 * 3600)
         /// The session cookie is `Secure` and `__Host-` prefixed, so a browser sends it over HTTPS only and no other
         /// site can plant one: on by default unless the console listens on loopback (a browser on the same host, or an
         /// SSH tunnel, speaks plain HTTP to it, and Chromium keeps no Secure cookie from plain HTTP). Behind a TLS proxy
@@ -95,7 +95,7 @@ public final class ConsoleServer: Sendable {
     public func start() throws -> UInt16 {
         var http = HTTPServer.Configuration(
             host: configuration.host, port: configuration.port, threads: 2, maxBodyBytes: 16 * 1024, connectionTimeoutSeconds: 30,
-            connectionLimit: 256, connectionLimitPerIP: 32, requestTimeoutSeconds: 30)
+            connectionLimit: 256, connectionLimitPerIP: 32, requestTimeout: .seconds(30))
         // Behind the proxy every person's connection comes from its address: the per-address limit is the proxy's to keep.
         http.connectionLimitPerIPExempt = configuration.trustedProxies
         let server = HTTPServer(
@@ -304,11 +304,11 @@ public final class ConsoleServer: Sendable {
             return nil
         }
         let hash = SHA256.hash(Array(token.utf8))
-        let (idle, maxAge) = (configuration.idleSeconds, configuration.maxAgeSeconds)
+        let (idle, maxAge) = (configuration.idle, configuration.maxAge)
         // The overview's refresh (its long poll, and the figures it fetches) is not a person using the session.
         let touch = request.path != "/live" && request.headers["x-payrecon-refresh"] == nil
         let session = try await pool.run {
-            try ConsoleStore.session(tokenSHA256: hash, idleSeconds: idle, maxAgeSeconds: maxAge, touch: touch, on: $0)
+            try ConsoleStore.session(tokenSHA256: hash, idle: idle, maxAge: maxAge, touch: touch, on: $0)
         }
         // The users file decides: a session of a person since removed, given another role or another password is over;
         // so is one of a person the proxy alone signs in, once no proxy header is believed.
@@ -363,7 +363,8 @@ public final class ConsoleServer: Sendable {
             try ConsoleStore.audit(user: user.name, address: address, action: "sign in", target: nil, detail: how, on: conn)
         }
         logger.info("console sign-in", ["user": user.name, "role": user.role.rawValue, "address": address, "by": how ?? "password"])
-        var cookie = "\(configuration.cookieName)=\(token); Path=/; HttpOnly; SameSite=Strict; Max-Age=\(configuration.maxAgeSeconds)"
+        var cookie =
+            "\(configuration.cookieName)=\(token); Path=/; HttpOnly; SameSite=Strict; Max-Age=\(configuration.maxAge.components.seconds)"
         if configuration.secureCookies { cookie += "; Secure" }
         return (session, cookie)
     }

@@ -1,3 +1,4 @@
+import CivilTime
 import CCurl
 import Synchronization
 
@@ -25,9 +26,9 @@ final class CurlTransfer: @unchecked Sendable {
     /// Set by a callback (size cap) before it aborts the transfer; wins over curl's error code.
     private var failure: HTTPClientError?
 
-    init(request: HTTPClientRequest, timeoutSeconds: Double, limit: Int) {
+    init(request: HTTPClientRequest, timeout: Duration, limit: Int) {
         self.request = request
-        self.timeoutMilliseconds = Int(max(1, (timeoutSeconds * 1000).rounded(.up)).clamped(to: 1...Double(Int32.max)))
+        self.timeoutMilliseconds = Int(max(1, (timeout.inSeconds * 1000).rounded(.up)).clamped(to: 1...Double(Int32.max)))
         self.limit = limit
     }
 

@@ -40,7 +40,7 @@ public final class CurlHTTPClient: Sendable {
         defer { limiter.release() }
 
         let transfer = CurlTransfer(
-            request: request, timeoutSeconds: request.timeoutSeconds ?? configuration.timeoutSeconds,
+            request: request, timeout: request.timeout ?? configuration.timeout,
             limit: configuration.maxResponseBytes)
         let loop = self.loop
         return try await withTaskCancellationHandler {

@@ -5,18 +5,18 @@ public struct HTTPClientRequest: Sendable {
     public var url: String
     public var headers: [(String, String)]
     public var body: [UInt8]?
-    /// Overrides the client's `timeoutSeconds` for this request (whole request: connect, send, receive).
-    public var timeoutSeconds: Double?
+    /// Overrides the client's `timeout` for this request (whole request: connect, send, receive).
+    public var timeout: Duration?
 
     public init(
         method: String = "GET", url: String, headers: [(String, String)] = [], body: [UInt8]? = nil,
-        timeoutSeconds: Double? = nil
+        timeout: Duration? = nil
     ) {
         self.method = method
         self.url = url
         self.headers = headers
         self.body = body
-        self.timeoutSeconds = timeoutSeconds
+        self.timeout = timeout
     }
 }
 

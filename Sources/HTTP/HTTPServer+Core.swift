@@ -23,7 +23,7 @@ final class ServerCore: @unchecked Sendable {
     private let forcing = Atomic<Bool>(false)
     /// The +1 reference the C side holds while the daemon runs.
     private var unmanagedSelf: Unmanaged<ServerCore>?
-    /// Cuts off connections past `requestTimeoutSeconds` (nil without one).
+    /// Cuts off connections past `requestTimeout` (nil without one).
     let deadlines: DeadlineWatchdog?
     /// Bodies held in memory, all connections together (used only with `maxBodyBuffer`).
     let budget: Mutex<BodyBudget>
@@ -38,7 +38,7 @@ final class ServerCore: @unchecked Sendable {
     init(configuration: HTTPServer.Configuration, handler: @escaping HTTPServer.Handler) {
         self.configuration = configuration
         self.handler = handler
-        deadlines = configuration.requestTimeoutSeconds.map { DeadlineWatchdog(timeoutSeconds: $0, onCut: configuration.onRequestTimeout) }
+        deadlines = configuration.requestTimeout.map { DeadlineWatchdog(timeout: $0, onCut: configuration.onRequestTimeout) }
         budget = Mutex(BodyBudget(limit: configuration.maxBodyBuffer ?? Int.max, connections: configuration.connectionLimit))
         hasBudget = configuration.maxBodyBuffer != nil
         perAddress = Mutex(

@@ -1,3 +1,4 @@
+import CivilTime
 import CMicroHTTPD
 import Foundation
 import Observability
@@ -73,10 +74,11 @@ final class DeadlineWatchdog: @unchecked Sendable {
     private let onCut: (@Sendable () -> Void)?
     private var thread: Thread?
 
-    init(timeoutSeconds: Double, onCut: (@Sendable () -> Void)?) {
-        state = Mutex(RequestDeadlines(timeoutNanoseconds: UInt64(max(0.001, timeoutSeconds) * 1e9)))
+    init(timeout: Duration, onCut: (@Sendable () -> Void)?) {
+        let seconds = timeout.inSeconds
+        state = Mutex(RequestDeadlines(timeoutNanoseconds: UInt64(max(0.001, seconds) * 1e9)))
         // A tenth of the deadline, between 10 ms and 500 ms: the cut comes at most that late.
-        tick = UInt32(min(500_000, max(10_000, timeoutSeconds * 100_000)))
+        tick = UInt32(min(500_000, max(10_000, seconds * 100_000)))
         self.onCut = onCut
     }
 

@@ -51,8 +51,8 @@ public final class HTTPServer: @unchecked Sendable {
         /// Longest a request may take, counted from when its connection opened or the previous request on it was
         /// answered, to its answer; a connection past it is cut off however steadily it trickles. nil: no limit
         /// beyond `connectionTimeoutSeconds` (which only bounds idle periods).
-        public var requestTimeoutSeconds: Double?
-        /// Called (on the deadline thread) for each connection cut off by `requestTimeoutSeconds`.
+        public var requestTimeout: Duration?
+        /// Called (on the deadline thread) for each connection cut off by `requestTimeout`.
         public var onRequestTimeout: (@Sendable () -> Void)?
 
         public init(
@@ -65,7 +65,7 @@ public final class HTTPServer: @unchecked Sendable {
             connectionLimitPerIP: Int = 0,
             memoryLimitPerConnection: Int = 64 * 1024,
             errorLog: (@Sendable (String) -> Void)? = nil,
-            requestTimeoutSeconds: Double? = nil,
+            requestTimeout: Duration? = nil,
             onRequestTimeout: (@Sendable () -> Void)? = nil
         ) {
             self.host = host
@@ -77,7 +77,7 @@ public final class HTTPServer: @unchecked Sendable {
             self.connectionLimitPerIP = connectionLimitPerIP
             self.memoryLimitPerConnection = memoryLimitPerConnection
             self.errorLog = errorLog
-            self.requestTimeoutSeconds = requestTimeoutSeconds
+            self.requestTimeout = requestTimeout
             self.onRequestTimeout = onRequestTimeout
         }
     }

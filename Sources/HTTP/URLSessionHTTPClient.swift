@@ -1,3 +1,4 @@
+import CivilTime
 import Dispatch
 import Foundation
 import Synchronization
@@ -12,7 +13,7 @@ import FoundationNetworking
 public final class URLSessionHTTPClient: Sendable {
     public struct Configuration: Sendable {
         /// Default whole-request timeout (a request may override it).
-        public var timeoutSeconds: Double
+        public var timeout: Duration
         /// Requests in flight at once; further `send`s wait their turn.
         public var maxConcurrentRequests: Int
         /// Open connections per host (URLSession's pool).
@@ -21,10 +22,10 @@ public final class URLSessionHTTPClient: Sendable {
         public var maxResponseBytes: Int
 
         public init(
-            timeoutSeconds: Double = 30, maxConcurrentRequests: Int = 64, maxConnectionsPerHost: Int = 16,
+            timeout: Duration = .seconds(30), maxConcurrentRequests: Int = 64, maxConnectionsPerHost: Int = 16,
             maxResponseBytes: Int = 10 * 1024 * 1024
         ) {
-            self.timeoutSeconds = timeoutSeconds
+            self.timeout = timeout
             self.maxConcurrentRequests = maxConcurrentRequests
             self.maxConnectionsPerHost = maxConnectionsPerHost
             self.maxResponseBytes = maxResponseBytes
@@ -39,7 +40,7 @@ public final class URLSessionHTTPClient: Sendable {
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
         let sessionConfiguration = URLSessionConfiguration.ephemeral
-        sessionConfiguration.timeoutIntervalForRequest = configuration.timeoutSeconds
+        sessionConfiguration.timeoutIntervalForRequest = configuration.timeout.inSeconds
         // The whole-request deadline is ours (per request); URLSession's resource timeout must not cut it short.
         sessionConfiguration.timeoutIntervalForResource = 7 * 24 * 3600
         sessionConfiguration.httpMaximumConnectionsPerHost = max(1, configuration.maxConnectionsPerHost)
@@ -67,7 +68,7 @@ public final class URLSessionHTTPClient: Sendable {
         try await limiter.acquire()
         defer { limiter.release() }
 
-        let timeout = request.timeoutSeconds ?? configuration.timeoutSeconds
+        let timeout = request.timeout ?? configuration.timeout
         let task = session.dataTask(with: urlRequest)
         let id = task.taskIdentifier
         return try await withTaskCancellationHandler {
@@ -79,7 +80,7 @@ public final class URLSessionHTTPClient: Sendable {
                 delegate.register(
                     id, url: request.url, limit: configuration.maxResponseBytes, deadline: deadline,
                     continuation: continuation)
-                DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: deadline)
+                DispatchQueue.global().asyncAfter(deadline: .now() + timeout.inSeconds, execute: deadline)
                 task.resume()
             }
         } onCancel: {
@@ -109,7 +110,7 @@ public final class URLSessionHTTPClient: Sendable {
         else { throw HTTPClientError.invalidURL(request.url) }
         var urlRequest = URLRequest(url: url)
         urlRequest.httpMethod = request.method
-        urlRequest.timeoutInterval = request.timeoutSeconds ?? configuration.timeoutSeconds
+        urlRequest.timeoutInterval = (request.timeout ?? configuration.timeout).inSeconds
         urlRequest.cachePolicy = .reloadIgnoringLocalCacheData
         for (name, value) in request.headers { urlRequest.addValue(value, forHTTPHeaderField: name) }
         if let body = request.body { urlRequest.httpBody = Data(body) }

@@ -71,7 +71,8 @@ public enum WebhookSigner {
 public struct HTTPClientWebhookTransport: WebhookTransport {
     let client: URLSessionHTTPClient
 
-    public init(client: URLSessionHTTPClient = URLSessionHTTPClient(configuration: .init(timeoutSeconds: 10, maxConcurrentRequests: 32))) {
+    public init(client: URLSessionHTTPClient = URLSessionHTTPClient(configuration: .init(timeout: .seconds(10), maxConcurrentRequests: 32)))
+    {
         self.client = client
     }
 

@@ -45,9 +45,11 @@ final class DedicatedThread: Sendable {
         wake.signal()
     }
 
-    /// Runs `work` on the thread `seconds` from now.
-    func after(_ seconds: Double, _ work: @escaping @Sendable () -> Void) {
-        let deadline = DispatchTime.now().uptimeNanoseconds &+ UInt64(max(0, seconds) * 1e9)
+    /// Runs `work` on the thread `delay` from now (at once for a delay of nothing or less; at most about 31 years on).
+    func after(_ delay: Duration, _ work: @escaping @Sendable () -> Void) {
+        let (seconds, attoseconds) = delay.components
+        let nanoseconds = delay <= .zero ? 0 : UInt64(min(seconds, 1_000_000_000)) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
+        let deadline = DispatchTime.now().uptimeNanoseconds &+ nanoseconds
         // The thread is woken only when this timer is now the first due: one that goes behind others is found when
         // they have run (a wake-up per delivery was a tenth of the receiver's CPU, per perf).
         let first: Bool = state.withLock { s in

@@ -1,3 +1,4 @@
+import CivilTime
 import Foundation
 import HTTP
 import Observability
@@ -25,10 +26,10 @@ public final class Receiver: Sendable {
         public var maxConnectionsPerIP: Int
         /// PAYRECON_COMMIT_TIMEOUT: a delivery whose commit has not finished by then is answered 503
         /// storage_unavailable (it may still commit: the provider's redelivery is then a duplicate).
-        public var commitTimeoutSeconds: Double
+        public var commitTimeout: Duration
         /// PAYRECON_REQUEST_TIMEOUT: longest a request may take to its answer, however steadily it trickles (MHD's
         /// own timeout, `connectionTimeoutSeconds`, only bounds idle periods).
-        public var requestTimeoutSeconds: Double
+        public var requestTimeout: Duration
         /// PAYRECON_TRUSTED_PROXIES: from these peers the last X-Forwarded-For hop is the sender (per-sender limits,
         /// rejection counts and samples; never authentication), and the per-IP connection limit does not apply.
         public var trustedProxies: [AddressRange]
@@ -41,14 +42,14 @@ public final class Receiver: Sendable {
         public init(
             host: String = "127.0.0.1", port: UInt16 = 8080, maxBodyBytes: Int = 1_048_576, threads: Int = 4,
             connectionTimeoutSeconds: UInt32 = 15, drainSeconds: Int = 20, maxConnections: Int = 1000, maxConnectionsPerIP: Int = 256,
-            commitTimeoutSeconds: Double = 5, requestTimeoutSeconds: Double = 30, trustedProxies: [AddressRange] = [],
+            commitTimeout: Duration = .seconds(5), requestTimeout: Duration = .seconds(30), trustedProxies: [AddressRange] = [],
             maxBodyBuffer: Int = Receiver.defaultMaxBodyBuffer, metricsHost: String? = nil, metricsPort: UInt16 = 0
         ) {
             self.host = host; self.port = port; self.maxBodyBytes = maxBodyBytes; self.threads = threads
             self.connectionTimeoutSeconds = connectionTimeoutSeconds; self.drainSeconds = drainSeconds
             self.maxConnections = maxConnections; self.maxConnectionsPerIP = maxConnectionsPerIP
-            self.commitTimeoutSeconds = commitTimeoutSeconds
-            self.requestTimeoutSeconds = requestTimeoutSeconds
+            self.commitTimeout = commitTimeout
+            self.requestTimeout = requestTimeout
             self.trustedProxies = trustedProxies
             self.maxBodyBuffer = maxBodyBuffer
             self.metricsHost = metricsHost; self.metricsPort = metricsPort
@@ -91,7 +92,7 @@ public final class Receiver: Sendable {
         self.init(
             configuration: configuration, webhooks: webhooks,
             storage: PostgresReceiverStorage(
-                pool: pool, statementTimeoutMilliseconds: Int((configuration.commitTimeoutSeconds * 1000).rounded(.up)),
+                pool: pool, statementTimeoutMilliseconds: Int((configuration.commitTimeout.inSeconds * 1000).rounded(.up)),
                 expectedMigrations: expectedMigrations),
             logger: logger)
     }
@@ -149,7 +150,7 @@ public final class Receiver: Sendable {
             connectionTimeoutSeconds: configuration.connectionTimeoutSeconds,
             connectionLimit: configuration.maxConnections,
             connectionLimitPerIP: configuration.maxConnectionsPerIP,
-            requestTimeoutSeconds: configuration.requestTimeoutSeconds,
+            requestTimeout: configuration.requestTimeout,
             onRequestTimeout: { [metrics] in metrics.requestTimedOut() })
         http.connectionLimitPerIPExempt = configuration.trustedProxies
         http.maxBodyBuffer = configuration.maxBodyBuffer
@@ -367,14 +368,14 @@ public final class Receiver: Sendable {
         let answer = FirstAnswer(deadline: { [metrics, configuration] in
             metrics.delivery(provider, outcome: "storage_unavailable")
             log().warning(
-                "delivery not committed within PAYRECON_COMMIT_TIMEOUT; answered 503", ["timeout_s": configuration.commitTimeoutSeconds])
+                "delivery not committed within PAYRECON_COMMIT_TIMEOUT; answered 503", ["timeout_s": configuration.commitTimeout.inSeconds])
             responder.respond(
                 .error(
                     503, "storage_unavailable",
                     "the delivery was not committed in time; retry later (a retry of a delivery that did commit is a duplicate)",
                     headers: [("Retry-After", "5")]))
         })
-        Self.deadlines.after(configuration.commitTimeoutSeconds) { answer.deadlinePassed() }
+        Self.deadlines.after(configuration.commitTimeout) { answer.deadlinePassed() }
         committer.store(delivery) { [metrics, log] outcome in
             guard answer.commitEnded() else {
                 log().info("delivery committed after its 503 at the commit deadline; its redelivery will be a duplicate")

@@ -21,7 +21,7 @@ final class ReceiverMaterialStore: WebhookMaterialStore {
     }
 
     func save(_ provider: Provider, key: String, value: [UInt8], keepUntil: Date) {
-        thread.after(0) { [storage, logger] in
+        thread.after(.zero) { [storage, logger] in
             do { try storage.saveWebhookMaterial(provider, key: key, value: value, keepUntil: keepUntil) } catch {
                 logger.warning(
                     "could not keep webhook verification material; it is fetched again after a restart",

@@ -46,12 +46,12 @@ final class RejectionLane: Sendable {
     private let clock: @Sendable () -> Int64
 
     /// How long rejections gather before they are written (one transaction for all of them).
-    let flushInterval: Double
+    let flushInterval: Duration
 
     init(
         storage: any ReceiverStorage, maxBytes: Int = 4 << 20, maxKeys: Int = 10_000, samplesPerHour: Int = DeliveryStore.samplesPerHour,
         samplesPerDay: Int = DeliveryStore.samplesPerDay, logsPerMinute: Int = 10,
-        flushInterval: Double = 1, clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
+        flushInterval: Duration = .seconds(1), clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
         logger: Logger, log: (@Sendable (_ summary: RejectionLogBudget.Summary) -> Void)? = nil
     ) {
         self.logger = logger
@@ -114,7 +114,7 @@ final class RejectionLane: Sendable {
         }
         if let summaryDue {
             // The first rejection this minute not logged on its own: its minute's summary is written when it ends.
-            thread.after(Double(max(0, summaryDue - clock()))) { [self] in writeSummaries() }
+            thread.after(.seconds(max(0, summaryDue - clock()))) { [self] in writeSummaries() }
         }
         if !accepted { notRecorded.increment([("provider", r.provider.rawValue), ("reason", r.reason)]) }
         // Written at most once per `flushInterval`: a flood then updates each count row once a second, not once per

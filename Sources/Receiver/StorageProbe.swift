@@ -1,17 +1,17 @@
 import Foundation
 import Synchronization
 
-/// Reads the store's readiness and backlog off the request path, every `interval` seconds, on a queue of its own.
+/// Reads the store's readiness and backlog off the request path, every `interval`, on a queue of its own.
 final class StorageProbe: Sendable {
     let storage: any ReceiverStorage
-    let interval: Double
+    let interval: Duration
     private let readyFlag = Atomic<Bool>(false)
     private let pendingValue = Atomic<Int64>(-1)
     private let migrations = Mutex<[String]?>(nil)
     private let thread = DedicatedThread(name: "storage-probe")
     private let running = Atomic<Bool>(false)
 
-    init(storage: any ReceiverStorage, interval: Double = 2) { self.storage = storage; self.interval = interval }
+    init(storage: any ReceiverStorage, interval: Duration = .seconds(2)) { self.storage = storage; self.interval = interval }
 
     var ready: Bool { readyFlag.load(ordering: .relaxed) }
 

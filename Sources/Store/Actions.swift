@@ -51,17 +51,17 @@ public enum ActionStore {
     /// fence refused the write.
     /// `inDoubt`: whether the call may have reached the provider with its outcome unknown (nil keeps what is
     /// recorded: an attempt that sent nothing changes nothing about an earlier call).
-    /// `notBeforeSeconds`: a pending action is not claimed again for that long (a call refused with 429 waits for its
+    /// `notBefore`: a pending action is not claimed again for that long (a call refused with 429 waits for its
     /// Retry-After).
     @discardableResult
     public static func finish(
         id: Int64, attempt: Int, status: ActionStatus, providerRef: String?, error: String?,
-        inDoubt: Bool? = nil, notBeforeSeconds: Int? = nil, on conn: PostgresConnection
+        inDoubt: Bool? = nil, notBefore: Duration? = nil, on conn: PostgresConnection
     ) throws -> Bool {
         try conn.execute(
             """
             UPDATE actions SET status = \(.text(status.rawValue)), provider_ref = coalesce(\(providerRef.map { .text($0) } ?? .null), provider_ref), last_error = \(error.map { .text(DeliveryStore.storable($0)) } ?? .null),
-                lease_expires_at = CASE WHEN \(.text(status.rawValue)) = 'pending' AND \(notBeforeSeconds.map { .int64(Int64($0)) } ?? .null)::bigint IS NOT NULL THEN now() + make_interval(secs => \(notBeforeSeconds.map { .int64(Int64($0)) } ?? .null)::bigint) END,
+                lease_expires_at = CASE WHEN \(.text(status.rawValue)) = 'pending' AND \(notBefore.map { .interval($0) } ?? .null)::interval IS NOT NULL THEN now() + \(notBefore.map { .interval($0) } ?? .null)::interval END,
                 in_doubt = coalesce(\(inDoubt.map { .bool($0) } ?? .null), in_doubt), updated_at = now()
             WHERE id = \(.int64(id)) AND attempts = \(.int64(Int64(attempt))) AND status = 'pending' AND lease_expires_at >= now()
             """) == 1

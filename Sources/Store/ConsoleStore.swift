@@ -45,15 +45,15 @@ public enum ConsoleStore {
         }
     }
 
-    /// The session of a token, if it exists, was used within `idleSeconds` and began within `maxAgeSeconds`; using it
+    /// The session of a token, if it exists, was used within `idle` and began within `maxAge`; using it
     /// moves its `last_seen` unless `touch` is false (the overview's refresh: a page left open is not a person using
     /// it, and must not keep the session from ending).
     public static func session(
-        tokenSHA256: [UInt8], idleSeconds: Int64, maxAgeSeconds: Int64, touch: Bool = true, on conn: PostgresConnection
+        tokenSHA256: [UInt8], idle: Duration, maxAge: Duration, touch: Bool = true, on conn: PostgresConnection
     ) throws -> ConsoleSession? {
         let alive: SQL = """
-            token_sha256 = \(.bytea(tokenSHA256)) AND last_seen >= now() - make_interval(secs => \(.int64(idleSeconds)))
-              AND created_at >= now() - make_interval(secs => \(.int64(maxAgeSeconds)))
+            token_sha256 = \(.bytea(tokenSHA256)) AND last_seen >= now() - \(.interval(idle))
+              AND created_at >= now() - \(.interval(maxAge))
             """
         let statement: SQL =
             touch

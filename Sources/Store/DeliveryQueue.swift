@@ -119,16 +119,16 @@ public enum DeliveryQueue {
     /// Schedules another attempt after `delaySeconds`, or marks it dead when `dead`.
     /// `provider`, `orderIDs`: the orders it named (so far), kept with it.
     public static func fail(
-        id: Int64, owner: String, error: String, retryAfterSeconds: Double?, provider: Provider? = nil, orderIDs: [String] = [],
+        id: Int64, owner: String, error: String, retryAfter: Duration?, provider: Provider? = nil, orderIDs: [String] = [],
         on conn: PostgresConnection
     ) throws -> Bool {
         let error = DeliveryStore.storable(error)
         let named = namedOrders([(id, provider, orderIDs)])
-        if let delay = retryAfterSeconds {
+        if let delay = retryAfter {
             return try !conn.query(
                 """
                 WITH done AS (
-                    UPDATE deliveries SET next_attempt_at = now() + make_interval(secs => \(.text(String(format: "%.3f", delay)))::double precision), last_error = \(.text(error)),
+                    UPDATE deliveries SET next_attempt_at = now() + \(.interval(delay)), last_error = \(.text(error)),
                         lease_owner = NULL, lease_expires_at = NULL
                     WHERE id = \(.int64(id)) AND lease_owner = \(.text(owner)) AND status = 'pending' RETURNING id),
                 \(named)

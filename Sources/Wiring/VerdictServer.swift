@@ -1,3 +1,4 @@
+import CivilTime
 import Crypto
 import Foundation
 import HTTP
@@ -138,18 +139,18 @@ public final class VerdictServer: Sendable {
     let server: HTTPServer
 
     /// How long a verdict may take before it is answered 503 (its check goes on, and the next verdict may use it).
-    public static let deadlineSeconds: Double = 10
+    public static let deadline: Duration = .seconds(10)
 
     public init(
         host: String, port: UInt16, token: [UInt8], service: VerdictService, connectionLimit: Int = 256,
-        deadlineSeconds: Double = VerdictServer.deadlineSeconds
+        deadline: Duration = VerdictServer.deadline
     ) {
         let expected = SHA256.hash(token)
         var configuration = HTTPServer.Configuration(
             host: host, port: port, threads: 2, maxBodyBytes: 0, connectionTimeoutSeconds: 15,
             connectionLimit: connectionLimit, connectionLimitPerIP: max(1, connectionLimit / 2))
         // A request must be whole and answered within this: a client trickling bytes holds no connection for long.
-        configuration.requestTimeoutSeconds = deadlineSeconds + 5
+        configuration.requestTimeout = deadline + .seconds(5)
         server = HTTPServer(configuration: configuration) { request, responder in
             let authorization = request.headers["authorization"] ?? ""
             // The scheme is case-insensitive (RFC 7235); the token is compared whole.
@@ -180,14 +181,14 @@ public final class VerdictServer: Sendable {
             let orderID = String(inner[inner.index(after: slash)...])
             Task {
                 await Self.answer(
-                    provider: provider, orderID: orderID, service: service, deadlineSeconds: deadlineSeconds, responder: responder)
+                    provider: provider, orderID: orderID, service: service, deadline: deadline, responder: responder)
             }
         }
     }
 
     /// The verdict, or 503 at the deadline (its check goes on, for whoever asks next), answered and counted.
     static func answer(
-        provider: Provider, orderID: String, service: VerdictService, deadlineSeconds: Double, responder: HTTPResponder
+        provider: Provider, orderID: String, service: VerdictService, deadline: Duration, responder: HTTPResponder
     ) async {
         let started = DispatchTime.now()
         let answer: VerdictAnswer = await withCheckedContinuation { continuation in
@@ -199,8 +200,8 @@ public final class VerdictServer: Sendable {
             }
             Task { answer(await service.verdict(provider: provider, orderID: orderID)) }
             Task {
-                try? await Task.sleep(for: .seconds(deadlineSeconds))
-                answer(.unavailable("the check took longer than \(deadlineSeconds) s"))
+                try? await Task.sleep(for: deadline)
+                answer(.unavailable("the check took longer than \(deadline.inSeconds) s"))
             }
         }
         let outcome: String

@@ -120,7 +120,7 @@ public struct WorkerContext: Sendable {
     /// PXP GET and 13× less per bare GET, and reached 0.95 of concurrency ÷ latency where URLSession reached 0.74–0.80.
     public static func transport(_ env: Environment, maxConcurrentRequests: Int) throws(ConfigurationError) -> any ProviderTransport {
         let limits = URLSessionHTTPClient.Configuration(
-            timeoutSeconds: 30, maxConcurrentRequests: maxConcurrentRequests,
+            timeout: .seconds(30), maxConcurrentRequests: maxConcurrentRequests,
             maxConnectionsPerHost: maxConcurrentRequests)
         switch try env.choice("PAYRECON_HTTP_CLIENT", ["curl", "urlsession"], default: "curl") {
         case "urlsession": return HTTPClientTransport(client: URLSessionHTTPClient(configuration: limits))

@@ -82,7 +82,7 @@ public struct ActionAttempt: Sendable {
     public enum Answer: Sendable, Equatable {
         case applied(providerRef: String)
         /// Refused before it was processed (429): sent again, as it was, after the delay.
-        case notProcessed(reason: String, retryAfterSeconds: Int?)
+        case notProcessed(reason: String, retryAfter: Duration?)
         /// Refused (a 4xx), declined, answered unreadably, or never sent (`ProviderFailure` says which).
         case permanent(ProviderFailure)
         /// The provider says an earlier request under this key reached it (Paypercut 409 `idempotency_error`).
@@ -121,16 +121,16 @@ public struct ActionAttempt: Sendable {
         public var error: String?
         /// Whether a call may have reached the provider with its outcome unknown; nil keeps what is recorded.
         public var inDoubt: Bool?
-        /// Not claimed again for this many seconds (a 429's Retry-After).
-        public var notBeforeSeconds: Int?
+        /// Not claimed again for this long (a 429's Retry-After).
+        public var notBefore: Duration?
         /// Check the order once the outcome is recorded.
         public var recheck: Bool
 
         public init(
-            _ status: ActionStatus, ref: String? = nil, error: String? = nil, inDoubt: Bool? = nil, notBefore: Int? = nil,
+            _ status: ActionStatus, ref: String? = nil, error: String? = nil, inDoubt: Bool? = nil, notBefore: Duration? = nil,
             recheck: Bool = false
         ) {
-            self.status = status; self.providerRef = ref; self.error = error; self.inDoubt = inDoubt; self.notBeforeSeconds = notBefore
+            self.status = status; self.providerRef = ref; self.error = error; self.inDoubt = inDoubt; self.notBefore = notBefore
             self.recheck = recheck
         }
     }
@@ -288,11 +288,12 @@ public struct ActionAttempt: Sendable {
         case .applied(let ref):
             return record(Outcome(.succeeded, ref: ref, inDoubt: false, recheck: true))
         case .notProcessed(let reason, let after) where claim.attempts < Self.attemptsWhileRefusedUnprocessed:
-            let delay = min(Self.longestWait, after ?? min(300, 1 << min(claim.attempts, 8)))
+            // Whole seconds, as a Retry-After gives them.
+            let delay = min(Self.longestWait, after.map { Int($0.components.seconds) } ?? min(300, 1 << min(claim.attempts, 8)))
             return record(
                 Outcome(
                     .pending, error: "refused before it was processed (\(reason)): sent again as it was after \(delay) s",
-                    inDoubt: earlier, notBefore: delay))
+                    inDoubt: earlier, notBefore: .seconds(delay)))
         case .notProcessed(let reason, _):
             return record(
                 Outcome(

@@ -285,7 +285,7 @@ public final class ActionExecutor: Sendable {
         case .found(let ref): .applied(providerRef: ref)
         case .notFound: .targetUnknown
         case .transient(let reason, let after) where ProviderOutcomeClassifier.refusedBeforeProcessing(reason):
-            .notProcessed(reason: reason, retryAfterSeconds: after)
+            .notProcessed(reason: reason, retryAfter: after)
         case .transient(let reason, _): .unknown(reason)
         case .permanent(let failure) where result.keyInUse: .keyInUse(failure.text)
         case .permanent(let failure): .permanent(failure)
@@ -373,7 +373,7 @@ public final class ActionExecutor: Sendable {
             let kept = try await pool.run {
                 try ActionStore.finish(
                     id: action.id, attempt: action.attempts, status: outcome.status, providerRef: outcome.providerRef,
-                    error: outcome.error, inDoubt: outcome.inDoubt, notBeforeSeconds: outcome.notBeforeSeconds, on: $0)
+                    error: outcome.error, inDoubt: outcome.inDoubt, notBefore: outcome.notBefore, on: $0)
             }
             guard kept else {
                 log.warning(

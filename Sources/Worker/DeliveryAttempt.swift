@@ -30,7 +30,7 @@ public struct DeliveryAttempt: Sendable {
     public enum Result: Sendable, Equatable {
         case processed(Outcome)
         /// The provider could not answer now (timeout, 429, 5xx): try again later.
-        case transient(reason: String, retryAfterSeconds: Int?)
+        case transient(reason: String, retryAfter: Duration?)
         /// Retrying will not help (e.g. malformed stored body, provider says 4xx); still retried until the budget
         /// runs out, because credentials and configuration get fixed.
         case permanent(reason: String)
@@ -54,7 +54,7 @@ public struct DeliveryAttempt: Sendable {
 
     /// `attempts` counts this one (1 after the first try). `random` in [0, 1) supplies the jitter.
     public func decide(_ result: Result, attempts: Int, random: Double) -> Decision {
-        let reason: String, retryAfter: Int?
+        let reason: String, retryAfter: Duration?
         switch result {
         case .processed(let outcome): return .done(outcome)
         case .transient(let r, let after): reason = r; retryAfter = after
@@ -64,7 +64,7 @@ public struct DeliveryAttempt: Sendable {
         let ceiling = min(maxDelay, baseDelay * (1 << min(max(attempts - 1, 0), 30)))
         let jitter = random.isNaN ? 0 : min(max(random, 0), 1)
         var delay = ceiling / 2 + ceiling / 2 * jitter  // spread retries of many deliveries, never below half the ceiling
-        if let retryAfter { delay = max(delay, .seconds(retryAfter)) }
+        if let retryAfter { delay = max(delay, retryAfter) }
         return .retry(after: max(delay, Self.minimumDelay), reason: reason)
     }
 }

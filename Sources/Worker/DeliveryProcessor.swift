@@ -67,7 +67,7 @@ public struct DeliveryProcessor: Sendable {
         case .found(.ignored(let reason)): return .failure(Ended(.processed(.ignored(reason))))
         case .notFound:
             return .failure(Ended(.processed(.ignored("\(delivery.eventType ?? "the event") names nothing \(provider.rawValue) knows"))))
-        case .transient(let r, let a): return .failure(Ended(.transient(reason: r, retryAfterSeconds: a)))
+        case .transient(let r, let a): return .failure(Ended(.transient(reason: r, retryAfter: a)))
         case .permanent(let failure): return .failure(Ended(.permanent(reason: failure.words(for: provider.rawValue))))
         }
         guard !references.isEmpty else {
@@ -91,7 +91,7 @@ public struct DeliveryProcessor: Sendable {
     ) async -> [Step] {
         let found: Found
         do { found = try await findOrders(reference, provider: provider) } catch {
-            return [.unfound(.transient(reason: "database: \(error)", retryAfterSeconds: nil))]
+            return [.unfound(.transient(reason: "database: \(error)", retryAfter: nil))]
         }
         if let unheld = found.unheld {
             // A subscription's payment that no renewal's period holds: reported once, counted on no order.
@@ -134,7 +134,7 @@ public struct DeliveryProcessor: Sendable {
             linked.learned = [link]
             let parentOrders: Found
             do { parentOrders = try await findOrders(linked, provider: provider) } catch {
-                return [.unfound(.transient(reason: "database: \(error)", retryAfterSeconds: nil))]
+                return [.unfound(.transient(reason: "database: \(error)", retryAfter: nil))]
             }
             guard !parentOrders.orders.isEmpty else {
                 let detail = "\(provider.rawValue) transaction \(ref) is a \(link.kind) of \(parent), which no stored order holds"
@@ -219,15 +219,15 @@ public struct DeliveryProcessor: Sendable {
     /// answer that cannot be read fails that order's check (named in the outcome), not the delivery.
     static func combine(_ steps: [Step], provider: Provider) -> DeliveryAttempt.Result {
         var permanent: String?
-        var transient: (String, Int?)?
+        var transient: (String, Duration?)?
         var checked: [String] = [], unknown: [String] = [], unreadable: [String] = [], ignored: [String] = []
         func note(_ result: OrderChecker.Result, _ what: String) -> Bool {
             switch result {
             case .checked: return true
             case .unreadable(let reason): unreadable.append("\(what) could not be checked: \(reason)"); return false
             case .transient(let reason, let after):
-                let longest = max(after ?? 0, transient?.1 ?? 0)
-                transient = (reason, longest == 0 ? nil : longest)
+                let longest = max(after ?? .zero, transient?.1 ?? .zero)
+                transient = (reason, longest == .zero ? nil : longest)
             case .failed(let reason): permanent = reason
             }
             return false
@@ -240,7 +240,7 @@ public struct DeliveryProcessor: Sendable {
             case .ignored(let reason): ignored.append(reason)
             }
         }
-        if let transient { return .transient(reason: transient.0, retryAfterSeconds: transient.1) }
+        if let transient { return .transient(reason: transient.0, retryAfter: transient.1) }
         if let permanent { return .permanent(reason: permanent) }
         var parts: [String] = []
         var seen = Set<String>()

@@ -13,7 +13,7 @@ public final class OrderChecker: Sendable {
         /// Checked; `matched` when nothing is wrong.
         case checked(CheckOutcome, matched: Bool)
         /// Could not be checked now (provider timeout, 429, 5xx): try again later.
-        case transient(reason: String, retryAfterSeconds: Int?)
+        case transient(reason: String, retryAfter: Duration?)
         /// Could not be checked and retrying as-is will not help (credentials, a provider 4xx).
         case failed(reason: String)
         /// The provider's answer has a field that cannot be read (named in the reason): this order's check failed,
@@ -130,7 +130,7 @@ public final class OrderChecker: Sendable {
                 known = try await pool.run { conn in
                     try Self.known(provider: order.provider, orderIDs: [order.orderID], on: conn)[order.orderID]!
                 }
-            } catch { return .transient(reason: "database: \(error)", retryAfterSeconds: nil) }
+            } catch { return .transient(reason: "database: \(error)", retryAfter: nil) }
         }
 
         let fetchedAt = Date()
@@ -196,14 +196,14 @@ public final class OrderChecker: Sendable {
             guard !outcomes.links.isEmpty else { return .success((links, outcomes)) }
             do {
                 try await pool.run { try TransactionLinkStore.record(outcomes.links, provider: order.provider, on: $0) }
-            } catch { return .failure(FetchFailure(result: .transient(reason: "database: \(error)", retryAfterSeconds: nil))) }
+            } catch { return .failure(FetchFailure(result: .transient(reason: "database: \(error)", retryAfter: nil))) }
             var merged = links
             for link in outcomes.links {
                 if let i = merged.firstIndex(where: { $0.externalID == link.externalID }) { merged[i] = link } else { merged.append(link) }
             }
             return .success((merged, outcomes))
         case .notFound: return .success((links, CallOutcomes()))
-        case .transient(let r, let a): return .failure(FetchFailure(result: .transient(reason: r, retryAfterSeconds: a)))
+        case .transient(let r, let a): return .failure(FetchFailure(result: .transient(reason: r, retryAfter: a)))
         case .permanent(let f): return .failure(FetchFailure(result: Self.failure(f)))
         }
     }
@@ -251,7 +251,7 @@ public final class OrderChecker: Sendable {
         case .found(let s): return .success(FetchedTransaction(transactionRef: ref, snapshot: s))
         case .notFound:
             return .success(FetchedTransaction(transactionRef: ref, snapshot: nil, absentMayHaveExpired: absentMayHaveExpired))
-        case .transient(let r, let a): return .failure(FetchFailure(result: .transient(reason: r, retryAfterSeconds: a)))
+        case .transient(let r, let a): return .failure(FetchFailure(result: .transient(reason: r, retryAfter: a)))
         case .permanent(let f):
             let failure = Self.failure(f)
             if several, case .unreadable(let reason) = failure {
@@ -283,7 +283,7 @@ public final class OrderChecker: Sendable {
         case .notFound:
             // Neither ours nor the provider's: nothing to reconcile (the hint named nothing real).
             return .absent
-        case .transient(let r, let a): return .checked(.transient(reason: r, retryAfterSeconds: a))
+        case .transient(let r, let a): return .checked(.transient(reason: r, retryAfter: a))
         case .permanent(let f): return .checked(Self.failure(f))
         }
     }
@@ -315,7 +315,7 @@ public final class OrderChecker: Sendable {
                         ["order_id": order.orderID])
                     return .belongs(order)
                 }
-            } catch { return .checked(.transient(reason: "database: \(error)", retryAfterSeconds: nil)) }
+            } catch { return .checked(.transient(reason: "database: \(error)", retryAfter: nil)) }
         }
         return .checked(
             await record(
@@ -342,7 +342,7 @@ public final class OrderChecker: Sendable {
             guard let (outcome, _) = recorded else { return .checked(CheckOutcome(), matched: true) }
             return .checked(outcome, matched: false)
         } catch {
-            return .transient(reason: "database: \(error)", retryAfterSeconds: nil)
+            return .transient(reason: "database: \(error)", retryAfter: nil)
         }
     }
 
@@ -369,7 +369,7 @@ public final class OrderChecker: Sendable {
                     provider: provider, order: order, transactions: transactions, fetchedAt: fetchedAt, linksSeen: linksSeen,
                     exchanges: exchanges, linkedPayments: linkedPayments, verdict: sink)
             }
-        } catch { return .transient(reason: "database: \(error)", retryAfterSeconds: nil) }
+        } catch { return .transient(reason: "database: \(error)", retryAfter: nil) }
         if recorded != nil { sink?.state.withLock { $0.committed = true } }
         return Self.result(of: recorded, rechecks: rechecks, logger: log)
     }

@@ -235,7 +235,7 @@ public final class QueueWorker: Sendable {
         do {
             let kept = try await pool.run { conn in
                 try DeliveryQueue.fail(
-                    id: delivery.id, owner: owner, error: failure.reason, retryAfterSeconds: failure.retryAfter.map(\.inSeconds),
+                    id: delivery.id, owner: owner, error: failure.reason, retryAfter: failure.retryAfter,
                     provider: delivery.provider, orderIDs: processed.orderIDs, on: conn)
             }
             noteFailureRecorded(delivery, kept: kept, failure: failure, result: result, log: log)

@@ -32,7 +32,7 @@ let latencyMs = Int(options["latency-ms"] ?? "20") ?? 20
 let orders = Int(options["orders"] ?? "1000") ?? 1000
 
 let configuration = URLSessionHTTPClient.Configuration(
-    timeoutSeconds: 30, maxConcurrentRequests: concurrency,
+    timeout: .seconds(30), maxConcurrentRequests: concurrency,
     maxConnectionsPerHost: concurrency)
 let transport: any ProviderTransport
 switch transportName {

@@ -95,7 +95,7 @@ struct CurlHTTPClientTests {
                 DispatchQueue.global().asyncAfter(deadline: .now() + 30) { responder.respond(.text("late")) }
             }
         ) { _, base in
-            let client = CurlHTTPClient(configuration: .init(timeoutSeconds: 0.3))
+            let client = CurlHTTPClient(configuration: .init(timeout: .milliseconds(300)))
             let error = await #expect(throws: HTTPClientError.self) { _ = try await client.send(.init(url: base + "/slow")) }
             #expect(error == .timeout(base + "/slow"))
         }
@@ -104,7 +104,7 @@ struct CurlHTTPClientTests {
     @Test func unknownHostIsAConnectionError() async throws {
         let url = "http://payrecon-no-such-host.invalid/x"
         let error = await #expect(throws: HTTPClientError.self) {
-            _ = try await CurlHTTPClient(configuration: .init(timeoutSeconds: 10)).send(.init(url: url))
+            _ = try await CurlHTTPClient(configuration: .init(timeout: .seconds(10))).send(.init(url: url))
         }
         // A resolver that cannot answer in time is this machine's, not the client's: a timeout is fine too.
         switch error {
@@ -118,7 +118,7 @@ struct CurlHTTPClientTests {
         // No Content-Length to refuse up front: the cap is enforced while the body streams in.
         let head = Array("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n".utf8)
         let port = try rawServer(answers: [head + Array(repeating: 66, count: 300_000), head + Array(repeating: 67, count: 1_000)])
-        let client = CurlHTTPClient(configuration: .init(timeoutSeconds: 20, maxResponseBytes: 100_000))
+        let client = CurlHTTPClient(configuration: .init(timeout: .seconds(20), maxResponseBytes: 100_000))
         let url = "http://127.0.0.1:\(port)/stream"
         let error = await #expect(throws: HTTPClientError.self) { _ = try await client.send(.init(url: url)) }
         #expect(error == .responseTooLarge(url, 100_000))
@@ -141,7 +141,7 @@ struct CurlHTTPClientTests {
             }
         }) { _, base in
             // More requests in flight than connections: curl queues them on its 2 connections.
-            let client = CurlHTTPClient(configuration: .init(timeoutSeconds: 20, maxConcurrentRequests: 16, maxConnectionsPerHost: 2))
+            let client = CurlHTTPClient(configuration: .init(timeout: .seconds(20), maxConcurrentRequests: 16, maxConnectionsPerHost: 2))
             try await withThrowingTaskGroup(of: Int.self) { group in
                 for index in 0..<20 { group.addTask { try await client.send(.init(url: base + "/\(index)")).status } }
                 for try await status in group { #expect(status == 200) }
@@ -174,7 +174,7 @@ struct CurlHTTPClientTests {
                 responder.respond(.text("r" + request.path))
             }
         ) { _, base in
-            let client = CurlHTTPClient(configuration: .init(timeoutSeconds: 60, maxConcurrentRequests: 64, maxConnectionsPerHost: 32))
+            let client = CurlHTTPClient(configuration: .init(timeout: .seconds(60), maxConcurrentRequests: 64, maxConnectionsPerHost: 32))
             let count = 200
             try await withThrowingTaskGroup(of: (Int, String).self) { group in
                 for index in 0..<count {

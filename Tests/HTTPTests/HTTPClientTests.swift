@@ -78,10 +78,10 @@ struct HTTPClientTests {
                 DispatchQueue.global().asyncAfter(deadline: .now() + 30) { responder.respond(.text("late")) }
             }
         ) { _, base in
-            let client = transport.client(.init(timeoutSeconds: 10))
+            let client = transport.client(.init(timeout: .seconds(10)))
             let started = Date()
             let error = await #expect(throws: HTTPClientError.self) {
-                _ = try await client.send(.init(url: base + "/slow", timeoutSeconds: 0.3))
+                _ = try await client.send(.init(url: base + "/slow", timeout: .milliseconds(300)))
             }
             #expect(error == .timeout(base + "/slow"))
             #expect(error?.isTransient == true)
@@ -93,7 +93,7 @@ struct HTTPClientTests {
     func connectionRefused(transport: Transport) async throws {
         let url = "http://127.0.0.1:\(unusedPort())/x"
         let error = await #expect(throws: HTTPClientError.self) {
-            _ = try await transport.client(.init(timeoutSeconds: 5)).send(.init(url: url))
+            _ = try await transport.client(.init(timeout: .seconds(5))).send(.init(url: url))
         }
         guard case .connection(let failedURL, _) = error else {
             Issue.record("expected .connection, got \(String(describing: error))")
@@ -139,7 +139,7 @@ struct HTTPClientTests {
                 responder.respond(.text("ok"))
             }
         }) { _, base in
-            let client = transport.client(.init(timeoutSeconds: 20, maxConcurrentRequests: 4, maxConnectionsPerHost: 16))
+            let client = transport.client(.init(timeout: .seconds(20), maxConcurrentRequests: 4, maxConnectionsPerHost: 16))
             try await withThrowingTaskGroup(of: Int.self) { group in
                 for index in 0..<24 { group.addTask { try await client.send(.init(url: base + "/\(index)")).status } }
                 for try await status in group { #expect(status == 200) }
@@ -159,7 +159,7 @@ struct HTTPClientTests {
                 DispatchQueue.global().asyncAfter(deadline: .now() + 30) { responder.respond(.text("late")) }
             }
         ) { _, base in
-            let client = transport.client(.init(timeoutSeconds: 60, maxConcurrentRequests: 1))
+            let client = transport.client(.init(timeout: .seconds(60), maxConcurrentRequests: 1))
             let task = Task { try await client.send(.init(url: base + "/slow")) }
             #expect(await eventually(20) { arrived.get() == 1 })
             task.cancel()
@@ -167,7 +167,7 @@ struct HTTPClientTests {
             await #expect(throws: CancellationError.self) { _ = try await task.value }
             #expect(Date().timeIntervalSince(started) < 20)  // well before the answer at 30 s
             // The cancelled request gave its permit back: the only permit serves the next request.
-            let next = Task { try await client.send(.init(url: base + "/again", timeoutSeconds: 0.3)) }
+            let next = Task { try await client.send(.init(url: base + "/again", timeout: .milliseconds(300))) }
             let error = await #expect(throws: HTTPClientError.self) { _ = try await next.value }
             #expect(error == .timeout(base + "/again"))
         }

@@ -17,7 +17,7 @@ private struct Echo: Codable, Sendable {
 
 @Suite("HTTPServer")
 struct HTTPServerTests {
-    let client = URLSessionHTTPClient(configuration: .init(timeoutSeconds: 10))
+    let client = URLSessionHTTPClient(configuration: .init(timeout: .seconds(10)))
 
     static let echo: HTTPServer.Handler = { request, responder in
         let echo = Echo(
@@ -169,7 +169,8 @@ struct HTTPServerTests {
     /// 200 requests whose answers each take 100 ms, on 2 MHD threads: if a waiting request held its thread
     /// this would take ~10 s; with suspension it takes little more than 100 ms.
     @Test func manyConcurrentDelayedRequestsDoNotHoldThreads() async throws {
-        let client = URLSessionHTTPClient(configuration: .init(timeoutSeconds: 20, maxConcurrentRequests: 200, maxConnectionsPerHost: 200))
+        let client = URLSessionHTTPClient(
+            configuration: .init(timeout: .seconds(20), maxConcurrentRequests: 200, maxConnectionsPerHost: 200))
         try await withServer(handler: { request, responder in
             DispatchQueue.global().asyncAfter(deadline: .now() + 0.1) { responder.respond(.text(request.path)) }
         }) { _, base in

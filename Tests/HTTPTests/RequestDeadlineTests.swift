@@ -76,7 +76,7 @@ import Glibc
 
     /// A 1 s request deadline (MHD's idle timeout 5 s), `onCut` called for each request cut off.
     static func oneSecondDeadline(onCut: @escaping @Sendable () -> Void) -> HTTPServer.Configuration {
-        HTTPServer.Configuration(port: 0, threads: 2, connectionTimeoutSeconds: 5, requestTimeoutSeconds: 1, onRequestTimeout: onCut)
+        HTTPServer.Configuration(port: 0, threads: 2, connectionTimeoutSeconds: 5, requestTimeout: .seconds(1), onRequestTimeout: onCut)
     }
 
     @Test func aTricklingSenderIsCutOffAtTheDeadlineWhileOthersAreServed() async throws {
@@ -122,7 +122,7 @@ import Glibc
     }
 
     @Test func aRequestWithinTheDeadlineAndTheNextOnTheSameConnectionAreAnswered() async throws {
-        let configuration = HTTPServer.Configuration(port: 0, threads: 2, connectionTimeoutSeconds: 5, requestTimeoutSeconds: 1.5)
+        let configuration = HTTPServer.Configuration(port: 0, threads: 2, connectionTimeoutSeconds: 5, requestTimeout: .milliseconds(1500))
         try await withServer(configuration, handler: { _, responder in responder.respond(.text("ok")) }) { server, _ in
             let socket = try RawSocket(port: server.port)
             let answers: Int = try await offload {

@@ -96,7 +96,7 @@ import TextFormats
         return PayPalClient(
             configuration: PayPalConfiguration(
                 baseURL: h.paysimURL, clientID: config.paypalClientID,
-                secret: config.paypalSecret, timeoutSeconds: 10),
+                secret: config.paypalSecret, timeout: .seconds(10)),
             transport: HTTPClientTransport(client: h.http), retry: .none)
     }
 

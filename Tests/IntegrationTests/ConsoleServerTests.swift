@@ -205,7 +205,7 @@ import Testing
     /// the loopback names and those listed are answered.
     @Test func onLoopbackOnlyLoopbackNamesAreAnswered() async throws {
         try await Self.with({ $0.allowedHosts = ["console.internal"] }) { h, _ in
-            let curl = CurlHTTPClient(configuration: .init(timeoutSeconds: 10))
+            let curl = CurlHTTPClient(configuration: .init(timeout: .seconds(10)))
             let port = h.base.split(separator: ":").last!
             func status(_ host: String) async throws -> Int {
                 try await curl.send(HTTPClientRequest(method: "GET", url: h.base + "/login", headers: [("Host", host)])).status

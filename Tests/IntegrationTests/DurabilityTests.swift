@@ -169,7 +169,7 @@ struct HTTPRequestSender: Sendable {
     var headers: [(String, String)]
     var body: [UInt8]
     func send() async throws -> (Int, String) {
-        let client = HTTP.URLSessionHTTPClient(configuration: .init(timeoutSeconds: 30))
+        let client = HTTP.URLSessionHTTPClient(configuration: .init(timeout: .seconds(30)))
         let r = try await client.send(HTTP.HTTPClientRequest(method: "POST", url: url, headers: headers, body: body))
         return (r.status, r.text)
     }

@@ -222,7 +222,7 @@ import Worker
 @Suite struct PaypercutClientTests {
     static func client(_ h: WorkerHarness, key: String = SimConfig().paypercutSecretKey, retry: RetryPolicy = .none) -> PaypercutClient {
         PaypercutClient(
-            configuration: PaypercutConfiguration(baseURL: h.paysimURL, secretKey: key, timeoutSeconds: 10),
+            configuration: PaypercutConfiguration(baseURL: h.paysimURL, secretKey: key, timeout: .seconds(10)),
             transport: HTTPClientTransport(client: h.http), retry: retry)
     }
 
@@ -261,7 +261,7 @@ import Worker
             guard case .transient(_, let seven) = await c.paymentIntent("pi_c", account: nil) else {
                 Issue.record("429 not transient"); return
             }
-            #expect(seven == 7, "Retry-After is honoured")
+            #expect(seven == .seconds(7), "Retry-After is honoured")
             try await h.faults(#"{"rate_429":1.0,"retry_after":0}"#)
             guard case .transient(_, let after) = await c.paymentIntent("pi_c", account: nil) else {
                 Issue.record("429 not transient"); return

@@ -37,7 +37,7 @@ struct PaysimWebhookTests {
             ], pool: pool, logger: Logger())
         let port = try await offload { try receiver.start() }
         let target = "http://127.0.0.1:\(port)"
-        let http = URLSessionHTTPClient(configuration: .init(timeoutSeconds: 20))
+        let http = URLSessionHTTPClient(configuration: .init(timeout: .seconds(20)))
         func send(_ body: String) async throws -> [String: Any] {
             let r = try await http.send(
                 HTTPClientRequest(
@@ -109,7 +109,7 @@ struct PaysimWebhookTests {
             webhooks: [.pxp: PXPProvider.Webhook(verifier: try PXPWebhookVerifier(key: config.pxpWebhookKey))], pool: pool, logger: Logger()
         )
         let port = try await offload { try receiver.start() }
-        let http = URLSessionHTTPClient(configuration: .init(timeoutSeconds: 20))
+        let http = URLSessionHTTPClient(configuration: .init(timeout: .seconds(20)))
         func admin(_ path: String, _ body: String) async throws -> HTTPClientResponse {
             try await http.send(
                 HTTPClientRequest(

@@ -274,7 +274,7 @@ struct ReceiverTests {
             let slowURL = h.paypal.certURL.replacingOccurrences(of: "CERT-test", with: "CERT-slow-1")
             // Their own client with 40 connections: a client's per-host connection limit must not queue the genuine
             // deliveries behind them on the sender's side.
-            let flood = CurlHTTPClient(configuration: .init(timeoutSeconds: 20, maxConcurrentRequests: 64))
+            let flood = CurlHTTPClient(configuration: .init(timeout: .seconds(20), maxConcurrentRequests: 64))
             let waiting = Task {
                 try await withThrowingTaskGroup(of: ReceiverHarness.Answer.self) { group in
                     for i in 0..<40 {

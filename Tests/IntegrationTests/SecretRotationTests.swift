@@ -33,7 +33,7 @@ struct SecretRotationTests {
         defer { serve.stop() }
         let port = try #require(await serve.port(from: portFile), "\(serve.stderr())")
         let base = "http://127.0.0.1:\(port)"
-        let client = URLSessionHTTPClient(configuration: .init(timeoutSeconds: 10, maxConcurrentRequests: 8))
+        let client = URLSessionHTTPClient(configuration: .init(timeout: .seconds(10), maxConcurrentRequests: 8))
         func pxp(_ key: String, _ id: String) async throws -> Int {
             let body = Array(#"{"eventData":{"merchantTransactionId":"TX-ROT"}}"#.utf8)
             let ts = String(Int(Date().timeIntervalSince1970))

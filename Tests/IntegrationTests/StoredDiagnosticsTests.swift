@@ -45,7 +45,7 @@ import Testing
                 """
                 INSERT INTO deliveries (provider, dedupe_key, headers, body, lease_owner, lease_expires_at) VALUES ('pxp', 'd4', '[]', '\\x7b7d', 'w1', now() + interval '1 hour')
                 """, [])
-            #expect(try DeliveryQueue.fail(id: 4, owner: "w1", error: Self.nul, retryAfterSeconds: 30, on: conn))
+            #expect(try DeliveryQueue.fail(id: 4, owner: "w1", error: Self.nul, retryAfter: .seconds(30), on: conn))
 
             _ = try conn.query(
                 """

@@ -141,7 +141,7 @@ import Wiring
             try h.insert(WorkerHarness.order(.pxp, "A/B", ref: "TX-SLASH", intent: .purchase, amount: 2000))
             let server = VerdictServer(
                 host: "127.0.0.1", port: 0, token: Array(Self.token.utf8),
-                service: VerdictService(pool: h.pool, checker: h.checker, logger: Logger()), deadlineSeconds: 0.5)
+                service: VerdictService(pool: h.pool, checker: h.checker, logger: Logger()), deadline: .milliseconds(500))
             let base = "http://127.0.0.1:\(try server.start())"
             defer { server.stop() }
             let ok = try await h.http.send(

@@ -334,7 +334,7 @@ struct WorkerTests {
             #expect(d.status == "done" && d.attempts == 2)
             // The crashed worker coming back cannot record an outcome for a delivery it no longer holds.
             #expect(try DeliveryQueue.complete(id: id, owner: "crashed", on: conn) == false)
-            #expect(try DeliveryQueue.fail(id: id, owner: "crashed", error: "late", retryAfterSeconds: 1, on: conn) == false)
+            #expect(try DeliveryQueue.fail(id: id, owner: "crashed", error: "late", retryAfter: .seconds(1), on: conn) == false)
             #expect(try h.actions().map(\.idempotencyKey) == ["pxp:K:capture:2000"])
 
             let first = await h.executor.executePending()

@@ -397,7 +397,7 @@ struct Simulation {
         case .appliedUnreadable:
             _ = apply(pending: false)
             return .permanent(.unreadable("the answer has no id"))
-        case .notProcessed: return .notProcessed(reason: "HTTP 429", retryAfterSeconds: 1)
+        case .notProcessed: return .notProcessed(reason: "HTTP 429", retryAfter: .seconds(1))
         case .lostApplied:
             _ = apply(pending: false)
             return .unknown("timeout")

@@ -40,7 +40,7 @@ import Testing
         }
         let bound = try #require(port, "no port file within 20 s; paysim said: \(log())")
 
-        let client = URLSessionHTTPClient(configuration: .init(timeoutSeconds: 5))
+        let client = URLSessionHTTPClient(configuration: .init(timeout: .seconds(5)))
         // `Connection: close`: an idle keep-alive connection would hold the drain on SIGTERM until its timeout.
         let health = try await client.send(
             HTTPClientRequest(

@@ -19,7 +19,7 @@ import Testing
         let sim = makeSimulator()
         sim.seedPXP("ORD-1", value: "20.00")
         let (server, base) = try started(sim)
-        let client = URLSessionHTTPClient(configuration: .init(timeoutSeconds: 5))
+        let client = URLSessionHTTPClient(configuration: .init(timeout: .seconds(5)))
         let path = "/api/v1/transactions/M1/S1"
         let response = try await client.send(
             HTTPClientRequest(
@@ -47,7 +47,7 @@ import Testing
         let sim = makeSimulator()
         sim.seedPXP("ORD-1", value: "20.00")
         let (server, base) = try started(sim)
-        let client = URLSessionHTTPClient(configuration: .init(timeoutSeconds: 5))
+        let client = URLSessionHTTPClient(configuration: .init(timeout: .seconds(5)))
         let path = "/api/v1/transactions/M1/S1"
         for _ in 0..<3 {
             _ = try await client.send(
@@ -74,7 +74,7 @@ import Testing
             configuration: PXPConfiguration(
                 baseURL: base + "/api/v1", clientID: "paysim-client",
                 tokenID: "paysim-token", tokenValue: "paysim-token-value"),
-            transport: HTTPClientTransport(client: URLSessionHTTPClient(configuration: .init(timeoutSeconds: 5))))
+            transport: HTTPClientTransport(client: URLSessionHTTPClient(configuration: .init(timeout: .seconds(5)))))
         guard case .found(let t) = await pxp.transaction(merchant: "M1", site: "S1", merchantTransactionId: "ORD-1") else {
             Issue.record("transaction not found"); return
         }
@@ -108,7 +108,7 @@ import Testing
             configuration: PayPalConfiguration(
                 baseURL: base, clientID: "paysim-paypal-client",
                 secret: "paysim-paypal-secret"),
-            transport: HTTPClientTransport(client: URLSessionHTTPClient(configuration: .init(timeoutSeconds: 5))))
+            transport: HTTPClientTransport(client: URLSessionHTTPClient(configuration: .init(timeout: .seconds(5)))))
         guard case .found(let order) = await paypal.order("ORDER-A") else { Issue.record("order"); return }
         #expect(order["intent"]?.stringValue == "AUTHORIZE")
         let usd = try #require(Currency(code: "USD"))

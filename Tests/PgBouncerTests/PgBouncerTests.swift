@@ -96,7 +96,7 @@ struct PgBouncerTests {
         let sim = "http://127.0.0.1:\(simPort)"
         simulator.setPublicBaseURL(sim)
         let ref = "PGB-" + UUID().uuidString.prefix(8)
-        let http = URLSessionHTTPClient(configuration: .init(timeoutSeconds: 10))
+        let http = URLSessionHTTPClient(configuration: .init(timeout: .seconds(10)))
         let seeded = try await http.send(
             HTTPClientRequest(
                 method: "POST", url: sim + "/admin/pxp/transactions", headers: [("Content-Type", "application/json")],

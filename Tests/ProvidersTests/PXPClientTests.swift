@@ -151,21 +151,21 @@ import TextFormats
         let transport = ScriptedTransport([.success(json(429, "{}", headers: [("Retry-After", "30")]))])
         #expect(
             await client(transport).transaction(merchant: "M", site: "S", merchantTransactionId: "X")
-                == .transient(reason: "HTTP 429", retryAfterSeconds: 30))
+                == .transient(reason: "HTTP 429", retryAfter: .seconds(30)))
     }
 
     @Test func serverErrorsAndTimeoutsAreTransient() async {
         #expect(
             await client(ScriptedTransport([.success(json(502, "bad gateway"))])).transaction(
                 merchant: "M", site: "S", merchantTransactionId: "X")
-                == .transient(reason: "HTTP 502", retryAfterSeconds: nil))
+                == .transient(reason: "HTTP 502", retryAfter: nil))
         #expect(
             await client(ScriptedTransport([.failure(.timeout)])).transaction(merchant: "M", site: "S", merchantTransactionId: "X")
-                == .transient(reason: "timeout", retryAfterSeconds: nil))
+                == .transient(reason: "timeout", retryAfter: nil))
         #expect(
             await client(ScriptedTransport([.failure(.connection("refused"))])).transaction(
                 merchant: "M", site: "S", merchantTransactionId: "X")
-                == .transient(reason: "connection: refused", retryAfterSeconds: nil))
+                == .transient(reason: "connection: refused", retryAfter: nil))
     }
 
     @Test func retriesReSignWithAFreshRequestId() async {

@@ -75,8 +75,8 @@ import Testing
     /// However the spread stops after a capture, the call is never one that moved nothing: only a part whose own
     /// outcome is unknown keeps the call in doubt.
     @Test(arguments: [
-        (ProviderOutcome<String>.notFound, "declined"), (.transient(reason: "HTTP 429", retryAfterSeconds: 1), "declined"),
-        (.permanent(.notSent("oauth2 token: refused")), "declined"), (.transient(reason: "timeout", retryAfterSeconds: nil), "transient"),
+        (ProviderOutcome<String>.notFound, "declined"), (.transient(reason: "HTTP 429", retryAfter: .seconds(1)), "declined"),
+        (.permanent(.notSent("oauth2 token: refused")), "declined"), (.transient(reason: "timeout", retryAfter: nil), "transient"),
         (.permanent(.refused(status: 422, body: "x")), "refused")
     ])
     func aSpreadStoppedAfterACaptureNeverEndsAsNothingMoved(outcome: ProviderOutcome<String>, expected: String) {

@@ -115,7 +115,7 @@ import TextFormats
                 .notSent(
                     #"oauth2 token: PayPal answered 401: {"error":"invalid_client","error_description":"Client Authentication failed"}"#))
         ),
-        (json(503, ""), .transient(reason: "oauth2 token: HTTP 503", retryAfterSeconds: nil)),
+        (json(503, ""), .transient(reason: "oauth2 token: HTTP 503", retryAfter: nil)),
         (json(200, #"{"token_type":"Bearer"}"#), .permanent(.notSent("oauth2 token answer without access_token/expires_in"))),
         (
             json(200, #"{"access_token":"t","expires_in":"3600"}"#),
@@ -132,7 +132,7 @@ import TextFormats
 
     @Test func tokenTimeoutIsTransient() async {
         let outcome3 = await client(ScriptedTransport([.failure(.timeout)])).order("O1")
-        #expect(outcome3 == .transient(reason: "oauth2 token: timeout", retryAfterSeconds: nil))
+        #expect(outcome3 == .transient(reason: "oauth2 token: timeout", retryAfter: nil))
     }
 
     // MARK: Requests
@@ -210,9 +210,9 @@ import TextFormats
         let outcome5 = await run(json(404, #"{"name":"RESOURCE_NOT_FOUND"}"#))
         #expect(outcome5 == .notFound)
         let outcome6 = await run(json(429, "", headers: [("Retry-After", "12")]))
-        #expect(outcome6 == .transient(reason: "HTTP 429", retryAfterSeconds: 12))
+        #expect(outcome6 == .transient(reason: "HTTP 429", retryAfter: .seconds(12)))
         let outcome7 = await run(json(500, ""))
-        #expect(outcome7 == .transient(reason: "HTTP 500", retryAfterSeconds: nil))
+        #expect(outcome7 == .transient(reason: "HTTP 500", retryAfter: nil))
         let outcome8 = await run(json(403, #"{"name":"NOT_AUTHORIZED"}"#))
         #expect(outcome8 == .permanent(.refused(status: 403, body: #"{"name":"NOT_AUTHORIZED"}"#)))
     }
@@ -227,7 +227,7 @@ import TextFormats
         #expect(outcome10 == .permanent(.refused(status: 404, body: "{}")))
         let outcome11 = await client(FakePayPal { _ in json(409, #"{"details":[{"issue":"PREVIOUS_REQUEST_IN_PROGRESS"}]}"#) }.transport)
             .refundCapture("C1", amount: Money(minorUnits: 1, currency: usd), requestID: "k")
-        #expect(outcome11 == .transient(reason: "HTTP 409 PREVIOUS_REQUEST_IN_PROGRESS", retryAfterSeconds: nil))
+        #expect(outcome11 == .transient(reason: "HTTP 409 PREVIOUS_REQUEST_IN_PROGRESS", retryAfter: nil))
     }
 
     @Test func retriesKeepTheSameRequestId() async {
@@ -282,7 +282,7 @@ import TextFormats
         #expect(outcome14 == .notFound)
         let c503 = client(FakePayPal { _ in json(503, "") }.transport)
         let outcome15 = await c503.orderID(resourceType: "refund", resource: refund)
-        #expect(outcome15 == .transient(reason: "HTTP 503", retryAfterSeconds: nil))
+        #expect(outcome15 == .transient(reason: "HTTP 503", retryAfter: nil))
         let outcome16 = await c.orderID(resourceType: "checkout-order", resource: try JSONValue.parse(#"{"id":"O1"}"#))
         #expect(outcome16 == .found("O1"))
     }

@@ -65,23 +65,23 @@ final class RecordedSleeps: @unchecked Sendable {
     func transientStatuses(status: Int) {
         #expect(
             ProviderOutcomeClassifier.classify(ProviderResponse(status: status), notFoundIsAbsence: true, now: now)
-                == .transient(reason: "HTTP \(status)", retryAfterSeconds: nil))
+                == .transient(reason: "HTTP \(status)", retryAfter: nil))
     }
 
     @Test func retryAfterSecondsAndDates() {
         let seconds = ProviderResponse(status: 429, headers: [("retry-after", "7")])
         #expect(
             ProviderOutcomeClassifier.classify(seconds, notFoundIsAbsence: true, now: now)
-                == .transient(reason: "HTTP 429", retryAfterSeconds: 7))
+                == .transient(reason: "HTTP 429", retryAfter: .seconds(7)))
         // 1_700_000_000 = Tue, 14 Nov 2023 22:13:20 GMT
         let date = ProviderResponse(status: 503, headers: [("Retry-After", "Tue, 14 Nov 2023 22:14:00 GMT")])
         #expect(
             ProviderOutcomeClassifier.classify(date, notFoundIsAbsence: true, now: now)
-                == .transient(reason: "HTTP 503", retryAfterSeconds: 40))
+                == .transient(reason: "HTTP 503", retryAfter: .seconds(40)))
         let garbage = ProviderResponse(status: 429, headers: [("Retry-After", "soon")])
         #expect(
             ProviderOutcomeClassifier.classify(garbage, notFoundIsAbsence: true, now: now)
-                == .transient(reason: "HTTP 429", retryAfterSeconds: nil))
+                == .transient(reason: "HTTP 429", retryAfter: nil))
     }
 
     @Test(
@@ -121,10 +121,10 @@ final class RecordedSleeps: @unchecked Sendable {
     @Test func transportErrorsAreTransient() {
         #expect(
             ProviderOutcomeClassifier.classify(transportError: ProviderTransportError.timeout)
-                == .transient(reason: "timeout", retryAfterSeconds: nil))
+                == .transient(reason: "timeout", retryAfter: nil))
         #expect(
             ProviderOutcomeClassifier.classify(transportError: ProviderTransportError.connection("refused"))
-                == .transient(reason: "connection: refused", retryAfterSeconds: nil))
+                == .transient(reason: "connection: refused", retryAfter: nil))
         #expect(ProviderOutcomeClassifier.classify(transportError: CancellationError()).isTransient)
     }
 
@@ -176,9 +176,9 @@ final class RecordedSleeps: @unchecked Sendable {
         let calls = Mutex(0)
         let outcome: ProviderOutcome<Int> = await retrying(sleeps.policy(maxAttempts: 4)) {
             calls.withLock { $0 += 1 }
-            return .transient(reason: "HTTP 503", retryAfterSeconds: nil)
+            return .transient(reason: "HTTP 503", retryAfter: nil)
         }
-        #expect(outcome == .transient(reason: "HTTP 503", retryAfterSeconds: nil))
+        #expect(outcome == .transient(reason: "HTTP 503", retryAfter: nil))
         #expect(calls.withLock { $0 } == 4)
         #expect(sleeps.all == [.milliseconds(100), .milliseconds(200), .milliseconds(400)])  // jitter = the cap
     }
@@ -193,7 +193,7 @@ final class RecordedSleeps: @unchecked Sendable {
                     bounds.withLock { $0.append(n) }; return n / 2
                 })
         ) {
-            .transient(reason: "timeout", retryAfterSeconds: nil)
+            .transient(reason: "timeout", retryAfter: nil)
         }
         #expect(bounds.withLock { $0 } == [100, 200])
         #expect(sleeps.all == [.milliseconds(50), .milliseconds(100)])
@@ -201,8 +201,8 @@ final class RecordedSleeps: @unchecked Sendable {
 
     @Test func backoffIsCappedAtMaxDelay() {
         let policy = RetryPolicy(maxAttempts: 50, baseDelay: .milliseconds(100), maxDelay: .seconds(10), random: { $0 })
-        #expect(policy.delay(beforeRetry: 10, retryAfterSeconds: nil) == .seconds(10))
-        #expect(policy.delay(beforeRetry: 45, retryAfterSeconds: nil) == .seconds(10))
+        #expect(policy.delay(beforeRetry: 10, retryAfter: nil) == .seconds(10))
+        #expect(policy.delay(beforeRetry: 45, retryAfter: nil) == .seconds(10))
     }
 
     @Test func honoursRetryAfterAndGivesUpOnLongOnes() async {
@@ -212,11 +212,12 @@ final class RecordedSleeps: @unchecked Sendable {
             let n = calls.withLock {
                 $0 += 1; return $0
             }
-            return n == 1 ? .transient(reason: "HTTP 429", retryAfterSeconds: 2) : .transient(reason: "HTTP 429", retryAfterSeconds: 60)
+            return n == 1
+                ? .transient(reason: "HTTP 429", retryAfter: .seconds(2)) : .transient(reason: "HTTP 429", retryAfter: .seconds(60))
         }
         #expect(sleeps.all == [.seconds(2)])
         #expect(calls.withLock { $0 } == 2)
-        #expect(outcome == .transient(reason: "HTTP 429", retryAfterSeconds: 60))  // handed back for the caller to schedule
+        #expect(outcome == .transient(reason: "HTTP 429", retryAfter: .seconds(60)))  // handed back for the caller to schedule
     }
 
     /// A capture's first attempt times out (it may have been applied); the retry is never sent (its OAuth token was
@@ -226,7 +227,7 @@ final class RecordedSleeps: @unchecked Sendable {
             "timeout",
             ProviderOutcome<Int>.transient(
                 reason: "an earlier attempt may have reached the provider, and the last was not sent: token refused",
-                retryAfterSeconds: nil)
+                retryAfter: nil)
         ),
         ("HTTP 429", ProviderOutcome<Int>.permanent(.notSent("token refused")))
     ])
@@ -236,13 +237,13 @@ final class RecordedSleeps: @unchecked Sendable {
         let outcome: ProviderOutcome<Int> = await retrying(sleeps.policy()) {
             calls.withLock {
                 $0 += 1; return $0
-            } == 1 ? .transient(reason: first, retryAfterSeconds: nil) : .permanent(.notSent("token refused"))
+            } == 1 ? .transient(reason: first, retryAfter: nil) : .permanent(.notSent("token refused"))
         }
         #expect(outcome == expected)
         let refusedAfter: ProviderOutcome<Int> = await retrying(sleeps.policy()) {
             calls.withLock {
                 $0 += 1; return $0
-            } == 3 ? .transient(reason: "timeout", retryAfterSeconds: nil) : .permanent(.refused(status: 422, body: "x"))
+            } == 3 ? .transient(reason: "timeout", retryAfter: nil) : .permanent(.refused(status: 422, body: "x"))
         }
         #expect(refusedAfter == .permanent(.refused(status: 422, body: "x")), "a refusal reached the provider: it stands")
     }
@@ -253,7 +254,7 @@ final class RecordedSleeps: @unchecked Sendable {
         let found: ProviderOutcome<Int> = await retrying(sleeps.policy()) {
             calls.withLock {
                 $0 += 1; return $0
-            } == 1 ? .transient(reason: "timeout", retryAfterSeconds: nil) : .found(7)
+            } == 1 ? .transient(reason: "timeout", retryAfter: nil) : .found(7)
         }
         #expect(found == .found(7))
         let permanent: ProviderOutcome<Int> = await retrying(sleeps.policy()) { .permanent(.refused(status: 422, body: "x")) }
@@ -268,7 +269,7 @@ final class RecordedSleeps: @unchecked Sendable {
         let policy = RetryPolicy(maxAttempts: 5, sleep: { _ in throw CancellationError() })
         let outcome: ProviderOutcome<Int> = await retrying(policy) {
             calls.withLock { $0 += 1 }
-            return .transient(reason: "timeout", retryAfterSeconds: nil)
+            return .transient(reason: "timeout", retryAfter: nil)
         }
         #expect(outcome.isTransient)
         #expect(calls.withLock { $0 } == 1)
@@ -278,7 +279,7 @@ final class RecordedSleeps: @unchecked Sendable {
         let calls = Mutex(0)
         let _: ProviderOutcome<Int> = await retrying(.none) {
             calls.withLock { $0 += 1 }
-            return .transient(reason: "timeout", retryAfterSeconds: nil)
+            return .transient(reason: "timeout", retryAfter: nil)
         }
         #expect(calls.withLock { $0 } == 1)
     }

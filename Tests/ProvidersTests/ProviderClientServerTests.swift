@@ -27,7 +27,7 @@ import TextFormats
     // Answers that come at once get a generous timeout: on a loaded 2-core machine a test server's async handler can
     // wait seconds for a cooperative thread (the "slow" case sets its own short one). The client is the one payrecon
     // runs (libcurl).
-    let transport = HTTPClientTransport(client: CurlHTTPClient(configuration: .init(timeoutSeconds: 30)))
+    let transport = HTTPClientTransport(client: CurlHTTPClient(configuration: .init(timeout: .seconds(30))))
 
     // MARK: PXP
 
@@ -46,11 +46,11 @@ import TextFormats
         return expected == parts[2]
     }
 
-    func pxpClient(_ base: String, timeout: Double = 20) -> PXPClient {
+    func pxpClient(_ base: String, timeout: Duration = .seconds(20)) -> PXPClient {
         PXPClient(
             configuration: PXPConfiguration(
                 baseURL: base + "/api/v1", clientID: "client-1", tokenID: "token-1",
-                tokenValue: Self.pxpToken, timeoutSeconds: timeout),
+                tokenValue: Self.pxpToken, timeout: timeout),
             transport: transport, retry: .none)
     }
 
@@ -102,15 +102,16 @@ import TextFormats
             }
         }) { base in
             // Generous timeout for the answers that come at once (the machine may be loaded); a short one for "slow".
-            let c = pxpClient(base, timeout: 10)
+            let c = pxpClient(base, timeout: .seconds(10))
             let missing = await c.transaction(merchant: "M", site: "S", merchantTransactionId: "missing")
             #expect(missing == .notFound)
             let busy = await c.transaction(merchant: "M", site: "S", merchantTransactionId: "busy")
-            #expect(busy == .transient(reason: "HTTP 429", retryAfterSeconds: 17))
+            #expect(busy == .transient(reason: "HTTP 429", retryAfter: .seconds(17)))
             let broken = await c.transaction(merchant: "M", site: "S", merchantTransactionId: "broken")
-            #expect(broken == .transient(reason: "HTTP 502", retryAfterSeconds: nil))
-            let slow = await pxpClient(base, timeout: 0.5).transaction(merchant: "M", site: "S", merchantTransactionId: "slow")
-            #expect(slow == .transient(reason: "timeout", retryAfterSeconds: nil))
+            #expect(broken == .transient(reason: "HTTP 502", retryAfter: nil))
+            let slow = await pxpClient(base, timeout: .milliseconds(500)).transaction(
+                merchant: "M", site: "S", merchantTransactionId: "slow")
+            #expect(slow == .transient(reason: "timeout", retryAfter: nil))
             let bad = await c.transaction(merchant: "M", site: "S", merchantTransactionId: "bad")
             #expect(bad == .permanent(.refused(status: 400, body: #"{"errorCode":"BAD"}"#)))
         }

@@ -11,8 +11,8 @@ import Testing
         let thread = DedicatedThread(name: "test")
         defer { thread.stop() }
         let seen = Mutex<[String]>([])
-        thread.after(0.3) { seen.withLock { $0.append("late") } }
-        thread.after(0.1) { seen.withLock { $0.append("soon") } }
+        thread.after(.milliseconds(300)) { seen.withLock { $0.append("late") } }
+        thread.after(.milliseconds(100)) { seen.withLock { $0.append("soon") } }
         thread.async { seen.withLock { $0.append("a") } }
         thread.async { seen.withLock { $0.append("b") } }
         #expect(await eventually(5) { seen.withLock { $0.count } == 4 })
@@ -23,10 +23,10 @@ import Testing
         let thread = DedicatedThread(name: "test-order")
         defer { thread.stop() }
         let seen = Mutex<[String]>([])
-        thread.after(0.30) { seen.withLock { $0.append("d") } }
-        thread.after(0.10) { seen.withLock { $0.append("a") } }
-        thread.after(0.20) { seen.withLock { $0.append("c") } }
-        thread.after(0.10) { seen.withLock { $0.append("b") } }
+        thread.after(.milliseconds(300)) { seen.withLock { $0.append("d") } }
+        thread.after(.milliseconds(100)) { seen.withLock { $0.append("a") } }
+        thread.after(.milliseconds(200)) { seen.withLock { $0.append("c") } }
+        thread.after(.milliseconds(100)) { seen.withLock { $0.append("b") } }
         #expect(await eventually(5) { seen.withLock { $0.count } == 4 })
         #expect(seen.withLock { $0 } == ["a", "b", "c", "d"])
     }
@@ -36,7 +36,7 @@ import Testing
         let thread = DedicatedThread(name: "test-many")
         defer { thread.stop() }
         let ran = Mutex<[Int]>([])
-        for i in 0..<20_000 { thread.after(0.05 + Double(i) * 0.000_01) { ran.withLock { $0.append(i) } } }
+        for i in 0..<20_000 { thread.after(.milliseconds(50) + .microseconds(10 * i)) { ran.withLock { $0.append(i) } } }
         #expect(await eventually(10) { ran.withLock { $0.count } == 20_000 })
         #expect(ran.withLock { $0 } == Array(0..<20_000))
     }
@@ -44,7 +44,7 @@ import Testing
     @Test func stoppedThreadRunsWhatWasQueuedAndDropsTimersNotYetDue() async throws {
         let thread = DedicatedThread(name: "test-stop")
         let seen = Mutex<[String]>([])
-        thread.after(0.5) { seen.withLock { $0.append("timer") } }
+        thread.after(.milliseconds(500)) { seen.withLock { $0.append("timer") } }
         thread.async { seen.withLock { $0.append("queued") } }
         thread.stop()
         try await Task.sleep(for: .milliseconds(800))

@@ -334,7 +334,7 @@ import Testing
         let storage = InMemoryReceiverStorage()
         let webhook = PXPProvider.Webhook(verifier: try PXPWebhookVerifier(key: Self.key))
         let receiver = Receiver(
-            configuration: .init(host: "127.0.0.1", port: 0, threads: 2, commitTimeoutSeconds: 0.5),
+            configuration: .init(host: "127.0.0.1", port: 0, threads: 2, commitTimeout: .milliseconds(500)),
             webhooks: [.pxp: webhook], storage: storage, logger: Logger())
         let port = try receiver.start()
         defer { receiver.shutdown() }

@@ -10,7 +10,7 @@ import Testing
 @Suite struct RejectionLaneTests {
     @Test func aFloodIsWrittenInAFewTransactionsWithEveryRejectionCounted() async throws {
         let storage = InMemoryReceiverStorage()
-        let lane = RejectionLane(storage: storage, flushInterval: 0.5, logger: Logger())
+        let lane = RejectionLane(storage: storage, flushInterval: .milliseconds(500), logger: Logger())
         let started = Date()
         var sent = 0
         while Date().timeIntervalSince(started) < 1.2 {
@@ -32,7 +32,7 @@ import Testing
 
     @Test func aSingleRejectionIsWrittenWithinTheInterval() async throws {
         let storage = InMemoryReceiverStorage()
-        let lane = RejectionLane(storage: storage, flushInterval: 0.1, logger: Logger())
+        let lane = RejectionLane(storage: storage, flushInterval: .milliseconds(100), logger: Logger())
         lane.record(Rejection(provider: .paypal, reason: "missing_signature", message: "m", headers: [], body: [], remoteAddress: nil))
         #expect(await eventually(5) { storage.rejectionCount == 1 })
         #expect(storage.rejections.count == 1)

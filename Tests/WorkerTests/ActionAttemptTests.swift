@@ -44,7 +44,7 @@ import Testing
         case .record(let o):
             var parts = [o.status.rawValue]
             if let d = o.inDoubt { parts.append("inDoubt=\(d)") }
-            if let n = o.notBeforeSeconds { parts.append("notBefore=\(n)") }
+            if let n = o.notBefore { parts.append("notBefore=\(n.components.seconds)") }
             if o.recheck { parts.append("recheck") }
             return "record(" + parts.joined(separator: ", ") + ")"
         case .recheck: return "recheck"
@@ -113,18 +113,18 @@ import Testing
         Row(
             name: "429: not processed, sent again as it was after Retry-After", claim: fresh,
             steps: toCall + [
-                (.called(.notProcessed(reason: "HTTP 429", retryAfterSeconds: 1)), "record(pending, inDoubt=false, notBefore=1)"),
+                (.called(.notProcessed(reason: "HTTP 429", retryAfter: .seconds(1))), "record(pending, inDoubt=false, notBefore=1)"),
                 (.recorded(.kept), "done(pending)")
             ]),
         Row(
             name: "429 without Retry-After: a backoff", claim: claim(attempts: 3),
             steps: toCall + [
-                (.called(.notProcessed(reason: "HTTP 429", retryAfterSeconds: nil)), "record(pending, inDoubt=false, notBefore=8)")
+                (.called(.notProcessed(reason: "HTTP 429", retryAfter: nil)), "record(pending, inDoubt=false, notBefore=8)")
             ]),
         Row(
             name: "429 on every attempt: failed, for an operator", claim: claim(attempts: A.attemptsWhileRefusedUnprocessed),
             steps: toCall + [
-                (.called(.notProcessed(reason: "HTTP 429", retryAfterSeconds: 1)), "record(failed, inDoubt=false, recheck)")
+                (.called(.notProcessed(reason: "HTTP 429", retryAfter: .seconds(1))), "record(failed, inDoubt=false, recheck)")
             ]),
         Row(
             name: "refused by the provider: failed, then the order re-checked", claim: fresh,
@@ -252,7 +252,7 @@ import Testing
                 (.claimed, "inquire"), (.inquired(.unknown), "replan(inquired)"), (.replanned(.wanted(c100)), "evidence(call, planned)"),
                 (.evidence(true), "confirm(100)"),
                 (.confirmed(.held), "call(100)"),
-                (.called(.notProcessed(reason: "HTTP 429", retryAfterSeconds: 7200)), "record(pending, notBefore=300)")
+                (.called(.notProcessed(reason: "HTTP 429", retryAfter: .seconds(7200))), "record(pending, notBefore=300)")
             ]),
         Row(
             name: "in doubt, the re-send refused: failed, still in doubt", claim: claim(inDoubt: true, sent: c100, dedupe: true),
@@ -280,7 +280,7 @@ import Testing
         Row(
             name: "a 429 asking for hours holds the action back at most five minutes", claim: fresh,
             steps: toCall + [
-                (.called(.notProcessed(reason: "HTTP 429", retryAfterSeconds: 86_400)), "record(pending, inDoubt=false, notBefore=300)")
+                (.called(.notProcessed(reason: "HTTP 429", retryAfter: .seconds(86_400))), "record(pending, inDoubt=false, notBefore=300)")
             ]),
         Row(
             name: "in doubt, nobody can tell, asked again", claim: claim(inDoubt: true, sent: c100, attempts: 2),

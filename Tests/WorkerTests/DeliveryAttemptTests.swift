@@ -23,9 +23,9 @@ struct DeliveryAttemptTests {
 
     @Test(arguments: [(1, 2.0), (2, 4.0), (3, 8.0), (4, 16.0), (5, 32.0), (9, 512.0)])
     func backoffCeilingDoublesPerAttempt(attempts: Int, ceiling: Double) throws {
-        let low = try #require(delay(policy.decide(.transient(reason: "500", retryAfterSeconds: nil), attempts: attempts, random: 0)))
+        let low = try #require(delay(policy.decide(.transient(reason: "500", retryAfter: nil), attempts: attempts, random: 0)))
         let high = try #require(
-            delay(policy.decide(.transient(reason: "500", retryAfterSeconds: nil), attempts: attempts, random: 0.999_999)))
+            delay(policy.decide(.transient(reason: "500", retryAfter: nil), attempts: attempts, random: 0.999_999)))
         #expect(low == ceiling / 2)
         #expect(high < ceiling && high > ceiling * 0.99)
     }
@@ -35,7 +35,7 @@ struct DeliveryAttemptTests {
             var previous = 0.0
             for attempts in 1...9 {
                 let d = try #require(
-                    delay(policy.decide(.transient(reason: "timeout", retryAfterSeconds: nil), attempts: attempts, random: random)))
+                    delay(policy.decide(.transient(reason: "timeout", retryAfter: nil), attempts: attempts, random: random)))
                 #expect(d > previous, "attempt \(attempts) random \(random)")
                 previous = d
             }
@@ -45,31 +45,31 @@ struct DeliveryAttemptTests {
     @Test func delayIsCappedAtMaxDelay() throws {
         let capped = DeliveryAttempt(maxAttempts: 100, baseDelay: .seconds(2), maxDelay: .seconds(900))
         for attempts in [10, 20, 40, 64, 99] {
-            let d = try #require(delay(capped.decide(.transient(reason: "x", retryAfterSeconds: nil), attempts: attempts, random: 0.999)))
+            let d = try #require(delay(capped.decide(.transient(reason: "x", retryAfter: nil), attempts: attempts, random: 0.999)))
             #expect(d <= 900 && d >= 450)
         }
     }
 
     @Test(arguments: [0.0, 0.25, 0.5, 0.75, 0.999_999])
     func jitterStaysWithinHalfToFullCeiling(random: Double) throws {
-        let d = try #require(delay(policy.decide(.transient(reason: "x", retryAfterSeconds: nil), attempts: 4, random: random)))
+        let d = try #require(delay(policy.decide(.transient(reason: "x", retryAfter: nil), attempts: 4, random: random)))
         #expect(d >= 8 && d < 16)
-        let after = policy.decide(.transient(reason: "x", retryAfterSeconds: nil), attempts: 4, random: random)
+        let after = policy.decide(.transient(reason: "x", retryAfter: nil), attempts: 4, random: random)
         #expect(after == .retry(after: .seconds(8) + .seconds(8) * random, reason: "x"))
     }
 
     @Test(arguments: [-1.0, 1.5, Double.nan])
     func randomOutsideTheUnitIntervalIsClamped(random: Double) throws {
-        let d = try #require(delay(policy.decide(.transient(reason: "x", retryAfterSeconds: nil), attempts: 4, random: random)))
+        let d = try #require(delay(policy.decide(.transient(reason: "x", retryAfter: nil), attempts: 4, random: random)))
         // NaN clamps to 0 through max/min: never a NaN or negative delay.
         #expect(d >= 8 && d <= 16)
     }
 
     @Test func retryAfterIsAFloor() throws {
-        let d = try #require(delay(policy.decide(.transient(reason: "429", retryAfterSeconds: 120), attempts: 1, random: 0.9)))
+        let d = try #require(delay(policy.decide(.transient(reason: "429", retryAfter: .seconds(120)), attempts: 1, random: 0.9)))
         #expect(d == 120)
         // A Retry-After below the backoff does not shorten it.
-        let longer = try #require(delay(policy.decide(.transient(reason: "429", retryAfterSeconds: 1), attempts: 6, random: 0)))
+        let longer = try #require(delay(policy.decide(.transient(reason: "429", retryAfter: .seconds(1)), attempts: 6, random: 0)))
         #expect(longer == 32)
     }
 
@@ -82,33 +82,33 @@ struct DeliveryAttemptTests {
 
     @Test(arguments: [10, 11, 50])
     func deadAtMaxAttemptsWithTheReason(attempts: Int) {
-        let d = policy.decide(.transient(reason: "PXP answered 503", retryAfterSeconds: nil), attempts: attempts, random: 0.5)
+        let d = policy.decide(.transient(reason: "PXP answered 503", retryAfter: nil), attempts: attempts, random: 0.5)
         #expect(d == .dead(reason: "gave up after \(attempts) attempts: PXP answered 503"))
     }
 
     @Test func lastAttemptBeforeTheBudgetStillRetries() {
-        #expect(delay(policy.decide(.transient(reason: "x", retryAfterSeconds: nil), attempts: 9, random: 0)) == 256)
+        #expect(delay(policy.decide(.transient(reason: "x", retryAfter: nil), attempts: 9, random: 0)) == 256)
         let two = DeliveryAttempt(maxAttempts: 2)
-        #expect(delay(two.decide(.transient(reason: "x", retryAfterSeconds: nil), attempts: 1, random: 0)) == 1)
+        #expect(delay(two.decide(.transient(reason: "x", retryAfter: nil), attempts: 1, random: 0)) == 1)
         #expect(two.decide(.permanent(reason: "bad"), attempts: 2, random: 0) == .dead(reason: "gave up after 2 attempts: bad"))
     }
 
     /// An attempt count below 1 (never claimed) is read as the first attempt: the base delay, not a zero ceiling.
     @Test func anAttemptCountBelowOneIsTheFirst() {
         for attempts in [0, -1] {
-            #expect(delay(policy.decide(.transient(reason: "x", retryAfterSeconds: nil), attempts: attempts, random: 0)) == 1)
+            #expect(delay(policy.decide(.transient(reason: "x", retryAfter: nil), attempts: attempts, random: 0)) == 1)
         }
     }
 
     @Test func oneAttemptBudgetIsDeadAtOnce() {
         let once = DeliveryAttempt(maxAttempts: 1)
         #expect(
-            once.decide(.transient(reason: "timeout", retryAfterSeconds: 5), attempts: 1, random: 0)
+            once.decide(.transient(reason: "timeout", retryAfter: .seconds(5)), attempts: 1, random: 0)
                 == .dead(reason: "gave up after 1 attempts: timeout"))
     }
 
     @Test func tinyBaseDelayHasAFloor() throws {
         let fast = DeliveryAttempt(maxAttempts: 5, baseDelay: .zero, maxDelay: .seconds(1))
-        #expect(try #require(delay(fast.decide(.transient(reason: "x", retryAfterSeconds: nil), attempts: 1, random: 0))) == 0.05)
+        #expect(try #require(delay(fast.decide(.transient(reason: "x", retryAfter: nil), attempts: 1, random: 0))) == 0.05)
     }
 }

@@ -36,9 +36,9 @@ import Store
 
     @Test func transientAnywhereRetriesAndPermanentIsKept() {
         let t = DeliveryProcessor.combine(
-            [.checked(orderID: "A", checked), .checked(orderID: "B", .transient(reason: "429", retryAfterSeconds: 30))],
+            [.checked(orderID: "A", checked), .checked(orderID: "B", .transient(reason: "429", retryAfter: .seconds(30)))],
             provider: .pxp)
-        #expect(t == .transient(reason: "429", retryAfterSeconds: 30))
+        #expect(t == .transient(reason: "429", retryAfter: .seconds(30)))
         let p = DeliveryProcessor.combine([.checked(orderID: "A", .failed(reason: "provider answered 403: forbidden"))], provider: .pxp)
         #expect(p == .permanent(reason: "provider answered 403: forbidden"))
     }
@@ -46,10 +46,10 @@ import Store
     /// The orders a delivery named (what `explain` finds it by): every order checked, whatever its check came to,
     /// once and in order; an unknown transaction, an ignored reference and orders that could not be read name none.
     @Test func theOrdersNamedAreTheOrdersChecked() {
-        let transient = OrderChecker.Result.transient(reason: "429", retryAfterSeconds: 30)
+        let transient = OrderChecker.Result.transient(reason: "429", retryAfter: .seconds(30))
         let steps: [Step] = [
             .checked(orderID: "B", checked), .unknown(transactionRef: "T9", checked), .checked(orderID: "A", transient),
-            .ignored("a Verification"), .unfound(.transient(reason: "database", retryAfterSeconds: nil)),
+            .ignored("a Verification"), .unfound(.transient(reason: "database", retryAfter: nil)),
             .checked(orderID: "B", .unreadable(reason: "x"))
         ]
         #expect(DeliveryProcessor.namedOrders(steps) == ["B", "A"])
@@ -59,10 +59,10 @@ import Store
     /// Orders that could not be read (the database) retry the delivery, and name no order: nothing stands in for an id.
     @Test func ordersThatCouldNotBeReadRetryTheDelivery() {
         let r = DeliveryProcessor.combine(
-            [.checked(orderID: "A", checked), .unfound(.transient(reason: "database: connection lost", retryAfterSeconds: nil))],
+            [.checked(orderID: "A", checked), .unfound(.transient(reason: "database: connection lost", retryAfter: nil))],
             provider: .paypal)
-        #expect(r == .transient(reason: "database: connection lost", retryAfterSeconds: nil))
-        let alone = DeliveryProcessor.combine([.unfound(.transient(reason: "database: timeout", retryAfterSeconds: nil))], provider: .pxp)
-        #expect(alone == .transient(reason: "database: timeout", retryAfterSeconds: nil))
+        #expect(r == .transient(reason: "database: connection lost", retryAfter: nil))
+        let alone = DeliveryProcessor.combine([.unfound(.transient(reason: "database: timeout", retryAfter: nil))], provider: .pxp)
+        #expect(alone == .transient(reason: "database: timeout", retryAfter: nil))
     }
 }

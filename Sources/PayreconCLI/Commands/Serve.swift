@@ -120,8 +120,8 @@ extension ServeCommand {
         return .init(
             host: host, port: port, maxBodyBytes: maxBody, threads: threads,
             maxConnections: maxConnections, maxConnectionsPerIP: maxPerIP,
-            commitTimeoutSeconds: Double(commitTimeout),
-            requestTimeoutSeconds: Double(requestTimeout), trustedProxies: trustedProxies,
+            commitTimeout: .seconds(commitTimeout),
+            requestTimeout: .seconds(requestTimeout), trustedProxies: trustedProxies,
             maxBodyBuffer: maxBodyBuffer, metricsHost: metricsAddress?.host,
             metricsPort: metricsAddress?.port ?? 0)
     }

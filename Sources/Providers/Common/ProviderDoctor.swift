@@ -98,7 +98,7 @@ enum DoctorProbe {
     static func send(_ request: ProviderRequest, over transport: any ProviderTransport) async -> Answer {
         do { return .answered(try await transport.send(request)) } catch {
             switch error {
-            case ProviderTransportError.timeout: return .unreachable("no answer within \(Int(request.timeoutSeconds)) s")
+            case ProviderTransportError.timeout: return .unreachable("no answer within \(request.timeout.components.seconds) s")
             case ProviderTransportError.connection(let message): return .unreachable(message)
             case ProviderTransportError.rejected(let message), ProviderTransportError.unreadable(let message): return .unreachable(message)
             default: return .unreachable(String(describing: error))

@@ -10,8 +10,8 @@ public enum ProviderOutcome<T: Sendable>: Sendable {
     indirect case found(T)
     /// The provider says it does not exist (404 on a read).
     case notFound
-    /// Worth retrying: timeout, connection failure, 429, 5xx. `retryAfterSeconds` from a Retry-After header.
-    case transient(reason: String, retryAfterSeconds: Int?)
+    /// Worth retrying: timeout, connection failure, 429, 5xx. `retryAfter` from a Retry-After header.
+    case transient(reason: String, retryAfter: Duration?)
     /// Retrying will not help: the provider refused the request, its answer cannot be read, or nothing was sent.
     case permanent(ProviderFailure)
 
@@ -20,7 +20,7 @@ public enum ProviderOutcome<T: Sendable>: Sendable {
         switch self {
         case .found(let v): return .found(try transform(v))
         case .notFound: return .notFound
-        case .transient(let r, let a): return .transient(reason: r, retryAfterSeconds: a)
+        case .transient(let r, let a): return .transient(reason: r, retryAfter: a)
         case .permanent(let failure): return .permanent(failure)
         }
     }
@@ -30,7 +30,7 @@ public enum ProviderOutcome<T: Sendable>: Sendable {
         switch self {
         case .found: return nil
         case .notFound: return .notFound
-        case .transient(let r, let a): return .transient(reason: r, retryAfterSeconds: a)
+        case .transient(let r, let a): return .transient(reason: r, retryAfter: a)
         case .permanent(let failure): return .permanent(failure)
         }
     }
@@ -111,8 +111,8 @@ public enum ProviderOutcomeClassifier {
         case 404 where notFoundIsAbsence:
             return .notFound
         case 408, 429, 500..<600:
-            let retryAfter = response.header("Retry-After").flatMap { RetryAfter.seconds(from: $0, now: now) }
-            return .transient(reason: "HTTP \(response.status)", retryAfterSeconds: retryAfter)
+            let retryAfter = response.header("Retry-After").flatMap { RetryAfter.seconds(from: $0, now: now) }.map { Duration.seconds($0) }
+            return .transient(reason: "HTTP \(response.status)", retryAfter: retryAfter)
         default:
             return .permanent(.refused(status: response.status, body: truncatedBody(response.body)))
         }
@@ -130,17 +130,17 @@ public enum ProviderOutcomeClassifier {
     public static func classify(transportError error: any Error) -> ProviderOutcome<[UInt8]> {
         switch error {
         case ProviderTransportError.timeout:
-            return .transient(reason: "timeout", retryAfterSeconds: nil)
+            return .transient(reason: "timeout", retryAfter: nil)
         case ProviderTransportError.connection(let message):
-            return .transient(reason: "connection: \(message)", retryAfterSeconds: nil)
+            return .transient(reason: "connection: \(message)", retryAfter: nil)
         case ProviderTransportError.rejected(let message):
             return .permanent(.notSent(truncatedBody(Array("request rejected: \(message)".utf8))))
         case ProviderTransportError.unreadable(let message):
             return .permanent(.unreadable(truncatedBody(Array("answer not taken: \(message)".utf8))))
         case is CancellationError:
-            return .transient(reason: "cancelled", retryAfterSeconds: nil)
+            return .transient(reason: "cancelled", retryAfter: nil)
         default:
-            return .transient(reason: "transport: \(error)", retryAfterSeconds: nil)
+            return .transient(reason: "transport: \(error)", retryAfter: nil)
         }
     }
 

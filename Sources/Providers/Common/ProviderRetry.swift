@@ -31,12 +31,9 @@ public struct RetryPolicy: Sendable {
     public static let standard = RetryPolicy(maxAttempts: 3)
 
     /// The wait before retry number `retry` (0 for the first retry), or nil to stop retrying.
-    func delay(beforeRetry retry: Int, retryAfterSeconds: Int?) -> Duration? {
+    func delay(beforeRetry retry: Int, retryAfter: Duration?) -> Duration? {
         let capMillis = milliseconds(maxDelay)
-        if let seconds = retryAfterSeconds {
-            let wanted = Int64(seconds) * 1000
-            return wanted > capMillis ? nil : .milliseconds(wanted)
-        }
+        if let wanted = retryAfter { return wanted > maxDelay ? nil : wanted }
         let base = milliseconds(baseDelay)
         let shift = min(retry, 30)
         let (grown, overflow) = base.multipliedReportingOverflow(by: Int64(1) << shift)
@@ -61,7 +58,7 @@ public func retrying<T: Sendable>(
     var mayHaveReached = false
     while case .transient(let reason, let retryAfter) = outcome, retry + 1 < policy.maxAttempts {
         if !ProviderOutcomeClassifier.refusedBeforeProcessing(reason) { mayHaveReached = true }
-        guard let wait = policy.delay(beforeRetry: retry, retryAfterSeconds: retryAfter) else { return outcome }
+        guard let wait = policy.delay(beforeRetry: retry, retryAfter: retryAfter) else { return outcome }
         do { try await policy.sleep(wait) } catch { return outcome }
         retry += 1
         outcome = await operation()
@@ -71,7 +68,7 @@ public func retrying<T: Sendable>(
     if mayHaveReached, case .permanent(let failure) = outcome, !failure.reachedProvider {
         return .transient(
             reason: "an earlier attempt may have reached the provider, and the last was not sent: \(failure.text)",
-            retryAfterSeconds: nil)
+            retryAfter: nil)
     }
     return outcome
 }

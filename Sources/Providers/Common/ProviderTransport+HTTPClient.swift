@@ -11,7 +11,7 @@ public struct HTTPClientTransport: ProviderTransport {
         let outgoing = HTTPClientRequest(
             method: request.method, url: request.url, headers: request.headers,
             body: request.body.isEmpty && request.method == "GET" ? nil : request.body,
-            timeoutSeconds: request.timeoutSeconds)
+            timeout: request.timeout)
         let response: HTTPClientResponse
         do {
             response = try await client.send(outgoing)

@@ -11,14 +11,14 @@ public struct ProviderRequest: Sendable, Equatable {
     public var headers: [(String, String)]
     public var body: [UInt8]
     /// Per-request timeout in seconds (whole request).
-    public var timeoutSeconds: Double
+    public var timeout: Duration
     /// The idempotency key as this request sends it (a header or a body field), for `payrecon explain`.
     public var idempotencyKey: String?
     /// Whether the answer may be kept as evidence (`AnswerLog`): false for an answer that holds a credential.
     public var answerIsEvidence = true
 
-    public init(method: String, url: String, headers: [(String, String)] = [], body: [UInt8] = [], timeoutSeconds: Double = 30) {
-        self.method = method; self.url = url; self.headers = headers; self.body = body; self.timeoutSeconds = timeoutSeconds
+    public init(method: String, url: String, headers: [(String, String)] = [], body: [UInt8] = [], timeout: Duration = .seconds(30)) {
+        self.method = method; self.url = url; self.headers = headers; self.body = body; self.timeout = timeout
     }
 
     /// The first value of a header, matched case-insensitively.
@@ -39,7 +39,7 @@ public struct ProviderRequest: Sendable, Equatable {
     }
 
     public static func == (lhs: ProviderRequest, rhs: ProviderRequest) -> Bool {
-        lhs.method == rhs.method && lhs.url == rhs.url && lhs.body == rhs.body && lhs.timeoutSeconds == rhs.timeoutSeconds
+        lhs.method == rhs.method && lhs.url == rhs.url && lhs.body == rhs.body && lhs.timeout == rhs.timeout
             && lhs.headers.elementsEqual(rhs.headers, by: { $0.0 == $1.0 && $0.1 == $1.1 })
     }
 }

@@ -11,16 +11,16 @@ public struct PXPConfiguration: Sendable, CustomStringConvertible {
     public var tokenID: String
     /// The token value (HMAC key). Never printed: `description` masks it.
     public var tokenValue: String
-    public var timeoutSeconds: Double
+    public var timeout: Duration
 
     public static let sandboxBaseURL = "https://api-services.test.pxp.io/api/v1"
 
     public init(
         baseURL: String = PXPConfiguration.sandboxBaseURL, clientID: String, tokenID: String, tokenValue: String,
-        timeoutSeconds: Double = 30
+        timeout: Duration = .seconds(30)
     ) {
         self.baseURL = baseURL; self.clientID = clientID; self.tokenID = tokenID; self.tokenValue = tokenValue
-        self.timeoutSeconds = timeoutSeconds
+        self.timeout = timeout
     }
 
     public var description: String {
@@ -148,7 +148,7 @@ public final class PXPClient: Sendable {
             }
             return .found(PXPModificationResult(systemTransactionId: id, state: state, answer: answer))
         case .notFound: return .notFound
-        case .transient(let r, let a): return .transient(reason: r, retryAfterSeconds: a)
+        case .transient(let r, let a): return .transient(reason: r, retryAfter: a)
         case .permanent(let failure): return .permanent(failure)
         }
     }
@@ -160,7 +160,7 @@ public final class PXPClient: Sendable {
         return signed(
             ProviderRequest(
                 method: "GET", url: url, headers: [("Accept", "application/json")],
-                timeoutSeconds: configuration.timeoutSeconds))
+                timeout: configuration.timeout))
     }
 
     package func modificationRequest(
@@ -187,7 +187,7 @@ public final class PXPClient: Sendable {
             ProviderRequest(
                 method: "POST", url: url,
                 headers: [("Accept", "application/json"), ("Content-Type", "application/json")],
-                body: body.serialized(), timeoutSeconds: configuration.timeoutSeconds))
+                body: body.serialized(), timeout: configuration.timeout))
         // PXP's idempotency is the merchantTransactionId in the body (derived from the action's key).
         request.idempotencyKey = merchantTransactionId
         return request
@@ -249,7 +249,7 @@ extension ProviderOutcomeClassifier {
                 return .permanent(.unreadable(truncatedBody(Array("unreadable answer (\(error)): ".utf8) + bytes)))
             }
         case .notFound: return .notFound
-        case .transient(let r, let a): return .transient(reason: r, retryAfterSeconds: a)
+        case .transient(let r, let a): return .transient(reason: r, retryAfter: a)
         case .permanent(let failure): return .permanent(failure)
         }
     }

@@ -330,7 +330,7 @@ public enum PXPProvider {
                     return ActionCallResult(
                         .transient(
                             reason: "PXP answered state Pending; looked up again on every check",
-                            retryAfterSeconds: nil), links: [link, prepared])
+                            retryAfter: nil), links: [link, prepared])
                 }
                 return ActionCallResult(.permanent(.declined("PXP answered state \(r.state)")), links: [link, prepared])
             }

@@ -57,7 +57,7 @@ extension PayPalClient {
                 ("Content-Type", "application/x-www-form-urlencoded")
             ],
             body: ProviderURL.form([("grant_type", "client_credentials")]),
-            timeoutSeconds: configuration.timeoutSeconds)
+            timeout: configuration.timeout)
         // Its answer is an access token: never evidence.
         request.answerIsEvidence = false
         return request
@@ -85,7 +85,7 @@ extension PayPalClient {
                     refreshAt: fetchedAt + expiresIn - PayPalAccessToken.refreshMargin(expiresIn: expiresIn)))
         // Without a token the call it was for is never sent: whatever PayPal said of the token, that call is `notSent`.
         case .notFound: return .permanent(.notSent("oauth2 token: PayPal answered 404 (the token endpoint was not found)"))
-        case .transient(let r, let a): return .transient(reason: "oauth2 token: \(r)", retryAfterSeconds: a)
+        case .transient(let r, let a): return .transient(reason: "oauth2 token: \(r)", retryAfter: a)
         case .permanent(let failure): return .permanent(.notSent("oauth2 token: " + failure.words(for: "PayPal")))
         }
     }

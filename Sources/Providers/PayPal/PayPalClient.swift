@@ -9,12 +9,12 @@ public struct PayPalConfiguration: Sendable, CustomStringConvertible {
     public var clientID: String
     /// Never printed: `description` masks it.
     public var secret: String
-    public var timeoutSeconds: Double
+    public var timeout: Duration
 
     public static let sandboxBaseURL = "https://api-m.sandbox.paypal.com"
 
-    public init(baseURL: String = PayPalConfiguration.sandboxBaseURL, clientID: String, secret: String, timeoutSeconds: Double = 30) {
-        self.baseURL = baseURL; self.clientID = clientID; self.secret = secret; self.timeoutSeconds = timeoutSeconds
+    public init(baseURL: String = PayPalConfiguration.sandboxBaseURL, clientID: String, secret: String, timeout: Duration = .seconds(30)) {
+        self.baseURL = baseURL; self.clientID = clientID; self.secret = secret; self.timeout = timeout
     }
 
     public var description: String { "PayPalConfiguration(baseURL: \(baseURL), clientID: \(clientID), secret: <redacted>)" }
@@ -187,7 +187,7 @@ public final class PayPalClient: Sendable {
         if let requestID { headers.append(("PayPal-Request-Id", requestID)) }
         var request = ProviderRequest(
             method: method, url: ProviderURL.build(base: configuration.baseURL, segments: segments, query: query),
-            headers: headers, body: bytes, timeoutSeconds: configuration.timeoutSeconds)
+            headers: headers, body: bytes, timeout: configuration.timeout)
         request.idempotencyKey = requestID
         return request
     }
@@ -215,7 +215,7 @@ public final class PayPalClient: Sendable {
             switch await tokens.get(now: now(), fetch: { await self.fetchToken() }) {
             case .found(let t): token = t
             case .notFound: return .notFound
-            case .transient(let r, let a): return .transient(reason: r, retryAfterSeconds: a)
+            case .transient(let r, let a): return .transient(reason: r, retryAfter: a)
             case .permanent(let failure): return .permanent(failure)
             }
             let request = apiRequest(method: method, segments: segments, query: query, body: body, requestID: requestID, token: token.value)
@@ -239,7 +239,7 @@ public final class PayPalClient: Sendable {
     /// The shared classification, plus PayPal's 409 PREVIOUS_REQUEST_IN_PROGRESS, which is worth retrying.
     static func classify(_ response: ProviderResponse, isRead: Bool, now: Int64) -> ProviderOutcome<[UInt8]> {
         if response.status == 409, String(decoding: response.body, as: UTF8.self).contains("PREVIOUS_REQUEST_IN_PROGRESS") {
-            return .transient(reason: "HTTP 409 PREVIOUS_REQUEST_IN_PROGRESS", retryAfterSeconds: nil)
+            return .transient(reason: "HTTP 409 PREVIOUS_REQUEST_IN_PROGRESS", retryAfter: nil)
         }
         return ProviderOutcomeClassifier.classify(response, notFoundIsAbsence: isRead, now: now)
     }

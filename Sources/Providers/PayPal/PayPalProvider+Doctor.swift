@@ -180,7 +180,7 @@ extension PayPalProvider.API {
     static let doctorCertificateSource = HTTPCertificateSource(
         client: CurlHTTPClient(
             configuration: .init(
-                timeoutSeconds: 20, maxConcurrentRequests: 1, maxResponseBytes: 64 * 1024)))
+                timeout: .seconds(20), maxConcurrentRequests: 1, maxResponseBytes: 64 * 1024)))
 
     /// The certificate named by the last stored delivery's PAYPAL-CERT-URL: under PAYPAL_CERT_URL_PREFIXES, fetched
     /// as the receiver fetches it, chained to PAYPAL_TRUST_ROOTS now and issued to the name PayPal uses for that host

@@ -695,7 +695,7 @@ public struct HTTPCertificateSource: CertificateSource {
     let client: any HTTPSending
     public init(
         client: any HTTPSending = CurlHTTPClient(
-            configuration: .init(timeoutSeconds: 5, maxConcurrentRequests: 4, maxResponseBytes: 64 * 1024))
+            configuration: .init(timeout: .seconds(5), maxConcurrentRequests: 4, maxResponseBytes: 64 * 1024))
     ) {
         self.client = client
     }

@@ -8,10 +8,10 @@ public struct PaypercutConfiguration: Sendable, CustomStringConvertible {
     public var baseURL: String
     /// `Authorization: Bearer` key. Never printed: `description` masks it.
     public var secretKey: String
-    public var timeoutSeconds: Double
+    public var timeout: Duration
 
-    public init(baseURL: String = PaypercutConfiguration.defaultBaseURL, secretKey: String, timeoutSeconds: Double = 30) {
-        self.baseURL = baseURL; self.secretKey = secretKey; self.timeoutSeconds = timeoutSeconds
+    public init(baseURL: String = PaypercutConfiguration.defaultBaseURL, secretKey: String, timeout: Duration = .seconds(30)) {
+        self.baseURL = baseURL; self.secretKey = secretKey; self.timeout = timeout
     }
 
     public var description: String { "PaypercutConfiguration(baseURL: \(baseURL), secretKey: <redacted>)" }
@@ -92,7 +92,7 @@ public struct PaypercutClient: Sendable {
         if let key { headers.append(("Idempotency-Key", key)) }
         var request = ProviderRequest(
             method: method, url: ProviderURL.build(base: configuration.baseURL, segments: segments, query: query), headers: headers,
-            body: body?.serialized() ?? [], timeoutSeconds: configuration.timeoutSeconds)
+            body: body?.serialized() ?? [], timeout: configuration.timeout)
         request.idempotencyKey = key
         return request
     }

@@ -21,7 +21,7 @@ final class ReceiverHarness: @unchecked Sendable {
     let pool: PostgresPool
     private(set) var port: UInt16
     let maxBodyBytes: Int
-    let client = URLSessionHTTPClient(configuration: .init(timeoutSeconds: 20, maxConcurrentRequests: 64))
+    let client = URLSessionHTTPClient(configuration: .init(timeout: .seconds(20), maxConcurrentRequests: 64))
     let paypal: PayPalSigner
     let certServer: HTTPServer
     /// What the receiver logged.

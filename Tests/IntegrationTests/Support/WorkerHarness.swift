@@ -26,7 +26,7 @@ final class WorkerHarness: @unchecked Sendable {
     let simulator: Simulator
     let paysim: PaysimServer
     let paysimURL: String
-    let http = URLSessionHTTPClient(configuration: .init(timeoutSeconds: 20, maxConcurrentRequests: 64, maxConnectionsPerHost: 64))
+    let http = URLSessionHTTPClient(configuration: .init(timeout: .seconds(20), maxConcurrentRequests: 64, maxConnectionsPerHost: 64))
     let gateway: ProviderGateway
     let checker: OrderChecker
     let processor: DeliveryProcessor
@@ -51,17 +51,17 @@ final class WorkerHarness: @unchecked Sendable {
             configuration: PXPConfiguration(
                 baseURL: paysimURL + "/api/v1", clientID: config.pxpClientID,
                 tokenID: config.pxpTokenID, tokenValue: config.pxpTokenValue,
-                timeoutSeconds: 10),
+                timeout: .seconds(10)),
             transport: transport(.pxp), retry: retry)
         let paypal = PayPalClient(
             configuration: PayPalConfiguration(
                 baseURL: paysimURL, clientID: config.paypalClientID,
-                secret: config.paypalSecret, timeoutSeconds: 10),
+                secret: config.paypalSecret, timeout: .seconds(10)),
             transport: transport(.paypal), retry: retry)
         let paypercut = PaypercutClient(
             configuration: PaypercutConfiguration(
                 baseURL: paysimURL, secretKey: config.paypercutSecretKey,
-                timeoutSeconds: 10),
+                timeout: .seconds(10)),
             transport: transport(.paypercut), retry: retry)
         gateway = ProviderGateway(
             ConfiguredProviders(apis: [
