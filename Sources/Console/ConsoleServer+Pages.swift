@@ -108,14 +108,21 @@ extension ConsoleServer {
         return Self.html(status, ActionPages.one(action, calls: calls, audit: audit, canRetry: canRetry, session: session, error: said))
     }
 
-    /// What a retry came to when it was not completed: its record must be in this action's trail, this person's, and
-    /// a retry; else nothing (the id in the address is the only thing read from it, never the words).
-    static func unfinishedRetry(_ record: String?, in audit: [ConsoleAuditEntry], session: ConsoleSession) -> String? {
+    /// What a retry came to when it was not completed: its record must be in this action's trail, this person's, a
+    /// retry, the last retry of the action, and made in the last 15 minutes (an old link says nothing once the action
+    /// was retried again); else nothing. Only the id is read from the address, never the words.
+    static func unfinishedRetry(
+        _ record: String?, in audit: [ConsoleAuditEntry], session: ConsoleSession, now: Date = Date()
+    ) -> String? {
         guard let record = record.flatMap({ Int64($0) }),
-            let entry = audit.first(where: { $0.id == record && $0.userName == session.userName && $0.action == "retry" }),
-            let detail = entry.detail, detail.contains("not retried: ")
+            let entry = audit.last(where: { $0.action == "retry" }), entry.id == record, entry.userName == session.userName,
+            now.timeIntervalSince(entry.at) < 15 * 60,
+            let detail = entry.detail, let why = detail.range(of: ConsoleServer.notRetried)
         else { return nil }
-        return "Your retry was not completed: " + detail + "."
+        // "checked at the provider that attempt 3 was not applied; " comes before it when the operator said so.
+        let checked = detail[..<why.lowerBound].trimmingCharacters(in: CharacterSet(charactersIn: "; "))
+        return "Your retry at \(Timestamp.iso8601(entry.at)) was not completed: \(detail[why.upperBound...])."
+            + (checked.isEmpty ? "" : " (You had \(checked).)")
     }
 
     func deliveryList(_ request: HTTPRequest, session: ConsoleSession) async throws -> HTTPResponse {

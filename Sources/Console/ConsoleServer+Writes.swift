@@ -92,30 +92,38 @@ extension ConsoleServer {
             try ConsoleStore.audit(user: session.userName, address: address, action: "retry", target: "action \(id)", detail: asked, on: $0)
         }
         let result = await retry(id, looked)
-        let said: String
+        let said: String, problem: (status: Int, text: String)?
         switch result {
         case .pending(let amount):
             // In the currency the plan gave (re-read, as `payrecon actions retry` prints it).
             let now = try? await pool.run { try ActionStore.find(id: id, on: $0) }
             let currency = now?.amount.currency ?? action.amount.currency
             said = "pending again: " + Money.format(minorUnits: amount, exponent: currency.exponent) + " " + currency.code
-        case .retired(let why): said = "superseded: " + why
-        case .notNow(let why), .notFailed(let why): said = "not retried: " + why
-        case .noSuchAction: return notFound(session)
+            problem = nil
+        case .retired(let why): (said, problem) = ("superseded: " + why, nil)
+        case .notNow(let why): (said, problem) = (Self.notRetried + why, (503, "Not retried: \(why). Try again later."))
+        case .notFailed(let why): (said, problem) = (Self.notRetried + why, (409, why))
+        case .noSuchAction(let why): (said, problem) = (Self.notRetried + why, (404, why))
         }
         let detail = checked + said
+        var recorded = true
         do { try await pool.run { try ConsoleStore.completeAudit(record, detail: detail, on: $0) } } catch {
+            recorded = false
             logger.error(
                 "console: a retry's outcome was not recorded", ["action_id": id, "result": said, "error": String(describing: error)])
         }
         logger.info("console: action retried", ["user": session.userName, "action_id": id, "result": said])
-        // Redirected after the post whatever came of it, so a reload never asks again: a retry not completed is said
-        // on the page, from its record in the trail (`unfinishedRetry`).
-        switch result {
-        case .pending, .retired: return Self.redirect("/actions/\(id)")
-        case .notNow, .notFailed, .noSuchAction: return Self.redirect("/actions/\(id)?retry=\(record)")
+        guard let problem else { return Self.redirect("/actions/\(id)") }
+        // Redirected after the post, so a reload never asks again: the page says what came of it, from its record in
+        // the trail (`unfinishedRetry`). Without that record (not completed, or the action gone) it is said here.
+        guard recorded, problem.status != 404 else {
+            return try await actionPage(id, session: session, error: problem.text, status: problem.status)
         }
+        return Self.redirect("/actions/\(id)?retry=\(record)")
     }
+
+    /// How a retry's record in the trail says it was not completed (`unfinishedRetry` reads it back).
+    static let notRetried = "not retried: "
 
     func retryDelivery(_ id: Int64, address: String, session: ConsoleSession) async throws -> HTTPResponse {
         let retried = try await pool.run { try ConsoleStore.retryDeadDelivery(id: id, user: session.userName, address: address, on: $0) }

@@ -19,7 +19,8 @@ public enum PostgresValue: Sendable, Hashable {
     /// A `bytea[]`, sent in binary (no escaping of the bytes).
     case byteaArray([[UInt8]])
     case int64Array([Int64])
-    /// A span of time, sent as an `interval` of whole microseconds (PostgreSQL's precision; finer parts are rounded).
+    /// A span of time, sent as an `interval` of whole microseconds (PostgreSQL's precision; finer parts are rounded),
+    /// in binary, which every PostgreSQL reads alike (before 15, the text "N microseconds" was refused past 2^31).
     case interval(Duration)
     case null
 }
@@ -118,7 +119,13 @@ extension PostgresValue {
             let fraction = (attoseconds + (attoseconds >= 0 ? 500_000_000_000 : -500_000_000_000)) / 1_000_000_000_000
             let (micros, carried) = whole.addingReportingOverflow(fraction)
             guard !overflow, !carried else { throw PostgresError.decoding("interval parameter \(value) is too long for PostgreSQL") }
-            return Encoded(oid: PostgresOID.interval, bytes: Array("\(micros) microseconds".utf8), binary: false)
+            // interval_send's form: the time in microseconds (int64), then days and months (int32), big-endian.
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(16)
+            withUnsafeBytes(of: micros.bigEndian) { bytes.append(contentsOf: $0) }
+            withUnsafeBytes(of: Int32(0).bigEndian) { bytes.append(contentsOf: $0) }
+            withUnsafeBytes(of: Int32(0).bigEndian) { bytes.append(contentsOf: $0) }
+            return Encoded(oid: PostgresOID.interval, bytes: bytes, binary: true)
         case .null: return Encoded(oid: PostgresOID.unknown, bytes: nil, binary: false)
         }
     }

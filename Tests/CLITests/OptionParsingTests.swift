@@ -149,6 +149,9 @@ func AssertParseError(
         ("work", ["--lease", "soon"], "--lease soon is not a duration"),
         ("work", ["--batch", "x"], "--batch must be a whole number from 1 to 256, not 'x'"),
         ("work", ["--lease", "0s"], "--lease 0s is not a duration"),  // a lease of nothing is refused
+        ("work", ["--lease", "2d"], "--lease 2d must be at most 1d"),
+        ("report", ["--database-url", ""], "--database-url needs a value (URL)"),
+        ("report", ["--provider", "\u{1B}[2Jpxp"], "not '\\u{1B}[2Jpxp'"),  // the user's text, escaped
         ("report", ["--kind", "nope"], "--kind must be one of missing_at_provider"),
         ("report", ["--format", "xml"], "--format must be one of table, json, csv, html, not 'xml'"),
         ("actions list", ["--status", "done"], "--status must be one of pending, succeeded, failed, superseded"),

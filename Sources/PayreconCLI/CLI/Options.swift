@@ -78,6 +78,10 @@ public enum Options {
         guard seconds >= 1 else {
             throw UsageError("--lease \(v) must be at least 1s: a lease of nothing lets a second worker take what the first holds")
         }
+        // A worker that dies holds what it claimed for a whole lease: a day at most.
+        guard seconds <= 86_400 else {
+            throw UsageError("--lease \(v) must be at most 1d: what a stopped worker held waits a whole lease before another takes it")
+        }
         return .seconds(seconds)
     }
     public static let maxAttempts = OptionKey<Int>("--max-attempts", "N", "Attempts before a delivery is dead (default 10).") {
@@ -109,13 +113,17 @@ public enum Options {
     public static func format(_ allowed: [String]) -> OptionKey<String> {
         OptionKey<String>("--format", allowed.joined(separator: "|"), "Output format (default \(allowed[0])).") {
             (v: String) throws(UsageError) -> String in
-            guard allowed.contains(v) else { throw UsageError("--format must be one of \(allowed.joined(separator: ", ")), not '\(v)'") }
+            guard allowed.contains(v) else {
+                throw UsageError("--format must be one of \(allowed.joined(separator: ", ")), not '\(v.terminalSafe)'")
+            }
             return v
         }
     }
     public static func status(_ allowed: [String], help: String) -> OptionKey<String> {
         OptionKey<String>("--status", allowed.joined(separator: "|"), help) { (v: String) throws(UsageError) -> String in
-            guard allowed.contains(v) else { throw UsageError("--status must be one of \(allowed.joined(separator: ", ")), not '\(v)'") }
+            guard allowed.contains(v) else {
+                throw UsageError("--status must be one of \(allowed.joined(separator: ", ")), not '\(v.terminalSafe)'")
+            }
             return v
         }
     }
@@ -169,20 +177,20 @@ public enum Options {
 
     static func oneOf<T: RawRepresentable & CaseIterable>(_: T.Type, _ text: String, _ flag: String) throws(UsageError) -> T
     where T.RawValue == String {
-        guard let value = T(rawValue: text) else { throw UsageError("\(flag) must be one of \(names(T.self)), not '\(text)'") }
+        guard let value = T(rawValue: text) else { throw UsageError("\(flag) must be one of \(names(T.self)), not '\(text.terminalSafe)'") }
         return value
     }
 
     static func wholeNumber(_ flag: String, _ text: String, _ range: ClosedRange<Int>) throws(UsageError) -> Int {
         guard let n = Int(text), range.contains(n) else {
-            throw UsageError("\(flag) must be a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
+            throw UsageError("\(flag) must be a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text.terminalSafe)'")
         }
         return n
     }
 
     static func duration(_ text: String, flag: String) throws(UsageError) -> Int64 {
         do { return try DurationParser.parse(text) } catch {
-            throw UsageError("\(flag) \(text) is not a duration: use a number with s, m, h or d (90s, 10m, 24h, 7d)")
+            throw UsageError("\(flag) \(text.terminalSafe) is not a duration: use a number with s, m, h or d (90s, 10m, 24h, 7d)")
         }
     }
 }

@@ -12,13 +12,15 @@ private let backfillSince = OptionKey<Int64>("--since", "DURATION", "How far bac
 private let backfillFrom = OptionKey<Int64>("--from", "TIME", "Read from TIME (RFC 3339, e.g. 2026-11-01T00:00:00Z), with --to.") {
     (v: String) throws(UsageError) -> Int64 in
     guard let t = ISO8601.unixSeconds(from: v) else {
-        throw UsageError("--from \(v) is not a time: use RFC 3339, e.g. 2026-11-01T00:00:00Z")
+        throw UsageError("--from \(v.terminalSafe) is not a time: use RFC 3339, e.g. 2026-11-01T00:00:00Z")
     }
     return t
 }
 private let backfillTo = OptionKey<Int64>("--to", "TIME", "Read up to TIME (RFC 3339), with --from.") {
     (v: String) throws(UsageError) -> Int64 in
-    guard let t = ISO8601.unixSeconds(from: v) else { throw UsageError("--to \(v) is not a time: use RFC 3339, e.g. 2026-11-30T00:00:00Z") }
+    guard let t = ISO8601.unixSeconds(from: v) else {
+        throw UsageError("--to \(v.terminalSafe) is not a time: use RFC 3339, e.g. 2026-11-30T00:00:00Z")
+    }
     return t
 }
 private let backfillDryRun = FlagKey(

@@ -90,7 +90,7 @@ struct ReportOptions {
         "--view", "discrepancies|fees",
         "What to report (default discrepancies): fees shows captured, refunded, fees and net per provider, currency and day."
     ) { (v: String) throws(UsageError) -> String in
-        guard v == "discrepancies" || v == "fees" else { throw UsageError("--view must be discrepancies or fees, not '\(v)'") }
+        guard v == "discrepancies" || v == "fees" else { throw UsageError("--view must be discrepancies or fees, not '\(v.terminalSafe)'") }
         return v
     }
     static let statusKey = Options.status(["open", "acknowledged", "resolved", "all"], help: "Which discrepancies to list (default open).")

@@ -27,7 +27,7 @@ struct VerifyCommand: ParsableCommand {
 
     init(parsing args: ParsedArguments) throws(UsageError) {
         guard let provider = Provider(rawValue: args.positionals[0]) else {
-            throw UsageError("PROVIDER must be pxp, paypal or paypercut, not '\(args.positionals[0])'")
+            throw UsageError("PROVIDER must be pxp, paypal or paypercut, not '\(args.positionals[0].terminalSafe)'")
         }
         self.provider = provider
         guard let bodyPath = try args.value(Options.body) else { throw UsageError("--body FILE is required") }
@@ -36,7 +36,7 @@ struct VerifyCommand: ParsableCommand {
         self.headersPath = headersPath
         if let text = try args.value(Options.at) {
             guard let parsed = WebhookCheck.At(argument: text) else {
-                throw UsageError("--at must be 'transmission', 'now', unix seconds or an ISO 8601 time, not '\(text)'")
+                throw UsageError("--at must be 'transmission', 'now', unix seconds or an ISO 8601 time, not '\(text.terminalSafe)'")
             }
             at = parsed
         }
