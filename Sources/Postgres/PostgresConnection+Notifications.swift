@@ -32,13 +32,8 @@ extension PostgresConnection {
     /// Waits until at least one notification has arrived or `timeout` has passed, and returns what arrived
     /// (empty on timeout). Notifications that came in during earlier queries are returned at once.
     public func waitForNotifications(timeout: Duration) throws -> [PostgresNotification] {
-        try waitForNotifications(timeout: timeout.inSeconds)
-    }
-
-    /// Waits until at least one notification has arrived or `timeout` seconds have passed.
-    public func waitForNotifications(timeout: TimeInterval) throws -> [PostgresNotification] {
         try withHandle { conn in
-            let deadline = ContinuousClock.now + .milliseconds(Int64(max(0, timeout) * 1000))
+            let deadline = ContinuousClock.now + max(.zero, timeout)
             while true {
                 guard PQconsumeInput(conn) == 1 else { throw error(from: nil, conn) }
                 let arrived = drainNotifications(conn)

@@ -19,17 +19,17 @@ public final class PostgresPool: Sendable {
     /// Most connections open at once, and number of threads serving `run`.
     public var size: Int { core.size }
     /// How long a caller waits for a free connection before `.connection("... busy ...")`.
-    public var acquireTimeout: TimeInterval { core.acquireTimeout }
+    public var acquireTimeout: Duration { core.acquireTimeout }
 
     private let core: PoolCore
 
     /// - Parameters:
     ///   - conninfo: URI or key=value connection string (see ``PostgresConnection/init(conninfo:)``).
     ///   - size: connections (and `run` threads), at least 1.
-    ///   - acquireTimeout: seconds to wait for a free connection.
+    ///   - acquireTimeout: how long to wait for a free connection.
     ///   - prepareStatements: let each session prepare the statements it runs often (``PreparedStatements``), where
     ///     it reaches PostgreSQL itself; a session through a pooler, or whose route cannot be told, never does.
-    public init(conninfo: String, size: Int = 8, acquireTimeout: TimeInterval = 5, prepareStatements: Bool = true) {
+    public init(conninfo: String, size: Int = 8, acquireTimeout: Duration = .seconds(5), prepareStatements: Bool = true) {
         core = PoolCore(conninfo: conninfo, size: max(1, size), acquireTimeout: acquireTimeout, prepareStatements: prepareStatements)
     }
 
@@ -42,8 +42,8 @@ public final class PostgresPool: Sendable {
         try core.withConnection(timeout: core.acquireTimeout, body)
     }
 
-    /// Same, with its own wait limit in seconds.
-    public func withConnection<T>(timeout: TimeInterval, _ body: (PostgresConnection) throws -> T) throws -> T {
+    /// Same, with its own wait limit.
+    public func withConnection<T>(timeout: Duration, _ body: (PostgresConnection) throws -> T) throws -> T {
         try core.withConnection(timeout: timeout, body)
     }
 
@@ -66,8 +66,8 @@ public final class PostgresPool: Sendable {
                         return
                     }
                     let waited = enqueued.duration(to: .now)
-                    let remaining = core.acquireTimeout - waited.inSeconds
-                    continuation.resume(with: Result { try core.withConnection(timeout: max(0, remaining), body) })
+                    let remaining = max(.zero, core.acquireTimeout - waited)
+                    continuation.resume(with: Result { try core.withConnection(timeout: remaining, body) })
                 }
             }
         } onCancel: {
@@ -75,14 +75,14 @@ public final class PostgresPool: Sendable {
         }
     }
 
-    /// Quick readiness check for `/readyz`: `SELECT 1` on a pooled connection within `timeout` seconds.
-    public func healthy(timeout: TimeInterval = 2) -> Bool {
+    /// Quick readiness check for `/readyz`: `SELECT 1` on a pooled connection within `timeout`.
+    public func healthy(timeout: Duration = .seconds(2)) -> Bool {
         probe(timeout: timeout) == nil
     }
 
-    /// `SELECT 1` on a pooled connection within `timeout` seconds: nil when it answered, else why not, in libpq's words
+    /// `SELECT 1` on a pooled connection within `timeout`: nil when it answered, else why not, in libpq's words
     /// (a wrong database name reads differently from a server that is down).
-    public func probe(timeout: TimeInterval = 2) -> String? {
+    public func probe(timeout: Duration = .seconds(2)) -> String? {
         do {
             let answered = try core.withConnection(timeout: timeout) { try $0.query("SELECT 1").rowCount == 1 }
             return answered ? nil : "SELECT 1 returned no row"
@@ -119,7 +119,7 @@ final class PoolCore: Sendable {
 
     let conninfo: String
     let size: Int
-    let acquireTimeout: TimeInterval
+    let acquireTimeout: Duration
     private let slots: DispatchSemaphore
     let prepareStatements: Bool
     private let jobsReady = DispatchSemaphore(value: 0)
@@ -127,7 +127,7 @@ final class PoolCore: Sendable {
     private static let poolCounter = Atomic<Int>(0)
     private let poolNumber: Int
 
-    init(conninfo: String, size: Int, acquireTimeout: TimeInterval, prepareStatements: Bool) {
+    init(conninfo: String, size: Int, acquireTimeout: Duration, prepareStatements: Bool) {
         self.conninfo = conninfo
         self.prepareStatements = prepareStatements
         self.size = size
@@ -139,7 +139,7 @@ final class PoolCore: Sendable {
     var openConnections: Int { state.withLock { $0.open } }
     var statistics: (open: Int, idle: Int, waiting: Int) { state.withLock { ($0.open, $0.idle.count, $0.jobs.count - $0.jobHead) } }
 
-    func withConnection<T>(timeout: TimeInterval, _ body: (PostgresConnection) throws -> T) throws -> T {
+    func withConnection<T>(timeout: Duration, _ body: (PostgresConnection) throws -> T) throws -> T {
         let connection = try acquire(timeout: timeout)
         let value: T
         do {
@@ -152,12 +152,12 @@ final class PoolCore: Sendable {
         return value
     }
 
-    private func acquire(timeout: TimeInterval) throws -> PostgresConnection {
+    private func acquire(timeout: Duration) throws -> PostgresConnection {
         guard !state.withLock({ $0.closed }) else { throw PostgresError.connection("the connection pool is closed") }
-        let deadline = DispatchTime.now() + .milliseconds(Int(max(0, timeout) * 1000))
+        let deadline = DispatchTime.now() + .milliseconds(Int(max(0, timeout.inSeconds) * 1000))
         guard slots.wait(timeout: deadline) == .success else {
             throw PostgresError.connection(
-                "no free database connection within \(timeout)s: all \(size) connections of the pool are busy "
+                "no free database connection within \(timeout.inSeconds)s: all \(size) connections of the pool are busy "
                     + "(look for slow queries, or raise the pool size)")
         }
         // Most recently used first: it is the most likely to be alive and warm.

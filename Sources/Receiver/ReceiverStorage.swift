@@ -61,7 +61,7 @@ public struct PostgresReceiverStorage: ReceiverStorage {
     public func recordRejections(_ counts: [RejectionCount], samples: [Rejection]) throws {
         try pool.withConnection { _ = try DeliveryStore.recordRejections(counts, samples: samples, on: $0) }
     }
-    public func isReady() -> Bool { pool.healthy(timeout: 1) }
+    public func isReady() -> Bool { pool.healthy(timeout: .seconds(1)) }
     public func pendingCount() -> Int64? { try? pool.withConnection { try DeliveryStore.pendingCount(on: $0) } }
     public func isUnavailable(_ error: any Error) -> Bool {
         guard let error = error as? PostgresError else { return true }

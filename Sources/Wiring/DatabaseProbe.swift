@@ -48,7 +48,7 @@ public final class DatabaseProbe: Sendable {
                     guard running.set() else { return answer("the last probe has not answered yet") }
                     // libpq blocks: off the cooperative pool, raced against a deadline.
                     DispatchQueue.global().async {
-                        let result = pool.probe(timeout: 5)
+                        let result = pool.probe(timeout: .seconds(5))
                         running.clear()
                         answer(result)
                     }

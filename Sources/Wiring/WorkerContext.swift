@@ -34,7 +34,7 @@ public struct WorkerContext: Sendable {
         url = try env.databaseURL()
         transport = try Self.transport(env, maxConcurrentRequests: maxConcurrentRequests)
         gateway = ProviderGateway(try ConfiguredProviders(environment: env, transport: transport, limiters: limiters))
-        pool = PostgresPool(conninfo: url, size: poolSize, acquireTimeout: 30, prepareStatements: try env.preparesStatements())
+        pool = PostgresPool(conninfo: url, size: poolSize, acquireTimeout: .seconds(30), prepareStatements: try env.preparesStatements())
         let windows: PendingWindows
         do { windows = try PendingWindows.parse(env["PAYRECON_PENDING_MAX"] ?? "24h") } catch {
             throw ConfigurationError(error.description)

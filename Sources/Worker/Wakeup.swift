@@ -69,7 +69,7 @@ final class Wakeup: Sendable {
                         conn = c
                         signal()  // anything committed while we were not listening
                     }
-                    if try !conn!.waitForNotifications(timeout: 1.0).isEmpty { signal() }
+                    if try !conn!.waitForNotifications(timeout: .milliseconds(1000)).isEmpty { signal() }
                 } catch {
                     logger.warning("LISTEN connection lost; polling until it is back", ["error": String(describing: error)])
                     conn?.close(); conn = nil

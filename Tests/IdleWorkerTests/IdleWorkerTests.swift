@@ -101,7 +101,7 @@ private struct OwnDatabase: Sendable {
         let migrate = try PostgresConnection(conninfo: url); defer { migrate.close() }
         guard let dir = Migrator.locateDirectory() else { throw TestSetupError("sql/ not found") }
         try Migrator.migrate(try Migrator.load(from: dir), on: migrate)
-        return OwnDatabase(name: name, url: url, admin: admin, pool: PostgresPool(conninfo: url, size: 4, acquireTimeout: 30))
+        return OwnDatabase(name: name, url: url, admin: admin, pool: PostgresPool(conninfo: url, size: 4, acquireTimeout: .seconds(30)))
     }
 
     /// `postgresql://u@h:p/db?x` with another database; key=value conninfo gets a later dbname (the last one wins).

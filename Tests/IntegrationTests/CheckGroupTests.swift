@@ -204,7 +204,7 @@ import Testing
     @Test func theRecorderGroupsWaitingChecksAndABadOneFailsAlone() async throws {
         let db = try await offload { try TestDatabase.create() }
         defer { db.drop() }
-        let pool = PostgresPool(conninfo: db.url, size: 1, acquireTimeout: 30)
+        let pool = PostgresPool(conninfo: db.url, size: 1, acquireTimeout: .seconds(30))
         defer { pool.close() }
         let ids = (1...20).map { "O-\($0)" }
         _ = try await pool.run { try OrderStore.upsert((ids + ["P-1", "P-2", "P-3"]).map(Self.order), on: $0) }
@@ -253,7 +253,7 @@ import Testing
     @Test func checksWaitingOnAConnectionThatDiesAreRecordedOnAFreshOne() async throws {
         let db = try await offload { try TestDatabase.create() }
         defer { db.drop() }
-        let pool = PostgresPool(conninfo: db.url, size: 1, acquireTimeout: 30)
+        let pool = PostgresPool(conninfo: db.url, size: 1, acquireTimeout: .seconds(30))
         defer { pool.close() }
         let ids = (1...5).map { "D-\($0)" }
         _ = try await pool.run { try OrderStore.upsert(ids.map(Self.order), on: $0) }

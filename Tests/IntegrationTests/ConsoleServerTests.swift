@@ -66,7 +66,7 @@ import Testing
     ) async throws {
         let db = try await offload { try TestDatabase.create() }
         defer { db.drop() }
-        let pool = PostgresPool(conninfo: db.url, size: 2, acquireTimeout: 5)
+        let pool = PostgresPool(conninfo: db.url, size: 2, acquireTimeout: .seconds(5))
         defer { pool.close() }
         let id = try await offload {
             let conn = try db.connect()

@@ -24,7 +24,7 @@ struct PaysimWebhookTests {
         simulator.setPublicBaseURL(simURL)
 
         let database = try await offload { try TestDatabase.create() }
-        let pool = PostgresPool(conninfo: database.url, size: 4, acquireTimeout: 5)
+        let pool = PostgresPool(conninfo: database.url, size: 4, acquireTimeout: .seconds(5))
         let roots = try X509Certificate.parsePEMBundle(Array(ca.trustBundlePEM.utf8))
         let receiver = Receiver(
             configuration: .init(host: "127.0.0.1", port: 0, maxBodyBytes: 1 << 20, threads: 4),
@@ -103,7 +103,7 @@ struct PaysimWebhookTests {
         let paysim = PaysimServer(simulator: simulator, host: "127.0.0.1", port: 0, threads: 2)
         let simURL = "http://127.0.0.1:\(try paysim.start())"
         let database = try await offload { try TestDatabase.create() }
-        let pool = PostgresPool(conninfo: database.url, size: 2, acquireTimeout: 5)
+        let pool = PostgresPool(conninfo: database.url, size: 2, acquireTimeout: .seconds(5))
         let receiver = Receiver(
             configuration: .init(host: "127.0.0.1", port: 0, maxBodyBytes: 1 << 20, threads: 2),
             webhooks: [.pxp: PXPProvider.Webhook(verifier: try PXPWebhookVerifier(key: config.pxpWebhookKey))], pool: pool, logger: Logger()

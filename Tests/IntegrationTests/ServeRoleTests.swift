@@ -46,7 +46,7 @@ import Testing
         let owner = try db.connect(); defer { owner.close() }
         try ServeRole.apply(to: role.name, on: owner)
 
-        let pool = PostgresPool(conninfo: role.url, size: 2, acquireTimeout: 5); defer { pool.close() }
+        let pool = PostgresPool(conninfo: role.url, size: 2, acquireTimeout: .seconds(5)); defer { pool.close() }
         let storage = PostgresReceiverStorage(pool: pool, expectedMigrations: Migrator.shippedVersions)
         #expect(storage.pendingMigrations() == [])
         #expect(storage.isReady())
@@ -120,7 +120,7 @@ import Testing
         _ = try owner.execute("GRANT ALL ON ALL TABLES IN SCHEMA \(try quoteIdentifier(db.schema)) TO \(try quoteIdentifier(role.name))")
         _ = try owner.execute("GRANT UPDATE (status) ON deliveries TO \(try quoteIdentifier(role.name))")
         try ServeRole.apply(to: role.name, on: owner)
-        _ = try PostgresReceiverStorage(pool: PostgresPool(conninfo: role.url, size: 1, acquireTimeout: 5))
+        _ = try PostgresReceiverStorage(pool: PostgresPool(conninfo: role.url, size: 1, acquireTimeout: .seconds(5)))
             .commit([Self.delivery("EV-1")])
 
         let conn = try PostgresConnection(conninfo: role.url); defer { conn.close() }

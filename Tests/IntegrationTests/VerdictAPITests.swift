@@ -163,7 +163,8 @@ import Wiring
         try await WorkerHarness.with { h in
             try await h.seedPXP("TX-X", intent: "Purchase", state: "Captured")
             try h.insert(WorkerHarness.order(.pxp, "X", ref: "TX-X", intent: .purchase, amount: 2000))
-            let unreachable = PostgresPool(conninfo: "postgresql://postgres@127.0.0.1:9/none?connect_timeout=1", size: 1, acquireTimeout: 1)
+            let unreachable = PostgresPool(
+                conninfo: "postgresql://postgres@127.0.0.1:9/none?connect_timeout=1", size: 1, acquireTimeout: .seconds(1))
             defer { unreachable.close() }
             try await Self.serve(h, pool: unreachable) { base in
                 let answer = try await Self.get(h, base + "/v1/orders/pxp/X/verdict")

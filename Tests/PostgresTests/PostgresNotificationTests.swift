@@ -23,7 +23,7 @@ import Testing
         #expect(received.isEmpty)
         #expect(elapsed >= .milliseconds(150))
         #expect(elapsed < .seconds(3))
-        #expect(try listener.waitForNotifications(timeout: 0).isEmpty)
+        #expect(try listener.waitForNotifications(timeout: .zero).isEmpty)
     }
 
     @Test func wakesUpWhenANotificationArrivesWhileWaiting() throws {
@@ -37,7 +37,7 @@ import Testing
         }
         thread.start()
         let start = ContinuousClock.now
-        let received = try listener.waitForNotifications(timeout: 10)
+        let received = try listener.waitForNotifications(timeout: .seconds(10))
         #expect(received.map(\.payload) == ["late"])
         #expect(start.duration(to: .now) < .seconds(5))
     }
@@ -50,11 +50,11 @@ import Testing
         try sender.transaction { tx in
             try tx.notify(channel: channel, payload: "a")
             try tx.notify(channel: channel, payload: "b")
-            #expect(try listener.waitForNotifications(timeout: 0.2).isEmpty)
+            #expect(try listener.waitForNotifications(timeout: .milliseconds(200)).isEmpty)
         }
         var payloads: [String] = []
         while payloads.count < 2 {
-            let batch = try listener.waitForNotifications(timeout: 5)
+            let batch = try listener.waitForNotifications(timeout: .seconds(5))
             if batch.isEmpty { break }
             payloads += batch.map(\.payload)
         }
@@ -69,7 +69,7 @@ import Testing
         try sender.notify(channel: channel)
         Thread.sleep(forTimeInterval: 0.1)
         _ = try listener.query("SELECT pg_sleep(0.05)")
-        #expect(try listener.waitForNotifications(timeout: 0).map(\.channel) == [channel])
+        #expect(try listener.waitForNotifications(timeout: .zero).map(\.channel) == [channel])
     }
 
     @Test func unlistenStopsDeliveryAndListenSurvivesReset() throws {
@@ -83,7 +83,7 @@ import Testing
         try listener.reset()
         try sender.notify(channel: dropped, payload: "no")
         try sender.notify(channel: kept, payload: "yes")
-        let received = try listener.waitForNotifications(timeout: 5)
+        let received = try listener.waitForNotifications(timeout: .seconds(5))
         #expect(received.map(\.payload) == ["yes"])
     }
 
@@ -91,7 +91,7 @@ import Testing
         let listener = try connect()
         try listener.listen(uniqueName("dead"))
         try terminateBackend(listener.backendPID)
-        let error = postgresError { _ = try listener.waitForNotifications(timeout: 5) }
+        let error = postgresError { _ = try listener.waitForNotifications(timeout: .seconds(5)) }
         #expect(error?.isConnectionFailure == true)
     }
 }

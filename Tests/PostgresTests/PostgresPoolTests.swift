@@ -51,7 +51,7 @@ import Testing
     }
 
     @Test func waitingForABusyPoolTimesOutWithAClearError() throws {
-        let pool = PostgresPool(conninfo: databaseURL, size: 1, acquireTimeout: 0.3)
+        let pool = PostgresPool(conninfo: databaseURL, size: 1, acquireTimeout: .milliseconds(300))
         let holding = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
         let done = DispatchSemaphore(value: 0)
@@ -67,7 +67,7 @@ import Testing
         let error = postgresError { try pool.withConnection { _ in } }
         #expect(start.duration(to: .now) >= .milliseconds(250))
         #expect(error?.description.contains("all 1 connections of the pool are busy") == true)
-        #expect(!pool.healthy(timeout: 0.1))
+        #expect(!pool.healthy(timeout: .milliseconds(100)))
         release.signal()
         done.wait()
         #expect(try pool.withConnection { try $0.query("SELECT 1 AS one")[0].int32("one") } == 1)
@@ -116,7 +116,7 @@ import Testing
     }
 
     @Test func anUnreachableServerFailsFastWithoutLeakingSlots() throws {
-        let pool = PostgresPool(conninfo: "postgresql://postgres:pw@127.0.0.1:1/h_postgres", size: 1, acquireTimeout: 1)
+        let pool = PostgresPool(conninfo: "postgresql://postgres:pw@127.0.0.1:1/h_postgres", size: 1, acquireTimeout: .seconds(1))
         for _ in 0..<3 {
             let error = postgresError { try pool.withConnection { _ in } }
             #expect(error?.description.contains("Connection refused") == true)

@@ -62,7 +62,7 @@ struct ConsoleCommand: ParsableCommand {
         try ConsoleUsersFile.refuseNoOneCanSignIn(users, path, userHeader: configuration.userHeader, logger: logger)
         // Six: an overview reads on three at once, and the refresh may read while a page does; the rest serve the other pages.
         let pool = PostgresPool(
-            conninfo: try env.databaseURL(), size: 6, acquireTimeout: 5, prepareStatements: try env.preparesStatements())
+            conninfo: try env.databaseURL(), size: 6, acquireTimeout: .seconds(5), prepareStatements: try env.preparesStatements())
         defer { pool.close() }
         try Self.refuseMissingMigrations(pool)
         // With the provider API variables the worker has, an operator may retry a failed action here: the same executor

@@ -50,7 +50,7 @@ struct ServeCommand: ParsableCommand {
         let url = try env.databaseURL()
         let configuration = try receiverConfiguration(env, logger: logger)
         let webhooks = try configuredWebhooks(env, logger: logger)
-        let pool = PostgresPool(conninfo: url, size: 8, acquireTimeout: 5, prepareStatements: try env.preparesStatements())
+        let pool = PostgresPool(conninfo: url, size: 8, acquireTimeout: .seconds(5), prepareStatements: try env.preparesStatements())
         let expected = try refuseMissingMigrations(pool, logger: logger)
         let receiver = Receiver(
             configuration: configuration,

@@ -42,7 +42,7 @@ final class ReceiverHarness: @unchecked Sendable {
         }
         try certServer.start()
         paypal.certURL = "http://127.0.0.1:\(certServer.port)/v1/notifications/certs/CERT-test"
-        pool = PostgresPool(conninfo: database.url, size: 4, acquireTimeout: 2)
+        pool = PostgresPool(conninfo: database.url, size: 4, acquireTimeout: .seconds(2))
         receiver = try Self.receiver(
             pool: pool, paypal: paypal, certServerPort: certServer.port, maxBodyBytes: maxBodyBytes,
             upstream: HTTPCertificateSource(), logger: log.logger)

@@ -37,7 +37,7 @@ final class WorkerHarness: @unchecked Sendable {
     /// - Parameter retry: the provider clients' in-call retries; none by default so a fault is one transient outcome.
     init(retry: RetryPolicy = .none, pendingMaxSeconds: Int64 = 86_400) throws {
         database = try TestDatabase.create()
-        pool = PostgresPool(conninfo: database.url, size: 8, acquireTimeout: 30)
+        pool = PostgresPool(conninfo: database.url, size: 8, acquireTimeout: .seconds(30))
         let config = SimConfig()  // known credentials: paysim's defaults
         simulator = Simulator(config: config, ca: Self.ca, transport: nil)
         paysim = PaysimServer(simulator: simulator, host: "127.0.0.1", port: 0, threads: 4)
