@@ -123,7 +123,7 @@ public final class VerdictService: Sendable {
             fetched: { [self] in self.fetched(key: key, id: id) })
         if let verdict { return .verdict(VerdictReport(order: current, verdict: verdict, checkedAt: checkedAt)) }
         switch result {
-        case .transient(let reason, _): return .unavailable(reason)
+        case .transient(let t): return .unavailable(t.reason)
         case .checked: return .unavailable("another check of the order was recorded at the same moment, or the order changed during it")
         case .unreadable(let reason), .failed(let reason): return .failed(reason)
         }

@@ -201,7 +201,7 @@ public final class ActionExecutor: Sendable {
         case .success(let t): run.transactions = t
         case .failure(let failure):
             switch failure.result {
-            case .transient(let reason, _): return .transient(reason)
+            case .transient(let t): return .transient(t.reason)
             case .failed(let reason), .unreadable(let reason): return .failed(reason)
             case .checked: return .transient("the re-fetch did not finish")
             }
@@ -284,9 +284,9 @@ public final class ActionExecutor: Sendable {
         switch result.outcome {
         case .found(let ref): .applied(providerRef: ref)
         case .notFound: .targetUnknown
-        case .transient(let reason, let after) where ProviderOutcomeClassifier.refusedBeforeProcessing(reason):
-            .notProcessed(reason: reason, retryAfter: after)
-        case .transient(let reason, _): .unknown(reason)
+        case .transient(let t) where ProviderOutcomeClassifier.refusedBeforeProcessing(t.reason):
+            .notProcessed(reason: t.reason, retryAfter: t.retryAfter)
+        case .transient(let t): .unknown(t.reason)
         case .permanent(let failure) where result.keyInUse: .keyInUse(failure.text)
         case .permanent(let failure): .permanent(failure)
         }
@@ -318,7 +318,7 @@ public final class ActionExecutor: Sendable {
         switch outcome {
         case .found(let ref): "succeeded (\(ref))"
         case .notFound: "failed: the provider does not know the transaction to act on"
-        case .transient(let reason, _): "in doubt: \(reason)"
+        case .transient(let t): "in doubt: \(t.reason)"
         case .permanent(.unreadable(let reason)): "in doubt: the answer could not be read: \(reason)"
         case .permanent(let failure): "failed: " + failure.description
         }

@@ -310,8 +310,8 @@ public struct Backfill: Sendable {
                 cursor = next
             case .notFound:
                 return leave("the provider answered 404 for \(list.name) (check the API base URL)")
-            case .transient(let reason, _):
-                return leave(reason)
+            case .transient(let t):
+                return leave(t.reason)
             case .permanent(let failure):
                 if let status = failure.status, status == 401 || status == 403 {
                     throw Failure.refused(
@@ -400,8 +400,8 @@ public struct Backfill: Sendable {
                 if next == nil { break reading }
             case .notFound:
                 return leave("the provider answered 404 for the search (check the API base URL)")
-            case .transient(let reason, _):
-                return leave(reason)
+            case .transient(let t):
+                return leave(t.reason)
             case .permanent(let failure):
                 return leave(try Self.reason(failure, provider: o.provider, search: search))
             }
@@ -567,8 +567,8 @@ public struct Backfill: Sendable {
             case .notFound:
                 summary.planned.append(
                     .unmatched(transaction: item.id, why: "\(provider.rawValue) does not know it (404): nothing to check"))
-            case .transient(let reason, _):
-                summary.planned.append(.unmatched(transaction: item.id, why: "\(reason) (a run tries it and reads its window again)"))
+            case .transient(let t):
+                summary.planned.append(.unmatched(transaction: item.id, why: "\(t.reason) (a run tries it and reads its window again)"))
             case .permanent(let failure):
                 summary.planned.append(.unmatched(transaction: item.id, why: failure.words(for: provider.rawValue, bodyLimit: 120)))
             }
@@ -633,8 +633,8 @@ public struct Backfill: Sendable {
     static func note(_ result: OrderChecker.Result, _ what: String, summary: inout Summary) -> Bool {
         switch result {
         case .checked: return false
-        case .transient(let reason, _):
-            if summary.notChecked.count < 50 { summary.notChecked.append("\(what): \(reason) (its window is read again next run)") }
+        case .transient(let t):
+            if summary.notChecked.count < 50 { summary.notChecked.append("\(what): \(t.reason) (its window is read again next run)") }
             return true
         case .failed(let reason), .unreadable(let reason):
             if summary.notChecked.count < 50 { summary.notChecked.append("\(what): \(reason)") }
@@ -684,7 +684,7 @@ public struct Backfill: Sendable {
                 }
                 return (item.id, .steps(steps))
             case .notFound: return (item.id, .steps([]))
-            case .transient(let reason, _): return (item.id, .transient(reason))
+            case .transient(let t): return (item.id, .transient(t.reason))
             case .permanent(let failure): return (item.id, .permanent(failure.words(for: provider.rawValue, bodyLimit: 120)))
             }
         }

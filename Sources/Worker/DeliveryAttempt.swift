@@ -1,3 +1,5 @@
+import Providers
+
 /// What happens to a claimed delivery after one attempt, decided from values alone (no clock reads, no I/O):
 /// done, another try after an exponential backoff with jitter (honouring a provider's Retry-After), or dead with
 /// the reason.
@@ -30,10 +32,15 @@ public struct DeliveryAttempt: Sendable {
     public enum Result: Sendable, Equatable {
         case processed(Outcome)
         /// The provider could not answer now (timeout, 429, 5xx): try again later.
-        case transient(reason: String, retryAfter: Duration?)
+        case transient(Transient)
         /// Retrying will not help (e.g. malformed stored body, provider says 4xx); still retried until the budget
         /// runs out, because credentials and configuration get fixed.
         case permanent(reason: String)
+
+        /// `.transient` of `reason`, with the wait the other side asked for.
+        public static func transient(reason: String, retryAfter: Duration?) -> Self {
+            .transient(Transient(reason, retryAfter: retryAfter))
+        }
     }
 
     public enum Decision: Sendable, Equatable {
@@ -57,7 +64,7 @@ public struct DeliveryAttempt: Sendable {
         let reason: String, retryAfter: Duration?
         switch result {
         case .processed(let outcome): return .done(outcome)
-        case .transient(let r, let after): reason = r; retryAfter = after
+        case .transient(let t): reason = t.reason; retryAfter = t.retryAfter
         case .permanent(let r): reason = r; retryAfter = nil
         }
         if attempts >= maxAttempts { return .dead(reason: "gave up after \(attempts) attempts: \(reason)") }

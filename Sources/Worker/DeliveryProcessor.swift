@@ -67,7 +67,7 @@ public struct DeliveryProcessor: Sendable {
         case .found(.ignored(let reason)): return .failure(Ended(.processed(.ignored(reason))))
         case .notFound:
             return .failure(Ended(.processed(.ignored("\(delivery.eventType ?? "the event") names nothing \(provider.rawValue) knows"))))
-        case .transient(let r, let a): return .failure(Ended(.transient(reason: r, retryAfter: a)))
+        case .transient(let t): return .failure(Ended(.transient(t)))
         case .permanent(let failure): return .failure(Ended(.permanent(reason: failure.words(for: provider.rawValue))))
         }
         guard !references.isEmpty else {
@@ -219,15 +219,16 @@ public struct DeliveryProcessor: Sendable {
     /// answer that cannot be read fails that order's check (named in the outcome), not the delivery.
     static func combine(_ steps: [Step], provider: Provider) -> DeliveryAttempt.Result {
         var permanent: String?
-        var transient: (String, Duration?)?
+        var transient: Transient?
         var checked: [String] = [], unknown: [String] = [], unreadable: [String] = [], ignored: [String] = []
         func note(_ result: OrderChecker.Result, _ what: String) -> Bool {
             switch result {
             case .checked: return true
             case .unreadable(let reason): unreadable.append("\(what) could not be checked: \(reason)"); return false
-            case .transient(let reason, let after):
-                let longest = max(after ?? .zero, transient?.1 ?? .zero)
-                transient = (reason, longest == .zero ? nil : longest)
+            case .transient(let t):
+                // The most retryable failure's reason, with the longest wait any of them asked for.
+                let longest = max(t.retryAfter ?? .zero, transient?.retryAfter ?? .zero)
+                transient = Transient(t.reason, retryAfter: longest == .zero ? nil : longest)
             case .failed(let reason): permanent = reason
             }
             return false
@@ -240,7 +241,7 @@ public struct DeliveryProcessor: Sendable {
             case .ignored(let reason): ignored.append(reason)
             }
         }
-        if let transient { return .transient(reason: transient.0, retryAfter: transient.1) }
+        if let transient { return .transient(transient) }
         if let permanent { return .permanent(reason: permanent) }
         var parts: [String] = []
         var seen = Set<String>()

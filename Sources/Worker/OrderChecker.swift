@@ -12,13 +12,18 @@ public final class OrderChecker: Sendable {
     public enum Result: Sendable, Equatable {
         /// Checked; `matched` when nothing is wrong.
         case checked(CheckOutcome, matched: Bool)
-        /// Could not be checked now (provider timeout, 429, 5xx): try again later.
-        case transient(reason: String, retryAfter: Duration?)
+        /// Could not be checked now (provider timeout, 429, 5xx, the database out of reach): try again later.
+        case transient(Transient)
         /// Could not be checked and retrying as-is will not help (credentials, a provider 4xx).
         case failed(reason: String)
         /// The provider's answer has a field that cannot be read (named in the reason): this order's check failed,
         /// not the delivery that named it.
         case unreadable(reason: String)
+
+        /// `.transient` of `reason`, with the wait the other side asked for.
+        public static func transient(reason: String, retryAfter: Duration?) -> Self {
+            .transient(Transient(reason, retryAfter: retryAfter))
+        }
     }
 
     /// What looking up a transaction no order holds came to.
@@ -203,7 +208,7 @@ public final class OrderChecker: Sendable {
             }
             return .success((merged, outcomes))
         case .notFound: return .success((links, CallOutcomes()))
-        case .transient(let r, let a): return .failure(FetchFailure(result: .transient(reason: r, retryAfter: a)))
+        case .transient(let t): return .failure(FetchFailure(result: .transient(t)))
         case .permanent(let f): return .failure(FetchFailure(result: Self.failure(f)))
         }
     }
@@ -251,7 +256,7 @@ public final class OrderChecker: Sendable {
         case .found(let s): return .success(FetchedTransaction(transactionRef: ref, snapshot: s))
         case .notFound:
             return .success(FetchedTransaction(transactionRef: ref, snapshot: nil, absentMayHaveExpired: absentMayHaveExpired))
-        case .transient(let r, let a): return .failure(FetchFailure(result: .transient(reason: r, retryAfter: a)))
+        case .transient(let t): return .failure(FetchFailure(result: .transient(t)))
         case .permanent(let f):
             let failure = Self.failure(f)
             if several, case .unreadable(let reason) = failure {
@@ -283,7 +288,7 @@ public final class OrderChecker: Sendable {
         case .notFound:
             // Neither ours nor the provider's: nothing to reconcile (the hint named nothing real).
             return .absent
-        case .transient(let r, let a): return .checked(.transient(reason: r, retryAfter: a))
+        case .transient(let t): return .checked(.transient(t))
         case .permanent(let f): return .checked(Self.failure(f))
         }
     }

@@ -106,7 +106,10 @@ public struct ReconcileSweep: Sendable {
             s.totals.opened += o.opened
             s.totals.resolved += o.resolved
             s.totals.actionsEmitted += o.actionsEmitted
-        case .transient(let reason, _), .failed(let reason), .unreadable(let reason):
+        case .transient(let t): notChecked(t.reason)
+        case .failed(let reason), .unreadable(let reason): notChecked(reason)
+        }
+        func notChecked(_ reason: String) {
             s.totals.errors += 1
             if s.errors.count < 1000 { s.errors.append("\(order.provider.rawValue) \(order.orderID): \(reason)") }
         }

@@ -258,15 +258,15 @@ import Worker
             }
             #expect(conflict.contains("idempotency_error"))
             try await h.faults(#"{"rate_429":1.0,"retry_after":7}"#)
-            guard case .transient(_, let seven) = await c.paymentIntent("pi_c", account: nil) else {
+            guard case .transient(let seven) = await c.paymentIntent("pi_c", account: nil) else {
                 Issue.record("429 not transient"); return
             }
-            #expect(seven == .seconds(7), "Retry-After is honoured")
+            #expect(seven.retryAfter == .seconds(7), "Retry-After is honoured")
             try await h.faults(#"{"rate_429":1.0,"retry_after":0}"#)
-            guard case .transient(_, let after) = await c.paymentIntent("pi_c", account: nil) else {
+            guard case .transient(let after) = await c.paymentIntent("pi_c", account: nil) else {
                 Issue.record("429 not transient"); return
             }
-            #expect(after == nil, "a 429 without Retry-After still backs off (transient), with no delay given")
+            #expect(after.retryAfter == nil, "a 429 without Retry-After still backs off (transient), with no delay given")
             try await h.faults(#"{"rate_429":0,"error_rate":1.0}"#)
             #expect(await c.paymentIntent("pi_c", account: nil).isTransient)
         }

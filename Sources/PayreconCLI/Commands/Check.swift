@@ -56,7 +56,7 @@ struct CheckCommand: ParsableCommand {
         guard let verdict else {
             let why: String
             switch result {
-            case .transient(let reason, _): why = "the provider or the database is out of reach (\(reason)); try again"
+            case .transient(let t): why = "the provider or the database is out of reach (\(t.reason)); try again"
             case .unreadable(let reason): why = "the provider's answer could not be read (\(reason))"
             case .failed(let reason): why = reason
             case .checked: why = "another check of the order was recorded at the same moment, or the order changed during it; try again"

@@ -4,14 +4,23 @@ import Reconciliation
 // What a provider call came to, in the terms the worker acts on: a value, an absence, "try again later" or
 // "don't retry". Every client classifies HTTP answers and transport errors the same way here.
 
+/// Worth trying again later: why not now (a timeout, a 429, a 5xx, the database out of reach), and how long the other
+/// side asked to be left alone (a Retry-After), when it said. One value, carried whole from the provider's answer
+/// through the check's and the delivery's results to the delivery's backoff, so no hop takes it apart.
+public struct Transient: Sendable, Equatable {
+    public var reason: String
+    public var retryAfter: Duration?
+    public init(_ reason: String, retryAfter: Duration? = nil) { self.reason = reason; self.retryAfter = retryAfter }
+}
+
 /// The result of one provider call.
 public enum ProviderOutcome<T: Sendable>: Sendable {
     /// The provider answered with the thing asked for.
     indirect case found(T)
     /// The provider says it does not exist (404 on a read).
     case notFound
-    /// Worth retrying: timeout, connection failure, 429, 5xx. `retryAfter` from a Retry-After header.
-    case transient(reason: String, retryAfter: Duration?)
+    /// Worth retrying: timeout, connection failure, 429, 5xx, with a Retry-After header's wait.
+    case transient(Transient)
     /// Retrying will not help: the provider refused the request, its answer cannot be read, or nothing was sent.
     case permanent(ProviderFailure)
 
@@ -20,17 +29,20 @@ public enum ProviderOutcome<T: Sendable>: Sendable {
         switch self {
         case .found(let v): return .found(try transform(v))
         case .notFound: return .notFound
-        case .transient(let r, let a): return .transient(reason: r, retryAfter: a)
+        case .transient(let t): return .transient(t)
         case .permanent(let failure): return .permanent(failure)
         }
     }
+
+    /// `.transient` of `reason`, with the wait the provider asked for.
+    public static func transient(reason: String, retryAfter: Duration?) -> Self { .transient(Transient(reason, retryAfter: retryAfter)) }
 
     /// The same non-found outcome for another value type; nil for `.found`.
     public func failure<U: Sendable>(as _: U.Type = U.self) -> ProviderOutcome<U>? {
         switch self {
         case .found: return nil
         case .notFound: return .notFound
-        case .transient(let r, let a): return .transient(reason: r, retryAfter: a)
+        case .transient(let t): return .transient(t)
         case .permanent(let failure): return .permanent(failure)
         }
     }

@@ -56,9 +56,9 @@ public func retrying<T: Sendable>(
     var retry = 0
     // Whether an attempt so far may have reached the provider (a timeout, a 5xx: not a 429, refused before processing).
     var mayHaveReached = false
-    while case .transient(let reason, let retryAfter) = outcome, retry + 1 < policy.maxAttempts {
-        if !ProviderOutcomeClassifier.refusedBeforeProcessing(reason) { mayHaveReached = true }
-        guard let wait = policy.delay(beforeRetry: retry, retryAfter: retryAfter) else { return outcome }
+    while case .transient(let transient) = outcome, retry + 1 < policy.maxAttempts {
+        if !ProviderOutcomeClassifier.refusedBeforeProcessing(transient.reason) { mayHaveReached = true }
+        guard let wait = policy.delay(beforeRetry: retry, retryAfter: transient.retryAfter) else { return outcome }
         do { try await policy.sleep(wait) } catch { return outcome }
         retry += 1
         outcome = await operation()

@@ -391,7 +391,7 @@ extension ProviderOutcome where T == JSONValue {
         case .found(let json):
             do { return .found(try map(json)) } catch { return .permanent(.unreadable("unreadable answer: \(error)")) }
         case .notFound: return .notFound
-        case .transient(let r, let a): return .transient(reason: r, retryAfter: a)
+        case .transient(let t): return .transient(t)
         case .permanent(let failure): return .permanent(failure)
         }
     }

@@ -148,7 +148,7 @@ public final class PXPClient: Sendable {
             }
             return .found(PXPModificationResult(systemTransactionId: id, state: state, answer: answer))
         case .notFound: return .notFound
-        case .transient(let r, let a): return .transient(reason: r, retryAfter: a)
+        case .transient(let t): return .transient(t)
         case .permanent(let failure): return .permanent(failure)
         }
     }
@@ -249,7 +249,7 @@ extension ProviderOutcomeClassifier {
                 return .permanent(.unreadable(truncatedBody(Array("unreadable answer (\(error)): ".utf8) + bytes)))
             }
         case .notFound: return .notFound
-        case .transient(let r, let a): return .transient(reason: r, retryAfter: a)
+        case .transient(let t): return .transient(t)
         case .permanent(let failure): return .permanent(failure)
         }
     }

@@ -85,7 +85,7 @@ extension PayPalClient {
                     refreshAt: fetchedAt + expiresIn - PayPalAccessToken.refreshMargin(expiresIn: expiresIn)))
         // Without a token the call it was for is never sent: whatever PayPal said of the token, that call is `notSent`.
         case .notFound: return .permanent(.notSent("oauth2 token: PayPal answered 404 (the token endpoint was not found)"))
-        case .transient(let r, let a): return .transient(reason: "oauth2 token: \(r)", retryAfter: a)
+        case .transient(let t): return .transient(Transient("oauth2 token: " + t.reason, retryAfter: t.retryAfter))
         case .permanent(let failure): return .permanent(.notSent("oauth2 token: " + failure.words(for: "PayPal")))
         }
     }

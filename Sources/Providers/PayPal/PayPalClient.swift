@@ -215,7 +215,7 @@ public final class PayPalClient: Sendable {
             switch await tokens.get(now: now(), fetch: { await self.fetchToken() }) {
             case .found(let t): token = t
             case .notFound: return .notFound
-            case .transient(let r, let a): return .transient(reason: r, retryAfter: a)
+            case .transient(let t): return .transient(t)
             case .permanent(let failure): return .permanent(failure)
             }
             let request = apiRequest(method: method, segments: segments, query: query, body: body, requestID: requestID, token: token.value)

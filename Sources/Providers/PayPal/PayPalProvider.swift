@@ -664,8 +664,8 @@ public enum PayPalProvider {
             guard !refs.isEmpty else { return outcome }
             let captured = "captured from \(refs.joined(separator: ", ")), then stopped: "
             switch outcome {
-            case .transient(let reason, _) where !ProviderOutcomeClassifier.refusedBeforeProcessing(reason): return outcome
-            case .transient(let reason, _): return .permanent(.declined(captured + reason))
+            case .transient(let t) where !ProviderOutcomeClassifier.refusedBeforeProcessing(t.reason): return outcome
+            case .transient(let t): return .permanent(.declined(captured + t.reason))
             case .notFound: return .permanent(.declined(captured + "the next authorization is not found"))
             case .permanent(let failure) where !failure.reachedProvider: return .permanent(.declined(captured + failure.text))
             case .permanent, .found: return outcome
