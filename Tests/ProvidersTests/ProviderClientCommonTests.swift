@@ -248,6 +248,26 @@ final class RecordedSleeps: @unchecked Sendable {
         #expect(refusedAfter == .permanent(.refused(status: 422, body: "x")), "a refusal reached the provider: it stands")
     }
 
+    /// A capture's first attempt times out (it may have been applied) and the retry is answered 429: the call is in
+    /// doubt, not "refused before it was processed" (which the executor would send again as if it were the first),
+    /// and keeps the wait the 429 asked for.
+    @Test func a429AfterAnAttemptThatMayHaveArrivedIsInDoubt() async {
+        let sleeps = RecordedSleeps()
+        let calls = Mutex(0)
+        let outcome: ProviderOutcome<Int> = await retrying(sleeps.policy()) {
+            calls.withLock {
+                $0 += 1; return $0
+            } == 1 ? .transient(reason: "timeout", retryAfter: nil) : .transient(reason: "HTTP 429", retryAfter: .seconds(60))
+        }
+        guard case .transient(let t) = outcome else { Issue.record("\(outcome)"); return }
+        #expect(!ProviderOutcomeClassifier.refusedBeforeProcessing(t.reason), "\(t.reason)")
+        #expect(t.reason.contains("may have reached the provider") && t.reason.contains("HTTP 429"), "\(t.reason)")
+        #expect(t.retryAfter == .seconds(60))
+        // Every attempt refused before it was processed: nothing may have been applied, and it stays a 429.
+        let refused: ProviderOutcome<Int> = await retrying(sleeps.policy()) { .transient(reason: "HTTP 429", retryAfter: .seconds(60)) }
+        #expect(refused == .transient(reason: "HTTP 429", retryAfter: .seconds(60)))
+    }
+
     @Test func stopsOnSuccessOrPermanent() async {
         let sleeps = RecordedSleeps()
         let calls = Mutex(0)

@@ -58,8 +58,8 @@ public func retrying<T: Sendable>(
     var mayHaveReached = false
     while case .transient(let transient) = outcome, retry + 1 < policy.maxAttempts {
         if !ProviderOutcomeClassifier.refusedBeforeProcessing(transient.reason) { mayHaveReached = true }
-        guard let wait = policy.delay(beforeRetry: retry, retryAfter: transient.retryAfter) else { return outcome }
-        do { try await policy.sleep(wait) } catch { return outcome }
+        guard let wait = policy.delay(beforeRetry: retry, retryAfter: transient.retryAfter) else { break }
+        do { try await policy.sleep(wait) } catch { break }
         retry += 1
         outcome = await operation()
     }
@@ -69,6 +69,13 @@ public func retrying<T: Sendable>(
         return .transient(
             reason: "an earlier attempt may have reached the provider, and the last was not sent: \(failure.text)",
             retryAfter: nil)
+    }
+    // Nor does a later attempt refused before it was processed (a 429): the call is in doubt, with the 429's wait.
+    if mayHaveReached, case .transient(let last) = outcome, ProviderOutcomeClassifier.refusedBeforeProcessing(last.reason) {
+        return .transient(
+            Transient(
+                "an earlier attempt may have reached the provider, and the last was refused before it was processed (\(last.reason))",
+                retryAfter: last.retryAfter))
     }
     return outcome
 }
