@@ -226,7 +226,7 @@ public struct DeliveryProcessor: Sendable {
             case .checked: return true
             case .unreadable(let reason): unreadable.append("\(what) could not be checked: \(reason)"); return false
             case .transient(let t):
-                // The most retryable failure's reason, with the longest wait any of them asked for.
+                // The last transient failure's reason, with the longest wait any of them asked for.
                 let longest = max(t.retryAfter ?? .zero, transient?.retryAfter ?? .zero)
                 transient = Transient(t.reason, retryAfter: longest == .zero ? nil : longest)
             case .failed(let reason): permanent = reason

@@ -84,7 +84,9 @@ public enum CLI {
         }
     }
 
+    /// One line on stderr, its control characters shown escaped: a message may quote the user's own words (an
+    /// option, an argument) or a server's.
     static func printError(_ message: String) {
-        FileHandle.standardError.write(Data("payrecon: \(message)\n".utf8))
+        FileHandle.standardError.write(Data("payrecon: \(message.terminalSafe)\n".utf8))
     }
 }
