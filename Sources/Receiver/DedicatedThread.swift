@@ -1,3 +1,4 @@
+import CivilTime
 import Foundation
 import Observability
 import Synchronization
@@ -47,9 +48,7 @@ final class DedicatedThread: Sendable {
 
     /// Runs `work` on the thread `delay` from now (at once for a delay of nothing or less; at most about 31 years on).
     func after(_ delay: Duration, _ work: @escaping @Sendable () -> Void) {
-        let (seconds, attoseconds) = delay.components
-        let nanoseconds = delay <= .zero ? 0 : UInt64(min(seconds, 1_000_000_000)) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
-        let deadline = DispatchTime.now().uptimeNanoseconds &+ nanoseconds
+        let deadline = DispatchTime.now().uptimeNanoseconds &+ UInt64(min(max(0, delay.inSeconds), 1e9) * 1e9)
         // The thread is woken only when this timer is now the first due: one that goes behind others is found when
         // they have run (a wake-up per delivery was a tenth of the receiver's CPU, per perf).
         let first: Bool = state.withLock { s in

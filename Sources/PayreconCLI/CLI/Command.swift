@@ -36,8 +36,11 @@ extension ParsableCommand {
 
     /// The command `arguments` (everything after its name) make: parsed, read and validated, as `payrecon` runs it.
     public static func parse(_ arguments: [String]) throws(UsageError) -> Self {
-        let parsed = try Command(Self.self).parse(arguments)
-        guard !parsed.helpRequested else { throw UsageError.helpRequested(Self.configuration.name) }
+        try made(from: Command(Self.self).commandLine(arguments))
+    }
+
+    /// The command what the parser found makes: read, then validated.
+    static func made(from parsed: ParsedArguments) throws(UsageError) -> Self {
         let command = try Self(parsing: parsed)
         try command.validate()
         return command
@@ -74,19 +77,18 @@ public struct Command: Sendable {
 
     public init<C: ParsableCommand>(_ type: C.Type) {
         configuration = C.configuration
-        make = { (parsed: ParsedArguments) throws(UsageError) -> any ParsableCommand in
-            let command = try C(parsing: parsed)
-            try command.validate()
-            return command
-        }
+        make = { (parsed: ParsedArguments) throws(UsageError) -> any ParsableCommand in try C.made(from: parsed) }
     }
 
     /// The command `arguments` (everything after its name) make, as `payrecon` runs it: parsed, read and validated.
-    public func command(_ arguments: [String]) throws(UsageError) -> any ParsableCommand {
+    public func command(_ arguments: [String]) throws(UsageError) -> any ParsableCommand { try make(commandLine(arguments)) }
+
+    /// `arguments` parsed for a command to be made of them: `--help` makes none (its required arguments were not
+    /// asked for; `CLI.run` prints the help instead).
+    func commandLine(_ arguments: [String]) throws(UsageError) -> ParsedArguments {
         let parsed = try parse(arguments)
-        // --help makes no command: its required arguments were not asked for (`CLI.run` prints the help instead).
         guard !parsed.helpRequested else { throw UsageError.helpRequested(name) }
-        return try make(parsed)
+        return parsed
     }
 
     public var usage: String {
