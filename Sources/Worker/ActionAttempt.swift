@@ -88,8 +88,9 @@ public struct ActionAttempt: Sendable {
         /// The provider says an earlier request under this key reached it (Paypercut 409 `idempotency_error`).
         case keyInUse(String)
         /// Timeout, 5xx, a cut connection, a provider that has not decided yet, or what was answered could not be
-        /// kept: it may have been applied.
-        case unknown(String)
+        /// kept: it may have been applied. `retryAfter`: how long the provider asked to be left alone (a 429 after an
+        /// attempt that may have reached it), which the inquiry before any re-send waits out.
+        case unknown(String, retryAfter: Duration? = nil)
         /// The provider does not know the transaction to act on.
         case targetUnknown
     }
@@ -322,8 +323,11 @@ public struct ActionAttempt: Sendable {
                         + "`payrecon actions retry`", inDoubt: true, recheck: true))
         case .keyInUse(let body):
             return record(Outcome(.failed, error: "provider answered 409: \(body)", inDoubt: false, recheck: true))
-        case .unknown(let reason):
-            return record(Outcome(.pending, error: "outcome unknown, asked before any re-send: \(reason)", inDoubt: true))
+        case .unknown(let reason, let after):
+            return record(
+                Outcome(
+                    .pending, error: "outcome unknown, asked before any re-send: \(reason)", inDoubt: true,
+                    notBefore: after.map { min($0, .seconds(Self.longestWait)) }))
         case .targetUnknown:
             return record(Outcome(.failed, error: "the provider does not know the transaction to act on", inDoubt: earlier))
         }

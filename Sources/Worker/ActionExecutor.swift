@@ -286,7 +286,7 @@ public final class ActionExecutor: Sendable {
         case .notFound: .targetUnknown
         case .transient(let t) where ProviderOutcomeClassifier.refusedBeforeProcessing(t.reason):
             .notProcessed(reason: t.reason, retryAfter: t.retryAfter)
-        case .transient(let t): .unknown(t.reason)
+        case .transient(let t): .unknown(t.reason, retryAfter: t.retryAfter)
         case .permanent(let failure) where result.keyInUse: .keyInUse(failure.text)
         case .permanent(let failure): .permanent(failure)
         }

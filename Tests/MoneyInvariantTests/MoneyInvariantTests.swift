@@ -400,7 +400,7 @@ struct Simulation {
         case .notProcessed: return .notProcessed(reason: "HTTP 429", retryAfter: .seconds(1))
         case .lostApplied:
             _ = apply(pending: false)
-            return .unknown("timeout")
+            return lost()
         case .lostNotApplied:
             // Half of these were only slow: they land at the start of the next round.
             if gen.chance(50) {
@@ -409,7 +409,11 @@ struct Simulation {
                         ledger: l, call: call, planned: planned, key: key, actionID: actionID, atSend: counted(),
                         inRounds: gen.count(1...2)))
             }
-            return .unknown("timeout")
+            return lost()
+        }
+        /// A call whose fate is unknown: a timeout, or a timeout and then a 429 asking to wait (in doubt all the same).
+        func lost() -> ActionAttempt.Answer {
+            gen.chance(30) ? .unknown("timeout, then HTTP 429", retryAfter: .seconds(1)) : .unknown("timeout")
         }
     }
 

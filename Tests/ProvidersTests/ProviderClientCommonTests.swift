@@ -263,6 +263,16 @@ final class RecordedSleeps: @unchecked Sendable {
         #expect(!ProviderOutcomeClassifier.refusedBeforeProcessing(t.reason), "\(t.reason)")
         #expect(t.reason.contains("may have reached the provider") && t.reason.contains("HTTP 429"), "\(t.reason)")
         #expect(t.retryAfter == .seconds(60))
+        // The same when the attempts run out on 429s the policy waits for (2 s each).
+        let calls2 = Mutex(0)
+        let ranOut: ProviderOutcome<Int> = await retrying(sleeps.policy()) {
+            calls2.withLock {
+                $0 += 1; return $0
+            } == 1 ? .transient(reason: "HTTP 503", retryAfter: nil) : .transient(reason: "HTTP 429", retryAfter: .seconds(2))
+        }
+        #expect(calls2.withLock { $0 } == 3)
+        guard case .transient(let last) = ranOut else { Issue.record("\(ranOut)"); return }
+        #expect(!ProviderOutcomeClassifier.refusedBeforeProcessing(last.reason) && last.retryAfter == .seconds(2), "\(last)")
         // Every attempt refused before it was processed: nothing may have been applied, and it stays a 429.
         let refused: ProviderOutcome<Int> = await retrying(sleeps.policy()) { .transient(reason: "HTTP 429", retryAfter: .seconds(60)) }
         #expect(refused == .transient(reason: "HTTP 429", retryAfter: .seconds(60)))

@@ -159,6 +159,17 @@ import Testing
                 (.called(.unknown("timeout")), "record(pending, inDoubt=true)"), (.recorded(.kept), "done(pending)")
             ]),
         Row(
+            name: "outcome unknown, then a 429 asking to wait: in doubt, asked after the wait (at most 300 s)", claim: fresh,
+            steps: toCall + [
+                (.called(.unknown("timeout, then HTTP 429", retryAfter: .seconds(60))), "record(pending, inDoubt=true, notBefore=60)"),
+                (.recorded(.kept), "done(pending)")
+            ]),
+        Row(
+            name: "outcome unknown, a 429 asking for a day: asked after 300 s", claim: fresh,
+            steps: toCall + [
+                (.called(.unknown("timeout, then HTTP 429", retryAfter: .seconds(86_400))), "record(pending, inDoubt=true, notBefore=300)")
+            ]),
+        Row(
             name: "the provider does not know the transaction", claim: fresh,
             steps: toCall + [
                 (.called(.targetUnknown), "record(failed, inDoubt=false)")

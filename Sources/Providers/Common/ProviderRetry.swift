@@ -47,7 +47,9 @@ public struct RetryPolicy: Sendable {
     }
 }
 
-/// Runs `operation` until it is not transient or the policy gives up; returns the last outcome.
+/// Runs `operation` until it is not transient or the policy gives up; returns the last outcome, except that once an
+/// attempt may have reached the provider, a last one not sent or refused before it was processed (a 429) leaves the
+/// call in doubt: a transient saying so (with the 429's wait).
 public func retrying<T: Sendable>(
     _ policy: RetryPolicy,
     _ operation: () async -> ProviderOutcome<T>
